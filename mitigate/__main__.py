@@ -1,0 +1,5 @@
+"""``python -m mitigate`` runs the command line."""
+
+from mitigate.cli import main
+
+main()

@@ -1,0 +1,149 @@
+"""The ``mitigate`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mitigate.errors import MitigateError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Make LLM-as-a-judge evaluators less biased and more consistent, and measure it.",
+)
+
+
+def _fail(exc: MitigateError) -> None:
+    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code=2)
+
+
+def _parse_scale(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    parts = text.replace(":", ",").replace("-", ",").split(",")
+    try:
+        lo, hi = (float(p) for p in parts)
+    except ValueError:
+        raise typer.BadParameter(f"expected MIN,MAX such as 1,5; got {text!r}") from None
+    return lo, hi
+
+
+def _first_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@app.command()
+def judge(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+                                           "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
+    criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
+                                                  "(default: the benchmark's first)")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items (0 = all)")] = 5,
+    backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
+                                         "local, local:<path.gguf>, replay:<path>, fake")] = "local",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (openai backend)")] = None,
+    prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
+    system: Annotated[Path | None, typer.Option(help="optional system message template file")] = None,
+    scale: Annotated[str | None, typer.Option(help="answer scale MIN,MAX (default: from the prompt)")] = None,
+    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
+    samples: Annotated[int, typer.Option(help="samples per item (reduced by --reducer)")] = 1,
+    reducer: Annotated[str, typer.Option(help="mean, median or majority")] = "mean",
+    scoring: Annotated[str, typer.Option(help="parse (read the score) or expected (logprob-weighted)")] = "parse",
+    max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
+    concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
+    run_dir: Annotated[Path | None, typer.Option(help="folder for the journal and results (resumable)")] = None,
+    restart: Annotated[bool, typer.Option(help="discard an existing journal in --run-dir")] = False,
+    cache: Annotated[bool, typer.Option(help="cache LM calls on disk (identical re-runs make no calls)")] = True,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Judge the first items of a benchmark and print each judgment beside the human score."""
+    try:
+        asyncio.run(_judge(**locals()))
+    except MitigateError as exc:
+        _fail(exc)
+
+
+async def _judge(**opts: Any) -> None:
+    from mitigate import lm as lm_pkg
+    from mitigate.builtin_prompts import default_prompt_for, prompt_text
+    from mitigate.data.registry import load
+    from mitigate.harness.runner import run
+    from mitigate.judge import JudgeConfig, PromptJudge
+    from mitigate.prompt import JudgePrompt
+
+    bench = load(opts["benchmark"])
+    crit = opts["criterion"] or (bench.criteria[0] if bench.criteria else None)
+    if crit is None:
+        raise MitigateError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
+    if bench.criteria and crit not in bench.criteria:
+        raise MitigateError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    if opts["prompt"] is not None:
+        text = opts["prompt"].read_text(encoding="utf-8")
+    else:
+        text = prompt_text(default_prompt_for(opts["benchmark"], crit))
+    system = opts["system"].read_text(encoding="utf-8") if opts["system"] is not None else None
+    jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
+    kwargs: dict[str, Any] = {}
+    if opts["base_url"]:
+        kwargs["base_url"] = opts["base_url"]
+    lm = lm_pkg.get(opts["backend"], **kwargs)
+    lm = lm_pkg.wrap(lm, cache=opts["cache"])
+    config = JudgeConfig(
+        temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"],
+        scoring=opts["scoring"], max_tokens=opts["max_tokens"],
+    )
+    pj = PromptJudge(jp, lm, config)
+    items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
+    typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
+    journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
+    result = await run(pj, items, concurrency=opts["concurrency"], journal=journal,
+                       restart=opts["restart"], progress=opts["progress"])
+    await lm.aclose()
+    by_id = {it.id: it for it in items}
+    for j in result.judgments:
+        human = by_id[j.item_id].human.get(crit)
+        score = j.scores.get(crit)
+        shown = "FAILED" if score is None else f"{score:g}"
+        human_s = "-" if human is None else f"{human:.2f}"
+        detail = j.error or (j.failures[0].reason if j.failures and score is None else _first_line(j.raw[0] if j.raw else ""))
+        typer.echo(f"{j.item_id}\tjudge={shown}\thuman={human_s}\t{_first_line(detail)}")
+    typer.echo(result.summary.line(), err=True)
+    if opts["run_dir"]:
+        out = opts["run_dir"] / "results.json"
+        out.write_text(json.dumps({
+            "benchmark": bench.name, "criterion": crit, "backend": lm.spec,
+            "summary": result.summary.model_dump(mode="json"),
+            "judgments": [j.model_dump(mode="json") for j in result.judgments],
+        }, indent=1))
+        typer.echo(f"wrote {out}", err=True)
+
+
+@app.command("prompts")
+def prompts_cmd(name: Annotated[str | None, typer.Argument(help="print this prompt's text")] = None) -> None:
+    """List the built-in judge prompts, or print one."""
+    from mitigate.builtin_prompts import list_prompts, prompt_text
+
+    try:
+        if name is None:
+            typer.echo("\n".join(list_prompts()))
+        else:
+            typer.echo(prompt_text(name))
+    except MitigateError as exc:
+        _fail(exc)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    """Entry point for ``python -m mitigate``."""
+    app(prog_name="mitigate")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""The generic benchmark format (one JSON object per line) and the file helpers every loader shares.
+
+A row of the generic format (see ``docs/data_format.md``)::
+
+    {"id": "M8/dm-test-1", "system": "M8", "doc_id": "dm-test-1",
+     "inputs": {"source": "The article ..."}, "output": "The summary ...",
+     "reference": "A reference summary", "human": {"coherence": 3.33},
+     "annotators": {"coherence": [3, 4, 3]}, "meta": {"split": "test"}}
+
+Only ``id`` and ``output`` are required. :func:`load_jsonl` checks every row and stops at the
+first bad one with a :class:`~mitigate.errors.DataError` naming the file, the line, what was
+expected and what came.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from mitigate.data.schema import Benchmark, Item
+from mitigate.errors import DataError
+from mitigate.paths import data_dir
+from mitigate.scale import Scale
+
+ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "reference", "human", "annotators", "meta")
+"""The keys a generic-format row may hold; any other key is an error (it is usually a typo)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers shared by the dataset loaders
+# ---------------------------------------------------------------------------------------------
+
+
+def resolve_root(root: str | Path | None) -> Path:
+    """The data folder to read from: ``root`` when given, else :func:`mitigate.paths.data_dir`.
+
+    Raises DataError when neither is set, saying how to point mitigate at the data.
+    """
+    if root is not None:
+        return Path(root)
+    found = data_dir()
+    if found is None:
+        raise DataError(
+            "expected a data folder; got none: set MITIGATE_DATA_DIR to the folder holding the "
+            "datasets (e.g. /work/shared/data) or place it at ../shared/data beside the repository"
+        )
+    return found
+
+
+def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: str = "") -> list[Path]:
+    """The absolute paths of ``relpaths`` under ``root``; DataError naming every missing one.
+
+    ``dataset`` names what is being loaded; ``hint`` says where the files come from.
+    """
+    paths = [root / rel for rel in relpaths]
+    missing = [rel for rel, path in zip(relpaths, paths, strict=True) if not path.is_file()]
+    if missing:
+        shown = "\n  ".join(missing[:8])
+        more = f"\n  ... and {len(missing) - 8} more" if len(missing) > 8 else ""
+        raise DataError(
+            f"cannot load {dataset}: expected these files under the data folder {root}, but "
+            f"{len(missing)} of {len(relpaths)} are missing:\n  {shown}{more}"
+            + (f"\n{hint}" if hint else ""),
+            path=str(root / missing[0]),
+        )
+    return paths
+
+
+def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for every non-blank line of a JSON-lines file (lines count from 1).
+
+    A line that is not valid JSON raises ``error`` (DataError or a subclass) with the file, the
+    line and the parser's complaint.
+    """
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc}", path=str(path)) from exc
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise error(
+                    f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
+                    f"column {exc.colno}): {_clip(line)}",
+                    path=str(path),
+                    line=number,
+                ) from exc
+            yield number, value
+
+
+def row_error(path: Path, line: int, message: str, *, error: type[DataError] = DataError) -> DataError:
+    """A DataError (or ``error`` subclass) for a bad row, with ``path:line:`` in front and both in context."""
+    return error(f"{path}:{line}: {message}", path=str(path), line=line)
+
+
+def number(value: Any, path: Path, line: int, what: str) -> float:
+    """``value`` as a finite float, or a DataError saying ``what`` should have been a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise row_error(path, line, f"expected a number for {what}; got {type(value).__name__} {_clip(repr(value))}")
+    result = float(value)
+    if not math.isfinite(result):
+        raise row_error(path, line, f"expected a finite number for {what}; got {value!r}")
+    return result
+
+
+def mean(values: Sequence[float]) -> float:
+    """The arithmetic mean of a non-empty sequence (callers check emptiness and report it)."""
+    return sum(values) / len(values)
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# the generic format
+# ---------------------------------------------------------------------------------------------
+
+
+def load_jsonl(
+    path: str | Path,
+    name: str | None = None,
+    scale: Scale | tuple[float, float] | None = None,
+    *,
+    criteria: Sequence[str] | None = None,
+    description: str = "",
+) -> Benchmark:
+    """Load a benchmark in the generic JSON-lines format, checking every row.
+
+    ``name`` defaults to the file's stem. ``scale`` is the human label scale (default 1 to 5);
+    every human and annotator score must lie within it. ``criteria`` defaults to the human
+    criteria in order of first appearance. A bad row raises DataError with ``file:line``:
+    invalid JSON, a missing or empty ``id``, a missing ``output``, a wrong type, a non-numeric
+    or out-of-range score, an unknown key, or an id seen on an earlier line.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"expected a JSON-lines benchmark file at {file}; no such file", path=str(file))
+    label_scale = Scale.of(scale)
+    items: list[Item] = []
+    first_line: dict[str, int] = {}
+    seen_criteria: dict[str, None] = {}
+    for line, row in read_json_lines(file):
+        item = _row_to_item(row, file, line, label_scale)
+        if item.id in first_line:
+            raise row_error(file, line, f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}")
+        first_line[item.id] = line
+        for criterion in (*item.human, *item.annotators):
+            seen_criteria.setdefault(criterion, None)
+        items.append(item)
+    if not items:
+        raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
+    return Benchmark(
+        name=name or file.stem,
+        items=tuple(items),
+        criteria=tuple(criteria) if criteria is not None else tuple(seen_criteria),
+        scale=label_scale,
+        description=description,
+    )
+
+
+def _row_to_item(row: Any, path: Path, line: int, scale: Scale) -> Item:
+    if not isinstance(row, dict):
+        raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}")
+    unknown = [key for key in row if key not in ROW_KEYS]
+    if unknown:
+        raise row_error(path, line, f"expected only the keys {list(ROW_KEYS)}; got unknown key(s) {unknown}")
+    item_id = row.get("id")
+    if not isinstance(item_id, str) or not item_id:
+        got = "no 'id'" if "id" not in row else f"{type(item_id).__name__} {item_id!r}"
+        raise row_error(path, line, f"expected a non-empty string 'id'; got {got}")
+    if "output" not in row:
+        raise row_error(path, line, f"expected an 'output' text in row {item_id!r}; got no 'output'")
+    fields: dict[str, Any] = {"id": item_id}
+    for key in ("output", "output_b", "system", "doc_id", "reference"):
+        value = row.get(key)
+        if value is None and key != "output":
+            continue
+        if not isinstance(value, str):
+            raise row_error(path, line, f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}")
+        fields[key] = value
+    inputs = row.get("inputs", {})
+    if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
+        raise row_error(path, line, f"expected 'inputs' to be an object of named texts in row {item_id!r}; got {_clip(repr(inputs))}")
+    fields["inputs"] = inputs
+    human = row.get("human", {})
+    if not isinstance(human, dict):
+        raise row_error(path, line, f"expected 'human' to be an object criterion -> score in row {item_id!r}; got {type(human).__name__}")
+    fields["human"] = {c: _in_scale(number(v, path, line, f"human score {c!r}"), scale, path, line, c) for c, v in human.items()}
+    annotators = row.get("annotators", {})
+    if not isinstance(annotators, dict):
+        raise row_error(path, line, f"expected 'annotators' to be an object criterion -> list of scores in row {item_id!r}; got {type(annotators).__name__}")
+    parsed: dict[str, tuple[float | None, ...]] = {}
+    for criterion, scores in annotators.items():
+        if not isinstance(scores, list):
+            raise row_error(path, line, f"expected a list of scores for annotators {criterion!r}; got {type(scores).__name__}")
+        parsed[criterion] = tuple(
+            None if s is None else _in_scale(number(s, path, line, f"annotator score {criterion!r}"), scale, path, line, criterion)
+            for s in scores
+        )
+    fields["annotators"] = parsed
+    meta = row.get("meta", {})
+    if not isinstance(meta, dict):
+        raise row_error(path, line, f"expected 'meta' to be an object; got {type(meta).__name__}")
+    fields["meta"] = meta
+    return Item(**fields)
+
+
+def _in_scale(value: float, scale: Scale, path: Path, line: int, criterion: str) -> float:
+    if not scale.contains(value):
+        raise row_error(
+            path, line,
+            f"expected {criterion!r} scores within the human scale {scale.describe()} (pass scale=(min, max) to "
+            f"load_jsonl for another scale); got {value:g}",
+        )
+    return value
+
+
+def item_to_row(item: Item) -> dict[str, Any]:
+    """One item as a generic-format row (empty optional fields left out)."""
+    row: dict[str, Any] = {"id": item.id}
+    for key in ("system", "doc_id"):
+        if getattr(item, key) is not None:
+            row[key] = getattr(item, key)
+    if item.inputs:
+        row["inputs"] = dict(item.inputs)
+    row["output"] = item.output
+    for key in ("output_b", "reference"):
+        if getattr(item, key) is not None:
+            row[key] = getattr(item, key)
+    if item.human:
+        row["human"] = dict(item.human)
+    if item.annotators:
+        row["annotators"] = {c: list(v) for c, v in item.annotators.items()}
+    if item.meta:
+        row["meta"] = item.meta
+    return row
+
+
+def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
+    """Write ``benchmark`` in the generic format (one row per item, UTF-8) and return the path.
+
+    The label scale is not stored in the rows: pass it again as ``scale=`` to :func:`load_jsonl`.
+    ``meta`` values must be JSON-serialisable.
+    """
+    file = Path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with file.open("w", encoding="utf-8") as handle:
+        for item in benchmark.items:
+            try:
+                text = json.dumps(item_to_row(item), ensure_ascii=False)
+            except (TypeError, ValueError) as exc:
+                raise DataError(
+                    f"expected JSON-serialisable values in item {item.id!r}; got {exc}", item_id=item.id
+                ) from exc
+            handle.write(text + "\n")
+    return file

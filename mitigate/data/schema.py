@@ -1,0 +1,86 @@
+"""The item and benchmark values every loader produces and every judge consumes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mitigate.errors import DataError
+from mitigate.scale import Scale
+
+
+class Item(BaseModel):
+    """One generated text to judge, with what it was generated from and its human labels.
+
+    - ``id``: unique within a benchmark (e.g. ``"M8/dm-test-8764..."``).
+    - ``system``: the generator that wrote ``output`` (for per-system measures and self-preference).
+    - ``doc_id``: the source the output was generated from; outputs of different systems on
+      the same ``doc_id`` are compared for correct preferences (#CP).
+    - ``inputs``: named texts the prompt's slots may refer to (``source``, ``context``, ``triples`` ...).
+    - ``output``: the judged text. ``output_b`` holds the second text of a pairwise item.
+    - ``human``: criterion -> mean human score; ``annotators``: criterion -> per-annotator scores.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    output: str
+    inputs: dict[str, str] = Field(default_factory=dict)
+    system: str | None = None
+    doc_id: str | None = None
+    reference: str | None = None
+    output_b: str | None = None
+    human: dict[str, float] = Field(default_factory=dict)
+    annotators: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> Item:
+        if not self.id:
+            raise DataError("an item needs a non-empty 'id'; got an empty string")
+        return self
+
+    def field(self, name: str) -> str:
+        """The text an item holds under ``name`` (``output``, ``reference`` or an input), case-insensitive."""
+        if name.lower() in ("output", "output_a"):
+            return self.output
+        if name.lower() == "output_b" and self.output_b is not None:
+            return self.output_b
+        if name.lower() == "reference" and self.reference is not None:
+            return self.reference
+        for key, value in self.inputs.items():
+            if key.lower() == name.lower():
+                return value
+        available = ["output", *(["output_b"] if self.output_b is not None else []),
+                     *(["reference"] if self.reference is not None else []), *self.inputs]
+        raise DataError(
+            f"item {self.id!r} has no field {name!r}; expected one of {available}",
+            item_id=self.id,
+        )
+
+
+class Benchmark(BaseModel):
+    """A named collection of items with the criteria and label scale its humans used."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    items: tuple[Item, ...]
+    criteria: tuple[str, ...] = ()
+    scale: Scale = Field(default_factory=Scale)
+    description: str = ""
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def head(self, n: int) -> Benchmark:
+        """The first ``n`` items, as a new benchmark."""
+        return self.model_copy(update={"items": self.items[:n]})
+
+    def summary(self) -> str:
+        """One line with the counts and label scale, for CLIs and logs."""
+        systems = {i.system for i in self.items if i.system is not None}
+        docs = {i.doc_id for i in self.items if i.doc_id is not None}
+        return (
+            f"{self.name}: {len(self.items)} items, {len(systems)} systems, {len(docs)} documents, "
+            f"criteria={list(self.criteria)}, human scale {self.scale.describe()}"
+        )

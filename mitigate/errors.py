@@ -1,0 +1,92 @@
+"""One exception tree for mitigate.
+
+Every error the toolkit raises on purpose derives from :class:`MitigateError`. Subclasses
+carry the context a user needs to act (item id, criterion, raw response, file and line)
+and their messages say what was expected and what came instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MitigateError(Exception):
+    """Root of every error mitigate raises on purpose.
+
+    Keyword context (``item_id``, ``criterion``, ``raw``, ``path``, ``line`` ...) is kept
+    on ``self.context`` and as attributes so callers can inspect it without parsing text.
+    """
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context: dict[str, Any] = {k: v for k, v in context.items() if v is not None}
+        for key, value in self.context.items():
+            setattr(self, key, value)
+
+
+class ConfigError(MitigateError):
+    """A parameter, spec or file given by the user is not what the component expects.
+
+    Deliberately not a ``ValueError``: pydantic would wrap a ``ValueError`` raised in a
+    validator into its own ``ValidationError`` and the typed error would be lost.
+    """
+
+
+class BackendSpecError(ConfigError):
+    """A backend spec string (``openai:gpt-4o-mini``, ``local`` ...) could not be resolved."""
+
+
+class MissingAPIKeyError(ConfigError):
+    """The provider's API key is not set; the message names the environment variable."""
+
+
+class ModelPathError(ConfigError):
+    """A local model path does not exist, is unreadable, or is not a valid GGUF file."""
+
+
+class TemplateError(ConfigError):
+    """A judge prompt template lacks what it needs (e.g. a slot for the judged text)."""
+
+
+class ScaleError(ConfigError):
+    """A score scale is malformed (min >= max, empty letter map ...)."""
+
+
+class DataError(ConfigError):
+    """A data file is missing, unreadable or has a malformed row (file and line in context)."""
+
+
+class ReplayFormatError(DataError):
+    """A replay file has a malformed line (file and line in context)."""
+
+
+class CapabilityError(MitigateError, NotImplementedError):
+    """The backend cannot do what was asked (e.g. token logprobs) and will not fake it."""
+
+
+class ParseError(MitigateError):
+    """A judge response held no score the parser could accept; ``raw`` holds the text."""
+
+
+class LMCallError(MitigateError, RuntimeError):
+    """An LM call failed for good (retries exhausted or a non-retryable error)."""
+
+
+class TransientLMError(LMCallError):
+    """An LM call failed in a way worth retrying (HTTP 429/5xx, timeouts).
+
+    ``status`` is the HTTP status when known and ``retry_after`` the server's requested
+    wait in seconds (from a ``Retry-After`` header) when it sent one.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None, **context: Any
+    ) -> None:
+        super().__init__(message, **context)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ScriptExhaustedError(MitigateError, RuntimeError):
+    """A :class:`~mitigate.lm.fake.FakeLM` was asked for more responses than it was scripted with."""

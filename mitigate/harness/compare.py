@@ -1,0 +1,658 @@
+"""Compare judges on a benchmark: accuracy against humans and measured bias, side by side.
+
+:func:`compare` runs each named judge (an :class:`Entry`: a prompt judge wrapped by a
+mitigation pipeline, or a :class:`~mitigate.harness.released_judge.ReleasedJudge` replaying
+a real judge's released answers) over the same items, each with its own resumable journal
+(``<out_dir>/journals/<name>.jsonl``), then computes every measure that applies, each with
+its ``n``, the number of items dropped for a missing score (``n_failed``) and a percentile
+bootstrap interval:
+
+- agreement with humans: pooled item-level Spearman/Kendall/Pearson; the SummEval-style
+  per-document correlation (mean over documents of the correlation across systems);
+  system-level correlation; per-system correlation P_i and the meta-correlation
+  M = corr(Q_i, P_i) (Shen et al. 2023); correct preferences #CP over system pairs;
+- score distribution (Stureborg et al. 2024): histogram, share of the scale used, excess of
+  round numbers (scales with 10 or more integer points), entropy;
+- length bias (Liu et al. 2024): Spearman(score, output length in words);
+- inter-sample agreement: Krippendorff's alpha across samples, when judgments hold more
+  than one sample;
+- likelihood bias (Ohi et al. 2024): BiasScore = Spearman(LS, US) when ``likelihood`` is on;
+  LS comes from :class:`~mitigate.likelihood.LikelihoodScorer` (the embedded model by
+  default) and is cached per item in ``<out_dir>/likelihood.jsonl``, so it is computed once;
+- consistency under guideline perturbation (Ghazarian et al. 2024), when judgments carry
+  per-perturbation scores in ``meta["perturbations"]``.
+
+Against the first entry, every other entry gets the difference of item-level Spearman
+(entry minus first) with a paired bootstrap interval and a paired permutation p-value.
+
+The ``meta["perturbations"]`` contract: a strategy that scores each item under several
+perturbed guidelines puts ``{"<perturbation name>": score, ...}`` (score ``None`` for a
+parse failure) into the judgment's ``meta["perturbations"]``; consistency is the share of
+items whose score is identical under every perturbation.
+
+A measure that cannot be computed (too few items, no system labels, no likelihood ...) is
+NaN with ``reason`` saying why, never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from tqdm.auto import tqdm
+
+from mitigate.data.schema import Benchmark, Item
+from mitigate.errors import ConfigError, DataError
+from mitigate.harness import metrics as M
+from mitigate.harness.metrics import Measure
+from mitigate.harness.runner import RunSummary, run
+from mitigate.harness.stats import (
+    batched,
+    bootstrap_ci,
+    complete_pairs,
+    paired_permutation_test,
+    spearman_rows,
+)
+from mitigate.judge import Judge, Judgment
+from mitigate.prompt import JudgePrompt
+from mitigate.scale import Scale
+from mitigate.strategies.base import Pipeline, parse_pipeline
+
+__all__ = [
+    "MEASURES",
+    "Comparison",
+    "CompareResult",
+    "Entry",
+    "EntryResult",
+    "ItemRecord",
+    "MeasureInfo",
+    "compare",
+    "select_items",
+]
+
+Direction = Literal["higher", "lower", "zero"]
+"""Which values of a measure are better: higher, lower, or closer to 0."""
+
+GENERATION_TASKS: dict[str, str] = {
+    "summeval": "Write a short summary of the news article.",
+    "uss": "Continue the dialogue with the system's next turn.",
+    "webnlg": "Verbalise the RDF triples as fluent English text.",
+    "tmu": "Correct the grammatical errors in the sentence.",
+}
+"""Default task description for the likelihood context, by benchmark family (Ohi et al. score
+log P(output | input, task), where the task is the one the output was *generated* for)."""
+
+DEFAULT_GENERATION_TASK = "Produce the output for the input."
+
+
+class MeasureInfo(BaseModel):
+    """How a measure is shown: a short column label, which direction is better, and its group."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    label: str
+    direction: Direction
+    group: Literal["accuracy", "bias", "consistency"]
+    headline: bool = False
+
+
+MEASURES: dict[str, MeasureInfo] = {
+    "spearman_item": MeasureInfo(label="Spearman item", direction="higher", group="accuracy", headline=True),
+    "kendall_item": MeasureInfo(label="Kendall item", direction="higher", group="accuracy", headline=True),
+    "pearson_item": MeasureInfo(label="Pearson item", direction="higher", group="accuracy"),
+    "spearman_document": MeasureInfo(label="Spearman per-doc", direction="higher", group="accuracy",
+                                     headline=True),
+    "kendall_document": MeasureInfo(label="Kendall per-doc", direction="higher", group="accuracy"),
+    "pearson_document": MeasureInfo(label="Pearson per-doc", direction="higher", group="accuracy"),
+    "spearman_system": MeasureInfo(label="Spearman system", direction="higher", group="accuracy"),
+    "kendall_system": MeasureInfo(label="Kendall system", direction="higher", group="accuracy", headline=True),
+    "pearson_system": MeasureInfo(label="Pearson system", direction="higher", group="accuracy"),
+    "correct_preferences": MeasureInfo(label="#CP", direction="higher", group="accuracy", headline=True),
+    "meta_spearman": MeasureInfo(label="meta M", direction="zero", group="bias", headline=True),
+    "scale_coverage": MeasureInfo(label="scale used", direction="higher", group="bias", headline=True),
+    "score_entropy": MeasureInfo(label="entropy bits", direction="higher", group="bias", headline=True),
+    "round_number_excess_5": MeasureInfo(label="round-number excess", direction="zero", group="bias",
+                                         headline=True),
+    "length_spearman": MeasureInfo(label="length ρ", direction="zero", group="bias", headline=True),
+    "bias_score": MeasureInfo(label="BiasScore", direction="zero", group="bias", headline=True),
+    "alpha_across_samples": MeasureInfo(label="α samples", direction="higher", group="consistency",
+                                        headline=True),
+    "perturbation_consistency": MeasureInfo(label="consistency", direction="higher", group="consistency",
+                                            headline=True),
+}
+"""Every measure :func:`compare` reports per entry, in table order, with its better direction."""
+
+DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
+"""How the comparison against the first entry is shown."""
+
+
+# ---------------------------------------------------------------------------------------
+# values
+
+
+def _revive_nan(value: Any) -> Any:
+    """results.json stores NaN as null (strict JSON); turn a measure's null ``value`` back into NaN."""
+    if isinstance(value, dict):
+        if "name" in value and "value" in value and "n" in value and value["value"] is None:
+            return {**value, "value": math.nan}
+        return {k: _revive_nan(v) for k, v in value.items()}
+    return value
+
+
+class Entry(BaseModel):
+    """One named judge to compare: its judge, what kind it is, and the spec that built it.
+
+    Build one with :meth:`from_pipeline` (a base judge wrapped by a mitigation pipeline) or
+    :meth:`from_released` (a replayed released judge); ``scale`` is the judge's answer scale,
+    found from the judge when not given.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    name: str
+    judge: Judge
+    kind: Literal["pipeline", "released", "judge"] = "judge"
+    spec: dict[str, Any] = Field(default_factory=dict)
+    scale: Scale | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ConfigError("expected a non-empty entry name; got an empty string")
+        return v
+
+    @classmethod
+    def from_pipeline(cls, name: str | None, base: Judge, pipeline: Pipeline | str) -> Entry:
+        """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline")."""
+        text = pipeline if isinstance(pipeline, str) else None
+        pipe = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+        if not isinstance(pipe, Pipeline):
+            raise ConfigError(f"expected a Pipeline or pipeline text; got {type(pipeline).__name__}")
+        label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
+        return cls(name=label, judge=pipe.wrap(base), kind="pipeline", spec=pipe.spec())
+
+    @classmethod
+    def from_released(cls, judge_name: str, criterion: str, *, name: str | None = None,
+                      root: str | Path | None = None) -> Entry:
+        """A :class:`~mitigate.harness.released_judge.ReleasedJudge` entry (named after the judge)."""
+        from mitigate.harness.released_judge import ReleasedJudge
+
+        judge = ReleasedJudge(judge_name, criterion, root=root)
+        return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale)
+
+
+def _pipeline_label(pipe: Pipeline) -> str:
+    if not pipe.steps:
+        return "baseline"
+    return " | ".join(s.registry_name or type(s).__name__ for s in pipe.steps)
+
+
+class ItemRecord(BaseModel):
+    """What the report needs about one judged item: labels, human score, output length, LS."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    system: str | None = None
+    doc_id: str | None = None
+    human: float | None = None
+    words: int = 0
+    ls: float | None = None
+
+
+class Comparison(BaseModel):
+    """An entry's item-level Spearman minus the first entry's, on the items both scored.
+
+    ``observed`` is the difference (positive: this entry agrees with humans more), with a
+    paired bootstrap interval (items resampled together) and a two-sided paired permutation
+    p-value; NaN with ``reason`` when it cannot be computed.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    against: str
+    observed: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    n: int = 0
+    n_perm: int = 0
+    reason: str | None = None
+
+    @field_validator("observed", mode="before")
+    @classmethod
+    def _nan(cls, v: Any) -> Any:
+        return math.nan if v is None else v
+
+
+class EntryResult(BaseModel):
+    """One entry's run and measures: judgments in item order, run summary, every measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    kind: str
+    spec: dict[str, Any] = Field(default_factory=dict)
+    describe: dict[str, Any] = Field(default_factory=dict)
+    scale: Scale
+    summary: RunSummary
+    judgments: tuple[Judgment, ...]
+    measures: dict[str, Measure]
+    per_system: dict[str, Measure] = Field(default_factory=dict)
+    histogram: dict[str, int] = Field(default_factory=dict)
+    comparison: Comparison | None = None
+
+    @field_validator("measures", "per_system", mode="before")
+    @classmethod
+    def _revive(cls, v: Any) -> Any:
+        return _revive_nan(v)
+
+    def scores(self, criterion: str) -> list[float | None]:
+        """The judge's score per item for ``criterion`` (None for a parse failure or error)."""
+        return [_score_of(j, criterion) for j in self.judgments]
+
+
+class CompareResult(BaseModel):
+    """Everything a comparison produced; ``results.json`` is this model, and the report renders from it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    benchmark: str
+    criterion: str
+    human_scale: Scale
+    items: tuple[ItemRecord, ...]
+    entries: tuple[EntryResult, ...]
+    human: dict[str, Measure] = Field(default_factory=dict)
+    human_histogram: dict[str, int] = Field(default_factory=dict)
+    likelihood: dict[str, Any] | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("human", mode="before")
+    @classmethod
+    def _revive(cls, v: Any) -> Any:
+        return _revive_nan(v)
+
+    def entry(self, name: str) -> EntryResult:
+        """The entry named ``name``; ConfigError listing the names otherwise."""
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise ConfigError(f"expected an entry name, one of {[e.name for e in self.entries]}; got {name!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+
+
+def _score_of(j: Judgment, criterion: str) -> float | None:
+    if criterion in j.scores:
+        return j.scores[criterion]
+    if len(j.scores) == 1:
+        return next(iter(j.scores.values()))
+    return None
+
+
+def _nan(name: str, reason: str, n: int = 0, n_failed: int = 0) -> Measure:
+    return Measure(name=name, value=math.nan, n=n, n_failed=n_failed, reason=reason)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_") or "entry"
+
+
+def journal_names(names: Sequence[str]) -> dict[str, str]:
+    """Entry name -> journal file stem: filesystem-safe and unique."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:
+        base = _slug(name)[:80]
+        stem = base
+        k = 2
+        while stem in used:
+            stem = f"{base}-{k}"
+            k += 1
+        used.add(stem)
+        out[name] = stem
+    return out
+
+
+def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
+    """The items a comparison judges: all, or the first ``limit`` in document-major order.
+
+    When every item has a ``doc_id``, items are grouped by document (in order of first
+    appearance) so a small limit still holds every system's output for the first
+    documents; that is what per-document correlation and #CP need. Otherwise the
+    benchmark's order is kept.
+    """
+    if limit is not None and limit < 1:
+        raise ConfigError(f"The 'limit' parameter of compare must be an int >= 1 or None. Got {limit} instead.")
+    ordered = list(items)
+    if ordered and all(i.doc_id is not None for i in ordered):
+        groups: dict[str, list[Item]] = {}
+        for it in ordered:
+            groups.setdefault(str(it.doc_id), []).append(it)
+        ordered = [it for group in groups.values() for it in group]
+    return ordered if limit is None else ordered[:limit]
+
+
+def judge_scale(judge: Judge) -> Scale | None:
+    """The answer scale of a judge: its ``scale`` attribute, else the scale of its (first) prompt."""
+    scale = getattr(judge, "scale", None)
+    if isinstance(scale, Scale):
+        return scale
+    prompts: list[JudgePrompt] = []
+
+    def capture(p: JudgePrompt) -> JudgePrompt:
+        prompts.append(p)
+        return p
+
+    try:
+        judge.map_prompts(capture)
+    except ConfigError:
+        return None
+    return prompts[0].scale if prompts else None
+
+
+def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
+    return {f"{k:g}": v for k, v in M.score_histogram(scores, scale).items()}
+
+
+@batched
+def _spearman_diff(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> np.ndarray:
+    return spearman_rows(b, h) - spearman_rows(a, h)
+
+
+def _comparison(first: str, a: Sequence[float | None], b: Sequence[float | None], human: np.ndarray, *,
+                n_boot: int, n_perm: int, seed: int) -> Comparison:
+    x, y, h = complete_pairs(a, b, human)
+    if len(x) < 3:
+        return Comparison(against=first, observed=math.nan, n=len(x),
+                          reason=f"needs at least 3 items scored by both entries and humans; got {len(x)}")
+    perm = paired_permutation_test(y, x, h, "spearman", n_perm=n_perm, seed=seed)
+    if not math.isfinite(perm.observed):
+        return Comparison(against=first, observed=math.nan, n=len(x), reason=perm.reason or
+                          "Spearman is undefined for at least one entry (constant scores)")
+    low, high = bootstrap_ci(_spearman_diff, x, y, h, n_boot=n_boot, seed=seed)
+    finite = math.isfinite(low) and math.isfinite(high)
+    return Comparison(against=first, observed=perm.observed, ci_low=low if finite else None,
+                      ci_high=high if finite else None, p_value=perm.p_value, n=len(x), n_perm=n_perm)
+
+
+# ---------------------------------------------------------------------------------------
+# likelihood (LS) with a per-item cache
+
+
+def _likelihood_key(scorer: Any, task: str) -> str:
+    blob = json.dumps({"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce,
+                       "input_fields": list(scorer.input_fields), "task": task}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache: Path | None,
+                            progress: bool = True) -> list[float]:
+    """LS per item, reading and extending the JSONL cache ``cache`` (one line per item and scorer setting)."""
+    key = _likelihood_key(scorer, task)
+    known: dict[str, float] = {}
+    if cache is not None and cache.exists():
+        lines = cache.read_text(encoding="utf-8").splitlines()
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                if n == len(lines):
+                    continue  # a half-written last line from a killed run
+                raise DataError(f"{cache}:{n}: expected a likelihood cache line; got invalid JSON",
+                                path=str(cache), line=n) from None
+            if row.get("key") == key:
+                known[row["id"]] = math.nan if row.get("ls") is None else float(row["ls"])
+    todo = [it for it in items if it.id not in known]
+    if todo:
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+        with tqdm(total=len(items), initial=len(items) - len(todo), desc="likelihood", unit="item",
+                  disable=not progress, leave=False) as bar:
+            for it in todo:
+                value = float(await scorer.score(it, task))
+                known[it.id] = value
+                if cache is not None:
+                    with cache.open("a", encoding="utf-8") as fh:
+                        fh.write(json.dumps({"key": key, "id": it.id,
+                                             "ls": value if math.isfinite(value) else None}) + "\n")
+                bar.update(1)
+    return [known[it.id] for it in items]
+
+
+# ---------------------------------------------------------------------------------------
+# measures of one entry
+
+
+def entry_measures(
+    judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, scale: Scale, *,
+    ls: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0,
+) -> tuple[dict[str, Measure], dict[str, Measure]]:
+    """Every measure of :data:`MEASURES` for one entry, plus P_i per system (Spearman)."""
+    ci = {"ci": n_boot > 0, "n_boot": max(n_boot, 1), "seed": seed}
+    scores = np.array([math.nan if (s := _score_of(j, criterion)) is None else s for j in judgments], dtype=float)
+    human = M.human_scores(items, criterion)
+    has_docs = all(i.doc_id is not None for i in items)
+    has_systems = all(i.system is not None for i in items)
+    systems = M.item_systems(items)
+    docs = M.item_doc_ids(items)
+    out: dict[str, Measure] = {}
+    per_system: dict[str, Measure] = {}
+    for method in ("spearman", "kendall", "pearson"):
+        out[f"{method}_item"] = M.item_correlation(scores, human, method, **ci)
+        if has_docs:
+            out[f"{method}_document"] = M.document_correlation(scores, human, docs, method, **ci)
+        else:
+            out[f"{method}_document"] = _nan(f"{method}_document", "items carry no doc_id")
+        if has_systems:
+            out[f"{method}_system"] = M.system_correlation(scores, human, systems, method,
+                                                           doc_ids=docs if has_docs else None, **ci)
+        else:
+            out[f"{method}_system"] = _nan(f"{method}_system", "items carry no system label")
+    if has_systems:
+        per_system = M.per_system_correlation(scores, human, systems, "spearman", **ci)
+        out["meta_spearman"] = M.meta_correlation(scores, human, systems, "spearman",
+                                                  doc_ids=docs if has_docs else None, **ci)
+    else:
+        out["meta_spearman"] = _nan("meta_spearman", "items carry no system label")
+    if has_systems and has_docs:
+        out["correct_preferences"] = M.correct_preferences(scores, human, systems, docs, **ci)
+    else:
+        out["correct_preferences"] = _nan("correct_preferences", "#CP needs items with both system and doc_id")
+    out["scale_coverage"] = M.scale_coverage(scores, scale, **ci)
+    out["score_entropy"] = M.score_entropy(scores, scale, **ci)
+    if len(scale.integer_points()) >= 10:
+        out["round_number_excess_5"] = M.round_number_excess(scores, scale, 5, **ci)
+    else:
+        out["round_number_excess_5"] = _nan(
+            "round_number_excess_5",
+            f"round numbers are not meaningful on {scale.describe()} (needs 10 or more integer points)")
+    out["length_spearman"] = M.length_correlation(scores, [i.output for i in items], **ci)
+    out["alpha_across_samples"] = _alpha_samples(judgments, criterion, ci)
+    if ls is None:
+        out["bias_score"] = _nan("bias_score", "likelihood (LS) was not computed; run with likelihood on")
+    else:
+        us = M.unfairness_scores(scores, human)
+        out["bias_score"] = M.bias_score(np.asarray(ls, dtype=float), us, **ci)
+    out["perturbation_consistency"] = _consistency(judgments, ci)
+    return out, per_system
+
+
+def _alpha_samples(judgments: Sequence[Judgment], criterion: str, ci: dict[str, Any]) -> Measure:
+    rows = max((len(j.samples.get(criterion, ())) for j in judgments), default=0)
+    if rows < 2:
+        return _nan("alpha_across_samples", "every judgment holds at most 1 sample (set n > 1 to measure it)")
+    mat = np.full((rows, len(judgments)), np.nan)
+    for c, j in enumerate(judgments):
+        for r, v in enumerate(j.samples.get(criterion, ())):
+            if v is not None:
+                mat[r, c] = v
+    return M.alpha_across_samples(list(mat), **ci)
+
+
+def _consistency(judgments: Sequence[Judgment], ci: dict[str, Any]) -> Measure:
+    outputs: dict[str, dict[str, Any]] = {}
+    for j in judgments:
+        per = j.meta.get("perturbations")
+        if isinstance(per, Mapping):
+            for name, score in per.items():
+                outputs.setdefault(str(name), {})[j.item_id] = score
+    if len(outputs) < 2:
+        return _nan("perturbation_consistency",
+                    "no judgment carries scores under 2 or more perturbations in meta['perturbations']")
+    return M.perturbation_consistency(outputs, **ci)
+
+
+# ---------------------------------------------------------------------------------------
+# compare
+
+
+def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
+    if isinstance(entries, Mapping):
+        out = [Entry(name=k, judge=v) for k, v in entries.items()]
+    else:
+        out = list(entries)
+    if not out:
+        raise ConfigError("expected at least one entry (a pipeline or a released judge) to compare; got none")
+    for e in out:
+        if not isinstance(e, Entry):
+            raise ConfigError(f"expected Entry objects (Entry.from_pipeline / Entry.from_released); got {type(e).__name__}")
+    names = [e.name for e in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"expected unique entry names; {dup} appear more than once (name them with name=...)")
+    return out
+
+
+def _benchmark(benchmark: str | Benchmark) -> Benchmark:
+    if isinstance(benchmark, Benchmark):
+        return benchmark
+    from mitigate.data.registry import load
+
+    return load(benchmark)
+
+
+def _task_for(benchmark: str) -> str:
+    family = benchmark.split("-")[0].split(":")[0].lower()
+    return GENERATION_TASKS.get(family, DEFAULT_GENERATION_TASK)
+
+
+async def compare(
+    benchmark: str | Benchmark,
+    criterion: str,
+    entries: Sequence[Entry] | Mapping[str, Judge],
+    *,
+    out_dir: str | Path,
+    concurrency: int = 4,
+    limit: int | None = None,
+    likelihood: bool | Any = False,
+    likelihood_task: str | None = None,
+    progress: bool = True,
+    n_boot: int = 1000,
+    n_perm: int = 5000,
+    seed: int = 0,
+    restart: bool = False,
+    command: str | None = None,
+) -> CompareResult:
+    """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
+
+    - ``benchmark``: a name for :func:`mitigate.data.registry.load` or a loaded Benchmark.
+    - ``entries``: :class:`Entry` objects (or a mapping name -> judge); the first is the
+      reference the others are compared against.
+    - ``out_dir``: journals go to ``out_dir/journals/<name>.jsonl`` (a killed compare
+      resumes from them; ``restart=True`` discards them) and LS to ``out_dir/likelihood.jsonl``.
+    - ``limit``: judge only the first ``limit`` items in document-major order (see :func:`select_items`).
+    - ``likelihood``: True for LS with the embedded model (``LikelihoodScorer()``), or a
+      :class:`~mitigate.likelihood.LikelihoodScorer` to use; ``likelihood_task`` is the
+      generation task in its context (default: by benchmark family, :data:`GENERATION_TASKS`).
+    - ``n_boot`` bootstrap resamples per interval (0: no intervals), ``n_perm`` permutations.
+
+    Nothing is written besides journals and the LS cache: pass the result to
+    :func:`mitigate.harness.report.write_report`.
+    """
+    bench = _benchmark(benchmark)
+    if bench.criteria and criterion not in bench.criteria:
+        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {criterion!r}")
+    if concurrency < 1:
+        raise ConfigError(f"The 'concurrency' parameter of compare must be an int >= 1. Got {concurrency} instead.")
+    if n_boot < 0 or n_perm < 1:
+        raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
+    todo = _entries(entries)
+    items = select_items(bench.items, limit)
+    if not items:
+        raise DataError(f"benchmark {bench.name!r} has no items to judge")
+    out = Path(out_dir)
+    stems = journal_names([e.name for e in todo])
+    runs = []
+    for e in todo:
+        result = await run(e.judge, items, concurrency=concurrency, journal=out / "journals" / f"{stems[e.name]}.jsonl",
+                           restart=restart, progress=progress, desc=e.name)
+        runs.append(result)
+    ls: list[float] | None = None
+    ls_info: dict[str, Any] | None = None
+    if likelihood is not False and likelihood is not None:
+        from mitigate.likelihood import LikelihoodScorer
+
+        scorer = LikelihoodScorer() if likelihood is True else likelihood
+        if not isinstance(scorer, LikelihoodScorer):
+            raise ConfigError(f"expected likelihood=True or a LikelihoodScorer; got {type(likelihood).__name__}")
+        task = likelihood_task or _task_for(bench.name)
+        ls = await likelihood_scores(items, scorer, task, out / "likelihood.jsonl", progress=progress)
+        ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": task,
+                   "cache": "likelihood.jsonl"}
+    human = M.human_scores(items, criterion)
+    results: list[EntryResult] = []
+    for k, (e, result) in enumerate(zip(todo, runs, strict=True)):
+        scale = e.scale or judge_scale(e.judge) or bench.scale
+        measures, per_system = entry_measures(result.judgments, items, criterion, scale, ls=ls,
+                                              n_boot=n_boot, seed=seed)
+        scores = [_score_of(j, criterion) for j in result.judgments]
+        comparison = None
+        if k > 0:
+            first = [_score_of(j, criterion) for j in runs[0].judgments]
+            comparison = _comparison(todo[0].name, first, scores, human, n_boot=max(n_boot, 1), n_perm=n_perm,
+                                     seed=seed)
+        results.append(EntryResult(
+            name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
+            summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
+            histogram=_histogram(scores, scale), comparison=comparison,
+        ))
+    human_ref = _human_reference(items, criterion, bench.scale, n_boot=n_boot, seed=seed)
+    records = tuple(
+        ItemRecord(id=it.id, system=it.system, doc_id=it.doc_id,
+                   human=None if not math.isfinite(h) else float(h), words=M.word_count(it.output),
+                   ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]))
+        for i, (it, h) in enumerate(zip(items, human, strict=True))
+    )
+    return CompareResult(
+        benchmark=bench.name, criterion=criterion, human_scale=bench.scale, items=records,
+        entries=tuple(results), human=human_ref, human_histogram=_histogram(list(human), bench.scale),
+        likelihood=ls_info,
+        settings={"limit": limit, "n_items": len(items), "concurrency": concurrency, "n_boot": n_boot,
+                  "n_perm": n_perm, "seed": seed, "command": command,
+                  "journals": {e.name: f"journals/{stems[e.name]}.jsonl" for e in todo}},
+    )
+
+
+def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int,
+                     seed: int) -> dict[str, Measure]:
+    """The distribution and length measures of the human scores, as a reference row."""
+    human = M.human_scores(items, criterion)
+    ci = {"ci": n_boot > 0, "n_boot": max(n_boot, 1), "seed": seed}
+    return {
+        "scale_coverage": M.scale_coverage(human, scale, **ci),
+        "score_entropy": M.score_entropy(human, scale, **ci),
+        "length_spearman": M.length_correlation(human, [i.output for i in items], **ci),
+    }
+
+
+def scores_by_entry(result: CompareResult) -> dict[str, list[float | None]]:
+    """Entry name -> score per item, from a result (for plots and ad-hoc analysis)."""
+    return {e.name: e.scores(result.criterion) for e in result.entries}
+

@@ -1,0 +1,487 @@
+"""Statistics for comparing judges: correlations, bootstrap intervals, permutation tests.
+
+Everything here works on plain numbers. Missing values are ``None`` or NaN; the
+correlation functions drop them pairwise and return NaN (never 0) when fewer than
+three pairs remain or either side is constant.
+
+Speed: the bootstrap and the paired permutation test resample all at once with numpy
+when the statistic is one of the named correlations (``"pearson"``, ``"spearman"``,
+``"kendall"`` is looped through scipy because tau-b has no cheap batched form) or a
+function marked as batched (see :func:`bootstrap_ci`). Spearman ranks are recomputed
+inside every resample, so ties are handled exactly as :func:`scipy.stats.spearmanr` does.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy import stats as sps
+
+from mitigate.errors import ConfigError, DataError
+
+CorrelationName = Literal["pearson", "spearman", "kendall"]
+"""The correlation coefficients the toolkit reports (Kendall is tau-b)."""
+
+MIN_PAIRS = 3
+"""Fewest complete pairs a correlation is computed from; fewer gives NaN."""
+
+
+# ---------------------------------------------------------------------------------------
+# conversion helpers
+
+
+def as_float_array(values: Sequence[float | None] | np.ndarray, name: str = "values") -> np.ndarray:
+    """A 1-D float array of ``values`` with ``None`` turned into NaN.
+
+    Raises :class:`~mitigate.errors.DataError` when a value is not a number.
+    """
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiub":
+        arr = values.astype(float, copy=False)
+    else:
+        try:
+            arr = np.array([math.nan if v is None else float(v) for v in values], dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"expected numbers or None in {name}; got {list(values)[:5]!r}...") from exc
+    if arr.ndim != 1:
+        raise DataError(f"expected a 1-D sequence for {name}; got an array of shape {arr.shape}")
+    return arr
+
+
+def _same_length(arrays: Sequence[np.ndarray], names: Sequence[str]) -> None:
+    lengths = {len(a) for a in arrays}
+    if len(lengths) > 1:
+        got = ", ".join(f"{n}={len(a)}" for n, a in zip(names, arrays, strict=True))
+        raise DataError(f"expected sequences of equal length (one value per item); got {got}")
+
+
+def complete_pairs(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, ...]:
+    """The arrays restricted to positions where every one of them is finite."""
+    arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
+    _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
+    mask = np.ones(len(arrs[0]), dtype=bool)
+    for a in arrs:
+        mask &= np.isfinite(a)
+    return tuple(a[mask] for a in arrs)
+
+
+# ---------------------------------------------------------------------------------------
+# single correlations
+
+
+def why_no_correlation(x: np.ndarray, y: np.ndarray) -> str | None:
+    """Why a correlation of complete pairs ``x``, ``y`` is undefined, or None when it is defined."""
+    if len(x) < MIN_PAIRS:
+        return f"needs at least {MIN_PAIRS} complete pairs; got {len(x)}"
+    if np.all(x == x[0]):
+        return "the first input is constant, so its correlation is undefined"
+    if np.all(y == y[0]):
+        return "the second input is constant, so its correlation is undefined"
+    return None
+
+
+def pearson(x: Sequence[float | None] | np.ndarray, y: Sequence[float | None] | np.ndarray) -> float:
+    """Pearson's r over complete pairs; NaN with fewer than 3 pairs or a constant side."""
+    a, b = complete_pairs(x, y)
+    if why_no_correlation(a, b) is not None:
+        return math.nan
+    return float(pearson_rows(a[None, :], b[None, :])[0])
+
+
+def spearman(x: Sequence[float | None] | np.ndarray, y: Sequence[float | None] | np.ndarray) -> float:
+    """Spearman's rho (Pearson r of average ranks) over complete pairs; NaN when undefined."""
+    a, b = complete_pairs(x, y)
+    if why_no_correlation(a, b) is not None:
+        return math.nan
+    return float(spearman_rows(a[None, :], b[None, :])[0])
+
+
+def kendall(x: Sequence[float | None] | np.ndarray, y: Sequence[float | None] | np.ndarray) -> float:
+    """Kendall's tau-b (ties corrected, as scipy's default) over complete pairs; NaN when undefined."""
+    a, b = complete_pairs(x, y)
+    if why_no_correlation(a, b) is not None:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(sps.kendalltau(a, b).statistic)
+
+
+CORRELATIONS: dict[str, Callable[[Any, Any], float]] = {
+    "pearson": pearson,
+    "spearman": spearman,
+    "kendall": kendall,
+}
+"""Named correlation functions, each NaN-safe and NaN when undefined."""
+
+
+def correlation_function(method: str) -> Callable[[Any, Any], float]:
+    """The correlation function named ``method`` ("pearson", "spearman" or "kendall")."""
+    try:
+        return CORRELATIONS[method]
+    except KeyError:
+        raise ConfigError(
+            f"expected a correlation method in {sorted(CORRELATIONS)}; got {method!r}"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------
+# batched (row-wise) correlations
+
+
+def rank_rows(x: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties share the mean rank) along the last axis of a finite array.
+
+    Equivalent to ``scipy.stats.rankdata(x, axis=-1)`` but computed for all rows at once
+    with integer bookkeeping, so ranks are exact.
+    """
+    arr = np.asarray(x, dtype=float)
+    n = arr.shape[-1]
+    flat = arr.reshape(-1, n)
+    m = flat.shape[0]
+    if n == 0:
+        return arr.copy()
+    order = np.argsort(flat, axis=1, kind="stable")
+    ordered = np.take_along_axis(flat, order, axis=1)
+    starts_group = np.ones_like(ordered, dtype=bool)
+    starts_group[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    group = np.cumsum(starts_group.ravel()) - 1  # every row opens a new group, so groups never span rows
+    counts = np.bincount(group)
+    ends = np.cumsum(counts)
+    mean_position = (ends - counts + 1 + ends) / 2.0  # mean of the 1-based global positions in the group
+    ranks_sorted = mean_position[group].reshape(m, n) - (np.arange(m) * n)[:, None]
+    ranks = np.empty_like(ranks_sorted)
+    np.put_along_axis(ranks, order, ranks_sorted, axis=1)
+    return ranks.reshape(arr.shape)
+
+
+def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r of each row of ``x`` with the matching row of ``y`` (broadcast); NaN for constant rows."""
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    a, b = np.broadcast_arrays(a, b)
+    ac = a - a.mean(axis=-1, keepdims=True)
+    bc = b - b.mean(axis=-1, keepdims=True)
+    num = (ac * bc).sum(axis=-1)
+    den = np.sqrt((ac * ac).sum(axis=-1) * (bc * bc).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = num / den
+    r = np.where(den > 1e-12 * np.maximum(1.0, np.abs(num)), r, np.nan)
+    return np.clip(r, -1.0, 1.0)
+
+
+def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of ``x`` with the matching row of ``y``, ranking within each row."""
+    a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    return pearson_rows(rank_rows(a), rank_rows(b))
+
+
+def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row pair (a loop over scipy; there is no cheap batched tau-b)."""
+    a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    a2 = a.reshape(-1, a.shape[-1])
+    b2 = b.reshape(-1, b.shape[-1])
+    out = np.array([kendall(r, s) for r, s in zip(a2, b2, strict=True)])
+    return out.reshape(a.shape[:-1])
+
+
+def _pair_signs(m: np.ndarray) -> np.ndarray:
+    """sign(m[i, k] - m[j, k]) for every pair of rows, per column; 0 where either is NaN."""
+    left = m[:, None, :]
+    right = m[None, :, :]
+    return ((left > right).view(np.int8) - (left < right).view(np.int8)).astype(np.float32)
+
+
+def kendall_columns(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each column of ``x`` with the same column of ``y``, dropping NaN pairwise.
+
+    Computed from pairwise sign matrices, tau-b = sum(sx * sy) / sqrt(sum(sx^2) * sum(sy^2))
+    over pairs of complete rows, so it costs O(rows^2 * columns) memory: meant for short
+    columns (e.g. 100 documents per system), where it is faster than one scipy call per
+    column. Signs are exact (comparisons, not float differences). NaN where a column has
+    fewer than 3 complete rows or no untied pair.
+    """
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise DataError(f"expected two 2-D arrays of the same shape; got {a.shape} and {b.shape}")
+    ok = np.isfinite(a) & np.isfinite(b)
+    sx = _pair_signs(np.where(ok, a, np.nan))
+    sy = _pair_signs(np.where(ok, b, np.nan))
+    num = np.einsum("ijk,ijk->k", sx, sy).astype(float)
+    den = np.sqrt(np.einsum("ijk,ijk->k", sx, sx).astype(float) * np.einsum("ijk,ijk->k", sy, sy))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = num / den
+    return np.where((ok.sum(axis=0) >= MIN_PAIRS) & (den > 0), np.clip(tau, -1.0, 1.0), np.nan)
+
+
+ROW_CORRELATIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "pearson": pearson_rows,
+    "spearman": spearman_rows,
+    "kendall": kendall_rows,
+}
+"""Row-wise versions of :data:`CORRELATIONS` for resampling (inputs must be finite)."""
+
+
+def batched(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as batched: it takes arrays with a leading resample axis and returns one value per row.
+
+    :func:`bootstrap_ci` then calls it once with every resample instead of once per resample.
+    """
+    fn.batched = True  # type: ignore[attr-defined]
+    return fn
+
+
+def ranks_from_codes(codes: np.ndarray, k: int) -> np.ndarray:
+    """Average ranks along the last axis of rows of value codes (0..k-1, ordered like the values).
+
+    When every row draws from the same ``k`` distinct values (bootstrap resamples and
+    permutations do), ranks come from per-row counts without sorting: a value's rank is
+    the count of smaller values plus (its own count + 1) / 2.
+    """
+    arr = np.asarray(codes, dtype=np.int64)
+    n = arr.shape[-1]
+    flat = arr.reshape(-1, n)
+    m = flat.shape[0]
+    counts = np.bincount((flat + (np.arange(m) * k)[:, None]).ravel(), minlength=m * k).reshape(m, k)
+    table = np.cumsum(counts, axis=1) - counts + (counts + 1) / 2.0
+    return np.take_along_axis(table, flat, axis=1).reshape(arr.shape)
+
+
+def _spearman_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    def stat(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+        return pearson_rows(ranks_from_codes(cx, kx), ranks_from_codes(cy, ky))
+
+    return batched(stat)
+
+
+def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    rows = ROW_CORRELATIONS[method]
+
+    def stat(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return rows(x, y)
+
+    return batched(stat)
+
+
+# ---------------------------------------------------------------------------------------
+# bootstrap
+
+
+def _percentile_interval(values: np.ndarray, alpha: float, min_valid_share: float) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if len(values) == 0 or len(finite) < min_valid_share * len(values) or len(finite) == 0:
+        return (math.nan, math.nan)
+    low, high = np.percentile(finite, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return (float(low), float(high))
+
+
+def bootstrap_ci(
+    fn: Callable[..., Any] | str,
+    *arrays: Sequence[Any] | np.ndarray,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    paired: bool = True,
+    min_valid_share: float = 0.5,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval ``(low, high)`` of ``fn(*arrays)`` by resampling items.
+
+    Items are the first axis of each array (rows of a 2-D array, e.g. documents of a
+    document x system matrix). With ``paired=True`` (two judges scored the same items)
+    every array is indexed by the same resampled indices, so they must have equal
+    length; with ``paired=False`` each array is resampled on its own.
+
+    ``fn`` is a function of the arrays returning a float, or one of the names
+    ``"pearson"``, ``"spearman"``, ``"kendall"`` (then the arrays are two score lists and
+    missing pairs are dropped before resampling). A function marked with :func:`batched`
+    gets every resample at once (arrays with a leading ``n_boot`` axis) and returns
+    ``n_boot`` values, which is how 1,000 Spearman resamples of 1,200 items stay far below
+    a second. NaN-safe: resamples where the statistic is NaN are left out of the
+    percentiles; when more than ``1 - min_valid_share`` of them are NaN the interval is
+    ``(nan, nan)``.
+    """
+    if n_boot < 1:
+        raise ConfigError(f"The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got {n_boot} instead.")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"The 'alpha' parameter of bootstrap_ci must be in (0, 1). Got {alpha} instead.")
+    if not arrays:
+        raise ConfigError("bootstrap_ci needs at least one array to resample; got none")
+    if isinstance(fn, str):
+        correlation_function(fn)
+        if len(arrays) != 2:
+            raise ConfigError(f"a named correlation needs two arrays; got {len(arrays)}")
+        x, y = complete_pairs(arrays[0], arrays[1])
+        if why_no_correlation(x, y) is not None:
+            return (math.nan, math.nan)
+        if fn == "spearman":
+            ux, cx = np.unique(x, return_inverse=True)
+            uy, cy = np.unique(y, return_inverse=True)
+            return bootstrap_ci(
+                _spearman_on_codes(len(ux), len(uy)), cx, cy, n_boot=n_boot, alpha=alpha, seed=seed,
+                paired=True, min_valid_share=min_valid_share,
+            )
+        return bootstrap_ci(
+            _correlation_batched(fn), x, y, n_boot=n_boot, alpha=alpha, seed=seed, paired=True,
+            min_valid_share=min_valid_share,
+        )
+    arrs = [np.asarray(a) for a in arrays]
+    if paired:
+        _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
+    if any(len(a) == 0 for a in arrs):
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    if paired:
+        idx = rng.integers(0, len(arrs[0]), size=(n_boot, len(arrs[0])))
+        indices = [idx] * len(arrs)
+    else:
+        indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if getattr(fn, "batched", False):
+            values = np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
+        else:
+            values = np.array(
+                [float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)])) for b in range(n_boot)],
+                dtype=float,
+            )
+    return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
+
+
+# ---------------------------------------------------------------------------------------
+# permutation tests
+
+
+class PermutationResult(BaseModel):
+    """Outcome of a permutation test.
+
+    ``observed`` is the observed difference (first minus second), ``p_value`` the two-sided
+    p with the +1 correction ``(1 + #{|d_perm| >= |d_obs|}) / (1 + n_perm)``, ``n`` the
+    items used and ``n_perm`` the permutations drawn. ``observed_a``/``observed_b`` hold
+    the two statistics when the test compares statistics (NaN otherwise).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    observed: float
+    p_value: float
+    n: int
+    n_perm: int
+    observed_a: float = math.nan
+    observed_b: float = math.nan
+    reason: str | None = None
+
+
+def _two_sided_p(observed: float, null: np.ndarray) -> float:
+    null = null[np.isfinite(null)]
+    if len(null) == 0:
+        return math.nan
+    hits = int(np.sum(np.abs(null) >= abs(observed) - 1e-12))
+    return (1 + hits) / (1 + len(null))
+
+
+def paired_permutation_test(
+    a_scores: Sequence[float | None] | np.ndarray,
+    b_scores: Sequence[float | None] | np.ndarray,
+    human: Sequence[float | None] | np.ndarray,
+    stat: str | Callable[[np.ndarray, np.ndarray], float] = "spearman",
+    n_perm: int = 10000,
+    seed: int = 0,
+) -> PermutationResult:
+    """Test whether judge A's agreement with humans differs from judge B's on the same items.
+
+    The statistic (default Spearman; any name in :data:`CORRELATIONS` or a function
+    ``f(judge, human) -> float``) is computed for each judge against ``human``; the observed
+    difference is ``stat(A) - stat(B)``. Under the null the two judges are exchangeable, so
+    each permutation swaps A's and B's scores on a random half of the items (each item
+    independently with probability 1/2). Ohi et al. (2024) test their mitigation with a
+    paired permutation test of this kind. Items missing any of the three scores are
+    dropped first. Returns the observed difference and the two-sided p-value.
+    """
+    if n_perm < 1:
+        raise ConfigError(
+            f"The 'n_perm' parameter of paired_permutation_test must be an int >= 1. Got {n_perm} instead."
+        )
+    a, b, h = complete_pairs(a_scores, b_scores, human)
+    stat_fn = correlation_function(stat) if isinstance(stat, str) else stat
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sa = float(stat_fn(a, h))
+        sb = float(stat_fn(b, h))
+    observed = sa - sb
+    if not math.isfinite(observed):
+        return PermutationResult(
+            observed=math.nan, p_value=math.nan, n=len(a), n_perm=n_perm, observed_a=sa, observed_b=sb,
+            reason=f"the statistic is undefined for at least one judge on {len(a)} complete items",
+        )
+    rng = np.random.default_rng(seed)
+    swap = rng.random((n_perm, len(a))) < 0.5
+    pa = np.where(swap, b, a)
+    pb = np.where(swap, a, b)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if isinstance(stat, str) and stat in ("pearson", "spearman"):
+            rows = ROW_CORRELATIONS[stat]
+            if stat == "spearman":
+                values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
+                ca, cb = codes[: len(a)], codes[len(a):]
+                hr = rank_rows(h)
+                ra = ranks_from_codes(np.where(swap, cb, ca), len(values))
+                rb = ranks_from_codes(np.where(swap, ca, cb), len(values))
+                null = pearson_rows(ra, hr) - pearson_rows(rb, hr)
+            else:
+                null = rows(pa, h) - rows(pb, h)
+        else:
+            null = np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x, y in zip(pa, pb, strict=True)])
+    return PermutationResult(
+        observed=observed, p_value=_two_sided_p(observed, null), n=len(a), n_perm=n_perm,
+        observed_a=sa, observed_b=sb,
+    )
+
+
+def permutation_test_mean_diff(
+    x: Sequence[float | None] | np.ndarray,
+    y: Sequence[float | None] | np.ndarray,
+    n_perm: int = 10000,
+    seed: int = 0,
+    paired: bool = False,
+) -> PermutationResult:
+    """Two-sided permutation test of ``mean(x) - mean(y)``.
+
+    Unpaired (default): missing values are dropped from each sample and the group labels
+    are shuffled across the pooled values. Paired (``paired=True``, x and y measured on
+    the same items): incomplete pairs are dropped and the sign of each item's difference
+    is flipped at random.
+    """
+    if n_perm < 1:
+        raise ConfigError(
+            f"The 'n_perm' parameter of permutation_test_mean_diff must be an int >= 1. Got {n_perm} instead."
+        )
+    rng = np.random.default_rng(seed)
+    if paired:
+        a, b = complete_pairs(x, y)
+        if len(a) == 0:
+            return PermutationResult(observed=math.nan, p_value=math.nan, n=0, n_perm=n_perm,
+                                     reason="no complete pairs")
+        d = a - b
+        observed = float(d.mean())
+        signs = np.where(rng.random((n_perm, len(d))) < 0.5, -1.0, 1.0)
+        null = (signs * d).mean(axis=1)
+        return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(d),
+                                 n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))
+    a = as_float_array(x, "x")
+    b = as_float_array(y, "y")
+    a = a[np.isfinite(a)]
+    b = b[np.isfinite(b)]
+    if len(a) == 0 or len(b) == 0:
+        return PermutationResult(observed=math.nan, p_value=math.nan, n=len(a) + len(b), n_perm=n_perm,
+                                 reason=f"each sample needs a value; got {len(a)} and {len(b)}")
+    pooled = np.concatenate([a, b])
+    observed = float(a.mean() - b.mean())
+    perm = np.argsort(rng.random((n_perm, len(pooled))), axis=1)
+    shuffled = pooled[perm]
+    null = shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a):].mean(axis=1)
+    return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(pooled),
+                             n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))

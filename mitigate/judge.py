@@ -1,0 +1,277 @@
+"""Judges: the protocol every judge (plain or mitigated) follows, and the prompt-driven judge.
+
+A :class:`Judge` turns an :class:`~mitigate.data.schema.Item` into a :class:`Judgment`
+(``async judge(item)``) and can hand a prompt transform down to every prompt it uses
+(``map_prompts(fn)``), so a prompt-level mitigation placed after a fan-out reaches every
+inner prompt. :class:`PromptJudge` is the leaf: one prompt, one LM, one config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mitigate.data.schema import Item
+from mitigate.errors import ConfigError, ParseError
+from mitigate.lm.base import LM, Choice, LMRequest, Usage
+from mitigate.parse import expected_score, parse_criteria, parse_mcq, parse_pairwise, parse_score
+from mitigate.prompt import JudgePrompt
+
+Verdict = Literal["first", "second", "tie"]
+Reducer = Literal["mean", "median", "majority"]
+
+
+class ParseFailure(BaseModel):
+    """A judge answer that held no acceptable score: kept with its raw text, never scored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    criterion: str
+    raw: str
+    reason: str
+    sample: int = 0
+
+
+class Judgment(BaseModel):
+    """What a judge said about one item.
+
+    ``scores`` holds the reduced score per criterion (None when every sample failed to
+    parse); ``samples`` every per-sample score (None for a failed sample); ``verdict`` the
+    pairwise verdict when the judge compares two outputs. ``failures`` records each parse
+    failure with its raw text; ``error`` an LM call that failed for good. ``flags`` carries
+    decisions such as ``needs_human``; ``meta`` free-form details from mitigations.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    item_id: str
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    samples: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
+    verdict: Verdict | None = None
+    raw: tuple[str, ...] = ()
+    failures: tuple[ParseFailure, ...] = ()
+    error: str | None = None
+    flags: tuple[str, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    calls: int = 0
+    cached_calls: int = 0
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded and every criterion (or the verdict) got a value."""
+        if self.error is not None:
+            return False
+        if self.verdict is not None:
+            return True
+        return bool(self.scores) and all(v is not None for v in self.scores.values())
+
+    def score(self, criterion: str | None = None) -> float | None:
+        """The score for ``criterion`` (the only one when None)."""
+        if criterion is None:
+            if len(self.scores) != 1:
+                raise ConfigError(
+                    f"judgment {self.item_id!r} has scores for {sorted(self.scores)}; name the criterion"
+                )
+            return next(iter(self.scores.values()))
+        return self.scores.get(criterion)
+
+
+def combine_costs(costs: Sequence[float | None]) -> float | None:
+    """Sum of costs; None (unknown) when any part is unknown."""
+    total = 0.0
+    for c in costs:
+        if c is None:
+            return None
+        total += c
+    return total
+
+
+def reduce_samples(values: Sequence[float], reducer: Reducer) -> float:
+    """Combine per-sample scores with the named reducer (majority ties go to the lower score)."""
+    if not values:
+        raise ConfigError("expected at least one parsed sample to reduce; got none")
+    if reducer == "mean":
+        return float(statistics.fmean(values))
+    if reducer == "median":
+        return float(statistics.median(values))
+    counts = Counter(values)
+    best = max(counts.values())
+    return float(min(v for v, c in counts.items() if c == best))
+
+
+class JudgeConfig(BaseModel):
+    """How a prompt judge calls its LM and turns answers into scores.
+
+    - ``temperature``, ``n`` (samples), ``max_tokens``, ``stop``, ``seed``: passed to the LM.
+    - ``reducer``: how ``n`` samples become one score (mean, median, majority).
+    - ``scoring``: "parse" reads the score from the text; "expected" computes the
+      probability-weighted score over the scale from the top-k token logprobs (G-Eval
+      style) and needs a backend with logprobs (a typed error otherwise).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    temperature: float = 0.0
+    n: int = 1
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    reducer: Reducer = "mean"
+    scoring: Literal["parse", "expected"] = "parse"
+    top_logprobs: int = 10
+
+    @field_validator("n", "max_tokens")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ConfigError(f"expected an int >= 1; got {v}")
+        return v
+
+    @field_validator("temperature")
+    @classmethod
+    def _temp(cls, v: float) -> float:
+        if not 0.0 <= v <= 2.0:
+            raise ConfigError(f"expected a temperature between 0 and 2; got {v}")
+        return v
+
+
+class Judge(ABC):
+    """The judge protocol: ``judge(item)`` and ``map_prompts(fn)``."""
+
+    @abstractmethod
+    async def judge(self, item: Item) -> Judgment:
+        """Judge one item."""
+
+    @abstractmethod
+    def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> Judge:
+        """A new judge whose every prompt is ``fn(prompt)``; this judge is unchanged."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able description (prompts, backend spec, config) identifying this judge."""
+
+    def fingerprint(self) -> str:
+        """A digest of :meth:`describe`, used to refuse resuming a journal with another judge."""
+        blob = json.dumps(self.describe(), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release resources held by the judge's backends."""
+
+
+class PromptJudge(Judge):
+    """Scores items with one :class:`JudgePrompt` through one :class:`LM`."""
+
+    def __init__(self, prompt: JudgePrompt, lm: LM, config: JudgeConfig | None = None) -> None:
+        if not isinstance(prompt, JudgePrompt):
+            raise ConfigError(f"expected a JudgePrompt; got {type(prompt).__name__}")
+        if not isinstance(lm, LM):
+            raise ConfigError(f"expected an LM backend (mitigate.lm.get('local') ...); got {type(lm).__name__}")
+        self.prompt = prompt
+        self.lm = lm
+        self.config = config or JudgeConfig()
+
+    def __repr__(self) -> str:
+        return f"PromptJudge(criteria={[c.name for c in self.prompt.criteria]}, lm={self.lm.spec!r})"
+
+    def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> PromptJudge:
+        """A new judge whose prompt is ``fn(self.prompt)``."""
+        return PromptJudge(fn(self.prompt), self.lm, self.config)
+
+    def with_config(self, **changes: Any) -> PromptJudge:
+        """A new judge with some config fields changed (validated)."""
+        merged = self.config.model_dump() | changes
+        return PromptJudge(self.prompt, self.lm, JudgeConfig.model_validate(merged))
+
+    def describe(self) -> dict[str, Any]:
+        """Prompt, backend spec and config."""
+        return {
+            "kind": "prompt",
+            "prompt": self.prompt.model_dump(mode="json"),
+            "lm": self.lm.identity(),
+            "config": self.config.model_dump(mode="json"),
+        }
+
+    def request(self, item: Item) -> LMRequest:
+        """The LM request this judge sends for ``item``."""
+        cfg = self.config
+        expected = cfg.scoring == "expected"
+        return LMRequest(
+            messages=self.prompt.render(item),
+            temperature=cfg.temperature,
+            n=cfg.n,
+            max_tokens=cfg.max_tokens,
+            stop=cfg.stop,
+            seed=cfg.seed,
+            logprobs=expected,
+            top_logprobs=cfg.top_logprobs if expected else 0,
+        )
+
+    async def judge(self, item: Item) -> Judgment:
+        """Render, call the LM, parse every sample, reduce; failures are recorded, not scored."""
+        request = self.request(item)
+        response = await self.lm.complete(request)
+        names = [c.name for c in self.prompt.criteria] or ["score"]
+        per_crit: dict[str, list[float | None]] = {n: [] for n in names}
+        failures: list[ParseFailure] = []
+        verdicts: list[Verdict] = []
+        for idx, choice in enumerate(response.choices):
+            if self.prompt.answer == "pairwise":
+                try:
+                    verdicts.append(parse_pairwise(choice.text))
+                except ParseError as exc:
+                    failures.append(ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message, sample=idx))
+                continue
+            for name, value in self._parse_choice(choice, names).items():
+                if isinstance(value, ParseError):
+                    per_crit[name].append(None)
+                    failures.append(ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx))
+                else:
+                    per_crit[name].append(value)
+        scores: dict[str, float | None] = {}
+        for name, vals in per_crit.items():
+            good = [v for v in vals if v is not None]
+            scores[name] = reduce_samples(good, self.config.reducer) if good else None
+        verdict: Verdict | None = None
+        if verdicts:
+            counts = Counter(verdicts)
+            top = max(counts.values())
+            winners = [v for v, c in counts.items() if c == top]
+            verdict = winners[0] if len(winners) == 1 else "tie"
+        return Judgment(
+            item_id=item.id,
+            scores={} if self.prompt.answer == "pairwise" else scores,
+            samples={} if self.prompt.answer == "pairwise" else {k: tuple(v) for k, v in per_crit.items()},
+            verdict=verdict,
+            raw=tuple(c.text for c in response.choices),
+            failures=tuple(failures),
+            usage=response.usage,
+            cost_usd=0.0 if response.cached else response.cost_usd,
+            calls=0 if response.cached else 1,
+            cached_calls=1 if response.cached else 0,
+        )
+
+    def _parse_choice(self, choice: Choice, names: list[str]) -> dict[str, float | ParseError]:
+        scale = self.prompt.scale
+        try:
+            if self.config.scoring == "expected":
+                if choice.logprobs is None:
+                    raise ParseError("expected token logprobs in the response; the backend returned none", raw=choice.text)
+                return {names[0]: expected_score(choice.logprobs, scale)} if len(names) == 1 else {
+                    n: ParseError("expected-score scoring needs one criterion per call (use SingleAttribute)",
+                                  raw=choice.text)
+                    for n in names
+                }
+            if len(names) > 1:
+                return parse_criteria(choice.text, names, scale)
+            if self.prompt.answer == "mcq":
+                return {names[0]: parse_mcq(choice.text, scale)}
+            return {names[0]: parse_score(choice.text, scale)}
+        except ParseError as exc:
+            return {n: exc for n in names}

@@ -1,0 +1,1 @@
+"""LM backends behind one interface (see :mod:`mitigate.lm.base`)."""

@@ -1,0 +1,194 @@
+"""The one LM interface every backend implements, and the values that cross it.
+
+A backend turns an :class:`LMRequest` into an :class:`LMResponse`. Requests and responses
+are frozen pydantic values so they can be hashed for the cache, written to the journal,
+and compared in tests. A backend that cannot honour part of a request (token logprobs,
+n > 1, stop sequences) raises :class:`~mitigate.errors.CapabilityError`; it never
+silently drops the option or switches to another scoring mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mitigate.errors import CapabilityError, ConfigError
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    """One chat message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    role: Role
+    content: str
+
+
+class LMRequest(BaseModel):
+    """Everything a backend needs for one call.
+
+    ``logprobs`` asks for the log-probability of each generated token; ``top_logprobs``
+    (k > 0) also asks for the k most likely alternatives at each position.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    messages: tuple[Message, ...]
+    temperature: float = 0.0
+    n: int = 1
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
+    seed: int | None = None
+
+    @field_validator("messages")
+    @classmethod
+    def _non_empty(cls, v: tuple[Message, ...]) -> tuple[Message, ...]:
+        if not v:
+            raise ValueError("an LMRequest needs at least one message; got none")
+        return v
+
+    @field_validator("n", "max_tokens")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError(f"must be an int >= 1; got {v}")
+        return v
+
+    @field_validator("top_logprobs")
+    @classmethod
+    def _top_k(cls, v: int) -> int:
+        if v < 0 or v > 20:
+            raise ValueError(f"top_logprobs must be between 0 and 20; got {v}")
+        return v
+
+    def wants_logprobs(self) -> bool:
+        """True when the caller asked for token logprobs or top-k alternatives."""
+        return self.logprobs or self.top_logprobs > 0
+
+    def key(self) -> str:
+        """A stable digest of the request's content (used, with backend and model, as cache key)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class TokenLogprob(BaseModel):
+    """One generated token, its logprob, and the top alternatives at that position."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+class Choice(BaseModel):
+    """One sampled completion."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    text: str
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    finish_reason: str | None = None
+
+
+class Usage(BaseModel):
+    """Token counts for one call. ``cached_prompt_tokens`` counts prompt tokens served from a prefix cache."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
+        )
+
+
+class LMResponse(BaseModel):
+    """A backend's answer: one :class:`Choice` per requested sample, plus usage and cost.
+
+    ``cost_usd`` is None when the price of the model is unknown (never a made-up 0).
+    ``cached`` is True when the response came from mitigate's on-disk cache.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    choices: tuple[Choice, ...]
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+    cost_usd: float | None = None
+    cached: bool = False
+
+    @property
+    def text(self) -> str:
+        """The first choice's text."""
+        return self.choices[0].text
+
+
+class LM(ABC):
+    """Base class of every backend.
+
+    ``provider`` and ``model`` identify the backend in cache keys and reports; ``spec``
+    is the string that :func:`mitigate.lm.get` turns back into an equivalent backend.
+    Secrets (API keys) are never part of ``spec``, ``provider``, ``model`` or ``identity()``.
+    """
+
+    provider: str = "base"
+    model: str = ""
+    supports_logprobs: bool = False
+    supports_n: bool = False
+    supports_stop: bool = True
+
+    @property
+    def spec(self) -> str:
+        """The spec string that rebuilds this backend."""
+        return f"{self.provider}:{self.model}" if self.model else self.provider
+
+    def identity(self) -> str:
+        """What distinguishes this backend's answers, for cache keys. Never contains secrets."""
+        return self.spec
+
+    def check(self, request: LMRequest) -> None:
+        """Raise :class:`CapabilityError` when ``request`` asks for what this backend cannot do."""
+        if request.wants_logprobs() and not self.supports_logprobs:
+            raise CapabilityError(
+                f"backend {self.spec!r} cannot return token logprobs; expected a request without "
+                f"logprobs/top_logprobs, got logprobs={request.logprobs}, top_logprobs={request.top_logprobs}",
+                backend=self.spec,
+            )
+        if request.stop and not self.supports_stop:
+            raise CapabilityError(
+                f"backend {self.spec!r} does not support stop sequences; got stop={list(request.stop)}",
+                backend=self.spec,
+            )
+
+    @abstractmethod
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """Run one request. Raises TransientLMError for retryable failures, LMCallError otherwise."""
+
+    async def loglikelihood(self, context: str, continuation: str) -> float:
+        """Sum of log P(continuation tokens | context) under the model.
+
+        Backends that cannot compute it raise :class:`CapabilityError`.
+        """
+        raise CapabilityError(
+            f"backend {self.spec!r} cannot score the likelihood of a given text; use a backend with "
+            "prompt logprobs such as 'local' or 'local:<path.gguf>'",
+            backend=self.spec,
+        )
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release network clients or model memory. Optional."""
+
+
+def validate_spec_part(name: str, value: str) -> str:
+    """Reject empty spec components with a message naming what was expected."""
+    if not value:
+        raise ConfigError(f"expected a non-empty {name}; got an empty string")
+    return value

@@ -1,0 +1,241 @@
+"""Any DSPy / LiteLLM model as a mitigate backend (spec ``dspy:<model id>``).
+
+``DSPyLM("openai/gpt-4o-mini")``, ``DSPyLM("anthropic/claude-3-5-haiku-latest")``,
+``DSPyLM("ollama_chat/llama3.1", api_base="http://localhost:11434")`` — the model id is
+whatever ``dspy.LM`` accepts (LiteLLM ids contain ``/`` and sometimes ``:``).
+
+Calls go through ``dspy.LM(...).acall(messages=[...], ...)`` with:
+
+* ``cache=False`` — mitigate's own cache (:mod:`mitigate.lm.cache`) is the one cache;
+  DSPy's would otherwise answer silently from a second cache with other rules;
+* ``num_retries=0`` — :class:`~mitigate.lm.limits.RetryingLM` owns retries;
+* temperature, ``n``, ``max_tokens``, ``stop``, ``seed`` and ``logprobs`` /
+  ``top_logprobs`` passed per call. If the answer has fewer than ``n`` outputs, or no
+  logprobs although they were requested, :class:`~mitigate.errors.CapabilityError` is
+  raised instead of returning less than was asked.
+
+API keys are read by LiteLLM from the provider's usual variable (``OPENAI_API_KEY``,
+``ANTHROPIC_API_KEY``, ...) or given as ``api_key=``; they are never part of ``repr``,
+``spec`` or ``identity()``. Usage and cost come from the call's DSPy history entry (cost
+as computed by LiteLLM, else :mod:`mitigate.lm.pricing`, else None).
+
+DSPy 3.4 deprecates ``messages=`` dictionaries (removal planned for 3.5); this backend
+silences that one warning. LiteLLM and DSPy fetch a model price map from the network
+when first used; set ``LITELLM_LOCAL_MODEL_COST_MAP=True`` to use the bundled copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import dspy
+
+from mitigate.errors import CapabilityError, LMCallError, MitigateError, TransientLMError
+from mitigate.lm import pricing
+from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, TokenLogprob, Usage, validate_spec_part
+from mitigate.lm.limits import is_retryable_status, parse_retry_after, public_url
+
+
+def _silence_messages_deprecation() -> None:
+    """Ignore DSPy 3.4's deprecation of ``messages=`` (re-applied per call: test runners reset filters)."""
+    warnings.filterwarnings(
+        "ignore", message=r"Passing OpenAI-style message dictionaries", category=DeprecationWarning
+    )
+
+
+_TRANSIENT_NAMES = frozenset(
+    {
+        "RateLimitError",
+        "Timeout",
+        "APITimeoutError",
+        "APIConnectionError",
+        "ServiceUnavailableError",
+        "InternalServerError",
+        "LMRateLimitError",
+        "LMTimeoutError",
+        "LMServerError",
+        "LMTransportError",
+        "LMLockTimeoutError",
+    }
+)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for mappings, ``obj.name`` otherwise."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _token_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
+    """Normalise an OpenAI-shaped ``logprobs`` value (dict or SDK object) to TokenLogprob tuples."""
+    if raw is None:
+        return None
+    content = _get(raw, "content")
+    if content is None:
+        return None
+    return tuple(
+        TokenLogprob(
+            token=str(_get(t, "token")),
+            logprob=float(_get(t, "logprob")),
+            top=tuple((str(_get(a, "token")), float(_get(a, "logprob"))) for a in (_get(t, "top_logprobs") or [])),
+        )
+        for t in content
+    )
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """A Retry-After hint from the error or its causes (DSPy's ``retry_after`` or response headers)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return None
+        value = getattr(seen, "retry_after", None)
+        if isinstance(value, int | float):
+            return float(value)
+        response = getattr(seen, "response", None)
+        headers = getattr(response, "headers", None)
+        if headers is not None:
+            parsed = parse_retry_after(headers)
+            if parsed is not None:
+                return parsed
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+class DSPyLM(LM):
+    """A model reached through ``dspy.LM`` (LiteLLM model ids).
+
+    Parameters:
+        model: the LiteLLM model id (``openai/gpt-4o-mini``, ``ollama_chat/llama3.1``, ...).
+        api_base: a server URL for self-hosted or proxied models.
+        api_key: the key (else LiteLLM reads the provider's environment variable).
+        **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
+    """
+
+    provider = "dspy"
+    supports_logprobs = True
+    supports_n = True
+    supports_stop = True
+
+    def __init__(
+        self, model: str, *, api_base: str | None = None, api_key: str | None = None, **lm_kwargs: Any
+    ) -> None:
+        self.model = validate_spec_part("DSPy/LiteLLM model id", model)
+        self.api_base = api_base.rstrip("/") if api_base else None
+        kwargs: dict[str, Any] = {**lm_kwargs, "cache": False, "num_retries": 0}
+        if self.api_base is not None:
+            kwargs["api_base"] = self.api_base
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        self._key = api_key
+        self._lm = dspy.LM(model, **kwargs)
+        self._async = hasattr(self._lm, "acall") and inspect.iscoroutinefunction(self._lm.acall)
+
+    def identity(self) -> str:
+        """``dspy:<model>``, plus ``@<api_base>`` when a server URL is set (credentials stripped)."""
+        if self.api_base is None:
+            return self.spec
+        return f"{self.spec}@{public_url(self.api_base)}"
+
+    def __repr__(self) -> str:
+        return f"DSPyLM(model={self.model!r}, api_base={self.api_base!r})"
+
+    def _kwargs(self, request: LMRequest) -> dict[str, Any]:
+        """Per-call sampling arguments for ``dspy.LM``."""
+        kwargs: dict[str, Any] = {"temperature": request.temperature, "max_tokens": request.max_tokens}
+        if request.n > 1:
+            kwargs["n"] = request.n
+        if request.stop:
+            kwargs["stop"] = list(request.stop)
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.wants_logprobs():
+            kwargs["logprobs"] = True
+            if request.top_logprobs > 0:
+                kwargs["top_logprobs"] = request.top_logprobs
+        return kwargs
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """Run ``request`` through ``dspy.LM`` (see the module docstring)."""
+        self.check(request)
+        lm = self._lm.copy()  # its own history, so usage is read from this call's entry
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        kwargs = self._kwargs(request)
+        _silence_messages_deprecation()
+        try:
+            if self._async:
+                outputs = await lm.acall(messages=messages, **kwargs)
+            else:
+                outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
+        except (MitigateError, TypeError, AttributeError):
+            raise
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        return self._response(request, list(outputs or []), lm)
+
+    def _response(self, request: LMRequest, outputs: list[Any], lm: Any) -> LMResponse:
+        if len(outputs) != request.n:
+            raise CapabilityError(
+                f"{self.identity()} was asked for n={request.n} samples and returned {len(outputs)}; expected "
+                "exactly n outputs",
+                backend=self.spec,
+            )
+        choices = []
+        for out in outputs:
+            text = out if isinstance(out, str) else _get(out, "text")
+            logprobs = None
+            if request.wants_logprobs():
+                logprobs = None if isinstance(out, str) else _token_logprobs(_get(out, "logprobs"))
+                if logprobs is None:
+                    raise CapabilityError(
+                        f"{self.identity()} returned no token logprobs although the request asked for them; this "
+                        "provider/model (through LiteLLM) does not provide logprobs",
+                        backend=self.spec,
+                    )
+            choices.append(Choice(text=text or "", logprobs=logprobs))
+        entry = lm.history[-1] if getattr(lm, "history", None) else {}
+        raw_usage = entry.get("usage") or {}
+        details = raw_usage.get("prompt_tokens_details") or {}
+        usage = Usage(
+            prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
+            completion_tokens=int(raw_usage.get("completion_tokens") or 0),
+            cached_prompt_tokens=int(_get(details, "cached_tokens") or 0),
+        )
+        cost = entry.get("cost")
+        if cost is None and self.api_base is None:
+            cost = pricing.cost(self.model, usage)
+        model = entry.get("response_model") or self.model
+        return LMResponse(
+            choices=tuple(choices),
+            usage=usage,
+            model=str(model),
+            cost_usd=None if cost is None else float(cost),
+        )
+
+    def _translate(self, exc: Exception) -> MitigateError:
+        """Map DSPy/LiteLLM errors to TransientLMError (retryable) or LMCallError, without the key."""
+        detail = str(exc)
+        if self._key:
+            detail = detail.replace(self._key, "***")
+        status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
+        status = status if isinstance(status, int) else None
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        transient = bool(names & _TRANSIENT_NAMES) or (status is not None and is_retryable_status(status))
+        where = self.identity()
+        if transient:
+            return TransientLMError(
+                f"{where} failed (retryable{f', HTTP {status}' if status else ''}): {detail}",
+                status=status,
+                retry_after=_retry_after(exc),
+                backend=self.spec,
+            )
+        return LMCallError(
+            f"{where} failed{f' with HTTP {status}' if status else ''}: {type(exc).__name__}: {detail}",
+            status=status,
+            backend=self.spec,
+        )

@@ -1,0 +1,146 @@
+"""Turn a backend spec string into an LM, and stack the retry and cache wrappers.
+
+Accepted specs (everything after the first ``:`` is the model, so LiteLLM ids with ``/``
+and ``:`` pass through intact):
+
+* ``openai:<model>`` — :class:`~mitigate.lm.openai.OpenAILM` (``base_url=`` for compatible servers)
+* ``anthropic:<model>`` — :class:`~mitigate.lm.anthropic.AnthropicLM`
+* ``dspy:<model id>`` — :class:`~mitigate.lm.dspy.DSPyLM` (a LiteLLM model id)
+* ``local`` — :class:`~mitigate.lm.llamacpp.LlamaCppLM` with the embedded model
+* ``local:<path.gguf>`` — :class:`~mitigate.lm.llamacpp.LlamaCppLM` with that GGUF file
+* ``replay:<path>`` — :class:`~mitigate.lm.replay.ReplayLM`
+* ``fake`` / ``fake:<name>`` — :class:`~mitigate.lm.fake.FakeLM` (needs ``responses=``)
+
+Keyword arguments of :func:`get` go to the backend's constructor
+(``get("openai:my-model", base_url="http://localhost:8000/v1")``).
+
+Backend modules are imported only when their spec is asked for, so an SDK that is not
+installed only matters to the spec that needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from mitigate.errors import BackendSpecError, ConfigError
+from mitigate.lm.base import LM
+from mitigate.lm.cache import CachedLM, LMCache
+from mitigate.lm.limits import RetryingLM, RetryPolicy
+
+ACCEPTED_FORMS = (
+    "openai:<model>",
+    "anthropic:<model>",
+    "dspy:<litellm model id>",
+    "local",
+    "local:<path.gguf>",
+    "replay:<path.jsonl>",
+    "fake",
+)
+
+_EXTRAS = {"openai": "openai", "anthropic": "anthropic", "dspy": "dspy", "llama_cpp": "local"}
+
+
+def _accepted() -> str:
+    return ", ".join(repr(f) for f in ACCEPTED_FORMS)
+
+
+def _module(name: str, spec: str) -> ModuleType:
+    """Import ``mitigate.lm.<name>``, turning a missing optional SDK into a BackendSpecError."""
+    try:
+        return importlib.import_module(f"mitigate.lm.{name}")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing in _EXTRAS:
+            raise BackendSpecError(
+                f"backend spec {spec!r} needs the {missing!r} package, which is not installed; expected it "
+                f"to be importable (pip install 'mitigate[{_EXTRAS[missing]}]')",
+                spec=spec,
+            ) from exc
+        raise
+
+
+def get(spec: str, **kwargs: Any) -> LM:
+    """Build the backend named by ``spec``; ``kwargs`` go to the backend's constructor.
+
+    Raises :class:`~mitigate.errors.BackendSpecError` for an unknown or incomplete spec,
+    listing the accepted forms.
+    """
+    if not isinstance(spec, str):
+        raise BackendSpecError(
+            f"expected a backend spec string (one of {_accepted()}); got {type(spec).__name__}", spec=None
+        )
+    text = spec.strip()
+    kind, sep, rest = text.partition(":")
+    kind = kind.lower()
+    if kind in ("openai", "anthropic", "dspy", "replay") and (not sep or not rest.strip()):
+        raise BackendSpecError(
+            f"backend spec {spec!r} names no {'path' if kind == 'replay' else 'model'}; expected "
+            f"'{kind}:<{'path' if kind == 'replay' else 'model'}>' (accepted forms: {_accepted()})",
+            spec=spec,
+        )
+    rest = rest.strip()
+    if kind == "openai":
+        return _module("openai", spec).OpenAILM(rest, **kwargs)
+    if kind == "anthropic":
+        return _module("anthropic", spec).AnthropicLM(rest, **kwargs)
+    if kind == "dspy":
+        return _module("dspy", spec).DSPyLM(rest, **kwargs)
+    if kind == "local":
+        if sep and not rest:
+            raise BackendSpecError(
+                f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
+            )
+        llamacpp = _module("llamacpp", spec)
+        return llamacpp.LlamaCppLM(model_path=rest or None, **kwargs) if sep else llamacpp.LlamaCppLM(**kwargs)
+    if kind == "replay":
+        from mitigate.lm.replay import ReplayLM
+
+        return ReplayLM(rest, **kwargs)
+    if kind == "fake":
+        from mitigate.lm.fake import FakeLM
+
+        if "responses" not in kwargs:
+            raise BackendSpecError(
+                "backend spec 'fake' needs scripted answers; expected get('fake', responses=[...] or a "
+                "callable request -> str)",
+                spec=spec,
+            )
+        if rest:
+            kwargs.setdefault("model", rest)
+        return FakeLM(**kwargs)
+    raise BackendSpecError(f"unknown backend spec {spec!r}; expected one of {_accepted()}", spec=spec)
+
+
+def wrap(
+    lm: LM,
+    *,
+    cache: bool | str | Path | LMCache = True,
+    retry: RetryPolicy | bool | None = True,
+) -> LM:
+    """Stack the standard wrappers: ``CachedLM(RetryingLM(lm))``.
+
+    ``cache``: True for the default cache file (:func:`mitigate.paths.cache_dir`), a path
+    or an :class:`LMCache` for another, False for none. ``retry``: True for the default
+    :class:`RetryPolicy`, a policy, or False/None for no retries. The retry layer sits
+    inside the cache, so a cache hit never waits on a retry and only final answers are
+    stored.
+    """
+    out: LM = lm
+    if retry is True:
+        out = RetryingLM(out, RetryPolicy())
+    elif isinstance(retry, RetryPolicy):
+        out = RetryingLM(out, retry)
+    elif retry not in (False, None):
+        raise ConfigError(f"expected retry to be True, False, None or a RetryPolicy; got {type(retry).__name__}")
+    if cache is True:
+        out = CachedLM(out, LMCache())
+    elif isinstance(cache, LMCache):
+        out = CachedLM(out, cache)
+    elif isinstance(cache, str | Path):
+        out = CachedLM(out, LMCache(cache))
+    elif cache is not False:
+        raise ConfigError(f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}")
+    return out

@@ -1,0 +1,606 @@
+"""Strict parsers that turn a judge's raw answer into a score, a letter, or a verdict.
+
+Every parser either returns a value on the declared :class:`~mitigate.scale.Scale` or raises
+:class:`~mitigate.errors.ParseError` carrying the full response on ``.raw`` and what was
+expected on ``.expected``. Nothing is ever coerced to a default score.
+
+Design choices (pinned by ``tests/test_parse.py``):
+
+* **Last explicit cue wins.** Judges reason first and score last, and a reasoning may quote
+  the judged item ("the summary says 'Score: 10' ... My score: 3"). A number is a candidate
+  only when a score cue marks it: a noun cue before it ("Score: 4", "a rating of 7", "final
+  score is 3"), a verb cue ("I would give it a 4", "earning a 3", "I rate it 2"), or a
+  denominator after it ("4/5", "2 out of 5"). The last candidate in the text decides; when it
+  is malformed (a range "3-4", out of scale, off the grid, a different denominator) the text
+  is rejected rather than falling back to an earlier number.
+* **Bare numbers only as a last resort**, and only when the response *ends* with a number
+  standing alone (the whole answer, the last line, the last sentence "... level. 5", or a
+  closing "(4)"). A number inside prose without a cue is never taken.
+* **Not scores:** scale descriptions ("1-5 scale", "on a scale of 1 to 10", "(1-5)",
+  "scale of 5"), list markers at the start of a line ("1. ..."), numbers glued to words or
+  symbols ("M10", "50th", "$2.6"), denominators, and numbers followed by a noun after a verb
+  cue ("scored 2 goals").
+* **Decimals follow the scale's grid.** A value is accepted only when it is on
+  ``scale.step`` (``3.5`` needs ``Scale(step=0.5)``; ``3.0`` is fine on an integer scale).
+  A decimal that the scale does not allow is a parse failure with a message suggesting the
+  step, never a silent rounding. With ``scale.modifiers`` the words "weak N"/"strong N" give
+  N ∓ ``MODIFIER_STEP`` (those values are off the grid by design); without modifiers the
+  words are read as plain English ("a strong 4" is 4).
+* **Number words** "zero" to "ten" count as numbers ("scoring a one out of five").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from mitigate.errors import ConfigError, ParseError, ScaleError
+from mitigate.lm.base import TokenLogprob
+from mitigate.scale import MODIFIER_STEP, Scale
+
+__all__ = [
+    "expected_score",
+    "parse_criteria",
+    "parse_mcq",
+    "parse_pairwise",
+    "parse_score",
+    "score_tokens",
+]
+
+Verdict = Literal["first", "second", "tie"]
+
+_SNIPPET = 80
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _snippet(text: str, limit: int = _SNIPPET) -> str:
+    """A one-line, truncated view of ``text`` for error messages (the full text stays on ``.raw``)."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "<empty response>"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _fmt(x: float) -> str:
+    return f"{round(x, 6):g}"
+
+
+def _fail(reason: str, text: str, expected: str, **context: object) -> ParseError:
+    return ParseError(f"expected {expected}; got {reason} in {_snippet(text)!r}", raw=text, expected=expected, **context)
+
+
+_WORD_NUMBERS = {
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+}
+_WORD_RE = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")\b", re.IGNORECASE)
+
+
+def _normalise(text: str) -> str:
+    """Drop markdown emphasis/backticks, unify dashes, and spell number words as digits."""
+    out = re.sub(r"[*`]+", "", text)
+    out = re.sub(r"(?<=\w)_{1,2}|_{1,2}(?=\w)", "", out)
+    out = out.replace("\u2013", "-").replace("\u2014", "-").replace("\u2212", "-").replace("\u2044", "/")
+    return _WORD_RE.sub(lambda m: _WORD_NUMBERS[m.group(1).lower()], out)
+
+
+# --------------------------------------------------------------------------- numeric scores
+
+_NUM = r"\d+(?:\.\d+)?"
+_SNUM = r"-?\d+(?:\.\d+)?"
+# A number that stands on its own: not glued to a word, a currency sign, a slash or a minus.
+_NUM_RE = re.compile(rf"(?<![\w.$£€/\\-])(?<!\d,)(-?{_NUM})(?![\w%]|\.\d|-[A-Za-z])")
+
+# Spans that describe the scale or number a list; blanked (same length) before searching.
+_MASKS = [
+    re.compile(rf"\b(?:scale|range)\s+(?:of|from)?\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}", re.I),
+    re.compile(rf"\b(?:from|between)\s+{_SNUM}\s*(?:-|to|and)\s*{_SNUM}\b(?!\s*(?:/|out\s+of))", re.I),
+    re.compile(rf"\b{_SNUM}\s*(?:-|to)\s*{_SNUM}[\s-]*(?:point\s+|star\s+)?(?:scale|range|rating\s+scale)\b", re.I),
+    re.compile(rf"\(\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}\s*\)"),
+    re.compile(rf"\bscale\s+of\s+{_SNUM}\b", re.I),
+    re.compile(rf"\b{_SNUM}[\s-]*point\s+(?:scale|likert)\b", re.I),
+    re.compile(r"^[ \t]*\d+[.)][ \t]+(?=[A-Za-z\"'(])", re.M),
+]
+
+_NOUN_CUE = r"(?:score|rating|grade)s?"
+_VERB_CUE = (
+    r"(?:scor(?:e|es|ed|ing)|rat(?:e|es|ed)|giv(?:e|es|ing|en)|gave|assign\w*|award\w*|"
+    r"gets?|getting|got|earn\w*|receiv\w*|deserv\w*|merit\w*|"
+    # "making it a 5", "the summary is a solid 4": only with the article right before the number
+    r"(?:mak(?:e|es|ing)\s+it|(?:summary|response|answer|output|it)\s+(?:is|was))\s+(?:a|an)\s+(?:\w+\s+)?(?=\d))"
+)
+_CUE_RE = re.compile(rf"\b(?:(?P<noun>{_NOUN_CUE})|(?P<verb>{_VERB_CUE}))\b", re.I)
+# What may sit between a cue and its number: no digits and no sentence boundary.
+_GAP_RE = re.compile(r"[^\d\n.!?;]{0,40}?(?=(?:weak|strong)?\s*-?\d)", re.I)
+_DENOM_RE = re.compile(rf"\s*(?:/|out\s+of|of\s+a\s+possible|of\s+a\s+maximum\s+of)\s*({_NUM})\b(?!/\d)", re.I)
+_RANGE_RE = re.compile(rf"\s*(-|to|or)\s*({_NUM})\b", re.I)
+# A score the judge is *not* giving: "it's not a 5 out of 5", "keeps it from being a perfect 5".
+_NEGATED_RE = re.compile(r"(?:\bnot|n't|\bnever|\bfrom\s+(?:being|getting|achieving|reaching|receiving))\b[^,.;:!?\n]*$", re.I)
+_MODIFIER_RE = re.compile(r"\b(weak|strong)\s*$", re.I)
+# Words that may follow a cued number without making it something other than a score
+# ("a score of 2 for coherence", "rated 4 because ..."); anything else ("scored 2 goals")
+# disqualifies a number cued only by a verb.
+_FOLLOW_OK = frozenset(
+    "out for on in and as because due since given based overall with but so from which indicating "
+    "meaning reflecting representing showing suggesting this it i is was being considering at "
+    "while although though however here there the stars star".split()
+)
+_FOLLOW_NOUN_OK = _FOLLOW_OK | {"points", "point"}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    start: int
+    end: int
+    value: float
+    literal: str
+    denominator: float | None
+    range_: bool
+    modifier: str | None
+
+
+def _mask(text: str) -> str:
+    for pattern in _MASKS:
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+def _follow_ok(text: str, end: int, allowed: frozenset[str]) -> bool:
+    rest = text[end:]
+    word = re.match(r"[ \t]*([A-Za-z]+)", rest)
+    if word is None:
+        return True  # end of text, punctuation or a newline
+    return word.group(1).lower() in allowed
+
+
+def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
+    """The candidate score at number match ``m``; None when it is not a score given.
+
+    Not given: a match result such as "2-0 win", or a negated score ("not a 5 out of 5").
+    """
+    end = m.end()
+    denom: float | None = None
+    is_range = False
+    d = _DENOM_RE.match(text, end)
+    r = _RANGE_RE.match(text, end)
+    if d is not None:
+        denom = float(d.group(1))
+        end = d.end()
+    elif r is not None:
+        if r.group(1) == "-" and float(r.group(2)) < float(m.group(1)):
+            return None  # a match result or tally ("2-0 win"), not a low-high range
+        is_range = True
+        end = r.end()
+    if _NEGATED_RE.search(text[max(0, m.start() - 25) : m.start()]):
+        return None
+    modifier = None
+    mod = _MODIFIER_RE.search(text[max(0, m.start() - 12) : m.start()])
+    if mod is not None:
+        modifier = mod.group(1).lower()
+    literal = " ".join(text[m.start() : end].split()) if is_range else m.group(1)
+    return _Candidate(m.start(), end, float(m.group(1)), literal, denom, is_range, modifier)
+
+
+def _candidates(text: str) -> list[_Candidate]:
+    """Every cued number in (normalised, masked) ``text``, in order of position."""
+    found: dict[int, _Candidate] = {}
+    for num in _NUM_RE.finditer(text):
+        if _DENOM_RE.match(text, num.end()):
+            cand = _candidate_at(text, num)
+            if cand is not None:
+                found[num.start()] = cand
+    for cue in _CUE_RE.finditer(text):
+        gap = _GAP_RE.match(text, cue.end())
+        if gap is None:
+            continue
+        num = _NUM_RE.search(text, gap.end())
+        if num is None or num.start() > gap.end() + 8 or re.search(r"\d", text[cue.end() : num.start()]):
+            continue
+        cand = _candidate_at(text, num)
+        if cand is None:
+            continue
+        if cand.denominator is None and not cand.range_:
+            allowed = _FOLLOW_NOUN_OK if cue.group("noun") else _FOLLOW_OK
+            if not _follow_ok(text, num.end(), allowed):
+                continue
+        found.setdefault(num.start(), cand)
+    return [found[k] for k in sorted(found)]
+
+
+_TRAIL_RE = re.compile(rf"(?:^|\n|[.!?;:,]\s+|\s\()\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*\)?[\s.!]*$", re.I)
+
+
+def _trailing(text: str) -> _Candidate | None:
+    """A number standing alone at the very end of the response (the last-resort rule)."""
+    m = _TRAIL_RE.search(text)
+    if m is None:
+        return None
+    mod = m.group(1).lower() if m.group(1) else None
+    return _Candidate(m.start(2), m.end(2), float(m.group(2)), m.group(2), None, False, mod)
+
+
+def _example(scale: Scale) -> str:
+    return _fmt(scale.max - 1 if scale.max - 1 >= scale.min else scale.max)
+
+
+def _check_value(cand: _Candidate, text: str, scale: Scale, expected: str) -> float:
+    shown = f"{cand.modifier} {cand.literal}" if cand.modifier else cand.literal
+    if cand.range_:
+        raise _fail(f"a range or alternatives {shown!r} instead of one score", text, expected)
+    if cand.denominator is not None and not math.isclose(cand.denominator, scale.max):
+        raise _fail(f"a score out of {_fmt(cand.denominator)} ({cand.literal}/{_fmt(cand.denominator)})", text, expected)
+    value = cand.value
+    if not scale.contains(value):
+        raise _fail(f"{shown}, outside the scale", text, expected)
+    if not scale.on_grid(value):
+        hint = f" (the scale's step is {_fmt(scale.step)}; use a finer step to accept it)"
+        raise _fail(f"{shown}, not on the scale's grid{hint}", text, expected)
+    if cand.modifier and scale.modifiers:
+        value += MODIFIER_STEP if cand.modifier == "strong" else -MODIFIER_STEP
+        if not scale.contains(value):
+            raise _fail(f"{shown!r} = {_fmt(value)}, outside the scale", text, expected)
+    return value
+
+
+def parse_score(text: str, scale: Scale) -> float:
+    """Read one numeric score on ``scale`` from a judge's free-text answer.
+
+    Takes the last explicitly cued number (see the module docstring for the rules), or a
+    number standing alone at the end of the text when nothing is cued. Raises
+    :class:`ParseError` for no number, a range, a score outside the scale or off its grid, or
+    a score given out of a different maximum ("7/10" on a 1–5 scale).
+    """
+    return _score(text, scale, raw=text)
+
+
+def _score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: str | None = None) -> float:
+    """Parse ``text``; errors quote ``text`` but keep ``raw`` (the whole response) on ``.raw``.
+
+    ``cued`` says the text starts right after a score label ("Coherence: <text>").
+    """
+    expected = f"a score from {scale.describe()} (e.g. 'Score: {_example(scale)}')"
+    if criterion is not None:
+        expected = f"a score from {scale.describe()} for {criterion!r} (e.g. '{criterion}: {_example(scale)}')"
+    prefix = "Score: " if cued else ""
+    work = _mask(_normalise(prefix + text))
+    cands = _candidates(work)
+    try:
+        if cands:
+            return _check_value(cands[-1], text, scale, expected)
+        tail = _trailing(work)
+        if tail is not None:
+            return _check_value(tail, text, scale, expected)
+        if _NUM_RE.search(work):
+            raise _fail("no number marked as a score (only numbers inside prose)", text, expected)
+        raise _fail("no number", text, expected)
+    except ParseError as exc:
+        if raw is text and criterion is None:
+            raise
+        raise ParseError(exc.message, raw=raw, expected=expected, criterion=criterion) from None
+
+
+# --------------------------------------------------------------------------- MCQ letters
+
+_MCQ_CUE = (
+    r"(?:final\s+)?(?:answer|option|choice|verdict|grade|rating|selection)s?\s*(?:is|would\s+be|:|=|-)?"
+    r"|(?:i\s+(?:would\s+)?)?(?:choose|chose|select|selected|pick|picked|go\s+with)"
+)
+
+
+def parse_mcq(text: str, scale: Scale) -> float:
+    """Map a multiple-choice answer ("Answer: B", "B.", "(C)", "Option D", "I choose E") to its score.
+
+    ``scale.letters`` gives the map (SummEval MCQ: A→1 … E→5). Letters are read after an
+    answer cue or at the very start of the response; the last cued letter wins. Without a
+    cue, parenthesised letters "(C)" are used when they all agree. Raises :class:`ParseError`
+    when no letter from the map is found, when the answer names two letters ("B or C"), or
+    when parenthesised letters disagree; :class:`ScaleError` when the scale has no letters.
+    """
+    if not scale.letters:
+        raise ScaleError(f"parse_mcq needs a Scale with a letter map; got letters={scale.letters!r}")
+    letters = {k.upper(): v for k, v in scale.letters.items()}
+    expected = f"one option letter of {'/'.join(letters)} (e.g. 'Answer: {next(iter(letters))}')"
+    work = re.sub(r"[*`]+", "", text)
+    cls = "".join(letters)
+    other = rf"(?:\s*(?:or|and|/|,)\s*\(?([{cls}])\)?\b)?"
+    picks: list[tuple[int, str, str | None]] = []
+    lead = re.match(rf"\s*[(\[]?\s*([{cls}])(?:\s*[)\]]|[.:]|\s*$|\s*\n)(?!g\.)", work)
+    if lead is not None:
+        alt = re.match(rf"\s*(?:or|and|/|,)\s*[(\[]?\s*([{cls}])\b", work[lead.end() :])
+        picks.append((lead.start(1), lead.group(1), alt.group(1) if alt else None))
+    for m in re.finditer(rf"\b(?:{_MCQ_CUE})\s*[(\[]?\s*([{cls}{cls.lower()}])\b\)?{other}", work, re.I):
+        letter = m.group(1)
+        if letter.islower() and not re.search(r"[:=]\s*[(\[]?\s*[a-z]\b", m.group(0)):
+            continue  # "I choose a summary" is not an answer; "answer: b" is
+        second = m.group(2).upper() if m.group(2) else None
+        picks.append((m.start(1), letter.upper(), second))
+    if picks:
+        _, letter, second = max(picks, key=lambda p: p[0])
+        if second is not None and second != letter:
+            raise _fail(f"two letters ({letter} and {second})", text, expected)
+        return float(letters[letter])
+    paren = {m.group(1) for m in re.finditer(rf"[(\[]\s*([{cls}])\s*[)\]]", work)}
+    if len(paren) == 1:
+        return float(letters[paren.pop()])
+    if len(paren) > 1:
+        raise _fail(f"several letters ({', '.join(sorted(paren))})", text, expected)
+    stray = re.search(r"(?i:answer|option|choice)\s*(?i:is|:|=)?\s*\(?([A-Z])\b(?!['\w])", work)
+    if stray is not None:
+        raise _fail(f"letter {stray.group(1).upper()!r}, which is not in the map", text, expected)
+    raise _fail("no option letter", text, expected)
+
+
+# --------------------------------------------------------------------------- pairwise verdicts
+
+_NOUNS = r"(?:summary|summaries|response|output|answer|option|candidate|assistant|text|system|model|translation|story|completion)"
+_COMPARATIVE = (
+    r"(?:is|was|seems|appears|looks|reads|would\s+be)?\s*(?:\w+ly\s+)?"
+    r"(?:better|superior|preferable|preferred|stronger|more\s+\w+|the\s+(?:better|best|stronger|winner|preferred)|wins)"
+)
+_WORSE = r"(?:is|was|seems|appears)?\s*(?:\w+ly\s+)?(?:worse|weaker|inferior|less\s+\w+)"
+_TIE_PHRASES = re.compile(
+    r"\btie[ds]?\b|\bdraw\b|\bequally\b|\bequal\s+(?:quality|in|level)|\bsame\s+(?:quality|level)\b"
+    r"|\bno\s+(?:clear\s+)?(?:winner|difference|preference)\b"
+    r"|\bneither\b[^.\n]{0,40}\b(?:better|preferred|preferable|superior|wins|stands\s+out)\b|^\W*neither\b",
+    re.I,
+)
+
+
+_VERDICT_CUE = (
+    r"\b(?:(?:final\s+)?(?:answer|verdict|choice|winner|decision|preference)\s*(?:is|:|=|-)\s*"
+    r"|(?:i\s+(?:would\s+)?)?(?:prefer|choose|chose|pick|select|vote\s+for|go\s+with)\s+)"
+)
+
+
+def _label_forms(label: str, ordinal: str) -> str:
+    esc = re.escape(label)
+    forms = [
+        rf"\b{_NOUNS}\s*(?:#|no\.?|number)?\s*[(\[]?{esc}[)\]]?(?!\w)",
+        rf"#\s*{esc}(?!\w)",
+        rf"\bthe\s+{ordinal}\s+(?:{_NOUNS}|one)\b",
+    ]
+    if label.isdigit() or label.isupper():
+        forms.append(rf"(?<![\w#])[(\[]?{esc}[)\]]?(?!\w)")
+    return "(?:" + "|".join(forms) + ")"
+
+
+def parse_pairwise(
+    text: str, labels: tuple[str, str] = ("1", "2"), *, tie: str | None = None
+) -> Literal["first", "second", "tie"]:
+    """Read which of two outputs a judge preferred: "first", "second" or "tie".
+
+    ``labels`` are how the prompt named the two outputs ("1"/"2" for "Summary #1", "A"/"B"
+    for "Response A"); ``tie`` optionally names a tie option (SummEval head-to-head uses
+    "C"). Explicit verdicts are read first and the last one wins: the whole answer being a
+    label, an answer that starts with a label ("B: Summary #2 is ..."), "Answer: A",
+    "[[B]]", "I prefer Summary 1". Without one, comparative claims ("Summary 2 is better",
+    "Response A is less fluent", "both are equally good", "neither is better") must agree.
+    Raises :class:`ParseError` when no side is claimed or when both (or a side and a tie) are.
+    """
+    first, second = labels
+    if not first or not second or first.lower() == second.lower():
+        raise ConfigError(f"expected two different, non-empty pairwise labels; got {labels!r}")
+    expected = f"a verdict naming {first!r}, {second!r} or a tie (e.g. 'Summary {first} is better')"
+    work = re.sub(r"[*`]+", "", text).strip()
+    forms: dict[Verdict, str] = {
+        "first": _label_forms(first, "(?:first|former)"),
+        "second": _label_forms(second, "(?:second|latter)"),
+    }
+    bare: dict[Verdict, str] = {"first": first, "second": second}
+    if tie:
+        forms["tie"] = rf"[(\[]?{re.escape(tie)}[)\]]?(?!\w)"
+        bare["tie"] = tie
+
+    # 1. the whole answer is one label ("B", "Summary #1", "(2)")
+    stripped = re.sub(r"^[\W_]+|[\W_]+$", "", work).lower()
+    for side, label in bare.items():
+        if stripped == label.lower() or (side != "tie" and re.fullmatch(rf"\W*{forms[side]}\W*", work, re.I)):
+            return side
+
+    # 2. explicit verdicts; the last one wins
+    explicit: list[tuple[int, Verdict]] = []
+    for side, label in bare.items():
+        esc = re.escape(label)
+        sep = r"(?:\s*[)\]]|:|\s*$|\s*\n" + ("" if label.isdigit() else r"|\.(?!\w)") + ")"
+        if re.match(rf"[(\[]{{0,2}}\s*{esc}{sep}", work):
+            explicit.append((0, side))
+        explicit.extend((m.start(), side) for m in re.finditer(rf"\[\[\s*{esc}\s*\]\]", work))
+        explicit.extend((m.start(), side) for m in re.finditer(_VERDICT_CUE + forms[side], work, re.I))
+    if explicit:
+        return max(explicit, key=lambda p: p[0])[1]
+
+    # 3. comparative claims and tie phrases; they must agree
+    claimed: set[Verdict] = set()
+    pairs: tuple[tuple[Verdict, Verdict], ...] = (("first", "second"), ("second", "first"))
+    for side, other in pairs:
+        if re.search(rf"{forms[side]}\s+{_COMPARATIVE}", work, re.I) or re.search(
+            rf"\b(?:better|superior|preferable)\s+than\s+{forms[other]}", work, re.I
+        ):
+            claimed.add(side)
+        if re.search(rf"{forms[side]}\s+{_WORSE}", work, re.I):
+            claimed.add(other)
+    if _TIE_PHRASES.search(work):
+        claimed.add("tie")
+    if len(claimed) == 1:
+        return claimed.pop()
+    if claimed:
+        order = [v for v in ("first", "second", "tie") if v in claimed]
+        raise _fail(f"conflicting verdicts ({', '.join(order)})", text, expected)
+    raise _fail("no verdict", text, expected)
+
+
+# --------------------------------------------------------------------------- several criteria
+
+
+def _segment(work: str, start: int, any_name: str) -> str:
+    """The value after a criterion label: to the end of the line or the next criterion name."""
+    line_end = work.find("\n", start)
+    segment = work[start : len(work) if line_end < 0 else line_end]
+    nxt = re.search(rf"(?<!\w)(?:{any_name})(?!\w)", segment, re.I)
+    if nxt is not None and nxt.start() > 0:
+        segment = segment[: nxt.start()]
+    return segment
+
+
+def parse_criteria(text: str, names: Sequence[str], scale: Scale) -> dict[str, float | ParseError]:
+    """Read one score per criterion from a multi-criterion answer ("Coherence: 4\\nFluency: 3").
+
+    Each name is matched case-insensitively where it labels a value ("Coherence: 4",
+    "- Fluency score: 3/5", "**Relevance** - 2"); the last labelled occurrence counts and its
+    value runs to the end of the line or to the next criterion name. A missing or malformed
+    entry maps to the :class:`ParseError` instance (recorded, not raised).
+    """
+    work = re.sub(r"[*`#]+", "", text)
+    if not names:
+        return {}
+    any_name = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    out: dict[str, float | ParseError] = {}
+    for name in names:
+        expected = f"a line '{name}: <score from {scale.describe()}>'"
+        label = re.compile(
+            rf"(?<!\w){re.escape(name)}(?!\w)\s*(?:score|rating)?\s*(?:\([^)\n]*\))?\s*(?:[:=]|-(?!\d)|\s(?=\s*\d))\s*",
+            re.I,
+        )
+        hits = list(label.finditer(work))
+        if not hits:
+            out[name] = _fail(f"no '{name}:' entry", text, expected, criterion=name)
+            continue
+        segments = [_segment(work, hit.end(), any_name) for hit in hits]
+        # The last labelled entry that holds a number; prose such as "Coherence - the
+        # summary ..." in an explanation after the scores is not an entry.
+        numeric = [seg for seg in segments if _NUM_RE.search(_normalise(seg))]
+        segment = numeric[-1] if numeric else segments[-1]
+        try:
+            out[name] = _score(segment.strip(), scale, raw=text, cued=True, criterion=name)
+        except ParseError as exc:
+            out[name] = exc
+    return out
+
+
+# --------------------------------------------------------------------------- expected score
+
+
+def score_tokens(scale: Scale) -> list[str]:
+    """The surface strings of the scale's plain answers, e.g. ["1", "2", ..., "10"].
+
+    These are what a logprob reducer looks for (after stripping a token's leading space);
+    points with more than one character ("10", "3.5") may span several tokens.
+    """
+    return [_fmt(p) for p in scale.points()]
+
+
+def _clean_token(token: str) -> str:
+    return token.replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\n").strip()
+
+
+def _distribution(pos: TokenLogprob) -> dict[str, float]:
+    """Probability per cleaned token string at one position (generated token included)."""
+    probs: dict[str, float] = {}
+    seen: set[str] = set()
+    entries = list(pos.top)
+    if pos.token not in {t for t, _ in entries}:
+        entries.append((pos.token, pos.logprob))
+    for tok, lp in entries:
+        if tok in seen:
+            continue
+        seen.add(tok)
+        key = _clean_token(tok)
+        probs[key] = probs.get(key, 0.0) + math.exp(lp)
+    return probs
+
+
+def _point_mass(
+    positions: Sequence[TokenLogprob], i: int, points: dict[str, int]
+) -> dict[int, float]:
+    """Probability mass per integer scale point at position ``i`` (multi-token numbers split)."""
+    dist = _distribution(positions[i])
+    generated = _clean_token(positions[i].token)
+    prefixes = {s[:k] for s in points for k in range(1, len(s))}
+    mass: dict[int, float] = {}
+    for tok, p in dist.items():
+        if tok not in points and tok not in prefixes:
+            continue
+        if tok not in prefixes:
+            mass[points[tok]] = mass.get(points[tok], 0.0) + p
+            continue
+        # ``tok`` starts a longer point ("1" of "10"). Its continuation is only observed
+        # when the model generated this very token and a next position exists.
+        if tok != generated or i + 1 >= len(positions):
+            if tok in points:
+                mass[points[tok]] = mass.get(points[tok], 0.0) + p
+            continue
+        nxt = _distribution(positions[i + 1])
+        ends = sum(q for t, q in nxt.items() if not t[:1].isdigit())
+        longer = {points[tok + t]: q for t, q in nxt.items() if tok + t in points}
+        z = (ends if tok in points else 0.0) + sum(longer.values())
+        if z <= 0:
+            continue  # every observed continuation leaves the scale ("1" then "5" on 1-10)
+        if tok in points:
+            mass[points[tok]] = mass.get(points[tok], 0.0) + p * ends / z
+        for value, q in longer.items():
+            mass[value] = mass.get(value, 0.0) + p * q / z
+    return mass
+
+
+def expected_score(positions: Sequence[TokenLogprob], scale: Scale, *, min_mass: float = 0.5) -> float:
+    """G-Eval-style probability-weighted score: sum(p(v) * v) over the scale's integer points.
+
+    The score position is the first generated position whose token is a scale number (or the
+    start of one, "1" of "10"); failing that, the first position whose top alternatives put
+    at least ``min_mass`` probability on scale points. Probabilities there are renormalised
+    over the integer points. Tokens are compared after stripping leading spaces and the
+    byte-level markers "Ġ"/"▁".
+
+    Multi-token numbers ("10" written as "1" + "0"): when the generated token is "1", its
+    mass is split between 1 and 10 by the next position's top alternatives: P(10) ∝ P("0"
+    | "1"), P(1) ∝ P(next token is not a digit | "1"); digit continuations that leave the
+    scale ("15") are excluded and the split renormalised. This is exact up to top-k
+    truncation. When another token was generated (say "7") and "1" is only an alternative,
+    its continuation was never observed, so its mass goes to 1 (an approximation that can
+    only under-weight 10 by at most P("1")). A single "10" token counts as 10 directly.
+    Raises :class:`ParseError` when no position carries mass on the scale.
+    """
+    expected = f"token logprobs with probability on the scale points {scale.describe()}"
+    pts = scale.integer_points()
+    if not pts:
+        raise ScaleError(f"expected a scale with at least one integer point; got {scale.describe()}")
+    points = {str(v): v for v in pts}
+    prefixes = {s[:k] for s in points for k in range(1, len(s))}
+    raw = "".join(p.token for p in positions)
+    chosen: dict[int, float] | None = None
+    for i, pos in enumerate(positions):
+        if _clean_token(pos.token) in points or _clean_token(pos.token) in prefixes:
+            mass = _point_mass(positions, i, points)
+            if sum(mass.values()) > 0:
+                chosen = mass
+                break
+    if chosen is None:
+        for i, pos in enumerate(positions):
+            dist = _distribution(pos)
+            total = sum(dist.values())
+            mass = _point_mass(positions, i, points)
+            if total > 0 and sum(mass.values()) / total >= min_mass:
+                chosen = mass
+                break
+    if chosen is None:
+        raise ParseError(
+            f"expected {expected}; got no position with mass on them in {_snippet(raw)!r} "
+            f"({len(positions)} positions)",
+            raw=raw,
+            expected=expected,
+        )
+    total = sum(chosen.values())
+    return sum(v * p for v, p in chosen.items()) / total

@@ -1,0 +1,505 @@
+"""A tiny OpenAI- and Anthropic-compatible HTTP server for tests and benchmarks.
+
+:class:`StubOpenAIServer` listens on ``127.0.0.1`` on a random free port and answers
+
+* ``POST /v1/chat/completions`` in the OpenAI chat-completions shape (``n`` choices,
+  ``logprobs``/``top_logprobs``, ``usage`` with ``prompt_tokens_details.cached_tokens``);
+* ``POST /v1/messages`` in the Anthropic Messages shape (so the real ``anthropic`` SDK can
+  be pointed at it with ``base_url``);
+* ``GET /v1/models`` with the one model name it was asked about (some clients probe it).
+
+Each answer is sent after ``latency`` seconds. The server runs an asyncio loop in its own
+daemon thread, so it never shares an event loop with the client under test, and it keeps
+HTTP/1.1 connections alive, so it sustains many concurrent requests without becoming the
+bottleneck of a throughput benchmark.
+
+It counts requests, keeps every parsed request body, and records the credential headers
+(``Authorization`` and ``x-api-key``) it received: tests use those to check that keys
+reach the server while never being written anywhere else.
+
+Token logprobs are synthetic but deterministic: the reply is split into tokens (each digit
+its own token, runs of letters, single punctuation marks, runs of whitespace); the chosen
+token gets probability 0.7 and the alternatives share the rest (neighbouring digits for a
+digit token, so a score's top-k alternatives are other scores).
+
+Example::
+
+    with StubOpenAIServer(latency=0.01, reply="Score: 4") as server:
+        lm = OpenAILM("stub-model", base_url=server.base_url)
+        ...
+        assert server.request_count == 1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+_TOKEN_RE = re.compile(r"\d|[^\W\d_]+|\s+|[^\w\s]|_")
+_CHOSEN_P = 0.7
+_ALT_PS = (0.15, 0.08, 0.04, 0.02, 0.005, 0.003, 0.001, 0.0005, 0.0003, 0.0001)
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    529: "Overloaded",
+}
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into the stub's tokens (digits one by one, words, punctuation, whitespace runs)."""
+    return _TOKEN_RE.findall(text)
+
+
+def _alternatives(token: str) -> list[str]:
+    """Deterministic alternative tokens for ``token``: neighbouring digits for a digit, variants otherwise."""
+    if token.isdigit() and len(token) == 1:
+        d = int(token)
+        order = [d + 1, d - 1, d + 2, d - 2, d + 3, d - 3, d + 4, d - 4, d + 5, d - 5]
+        return [str(x) for x in order if 0 <= x <= 9]
+    return [f"{token}~{i}" for i in range(1, len(_ALT_PS) + 1)]
+
+
+def synthetic_logprobs(text: str, top_k: int) -> list[dict[str, Any]]:
+    """The OpenAI ``logprobs.content`` list the stub returns for ``text`` with ``top_k`` alternatives."""
+    content: list[dict[str, Any]] = []
+    for token in tokenize(text):
+        chosen = math.log(_CHOSEN_P)
+        top = [{"token": token, "logprob": chosen, "bytes": list(token.encode())}]
+        for alt, p in zip(_alternatives(token), _ALT_PS, strict=False):
+            if len(top) >= top_k:
+                break
+            top.append({"token": alt, "logprob": math.log(p), "bytes": list(alt.encode())})
+        content.append(
+            {
+                "token": token,
+                "logprob": chosen,
+                "bytes": list(token.encode()),
+                "top_logprobs": top[:top_k],
+            }
+        )
+    return content
+
+
+def _count_words(value: Any) -> int:
+    """A rough token count of any JSON value's text (whitespace-separated words)."""
+    if isinstance(value, str):
+        return len(value.split())
+    if isinstance(value, list):
+        return sum(_count_words(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_count_words(v) for k, v in value.items() if k in ("content", "text", "system"))
+    return 0
+
+
+def _apply_stop(text: str, stop: Any) -> tuple[str, bool]:
+    """Cut ``text`` at the first stop sequence; return the text and whether a stop matched."""
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    cut = len(text)
+    for s in stops:
+        if s:
+            i = text.find(s)
+            if 0 <= i < cut:
+                cut = i
+    return text[:cut], cut < len(text)
+
+
+class StubOpenAIServer:
+    """A real HTTP server on 127.0.0.1 that answers like OpenAI/Anthropic after ``latency`` seconds.
+
+    Parameters:
+        latency: seconds to wait before each answer (concurrent requests wait concurrently).
+        reply: the completion text, or a callable given the parsed JSON request body that
+            returns it (called once per sample, so it can vary across ``n`` samples).
+        fail_first: the first ``fail_first`` requests fail with ``fail_status``.
+        fail_status: HTTP status of those failures (429 by default).
+        retry_after: when set, failures carry a ``Retry-After: <seconds>`` header.
+        logprobs: when False the server ignores logprob requests (like servers without
+            logprob support) and returns choices without ``logprobs``.
+        cached_tokens: reported as ``usage.prompt_tokens_details.cached_tokens`` (and as
+            Anthropic's ``cache_read_input_tokens``).
+        model: the model name echoed in responses when the request names none.
+        honour_n: when False the server returns one choice whatever ``n`` asks for (like
+            servers without ``n`` support).
+
+    Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and
+    :meth:`stop`. Thread-safe counters: :attr:`request_count`, :attr:`bodies`,
+    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`paths`.
+    """
+
+    def __init__(
+        self,
+        latency: float = 0.05,
+        reply: str | Callable[[dict[str, Any]], str] = "Score: 4",
+        fail_first: int = 0,
+        fail_status: int = 429,
+        retry_after: float | None = None,
+        logprobs: bool = True,
+        cached_tokens: int = 0,
+        model: str = "stub-model",
+        honour_n: bool = True,
+    ) -> None:
+        if latency < 0:
+            raise ValueError(f"latency must be >= 0 seconds; got {latency}")
+        if fail_first < 0:
+            raise ValueError(f"fail_first must be >= 0; got {fail_first}")
+        self.latency = latency
+        self.reply = reply
+        self.fail_first = fail_first
+        self.fail_status = fail_status
+        self.retry_after = retry_after
+        self.logprobs = logprobs
+        self.cached_tokens = cached_tokens
+        self.model = model
+        self.honour_n = honour_n
+        self._lock = threading.Lock()
+        self._count = 0
+        self._bodies: list[dict[str, Any]] = []
+        self._auth: list[str] = []
+        self._api_keys: list[str] = []
+        self._paths: list[str] = []
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.port: int = 0
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def url(self) -> str:
+        """The server root, e.g. ``http://127.0.0.1:54321``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL (``<url>/v1``) to pass as ``base_url``."""
+        return f"{self.url}/v1"
+
+    @property
+    def request_count(self) -> int:
+        """How many HTTP requests (any path, failures included) the server has received."""
+        with self._lock:
+            return self._count
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """A copy of every parsed JSON request body received, in arrival order."""
+        with self._lock:
+            return list(self._bodies)
+
+    @property
+    def auth_headers(self) -> list[str]:
+        """Every ``Authorization`` header value received (empty string when absent)."""
+        with self._lock:
+            return list(self._auth)
+
+    @property
+    def api_key_headers(self) -> list[str]:
+        """Every ``x-api-key`` header value received (Anthropic's key header; empty when absent)."""
+        with self._lock:
+            return list(self._api_keys)
+
+    @property
+    def paths(self) -> list[str]:
+        """The request path of every request received."""
+        with self._lock:
+            return list(self._paths)
+
+    def reset(self) -> None:
+        """Forget counts and recorded requests (the ``fail_first`` budget starts again too)."""
+        with self._lock:
+            self._count = 0
+            self._bodies.clear()
+            self._auth.clear()
+            self._api_keys.clear()
+            self._paths.clear()
+
+    def start(self) -> StubOpenAIServer:
+        """Start the server thread and wait until it listens; returns self."""
+        if self._thread is not None:
+            raise RuntimeError("StubOpenAIServer is already running; expected a stopped server")
+        self._ready.clear()
+        self._thread = threading.Thread(target=self._run, name="StubOpenAIServer", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=10):
+            raise RuntimeError("StubOpenAIServer did not start listening within 10 s")
+        if self._error is not None:
+            raise RuntimeError(f"StubOpenAIServer failed to start: {self._error!r}")
+        return self
+
+    def stop(self) -> None:
+        """Stop the server, close open connections and join its thread."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout=10)
+        thread.join(timeout=10)
+        self._thread = None
+        self._loop = None
+
+    def __enter__(self) -> StubOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"StubOpenAIServer(url={self.url!r}, latency={self.latency}, requests={self.request_count})"
+
+    # ------------------------------------------------------------------ server thread
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            self._server = loop.run_until_complete(
+                asyncio.start_server(self._handle, host="127.0.0.1", port=0, backlog=1024)
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+        except BaseException as exc:  # reported to start()
+            self._error = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        loop = asyncio.get_running_loop()
+        loop.call_soon(loop.stop)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                try:
+                    method, target, version = lines[0].split(" ", 2)
+                except ValueError:
+                    await self._send(writer, 400, {"error": {"message": "malformed request line"}}, {}, True)
+                    return
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        name, value = line.split(":", 1)
+                        headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0") or "0")
+                raw = await reader.readexactly(length) if length else b""
+                close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
+                status, payload, extra = await self._respond(method, target.split("?", 1)[0], headers, raw)
+                await self._send(writer, status, payload, extra, close)
+                if close:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        except asyncio.CancelledError:
+            # The server is shutting down; end this connection quietly.
+            return
+        finally:
+            self._writers.discard(writer)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        payload: dict[str, Any],
+        extra: dict[str, str],
+        close: bool,
+    ) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        head = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            f"Connection: {'close' if close else 'keep-alive'}",
+        ]
+        head += [f"{k}: {v}" for k, v in extra.items()]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        await writer.drain()
+
+    async def _respond(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        try:
+            body = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            body = {}
+        with self._lock:
+            self._count += 1
+            number = self._count
+            self._bodies.append(body if isinstance(body, dict) else {})
+            self._auth.append(headers.get("authorization", ""))
+            self._api_keys.append(headers.get("x-api-key", ""))
+            self._paths.append(path)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        anthropic_route = path.endswith("/messages")
+        if number <= self.fail_first:
+            extra = {"Retry-After": _fmt_seconds(self.retry_after)} if self.retry_after is not None else {}
+            message = f"stub failure {number} of {self.fail_first}"
+            if anthropic_route:
+                kind = "rate_limit_error" if self.fail_status == 429 else "api_error"
+                return self.fail_status, {"type": "error", "error": {"type": kind, "message": message}}, extra
+            return self.fail_status, {"error": {"message": message, "type": "stub_error", "code": None}}, extra
+        if method == "GET" and path.endswith("/models"):
+            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]}, {}
+        if method != "POST":
+            return 405, {"error": {"message": f"expected POST; got {method} {path}"}}, {}
+        if not isinstance(body, dict):
+            return 400, {"error": {"message": "expected a JSON object body"}}, {}
+        if path.endswith("/chat/completions"):
+            return 200, self._chat(body), {}
+        if anthropic_route:
+            return 200, self._messages(body), {}
+        return 404, {"error": {"message": f"no route for {path}; expected /v1/chat/completions or /v1/messages"}}, {}
+
+    def _text(self, body: dict[str, Any]) -> str:
+        return self.reply(body) if callable(self.reply) else self.reply
+
+    def _chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        n = int(body.get("n") or 1) if self.honour_n else 1
+        want_lp = bool(body.get("logprobs")) and self.logprobs
+        top_k = int(body.get("top_logprobs") or 0)
+        choices = []
+        completion_tokens = 0
+        for index in range(n):
+            text, _ = _apply_stop(self._text(body), body.get("stop"))
+            max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+            tokens = tokenize(text)
+            finish = "stop"
+            if max_tokens is not None and len(tokens) > int(max_tokens):
+                tokens = tokens[: int(max_tokens)]
+                text = "".join(tokens)
+                finish = "length"
+            completion_tokens += len(tokens)
+            choice: dict[str, Any] = {
+                "index": index,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+                "logprobs": {"content": synthetic_logprobs(text, top_k)} if want_lp else None,
+            }
+            choices.append(choice)
+        prompt_tokens = _count_words(body.get("messages", []))
+        return {
+            "id": f"chatcmpl-stub-{self.request_count}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": min(self.cached_tokens, prompt_tokens)},
+            },
+        }
+
+    def _messages(self, body: dict[str, Any]) -> dict[str, Any]:
+        text, stopped = _apply_stop(self._text(body), body.get("stop_sequences"))
+        tokens = tokenize(text)
+        stop_reason = "stop_sequence" if stopped else "end_turn"
+        max_tokens = body.get("max_tokens")
+        if max_tokens is not None and len(tokens) > int(max_tokens):
+            text = "".join(tokens[: int(max_tokens)])
+            tokens = tokens[: int(max_tokens)]
+            stop_reason = "max_tokens"
+        prompt_tokens = _count_words(body.get("messages", [])) + _count_words(body.get("system", ""))
+        cached = min(self.cached_tokens, prompt_tokens)
+        return {
+            "id": f"msg_stub_{self.request_count}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or self.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": prompt_tokens - cached,
+                "output_tokens": len(tokens),
+                "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0,
+            },
+        }
+
+
+def _fmt_seconds(seconds: float) -> str:
+    """Format a Retry-After value: an integer when whole, else a decimal number of seconds."""
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run a stub server in the foreground: ``python -m mitigate.testing --latency 0.05``.
+
+    Prints the base URL on the first line of stdout, then serves until interrupted.
+    Running the stub in its own process keeps it off the client's interpreter (and GIL),
+    which is what a throughput benchmark wants.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mitigate.testing", description=main.__doc__)
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
+    parser.add_argument("--reply", default="Score: 4", help="the completion text")
+    parser.add_argument("--fail-first", type=int, default=0)
+    parser.add_argument("--fail-status", type=int, default=429)
+    parser.add_argument("--retry-after", type=float, default=None)
+    args = parser.parse_args(argv)
+    server = StubOpenAIServer(
+        latency=args.latency,
+        reply=args.reply,
+        fail_first=args.fail_first,
+        fail_status=args.fail_status,
+        retry_after=args.retry_after,
+    )
+    with server:
+        print(server.base_url, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
