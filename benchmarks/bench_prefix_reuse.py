@@ -135,6 +135,7 @@ def request(i: int, max_tokens: int) -> LMRequest:
 
 
 async def run(model: str | None, n: int, max_tokens: int, n_threads: int | None) -> dict:
+    load_before = os.getloadavg()
     reuse = LlamaCppLM(model, n_ctx=4096, n_threads=n_threads, prefix_reuse=True)
     fresh = LlamaCppLM(model, n_ctx=4096, n_threads=n_threads, prefix_reuse=False)
     await reuse.load()
@@ -184,6 +185,8 @@ async def run(model: str | None, n: int, max_tokens: int, n_threads: int | None)
         "environment": {
             "cpu_count": os.cpu_count(),
             "n_threads": n_threads,
+            "load_average_1m_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "llama_cpp_python": _llama_version(),

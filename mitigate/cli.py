@@ -140,6 +140,134 @@ def prompts_cmd(name: Annotated[str | None, typer.Argument(help="print this prom
         _fail(exc)
 
 
+def _load_strategies() -> None:
+    """Import every module of ``mitigate.strategies`` so their mitigations are registered by name."""
+    import importlib
+    import pkgutil
+
+    import mitigate.strategies as strategies
+
+    for info in pkgutil.iter_modules(strategies.__path__):
+        importlib.import_module(f"mitigate.strategies.{info.name}")
+
+
+@app.command("compare")
+def compare_cmd(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+                                           "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
+    criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
+                                                  "(default: the benchmark's first)")] = None,
+    pipeline: Annotated[list[str] | None, typer.Option(
+        "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline or \"name(k=v) | name2\"; "
+        "repeat for several (the first entry is the reference)")] = None,
+    released: Annotated[list[str] | None, typer.Option(
+        "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (SummEval only); "
+        "repeat for several; listed after the pipelines")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
+                                         "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (openai backend)")] = None,
+    prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
+                                                "(default: the built-in prompt for the criterion)")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items, document by "
+                                       "document (0 = all)")] = 0,
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for journals, results.json, report.md "
+                                      "and plots (a rerun resumes)")] = Path("reports/compare"),
+    likelihood: Annotated[bool, typer.Option(help="compute LS with the embedded model and report "
+                                             "BiasScore")] = False,
+    concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
+    temperature: Annotated[float, typer.Option(help="sampling temperature of the base judge")] = 0.0,
+    samples: Annotated[int, typer.Option(help="samples per item of the base judge")] = 1,
+    max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
+    n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
+    seed: Annotated[int, typer.Option(help="seed of the bootstrap and permutation tests")] = 0,
+    restart: Annotated[bool, typer.Option(help="discard existing journals in --out")] = False,
+    cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+) -> None:
+    """Compare mitigation pipelines (and released judges) on a benchmark: accuracy and bias side by side."""
+    from pydantic import ValidationError
+
+    try:
+        asyncio.run(_compare(**locals(), command=" ".join(["mitigate", *sys.argv[1:]])))
+    except MitigateError as exc:
+        _fail(exc)
+    except ValidationError as exc:
+        typer.secho(f"error: invalid parameters: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=2) from None
+
+
+async def _compare(**opts: Any) -> None:
+    from mitigate.data.registry import load
+    from mitigate.errors import ConfigError
+    from mitigate.harness.compare import Entry, compare
+    from mitigate.harness.report import write_report
+
+    pipelines = list(opts["pipeline"] or [])
+    released = list(opts["released"] or [])
+    if not pipelines and not released:
+        raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline) or --released judge; got none")
+    if opts["limit"] < 0:
+        raise ConfigError(f"expected --limit >= 0 (0 = all items); got {opts['limit']}")
+    bench = load(opts["benchmark"])
+    crit = opts["criterion"] or (bench.criteria[0] if bench.criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
+    if bench.criteria and crit not in bench.criteria:
+        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    entries: list[Entry] = []
+    lm = None
+    if pipelines:
+        from mitigate.builtin_prompts import default_prompt_for, prompt_text
+        from mitigate.judge import JudgeConfig, PromptJudge
+        from mitigate.lm.registry import get, wrap
+        from mitigate.prompt import JudgePrompt
+        from mitigate.strategies.base import parse_pipeline
+
+        _load_strategies()
+        parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before any call
+        if opts["prompt"] is not None:
+            if not opts["prompt"].is_file():
+                raise ConfigError(f"expected --prompt to name a template file; {opts['prompt']} does not exist")
+            text = opts["prompt"].read_text(encoding="utf-8")
+        else:
+            text = prompt_text(default_prompt_for(opts["benchmark"], crit))
+        jp = JudgePrompt.from_template(text, criterion=crit)
+        kwargs: dict[str, Any] = {"base_url": opts["base_url"]} if opts["base_url"] else {}
+        lm = wrap(get(opts["backend"], **kwargs), cache=opts["cache"])
+        config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
+        base = PromptJudge(jp, lm, config)
+        entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
+    entries += [Entry.from_released(name, crit) for name in released]
+    typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
+               f"{', '.join(e.name for e in entries)}", err=True)
+    try:
+        result = await compare(
+            bench, crit, entries, out_dir=opts["out"], concurrency=opts["concurrency"],
+            limit=opts["limit"] or None, likelihood=opts["likelihood"], progress=opts["progress"],
+            n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
+        )
+    finally:
+        if lm is not None:
+            await lm.aclose()
+    for e in result.entries:
+        typer.echo(f"{e.name}: {e.summary.line()}", err=True)
+    paths = write_report(result, opts["out"])
+    typer.echo((opts["out"] / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
+    typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+
+
+@app.command("report")
+def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 'mitigate compare'")]) -> None:
+    """Re-render report.md and the plots of a comparison from its results.json."""
+    from mitigate.harness.report import render_report
+
+    try:
+        paths = render_report(folder)
+    except MitigateError as exc:
+        _fail(exc)
+    typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+
+
 def main() -> None:  # pragma: no cover - console entry
     """Entry point for ``python -m mitigate``."""
     app(prog_name="mitigate")

@@ -149,8 +149,27 @@ class Judge(ABC):
         """Judge one item."""
 
     @abstractmethod
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """A new judge with every inner :class:`PromptJudge` replaced by ``fn(leaf)``; this judge is unchanged.
+
+        This is how a mitigation reaches every prompt judge behind a fan-out (single-attribute
+        split, RTS/MCQ pair, position swap): prompt transforms, sampling settings and the like.
+        """
+
     def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> Judge:
         """A new judge whose every prompt is ``fn(prompt)``; this judge is unchanged."""
+        return self.map_leaves(lambda leaf: leaf.with_prompt(fn(leaf.prompt)))
+
+    def leaves(self) -> list[PromptJudge]:
+        """Every inner prompt judge, in order (collected through :meth:`map_leaves`)."""
+        found: list[PromptJudge] = []
+
+        def collect(leaf: PromptJudge) -> Judge:
+            found.append(leaf)
+            return leaf
+
+        self.map_leaves(collect)
+        return found
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -180,9 +199,13 @@ class PromptJudge(Judge):
     def __repr__(self) -> str:
         return f"PromptJudge(criteria={[c.name for c in self.prompt.criteria]}, lm={self.lm.spec!r})"
 
-    def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> PromptJudge:
-        """A new judge whose prompt is ``fn(self.prompt)``."""
-        return PromptJudge(fn(self.prompt), self.lm, self.config)
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """``fn(self)``: a prompt judge is its own only leaf."""
+        return fn(self)
+
+    def with_prompt(self, prompt: JudgePrompt) -> PromptJudge:
+        """A new judge with another prompt (same LM and config)."""
+        return PromptJudge(prompt, self.lm, self.config)
 
     def with_config(self, **changes: Any) -> PromptJudge:
         """A new judge with some config fields changed (validated)."""
@@ -275,3 +298,73 @@ class PromptJudge(Judge):
             return {names[0]: parse_score(choice.text, scale)}
         except ParseError as exc:
             return {n: exc for n in names}
+
+
+class CompositeJudge(Judge):
+    """A judge made of named child judges (a fan-out); subclasses implement :meth:`judge`.
+
+    :meth:`map_leaves` (and so :meth:`map_prompts`) reaches every child, which is what lets
+    a prompt transform placed after a fan-out apply to every inner prompt. Subclasses keep
+    their own parameters as plain attributes; :meth:`with_children` copies them.
+    """
+
+    kind: str = "composite"
+
+    def __init__(self, children: dict[str, Judge]) -> None:
+        if not children:
+            raise ConfigError(f"{type(self).__name__} needs at least one child judge; got none")
+        self.children = dict(children)
+
+    def with_children(self, children: dict[str, Judge]) -> CompositeJudge:
+        """A shallow copy with other children (parameters kept)."""
+        import copy
+
+        clone = copy.copy(self)
+        clone.children = dict(children)
+        return clone
+
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """A copy whose every child has ``fn`` applied to its leaves."""
+        return self.with_children({k: c.map_leaves(fn) for k, c in self.children.items()})
+
+    def params(self) -> dict[str, Any]:
+        """The composite's own parameters for :meth:`describe` (override to add)."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """Kind, parameters and every child's description."""
+        return {"kind": self.kind, "params": self.params(),
+                "children": {k: c.describe() for k, c in self.children.items()}}
+
+    async def aclose(self) -> None:
+        """Close every child."""
+        for c in self.children.values():
+            await c.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(self.children)})"
+
+
+def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> Judgment:
+    """One judgment from several (a fan-out's children): usage, cost, calls, raw and failures add up.
+
+    ``fields`` sets the merged judgment's own ``scores``, ``verdict``, ``flags``, ``meta`` ...
+    An error in any part is kept (joined) unless ``fields`` overrides ``error``.
+    """
+    usage = Usage()
+    for p in parts:
+        usage = usage + p.usage
+    errors = [p.error for p in parts if p.error]
+    base: dict[str, Any] = {
+        "item_id": item_id,
+        "raw": tuple(r for p in parts for r in p.raw),
+        "failures": tuple(f for p in parts for f in p.failures),
+        "error": "; ".join(errors) if errors else None,
+        "usage": usage,
+        "cost_usd": combine_costs([p.cost_usd for p in parts]),
+        "calls": sum(p.calls for p in parts),
+        "cached_calls": sum(p.cached_calls for p in parts),
+        "flags": tuple(dict.fromkeys(f for p in parts for f in p.flags)),
+    }
+    base.update(fields)
+    return Judgment(**base)

@@ -152,6 +152,7 @@ async def test_identical_rerun_makes_zero_calls(tmp_path):
         first = CachedLM(OpenAILM("stub-model", base_url=s.base_url), LMCache(tmp_path))
         out1 = [await first.complete(r) for r in requests]
         assert s.request_count == 5 and not any(r.cached for r in out1)
+        await first.aclose()
         first.cache.close()
 
         second = CachedLM(OpenAILM("stub-model", base_url=s.base_url), LMCache(tmp_path))  # a new run
@@ -162,6 +163,7 @@ async def test_identical_rerun_makes_zero_calls(tmp_path):
         assert second.hits == 5 and second.misses == 0
         await second.complete(req("a new item"))
         assert s.request_count == 6
+        await second.aclose()
 
 
 async def test_cache_key_depends_on_backend_identity_and_sampling_options(tmp_path):

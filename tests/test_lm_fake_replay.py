@@ -68,6 +68,14 @@ async def test_fake_lmresponse_with_n_choices_answers_the_whole_request():
     assert lm.remaining == 0
 
 
+async def test_fake_keeps_a_scripted_unknown_cost_unknown():
+    lm = FakeLM([LMResponse(choices=(Choice(text="a"),), cost_usd=None), "b", "c"])
+    assert (await lm.complete(req())).cost_usd is None
+    assert (await lm.complete(req())).cost_usd == 0.0
+    mixed = FakeLM(["x", LMResponse(choices=(Choice(text="y"),), cost_usd=None)])
+    assert (await mixed.complete(req(n=2))).cost_usd is None
+
+
 async def test_fake_refuses_logprobs_unless_enabled():
     with pytest.raises(CapabilityError, match="logprobs"):
         await FakeLM(["4"]).complete(req(logprobs=True))

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from mitigate.errors import CapabilityError, LMCallError, MissingAPIKeyError, TransientLMError
+from mitigate.errors import CapabilityError, ConfigError, LMCallError, MissingAPIKeyError, TransientLMError
 from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.limits import PLACEHOLDER_KEY
 from mitigate.lm.openai import OpenAILM
@@ -35,8 +35,9 @@ def _no_ambient_openai_env(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
-async def test_request_options_reach_the_chat_completions_body(server):
-    lm = OpenAILM("stub-model", base_url=server.base_url, api_key=SECRET)
+@pytest.mark.parametrize("transport", ["auto", "httpx", "direct"])
+async def test_request_options_reach_the_chat_completions_body(server, transport):
+    lm = OpenAILM("stub-model", base_url=server.base_url, api_key=SECRET, transport=transport)
     await lm.complete(req(temperature=0.7, n=2, max_tokens=17, stop=("\n\n",), seed=11, top_logprobs=3))
     body = server.bodies[-1]
     assert body["model"] == "stub-model"
@@ -47,20 +48,21 @@ async def test_request_options_reach_the_chat_completions_body(server):
     assert body["stop"] == ["\n\n"]
     assert body["seed"] == 11
     assert body["logprobs"] is True and body["top_logprobs"] == 3
-    assert body["cache_prompt"] is True  # extra_body reaches the server
+    assert body["cache_prompt"] is True  # llama.cpp server's prefix reuse
     await lm.aclose()
 
 
 async def test_official_api_sends_max_completion_tokens_and_no_cache_prompt():
     lm = OpenAILM("gpt-4o-mini", api_key=SECRET)
-    params = lm._params(req(max_tokens=9))
-    assert params["max_completion_tokens"] == 9
-    assert "max_tokens" not in params and "extra_body" not in params
+    body = lm._body(req(max_tokens=9))
+    assert body["max_completion_tokens"] == 9
+    assert "max_tokens" not in body and "cache_prompt" not in body
     assert lm.identity() == "openai:gpt-4o-mini"
 
 
-async def test_returns_n_choices_with_token_logprobs_and_top_alternatives(server):
-    lm = OpenAILM("stub-model", base_url=server.base_url)
+@pytest.mark.parametrize("transport", ["auto", "direct"])
+async def test_returns_n_choices_with_token_logprobs_and_top_alternatives(server, transport):
+    lm = OpenAILM("stub-model", base_url=server.base_url, transport=transport)
     resp = await lm.complete(req(n=3, top_logprobs=2))
     assert [c.text for c in resp.choices] == ["Score: 4"] * 3
     digit = resp.choices[0].logprobs[-1]
@@ -85,6 +87,11 @@ async def test_usage_reports_prefix_cache_hits_as_cached_prompt_tokens():
         assert resp.usage.cached_prompt_tokens == 3
         assert resp.usage.prompt_tokens >= 3 and resp.usage.completion_tokens > 0
         await lm.aclose()
+
+
+def test_unknown_transport_is_a_config_error():
+    with pytest.raises(ConfigError, match="expected transport"):
+        OpenAILM("m", base_url="http://127.0.0.1:9/v1", transport="curl")  # type: ignore[arg-type]
 
 
 def test_missing_key_names_the_environment_variable():
@@ -124,9 +131,10 @@ async def test_identity_strips_credentials_from_the_url():
     assert lm.identity() == "openai:m@http://127.0.0.1:9/v1"
 
 
-async def test_rate_limit_becomes_transient_error_with_retry_after():
+@pytest.mark.parametrize("transport", ["auto", "direct"])
+async def test_rate_limit_becomes_transient_error_with_retry_after(transport):
     with StubOpenAIServer(latency=0.0, fail_first=1, fail_status=429, retry_after=2.5) as s:
-        lm = OpenAILM("stub-model", base_url=s.base_url, api_key=SECRET)
+        lm = OpenAILM("stub-model", base_url=s.base_url, api_key=SECRET, transport=transport)
         with pytest.raises(TransientLMError) as info:
             await lm.complete(req())
         assert info.value.status == 429
@@ -151,9 +159,10 @@ async def test_server_error_is_transient_and_client_error_is_not():
         await lm.aclose()
 
 
-async def test_auth_failure_text_never_contains_the_key():
+@pytest.mark.parametrize("transport", ["auto", "direct"])
+async def test_auth_failure_text_never_contains_the_key(transport):
     with StubOpenAIServer(latency=0.0, fail_first=1, fail_status=401) as s:
-        lm = OpenAILM("stub-model", base_url=s.base_url, api_key=SECRET)
+        lm = OpenAILM("stub-model", base_url=s.base_url, api_key=SECRET, transport=transport)
         with pytest.raises(LMCallError) as info:
             await lm.complete(req())
         err = info.value

@@ -61,9 +61,8 @@ from mitigate.harness.stats import (
     spearman_rows,
 )
 from mitigate.judge import Judge, Judgment
-from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
-from mitigate.strategies.base import Pipeline, parse_pipeline
+from mitigate.strategies.base import Mitigation, Pipeline, parse_pipeline
 
 __all__ = [
     "MEASURES",
@@ -168,12 +167,19 @@ class Entry(BaseModel):
         return v
 
     @classmethod
-    def from_pipeline(cls, name: str | None, base: Judge, pipeline: Pipeline | str) -> Entry:
-        """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline")."""
+    def from_pipeline(cls, name: str | None, base: Judge, pipeline: Mitigation | str) -> Entry:
+        """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline").
+
+        ``pipeline`` is a :class:`~mitigate.strategies.base.Pipeline`, a single mitigation, or
+        CLI text such as ``"name(k=v) | name2"`` (``"baseline"``: no mitigation).
+        """
         text = pipeline if isinstance(pipeline, str) else None
-        pipe = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
-        if not isinstance(pipe, Pipeline):
-            raise ConfigError(f"expected a Pipeline or pipeline text; got {type(pipeline).__name__}")
+        if isinstance(pipeline, str):
+            pipe = parse_pipeline(pipeline)
+        elif isinstance(pipeline, Mitigation):
+            pipe = pipeline if isinstance(pipeline, Pipeline) else Pipeline([pipeline])
+        else:
+            raise ConfigError(f"expected a Pipeline, a Mitigation or pipeline text; got {type(pipeline).__name__}")
         label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
         return cls(name=label, judge=pipe.wrap(base), kind="pipeline", spec=pipe.spec())
 
@@ -338,21 +344,15 @@ def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
 
 
 def judge_scale(judge: Judge) -> Scale | None:
-    """The answer scale of a judge: its ``scale`` attribute, else the scale of its (first) prompt."""
+    """The answer scale of a judge: its ``scale`` attribute, else the scale of its first inner prompt judge."""
     scale = getattr(judge, "scale", None)
     if isinstance(scale, Scale):
         return scale
-    prompts: list[JudgePrompt] = []
-
-    def capture(p: JudgePrompt) -> JudgePrompt:
-        prompts.append(p)
-        return p
-
     try:
-        judge.map_prompts(capture)
+        leaves = judge.leaves()
     except ConfigError:
         return None
-    return prompts[0].scale if prompts else None
+    return leaves[0].prompt.scale if leaves else None
 
 
 def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
@@ -374,7 +374,7 @@ def _comparison(first: str, a: Sequence[float | None], b: Sequence[float | None]
     if not math.isfinite(perm.observed):
         return Comparison(against=first, observed=math.nan, n=len(x), reason=perm.reason or
                           "Spearman is undefined for at least one entry (constant scores)")
-    low, high = bootstrap_ci(_spearman_diff, x, y, h, n_boot=n_boot, seed=seed)
+    low, high = bootstrap_ci(_spearman_diff, x, y, h, n_boot=n_boot, seed=seed) if n_boot > 0 else (math.nan, math.nan)
     finite = math.isfinite(low) and math.isfinite(high)
     return Comparison(against=first, observed=perm.observed, ci_low=low if finite else None,
                       ci_high=high if finite else None, p_value=perm.p_value, n=len(x), n_perm=n_perm)
@@ -530,6 +530,20 @@ def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
     return out
 
 
+def _check_released_cover(entries: Sequence[Entry], items: Sequence[Item]) -> None:
+    """Fail before any call when a replayed judge has no released answer for some items."""
+    from mitigate.harness.released_judge import ReleasedJudge
+
+    for e in entries:
+        if isinstance(e.judge, ReleasedJudge):
+            missing = [it.id for it in items if it.id not in e.judge.run.judgments]
+            if missing:
+                raise ConfigError(
+                    f"the released judge {e.judge.judge_name!r} has answers for the 1,200 items of 'summeval' "
+                    f"only; {len(missing)} of {len(items)} items here have none, e.g. {missing[:2]}"
+                )
+
+
 def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     if isinstance(benchmark, Benchmark):
         return benchmark
@@ -587,6 +601,7 @@ async def compare(
     items = select_items(bench.items, limit)
     if not items:
         raise DataError(f"benchmark {bench.name!r} has no items to judge")
+    _check_released_cover(todo, items)
     out = Path(out_dir)
     stems = journal_names([e.name for e in todo])
     runs = []
@@ -616,7 +631,7 @@ async def compare(
         comparison = None
         if k > 0:
             first = [_score_of(j, criterion) for j in runs[0].judgments]
-            comparison = _comparison(todo[0].name, first, scores, human, n_boot=max(n_boot, 1), n_perm=n_perm,
+            comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
                                      seed=seed)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,

@@ -19,7 +19,7 @@ from typing import Any
 from mitigate.data.released import ReleasedRun, load_released, released_judges
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
-from mitigate.judge import Judge, Judgment, ParseFailure
+from mitigate.judge import Judge, Judgment, ParseFailure, PromptJudge
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 
@@ -82,13 +82,20 @@ class ReleasedJudge(Judge):
             }},
         )
 
+    def _no_prompt(self) -> ConfigError:
+        return ConfigError(
+            f"ReleasedJudge({self.judge_name!r}) replays answers that were already given, so it has no "
+            "prompt to transform and no LM settings to change; expected a PromptJudge (or a judge built "
+            "on one) for mitigations. Compare released judges as they are (no pipeline)."
+        )
+
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """Always raises: a replayed judge has no inner prompt judge a mitigation could change."""
+        raise self._no_prompt()
+
     def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> Judge:
         """Always raises: a replayed judge has no prompt a prompt-level mitigation could transform."""
-        raise ConfigError(
-            f"ReleasedJudge({self.judge_name!r}) replays answers that were already given, so it has no "
-            "prompt to transform; expected a PromptJudge (or a judge built on one) for prompt-level "
-            "mitigations. Compare released judges as they are (no pipeline)."
-        )
+        raise self._no_prompt()
 
     def describe(self) -> dict[str, Any]:
         """Which released run and criterion this judge replays."""

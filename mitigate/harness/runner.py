@@ -1,8 +1,10 @@
 """Run a judge over many items: bounded concurrency, a crash-safe journal, progress and a usage tally.
 
 The journal is an append-only JSONL file. Its first line names the judge's fingerprint; each
-later line is one finished :class:`~mitigate.judge.Judgment`, written and fsync'd as soon
-as it is known. A run killed at any point (even SIGKILL) resumes from the journal: items
+later line is one finished :class:`~mitigate.judge.Judgment`, written to the OS as soon as
+it is known (a killed process loses nothing the kernel has), and fsync'd at most every
+``fsync_every`` seconds and at the end (so a power cut loses at most that window, and the
+event loop is not stalled by a disk flush per judgment). A run killed at any point (even SIGKILL) resumes from the journal: items
 already journalled are not judged again, a half-written last line is discarded, and
 judgments whose LM call failed for good are retried. Nothing in the journal holds an API
 key: judgments carry only item ids, raw answers, scores and usage.
@@ -72,10 +74,15 @@ class RunResult(BaseModel):
 class Journal:
     """Append-only, fsync'd record of finished judgments for one judge configuration."""
 
-    def __init__(self, path: Path | str, fingerprint: str, *, restart: bool = False) -> None:
+    def __init__(
+        self, path: Path | str, fingerprint: str, *, restart: bool = False, fsync_every: float = 1.0
+    ) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
+        self.fsync_every = fsync_every
         self.done: dict[str, Judgment] = {}
+        self._fh: Any = None
+        self._last_sync = time.monotonic()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if restart and self.path.exists():
             self.path.unlink()
@@ -120,10 +127,22 @@ class Journal:
 
     def _write_line(self, obj: dict[str, Any] | str) -> None:
         text = obj if isinstance(obj, str) else json.dumps(obj)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        if self._fh is None:
+            self._fh = self.path.open("a", encoding="utf-8")
+        self._fh.write(text + "\n")
+        self._fh.flush()  # in the kernel now: survives SIGKILL of this process
+        now = time.monotonic()
+        if now - self._last_sync >= self.fsync_every:
+            os.fsync(self._fh.fileno())
+            self._last_sync = now
+
+    def close(self) -> None:
+        """Flush to disk and close the file."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
 
     def record(self, judgment: Judgment) -> None:
         """Append one judgment (durably) and remember it."""
@@ -177,6 +196,8 @@ async def run(
         await asyncio.gather(*(one(it) for it in todo))
     finally:
         bar.close()
+        if jr is not None:
+            jr.close()
     ordered = tuple(results[i] for i in ids if i in results)
     summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
     return RunResult(judgments=ordered, summary=summary)

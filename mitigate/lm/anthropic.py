@@ -47,7 +47,13 @@ from pydantic import SecretStr
 from mitigate.errors import CapabilityError, LMCallError, MissingAPIKeyError, MitigateError, TransientLMError
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
-from mitigate.lm.limits import PLACEHOLDER_KEY, is_retryable_status, parse_retry_after, public_url
+from mitigate.lm.limits import (
+    PLACEHOLDER_KEY,
+    is_retryable_status,
+    network_failure,
+    parse_retry_after,
+    public_url,
+)
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -209,6 +215,9 @@ class AnthropicLM(LM):
             return LMCallError(
                 f"{where} failed with HTTP {status}{hint}: {detail}", status=status, backend=self.spec
             )
+        refused = network_failure(exc)
+        if refused is not None:
+            return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=self.spec)
         if isinstance(exc, anthropic.APITimeoutError):
             return TransientLMError(f"{where} timed out after {self.timeout:g} s (retryable)", backend=self.spec)
         if isinstance(exc, anthropic.APIConnectionError):

@@ -53,8 +53,9 @@ CREATE TABLE IF NOT EXISTS calls (
 class LMCache:
     """A SQLite file of LM responses keyed by backend identity, model and request.
 
-    ``path`` may be a file, a directory (the file ``lm_cache.sqlite`` inside it) or None
-    (that file in :func:`mitigate.paths.cache_dir`).
+    ``path`` may be a file, a directory (the file ``lm_cache.sqlite`` inside it; a path
+    without a suffix that does not exist yet is taken as a directory) or None (that file
+    in :func:`mitigate.paths.cache_dir`).
     """
 
     def __init__(self, path: str | Path | None = None) -> None:

@@ -23,7 +23,8 @@ Logprobs
     :class:`~mitigate.errors.CapabilityError`.
 
 Stop sequences are applied to plain string answers (the text is cut before the first
-stop sequence), like a real backend would.
+stop sequence), like a real backend would. String answers cost 0.0; a scripted
+:class:`~mitigate.lm.base.LMResponse` keeps its own ``cost_usd`` (None stays unknown).
 """
 
 from __future__ import annotations
@@ -154,11 +155,14 @@ class FakeLM(LM):
         first = self._take(request)
         if isinstance(first, LMResponse) and len(first.choices) == request.n:
             self._choice(request, first)  # validates logprobs
-            return first.model_copy(update={"model": first.model or self.model or "fake", "cost_usd": 0.0})
+            return first.model_copy(update={"model": first.model or self.model or "fake"})
         entries = [first] + [self._take(request) for _ in range(request.n - 1)]
         choices: list[Choice] = []
         usage = Usage()
+        cost: float | None = 0.0
         for entry in entries:
+            if isinstance(entry, LMResponse):
+                cost = None if cost is None or entry.cost_usd is None else cost + entry.cost_usd
             got, u = self._choice(request, entry)
             if len(got) != 1:
                 raise ConfigError(
@@ -167,4 +171,4 @@ class FakeLM(LM):
                 )
             choices.extend(got)
             usage = usage + u
-        return LMResponse(choices=tuple(choices), usage=usage, model=self.model or "fake", cost_usd=0.0)
+        return LMResponse(choices=tuple(choices), usage=usage, model=self.model or "fake", cost_usd=cost)

@@ -46,6 +46,22 @@ def is_retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
 
 
+def network_failure(exc: BaseException) -> str | None:
+    """A short reason when ``exc`` (or an error it was raised from) is a refused/reset connection.
+
+    SDK transports sometimes report a refused connection as a timeout; this finds the
+    socket-level cause so the message says what happened. None when there is no such cause.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ConnectionError) or (isinstance(seen, OSError) and not isinstance(seen, TimeoutError)):
+            return f"{type(seen).__name__}: {seen}"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds the server asked us to wait, from ``retry-after-ms`` or ``Retry-After``; None if absent.
 

@@ -335,7 +335,15 @@ class LlamaCppLM(LM):
                 backend=self.spec,
             )
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        prompt = loaded.formatter(messages=messages).prompt
+        try:
+            prompt = loaded.formatter(messages=messages).prompt
+        except Exception as exc:  # jinja2 errors and the template's own raise_exception (ValueError)
+            roles = [m.role for m in request.messages]
+            raise LMCallError(
+                f"the chat template of {loaded.name!r} rejected the messages (roles {roles}); expected a "
+                f"conversation it accepts, got {type(exc).__name__}: {exc}",
+                backend=self.spec,
+            ) from exc
         # The template already writes BOS and the role markers as text: parse them as special tokens.
         return loaded.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
@@ -413,7 +421,8 @@ class LlamaCppLM(LM):
             n_completion = 0
             try:
                 for i in range(request.n):
-                    choice, cached, n_gen = self._sample_one(loaded, prompt, request, base_seed + i)
+                    seed = (base_seed + i) % 0xFFFFFFFF  # llama.cpp seeds are uint32; 0xFFFFFFFF means random
+                    choice, cached, n_gen = self._sample_one(loaded, prompt, request, seed)
                     if i == 0:
                         cached_first = cached
                     n_completion += n_gen

@@ -1,0 +1,457 @@
+"""Write a comparison to disk: ``results.json``, ``report.md`` and PNG plots.
+
+- ``results.json`` is the :class:`~mitigate.harness.compare.CompareResult`: every judgment
+  of every entry and every measure with its interval, ``n`` and ``n_failed``. It is strict
+  JSON: an undefined measure's value is ``null`` and its ``reason`` says why.
+- ``report.md`` puts accuracy and bias side by side in one table (each column's best value
+  in bold; the header says whether higher, lower or closer to 0 is better), followed by
+  notes for values that could not be computed, per-measure details with ``n`` and parse
+  failures, per-system P_i and the comparison against the first entry.
+- Plots (matplotlib, Agg backend): ``histograms.png`` (score histogram per entry and for the
+  humans), ``ls_vs_us.png`` (LS against US with the fitted slope, when likelihood was
+  computed), ``per_system.png`` (P_i per system, systems ordered by human quality) and
+  ``consistency.png`` (consistency under perturbation, when measured).
+
+:func:`render_report` rebuilds ``report.md`` and the plots from ``results.json`` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mitigate.errors import DataError
+from mitigate.harness import metrics as M
+from mitigate.harness.compare import DELTA_INFO, MEASURES, CompareResult, EntryResult, MeasureInfo
+from mitigate.harness.metrics import Measure
+
+__all__ = ["dump_results", "load_results", "render_markdown", "render_plots", "render_report", "write_report"]
+
+RESULTS_FILE = "results.json"
+REPORT_FILE = "report.md"
+
+_ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "zero": "→ 0"}
+
+
+# ---------------------------------------------------------------------------------------
+# results.json
+
+
+def _strict(value: Any) -> Any:
+    """NaN/inf -> None, recursively, so the file is strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value
+
+
+def dump_results(result: CompareResult) -> str:
+    """``result`` as strict JSON text (undefined values as null)."""
+    return json.dumps(_strict(result.model_dump(mode="json")), indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def load_results(path: str | Path) -> CompareResult:
+    """Read a ``results.json`` (or the folder holding one) back into a :class:`CompareResult`."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS_FILE
+    if not p.is_file():
+        raise DataError(f"expected a {RESULTS_FILE} written by 'mitigate compare' at {p}; found none", path=str(p))
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{p}: expected JSON written by 'mitigate compare'; got invalid JSON ({exc})",
+                        path=str(p)) from None
+    try:
+        return CompareResult.model_validate(data)
+    except ValueError as exc:
+        raise DataError(f"{p}: expected the results of 'mitigate compare'; the file does not match ({exc})",
+                        path=str(p)) from None
+
+
+def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
+    """Write ``results.json``, ``report.md`` and the plots into ``folder``; returns the paths written."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RESULTS_FILE
+    path.write_text(dump_results(result), encoding="utf-8")
+    return [path, *render_report(out)]
+
+
+def render_report(folder: str | Path) -> list[Path]:
+    """Re-render ``report.md`` and the plots in ``folder`` from its ``results.json`` alone."""
+    out = Path(folder)
+    result = load_results(out)
+    md = out / REPORT_FILE
+    md.write_text(render_markdown(result), encoding="utf-8")
+    return [md, *render_plots(result, out)]
+
+
+# ---------------------------------------------------------------------------------------
+# markdown
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    if abs(v) >= 100 or float(v).is_integer() and abs(v) >= 10:
+        return f"{v:.0f}"
+    return f"{v:.{digits}f}"
+
+
+def _value_text(key: str, m: Measure) -> str:
+    if not m.ok:
+        return "n/a"
+    if key == "correct_preferences":
+        pairs = m.extra.get("n_pairs")
+        return f"{m.value:g}/{pairs}" if pairs else f"{m.value:g}"
+    return _fmt(m.value)
+
+
+def _ci_text(m: Measure, key: str = "") -> str:
+    if m.ci_low is None or m.ci_high is None:
+        return ""
+    if key == "correct_preferences":
+        return f" [{m.ci_low:.3g}, {m.ci_high:.3g}]"
+    return f" [{_fmt(m.ci_low)}, {_fmt(m.ci_high)}]"
+
+
+def _best(values: Sequence[float], direction: str) -> set[int]:
+    finite = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    if not finite:
+        return set()
+    key = {"higher": lambda v: -v, "lower": lambda v: v, "zero": abs}[direction]
+    target = min(key(v) for _, v in finite)
+    return {i for i, v in finite if abs(key(v) - target) <= 1e-12}
+
+
+def _header(info: MeasureInfo) -> str:
+    return f"{info.label} ({_ARROWS[info.direction]})"
+
+
+def _shown_columns(result: CompareResult) -> list[str]:
+    """Headline measures with a value for at least one entry."""
+    return [k for k, info in MEASURES.items()
+            if info.headline and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
+
+
+def _delta_value(e: EntryResult) -> float:
+    return math.nan if e.comparison is None else e.comparison.observed
+
+
+def render_markdown(result: CompareResult) -> str:
+    """The report as markdown (deterministic: the same results give the same text)."""
+    s = result.settings
+    lines: list[str] = [f"# Comparison: {result.benchmark} / {result.criterion}", ""]
+    n_items = len(result.items)
+    limit = s.get("limit")
+    scope = f"the first {n_items} items in document-major order (limit {limit})" if limit else f"all {n_items} items"
+    lines.append(
+        f"{len(result.entries)} entries judged {scope}; human scores on {result.human_scale.describe()}. "
+        f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed {s.get('seed', 0)}); "
+        f"`n` counts items a measure used and `failed` those it dropped for a missing score."
+    )
+    if s.get("command"):
+        lines += ["", f"Command: `{s['command']}`"]
+    lines += ["", "## Accuracy and bias", "",
+              "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
+              "→ 0 closer to 0 is better.", ""]
+    cols = _shown_columns(result)
+    has_delta = any(e.comparison is not None for e in result.entries)
+    head = ["entry", "n ok", "parse failures", "errors", *(_header(MEASURES[k]) for k in cols)]
+    if has_delta:
+        head.append(f"{DELTA_INFO.label} ({_ARROWS[DELTA_INFO.direction]})")
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    best = {k: _best([e.measures[k].value for e in result.entries], MEASURES[k].direction) for k in cols}
+    best_delta = _best([_delta_value(e) for e in result.entries], DELTA_INFO.direction)
+    notes: list[str] = []
+    for i, e in enumerate(result.entries):
+        cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
+        for k in cols:
+            m = e.measures[k]
+            text = _value_text(k, m)
+            if i in best[k]:
+                text = f"**{text}**"
+            if not m.ok:
+                notes.append(f"- {e.name} / {MEASURES[k].label}: {m.reason or 'undefined'}")
+            cells.append(text + _ci_text(m, k))
+        if has_delta:
+            c = e.comparison
+            if c is None:
+                cells.append("reference")
+            else:
+                text = _fmt(c.observed)
+                if i in best_delta:
+                    text = f"**{text}**"
+                ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
+                p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
+                if not math.isfinite(c.observed):
+                    notes.append(f"- {e.name} / {DELTA_INFO.label}: {c.reason or 'undefined'}")
+                cells.append(text + ci + p)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    ref = [f"humans (reference, {result.human_scale.describe()})", "", "", ""]
+    any_ref = False
+    for k in cols:
+        m = result.human.get(k)
+        if m is not None and m.ok:
+            ref.append(f"*{_value_text(k, m)}*{_ci_text(m)}")
+            any_ref = True
+        else:
+            ref.append("")
+    if has_delta:
+        ref.append("")
+    if any_ref:
+        lines.append("| " + " | ".join(ref) + " |")
+    missing = [k for k, info in MEASURES.items() if info.headline and k not in cols]
+    if missing:
+        lines += ["", "Not computed for any entry:", ""]
+        for k in missing:
+            reason = result.entries[0].measures[k].reason if k in result.entries[0].measures else "not measured"
+            lines.append(f"- {MEASURES[k].label}: {reason}")
+    if notes:
+        lines += ["", "Values shown as n/a:", "", *notes]
+    lines += _details(result)
+    lines += _per_system(result)
+    lines += _comparisons(result)
+    lines += _plots_section(result)
+    return "\n".join(lines) + "\n"
+
+
+def _details(result: CompareResult) -> list[str]:
+    out = ["", "## Every measure", ""]
+    for e in result.entries:
+        sm = e.summary
+        out += [f"### {e.name}", "",
+                f"Kind: {e.kind}; scale {e.scale.describe()}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
+                f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache).", "",
+                "| measure | direction | value | 95% CI | n | failed | note |", "|---|---|---:|---|---:|---:|---|"]
+        for k, m in e.measures.items():
+            info = MEASURES.get(k)
+            direction = _ARROWS[info.direction] if info else ""
+            ci = _ci_text(m, k).strip()
+            label = info.label if info else k
+            out.append(f"| {label} | {direction} | {_value_text(k, m)} | {ci} | {m.n} | {m.n_failed} | "
+                       f"{(m.reason or '').replace('|', '/')} |")
+        out.append("")
+    return out
+
+
+def _human_quality(result: CompareResult) -> dict[str, float]:
+    sums: dict[str, list[float]] = {}
+    for it in result.items:
+        if it.system is not None and it.human is not None:
+            sums.setdefault(it.system, []).append(it.human)
+    return {k: float(np.mean(v)) for k, v in sums.items()}
+
+
+def _per_system(result: CompareResult) -> list[str]:
+    entries = [e for e in result.entries if e.per_system]
+    if not entries:
+        return []
+    quality = _human_quality(result)
+    systems = sorted(quality, key=lambda k: quality[k])
+    out = ["## Per-system correlation P_i (Spearman with humans, per system)", "",
+           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = corr(Q_i, P_i).", "",
+           "| system | Q_i | " + " | ".join(e.name for e in entries) + " |",
+           "|---|---:|" + "---:|" * len(entries)]
+    for sys_name in systems:
+        cells = [sys_name, _fmt(quality[sys_name])]
+        for e in entries:
+            m = e.per_system.get(sys_name)
+            cells.append("n/a" if m is None or not m.ok else f"{_fmt(m.value)} (n={m.n})")
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+def _comparisons(result: CompareResult) -> list[str]:
+    rows = [e for e in result.entries if e.comparison is not None]
+    if not rows:
+        return []
+    first = result.entries[0].name
+    out = [f"## Against {first}", "",
+           "Item-level Spearman of each entry minus that of the first entry, on items both scored; paired "
+           "bootstrap interval and paired permutation test (two-sided).", "",
+           "| entry | Δ Spearman | 95% CI | p | n | note |", "|---|---:|---|---:|---:|---|"]
+    for e in rows:
+        c = e.comparison
+        assert c is not None
+        ci = f"[{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
+        p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
+        out.append(f"| {e.name} | {_fmt(c.observed)} | {ci} | {p} | {c.n} | {c.reason or ''} |")
+    out.append("")
+    return out
+
+
+def _plots_section(result: CompareResult) -> list[str]:
+    out = ["## Plots", "", "![score histograms](histograms.png)", ""]
+    if result.likelihood is not None:
+        out += ["![LS vs US](ls_vs_us.png)", ""]
+    if any(e.per_system for e in result.entries):
+        out += ["![per-system P_i](per_system.png)", ""]
+    if _has_consistency(result):
+        out += ["![consistency](consistency.png)", ""]
+    return out
+
+
+def _has_consistency(result: CompareResult) -> bool:
+    return any(e.measures.get("perturbation_consistency") is not None and e.measures["perturbation_consistency"].ok
+               for e in result.entries)
+
+
+# ---------------------------------------------------------------------------------------
+# plots
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    _plt().close(fig)
+    return path
+
+
+def _short(name: str, width: int = 28) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = min(n, 3)
+    return math.ceil(n / cols), cols
+
+
+def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
+    """Write the PNG plots for ``result`` into ``folder``; returns the paths written."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [_histograms(result, out / "histograms.png")]
+    if result.likelihood is not None:
+        paths.append(_ls_vs_us(result, out / "ls_vs_us.png"))
+    if any(e.per_system for e in result.entries):
+        paths.append(_per_system_plot(result, out / "per_system.png"))
+    if _has_consistency(result):
+        paths.append(_consistency_plot(result, out / "consistency.png"))
+    return paths
+
+
+def _histograms(result: CompareResult, path: Path) -> Path:
+    plt = _plt()
+    panels = [(e.name, e.histogram) for e in result.entries]
+    panels.append(("humans (mean, rounded)", result.human_histogram))
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, (name, hist) in zip(axes.flat, panels, strict=False):
+        xs = [float(k) for k in hist]
+        ys = list(hist.values())
+        width = 0.8 * (min(np.diff(sorted(xs))) if len(xs) > 1 else 1.0)
+        ax.bar(xs, ys, width=width, color="#777777" if name.startswith("humans") else "#3b6ea8")
+        ax.set_title(_short(name), fontsize=10)
+        ax.set_xlabel("score")
+        ax.set_ylabel("items")
+        ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(f"Score distribution: {result.benchmark} / {result.criterion}")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _ls_vs_us(result: CompareResult, path: Path) -> Path:
+    plt = _plt()
+    ls = np.array([math.nan if it.ls is None else it.ls for it in result.items], dtype=float)
+    human = np.array([math.nan if it.human is None else it.human for it in result.items], dtype=float)
+    rows, cols = _grid(len(result.entries))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+    for ax, e in zip(axes.flat, result.entries, strict=False):
+        scores = np.array([math.nan if v is None else v for v in e.scores(result.criterion)], dtype=float)
+        us = M.unfairness_scores(scores, human)
+        ok = np.isfinite(ls) & np.isfinite(us)
+        ax.scatter(ls[ok], us[ok], s=12, alpha=0.6, color="#3b6ea8")
+        if not ok.any():
+            ax.text(0.5, 0.5, "no item has both LS and a judge score", transform=ax.transAxes, ha="center",
+                    va="center", fontsize=9, color="#c0392b")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        bias = e.measures.get("bias_score")
+        title = _short(e.name)
+        if ok.sum() >= 2 and np.ptp(ls[ok]) > 0:
+            slope, intercept = np.polyfit(ls[ok], us[ok], 1)
+            grid = np.linspace(ls[ok].min(), ls[ok].max(), 50)
+            ax.plot(grid, slope * grid + intercept, color="#c0392b", label=f"slope {slope:.3g}")
+            ax.legend(loc="best", fontsize=8)
+        if bias is not None and bias.ok:
+            title += f"\nBiasScore {bias.value:.3f}"
+        ax.axhline(0, color="#999999", linewidth=0.8)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("LS = log P(output | input, task)")
+        ax.set_ylabel("US = judge - human (normalised)")
+    for ax in list(axes.flat)[len(result.entries):]:
+        ax.axis("off")
+    fig.suptitle("Likelihood bias (Ohi et al. 2024)")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _per_system_plot(result: CompareResult, path: Path) -> Path:
+    plt = _plt()
+    quality = _human_quality(result)
+    systems = sorted(quality, key=lambda k: quality[k])
+    entries = [e for e in result.entries if e.per_system]
+    width = 0.8 / max(len(entries), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(systems) * max(1, len(entries)) / 2 + 3), 4.2))
+    x = np.arange(len(systems))
+    for k, e in enumerate(entries):
+        vals = [e.per_system[s].value if s in e.per_system else math.nan for s in systems]
+        meta = e.measures.get("meta_spearman")
+        label = _short(e.name) + (f" (M={meta.value:.2f})" if meta is not None and meta.ok else "")
+        ax.bar(x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width, label=label)
+        for xi, v in zip(x, vals, strict=True):
+            if not math.isfinite(v):
+                ax.text(xi + (k - (len(entries) - 1) / 2) * width, 0, "n/a", ha="center", va="bottom", fontsize=6,
+                        rotation=90)
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{s}\nQ={quality[s]:.2f}" for s in systems], fontsize=8)
+    ax.axhline(0, color="#999999", linewidth=0.8)
+    ax.set_ylabel("P_i = Spearman(judge, human) within system")
+    ax.set_title(f"Per-system agreement, systems by human quality: {result.benchmark} / {result.criterion}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _consistency_plot(result: CompareResult, path: Path) -> Path:
+    plt = _plt()
+    names, vals, lows, highs = [], [], [], []
+    for e in result.entries:
+        m = e.measures.get("perturbation_consistency")
+        if m is None or not m.ok:
+            continue
+        names.append(_short(e.name, 20))
+        vals.append(m.value)
+        lows.append(m.value - (m.ci_low if m.ci_low is not None else m.value))
+        highs.append((m.ci_high if m.ci_high is not None else m.value) - m.value)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(names) + 2), 4.0))
+    ax.bar(range(len(names)), vals, yerr=[lows, highs], capsize=4, color="#3b6ea8", width=0.6)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("share of items with one score\nunder every perturbation")
+    ax.set_title(f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}", fontsize=11)
+    fig.tight_layout()
+    return _save(fig, path)

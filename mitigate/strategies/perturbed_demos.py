@@ -1,0 +1,434 @@
+"""Guideline-perturbation consistency (Ghazarian et al. 2024): the probe that measures it and the demos that mitigate it.
+
+Ghazarian et al. 2024, "Assessment and mitigation of inconsistencies in LLM-based
+evaluations", find that an LLM judge's answer changes when the options of its scoring
+guideline are reordered or one option's description is lengthened. Their measures:
+*consistency*, the share of items whose output is identical under every perturbed
+guideline, and *accuracy* under each perturbation, averaged. Their mitigation: few-shot
+demonstrations in which each of M demos (M=2 worked best) is shown under N perturbed
+versions of the guideline, always followed by the same gold score, so the judge sees that
+the perturbation must not change the answer. Their ablation shows each demo under a single
+random perturbation instead.
+
+- :class:`PerturbationProbe` (``"perturbation-probe"``) — measurement: judges each item
+  under the test prompt's own guideline and under each perturbed version, keeps the
+  original score, and records every version's score in ``Judgment.meta["perturbations"]``
+  (read by :func:`mitigate.harness.metrics.perturbation_consistency` through the compare
+  harness).
+- :class:`PerturbedGuidelineDemos` (``"perturbed-demos"``) — the mitigation (a prompt
+  transform), with the ablation (``ablation=True``) and the unperturbed few-shot control
+  (``perturbed=False``) as flags.
+
+Perturbations are built by :func:`mitigate.perturb.perturbation_set`; see that module for
+how options are named and how lengthened descriptions are obtained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Sequence
+from typing import Any, Self
+
+from pydantic import field_validator, model_validator
+
+from mitigate.data.schema import Benchmark, Item
+from mitigate.errors import ConfigError, MitigateError
+from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
+from mitigate.perturb import (
+    Perturbation,
+    PerturbationKind,
+    apply_to_prompt,
+    guideline_of,
+    original_order,
+    perturbation_set,
+)
+from mitigate.prompt import Demo, Guideline, JudgePrompt
+from mitigate.scale import Scale
+from mitigate.strategies.base import Mitigation, PromptMitigation, register
+
+__all__ = ["ORIGINAL", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos", "stratified_pick"]
+
+ORIGINAL = "original"
+"""The key of the unperturbed prompt's output in ``Judgment.meta["perturbations"]``."""
+
+
+def _check_int(owner: str, what: str, value: int | None, minimum: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        extra = " or None" if allow_none else ""
+        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= {minimum}{extra}. Got {value!r} instead.")
+
+
+def _check_kind(owner: str, kind: str, lengthened: dict[str, str] | None) -> None:
+    if kind not in ("order", "length", "both"):
+        raise ConfigError(f"The 'kind' parameter of {owner} must be 'order', 'length' or 'both'. Got {kind!r} instead.")
+    if kind in ("length", "both") and not lengthened:
+        raise ConfigError(
+            f"The 'lengthened' parameter of {owner} must map option labels to lengthened descriptions when "
+            f"kind={kind!r}. Got {lengthened!r} instead. Write them, or produce them once with "
+            "mitigate.perturb.lengthen_guideline(prompt, lm) and pass the returned dict."
+        )
+
+
+# --------------------------------------------------------------------------- the probe
+
+
+def _output(judgment: Judgment) -> Any:
+    """The output compared across perturbations: a verdict, a score, a tuple of scores, or None."""
+    if judgment.error is not None:
+        return None
+    if judgment.verdict is not None:
+        return judgment.verdict
+    if not judgment.scores:
+        return None
+    values = list(judgment.scores.values())
+    if len(values) == 1:
+        return values[0]
+    return None if any(v is None for v in values) else tuple(values)
+
+
+class PerturbationProbeJudge(CompositeJudge):
+    """The fan-out :class:`PerturbationProbe` builds: child ``"original"`` plus one child per perturbation.
+
+    ``judge(item)`` runs every child concurrently and returns the original child's scores,
+    samples and verdict, with the raw texts, parse failures, usage and cost of every child
+    (:func:`~mitigate.judge.merge_judgments`) and:
+
+    - ``meta["perturbations"]``: ``{"original": output, "<perturbation name>": output, ...}``
+      where ``output`` is the score (one criterion), the tuple of scores in criterion order
+      (several criteria; None when any is missing), or the verdict (pairwise); ``None`` for
+      a parse failure or a failed call;
+    - ``meta["perturbations_by_criterion"]``: ``{criterion: {name: score}}`` (several criteria only);
+    - ``meta["perturbation_errors"]``: ``{name: error}`` for perturbed children whose call
+      failed (present only then). A failure of the original child fails the item.
+
+    Any meta the original child carried is kept. ``error`` is the original child's error only.
+    """
+
+    kind = "perturbation-probe"
+
+    def __init__(self, children: dict[str, Judge], perturbations: dict[str, Perturbation]) -> None:
+        if ORIGINAL not in children:
+            raise ConfigError(f"a perturbation probe needs a child named {ORIGINAL!r}; got {sorted(children)}")
+        super().__init__(children)
+        self.perturbations = dict(perturbations)
+
+    def params(self) -> dict[str, Any]:
+        """The perturbations (by name) this probe applies."""
+        return {"perturbations": {k: p.model_dump(mode="json") for k, p in self.perturbations.items()}}
+
+    async def judge(self, item: Item) -> Judgment:
+        """Judge ``item`` under the original and every perturbed guideline; see the class docstring."""
+        names = list(self.children)
+        results = await asyncio.gather(*(self.children[k].judge(item) for k in names), return_exceptions=True)
+        parts: list[Judgment] = []
+        outputs: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        by_name: dict[str, Judgment] = {}
+        for name, res in zip(names, results, strict=True):
+            if isinstance(res, BaseException):
+                if name == ORIGINAL or not isinstance(res, MitigateError):
+                    raise res
+                errors[name] = f"{type(res).__name__}: {res}"
+                outputs[name] = None
+                continue
+            parts.append(res)
+            by_name[name] = res
+            outputs[name] = _output(res)
+            if res.error is not None and name != ORIGINAL:
+                errors[name] = res.error
+        original = by_name[ORIGINAL]
+        meta: dict[str, Any] = {**original.meta, "perturbations": outputs}
+        if len(original.scores) > 1:
+            meta["perturbations_by_criterion"] = {
+                c: {name: (by_name[name].scores.get(c) if name in by_name and by_name[name].error is None else None)
+                    for name in names}
+                for c in original.scores
+            }
+        if errors:
+            meta["perturbation_errors"] = errors
+        return merge_judgments(
+            item.id,
+            parts,
+            scores=dict(original.scores),
+            samples=dict(original.samples),
+            verdict=original.verdict,
+            error=original.error,
+            meta=meta,
+        )
+
+
+def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge, Guideline]]:
+    leaves = judge.leaves()
+    if not leaves:
+        raise ConfigError(f"{owner} needs a judge with at least one prompt; got {type(judge).__name__} with none")
+    return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
+
+
+@register("perturbation-probe")
+class PerturbationProbe(Mitigation):
+    """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
+
+    Wraps a judge into a :class:`PerturbationProbeJudge` that scores each item under the
+    test prompt's own guideline *and* under each perturbed version of it, keeps the
+    original's score as the judgment's score, and records every version's output in
+    ``Judgment.meta["perturbations"]`` (key ``"original"`` plus one key per perturbation
+    name, e.g. ``"order(2,0,1)"``; ``None`` for a parse failure). The compare harness's
+    consistency measure (:func:`mitigate.harness.metrics.perturbation_consistency`) reads
+    that key: consistency is the share of items whose output is identical under the
+    original and every perturbation. Costs 1 + N calls per item.
+
+    Parameters:
+        kind: "order" (reordered options), "length" (one option's description lengthened),
+            or "both" (see :func:`mitigate.perturb.perturbation_set`).
+        n: how many perturbations (None: every reordering for 2–3 options, a seeded sample of
+            6 for more; every lengthened option).
+        lengthened: option label -> lengthened description; required for "length"/"both".
+        seed: seeds the sampling of perturbations.
+
+    Perturbations that leave the guideline unchanged (the identity ordering) are dropped,
+    since the original is always judged. Every inner prompt (e.g. one per criterion after a
+    single-attribute split) gets the same perturbations; their guidelines must have the same
+    number of options, and for "length"/"both" the same text. Place this after
+    prompt-level mitigations such as :class:`PerturbedGuidelineDemos`.
+    """
+
+    kind: PerturbationKind = "order"
+    n: int | None = None
+    lengthened: dict[str, str] | None = None
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        _check_int("PerturbationProbe", "n", self.n, 1, allow_none=True)
+        _check_kind("PerturbationProbe", self.kind, self.lengthened)
+        return self
+
+    def perturbations_for(self, judge: Judge) -> list[Perturbation]:
+        """The perturbations this probe applies to ``judge``'s prompts (identity dropped)."""
+        pairs = _leaves_with_guidelines(judge, "PerturbationProbe")
+        first = pairs[0][1]
+        for leaf, gl in pairs[1:]:
+            if len(gl.options) != len(first.options):
+                raise ConfigError(
+                    "PerturbationProbe needs every inner prompt's guideline to have the same number of options; "
+                    f"got {len(first.options)} and {len(gl.options)} ({leaf!r})"
+                )
+            if self.kind != "order" and original_order(gl).render() != original_order(first).render():
+                raise ConfigError(
+                    f"PerturbationProbe(kind={self.kind!r}) needs every inner prompt to share one guideline text, "
+                    "since lengthened descriptions belong to one guideline; probe each criterion's judge separately"
+                )
+        base = original_order(first)
+        perts = [p for p in perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+                 if not p.is_identity(base)]
+        names = [p.name for p in perts]
+        if len(set(names)) != len(names) or ORIGINAL in names:
+            raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
+        if not perts:
+            raise ConfigError("PerturbationProbe found no perturbation that changes the guideline; nothing to measure")
+        return perts
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A :class:`PerturbationProbeJudge` over ``judge`` and one perturbed copy per perturbation."""
+        perts = self.perturbations_for(judge)
+        children: dict[str, Judge] = {ORIGINAL: judge}
+        for p in perts:
+            children[p.name] = judge.map_prompts(lambda prompt, p=p: apply_to_prompt(p, prompt))
+        return PerturbationProbeJudge(children, {p.name: p for p in perts})
+
+
+# --------------------------------------------------------------------------- the mitigation
+
+
+def _on_scale(value: float, scale: Scale) -> bool:
+    return any(abs(value - p) <= 1e-9 for p in scale.points())
+
+
+def stratified_pick(
+    items: Sequence[Item], criteria: Sequence[str], m: int, scale: Scale | None = None, seed: int = 0
+) -> list[Item]:
+    """Pick ``m`` demo items spread over the gold-score range (seeded).
+
+    Items need a human score for every criterion. When ``scale`` is given and at least
+    ``m`` items have gold scores that are points of the scale (e.g. 3, not 3.67), only those
+    are used, so each demo's shown score is an answer the judge may give. The pool is sorted
+    by the first criterion's gold score, cut into ``m`` contiguous strata of near-equal size,
+    and one item is drawn at random from each; the picks are then shuffled, so demo order
+    does not follow the gold score.
+    """
+    if not criteria:
+        raise ConfigError("expected at least one criterion to pick demos for; got none")
+    eligible = [
+        it for it in items
+        if all(c in it.human and math.isfinite(it.human[c]) for c in criteria)
+    ]
+    if len(eligible) < m:
+        raise ConfigError(
+            f"expected at least m={m} training items with human scores for {list(criteria)}; got {len(eligible)}"
+        )
+    if scale is not None:
+        on_scale = [it for it in eligible if all(_on_scale(it.human[c], scale) for c in criteria)]
+        if len(on_scale) >= m:
+            eligible = on_scale
+    key = criteria[0]
+    ordered = sorted(eligible, key=lambda it: (it.human[key], it.id))
+    rng = random.Random(seed)
+    size, extra = divmod(len(ordered), m)
+    picks: list[Item] = []
+    start = 0
+    for k in range(m):
+        end = start + size + (1 if k < extra else 0)
+        picks.append(rng.choice(ordered[start:end]))
+        start = end
+    rng.shuffle(picks)
+    return picks
+
+
+def _score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float]:
+    """The gold score to show for ``prompt``: its criterion's entry when the demo holds several."""
+    if not isinstance(demo.score, dict):
+        return demo.score
+    names = [c.name for c in prompt.criteria] or ["score"]
+    missing = [c for c in names if c not in demo.score]
+    if missing:
+        raise ConfigError(
+            f"demo {demo.item.id!r} has gold scores for {sorted(demo.score)}; the prompt scores {names} "
+            f"(missing {missing})"
+        )
+    if len(names) == 1:
+        return demo.score[names[0]]
+    return {c: demo.score[c] for c in names}
+
+
+@register("perturbed-demos")
+class PerturbedGuidelineDemos(PromptMitigation):
+    """Few-shot demos shown under perturbed guidelines, each with the same gold score (Ghazarian et al. 2024).
+
+    Each of the ``m`` demos is repeated once per perturbed version of the prompt's own
+    guideline (reordered options, a lengthened description, or both; built by
+    :func:`mitigate.perturb.perturbation_set`), each copy showing that guideline and then the
+    same gold score. The copies are placed before the item (demo 1 under every perturbation,
+    then demo 2 ...), after any demos the prompt already had; the item itself is judged
+    under the prompt's guideline, unperturbed. The paper found ``m=2`` best.
+
+    Parameters:
+        demos: the demonstrations (an item and its gold score; a dict score holds one
+            score per criterion and the prompt's criterion is picked). Exactly ``m`` when given.
+        m: how many demos; ``fit`` picks this many.
+        n: how many perturbed guidelines per demo (None: every reordering for 2–3 options,
+            which includes the original order, or a seeded sample of 6 reorderings without
+            it for larger scales; every lengthened option).
+        kind: "order", "length" or "both".
+        lengthened: option label -> lengthened description (for "length"/"both").
+        seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.
+        ablation: the paper's ablation: each demo shown under ONE perturbation drawn at
+            random (seeded) from the non-identity perturbations, instead of under all N.
+        perturbed: False gives the unperturbed few-shot control: the same demos, each shown
+            once under the original guideline (same layout, no perturbation).
+
+    Fitted state: ``demos_``, set by :meth:`fit`, used instead of ``demos`` when present.
+    The guideline the demos are shown under is the prompt's guideline with its options put
+    back in their original order, so placing a :class:`PerturbationProbe` after (or before)
+    this mitigation keeps the demos identical across the probe's reorderings.
+    """
+
+    demos: tuple[Demo, ...] = ()
+    m: int = 2
+    n: int | None = None
+    kind: PerturbationKind = "order"
+    lengthened: dict[str, str] | None = None
+    seed: int = 0
+    ablation: bool = False
+    perturbed: bool = True
+    demos_: tuple[Demo, ...] | None = None
+
+    @field_validator("m")
+    @classmethod
+    def _check_m(cls, v: int) -> int:
+        _check_int("PerturbedGuidelineDemos", "m", v, 1)
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        owner = "PerturbedGuidelineDemos"
+        _check_int(owner, "n", self.n, 1, allow_none=True)
+        if self.perturbed:
+            _check_kind(owner, self.kind, self.lengthened)
+        if self.ablation and not self.perturbed:
+            raise ConfigError(
+                f"The 'ablation' parameter of {owner} needs perturbed=True (one random perturbation per demo). "
+                "Got ablation=True with perturbed=False instead."
+            )
+        if self.demos and len(self.demos) != self.m:
+            raise ConfigError(
+                f"The 'demos' parameter of {owner} must hold exactly m={self.m} demos. Got {len(self.demos)} "
+                f"instead (pass m={len(self.demos)})."
+            )
+        return self
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        """Instances with two small demos: perturbed, ablation, and the unperturbed control."""
+        demos = (
+            Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0),
+            Demo(item=Item(id="demo-high", output="A clear text."), score=5.0),
+        )
+        return [cls(demos=demos), cls(demos=demos, ablation=True, seed=3), cls(demos=demos, perturbed=False)]
+
+    def fit(self, train: Benchmark, judge: Judge) -> PerturbedGuidelineDemos:
+        """A copy with ``demos_`` set: ``m`` train items for the judge's criteria, with human scores.
+
+        With ``demos=`` given there is nothing to learn and those become ``demos_``.
+        Otherwise :func:`stratified_pick` draws ``m`` items over the gold-score range of the
+        judge's first criterion (seeded; a pluggable selector may replace it later). When the
+        judge has one criterion the demo score is that criterion's human score; with several
+        (e.g. a single-attribute split), a dict of each criterion's score, and each inner
+        prompt shows its own criterion's.
+        """
+        if self.demos:
+            return self.model_copy(update={"demos_": self.demos})
+        leaves = judge.leaves()
+        if not leaves:
+            raise ConfigError(f"PerturbedGuidelineDemos.fit needs a judge with a prompt; got {type(judge).__name__}")
+        criteria = list(dict.fromkeys(c.name for leaf in leaves for c in leaf.prompt.criteria))
+        picked = stratified_pick(train.items, criteria, self.m, leaves[0].prompt.scale, self.seed)
+        demos = tuple(
+            Demo(item=it, score=it.human[criteria[0]] if len(criteria) == 1 else {c: it.human[c] for c in criteria})
+            for it in picked
+        )
+        return self.model_copy(update={"demos_": demos})
+
+    def _source(self) -> tuple[Demo, ...]:
+        if self.demos_ is not None:
+            return self.demos_
+        if self.demos:
+            return self.demos
+        raise ConfigError(
+            "PerturbedGuidelineDemos has no demos: pass demos=(Demo(...), ...) or call fit(train, judge) first"
+        )
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        """A copy of ``prompt`` with the demo copies added (see the class docstring)."""
+        source = self._source()
+        base = original_order(guideline_of(prompt))
+        if not self.perturbed:
+            guidelines_per_demo = [[base] for _ in source]
+        else:
+            perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+            if self.ablation:
+                pool = [p for p in perts if not p.is_identity(base)] or perts
+                rng = random.Random(f"ablation:{self.seed}")
+                guidelines_per_demo = [[rng.choice(pool).apply(base)] for _ in source]
+            else:
+                shown = [p.apply(base) for p in perts]
+                guidelines_per_demo = [shown for _ in source]
+        added = [
+            demo.model_copy(update={"guideline": gl, "score": _score_for(demo, prompt)})
+            for demo, gls in zip(source, guidelines_per_demo, strict=True)
+            for gl in gls
+        ]
+        return prompt.with_demos((*prompt.demos, *added))

