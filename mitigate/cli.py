@@ -140,17 +140,6 @@ def prompts_cmd(name: Annotated[str | None, typer.Argument(help="print this prom
         _fail(exc)
 
 
-def _load_strategies() -> None:
-    """Import every module of ``mitigate.strategies`` so their mitigations are registered by name."""
-    import importlib
-    import pkgutil
-
-    import mitigate.strategies as strategies
-
-    for info in pkgutil.iter_modules(strategies.__path__):
-        importlib.import_module(f"mitigate.strategies.{info.name}")
-
-
 @app.command("compare")
 def compare_cmd(
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
@@ -221,9 +210,8 @@ async def _compare(**opts: Any) -> None:
         from mitigate.judge import JudgeConfig, PromptJudge
         from mitigate.lm.registry import get, wrap
         from mitigate.prompt import JudgePrompt
-        from mitigate.strategies.base import parse_pipeline
+        from mitigate.strategies import parse_pipeline  # importing the package registers every strategy
 
-        _load_strategies()
         parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before any call
         if opts["prompt"] is not None:
             if not opts["prompt"].is_file():

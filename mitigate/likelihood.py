@@ -81,6 +81,15 @@ class LikelihoodScorer(BaseModel):
         super().__init__(**data)
         self._backend = backend
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when the fields are: the resolved backend object does not take part."""
+        if not isinstance(other, LikelihoodScorer):
+            return NotImplemented
+        return type(self) is type(other) and self.model_dump() == other.model_dump()
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.lm, self.template, self.reduce, self.input_fields))
+
     @field_validator("template")
     @classmethod
     def _check_template(cls, v: str) -> str:

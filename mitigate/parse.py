@@ -544,7 +544,7 @@ def _point_mass(
             continue
         nxt = _distribution(positions[i + 1])
         ends = sum(q for t, q in nxt.items() if not t[:1].isdigit())
-        longer = {points[tok + t]: q for t, q in nxt.items() if tok + t in points}
+        longer = {points[tok + t]: q for t, q in nxt.items() if t and tok + t in points}
         z = (ends if tok in points else 0.0) + sum(longer.values())
         if z <= 0:
             continue  # every observed continuation leaves the scale ("1" then "5" on 1-10)

@@ -150,14 +150,30 @@ class Demo(BaseModel):
     guideline: Guideline | None = None
 
     @classmethod
-    def from_item(cls, item: Item, criterion: str, reason: str | None = None) -> Demo:
-        """A demo showing ``item`` with its human score for ``criterion``."""
+    def from_item(
+        cls,
+        item: Item,
+        criterion: str,
+        reason: str | None = None,
+        *,
+        human_scale: Scale | None = None,
+        prompt_scale: Scale | None = None,
+    ) -> Demo:
+        """A demo showing ``item`` with its human score for ``criterion``.
+
+        When both scales are given the human score is mapped linearly from ``human_scale``
+        onto ``prompt_scale`` (e.g. a WebNLG 0–100 rating shown to a 1–5 judge) and rounded
+        to the prompt scale's step, so the demo answers the way the judge is asked to.
+        """
         if criterion not in item.human:
             raise DataError(
                 f"item {item.id!r} has no human score for {criterion!r}; expected one of {sorted(item.human)}",
                 item_id=item.id,
             )
-        return cls(item=item, score=item.human[criterion], reason=reason)
+        score = item.human[criterion]
+        if human_scale is not None and prompt_scale is not None and human_scale != prompt_scale:
+            score = prompt_scale.snap(prompt_scale.min + human_scale.normalise(score) * (prompt_scale.max - prompt_scale.min))
+        return cls(item=item, score=score, reason=reason)
 
 
 class PromptMessage(BaseModel):
@@ -197,7 +213,7 @@ class JudgePrompt(BaseModel):
     output_slot: str = "output"
     slot_fields: dict[str, str] = Field(default_factory=dict)
     demos: tuple[Demo, ...] = ()
-    demo_template: str = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion} score: {score}"
+    demo_template: str = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
     demo_header: str = "Examples:\n\n"
     demo_separator: str = "\n\n"
     layout: Layout = "invariant_first"
@@ -378,6 +394,9 @@ class JudgePrompt(BaseModel):
         if not self.demos:
             return ""
         crit_name = self.criteria[0].name if self.criteria else "score"
+        score_label = "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score"
+        if self.answer == "mcq" and self.scale.letters:
+            score_label = "Answer"
         parts = []
         for demo in self.demos:
             inputs = "".join(
@@ -386,9 +405,9 @@ class JudgePrompt(BaseModel):
                 if (value := _lookup(demo.item, self._field_for(s))) is not None
             )
             if isinstance(demo.score, dict):
-                score_text = ", ".join(f"{k}: {_fmt(v)}" for k, v in demo.score.items())
+                score_text = ", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
             else:
-                score_text = _fmt(demo.score)
+                score_text = self._answer_text(demo.score)
             parts.append(
                 self.demo_template.format(
                     inputs=inputs,
@@ -396,11 +415,17 @@ class JudgePrompt(BaseModel):
                     output=demo.item.output,
                     guideline=(f"Scoring guideline:\n{demo.guideline.render()}\n" if demo.guideline else ""),
                     reason=(f"Reason: {demo.reason}\n" if demo.reason else ""),
-                    criterion=_title(crit_name),
+                    criterion=score_label,
                     score=score_text,
                 )
             )
         return self.demo_header + self.demo_separator.join(parts)
+
+    def _answer_text(self, score: float) -> str:
+        """How a gold score is written in a demo: the number, or for MCQ the nearest option's letter."""
+        if self.answer == "mcq" and self.scale.letters:
+            return min(self.scale.letters.items(), key=lambda kv: (abs(kv[1] - score), kv[0]))[0]
+        return _fmt(score)
 
     def _input_slots(self) -> list[str]:
         """Slots other than the judged text, in order of first appearance."""

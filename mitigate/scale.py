@@ -87,6 +87,12 @@ class Scale(BaseModel):
         k = (value - self.min) / self.step
         return abs(k - round(k)) < 1e-6
 
+    def snap(self, value: float) -> float:
+        """The nearest allowed plain answer to ``value`` (clipped to the scale, rounded to ``step``)."""
+        clipped = min(max(value, self.min), self.max)
+        k = round((clipped - self.min) / self.step)
+        return self._tidy(self.min + k * self.step)
+
     def normalise(self, value: float) -> float:
         """Map a score to [0, 1] by the scale's bounds."""
         return (value - self.min) / (self.max - self.min)

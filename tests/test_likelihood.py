@@ -106,6 +106,8 @@ def test_scorer_is_a_value_holding_the_spec_only():
     with pytest.raises(Exception, match="frozen"):
         scorer.reduce = "sum"  # type: ignore[misc]
     assert LikelihoodScorer().lm == "local"
+    rebuilt = LikelihoodScorer.model_validate(scorer.model_dump())
+    assert rebuilt == scorer and hash(rebuilt) == hash(scorer)
 
 
 @pytest.mark.local_model

@@ -445,3 +445,12 @@ def test_released_chatgpt_head_to_head_verdicts_match_their_option_letter() -> N
         assert parse_pairwise(text, ("A", "B"), tie="C") == letter[text.strip()[0]], text
     print(f"\ngpt-3.5-turbo-0301 head-to-head: parsed {len(responses)}/{len(responses)}")
     assert len(responses) == 8800
+
+
+def test_expected_score_ten_followed_by_whitespace_alternative_is_not_counted_as_one() -> None:
+    positions = [
+        TokenLogprob(token="1", logprob=math.log(0.8), top=(("1", math.log(0.8)), ("9", math.log(0.2)))),
+        TokenLogprob(token="0", logprob=math.log(0.75), top=(("0", math.log(0.75)), ("\n", math.log(0.25)))),
+    ]
+    # P(10) = .8 * .75, P(1) = .8 * .25, P(9) = .2
+    assert math.isclose(expected_score(positions, Scale(min=1, max=10)), 0.6 * 10 + 0.2 * 1 + 0.2 * 9)

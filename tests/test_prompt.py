@@ -218,3 +218,23 @@ def test_builtin_prompts_parse_with_guideline_and_scale() -> None:
         assert p.guideline is not None and len(p.guideline.options) >= 3
         assert p.template_text() == [prompt_text(name)]
         assert SLOT_RE.search(prompt_text(name))
+
+
+def test_mcq_demos_show_the_letter_the_judge_is_asked_for() -> None:
+    prompt = JudgePrompt.from_template(MCQ).with_demos([Demo(item=_item(id="d"), score=4.0)])
+    text = prompt.render(_item())[0].content
+    assert "Answer: D" in text and "Answer: 4" not in text
+
+
+def test_demo_from_item_maps_human_scale_onto_the_prompt_scale() -> None:
+    item = _item(human={"fluency": 75.0})
+    demo = Demo.from_item(item, "fluency", human_scale=Scale(min=0, max=100), prompt_scale=Scale(min=1, max=5))
+    assert demo.score == 4.0
+    with pytest.raises(DataError, match="no human score for 'coherence'"):
+        Demo.from_item(item, "coherence")
+
+
+def test_unnamed_criterion_demo_says_score_once() -> None:
+    prompt = JudgePrompt.from_template("Rate this: {{output}}").with_demos([Demo(item=_item(id="d"), score=2.0)])
+    text = prompt.render(_item())[0].content
+    assert "Score: 2" in text and "Score score" not in text

@@ -153,7 +153,7 @@ _MODELS_LOCK = threading.Lock()
 
 
 def clear_model_cache() -> None:
-    """Drop every model loaded by this module (frees their memory once no backend holds them)."""
+    """Close and forget every model loaded by this module; the next call loads its model again."""
     with _MODELS_LOCK:
         for loaded in _MODELS.values():
             with loaded.lock:
