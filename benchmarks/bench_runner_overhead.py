@@ -14,7 +14,7 @@ It prints achieved/ideal for each and mitigate's own CPU time per judgment (proc
 time of this process, which holds only the client side), and writes
 ``benchmarks/results/runner_overhead.json``.
 
-    python benchmarks/bench_runner_overhead.py [--latency 0.05] [--per-slot 20]
+    python benchmarks/bench_runner_overhead.py [--latency 0.05 0.5] [--per-slot 20]
 """
 
 from __future__ import annotations
@@ -85,17 +85,31 @@ async def mitigate_arm(url: str, c: int, n: int, transport: str) -> dict[str, fl
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5],
+                    help="server latencies L in seconds (one server per latency)")
     ap.add_argument("--per-slot", type=int, default=20, help="requests per concurrency slot (n = c * per_slot)")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
     args = ap.parse_args()
-    proc, url = start_server(args.latency)
+    rows = []
+    for latency in args.latency:
+        rows += run_latency(latency, args.concurrency, args.per_slot)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({
+        "command": "python benchmarks/bench_runner_overhead.py " + " ".join(sys.argv[1:]),
+        "cpus": os.cpu_count(), "python": platform.python_version(),
+        "load_avg_at_end": os.getloadavg(), "rows": rows,
+    }, indent=1))
+    print(f"wrote {OUT}")
+
+
+def run_latency(latency: float, concurrency: list[int], per_slot: int) -> list[dict[str, object]]:
+    proc, url = start_server(latency)
     rows = []
     try:
-        for c in args.concurrency:
-            n = c * args.per_slot
-            ideal = c / args.latency
-            row: dict[str, object] = {"concurrency": c, "n": n, "ideal_per_s": ideal}
+        for c in concurrency:
+            n = c * per_slot
+            ideal = c / latency
+            row: dict[str, object] = {"latency_s": latency, "concurrency": c, "n": n, "ideal_per_s": ideal}
             for arm in ("raw", "mitigate_direct", "mitigate_sdk"):
                 if arm == "raw":
                     m = asyncio.run(raw_arm(url, c, n))
@@ -105,20 +119,14 @@ def main() -> None:
                 row[arm] = {"per_s": rate, "of_ideal": rate / ideal, "seconds": m["seconds"],
                             "cpu_ms_per_call": 1000 * m["cpu_seconds"] / n}
             rows.append(row)
-            print(f"c={c:3d} n={n:5d} ideal={ideal:7.0f}/s | " + " | ".join(
+            print(f"L={latency:g}s c={c:3d} n={n:5d} ideal={ideal:7.0f}/s | " + " | ".join(
                 f"{arm}: {row[arm]['per_s']:7.0f}/s ({row[arm]['of_ideal']:.3f} of ideal, "  # type: ignore[index]
                 f"{row[arm]['cpu_ms_per_call']:.2f} ms CPU/call)"  # type: ignore[index]
                 for arm in ("raw", "mitigate_direct", "mitigate_sdk")), flush=True)
     finally:
         proc.terminate()
         proc.wait()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
-        "command": "python benchmarks/bench_runner_overhead.py " + " ".join(sys.argv[1:]),
-        "latency_s": args.latency, "cpus": os.cpu_count(), "python": platform.python_version(),
-        "load_avg_at_end": os.getloadavg(), "rows": rows,
-    }, indent=1))
-    print(f"wrote {OUT}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -63,6 +63,8 @@ def judge(
     restart: Annotated[bool, typer.Option(help="discard an existing journal in --run-dir")] = False,
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk (identical re-runs make no calls)")] = True,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    pipeline: Annotated[Path | None, typer.Option(
+        "--pipeline", help="a pipeline spec JSON file (e.g. written by 'mitigate search') wrapping the judge")] = None,
 ) -> None:
     """Judge the first items of a benchmark and print each judgment beside the human score."""
     try:
@@ -101,10 +103,11 @@ async def _judge(**opts: Any) -> None:
         scoring=opts["scoring"], max_tokens=opts["max_tokens"],
     )
     pj = PromptJudge(jp, lm, config)
+    judge_obj = _with_pipeline_file(pj, opts.get("pipeline"))
     items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
     typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
     journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
-    result = await run(pj, items, concurrency=opts["concurrency"], journal=journal,
+    result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal,
                        restart=opts["restart"], progress=opts["progress"])
     await lm.aclose()
     by_id = {it.id: it for it in items}
@@ -254,6 +257,130 @@ def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 
     except MitigateError as exc:
         _fail(exc)
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+
+
+def _with_pipeline_file(judge: Any, path: Path | None) -> Any:
+    """``judge`` wrapped by the mitigation pipeline saved in ``path`` (None: unchanged)."""
+    if path is None:
+        return judge
+    from mitigate.selectors.search import load_pipeline
+
+    pipe = load_pipeline(path)
+    typer.echo(f"pipeline from {path}: {json.dumps(pipe.spec())[:200]}", err=True)
+    return pipe.wrap(judge)
+
+
+@app.command("search")
+def search_cmd(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+                                           "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
+    criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to optimise "
+                                                  "(default: the benchmark's first)")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="use only the first N labelled items "
+                                       "(0 = all)")] = 0,
+    engine: Annotated[str, typer.Option(help="random, greedy, dspy-labeled, dspy-bootstrap-rs or "
+                                        "dspy-mipro")] = "random",
+    budget: Annotated[int, typer.Option(help="LM calls the search may make (cache hits are free)")] = 200,
+    k: Annotated[list[int] | None, typer.Option("--k", help="demos per set; repeat for several sizes")] = None,
+    selector: Annotated[list[str] | None, typer.Option(
+        "--selector", help="candidate generator: random, stratified, knn; repeat for several "
+        "(default: random and stratified)")] = None,
+    perturbed: Annotated[bool, typer.Option(help="also search demos shown under reordered guidelines "
+                                            "(Ghazarian et al. 2024)")] = False,
+    agreement: Annotated[str, typer.Option(help="spearman, kendall or pearson")] = "spearman",
+    consistency_weight: Annotated[float, typer.Option(help="lambda: weight of consistency under "
+                                                      "guideline perturbation")] = 0.0,
+    bias_weight: Annotated[float, typer.Option(help="mu: weight of |BiasScore| (needs --likelihood)")] = 0.0,
+    likelihood: Annotated[str, typer.Option(help="backend computing LS for BiasScore")] = "local",
+    splits: Annotated[str, typer.Option(help="train,dev,test fractions")] = "0.5,0.25,0.25",
+    backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
+                                         "local, local:<path.gguf>")] = "local",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (openai backend)")] = None,
+    prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
+    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
+    max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
+    concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
+    n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
+    seed: Annotated[int, typer.Option(help="seed of the split, the draws and the bootstrap")] = 0,
+    out: Annotated[Path, typer.Option("--out", "-o", help="where to write the winning pipeline spec "
+                                      "(load it with 'mitigate judge --pipeline')")] = Path("search_pipeline.json"),
+    cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+) -> None:
+    """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
+    from pydantic import ValidationError
+
+    try:
+        _search(**locals())
+    except MitigateError as exc:
+        _fail(exc)
+    except ValidationError as exc:
+        typer.secho(f"error: invalid parameters: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=2) from None
+
+
+def _search(**opts: Any) -> None:
+    from mitigate.builtin_prompts import default_prompt_for, prompt_text
+    from mitigate.data.registry import load
+    from mitigate.errors import ConfigError
+    from mitigate.judge import JudgeConfig, PromptJudge
+    from mitigate.lm.registry import get, wrap
+    from mitigate.prompt import JudgePrompt
+    from mitigate.selectors import KNN, Objective, Random, Stratified, search
+    from mitigate.strategies.perturbed_demos import PerturbedGuidelineDemos
+
+    bench = load(opts["benchmark"])
+    crit = opts["criterion"] or (bench.criteria[0] if bench.criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
+    if bench.criteria and crit not in bench.criteria:
+        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    labelled = [it for it in bench.items if crit in it.human]
+    if opts["limit"]:
+        labelled = labelled[: opts["limit"]]
+    data = bench.model_copy(update={"items": tuple(labelled)})
+    if opts["prompt"] is not None:
+        if not opts["prompt"].is_file():
+            raise ConfigError(f"expected --prompt to name a template file; {opts['prompt']} does not exist")
+        text = opts["prompt"].read_text(encoding="utf-8")
+    else:
+        text = prompt_text(default_prompt_for(opts["benchmark"], crit))
+    jp = JudgePrompt.from_template(text, criterion=crit)
+    kwargs: dict[str, Any] = {"base_url": opts["base_url"]} if opts["base_url"] else {}
+    lm = wrap(get(opts["backend"], **kwargs), cache=False)  # retries; the search adds its own cache
+    judge = PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"], max_tokens=opts["max_tokens"]))
+    try:
+        fractions = tuple(float(x) for x in opts["splits"].split(","))
+    except ValueError:
+        raise ConfigError(f"expected --splits as three fractions such as 0.5,0.25,0.25; got {opts['splits']!r}") from None
+    if len(fractions) != 3:
+        raise ConfigError(f"expected --splits as three fractions such as 0.5,0.25,0.25; got {opts['splits']!r}")
+    known = {"random": Random, "stratified": Stratified, "knn": KNN}
+    names = opts["selector"] or ["random", "stratified"]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"expected --selector names among {sorted(known)}; got {unknown}")
+    selectors = [known[n](seed=opts["seed"]) if n != "knn" else KNN() for n in names]
+    objective = Objective(agreement=opts["agreement"], consistency_weight=opts["consistency_weight"],
+                          bias_weight=opts["bias_weight"])
+    templates: list[Any] = [None]
+    if opts["perturbed"]:
+        templates.append(PerturbedGuidelineDemos(kind="order", seed=opts["seed"]))
+    common: dict[str, Any] = {
+        "criterion": crit, "objective": objective, "k": opts["k"] or [2], "budget": opts["budget"],
+        "splits": fractions, "cache": opts["cache"], "concurrency": opts["concurrency"],
+        "progress": opts["progress"], "n_boot": opts["n_boot"], "seed": opts["seed"],
+    }
+    if objective.needs_likelihood:
+        common["likelihood"] = opts["likelihood"]
+    if not opts["engine"].startswith("dspy-"):
+        common.update(selectors=selectors, perturbations=templates)
+    typer.echo(f"{bench.summary()}\nsearching demos for {crit!r} on {len(labelled)} labelled items with "
+               f"{lm.spec}, engine {opts['engine']}, budget {opts['budget']} LM calls", err=True)
+    result = search(judge, data, engine=opts["engine"], **common)
+    typer.echo(result.summary())
+    path = result.save_pipeline(opts["out"])
+    typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline {path})", err=True)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -203,7 +203,15 @@ class AgreementGate(Mitigation):
 
         The children are ``judge`` with every prompt mapped to :func:`rts_form` and to
         :func:`mcq_form`, so both keep the judge's LM, config and any earlier prompt changes.
+        A judge scoring by expected value (``ExpectedScore``) is refused with ConfigError: the
+        RTS form reasons before its score, so the first scale number need not be the score.
         """
+        if any(leaf.config.scoring == "expected" for leaf in judge.leaves()):
+            raise ConfigError(
+                "AgreementGate's RTS form asks for a reason before the score, but this judge scores by expected "
+                "value over the first scale number it generates (ExpectedScore); expected a judge with "
+                "scoring='parse' (place ExpectedScore in another pipeline)"
+            )
         return AgreementJudge(
             {"rts": judge.map_prompts(rts_form), "mcq": judge.map_prompts(mcq_form)},
             tolerance=self.tolerance, method=self.method, min_items=self.min_items,

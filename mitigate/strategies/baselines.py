@@ -125,6 +125,11 @@ class SelfConsistency(Mitigation):
         return self
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
+        if self.cot and leaf.config.scoring == "expected":
+            raise ConfigError(
+                "SelfConsistency(cot=True) asks for reasoning before the score, but this judge scores by expected "
+                "value over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
+            )
         judge = leaf.with_prompt(append_instruction(leaf.prompt, DEFAULT_COT)) if self.cot else leaf
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
         if self.max_tokens is not None:

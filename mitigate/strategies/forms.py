@@ -22,6 +22,14 @@ it holds no slot and no guideline and talks about replying/answering with a
 score/rating/number/letter; when there is none, the new instruction is appended as a last
 paragraph instead. Other text of the prompt (e.g. "choose the score from 1 to 5" in a list of
 steps) is left as written.
+
+Paragraphs that other mitigations added at the end of the prompt (single-attribute's "rate
+only <criterion>", granularity's answer scale, the chain-of-thought instructions of
+``Sampling(cot=True)`` and ``SelfConsistency``, the default consistency hint) are not taken for
+the answer instruction: they stay after it, so ``SingleAttribute() | AgreementGate()`` still asks
+each child about its own criterion. Those that name an answer format are reworded for the form:
+"rate only" loses its "Score: N" clause, the chain-of-thought paragraph asks for the form's
+final line, and the answer-scale note is dropped from the MCQ form (it answers with a letter).
 """
 
 from __future__ import annotations
@@ -32,8 +40,16 @@ import string
 from mitigate.errors import TemplateError
 from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Guideline, JudgePrompt, PromptMessage, ScoreOption
 from mitigate.scale import Scale
+from mitigate.strategies.baselines import DEFAULT_COT, DEFAULT_HINT
+from mitigate.strategies.single_attribute import (
+    COT_LEAD,
+    ONLY_LEAD,
+    SCALE_LEAD,
+    cot_instruction,
+    only_paragraph,
+)
 
-__all__ = ["answer_instruction", "mcq_form", "mcq_instruction", "rts_form", "rts_instruction"]
+__all__ = ["RTS_LEAD", "answer_instruction", "mcq_form", "mcq_instruction", "rts_form", "rts_instruction"]
 
 _ANSWER_VERB = re.compile(r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b")
 _ANSWER_NOUN = re.compile(r"(?i)\b(score|rating|number|letter|grade|digit|option)\b")
@@ -70,7 +86,7 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
     """
     idx = len(prompt.messages) - 1
     template = prompt.messages[idx].template
-    body = template.rstrip()
+    body = template[: _added_tail(template)]
     breaks = list(_PARAGRAPH_BREAK.finditer(body))
     start = breaks[-1].end() if breaks else 0
     para = body[start:]
@@ -81,19 +97,57 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
     return None
 
 
-def _with_instruction(prompt: JudgePrompt, instruction: str) -> tuple[PromptMessage, ...]:
-    """The prompt's messages with the closing answer instruction replaced by (or followed by) ``instruction``."""
+_ADDED_LEADS = (ONLY_LEAD, SCALE_LEAD, COT_LEAD)
+
+
+def _is_added(paragraph: str) -> bool:
+    """True for a one-line paragraph another mitigation put at the end of the prompt."""
+    text = paragraph.strip()
+    return "\n" not in text and (text.startswith(_ADDED_LEADS) or text in (DEFAULT_COT, DEFAULT_HINT))
+
+
+def _added_tail(template: str) -> int:
+    """Where the trailing paragraphs added by other mitigations begin in ``template`` (else the end of its text)."""
+    body = template.rstrip()
+    while True:
+        breaks = list(_PARAGRAPH_BREAK.finditer(body))
+        if not breaks or not _is_added(body[breaks[-1].end():]):
+            return len(body)
+        body = body[: breaks[-1].start()]
+
+
+def _retarget(tail: str, prompt: JudgePrompt, answer: str) -> str:
+    """The added paragraphs in ``tail`` reworded for the form's ``answer`` (see the module docstring)."""
+    text = tail.rstrip()
+    trailing = tail[len(text):]
+    out: list[str] = []
+    for para in (p for p in _PARAGRAPH_BREAK.split(text) if p.strip()):
+        if para.startswith(ONLY_LEAD) and len(prompt.criteria) == 1:
+            para = only_paragraph(prompt.criteria[0], answer=False)
+        elif para.startswith(COT_LEAD):
+            para = cot_instruction(prompt.model_copy(update={"answer": answer}))
+        elif para.startswith(SCALE_LEAD) and answer == "mcq":
+            continue
+        out.append(para)
+    return "".join(f"\n\n{p}" for p in out) + trailing
+
+
+def _with_instruction(prompt: JudgePrompt, instruction: str, answer: str) -> tuple[PromptMessage, ...]:
+    """The prompt's messages with the closing answer instruction replaced by (or followed by) ``instruction``.
+
+    Paragraphs added by other mitigations stay after it, reworded for ``answer`` (the form's answer kind).
+    """
     messages = list(prompt.messages)
+    last = messages[-1]
+    cut = _added_tail(last.template)
+    body, tail = last.template[:cut], last.template[cut:]
     found = answer_instruction(prompt)
     if found is not None:
-        idx, start, end = found
-        t = messages[idx].template
-        messages[idx] = PromptMessage(role=messages[idx].role, template=t[:start] + instruction + t[end:])
+        _, start, end = found
+        body = body[:start] + instruction + body[end:]
     else:
-        last = messages[-1]
-        body = last.template.rstrip()
-        trailing = last.template[len(body):]
-        messages[-1] = PromptMessage(role=last.role, template=body + "\n\n" + instruction + trailing)
+        body = body + "\n\n" + instruction
+    messages[-1] = PromptMessage(role=last.role, template=body + _retarget(tail, prompt, answer))
     return tuple(messages)
 
 
@@ -104,10 +158,14 @@ def _points_text(scale: Scale) -> str:
     return f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
 
 
+RTS_LEAD = "First give a brief reason for your rating"
+"""How the RTS form's answer instruction begins (used to recognise an RTS prompt)."""
+
+
 def rts_instruction(scale: Scale) -> str:
     """The answer instruction of the RTS form for ``scale`` (our wording)."""
     return (
-        "First give a brief reason for your rating in one or two sentences. Then write a final line "
+        f"{RTS_LEAD} in one or two sentences. Then write a final line "
         f'"Score: N", where N is {_points_text(scale)}.'
     )
 
@@ -136,7 +194,7 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
         )
     return prompt.model_copy(
         update={
-            "messages": _with_instruction(prompt, rts_instruction(scale)),
+            "messages": _with_instruction(prompt, rts_instruction(scale), "score"),
             "scale": scale,
             "answer": "score",
             "guideline": guideline,
@@ -194,7 +252,7 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     scale = Scale.model_validate(prompt.scale.model_dump() | {"letters": letters})
     return prompt.model_copy(
         update={
-            "messages": _with_instruction(prompt, mcq_instruction(list(letters))),
+            "messages": _with_instruction(prompt, mcq_instruction(list(letters)), "mcq"),
             "guideline": Guideline(options=tuple(options), separators=gl.separators),
             "scale": scale,
             "answer": "mcq",

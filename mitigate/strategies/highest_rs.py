@@ -108,17 +108,55 @@ def _not_in_loop(name: str) -> None:
 
 
 class _DemoMitigation(PromptMitigation):
-    """Shared part of the demo mitigations: fitted ``demos_`` inserted by :meth:`apply`."""
+    """Shared part of the demo mitigations: fitted ``demos_`` inserted by :meth:`apply`.
+
+    The demos show human scores for one criterion (``criterion``), so they go to the prompts
+    that score it: a prompt scoring that criterion (or the generic "score") gets them; a
+    prompt scoring one *other* criterion is left alone (after a ``SingleAttribute`` split,
+    ``highest-rs-demos(criterion=coherence) | random-demos(criterion=fluency)`` gives each
+    per-criterion call its own demos); a prompt scoring several criteria in one answer is
+    refused, since a demo would show one criterion's score under another's label. Wrapping a
+    judge none of whose prompts scores the criterion is a ConfigError, never a silent no-op.
+    """
 
     demos_: tuple[Demo, ...] | None = None
 
-    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """``prompt`` with the fitted demonstrations (replacing any it had)."""
+    def _fitted(self) -> tuple[Demo, ...]:
         if self.demos_ is None:
             raise ConfigError(
                 f"{type(self).__name__} is not fitted; expected `m = m.fit(train, judge)` before wrap()/apply()"
             )
-        return prompt.with_demos(self.demos_)
+        return self.demos_
+
+    def _belongs(self, prompt: JudgePrompt) -> bool:
+        """False when ``prompt`` scores one criterion other than the demos' (ConfigError for several)."""
+        criterion: str | None = getattr(self, "criterion", None)
+        names = [c.name for c in prompt.criteria]
+        if criterion is None or not names:
+            return True
+        if len(names) > 1:
+            raise ConfigError(
+                f"{type(self).__name__} shows human {criterion!r} scores; expected a prompt scoring one criterion, "
+                f"got one scoring {names} in one answer (place SingleAttribute before it)"
+            )
+        return names[0] in (criterion, "score")
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        """``prompt`` with the fitted demonstrations (replacing any it had); unchanged if it scores another criterion."""
+        demos = self._fitted()
+        return prompt.with_demos(demos) if self._belongs(prompt) else prompt
+
+    def wrap(self, judge: Judge) -> Judge:
+        """``judge.map_prompts(self.apply)``; ConfigError when no prompt of ``judge`` scores the demos' criterion."""
+        self._fitted()
+        leaves = judge.leaves()
+        if leaves and not any(self._belongs(leaf.prompt) for leaf in leaves):
+            scored = sorted({c.name for leaf in leaves for c in leaf.prompt.criteria})
+            raise ConfigError(
+                f"{type(self).__name__} holds demos for criterion {getattr(self, 'criterion', None)!r}; expected a "
+                f"judge with a prompt scoring it, got prompts scoring {scored}"
+            )
+        return judge.map_prompts(self.apply)
 
 
 @register("highest-rs-demos")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from pydantic import field_validator, model_validator
@@ -119,6 +119,24 @@ class PerturbationProbeJudge(CompositeJudge):
     def params(self) -> dict[str, Any]:
         """The perturbations (by name) this probe applies."""
         return {"perturbations": {k: p.model_dump(mode="json") for k, p in self.perturbations.items()}}
+
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """Every child's leaves mapped by ``fn``; ConfigError if that erased a perturbation.
+
+        A transform placed after the probe that drops the guideline (``MultiAttribute``
+        rebuilds the prompt without it) would leave a perturbed child asking exactly what the
+        original asks, and consistency would be 100% by construction; that is refused.
+        """
+        mapped = self.with_children({k: c.map_leaves(fn) for k, c in self.children.items()})
+        original = [leaf.prompt for leaf in mapped.children[ORIGINAL].leaves()]
+        for name, child in mapped.children.items():
+            if name != ORIGINAL and [leaf.prompt for leaf in child.leaves()] == original:
+                raise ConfigError(
+                    f"a mitigation placed after PerturbationProbe made the {name!r} prompts identical to the "
+                    "original ones (e.g. MultiAttribute drops the guideline); expected the perturbed guideline to "
+                    "survive: place PerturbationProbe after such mitigations"
+                )
+        return mapped
 
     async def judge(self, item: Item) -> Judgment:
         """Judge ``item`` under the original and every perturbed guideline; see the class docstring."""

@@ -25,19 +25,20 @@ from pydantic import field_validator, model_validator
 
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, PromptJudge
-from mitigate.prompt import Guideline, JudgePrompt, PromptMessage
+from mitigate.prompt import Demo, Guideline, JudgePrompt, PromptMessage
 from mitigate.scale import Scale
 from mitigate.strategies.base import Mitigation, PromptMitigation, register
 from mitigate.strategies.single_attribute import (
     COT_LEAD,
     SCALE_LEAD,
+    addenda,
     cot_instruction,
     is_multi_criterion_template,
     multi_criterion_prompt,
     set_addendum,
 )
 
-__all__ = ["GRANULARITIES", "ExpectedScore", "Granularity", "Sampling", "scale_note"]
+__all__ = ["GRANULARITIES", "ExpectedScore", "Granularity", "Sampling", "asks_for_reasoning", "scale_note"]
 
 
 def _check_choice(owner: str, param: str, value: Any, allowed: Sequence[str]) -> Any:
@@ -125,6 +126,11 @@ class Sampling(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
+        if self.cot and leaf.config.scoring == "expected":
+            raise ConfigError(
+                "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected value "
+                "over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
+            )
         prompt = set_addendum(leaf.prompt, COT_LEAD, cot_instruction(leaf.prompt) if self.cot else None)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
         if self.max_tokens is not None:
@@ -164,8 +170,43 @@ class ExpectedScore(Mitigation):
         return v
 
     def wrap(self, judge: Judge) -> Judge:
-        """A new judge whose every leaf scores by expected value over the top logprobs."""
-        return judge.map_leaves(lambda leaf: leaf.with_config(scoring="expected", top_logprobs=self.top_logprobs))
+        """A new judge whose every leaf scores by expected value over the top logprobs.
+
+        Refuses (ConfigError) a leaf whose prompt asks for reasoning before the score (a
+        chain-of-thought paragraph, or the RTS form): the first scale number of such an answer
+        need not be the score, so the expected value would silently read the wrong position.
+        """
+        return judge.map_leaves(self._leaf)
+
+    def _leaf(self, leaf: PromptJudge) -> Judge:
+        why = asks_for_reasoning(leaf.prompt)
+        if why is not None:
+            raise ConfigError(
+                "ExpectedScore reads the first scale number the judge generates, so it needs a direct answer; "
+                f"got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain of thought "
+                "or the RTS form)"
+            )
+        return leaf.with_config(scoring="expected", top_logprobs=self.top_logprobs)
+
+
+def asks_for_reasoning(prompt: JudgePrompt) -> str | None:
+    """What in ``prompt`` asks the judge to reason before its score (None when nothing does).
+
+    Recognises the reasoning requests mitigations add: ``Sampling(cot=True)``'s paragraph,
+    ``SelfConsistency(cot=True)``'s instruction and the RTS form's "reason, then score".
+    Reasoning requests written into a user's own template are not detected.
+    """
+    from mitigate.strategies.baselines import DEFAULT_COT
+    from mitigate.strategies.forms import RTS_LEAD
+
+    if COT_LEAD in addenda(prompt):
+        return "chain-of-thought reasoning (Sampling(cot=True))"
+    text = "\n".join(m.template for m in prompt.messages)
+    if DEFAULT_COT in text:
+        return "chain-of-thought reasoning (SelfConsistency(cot=True))"
+    if RTS_LEAD in text:
+        return "a reason before the score (the RTS form)"
+    return None
 
 
 # --------------------------------------------------------------------------- granularity
@@ -260,6 +301,10 @@ class Granularity(PromptMitigation):
       appended that states the range (and, for "modifiers", that "weak"/"strong" may qualify
       a score). Prompts answering with a letter or a pairwise verdict are refused.
 
+    Demos the prompt already holds (e.g. from ``HighestRSDemos`` or ``PerturbedGuidelineDemos``
+    placed before this) move with it: their gold scores are mapped the same way and a demo's
+    own guideline is relabelled, so demos never show answers on the old scale.
+
     With :class:`ExpectedScore` on 1–10, "10" is two tokens ("1" then "0") in common
     tokenizers: ``parse.expected_score`` splits the probability of a generated "1" between 1
     and 10 by the next position's alternatives, so 10 keeps its weight. On 1–100 the same
@@ -291,13 +336,39 @@ class Granularity(PromptMitigation):
                 f"got answer={prompt.answer!r}"
             )
         new = self.target()
-        if is_multi_criterion_template(prompt):
-            return multi_criterion_prompt(prompt.with_scale(new), prompt.criteria)
         old = prompt.scale
-        out = prompt.with_scale(new)
+        demos = tuple(_rescale_demo(d, old, new) for d in prompt.demos)
+        if is_multi_criterion_template(prompt):
+            return multi_criterion_prompt(prompt.with_scale(new), prompt.criteria).with_demos(demos)
+        out = prompt.with_scale(new).with_demos(demos)
         if out.guideline is not None:
             out = out.with_guideline(_relabel(out.guideline, old, new))
         out = out.map_templates(
             lambda m: PromptMessage(role=m.role, template=_rewrite_mentions(m.template, old, new))
         )
         return set_addendum(out, SCALE_LEAD, scale_note(new))
+
+
+def _rescale_demo(demo: Demo, old: Scale, new: Scale) -> Demo:
+    """A demo moved onto the new scale like the prompt: gold score(s) mapped linearly, its guideline relabelled.
+
+    Demos already in the prompt were written for its old scale; left alone they would show
+    answers the judge is no longer asked for. When the range does not change (e.g. 1-5 ->
+    "modifiers") the demo is kept as it is.
+    """
+    if (old.min, old.max) == (new.min, new.max):
+        return demo
+
+    def move(value: float) -> float:
+        if not old.contains(value):
+            raise ConfigError(
+                f"expected demo scores within the prompt's scale {old.describe()}; demo {demo.item.id!r} "
+                f"shows {_num(value)}"
+            )
+        return _rescale(value, old, new)
+
+    score = {k: move(v) for k, v in demo.score.items()} if isinstance(demo.score, dict) else move(demo.score)
+    update: dict[str, Any] = {"score": score}
+    if demo.guideline is not None:
+        update["guideline"] = _relabel(demo.guideline, old, new)
+    return demo.model_copy(update=update)

@@ -63,6 +63,7 @@ __all__ = [
     "gather_children",
     "is_multi_criterion_template",
     "multi_criterion_prompt",
+    "only_paragraph",
     "set_addendum",
 ]
 
@@ -156,6 +157,21 @@ def cot_instruction(prompt: JudgePrompt) -> str:
     else:
         tail = "Then give your final answer on its own last line as 'Score: N'."
     return f"{COT_LEAD} {tail}"
+
+
+def only_paragraph(criterion: Criterion, *, answer: bool = True) -> str:
+    """The "rate only <criterion>" paragraph :class:`SingleAttribute` adds to a free-form template's child.
+
+    With ``answer=True`` it also asks for a final "Score: N" line; ``answer=False`` leaves the
+    answer format to the prompt's own closing instruction (what the RTS/MCQ forms of
+    :mod:`mitigate.strategies.forms` use, since they set their own answer format).
+    """
+    definition = _one_line(criterion.definition)
+    what = f"{criterion.name} ({definition.rstrip('.')})" if definition else criterion.name
+    text = f"{ONLY_LEAD} {what}; ignore the other criteria mentioned above"
+    if answer:
+        text += f' and end your answer with the line "Score: N", where N is your {criterion.name} score'
+    return text + "."
 
 
 def _refresh_cot(prompt: JudgePrompt) -> JudgePrompt:
@@ -409,13 +425,7 @@ class SingleAttribute(Mitigation):
                 f"free-form template scoring {[c.name for c in prompt.criteria]}"
             )
         child = prompt.with_criteria([criterion])
-        definition = _one_line(criterion.definition)
-        what = f"{criterion.name} ({definition.rstrip('.')})" if definition else criterion.name
-        only = (
-            f"{ONLY_LEAD} {what}; ignore the other criteria mentioned above and end your answer with the line "
-            f'"Score: N", where N is your {criterion.name} score.'
-        )
-        return _refresh_cot(set_addendum(child, ONLY_LEAD, only))
+        return _refresh_cot(set_addendum(child, ONLY_LEAD, only_paragraph(criterion)))
 
 
 # --------------------------------------------------------------------------- multi attribute (control)

@@ -1,0 +1,317 @@
+"""The objective a demonstration search maximises, computed from judgments on a split.
+
+    objective = agreement + λ · consistency − μ · |BiasScore|
+
+- **agreement**: item-level correlation of the judge's scores with the human scores
+  (``agreement="spearman"``, ``"kendall"`` or ``"pearson"``;
+  :func:`mitigate.harness.metrics.item_correlation`).
+- **consistency** (weight λ, ``consistency_weight``): the share of items whose output is
+  identical under every perturbed guideline (Ghazarian et al. 2024;
+  :func:`mitigate.harness.metrics.perturbation_consistency`), read from
+  ``Judgment.meta["perturbations"]`` — a judge wrapped in a
+  :class:`~mitigate.strategies.perturbed_demos.PerturbationProbe` records it (the search
+  adds the probe when λ > 0).
+- **BiasScore** (weight μ, ``bias_weight``): Spearman(LS, US) (Ohi et al. 2024;
+  :func:`mitigate.harness.metrics.bias_score`); needs LS per item.
+
+NaN handling, explicitly:
+
+- Items whose judgment has no score (parse failure or failed call) are left out of every
+  term (pairwise, as in :mod:`mitigate.harness.metrics`), never given a default score. If
+  fewer than ``min_coverage`` of the items with a human label got a score, the objective
+  is NaN ("coverage"), so a demo set cannot win by making the judge fail on hard items.
+- A term with weight 0 is not computed and adds nothing. A term with weight > 0 that is
+  NaN (too few items, constant scores, no perturbation outputs, no LS) makes the objective
+  NaN, with the term's reason in ``ObjectiveValue.reason``.
+- A NaN objective never wins a search: candidates are ranked with NaN below every number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Self
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from mitigate.data.schema import Item
+from mitigate.errors import ConfigError, DataError
+from mitigate.harness import metrics
+from mitigate.harness.metrics import Measure
+from mitigate.harness.stats import bootstrap_ci, correlation_function
+from mitigate.judge import Judgment
+from mitigate.scale import Scale
+
+__all__ = ["Gain", "Objective", "ObjectiveValue", "judgment_score"]
+
+LS = Mapping[str, float] | Sequence[float] | None
+"""Log-likelihood per item: a mapping item id -> LS, or one value per item in order."""
+
+
+def judgment_score(judgment: Judgment, criterion: str) -> float | None:
+    """The judgment's score for ``criterion`` (its only score when it has one); None when failed."""
+    if judgment.error is not None:
+        return None
+    if criterion in judgment.scores:
+        return judgment.scores[criterion]
+    if len(judgment.scores) == 1:
+        return next(iter(judgment.scores.values()))
+    return None
+
+
+def _consistent(judgment: Judgment) -> float:
+    """1.0 if every perturbation output equals the first, 0.0 if not, NaN when any is missing or absent."""
+    per = judgment.meta.get("perturbations")
+    if not isinstance(per, Mapping) or len(per) < 2:
+        return math.nan
+    values = list(per.values())
+    if any(v is None for v in values):
+        return math.nan
+    same = all(metrics._label_equal(values[0], v) for v in values[1:])
+    return 1.0 if same else 0.0
+
+
+class ObjectiveValue(BaseModel):
+    """The objective on one split, with its terms and how much data it rests on.
+
+    ``value`` is NaN when undefined and ``reason`` says why. ``agreement``,
+    ``consistency`` and ``bias`` are the terms' :class:`Measure` values (None when the
+    term's weight is 0). ``coverage`` is the share of labelled items that got a score.
+    ``ci_low``/``ci_high`` hold a percentile bootstrap interval over items when asked for.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float
+    agreement: Measure
+    consistency: Measure | None = None
+    bias: Measure | None = None
+    n: int
+    n_failed: int
+    coverage: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the value is a finite number."""
+        return math.isfinite(self.value)
+
+    def line(self) -> str:
+        """One human-readable line: value, interval and terms."""
+        def f(x: float | None) -> str:
+            return "nan" if x is None or not math.isfinite(x) else f"{x:.3f}"
+
+        ci = f" [{f(self.ci_low)}, {f(self.ci_high)}]" if self.ci_low is not None else ""
+        terms = [f"agreement {f(self.agreement.value)}"]
+        if self.consistency is not None:
+            terms.append(f"consistency {f(self.consistency.value)}")
+        if self.bias is not None:
+            terms.append(f"BiasScore {f(self.bias.value)}")
+        why = f" ({self.reason})" if self.reason else ""
+        return f"{f(self.value)}{ci}: {', '.join(terms)}; n={self.n}, coverage {self.coverage:.0%}{why}"
+
+
+class Gain(BaseModel):
+    """A paired difference of the objective between two judges on the same items, with a bootstrap interval."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int
+    reason: str | None = None
+
+
+class _Arrays:
+    """Per-item columns the objective is computed from (aligned with the items)."""
+
+    def __init__(self, scores: np.ndarray, human: np.ndarray, consistent: np.ndarray, ls: np.ndarray) -> None:
+        self.scores = scores
+        self.human = human
+        self.consistent = consistent
+        self.ls = ls
+
+
+class Objective(BaseModel):
+    """agreement + λ·consistency − μ·|BiasScore| on a split (see the module docstring).
+
+    Parameters:
+        agreement: the correlation with humans ("spearman", "kendall" or "pearson").
+        consistency_weight: λ >= 0.
+        bias_weight: μ >= 0 (needs LS per item).
+        min_coverage: the least share of labelled items that must get a score, else NaN.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    agreement: Literal["spearman", "kendall", "pearson"] = "spearman"
+    consistency_weight: float = 0.0
+    bias_weight: float = 0.0
+    min_coverage: float = 0.8
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        correlation_function(self.agreement)
+        for what in ("consistency_weight", "bias_weight"):
+            v = getattr(self, what)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise ConfigError(f"The '{what}' parameter of Objective must be a finite number >= 0. Got {v!r} instead.")
+        if not 0.0 <= self.min_coverage <= 1.0:
+            raise ConfigError(
+                f"The 'min_coverage' parameter of Objective must be in [0, 1]. Got {self.min_coverage!r} instead."
+            )
+        return self
+
+    def describe(self) -> str:
+        """The formula with its weights, e.g. ``spearman + 0.5·consistency − 1·|BiasScore|``."""
+        out = self.agreement
+        if self.consistency_weight:
+            out += f" + {self.consistency_weight:g}·consistency"
+        if self.bias_weight:
+            out += f" − {self.bias_weight:g}·|BiasScore|"
+        return out
+
+    @property
+    def needs_perturbations(self) -> bool:
+        """True when the consistency term counts (the judge must record perturbation outputs)."""
+        return self.consistency_weight > 0
+
+    @property
+    def needs_likelihood(self) -> bool:
+        """True when the BiasScore term counts (LS per item is needed)."""
+        return self.bias_weight > 0
+
+    # ------------------------------------------------------------------ computing
+    def _arrays(self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, ls: LS) -> _Arrays:
+        if len(judgments) != len(items):
+            raise DataError(f"expected one judgment per item; got {len(judgments)} judgments for {len(items)} items")
+        for j, it in zip(judgments, items, strict=True):
+            if j.item_id != it.id:
+                raise DataError(f"expected judgments in item order; judgment {j.item_id!r} stands where item "
+                                f"{it.id!r} is", item_id=it.id)
+        scores = np.array([math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments], float)
+        human = metrics.human_scores(items, criterion)
+        consistent = np.array([_consistent(j) for j in judgments], float)
+        if ls is None:
+            ls_arr = np.full(len(items), np.nan)
+        elif isinstance(ls, Mapping):
+            ls_arr = np.array([float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items], float)
+        else:
+            if len(ls) != len(items):
+                raise DataError(f"expected one LS per item ({len(items)}); got {len(ls)}")
+            ls_arr = np.array([math.nan if v is None else float(v) for v in ls], float)
+        return _Arrays(scores, human, consistent, ls_arr)
+
+    def _point(self, a: _Arrays, idx: np.ndarray) -> float:
+        """The objective on the items at ``idx`` (a bootstrap resample), NaN under the same rules."""
+        s, h = a.scores[idx], a.human[idx]
+        labelled = np.isfinite(h)
+        if labelled.sum() == 0 or (np.isfinite(s) & labelled).sum() / labelled.sum() < self.min_coverage:
+            return math.nan
+        value = correlation_function(self.agreement)(s, h)
+        if self.consistency_weight:
+            c = a.consistent[idx]
+            c = c[np.isfinite(c) & np.isfinite(s)]
+            value += self.consistency_weight * (float(c.mean()) if len(c) else math.nan)
+        if self.bias_weight:
+            us = metrics.unfairness_scores(s, h)
+            value -= self.bias_weight * abs(correlation_function("spearman")(a.ls[idx], us))
+        return float(value)
+
+    def evaluate(
+        self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, *,
+        ls: LS = None, ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ) -> ObjectiveValue:
+        """The objective of ``judgments`` (in item order) against the items' human ``criterion`` scores.
+
+        ``ls``: LS per item (needed when ``bias_weight`` > 0). ``ci``: add a percentile
+        bootstrap interval (items resampled ``n_boot`` times with ``seed``).
+        """
+        a = self._arrays(judgments, items, criterion, ls)
+        labelled = np.isfinite(a.human)
+        scored = np.isfinite(a.scores) & labelled
+        coverage = float(scored.sum() / labelled.sum()) if labelled.any() else 0.0
+        agreement = metrics.item_correlation(a.scores, a.human, self.agreement)
+        consistency: Measure | None = None
+        bias: Measure | None = None
+        reasons: list[str] = []
+        value = agreement.value
+        if not agreement.ok:
+            reasons.append(f"agreement: {agreement.reason}")
+        if self.consistency_weight:
+            outputs: dict[str, dict[str, Any]] = {}
+            for j in judgments:
+                per = j.meta.get("perturbations")
+                if isinstance(per, Mapping) and judgment_score(j, criterion) is not None:
+                    for name, out in per.items():
+                        outputs.setdefault(str(name), {})[j.item_id] = out
+            if len(outputs) < 2:
+                consistency = Measure(name="perturbation_consistency", value=math.nan, n=0,
+                                      reason="no judgment records outputs under 2 or more perturbations in "
+                                             "meta['perturbations'] (wrap the judge in a PerturbationProbe)")
+            else:
+                consistency = metrics.perturbation_consistency(outputs)
+            value += self.consistency_weight * consistency.value
+            if not consistency.ok:
+                reasons.append(f"consistency: {consistency.reason}")
+        if self.bias_weight:
+            if not np.isfinite(a.ls).any():
+                bias = Measure(name="bias_score", value=math.nan, n=0,
+                               reason="no LS was given for these items (pass ls= or a likelihood backend)")
+            else:
+                bias = metrics.bias_score(a.ls, metrics.unfairness_scores(a.scores, a.human))
+            value -= self.bias_weight * abs(bias.value)
+            if not bias.ok:
+                reasons.append(f"BiasScore: {bias.reason}")
+        if labelled.any() and coverage < self.min_coverage:
+            value = math.nan
+            reasons.insert(0, f"coverage {coverage:.0%} of labelled items got a score; expected at least "
+                              f"{self.min_coverage:.0%}")
+        elif not labelled.any():
+            value = math.nan
+            reasons.insert(0, f"no item has a human {criterion!r} score")
+        low = high = None
+        if ci and math.isfinite(value):
+            lo, hi = bootstrap_ci(lambda idx: self._point(a, idx.astype(int)), np.arange(len(items)),
+                                  n_boot=n_boot, alpha=alpha, seed=seed)
+            if math.isfinite(lo) and math.isfinite(hi):
+                low, high = lo, hi
+        return ObjectiveValue(
+            value=float(value), agreement=agreement, consistency=consistency, bias=bias,
+            n=int(scored.sum()), n_failed=int((labelled & ~scored).sum()), coverage=coverage,
+            ci_low=low, ci_high=high, reason="; ".join(reasons) if not math.isfinite(value) and reasons else None,
+        )
+
+    def gain(
+        self, better: Sequence[Judgment], base: Sequence[Judgment], items: Sequence[Item], criterion: str, *,
+        ls: LS = None, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ) -> Gain:
+        """objective(better) − objective(base) on the same items, with a paired bootstrap interval."""
+        a = self._arrays(better, items, criterion, ls)
+        b = self._arrays(base, items, criterion, ls)
+        idx = np.arange(len(items))
+        value = self._point(a, idx) - self._point(b, idx)
+        if not math.isfinite(value):
+            return Gain(value=math.nan, n=len(items), reason="the objective is NaN for one of the two judges")
+        lo, hi = bootstrap_ci(lambda i: self._point(a, i.astype(int)) - self._point(b, i.astype(int)), idx,
+                              n_boot=n_boot, alpha=alpha, seed=seed)
+        finite = math.isfinite(lo) and math.isfinite(hi)
+        return Gain(value=float(value), ci_low=lo if finite else None, ci_high=hi if finite else None, n=len(items))
+
+    def item_metric(self, predicted: float | None, human: float, scale: Scale,
+                    consistent: float | None = None) -> float:
+        """The per-item part of the objective, for optimizers that average a per-example metric (DSPy).
+
+        ``1 − |predicted − human| / (scale.max − scale.min)`` (closeness, in [0, 1]), plus
+        ``λ`` when the item's output was identical under every perturbation. A missing
+        prediction (parse failure) counts as a miss (0) for the optimizer; it is never
+        turned into a score.
+        """
+        if predicted is None or not math.isfinite(predicted):
+            return 0.0
+        span = scale.max - scale.min
+        close = max(0.0, 1.0 - abs(predicted - human) / span)
+        if self.consistency_weight and consistent is not None and math.isfinite(consistent):
+            close += self.consistency_weight * consistent
+        return float(close)

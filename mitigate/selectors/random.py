@@ -1,0 +1,31 @@
+"""Random demonstrations: ``k`` labelled pool items drawn with a seed.
+
+The control condition of the demonstration-selection papers (Ohi et al. 2024 compare
+their highest-RS demos against random ones); also the simplest candidate generator of the
+search (:mod:`mitigate.selectors.search`), which varies ``seed`` to draw many sets.
+"""
+
+from __future__ import annotations
+
+import random as _random
+
+from mitigate.data.schema import Item
+from mitigate.selectors.base import Selector, register_selector
+
+__all__ = ["Random"]
+
+
+@register_selector("random")
+class Random(Selector):
+    """``k`` items drawn uniformly without replacement from the fitted pool.
+
+    Parameters:
+        seed: the seed of the draw; the same seed, pool and ``k`` give the same demos (in
+            the same order). The query item, when given, is left out before drawing.
+    """
+
+    seed: int = 0
+
+    def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
+        """``random.Random(seed).sample(candidates, k)``."""
+        return _random.Random(self.seed).sample(candidates, k)

@@ -1,0 +1,111 @@
+"""Stratified demonstrations: balanced over the gold labels.
+
+Ghazarian et al. (2024, "Assessment and mitigation of inconsistencies in LLM-based
+evaluations") saw a small judge drift toward a score that several of its demonstrations
+shared. :class:`Stratified` therefore spreads the demos over the gold labels: every label
+in the pool gets the same number of demos (up to one more for some when ``k`` is not a
+multiple of the number of labels), and when ``k`` is smaller than the number of labels the
+chosen labels are spread evenly from the lowest to the highest (``k=2`` shows one of the
+lowest and one of the highest). The picks are shuffled so demo order does not follow the
+score.
+
+``by="range"`` instead cuts the pool, sorted by gold score, into ``k`` strata of near-equal
+size and draws one item from each: the rule of
+:func:`mitigate.strategies.perturbed_demos.stratified_pick` (shared, not copied), which
+follows the pool's score distribution rather than balancing labels.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from typing import Literal, Self
+
+from pydantic import model_validator
+
+from mitigate.data.schema import Item
+from mitigate.errors import ConfigError
+from mitigate.scale import Scale
+from mitigate.selectors.base import Selector, register_selector
+from mitigate.strategies.perturbed_demos import stratified_pick
+
+__all__ = ["Stratified", "balanced_quotas"]
+
+
+def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
+    """How many demos each label (sorted ascending, with ``sizes[i]`` items) gets, summing to ``k``.
+
+    Labels get equal shares; when ``k`` is smaller than the number of labels the labels
+    used are spread evenly over the sorted labels (lowest and highest first); the
+    remainder of ``k`` over the labels goes to labels spread the same way. A label with
+    too few items gives its shortfall to the labels with room, fewest-assigned first.
+    """
+    n = len(sizes)
+    if sum(sizes) < k:
+        raise ConfigError(f"expected at least k={k} items over the labels; got {sum(sizes)}")
+    quotas = [k // n] * n
+    extra = k % n
+    if extra:
+        if extra == 1:
+            spread = [rng.randrange(n)]
+        else:
+            spread = sorted({round(i * (n - 1) / (extra - 1)) for i in range(extra)})
+        for i in spread:
+            quotas[i] += 1
+    # move any shortfall to labels with room
+    short = sum(max(0, q - s) for q, s in zip(quotas, sizes, strict=True))
+    quotas = [min(q, s) for q, s in zip(quotas, sizes, strict=True)]
+    while short:
+        room = [i for i in range(n) if quotas[i] < sizes[i]]
+        target = min(room, key=lambda i: (quotas[i], i))
+        quotas[target] += 1
+        short -= 1
+    return quotas
+
+
+@register_selector("stratified")
+class Stratified(Selector):
+    """``k`` demos balanced over the gold labels (Ghazarian et al. 2024); see the module docstring.
+
+    Parameters:
+        seed: seeds which item of a label is drawn, which labels get the remainder, and
+            the final shuffle.
+        by: ``"label"`` (balance over distinct gold labels) or ``"range"`` (``k`` equal-size
+            strata of the sorted pool, :func:`stratified_pick`).
+        scale: when given, gold scores are snapped to this scale's points to form the
+            labels (e.g. crowd means 3.67 and 4.33 count as 4); otherwise each distinct
+            score is its own label.
+    """
+
+    seed: int = 0
+    by: Literal["label", "range"] = "label"
+    scale: Scale | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.by not in ("label", "range"):
+            raise ConfigError(f"The 'by' parameter of Stratified must be 'label' or 'range'. Got {self.by!r} instead.")
+        return self
+
+    def label_of(self, item: Item) -> float:
+        """The label an item is balanced under: its gold score, snapped to ``scale`` when set."""
+        assert self.criterion_ is not None
+        value = item.human[self.criterion_]
+        return self.scale.snap(value) if self.scale is not None else round(value, 6)
+
+    def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
+        """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
+        assert self.criterion_ is not None
+        if self.by == "range":
+            return stratified_pick(candidates, [self.criterion_], k, self.scale, self.seed)
+        rng = _random.Random(self.seed)
+        groups: dict[float, list[Item]] = {}
+        for it in sorted(candidates, key=lambda it: it.id):
+            groups.setdefault(self.label_of(it), []).append(it)
+        labels = sorted(groups)
+        quotas = balanced_quotas([len(groups[lb]) for lb in labels], k, rng)
+        picks: list[Item] = []
+        for label, quota in zip(labels, quotas, strict=True):
+            if quota:
+                picks.extend(rng.sample(groups[label], quota))
+        rng.shuffle(picks)
+        return picks

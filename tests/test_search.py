@@ -1,0 +1,298 @@
+"""The demonstration search: a scripted judge whose accuracy depends on the demos it is shown.
+
+The FakeLM below answers the human score exactly when both "good" demos (g1, g2) are in the
+prompt, gets half the items right with one of them, and answers the reversed score with
+neither, so the search has exactly one best pair to find.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mitigate import Item, JudgePrompt, PromptJudge
+from mitigate.cli import app
+from mitigate.errors import ConfigError
+from mitigate.lm.base import LMRequest
+from mitigate.lm.fake import FakeLM
+from mitigate.selectors import (
+    KNN,
+    FixedDemos,
+    Objective,
+    PerItemDemos,
+    Random,
+    Split,
+    Stratified,
+    asearch,
+    load_pipeline,
+    search,
+    split_items,
+)
+from mitigate.selectors.objective import judgment_score
+from mitigate.strategies.perturbed_demos import PerturbationProbe, PerturbedGuidelineDemos
+from mitigate.testing import StubOpenAIServer
+
+PROMPT = """Rate the coherence of the text.
+
+Score 1 means incoherent.
+Score 2 means mostly incoherent.
+Score 3 means partly coherent.
+Score 4 means mostly coherent.
+Score 5 means fully coherent.
+
+Text: {{output}}
+
+Score:"""
+
+GOOD = {"g1", "g2"}
+ID_RE = re.compile(r"ID:(\w+)")
+
+
+def _items(prefix: str, n: int, offset: int = 0) -> list[Item]:
+    return [Item(id=f"{prefix}{i}", output=f"Text number {i + offset} about topic {prefix}. ID:{prefix}{i}",
+                 human={"coherence": float(1 + (i + offset) % 5)}) for i in range(n)]
+
+
+def _split() -> Split:
+    train = [Item(id="g1", output="A good example. ID:g1", human={"coherence": 2.0}),
+             Item(id="g2", output="Another good one. ID:g2", human={"coherence": 5.0}),
+             *_items("t", 4)]
+    return Split(train=tuple(train), dev=tuple(_items("d", 10)), test=tuple(_items("e", 10, offset=2)))
+
+
+def _human(split: Split) -> dict[str, float]:
+    return {it.id: it.human["coherence"] for it in (*split.train, *split.dev, *split.test)}
+
+
+def scripted(split: Split) -> FakeLM:
+    human = _human(split)
+
+    def answer(request: LMRequest) -> str:
+        ids = ID_RE.findall(request.messages[-1].content)
+        query, demos = ids[-1], set(ids[:-1])
+        h = human[query]
+        good = len(demos & GOOD)
+        right = good == 2 or (good == 1 and int(query[1:]) % 2 == 0)
+        return f"Score: {int(h if right else 6 - h)}"
+
+    return FakeLM(answer)
+
+
+def _judge(lm: FakeLM) -> PromptJudge:
+    return PromptJudge(JudgePrompt.from_template(PROMPT, criterion="coherence"), lm)
+
+
+def _demo_ids(request: LMRequest) -> list[str]:
+    return ID_RE.findall(request.messages[-1].content)[:-1]
+
+
+def test_random_search_finds_the_best_pair_and_reports_dev_and_held_out_test():
+    split = _split()
+    fake = scripted(split)
+    result = search(_judge(fake), split, k=2, budget=400, n_boot=200, progress=False)
+    assert set(result.best.demo_ids) == GOOD
+    assert result.dev.value == pytest.approx(1.0)
+    assert result.baseline_dev.value == pytest.approx(-1.0)
+    assert result.test.value == pytest.approx(1.0) and result.baseline_test.value == pytest.approx(-1.0)
+    assert result.test_gain.value == pytest.approx(2.0)
+    assert result.test.ci_low is not None and result.test.ci_low <= result.test.value <= result.test.ci_high
+    # 6 train items give 15 distinct pairs: each evaluated once, then the draws run dry
+    assert result.stopped == "exhausted" and len(result.trials) == 16
+    assert result.split["test"] == tuple(it.id for it in split.test)
+    assert fake.calls == result.calls_search + result.calls_test == 16 * 10 + 2 * 10
+
+
+def test_search_stops_at_the_budget_counted_in_lm_calls():
+    split = _split()
+    fake = scripted(split)
+    result = search(_judge(fake), split, k=2, budget=45, n_boot=0, progress=False)
+    assert result.stopped == "budget"
+    assert result.calls_search <= 45 and len(result.trials) == 4  # baseline + 3 candidates of 10 calls
+    search_requests = fake.requests[: result.calls_search]
+    assert len(search_requests) == result.calls_search
+    assert fake.calls == result.calls_search + result.calls_test
+
+
+def test_budget_smaller_than_the_baseline_is_a_config_error():
+    split = _split()
+    with pytest.raises(ConfigError, match="cannot cover even the baseline"):
+        search(_judge(scripted(split)), split, budget=5, progress=False)
+
+
+def test_a_repeated_search_is_served_from_the_cache(tmp_path):
+    split = _split()
+    first = scripted(split)
+    before = search(_judge(first), split, budget=60, n_boot=0, progress=False, cache=tmp_path / "c.sqlite")
+    assert first.calls == 60 + 20
+    again = scripted(split)
+    # cache hits are free, so the same budget reaches further: the first 6 trials cost nothing now
+    result = search(_judge(again), split, budget=60, n_boot=0, progress=False, cache=tmp_path / "c.sqlite")
+    assert [t.demo_ids for t in result.trials[:6]] == [t.demo_ids for t in before.trials]
+    assert all(t.calls == 0 for t in result.trials[:6])
+    assert result.calls_search == 60 and len(result.trials) == 12
+
+
+def test_greedy_search_adds_the_demo_that_helps_most_at_each_step():
+    split = _split()
+    fake = scripted(split)
+    result = search(_judge(fake), split, engine="greedy", k=2, budget=400, n_candidates=6, n_boot=0,
+                    progress=False)
+    assert set(result.best.demo_ids) == GOOD
+    # step 1 tries the 6 candidates alone; step 2 adds each of the 5 others to the best single one
+    assert len(result.trials) == 1 + 6 + 5
+    assert result.stopped == "done"
+    assert result.best.label.startswith("greedy: step 2")
+
+
+def test_saved_spec_rebuilds_the_winning_prompt(tmp_path):
+    split = _split()
+    result = search(_judge(scripted(split)), split, budget=400, n_boot=0, progress=False)
+    path = result.save_pipeline(tmp_path / "spec.json")
+    saved = json.loads(path.read_text())
+    assert saved["pipeline"]["name"] == "fixed-demos"
+    assert saved["search"]["demo_ids"] == list(result.best.demo_ids)
+    pipe = load_pipeline(path)
+    assert isinstance(pipe, FixedDemos)
+    assert [d.item.id for d in pipe.demos] == list(result.best.demo_ids)
+    assert {(d.item.id, d.score) for d in pipe.demos} == {("g1", 2.0), ("g2", 5.0)}  # human scores shown
+    fresh = scripted(split)
+    judged = pipe.wrap(_judge(fresh))
+    j = asyncio.run(judged.judge(split.test[0]))
+    assert set(_demo_ids(fresh.requests[0])) == GOOD
+    assert judgment_score(j, "coherence") == split.test[0].human["coherence"]
+
+
+def test_search_over_perturbation_templates_can_save_perturbed_demos():
+    split = _split()
+    fake = scripted(split)
+    template = PerturbedGuidelineDemos(kind="order", n=2)
+    result = search(_judge(fake), split, budget=600, perturbations=[template], n_boot=0, progress=False)
+    pipe = result.pipeline()
+    assert isinstance(pipe, PerturbedGuidelineDemos) and pipe.m == 2 and pipe.n == 2
+    assert {d.item.id for d in pipe.demos} == GOOD
+
+
+def test_consistency_term_wraps_the_judge_in_a_perturbation_probe():
+    split = _split()
+    fake = scripted(split)
+    objective = Objective(consistency_weight=0.5)
+    result = search(_judge(fake), split, budget=30, objective=objective, max_trials=1, n_boot=0,
+                    probe=PerturbationProbe(kind="order", n=1), progress=False)
+    # one perturbed child per item: 2 calls per dev item
+    assert result.trials[0].calls == 2 * len(split.dev)
+    assert result.baseline_dev.consistency is not None
+    assert result.baseline_dev.consistency.value == pytest.approx(1.0)  # the script ignores the guideline order
+    assert result.baseline_dev.value == pytest.approx(-1.0 + 0.5)
+
+
+def test_knn_candidates_are_per_item_demo_judges():
+    split = _split()
+    fake = scripted(split)
+    result = search(_judge(fake), split, selectors=[KNN()], budget=100, n_boot=0, progress=False)
+    assert len(result.trials) == 2  # baseline and the one KNN candidate
+    assert result.trials[1].pipeline["name"] == "per-item-demos"
+    assert isinstance(result.trials[1].pipeline["params"]["selector"], dict)
+
+
+def test_bias_term_needs_ls_and_uses_it():
+    split = _split()
+    with pytest.raises(ConfigError, match="needs LS"):
+        search(_judge(scripted(split)), split, objective=Objective(bias_weight=1.0), budget=50, progress=False)
+    ls = {it.id: -float(i) for i, it in enumerate((*split.dev, *split.test))}
+    result = search(_judge(scripted(split)), split, objective=Objective(bias_weight=1.0), ls=ls, budget=40,
+                    max_trials=2, n_boot=0, progress=False)
+    assert result.baseline_dev.bias is not None and math.isfinite(result.baseline_dev.bias.value)
+
+
+def test_split_items_is_seeded_grouped_and_disjoint():
+    items = [Item(id=f"x{i}", doc_id=f"doc{i // 3}", output="t", human={"c": float(i % 5)}) for i in range(30)]
+    a = split_items(items, seed=1, criterion="c")
+    b = split_items(items, seed=1, criterion="c")
+    assert a == b and a != split_items(items, seed=2, criterion="c")
+    ids = a.ids()
+    assert not set(ids["train"]) & set(ids["dev"]) and not set(ids["dev"]) & set(ids["test"])
+    assert sum(len(v) for v in ids.values()) == 30
+    docs = [{it.doc_id for it in part} for part in (a.train, a.dev, a.test)]
+    assert not docs[0] & docs[1] and not docs[1] & docs[2] and not docs[0] & docs[2]
+
+
+async def test_asearch_runs_inside_an_event_loop_and_search_refuses_to():
+    split = _split()
+    result = await asearch(_judge(scripted(split)), split, budget=30, n_boot=0, progress=False)
+    assert result.calls_search <= 30
+    with pytest.raises(ConfigError, match="running one"):
+        search(_judge(scripted(split)), split, budget=30, progress=False)
+
+
+def test_selectors_default_to_random_and_stratified_and_unknown_engine_errors():
+    split = _split()
+    result = search(_judge(scripted(split)), split, budget=30, n_boot=0, progress=False)
+    assert result.meta["selectors"][0].startswith("random") and result.meta["selectors"][1].startswith("stratified")
+    with pytest.raises(ConfigError, match="'engine' parameter of search"):
+        search(_judge(scripted(split)), split, engine="annealing", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'k' parameter of search"):
+        search(_judge(scripted(split)), split, k=0, progress=False)
+    assert [type(s) for s in (Random(), Stratified())] == [Random, Stratified]
+    assert PerItemDemos.registry_name == "per-item-demos"
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _write_bench(tmp_path: Path) -> Path:
+    split = _split()
+    rows = [{"id": it.id, "output": it.output, "human": it.human} for it in (*split.train, *split.dev, *split.test)]
+    path = tmp_path / "bench.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    return path
+
+
+def _server_reply(split: Split) -> Callable[[dict[str, Any]], str]:
+    human = _human(split)
+
+    def reply(body: dict[str, Any]) -> str:
+        ids = ID_RE.findall(body["messages"][-1]["content"])
+        query, demos = ids[-1], set(ids[:-1])
+        h = human[query]
+        return f"Score: {int(h if demos >= GOOD else 6 - h)}"
+
+    return reply
+
+
+def test_cli_search_writes_a_spec_that_judge_pipeline_loads(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = _write_bench(tmp_path)
+    spec = tmp_path / "spec.json"
+    with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
+        common = ["-b", f"jsonl:{bench}", "-c", "coherence", "--prompt", str(tmp_path / "prompt.txt"),
+                  "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress"]
+        found = CliRunner().invoke(app, ["search", *common, "--budget", "400", "--splits", "0.25,0.4,0.35",
+                                         "--seed", "3", "--n-boot", "50", "--out", str(spec)])
+        assert found.exit_code == 0, found.output
+        assert "test  winner" in found.stdout and spec.is_file()
+        saved = json.loads(spec.read_text())
+        assert saved["search"]["calls_search"] <= 400
+        demo_ids = saved["search"]["demo_ids"]
+        server.reset()
+        judged = CliRunner().invoke(app, ["judge", *common, "--limit", "2", "--pipeline", str(spec), "--no-cache"])
+        assert judged.exit_code == 0, judged.output
+        assert server.request_count == 2
+        for body in server.bodies:
+            assert ID_RE.findall(body["messages"][-1]["content"])[:-1] == demo_ids
+
+
+def test_cli_judge_pipeline_rejects_a_missing_file(tmp_path):
+    bench = _write_bench(tmp_path)
+    result = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
+                                      str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
+                                      "http://127.0.0.1:9/v1", "--pipeline", str(tmp_path / "nope.json")])
+    assert result.exit_code == 2 and "does not exist" in result.output
