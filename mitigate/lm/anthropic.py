@@ -44,16 +44,10 @@ from typing import Any
 import anthropic
 from pydantic import SecretStr
 
-from mitigate.errors import CapabilityError, LMCallError, MissingAPIKeyError, MitigateError, TransientLMError
+from mitigate.errors import CapabilityError, MissingAPIKeyError, MitigateError
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
-from mitigate.lm.limits import (
-    PLACEHOLDER_KEY,
-    is_retryable_status,
-    network_failure,
-    parse_retry_after,
-    public_url,
-)
+from mitigate.lm.limits import PLACEHOLDER_KEY, public_url, sdk_error
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -199,30 +193,13 @@ class AnthropicLM(LM):
 
     def _translate(self, exc: anthropic.AnthropicError) -> MitigateError:
         """Map an SDK error to TransientLMError (retryable) or LMCallError, without the key."""
-        where = self.identity()
         key = self._api_key.get_secret_value()
         detail = str(exc).replace(key, "***") if key != PLACEHOLDER_KEY else str(exc)
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            if is_retryable_status(status):
-                return TransientLMError(
-                    f"{where} failed with HTTP {status} (retryable): {detail}",
-                    status=status,
-                    retry_after=parse_retry_after(exc.response.headers),
-                    backend=self.spec,
-                )
-            hint = f"; check the key in ${self.api_key_env}" if status in (401, 403) else ""
-            return LMCallError(
-                f"{where} failed with HTTP {status}{hint}: {detail}", status=status, backend=self.spec
-            )
-        refused = network_failure(exc)
-        if refused is not None:
-            return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=self.spec)
-        if isinstance(exc, anthropic.APITimeoutError):
-            return TransientLMError(f"{where} timed out after {self.timeout:g} s (retryable)", backend=self.spec)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return TransientLMError(f"{where} connection failed (retryable): {detail}", backend=self.spec)
-        return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=self.spec)
+        return sdk_error(
+            exc, where=self.identity(), detail=detail, timeout=self.timeout, backend=self.spec,
+            api_key_env=self.api_key_env, status_error=anthropic.APIStatusError,
+            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError,
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

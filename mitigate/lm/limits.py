@@ -46,6 +46,54 @@ def is_retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
 
 
+def http_error(
+    where: str, status: int, headers: Mapping[str, str] | None, detail: str, *, api_key_env: str, backend: str
+) -> LMCallError:
+    """The error for a failed HTTP call: retryable statuses give TransientLMError (with the
+    server's Retry-After), others LMCallError (with a hint to check the key on 401/403)."""
+    if is_retryable_status(status):
+        return TransientLMError(
+            f"{where} failed with HTTP {status} (retryable): {detail}",
+            status=status,
+            retry_after=parse_retry_after(headers),
+            backend=backend,
+        )
+    hint = f"; check the key in ${api_key_env}" if status in (401, 403) else ""
+    return LMCallError(f"{where} failed with HTTP {status}{hint}: {detail}", status=status, backend=backend)
+
+
+def sdk_error(
+    exc: BaseException,
+    *,
+    where: str,
+    detail: str,
+    timeout: float,
+    backend: str,
+    api_key_env: str,
+    status_error: type[BaseException],
+    timeout_error: type[BaseException],
+    connection_error: type[BaseException],
+) -> LMCallError:
+    """Map a provider SDK's exception to TransientLMError (retryable) or LMCallError.
+
+    The SDK's own classes are passed in, so the OpenAI and Anthropic backends share one
+    mapping: HTTP status errors go through :func:`http_error`; refused connections,
+    timeouts and other connection errors are retryable; anything else is not.
+    """
+    if isinstance(exc, status_error):
+        response = getattr(exc, "response", None)
+        return http_error(where, exc.status_code, getattr(response, "headers", None), detail,  # type: ignore[attr-defined]
+                          api_key_env=api_key_env, backend=backend)
+    refused = network_failure(exc)
+    if refused is not None:
+        return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=backend)
+    if isinstance(exc, timeout_error):
+        return TransientLMError(f"{where} timed out after {timeout:g} s (retryable)", backend=backend)
+    if isinstance(exc, connection_error):
+        return TransientLMError(f"{where} connection failed (retryable): {detail}", backend=backend)
+    return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
+
+
 def network_failure(exc: BaseException) -> str | None:
     """A short reason when ``exc`` (or an error it was raised from) is a refused/reset connection.
 

@@ -73,13 +73,7 @@ from mitigate.errors import (
 )
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, TokenLogprob, Usage, validate_spec_part
-from mitigate.lm.limits import (
-    PLACEHOLDER_KEY,
-    is_retryable_status,
-    network_failure,
-    parse_retry_after,
-    public_url,
-)
+from mitigate.lm.limits import PLACEHOLDER_KEY, http_error, public_url, sdk_error
 
 
 def _aiohttp_available() -> bool:
@@ -293,14 +287,8 @@ class OpenAILM(LM):
             async with self._session.post(url, json=body) as resp:
                 if resp.status >= 400:
                     detail = self._scrub((await resp.text())[:500])
-                    if is_retryable_status(resp.status):
-                        raise TransientLMError(
-                            f"{where} failed with HTTP {resp.status} (retryable): {detail}",
-                            status=resp.status, retry_after=parse_retry_after(resp.headers), backend=self.spec,
-                        )
-                    hint = f"; check the key in ${self.api_key_env}" if resp.status in (401, 403) else ""
-                    raise LMCallError(f"{where} failed with HTTP {resp.status}{hint}: {detail}",
-                                      status=resp.status, backend=self.spec)
+                    raise http_error(where, resp.status, resp.headers, detail,
+                                     api_key_env=self.api_key_env, backend=self.spec)
                 raw = await resp.json(content_type=None)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientLMError(f"{where} connection failed (retryable): {type(exc).__name__}: {exc}",
@@ -320,31 +308,11 @@ class OpenAILM(LM):
 
     def _translate(self, exc: openai.OpenAIError) -> MitigateError:
         """Map an SDK error to TransientLMError (retryable) or LMCallError."""
-        where = self.identity()
-        detail = self._scrub(str(exc))
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            if is_retryable_status(status):
-                return TransientLMError(
-                    f"{where} failed with HTTP {status} (retryable): {detail}",
-                    status=status,
-                    retry_after=parse_retry_after(exc.response.headers),
-                    backend=self.spec,
-                )
-            hint = f"; check the key in ${self.api_key_env}" if status in (401, 403) else ""
-            return LMCallError(
-                f"{where} failed with HTTP {status}{hint}: {detail}", status=status, backend=self.spec
-            )
-        refused = network_failure(exc)
-        if refused is not None:
-            return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=self.spec)
-        if isinstance(exc, openai.APITimeoutError):
-            return TransientLMError(
-                f"{where} timed out after {self.timeout:g} s (retryable)", backend=self.spec
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            return TransientLMError(f"{where} connection failed (retryable): {detail}", backend=self.spec)
-        return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=self.spec)
+        return sdk_error(
+            exc, where=self.identity(), detail=self._scrub(str(exc)), timeout=self.timeout, backend=self.spec,
+            api_key_env=self.api_key_env, status_error=openai.APIStatusError,
+            timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError,
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
