@@ -13,13 +13,16 @@ import pkgutil
 import pytest
 from pydantic import BaseModel
 
+import mitigate.selectors as selectors_pkg
 import mitigate.strategies as strategies_pkg
 from mitigate import Criterion, JudgePrompt, PromptJudge
+from mitigate.errors import ConfigError
 from mitigate.lm.fake import FakeLM
 from mitigate.strategies.base import Mitigation, from_spec, registered
 
-for _mod in pkgutil.iter_modules(strategies_pkg.__path__):
-    importlib.import_module(f"mitigate.strategies.{_mod.name}")
+for _pkg in (strategies_pkg, selectors_pkg):
+    for _mod in pkgutil.iter_modules(_pkg.__path__):
+        importlib.import_module(f"{_pkg.__name__}.{_mod.name}")
 
 GUIDED = """Rate the summary.
 
@@ -87,3 +90,43 @@ def test_wrap_returns_a_new_judge_and_leaves_the_input_alone(mitigation: Mitigat
         return
     assert wrapped is not judge
     assert judge.describe() == before
+
+
+# ---------------------------------------------------------------------------- selectors
+from mitigate.selectors.base import Selector, registered_selectors, selector_from_spec  # noqa: E402
+
+SELECTOR_EXAMPLES = [
+    pytest.param(example, id=f"{name}-{i}")
+    for name, cls in sorted(registered_selectors().items())
+    for i, example in enumerate(cls.examples())
+]
+
+
+def test_every_selector_kind_is_registered() -> None:
+    assert {"random", "stratified", "knn", "highest-rs", "fixed"} <= set(registered_selectors())
+
+
+@pytest.mark.parametrize("selector", SELECTOR_EXAMPLES)
+def test_selector_is_frozen_and_its_spec_round_trips(selector: Selector) -> None:
+    assert selector.model_config.get("frozen") is True
+    with pytest.raises(ValueError):
+        selector.criterion_ = "x"  # type: ignore[misc]
+    again = selector_from_spec(selector.spec())
+    assert again == selector and again.spec() == selector.spec()
+
+
+@pytest.mark.parametrize("selector", SELECTOR_EXAMPLES)
+def test_selector_select_is_seeded_and_fit_returns_a_copy(selector: Selector) -> None:
+    pool = selector.pool_
+    assert pool is not None
+    query = pool[0] if type(selector).query_dependent else None
+    first = selector.select(2, query=query)
+    assert [d.item.id for d in first] == [d.item.id for d in selector.select(2, query=query)]
+    assert len(first) == 2
+    unfitted = type(selector).model_validate({k: v for k, v in selector.model_dump().items() if not k.endswith("_")})
+    try:
+        fitted = unfitted.fit(pool, selector.criterion_)
+    except ConfigError as exc:  # a selector that needs more than the pool must say what
+        assert "needs" in str(exc) or "expected" in str(exc)
+        return
+    assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted

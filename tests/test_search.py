@@ -26,6 +26,7 @@ from mitigate.lm.fake import FakeLM
 from mitigate.selectors import (
     KNN,
     FixedDemos,
+    HighestRS,
     Objective,
     PerItemDemos,
     Random,
@@ -200,6 +201,27 @@ def test_knn_candidates_are_per_item_demo_judges():
     assert len(result.trials) == 2  # baseline and the one KNN candidate
     assert result.trials[1].pipeline["name"] == "per-item-demos"
     assert isinstance(result.trials[1].pipeline["params"]["selector"], dict)
+
+
+class LengthLM(FakeLM):
+    """A likelihood backend for tests: LS = minus the continuation's length."""
+
+    async def loglikelihood(self, context: str, continuation: str) -> float:
+        return -float(len(continuation))
+
+
+def test_unfitted_highest_rs_is_fitted_on_the_train_split_within_the_budget():
+    split = _split()
+    fake = scripted(split)
+    result = search(_judge(fake), split, selectors=[HighestRS()], likelihood=LengthLM([]), budget=100, n_boot=0,
+                    progress=False)
+    assert len(result.trials) == 2 and result.trials[1].selector == "highest-rs"
+    assert result.calls_search == 10 + 6 + 10  # baseline on dev, the train split judged for US, the candidate
+    human = _human(split)
+    expected = HighestRS().fit(
+        list(split.train), "coherence", ls={it.id: -float(len(it.output)) for it in split.train},
+        judge_scores={it.id: 6 - human[it.id] for it in split.train}).select(2)
+    assert list(result.trials[1].demo_ids) == [d.item.id for d in expected]
 
 
 def test_bias_term_needs_ls_and_uses_it():

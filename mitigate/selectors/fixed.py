@@ -49,7 +49,7 @@ class Fixed(Selector):
     @classmethod
     def examples(cls) -> list[Selector]:
         """A fitted instance over the example pool."""
-        return [cls(ids=("ex-3", "ex-1")).fit(example_pool(), "score")]
+        return [cls(ids=("ex-3", "ex-1", "ex-2")).fit(example_pool(), "score")]
 
     def fit(self, pool: Benchmark | Sequence[Item], criterion: str | None = None) -> Self:
         """A fitted copy; ConfigError naming the ids that are not labelled pool items."""

@@ -287,13 +287,15 @@ class Objective(BaseModel):
         self, better: Sequence[Judgment], base: Sequence[Judgment], items: Sequence[Item], criterion: str, *,
         ls: LS = None, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
     ) -> Gain:
-        """objective(better) − objective(base) on the same items, with a paired bootstrap interval."""
+        """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none when n_boot=0)."""
         a = self._arrays(better, items, criterion, ls)
         b = self._arrays(base, items, criterion, ls)
         idx = np.arange(len(items))
         value = self._point(a, idx) - self._point(b, idx)
         if not math.isfinite(value):
             return Gain(value=math.nan, n=len(items), reason="the objective is NaN for one of the two judges")
+        if n_boot <= 0:
+            return Gain(value=float(value), n=len(items))
         lo, hi = bootstrap_ci(lambda i: self._point(a, i.astype(int)) - self._point(b, i.astype(int)), idx,
                               n_boot=n_boot, alpha=alpha, seed=seed)
         finite = math.isfinite(lo) and math.isfinite(hi)

@@ -62,6 +62,7 @@ from mitigate.prompt import Demo
 from mitigate.scale import Scale
 from mitigate.selectors.base import Selector, check_int
 from mitigate.selectors.fixed import FixedDemos
+from mitigate.selectors.highest_rs import HighestRS
 from mitigate.selectors.objective import Gain, Objective, ObjectiveValue
 from mitigate.selectors.per_item import PerItemDemos
 from mitigate.selectors.random import Random
@@ -165,11 +166,15 @@ class BudgetExhaustedError(MitigateError):
 
 
 class CallBudget:
-    """A thread-safe counter of LM calls with an optional limit (None: unlimited)."""
+    """A thread-safe counter of LM calls with an optional limit (None: unlimited).
+
+    ``used`` counts calls let through, ``refused`` calls refused at the limit.
+    """
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.used = 0
+        self.refused = 0
         self.exhausted = False
         self._lock = threading.Lock()
 
@@ -178,6 +183,7 @@ class CallBudget:
         with self._lock:
             if self.limit is not None and self.used >= self.limit:
                 self.exhausted = True
+                self.refused += 1
                 raise BudgetExhaustedError(
                     f"the search budget of {self.limit} LM calls is spent; expected no further calls",
                     limit=self.limit,
@@ -457,21 +463,22 @@ class Session:
         """Judge ``items``; returns judgments, calls made, and whether the budget refused a call."""
         from mitigate.harness.runner import run
 
-        before = self.budget.used
-        was = self.budget.exhausted
+        before, refused_before = self.budget.used, self.budget.refused
         result = await run(judge, items, concurrency=self.concurrency, progress=False)
-        refused = self.budget.exhausted and not was
-        return result.judgments, self.budget.used - before, refused
+        return result.judgments, self.budget.used - before, self.budget.refused > refused_before
 
-    async def evaluate(self, cand: _Candidate) -> Trial | None:
+    async def evaluate(self, cand: _Candidate, *, precheck: bool = True) -> Trial | None:
         """Score ``cand`` on dev and record it; None when the budget cannot cover it (nothing recorded).
 
-        A candidate already evaluated returns its earlier trial without new calls.
+        A candidate already evaluated returns its earlier trial without new calls. With
+        ``precheck`` a candidate whose worst-case cost exceeds the remaining budget is not
+        started; without, it runs and is dropped only if the budget refuses a call (for
+        candidates whose calls are expected to be cached).
         """
         if cand.key in self.seen:
             return self.trials[self.seen[cand.key]]
         remaining = self.budget.remaining
-        if remaining is not None and self.cost(cand.mitigation, self.split.dev) > remaining:
+        if precheck and remaining is not None and self.cost(cand.mitigation, self.split.dev) > remaining:
             return None
         judgments, calls, refused = await self.run(self.judge_for(cand.mitigation), self.split.dev)
         self.bar.update(calls)
@@ -518,7 +525,7 @@ class Session:
             test=obj.evaluate(best_test, test_items, crit, ls=self.ls, ci=ci, **boot),
             baseline_dev=obj.evaluate(self.judgments[base], dev_items, crit, ls=self.ls, ci=ci, **boot),
             baseline_test=obj.evaluate(base_test, test_items, crit, ls=self.ls, ci=ci, **boot),
-            test_gain=obj.gain(best_test, base_test, test_items, crit, ls=self.ls, n_boot=max(self.n_boot, 1),
+            test_gain=obj.gain(best_test, base_test, test_items, crit, ls=self.ls, n_boot=self.n_boot,
                                seed=self.seed),
             calls_search=spent, calls_test=test_calls, stopped=stopped, meta=meta or {},
         )
@@ -527,19 +534,39 @@ class Session:
 # --------------------------------------------------------------------------- the engines
 
 
-def _fit_selectors(selectors: Sequence[Selector], train: Sequence[Item], criterion: str, scale: Scale | None) -> list[Selector]:
-    pool = Benchmark(name="search-train", items=tuple(train), criteria=(criterion,), scale=scale or Scale())
+def _train_pool(split: Split, criterion: str) -> Benchmark | list[Item]:
+    if split.scale is None:
+        return list(split.train)
+    return Benchmark(name="search-train", items=split.train, criteria=(criterion,), scale=split.scale)
+
+
+def _fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -> list[Selector]:
+    """Fit the unfitted selectors on the train split (HighestRS is left for :func:`_fit_rs`)."""
     out = []
     for sel in selectors:
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
-        if sel.is_fitted:
-            out.append(sel)
-            continue
-        try:
-            out.append(sel.fit(pool if scale is not None else list(train), criterion))
-        except TypeError as exc:
-            raise ConfigError(f"{type(sel).__name__} cannot be fitted by the search; pass it fitted ({exc})") from exc
+        out.append(sel if sel.is_fitted or isinstance(sel, HighestRS) else sel.fit(_train_pool(split, criterion),
+                                                                                    criterion))
+    return out
+
+
+async def _fit_rs(s: Session, selectors: list[Selector], likelihood: str | LM | None) -> list[Selector]:
+    """Fit unfitted HighestRS selectors on train: the base judge over the train split (counted in the
+    budget) and LS with ``likelihood`` (an LM object, else the selector's own spec)."""
+    out = []
+    for sel in selectors:
+        if isinstance(sel, HighestRS) and not sel.is_fitted:
+            cost = s.cost(None, s.split.train)
+            remaining = s.budget.remaining
+            if remaining is not None and cost > remaining:
+                raise ConfigError(f"fitting HighestRS judges the train split (up to {cost} LM calls), but only "
+                                  f"{remaining} of the budget are left; raise the budget or pass it fitted")
+            before = s.budget.used
+            lm = likelihood if isinstance(likelihood, LM) else None
+            sel = await sel.afit(_train_pool(s.split, s.criterion), s.criterion, judge=s.judge, lm=lm)
+            s.bar.update(s.budget.used - before)
+        out.append(sel)
     return out
 
 
@@ -692,7 +719,10 @@ async def asearch(
         objective: what is maximised (default: Spearman agreement only).
         k: demos per set, or a list of sizes to draw from.
         selectors: candidate generators, fitted on the train split when unfitted
-            (default: ``Random`` and ``Stratified``).
+            (default: ``Random`` and ``Stratified``). An unfitted :class:`HighestRS` is
+            fitted by judging the train split with the base judge (counted in the budget)
+            and scoring LS with ``likelihood`` when it is an LM object, else with the
+            selector's own ``likelihood`` spec.
         budget: LM calls the search may make (cache hits are free).
         perturbations: perturbation templates to search over: ``None`` shows plain demos,
             a :class:`PerturbedGuidelineDemos` (its ``demos`` empty) shows them under
@@ -701,6 +731,7 @@ async def asearch(
             ``PerturbationProbe(kind="order", n=2)``).
         ls: LS per item id, needed when the objective counts BiasScore; else computed
             with ``likelihood`` (a backend spec or LM) on dev and test.
+        likelihood: the LS backend (BiasScore, and fitting HighestRS).
         max_trials: stop after this many evaluated candidates (baseline included).
         n_candidates: greedy: how many candidate items the selectors propose.
         cache: the LM cache (True: the default file; a path or LMCache; False: none).
@@ -722,8 +753,8 @@ async def asearch(
     selectors = list(selectors) if selectors is not None else [Random(seed=seed), Stratified(seed=seed)]
     if not selectors:
         raise ConfigError("search needs at least one selector; got none")
-    fitted = _fit_selectors(selectors, split.train, crit, split.scale)
-    n_train = min(len(s.pool_ or ()) for s in fitted)
+    fitted = _fit_selectors(selectors, split, crit)
+    n_train = min(len(s.pool_ or ()) if s.is_fitted else len(split.train) for s in fitted)
     if max(ks) > n_train:
         raise ConfigError(f"The 'k' parameter of search asks for up to {max(ks)} demos, but the train split has "
                           f"only {n_train} labelled items")
@@ -741,6 +772,7 @@ async def asearch(
                 f"the budget of {budget} LM calls cannot cover even the baseline on dev (up to "
                 f"{s.cost(None, split.dev)} calls); raise the budget or use a smaller dev split"
             )
+        fitted = await _fit_rs(s, fitted, likelihood)
         if engine == "random":
             stopped = await _random_engine(s, fitted, ks, templates, max_trials)
         else:

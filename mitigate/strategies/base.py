@@ -128,6 +128,10 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
     if name == "pipeline":
         return Pipeline(steps=[from_spec(s) for s in spec.get("steps", [])])
     cls = _REGISTRY.get(name)
+    if cls is None:  # mitigations built on selectors (fixed-demos, per-item-demos) register on import
+        import mitigate.selectors  # noqa: F401
+
+        cls = _REGISTRY.get(name)
     if cls is None:
         raise ConfigError(f"unknown mitigation {name!r}; expected one of {sorted(_REGISTRY)}")
     return cls.model_validate(spec.get("params", {}))
