@@ -40,6 +40,40 @@ def _first_line(text: str, width: int = 100) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _benchmark_and_criterion(name: str, criterion: str | None) -> tuple[Any, str]:
+    """Load a benchmark and check the criterion (default: its first)."""
+    from mitigate.data.registry import load
+    from mitigate.errors import ConfigError
+
+    bench = load(name)
+    crit = criterion or (bench.criteria[0] if bench.criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
+    if bench.criteria and crit not in bench.criteria:
+        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    return bench, crit
+
+
+def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
+    """The judge template: the user's file, or the built-in prompt for the benchmark's criterion."""
+    from mitigate.builtin_prompts import default_prompt_for, prompt_text
+    from mitigate.errors import ConfigError
+
+    if prompt is None:
+        return prompt_text(default_prompt_for(benchmark, criterion))
+    if not prompt.is_file():
+        raise ConfigError(f"expected --prompt to name a template file; {prompt} does not exist")
+    return prompt.read_text(encoding="utf-8")
+
+
+def _backend(spec: str, base_url: str | None, *, cache: bool) -> Any:
+    """The LM for ``spec`` with retries, and the on-disk cache when ``cache``."""
+    from mitigate.lm.registry import get, wrap
+
+    kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
+    return wrap(get(spec, **kwargs), cache=cache)
+
+
 @app.command()
 def judge(
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
@@ -74,30 +108,15 @@ def judge(
 
 
 async def _judge(**opts: Any) -> None:
-    from mitigate import lm as lm_pkg
-    from mitigate.builtin_prompts import default_prompt_for, prompt_text
-    from mitigate.data.registry import load
     from mitigate.harness.runner import run
     from mitigate.judge import JudgeConfig, PromptJudge
     from mitigate.prompt import JudgePrompt
 
-    bench = load(opts["benchmark"])
-    crit = opts["criterion"] or (bench.criteria[0] if bench.criteria else None)
-    if crit is None:
-        raise MitigateError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
-    if bench.criteria and crit not in bench.criteria:
-        raise MitigateError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
-    if opts["prompt"] is not None:
-        text = opts["prompt"].read_text(encoding="utf-8")
-    else:
-        text = prompt_text(default_prompt_for(opts["benchmark"], crit))
+    bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
+    text = _template_text(opts["prompt"], opts["benchmark"], crit)
     system = opts["system"].read_text(encoding="utf-8") if opts["system"] is not None else None
     jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
-    kwargs: dict[str, Any] = {}
-    if opts["base_url"]:
-        kwargs["base_url"] = opts["base_url"]
-    lm = lm_pkg.get(opts["backend"], **kwargs)
-    lm = lm_pkg.wrap(lm, cache=opts["cache"])
+    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
     config = JudgeConfig(
         temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"],
         scoring=opts["scoring"], max_tokens=opts["max_tokens"],
@@ -189,7 +208,6 @@ def compare_cmd(
 
 
 async def _compare(**opts: Any) -> None:
-    from mitigate.data.registry import load
     from mitigate.errors import ConfigError
     from mitigate.harness.compare import Entry, compare
     from mitigate.harness.report import write_report
@@ -200,31 +218,17 @@ async def _compare(**opts: Any) -> None:
         raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline) or --released judge; got none")
     if opts["limit"] < 0:
         raise ConfigError(f"expected --limit >= 0 (0 = all items); got {opts['limit']}")
-    bench = load(opts["benchmark"])
-    crit = opts["criterion"] or (bench.criteria[0] if bench.criteria else None)
-    if crit is None:
-        raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
-    if bench.criteria and crit not in bench.criteria:
-        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     entries: list[Entry] = []
     lm = None
     if pipelines:
-        from mitigate.builtin_prompts import default_prompt_for, prompt_text
         from mitigate.judge import JudgeConfig, PromptJudge
-        from mitigate.lm.registry import get, wrap
         from mitigate.prompt import JudgePrompt
         from mitigate.strategies import parse_pipeline  # importing the package registers every strategy
 
         parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before any call
-        if opts["prompt"] is not None:
-            if not opts["prompt"].is_file():
-                raise ConfigError(f"expected --prompt to name a template file; {opts['prompt']} does not exist")
-            text = opts["prompt"].read_text(encoding="utf-8")
-        else:
-            text = prompt_text(default_prompt_for(opts["benchmark"], crit))
-        jp = JudgePrompt.from_template(text, criterion=crit)
-        kwargs: dict[str, Any] = {"base_url": opts["base_url"]} if opts["base_url"] else {}
-        lm = wrap(get(opts["backend"], **kwargs), cache=opts["cache"])
+        jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
+        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
         base = PromptJudge(jp, lm, config)
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
@@ -320,34 +324,19 @@ def search_cmd(
 
 
 def _search(**opts: Any) -> None:
-    from mitigate.builtin_prompts import default_prompt_for, prompt_text
-    from mitigate.data.registry import load
     from mitigate.errors import ConfigError
     from mitigate.judge import JudgeConfig, PromptJudge
-    from mitigate.lm.registry import get, wrap
     from mitigate.prompt import JudgePrompt
     from mitigate.selectors import KNN, Objective, Random, Stratified, search
     from mitigate.strategies.perturbed_demos import PerturbedGuidelineDemos
 
-    bench = load(opts["benchmark"])
-    crit = opts["criterion"] or (bench.criteria[0] if bench.criteria else None)
-    if crit is None:
-        raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
-    if bench.criteria and crit not in bench.criteria:
-        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     labelled = [it for it in bench.items if crit in it.human]
     if opts["limit"]:
         labelled = labelled[: opts["limit"]]
     data = bench.model_copy(update={"items": tuple(labelled)})
-    if opts["prompt"] is not None:
-        if not opts["prompt"].is_file():
-            raise ConfigError(f"expected --prompt to name a template file; {opts['prompt']} does not exist")
-        text = opts["prompt"].read_text(encoding="utf-8")
-    else:
-        text = prompt_text(default_prompt_for(opts["benchmark"], crit))
-    jp = JudgePrompt.from_template(text, criterion=crit)
-    kwargs: dict[str, Any] = {"base_url": opts["base_url"]} if opts["base_url"] else {}
-    lm = wrap(get(opts["backend"], **kwargs), cache=False)  # retries; the search adds its own cache
+    jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
+    lm = _backend(opts["backend"], opts["base_url"], cache=False)  # retries; the search adds its own cache
     judge = PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"], max_tokens=opts["max_tokens"]))
     try:
         fractions = tuple(float(x) for x in opts["splits"].split(","))
