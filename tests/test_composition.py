@@ -361,7 +361,10 @@ def test_the_three_pipelines_cover_every_registered_mitigation(
     pipelines: dict[str, tuple[S.Pipeline, Judge]],
 ) -> None:
     used = {step.registry_name for pipe, _ in pipelines.values() for step in pipe.steps}
-    registered = {name for name in S.registered() if not name.startswith("test-")}
+    # the strategies of mitigate.strategies (selector-based mitigations such as fixed-demos and
+    # per-item-demos register only when mitigate.selectors is imported, and are covered there)
+    registered = {name for name, cls in S.registered().items()
+                  if cls.__module__.startswith("mitigate.strategies.") and not name.startswith("test-")}
     assert used == registered
     assert len(registered) == 13
 
