@@ -34,7 +34,7 @@ def get_prompt(name: str) -> JudgePrompt:
 def default_prompt_for(benchmark: str, criterion: str) -> str:
     """The built-in prompt name for a benchmark's criterion, e.g. ("summeval", "coherence")."""
     family = benchmark.split("-")[0].split(":")[0]
-    name = f"{family}-{criterion}"
+    name = f"{family}-{criterion.replace('_', '-')}"
     if name not in list_prompts():
         raise ConfigError(
             f"no built-in prompt for benchmark {benchmark!r} and criterion {criterion!r} (looked for {name!r}); "

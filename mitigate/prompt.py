@@ -30,7 +30,7 @@ SLOT_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*\}\}")
 GUIDELINE_MARK = "\x00guideline\x00"
 """Where the guideline block stood in a parsed template (internal; never reaches an LM)."""
 
-OUTPUT_SLOT_NAMES = ("output", "summary", "response", "answer", "hypothesis", "candidate", "text")
+OUTPUT_SLOT_NAMES = ("output", "summary", "response", "answer", "hypothesis", "candidate", "text", "conversation")
 """Slot names taken to hold the judged text when ``output_slot`` is not given (case-insensitive)."""
 
 _WORD_NUMBERS = {
