@@ -210,7 +210,7 @@ async def test_multi_attribute_asks_all_criteria_in_the_given_order_and_records_
     assert j.meta["order"] == ["fluency", "coherence"]
     text = lm.requests[0].messages[-1].content
     assert text.index("- Fluency: how well") < text.index("- Coherence: how well")
-    assert text.endswith("in this order:\nFluency: N\nCoherence: N\nwhere each N is your score from 1 to 5.")
+    assert text.endswith("replacing each <score> with your score from 1 to 5:\nFluency: <score>\nCoherence: <score>")
     assert text.index("Document:\nA long article") < text.index("Summary:\nThe cat sat")
 
 

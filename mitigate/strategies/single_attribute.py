@@ -264,10 +264,11 @@ def multi_criterion_prompt(
     )
     if several:
         intro = f"Evaluate the {out_word} below on each of these {len(crits)} criteria, in the order listed:"
+        # a placeholder in angle brackets: a 0.5B judge copied a bare "N" literally ("N N N N")
         answer = (
-            "Answer with one line per criterion, in this order:\n"
-            + "\n".join(f"{_label(c.name)}: N" for c in crits)
-            + f"\nwhere each N is your score from {_num(base.scale.min)} to {_num(base.scale.max)}."
+            "Answer with one line per criterion, in this order, replacing each <score> with your score "
+            f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
+            + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
