@@ -343,7 +343,7 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
     paths = [_histograms(result, out / "histograms.png")]
     if result.likelihood is not None:
         paths.append(_ls_vs_us(result, out / "ls_vs_us.png"))
-    if any(e.per_system for e in result.entries):
+    if any(m.ok for e in result.entries for m in e.per_system.values()):  # nothing to draw when every P_i is n/a
         paths.append(_per_system_plot(result, out / "per_system.png"))
     if _has_consistency(result):
         paths.append(_consistency_plot(result, out / "consistency.png"))
@@ -352,16 +352,17 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
 
 def _histograms(result: CompareResult, path: Path) -> Path:
     plt = _plt()
-    panels = [(e.name, e.histogram) for e in result.entries]
-    panels.append(("humans (mean, rounded)", result.human_histogram))
+    panels = [(e.name, f"n={e.summary.ok}, {e.summary.parse_failures} parse failures", e.histogram)
+              for e in result.entries]
+    panels.append(("humans (mean, rounded)", f"n={sum(result.human_histogram.values())}", result.human_histogram))
     rows, cols = _grid(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
-    for ax, (name, hist) in zip(axes.flat, panels, strict=False):
+    for ax, (name, subtitle, hist) in zip(axes.flat, panels, strict=False):
         xs = [float(k) for k in hist]
         ys = list(hist.values())
         width = 0.8 * (min(np.diff(sorted(xs))) if len(xs) > 1 else 1.0)
         ax.bar(xs, ys, width=width, color="#777777" if name.startswith("humans") else "#3b6ea8")
-        ax.set_title(_short(name), fontsize=10)
+        ax.set_title(f"{_short(name)}\n{subtitle}", fontsize=10)
         ax.set_xlabel("score")
         ax.set_ylabel("items")
         ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
