@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -185,6 +185,25 @@ class LM(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release network clients or model memory. Optional."""
+
+
+def openai_style_options(request: LMRequest) -> dict[str, Any]:
+    """The optional sampling fields of an OpenAI-style chat request (n, stop, seed, logprobs), set only when used.
+
+    Shared by the OpenAI body and the DSPy/LiteLLM call, which take the same names.
+    """
+    options: dict[str, Any] = {}
+    if request.n > 1:
+        options["n"] = request.n
+    if request.stop:
+        options["stop"] = list(request.stop)
+    if request.seed is not None:
+        options["seed"] = request.seed
+    if request.wants_logprobs():
+        options["logprobs"] = True
+        if request.top_logprobs > 0:
+            options["top_logprobs"] = request.top_logprobs
+    return options
 
 
 def validate_spec_part(name: str, value: str) -> str:

@@ -36,7 +36,16 @@ import dspy
 
 from mitigate.errors import CapabilityError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm import pricing
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, TokenLogprob, Usage, validate_spec_part
+from mitigate.lm.base import (
+    LM,
+    Choice,
+    LMRequest,
+    LMResponse,
+    TokenLogprob,
+    Usage,
+    openai_style_options,
+    validate_spec_part,
+)
 from mitigate.lm.limits import is_retryable_status, parse_retry_after, public_url
 
 
@@ -147,18 +156,7 @@ class DSPyLM(LM):
 
     def _kwargs(self, request: LMRequest) -> dict[str, Any]:
         """Per-call sampling arguments for ``dspy.LM``."""
-        kwargs: dict[str, Any] = {"temperature": request.temperature, "max_tokens": request.max_tokens}
-        if request.n > 1:
-            kwargs["n"] = request.n
-        if request.stop:
-            kwargs["stop"] = list(request.stop)
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.wants_logprobs():
-            kwargs["logprobs"] = True
-            if request.top_logprobs > 0:
-                kwargs["top_logprobs"] = request.top_logprobs
-        return kwargs
+        return {"temperature": request.temperature, "max_tokens": request.max_tokens, **openai_style_options(request)}
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run ``request`` through ``dspy.LM`` (see the module docstring)."""

@@ -72,7 +72,16 @@ from mitigate.errors import (
     TransientLMError,
 )
 from mitigate.lm import pricing
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, TokenLogprob, Usage, validate_spec_part
+from mitigate.lm.base import (
+    LM,
+    Choice,
+    LMRequest,
+    LMResponse,
+    TokenLogprob,
+    Usage,
+    openai_style_options,
+    validate_spec_part,
+)
 from mitigate.lm.limits import PLACEHOLDER_KEY, http_error, public_url, sdk_error
 
 
@@ -196,16 +205,7 @@ class OpenAILM(LM):
         else:
             body["max_tokens"] = request.max_tokens
             body["cache_prompt"] = True
-        if request.n > 1:
-            body["n"] = request.n
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.wants_logprobs():
-            body["logprobs"] = True
-            if request.top_logprobs > 0:
-                body["top_logprobs"] = request.top_logprobs
+        body.update(openai_style_options(request))
         return body
 
     async def complete(self, request: LMRequest) -> LMResponse:
