@@ -15,47 +15,16 @@ from typing import Any
 
 import dspy
 import pytest
+from search_task import GOOD, ID_RE, PROMPT, _human, _split
 
-from mitigate import Item, JudgePrompt, PromptJudge
+from mitigate import JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
 from mitigate.lm.dspy import DSPyLM
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import Demo
-from mitigate.selectors import FixedDemos, Split, search
+from mitigate.selectors import FixedDemos, search
 from mitigate.selectors.dspy_engine import JudgeProgram, dspy_search
 from mitigate.testing import StubOpenAIServer
-
-PROMPT = """Rate the coherence of the text.
-
-Score 1 means incoherent.
-Score 2 means mostly incoherent.
-Score 3 means partly coherent.
-Score 4 means mostly coherent.
-Score 5 means fully coherent.
-
-Text: {{output}}
-
-Score:"""
-
-GOOD = {"g1", "g2"}
-ID_RE = re.compile(r"ID:(\w+)")
-
-
-def _items(prefix: str, n: int, offset: int = 0) -> list[Item]:
-    return [Item(id=f"{prefix}{i}", output=f"Text number {i + offset} about topic {prefix}. ID:{prefix}{i}",
-                 human={"coherence": float(1 + (i + offset) % 5)}) for i in range(n)]
-
-
-def _split() -> Split:
-    train = [Item(id="g1", output="A good example. ID:g1", human={"coherence": 2.0}),
-             Item(id="g2", output="Another good one. ID:g2", human={"coherence": 5.0}),
-             *_items("t", 4)]
-    return Split(train=tuple(train), dev=tuple(_items("d", 10)), test=tuple(_items("e", 10, offset=2)))
-
-
-def _human(split: Split) -> dict[str, float]:
-    return {it.id: it.human["coherence"] for it in (*split.train, *split.dev, *split.test)}
-
 
 FIELD_RE = re.compile(r"\d+\. `(\w+)` \(([^)]*)\)")
 
