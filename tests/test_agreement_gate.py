@@ -42,10 +42,12 @@ OPTION_LINES = (
     "D: mostly coherent. Score: 4\n"
     "E: fully coherent. Score: 5"
 )
-RTS_ASK = 'First give a brief reason for your rating in one or two sentences. Then write a final line "Score: N", ' \
-          "where N is 1, 2, 3, 4 or 5."
-MCQ_ASK = 'Choose the option whose description fits best. Reply with a single line "Answer: X", where X is the ' \
+RTS_ASK = 'First give a brief reason for your rating in one or two sentences. Then write a final line "Score: " ' \
+          "followed by 1, 2, 3, 4 or 5."
+MCQ_ASK = 'Choose the option whose description fits best. Reply with a single line "Answer: " followed by the ' \
           "option's letter (A, B, C, D or E)."
+MCQ_CUE = 'a single line "Answer: " followed by'
+"""A phrase only the MCQ form's answer instruction contains."""
 
 ITEM = Item(id="i1", output="The cat sat.", inputs={"source": "A story about a cat."}, system="S1")
 
@@ -56,7 +58,7 @@ def prompt() -> JudgePrompt:
 
 def two_form_lm(rts: str = "Clear enough. Score: 4", mcq: str = "Answer: B") -> FakeLM:
     def answer(request: LMRequest) -> str:
-        return mcq if "Answer: X" in request.messages[-1].content else rts
+        return mcq if MCQ_CUE in request.messages[-1].content else rts
 
     return FakeLM(answer)
 
@@ -120,7 +122,7 @@ async def test_judge_sends_an_rts_and_an_mcq_prompt_and_keeps_both_scores() -> N
     judge = AgreementGate().wrap(base)
     assert isinstance(judge, AgreementJudge) and set(judge.children) == {"rts", "mcq"}
     j = await judge.judge(ITEM)
-    texts = sorted((r.messages[-1].content for r in lm.requests), key=lambda t: "Answer: X" in t)
+    texts = sorted((r.messages[-1].content for r in lm.requests), key=lambda t: MCQ_CUE in t)
     assert len(texts) == 2
     assert texts[0].endswith(RTS_ASK) and "Score 4 means mostly coherent." in texts[0]
     assert OPTION_LINES in texts[1] and texts[1].endswith(MCQ_ASK)

@@ -56,6 +56,9 @@ from mitigate.strategies.baselines import DEFAULT_COT, DEFAULT_HINT
 from mitigate.strategies.forms import mcq_instruction, rts_instruction
 from mitigate.testing import StubOpenAIServer
 
+MCQ_CUE = 'a single line "Answer: " followed by'
+"""A phrase only the MCQ form's answer instruction contains."""
+
 # --------------------------------------------------------------------------- P1: guideline judge with fan-outs
 
 P1_TEMPLATE = """Rate the summary of the article for coherence and for fluency.
@@ -120,7 +123,7 @@ def p1_answer(request: LMRequest) -> str:
     """RTS says q; MCQ picks q's letter on 'steady' and (4 - q)'s letter on 'erratic' (RTS and MCQ disagree)."""
     text = request.messages[-1].content
     q = int(re.search(r"q=(\d)\.", text).group(1))  # type: ignore[union-attr]
-    if "Answer: X" not in text:
+    if MCQ_CUE not in text:
         return f"It reads well enough.\nScore: {q}"
     target = q if "of steady" in text else 4 - q
     letter = next(line[0] for line in item_guideline(text) if line.endswith(f"Score: {target}"))
@@ -265,7 +268,7 @@ def p2_expected_text(criterion: str, definition: str, demos: list[tuple[int, int
         "Score it on a scale from 1 to 10, where 1 is the worst and 10 the best.\n\n"
         f"Examples:\n\n{shown}\n\n"
         "Document:\nThe article.\n\nSummary:\nThe summary.\n\n"
-        f'End your answer with the line "Score: N", where N is your {criterion} score.'
+        f'End your answer with a line "Score: " followed by your {criterion} score.'
     )
 
 

@@ -49,7 +49,7 @@ async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> 
     cot = Sampling(temperature=0.5, n=1, cot=True, max_tokens=400).wrap(base)
     assert (await cot.judge(ITEM)).score() == 4.0
     assert lm.requests[0].messages[-1].content == (
-        FILLED + f"\n\n{COT_LEAD} Then give your final answer on its own last line as 'Score: N'."
+        FILLED + f"\n\n{COT_LEAD} Then give your final answer on its own last line as 'Score: <score>'."
     )
     assert lm.requests[0].max_tokens == 400
     back = Sampling(cot=False).wrap(cot)
@@ -64,7 +64,7 @@ def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_crit
     assert isinstance(leaf, PromptJudge)
     assert leaf.prompt.messages[-1].template.endswith(
         f"\n\n{COT_LEAD} Then give your final scores on the last lines, one line per criterion in the form "
-        "'Coherence: N'."
+        "'Coherence: <score>'."
     )
 
 
@@ -169,7 +169,7 @@ def test_granularity_rewrites_a_free_form_prompt_to_one_to_ten() -> None:
     text = out.template_text()[-1]
     assert "Score 6 means the summary is partly organised" in text
     assert "Coherence (1-10) - how well" in text and "Choose the score from 1 to 10 whose" in text
-    assert 'a final line "Score: N" where N is a whole number from 1 to 10.' in text
+    assert 'a final line "Score: " followed by a whole number from 1 to 10.' in text
     assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.")
     assert "1-5" not in text and "4 or 5" not in text
     assert prompt.template_text()[-1] == prompt_text("summeval-coherence")  # input untouched

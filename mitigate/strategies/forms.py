@@ -166,7 +166,7 @@ def rts_instruction(scale: Scale) -> str:
     """The answer instruction of the RTS form for ``scale`` (our wording)."""
     return (
         f"{RTS_LEAD} in one or two sentences. Then write a final line "
-        f'"Score: N", where N is {_points_text(scale)}.'
+        f'"Score: " followed by {_points_text(scale)}.'
     )
 
 
@@ -205,7 +205,7 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
 def mcq_instruction(letters: list[str]) -> str:
     """The answer instruction of the MCQ form for option ``letters`` (our wording)."""
     return (
-        "Choose the option whose description fits best. Reply with a single line \"Answer: X\", where X is "
+        "Choose the option whose description fits best. Reply with a single line \"Answer: \" followed by "
         f"the option's letter ({_or_list(letters)})."
     )
 

@@ -21,7 +21,7 @@ How a child prompt is made to ask for one criterion
     *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
     criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
     gets one more paragraph at the end of its last user message: "For this request, rate only
-    <criterion> ...; end your answer with the line "Score: N" ...". The user's own text still
+    <criterion> ...; end your answer with a line "Score: " followed by ...". The user's own text still
     mentions the other criteria; the added paragraph overrides it, and the answer is read
     with the single-score parser. ``on_free_form="error"`` refuses such templates instead.
 
@@ -152,10 +152,10 @@ def cot_instruction(prompt: JudgePrompt) -> str:
     elif len(names) > 1:
         tail = (
             "Then give your final scores on the last lines, one line per criterion in the form "
-            f"'{_label(names[0])}: N'."
+            f"'{_label(names[0])}: <score>'."
         )
     else:
-        tail = "Then give your final answer on its own last line as 'Score: N'."
+        tail = "Then give your final answer on its own last line as 'Score: <score>'."
     return f"{COT_LEAD} {tail}"
 
 
@@ -170,7 +170,7 @@ def only_paragraph(criterion: Criterion, *, answer: bool = True) -> str:
     what = f"{criterion.name} ({definition.rstrip('.')})" if definition else criterion.name
     text = f"{ONLY_LEAD} {what}; ignore the other criteria mentioned above"
     if answer:
-        text += f' and end your answer with the line "Score: N", where N is your {criterion.name} score'
+        text += f' and end your answer with a line "Score: " followed by your {criterion.name} score'
     return text + "."
 
 
@@ -272,7 +272,7 @@ def multi_criterion_prompt(
         )
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
-        answer = f'End your answer with the line "Score: N", where N is your {crits[0].name} score.'
+        answer = f'End your answer with a line "Score: " followed by your {crits[0].name} score.'
     blocks = [f"{_title(s)}:\n{{{{{s}}}}}" for s in inputs] + [f"{out_title}:\n{{{{{base.output_slot}}}}}"]
     user = "\n\n".join([intro, listed, scale_sentence(base.scale, each=several), *blocks, answer])
 
