@@ -291,7 +291,7 @@ def search_cmd(
         "(default: random and stratified)")] = None,
     perturbed: Annotated[bool, typer.Option(help="also search demos shown under reordered guidelines "
                                             "(Ghazarian et al. 2024)")] = False,
-    agreement: Annotated[str, typer.Option(help="spearman, kendall or pearson")] = "spearman",
+    agreement: Annotated[str, typer.Option(help="spearman, kendall, pearson or accuracy (exact match)")] = "spearman",
     consistency_weight: Annotated[float, typer.Option(help="lambda: weight of consistency under "
                                                       "guideline perturbation")] = 0.0,
     bias_weight: Annotated[float, typer.Option(help="mu: weight of |BiasScore| (needs --likelihood)")] = 0.0,

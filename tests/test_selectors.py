@@ -8,7 +8,7 @@ import random
 from collections import Counter
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mitigate import Benchmark, Item, JudgePrompt, Judgment, PromptJudge
 from mitigate.errors import ConfigError, ModelPathError
@@ -297,6 +297,19 @@ def test_objective_nan_rules_are_explicit():
     assert math.isnan(no_probe.value) and "PerturbationProbe" in no_probe.reason
     with pytest.raises(ConfigError, match="'bias_weight' parameter of Objective"):
         Objective(bias_weight=-1)
+
+
+def test_accuracy_agreement_is_the_exact_match_share_and_defined_for_a_constant_judge():
+    items = _human_items([3, 3, 4, 3, 5])
+    constant = Objective(agreement="accuracy").evaluate(_judgments([3, 3, 3, 3, None]), items, "q", ci=True,
+                                                        n_boot=200)
+    assert constant.value == pytest.approx(0.75)  # 3 of the 4 scored items; the parse failure is not a miss
+    assert constant.agreement.name == "accuracy" and constant.n == 4 and constant.n_failed == 1
+    assert constant.ci_low <= constant.value <= constant.ci_high
+    assert math.isnan(Objective().evaluate(_judgments([3, 3, 3, 3, None]), items, "q").value)  # spearman is not
+    assert Objective(agreement="accuracy").describe() == "accuracy"
+    with pytest.raises(ValidationError, match="accuracy"):
+        Objective(agreement="f1")
 
 
 def test_objective_interval_and_paired_gain():

@@ -4,7 +4,11 @@
 
 - **agreement**: item-level correlation of the judge's scores with the human scores
   (``agreement="spearman"``, ``"kendall"`` or ``"pearson"``;
-  :func:`mitigate.harness.metrics.item_correlation`).
+  :func:`mitigate.harness.metrics.item_correlation`), or ``agreement="accuracy"``: the
+  share of scored items whose score equals the human label exactly
+  (:func:`mitigate.harness.metrics.accuracy`), for labels that are categories (a majority
+  vote) rather than means. A correlation is undefined when the judge gives one score to
+  every item; accuracy is not.
 - **consistency** (weight λ, ``consistency_weight``): the share of items whose output is
   identical under every perturbed guideline (Ghazarian et al. 2024;
   :func:`mitigate.harness.metrics.perturbation_consistency`), read from
@@ -138,21 +142,23 @@ class Objective(BaseModel):
     """agreement + λ·consistency − μ·|BiasScore| on a split (see the module docstring).
 
     Parameters:
-        agreement: the correlation with humans ("spearman", "kendall" or "pearson").
+        agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or
+            "accuracy" (exact match with the human label).
         consistency_weight: λ >= 0.
         bias_weight: μ >= 0 (needs LS per item).
         min_coverage: the least share of labelled items that must get a score, else NaN.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    agreement: Literal["spearman", "kendall", "pearson"] = "spearman"
+    agreement: Literal["spearman", "kendall", "pearson", "accuracy"] = "spearman"
     consistency_weight: float = 0.0
     bias_weight: float = 0.0
     min_coverage: float = 0.8
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        correlation_function(self.agreement)
+        if self.agreement != "accuracy":
+            correlation_function(self.agreement)
         for what in ("consistency_weight", "bias_weight"):
             v = getattr(self, what)
             if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
@@ -203,13 +209,20 @@ class Objective(BaseModel):
             ls_arr = np.array([math.nan if v is None else float(v) for v in ls], float)
         return _Arrays(scores, human, consistent, ls_arr)
 
+    def _agreement_point(self, s: np.ndarray, h: np.ndarray) -> float:
+        """The agreement term on score and human columns (NaN where undefined)."""
+        if self.agreement == "accuracy":
+            both = np.isfinite(s) & np.isfinite(h)
+            return float(np.mean(np.abs(s[both] - h[both]) < 1e-9)) if both.any() else math.nan
+        return float(correlation_function(self.agreement)(s, h))
+
     def _point(self, a: _Arrays, idx: np.ndarray) -> float:
         """The objective on the items at ``idx`` (a bootstrap resample), NaN under the same rules."""
         s, h = a.scores[idx], a.human[idx]
         labelled = np.isfinite(h)
         if labelled.sum() == 0 or (np.isfinite(s) & labelled).sum() / labelled.sum() < self.min_coverage:
             return math.nan
-        value = correlation_function(self.agreement)(s, h)
+        value = self._agreement_point(s, h)
         if self.consistency_weight:
             c = a.consistent[idx]
             c = c[np.isfinite(c) & np.isfinite(s)]
@@ -232,7 +245,11 @@ class Objective(BaseModel):
         labelled = np.isfinite(a.human)
         scored = np.isfinite(a.scores) & labelled
         coverage = float(scored.sum() / labelled.sum()) if labelled.any() else 0.0
-        agreement = metrics.item_correlation(a.scores, a.human, self.agreement)
+        if self.agreement == "accuracy":
+            agreement = metrics.accuracy([None if not math.isfinite(v) else v for v in a.scores],
+                                         [None if not math.isfinite(v) else v for v in a.human])
+        else:
+            agreement = metrics.item_correlation(a.scores, a.human, self.agreement)
         consistency: Measure | None = None
         bias: Measure | None = None
         reasons: list[str] = []
