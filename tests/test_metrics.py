@@ -243,6 +243,30 @@ def test_perturbation_consistency_by_hand():
     assert (m.n, m.n_failed) == (2, 1)
 
 
+def test_consistency_chance_and_kappa_tell_a_collapsed_judge_from_a_stable_one():
+    # complete rows a, b (c is missing under "lengthened"): columns (1, 2), (1.0, 3), (1, 2)
+    m = M.perturbation_consistency({
+        "original": {"a": 1, "b": 2, "c": 3},
+        "reordered": {"a": 1.0, "b": 3, "c": 3},
+        "lengthened": {"a": 1, "b": 2},
+    })
+    # answer 1: 1/2 * 1/2 * 1/2; answer 2: 1/2 * 0 * 1/2  -> chance 1/8
+    assert m.extra["chance"] == pytest.approx(0.125)
+    assert m.extra["kappa"] == pytest.approx((0.5 - 0.125) / (1 - 0.125))
+    # a judge answering 5 to nearly everything is "consistent" by chance: kappa near 0
+    collapsed = M.perturbation_consistency({
+        "p0": {str(i): 5 for i in range(10)},
+        "p1": {str(i): (3 if i == 0 else 5) for i in range(10)},
+    })
+    assert collapsed.value == pytest.approx(0.9)
+    assert collapsed.extra["chance"] == pytest.approx(0.9)
+    assert collapsed.extra["kappa"] == pytest.approx(0.0)
+    stable = M.perturbation_consistency({"p0": {"a": "A", "b": "B"}, "p1": {"a": "A", "b": "B"}})
+    assert stable.extra["kappa"] == pytest.approx(1.0)
+    constant = M.perturbation_consistency({"p0": {"a": 4, "b": 4}, "p1": {"a": 4, "b": 4}})
+    assert constant.value == 1.0 and math.isnan(constant.extra["kappa"])
+
+
 def test_perturbation_consistency_needs_two_prompts():
     with pytest.raises(ConfigError, match="at least 2"):
         M.perturbation_consistency({"only": {"a": 1}})

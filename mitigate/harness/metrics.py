@@ -518,12 +518,21 @@ def perturbation_consistency(
     ``outputs`` maps perturbation name -> item id -> score or label. An item counts when it
     has an output under every perturbation; otherwise it is counted in ``n_failed``.
     Numbers are compared to 1e-9. ``extra["percent"]`` gives the paper's percentage.
+
+    A judge that gives one answer to everything is perfectly consistent, so the raw share
+    cannot tell stability from collapse. ``extra["chance"]`` is the consistency expected if
+    each prompt's answers were drawn independently from that prompt's own answer
+    distribution (sum over answers of the product over prompts of their shares), and
+    ``extra["kappa"]`` = (consistency − chance) / (1 − chance), the chance-corrected
+    agreement across prompts (NaN when chance is 1, i.e. every prompt gave one same answer).
     """
     names, ids, table = _perturbation_frame(outputs)
     same = []
+    complete: list[list[Any]] = []
     for row in table:
         if any(_missing(v) for v in row):
             continue
+        complete.append(list(row))
         same.append(float(all(_label_equal(row[0], v) for v in row[1:])))
     failed = len(ids) - len(same)
     name = "perturbation_consistency"
@@ -532,8 +541,32 @@ def perturbation_consistency(
     arr = np.array(same)
     interval = _boot(_batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     value = float(arr.mean())
+    chance = _chance_consistency(complete)
+    kappa = (value - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
     return _finish(name, value, len(arr), failed, interval=interval,
-                   extra={"percent": 100 * value, "perturbations": names})
+                   extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa})
+
+
+def _label_key(v: Any) -> Any:
+    """A hashable key under which equal labels (numbers to 1e-9) coincide."""
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        return ("label", str(v))
+    return ("number", round(float(v), 9))
+
+
+def _chance_consistency(rows: list[list[Any]]) -> float:
+    """Sum over answers of the product over columns of each column's share of that answer."""
+    if not rows:
+        return math.nan
+    n_cols = len(rows[0])
+    shares: list[dict[Any, float]] = []
+    for c in range(n_cols):
+        counts: dict[Any, float] = {}
+        for row in rows:
+            key = _label_key(row[c])
+            counts[key] = counts.get(key, 0.0) + 1.0
+        shares.append({k: v / len(rows) for k, v in counts.items()})
+    return float(sum(math.prod(col.get(key, 0.0) for col in shares) for key in shares[0]))
 
 
 def accuracy_under_perturbation(
