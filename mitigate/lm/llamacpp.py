@@ -29,6 +29,13 @@ How it works, and the choices made:
   snapshot first. A new history replaces the snapshot it shares most of itself with (at
   least half), else the least recently used one. ``prefix_slots=0`` keeps only the live
   history.
+- **Reuse and determinism.** llama.cpp's arithmetic depends on how the tokens were split
+  into batches, so a prompt evaluated after a reused prefix gets logits that differ in the
+  last digits from the same prompt evaluated from scratch. At temperature 0 a near-tie
+  between two tokens can then flip: judging four WebNLG items with SmolLM2 in forward and
+  in reverse order changed one answer from 99 to 90. A fixed sequence of calls is
+  reproducible; for outputs that depend on the prompt alone, use ``prefix_reuse=False``
+  (every prompt evaluated from scratch, much slower).
 - **Logprobs without ``logits_all``.** In llama-cpp-python 0.3.x ``create_completion``
   refuses ``logprobs`` unless the model was built with ``logits_all=True``, which allocates
   an ``n_ctx x n_vocab`` float buffer (about 0.8 GB for SmolLM2 at n_ctx=4096, 2.5 GB for a
