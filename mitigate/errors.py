@@ -90,3 +90,7 @@ class TransientLMError(LMCallError):
 
 class ScriptExhaustedError(MitigateError, RuntimeError):
     """A :class:`~mitigate.lm.fake.FakeLM` was asked for more responses than it was scripted with."""
+
+
+class PromptConflictWarning(UserWarning):
+    """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey either)."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import warnings
 
 import pytest
 
 from mitigate import Criterion, Item, JudgePrompt, PromptJudge
 from mitigate.builtin_prompts import get_prompt, prompt_text
-from mitigate.errors import CapabilityError, ConfigError
+from mitigate.errors import CapabilityError, ConfigError, PromptConflictWarning
 from mitigate.judge import JudgeConfig
 from mitigate.lm.base import Choice, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
@@ -56,6 +57,20 @@ async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> 
     assert isinstance(back, PromptJudge) and back.prompt == base.prompt
     await back.judge(ITEM)
     assert lm.requests[1].messages[-1].content == FILLED and lm.requests[1].temperature == 0.0
+
+
+@pytest.mark.parametrize("ask", ["Reply with 'Score: ' and the number, and nothing else.", "Give the score only.",
+                                 "Answer with only the number."])
+def test_cot_on_a_prompt_that_asks_for_the_score_alone_warns_of_the_conflict(ask: str) -> None:
+    with pytest.warns(PromptConflictWarning, match="may obey either"):
+        Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([]), TEMPLATE.replace("Reply with 'Score: N'.", ask)))
+
+
+def test_cot_on_a_prompt_that_allows_text_before_the_score_does_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([])))
+        Sampling(cot=False).wrap(judge_with(FakeLM([]), TEMPLATE.replace("'Score: N'.", "the score and nothing else.")))
 
 
 def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_criterion() -> None:

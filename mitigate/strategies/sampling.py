@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import field_validator, model_validator
 
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, PromptConflictWarning
 from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt import Demo, Guideline, JudgePrompt, PromptMessage
 from mitigate.scale import Scale
@@ -66,7 +67,11 @@ class Sampling(Mitigation):
             message ("Before answering, explain your reasoning step by step. Then give your
             final answer ... 'Score: N'"); False removes that paragraph if a previous
             ``Sampling(cot=True)`` added it. It cannot remove reasoning requests written into
-            the user's own template.
+            the user's own template. A template that asks for the score "and nothing else"
+            (or "only the score") contradicts the added paragraph, and a model may obey the
+            template: Qwen2.5 0.5B wrote only "Score: N" on 48 of 48 SummEval items. Such a
+            template gets a :class:`~mitigate.errors.PromptConflictWarning`; end it with a
+            line that allows text before the score instead.
         reducer: "mean", "median" or "majority" over the ``n`` sample scores.
         max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
 
@@ -131,11 +136,34 @@ class Sampling(Mitigation):
                 "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected value "
                 "over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
+        if self.cot:
+            _warn_if_reasoning_forbidden(leaf.prompt)
         prompt = set_addendum(leaf.prompt, COT_LEAD, cot_instruction(leaf.prompt) if self.cot else None)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens
         return leaf.with_prompt(prompt).with_config(**changes)
+
+
+_SCORE_ONLY = re.compile(
+    r"(?i)\bnothing else\b|\bno other text\b|\bonly (?:the|a|one|your) (?:score|number|rating|digit)\b"
+    r"|\b(?:score|number|rating|digit) only\b"
+)
+
+
+def _warn_if_reasoning_forbidden(prompt: JudgePrompt) -> None:
+    """Warn when the prompt's own text asks for the score alone, which a chain-of-thought request contradicts."""
+    for message in prompt.messages:
+        found = _SCORE_ONLY.search(message.template)
+        if found:
+            warnings.warn(
+                f"Sampling(cot=True) asks for reasoning before the score, but the prompt's own text says "
+                f"{found.group(0)!r}; the model may obey either. Expected a prompt whose answer instruction "
+                "allows text before the score line",
+                PromptConflictWarning,
+                stacklevel=4,
+            )
+            return
 
 
 # --------------------------------------------------------------------------- expected score
