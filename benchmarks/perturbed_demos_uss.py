@@ -17,7 +17,9 @@ lower score):
   options (the children of :class:`~mitigate.strategies.perturbed_demos.PerturbationProbe`;
   its seed is ``--seed + 1``, so the test reorderings differ from the ones the demos show);
 - **consistency**: the share of items with the same score under the original and every
-  reordering (``metrics.perturbation_consistency``); **accuracy**: exact match with the gold
+  reordering (``metrics.perturbation_consistency``), with the consistency expected by chance
+  from each prompt's own answer distribution and the chance-corrected kappa (a judge that
+  answers one score to everything is "consistent" without being stable); **accuracy**: exact match with the gold
   label, per reordering, averaged (``metrics.accuracy_under_perturbation``); 95% bootstrap
   intervals over items. Paired permutation tests (per-item consistency indicator, per-item mean
   accuracy) compare each pair of conditions.
@@ -90,7 +92,7 @@ Score 5 means the user is very satisfied.
 Conversation:
 {{dialogue}}
 
-Reply with "Score: N" and nothing else."""
+Reply with "Score: " followed by a number from 1 to 5, and nothing else."""
 """The judge prompt (this project's wording), with a five-option guideline to reorder."""
 
 PAPER = {"model": "GPT-3.5", "dataset": "SGD", "perturbation": "option position",
@@ -176,6 +178,7 @@ async def main_async(args: argparse.Namespace) -> None:
                 "consistency": measure_json(cons), "accuracy_averaged": measure_json(acc),
                 "accuracy_original_guideline": measure_json(acc0),
                 "parse_failures": {k: v["parse_failures"] for k, v in summaries.items()},
+                "score_counts": {k: _counts_of(o.values()) for k, o in outputs.items()},
                 "runs": summaries,
             }
     finally:
@@ -193,7 +196,9 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"\nUSS SGD, n={len(test)} items, {len(probe.perturbations_for(base))} reorderings + original "
           f"(probe seed {args.seed + 1}); demos shown under {args.demo_n} reorderings")
     for cname, r in results.items():
-        print(f"{cname:<20} consistency {fmt(r['consistency'])}  accuracy {fmt(r['accuracy_averaged'])}")
+        extra = r["consistency"].get("extra", {})
+        print(f"{cname:<20} consistency {fmt(r['consistency'])} (chance {_num(extra.get('chance'))}, kappa "
+              f"{_num(extra.get('kappa'))})  accuracy {fmt(r['accuracy_averaged'])}  scores {r['score_counts']}")
     for key, t in tests.items():
         print(f"{key:<42} consistency {fmt_test(t['consistency'])}; accuracy {fmt_test(t['accuracy'])}")
     path = write_summary(args, "perturbed_demos_uss.py", {
@@ -204,6 +209,19 @@ async def main_async(args: argparse.Namespace) -> None:
         "gold_label_counts": _counts(gold), "conditions": results, "tests": tests,
     }, timer)
     print(f"wrote {path}", file=sys.stderr)
+
+
+def _num(x: float | None) -> str:
+    return "NaN" if x is None else f"{x:.3f}"
+
+
+def _counts_of(values: Any) -> dict[str, int]:
+    """How often each score was given ("failed" for a missing one), keys sorted."""
+    out: dict[str, int] = {}
+    for v in values:
+        key = "failed" if v is None else f"{v:g}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _counts(gold: dict[str, int]) -> dict[int, int]:

@@ -20,8 +20,11 @@ for one criterion (``--criterion``, default coherence):
 - ``--scale 1-10`` applies ``Granularity("1-10")`` to every cell (the scale Stureborg et al. found best).
 
 The judge prompt is the built-in ``summeval-<criterion>`` prompt with its closing line
-replaced by a direct request ("Score: N" only). The built-in line asks for a sentence of
-justification, which would turn every cell into a reasoning cell.
+replaced by a direct request (``DIRECT_ASK``: the score "and nothing else"). The built-in line
+asks for a sentence of justification, which would turn every cell into a reasoning cell. The
+CoT cells end instead with ``COT_ASK``, which lets text come before the score line: with the
+direct request plus the chain-of-thought paragraph, the 0.5B judge obeyed "nothing else" and
+wrote only "Score: N" on every item, so those cells were not reasoning at all.
 
 Runtime on 2 cores with Qwen2.5 0.5B (~110 prompt tokens/s and ~25 generated tokens/s with 2
 threads). Cells run one after another over items taken document by document. An article
@@ -60,17 +63,19 @@ from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.prompt import JudgePrompt
 from mitigate.strategies import ExpectedScore, Granularity, Mitigation, Pipeline, Sampling
 
-DIRECT_ASK = 'Reply with "Score: N" only, where N is 1, 2, 3, 4 or 5.'
+DIRECT_ASK = 'Reply with "Score: " followed by 1, 2, 3, 4 or 5, and nothing else.'
+COT_ASK = 'End your answer with a line "Score: " followed by 1, 2, 3, 4 or 5.'
+"""Closing line of the CoT cells' prompt: it allows text before the score, which "nothing else" forbids."""
 CRITERIA = ("coherence", "consistency", "fluency", "relevance")
 
 
-def direct_prompt(criterion: str) -> JudgePrompt:
-    """The built-in SummEval prompt for ``criterion`` with its closing line asking for the score only."""
+def direct_prompt(criterion: str, ask: str = DIRECT_ASK) -> JudgePrompt:
+    """The built-in SummEval prompt for ``criterion`` with its closing line replaced by ``ask``."""
     text = prompt_text(f"summeval-{criterion}").rstrip()
     head, _, last = text.rpartition("\n\n")
     if not re.search(r"(?i)score", last):
         raise RuntimeError(f"expected the built-in prompt to end with its answer instruction; got {last!r}")
-    return JudgePrompt.from_template(f"{head}\n\n{DIRECT_ASK}", criterion=criterion)
+    return JudgePrompt.from_template(f"{head}\n\n{ask}", criterion=criterion)
 
 
 def grid(args: argparse.Namespace) -> dict[str, list[Mitigation]]:
@@ -90,9 +95,12 @@ async def main_async(args: argparse.Namespace) -> None:
     timer = Timer()
     bench = load("summeval")
     lm = make_lm(args)
-    base = PromptJudge(direct_prompt(args.criterion), lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
+    config = JudgeConfig(temperature=0.0, max_tokens=args.max_tokens)
+    base = PromptJudge(direct_prompt(args.criterion), lm, config)
+    cot_base = PromptJudge(direct_prompt(args.criterion, COT_ASK), lm, config)
     scale_step: list[Mitigation] = [Granularity(scale="1-10")] if args.scale == "1-10" else []
-    entries = [Entry.from_pipeline(name, base, Pipeline([*scale_step, *steps])) for name, steps in grid(args).items()]
+    entries = [Entry.from_pipeline(name, cot_base if "CoT" in name else base, Pipeline([*scale_step, *steps]))
+               for name, steps in grid(args).items()]
     t0 = time.perf_counter()
     try:
         result = await compare(bench, args.criterion, entries, out_dir=args.run_dir, concurrency=args.concurrency,
