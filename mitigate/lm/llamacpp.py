@@ -66,6 +66,7 @@ import importlib.util
 import math
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -273,7 +274,7 @@ def _logprob_of(logits: np.ndarray, token: int) -> float:
     return float(x[token] - (m + math.log(float(np.exp(x - m).sum()))))
 
 
-def _common_prefix(history: np.ndarray, tokens: list[int]) -> int:
+def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> int:
     """Length of the longest common prefix of two token sequences."""
     n = min(len(history), len(tokens))
     if n == 0:
@@ -377,13 +378,13 @@ class LlamaCppLM(LM):
         """Restore the snapshot sharing the longest prefix with ``tokens`` when it beats the live history."""
         llama_cpp = _require_llama_cpp()
         llm = loaded.llm
-        best, best_len = None, keep
-        for snap in loaded.snapshots:
-            n = min(_common_prefix(snap.tokens, tokens), limit)
-            if n >= best_len + _MIN_RESTORE_GAIN and (best is None or n > best_len):
-                best, best_len = snap, n
-        if best is None:
+        if not loaded.snapshots:
             return keep
+        shares = [min(_common_prefix(snap.tokens, tokens), limit) for snap in loaded.snapshots]
+        best_len = max(shares)
+        if best_len < keep + _MIN_RESTORE_GAIN:
+            return keep
+        best = loaded.snapshots[shares.index(best_len)]
         memory = llama_cpp.llama_get_memory(llm.ctx)
         llama_cpp.llama_memory_clear(memory, True)
         if llama_cpp.llama_state_seq_set_data(llm.ctx, best.data, best.size, 0) == 0:
@@ -416,7 +417,7 @@ class LlamaCppLM(LM):
         tokens = llm.input_ids[:n].copy()
         snaps = loaded.snapshots
         # the snapshot this history continues (the same prompt variant) is replaced, else the oldest goes
-        shares = [_common_prefix(s.tokens, list(tokens)) for s in snaps]
+        shares = [_common_prefix(s.tokens, tokens) for s in snaps]
         match = max(range(len(snaps)), key=lambda i: shares[i], default=None)
         if match is not None and shares[match] * 2 >= min(len(snaps[match].tokens), n):
             del snaps[match]
