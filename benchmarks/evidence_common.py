@@ -137,6 +137,20 @@ def fmt(m: Measure | dict[str, Any], digits: int = 3) -> str:
     return f"{d['value']:.{digits}f}{ci} (n={d['n']}{', failed ' + str(d['n_failed']) if d.get('n_failed') else ''})"
 
 
+def fmt_num(x: float | None, digits: int = 3) -> str:
+    """A number to ``digits`` places, or "NaN" for None (a JSON-cleaned NaN)."""
+    return "NaN" if x is None else f"{x:.{digits}f}"
+
+
+def score_counts(values: Any) -> dict[str, int]:
+    """How often each score was given ("failed" for a missing one), keys sorted."""
+    out: dict[str, int] = {}
+    for v in values:
+        key = "failed" if v is None else f"{v:g}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def fmt_test(t: dict[str, Any]) -> str:
     """``diff +0.120, p=0.031 (n=100)``."""
     if t.get("observed") is None:

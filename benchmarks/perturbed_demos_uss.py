@@ -62,10 +62,12 @@ from evidence_common import (
     Timer,
     add_common_args,
     fmt,
+    fmt_num,
     fmt_test,
     make_lm,
     measure_json,
     perm_json,
+    score_counts,
     write_summary,
 )
 
@@ -99,19 +101,31 @@ PAPER = {"model": "GPT-3.5", "dataset": "SGD", "perturbation": "option position"
          "consistency_zero_shot": 0.46, "consistency_perturbed_demos": 0.70}
 
 
-def split(items: list[Item], n: int, seed: int) -> tuple[list[Item], list[Item]]:
-    """(demo pool, test items): a seeded shuffle, the first 200 for demos, ``n`` test items after them."""
+def shuffled(items: list[Item], seed: int) -> list[Item]:
+    """The items in a seeded order: the first 200 are the demo pool, the test items come after them."""
     order = list(items)
     random.Random(seed).shuffle(order)
+    return order
+
+
+def split(items: list[Item], n: int, seed: int) -> tuple[list[Item], list[Item]]:
+    """(demo pool, test items): a seeded shuffle, the first 200 for demos, ``n`` test items after them."""
+    order = shuffled(items, seed)
     return order[:200], order[200:200 + n]
+
+
+def short_whole(pool: list[Item], *, label_only: bool = False) -> list[Item]:
+    """Pool items whose gold mean is a whole number (equal to the majority label with ``label_only``),
+    among the shortest 30% of those, so that several demo copies fit the context."""
+    whole = [it for it in pool if float(it.human[CRITERION]).is_integer()
+             and (not label_only or int(it.human[CRITERION]) == int(it.meta["label"]))]
+    cutoff = float(np.percentile([len(it.output.split()) for it in whole], 30))
+    return [it for it in whole if len(it.output.split()) <= cutoff]
 
 
 def pick_demos(pool: list[Item], seed: int) -> tuple[Demo, ...]:
     """Two short demos with whole-number gold scores, one from each half of the gold range."""
-    whole = [it for it in pool if float(it.human[CRITERION]).is_integer()]
-    cutoff = float(np.percentile([len(it.output.split()) for it in whole], 30))
-    short = [it for it in whole if len(it.output.split()) <= cutoff]
-    picked = stratified_pick(short, [CRITERION], 2, None, seed)
+    picked = stratified_pick(short_whole(pool), [CRITERION], 2, None, seed)
     return tuple(Demo(item=it, score=float(it.human[CRITERION])) for it in picked)
 
 
@@ -150,7 +164,7 @@ async def main_async(args: argparse.Namespace) -> None:
         "2-shot unperturbed": Pipeline([PerturbedGuidelineDemos(demos=demos, m=2, perturbed=False)]),
     }
     probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
-    print(f"USS SGD: {len(test)} test items (gold label counts {dict(sorted(_counts(gold).items()))}); demos "
+    print(f"USS SGD: {len(test)} test items (gold label counts {score_counts(gold.values())}); demos "
           f"{[(d.item.id, d.score, len(d.item.output.split())) for d in demos]} (id, gold, words); backend "
           f"{args.backend}", file=sys.stderr)
     results: dict[str, Any] = {}
@@ -178,7 +192,7 @@ async def main_async(args: argparse.Namespace) -> None:
                 "consistency": measure_json(cons), "accuracy_averaged": measure_json(acc),
                 "accuracy_original_guideline": measure_json(acc0),
                 "parse_failures": {k: v["parse_failures"] for k, v in summaries.items()},
-                "score_counts": {k: _counts_of(o.values()) for k, o in outputs.items()},
+                "score_counts": {k: score_counts(o.values()) for k, o in outputs.items()},
                 "runs": summaries,
             }
     finally:
@@ -197,8 +211,8 @@ async def main_async(args: argparse.Namespace) -> None:
           f"(probe seed {args.seed + 1}); demos shown under {args.demo_n} reorderings")
     for cname, r in results.items():
         extra = r["consistency"].get("extra", {})
-        print(f"{cname:<20} consistency {fmt(r['consistency'])} (chance {_num(extra.get('chance'))}, kappa "
-              f"{_num(extra.get('kappa'))})  accuracy {fmt(r['accuracy_averaged'])}  scores {r['score_counts']}")
+        print(f"{cname:<20} consistency {fmt(r['consistency'])} (chance {fmt_num(extra.get('chance'))}, kappa "
+              f"{fmt_num(extra.get('kappa'))})  accuracy {fmt(r['accuracy_averaged'])}  scores {r['score_counts']}")
     for key, t in tests.items():
         print(f"{key:<42} consistency {fmt_test(t['consistency'])}; accuracy {fmt_test(t['accuracy'])}")
     path = write_summary(args, "perturbed_demos_uss.py", {
@@ -206,29 +220,9 @@ async def main_async(args: argparse.Namespace) -> None:
         "n_items": len(test), "paper": PAPER,
         "demos": [{"id": d.item.id, "gold": d.score, "words": len(d.item.output.split())} for d in demos],
         "perturbations": [p.name for p in probe.perturbations_for(base)],
-        "gold_label_counts": _counts(gold), "conditions": results, "tests": tests,
+        "gold_label_counts": score_counts(gold.values()), "conditions": results, "tests": tests,
     }, timer)
     print(f"wrote {path}", file=sys.stderr)
-
-
-def _num(x: float | None) -> str:
-    return "NaN" if x is None else f"{x:.3f}"
-
-
-def _counts_of(values: Any) -> dict[str, int]:
-    """How often each score was given ("failed" for a missing one), keys sorted."""
-    out: dict[str, int] = {}
-    for v in values:
-        key = "failed" if v is None else f"{v:g}"
-        out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items()))
-
-
-def _counts(gold: dict[str, int]) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for v in gold.values():
-        out[v] = out.get(v, 0) + 1
-    return out
 
 
 async def _run(judge: Judge, items: list[Item], args: argparse.Namespace, name: str) -> Any:

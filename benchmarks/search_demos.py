@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import sys
 import time
 from pathlib import Path
@@ -71,10 +70,12 @@ from evidence_common import (
     Timer,
     add_common_args,
     fmt,
+    fmt_num,
     fmt_test,
     make_lm,
     measure_json,
     perm_json,
+    score_counts,
     write_summary,
 )
 
@@ -126,22 +127,21 @@ def print_search(res: SearchResult) -> None:
 # --------------------------------------------------------------------------- USS SGD
 
 
-def uss_items(args: argparse.Namespace) -> tuple[list[Item], list[Item], list[Item], Benchmark]:
-    """(demo pool, dev, test) in ``perturbed_demos_uss.py``'s order, relabelled with the majority-vote label."""
+def uss_items(args: argparse.Namespace) -> tuple[list[Item], list[Item], list[Item], list[Item], Benchmark]:
+    """(search pool, dev, test, the raw 200-item demo pool) in ``perturbed_demos_uss.py``'s order.
+
+    Search pool, dev and test are relabelled with the majority-vote label; the raw pool is what
+    the heuristic arm's demos are picked from, exactly as in that script.
+    """
     bench = load("uss-sgd")
-    order = list(bench.items)
-    random.Random(args.seed).shuffle(order)
-    pool, test = order[:200], order[200:200 + args.n]
+    order = PD.shuffled(list(bench.items), args.seed)
+    raw_pool, test = order[:200], order[200:200 + args.n]
     dev = order[200 + args.n:200 + args.n + args.dev]
-    whole = [it for it in pool if float(it.human[PD.CRITERION]).is_integer()
-             and int(it.human[PD.CRITERION]) == int(it.meta["label"])]
-    cutoff = float(np.percentile([len(it.output.split()) for it in whole], 30))
-    short = [it for it in whole if len(it.output.split()) <= cutoff]
 
     def relabel(items: list[Item]) -> list[Item]:
         return [it.model_copy(update={"human": {PD.CRITERION: float(it.meta["label"])}}) for it in items]
 
-    return relabel(short), relabel(dev), relabel(test), bench
+    return relabel(PD.short_whole(raw_pool, label_only=True)), relabel(dev), relabel(test), raw_pool, bench
 
 
 async def judge_children(probe_judge: PerturbationProbeJudge, items: list[Item], args: argparse.Namespace,
@@ -167,7 +167,7 @@ def as_judgments(outputs: dict[str, dict[str, float | None]], ids: list[str]) ->
 
 
 async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
-    pool, dev, test, bench = uss_items(args)
+    pool, dev, test, raw_pool, bench = uss_items(args)
     lm = make_lm(args)
     prompt = JudgePrompt.from_template(PD.USS_PROMPT, criterion=PD.CRITERION, scale=(1, 5), output_slot="dialogue")
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
@@ -186,7 +186,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         timer.mark("search", t0)
         print_search(res)
         res.save_pipeline(args.run_dir / "searched_pipeline.json")
-        heuristic = PD.pick_demos(load_pool_for_heuristic(args), args.seed)
+        heuristic = PD.pick_demos(raw_pool, args.seed)
         arms: dict[str, Mitigation] = {
             "zero-shot": Pipeline(),
             "random 2": FixedDemos(demos=tuple(Random(seed=args.seed).fit(pool, PD.CRITERION).select(2))),
@@ -215,7 +215,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
                     M.accuracy([outputs[ORIGINAL].get(i) for i in ids], [gold[i] for i in ids], **ci)),
                 "accuracy_averaged": measure_json(M.accuracy_under_perturbation(outputs, gold, **ci)),
                 "objective": value.model_dump(mode="json"),
-                "score_counts": PD._counts_of([outputs[ORIGINAL].get(i) for i in ids]),
+                "score_counts": score_counts([outputs[ORIGINAL].get(i) for i in ids]),
                 "parse_failures": {k: sum(v is None for v in o.values()) for k, o in outputs.items()},
             }
         timer.mark("test arms", t0)
@@ -239,7 +239,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
     for name, r in results.items():
         kappa = r["consistency"].get("extra", {}).get("kappa")
         print(f"{name:<30} objective {fmt(_objective_measure(r['objective']))}  consistency {fmt(r['consistency'])}"
-              f" (kappa {PD._num(kappa)})  accuracy(original) {fmt(r['accuracy_original_guideline'])}  "
+              f" (kappa {fmt_num(kappa)})  accuracy(original) {fmt(r['accuracy_original_guideline'])}  "
               f"scores {r['score_counts']}")
     for key, t in tests.items():
         g = t["objective_gain"]
@@ -248,13 +248,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
     return {"task": "uss-sgd", "criterion": PD.CRITERION, "n_pool": len(pool), "n_dev": len(dev),
             "n_test": len(test), "objective": objective.describe(), "search": search_json(res),
             "heuristic_demos": [{"id": d.item.id, "gold": d.score} for d in heuristic],
-            "gold_label_counts": PD._counts_of(list(gold.values())), "arms": results, "tests": tests}
-
-
-def load_pool_for_heuristic(args: argparse.Namespace) -> list[Item]:
-    """The demo pool exactly as ``perturbed_demos_uss.py`` sees it (its own split function)."""
-    pool, _ = PD.split(list(load("uss-sgd").items), args.n, args.seed)
-    return pool
+            "gold_label_counts": score_counts(list(gold.values())), "arms": results, "tests": tests}
 
 
 # --------------------------------------------------------------------------- WebNLG
