@@ -294,6 +294,8 @@ def search_cmd(
     agreement: Annotated[str, typer.Option(help="spearman, kendall, pearson or accuracy (exact match)")] = "spearman",
     consistency_weight: Annotated[float, typer.Option(help="lambda: weight of consistency under "
                                                       "guideline perturbation")] = 0.0,
+    consistency: Annotated[str, typer.Option(help="kappa (chance-corrected; a judge giving one answer to "
+                                             "everything cannot win) or raw (the paper's share)")] = "kappa",
     bias_weight: Annotated[float, typer.Option(help="mu: weight of |BiasScore| (needs --likelihood)")] = 0.0,
     likelihood: Annotated[str, typer.Option(help="backend computing LS for BiasScore")] = "local",
     splits: Annotated[str, typer.Option(help="train,dev,test fractions")] = "0.5,0.25,0.25",
@@ -351,7 +353,7 @@ def _search(**opts: Any) -> None:
         raise ConfigError(f"expected --selector names among {sorted(known)}; got {unknown}")
     selectors = [known[n](seed=opts["seed"]) if n != "knn" else KNN() for n in names]
     objective = Objective(agreement=opts["agreement"], consistency_weight=opts["consistency_weight"],
-                          bias_weight=opts["bias_weight"])
+                          consistency=opts["consistency"], bias_weight=opts["bias_weight"])
     templates: list[Any] = [None]
     if opts["perturbed"]:
         templates.append(PerturbedGuidelineDemos(kind="order", seed=opts["seed"]))

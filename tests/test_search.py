@@ -287,3 +287,13 @@ def test_cli_judge_pipeline_rejects_a_missing_file(tmp_path):
                                       str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
                                       "http://127.0.0.1:9/v1", "--pipeline", str(tmp_path / "nope.json")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_cli_search_rejects_an_unknown_consistency_mode(tmp_path):
+    bench = _write_bench(tmp_path)
+    result = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
+                                      str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
+                                      "http://127.0.0.1:9/v1", "--consistency-weight", "1", "--consistency", "share",
+                                      "--no-progress"])
+    assert result.exit_code == 2
+    assert "consistency" in result.output and "kappa" in result.output and "share" in result.output

@@ -275,13 +275,47 @@ def test_objective_is_agreement_plus_consistency_minus_bias():
     js = [j.model_copy(update={"meta": {"perturbations": {"original": s, "p1": s if i else 9}}})
           for i, (j, s) in enumerate(zip(_judgments([1, 2, 3, 4, 5]), [1, 2, 3, 4, 5], strict=True))]
     ls = {f"x{i}": v for i, v in enumerate([-5.0, -1.0, -3.0, -2.0, -4.0])}
-    obj = Objective(consistency_weight=0.5, bias_weight=2.0)
+    obj = Objective(consistency_weight=0.5, consistency="raw", bias_weight=2.0)
     value = obj.evaluate(js, items, "q", ls=ls)
     assert value.agreement.value == pytest.approx(1.0)
     assert value.consistency.value == pytest.approx(0.8)
     assert math.isnan(value.bias.value)  # judge == human: US is constant 0, so BiasScore is undefined
     assert math.isnan(value.value) and "BiasScore" in value.reason
-    assert Objective(consistency_weight=0.5).evaluate(js, items, "q").value == pytest.approx(1.0 + 0.5 * 0.8)
+    raw = Objective(consistency_weight=0.5, consistency="raw")
+    assert raw.evaluate(js, items, "q").value == pytest.approx(1.0 + 0.5 * 0.8)
+    # kappa: chance = 4 shared answers x 0.2 x 0.2 = 0.16, so (0.8 - 0.16) / 0.84
+    kappa = Objective(consistency_weight=0.5).evaluate(js, items, "q")
+    assert kappa.consistency.value == pytest.approx(0.64 / 0.84)
+    assert kappa.consistency.extra["raw"] == pytest.approx(0.8)
+    assert kappa.value == pytest.approx(1.0 + 0.5 * 0.64 / 0.84)
+
+
+def _probed(scores: list[float], variant: list[float]) -> list[Judgment]:
+    return [Judgment(item_id=f"x{i}", scores={"q": s}, meta={"perturbations": {"original": s, "p1": v}})
+            for i, (s, v) in enumerate(zip(scores, variant, strict=True))]
+
+
+def test_kappa_consistency_does_not_reward_a_collapsed_judge():
+    items = _human_items([3, 4, 4, 3, 4, 3, 4, 3])
+    collapsed = _probed([5] * 8, [5] * 8)  # one answer to everything, under every prompt
+    mostly = _probed([5, 5, 5, 5, 5, 5, 5, 4], [5, 5, 5, 5, 5, 5, 4, 5])
+    stable = _probed([3, 4, 4, 3, 4, 3, 5, 3], [3, 4, 4, 3, 4, 3, 5, 4])
+    raw = Objective(agreement="accuracy", consistency_weight=1.0, consistency="raw")
+    kappa = Objective(agreement="accuracy", consistency_weight=1.0)
+    assert raw.evaluate(collapsed, items, "q").value == pytest.approx(0.0 + 1.0)  # raw: perfect consistency
+    assert raw.evaluate(collapsed, items, "q").value > raw.evaluate(mostly, items, "q").value
+    c = kappa.evaluate(collapsed, items, "q")
+    assert math.isnan(c.value) and "collapsed" in c.reason  # undefined, so it can never win a search
+    m = kappa.evaluate(mostly, items, "q")
+    assert m.consistency.extra["raw"] == pytest.approx(0.75)
+    assert m.consistency.value < 0  # 6 of 8 identical is worse than chance for these answer shares
+    s = kappa.evaluate(stable, items, "q", ci=True, n_boot=300)
+    assert s.value > m.value
+    assert s.ci_low <= s.value <= s.ci_high
+    # the bootstrap of a gain resamples the kappa term too (not the raw indicators)
+    gain = kappa.gain(stable, mostly, items, "q", n_boot=300)
+    assert gain.value == pytest.approx(s.value - m.value)
+    assert kappa.describe() == "accuracy + 1·κ(consistency)" and raw.describe() == "accuracy + 1·consistency"
 
 
 def test_objective_nan_rules_are_explicit():

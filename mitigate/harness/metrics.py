@@ -541,7 +541,7 @@ def perturbation_consistency(
     arr = np.array(same)
     interval = _boot(_batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     value = float(arr.mean())
-    chance = _chance_consistency(complete)
+    chance = chance_consistency(complete)
     kappa = (value - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
     return _finish(name, value, len(arr), failed, interval=interval,
                    extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa})
@@ -554,8 +554,13 @@ def _label_key(v: Any) -> Any:
     return ("number", round(float(v), 9))
 
 
-def _chance_consistency(rows: list[list[Any]]) -> float:
-    """Sum over answers of the product over columns of each column's share of that answer."""
+def chance_consistency(rows: Sequence[Sequence[Any]]) -> float:
+    """The consistency expected by chance: per answer, the product over prompts of that prompt's share of it, summed.
+
+    ``rows`` holds one row per item with its output under every prompt (same column order
+    in every row, no missing values). NaN for no rows. 1.0 means every prompt gave one
+    same answer to every item, so agreement across prompts says nothing.
+    """
     if not rows:
         return math.nan
     n_cols = len(rows[0])

@@ -9,12 +9,20 @@
   (:func:`mitigate.harness.metrics.accuracy`), for labels that are categories (a majority
   vote) rather than means. A correlation is undefined when the judge gives one score to
   every item; accuracy is not.
-- **consistency** (weight λ, ``consistency_weight``): the share of items whose output is
-  identical under every perturbed guideline (Ghazarian et al. 2024;
+- **consistency** (weight λ, ``consistency_weight``): agreement of the judge with itself
+  under perturbed guidelines (Ghazarian et al. 2024;
   :func:`mitigate.harness.metrics.perturbation_consistency`), read from
   ``Judgment.meta["perturbations"]`` — a judge wrapped in a
   :class:`~mitigate.strategies.perturbed_demos.PerturbationProbe` records it (the search
-  adds the probe when λ > 0).
+  adds the probe when λ > 0). ``consistency="kappa"`` (the default) counts it chance
+  corrected: (share identical − chance) / (1 − chance), where chance is the share expected
+  from each prompt's own answer distribution. ``consistency="raw"`` counts the paper's
+  share of items whose output is identical under every prompt. The raw share rewards
+  collapse: a judge that answers 5 to everything is perfectly consistent, and a search
+  with accuracy + 1·raw consistency on USS SGD picked exactly such a demo set (38 of 40
+  test answers were 5; ``benchmarks/RESULTS.md``). Kappa is 0 for a judge whose answers
+  agree no more than chance and undefined (NaN, so the candidate cannot win) for one that
+  gives a single answer to every item under every prompt.
 - **BiasScore** (weight μ, ``bias_weight``): Spearman(LS, US) (Ohi et al. 2024;
   :func:`mitigate.harness.metrics.bias_score`); needs LS per item.
 
@@ -128,14 +136,35 @@ class Gain(BaseModel):
     reason: str | None = None
 
 
+def _variant_rows(judgments: Sequence[Judgment]) -> list[tuple[Any, ...] | None]:
+    """Per judgment, its outputs under every perturbation (in one column order), None when any is missing."""
+    names: dict[str, None] = {}
+    for j in judgments:
+        per = j.meta.get("perturbations")
+        if isinstance(per, Mapping):
+            names.update(dict.fromkeys(str(k) for k in per))
+    rows: list[tuple[Any, ...] | None] = []
+    for j in judgments:
+        per = j.meta.get("perturbations")
+        if len(names) < 2 or not isinstance(per, Mapping):
+            rows.append(None)
+            continue
+        by_name = {str(k): v for k, v in per.items()}
+        row = tuple(by_name.get(n) for n in names)
+        rows.append(None if any(metrics._missing(v) for v in row) else row)
+    return rows
+
+
 class _Arrays:
     """Per-item columns the objective is computed from (aligned with the items)."""
 
-    def __init__(self, scores: np.ndarray, human: np.ndarray, consistent: np.ndarray, ls: np.ndarray) -> None:
+    def __init__(self, scores: np.ndarray, human: np.ndarray, consistent: np.ndarray, ls: np.ndarray,
+                 variants: list[tuple[Any, ...] | None]) -> None:
         self.scores = scores
         self.human = human
         self.consistent = consistent
         self.ls = ls
+        self.variants = variants
 
 
 class Objective(BaseModel):
@@ -145,6 +174,8 @@ class Objective(BaseModel):
         agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or
             "accuracy" (exact match with the human label).
         consistency_weight: λ >= 0.
+        consistency: "kappa" (chance-corrected, the default) or "raw" (the paper's share of
+            items identical under every perturbation, which rewards a collapsed judge).
         bias_weight: μ >= 0 (needs LS per item).
         min_coverage: the least share of labelled items that must get a score, else NaN.
     """
@@ -152,6 +183,7 @@ class Objective(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     agreement: Literal["spearman", "kendall", "pearson", "accuracy"] = "spearman"
     consistency_weight: float = 0.0
+    consistency: Literal["kappa", "raw"] = "kappa"
     bias_weight: float = 0.0
     min_coverage: float = 0.8
 
@@ -173,7 +205,8 @@ class Objective(BaseModel):
         """The formula with its weights, e.g. ``spearman + 0.5·consistency − 1·|BiasScore|``."""
         out = self.agreement
         if self.consistency_weight:
-            out += f" + {self.consistency_weight:g}·consistency"
+            term = "consistency" if self.consistency == "raw" else "κ(consistency)"
+            out += f" + {self.consistency_weight:g}·{term}"
         if self.bias_weight:
             out += f" − {self.bias_weight:g}·|BiasScore|"
         return out
@@ -207,7 +240,7 @@ class Objective(BaseModel):
             if len(ls) != len(items):
                 raise DataError(f"expected one LS per item ({len(items)}); got {len(ls)}")
             ls_arr = np.array([math.nan if v is None else float(v) for v in ls], float)
-        return _Arrays(scores, human, consistent, ls_arr)
+        return _Arrays(scores, human, consistent, ls_arr, _variant_rows(judgments))
 
     def _agreement_point(self, s: np.ndarray, h: np.ndarray) -> float:
         """The agreement term on score and human columns (NaN where undefined)."""
@@ -215,6 +248,19 @@ class Objective(BaseModel):
             both = np.isfinite(s) & np.isfinite(h)
             return float(np.mean(np.abs(s[both] - h[both]) < 1e-9)) if both.any() else math.nan
         return float(correlation_function(self.agreement)(s, h))
+
+    def _consistency_point(self, a: _Arrays, idx: np.ndarray) -> float:
+        """The consistency term (raw share or kappa) on the scored items at ``idx``; NaN where undefined."""
+        if self.consistency == "raw":
+            c = a.consistent[idx]
+            c = c[np.isfinite(c) & np.isfinite(a.scores[idx])]
+            return float(c.mean()) if len(c) else math.nan
+        rows = [row for i in idx if (row := a.variants[i]) is not None and math.isfinite(a.scores[i])]
+        if not rows:
+            return math.nan
+        same = float(np.mean([all(metrics._label_equal(r[0], v) for v in r[1:]) for r in rows]))
+        chance = metrics.chance_consistency(rows)
+        return (same - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
 
     def _point(self, a: _Arrays, idx: np.ndarray) -> float:
         """The objective on the items at ``idx`` (a bootstrap resample), NaN under the same rules."""
@@ -224,9 +270,7 @@ class Objective(BaseModel):
             return math.nan
         value = self._agreement_point(s, h)
         if self.consistency_weight:
-            c = a.consistent[idx]
-            c = c[np.isfinite(c) & np.isfinite(s)]
-            value += self.consistency_weight * (float(c.mean()) if len(c) else math.nan)
+            value += self.consistency_weight * self._consistency_point(a, idx)
         if self.bias_weight:
             us = metrics.unfairness_scores(s, h)
             value -= self.bias_weight * abs(correlation_function("spearman")(a.ls[idx], us))
@@ -269,6 +313,14 @@ class Objective(BaseModel):
                                              "meta['perturbations'] (wrap the judge in a PerturbationProbe)")
             else:
                 consistency = metrics.perturbation_consistency(outputs)
+                if self.consistency == "kappa" and consistency.ok:
+                    kappa = float(consistency.extra["kappa"])
+                    why = None if math.isfinite(kappa) else (
+                        "kappa is undefined: every perturbation gave one same answer to every item (a collapsed "
+                        "judge; chance agreement is 1)")
+                    consistency = consistency.model_copy(update={
+                        "name": "perturbation_consistency_kappa", "value": kappa, "reason": why,
+                        "extra": {**consistency.extra, "raw": consistency.value}})
             value += self.consistency_weight * consistency.value
             if not consistency.ok:
                 reasons.append(f"consistency: {consistency.reason}")
@@ -323,7 +375,10 @@ class Objective(BaseModel):
         """The per-item part of the objective, for optimizers that average a per-example metric (DSPy).
 
         ``1 − |predicted − human| / (scale.max − scale.min)`` (closeness, in [0, 1]), plus
-        ``λ`` when the item's output was identical under every perturbation. A missing
+        ``λ`` when the item's output was identical under every perturbation. Chance
+        correction needs the whole split, so this per-item part uses the raw indicator
+        whatever ``consistency`` says; the candidates DSPy returns are ranked with the full
+        objective (kappa included) afterwards. A missing
         prediction (parse failure) counts as a miss (0) for the optimizer; it is never
         turned into a score.
         """
