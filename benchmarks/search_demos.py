@@ -32,7 +32,7 @@ how it compares with the demo heuristics of the papers and with random demos.
 For every arm: its test measures with 95% bootstrap intervals, the objective with its
 interval, and for the searched set minus each other arm a paired bootstrap interval of the
 objective gain and paired permutation p-values of its terms. The search's budget counts LM
-calls (cache hits are free); the winning pipeline is saved to ``--run-dir`` (it holds
+requests (cache hits count too, so a rerun retraces the same search); the winning pipeline is saved to ``--run-dir`` (it holds
 benchmark text, so it is not written into the repository).
 
 Runtime on 2 cores (Qwen2.5 0.5B: ~110 prompt tokens/s, ~25 generated tokens/s). USS: a

@@ -38,6 +38,7 @@ from mitigate.selectors import (
     split_items,
 )
 from mitigate.selectors.objective import judgment_score
+from mitigate.selectors.search import BudgetExhaustedError, CallBudget
 from mitigate.strategies.perturbed_demos import PerturbationProbe, PerturbedGuidelineDemos
 from mitigate.testing import StubOpenAIServer
 
@@ -97,17 +98,32 @@ def test_budget_smaller_than_the_baseline_is_a_config_error():
         search(_judge(scripted(split)), split, budget=5, progress=False)
 
 
-def test_a_repeated_search_is_served_from_the_cache(tmp_path):
+def test_a_repeated_search_retraces_the_same_trials_from_the_cache(tmp_path):
     split = _split()
     first = scripted(split)
     before = search(_judge(first), split, budget=60, n_boot=0, progress=False, cache=tmp_path / "c.sqlite")
     assert first.calls == 60 + 20
+    assert before.calls_search == 60 and before.calls_backend == 60
     again = scripted(split)
-    # cache hits are free, so the same budget reaches further: the first 6 trials cost nothing now
+    # the budget counts requests whether the cache answers them or not, so a warm cache gives the same search
     result = search(_judge(again), split, budget=60, n_boot=0, progress=False, cache=tmp_path / "c.sqlite")
-    assert [t.demo_ids for t in result.trials[:6]] == [t.demo_ids for t in before.trials]
-    assert all(t.calls == 0 for t in result.trials[:6])
-    assert result.calls_search == 60 and len(result.trials) == 12
+    assert again.calls == 0
+    assert [t.demo_ids for t in result.trials] == [t.demo_ids for t in before.trials]
+    assert [t.calls for t in result.trials] == [t.calls for t in before.trials]
+    assert result.best.demo_ids == before.best.demo_ids and result.test.value == before.test.value
+    assert result.calls_search == 60 and result.calls_backend == 0
+
+
+def test_a_request_repeated_within_a_search_counts_once():
+    budget = CallBudget(2)
+    budget.take("a")
+    budget.take("a")
+    budget.take("b")
+    assert budget.used == 2
+    budget.take("b")  # seen before: free even at the limit
+    with pytest.raises(BudgetExhaustedError, match="budget of 2 LM calls is spent"):
+        budget.take("c")
+    assert budget.refused == 1 and budget.exhausted
 
 
 def test_greedy_search_adds_the_demo_that_helps_most_at_each_step():

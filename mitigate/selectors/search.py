@@ -23,8 +23,13 @@ Engines
     :mod:`mitigate.selectors.dspy_engine` (through :func:`search` only).
 
 Budget and cache
-    The budget counts LM calls that reach the backend during the search (cache hits are
-    free): every leaf LM of the judge is wrapped as ``CachedLM(BudgetedLM(lm))``. Before a
+    The budget counts the **distinct** LM requests the search makes, whether the cache or
+    the backend answers them: every leaf LM of the judge is wrapped as
+    ``BudgetedLM(CachedLM(lm))``, and a request already made in this search is free. So a
+    rerun with a warm cache retraces the same trials to the same winner (only faster)
+    instead of spending the budget on further candidates, and a search's result does not
+    depend on what the cache held. ``SearchResult.calls_backend`` says how many of the
+    counted requests reached the backend (the rest were cache hits). Before a
     candidate is evaluated its worst-case cost (dev items x prompt judges per item) is
     checked against what is left; the search stops instead of starting a candidate it
     could not finish, and the wrapper refuses any call beyond the budget as a backstop.
@@ -166,21 +171,27 @@ class BudgetExhaustedError(MitigateError):
 
 
 class CallBudget:
-    """A thread-safe counter of LM calls with an optional limit (None: unlimited).
+    """A thread-safe counter of distinct LM requests with an optional limit (None: unlimited).
 
-    ``used`` counts calls let through, ``refused`` calls refused at the limit.
+    ``used`` counts distinct requests let through (a request key seen before is free),
+    ``refused`` requests refused at the limit, ``backend`` the counted requests that the
+    cache could not answer.
     """
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.used = 0
         self.refused = 0
+        self.backend = 0
         self.exhausted = False
+        self._seen: set[str] = set()
         self._lock = threading.Lock()
 
-    def take(self) -> None:
-        """Count one call; BudgetExhaustedError (and ``exhausted``) when the limit is reached."""
+    def take(self, key: str | None = None) -> None:
+        """Count one request (free when ``key`` was taken before); BudgetExhaustedError at the limit."""
         with self._lock:
+            if key is not None and key in self._seen:
+                return
             if self.limit is not None and self.used >= self.limit:
                 self.exhausted = True
                 self.refused += 1
@@ -189,6 +200,13 @@ class CallBudget:
                     limit=self.limit,
                 )
             self.used += 1
+            if key is not None:
+                self._seen.add(key)
+
+    def reached_backend(self) -> None:
+        """Record that a counted request was answered by the backend rather than the cache."""
+        with self._lock:
+            self.backend += 1
 
     @property
     def remaining(self) -> int | None:
@@ -197,10 +215,12 @@ class CallBudget:
 
 
 class BudgetedLM(WrapperLM):
-    """Counts every completion against a :class:`CallBudget` and refuses calls beyond it.
+    """Counts every distinct completion request against a :class:`CallBudget` and refuses requests beyond it.
 
-    Sits inside the cache (``CachedLM(BudgetedLM(lm))``), so only calls that reach the
-    backend count. Log-likelihood calls are not counted.
+    Sits outside the cache (``BudgetedLM(CachedLM(lm))``), so a request counts whether the
+    cache or the backend answers it, and counts once however often it is repeated: the
+    search spends its budget the same way on a cold and a warm cache. Log-likelihood
+    calls are not counted.
     """
 
     def __init__(self, inner: LM, budget: CallBudget) -> None:
@@ -208,16 +228,19 @@ class BudgetedLM(WrapperLM):
         self.budget = budget
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Take one call from the budget, then delegate."""
-        self.budget.take()
-        return await self.inner.complete(request)
+        """Take the request from the budget (free if made before), then delegate."""
+        self.budget.take(LMCache.make_key(self.identity(), self.model, request.key()))
+        response = await self.inner.complete(request)
+        if not response.cached:
+            self.budget.reached_backend()
+        return response
 
 
 def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True) -> tuple[Judge, list[LMCache]]:
-    """``judge`` with every leaf LM wrapped as ``CachedLM(BudgetedLM(lm))`` (or ``BudgetedLM(lm)`` without cache).
+    """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without cache).
 
     A leaf LM that is already a :class:`CachedLM` keeps its cache, with the budget placed
-    inside it. Returns the new judge and the caches this function opened (to close).
+    outside it. Returns the new judge and the caches this function opened (to close).
     """
     opened: list[LMCache] = []
     shared: LMCache | None = None
@@ -236,9 +259,9 @@ def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCa
     def wrap(lm: LM) -> LM:
         if id(lm) not in wrapped:
             if isinstance(lm, CachedLM):
-                wrapped[id(lm)] = CachedLM(BudgetedLM(lm.inner, budget), lm.cache)
+                wrapped[id(lm)] = BudgetedLM(lm, budget)
             elif shared is not None:
-                wrapped[id(lm)] = CachedLM(BudgetedLM(lm, budget), shared)
+                wrapped[id(lm)] = BudgetedLM(CachedLM(lm, shared), budget)
             else:
                 wrapped[id(lm)] = BudgetedLM(lm, budget)
         return wrapped[id(lm)]
@@ -272,8 +295,10 @@ class SearchResult(BaseModel):
 
     ``dev``/``test`` are the winner's objective with bootstrap intervals; ``baseline_dev``
     and ``baseline_test`` the judge without demos; ``test_gain`` the paired difference
-    winner − baseline on test. ``calls_search`` is what the search spent of ``budget``;
-    ``calls_test`` the test evaluation's calls. ``stopped`` says why the search ended.
+    winner − baseline on test. ``calls_search`` is what the search spent of ``budget``
+    (distinct requests, answered by the cache or the backend); ``calls_backend`` how many
+    of those reached the backend; ``calls_test`` the test evaluation's requests.
+    ``stopped`` says why the search ended.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -293,6 +318,7 @@ class SearchResult(BaseModel):
     calls_search: int
     calls_test: int
     stopped: str
+    calls_backend: int | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -317,9 +343,10 @@ class SearchResult(BaseModel):
         gain = "nan" if not math.isfinite(g.value) else f"{g.value:+.3f}"
         if g.ci_low is not None and g.ci_high is not None:
             gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
+        backend = "" if self.calls_backend is None else f" ({self.calls_backend} reached the backend)"
         return "\n".join([
             f"search engine {self.engine}: objective {self.objective.describe()} on {self.criterion!r}; "
-            f"{len(self.trials)} trials, {self.calls_search}/{self.budget} LM calls, stopped: {self.stopped}",
+            f"{len(self.trials)} trials, {self.calls_search}/{self.budget} LM calls{backend}, stopped: {self.stopped}",
             f"winner: {self.best.label} demos={list(self.best.demo_ids)}",
             f"dev   winner {self.dev.line()}",
             f"dev   baseline {self.baseline_dev.line()}",
@@ -342,8 +369,8 @@ class SearchResult(BaseModel):
                 "baseline_dev": self.baseline_dev.model_dump(mode="json"),
                 "baseline_test": self.baseline_test.model_dump(mode="json"),
                 "test_gain": self.test_gain.model_dump(mode="json"), "budget": self.budget,
-                "calls_search": self.calls_search, "calls_test": self.calls_test, "stopped": self.stopped,
-                "seed": self.seed, "split": {k: list(v) for k, v in self.split.items()},
+                "calls_search": self.calls_search, "calls_backend": self.calls_backend,
+                "calls_test": self.calls_test, "stopped": self.stopped, "seed": self.seed, "split": {k: list(v) for k, v in self.split.items()},
             },
         }
         out.write_text(json.dumps(payload, indent=1, default=_json_default), encoding="utf-8")
@@ -502,7 +529,7 @@ class Session:
         """Evaluate the baseline and the winner on test (outside the budget) and build the result."""
         if not self.trials:
             raise ConfigError("the search evaluated no candidate, not even the baseline; raise the budget")
-        spent = self.budget.used
+        spent, backend = self.budget.used, self.budget.backend
         self.budget.limit = None
         best = self.best_index()
         base = 0  # the baseline is always the first trial
@@ -527,7 +554,7 @@ class Session:
             baseline_test=obj.evaluate(base_test, test_items, crit, ls=self.ls, ci=ci, **boot),
             test_gain=obj.gain(best_test, base_test, test_items, crit, ls=self.ls, n_boot=self.n_boot,
                                seed=self.seed),
-            calls_search=spent, calls_test=test_calls, stopped=stopped, meta=meta or {},
+            calls_search=spent, calls_backend=backend, calls_test=test_calls, stopped=stopped, meta=meta or {},
         )
 
 
@@ -723,7 +750,7 @@ async def asearch(
             fitted by judging the train split with the base judge (counted in the budget)
             and scoring LS with ``likelihood`` when it is an LM object, else with the
             selector's own ``likelihood`` spec.
-        budget: LM calls the search may make (cache hits are free).
+        budget: distinct LM requests the search may make, answered by the cache or the backend alike.
         perturbations: perturbation templates to search over: ``None`` shows plain demos,
             a :class:`PerturbedGuidelineDemos` (its ``demos`` empty) shows them under
             perturbed guidelines (Ghazarian et al. 2024).
