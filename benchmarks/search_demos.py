@@ -6,9 +6,11 @@ how it compares with the demo heuristics of the papers and with random demos.
 
 ``--task uss`` (Ghazarian et al. 2024; user satisfaction on USS SGD, 1-5)
     Gold label = ``meta["label"]``, the majority vote of the raters (ties to the lower score),
-    as in ``perturbed_demos_uss.py``. Objective: **accuracy + λ·consistency** (``--lam``,
+    as in ``perturbed_demos_uss.py``. Objective: **accuracy + λ·κ(consistency)** (``--lam``,
     default 1): exact match with the gold label under the original guideline, plus the
-    share of items whose score is the same under ``--probe-n`` option reorderings. Items:
+    chance-corrected agreement of the scores under ``--probe-n`` option reorderings
+    (``--consistency raw``: the paper's share of items whose score is the same, which a
+    judge that answers one score to everything maximises). Items:
     the 1,000 dialogues shuffled with ``--seed`` exactly as ``perturbed_demos_uss.py`` does;
     the first 200 are the demo pool (only short dialogues whose gold mean is a whole number
     equal to the label, so demos fit the context), the next ``--n`` are the test items (the
@@ -172,7 +174,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
     prompt = JudgePrompt.from_template(PD.USS_PROMPT, criterion=PD.CRITERION, scale=(1, 5), output_slot="dialogue")
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
     probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
-    objective = Objective(agreement="accuracy", consistency_weight=args.lam)
+    objective = Objective(agreement="accuracy", consistency_weight=args.lam, consistency=args.consistency)
     template = PerturbedGuidelineDemos(m=2, n=args.demo_n, seed=args.seed)
     print(f"USS SGD: pool {len(pool)}, dev {len(dev)}, test {len(test)}; objective {objective.describe()}",
           file=sys.stderr)
@@ -386,6 +388,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--probe-n", type=int, default=2, help="uss: reorderings the items are judged under")
     ap.add_argument("--demo-n", type=int, default=3, help="uss: reorderings each perturbed demo is shown under")
     ap.add_argument("--lam", type=float, default=1.0, help="uss: weight of consistency in the objective")
+    ap.add_argument("--consistency", choices=("kappa", "raw"), default="kappa",
+                    help="uss: consistency term, chance-corrected (kappa) or the paper's raw share")
     ap.add_argument("--criterion", default="fluency", choices=sorted(HRS.DEFINITIONS), help="webnlg criterion")
     ap.add_argument("--mu", type=float, default=1.0, help="webnlg: weight of |BiasScore| in the objective")
     ap.add_argument("--k", type=int, nargs="+", default=[4, 8], help="webnlg: demo set sizes the search draws")
