@@ -9,12 +9,13 @@ import warnings
 import pytest
 
 from mitigate import Criterion, Item, JudgePrompt, PromptJudge
-from mitigate.builtin_prompts import get_prompt, prompt_text
+from mitigate.builtin_prompts import get_prompt, list_prompts, prompt_text
 from mitigate.errors import CapabilityError, ConfigError, PromptConflictWarning
 from mitigate.judge import JudgeConfig
 from mitigate.lm.base import Choice, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
 from mitigate.strategies.base import from_spec
+from mitigate.strategies.baselines import SelfConsistency
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
 from mitigate.strategies.single_attribute import COT_LEAD, SingleAttribute, multi_criterion_prompt
 
@@ -71,6 +72,34 @@ def test_cot_on_a_prompt_that_allows_text_before_the_score_does_not_warn() -> No
         warnings.simplefilter("error")
         Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([])))
         Sampling(cot=False).wrap(judge_with(FakeLM([]), TEMPLATE.replace("'Score: N'.", "the score and nothing else.")))
+
+
+def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_warns() -> None:
+    alone = TEMPLATE.replace("Reply with 'Score: N'.", "Give the score only.")
+    with pytest.warns(PromptConflictWarning, match="SelfConsistency\\(cot=True\\).*'score only'"):
+        SelfConsistency(n=3, cot=True).wrap(judge_with(FakeLM([]), alone))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SelfConsistency(n=3, cot=False).wrap(judge_with(FakeLM([]), alone))
+        SelfConsistency(n=3, cot=True).wrap(judge_with(FakeLM([])))
+
+
+@pytest.mark.parametrize("ask", ["Think step by step, then reply with 'Score: N'.",
+                                 "First, explain your reasoning. Then reply with 'Score: N'.",
+                                 "Justify your score before giving it as 'Score: N'."])
+def test_expected_score_warns_when_the_users_own_template_asks_for_reasoning(ask: str) -> None:
+    text = TEMPLATE.replace("Reply with 'Score: N'.", ask)
+    with pytest.warns(PromptConflictWarning, match="not its score"):
+        judge = ExpectedScore().wrap(judge_with(FakeLM([]), text))
+    assert isinstance(judge, PromptJudge) and judge.config.scoring == "expected"  # a warning, not a refusal
+
+
+def test_expected_score_on_a_direct_prompt_does_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ExpectedScore().wrap(judge_with(FakeLM([])))
+        for name in list_prompts():
+            ExpectedScore().wrap(PromptJudge(get_prompt(name), FakeLM([])))
 
 
 def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_criterion() -> None:

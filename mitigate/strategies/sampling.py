@@ -151,13 +151,13 @@ _SCORE_ONLY = re.compile(
 )
 
 
-def _warn_if_reasoning_forbidden(prompt: JudgePrompt) -> None:
+def _warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
     """Warn when the prompt's own text asks for the score alone, which a chain-of-thought request contradicts."""
     for message in prompt.messages:
         found = _SCORE_ONLY.search(message.template)
         if found:
             warnings.warn(
-                f"Sampling(cot=True) asks for reasoning before the score, but the prompt's own text says "
+                f"{who} asks for reasoning before the score, but the prompt's own text says "
                 f"{found.group(0)!r}; the model may obey either. Expected a prompt whose answer instruction "
                 "allows text before the score line",
                 PromptConflictWarning,
@@ -214,7 +214,30 @@ class ExpectedScore(Mitigation):
                 f"got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain of thought "
                 "or the RTS form)"
             )
+        _warn_if_template_asks_for_reasoning(leaf.prompt)
         return leaf.with_config(scoring="expected", top_logprobs=self.top_logprobs)
+
+
+_REASONING_WORDS = re.compile(
+    r"(?i)\bstep[- ]by[- ]step\b|\bchain[- ]of[- ]thought\b|\bthink (?:carefully|through|aloud)\b"
+    r"|\b(?:explain|justify|describe) (?:your|the) (?:reasoning|rationale|thinking|score|rating)\b"
+    r"|\b(?:reason|think|explain|analy[sz]e) (?:first|before)\b|\bfirst,? (?:explain|reason|analy[sz]e|think)\b"
+)
+
+
+def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
+    """Warn when a user's own template seems to ask for reasoning, which expected scoring cannot read."""
+    for message in prompt.messages:
+        found = _REASONING_WORDS.search(message.template)
+        if found:
+            warnings.warn(
+                f"ExpectedScore reads the probabilities of the first scale number the judge generates, but the "
+                f"prompt's own text says {found.group(0)!r}: if the judge reasons first, that number is not its "
+                "score. Expected a prompt that asks for the score directly",
+                PromptConflictWarning,
+                stacklevel=4,
+            )
+            return
 
 
 def asks_for_reasoning(prompt: JudgePrompt) -> str | None:
@@ -222,7 +245,9 @@ def asks_for_reasoning(prompt: JudgePrompt) -> str | None:
 
     Recognises the reasoning requests mitigations add: ``Sampling(cot=True)``'s paragraph,
     ``SelfConsistency(cot=True)``'s instruction and the RTS form's "reason, then score".
-    Reasoning requests written into a user's own template are not detected.
+    Reasoning requests written into a user's own template are not recognised here (they
+    get a :class:`~mitigate.errors.PromptConflictWarning` from :class:`ExpectedScore`
+    instead, since wording cannot be matched with certainty).
     """
     from mitigate.strategies.baselines import DEFAULT_COT
     from mitigate.strategies.forms import RTS_LEAD
