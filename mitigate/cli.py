@@ -83,7 +83,7 @@ def judge(
     limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items (0 = all)")] = 5,
     backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
                                          "local, local:<path.gguf>, replay:<path>, fake")] = "local",
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (openai backend)")] = None,
+    base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     system: Annotated[Path | None, typer.Option(help="optional system message template file")] = None,
     scale: Annotated[str | None, typer.Option(help="answer scale MIN,MAX (default: from the prompt)")] = None,
@@ -176,7 +176,7 @@ def compare_cmd(
         "repeat for several; listed after the pipelines")] = None,
     backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (openai backend)")] = None,
+    base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
                                                 "(default: the built-in prompt for the criterion)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items, document by "
@@ -301,7 +301,7 @@ def search_cmd(
     splits: Annotated[str, typer.Option(help="train,dev,test fractions")] = "0.5,0.25,0.25",
     backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
                                          "local, local:<path.gguf>")] = "local",
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (openai backend)")] = None,
+    base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,

@@ -8,6 +8,7 @@ demos, reversed otherwise) and fills every output field of a DSPy-formatted requ
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -163,3 +164,17 @@ def test_cli_search_runs_the_dspy_engine(server, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     saved = json.loads(out.read_text())
     assert saved["search"]["engine"] == "dspy-labeled" and saved["search"]["calls_search"] <= 60
+
+
+def test_dspy_backend_takes_base_url_like_the_other_backends():
+    from mitigate.lm.base import LMRequest, Message
+    from mitigate.lm.registry import get
+
+    with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
+        lm = get("dspy:openai/stub", base_url=server.base_url, api_key="sk-test")
+        assert lm.api_base == server.base_url.rstrip("/")
+        request = LMRequest(messages=(Message(role="user", content="Rate this."),), max_tokens=8)
+        reply = asyncio.run(lm.complete(request))
+        assert server.request_count == 1 and reply.choices[0].text == "Score: 3"
+    with pytest.raises(ConfigError, match="takes one server URL"):
+        DSPyLM("openai/stub", api_base="http://a", base_url="http://b")

@@ -34,7 +34,7 @@ from typing import Any
 
 import dspy
 
-from mitigate.errors import CapabilityError, LMCallError, MitigateError, TransientLMError
+from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm import pricing
 from mitigate.lm.base import (
     LM,
@@ -121,7 +121,8 @@ class DSPyLM(LM):
 
     Parameters:
         model: the LiteLLM model id (``openai/gpt-4o-mini``, ``ollama_chat/llama3.1``, ...).
-        api_base: a server URL for self-hosted or proxied models.
+        api_base: a server URL for self-hosted or proxied models (``base_url`` is accepted as
+            the same thing, the name the OpenAI and Anthropic backends and the CLI use).
         api_key: the key (else LiteLLM reads the provider's environment variable).
         **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
     """
@@ -132,9 +133,14 @@ class DSPyLM(LM):
     supports_stop = True
 
     def __init__(
-        self, model: str, *, api_base: str | None = None, api_key: str | None = None, **lm_kwargs: Any
+        self, model: str, *, api_base: str | None = None, api_key: str | None = None,
+        base_url: str | None = None, **lm_kwargs: Any,
     ) -> None:
         self.model = validate_spec_part("DSPy/LiteLLM model id", model)
+        if base_url and api_base and base_url.rstrip("/") != api_base.rstrip("/"):
+            raise ConfigError(f"DSPyLM takes one server URL; got api_base={public_url(api_base)!r} and "
+                              f"base_url={public_url(base_url)!r} (expected one of them, or both equal)")
+        api_base = api_base or base_url
         self.api_base = api_base.rstrip("/") if api_base else None
         kwargs: dict[str, Any] = {**lm_kwargs, "cache": False, "num_retries": 0}
         if self.api_base is not None:
