@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.errors import ConfigError
-from mitigate.lm.base import LMRequest
+from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.fake import FakeLM
 from mitigate.selectors import (
     KNN,
@@ -38,7 +38,7 @@ from mitigate.selectors import (
     split_items,
 )
 from mitigate.selectors.objective import judgment_score
-from mitigate.selectors.search import BudgetExhaustedError, CallBudget
+from mitigate.selectors.search import BudgetExhaustedError, CallBudget, instrument
 from mitigate.strategies.perturbed_demos import PerturbationProbe, PerturbedGuidelineDemos
 from mitigate.testing import StubOpenAIServer
 
@@ -313,3 +313,18 @@ def test_cli_search_rejects_an_unknown_consistency_mode(tmp_path):
                                       "--no-progress"])
     assert result.exit_code == 2
     assert "consistency" in result.output and "kappa" in result.output and "share" in result.output
+
+
+def test_without_a_cache_a_repeated_request_counts_again(tmp_path):
+    request = LMRequest(messages=(Message(role="user", content="Rate g1"),), max_tokens=4)
+    for cache, expected in ((False, 2), (tmp_path / "c.sqlite", 1)):
+        budget = CallBudget(None)
+        fake = FakeLM(["Score: 3", "Score: 3"])
+        judge, opened = instrument(_judge(fake), budget, cache=cache)
+        lm = judge.leaves()[0].lm
+        asyncio.run(lm.complete(request))
+        asyncio.run(lm.complete(request))
+        for c in opened:
+            c.close()
+        assert budget.used == expected, cache
+        assert budget.backend == len(fake.requests) == expected

@@ -29,7 +29,8 @@ Budget and cache
     rerun with a warm cache retraces the same trials to the same winner (only faster)
     instead of spending the budget on further candidates, and a search's result does not
     depend on what the cache held. ``SearchResult.calls_backend`` says how many of the
-    counted requests reached the backend (the rest were cache hits). Before a
+    counted requests reached the backend (the rest were cache hits). With ``cache=False``
+    nothing answers a repeat, so every call counts. Before a
     candidate is evaluated its worst-case cost (dev items x prompt judges per item) is
     checked against what is left; the search stops instead of starting a candidate it
     could not finish, and the wrapper refuses any call beyond the budget as a backstop.
@@ -220,16 +221,19 @@ class BudgetedLM(WrapperLM):
     Sits outside the cache (``BudgetedLM(CachedLM(lm))``), so a request counts whether the
     cache or the backend answers it, and counts once however often it is repeated: the
     search spends its budget the same way on a cold and a warm cache. Log-likelihood
-    calls are not counted.
+    calls are not counted. Without a cache (``dedupe=False``) a repeated request reaches the
+    backend again, so every call counts.
     """
 
-    def __init__(self, inner: LM, budget: CallBudget) -> None:
+    def __init__(self, inner: LM, budget: CallBudget, *, dedupe: bool = True) -> None:
         super().__init__(inner)
         self.budget = budget
+        self.dedupe = dedupe
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Take the request from the budget (free if made before), then delegate."""
-        self.budget.take(LMCache.make_key(self.identity(), self.model, request.key()))
+        """Take the request from the budget (free if made before and ``dedupe``), then delegate."""
+        key = LMCache.make_key(self.identity(), self.model, request.key()) if self.dedupe else None
+        self.budget.take(key)
         response = await self.inner.complete(request)
         if not response.cached:
             self.budget.reached_backend()
@@ -262,8 +266,8 @@ def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCa
                 wrapped[id(lm)] = BudgetedLM(lm, budget)
             elif shared is not None:
                 wrapped[id(lm)] = BudgetedLM(CachedLM(lm, shared), budget)
-            else:
-                wrapped[id(lm)] = BudgetedLM(lm, budget)
+            else:  # no cache: a repeated request is a new backend call, so every call counts
+                wrapped[id(lm)] = BudgetedLM(lm, budget, dedupe=False)
         return wrapped[id(lm)]
 
     return judge.map_leaves(lambda leaf: PromptJudge(leaf.prompt, wrap(leaf.lm), leaf.config)), opened
