@@ -280,8 +280,8 @@ def search_cmd(
                                            "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to optimise "
                                                   "(default: the benchmark's first)")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="use only the first N labelled items "
-                                       "(0 = all)")] = 0,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="use only the first N labelled items, document "
+                                       "by document, so each document keeps every system's output (0 = all)")] = 0,
     engine: Annotated[str, typer.Option(help="random, greedy, dspy-labeled, dspy-bootstrap-rs or "
                                         "dspy-mipro")] = "random",
     budget: Annotated[int, typer.Option(help="distinct LM requests the search may make (counted whether or not the cache answers them, so a rerun retraces the same search)")] = 200,
@@ -335,7 +335,9 @@ def _search(**opts: Any) -> None:
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     labelled = [it for it in bench.items if crit in it.human]
     if opts["limit"]:
-        labelled = labelled[: opts["limit"]]
+        from mitigate.harness.compare import select_items
+
+        labelled = select_items(labelled, opts["limit"])  # whole documents first, as compare does
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
     lm = _backend(opts["backend"], opts["base_url"], cache=False)  # retries; the search adds its own cache

@@ -328,3 +328,21 @@ def test_without_a_cache_a_repeated_request_counts_again(tmp_path):
             c.close()
         assert budget.used == expected, cache
         assert budget.backend == len(fake.requests) == expected
+
+
+def test_cli_search_limit_takes_whole_documents_in_order(tmp_path):
+    rows = [{"id": f"{sys_}/{d}", "system": sys_, "doc_id": f"doc{d}", "output": f"text {sys_} {d}",
+             "human": {"coherence": float(1 + (d + (sys_ == "B")) % 5)}}
+            for sys_ in ("A", "B") for d in range(6)]  # system-major, as benchmarks are often stored
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "prompt.txt").write_text("Rate this text from 1 to 5.\n\n{{summary}}\n\nReply with 'Score: N'.")
+    spec = tmp_path / "spec.json"
+    with StubOpenAIServer(latency=0.0, reply=lambda body: f"Score: {len(str(body)) % 5 + 1}") as server:
+        result = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
+                                          str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
+                                          server.base_url, "--limit", "8", "--budget", "20", "--n-boot", "0",
+                                          "--no-cache", "--no-progress", "--out", str(spec)])
+    assert result.exit_code == 0, result.output
+    used = {i for ids in json.loads(spec.read_text())["search"]["split"].values() for i in ids}
+    assert used == {f"{s}/{d}" for s in ("A", "B") for d in range(4)}  # the first 4 documents, both systems
