@@ -404,7 +404,15 @@ class JudgePrompt(BaseModel):
                 for s in self._input_slots()
                 if (value := _lookup(demo.item, self._field_for(s))) is not None
             )
-            if isinstance(demo.score, dict):
+            label = score_label
+            if isinstance(demo.score, dict) and len(self.criteria) > 1 and all(
+                    c.name in demo.score for c in self.criteria):
+                # a multi-criterion prompt answers one line per criterion: the demo answers the same way
+                names = [c.name for c in self.criteria]
+                label = answer_label(names[0])
+                score_text = "\n".join([self._answer_text(demo.score[names[0]]),
+                                        *(f"{answer_label(n)}: {self._answer_text(demo.score[n])}" for n in names[1:])])
+            elif isinstance(demo.score, dict):
                 score_text = ", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
             else:
                 score_text = self._answer_text(demo.score)
@@ -415,7 +423,7 @@ class JudgePrompt(BaseModel):
                     output=demo.item.output,
                     guideline=(f"Scoring guideline:\n{demo.guideline.render()}\n" if demo.guideline else ""),
                     reason=(f"Reason: {demo.reason}\n" if demo.reason else ""),
-                    criterion=score_label,
+                    criterion=label,
                     score=score_text,
                 )
             )
@@ -483,6 +491,11 @@ def _lookup(item: Item, field: str) -> str | None:
         except DataError:
             continue
     return None
+
+
+def answer_label(name: str) -> str:
+    """A criterion name as written in answer lines ("coherence" -> "Coherence"); parsing is case-insensitive."""
+    return name[:1].upper() + name[1:]
 
 
 def _title(name: str) -> str:

@@ -274,3 +274,25 @@ def test_builder_checks_its_inputs() -> None:
     built = multi_prompt(["fluency", "coherence"])
     assert [c.name for c in built.criteria] == ["fluency", "coherence"]
     assert is_multi_criterion_template(built) and built.guideline is None
+
+
+def test_multi_criterion_prompt_refuses_demos_scored_on_one_criterion() -> None:
+    from mitigate.prompt import Demo
+
+    one = base_prompt().with_demos([Demo(item=ITEM, score=4.0)])
+    with pytest.raises(ConfigError, match=r"needs demos scored on every one of them; demo 'd1/s1' has 4\.0"):
+        multi_criterion_prompt(one, CRITS)
+    with pytest.raises(ConfigError, match="after SingleAttribute"):
+        MultiAttribute(criteria=tuple(CRITS)).wrap(PromptJudge(one, FakeLM([])))
+    assert multi_criterion_prompt(one, CRITS[:1]).demos == one.demos  # one criterion: the demo still fits
+
+
+def test_multi_criterion_demos_answer_one_line_per_criterion_in_the_asked_order() -> None:
+    from mitigate.prompt import Demo
+
+    both = base_prompt().with_demos([Demo(item=ITEM, score={"coherence": 4.0, "fluency": 2.0})])
+    prompt = multi_criterion_prompt(both, CRITS, ["fluency", "coherence"])
+    block = prompt.render_demos()
+    assert block.endswith("Fluency: 2\nCoherence: 4")
+    text = prompt.render(ITEM)[-1].content
+    assert "Fluency: <score>\nCoherence: <score>" in text  # the demo answers the way the judge is asked to

@@ -47,6 +47,7 @@ from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
 from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Criterion, JudgePrompt, PromptMessage
+from mitigate.prompt import answer_label as _label
 from mitigate.scale import Scale
 from mitigate.strategies.base import Mitigation, register
 
@@ -135,11 +136,6 @@ def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePromp
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def _label(name: str) -> str:
-    """A criterion name as written in answer lines ("coherence" -> "Coherence"); parsing is case-insensitive."""
-    return name[:1].upper() + name[1:]
 
 
 def cot_instruction(prompt: JudgePrompt) -> str:
@@ -249,6 +245,15 @@ def multi_criterion_prompt(
         by_name = {c.name: c for c in crits}
         crits = [by_name[n] for n in order]
     cot = COT_LEAD in addenda(base)
+    if len(crits) > 1:
+        for demo in base.demos:
+            if not isinstance(demo.score, dict) or any(n not in demo.score for n in names):
+                raise ConfigError(
+                    f"a prompt scoring {names} in one answer needs demos scored on every one of them; demo "
+                    f"{demo.item.id!r} has {demo.score!r}. Demo mitigations show one criterion's score: place them "
+                    "after SingleAttribute (one call per criterion), or build the prompt with demos scored on every "
+                    "criterion (Demo(score={criterion: value, ...}))"
+                )
 
     systems = [m for m in base.messages if m.role == "system" and GUIDELINE_MARK not in m.template]
     system_slots = set(_slot_order([m.template for m in systems]))
