@@ -195,8 +195,14 @@ def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
 
 
 def _candidates(text: str) -> list[_Candidate]:
-    """Every cued number in (normalised, masked) ``text``, in order of position."""
+    """Every cued number in (normalised, masked) ``text``, in order of position.
+
+    Label-form cues ("Score 2: fair", the number between the cue and a colon) that occur
+    with two or more different numbers are an echoed list of scale labels, not answers,
+    and are dropped; a single "Score 4: the summary is clear" still counts.
+    """
     found: dict[int, _Candidate] = {}
+    labels: dict[int, float] = {}
     for num in _NUM_RE.finditer(text):
         if _DENOM_RE.match(text, num.end()):
             cand = _candidate_at(text, num)
@@ -217,6 +223,11 @@ def _candidates(text: str) -> list[_Candidate]:
             if not _follow_ok(text, num.end(), allowed):
                 continue
         found.setdefault(num.start(), cand)
+        if not text[cue.end():num.start()].strip() and re.match(r"[ \t]*:", text[num.end():]):
+            labels[num.start()] = cand.value
+    if len(set(labels.values())) >= 2:
+        for start in labels:
+            found.pop(start, None)
     return [found[k] for k in sorted(found)]
 
 

@@ -33,6 +33,15 @@ DIMS = ("coherence", "consistency", "fluency", "relevance")
 # --------------------------------------------------------------------------- parse_score
 
 
+def test_an_echoed_list_of_score_labels_is_not_read_as_the_score() -> None:
+    with pytest.raises(ParseError, match="no number marked as a score"):
+        parse_score("Score 1: very poor. Score 2: poor.", S5)  # the last label used to win: 2
+    assert parse_score("Score 1: very poor\nScore 2: poor\nScore 5: great\n\nScore: 4", S5) == 4
+    assert parse_score("Score 4: the summary is clear and well organised.", S5) == 4  # one label-form answer
+    assert parse_score("Score 3: fair. On reflection, Score 3: fair.", S5) == 3  # repeated, not a list
+
+
+
 @pytest.mark.parametrize(
     ("text", "scale", "want"),
     [
