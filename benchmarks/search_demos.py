@@ -47,7 +47,8 @@ calls on test (~15 min). WebNLG: a call is ~1-2 s after the demo prefix; a candi
 Smoke test: ``--backend local --n 3 --dev 3 --budget 30 --pool 6``.
 
 Run: ``python benchmarks/search_demos.py --task uss|webnlg [--n ...] [--dev ...] [--budget ...]``.
-Writes ``benchmarks/results/search_demos_<task>.json``; journals go to ``runs/evidence/`` (resumable).
+Writes ``benchmarks/results/search_demos_<task>.json`` and a plot of the search beside it (``.png``);
+journals go to ``runs/evidence/`` (resumable).
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         timer.mark("search", t0)
         print_search(res)
         res.save_pipeline(args.run_dir / "searched_pipeline.json")
+        print(f"wrote {res.plot(args.out.with_suffix('.png'))}", file=sys.stderr)
         heuristic = PD.pick_demos(raw_pool, args.seed)
         arms: dict[str, Mitigation] = {
             "zero-shot": Pipeline(),
@@ -287,6 +289,7 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         timer.mark("search", t0)
         print_search(res)
         res.save_pipeline(args.run_dir / "searched_pipeline.json")
+        print(f"wrote {res.plot(args.out.with_suffix('.png'))}", file=sys.stderr)
         pool_bench = Benchmark(name="webnlg-pool", items=tuple(pool), criteria=(c,), scale=bench.scale)
         t0 = time.perf_counter()
         rnd = HRS.rounded(RandomDemos(k=args.k_heuristic, seed=args.seed, criterion=c).fit(pool_bench))

@@ -312,6 +312,7 @@ def search_cmd(
                                       "(load it with 'mitigate judge --pipeline')")] = Path("search_pipeline.json"),
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    plot: Annotated[bool, typer.Option(help="also write a PNG of the search beside --out")] = True,
 ) -> None:
     """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
     from pydantic import ValidationError
@@ -374,6 +375,9 @@ def _search(**opts: Any) -> None:
     typer.echo(result.summary())
     path = result.save_pipeline(opts["out"])
     typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline {path})", err=True)
+    if opts["plot"]:
+        typer.echo(f"wrote {result.plot(path.with_suffix('.png'))} (trials on dev; winner vs baseline on test)",
+                   err=True)
 
 
 def main() -> None:  # pragma: no cover - console entry

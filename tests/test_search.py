@@ -286,6 +286,7 @@ def test_cli_search_writes_a_spec_that_judge_pipeline_loads(tmp_path, monkeypatc
                                          "--seed", "3", "--n-boot", "50", "--out", str(spec)])
         assert found.exit_code == 0, found.output
         assert "test  winner" in found.stdout and spec.is_file()
+        assert spec.with_suffix(".png").is_file()  # the search plot beside the spec
         saved = json.loads(spec.read_text())
         assert saved["search"]["calls_search"] <= 400
         demo_ids = saved["search"]["demo_ids"]
@@ -346,3 +347,25 @@ def test_cli_search_limit_takes_whole_documents_in_order(tmp_path):
     assert result.exit_code == 0, result.output
     used = {i for ids in json.loads(spec.read_text())["search"]["split"].values() for i in ids}
     assert used == {f"{s}/{d}" for s in ("A", "B") for d in range(4)}  # the first 4 documents, both systems
+
+
+def test_search_plot_shows_every_trial_including_undefined_ones(tmp_path):
+    import matplotlib.image
+
+    split = _split()
+    result = search(_judge(scripted(split)), split, budget=60, n_boot=50, progress=False, cache=False)
+    undefined = result.trials[1].model_copy(update={"dev": result.trials[1].dev.model_copy(
+        update={"value": math.nan, "reason": "constant"})})
+    broken = result.model_copy(update={"trials": (result.trials[0], undefined, *result.trials[2:])})
+    for r, name in ((result, "a.png"), (broken, "b.png")):
+        path = r.plot(tmp_path / "plots" / name)
+        image = matplotlib.image.imread(path)
+        assert image.shape[0] == 400 and image.shape[1] == 1100  # 11 x 4 inches at 100 dpi
+
+
+def test_search_trial_points_keep_undefined_trials_and_the_best_so_far():
+    from mitigate.harness.report import search_trial_points
+
+    ok, bad, best = search_trial_points([math.nan, 0.2, math.nan, 0.5, 0.1])
+    assert ok == [(1, 0.2), (3, 0.5), (4, 0.1)] and bad == [0, 2]
+    assert math.isnan(best[0]) and best[1:] == [0.2, 0.2, 0.5, 0.5]

@@ -456,3 +456,75 @@ def _consistency_plot(result: CompareResult, path: Path) -> Path:
     ax.set_title(f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}", fontsize=11)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]], list[int], list[float]]:
+    """(trials with a defined objective as (index, value), indices of undefined ones, best so far per trial)."""
+    ok = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+    best: list[float] = []
+    running = -math.inf
+    for v in values:
+        running = max(running, v) if math.isfinite(v) else running
+        best.append(running if math.isfinite(running) else math.nan)
+    return ok, bad, best
+
+
+def plot_search(result: Any, path: str | Path) -> Path:
+    """A PNG of a demo search (a :class:`mitigate.selectors.search.SearchResult`): what it tried and what held.
+
+    Left: the dev objective of every trial in the order tried, the best so far as a step
+    line and the baseline as a dashed line; a trial whose objective is undefined (a
+    collapsed judge, too few scores) is drawn as an "x" on the lower edge, so it is seen
+    rather than dropped. Right: winner and baseline on dev and on the held-out test split,
+    with their bootstrap intervals, so a gain that does not carry over to test is visible.
+    """
+    plt = _plt()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
+    values = [t.dev.value for t in result.trials]
+    ok, bad, best = search_trial_points(values)
+    finite = [v for _, v in ok]
+    low = min(finite) if finite else 0.0
+    high = max(finite) if finite else 1.0
+    floor = low - 0.1 * (high - low or 1.0)
+    xs = list(range(len(values)))
+    if ok:
+        ax.plot([x for x, _ in ok], finite, "o", color="tab:blue", label="trial (dev)")
+        ax.step(xs, best, where="post", color="tab:green", label="best so far")
+    if bad:
+        ax.plot(bad, [floor] * len(bad), "x", color="tab:red", label="undefined objective")
+    base = result.baseline_dev.value
+    if math.isfinite(base):
+        ax.axhline(base, color="grey", linestyle="--", label="baseline (dev)")
+    ax.plot([result.best_index], [values[result.best_index]] if math.isfinite(values[result.best_index]) else [floor],
+            "*", markersize=14, color="tab:orange", label="winner")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("trial (in the order tried)")
+    ax.set_ylabel("objective on dev")
+    ax.set_title(_short(f"{result.engine}: {result.objective.describe()}", 60), fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+
+    bars = [("winner\ndev", result.dev), ("baseline\ndev", result.baseline_dev),
+            ("winner\ntest", result.test), ("baseline\ntest", result.baseline_test)]
+    for i, (label, v) in enumerate(bars):
+        color = "tab:orange" if label.startswith("winner") else "grey"
+        if not math.isfinite(v.value):
+            bx.text(i, 0, "undefined", ha="center", va="bottom", fontsize=8, color="tab:red", rotation=90)
+            continue
+        bx.bar(i, v.value, color=color, alpha=0.8 if label.endswith("test") else 0.45)
+        if v.ci_low is not None and v.ci_high is not None:
+            bx.errorbar(i, v.value, yerr=[[v.value - v.ci_low], [v.ci_high - v.value]], color="black", capsize=4)
+    bx.axhline(0, color="black", linewidth=0.5)
+    bx.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
+    g = result.test_gain
+    gain = "undefined" if not math.isfinite(g.value) else f"{g.value:+.3f}"
+    if g.ci_low is not None and g.ci_high is not None:
+        gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
+    bx.set_title(f"held-out test gain {gain}", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, out)
+

@@ -359,6 +359,13 @@ class SearchResult(BaseModel):
             f"test gain over baseline: {gain} ({self.calls_test} LM calls for the test split)",
         ])
 
+    def plot(self, path: str | Path) -> Path:
+        """Write a PNG of the trials' dev objective and of winner vs baseline on dev and test
+        (:func:`mitigate.harness.report.plot_search`); returns the path."""
+        from mitigate.harness.report import plot_search
+
+        return plot_search(self, path)
+
     def save_pipeline(self, path: str | Path) -> Path:
         """Write ``{"pipeline": <winning spec>, "search": {...}}`` as JSON; ``mitigate judge --pipeline`` loads it."""
         out = Path(path)
