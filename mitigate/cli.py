@@ -284,7 +284,8 @@ def search_cmd(
                                        "by document, so each document keeps every system's output (0 = all)")] = 0,
     engine: Annotated[str, typer.Option(help="random, greedy, dspy-labeled, dspy-bootstrap-rs or "
                                         "dspy-mipro")] = "random",
-    budget: Annotated[int, typer.Option(help="distinct LM requests the search may make (counted whether or not the cache answers them, so a rerun retraces the same search)")] = 200,
+    budget: Annotated[int, typer.Option(help="distinct LM requests the search may make (cache hits count "
+                                        "too, so a rerun retraces the same search)")] = 200,
     k: Annotated[list[int] | None, typer.Option("--k", help="demos per set; repeat for several sizes")] = None,
     selector: Annotated[list[str] | None, typer.Option(
         "--selector", help="candidate generator: random, stratified, knn; repeat for several "

@@ -131,9 +131,9 @@ class SelfConsistency(Mitigation):
                 "value over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
         if self.cot:
-            from mitigate.strategies.sampling import _warn_if_reasoning_forbidden
+            from mitigate.strategies.sampling import warn_if_reasoning_forbidden
 
-            _warn_if_reasoning_forbidden(leaf.prompt, "SelfConsistency(cot=True)")
+            warn_if_reasoning_forbidden(leaf.prompt, "SelfConsistency(cot=True)")
         judge = leaf.with_prompt(append_instruction(leaf.prompt, DEFAULT_COT)) if self.cot else leaf
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
         if self.max_tokens is not None:

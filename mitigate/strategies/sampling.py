@@ -137,7 +137,7 @@ class Sampling(Mitigation):
                 "over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
         if self.cot:
-            _warn_if_reasoning_forbidden(leaf.prompt)
+            warn_if_reasoning_forbidden(leaf.prompt)
         prompt = set_addendum(leaf.prompt, COT_LEAD, cot_instruction(leaf.prompt) if self.cot else None)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
         if self.max_tokens is not None:
@@ -151,7 +151,7 @@ _SCORE_ONLY = re.compile(
 )
 
 
-def _warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
+def warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
     """Warn when the prompt's own text asks for the score alone, which a chain-of-thought request contradicts."""
     for message in prompt.messages:
         found = _SCORE_ONLY.search(message.template)
