@@ -139,7 +139,8 @@ class StubOpenAIServer:
 
     Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and
     :meth:`stop`. Thread-safe counters: :attr:`request_count`, :attr:`bodies`,
-    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`paths`.
+    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`paths`, :attr:`max_in_flight` and
+    :attr:`connections`.
     """
 
     def __init__(
@@ -169,6 +170,9 @@ class StubOpenAIServer:
         self.honour_n = honour_n
         self._lock = threading.Lock()
         self._count = 0
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._connections = 0
         self._bodies: list[dict[str, Any]] = []
         self._auth: list[str] = []
         self._api_keys: list[str] = []
@@ -200,6 +204,18 @@ class StubOpenAIServer:
             return self._count
 
     @property
+    def max_in_flight(self) -> int:
+        """The most requests the server was answering at one moment (> 1 means clients overlapped)."""
+        with self._lock:
+            return self._max_in_flight
+
+    @property
+    def connections(self) -> int:
+        """How many TCP connections clients opened (fewer than requests means keep-alive reuse)."""
+        with self._lock:
+            return self._connections
+
+    @property
     def bodies(self) -> list[dict[str, Any]]:
         """A copy of every parsed JSON request body received, in arrival order."""
         with self._lock:
@@ -227,6 +243,8 @@ class StubOpenAIServer:
         """Forget counts and recorded requests (the ``fail_first`` budget starts again too)."""
         with self._lock:
             self._count = 0
+            self._max_in_flight = 0
+            self._connections = 0
             self._bodies.clear()
             self._auth.clear()
             self._api_keys.clear()
@@ -307,6 +325,8 @@ class StubOpenAIServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        with self._lock:
+            self._connections += 1
         try:
             while True:
                 try:
@@ -374,8 +394,14 @@ class StubOpenAIServer:
             self._auth.append(headers.get("authorization", ""))
             self._api_keys.append(headers.get("x-api-key", ""))
             self._paths.append(path)
-        if self.latency:
-            await asyncio.sleep(self.latency)
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            if self.latency:
+                await asyncio.sleep(self.latency)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
         anthropic_route = path.endswith("/messages")
         if number <= self.fail_first:
             extra = {"Retry-After": _fmt_seconds(self.retry_after)} if self.retry_after is not None else {}

