@@ -218,15 +218,16 @@ async def _compare(**opts: Any) -> None:
         raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline) or --released judge; got none")
     if opts["limit"] < 0:
         raise ConfigError(f"expected --limit >= 0 (0 = all items); got {opts['limit']}")
+    from mitigate.strategies import parse_pipeline  # importing the package registers every strategy
+
+    parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     entries: list[Entry] = []
     lm = None
     if pipelines:
         from mitigate.judge import JudgeConfig, PromptJudge
         from mitigate.prompt import JudgePrompt
-        from mitigate.strategies import parse_pipeline  # importing the package registers every strategy
 
-        parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before any call
         jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
         lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
