@@ -151,19 +151,25 @@ _SCORE_ONLY = re.compile(
 )
 
 
+def _first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
+    """The first phrase of ``prompt``'s own message templates that ``pattern`` matches (None when none does)."""
+    for message in prompt.messages:
+        found = pattern.search(message.template)
+        if found:
+            return found.group(0)
+    return None
+
+
 def warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
     """Warn when the prompt's own text asks for the score alone, which a chain-of-thought request contradicts."""
-    for message in prompt.messages:
-        found = _SCORE_ONLY.search(message.template)
-        if found:
-            warnings.warn(
-                f"{who} asks for reasoning before the score, but the prompt's own text says "
-                f"{found.group(0)!r}; the model may obey either. Expected a prompt whose answer instruction "
-                "allows text before the score line",
-                PromptConflictWarning,
-                stacklevel=4,
-            )
-            return
+    found = _first_phrase(prompt, _SCORE_ONLY)
+    if found:
+        warnings.warn(
+            f"{who} asks for reasoning before the score, but the prompt's own text says {found!r}; the model "
+            "may obey either. Expected a prompt whose answer instruction allows text before the score line",
+            PromptConflictWarning,
+            stacklevel=4,
+        )
 
 
 # --------------------------------------------------------------------------- expected score
@@ -227,17 +233,15 @@ _REASONING_WORDS = re.compile(
 
 def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
     """Warn when a user's own template seems to ask for reasoning, which expected scoring cannot read."""
-    for message in prompt.messages:
-        found = _REASONING_WORDS.search(message.template)
-        if found:
-            warnings.warn(
-                f"ExpectedScore reads the probabilities of the first scale number the judge generates, but the "
-                f"prompt's own text says {found.group(0)!r}: if the judge reasons first, that number is not its "
-                "score. Expected a prompt that asks for the score directly",
-                PromptConflictWarning,
-                stacklevel=4,
-            )
-            return
+    found = _first_phrase(prompt, _REASONING_WORDS)
+    if found:
+        warnings.warn(
+            f"ExpectedScore reads the probabilities of the first scale number the judge generates, but the "
+            f"prompt's own text says {found!r}: if the judge reasons first, that number is not its score. "
+            "Expected a prompt that asks for the score directly",
+            PromptConflictWarning,
+            stacklevel=4,
+        )
 
 
 def asks_for_reasoning(prompt: JudgePrompt) -> str | None:
