@@ -540,9 +540,7 @@ def perturbation_consistency(
         return _nan(name, 0, failed, "no item has an output under every perturbation", perturbations=names)
     arr = np.array(same)
     interval = _boot(_batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    value = float(arr.mean())
-    chance = chance_consistency(complete)
-    kappa = (value - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
+    value, chance, kappa = consistency_kappa(complete)
     return _finish(name, value, len(arr), failed, interval=interval,
                    extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa})
 
@@ -552,6 +550,21 @@ def _label_key(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
         return ("label", str(v))
     return ("number", round(float(v), 9))
+
+
+def consistency_kappa(rows: Sequence[Sequence[Any]]) -> tuple[float, float, float]:
+    """(share of rows identical across prompts, chance level, kappa) for complete rows of outputs.
+
+    ``rows`` holds one row per item with its output under every prompt (same column order,
+    no missing values). Kappa = (share − chance) / (1 − chance); NaN when chance is 1 (every
+    prompt gave one same answer). All three are NaN for no rows.
+    """
+    if not rows:
+        return math.nan, math.nan, math.nan
+    share = float(np.mean([all(_label_equal(r[0], v) for v in r[1:]) for r in rows]))
+    chance = chance_consistency(rows)
+    kappa = (share - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
+    return share, chance, kappa
 
 
 def chance_consistency(rows: Sequence[Sequence[Any]]) -> float:

@@ -256,11 +256,7 @@ class Objective(BaseModel):
             c = c[np.isfinite(c) & np.isfinite(a.scores[idx])]
             return float(c.mean()) if len(c) else math.nan
         rows = [row for i in idx if (row := a.variants[i]) is not None and math.isfinite(a.scores[i])]
-        if not rows:
-            return math.nan
-        same = float(np.mean([all(metrics._label_equal(r[0], v) for v in r[1:]) for r in rows]))
-        chance = metrics.chance_consistency(rows)
-        return (same - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
+        return metrics.consistency_kappa(rows)[2]
 
     def _point(self, a: _Arrays, idx: np.ndarray) -> float:
         """The objective on the items at ``idx`` (a bootstrap resample), NaN under the same rules."""
