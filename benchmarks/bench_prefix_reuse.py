@@ -217,17 +217,22 @@ def main() -> None:
         print(f"{name:<10} {arm['seconds_total']:>9.2f} {arm['seconds_median']:>9.3f} "
               f"{arm['judgments_per_second']:>8.2f} {arm['cached_prompt_tokens_mean']:>8.0f}")
     print(f"speed-up with reuse: {result['speedup_reuse_over_no_reuse']}x; identical outputs {result['identical_outputs']}")
-    previous: dict = {}
-    if args.out.exists():
+    save_run(args.out, result)
+    print(f"wrote {args.out}")
+
+
+def save_run(out: Path, result: dict) -> None:
+    """Store ``result`` under its model in ``out``'s ``runs``, keeping the runs of other models."""
+    previous: object = {}
+    if out.exists():
         try:
-            previous = json.loads(args.out.read_text())
+            previous = json.loads(out.read_text())
         except json.JSONDecodeError:
             previous = {}
     runs = previous.get("runs", {}) if isinstance(previous, dict) else {}
     runs[result["model"]] = result
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"runs": runs}, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": runs}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

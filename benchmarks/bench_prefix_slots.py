@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_prefix_reuse import ARTICLES, DEMOS, GUIDELINE, INSTRUCTIONS, ITEM_SUMMARIES
+from bench_prefix_reuse import ARTICLES, DEMOS, GUIDELINE, INSTRUCTIONS, ITEM_SUMMARIES, save_run
 
 from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.llamacpp import LlamaCppLM
@@ -117,15 +116,7 @@ def main() -> None:
               f"cached {arm['cached_prompt_tokens_mean']:>6.0f} tokens/call")
     print(f"speed-up with snapshots: {result['speedup_snapshots_over_one_history']}x; identical outputs "
           f"{result['identical_outputs']}")
-    runs: dict = {}
-    if args.out.exists():
-        try:
-            runs = json.loads(args.out.read_text()).get("runs", {})
-        except (json.JSONDecodeError, AttributeError):
-            runs = {}
-    runs[result["model"]] = result
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"runs": runs}, indent=2) + "\n")
+    save_run(args.out, result)
     print(f"wrote {args.out}")
 
 
