@@ -335,6 +335,8 @@ def _search(**opts: Any) -> None:
     from mitigate.selectors import KNN, Objective, Random, Stratified, search
     from mitigate.strategies.perturbed_demos import PerturbedGuidelineDemos
 
+    if opts["limit"] < 0:
+        raise ConfigError(f"expected --limit >= 0 (0 = all labelled items); got {opts['limit']}")
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     labelled = [it for it in bench.items if crit in it.human]
     if opts["limit"]:

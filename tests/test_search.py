@@ -306,7 +306,7 @@ def test_cli_judge_pipeline_rejects_a_missing_file(tmp_path):
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
-def test_cli_search_rejects_an_unknown_consistency_mode(tmp_path):
+def test_cli_search_rejects_an_unknown_consistency_mode_and_a_negative_limit(tmp_path):
     bench = _write_bench(tmp_path)
     result = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
                                       str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
@@ -314,6 +314,10 @@ def test_cli_search_rejects_an_unknown_consistency_mode(tmp_path):
                                       "--no-progress"])
     assert result.exit_code == 2
     assert "consistency" in result.output and "kappa" in result.output and "share" in result.output
+    negative = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
+                                        str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
+                                        "http://127.0.0.1:9/v1", "--limit", "-3", "--no-progress"])
+    assert negative.exit_code == 2 and "expected --limit >= 0" in negative.output and "got -3" in negative.output
 
 
 def test_without_a_cache_a_repeated_request_counts_again(tmp_path):

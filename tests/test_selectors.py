@@ -316,6 +316,7 @@ def test_kappa_consistency_does_not_reward_a_collapsed_judge():
     gain = kappa.gain(stable, mostly, items, "q", n_boot=300)
     assert gain.value == pytest.approx(s.value - m.value)
     assert kappa.describe() == "accuracy + 1·κ(consistency)" and raw.describe() == "accuracy + 1·consistency"
+    assert Objective.model_validate(raw.model_dump(mode="json")) == raw  # the saved spec keeps the mode
 
 
 def test_objective_nan_rules_are_explicit():
