@@ -132,6 +132,12 @@ def _report(exc: BaseException) -> int:
     if isinstance(exc, UnicodeError):
         _say_error(f"expected UTF-8 text; got {exc}")
         return EXIT_REFUSED
+    if isinstance(exc, BrokenPipeError):  # the reader of our output went away (| head): nothing to say
+        try:  # and nothing to flush at exit (the Python docs' recipe for SIGPIPE)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_FAILED
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         _say_error(f"{exc.strerror or type(exc).__name__}{where}")
@@ -511,6 +517,11 @@ async def _compare(**opts: Any) -> None:
     paths = write_report(result, opts["out"])
     typer.echo((opts["out"] / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+    failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
+    if failed:
+        first = next((j.error for j in failed[0].judgments if j.error), "")
+        _say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
+        raise typer.Exit(code=EXIT_FAILED)
 
 
 @app.command("report")

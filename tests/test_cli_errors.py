@@ -171,3 +171,16 @@ def test_results_json_is_replaced_atomically(tmp_path):
     assert (tmp_path / "run" / "results.json").stat().st_ino != inode
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["journal.jsonl", "journal.jsonl.lock",
                                                                     "results.json"]
+
+
+def test_compare_whose_pipeline_failed_on_every_item_exits_non_zero(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    judge_args = _bench(tmp_path, n=2)
+    bench, prompt = judge_args[2].removeprefix("jsonl:"), judge_args[6]
+    with StubOpenAIServer(latency=0.0, fail_first=10**9, fail_status=401) as server:
+        result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", prompt,
+                                          "-p", "baseline", "--backend", "openai:m", "--base-url", server.base_url,
+                                          "--out", str(tmp_path / "cmp"), "--no-progress", "--n-boot", "0"])
+    assert result.exit_code == EXIT_FAILED, result.output
+    assert result.stderr.splitlines()[-1].startswith("error: every item of 'baseline' failed; the first: LMCallError")
+    assert (tmp_path / "cmp" / "report.md").is_file()  # the report of what happened is still written
