@@ -124,6 +124,8 @@ def write_bench(folder: Path, n: int) -> tuple[Path, Path]:
 
 
 def env_for(code: Path, cache: Path) -> dict[str, str]:
+    """The environment of a CLI process running ``code``'s mitigate (run it with ``cwd=code``: ``python -m``
+    puts the working folder first on the path)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")}
     env.update(PYTHONPATH=str(code), MITIGATE_CACHE_DIR=str(cache), OPENAI_API_KEY="sk-bench",
                ANTHROPIC_API_KEY="sk-ant-bench")
@@ -183,7 +185,7 @@ def kill_trials(args: argparse.Namespace, work: Path, rng: random.Random) -> dic
             cmd = judge_args(bench, prompt, server.base_url, run_dir, concurrency=4)
             env = env_for(REPO, cache)
             if mode == "journal-count":
-                proc = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env,
+                proc = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 deadline = time.time() + 120
                 while journal_lines(run_dir / "journal.jsonl") < point + 1 and proc.poll() is None \
@@ -201,7 +203,7 @@ def kill_trials(args: argparse.Namespace, work: Path, rng: random.Random) -> dic
             killed = proc.returncode == -signal.SIGKILL
             done_before = journal_lines(run_dir / "journal.jsonl") - 1
             requests_before = server.request_count
-            resume = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, capture_output=True,
+            resume = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True,
                                     text=True, timeout=600)
             row = {"trial": t, "mode": mode, "point": point, "killed": killed, "journal_lines_at_kill": done_before,
                    "resume_exit": resume.returncode, "requests": server.request_count,
@@ -233,11 +235,11 @@ def shared_folder_trials(args: argparse.Namespace, work: Path, bench: Path, prom
         run_dir, cache = work / "shared" / "run", work / "shared" / "cache"
         env = env_for(REPO, cache)
         cmd = judge_args(bench, prompt, server.base_url, run_dir, concurrency=2)
-        first = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env, stdout=subprocess.DEVNULL,
+        first = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)
         while journal_lines(run_dir / "journal.jsonl") < 3 and first.poll() is None:
             time.sleep(0.01)
-        second = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, capture_output=True, text=True,
+        second = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, text=True,
                                 timeout=120)
         first.communicate(timeout=600)
         out["same_run_dir"] = {"second_exit": second.returncode, "second_stderr": second.stderr.strip(),
@@ -247,7 +249,7 @@ def shared_folder_trials(args: argparse.Namespace, work: Path, bench: Path, prom
         cache = work / "shared-cache" / "cache"
         procs = [subprocess.Popen([sys.executable, "-m", "mitigate",
                                    *judge_args(bench, prompt, server.base_url, work / "shared-cache" / f"run{k}")],
-                                  env=env_for(REPO, cache), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  env=env_for(REPO, cache), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for k in range(2)]
         codes = [p.wait(timeout=600) for p in procs]
         checks = [check_run(work / "shared-cache" / f"run{k}", args.items) for k in range(2)]
@@ -290,13 +292,13 @@ def storm(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         cmd = judge_args(bench, prompt, server.base_url, run_dir)
         env = env_for(REPO, work / "storm" / "cache")
         start = time.perf_counter()
-        first = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, capture_output=True, text=True,
+        first = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, text=True,
                                timeout=1200)
         seconds = time.perf_counter() - start
         first_errors = json.loads((run_dir / "results.json").read_text())["summary"]["errors"]
         reruns = 0
         while first_errors and reruns < 3 and check_run(run_dir, args.storm_items)["lost"]:
-            subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, capture_output=True, timeout=1200)
+            subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, timeout=1200)
             reruns += 1
         row = {"items": args.storm_items, "rate": args.storm_rate, "faults": server.faults,
                "answered": server.answered, "first_exit": first.returncode, "first_pass_errors": first_errors,
@@ -347,7 +349,8 @@ def permanent(code: Path, work: Path, n: int, timeout: float) -> list[dict[str, 
             proc = subprocess.run([sys.executable, "-m", "mitigate",
                                    *judge_args(bench, prompt, url, run_dir, backend=f"{kind}:stub-model",
                                                concurrency=4)],
-                                  env=env_for(code, work / "cache"), capture_output=True, text=True, timeout=timeout)
+                                  env=env_for(code, work / "cache"), capture_output=True, text=True, timeout=timeout,
+                                  cwd=code)
             code_, stderr, timed_out = proc.returncode, proc.stderr, False
         except subprocess.TimeoutExpired as exc:
             code_, stderr, timed_out = None, (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) else (
@@ -386,7 +389,7 @@ def bad_inputs(code: Path, work: Path, *, baseline: bool = False) -> list[dict[s
             before = server.request_count
             try:
                 proc = subprocess.run([sys.executable, "-m", "mitigate", *expand(case, folder, server.base_url)],
-                                      env=env, capture_output=True, text=True, timeout=120)
+                                      env=env, capture_output=True, text=True, timeout=120, cwd=code)
                 code_, stderr = proc.returncode, proc.stderr
             except subprocess.TimeoutExpired:
                 code_, stderr = None, "(timed out after 120 s)"

@@ -126,6 +126,7 @@ def test_anthropic_body_holds_exactly_the_judges_messages(stub, summary, source)
     assert body["messages"] == [{"role": "user", "content": request.messages[-1].content}]
 
 
+@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")  # litellm raises the limit on import
 @SETTINGS
 @given(summary=forged_text, source=forged_text)
 def test_dspy_body_holds_exactly_the_judges_messages(stub, summary, source):

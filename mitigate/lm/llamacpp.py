@@ -64,6 +64,7 @@ How it works, and the choices made:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import ctypes
 import importlib.resources
 import importlib.util
@@ -198,6 +199,19 @@ def clear_model_cache() -> None:
             with loaded.lock:
                 loaded.llm.close()
         _MODELS.clear()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Close the loaded models before the interpreter tears llama_cpp down (else each prints an
+    ignored exception from ``Llama.__del__`` at exit); a model still in use by a thread is left alone."""
+    for loaded in list(_MODELS.values()):
+        if loaded.lock.acquire(blocking=False):
+            try:
+                loaded.llm.close()
+            finally:
+                loaded.lock.release()
+    _MODELS.clear()
 
 
 def _available_cpus() -> int:
