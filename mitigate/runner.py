@@ -23,8 +23,8 @@ Failing fast
     ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
     row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
     failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
-    everything finished before. Until the first item succeeds only one judgment is in flight, so
-    a run that cannot succeed costs ``stop_after`` requests, not ``concurrency`` of them.
+    everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
+    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``.
 """
 
 from __future__ import annotations
@@ -541,11 +541,11 @@ async def _judge_all(
 ) -> bool:
     """Judge ``todo`` into ``results`` (and the journal); True when the circuit breaker stopped the run.
 
-    Until one judgment succeeds, one is in flight at a time (a run that cannot succeed fails on
-    its first items, not on ``concurrency`` of them at once).
+    Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
+    stops after its first ``stop_after`` requests, not after ``concurrency`` of them).
     """
     sem = asyncio.Semaphore(concurrency)
-    warm = asyncio.Lock()
+    warm = asyncio.Semaphore(min(concurrency, max(1, breaker.stop_after)))
     opened = asyncio.Event()
     if breaker.stop_after == 0:
         opened.set()

@@ -118,7 +118,7 @@ def test_retry_after_longer_than_the_patience_says_so(tmp_path):
     with StubOpenAIServer(latency=0.0, fail_first=10**9, fail_status=429, retry_after=600) as server:
         result = CliRunner().invoke(app, [*_bench(tmp_path), "--backend", "openai:m", "--base-url",
                                           server.base_url, "--patience", "30"])
-        assert server.request_count == 1
+        assert server.request_count <= 3  # the first wave only
     assert result.exit_code == EXIT_FAILED
     assert "asked to wait 600 s before retrying (Retry-After), longer than this run's patience of 30 s" in (
         result.stderr.splitlines()[-1])
