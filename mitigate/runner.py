@@ -30,6 +30,7 @@ Failing fast
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import threading
@@ -222,7 +223,8 @@ def write_atomic(path: Path | str, text: str) -> Path:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as exc:
-        tmp.unlink(missing_ok=True) if tmp.parent.is_dir() else None
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise ConfigError(f"expected to write {target}; got {_os_reason(exc)}", path=str(target)) from None
     return target
 
