@@ -54,7 +54,8 @@ class RunSummary(BaseModel):
             f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
             f"({self.cached_calls} from cache); tokens in/out {self.usage.prompt_tokens}/"
-            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens reused); "
+            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a cache, "
+            f"{self.usage.cache_write_tokens} written to one); "
             f"cost {cost}; {self.seconds:.1f}s"
         )
 
