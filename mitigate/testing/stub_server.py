@@ -20,7 +20,8 @@ reports ``cache_read_input_tokens`` (the longest breakpoint prefix found in its 
 (the tokens after it). Entries live ``cache_ttl`` seconds after their last use.
 
 Rate limits are emulated too when ``rate_limit_requests`` / ``rate_limit_tokens`` are set:
-fixed windows of ``rate_limit_window`` seconds, a request estimated at its prompt tokens plus
+token buckets that hold the limit and refill at the limit per ``rate_limit_window`` seconds
+(as both providers describe their limits), a request counted as its prompt tokens plus
 ``max_tokens``; every live answer carries the provider's headers (``x-ratelimit-limit-*``,
 ``-remaining-*``, ``-reset-*`` durations on OpenAI routes; ``anthropic-ratelimit-requests-*``
 and ``-tokens-*`` with RFC 3339 reset times on ``/v1/messages``), and a request over the
@@ -202,7 +203,7 @@ class StubOpenAIServer:
             ``openai_cache_min_tokens``, ``openai_cache_step``, ``anthropic_cache_min_tokens``
             and ``cache_ttl`` set their rules. A non-zero ``cached_tokens`` overrides it.
         rate_limit_requests, rate_limit_tokens, rate_limit_window: requests and tokens
-            allowed per window of seconds on live calls (None: unlimited).
+            allowed per ``rate_limit_window`` seconds on live calls (None: unlimited).
         batch_latency: seconds to process one batched request; ``batch_validation_delay``
             before an OpenAI batch starts; ``batch_create_delay`` between creating a batch and
             answering the create call; ``batch_expire_after`` seconds after which a batch's
@@ -266,8 +267,7 @@ class StubOpenAIServer:
         self.rate_limit_window = rate_limit_window
         self._cache: dict[str, float] = {}
         self._window_start = time.monotonic()
-        self._window_requests = 0
-        self._window_tokens = 0
+        self._buckets: dict[str, float] = {}
         self._rate_limited = 0
         max_requests = batch_max_requests or {}
         max_bytes = batch_max_bytes or {}
@@ -557,46 +557,57 @@ class StubOpenAIServer:
         return self._messages(body) if provider == "anthropic" else self._chat(body)
 
     def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """Count a live request against the window; (200, {}, headers) or a 429 answer with headers."""
+        """Take a live request from the budgets; (200, {}, headers) or a 429 answer with headers.
+
+        Budgets are token buckets, as the providers describe theirs: a full bucket holds the
+        limit and refills continuously at limit per ``rate_limit_window`` seconds.
+        """
         if self.rate_limit_requests is None and self.rate_limit_tokens is None:
             return 200, {}, {}
         need = _count_words(body.get("messages", [])) + _count_words(body.get("system", ""))
         need += int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         with self._lock:
             now = time.monotonic()
-            if now - self._window_start >= self.rate_limit_window:
-                self._window_start, self._window_requests, self._window_tokens = now, 0, 0
-            reset = max(0.0, self._window_start + self.rate_limit_window - now)
-            over = ((self.rate_limit_requests is not None and self._window_requests + 1 > self.rate_limit_requests)
-                    or (self.rate_limit_tokens is not None and self._window_tokens + need > self.rate_limit_tokens))
+            elapsed, self._window_start = now - self._window_start, now
+            waits = [0.0]
+            for kind, limit, want in (("requests", self.rate_limit_requests, 1), ("tokens", self.rate_limit_tokens, need)):
+                if limit is None:
+                    continue
+                rate = limit / self.rate_limit_window
+                level = min(float(limit), self._buckets.get(kind, float(limit)) + elapsed * rate)
+                self._buckets[kind] = level
+                if level < min(want, limit):
+                    waits.append((min(want, limit) - level) / rate)
+            over = max(waits) > 0
             if over:
                 self._rate_limited += 1
             else:
-                self._window_requests += 1
-                self._window_tokens += need
-            headers = self._limit_headers(anthropic, reset)
+                self._buckets["requests"] = self._buckets.get("requests", 0.0) - 1
+                self._buckets["tokens"] = self._buckets.get("tokens", 0.0) - need
+            headers = self._limit_headers(anthropic)
         if not over:
             return 200, {}, headers
-        headers["Retry-After"] = _fmt_seconds(math.ceil(reset * 1000) / 1000)
+        headers["Retry-After"] = _fmt_seconds(math.ceil(max(waits) * 1000) / 1000)
         message = "stub rate limit reached"
         if anthropic:
             return 429, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}, headers
         return 429, {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}}, headers
 
-    def _limit_headers(self, anthropic: bool, reset: float) -> dict[str, str]:
-        """The provider's rate-limit headers for the current window (call with the lock held)."""
+    def _limit_headers(self, anthropic: bool) -> dict[str, str]:
+        """The provider's rate-limit headers for the current buckets (call with the lock held)."""
         out: dict[str, str] = {}
-        reset_at = dt.datetime.fromtimestamp(time.time() + reset, tz=dt.UTC)
-        stamp = reset_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        for kind, limit, used in (("requests", self.rate_limit_requests, self._window_requests),
-                                  ("tokens", self.rate_limit_tokens, self._window_tokens)):
+        for kind, limit in (("requests", self.rate_limit_requests), ("tokens", self.rate_limit_tokens)):
             if limit is None:
                 continue
-            left = str(max(0, limit - used))
+            level = max(0.0, self._buckets.get(kind, float(limit)))
+            reset = (limit - level) / (limit / self.rate_limit_window)  # until the bucket is full again
+            left = str(int(level))
             if anthropic:
+                stamp = dt.datetime.fromtimestamp(time.time() + reset, tz=dt.UTC)
                 out[f"anthropic-ratelimit-{kind}-limit"] = str(limit)
                 out[f"anthropic-ratelimit-{kind}-remaining"] = left
-                out[f"anthropic-ratelimit-{kind}-reset"] = stamp
+                out[f"anthropic-ratelimit-{kind}-reset"] = stamp.isoformat(timespec="milliseconds").replace(
+                    "+00:00", "Z")
             else:
                 out[f"x-ratelimit-limit-{kind}"] = str(limit)
                 out[f"x-ratelimit-remaining-{kind}"] = left
