@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
+from mitigate.batch_run import BatchOptions, BatchSession, session_for
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.judge import Judge, Judgment, combine_costs
@@ -161,11 +162,17 @@ async def run(
     restart: bool = False,
     progress: bool = True,
     desc: str = "judging",
+    batch: BatchOptions | BatchSession | bool | None = None,
 ) -> RunResult:
     """Judge every item with at most ``concurrency`` in flight; resume from ``journal`` when given.
 
     An LM call that fails for good is recorded as a judgment with ``error`` set (and retried
     on resume); a parse failure is recorded in ``failures`` with its raw text.
+
+    ``batch`` (True, :class:`~mitigate.batch_run.BatchOptions` or a shared
+    :class:`~mitigate.batch_run.BatchSession`) sends the run's LM calls through the
+    providers' batch APIs instead (see :mod:`mitigate.batch_run`); every item is started at
+    once (``concurrency`` does not apply) and waits for its batch.
     """
     if concurrency < 1:
         raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency} instead.")
@@ -179,6 +186,11 @@ async def run(
     results: dict[str, Judgment] = dict(jr.done) if jr else {}
     resumed = sum(1 for i in ids if i in results)
     todo = [it for it in items if it.id not in results]
+    session, own_session = (session_for(batch, Path(journal) if journal else None, progress=progress)
+                            if batch else (None, False))
+    if session is not None:
+        judge = session.wrap(judge)
+        concurrency = max(1, len(todo))
     sem = asyncio.Semaphore(concurrency)
     bar = tqdm(total=len(items), initial=resumed, desc=desc, disable=not progress, unit="item", leave=False)
 
@@ -194,11 +206,16 @@ async def run(
         bar.update(1)
 
     try:
-        await asyncio.gather(*(one(it) for it in todo))
+        if session is not None:
+            await session.gather(one(it) for it in todo)
+        else:
+            await asyncio.gather(*(one(it) for it in todo))
     finally:
         bar.close()
         if jr is not None:
             jr.close()
+        if session is not None and own_session:
+            await session.aclose()
     ordered = tuple(results[i] for i in ids if i in results)
     summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
     return RunResult(judgments=ordered, summary=summary)

@@ -191,13 +191,17 @@ class AnthropicLM(LM):
             params["stop_sequences"] = list(request.stop)
         return params
 
+    def sdk_client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client for the running event loop (the batch API uses it)."""
+        return self._get_client()
+
     def message_params(self, request: LMRequest, *, learn: bool = True) -> dict[str, Any]:
         """The ``messages.create`` arguments for ``request``, with prompt-cache breakpoints marked."""
         return self.mark_cache(self._params(request), learn=learn)
 
-    def message_body(self, request: LMRequest) -> dict[str, Any]:
+    def message_body(self, request: LMRequest, *, learn: bool = True) -> dict[str, Any]:
         """The JSON body of ``POST /v1/messages`` for ``request`` (the ``params`` of a batch request)."""
-        params = self.message_params(request)
+        params = self.message_params(request, learn=learn)
         extra = params.pop("extra_body", None) or {}
         return {**params, **extra}
 
