@@ -12,9 +12,9 @@ the LM in stages (the second call depends on the first answer) simply park again
 session submits a follow-up batch.
 
 Persistence and resume
-    The session's :class:`~mitigate.lm.batch.BatchStore` lives in the run folder (next to
-    the journal, or ``<compare out>/batches``). A run killed at any point, even with SIGKILL,
-    and started again with the same command resumes: judgments already journalled are kept;
+    The session's :class:`~mitigate.lm.batch.BatchStore` lives in the run folder
+    (``<journal folder>/batches``, or ``<compare out>/batches``). A run killed at any point,
+    even with SIGKILL, and started again with the same command resumes: judgments already journalled are kept;
     answers already collected come from the cache; requests in a batch that was submitted
     (or maybe submitted: the kill came between the create call and its record) are attached
     to that batch by id (:meth:`~mitigate.lm.batch.BatchAPI.find` recovers an id the kill
@@ -72,7 +72,7 @@ T = TypeVar("T")
 class BatchOptions(BaseModel):
     """How a run uses the providers' batch APIs.
 
-    - ``directory``: where the batch record lives (default: the journal's folder, or the
+    - ``directory``: where the batch record lives (default: ``<journal folder>/batches``, or the
       folder the caller names, e.g. ``<compare out>/batches``).
     - ``poll_interval`` / ``max_poll_interval``: seconds between polls, growing 1.5x while
       nothing changes, back to the start when something does.
@@ -539,13 +539,17 @@ def _store_all(cache: LMCache, payloads: list[tuple[str, str]], identity: str, m
         cache.put_sync(key, identity, model, payload)
 
 
-def session_for(batch: BatchOptions | BatchSession | bool, journal: Path | None, *,
-                progress: bool = True) -> tuple[BatchSession, bool]:
+def session_for(batch: BatchOptions | BatchSession | bool, folder: Path | None, *,
+                progress: bool = True, judge: Judge | None = None) -> tuple[BatchSession, bool]:
     """The session a run uses for ``batch`` (options, a shared session, or True), and whether the run owns it.
 
-    A session the run makes keeps its record in ``options.directory`` or else beside the
-    journal (``<journal folder>/batches``), and shows its bar only when the run shows one.
+    A session made here keeps its record in ``options.directory``, else in ``folder`` (the
+    runner passes ``<journal folder>/batches``), and shows its bar only when ``progress``.
+    With ``judge``, a backend without a batch API is refused before anything is written.
     """
+    if judge is not None:
+        for leaf in judge.leaves():
+            batch_api_for(leaf.lm)
     if isinstance(batch, BatchSession):
         return batch, False
     if batch is not True and not isinstance(batch, BatchOptions):
@@ -553,5 +557,4 @@ def session_for(batch: BatchOptions | BatchSession | bool, journal: Path | None,
     options = batch if isinstance(batch, BatchOptions) else BatchOptions()
     if not progress:
         options = options.model_copy(update={"progress": False})
-    folder = options.directory or (journal.parent / "batches" if journal is not None else None)
-    return BatchSession(options, folder), True
+    return BatchSession(options, options.directory or folder), True

@@ -66,12 +66,39 @@ def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
     return prompt.read_text(encoding="utf-8")
 
 
-def _backend(spec: str, base_url: str | None, *, cache: bool) -> Any:
+def _backend(spec: str, base_url: str | None, *, cache: bool, transport: str | None = None) -> Any:
     """The LM for ``spec`` with retries, and the on-disk cache when ``cache``."""
     from mitigate.lm.registry import get, wrap
 
     kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
+    if transport is not None:
+        if not spec.strip().lower().startswith("openai:"):
+            from mitigate.errors import ConfigError
+
+            raise ConfigError(f"--transport applies to openai:<model> backends (the OpenAI API and OpenAI-compatible "
+                              f"servers such as vLLM); got --backend {spec!r}")
+        kwargs["transport"] = transport
     return wrap(get(spec, **kwargs), cache=cache)
+
+
+TRANSPORT_HELP = ("HTTP client of an openai: backend: auto (the SDK), direct (plain aiohttp, the least CPU per "
+                  "call: for an OpenAI-compatible server such as vLLM at high concurrency), aiohttp or httpx")
+BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or anthropic:, half the price, results "
+              "within 24 h); resumable: rerun the same command to pick up the same batches")
+
+
+def _batch_session(enabled: bool, folder: Path | None, retries: int, progress: bool, what: str) -> Any:
+    """A batch session recording in ``folder``/batches when ``--batch`` is on (None otherwise)."""
+    if not enabled:
+        return None
+    from mitigate.batch_run import BatchOptions, BatchSession
+    from mitigate.errors import ConfigError
+
+    if folder is None:
+        raise ConfigError(f"--batch needs {what} (the batch record lives there, so a killed run resumes); got none")
+    if retries < 0:
+        raise ConfigError(f"expected --batch-retries >= 0; got {retries}")
+    return BatchSession(BatchOptions(retry_failed=retries, progress=progress), folder / "batches")
 
 
 @app.command()
@@ -99,6 +126,9 @@ def judge(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     pipeline: Annotated[Path | None, typer.Option(
         "--pipeline", help="a pipeline spec JSON file (e.g. written by 'mitigate search') wrapping the judge")] = None,
+    transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
+    batch: Annotated[bool, typer.Option(help=BATCH_HELP + " (needs --run-dir)")] = False,
+    batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
     """Judge the first items of a benchmark and print each judgment beside the human score."""
     try:
@@ -116,7 +146,8 @@ async def _judge(**opts: Any) -> None:
     text = _template_text(opts["prompt"], opts["benchmark"], crit)
     system = opts["system"].read_text(encoding="utf-8") if opts["system"] is not None else None
     jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
-    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
+    session = _batch_session(opts["batch"], opts["run_dir"], opts["batch_retries"], opts["progress"], "--run-dir")
+    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], transport=opts["transport"])
     config = JudgeConfig(
         temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"],
         scoring=opts["scoring"], max_tokens=opts["max_tokens"],
@@ -126,9 +157,14 @@ async def _judge(**opts: Any) -> None:
     items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
     typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
     journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
-    result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal,
-                       restart=opts["restart"], progress=opts["progress"])
-    await lm.aclose()
+    try:
+        result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal,
+                           restart=opts["restart"], progress=opts["progress"], batch=session)
+    finally:
+        if session is not None:
+            await session.aclose()
+            typer.echo(session.stats.line(), err=True)
+        await lm.aclose()
     by_id = {it.id: it for it in items}
     for j in result.judgments:
         human = by_id[j.item_id].human.get(crit)
@@ -194,6 +230,9 @@ def compare_cmd(
     restart: Annotated[bool, typer.Option(help="discard existing journals in --out")] = False,
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
+    batch: Annotated[bool, typer.Option(help=BATCH_HELP + "; the pipelines' requests share batches")] = False,
+    batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
     """Compare mitigation pipelines (and released judges) on a benchmark: accuracy and bias side by side."""
     from pydantic import ValidationError
@@ -229,20 +268,26 @@ async def _compare(**opts: Any) -> None:
         from mitigate.prompt import JudgePrompt
 
         jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
-        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
+        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], transport=opts["transport"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
         base = PromptJudge(jp, lm, config)
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
     entries += [Entry.from_released(name, crit) for name in released]
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
+    session = _batch_session(opts["batch"] and bool(pipelines), opts["out"], opts["batch_retries"],
+                             opts["progress"], "--out")
     try:
         result = await compare(
             bench, crit, entries, out_dir=opts["out"], concurrency=opts["concurrency"],
             limit=opts["limit"] or None, likelihood=opts["likelihood"], progress=opts["progress"],
             n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
+            batch=session,
         )
     finally:
+        if session is not None:
+            await session.aclose()
+            typer.echo(session.stats.line(), err=True)
         if lm is not None:
             await lm.aclose()
     for e in result.entries:
@@ -315,6 +360,7 @@ def search_cmd(
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     plot: Annotated[bool, typer.Option(help="also write a PNG of the search beside --out")] = True,
+    transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
 ) -> None:
     """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
     from pydantic import ValidationError
@@ -345,7 +391,8 @@ def _search(**opts: Any) -> None:
         labelled = select_items(labelled, opts["limit"])  # whole documents first, as compare does
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
-    lm = _backend(opts["backend"], opts["base_url"], cache=False)  # retries; the search adds its own cache
+    lm = _backend(opts["backend"], opts["base_url"], cache=False,  # retries; the search adds its own cache
+                  transport=opts["transport"])
     judge = PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"], max_tokens=opts["max_tokens"]))
     try:
         fractions = tuple(float(x) for x in opts["splits"].split(","))

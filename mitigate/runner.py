@@ -182,13 +182,13 @@ async def run(
         dup = next(i for i in ids if ids.count(i) > 1)
         raise DataError(f"expected unique item ids; {dup!r} appears more than once", item_id=dup)
     start = time.perf_counter()
+    session, own_session = (session_for(batch, Path(journal).parent / "batches" if journal else None,
+                                        progress=progress, judge=judge) if batch else (None, False))
     jr = Journal(journal, judge.fingerprint(), restart=restart) if journal is not None else None
     results: dict[str, Judgment] = dict(jr.done) if jr else {}
     resumed = sum(1 for i in ids if i in results)
     todo = [it for it in items if it.id not in results]
-    session, own_session = (session_for(batch, Path(journal) if journal else None, progress=progress)
-                            if batch else (None, False))
-    if session is not None:
+    if session is not None:  # every item starts at once and waits for its batch
         judge = session.wrap(judge)
         concurrency = max(1, len(todo))
     sem = asyncio.Semaphore(concurrency)

@@ -259,9 +259,11 @@ async def test_anthropic_batches_mark_the_shared_demos_prefix_for_the_prompt_cac
 async def test_batch_mode_refuses_a_backend_without_a_batch_api(tmp_path):
     judge = judge_for(FakeLM(responses=["Score: 3"]))
     with pytest.raises(ConfigError, match="batch mode needs an 'openai:<model>' or 'anthropic:<model>'"):
-        await run(judge, items(1), journal=tmp_path / "j.jsonl", progress=False, batch=FAST)
+        await run(judge, items(1), journal=tmp_path / "run" / "j.jsonl", progress=False, batch=FAST)
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+    openai_judge = judge_for(OpenAILM("m", base_url="http://127.0.0.1:9/v1"))
     with pytest.raises(ConfigError, match="needs a folder for its batch record"):
-        await run(judge, items(1), progress=False, batch=True)
+        await run(openai_judge, items(1), progress=False, batch=True)
 
 
 KILL_CHILD = textwrap.dedent(

@@ -213,8 +213,9 @@ class StubOpenAIServer:
 
     Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and
     :meth:`stop`. Thread-safe counters: :attr:`request_count`, :attr:`bodies`,
-    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`paths`, :attr:`max_in_flight` and
-    :attr:`connections`.
+    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`user_agents`, :attr:`paths`,
+    :attr:`max_in_flight`, :attr:`connections` and :attr:`rate_limited`; :attr:`batch` holds the
+    batch emulation (its ``created`` log and ``downloads``).
     """
 
     def __init__(
@@ -287,6 +288,7 @@ class StubOpenAIServer:
         self._bodies: list[dict[str, Any]] = []
         self._auth: list[str] = []
         self._api_keys: list[str] = []
+        self._agents: list[str] = []
         self._paths: list[str] = []
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -345,6 +347,12 @@ class StubOpenAIServer:
             return list(self._api_keys)
 
     @property
+    def user_agents(self) -> list[str]:
+        """Every ``User-Agent`` header value received (empty string when absent): which client called."""
+        with self._lock:
+            return list(self._agents)
+
+    @property
     def paths(self) -> list[str]:
         """The request path of every request received."""
         with self._lock:
@@ -365,6 +373,7 @@ class StubOpenAIServer:
             self._bodies.clear()
             self._auth.clear()
             self._api_keys.clear()
+            self._agents.clear()
             self._paths.clear()
 
     def start(self) -> StubOpenAIServer:
@@ -518,6 +527,7 @@ class StubOpenAIServer:
             self._bodies.append(body if isinstance(body, dict) else {})
             self._auth.append(headers.get("authorization", ""))
             self._api_keys.append(headers.get("x-api-key", ""))
+            self._agents.append(headers.get("user-agent", ""))
             self._paths.append(path)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
