@@ -269,7 +269,7 @@ class AnthropicLM(LM):
         self.check(request)
         client = self._get_client()
         params = self.message_params(request)
-        tokens = estimate_tokens(request) // request.n
+        tokens = estimate_tokens(request) // request.n if self.limiter is not None and self.limiter.tracks_tokens else 0
         if request.n == 1:
             raws = [await self._one(client, params, tokens)]
         else:

@@ -232,7 +232,7 @@ class OpenAILM(LM):
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run one chat completion. See the module docstring for the mapping and errors."""
         self.check(request)
-        tokens = estimate_tokens(request) if self.limiter is not None else 0
+        tokens = estimate_tokens(request) if self.limiter is not None and self.limiter.tracks_tokens else 0
         if self.transport == "direct":
             return self._response(request, await self._post_direct(self._body(request), tokens))
         return self._response(request, await self._post_sdk(self._body(request), tokens))

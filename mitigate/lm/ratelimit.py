@@ -210,8 +210,15 @@ class AdaptiveLimiter:
             cap = float(snap.tokens_limit or math.inf)
             self._tok_remaining = min(cap, self._tok_remaining + elapsed * self._tok_rate)
 
+    @property
+    def tracks_tokens(self) -> bool:
+        """Whether a tokens budget is known (only then does a call's token estimate matter)."""
+        return self._tok_remaining is not None
+
     def _delay(self, tokens: int) -> float:
         """Seconds this call must still wait for a pause or a rate budget (0: go)."""
+        if self._snapshot is None and not self._paused_until:
+            return 0.0  # nothing known and never throttled: the common case costs nothing
         now = self._clock()
         if now < self._paused_until:
             return self._paused_until - now
