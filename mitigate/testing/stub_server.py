@@ -195,7 +195,8 @@ class StubOpenAIServer:
             logprob support) and returns choices without ``logprobs``.
         cached_tokens: when non-zero, reported as ``usage.prompt_tokens_details.cached_tokens``
             (and as Anthropic's ``cache_read_input_tokens``) on every call instead of the
-            prompt-cache emulation.
+            prompt-cache emulation; ``cache_write_tokens`` likewise as Anthropic's
+            ``cache_creation_input_tokens``.
         model: the model name echoed in responses when the request names none.
         honour_n: when False the server returns one choice whatever ``n`` asks for (like
             servers without ``n`` support).
@@ -227,6 +228,7 @@ class StubOpenAIServer:
         retry_after: float | None = None,
         logprobs: bool = True,
         cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
         model: str = "stub-model",
         honour_n: bool = True,
         prompt_cache: bool = True,
@@ -256,6 +258,7 @@ class StubOpenAIServer:
         self.retry_after = retry_after
         self.logprobs = logprobs
         self.cached_tokens = cached_tokens
+        self.cache_write_tokens = cache_write_tokens
         self.model = model
         self.honour_n = honour_n
         self.prompt_cache = prompt_cache
@@ -654,8 +657,9 @@ class StubOpenAIServer:
 
     def _anthropic_cached(self, body: dict[str, Any], prompt_tokens: int) -> tuple[int, int]:
         """(cache reads, cache writes) of an Anthropic request under the emulated prompt cache."""
-        if self.cached_tokens:
-            return min(self.cached_tokens, prompt_tokens), 0
+        if self.cached_tokens or self.cache_write_tokens:
+            read = min(self.cached_tokens, prompt_tokens)
+            return read, min(self.cache_write_tokens, prompt_tokens - read)
         if not self.prompt_cache:
             return 0, 0
         digest = hashlib.sha256(str(body.get("model")).encode())
