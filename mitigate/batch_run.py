@@ -183,6 +183,7 @@ class BatchSession:
         self._lines: dict[str, int] = {}
         self._last_park = 0.0
         self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._pump: asyncio.Task[None] | None = None
         self._pump_error: BaseException | None = None
         self._active = 0
@@ -233,8 +234,9 @@ class BatchSession:
         Raises the session's own failure (e.g. polling that kept failing) after the
         coroutines finish; their parked requests fail with it.
         """
-        if self._wake is None:
-            self._wake = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        if self._wake is None or self._loop is not loop:  # an Event belongs to the loop that first used it
+            self._wake, self._loop = asyncio.Event(), loop
         tasks = [asyncio.ensure_future(c) for c in coros]
         for task in tasks:
             task.add_done_callback(lambda _t: self._poke())
