@@ -309,3 +309,26 @@ def test_sigkill_while_polling_then_resume_loses_nothing_and_submits_nothing_twi
         journal = [json.loads(x) for x in (tmp_path / "journal.jsonl").read_text().splitlines()[1:]]
         scores = {j["item_id"]: j["scores"]["score"] for j in journal}
         assert scores == {f"it{i}": expected(f"t{i}") for i in range(100)}
+
+
+async def test_polling_that_keeps_failing_stops_the_run_with_the_error_and_keeps_the_batch_recorded(tmp_path):
+    import asyncio
+
+    from mitigate.errors import MitigateError
+
+    server = StubOpenAIServer(latency=0.0, batch_latency=0.05, reply=reply).start()
+    lm = wrap(backend("openai", server), cache=tmp_path / "c.sqlite")
+    options = FAST.model_copy(update={"transient_retries": 2, "poll_interval": 0.01})
+    task = asyncio.ensure_future(run(judge_for(lm), items(5), journal=tmp_path / "run" / "j.jsonl",
+                                     progress=False, batch=options))
+    while not server.batch.created:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    server.stop()  # the provider becomes unreachable while the batch runs
+    with pytest.raises(MitigateError, match="connection failed|timed out"):
+        await task
+    journal = [json.loads(x) for x in (tmp_path / "run" / "j.jsonl").read_text().splitlines()[1:]]
+    assert len(journal) == 5 and all(j["error"] for j in journal)  # errors, retried on the next run
+    record = BatchStore(tmp_path / "run" / "batches")
+    assert [(r.batch_id is not None, r.collected) for r in record.records.values()] == [(True, False)]
+    await lm.aclose()
