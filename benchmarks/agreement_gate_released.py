@@ -40,8 +40,8 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
+import mitigate.measures as M
 from mitigate.data.summeval import CRITERIA, load_summeval
-from mitigate.measures import metrics as M
 from mitigate.strategies.agreement_gate import AgreementGate, gate_released
 
 SWEEP = (0.3, 0.5, 0.7)

@@ -65,12 +65,12 @@ from evidence_common import (
     write_summary,
 )
 
+import mitigate.measures as M
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.harness.compare import GENERATION_TASKS, Entry, compare, select_items
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
-from mitigate.measures import metrics as M
 from mitigate.measures.stats import paired_permutation_test
 from mitigate.prompt import JudgePrompt
 from mitigate.strategies import HighestRSDemos, Pipeline, RandomDemos

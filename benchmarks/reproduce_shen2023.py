@@ -43,11 +43,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
+import mitigate.measures as M
 from mitigate.data.registry import load
 from mitigate.data.released import load_released
 from mitigate.data.schema import Item
 from mitigate.errors import DataError
-from mitigate.measures import metrics as M
 from mitigate.measures.stats import as_float_array, correlation_function
 
 DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")

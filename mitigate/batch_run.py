@@ -43,7 +43,7 @@ import copy
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,8 +60,8 @@ from mitigate.lm.batch import (
     BatchRecord,
     BatchState,
     BatchStore,
-    batch_api_for,
     custom_ids,
+    innermost,
 )
 from mitigate.lm.cache import CachedLM, LMCache
 from mitigate.lm.wrapper import WrapperLM
@@ -228,11 +228,12 @@ class BatchSession:
 
     # ------------------------------------------------------------------ running
 
-    async def gather(self, coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
-        """Run the coroutines (items of a run) while the session carries their requests through batches.
+    async def gather(self, coros: Iterable[Awaitable[T]], *, return_exceptions: bool = False) -> list[Any]:
+        """Run the coroutines or tasks (items of a run) while the session carries their requests through batches.
 
         Raises the session's own failure (e.g. polling that kept failing) after the
-        coroutines finish; their parked requests fail with it.
+        coroutines finish; their parked requests fail with it. ``return_exceptions`` as in
+        :func:`asyncio.gather`.
         """
         loop = asyncio.get_running_loop()
         if self._wake is None or self._loop is not loop:  # an Event belongs to the loop that first used it
@@ -244,7 +245,7 @@ class BatchSession:
         if self._pump is None or self._pump.done():
             self._pump = asyncio.create_task(self._run_pump())
         try:
-            results = await asyncio.gather(*tasks)
+            results = await asyncio.gather(*tasks, return_exceptions=return_exceptions)
         finally:
             self._active -= 1
             if self._active == 0:
@@ -539,6 +540,26 @@ def _find_cache(lm: LM) -> LMCache | None:
 def _store_all(cache: LMCache, payloads: list[tuple[str, str]], identity: str, model: str) -> None:
     for key, payload in payloads:
         cache.put_sync(key, identity, model, payload)
+
+
+def batch_api_for(lm: LM) -> BatchAPI:
+    """The batch API of ``lm``'s backend: OpenAI (or an OpenAI-compatible server) or Anthropic.
+
+    Raises :class:`ConfigError` for a backend without one (local models, DSPy, replay, fake).
+    """
+    backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
+    if backend.provider == "openai":
+        from mitigate.lm.batch_openai import OpenAIBatchAPI
+
+        return OpenAIBatchAPI(backend)
+    if backend.provider == "anthropic":
+        from mitigate.lm.batch_anthropic import AnthropicBatchAPI
+
+        return AnthropicBatchAPI(backend)
+    raise ConfigError(
+        f"batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend (the providers with a batch "
+        f"API); got {lm.spec!r}. Run without --batch for this backend."
+    )
 
 
 def session_for(batch: BatchOptions | BatchSession | bool, folder: Path | None, *,

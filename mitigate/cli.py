@@ -1,27 +1,299 @@
-"""The ``mitigate`` command line."""
+"""The ``mitigate`` command line.
+
+Every error a user can cause is one line on stderr, ``error: <what was expected; what came>``,
+and a non-zero exit: 2 when the input was refused before any work (bad option, file, data,
+backend spec), 1 when a run could not finish (stopped by the circuit breaker, every item
+failed, an unexpected failure). ``--debug`` (or ``MITIGATE_DEBUG=1``) shows the traceback
+instead. Options are checked before data is loaded, data and prompts before the first LM call.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
+import click
 import typer
+from typer.core import TyperGroup
 
-from mitigate.errors import MitigateError
+from mitigate.errors import ConfigError, MitigateError, RunStoppedError
+from mitigate.registry import ConstraintLike, Interval, Options, check_param, lookup
+from mitigate.search import ENGINES, Objective, search
+from mitigate.selectors import registered_selectors
+from mitigate.strategies import PerturbedGuidelineDemos, parse_pipeline
+
+EXIT_REFUSED = 2
+"""Exit code when the input was refused (bad option, file, data or spec) before any work."""
+EXIT_FAILED = 1
+"""Exit code when a run could not finish (circuit breaker, every item failed, unexpected failure)."""
+
+_DEBUG_ENV = "MITIGATE_DEBUG"
+NETWORK_BACKENDS = ("openai", "anthropic", "dspy")
+BATCH_BACKENDS = ("openai", "anthropic")
+"""Backends whose provider has a batch API (``--batch``)."""
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (a message listing files over several lines stays readable)."""
+    return " ".join(str(text).replace("\n", " ; ").split()).replace(" ; ;", " ;")
+
+
+def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """(usage errors, "no arguments: show help") classes: click's, and those of the click copy recent typer ships."""
+    found: list[type[Exception]] = [click.ClickException]
+    help_only: list[type[Exception]] = [click.exceptions.NoArgsIsHelpError]
+    vendored = next((c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"), None)
+    if vendored is not None and vendored is not click.ClickException:
+        found.append(vendored)
+        extra = getattr(sys.modules.get(vendored.__module__), "NoArgsIsHelpError", None)
+        if isinstance(extra, type):
+            help_only.append(extra)
+    return tuple(found), tuple(help_only)
+
+
+_USAGE_ERRORS, _NO_ARGS = _usage_error_classes()
+_ABORTS = tuple({click.exceptions.Abort, typer.Abort})
+
+
+def _say_error(message: str) -> None:
+    typer.secho(f"error: {_one_line(message)}", fg=typer.colors.RED, err=True)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """Warnings as one line, ``warning: <message>`` (no source line, no file:line of our code)."""
+    typer.secho(f"warning: {_one_line(str(message))}", fg=typer.colors.YELLOW, err=True)
+
+
+class OneLineErrors(TyperGroup):
+    """The command group: turns every exception into one ``error:`` line and an exit code.
+
+    ``--debug`` anywhere on the command line (or ``MITIGATE_DEBUG=1``) re-raises instead, so
+    the traceback is shown.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        """Run the command; print one line per error and exit with :data:`EXIT_REFUSED` or :data:`EXIT_FAILED`."""
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in argv or os.environ.get(_DEBUG_ENV, "") not in ("", "0")
+        argv = [a for a in argv if a != "--debug"]
+        code = 0
+        with warnings.catch_warnings():
+            if not debug:
+                warnings.showwarning = _show_warning
+            try:
+                rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                                  standalone_mode=False, **extra)
+                code = rv if isinstance(rv, int) else 0
+            except _NO_ARGS as exc:
+                ctx = getattr(exc, "ctx", None)
+                typer.echo(ctx.get_help() if ctx is not None else "")
+                code = EXIT_REFUSED
+            except _USAGE_ERRORS as exc:  # usage errors: unknown option, value not an int ...
+                ctx = getattr(exc, "ctx", None)
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                _say_error(exc.format_message() + hint)  # type: ignore[attr-defined]
+                code = int(getattr(exc, "exit_code", EXIT_REFUSED))
+            except _ABORTS:
+                _say_error("aborted")
+                code = EXIT_FAILED
+            except KeyboardInterrupt:
+                _say_error("interrupted; a run with --run-dir (or --out) resumes where it stopped")
+                code = 130
+            except Exception as exc:
+                if debug:
+                    raise
+                code = _report(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _report(exc: BaseException) -> int:
+    """Print one line for ``exc``; its exit code."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, RunStoppedError):
+        _say_error(str(exc))
+        return EXIT_FAILED
+    if isinstance(exc, MitigateError):
+        _say_error(str(exc))
+        return EXIT_REFUSED
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(x) for x in first.get("loc", ())) or exc.title
+        _say_error(f"invalid value for {where}: {first.get('msg', exc)}; got {first.get('input')!r}")
+        return EXIT_REFUSED
+    if isinstance(exc, UnicodeError):
+        _say_error(f"expected UTF-8 text; got {exc}")
+        return EXIT_REFUSED
+    if isinstance(exc, BrokenPipeError):  # the reader of our output went away (| head): nothing to say
+        try:  # and nothing to flush at exit (the Python docs' recipe for SIGPIPE)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_FAILED
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        _say_error(f"{exc.strerror or type(exc).__name__}{where}")
+        return EXIT_FAILED
+    _say_error(f"unexpected {type(exc).__name__}: {exc} (a bug in mitigate; rerun with --debug for the traceback "
+               "and report it)")
+    return EXIT_FAILED
+
 
 app = typer.Typer(
+    cls=OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
+    pretty_exceptions_enable=False,
     help="Make LLM-as-a-judge evaluators less biased and more consistent, and measure it.",
 )
 
 
-def _fail(exc: MitigateError) -> None:
-    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(code=2)
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error instead of one line "
+                                        "(also: MITIGATE_DEBUG=1); accepted anywhere on the command line")] = False,
+) -> None:
+    """Make LLM-as-a-judge evaluators less biased and more consistent, and measure it."""
+
+
+# --------------------------------------------------------------------------- option checks
+
+
+def _check(command: str, option: str, value: Any, *constraints: ConstraintLike) -> Any:
+    """``value`` when a constraint accepts it; ConfigError "The '--x' parameter of mitigate cmd must be ..." otherwise."""
+    return check_param(f"mitigate {command}", option, value, constraints)
+
+
+def _check_run_options(command: str, opts: dict[str, Any]) -> None:
+    """The numeric and choice options shared by judge, compare and search, checked before any work."""
+    checks: dict[str, tuple[ConstraintLike, ...]] = {
+        "limit": (Interval(int, 0, None),),
+        "samples": (Interval(int, 1, None),),
+        "max_tokens": (Interval(int, 1, None),),
+        "concurrency": (Interval(int, 1, None),),
+        "temperature": (Interval(float, 0.0, 2.0),),
+        "reducer": (Options("mean", "median", "majority"),),
+        "scoring": (Options("auto", "parse", "expected"),),
+        "constrain": (Options("auto", "format", "answer", "json", "off"),),
+        "timeout": (Interval(float, 0.0, None, closed="neither"), None),
+        "patience": (Interval(float, 0.0, None, closed="neither"),),
+        "stop_after": (Interval(int, 0, None),),
+        "transport": (Options("auto", "aiohttp", "httpx", "direct"), None),
+        "batch_retries": (Interval(int, 0, None),),
+        "n_boot": (Interval(int, 0, None),),
+        "budget": (Interval(int, 1, None),),
+        "consistency_weight": (Interval(float, 0.0, None),),
+        "bias_weight": (Interval(float, 0.0, None),),
+    }
+    for name, constraints in checks.items():
+        if name in opts:
+            _check(command, "--" + name.replace("_", "-"), opts[name], *constraints)
+    import math
+
+    for name in ("temperature", "timeout", "patience", "consistency_weight", "bias_weight"):
+        value = opts.get(name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"expected a finite number for --{name.replace('_', '-')}; got {value}")
+    kind = str(opts.get("backend", "")).partition(":")[0].strip().lower()
+    for name in ("base_url", "timeout"):
+        if opts.get(name) not in (None, "") and kind in ("local", "replay", "fake"):
+            raise ConfigError(f"--{name.replace('_', '-')} applies to the {', '.join(NETWORK_BACKENDS)} backends; "
+                              f"got --backend {opts.get('backend')!r}")
+    _check_large_run_options(opts, kind)
+
+
+def _check_large_run_options(opts: dict[str, Any], kind: str) -> None:
+    """--transport, --batch and --batch-retries against the backend and the run folder they need."""
+    if opts.get("transport") is not None and kind != "openai":
+        raise ConfigError(f"--transport applies to openai:<model> backends (the OpenAI API and OpenAI-compatible "
+                          f"servers such as vLLM); got --backend {opts.get('backend')!r}")
+    if not opts.get("batch"):
+        if opts.get("batch_retries"):
+            raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {opts['batch_retries']} "
+                              "without --batch")
+        return
+    calls_lm = "released" not in opts or bool(opts.get("pipeline"))  # compare of released judges alone: no calls
+    if calls_lm and kind not in BATCH_BACKENDS:
+        raise ConfigError(f"batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend (--batch goes "
+                          f"through the provider's batch API); got --backend {opts.get('backend')!r}")
+    if "run_dir" in opts and opts["run_dir"] is None:
+        raise ConfigError("--batch needs --run-dir (the batch record lives there, so a killed run resumes); "
+                          "got none")
+
+
+def _read_text_file(path: Path, option: str) -> str:
+    """The UTF-8 text of the file given to ``option``; one-line ConfigError when it cannot be read."""
+    if not path.exists():
+        raise ConfigError(f"expected {option} to name a file; {path} does not exist", path=str(path))
+    if not path.is_file():
+        raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"expected {option} to name a readable file; {path}: {exc.strerror}", path=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"expected {option} to be UTF-8 text; {path}:{line} holds the byte {data[exc.start]:#04x}, "
+                          "which is not UTF-8 (re-save the file as UTF-8)", path=str(path), line=line) from None
+
+
+def _writable_dir(path: Path, option: str) -> Path:
+    """Create the folder given to ``option`` when needed and check a file can be written in it."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"expected {option} to be a folder; {path} is a file", path=str(path))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"expected {option} to be a folder mitigate can write in; {path}: "
+                          f"{exc.strerror or type(exc).__name__}", path=str(path)) from None
+    return path
+
+
+def _writable_file(path: Path, option: str) -> Path:
+    """Check the file given to ``option`` can be written (its folder is created when needed)."""
+    if path.is_dir():
+        raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
+    _writable_dir(path.parent, f"the folder of {option}")
+    return path
+
+
+@contextmanager
+def _run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | None]:
+    """Check the run folder and hold its lock for the whole command (None: no folder)."""
+    if path is None:
+        yield None
+        return
+    from mitigate.runner import RunLock
+
+    _writable_dir(path, option)
+    for name in ("journal.jsonl", "results.json"):
+        if (path / name).is_dir():
+            raise ConfigError(f"expected {path / name} to be a file mitigate writes; it is a directory",
+                              path=str(path / name))
+    with RunLock.for_journal(path / "journal.jsonl"):
+        yield path
+
+
+def _run(coro_fn: Callable[..., Any], **opts: Any) -> Any:
+    """``asyncio.run`` of a command's coroutine."""
+    return asyncio.run(coro_fn(**opts))
 
 
 def _parse_scale(text: str | None) -> tuple[float, float] | None:
@@ -31,7 +303,7 @@ def _parse_scale(text: str | None) -> tuple[float, float] | None:
     try:
         lo, hi = (float(p) for p in parts)
     except ValueError:
-        raise typer.BadParameter(f"expected MIN,MAX such as 1,5; got {text!r}") from None
+        raise ConfigError(f"expected --scale as MIN,MAX such as 1,5; got {text!r}") from None
     return lo, hi
 
 
@@ -43,7 +315,6 @@ def _first_line(text: str, width: int = 100) -> str:
 def _benchmark_and_criterion(name: str, criterion: str | None) -> tuple[Any, str]:
     """Load a benchmark and check the criterion (default: its first)."""
     from mitigate.data.registry import load
-    from mitigate.errors import ConfigError
 
     bench = load(name)
     crit = criterion or (bench.criteria[0] if bench.criteria else None)
@@ -57,28 +328,33 @@ def _benchmark_and_criterion(name: str, criterion: str | None) -> tuple[Any, str
 def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
     """The judge template: the user's file, or the built-in prompt for the benchmark's criterion."""
     from mitigate.builtin_prompts import default_prompt_for, prompt_text
-    from mitigate.errors import ConfigError
 
     if prompt is None:
         return prompt_text(default_prompt_for(benchmark, criterion))
-    if not prompt.is_file():
-        raise ConfigError(f"expected --prompt to name a template file; {prompt} does not exist")
-    return prompt.read_text(encoding="utf-8")
+    return _read_text_file(prompt, "--prompt")
 
 
-def _backend(spec: str, base_url: str | None, *, cache: bool, transport: str | None = None) -> Any:
-    """The LM for ``spec`` with retries, and the on-disk cache when ``cache``."""
+def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | None = None,
+             patience: float = 60.0, transport: str | None = None) -> Any:
+    """The LM for ``spec`` with retries (a Retry-After longer than ``patience`` seconds stops them), and the
+    on-disk cache when ``cache``; ``timeout`` is the per-request timeout of network backends, ``transport``
+    the HTTP client of an openai: backend."""
     from mitigate.lm.registry import get, wrap
+    from mitigate.lm.retry import RetryPolicy
 
     kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
+    if timeout is not None:
+        kwargs["timeout"] = timeout
     if transport is not None:
-        if not spec.strip().lower().startswith("openai:"):
-            from mitigate.errors import ConfigError
-
-            raise ConfigError(f"--transport applies to openai:<model> backends (the OpenAI API and OpenAI-compatible "
-                              f"servers such as vLLM); got --backend {spec!r}")
         kwargs["transport"] = transport
-    return wrap(get(spec, **kwargs), cache=cache)
+    policy = RetryPolicy(base_delay=min(0.5, patience), max_delay=patience)
+    return wrap(get(spec, **kwargs), cache=cache, retry=policy)
+
+
+_TIMEOUT_HELP = "seconds before one request to the server times out (openai, anthropic, dspy; default 120)"
+_PATIENCE_HELP = "longest wait between retries, in seconds; a server asking for a longer Retry-After stops the run"
+_STOP_AFTER_HELP = ("stop the run after this many failures in a row that would repeat for every item (refused "
+                    "key or model, unreachable server ...); 0 never stops")
 
 
 TRANSPORT_HELP = ("HTTP client of an openai: backend: auto (the SDK), direct (plain aiohttp, the least CPU per "
@@ -87,17 +363,16 @@ BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or an
               "within 24 h); resumable: rerun the same command to pick up the same batches")
 
 
-def _batch_session(enabled: bool, folder: Path | None, retries: int, progress: bool, what: str) -> Any:
-    """A batch session recording in ``folder``/batches when ``--batch`` is on (None otherwise)."""
-    if not enabled:
+def _batch_session(enabled: bool, folder: Path | None, retries: int, progress: bool) -> Any:
+    """A batch session recording in ``folder``/batches when ``--batch`` is on (None otherwise).
+
+    The options were checked by :func:`_check_run_options` (``--batch`` has a folder and a backend
+    with a batch API, ``--batch-retries`` >= 0).
+    """
+    if not enabled or folder is None:
         return None
     from mitigate.batch_run import BatchOptions, BatchSession
-    from mitigate.errors import ConfigError
 
-    if folder is None:
-        raise ConfigError(f"--batch needs {what} (the batch record lives there, so a killed run resumes); got none")
-    if retries < 0:
-        raise ConfigError(f"expected --batch-retries >= 0; got {retries}")
     return BatchSession(BatchOptions(retry_failed=retries, progress=progress), folder / "batches")
 
 
@@ -111,55 +386,67 @@ def judge(
     backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
                                          "local, local:<path.gguf>, replay:<path>, fake")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
+    timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
+    stop_after: Annotated[int, typer.Option(help=_STOP_AFTER_HELP)] = 3,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     system: Annotated[Path | None, typer.Option(help="optional system message template file")] = None,
     scale: Annotated[str | None, typer.Option(help="answer scale MIN,MAX (default: from the prompt)")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
     samples: Annotated[int, typer.Option(help="samples per item (reduced by --reducer)")] = 1,
     reducer: Annotated[str, typer.Option(help="mean, median or majority")] = "mean",
-    scoring: Annotated[str, typer.Option(help="parse (read the score) or expected (logprob-weighted)")] = "parse",
+    scoring: Annotated[str, typer.Option(help="parse (read the score), expected (logprob-weighted) or auto "
+                                         "(expected for the embedded default model, else parse)")] = "auto",
+    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off "
+                                           "(see JudgeConfig.constrain)")] = "auto",
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
     concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
     run_dir: Annotated[Path | None, typer.Option(help="folder for the journal and results (resumable)")] = None,
     restart: Annotated[bool, typer.Option(help="discard an existing journal in --run-dir")] = False,
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk (identical re-runs make no calls)")] = True,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
-    pipeline: Annotated[Path | None, typer.Option(
-        "--pipeline", help="a pipeline spec JSON file (e.g. written by 'mitigate search') wrapping the judge")] = None,
+    pipeline: Annotated[str | None, typer.Option(
+        "--pipeline", help="mitigations wrapping the judge: pipeline text such as \"name(k=v) | name2\", or "
+        "@file.json (a spec file such as 'mitigate search --out' writes)")] = None,
     transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
     batch: Annotated[bool, typer.Option(help=BATCH_HELP + " (needs --run-dir)")] = False,
     batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
     """Judge the first items of a benchmark and print each judgment beside the human score."""
-    try:
-        asyncio.run(_judge(**locals()))
-    except MitigateError as exc:
-        _fail(exc)
+    opts = dict(locals())
+    _check_run_options("judge", opts)
+    with _run_dir(run_dir):
+        _run(_judge, **opts)
 
 
 async def _judge(**opts: Any) -> None:
-    from mitigate.judge import JudgeConfig, PromptJudge
+    from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
     from mitigate.prompt import JudgePrompt
-    from mitigate.runner import run
+    from mitigate.runner import preflight, run, write_atomic
 
+    system = _read_text_file(opts["system"], "--system") if opts["system"] is not None else None
+    if opts["pipeline"] is not None:
+        parse_pipeline(opts["pipeline"])  # bad pipeline text or file fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     text = _template_text(opts["prompt"], opts["benchmark"], crit)
-    system = opts["system"].read_text(encoding="utf-8") if opts["system"] is not None else None
     jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
-    session = _batch_session(opts["batch"], opts["run_dir"], opts["batch_retries"], opts["progress"], "--run-dir")
-    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], transport=opts["transport"])
-    config = JudgeConfig(
-        temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"],
-        scoring=opts["scoring"], max_tokens=opts["max_tokens"],
-    )
-    pj = PromptJudge(jp, lm, config)
-    judge_obj = _with_pipeline_file(pj, opts.get("pipeline"))
-    items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
-    typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
-    journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
+    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
+                  patience=opts["patience"], transport=opts["transport"])
+    session = _batch_session(opts["batch"], opts["run_dir"], opts["batch_retries"], opts["progress"])
     try:
-        result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal,
-                           restart=opts["restart"], progress=opts["progress"], batch=session)
+        config = JudgeConfig(
+            temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"], max_tokens=opts["max_tokens"],
+            **answer_mode(lm, opts["scoring"], opts["constrain"]),
+        )
+        pj = PromptJudge(jp, lm, config)
+        judge_obj = _with_pipeline(pj, opts.get("pipeline"))
+        items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
+        preflight(judge_obj, items)  # every item fits the prompt: checked before anything is printed or called
+        typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
+        journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
+        result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal, check=False,
+                           restart=opts["restart"], progress=opts["progress"], stop_after=opts["stop_after"],
+                           batch=session)
     finally:
         if session is not None:
             await session.aclose()
@@ -175,27 +462,62 @@ async def _judge(**opts: Any) -> None:
         typer.echo(f"{j.item_id}\tjudge={shown}\thuman={human_s}\t{_first_line(detail)}")
     typer.echo(result.summary.line(), err=True)
     if opts["run_dir"]:
-        out = opts["run_dir"] / "results.json"
-        out.write_text(json.dumps({
+        out = write_atomic(opts["run_dir"] / "results.json", json.dumps({
             "benchmark": bench.name, "criterion": crit, "backend": lm.spec,
             "summary": result.summary.model_dump(mode="json"),
             "judgments": [j.model_dump(mode="json") for j in result.judgments],
         }, indent=1))
         typer.echo(f"wrote {out}", err=True)
+    _fail_when_all_failed(result)
+
+
+def _fail_when_all_failed(result: Any) -> None:
+    """Exit :data:`EXIT_FAILED` with one line when every item of a run ended in an LM error."""
+    s = result.summary
+    if s.items and s.errors == s.items:
+        first = next((j.error for j in result.judgments if j.error), "")
+        _say_error(f"all {s.items} items failed; the first: {first}")
+        raise typer.Exit(code=EXIT_FAILED)
 
 
 @app.command("prompts")
-def prompts_cmd(name: Annotated[str | None, typer.Argument(help="print this prompt's text")] = None) -> None:
-    """List the built-in judge prompts, or print one."""
+def prompts_cmd(
+    name: Annotated[str | None, typer.Argument(help="print this built-in prompt's text, or 'inspect'")] = None,
+    file: Annotated[Path | None, typer.Argument(help="with 'inspect': the template file to read")] = None,
+    system: Annotated[Path | None, typer.Option(help="with 'inspect': a system message template file")] = None,
+    const: Annotated[list[str] | None, typer.Option(
+        "--const", help="with 'inspect': NAME=VALUE (or NAME=@file) filled into the template once, e.g. a rubric "
+        "or a Jinja variable; repeat for several")] = None,
+) -> None:
+    """List the built-in judge prompts, print one, or 'inspect FILE': show what mitigate reads from a template."""
     from mitigate.builtin_prompts import list_prompts, prompt_text
 
-    try:
-        if name is None:
-            typer.echo("\n".join(list_prompts()))
-        else:
-            typer.echo(prompt_text(name))
-    except MitigateError as exc:
-        _fail(exc)
+    if name is None:
+        typer.echo("\n".join(list_prompts()))
+    elif name == "inspect":
+        typer.echo(_inspect(file, system, const or []))
+    else:
+        typer.echo(prompt_text(name))
+
+
+def _inspect(file: Path | None, system: Path | None, consts: list[str]) -> str:
+    """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
+    from mitigate.errors import ConfigError
+    from mitigate.prompt import describe_template
+
+    if file is None or not file.is_file():
+        raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
+    constants: dict[str, str] = {}
+    for item in consts:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected --const NAME=VALUE or NAME=@file; got {item!r}")
+        if value.startswith("@"):
+            value = Path(value[1:]).read_text(encoding="utf-8")
+        constants[key.strip()] = value
+    text = file.read_text(encoding="utf-8")
+    sys_text = system.read_text(encoding="utf-8") if system is not None else None
+    return describe_template(text, system=sys_text, constants=constants or None)
 
 
 @app.command("compare")
@@ -205,14 +527,16 @@ def compare_cmd(
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
     pipeline: Annotated[list[str] | None, typer.Option(
-        "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline or \"name(k=v) | name2\"; "
-        "repeat for several (the first entry is the reference)")] = None,
+        "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or "
+        "@file.json; repeat for several (the first entry is the reference)")] = None,
     released: Annotated[list[str] | None, typer.Option(
         "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (SummEval only); "
         "repeat for several; listed after the pipelines")] = None,
     backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
+    timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
                                                 "(default: the built-in prompt for the criterion)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items, document by "
@@ -225,6 +549,9 @@ def compare_cmd(
     temperature: Annotated[float, typer.Option(help="sampling temperature of the base judge")] = 0.0,
     samples: Annotated[int, typer.Option(help="samples per item of the base judge")] = 1,
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
+    scoring: Annotated[str, typer.Option(help="parse, expected or auto (expected for the embedded default "
+                                         "model, else parse)")] = "auto",
+    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off")] = "auto",
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap and permutation tests")] = 0,
     restart: Annotated[bool, typer.Option(help="discard existing journals in --out")] = False,
@@ -235,48 +562,45 @@ def compare_cmd(
     batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
     """Compare mitigation pipelines (and released judges) on a benchmark: accuracy and bias side by side."""
-    from pydantic import ValidationError
-
-    try:
-        asyncio.run(_compare(**locals(), command=" ".join(["mitigate", *sys.argv[1:]])))
-    except MitigateError as exc:
-        _fail(exc)
-    except ValidationError as exc:
-        typer.secho(f"error: invalid parameters: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from None
+    opts = dict(locals())
+    _check_run_options("compare", opts)
+    _writable_dir(out, "--out")
+    _run(_compare, **opts, command=" ".join(["mitigate", *sys.argv[1:]]))
 
 
 async def _compare(**opts: Any) -> None:
-    from mitigate.errors import ConfigError
-    from mitigate.harness.compare import Entry, compare
+    from mitigate.harness.compare import Entry, compare, select_items
     from mitigate.harness.report import write_report
+    from mitigate.runner import preflight
 
     pipelines = list(opts["pipeline"] or [])
     released = list(opts["released"] or [])
     if not pipelines and not released:
         raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline) or --released judge; got none")
-    if opts["limit"] < 0:
-        raise ConfigError(f"expected --limit >= 0 (0 = all items); got {opts['limit']}")
-    from mitigate.strategies import parse_pipeline  # importing the package registers every strategy
-
     parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     entries: list[Entry] = []
     lm = None
     if pipelines:
-        from mitigate.judge import JudgeConfig, PromptJudge
+        from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
         from mitigate.prompt import JudgePrompt
 
         jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
-        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], transport=opts["transport"])
-        config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
+        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
+                      patience=opts["patience"], transport=opts["transport"])
+        config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"],
+                             **answer_mode(lm, opts["scoring"], opts["constrain"]))
         base = PromptJudge(jp, lm, config)
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
     entries += [Entry.from_released(name, crit) for name in released]
+    chosen = select_items(bench.items, opts["limit"] or None)
+    for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called
+        if entry.kind == "pipeline":
+            preflight(entry.judge, chosen)
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
     session = _batch_session(opts["batch"] and bool(pipelines), opts["out"], opts["batch_retries"],
-                             opts["progress"], "--out")
+                             opts["progress"])
     try:
         result = await compare(
             bench, crit, entries, out_dir=opts["out"], concurrency=opts["concurrency"],
@@ -295,6 +619,11 @@ async def _compare(**opts: Any) -> None:
     paths = write_report(result, opts["out"])
     typer.echo((opts["out"] / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+    failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
+    if failed:
+        first = next((j.error for j in failed[0].judgments if j.error), "")
+        _say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
+        raise typer.Exit(code=EXIT_FAILED)
 
 
 @app.command("report")
@@ -302,21 +631,23 @@ def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 
     """Re-render report.md and the plots of a comparison from its results.json."""
     from mitigate.harness.report import render_report
 
-    try:
-        paths = render_report(folder)
-    except MitigateError as exc:
-        _fail(exc)
+    if not folder.is_dir():
+        raise ConfigError(f"expected a folder written by 'mitigate compare'; {folder} "
+                          f"{'is a file' if folder.exists() else 'does not exist'}", path=str(folder))
+    results = folder / "results.json"
+    if results.is_file():
+        _read_text_file(results, "the results.json of the folder")
+    _writable_dir(folder, "the report folder")
+    paths = render_report(folder)
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
 
 
-def _with_pipeline_file(judge: Any, path: Path | None) -> Any:
-    """``judge`` wrapped by the mitigation pipeline saved in ``path`` (None: unchanged)."""
-    if path is None:
+def _with_pipeline(judge: Any, text: str | None) -> Any:
+    """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None: unchanged)."""
+    if text is None:
         return judge
-    from mitigate.selectors.search import load_pipeline
-
-    pipe = load_pipeline(path)
-    typer.echo(f"pipeline from {path}: {json.dumps(pipe.spec())[:200]}", err=True)
+    pipe = parse_pipeline(text)
+    typer.echo(f"pipeline {text}: {json.dumps(pipe.spec())[:200]}", err=True)
     return pipe.wrap(judge)
 
 
@@ -328,14 +659,13 @@ def search_cmd(
                                                   "(default: the benchmark's first)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="use only the first N labelled items, document "
                                        "by document, so each document keeps every system's output (0 = all)")] = 0,
-    engine: Annotated[str, typer.Option(help="random, greedy, dspy-labeled, dspy-bootstrap-rs or "
-                                        "dspy-mipro")] = "random",
+    engine: Annotated[str, typer.Option(help=f"search engine: {', '.join(ENGINES)}")] = "random",
     budget: Annotated[int, typer.Option(help="distinct LM requests the search may make (cache hits count "
                                         "too, so a rerun retraces the same search)")] = 200,
     k: Annotated[list[int] | None, typer.Option("--k", help="demos per set; repeat for several sizes")] = None,
     selector: Annotated[list[str] | None, typer.Option(
-        "--selector", help="candidate generator: random, stratified, knn; repeat for several "
-        "(default: random and stratified)")] = None,
+        "--selector", help=f"candidate generator: {', '.join(registered_selectors())} (fixed needs ids: use "
+        "the Python API); repeat for several (default: random and stratified)")] = None,
     perturbed: Annotated[bool, typer.Option(help="also search demos shown under reordered guidelines "
                                             "(Ghazarian et al. 2024)")] = False,
     agreement: Annotated[str, typer.Option(help="spearman, kendall, pearson or accuracy (exact match)")] = "spearman",
@@ -349,6 +679,8 @@ def search_cmd(
     backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
                                          "local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
+    timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
@@ -356,33 +688,32 @@ def search_cmd(
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the split, the draws and the bootstrap")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", help="where to write the winning pipeline spec "
-                                      "(load it with 'mitigate judge --pipeline')")] = Path("search_pipeline.json"),
+                                      "(load it with 'mitigate judge --pipeline @<file>')")] = Path("search_pipeline.json"),
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     plot: Annotated[bool, typer.Option(help="also write a PNG of the search beside --out")] = True,
+    pipeline: Annotated[str, typer.Option(
+        "--pipeline", help="mitigations wrapping the judge before demos are searched: pipeline text or @file.json; "
+        "the saved spec holds them followed by the winner")] = "baseline",
     transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
 ) -> None:
     """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
-    from pydantic import ValidationError
+    opts = dict(locals())
+    _check_run_options("search", opts)
 
-    try:
-        _search(**locals())
-    except MitigateError as exc:
-        _fail(exc)
-    except ValidationError as exc:
-        typer.secho(f"error: invalid parameters: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from None
+    _check("search", "--engine", engine, Options(*ENGINES))
+    for size in k or []:
+        _check("search", "--k", size, Interval(int, 1, None))
+    _writable_file(out, "--out")
+    _search(**opts)
 
 
 def _search(**opts: Any) -> None:
-    from mitigate.errors import ConfigError
+    from mitigate.harness.report import plot_search
     from mitigate.judge import JudgeConfig, PromptJudge
     from mitigate.prompt import JudgePrompt
-    from mitigate.selectors import KNN, Objective, Random, Stratified, search
-    from mitigate.strategies.perturbed_demos import PerturbedGuidelineDemos
 
-    if opts["limit"] < 0:
-        raise ConfigError(f"expected --limit >= 0 (0 = all labelled items); got {opts['limit']}")
+    before = parse_pipeline(opts["pipeline"])  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     labelled = [it for it in bench.items if crit in it.human]
     if opts["limit"]:
@@ -391,21 +722,18 @@ def _search(**opts: Any) -> None:
         labelled = select_items(labelled, opts["limit"])  # whole documents first, as compare does
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
-    lm = _backend(opts["backend"], opts["base_url"], cache=False,  # retries; the search adds its own cache
-                  transport=opts["transport"])
-    judge = PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"], max_tokens=opts["max_tokens"]))
+    lm = _backend(opts["backend"], opts["base_url"], cache=False, timeout=opts["timeout"],  # the search adds
+                  patience=opts["patience"], transport=opts["transport"])  # its own cache
+    judge = before.wrap(PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"],
+                                                        max_tokens=opts["max_tokens"])))
     try:
         fractions = tuple(float(x) for x in opts["splits"].split(","))
     except ValueError:
         raise ConfigError(f"expected --splits as three fractions such as 0.5,0.25,0.25; got {opts['splits']!r}") from None
     if len(fractions) != 3:
         raise ConfigError(f"expected --splits as three fractions such as 0.5,0.25,0.25; got {opts['splits']!r}")
-    known = {"random": Random, "stratified": Stratified, "knn": KNN}
-    names = opts["selector"] or ["random", "stratified"]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(f"expected --selector names among {sorted(known)}; got {unknown}")
-    selectors = [known[n](seed=opts["seed"]) if n != "knn" else KNN() for n in names]
+    classes = [lookup("selector", n) for n in opts["selector"] or ["random", "stratified"]]
+    selectors = [cls(seed=opts["seed"]) if "seed" in cls.model_fields else cls() for cls in classes]
     objective = Objective(agreement=opts["agreement"], consistency_weight=opts["consistency_weight"],
                           consistency=opts["consistency"], bias_weight=opts["bias_weight"])
     templates: list[Any] = [None]
@@ -418,22 +746,22 @@ def _search(**opts: Any) -> None:
     }
     if objective.needs_likelihood:
         common["likelihood"] = opts["likelihood"]
-    if not opts["engine"].startswith("dspy-"):
-        common.update(selectors=selectors, perturbations=templates)
+    if lookup("engine", opts["engine"]).uses_selectors or opts["selector"] or opts["perturbed"]:
+        common.update(selectors=selectors, perturbations=templates)  # an engine that takes none refuses them
     typer.echo(f"{bench.summary()}\nsearching demos for {crit!r} on {len(labelled)} labelled items with "
                f"{lm.spec}, engine {opts['engine']}, budget {opts['budget']} LM calls", err=True)
     result = search(judge, data, engine=opts["engine"], **common)
     typer.echo(result.summary())
-    path = result.save_pipeline(opts["out"])
-    typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline {path})", err=True)
+    path = result.save_pipeline(opts["out"], before=before)
+    typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
     if opts["plot"]:
-        typer.echo(f"wrote {result.plot(path.with_suffix('.png'))} (trials on dev; winner vs baseline on test)",
-                   err=True)
+        typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
+                   "test)", err=True)
 
 
 def main() -> None:  # pragma: no cover - console entry
     """Entry point for ``python -m mitigate``."""
-    app(prog_name="mitigate")
+    typer.main.get_command(app).main(prog_name="mitigate")
 
 
 if __name__ == "__main__":  # pragma: no cover

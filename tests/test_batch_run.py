@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.batch_run import BatchOptions, BatchSession
+from mitigate.batch_run import BatchOptions, BatchSession, batch_api_for
 from mitigate.errors import ConfigError
 from mitigate.judge import JudgeConfig
 from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.batch import BatchStore, batch_api_for
+from mitigate.lm.batch import BatchStore
 from mitigate.lm.cache import LMCache
 from mitigate.lm.fake import FakeLM
 from mitigate.lm.openai import OpenAILM
@@ -332,3 +332,23 @@ async def test_polling_that_keeps_failing_stops_the_run_with_the_error_and_keeps
     record = BatchStore(tmp_path / "run" / "batches")
     assert [(r.batch_id is not None, r.collected) for r in record.records.values()] == [(True, False)]
     await lm.aclose()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_circuit_breaker_stops_a_batch_run_whose_every_request_is_refused(provider, tmp_path):
+    from mitigate.errors import RunStoppedError
+
+    def no_such_model(_p: str, _cid: str, _b: dict[str, Any]) -> int | None:
+        return 404
+
+    with StubOpenAIServer(latency=0.0, batch_latency=0.001, reply=reply, batch_fail=no_such_model) as s:
+        lm = wrap(backend(provider, s), cache=tmp_path / "c.sqlite")
+        with pytest.raises(RunStoppedError, match="3 failed judgments in a row") as info:
+            await run(judge_for(lm), items(12), journal=tmp_path / "run" / "j.jsonl", progress=False, batch=FAST)
+        # no warm-up in batch mode: all twelve requests went out in one batch, none resent
+        assert [len(b["custom_ids"]) for b in s.batch.created] == [12]
+        result = info.value.result  # type: ignore[attr-defined]
+        assert result.summary.ok == 0 and 3 <= result.summary.errors <= 12
+        assert all(("HTTP 404" if provider == "openai" else "not_found_error") in (j.error or "")
+                   for j in result.judgments)
+        await lm.aclose()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import mitigate.measures as M
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark
@@ -18,16 +19,16 @@ from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.harness.report import load_results, write_report
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
-from mitigate.measures import metrics as M
 from mitigate.paths import data_dir
 from mitigate.prompt import PromptMessage
-from mitigate.strategies.base import Pipeline, PromptMitigation, register
+from mitigate.registry import register
+from mitigate.strategies.base import Pipeline, PromptMitigation
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 MARK = "[[exact]]"
 
 
-@register("test-compare-exact")
+@register("mitigation", "test-compare-exact")
 class ExactHint(PromptMitigation):
     """Test-only: appends a marker the fake LM answers with the true score."""
 

@@ -1,9 +1,15 @@
-"""Tests for mitigate.measures.metrics, against hand computations, scipy and the krippendorff package."""
+"""Tests for the measures of mitigate.measures, against hand computations, scipy and the krippendorff package."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import itertools
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -11,9 +17,10 @@ import pydantic
 import pytest
 from scipy import stats as sps
 
+import mitigate.measures as M
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
-from mitigate.measures import metrics as M
+from mitigate.registry import build, lookup
 from mitigate.scale import Scale
 
 NAN = float("nan")
@@ -88,6 +95,13 @@ def test_document_correlation_averages_per_document_correlations_and_skips_undef
     assert m.n == 6
     pooled = M.item_correlation(judge, human, "kendall")
     assert pooled.value != pytest.approx(m.value)
+
+
+def test_shen_et_al_are_cited_for_the_pooled_level_not_the_per_document_one():
+    # Shen et al. 2023 pool the 1,200 SummEval summaries into one correlation (their 4.2.2)
+    assert "4.2.2" in M.item_correlation.__doc__ and "Shen" in M.item_correlation.__doc__
+    doc = " ".join(M.document_correlation.__doc__.split())
+    assert "Shen et al. 2023 do not" in doc and "pool the 1,200 summaries" in doc
 
 
 def test_document_correlation_ci_resamples_documents():
@@ -169,6 +183,13 @@ def test_accuracy_counts_matches_and_excludes_missing_predictions():
     assert (m.n, m.n_failed) == (3, 1)
     assert M.accuracy([3.0, 2], [3, 2.0]).value == 1.0
     assert math.isnan(M.accuracy([None], ["a"]).value)
+
+
+def test_accuracy_reports_of_scored_and_of_all_with_a_parse_failure_counted_wrong():
+    m = M.accuracy(["a", "b", None, "a", "a"], ["a", "a", "b", "a", None])
+    assert (m.count, m.n, m.n_failed) == (2, 3, 2)
+    assert m.value == pytest.approx(2 / 3)
+    assert m.of_all == pytest.approx(2 / 4)  # the item without a gold label counts in neither
 
 
 # --------------------------------------------------------------------------- correct preferences
@@ -267,6 +288,27 @@ def test_consistency_chance_and_kappa_tell_a_collapsed_judge_from_a_stable_one()
     assert constant.value == 1.0 and math.isnan(constant.extra["kappa"])
 
 
+def test_chance_and_kappa_count_true_as_1_as_the_share_does():
+    rows = [[True, 1], [False, 0], [True, 1.0], [False, 0]]
+    # one notion of equality: True == 1, so each prompt answers "1" half the time and chance is 0.5
+    assert M.chance_consistency(rows) == pytest.approx(0.5)
+    assert M.consistency_kappa(rows) == pytest.approx((1.0, 0.5, 1.0))
+    m = M.perturbation_consistency({"a": {"x": True, "y": False}, "b": {"x": 1, "y": 0}})
+    assert m.value == 1.0 and m.extra["chance"] == pytest.approx(0.5)
+    assert M.labels_equal(np.True_, 1) and M.label_key(True) == M.label_key(1.0)
+    assert not M.labels_equal("1", 1) and not M.labels_equal(True, 2)
+
+
+def test_perturbation_consistency_reports_of_scored_and_of_all_like_llmbar():
+    # 419 items: 323 answered alike under both prompts, 77 not, 19 without an answer under one prompt
+    a = {i: 3 for i in range(419)}
+    b = {i: 3 if i < 323 else (4 if i < 400 else None) for i in range(419)}
+    m = M.perturbation_consistency({"a": a, "b": b})
+    assert (m.count, m.n, m.n_failed, m.n_all) == (323, 400, 19, 419)
+    assert m.value == pytest.approx(323 / 400)
+    assert m.of_all == pytest.approx(323 / 419)
+
+
 def test_perturbation_consistency_needs_two_prompts():
     with pytest.raises(ConfigError, match="at least 2"):
         M.perturbation_consistency({"only": {"a": 1}})
@@ -307,6 +349,32 @@ def test_rs_scores_by_hand():
     rs = M.rs_scores(ls, us)
     assert rs[:3] == pytest.approx([2.0, 0.0, 2.0])
     assert math.isnan(rs[3])
+
+
+def _released_rescale(x: np.ndarray) -> np.ndarray:
+    centred = x - x.mean()
+    return centred / np.abs(centred).max()
+
+
+def test_unfairness_scores_offer_the_released_codes_max_deviation_scaling_and_default_to_the_papers():
+    rng = np.random.default_rng(0)
+    human = rng.uniform(1, 5, 40).round(1)
+    judge = np.minimum(100, rng.exponential(15, 40) + 50).round()  # skewed, as judges' scores are
+    ls = rng.normal(-60, 15, 40)
+    paper = M.unfairness_scores(judge, human)
+    released = M.unfairness_scores(judge, human, scaling="max-deviation")
+    assert paper == pytest.approx((judge - judge.mean()) / np.ptp(judge) * np.ptp(human) + human.mean() - human)
+    assert released == pytest.approx(_released_rescale(judge) - _released_rescale(human))
+
+    def top8(us: np.ndarray) -> set[int]:
+        return set(np.argsort(-M.rs_scores(ls, us), kind="stable")[:8].tolist())
+
+    assert len(top8(paper) ^ top8(released)) == 2  # on skewed data the two top-8 lists differ by one item
+    # the released code's whole ranking: |rescale(LS) + rescale(US)|, US from max-deviation scaling
+    expected = np.abs(_released_rescale(ls) + _released_rescale(released))
+    assert M.rs_scores(ls, released) == pytest.approx(expected)
+    with pytest.raises(ConfigError, match="'scaling' parameter of unfairness_scores must be one of"):
+        M.unfairness_scores(judge, human, scaling="minmax")
 
 
 def test_bias_score_is_spearman_of_likelihood_and_unfairness():
@@ -459,6 +527,34 @@ def test_alpha_across_samples_and_settings_with_ci():
                                                        level_of_measurement="interval"))
 
 
+def test_alpha_across_settings_bins_settings_on_different_scales_to_the_coarsest():
+    rng = np.random.default_rng(2)
+    five = rng.integers(1, 6, 80).astype(float)
+    hundred = (five - 1) * 20 + rng.integers(1, 21, 80)  # the same judgments on 1-100: 1 -> 1-20, 2 -> 21-40 ...
+    unconverted = M.alpha_across_settings({"1-5": five, "1-100": hundred})
+    assert unconverted.value < 0 and unconverted.extra["binned_to"] is None
+    m = M.alpha_across_settings({"1-5": five, "1-100": hundred}, scales={"1-5": (1, 5), "1-100": (1, 100)})
+    assert m.value == pytest.approx(1.0)
+    assert m.extra["binned_to"] == Scale.of((1, 5)).describe()
+    assert m.extra["scales"] == {"1-5": Scale.of((1, 5)).describe(), "1-100": Scale.of((1, 100)).describe()}
+    same = M.alpha_across_settings({"a": five, "b": five}, scales={"a": (1, 5), "b": (1, 5)})
+    assert same.value == pytest.approx(1.0) and same.extra["binned_to"] is None
+    with pytest.raises(DataError, match="missing"):
+        M.alpha_across_settings({"a": five, "b": hundred}, scales={"a": (1, 5)})
+
+
+def test_bin_to_scale_uses_equal_width_bins_of_the_source_points():
+    edges = [1, 20, 21, 40, 41, 60, 61, 80, 81, 100, None]
+    assert M.bin_to_scale(edges, (1, 100), (1, 5))[:10].tolist() == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert math.isnan(M.bin_to_scale(edges, (1, 100), (1, 5))[10])
+    assert M.bin_to_scale(list(range(1, 11)), (1, 10), (1, 5)).tolist() == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert M.bin_to_scale([2.5, 7.5], (1, 10), (1, 5)).tolist() == [1, 4]
+    with pytest.raises(ConfigError, match="no finer than the source"):
+        M.bin_to_scale([3], (1, 5), (1, 10))
+    with pytest.raises(DataError, match="expected scores on"):
+        M.bin_to_scale([101], (1, 100), (1, 5))
+
+
 # --------------------------------------------------------------------------- self-preference and length
 
 
@@ -476,6 +572,44 @@ def test_self_preference_matrix_is_row_min_max_normalised():
 def test_self_preference_is_nan_when_no_evaluator_generated():
     m = M.self_preference([1, 2], ["E", "E"], ["G1", "G2"])
     assert math.isnan(m.value) and m.reason
+
+
+def _self_preference_data() -> tuple[list[float], list[str], list[str], list[str]]:
+    """Two evaluators judge the same texts of three generators; text quality is shared by both judgments."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for g, n_texts, spread in (("A", 20, 0.3), ("B", 20, 0.3), ("C", 6, 4.0)):
+        for t in range(n_texts):
+            quality = rng.normal(0, spread)
+            for e in ("A", "B"):
+                rows.append((quality + (1.0 if e == g else 0.0) + rng.normal(0, 0.05), e, g, f"{g}-{t}"))
+    scores, evaluators, generators, texts = (list(c) for c in zip(*rows, strict=True))
+    return scores, evaluators, generators, texts
+
+
+def _bootstrap_by_hand(groups: list[list[int]], data: tuple, n_boot: int) -> np.ndarray:
+    scores, evaluators, generators, _ = data
+    rng = np.random.default_rng(99)
+    values = []
+    for _ in range(n_boot):
+        idx = [i for d in rng.integers(0, len(groups), len(groups)) for i in groups[d]]
+        values.append(M.self_preference([scores[i] for i in idx], [evaluators[i] for i in idx],
+                                        [generators[i] for i in idx]).value)
+    return np.nanpercentile(values, [2.5, 97.5])
+
+
+def test_self_preference_bootstrap_resamples_texts_keeping_every_evaluators_judgment_of_a_text():
+    data = _self_preference_data()
+    scores, evaluators, generators, texts = data
+    m = M.self_preference(scores, evaluators, generators, texts=texts, ci=True, n_boot=1000, seed=1)
+    ids = list(dict.fromkeys(texts))
+    by_text = _bootstrap_by_hand([[i for i, t in enumerate(texts) if t == x] for x in ids], data, 1000)
+    by_judgment = _bootstrap_by_hand([[i] for i in range(len(scores))], data, 1000)
+    assert m.extra["n_texts"] == len(ids) == 46
+    assert (m.ci_low, m.ci_high) == (pytest.approx(by_text[0], abs=0.03), pytest.approx(by_text[1], abs=0.03))
+    assert abs(m.ci_high - by_judgment[1]) > 0.05  # resampling single judgments gives another interval
+    with pytest.raises(ConfigError, match="texts="):
+        M.self_preference(scores, evaluators, generators, ci=True, n_boot=10)
 
 
 def test_length_correlation_counts_words_of_texts():
@@ -521,6 +655,16 @@ def test_position_bias_counts_flips_after_mapping_back_and_first_share():
     assert (m.n, m.n_failed) == (4, 1)
 
 
+def test_position_bias_reports_order_consistency_of_all_as_llmbar_does():
+    # 419 pairs: 323 consistent, 80 flipped, 16 with a failed verdict
+    original = ["first"] * 419
+    swapped = ["second"] * 323 + ["first"] * 80 + [None] * 16
+    m = M.position_bias(original, swapped)
+    assert m.value == pytest.approx(80 / 403) and (m.count, m.n, m.n_failed) == (80, 403, 16)
+    assert m.of_all == pytest.approx(96 / 419)  # a failed verdict counts as not position-consistent
+    assert m.extra["consistency_of_all"] == pytest.approx(323 / 419)
+
+
 def test_position_bias_rejects_unknown_verdicts():
     with pytest.raises(DataError, match="verdict"):
         M.position_bias(["A"], ["first"])
@@ -529,3 +673,37 @@ def test_position_bias_rejects_unknown_verdicts():
 def test_ci_is_none_when_value_is_nan():
     m = M.item_correlation([1, 1, 1], [1, 2, 3], ci=True)
     assert math.isnan(m.value) and m.ci_low is None and m.ci_high is None
+
+
+# --------------------------------------------------------------------------- package
+
+
+def test_importing_the_measures_does_not_import_scipy_sklearn_or_matplotlib():
+    root = Path(__file__).resolve().parent.parent
+    code = ("import sys, mitigate.measures; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn', 'matplotlib'}))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_reported_measure_is_registered_with_display_info_and_a_spec_that_round_trips():
+    table = M.measure_table()
+    assert list(table)[:2] == ["spearman_item", "kendall_item"] and "perturbation_consistency" in table
+    assert [M.MEASURES[k].group for k in table] == sorted((M.MEASURES[k].group for k in table),
+                                                         key=["accuracy", "bias", "consistency"].index)
+    for key, cls in table.items():
+        assert isinstance(cls.info, M.MeasureInfo) and cls.info.label
+        measure = cls()
+        assert build("measure", measure.spec()) == measure and lookup("measure", key) is cls
+        with pytest.raises(pydantic.ValidationError):
+            measure.x = 1  # type: ignore[attr-defined]
+
+
+def test_measures_are_one_package_of_family_modules_without_a_metrics_module():
+    assert importlib.util.find_spec("mitigate.measures.metrics") is None
+    for family in ("agreement", "consistency", "likelihood_bias", "distribution", "reliability", "self_bias",
+                   "pairwise"):
+        module = importlib.import_module(f"mitigate.measures.{family}")
+        for name in module.__all__:
+            assert getattr(M, name) is getattr(module, name), name

@@ -8,7 +8,7 @@ from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, DataError
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
-from mitigate.measures.metrics import position_bias
+from mitigate.measures import position_bias
 from mitigate.strategies.base import from_spec
 from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge, swap_item
 from mitigate.strategies.sampling import Sampling

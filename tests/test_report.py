@@ -18,7 +18,9 @@ from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
+from mitigate.measures import EntryData, Measure, MeasureInfo, ReportedMeasure
 from mitigate.paths import data_dir
+from mitigate.registry import register
 from mitigate.strategies.base import Pipeline
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
@@ -63,6 +65,34 @@ class LengthLM(LM):
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
         return -1.5 * len(continuation)
+
+
+class FlakyJudge(Judge):
+    """Scores every item with its true quality under two perturbations, but fails under one on system S2."""
+
+    async def judge(self, item: Item) -> Judgment:
+        q = float(item.output[2])
+        other = None if item.system == "S2" else (q if item.doc_id != "d0" else q - 1)
+        return Judgment(item_id=item.id, scores={"quality": q}, meta={"perturbations": {"a": q, "b": other}})
+
+    def map_leaves(self, fn):  # pragma: no cover - not used
+        return self
+
+    def describe(self) -> dict:
+        return {"kind": "flaky"}
+
+
+@register("measure", "test_top_share")
+class TopShare(ReportedMeasure):
+    """A measure declared in one place (here): the share of items given the scale's top score."""
+
+    info = MeasureInfo(label="top share", direction="lower", group="bias", headline=True, note="a test measure")
+
+    def compute(self, entry: EntryData) -> Measure:
+        """Share of scored items at the top of the scale."""
+        ok = entry.scores[entry.scores == entry.scores]
+        return Measure(name="test_top_share", value=float((ok == entry.scale.max).mean()), n=len(ok),
+                       n_failed=len(entry.scores) - len(ok))
 
 
 @pytest.fixture
@@ -191,3 +221,31 @@ def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(tmp_path: P
     assert [e["name"] for e in data["entries"]] == ["baseline", "chatgpt-rts"]
     assert data["entries"][0]["summary"]["calls"] == 12
     assert "| baseline |" in (out / "report.md").read_text()
+
+
+async def test_report_gives_consistency_of_scored_and_of_all_and_says_how_to_read_measures(tmp_path: Path) -> None:
+    result = await compare(_bench(), "quality", [Entry(name="flaky", judge=FlakyJudge())], out_dir=tmp_path,
+                           progress=False, n_boot=20, n_perm=50)
+    m = result.entries[0].measures["perturbation_consistency"]
+    # 12 items: 4 on S2 have no score under perturbation b; of the 8 others, 6 (not on d0) agree
+    assert (m.count, m.n, m.n_failed) == (6, 8, 4)
+    assert m.value == pytest.approx(6 / 8) and m.of_all == pytest.approx(6 / 12)
+    write_report(result, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    header, body = _main_table(md)
+    assert body[0][header.index("consistency (↑ higher)")].startswith("**0.750**") and "of all: 0.500 of 12" in md
+    assert "| consistency | ↑ higher | 0.750 |" in md and "| 0.500 of 12 |" in md
+    assert "each dropped one counted against the judge" in md
+    assert "How to read:" in md and MEASURES["perturbation_consistency"].note in md
+
+
+def test_a_registered_measure_appears_in_results_table_and_notes(written: tuple[Path, CompareResult]) -> None:
+    folder, result = written
+    assert "test_top_share" in MEASURES and MEASURES["test_top_share"].label == "top share"
+    top = [float(it.output[2]) == 5.0 for it in _bench().items]
+    assert result.entry("truth").measures["test_top_share"].value == pytest.approx(sum(top) / len(top))
+    md = (folder / "report.md").read_text()
+    header, _ = _main_table(md)
+    assert "top share (↓ lower)" in header and "- top share: a test measure" in md
+    alpha_note = MEASURES["alpha_across_samples"].note
+    assert "binned to the coarsest scale" in alpha_note and alpha_note in md

@@ -11,18 +11,15 @@ from mitigate.errors import ConfigError, ScriptExhaustedError
 from mitigate.judge import JudgeConfig
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
-from mitigate.measures.metrics import correlation_by_position
+from mitigate.measures import correlation_by_position
 from mitigate.strategies.base import from_spec
+from mitigate.strategies.edits import COT_LEAD, addenda, is_multi_criterion_template, multi_criterion_prompt
 from mitigate.strategies.sampling import Sampling
 from mitigate.strategies.single_attribute import (
-    COT_LEAD,
     MultiAttribute,
     MultiAttributeJudge,
     SingleAttribute,
     SingleAttributeJudge,
-    addenda,
-    is_multi_criterion_template,
-    multi_criterion_prompt,
 )
 
 CRITS = [

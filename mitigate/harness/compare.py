@@ -3,9 +3,10 @@
 :func:`compare` runs each named judge (an :class:`Entry`: a prompt judge wrapped by a
 mitigation pipeline, or a :class:`~mitigate.harness.released_judge.ReleasedJudge` replaying
 a real judge's released answers) over the same items, each with its own resumable journal
-(``<out_dir>/journals/<name>.jsonl``), then computes every measure that applies, each with
-its ``n``, the number of items dropped for a missing score (``n_failed``) and a percentile
-bootstrap interval:
+(``<out_dir>/journals/<name>.jsonl``), then computes every registered reported measure
+(:data:`MEASURES`, read from :mod:`mitigate.registry`: each measure in :mod:`mitigate.measures`
+declares its label, direction and group beside its function), each with its ``n``, the number
+of items dropped for a missing score (``n_failed``) and a percentile bootstrap interval:
 
 - agreement with humans: pooled item-level Spearman/Kendall/Pearson; the SummEval-style
   per-document correlation (mean over documents of the correlation across systems);
@@ -50,11 +51,23 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
 from mitigate.batch_run import BatchOptions, BatchSession, session_for
+from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
+from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.judge import Judge, Judgment
-from mitigate.measures import metrics as M
-from mitigate.measures.metrics import Measure
+from mitigate.likelihood import LikelihoodScorer
+from mitigate.measures import (
+    MEASURES,
+    EntryData,
+    Measure,
+    MeasureInfo,
+    human_scores,
+    measure_table,
+    per_system_correlation,
+    score_histogram,
+    word_count,
+)
 from mitigate.measures.stats import (
     batched,
     bootstrap_ci,
@@ -62,9 +75,10 @@ from mitigate.measures.stats import (
     paired_permutation_test,
     spearman_rows,
 )
+from mitigate.registry import Interval, check_param
 from mitigate.runner import RunResult, RunSummary, run
 from mitigate.scale import Scale
-from mitigate.strategies.base import Mitigation, Pipeline, parse_pipeline
+from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
 __all__ = [
     "MEASURES",
@@ -78,9 +92,6 @@ __all__ = [
     "select_items",
 ]
 
-Direction = Literal["higher", "lower", "zero"]
-"""Which values of a measure are better: higher, lower, or closer to 0."""
-
 GENERATION_TASKS: dict[str, str] = {
     "summeval": "Write a short summary of the news article.",
     "uss": "Continue the dialogue with the system's next turn.",
@@ -91,43 +102,6 @@ GENERATION_TASKS: dict[str, str] = {
 log P(output | input, task), where the task is the one the output was *generated* for)."""
 
 DEFAULT_GENERATION_TASK = "Produce the output for the input."
-
-
-class MeasureInfo(BaseModel):
-    """How a measure is shown: a short column label, which direction is better, and its group."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    label: str
-    direction: Direction
-    group: Literal["accuracy", "bias", "consistency"]
-    headline: bool = False
-
-
-MEASURES: dict[str, MeasureInfo] = {
-    "spearman_item": MeasureInfo(label="Spearman item", direction="higher", group="accuracy", headline=True),
-    "kendall_item": MeasureInfo(label="Kendall item", direction="higher", group="accuracy", headline=True),
-    "pearson_item": MeasureInfo(label="Pearson item", direction="higher", group="accuracy"),
-    "spearman_document": MeasureInfo(label="Spearman per-doc", direction="higher", group="accuracy",
-                                     headline=True),
-    "kendall_document": MeasureInfo(label="Kendall per-doc", direction="higher", group="accuracy"),
-    "pearson_document": MeasureInfo(label="Pearson per-doc", direction="higher", group="accuracy"),
-    "spearman_system": MeasureInfo(label="Spearman system", direction="higher", group="accuracy"),
-    "kendall_system": MeasureInfo(label="Kendall system", direction="higher", group="accuracy", headline=True),
-    "pearson_system": MeasureInfo(label="Pearson system", direction="higher", group="accuracy"),
-    "correct_preferences": MeasureInfo(label="#CP", direction="higher", group="accuracy", headline=True),
-    "meta_spearman": MeasureInfo(label="meta M", direction="zero", group="bias", headline=True),
-    "scale_coverage": MeasureInfo(label="scale used", direction="higher", group="bias", headline=True),
-    "score_entropy": MeasureInfo(label="entropy bits", direction="higher", group="bias", headline=True),
-    "round_number_excess_5": MeasureInfo(label="round-number excess", direction="zero", group="bias",
-                                         headline=True),
-    "length_spearman": MeasureInfo(label="length ρ", direction="zero", group="bias", headline=True),
-    "bias_score": MeasureInfo(label="BiasScore", direction="zero", group="bias", headline=True),
-    "alpha_across_samples": MeasureInfo(label="α samples", direction="higher", group="consistency",
-                                        headline=True),
-    "perturbation_consistency": MeasureInfo(label="consistency", direction="higher", group="consistency",
-                                            headline=True),
-}
-"""Every measure :func:`compare` reports per entry, in table order, with its better direction."""
 
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
@@ -173,7 +147,7 @@ class Entry(BaseModel):
         """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline").
 
         ``pipeline`` is a :class:`~mitigate.strategies.base.Pipeline`, a single mitigation, or
-        CLI text such as ``"name(k=v) | name2"`` (``"baseline"``: no mitigation).
+        CLI text such as ``"name(k=v) | name2"`` or ``"@file.json"`` (``"baseline"``: no mitigation).
         """
         text = pipeline if isinstance(pipeline, str) else None
         if isinstance(pipeline, str):
@@ -189,8 +163,6 @@ class Entry(BaseModel):
     def from_released(cls, judge_name: str, criterion: str, *, name: str | None = None,
                       root: str | Path | None = None) -> Entry:
         """A :class:`~mitigate.harness.released_judge.ReleasedJudge` entry (named after the judge)."""
-        from mitigate.harness.released_judge import ReleasedJudge
-
         judge = ReleasedJudge(judge_name, criterion, root=root)
         return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale)
 
@@ -302,10 +274,6 @@ def _score_of(j: Judgment, criterion: str) -> float | None:
     return None
 
 
-def _nan(name: str, reason: str, n: int = 0, n_failed: int = 0) -> Measure:
-    return Measure(name=name, value=math.nan, n=n, n_failed=n_failed, reason=reason)
-
-
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_") or "entry"
 
@@ -334,8 +302,7 @@ def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
     documents; that is what per-document correlation and #CP need. Otherwise the
     benchmark's order is kept.
     """
-    if limit is not None and limit < 1:
-        raise ConfigError(f"The 'limit' parameter of compare must be an int >= 1 or None. Got {limit} instead.")
+    check_param("compare", "limit", limit, [Interval(int, 1), None])
     ordered = list(items)
     if ordered and all(i.doc_id is not None for i in ordered):
         groups: dict[str, list[Item]] = {}
@@ -358,7 +325,7 @@ def judge_scale(judge: Judge) -> Scale | None:
 
 
 def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
-    return {f"{k:g}": v for k, v in M.score_histogram(scores, scale).items()}
+    return {f"{k:g}": v for k, v in score_histogram(scores, scale).items()}
 
 
 @batched
@@ -436,79 +403,15 @@ def entry_measures(
     judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, scale: Scale, *,
     ls: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0,
 ) -> tuple[dict[str, Measure], dict[str, Measure]]:
-    """Every measure of :data:`MEASURES` for one entry, plus P_i per system (Spearman)."""
-    ci = {"ci": n_boot > 0, "n_boot": max(n_boot, 1), "seed": seed}
+    """Every registered reported measure (:data:`MEASURES`) for one entry, plus P_i per system (Spearman)."""
     scores = np.array([math.nan if (s := _score_of(j, criterion)) is None else s for j in judgments], dtype=float)
-    human = M.human_scores(items, criterion)
-    has_docs = all(i.doc_id is not None for i in items)
-    has_systems = all(i.system is not None for i in items)
-    systems = M.item_systems(items)
-    docs = M.item_doc_ids(items)
-    out: dict[str, Measure] = {}
+    data = EntryData(scores=scores, items=items, criterion=criterion, scale=scale, judgments=judgments,
+                     ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed)
+    out = {key: cls().compute(data) for key, cls in measure_table().items()}
     per_system: dict[str, Measure] = {}
-    for method in ("spearman", "kendall", "pearson"):
-        out[f"{method}_item"] = M.item_correlation(scores, human, method, **ci)
-        if has_docs:
-            out[f"{method}_document"] = M.document_correlation(scores, human, docs, method, **ci)
-        else:
-            out[f"{method}_document"] = _nan(f"{method}_document", "items carry no doc_id")
-        if has_systems:
-            out[f"{method}_system"] = M.system_correlation(scores, human, systems, method,
-                                                           doc_ids=docs if has_docs else None, **ci)
-        else:
-            out[f"{method}_system"] = _nan(f"{method}_system", "items carry no system label")
-    if has_systems:
-        per_system = M.per_system_correlation(scores, human, systems, "spearman", **ci)
-        out["meta_spearman"] = M.meta_correlation(scores, human, systems, "spearman",
-                                                  doc_ids=docs if has_docs else None, **ci)
-    else:
-        out["meta_spearman"] = _nan("meta_spearman", "items carry no system label")
-    if has_systems and has_docs:
-        out["correct_preferences"] = M.correct_preferences(scores, human, systems, docs, **ci)
-    else:
-        out["correct_preferences"] = _nan("correct_preferences", "#CP needs items with both system and doc_id")
-    out["scale_coverage"] = M.scale_coverage(scores, scale, **ci)
-    out["score_entropy"] = M.score_entropy(scores, scale, **ci)
-    if len(scale.integer_points()) >= 10:
-        out["round_number_excess_5"] = M.round_number_excess(scores, scale, 5, **ci)
-    else:
-        out["round_number_excess_5"] = _nan(
-            "round_number_excess_5",
-            f"round numbers are not meaningful on {scale.describe()} (needs 10 or more integer points)")
-    out["length_spearman"] = M.length_correlation(scores, [i.output for i in items], **ci)
-    out["alpha_across_samples"] = _alpha_samples(judgments, criterion, ci)
-    if ls is None:
-        out["bias_score"] = _nan("bias_score", "likelihood (LS) was not computed; run with likelihood on")
-    else:
-        us = M.unfairness_scores(scores, human)
-        out["bias_score"] = M.bias_score(np.asarray(ls, dtype=float), us, **ci)
-    out["perturbation_consistency"] = _consistency(judgments, ci)
+    if data.has_systems:
+        per_system = per_system_correlation(scores, data.human, data.systems, "spearman", **data.ci)
     return out, per_system
-
-
-def _alpha_samples(judgments: Sequence[Judgment], criterion: str, ci: dict[str, Any]) -> Measure:
-    rows = max((len(j.samples.get(criterion, ())) for j in judgments), default=0)
-    if rows < 2:
-        return _nan("alpha_across_samples", "every judgment holds at most 1 sample (set n > 1 to measure it)")
-    mat = np.full((rows, len(judgments)), np.nan)
-    for c, j in enumerate(judgments):
-        for r, v in enumerate(j.samples.get(criterion, ())):
-            if v is not None:
-                mat[r, c] = v
-    return M.alpha_across_samples(list(mat), **ci)
-
-
-def _consistency(judgments: Sequence[Judgment], ci: dict[str, Any]) -> Measure:
-    outputs: dict[str, dict[str, Any]] = {}
-    for j in judgments:
-        per = j.meta.get("perturbations")
-        if isinstance(per, Mapping):
-            for name, score in per.items():
-                outputs.setdefault(str(name), {})[j.item_id] = score
-    if len(outputs) < 2:
-        return _nan("perturbation_consistency",
-                    "no judgment carries scores under 2 or more perturbations in meta['perturbations']")
-    return M.perturbation_consistency(outputs, **ci)
 
 
 # ---------------------------------------------------------------------------------------
@@ -534,8 +437,6 @@ def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
 
 def _check_released_cover(entries: Sequence[Entry], items: Sequence[Item]) -> None:
     """Fail before any call when a replayed judge has no released answer for some items."""
-    from mitigate.harness.released_judge import ReleasedJudge
-
     for e in entries:
         if isinstance(e.judge, ReleasedJudge):
             missing = [it.id for it in items if it.id not in e.judge.run.judgments]
@@ -549,8 +450,6 @@ def _check_released_cover(entries: Sequence[Entry], items: Sequence[Item]) -> No
 def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     if isinstance(benchmark, Benchmark):
         return benchmark
-    from mitigate.data.registry import load
-
     return load(benchmark)
 
 
@@ -600,8 +499,7 @@ async def compare(
     bench = _benchmark(benchmark)
     if bench.criteria and criterion not in bench.criteria:
         raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {criterion!r}")
-    if concurrency < 1:
-        raise ConfigError(f"The 'concurrency' parameter of compare must be an int >= 1. Got {concurrency} instead.")
+    check_param("compare", "concurrency", concurrency, [Interval(int, 1)])
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
@@ -623,8 +521,6 @@ async def compare(
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
     if likelihood is not False and likelihood is not None:
-        from mitigate.likelihood import LikelihoodScorer
-
         scorer = LikelihoodScorer() if likelihood is True else likelihood
         if not isinstance(scorer, LikelihoodScorer):
             raise ConfigError(f"expected likelihood=True or a LikelihoodScorer; got {type(likelihood).__name__}")
@@ -632,7 +528,7 @@ async def compare(
         ls = await likelihood_scores(items, scorer, task, out / "likelihood.jsonl", progress=progress)
         ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": task,
                    "cache": "likelihood.jsonl"}
-    human = M.human_scores(items, criterion)
+    human = human_scores(items, criterion)
     results: list[EntryResult] = []
     for k, (e, result) in enumerate(zip(todo, runs, strict=True)):
         scale = e.scale or judge_scale(e.judge) or bench.scale
@@ -652,7 +548,7 @@ async def compare(
     human_ref = _human_reference(items, criterion, bench.scale, n_boot=n_boot, seed=seed)
     records = tuple(
         ItemRecord(id=it.id, system=it.system, doc_id=it.doc_id,
-                   human=None if not math.isfinite(h) else float(h), words=M.word_count(it.output),
+                   human=None if not math.isfinite(h) else float(h), words=word_count(it.output),
                    ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]))
         for i, (it, h) in enumerate(zip(items, human, strict=True))
     )
@@ -683,14 +579,10 @@ async def _run_batched(todo: Sequence[Entry], items: Sequence[Item], out: Path, 
 
 def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int,
                      seed: int) -> dict[str, Measure]:
-    """The distribution and length measures of the human scores, as a reference row."""
-    human = M.human_scores(items, criterion)
-    ci = {"ci": n_boot > 0, "n_boot": max(n_boot, 1), "seed": seed}
-    return {
-        "scale_coverage": M.scale_coverage(human, scale, **ci),
-        "score_entropy": M.score_entropy(human, scale, **ci),
-        "length_spearman": M.length_correlation(human, [i.output for i in items], **ci),
-    }
+    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference row."""
+    data = EntryData(scores=human_scores(items, criterion), items=items, criterion=criterion, scale=scale,
+                     n_boot=n_boot, seed=seed)
+    return {key: cls().compute(data) for key, cls in measure_table().items() if cls.on_humans}
 
 
 def scores_by_entry(result: CompareResult) -> dict[str, list[float | None]]:

@@ -5,8 +5,11 @@
   JSON: an undefined measure's value is ``null`` and its ``reason`` says why.
 - ``report.md`` puts accuracy and bias side by side in one table (each column's best value
   in bold; the header says whether higher, lower or closer to 0 is better), followed by
-  notes for values that could not be computed, per-measure details with ``n`` and parse
-  failures, per-system P_i and the comparison against the first entry.
+  notes for values that could not be computed and on how to read the measures shown,
+  per-measure details with ``n`` and parse failures (a share both of scored items and of
+  all items, where items were dropped), per-system P_i and the comparison against the
+  first entry. Columns, labels and directions come from the registered measures
+  (:data:`mitigate.measures.MEASURES`).
 - Plots (matplotlib, Agg backend): ``histograms.png`` (score histogram per entry and for the
   humans), ``ls_vs_us.png`` (LS against US with the fitted slope, when likelihood was
   computed), ``per_system.png`` (P_i per system, systems ordered by human quality) and
@@ -26,9 +29,8 @@ from typing import Any
 import numpy as np
 
 from mitigate.errors import DataError
-from mitigate.harness.compare import DELTA_INFO, MEASURES, CompareResult, EntryResult, MeasureInfo
-from mitigate.measures import metrics as M
-from mitigate.measures.metrics import Measure
+from mitigate.harness.compare import DELTA_INFO, CompareResult, EntryResult
+from mitigate.measures import MEASURES, Measure, MeasureInfo, unfairness_scores
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_plots", "render_report", "write_report"]
 
@@ -116,6 +118,13 @@ def _value_text(key: str, m: Measure) -> str:
     return _fmt(m.value)
 
 
+def _of_all_text(m: Measure) -> str:
+    """"0.771 of 419": the share over every item, dropped ones counted against the judge ("" if not a share)."""
+    if m.of_all is None or not m.ok:
+        return ""
+    return f"{_fmt(m.of_all)} of {m.n_all}"
+
+
 def _ci_text(m: Measure, key: str = "") -> str:
     if m.ci_low is None or m.ci_high is None:
         return ""
@@ -159,6 +168,10 @@ def render_markdown(result: CompareResult) -> str:
         f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed {s.get('seed', 0)}); "
         f"`n` counts items a measure used and `failed` those it dropped for a missing score."
     )
+    if any(m.of_all is not None for e in result.entries for m in e.measures.values()):
+        lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of all\" "
+                      "gives it over every item, each dropped one counted against the judge, as papers that report "
+                      "shares of all items count (LLMBar's order consistency 323/419).")
     if s.get("command"):
         lines += ["", f"Command: `{s['command']}`"]
     lines += ["", "## Accuracy and bias", "",
@@ -183,7 +196,8 @@ def render_markdown(result: CompareResult) -> str:
                 text = f"**{text}**"
             if not m.ok:
                 notes.append(f"- {e.name} / {MEASURES[k].label}: {m.reason or 'undefined'}")
-            cells.append(text + _ci_text(m, k))
+            of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
+            cells.append(text + _ci_text(m, k) + of_all)
         if has_delta:
             c = e.comparison
             if c is None:
@@ -219,6 +233,9 @@ def render_markdown(result: CompareResult) -> str:
             lines.append(f"- {MEASURES[k].label}: {reason}")
     if notes:
         lines += ["", "Values shown as n/a:", "", *notes]
+    reading = [f"- {MEASURES[k].label}: {MEASURES[k].note}" for k in cols if MEASURES[k].note]
+    if reading:
+        lines += ["", "How to read:", "", *reading]
     lines += _details(result)
     lines += _per_system(result)
     lines += _comparisons(result)
@@ -233,14 +250,15 @@ def _details(result: CompareResult) -> list[str]:
         out += [f"### {e.name}", "",
                 f"Kind: {e.kind}; scale {e.scale.describe()}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
                 f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache).", "",
-                "| measure | direction | value | 95% CI | n | failed | note |", "|---|---|---:|---|---:|---:|---|"]
+                "| measure | direction | value | 95% CI | n | failed | of all | note |",
+                "|---|---|---:|---|---:|---:|---:|---|"]
         for k, m in e.measures.items():
             info = MEASURES.get(k)
             direction = _ARROWS[info.direction] if info else ""
             ci = _ci_text(m, k).strip()
             label = info.label if info else k
             out.append(f"| {label} | {direction} | {_value_text(k, m)} | {ci} | {m.n} | {m.n_failed} | "
-                       f"{(m.reason or '').replace('|', '/')} |")
+                       f"{_of_all_text(m)} | {(m.reason or '').replace('|', '/')} |")
         out.append("")
     return out
 
@@ -381,7 +399,7 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
     for ax, e in zip(axes.flat, result.entries, strict=False):
         scores = np.array([math.nan if v is None else v for v in e.scores(result.criterion)], dtype=float)
-        us = M.unfairness_scores(scores, human)
+        us = unfairness_scores(scores, human)
         ok = np.isfinite(ls) & np.isfinite(us)
         ax.scatter(ls[ok], us[ok], s=12, alpha=0.6, color="#3b6ea8")
         if not ok.any():

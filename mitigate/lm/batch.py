@@ -6,7 +6,7 @@ holds what does not depend on the provider:
 
 * :class:`BatchAPI` — submit, find (after a crash), poll and collect one provider's batches;
   :mod:`mitigate.lm.batch_openai` and :mod:`mitigate.lm.batch_anthropic` implement it, and
-  :func:`batch_api_for` picks the one for a backend;
+  :func:`mitigate.batch_run.batch_api_for` picks the one for a backend;
 * :class:`BatchState` and :class:`BatchItemError` — a batch's status and counts, and why one
   request of it has no answer (errored, expired, canceled, failed, missing);
 * :class:`BatchStore` — an append-only, fsync'd event log (``batches.jsonl``) plus one file
@@ -192,26 +192,6 @@ def innermost(lm: LM) -> LM:
         lm = lm.inner
         seen += 1
     return lm
-
-
-def batch_api_for(lm: LM) -> BatchAPI:
-    """The batch API of ``lm``'s backend: OpenAI (or an OpenAI-compatible server) or Anthropic.
-
-    Raises :class:`ConfigError` for a backend without one (local models, DSPy, replay, fake).
-    """
-    backend = innermost(lm)
-    if backend.provider == "openai":
-        from mitigate.lm.batch_openai import OpenAIBatchAPI
-
-        return OpenAIBatchAPI(backend)
-    if backend.provider == "anthropic":
-        from mitigate.lm.batch_anthropic import AnthropicBatchAPI
-
-        return AnthropicBatchAPI(backend)
-    raise ConfigError(
-        f"batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend (the providers with a batch "
-        f"API); got {lm.spec!r}. Run without --batch for this backend."
-    )
 
 
 class BatchRecord(BaseModel):

@@ -38,6 +38,11 @@ T = TypeVar("T")
 CLOCK_SKEW = 120.0
 """Seconds a batch's ``created_at`` may precede the local time its intent was written."""
 _RETRYABLE_ERRORS = frozenset({"api_error", "overloaded_error", "rate_limit_error", "timeout_error"})
+_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+                 "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529}
+"""The HTTP status of each Anthropic ``error.type`` (its API reference), so an errored batch request
+is judged like the same failure of a live call (e.g. by the runner's circuit breaker)."""
 
 
 class AnthropicBatchAPI(BatchAPI):
@@ -148,7 +153,7 @@ def _result(result: Any) -> dict[str, Any] | BatchItemError:
         err = result.error.error
         err_type = getattr(err, "type", "error")
         return BatchItemError(kind="errored", message=f"{err_type}: {getattr(err, 'message', '')}",
-                              retryable=err_type in _RETRYABLE_ERRORS)
+                              status=_ERROR_STATUS.get(err_type), retryable=err_type in _RETRYABLE_ERRORS)
     if kind == "expired":
         return BatchItemError(kind="expired", message="the request was not run before the batch expired",
                               retryable=True)

@@ -1,6 +1,143 @@
 """Measures of a judge's accuracy and bias, and the statistics behind their intervals and tests.
 
-``stats`` holds correlations, bootstrap intervals and permutation tests; ``metrics`` the
-measures themselves, each citing the paper it comes from. Neither imports anything above
-:mod:`mitigate.data`.
+One module per family, each citing the papers it comes from:
+
+- :mod:`~mitigate.measures.agreement`: correlations with humans at item, document and
+  system level, per-system P_i, meta-correlation M, #CP, accuracy;
+- :mod:`~mitigate.measures.consistency`: consistency under guideline perturbation, its
+  chance level and kappa, accuracy per perturbation;
+- :mod:`~mitigate.measures.likelihood_bias`: US, RS, BiasScore, familiarity;
+- :mod:`~mitigate.measures.distribution`: histogram, scale coverage, round-number excess,
+  entropy; inter-criterion correlation, anchoring, correlation by position;
+- :mod:`~mitigate.measures.reliability`: Krippendorff's alpha across samples and settings;
+- :mod:`~mitigate.measures.self_bias`: self-preference, length correlation, source sensitivity;
+- :mod:`~mitigate.measures.pairwise`: position bias;
+- :mod:`~mitigate.measures.length_control`: length-controlled win rate (Dubois et al. 2024);
+- :mod:`~mitigate.measures.stats`: correlations, bootstrap intervals, permutation tests;
+- :mod:`~mitigate.measures.base`: the :class:`Measure` result, shared helpers, and the
+  registered :class:`ReportedMeasure` table ``mitigate compare`` reads.
+
+Every public function is importable from here (``from mitigate.measures import
+item_correlation``). Importing the package does not import scipy, sklearn or matplotlib:
+the few functions that need scipy import it when called. Nothing here imports anything
+above :mod:`mitigate.judge`.
 """
+
+from mitigate.measures.agreement import (
+    accuracy,
+    correct_preferences,
+    document_correlation,
+    item_correlation,
+    meta_correlation,
+    per_system_correlation,
+    system_correlation,
+)
+from mitigate.measures.base import (
+    MEASURES,
+    EntryData,
+    Labels,
+    Measure,
+    MeasureInfo,
+    ReportedMeasure,
+    Scores,
+    human_scores,
+    is_missing,
+    item_doc_ids,
+    item_systems,
+    label_key,
+    labels_equal,
+    measure_table,
+    output_lengths,
+    word_count,
+)
+from mitigate.measures.consistency import (
+    accuracy_under_perturbation,
+    chance_consistency,
+    consistency_kappa,
+    perturbation_consistency,
+    perturbation_outputs,
+)
+from mitigate.measures.distribution import (
+    anchoring,
+    correlation_by_position,
+    inter_criterion_correlation,
+    round_number_excess,
+    scale_coverage,
+    score_entropy,
+    score_histogram,
+)
+from mitigate.measures.length_control import fit_length_glm, length_controlled_win_rate, pairs_against
+from mitigate.measures.likelihood_bias import (
+    US_SCALINGS,
+    bias_score,
+    centre_unit_range,
+    familiarity,
+    rs_scores,
+    unfairness_scores,
+)
+from mitigate.measures.pairwise import POSITION_VERDICTS, position_bias
+from mitigate.measures.reliability import (
+    alpha_across_samples,
+    alpha_across_settings,
+    bin_to_scale,
+    krippendorff_alpha,
+    sample_rows,
+)
+from mitigate.measures.self_bias import length_correlation, self_preference, source_sensitivity
+
+__all__ = [
+    "MEASURES",
+    "POSITION_VERDICTS",
+    "US_SCALINGS",
+    "EntryData",
+    "Labels",
+    "Measure",
+    "MeasureInfo",
+    "ReportedMeasure",
+    "Scores",
+    "accuracy",
+    "accuracy_under_perturbation",
+    "alpha_across_samples",
+    "alpha_across_settings",
+    "anchoring",
+    "bias_score",
+    "bin_to_scale",
+    "centre_unit_range",
+    "chance_consistency",
+    "consistency_kappa",
+    "correct_preferences",
+    "correlation_by_position",
+    "document_correlation",
+    "familiarity",
+    "fit_length_glm",
+    "human_scores",
+    "inter_criterion_correlation",
+    "is_missing",
+    "item_correlation",
+    "item_doc_ids",
+    "item_systems",
+    "krippendorff_alpha",
+    "label_key",
+    "labels_equal",
+    "length_controlled_win_rate",
+    "length_correlation",
+    "measure_table",
+    "meta_correlation",
+    "pairs_against",
+    "output_lengths",
+    "per_system_correlation",
+    "perturbation_consistency",
+    "perturbation_outputs",
+    "position_bias",
+    "rs_scores",
+    "round_number_excess",
+    "sample_rows",
+    "scale_coverage",
+    "score_entropy",
+    "score_histogram",
+    "self_preference",
+    "source_sensitivity",
+    "system_correlation",
+    "unfairness_scores",
+    "word_count",
+]

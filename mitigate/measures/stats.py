@@ -9,6 +9,9 @@ when the statistic is one of the named correlations (``"pearson"``, ``"spearman"
 ``"kendall"`` is looped through scipy because tau-b has no cheap batched form) or a
 function marked as batched (see :func:`bootstrap_ci`). Spearman ranks are recomputed
 inside every resample, so ties are handled exactly as :func:`scipy.stats.spearmanr` does.
+
+scipy is imported only inside the functions that call it (Kendall's tau-b), so importing
+this module stays cheap.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as sps
 
 from mitigate.errors import ConfigError, DataError
 
@@ -107,7 +109,9 @@ def kendall(x: Sequence[float | None] | np.ndarray, y: Sequence[float | None] | 
         return math.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(sps.kendalltau(a, b).statistic)
+        from scipy.stats import kendalltau  # imported here: scipy costs about a second to import
+
+        return float(kendalltau(a, b).statistic)
 
 
 CORRELATIONS: dict[str, Callable[[Any, Any], float]] = {

@@ -1,7 +1,8 @@
 """Mitigations: composable, frozen transformers of judges (contract in :mod:`mitigate.strategies.base`).
 
-Importing this package registers every strategy under its name, so
-``parse_pipeline("single-attribute | sampling(temperature=0.7, n=5)")`` and specs work.
+Importing this package registers every mitigation (kind ``"mitigation"`` in
+:mod:`mitigate.registry`), so ``parse_pipeline("single-attribute | sampling(temperature=0.7, n=5)")``
+and specs work.
 
 | name | class | paper |
 |---|---|---|
@@ -9,10 +10,21 @@ Importing this package registers every strategy under its name, so
 | ``perturbation-probe`` | :class:`PerturbationProbe` (measurement) | Ghazarian et al. 2024 |
 | ``consistency-hint``, ``self-consistency`` | baselines of Ghazarian et al. 2024 | |
 | ``highest-rs-demos``, ``random-demos`` | :class:`HighestRSDemos`, :class:`RandomDemos` | Ohi et al. 2024 |
+| ``demos``, ``fixed-demos``, ``per-item-demos`` | :class:`Demos`, :class:`FixedDemos`, :class:`PerItemDemos` | |
 | ``single-attribute``, ``multi-attribute`` | :class:`SingleAttribute`, :class:`MultiAttribute` | Stureborg et al. 2024 |
 | ``sampling``, ``expected-score``, ``granularity`` | :class:`Sampling`, :class:`ExpectedScore`, :class:`Granularity` | Stureborg et al. 2024 |
 | ``agreement-gate`` | :class:`AgreementGate` | Shen et al. 2023 |
 | ``position-swap`` | :class:`PositionSwap` | pairwise position bias |
+| ``contextual-calibration``, ``batch-calibration`` | :class:`ContextualCalibration`, :class:`BatchCalibration` | Zhao et al. 2021; Zhou et al. 2024 |
+| ``length-control`` | :class:`LengthControl` | Dubois et al. 2024 |
+| ``selective`` | :class:`SelectiveEvaluation` (and :class:`CascadeJudge`) | Jung et al. 2024 |
+| ``panel`` | :class:`Panel` (:class:`PanelJudge` for any judges) | Verga et al. 2024 |
+| ``multiple-evidence`` | :class:`MultipleEvidence` | Wang et al. 2023 |
+
+Every demo mitigation is a preset of one implementation
+(:class:`~mitigate.strategies.demos.DemoMitigation`) that shows what a selector of
+:mod:`mitigate.selectors` picks. Prompt edits shared by several mitigations live in
+:mod:`mitigate.strategies.edits`.
 """
 
 from mitigate.strategies.agreement_gate import (
@@ -27,13 +39,18 @@ from mitigate.strategies.base import (
     Pipeline,
     PromptMitigation,
     from_spec,
+    load_pipeline,
     parse_pipeline,
-    register,
     registered,
 )
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
+from mitigate.strategies.calibration import BatchCalibration, CalibratedJudge, ContextualCalibration
+from mitigate.strategies.demos import DemoMitigation, Demos, FixedDemos, PerItemDemos, PerItemDemosJudge
 from mitigate.strategies.forms import mcq_form, rts_form
-from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos, rank_by_rs
+from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos
+from mitigate.strategies.length_control import LengthControl, LengthControlledJudge
+from mitigate.strategies.multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
+from mitigate.strategies.panel import Panel, PanelJudge
 from mitigate.strategies.perturbed_demos import (
     PerturbationProbe,
     PerturbationProbeJudge,
@@ -41,12 +58,16 @@ from mitigate.strategies.perturbed_demos import (
 )
 from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
+from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge, fit_cascade
 from mitigate.strategies.single_attribute import MultiAttribute, SingleAttribute
 
 __all__ = [
-    "AgreementGate", "AgreementJudge", "ConsistencyHint", "ExpectedScore", "GateDecision", "GateReport",
-    "Granularity", "HighestRSDemos", "Mitigation", "MultiAttribute", "PerturbationProbe", "PerturbationProbeJudge",
-    "PerturbedGuidelineDemos", "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation", "RandomDemos",
-    "Sampling", "SelfConsistency", "SingleAttribute", "from_spec", "gate_released", "mcq_form", "parse_pipeline",
-    "rank_by_rs", "register", "registered", "rts_form",
+    "AgreementGate", "BatchCalibration", "CalibratedJudge", "ContextualCalibration", "LengthControl",
+    "LengthControlledJudge", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge", "CascadeJudge",
+    "SelectiveEvaluation", "SelectiveJudge", "fit_cascade", "AgreementJudge", "ConsistencyHint", "DemoMitigation", "Demos", "ExpectedScore", "FixedDemos",
+    "GateDecision", "GateReport", "Granularity", "HighestRSDemos", "Mitigation", "MultiAttribute",
+    "PerItemDemos", "PerItemDemosJudge", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos",
+    "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation", "RandomDemos", "Sampling",
+    "SelfConsistency", "SingleAttribute", "from_spec", "gate_released", "load_pipeline", "mcq_form",
+    "parse_pipeline", "registered", "rts_form",
 ]

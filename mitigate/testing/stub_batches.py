@@ -57,17 +57,25 @@ def _iso(t: float) -> str:
     return dt.datetime.fromtimestamp(t, tz=dt.UTC).isoformat().replace("+00:00", "Z")
 
 
+ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                         404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                         500: "api_error", 529: "overloaded_error"}
+"""The ``error.type`` Anthropic's API reference gives for each HTTP status."""
+
+
+def _anthropic_error_type(status: int) -> str:
+    return ANTHROPIC_ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
+
+
 def _error(status: int, message: str, *, anthropic: bool = False) -> Reply:
     if anthropic:
-        kind = "invalid_request_error" if status == 400 else "not_found_error" if status == 404 else "api_error"
-        return status, {"type": "error", "error": {"type": kind, "message": message}}, {}
+        return status, {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}}, {}
     return status, {"error": {"message": message, "type": "invalid_request_error", "code": None}}, {}
 
 
 def _error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
     if anthropic:
-        kind = "rate_limit_error" if status == 429 else "invalid_request_error" if status < 500 else "api_error"
-        return {"type": "error", "error": {"type": kind, "message": message}}
+        return {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}}
     return {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error",
                       "code": None}}
 
