@@ -24,7 +24,10 @@ Failing fast
     row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
     failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
     everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
-    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``.
+    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``
+    (about one LM latency of a healthy run). A run whose LM objects already answered a judgment
+    in this process (the second pipeline of a compare, a search's next candidate) skips this
+    warm-up; batch mode has none either (every request goes in the first batch).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -445,6 +449,38 @@ class CircuitBreaker:
         return False
 
 
+_ANSWERED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""LM objects that have answered a judgment in this process (see :func:`_skips_warm_up`)."""
+
+
+def _judge_lms(judge: Judge) -> list[Any]:
+    """The LM object of every prompt judge inside ``judge`` (none for a judge without prompts)."""
+    try:
+        return [leaf.lm for leaf in judge.leaves()]
+    except MitigateError:
+        return []
+
+
+def _skips_warm_up(lms: Sequence[Any]) -> bool:
+    """Whether every LM of a run has already answered a judgment in this process.
+
+    The warm-up guards against sending ``concurrency`` requests to a backend that refuses them
+    all; an LM object that answered an earlier run (compare's pipelines, a search's candidates,
+    a benchmark's warm-up run) has shown it does not, so its later runs start at full
+    concurrency. The circuit breaker still stops them on ``stop_after`` permanent failures.
+    """
+    try:
+        return bool(lms) and all(lm in _ANSWERED for lm in lms)
+    except TypeError:  # an LM that cannot be weakly referenced: warm up as usual
+        return False
+
+
+def _remember_answered(lms: Sequence[Any]) -> None:
+    for lm in lms:
+        with contextlib.suppress(TypeError):
+            _ANSWERED.add(lm)
+
+
 def preflight(judge: Judge, items: Sequence[Item]) -> None:
     """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered.
 
@@ -562,14 +598,16 @@ async def _judge_all(
     """Judge ``todo`` into ``results`` (and the journal); True when the circuit breaker stopped the run.
 
     Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
-    stops after its first ``stop_after`` requests, not after ``concurrency`` of them). With a
+    stops after its first ``stop_after`` requests, not after ``concurrency`` of them), unless
+    every LM of the judge already answered in this process (:func:`_skips_warm_up`). With a
     batch ``session`` every item starts at once (a warm-up would put the first items alone in a
     batch and make the rest wait for it) and the session carries their requests.
     """
     sem = asyncio.Semaphore(concurrency)
     warm = asyncio.Semaphore(min(concurrency, max(1, breaker.stop_after)))
     opened = asyncio.Event()
-    if breaker.stop_after == 0 or session is not None:
+    lms = _judge_lms(judge)
+    if breaker.stop_after == 0 or session is not None or _skips_warm_up(lms):
         opened.set()
     stop = asyncio.Event()
 
@@ -584,7 +622,9 @@ async def _judge_all(
                 stop.set()
         else:
             breaker.success()
-            opened.set()
+            if not opened.is_set():
+                opened.set()
+                _remember_answered(lms)
         if jr is not None:
             jr.record(judgment)
         results[item.id] = judgment
