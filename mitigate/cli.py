@@ -37,6 +37,8 @@ EXIT_FAILED = 1
 
 _DEBUG_ENV = "MITIGATE_DEBUG"
 NETWORK_BACKENDS = ("openai", "anthropic", "dspy")
+BATCH_BACKENDS = ("openai", "anthropic")
+"""Backends whose provider has a batch API (``--batch``)."""
 
 
 def _one_line(text: str) -> str:
@@ -189,6 +191,8 @@ def _check_run_options(command: str, opts: dict[str, Any]) -> None:
         "timeout": (Interval(float, 0.0, None, closed="neither"), None),
         "patience": (Interval(float, 0.0, None, closed="neither"),),
         "stop_after": (Interval(int, 0, None),),
+        "transport": (Options("auto", "aiohttp", "httpx", "direct"), None),
+        "batch_retries": (Interval(int, 0, None),),
         "n_boot": (Interval(int, 0, None),),
         "budget": (Interval(int, 1, None),),
         "consistency_weight": (Interval(float, 0.0, None),),
@@ -208,6 +212,26 @@ def _check_run_options(command: str, opts: dict[str, Any]) -> None:
         if opts.get(name) not in (None, "") and kind in ("local", "replay", "fake"):
             raise ConfigError(f"--{name.replace('_', '-')} applies to the {', '.join(NETWORK_BACKENDS)} backends; "
                               f"got --backend {opts.get('backend')!r}")
+    _check_large_run_options(opts, kind)
+
+
+def _check_large_run_options(opts: dict[str, Any], kind: str) -> None:
+    """--transport, --batch and --batch-retries against the backend and the run folder they need."""
+    if opts.get("transport") is not None and kind != "openai":
+        raise ConfigError(f"--transport applies to openai:<model> backends (the OpenAI API and OpenAI-compatible "
+                          f"servers such as vLLM); got --backend {opts.get('backend')!r}")
+    if not opts.get("batch"):
+        if opts.get("batch_retries"):
+            raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {opts['batch_retries']} "
+                              "without --batch")
+        return
+    calls_lm = "released" not in opts or bool(opts.get("pipeline"))  # compare of released judges alone: no calls
+    if calls_lm and kind not in BATCH_BACKENDS:
+        raise ConfigError(f"batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend (--batch goes "
+                          f"through the provider's batch API); got --backend {opts.get('backend')!r}")
+    if "run_dir" in opts and opts["run_dir"] is None:
+        raise ConfigError("--batch needs --run-dir (the batch record lives there, so a killed run resumes); "
+                          "got none")
 
 
 def _read_text_file(path: Path, option: str) -> str:
@@ -311,15 +335,18 @@ def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
 
 
 def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | None = None,
-             patience: float = 60.0) -> Any:
+             patience: float = 60.0, transport: str | None = None) -> Any:
     """The LM for ``spec`` with retries (a Retry-After longer than ``patience`` seconds stops them), and the
-    on-disk cache when ``cache``; ``timeout`` is the per-request timeout of network backends."""
+    on-disk cache when ``cache``; ``timeout`` is the per-request timeout of network backends, ``transport``
+    the HTTP client of an openai: backend."""
     from mitigate.lm.registry import get, wrap
     from mitigate.lm.retry import RetryPolicy
 
     kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
     if timeout is not None:
         kwargs["timeout"] = timeout
+    if transport is not None:
+        kwargs["transport"] = transport
     policy = RetryPolicy(base_delay=min(0.5, patience), max_delay=patience)
     return wrap(get(spec, **kwargs), cache=cache, retry=policy)
 
@@ -328,6 +355,25 @@ _TIMEOUT_HELP = "seconds before one request to the server times out (openai, ant
 _PATIENCE_HELP = "longest wait between retries, in seconds; a server asking for a longer Retry-After stops the run"
 _STOP_AFTER_HELP = ("stop the run after this many failures in a row that would repeat for every item (refused "
                     "key or model, unreachable server ...); 0 never stops")
+
+
+TRANSPORT_HELP = ("HTTP client of an openai: backend: auto (the SDK), direct (plain aiohttp, the least CPU per "
+                  "call: for an OpenAI-compatible server such as vLLM at high concurrency), aiohttp or httpx")
+BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or anthropic:, half the price, results "
+              "within 24 h); resumable: rerun the same command to pick up the same batches")
+
+
+def _batch_session(enabled: bool, folder: Path | None, retries: int, progress: bool) -> Any:
+    """A batch session recording in ``folder``/batches when ``--batch`` is on (None otherwise).
+
+    The options were checked by :func:`_check_run_options` (``--batch`` has a folder and a backend
+    with a batch API, ``--batch-retries`` >= 0).
+    """
+    if not enabled or folder is None:
+        return None
+    from mitigate.batch_run import BatchOptions, BatchSession
+
+    return BatchSession(BatchOptions(retry_failed=retries, progress=progress), folder / "batches")
 
 
 @app.command()
@@ -362,6 +408,9 @@ def judge(
     pipeline: Annotated[str | None, typer.Option(
         "--pipeline", help="mitigations wrapping the judge: pipeline text such as \"name(k=v) | name2\", or "
         "@file.json (a spec file such as 'mitigate search --out' writes)")] = None,
+    transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
+    batch: Annotated[bool, typer.Option(help=BATCH_HELP + " (needs --run-dir)")] = False,
+    batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
     """Judge the first items of a benchmark and print each judgment beside the human score."""
     opts = dict(locals())
@@ -382,7 +431,8 @@ async def _judge(**opts: Any) -> None:
     text = _template_text(opts["prompt"], opts["benchmark"], crit)
     jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
     lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
-                  patience=opts["patience"])
+                  patience=opts["patience"], transport=opts["transport"])
+    session = _batch_session(opts["batch"], opts["run_dir"], opts["batch_retries"], opts["progress"])
     try:
         config = JudgeConfig(
             temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"], max_tokens=opts["max_tokens"],
@@ -395,8 +445,12 @@ async def _judge(**opts: Any) -> None:
         typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
         journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
         result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal, check=False,
-                           restart=opts["restart"], progress=opts["progress"], stop_after=opts["stop_after"])
+                           restart=opts["restart"], progress=opts["progress"], stop_after=opts["stop_after"],
+                           batch=session)
     finally:
+        if session is not None:
+            await session.aclose()
+            typer.echo(session.stats.line(), err=True)
         await lm.aclose()
     by_id = {it.id: it for it in items}
     for j in result.judgments:
@@ -503,6 +557,9 @@ def compare_cmd(
     restart: Annotated[bool, typer.Option(help="discard existing journals in --out")] = False,
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
+    batch: Annotated[bool, typer.Option(help=BATCH_HELP + "; the pipelines' requests share batches")] = False,
+    batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
     """Compare mitigation pipelines (and released judges) on a benchmark: accuracy and bias side by side."""
     opts = dict(locals())
@@ -530,7 +587,7 @@ async def _compare(**opts: Any) -> None:
 
         jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
         lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
-                      patience=opts["patience"])
+                      patience=opts["patience"], transport=opts["transport"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"],
                              **answer_mode(lm, opts["scoring"], opts["constrain"]))
         base = PromptJudge(jp, lm, config)
@@ -542,13 +599,19 @@ async def _compare(**opts: Any) -> None:
             preflight(entry.judge, chosen)
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
+    session = _batch_session(opts["batch"] and bool(pipelines), opts["out"], opts["batch_retries"],
+                             opts["progress"])
     try:
         result = await compare(
             bench, crit, entries, out_dir=opts["out"], concurrency=opts["concurrency"],
             limit=opts["limit"] or None, likelihood=opts["likelihood"], progress=opts["progress"],
             n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
+            batch=session,
         )
     finally:
+        if session is not None:
+            await session.aclose()
+            typer.echo(session.stats.line(), err=True)
         if lm is not None:
             await lm.aclose()
     for e in result.entries:
@@ -632,6 +695,7 @@ def search_cmd(
     pipeline: Annotated[str, typer.Option(
         "--pipeline", help="mitigations wrapping the judge before demos are searched: pipeline text or @file.json; "
         "the saved spec holds them followed by the winner")] = "baseline",
+    transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
 ) -> None:
     """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
     opts = dict(locals())
@@ -659,7 +723,7 @@ def _search(**opts: Any) -> None:
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
     lm = _backend(opts["backend"], opts["base_url"], cache=False, timeout=opts["timeout"],  # the search adds
-                  patience=opts["patience"])  # its own cache
+                  patience=opts["patience"], transport=opts["transport"])  # its own cache
     judge = before.wrap(PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"],
                                                         max_tokens=opts["max_tokens"])))
     try:

@@ -24,7 +24,10 @@ Failing fast
     row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
     failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
     everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
-    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``.
+    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``
+    (about one LM latency of a healthy run). A run whose LM objects already answered a judgment
+    in this process (the second pipeline of a compare, a search's next candidate) skips this
+    warm-up; batch mode has none either (every request goes in the first batch).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +47,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm.auto import tqdm
 
+from mitigate.batch_run import BatchOptions, BatchSession, session_for
 from mitigate.data.schema import Item
 from mitigate.errors import (
     CapabilityError,
@@ -92,7 +97,8 @@ class RunSummary(BaseModel):
             f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
             f"({self.cached_calls} from cache); tokens in/out {self.usage.prompt_tokens}/"
-            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens reused); "
+            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a cache, "
+            f"{self.usage.cache_write_tokens} written to one); "
             f"cost {cost}; {self.seconds:.1f}s"
         )
 
@@ -443,6 +449,38 @@ class CircuitBreaker:
         return False
 
 
+_ANSWERED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""LM objects that have answered a judgment in this process (see :func:`_skips_warm_up`)."""
+
+
+def _judge_lms(judge: Judge) -> list[Any]:
+    """The LM object of every prompt judge inside ``judge`` (none for a judge without prompts)."""
+    try:
+        return [leaf.lm for leaf in judge.leaves()]
+    except MitigateError:
+        return []
+
+
+def _skips_warm_up(lms: Sequence[Any]) -> bool:
+    """Whether every LM of a run has already answered a judgment in this process.
+
+    The warm-up guards against sending ``concurrency`` requests to a backend that refuses them
+    all; an LM object that answered an earlier run (compare's pipelines, a search's candidates,
+    a benchmark's warm-up run) has shown it does not, so its later runs start at full
+    concurrency. The circuit breaker still stops them on ``stop_after`` permanent failures.
+    """
+    try:
+        return bool(lms) and all(lm in _ANSWERED for lm in lms)
+    except TypeError:  # an LM that cannot be weakly referenced: warm up as usual
+        return False
+
+
+def _remember_answered(lms: Sequence[Any]) -> None:
+    for lm in lms:
+        with contextlib.suppress(TypeError):
+            _ANSWERED.add(lm)
+
+
 def preflight(judge: Judge, items: Sequence[Item]) -> None:
     """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered.
 
@@ -480,6 +518,7 @@ async def run(
     restart: bool = False,
     progress: bool = True,
     desc: str = "judging",
+    batch: BatchOptions | BatchSession | bool | None = None,
     stop_after: int = STOP_AFTER,
     check: bool = True,
 ) -> RunResult:
@@ -490,6 +529,12 @@ async def run(
     renders every item before the first call (:func:`preflight`). ``stop_after`` permanent
     failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never stop); the
     judgments finished before are in the journal and on the error's ``result``.
+
+    ``batch`` (True, :class:`~mitigate.batch_run.BatchOptions` or a shared
+    :class:`~mitigate.batch_run.BatchSession`) sends the run's LM calls through the
+    providers' batch APIs instead (see :mod:`mitigate.batch_run`); every item is started at
+    once (``concurrency`` and the warm-up do not apply) and waits for its batch; the circuit
+    breaker still stops the run on ``stop_after`` permanent failures in a row.
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead.")
@@ -500,19 +545,27 @@ async def run(
         dup = next(i for i in ids if ids.count(i) > 1)
         raise DataError(f"expected unique item ids; {dup!r} appears more than once", item_id=dup)
     start = time.perf_counter()
-    jr = Journal(journal, judge.fingerprint(), restart=restart) if journal is not None else None
+    session, own_session = (session_for(batch, Path(journal).parent / "batches" if journal else None,
+                                        progress=progress, judge=judge) if batch else (None, False))
+    jr: Journal | None = None
     try:
+        jr = Journal(journal, judge.fingerprint(), restart=restart) if journal is not None else None
         results: dict[str, Judgment] = dict(jr.done) if jr else {}
         resumed = sum(1 for i in ids if i in results)
         todo = [it for it in items if it.id not in results]
         if check:
             preflight(judge, todo)
-        stopped = await _judge_all(judge, todo, results, jr, breaker, concurrency=concurrency,
+        if session is not None:  # every item starts at once and waits for its batch
+            judge = session.wrap(judge)
+            concurrency = max(1, len(todo))
+        stopped = await _judge_all(judge, todo, results, jr, breaker, concurrency=concurrency, session=session,
                                    bar=tqdm(total=len(items), initial=resumed, desc=desc, disable=not progress,
                                             unit="item", leave=False))
     finally:
         if jr is not None:
             jr.close()
+        if session is not None and own_session:
+            await session.aclose()
     ordered = tuple(results[i] for i in ids if i in results)
     summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
     result = RunResult(judgments=ordered, summary=summary)
@@ -540,16 +593,21 @@ async def _judge_all(
     *,
     concurrency: int,
     bar: Any,
+    session: BatchSession | None = None,
 ) -> bool:
     """Judge ``todo`` into ``results`` (and the journal); True when the circuit breaker stopped the run.
 
     Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
-    stops after its first ``stop_after`` requests, not after ``concurrency`` of them).
+    stops after its first ``stop_after`` requests, not after ``concurrency`` of them), unless
+    every LM of the judge already answered in this process (:func:`_skips_warm_up`). With a
+    batch ``session`` every item starts at once (a warm-up would put the first items alone in a
+    batch and make the rest wait for it) and the session carries their requests.
     """
     sem = asyncio.Semaphore(concurrency)
     warm = asyncio.Semaphore(min(concurrency, max(1, breaker.stop_after)))
     opened = asyncio.Event()
-    if breaker.stop_after == 0:
+    lms = _judge_lms(judge)
+    if breaker.stop_after == 0 or session is not None or _skips_warm_up(lms):
         opened.set()
     stop = asyncio.Event()
 
@@ -564,7 +622,9 @@ async def _judge_all(
                 stop.set()
         else:
             breaker.success()
-            opened.set()
+            if not opened.is_set():
+                opened.set()
+                _remember_answered(lms)
         if jr is not None:
             jr.record(judgment)
         results[item.id] = judgment
@@ -603,7 +663,10 @@ async def _judge_all(
 
     tasks = [asyncio.ensure_future(guarded(it)) for it in todo]
     try:
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if session is not None:
+            await session.gather(tasks, return_exceptions=True)
+        else:
+            await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         for t in tasks:
             t.cancel()

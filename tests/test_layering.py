@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("parse", "answer_format", "template_syntax", "template_reader", "prompt", "perturb", "builtin_prompts"),
     ("judge", "likelihood"),
     ("measures",),
-    ("runner",),
+    ("runner", "batch_run"),
     ("selectors",),
     ("strategies",),
     ("search",),

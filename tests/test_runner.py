@@ -403,3 +403,29 @@ def test_write_atomic_replaces_the_file_and_leaves_it_intact_on_failure(tmp_path
     with pytest.raises(ConfigError, match="expected to write"):
         write_atomic(tmp_path / "sub" / "results.json", "x")
     assert list((tmp_path / "sub").iterdir()) == [tmp_path / "sub" / "results.json"]
+
+
+async def test_a_run_on_an_lm_that_already_answered_skips_the_warm_up() -> None:
+    lm = ScriptedLM(lambda n: None, delay=0.05)
+    await run(_judge(lm), _items(1), concurrency=1, progress=False)  # this LM object has answered once
+    lm.max_in_flight = 0
+    await run(_judge(lm), _items(8), concurrency=8, progress=False)
+    assert lm.max_in_flight == 8  # all eight at once
+    fresh = ScriptedLM(lambda n: None, delay=0.05)
+    await run(_judge(fresh), _items(8), concurrency=8, progress=False)
+    assert fresh.max_in_flight <= 5  # warm-up: 3 first, the other 5 once one has answered
+    refused = ScriptedLM(lambda n: _http(401))
+    with pytest.raises(RunStoppedError):
+        await run(_judge(refused), _items(20), concurrency=8, progress=False)
+    assert refused.calls == 3  # a new LM that never answered still costs stop_after requests
+
+
+async def test_an_lm_that_answered_before_and_is_refused_now_still_stops_the_run() -> None:
+    state = {"revoked": False}
+    lm = ScriptedLM(lambda n: _http(401) if state["revoked"] else None)
+    await run(_judge(lm), _items(2), concurrency=2, progress=False)
+    state["revoked"] = True
+    before = lm.calls
+    with pytest.raises(RunStoppedError, match="HTTP 401"):
+        await run(_judge(lm), _items(100), concurrency=8, progress=False)
+    assert lm.calls - before <= 3 + 8  # stop_after, plus what was already in flight

@@ -37,6 +37,7 @@ NaN with ``reason`` saying why, never 0.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -49,6 +50,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
+from mitigate.batch_run import BatchOptions, BatchSession, session_for
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
@@ -74,7 +76,7 @@ from mitigate.measures.stats import (
     spearman_rows,
 )
 from mitigate.registry import Interval, check_param
-from mitigate.runner import RunSummary, run
+from mitigate.runner import RunResult, RunSummary, run
 from mitigate.scale import Scale
 from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
@@ -472,6 +474,7 @@ async def compare(
     seed: int = 0,
     restart: bool = False,
     command: str | None = None,
+    batch: BatchOptions | BatchSession | bool | None = None,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -485,6 +488,10 @@ async def compare(
       :class:`~mitigate.likelihood.LikelihoodScorer` to use; ``likelihood_task`` is the
       generation task in its context (default: by benchmark family, :data:`GENERATION_TASKS`).
     - ``n_boot`` bootstrap resamples per interval (0: no intervals), ``n_perm`` permutations.
+    - ``batch``: True, :class:`~mitigate.batch_run.BatchOptions` or a
+      :class:`~mitigate.batch_run.BatchSession` to send the LM calls through the providers'
+      batch APIs; the entries then run at once through one session (record in
+      ``out_dir/batches``), so their requests share batches.
 
     Nothing is written besides journals and the LS cache: pass the result to
     :func:`mitigate.harness.report.write_report`.
@@ -502,11 +509,15 @@ async def compare(
     _check_released_cover(todo, items)
     out = Path(out_dir)
     stems = journal_names([e.name for e in todo])
-    runs = []
-    for e in todo:
-        result = await run(e.judge, items, concurrency=concurrency, journal=out / "journals" / f"{stems[e.name]}.jsonl",
-                           restart=restart, progress=progress, desc=e.name)
-        runs.append(result)
+    runs: list[RunResult] = []
+    if batch:
+        runs = await _run_batched(todo, items, out, stems, batch, restart=restart, progress=progress)
+    else:
+        for e in todo:
+            result = await run(e.judge, items, concurrency=concurrency,
+                               journal=out / "journals" / f"{stems[e.name]}.jsonl",
+                               restart=restart, progress=progress, desc=e.name)
+            runs.append(result)
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
     if likelihood is not False and likelihood is not None:
@@ -549,6 +560,21 @@ async def compare(
                   "n_perm": n_perm, "seed": seed, "command": command,
                   "journals": {e.name: f"journals/{stems[e.name]}.jsonl" for e in todo}},
     )
+
+
+async def _run_batched(todo: Sequence[Entry], items: Sequence[Item], out: Path, stems: Mapping[str, str],
+                       batch: BatchOptions | BatchSession | bool, *, restart: bool,
+                       progress: bool) -> list[RunResult]:
+    """Every entry at once through one batch session, so their requests share batches."""
+    session, owned = session_for(batch, out / "batches", progress=progress)
+    try:
+        return list(await asyncio.gather(*(
+            run(e.judge, items, journal=out / "journals" / f"{stems[e.name]}.jsonl", restart=restart,
+                progress=progress, desc=e.name, batch=session)
+            for e in todo)))
+    finally:
+        if owned:
+            await session.aclose()
 
 
 def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int,

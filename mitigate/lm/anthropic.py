@@ -21,6 +21,15 @@ Request mapping
     :class:`~mitigate.errors.CapabilityError`. ``seed`` has no Anthropic counterpart and
     is not sent (a seed is a best-effort reproducibility hint on every provider).
 
+Prompt caching
+    With ``prompt_cache="auto"`` (the default) requests mark their invariant prefix with a
+    ``cache_control`` breakpoint: a :class:`~mitigate.lm.prompt_cache.PrefixPlanner` learns
+    the prefix the judge's requests share (instructions, guideline, demos) and the backend
+    splits the system text or the message there into text blocks, the first marked. Only
+    prefixes at least as long as the model's minimum (:func:`~mitigate.lm.prompt_cache.anthropic_min_cache_tokens`,
+    or ``cache_min_tokens=``) are marked; requests without such a prefix are sent as plain
+    strings, as before. ``prompt_cache="off"`` sends no breakpoints.
+
 Answer constraints
     A request whose ``constraint`` asks for mode "json" gets a tool-shaped answer: one tool
     whose ``input_schema`` is the answer's JSON schema, forced with ``tool_choice``; the
@@ -30,9 +39,15 @@ Answer constraints
     :class:`~mitigate.errors.CapabilityError`.
 
 Usage and cost
-    ``cache_read_input_tokens`` becomes ``Usage.cached_prompt_tokens``; ``prompt_tokens``
-    counts all input tokens (uncached + cache reads + cache writes). Cost from
-    :mod:`mitigate.lm.pricing` (cache writes are priced as ordinary input).
+    ``cache_read_input_tokens`` becomes ``Usage.cached_prompt_tokens`` and
+    ``cache_creation_input_tokens`` ``Usage.cache_write_tokens``; ``prompt_tokens`` counts
+    all input tokens (uncached + cache reads + cache writes). Cost from
+    :mod:`mitigate.lm.pricing` at list prices, each kind of token at its own price.
+
+Rate limits
+    Calls go through an :class:`~mitigate.lm.ratelimit.AdaptiveLimiter` fed with the
+    ``anthropic-ratelimit-*`` headers and 429s (``rate_limit=False`` turns it off; pass one
+    limiter to several backends that share an account).
 
 Keys and errors
     ``api_key=`` or ``$ANTHROPIC_API_KEY``; a missing key raises
@@ -48,15 +63,25 @@ import asyncio
 import inspect
 import json
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import anthropic
 from pydantic import SecretStr
 
-from mitigate.errors import CapabilityError, MissingAPIKeyError, MitigateError
+from mitigate.errors import CapabilityError, ConfigError, MissingAPIKeyError, MitigateError
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
-from mitigate.lm.http import PLACEHOLDER_KEY, check_base_url, check_timeout, public_url, sdk_error
+from mitigate.lm.http import (
+    PLACEHOLDER_KEY,
+    check_base_url,
+    check_timeout,
+    parse_retry_after,
+    public_url,
+    sdk_error,
+)
+from mitigate.lm.prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, split_at
+from mitigate.lm.ratelimit import AdaptiveLimiter, estimate_tokens
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -97,6 +122,11 @@ class AnthropicLM(LM):
         api_key_env: the environment variable holding the key (``ANTHROPIC_API_KEY``).
         base_url: a compatible endpoint (tests, proxies); defaults to the official API.
         timeout: seconds before one HTTP call times out (a retryable failure).
+        prompt_cache: ``"auto"`` marks the invariant prompt prefix for the provider's prompt
+            cache, ``"off"`` does not (see the module docstring).
+        cache_min_tokens: the shortest prefix worth marking (default: the model's published minimum).
+        rate_limit: True for an :class:`~mitigate.lm.ratelimit.AdaptiveLimiter` of its own,
+            a limiter to share, or False for none.
     """
 
     provider = "anthropic"
@@ -112,8 +142,18 @@ class AnthropicLM(LM):
         api_key_env: str = "ANTHROPIC_API_KEY",
         base_url: str | None = None,
         timeout: float = 120.0,
+        prompt_cache: Literal["auto", "off"] = "auto",
+        cache_min_tokens: int | None = None,
+        rate_limit: bool | AdaptiveLimiter = True,
     ) -> None:
         self.model = validate_spec_part("Anthropic model name", model)
+        if prompt_cache not in ("auto", "off"):
+            raise ConfigError(f"expected prompt_cache to be 'auto' or 'off'; got {prompt_cache!r}")
+        self.prompt_cache = prompt_cache
+        self.planner = (PrefixPlanner(cache_min_tokens or anthropic_min_cache_tokens(model))
+                        if prompt_cache == "auto" else None)
+        self.limiter = rate_limit if isinstance(rate_limit, AdaptiveLimiter) else (
+            AdaptiveLimiter() if rate_limit else None)
         self.base_url = check_base_url(base_url, backend=f"anthropic:{model}") if base_url else None
         self.api_key_env = api_key_env
         self.timeout = check_timeout(timeout, backend=f"anthropic:{model}")
@@ -189,21 +229,101 @@ class AnthropicLM(LM):
         params.update(tool_answer_fields(request))
         return params
 
-    async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any]) -> Any:
+    def sdk_client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client for the running event loop (the batch API uses it)."""
+        return self._get_client()
+
+    def message_params(self, request: LMRequest, *, learn: bool = True) -> dict[str, Any]:
+        """The ``messages.create`` arguments for ``request``, with prompt-cache breakpoints marked."""
+        return self.mark_cache(self._params(request), learn=learn)
+
+    def message_body(self, request: LMRequest, *, learn: bool = True) -> dict[str, Any]:
+        """The JSON body of ``POST /v1/messages`` for ``request`` (the ``params`` of a batch request)."""
+        params = self.message_params(request, learn=learn)
+        extra = params.pop("extra_body", None) or {}
+        return {**params, **extra}
+
+    def mark_cache(self, params: dict[str, Any], *, learn: bool = True) -> dict[str, Any]:
+        """``params`` with ``cache_control`` breakpoints where the planner finds an invariant prefix.
+
+        The marked text is split into text blocks (system blocks, or a message's content blocks),
+        the block ending at each breakpoint carrying ``{"type": "ephemeral"}``. Unchanged when the
+        planner is off or finds no qualifying prefix. ``learn=False`` plans without learning (a
+        batch that has already shown the planner every request with :meth:`observe_cache`).
+        """
+        if self.planner is None:
+            return params
+        system = params.get("system")
+        messages = params["messages"]
+        if (system is not None and not isinstance(system, str)) or any(
+                not isinstance(m.get("content"), str) for m in messages):
+            return params  # already in block form: leave the caller's own breakpoints alone
+        segments = _segments(system, messages)
+        points = self.planner.plan(segments, learn=learn)
+        if not points:
+            return params
+        cuts: dict[int, list[int]] = {}
+        for index, offset in points:
+            cuts.setdefault(index, []).append(offset)
+        out = dict(params)
+        first_message = 0 if system is None else 1
+        if system is not None and 0 in cuts:
+            out["system"] = _blocks(system, cuts[0])
+        out["messages"] = [
+            {**m, "content": _blocks(m["content"], cuts[k + first_message])} if k + first_message in cuts else m
+            for k, m in enumerate(messages)
+        ]
+        return out
+
+    def observe_cache(self, request: LMRequest) -> None:
+        """Show the planner a request without sending it (a batch's first pass)."""
+        if self.planner is None:
+            return
+        params = self._params(request)
+        self.planner.observe(_segments(params.get("system"), params["messages"]))
+
+    async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], tokens: int = 0) -> Any:
+        limiter = self.limiter
+        ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
+        status: int | None = None
+        headers: Mapping[str, str] | None = None
         try:
-            return await client.messages.create(**params)
-        except anthropic.AnthropicError as exc:
+            raw = await client.messages.with_raw_response.create(**params)
+            headers = raw.headers
+            return await raw.parse()
+        except anthropic.APIStatusError as exc:
+            status, headers = exc.status_code, exc.response.headers
             raise self._translate(exc) from exc
+        except anthropic.AnthropicError as exc:
+            status = 0  # no answer at all (timeout, connection): neither a success nor a 429
+            raise self._translate(exc) from exc
+        finally:
+            if limiter is not None:
+                limiter.release(ticket, status=status, headers=headers,
+                                retry_after=parse_retry_after(headers) if status == 429 else None)
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run the request (``n`` concurrent calls when ``n > 1``)."""
         self.check(request)
         client = self._get_client()
-        params = self._params(request)
+        params = self.message_params(request)
+        tokens = estimate_tokens(request) // request.n if self.limiter is not None and self.limiter.tracks_tokens else 0
         if request.n == 1:
-            raws = [await self._one(client, params)]
+            raws = [await self._one(client, params, tokens)]
         else:
-            raws = list(await asyncio.gather(*(self._one(client, params) for _ in range(request.n))))
+            raws = list(await asyncio.gather(*(self._one(client, params, tokens) for _ in range(request.n))))
+        return self.response_from(raws)
+
+    def parse_message(self, raw: Mapping[str, Any]) -> Any:
+        """A Messages API JSON answer (a batch result's ``message``) as the SDK's ``Message``."""
+        return anthropic.types.Message.model_validate(dict(raw))
+
+    def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
+        """The list-price cost of ``usage`` on this model (None for a non-default endpoint or an unknown model)."""
+        return pricing.cost(self.model, usage, batch=batch) if self.base_url is None else None
+
+    def response_from(self, raws: Sequence[Any], *, batch: bool = False) -> LMResponse:
+        """One :class:`LMResponse` from the SDK ``Message`` of each sample (usage summed)."""
         choices = []
         usage = Usage()
         model = self.model
@@ -217,10 +337,10 @@ class AnthropicLM(LM):
                 prompt_tokens=(u.input_tokens or 0) + cache_read + cache_write,
                 completion_tokens=u.output_tokens or 0,
                 cached_prompt_tokens=cache_read,
+                cache_write_tokens=cache_write,
             )
             model = raw.model or model
-        cost = pricing.cost(self.model, usage) if self.base_url is None else None
-        return LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=cost)
+        return LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=self.cost_of(usage, batch=batch))
 
     def _translate(self, exc: anthropic.AnthropicError) -> MitigateError:
         """Map an SDK error to TransientLMError (retryable) or LMCallError, without the key."""
@@ -240,3 +360,15 @@ class AnthropicLM(LM):
                 await client.close()
             except RuntimeError:
                 pass
+
+
+def _segments(system: str | None, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """A request as the planner's segments: the system text (when any), then each message's text."""
+    head = [("system", system)] if system is not None else []
+    return head + [(str(m["role"]), str(m["content"])) for m in messages]
+
+
+def _blocks(text: str, offsets: Sequence[int]) -> list[dict[str, Any]]:
+    """``text`` as text blocks cut at ``offsets``, each block ending at a cut marked for the prompt cache."""
+    return [{"type": "text", "text": piece, **({"cache_control": {"type": "ephemeral"}} if cut else {})}
+            for piece, cut in split_at(text, offsets)]

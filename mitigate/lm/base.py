@@ -99,18 +99,27 @@ class Choice(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token counts for one call. ``cached_prompt_tokens`` counts prompt tokens served from a prefix cache."""
+    """Token counts for one call.
+
+    ``prompt_tokens`` counts every prompt token. Of those, ``cached_prompt_tokens`` were read
+    from a prefix cache (the provider's prompt cache, or the embedded model's reused KV
+    prefix) and ``cache_write_tokens`` were written to the provider's prompt cache
+    (Anthropic reports and charges writes; OpenAI's automatic cache writes for free and
+    reports none).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 

@@ -208,10 +208,12 @@ class DSPyLM(LM):
         entry = lm.history[-1] if getattr(lm, "history", None) else {}
         raw_usage = entry.get("usage") or {}
         details = raw_usage.get("prompt_tokens_details") or {}
-        usage = Usage(
+        usage = Usage(  # LiteLLM reports OpenAI's cached_tokens, and Anthropic's cache reads and writes as well
             prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
             completion_tokens=int(raw_usage.get("completion_tokens") or 0),
-            cached_prompt_tokens=int(_get(details, "cached_tokens") or 0),
+            cached_prompt_tokens=int(_get(details, "cached_tokens") or raw_usage.get("cache_read_input_tokens") or 0),
+            cache_write_tokens=int(_get(details, "cache_creation_tokens") or raw_usage.get("cache_creation_input_tokens")
+                                   or 0),
         )
         cost = entry.get("cost")
         if cost is None and self.api_base is None:

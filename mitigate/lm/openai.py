@@ -54,9 +54,17 @@ Answer constraints
     :class:`~mitigate.errors.CapabilityError` before a call is made.
 
 Usage and cost
-    ``usage.prompt_tokens_details.cached_tokens`` becomes ``Usage.cached_prompt_tokens``.
-    Cost comes from :mod:`mitigate.lm.pricing` on the official API; a ``base_url`` server's
-    price is unknown, so its ``cost_usd`` is None.
+    ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's automatic prompt caching of
+    prefixes of 1,024+ tokens) becomes ``Usage.cached_prompt_tokens``; OpenAI reports no
+    cache writes. Cost comes from :mod:`mitigate.lm.pricing` (list prices, cached tokens at
+    their own price) on the official API; a ``base_url`` server's price is unknown, so its
+    ``cost_usd`` is None.
+
+Rate limits
+    Calls go through an :class:`~mitigate.lm.ratelimit.AdaptiveLimiter` fed with the
+    ``x-ratelimit-*`` headers and 429s (``rate_limit=False`` turns it off; pass one limiter
+    to several backends that share an account). Without such headers and without a 429 it
+    only counts the calls in flight.
 
 Errors
     HTTP 408/409/429/5xx, timeouts and connection errors raise
@@ -99,9 +107,18 @@ from mitigate.lm.http import (
     check_base_url,
     check_timeout,
     http_error,
+    parse_retry_after,
     public_url,
     sdk_error,
 )
+from mitigate.lm.ratelimit import AdaptiveLimiter, estimate_tokens
+
+try:  # the SDK returns its raw HTTP response (with the rate-limit headers) for cast_to=httpx.Response
+    import httpx as _httpx
+
+    _RAW_RESPONSE: Any = _httpx.Response
+except ImportError:  # pragma: no cover - httpx is installed with the SDKs
+    _RAW_RESPONSE = None
 
 GuidedServer = Literal["openai", "vllm", "vllm-legacy", "sglang", "llamacpp"]
 _GUIDED = ("openai", "vllm", "vllm-legacy", "sglang", "llamacpp")
@@ -154,6 +171,8 @@ class OpenAILM(LM):
         http_client: an HTTP client for the SDK (``httpx.AsyncClient`` or
             ``openai.DefaultAioHttpClient()``), overriding ``transport``. It is bound to
             one event loop, so pass one only when the backend is used from a single loop.
+        rate_limit: True for an :class:`~mitigate.lm.ratelimit.AdaptiveLimiter` of its own,
+            a limiter to share, or False for none.
         guided: the guided-decoding fields a ``base_url`` server takes ("vllm",
             "vllm-legacy", "sglang", "llamacpp", or "openai" for ``response_format`` only);
             see "Answer constraints" in the module docstring.
@@ -174,12 +193,15 @@ class OpenAILM(LM):
         timeout: float = 120.0,
         transport: Literal["auto", "aiohttp", "httpx", "direct"] = "auto",
         http_client: Any | None = None,
+        rate_limit: bool | AdaptiveLimiter = True,
         guided: GuidedServer | None = None,
     ) -> None:
         self.model = validate_spec_part("OpenAI model name", model)
         if guided is not None and guided not in _GUIDED:
             raise ConfigError(f"expected guided to be one of {list(_GUIDED)} or None; got {guided!r}")
         self.guided = guided
+        self.limiter = rate_limit if isinstance(rate_limit, AdaptiveLimiter) else (
+            AdaptiveLimiter() if rate_limit else None)
         resolved_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.base_url = check_base_url(resolved_url, backend=f"openai:{model}") if resolved_url else None
         self.api_key_env = api_key_env
@@ -289,19 +311,62 @@ class OpenAILM(LM):
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run one chat completion. See the module docstring for the mapping and errors."""
         self.check(request)
+        tokens = estimate_tokens(request) if self.limiter is not None and self.limiter.tracks_tokens else 0
         if self.transport == "direct":
-            return self._response(request, await self._post_direct(self._body(request)))
+            return self._response(request, await self._post_direct(self._body(request), tokens))
+        return self._response(request, await self._post_sdk(self._body(request), tokens))
+
+    async def _post_sdk(self, body: dict[str, Any], tokens: int = 0) -> dict[str, Any]:
+        """POST the body through the SDK client, paced by the rate limiter."""
         client = self._get_client()
+        limiter = self.limiter
+        ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
+        status: int | None = None
+        headers: Any = None
         try:
-            raw = await client.post("/chat/completions", body=self._body(request), cast_to=object)
-        except openai.OpenAIError as exc:
+            if _RAW_RESPONSE is None:
+                raw = await client.post("/chat/completions", body=body, cast_to=object)
+            else:
+                resp = await client.post("/chat/completions", body=body, cast_to=_RAW_RESPONSE)
+                headers = resp.headers
+                raw = resp.json()
+        except openai.APIStatusError as exc:
+            status, headers = exc.status_code, exc.response.headers
             raise self._translate(exc) from exc
+        except openai.OpenAIError as exc:
+            status = 0  # no answer at all
+            raise self._translate(exc) from exc
+        except ValueError as exc:  # a body that is not JSON
+            raise LMCallError(f"{self.identity()} answered with something that is not JSON; expected a "
+                              f"chat.completion object ({exc})", backend=self.spec) from exc
+        finally:
+            if limiter is not None:
+                limiter.release(ticket, status=status, headers=headers,
+                                retry_after=parse_retry_after(headers) if status == 429 else None)
         if not isinstance(raw, dict):
             raise LMCallError(
                 f"{self.identity()} answered with {type(raw).__name__}; expected a JSON chat.completion object",
                 backend=self.spec,
             )
-        return self._response(request, raw)
+        return raw
+
+    def chat_body(self, request: LMRequest) -> dict[str, Any]:
+        """The JSON body of ``POST /chat/completions`` for ``request`` (also a batch line's ``body``)."""
+        self.check(request)
+        return self._body(request)
+
+    def parse_chat_completion(self, request: LMRequest, raw: dict[str, Any], *, batch: bool = False) -> LMResponse:
+        """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse`."""
+        response = self._response(request, raw)
+        return response.model_copy(update={"cost_usd": self.cost_of(response.usage, batch=True)}) if batch else response
+
+    def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
+        """The list-price cost of ``usage`` on this model (None on a ``base_url`` server or an unknown model)."""
+        return pricing.cost(self.model, usage, batch=batch) if self.base_url is None else None
+
+    def sdk_client(self) -> openai.AsyncOpenAI:
+        """The SDK client for the running event loop (the batch API uses it for files and batches)."""
+        return self._get_client()
 
     def _response(self, request: LMRequest, raw: dict[str, Any]) -> LMResponse:
         """Turn a chat.completion JSON object into an :class:`LMResponse`."""
@@ -347,8 +412,8 @@ class OpenAILM(LM):
             choices=tuple(choices), usage=usage, model=str(raw.get("model") or self.model), cost_usd=cost
         )
 
-    async def _post_direct(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST the body with a plain aiohttp session (transport="direct")."""
+    async def _post_direct(self, body: dict[str, Any], tokens: int = 0) -> dict[str, Any]:
+        """POST the body with a plain aiohttp session (transport="direct"), paced by the rate limiter."""
         import aiohttp
 
         loop = asyncio.get_running_loop()
@@ -361,19 +426,30 @@ class OpenAILM(LM):
             self._session_loop = loop
         url = f"{self.base_url or 'https://api.openai.com/v1'}/chat/completions"
         where = self.identity()
+        limiter = self.limiter
+        ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
+        status: int | None = 0
+        headers: Any = None
         try:
             async with self._session.post(url, json=body) as resp:
+                headers = resp.headers
                 if resp.status >= 400:
+                    status = resp.status
                     detail = self._scrub((await resp.text())[:500])
                     raise http_error(where, resp.status, resp.headers, detail,
                                      api_key_env=self.api_key_env, backend=self.spec)
                 raw = await resp.json(content_type=None)
+                status = None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientLMError(f"{where} connection failed (retryable): {type(exc).__name__}: {exc}",
                                    backend=self.spec, reason="connection") from exc
         except TimeoutError as exc:
             raise TransientLMError(f"{where} timed out after {self.timeout:g} s (retryable)",
                                    backend=self.spec, reason="timeout") from exc
+        finally:
+            if limiter is not None:
+                limiter.release(ticket, status=status, headers=headers,
+                                retry_after=parse_retry_after(headers) if status == 429 else None)
         if not isinstance(raw, dict):
             raise LMCallError(f"{where} answered with {type(raw).__name__}; expected a JSON chat.completion object",
                               backend=self.spec)

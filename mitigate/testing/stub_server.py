@@ -6,7 +6,26 @@
   ``logprobs``/``top_logprobs``, ``usage`` with ``prompt_tokens_details.cached_tokens``);
 * ``POST /v1/messages`` in the Anthropic Messages shape (so the real ``anthropic`` SDK can
   be pointed at it with ``base_url``);
-* ``GET /v1/models`` with the one model name it was asked about (some clients probe it).
+* ``GET /v1/models`` with the one model name it was asked about (some clients probe it);
+* the batch endpoints of both providers (OpenAI ``/v1/files`` + ``/v1/batches``, Anthropic
+  ``/v1/messages/batches``), see :mod:`mitigate.testing.stub_batches`.
+
+Prompt caching is emulated as the providers publish it, counting the stub's tokens (words):
+OpenAI caches every prompt of ``openai_cache_min_tokens`` (1,024) tokens or more
+automatically, in steps of ``openai_cache_step`` (128) tokens, and reports the reused prefix
+as ``usage.prompt_tokens_details.cached_tokens``; Anthropic caches the prefix up to each
+``cache_control`` breakpoint that holds at least ``anthropic_cache_min_tokens`` tokens and
+reports ``cache_read_input_tokens`` (the longest breakpoint prefix found in its cache),
+``cache_creation_input_tokens`` (the rest up to the last breakpoint) and ``input_tokens``
+(the tokens after it). Entries live ``cache_ttl`` seconds after their last use.
+
+Rate limits are emulated too when ``rate_limit_requests`` / ``rate_limit_tokens`` are set:
+token buckets that hold the limit and refill at the limit per ``rate_limit_window`` seconds
+(as both providers describe their limits), a request counted as its prompt tokens plus
+``max_tokens``; every live answer carries the provider's headers (``x-ratelimit-limit-*``,
+``-remaining-*``, ``-reset-*`` durations on OpenAI routes; ``anthropic-ratelimit-requests-*``
+and ``-tokens-*`` with RFC 3339 reset times on ``/v1/messages``), and a request over the
+limit gets HTTP 429 with ``Retry-After``.
 
 Each answer is sent after ``latency`` seconds. The server runs an asyncio loop in its own
 daemon thread, so it never shares an event loop with the client under test, and it keeps
@@ -34,6 +53,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
+import hashlib
 import json
 import math
 import re
@@ -42,6 +63,9 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
+from urllib.parse import parse_qsl
+
+from mitigate.testing.stub_batches import BatchEmulator, FailHook
 
 _TOKEN_RE = re.compile(r"\d|[^\W\d_]+|\s+|[^\w\s]|_")
 _CHOSEN_P = 0.7
@@ -107,6 +131,44 @@ def _count_words(value: Any) -> int:
     return 0
 
 
+def _words(value: Any) -> list[str]:
+    """The stub's tokens of a JSON value's text, in order (what :func:`_count_words` counts)."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list):
+        return [w for v in value for w in _words(v)]
+    if isinstance(value, dict):
+        return [w for k, v in value.items() if k in ("content", "text", "system") for w in _words(v)]
+    return []
+
+
+def _cache_blocks(body: dict[str, Any]) -> list[tuple[list[str], bool]]:
+    """An Anthropic request's content blocks in cache order (system, then messages): (tokens, breakpoint)."""
+    blocks: list[tuple[list[str], bool]] = []
+
+    def add(content: Any) -> None:
+        if isinstance(content, str):
+            blocks.append((content.split(), False))
+        elif isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict):
+                    blocks.append((_words(block.get("text", "")), isinstance(block.get("cache_control"), dict)))
+
+    add(body.get("system", ""))
+    for message in body.get("messages") or []:
+        if isinstance(message, dict):
+            add(message.get("content", ""))
+    return blocks
+
+
+def _duration(seconds: float) -> str:
+    """A reset time in OpenAI's header style: ``"12ms"``, ``"1.5s"``, ``"6m0s"``."""
+    if seconds < 1:
+        return f"{max(0, int(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60.0)
+    return f"{int(minutes)}m{rest:.0f}s" if minutes else f"{rest:.3g}s"
+
+
 def _apply_stop(text: str, stop: Any) -> tuple[str, bool]:
     """Cut ``text`` at the first stop sequence; return the text and whether a stop matched."""
     stops = [stop] if isinstance(stop, str) else list(stop or [])
@@ -131,16 +193,30 @@ class StubOpenAIServer:
         retry_after: when set, failures carry a ``Retry-After: <seconds>`` header.
         logprobs: when False the server ignores logprob requests (like servers without
             logprob support) and returns choices without ``logprobs``.
-        cached_tokens: reported as ``usage.prompt_tokens_details.cached_tokens`` (and as
-            Anthropic's ``cache_read_input_tokens``).
+        cached_tokens: when non-zero, reported as ``usage.prompt_tokens_details.cached_tokens``
+            (and as Anthropic's ``cache_read_input_tokens``) on every call instead of the
+            prompt-cache emulation; ``cache_write_tokens`` likewise as Anthropic's
+            ``cache_creation_input_tokens``.
         model: the model name echoed in responses when the request names none.
         honour_n: when False the server returns one choice whatever ``n`` asks for (like
             servers without ``n`` support).
+        prompt_cache: emulate the providers' prompt caches (see the module docstring);
+            ``openai_cache_min_tokens``, ``openai_cache_step``, ``anthropic_cache_min_tokens``
+            and ``cache_ttl`` set their rules. A non-zero ``cached_tokens`` overrides it.
+        rate_limit_requests, rate_limit_tokens, rate_limit_window: requests and tokens
+            allowed per ``rate_limit_window`` seconds on live calls (None: unlimited).
+        batch_latency: seconds to process one batched request; ``batch_validation_delay``
+            before an OpenAI batch starts; ``batch_create_delay`` between creating a batch and
+            answering the create call; ``batch_expire_after`` seconds after which a batch's
+            unprocessed requests expire; ``batch_fail(provider, custom_id, body)`` returns an
+            HTTP status to fail one request with, or None. ``batch_max_requests`` /
+            ``batch_max_bytes`` (dicts by provider) override the published size limits.
 
     Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and
     :meth:`stop`. Thread-safe counters: :attr:`request_count`, :attr:`bodies`,
-    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`paths`, :attr:`max_in_flight` and
-    :attr:`connections`.
+    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`user_agents`, :attr:`paths`,
+    :attr:`max_in_flight`, :attr:`connections` and :attr:`rate_limited`; :attr:`batch` holds the
+    batch emulation (its ``created`` log and ``downloads``).
     """
 
     def __init__(
@@ -152,8 +228,24 @@ class StubOpenAIServer:
         retry_after: float | None = None,
         logprobs: bool = True,
         cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
         model: str = "stub-model",
         honour_n: bool = True,
+        prompt_cache: bool = True,
+        openai_cache_min_tokens: int = 1024,
+        openai_cache_step: int = 128,
+        anthropic_cache_min_tokens: int = 1024,
+        cache_ttl: float = 300.0,
+        rate_limit_requests: int | None = None,
+        rate_limit_tokens: int | None = None,
+        rate_limit_window: float = 60.0,
+        batch_latency: float = 0.0,
+        batch_validation_delay: float = 0.0,
+        batch_create_delay: float = 0.0,
+        batch_expire_after: float | None = None,
+        batch_fail: FailHook | None = None,
+        batch_max_requests: dict[str, int] | None = None,
+        batch_max_bytes: dict[str, int] | None = None,
     ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be >= 0 seconds; got {latency}")
@@ -166,8 +258,31 @@ class StubOpenAIServer:
         self.retry_after = retry_after
         self.logprobs = logprobs
         self.cached_tokens = cached_tokens
+        self.cache_write_tokens = cache_write_tokens
         self.model = model
         self.honour_n = honour_n
+        self.prompt_cache = prompt_cache
+        self.openai_cache_min_tokens = openai_cache_min_tokens
+        self.openai_cache_step = max(1, openai_cache_step)
+        self.anthropic_cache_min_tokens = anthropic_cache_min_tokens
+        self.cache_ttl = cache_ttl
+        self.rate_limit_requests = rate_limit_requests
+        self.rate_limit_tokens = rate_limit_tokens
+        self.rate_limit_window = rate_limit_window
+        self._cache: dict[str, float] = {}
+        self._window_start = time.monotonic()
+        self._buckets: dict[str, float] = {}
+        self._rate_limited = 0
+        max_requests = batch_max_requests or {}
+        max_bytes = batch_max_bytes or {}
+        self.batch = BatchEmulator(
+            self._answer, latency=batch_latency, validation_delay=batch_validation_delay,
+            create_delay=batch_create_delay, expire_after=batch_expire_after, fail=batch_fail,
+            openai_max_requests=max_requests.get("openai", 50_000),
+            openai_max_bytes=max_bytes.get("openai", 200 * 1024 * 1024),
+            anthropic_max_requests=max_requests.get("anthropic", 100_000),
+            anthropic_max_bytes=max_bytes.get("anthropic", 256 * 1024 * 1024),
+        )
         self._lock = threading.Lock()
         self._count = 0
         self._in_flight = 0
@@ -176,6 +291,7 @@ class StubOpenAIServer:
         self._bodies: list[dict[str, Any]] = []
         self._auth: list[str] = []
         self._api_keys: list[str] = []
+        self._agents: list[str] = []
         self._paths: list[str] = []
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -234,10 +350,22 @@ class StubOpenAIServer:
             return list(self._api_keys)
 
     @property
+    def user_agents(self) -> list[str]:
+        """Every ``User-Agent`` header value received (empty string when absent): which client called."""
+        with self._lock:
+            return list(self._agents)
+
+    @property
     def paths(self) -> list[str]:
         """The request path of every request received."""
         with self._lock:
             return list(self._paths)
+
+    @property
+    def rate_limited(self) -> int:
+        """How many live requests the rate-limit emulation answered with HTTP 429."""
+        with self._lock:
+            return self._rate_limited
 
     def reset(self) -> None:
         """Forget counts and recorded requests (the ``fail_first`` budget starts again too)."""
@@ -248,6 +376,7 @@ class StubOpenAIServer:
             self._bodies.clear()
             self._auth.clear()
             self._api_keys.clear()
+            self._agents.clear()
             self._paths.clear()
 
     def start(self) -> StubOpenAIServer:
@@ -299,6 +428,7 @@ class StubOpenAIServer:
                 asyncio.start_server(self._handle, host="127.0.0.1", port=0, backlog=1024)
             )
             self.port = self._server.sockets[0].getsockname()[1]
+            self.batch.url_root = self.url
         except BaseException as exc:  # reported to start()
             self._error = exc
             self._ready.set()
@@ -344,10 +474,14 @@ class StubOpenAIServer:
                     if ":" in line:
                         name, value = line.split(":", 1)
                         headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length", "0") or "0")
-                raw = await reader.readexactly(length) if length else b""
+                if "chunked" in headers.get("transfer-encoding", "").lower():
+                    raw = await _read_chunked(reader)
+                else:
+                    length = int(headers.get("content-length", "0") or "0")
+                    raw = await reader.readexactly(length) if length else b""
                 close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
-                status, payload, extra = await self._respond(method, target.split("?", 1)[0], headers, raw)
+                path, _, query = target.partition("?")
+                status, payload, extra = await self._respond(method, path, headers, raw, dict(parse_qsl(query)))
                 await self._send(writer, status, payload, extra, close)
                 if close:
                     return
@@ -365,14 +499,16 @@ class StubOpenAIServer:
         self,
         writer: asyncio.StreamWriter,
         status: int,
-        payload: dict[str, Any],
+        payload: dict[str, Any] | bytes,
         extra: dict[str, str],
         close: bool,
     ) -> None:
-        body = json.dumps(payload).encode("utf-8")
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        extra = dict(extra)
+        content_type = extra.pop("Content-Type", "application/json")
         head = [
             f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-            "Content-Type: application/json",
+            f"Content-Type: {content_type}",
             f"Content-Length: {len(body)}",
             f"Connection: {'close' if close else 'keep-alive'}",
         ]
@@ -381,11 +517,12 @@ class StubOpenAIServer:
         await writer.drain()
 
     async def _respond(
-        self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, query: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+        is_json = "multipart" not in headers.get("content-type", "")
         try:
-            body = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
+            body = json.loads(raw) if raw and is_json else {}
+        except (json.JSONDecodeError, UnicodeDecodeError):
             body = {}
         with self._lock:
             self._count += 1
@@ -393,6 +530,7 @@ class StubOpenAIServer:
             self._bodies.append(body if isinstance(body, dict) else {})
             self._auth.append(headers.get("authorization", ""))
             self._api_keys.append(headers.get("x-api-key", ""))
+            self._agents.append(headers.get("user-agent", ""))
             self._paths.append(path)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
@@ -412,15 +550,133 @@ class StubOpenAIServer:
             return self.fail_status, {"error": {"message": message, "type": "stub_error", "code": None}}, extra
         if method == "GET" and path.endswith("/models"):
             return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]}, {}
+        routed = await self.batch.route(method, path, query or {}, headers, raw, body)
+        if routed is not None:
+            return routed
         if method != "POST":
             return 405, {"error": {"message": f"expected POST; got {method} {path}"}}, {}
         if not isinstance(body, dict):
             return 400, {"error": {"message": "expected a JSON object body"}}, {}
-        if path.endswith("/chat/completions"):
-            return 200, self._chat(body), {}
-        if anthropic_route:
-            return 200, self._messages(body), {}
+        if path.endswith("/chat/completions") or anthropic_route:
+            limited = self._rate_limit(body, anthropic_route)
+            if limited[0] != 200:
+                return limited
+            answer = self._messages(body) if anthropic_route else self._chat(body)
+            return 200, answer, limited[2]
         return 404, {"error": {"message": f"no route for {path}; expected /v1/chat/completions or /v1/messages"}}, {}
+
+    async def _answer(self, provider: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One batched request's answer: the same as a live call's (no rate limits: batches have their own pool)."""
+        return self._messages(body) if provider == "anthropic" else self._chat(body)
+
+    def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """Take a live request from the budgets; (200, {}, headers) or a 429 answer with headers.
+
+        Budgets are token buckets, as the providers describe theirs: a full bucket holds the
+        limit and refills continuously at limit per ``rate_limit_window`` seconds.
+        """
+        if self.rate_limit_requests is None and self.rate_limit_tokens is None:
+            return 200, {}, {}
+        need = _count_words(body.get("messages", [])) + _count_words(body.get("system", ""))
+        need += int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        with self._lock:
+            now = time.monotonic()
+            elapsed, self._window_start = now - self._window_start, now
+            waits = [0.0]
+            for kind, limit, want in (("requests", self.rate_limit_requests, 1), ("tokens", self.rate_limit_tokens, need)):
+                if limit is None:
+                    continue
+                rate = limit / self.rate_limit_window
+                level = min(float(limit), self._buckets.get(kind, float(limit)) + elapsed * rate)
+                self._buckets[kind] = level
+                if level < min(want, limit):
+                    waits.append((min(want, limit) - level) / rate)
+            over = max(waits) > 0
+            if over:
+                self._rate_limited += 1
+            else:
+                self._buckets["requests"] = self._buckets.get("requests", 0.0) - 1
+                self._buckets["tokens"] = self._buckets.get("tokens", 0.0) - need
+            headers = self._limit_headers(anthropic)
+        if not over:
+            return 200, {}, headers
+        headers["Retry-After"] = _fmt_seconds(math.ceil(max(waits) * 1000) / 1000)
+        message = "stub rate limit reached"
+        if anthropic:
+            return 429, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}, headers
+        return 429, {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}}, headers
+
+    def _limit_headers(self, anthropic: bool) -> dict[str, str]:
+        """The provider's rate-limit headers for the current buckets (call with the lock held)."""
+        out: dict[str, str] = {}
+        for kind, limit in (("requests", self.rate_limit_requests), ("tokens", self.rate_limit_tokens)):
+            if limit is None:
+                continue
+            level = max(0.0, self._buckets.get(kind, float(limit)))
+            reset = (limit - level) / (limit / self.rate_limit_window)  # until the bucket is full again
+            left = str(int(level))
+            if anthropic:
+                stamp = dt.datetime.fromtimestamp(time.time() + reset, tz=dt.UTC)
+                out[f"anthropic-ratelimit-{kind}-limit"] = str(limit)
+                out[f"anthropic-ratelimit-{kind}-remaining"] = left
+                out[f"anthropic-ratelimit-{kind}-reset"] = stamp.isoformat(timespec="milliseconds").replace(
+                    "+00:00", "Z")
+            else:
+                out[f"x-ratelimit-limit-{kind}"] = str(limit)
+                out[f"x-ratelimit-remaining-{kind}"] = left
+                out[f"x-ratelimit-reset-{kind}"] = _duration(reset)
+        return out
+
+    def _cache_lookup(self, key: str, now: float) -> bool:
+        """Whether ``key`` is a live cache entry (refreshing it); call from the server thread."""
+        seen = self._cache.get(key)
+        if seen is None or now - seen > self.cache_ttl:
+            return False
+        self._cache[key] = now
+        return True
+
+    def _openai_cached(self, body: dict[str, Any], prompt_tokens: int) -> int:
+        """Prompt tokens served from the emulated OpenAI prefix cache (and remember this prompt's prefixes)."""
+        if self.cached_tokens:
+            return min(self.cached_tokens, prompt_tokens)
+        if not self.prompt_cache or prompt_tokens < self.openai_cache_min_tokens:
+            return 0
+        words = _words(body.get("messages", []))
+        digest = hashlib.sha256(str(body.get("model")).encode())
+        now = time.monotonic()
+        cached, done = 0, 0
+        for bound in range(self.openai_cache_min_tokens, len(words) + 1, self.openai_cache_step):
+            digest.update(("\x1f".join(words[done:bound]) + "\x1f").encode())
+            done = bound
+            key = "o:" + digest.copy().hexdigest()
+            if self._cache_lookup(key, now):
+                cached = bound
+            else:
+                self._cache[key] = now
+        return cached
+
+    def _anthropic_cached(self, body: dict[str, Any], prompt_tokens: int) -> tuple[int, int]:
+        """(cache reads, cache writes) of an Anthropic request under the emulated prompt cache."""
+        if self.cached_tokens or self.cache_write_tokens:
+            read = min(self.cached_tokens, prompt_tokens)
+            return read, min(self.cache_write_tokens, prompt_tokens - read)
+        if not self.prompt_cache:
+            return 0, 0
+        digest = hashlib.sha256(str(body.get("model")).encode())
+        now = time.monotonic()
+        total = 0
+        marks: list[tuple[int, str]] = []
+        for tokens, breakpoint in _cache_blocks(body):
+            digest.update(("\x1f".join(tokens) + "\x1e").encode())
+            total += len(tokens)
+            if breakpoint and total >= self.anthropic_cache_min_tokens:
+                marks.append((total, "a:" + digest.copy().hexdigest()))
+        if not marks:
+            return 0, 0
+        read = next((n for n, key in reversed(marks) if self._cache_lookup(key, now)), 0)
+        for _, key in marks:
+            self._cache.setdefault(key, now)
+        return read, marks[-1][0] - read
 
     def _text(self, body: dict[str, Any]) -> str:
         return self.reply(body) if callable(self.reply) else self.reply
@@ -459,7 +715,7 @@ class StubOpenAIServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": min(self.cached_tokens, prompt_tokens)},
+                "prompt_tokens_details": {"cached_tokens": self._openai_cached(body, prompt_tokens)},
             },
         }
 
@@ -473,7 +729,7 @@ class StubOpenAIServer:
             tokens = tokens[: int(max_tokens)]
             stop_reason = "max_tokens"
         prompt_tokens = _count_words(body.get("messages", [])) + _count_words(body.get("system", ""))
-        cached = min(self.cached_tokens, prompt_tokens)
+        cached, written = self._anthropic_cached(body, prompt_tokens)
         return {
             "id": f"msg_stub_{self.request_count}",
             "type": "message",
@@ -483,12 +739,25 @@ class StubOpenAIServer:
             "stop_reason": stop_reason,
             "stop_sequence": None,
             "usage": {
-                "input_tokens": prompt_tokens - cached,
+                "input_tokens": prompt_tokens - cached - written,
                 "output_tokens": len(tokens),
                 "cache_read_input_tokens": cached,
-                "cache_creation_input_tokens": 0,
+                "cache_creation_input_tokens": written,
             },
         }
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    """A ``Transfer-Encoding: chunked`` request body."""
+    out = bytearray()
+    while True:
+        size_line = await reader.readuntil(b"\r\n")
+        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")
+            return bytes(out)
+        out += await reader.readexactly(size)
+        await reader.readexactly(2)
 
 
 def _fmt_seconds(seconds: float) -> str:

@@ -1,0 +1,182 @@
+"""Where to put provider prompt-cache breakpoints: the invariant prefix of a judge's requests.
+
+Anthropic caches a prompt prefix only up to a ``cache_control`` breakpoint the request
+marks, and only when that prefix holds at least a model-dependent number of tokens
+(:func:`anthropic_min_cache_tokens`). A mitigated judge's prompts share a long prefix: the
+instructions, the scoring guideline and the demonstrations come first (``JudgePrompt``'s
+``invariant_first`` layout), the item's own text after them. :class:`PrefixPlanner` finds
+that prefix without being told: it compares each request with the recent requests of the
+same backend, takes their longest common prefix, and moves its end back to a boundary that
+every item's request shares (the end of a message, or a blank line between paragraphs), so
+the breakpoint lands at the same place for every item. Prefixes learned this way are kept,
+and a request that starts with one is marked there at once.
+
+A request is a sequence of segments ``(role, text)`` (the system text, then each message).
+:meth:`PrefixPlanner.plan` returns breakpoints as ``(segment index, character offset)``;
+the backend splits that segment's text there and marks the piece before the cut. Nested
+prefixes (the instructions shared by every item, then a source document shared by the
+several outputs judged against it) get one breakpoint each, at most ``max_breakpoints``.
+
+Prefixes shorter than the model's minimum (estimated as characters / ``chars_per_token``)
+are not marked: the provider would not cache them, and a mark costs nothing only when it
+is used. A request's first occurrence teaches the planner; batch submissions call
+:meth:`PrefixPlanner.observe` on every request first, so even the first one is marked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+
+Segment = tuple[str, str]
+Breakpoint = tuple[int, int]
+
+_ANTHROPIC_MIN_TOKENS: tuple[tuple[re.Pattern[str], int], ...] = (
+    (re.compile(r"opus-4-[56]|haiku-4-5"), 4096),
+    (re.compile(r"sonnet-4-6|3-5-haiku|3-haiku|haiku-3"), 2048),
+)
+DEFAULT_MIN_TOKENS = 1024
+"""Anthropic's minimum cacheable prefix for most models (Sonnet 3.5-4.5, Opus 3-4.1)."""
+
+
+def anthropic_min_cache_tokens(model: str) -> int:
+    """The fewest prompt tokens Anthropic caches for ``model``, as published.
+
+    4,096 for Claude Opus 4.5/4.6 and Haiku 4.5; 2,048 for Sonnet 4.6 and Haiku 3/3.5;
+    1,024 for the others (and for names it does not recognise).
+    """
+    for pattern, tokens in _ANTHROPIC_MIN_TOKENS:
+        if pattern.search(model):
+            return tokens
+    return DEFAULT_MIN_TOKENS
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (string slices compare in C)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class PrefixPlanner:
+    """Learns the invariant prefixes of the requests sent through one backend (see the module docstring).
+
+    Parameters:
+        min_tokens: the provider's minimum cacheable prefix for the model.
+        chars_per_token: characters per token used to estimate a prefix's length.
+        history: how many recent requests a new one is compared with.
+        max_breakpoints: the most breakpoints one request gets (Anthropic allows four).
+        max_prefixes: how many learned prefixes are kept (least recently used dropped).
+    """
+
+    def __init__(
+        self,
+        min_tokens: int = DEFAULT_MIN_TOKENS,
+        *,
+        chars_per_token: float = 4.0,
+        history: int = 8,
+        max_breakpoints: int = 3,
+        max_prefixes: int = 256,
+    ) -> None:
+        self.min_tokens = min_tokens
+        self.chars_per_token = chars_per_token
+        self.max_breakpoints = max(1, max_breakpoints)
+        self.max_prefixes = max(1, max_prefixes)
+        self._recent: deque[str] = deque(maxlen=max(1, history))
+        self._known: OrderedDict[str, None] = OrderedDict()
+
+    @staticmethod
+    def _layout(segments: Sequence[Segment]) -> tuple[str, list[tuple[int, int]]]:
+        """The flattened request and each segment's (text start, text end) in it."""
+        parts: list[str] = []
+        spans: list[tuple[int, int]] = []
+        pos = 0
+        for role, text in segments:
+            head = f"\x02{role}\x01"
+            parts.append(head)
+            parts.append(text)
+            pos += len(head)
+            spans.append((pos, pos + len(text)))
+            pos += len(text)
+        return "".join(parts), spans
+
+    def _snap(self, flat: str, spans: list[tuple[int, int]], end: int) -> int:
+        """Move a common-prefix end back to a shared boundary: a segment's end or just after a blank line."""
+        best = 0
+        for start, stop in spans:
+            if end >= stop:
+                best = stop
+                continue
+            if end > start:
+                cut = flat.rfind("\n\n", start, end)
+                if cut >= 0:
+                    best = cut + 2
+            break
+        return best
+
+    def _qualifies(self, flat: str, end: int) -> bool:
+        # control characters of the layout are a handful per segment: negligible in the estimate
+        return end / self.chars_per_token >= self.min_tokens
+
+    def _learn(self, flat: str, spans: list[tuple[int, int]]) -> None:
+        best = 0
+        for previous in self._recent:
+            if previous is flat:
+                continue
+            best = max(best, common_prefix_length(flat, previous))
+        if best:
+            end = self._snap(flat, spans, best)
+            if end and self._qualifies(flat, end):
+                prefix = flat[:end]
+                self._known[prefix] = None
+                self._known.move_to_end(prefix)
+                while len(self._known) > self.max_prefixes:
+                    self._known.popitem(last=False)
+        self._recent.append(flat)
+
+    def observe(self, segments: Sequence[Segment]) -> None:
+        """Learn from a request without planning it (a batch's first pass over its requests)."""
+        flat, spans = self._layout(segments)
+        self._learn(flat, spans)
+
+    def plan(self, segments: Sequence[Segment], *, learn: bool = True) -> list[Breakpoint]:
+        """Breakpoints ``(segment, offset)`` for this request, shortest prefix first (possibly none)."""
+        flat, spans = self._layout(segments)
+        if learn:
+            self._learn(flat, spans)
+        ends = sorted({len(p) for p in self._known if flat.startswith(p)})
+        if not ends:
+            return []
+        if len(ends) > self.max_breakpoints:  # keep the shortest (shared by most) and the longest ones
+            ends = [ends[0], *ends[len(ends) - self.max_breakpoints + 1:]]
+        for end in ends:
+            self._known.move_to_end(flat[:end])
+        out: list[Breakpoint] = []
+        for end in ends:
+            for index, (start, stop) in enumerate(spans):
+                if start < end <= stop:
+                    out.append((index, end - start))
+                    break
+        return out
+
+
+def split_at(text: str, offsets: Sequence[int]) -> list[tuple[str, bool]]:
+    """``text`` cut at ``offsets``: pieces and whether each ends at a cut (empty pieces dropped)."""
+    pieces: list[tuple[str, bool]] = []
+    last = 0
+    for offset in sorted(set(offsets)):
+        if 0 < offset <= len(text) and offset > last:
+            pieces.append((text[last:offset], True))
+            last = offset
+    if last < len(text):
+        pieces.append((text[last:], False))
+    return pieces
