@@ -127,12 +127,7 @@ class AnswerFormat(BaseModel):
     # ------------------------------------------------------------------ text
     def describe(self) -> str:
         """A short human description, e.g. '"[RESULT] N" after reasoning' (for inspect and errors)."""
-        if self.json_key is not None:
-            shape = "{" + (f'"{self.reason_key}": "...", ' if self.reason_key else "") + f'"{self.json_key}": N' + "}"
-        elif self.two_scores:
-            shape = "N1 N2"
-        else:
-            shape = self.line.replace(VALUE, "N" if self.kind == "score" else "X")
+        shape = self.shape()
         where = {"none": "alone", "before": "after reasoning", "after": "first, then reasoning"}[self.reasoning]
         what = f'"{shape}" {where}'
         if self.kind == "pairwise":
@@ -171,7 +166,7 @@ class AnswerFormat(BaseModel):
         text = self.value_text(value, scale)
         if self.json_key is not None:
             shown: str | float = text
-            if self.kind == "score":
+            if self.kind == "score" and re.fullmatch(r"-?\d+(?:\.\d+)?", text):
                 shown = float(text) if "." in text else int(text)
             obj: dict[str, Any] = {self.reason_key: reason or ""} if self.reason_key else {}
             obj[self.json_key] = shown
@@ -180,8 +175,23 @@ class AnswerFormat(BaseModel):
             raise ConfigError("a two-scores pairwise format has no single-answer line for a demo")
         return self.line.replace(VALUE, text)
 
+    def shape(self) -> str:
+        """The answer line with a placeholder for the value: 'Score: N', '[RESULT] N', 'Output (X)', 'N1 N2'."""
+        if self.two_scores:
+            return "N1 N2"
+        if self.json_key is not None:
+            return "{" + (f'"{self.reason_key}": "...", ' if self.reason_key else "") + f'"{self.json_key}": ' \
+                + ("N" if self.kind == "score" else '"X"') + "}"
+        return self.line.replace(VALUE, "N" if self.kind == "score" else "X")
+
     def instruction(self, scale: Scale) -> str:
         """One sentence asking for this format (for mitigations that add an answer request)."""
+        where = {"none": "Answer with only", "before": "End your answer with a final line",
+                 "after": "Start your answer with a line"}
+        if self.two_scores:
+            a, b = self.labels
+            return (f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for output {a!r} '
+                    f"and N2 for output {b!r}.")
         if self.kind == "pairwise":
             a, b = self.labels
             options = f"{a!r} or {b!r}" + (f" (or {self.tie!r} for a tie)" if self.tie else "")
@@ -193,11 +203,37 @@ class AnswerFormat(BaseModel):
         else:
             what = f"with N a score from {scale.describe()}"
         if self.json_key is not None:
-            return f'Answer with a JSON object whose "{self.json_key}" field holds your answer, {what}.'
-        placeholder = "X" if self.kind != "score" else "N"
-        shape = self.line.replace(VALUE, placeholder)
-        where = {"none": "Answer with only", "before": "End your answer with a final line", "after": "Start your answer with a line"}
-        return f'{where[self.reasoning]} "{shape}", {what}.'
+            reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
+            return f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your answer, {what}.'
+        return f'{where[self.reasoning]} "{self.shape()}", {what}.'
+
+    def request(self, scale: Scale) -> str:
+        """:meth:`instruction` as a mitigation adds it: a format the template did not name allows text before it.
+
+        A default format (``inferred=False``) says nothing about reasoning, so the added
+        request asks for the answer as the final line rather than for the answer alone.
+        """
+        fmt = self if self.inferred or self.reasoning != "none" else self.with_reasoning("before")
+        return fmt.instruction(scale)
+
+    def for_criterion(self, name: str, others: Sequence[str] = ()) -> AnswerFormat:
+        """A copy whose answer line names criterion ``name`` where it named one of ``others``.
+
+        A multi-criterion template's answer stub names its first criterion ("Coherence: N");
+        the call that scores only fluency answers "Fluency: N". Other lines are kept.
+        """
+        if self.json_key is not None or self.kind != "score" or VALUE not in self.line:
+            return self
+        head, tail = self.line.split(VALUE, 1)
+        for other in others:
+            if other.lower() == name.lower() or other.lower() == "score":
+                continue
+            found = re.search(rf"(?<![A-Za-z]){re.escape(other)}(?![A-Za-z])", head, re.IGNORECASE)
+            if found is not None:
+                label = name[:1].upper() + name[1:]
+                head = head[: found.start()] + label + head[found.end():]
+                return self.model_copy(update={"line": head + VALUE + tail})
+        return self
 
     # ------------------------------------------------------------------ values
     def values(self, scale: Scale) -> list[str]:
@@ -615,6 +651,31 @@ def infer_answer_format(
 
 
 _SLOT_VALUES = re.compile(r"\{\{[^{}]*\}\}")
+
+
+def stated_reasoning(texts: Sequence[str]) -> Reasoning:
+    """Whether a template's ``texts`` ask for reasoning "before" the answer, "after" it, or "none" (the answer alone)."""
+    return _reasoning(_SLOT_VALUES.sub(" ", "\n".join(texts)))
+
+
+_NO_OTHER_TEXT = re.compile(r"\bno\s+other\s+text\b|\b(?:number|rating|digit)\s+only\b", re.IGNORECASE)
+
+
+def reasoning_ban(texts: Sequence[str]) -> str | None:
+    """The words of a template that ask for the answer alone ("Do NOT provide any explanation", "only the score").
+
+    None when the template says nothing of the kind. A chain-of-thought request contradicts
+    such words; a template that first asks for reasoning and then for "only the score" on the
+    last line does not count (its stated reasoning is "before").
+    """
+    text = _SLOT_VALUES.sub(" ", "\n".join(texts))
+    if _reasoning(text) == "before":
+        return None
+    for pattern in (_NO_REASON, _ONLY, _NO_OTHER_TEXT):
+        found = pattern.search(text)
+        if found is not None:
+            return found.group(0)
+    return None
 
 
 def _reasoning(text: str) -> Reasoning:
