@@ -12,7 +12,9 @@ original text exactly (:meth:`JudgePrompt.template_source`). :func:`read_prompt`
 the evidence for each recovered field (what ``mitigate prompts inspect`` prints).
 
 Slots are filled in a single pass: the judged text is inserted verbatim and never scanned
-again, so braces or a "Score: 10" inside it cannot break templating.
+again, so braces or a "Score: 10" inside it cannot break templating. Demonstrations are
+inserted the same way, after the slots are filled: a demo whose text holds ``{{summary}}``
+shows those characters, never the current item's summary.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ GUIDELINE_MARK = "\x00guideline\x00"
 
 __all__ = ["OUTPUT_SLOT_NAMES", "Criterion", "Demo", "Guideline", "JudgePrompt", "PromptMessage", "ScoreOption",
            "describe_template", "read_prompt"]
+
+DEMOS_MARK = "\x00demos\x00"
+"""Where the demos block goes while slots are filled (internal; demos are inserted verbatim after)."""
 
 _WORD_NUMBERS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -433,8 +438,10 @@ class JudgePrompt(BaseModel):
         for m in self.messages:
             template = m.template.replace(GUIDELINE_MARK, guideline_text)
             if not placed:
-                template, placed = _insert_demos(template, demos_text, self.layout, guideline_text)
-            out.append(Message(role=m.role, content=self._fill(template, item)))
+                template, placed = _insert_demos(template, DEMOS_MARK, self.layout, guideline_text)
+            # demos are texts like the judged one: inserted verbatim after the slots are filled, never templated
+            content = demos_text.join(self._fill(part, item) for part in template.split(DEMOS_MARK))
+            out.append(Message(role=m.role, content=content))
         if not placed:  # no slot paragraph found anywhere: demos go before the last message's text
             last = out[-1]
             out[-1] = Message(role=last.role, content=demos_text + self.demo_separator + last.content)

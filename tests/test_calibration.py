@@ -8,7 +8,7 @@ import math
 import pytest
 
 from mitigate.data.schema import Benchmark, Item
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, RunStoppedError
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.base import Choice, LMRequest, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
@@ -82,7 +82,8 @@ def test_an_unfitted_calibration_refuses_to_wrap_and_reasoning_prompts_are_refus
 
 def test_fit_without_logprobs_says_what_it_expected() -> None:
     lm = FakeLM(lambda r: LMResponse(choices=(Choice(text="Score: 4"),), model="fake"), logprobs=True)
-    with pytest.raises(ConfigError, match="read no answer distribution"):
+    # the runner's circuit breaker stops the fit at the repeating capability error, naming it
+    with pytest.raises(RunStoppedError, match="asked for token logprobs .* expected scripted choices with logprobs"):
         BatchCalibration().fit(bench(), judge(lm), progress=False)
 
 

@@ -56,7 +56,7 @@ from pydantic import SecretStr
 from mitigate.errors import CapabilityError, MissingAPIKeyError, MitigateError
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
-from mitigate.lm.http import PLACEHOLDER_KEY, public_url, sdk_error
+from mitigate.lm.http import PLACEHOLDER_KEY, check_base_url, check_timeout, public_url, sdk_error
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -114,9 +114,9 @@ class AnthropicLM(LM):
         timeout: float = 120.0,
     ) -> None:
         self.model = validate_spec_part("Anthropic model name", model)
-        self.base_url = base_url.rstrip("/") if base_url else None
+        self.base_url = check_base_url(base_url, backend=f"anthropic:{model}") if base_url else None
         self.api_key_env = api_key_env
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, backend=f"anthropic:{model}")
         key = api_key or os.environ.get(api_key_env) or None
         if key is None:
             if self.base_url is None:

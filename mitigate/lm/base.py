@@ -222,7 +222,18 @@ def openai_style_options(request: LMRequest) -> dict[str, Any]:
 
 
 def validate_spec_part(name: str, value: str) -> str:
-    """Reject empty spec components with a message naming what was expected."""
+    """Reject empty spec components, and any with a line break or other control character
+    (it would be sent to the server, written into cache keys and journals, and split log lines)."""
+    if not isinstance(value, str):
+        raise ConfigError(f"expected the {name} as a str; got {type(value).__name__}")
     if not value:
         raise ConfigError(f"expected a non-empty {name}; got an empty string")
+    bad = next((ch for ch in value if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise ConfigError(
+            f"expected a {name} without line breaks or control characters; got {value!r} "
+            f"(contains {bad!r})"
+        )
+    if value != value.strip():
+        raise ConfigError(f"expected a {name} without leading or trailing spaces; got {value!r}")
     return value

@@ -94,7 +94,14 @@ from mitigate.lm.base import (
     openai_style_options,
     validate_spec_part,
 )
-from mitigate.lm.http import PLACEHOLDER_KEY, http_error, public_url, sdk_error
+from mitigate.lm.http import (
+    PLACEHOLDER_KEY,
+    check_base_url,
+    check_timeout,
+    http_error,
+    public_url,
+    sdk_error,
+)
 
 GuidedServer = Literal["openai", "vllm", "vllm-legacy", "sglang", "llamacpp"]
 _GUIDED = ("openai", "vllm", "vllm-legacy", "sglang", "llamacpp")
@@ -174,9 +181,9 @@ class OpenAILM(LM):
             raise ConfigError(f"expected guided to be one of {list(_GUIDED)} or None; got {guided!r}")
         self.guided = guided
         resolved_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.base_url = resolved_url.rstrip("/") if resolved_url else None
+        self.base_url = check_base_url(resolved_url, backend=f"openai:{model}") if resolved_url else None
         self.api_key_env = api_key_env
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, backend=f"openai:{model}")
         key = api_key or os.environ.get(api_key_env) or None
         if key is None:
             if self.base_url is None:
@@ -363,10 +370,10 @@ class OpenAILM(LM):
                 raw = await resp.json(content_type=None)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientLMError(f"{where} connection failed (retryable): {type(exc).__name__}: {exc}",
-                                   backend=self.spec) from exc
+                                   backend=self.spec, reason="connection") from exc
         except TimeoutError as exc:
             raise TransientLMError(f"{where} timed out after {self.timeout:g} s (retryable)",
-                                   backend=self.spec) from exc
+                                   backend=self.spec, reason="timeout") from exc
         if not isinstance(raw, dict):
             raise LMCallError(f"{where} answered with {type(raw).__name__}; expected a JSON chat.completion object",
                               backend=self.spec)
