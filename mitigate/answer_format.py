@@ -197,11 +197,17 @@ class AnswerFormat(BaseModel):
             options = f"{a!r} or {b!r}" + (f" (or {self.tie!r} for a tie)" if self.tie else "")
             if self.relations:
                 options = f"one of {a}>>{b}, {a}>{b}, {a}={b}, {b}>{a}, {b}>>{a}"
-            what = f"with X being {options}"
+            what, noun, choices = f"with X being {options}", "your verdict", options
         elif self.kind == "mcq":
-            what = f"with X one of the option letters {scale.describe()}"
+            what, noun, choices = (f"with X one of the option letters {scale.describe()}", "the option letter",
+                                   f"one of {scale.describe()}")
         else:
-            what = f"with N a score from {scale.describe()}"
+            what, noun, choices = f"with N a score from {scale.describe()}", "the score", f"from {scale.describe()}"
+        if self.json_key is None and self.line.strip() == VALUE:
+            # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
+            bare = {"none": f"Answer with only {noun}", "before": f"End your answer with a final line holding only {noun}",
+                    "after": f"Start your answer with a line holding only {noun}"}
+            return f"{bare[self.reasoning]}, {choices}."
         if self.json_key is not None:
             reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
             return f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your answer, {what}.'
@@ -539,6 +545,8 @@ _REASON_FIRST = re.compile(
     r"|\bstep\s+by\s+step\b|\bthink\s+(?:carefully|step)|\bconcise\s+explanation\s+(?:followed|then)"
     r"|\b(?:justification|explanation|explain|reason(?:ing)?|rationale|analy[sz]e|justify)\b[^.\n]{0,40}\bthen\b"
     r"|\b(?:explain|reason|justify|analy[sz]e|think)\w*\s+first\b"
+    r"|\b(?:justify|explain|reason|analy[sz]e|think)\w*\b[^.\n]{0,40}\bbefore\s+(?:giving|writing|stating|providing|"
+    r"answering|scoring|you\s+(?:give|answer|score|rate))"
     r"|\bthen\b[^.\n]{0,30}\bfinal\s+(?:line|answer|verdict|score)"
     r"|\bfinal\s+line\b|\bend\s+(?:your\s+(?:answer|response)\s+)?with\b"
     r"|\b(?:first|begin|start)\b[^.\n]{0,60}\b(?:your\s+own\s+answer|evaluation|assessment|comparison|comparing|analy\w+)",

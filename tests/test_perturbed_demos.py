@@ -318,7 +318,9 @@ async def test_self_consistency_samples_cot_answers_and_takes_the_majority() -> 
     j = await judge.judge(ITEM)
     req = lm.requests[0]
     assert req.n == 5 and req.temperature == 0.7
-    assert req.messages[0].content.endswith(DEFAULT_COT)
+    assert req.messages[0].content.endswith(
+        f'{DEFAULT_COT} Compare the text with each option of the guideline. End your answer with a final line '
+        '"Score: N", with N a score from 1 to 3.')
     assert j.samples["coherence"] == (2.0, 3.0, 2.0, None, 3.0)
     assert j.scores == {"coherence": 2.0}  # 2-2 tie between 2 and 3 goes to the lower score
     assert len(j.failures) == 1 and j.failures[0].raw == "garbled"

@@ -52,7 +52,7 @@ async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> 
     cot = Sampling(temperature=0.5, n=1, cot=True, max_tokens=400).wrap(base)
     assert (await cot.judge(ITEM)).score() == 4.0
     assert lm.requests[0].messages[-1].content == (
-        FILLED + f"\n\n{COT_LEAD} Then give your final answer on its own last line as 'Score: <score>'."
+        FILLED + f'\n\n{COT_LEAD} End your answer with a final line "Score: N", with N a score from 1 to 5.'
     )
     assert lm.requests[0].max_tokens == 400
     back = Sampling(cot=False).wrap(cot)
@@ -77,7 +77,7 @@ def test_cot_on_a_prompt_that_allows_text_before_the_score_does_not_warn() -> No
 
 def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_warns() -> None:
     alone = TEMPLATE.replace("Reply with 'Score: N'.", "Give the score only.")
-    with pytest.warns(PromptConflictWarning, match="SelfConsistency\\(cot=True\\).*'score only'"):
+    with pytest.warns(PromptConflictWarning, match="SelfConsistency\\(cot=True\\).*'Give the score only'"):
         SelfConsistency(n=3, cot=True).wrap(judge_with(FakeLM([]), alone))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -100,7 +100,15 @@ def test_expected_score_on_a_direct_prompt_does_not_warn() -> None:
         warnings.simplefilter("error")
         ExpectedScore().wrap(judge_with(FakeLM([])))
         for name in list_prompts():
-            ExpectedScore().wrap(PromptJudge(get_prompt(name), FakeLM([])))
+            if get_prompt(name).format.reasoning != "before":
+                ExpectedScore().wrap(PromptJudge(get_prompt(name), FakeLM([])))
+
+
+def test_expected_score_warns_on_a_built_in_prompt_whose_answer_format_puts_a_justification_first() -> None:
+    prompt = get_prompt("summeval-coherence")  # "one short sentence of justification, then a final line ..."
+    assert prompt.format.reasoning == "before"
+    with pytest.warns(PromptConflictWarning, match='answer format is "Score: N" after reasoning'):
+        ExpectedScore().wrap(PromptJudge(prompt, FakeLM([])))
 
 
 def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_criterion() -> None:
@@ -215,7 +223,8 @@ def test_granularity_rewrites_a_free_form_prompt_to_one_to_ten() -> None:
     assert "Score 6 means the summary is partly organised" in text
     assert "Coherence (1-10) - how well" in text and "Choose the score from 1 to 10 whose" in text
     assert 'a final line "Score: " followed by a whole number from 1 to 10.' in text
-    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.")
+    # before the template's trailing newline, which stays the message's end
+    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.\n")
     assert "1-5" not in text and "4 or 5" not in text
     assert prompt.template_text()[-1] == prompt_text("summeval-coherence")  # input untouched
 
