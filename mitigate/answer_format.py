@@ -338,13 +338,15 @@ class AnswerFormat(BaseModel):
         raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
 
     def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:
-        expected = f"a first line with two scores from {scale.describe()} (one per output)"
+        where = "last" if self.reasoning == "before" else "first"  # after a chain of thought the scores end the answer
+        expected = f"a {where} line with two scores from {scale.describe()} (one per output)"
         lines = [ln for ln in work.strip().splitlines() if ln.strip()]
         if not lines:
             raise ParseError(f"expected {expected}; got an empty answer", raw=text, expected=expected)
-        nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", lines[0].replace(",", " "))
+        line = lines[-1] if where == "last" else lines[0]
+        nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", line.replace(",", " "))
         if len(nums) != 2:
-            raise ParseError(f"expected {expected}; got {lines[0][:80]!r}", raw=text, expected=expected)
+            raise ParseError(f"expected {expected}; got {line[:80]!r}", raw=text, expected=expected)
         first, second = (parse_score(f"Score: {n}", scale, raw=text) for n in nums)
         return "first" if first > second else "second" if second > first else "tie"
 

@@ -627,6 +627,11 @@ def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
             f"a pairwise prompt's demos show a gold verdict; demo {demo.item.id!r} shows a score "
             f"({demo.score!r}): expected Demo(item=<item with output_b>, verdict='first'|'second'|'tie')"
         )
+    if prompt.answer == "pairwise" and demo.guideline is not None:
+        raise TemplateError(
+            f"a pairwise prompt's demos show the two outputs and a verdict; demo {demo.item.id!r} carries a guideline "
+            "of its own (guideline demos are for prompts that score one output): expected guideline=None"
+        )
     if prompt.answer != "pairwise" and demo.score is None:
         raise TemplateError(
             f"a prompt answering {prompt.answer!r} shows demos with a gold score; demo {demo.item.id!r} shows the "
