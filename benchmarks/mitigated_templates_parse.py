@@ -101,9 +101,8 @@ async def one(name: str, prompt: JudgePrompt, mitigation: str, items: list[Any],
     print(f"{name:20s} {mitigation:17s} parsed {k}/{len(items)} [{lo:.2f}, {hi:.2f}]  {seconds:.0f}s  "
           f"{score_counts(scores)}", flush=True)
     return {"format": leaf.prompt.format.describe(), "n": len(items), "parsed": k, "share": k / len(items),
-            "share_ci": [lo, hi], "scores": score_counts(scores), "seconds": round(seconds, 1),
-            "examples": [{"item": it.id, "raw": judged[it.id].raw[0][-200:] if judged[it.id].raw else "",
-                          "score": s} for it, s in list(zip(items, scores, strict=True))[:2]]}
+            "share_ci": [lo, hi], "scores": score_counts(scores), "seconds": round(seconds, 1)}
+    # no raw answers in the summary: the small judge often echoes the SummEval article (journals keep them)
 
 
 async def main() -> None:
