@@ -197,18 +197,10 @@ def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
 
 def fit_cascade_sources(judgments: list[list[Judgment]], items: list[Item], cal_mask: np.ndarray,
                         stages: list[SelectiveEvaluation]) -> list[SelectiveEvaluation]:
-    """fit_cascade with each stage's own confidence source: stage k calibrated on what stages < k escalated."""
+    """fit_cascade on the calibration items of ``cal_mask``, each stage with its own confidence source."""
     ci = [it for it, m in zip(items, cal_mask, strict=True) if m]
     cal_js = [[j for j, m in zip(js, cal_mask, strict=True) if m] for js in judgments]
-    out = []
-    remaining = list(range(len(ci)))
-    for js, stage in zip(cal_js, stages, strict=True):
-        fitted = fit_cascade([[js[i] for i in remaining]], [ci[i] for i in remaining], stage)[0]
-        out.append(fitted)
-        thr = fitted.guarantee_.threshold
-        remaining = [i for i in remaining if thr is None
-                     or not confidence(js[i], stage.confidence, stage.criterion) >= thr - 1e-12]
-    return out
+    return fit_cascade(cal_js, ci, stages)
 
 
 def h2h_section(args: argparse.Namespace) -> dict[str, Any]:

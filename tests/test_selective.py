@@ -185,6 +185,36 @@ def test_a_cascade_answers_with_the_first_trusted_stage_and_calibrates_later_sta
     assert second.scores["c"] == 3.0 and "needs_human" not in second.flags
 
 
+def test_a_cascade_splits_delta_over_its_stages_so_the_whole_cascade_holds_at_one_minus_delta() -> None:
+    rng = np.random.default_rng(3)
+    items = [Item(id=f"i{i}", output="o", human={"c": 3.0}) for i in range(400)]
+
+    def stage_judgments() -> list[Judgment]:  # confident answers right 90% of the time, unsure ones 50%
+        out = []
+        for i in range(400):
+            sure = rng.random() < 0.5
+            right = rng.random() < (0.9 if sure else 0.5)
+            s = 3.0 if right else 1.0
+            out.append(Judgment(item_id=f"i{i}", scores={"c": s},
+                                samples={"c": (s, s) if sure else (s, 2.0)}))
+        return out
+
+    js = [stage_judgments(), stage_judgments()]
+    stage = SelectiveEvaluation(target=0.8, delta=0.1, tolerance=0.5)
+    split = fit_cascade(js, items, stage)
+    alone = fit_cascade(js, items, stage, union_bound=False)
+    assert [s.delta for s in split] == [0.05, 0.05] and [s.guarantee_.delta for s in split] == [0.05, 0.05]
+    assert [s.delta for s in alone] == [0.1, 0.1]
+    # fixed-sequence testing from the top stops no later at a smaller δ: never a looser threshold
+    assert alone[0].guarantee_.threshold is not None and split[0].guarantee_.threshold is not None
+    assert split[0].guarantee_.threshold >= alone[0].guarantee_.threshold
+    assert split[0].guarantee_.n_accepted <= alone[0].guarantee_.n_accepted
+    per_stage = fit_cascade(js, items, [stage, stage.model_copy(update={"target": 0.7})])
+    assert [s.target for s in per_stage] == [0.8, 0.7]
+    with pytest.raises(ConfigError, match=r"expected one SelectiveEvaluation per cascade stage \(2\); got 3"):
+        fit_cascade(js, items, [stage] * 3)
+
+
 def test_selective_composes_with_other_mitigations_and_round_trips() -> None:
     pipe = Pipeline([Sampling(temperature=0.7, n=3), SelectiveEvaluation(target=0.85, confidence="samples")])
     again = parse_pipeline("sampling(temperature=0.7, n=3) | selective(target=0.85)")

@@ -460,23 +460,35 @@ class CascadeJudge(CompositeJudge):
 
 
 def fit_cascade(judgments: Sequence[Sequence[Judgment]], items: Sequence[Item],
-                stage: SelectiveEvaluation) -> list[SelectiveEvaluation]:
-    """One fitted copy of ``stage`` per cascade stage, from every stage's judgments on the calibration ``items``.
+                stage: SelectiveEvaluation | Sequence[SelectiveEvaluation], *,
+                union_bound: bool = True) -> list[SelectiveEvaluation]:
+    """One fitted stage per cascade stage, from every stage's judgments on the calibration ``items``.
 
-    Stage k is calibrated on the items stages 1..k-1 escalated (as Jung et al. do), with the
-    same target and δ. ``judgments[k]`` holds stage k's judgments, in the order of ``items``.
+    Stage k is calibrated on the items stages 1..k-1 escalated (as Jung et al. do).
+    ``judgments[k]`` holds stage k's judgments, in the order of ``items``; ``stage`` is one
+    unfitted ``SelectiveEvaluation`` for every stage or one per stage (each stage may read its
+    own confidence source). With ``union_bound`` (the default) each of the K stages is calibrated
+    at δ/K, so that the whole cascade's accepted items reach the target with probability at least
+    1 − δ (a union bound over the stages; each stage alone at δ lets the cascade fail with up to
+    K·δ). ``union_bound=False`` calibrates every stage at its own δ.
     """
+    stages = [stage] * len(judgments) if isinstance(stage, SelectiveEvaluation) else list(stage)
+    if len(stages) != len(judgments):
+        raise ConfigError(f"expected one SelectiveEvaluation per cascade stage ({len(judgments)}); "
+                          f"got {len(stages)}")
+    if union_bound:
+        stages = [s.model_copy(update={"delta": s.delta / len(stages)}) for s in stages]
     remaining = list(range(len(items)))
     fitted: list[SelectiveEvaluation] = []
-    for js in judgments:
+    for js, unfit in zip(judgments, stages, strict=True):
         if len(js) != len(items):
             raise DataError(f"expected one judgment per calibration item for every stage; got {len(js)} for "
                             f"{len(items)} items")
         if remaining:
-            s = stage.calibrate([js[i] for i in remaining], [items[i] for i in remaining])
+            s = unfit.calibrate([js[i] for i in remaining], [items[i] for i in remaining])
         else:  # nothing left to calibrate on: this stage trusts nothing
-            s = stage.model_copy(update={"guarantee_": Guarantee(
-                target=stage.target, delta=stage.delta, threshold=None, n_calibration=0, n_accepted=0,
+            s = unfit.model_copy(update={"guarantee_": Guarantee(
+                target=unfit.target, delta=unfit.delta, threshold=None, n_calibration=0, n_accepted=0,
                 n_agreed=0, upper_risk=1.0, tested=0)})
         fitted.append(s)
         g = s.guarantee_
