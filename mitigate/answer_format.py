@@ -127,12 +127,7 @@ class AnswerFormat(BaseModel):
     # ------------------------------------------------------------------ text
     def describe(self) -> str:
         """A short human description, e.g. '"[RESULT] N" after reasoning' (for inspect and errors)."""
-        if self.json_key is not None:
-            shape = "{" + (f'"{self.reason_key}": "...", ' if self.reason_key else "") + f'"{self.json_key}": N' + "}"
-        elif self.two_scores:
-            shape = "N1 N2"
-        else:
-            shape = self.line.replace(VALUE, "N" if self.kind == "score" else "X")
+        shape = self.shape()
         where = {"none": "alone", "before": "after reasoning", "after": "first, then reasoning"}[self.reasoning]
         what = f'"{shape}" {where}'
         if self.kind == "pairwise":
@@ -171,7 +166,7 @@ class AnswerFormat(BaseModel):
         text = self.value_text(value, scale)
         if self.json_key is not None:
             shown: str | float = text
-            if self.kind == "score":
+            if self.kind == "score" and re.fullmatch(r"-?\d+(?:\.\d+)?", text):
                 shown = float(text) if "." in text else int(text)
             obj: dict[str, Any] = {self.reason_key: reason or ""} if self.reason_key else {}
             obj[self.json_key] = shown
@@ -180,24 +175,71 @@ class AnswerFormat(BaseModel):
             raise ConfigError("a two-scores pairwise format has no single-answer line for a demo")
         return self.line.replace(VALUE, text)
 
+    def shape(self) -> str:
+        """The answer line with a placeholder for the value: 'Score: N', '[RESULT] N', 'Output (X)', 'N1 N2'."""
+        if self.two_scores:
+            return "N1 N2"
+        if self.json_key is not None:
+            return "{" + (f'"{self.reason_key}": "...", ' if self.reason_key else "") + f'"{self.json_key}": ' \
+                + ("N" if self.kind == "score" else '"X"') + "}"
+        return self.line.replace(VALUE, "N" if self.kind == "score" else "X")
+
     def instruction(self, scale: Scale) -> str:
         """One sentence asking for this format (for mitigations that add an answer request)."""
+        where = {"none": "Answer with only", "before": "End your answer with a final line",
+                 "after": "Start your answer with a line"}
+        if self.two_scores:
+            a, b = self.labels
+            return (f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for output {a!r} '
+                    f"and N2 for output {b!r}.")
         if self.kind == "pairwise":
             a, b = self.labels
             options = f"{a!r} or {b!r}" + (f" (or {self.tie!r} for a tie)" if self.tie else "")
             if self.relations:
                 options = f"one of {a}>>{b}, {a}>{b}, {a}={b}, {b}>{a}, {b}>>{a}"
-            what = f"with X being {options}"
+            what, noun, choices = f"with X being {options}", "your verdict", options
         elif self.kind == "mcq":
-            what = f"with X one of the option letters {scale.describe()}"
+            what, noun, choices = (f"with X one of the option letters {scale.describe()}", "the option letter",
+                                   f"one of {scale.describe()}")
         else:
-            what = f"with N a score from {scale.describe()}"
+            what, noun, choices = f"with N a score from {scale.describe()}", "the score", f"from {scale.describe()}"
+        if self.json_key is None and self.line.strip() == VALUE:
+            # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
+            bare = {"none": f"Answer with only {noun}", "before": f"End your answer with a final line holding only {noun}",
+                    "after": f"Start your answer with a line holding only {noun}"}
+            return f"{bare[self.reasoning]}, {choices}."
         if self.json_key is not None:
-            return f'Answer with a JSON object whose "{self.json_key}" field holds your answer, {what}.'
-        placeholder = "X" if self.kind != "score" else "N"
-        shape = self.line.replace(VALUE, placeholder)
-        where = {"none": "Answer with only", "before": "End your answer with a final line", "after": "Start your answer with a line"}
-        return f'{where[self.reasoning]} "{shape}", {what}.'
+            reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
+            return f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your answer, {what}.'
+        return f'{where[self.reasoning]} "{self.shape()}", {what}.'
+
+    def request(self, scale: Scale) -> str:
+        """:meth:`instruction` as a mitigation adds it: a format the template did not name allows text before it.
+
+        A default format (``inferred=False``) says nothing about reasoning, so the added
+        request asks for the answer as the final line rather than for the answer alone.
+        """
+        fmt = self if self.inferred or self.reasoning != "none" else self.with_reasoning("before")
+        return fmt.instruction(scale)
+
+    def for_criterion(self, name: str, others: Sequence[str] = ()) -> AnswerFormat:
+        """A copy whose answer line names criterion ``name`` where it named one of ``others``.
+
+        A multi-criterion template's answer stub names its first criterion ("Coherence: N");
+        the call that scores only fluency answers "Fluency: N". Other lines are kept.
+        """
+        if self.json_key is not None or self.kind != "score" or VALUE not in self.line:
+            return self
+        head, tail = self.line.split(VALUE, 1)
+        for other in others:
+            if other.lower() == name.lower() or other.lower() == "score":
+                continue
+            found = re.search(rf"(?<![A-Za-z]){re.escape(other)}(?![A-Za-z])", head, re.IGNORECASE)
+            if found is not None:
+                label = name[:1].upper() + name[1:]
+                head = head[: found.start()] + label + head[found.end():]
+                return self.model_copy(update={"line": head + VALUE + tail})
+        return self
 
     # ------------------------------------------------------------------ values
     def values(self, scale: Scale) -> list[str]:
@@ -296,13 +338,15 @@ class AnswerFormat(BaseModel):
         raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
 
     def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:
-        expected = f"a first line with two scores from {scale.describe()} (one per output)"
+        where = "last" if self.reasoning == "before" else "first"  # after a chain of thought the scores end the answer
+        expected = f"a {where} line with two scores from {scale.describe()} (one per output)"
         lines = [ln for ln in work.strip().splitlines() if ln.strip()]
         if not lines:
             raise ParseError(f"expected {expected}; got an empty answer", raw=text, expected=expected)
-        nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", lines[0].replace(",", " "))
+        line = lines[-1] if where == "last" else lines[0]
+        nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", line.replace(",", " "))
         if len(nums) != 2:
-            raise ParseError(f"expected {expected}; got {lines[0][:80]!r}", raw=text, expected=expected)
+            raise ParseError(f"expected {expected}; got {line[:80]!r}", raw=text, expected=expected)
         first, second = (parse_score(f"Score: {n}", scale, raw=text) for n in nums)
         return "first" if first > second else "second" if second > first else "tie"
 
@@ -503,6 +547,8 @@ _REASON_FIRST = re.compile(
     r"|\bstep\s+by\s+step\b|\bthink\s+(?:carefully|step)|\bconcise\s+explanation\s+(?:followed|then)"
     r"|\b(?:justification|explanation|explain|reason(?:ing)?|rationale|analy[sz]e|justify)\b[^.\n]{0,40}\bthen\b"
     r"|\b(?:explain|reason|justify|analy[sz]e|think)\w*\s+first\b"
+    r"|\b(?:justify|explain|reason|analy[sz]e|think)\w*\b[^.\n]{0,40}\bbefore\s+(?:giving|writing|stating|providing|"
+    r"answering|scoring|you\s+(?:give|answer|score|rate))"
     r"|\bthen\b[^.\n]{0,30}\bfinal\s+(?:line|answer|verdict|score)"
     r"|\bfinal\s+line\b|\bend\s+(?:your\s+(?:answer|response)\s+)?with\b"
     r"|\b(?:first|begin|start)\b[^.\n]{0,60}\b(?:your\s+own\s+answer|evaluation|assessment|comparison|comparing|analy\w+)",
@@ -615,6 +661,31 @@ def infer_answer_format(
 
 
 _SLOT_VALUES = re.compile(r"\{\{[^{}]*\}\}")
+
+
+def stated_reasoning(texts: Sequence[str]) -> Reasoning:
+    """Whether a template's ``texts`` ask for reasoning "before" the answer, "after" it, or "none" (the answer alone)."""
+    return _reasoning(_SLOT_VALUES.sub(" ", "\n".join(texts)))
+
+
+_NO_OTHER_TEXT = re.compile(r"\bno\s+other\s+text\b|\b(?:number|rating|digit)\s+only\b", re.IGNORECASE)
+
+
+def reasoning_ban(texts: Sequence[str]) -> str | None:
+    """The words of a template that ask for the answer alone ("Do NOT provide any explanation", "only the score").
+
+    None when the template says nothing of the kind. A chain-of-thought request contradicts
+    such words; a template that first asks for reasoning and then for "only the score" on the
+    last line does not count (its stated reasoning is "before").
+    """
+    text = _SLOT_VALUES.sub(" ", "\n".join(texts))
+    if _reasoning(text) == "before":
+        return None
+    for pattern in (_NO_REASON, _ONLY, _NO_OTHER_TEXT):
+        found = pattern.search(text)
+        if found is not None:
+            return found.group(0)
+    return None
 
 
 def _reasoning(text: str) -> Reasoning:

@@ -29,6 +29,7 @@ from mitigate.answer_format import AnswerFormat, infer_answer_format
 from mitigate.data.schema import Item
 from mitigate.errors import DataError, MitigateError, TemplateError
 from mitigate.lm.base import Message, Role
+from mitigate.parse import Verdict
 from mitigate.scale import Scale
 from mitigate.template_reader import (
     OUTPUT_SLOT_NAMES,
@@ -162,14 +163,30 @@ class Demo(BaseModel):
     """A worked example shown to the judge: an item and its gold score (and optional reason).
 
     ``guideline`` lets a demo be shown under its own (e.g. perturbed) guideline, as in
-    Ghazarian et al.'s perturbed-guideline demonstrations.
+    Ghazarian et al.'s perturbed-guideline demonstrations. A demo for a pairwise prompt
+    shows a pairwise item (``output`` and ``output_b``) and its gold ``verdict`` ("first",
+    "second" or "tie") instead of a score.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     item: Item
-    score: float | dict[str, float]
+    score: float | dict[str, float] | None = None
     reason: str | None = None
     guideline: Guideline | None = None
+    verdict: Verdict | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Demo:
+        if (self.score is None) == (self.verdict is None):
+            raise TemplateError(
+                f"a demo shows either a gold score or (for a pairwise prompt) a gold verdict; demo {self.item.id!r} "
+                f"got {'both' if self.score is not None else 'neither'}"
+            )
+        if self.verdict is not None and self.item.output_b is None:
+            raise TemplateError(
+                f"a demo with a verdict compares two outputs; expected item {self.item.id!r} to have output_b, got None"
+            )
+        return self
 
     @classmethod
     def from_item(
@@ -295,14 +312,14 @@ class JudgePrompt(BaseModel):
         """A copy answering in ``answer_format`` (its kind becomes the prompt's ``answer``)."""
         return self.model_copy(update={"answer_format": answer_format, "answer": answer_format.kind})
 
-    def answer_stub(self) -> str:
-        """The answer stub closing the last message ("###Feedback: ", "- Coherence:", "## Which is best, ...?").
+    def answer_stub(self, index: int = -1) -> str:
+        """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:", "## Which is best, ...?").
 
-        The short trailing lines after the last slot that end with ":" or "?" (with any
-        whitespace after them): where the judge's answer starts. Text a mitigation adds to
+        The short trailing lines after the message's last slot that end with ":" or "?" (with
+        any whitespace after them): where the judge's answer starts. Text a mitigation adds to
         the prompt belongs before it. Empty when the template closes with an instruction.
         """
-        template = self.messages[-1].template
+        template = self.messages[index].template
         slots = list(SLOT_RE.finditer(template))
         tail_start = slots[-1].end() if slots else 0
         tail = template[tail_start:]
@@ -365,7 +382,13 @@ class JudgePrompt(BaseModel):
         return self.model_copy(update={"guideline": guideline})
 
     def with_demos(self, demos: Sequence[Demo]) -> JudgePrompt:
-        """A copy with ``demos`` (replacing any demos it had)."""
+        """A copy with ``demos`` (replacing any demos it had).
+
+        TemplateError when a demo cannot answer like this prompt: a pairwise prompt needs
+        demos with a gold ``verdict``, a scoring prompt demos with a gold ``score``.
+        """
+        for demo in demos:
+            _check_demo_fits(demo, self)
         return self.model_copy(update={"demos": tuple(demos)})
 
     def with_layout(self, layout: Layout) -> JudgePrompt:
@@ -428,12 +451,16 @@ class JudgePrompt(BaseModel):
         """The demonstrations block (empty when there are none)."""
         if not self.demos:
             return ""
+        if self.answer == "pairwise":
+            return self.demo_header + self.demo_separator.join(self._pairwise_demo(d) for d in self.demos)
         crit_name = self.criteria[0].name if self.criteria else "score"
         score_label = "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score"
         if self.answer == "mcq" and self.scale.letters:
             score_label = "Answer"
         parts = []
         for demo in self.demos:
+            _check_demo_fits(demo, self)
+            assert demo.score is not None
             inputs = "".join(
                 f"{_title(s)}: {value}\n"
                 for s in self._input_slots()
@@ -453,24 +480,58 @@ class JudgePrompt(BaseModel):
                 score_text = self._answer_text(demo.score)
             template = self.demo_template
             fmt = self.format
-            own_line = (fmt.inferred and not fmt.is_default_score_line and not fmt.two_scores and fmt.kind != "pairwise"
-                        and (fmt.json_key is not None or fmt.line.strip() != "{value}"))
+            reason = f"Reason: {demo.reason}\n" if demo.reason else ""
+            own_line = (fmt.inferred and not fmt.is_default_score_line and not fmt.two_scores
+                        and (fmt.json_key is not None or fmt.line.strip() != VALUE_MARK))
             if own_line and template == DEFAULT_DEMO_TEMPLATE and not isinstance(demo.score, dict):
                 # the template prescribes its own answer line ("[RESULT] 4", "Rating: [[4]]"): demos answer in it
                 template = _OWN_FORMAT_DEMO_TEMPLATE
-                score_text = fmt.render(demo.score, self.scale)
+                score_text = fmt.render(demo.score, self.scale, reason=demo.reason)
+                if fmt.json_key is not None and fmt.reason_key is not None:
+                    reason = ""  # the reason is shown inside the JSON answer
             parts.append(
                 template.format(
                     inputs=inputs,
                     output_name=_title(self.output_slot),
                     output=demo.item.output,
                     guideline=(f"Scoring guideline:\n{demo.guideline.render()}\n" if demo.guideline else ""),
-                    reason=(f"Reason: {demo.reason}\n" if demo.reason else ""),
+                    reason=reason,
                     criterion=label,
                     score=score_text,
                 )
             )
         return self.demo_header + self.demo_separator.join(parts)
+
+    def _pairwise_demo(self, demo: Demo) -> str:
+        """One pairwise demonstration: every slot in the template's order (the two outputs as the template places
+        them), then the gold verdict in the prompt's answer format."""
+        _check_demo_fits(demo, self)
+        assert demo.verdict is not None
+        fmt = self.format
+        if fmt.two_scores:
+            raise TemplateError(
+                "this pairwise prompt answers with two scores (one per output), which a demo's verdict cannot show; "
+                "expected a format naming the better output (e.g. [[A]] or Output (a))"
+            )
+        shown = []
+        for slot in [self.output_slot, *self._input_slots()]:
+            value = _lookup(demo.item, self._field_for(slot))
+            if value is not None:
+                shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}\n"))
+        fields = "".join(text for _, text in sorted(shown))
+        answer = fmt.render(demo.verdict, self.scale)
+        if fmt.line.strip() == VALUE_MARK:  # a bare label would read as a stray word: name it as a verdict
+            answer = f"Verdict: {answer}"
+        reason = f"Reason: {demo.reason}\n" if demo.reason else ""
+        return f"{fields}{reason}{answer}"
+
+    def _slot_position(self, slot: str) -> tuple[int, int]:
+        """Where ``slot`` first appears: (message index, offset)."""
+        for i, m in enumerate(self.messages):
+            for found in SLOT_RE.finditer(m.template):
+                if found.group(1).strip() == slot:
+                    return i, found.start()
+        return len(self.messages), 0
 
     def _answer_text(self, score: float) -> str:
         """How a gold score is written in a demo: the number, or for MCQ the nearest option's letter."""
@@ -548,6 +609,34 @@ def answer_label(name: str) -> str:
 
 def _title(name: str) -> str:
     return name.replace("_", " ").strip().capitalize()
+
+
+def _heading(name: str) -> str:
+    """A slot name as a heading that keeps its case ("response_B" -> "Response B", "output_1" -> "Output 1")."""
+    text = name.replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
+VALUE_MARK = "{value}"
+
+
+def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
+    """TemplateError unless ``demo`` answers the way ``prompt`` does (a verdict for pairwise, else a score)."""
+    if prompt.answer == "pairwise" and demo.verdict is None:
+        raise TemplateError(
+            f"a pairwise prompt's demos show a gold verdict; demo {demo.item.id!r} shows a score "
+            f"({demo.score!r}): expected Demo(item=<item with output_b>, verdict='first'|'second'|'tie')"
+        )
+    if prompt.answer == "pairwise" and demo.guideline is not None:
+        raise TemplateError(
+            f"a pairwise prompt's demos show the two outputs and a verdict; demo {demo.item.id!r} carries a guideline "
+            "of its own (guideline demos are for prompts that score one output): expected guideline=None"
+        )
+    if prompt.answer != "pairwise" and demo.score is None:
+        raise TemplateError(
+            f"a prompt answering {prompt.answer!r} shows demos with a gold score; demo {demo.item.id!r} shows the "
+            f"verdict {demo.verdict!r}"
+        )
 
 
 def _fmt(v: float) -> str:

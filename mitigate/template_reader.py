@@ -5,7 +5,8 @@ finds the scoring options and the answer format). Each returns what it found and
 ``mitigate prompts inspect`` can show the evidence, and each prefers the statement that
 names the scale of *the score* over incidental numbers:
 
-- **Scale statements**: "Coherence (1-5)", "on a scale of 1 to 10", "an integer between 1
+- **Scale statements** (:func:`find_scales`; :func:`scale_mentions` also finds anchors such
+  as "where 5 is the highest"): "Coherence (1-5)", "on a scale of 1 to 10", "an integer between 1
   and 5", "a score from 0 to 100", "(0-1)", "1-10 scale", "a 7-point scale", "Reference
   Answer (Score 5)" is not one. A criterion line's range wins; otherwise the most frequent
   statement, the first on ties.
@@ -42,6 +43,10 @@ class ScaleStatement:
     start: int
     text: str
     criterion_line: bool = False
+    lo_span: tuple[int, int] | None = None
+    """Where the low end is written in the text (None when implicit, as in "a 7-point scale")."""
+    hi_span: tuple[int, int] | None = None
+    """Where the high end is written in the text."""
 
 
 _NUM = r"-?\d+(?:\.\d+)?"
@@ -99,7 +104,51 @@ def find_scales(text: str) -> list[ScaleStatement]:
             if not _plausible_range(lo, hi):
                 continue
             in_crit = any(a <= m.start() < b for a, b in crit_spans)
-            found.setdefault(m.start(), ScaleStatement(lo, hi, m.start(), m.group(0), in_crit))
+            found.setdefault(m.start(), ScaleStatement(lo, hi, m.start(), m.group(0), in_crit,
+                                                       m.span("lo") if gd.get("lo") is not None else None,
+                                                       m.span("hi")))
+    return [found[k] for k in sorted(found)]
+
+
+@dataclass(frozen=True)
+class ScaleMention:
+    """One number of the text that states an end of a scale: ``end`` is "lo" or "hi", ``span`` where it is written."""
+
+    value: float
+    end: str
+    span: tuple[int, int]
+
+
+_TOP_WORDS = r"highest|best|maximum|max|most|top|greatest|excellent|perfect"
+_BOTTOM_WORDS = r"lowest|worst|minimum|min|least|poorest"
+_ANCHORS = [
+    # "where 5 is the highest", "1 being the worst", "10 = best", "1 means the lowest"
+    re.compile(rf"(?<![\w.])(?P<v>{_NUM})(?!\w|\.\d)\s*(?:\([^)\n]{{0,20}}\)\s*)?(?:is|being|=|means|meaning|indicates|"
+               rf"represents)\s+(?:the\s+)?(?:very\s+)?(?P<w>{_TOP_WORDS}|{_BOTTOM_WORDS})\b", re.I),
+    # "the highest score is 5", "a lowest rating of 1"
+    re.compile(rf"\b(?P<w>{_TOP_WORDS}|{_BOTTOM_WORDS})\s+(?:possible\s+)?(?:score|rating|grade|value)?\s*"
+               rf"(?:is|of|=|being)\s+(?P<v>{_NUM})(?!\w|\.\d)", re.I),
+]
+
+
+def scale_mentions(text: str) -> list[ScaleMention]:
+    """Every number of ``text`` that states an end of a scale, in order of position.
+
+    The ends of every scale statement (:func:`find_scales`: "on a scale of 1 to 10",
+    "Coherence (1-5)", "an integer between 1 and 5") and anchors that name one end ("where 5
+    is the highest", "1 being the worst", "the lowest score is 0"). What rewrites a prompt for
+    another scale (:class:`~mitigate.strategies.sampling.Granularity`) changes each of them.
+    """
+    found: dict[tuple[int, int], ScaleMention] = {}
+    for st in find_scales(text):
+        if st.lo_span is not None:
+            found[st.lo_span] = ScaleMention(st.lo, "lo", st.lo_span)
+        if st.hi_span is not None:
+            found[st.hi_span] = ScaleMention(st.hi, "hi", st.hi_span)
+    for pattern in _ANCHORS:
+        for m in pattern.finditer(text):
+            end = "hi" if re.fullmatch(_TOP_WORDS, m.group("w"), re.I) else "lo"
+            found.setdefault(m.span("v"), ScaleMention(float(m.group("v")), end, m.span("v")))
     return [found[k] for k in sorted(found)]
 
 

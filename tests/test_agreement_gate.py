@@ -250,3 +250,39 @@ def test_released_chatgpt_coherence_gives_twelve_r_values() -> None:
     assert set(report.p) == {d.system for d in report.gate.decisions}
     assert report.r_predicts_p.n == 12 and -1 <= report.r_predicts_p.value <= 1
     assert len(report.gate.judgments) == 1200
+
+
+# --------------------------------------------------------------------------- forms of a published-format template
+
+PROMETHEUS_LIKE = (  # Prometheus' format: a rubric, feedback then "[RESULT] N", ending with the stub "###Feedback: "
+    "###Task Description:\nWrite a detailed feedback, then a score that is an integer between 1 and 5. The output "
+    'format should look as follows: "Feedback: (write a feedback) [RESULT] (an integer number between 1 and 5)"\n\n'
+    "###Response to evaluate:\n{response}\n\n###Score Rubrics:\nScore 1: Poor.\nScore 2: Weak.\nScore 3: Fair.\n"
+    "Score 4: Good.\nScore 5: Excellent.\n\n###Feedback: "
+)
+
+
+def test_the_rts_form_asks_for_the_templates_own_line_before_its_stub() -> None:
+    form = rts_form(JudgePrompt.from_template(PROMETHEUS_LIKE))
+    template = form.messages[-1].template
+    assert template.endswith("\n\n###Feedback: ")
+    assert form.format.line == "[RESULT] {value}" and form.format.reasoning == "before"
+    assert ('Then end your answer with a final line "[RESULT] N", with N a score from 1 to 5.\n\n###Feedback: '
+            in template)
+
+
+async def test_the_mcq_form_of_a_published_format_template_is_read_by_its_letter() -> None:
+    form = mcq_form(JudgePrompt.from_template(PROMETHEUS_LIKE))
+    assert form.messages[-1].template.endswith("\n\n###Feedback: ") and form.format.line == "Answer: {value}"
+    assert mcq_form(form) == form  # a prompt that already answers with a letter is its own MCQ form
+    j = await PromptJudge(form, FakeLM(["Fine.\nAnswer: D"])).judge(Item(id="x", output="text"))
+    assert j.score() == 4.0
+
+
+def test_the_forms_refuse_lettered_options_that_state_no_score() -> None:
+    lettered = JudgePrompt.from_template("Pick one.\n(A) The text is wrong.\n(B) The text is right.\n\n"
+                                         "Text: {{output}}\n\nAnswer with the letter.")
+    assert lettered.answer == "mcq" and lettered.scale.letters is None
+    for form in (rts_form, mcq_form):
+        with pytest.raises(TemplateError, match="states no score|needs a score for every option letter"):
+            form(lettered)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from mitigate.answer_format import AnswerFormat, infer_answer_format
+from mitigate.answer_format import AnswerFormat, infer_answer_format, reasoning_ban, stated_reasoning
 from mitigate.errors import ParseError, TemplateError
 from mitigate.parse import parse_pairwise, parse_score
 from mitigate.scale import Scale
@@ -153,3 +153,59 @@ def test_answers_a_real_small_judge_gave_are_read_right() -> None:
         arena.read(echo, S5)
     assert MTBENCH.read("[6]", S10) == 6
     assert RESULT.read("(Write a feedback for criteria) [RESULT] (an integer number between 1 and 5) [5]", S5) == 5
+
+
+# --------------------------------------------------------------------------- what mitigations ask for
+
+
+def test_the_instruction_a_mitigation_adds_asks_for_the_formats_own_line() -> None:
+    assert RESULT.instruction(S5) == 'End your answer with a final line "[RESULT] N", with N a score from 1 to 5.'
+    assert COHERENCE.instruction(S5) == 'Answer with only "Coherence: N", with N a score from 1 to 5.'
+    pair = AnswerFormat(kind="pairwise", line="[[{value}]]", labels=("A", "B"), tie="C", reasoning="before")
+    assert pair.instruction(S5) == ("End your answer with a final line \"[[X]]\", with X being 'A' or 'B' "
+                                    "(or 'C' for a tie).")
+    bare = AnswerFormat(kind="pairwise", line="{value}", labels=("1", "2"))
+    assert bare.instruction(S5) == "Answer with only your verdict, '1' or '2'."  # not a literal "X"
+    js = AnswerFormat(line="{value}", json_key="score", reason_key="reasoning")
+    assert js.instruction(S5) == ('Answer with a JSON object whose "reasoning" field holds your reasoning and whose '
+                                  '"score" field holds your answer, with N a score from 1 to 5.')
+
+
+def test_an_added_request_for_a_default_format_allows_reasoning_before_it() -> None:
+    assert AnswerFormat.default().request(S5) == 'End your answer with a final line "Score: N", with N a score from 1 to 5.'
+    assert COHERENCE.model_copy(update={"inferred": True}).request(S5).startswith('Answer with only "Coherence: N"')
+
+
+def test_a_criterion_named_answer_line_is_renamed_for_another_criterion() -> None:
+    assert COHERENCE.for_criterion("fluency", ["coherence", "fluency"]).line == "Fluency: {value}"
+    assert RESULT.for_criterion("fluency", ["coherence", "fluency"]) == RESULT  # names no criterion
+    assert AnswerFormat.default().for_criterion("fluency", ["score"]).line == "Score: {value}"
+
+
+def test_two_scores_after_a_chain_of_thought_are_read_from_the_last_line() -> None:
+    two = AnswerFormat(kind="pairwise", line="{value}", labels=("1", "2"), two_scores=True, reasoning="after")
+    assert two.read("3 8\nThe second one is more detailed.", S10) == "second"
+    assert two.with_reasoning("before").read("Output 1 scores 9 on style.\n3 8", S10) == "second"
+    with pytest.raises(ParseError, match="a last line with two scores"):
+        two.with_reasoning("before").read("3 8\nThe second one is more detailed.", S10)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("Rate it from 1 to 5. Do NOT provide any explanation.", "Do NOT provide any explanation"),
+    ("Reply with the score and nothing else.", "nothing else"),
+    ("Output the rating only, no other text.", "no other text"),
+    ("Explain your reasoning first, then give only the score on the last line.", None),  # reasoning is asked for
+    ("Rate it from 1 to 5.", None),
+])
+def test_reasoning_ban_finds_the_words_that_ask_for_the_answer_alone(text: str, words: str | None) -> None:
+    found = reasoning_ban([text])
+    assert (found is None) == (words is None)
+    if words is not None:
+        assert found is not None and words.lower() in text.lower() and found.lower() in text.lower()
+
+
+@pytest.mark.parametrize("text", ["Justify your score before giving it as 'Score: N'.",
+                                  "Explain your reasoning before you answer."])
+def test_a_request_to_justify_before_answering_reads_as_reasoning_first(text: str) -> None:
+    assert stated_reasoning([text]) == "before"
+    assert infer_answer_format([text], kind="score").reasoning == "before"

@@ -154,7 +154,9 @@ def p1_expected_text(item: Item, criterion: str, mcq: bool, order: tuple[int, ..
         f"Article:\n{item.inputs['document']}\n\nSummary:\n{item.output}\n\n"
         + (MCQ_ASK if mcq else RTS_ASK) + "\n\n"
         f"For this request, rate only {criterion}; ignore the other criteria mentioned above.\n\n"
-        + DEFAULT_COT
+        + DEFAULT_COT + " Compare the text with each option of the guideline. "
+        + ('End your answer with a final line "Answer: X", with X one of the option letters A/B/C.' if mcq
+           else 'End your answer with a final line "Score: N", with N a score from 1 to 3.')
     )
 
 
@@ -268,7 +270,7 @@ def p2_expected_text(criterion: str, definition: str, demos: list[tuple[int, int
         "Score it on a scale from 1 to 10, where 1 is the worst and 10 the best.\n\n"
         f"Examples:\n\n{shown}\n\n"
         "Document:\nThe article.\n\nSummary:\nThe summary.\n\n"
-        f'End your answer with a line "Score: " followed by your {criterion} score.'
+        'End your answer with a final line "Score: N", with N a score from 1 to 10.'
     )
 
 
@@ -335,8 +337,8 @@ async def test_p3_judges_both_orders_with_chain_of_thought_and_keeps_a_consisten
     lm = FakeLM(prefers_right)
     judgment = await p3().wrap(p3_base(lm)).judge(PAIR)
     original, swapped = (r.messages[-1].content for r in lm.requests)
-    cot = ("Before answering, explain your reasoning step by step. Then give your final verdict on its own "
-           "last line.")
+    cot = ("Before answering, explain your reasoning step by step. End your answer with a final line holding only "
+           "your verdict, '1' or '2'.")
     assert original == ("Which summary of the article is better?\n\nArticle:\nAn article.\n\n"
                         "Summary 1:\nShort and right.\n\nSummary 2:\nLong and wrong.\n\n"
                         f"Answer 'Summary 1' or 'Summary 2'.\n\n{cot}")

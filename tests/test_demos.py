@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import ValidationError
 from test_strategies_base import Append
 
 from mitigate import Benchmark, Criterion, Demo, Item, JudgePrompt, PromptJudge
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, TemplateError
 from mitigate.judge import Judge
 from mitigate.lm.fake import FakeLM
 from mitigate.registry import register
@@ -231,3 +232,40 @@ def test_stratified_demos_are_balanced_for_the_judge_criterion() -> None:
     fitted = Demos(selector=Stratified(seed=2), k=10).fit(train(), judge(("fluency",)))
     assert fitted.criterion == "fluency"
     assert Counter(d.score for d in fitted.demos_ or ()) == {1.0: 2, 2.0: 2, 3.0: 2, 4.0: 2, 5.0: 2}
+
+
+# --------------------------------------------------------------------------- pairwise demos
+
+MT_BENCH_PAIR_LIKE = (  # MT-Bench pairwise's format ("[[A]]"/"[[B]]"), with the two answers placed B first
+    'Compare the two assistants. Output your final verdict strictly as "[[A]]" if assistant A is better or "[[B]]" '
+    "if assistant B is better.\n\n[Question]\n{question}\n\n[The Start of Assistant B's Answer]\n{answer_b}\n"
+    "[The End of Assistant B's Answer]\n\n[The Start of Assistant A's Answer]\n{answer_a}\n"
+    "[The End of Assistant A's Answer]"
+)
+PAIR_DEMO = Demo(item=Item(id="demo", output="DEMO A", output_b="DEMO B", inputs={"question": "Q?"}),
+                 verdict="first", reason="A is right.")
+
+
+def test_a_pairwise_demo_shows_the_outputs_in_the_templates_order_and_its_verdict_in_the_templates_format() -> None:
+    prompt = JudgePrompt.from_template(MT_BENCH_PAIR_LIKE).with_demos([PAIR_DEMO])
+    (message,) = prompt.render(Item(id="x", output="X A", output_b="X B", inputs={"question": "Real?"}))
+    demo = message.content.split("Examples:\n\n", 1)[1].split("\n\n[Question]", 1)[0]
+    assert demo == "Question: Q?\nAnswer b: DEMO B\nAnswer a: DEMO A\nReason: A is right.\n[[A]]"
+
+
+def test_fixed_demos_on_a_pairwise_prompt_answer_with_the_verdict() -> None:
+    prompt = FixedDemos(demos=(PAIR_DEMO.model_copy(update={"verdict": "second"}),)).apply(
+        JudgePrompt.from_template(MT_BENCH_PAIR_LIKE))
+    assert prompt.render_demos().endswith("\n[[B]]")
+
+
+def test_a_demo_that_cannot_answer_like_the_prompt_is_refused() -> None:
+    scored = Demo(item=Item(id="s", output="A text."), score=4.0)
+    with pytest.raises(TemplateError, match="pairwise prompt's demos show a gold verdict; demo 's' shows a score"):
+        JudgePrompt.from_template(MT_BENCH_PAIR_LIKE).with_demos([scored])
+    with pytest.raises(TemplateError, match="shows demos with a gold score; demo 'demo' shows the verdict 'first'"):
+        JudgePrompt.from_template("Rate {{summary}} from 1 to 5.").with_demos([PAIR_DEMO])
+    with pytest.raises((TemplateError, ValidationError), match="either a gold score or .* got both"):
+        Demo(item=PAIR_DEMO.item, score=1.0, verdict="first")
+    with pytest.raises((TemplateError, ValidationError), match="expected item 's' to have output_b"):
+        Demo(item=scored.item, verdict="first")

@@ -132,6 +132,17 @@ def test_multiple_evidence_balances_orders_and_sends_uncertain_items_to_a_human(
         MultipleEvidence().wrap(base)
 
 
+def test_multiple_evidence_asks_for_reasoning_before_the_templates_own_verdict_line() -> None:
+    text = PAIR.replace("Answer 1 or 2.", 'Give your verdict strictly as "[[1]]" or "[[2]]".\n\nVerdict:')
+    base = PromptJudge(JudgePrompt.from_template(text, answer="pairwise"), FakeLM([]))
+    leaves = MultipleEvidence(k=1, human_share=0.0).wrap(base).leaves()
+    assert len(leaves) == 2
+    for leaf in leaves:
+        assert leaf.prompt.format.reasoning == "before"  # a constrained backend lets the reasoning through
+        assert leaf.prompt.messages[-1].template.endswith(
+            'End your answer with a final line "[[X]]", with X being \'1\' or \'2\'.\n\nVerdict:')
+
+
 def test_the_length_controlled_win_rate_removes_a_pure_length_preference() -> None:
     rng = np.random.default_rng(0)
     # no quality difference, a strong length effect, and A 20 words longer on average: the raw win rate is inflated

@@ -318,7 +318,9 @@ async def test_self_consistency_samples_cot_answers_and_takes_the_majority() -> 
     j = await judge.judge(ITEM)
     req = lm.requests[0]
     assert req.n == 5 and req.temperature == 0.7
-    assert req.messages[0].content.endswith(DEFAULT_COT)
+    assert req.messages[0].content.endswith(
+        f'{DEFAULT_COT} Compare the text with each option of the guideline. End your answer with a final line '
+        '"Score: N", with N a score from 1 to 3.')
     assert j.samples["coherence"] == (2.0, 3.0, 2.0, None, 3.0)
     assert j.scores == {"coherence": 2.0}  # 2-2 tie between 2 and 3 goes to the lower score
     assert len(j.failures) == 1 and j.failures[0].raw == "garbled"
@@ -372,3 +374,18 @@ def test_probe_spec_with_lengthened_round_trips() -> None:
 def test_probe_judgment_is_json_serialisable() -> None:
     j = Judgment(item_id="x", meta={"perturbations": {"original": 1.0, "order(1,0,2)": None}})
     assert Judgment.model_validate_json(j.model_dump_json()) == j
+
+
+def test_perturbed_demos_refuse_a_pairwise_prompt_clearly() -> None:
+    pairwise = JudgePrompt.from_template(
+        "Which output is better?\n\nScoring guideline:\nScore 1 means Output 1 is better.\nScore 2 means Output 2 is "
+        'better.\n\nOutput 1: {{output_1}}\nOutput 2: {{output_2}}\n\nAnswer "1" or "2".')
+    assert pairwise.answer == "pairwise" and pairwise.guideline is not None
+    pair = Item(id="p", output="First.", output_b="Second.")
+    for mitigation in (PerturbedGuidelineDemos(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="second"))),
+                       PerturbedGuidelineDemos(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="tie")),
+                                               perturbed=False)):
+        with pytest.raises(ConfigError, match="expected a prompt that scores one output, got a pairwise prompt"):
+            mitigation.apply(pairwise)
+    with pytest.raises(TemplateError, match="carries a guideline of its own"):
+        pairwise.with_demos([Demo(item=pair, verdict="first", guideline=pairwise.guideline)])

@@ -15,8 +15,8 @@ from mitigate.judge import JudgeConfig
 from mitigate.lm.base import Choice, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
 from mitigate.strategies.base import from_spec
-from mitigate.strategies.baselines import SelfConsistency
-from mitigate.strategies.edits import COT_LEAD, multi_criterion_prompt
+from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
+from mitigate.strategies.edits import COT_LEAD, SCALE_LEAD, addenda, multi_criterion_prompt
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
 from mitigate.strategies.single_attribute import SingleAttribute
 
@@ -52,7 +52,7 @@ async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> 
     cot = Sampling(temperature=0.5, n=1, cot=True, max_tokens=400).wrap(base)
     assert (await cot.judge(ITEM)).score() == 4.0
     assert lm.requests[0].messages[-1].content == (
-        FILLED + f"\n\n{COT_LEAD} Then give your final answer on its own last line as 'Score: <score>'."
+        FILLED + f'\n\n{COT_LEAD} End your answer with a final line "Score: N", with N a score from 1 to 5.'
     )
     assert lm.requests[0].max_tokens == 400
     back = Sampling(cot=False).wrap(cot)
@@ -77,7 +77,7 @@ def test_cot_on_a_prompt_that_allows_text_before_the_score_does_not_warn() -> No
 
 def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_warns() -> None:
     alone = TEMPLATE.replace("Reply with 'Score: N'.", "Give the score only.")
-    with pytest.warns(PromptConflictWarning, match="SelfConsistency\\(cot=True\\).*'score only'"):
+    with pytest.warns(PromptConflictWarning, match="SelfConsistency\\(cot=True\\).*'Give the score only'"):
         SelfConsistency(n=3, cot=True).wrap(judge_with(FakeLM([]), alone))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -100,7 +100,15 @@ def test_expected_score_on_a_direct_prompt_does_not_warn() -> None:
         warnings.simplefilter("error")
         ExpectedScore().wrap(judge_with(FakeLM([])))
         for name in list_prompts():
-            ExpectedScore().wrap(PromptJudge(get_prompt(name), FakeLM([])))
+            if get_prompt(name).format.reasoning != "before":
+                ExpectedScore().wrap(PromptJudge(get_prompt(name), FakeLM([])))
+
+
+def test_expected_score_warns_on_a_built_in_prompt_whose_answer_format_puts_a_justification_first() -> None:
+    prompt = get_prompt("summeval-coherence")  # "one short sentence of justification, then a final line ..."
+    assert prompt.format.reasoning == "before"
+    with pytest.warns(PromptConflictWarning, match='answer format is "Score: N" after reasoning'):
+        ExpectedScore().wrap(PromptJudge(prompt, FakeLM([])))
 
 
 def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_criterion() -> None:
@@ -215,7 +223,8 @@ def test_granularity_rewrites_a_free_form_prompt_to_one_to_ten() -> None:
     assert "Score 6 means the summary is partly organised" in text
     assert "Coherence (1-10) - how well" in text and "Choose the score from 1 to 10 whose" in text
     assert 'a final line "Score: " followed by a whole number from 1 to 10.' in text
-    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.")
+    # before the template's trailing newline, which stays the message's end
+    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.\n")
     assert "1-5" not in text and "4 or 5" not in text
     assert prompt.template_text()[-1] == prompt_text("summeval-coherence")  # input untouched
 
@@ -256,3 +265,98 @@ def test_granularity_refuses_letter_and_pairwise_prompts_and_bad_names() -> None
         Granularity(scale="0-7")  # type: ignore[arg-type]
     for m in Granularity.examples():
         assert from_spec(m.spec()) == m
+
+
+# --------------------------------------------------------------------------- the template's answer format and stub
+
+GEVAL_LIKE = (  # G-Eval's format: a criterion line with its scale, then an answer stub the judge continues
+    "Rate the summary.\n\nEvaluation Criteria:\n\nCoherence (1-5) - how well the summary hangs together.\n\n"
+    "Summary:\n\n{{summary}}\n\n\nEvaluation Form (scores ONLY):\n\n- Coherence:"
+)
+PROMETHEUS_LIKE = (  # Prometheus' format: feedback, then "[RESULT] N"; the template ends with "###Feedback: "
+    "###Task Description:\nWrite a detailed feedback, then a score that is an integer between 1 and 5. The output "
+    'format should look as follows: "Feedback: (write a feedback) [RESULT] (an integer number between 1 and 5)"\n\n'
+    "###Response to evaluate:\n{response}\n\n###Feedback: "
+)
+
+
+@pytest.mark.parametrize("mitigation", [Sampling(temperature=0.5, cot=True), SelfConsistency(n=2, cot=True),
+                                        ConsistencyHint(), Granularity(scale="1-10")])
+def test_added_paragraphs_go_before_the_templates_answer_stub(mitigation: object) -> None:
+    for text, stub in ((GEVAL_LIKE, "\n\n\nEvaluation Form (scores ONLY):\n\n- Coherence:"),
+                       (PROMETHEUS_LIKE, "\n\n###Feedback: ")):
+        prompt = JudgePrompt.from_template(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PromptConflictWarning)
+            (leaf,) = mitigation.wrap(PromptJudge(prompt, FakeLM([]))).leaves()  # type: ignore[attr-defined]
+        template = leaf.prompt.messages[-1].template
+        assert template.endswith(stub) and len(template) > len(text)
+        assert leaf.prompt.answer_stub() == prompt.answer_stub()
+
+
+def test_cot_asks_for_the_templates_own_answer_line() -> None:
+    cot = Sampling(temperature=0.5, cot=True)
+    prometheus = cot.wrap(PromptJudge(JudgePrompt.from_template(PROMETHEUS_LIKE), FakeLM([])))
+    geval = cot.wrap(PromptJudge(JudgePrompt.from_template(GEVAL_LIKE), FakeLM([])))
+    assert isinstance(prometheus, PromptJudge) and isinstance(geval, PromptJudge)
+    assert addenda(prometheus.prompt)[COT_LEAD] == (
+        f'{COT_LEAD} End your answer with a final line "[RESULT] N", with N a score from 1 to 5.')
+    assert addenda(geval.prompt)[COT_LEAD] == (
+        f'{COT_LEAD} End your answer with a final line "Coherence: N", with N a score from 1 to 5.')
+    assert geval.prompt.format.reasoning == "before"  # the answer is read from the last "Coherence:" line
+    assert "Score" not in addenda(prometheus.prompt)[COT_LEAD] + addenda(geval.prompt)[COT_LEAD]
+
+
+async def test_cot_on_an_mt_bench_style_prompt_reads_the_final_rating_line() -> None:
+    text = ('Rate the answer on a scale of 1 to 10, strictly in the format "[[rating]]", e.g. "Rating: [[6]]".\n\n'
+            "[Answer]\n{answer}")
+    lm = FakeLM(["The answer mentions [[3]] as a quote, but is fine overall.\nRating: [[8]]"])
+    judge = Sampling(temperature=0.5, cot=True).wrap(PromptJudge(JudgePrompt.from_template(text), lm))
+    assert (await judge.judge(ITEM)).score() == 8.0
+    assert lm.requests[0].messages[-1].content.endswith(
+        'End your answer with a final line "Rating: [[N]]", with N a score from 1 to 10.')
+
+
+@pytest.mark.parametrize("words", ["Do NOT provide any explanation.", "Output the rating only, no other text."])
+def test_cot_on_a_template_that_forbids_an_explanation_warns_naming_its_words(words: str) -> None:
+    text = f"Rate the summary on a scale of 1 to 5. {words}\n\nSummary: {{{{summary}}}}\n\nRating:"
+    with pytest.warns(PromptConflictWarning, match="may obey either") as record:
+        Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([]), text))
+    assert any(words.split(",")[0].rstrip(".").split()[-1] in str(w.message) for w in record)
+
+
+def test_cot_added_then_removed_gives_back_the_templates_own_answer_format() -> None:
+    base = JudgePrompt.from_template(PROMETHEUS_LIKE)
+    on = Sampling(temperature=0.5, cot=True).wrap(PromptJudge(base, FakeLM([])))
+    off = Sampling(cot=False).wrap(on)
+    assert isinstance(off, PromptJudge) and off.prompt.messages == base.messages
+    assert off.prompt.format.reasoning == base.format.reasoning == "before"
+
+
+def test_granularity_rewrites_statements_of_the_scales_ends() -> None:
+    text = ("Rate the summary on a scale of 1 to 5, where 5 is the highest and 1 being the worst; the best "
+            "possible score is 5.\n\nSummary: {{summary}}\n\nScore:")
+    out = Granularity(scale="1-10").apply(JudgePrompt.from_template(text))
+    template = out.messages[-1].template
+    assert template.startswith("Rate the summary on a scale of 1 to 10, where 10 is the highest and 1 being the worst; "
+                               "the best possible score is 10.")
+    assert template.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the "
+                             "best.\n\nScore:")  # before the answer stub
+
+
+def test_granularity_scale_note_names_the_templates_answer_line() -> None:
+    out = Granularity(scale="modifiers").apply(JudgePrompt.from_template(PROMETHEUS_LIKE))
+    assert addenda(out)[SCALE_LEAD] == (
+        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best, written as "[RESULT] N". '
+        'You may put "weak" or "strong" in front of it (for example "[RESULT] weak 3" or "[RESULT] strong 3") when '
+        "the text is a little below or a little above that point.")
+
+
+def test_expected_score_on_a_constraining_backend_forces_the_answer_line_first() -> None:
+    prompt = JudgePrompt.from_template(PROMETHEUS_LIKE)  # asks for feedback first
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        judge = ExpectedScore().wrap(PromptJudge(prompt, FakeLM([], logprobs=True, constraint_modes={"format"})))
+    assert isinstance(judge, PromptJudge) and judge.config.constrain == "answer"
+    with pytest.warns(PromptConflictWarning, match='"\\[RESULT\\] N" after reasoning'):
+        ExpectedScore().wrap(PromptJudge(prompt, FakeLM([], logprobs=True)))

@@ -55,7 +55,7 @@ EXPECTED_COHERENCE_CALL = (
     "Score it on a scale from 1 to 5, where 1 is the worst and 5 the best.\n\n"
     "Document:\nA long article about a cat.\n\n"
     "Summary:\nThe cat sat on the mat.\n\n"
-    'End your answer with a line "Score: " followed by your coherence score.'
+    'End your answer with a final line "Score: N", with N a score from 1 to 5.'
 )
 
 
@@ -89,9 +89,9 @@ async def test_free_form_multi_criterion_template_gets_a_rate_only_paragraph() -
     filled = text.replace("{{summary}}", ITEM.output)
     assert lm.requests[0].messages[-1].content == (
         filled + "\n\nFor this request, rate only coherence (how well the summary is organised); ignore the "
-        'other criteria mentioned above and end your answer with a line "Score: " followed by your '
-        "coherence score."
-    )
+        'other criteria mentioned above. Answer with only "Coherence: N", with N a score from 1 to 5.'
+    )  # the template's own answer line, renamed for the child's criterion
+    assert lm.requests[1].messages[-1].content.endswith('Answer with only "Fluency: N", with N a score from 1 to 5.')
     assert lm.requests[1].messages[-1].content.startswith(filled + "\n\nFor this request, rate only fluency (")
 
 
@@ -171,14 +171,14 @@ async def test_sampling_after_the_split_reaches_every_per_criterion_call() -> No
     assert [(r.n, r.temperature) for r in lm.requests] == [(3, 0.8), (3, 0.8)]
     for r in lm.requests:
         assert r.messages[-1].content.endswith(
-            f"\n\n{COT_LEAD} Then give your final answer on its own last line as 'Score: <score>'."
+            f'\n\n{COT_LEAD} End your answer with a final line "Score: N", with N a score from 1 to 5.'
         )
 
 
 def test_cot_added_before_the_split_is_reworded_for_each_single_criterion() -> None:
     judge = (Sampling(temperature=0.5, n=2, cot=True) | SingleAttribute()).wrap(PromptJudge(multi_prompt(), FakeLM([])))
     for leaf in judge.leaves():
-        assert addenda(leaf.prompt)[COT_LEAD].endswith("as 'Score: <score>'.")
+        assert addenda(leaf.prompt)[COT_LEAD].endswith('a final line "Score: N", with N a score from 1 to 5.')
         assert is_multi_criterion_template(leaf.prompt)
         assert leaf.config.n == 2
 

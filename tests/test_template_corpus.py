@@ -21,12 +21,20 @@ import ast
 import importlib.metadata as md
 import json
 import re
+import warnings
 from typing import Any
 
 import pytest
 
-from mitigate import Item
-from mitigate.prompt import JudgePrompt, describe_template, prompt_from_spec
+from mitigate import Item, PromptJudge
+from mitigate.errors import PromptConflictWarning
+from mitigate.lm.fake import FakeLM
+from mitigate.prompt import Demo, JudgePrompt, describe_template, prompt_from_spec
+from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
+from mitigate.strategies.demos import FixedDemos
+from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, DEFAULT_HINT, RTS_LEAD, SCALE_LEAD
+from mitigate.strategies.forms import rts_form
+from mitigate.strategies.sampling import Granularity, Sampling
 
 # --------------------------------------------------------------------------- reading package data
 
@@ -427,3 +435,153 @@ def test_a_template_family_without_a_package_is_read_in_its_format(name: str) ->
         assert prompt.template_source() == text
     body = "\n".join(m.content for m in prompt.render(_item(prompt)))
     assert "FIRST OUTPUT" in body and "{%" not in body and "score_range" not in body
+
+
+# --------------------------------------------------------------------------- mitigations on every template
+
+REASON = "Both texts were read with care."
+
+
+def _corpus(name: str) -> JudgePrompt:
+    """A corpus template read as in the tests above (real text from its package, or our mirror).
+
+    AutoEvals' templates are read with the letter scores their YAML ships beside the prompt
+    (``choice_scores``), as autoevals itself scores them.
+    """
+    if name in REAL:
+        load, hints, _ = REAL[name]
+        hints = _hints(hints)
+        if name.startswith("autoevals-"):
+            yaml = pytest.importorskip("yaml")
+            rel = f"autoevals/templates/{name.removeprefix('autoevals-')}.yaml"
+            hints["letters"] = yaml.safe_load(_dist_text("autoevals", rel))["choice_scores"]
+        return JudgePrompt.from_template(load(), **hints)
+    text, hints, _ = MIRRORS[name]
+    return JudgePrompt.from_template(text, **hints)
+
+
+def _demo(prompt: JudgePrompt) -> Demo:
+    """One worked example for ``prompt``: a verdict for pairwise, else a gold score (the top of its scale)."""
+    item = Item(id="demo", output="DEMO FIRST", output_b="DEMO SECOND",
+                inputs={k: f"demo {k}" for k in _item(prompt).inputs})
+    if prompt.answer == "pairwise":
+        return Demo(item=item, verdict="second")
+    return Demo(item=item.model_copy(update={"output_b": None}), score=prompt.scale.max)
+
+
+# name -> (the mitigation for a prompt, the text it adds, whether that text asks for the answer)
+MITIGATIONS: dict[str, tuple[Any, str, bool]] = {
+    "cot": (lambda p: Sampling(temperature=0.5, n=1, cot=True), COT_LEAD, True),
+    "self-consistency-cot": (lambda p: SelfConsistency(n=1, temperature=0.5, cot=True), DEFAULT_COT, True),
+    "hint": (lambda p: ConsistencyHint(), DEFAULT_HINT, False),
+    "granularity": (lambda p: Granularity(scale="1-100" if p.scale.max == 10 else "1-10"), SCALE_LEAD, True),
+    "rts-form": (lambda p: _PromptFn(rts_form), RTS_LEAD, True),
+    "demos": (lambda p: FixedDemos(demos=(_demo(p),)), "Examples:", False),
+}
+
+
+class _PromptFn:
+    """A prompt function (the RTS form) used like a mitigation: ``wrap`` maps every prompt of the judge."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def wrap(self, judge: PromptJudge) -> Any:
+        return judge.map_prompts(self.fn)
+
+
+def _applies(mitigation: str, prompt: JudgePrompt) -> bool:
+    if mitigation in ("granularity", "rts-form"):
+        return prompt.answer == "score" and len(prompt.criteria) <= 1
+    if mitigation == "demos":
+        return prompt.answer != "mcq" and not prompt.format.two_scores  # a verdict demo cannot show two scores
+    return True
+
+
+def _answer(prompt: JudgePrompt) -> tuple[str, Any]:
+    """The answer ``prompt`` asks for, written in its format, and what the judge must read from it."""
+    fmt, scale = prompt.format, prompt.scale
+    if fmt.two_scores:
+        line, want = f"{_n(scale.min)} {_n(scale.max)}", "second"
+    elif prompt.answer == "pairwise":
+        line, want = fmt.render("second", scale, reason=REASON), "second"
+    elif prompt.answer == "mcq":
+        letter = prompt.guideline.options[1].label if prompt.guideline else "B"  # type: ignore[union-attr]
+        line, want = fmt.render(letter, scale, reason=REASON), (scale.letters or {}).get(letter)
+    else:
+        line, want = fmt.render(scale.max, scale, reason=REASON), scale.max
+    if fmt.json_key is not None:
+        return line, want
+    if fmt.reasoning == "before":
+        return f"{REASON}\n{line}", want
+    if fmt.reasoning == "after":
+        return f"{line}\n{REASON}", want
+    return line, want
+
+
+def _n(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+CORPUS = sorted(REAL) + sorted(MIRRORS)
+
+
+@pytest.mark.parametrize("mitigation", sorted(MITIGATIONS))
+@pytest.mark.parametrize("name", CORPUS)
+async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(name: str, mitigation: str) -> None:
+    """Added text goes before the template's answer stub, asks for the template's own answer line, and the answer
+    written in that line is read back by the judge's own parser."""
+    prompt = _corpus(name)
+    if not _applies(mitigation, prompt):
+        pytest.skip(f"{mitigation} does not apply to a {prompt.answer} prompt")
+    make, marker, asks = MITIGATIONS[mitigation]
+    calls: list[Any] = []
+
+    def answer(request: Any) -> str:
+        calls.append(request)
+        return _answer(leaf.prompt)[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PromptConflictWarning)  # CoT against "score only" wording warns; pinned elsewhere
+        judge = make(prompt).wrap(PromptJudge(prompt, FakeLM(answer)))
+    (leaf,) = judge.leaves()
+    item = _item(prompt)
+    judgment = await judge.judge(item)
+    want = _answer(leaf.prompt)[1]
+
+    # the answer the mitigated prompt asks for parses with its parser
+    assert judgment.error is None, judgment.error
+    if prompt.answer == "pairwise":
+        assert judgment.verdict == want
+    else:
+        assert judgment.score() == want
+
+    # the answer format is the template's own (the RTS form keeps its line and asks for reasoning first)
+    fmt, new = prompt.format, leaf.prompt.format
+    assert (new.kind, new.line, new.labels, new.json_key, new.two_scores) == (
+        fmt.kind, fmt.line, fmt.labels, fmt.json_key, fmt.two_scores)
+
+    # additions come before the template's answer stub, which still ends the message
+    sent = calls[0].messages
+    idx = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
+    stub = prompt.answer_stub(idx)
+    content = sent[idx].content
+    assert content.endswith(stub)
+    body = content[: len(content) - len(stub)]
+    everything = "\n".join(m.content for m in sent)
+    assert marker in everything
+    if marker in content:
+        assert marker in body
+
+    # what it asks for (or shows) is the template's answer line, never a "Score: N" of its own
+    added = everything.replace("\n".join(m.content for m in prompt.render(item)), "")
+    if not fmt.is_default_score_line:
+        for foreign in ('"Score: N"', "'Score: <score>'", '"Score: "'):
+            assert foreign not in everything or foreign in "\n".join(m.template for m in prompt.messages)
+    if asks and fmt.json_key is None and not fmt.two_scores and fmt.line.strip() != "{value}":
+        assert (new.shape() if not fmt.is_default_score_line else '"Score: ') in body
+    if mitigation == "demos":
+        gold = _demo(prompt)
+        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score, prompt.scale)  # type: ignore[arg-type]
+        assert shown in everything
+    assert added or mitigation == "granularity"

@@ -10,6 +10,7 @@ import pytest
 from mitigate import Demo, Item
 from mitigate.errors import TemplateError
 from mitigate.prompt import JudgePrompt, read_prompt
+from mitigate.template_reader import scale_mentions
 
 
 def _item(**kw: object) -> Item:
@@ -248,3 +249,11 @@ def test_the_answer_stub_is_where_the_judges_answer_starts() -> None:
     assert JudgePrompt.from_template(closing).answer_stub() == ""
     fmt = JudgePrompt.from_template(prometheus).format
     assert fmt.with_reasoning("none").reasoning == "none" and fmt.reasoning == "before"
+
+
+def test_scale_mentions_finds_every_statement_of_the_scales_ends() -> None:
+    text = ("Rate it on a scale of 1 to 5, where 5 is the highest and 1 being the worst. The lowest score is 1; "
+            "10 = best on the other scale. Item 5 of the list is long.")
+    found = [(text[m.span[0]:m.span[1]], m.end, m.value) for m in scale_mentions(text)]
+    assert found == [("1", "lo", 1.0), ("5", "hi", 5.0), ("5", "hi", 5.0), ("1", "lo", 1.0), ("1", "lo", 1.0),
+                     ("10", "hi", 10.0)]  # "Item 5" is not a statement of the scale

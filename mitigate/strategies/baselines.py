@@ -20,8 +20,8 @@ from mitigate.strategies.base import Mitigation, PromptMitigation
 from mitigate.strategies.edits import (
     DEFAULT_COT,
     DEFAULT_HINT,
-    append_instruction,
     insert_after_guideline,
+    set_cot,
     warn_if_reasoning_forbidden,
 )
 
@@ -39,7 +39,8 @@ class ConsistencyHint(PromptMitigation):
 
     The prompting baseline of Ghazarian et al. 2024. Where the prompt has a parsed scoring
     guideline, ``text`` is inserted as its own paragraph right after the guideline (so it
-    is read together with the options); otherwise it is appended to the last message.
+    is read together with the options); otherwise it is added at the end of the last user
+    message, before the template's answer stub.
 
     Parameters:
         text: the instruction (default :data:`DEFAULT_HINT`, this project's wording); must
@@ -64,9 +65,11 @@ class SelfConsistency(Mitigation):
     Every inner prompt judge (reached through ``map_leaves``, so this works after a
     fan-out) is set to ``n`` samples at ``temperature`` with the "majority" reducer (ties go
     to the lower score; parse failures are left out of the vote and recorded). With
-    ``cot=True`` the prompt also gets :data:`DEFAULT_COT`, asking the judge to reason step
-    by step before its final score line. Stureborg et al. 2024 note that chain-of-thought
-    needs a temperature above 0 and several samples to pay off.
+    ``cot=True`` the prompt also gets a paragraph starting :data:`DEFAULT_COT`, asking the
+    judge to reason step by step before its final answer line, worded in the prompt's own
+    answer format (:func:`~mitigate.strategies.edits.self_consistency_instruction`), before
+    the template's answer stub; the format's reasoning becomes "before". Stureborg et al.
+    2024 note that chain-of-thought needs a temperature above 0 and several samples to pay off.
 
     Parameters:
         n: samples per item (>= 1).
@@ -94,7 +97,7 @@ class SelfConsistency(Mitigation):
             )
         if self.cot:
             warn_if_reasoning_forbidden(leaf.prompt, "SelfConsistency(cot=True)")
-        judge = leaf.with_prompt(append_instruction(leaf.prompt, DEFAULT_COT)) if self.cot else leaf
+        judge = leaf.with_prompt(set_cot(leaf.prompt, True, lead=DEFAULT_COT)) if self.cot else leaf
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens

@@ -149,6 +149,13 @@ class Display(BaseModel):
                   for d in demos]
         if self.mode == "plain":
             return scored
+        if prompt.answer == "pairwise":
+            raise ConfigError(
+                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. PerturbedGuidelineDemos) "
+                "show one output and its gold score under each guideline version; expected a prompt that scores one "
+                "output, got a pairwise prompt (show pairwise demos plainly: FixedDemos(demos=(Demo(item=..., "
+                "verdict='first'), ...)))"
+            )
         base = original_order(guideline_of(prompt))
         if self.mode == "guideline":
             per_demo = [[base] for _ in scored]

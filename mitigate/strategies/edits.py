@@ -1,16 +1,28 @@
 """Prompt edits shared by several mitigations, in one place instead of mitigations importing each other.
 
-- Managed instruction paragraphs. A few mitigations add one-line paragraphs at the end of
-  the last user message (SingleAttribute's "rate only" paragraph, Granularity's answer
-  scale note, Sampling's chain-of-thought instruction). Each starts with a fixed lead
-  (:data:`ONLY_LEAD`, :data:`SCALE_LEAD`, :data:`COT_LEAD`) so it can be found, replaced or
-  removed again; they are kept in that order. :func:`set_addendum` and :func:`addenda`
-  manage them; :func:`cot_instruction` and :func:`only_paragraph` write two of them.
-- Fixed instructions: :data:`DEFAULT_HINT` (ConsistencyHint), :data:`DEFAULT_COT`
-  (SelfConsistency) and :data:`RTS_LEAD` (how the RTS form's answer instruction begins),
-  with :func:`append_instruction` and :func:`insert_after_guideline` to place a paragraph.
+- Where added text goes. Every paragraph a mitigation adds goes at the end of the last user
+  message but *before its answer stub* (:meth:`~mitigate.prompt.JudgePrompt.answer_stub`:
+  G-Eval's "Evaluation Form (scores ONLY):\n\n- Coherence:", Prometheus' "###Feedback: "),
+  so the template still ends where the judge's answer starts; the message's trailing
+  whitespace stays after the added text too.
+- Managed instruction paragraphs. A few mitigations add one-line paragraphs there
+  (SingleAttribute's "rate only" paragraph, Granularity's answer scale note, Sampling's
+  chain-of-thought instruction). Each starts with a fixed lead (:data:`ONLY_LEAD`,
+  :data:`SCALE_LEAD`, :data:`COT_LEAD`) so it can be found, replaced or removed again; they
+  are kept in that order, after any other added paragraph. :func:`set_addendum` and
+  :func:`addenda` manage them; :func:`cot_instruction`, :func:`only_paragraph` and
+  :func:`scale_note` write them, and :func:`set_cot` adds or removes the chain of thought
+  together with the answer format's reasoning.
+- Every answer request is worded from the prompt's answer format (``prompt.format``, see
+  :class:`~mitigate.answer_format.AnswerFormat`): a template that asks for "[RESULT] N" or
+  "Rating: [[N]]" is asked for that, never for "Score: N".
+- Fixed instructions: :data:`DEFAULT_HINT` (ConsistencyHint), :data:`DEFAULT_COT` (the lead
+  of SelfConsistency's instruction, :func:`self_consistency_instruction`) and
+  :data:`RTS_LEAD` (how the RTS form's answer instruction begins), with
+  :func:`append_instruction` and :func:`insert_after_guideline` to place a paragraph.
 - :func:`warn_if_reasoning_forbidden`: the check that a chain-of-thought request does not
-  contradict the user's own "score only" wording.
+  contradict the template's own "Do NOT provide any explanation" or "only the score"
+  (:func:`~mitigate.answer_format.reasoning_ban`).
 - :func:`multi_criterion_prompt`: the built-in rating template (our own wording) that scores
   one or several criteria in one answer, and :func:`is_multi_criterion_template`, which
   recognises it exactly.
@@ -21,7 +33,9 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
+from typing import Literal
 
+from mitigate.answer_format import AnswerFormat, infer_answer_format, reasoning_ban
 from mitigate.errors import ConfigError, PromptConflictWarning
 from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Criterion, JudgePrompt, PromptMessage
 from mitigate.prompt import answer_label as _label
@@ -40,12 +54,18 @@ __all__ = [
     "cot_instruction",
     "first_phrase",
     "insert_after_guideline",
+    "message_end",
     "is_multi_criterion_template",
     "multi_criterion_prompt",
     "only_paragraph",
+    "refresh_addenda",
+    "scale_note",
     "scale_sentence",
+    "self_consistency_instruction",
     "set_addendum",
+    "set_cot",
     "warn_if_reasoning_forbidden",
+    "with_message",
 ]
 
 # --------------------------------------------------------------------------- fixed instructions
@@ -58,11 +78,20 @@ DEFAULT_HINT = (
 )
 """The default :class:`ConsistencyHint` text."""
 
-DEFAULT_COT = (
-    "Think step by step first: compare the text with each option of the guideline and explain your "
-    "reasoning, then give the score in the format asked for above as your final line."
-)
-"""The chain-of-thought instruction :class:`SelfConsistency` adds when ``cot=True``."""
+DEFAULT_COT = "Think step by step first and explain your reasoning."
+"""How the chain-of-thought instruction :class:`SelfConsistency` adds when ``cot=True`` begins
+(:func:`self_consistency_instruction` writes the rest from the prompt's answer format)."""
+
+
+def self_consistency_instruction(prompt: JudgePrompt) -> str:
+    """SelfConsistency's chain-of-thought paragraph for ``prompt``: :data:`DEFAULT_COT`, what to compare, the answer line."""
+    if prompt.answer == "pairwise":
+        what = "Compare the two outputs point by point."
+    elif prompt.guideline is not None:
+        what = "Compare the text with each option of the guideline."
+    else:
+        what = ""
+    return " ".join(p for p in (DEFAULT_COT, what, _final_answer(prompt)) if p)
 
 
 RTS_LEAD = "First give a brief reason for your rating"
@@ -70,11 +99,15 @@ RTS_LEAD = "First give a brief reason for your rating"
 
 
 def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
-    """A copy of ``prompt`` whose last message ends with ``text`` as a new paragraph."""
-    msgs = list(prompt.messages)
-    last = msgs[-1]
-    msgs[-1] = PromptMessage(role=last.role, template=last.template.rstrip() + "\n\n" + text)
-    return prompt.model_copy(update={"messages": tuple(msgs)})
+    """A copy of ``prompt`` with ``text`` as a new paragraph at the end of its last user message.
+
+    The paragraph goes before the message's answer stub and before the managed paragraphs
+    (see the module docstring).
+    """
+    idx = _target_index(prompt)
+    body, end = _split_end(prompt, idx)
+    core, found = _split_tail(body)
+    return _with_template(prompt, idx, core + "\n\n" + text + _joined(found) + end)
 
 
 def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
@@ -90,12 +123,6 @@ def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
     return prompt.model_copy(update={"messages": msgs})
 
 
-_SCORE_ONLY = re.compile(
-    r"(?i)\bnothing else\b|\bno other text\b|\bonly (?:the|a|one|your) (?:score|number|rating|digit)\b"
-    r"|\b(?:score|number|rating|digit) only\b"
-)
-
-
 def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
     """The first phrase of ``prompt``'s own message templates that ``pattern`` matches (None when none does)."""
     for message in prompt.messages:
@@ -106,12 +133,22 @@ def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
 
 
 def warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
-    """Warn when the prompt's own text asks for the score alone, which a chain-of-thought request contradicts."""
-    found = first_phrase(prompt, _SCORE_ONLY)
+    """Warn when the prompt's own text asks for the answer alone (or first), which a chain-of-thought request contradicts.
+
+    The template's words are read by :func:`~mitigate.answer_format.reasoning_ban` ("Do NOT
+    provide any explanation", "only the score", "nothing else"); a format whose reasoning
+    comes after the answer ("first output a single line ...") conflicts too.
+    """
+    if prompt.format.reasoning == "before":
+        return
+    core = _without_addenda(prompt)
+    found = reasoning_ban(core.template_text())
+    if found is None and prompt.format.reasoning == "after":
+        found = "the answer first, then the explanation"
     if found:
         warnings.warn(
-            f"{who} asks for reasoning before the score, but the prompt's own text says {found!r}; the model "
-            "may obey either. Expected a prompt whose answer instruction allows text before the score line",
+            f"{who} asks for reasoning before the answer, but the prompt's own text says {found!r}; the model "
+            "may obey either. Expected a prompt whose answer instruction allows text before the answer line",
             PromptConflictWarning,
             stacklevel=4,
         )
@@ -128,7 +165,7 @@ SCALE_LEAD = "Answer scale:"
 COT_LEAD = "Before answering, explain your reasoning step by step."
 """Lead of the chain-of-thought paragraph added by Sampling(cot=True)."""
 
-MANAGED_LEADS = (ONLY_LEAD, SCALE_LEAD, COT_LEAD)
+MANAGED_LEADS = (ONLY_LEAD, SCALE_LEAD, COT_LEAD, DEFAULT_COT)
 """The leads of the managed paragraphs, in their canonical order at the end of the message."""
 
 _TAIL_RE = re.compile(r"\n\n([^\n]*)\Z")
@@ -158,67 +195,202 @@ def _split_tail(template: str) -> tuple[str, dict[str, str]]:
     return template, found
 
 
+def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
+    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest (whitespace, answer stub)."""
+    template = prompt.messages[idx].template
+    stub = prompt.answer_stub(idx)
+    body = template[: len(template) - len(stub)].rstrip()
+    return body, template[len(body):]
+
+
+def message_end(prompt: JudgePrompt) -> tuple[int, str, str]:
+    """Where added paragraphs go: the last user message's index, its text before that point, and the rest.
+
+    The rest is the message's trailing whitespace and its answer stub
+    (:meth:`~mitigate.prompt.JudgePrompt.answer_stub`); ``with_message(prompt, idx, body +
+    added + rest)`` puts text there.
+    """
+    idx = _target_index(prompt)
+    body, end = _split_end(prompt, idx)
+    return idx, body, end
+
+
+def with_message(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
+    """A copy of ``prompt`` whose message ``idx`` has the text ``template`` (same role)."""
+    return _with_template(prompt, idx, template)
+
+
+def _joined(found: dict[str, str]) -> str:
+    """The managed paragraphs in their canonical order, each after a blank line."""
+    return "".join(f"\n\n{found[k]}" for k in MANAGED_LEADS if k in found)
+
+
+def _with_template(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
+    messages = list(prompt.messages)
+    messages[idx] = PromptMessage(role=messages[idx].role, template=template)
+    return prompt.model_copy(update={"messages": tuple(messages)})
+
+
 def addenda(prompt: JudgePrompt) -> dict[str, str]:
-    """The managed instruction paragraphs at the end of ``prompt``'s last user message, by lead."""
-    return _split_tail(prompt.messages[_target_index(prompt)].template)[1]
+    """The managed instruction paragraphs at the end of ``prompt``'s last user message (before its stub), by lead."""
+    idx = _target_index(prompt)
+    return _split_tail(_split_end(prompt, idx)[0])[1]
 
 
 def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePrompt:
     """A copy of ``prompt`` whose managed paragraph with ``lead`` is ``text`` (None removes it).
 
     ``text`` must start with ``lead`` and be a single line. Other managed paragraphs are
-    kept, and all are re-appended in the canonical order (rate-only, scale, chain of thought).
+    kept, and all are re-appended in the canonical order (rate-only, scale, chain of thought,
+    SelfConsistency's chain of thought), before the message's answer stub.
     """
     if lead not in MANAGED_LEADS:
         raise ConfigError(f"expected one of the managed paragraph leads {list(MANAGED_LEADS)}; got {lead!r}")
     if text is not None and (not text.startswith(lead) or "\n" in text):
         raise ConfigError(f"expected a single-line paragraph starting with {lead!r}; got {text!r}")
     idx = _target_index(prompt)
-    body, found = _split_tail(prompt.messages[idx].template)
+    body, end = _split_end(prompt, idx)
+    core, found = _split_tail(body)
     if text is None:
         found.pop(lead, None)
     else:
         found[lead] = text
-    template = body + "".join(f"\n\n{found[k]}" for k in MANAGED_LEADS if k in found)
-    messages = list(prompt.messages)
-    messages[idx] = PromptMessage(role=messages[idx].role, template=template)
-    return prompt.model_copy(update={"messages": tuple(messages)})
+    return _with_template(prompt, idx, core + _joined(found) + end)
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def cot_instruction(prompt: JudgePrompt) -> str:
-    """The chain-of-thought paragraph for ``prompt`` (its answer form depends on the prompt's task)."""
+def _final_answer(prompt: JudgePrompt) -> str:
+    """The sentence asking for the final answer line after reasoning, in the prompt's answer format."""
     names = [c.name for c in prompt.criteria] or ["score"]
-    if prompt.answer == "pairwise":
-        tail = "Then give your final verdict on its own last line."
-    elif prompt.answer == "mcq":
-        tail = "Then give your final answer on its own last line as 'Answer: <letter>'."
-    elif len(names) > 1:
-        tail = (
-            "Then give your final scores on the last lines, one line per criterion in the form "
-            f"'{_label(names[0])}: <score>'."
-        )
+    if prompt.answer == "score" and len(names) > 1:
+        return ("Then give your final scores on the last lines, one line per criterion in the form "
+                f"'{_label(names[0])}: <score>'.")
+    return prompt.format.with_reasoning("before").instruction(prompt.scale)
+
+
+def cot_instruction(prompt: JudgePrompt) -> str:
+    """The chain-of-thought paragraph for ``prompt``: reason step by step, then the answer line of its format.
+
+    A prompt scoring several criteria in one answer asks for one "<Criterion>: <score>" line
+    each (what :func:`multi_criterion_prompt` reads); every other prompt asks for its answer
+    format's line (:meth:`~mitigate.answer_format.AnswerFormat.instruction`), e.g. 'End your
+    answer with a final line "[RESULT] N", with N a score from 1 to 5.'
+    """
+    return f"{COT_LEAD} {_final_answer(prompt)}"
+
+
+_REASONING_LEADS = {COT_LEAD: cot_instruction, DEFAULT_COT: self_consistency_instruction}
+"""The managed paragraphs that ask for reasoning before the answer, and what writes each."""
+
+
+def _single_answer(prompt: JudgePrompt) -> bool:
+    """True when the prompt's answer format is one value (not one line per criterion)."""
+    return prompt.answer != "score" or len(prompt.criteria) <= 1
+
+
+def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD) -> JudgePrompt:
+    """A copy of ``prompt`` with a chain-of-thought paragraph added (``on``) or removed.
+
+    ``lead`` picks the paragraph: :data:`COT_LEAD` (Sampling's, :func:`cot_instruction`) or
+    :data:`DEFAULT_COT` (SelfConsistency's, :func:`self_consistency_instruction`). The answer
+    format follows: with such a paragraph its reasoning is "before" (the answer is read from
+    the last answer line, and a constrained backend lets the reasoning through); without any,
+    the reasoning the template itself states again. The other managed paragraphs that word
+    the answer are rewritten to match (:func:`refresh_addenda`).
+    """
+    if lead not in _REASONING_LEADS:
+        raise ConfigError(f"expected a chain-of-thought lead {list(_REASONING_LEADS)}; got {lead!r}")
+    if on:
+        if _single_answer(prompt):
+            prompt = prompt.with_answer_format(prompt.format.with_reasoning("before"))
+        prompt = set_addendum(prompt, lead, _REASONING_LEADS[lead](prompt))
+    elif lead in addenda(prompt):
+        prompt = set_addendum(prompt, lead, None)
+        if _single_answer(prompt) and prompt.answer_format is not None and not any(
+                k in addenda(prompt) for k in _REASONING_LEADS):
+            prompt = prompt.with_answer_format(prompt.format.with_reasoning(_stated_reasoning(prompt)))
     else:
-        tail = "Then give your final answer on its own last line as 'Score: <score>'."
-    return f"{COT_LEAD} {tail}"
+        return prompt
+    return refresh_addenda(prompt)
 
 
-def only_paragraph(criterion: Criterion, *, answer: bool = True) -> str:
+def _stated_reasoning(prompt: JudgePrompt) -> Literal["none", "before", "after"]:
+    """The reasoning ``prompt``'s own text asks for, without the managed paragraphs (what from_template would read)."""
+    fmt = prompt.format
+    if not fmt.inferred:
+        return "none"
+    core = _without_addenda(prompt)
+    labels = fmt.labels if fmt.kind == "pairwise" else ()
+    name = prompt.criteria[0].name if prompt.criteria else None
+    return infer_answer_format([m.template for m in core.messages], kind=fmt.kind, labels=labels, tie=fmt.tie,
+                               criterion=name).reasoning
+
+
+def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
     """The "rate only <criterion>" paragraph :class:`SingleAttribute` adds to a free-form template's child.
 
-    With ``answer=True`` it also asks for a final "Score: N" line; ``answer=False`` leaves the
-    answer format to the prompt's own closing instruction (what the RTS/MCQ forms of
-    :mod:`mitigate.strategies.forms` use, since they set their own answer format).
+    ``prompt`` is the child, scoring its one criterion. With ``answer=True`` the paragraph
+    also asks for the child's answer line, worded from its answer format
+    (:meth:`~mitigate.answer_format.AnswerFormat.request`); ``answer=False`` leaves the answer
+    to the prompt's own closing instruction (what the RTS/MCQ forms of
+    :mod:`mitigate.strategies.forms` use, since they write their own).
     """
+    criterion = prompt.criteria[0]
     definition = _one_line(criterion.definition)
     what = f"{criterion.name} ({definition.rstrip('.')})" if definition else criterion.name
-    text = f"{ONLY_LEAD} {what}; ignore the other criteria mentioned above"
-    if answer:
-        text += f' and end your answer with a line "Score: " followed by your {criterion.name} score'
-    return text + "."
+    text = f"{ONLY_LEAD} {what}; ignore the other criteria mentioned above."
+    return text + " " + prompt.format.request(prompt.scale) if answer else text
+
+
+def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
+    """Every managed paragraph present rewritten for the prompt's current criteria, scale and answer format.
+
+    For a transform that changed one of them (SingleAttribute's child, the RTS/MCQ forms,
+    a chain of thought switching the format's reasoning): the "rate only" paragraph keeps
+    whether it asked for the answer line, the scale note names the current format, and the
+    chain-of-thought paragraphs ask for the current answer line. An MCQ prompt loses the
+    scale note (it answers with a letter).
+    """
+    found = addenda(prompt)
+    if ONLY_LEAD in found and len(prompt.criteria) == 1:
+        answer = found[ONLY_LEAD] != only_paragraph(prompt, answer=False)
+        prompt = set_addendum(prompt, ONLY_LEAD, only_paragraph(prompt, answer=answer))
+    if SCALE_LEAD in found:
+        prompt = set_addendum(prompt, SCALE_LEAD, scale_note(prompt.scale, prompt.format)
+                              if prompt.answer == "score" else None)
+    for lead, write in _REASONING_LEADS.items():
+        if lead in found:
+            prompt = set_addendum(prompt, lead, write(prompt))
+    return prompt
+
+
+def _num(x: float) -> str:
+    return f"{round(x, 6):g}"
+
+
+def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
+    """The answer-scale paragraph Granularity adds to free-form templates (one line, starts with ``SCALE_LEAD``).
+
+    It states the range and, when the answer format is not the plain "Score: N", the answer
+    line the number goes in; with word modifiers, examples written in that line.
+    """
+    fmt = fmt or AnswerFormat.default()
+    lo, hi = _num(scale.min), _num(scale.max)
+    text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best"
+    if not fmt.is_default_score_line:
+        text += f', written as "{fmt.shape()}"'
+    text += "."
+    if scale.modifiers:
+        mid = _num(round((scale.min + scale.max) / 2))
+        weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
+        text += (
+            f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when the text is '
+            "a little below or a little above that point."
+        )
+    return text
 
 
 # --------------------------------------------------------------------------- built-in template
@@ -226,10 +398,6 @@ def only_paragraph(criterion: Criterion, *, answer: bool = True) -> str:
 
 def _title(slot: str) -> str:
     return slot.replace("_", " ").strip().capitalize()
-
-
-def _num(x: float) -> str:
-    return f"{round(x, 6):g}"
 
 
 def scale_sentence(scale: Scale, *, each: bool) -> str:
@@ -266,12 +434,14 @@ def multi_criterion_prompt(
 
     Kept from ``base``: its system messages (those without a guideline), its input and
     output slots (shown as "<Slot>:" blocks in the order they first appear), scale, task,
-    slot mapping and demos; a chain-of-thought paragraph added by ``Sampling(cot=True)`` is
-    carried over (reworded for the new criteria). Dropped: the user messages' own wording
+    slot mapping and demos; a chain-of-thought paragraph added by ``Sampling(cot=True)`` or
+    ``SelfConsistency`` is carried over (reworded for the new criteria). Dropped: the user messages' own wording
     and the guideline (a scoring guideline describes one criterion). ``order`` (criterion
     names) sets the order the criteria are listed and answered in; the returned prompt's
-    ``criteria`` are in that order. With one criterion the answer is a line "Score: N";
-    with several, one line "<Criterion>: N" per criterion (read by ``parse_criteria``).
+    ``criteria`` are in that order. With one criterion the answer is the base's own answer
+    line (its format, renamed for the criterion where it names another one: "Score: N",
+    "[RESULT] N", "Fluency: N"); with several, one line "<Criterion>: N" per criterion (read
+    by ``parse_criteria``; the prompt's ``answer_format`` is then None).
     """
     if base.answer != "score":
         raise ConfigError(
@@ -288,7 +458,7 @@ def multi_criterion_prompt(
             raise ConfigError(f"expected the order to list exactly the criteria {names}; got {list(order)}")
         by_name = {c.name: c for c in crits}
         crits = [by_name[n] for n in order]
-    cot = COT_LEAD in addenda(base)
+    cots = [lead for lead in _REASONING_LEADS if lead in addenda(base)]
     if len(crits) > 1:
         for demo in base.demos:
             if not isinstance(demo.score, dict) or any(n not in demo.score for n in names):
@@ -319,9 +489,13 @@ def multi_criterion_prompt(
             f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
+        answer_format = None
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
-        answer = f'End your answer with a line "Score: " followed by your {crits[0].name} score.'
+        # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"); worded so that
+        # it reads the same with or without a chain of thought before it
+        answer_format = base.format.for_criterion(crits[0].name, [c.name for c in base.criteria])
+        answer = answer_format.with_reasoning("before").instruction(base.scale)
     blocks = [f"{_title(s)}:\n{{{{{s}}}}}" for s in inputs] + [f"{out_title}:\n{{{{{base.output_slot}}}}}"]
     user = "\n\n".join([intro, listed, scale_sentence(base.scale, each=several), *blocks, answer])
 
@@ -331,11 +505,12 @@ def multi_criterion_prompt(
             "criteria": tuple(crits),
             "guideline": None,
             "answer": "score",
+            "answer_format": answer_format,
         }
     )
     built = JudgePrompt.model_validate(built.model_dump())
-    if cot:
-        built = set_addendum(built, COT_LEAD, cot_instruction(built))
+    for lead in cots:
+        built = set_cot(built, True, lead=lead)
     return built
 
 

@@ -8,28 +8,35 @@ summarization", 2023) ask the same judge for the same item in two ways:
   with a score (SummEval: A -> 1 ... E -> 5), answered with a letter.
 
 Both forms here are derived from an existing score prompt, so a user's own judge prompt
-(its task, criterion, guideline, slots and demos) is kept; only the answer format changes:
+(its task, criterion, guideline, slots and demos) is kept; only the answer changes, and it
+changes through the prompt's answer format (``with_answer_format``), which the parser and a
+constrained backend then follow:
 
 - :func:`rts_form` replaces the prompt's closing answer instruction (see
-  :func:`answer_instruction`) with one asking for a reason and a final "Score: N" line.
+  :func:`answer_instruction`) with one asking for a reason and then the template's own
+  answer line ("Score: N", "[RESULT] N", "Rating: [[N]]"); the format's reasoning becomes
+  "before".
 - :func:`mcq_form` turns every line of the prompt's parsed scoring guideline into an
   option "A: <that score's description>. Score: <score>", sets ``answer="mcq"`` and maps
   each letter to its option's score in ``scale.letters``, and replaces the answer
-  instruction with one asking for the letter.
+  instruction with one asking for "Answer: <letter>" (the format it sets). A prompt that
+  already answers with a letter (lettered options scored by the template or by
+  ``letters=``) is its own MCQ form.
 
-The closing answer instruction is recognised as the last paragraph of the last message when
-it holds no slot and no guideline and talks about replying/answering with a
-score/rating/number/letter; when there is none, the new instruction is appended as a last
-paragraph instead. Other text of the prompt (e.g. "choose the score from 1 to 5" in a list of
-steps) is left as written.
+The closing answer instruction is recognised as the last paragraph of the last user message
+(before its answer stub) when it holds no slot and no guideline and talks about
+replying/answering with a score/rating/number/letter; when there is none, the new
+instruction is added as a last paragraph instead, before the template's answer stub. Other
+text of the prompt (e.g. "choose the score from 1 to 5" in a list of steps) is left as written.
 
 Paragraphs that other mitigations added at the end of the prompt (single-attribute's "rate
 only <criterion>", granularity's answer scale, the chain-of-thought instructions of
 ``Sampling(cot=True)`` and ``SelfConsistency``, the default consistency hint) are not taken for
 the answer instruction: they stay after it, so ``SingleAttribute() | AgreementGate()`` still asks
-each child about its own criterion. Those that name an answer format are reworded for the form:
-"rate only" loses its "Score: N" clause, the chain-of-thought paragraph asks for the form's
-final line, and the answer-scale note is dropped from the MCQ form (it answers with a letter).
+each child about its own criterion. Those that name an answer are reworded for the form
+(:func:`~mitigate.strategies.edits.refresh_addenda`): "rate only" loses its answer clause, the
+chain-of-thought paragraphs ask for the form's final line, and the answer-scale note is dropped
+from the MCQ form (it answers with a letter).
 """
 
 from __future__ import annotations
@@ -37,18 +44,21 @@ from __future__ import annotations
 import re
 import string
 
+from mitigate.answer_format import AnswerFormat
 from mitigate.errors import TemplateError
-from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Guideline, JudgePrompt, PromptMessage, ScoreOption
+from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Guideline, JudgePrompt, ScoreOption
 from mitigate.scale import Scale
 from mitigate.strategies.edits import (
-    COT_LEAD,
-    DEFAULT_COT,
     DEFAULT_HINT,
+    MANAGED_LEADS,
     ONLY_LEAD,
     RTS_LEAD,
-    SCALE_LEAD,
-    cot_instruction,
+    addenda,
+    message_end,
     only_paragraph,
+    refresh_addenda,
+    set_addendum,
+    with_message,
 )
 
 __all__ = ["RTS_LEAD", "answer_instruction", "mcq_form", "mcq_instruction", "rts_form", "rts_instruction"]
@@ -82,13 +92,13 @@ def _check_single(prompt: JudgePrompt, form: str) -> None:
 def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
     """Where the prompt's closing answer instruction is: (message index, start, end) in its template.
 
-    The instruction is the last paragraph of the last message when it holds no ``{{slot}}``
-    and no guideline and mentions replying/answering with a score, rating, number or letter.
-    None when the prompt has no such paragraph.
+    The instruction is the last paragraph of the last user message (before its answer stub
+    and the paragraphs other mitigations added) when it holds no ``{{slot}}`` and no
+    guideline and mentions replying/answering with a score, rating, number or letter. None
+    when the prompt has no such paragraph.
     """
-    idx = len(prompt.messages) - 1
-    template = prompt.messages[idx].template
-    body = template[: _added_tail(template)]
+    idx, body, _ = message_end(prompt)
+    body = body[: _added_tail(body)]
     breaks = list(_PARAGRAPH_BREAK.finditer(body))
     start = breaks[-1].end() if breaks else 0
     para = body[start:]
@@ -99,13 +109,10 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
     return None
 
 
-_ADDED_LEADS = (ONLY_LEAD, SCALE_LEAD, COT_LEAD)
-
-
 def _is_added(paragraph: str) -> bool:
     """True for a one-line paragraph another mitigation put at the end of the prompt."""
     text = paragraph.strip()
-    return "\n" not in text and (text.startswith(_ADDED_LEADS) or text in (DEFAULT_COT, DEFAULT_HINT))
+    return "\n" not in text and (text.startswith(MANAGED_LEADS) or text == DEFAULT_HINT)
 
 
 def _added_tail(template: str) -> int:
@@ -118,39 +125,38 @@ def _added_tail(template: str) -> int:
         body = body[: breaks[-1].start()]
 
 
-def _retarget(tail: str, prompt: JudgePrompt, answer: str) -> str:
-    """The added paragraphs in ``tail`` reworded for the form's ``answer`` (see the module docstring)."""
-    text = tail.rstrip()
-    trailing = tail[len(text):]
-    out: list[str] = []
-    for para in (p for p in _PARAGRAPH_BREAK.split(text) if p.strip()):
-        if para.startswith(ONLY_LEAD) and len(prompt.criteria) == 1:
-            para = only_paragraph(prompt.criteria[0], answer=False)
-        elif para.startswith(COT_LEAD):
-            para = cot_instruction(prompt.model_copy(update={"answer": answer}))
-        elif para.startswith(SCALE_LEAD) and answer == "mcq":
-            continue
-        out.append(para)
-    return "".join(f"\n\n{p}" for p in out) + trailing
+def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) -> JudgePrompt:
+    """``form`` (the form's prompt: its answer format set) with ``prompt``'s closing answer instruction replaced by
+    (or followed by) ``instruction``, before the answer stub.
 
-
-def _with_instruction(prompt: JudgePrompt, instruction: str, answer: str) -> tuple[PromptMessage, ...]:
-    """The prompt's messages with the closing answer instruction replaced by (or followed by) ``instruction``.
-
-    Paragraphs added by other mitigations stay after it, reworded for ``answer`` (the form's answer kind).
+    Paragraphs added by other mitigations stay after it, reworded for the form's answer.
     """
-    messages = list(prompt.messages)
-    last = messages[-1]
-    cut = _added_tail(last.template)
-    body, tail = last.template[:cut], last.template[cut:]
+    idx, body, end = message_end(prompt)
+    cut = _added_tail(body)
+    core, tail = body[:cut], body[cut:]
     found = answer_instruction(prompt)
     if found is not None:
-        _, start, end = found
-        body = body[:start] + instruction + body[end:]
+        _, start, stop = found
+        core = core[:start] + instruction + core[stop:]
     else:
-        body = body + "\n\n" + instruction
-    messages[-1] = PromptMessage(role=last.role, template=body + _retarget(tail, prompt, answer))
-    return tuple(messages)
+        core = core + "\n\n" + instruction
+    out = with_message(form, idx, core + tail + end)
+    if ONLY_LEAD in addenda(out) and len(out.criteria) == 1:
+        out = set_addendum(out, ONLY_LEAD, only_paragraph(out, answer=False))
+    return refresh_addenda(out)
+
+
+def _option_score(option: ScoreOption, scale: Scale) -> float:
+    """An option's score: its own, or the letter's score in ``scale.letters``; TemplateError when neither says."""
+    if option.score is not None:
+        return option.score
+    score = (scale.letters or {}).get(option.label.upper())
+    if score is None:
+        raise TemplateError(
+            f"option {option.label!r} ({option.description[:40]!r}) states no score, so the RTS/MCQ forms cannot "
+            "pair it with one; expected JudgePrompt.from_template(..., letters={'A': <score>, ...})"
+        )
+    return score
 
 
 def _points_text(scale: Scale) -> str:
@@ -160,21 +166,30 @@ def _points_text(scale: Scale) -> str:
     return f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
 
 
-def rts_instruction(scale: Scale) -> str:
-    """The answer instruction of the RTS form for ``scale`` (our wording)."""
-    return (
-        f"{RTS_LEAD} in one or two sentences. Then write a final line "
-        f'"Score: " followed by {_points_text(scale)}.'
-    )
+def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
+    """The answer instruction of the RTS form for ``scale`` (our wording), asking for ``answer_format``'s line.
+
+    None (or the plain "Score: N" format) asks for a final line "Score: " followed by the
+    scale's points; another format asks for its own line ("[RESULT] N", "Rating: [[N]]").
+    """
+    if answer_format is None or answer_format.is_default_score_line:
+        return (
+            f"{RTS_LEAD} in one or two sentences. Then write a final line "
+            f'"Score: " followed by {_points_text(scale)}.'
+        )
+    ask = answer_format.with_reasoning("before").instruction(scale)
+    return f"{RTS_LEAD} in one or two sentences. Then {ask[:1].lower()}{ask[1:]}"
 
 
 def rts_form(prompt: JudgePrompt) -> JudgePrompt:
-    """The reason-then-score form of ``prompt``: a short reason, then "Score: N" (a new prompt).
+    """The reason-then-score form of ``prompt``: a short reason, then its answer line (a new prompt).
 
-    The answer instruction is replaced (or appended, see the module docstring); the scale
-    loses any letter map and ``answer`` becomes "score". The guideline, if any, is kept as it
-    is (including any reordering done before). Raises TemplateError for pairwise or
-    multi-criterion prompts.
+    The answer instruction is replaced (or added, see the module docstring); the scale
+    loses any letter map, ``answer`` becomes "score" and the answer format is the template's
+    own score format (the default "Score: N" for an MCQ prompt) with reasoning "before". The
+    guideline, if any, is kept as it is (including any reordering done before). Raises
+    TemplateError for pairwise or multi-criterion prompts, and for lettered options with no
+    score.
     """
     _check_single(prompt, "RTS")
     scale = prompt.scale
@@ -183,21 +198,17 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
     guideline = prompt.guideline
     if guideline is not None and prompt.answer == "mcq":
         # an MCQ prompt's lettered options become plain score lines again
+        scores = [_option_score(o, prompt.scale) for o in guideline.options]
         guideline = Guideline(
             options=tuple(
-                o.model_copy(update={"label": _fmt(o.score), "head": f"Score {_fmt(o.score)} means ", "tail": ""})
-                for o in guideline.options
+                o.model_copy(update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ", "tail": ""})
+                for o, v in zip(guideline.options, scores, strict=True)
             ),
             separators=guideline.separators,
         )
-    return prompt.model_copy(
-        update={
-            "messages": _with_instruction(prompt, rts_instruction(scale), "score"),
-            "scale": scale,
-            "answer": "score",
-            "guideline": guideline,
-        }
-    )
+    fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning("before")
+    form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
+    return _with_instruction(prompt, form, rts_instruction(scale, fmt))
 
 
 def mcq_instruction(letters: list[str]) -> str:
@@ -216,11 +227,20 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     al.'s MCQ prompts); the original separators between lines are kept. ``answer`` becomes
     "mcq" and ``scale.letters`` maps each letter to its option's score (a guideline listed
     1..5 gives SummEval's A->1 ... E->5). ``position`` of each option is kept, so a later
-    reordering can still be traced back. Raises TemplateError when the prompt has no parsed
-    guideline (the options come from it), for pairwise and multi-criterion prompts, and for
-    more than 26 options.
+    reordering can still be traced back. A prompt that already answers with a letter is
+    returned as it is (it is its own MCQ form). Raises TemplateError when the prompt has no
+    parsed guideline (the options come from it), for pairwise and multi-criterion prompts,
+    for lettered options with no score, and for more than 26 options.
     """
     _check_single(prompt, "MCQ")
+    if prompt.answer == "mcq":
+        if prompt.guideline is not None:
+            for option in prompt.guideline.options:
+                _option_score(option, prompt.scale)
+        if not prompt.scale.letters:
+            raise TemplateError("the MCQ form needs a score for every option letter; expected "
+                                "JudgePrompt.from_template(..., letters={'A': <score>, ...})")
+        return prompt
     gl = prompt.guideline
     if gl is None:
         raise TemplateError(
@@ -236,23 +256,19 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     letters: dict[str, float] = {}
     for letter, opt in zip(string.ascii_uppercase, gl.options, strict=False):
         description = opt.description.rstrip().rstrip(".").rstrip()
+        score = _option_score(opt, prompt.scale)
         options.append(
             ScoreOption(
                 label=letter,
-                score=opt.score,
+                score=score,
                 description=description,
                 head=f"{letter}: ",
-                tail=f". Score: {_fmt(opt.score)}",
+                tail=f". Score: {_fmt(score)}",
                 position=opt.position,
             )
         )
-        letters[letter] = float(opt.score)
+        letters[letter] = float(score)
     scale = Scale.model_validate(prompt.scale.model_dump() | {"letters": letters})
-    return prompt.model_copy(
-        update={
-            "messages": _with_instruction(prompt, mcq_instruction(list(letters)), "mcq"),
-            "guideline": Guideline(options=tuple(options), separators=gl.separators),
-            "scale": scale,
-            "answer": "mcq",
-        }
-    )
+    form = prompt.model_copy(update={"guideline": Guideline(options=tuple(options), separators=gl.separators),
+                                     "scale": scale}).with_answer_format(AnswerFormat.default("mcq"))
+    return _with_instruction(prompt, form, mcq_instruction(list(letters)))

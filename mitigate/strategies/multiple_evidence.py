@@ -39,7 +39,7 @@ from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, Verdict
 from mitigate.registry import Interval, register
 from mitigate.runner import run
 from mitigate.strategies.base import Mitigation, gather_children
-from mitigate.strategies.edits import COT_LEAD, cot_instruction, set_addendum
+from mitigate.strategies.edits import set_cot
 from mitigate.strategies.position_swap import swap_item
 
 __all__ = ["MultipleEvidence", "MultipleEvidenceJudge", "balanced_verdict", "verdict_entropy"]
@@ -162,7 +162,7 @@ class MultipleEvidence(Mitigation):
 
     def _sample(self, judge: Judge, i: int) -> Judge:
         def leaf_fn(leaf: PromptJudge) -> Judge:
-            prompt = set_addendum(leaf.prompt, COT_LEAD, cot_instruction(leaf.prompt))
+            prompt = set_cot(leaf.prompt, True)  # the answer format's reasoning becomes "before" with it
             return leaf.with_prompt(prompt).with_config(temperature=self.temperature, n=1, seed=self.seed + i,
                                                         max_tokens=self.max_tokens)
         return judge.map_leaves(leaf_fn)

@@ -35,13 +35,14 @@ from mitigate.strategies.edits import (
     RTS_LEAD,
     SCALE_LEAD,
     addenda,
-    cot_instruction,
-    first_phrase,
     is_multi_criterion_template,
     multi_criterion_prompt,
+    scale_note,
     set_addendum,
+    set_cot,
     warn_if_reasoning_forbidden,
 )
+from mitigate.template_reader import scale_mentions
 
 __all__ = ["GRANULARITIES", "ExpectedScore", "Granularity", "Sampling", "asks_for_reasoning", "scale_note"]
 
@@ -60,14 +61,18 @@ class Sampling(Mitigation):
         temperature: sampling temperature, 0 to 2 (0 = greedy).
         n: samples per call (>= 1); their scores are combined by ``reducer``.
         cot: True adds a chain-of-thought paragraph to the end of each prompt's last user
-            message ("Before answering, explain your reasoning step by step. Then give your
-            final answer ... 'Score: N'"); False removes that paragraph if a previous
+            message, before its answer stub ("Before answering, explain your reasoning step
+            by step. End your answer with a final line ..." in the prompt's own answer format:
+            "Score: N", "[RESULT] N", "Rating: [[N]]", "[[A]]" ...) and sets the format's
+            reasoning to "before" (the last answer line is read; a constrained backend lets the
+            reasoning through); False removes that paragraph if a previous
             ``Sampling(cot=True)`` added it. It cannot remove reasoning requests written into
-            the user's own template. A template that asks for the score "and nothing else"
-            (or "only the score") contradicts the added paragraph, and a model may obey the
-            template: Qwen2.5 0.5B wrote only "Score: N" on 48 of 48 SummEval items. Such a
-            template gets a :class:`~mitigate.errors.PromptConflictWarning`; end it with a
-            line that allows text before the score instead.
+            the user's own template. A template that asks for the answer alone ("Do NOT
+            provide any explanation", "only the score", "nothing else") contradicts the added
+            paragraph, and a model may obey the template: Qwen2.5 0.5B wrote only "Score: N"
+            on 48 of 48 SummEval items. Such a template gets a
+            :class:`~mitigate.errors.PromptConflictWarning`; end it with a line that allows
+            text before the answer instead.
         reducer: "mean", "median" or "majority" over the ``n`` sample scores.
         max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
 
@@ -115,7 +120,7 @@ class Sampling(Mitigation):
             )
         if self.cot:
             warn_if_reasoning_forbidden(leaf.prompt)
-        prompt = set_addendum(leaf.prompt, COT_LEAD, cot_instruction(leaf.prompt) if self.cot else None)
+        prompt = set_cot(leaf.prompt, self.cot)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens
@@ -135,9 +140,14 @@ class ExpectedScore(Mitigation):
     raises :class:`~mitigate.errors.CapabilityError`; nothing falls back to parsing the text.
 
     Use it with direct answers (no CoT): the score position is the first generated number on
-    the scale, which in a reasoning text may not be the score. It needs one criterion per
-    call (combine with ``SingleAttribute``); a multi-criterion leaf records a parse failure
-    per criterion. Multi-token numbers ("10" on 1–10) are handled by ``expected_score``.
+    the scale, which in a reasoning text may not be the score. Where the backend can
+    constrain decoding, a leaf left at ``constrain="auto"`` gets ``constrain="answer"``: the
+    answer line of the prompt's format ("[RESULT] N", "Rating: [[N]]") is forced first, so
+    the first number is the score even when the template asks for reasoning first. Without
+    that, a template whose answer format puts reasoning first gets a
+    :class:`~mitigate.errors.PromptConflictWarning`. It needs one criterion per call
+    (combine with ``SingleAttribute``); a multi-criterion leaf records a parse failure per
+    criterion. Multi-token numbers ("10" on 1–10) are handled by ``expected_score``.
 
     Parameters:
         top_logprobs: alternatives per position to request, 1 to 20 (every scale point
@@ -164,25 +174,23 @@ class ExpectedScore(Mitigation):
                 f"got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain of thought "
                 "or the RTS form)"
             )
-        _warn_if_template_asks_for_reasoning(leaf.prompt)
-        return leaf.with_config(scoring="expected", top_logprobs=self.top_logprobs)
-
-
-_REASONING_WORDS = re.compile(
-    r"(?i)\bstep[- ]by[- ]step\b|\bchain[- ]of[- ]thought\b|\bthink (?:carefully|through|aloud)\b"
-    r"|\b(?:explain|justify|describe) (?:your|the) (?:reasoning|rationale|thinking|score|rating)\b"
-    r"|\b(?:reason|think|explain|analy[sz]e) (?:first|before)\b|\bfirst,? (?:explain|reason|analy[sz]e|think)\b"
-)
+        changes: dict[str, Any] = {"scoring": "expected", "top_logprobs": self.top_logprobs}
+        if leaf.config.constrain == "auto" and "format" in leaf.lm.constraint_modes():
+            changes["constrain"] = "answer"  # the answer line comes first, whatever the template asks
+        elif leaf.config.constrain != "answer":
+            _warn_if_template_asks_for_reasoning(leaf.prompt)
+        return leaf.with_config(**changes)
 
 
 def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
-    """Warn when a user's own template seems to ask for reasoning, which expected scoring cannot read."""
-    found = first_phrase(prompt, _REASONING_WORDS)
-    if found:
+    """Warn when the template's answer format puts reasoning first, which expected scoring cannot read."""
+    fmt = prompt.format
+    if fmt.reasoning == "before":
         warnings.warn(
             f"ExpectedScore reads the probabilities of the first scale number the judge generates, but the "
-            f"prompt's own text says {found!r}: if the judge reasons first, that number is not its score. "
-            "Expected a prompt that asks for the score directly",
+            f"prompt's own answer format is {fmt.describe()}: if the judge reasons first, that number is not its "
+            "score. Expected a prompt that asks for the score directly, or a backend that can constrain the answer "
+            "(constrain='answer')",
             PromptConflictWarning,
             stacklevel=4,
         )
@@ -222,19 +230,6 @@ def _num(x: float) -> str:
     return f"{round(x, 6):g}"
 
 
-def scale_note(scale: Scale) -> str:
-    """The answer-scale paragraph added to free-form templates (one line, starts with ``SCALE_LEAD``)."""
-    lo, hi = _num(scale.min), _num(scale.max)
-    text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best."
-    if scale.modifiers:
-        mid = _num(round((scale.min + scale.max) / 2))
-        text += (
-            f' You may put "weak" or "strong" in front of it (for example "Score: weak {mid}" or '
-            f'"Score: strong {mid}") when the text is a little below or a little above that point.'
-        )
-    return text
-
-
 def _rescale(value: float, old: Scale, new: Scale) -> float:
     """Linear map of ``value`` from ``old`` onto ``new``, rounded half up to a whole number."""
     x = new.min + (value - old.min) * (new.max - new.min) / (old.max - old.min)
@@ -268,10 +263,19 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
 
 
 def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
-    """Replace the old range ("1-5", "1 to 5", "(1-5)") and enumerations ("1, 2, 3, 4 or 5") in ``text``."""
+    """Replace the old scale's ends in ``text``: every scale statement and anchor
+    (:func:`~mitigate.template_reader.scale_mentions`: "on a scale of 1 to 5", "Coherence (1-5)",
+    "where 5 is the highest", "1 being the worst"), any other "1-5" / "1 to 5", and
+    enumerations ("1, 2, 3, 4 or 5")."""
     lo, hi, nlo, nhi = _num(old.min), _num(old.max), _num(new.min), _num(new.max)
     if (lo, hi) == (nlo, nhi):
         return text
+    ends = {"lo": (old.min, nlo), "hi": (old.max, nhi)}
+    for mention in reversed(scale_mentions(text)):
+        was, now = ends[mention.end]
+        if mention.value == was:
+            a, b = mention.span
+            text = text[:a] + now + text[b:]
     span = re.compile(rf"(?<![\d.]){re.escape(lo)}(\s*(?:-|–|—|to)\s*){re.escape(hi)}(?!\d|\.\d)")
     text = span.sub(lambda m: f"{nlo}{m.group(1)}{nhi}", text)
     pts = [str(p) for p in old.integer_points()]
@@ -294,10 +298,14 @@ class Granularity(PromptMitigation):
     - a prompt built by :func:`~mitigate.strategies.edits.multi_criterion_prompt`
       is rebuilt on the new scale;
     - a free-form template has its numeric guideline anchors moved to the matching points of
-      the new scale (1–5 -> 1–10: 1, 3, 6, 8, 10), its range mentions ("1-5", "1 to 5") and
-      enumerations ("1, 2, 3, 4 or 5") rewritten, and an "Answer scale: ..." paragraph
-      appended that states the range (and, for "modifiers", that "weak"/"strong" may qualify
-      a score). Prompts answering with a letter or a pairwise verdict are refused.
+      the new scale (1–5 -> 1–10: 1, 3, 6, 8, 10), every statement of the scale's ends
+      rewritten ("1-5", "on a scale of 1 to 5", "(1-5)", "where 5 is the highest", "1 being
+      the worst"; :func:`~mitigate.template_reader.scale_mentions`) as well as enumerations
+      ("1, 2, 3, 4 or 5"), and an "Answer scale: ..." paragraph added before its answer stub
+      that states the range, the template's own answer line when it is not "Score: N"
+      ('written as "[RESULT] N"'), and for "modifiers" that "weak"/"strong" may qualify a
+      score (examples in that line). Prompts answering with a letter or a pairwise verdict
+      are refused.
 
     Demos the prompt already holds (e.g. from ``HighestRSDemos`` or ``PerturbedGuidelineDemos``
     placed before this) move with it: their gold scores are mapped the same way and a demo's
@@ -340,7 +348,7 @@ class Granularity(PromptMitigation):
         out = out.map_templates(
             lambda m: PromptMessage(role=m.role, template=_rewrite_mentions(m.template, old, new))
         )
-        return set_addendum(out, SCALE_LEAD, scale_note(new))
+        return set_addendum(out, SCALE_LEAD, scale_note(new, out.format))
 
 
 def _rescale_demo(demo: Demo, old: Scale, new: Scale) -> Demo:

@@ -21,10 +21,12 @@ How a child prompt is made to ask for one criterion
     text names only that criterion and asks for ``Score: N``.
     *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
     criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
-    gets one more paragraph at the end of its last user message: "For this request, rate only
-    <criterion> ...; end your answer with a line "Score: " followed by ...". The user's own text still
+    gets one more paragraph at the end of its last user message (before its answer stub):
+    "For this request, rate only <criterion> ...; ignore the other criteria mentioned above."
+    and the request for the template's own answer line (its answer format; a line naming
+    another criterion, "Coherence: N", is renamed for this one). The user's own text still
     mentions the other criteria; the added paragraph overrides it, and the answer is read
-    with the single-score parser. ``on_free_form="error"`` refuses such templates instead.
+    in that format. ``on_free_form="error"`` refuses such templates instead.
     The "rate only" paragraph is one of the managed paragraphs of
     :mod:`mitigate.strategies.edits`.
 """
@@ -43,24 +45,15 @@ from mitigate.prompt import Criterion, JudgePrompt
 from mitigate.registry import Options, Satisfies, register
 from mitigate.strategies.base import Mitigation, gather_children
 from mitigate.strategies.edits import (
-    COT_LEAD,
     ONLY_LEAD,
-    addenda,
-    cot_instruction,
     is_multi_criterion_template,
     multi_criterion_prompt,
     only_paragraph,
+    refresh_addenda,
     set_addendum,
 )
 
 __all__ = ["MultiAttribute", "MultiAttributeJudge", "SingleAttribute", "SingleAttributeJudge"]
-
-
-def _refresh_cot(prompt: JudgePrompt) -> JudgePrompt:
-    """Regenerate the chain-of-thought paragraph (if present) for the prompt's current criteria."""
-    if COT_LEAD in addenda(prompt):
-        return set_addendum(prompt, COT_LEAD, cot_instruction(prompt))
-    return prompt
 
 
 # --------------------------------------------------------------------------- single attribute
@@ -149,7 +142,10 @@ class SingleAttribute(Mitigation):
                 f"free-form template scoring {[c.name for c in prompt.criteria]}"
             )
         child = prompt.with_criteria([criterion])
-        return _refresh_cot(set_addendum(child, ONLY_LEAD, only_paragraph(criterion)))
+        fmt = prompt.format.for_criterion(criterion.name, [c.name for c in prompt.criteria])
+        if prompt.answer_format is not None or fmt != prompt.format:
+            child = child.with_answer_format(fmt)
+        return refresh_addenda(set_addendum(child, ONLY_LEAD, only_paragraph(child)))
 
 
 # --------------------------------------------------------------------------- multi attribute (control)
