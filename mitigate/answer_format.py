@@ -620,7 +620,8 @@ def infer_answer_format(
     # double brackets: [[A]] verdicts, [[rating]] / Rating: [[5]]
     bracket = re.search(r"\[\[\s*([A-Za-z]{1,2}|\d+(?:\.\d+)?|rating|score)\s*\]\]", instructions)
     if bracket is not None:
-        example = re.search(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*\d", instructions)
+        example = re.search(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)", instructions,
+                            re.IGNORECASE)
         head = example.group(1) if example else ""
         if kind == "pairwise":
             tie_m = re.search(r"\[\[\s*([A-Za-z])\s*\]\]\s*(?:\"|'|”)?\s*(?:for|if|when)\s+(?:a\s+)?tie", instructions,
@@ -638,10 +639,16 @@ def infer_answer_format(
     # pairwise labels written as "Output (a)" (AlpacaEval, LLMBar)
     if kind == "pairwise":
         a, b = pair_labels
-        form = re.search(rf"\b([A-Z][a-z]+)\s*\(\s*{re.escape(a)}\s*\)\s*(?:or|and|,)\s*(?:\1\s*)?\(\s*{re.escape(b)}\s*\)",
-                         instructions)
+        q_open, q_close = "[\"'“‘`]?", "[\"'”’`]?"
+        form = re.search(rf"\b([A-Z][a-z]+)\s*\(\s*{re.escape(a)}\s*\){q_close}\s*(?:or|and|,)\s*{q_open}(?:\1\s*)?"
+                         rf"\(\s*{re.escape(b)}\s*\)", instructions)
         if form is not None:
             return AnswerFormat(**{**base, "line": form.group(1) + " ({value})"})
+        # "Answer 'Summary 1' or 'Summary 2'": the label after a word the answer repeats
+        named = re.search(rf"{q_open}\b([A-Z][a-z]+)\s+{re.escape(a)}\b{q_close}\s*or\s*{q_open}\1\s+{re.escape(b)}\b",
+                          instructions)
+        if named is not None:
+            return AnswerFormat(**{**base, "line": named.group(1) + " {value}"})
         if re.search(rf"\(\s*{re.escape(a)}\s*\)\s*or\s*\(\s*{re.escape(b)}\s*\)", instructions):
             return AnswerFormat(**{**base, "line": "({value})"})
         return AnswerFormat(**{**base, "line": VALUE, "inferred": True})

@@ -140,6 +140,22 @@ def test_inference_reads_the_formats_in_use() -> None:
     assert not infer("Rate the text.").inferred
 
 
+def test_a_template_that_spells_its_answer_line_in_quotes_is_asked_for_that_line() -> None:
+    """Templates written in the style of pairwise and MT-Bench prompts, worded here for the test."""
+    from mitigate.prompt import JudgePrompt
+
+    named = JudgePrompt.from_template("Which summary reads better?\n\nSummary 1: {{summary_1}}\n\n"
+                                      "Summary 2: {{summary_2}}\n\nAnswer 'Summary 1' or 'Summary 2'.")
+    assert (named.format.line, named.format.labels) == ("Summary {value}", ("1", "2"))
+    assert named.format.read("On balance, Summary 2", named.scale) == "second"
+    lettered = JudgePrompt.from_template('Pick one.\n\nOutput (a): {{output_1}}\n\nOutput (b): {{output_2}}\n\n'
+                                         'Reply "Output (a)" or "Output (b)".')
+    assert lettered.format.line == "Output ({value})" and '"Output (X)"' in lettered.format.request(lettered.scale)
+    rated = JudgePrompt.from_template('Rate the reply from 1 to 10.\n\nReply: {{output}}\n\nEnd with "Rating: [[N]]".')
+    assert rated.format.line == "Rating: [[{value}]]"
+    assert rated.format.read("Clear and correct.\nRating: [[7]]", rated.scale) == 7.0
+
+
 def test_answers_a_real_small_judge_gave_are_read_right() -> None:
     """Shapes seen in Qwen2.5-Coder 0.5B's free answers to published templates (benchmarks/parse_formats.py)."""
     pair = AnswerFormat(kind="pairwise", line="[[{value}]]", labels=("A", "B"), tie="C", reasoning="before")
