@@ -1,8 +1,9 @@
 """Compare judges on a benchmark: accuracy against humans and measured bias, side by side.
 
 :func:`compare` runs each named judge (an :class:`Entry`: a prompt judge wrapped by a
-mitigation pipeline, or a :class:`~mitigate.harness.released_judge.ReleasedJudge` replaying
-a real judge's released answers) over the same items, each with its own resumable journal
+mitigation pipeline, a :class:`~mitigate.harness.recorded_judge.RecordedJudge` replaying
+judgments a user already has, or a :class:`~mitigate.harness.released_judge.ReleasedJudge`
+replaying a real judge's released answers) over the same items, each with its own resumable journal
 (``<out_dir>/journals/<name>.jsonl``), then computes every registered reported measure
 (:data:`MEASURES`, read from :mod:`mitigate.registry`: each measure in :mod:`mitigate.measures`
 declares its label, direction and group beside its function), each with its ``n``, the number
@@ -25,6 +26,13 @@ of items dropped for a missing score (``n_failed``) and a percentile bootstrap i
 
 Against the first entry, every other entry gets the difference of item-level Spearman
 (entry minus first) with a paired bootstrap interval and a paired permutation p-value.
+
+On a pairwise benchmark (every item holds ``output`` and ``output_b`` and a gold preference)
+the judges answer verdicts and the pairwise measures are reported instead (``task="pairwise"``,
+:mod:`mitigate.measures.pairwise`): accuracy against gold, position consistency, preference
+fairness and repetition stability (Shi et al. 2024), the lean towards the longer text and the
+gain of position swap; the comparison against the first entry is then the difference in
+accuracy (paired bootstrap interval, paired sign-flip permutation p-value).
 
 The ``meta["perturbations"]`` contract: a strategy that scores each item under several
 perturbed guidelines puts ``{"<perturbation name>": score, ...}`` (score ``None`` for a
@@ -57,17 +65,21 @@ from mitigate.measures import (
     EntryData,
     Measure,
     MeasureInfo,
+    Task,
     human_scores,
     measure_table,
     per_system_correlation,
     score_histogram,
+    verdicts_as_text,
     word_count,
 )
+from mitigate.measures.base import batched_nanmean
 from mitigate.measures.stats import (
     batched,
     bootstrap_ci,
     complete_pairs,
     paired_permutation_test,
+    permutation_test_mean_diff,
     spearman_rows,
 )
 from mitigate.runner import RunSummary, run
@@ -100,6 +112,9 @@ DEFAULT_GENERATION_TASK = "Produce the output for the input."
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
 
+DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy", headline=True)
+"""How the comparison against the first entry is shown on a pairwise benchmark."""
+
 
 # ---------------------------------------------------------------------------------------
 # values
@@ -117,15 +132,15 @@ def _revive_nan(value: Any) -> Any:
 class Entry(BaseModel):
     """One named judge to compare: its judge, what kind it is, and the spec that built it.
 
-    Build one with :meth:`from_pipeline` (a base judge wrapped by a mitigation pipeline) or
-    :meth:`from_released` (a replayed released judge); ``scale`` is the judge's answer scale,
-    found from the judge when not given.
+    Build one with :meth:`from_pipeline` (a base judge wrapped by a mitigation pipeline),
+    :meth:`from_recorded` (judgments a user already has) or :meth:`from_released` (a replayed
+    released judge); ``scale`` is the judge's answer scale, found from the judge when not given.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     name: str
     judge: Judge
-    kind: Literal["pipeline", "released", "judge"] = "judge"
+    kind: Literal["pipeline", "released", "recorded", "judge"] = "judge"
     spec: dict[str, Any] = Field(default_factory=dict)
     scale: Scale | None = None
 
@@ -162,6 +177,34 @@ class Entry(BaseModel):
         judge = ReleasedJudge(judge_name, criterion, root=root)
         return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale)
 
+    @classmethod
+    def from_recorded(cls, recorded: Any, criterion: str, *, judge: str | None = None,
+                      name: str | None = None) -> Entry:
+        """A :class:`~mitigate.harness.recorded_judge.RecordedJudge` entry (named after the recorded judge).
+
+        ``recorded`` is a :class:`~mitigate.data.recorded.RecordedRun` or the path of a
+        recorded-judgments file; ``judge`` picks one judge of a file that holds several.
+        """
+        from mitigate.data.recorded import RecordedRun, load_recorded
+        from mitigate.harness.recorded_judge import RecordedJudge
+
+        run = recorded if isinstance(recorded, RecordedRun) else load_recorded(recorded, judge)
+        replay = RecordedJudge(run, criterion)
+        return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(), scale=replay.scale)
+
+    @classmethod
+    def all_recorded(cls, path: str | Path, criterion: str) -> list[Entry]:
+        """One entry per judge of a recorded-judgments file that answered ``criterion``, in file order.
+
+        ConfigError when no judge of the file answered it.
+        """
+        from mitigate.data.recorded import load_recorded_runs
+
+        runs = [r for r in load_recorded_runs(path).values() if criterion in r.criteria]
+        if not runs:
+            raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered other criteria")
+        return [cls.from_recorded(run, criterion) for run in runs]
+
 
 def _pipeline_label(pipe: Pipeline) -> str:
     if not pipe.steps:
@@ -170,7 +213,10 @@ def _pipeline_label(pipe: Pipeline) -> str:
 
 
 class ItemRecord(BaseModel):
-    """What the report needs about one judged item: labels, human score, output length, LS."""
+    """What the report needs about one judged item: labels, human score, output length, LS.
+
+    A pairwise item adds its second system, the second text's length and the gold preference.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str
@@ -179,18 +225,22 @@ class ItemRecord(BaseModel):
     human: float | None = None
     words: int = 0
     ls: float | None = None
+    system_b: str | None = None
+    words_b: int | None = None
+    gold: str | None = None
 
 
 class Comparison(BaseModel):
-    """An entry's item-level Spearman minus the first entry's, on the items both scored.
+    """An entry's item-level Spearman (pairwise: accuracy) minus the first entry's, on the items both scored.
 
     ``observed`` is the difference (positive: this entry agrees with humans more), with a
     paired bootstrap interval (items resampled together) and a two-sided paired permutation
-    p-value; NaN with ``reason`` when it cannot be computed.
+    p-value; NaN with ``reason`` when it cannot be computed. ``measure`` names what is compared.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     against: str
+    measure: str = "spearman_item"
     observed: float
     ci_low: float | None = None
     ci_high: float | None = None
@@ -230,6 +280,10 @@ class EntryResult(BaseModel):
         """The judge's score per item for ``criterion`` (None for a parse failure or error)."""
         return [_score_of(j, criterion) for j in self.judgments]
 
+    def verdicts(self) -> list[str | None]:
+        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if none)."""
+        return verdicts_as_text(self.judgments)
+
 
 class CompareResult(BaseModel):
     """Everything a comparison produced; ``results.json`` is this model, and the report renders from it."""
@@ -238,6 +292,7 @@ class CompareResult(BaseModel):
     benchmark: str
     criterion: str
     human_scale: Scale
+    task: Task = "score"
     items: tuple[ItemRecord, ...]
     entries: tuple[EntryResult, ...]
     human: dict[str, Measure] = Field(default_factory=dict)
@@ -346,6 +401,28 @@ def _comparison(first: str, a: Sequence[float | None], b: Sequence[float | None]
                       ci_high=high if finite else None, p_value=perm.p_value, n=len(x), n_perm=n_perm)
 
 
+def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
+    """1.0 where the verdict equals gold, 0.0 where not, NaN where either is missing."""
+    return np.array([math.nan if v is None or g is None else float(v == g) for v, g in zip(verdicts, gold, strict=True)])
+
+
+def _accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | None], gold: Sequence[str | None], *,
+                         n_boot: int, n_perm: int, seed: int) -> Comparison:
+    """Accuracy of ``b`` minus that of ``a`` against gold, on the items both judged (paired)."""
+    x, y = complete_pairs(_correct(a, gold), _correct(b, gold))
+    if len(x) < 3:
+        return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=len(x),
+                          reason=f"needs at least 3 items with a verdict from both entries and gold; got {len(x)}")
+    test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True)
+    low = high = math.nan
+    if n_boot > 0:
+        low, high = bootstrap_ci(batched_nanmean, y - x, n_boot=n_boot, seed=seed)
+    finite = math.isfinite(low) and math.isfinite(high)
+    return Comparison(against=first, measure="preference_accuracy", observed=test.observed,
+                      ci_low=low if finite else None, ci_high=high if finite else None, p_value=test.p_value,
+                      n=len(x), n_perm=n_perm)
+
+
 # ---------------------------------------------------------------------------------------
 # likelihood (LS) with a per-item cache
 
@@ -398,15 +475,20 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
 
 def entry_measures(
     judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, scale: Scale, *,
-    ls: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0,
+    ls: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0, task: Task = "score",
 ) -> tuple[dict[str, Measure], dict[str, Measure]]:
-    """Every registered reported measure (:data:`MEASURES`) for one entry, plus P_i per system (Spearman)."""
+    """Every registered reported measure of ``task`` (:data:`MEASURES`) for one entry, plus P_i per system (Spearman).
+
+    A pairwise entry (``task="pairwise"``) is measured on its verdicts; P_i is then empty.
+    """
     scores = np.array([math.nan if (s := _score_of(j, criterion)) is None else s for j in judgments], dtype=float)
+    verdicts = verdicts_as_text(judgments) if task == "pairwise" else []
     data = EntryData(scores=scores, items=items, criterion=criterion, scale=scale, judgments=judgments,
-                     ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed)
-    out = {key: cls().compute(data) for key, cls in measure_table().items()}
+                     ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed,
+                     verdicts=verdicts, task=task)
+    out = {key: cls().compute(data) for key, cls in measure_table(task).items()}
     per_system: dict[str, Measure] = {}
-    if data.has_systems:
+    if task == "score" and data.has_systems:
         per_system = per_system_correlation(scores, data.human, data.systems, "spearman", **data.ci)
     return out, per_system
 
@@ -421,10 +503,11 @@ def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
     else:
         out = list(entries)
     if not out:
-        raise ConfigError("expected at least one entry (a pipeline or a released judge) to compare; got none")
+        raise ConfigError("expected at least one entry (a pipeline, a recorded or a released judge) to compare; got none")
     for e in out:
         if not isinstance(e, Entry):
-            raise ConfigError(f"expected Entry objects (Entry.from_pipeline / Entry.from_released); got {type(e).__name__}")
+            raise ConfigError(f"expected Entry objects (Entry.from_pipeline / from_recorded / from_released); got "
+                          f"{type(e).__name__}")
     names = [e.name for e in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -432,18 +515,28 @@ def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
     return out
 
 
-def _check_released_cover(entries: Sequence[Entry], items: Sequence[Item]) -> None:
-    """Fail before any call when a replayed judge has no released answer for some items."""
+def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], benchmark: str) -> None:
+    """Fail before any call when a replayed judge (recorded or released) has no answer for some items."""
+    from mitigate.harness.recorded_judge import RecordedJudge
     from mitigate.harness.released_judge import ReleasedJudge
 
     for e in entries:
+        if not isinstance(e.judge, RecordedJudge):
+            continue
+        missing = e.judge.covers(items)
+        if not missing:
+            continue
         if isinstance(e.judge, ReleasedJudge):
-            missing = [it.id for it in items if it.id not in e.judge.run.judgments]
-            if missing:
-                raise ConfigError(
-                    f"the released judge {e.judge.judge_name!r} has answers for the 1,200 items of 'summeval' "
-                    f"only; {len(missing)} of {len(items)} items here have none, e.g. {missing[:2]}"
-                )
+            covered = "'summeval-h2h'" if e.judge.run is None else "the 1,200 items of 'summeval'"
+            raise ConfigError(
+                f"the released judge {e.judge.judge_name!r} has answers for {covered} only; {len(missing)} of "
+                f"{len(items)} items here have none, e.g. {missing[:2]}"
+            )
+        raise ConfigError(
+            f"the recorded judge {e.name!r} ({e.judge.recorded.source}) has no answer on {e.judge.criterion!r} for "
+            f"{len(missing)} of the {len(items)} items of {benchmark!r}, e.g. {missing[:3]}; expected one for every "
+            "item judged (check the item ids, or pass --limit)"
+        )
 
 
 def _benchmark(benchmark: str | Benchmark) -> Benchmark:
@@ -503,7 +596,11 @@ async def compare(
     items = select_items(bench.items, limit)
     if not items:
         raise DataError(f"benchmark {bench.name!r} has no items to judge")
-    _check_released_cover(todo, items)
+    _check_recorded_cover(todo, items, bench.name)
+    task: Task = "pairwise" if bench.pairwise else "score"
+    if task == "pairwise" and not any(criterion in it.preference for it in items):
+        raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
+                        f"{criterion!r}")
     out = Path(out_dir)
     stems = journal_names([e.name for e in todo])
     runs = []
@@ -519,37 +616,50 @@ async def compare(
         scorer = LikelihoodScorer() if likelihood is True else likelihood
         if not isinstance(scorer, LikelihoodScorer):
             raise ConfigError(f"expected likelihood=True or a LikelihoodScorer; got {type(likelihood).__name__}")
-        task = likelihood_task or _task_for(bench.name)
-        ls = await likelihood_scores(items, scorer, task, out / "likelihood.jsonl", progress=progress)
-        ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": task,
+        gen_task = likelihood_task or _task_for(bench.name)
+        ls = await likelihood_scores(items, scorer, gen_task, out / "likelihood.jsonl", progress=progress)
+        ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": gen_task,
                    "cache": "likelihood.jsonl"}
     human = human_scores(items, criterion)
+    gold = [it.preference.get(criterion) for it in items]
+    human_scale = bench.scale_for(criterion)
     results: list[EntryResult] = []
     for k, (e, result) in enumerate(zip(todo, runs, strict=True)):
-        scale = e.scale or judge_scale(e.judge) or bench.scale
+        scale = e.scale or judge_scale(e.judge) or human_scale
         measures, per_system = entry_measures(result.judgments, items, criterion, scale, ls=ls,
-                                              n_boot=n_boot, seed=seed)
-        scores = [_score_of(j, criterion) for j in result.judgments]
+                                              n_boot=n_boot, seed=seed, task=task)
         comparison = None
-        if k > 0:
-            first = [_score_of(j, criterion) for j in runs[0].judgments]
-            comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
-                                     seed=seed)
+        if task == "pairwise":
+            verdicts = verdicts_as_text(result.judgments)
+            histogram = _counts(verdicts)
+            if k > 0:
+                comparison = _accuracy_comparison(todo[0].name, verdicts_as_text(runs[0].judgments), verdicts, gold,
+                                                  n_boot=n_boot, n_perm=n_perm, seed=seed)
+        else:
+            scores = [_score_of(j, criterion) for j in result.judgments]
+            histogram = _histogram(scores, scale)
+            if k > 0:
+                first = [_score_of(j, criterion) for j in runs[0].judgments]
+                comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
+                                         seed=seed)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
-            histogram=_histogram(scores, scale), comparison=comparison,
+            histogram=histogram, comparison=comparison,
         ))
-    human_ref = _human_reference(items, criterion, bench.scale, n_boot=n_boot, seed=seed)
+    human_ref = _human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task)
     records = tuple(
         ItemRecord(id=it.id, system=it.system, doc_id=it.doc_id,
                    human=None if not math.isfinite(h) else float(h), words=word_count(it.output),
-                   ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]))
+                   ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]),
+                   system_b=it.system_b, words_b=None if it.output_b is None else word_count(it.output_b),
+                   gold=gold[i])
         for i, (it, h) in enumerate(zip(items, human, strict=True))
     )
     return CompareResult(
-        benchmark=bench.name, criterion=criterion, human_scale=bench.scale, items=records,
-        entries=tuple(results), human=human_ref, human_histogram=_histogram(list(human), bench.scale),
+        benchmark=bench.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
+        entries=tuple(results), human=human_ref,
+        human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
         likelihood=ls_info,
         settings={"limit": limit, "n_items": len(items), "concurrency": concurrency, "n_boot": n_boot,
                   "n_perm": n_perm, "seed": seed, "command": command,
@@ -557,12 +667,21 @@ async def compare(
     )
 
 
+def _counts(labels: Sequence[str | None]) -> dict[str, int]:
+    """How often each pairwise verdict (or gold preference) occurs; failures are not counted."""
+    return {k: sum(1 for v in labels if v == k) for k in ("A", "B", "tie")}
+
+
 def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int,
-                     seed: int) -> dict[str, Measure]:
-    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference row."""
+                     seed: int, task: Task = "score") -> dict[str, Measure]:
+    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference row.
+
+    On a pairwise benchmark they are computed on the gold preferences.
+    """
+    gold = [it.preference.get(criterion) for it in items] if task == "pairwise" else []
     data = EntryData(scores=human_scores(items, criterion), items=items, criterion=criterion, scale=scale,
-                     n_boot=n_boot, seed=seed)
-    return {key: cls().compute(data) for key, cls in measure_table().items() if cls.on_humans}
+                     n_boot=n_boot, seed=seed, verdicts=gold, task=task)
+    return {key: cls().compute(data) for key, cls in measure_table(task).items() if cls.on_humans}
 
 
 def scores_by_entry(result: CompareResult) -> dict[str, list[float | None]]:

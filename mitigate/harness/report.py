@@ -9,7 +9,9 @@
   per-measure details with ``n`` and parse failures (a share both of scored items and of
   all items, where items were dropped), per-system P_i and the comparison against the
   first entry. Columns, labels and directions come from the registered measures
-  (:data:`mitigate.measures.MEASURES`).
+  (:data:`mitigate.measures.MEASURES`) of the comparison's task (scores, or pairwise
+  verdicts, for which a per-system-pair table of position consistency and preference
+  fairness follows).
 - Plots (matplotlib, Agg backend): ``histograms.png`` (score histogram per entry and for the
   humans), ``ls_vs_us.png`` (LS against US with the fitted slope, when likelihood was
   computed), ``per_system.png`` (P_i per system, systems ordered by human quality) and
@@ -29,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from mitigate.errors import DataError
-from mitigate.harness.compare import DELTA_INFO, CompareResult, EntryResult
-from mitigate.measures import MEASURES, Measure, MeasureInfo, unfairness_scores
+from mitigate.harness.compare import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
+from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table, unfairness_scores
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_plots", "render_report", "write_report"]
 
@@ -147,9 +149,13 @@ def _header(info: MeasureInfo) -> str:
 
 
 def _shown_columns(result: CompareResult) -> list[str]:
-    """Headline measures with a value for at least one entry."""
-    return [k for k, info in MEASURES.items()
-            if info.headline and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
+    """Headline measures of the result's task with a value for at least one entry."""
+    return [k for k, cls in measure_table(result.task).items()
+            if cls.info.headline and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
+
+
+def _delta_info(result: CompareResult) -> MeasureInfo:
+    return DELTA_ACCURACY_INFO if result.task == "pairwise" else DELTA_INFO
 
 
 def _delta_value(e: EntryResult) -> float:
@@ -163,8 +169,10 @@ def render_markdown(result: CompareResult) -> str:
     n_items = len(result.items)
     limit = s.get("limit")
     scope = f"the first {n_items} items in document-major order (limit {limit})" if limit else f"all {n_items} items"
+    labels = ("gold preferences (A, B or tie)" if result.task == "pairwise"
+              else f"human scores on {result.human_scale.describe()}")
     lines.append(
-        f"{len(result.entries)} entries judged {scope}; human scores on {result.human_scale.describe()}. "
+        f"{len(result.entries)} entries judged {scope}; {labels}. "
         f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed {s.get('seed', 0)}); "
         f"`n` counts items a measure used and `failed` those it dropped for a missing score."
     )
@@ -178,14 +186,15 @@ def render_markdown(result: CompareResult) -> str:
               "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
               "→ 0 closer to 0 is better.", ""]
     cols = _shown_columns(result)
+    delta_info = _delta_info(result)
     has_delta = any(e.comparison is not None for e in result.entries)
     head = ["entry", "n ok", "parse failures", "errors", *(_header(MEASURES[k]) for k in cols)]
     if has_delta:
-        head.append(f"{DELTA_INFO.label} ({_ARROWS[DELTA_INFO.direction]})")
+        head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     best = {k: _best([e.measures[k].value for e in result.entries], MEASURES[k].direction) for k in cols}
-    best_delta = _best([_delta_value(e) for e in result.entries], DELTA_INFO.direction)
+    best_delta = _best([_delta_value(e) for e in result.entries], delta_info.direction)
     notes: list[str] = []
     for i, e in enumerate(result.entries):
         cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
@@ -209,10 +218,11 @@ def render_markdown(result: CompareResult) -> str:
                 ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
                 p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
                 if not math.isfinite(c.observed):
-                    notes.append(f"- {e.name} / {DELTA_INFO.label}: {c.reason or 'undefined'}")
+                    notes.append(f"- {e.name} / {delta_info.label}: {c.reason or 'undefined'}")
                 cells.append(text + ci + p)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    ref = [f"humans (reference, {result.human_scale.describe()})", "", "", ""]
+    ref = [("gold preferences (reference)" if result.task == "pairwise"
+            else f"humans (reference, {result.human_scale.describe()})"), "", "", ""]
     any_ref = False
     for k in cols:
         m = result.human.get(k)
@@ -225,7 +235,7 @@ def render_markdown(result: CompareResult) -> str:
         ref.append("")
     if any_ref:
         lines.append("| " + " | ".join(ref) + " |")
-    missing = [k for k, info in MEASURES.items() if info.headline and k not in cols]
+    missing = [k for k, cls in measure_table(result.task).items() if cls.info.headline and k not in cols]
     if missing:
         lines += ["", "Not computed for any entry:", ""]
         for k in missing:
@@ -238,6 +248,7 @@ def render_markdown(result: CompareResult) -> str:
         lines += ["", "How to read:", "", *reading]
     lines += _details(result)
     lines += _per_system(result)
+    lines += _per_pair(result)
     lines += _comparisons(result)
     lines += _plots_section(result)
     return "\n".join(lines) + "\n"
@@ -291,15 +302,49 @@ def _per_system(result: CompareResult) -> list[str]:
     return out
 
 
+def _per_pair(result: CompareResult) -> list[str]:
+    """Position consistency and preference fairness per system pair, for pairwise entries that have them."""
+    keys = ("position_consistency", "preference_fairness")
+    tables = {e.name: {k: e.measures[k].extra.get("per_group", {}) for k in keys if k in e.measures}
+              for e in result.entries}
+    tables = {name: t for name, t in tables.items() if any(t.values())}
+    if not tables:
+        return []
+    out = ["## Per system pair", "",
+           "Position consistency (↑) and preference fairness (→ 0; < 0 favours the first position, > 0 the "
+           "second) within each pair of systems, with 95% bootstrap intervals (Shi et al. 2024).", "",
+           "| entry | pair | n | position consistency | preference fairness | primacy / recency |",
+           "|---|---|---:|---|---|---|"]
+
+    def cell(row: dict[str, Any] | None) -> str:
+        if row is None or row.get("value") is None or not math.isfinite(row["value"]):
+            return "n/a"
+        ci = f" [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]" if row.get("ci_low") is not None else ""
+        return _fmt(row["value"]) + ci
+
+    for name, t in tables.items():
+        pc, pf = t.get("position_consistency", {}), t.get("preference_fairness", {})
+        for pair in dict.fromkeys([*pc, *pf]):
+            a, b = pc.get(pair), pf.get(pair)
+            n = (a or b or {}).get("n", 0)
+            split = f"{(b or a or {}).get('primacy', '')} / {(b or a or {}).get('recency', '')}"
+            out.append(f"| {name} | {pair} | {n} | {cell(a)} | {cell(b)} | {split} |")
+    out.append("")
+    return out
+
+
 def _comparisons(result: CompareResult) -> list[str]:
     rows = [e for e in result.entries if e.comparison is not None]
     if not rows:
         return []
     first = result.entries[0].name
+    what, short = (("Accuracy against the gold preferences", "Δ accuracy") if result.task == "pairwise"
+                   else ("Item-level Spearman", "Δ Spearman"))
+    test = "paired sign-flip permutation test" if result.task == "pairwise" else "paired permutation test"
     out = [f"## Against {first}", "",
-           "Item-level Spearman of each entry minus that of the first entry, on items both scored; paired "
-           "bootstrap interval and paired permutation test (two-sided).", "",
-           "| entry | Δ Spearman | 95% CI | p | n | note |", "|---|---:|---|---:|---:|---|"]
+           f"{what} of each entry minus that of the first entry, on items both scored; paired "
+           f"bootstrap interval and {test} (two-sided).", "",
+           f"| entry | {short} | 95% CI | p | n | note |", "|---|---:|---|---:|---:|---|"]
     for e in rows:
         c = e.comparison
         assert c is not None
@@ -372,21 +417,27 @@ def _histograms(result: CompareResult, path: Path) -> Path:
     plt = _plt()
     panels = [(e.name, f"n={e.summary.ok}, {e.summary.parse_failures} parse failures", e.histogram)
               for e in result.entries]
-    panels.append(("humans (mean, rounded)", f"n={sum(result.human_histogram.values())}", result.human_histogram))
+    pairwise = result.task == "pairwise"
+    panels.append(("humans (gold)" if pairwise else "humans (mean, rounded)",
+                   f"n={sum(result.human_histogram.values())}", result.human_histogram))
     rows, cols = _grid(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, (name, subtitle, hist) in zip(axes.flat, panels, strict=False):
-        xs = [float(k) for k in hist]
+        xs = list(range(len(hist))) if pairwise else [float(k) for k in hist]
         ys = list(hist.values())
         width = 0.8 * (min(np.diff(sorted(xs))) if len(xs) > 1 else 1.0)
         ax.bar(xs, ys, width=width, color="#777777" if name.startswith("humans") else "#3b6ea8")
         ax.set_title(f"{_short(name)}\n{subtitle}", fontsize=10)
-        ax.set_xlabel("score")
+        ax.set_xlabel("preferred text" if pairwise else "score")
         ax.set_ylabel("items")
-        ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
+        if pairwise:
+            ax.set_xticks(xs, labels=list(hist))
+        else:
+            ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    fig.suptitle(f"Score distribution: {result.benchmark} / {result.criterion}")
+    kind = "Verdict distribution" if pairwise else "Score distribution"
+    fig.suptitle(f"{kind}: {result.benchmark} / {result.criterion}")
     fig.tight_layout()
     return _save(fig, path)
 
