@@ -76,7 +76,7 @@ def _backend(spec: str, base_url: str | None, *, cache: bool) -> Any:
 
 @app.command()
 def judge(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
                                            "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
@@ -99,6 +99,9 @@ def judge(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     pipeline: Annotated[Path | None, typer.Option(
         "--pipeline", help="a pipeline spec JSON file (e.g. written by 'mitigate search') wrapping the judge")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="also write one row per item (scores, verdicts, failures with raw text, flags, "
+        "usage) to this file: JSON lines, or CSV when it ends in .csv")] = None,
 ) -> None:
     """Judge the first items of a benchmark and print each judgment beside the human score."""
     try:
@@ -138,6 +141,11 @@ async def _judge(**opts: Any) -> None:
         detail = j.error or (j.failures[0].reason if j.failures and score is None else _first_line(j.raw[0] if j.raw else ""))
         typer.echo(f"{j.item_id}\tjudge={shown}\thuman={human_s}\t{_first_line(detail)}")
     typer.echo(result.summary.line(), err=True)
+    if opts.get("out") is not None:
+        from mitigate.harness.judgments_file import write_judgments
+
+        written = write_judgments(result, opts["out"], items=items, criterion=crit)
+        typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
     if opts["run_dir"]:
         out = opts["run_dir"] / "results.json"
         out.write_text(json.dumps({
@@ -164,16 +172,20 @@ def prompts_cmd(name: Annotated[str | None, typer.Argument(help="print this prom
 
 @app.command("compare")
 def compare_cmd(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
                                            "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
     pipeline: Annotated[list[str] | None, typer.Option(
         "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline or \"name(k=v) | name2\"; "
         "repeat for several (the first entry is the reference)")] = None,
+    recorded: Annotated[list[Path] | None, typer.Option(
+        "--recorded", help="a recorded-judgments file (JSON lines or .csv, see docs/recorded_format.md): every "
+        "judge in it that answered the criterion becomes an entry, replayed with no LM call; repeat for "
+        "several; listed after the pipelines")] = None,
     released: Annotated[list[str] | None, typer.Option(
-        "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (SummEval only); "
-        "repeat for several; listed after the pipelines")] = None,
+        "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (summeval), chatgpt-h2h "
+        "(summeval-h2h); repeat for several; listed last")] = None,
     backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
@@ -195,7 +207,7 @@ def compare_cmd(
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
 ) -> None:
-    """Compare mitigation pipelines (and released judges) on a benchmark: accuracy and bias side by side."""
+    """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     from pydantic import ValidationError
 
     try:
@@ -213,9 +225,11 @@ async def _compare(**opts: Any) -> None:
     from mitigate.harness.report import write_report
 
     pipelines = list(opts["pipeline"] or [])
+    recorded = list(opts.get("recorded") or [])
     released = list(opts["released"] or [])
-    if not pipelines and not released:
-        raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline) or --released judge; got none")
+    if not pipelines and not released and not recorded:
+        raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
+                          "--released judge; got none")
     if opts["limit"] < 0:
         raise ConfigError(f"expected --limit >= 0 (0 = all items); got {opts['limit']}")
     from mitigate.strategies import parse_pipeline  # importing the package registers every strategy
@@ -233,6 +247,8 @@ async def _compare(**opts: Any) -> None:
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
         base = PromptJudge(jp, lm, config)
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
+    for path in recorded:
+        entries += Entry.all_recorded(path, crit)
     entries += [Entry.from_released(name, crit) for name in released]
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
@@ -277,7 +293,7 @@ def _with_pipeline_file(judge: Any, path: Path | None) -> Any:
 
 @app.command("search")
 def search_cmd(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
                                            "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to optimise "
                                                   "(default: the benchmark's first)")] = None,
