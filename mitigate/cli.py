@@ -242,7 +242,12 @@ async def _compare(**opts: Any) -> None:
         from mitigate.judge import JudgeConfig, PromptJudge
         from mitigate.prompt import JudgePrompt
 
-        jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
+        if bench.pairwise and opts["prompt"] is None:
+            raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template that "
+                              "shows {{output}} and {{output_b}} and asks which is better; got none")
+        answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
+        jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit,
+                                       **answer)
         lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
         base = PromptJudge(jp, lm, config)
