@@ -219,6 +219,7 @@ async def test_pairwise_measures_through_the_recorded_path_match_a_hand_computat
     write_report(result, tmp_path)
     report = (tmp_path / "report.md").read_text()
     assert "## Per system pair" in report and "| hand | S1 vs S2 | 3 | 0.667" in report
+    assert (tmp_path / "per_pair.png").stat().st_size > 0 and "per_pair.png" in report
 
 
 def test_the_pairwise_functions_agree_with_the_same_hand_table() -> None:

@@ -14,8 +14,10 @@
   fairness follows).
 - Plots (matplotlib, Agg backend): ``histograms.png`` (score histogram per entry and for the
   humans), ``ls_vs_us.png`` (LS against US with the fitted slope, when likelihood was
-  computed), ``per_system.png`` (P_i per system, systems ordered by human quality) and
-  ``consistency.png`` (consistency under perturbation, when measured).
+  computed), ``per_system.png`` (P_i per system, systems ordered by human quality),
+  ``consistency.png`` (consistency under perturbation, when measured) and, for pairwise
+  judges in both orders, ``per_pair.png`` (position consistency and preference fairness per
+  system pair, with intervals).
 
 :func:`render_report` rebuilds ``report.md`` and the plots from ``results.json`` alone.
 """
@@ -302,12 +304,19 @@ def _per_system(result: CompareResult) -> list[str]:
     return out
 
 
+_PAIR_KEYS = ("position_consistency", "preference_fairness")
+
+
+def _pair_tables(result: CompareResult) -> dict[str, dict[str, dict[str, Any]]]:
+    """Entry name -> measure -> system pair -> row, for the entries whose pairwise measures hold per-pair tables."""
+    tables = {e.name: {k: e.measures[k].extra.get("per_group", {}) for k in _PAIR_KEYS if k in e.measures}
+              for e in result.entries}
+    return {name: t for name, t in tables.items() if any(t.values())}
+
+
 def _per_pair(result: CompareResult) -> list[str]:
     """Position consistency and preference fairness per system pair, for pairwise entries that have them."""
-    keys = ("position_consistency", "preference_fairness")
-    tables = {e.name: {k: e.measures[k].extra.get("per_group", {}) for k in keys if k in e.measures}
-              for e in result.entries}
-    tables = {name: t for name, t in tables.items() if any(t.values())}
+    tables = _pair_tables(result)
     if not tables:
         return []
     out = ["## Per system pair", "",
@@ -363,6 +372,8 @@ def _plots_section(result: CompareResult) -> list[str]:
         out += ["![per-system P_i](per_system.png)", ""]
     if _has_consistency(result):
         out += ["![consistency](consistency.png)", ""]
+    if _pair_tables(result):
+        out += ["![position bias per system pair](per_pair.png)", ""]
     return out
 
 
@@ -410,6 +421,8 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
         paths.append(_per_system_plot(result, out / "per_system.png"))
     if _has_consistency(result):
         paths.append(_consistency_plot(result, out / "consistency.png"))
+    if _pair_tables(result):
+        paths.append(_per_pair_plot(result, out / "per_pair.png"))
     return paths
 
 
@@ -501,6 +514,40 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
     ax.set_ylabel("P_i = Spearman(judge, human) within system")
     ax.set_title(f"Per-system agreement, systems by human quality: {result.benchmark} / {result.criterion}")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _per_pair_plot(result: CompareResult, path: Path) -> Path:
+    """Position consistency and preference fairness per system pair, with their intervals, one bar per entry."""
+    plt = _plt()
+    tables = _pair_tables(result)
+    pairs = list(dict.fromkeys(p for t in tables.values() for rows in t.values() for p in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 0.55 * len(pairs) * max(1, len(tables)) + 4), 4.2),
+                             squeeze=False)
+    width = 0.8 / max(len(tables), 1)
+    x = np.arange(len(pairs))
+    for ax, key, label in zip(axes.flat, _PAIR_KEYS, ("position consistency (↑)", "preference fairness (→ 0)"),
+                              strict=True):
+        for k, (name, t) in enumerate(tables.items()):
+            rows = t.get(key, {})
+            vals = np.array([rows[p]["value"] if p in rows and rows[p]["value"] is not None else math.nan
+                             for p in pairs], dtype=float)
+            low = np.array([rows[p]["ci_low"] if p in rows and rows[p].get("ci_low") is not None else math.nan
+                            for p in pairs], dtype=float)
+            high = np.array([rows[p]["ci_high"] if p in rows and rows[p].get("ci_high") is not None else math.nan
+                             for p in pairs], dtype=float)
+            err = np.nan_to_num(np.vstack([vals - low, high - vals]), nan=0.0)
+            ax.bar(x + (k - (len(tables) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width,
+                   yerr=err, capsize=2, label=_short(name))
+        ax.set_xticks(x)
+        ax.set_xticklabels(pairs, rotation=45, ha="right", fontsize=8)
+        ax.axhline(0, color="#999999", linewidth=0.8)
+        ax.set_title(label, fontsize=10)
+    axes.flat[1].set_ylim(-1, 1)
+    axes.flat[0].set_ylim(0, 1)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"Position bias per system pair (Shi et al. 2024): {result.benchmark} / {result.criterion}")
     fig.tight_layout()
     return _save(fig, path)
 
