@@ -193,6 +193,10 @@ def compare_cmd(
                                                 "(default: the built-in prompt for the criterion)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items, document by "
                                        "document (0 = all)")] = 0,
+    train: Annotated[str | None, typer.Option(
+        "--train", help="fit on train, compare on test: a fraction such as 0.5 (the benchmark split by document "
+        "with --seed) or a training benchmark sharing no document with -b; every pipeline that learns from data "
+        "(random, stratified, highest-RS, perturbed demos) is fitted on it first")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="folder for journals, results.json, report.md "
                                       "and plots (a rerun resumes)")] = Path("reports/compare"),
     likelihood: Annotated[bool, typer.Option(help="compute LS with the embedded model and report "
@@ -262,6 +266,7 @@ async def _compare(**opts: Any) -> None:
             bench, crit, entries, out_dir=opts["out"], concurrency=opts["concurrency"],
             limit=opts["limit"] or None, likelihood=opts["likelihood"], progress=opts["progress"],
             n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
+            train=_train_option(opts.get("train")),
         )
     finally:
         if lm is not None:
@@ -271,6 +276,16 @@ async def _compare(**opts: Any) -> None:
     paths = write_report(result, opts["out"])
     typer.echo((opts["out"] / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+
+
+def _train_option(text: str | None) -> float | str | None:
+    """``--train``: a fraction (a number) or a benchmark name / ``jsonl:<path>``."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 @app.command("report")

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tqdm.auto import tqdm
 
 from mitigate.data.schema import Benchmark, Item
@@ -135,14 +135,20 @@ class Entry(BaseModel):
     Build one with :meth:`from_pipeline` (a base judge wrapped by a mitigation pipeline),
     :meth:`from_recorded` (judgments a user already has) or :meth:`from_released` (a replayed
     released judge); ``scale`` is the judge's answer scale, found from the judge when not given.
+
+    A pipeline entry keeps its ``pipeline`` and ``base`` judge: :func:`compare` with ``train``
+    fits the pipeline on the training items (``Pipeline.afit``) before judging, and a pipeline
+    that must learn from data (demos chosen from a pool) has no ``judge`` until then.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     name: str
-    judge: Judge
+    judge: Judge | None = None
     kind: Literal["pipeline", "released", "recorded", "judge"] = "judge"
     spec: dict[str, Any] = Field(default_factory=dict)
     scale: Scale | None = None
+    pipeline: Mitigation | None = None
+    base: Judge | None = None
 
     @field_validator("name")
     @classmethod
@@ -151,12 +157,24 @@ class Entry(BaseModel):
             raise ConfigError("expected a non-empty entry name; got an empty string")
         return v
 
+    @model_validator(mode="after")
+    def _has_judge(self) -> Entry:
+        if self.judge is None and (self.pipeline is None or self.base is None):
+            raise ConfigError(f"entry {self.name!r} needs a judge, or a pipeline and the base judge it wraps")
+        return self
+
+    @property
+    def needs_fit(self) -> bool:
+        """True when the entry's pipeline must be fitted on training items before it can judge."""
+        return self.judge is None
+
     @classmethod
     def from_pipeline(cls, name: str | None, base: Judge, pipeline: Mitigation | str) -> Entry:
         """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline").
 
         ``pipeline`` is a :class:`~mitigate.strategies.base.Pipeline`, a single mitigation, or
-        CLI text such as ``"name(k=v) | name2"`` (``"baseline"``: no mitigation).
+        CLI text such as ``"name(k=v) | name2"`` (``"baseline"``: no mitigation). A pipeline
+        that still has to be fitted (``is_fitted`` false) is wrapped when :func:`compare` fits it.
         """
         text = pipeline if isinstance(pipeline, str) else None
         if isinstance(pipeline, str):
@@ -166,7 +184,8 @@ class Entry(BaseModel):
         else:
             raise ConfigError(f"expected a Pipeline, a Mitigation or pipeline text; got {type(pipeline).__name__}")
         label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
-        return cls(name=label, judge=pipe.wrap(base), kind="pipeline", spec=pipe.spec())
+        judge = pipe.wrap(base) if getattr(pipe, "is_fitted", True) else None
+        return cls(name=label, judge=judge, kind="pipeline", spec=pipe.spec(), pipeline=pipe, base=base)
 
     @classmethod
     def from_released(cls, judge_name: str, criterion: str, *, name: str | None = None,
@@ -270,6 +289,7 @@ class EntryResult(BaseModel):
     per_system: dict[str, Measure] = Field(default_factory=dict)
     histogram: dict[str, int] = Field(default_factory=dict)
     comparison: Comparison | None = None
+    fitted: dict[str, Any] | None = None
 
     @field_validator("measures", "per_system", mode="before")
     @classmethod
@@ -547,6 +567,108 @@ def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     return load(benchmark)
 
 
+def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
+                     criterion: str | None = None) -> tuple[Benchmark, Benchmark]:
+    """Split ``bench`` into train and test by document, so no source text is on both sides.
+
+    Items are grouped by ``doc_id`` when every item has one (otherwise each item is its own
+    group); the groups are shuffled with ``seed`` and go to train until it holds ``fraction``
+    of the items, the rest to test. With ``criterion``, train keeps only items labelled on it
+    (a human score or a gold preference): fitting learns from labels. ConfigError for a fraction
+    outside (0, 1), DataError when either side would be empty.
+    """
+    import random
+
+    if not (isinstance(fraction, float | int) and 0 < fraction < 1):
+        raise ConfigError(f"expected a train fraction strictly between 0 and 1 (e.g. 0.5); got {fraction!r}")
+    by_doc = all(it.doc_id is not None for it in bench.items)
+    groups: dict[str, list[Item]] = {}
+    for it in bench.items:
+        groups.setdefault(str(it.doc_id) if by_doc else it.id, []).append(it)
+    keys = list(groups)
+    random.Random(seed).shuffle(keys)
+    target = fraction * len(bench.items)
+    train: list[Item] = []
+    test_keys: set[str] = set()
+    for key in keys:
+        if len(train) < target:
+            train.extend(groups[key])
+        else:
+            test_keys.add(key)
+    test = [it for it in bench.items if (str(it.doc_id) if by_doc else it.id) in test_keys]
+    if criterion is not None:
+        train = [it for it in train if _labelled(it, criterion)]
+    if not train or not test:
+        raise DataError(f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} test items "
+                        f"of {bench.name!r} ({len(keys)} documents); expected both to be non-empty")
+    keep_order = {it.id: i for i, it in enumerate(bench.items)}
+    train.sort(key=lambda it: keep_order[it.id])
+    return (bench.model_copy(update={"name": f"{bench.name}-train", "items": tuple(train)}),
+            bench.model_copy(update={"name": bench.name, "items": tuple(test)}))
+
+
+def _labelled(item: Item, criterion: str) -> bool:
+    value = item.human.get(criterion)
+    return (value is not None and math.isfinite(value)) or criterion in item.preference
+
+
+def _train_and_test(bench: Benchmark, train: float | str | Benchmark | None, criterion: str,
+                    seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
+    """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of them."""
+    if train is None:
+        return None, bench, None
+    if isinstance(train, float | int) and not isinstance(train, bool):
+        fit, test = train_test_split(bench, float(train), seed=seed, criterion=criterion)
+        docs = {it.doc_id for it in fit.items if it.doc_id is not None}
+        return fit, test, {"source": f"{bench.name}, fraction {train:g} by document (seed {seed})",
+                           "n_items": len(fit), "n_documents": len(docs) or len(fit),
+                           "ids": [it.id for it in fit.items]}
+    fit = _benchmark(train)
+    fit = fit.model_copy(update={"items": tuple(it for it in fit.items if _labelled(it, criterion))})
+    if not fit.items:
+        raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
+    shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
+    shared_docs = sorted({it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items if it.doc_id})
+    if shared_ids or shared_docs:
+        shared = shared_docs or shared_ids
+        raise ConfigError(
+            f"expected a training benchmark that shares no item or document with {bench.name!r}; {len(shared)} are "
+            f"in both, e.g. {shared[:3]} (split one benchmark with a train fraction instead)"
+        )
+    docs = {it.doc_id for it in fit.items if it.doc_id is not None}
+    return fit, bench, {"source": fit.name, "n_items": len(fit), "n_documents": len(docs) or len(fit),
+                        "ids": [it.id for it in fit.items]}
+
+
+async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, progress: bool,
+                       concurrency: int) -> tuple[list[Entry], dict[str, dict[str, Any]]]:
+    """Fit every entry whose pipeline must learn from data on ``train`` (``Pipeline.afit``); say what each was fitted on.
+
+    Entries that are already fitted (a searched spec, a pipeline with nothing to learn) are
+    used as they are. ConfigError when an entry needs fitting and there is no ``train``.
+    """
+    out: list[Entry] = []
+    info: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        if not e.needs_fit:
+            info[e.name] = {"fitted": False, "why": "nothing to learn or already fitted; used as given"}
+            out.append(e)
+            continue
+        if train is None:
+            raise ConfigError(
+                f"entry {e.name!r} learns from data (its demos come from a training pool) and must be fitted first; "
+                "expected a train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK"
+            )
+        assert e.pipeline is not None and e.base is not None
+        afit = getattr(e.pipeline, "afit", None)
+        if afit is None:
+            raise ConfigError(f"this build of mitigate cannot fit {type(e.pipeline).__name__} (no Pipeline.afit)")
+        fitted = await afit(train, e.base, progress=progress, concurrency=concurrency)
+        out.append(e.model_copy(update={"judge": fitted.wrap(e.base), "pipeline": fitted, "spec": fitted.spec()}))
+        info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train)}
+    return out, info
+
+
 def _task_for(benchmark: str) -> str:
     family = benchmark.split("-")[0].split(":")[0].lower()
     return GENERATION_TASKS.get(family, DEFAULT_GENERATION_TASK)
@@ -568,6 +690,7 @@ async def compare(
     seed: int = 0,
     restart: bool = False,
     command: str | None = None,
+    train: float | str | Benchmark | None = None,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -581,18 +704,30 @@ async def compare(
       :class:`~mitigate.likelihood.LikelihoodScorer` to use; ``likelihood_task`` is the
       generation task in its context (default: by benchmark family, :data:`GENERATION_TASKS`).
     - ``n_boot`` bootstrap resamples per interval (0: no intervals), ``n_perm`` permutations.
+    - ``train``: fit on train, compare on test. A fraction (e.g. 0.5) splits the benchmark by
+      document with ``seed`` (:func:`train_test_split`), or a benchmark (name or loaded) that
+      shares no item or document with the judged one is the training set. Every entry whose
+      pipeline must learn from data (random, stratified, highest-RS or perturbed demos) is
+      fitted on its labelled items with ``Pipeline.afit`` before judging the test items;
+      entries already fitted (a searched spec) are used as given. ``settings["train"]`` and
+      each entry's ``fitted`` say which items that was; ``limit`` applies to the test items.
+      Without ``train``, an entry that must be fitted is a ConfigError.
 
-    Nothing is written besides journals and the LS cache: pass the result to
-    :func:`mitigate.harness.report.write_report`.
+    Nothing is written besides journals, the LS cache and, with ``train``, the training items
+    (``out_dir/train.jsonl``, generic format, for ``mitigate search -b jsonl:...``): pass the
+    result to :func:`mitigate.harness.report.write_report`.
     """
-    bench = _benchmark(benchmark)
-    if bench.criteria and criterion not in bench.criteria:
-        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {criterion!r}")
+    full = _benchmark(benchmark)
+    if full.criteria and criterion not in full.criteria:
+        raise ConfigError(f"expected a criterion of {full.name} {list(full.criteria)}; got {criterion!r}")
     if concurrency < 1:
         raise ConfigError(f"The 'concurrency' parameter of compare must be an int >= 1. Got {concurrency} instead.")
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
+    fit_on, bench, train_info = _train_and_test(full, train, criterion, seed)
+    if any(e.needs_fit for e in todo) and fit_on is None:
+        await _fit_entries(todo, None, progress=progress, concurrency=concurrency)  # raises, naming the entry
     items = select_items(bench.items, limit)
     if not items:
         raise DataError(f"benchmark {bench.name!r} has no items to judge")
@@ -602,6 +737,13 @@ async def compare(
         raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
                         f"{criterion!r}")
     out = Path(out_dir)
+    fit_info: dict[str, dict[str, Any]] = {}
+    if fit_on is not None:
+        from mitigate.data.jsonl import save_jsonl
+
+        save_jsonl(fit_on, out / "train.jsonl")
+        todo, fit_info = await _fit_entries(todo, fit_on, progress=progress, concurrency=concurrency)
+        train_info = {**(train_info or {}), "file": "train.jsonl"}
     stems = journal_names([e.name for e in todo])
     runs = []
     for e in todo:
@@ -645,7 +787,7 @@ async def compare(
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
-            histogram=histogram, comparison=comparison,
+            histogram=histogram, comparison=comparison, fitted=fit_info.get(e.name),
         ))
     human_ref = _human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task)
     records = tuple(
@@ -662,7 +804,7 @@ async def compare(
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
         likelihood=ls_info,
         settings={"limit": limit, "n_items": len(items), "concurrency": concurrency, "n_boot": n_boot,
-                  "n_perm": n_perm, "seed": seed, "command": command,
+                  "n_perm": n_perm, "seed": seed, "command": command, "train": train_info,
                   "journals": {e.name: f"journals/{stems[e.name]}.jsonl" for e in todo}},
     )
 

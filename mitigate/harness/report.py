@@ -182,6 +182,13 @@ def render_markdown(result: CompareResult) -> str:
         lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of all\" "
                       "gives it over every item, each dropped one counted against the judge, as papers that report "
                       "shares of all items count (LLMBar's order consistency 323/419).")
+    train = s.get("train")
+    if train:
+        fitted = [e.name for e in result.entries if e.fitted and e.fitted.get("fitted")]
+        lines += ["", f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) were "
+                      f"fitted on {train.get('n_items')} labelled training items ({train.get('source')}; "
+                      f"{train.get('n_documents')} documents, none of them among the judged items; ids in "
+                      f"`{train.get('file', 'results.json')}`); the others were used as given."]
     if s.get("command"):
         lines += ["", f"Command: `{s['command']}`"]
     lines += ["", "## Accuracy and bias", "",
@@ -262,7 +269,8 @@ def _details(result: CompareResult) -> list[str]:
         sm = e.summary
         out += [f"### {e.name}", "",
                 f"Kind: {e.kind}; scale {e.scale.describe()}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
-                f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache).", "",
+                f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache)."
+                + _fitted_text(e), "",
                 "| measure | direction | value | 95% CI | n | failed | of all | note |",
                 "|---|---|---:|---|---:|---:|---:|---|"]
         for k, m in e.measures.items():
@@ -274,6 +282,14 @@ def _details(result: CompareResult) -> list[str]:
                        f"{_of_all_text(m)} | {(m.reason or '').replace('|', '/')} |")
         out.append("")
     return out
+
+
+def _fitted_text(e: EntryResult) -> str:
+    if not e.fitted:
+        return ""
+    if e.fitted.get("fitted"):
+        return f" Fitted on the {e.fitted.get('n_items')} items of {e.fitted.get('train')} (its spec holds what it learned)."
+    return f" Not fitted here: {e.fitted.get('why')}."
 
 
 def _human_quality(result: CompareResult) -> dict[str, float]:
