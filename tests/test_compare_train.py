@@ -24,12 +24,13 @@ def test_the_split_keeps_documents_whole_is_seeded_and_labelled() -> None:
     train_docs = {it.doc_id for it in train.items}
     test_docs = {it.doc_id for it in test.items}
     assert not train_docs & test_docs
-    assert len(train_docs) + len(test_docs) in (9, 10)  # d0 has no label: it is never a training document
+    assert len(train_docs) + len(test_docs) in (9, 10)  # d0 has no label: it never trains
     assert all("q" in it.human for it in train.items)
     assert {it.id for it in train.items} | {it.id for it in test.items} <= {it.id for it in bench.items}
     assert train_test_split(bench, 0.5, seed=3, criterion="q") == (train, test)
     assert train_test_split(bench, 0.5, seed=4, criterion="q") != (train, test)
-    assert 12 <= len(train) + sum(1 for it in test.items if it.doc_id == "d0") <= 18
+    # half of the 30 items by document (5 documents of 3), less d0's 3 unlabelled items if it was drawn
+    assert len(train) in (12, 15)
 
 
 def test_bad_fractions_and_overlapping_training_benchmarks_are_refused(tmp_path: Path) -> None:
