@@ -9,7 +9,7 @@ holds what they share:
   (journals and full results, so a killed run resumes), ``--seed``, ``--concurrency``,
   ``--n-boot``/``--n-perm``, ``--restart`` and ``--cache``;
 - building the LM from those options (:func:`make_lm`);
-- formatting a :class:`~mitigate.measures.metrics.Measure` or a permutation result for the
+- formatting a :class:`~mitigate.measures.Measure` or a permutation result for the
   console and for JSON (:func:`fmt`, :func:`measure_json`, :func:`perm_json`);
 - writing the summary JSON with the command, settings and timings (:func:`write_summary`).
 

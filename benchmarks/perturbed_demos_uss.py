@@ -78,8 +78,9 @@ from mitigate.judge import Judge, JudgeConfig, PromptJudge
 from mitigate.measures.stats import permutation_test_mean_diff
 from mitigate.prompt import Demo, JudgePrompt
 from mitigate.runner import run
+from mitigate.selectors import stratified_pick
 from mitigate.strategies import PerturbationProbe, PerturbedGuidelineDemos, Pipeline
-from mitigate.strategies.perturbed_demos import ORIGINAL, PerturbationProbeJudge, stratified_pick
+from mitigate.strategies.perturbed_demos import ORIGINAL, PerturbationProbeJudge
 
 CRITERION = "satisfaction"
 USS_PROMPT = """You will read a conversation between a user and a virtual assistant. Judge how satisfied the user is with the assistant over the whole conversation.

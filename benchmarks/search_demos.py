@@ -1,6 +1,6 @@
 """Searched demonstrations vs the papers' heuristics and random demos, on held-out test items (USS SGD, WebNLG).
 
-``mitigate.selectors.search`` looks for the demo set that maximises a declared objective on a
+``mitigate.search`` looks for the demo set that maximises a declared objective on a
 dev split. This script asks whether what it finds holds on a **test split it never saw**, and
 how it compares with the demo heuristics of the papers and with random demos.
 
@@ -86,15 +86,16 @@ import mitigate.measures as M
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.harness.compare import GENERATION_TASKS, Entry, compare, select_items
+from mitigate.harness.report import plot_search
 from mitigate.judge import JudgeConfig, Judgment, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures.stats import paired_permutation_test, permutation_test_mean_diff
 from mitigate.prompt import JudgePrompt
 from mitigate.runner import run
-from mitigate.selectors import FixedDemos, Random, Stratified
-from mitigate.selectors.objective import Objective
-from mitigate.selectors.search import SearchResult, Split, asearch
+from mitigate.search import Objective, SearchResult, Split, asearch
+from mitigate.selectors import Random, Stratified
 from mitigate.strategies import (
+    FixedDemos,
     HighestRSDemos,
     Mitigation,
     PerturbationProbe,
@@ -189,7 +190,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         timer.mark("search", t0)
         print_search(res)
         res.save_pipeline(args.run_dir / "searched_pipeline.json")
-        print(f"wrote {res.plot(args.out.with_suffix('.png'))}", file=sys.stderr)
+        print(f"wrote {plot_search(res, args.out.with_suffix('.png'))}", file=sys.stderr)
         heuristic = PD.pick_demos(raw_pool, args.seed)
         arms: dict[str, Mitigation] = {
             "zero-shot": Pipeline(),
@@ -289,7 +290,7 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         timer.mark("search", t0)
         print_search(res)
         res.save_pipeline(args.run_dir / "searched_pipeline.json")
-        print(f"wrote {res.plot(args.out.with_suffix('.png'))}", file=sys.stderr)
+        print(f"wrote {plot_search(res, args.out.with_suffix('.png'))}", file=sys.stderr)
         pool_bench = Benchmark(name="webnlg-pool", items=tuple(pool), criteria=(c,), scale=bench.scale)
         t0 = time.perf_counter()
         rnd = HRS.rounded(RandomDemos(k=args.k_heuristic, seed=args.seed, criterion=c).fit(pool_bench))

@@ -11,6 +11,10 @@ from typing import Annotated, Any
 import typer
 
 from mitigate.errors import MitigateError
+from mitigate.registry import lookup
+from mitigate.search import ENGINES, Objective, search
+from mitigate.selectors import registered_selectors
+from mitigate.strategies import PerturbedGuidelineDemos, parse_pipeline
 
 app = typer.Typer(
     add_completion=False,
@@ -97,8 +101,9 @@ def judge(
     restart: Annotated[bool, typer.Option(help="discard an existing journal in --run-dir")] = False,
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk (identical re-runs make no calls)")] = True,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
-    pipeline: Annotated[Path | None, typer.Option(
-        "--pipeline", help="a pipeline spec JSON file (e.g. written by 'mitigate search') wrapping the judge")] = None,
+    pipeline: Annotated[str | None, typer.Option(
+        "--pipeline", help="mitigations wrapping the judge: pipeline text such as \"name(k=v) | name2\", or "
+        "@file.json (a spec file such as 'mitigate search --out' writes)")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="also write one row per item (scores, verdicts, failures with raw text, flags, "
         "usage) to this file: JSON lines, or CSV when it ends in .csv")] = None,
@@ -125,7 +130,7 @@ async def _judge(**opts: Any) -> None:
         scoring=opts["scoring"], max_tokens=opts["max_tokens"],
     )
     pj = PromptJudge(jp, lm, config)
-    judge_obj = _with_pipeline_file(pj, opts.get("pipeline"))
+    judge_obj = _with_pipeline(pj, opts.get("pipeline"))
     items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
     typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
     journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
@@ -177,8 +182,8 @@ def compare_cmd(
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
     pipeline: Annotated[list[str] | None, typer.Option(
-        "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline or \"name(k=v) | name2\"; "
-        "repeat for several (the first entry is the reference)")] = None,
+        "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or "
+        "@file.json; repeat for several (the first entry is the reference)")] = None,
     recorded: Annotated[list[Path] | None, typer.Option(
         "--recorded", help="a recorded-judgments file (JSON lines or .csv, see docs/recorded_format.md): every "
         "judge in it that answered the criterion becomes an entry, replayed with no LM call; repeat for "
@@ -236,8 +241,6 @@ async def _compare(**opts: Any) -> None:
                           "--released judge; got none")
     if opts["limit"] < 0:
         raise ConfigError(f"expected --limit >= 0 (0 = all items); got {opts['limit']}")
-    from mitigate.strategies import parse_pipeline  # importing the package registers every strategy
-
     parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     entries: list[Entry] = []
@@ -300,14 +303,12 @@ def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
 
 
-def _with_pipeline_file(judge: Any, path: Path | None) -> Any:
-    """``judge`` wrapped by the mitigation pipeline saved in ``path`` (None: unchanged)."""
-    if path is None:
+def _with_pipeline(judge: Any, text: str | None) -> Any:
+    """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None: unchanged)."""
+    if text is None:
         return judge
-    from mitigate.selectors.search import load_pipeline
-
-    pipe = load_pipeline(path)
-    typer.echo(f"pipeline from {path}: {json.dumps(pipe.spec())[:200]}", err=True)
+    pipe = parse_pipeline(text)
+    typer.echo(f"pipeline {text}: {json.dumps(pipe.spec())[:200]}", err=True)
     return pipe.wrap(judge)
 
 
@@ -319,14 +320,13 @@ def search_cmd(
                                                   "(default: the benchmark's first)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="use only the first N labelled items, document "
                                        "by document, so each document keeps every system's output (0 = all)")] = 0,
-    engine: Annotated[str, typer.Option(help="random, greedy, dspy-labeled, dspy-bootstrap-rs or "
-                                        "dspy-mipro")] = "random",
+    engine: Annotated[str, typer.Option(help=f"search engine: {', '.join(ENGINES)}")] = "random",
     budget: Annotated[int, typer.Option(help="distinct LM requests the search may make (cache hits count "
                                         "too, so a rerun retraces the same search)")] = 200,
     k: Annotated[list[int] | None, typer.Option("--k", help="demos per set; repeat for several sizes")] = None,
     selector: Annotated[list[str] | None, typer.Option(
-        "--selector", help="candidate generator: random, stratified, knn; repeat for several "
-        "(default: random and stratified)")] = None,
+        "--selector", help=f"candidate generator: {', '.join(registered_selectors())} (fixed needs ids: use "
+        "the Python API); repeat for several (default: random and stratified)")] = None,
     perturbed: Annotated[bool, typer.Option(help="also search demos shown under reordered guidelines "
                                             "(Ghazarian et al. 2024)")] = False,
     agreement: Annotated[str, typer.Option(help="spearman, kendall, pearson or accuracy (exact match)")] = "spearman",
@@ -347,10 +347,13 @@ def search_cmd(
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the split, the draws and the bootstrap")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", help="where to write the winning pipeline spec "
-                                      "(load it with 'mitigate judge --pipeline')")] = Path("search_pipeline.json"),
+                                      "(load it with 'mitigate judge --pipeline @<file>')")] = Path("search_pipeline.json"),
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     plot: Annotated[bool, typer.Option(help="also write a PNG of the search beside --out")] = True,
+    pipeline: Annotated[str, typer.Option(
+        "--pipeline", help="mitigations wrapping the judge before demos are searched: pipeline text or @file.json; "
+        "the saved spec holds them followed by the winner")] = "baseline",
 ) -> None:
     """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
     from pydantic import ValidationError
@@ -366,13 +369,13 @@ def search_cmd(
 
 def _search(**opts: Any) -> None:
     from mitigate.errors import ConfigError
+    from mitigate.harness.report import plot_search
     from mitigate.judge import JudgeConfig, PromptJudge
     from mitigate.prompt import JudgePrompt
-    from mitigate.selectors import KNN, Objective, Random, Stratified, search
-    from mitigate.strategies.perturbed_demos import PerturbedGuidelineDemos
 
     if opts["limit"] < 0:
         raise ConfigError(f"expected --limit >= 0 (0 = all labelled items); got {opts['limit']}")
+    before = parse_pipeline(opts["pipeline"])  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     labelled = [it for it in bench.items if crit in it.human]
     if opts["limit"]:
@@ -382,19 +385,16 @@ def _search(**opts: Any) -> None:
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
     lm = _backend(opts["backend"], opts["base_url"], cache=False)  # retries; the search adds its own cache
-    judge = PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"], max_tokens=opts["max_tokens"]))
+    judge = before.wrap(PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"],
+                                                        max_tokens=opts["max_tokens"])))
     try:
         fractions = tuple(float(x) for x in opts["splits"].split(","))
     except ValueError:
         raise ConfigError(f"expected --splits as three fractions such as 0.5,0.25,0.25; got {opts['splits']!r}") from None
     if len(fractions) != 3:
         raise ConfigError(f"expected --splits as three fractions such as 0.5,0.25,0.25; got {opts['splits']!r}")
-    known = {"random": Random, "stratified": Stratified, "knn": KNN}
-    names = opts["selector"] or ["random", "stratified"]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(f"expected --selector names among {sorted(known)}; got {unknown}")
-    selectors = [known[n](seed=opts["seed"]) if n != "knn" else KNN() for n in names]
+    classes = [lookup("selector", n) for n in opts["selector"] or ["random", "stratified"]]
+    selectors = [cls(seed=opts["seed"]) if "seed" in cls.model_fields else cls() for cls in classes]
     objective = Objective(agreement=opts["agreement"], consistency_weight=opts["consistency_weight"],
                           consistency=opts["consistency"], bias_weight=opts["bias_weight"])
     templates: list[Any] = [None]
@@ -407,17 +407,17 @@ def _search(**opts: Any) -> None:
     }
     if objective.needs_likelihood:
         common["likelihood"] = opts["likelihood"]
-    if not opts["engine"].startswith("dspy-"):
-        common.update(selectors=selectors, perturbations=templates)
+    if lookup("engine", opts["engine"]).uses_selectors or opts["selector"] or opts["perturbed"]:
+        common.update(selectors=selectors, perturbations=templates)  # an engine that takes none refuses them
     typer.echo(f"{bench.summary()}\nsearching demos for {crit!r} on {len(labelled)} labelled items with "
                f"{lm.spec}, engine {opts['engine']}, budget {opts['budget']} LM calls", err=True)
     result = search(judge, data, engine=opts["engine"], **common)
     typer.echo(result.summary())
-    path = result.save_pipeline(opts["out"])
-    typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline {path})", err=True)
+    path = result.save_pipeline(opts["out"], before=before)
+    typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
     if opts["plot"]:
-        typer.echo(f"wrote {result.plot(path.with_suffix('.png'))} (trials on dev; winner vs baseline on test)",
-                   err=True)
+        typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
+                   "test)", err=True)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -493,6 +493,11 @@ def _lookup(item: Item, field: str) -> str | None:
     return None
 
 
+def field_text(item: Item, field: str) -> str | None:
+    """The item's text for ``field`` as prompts read it (aliases such as document/source are tried); None if absent."""
+    return _lookup(item, field)
+
+
 def answer_label(name: str) -> str:
     """A criterion name as written in answer lines ("coherence" -> "Coherence"); parsing is case-insensitive."""
     return name[:1].upper() + name[1:]

@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from mitigate.errors import ConfigError
 
@@ -38,6 +38,7 @@ __all__ = [
     "Interval",
     "IsInstance",
     "Options",
+    "Satisfies",
     "build",
     "check_param",
     "describe_constraints",
@@ -143,7 +144,8 @@ class Interval(Constraint):
     """A number of type ``kind`` (int or float) within bounds; ``None`` bounds are open-ended.
 
     ``closed`` says which bounds are included: "both" (default), "left", "right" or
-    "neither". ``Interval(int)`` is any int; bools are never ints here, and NaN is never a float.
+    "neither". ``Interval(int)`` is any int; bools are never ints here, and NaN and the
+    infinities are never floats (a parameter that is a number is a finite one).
     """
 
     def __init__(
@@ -163,7 +165,7 @@ class Interval(Constraint):
         if isinstance(value, bool):
             return False
         ok_types: tuple[type, ...] = (int,) if self.kind is int else (int, float)
-        if not isinstance(value, ok_types) or (isinstance(value, float) and math.isnan(value)):
+        if not isinstance(value, ok_types) or (isinstance(value, float) and not math.isfinite(value)):
             return False
         if self.left is not None:
             if value < self.left or (value == self.left and self.closed in ("right", "neither")):
@@ -235,6 +237,28 @@ class IsInstance(Constraint):
         return " or ".join(self._NOUNS.get(t, f"a {t.__name__}") for t in self.types)
 
 
+class Satisfies(Constraint):
+    """A value for which ``predicate`` is true, described by ``noun`` ("a non-empty tuple of item ids").
+
+    For what a type, a range or a set of options cannot say (non-empty, unique, a prefix);
+    a predicate that raises counts as false.
+    """
+
+    def __init__(self, predicate: Callable[[Any], bool], noun: str) -> None:
+        self.predicate, self.noun = predicate, noun
+
+    def accepts(self, value: Any) -> bool:
+        """True when the predicate holds for ``value``."""
+        try:
+            return bool(self.predicate(value))
+        except Exception:  # a predicate that cannot judge the value refuses it
+            return False
+
+    def describe(self) -> str:
+        """The noun given at construction."""
+        return self.noun
+
+
 ConstraintLike = Constraint | type | None
 
 
@@ -272,6 +296,21 @@ def check_param(owner: str, name: str, value: Any, constraints: Iterable[Constra
     )
 
 
+def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
+    """A pydantic ValidationError as one ConfigError sentence naming the parameter, what it needs and what came."""
+    first = exc.errors()[0]
+    name = ".".join(str(p) for p in first.get("loc", ())) or "?"
+    if first.get("type") == "missing":
+        return ConfigError(f"{owner} needs the {name!r} parameter; got none", parameter=name, owner=owner)
+    msg = str(first.get("msg", "invalid value"))
+    msg = msg[:1].lower() + msg[1:]
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return ConfigError(
+        f"The {name!r} parameter of {owner} is not valid: {msg}. Got {first.get('input')!r} instead{more}.",
+        parameter=name, owner=owner,
+    )
+
+
 class Component(BaseModel):
     """Frozen pydantic base of registered components, with declared parameter constraints.
 
@@ -286,11 +325,18 @@ class Component(BaseModel):
     registry_kind: ClassVar[str] = ""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _check_parameters(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            return data
+    def _validate(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        if isinstance(data, Mapping):
+            cls._check_parameters(data)
+        try:
+            return handler(data)
+        except ValidationError as exc:  # what the declared constraints do not cover: still one line
+            raise _one_line_error(cls.__name__, exc) from None
+
+    @classmethod
+    def _check_parameters(cls, data: Mapping[str, Any]) -> None:
         owner = cls.__name__
         unknown = sorted(k for k in data if isinstance(k, str) and k not in cls.model_fields)
         if unknown and cls.model_config.get("extra") == "forbid":
@@ -302,7 +348,11 @@ class Component(BaseModel):
         for name, constraints in cls.parameter_constraints.items():
             if name in data:
                 check_param(owner, name, data[name], constraints)
-        return data
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        """Instances the contract checks (:mod:`mitigate.testing.checks`) exercise; override when defaults are not enough."""
+        return [cls()]
 
     def spec(self) -> dict[str, Any]:
         """``{"name": ..., "params": {...}}``: what :func:`build` rebuilds this from."""

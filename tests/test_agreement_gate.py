@@ -235,7 +235,7 @@ def test_parameters_validate_and_spec_round_trips() -> None:
         AgreementGate(min_items=2)
     with pytest.raises(ConfigError, match="The 'method' parameter of AgreementGate must be one of"):
         AgreementGate(method="cosine")
-    with pytest.raises(ConfigError, match=re.escape("must be a float in [-1, 1]. Got 2.0 instead.")):
+    with pytest.raises(ConfigError, match=re.escape("must be a float in [-1, 1]. Got 2 instead.")):
         AgreementGate(tolerance=2)
 
 

@@ -21,13 +21,14 @@ from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.paths import data_dir
 from mitigate.prompt import PromptMessage
-from mitigate.strategies.base import Pipeline, PromptMitigation, register
+from mitigate.registry import register
+from mitigate.strategies.base import Pipeline, PromptMitigation
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 MARK = "[[exact]]"
 
 
-@register("test-compare-exact")
+@register("mitigation", "test-compare-exact")
 class ExactHint(PromptMitigation):
     """Test-only: appends a marker the fake LM answers with the true score."""
 

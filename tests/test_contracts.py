@@ -1,132 +1,78 @@
-"""The shared contract battery, run over every registered mitigation (scikit-learn style).
+"""The shared contract battery (:mod:`mitigate.testing.checks`), run over every registered component of every kind.
 
-Each registered class is built from its ``examples()``; every example must be a frozen
-value whose spec round-trips, and whose ``wrap`` returns a new judge without touching the
-judge it was given.
+The same checks ship publicly, so users run them on their own mitigations, selectors and
+engines with ``parametrize_with_checks`` (scikit-learn style).
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from typing import ClassVar
 
 import pytest
-from pydantic import BaseModel
 
-import mitigate.selectors as selectors_pkg
-import mitigate.strategies as strategies_pkg
-from mitigate import Criterion, JudgePrompt, PromptJudge
-from mitigate.errors import ConfigError
-from mitigate.lm.fake import FakeLM
-from mitigate.strategies.base import Mitigation, from_spec, registered
+from mitigate.judge import Judge
+from mitigate.prompt import JudgePrompt
+from mitigate.registry import Component, Interval, register
+from mitigate.strategies import Mitigation, PromptMitigation
+from mitigate.testing import Check, check_component, checks_for, parametrize_with_checks, registered_examples
 
-for _pkg in (strategies_pkg, selectors_pkg):
-    for _mod in pkgutil.iter_modules(_pkg.__path__):
-        importlib.import_module(f"{_pkg.__name__}.{_mod.name}")
-
-GUIDED = """Rate the summary.
-
-Coherence (1-5) - how well the summary hangs together.
-
-Score 1 means it is incoherent.
-Score 2 means it is mostly incoherent.
-Score 3 means it is partly coherent.
-Score 4 means it is mostly coherent.
-Score 5 means it is fully coherent.
-
-Article: {{source}}
-Summary: {{summary}}
-
-Score:"""
-
-EXAMPLES = [
-    pytest.param(example, id=f"{name}-{i}")
-    for name, cls in sorted(registered().items())
-    if not name.startswith("test-")
-    for i, example in enumerate(cls.examples())
-]
+EXAMPLES = registered_examples()
 
 
-def _judge() -> PromptJudge:
-    prompt = JudgePrompt.from_template(GUIDED).with_criteria(
-        [Criterion(name="coherence"), Criterion(name="fluency")]
-    )
-    return PromptJudge(prompt, FakeLM([]))
+def test_the_battery_covers_every_kind_and_every_registered_component() -> None:
+    kinds = {type(c).registry_kind for c in EXAMPLES}
+    assert {"mitigation", "selector", "engine"} <= kinds
+    names = {type(c).registry_name for c in EXAMPLES}
+    assert {"random", "stratified", "knn", "highest-rs", "fixed"} <= names  # selectors
+    assert {"demos", "fixed-demos", "per-item-demos", "perturbed-demos", "sampling"} <= names  # mitigations
+    assert {"random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro"} <= names  # engines
 
 
-def test_every_strategy_module_registers_something() -> None:
-    assert len(EXAMPLES) >= 1
+@parametrize_with_checks(EXAMPLES)
+def test_registered_component_meets_the_contract(component: Component, check: Check) -> None:
+    check(component)
 
 
-@pytest.mark.parametrize("mitigation", EXAMPLES)
-def test_is_a_frozen_pydantic_value(mitigation: Mitigation) -> None:
-    assert isinstance(mitigation, BaseModel)
-    assert mitigation.model_config.get("frozen") is True
-    field = next(iter(type(mitigation).model_fields), None)
-    if field is not None:
-        with pytest.raises(ValueError):
-            setattr(mitigation, field, getattr(mitigation, field))
+# --------------------------------------------------------------------------- the battery catches breakage
 
 
-@pytest.mark.parametrize("mitigation", EXAMPLES)
-def test_spec_round_trips(mitigation: Mitigation) -> None:
-    spec = mitigation.spec()
-    again = from_spec(spec)
-    assert type(again) is type(mitigation)
-    assert again == mitigation
-    assert again.spec() == spec
+@register("mitigation", "test-contract-mutating")
+class MutatingMitigation(PromptMitigation):
+    """Breaks the contract on purpose: ``wrap`` returns the judge it was given."""
+
+    k: int = 1
+    parameter_constraints: ClassVar = {"k": [Interval(int, 1)]}
+
+    def wrap(self, judge: Judge) -> Judge:
+        return judge
 
 
-@pytest.mark.parametrize("mitigation", EXAMPLES)
-def test_wrap_returns_a_new_judge_and_leaves_the_input_alone(mitigation: Mitigation) -> None:
-    judge = _judge()
-    before = judge.describe()
-    try:
-        wrapped = mitigation.wrap(judge)
-    except Exception as exc:  # a mitigation may refuse this judge, but only with a typed error
-        from mitigate.errors import MitigateError
+@register("mitigation", "test-contract-unchecked")
+class UncheckedMitigation(PromptMitigation):
+    """Breaks the contract on purpose: declares a constraint for a parameter it does not have."""
 
-        assert isinstance(exc, MitigateError), f"{type(mitigation).__name__}.wrap raised {type(exc).__name__}"
-        return
-    assert wrapped is not judge
-    assert judge.describe() == before
+    parameter_constraints: ClassVar = {"missing": [Interval(int, 1)]}
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        return prompt
 
 
-# ---------------------------------------------------------------------------- selectors
-from mitigate.selectors.base import Selector, registered_selectors, selector_from_spec  # noqa: E402
-
-SELECTOR_EXAMPLES = [
-    pytest.param(example, id=f"{name}-{i}")
-    for name, cls in sorted(registered_selectors().items())
-    for i, example in enumerate(cls.examples())
-]
+def test_the_battery_fails_a_mitigation_that_returns_its_input() -> None:
+    names = {c.name for c in checks_for(MutatingMitigation())}
+    assert "wrap_leaves_the_judge_alone" in names
+    with pytest.raises(AssertionError, match="returned the judge it was given"):
+        check_component(MutatingMitigation())
 
 
-def test_every_selector_kind_is_registered() -> None:
-    assert {"random", "stratified", "knn", "highest-rs", "fixed"} <= set(registered_selectors())
+def test_the_battery_fails_a_constraint_on_no_field() -> None:
+    with pytest.raises(AssertionError, match="declares constraints for 'missing', which is not a field"):
+        check_component(UncheckedMitigation())
 
 
-@pytest.mark.parametrize("selector", SELECTOR_EXAMPLES)
-def test_selector_is_frozen_and_its_spec_round_trips(selector: Selector) -> None:
-    assert selector.model_config.get("frozen") is True
-    with pytest.raises(ValueError):
-        selector.criterion_ = "x"  # type: ignore[misc]
-    again = selector_from_spec(selector.spec())
-    assert again == selector and again.spec() == selector.spec()
+def test_the_battery_fails_an_unregistered_component() -> None:
+    class Unregistered(Mitigation):
+        def wrap(self, judge: Judge) -> Judge:
+            return judge.map_prompts(lambda p: p)
 
-
-@pytest.mark.parametrize("selector", SELECTOR_EXAMPLES)
-def test_selector_select_is_seeded_and_fit_returns_a_copy(selector: Selector) -> None:
-    pool = selector.pool_
-    assert pool is not None
-    query = pool[0] if type(selector).query_dependent else None
-    first = selector.select(2, query=query)
-    assert [d.item.id for d in first] == [d.item.id for d in selector.select(2, query=query)]
-    assert len(first) == 2
-    unfitted = type(selector).model_validate({k: v for k, v in selector.model_dump().items() if not k.endswith("_")})
-    try:
-        fitted = unfitted.fit(pool, selector.criterion_)
-    except ConfigError as exc:  # a selector that needs more than the pool must say what
-        assert "needs" in str(exc) or "expected" in str(exc)
-        return
-    assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
+    with pytest.raises(AssertionError, match="Unregistered is not registered"):
+        check_component(Unregistered())

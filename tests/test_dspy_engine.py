@@ -23,8 +23,9 @@ from mitigate.errors import ConfigError
 from mitigate.lm.dspy import DSPyLM
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import Demo
-from mitigate.selectors import FixedDemos, search
-from mitigate.selectors.dspy_engine import JudgeProgram, dspy_search
+from mitigate.search import dspy_search, search
+from mitigate.search.engines.dspy_program import JudgeProgram, ProgramContext
+from mitigate.strategies import FixedDemos
 from mitigate.testing import StubOpenAIServer
 
 FIELD_RE = re.compile(r"\d+\. `(\w+)` \(([^)]*)\)")
@@ -129,14 +130,12 @@ def test_configuration_errors_are_typed():
         dspy_search(judge, _split(), optimizer="copro", progress=False)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="needs prompt_model"):
         dspy_search(judge, _split(), optimizer="mipro", progress=False)
-    with pytest.raises(ConfigError, match="'k' parameter of dspy_search"):
+    with pytest.raises(ConfigError, match="'k' parameter of search asks for 7 demos"):
         dspy_search(judge, _split(), k=7, progress=False)
 
 
 def test_program_copies_share_the_backend_and_keep_their_own_demos():
-    from mitigate.selectors.dspy_engine import _Context
-
-    ctx = _Context.__new__(_Context)
+    ctx = ProgramContext.__new__(ProgramContext)
     program = JudgeProgram(ctx, "Rate it.")
     clone = program.deepcopy()
     assert clone.context is ctx and clone.predict is not program.predict

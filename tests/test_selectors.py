@@ -8,28 +8,23 @@ import random
 from collections import Counter
 
 import pytest
-from pydantic import BaseModel, ValidationError
 
 from mitigate import Benchmark, Item, JudgePrompt, Judgment, PromptJudge
 from mitigate.errors import ConfigError, ModelPathError
 from mitigate.lm.fake import FakeLM
 from mitigate.scale import Scale
+from mitigate.search import Objective
 from mitigate.selectors import (
     KNN,
     Fixed,
-    FixedDemos,
     HighestRS,
-    Objective,
-    PerItemDemos,
     Random,
-    Selector,
     Stratified,
-    registered_selectors,
-    selector_from_spec,
+    rank_by_rs,
+    stratified_pick,
 )
 from mitigate.selectors.stratified import balanced_quotas
-from mitigate.strategies.base import from_spec
-from mitigate.strategies.highest_rs import rank_by_rs
+from mitigate.strategies import FixedDemos, PerItemDemos
 
 PROMPT = "Rate the text from 1 to 5.\n\nText: {{output}}\n\nScore:"
 
@@ -51,35 +46,9 @@ def ids(demos: list) -> list[str]:
     return [d.item.id for d in demos]
 
 
-# --------------------------------------------------------------------------- the contract battery
-
-EXAMPLES = [pytest.param(ex, id=f"{name}-{i}")
-            for name, cls in sorted(registered_selectors().items()) for i, ex in enumerate(cls.examples())]
-
-
-@pytest.mark.parametrize("selector", EXAMPLES)
-def test_selector_is_a_frozen_value_whose_spec_round_trips(selector: Selector):
-    assert isinstance(selector, BaseModel) and selector.model_config.get("frozen") is True
-    with pytest.raises(ValueError):
-        selector.pool_ = None  # type: ignore[misc]
-    again = selector_from_spec(selector.spec())
-    assert type(again) is type(selector) and again == selector and again.spec() == selector.spec()
-
-
-@pytest.mark.parametrize("selector", EXAMPLES)
-def test_selector_is_deterministic_and_never_shows_the_query(selector: Selector):
-    query = selector.pool_[0]  # a pool item judged itself must not be its own demo
-    first = selector.select(2, query=query)
-    assert ids(first) == ids(selector.select(2, query=query)) == ids(selector_from_spec(selector.spec()).select(2, query=query))
-    assert query.id not in ids(first)
-    assert all(d.score == d.item.human["score"] for d in first)
-
-
-@pytest.mark.parametrize("selector", EXAMPLES)
-def test_k_is_validated_in_scikit_learn_style(selector: Selector):
-    name = type(selector).__name__
-    with pytest.raises(ConfigError, match=rf"The 'k' parameter of {name} must be an int >= 1. Got 0 instead."):
-        selector.select(0, query=selector.pool_[0])
+# --------------------------------------------------------------------------- the contract
+# (frozen values, spec round-trips, deterministic select that never shows the query, k validated:
+# the shared battery of mitigate.testing.checks runs over every selector in test_contracts.py)
 
 
 def test_unfitted_selector_says_to_fit():
@@ -135,8 +104,6 @@ def test_stratified_snaps_crowd_means_to_the_scale():
 
 
 def test_stratified_by_range_uses_the_shared_stratified_pick():
-    from mitigate.strategies.perturbed_demos import stratified_pick
-
     b = bench()
     sel = Stratified(by="range", seed=4).fit(b)
     assert ids(sel.select(3)) == [it.id for it in stratified_pick(list(b.items), ["quality"], 3, None, 4)]
@@ -208,22 +175,6 @@ def test_demo_scores_map_onto_the_prompt_scale():
 
 
 # --------------------------------------------------------------------------- the mitigations
-
-
-MITIGATIONS = [pytest.param(m, id=type(m).__name__) for cls in (FixedDemos, PerItemDemos) for m in cls.examples()]
-
-
-@pytest.mark.parametrize("mitigation", MITIGATIONS)
-def test_mitigation_spec_round_trips_and_wrap_leaves_the_input_alone(mitigation):
-    spec = mitigation.spec()
-    again = from_spec(spec)
-    assert type(again) is type(mitigation) and again == mitigation and again.spec() == spec
-    judge = PromptJudge(JudgePrompt.from_template(PROMPT), FakeLM([]))
-    before = judge.describe()
-    wrapped = mitigation.wrap(judge)
-    assert wrapped is not judge and judge.describe() == before
-    with pytest.raises(ValueError):
-        mitigation.k = 3  # type: ignore[misc]
 
 
 def test_fixed_demos_put_exactly_those_demos_in_the_prompt():
@@ -343,7 +294,7 @@ def test_accuracy_agreement_is_the_exact_match_share_and_defined_for_a_constant_
     assert constant.ci_low <= constant.value <= constant.ci_high
     assert math.isnan(Objective().evaluate(_judgments([3, 3, 3, 3, None]), items, "q").value)  # spearman is not
     assert Objective(agreement="accuracy").describe() == "accuracy"
-    with pytest.raises(ValidationError, match="accuracy"):
+    with pytest.raises(ConfigError, match="'agreement' parameter of Objective must be one of .*'accuracy'. Got 'f1'"):
         Objective(agreement="f1")
 
 

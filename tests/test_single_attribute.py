@@ -13,16 +13,13 @@ from mitigate.lm.base import LM, Choice, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
 from mitigate.measures import correlation_by_position
 from mitigate.strategies.base import from_spec
+from mitigate.strategies.edits import COT_LEAD, addenda, is_multi_criterion_template, multi_criterion_prompt
 from mitigate.strategies.sampling import Sampling
 from mitigate.strategies.single_attribute import (
-    COT_LEAD,
     MultiAttribute,
     MultiAttributeJudge,
     SingleAttribute,
     SingleAttributeJudge,
-    addenda,
-    is_multi_criterion_template,
-    multi_criterion_prompt,
 )
 
 CRITS = [

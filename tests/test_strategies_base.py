@@ -8,10 +8,11 @@ from mitigate import JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import PromptMessage
-from mitigate.strategies.base import Pipeline, PromptMitigation, from_spec, parse_pipeline, register
+from mitigate.registry import register
+from mitigate.strategies.base import Pipeline, PromptMitigation, from_spec, parse_pipeline
 
 
-@register("test-append")
+@register("mitigation", "test-append")
 class Append(PromptMitigation):
     """Appends a marker to the last message (test-only)."""
 
@@ -61,5 +62,5 @@ def test_unknown_mitigation_and_bad_params_are_refused() -> None:
         parse_pipeline("nope(k=1)")
     with pytest.raises(ConfigError, match="expected k=v"):
         parse_pipeline("test-append(oops)")
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match=r"Append has no parameter 'wrong'; expected some of \['text'\]"):
         from_spec({"name": "test-append", "params": {"wrong": 1}})

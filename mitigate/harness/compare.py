@@ -57,9 +57,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tqdm.auto import tqdm
 
+from mitigate.data.jsonl import save_jsonl
+from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_runs
+from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
+from mitigate.harness.recorded_judge import RecordedJudge
+from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.judge import Judge, Judgment
+from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures import (
     MEASURES,
     EntryData,
@@ -82,9 +88,10 @@ from mitigate.measures.stats import (
     permutation_test_mean_diff,
     spearman_rows,
 )
+from mitigate.registry import Interval, check_param
 from mitigate.runner import RunSummary, run
 from mitigate.scale import Scale
-from mitigate.strategies.base import Mitigation, Pipeline, parse_pipeline
+from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
 __all__ = [
     "MEASURES",
@@ -173,8 +180,8 @@ class Entry(BaseModel):
         """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline").
 
         ``pipeline`` is a :class:`~mitigate.strategies.base.Pipeline`, a single mitigation, or
-        CLI text such as ``"name(k=v) | name2"`` (``"baseline"``: no mitigation). A pipeline
-        that still has to be fitted (``is_fitted`` false) is wrapped when :func:`compare` fits it.
+        CLI text such as ``"name(k=v) | name2"`` or ``"@file.json"`` (``"baseline"``: no mitigation). A
+        pipeline that still has to be fitted (``is_fitted`` false) is wrapped when :func:`compare` fits it.
         """
         text = pipeline if isinstance(pipeline, str) else None
         if isinstance(pipeline, str):
@@ -191,8 +198,6 @@ class Entry(BaseModel):
     def from_released(cls, judge_name: str, criterion: str, *, name: str | None = None,
                       root: str | Path | None = None) -> Entry:
         """A :class:`~mitigate.harness.released_judge.ReleasedJudge` entry (named after the judge)."""
-        from mitigate.harness.released_judge import ReleasedJudge
-
         judge = ReleasedJudge(judge_name, criterion, root=root)
         return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale)
 
@@ -204,9 +209,6 @@ class Entry(BaseModel):
         ``recorded`` is a :class:`~mitigate.data.recorded.RecordedRun` or the path of a
         recorded-judgments file; ``judge`` picks one judge of a file that holds several.
         """
-        from mitigate.data.recorded import RecordedRun, load_recorded
-        from mitigate.harness.recorded_judge import RecordedJudge
-
         run = recorded if isinstance(recorded, RecordedRun) else load_recorded(recorded, judge)
         replay = RecordedJudge(run, criterion)
         return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(), scale=replay.scale)
@@ -217,8 +219,6 @@ class Entry(BaseModel):
 
         ConfigError when no judge of the file answered it.
         """
-        from mitigate.data.recorded import load_recorded_runs
-
         runs = [r for r in load_recorded_runs(path).values() if criterion in r.criteria]
         if not runs:
             raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered other criteria")
@@ -373,8 +373,7 @@ def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
     documents; that is what per-document correlation and #CP need. Otherwise the
     benchmark's order is kept.
     """
-    if limit is not None and limit < 1:
-        raise ConfigError(f"The 'limit' parameter of compare must be an int >= 1 or None. Got {limit} instead.")
+    check_param("compare", "limit", limit, [Interval(int, 1), None])
     ordered = list(items)
     if ordered and all(i.doc_id is not None for i in ordered):
         groups: dict[str, list[Item]] = {}
@@ -537,9 +536,6 @@ def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
 
 def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], benchmark: str) -> None:
     """Fail before any call when a replayed judge (recorded or released) has no answer for some items."""
-    from mitigate.harness.recorded_judge import RecordedJudge
-    from mitigate.harness.released_judge import ReleasedJudge
-
     for e in entries:
         if not isinstance(e.judge, RecordedJudge):
             continue
@@ -562,8 +558,6 @@ def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], bench
 def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     if isinstance(benchmark, Benchmark):
         return benchmark
-    from mitigate.data.registry import load
-
     return load(benchmark)
 
 
@@ -720,8 +714,7 @@ async def compare(
     full = _benchmark(benchmark)
     if full.criteria and criterion not in full.criteria:
         raise ConfigError(f"expected a criterion of {full.name} {list(full.criteria)}; got {criterion!r}")
-    if concurrency < 1:
-        raise ConfigError(f"The 'concurrency' parameter of compare must be an int >= 1. Got {concurrency} instead.")
+    check_param("compare", "concurrency", concurrency, [Interval(int, 1)])
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
@@ -739,8 +732,6 @@ async def compare(
     out = Path(out_dir)
     fit_info: dict[str, dict[str, Any]] = {}
     if fit_on is not None:
-        from mitigate.data.jsonl import save_jsonl
-
         save_jsonl(fit_on, out / "train.jsonl")
         todo, fit_info = await _fit_entries(todo, fit_on, progress=progress, concurrency=concurrency)
         train_info = {**(train_info or {}), "file": "train.jsonl"}
@@ -753,8 +744,6 @@ async def compare(
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
     if likelihood is not False and likelihood is not None:
-        from mitigate.likelihood import LikelihoodScorer
-
         scorer = LikelihoodScorer() if likelihood is True else likelihood
         if not isinstance(scorer, LikelihoodScorer):
             raise ConfigError(f"expected likelihood=True or a LikelihoodScorer; got {type(likelihood).__name__}")

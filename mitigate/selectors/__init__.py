@@ -1,8 +1,7 @@
-"""Choosing which demonstrations go into a judge prompt, and searching for the best set.
+"""Choosing which demonstrations go into a judge prompt: the one way demos are chosen.
 
-Importing this package registers every selector (``selector_from_spec``) and the two
-mitigations it adds to :mod:`mitigate.strategies`' registry: ``fixed-demos``
-(:class:`FixedDemos`) and ``per-item-demos`` (:class:`PerItemDemos`).
+Importing this package registers every selector (kind ``"selector"`` in
+:mod:`mitigate.registry`; :func:`selector_from_spec` rebuilds one from its spec).
 
 | name | class | what it picks |
 |---|---|---|
@@ -12,9 +11,11 @@ mitigations it adds to :mod:`mitigate.strategies`' registry: ``fixed-demos``
 | ``highest-rs`` | :class:`HighestRS` | the k items with the highest RS (Ohi et al. 2024) |
 | ``fixed`` | :class:`Fixed` | the items the user names |
 
-:func:`search` / :func:`asearch` find the demo set (and optionally the perturbation set)
-that maximises an :class:`Objective` on a dev split and report it on a held-out test split;
-:func:`mitigate.selectors.dspy_engine.dspy_search` does the same with DSPy's optimizers.
+The package also owns the rules those choices rest on: RS ranking (:func:`rank_by_rs`),
+stratified picking (:func:`stratified_pick`) and which human label demos show
+(:func:`resolve_criterion`). It imports nothing from :mod:`mitigate.strategies` (whose demo
+mitigations show what a selector picks) or :mod:`mitigate.search` (which searches over
+selectors); both sit above it.
 
 (The package lives at ``mitigate.selectors`` because a top-level ``selectors`` would shadow
 the standard library module asyncio imports.)
@@ -22,32 +23,20 @@ the standard library module asyncio imports.)
 
 from mitigate.selectors.base import (
     Selector,
-    register_selector,
+    example_pool,
+    labelled,
     registered_selectors,
+    resolve_criterion,
     selector_from_spec,
 )
-from mitigate.selectors.fixed import Fixed, FixedDemos
-from mitigate.selectors.highest_rs import HighestRS
-from mitigate.selectors.knn import KNN
-from mitigate.selectors.objective import Gain, Objective, ObjectiveValue
-from mitigate.selectors.per_item import PerItemDemos, PerItemDemosJudge
+from mitigate.selectors.fixed import Fixed
+from mitigate.selectors.highest_rs import HighestRS, judge_score, rank_by_rs
+from mitigate.selectors.knn import KNN, item_text
 from mitigate.selectors.random import Random
-from mitigate.selectors.search import (
-    ENGINES,
-    BudgetExhaustedError,
-    SearchResult,
-    Split,
-    Trial,
-    asearch,
-    load_pipeline,
-    search,
-    split_items,
-)
-from mitigate.selectors.stratified import Stratified
+from mitigate.selectors.stratified import Stratified, balanced_quotas, stratified_pick
 
 __all__ = [
-    "ENGINES", "KNN", "BudgetExhaustedError", "Fixed", "FixedDemos", "Gain", "HighestRS", "Objective",
-    "ObjectiveValue", "PerItemDemos", "PerItemDemosJudge", "Random", "SearchResult", "Selector", "Split",
-    "Stratified", "Trial", "asearch", "load_pipeline", "register_selector", "registered_selectors", "search",
-    "selector_from_spec", "split_items",
+    "KNN", "Fixed", "HighestRS", "Random", "Selector", "Stratified", "balanced_quotas", "example_pool",
+    "item_text", "judge_score", "labelled", "rank_by_rs", "registered_selectors", "resolve_criterion",
+    "selector_from_spec", "stratified_pick",
 ]

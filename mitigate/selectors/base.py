@@ -1,4 +1,4 @@
-"""The selector contract: frozen, seeded choosers of demonstrations, and their registry.
+"""The selector contract: frozen, seeded choosers of demonstrations.
 
 A :class:`Selector` decides which labelled items a judge prompt shows as few-shot
 demonstrations. Like a scikit-learn estimator its parameters are its fields, and fitting
@@ -11,95 +11,108 @@ returns a fitted copy::
 - ``fit(pool, criterion)`` keeps the pool items that carry a finite human score for
   ``criterion`` (fitted state in fields ending in ``_``: ``pool_``, ``criterion_``,
   ``scale_``), so a fitted selector serialises with :meth:`Selector.spec` and
-  :func:`selector_from_spec` rebuilds it.
+  :func:`selector_from_spec` rebuilds it. ``afit`` is the same for async code; a selector
+  that judges the pool while fitting (:class:`~mitigate.selectors.highest_rs.HighestRS`)
+  takes the judge there.
 - ``select(k, query=None)`` returns ``k`` :class:`~mitigate.prompt.Demo` objects built with
   :meth:`Demo.from_item` (the *human* score), never including the query item itself (a
   demo that is the judged item would hand the judge its gold label). The same fitted
   selector, ``k`` and query always give the same demos.
 
-Every concrete selector registers itself with :func:`register_selector` under a
-kebab-case name.
+Every concrete selector registers itself as kind ``"selector"`` with
+:func:`mitigate.registry.register` under a kebab-case name. The demo mitigations of
+:mod:`mitigate.strategies.demos` show what a selector picks; this package imports nothing
+from the strategies.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self, TypeVar
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import Judge
+from mitigate.lm.base import LM
 from mitigate.prompt import Demo
+from mitigate.registry import Component, Interval, build, check_param
+from mitigate.registry import registered as registered_components
 from mitigate.scale import Scale
 
 __all__ = [
     "Selector",
-    "check_int",
-    "register_selector",
+    "example_pool",
+    "labelled",
     "registered_selectors",
+    "resolve_criterion",
     "selector_from_spec",
 ]
 
-S = TypeVar("S", bound="Selector")
-
-_SELECTORS: dict[str, type[Selector]] = {}
-
-
-def register_selector(name: str) -> Any:
-    """Class decorator: make a selector buildable from its spec under ``name``."""
-
-    def deco(cls: type[S]) -> type[S]:
-        if name in _SELECTORS and _SELECTORS[name] is not cls:
-            raise ConfigError(f"selector name {name!r} is already registered by {_SELECTORS[name].__name__}")
-        cls.registry_name = name
-        _SELECTORS[name] = cls
-        return cls
-
-    return deco
-
 
 def registered_selectors() -> dict[str, type[Selector]]:
-    """Registered selector names -> classes."""
-    return dict(_SELECTORS)
+    """Registered selector names -> classes (``mitigate.registry.registered("selector")``)."""
+    return registered_components("selector")
 
 
 def selector_from_spec(spec: dict[str, Any] | Selector) -> Selector:
     """Rebuild a selector from :meth:`Selector.spec` output (a selector passes through)."""
     if isinstance(spec, Selector):
         return spec
-    if not isinstance(spec, dict) or "name" not in spec:
-        raise ConfigError(f"expected a selector spec {{'name': ..., 'params': {{...}}}}; got {spec!r}")
-    cls = _SELECTORS.get(spec["name"])
-    if cls is None:
-        raise ConfigError(f"unknown selector {spec['name']!r}; expected one of {sorted(_SELECTORS)}")
-    return cls.model_validate(spec.get("params", {}))
+    sel = build("selector", spec)
+    if not isinstance(sel, Selector):
+        raise ConfigError(f"expected a selector spec; {spec!r} names a {type(sel).__name__}")
+    return sel
 
 
-def check_int(owner: str, what: str, value: Any, minimum: int) -> int:
-    """``value`` when it is an int >= ``minimum``; ConfigError in scikit-learn style otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= {minimum}. Got {value!r} instead.")
-    return value
-
-
-def _labelled(items: Sequence[Item], criterion: str) -> list[Item]:
+def labelled(items: Sequence[Item], criterion: str) -> list[Item]:
+    """The items carrying a finite human score for ``criterion``, in order."""
     return [it for it in items if criterion in it.human and math.isfinite(it.human[criterion])]
 
 
-class Selector(BaseModel):
+def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | None) -> str:
+    """The human-label criterion demos are scored on.
+
+    ``criterion`` when given; else the benchmark's only criterion; else the only criterion
+    of the judge's prompts that the benchmark labels. ConfigError when still ambiguous;
+    DataError when no item has a human score for it.
+    """
+    if criterion is None:
+        if len(train.criteria) == 1:
+            criterion = train.criteria[0]
+        else:
+            names: list[str] = []
+            if judge is not None:
+                names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
+            known = [n for n in names if n in train.criteria]
+            if len(known) != 1:
+                raise ConfigError(
+                    f"cannot tell which human label to show in demos: benchmark {train.name!r} has criteria "
+                    f"{list(train.criteria)} and the judge's prompts score {names}; name one with criterion=..."
+                )
+            criterion = known[0]
+    if not any(criterion in it.human for it in train.items):
+        found = sorted({c for it in train.items for c in it.human})
+        raise DataError(
+            f"expected human scores for criterion {criterion!r} in benchmark {train.name!r}; its items have "
+            f"human labels for {found or 'nothing'}",
+            criterion=criterion,
+        )
+    return criterion
+
+
+class Selector(Component):
     """Base of every demo selector: a frozen value; ``fit`` returns a fitted copy.
 
     Subclasses implement :meth:`_pick` (choose ``k`` items from the candidates) and may
     extend :meth:`fit`. ``query_dependent`` is True for selectors whose choice depends on
     the judged item (KNN): those need ``query=`` in :meth:`select` and are used in judging
-    through :class:`~mitigate.selectors.per_item.PerItemDemos`.
+    per item (``per-item-demos``). ``fits_on_judge`` is True for selectors whose fitting runs
+    the judge over the pool (HighestRS): their ``fit``/``afit`` take ``judge=``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    registry_name: ClassVar[str] = ""
     query_dependent: ClassVar[bool] = False
+    fits_on_judge: ClassVar[bool] = False
 
     pool_: tuple[Item, ...] | None = None
     criterion_: str | None = None
@@ -108,14 +121,8 @@ class Selector(BaseModel):
     # ------------------------------------------------------------------ contract
     @classmethod
     def examples(cls) -> list[Selector]:
-        """Fitted instances the shared contract tests exercise (override when defaults are not enough)."""
+        """Fitted instances the contract checks exercise (override when defaults are not enough)."""
         return [cls().fit(example_pool(), "score")]
-
-    def spec(self) -> dict[str, Any]:
-        """``{"name": ..., "params": {...}}``: what :func:`selector_from_spec` rebuilds this from."""
-        if not self.registry_name:
-            raise ConfigError(f"{type(self).__name__} is not registered; decorate it with @register_selector('<name>')")
-        return {"name": self.registry_name, "params": self.model_dump(mode="json")}
 
     @property
     def is_fitted(self) -> bool:
@@ -128,6 +135,10 @@ class Selector(BaseModel):
         inner = ", ".join(f"{k}={v!r}" for k, v in params.items())
         return f"{self.registry_name or type(self).__name__}({inner})"
 
+    def unfitted(self) -> Self:
+        """A copy with the fitted state (fields ending in ``_``) cleared: the parameters only."""
+        return type(self).model_validate({k: v for k, v in self.model_dump().items() if not k.endswith("_")})
+
     # ------------------------------------------------------------------ fit / select
     def fit(self, pool: Benchmark | Sequence[Item], criterion: str | None = None) -> Self:
         """A fitted copy remembering the items of ``pool`` that carry a human score for ``criterion``.
@@ -136,10 +147,18 @@ class Selector(BaseModel):
         benchmark's human ``scale`` is kept (``scale_``) so :meth:`select` can map scores
         onto a judge prompt's scale. ConfigError when no item is labelled.
         """
-        return self.model_copy(update=self._fit_state(pool, criterion))
+        return self.model_copy(update=self.fit_state(pool, criterion))
 
-    def _fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None) -> dict[str, Any]:
-        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``); subclasses add theirs."""
+    async def afit(
+        self, pool: Benchmark | Sequence[Item], criterion: str | None = None, *, judge: Judge | None = None,
+        lm: LM | None = None, progress: bool = False, concurrency: int = 8,
+    ) -> Self:
+        """:meth:`fit` for async code; ``judge``, ``lm``, ``progress`` and ``concurrency`` serve selectors that
+        judge the pool while fitting (``fits_on_judge``) and are ignored by the others."""
+        return self.fit(pool, criterion)
+
+    def fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None) -> dict[str, Any]:
+        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``) for ``pool``; subclasses add theirs."""
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
@@ -156,18 +175,18 @@ class Selector(BaseModel):
                 raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got {type(pool).__name__}")
             if criterion is None:
                 raise ConfigError(f"{name}.fit needs criterion=... when the pool is a list of items")
-        labelled = _labelled(items, criterion)
-        if not labelled:
+        kept = labelled(items, criterion)
+        if not kept:
             found = sorted({c for it in items for c in it.human})
             raise ConfigError(
                 f"{name}.fit expected pool items with a human {criterion!r} score; got none among {len(items)} "
                 f"items (their labels: {found or 'none'})"
             )
-        ids = [it.id for it in labelled]
+        ids = [it.id for it in kept]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
             raise ConfigError(f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than once")
-        return {"pool_": tuple(labelled), "criterion_": criterion, "scale_": scale}
+        return {"pool_": tuple(kept), "criterion_": criterion, "scale_": scale}
 
     def select(
         self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None
@@ -178,7 +197,7 @@ class Selector(BaseModel):
         differs, each shown score is mapped onto it (see :meth:`Demo.from_item`).
         """
         name = type(self).__name__
-        check_int(name, "k", k, 1)
+        check_param(name, "k", k, [Interval(int, 1)])
         if not self.is_fitted:
             raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion)` before select()")
         if query is not None and not isinstance(query, Item):

@@ -1,29 +1,28 @@
-"""Demonstrations the user names, and the prompt mitigation that shows a fixed demo list.
+"""Demonstrations the user names: :class:`Fixed` (selector ``"fixed"``), the pool items with the given ids, in order.
 
-- :class:`Fixed` (selector ``"fixed"``): the pool items with the given ids, in the given order.
-- :class:`FixedDemos` (mitigation ``"fixed-demos"``): a prompt mitigation holding a list of
-  :class:`~mitigate.prompt.Demo` values and putting them into every prompt. It is what a
-  demonstration search saves as its winning pipeline (:mod:`mitigate.selectors.search`), so
-  ``mitigate judge --pipeline spec.json`` reproduces the searched prompt exactly.
+(The mitigation that shows a fixed list of demos, ``fixed-demos``, is
+:class:`mitigate.strategies.demos.FixedDemos`.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
-
-from pydantic import field_validator
+from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
-from mitigate.prompt import Demo, JudgePrompt
-from mitigate.selectors.base import Selector, example_pool, register_selector
-from mitigate.strategies.base import Mitigation, PromptMitigation, register
+from mitigate.registry import Satisfies, register
+from mitigate.selectors.base import Selector, example_pool
 
-__all__ = ["Fixed", "FixedDemos"]
+__all__ = ["Fixed"]
 
 
-@register_selector("fixed")
+def _unique_ids(value: Any) -> bool:
+    return (isinstance(value, list | tuple) and len(value) > 0 and all(isinstance(i, str) for i in value)
+            and len(set(value)) == len(value))
+
+
+@register("selector", "fixed")
 class Fixed(Selector):
     """The pool items whose ids the user gives, in that order.
 
@@ -35,16 +34,7 @@ class Fixed(Selector):
     """
 
     ids: tuple[str, ...]
-
-    @field_validator("ids")
-    @classmethod
-    def _ids(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if not v:
-            raise ConfigError("The 'ids' parameter of Fixed must name at least one item id. Got () instead.")
-        dup = sorted({i for i in v if v.count(i) > 1})
-        if dup:
-            raise ConfigError(f"The 'ids' parameter of Fixed must hold unique ids. Got {dup} more than once.")
-        return v
+    parameter_constraints: ClassVar = {"ids": [Satisfies(_unique_ids, "a non-empty list of unique ids of pool items")]}
 
     @classmethod
     def examples(cls) -> list[Selector]:
@@ -53,7 +43,7 @@ class Fixed(Selector):
 
     def fit(self, pool: Benchmark | Sequence[Item], criterion: str | None = None) -> Self:
         """A fitted copy; ConfigError naming the ids that are not labelled pool items."""
-        state = self._fit_state(pool, criterion)
+        state = self.fit_state(pool, criterion)
         known = {it.id for it in state["pool_"]}
         unknown = [i for i in self.ids if i not in known]
         if unknown:
@@ -83,44 +73,3 @@ class Fixed(Selector):
                 f"{[it.id for it in ordered]}."
             )
         return ordered[:k]
-
-
-@register("fixed-demos")
-class FixedDemos(PromptMitigation):
-    """Show exactly these demonstrations in every prompt (replacing any the prompt had).
-
-    Parameters:
-        demos: the demonstrations, in display order (each an item and its gold score;
-            a dict score holds one score per criterion and each prompt shows its own).
-
-    The winning demo set of a search is saved as this mitigation.
-    """
-
-    demos: tuple[Demo, ...]
-
-    @field_validator("demos")
-    @classmethod
-    def _demos(cls, v: tuple[Demo, ...]) -> tuple[Demo, ...]:
-        if not v:
-            raise ConfigError("The 'demos' parameter of FixedDemos must hold at least one Demo. Got () instead.")
-        return v
-
-    @classmethod
-    def examples(cls) -> list[Mitigation]:
-        """One instance with two small demos."""
-        pool = example_pool()
-        return [cls(demos=(Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score")))]
-
-    @classmethod
-    def from_selector(cls, selector: Selector, k: int, **kw: Any) -> FixedDemos:
-        """The demos a fitted, query-free selector picks (``selector.select(k, **kw)``)."""
-        return cls(demos=tuple(selector.select(k, **kw)))
-
-    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """``prompt`` with these demos (a dict score shows the prompt's own criterion)."""
-        from mitigate.strategies.perturbed_demos import _score_for
-
-        return prompt.with_demos(
-            tuple(d.model_copy(update={"score": _score_for(d, prompt)}) if isinstance(d.score, dict) else d
-                  for d in self.demos)
-        )

@@ -1,55 +1,119 @@
-"""Highest-RS demonstrations as a selector (Ohi et al. 2024), sharing the mitigation's ranking.
+"""Highest-RS demonstrations as a selector (Ohi et al. 2024), and the RS ranking itself.
 
 Ohi et al. ("Likelihood-based mitigation of evaluation bias in large language models",
-2024) show the judge the training items on which its likelihood bias is strongest: RS =
-\\|LS* + US*\\|, where LS is the item's log-likelihood under a causal LM and US the judge's
-over- or under-rating relative to humans. This selector ranks the pool with
-:func:`mitigate.strategies.highest_rs.rank_by_rs` (the same function the
-:class:`~mitigate.strategies.highest_rs.HighestRSDemos` mitigation uses) and returns the top
-``k``, each with its human score.
+2024) found that LLM judges overrate texts their own LM finds likely. Their mitigation shows
+the judge, as few-shot demonstrations, the training items on which this bias is strongest,
+each with its *human* score. Per pool item:
 
-``fit`` needs LS and judge scores for the pool. Give them (``ls=`` and ``judge_scores=``,
-item id -> value), or give ``judge=`` and the selector computes both through
-:meth:`HighestRSDemos.afit` (LS with the ``likelihood`` backend, the judge over the pool).
+- LS = log P(output | input, task description) under a causal LM
+  (:class:`mitigate.likelihood.LikelihoodScorer`);
+- US = judge score - human score, the judge's scores first mapped onto the human scores'
+  mean and range (:func:`mitigate.measures.unfairness_scores`);
+- RS = \\|LS* + US*\\|, where LS* and US* are LS and US centred to mean 0 and scaled into
+  [-1, 1] (:func:`mitigate.measures.rs_scores`); :func:`rank_by_rs` ranks by it.
+
+:class:`HighestRS` returns the ``k`` pool items with the highest RS. ``fit`` needs LS and
+judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value), or
+give ``judge=`` and the selector computes both itself (LS with the ``likelihood`` backend,
+the judge over the pool with :func:`mitigate.runner.run`). The ``highest-rs-demos``
+mitigation (:class:`mitigate.strategies.highest_rs.HighestRSDemos`) shows its top ``k``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
+import random
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from mitigate import measures as metrics
+from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
-from mitigate.errors import ConfigError
-from mitigate.judge import Judge
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import Judge, Judgment
+from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
-from mitigate.selectors.base import Selector, example_pool, register_selector
-from mitigate.strategies.highest_rs import HighestRSDemos, rank_by_rs
+from mitigate.registry import Interval, register
+from mitigate.runner import run
+from mitigate.selectors.base import Selector, example_pool
 
-__all__ = ["HighestRS"]
+__all__ = ["HighestRS", "judge_score", "rank_by_rs"]
 
 
-@register_selector("highest-rs")
+def rank_by_rs(
+    items: Sequence[Item], ls: Sequence[float | None], us: Sequence[float | None]
+) -> list[tuple[Item, float]]:
+    """Items ranked by RS = |LS* + US*| (Ohi et al. 2024), highest first, with their RS.
+
+    ``ls`` and ``us`` hold one value per item (None or NaN where missing); LS* and US* are
+    scaled over the items that have both (:func:`mitigate.measures.rs_scores`).
+    Items without an RS are left out. Ties keep the items' order.
+    """
+    items = list(items)
+    if not (len(items) == len(ls) == len(us)):
+        raise DataError(f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, {len(us)} US")
+    rs = metrics.rs_scores(ls, us)
+    ranked = [(item, float(r)) for item, r in zip(items, rs, strict=True) if math.isfinite(r)]
+    return sorted(ranked, key=lambda pair: -pair[1])
+
+
+def judge_score(judgment: Judgment, criterion: str) -> float | None:
+    """The judgment's score for ``criterion`` (its only score when it has one); None for a failure.
+
+    ConfigError when the judgment scores several criteria and none is ``criterion``.
+    """
+    scores = judgment.scores
+    if criterion in scores:
+        return scores[criterion]
+    if len(scores) == 1:
+        return next(iter(scores.values()))
+    if not scores:
+        return None
+    raise ConfigError(
+        f"the judge scored {sorted(scores)} for item {judgment.item_id!r}; expected a score for {criterion!r} "
+        "(name the criterion the judge scores with criterion=...)",
+        item_id=judgment.item_id,
+    )
+
+
+@register("selector", "highest-rs")
 class HighestRS(Selector):
     """The ``k`` pool items with the highest RS = \\|LS* + US*\\| (Ohi et al. 2024).
 
     Parameters:
         likelihood: backend spec of the causal LM computing LS when ``fit`` is given a
-            judge instead of precomputed values (default ``"local"``, the embedded model).
+            judge instead of precomputed values (default ``"local"``, the embedded model; any
+            backend with ``loglikelihood``).
         task: the generation task's description conditioning LS (None: the judge prompt's
             task paragraph).
+        pool_size: judge and score only this many labelled pool items, drawn at random with
+            ``seed`` (None: every one). This bounds the cost of fitting with a judge.
+        seed: the random seed of that draw.
 
-    Fitted state: ``rs_`` (item id -> RS, highest first; items without an RS are absent
-    and never selected), ``ls_`` and ``us_`` (item id -> value where defined).
+    Fitted state: ``pool_`` (the scored pool), ``rs_`` (item id -> RS, highest first; items
+    without an RS are absent and never selected), ``ls_`` and ``us_`` (item id -> value where
+    defined), and, when fitted with a judge, ``n_parse_failures_`` (pool items whose judge
+    score failed to parse: left out of the ranking, never scored) and ``excluded_`` (item id
+    -> why it has no RS).
     """
+
+    fits_on_judge: ClassVar[bool] = True
 
     likelihood: str = "local"
     task: str | None = None
+    pool_size: int | None = None
+    seed: int = 0
     rs_: dict[str, float] | None = None
     ls_: dict[str, float] | None = None
     us_: dict[str, float] | None = None
+    n_parse_failures_: int | None = None
+    excluded_: dict[str, str] | None = None
+    parameter_constraints: ClassVar = {
+        "likelihood": [str],
+        "task": [str, None],
+        "pool_size": [Interval(int, 1), None],
+        "seed": [Interval(int)],
+    }
 
     @classmethod
     def examples(cls) -> list[Selector]:
@@ -69,36 +133,25 @@ class HighestRS(Selector):
         judge: Judge | None = None,
         lm: LM | None = None,
         progress: bool = False,
+        concurrency: int = 8,
     ) -> Self:
         """A fitted copy ranking the pool by RS.
 
         With ``ls`` and ``judge_scores`` (item id -> value; a missing or None value means no
         RS for that item) no LM is called. Otherwise ``judge`` (the base judge, without
-        demos) is run over the pool and LS computed with ``lm`` or the ``likelihood`` spec,
-        through :meth:`HighestRSDemos.afit`. Call :meth:`afit` from inside a running loop.
+        demos) is run over the pool (``concurrency``, ``progress``) and LS computed with
+        ``lm`` or the ``likelihood`` spec; the fitted copy then records the LS backend's spec
+        in ``likelihood``. Call :meth:`afit` from inside a running event loop.
         """
-        if ls is None or judge_scores is None:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                return asyncio.run(self.afit(pool, criterion, ls=ls, judge_scores=judge_scores, judge=judge,
-                                             lm=lm, progress=progress))
-            raise ConfigError("HighestRS.fit() with judge= runs its own event loop; expected `await sel.afit(...)` "
-                              "inside a running one")
-        state = self._fit_state(pool, criterion)
-        items: tuple[Item, ...] = state["pool_"]
-        ls_list = [float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items]
-        js = [judge_scores.get(it.id) for it in items]
-        us = metrics.unfairness_scores(js, metrics.human_scores(items, state["criterion_"]))
-        ranked = rank_by_rs(items, ls_list, list(us))
-        return self.model_copy(update={
-            **state,
-            "rs_": {it.id: rs for it, rs in ranked},
-            "ls_": {it.id: v for it, v in zip(items, ls_list, strict=True) if math.isfinite(v)},
-            "us_": {it.id: float(v) for it, v in zip(items, us, strict=True) if math.isfinite(v)},
-        })
+        if ls is not None and judge_scores is not None:
+            return self._fit_scores(pool, criterion, ls, judge_scores)
+        return run_sync(
+            self.afit(pool, criterion, ls=ls, judge_scores=judge_scores, judge=judge, lm=lm, progress=progress,
+                      concurrency=concurrency),
+            what=f"{type(self).__name__}.fit() with judge=", instead="sel.afit(pool, criterion, judge=judge)",
+        )
 
-    async def afit(
+    async def afit(  # type: ignore[override]
         self,
         pool: Benchmark | Sequence[Item],
         criterion: str | None = None,
@@ -108,32 +161,96 @@ class HighestRS(Selector):
         judge: Judge | None = None,
         lm: LM | None = None,
         progress: bool = False,
+        concurrency: int = 8,
     ) -> Self:
         """:meth:`fit` for async code."""
         if ls is not None and judge_scores is not None:
-            return self.fit(pool, criterion, ls=ls, judge_scores=judge_scores)
+            return self._fit_scores(pool, criterion, ls, judge_scores)
         if judge is None:
             raise ConfigError(
                 "HighestRS.fit needs LS and judge scores for the pool: pass ls= and judge_scores= (item id -> "
                 "value), or judge= (and optionally lm=) to compute them"
             )
-        state = self._fit_state(pool, criterion)
-        bench = Benchmark(name="highest-rs-pool", items=state["pool_"], criteria=(state["criterion_"],))
-        fitted = await HighestRSDemos(k=1, likelihood=self.likelihood, criterion=state["criterion_"],
-                                      task=self.task).afit(bench, judge, lm=lm, progress=progress)
-        update: dict[str, Any] = {**state, "rs_": dict(fitted.rs_ or {}), "ls_": dict(fitted.ls_ or {}),
-                                  "us_": dict(fitted.us_ or {})}
+        state = self.fit_state(pool, criterion)
+        items = self._draw(state["pool_"], pool)
+        crit: str = state["criterion_"]
+        task = self.task if self.task is not None else next((lf.prompt.task for lf in judge.leaves()), "")
+        scorer = LikelihoodScorer(lm) if lm is not None else LikelihoodScorer(self.likelihood)
+        ls_values = await scorer.score_many(items, task, progress=progress)
+        result = await run(judge, items, concurrency=concurrency, progress=progress,
+                           desc="highest-rs: judging the pool")
+        scores: list[float] = []
+        excluded: dict[str, str] = {}
+        n_parse = 0
+        for item, j, lsv in zip(items, result.judgments, ls_values, strict=True):
+            value: float | None = None
+            if j.error is not None:
+                excluded[item.id] = f"the judge's LM call failed: {j.error}"
+            else:
+                value = judge_score(j, crit)
+                if value is None:
+                    n_parse += 1
+                    why = "; ".join(f.reason for f in j.failures) or "no score"
+                    excluded[item.id] = f"the judge's answer failed to parse: {why}"
+            if not math.isfinite(lsv) and item.id not in excluded:
+                excluded[item.id] = "no likelihood score (LS is NaN)"
+            scores.append(math.nan if value is None else value)
+        fitted = self._ranked(state, items, [float(v) for v in ls_values], scores)
+        for item in items:
+            if item.id not in (fitted.rs_ or {}) and item.id not in excluded:
+                excluded[item.id] = (
+                    "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave every "
+                    "judged item the same score)"
+                )
+        update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded}
         if lm is not None:
             update["likelihood"] = lm.spec
-        return self.model_copy(update=update)
+        return fitted.model_copy(update=update)
+
+    def _draw(self, kept: tuple[Item, ...], pool: Benchmark | Sequence[Item]) -> tuple[Item, ...]:
+        """The labelled items to judge: all, or ``pool_size`` of them drawn with ``seed`` (in pool order)."""
+        if self.pool_size is None or self.pool_size >= len(kept):
+            if self.pool_size is not None and self.pool_size > len(kept):
+                where = f"benchmark {pool.name!r}" if isinstance(pool, Benchmark) else "the pool"
+                raise ConfigError(
+                    f"The 'pool_size' parameter of {type(self).__name__} asks for {self.pool_size} items, but {where} "
+                    f"has only {len(kept)} labelled items."
+                )
+            return kept
+        keep = sorted(random.Random(self.seed).sample(range(len(kept)), self.pool_size))
+        return tuple(kept[i] for i in keep)
+
+    def _fit_scores(self, pool: Benchmark | Sequence[Item], criterion: str | None, ls: Mapping[str, float],
+                    judge_scores: Mapping[str, float | None]) -> Self:
+        """The fitted copy from given LS and judge scores (no LM call)."""
+        state = self.fit_state(pool, criterion)
+        items = self._draw(state["pool_"], pool)
+        ls_list = [float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items]
+        js = [math.nan if (v := judge_scores.get(it.id)) is None else float(v) for it in items]
+        return self._ranked(state, items, ls_list, js)
+
+    def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float], scores: list[float]) -> Self:
+        us = metrics.unfairness_scores(scores, metrics.human_scores(items, state["criterion_"]))
+        ranked = rank_by_rs(items, ls, list(us))
+        return self.model_copy(update={
+            **state,
+            "pool_": items,
+            "rs_": {it.id: rs for it, rs in ranked},
+            "ls_": {it.id: v for it, v in zip(items, ls, strict=True) if math.isfinite(v)},
+            "us_": {it.id: float(v) for it, v in zip(items, us, strict=True) if math.isfinite(v)},
+        })
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
         """The ``k`` candidates with the highest RS."""
         rs = self.rs_ or {}
         ranked = sorted((it for it in candidates if it.id in rs), key=lambda it: -rs[it.id])
         if len(ranked) < k:
+            n_pool = len(self.pool_ or ())
+            failures = "" if self.n_parse_failures_ is None else f"{self.n_parse_failures_} parse failures; "
             raise ConfigError(
-                f"The 'k' parameter of HighestRS asks for {k} demos, but only {len(ranked)} pool items have an RS "
-                "(LS and a judge score are needed, and US needs varied scores)."
+                f"The 'k' parameter of HighestRS asks for {k} demos, but only {len(ranked)} of the pool's {n_pool} "
+                f"items have an RS ({failures}LS and a judge score are needed, and US needs varied scores; reasons "
+                "per item in the error's 'excluded' context).",
+                excluded=dict(self.excluded_ or {}),
             )
         return ranked[:k]

@@ -19,15 +19,15 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import model_validator
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, ModelPathError
-from mitigate.prompt import _lookup
-from mitigate.selectors.base import Selector, example_pool, register_selector
+from mitigate.prompt import field_text
+from mitigate.registry import Interval, Options, Satisfies, register
+from mitigate.selectors.base import Selector, example_pool
 
 __all__ = ["KNN", "item_text"]
 
@@ -41,7 +41,7 @@ def item_text(item: Item, fields: tuple[str, ...]) -> str:
 
     Missing fields are skipped (aliases such as document/source are tried, as in prompts).
     """
-    parts = [value for f in fields if (value := _lookup(item, f)) is not None]
+    parts = [value for f in fields if (value := field_text(item, f)) is not None]
     return "\n".join(parts)
 
 
@@ -53,7 +53,7 @@ class _Index:
         self.nn = nn
 
 
-@register_selector("knn")
+@register("selector", "knn")
 class KNN(Selector):
     """The ``k`` pool items nearest to the query by cosine similarity of their embeddings.
 
@@ -75,19 +75,15 @@ class KNN(Selector):
     embedding: str = "tfidf"
     ngram_max: int = 2
     nearest_last: bool = False
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        if not self.fields:
-            raise ConfigError("The 'fields' parameter of KNN must name at least one item field. Got () instead.")
-        if self.embedding != "tfidf" and not self.embedding.startswith("sentence-transformers:"):
-            raise ConfigError(
-                "The 'embedding' parameter of KNN must be 'tfidf' or 'sentence-transformers:<local model folder>'. "
-                f"Got {self.embedding!r} instead."
-            )
-        if isinstance(self.ngram_max, bool) or self.ngram_max < 1:
-            raise ConfigError(f"The 'ngram_max' parameter of KNN must be an int >= 1. Got {self.ngram_max!r} instead.")
-        return self
+    parameter_constraints: ClassVar = {
+        "fields": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0 and all(isinstance(f, str) for f in v),
+                             "a non-empty list of item field names")],
+        "embedding": [Options("tfidf"),
+                      Satisfies(lambda v: isinstance(v, str) and v.startswith("sentence-transformers:"),
+                                "'sentence-transformers:<local model folder>'")],
+        "ngram_max": [Interval(int, 1)],
+        "nearest_last": [bool],
+    }
 
     @classmethod
     def examples(cls) -> list[Selector]:

@@ -2,20 +2,22 @@
 
 The control condition of the demonstration-selection papers (Ohi et al. 2024 compare
 their highest-RS demos against random ones); also the simplest candidate generator of the
-search (:mod:`mitigate.selectors.search`), which varies ``seed`` to draw many sets.
+search (:mod:`mitigate.search`), which varies ``seed`` to draw many sets.
 """
 
 from __future__ import annotations
 
 import random as _random
+from typing import ClassVar
 
 from mitigate.data.schema import Item
-from mitigate.selectors.base import Selector, register_selector
+from mitigate.registry import Interval, register
+from mitigate.selectors.base import Selector
 
 __all__ = ["Random"]
 
 
-@register_selector("random")
+@register("selector", "random")
 class Random(Selector):
     """``k`` items drawn uniformly without replacement from the fitted pool.
 
@@ -25,6 +27,7 @@ class Random(Selector):
     """
 
     seed: int = 0
+    parameter_constraints: ClassVar = {"seed": [Interval(int)]}
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
         """``random.Random(seed).sample(candidates, k)``."""

@@ -10,25 +10,69 @@ lowest and one of the highest). The picks are shuffled so demo order does not fo
 score.
 
 ``by="range"`` instead cuts the pool, sorted by gold score, into ``k`` strata of near-equal
-size and draws one item from each: the rule of
-:func:`mitigate.strategies.perturbed_demos.stratified_pick` (shared, not copied), which
-follows the pool's score distribution rather than balancing labels.
+size and draws one item from each (:func:`stratified_pick`, the rule the perturbed-demos
+mitigation of Ghazarian et al. 2024 uses), which follows the pool's score distribution
+rather than balancing labels.
 """
 
 from __future__ import annotations
 
+import math
 import random as _random
-from typing import Literal, Self
-
-from pydantic import model_validator
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
+from mitigate.registry import Interval, Options, register
 from mitigate.scale import Scale
-from mitigate.selectors.base import Selector, register_selector
-from mitigate.strategies.perturbed_demos import stratified_pick
+from mitigate.selectors.base import Selector
 
-__all__ = ["Stratified", "balanced_quotas"]
+__all__ = ["Stratified", "balanced_quotas", "stratified_pick"]
+
+
+def _on_scale(value: float, scale: Scale) -> bool:
+    return any(abs(value - p) <= 1e-9 for p in scale.points())
+
+
+def stratified_pick(
+    items: Sequence[Item], criteria: Sequence[str], m: int, scale: Scale | None = None, seed: int = 0
+) -> list[Item]:
+    """Pick ``m`` demo items spread over the gold-score range (seeded).
+
+    Items need a human score for every criterion. When ``scale`` is given and at least
+    ``m`` items have gold scores that are points of the scale (e.g. 3, not 3.67), only those
+    are used, so each demo's shown score is an answer the judge may give. The pool is sorted
+    by the first criterion's gold score, cut into ``m`` contiguous strata of near-equal size,
+    and one item is drawn at random from each; the picks are then shuffled, so demo order
+    does not follow the gold score.
+    """
+    if not criteria:
+        raise ConfigError("expected at least one criterion to pick demos for; got none")
+    eligible = [
+        it for it in items
+        if all(c in it.human and math.isfinite(it.human[c]) for c in criteria)
+    ]
+    if len(eligible) < m:
+        raise ConfigError(
+            f"expected at least m={m} training items with human scores for {list(criteria)}; got {len(eligible)}"
+        )
+    if scale is not None:
+        on_scale = [it for it in eligible if all(_on_scale(it.human[c], scale) for c in criteria)]
+        if len(on_scale) >= m:
+            eligible = on_scale
+    key = criteria[0]
+    ordered = sorted(eligible, key=lambda it: (it.human[key], it.id))
+    rng = _random.Random(seed)
+    size, extra = divmod(len(ordered), m)
+    picks: list[Item] = []
+    start = 0
+    for k in range(m):
+        end = start + size + (1 if k < extra else 0)
+        picks.append(rng.choice(ordered[start:end]))
+        start = end
+    rng.shuffle(picks)
+    return picks
 
 
 def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
@@ -62,7 +106,7 @@ def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
     return quotas
 
 
-@register_selector("stratified")
+@register("selector", "stratified")
 class Stratified(Selector):
     """``k`` demos balanced over the gold labels (Ghazarian et al. 2024); see the module docstring.
 
@@ -79,12 +123,8 @@ class Stratified(Selector):
     seed: int = 0
     by: Literal["label", "range"] = "label"
     scale: Scale | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        if self.by not in ("label", "range"):
-            raise ConfigError(f"The 'by' parameter of Stratified must be 'label' or 'range'. Got {self.by!r} instead.")
-        return self
+    parameter_constraints: ClassVar = {"seed": [Interval(int)], "by": [Options("label", "range")],
+                                       "scale": [Scale, dict, None]}
 
     def label_of(self, item: Item) -> float:
         """The label an item is balanced under: its gold score, snapped to ``scale`` when set."""

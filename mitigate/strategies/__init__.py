@@ -1,7 +1,8 @@
 """Mitigations: composable, frozen transformers of judges (contract in :mod:`mitigate.strategies.base`).
 
-Importing this package registers every strategy under its name, so
-``parse_pipeline("single-attribute | sampling(temperature=0.7, n=5)")`` and specs work.
+Importing this package registers every mitigation (kind ``"mitigation"`` in
+:mod:`mitigate.registry`), so ``parse_pipeline("single-attribute | sampling(temperature=0.7, n=5)")``
+and specs work.
 
 | name | class | paper |
 |---|---|---|
@@ -9,10 +10,16 @@ Importing this package registers every strategy under its name, so
 | ``perturbation-probe`` | :class:`PerturbationProbe` (measurement) | Ghazarian et al. 2024 |
 | ``consistency-hint``, ``self-consistency`` | baselines of Ghazarian et al. 2024 | |
 | ``highest-rs-demos``, ``random-demos`` | :class:`HighestRSDemos`, :class:`RandomDemos` | Ohi et al. 2024 |
+| ``demos``, ``fixed-demos``, ``per-item-demos`` | :class:`Demos`, :class:`FixedDemos`, :class:`PerItemDemos` | |
 | ``single-attribute``, ``multi-attribute`` | :class:`SingleAttribute`, :class:`MultiAttribute` | Stureborg et al. 2024 |
 | ``sampling``, ``expected-score``, ``granularity`` | :class:`Sampling`, :class:`ExpectedScore`, :class:`Granularity` | Stureborg et al. 2024 |
 | ``agreement-gate`` | :class:`AgreementGate` | Shen et al. 2023 |
 | ``position-swap`` | :class:`PositionSwap` | pairwise position bias |
+
+Every demo mitigation is a preset of one implementation
+(:class:`~mitigate.strategies.demos.DemoMitigation`) that shows what a selector of
+:mod:`mitigate.selectors` picks. Prompt edits shared by several mitigations live in
+:mod:`mitigate.strategies.edits`.
 """
 
 from mitigate.strategies.agreement_gate import (
@@ -27,13 +34,14 @@ from mitigate.strategies.base import (
     Pipeline,
     PromptMitigation,
     from_spec,
+    load_pipeline,
     parse_pipeline,
-    register,
     registered,
 )
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
+from mitigate.strategies.demos import DemoMitigation, Demos, FixedDemos, PerItemDemos, PerItemDemosJudge
 from mitigate.strategies.forms import mcq_form, rts_form
-from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos, rank_by_rs
+from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos
 from mitigate.strategies.perturbed_demos import (
     PerturbationProbe,
     PerturbationProbeJudge,
@@ -44,9 +52,10 @@ from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
 from mitigate.strategies.single_attribute import MultiAttribute, SingleAttribute
 
 __all__ = [
-    "AgreementGate", "AgreementJudge", "ConsistencyHint", "ExpectedScore", "GateDecision", "GateReport",
-    "Granularity", "HighestRSDemos", "Mitigation", "MultiAttribute", "PerturbationProbe", "PerturbationProbeJudge",
-    "PerturbedGuidelineDemos", "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation", "RandomDemos",
-    "Sampling", "SelfConsistency", "SingleAttribute", "from_spec", "gate_released", "mcq_form", "parse_pipeline",
-    "rank_by_rs", "register", "registered", "rts_form",
+    "AgreementGate", "AgreementJudge", "ConsistencyHint", "DemoMitigation", "Demos", "ExpectedScore", "FixedDemos",
+    "GateDecision", "GateReport", "Granularity", "HighestRSDemos", "Mitigation", "MultiAttribute",
+    "PerItemDemos", "PerItemDemosJudge", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos",
+    "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation", "RandomDemos", "Sampling",
+    "SelfConsistency", "SingleAttribute", "from_spec", "gate_released", "load_pipeline", "mcq_form",
+    "parse_pipeline", "registered", "rts_form",
 ]

@@ -36,17 +36,20 @@ import asyncio
 import math
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate import measures as metrics
+from mitigate.data.released import load_released
 from mitigate.data.schema import Item
+from mitigate.data.summeval import CRITERIA, load_summeval
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, Judge, Judgment, ParseFailure, merge_judgments
 from mitigate.measures.stats import CORRELATIONS
-from mitigate.strategies.base import Mitigation, register
+from mitigate.registry import Interval, Options, register
+from mitigate.strategies.base import Mitigation
 from mitigate.strategies.forms import mcq_form, rts_form
 
 __all__ = [
@@ -153,7 +156,7 @@ class GateReport(BaseModel):
         raise DataError(f"expected one of the gated systems {[d.system for d in self.decisions]}; got {system!r}")
 
 
-@register("agreement-gate")
+@register("mitigation", "agreement-gate")
 class AgreementGate(Mitigation):
     """Shen et al. (2023)'s RTS/MCQ agreement gate.
 
@@ -171,32 +174,11 @@ class AgreementGate(Mitigation):
     tolerance: float = 0.5
     method: str = "spearman"
     min_items: int = 5
-
-    @field_validator("tolerance")
-    @classmethod
-    def _check_tolerance(cls, v: float) -> float:
-        if not (isinstance(v, int | float) and math.isfinite(v) and -1.0 <= v <= 1.0):
-            raise ConfigError(f"The 'tolerance' parameter of AgreementGate must be a float in [-1, 1]. Got {v!r} instead.")
-        return float(v)
-
-    @field_validator("method")
-    @classmethod
-    def _check_method(cls, v: str) -> str:
-        if v not in CORRELATIONS:
-            raise ConfigError(
-                f"The 'method' parameter of AgreementGate must be one of {sorted(CORRELATIONS)}. Got {v!r} instead."
-            )
-        return v
-
-    @field_validator("min_items")
-    @classmethod
-    def _check_min_items(cls, v: int) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 3:
-            raise ConfigError(
-                f"The 'min_items' parameter of AgreementGate must be an int >= 3 (a correlation needs 3 pairs). "
-                f"Got {v!r} instead."
-            )
-        return v
+    parameter_constraints: ClassVar = {
+        "tolerance": [Interval(float, -1, 1)],
+        "method": [Options(*sorted(CORRELATIONS))],
+        "min_items": [Interval(int, 3)],  # a correlation needs 3 pairs
+    }
 
     def wrap(self, judge: Judge) -> Judge:
         """A new judge scoring each item in RTS and MCQ form; ``judge`` is not changed.
@@ -336,7 +318,7 @@ class ReleasedGateReport(BaseModel):
     - ``p``: P_i per system, the ``p_method`` correlation between ChatGPT's RTS scores and the
       mean expert scores over that system's items (NaN where undefined).
     - ``r_predicts_p``: the ``predict_method`` correlation across systems between R_i and
-      P_i (a :class:`~mitigate.measures.metrics.Measure`; NaN with a reason when fewer than
+      P_i (a :class:`~mitigate.measures.Measure`; NaN with a reason when fewer than
       3 systems have both). Positive means systems where RTS and MCQ agree are the ones the
       judge scores more like humans, which is what the gate relies on.
     - ``p_accepted_mean`` / ``p_flagged_mean``: mean P_i of the accepted and of the flagged
@@ -361,8 +343,6 @@ def released_gate_judgments(criterion: str, items: Sequence[Item], *, root: str 
     scores; a released answer the parser rejected is a :class:`~mitigate.judge.ParseFailure`
     (None score), never a default.
     """
-    from mitigate.data.released import load_released
-
     rts_run = load_released("chatgpt-rts", root=root)
     mcq_run = load_released("chatgpt-mcq", root=root)
     out: list[Judgment] = []
@@ -399,8 +379,6 @@ def gate_released(
     ``load_summeval("llm_summeval")``; ``root`` overrides the data folder. Missing files raise
     DataError naming them.
     """
-    from mitigate.data.summeval import CRITERIA, load_summeval
-
     gate = gate or AgreementGate()
     if isinstance(criteria, str):
         wanted = [criteria]

@@ -1,58 +1,60 @@
 """The mitigation contract: frozen, serialisable transformers of judges, and pipelines of them.
 
-- :class:`Mitigation` — ``wrap(judge) -> Judge``; parameters are the object's fields.
+- :class:`Mitigation` — ``wrap(judge) -> Judge``; parameters are the object's fields,
+  declared and checked like every registered component (:class:`mitigate.registry.Component`).
 - :class:`PromptMitigation` — implements only ``apply(prompt) -> prompt``; its ``wrap`` is
   ``judge.map_prompts(self.apply)``, so placed after a fan-out it reaches every inner prompt.
 - :class:`Pipeline` — ``Pipeline([m1, m2])`` or ``m1 | m2``; nested pipelines flatten;
   ``wrap`` folds left to right (``m1`` wraps the base judge first).
-- Mitigations that learn from data expose ``fit(train, judge) -> Self`` returning a fitted
-  copy with fitted state in fields ending in ``_``.
+- ``fit(train, judge)`` / ``afit`` on every mitigation returns a fitted copy (fitted state in
+  fields ending in ``_``); a mitigation with nothing to learn returns itself.
+  :meth:`Pipeline.fit` fits each step against the judge wrapped by the steps before it, as
+  scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
 
-Every concrete mitigation registers itself under a name with :func:`register`, so a spec
-``{"name": ..., "params": {...}}`` rebuilds it (:func:`from_spec`) and the CLI can accept
-pipelines by name with parameters (:func:`parse_pipeline`).
+Every concrete mitigation registers itself as kind ``"mitigation"`` with
+:func:`mitigate.registry.register`, so a spec ``{"name": ..., "params": {...}}`` rebuilds it
+(:func:`from_spec`) and the CLI accepts pipelines by name with parameters
+(:func:`parse_pipeline`), or a saved spec file as ``@file.json``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, SerializeAsAny
+from pydantic import ConfigDict, SerializeAsAny
 
+from mitigate.data.schema import Benchmark
 from mitigate.errors import ConfigError
-from mitigate.judge import Judge
+from mitigate.judge import Judge, Judgment
 from mitigate.prompt import JudgePrompt
+from mitigate.registry import Component, build
+from mitigate.registry import registered as registered_components
 
-M = TypeVar("M", bound="Mitigation")
-
-_REGISTRY: dict[str, type[Mitigation]] = {}
-
-
-def register(name: str) -> Any:
-    """Class decorator: make a mitigation buildable from its spec under ``name``."""
-
-    def deco(cls: type[M]) -> type[M]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ConfigError(f"mitigation name {name!r} is already registered by {_REGISTRY[name].__name__}")
-        cls.registry_name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
+__all__ = [
+    "Mitigation",
+    "Pipeline",
+    "PromptMitigation",
+    "from_spec",
+    "gather_children",
+    "load_pipeline",
+    "parse_pipeline",
+    "registered",
+]
 
 
 def registered() -> dict[str, type[Mitigation]]:
-    """Registered mitigation names -> classes."""
-    return dict(_REGISTRY)
+    """Registered mitigation names -> classes (``mitigate.registry.registered("mitigation")``)."""
+    return registered_components("mitigation")
 
 
-class Mitigation(BaseModel):
-    """A frozen, serialisable transformer of judges."""
+class Mitigation(Component):
+    """A frozen, serialisable transformer of judges (kind ``"mitigation"`` in the registry)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-    registry_name: ClassVar[str] = ""
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def wrap(self, judge: Judge) -> Judge:
         """A new judge with this mitigation applied; ``judge`` is not changed."""
@@ -61,16 +63,25 @@ class Mitigation(BaseModel):
     def __or__(self, other: Mitigation) -> Pipeline:
         return Pipeline(steps=(self, other))
 
-    @classmethod
-    def examples(cls) -> list[Mitigation]:
-        """Instances the shared contract tests exercise (override when defaults are not enough)."""
-        return [cls()]
+    @property
+    def is_fitted(self) -> bool:
+        """True when :meth:`wrap` can be used (always, for a mitigation with nothing to learn)."""
+        return True
 
-    def spec(self) -> dict[str, Any]:
-        """``{"name": ..., "params": {...}}``: what :func:`from_spec` rebuilds this from."""
-        if not self.registry_name:
-            raise ConfigError(f"{type(self).__name__} is not registered; decorate it with @register('<name>')")
-        return {"name": self.registry_name, "params": self.model_dump(mode="json")}
+    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+            concurrency: int = 8) -> Self:
+        """A fitted copy learned from ``train`` against ``judge``; this mitigation itself when there is nothing to learn.
+
+        ``judge`` is the judge this mitigation will wrap (in a :class:`Pipeline`, the base
+        judge wrapped by the steps before it). ``progress`` and ``concurrency`` apply to
+        mitigations that run the judge while fitting.
+        """
+        return self
+
+    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+                   concurrency: int = 8) -> Self:
+        """:meth:`fit` for async code."""
+        return self.fit(train, judge, progress=progress, concurrency=concurrency)
 
 
 class PromptMitigation(Mitigation):
@@ -110,6 +121,39 @@ class Pipeline(Mitigation):
             judge = step.wrap(judge)
         return judge
 
+    @property
+    def is_fitted(self) -> bool:
+        """True when every step is fitted."""
+        return all(step.is_fitted for step in self.steps)
+
+    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+            concurrency: int = 8) -> Pipeline:
+        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps before it.
+
+        The one way to fit any pipeline (``mitigate compare --train`` uses it). Steps with
+        nothing to learn are kept as they are; ``judge`` and the steps are not changed.
+        A step that runs its own event loop (one that judges while fitting) refuses inside a
+        running loop: use :meth:`afit` there.
+        """
+        base = _fit_judge(judge)
+        fitted: list[Mitigation] = []
+        for step in self.steps:
+            step = step.fit(train, base, progress=progress, concurrency=concurrency)
+            fitted.append(step)
+            base = step.wrap(base)
+        return Pipeline(fitted)
+
+    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+                   concurrency: int = 8) -> Pipeline:
+        """:meth:`fit` for async code."""
+        base = _fit_judge(judge)
+        fitted: list[Mitigation] = []
+        for step in self.steps:
+            step = await step.afit(train, base, progress=progress, concurrency=concurrency)
+            fitted.append(step)
+            base = step.wrap(base)
+        return Pipeline(fitted)
+
     def spec(self) -> dict[str, Any]:
         """``{"name": "pipeline", "steps": [step specs]}``."""
         return {"name": "pipeline", "steps": [s.spec() for s in self.steps]}
@@ -118,36 +162,62 @@ class Pipeline(Mitigation):
         return len(self.steps)
 
 
+def _fit_judge(judge: Judge | None) -> Judge:
+    if not isinstance(judge, Judge):
+        raise ConfigError(
+            f"Pipeline.fit needs the judge its steps will wrap; expected a Judge, got {type(judge).__name__}"
+        )
+    return judge
+
+
 def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
     """Rebuild a mitigation or pipeline from :meth:`Mitigation.spec` output (or a list of specs)."""
     if isinstance(spec, Sequence) and not isinstance(spec, (str, bytes)):
         return Pipeline(steps=[from_spec(s) for s in spec])
-    if not isinstance(spec, dict) or "name" not in spec:
-        raise ConfigError(f"expected a mitigation spec {{'name': ..., 'params': {{...}}}}; got {spec!r}")
-    name = spec["name"]
-    if name == "pipeline":
-        return Pipeline(steps=[from_spec(s) for s in spec.get("steps", [])])
-    cls = _REGISTRY.get(name)
-    if cls is None:  # mitigations built on selectors (fixed-demos, per-item-demos) register on import
-        import mitigate.selectors  # noqa: F401
+    if isinstance(spec, dict) and spec.get("name") == "pipeline":
+        extra = sorted(set(spec) - {"name", "steps"})
+        if extra:
+            raise ConfigError(f"expected a pipeline spec with keys 'name' and 'steps'; got extra keys {extra}")
+        steps = spec.get("steps", [])
+        if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
+            raise ConfigError(f"expected the 'steps' of a pipeline spec to be a list of specs; got {steps!r}")
+        return Pipeline(steps=[from_spec(s) for s in steps])
+    return build("mitigation", spec)  # type: ignore[no-any-return]
 
-        cls = _REGISTRY.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown mitigation {name!r}; expected one of {sorted(_REGISTRY)}")
-    return cls.model_validate(spec.get("params", {}))
+
+def load_pipeline(path: str | Path) -> Mitigation:
+    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"expected a pipeline spec file; {p} does not exist")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"expected JSON in pipeline spec file {p}; got invalid JSON ({exc})") from None
+    if isinstance(data, dict) and "pipeline" in data and "name" not in data:
+        data = data["pipeline"]
+    return from_spec(data)
 
 
 def parse_pipeline(text: str) -> Pipeline:
-    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"``; values are JSON (bare words are strings).
+    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings), or ``"@file.json"``.
 
-    ``"baseline"`` or an empty string is the empty pipeline.
+    ``"@path"`` loads a spec file (:func:`load_pipeline`). ``"baseline"`` or an empty string
+    is the empty pipeline.
     """
+    if not isinstance(text, str):
+        raise ConfigError(f"expected pipeline text such as 'name(k=v) | name2' or '@file.json'; got {text!r}")
+    stripped = text.strip()
+    if stripped.startswith("@"):
+        return Pipeline([load_pipeline(stripped[1:].strip())])
     steps: list[Mitigation] = []
-    for part in (p.strip() for p in text.split("|")):
+    for part in (p.strip() for p in stripped.split("|")):
         if not part or part == "baseline":
             continue
         name, _, rest = part.partition("(")
         name = name.strip()
+        if not rest and name.endswith(".json"):
+            raise ConfigError(f"expected pipeline text or @file.json; got {name!r} (write @{name} to load a spec file)")
         params: dict[str, Any] = {}
         if rest:
             if not rest.endswith(")"):
@@ -186,3 +256,20 @@ def _split_args(text: str) -> list[str]:
         cur.append(ch)
     out.append("".join(cur))
     return out
+
+
+async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: bool = True) -> list[Judgment]:
+    """Run the child judge calls of a fan-out (concurrently or in order); re-raise the first error once all finished."""
+    if concurrent:
+        results = await asyncio.gather(*(c() for c in calls), return_exceptions=True)
+    else:
+        results = []
+        for c in calls:
+            try:
+                results.append(await c())
+            except Exception as exc:  # re-raised below, after the others ran
+                results.append(exc)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return list(results)

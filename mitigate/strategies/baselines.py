@@ -10,51 +10,30 @@
 
 from __future__ import annotations
 
-from typing import Self
-
-from pydantic import model_validator
+from typing import ClassVar
 
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, PromptJudge
-from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, JudgePrompt, PromptMessage
-from mitigate.strategies.base import Mitigation, PromptMitigation, register
-
-__all__ = ["DEFAULT_COT", "DEFAULT_HINT", "ConsistencyHint", "SelfConsistency", "append_instruction"]
-
-DEFAULT_HINT = (
-    "Important: the order in which the score options are listed, and how long or detailed each "
-    "option's description is, say nothing about which score is right. Decide only from what each "
-    "option means; you would give the same score if the options were listed in another order or "
-    "described at another length."
+from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, JudgePrompt
+from mitigate.registry import Interval, Satisfies, register
+from mitigate.strategies.base import Mitigation, PromptMitigation
+from mitigate.strategies.edits import (
+    DEFAULT_COT,
+    DEFAULT_HINT,
+    append_instruction,
+    insert_after_guideline,
+    warn_if_reasoning_forbidden,
 )
-"""The default :class:`ConsistencyHint` text."""
 
-DEFAULT_COT = (
-    "Think step by step first: compare the text with each option of the guideline and explain your "
-    "reasoning, then give the score in the format asked for above as your final line."
-)
-"""The chain-of-thought instruction :class:`SelfConsistency` adds when ``cot=True``."""
+__all__ = ["ConsistencyHint", "SelfConsistency"]
 
 
-def _check_text(owner: str, text: str) -> None:
-    if not text.strip():
-        raise ConfigError(f"The 'text' parameter of {owner} must be a non-empty instruction. Got {text!r} instead.")
-    if SLOT_RE.search(text) or GUIDELINE_MARK in text:
-        raise ConfigError(
-            f"The 'text' parameter of {owner} must not contain template slots such as {{{{output}}}}. "
-            f"Got {text[:60]!r} instead."
-        )
+def _instruction(text: object) -> bool:
+    """True for a non-empty instruction without template slots or the guideline mark."""
+    return isinstance(text, str) and bool(text.strip()) and not SLOT_RE.search(text) and GUIDELINE_MARK not in text
 
 
-def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
-    """A copy of ``prompt`` whose last message ends with ``text`` as a new paragraph."""
-    msgs = list(prompt.messages)
-    last = msgs[-1]
-    msgs[-1] = PromptMessage(role=last.role, template=last.template.rstrip() + "\n\n" + text)
-    return prompt.model_copy(update={"messages": tuple(msgs)})
-
-
-@register("consistency-hint")
+@register("mitigation", "consistency-hint")
 class ConsistencyHint(PromptMitigation):
     """Add an instruction that option order and description length must not affect the score.
 
@@ -68,26 +47,17 @@ class ConsistencyHint(PromptMitigation):
     """
 
     text: str = DEFAULT_HINT
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        _check_text("ConsistencyHint", self.text)
-        return self
+    parameter_constraints: ClassVar = {
+        "text": [Satisfies(_instruction, "a non-empty instruction (it must not contain template slots such as "
+                                         "{{output}})")],
+    }
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:
         """A copy with the hint after the guideline (or at the end of the last message)."""
-        if prompt.guideline is None:
-            return append_instruction(prompt, self.text)
-        msgs = tuple(
-            PromptMessage(role=m.role, template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + self.text))
-            if GUIDELINE_MARK in m.template
-            else m
-            for m in prompt.messages
-        )
-        return prompt.model_copy(update={"messages": msgs})
+        return insert_after_guideline(prompt, self.text)
 
 
-@register("self-consistency")
+@register("mitigation", "self-consistency")
 class SelfConsistency(Mitigation):
     """Majority vote over N sampled (chain-of-thought) answers.
 
@@ -109,20 +79,12 @@ class SelfConsistency(Mitigation):
     temperature: float = 0.7
     cot: bool = True
     max_tokens: int | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        if isinstance(self.n, bool) or self.n < 1:
-            raise ConfigError(f"The 'n' parameter of SelfConsistency must be an int >= 1. Got {self.n!r} instead.")
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError(
-                f"The 'temperature' parameter of SelfConsistency must be a float in [0, 2]. Got {self.temperature} instead."
-            )
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ConfigError(
-                f"The 'max_tokens' parameter of SelfConsistency must be an int >= 1 or None. Got {self.max_tokens} instead."
-            )
-        return self
+    parameter_constraints: ClassVar = {
+        "n": [Interval(int, 1)],
+        "temperature": [Interval(float, 0, 2)],
+        "cot": [bool],
+        "max_tokens": [Interval(int, 1), None],
+    }
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
         if self.cot and leaf.config.scoring == "expected":
@@ -131,8 +93,6 @@ class SelfConsistency(Mitigation):
                 "value over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
         if self.cot:
-            from mitigate.strategies.sampling import warn_if_reasoning_forbidden
-
             warn_if_reasoning_forbidden(leaf.prompt, "SelfConsistency(cot=True)")
         judge = leaf.with_prompt(append_instruction(leaf.prompt, DEFAULT_COT)) if self.cot else leaf
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}

@@ -40,10 +40,12 @@ import string
 from mitigate.errors import TemplateError
 from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Guideline, JudgePrompt, PromptMessage, ScoreOption
 from mitigate.scale import Scale
-from mitigate.strategies.baselines import DEFAULT_COT, DEFAULT_HINT
-from mitigate.strategies.single_attribute import (
+from mitigate.strategies.edits import (
     COT_LEAD,
+    DEFAULT_COT,
+    DEFAULT_HINT,
     ONLY_LEAD,
+    RTS_LEAD,
     SCALE_LEAD,
     cot_instruction,
     only_paragraph,
@@ -156,10 +158,6 @@ def _points_text(scale: Scale) -> str:
     if len(points) <= _MAX_LISTED_POINTS:
         return _or_list([_fmt(p) for p in points])
     return f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
-
-
-RTS_LEAD = "First give a brief reason for your rating"
-"""How the RTS form's answer instruction begins (used to recognise an RTS prompt)."""
 
 
 def rts_instruction(scale: Scale) -> str:

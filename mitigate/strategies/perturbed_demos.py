@@ -13,7 +13,7 @@ random perturbation instead.
 - :class:`PerturbationProbe` (``"perturbation-probe"``) — measurement: judges each item
   under the test prompt's own guideline and under each perturbed version, keeps the
   original score, and records every version's score in ``Judgment.meta["perturbations"]``
-  (read by :func:`mitigate.measures.metrics.perturbation_consistency` through the compare
+  (read by :func:`mitigate.measures.perturbation_consistency` through the compare
   harness).
 - :class:`PerturbedGuidelineDemos` (``"perturbed-demos"``) — the mitigation (a prompt
   transform), with the ablation (``ablation=True``) and the unperturbed few-shot control
@@ -26,14 +26,12 @@ how options are named and how lengthened descriptions are obtained.
 from __future__ import annotations
 
 import asyncio
-import math
-import random
-from collections.abc import Callable, Sequence
-from typing import Any, Self
+from collections.abc import Callable
+from typing import Any, ClassVar, Self
 
-from pydantic import field_validator, model_validator
+from pydantic import model_validator
 
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
 from mitigate.perturb import (
@@ -44,33 +42,22 @@ from mitigate.perturb import (
     original_order,
     perturbation_set,
 )
-from mitigate.prompt import Demo, Guideline, JudgePrompt
-from mitigate.scale import Scale
-from mitigate.strategies.base import Mitigation, PromptMitigation, register
+from mitigate.prompt import Demo, Guideline
+from mitigate.registry import Interval, register
+from mitigate.selectors import Stratified
+from mitigate.strategies.base import Mitigation
+from mitigate.strategies.demos import (
+    PERTURBATION_CONSTRAINTS,
+    DemoMitigation,
+    DemoPlan,
+    Display,
+    require_lengthened,
+)
 
-__all__ = ["ORIGINAL", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos", "stratified_pick"]
+__all__ = ["ORIGINAL", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos"]
 
 ORIGINAL = "original"
 """The key of the unperturbed prompt's output in ``Judgment.meta["perturbations"]``."""
-
-
-def _check_int(owner: str, what: str, value: int | None, minimum: int, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        extra = " or None" if allow_none else ""
-        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= {minimum}{extra}. Got {value!r} instead.")
-
-
-def _check_kind(owner: str, kind: str, lengthened: dict[str, str] | None) -> None:
-    if kind not in ("order", "length", "both"):
-        raise ConfigError(f"The 'kind' parameter of {owner} must be 'order', 'length' or 'both'. Got {kind!r} instead.")
-    if kind in ("length", "both") and not lengthened:
-        raise ConfigError(
-            f"The 'lengthened' parameter of {owner} must map option labels to lengthened descriptions when "
-            f"kind={kind!r}. Got {lengthened!r} instead. Write them, or produce them once with "
-            "mitigate.perturb.lengthen_guideline(prompt, lm) and pass the returned dict."
-        )
 
 
 # --------------------------------------------------------------------------- the probe
@@ -186,7 +173,7 @@ def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge,
     return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
 
 
-@register("perturbation-probe")
+@register("mitigation", "perturbation-probe")
 class PerturbationProbe(Mitigation):
     """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
 
@@ -195,7 +182,7 @@ class PerturbationProbe(Mitigation):
     original's score as the judgment's score, and records every version's output in
     ``Judgment.meta["perturbations"]`` (key ``"original"`` plus one key per perturbation
     name, e.g. ``"order(2,0,1)"``; ``None`` for a parse failure). The compare harness's
-    consistency measure (:func:`mitigate.measures.metrics.perturbation_consistency`) reads
+    consistency measure (:func:`mitigate.measures.perturbation_consistency`) reads
     that key: consistency is the share of items whose output is identical under the
     original and every perturbation. Costs 1 + N calls per item.
 
@@ -218,11 +205,11 @@ class PerturbationProbe(Mitigation):
     n: int | None = None
     lengthened: dict[str, str] | None = None
     seed: int = 0
+    parameter_constraints: ClassVar = {k: v for k, v in PERTURBATION_CONSTRAINTS.items() if k != "ablation"}
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        _check_int("PerturbationProbe", "n", self.n, 1, allow_none=True)
-        _check_kind("PerturbationProbe", self.kind, self.lengthened)
+        require_lengthened("PerturbationProbe", self.kind, self.lengthened)
         return self
 
     def perturbations_for(self, judge: Judge) -> list[Perturbation]:
@@ -262,68 +249,8 @@ class PerturbationProbe(Mitigation):
 # --------------------------------------------------------------------------- the mitigation
 
 
-def _on_scale(value: float, scale: Scale) -> bool:
-    return any(abs(value - p) <= 1e-9 for p in scale.points())
-
-
-def stratified_pick(
-    items: Sequence[Item], criteria: Sequence[str], m: int, scale: Scale | None = None, seed: int = 0
-) -> list[Item]:
-    """Pick ``m`` demo items spread over the gold-score range (seeded).
-
-    Items need a human score for every criterion. When ``scale`` is given and at least
-    ``m`` items have gold scores that are points of the scale (e.g. 3, not 3.67), only those
-    are used, so each demo's shown score is an answer the judge may give. The pool is sorted
-    by the first criterion's gold score, cut into ``m`` contiguous strata of near-equal size,
-    and one item is drawn at random from each; the picks are then shuffled, so demo order
-    does not follow the gold score.
-    """
-    if not criteria:
-        raise ConfigError("expected at least one criterion to pick demos for; got none")
-    eligible = [
-        it for it in items
-        if all(c in it.human and math.isfinite(it.human[c]) for c in criteria)
-    ]
-    if len(eligible) < m:
-        raise ConfigError(
-            f"expected at least m={m} training items with human scores for {list(criteria)}; got {len(eligible)}"
-        )
-    if scale is not None:
-        on_scale = [it for it in eligible if all(_on_scale(it.human[c], scale) for c in criteria)]
-        if len(on_scale) >= m:
-            eligible = on_scale
-    key = criteria[0]
-    ordered = sorted(eligible, key=lambda it: (it.human[key], it.id))
-    rng = random.Random(seed)
-    size, extra = divmod(len(ordered), m)
-    picks: list[Item] = []
-    start = 0
-    for k in range(m):
-        end = start + size + (1 if k < extra else 0)
-        picks.append(rng.choice(ordered[start:end]))
-        start = end
-    rng.shuffle(picks)
-    return picks
-
-
-def _score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float]:
-    """The gold score to show for ``prompt``: its criterion's entry when the demo holds several."""
-    if not isinstance(demo.score, dict):
-        return demo.score
-    names = [c.name for c in prompt.criteria] or ["score"]
-    missing = [c for c in names if c not in demo.score]
-    if missing:
-        raise ConfigError(
-            f"demo {demo.item.id!r} has gold scores for {sorted(demo.score)}; the prompt scores {names} "
-            f"(missing {missing})"
-        )
-    if len(names) == 1:
-        return demo.score[names[0]]
-    return {c: demo.score[c] for c in names}
-
-
-@register("perturbed-demos")
-class PerturbedGuidelineDemos(PromptMitigation):
+@register("mitigation", "perturbed-demos")
+class PerturbedGuidelineDemos(DemoMitigation):
     """Few-shot demos shown under perturbed guidelines, each with the same gold score (Ghazarian et al. 2024).
 
     Each of the ``m`` demos is repeated once per perturbed version of the prompt's own
@@ -331,7 +258,8 @@ class PerturbedGuidelineDemos(PromptMitigation):
     :func:`mitigate.perturb.perturbation_set`), each copy showing that guideline and then the
     same gold score. The copies are placed before the item (demo 1 under every perturbation,
     then demo 2 ...), after any demos the prompt already had; the item itself is judged
-    under the prompt's guideline, unperturbed. The paper found ``m=2`` best.
+    under the prompt's guideline, unperturbed. The paper found ``m=2`` best. A preset of
+    :class:`~mitigate.strategies.demos.DemoMitigation` (display ``"perturbed"``).
 
     Parameters:
         demos: the demonstrations (an item and its gold score; a dict score holds one
@@ -348,7 +276,13 @@ class PerturbedGuidelineDemos(PromptMitigation):
         perturbed: False gives the unperturbed few-shot control: the same demos, each shown
             once under the original guideline (same layout, no perturbation).
 
-    Fitted state: ``demos_``, set by :meth:`fit`, used instead of ``demos`` when present.
+    ``fit(train, judge)``: with ``demos=`` given there is nothing to learn and those become
+    ``demos_``. Otherwise a :class:`~mitigate.selectors.Stratified` selector (``by="range"``,
+    :func:`~mitigate.selectors.stratified_pick`) draws ``m`` items over the gold-score range
+    of the judge's criterion, preferring gold scores that are points of the judge's scale
+    (seeded). When the judge scores several criteria (e.g. after a single-attribute split)
+    each demo holds every criterion's human score and each inner prompt shows its own.
+
     The guideline the demos are shown under is the prompt's guideline with its options put
     back in their original order, so placing a :class:`PerturbationProbe` after (or before)
     this mitigation keeps the demos identical across the probe's reorderings.
@@ -362,20 +296,13 @@ class PerturbedGuidelineDemos(PromptMitigation):
     seed: int = 0
     ablation: bool = False
     perturbed: bool = True
-    demos_: tuple[Demo, ...] | None = None
-
-    @field_validator("m")
-    @classmethod
-    def _check_m(cls, v: int) -> int:
-        _check_int("PerturbedGuidelineDemos", "m", v, 1)
-        return v
+    parameter_constraints: ClassVar = {"m": [Interval(int, 1)], "perturbed": [bool], **PERTURBATION_CONSTRAINTS}
 
     @model_validator(mode="after")
     def _check(self) -> Self:
         owner = "PerturbedGuidelineDemos"
-        _check_int(owner, "n", self.n, 1, allow_none=True)
         if self.perturbed:
-            _check_kind(owner, self.kind, self.lengthened)
+            require_lengthened(owner, self.kind, self.lengthened)
         if self.ablation and not self.perturbed:
             raise ConfigError(
                 f"The 'ablation' parameter of {owner} needs perturbed=True (one random perturbation per demo). "
@@ -397,56 +324,15 @@ class PerturbedGuidelineDemos(PromptMitigation):
         )
         return [cls(demos=demos), cls(demos=demos, ablation=True, seed=3), cls(demos=demos, perturbed=False)]
 
-    def fit(self, train: Benchmark, judge: Judge) -> PerturbedGuidelineDemos:
-        """A copy with ``demos_`` set: ``m`` train items for the judge's criteria, with human scores.
-
-        With ``demos=`` given there is nothing to learn and those become ``demos_``.
-        Otherwise :func:`stratified_pick` draws ``m`` items over the gold-score range of the
-        judge's first criterion (seeded; a pluggable selector may replace it later). When the
-        judge has one criterion the demo score is that criterion's human score; with several
-        (e.g. a single-attribute split), a dict of each criterion's score, and each inner
-        prompt shows its own criterion's.
-        """
-        if self.demos:
-            return self.model_copy(update={"demos_": self.demos})
-        leaves = judge.leaves()
-        if not leaves:
-            raise ConfigError(f"PerturbedGuidelineDemos.fit needs a judge with a prompt; got {type(judge).__name__}")
-        criteria = list(dict.fromkeys(c.name for leaf in leaves for c in leaf.prompt.criteria))
-        picked = stratified_pick(train.items, criteria, self.m, leaves[0].prompt.scale, self.seed)
-        demos = tuple(
-            Demo(item=it, score=it.human[criteria[0]] if len(criteria) == 1 else {c: it.human[c] for c in criteria})
-            for it in picked
-        )
-        return self.model_copy(update={"demos_": demos})
-
-    def _source(self) -> tuple[Demo, ...]:
-        if self.demos_ is not None:
-            return self.demos_
-        if self.demos:
-            return self.demos
-        raise ConfigError(
-            "PerturbedGuidelineDemos has no demos: pass demos=(Demo(...), ...) or call fit(train, judge) first"
-        )
-
-    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """A copy of ``prompt`` with the demo copies added (see the class docstring)."""
-        source = self._source()
-        base = original_order(guideline_of(prompt))
-        if not self.perturbed:
-            guidelines_per_demo = [[base] for _ in source]
-        else:
-            perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
-            if self.ablation:
-                pool = [p for p in perts if not p.is_identity(base)] or perts
-                rng = random.Random(f"ablation:{self.seed}")
-                guidelines_per_demo = [[rng.choice(pool).apply(base)] for _ in source]
-            else:
-                shown = [p.apply(base) for p in perts]
-                guidelines_per_demo = [shown for _ in source]
-        added = [
-            demo.model_copy(update={"guideline": gl, "score": _score_for(demo, prompt)})
-            for demo, gls in zip(source, guidelines_per_demo, strict=True)
-            for gl in gls
-        ]
-        return prompt.with_demos((*prompt.demos, *added))
+    def demo_plan(self, judge: Judge | None = None) -> DemoPlan:
+        """The given demos, or ``m`` stratified over the gold-score range; shown under perturbed guidelines."""
+        selector = None
+        if not self.demos:
+            leaves = judge.leaves() if judge is not None else []
+            if judge is not None and not leaves:
+                raise ConfigError(f"PerturbedGuidelineDemos.fit needs a judge with a prompt; got {type(judge).__name__}")
+            selector = Stratified(by="range", seed=self.seed, scale=leaves[0].prompt.scale if leaves else None)
+        display = Display(mode="perturbed" if self.perturbed else "guideline", kind=self.kind, n=self.n,
+                          lengthened=self.lengthened, seed=self.seed, ablation=self.ablation)
+        return DemoPlan(selector=selector, k=self.m, demos=self.demos, placement="append", display=display,
+                        count_name="m")

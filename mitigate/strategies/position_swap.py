@@ -9,15 +9,13 @@ swap is the standard check; Shen et al. 2023 run their SummEval head-to-head bot
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import field_validator
+from typing import Any, ClassVar, Literal
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, Judge, Judgment, Verdict, merge_judgments
-from mitigate.strategies.base import Mitigation, register
-from mitigate.strategies.single_attribute import gather_children
+from mitigate.registry import Options, register
+from mitigate.strategies.base import Mitigation, gather_children
 
 __all__ = ["PositionSwap", "PositionSwapJudge", "swap_item"]
 
@@ -94,7 +92,7 @@ class PositionSwapJudge(CompositeJudge):
         return merge_judgments(item.id, parts, verdict=verdict, flags=merged_flags, meta=meta)
 
 
-@register("position-swap")
+@register("mitigation", "position-swap")
 class PositionSwap(Mitigation):
     """Judge each pair in both orders; keep verdicts that survive the swap.
 
@@ -108,13 +106,7 @@ class PositionSwap(Mitigation):
     """
 
     on_flip: Literal["tie", "abstain"] = "tie"
-
-    @field_validator("on_flip", mode="before")
-    @classmethod
-    def _on_flip(cls, v: Any) -> Any:
-        if v not in ("tie", "abstain"):
-            raise ConfigError(f"The 'on_flip' parameter of PositionSwap must be one of ['tie', 'abstain']. Got {v!r} instead.")
-        return v
+    parameter_constraints: ClassVar = {"on_flip": [Options("tie", "abstain")]}
 
     @classmethod
     def examples(cls) -> list[Mitigation]:

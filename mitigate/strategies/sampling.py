@@ -19,41 +19,37 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import model_validator
 
 from mitigate.errors import ConfigError, PromptConflictWarning
 from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt import Demo, Guideline, JudgePrompt, PromptMessage
+from mitigate.registry import Interval, Options, register
 from mitigate.scale import Scale
-from mitigate.strategies.base import Mitigation, PromptMitigation, register
-from mitigate.strategies.single_attribute import (
+from mitigate.strategies.base import Mitigation, PromptMitigation
+from mitigate.strategies.edits import (
     COT_LEAD,
+    DEFAULT_COT,
+    RTS_LEAD,
     SCALE_LEAD,
     addenda,
     cot_instruction,
+    first_phrase,
     is_multi_criterion_template,
     multi_criterion_prompt,
     set_addendum,
+    warn_if_reasoning_forbidden,
 )
 
 __all__ = ["GRANULARITIES", "ExpectedScore", "Granularity", "Sampling", "asks_for_reasoning", "scale_note"]
 
 
-def _check_choice(owner: str, param: str, value: Any, allowed: Sequence[str]) -> Any:
-    if value not in allowed:
-        raise ConfigError(
-            f"The '{param}' parameter of {owner} must be one of {list(allowed)}. Got {value!r} instead."
-        )
-    return value
-
-
 # --------------------------------------------------------------------------- sampling
 
 
-@register("sampling")
+@register("mitigation", "sampling")
 class Sampling(Mitigation):
     """Set temperature, number of samples, their reducer and chain-of-thought on every leaf judge.
 
@@ -85,32 +81,13 @@ class Sampling(Mitigation):
     cot: bool = False
     reducer: Literal["mean", "median", "majority"] = "mean"
     max_tokens: int | None = None
-
-    @field_validator("reducer", mode="before")
-    @classmethod
-    def _reducer(cls, v: Any) -> Any:
-        return _check_choice("Sampling", "reducer", v, ("mean", "median", "majority"))
-
-    @field_validator("n")
-    @classmethod
-    def _n(cls, v: int) -> int:
-        if v < 1:
-            raise ConfigError(f"The 'n' parameter of Sampling must be an int >= 1. Got {v} instead.")
-        return v
-
-    @field_validator("temperature")
-    @classmethod
-    def _temperature(cls, v: float) -> float:
-        if not (math.isfinite(v) and 0.0 <= v <= 2.0):
-            raise ConfigError(f"The 'temperature' parameter of Sampling must be a float in [0, 2]. Got {v} instead.")
-        return v
-
-    @field_validator("max_tokens")
-    @classmethod
-    def _max_tokens(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ConfigError(f"The 'max_tokens' parameter of Sampling must be an int >= 1 or None. Got {v} instead.")
-        return v
+    parameter_constraints: ClassVar = {
+        "temperature": [Interval(float, 0, 2)],
+        "n": [Interval(int, 1)],
+        "cot": [bool],
+        "reducer": [Options("mean", "median", "majority")],
+        "max_tokens": [Interval(int, 1), None],
+    }
 
     @model_validator(mode="after")
     def _copies(self) -> Sampling:
@@ -145,37 +122,10 @@ class Sampling(Mitigation):
         return leaf.with_prompt(prompt).with_config(**changes)
 
 
-_SCORE_ONLY = re.compile(
-    r"(?i)\bnothing else\b|\bno other text\b|\bonly (?:the|a|one|your) (?:score|number|rating|digit)\b"
-    r"|\b(?:score|number|rating|digit) only\b"
-)
-
-
-def _first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
-    """The first phrase of ``prompt``'s own message templates that ``pattern`` matches (None when none does)."""
-    for message in prompt.messages:
-        found = pattern.search(message.template)
-        if found:
-            return found.group(0)
-    return None
-
-
-def warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
-    """Warn when the prompt's own text asks for the score alone, which a chain-of-thought request contradicts."""
-    found = _first_phrase(prompt, _SCORE_ONLY)
-    if found:
-        warnings.warn(
-            f"{who} asks for reasoning before the score, but the prompt's own text says {found!r}; the model "
-            "may obey either. Expected a prompt whose answer instruction allows text before the score line",
-            PromptConflictWarning,
-            stacklevel=4,
-        )
-
-
 # --------------------------------------------------------------------------- expected score
 
 
-@register("expected-score")
+@register("mitigation", "expected-score")
 class ExpectedScore(Mitigation):
     """Probability-weighted score over the scale from the answer's top token logprobs (G-Eval style).
 
@@ -195,13 +145,7 @@ class ExpectedScore(Mitigation):
     """
 
     top_logprobs: int = 10
-
-    @field_validator("top_logprobs")
-    @classmethod
-    def _k(cls, v: int) -> int:
-        if not 1 <= v <= 20:
-            raise ConfigError(f"The 'top_logprobs' parameter of ExpectedScore must be an int in [1, 20]. Got {v} instead.")
-        return v
+    parameter_constraints: ClassVar = {"top_logprobs": [Interval(int, 1, 20)]}
 
     def wrap(self, judge: Judge) -> Judge:
         """A new judge whose every leaf scores by expected value over the top logprobs.
@@ -233,7 +177,7 @@ _REASONING_WORDS = re.compile(
 
 def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
     """Warn when a user's own template seems to ask for reasoning, which expected scoring cannot read."""
-    found = _first_phrase(prompt, _REASONING_WORDS)
+    found = first_phrase(prompt, _REASONING_WORDS)
     if found:
         warnings.warn(
             f"ExpectedScore reads the probabilities of the first scale number the judge generates, but the "
@@ -253,9 +197,6 @@ def asks_for_reasoning(prompt: JudgePrompt) -> str | None:
     get a :class:`~mitigate.errors.PromptConflictWarning` from :class:`ExpectedScore`
     instead, since wording cannot be matched with certainty).
     """
-    from mitigate.strategies.baselines import DEFAULT_COT
-    from mitigate.strategies.forms import RTS_LEAD
-
     if COT_LEAD in addenda(prompt):
         return "chain-of-thought reasoning (Sampling(cot=True))"
     text = "\n".join(m.template for m in prompt.messages)
@@ -341,7 +282,7 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
     return text
 
 
-@register("granularity")
+@register("mitigation", "granularity")
 class Granularity(PromptMitigation):
     """Ask the judge for scores at another granularity (Stureborg et al. 2024: 1–10 works best).
 
@@ -350,7 +291,7 @@ class Granularity(PromptMitigation):
     ``Scale.modifiers`` is set). The prompt gets the new scale (``prompt.with_scale``) and
     its text is rewritten to ask for it:
 
-    - a prompt built by :func:`~mitigate.strategies.single_attribute.multi_criterion_prompt`
+    - a prompt built by :func:`~mitigate.strategies.edits.multi_criterion_prompt`
       is rebuilt on the new scale;
     - a free-form template has its numeric guideline anchors moved to the matching points of
       the new scale (1–5 -> 1–10: 1, 3, 6, 8, 10), its range mentions ("1-5", "1 to 5") and
@@ -370,11 +311,7 @@ class Granularity(PromptMitigation):
     """
 
     scale: Literal["1-5", "1-10", "1-100", "modifiers"] = "1-10"
-
-    @field_validator("scale", mode="before")
-    @classmethod
-    def _scale(cls, v: Any) -> Any:
-        return _check_choice("Granularity", "scale", v, tuple(GRANULARITIES))
+    parameter_constraints: ClassVar = {"scale": [Options(*GRANULARITIES)]}
 
     @classmethod
     def examples(cls) -> list[Mitigation]:

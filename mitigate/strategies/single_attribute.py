@@ -11,12 +11,13 @@ where a criterion sits in the output. Their remedy is to score one criterion per
   children concurrently and merges their scores into one :class:`~mitigate.judge.Judgment`.
 - :class:`MultiAttribute` (``"multi-attribute"``) is the control: one call scoring every
   criterion, in a configurable order, recording each criterion's position in
-  ``Judgment.meta["positions"]`` (for :func:`mitigate.measures.metrics.correlation_by_position`).
-- :func:`multi_criterion_prompt` is the built-in rating template both use (our own wording).
+  ``Judgment.meta["positions"]`` (for :func:`mitigate.measures.correlation_by_position`).
+- :func:`~mitigate.strategies.edits.multi_criterion_prompt` is the built-in rating template
+  both use (our own wording).
 
 How a child prompt is made to ask for one criterion
-    *Prompts built by* :func:`multi_criterion_prompt` (recognised exactly by
-    :func:`is_multi_criterion_template`) are rebuilt for the single criterion, so the child
+    *Prompts built by* ``multi_criterion_prompt`` (recognised exactly by
+    :func:`~mitigate.strategies.edits.is_multi_criterion_template`) are rebuilt for the single criterion, so the child
     text names only that criterion and asks for ``Score: N``.
     *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
     criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
@@ -24,150 +25,35 @@ How a child prompt is made to ask for one criterion
     <criterion> ...; end your answer with a line "Score: " followed by ...". The user's own text still
     mentions the other criteria; the added paragraph overrides it, and the answer is read
     with the single-score parser. ``on_free_form="error"`` refuses such templates instead.
-
-Instruction paragraphs added by mitigations
-    A few mitigations add one-line paragraphs at the end of the last user message (the
-    "rate only" paragraph above, :class:`~mitigate.strategies.sampling.Granularity`'s answer
-    scale note, :class:`~mitigate.strategies.sampling.Sampling`'s chain-of-thought
-    instruction). Each starts with a fixed lead (:data:`ONLY_LEAD`, :data:`SCALE_LEAD`,
-    :data:`COT_LEAD`) so it can be found, replaced or removed again; they are kept in that
-    order. :func:`set_addendum` and :func:`addenda` manage them.
+    The "rate only" paragraph is one of the managed paragraphs of
+    :mod:`mitigate.strategies.edits`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import model_validator
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
-from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Criterion, JudgePrompt, PromptMessage
-from mitigate.prompt import answer_label as _label
-from mitigate.scale import Scale
-from mitigate.strategies.base import Mitigation, register
+from mitigate.prompt import Criterion, JudgePrompt
+from mitigate.registry import Options, Satisfies, register
+from mitigate.strategies.base import Mitigation, gather_children
+from mitigate.strategies.edits import (
+    COT_LEAD,
+    ONLY_LEAD,
+    addenda,
+    cot_instruction,
+    is_multi_criterion_template,
+    multi_criterion_prompt,
+    only_paragraph,
+    set_addendum,
+)
 
-__all__ = [
-    "COT_LEAD",
-    "ONLY_LEAD",
-    "SCALE_LEAD",
-    "MultiAttribute",
-    "MultiAttributeJudge",
-    "SingleAttribute",
-    "SingleAttributeJudge",
-    "addenda",
-    "cot_instruction",
-    "gather_children",
-    "is_multi_criterion_template",
-    "multi_criterion_prompt",
-    "only_paragraph",
-    "set_addendum",
-]
-
-# --------------------------------------------------------------------------- instruction paragraphs
-
-ONLY_LEAD = "For this request, rate only"
-"""Lead of the paragraph that restricts a free-form multi-criterion template to one criterion."""
-
-SCALE_LEAD = "Answer scale:"
-"""Lead of the answer-scale paragraph added by Granularity to free-form templates."""
-
-COT_LEAD = "Before answering, explain your reasoning step by step."
-"""Lead of the chain-of-thought paragraph added by Sampling(cot=True)."""
-
-_LEADS = (ONLY_LEAD, SCALE_LEAD, COT_LEAD)  # canonical order at the end of the message
-_TAIL_RE = re.compile(r"\n\n([^\n]*)\Z")
-
-
-def _target_index(prompt: JudgePrompt) -> int:
-    """Index of the message that carries added paragraphs: the last user message (else the last one)."""
-    for i in range(len(prompt.messages) - 1, -1, -1):
-        if prompt.messages[i].role == "user":
-            return i
-    return len(prompt.messages) - 1
-
-
-def _split_tail(template: str) -> tuple[str, dict[str, str]]:
-    """The template without its trailing managed paragraphs, and those paragraphs by lead."""
-    found: dict[str, str] = {}
-    while True:
-        m = _TAIL_RE.search(template)
-        if m is None:
-            break
-        line = m.group(1)
-        lead = next((lead for lead in _LEADS if line.startswith(lead)), None)
-        if lead is None or lead in found:
-            break
-        found[lead] = line
-        template = template[: m.start()]
-    return template, found
-
-
-def addenda(prompt: JudgePrompt) -> dict[str, str]:
-    """The managed instruction paragraphs at the end of ``prompt``'s last user message, by lead."""
-    return _split_tail(prompt.messages[_target_index(prompt)].template)[1]
-
-
-def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePrompt:
-    """A copy of ``prompt`` whose managed paragraph with ``lead`` is ``text`` (None removes it).
-
-    ``text`` must start with ``lead`` and be a single line. Other managed paragraphs are
-    kept, and all are re-appended in the canonical order (rate-only, scale, chain of thought).
-    """
-    if lead not in _LEADS:
-        raise ConfigError(f"expected one of the managed paragraph leads {list(_LEADS)}; got {lead!r}")
-    if text is not None and (not text.startswith(lead) or "\n" in text):
-        raise ConfigError(f"expected a single-line paragraph starting with {lead!r}; got {text!r}")
-    idx = _target_index(prompt)
-    body, found = _split_tail(prompt.messages[idx].template)
-    if text is None:
-        found.pop(lead, None)
-    else:
-        found[lead] = text
-    template = body + "".join(f"\n\n{found[k]}" for k in _LEADS if k in found)
-    messages = list(prompt.messages)
-    messages[idx] = PromptMessage(role=messages[idx].role, template=template)
-    return prompt.model_copy(update={"messages": tuple(messages)})
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def cot_instruction(prompt: JudgePrompt) -> str:
-    """The chain-of-thought paragraph for ``prompt`` (its answer form depends on the prompt's task)."""
-    names = [c.name for c in prompt.criteria] or ["score"]
-    if prompt.answer == "pairwise":
-        tail = "Then give your final verdict on its own last line."
-    elif prompt.answer == "mcq":
-        tail = "Then give your final answer on its own last line as 'Answer: <letter>'."
-    elif len(names) > 1:
-        tail = (
-            "Then give your final scores on the last lines, one line per criterion in the form "
-            f"'{_label(names[0])}: <score>'."
-        )
-    else:
-        tail = "Then give your final answer on its own last line as 'Score: <score>'."
-    return f"{COT_LEAD} {tail}"
-
-
-def only_paragraph(criterion: Criterion, *, answer: bool = True) -> str:
-    """The "rate only <criterion>" paragraph :class:`SingleAttribute` adds to a free-form template's child.
-
-    With ``answer=True`` it also asks for a final "Score: N" line; ``answer=False`` leaves the
-    answer format to the prompt's own closing instruction (what the RTS/MCQ forms of
-    :mod:`mitigate.strategies.forms` use, since they set their own answer format).
-    """
-    definition = _one_line(criterion.definition)
-    what = f"{criterion.name} ({definition.rstrip('.')})" if definition else criterion.name
-    text = f"{ONLY_LEAD} {what}; ignore the other criteria mentioned above"
-    if answer:
-        text += f' and end your answer with a line "Score: " followed by your {criterion.name} score'
-    return text + "."
+__all__ = ["MultiAttribute", "MultiAttributeJudge", "SingleAttribute", "SingleAttributeJudge"]
 
 
 def _refresh_cot(prompt: JudgePrompt) -> JudgePrompt:
@@ -175,166 +61,6 @@ def _refresh_cot(prompt: JudgePrompt) -> JudgePrompt:
     if COT_LEAD in addenda(prompt):
         return set_addendum(prompt, COT_LEAD, cot_instruction(prompt))
     return prompt
-
-
-# --------------------------------------------------------------------------- built-in template
-
-
-def _title(slot: str) -> str:
-    return slot.replace("_", " ").strip().capitalize()
-
-
-def _num(x: float) -> str:
-    return f"{round(x, 6):g}"
-
-
-def scale_sentence(scale: Scale, *, each: bool) -> str:
-    """How the built-in template states the scale (range, step, optional word modifiers)."""
-    lo, hi = _num(scale.min), _num(scale.max)
-    what = "each criterion" if each else "it"
-    text = f"Score {what} on a scale from {lo} to {hi}, where {lo} is the worst and {hi} the best"
-    if scale.step != 1:
-        text += f", in steps of {_num(scale.step)}"
-    text += "."
-    if scale.modifiers:
-        mid = _num(round((scale.min + scale.max) / 2))
-        text += (
-            f' You may put "weak" or "strong" in front of a score to mean a little below or a little '
-            f'above that point (for example "weak {mid}" or "strong {mid}").'
-        )
-    return text
-
-
-def _slot_order(templates: Sequence[str]) -> list[str]:
-    seen: list[str] = []
-    for t in templates:
-        for m in SLOT_RE.finditer(t):
-            name = m.group(1).strip()
-            if name not in seen:
-                seen.append(name)
-    return seen
-
-
-def multi_criterion_prompt(
-    base: JudgePrompt, criteria: Sequence[Criterion], order: Sequence[str] | None = None
-) -> JudgePrompt:
-    """A rating prompt (our own wording) that scores ``criteria`` of ``base``'s judged text in one answer.
-
-    Kept from ``base``: its system messages (those without a guideline), its input and
-    output slots (shown as "<Slot>:" blocks in the order they first appear), scale, task,
-    slot mapping and demos; a chain-of-thought paragraph added by ``Sampling(cot=True)`` is
-    carried over (reworded for the new criteria). Dropped: the user messages' own wording
-    and the guideline (a scoring guideline describes one criterion). ``order`` (criterion
-    names) sets the order the criteria are listed and answered in; the returned prompt's
-    ``criteria`` are in that order. With one criterion the answer is a line "Score: N";
-    with several, one line "<Criterion>: N" per criterion (read by ``parse_criteria``).
-    """
-    if base.answer != "score":
-        raise ConfigError(
-            f"expected a prompt answering with a score to build a rating template from; got answer={base.answer!r}"
-        )
-    crits = list(criteria)
-    if not crits:
-        raise ConfigError("expected at least one criterion for a rating template; got none")
-    names = [c.name for c in crits]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"expected distinct criterion names; got {names}")
-    if order is not None and len(order) > 0:
-        if sorted(order) != sorted(names) or len(order) != len(names):
-            raise ConfigError(f"expected the order to list exactly the criteria {names}; got {list(order)}")
-        by_name = {c.name: c for c in crits}
-        crits = [by_name[n] for n in order]
-    cot = COT_LEAD in addenda(base)
-    if len(crits) > 1:
-        for demo in base.demos:
-            if not isinstance(demo.score, dict) or any(n not in demo.score for n in names):
-                raise ConfigError(
-                    f"a prompt scoring {names} in one answer needs demos scored on every one of them; demo "
-                    f"{demo.item.id!r} has {demo.score!r}. Demo mitigations show one criterion's score: place them "
-                    "after SingleAttribute (one call per criterion), or build the prompt with demos scored on every "
-                    "criterion (Demo(score={criterion: value, ...}))"
-                )
-
-    systems = [m for m in base.messages if m.role == "system" and GUIDELINE_MARK not in m.template]
-    system_slots = set(_slot_order([m.template for m in systems]))
-    other = [m.template for m in base.messages if m.role != "system"]
-    inputs = [s for s in _slot_order(other) if s != base.output_slot and s not in system_slots]
-    out_title = _title(base.output_slot)
-    out_word = out_title.lower()
-    several = len(crits) > 1
-
-    listed = "\n".join(
-        f"- {_label(c.name)}: {_one_line(c.definition)}" if c.definition.strip() else f"- {_label(c.name)}"
-        for c in crits
-    )
-    if several:
-        intro = f"Evaluate the {out_word} below on each of these {len(crits)} criteria, in the order listed:"
-        # a placeholder in angle brackets: a 0.5B judge copied a bare "N" literally ("N N N N")
-        answer = (
-            "Answer with one line per criterion, in this order, replacing each <score> with your score "
-            f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
-            + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
-        )
-    else:
-        intro = f"Evaluate the {out_word} below on one criterion:"
-        answer = f'End your answer with a line "Score: " followed by your {crits[0].name} score.'
-    blocks = [f"{_title(s)}:\n{{{{{s}}}}}" for s in inputs] + [f"{out_title}:\n{{{{{base.output_slot}}}}}"]
-    user = "\n\n".join([intro, listed, scale_sentence(base.scale, each=several), *blocks, answer])
-
-    built = base.model_copy(
-        update={
-            "messages": (*systems, PromptMessage(role="user", template=user)),
-            "criteria": tuple(crits),
-            "guideline": None,
-            "answer": "score",
-        }
-    )
-    built = JudgePrompt.model_validate(built.model_dump())
-    if cot:
-        built = set_addendum(built, COT_LEAD, cot_instruction(built))
-    return built
-
-
-def _without_addenda(prompt: JudgePrompt) -> JudgePrompt:
-    for lead in _LEADS:
-        prompt = set_addendum(prompt, lead, None)
-    return prompt
-
-
-def is_multi_criterion_template(prompt: JudgePrompt) -> bool:
-    """True when ``prompt`` is exactly what :func:`multi_criterion_prompt` builds for its criteria.
-
-    Managed paragraphs (chain of thought ...) are ignored; any other edit of the text makes
-    the prompt count as a free-form template.
-    """
-    if prompt.answer != "score" or not prompt.criteria or prompt.guideline is not None:
-        return False
-    core = _without_addenda(prompt)
-    try:
-        rebuilt = multi_criterion_prompt(core, core.criteria)
-    except ConfigError:
-        return False
-    return rebuilt == core
-
-
-# --------------------------------------------------------------------------- fan-out helpers
-
-
-async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: bool = True) -> list[Judgment]:
-    """Run child judge calls (concurrently or in order); if any raised, re-raise the first after all finished."""
-    if concurrent:
-        results = await asyncio.gather(*(c() for c in calls), return_exceptions=True)
-    else:
-        results = []
-        for c in calls:
-            try:
-                results.append(await c())
-            except Exception as exc:  # re-raised below, after the others ran
-                results.append(exc)
-    for r in results:
-        if isinstance(r, BaseException):
-            raise r
-    return list(results)
 
 
 # --------------------------------------------------------------------------- single attribute
@@ -377,7 +103,7 @@ class SingleAttributeJudge(CompositeJudge):
         return merge_judgments(item.id, parts, scores=scores, samples=samples, meta=meta)
 
 
-@register("single-attribute")
+@register("mitigation", "single-attribute")
 class SingleAttribute(Mitigation):
     """Score each criterion in its own call (Stureborg et al. 2024's remedy for anchoring).
 
@@ -395,15 +121,7 @@ class SingleAttribute(Mitigation):
 
     concurrent: bool = True
     on_free_form: Literal["append", "error"] = "append"
-
-    @field_validator("on_free_form", mode="before")
-    @classmethod
-    def _on_free_form(cls, v: Any) -> Any:
-        if v not in ("append", "error"):
-            raise ConfigError(
-                f"The 'on_free_form' parameter of SingleAttribute must be one of ['append', 'error']. Got {v!r} instead."
-            )
-        return v
+    parameter_constraints: ClassVar = {"concurrent": [bool], "on_free_form": [Options("append", "error")]}
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
@@ -473,7 +191,12 @@ class MultiAttributeJudge(CompositeJudge):
         return part.model_copy(update={"meta": meta})
 
 
-@register("multi-attribute")
+def _distinct_names(values: Any) -> bool:
+    names = [v if isinstance(v, str) else (v.name if isinstance(v, Criterion) else v["name"]) for v in values]
+    return len(set(names)) == len(names)
+
+
+@register("mitigation", "multi-attribute")
 class MultiAttribute(Mitigation):
     """The control for :class:`SingleAttribute`: one call scoring all criteria, in a set order.
 
@@ -491,21 +214,16 @@ class MultiAttribute(Mitigation):
 
     criteria: tuple[Criterion, ...] = ()
     order: tuple[str, ...] = ()
-
-    @field_validator("order")
-    @classmethod
-    def _distinct_order(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
-            raise ConfigError(f"The 'order' parameter of MultiAttribute must list distinct names. Got {list(v)} instead.")
-        return v
+    parameter_constraints: ClassVar = {
+        "criteria": [Satisfies(lambda v: isinstance(v, list | tuple) and _distinct_names(v),
+                               "a list of criteria with distinct names")],
+        "order": [Satisfies(lambda v: isinstance(v, list | tuple) and all(isinstance(n, str) for n in v)
+                            and _distinct_names(v), "a list of distinct names")],
+    }
 
     @model_validator(mode="after")
     def _check(self) -> MultiAttribute:
         names = [c.name for c in self.criteria]
-        if len(set(names)) != len(names):
-            raise ConfigError(
-                f"The 'criteria' parameter of MultiAttribute must have distinct names. Got {names} instead."
-            )
         if self.criteria and self.order and sorted(self.order) != sorted(names):
             raise ConfigError(
                 f"The 'order' parameter of MultiAttribute must list exactly the criteria {names}. "

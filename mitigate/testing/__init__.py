@@ -1,8 +1,24 @@
-"""Test support that ships with mitigate: the stub OpenAI/Anthropic server (:mod:`.stub_server`).
+"""Test support that ships with mitigate.
 
-``python -m mitigate.testing --latency 0.05`` runs a stub server in the foreground.
+- :mod:`.checks` — the contract battery every registered component passes, public so you can
+  run it on your own mitigations, selectors and engines (:func:`parametrize_with_checks`,
+  :func:`checks_for`, :func:`check_component`, :func:`registered_examples`).
+- :mod:`.stub_server` — a stub OpenAI/Anthropic server for offline tests;
+  ``python -m mitigate.testing --latency 0.05`` runs one in the foreground.
 """
 
+from mitigate.testing.checks import (
+    Check,
+    check_component,
+    checks_for,
+    example_judge,
+    example_train,
+    parametrize_with_checks,
+    registered_examples,
+)
 from mitigate.testing.stub_server import StubOpenAIServer, synthetic_logprobs, tokenize
 
-__all__ = ["StubOpenAIServer", "synthetic_logprobs", "tokenize"]
+__all__ = [
+    "Check", "StubOpenAIServer", "check_component", "checks_for", "example_judge", "example_train",
+    "parametrize_with_checks", "registered_examples", "synthetic_logprobs", "tokenize",
+]

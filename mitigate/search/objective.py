@@ -4,17 +4,17 @@
 
 - **agreement**: item-level correlation of the judge's scores with the human scores
   (``agreement="spearman"``, ``"kendall"`` or ``"pearson"``;
-  :func:`mitigate.measures.metrics.item_correlation`), or ``agreement="accuracy"``: the
+  :func:`mitigate.measures.item_correlation`), or ``agreement="accuracy"``: the
   share of scored items whose score equals the human label exactly
-  (:func:`mitigate.measures.metrics.accuracy`), for labels that are categories (a majority
+  (:func:`mitigate.measures.accuracy`), for labels that are categories (a majority
   vote) rather than means. A correlation is undefined when the judge gives one score to
   every item; accuracy is not.
 - **consistency** (weight λ, ``consistency_weight``): agreement of the judge with itself
   under perturbed guidelines (Ghazarian et al. 2024;
-  :func:`mitigate.measures.metrics.perturbation_consistency`), read from
+  :func:`mitigate.measures.perturbation_consistency`), read from
   ``Judgment.meta["perturbations"]`` — a judge wrapped in a
-  :class:`~mitigate.strategies.perturbed_demos.PerturbationProbe` records it (the search
-  adds the probe when λ > 0). ``consistency="kappa"`` (the default) counts it chance
+  :class:`~mitigate.strategies.PerturbationProbe` records it (the search adds the probe
+  when λ > 0). ``consistency="kappa"`` (the default) counts it chance
   corrected: (share identical − chance) / (1 − chance), where chance is the share expected
   from each prompt's own answer distribution. ``consistency="raw"`` counts the paper's
   share of items whose output is identical under every prompt. The raw share rewards
@@ -24,12 +24,12 @@
   agree no more than chance and undefined (NaN, so the candidate cannot win) for one that
   gives a single answer to every item under every prompt.
 - **BiasScore** (weight μ, ``bias_weight``): Spearman(LS, US) (Ohi et al. 2024;
-  :func:`mitigate.measures.metrics.bias_score`); needs LS per item.
+  :func:`mitigate.measures.bias_score`); needs LS per item.
 
 NaN handling, explicitly:
 
 - Items whose judgment has no score (parse failure or failed call) are left out of every
-  term (pairwise, as in :mod:`mitigate.measures.metrics`), never given a default score. If
+  term (pairwise, as in :mod:`mitigate.measures`), never given a default score. If
   fewer than ``min_coverage`` of the items with a human label got a score, the objective
   is NaN ("coverage"), so a demo set cannot win by making the judge fail on hard items.
 - A term with weight 0 is not computed and adds nothing. A term with weight > 0 that is
@@ -42,20 +42,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from mitigate import measures as metrics
 from mitigate.data.schema import Item
-from mitigate.errors import ConfigError, DataError
+from mitigate.errors import DataError
 from mitigate.judge import Judgment
 from mitigate.measures import Measure
 from mitigate.measures.stats import bootstrap_ci, correlation_function
+from mitigate.registry import Component, Interval, Options
 from mitigate.scale import Scale
 
-__all__ = ["Gain", "Objective", "ObjectiveValue", "judgment_score"]
+__all__ = ["Gain", "Objective", "ObjectiveValue", "consistent", "judgment_score", "same_output"]
 
 LS = Mapping[str, float] | Sequence[float] | None
 """Log-likelihood per item: a mapping item id -> LS, or one value per item in order."""
@@ -72,7 +73,12 @@ def judgment_score(judgment: Judgment, criterion: str) -> float | None:
     return None
 
 
-def _consistent(judgment: Judgment) -> float:
+def same_output(a: Any, b: Any) -> bool:
+    """True when two judge outputs are the same answer (the measures' one notion of label equality)."""
+    return metrics.labels_equal(a, b)
+
+
+def consistent(judgment: Judgment) -> float:
     """1.0 if every perturbation output equals the first, 0.0 if not, NaN when any is missing or absent."""
     per = judgment.meta.get("perturbations")
     if not isinstance(per, Mapping) or len(per) < 2:
@@ -167,7 +173,7 @@ class _Arrays:
         self.variants = variants
 
 
-class Objective(BaseModel):
+class Objective(Component):
     """agreement + λ·consistency − μ·|BiasScore| on a split (see the module docstring).
 
     Parameters:
@@ -180,26 +186,18 @@ class Objective(BaseModel):
         min_coverage: the least share of labelled items that must get a score, else NaN.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     agreement: Literal["spearman", "kendall", "pearson", "accuracy"] = "spearman"
     consistency_weight: float = 0.0
     consistency: Literal["kappa", "raw"] = "kappa"
     bias_weight: float = 0.0
     min_coverage: float = 0.8
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        if self.agreement != "accuracy":
-            correlation_function(self.agreement)
-        for what in ("consistency_weight", "bias_weight"):
-            v = getattr(self, what)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise ConfigError(f"The '{what}' parameter of Objective must be a finite number >= 0. Got {v!r} instead.")
-        if not 0.0 <= self.min_coverage <= 1.0:
-            raise ConfigError(
-                f"The 'min_coverage' parameter of Objective must be in [0, 1]. Got {self.min_coverage!r} instead."
-            )
-        return self
+    parameter_constraints: ClassVar = {
+        "agreement": [Options("spearman", "kendall", "pearson", "accuracy")],
+        "consistency_weight": [Interval(float, 0)],
+        "consistency": [Options("kappa", "raw")],
+        "bias_weight": [Interval(float, 0)],
+        "min_coverage": [Interval(float, 0, 1)],
+    }
 
     def describe(self) -> str:
         """The formula with its weights, e.g. ``spearman + 0.5·consistency − 1·|BiasScore|``."""
@@ -231,7 +229,7 @@ class Objective(BaseModel):
                                 f"{it.id!r} is", item_id=it.id)
         scores = np.array([math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments], float)
         human = metrics.human_scores(items, criterion)
-        consistent = np.array([_consistent(j) for j in judgments], float)
+        consistent_ = np.array([consistent(j) for j in judgments], float)
         if ls is None:
             ls_arr = np.full(len(items), np.nan)
         elif isinstance(ls, Mapping):
@@ -240,7 +238,7 @@ class Objective(BaseModel):
             if len(ls) != len(items):
                 raise DataError(f"expected one LS per item ({len(items)}); got {len(ls)}")
             ls_arr = np.array([math.nan if v is None else float(v) for v in ls], float)
-        return _Arrays(scores, human, consistent, ls_arr, _variant_rows(judgments))
+        return _Arrays(scores, human, consistent_, ls_arr, _variant_rows(judgments))
 
     def _agreement_point(self, s: np.ndarray, h: np.ndarray) -> float:
         """The agreement term on score and human columns (NaN where undefined)."""

@@ -1,0 +1,379 @@
+"""The contract every registered component meets, as named checks you can run on your own components.
+
+Like scikit-learn's ``parametrize_with_checks``: write a mitigation, selector or search engine,
+register it, and run the same battery mitigate runs on its own components::
+
+    from mitigate.testing import parametrize_with_checks
+
+    @parametrize_with_checks(MyMitigation.examples())
+    def test_my_mitigation(component, check):
+        check(component)
+
+:func:`checks_for` yields the :class:`Check` objects that apply to one component (every
+component; plus mitigation, selector or engine checks by kind); :func:`check_component` runs
+them all outside pytest; :func:`registered_examples` gives the ``examples()`` of every
+registered component of every kind, which is what mitigate's own test suite runs the
+battery over (``tests/test_contracts.py``).
+
+What is checked
+    every component: a frozen pydantic value; registered under its name; its spec
+    round-trips through JSON and the registry; an unknown parameter and a value no
+    declared constraint accepts are refused with one :class:`~mitigate.errors.ConfigError`
+    (scikit-learn's sentence for the latter).
+    mitigations: ``wrap`` returns a new judge and leaves the given one alone (or refuses with a
+    typed error); unfitted use is refused with "... is not fitted; expected ..."; ``fit``
+    returns a fitted copy of the same class and leaves the original and the training data
+    alone (mitigations whose fitting runs a likelihood model are not fitted here).
+    selectors: ``select`` is deterministic, never shows the query item, validates ``k``;
+    ``fit`` returns a fitted copy; unfitted ``select`` is refused.
+    engines: a tiny search with a scripted judge stays within its budget, reports the
+    baseline as the first trial and names the engine, or the engine refuses with a
+    ConfigError before any LM call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+
+from mitigate.data.schema import Benchmark, Item
+from mitigate.errors import ConfigError, MitigateError
+from mitigate.judge import PromptJudge
+from mitigate.lm.base import LMRequest
+from mitigate.lm.fake import FakeLM
+from mitigate.prompt import Criterion, JudgePrompt
+from mitigate.registry import KIND_PACKAGES, Component, build, registered
+from mitigate.scale import Scale
+from mitigate.search import Engine, Split, asearch
+from mitigate.selectors import Selector
+from mitigate.strategies import DemoMitigation, Mitigation, from_spec
+
+__all__ = [
+    "Check",
+    "check_component",
+    "checks_for",
+    "example_judge",
+    "example_train",
+    "parametrize_with_checks",
+    "registered_examples",
+]
+
+GUIDED = """Rate the summary.
+
+Coherence (1-5) - how well the summary hangs together.
+
+Score 1 means it is incoherent.
+Score 2 means it is mostly incoherent.
+Score 3 means it is partly coherent.
+Score 4 means it is mostly coherent.
+Score 5 means it is fully coherent.
+
+Article: {{source}}
+Summary: {{summary}}
+
+Reply with "Score: N"."""
+"""The judge template the checks wrap (a parsed guideline, an input slot and the judged text)."""
+
+
+class Check(NamedTuple):
+    """One named contract check; call it with the component."""
+
+    name: str
+    run: Callable[[Any], None]
+
+    def __call__(self, component: Any) -> None:
+        self.run(component)
+
+
+def example_judge(criteria: Sequence[str] = ("coherence",), lm: FakeLM | None = None) -> PromptJudge:
+    """A judge on :data:`GUIDED` scoring ``criteria`` (one or several in one answer), with a FakeLM."""
+    prompt = JudgePrompt.from_template(GUIDED).with_criteria([Criterion(name=c) for c in criteria])
+    return PromptJudge(prompt, lm if lm is not None else FakeLM([]))
+
+
+def example_train(n: int = 12) -> Benchmark:
+    """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the
+    generic ``score`` that components' ``examples()`` use."""
+    items = tuple(
+        Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}.", inputs={"source": f"Article {i}."},
+             system=f"S{i % 3}", doc_id=f"d{i // 3}", human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)})
+        for i in range(n)
+    )
+    return Benchmark(name="checks", items=items, criteria=("coherence",), scale=Scale(min=1, max=5))
+
+
+def _kind(component: Any) -> str:
+    return str(getattr(type(component), "registry_kind", "") or "")
+
+
+def _rebuild(component: Component, spec: Any) -> Any:
+    if isinstance(component, Mitigation):
+        return from_spec(spec)
+    return build(_kind(component), spec)
+
+
+# --------------------------------------------------------------------------- every component
+
+
+def check_is_frozen_value(component: Any) -> None:
+    """A pydantic value whose fields cannot be reassigned."""
+    assert isinstance(component, BaseModel), f"{type(component).__name__} is not a pydantic model"
+    assert component.model_config.get("frozen") is True, f"{type(component).__name__} is not frozen"
+    for name in type(component).model_fields:
+        try:
+            setattr(component, name, getattr(component, name))
+        except (ValueError, TypeError, AttributeError):
+            continue
+        raise AssertionError(f"{type(component).__name__}.{name} could be reassigned")
+
+
+def check_is_registered(component: Any) -> None:
+    """Registered under its name, so the registry finds its class."""
+    cls = type(component)
+    assert cls.registry_name, f"{cls.__name__} is not registered (decorate it with @register(<kind>, '<name>'))"
+    assert registered(_kind(component)).get(cls.registry_name) is cls, (
+        f"the registry maps {cls.registry_name!r} to {registered(_kind(component)).get(cls.registry_name)!r}, "
+        f"not {cls.__name__}")
+
+
+def check_spec_round_trips(component: Any) -> None:
+    """``spec()`` survives JSON and rebuilds an equal component with the same spec."""
+    spec = component.spec()
+    again = _rebuild(component, json.loads(json.dumps(spec)))
+    assert type(again) is type(component), f"the spec rebuilt a {type(again).__name__}"
+    assert again == component, f"the spec of {type(component).__name__} did not rebuild an equal value"
+    assert again.spec() == spec, f"the rebuilt {type(component).__name__} has another spec"
+
+
+def check_unknown_parameter_is_refused(component: Any) -> None:
+    """A parameter the class does not have is one ConfigError naming the known ones."""
+    cls = type(component)
+    try:
+        cls.model_validate({**component.model_dump(), "no_such_parameter": 1})
+    except ConfigError as exc:
+        assert "no_such_parameter" in str(exc), f"the error does not name the unknown parameter: {exc}"
+        return
+    raise AssertionError(f"{cls.__name__} accepted an unknown parameter")
+
+
+class _Unacceptable:
+    """A value no declared constraint should accept."""
+
+    def __repr__(self) -> str:
+        return "<unacceptable value>"
+
+
+def check_constraints_refuse_bad_values(component: Any) -> None:
+    """Each declared constraint names a field, and a value none accepts is refused in scikit-learn's wording."""
+    cls = type(component)
+    for name in cls.parameter_constraints:
+        assert name in cls.model_fields, f"{cls.__name__} declares constraints for {name!r}, which is not a field"
+        try:
+            component.with_params(**{name: _Unacceptable()})
+        except ConfigError as exc:
+            expected = f"The {name!r} parameter of {cls.__name__} must be "
+            assert str(exc).startswith(expected), f"expected {expected!r}...; got {exc}"
+            continue
+        raise AssertionError(f"{cls.__name__} accepted {_Unacceptable()!r} for {name!r}")
+
+
+# --------------------------------------------------------------------------- mitigations
+
+
+def _fits_with_a_model(mitigation: Mitigation) -> bool:
+    """True for mitigations whose fitting runs a likelihood model (not done by the checks)."""
+    if not isinstance(mitigation, DemoMitigation):
+        return False
+    selector = mitigation.demo_plan().selector
+    return selector is not None and selector.fits_on_judge and not selector.is_fitted
+
+
+def check_wrap_leaves_the_judge_alone(mitigation: Mitigation) -> None:
+    """``wrap`` returns a new judge and leaves the given one alone, or refuses with a typed error."""
+    for criteria in (("coherence",), ("coherence", "fluency")):
+        judge = example_judge(criteria)
+        before = judge.describe()
+        try:
+            wrapped = mitigation.wrap(judge)
+        except MitigateError:  # a mitigation may refuse a judge, but only with a typed error
+            assert judge.describe() == before
+            continue
+        assert wrapped is not judge, f"{type(mitigation).__name__}.wrap returned the judge it was given"
+        assert judge.describe() == before, f"{type(mitigation).__name__}.wrap changed the judge it was given"
+
+
+def check_unfitted_use_is_refused(mitigation: Mitigation) -> None:
+    """An unfitted mitigation refuses to wrap with "<Name> is not fitted; expected ..."."""
+    if mitigation.is_fitted:
+        return
+    try:
+        mitigation.wrap(example_judge())
+    except ConfigError as exc:
+        assert f"{type(mitigation).__name__} is not fitted; expected" in str(exc), f"unclear error: {exc}"
+        return
+    raise AssertionError(f"the unfitted {type(mitigation).__name__} wrapped a judge")
+
+
+def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
+    """``fit`` returns a fitted value of the same class; the original and the training data are unchanged."""
+    if _fits_with_a_model(mitigation):
+        return
+    train = example_train()
+    train_before, before = train.model_dump(), mitigation.model_dump()
+    fitted = mitigation.fit(train, example_judge(), progress=False)
+    assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
+    assert fitted.is_fitted, f"{type(mitigation).__name__}.fit returned an unfitted value"
+    assert mitigation.model_dump() == before, f"{type(mitigation).__name__}.fit changed the original"
+    assert train.model_dump() == train_before, f"{type(mitigation).__name__}.fit changed the training data"
+    check_spec_round_trips(fitted)
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+def _query(selector: Selector) -> Item:
+    assert selector.pool_ is not None, f"{type(selector).__name__}.examples() should return fitted selectors"
+    return selector.pool_[0]
+
+
+def check_select_is_deterministic_and_hides_the_query(selector: Selector) -> None:
+    """The same fitted selector, ``k`` and query give the same demos, never the query itself, with human scores."""
+    query = _query(selector)
+    first = selector.select(2, query=query)
+    ids = [d.item.id for d in first]
+    assert len(first) == 2, f"asked for 2 demos, got {len(first)}"
+    assert ids == [d.item.id for d in selector.select(2, query=query)], "select is not deterministic"
+    assert ids == [d.item.id for d in _rebuild(selector, selector.spec()).select(2, query=query)], (
+        "the rebuilt selector chooses other demos")
+    assert query.id not in ids, "the judged item was shown as its own demo"
+    crit = selector.criterion_
+    assert all(not isinstance(d.score, dict) and math.isclose(d.score, d.item.human[str(crit)]) for d in first), (
+        "demos must show the human score")
+
+
+def check_k_is_validated(selector: Selector) -> None:
+    """``select(0)`` is refused in scikit-learn's wording."""
+    try:
+        selector.select(0, query=_query(selector))
+    except ConfigError as exc:
+        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must be an int >= 1"), str(exc)
+        return
+    raise AssertionError(f"{type(selector).__name__}.select(0) was accepted")
+
+
+def check_selector_fit_returns_a_copy(selector: Selector) -> None:
+    """``fit`` on the parameters alone returns a new fitted value (or says what more it needs); unfitted select is refused."""
+    unfitted = selector.unfitted()
+    try:
+        unfitted.select(1, query=_query(selector))
+    except ConfigError as exc:
+        assert "not fitted" in str(exc), str(exc)
+    else:
+        raise AssertionError(f"the unfitted {type(selector).__name__} selected demos")
+    try:
+        fitted = unfitted.fit(list(selector.pool_ or ()), selector.criterion_)
+    except ConfigError as exc:  # a selector that needs more than the pool (HighestRS) must say what
+        assert "needs" in str(exc) or "expected" in str(exc), str(exc)
+        return
+    assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
+
+
+# --------------------------------------------------------------------------- engines
+
+
+def _scripted_split() -> Split:
+    train = [Item(id=f"t{i}", output=f"Train text {i}.", inputs={"source": "A."}, human={"coherence": float(1 + i % 5)})
+             for i in range(6)]
+    dev = [Item(id=f"v{i}", output=f"Dev text {i}.", inputs={"source": "A."}, human={"coherence": float(1 + i % 5)})
+           for i in range(5)]
+    test = [Item(id=f"e{i}", output=f"Test text {i}.", inputs={"source": "A."}, human={"coherence": float(1 + i % 5)})
+            for i in range(5)]
+    return Split(train=tuple(train), dev=tuple(dev), test=tuple(test))
+
+
+def _scripted_answer(request: LMRequest) -> str:
+    text = request.messages[-1].content
+    return f"Score: {1 + len(text) % 5}"
+
+
+def check_engine_runs_within_its_budget(engine: Engine) -> None:
+    """A tiny search with a scripted judge keeps to its budget, starts with the baseline and names the engine;
+    or the engine refuses with a ConfigError before any LM call."""
+    lm = FakeLM(_scripted_answer)
+    budget = 25
+    try:
+        result = asyncio.run(asearch(example_judge(lm=lm), _scripted_split(), engine=engine, k=2, budget=budget,
+                                     n_boot=0, cache=False, progress=False))
+    except ConfigError:
+        assert lm.calls == 0, f"the {engine.registry_name} engine refused after {lm.calls} LM calls"
+        return
+    assert result.engine == engine.registry_name
+    assert result.calls_search <= budget, f"spent {result.calls_search} of a budget of {budget}"
+    assert result.trials and result.trials[0].label.startswith("baseline")
+    assert lm.calls == result.calls_search + result.calls_test
+
+
+# --------------------------------------------------------------------------- the battery
+
+COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips, check_unknown_parameter_is_refused,
+          check_constraints_refuse_bad_values)
+MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused, check_fit_returns_a_fitted_copy)
+SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated, check_selector_fit_returns_a_copy)
+ENGINE = (check_engine_runs_within_its_budget,)
+
+
+def checks_for(component: Any) -> Iterator[Check]:
+    """The checks that apply to ``component``: the common ones, then its kind's."""
+    fns: list[Callable[[Any], None]] = list(COMMON)
+    if isinstance(component, Mitigation):
+        fns += MITIGATION
+    if isinstance(component, Selector):
+        fns += SELECTOR
+    if isinstance(component, Engine):
+        fns += ENGINE
+    for fn in fns:
+        yield Check(fn.__name__.removeprefix("check_"), fn)
+
+
+def check_component(component: Any) -> None:
+    """Run every check of :func:`checks_for` on ``component`` (AssertionError on the first that fails)."""
+    for check in checks_for(component):
+        check(component)
+
+
+def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
+    """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order.
+
+    Registered objects that are not :class:`~mitigate.registry.Component` classes, and test
+    components (names starting with ``test-``), are left out.
+    """
+    out: list[Component] = []
+    for kind in kinds if kinds is not None else KIND_PACKAGES:
+        for name, obj in sorted(registered(kind).items()):
+            if name.startswith("test-") or not (isinstance(obj, type) and issubclass(obj, Component)):
+                continue
+            out.extend(obj.examples())
+    return out
+
+
+def parametrize_with_checks(components: Iterable[Any]) -> Any:
+    """A ``pytest.mark.parametrize`` over every (component, check) pair, with readable ids.
+
+    The decorated test takes ``component`` and ``check`` and calls ``check(component)``.
+    """
+    import pytest  # a test-time dependency, needed only here
+
+    params = []
+    counts: dict[str, int] = {}
+    for component in components:
+        name = getattr(type(component), "registry_name", "") or type(component).__name__
+        label = f"{_kind(component)}:{name}" if _kind(component) else name
+        counts[label] = counts.get(label, -1) + 1
+        for check in checks_for(component):
+            params.append(pytest.param(component, check, id=f"{label}-{counts[label]}-{check.name}"))
+    return pytest.mark.parametrize(("component", "check"), params)

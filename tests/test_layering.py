@@ -1,0 +1,225 @@
+"""The package's layering: no import cycle, no import of another module's private name, each layer importing only from below.
+
+The imports are read with ``ast`` from the source files, module-level and function-level
+alike (an import inside a function is still a dependency); imports under
+``if TYPE_CHECKING:`` are left out, since they never run. Importing ``mitigate.a.b`` also
+runs the package ``mitigate.a`` (its ``__init__``), so that counts as an import of the
+package too.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "mitigate"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "scale", "registry", "aio", "paths"),
+    ("lm", "data"),
+    ("parse", "prompt", "perturb", "builtin_prompts"),
+    ("judge", "likelihood"),
+    ("measures",),
+    ("runner",),
+    ("selectors",),
+    ("strategies",),
+    ("search",),
+    ("harness",),
+    ("testing",),
+    ("cli", "__main__"),
+)
+"""The layers, bottom first: a module may import from its own layer and the layers beneath it."""
+
+UPWARD_ALLOWED = {
+    ("mitigate.data.released", "mitigate.parse"):
+        "the released judge outputs are parsed with mitigate's strict parsers when they are loaded",
+}
+"""Known imports from a lower layer to a higher one, each with why it stays."""
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Line numbers of statements under ``if TYPE_CHECKING:`` (never run)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                for inner in ast.walk(sub):
+                    if hasattr(inner, "lineno"):
+                        lines.add(inner.lineno)
+    return lines
+
+
+def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every mitigate import in module ``name``."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    skip = _type_checking_lines(tree)
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "mitigate":
+                    yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if _is_package(name) else name.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if module.split(".")[0] != "mitigate":
+                continue
+            for alias in node.names:
+                yield module, alias.name, node.lineno
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the mitigate modules importing it runs (the imported module and its parent packages)."""
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name in MODULES:
+        for module, imported, _ in _imports(name):
+            targets = [module]
+            if imported is not None and f"{module}.{imported}" in MODULES:
+                targets.append(f"{module}.{imported}")
+            for target in targets:
+                parts = target.split(".")
+                for i in range(2, len(parts) + 1):  # the packages on the way run too (not the root facade)
+                    dep = ".".join(parts[:i])
+                    if dep in MODULES and dep != name and not name.startswith(dep + "."):
+                        graph[name].add(dep)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None  # the root facade
+    for rank, names in enumerate(LAYERS):
+        if parts[1] in names:
+            return rank
+    raise AssertionError(f"module {module} is in no layer of LAYERS; add its package there")
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    cycles = _cycles(_graph())
+    assert not cycles, "import cycles (each list imports itself through the others): " + "; ".join(
+        " -> ".join(c) for c in cycles)
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    found = []
+    for name in MODULES:
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}
+        for module, imported, line in _imports(name):
+            if imported is None:
+                continue
+            full = f"{module}.{imported}"
+            if full in MODULES:
+                aliases[imported] = full
+            elif imported.startswith("_") and not imported.startswith("__") and module != name:
+                found.append(f"{name}:{line} imports {imported} from {module}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name in MODULES:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):  # module._name through an imported module
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                found.append(f"{name}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
+def test_each_layer_imports_only_from_itself_and_below() -> None:
+    upward = []
+    for name, deps in _graph().items():
+        here = _layer(name)
+        for dep in deps:
+            there = _layer(dep)
+            if here is None or there is None or there <= here or (name, dep) in UPWARD_ALLOWED:
+                continue
+            upward.append(f"{name} (layer {here}) imports {dep} (layer {there})")
+    assert not upward, "imports from a higher layer:\n" + "\n".join(sorted(upward))
+
+
+def test_the_layering_test_sees_cycles_and_private_imports() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    graph = _graph()
+    assert "mitigate.strategies" in graph["mitigate.strategies.demos"] or "mitigate.selectors" in graph[
+        "mitigate.strategies.demos"]
+    assert "mitigate.selectors" in graph["mitigate.strategies.highest_rs"]  # through the package __init__
+
+
+def test_importing_the_strategies_does_not_import_scipy() -> None:
+    code = "import sys, mitigate.strategies; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "False"
+
+
+def test_importing_the_selectors_does_not_import_the_strategies_or_the_search() -> None:
+    code = ("import sys, mitigate.selectors; "
+            "print(sorted(m for m in sys.modules if m.startswith(('mitigate.strategies', 'mitigate.search'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "[]"
