@@ -17,6 +17,7 @@ from mitigate.harness.compare import Entry, _train_and_test, compare, train_test
 from mitigate.harness.report import write_report
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
+from mitigate.strategies import parse_pipeline
 from mitigate.testing import StubOpenAIServer
 
 
@@ -118,3 +119,21 @@ def test_cli_compare_train_fits_and_reports(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{path}", "-c", "q", "--prompt", str(tmp_path / "p.txt"),
                                        "-p", "random-demos(k=2)", "--out", str(tmp_path / "o2")])
     assert missing.exit_code == 2 and "--train FRACTION" in missing.stderr
+
+
+async def test_a_searched_spec_file_is_an_entry_used_as_given(tmp_path: Path) -> None:
+    bench = _bench(n_docs=12)
+    base = PromptJudge(JudgePrompt.from_template(GUIDED, criterion="q"), FakeLM(_scored))
+    other = Benchmark(name="pool", items=tuple(Item(id=f"pool{i}", output=f"pool text {i}", doc_id=f"p{i}",
+                                                    human={"q": float(1 + i % 5)}) for i in range(6)),
+                      criteria=("q",))
+    searched = parse_pipeline("random-demos(k=2)").fit(other, base, progress=False)
+    spec_file = tmp_path / "searched.json"
+    spec_file.write_text(json.dumps({"pipeline": searched.spec(), "search": {"engine": "test"}}))
+    entry = Entry.from_pipeline(None, base, f"@{spec_file}")
+    assert not entry.needs_fit
+    result = await compare(bench, "q", [Entry.from_pipeline("baseline", base, "baseline"), entry], out_dir=tmp_path,
+                           progress=False, n_boot=20, n_perm=50, train=0.5)
+    e = result.entries[1]
+    assert e.fitted is not None and not e.fitted["fitted"]
+    assert _demo_ids(e.spec) == {it.id for it in other.items}  # its own pool, not refitted on this train split
