@@ -137,3 +137,18 @@ async def test_a_searched_spec_file_is_an_entry_used_as_given(tmp_path: Path) ->
     e = result.entries[1]
     assert e.fitted is not None and not e.fitted["fitted"]
     assert _demo_ids(e.spec) == {it.id for it in other.items}  # its own pool, not refitted on this train split
+
+
+async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    bench = _bench(n_docs=12)
+    base = PromptJudge(JudgePrompt.from_template(GUIDED, criterion="q"), FakeLM(lambda _r: "Score: 3"))
+    entries = [Entry.from_pipeline(t, base, t) for t in ("baseline", "random-demos(k=2)",
+                                                           "highest-rs-demos(k=2, pool_size=6)")]
+    result = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5)
+    assert [e.name for e in result.entries] == ["baseline", "random-demos(k=2)"]
+    # the judge answers 3 to everything, so US (and RS) is undefined on every pool item (LS: the embedded model)
+    why = result.settings["not_fitted"][entries[2].name]
+    assert why.startswith("ConfigError") and "only 0 of the pool's 6 items have an RS" in why
+    write_report(result, tmp_path)
+    assert "Not compared, because fitting on the training items failed:" in (tmp_path / "report.md").read_text()

@@ -61,7 +61,7 @@ from mitigate.data.jsonl import save_jsonl
 from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_runs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
-from mitigate.errors import ConfigError, DataError
+from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.judge import Judge, Judgment
@@ -639,7 +639,9 @@ async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, pro
     """Fit every entry whose pipeline must learn from data on ``train`` (``Pipeline.afit``); say what each was fitted on.
 
     Entries that are already fitted (a searched spec, a pipeline with nothing to learn) are
-    used as they are. ConfigError when an entry needs fitting and there is no ``train``.
+    used as they are. ConfigError when an entry needs fitting and there is no ``train``. An
+    entry whose fit fails (e.g. Highest-RS when the judge gives every pool item the same score)
+    is left out, its error kept in the returned info, so the other entries are still compared.
     """
     out: list[Entry] = []
     info: dict[str, dict[str, Any]] = {}
@@ -657,9 +659,17 @@ async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, pro
         afit = getattr(e.pipeline, "afit", None)
         if afit is None:
             raise ConfigError(f"this build of mitigate cannot fit {type(e.pipeline).__name__} (no Pipeline.afit)")
-        fitted = await afit(train, e.base, progress=progress, concurrency=concurrency)
+        try:
+            fitted = await afit(train, e.base, progress=progress, concurrency=concurrency)
+        except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
+            info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train),
+                            "error": f"{type(exc).__name__}: {exc}"}
+            continue
         out.append(e.model_copy(update={"judge": fitted.wrap(e.base), "pipeline": fitted, "spec": fitted.spec()}))
         info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train)}
+    if not out:
+        raise ConfigError("no entry is left to compare: every one failed to fit; "
+                          + "; ".join(f"{k}: {v.get('error')}" for k, v in info.items()))
     return out, info
 
 
@@ -794,6 +804,7 @@ async def compare(
         likelihood=ls_info,
         settings={"limit": limit, "n_items": len(items), "concurrency": concurrency, "n_boot": n_boot,
                   "n_perm": n_perm, "seed": seed, "command": command, "train": train_info,
+                  "not_fitted": {k: v["error"] for k, v in fit_info.items() if v.get("error")},
                   "journals": {e.name: f"journals/{stems[e.name]}.jsonl" for e in todo}},
     )
 

@@ -189,6 +189,9 @@ def render_markdown(result: CompareResult) -> str:
                       f"fitted on {train.get('n_items')} labelled training items ({train.get('source')}; "
                       f"{train.get('n_documents')} documents, none of them among the judged items; ids in "
                       f"`{train.get('file', 'results.json')}`); the others were used as given."]
+    if s.get("not_fitted"):
+        lines += ["", "Not compared, because fitting on the training items failed:", ""]
+        lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
     if s.get("command"):
         lines += ["", f"Command: `{s['command']}`"]
     lines += ["", "## Accuracy and bias", "",
