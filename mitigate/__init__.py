@@ -7,6 +7,7 @@ Main entry points::
     judge = PromptJudge(prompt, lm.get("local"))
 """
 
+from mitigate.answer_format import AnswerFormat
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import MitigateError
 from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
@@ -16,6 +17,7 @@ from mitigate.scale import Scale
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnswerFormat",
     "Benchmark",
     "Criterion",
     "Demo",

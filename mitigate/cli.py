@@ -1,31 +1,275 @@
-"""The ``mitigate`` command line."""
+"""The ``mitigate`` command line.
+
+Every error a user can cause is one line on stderr, ``error: <what was expected; what came>``,
+and a non-zero exit: 2 when the input was refused before any work (bad option, file, data,
+backend spec), 1 when a run could not finish (stopped by the circuit breaker, every item
+failed, an unexpected failure). ``--debug`` (or ``MITIGATE_DEBUG=1``) shows the traceback
+instead. Options are checked before data is loaded, data and prompts before the first LM call.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
+import click
 import typer
+from typer.core import TyperGroup
 
-from mitigate.errors import MitigateError
-from mitigate.registry import lookup
+from mitigate.errors import ConfigError, MitigateError, RunStoppedError
+from mitigate.registry import ConstraintLike, Interval, Options, check_param, lookup
 from mitigate.search import ENGINES, Objective, search
 from mitigate.selectors import registered_selectors
 from mitigate.strategies import PerturbedGuidelineDemos, parse_pipeline
 
+EXIT_REFUSED = 2
+"""Exit code when the input was refused (bad option, file, data or spec) before any work."""
+EXIT_FAILED = 1
+"""Exit code when a run could not finish (circuit breaker, every item failed, unexpected failure)."""
+
+_DEBUG_ENV = "MITIGATE_DEBUG"
+NETWORK_BACKENDS = ("openai", "anthropic", "dspy")
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (a message listing files over several lines stays readable)."""
+    return " ".join(str(text).replace("\n", " ; ").split()).replace(" ; ;", " ;")
+
+
+def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """(usage errors, "no arguments: show help") classes: click's, and those of the click copy recent typer ships."""
+    found: list[type[Exception]] = [click.ClickException]
+    help_only: list[type[Exception]] = [click.exceptions.NoArgsIsHelpError]
+    vendored = next((c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"), None)
+    if vendored is not None and vendored is not click.ClickException:
+        found.append(vendored)
+        extra = getattr(sys.modules.get(vendored.__module__), "NoArgsIsHelpError", None)
+        if isinstance(extra, type):
+            help_only.append(extra)
+    return tuple(found), tuple(help_only)
+
+
+_USAGE_ERRORS, _NO_ARGS = _usage_error_classes()
+_ABORTS = tuple({click.exceptions.Abort, typer.Abort})
+
+
+def _say_error(message: str) -> None:
+    typer.secho(f"error: {_one_line(message)}", fg=typer.colors.RED, err=True)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """Warnings as one line, ``warning: <message>`` (no source line, no file:line of our code)."""
+    typer.secho(f"warning: {_one_line(str(message))}", fg=typer.colors.YELLOW, err=True)
+
+
+class OneLineErrors(TyperGroup):
+    """The command group: turns every exception into one ``error:`` line and an exit code.
+
+    ``--debug`` anywhere on the command line (or ``MITIGATE_DEBUG=1``) re-raises instead, so
+    the traceback is shown.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        """Run the command; print one line per error and exit with :data:`EXIT_REFUSED` or :data:`EXIT_FAILED`."""
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in argv or os.environ.get(_DEBUG_ENV, "") not in ("", "0")
+        argv = [a for a in argv if a != "--debug"]
+        code = 0
+        with warnings.catch_warnings():
+            if not debug:
+                warnings.showwarning = _show_warning
+            try:
+                rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                                  standalone_mode=False, **extra)
+                code = rv if isinstance(rv, int) else 0
+            except _NO_ARGS as exc:
+                ctx = getattr(exc, "ctx", None)
+                typer.echo(ctx.get_help() if ctx is not None else "")
+                code = EXIT_REFUSED
+            except _USAGE_ERRORS as exc:  # usage errors: unknown option, value not an int ...
+                ctx = getattr(exc, "ctx", None)
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                _say_error(exc.format_message() + hint)  # type: ignore[attr-defined]
+                code = int(getattr(exc, "exit_code", EXIT_REFUSED))
+            except _ABORTS:
+                _say_error("aborted")
+                code = EXIT_FAILED
+            except KeyboardInterrupt:
+                _say_error("interrupted; a run with --run-dir (or --out) resumes where it stopped")
+                code = 130
+            except Exception as exc:
+                if debug:
+                    raise
+                code = _report(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _report(exc: BaseException) -> int:
+    """Print one line for ``exc``; its exit code."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, RunStoppedError):
+        _say_error(str(exc))
+        return EXIT_FAILED
+    if isinstance(exc, MitigateError):
+        _say_error(str(exc))
+        return EXIT_REFUSED
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(x) for x in first.get("loc", ())) or exc.title
+        _say_error(f"invalid value for {where}: {first.get('msg', exc)}; got {first.get('input')!r}")
+        return EXIT_REFUSED
+    if isinstance(exc, UnicodeError):
+        _say_error(f"expected UTF-8 text; got {exc}")
+        return EXIT_REFUSED
+    if isinstance(exc, BrokenPipeError):  # the reader of our output went away (| head): nothing to say
+        try:  # and nothing to flush at exit (the Python docs' recipe for SIGPIPE)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_FAILED
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        _say_error(f"{exc.strerror or type(exc).__name__}{where}")
+        return EXIT_FAILED
+    _say_error(f"unexpected {type(exc).__name__}: {exc} (a bug in mitigate; rerun with --debug for the traceback "
+               "and report it)")
+    return EXIT_FAILED
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
+    pretty_exceptions_enable=False,
     help="Make LLM-as-a-judge evaluators less biased and more consistent, and measure it.",
 )
 
 
-def _fail(exc: MitigateError) -> None:
-    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(code=2)
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error instead of one line "
+                                        "(also: MITIGATE_DEBUG=1); accepted anywhere on the command line")] = False,
+) -> None:
+    """Make LLM-as-a-judge evaluators less biased and more consistent, and measure it."""
+
+
+# --------------------------------------------------------------------------- option checks
+
+
+def _check(command: str, option: str, value: Any, *constraints: ConstraintLike) -> Any:
+    """``value`` when a constraint accepts it; ConfigError "The '--x' parameter of mitigate cmd must be ..." otherwise."""
+    return check_param(f"mitigate {command}", option, value, constraints)
+
+
+def _check_run_options(command: str, opts: dict[str, Any]) -> None:
+    """The numeric and choice options shared by judge, compare and search, checked before any work."""
+    checks: dict[str, tuple[ConstraintLike, ...]] = {
+        "limit": (Interval(int, 0, None),),
+        "samples": (Interval(int, 1, None),),
+        "max_tokens": (Interval(int, 1, None),),
+        "concurrency": (Interval(int, 1, None),),
+        "temperature": (Interval(float, 0.0, 2.0),),
+        "reducer": (Options("mean", "median", "majority"),),
+        "scoring": (Options("auto", "parse", "expected"),),
+        "constrain": (Options("auto", "format", "answer", "json", "off"),),
+        "timeout": (Interval(float, 0.0, None, closed="neither"), None),
+        "patience": (Interval(float, 0.0, None, closed="neither"),),
+        "stop_after": (Interval(int, 0, None),),
+        "n_boot": (Interval(int, 0, None),),
+        "budget": (Interval(int, 1, None),),
+        "consistency_weight": (Interval(float, 0.0, None),),
+        "bias_weight": (Interval(float, 0.0, None),),
+    }
+    for name, constraints in checks.items():
+        if name in opts:
+            _check(command, "--" + name.replace("_", "-"), opts[name], *constraints)
+    import math
+
+    for name in ("temperature", "timeout", "patience", "consistency_weight", "bias_weight"):
+        value = opts.get(name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"expected a finite number for --{name.replace('_', '-')}; got {value}")
+    kind = str(opts.get("backend", "")).partition(":")[0].strip().lower()
+    for name in ("base_url", "timeout"):
+        if opts.get(name) not in (None, "") and kind in ("local", "replay", "fake"):
+            raise ConfigError(f"--{name.replace('_', '-')} applies to the {', '.join(NETWORK_BACKENDS)} backends; "
+                              f"got --backend {opts.get('backend')!r}")
+
+
+def _read_text_file(path: Path, option: str) -> str:
+    """The UTF-8 text of the file given to ``option``; one-line ConfigError when it cannot be read."""
+    if not path.exists():
+        raise ConfigError(f"expected {option} to name a file; {path} does not exist", path=str(path))
+    if not path.is_file():
+        raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"expected {option} to name a readable file; {path}: {exc.strerror}", path=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"expected {option} to be UTF-8 text; {path}:{line} holds the byte {data[exc.start]:#04x}, "
+                          "which is not UTF-8 (re-save the file as UTF-8)", path=str(path), line=line) from None
+
+
+def _writable_dir(path: Path, option: str) -> Path:
+    """Create the folder given to ``option`` when needed and check a file can be written in it."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"expected {option} to be a folder; {path} is a file", path=str(path))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"expected {option} to be a folder mitigate can write in; {path}: "
+                          f"{exc.strerror or type(exc).__name__}", path=str(path)) from None
+    return path
+
+
+def _writable_file(path: Path, option: str) -> Path:
+    """Check the file given to ``option`` can be written (its folder is created when needed)."""
+    if path.is_dir():
+        raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
+    _writable_dir(path.parent, f"the folder of {option}")
+    return path
+
+
+@contextmanager
+def _run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | None]:
+    """Check the run folder and hold its lock for the whole command (None: no folder)."""
+    if path is None:
+        yield None
+        return
+    from mitigate.runner import RunLock
+
+    _writable_dir(path, option)
+    for name in ("journal.jsonl", "results.json"):
+        if (path / name).is_dir():
+            raise ConfigError(f"expected {path / name} to be a file mitigate writes; it is a directory",
+                              path=str(path / name))
+    with RunLock.for_journal(path / "journal.jsonl"):
+        yield path
+
+
+def _run(coro_fn: Callable[..., Any], **opts: Any) -> Any:
+    """``asyncio.run`` of a command's coroutine."""
+    return asyncio.run(coro_fn(**opts))
 
 
 def _parse_scale(text: str | None) -> tuple[float, float] | None:
@@ -35,7 +279,7 @@ def _parse_scale(text: str | None) -> tuple[float, float] | None:
     try:
         lo, hi = (float(p) for p in parts)
     except ValueError:
-        raise typer.BadParameter(f"expected MIN,MAX such as 1,5; got {text!r}") from None
+        raise ConfigError(f"expected --scale as MIN,MAX such as 1,5; got {text!r}") from None
     return lo, hi
 
 
@@ -47,7 +291,6 @@ def _first_line(text: str, width: int = 100) -> str:
 def _benchmark_and_criterion(name: str, criterion: str | None) -> tuple[Any, str]:
     """Load a benchmark and check the criterion (default: its first)."""
     from mitigate.data.registry import load
-    from mitigate.errors import ConfigError
 
     bench = load(name)
     crit = criterion or (bench.criteria[0] if bench.criteria else None)
@@ -61,21 +304,30 @@ def _benchmark_and_criterion(name: str, criterion: str | None) -> tuple[Any, str
 def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
     """The judge template: the user's file, or the built-in prompt for the benchmark's criterion."""
     from mitigate.builtin_prompts import default_prompt_for, prompt_text
-    from mitigate.errors import ConfigError
 
     if prompt is None:
         return prompt_text(default_prompt_for(benchmark, criterion))
-    if not prompt.is_file():
-        raise ConfigError(f"expected --prompt to name a template file; {prompt} does not exist")
-    return prompt.read_text(encoding="utf-8")
+    return _read_text_file(prompt, "--prompt")
 
 
-def _backend(spec: str, base_url: str | None, *, cache: bool) -> Any:
-    """The LM for ``spec`` with retries, and the on-disk cache when ``cache``."""
+def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | None = None,
+             patience: float = 60.0) -> Any:
+    """The LM for ``spec`` with retries (a Retry-After longer than ``patience`` seconds stops them), and the
+    on-disk cache when ``cache``; ``timeout`` is the per-request timeout of network backends."""
     from mitigate.lm.registry import get, wrap
+    from mitigate.lm.retry import RetryPolicy
 
     kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
-    return wrap(get(spec, **kwargs), cache=cache)
+    if timeout is not None:
+        kwargs["timeout"] = timeout
+    policy = RetryPolicy(base_delay=min(0.5, patience), max_delay=patience)
+    return wrap(get(spec, **kwargs), cache=cache, retry=policy)
+
+
+_TIMEOUT_HELP = "seconds before one request to the server times out (openai, anthropic, dspy; default 120)"
+_PATIENCE_HELP = "longest wait between retries, in seconds; a server asking for a longer Retry-After stops the run"
+_STOP_AFTER_HELP = ("stop the run after this many failures in a row that would repeat for every item (refused "
+                    "key or model, unreachable server ...); 0 never stops")
 
 
 @app.command()
@@ -88,13 +340,19 @@ def judge(
     backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
                                          "local, local:<path.gguf>, replay:<path>, fake")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
+    timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
+    stop_after: Annotated[int, typer.Option(help=_STOP_AFTER_HELP)] = 3,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     system: Annotated[Path | None, typer.Option(help="optional system message template file")] = None,
     scale: Annotated[str | None, typer.Option(help="answer scale MIN,MAX (default: from the prompt)")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
     samples: Annotated[int, typer.Option(help="samples per item (reduced by --reducer)")] = 1,
     reducer: Annotated[str, typer.Option(help="mean, median or majority")] = "mean",
-    scoring: Annotated[str, typer.Option(help="parse (read the score) or expected (logprob-weighted)")] = "parse",
+    scoring: Annotated[str, typer.Option(help="parse (read the score), expected (logprob-weighted) or auto "
+                                         "(expected for the embedded default model, else parse)")] = "auto",
+    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off "
+                                           "(see JudgeConfig.constrain)")] = "auto",
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
     concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
     run_dir: Annotated[Path | None, typer.Option(help="folder for the journal and results (resumable)")] = None,
@@ -109,34 +367,40 @@ def judge(
         "usage) to this file: JSON lines, or CSV when it ends in .csv")] = None,
 ) -> None:
     """Judge the first items of a benchmark and print each judgment beside the human score."""
-    try:
-        asyncio.run(_judge(**locals()))
-    except MitigateError as exc:
-        _fail(exc)
+    opts = dict(locals())
+    _check_run_options("judge", opts)
+    with _run_dir(run_dir):
+        _run(_judge, **opts)
 
 
 async def _judge(**opts: Any) -> None:
-    from mitigate.judge import JudgeConfig, PromptJudge
+    from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
     from mitigate.prompt import JudgePrompt
-    from mitigate.runner import run
+    from mitigate.runner import preflight, run, write_atomic
 
+    system = _read_text_file(opts["system"], "--system") if opts["system"] is not None else None
+    if opts["pipeline"] is not None:
+        parse_pipeline(opts["pipeline"])  # bad pipeline text or file fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     text = _template_text(opts["prompt"], opts["benchmark"], crit)
-    system = opts["system"].read_text(encoding="utf-8") if opts["system"] is not None else None
     jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
-    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
-    config = JudgeConfig(
-        temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"],
-        scoring=opts["scoring"], max_tokens=opts["max_tokens"],
-    )
-    pj = PromptJudge(jp, lm, config)
-    judge_obj = _with_pipeline(pj, opts.get("pipeline"))
-    items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
-    typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
-    journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
-    result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal,
-                       restart=opts["restart"], progress=opts["progress"])
-    await lm.aclose()
+    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
+                  patience=opts["patience"])
+    try:
+        config = JudgeConfig(
+            temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"], max_tokens=opts["max_tokens"],
+            **answer_mode(lm, opts["scoring"], opts["constrain"]),
+        )
+        pj = PromptJudge(jp, lm, config)
+        judge_obj = _with_pipeline(pj, opts.get("pipeline"))
+        items = bench.items[: opts["limit"]] if opts["limit"] else bench.items
+        preflight(judge_obj, items)  # every item fits the prompt: checked before anything is printed or called
+        typer.echo(f"{bench.summary()}\njudging {len(items)} items on {crit!r} with {lm.spec}", err=True)
+        journal = opts["run_dir"] / "journal.jsonl" if opts["run_dir"] else None
+        result = await run(judge_obj, items, concurrency=opts["concurrency"], journal=journal, check=False,
+                           restart=opts["restart"], progress=opts["progress"], stop_after=opts["stop_after"])
+    finally:
+        await lm.aclose()
     by_id = {it.id: it for it in items}
     for j in result.judgments:
         human = by_id[j.item_id].human.get(crit)
@@ -152,27 +416,62 @@ async def _judge(**opts: Any) -> None:
         written = write_judgments(result, opts["out"], items=items, criterion=crit)
         typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
     if opts["run_dir"]:
-        out = opts["run_dir"] / "results.json"
-        out.write_text(json.dumps({
+        out = write_atomic(opts["run_dir"] / "results.json", json.dumps({
             "benchmark": bench.name, "criterion": crit, "backend": lm.spec,
             "summary": result.summary.model_dump(mode="json"),
             "judgments": [j.model_dump(mode="json") for j in result.judgments],
         }, indent=1))
         typer.echo(f"wrote {out}", err=True)
+    _fail_when_all_failed(result)
+
+
+def _fail_when_all_failed(result: Any) -> None:
+    """Exit :data:`EXIT_FAILED` with one line when every item of a run ended in an LM error."""
+    s = result.summary
+    if s.items and s.errors == s.items:
+        first = next((j.error for j in result.judgments if j.error), "")
+        _say_error(f"all {s.items} items failed; the first: {first}")
+        raise typer.Exit(code=EXIT_FAILED)
 
 
 @app.command("prompts")
-def prompts_cmd(name: Annotated[str | None, typer.Argument(help="print this prompt's text")] = None) -> None:
-    """List the built-in judge prompts, or print one."""
+def prompts_cmd(
+    name: Annotated[str | None, typer.Argument(help="print this built-in prompt's text, or 'inspect'")] = None,
+    file: Annotated[Path | None, typer.Argument(help="with 'inspect': the template file to read")] = None,
+    system: Annotated[Path | None, typer.Option(help="with 'inspect': a system message template file")] = None,
+    const: Annotated[list[str] | None, typer.Option(
+        "--const", help="with 'inspect': NAME=VALUE (or NAME=@file) filled into the template once, e.g. a rubric "
+        "or a Jinja variable; repeat for several")] = None,
+) -> None:
+    """List the built-in judge prompts, print one, or 'inspect FILE': show what mitigate reads from a template."""
     from mitigate.builtin_prompts import list_prompts, prompt_text
 
-    try:
-        if name is None:
-            typer.echo("\n".join(list_prompts()))
-        else:
-            typer.echo(prompt_text(name))
-    except MitigateError as exc:
-        _fail(exc)
+    if name is None:
+        typer.echo("\n".join(list_prompts()))
+    elif name == "inspect":
+        typer.echo(_inspect(file, system, const or []))
+    else:
+        typer.echo(prompt_text(name))
+
+
+def _inspect(file: Path | None, system: Path | None, consts: list[str]) -> str:
+    """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
+    from mitigate.errors import ConfigError
+    from mitigate.prompt import describe_template
+
+    if file is None or not file.is_file():
+        raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
+    constants: dict[str, str] = {}
+    for item in consts:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected --const NAME=VALUE or NAME=@file; got {item!r}")
+        if value.startswith("@"):
+            value = Path(value[1:]).read_text(encoding="utf-8")
+        constants[key.strip()] = value
+    text = file.read_text(encoding="utf-8")
+    sys_text = system.read_text(encoding="utf-8") if system is not None else None
+    return describe_template(text, system=sys_text, constants=constants or None)
 
 
 @app.command("compare")
@@ -194,6 +493,8 @@ def compare_cmd(
     backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
+    timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
                                                 "(default: the built-in prompt for the criterion)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items, document by "
@@ -210,6 +511,9 @@ def compare_cmd(
     temperature: Annotated[float, typer.Option(help="sampling temperature of the base judge")] = 0.0,
     samples: Annotated[int, typer.Option(help="samples per item of the base judge")] = 1,
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
+    scoring: Annotated[str, typer.Option(help="parse, expected or auto (expected for the embedded default "
+                                         "model, else parse)")] = "auto",
+    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off")] = "auto",
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap and permutation tests")] = 0,
     restart: Annotated[bool, typer.Option(help="discard existing journals in --out")] = False,
@@ -217,21 +521,16 @@ def compare_cmd(
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
 ) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
-    from pydantic import ValidationError
-
-    try:
-        asyncio.run(_compare(**locals(), command=" ".join(["mitigate", *sys.argv[1:]])))
-    except MitigateError as exc:
-        _fail(exc)
-    except ValidationError as exc:
-        typer.secho(f"error: invalid parameters: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from None
+    opts = dict(locals())
+    _check_run_options("compare", opts)
+    _writable_dir(out, "--out")
+    _run(_compare, **opts, command=" ".join(["mitigate", *sys.argv[1:]]))
 
 
 async def _compare(**opts: Any) -> None:
-    from mitigate.errors import ConfigError
-    from mitigate.harness.compare import Entry, compare
+    from mitigate.harness.compare import Entry, compare, select_items
     from mitigate.harness.report import write_report
+    from mitigate.runner import preflight
 
     pipelines = list(opts["pipeline"] or [])
     recorded = list(opts.get("recorded") or [])
@@ -239,14 +538,12 @@ async def _compare(**opts: Any) -> None:
     if not pipelines and not released and not recorded:
         raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
                           "--released judge; got none")
-    if opts["limit"] < 0:
-        raise ConfigError(f"expected --limit >= 0 (0 = all items); got {opts['limit']}")
     parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     entries: list[Entry] = []
     lm = None
     if pipelines:
-        from mitigate.judge import JudgeConfig, PromptJudge
+        from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
         from mitigate.prompt import JudgePrompt
 
         if bench.pairwise and opts["prompt"] is None:
@@ -255,13 +552,19 @@ async def _compare(**opts: Any) -> None:
         answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
         jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit,
                                        **answer)
-        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"])
-        config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"])
+        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
+                      patience=opts["patience"])
+        config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"],
+                             **answer_mode(lm, opts["scoring"], opts["constrain"]))
         base = PromptJudge(jp, lm, config)
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
     for path in recorded:
         entries += Entry.all_recorded(path, crit)
     entries += [Entry.from_released(name, crit) for name in released]
+    chosen = select_items(bench.items, opts["limit"] or None)
+    for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called
+        if entry.kind == "pipeline":  # an entry still to be fitted is checked through the judge it wraps
+            preflight(entry.judge if entry.judge is not None else entry.base, chosen)
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
     try:
@@ -279,6 +582,11 @@ async def _compare(**opts: Any) -> None:
     paths = write_report(result, opts["out"])
     typer.echo((opts["out"] / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+    failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
+    if failed:
+        first = next((j.error for j in failed[0].judgments if j.error), "")
+        _say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
+        raise typer.Exit(code=EXIT_FAILED)
 
 
 def _train_option(text: str | None) -> float | str | None:
@@ -296,10 +604,14 @@ def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 
     """Re-render report.md and the plots of a comparison from its results.json."""
     from mitigate.harness.report import render_report
 
-    try:
-        paths = render_report(folder)
-    except MitigateError as exc:
-        _fail(exc)
+    if not folder.is_dir():
+        raise ConfigError(f"expected a folder written by 'mitigate compare'; {folder} "
+                          f"{'is a file' if folder.exists() else 'does not exist'}", path=str(folder))
+    results = folder / "results.json"
+    if results.is_file():
+        _read_text_file(results, "the results.json of the folder")
+    _writable_dir(folder, "the report folder")
+    paths = render_report(folder)
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
 
 
@@ -340,6 +652,8 @@ def search_cmd(
     backend: Annotated[str, typer.Option("--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, "
                                          "local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
+    timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
@@ -356,25 +670,21 @@ def search_cmd(
         "the saved spec holds them followed by the winner")] = "baseline",
 ) -> None:
     """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
-    from pydantic import ValidationError
+    opts = dict(locals())
+    _check_run_options("search", opts)
 
-    try:
-        _search(**locals())
-    except MitigateError as exc:
-        _fail(exc)
-    except ValidationError as exc:
-        typer.secho(f"error: invalid parameters: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from None
+    _check("search", "--engine", engine, Options(*ENGINES))
+    for size in k or []:
+        _check("search", "--k", size, Interval(int, 1, None))
+    _writable_file(out, "--out")
+    _search(**opts)
 
 
 def _search(**opts: Any) -> None:
-    from mitigate.errors import ConfigError
     from mitigate.harness.report import plot_search
     from mitigate.judge import JudgeConfig, PromptJudge
     from mitigate.prompt import JudgePrompt
 
-    if opts["limit"] < 0:
-        raise ConfigError(f"expected --limit >= 0 (0 = all labelled items); got {opts['limit']}")
     before = parse_pipeline(opts["pipeline"])  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     labelled = [it for it in bench.items if crit in it.human]
@@ -384,7 +694,8 @@ def _search(**opts: Any) -> None:
         labelled = select_items(labelled, opts["limit"])  # whole documents first, as compare does
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
-    lm = _backend(opts["backend"], opts["base_url"], cache=False)  # retries; the search adds its own cache
+    lm = _backend(opts["backend"], opts["base_url"], cache=False, timeout=opts["timeout"],  # the search adds
+                  patience=opts["patience"])  # its own cache
     judge = before.wrap(PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"],
                                                         max_tokens=opts["max_tokens"])))
     try:
@@ -422,7 +733,7 @@ def _search(**opts: Any) -> None:
 
 def main() -> None:  # pragma: no cover - console entry
     """Entry point for ``python -m mitigate``."""
-    app(prog_name="mitigate")
+    typer.main.get_command(app).main(prog_name="mitigate")
 
 
 if __name__ == "__main__":  # pragma: no cover

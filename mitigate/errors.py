@@ -88,8 +88,22 @@ class TransientLMError(LMCallError):
         self.retry_after = retry_after
 
 
+class RunStoppedError(MitigateError, RuntimeError):
+    """A run stopped early because its failures would repeat for every item (a refused key, an
+    unreachable server, a model the server does not know ...). ``cause`` says which; the journal
+    keeps every judgment made before the stop, so fixing the cause and rerunning resumes."""
+
+
+class RunBusyError(ConfigError):
+    """Another process holds the lock of a run folder (or journal); ``path`` names the lock file."""
+
+
 class ScriptExhaustedError(MitigateError, RuntimeError):
     """A :class:`~mitigate.lm.fake.FakeLM` was asked for more responses than it was scripted with."""
+
+
+class CacheDamageWarning(UserWarning):
+    """The LM cache file (or one of its entries) is damaged; the damaged part is treated as a miss."""
 
 
 class PromptConflictWarning(UserWarning):

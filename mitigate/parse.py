@@ -42,12 +42,16 @@ from mitigate.lm.base import TokenLogprob
 from mitigate.scale import MODIFIER_STEP, Scale
 
 __all__ = [
+    "Verdict",
     "expected_score",
     "parse_criteria",
     "parse_mcq",
     "parse_pairwise",
     "parse_score",
+    "normalise_answer",
+    "score_distribution",
     "score_tokens",
+    "strip_echoed_lines",
 ]
 
 Verdict = Literal["first", "second", "tie"]
@@ -89,6 +93,11 @@ _WORD_NUMBERS = {
 _WORD_RE = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")\b", re.IGNORECASE)
 
 
+def normalise_answer(text: str) -> str:
+    """An answer with markdown emphasis and backticks dropped, dashes unified and number words as digits."""
+    return _normalise(text)
+
+
 def _normalise(text: str) -> str:
     """Drop markdown emphasis/backticks, unify dashes, and spell number words as digits."""
     out = re.sub(r"[*`]+", "", text)
@@ -125,10 +134,29 @@ _VERB_CUE = (
 _CUE_RE = re.compile(rf"\b(?:(?P<noun>{_NOUN_CUE})|(?P<verb>{_VERB_CUE}))\b", re.I)
 # What may sit between a cue and its number: no digits and no sentence boundary.
 _GAP_RE = re.compile(r"[^\d\n.!?;]{0,40}?(?=(?:weak|strong)?\s*-?\d)", re.I)
+# Words a cue may be separated from its number by ("a score of 4", "I would give it a solid 4",
+# "rating for coherence: 3"); any other word means the number belongs to something else
+# ("the rating takes into account the events in 1916").
+_GAP_WORDS = frozenset(
+    "a an the of is was be would will should could i it this that its my our final overall total "
+    "give gives given gave assign assigned award awarded me them summary response answer output text "
+    "story translation candidate for at about around approximately roughly as to score scores rating "
+    "ratings grade solid strong weak high low perfect full middling modest decent generous fair "
+    "mere respectable moderate reasonable good poor excellent so therefore thus hence here my "
+    "coherence consistency fluency relevance quality helpfulness accuracy overall i'd i'll id "
+    "deserves deserve merits earns gets receives get receive earn".split()
+)
 _DENOM_RE = re.compile(rf"\s*(?:/|out\s+of|of\s+a\s+possible|of\s+a\s+maximum\s+of)\s*({_NUM})\b(?!/\d)", re.I)
 _RANGE_RE = re.compile(rf"\s*(-|to|or)\s*({_NUM})\b", re.I)
-# A score the judge is *not* giving: "it's not a 5 out of 5", "keeps it from being a perfect 5".
-_NEGATED_RE = re.compile(r"(?:\bnot|n't|\bnever|\bfrom\s+(?:being|getting|achieving|reaching|receiving))\b[^,.;:!?\n]*$", re.I)
+# A score the judge is *not* giving: "it's not a 5 out of 5", "keeps it from being a perfect 5",
+# "not engaging enough to score a 3", "falls short of a 4", "with a few tweaks it could be a perfect 5".
+_NEGATED_RE = re.compile(
+    r"(?:\bnot|n't|\bnever|\bfrom\s+(?:being|getting|achieving|reaching|receiving)|\benough\s+to|"
+    r"\bshort\s+of|\brather\s+than|\binstead\s+of|\bwould\s+need|\bto\s+(?:reach|achieve|warrant|justify|make\s+it)|"
+    r"\bcould\s+(?:be|become|reach|earn|get|achieve|have\s+been)|\bmight\s+(?:be|get|earn))"
+    r"\b[^,.;:!?\n]*$",
+    re.I,
+)
 _MODIFIER_RE = re.compile(r"\b(weak|strong)\s*$", re.I)
 # Words that may follow a cued number without making it something other than a score
 # ("a score of 2 for coherence", "rated 4 because ..."); anything else ("scored 2 goals")
@@ -184,7 +212,7 @@ def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
             return None  # a match result or tally ("2-0 win"), not a low-high range
         is_range = True
         end = r.end()
-    if _NEGATED_RE.search(text[max(0, m.start() - 25) : m.start()]):
+    if _NEGATED_RE.search(text[max(0, m.start() - 60) : m.start()]):
         return None
     modifier = None
     mod = _MODIFIER_RE.search(text[max(0, m.start() - 12) : m.start()])
@@ -194,12 +222,27 @@ def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
     return _Candidate(m.start(), end, float(m.group(1)), literal, denom, is_range, modifier)
 
 
-def _candidates(text: str) -> list[_Candidate]:
+def _gap_ok(gap: str) -> bool:
+    """Whether the words between a cue and a number are ones that may sit there (see ``_GAP_WORDS``)."""
+    words = re.findall(r"[A-Za-z']+", gap)
+    return all(w.lower() in _GAP_WORDS for w in words) and len(words) <= 6
+
+
+def _cue_re(cues: Sequence[str]) -> re.Pattern[str]:
+    """The cue pattern, with extra noun cues (a criterion name such as "Coherence") when given."""
+    if not cues:
+        return _CUE_RE
+    extra = "|".join(re.escape(c) for c in sorted(cues, key=len, reverse=True))
+    return re.compile(rf"\b(?:(?P<noun>{_NOUN_CUE}|{extra})|(?P<verb>{_VERB_CUE}))\b", re.I)
+
+
+def _candidates(text: str, cues: Sequence[str] = ()) -> list[_Candidate]:
     """Every cued number in (normalised, masked) ``text``, in order of position.
 
     Label-form cues ("Score 2: fair", the number between the cue and a colon) that occur
     with two or more different numbers are an echoed list of scale labels, not answers,
-    and are dropped; a single "Score 4: the summary is clear" still counts.
+    and are dropped; a single "Score 4: the summary is clear" still counts. A number in
+    double brackets ("[[4]]", MT-Bench) or after "[RESULT]" (Prometheus) is cued by its marker.
     """
     found: dict[int, _Candidate] = {}
     labels: dict[int, float] = {}
@@ -208,12 +251,20 @@ def _candidates(text: str) -> list[_Candidate]:
             cand = _candidate_at(text, num)
             if cand is not None:
                 found[num.start()] = cand
-    for cue in _CUE_RE.finditer(text):
+    for marker in _MARKER_RE.finditer(text):
+        num = _NUM_RE.match(text, marker.start("n"))
+        if num is not None:
+            cand = _candidate_at(text, num)
+            if cand is not None:
+                found[num.start()] = cand
+    for cue in _cue_re(cues).finditer(text):
         gap = _GAP_RE.match(text, cue.end())
         if gap is None:
             continue
         num = _NUM_RE.search(text, gap.end())
         if num is None or num.start() > gap.end() + 8 or re.search(r"\d", text[cue.end() : num.start()]):
+            continue
+        if not _gap_ok(text[cue.end() : num.start()]):
             continue
         cand = _candidate_at(text, num)
         if cand is None:
@@ -231,7 +282,12 @@ def _candidates(text: str) -> list[_Candidate]:
     return [found[k] for k in sorted(found)]
 
 
-_TRAIL_RE = re.compile(rf"(?:^|\n|[.!?;:,]\s+|\s\()\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*\)?[\s.!]*$", re.I)
+# Answer markers of published formats: "[[4]]" (MT-Bench) and "[RESULT] 4" (Prometheus).
+_MARKER_RE = re.compile(rf"(?:\[\[\s*|\[RESULT\]\s*:?\s*\(?)(?P<n>-?{_NUM})", re.I)
+# A score written first: "2. The response ...", "4\nThe summary ...", "3 - mostly coherent".
+_LEAD_RE = re.compile(rf"^\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*(?:[.):\-]|\n|$)", re.I)
+
+_TRAIL_RE = re.compile(rf"(?:^|\n|[.!?;:,]\s+|\s[(\[])\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$", re.I)
 
 
 def _trailing(text: str) -> _Candidate | None:
@@ -266,18 +322,33 @@ def _check_value(cand: _Candidate, text: str, scale: Scale, expected: str) -> fl
     return value
 
 
-def parse_score(text: str, scale: Scale) -> float:
+def parse_score(text: str, scale: Scale, *, cues: Sequence[str] = (), raw: str | None = None) -> float:
     """Read one numeric score on ``scale`` from a judge's free-text answer.
 
     Takes the last explicitly cued number (see the module docstring for the rules), or a
-    number standing alone at the end of the text when nothing is cued. Raises
+    number standing alone at the start ("2. The response ...") or at the end of the text
+    when nothing is cued (both, with different values, is ambiguous). ``cues`` adds words
+    that mark a score, such as the criterion of a "Coherence: N" answer line. Raises
     :class:`ParseError` for no number, a range, a score outside the scale or off its grid, or
-    a score given out of a different maximum ("7/10" on a 1–5 scale).
+    a score given out of a different maximum ("7/10" on a 1–5 scale); ``raw`` (default
+    ``text``) is the full response kept on the error.
     """
-    return _score(text, scale, raw=text)
+    return _score(text, scale, raw=text if raw is None else raw, cues=cues)
 
 
-def _score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: str | None = None) -> float:
+def _leading(text: str) -> _Candidate | None:
+    """A score written first ("2. The response ...", "4\nreason"), unless the text is a numbered list."""
+    m = _LEAD_RE.match(text)
+    if m is None:
+        return None
+    if len(re.findall(r"(?m)^[ \t]*\d+[.)][ \t]", text)) > 1:
+        return None  # "1. ... 2. ...": a numbered list, not an answer
+    mod = m.group(1).lower() if m.group(1) else None
+    return _Candidate(m.start(2), m.end(2), float(m.group(2)), m.group(2), None, False, mod)
+
+
+def _score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: str | None = None,
+           cues: Sequence[str] = ()) -> float:
     """Parse ``text``; errors quote ``text`` but keep ``raw`` (the whole response) on ``.raw``.
 
     ``cued`` says the text starts right after a score label ("Coherence: <text>").
@@ -286,12 +357,18 @@ def _score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: 
     if criterion is not None:
         expected = f"a score from {scale.describe()} for {criterion!r} (e.g. '{criterion}: {_example(scale)}')"
     prefix = "Score: " if cued else ""
-    work = _mask(_normalise(prefix + text))
-    cands = _candidates(work)
+    normal = _normalise(prefix + text)
+    work = _mask(normal)
+    cands = _candidates(work, cues)
     try:
         if cands:
             return _check_value(cands[-1], text, scale, expected)
         tail = _trailing(work)
+        lead = None if cued else _leading(normal)
+        if lead is not None and tail is not None and lead.start != tail.start and lead.value != tail.value:
+            raise _fail(f"two uncued numbers ({lead.literal} first, {tail.literal} last)", text, expected)
+        if tail is None and lead is not None:
+            return _check_value(lead, text, scale, expected)
         if tail is not None:
             return _check_value(tail, text, scale, expected)
         if _NUM_RE.search(work):
@@ -303,6 +380,31 @@ def _score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: 
         raise ParseError(exc.message, raw=raw, expected=expected, criterion=criterion) from None
 
 
+def strip_echoed_lines(text: str, echoes: Sequence[str]) -> str:
+    """``text`` without the lines that copy one of ``echoes`` (the prompt's own rubric lines).
+
+    A judge sometimes repeats a rubric line ("Score 1: The model's responses are irrelevant
+    ...") before or instead of answering; that line names a score it is *describing*, not
+    giving. A line is an echo when, after its "Score N:" style head, it starts with the
+    first 24 characters of an option's description (case and spacing ignored).
+    """
+    keys = {_flat(e)[:24] for e in echoes if len(_flat(e)) >= 12}
+    if not keys:
+        return text
+    out = []
+    for line in text.splitlines(keepends=True):
+        body = _flat(re.sub(r"^\W*(?:(?:score|rating|point)s?\s*)?\(?\d+(?:\.\d+)?\)?\s*(?:means|[:=\-–—)])?", "",
+                            line, flags=re.I))
+        if body and any(body.startswith(k) for k in keys):
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+def _flat(text: str) -> str:
+    return " ".join(re.sub(r"[*`_\"']", "", text).lower().split())
+
+
 # --------------------------------------------------------------------------- MCQ letters
 
 _MCQ_CUE = (
@@ -311,7 +413,7 @@ _MCQ_CUE = (
 )
 
 
-def parse_mcq(text: str, scale: Scale) -> float:
+def parse_mcq(text: str, scale: Scale, *, raw: str | None = None) -> float:
     """Map a multiple-choice answer ("Answer: B", "B.", "(C)", "Option D", "I choose E") to its score.
 
     ``scale.letters`` gives the map (SummEval MCQ: A→1 … E→5). Letters are read after an
@@ -319,7 +421,13 @@ def parse_mcq(text: str, scale: Scale) -> float:
     cue, parenthesised letters "(C)" are used when they all agree. Raises :class:`ParseError`
     when no letter from the map is found, when the answer names two letters ("B or C"), or
     when parenthesised letters disagree; :class:`ScaleError` when the scale has no letters.
+    ``raw`` (default ``text``) is the full response kept on the error.
     """
+    if raw is not None and raw != text:
+        try:
+            return parse_mcq(text, scale)
+        except ParseError as exc:
+            raise ParseError(exc.message, raw=raw, expected=exc.context.get("expected", "")) from None
     if not scale.letters:
         raise ScaleError(f"parse_mcq needs a Scale with a letter map; got letters={scale.letters!r}")
     letters = {k.upper(): v for k, v in scale.letters.items()}
@@ -363,8 +471,10 @@ _COMPARATIVE = (
 )
 _WORSE = r"(?:is|was|seems|appears)?\s*(?:\w+ly\s+)?(?:worse|weaker|inferior|less\s+\w+)"
 _TIE_PHRASES = re.compile(
-    r"\btie[ds]?\b|\bdraw\b|\bequally\b|\bequal\s+(?:quality|in|level)|\bsame\s+(?:quality|level)\b"
-    r"|\bno\s+(?:clear\s+)?(?:winner|difference|preference)\b"
+    r"\b(?:it'?s|it\s+is|this\s+is|that'?s|declare|call\s+it|result\s+is|(?:verdict|answer|decision)\s*(?:is|:))"
+    r"\s+(?:a\s+)?(?:tie|draw)\b|\b(?:they|both)\s+are\s+tied\b|^\W*(?:a\s+)?(?:tie|draw|tied)\W*$"
+    r"|\b(?:both|the\s+two)\b[^.\n]{0,60}\b(?:equally|equal|the\s+same)\b|\bequal\s+(?:quality|in|level)"
+    r"|\bsame\s+(?:quality|level)\b|\bno\s+(?:clear\s+)?(?:winner|difference|preference)\b"
     r"|\bneither\b[^.\n]{0,40}\b(?:better|preferred|preferable|superior|wins|stands\s+out)\b|^\W*neither\b",
     re.I,
 )
@@ -381,31 +491,44 @@ def _label_forms(label: str, ordinal: str) -> str:
     forms = [
         rf"\b{_NOUNS}\s*(?:#|no\.?|number)?\s*[(\[]?{esc}[)\]]?(?!\w)",
         rf"#\s*{esc}(?!\w)",
+        rf"[(\[]{esc}[)\]]",
         rf"\bthe\s+{ordinal}\s+(?:{_NOUNS}|one)\b",
     ]
-    if label.isdigit() or label.isupper():
-        forms.append(rf"(?<![\w#])[(\[]?{esc}[)\]]?(?!\w)")
+    if label.isdigit() or label.isupper() or len(label) == 1:
+        forms.append(rf"(?<![\w#'])[(\[`]?{esc}[)\]`]?(?![\w'])")
     return "(?:" + "|".join(forms) + ")"
 
 
+_CONCLUSION = re.compile(
+    r"(?:^|(?<=[.!?\n]))\s*(?:therefore|thus|hence|so|overall|ultimately|in\s+conclusion|in\s+summary|to\s+conclude|"
+    r"all\s+in\s+all|in\s+the\s+end|finally|consequently|as\s+a\s+result)\b[^.!?\n]*",
+    re.I,
+)
+
+
 def parse_pairwise(
-    text: str, labels: tuple[str, str] = ("1", "2"), *, tie: str | None = None
+    text: str, labels: tuple[str, str] = ("1", "2"), *, tie: str | None = None, case_sensitive: bool = False
 ) -> Literal["first", "second", "tie"]:
     """Read which of two outputs a judge preferred: "first", "second" or "tie".
 
     ``labels`` are how the prompt named the two outputs ("1"/"2" for "Summary #1", "A"/"B"
-    for "Response A"); ``tie`` optionally names a tie option (SummEval head-to-head uses
-    "C"). Explicit verdicts are read first and the last one wins: the whole answer being a
-    label, an answer that starts with a label ("B: Summary #2 is ..."), "Answer: A",
-    "[[B]]", "I prefer Summary 1". Without one, comparative claims ("Summary 2 is better",
+    for "Response A", "a"/"b" for "Output (a)"); ``tie`` optionally names a tie option
+    (SummEval head-to-head uses "C"). ``case_sensitive`` is for labels that differ only by
+    case (AlpacaEval's "m" / "M"). Explicit verdicts are read first and the last one wins:
+    the whole answer being a label, an answer that starts or ends with a label standing
+    alone ("B: Summary #2 is ...", "... explanation.\\nM"), "Answer: A", "[[B]]", "I prefer
+    Summary 1". Without one, a concluding sentence ("Therefore, Output (a) is better") decides
+    when it claims one side; failing that, comparative claims ("Summary 2 is better",
     "Response A is less fluent", "both are equally good", "neither is better") must agree.
     Raises :class:`ParseError` when no side is claimed or when both (or a side and a tie) are.
     """
     first, second = labels
-    if not first or not second or first.lower() == second.lower():
-        raise ConfigError(f"expected two different, non-empty pairwise labels; got {labels!r}")
+    if not first or not second or first == second or (not case_sensitive and first.lower() == second.lower()):
+        hint = " (labels that differ only by case need case_sensitive=True)" if first and first != second else ""
+        raise ConfigError(f"expected two different, non-empty pairwise labels; got {labels!r}{hint}")
+    flags = 0 if case_sensitive else re.I
     expected = f"a verdict naming {first!r}, {second!r} or a tie (e.g. 'Summary {first} is better')"
-    work = re.sub(r"[*`]+", "", text).strip()
+    work = re.sub(r"[*]+", "", text).strip()
     forms: dict[Verdict, str] = {
         "first": _label_forms(first, "(?:first|former)"),
         "second": _label_forms(second, "(?:second|latter)"),
@@ -415,10 +538,13 @@ def parse_pairwise(
         forms["tie"] = rf"[(\[]?{re.escape(tie)}[)\]]?(?!\w)"
         bare["tie"] = tie
 
-    # 1. the whole answer is one label ("B", "Summary #1", "(2)")
-    stripped = re.sub(r"^[\W_]+|[\W_]+$", "", work).lower()
+    def same(x: str, y: str) -> bool:
+        return x == y if case_sensitive else x.lower() == y.lower()
+
+    # 1. the whole answer is one label ("B", "Summary #1", "(2)", "Output (a)")
+    stripped = re.sub(r"^[\W_]+|[\W_]+$", "", work)
     for side, label in bare.items():
-        if stripped == label.lower() or (side != "tie" and re.fullmatch(rf"\W*{forms[side]}\W*", work, re.I)):
+        if same(stripped, label) or (side != "tie" and re.fullmatch(rf"\W*{forms[side]}\W*", work, flags)):
             return side
 
     # 2. explicit verdicts; the last one wins
@@ -426,25 +552,41 @@ def parse_pairwise(
     for side, label in bare.items():
         esc = re.escape(label)
         sep = r"(?:\s*[)\]]|:|\s*$|\s*\n" + ("" if label.isdigit() else r"|\.(?!\w)") + ")"
-        if re.match(rf"[(\[]{{0,2}}\s*{esc}{sep}", work):
+        if re.match(rf"[(\[`]{{0,2}}\s*{esc}{sep}", work, flags):
             explicit.append((0, side))
-        explicit.extend((m.start(), side) for m in re.finditer(rf"\[\[\s*{esc}\s*\]\]", work))
-        explicit.extend((m.start(), side) for m in re.finditer(_VERDICT_CUE + forms[side], work, re.I))
+        explicit.extend((m.start(), side) for m in re.finditer(rf"\[\[\s*{esc}\s*\]\]", work, flags))
+        explicit.extend((m.start(), side) for m in re.finditer(f"(?i:{_VERDICT_CUE})" + forms[side], work, flags))
+        end = re.search(rf"(?:^|\n|[.!?:]\s+)[\s\"'`(\[]*{esc}[\"'`)\]]*\s*\.?\s*$", work, flags)
+        if end is not None and len(work) > len(label) + 2:
+            explicit.append((end.start() + 1, side))
     if explicit:
         return max(explicit, key=lambda p: p[0])[1]
 
-    # 3. comparative claims and tie phrases; they must agree
-    claimed: set[Verdict] = set()
     pairs: tuple[tuple[Verdict, Verdict], ...] = (("first", "second"), ("second", "first"))
-    for side, other in pairs:
-        if re.search(rf"{forms[side]}\s+{_COMPARATIVE}", work, re.I) or re.search(
-            rf"\b(?:better|superior|preferable)\s+than\s+{forms[other]}", work, re.I
-        ):
-            claimed.add(side)
-        if re.search(rf"{forms[side]}\s+{_WORSE}", work, re.I):
-            claimed.add(other)
-    if _TIE_PHRASES.search(work):
-        claimed.add("tie")
+
+    def claims(part: str) -> set[Verdict]:
+        found: set[Verdict] = set()
+        for side, other in pairs:
+            if re.search(rf"{forms[side]}(?:'s\s+\w+)?\s+(?i:{_COMPARATIVE})", part, flags) or re.search(
+                rf"(?i:\b(?:better|superior|preferable)\s+than\s+){forms[other]}", part, flags
+            ):
+                found.add(side)
+            if re.search(rf"{forms[side]}(?:'s\s+\w+)?\s+(?i:{_WORSE})", part, flags):
+                found.add(other)
+        if _TIE_PHRASES.search(part):
+            found.add("tie")
+        return found
+
+    # 3. the last concluding sentence that claims exactly one side
+    for m in reversed(list(_CONCLUSION.finditer(work))):
+        concluded = claims(m.group(0))
+        if len(concluded) == 1:
+            return concluded.pop()
+        if concluded:
+            break
+
+    # 4. comparative claims and tie phrases; they must agree
+    claimed = claims(work)
     if len(claimed) == 1:
         return claimed.pop()
     if claimed:
@@ -569,6 +711,19 @@ def _point_mass(
 def expected_score(positions: Sequence[TokenLogprob], scale: Scale, *, min_mass: float = 0.5) -> float:
     """G-Eval-style probability-weighted score: sum(p(v) * v) over the scale's integer points.
 
+    The probabilities are :func:`score_distribution`'s (its docstring says which position is
+    read and how multi-token numbers are split). Raises :class:`ParseError` when no position
+    carries mass on the scale.
+    """
+    dist = score_distribution(positions, scale, min_mass=min_mass)
+    return sum(v * p for v, p in dist.items())
+
+
+def score_distribution(
+    positions: Sequence[TokenLogprob], scale: Scale, *, min_mass: float = 0.5
+) -> dict[int, float]:
+    """Probability per integer scale point at the score position, renormalised to sum to 1.
+
     The score position is the first generated position whose token is a scale number (or the
     start of one, "1" of "10"); failing that, the first position whose top alternatives put
     at least ``min_mass`` probability on scale points. Probabilities there are renormalised
@@ -582,7 +737,8 @@ def expected_score(positions: Sequence[TokenLogprob], scale: Scale, *, min_mass:
     truncation. When another token was generated (say "7") and "1" is only an alternative,
     its continuation was never observed, so its mass goes to 1 (an approximation that can
     only under-weight 10 by at most P("1")). A single "10" token counts as 10 directly.
-    Raises :class:`ParseError` when no position carries mass on the scale.
+    Points outside the top alternatives get probability 0. Raises :class:`ParseError` when
+    no position carries mass on the scale.
     """
     expected = f"token logprobs with probability on the scale points {scale.describe()}"
     pts = scale.integer_points()
@@ -614,4 +770,4 @@ def expected_score(positions: Sequence[TokenLogprob], scale: Scale, *, min_mass:
             expected=expected,
         )
     total = sum(chosen.values())
-    return sum(v * p for v, p in chosen.items()) / total
+    return {v: p / total for v, p in sorted(chosen.items())}

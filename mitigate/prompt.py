@@ -1,14 +1,20 @@
 """The judge prompt as a structured, frozen value.
 
-:meth:`JudgePrompt.from_template` takes a plain judge prompt (a G-Eval style text, or a
-system + user pair) with ``{{field}}`` slots and recovers its structure — task
-description, criterion (name, definition), scale, and the scoring guideline as separate
-:class:`ScoreOption` lines — so that transforms can reorder or lengthen options and insert
-demonstrations. Rendering a parsed prompt with no transforms reproduces the original text
-exactly.
+:meth:`JudgePrompt.from_template` takes a judge prompt as it was published (a G-Eval style
+text, a system + user pair, a ChatML or Llama-3 chat text, ``{{slot}}``, ``{slot}`` or Jinja
+placeholders; see :mod:`mitigate.template_syntax`) and recovers its structure — task
+description, criterion (name, definition), scale, the scoring guideline as separate
+:class:`ScoreOption` lines, whether it compares two outputs and how it names them, and the
+answer format it prescribes (:class:`~mitigate.answer_format.AnswerFormat`) — so that
+transforms can reorder or lengthen options and insert demonstrations, and answers are read
+in the template's own format. Rendering a parsed prompt with no transforms reproduces the
+original text exactly (:meth:`JudgePrompt.template_source`). :func:`read_prompt` also returns
+the evidence for each recovered field (what ``mitigate prompts inspect`` prints).
 
 Slots are filled in a single pass: the judged text is inserted verbatim and never scanned
-again, so braces or a "Score: 10" inside it cannot break templating.
+again, so braces or a "Score: 10" inside it cannot break templating. Demonstrations are
+inserted the same way, after the slots are filled: a demo whose text holds ``{{summary}}``
+shows those characters, never the current item's summary.
 """
 
 from __future__ import annotations
@@ -19,28 +25,44 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mitigate.answer_format import AnswerFormat, infer_answer_format
 from mitigate.data.schema import Item
-from mitigate.errors import DataError, TemplateError
+from mitigate.errors import DataError, MitigateError, TemplateError
 from mitigate.lm.base import Message, Role
 from mitigate.scale import Scale
+from mitigate.template_reader import (
+    OUTPUT_SLOT_NAMES,
+    choose_scale,
+    find_criterion,
+    find_pair,
+    find_scales,
+    guess_output_slot,
+    pair_labels,
+)
+from mitigate.template_syntax import DOUBLE_SLOT_RE, TemplateSource, placeholder_hint, read_template
 
-SLOT_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*\}\}")
-"""A template slot: ``{{name}}``."""
+SLOT_RE = DOUBLE_SLOT_RE
+"""A template slot in canonical form: ``{{name}}``."""
 
 GUIDELINE_MARK = "\x00guideline\x00"
 """Where the guideline block stood in a parsed template (internal; never reaches an LM)."""
 
-OUTPUT_SLOT_NAMES = ("output", "summary", "response", "answer", "hypothesis", "candidate", "text", "conversation")
-"""Slot names taken to hold the judged text when ``output_slot`` is not given (case-insensitive)."""
+__all__ = ["OUTPUT_SLOT_NAMES", "Criterion", "Demo", "Guideline", "JudgePrompt", "PromptMessage", "ScoreOption",
+           "describe_template", "read_prompt"]
+
+DEMOS_MARK = "\x00demos\x00"
+"""Where the demos block goes while slots are filled (internal; demos are inserted verbatim after)."""
 
 _WORD_NUMBERS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10,
 }
 
-# Guideline lines: "Score 2 means ...", "Score 2: ...", "- 5: ...", "5 - ...", "A: ... Score: One."
+# Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "score2_description: ...",
+# "- 5: ...", "5 - ...", "A: ... Score: One.", "(A) ..."
 _OPT_SCORE_WORD = re.compile(
-    r"^(?P<head>\s*(?:[-*•]\s*)?(?:score|rating|point)s?\s+(?P<num>\d+(?:\.\d+)?)\s*(?:means|=|:|-|–|—|\))\s*)"
+    r"^(?P<head>\s*(?:[-*•]\s*)?(?:(?:an?\s+)?(?:score|rating|point)s?\s+(?:of\s+)?(?P<num>\d+(?:\.\d+)?)"
+    r"\s*(?:means|indicates|=|:|-|–|—|\))|\"?score(?P<num2>\d+)_description\"?\s*:)\s*)"
     r"(?P<desc>\S.*?)(?P<tail>\s*)$",
     re.IGNORECASE,
 )
@@ -52,10 +74,8 @@ _OPT_LETTER = re.compile(
     r"(?P<tail>\s*(?:score|points?)\s*[:=]?\s*(?P<num>\d+|[A-Za-z]+)\s*\.?\s*)$",
     re.IGNORECASE,
 )
-_CRITERION_RE = re.compile(
-    r"^\s*(?:[-*•]\s*)?(?P<name>[A-Z][A-Za-z /&]{1,40}?)\s*\((?P<lo>\d+)\s*(?:-|–|to)\s*(?P<hi>\d+)\)\s*"
-    r"(?:-|–|—|:)\s*(?P<def>\S.*)$",
-    re.MULTILINE,
+_OPT_LETTER_PLAIN = re.compile(
+    r"^(?P<head>\s*(?:[-*•]\s*)?\((?P<letter>[A-J])\)\s+)(?P<desc>\S.*?)(?P<tail>\s*)$"
 )
 _NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure)\b", re.IGNORECASE)
 
@@ -79,12 +99,14 @@ class ScoreOption(BaseModel):
 
     The line renders as ``head + description + tail`` so a lengthened description keeps
     the original formatting. ``position`` is the option's index in the original guideline
-    (kept through reorderings so answers can be mapped back).
+    (kept through reorderings so answers can be mapped back). ``score`` is None for a
+    lettered option whose score the template does not state (AutoEvals' "(A) ..." choices);
+    pass ``letters={...}`` to :meth:`JudgePrompt.from_template` to score them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     label: str
-    score: float
+    score: float | None
     description: str
     head: str = ""
     tail: str = ""
@@ -176,6 +198,11 @@ class Demo(BaseModel):
         return cls(item=item, score=score, reason=reason)
 
 
+DEFAULT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
+"""How a demonstration is shown by default: its inputs, the judged text, then "<Criterion> score: N"."""
+_OWN_FORMAT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{score}"
+
+
 class PromptMessage(BaseModel):
     """One message of a prompt template (role + text with ``{{slots}}``)."""
 
@@ -190,17 +217,24 @@ Layout = Literal["invariant_first", "as_written"]
 class JudgePrompt(BaseModel):
     """A judge prompt: message templates plus the structure recovered from them.
 
-    - ``messages``: the templates; a parsed guideline is replaced by an internal mark and
-      rendered from ``guideline`` so transforms can change it.
+    - ``messages``: the templates (slots as ``{{name}}``); a parsed guideline is replaced by
+      an internal mark and rendered from ``guideline`` so transforms can change it.
     - ``task``: the task description (first paragraph of the instructions).
     - ``criteria``: what is scored (one for a G-Eval prompt; several for a multi-attribute one).
     - ``scale``: the answer scale; ``answer``: "score" (a number), "mcq" (a letter mapped by
       ``scale.letters``) or "pairwise" (a verdict between two outputs).
+    - ``answer_format``: how the template asks the judge to answer (see
+      :class:`~mitigate.answer_format.AnswerFormat`); None means the default for ``answer``.
+      Read it through :attr:`format`, which falls back to the default when a transform
+      changed ``answer`` to another kind.
     - ``output_slot``: the slot holding the judged text; ``slot_fields`` maps other slot
-      names to item fields when they differ (e.g. ``{"Document": "source"}``).
+      names to item fields when they differ (e.g. ``{"Document": "source"}``; the second
+      text of a pairwise template maps to ``output_b``).
     - ``demos``: demonstrations, rendered with ``demo_template`` and inserted before the
       first paragraph that holds an item slot (layout "invariant_first", so instructions and
       demos form a prefix shared by every item) or right after the guideline ("as_written").
+    - ``source``: how the template was written (chat markup, placeholder syntax), to write
+      it back exactly (:meth:`template_source`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -209,14 +243,16 @@ class JudgePrompt(BaseModel):
     criteria: tuple[Criterion, ...] = ()
     scale: Scale = Field(default_factory=Scale)
     answer: Literal["score", "mcq", "pairwise"] = "score"
+    answer_format: AnswerFormat | None = None
     guideline: Guideline | None = None
     output_slot: str = "output"
     slot_fields: dict[str, str] = Field(default_factory=dict)
     demos: tuple[Demo, ...] = ()
-    demo_template: str = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
+    demo_template: str = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"  # DEFAULT_DEMO_TEMPLATE
     demo_header: str = "Examples:\n\n"
     demo_separator: str = "\n\n"
     layout: Layout = "invariant_first"
+    source: TemplateSource | None = None
 
     @model_validator(mode="after")
     def _check(self) -> JudgePrompt:
@@ -234,7 +270,52 @@ class JudgePrompt(BaseModel):
                 f"expected one guideline mark when a guideline is set and none otherwise; got {marks} mark(s) "
                 f"and guideline={'set' if self.guideline else 'None'}"
             )
+        if self.answer_format is not None and self.answer_format.kind != self.answer:
+            raise TemplateError(
+                f"the answer format is for {self.answer_format.kind!r} answers but the prompt answers "
+                f"{self.answer!r}; expected both to agree"
+            )
         return self
+
+    @property
+    def format(self) -> AnswerFormat:
+        """The answer format in force: the template's own, or the default for ``answer``.
+
+        When a transform changed ``answer`` (the MCQ form of a score prompt) without setting
+        a format of that kind, the default format of the new kind applies.
+        """
+        fmt = self.answer_format
+        if fmt is not None and fmt.kind == self.answer:
+            return fmt
+        if self.answer == "pairwise":
+            return AnswerFormat.default("pairwise")
+        return AnswerFormat.default(self.answer)
+
+    def with_answer_format(self, answer_format: AnswerFormat) -> JudgePrompt:
+        """A copy answering in ``answer_format`` (its kind becomes the prompt's ``answer``)."""
+        return self.model_copy(update={"answer_format": answer_format, "answer": answer_format.kind})
+
+    def answer_stub(self) -> str:
+        """The answer stub closing the last message ("###Feedback: ", "- Coherence:", "## Which is best, ...?").
+
+        The short trailing lines after the last slot that end with ":" or "?" (with any
+        whitespace after them): where the judge's answer starts. Text a mitigation adds to
+        the prompt belongs before it. Empty when the template closes with an instruction.
+        """
+        template = self.messages[-1].template
+        slots = list(SLOT_RE.finditer(template))
+        tail_start = slots[-1].end() if slots else 0
+        tail = template[tail_start:]
+        m = re.search(r"(?:\n[ \t]*(?:[-*#]+[ \t]*)?[^\n]{1,80}?[:?][ \t]*(?:\n[ \t]*)*)+\Z", tail)
+        if m is None or GUIDELINE_MARK in m.group(0):
+            return ""
+        return tail[m.start():]
+
+    def echo_lines(self) -> tuple[str, ...]:
+        """The guideline's option descriptions: lines a judge may copy into its answer (not answers)."""
+        if self.guideline is None:
+            return ()
+        return tuple(o.description for o in self.guideline.options)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -250,91 +331,31 @@ class JudgePrompt(BaseModel):
         slot_fields: Mapping[str, str] | None = None,
         answer: Literal["score", "mcq", "pairwise"] | None = None,
         parse_guideline: bool = True,
+        constants: Mapping[str, Any] | None = None,
+        labels: tuple[str, str] | None = None,
+        tie: str | None = None,
+        letters: Mapping[str, float] | None = None,
+        answer_format: AnswerFormat | None = None,
     ) -> JudgePrompt:
-        """Recover a :class:`JudgePrompt` from a plain prompt with ``{{field}}`` slots.
+        """Recover a :class:`JudgePrompt` from a judge template as it was published.
 
-        ``text`` is the user message; ``system`` an optional system message. ``scale``,
-        ``criterion``/``criteria`` and ``output_slot`` override what is recovered from the
-        text. Guideline lines such as "Score 2 means ...", "5: ..." or
-        "A: ... Score: One." become separate options when ``parse_guideline`` is True.
+        ``text`` is the template (the user message, or a chat text in ChatML / Llama-3 /
+        "Human:" markup); ``system`` an optional system message. Placeholders may be
+        ``{{x}}``, ``{x}`` or Jinja (rendered with ``constants``, which also fill slots that
+        are the same for every item, such as a rubric). Every other argument overrides what
+        is recovered from the text: ``scale``, ``criterion``/``criteria``, ``output_slot``,
+        ``slot_fields``, ``answer`` ("score", "mcq", "pairwise"), ``labels`` (how a pairwise
+        prompt names its two outputs) and ``tie``, ``letters`` (scores of lettered options)
+        and ``answer_format``. Guideline lines ("Score 2 means ...", "5: ...", "- A score of
+        1 means ...", "score1_description: ...", "A: ... Score: One.", "(A) ...") become
+        separate options when ``parse_guideline`` is True. :func:`read_prompt` does the
+        same and also returns the evidence for what was recovered.
         """
-        if not isinstance(text, str):
-            raise TemplateError(f"expected the prompt template as a str; got {type(text).__name__}")
-        raw_messages: list[tuple[Role, str]] = []
-        if system is not None:
-            raw_messages.append(("system", system))
-        raw_messages.append(("user", text))
-
-        all_slots = [s for _, t in raw_messages for s in _slot_names(t)]
-        out_slot = output_slot or _guess_output_slot(all_slots)
-        if out_slot is None or out_slot not in all_slots:
-            raise TemplateError(
-                "expected a slot for the judged text, e.g. {{output}} or {{summary}}"
-                + (f" (output_slot={output_slot!r})" if output_slot else "")
-                + f"; found slots {sorted(set(all_slots)) or 'none'}"
-            )
-
-        # criterion and scale from a "Name (1-5) - definition" line, when present
-        found_crit: Criterion | None = None
-        found_scale: Scale | None = None
-        for _, t in raw_messages:
-            m = _CRITERION_RE.search(t)
-            if m:
-                found_crit = Criterion(name=m.group("name").strip().lower(), definition=m.group("def").strip())
-                lo, hi = int(m.group("lo")), int(m.group("hi"))
-                if lo < hi:
-                    found_scale = Scale(min=lo, max=hi)
-                break
-
-        # guideline options
-        guideline: Guideline | None = None
-        templates = [t for _, t in raw_messages]
-        if parse_guideline:
-            for idx, t in enumerate(templates):
-                located = _find_guideline(t)
-                if located is not None:
-                    start, end, gl = located
-                    guideline = gl
-                    templates[idx] = t[:start] + GUIDELINE_MARK + t[end:]
-                    break
-
-        inferred_answer: Literal["score", "mcq", "pairwise"] = "score"
-        final_scale = Scale.of(scale) if scale is not None else found_scale
-        if guideline is not None and all(o.label.isalpha() for o in guideline.options):
-            inferred_answer = "mcq"
-            letters = {o.label.upper(): o.score for o in guideline.options}
-            base = final_scale or Scale(
-                min=min(letters.values()), max=max(letters.values())
-            )
-            final_scale = base.model_copy(update={"letters": letters})
-            final_scale = Scale.model_validate(final_scale.model_dump())
-        if final_scale is None and guideline is not None:
-            scores = [o.score for o in guideline.options]
-            if min(scores) < max(scores):
-                final_scale = Scale(min=min(scores), max=max(scores))
-        final_scale = final_scale or Scale()
-
-        crits: tuple[Criterion, ...]
-        if criteria is not None:
-            crits = tuple(_as_criterion(c) for c in criteria)
-        elif criterion is not None:
-            crits = (_as_criterion(criterion),)
-        elif found_crit is not None:
-            crits = (found_crit,)
-        else:
-            crits = (Criterion(name="score"),)
-
-        task = _first_paragraph(raw_messages[0][1])
-        return cls(
-            messages=tuple(PromptMessage(role=r, template=t) for (r, _), t in zip(raw_messages, templates, strict=True)),
-            task=task,
-            criteria=crits,
-            scale=final_scale,
-            answer=answer or inferred_answer,
-            guideline=guideline,
-            output_slot=out_slot,
-            slot_fields=dict(slot_fields or {}),
-        )
+        return read_prompt(
+            text, system=system, scale=scale, criterion=criterion, criteria=criteria, output_slot=output_slot,
+            slot_fields=slot_fields, answer=answer, parse_guideline=parse_guideline, constants=constants,
+            labels=labels, tie=tie, letters=letters, answer_format=answer_format,
+        )[0]
 
     # ------------------------------------------------------------------ transforms (each returns a copy)
     def with_guideline(self, guideline: Guideline) -> JudgePrompt:
@@ -369,9 +390,21 @@ class JudgePrompt(BaseModel):
         return {s for m in self.messages for s in _slot_names(m.template)}
 
     def template_text(self) -> list[str]:
-        """The templates with the guideline put back (slots unfilled): the text the prompt was parsed from."""
+        """The templates with the guideline put back (slots unfilled, as ``{{name}}``), one per message."""
         gl = self.guideline.render() if self.guideline else ""
         return [m.template.replace(GUIDELINE_MARK, gl) for m in self.messages]
+
+    def template_source(self) -> str:
+        """The whole template written back as it was given: chat markup, placeholder syntax and all.
+
+        For an unchanged prompt this is the exact text :meth:`from_template` read (after
+        Jinja rendering and constants, which happen once). Without a recorded source (a
+        prompt built by hand) the messages are joined with blank lines.
+        """
+        texts = self.template_text()
+        if self.source is None:
+            return "\n\n".join(texts)
+        return self.source.restore(texts)
 
     def render(self, item: Item) -> tuple[Message, ...]:
         """Chat messages for judging ``item``: guideline, demos and slots filled in one pass."""
@@ -382,8 +415,10 @@ class JudgePrompt(BaseModel):
         for m in self.messages:
             template = m.template.replace(GUIDELINE_MARK, guideline_text)
             if not placed:
-                template, placed = _insert_demos(template, demos_text, self.layout, guideline_text)
-            out.append(Message(role=m.role, content=self._fill(template, item)))
+                template, placed = _insert_demos(template, DEMOS_MARK, self.layout, guideline_text)
+            # demos are texts like the judged one: inserted verbatim after the slots are filled, never templated
+            content = demos_text.join(self._fill(part, item) for part in template.split(DEMOS_MARK))
+            out.append(Message(role=m.role, content=content))
         if not placed:  # no slot paragraph found anywhere: demos go before the last message's text
             last = out[-1]
             out[-1] = Message(role=last.role, content=demos_text + self.demo_separator + last.content)
@@ -416,8 +451,16 @@ class JudgePrompt(BaseModel):
                 score_text = ", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
             else:
                 score_text = self._answer_text(demo.score)
+            template = self.demo_template
+            fmt = self.format
+            own_line = (fmt.inferred and not fmt.is_default_score_line and not fmt.two_scores and fmt.kind != "pairwise"
+                        and (fmt.json_key is not None or fmt.line.strip() != "{value}"))
+            if own_line and template == DEFAULT_DEMO_TEMPLATE and not isinstance(demo.score, dict):
+                # the template prescribes its own answer line ("[RESULT] 4", "Rating: [[4]]"): demos answer in it
+                template = _OWN_FORMAT_DEMO_TEMPLATE
+                score_text = fmt.render(demo.score, self.scale)
             parts.append(
-                self.demo_template.format(
+                template.format(
                     inputs=inputs,
                     output_name=_title(self.output_slot),
                     output=demo.item.output,
@@ -515,14 +558,6 @@ def _slot_names(text: str) -> list[str]:
     return [m.group(1).strip() for m in SLOT_RE.finditer(text)]
 
 
-def _guess_output_slot(slots: Sequence[str]) -> str | None:
-    lowered = {s.lower(): s for s in slots}
-    for name in OUTPUT_SLOT_NAMES:
-        if name in lowered:
-            return lowered[name]
-    return None
-
-
 def _as_criterion(c: str | Criterion) -> Criterion:
     return c if isinstance(c, Criterion) else Criterion(name=c)
 
@@ -533,18 +568,26 @@ def _first_paragraph(text: str) -> str:
 
 
 def _insert_demos(template: str, demos: str, layout: Layout, guideline_text: str) -> tuple[str, bool]:
-    """Place the demos block in one message template; returns (template, placed)."""
+    """Place the demos block in one message template; returns (template, placed).
+
+    "invariant_first" puts the block before the paragraph holding the first slot (a blank
+    line, LF or CRLF, ends the paragraph before it); when that slot sits in the first
+    paragraph, before the line holding it, or at the very start when it is on the first line.
+    """
+    newline = "\r\n" if "\r\n" in template else "\n"
     if layout == "as_written" and guideline_text and guideline_text in template:
         i = template.index(guideline_text) + len(guideline_text)
-        return template[:i] + "\n\n" + demos + template[i:], True
+        return template[:i] + newline * 2 + demos + template[i:], True
     m = SLOT_RE.search(template)
     if m is None:
         return template, False
-    # start of the paragraph holding the first slot
-    para_start = max(template.rfind("\n\n", 0, m.start()), -2) + 2
-    if para_start < 0:
-        para_start = 0
-    return template[:para_start] + demos + "\n\n" + template[para_start:], True
+    breaks = list(re.finditer(r"\r?\n[ \t]*\r?\n", template[: m.start()]))
+    if breaks:
+        start = breaks[-1].end()
+    else:
+        line_start = template.rfind("\n", 0, m.start()) + 1
+        start = line_start  # 0 when the slot is on the first line
+    return template[:start] + demos + newline * 2 + template[start:], True
 
 
 def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None:
@@ -552,25 +595,37 @@ def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None
     if m is None:
         return None
     gd = m.groupdict()
-    if "letter" in gd and gd.get("letter"):
-        num = gd["num"]
-        score = float(num) if num.isdigit() else _WORD_NUMBERS.get(num.lower())
-        if score is None:
-            return None
+    score: float | None
+    if gd.get("letter"):
+        num = gd.get("num")
+        if num is None:  # "(A) ..." states no score
+            score = None
+        else:
+            score = float(num) if num.isdigit() else _WORD_NUMBERS.get(num.lower())
+            if score is None:
+                return None
         label = gd["letter"]
     else:
-        score = float(gd["num"])
-        label = gd["num"]
+        num = gd.get("num") or gd.get("num2")
+        if num is None:
+            return None
+        score = float(num)
+        label = num
     return ScoreOption(label=label, score=score, description=gd["desc"], head=gd["head"], tail=gd["tail"])
 
 
-def _find_guideline(text: str) -> tuple[int, int, Guideline] | None:
-    """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline)."""
+def _find_guideline(text: str, scale_hint: tuple[float, float] | None = None) -> tuple[int, int, Guideline] | None:
+    """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline).
+
+    ``scale_hint`` is the scale the template states; plainly numbered lines ("(1) ...",
+    "1: ...") are options only when they run from its minimum to its maximum, so numbered
+    rules in a 0-9 rating prompt are not read as a 1-3 scale.
+    """
     lines = text.splitlines(keepends=True)
     offsets = [0]
     for ln in lines:
         offsets.append(offsets[-1] + len(ln))
-    for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_NUMBER):
+    for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, _OPT_NUMBER):
         i = 0
         while i < len(lines):
             opt = _option_from_line(lines[i].rstrip("\r\n"), pattern)
@@ -593,7 +648,7 @@ def _find_guideline(text: str) -> tuple[int, int, Guideline] | None:
                     break
                 block.append((j, nxt))
                 j += 1
-            if len(block) >= 2 and _plausible(block, pattern, lines, i):
+            if len(block) >= 2 and _plausible(block, pattern, lines, i, scale_hint):
                 start = offsets[block[0][0]]
                 last_line = lines[block[-1][0]]
                 end = offsets[block[-1][0]] + len(last_line.rstrip("\r\n"))
@@ -612,19 +667,30 @@ def _find_guideline(text: str) -> tuple[int, int, Guideline] | None:
 
 
 def _plausible(
-    block: list[tuple[int, ScoreOption]], pattern: re.Pattern[str], lines: list[str], first: int
+    block: list[tuple[int, ScoreOption]], pattern: re.Pattern[str], lines: list[str], first: int,
+    scale_hint: tuple[float, float] | None = None,
 ) -> bool:
     """Guard against numbered instruction steps being read as score options."""
+    if pattern is _OPT_LETTER_PLAIN:
+        letters = [o.label for _, o in block]
+        return letters == [chr(ord("A") + k) for k in range(len(letters))]
     scores = [o.score for _, o in block]
-    if len(set(scores)) != len(scores):
+    if len(set(scores)) != len(scores) or any(s is None for s in scores):
         return False
+    values = [float(s) for s in scores if s is not None]
     if pattern is _OPT_NUMBER:
         header = "".join(lines[max(0, first - 2) : first])
         if _NO_OPTION_HEADERS.search(header):
             return False
         # plain "N: ..." lines must cover a contiguous integer range
-        ints = sorted(scores)
+        ints = sorted(values)
         if any(s != int(s) for s in ints) or ints != list(range(int(ints[0]), int(ints[0]) + len(ints))):
+            return False
+        if scale_hint is not None and (min(ints), max(ints)) != tuple(scale_hint):
+            return False
+    elif scale_hint is not None and pattern is _OPT_SCORE_WORD:
+        lo, hi = scale_hint
+        if any(not lo <= v <= hi for v in values):
             return False
     return True
 
@@ -637,3 +703,238 @@ def demo_field_names(prompt: JudgePrompt) -> list[str]:
 def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
     """Rebuild a prompt from ``model_dump()`` output."""
     return JudgePrompt.model_validate(dict(spec))
+
+
+def _guess_labels(text: str) -> tuple[str, str] | None:
+    """Pairwise labels named by the instructions when no heading labels the slots ("[[A]]", "Output (a)")."""
+    for pattern, pair in (
+        (r"\[\[\s*A\s*\]\]", ("A", "B")),
+        (r"\bOutput\s*\(\s*a\s*\)", ("a", "b")),
+        (r"(?<![\w`])`?m`?\s+or\s+`?M`?(?![\w`])", ("m", "M")),
+        (r"\b(?:Response|Assistant|Output|Answer|Summary)\s+A\b", ("A", "B")),
+        (r"\b(?:Response|Assistant|Output|Answer|Summary)\s*#?\s*1\b", ("1", "2")),
+    ):
+        if re.search(pattern, text):
+            return pair
+    return None
+
+
+def read_prompt(
+    text: str,
+    *,
+    system: str | None = None,
+    scale: Scale | tuple[float, float] | None = None,
+    criterion: str | Criterion | None = None,
+    criteria: Sequence[str | Criterion] | None = None,
+    output_slot: str | None = None,
+    slot_fields: Mapping[str, str] | None = None,
+    answer: Literal["score", "mcq", "pairwise"] | None = None,
+    parse_guideline: bool = True,
+    constants: Mapping[str, Any] | None = None,
+    labels: tuple[str, str] | None = None,
+    tie: str | None = None,
+    letters: Mapping[str, float] | None = None,
+    answer_format: AnswerFormat | None = None,
+) -> tuple[JudgePrompt, list[str]]:
+    """:meth:`JudgePrompt.from_template`, also returning one line of evidence per recovered field.
+
+    The evidence says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"),
+    what was given explicitly, and what fell back to a default, so a user can check a
+    template before spending money on it (``mitigate prompts inspect FILE``).
+    """
+    if not isinstance(text, str):
+        raise TemplateError(f"expected the prompt template as a str; got {type(text).__name__}")
+    read = read_template(text, system, constants)
+    source = read.source
+    texts = [t for _, t in read.messages]
+    joined = "\n\n".join(texts)
+    all_slots = [s for t in texts for s in _slot_names(t)]
+    fields = dict(slot_fields or {})
+    evidence: list[str] = []
+    roles = ", ".join(r for r, _ in read.messages)
+    evidence.append(
+        f"template: {source.syntax} placeholders"
+        + (f", {source.markup} chat markup" if source.markup else "")
+        + f"; messages: {roles}"
+        + (f"; constants filled: {', '.join(source.constants)}" if source.constants else "")
+    )
+
+    # the judged text (and the second one of a pairwise template)
+    pair = find_pair(all_slots) if answer in (None, "pairwise") and output_slot is None else None
+    if answer == "pairwise" and pair is None and not (output_slot and any(f == "output_b" for f in fields.values())):
+        raise TemplateError(
+            "a pairwise prompt needs two slots for the judged texts (e.g. {{output_1}} and {{output_2}}, or "
+            f"{{{{output}}}} and {{{{output_b}}}}); found slots {sorted(set(all_slots)) or 'none'}"
+        )
+    out_slot = output_slot or (pair[0] if pair else guess_output_slot(all_slots))
+    if out_slot is None or out_slot not in all_slots:
+        seen = sorted(set(all_slots))
+        raise TemplateError(
+            "expected a slot for the judged text, e.g. {{output}}, {{summary}} or {response}"
+            + (f" (output_slot={output_slot!r})" if output_slot else "")
+            + (f"; found slots {seen}, none of them a known judged-text name (pass output_slot=...)" if seen
+               else f"; found no {{{{slot}}}} or {{slot}} placeholder (placeholder-like text seen: "
+                    f"{placeholder_hint(text)})")
+        )
+    if pair is not None:
+        fields.setdefault(pair[1], "output_b")
+    inputs = [s for s in dict.fromkeys(all_slots) if s != out_slot]
+    evidence.append(
+        f"judged text: {{{{{out_slot}}}}}" + (f"; second judged text: {{{{{pair[1]}}}}} (item field output_b)"
+                                              if pair else "")
+        + (f"; other slots: {', '.join('{{' + s + '}}' for s in inputs if not pair or s != pair[1])}"
+           if [s for s in inputs if not pair or s != pair[1]] else "")
+    )
+
+    # scale statements and criterion
+    statements = find_scales(joined)
+    found_crit = find_criterion(joined)
+    stated = choose_scale(statements)
+    explicit_scale = Scale.of(scale) if scale is not None else None
+    hint = (explicit_scale.min, explicit_scale.max) if explicit_scale is not None else stated
+
+    # guideline options
+    guideline: Guideline | None = None
+    templates = list(texts)
+    if parse_guideline:
+        for idx, t in enumerate(templates):
+            located = _find_guideline(t, hint)
+            if located is not None:
+                start, end, gl = located
+                guideline = gl
+                templates[idx] = t[:start] + GUIDELINE_MARK + t[end:]
+                break
+
+    # what kind of answer
+    letter_options = guideline is not None and all(o.label.isalpha() for o in guideline.options)
+    kind: Literal["score", "mcq", "pairwise"] = answer or (
+        "pairwise" if pair is not None else "mcq" if letter_options else "score")
+    if answer_format is not None:
+        kind = answer_format.kind
+
+    # the scale
+    final_scale: Scale | None = explicit_scale
+    how_scale = "given" if explicit_scale is not None else ""
+    if final_scale is None and stated is not None:
+        final_scale = Scale(min=stated[0], max=stated[1])
+        used = next(s for s in statements if (s.lo, s.hi) == stated)
+        how_scale = f"from {used.text.strip()!r}"
+        others = sorted({(s.lo, s.hi) for s in statements} - {stated})
+        if others:
+            how_scale += "; other ranges stated: " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in others)
+    if kind == "mcq" and guideline is not None:
+        letter_map = dict(letters) if letters is not None else (
+            {o.label.upper(): float(o.score) for o in guideline.options} if all(
+                o.score is not None for o in guideline.options) else None)
+        if letter_map:
+            base = final_scale or Scale(min=min(letter_map.values()), max=max(letter_map.values())) if min(
+                letter_map.values()) < max(letter_map.values()) else Scale(min=0, max=1)
+            final_scale = Scale.model_validate({**base.model_dump(), "letters": letter_map})
+            how_scale = how_scale or ("letter scores given" if letters is not None else "from the options' scores")
+        else:
+            evidence.append(f"options {', '.join(o.label for o in guideline.options)} state no scores: pass "
+                            "letters={...} to score them (answers are read, but cannot become scores)")
+    elif letters is not None and kind == "mcq":
+        final_scale = Scale.model_validate({**(final_scale or Scale(min=min(letters.values()), max=max(
+            letters.values()))).model_dump(), "letters": dict(letters)})
+        how_scale = how_scale or "letter scores given"
+    if final_scale is None and guideline is not None:
+        scores = [o.score for o in guideline.options if o.score is not None]
+        if scores and min(scores) < max(scores):
+            final_scale = Scale(min=min(scores), max=max(scores))
+            how_scale = "from the options' scores"
+    if final_scale is None:
+        final_scale = Scale()
+        how_scale = "default 1-5: the template states no scale"
+    if kind == "mcq" and not final_scale.letters:
+        evidence.append("scale: none (the options state no scores)")
+    elif kind != "pairwise" or statements:
+        evidence.append(f"scale: {final_scale.describe()} ({how_scale})")
+
+    # the criterion
+    crits: tuple[Criterion, ...]
+    if criteria is not None:
+        crits = tuple(_as_criterion(c) for c in criteria)
+        evidence.append(f"criteria: {', '.join(c.name for c in crits)} (given)")
+    elif criterion is not None:
+        crits = (_as_criterion(criterion),)
+        evidence.append(f"criterion: {crits[0].name} (given)")
+    elif found_crit is not None:
+        crits = (Criterion(name=found_crit.name, definition=found_crit.definition),)
+        evidence.append(f"criterion: {found_crit.name} (from the {found_crit.how})")
+    else:
+        crits = (Criterion(name="score"),)
+        evidence.append("criterion: none named ('score')")
+
+    if guideline is not None:
+        shown = ", ".join(o.label if o.score is None or o.label == _fmt(o.score) else f"{o.label}={_fmt(o.score)}"
+                          for o in guideline.options)
+        evidence.append(f"options: {len(guideline.options)} ({shown}), first {guideline.options[0].text.strip()[:60]!r}")
+    else:
+        evidence.append("options: none found")
+
+    # pairwise labels and the answer format
+    pair_names: tuple[str, str] | None = None
+    if kind == "pairwise":
+        if labels is not None:
+            pair_names, how_labels = tuple(labels), "given"  # type: ignore[assignment]
+        elif pair is not None and (found := pair_labels(joined, pair[0], pair[1])) is not None:
+            pair_names, how_labels = found, "from the headings before the two texts"
+        elif (guessed := _guess_labels(joined)) is not None:
+            pair_names, how_labels = guessed, "from the instructions"
+        else:
+            pair_names, how_labels = ("1", "2"), "default"
+        evidence.append(f"pairwise: outputs named {pair_names[0]!r} and {pair_names[1]!r} ({how_labels})")
+    if answer_format is None:
+        fmt = infer_answer_format(templates, kind=kind, labels=pair_names or (), tie=tie, criterion=crits[0].name)
+        evidence.append(f"answer: {kind}, format {fmt.describe()}")
+    else:
+        fmt = answer_format
+        evidence.append(f"answer: {kind}, format {fmt.describe()} (given)")
+
+    task = _first_paragraph(read.messages[0][1])
+    prompt = JudgePrompt(
+        messages=tuple(PromptMessage(role=r, template=t) for (r, _), t in zip(read.messages, templates, strict=True)),
+        task=task,
+        criteria=crits,
+        scale=final_scale,
+        answer=kind,
+        answer_format=fmt,
+        guideline=guideline,
+        output_slot=out_slot,
+        slot_fields=fields,
+        source=source,
+    )
+    return prompt, evidence
+
+
+def describe_template(text: str, **hints: Any) -> str:
+    """A report of what :func:`read_prompt` recovers from ``text`` (what ``mitigate prompts inspect`` prints).
+
+    ``hints`` are :meth:`JudgePrompt.from_template` arguments. The report lists the
+    evidence, the scoring options, the answer format with the sentence mitigations would
+    use to ask for it, how a demonstration shows its answer, and the constraint a backend
+    would enforce.
+    """
+    prompt, evidence = read_prompt(text, **hints)
+    fmt = prompt.format
+    lines = ["Recovered from the template:", *(f"  {e}" for e in evidence)]
+    if prompt.guideline is not None:
+        lines.append("Scoring options:")
+        lines += [f"  [{o.label}] " + (f"score {_fmt(o.score)}: " if o.score is not None else "(no score) ")
+                  + o.description[:90] for o in prompt.guideline.options]
+    lines.append("Answers:")
+    lines.append(f"  format: {fmt.describe()}")
+    try:
+        lines.append(f"  asked for as: {fmt.instruction(prompt.scale)}")
+        example = prompt.scale.max if fmt.kind == "score" else (
+            "first" if fmt.kind == "pairwise" else next(iter(prompt.scale.letters or {"A": 0})))
+        if not fmt.two_scores:
+            lines.append(f"  a demo answers: {fmt.render(example, prompt.scale)}")
+        if fmt.kind != "mcq" or prompt.scale.letters:
+            lines.append(f"  constrained decoding (regex): {fmt.constraint(prompt.scale).regex[:160]}")
+    except MitigateError as exc:
+        lines.append(f"  ({exc})")
+    lines.append(f"Messages: {len(prompt.messages)} ({', '.join(m.role for m in prompt.messages)}); "
+                 f"task: {prompt.task[:100]!r}")
+    return "\n".join(lines)

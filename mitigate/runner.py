@@ -4,31 +4,69 @@ The journal is an append-only JSONL file. Its first line names the judge's finge
 later line is one finished :class:`~mitigate.judge.Judgment`, written to the OS as soon as
 it is known (a killed process loses nothing the kernel has), and fsync'd at most every
 ``fsync_every`` seconds and at the end (so a power cut loses at most that window, and the
-event loop is not stalled by a disk flush per judgment). A run killed at any point (even SIGKILL) resumes from the journal: items
-already journalled are not judged again, a half-written last line is discarded, and
-judgments whose LM call failed for good are retried. Nothing in the journal holds an API
-key: judgments carry only item ids, raw answers, scores and usage.
+event loop is not stalled by a disk flush per judgment). A run killed at any point (even
+SIGKILL) resumes from the journal: items already journalled are not judged again, damaged or
+blank lines at its end (a write cut short) are trimmed and their items redone, and judgments
+whose LM call failed for good are retried. Nothing in the journal holds an API key:
+judgments carry only item ids, raw answers, scores and usage.
+
+A journal is held by one process at a time: a lock file beside it (``<journal>.lock``,
+``flock``) makes a second process on the same journal stop at once with
+:class:`~mitigate.errors.RunBusyError` instead of judging (and paying for) every item again.
+
+Failing fast
+    Before the first LM call, every item is rendered with every prompt of the judge, so a slot
+    no item can fill is one :class:`~mitigate.errors.DataError`, not one error per item. During
+    the run a circuit breaker watches for failures that will repeat for every item: the server
+    refusing the key or the model (HTTP 400/401/403/404/422), a backend that cannot do what is
+    asked, a server unreachable on every attempt, every attempt failing with the same 5xx, or a
+    ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
+    row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
+    failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
+    everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
+    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm.auto import tqdm
 
 from mitigate.data.schema import Item
-from mitigate.errors import ConfigError, DataError, MitigateError
+from mitigate.errors import (
+    CapabilityError,
+    ConfigError,
+    DataError,
+    LMCallError,
+    MitigateError,
+    RunBusyError,
+    RunStoppedError,
+    TransientLMError,
+)
 from mitigate.judge import Judge, Judgment, combine_costs
 from mitigate.lm.base import Usage
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: journals are not locked
+    fcntl = None  # type: ignore[assignment]
+
 JOURNAL_VERSION = 1
+STOP_AFTER = 3
+"""Default of ``run(stop_after=...)``: repeated permanent failures in a row that stop a run."""
+PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
+"""HTTP statuses that will be answered to every request of a run (key, model or request body refused)."""
 
 
 class RunSummary(BaseModel):
@@ -71,8 +109,134 @@ class RunResult(BaseModel):
         return {j.item_id: j for j in self.judgments}
 
 
+def _clip(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+class RunLock:
+    """An exclusive lock on a file (``flock``), re-entrant within one process.
+
+    ``RunLock(path)`` as a context manager holds the lock; a second process asking for it gets
+    :class:`~mitigate.errors.RunBusyError` at once (never a wait). The file is created when
+    missing, holds the owner's pid (for the message) and is left in place (an unlocked leftover
+    file is harmless). Within one process the same path may be locked again (the CLI locks a run
+    folder, then the runner locks its journal): the lock is released when the last holder exits.
+    Where ``fcntl`` is missing (not POSIX) the lock is a no-op.
+    """
+
+    _held: ClassVar[dict[str, list[Any]]] = {}  # resolved path -> [file, holders]
+    _guard = threading.Lock()
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._key: str | None = None
+
+    @classmethod
+    def for_journal(cls, journal: Path | str) -> RunLock:
+        """The lock of a journal: ``<journal>.lock`` beside it."""
+        journal = Path(journal)
+        return cls(journal.with_name(journal.name + ".lock"))
+
+    def acquire(self) -> None:
+        """Take the lock; RunBusyError when another process holds it, ConfigError when it cannot be written."""
+        if fcntl is None or self._key is not None:  # pragma: no cover - no locking off POSIX
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            key = str(self.path.resolve())
+        except OSError as exc:
+            blocker = next((p for p in self.path.parents if p.exists()), None)
+            reason = f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else _os_reason(exc)
+            raise ConfigError(f"expected a writable folder for {self.path}; {reason}", path=str(self.path)) from None
+        with self._guard:
+            held = self._held.get(key)
+            if held is not None:
+                held[1] += 1
+                self._key = key
+                return
+            try:
+                fh = self.path.open("a+", encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"expected to create the lock file {self.path}; got {_os_reason(exc)}",
+                                  path=str(self.path)) from None
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.seek(0)
+                owner = fh.read().strip()
+                fh.close()
+                raise RunBusyError(
+                    f"{self.path.parent} is in use by another mitigate process"
+                    + (f" (pid {owner})" if owner.isdigit() else "")
+                    + "; expected one process per run folder: wait for it to finish, or use another folder",
+                    path=str(self.path),
+                ) from None
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()))
+            fh.flush()
+            self._held[key] = [fh, 1]
+            self._key = key
+
+    def release(self) -> None:
+        """Give the lock back (the file stays)."""
+        key, self._key = self._key, None
+        if key is None:
+            return
+        with self._guard:
+            held = self._held.get(key)
+            if held is None:
+                return
+            held[1] -= 1
+            if held[1] == 0:
+                del self._held[key]
+                fcntl.flock(held[0].fileno(), fcntl.LOCK_UN)
+                held[0].close()
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def write_atomic(path: Path | str, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically: a reader sees the old file or the new one, never a part.
+
+    The text goes to a temporary file in the same folder, is fsync'd, and replaces ``path`` with
+    ``os.replace``. An OSError becomes a ConfigError naming the file.
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise ConfigError(f"expected to write {target}; got {_os_reason(exc)}", path=str(target)) from None
+    return target
+
+
 class Journal:
-    """Append-only, fsync'd record of finished judgments for one judge configuration."""
+    """Append-only, fsync'd record of finished judgments for one judge configuration.
+
+    Opening a journal takes its :class:`RunLock` (released by :meth:`close`). Damaged or blank
+    lines at the end (a write cut short) are trimmed and their items judged again; an unreadable
+    line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
+    edited or damaged, not cut short).
+    """
 
     def __init__(
         self, path: Path | str, fingerprint: str, *, restart: bool = False, fsync_every: float = 1.0
@@ -81,74 +245,230 @@ class Journal:
         self.fingerprint = fingerprint
         self.fsync_every = fsync_every
         self.done: dict[str, Judgment] = {}
+        self.trimmed = 0  # damaged or blank trailing lines removed on load
         self._fh: Any = None
         self._last_sync = time.monotonic()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if restart and self.path.exists():
-            self.path.unlink()
-        if self.path.exists():
-            self._load()
-        else:
-            self._write_line({"journal": JOURNAL_VERSION, "judge": fingerprint})
+        if self.path.is_dir():
+            raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
+        self._lock = RunLock.for_journal(self.path)
+        self._lock.acquire()
+        try:
+            if restart and self.path.exists():
+                self.path.unlink()
+            if self.path.exists():
+                self._load()
+            else:
+                self._write_line({"journal": JOURNAL_VERSION, "judge": fingerprint})
+        except OSError as exc:
+            self._lock.release()
+            raise ConfigError(f"expected a readable and writable journal at {self.path}; got {_os_reason(exc)}",
+                              path=str(self.path)) from None
+        except BaseException:
+            self._lock.release()
+            raise
 
     def _load(self) -> None:
         data = self.path.read_bytes()
-        # a SIGKILL can leave a partial last line: keep only complete lines
-        good_end = data.rfind(b"\n") + 1
-        if good_end < len(data):
+        # every complete line with its end offset; a SIGKILL can leave a partial last line (no newline)
+        lines: list[tuple[int, bytes]] = []
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            lines.append((end + 1, data[start:end]))
+            start = end + 1
+        parsed: list[tuple[int, int, Any]] = []  # (line number, end offset, header dict | Judgment | error)
+        for number, (end, raw) in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            parsed.append((number, end, self._parse(raw, first=not parsed)))
+        good = [i for i, (_, _, v) in enumerate(parsed) if not isinstance(v, str)]
+        keep_end = parsed[good[-1]][1] if good else 0
+        if keep_end < len(data):  # damaged, blank or partial lines at the end: a write cut short
+            self.trimmed = sum(1 for _, end, _ in parsed if end > keep_end) + (start < len(data))
             with self.path.open("r+b") as fh:
-                fh.truncate(good_end)
-            data = data[:good_end]
-        lines = data.decode("utf-8").splitlines()
-        if not lines:
+                fh.truncate(keep_end)
+            parsed = parsed[: good[-1] + 1] if good else []
+        if not parsed:
             self._write_line({"journal": JOURNAL_VERSION, "judge": self.fingerprint})
             return
-        try:
-            header = json.loads(lines[0])
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{self.path}:1: expected a journal header line; got invalid JSON ({exc})",
-                            path=str(self.path), line=1) from None
+        for number, _, value in parsed:
+            if isinstance(value, str):
+                raise DataError(
+                    f"{self.path}:{number}: expected {'a journal header' if number == parsed[0][0] else 'a judgment'}; "
+                    f"got an unreadable line ({value}) followed by good ones; delete that line to judge its item "
+                    "again, or rerun with --restart",
+                    path=str(self.path), line=number,
+                )
+        header = parsed[0][2]
+        if not isinstance(header, dict):
+            raise DataError(f"{self.path}:{parsed[0][0]}: expected a journal header line first; got a judgment",
+                            path=str(self.path), line=parsed[0][0])
         if header.get("judge") != self.fingerprint:
             raise ConfigError(
                 f"journal {self.path} was written by another judge configuration (fingerprint "
                 f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run folder or restart.",
                 path=str(self.path),
             )
-        for n, line in enumerate(lines[1:], start=2):
-            try:
-                j = Judgment.model_validate_json(line)
-            except ValueError as exc:
-                raise DataError(f"{self.path}:{n}: expected a judgment; got an unreadable line ({exc})",
-                                path=str(self.path), line=n) from None
+        for _, _, j in parsed[1:]:
+            if not isinstance(j, Judgment):
+                continue
             if j.error is None:
                 self.done[j.item_id] = j
             else:
                 self.done.pop(j.item_id, None)
 
+    @staticmethod
+    def _parse(raw: bytes, *, first: bool) -> dict[str, Any] | Judgment | str:
+        """The header (first line) or a judgment; a short reason string when the line is unreadable."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return "not UTF-8"
+        if first:
+            try:
+                header = json.loads(text)
+            except json.JSONDecodeError as exc:
+                return f"invalid JSON: {exc.msg}"
+            if not isinstance(header, dict) or "judge" not in header:
+                return "not a journal header"
+            return header
+        try:
+            return Judgment.model_validate_json(text)
+        except ValidationError as exc:
+            return f"not a judgment: {exc.errors()[0].get('msg', 'invalid') if exc.errors() else 'invalid'}"
+
     def _write_line(self, obj: dict[str, Any] | str) -> None:
         text = obj if isinstance(obj, str) else json.dumps(obj)
-        if self._fh is None:
-            self._fh = self.path.open("a", encoding="utf-8")
-        self._fh.write(text + "\n")
-        self._fh.flush()  # in the kernel now: survives SIGKILL of this process
-        now = time.monotonic()
-        if now - self._last_sync >= self.fsync_every:
-            os.fsync(self._fh.fileno())
-            self._last_sync = now
+        try:
+            if self._fh is None:
+                self._fh = self.path.open("a", encoding="utf-8")
+            self._fh.write(text + "\n")
+            self._fh.flush()  # in the kernel now: survives SIGKILL of this process
+            now = time.monotonic()
+            if now - self._last_sync >= self.fsync_every:
+                os.fsync(self._fh.fileno())
+                self._last_sync = now
+        except OSError as exc:
+            raise RunStoppedError(
+                f"could not write to the journal {self.path}: {_os_reason(exc)}; the judgments written before "
+                "are kept, rerun the same command to resume once the disk is writable",
+                path=str(self.path),
+            ) from None
 
     def close(self) -> None:
-        """Flush to disk and close the file."""
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
+        """Flush to disk, close the file and release the lock."""
+        try:
+            if self._fh is not None:
+                fh, self._fh = self._fh, None
+                try:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                finally:
+                    fh.close()
+        except OSError as exc:
+            raise RunStoppedError(f"could not flush the journal {self.path}: {_os_reason(exc)}",
+                                  path=str(self.path)) from None
+        finally:
+            self._lock.release()
 
     def record(self, judgment: Judgment) -> None:
         """Append one judgment (durably) and remember it."""
         self._write_line(judgment.model_dump_json())
         if judgment.error is None:
             self.done[judgment.item_id] = judgment
+
+
+def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
+    """Whether a judgment's error will repeat for every item: ``(kind, what happened, trip at once)``, else None.
+
+    ``kind`` groups repeats of the same cause; ``trip at once`` is True when one occurrence is
+    already the sum of several failed attempts (every retry could not connect, or the server asked
+    to wait longer than the retry policy allows).
+    """
+    if isinstance(exc, CapabilityError) or (isinstance(exc, ConfigError) and not isinstance(exc, DataError)):
+        return f"{type(exc).__name__}:{exc.message}", exc.message, False  # data errors belong to one item
+    if not isinstance(exc, LMCallError):
+        return None
+    status = exc.context.get("status")
+    if isinstance(status, int) and status in PERMANENT_STATUS:
+        return f"http-{status}", exc.message, False
+    retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
+    if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
+        return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying (Retry-After), longer "
+                f"than this run's patience of {patience:g} s; try again later or allow a longer wait", True)
+    last = exc.context.get("last_error")
+    attempts = exc.context.get("attempts")
+    if isinstance(last, TransientLMError) and isinstance(attempts, int):
+        reason = last.context.get("reason")
+        if reason == "connection":
+            return "unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True
+        if reason == "timeout":
+            return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
+        if last.status is not None:
+            return f"exhausted-{last.status}", f"every one of {attempts} attempts failed: {last.message}", False
+    return None
+
+
+class CircuitBreaker:
+    """Counts permanent failures in a row (see :func:`permanent_cause`); trips after ``stop_after``.
+
+    A judgment without an error resets the count; an error that is not permanent (one item's text
+    too long, a parse of a bad answer) neither counts nor resets. ``stop_after=0`` never trips.
+    """
+
+    def __init__(self, stop_after: int = STOP_AFTER) -> None:
+        if isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 0:
+            raise ConfigError(f"The 'stop_after' parameter of run must be an int >= 0. Got {stop_after!r} instead.")
+        self.stop_after = stop_after
+        self.kind: str | None = None
+        self.count = 0
+        self.cause: str | None = None
+
+    def success(self) -> None:
+        """A judgment came back without an error."""
+        self.kind, self.count = None, 0
+
+    def failure(self, exc: BaseException) -> bool:
+        """Record a failed judgment; True when the run must stop (``cause`` then says why)."""
+        if self.stop_after == 0:
+            return False
+        found = permanent_cause(exc)
+        if found is None:
+            return False
+        kind, what, at_once = found
+        self.count = self.count + 1 if kind == self.kind else 1
+        self.kind = kind
+        if at_once or self.count >= self.stop_after:
+            self.cause = what
+            return True
+        return False
+
+
+def preflight(judge: Judge, items: Sequence[Item]) -> None:
+    """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered.
+
+    A slot that no field of an item fills fails for that item on every attempt, so it is found
+    here, before the first LM call, instead of as one error per judgment. A judge without
+    prompts (a replayed released judge) has nothing to check.
+    """
+    try:
+        leaves = judge.leaves()
+    except MitigateError:  # a judge without prompts (a replayed released judge): nothing to render
+        return
+    bad: list[tuple[Item, MitigateError]] = []
+    for item in items:
+        for leaf in leaves:
+            try:
+                leaf.prompt.render(item)
+            except MitigateError as exc:
+                bad.append((item, exc))
+                break
+    if bad:
+        item, exc = bad[0]
+        raise DataError(
+            f"{len(bad)} of {len(items)} items cannot be put into the judge's prompt, so no LM call was made; "
+            f"the first, {item.id!r}: {_clip(exc.message, 400)}",
+            item_id=item.id,
+        )
 
 
 async def run(
@@ -160,14 +480,20 @@ async def run(
     restart: bool = False,
     progress: bool = True,
     desc: str = "judging",
+    stop_after: int = STOP_AFTER,
+    check: bool = True,
 ) -> RunResult:
     """Judge every item with at most ``concurrency`` in flight; resume from ``journal`` when given.
 
     An LM call that fails for good is recorded as a judgment with ``error`` set (and retried
-    on resume); a parse failure is recorded in ``failures`` with its raw text.
+    on resume); a parse failure is recorded in ``failures`` with its raw text. ``check``
+    renders every item before the first call (:func:`preflight`). ``stop_after`` permanent
+    failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never stop); the
+    judgments finished before are in the journal and on the error's ``result``.
     """
-    if concurrency < 1:
-        raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency} instead.")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead.")
+    breaker = CircuitBreaker(stop_after)
     items = list(items)
     ids = [it.id for it in items]
     if len(set(ids)) != len(ids):
@@ -175,32 +501,116 @@ async def run(
         raise DataError(f"expected unique item ids; {dup!r} appears more than once", item_id=dup)
     start = time.perf_counter()
     jr = Journal(journal, judge.fingerprint(), restart=restart) if journal is not None else None
-    results: dict[str, Judgment] = dict(jr.done) if jr else {}
-    resumed = sum(1 for i in ids if i in results)
-    todo = [it for it in items if it.id not in results]
-    sem = asyncio.Semaphore(concurrency)
-    bar = tqdm(total=len(items), initial=resumed, desc=desc, disable=not progress, unit="item", leave=False)
+    try:
+        results: dict[str, Judgment] = dict(jr.done) if jr else {}
+        resumed = sum(1 for i in ids if i in results)
+        todo = [it for it in items if it.id not in results]
+        if check:
+            preflight(judge, todo)
+        stopped = await _judge_all(judge, todo, results, jr, breaker, concurrency=concurrency,
+                                   bar=tqdm(total=len(items), initial=resumed, desc=desc, disable=not progress,
+                                            unit="item", leave=False))
+    finally:
+        if jr is not None:
+            jr.close()
+    ordered = tuple(results[i] for i in ids if i in results)
+    summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
+    result = RunResult(judgments=ordered, summary=summary)
+    if stopped:
+        kept = ""
+        if journal is not None:
+            done = f"the {summary.ok} judgments made are kept in {journal}" if summary.ok else "nothing was judged"
+            kept = f"; {done}: fix the cause and rerun to resume"
+        error = RunStoppedError(
+            f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, with "
+            f"a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
+            cause=breaker.cause,
+        )
+        error.result = result  # type: ignore[attr-defined]
+        raise error
+    return result
 
-    async def one(item: Item) -> None:
-        async with sem:
-            try:
-                judgment = await judge.judge(item)
-            except MitigateError as exc:
-                judgment = Judgment(item_id=item.id, error=f"{type(exc).__name__}: {exc}")
+
+async def _judge_all(
+    judge: Judge,
+    todo: Sequence[Item],
+    results: dict[str, Judgment],
+    jr: Journal | None,
+    breaker: CircuitBreaker,
+    *,
+    concurrency: int,
+    bar: Any,
+) -> bool:
+    """Judge ``todo`` into ``results`` (and the journal); True when the circuit breaker stopped the run.
+
+    Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
+    stops after its first ``stop_after`` requests, not after ``concurrency`` of them).
+    """
+    sem = asyncio.Semaphore(concurrency)
+    warm = asyncio.Semaphore(min(concurrency, max(1, breaker.stop_after)))
+    opened = asyncio.Event()
+    if breaker.stop_after == 0:
+        opened.set()
+    stop = asyncio.Event()
+
+    async def judge_one(item: Item) -> None:
+        if stop.is_set():
+            return
+        try:
+            judgment = await judge.judge(item)
+        except MitigateError as exc:
+            judgment = Judgment(item_id=item.id, error=f"{type(exc).__name__}: {exc}")
+            if breaker.failure(exc):
+                stop.set()
+        else:
+            breaker.success()
+            opened.set()
         if jr is not None:
             jr.record(judgment)
         results[item.id] = judgment
         bar.update(1)
 
+    async def one(item: Item) -> None:
+        async with sem:
+            if not opened.is_set():
+                async with warm:
+                    if not opened.is_set():
+                        await judge_one(item)
+                        return
+            await judge_one(item)
+
+    tasks: list[asyncio.Future[None]] = []
+    crashed: list[BaseException] = []
+
+    def cancel_others() -> None:
+        me = asyncio.current_task()
+        for t in tasks:
+            if t is not me:
+                t.cancel()
+
+    async def guarded(item: Item) -> None:
+        try:
+            await one(item)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # a journal that cannot be written, a bug: stop everything, then raise it
+            crashed.append(exc)
+            stop.set()
+            cancel_others()
+            raise
+        if stop.is_set():
+            cancel_others()
+
+    tasks = [asyncio.ensure_future(guarded(it)) for it in todo]
     try:
-        await asyncio.gather(*(one(it) for it in todo))
+        await asyncio.gather(*tasks, return_exceptions=True)
     finally:
+        for t in tasks:
+            t.cancel()
         bar.close()
-        if jr is not None:
-            jr.close()
-    ordered = tuple(results[i] for i in ids if i in results)
-    summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
-    return RunResult(judgments=ordered, summary=summary)
+    if crashed:
+        raise crashed[0]
+    return stop.is_set()
 
 
 def summarise(judgments: Sequence[Judgment], *, resumed: int = 0, seconds: float = 0.0) -> RunSummary:

@@ -110,6 +110,28 @@ def test_jsonl_bad_row_names_file_line_and_expectation(tmp_path, line2, needle):
     assert info.value.context["line"] == 2
 
 
+def test_jsonl_lone_surrogate_escape_is_a_file_line_error_at_load(tmp_path):
+    # json.loads accepts "\ud800", but no UTF-8 text can hold it: it used to crash the run much later
+    path = write_lines(tmp_path / "sur.jsonl", [good_row(1), '{"id": "z", "output": "half a pair \\ud800 here"}'])
+    with pytest.raises(DataError) as info:
+        load_jsonl(path)
+    assert str(info.value).startswith(f"{path}:2:") and "\\ud800" in str(info.value)
+    assert info.value.context["line"] == 2
+
+
+def test_jsonl_keeps_escaped_surrogate_pairs_and_other_escapes(tmp_path):
+    path = write_lines(tmp_path / "ok.jsonl", ['{"id": "z", "output": "\\ud83d\\ude00 caf\\u00e9"}'])
+    assert load_jsonl(path).items[0].output == "\U0001F600 caf\u00e9"
+
+
+def test_jsonl_line_that_is_not_utf8_names_file_line_and_byte(tmp_path):
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(json.dumps(good_row(1)).encode() + b'\n{"id": "z", "output": "caf\xe9"}\n')
+    with pytest.raises(DataError) as info:
+        load_jsonl(path)
+    assert str(info.value).startswith(f"{path}:2:") and "0xe9" in str(info.value) and "UTF-8" in str(info.value)
+
+
 def test_jsonl_scale_argument_allows_other_ranges(tmp_path):
     path = write_lines(tmp_path / "wide.jsonl", [good_row(1, human={"q": 87.5}, annotators={})])
     bench = load_jsonl(path, scale=(0, 100))
@@ -299,6 +321,14 @@ def test_uss_malformed_lines_name_file_and_line(tmp_path, text, line, needle):
     assert needle in str(info.value)
 
 
+def test_uss_line_that_is_not_utf8_names_file_and_line(tmp_path):
+    path = write_uss(tmp_path, "USER\thi\tX\t3\nUSER\tOVERALL\t\t3\n")
+    path.write_bytes(path.read_bytes().replace(b"OVERALL", b"OVERALL\xff"))
+    with pytest.raises(DataError) as info:
+        load_uss("sgd", root=tmp_path)
+    assert str(info.value).startswith(f"{path}:2:") and "UTF-8" in str(info.value)
+
+
 def test_uss_rejects_unknown_corpus_and_names_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="must be one of"):
         load_uss("jddc", root=tmp_path)
@@ -411,6 +441,14 @@ def test_tmu_gfm_bad_rating_names_file_and_csv_line(tmp_path):
         load_tmu_gfm(root=tmp_path)
     assert str(info.value).startswith(f"{path}:3:")
     assert "expected comma-separated integer ratings 0-4 in column 'grammer'" in str(info.value)
+
+
+def test_tmu_gfm_file_that_is_not_utf8_names_file_and_line(tmp_path):
+    path = write_gfm(tmp_path, 'a,b,"1,2,3,4,4","1,2,3,4,4","1,2,3,4,4",smt,1,1,1\n')
+    path.write_bytes(path.read_bytes() + b'a\xe9,c,"1,2,3,4,4","1,2,3,4,4","1,2,3,4,4",smt,1,1,1\n')
+    with pytest.raises(DataError) as info:
+        load_tmu_gfm(root=tmp_path)
+    assert str(info.value).startswith(f"{path}:3:") and "0xe9" in str(info.value)
 
 
 def test_tmu_gfm_missing_column_is_reported(tmp_path):

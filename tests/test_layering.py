@@ -21,7 +21,7 @@ PACKAGE = ROOT / "mitigate"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "scale", "registry", "aio", "paths"),
     ("lm", "data"),
-    ("parse", "prompt", "perturb", "builtin_prompts"),
+    ("parse", "answer_format", "template_syntax", "template_reader", "prompt", "perturb", "builtin_prompts"),
     ("judge", "likelihood"),
     ("measures",),
     ("runner",),

@@ -9,7 +9,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from mitigate.errors import CapabilityError, LMCallError, TransientLMError
+from mitigate.errors import CacheDamageWarning, CapabilityError, LMCallError, TransientLMError
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Message, Usage
 from mitigate.lm.cache import CachedLM, LMCache
 from mitigate.lm.fake import FakeLM
@@ -116,6 +116,46 @@ async def test_retry_after_longer_than_max_delay_gives_up_at_once():
     with pytest.raises(LMCallError, match="asked to wait 3600 s"):
         await lm.complete(req())
     assert inner.calls == 1 and sleep.waits == []
+
+
+async def test_retry_after_beyond_the_patience_is_named_in_the_error_context():
+    inner = Flaky(5, TransientLMError("quota", status=429, retry_after=900))
+    lm = RetryingLM(inner, RetryPolicy(max_delay=30), sleep=RecordingSleep())
+    with pytest.raises(LMCallError) as info:
+        await lm.complete(req())
+    assert info.value.context["retry_after"] == 900 and info.value.context["patience"] == 30
+
+
+class Unreachable(LM):
+    """Refuses connections until ``up_after`` calls have failed, then answers."""
+
+    provider = "unreachable"
+
+    def __init__(self, up_after: int = 10**9) -> None:
+        self.up_after = up_after
+        self.calls = 0
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        self.calls += 1
+        if self.calls <= self.up_after:
+            raise TransientLMError("connection failed (retryable): refused", reason="connection")
+        return LMResponse(choices=(Choice(text="ok"),))
+
+
+async def test_a_server_never_reached_gets_only_connect_attempts_then_every_attempt_once_it_answered():
+    sleep = RecordingSleep()
+    never = Unreachable()
+    lm = RetryingLM(never, RetryPolicy(max_attempts=6, connect_attempts=3, jitter=False), sleep=sleep)
+    with pytest.raises(LMCallError, match="after 3 attempts"):
+        await lm.complete(req())
+    assert never.calls == 3 and sleep.waits == [0.5, 1.0]
+    flaky = Unreachable(up_after=0)
+    lm = RetryingLM(flaky, RetryPolicy(max_attempts=6, connect_attempts=3, jitter=False), sleep=RecordingSleep())
+    await lm.complete(req())  # the server answered once: a later outage gets the full policy
+    flaky.up_after = 10**9
+    with pytest.raises(LMCallError, match="after 6 attempts"):
+        await lm.complete(req("again"))
+    assert flaky.calls == 7
 
 
 async def test_non_transient_errors_are_not_retried():
@@ -292,3 +332,74 @@ def test_pricing_knows_dated_names_discounts_cache_and_admits_unknowns():
     assert cost("my-private-model", usage) is None
     assert cost("gpt-4o-audio-preview", usage) is None  # not silently priced as gpt-4o
     assert cost("SmolLM2-135M", usage, provider="local") == 0.0
+
+
+# ---------------------------------------------------------------- a damaged cache is a miss
+
+
+async def _fill_cache(path, n: int = 4) -> list[LMResponse]:
+    lm = CachedLM(FakeLM([f"Score: {i}" for i in range(n)]), LMCache(path))
+    out = [await lm.complete(req(f"item {i}")) for i in range(n)]
+    lm.cache.close()
+    return out
+
+
+async def test_cache_file_of_random_bytes_is_a_miss_with_one_warning(tmp_path):
+    path = tmp_path / "lm_cache.sqlite"
+    path.write_bytes(bytes(range(256)) * 64)
+    with pytest.warns(CacheDamageWarning, match="damaged") as caught:
+        lm = CachedLM(FakeLM(["Score: 3"] * 3), LMCache(path))
+        answers = [await lm.complete(req(f"item {i}")) for i in range(3)]
+    assert [a.text for a in answers] == ["Score: 3"] * 3 and not any(a.cached for a in answers)
+    assert lm.misses == 3 and len(caught) == 1 and lm.cache.damaged
+    assert path.read_bytes()[:16] == bytes(range(16))  # the user's file is left alone
+
+
+async def test_random_bytes_inside_the_cache_pages_are_misses_not_tracebacks(tmp_path):
+    path = tmp_path / "lm_cache.sqlite"
+    await _fill_cache(path, n=40)
+    data = bytearray(path.read_bytes())
+    rng = __import__("random").Random(7)
+    for _ in range(2000):  # everything after the header page: table and index pages
+        data[rng.randrange(4096, len(data))] = rng.randrange(256)
+    path.write_bytes(bytes(data))
+    fresh = FakeLM(lambda request: "Score: 5")
+    with pytest.warns(CacheDamageWarning):
+        lm = CachedLM(fresh, LMCache(path))
+        answers = [await lm.complete(req(f"item {i}")) for i in range(40)]
+    assert all(a.text in {f"Score: {i}" for i in range(40)} | {"Score: 5"} for a in answers)
+    assert lm.misses >= 1 and fresh.calls == lm.misses  # every damaged entry was asked again
+
+
+async def test_cached_row_of_the_wrong_shape_is_a_miss_and_is_replaced(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "lm_cache.sqlite"
+    await _fill_cache(path, n=2)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE calls SET response = ?", ('{"choices": "not a list"}',))
+    with pytest.warns(CacheDamageWarning, match="does not read as a response"):
+        lm = CachedLM(FakeLM(["Score: 4", "Score: 5"]), LMCache(path))
+        first = await lm.complete(req("item 0"))
+    assert first.text == "Score: 4" and not first.cached
+    again = await lm.complete(req("item 0"))
+    assert again.cached and again.text == "Score: 4"  # the damaged entry was overwritten
+
+
+async def test_damaged_loglikelihood_entry_is_a_miss(tmp_path):
+    import sqlite3
+
+    class Scorer(FakeLM):
+        async def loglikelihood(self, context: str, continuation: str) -> float:
+            return -1.5
+
+    path = tmp_path / "lm_cache.sqlite"
+    lm = CachedLM(Scorer(["x"]), LMCache(path))
+    assert await lm.loglikelihood("a", "b") == -1.5
+    lm.cache.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE calls SET response = ?", ('{"loglikelihood": "high"}',))
+    with pytest.warns(CacheDamageWarning):
+        again = CachedLM(Scorer(["x"]), LMCache(path))
+        assert await again.loglikelihood("a", "b") == -1.5
+    assert again.misses == 1

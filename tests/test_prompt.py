@@ -194,6 +194,19 @@ def test_demos_go_before_the_first_item_paragraph_so_the_prefix_is_shared() -> N
     assert prompt.demos == ()  # with_demos returned a copy
 
 
+def test_demo_text_with_slot_syntax_is_shown_verbatim_never_filled() -> None:
+    prompt = JudgePrompt.from_template("Rate 1-5.\n\nArticle: {{source}}\nSummary: {{summary}}\nScore:")
+    demos = [Demo(item=_item(id="d1", output="Shows {{summary}} and {{source}}", inputs={"source": "A {{x}}"}),
+                  score=4.0),
+             Demo(item=_item(id="d2", output="Names an {{author}} slot no item has"), score=2.0)]
+    item = _item(id="a", output="THE ITEM SUMMARY", inputs={"source": "THE ITEM ARTICLE"})
+    text = prompt.with_demos(demos).render(item)[0].content
+    assert "Shows {{summary}} and {{source}}" in text and "Source: A {{x}}" in text
+    assert "Names an {{author}} slot no item has" in text  # an unknown slot in a demo is text, not an error
+    assert text.count("THE ITEM SUMMARY") == 1 and text.count("THE ITEM ARTICLE") == 1
+    assert text.endswith("Article: THE ITEM ARTICLE\nSummary: THE ITEM SUMMARY\nScore:")
+
+
 def test_prompt_spec_round_trips() -> None:
     prompt = JudgePrompt.from_template(STUREBORG_USER, system=STUREBORG_SYSTEM).with_demos(
         [Demo(item=_item(id="d"), score=3.0, reason="ok")]

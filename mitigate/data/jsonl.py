@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import DataError, ScaleError
 from mitigate.paths import data_dir
 from mitigate.scale import Scale
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "system_b", "reference", "human", "annotators",
             "preference", "meta")
@@ -88,24 +91,90 @@ def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
     A line that is not valid JSON raises ``error`` (DataError or a subclass) with the file, the
     line and the parser's complaint.
     """
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"cannot read {path}: {exc}", path=str(path)) from exc
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
+    for number, line in read_text_lines(path, error=error):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(
+                f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
+                f"column {exc.colno}): {_clip(line)}",
+                path=str(path),
+                line=number,
+            ) from exc
+        if "\\u" in line:  # a lone surrogate can only come from an escape such as "\ud800"
+            bad = _lone_surrogate(value)
+            if bad is not None:
                 raise error(
-                    f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
-                    f"column {exc.colno}): {_clip(line)}",
+                    f"{path}:{number}: expected text that is valid Unicode; got the lone surrogate escape "
+                    f"\\u{ord(bad):04x}, which no UTF-8 text can hold",
                     path=str(path),
                     line=number,
-                ) from exc
-            yield number, value
+                )
+        yield number, value
+
+
+def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for every line of a UTF-8 text file (lines count from 1, newline kept).
+
+    A file that cannot be opened, or a line that is not UTF-8, raises ``error`` with the file and
+    the line, instead of a ``UnicodeDecodeError`` from somewhere inside a loader.
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(
+                    f"{path}:{number}: expected UTF-8 text; got the byte {raw[exc.start]:#04x} at column "
+                    f"{exc.start + 1}, which is not UTF-8 (re-save the file as UTF-8)",
+                    path=str(path),
+                    line=number,
+                ) from None
+
+
+def read_text(path: Path, *, error: type[DataError] = DataError, translate_newlines: bool = True) -> str:
+    """The whole of a UTF-8 text file with newlines normalised to ``\\n`` (as ``Path.read_text`` does;
+    ``translate_newlines=False`` keeps them, as ``newline=""`` does for the csv module); ``error``
+    naming the file and line when it cannot be read or is not UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(
+            f"{path}:{line}: expected UTF-8 text; got the byte {data[exc.start]:#04x}, which is not UTF-8 "
+            "(re-save the file as UTF-8)",
+            path=str(path),
+            line=line,
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if translate_newlines else text
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate character in a parsed JSON value (keys included), or None."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        return None if found is None else found.group()
+    if isinstance(value, dict):
+        items: Any = (*value.keys(), *value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for part in items:
+        found = _lone_surrogate(part)
+        if found is not None:
+            return found
+    return None
 
 
 def row_error(path: Path, line: int, message: str, *, error: type[DataError] = DataError) -> DataError:

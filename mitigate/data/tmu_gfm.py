@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 from pathlib import Path
 from typing import Any
 
-from mitigate.data.jsonl import mean, require_files, resolve_root, row_error
+from mitigate.data.jsonl import mean, read_text, require_files, resolve_root, row_error
 from mitigate.data.schema import Benchmark, Item
 from mitigate.scale import Scale
 
@@ -57,7 +58,7 @@ def _load(root: str, zero_as_missing: bool) -> Benchmark:
     )
     items: list[Item] = []
     sources: dict[str, int] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
+    with io.StringIO(read_text(path, translate_newlines=False), newline="") as handle:
         reader = csv.DictReader(handle)
         needed = ["source", "output", "system", *(c for c, _ in COLUMNS.values())]
         missing = [c for c in needed if c not in (reader.fieldnames or [])]

@@ -34,7 +34,7 @@ import functools
 from pathlib import Path
 from typing import Literal
 
-from mitigate.data.jsonl import mean, require_files, resolve_root, row_error
+from mitigate.data.jsonl import mean, read_text_lines, require_files, resolve_root, row_error
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.scale import Scale
@@ -79,29 +79,28 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
     """Split a USS file into dialogues of turns, checking each line (DataError with file and line)."""
     dialogues: list[list[_Turn]] = []
     current: list[_Turn] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, raw_line in enumerate(handle, start=1):
-            text = raw_line.rstrip("\r\n")
-            if not text.strip():
-                if current:
-                    dialogues.append(current)
-                    current = []
-                continue
-            fields = text.split("\t")
-            if len(fields) < 4:
-                raise row_error(
-                    path, number,
-                    f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: {text[:60]!r}",
-                )
-            role, utterance, action, ratings_text = fields[0].strip(), fields[1].strip(), fields[2].strip(), fields[3]
-            if role not in ("USER", "SYSTEM"):
-                raise row_error(path, number, f"expected role USER or SYSTEM; got {role!r}")
-            if current and current[-1].role == "USER" and current[-1].text == "OVERALL":
-                raise row_error(path, number, "expected a blank line after the USER OVERALL line; got another turn")
-            ratings: tuple[float, ...] = ()
-            if role == "USER":
-                ratings = _parse_ratings(ratings_text, path, number)
-            current.append(_Turn(role, utterance, action, ratings, number))
+    for number, raw_line in read_text_lines(path):
+        text = raw_line.rstrip("\r\n")
+        if not text.strip():
+            if current:
+                dialogues.append(current)
+                current = []
+            continue
+        fields = text.split("\t")
+        if len(fields) < 4:
+            raise row_error(
+                path, number,
+                f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: {text[:60]!r}",
+            )
+        role, utterance, action, ratings_text = fields[0].strip(), fields[1].strip(), fields[2].strip(), fields[3]
+        if role not in ("USER", "SYSTEM"):
+            raise row_error(path, number, f"expected role USER or SYSTEM; got {role!r}")
+        if current and current[-1].role == "USER" and current[-1].text == "OVERALL":
+            raise row_error(path, number, "expected a blank line after the USER OVERALL line; got another turn")
+        ratings: tuple[float, ...] = ()
+        if role == "USER":
+            ratings = _parse_ratings(ratings_text, path, number)
+        current.append(_Turn(role, utterance, action, ratings, number))
     if current:
         dialogues.append(current)
     for dialogue in dialogues:

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mitigate.data.jsonl import mean, require_files, resolve_root, row_error
+from mitigate.data.jsonl import mean, read_text, require_files, resolve_root, row_error
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import DataError
 from mitigate.scale import Scale
@@ -79,7 +79,7 @@ def triples_text(table_html: str) -> str:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: expected a JSON document; got invalid JSON ({exc.msg})",
                         path=str(path), line=exc.lineno) from exc
@@ -104,7 +104,7 @@ def _load(root: str, include_reference: bool) -> Benchmark:
     require_files(Path(root), needed, dataset="WebNLG 2020 human evaluation", hint=hint)
     ratings = {s: _read_json(base / RESULTS / s / "primary.json") for s in submissions}
     outputs = {
-        s: (base / "submissions/rdf2text/en" / s / "primary.en").read_text(encoding="utf-8").split("\n")
+        s: read_text(base / "submissions/rdf2text/en" / s / "primary.en").split("\n")
         for s in submissions if s != REFERENCE_SUBMISSION
     }
     items: list[Item] = []

@@ -21,6 +21,14 @@ Request mapping
     :class:`~mitigate.errors.CapabilityError`. ``seed`` has no Anthropic counterpart and
     is not sent (a seed is a best-effort reproducibility hint on every provider).
 
+Answer constraints
+    A request whose ``constraint`` asks for mode "json" gets a tool-shaped answer: one tool
+    whose ``input_schema`` is the answer's JSON schema, forced with ``tool_choice``; the
+    tool call's input becomes the choice's text as JSON (the same object an OpenAI
+    ``response_format`` answer holds). Mode "format" (free text in the template's own
+    format) cannot be enforced by the Messages API and raises
+    :class:`~mitigate.errors.CapabilityError`.
+
 Usage and cost
     ``cache_read_input_tokens`` becomes ``Usage.cached_prompt_tokens``; ``prompt_tokens``
     counts all input tokens (uncached + cache reads + cache writes). Cost from
@@ -38,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 from typing import Any
 
@@ -47,7 +56,7 @@ from pydantic import SecretStr
 from mitigate.errors import CapabilityError, MissingAPIKeyError, MitigateError
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
-from mitigate.lm.http import PLACEHOLDER_KEY, public_url, sdk_error
+from mitigate.lm.http import PLACEHOLDER_KEY, check_base_url, check_timeout, public_url, sdk_error
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -60,6 +69,23 @@ def _sdk_takes_temperature() -> bool:
 
 
 _SDK_TEMPERATURE = _sdk_takes_temperature()
+
+
+def tool_answer_fields(request: LMRequest) -> dict[str, Any]:
+    """The ``tools`` / ``tool_choice`` that make the model answer through the constraint's schema (empty without one)."""
+    c = request.constraint
+    if c is None:
+        return {}
+    tool = {"name": c.name, "description": f"Record the judge's answer: {c.describe}", "input_schema": c.json_schema}
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": c.name}}
+
+
+def answer_text(content: Any) -> str:
+    """A message's text: its text blocks, or a forced tool call's input as JSON."""
+    tools = [block for block in content if getattr(block, "type", "") == "tool_use"]
+    if tools:
+        return json.dumps(tools[-1].input, ensure_ascii=False)
+    return "".join(getattr(block, "text", "") for block in content if getattr(block, "type", "") == "text")
 
 
 class AnthropicLM(LM):
@@ -88,9 +114,9 @@ class AnthropicLM(LM):
         timeout: float = 120.0,
     ) -> None:
         self.model = validate_spec_part("Anthropic model name", model)
-        self.base_url = base_url.rstrip("/") if base_url else None
+        self.base_url = check_base_url(base_url, backend=f"anthropic:{model}") if base_url else None
         self.api_key_env = api_key_env
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, backend=f"anthropic:{model}")
         key = api_key or os.environ.get(api_key_env) or None
         if key is None:
             if self.base_url is None:
@@ -113,6 +139,10 @@ class AnthropicLM(LM):
 
     def __repr__(self) -> str:
         return f"AnthropicLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    def constraint_modes(self) -> frozenset[str]:
+        """"json", as a forced tool call whose input schema is the answer's."""
+        return frozenset({"json"})
 
     def check(self, request: LMRequest) -> None:
         """Reject logprobs (not offered) and temperatures above Anthropic's maximum of 1."""
@@ -156,6 +186,7 @@ class AnthropicLM(LM):
             params["system"] = system
         if request.stop:
             params["stop_sequences"] = list(request.stop)
+        params.update(tool_answer_fields(request))
         return params
 
     async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any]) -> Any:
@@ -177,7 +208,7 @@ class AnthropicLM(LM):
         usage = Usage()
         model = self.model
         for raw in raws:
-            text = "".join(getattr(block, "text", "") for block in raw.content if block.type == "text")
+            text = answer_text(raw.content)
             choices.append(Choice(text=text, finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason)))
             u = raw.usage
             cache_read = getattr(u, "cache_read_input_tokens", None) or 0

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.errors import CapabilityError, ConfigError
+from mitigate.lm.constraint import AnswerConstraint
 
 Role = Literal["system", "user", "assistant"]
 
@@ -33,7 +34,8 @@ class LMRequest(BaseModel):
     """Everything a backend needs for one call.
 
     ``logprobs`` asks for the log-probability of each generated token; ``top_logprobs``
-    (k > 0) also asks for the k most likely alternatives at each position.
+    (k > 0) also asks for the k most likely alternatives at each position. ``constraint``
+    asks the backend to enforce the answer's shape (see :mod:`mitigate.lm.constraint`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,6 +47,7 @@ class LMRequest(BaseModel):
     logprobs: bool = False
     top_logprobs: int = 0
     seed: int | None = None
+    constraint: AnswerConstraint | None = None
 
     @field_validator("messages")
     @classmethod
@@ -154,8 +157,20 @@ class LM(ABC):
         """What distinguishes this backend's answers, for cache keys. Never contains secrets."""
         return self.spec
 
+    def constraint_modes(self) -> frozenset[str]:
+        """The answer-constraint modes this backend can enforce ("format", "json"); none by default."""
+        return frozenset()
+
     def check(self, request: LMRequest) -> None:
         """Raise :class:`CapabilityError` when ``request`` asks for what this backend cannot do."""
+        if request.constraint is not None and request.constraint.mode not in self.constraint_modes():
+            modes = sorted(self.constraint_modes())
+            raise CapabilityError(
+                f"backend {self.spec!r} cannot enforce a {request.constraint.summary()}; it can enforce "
+                f"{modes or 'no answer constraint'}. Expected a request without that constraint "
+                "(JudgeConfig(constrain='off' or 'auto')) or a backend that can.",
+                backend=self.spec,
+            )
         if request.wants_logprobs() and not self.supports_logprobs:
             raise CapabilityError(
                 f"backend {self.spec!r} cannot return token logprobs; expected a request without "
@@ -207,7 +222,18 @@ def openai_style_options(request: LMRequest) -> dict[str, Any]:
 
 
 def validate_spec_part(name: str, value: str) -> str:
-    """Reject empty spec components with a message naming what was expected."""
+    """Reject empty spec components, and any with a line break or other control character
+    (it would be sent to the server, written into cache keys and journals, and split log lines)."""
+    if not isinstance(value, str):
+        raise ConfigError(f"expected the {name} as a str; got {type(value).__name__}")
     if not value:
         raise ConfigError(f"expected a non-empty {name}; got an empty string")
+    bad = next((ch for ch in value if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise ConfigError(
+            f"expected a {name} without line breaks or control characters; got {value!r} "
+            f"(contains {bad!r})"
+        )
+    if value != value.strip():
+        raise ConfigError(f"expected a {name} without leading or trailing spaces; got {value!r}")
     return value

@@ -19,6 +19,14 @@ Concurrency
     Concurrent identical requests are coalesced: the second awaits the first's call
     instead of calling the backend again. Several processes may share one cache file
     (WAL + busy timeout); the first answer stored for a key wins.
+
+Damage
+    A cache is a convenience, never a reason for a run to fail. A file that is not an SQLite
+    database, pages SQLite reports as malformed, or a stored entry that no longer reads as a
+    response are all misses: the call is made again (and a damaged entry is overwritten with
+    the new answer). The first such event per cache file is reported once as a
+    :class:`~mitigate.errors.CacheDamageWarning` naming the file; the file itself is never
+    deleted (remove it to start a fresh cache).
 """
 
 from __future__ import annotations
@@ -29,15 +37,18 @@ import json
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
-from mitigate.errors import ConfigError
+from mitigate.errors import CacheDamageWarning, ConfigError
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.wrapper import WrapperLM
 from mitigate.paths import cache_dir
 
 DEFAULT_FILENAME = "lm_cache.sqlite"
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -66,15 +77,23 @@ class LMCache:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"expected a writable cache directory at {target.parent}; got {exc}") from exc
+        if target.is_dir():
+            raise ConfigError(f"expected an SQLite LM cache file at {target}; got a directory", path=str(target))
         self.path = target
         self._lock = threading.Lock()
+        self._damaged: str | None = None  # why the file is unusable (then every look-up is a miss)
+        self._warned = False
         try:
             self._conn = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"expected an SQLite LM cache at {target}; could not open it: {exc}") from exc
+        except sqlite3.OperationalError as exc:  # cannot open or write the file at all: the user must act
+            raise ConfigError(f"expected a readable and writable SQLite LM cache at {target}; could not open it: "
+                              f"{exc}", path=str(target)) from exc
+        except sqlite3.DatabaseError as exc:  # the file is damaged (not a database, malformed): run uncached
+            self._damaged = str(exc)
+            self._warn(exc)
 
     def __repr__(self) -> str:
         return f"LMCache({str(self.path)!r})"
@@ -87,32 +106,75 @@ class LMCache:
 
     # -- synchronous core (run in a worker thread by the async methods) --
 
-    def get_sync(self, key: str) -> str | None:
-        """The stored JSON for ``key``, or None."""
-        with self._lock:
-            row = self._conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+    @property
+    def damaged(self) -> bool:
+        """True when the file could not be used as a database (every look-up is then a miss)."""
+        return self._damaged is not None
 
-    def put_sync(self, key: str, identity: str, model: str, payload: str) -> None:
-        """Store ``payload`` under ``key`` unless an entry exists (the first answer wins)."""
-        with self._lock:
+    def _warn(self, exc: BaseException) -> None:
+        """Report damage once per cache object (the run goes on: damaged parts are misses)."""
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"the LM cache {self.path} is damaged ({exc}); damaged entries are treated as misses and "
+                "called again (delete the file to start a fresh cache)",
+                CacheDamageWarning,
+                stacklevel=3,
+            )
+
+    def _guarded(self, default: T, op: Callable[[], T]) -> T:
+        """``op()`` under the lock; ``default`` (with one warning) when SQLite reports damage or stays locked."""
+        if self._damaged is not None:
+            return default
+        try:
+            with self._lock:
+                return op()
+        except sqlite3.DatabaseError as exc:
+            self._warn(exc)
+            return default
+
+    def get_sync(self, key: str) -> str | None:
+        """The stored JSON for ``key``, or None (also when the entry cannot be read)."""
+
+        def op() -> str | None:
+            row = self._conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            return row[0] if isinstance(row[0], str) else repr(row[0])  # a non-text entry fails to decode: a miss
+
+        return self._guarded(None, op)
+
+    def put_sync(self, key: str, identity: str, model: str, payload: str, *, replace: bool = False) -> None:
+        """Store ``payload`` under ``key`` unless an entry exists (the first answer wins).
+
+        ``replace`` overwrites an existing entry (used for one that no longer reads as a response).
+        """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+
+        def op() -> None:
             self._conn.execute(
-                "INSERT OR IGNORE INTO calls (key, identity, model, response, created) VALUES (?, ?, ?, ?, ?)",
+                f"{verb} INTO calls (key, identity, model, response, created) VALUES (?, ?, ?, ?, ?)",
                 (key, identity, model, payload, time.time()),
             )
 
+        self._guarded(None, op)
+
+    def note_damaged_entry(self, key: str, exc: BaseException) -> None:
+        """Report (once) that the entry under ``key`` did not read as a response; it is then a miss."""
+        self._warn(ValueError(f"entry {key[:12]}... does not read as a response: {type(exc).__name__}"))
+
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return self._guarded(0, lambda: int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]))
 
     def clear(self, identity: str | None = None) -> int:
         """Delete all entries, or those of one backend identity; returns how many were deleted."""
-        with self._lock:
+
+        def op() -> int:
             if identity is None:
-                cur = self._conn.execute("DELETE FROM calls")
-            else:
-                cur = self._conn.execute("DELETE FROM calls WHERE identity = ?", (identity,))
-            return cur.rowcount
+                return int(self._conn.execute("DELETE FROM calls").rowcount)
+            return int(self._conn.execute("DELETE FROM calls WHERE identity = ?", (identity,)).rowcount)
+
+        return self._guarded(0, op)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -125,9 +187,9 @@ class LMCache:
         """The stored JSON for ``key``, or None (runs in a worker thread)."""
         return await asyncio.to_thread(self.get_sync, key)
 
-    async def put(self, key: str, identity: str, model: str, payload: str) -> None:
+    async def put(self, key: str, identity: str, model: str, payload: str, *, replace: bool = False) -> None:
         """Store ``payload`` under ``key`` (runs in a worker thread)."""
-        await asyncio.to_thread(self.put_sync, key, identity, model, payload)
+        await asyncio.to_thread(lambda: self.put_sync(key, identity, model, payload, replace=replace))
 
 
 class CachedLM(WrapperLM):
@@ -147,17 +209,27 @@ class CachedLM(WrapperLM):
     def __repr__(self) -> str:
         return f"CachedLM({self.inner!r}, {self.cache!r})"
 
-    async def _cached(self, key: str, compute: Callable[[], Awaitable[str]]) -> tuple[str, bool]:
-        """The payload for ``key`` and whether it came without a call (stored, or a coalesced call)."""
+    async def _cached(
+        self, key: str, compute: Callable[[], Awaitable[str]], decode: Callable[[str], T]
+    ) -> tuple[T, bool]:
+        """The decoded payload for ``key`` and whether it came without a call (stored, or a coalesced call).
+
+        A stored payload that ``decode`` rejects is a miss: the call is made and its answer replaces the entry.
+        """
+        replace = False
         while True:
             stored = await self.cache.get(key)
             if stored is not None:
-                return stored, True
+                try:
+                    return decode(stored), True
+                except (ValueError, TypeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
+                    self.cache.note_damaged_entry(key, exc)
+                    replace = True
             pending = self._inflight.get(key)
             if pending is None:
                 break
             try:
-                return await asyncio.shield(pending), True
+                return decode(await asyncio.shield(pending)), True
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if pending.cancelled() and (task is None or not task.cancelling()):
@@ -167,7 +239,7 @@ class CachedLM(WrapperLM):
         self._inflight[key] = future
         try:
             payload = await compute()
-            await self.cache.put(key, self.identity(), self.model, payload)
+            await self.cache.put(key, self.identity(), self.model, payload, replace=replace)
         except asyncio.CancelledError:
             future.cancel()
             raise
@@ -178,7 +250,7 @@ class CachedLM(WrapperLM):
         finally:
             self._inflight.pop(key, None)
         future.set_result(payload)
-        return payload, False
+        return decode(payload), False
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """The cached answer for ``request``, or the inner backend's (then stored)."""
@@ -189,12 +261,11 @@ class CachedLM(WrapperLM):
             response = await self.inner.complete(request)
             return response.model_copy(update={"cached": False}).model_dump_json()
 
-        payload, hit = await self._cached(key, compute)
+        response, hit = await self._cached(key, compute, LMResponse.model_validate_json)
         if hit:
             self.hits += 1
         else:
             self.misses += 1
-        response = LMResponse.model_validate_json(payload)
         return response.model_copy(update={"cached": True}) if hit else response
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
@@ -206,10 +277,18 @@ class CachedLM(WrapperLM):
         async def compute() -> str:
             return json.dumps({"loglikelihood": await self.inner.loglikelihood(context, continuation)})
 
-        payload, hit = await self._cached(key, compute)
+        value, hit = await self._cached(key, compute, _decode_loglikelihood)
         if hit:
             self.hits += 1
         else:
             self.misses += 1
-        return float(json.loads(payload)["loglikelihood"])
+        return value
+
+
+def _decode_loglikelihood(payload: str) -> float:
+    """A stored log-likelihood; ValueError/TypeError/KeyError when the entry is not one."""
+    value = json.loads(payload)["loglikelihood"]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number; got {type(value).__name__}")
+    return float(value)
 

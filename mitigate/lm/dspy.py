@@ -46,7 +46,7 @@ from mitigate.lm.base import (
     openai_style_options,
     validate_spec_part,
 )
-from mitigate.lm.http import is_retryable_status, parse_retry_after, public_url
+from mitigate.lm.http import check_base_url, check_timeout, is_retryable_status, parse_retry_after, public_url
 
 
 def _silence_messages_deprecation() -> None:
@@ -124,6 +124,7 @@ class DSPyLM(LM):
         api_base: a server URL for self-hosted or proxied models (``base_url`` is accepted as
             the same thing, the name the OpenAI and Anthropic backends and the CLI use).
         api_key: the key (else LiteLLM reads the provider's environment variable).
+        timeout: seconds before one call times out (None: LiteLLM's default).
         **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
     """
 
@@ -134,15 +135,17 @@ class DSPyLM(LM):
 
     def __init__(
         self, model: str, *, api_base: str | None = None, api_key: str | None = None,
-        base_url: str | None = None, **lm_kwargs: Any,
+        base_url: str | None = None, timeout: float | None = None, **lm_kwargs: Any,
     ) -> None:
         self.model = validate_spec_part("DSPy/LiteLLM model id", model)
         if base_url and api_base and base_url.rstrip("/") != api_base.rstrip("/"):
             raise ConfigError(f"DSPyLM takes one server URL; got api_base={public_url(api_base)!r} and "
                               f"base_url={public_url(base_url)!r} (expected one of them, or both equal)")
         api_base = api_base or base_url
-        self.api_base = api_base.rstrip("/") if api_base else None
+        self.api_base = check_base_url(api_base, backend=f"dspy:{model}") if api_base else None
         kwargs: dict[str, Any] = {**lm_kwargs, "cache": False, "num_retries": 0}
+        if timeout is not None:
+            kwargs["timeout"] = check_timeout(timeout, backend=f"dspy:{model}")
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
         if api_key is not None:
@@ -237,6 +240,7 @@ class DSPyLM(LM):
                 status=status,
                 retry_after=_retry_after(exc),
                 backend=self.spec,
+                reason="connection" if names & {"APIConnectionError", "LMTransportError"} else None,
             )
         return LMCallError(
             f"{where} failed{f' with HTTP {status}' if status else ''}: {type(exc).__name__}: {detail}",

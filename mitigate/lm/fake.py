@@ -22,6 +22,13 @@ Logprobs
     with probability 1 (logprob 0.0). Without ``logprobs=True`` such requests raise
     :class:`~mitigate.errors.CapabilityError`.
 
+Answer constraints
+    ``FakeLM(..., constraint_modes={"format"})`` accepts requests carrying an answer
+    constraint of those modes (see :mod:`mitigate.lm.constraint`); the script's answers are
+    returned as written, so a test scripts what the constrained model would say. Without
+    it such requests raise :class:`~mitigate.errors.CapabilityError`, like a backend that
+    cannot constrain.
+
 Stop sequences are applied to plain string answers (the text is cut before the first
 stop sequence), like a real backend would. String answers cost 0.0; a scripted
 :class:`~mitigate.lm.base.LMResponse` keeps its own ``cost_usd`` (None stays unknown).
@@ -67,7 +74,9 @@ class FakeLM(LM):
     supports_n = True
     supports_stop = True
 
-    def __init__(self, responses: Script, *, logprobs: bool = False, model: str = "") -> None:
+    def __init__(
+        self, responses: Script, *, logprobs: bool = False, model: str = "", constraint_modes: Sequence[str] = ()
+    ) -> None:
         if callable(responses):
             self._fn: Callable[[LMRequest], str | LMResponse] | None = responses
             self._script: tuple[str | LMResponse, ...] = ()
@@ -86,9 +95,14 @@ class FakeLM(LM):
                         f"{type(entry).__name__}"
                     )
         self.supports_logprobs = logprobs
+        self._constraint_modes = frozenset(constraint_modes)
         self.model = model
         self.requests: list[LMRequest] = []
         self._next = 0
+
+    def constraint_modes(self) -> frozenset[str]:
+        """The constraint modes this fake was told to accept."""
+        return self._constraint_modes
 
     @property
     def remaining(self) -> int | None:

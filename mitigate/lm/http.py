@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from mitigate.errors import LMCallError, TransientLMError
+from mitigate.errors import ConfigError, LMCallError, TransientLMError
 
 PLACEHOLDER_KEY = "sk-no-key-required"
 """The key sent to an OpenAI-compatible server when none is configured (local servers need none)."""
@@ -24,6 +24,51 @@ def public_url(url: str) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def check_base_url(url: str, *, backend: str) -> str:
+    """``url`` without a trailing slash when it is an http(s) URL with a host; ConfigError otherwise.
+
+    A malformed URL can never start working, so it is refused when the backend is built instead
+    of being retried as a connection failure on every call.
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"expected the base URL of {backend} as a str; got {type(url).__name__}", backend=backend)
+    try:
+        shown = public_url(url)
+    except ValueError:  # a port that is not a number: the URL as given, minus anything before an '@'
+        shown = url.rpartition("@")[2]
+    if any(ord(ch) <= 32 or ord(ch) == 127 for ch in url):
+        raise ConfigError(
+            f"expected the base URL of {backend} as http(s)://host[:port][/path] without spaces or control "
+            f"characters; got {shown!r}",
+            backend=backend,
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise ConfigError(
+            f"expected the base URL of {backend} as http(s)://host[:port][/path]; got {shown!r} ({exc})",
+            backend=backend,
+        ) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"expected the base URL of {backend} as http(s)://host[:port][/path], e.g. http://localhost:8000/v1; "
+            f"got {shown!r}",
+            backend=backend,
+        )
+    return url.rstrip("/")
+
+
+def check_timeout(timeout: float, *, backend: str) -> float:
+    """``timeout`` as a float when it is a finite number of seconds > 0; ConfigError otherwise."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+        raise ConfigError(
+            f"The 'timeout' parameter of {backend} must be a float > 0 (seconds). Got {timeout!r} instead.",
+            backend=backend,
+        )
+    return float(timeout)
 
 
 def is_retryable_status(status: int) -> bool:
@@ -71,11 +116,14 @@ def sdk_error(
                           api_key_env=api_key_env, backend=backend)
     refused = network_failure(exc)
     if refused is not None:
-        return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=backend)
+        return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=backend,
+                                reason="connection")
     if isinstance(exc, timeout_error):
-        return TransientLMError(f"{where} timed out after {timeout:g} s (retryable)", backend=backend)
+        return TransientLMError(f"{where} timed out after {timeout:g} s (retryable)", backend=backend,
+                                reason="timeout")
     if isinstance(exc, connection_error):
-        return TransientLMError(f"{where} connection failed (retryable): {detail}", backend=backend)
+        return TransientLMError(f"{where} connection failed (retryable): {detail}", backend=backend,
+                                reason="connection")
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
 
 

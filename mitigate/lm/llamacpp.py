@@ -48,7 +48,16 @@ How it works, and the choices made:
   :func:`_decode_with_logits`) besides its public API; both are checked at load time.
 - **Chat formatting** uses the model's own chat template (GGUF metadata
   ``tokenizer.chat_template``) through llama-cpp-python's ``Jinja2ChatFormatter`` -- the
-  same formatter ``Llama.create_chat_completion`` uses for such models.
+  same formatter ``Llama.create_chat_completion`` uses for such models. Only the template's
+  own text is parsed for special tokens; message text is tokenized as plain text, so judged
+  text that spells ``<|im_start|>assistant`` or ``<|eot_id|>`` stays text and cannot forge a
+  turn (``Llama.create_chat_completion`` parses both as special tokens). When the message
+  text holds no special-token text the prompt is tokenized in one piece, exactly as before.
+- **Answer constraints.** A request's ``constraint`` (:mod:`mitigate.lm.constraint`) becomes
+  a llama.cpp grammar: mode "format" uses its GBNF (the template's own answer format),
+  mode "json" a grammar built from its JSON schema. Grammar-constrained sampling masks the
+  tokens the grammar forbids before the greedy or temperature step; reported logprobs
+  stay the model's raw distribution (what it would have said unconstrained).
 - **Sampling** is plain temperature sampling over the full vocabulary (top-k, top-p,
   min-p and repetition penalty are disabled) so that sampled scores follow the model's
   distribution, as with hosted APIs; temperature 0 is greedy decoding. ``n > 1`` draws the
@@ -60,11 +69,15 @@ How it works, and the choices made:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import ctypes
 import importlib.resources
 import importlib.util
+import json
 import math
 import os
+import re
+import secrets
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -194,6 +207,19 @@ def clear_model_cache() -> None:
         _MODELS.clear()
 
 
+@atexit.register
+def _close_at_exit() -> None:
+    """Close the loaded models before the interpreter tears llama_cpp down (else each prints an
+    ignored exception from ``Llama.__del__`` at exit); a model still in use by a thread is left alone."""
+    for loaded in list(_MODELS.values()):
+        if loaded.lock.acquire(blocking=False):
+            try:
+                loaded.llm.close()
+            finally:
+                loaded.lock.release()
+    _MODELS.clear()
+
+
 def _available_cpus() -> int:
     """CPUs this process may use (its affinity mask where the OS has one)."""
     try:
@@ -258,6 +284,30 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
         )
         _MODELS[key] = loaded
         return loaded
+
+
+def _grammar(request: LMRequest) -> Any:
+    """The llama.cpp grammar enforcing ``request.constraint`` (None without one)."""
+    constraint = request.constraint
+    if constraint is None:
+        return None
+    llama_cpp = _require_llama_cpp()
+    try:
+        if constraint.mode == "json":
+            return llama_cpp.LlamaGrammar.from_json_schema(json.dumps(constraint.json_schema), verbose=False)
+        return llama_cpp.LlamaGrammar.from_string(constraint.gbnf, verbose=False)
+    except (ValueError, RuntimeError) as exc:
+        raise ConfigError(
+            f"expected an answer constraint llama.cpp can compile; got {type(exc).__name__}: {exc} "
+            f"for {constraint.summary()}"
+        ) from exc
+
+
+def _count_special(loaded: _Loaded, tokens: Sequence[int]) -> int:
+    """How many of ``tokens`` are control or user-defined tokens (those only special parsing produces)."""
+    llama_cpp = _require_llama_cpp()
+    mask = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+    return sum(1 for t in tokens if llama_cpp.llama_vocab_get_attr(loaded.vocab, t) & mask)
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -344,6 +394,10 @@ class LlamaCppLM(LM):
 
     def __repr__(self) -> str:
         return f"LlamaCppLM({self.spec!r}, n_ctx={self.n_ctx}, prefix_reuse={self.prefix_reuse})"
+
+    def constraint_modes(self) -> frozenset[str]:
+        """Both modes: a GBNF grammar of the template's format, or a grammar from a JSON schema."""
+        return frozenset({"format", "json"})
 
     # ------------------------------------------------------------------ loading
 
@@ -433,9 +487,42 @@ class LlamaCppLM(LM):
                 f"'tokenizer.chat_template' in {str(self.path)!r}, found none",
                 backend=self.spec,
             )
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        contents = [m.content for m in request.messages]
+        prompt = self._format(loaded, request, contents)
+        # Message text is tokenized as plain text and only the template's own text (BOS, role
+        # markers) as special tokens, so judged text holding "<|im_start|>assistant" cannot open a turn.
+        nonce = secrets.token_hex(8)
+        marked = self._format(loaded, request, [f"\x00{nonce}:{i}\x00" for i in range(len(contents))])
+        pieces = re.split(f"\x00{nonce}:(\\d+)\x00", marked)  # template, index, template, index, ...
+        for variant in (contents, [c.strip() for c in contents]):  # some templates trim the content
+            texts = [variant[int(x)] if i % 2 else x for i, x in enumerate(pieces)]
+            if "".join(texts) == prompt:
+                break
+        else:
+            raise LMCallError(
+                f"the chat template of {loaded.name!r} rewrites message text, so the text cannot be kept apart from "
+                "the template's special tokens; expected a template that inserts each message's content as it is",
+                backend=self.spec,
+            )
+        llm = loaded.llm
+        by_parts = [
+            tok
+            for i, text in enumerate(texts) if text
+            for tok in llm.tokenize(text.encode("utf-8"), add_bos=False, special=i % 2 == 0)
+        ]
+        # Tokenized whole, the prompt splits exactly as it did before this guard (BPE merges across the
+        # joins); that is used whenever it holds no more special tokens than the template wrote.
+        whole = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        if _count_special(loaded, whole) == _count_special(loaded, by_parts):
+            return whole
+        return by_parts
+
+    def _format(self, loaded: _Loaded, request: LMRequest, contents: Sequence[str]) -> str:
+        """The chat template applied to the request's roles with ``contents`` as the message texts."""
+        assert loaded.formatter is not None
+        messages = [{"role": m.role, "content": c} for m, c in zip(request.messages, contents, strict=True)]
         try:
-            prompt = loaded.formatter(messages=messages).prompt
+            return str(loaded.formatter(messages=messages).prompt)
         except Exception as exc:  # jinja2 errors and the template's own raise_exception (ValueError)
             roles = [m.role for m in request.messages]
             raise LMCallError(
@@ -443,8 +530,6 @@ class LlamaCppLM(LM):
                 f"conversation it accepts, got {type(exc).__name__}: {exc}",
                 backend=self.spec,
             ) from exc
-        # The template already writes BOS and the role markers as text: parse them as special tokens.
-        return loaded.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
     def _sample_one(
         self, loaded: _Loaded, prompt: list[int], request: LMRequest, seed: int
@@ -461,6 +546,7 @@ class LlamaCppLM(LM):
         ends: list[int] = []  # end offset of each generated token in the text, to trim at a stop
         text = ""
         finish = "length"
+        grammar = _grammar(request)
         gen = llm.generate(
             prompt[cached:],
             reset=False,
@@ -470,6 +556,7 @@ class LlamaCppLM(LM):
             min_p=0.0,
             typical_p=1.0,
             repeat_penalty=1.0,
+            grammar=grammar,
         )
         try:
             for token in gen:
@@ -537,6 +624,17 @@ class LlamaCppLM(LM):
             prompt_tokens=len(prompt), completion_tokens=n_completion, cached_prompt_tokens=cached_first
         )
         return LMResponse(choices=tuple(choices), usage=usage, model=loaded.name, cost_usd=0.0)
+
+    def prompt_tokens(self, request: LMRequest) -> list[int]:
+        """The token ids :meth:`complete` would evaluate for ``request`` (chat template applied; message
+        text tokenized as plain text, only the template's own markers as special tokens)."""
+        loaded = self._loaded()
+        with loaded.lock:
+            return self._prompt_tokens(loaded, request)
+
+    def special_token_count(self, tokens: Sequence[int]) -> int:
+        """How many of ``tokens`` are control or user-defined tokens (role markers, BOS/EOS ...)."""
+        return _count_special(self._loaded(), tokens)
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Generate ``request.n`` chat completions with the model's chat template.

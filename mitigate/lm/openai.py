@@ -41,6 +41,18 @@ Request mapping
     they were asked for raises :class:`~mitigate.errors.CapabilityError` rather than
     returning less than was requested.
 
+Answer constraints
+    A request's ``constraint`` (:mod:`mitigate.lm.constraint`) is sent the way the server
+    enforces it. Mode "json": ``response_format`` ``{"type": "json_schema", ...}`` with
+    ``strict: true``, on official models that support structured outputs (gpt-4o-mini,
+    gpt-4o except its first 2024-05-13 snapshot, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4-mini)
+    and on compatible servers. Mode "format" (the template's own answer format) needs a
+    server whose guided decoding is named with ``guided=``: ``"vllm"``
+    (``structured_outputs.regex``, vLLM 0.12+), ``"vllm-legacy"`` (``guided_regex``),
+    ``"sglang"`` (``regex``) or ``"llamacpp"`` (``grammar``, GBNF); ``guided="openai"``
+    declares a compatible server that only takes ``response_format``. Anything else raises
+    :class:`~mitigate.errors.CapabilityError` before a call is made.
+
 Usage and cost
     ``usage.prompt_tokens_details.cached_tokens`` becomes ``Usage.cached_prompt_tokens``.
     Cost comes from :mod:`mitigate.lm.pricing` on the official API; a ``base_url`` server's
@@ -82,7 +94,44 @@ from mitigate.lm.base import (
     openai_style_options,
     validate_spec_part,
 )
-from mitigate.lm.http import PLACEHOLDER_KEY, http_error, public_url, sdk_error
+from mitigate.lm.http import (
+    PLACEHOLDER_KEY,
+    check_base_url,
+    check_timeout,
+    http_error,
+    public_url,
+    sdk_error,
+)
+
+GuidedServer = Literal["openai", "vllm", "vllm-legacy", "sglang", "llamacpp"]
+_GUIDED = ("openai", "vllm", "vllm-legacy", "sglang", "llamacpp")
+_STRUCTURED_PREFIXES = ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+_NO_STRUCTURED = ("gpt-4o-2024-05-13", "o1-mini", "o1-preview")
+
+
+def structured_outputs_model(model: str) -> bool:
+    """Whether an official OpenAI model name takes ``response_format`` json_schema (structured outputs)."""
+    name = model.lower()
+    return name.startswith(_STRUCTURED_PREFIXES) and not name.startswith(_NO_STRUCTURED)
+
+
+def constraint_fields(request: LMRequest, guided: str | None) -> dict[str, Any]:
+    """The body fields that make a server enforce ``request.constraint`` (empty without one)."""
+    c = request.constraint
+    if c is None:
+        return {}
+    if c.mode == "json":
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": c.name, "schema": c.json_schema, "strict": True}}}
+    if guided == "vllm":
+        return {"structured_outputs": {"regex": c.regex}}
+    if guided == "vllm-legacy":
+        return {"guided_regex": c.regex}
+    if guided == "sglang":
+        return {"regex": c.regex}
+    if guided == "llamacpp":
+        return {"grammar": c.gbnf}
+    raise CapabilityError(f"no way to send a {c.summary()} to this server (guided={guided!r})")
 
 
 def _aiohttp_available() -> bool:
@@ -105,6 +154,9 @@ class OpenAILM(LM):
         http_client: an HTTP client for the SDK (``httpx.AsyncClient`` or
             ``openai.DefaultAioHttpClient()``), overriding ``transport``. It is bound to
             one event loop, so pass one only when the backend is used from a single loop.
+        guided: the guided-decoding fields a ``base_url`` server takes ("vllm",
+            "vllm-legacy", "sglang", "llamacpp", or "openai" for ``response_format`` only);
+            see "Answer constraints" in the module docstring.
     """
 
     provider = "openai"
@@ -122,12 +174,16 @@ class OpenAILM(LM):
         timeout: float = 120.0,
         transport: Literal["auto", "aiohttp", "httpx", "direct"] = "auto",
         http_client: Any | None = None,
+        guided: GuidedServer | None = None,
     ) -> None:
         self.model = validate_spec_part("OpenAI model name", model)
+        if guided is not None and guided not in _GUIDED:
+            raise ConfigError(f"expected guided to be one of {list(_GUIDED)} or None; got {guided!r}")
+        self.guided = guided
         resolved_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.base_url = resolved_url.rstrip("/") if resolved_url else None
+        self.base_url = check_base_url(resolved_url, backend=f"openai:{model}") if resolved_url else None
         self.api_key_env = api_key_env
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, backend=f"openai:{model}")
         key = api_key or os.environ.get(api_key_env) or None
         if key is None:
             if self.base_url is None:
@@ -157,6 +213,27 @@ class OpenAILM(LM):
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._session: Any = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
+
+    def constraint_modes(self) -> frozenset[str]:
+        """"json" on structured-outputs models and declared servers; "format" on named guided-decoding servers."""
+        if self.base_url is None:
+            return frozenset({"json"}) if structured_outputs_model(self.model) else frozenset()
+        if self.guided is None:
+            return frozenset()
+        return frozenset({"json"}) if self.guided == "openai" else frozenset({"format", "json"})
+
+    def check(self, request: LMRequest) -> None:
+        """The base checks, with a hint on how to declare a server's guided decoding."""
+        try:
+            super().check(request)
+        except CapabilityError as exc:
+            if request.constraint is None or self.base_url is None or self.guided is not None:
+                raise
+            raise CapabilityError(
+                f"{exc.message} This server's guided decoding is unknown: pass guided='vllm', 'vllm-legacy', "
+                "'sglang', 'llamacpp' or 'openai' (response_format only).",
+                backend=self.spec,
+            ) from None
 
     def identity(self) -> str:
         """``openai:<model>``, plus ``@<server url>`` for a base_url server (credentials stripped)."""
@@ -206,6 +283,7 @@ class OpenAILM(LM):
             body["max_tokens"] = request.max_tokens
             body["cache_prompt"] = True
         body.update(openai_style_options(request))
+        body.update(constraint_fields(request, self.guided))
         return body
 
     async def complete(self, request: LMRequest) -> LMResponse:
@@ -292,10 +370,10 @@ class OpenAILM(LM):
                 raw = await resp.json(content_type=None)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientLMError(f"{where} connection failed (retryable): {type(exc).__name__}: {exc}",
-                                   backend=self.spec) from exc
+                                   backend=self.spec, reason="connection") from exc
         except TimeoutError as exc:
             raise TransientLMError(f"{where} timed out after {self.timeout:g} s (retryable)",
-                                   backend=self.spec) from exc
+                                   backend=self.spec, reason="timeout") from exc
         if not isinstance(raw, dict):
             raise LMCallError(f"{where} answered with {type(raw).__name__}; expected a JSON chat.completion object",
                               backend=self.spec)

@@ -12,7 +12,9 @@ and ``:`` pass through intact):
 * ``fake`` / ``fake:<name>`` — :class:`~mitigate.lm.fake.FakeLM` (needs ``responses=``)
 
 Keyword arguments of :func:`get` go to the backend's constructor
-(``get("openai:my-model", base_url="http://localhost:8000/v1")``).
+(``get("openai:my-model", base_url="http://localhost:8000/v1", timeout=30)``). ``timeout``
+(seconds per HTTP call) applies to the network backends only; a spec with a line break or
+another control character is refused (it would reach the server and every log line).
 
 Backend modules are imported only when their spec is asked for, so an SDK that is not
 installed only matters to the spec that needs it.
@@ -28,6 +30,7 @@ from typing import Any
 from mitigate.errors import BackendSpecError, ConfigError
 from mitigate.lm.base import LM
 from mitigate.lm.cache import CachedLM, LMCache
+from mitigate.lm.http import check_timeout
 from mitigate.lm.retry import RetryingLM, RetryPolicy
 
 ACCEPTED_FORMS = (
@@ -39,6 +42,9 @@ ACCEPTED_FORMS = (
     "replay:<path.jsonl>",
     "fake",
 )
+
+NETWORK_KINDS = ("openai", "anthropic", "dspy")
+"""Spec kinds whose backend talks to a server (so ``timeout=`` and ``base_url=`` apply)."""
 
 _EXTRAS = {"openai": "openai", "anthropic": "anthropic", "dspy": "dspy", "llama_cpp": "local"}
 
@@ -73,8 +79,22 @@ def get(spec: str, **kwargs: Any) -> LM:
             f"expected a backend spec string (one of {_accepted()}); got {type(spec).__name__}", spec=None
         )
     text = spec.strip()
+    bad = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise BackendSpecError(
+            f"expected a backend spec without line breaks or control characters; got {spec!r} (contains {bad!r})",
+            spec=spec,
+        )
     kind, sep, rest = text.partition(":")
     kind = kind.lower()
+    if kwargs.get("timeout") is not None:
+        if kind not in NETWORK_KINDS:
+            raise BackendSpecError(
+                f"a request timeout applies to the network backends ({', '.join(NETWORK_KINDS)}); got it "
+                f"for backend spec {spec!r}",
+                spec=spec,
+            )
+        check_timeout(kwargs["timeout"], backend=text)
     if kind in ("openai", "anthropic", "dspy", "replay") and (not sep or not rest.strip()):
         raise BackendSpecError(
             f"backend spec {spec!r} names no {'path' if kind == 'replay' else 'model'}; expected "

@@ -122,8 +122,13 @@ class ReplayLM(LM):
         return len(self._by_key) + len(self._by_prompt)
 
     def _load(self) -> None:
-        with self.path.open(encoding="utf-8") as fh:
-            for number, raw in enumerate(fh, start=1):
+        with self.path.open("rb") as fh:
+            for number, raw_bytes in enumerate(fh, start=1):
+                try:
+                    raw = raw_bytes.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _error(self.path, number, f"expected UTF-8 text; got a byte that is not UTF-8 at column "
+                                                    f"{exc.start + 1}") from None
                 if not raw.strip():
                     continue
                 try:

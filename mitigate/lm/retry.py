@@ -29,11 +29,15 @@ class RetryPolicy(BaseModel):
     The wait before retry ``k`` (k = 1, 2, ...) is ``min(max_delay, base_delay * 2**(k-1))``,
     scaled by a random factor in [0.5, 1] when ``jitter`` is on, and never shorter than the
     server's ``Retry-After``. A ``Retry-After`` longer than ``max_delay`` ends the retries
-    at once (the server asked for a longer pause than this policy allows).
+    at once (the server asked for a longer pause than this policy allows). A connection that
+    cannot be made while the backend has never answered (a wrong URL or port, a server that is
+    not running) gets at most ``connect_attempts`` attempts: it fails in about a second instead
+    of a minute; once the server has answered, a dropped connection gets every attempt.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     max_attempts: int = Field(default=6, ge=1)
+    connect_attempts: int = Field(default=3, ge=1)
     base_delay: float = Field(default=0.5, ge=0.0)
     max_delay: float = Field(default=60.0, ge=0.0)
     jitter: bool = True
@@ -76,18 +80,24 @@ class RetryingLM(WrapperLM):
         self._sleep: Sleep = sleep if sleep is not None else asyncio.sleep
         self._rng = rng or random.Random()
         self.retries = 0
+        self._answered = False  # has the backend ever answered? (see RetryPolicy.connect_attempts)
 
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
         while True:
             attempt += 1
             try:
-                return await call()
+                result = await call()
+                self._answered = True
+                return result
             except TransientLMError as exc:
-                if attempt >= self.policy.max_attempts:
+                limit = self.policy.max_attempts
+                if not self._answered and exc.context.get("reason") == "connection":
+                    limit = min(limit, self.policy.connect_attempts)
+                if attempt >= limit:
                     raise LMCallError(
                         f"{what} on {self.spec!r} failed after {attempt} attempts "
-                        f"(max_attempts={self.policy.max_attempts}); last error: {exc}",
+                        f"(max_attempts={limit}); last error: {exc}",
                         attempts=attempt,
                         last_error=exc,
                         backend=self.spec,
@@ -102,6 +112,8 @@ class RetryingLM(WrapperLM):
                             attempts=attempt,
                             last_error=exc,
                             backend=self.spec,
+                            retry_after=exc.retry_after,
+                            patience=self.policy.max_delay,
                         ) from exc
                     wait = max(wait, exc.retry_after)
                 self.retries += 1

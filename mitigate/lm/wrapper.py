@@ -32,6 +32,10 @@ class WrapperLM(LM):
         """The inner backend's identity (wrappers do not change what the model answers)."""
         return self.inner.identity()
 
+    def constraint_modes(self) -> frozenset[str]:
+        """The inner backend's answer-constraint modes."""
+        return self.inner.constraint_modes()
+
     def check(self, request: LMRequest) -> None:
         """Delegate the capability check to the inner backend."""
         self.inner.check(request)

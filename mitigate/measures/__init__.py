@@ -13,6 +13,7 @@ One module per family, each citing the papers it comes from:
 - :mod:`~mitigate.measures.self_bias`: self-preference, length correlation, source sensitivity;
 - :mod:`~mitigate.measures.pairwise`: accuracy against gold preferences, position consistency,
   preference fairness and repetition stability (Shi et al. 2024), length lean, position-swap gain;
+- :mod:`~mitigate.measures.length_control`: length-controlled win rate (Dubois et al. 2024);
 - :mod:`~mitigate.measures.stats`: correlations, bootstrap intervals, permutation tests;
 - :mod:`~mitigate.measures.base`: the :class:`Measure` result, shared helpers, and the
   registered :class:`ReportedMeasure` table ``mitigate compare`` reads.
@@ -67,6 +68,7 @@ from mitigate.measures.distribution import (
     score_entropy,
     score_histogram,
 )
+from mitigate.measures.length_control import fit_length_glm, length_controlled_win_rate, pairs_against
 from mitigate.measures.likelihood_bias import (
     US_SCALINGS,
     bias_score,
@@ -127,6 +129,7 @@ __all__ = [
     "correlation_by_position",
     "document_correlation",
     "familiarity",
+    "fit_length_glm",
     "human_scores",
     "inter_criterion_correlation",
     "is_missing",
@@ -136,10 +139,12 @@ __all__ = [
     "krippendorff_alpha",
     "label_key",
     "labels_equal",
+    "length_controlled_win_rate",
     "length_correlation",
     "longer_preference",
     "measure_table",
     "meta_correlation",
+    "pairs_against",
     "output_lengths",
     "pair_category",
     "per_system_correlation",

@@ -15,6 +15,11 @@ and specs work.
 | ``sampling``, ``expected-score``, ``granularity`` | :class:`Sampling`, :class:`ExpectedScore`, :class:`Granularity` | Stureborg et al. 2024 |
 | ``agreement-gate`` | :class:`AgreementGate` | Shen et al. 2023 |
 | ``position-swap`` | :class:`PositionSwap` | pairwise position bias |
+| ``contextual-calibration``, ``batch-calibration`` | :class:`ContextualCalibration`, :class:`BatchCalibration` | Zhao et al. 2021; Zhou et al. 2024 |
+| ``length-control`` | :class:`LengthControl` | Dubois et al. 2024 |
+| ``selective`` | :class:`SelectiveEvaluation` (and :class:`CascadeJudge`) | Jung et al. 2024 |
+| ``panel`` | :class:`Panel` (:class:`PanelJudge` for any judges) | Verga et al. 2024 |
+| ``multiple-evidence`` | :class:`MultipleEvidence` | Wang et al. 2023 |
 
 Every demo mitigation is a preset of one implementation
 (:class:`~mitigate.strategies.demos.DemoMitigation`) that shows what a selector of
@@ -39,9 +44,13 @@ from mitigate.strategies.base import (
     registered,
 )
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
+from mitigate.strategies.calibration import BatchCalibration, CalibratedJudge, ContextualCalibration
 from mitigate.strategies.demos import DemoMitigation, Demos, FixedDemos, PerItemDemos, PerItemDemosJudge
 from mitigate.strategies.forms import mcq_form, rts_form
 from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos
+from mitigate.strategies.length_control import LengthControl, LengthControlledJudge
+from mitigate.strategies.multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
+from mitigate.strategies.panel import Panel, PanelJudge
 from mitigate.strategies.perturbed_demos import (
     PerturbationProbe,
     PerturbationProbeJudge,
@@ -49,10 +58,13 @@ from mitigate.strategies.perturbed_demos import (
 )
 from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
+from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge, fit_cascade
 from mitigate.strategies.single_attribute import MultiAttribute, SingleAttribute
 
 __all__ = [
-    "AgreementGate", "AgreementJudge", "ConsistencyHint", "DemoMitigation", "Demos", "ExpectedScore", "FixedDemos",
+    "AgreementGate", "BatchCalibration", "CalibratedJudge", "ContextualCalibration", "LengthControl",
+    "LengthControlledJudge", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge", "CascadeJudge",
+    "SelectiveEvaluation", "SelectiveJudge", "fit_cascade", "AgreementJudge", "ConsistencyHint", "DemoMitigation", "Demos", "ExpectedScore", "FixedDemos",
     "GateDecision", "GateReport", "Granularity", "HighestRSDemos", "Mitigation", "MultiAttribute",
     "PerItemDemos", "PerItemDemosJudge", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos",
     "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation", "RandomDemos", "Sampling",

@@ -23,7 +23,7 @@ What is checked
     mitigations: ``wrap`` returns a new judge and leaves the given one alone (or refuses with a
     typed error); unfitted use is refused with "... is not fitted; expected ..."; ``fit``
     returns a fitted copy of the same class and leaves the original and the training data
-    alone (mitigations whose fitting runs a likelihood model are not fitted here).
+    alone (mitigations whose fitting runs a likelihood model or the judge are not fitted here).
     selectors: ``select`` is deterministic, never shows the query item, validates ``k``;
     ``fit`` returns a fitted copy; unfitted ``select`` is refused.
     engines: a tiny search with a scripted judge stays within its budget, reports the
@@ -186,7 +186,14 @@ def check_constraints_refuse_bad_values(component: Any) -> None:
 
 
 def _fits_with_a_model(mitigation: Mitigation) -> bool:
-    """True for mitigations whose fitting runs a likelihood model (not done by the checks)."""
+    """True for mitigations whose fitting runs a likelihood model or the judge itself (not done by the checks).
+
+    A mitigation whose ``fit`` judges the training items (calibration, selective evaluation)
+    says so with the class attribute ``fits_by_judging = True``; the example judge here has
+    no answers to give it.
+    """
+    if getattr(type(mitigation), "fits_by_judging", False):
+        return True
     if not isinstance(mitigation, DemoMitigation):
         return False
     selector = mitigation.demo_plan().selector

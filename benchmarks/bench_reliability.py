@@ -1,0 +1,490 @@
+"""Reliability of `mitigate judge` run as a user runs it: real processes, a real HTTP server, real kills.
+
+Four parts, each against the stub OpenAI/Anthropic server (``mitigate.testing``) on 127.0.0.1:
+
+1. **SIGKILL trials.** A judge run over ``--items`` items with ``--run-dir`` and the LM cache is
+   killed with SIGKILL at a random point, then rerun to completion. Kill points: when the journal
+   holds a random number of lines (plus up to 30 ms); in the middle of a random journal write
+   (half the line written, then the kill); in the middle of a random cache write (an uncommitted
+   SQLite transaction, or a committed half-written entry). A fault hook (a small script that
+   patches the journal or cache write and SIGKILLs its own process) places the last two. After
+   the rerun, ``results.json`` must hold every item exactly once with the score the server gave
+   that item (lost = missing, duplicated = judged twice in the journal or listed twice). Two
+   more trials start a second process on the same run folder, and two processes sharing one cache.
+2. **Fault storm.** The server answers ``--storm-rate`` of requests with 429/500/502/503.
+3. **Permanent errors.** Every request answered 401/403/400/404 (OpenAI and Anthropic), 500, a
+   Retry-After of an hour, a refused port, an unresolvable host: requests made before the run
+   stops, exit code, seconds, and the one error line.
+4. **Bad inputs.** Every case of :data:`mitigate.testing.bad_inputs.BAD_INPUTS` in its own
+   process: exit code, stderr lines, traceback or not, requests that reached the server.
+
+``--baseline-code DIR`` runs parts 3 and 4 a second time with the CLI of another checkout (e.g.
+``/work/main`` before this work) for a side-by-side. Writes ``benchmarks/results/reliability.json``.
+
+    python benchmarks/bench_reliability.py [--trials 20] [--items 120] [--baseline-code /work/main]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mitigate.testing import StubOpenAIServer
+from mitigate.testing.bad_inputs import BAD_INPUTS, expand, make_fixtures
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "benchmarks" / "results" / "reliability.json"
+PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
+
+FAULT_HOOK = textwrap.dedent(
+    '''
+    """Run the mitigate CLI, SIGKILLing this process in the middle of the N-th journal or cache write."""
+    import json, os, signal, sys
+    from mitigate import runner
+    from mitigate.lm import cache
+
+    mode, nth = os.environ["MITIGATE_BENCH_FAULT"].split(":")
+    nth, seen = int(nth), [0]
+
+    def due() -> bool:
+        seen[0] += 1
+        return seen[0] == nth
+
+    if mode == "journal":
+        original_line = runner.Journal._write_line
+
+        def write_line(self, obj):
+            if due():  # half the line reaches the file, then the process dies
+                text = obj if isinstance(obj, str) else json.dumps(obj)
+                if self._fh is None:
+                    self._fh = self.path.open("a", encoding="utf-8")
+                self._fh.write(text[: len(text) // 2])
+                self._fh.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original_line(self, obj)
+
+        runner.Journal._write_line = write_line
+    else:
+        original_put = cache.LMCache.put_sync
+
+        def put_sync(self, key, identity, model, payload, *, replace=False):
+            if due():
+                with self._lock:
+                    if mode == "cache-uncommitted":  # killed inside an open transaction
+                        self._conn.execute("BEGIN IMMEDIATE")
+                        self._conn.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, 0)",
+                                           (key, identity, model, payload))
+                    else:  # a torn entry reached the file: half the response, committed
+                        self._conn.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, 0)",
+                                           (key, identity, model, payload[: len(payload) // 2]))
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return original_put(self, key, identity, model, payload, replace=replace)
+
+        cache.LMCache.put_sync = put_sync
+
+    from mitigate.cli import main
+
+    sys.argv = ["mitigate", *sys.argv[1:]]
+    main()
+    '''
+)
+
+
+def expected_score(item: int) -> int:
+    return 1 + (item * 7) % 5
+
+
+def reply(body: dict[str, Any]) -> str:
+    """The server's answer: a score fixed by the item, so a judgment filed under the wrong item shows."""
+    text = (body.get("messages") or [{}])[-1].get("content", "")
+    number = int(text.split("Summary: S", 1)[1].split(".", 1)[0])
+    return f"The summary reads well. Score: {expected_score(number)}"
+
+
+def write_bench(folder: Path, n: int) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    bench, prompt = folder / "bench.jsonl", folder / "prompt.txt"
+    bench.write_text("".join(json.dumps({"id": f"x{i:04d}", "inputs": {"source": f"Article {i}."},
+                                         "output": f"S{i}.", "human": {"fluency": 3}}) + "\n" for i in range(n)))
+    prompt.write_text(PROMPT)
+    return bench, prompt
+
+
+def env_for(code: Path, cache: Path) -> dict[str, str]:
+    """The environment of a CLI process running ``code``'s mitigate (run it with ``cwd=code``: ``python -m``
+    puts the working folder first on the path)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")}
+    env.update(PYTHONPATH=str(code), MITIGATE_CACHE_DIR=str(cache), OPENAI_API_KEY="sk-bench",
+               ANTHROPIC_API_KEY="sk-ant-bench")
+    return env
+
+
+def judge_args(bench: Path, prompt: Path, url: str, run_dir: Path | None, *, backend: str = "openai:stub-model",
+               concurrency: int = 8, extra: tuple[str, ...] = ()) -> list[str]:
+    args = ["judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "--backend", backend,
+            "--base-url", url, "-n", "0", "--no-progress", "--concurrency", str(concurrency), *extra]
+    return [*args, "--run-dir", str(run_dir)] if run_dir is not None else args
+
+
+def journal_lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def check_run(run_dir: Path, n: int) -> dict[str, Any]:
+    """Lost, duplicated and wrong judgments after a run folder's last run."""
+    results = json.loads((run_dir / "results.json").read_text())
+    listed = Counter(j["item_id"] for j in results["judgments"])
+    wanted = {f"x{i:04d}": expected_score(i) for i in range(n)}
+    ok_lines: Counter[str] = Counter()
+    for line in (run_dir / "journal.jsonl").read_text(encoding="utf-8", errors="replace").splitlines()[1:]:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if row.get("error") is None:
+            ok_lines[row["item_id"]] += 1
+    wrong = sum(1 for j in results["judgments"] if j["scores"].get("fluency") != wanted.get(j["item_id"]))
+    return {
+        "lost": sum(1 for i in wanted if listed[i] == 0 or i not in ok_lines),
+        "duplicated": sum(c - 1 for c in listed.values() if c > 1) + sum(c - 1 for c in ok_lines.values() if c > 1),
+        "wrong_score": wrong,
+    }
+
+
+# ------------------------------------------------------------------------------------------- 1. SIGKILL
+
+
+def kill_trials(args: argparse.Namespace, work: Path, rng: random.Random) -> dict[str, Any]:
+    modes = ["journal-count"] * 8 + ["journal-write"] * 6 + ["cache-uncommitted"] * 3 + ["cache-torn"] * 3
+    modes = (modes * (args.trials // len(modes) + 1))[: args.trials]
+    work.mkdir(parents=True, exist_ok=True)
+    hook = work / "fault_hook.py"
+    hook.write_text(FAULT_HOOK)
+    bench, prompt = write_bench(work, args.items)
+    trials = []
+    for t, mode in enumerate(modes):
+        run_dir, cache = work / f"kill{t}" / "run", work / f"kill{t}" / "cache"
+        point = rng.randint(3, args.items - 10)
+        with StubOpenAIServer(latency=args.latency, reply=reply) as server:
+            cmd = judge_args(bench, prompt, server.base_url, run_dir, concurrency=4)
+            env = env_for(REPO, cache)
+            if mode == "journal-count":
+                proc = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                deadline = time.time() + 120
+                while journal_lines(run_dir / "journal.jsonl") < point + 1 and proc.poll() is None \
+                        and time.time() < deadline:
+                    time.sleep(0.002)
+                time.sleep(rng.uniform(0, 0.03))
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+            else:
+                fault = {"journal-write": "journal", "cache-uncommitted": "cache-uncommitted",
+                         "cache-torn": "cache-torn"}[mode]
+                proc = subprocess.Popen([sys.executable, str(hook), *cmd], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, env={**env, "MITIGATE_BENCH_FAULT": f"{fault}:{point}"})
+                proc.wait(timeout=300)
+            killed = proc.returncode == -signal.SIGKILL
+            done_before = journal_lines(run_dir / "journal.jsonl") - 1
+            requests_before = server.request_count
+            resume = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True,
+                                    text=True, timeout=600)
+            row = {"trial": t, "mode": mode, "point": point, "killed": killed, "journal_lines_at_kill": done_before,
+                   "resume_exit": resume.returncode, "requests": server.request_count,
+                   "resume_warnings": [ln for ln in resume.stderr.splitlines() if ln.startswith("warning:")],
+                   "extra_requests": server.request_count - args.items, "requests_before_kill": requests_before,
+                   **check_run(run_dir, args.items)}
+        trials.append(row)
+        print(f"  kill {t:2d} {mode:17s} at {point:3d}: killed={row['killed']} resume exit {row['resume_exit']} "
+              f"lost={row['lost']} duplicated={row['duplicated']} wrong={row['wrong_score']} "
+              f"requests={row['requests']} (+{row['extra_requests']} re-sent)", flush=True)
+    shared = shared_folder_trials(args, work, bench, prompt)
+    return {
+        "trials": trials,
+        "killed": sum(r["killed"] for r in trials),
+        "lost": sum(r["lost"] for r in trials),
+        "duplicated": sum(r["duplicated"] for r in trials),
+        "wrong_score": sum(r["wrong_score"] for r in trials),
+        "resume_failures": sum(r["resume_exit"] != 0 for r in trials),
+        "extra_requests": sum(r["extra_requests"] for r in trials),
+        "shared": shared,
+    }
+
+
+def shared_folder_trials(args: argparse.Namespace, work: Path, bench: Path, prompt: Path) -> dict[str, Any]:
+    """A second process on a run folder in use is refused; two processes may share one cache."""
+    out: dict[str, Any] = {}
+    slow = max(0.25, 20.0 / args.items)  # the first run lasts ~10 s: the second starts while it runs
+    with StubOpenAIServer(latency=slow, reply=reply) as server:
+        run_dir, cache = work / "shared" / "run", work / "shared" / "cache"
+        env = env_for(REPO, cache)
+        cmd = judge_args(bench, prompt, server.base_url, run_dir, concurrency=2)
+        first = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        while journal_lines(run_dir / "journal.jsonl") < 3 and first.poll() is None:
+            time.sleep(0.01)
+        second = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, text=True,
+                                timeout=120)
+        first.communicate(timeout=600)
+        out["same_run_dir"] = {"second_exit": second.returncode, "second_stderr": second.stderr.strip(),
+                               "first_exit": first.returncode, "requests": server.request_count,
+                               **check_run(run_dir, args.items)}
+    with StubOpenAIServer(latency=args.latency, reply=reply) as server:
+        cache = work / "shared-cache" / "cache"
+        procs = [subprocess.Popen([sys.executable, "-m", "mitigate",
+                                   *judge_args(bench, prompt, server.base_url, work / "shared-cache" / f"run{k}")],
+                                  env=env_for(REPO, cache), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for k in range(2)]
+        codes = [p.wait(timeout=600) for p in procs]
+        checks = [check_run(work / "shared-cache" / f"run{k}", args.items) for k in range(2)]
+        out["shared_cache"] = {"exits": codes, "requests": server.request_count,
+                               "lost": sum(c["lost"] for c in checks), "duplicated": sum(c["duplicated"] for c in checks),
+                               "wrong_score": sum(c["wrong_score"] for c in checks)}
+    s = out["same_run_dir"]
+    print(f"  second process on a run folder in use: exit {s['second_exit']} ({s['second_stderr'][:90]}...); "
+          f"first exit {s['first_exit']}, lost={s['lost']} duplicated={s['duplicated']}, {s['requests']} requests")
+    c = out["shared_cache"]
+    print(f"  two processes sharing one cache: exits {c['exits']}, lost={c['lost']} duplicated={c['duplicated']}, "
+          f"{c['requests']} requests for {2 * args.items} judgments")
+    return out
+
+
+# ------------------------------------------------------------------------------------------- 2. storm
+
+
+class StormServer(StubOpenAIServer):
+    """The stub server, answering a share of requests with a random 429/500/502/503."""
+
+    def __init__(self, rate: float, seed: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rate, self.rng, self.faults, self.answered = rate, random.Random(seed), 0, 0
+
+    async def _respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Any:
+        if method == "POST" and self.rng.random() < self.rate:
+            self.faults += 1
+            status = self.rng.choice([429, 500, 502, 503])
+            extra = {"Retry-After": "0"} if status == 429 else {}
+            return status, {"error": {"message": "storm", "type": "stub_error", "code": None}}, extra
+        self.answered += 1
+        return await super()._respond(method, path, headers, raw)
+
+
+def storm(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    bench, prompt = write_bench(work / "storm", args.storm_items)
+    run_dir = work / "storm" / "run"
+    with StormServer(args.storm_rate, args.seed, latency=args.latency, reply=reply) as server:
+        cmd = judge_args(bench, prompt, server.base_url, run_dir)
+        env = env_for(REPO, work / "storm" / "cache")
+        start = time.perf_counter()
+        first = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, text=True,
+                               timeout=1200)
+        seconds = time.perf_counter() - start
+        first_errors = json.loads((run_dir / "results.json").read_text())["summary"]["errors"]
+        reruns = 0
+        while first_errors and reruns < 3 and check_run(run_dir, args.storm_items)["lost"]:
+            subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, timeout=1200)
+            reruns += 1
+        row = {"items": args.storm_items, "rate": args.storm_rate, "faults": server.faults,
+               "answered": server.answered, "first_exit": first.returncode, "first_pass_errors": first_errors,
+               "reruns": reruns, "seconds_first_pass": round(seconds, 1), **check_run(run_dir, args.storm_items)}
+    print(f"  storm: {row['faults']} faults injected, {row['answered']} answers; first pass exit {row['first_exit']}, "
+          f"{row['first_pass_errors']} errors, {row['seconds_first_pass']} s; after {reruns} reruns lost={row['lost']} "
+          f"duplicated={row['duplicated']} wrong={row['wrong_score']}")
+    return row
+
+
+# ------------------------------------------------------------------------------------------- 3. permanent errors
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+PERMANENT = [
+    ("openai HTTP 401", "openai", {"fail_status": 401}, True),
+    ("openai HTTP 403", "openai", {"fail_status": 403}, True),
+    ("openai HTTP 400", "openai", {"fail_status": 400}, True),
+    ("openai HTTP 404", "openai", {"fail_status": 404}, True),
+    ("anthropic HTTP 401", "anthropic", {"fail_status": 401}, True),
+    ("anthropic HTTP 403", "anthropic", {"fail_status": 403}, True),
+    ("anthropic HTTP 400", "anthropic", {"fail_status": 400}, True),
+    ("Retry-After 3600 s", "openai", {"fail_status": 429, "retry_after": 3600}, True),
+    ("refused port", "openai", None, True),
+    ("unresolvable host", "openai", "http://no-such-host.invalid/v1", True),
+    ("HTTP 500 on every request", "openai", {"fail_status": 500}, False),
+]
+
+
+def permanent(code: Path, work: Path, n: int, timeout: float) -> list[dict[str, Any]]:
+    bench, prompt = write_bench(work, n)
+    rows = []
+    for name, kind, server_kw, strict in PERMANENT:
+        run_dir = work / name.replace(" ", "_") / "run"
+        server = StubOpenAIServer(latency=0.0, fail_first=10**9, **server_kw) if isinstance(server_kw, dict) else None
+        if server is not None:
+            server.start()
+            url = server.base_url if kind == "openai" else server.url
+        else:
+            url = server_kw or f"http://127.0.0.1:{free_port()}/v1"
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run([sys.executable, "-m", "mitigate",
+                                   *judge_args(bench, prompt, url, run_dir, backend=f"{kind}:stub-model",
+                                               concurrency=4)],
+                                  env=env_for(code, work / "cache"), capture_output=True, text=True, timeout=timeout,
+                                  cwd=code)
+            code_, stderr, timed_out = proc.returncode, proc.stderr, False
+        except subprocess.TimeoutExpired as exc:
+            code_, stderr, timed_out = None, (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) else (
+                exc.stderr or ""), True
+        seconds = time.perf_counter() - start
+        requests = server.request_count if server is not None else None
+        if server is not None:
+            server.stop()
+        errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+        row = {"case": name, "items": n, "strict": strict, "exit": code_, "timed_out": timed_out,
+               "requests": requests, "seconds": round(seconds, 1), "error_lines": len(errors),
+               "traceback": "Traceback" in stderr, "line": errors[-1] if errors else stderr.strip().splitlines()[-1:]}
+        rows.append(row)
+        print(f"  {name:28s} exit {code_!s:4s} requests {requests!s:>4s} {seconds:6.1f} s  "
+              f"{(errors[-1] if errors else '(no error line)')[:110]}", flush=True)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- 4. bad inputs
+
+
+NEW_OPTIONS = ("--timeout", "--patience", "--stop-after")
+"""Options this work added: a case using one is not run against a baseline checkout, which lacks it."""
+
+
+def bad_inputs(code: Path, work: Path, *, baseline: bool = False) -> list[dict[str, Any]]:
+    folder = make_fixtures(work / "fixtures")
+    rows = []
+    env = env_for(code, work / "cache")
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        env.pop(key)
+    with StubOpenAIServer(latency=0.0, fail_first=10**9, fail_status=500) as server:
+        for case in BAD_INPUTS:
+            if baseline and any(a in NEW_OPTIONS for a in case.args):
+                continue
+            before = server.request_count
+            try:
+                proc = subprocess.run([sys.executable, "-m", "mitigate", *expand(case, folder, server.base_url)],
+                                      env=env, capture_output=True, text=True, timeout=120, cwd=code)
+                code_, stderr = proc.returncode, proc.stderr
+            except subprocess.TimeoutExpired:
+                code_, stderr = None, "(timed out after 120 s)"
+            lines = stderr.splitlines()
+            one_line = len(lines) == 1 and lines[0].startswith("error:")
+            row = {"case": case.name, "exit": code_, "stderr_lines": len(lines), "traceback": "Traceback" in stderr,
+                   "one_line_error": one_line, "expected_text": one_line and case.expect.lower() in lines[0].lower(),
+                   "requests": server.request_count - before, "first_line": lines[0][:200] if lines else ""}
+            row["pass"] = bool(code_ not in (0, None) and one_line and row["expected_text"] and not row["traceback"]
+                               and row["requests"] == 0)
+            rows.append(row)
+            if not row["pass"]:
+                print(f"  FAIL {case.name}: exit {code_}, {len(lines)} stderr lines, first: {row['first_line'][:120]}")
+    passed = sum(r["pass"] for r in rows)
+    print(f"  {passed} of {len(rows)} bad inputs end in one error line with exit != 0 and no LM request")
+    return rows
+
+
+def summarise_permanent(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    strict = [r for r in rows if r["strict"]]
+    return {
+        "strict_cases": len(strict),
+        "stopped_nonzero": sum(r["exit"] not in (0, None) for r in strict),
+        "max_requests": max((r["requests"] or 0) for r in strict),
+        "all_within_5_requests": all((r["requests"] or 0) <= 5 for r in strict),
+        "one_error_line": sum(r["error_lines"] == 1 and not r["traceback"] for r in rows),
+    }
+
+
+def git_head(code: Path) -> str | None:
+    """The commit a checkout is at (None when it is not a git checkout)."""
+    try:
+        return subprocess.run(["git", "-C", str(code), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--items", type=int, default=120, help="items per SIGKILL trial")
+    ap.add_argument("--latency", type=float, default=0.02, help="stub server seconds per answer")
+    ap.add_argument("--storm-items", type=int, default=240)
+    ap.add_argument("--storm-rate", type=float, default=0.3)
+    ap.add_argument("--permanent-items", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--baseline-code", type=Path, default=None,
+                    help="a checkout whose CLI runs parts 3 and 4 again for comparison (e.g. /work/main)")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["kill", "storm", "permanent", "bad-inputs"])
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    started = time.perf_counter()
+    out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "python": platform.python_version(),
+                           "machine": platform.machine(), "cpus": os.cpu_count(), "args": {
+                               k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    with tempfile.TemporaryDirectory(prefix="bench-reliability-") as tmp:
+        work = Path(tmp)
+        if "kill" not in args.skip:
+            print(f"1. SIGKILL trials ({args.trials}, {args.items} items each)", flush=True)
+            out["sigkill"] = kill_trials(args, work / "kill", rng)
+        if "storm" not in args.skip:
+            print(f"2. fault storm ({args.storm_rate:.0%} of requests 429/5xx, {args.storm_items} items)", flush=True)
+            out["storm"] = storm(args, work / "storm")
+        arms = [("this", REPO)] + ([("baseline", args.baseline_code.resolve())] if args.baseline_code else [])
+        out["commits"] = {arm: git_head(code) for arm, code in arms}
+        for arm, code in arms:
+            if "permanent" not in args.skip:
+                print(f"3. permanent errors ({arm}: {code}, {args.permanent_items} items, concurrency 4)", flush=True)
+                rows = permanent(code, work / f"permanent-{arm}", args.permanent_items,
+                                 timeout=300 if arm == "baseline" else 120)
+                out.setdefault("permanent", {})[arm] = {"code": str(code), "cases": rows,
+                                                        "summary": summarise_permanent(rows)}
+            if "bad-inputs" not in args.skip:
+                print(f"4. bad inputs ({arm}: {code}, {len(BAD_INPUTS)} cases)", flush=True)
+                rows = bad_inputs(code, work / f"bad-{arm}", baseline=arm == "baseline")
+                out.setdefault("bad_inputs", {})[arm] = {
+                    "code": str(code), "cases": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows),
+                    "tracebacks": sum(r["traceback"] for r in rows), "exit_zero": sum(r["exit"] == 0 for r in rows)}
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    if "sigkill" in out:
+        k = out["sigkill"]
+        print(f"SIGKILL: {k['killed']} of {len(k['trials'])} runs killed; lost {k['lost']}, duplicated "
+              f"{k['duplicated']}, wrong scores {k['wrong_score']}, failed resumes {k['resume_failures']}")
+    for arm, block in out.get("permanent", {}).items():
+        s = block["summary"]
+        print(f"permanent ({arm}): {s['stopped_nonzero']} of {s['strict_cases']} stopped with exit != 0, at most "
+              f"{s['max_requests']} requests")
+    for arm, block in out.get("bad_inputs", {}).items():
+        print(f"bad inputs ({arm}): {block['passed']} of {block['total']} one-line errors with exit != 0 "
+              f"({block['tracebacks']} tracebacks, {block['exit_zero']} exit 0)")
+    print(f"wrote {OUT} in {out['seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""A table of bad command lines: every one must end in one ``error:`` line and a non-zero exit.
+
+Shared by the test suite (``tests/test_cli_errors.py``, in-process) and the reliability
+benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each
+:class:`BadInput` is a command line with placeholders: ``{d}`` is a folder prepared by
+:func:`make_fixtures` (good and damaged benchmarks, prompts, a file where a folder is expected
+...) and ``{url}`` the base URL of a stub server that must receive no request at all, since
+every case is refusable before the first LM call. ``expect`` is a fragment the error line must
+hold (case-insensitive), so a case cannot pass by failing for another reason.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["BAD_INPUTS", "BadInput", "expand", "make_fixtures"]
+
+_ROWS = [
+    {"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}", "inputs": {"source": f"Article {i}."},
+     "output": f"Summary {i}.", "human": {"fluency": 1.0 + i % 5}}
+    for i in range(12)
+]
+_PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One bad command line: ``args`` (with ``{d}``/``{url}`` placeholders) and a fragment of the expected error."""
+
+    name: str
+    args: tuple[str, ...]
+    expect: str
+
+
+def make_fixtures(folder: Path) -> Path:
+    """Write the files the cases refer to into ``folder`` (created); returns it."""
+    d = Path(folder)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _ROWS), encoding="utf-8")
+    (d / "prompt.txt").write_text(_PROMPT, encoding="utf-8")
+    (d / "no_slot.txt").write_text("Rate the text from 1 to 5.\nScore:", encoding="utf-8")
+    (d / "unknown_slot.txt").write_text(_PROMPT.replace("{{source}}", "{{author}}"), encoding="utf-8")
+    (d / "latin1.txt").write_bytes(_PROMPT.replace("fluency", "fluency \xe9").encode("latin-1"))
+    good = json.dumps(_ROWS[0])
+    (d / "latin1.jsonl").write_bytes((good + "\n").encode() + b'{"id": "y", "output": "caf\xe9"}\n')
+    (d / "surrogate.jsonl").write_text(good + '\n{"id": "y", "output": "half a pair \\ud800"}\n', encoding="utf-8")
+    (d / "bad_json.jsonl").write_text(good + '\n{"id": "y", "output": \n', encoding="utf-8")
+    (d / "no_id.jsonl").write_text(good + '\n{"output": "no id"}\n', encoding="utf-8")
+    (d / "empty.jsonl").write_text("", encoding="utf-8")
+    (d / "a_file").write_text("not a folder\n", encoding="utf-8")
+    (d / "not_gguf.gguf").write_bytes(b"not a model file")
+    (d / "pipeline_bad.json").write_text("{not json", encoding="utf-8")
+    (d / "pipeline_latin1.json").write_bytes(b'{"name": "caf\xe9"}')
+    (d / "journal_dir" / "journal.jsonl").mkdir(parents=True, exist_ok=True)
+    (d / "empty_folder").mkdir(exist_ok=True)
+    (d / "replay_latin1.jsonl").write_bytes(b'{"prompt": "caf\xe9", "response": "Score: 3"}\n')
+    return d
+
+
+_J = ("judge", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
+      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache")
+"""A judge command line that would work: each judge case overrides one option (the last value wins)."""
+_C = ("compare", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
+      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache", "--out", "{d}/cmp")
+_S = ("search", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
+      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache",
+      "--out", "{d}/search/pipeline.json", "--budget", "5", "--no-plot")
+
+
+def _j(name: str, expect: str, *args: str) -> BadInput:
+    return BadInput(name, (*_J, *args), expect)
+
+
+def _c(name: str, expect: str, *args: str) -> BadInput:
+    return BadInput(name, (*_C, *args), expect)
+
+
+def _s(name: str, expect: str, *args: str) -> BadInput:
+    return BadInput(name, (*_S, *args), expect)
+
+
+BAD_INPUTS: tuple[BadInput, ...] = (
+    # options with a bad value
+    _j("negative limit", "'--limit' parameter", "-n", "-3"),
+    _j("limit -1", "'--limit' parameter", "-n", "-1"),
+    _j("limit not a number", "invalid value for '--limit'", "-n", "abc"),
+    _j("zero samples", "'--samples' parameter", "--samples", "0"),
+    _j("zero max tokens", "'--max-tokens' parameter", "--max-tokens", "0"),
+    _j("zero concurrency", "'--concurrency' parameter", "--concurrency", "0"),
+    _j("negative temperature", "'--temperature' parameter", "--temperature", "-0.5"),
+    _j("temperature too high", "'--temperature' parameter", "--temperature", "5"),
+    _j("temperature nan", "'--temperature' parameter", "--temperature", "nan"),
+    _j("unknown reducer", "'--reducer' parameter", "--reducer", "foo"),
+    _j("unknown scoring", "'--scoring' parameter", "--scoring", "logits"),
+    _j("zero timeout", "'--timeout' parameter", "--timeout", "0"),
+    _j("negative timeout", "'--timeout' parameter", "--timeout", "-3"),
+    _j("zero patience", "'--patience' parameter", "--patience", "0"),
+    _j("negative stop-after", "'--stop-after' parameter", "--stop-after", "-1"),
+    _j("reversed scale", "min < max", "--scale", "5,1"),
+    _j("scale not numbers", "--scale as min,max", "--scale", "low,high"),
+    _j("unknown option", "no such option", "--frobnicate"),
+    BadInput("unknown command", ("frobnicate",), "no such command"),
+    # backends
+    _j("unknown backend", "unknown backend spec", "--backend", "gpt5"),
+    _j("backend without model", "names no model", "--backend", "openai:"),
+    _j("model name with a newline", "line breaks", "--backend", "openai:gpt-4o\nmini"),
+    _j("model name with a tab", "control characters", "--backend", "anthropic:claude\tx"),
+    _j("missing gguf", "no such file", "--backend", "local:{d}/missing.gguf", "--base-url", ""),
+    _j("file that is not gguf", "gguf model file", "--backend", "local:{d}/not_gguf.gguf", "--base-url", ""),
+    BadInput("missing api key", ("judge", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt",
+                                 "{d}/prompt.txt", "--backend", "openai:gpt-4o-mini", "--no-progress"),
+             "OPENAI_API_KEY"),
+    _j("base url not a url", "base url", "--base-url", "not a url"),
+    _j("base url without scheme", "base url", "--base-url", "localhost:8000/v1"),
+    _j("base url port out of range", "base url", "--base-url", "http://127.0.0.1:99999/v1"),
+    _j("base url ftp", "base url", "--base-url", "ftp://example.org/v1"),
+    _j("base url for the local backend", "--base-url applies", "--backend", "local"),
+    _j("timeout for the local backend", "--timeout applies", "--backend", "local", "--base-url", "",
+       "--timeout", "5"),
+    _j("missing replay file", "replay file", "--backend", "replay:{d}/missing.jsonl", "--base-url", ""),
+    _j("replay file not utf-8", "utf-8", "--backend", "replay:{d}/replay_latin1.jsonl", "--base-url", ""),
+    # prompt and system files
+    _j("missing prompt", "does not exist", "--prompt", "{d}/missing.txt"),
+    _j("prompt is a folder", "is a directory", "--prompt", "{d}/empty_folder"),
+    _j("prompt not utf-8", "utf-8", "--prompt", "{d}/latin1.txt"),
+    _j("prompt without a slot for the text", "slot for the judged text", "--prompt", "{d}/no_slot.txt"),
+    _j("prompt slot no item has", "no lm call was made", "--prompt", "{d}/unknown_slot.txt"),
+    _j("missing system file", "does not exist", "--system", "{d}/missing.txt"),
+    _j("system file not utf-8", "utf-8", "--system", "{d}/latin1.txt"),
+    # data
+    _j("unknown benchmark", "expected a benchmark name", "-b", "nope"),
+    _j("jsonl without a path", "path after 'jsonl:'", "-b", "jsonl:"),
+    _j("missing jsonl", "no such file", "-b", "jsonl:{d}/missing.jsonl"),
+    _j("jsonl not utf-8", "latin1.jsonl:2", "-b", "jsonl:{d}/latin1.jsonl"),
+    _j("jsonl lone surrogate escape", "surrogate.jsonl:2", "-b", "jsonl:{d}/surrogate.jsonl"),
+    _j("jsonl invalid json", "bad_json.jsonl:2", "-b", "jsonl:{d}/bad_json.jsonl"),
+    _j("jsonl row without id", "no_id.jsonl:2", "-b", "jsonl:{d}/no_id.jsonl"),
+    _j("empty jsonl", "at least one row", "-b", "jsonl:{d}/empty.jsonl"),
+    _j("unknown criterion", "expected a criterion", "-c", "coherence"),
+    # output folders
+    _j("run dir under a file", "--run-dir", "--run-dir", "{d}/a_file/run"),
+    _j("run dir is a file", "is a file", "--run-dir", "{d}/a_file"),
+    _j("run dir under /proc", "--run-dir", "--run-dir", "/proc/mitigate-run"),
+    _j("run dir is /proc", "--run-dir", "--run-dir", "/proc"),
+    _j("journal is a folder", "is a directory", "--run-dir", "{d}/journal_dir"),
+    _j("missing pipeline file", "does not exist", "--pipeline", "@{d}/missing.json"),
+    _j("pipeline not json", "pipeline", "--pipeline", "@{d}/pipeline_bad.json"),
+    _j("pipeline not utf-8", "utf-8", "--pipeline", "@{d}/pipeline_latin1.json"),
+    # other commands
+    BadInput("unknown built-in prompt", ("prompts", "nope"), "unknown built-in prompt"),
+    BadInput("report of a missing folder", ("report", "{d}/missing"), "does not exist"),
+    BadInput("report of a file", ("report", "{d}/a_file"), "is a file"),
+    BadInput("report of a folder without results", ("report", "{d}/empty_folder"), "results.json"),
+    BadInput("compare without pipelines", _C, "at least one --pipeline"),
+    _c("compare negative limit", "'--limit' parameter", "-p", "baseline", "-n", "-1"),
+    _c("compare unknown mitigation", "unknown mitigation", "-p", "nosuchthing"),
+    _c("compare out under a file", "--out", "-p", "baseline", "--out", "{d}/a_file/cmp"),
+    _c("compare zero patience", "'--patience' parameter", "-p", "baseline", "--patience", "0"),
+    _s("search negative limit", "'--limit' parameter", "-n", "-1"),
+    _s("search zero k", "'--k' parameter", "--k", "0"),
+    _s("search zero budget", "'--budget' parameter", "--budget", "0"),
+    _s("search two splits", "--splits", "--splits", "0.5,0.5"),
+    _s("search unknown selector", "unknown selector", "--selector", "bogus"),
+    _s("search unknown engine", "engine", "--engine", "bogus"),
+    _s("search out is a folder", "is a directory", "--out", "{d}/empty_folder"),
+)
+
+
+def expand(case: BadInput, folder: Path | str, url: str) -> list[str]:
+    """The case's command line with ``{d}`` and ``{url}`` filled in."""
+    return [a.replace("{d}", str(folder)).replace("{url}", url) for a in case.args]

@@ -1,0 +1,155 @@
+"""The answer format as one value: reading real answers, strictness, demos, instructions and constraints."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mitigate.answer_format import AnswerFormat, infer_answer_format
+from mitigate.errors import ParseError, TemplateError
+from mitigate.parse import parse_pairwise, parse_score
+from mitigate.scale import Scale
+
+S5 = Scale(min=1, max=5)
+S3 = Scale(min=1, max=3)
+S10 = Scale(min=1, max=10)
+RESULT = AnswerFormat(line="[RESULT] {value}", reasoning="before")
+MTBENCH = AnswerFormat(line="Rating: [[{value}]]", reasoning="before")
+COHERENCE = AnswerFormat(line="Coherence: {value}")
+
+
+# --------------------------------------------------------------------------- the issue's answers
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "scale", "want"),
+    [
+        (RESULT, "The response covers the question but misses one step. [RESULT] 4", S5, 4),
+        (MTBENCH, "Helpful and accurate.\nRating: [[8]]", S10, 8),
+        (MTBENCH, "Helpful and accurate. [[8]]", S10, 8),
+        (COHERENCE, "Coherence: 3", S5, 3),
+        (COHERENCE, "3", S5, 3),
+        (AnswerFormat(), "2. The response is mostly off topic.", S5, 2),
+        (AnswerFormat(line="Rating: {value}"), "Rating: 2\n\nThe story starts in Paris. The rating reflects the events "
+                                               "in 1916.", S5, 2),
+        (AnswerFormat(line="Rating: {value}"), "Rating: 2\nThe reply is informative but not engaging enough to score "
+                                               "a 3.", S3, 2),
+        (AnswerFormat(json_key="score", reason_key="reason", line="{value}"),
+         'Here you go:\n```json\n{"reason": "Clear.", "score": 4}\n```', S5, 4),
+        (AnswerFormat(line="<score>{value}</score>", reasoning="before"),
+         "<feedback>Uses every input.</feedback>\n<score>\n3\n</score>", S3, 3),
+    ],
+)
+def test_real_answer_shapes_are_read(fmt: AnswerFormat, text: str, scale: Scale, want: float) -> None:
+    assert fmt.read(text, scale) == want
+
+
+def test_an_echoed_rubric_line_is_not_the_score() -> None:
+    rubric = ("The model's responses are irrelevant or unhelpful to the user's needs or queries.",
+              "The model consistently offers highly relevant and useful responses.")
+    echo = "Score 1: The model's responses are irrelevant or unhelpful to the user's needs or queries."
+    with pytest.raises(ParseError):
+        RESULT.read(echo, S5, echoes=rubric)
+    assert RESULT.read(echo + "\nThe answer helps a lot. [RESULT] 5", S5, echoes=rubric) == 5
+    assert parse_score(echo, S5) == 1  # without the rubric, a lone "Score 1: ..." line is an answer
+
+
+def test_the_final_verdict_of_a_reasoned_comparison_wins() -> None:
+    text = ("Output (a) is detailed but repeats itself. Output (b) is shorter and skips the second step. "
+            "Therefore, Output (a) is better.")
+    assert parse_pairwise(text, ("a", "b")) == "first"
+    with pytest.raises(ParseError, match="conflicting verdicts"):
+        parse_pairwise("Output (a) is better. Output (b) is more accurate.", ("a", "b"))
+
+
+def test_labels_that_differ_only_by_case_are_read_case_sensitively() -> None:
+    fmt = AnswerFormat(kind="pairwise", line="{value}", labels=("m", "M"), case_sensitive=True, reasoning="before")
+    assert fmt.read("m", S5) == "first" and fmt.read("M", S5) == "second"
+    assert fmt.read("The second output follows the instruction.\nM", S5) == "second"
+
+
+def test_ambiguity_stays_a_recorded_failure() -> None:
+    with pytest.raises(ParseError):
+        RESULT.read("I hesitate between [RESULT] 3-4", S5)
+    with pytest.raises(ParseError, match="two uncued numbers"):
+        AnswerFormat().read("2. The summary is fine, 4", S5)
+    with pytest.raises(ParseError):
+        AnswerFormat(kind="pairwise", line="[[{value}]]", labels=("A", "B"), relations=True).read("[[A?B]]", S5)
+
+
+def test_two_scores_on_the_first_line_give_the_verdict() -> None:
+    fmt = AnswerFormat(kind="pairwise", line="{value}", labels=("1", "2"), two_scores=True, reasoning="after")
+    assert fmt.read("8 6\nAssistant 1 is more detailed.", S10) == "first"
+    assert fmt.read("7 7\nBoth are fine.", S10) == "tie"
+    with pytest.raises(ParseError, match="two scores"):
+        fmt.read("Assistant 1 wins.", S10)
+
+
+# --------------------------------------------------------------------------- one source of truth
+
+
+def test_render_instruction_and_constraint_agree_on_the_format() -> None:
+    line = RESULT.render(4, S5)
+    assert line == "[RESULT] 4" and RESULT.read(f"Fine. {line}", S5) == 4
+    assert '"[RESULT] N"' in RESULT.instruction(S5) and "1 to 5" in RESULT.instruction(S5)
+    constraint = RESULT.constraint(S5)
+    assert re.fullmatch(constraint.regex, "Good answer. [RESULT] 4")
+    assert not re.fullmatch(constraint.regex, "Good answer. [RESULT] 6")
+    assert '"[RESULT] "' in constraint.gbnf and constraint.json_schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
+    assert list(constraint.json_schema["properties"]) == ["reasoning", "score"]  # reasoning first, then the value
+
+
+def test_with_reasoning_only_the_final_line_is_constrained() -> None:
+    constraint = AnswerFormat(line="Score: {value}", reasoning="before").constraint(S5)
+    assert re.fullmatch(constraint.regex, "Free text, anything: 7 and [x].\nScore: 3")
+    assert not re.fullmatch(constraint.regex, "Free text.\nScore: 3 because")
+    direct = AnswerFormat(line="Score: {value}").constraint(S5)
+    assert re.fullmatch(direct.regex, "Score: 3") and not re.fullmatch(direct.regex, "Hm.\nScore: 3")
+
+
+def test_a_json_answer_is_read_strictly() -> None:
+    fmt = AnswerFormat()
+    assert fmt.read_json('{"reasoning": "ok", "score": 4}', S5) == 4
+    with pytest.raises(ParseError, match="invalid JSON"):
+        fmt.read_json('{"score": 4', S5)
+    with pytest.raises(ParseError, match="outside the scale"):
+        fmt.read_json('{"score": 9}', S5)
+
+
+def test_a_format_needs_a_value_placeholder_and_two_labels() -> None:
+    with pytest.raises(TemplateError, match="placeholder"):
+        AnswerFormat(line="Score:")
+    with pytest.raises(TemplateError, match="two output labels"):
+        AnswerFormat(kind="pairwise", line="{value}", labels=("A",))
+
+
+def test_inference_reads_the_formats_in_use() -> None:
+    def infer(text: str, **kw: object) -> AnswerFormat:
+        return infer_answer_format([text], kind=kw.pop("kind", "score"), **kw)  # type: ignore[arg-type]
+
+    assert infer('write "(feedback) [RESULT] (an integer number between 1 and 5)"').line == "[RESULT] {value}"
+    assert infer('strictly following this format: "[[rating]]", for example: "Rating: [[5]]"').line == \
+        "Rating: [[{value}]]"
+    assert infer("Return a JSON object with \"reason\" and \"score\" fields.").json_key == "score"
+    assert infer("Evaluation Form (scores ONLY):\n\n- Coherence:", criterion="coherence").line == "Coherence: {value}"
+    assert infer("Do NOT provide any explanation. Answer with the score only.").reasoning == "none"
+    pair = infer('output "[[A]]" if A is better, "[[B]]" if B is better, and "[[C]]" for a tie.', kind="pairwise",
+                 labels=("A", "B"))
+    assert (pair.line, pair.tie) == ("[[{value}]]", "C")
+    assert not infer("Rate the text.").inferred
+
+
+def test_answers_a_real_small_judge_gave_are_read_right() -> None:
+    """Shapes seen in Qwen2.5-Coder 0.5B's free answers to published templates (benchmarks/parse_formats.py)."""
+    pair = AnswerFormat(kind="pairwise", line="[[{value}]]", labels=("A", "B"), tie="C", reasoning="before")
+    assert pair.read("Assistant A's answer is better. The article says the teams drew 0-0.", S5) == "first"
+    with pytest.raises(ParseError):  # an echoed article is not a verdict, whatever words it holds
+        parse_pairwise("Merson said the game was a draw and the sides are tied on points.", ("A", "B"))
+    arena = AnswerFormat(kind="pairwise", line="[[{value}]]", labels=("A", "B"), relations=True, reasoning="before")
+    echo = ("1. Assistant A is much better: [[A>>B]] 2. Assistant A is slightly better: [[A>B]] 3. About the "
+            "same: [[A=B]] 4. Assistant B is slightly better: [[B>A]] 5. Assistant B is much better: [[B>>A]]")
+    with pytest.raises(ParseError, match="echoed list"):
+        arena.read(echo, S5)
+    assert MTBENCH.read("[6]", S10) == 6
+    assert RESULT.read("(Write a feedback for criteria) [RESULT] (an integer number between 1 and 5) [5]", S5) == 5
