@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fit on train, compare on test (issue 12): zero-shot, random, stratified, highest-RS and
+# perturbed-guideline demos and a searched demo set, all fitted on one train split of USS SGD
+# (half the dialogues, split by dialogue with --seed 0) and judged on the same test dialogues by a
+# real local judge (Qwen2.5-Coder 0.5B, score read as the expected value of its answer
+# distribution). Steps:
+#   1. compare the five entries (writes OUT/train.jsonl, the training split, and the journals);
+#   2. mitigate search on that train split (small budget) -> OUT/searched.json;
+#   3. compare again with the searched spec as a sixth entry: the five resume from their
+#      journals, the searched spec is used as given (not refitted).
+# Run under the shared lock:  flock /work/bench.lock benchmarks/sgd_compare.sh
+# Env: MODEL (gguf path), OUT (run folder, default runs/sgd-compare), LIMIT (test dialogues, 30),
+#      SEARCH_LIMIT (train dialogues the search uses, 40), BUDGET (search LM requests, 60).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+MODEL=${MODEL:-$HOME/.cache/mitigate/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}
+OUT=${OUT:-runs/sgd-compare}
+LIMIT=${LIMIT:-30}
+SEARCH_LIMIT=${SEARCH_LIMIT:-40}
+BUDGET=${BUDGET:-60}
+export MITIGATE_DATA_DIR=${MITIGATE_DATA_DIR:-$ROOT/../shared/data}
+export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+mitigate() { python -m mitigate "$@"; }
+
+common=(-b uss-sgd -c satisfaction --backend "local:$MODEL" --scoring expected --train 0.5 --seed 0
+        --limit "$LIMIT" --concurrency 1 --no-progress --out "$OUT")
+entries=(-p baseline -p "random-demos(k=2)" -p "demos(selector=stratified, k=2)"
+         -p "highest-rs-demos(k=2, pool_size=24, likelihood=\"local:$MODEL\")" -p "perturbed-demos(m=2, n=2)")
+
+echo "== 1. five entries, fitted on the train split $(date -u +%T)"
+mitigate compare "${common[@]}" "${entries[@]}"
+echo "== 2. search on $OUT/train.jsonl $(date -u +%T)"
+mitigate search -b "jsonl:$OUT/train.jsonl" -c satisfaction --backend "local:$MODEL" --limit "$SEARCH_LIMIT" \
+  --budget "$BUDGET" --k 2 --concurrency 1 --seed 0 --no-progress --out "$OUT/searched.json"
+echo "== 3. all six entries $(date -u +%T)"
+mitigate compare "${common[@]}" "${entries[@]}" -p "@$OUT/searched.json"
+mkdir -p benchmarks/results
+cp "$OUT/results.json" benchmarks/results/sgd_compare.json
+cp "$OUT/searched.json" benchmarks/results/sgd_compare_searched.json
+echo "== done $(date -u +%T)"
