@@ -369,6 +369,8 @@ def judge(
     """Judge the first items of a benchmark and print each judgment beside the human score."""
     opts = dict(locals())
     _check_run_options("judge", opts)
+    if out is not None:
+        _writable_file(out, "--out")
     with _run_dir(run_dir):
         _run(_judge, **opts)
 
@@ -523,12 +525,13 @@ def compare_cmd(
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     opts = dict(locals())
     _check_run_options("compare", opts)
+    _train_option(train)
     _writable_dir(out, "--out")
     _run(_compare, **opts, command=" ".join(["mitigate", *sys.argv[1:]]))
 
 
 async def _compare(**opts: Any) -> None:
-    from mitigate.harness.compare import Entry, compare, select_items
+    from mitigate.harness.compare import Entry, check_compare, compare, select_items
     from mitigate.harness.report import write_report
     from mitigate.runner import preflight
 
@@ -561,6 +564,8 @@ async def _compare(**opts: Any) -> None:
     for path in recorded:
         entries += Entry.all_recorded(path, crit)
     entries += [Entry.from_released(name, crit) for name in released]
+    train = _train_option(opts.get("train"))
+    check_compare(bench, crit, entries, limit=opts["limit"] or None, seed=opts["seed"], train=train)
     chosen = select_items(bench.items, opts["limit"] or None)
     for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called
         if entry.kind == "pipeline":  # an entry still to be fitted is checked through the judge it wraps
@@ -572,7 +577,7 @@ async def _compare(**opts: Any) -> None:
             bench, crit, entries, out_dir=opts["out"], concurrency=opts["concurrency"],
             limit=opts["limit"] or None, likelihood=opts["likelihood"], progress=opts["progress"],
             n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
-            train=_train_option(opts.get("train")),
+            train=train,
         )
     finally:
         if lm is not None:
@@ -590,13 +595,14 @@ async def _compare(**opts: Any) -> None:
 
 
 def _train_option(text: str | None) -> float | str | None:
-    """``--train``: a fraction (a number) or a benchmark name / ``jsonl:<path>``."""
+    """``--train``: a fraction strictly between 0 and 1, or a benchmark name / ``jsonl:<path>``."""
     if text is None:
         return None
     try:
-        return float(text)
+        fraction = float(text)
     except ValueError:
         return text
+    return _check("compare", "--train", fraction, Interval(float, 0.0, 1.0, closed="neither"))
 
 
 @app.command("report")

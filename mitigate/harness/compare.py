@@ -101,6 +101,7 @@ __all__ = [
     "EntryResult",
     "ItemRecord",
     "MeasureInfo",
+    "check_compare",
     "compare",
     "select_items",
 ]
@@ -673,6 +674,43 @@ async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, pro
     return out, info
 
 
+def _plan(full: Benchmark, criterion: str, todo: Sequence[Entry], *, train: float | str | Benchmark | None,
+          limit: int | None, seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None, list[Item]]:
+    """The train split, the benchmark to judge, what the report says of the split, and the items to judge.
+
+    Raises what :func:`compare` would refuse before its first LM call: a bad train split, an
+    entry that must be fitted without one, no items, a replayed judge missing some items, a
+    pairwise benchmark without gold preferences on the criterion.
+    """
+    if full.criteria and criterion not in full.criteria:
+        raise ConfigError(f"expected a criterion of {full.name} {list(full.criteria)}; got {criterion!r}")
+    fit_on, bench, train_info = _train_and_test(full, train, criterion, seed)
+    unfitted = [e.name for e in todo if e.needs_fit]
+    if unfitted and fit_on is None:
+        raise ConfigError(
+            f"entry {unfitted[0]!r} learns from data (its demos come from a training pool) and must be fitted first; "
+            "expected a train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK"
+        )
+    items = select_items(bench.items, limit)
+    if not items:
+        raise DataError(f"benchmark {bench.name!r} has no items to judge")
+    _check_recorded_cover(todo, items, bench.name)
+    if bench.pairwise and not any(criterion in it.preference for it in items):
+        raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
+                        f"{criterion!r}")
+    return fit_on, bench, train_info, items
+
+
+def check_compare(benchmark: str | Benchmark, criterion: str, entries: Sequence[Entry] | Mapping[str, Judge], *,
+                  limit: int | None = None, seed: int = 0, train: float | str | Benchmark | None = None) -> None:
+    """Raise what :func:`compare` with these arguments would refuse, with no LM call and nothing written.
+
+    The CLI calls it before it prints anything, so a bad ``--train``, an entry that needs a
+    train split, or a recorded file that misses items is one error line.
+    """
+    _plan(_benchmark(benchmark), criterion, _entries(entries), train=train, limit=limit, seed=seed)
+
+
 def _task_for(benchmark: str) -> str:
     family = benchmark.split("-")[0].split(":")[0].lower()
     return GENERATION_TASKS.get(family, DEFAULT_GENERATION_TASK)
@@ -722,23 +760,12 @@ async def compare(
     result to :func:`mitigate.harness.report.write_report`.
     """
     full = _benchmark(benchmark)
-    if full.criteria and criterion not in full.criteria:
-        raise ConfigError(f"expected a criterion of {full.name} {list(full.criteria)}; got {criterion!r}")
     check_param("compare", "concurrency", concurrency, [Interval(int, 1)])
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
-    fit_on, bench, train_info = _train_and_test(full, train, criterion, seed)
-    if any(e.needs_fit for e in todo) and fit_on is None:
-        await _fit_entries(todo, None, progress=progress, concurrency=concurrency)  # raises, naming the entry
-    items = select_items(bench.items, limit)
-    if not items:
-        raise DataError(f"benchmark {bench.name!r} has no items to judge")
-    _check_recorded_cover(todo, items, bench.name)
+    fit_on, bench, train_info, items = _plan(full, criterion, todo, train=train, limit=limit, seed=seed)
     task: Task = "pairwise" if bench.pairwise else "score"
-    if task == "pairwise" and not any(criterion in it.preference for it in items):
-        raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
-                        f"{criterion!r}")
     out = Path(out_dir)
     fit_info: dict[str, dict[str, Any]] = {}
     if fit_on is not None:
