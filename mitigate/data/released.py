@@ -52,6 +52,7 @@ from mitigate.data.recorded import DEFAULT_VARIANT, RecordedRow, RecordedRun, ru
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.summeval import CRITERIA, LLM_SUMMEVAL_DIR, LLM_SUMMEVAL_SYSTEMS
 from mitigate.errors import DataError, ParseError, ReplayFormatError
+from mitigate.parse import parse_mcq, parse_pairwise, parse_score
 from mitigate.scale import Scale
 
 RTS_SCALE = Scale(min=1, max=5, step=0.5)
@@ -249,8 +250,6 @@ def stars_as_score(text: str) -> str:
 
 
 def _parse(text: str, method: str) -> tuple[float | None, str | None]:
-    from mitigate.parse import parse_mcq, parse_score
-
     try:
         if method in MCQ_METHODS:
             return parse_mcq(text, MCQ_SCALE), None
@@ -418,8 +417,6 @@ def h2h_files() -> list[str]:
 
 
 def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str, order: str) -> H2HRecord:
-    from mitigate.parse import parse_pairwise
-
     if not isinstance(row, dict):
         raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}", error=ReplayFormatError)
     doc_id, resp = row.get("id"), row.get("resp")
