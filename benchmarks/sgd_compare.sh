@@ -10,7 +10,8 @@
 #      journals, the searched spec is used as given (not refitted).
 # Run under the shared lock:  flock /work/bench.lock benchmarks/sgd_compare.sh
 # Env: MODEL (gguf path), OUT (run folder, default runs/sgd-compare), LIMIT (test dialogues, 30),
-#      SEARCH_LIMIT (train dialogues the search uses, 40), BUDGET (search LM requests, 60).
+#      SEARCH_LIMIT (train dialogues the search uses, 40), BUDGET (search LM requests, 60),
+#      FROM_STEP (2 or 3 skips the steps before it, e.g. after step 1 ran; default 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -19,6 +20,7 @@ OUT=${OUT:-runs/sgd-compare}
 LIMIT=${LIMIT:-30}
 SEARCH_LIMIT=${SEARCH_LIMIT:-40}
 BUDGET=${BUDGET:-60}
+FROM_STEP=${FROM_STEP:-1}
 export MITIGATE_DATA_DIR=${MITIGATE_DATA_DIR:-$ROOT/../shared/data}
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 mitigate() { python -m mitigate "$@"; }
@@ -28,11 +30,18 @@ common=(-b uss-sgd -c satisfaction --backend "local:$MODEL" --scoring expected -
 entries=(-p baseline -p "random-demos(k=2)" -p "demos(selector=stratified, k=2)"
          -p "highest-rs-demos(k=2, pool_size=24, likelihood=\"local:$MODEL\")" -p "perturbed-demos(m=2, n=2)")
 
-echo "== 1. five entries, fitted on the train split $(date -u +%T)"
-mitigate compare "${common[@]}" "${entries[@]}"
-echo "== 2. search on $OUT/train.jsonl $(date -u +%T)"
-mitigate search -b "jsonl:$OUT/train.jsonl" -c satisfaction --backend "local:$MODEL" --limit "$SEARCH_LIMIT" \
-  --budget "$BUDGET" --k 2 --concurrency 1 --seed 0 --no-progress --out "$OUT/searched.json"
+if [ "$FROM_STEP" -le 1 ]; then
+  echo "== 1. five entries, fitted on the train split $(date -u +%T)"
+  mitigate compare "${common[@]}" "${entries[@]}"
+fi
+if [ "$FROM_STEP" -le 2 ]; then
+  echo "== 2. search on $OUT/train.jsonl $(date -u +%T)"
+  # the built-in USS prompt compare used, as a file (a jsonl benchmark has no built-in prompt)
+  python -c "import sys; from mitigate.builtin_prompts import prompt_text; sys.stdout.write(prompt_text('uss-satisfaction'))" \
+    > "$OUT/prompt.txt"
+  mitigate search -b "jsonl:$OUT/train.jsonl" -c satisfaction --prompt "$OUT/prompt.txt" --backend "local:$MODEL" \
+    --limit "$SEARCH_LIMIT" --budget "$BUDGET" --k 2 --concurrency 1 --seed 0 --no-progress --out "$OUT/searched.json"
+fi
 echo "== 3. all six entries $(date -u +%T)"
 mitigate compare "${common[@]}" "${entries[@]}" -p "@$OUT/searched.json"
 mkdir -p benchmarks/results
