@@ -44,7 +44,6 @@ if [ "$FROM_STEP" -le 2 ]; then
 fi
 echo "== 3. all six entries $(date -u +%T)"
 mitigate compare "${common[@]}" "${entries[@]}" -p "@$OUT/searched.json"
-mkdir -p benchmarks/results
-cp "$OUT/results.json" benchmarks/results/sgd_compare.json
-cp "$OUT/searched.json" benchmarks/results/sgd_compare_searched.json
+# a summary without benchmark text (the fitted specs in results.json hold whole dialogues)
+python benchmarks/sgd_compare_summary.py "$OUT" benchmarks/results/sgd_compare.json "$OUT/searched.json"
 echo "== done $(date -u +%T)"
