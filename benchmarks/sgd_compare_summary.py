@@ -13,6 +13,7 @@ Usage: python benchmarks/sgd_compare_summary.py RUN_FOLDER OUT_JSON [SEARCHED_SP
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ def _demos(spec: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if not isinstance(spec, dict):
         return out
-    for step in spec.get("steps", []):
+    spec = spec.get("pipeline", spec)  # a 'mitigate search --out' file holds the pipeline under "pipeline"
+    steps = spec.get("steps") if "steps" in spec else [spec]
+    for step in steps:
         for demo in (step.get("params") or {}).get("demos_") or (step.get("params") or {}).get("demos") or []:
             item = demo.get("item", {})
             out.append({"step": step.get("name"), "id": item.get("id"), "gold": demo.get("score"),
@@ -64,7 +67,22 @@ def summarise(folder: Path, searched: Path | None = None) -> dict[str, Any]:
     if searched is not None and searched.is_file():
         spec = json.loads(searched.read_text(encoding="utf-8"))
         out["searched_spec_demos"] = _demos(spec)
+        search = spec.get("search") or {}
+        out["search"] = {k: search.get(k) for k in ("engine", "objective", "winner", "demo_ids", "dev", "test",
+                                                    "baseline_dev", "baseline_test", "test_gain", "budget",
+                                                    "calls_search", "stopped", "seed", "split")}
     return out
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None (strict JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def main(argv: list[str]) -> None:
@@ -72,8 +90,8 @@ def main(argv: list[str]) -> None:
     if len(argv) not in (2, 3):
         raise SystemExit("usage: python benchmarks/sgd_compare_summary.py RUN_FOLDER OUT_JSON [SEARCHED_SPEC_JSON]")
     searched = Path(argv[2]) if len(argv) == 3 else None
-    data = summarise(Path(argv[0]), searched)
-    Path(argv[1]).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    data = _finite(summarise(Path(argv[0]), searched))
+    Path(argv[1]).write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     print(f"wrote {argv[1]} ({len(data['entries'])} entries)")
 
 
