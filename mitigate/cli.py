@@ -378,7 +378,7 @@ def _batch_session(enabled: bool, folder: Path | None, retries: int, progress: b
 
 @app.command()
 def judge(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
                                            "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
@@ -411,10 +411,15 @@ def judge(
     transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
     batch: Annotated[bool, typer.Option(help=BATCH_HELP + " (needs --run-dir)")] = False,
     batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="also write one row per item (scores, verdicts, failures with raw text, flags, "
+        "usage) to this file: JSON lines, or CSV when it ends in .csv")] = None,
 ) -> None:
     """Judge the first items of a benchmark and print each judgment beside the human score."""
     opts = dict(locals())
     _check_run_options("judge", opts)
+    if out is not None:
+        _writable_file(out, "--out")
     with _run_dir(run_dir):
         _run(_judge, **opts)
 
@@ -461,6 +466,11 @@ async def _judge(**opts: Any) -> None:
         detail = j.error or (j.failures[0].reason if j.failures and score is None else _first_line(j.raw[0] if j.raw else ""))
         typer.echo(f"{j.item_id}\tjudge={shown}\thuman={human_s}\t{_first_line(detail)}")
     typer.echo(result.summary.line(), err=True)
+    if opts.get("out") is not None:
+        from mitigate.harness.judgments_file import write_judgments
+
+        written = write_judgments(result, opts["out"], items=items, criterion=crit)
+        typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
     if opts["run_dir"]:
         out = write_atomic(opts["run_dir"] / "results.json", json.dumps({
             "benchmark": bench.name, "criterion": crit, "backend": lm.spec,
@@ -522,16 +532,20 @@ def _inspect(file: Path | None, system: Path | None, consts: list[str]) -> str:
 
 @app.command("compare")
 def compare_cmd(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
                                            "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
     pipeline: Annotated[list[str] | None, typer.Option(
         "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or "
         "@file.json; repeat for several (the first entry is the reference)")] = None,
+    recorded: Annotated[list[Path] | None, typer.Option(
+        "--recorded", help="a recorded-judgments file (JSON lines or .csv, see docs/recorded_format.md): every "
+        "judge in it that answered the criterion becomes an entry, replayed with no LM call; repeat for "
+        "several; listed after the pipelines")] = None,
     released: Annotated[list[str] | None, typer.Option(
-        "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (SummEval only); "
-        "repeat for several; listed after the pipelines")] = None,
+        "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (summeval), chatgpt-h2h "
+        "(summeval-h2h); repeat for several; listed last")] = None,
     backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
@@ -541,6 +555,10 @@ def compare_cmd(
                                                 "(default: the built-in prompt for the criterion)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items, document by "
                                        "document (0 = all)")] = 0,
+    train: Annotated[str | None, typer.Option(
+        "--train", help="fit on train, compare on test: a fraction such as 0.5 (the benchmark split by document "
+        "with --seed) or a training benchmark sharing no document with -b; every pipeline that learns from data "
+        "(random, stratified, highest-RS, perturbed demos) is fitted on it first")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="folder for journals, results.json, report.md "
                                       "and plots (a rerun resumes)")] = Path("reports/compare"),
     likelihood: Annotated[bool, typer.Option(help="compute LS with the embedded model and report "
@@ -561,22 +579,25 @@ def compare_cmd(
     batch: Annotated[bool, typer.Option(help=BATCH_HELP + "; the pipelines' requests share batches")] = False,
     batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
-    """Compare mitigation pipelines (and released judges) on a benchmark: accuracy and bias side by side."""
+    """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     opts = dict(locals())
     _check_run_options("compare", opts)
+    _train_option(train)
     _writable_dir(out, "--out")
     _run(_compare, **opts, command=" ".join(["mitigate", *sys.argv[1:]]))
 
 
 async def _compare(**opts: Any) -> None:
-    from mitigate.harness.compare import Entry, compare, select_items
+    from mitigate.harness.compare import Entry, check_compare, compare, select_items
     from mitigate.harness.report import write_report
     from mitigate.runner import preflight
 
     pipelines = list(opts["pipeline"] or [])
+    recorded = list(opts.get("recorded") or [])
     released = list(opts["released"] or [])
-    if not pipelines and not released:
-        raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline) or --released judge; got none")
+    if not pipelines and not released and not recorded:
+        raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
+                          "--released judge; got none")
     parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     entries: list[Entry] = []
@@ -585,18 +606,27 @@ async def _compare(**opts: Any) -> None:
         from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
         from mitigate.prompt import JudgePrompt
 
-        jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
+        if bench.pairwise and opts["prompt"] is None:
+            raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template that "
+                              "shows {{output}} and {{output_b}} and asks which is better; got none")
+        answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
+        jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit,
+                                       **answer)
         lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
                       patience=opts["patience"], transport=opts["transport"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"],
                              **answer_mode(lm, opts["scoring"], opts["constrain"]))
         base = PromptJudge(jp, lm, config)
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
+    for path in recorded:
+        entries += Entry.all_recorded(path, crit)
     entries += [Entry.from_released(name, crit) for name in released]
+    train = _train_option(opts.get("train"))
+    check_compare(bench, crit, entries, limit=opts["limit"] or None, seed=opts["seed"], train=train)
     chosen = select_items(bench.items, opts["limit"] or None)
     for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called
-        if entry.kind == "pipeline":
-            preflight(entry.judge, chosen)
+        if entry.kind == "pipeline":  # an entry still to be fitted is checked through the judge it wraps
+            preflight(entry.judge if entry.judge is not None else entry.base, chosen)
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
     session = _batch_session(opts["batch"] and bool(pipelines), opts["out"], opts["batch_retries"],
@@ -607,6 +637,7 @@ async def _compare(**opts: Any) -> None:
             limit=opts["limit"] or None, likelihood=opts["likelihood"], progress=opts["progress"],
             n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
             batch=session,
+            train=train,
         )
     finally:
         if session is not None:
@@ -624,6 +655,17 @@ async def _compare(**opts: Any) -> None:
         first = next((j.error for j in failed[0].judgments if j.error), "")
         _say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
         raise typer.Exit(code=EXIT_FAILED)
+
+
+def _train_option(text: str | None) -> float | str | None:
+    """``--train``: a fraction strictly between 0 and 1, or a benchmark name / ``jsonl:<path>``."""
+    if text is None:
+        return None
+    try:
+        fraction = float(text)
+    except ValueError:
+        return text
+    return _check("compare", "--train", fraction, Interval(float, 0.0, 1.0, closed="neither"))
 
 
 @app.command("report")
@@ -653,7 +695,7 @@ def _with_pipeline(judge: Any, text: str | None) -> Any:
 
 @app.command("search")
 def search_cmd(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, uss-sgd, "
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
                                            "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to optimise "
                                                   "(default: the benchmark's first)")] = None,

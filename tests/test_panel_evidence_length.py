@@ -186,7 +186,7 @@ def test_multiple_evidence_composes_with_selective_evaluation_on_its_entropy_con
     base = PromptJudge(JudgePrompt.from_template(PAIR, answer="pairwise"), FakeLM(position_biased))
     # 'great' first: the judge is right and sure; otherwise it only follows the position and the gold is "second"
     items = tuple(Item(id=f"p{i}", output="great text" if i % 2 else "plain a", output_b="plain b",
-                       meta={"gold": "first" if i % 2 else "second"}) for i in range(80))
+                       preference={"overall": "A" if i % 2 else "B"}) for i in range(80))
     pipe = parse_pipeline("multiple-evidence(k=2, human_share=0) | selective(confidence=meta, target=0.9)")
     fitted = pipe.fit(Benchmark(name="p", items=items), base, progress=False)
     g = fitted.steps[-1].guarantee_

@@ -12,13 +12,13 @@ from typer.testing import CliRunner
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import MEASURES, CompareResult, Entry, compare
+from mitigate.harness.compare import CompareResult, Entry, compare
 from mitigate.harness.report import _best, load_results, render_report, write_report
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
-from mitigate.measures import EntryData, Measure, MeasureInfo, ReportedMeasure
+from mitigate.measures import MEASURES, EntryData, Measure, MeasureInfo, ReportedMeasure, measure_table
 from mitigate.paths import data_dir
 from mitigate.registry import register
 from mitigate.strategies.base import Pipeline
@@ -124,7 +124,7 @@ def test_results_json_holds_every_judgment_and_measure(written: tuple[Path, Comp
     data = json.loads((folder / "results.json").read_text())
     assert [e["name"] for e in data["entries"]] == ["baseline", "truth"]
     for e in data["entries"]:
-        assert len(e["judgments"]) == 12 and set(e["measures"]) == set(MEASURES)
+        assert len(e["judgments"]) == 12 and set(e["measures"]) == set(measure_table("score"))
     assert data["entries"][0]["summary"]["parse_failures"] == 3
     assert data["entries"][1]["measures"]["spearman_item"]["ci_low"] is not None
     assert data["settings"]["command"] == "pytest"

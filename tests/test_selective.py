@@ -21,6 +21,7 @@ from mitigate.strategies.selective import (
     confidence,
     fit_cascade,
     fixed_sequence_threshold,
+    gold_verdict,
 )
 
 TEMPLATE = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with \"Score: N\"."
@@ -87,7 +88,7 @@ def test_agreement_is_a_score_within_tolerance_or_the_gold_verdict() -> None:
     assert agrees(Judgment(item_id="a", scores={"c": 4.0}), item, tolerance=1.0)
     assert not agrees(Judgment(item_id="a", scores={"c": 4.5}), item, tolerance=1.0)
     assert not agrees(Judgment(item_id="a", scores={"c": None}), item, tolerance=1.0)
-    pair = Item(id="p", output="a", output_b="b", meta={"gold": "second"})
+    pair = Item(id="p", output="a", output_b="b", preference={"c": "B"})
     assert agrees(Judgment(item_id="p", verdict="second"), pair, tolerance=0)
     assert not agrees(Judgment(item_id="p", verdict="tie"), pair, tolerance=0)
 
@@ -224,3 +225,12 @@ def test_selective_composes_with_other_mitigations_and_round_trips() -> None:
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="coherence"), FakeLM([]), JudgeConfig())
     with pytest.raises(ConfigError, match="is not fitted"):
         pipe.wrap(base)
+
+
+def test_gold_verdict_reads_the_items_gold_preference_per_criterion() -> None:
+    pair = Item(id="p", output="a", output_b="b", preference={"coherence": "A", "fluency": "tie"})
+    assert gold_verdict(pair, "coherence") == "first" and gold_verdict(pair, "fluency") == "tie"
+    assert gold_verdict(pair, "relevance") is None
+    assert gold_verdict(Item(id="s", output="a", human={"c": 3.0})) is None
+    with pytest.raises(DataError, match="gold preferences for"):
+        gold_verdict(pair)

@@ -7,9 +7,12 @@ A row of the generic format (see ``docs/data_format.md``)::
      "reference": "A reference summary", "human": {"coherence": 3.33},
      "annotators": {"coherence": [3, 4, 3]}, "meta": {"split": "test"}}
 
-Only ``id`` and ``output`` are required. :func:`load_jsonl` checks every row and stops at the
-first bad one with a :class:`~mitigate.errors.DataError` naming the file, the line, what was
-expected and what came.
+Only ``id`` and ``output`` are required. A pairwise row adds ``output_b`` (and ``system_b``) and
+its gold ``preference`` per criterion (``"A"``, ``"B"`` or ``"tie"``). An optional first line
+``{"benchmark": {"name": ..., "criteria": [...], "scale": [1, 5], "scales": {"naturalness": [1, 3]}}}``
+declares the benchmark, including a label scale per criterion. :func:`load_jsonl` checks every
+row and stops at the first bad one with a :class:`~mitigate.errors.DataError` naming the file,
+the line, what was expected and what came.
 """
 
 from __future__ import annotations
@@ -17,19 +20,29 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mitigate.data.schema import Benchmark, Item
-from mitigate.errors import DataError
+from mitigate.errors import DataError, ScaleError
 from mitigate.paths import data_dir
 from mitigate.scale import Scale
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "reference", "human", "annotators", "meta")
+ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "system_b", "reference", "human", "annotators",
+            "preference", "meta")
 """The keys a generic-format row may hold; any other key is an error (it is usually a typo)."""
+
+HEADER_KEYS = ("name", "criteria", "scale", "scales", "description")
+"""The keys the optional header line ``{"benchmark": {...}}`` may hold."""
+
+PREFERENCES = {"a": "A", "b": "B", "tie": "tie"}
+"""Accepted gold preferences (case-insensitive) -> the stored value."""
+
+ScaleSpec = Scale | tuple[float, float] | list[float]
+"""A label scale as :class:`~mitigate.scale.Scale` or ``(min, max)``."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,46 +210,121 @@ def _clip(text: str, limit: int = 80) -> str:
 def load_jsonl(
     path: str | Path,
     name: str | None = None,
-    scale: Scale | tuple[float, float] | None = None,
+    scale: ScaleSpec | Mapping[str, ScaleSpec] | None = None,
     *,
     criteria: Sequence[str] | None = None,
     description: str = "",
 ) -> Benchmark:
     """Load a benchmark in the generic JSON-lines format, checking every row.
 
-    ``name`` defaults to the file's stem. ``scale`` is the human label scale (default 1 to 5);
-    every human and annotator score must lie within it. ``criteria`` defaults to the human
-    criteria in order of first appearance. A bad row raises DataError with ``file:line``:
-    invalid JSON, a missing or empty ``id``, a missing ``output``, a wrong type, a non-numeric
-    or out-of-range score, an unknown key, or an id seen on an earlier line.
+    ``name`` defaults to the header's name, else the file's stem. ``scale`` is the human label
+    scale: one scale for every criterion (default 1 to 5), or a mapping criterion -> scale for
+    criteria on different scales (criteria it leaves out keep the header's or the default). A
+    header line (see the module docstring) may declare the same; arguments override it. Every
+    human and annotator score must lie within its criterion's scale. ``criteria`` defaults to the
+    header's, else the human criteria in order of first appearance. A bad row raises DataError
+    with ``file:line``: invalid JSON, a missing or empty ``id``, a missing ``output``, a wrong
+    type, a non-numeric or out-of-range score, a preference other than A/B/tie (or one on a row
+    without ``output_b``), an unknown key, or an id seen on an earlier line.
     """
     file = Path(path)
     if not file.is_file():
         raise DataError(f"expected a JSON-lines benchmark file at {file}; no such file", path=str(file))
-    label_scale = Scale.of(scale)
+    header: dict[str, Any] = {}
     items: list[Item] = []
     first_line: dict[str, int] = {}
     seen_criteria: dict[str, None] = {}
+    common: Scale | None = None
+    per: dict[str, Scale] = {}
     for line, row in read_json_lines(file):
-        item = _row_to_item(row, file, line, label_scale)
+        if not items and not header and isinstance(row, dict) and set(row) == {"benchmark"}:
+            header = _header(row["benchmark"], file, line)
+            continue
+        if common is None:
+            common, per = _scales(header, scale, file)
+        item = _row_to_item(row, file, line, common, per)
         if item.id in first_line:
             raise row_error(file, line, f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}")
         first_line[item.id] = line
-        for criterion in (*item.human, *item.annotators):
+        for criterion in (*item.human, *item.annotators, *item.preference):
             seen_criteria.setdefault(criterion, None)
         items.append(item)
-    if not items:
+    if not items or common is None:
         raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
+    chosen = tuple(criteria) if criteria is not None else tuple(header.get("criteria") or seen_criteria)
+    for extra in per:
+        if extra not in chosen:
+            chosen = (*chosen, extra)
     return Benchmark(
-        name=name or file.stem,
+        name=name or header.get("name") or file.stem,
         items=tuple(items),
-        criteria=tuple(criteria) if criteria is not None else tuple(seen_criteria),
-        scale=label_scale,
-        description=description,
+        criteria=chosen,
+        scale=common,
+        scales=per,
+        description=description or header.get("description", ""),
     )
 
 
-def _row_to_item(row: Any, path: Path, line: int, scale: Scale) -> Item:
+def _scale_value(value: Any, where: str) -> Scale:
+    try:
+        if isinstance(value, dict):
+            return Scale.model_validate(value)
+        if isinstance(value, (list, tuple)) and len(value) == 2 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return Scale(min=value[0], max=value[1])
+        if isinstance(value, Scale):
+            return value
+    except (ValueError, ScaleError) as exc:
+        raise DataError(f"expected a valid scale for {where}; got {_clip(repr(value))}: {exc}") from None
+    raise DataError(f"expected a scale [min, max] or {{\"min\": .., \"max\": ..}} for {where}; got {_clip(repr(value))}")
+
+
+def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
+    """The checked header ``{"benchmark": {...}}``: name, criteria, scale, scales, description."""
+    if not isinstance(value, dict):
+        raise row_error(path, line, f"expected the header 'benchmark' to be an object; got {type(value).__name__}")
+    unknown = [k for k in value if k not in HEADER_KEYS]
+    if unknown:
+        raise row_error(path, line, f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}")
+    out: dict[str, Any] = {}
+    for key in ("name", "description"):
+        if key in value:
+            if not isinstance(value[key], str):
+                raise row_error(path, line, f"expected a string header '{key}'; got {type(value[key]).__name__}")
+            out[key] = value[key]
+    if "criteria" in value:
+        crits = value["criteria"]
+        if not isinstance(crits, list) or not all(isinstance(c, str) and c for c in crits):
+            raise row_error(path, line, f"expected header 'criteria' to be a list of names; got {_clip(repr(crits))}")
+        out["criteria"] = crits
+    try:
+        if "scale" in value:
+            out["scale"] = _scale_value(value["scale"], "the header 'scale'")
+        if "scales" in value:
+            if not isinstance(value["scales"], dict):
+                raise DataError(f"expected header 'scales' to be an object criterion -> scale; got "
+                                f"{type(value['scales']).__name__}")
+            out["scales"] = {c: _scale_value(v, f"criterion {c!r}") for c, v in value["scales"].items()}
+    except DataError as exc:
+        raise row_error(path, line, exc.message) from None
+    return out
+
+
+def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict[str, Scale]]:
+    """The common scale and the per-criterion scales: arguments over the header over 1-5."""
+    common: Scale = header.get("scale", Scale())
+    per: dict[str, Scale] = dict(header.get("scales", {}))
+    try:
+        if isinstance(scale, Mapping):
+            per.update({c: _scale_value(v, f"criterion {c!r}") for c, v in scale.items()})
+        elif scale is not None:
+            common = Scale.of(scale)
+    except ScaleError as exc:
+        raise DataError(f"expected scale=(min, max), a Scale or a mapping criterion -> scale for {path}; {exc}") from None
+    return common, per
+
+
+def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[str, Scale]) -> Item:
     if not isinstance(row, dict):
         raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}")
     unknown = [key for key in row if key not in ROW_KEYS]
@@ -249,7 +337,7 @@ def _row_to_item(row: Any, path: Path, line: int, scale: Scale) -> Item:
     if "output" not in row:
         raise row_error(path, line, f"expected an 'output' text in row {item_id!r}; got no 'output'")
     fields: dict[str, Any] = {"id": item_id}
-    for key in ("output", "output_b", "system", "doc_id", "reference"):
+    for key in ("output", "output_b", "system", "system_b", "doc_id", "reference"):
         value = row.get(key)
         if value is None and key != "output":
             continue
@@ -263,7 +351,8 @@ def _row_to_item(row: Any, path: Path, line: int, scale: Scale) -> Item:
     human = row.get("human", {})
     if not isinstance(human, dict):
         raise row_error(path, line, f"expected 'human' to be an object criterion -> score in row {item_id!r}; got {type(human).__name__}")
-    fields["human"] = {c: _in_scale(number(v, path, line, f"human score {c!r}"), scale, path, line, c) for c, v in human.items()}
+    fields["human"] = {c: _in_scale(number(v, path, line, f"human score {c!r}"), per.get(c, common), path, line, c)
+                       for c, v in human.items()}
     annotators = row.get("annotators", {})
     if not isinstance(annotators, dict):
         raise row_error(path, line, f"expected 'annotators' to be an object criterion -> list of scores in row {item_id!r}; got {type(annotators).__name__}")
@@ -272,10 +361,26 @@ def _row_to_item(row: Any, path: Path, line: int, scale: Scale) -> Item:
         if not isinstance(scores, list):
             raise row_error(path, line, f"expected a list of scores for annotators {criterion!r}; got {type(scores).__name__}")
         parsed[criterion] = tuple(
-            None if s is None else _in_scale(number(s, path, line, f"annotator score {criterion!r}"), scale, path, line, criterion)
+            None if s is None else _in_scale(number(s, path, line, f"annotator score {criterion!r}"),
+                                             per.get(criterion, common), path, line, criterion)
             for s in scores
         )
     fields["annotators"] = parsed
+    preference = row.get("preference", {})
+    if not isinstance(preference, dict):
+        raise row_error(path, line, f"expected 'preference' to be an object criterion -> \"A\", \"B\" or \"tie\" in row "
+                                    f"{item_id!r}; got {type(preference).__name__}")
+    if preference and "output_b" not in fields:
+        raise row_error(path, line, f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
+                                    "(a pairwise item compares output = A with output_b = B); got none")
+    prefs: dict[str, str] = {}
+    for criterion, value in preference.items():
+        key = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
+        if key is None:
+            raise row_error(path, line, f"expected the preference for {criterion!r} to be \"A\", \"B\" or \"tie\"; "
+                                        f"got {_clip(repr(value))}")
+        prefs[criterion] = key
+    fields["preference"] = prefs
     meta = row.get("meta", {})
     if not isinstance(meta, dict):
         raise row_error(path, line, f"expected 'meta' to be an object; got {type(meta).__name__}")
@@ -287,8 +392,8 @@ def _in_scale(value: float, scale: Scale, path: Path, line: int, criterion: str)
     if not scale.contains(value):
         raise row_error(
             path, line,
-            f"expected {criterion!r} scores within the human scale {scale.describe()} (pass scale=(min, max) to "
-            f"load_jsonl for another scale); got {value:g}",
+            f"expected {criterion!r} scores within the human scale {scale.describe()} (declare the scale in the "
+            f"header line or pass scale= to load_jsonl for another); got {value:g}",
         )
     return value
 
@@ -302,27 +407,41 @@ def item_to_row(item: Item) -> dict[str, Any]:
     if item.inputs:
         row["inputs"] = dict(item.inputs)
     row["output"] = item.output
-    for key in ("output_b", "reference"):
+    for key in ("output_b", "system_b", "reference"):
         if getattr(item, key) is not None:
             row[key] = getattr(item, key)
     if item.human:
         row["human"] = dict(item.human)
     if item.annotators:
         row["annotators"] = {c: list(v) for c, v in item.annotators.items()}
+    if item.preference:
+        row["preference"] = dict(item.preference)
     if item.meta:
         row["meta"] = item.meta
     return row
 
 
-def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
-    """Write ``benchmark`` in the generic format (one row per item, UTF-8) and return the path.
+def header_row(benchmark: Benchmark) -> dict[str, Any]:
+    """The header line ``{"benchmark": {...}}`` that lets :func:`load_jsonl` restore name, criteria and scales."""
+    head: dict[str, Any] = {"name": benchmark.name, "criteria": list(benchmark.criteria),
+                            "scale": benchmark.scale.model_dump(mode="json")}
+    if benchmark.scales:
+        head["scales"] = {c: s.model_dump(mode="json") for c, s in benchmark.scales.items()}
+    if benchmark.description:
+        head["description"] = benchmark.description
+    return {"benchmark": head}
 
-    The label scale is not stored in the rows: pass it again as ``scale=`` to :func:`load_jsonl`.
+
+def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
+    """Write ``benchmark`` in the generic format (a header line, then one row per item, UTF-8); return the path.
+
+    The header keeps the name, criteria and label scales, so :func:`load_jsonl` restores them.
     ``meta`` values must be JSON-serialisable.
     """
     file = Path(path)
     file.parent.mkdir(parents=True, exist_ok=True)
     with file.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps(header_row(benchmark), ensure_ascii=False) + "\n")
         for item in benchmark.items:
             try:
                 text = json.dumps(item_to_row(item), ensure_ascii=False)

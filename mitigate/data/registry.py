@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mitigate.data.jsonl import load_jsonl
+from mitigate.data.released import load_head_to_head_benchmark
 from mitigate.data.schema import Benchmark
 from mitigate.data.summeval import load_summeval
 from mitigate.data.tmu_gfm import load_tmu_gfm
@@ -16,6 +17,7 @@ from mitigate.errors import DataError
 LOADERS: dict[str, Callable[..., Benchmark]] = {
     "summeval": lambda **kw: load_summeval("llm_summeval", **kw),
     "summeval-bartscore": lambda **kw: load_summeval("bartscore", **kw),
+    "summeval-h2h": load_head_to_head_benchmark,
     "uss-sgd": lambda **kw: load_uss("sgd", **kw),
     "uss-multiwoz": lambda **kw: load_uss("multiwoz", **kw),
     "uss-redial": lambda **kw: load_uss("redial", **kw),

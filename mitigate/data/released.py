@@ -29,6 +29,11 @@ prompt length minus the RTS prompt length for the same summary equals that of th
 systems (98 and 100 tokens; the other passes differ by 104 and 142), i.e. the pass run with the
 same prompt template as the rest of the data.
 
+The releases are also instances of the generic recorded-judgments format
+(:mod:`mitigate.data.recorded`): :func:`released_recorded` gives any released judge as a
+:class:`~mitigate.data.recorded.RecordedRun`, the head-to-head as judge ``"chatgpt-h2h"`` over
+the pairwise benchmark :func:`load_head_to_head_benchmark` (``summeval-h2h``).
+
 Left out: the ``gpt-4-0314`` files ``*_old.txt`` / ``*_mcq_old.txt`` (early runs for single
 systems) and the empty ``fluency_cap.txt``.
 """
@@ -43,9 +48,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from mitigate.data.jsonl import read_json_lines, require_files, resolve_root, row_error
-from mitigate.data.schema import Benchmark
+from mitigate.data.recorded import DEFAULT_VARIANT, RecordedRow, RecordedRun, runs_from_rows
+from mitigate.data.schema import Benchmark, Item
 from mitigate.data.summeval import CRITERIA, LLM_SUMMEVAL_DIR, LLM_SUMMEVAL_SYSTEMS
 from mitigate.errors import DataError, ParseError, ReplayFormatError
+from mitigate.parse import parse_mcq, parse_pairwise, parse_score
 from mitigate.scale import Scale
 
 RTS_SCALE = Scale(min=1, max=5, step=0.5)
@@ -243,8 +250,6 @@ def stars_as_score(text: str) -> str:
 
 
 def _parse(text: str, method: str) -> tuple[float | None, str | None]:
-    from mitigate.parse import parse_mcq, parse_score
-
     try:
         if method in MCQ_METHODS:
             return parse_mcq(text, MCQ_SCALE), None
@@ -412,8 +417,6 @@ def h2h_files() -> list[str]:
 
 
 def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str, order: str) -> H2HRecord:
-    from mitigate.parse import parse_pairwise
-
     if not isinstance(row, dict):
         raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}", error=ReplayFormatError)
     doc_id, resp = row.get("id"), row.get("resp")
@@ -465,3 +468,119 @@ def load_head_to_head(*, root: str | Path | None = None) -> list[H2HRecord]:
     a failed parse keeps its message in ``error`` and ``verdict=None``.
     """
     return list(_load_h2h(str(resolve_root(root))))
+
+
+# ---------------------------------------------------------------------------------------------
+# the releases as recorded judgments, and the head-to-head as a pairwise benchmark
+
+H2H_JUDGE = "chatgpt-h2h"
+"""The name of the released ChatGPT head-to-head judge as a recorded (pairwise) judge."""
+
+
+def released_names() -> list[str]:
+    """Every released judge :func:`released_recorded` accepts: the score judges and ``"chatgpt-h2h"``."""
+    return [*JUDGES, H2H_JUDGE]
+
+
+def run_to_recorded(run: ReleasedRun) -> RecordedRun:
+    """A released score judge as recorded judgments: the releases are one instance of the generic format.
+
+    Every released response becomes a row. The primary pass (see the module docstring) is
+    variant ``"default"``; the other passes of a document judged twice are variants
+    ``"pass <k>"`` (k counting from 1 in file order): their prompt lengths show they were run with
+    another template, so they are prompt variants rather than samples of one prompt. A response
+    the parser rejected is a row with its ``error``.
+    """
+    rows: list[RecordedRow] = []
+    for judgment in run.iter_judgments():
+        for sample in judgment.samples:
+            variant = DEFAULT_VARIANT if sample.run == judgment.primary else f"pass {sample.run + 1}"
+            rows.append(RecordedRow(
+                item_id=judgment.item_id, judge=run.judge, criterion=judgment.criterion, score=sample.score,
+                raw=sample.raw, variant=variant, error=sample.error, line=sample.line,
+                meta={"model": run.model, "method": run.method},
+            ))
+    return runs_from_rows(rows, f"released:{run.judge}", {c: run.scale for c in run.criteria})[run.judge]
+
+
+def h2h_item_id(record: H2HRecord) -> str:
+    """The pairwise item id of a head-to-head record: ``"<system_1>-<system_2>/<doc_id>"``."""
+    return f"{record.pair}/{record.doc_id}"
+
+
+def h2h_to_recorded(records: list[H2HRecord]) -> RecordedRun:
+    """The released head-to-head verdicts as recorded pairwise judgments of judge ``"chatgpt-h2h"``.
+
+    Item ids are those of :func:`load_head_to_head_benchmark`; the original files are order
+    ``"original"`` (``system_1`` first), the toggled ones ``"swapped"``; verdicts are by position as
+    presented. A verdict the parser rejected is a row with its ``error``.
+    """
+    rows = [
+        RecordedRow(item_id=h2h_item_id(r), judge=H2H_JUDGE, criterion=r.criterion, raw=r.raw, line=r.line,
+                    verdict=None if r.verdict is None else _H2H_TEXT[(r.verdict, r.order)], error=r.error,
+                    order="original" if r.order == "original" else "swapped", meta={"model": H2H_MODEL})
+        for r in records
+    ]
+    return runs_from_rows(rows, f"released:{H2H_JUDGE}")[H2H_JUDGE]
+
+
+_H2H_TEXT: dict[tuple[str, str], Literal["A", "B", "tie"]] = {
+    ("first", "original"): "A", ("second", "original"): "B",
+    ("first", "toggled"): "B", ("second", "toggled"): "A",
+    ("tie", "original"): "tie", ("tie", "toggled"): "tie",
+}
+
+
+def released_recorded(name: str, *, root: str | Path | None = None) -> RecordedRun:
+    """A released judge (a name from :func:`released_names`) as a :class:`RecordedRun`."""
+    if name == H2H_JUDGE:
+        return h2h_to_recorded(load_head_to_head(root=root))
+    if name not in JUDGES:
+        raise DataError(f"expected a released judge name, one of {released_names()}; got {name!r}")
+    return run_to_recorded(load_released(name, root=root))
+
+
+def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
+    """The SummEval head-to-head as a pairwise benchmark with gold preferences (``summeval-h2h``).
+
+    One item per system pair and document of the released comparisons (11 pairs x 100 documents =
+    1,100 items), id ``"<system_1>-<system_2>/<doc_id>"``: ``output`` (A) is ``system_1``'s summary,
+    ``output_b`` (B) ``system_2``'s, ``inputs["source"]`` the article. The gold ``preference`` per
+    dimension comes from the mean expert scores the releases carry (``human_score_1`` /
+    ``human_score_2``, the means of the 3 experts' 1-5 ratings): the higher mean wins, and equal
+    means are a tie (``"tie"``), so ties are frequent. ``meta["human_a"]`` / ``meta["human_b"]``
+    keep the two means per dimension.
+    """
+    from mitigate.data.summeval import load_summeval
+
+    records = load_head_to_head(root=root)
+    summaries = {item.id: item for item in load_summeval("llm_summeval", root=root).items}
+    items: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if r.order != "original":
+            continue
+        key = h2h_item_id(r)
+        id_a, id_b = r.item_ids
+        if id_a not in summaries or id_b not in summaries:
+            raise DataError(f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head item {key!r}; "
+                            "the annotations lack one", item_id=key)
+        entry = items.setdefault(key, {
+            "id": key, "system": r.system_1, "system_b": r.system_2, "doc_id": r.doc_id,
+            "inputs": dict(summaries[id_a].inputs), "output": summaries[id_a].output,
+            "output_b": summaries[id_b].output, "preference": {}, "meta": {"human_a": {}, "human_b": {}},
+        })
+        entry["preference"][r.criterion] = _gold(r)
+        entry["meta"]["human_a"][r.criterion] = r.human_score_1
+        entry["meta"]["human_b"][r.criterion] = r.human_score_2
+    return Benchmark(
+        name="summeval-h2h", items=tuple(Item(**fields) for fields in items.values()), criteria=CRITERIA,
+        description="SummEval head-to-head pairs of Shen et al. 2023; gold = the higher mean expert score, "
+                    "equal means a tie",
+    )
+
+
+def _gold(record: H2HRecord) -> Literal["A", "B", "tie"]:
+    preferred = record.human_preferred
+    if preferred == "tie":
+        return "tie"
+    return "A" if preferred == record.system_1 else "B"

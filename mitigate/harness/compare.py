@@ -1,8 +1,9 @@
 """Compare judges on a benchmark: accuracy against humans and measured bias, side by side.
 
 :func:`compare` runs each named judge (an :class:`Entry`: a prompt judge wrapped by a
-mitigation pipeline, or a :class:`~mitigate.harness.released_judge.ReleasedJudge` replaying
-a real judge's released answers) over the same items, each with its own resumable journal
+mitigation pipeline, a :class:`~mitigate.harness.recorded_judge.RecordedJudge` replaying
+judgments a user already has, or a :class:`~mitigate.harness.released_judge.ReleasedJudge`
+replaying a real judge's released answers) over the same items, each with its own resumable journal
 (``<out_dir>/journals/<name>.jsonl``), then computes every registered reported measure
 (:data:`MEASURES`, read from :mod:`mitigate.registry`: each measure in :mod:`mitigate.measures`
 declares its label, direction and group beside its function), each with its ``n``, the number
@@ -26,6 +27,13 @@ of items dropped for a missing score (``n_failed``) and a percentile bootstrap i
 Against the first entry, every other entry gets the difference of item-level Spearman
 (entry minus first) with a paired bootstrap interval and a paired permutation p-value.
 
+On a pairwise benchmark (every item holds ``output`` and ``output_b`` and a gold preference)
+the judges answer verdicts and the pairwise measures are reported instead (``task="pairwise"``,
+:mod:`mitigate.measures.pairwise`): accuracy against gold, position consistency, preference
+fairness and repetition stability (Shi et al. 2024), the lean towards the longer text and the
+gain of position swap; the comparison against the first entry is then the difference in
+accuracy (paired bootstrap interval, paired sign-flip permutation p-value).
+
 The ``meta["perturbations"]`` contract: a strategy that scores each item under several
 perturbed guidelines puts ``{"<perturbation name>": score, ...}`` (score ``None`` for a
 parse failure) into the judgment's ``meta["perturbations"]``; consistency is the share of
@@ -47,13 +55,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tqdm.auto import tqdm
 
 from mitigate.batch_run import BatchOptions, BatchSession, session_for
+from mitigate.data.jsonl import save_jsonl
+from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_runs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
-from mitigate.errors import ConfigError, DataError
+from mitigate.errors import ConfigError, DataError, MitigateError
+from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
@@ -62,17 +73,21 @@ from mitigate.measures import (
     EntryData,
     Measure,
     MeasureInfo,
+    Task,
     human_scores,
     measure_table,
     per_system_correlation,
     score_histogram,
+    verdicts_as_text,
     word_count,
 )
+from mitigate.measures.base import batched_nanmean
 from mitigate.measures.stats import (
     batched,
     bootstrap_ci,
     complete_pairs,
     paired_permutation_test,
+    permutation_test_mean_diff,
     spearman_rows,
 )
 from mitigate.registry import Interval, check_param
@@ -88,6 +103,7 @@ __all__ = [
     "EntryResult",
     "ItemRecord",
     "MeasureInfo",
+    "check_compare",
     "compare",
     "select_items",
 ]
@@ -106,6 +122,9 @@ DEFAULT_GENERATION_TASK = "Produce the output for the input."
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
 
+DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy", headline=True)
+"""How the comparison against the first entry is shown on a pairwise benchmark."""
+
 
 # ---------------------------------------------------------------------------------------
 # values
@@ -123,17 +142,23 @@ def _revive_nan(value: Any) -> Any:
 class Entry(BaseModel):
     """One named judge to compare: its judge, what kind it is, and the spec that built it.
 
-    Build one with :meth:`from_pipeline` (a base judge wrapped by a mitigation pipeline) or
-    :meth:`from_released` (a replayed released judge); ``scale`` is the judge's answer scale,
-    found from the judge when not given.
+    Build one with :meth:`from_pipeline` (a base judge wrapped by a mitigation pipeline),
+    :meth:`from_recorded` (judgments a user already has) or :meth:`from_released` (a replayed
+    released judge); ``scale`` is the judge's answer scale, found from the judge when not given.
+
+    A pipeline entry keeps its ``pipeline`` and ``base`` judge: :func:`compare` with ``train``
+    fits the pipeline on the training items (``Pipeline.afit``) before judging, and a pipeline
+    that must learn from data (demos chosen from a pool) has no ``judge`` until then.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     name: str
-    judge: Judge
-    kind: Literal["pipeline", "released", "judge"] = "judge"
+    judge: Judge | None = None
+    kind: Literal["pipeline", "released", "recorded", "judge"] = "judge"
     spec: dict[str, Any] = Field(default_factory=dict)
     scale: Scale | None = None
+    pipeline: Mitigation | None = None
+    base: Judge | None = None
 
     @field_validator("name")
     @classmethod
@@ -142,12 +167,24 @@ class Entry(BaseModel):
             raise ConfigError("expected a non-empty entry name; got an empty string")
         return v
 
+    @model_validator(mode="after")
+    def _has_judge(self) -> Entry:
+        if self.judge is None and (self.pipeline is None or self.base is None):
+            raise ConfigError(f"entry {self.name!r} needs a judge, or a pipeline and the base judge it wraps")
+        return self
+
+    @property
+    def needs_fit(self) -> bool:
+        """True when the entry's pipeline must be fitted on training items before it can judge."""
+        return self.judge is None
+
     @classmethod
     def from_pipeline(cls, name: str | None, base: Judge, pipeline: Mitigation | str) -> Entry:
         """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline").
 
         ``pipeline`` is a :class:`~mitigate.strategies.base.Pipeline`, a single mitigation, or
-        CLI text such as ``"name(k=v) | name2"`` or ``"@file.json"`` (``"baseline"``: no mitigation).
+        CLI text such as ``"name(k=v) | name2"`` or ``"@file.json"`` (``"baseline"``: no mitigation). A
+        pipeline that still has to be fitted (``is_fitted`` false) is wrapped when :func:`compare` fits it.
         """
         text = pipeline if isinstance(pipeline, str) else None
         if isinstance(pipeline, str):
@@ -157,7 +194,8 @@ class Entry(BaseModel):
         else:
             raise ConfigError(f"expected a Pipeline, a Mitigation or pipeline text; got {type(pipeline).__name__}")
         label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
-        return cls(name=label, judge=pipe.wrap(base), kind="pipeline", spec=pipe.spec())
+        judge = pipe.wrap(base) if getattr(pipe, "is_fitted", True) else None
+        return cls(name=label, judge=judge, kind="pipeline", spec=pipe.spec(), pipeline=pipe, base=base)
 
     @classmethod
     def from_released(cls, judge_name: str, criterion: str, *, name: str | None = None,
@@ -165,6 +203,29 @@ class Entry(BaseModel):
         """A :class:`~mitigate.harness.released_judge.ReleasedJudge` entry (named after the judge)."""
         judge = ReleasedJudge(judge_name, criterion, root=root)
         return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale)
+
+    @classmethod
+    def from_recorded(cls, recorded: Any, criterion: str, *, judge: str | None = None,
+                      name: str | None = None) -> Entry:
+        """A :class:`~mitigate.harness.recorded_judge.RecordedJudge` entry (named after the recorded judge).
+
+        ``recorded`` is a :class:`~mitigate.data.recorded.RecordedRun` or the path of a
+        recorded-judgments file; ``judge`` picks one judge of a file that holds several.
+        """
+        run = recorded if isinstance(recorded, RecordedRun) else load_recorded(recorded, judge)
+        replay = RecordedJudge(run, criterion)
+        return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(), scale=replay.scale)
+
+    @classmethod
+    def all_recorded(cls, path: str | Path, criterion: str) -> list[Entry]:
+        """One entry per judge of a recorded-judgments file that answered ``criterion``, in file order.
+
+        ConfigError when no judge of the file answered it.
+        """
+        runs = [r for r in load_recorded_runs(path).values() if criterion in r.criteria]
+        if not runs:
+            raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered other criteria")
+        return [cls.from_recorded(run, criterion) for run in runs]
 
 
 def _pipeline_label(pipe: Pipeline) -> str:
@@ -174,7 +235,10 @@ def _pipeline_label(pipe: Pipeline) -> str:
 
 
 class ItemRecord(BaseModel):
-    """What the report needs about one judged item: labels, human score, output length, LS."""
+    """What the report needs about one judged item: labels, human score, output length, LS.
+
+    A pairwise item adds its second system, the second text's length and the gold preference.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str
@@ -183,18 +247,22 @@ class ItemRecord(BaseModel):
     human: float | None = None
     words: int = 0
     ls: float | None = None
+    system_b: str | None = None
+    words_b: int | None = None
+    gold: str | None = None
 
 
 class Comparison(BaseModel):
-    """An entry's item-level Spearman minus the first entry's, on the items both scored.
+    """An entry's item-level Spearman (pairwise: accuracy) minus the first entry's, on the items both scored.
 
     ``observed`` is the difference (positive: this entry agrees with humans more), with a
     paired bootstrap interval (items resampled together) and a two-sided paired permutation
-    p-value; NaN with ``reason`` when it cannot be computed.
+    p-value; NaN with ``reason`` when it cannot be computed. ``measure`` names what is compared.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     against: str
+    measure: str = "spearman_item"
     observed: float
     ci_low: float | None = None
     ci_high: float | None = None
@@ -224,6 +292,7 @@ class EntryResult(BaseModel):
     per_system: dict[str, Measure] = Field(default_factory=dict)
     histogram: dict[str, int] = Field(default_factory=dict)
     comparison: Comparison | None = None
+    fitted: dict[str, Any] | None = None
 
     @field_validator("measures", "per_system", mode="before")
     @classmethod
@@ -234,6 +303,10 @@ class EntryResult(BaseModel):
         """The judge's score per item for ``criterion`` (None for a parse failure or error)."""
         return [_score_of(j, criterion) for j in self.judgments]
 
+    def verdicts(self) -> list[str | None]:
+        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if none)."""
+        return verdicts_as_text(self.judgments)
+
 
 class CompareResult(BaseModel):
     """Everything a comparison produced; ``results.json`` is this model, and the report renders from it."""
@@ -242,6 +315,7 @@ class CompareResult(BaseModel):
     benchmark: str
     criterion: str
     human_scale: Scale
+    task: Task = "score"
     items: tuple[ItemRecord, ...]
     entries: tuple[EntryResult, ...]
     human: dict[str, Measure] = Field(default_factory=dict)
@@ -349,6 +423,28 @@ def _comparison(first: str, a: Sequence[float | None], b: Sequence[float | None]
                       ci_high=high if finite else None, p_value=perm.p_value, n=len(x), n_perm=n_perm)
 
 
+def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
+    """1.0 where the verdict equals gold, 0.0 where not, NaN where either is missing."""
+    return np.array([math.nan if v is None or g is None else float(v == g) for v, g in zip(verdicts, gold, strict=True)])
+
+
+def _accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | None], gold: Sequence[str | None], *,
+                         n_boot: int, n_perm: int, seed: int) -> Comparison:
+    """Accuracy of ``b`` minus that of ``a`` against gold, on the items both judged (paired)."""
+    x, y = complete_pairs(_correct(a, gold), _correct(b, gold))
+    if len(x) < 3:
+        return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=len(x),
+                          reason=f"needs at least 3 items with a verdict from both entries and gold; got {len(x)}")
+    test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True)
+    low = high = math.nan
+    if n_boot > 0:
+        low, high = bootstrap_ci(batched_nanmean, y - x, n_boot=n_boot, seed=seed)
+    finite = math.isfinite(low) and math.isfinite(high)
+    return Comparison(against=first, measure="preference_accuracy", observed=test.observed,
+                      ci_low=low if finite else None, ci_high=high if finite else None, p_value=test.p_value,
+                      n=len(x), n_perm=n_perm)
+
+
 # ---------------------------------------------------------------------------------------
 # likelihood (LS) with a per-item cache
 
@@ -401,15 +497,20 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
 
 def entry_measures(
     judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, scale: Scale, *,
-    ls: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0,
+    ls: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0, task: Task = "score",
 ) -> tuple[dict[str, Measure], dict[str, Measure]]:
-    """Every registered reported measure (:data:`MEASURES`) for one entry, plus P_i per system (Spearman)."""
+    """Every registered reported measure of ``task`` (:data:`MEASURES`) for one entry, plus P_i per system (Spearman).
+
+    A pairwise entry (``task="pairwise"``) is measured on its verdicts; P_i is then empty.
+    """
     scores = np.array([math.nan if (s := _score_of(j, criterion)) is None else s for j in judgments], dtype=float)
+    verdicts = verdicts_as_text(judgments) if task == "pairwise" else []
     data = EntryData(scores=scores, items=items, criterion=criterion, scale=scale, judgments=judgments,
-                     ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed)
-    out = {key: cls().compute(data) for key, cls in measure_table().items()}
+                     ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed,
+                     verdicts=verdicts, task=task)
+    out = {key: cls().compute(data) for key, cls in measure_table(task).items()}
     per_system: dict[str, Measure] = {}
-    if data.has_systems:
+    if task == "score" and data.has_systems:
         per_system = per_system_correlation(scores, data.human, data.systems, "spearman", **data.ci)
     return out, per_system
 
@@ -424,10 +525,11 @@ def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
     else:
         out = list(entries)
     if not out:
-        raise ConfigError("expected at least one entry (a pipeline or a released judge) to compare; got none")
+        raise ConfigError("expected at least one entry (a pipeline, a recorded or a released judge) to compare; got none")
     for e in out:
         if not isinstance(e, Entry):
-            raise ConfigError(f"expected Entry objects (Entry.from_pipeline / Entry.from_released); got {type(e).__name__}")
+            raise ConfigError(f"expected Entry objects (Entry.from_pipeline / from_recorded / from_released); got "
+                          f"{type(e).__name__}")
     names = [e.name for e in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -435,22 +537,180 @@ def _entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> list[Entry]:
     return out
 
 
-def _check_released_cover(entries: Sequence[Entry], items: Sequence[Item]) -> None:
-    """Fail before any call when a replayed judge has no released answer for some items."""
+def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], benchmark: str) -> None:
+    """Fail before any call when a replayed judge (recorded or released) has no answer for some items."""
     for e in entries:
+        if not isinstance(e.judge, RecordedJudge):
+            continue
+        missing = e.judge.covers(items)
+        if not missing:
+            continue
         if isinstance(e.judge, ReleasedJudge):
-            missing = [it.id for it in items if it.id not in e.judge.run.judgments]
-            if missing:
-                raise ConfigError(
-                    f"the released judge {e.judge.judge_name!r} has answers for the 1,200 items of 'summeval' "
-                    f"only; {len(missing)} of {len(items)} items here have none, e.g. {missing[:2]}"
-                )
+            covered = "'summeval-h2h'" if e.judge.run is None else "the 1,200 items of 'summeval'"
+            raise ConfigError(
+                f"the released judge {e.judge.judge_name!r} has answers for {covered} only; {len(missing)} of "
+                f"{len(items)} items here have none, e.g. {missing[:2]}"
+            )
+        raise ConfigError(
+            f"the recorded judge {e.name!r} ({e.judge.recorded.source}) has no answer on {e.judge.criterion!r} for "
+            f"{len(missing)} of the {len(items)} items of {benchmark!r}, e.g. {missing[:3]}; expected one for every "
+            "item judged (check the item ids, or pass --limit)"
+        )
 
 
 def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     if isinstance(benchmark, Benchmark):
         return benchmark
     return load(benchmark)
+
+
+def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
+                     criterion: str | None = None) -> tuple[Benchmark, Benchmark]:
+    """Split ``bench`` into train and test by document, so no source text is on both sides.
+
+    Items are grouped by ``doc_id`` when every item has one (otherwise each item is its own
+    group); the groups are shuffled with ``seed`` and go to train until it holds ``fraction``
+    of the items, the rest to test. With ``criterion``, train keeps only items labelled on it
+    (a human score or a gold preference): fitting learns from labels. ConfigError for a fraction
+    outside (0, 1), DataError when either side would be empty.
+    """
+    import random
+
+    if not (isinstance(fraction, float | int) and 0 < fraction < 1):
+        raise ConfigError(f"expected a train fraction strictly between 0 and 1 (e.g. 0.5); got {fraction!r}")
+    by_doc = all(it.doc_id is not None for it in bench.items)
+    groups: dict[str, list[Item]] = {}
+    for it in bench.items:
+        groups.setdefault(str(it.doc_id) if by_doc else it.id, []).append(it)
+    keys = list(groups)
+    random.Random(seed).shuffle(keys)
+    target = fraction * len(bench.items)
+    train: list[Item] = []
+    test_keys: set[str] = set()
+    for key in keys:
+        if len(train) < target:
+            train.extend(groups[key])
+        else:
+            test_keys.add(key)
+    test = [it for it in bench.items if (str(it.doc_id) if by_doc else it.id) in test_keys]
+    if criterion is not None:
+        train = [it for it in train if _labelled(it, criterion)]
+    if not train or not test:
+        raise DataError(f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} test items "
+                        f"of {bench.name!r} ({len(keys)} documents); expected both to be non-empty")
+    keep_order = {it.id: i for i, it in enumerate(bench.items)}
+    train.sort(key=lambda it: keep_order[it.id])
+    return (bench.model_copy(update={"name": f"{bench.name}-train", "items": tuple(train)}),
+            bench.model_copy(update={"name": bench.name, "items": tuple(test)}))
+
+
+def _labelled(item: Item, criterion: str) -> bool:
+    value = item.human.get(criterion)
+    return (value is not None and math.isfinite(value)) or criterion in item.preference
+
+
+def _train_and_test(bench: Benchmark, train: float | str | Benchmark | None, criterion: str,
+                    seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
+    """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of them."""
+    if train is None:
+        return None, bench, None
+    if isinstance(train, float | int) and not isinstance(train, bool):
+        fit, test = train_test_split(bench, float(train), seed=seed, criterion=criterion)
+        docs = {it.doc_id for it in fit.items if it.doc_id is not None}
+        return fit, test, {"source": f"{bench.name}, fraction {train:g} by document (seed {seed})",
+                           "n_items": len(fit), "n_documents": len(docs) or len(fit),
+                           "ids": [it.id for it in fit.items]}
+    fit = _benchmark(train)
+    fit = fit.model_copy(update={"items": tuple(it for it in fit.items if _labelled(it, criterion))})
+    if not fit.items:
+        raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
+    shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
+    shared_docs = sorted({it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items if it.doc_id})
+    if shared_ids or shared_docs:
+        shared = shared_docs or shared_ids
+        raise ConfigError(
+            f"expected a training benchmark that shares no item or document with {bench.name!r}; {len(shared)} are "
+            f"in both, e.g. {shared[:3]} (split one benchmark with a train fraction instead)"
+        )
+    docs = {it.doc_id for it in fit.items if it.doc_id is not None}
+    return fit, bench, {"source": fit.name, "n_items": len(fit), "n_documents": len(docs) or len(fit),
+                        "ids": [it.id for it in fit.items]}
+
+
+async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, progress: bool,
+                       concurrency: int) -> tuple[list[Entry], dict[str, dict[str, Any]]]:
+    """Fit every entry whose pipeline must learn from data on ``train`` (``Pipeline.afit``); say what each was fitted on.
+
+    Entries that are already fitted (a searched spec, a pipeline with nothing to learn) are
+    used as they are. ConfigError when an entry needs fitting and there is no ``train``. An
+    entry whose fit fails (e.g. Highest-RS when the judge gives every pool item the same score)
+    is left out, its error kept in the returned info, so the other entries are still compared.
+    """
+    out: list[Entry] = []
+    info: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        if not e.needs_fit:
+            info[e.name] = {"fitted": False, "why": "nothing to learn or already fitted; used as given"}
+            out.append(e)
+            continue
+        if train is None:
+            raise ConfigError(
+                f"entry {e.name!r} learns from data (its demos come from a training pool) and must be fitted first; "
+                "expected a train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK"
+            )
+        assert e.pipeline is not None and e.base is not None
+        afit = getattr(e.pipeline, "afit", None)
+        if afit is None:
+            raise ConfigError(f"this build of mitigate cannot fit {type(e.pipeline).__name__} (no Pipeline.afit)")
+        try:
+            fitted = await afit(train, e.base, progress=progress, concurrency=concurrency)
+        except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
+            info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train),
+                            "error": f"{type(exc).__name__}: {exc}"}
+            continue
+        out.append(e.model_copy(update={"judge": fitted.wrap(e.base), "pipeline": fitted, "spec": fitted.spec()}))
+        info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train)}
+    if not out:
+        raise ConfigError("no entry is left to compare: every one failed to fit; "
+                          + "; ".join(f"{k}: {v.get('error')}" for k, v in info.items()))
+    return out, info
+
+
+def _plan(full: Benchmark, criterion: str, todo: Sequence[Entry], *, train: float | str | Benchmark | None,
+          limit: int | None, seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None, list[Item]]:
+    """The train split, the benchmark to judge, what the report says of the split, and the items to judge.
+
+    Raises what :func:`compare` would refuse before its first LM call: a bad train split, an
+    entry that must be fitted without one, no items, a replayed judge missing some items, a
+    pairwise benchmark without gold preferences on the criterion.
+    """
+    if full.criteria and criterion not in full.criteria:
+        raise ConfigError(f"expected a criterion of {full.name} {list(full.criteria)}; got {criterion!r}")
+    fit_on, bench, train_info = _train_and_test(full, train, criterion, seed)
+    unfitted = [e.name for e in todo if e.needs_fit]
+    if unfitted and fit_on is None:
+        raise ConfigError(
+            f"entry {unfitted[0]!r} learns from data (its demos come from a training pool) and must be fitted first; "
+            "expected a train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK"
+        )
+    items = select_items(bench.items, limit)
+    if not items:
+        raise DataError(f"benchmark {bench.name!r} has no items to judge")
+    _check_recorded_cover(todo, items, bench.name)
+    if bench.pairwise and not any(criterion in it.preference for it in items):
+        raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
+                        f"{criterion!r}")
+    return fit_on, bench, train_info, items
+
+
+def check_compare(benchmark: str | Benchmark, criterion: str, entries: Sequence[Entry] | Mapping[str, Judge], *,
+                  limit: int | None = None, seed: int = 0, train: float | str | Benchmark | None = None) -> None:
+    """Raise what :func:`compare` with these arguments would refuse, with no LM call and nothing written.
+
+    The CLI calls it before it prints anything, so a bad ``--train``, an entry that needs a
+    train split, or a recorded file that misses items is one error line.
+    """
+    _plan(_benchmark(benchmark), criterion, _entries(entries), train=train, limit=limit, seed=seed)
 
 
 def _task_for(benchmark: str) -> str:
@@ -475,6 +735,7 @@ async def compare(
     restart: bool = False,
     command: str | None = None,
     batch: BatchOptions | BatchSession | bool | None = None,
+    train: float | str | Benchmark | None = None,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -492,22 +753,32 @@ async def compare(
       :class:`~mitigate.batch_run.BatchSession` to send the LM calls through the providers'
       batch APIs; the entries then run at once through one session (record in
       ``out_dir/batches``), so their requests share batches.
+    - ``train``: fit on train, compare on test. A fraction (e.g. 0.5) splits the benchmark by
+      document with ``seed`` (:func:`train_test_split`), or a benchmark (name or loaded) that
+      shares no item or document with the judged one is the training set. Every entry whose
+      pipeline must learn from data (random, stratified, highest-RS or perturbed demos) is
+      fitted on its labelled items with ``Pipeline.afit`` before judging the test items;
+      entries already fitted (a searched spec) are used as given. ``settings["train"]`` and
+      each entry's ``fitted`` say which items that was; ``limit`` applies to the test items.
+      Without ``train``, an entry that must be fitted is a ConfigError.
 
-    Nothing is written besides journals and the LS cache: pass the result to
-    :func:`mitigate.harness.report.write_report`.
+    Nothing is written besides journals, the LS cache and, with ``train``, the training items
+    (``out_dir/train.jsonl``, generic format, for ``mitigate search -b jsonl:...``): pass the
+    result to :func:`mitigate.harness.report.write_report`.
     """
-    bench = _benchmark(benchmark)
-    if bench.criteria and criterion not in bench.criteria:
-        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {criterion!r}")
+    full = _benchmark(benchmark)
     check_param("compare", "concurrency", concurrency, [Interval(int, 1)])
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
-    items = select_items(bench.items, limit)
-    if not items:
-        raise DataError(f"benchmark {bench.name!r} has no items to judge")
-    _check_released_cover(todo, items)
+    fit_on, bench, train_info, items = _plan(full, criterion, todo, train=train, limit=limit, seed=seed)
+    task: Task = "pairwise" if bench.pairwise else "score"
     out = Path(out_dir)
+    fit_info: dict[str, dict[str, Any]] = {}
+    if fit_on is not None:
+        save_jsonl(fit_on, out / "train.jsonl")
+        todo, fit_info = await _fit_entries(todo, fit_on, progress=progress, concurrency=concurrency)
+        train_info = {**(train_info or {}), "file": "train.jsonl"}
     stems = journal_names([e.name for e in todo])
     runs: list[RunResult] = []
     if batch:
@@ -524,40 +795,54 @@ async def compare(
         scorer = LikelihoodScorer() if likelihood is True else likelihood
         if not isinstance(scorer, LikelihoodScorer):
             raise ConfigError(f"expected likelihood=True or a LikelihoodScorer; got {type(likelihood).__name__}")
-        task = likelihood_task or _task_for(bench.name)
-        ls = await likelihood_scores(items, scorer, task, out / "likelihood.jsonl", progress=progress)
-        ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": task,
+        gen_task = likelihood_task or _task_for(bench.name)
+        ls = await likelihood_scores(items, scorer, gen_task, out / "likelihood.jsonl", progress=progress)
+        ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": gen_task,
                    "cache": "likelihood.jsonl"}
     human = human_scores(items, criterion)
+    gold = [it.preference.get(criterion) for it in items]
+    human_scale = bench.scale_for(criterion)
     results: list[EntryResult] = []
     for k, (e, result) in enumerate(zip(todo, runs, strict=True)):
-        scale = e.scale or judge_scale(e.judge) or bench.scale
+        scale = e.scale or judge_scale(e.judge) or human_scale
         measures, per_system = entry_measures(result.judgments, items, criterion, scale, ls=ls,
-                                              n_boot=n_boot, seed=seed)
-        scores = [_score_of(j, criterion) for j in result.judgments]
+                                              n_boot=n_boot, seed=seed, task=task)
         comparison = None
-        if k > 0:
-            first = [_score_of(j, criterion) for j in runs[0].judgments]
-            comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
-                                     seed=seed)
+        if task == "pairwise":
+            verdicts = verdicts_as_text(result.judgments)
+            histogram = _counts(verdicts)
+            if k > 0:
+                comparison = _accuracy_comparison(todo[0].name, verdicts_as_text(runs[0].judgments), verdicts, gold,
+                                                  n_boot=n_boot, n_perm=n_perm, seed=seed)
+        else:
+            scores = [_score_of(j, criterion) for j in result.judgments]
+            histogram = _histogram(scores, scale)
+            if k > 0:
+                first = [_score_of(j, criterion) for j in runs[0].judgments]
+                comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
+                                         seed=seed)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
-            histogram=_histogram(scores, scale), comparison=comparison,
+            histogram=histogram, comparison=comparison, fitted=fit_info.get(e.name),
         ))
-    human_ref = _human_reference(items, criterion, bench.scale, n_boot=n_boot, seed=seed)
+    human_ref = _human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task)
     records = tuple(
         ItemRecord(id=it.id, system=it.system, doc_id=it.doc_id,
                    human=None if not math.isfinite(h) else float(h), words=word_count(it.output),
-                   ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]))
+                   ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]),
+                   system_b=it.system_b, words_b=None if it.output_b is None else word_count(it.output_b),
+                   gold=gold[i])
         for i, (it, h) in enumerate(zip(items, human, strict=True))
     )
     return CompareResult(
-        benchmark=bench.name, criterion=criterion, human_scale=bench.scale, items=records,
-        entries=tuple(results), human=human_ref, human_histogram=_histogram(list(human), bench.scale),
+        benchmark=bench.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
+        entries=tuple(results), human=human_ref,
+        human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
         likelihood=ls_info,
         settings={"limit": limit, "n_items": len(items), "concurrency": concurrency, "n_boot": n_boot,
-                  "n_perm": n_perm, "seed": seed, "command": command,
+                  "n_perm": n_perm, "seed": seed, "command": command, "train": train_info,
+                  "not_fitted": {k: v["error"] for k, v in fit_info.items() if v.get("error")},
                   "journals": {e.name: f"journals/{stems[e.name]}.jsonl" for e in todo}},
     )
 
@@ -577,12 +862,21 @@ async def _run_batched(todo: Sequence[Entry], items: Sequence[Item], out: Path, 
             await session.aclose()
 
 
+def _counts(labels: Sequence[str | None]) -> dict[str, int]:
+    """How often each pairwise verdict (or gold preference) occurs; failures are not counted."""
+    return {k: sum(1 for v in labels if v == k) for k in ("A", "B", "tie")}
+
+
 def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int,
-                     seed: int) -> dict[str, Measure]:
-    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference row."""
+                     seed: int, task: Task = "score") -> dict[str, Measure]:
+    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference row.
+
+    On a pairwise benchmark they are computed on the gold preferences.
+    """
+    gold = [it.preference.get(criterion) for it in items] if task == "pairwise" else []
     data = EntryData(scores=human_scores(items, criterion), items=items, criterion=criterion, scale=scale,
-                     n_boot=n_boot, seed=seed)
-    return {key: cls().compute(data) for key, cls in measure_table().items() if cls.on_humans}
+                     n_boot=n_boot, seed=seed, verdicts=gold, task=task)
+    return {key: cls().compute(data) for key, cls in measure_table(task).items() if cls.on_humans}
 
 
 def scores_by_entry(result: CompareResult) -> dict[str, list[float | None]]:

@@ -9,11 +9,15 @@
   per-measure details with ``n`` and parse failures (a share both of scored items and of
   all items, where items were dropped), per-system P_i and the comparison against the
   first entry. Columns, labels and directions come from the registered measures
-  (:data:`mitigate.measures.MEASURES`).
+  (:data:`mitigate.measures.MEASURES`) of the comparison's task (scores, or pairwise
+  verdicts, for which a per-system-pair table of position consistency and preference
+  fairness follows).
 - Plots (matplotlib, Agg backend): ``histograms.png`` (score histogram per entry and for the
   humans), ``ls_vs_us.png`` (LS against US with the fitted slope, when likelihood was
-  computed), ``per_system.png`` (P_i per system, systems ordered by human quality) and
-  ``consistency.png`` (consistency under perturbation, when measured).
+  computed), ``per_system.png`` (P_i per system, systems ordered by human quality),
+  ``consistency.png`` (consistency under perturbation, when measured) and, for pairwise
+  judges in both orders, ``per_pair.png`` (position consistency and preference fairness per
+  system pair, with intervals).
 
 :func:`render_report` rebuilds ``report.md`` and the plots from ``results.json`` alone.
 """
@@ -29,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from mitigate.errors import DataError
-from mitigate.harness.compare import DELTA_INFO, CompareResult, EntryResult
-from mitigate.measures import MEASURES, Measure, MeasureInfo, unfairness_scores
+from mitigate.harness.compare import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
+from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table, unfairness_scores
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_plots", "render_report", "write_report"]
 
@@ -147,9 +151,13 @@ def _header(info: MeasureInfo) -> str:
 
 
 def _shown_columns(result: CompareResult) -> list[str]:
-    """Headline measures with a value for at least one entry."""
-    return [k for k, info in MEASURES.items()
-            if info.headline and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
+    """Headline measures of the result's task with a value for at least one entry."""
+    return [k for k, cls in measure_table(result.task).items()
+            if cls.info.headline and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
+
+
+def _delta_info(result: CompareResult) -> MeasureInfo:
+    return DELTA_ACCURACY_INFO if result.task == "pairwise" else DELTA_INFO
 
 
 def _delta_value(e: EntryResult) -> float:
@@ -163,8 +171,10 @@ def render_markdown(result: CompareResult) -> str:
     n_items = len(result.items)
     limit = s.get("limit")
     scope = f"the first {n_items} items in document-major order (limit {limit})" if limit else f"all {n_items} items"
+    labels = ("gold preferences (A, B or tie)" if result.task == "pairwise"
+              else f"human scores on {result.human_scale.describe()}")
     lines.append(
-        f"{len(result.entries)} entries judged {scope}; human scores on {result.human_scale.describe()}. "
+        f"{len(result.entries)} entries judged {scope}; {labels}. "
         f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed {s.get('seed', 0)}); "
         f"`n` counts items a measure used and `failed` those it dropped for a missing score."
     )
@@ -172,20 +182,31 @@ def render_markdown(result: CompareResult) -> str:
         lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of all\" "
                       "gives it over every item, each dropped one counted against the judge, as papers that report "
                       "shares of all items count (LLMBar's order consistency 323/419).")
+    train = s.get("train")
+    if train:
+        fitted = [e.name for e in result.entries if e.fitted and e.fitted.get("fitted")]
+        lines += ["", f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) were "
+                      f"fitted on {train.get('n_items')} labelled training items ({train.get('source')}; "
+                      f"{train.get('n_documents')} documents, none of them among the judged items; ids in "
+                      f"`{train.get('file', 'results.json')}`); the others were used as given."]
+    if s.get("not_fitted"):
+        lines += ["", "Not compared, because fitting on the training items failed:", ""]
+        lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
     if s.get("command"):
         lines += ["", f"Command: `{s['command']}`"]
     lines += ["", "## Accuracy and bias", "",
               "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
               "→ 0 closer to 0 is better.", ""]
     cols = _shown_columns(result)
+    delta_info = _delta_info(result)
     has_delta = any(e.comparison is not None for e in result.entries)
     head = ["entry", "n ok", "parse failures", "errors", *(_header(MEASURES[k]) for k in cols)]
     if has_delta:
-        head.append(f"{DELTA_INFO.label} ({_ARROWS[DELTA_INFO.direction]})")
+        head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     best = {k: _best([e.measures[k].value for e in result.entries], MEASURES[k].direction) for k in cols}
-    best_delta = _best([_delta_value(e) for e in result.entries], DELTA_INFO.direction)
+    best_delta = _best([_delta_value(e) for e in result.entries], delta_info.direction)
     notes: list[str] = []
     for i, e in enumerate(result.entries):
         cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
@@ -209,10 +230,11 @@ def render_markdown(result: CompareResult) -> str:
                 ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
                 p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
                 if not math.isfinite(c.observed):
-                    notes.append(f"- {e.name} / {DELTA_INFO.label}: {c.reason or 'undefined'}")
+                    notes.append(f"- {e.name} / {delta_info.label}: {c.reason or 'undefined'}")
                 cells.append(text + ci + p)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    ref = [f"humans (reference, {result.human_scale.describe()})", "", "", ""]
+    ref = [("gold preferences (reference)" if result.task == "pairwise"
+            else f"humans (reference, {result.human_scale.describe()})"), "", "", ""]
     any_ref = False
     for k in cols:
         m = result.human.get(k)
@@ -225,7 +247,7 @@ def render_markdown(result: CompareResult) -> str:
         ref.append("")
     if any_ref:
         lines.append("| " + " | ".join(ref) + " |")
-    missing = [k for k, info in MEASURES.items() if info.headline and k not in cols]
+    missing = [k for k, cls in measure_table(result.task).items() if cls.info.headline and k not in cols]
     if missing:
         lines += ["", "Not computed for any entry:", ""]
         for k in missing:
@@ -238,6 +260,7 @@ def render_markdown(result: CompareResult) -> str:
         lines += ["", "How to read:", "", *reading]
     lines += _details(result)
     lines += _per_system(result)
+    lines += _per_pair(result)
     lines += _comparisons(result)
     lines += _plots_section(result)
     return "\n".join(lines) + "\n"
@@ -249,7 +272,8 @@ def _details(result: CompareResult) -> list[str]:
         sm = e.summary
         out += [f"### {e.name}", "",
                 f"Kind: {e.kind}; scale {e.scale.describe()}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
-                f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache).", "",
+                f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache)."
+                + _fitted_text(e), "",
                 "| measure | direction | value | 95% CI | n | failed | of all | note |",
                 "|---|---|---:|---|---:|---:|---:|---|"]
         for k, m in e.measures.items():
@@ -261,6 +285,14 @@ def _details(result: CompareResult) -> list[str]:
                        f"{_of_all_text(m)} | {(m.reason or '').replace('|', '/')} |")
         out.append("")
     return out
+
+
+def _fitted_text(e: EntryResult) -> str:
+    if not e.fitted:
+        return ""
+    if e.fitted.get("fitted"):
+        return f" Fitted on the {e.fitted.get('n_items')} items of {e.fitted.get('train')} (its spec holds what it learned)."
+    return f" Not fitted here: {e.fitted.get('why')}."
 
 
 def _human_quality(result: CompareResult) -> dict[str, float]:
@@ -291,15 +323,56 @@ def _per_system(result: CompareResult) -> list[str]:
     return out
 
 
+_PAIR_KEYS = ("position_consistency", "preference_fairness")
+
+
+def _pair_tables(result: CompareResult) -> dict[str, dict[str, dict[str, Any]]]:
+    """Entry name -> measure -> system pair -> row, for the entries whose pairwise measures hold per-pair tables."""
+    tables = {e.name: {k: e.measures[k].extra.get("per_group", {}) for k in _PAIR_KEYS if k in e.measures}
+              for e in result.entries}
+    return {name: t for name, t in tables.items() if any(t.values())}
+
+
+def _per_pair(result: CompareResult) -> list[str]:
+    """Position consistency and preference fairness per system pair, for pairwise entries that have them."""
+    tables = _pair_tables(result)
+    if not tables:
+        return []
+    out = ["## Per system pair", "",
+           "Position consistency (↑) and preference fairness (→ 0; < 0 favours the first position, > 0 the "
+           "second) within each pair of systems, with 95% bootstrap intervals (Shi et al. 2024).", "",
+           "| entry | pair | n | position consistency | preference fairness | primacy / recency |",
+           "|---|---|---:|---|---|---|"]
+
+    def cell(row: dict[str, Any] | None) -> str:
+        if row is None or row.get("value") is None or not math.isfinite(row["value"]):
+            return "n/a"
+        ci = f" [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]" if row.get("ci_low") is not None else ""
+        return _fmt(row["value"]) + ci
+
+    for name, t in tables.items():
+        pc, pf = t.get("position_consistency", {}), t.get("preference_fairness", {})
+        for pair in dict.fromkeys([*pc, *pf]):
+            a, b = pc.get(pair), pf.get(pair)
+            n = (a or b or {}).get("n", 0)
+            split = f"{(b or a or {}).get('primacy', '')} / {(b or a or {}).get('recency', '')}"
+            out.append(f"| {name} | {pair} | {n} | {cell(a)} | {cell(b)} | {split} |")
+    out.append("")
+    return out
+
+
 def _comparisons(result: CompareResult) -> list[str]:
     rows = [e for e in result.entries if e.comparison is not None]
     if not rows:
         return []
     first = result.entries[0].name
+    what, short = (("Accuracy against the gold preferences", "Δ accuracy") if result.task == "pairwise"
+                   else ("Item-level Spearman", "Δ Spearman"))
+    test = "paired sign-flip permutation test" if result.task == "pairwise" else "paired permutation test"
     out = [f"## Against {first}", "",
-           "Item-level Spearman of each entry minus that of the first entry, on items both scored; paired "
-           "bootstrap interval and paired permutation test (two-sided).", "",
-           "| entry | Δ Spearman | 95% CI | p | n | note |", "|---|---:|---|---:|---:|---|"]
+           f"{what} of each entry minus that of the first entry, on items both scored; paired "
+           f"bootstrap interval and {test} (two-sided).", "",
+           f"| entry | {short} | 95% CI | p | n | note |", "|---|---:|---|---:|---:|---|"]
     for e in rows:
         c = e.comparison
         assert c is not None
@@ -318,6 +391,8 @@ def _plots_section(result: CompareResult) -> list[str]:
         out += ["![per-system P_i](per_system.png)", ""]
     if _has_consistency(result):
         out += ["![consistency](consistency.png)", ""]
+    if _pair_tables(result):
+        out += ["![position bias per system pair](per_pair.png)", ""]
     return out
 
 
@@ -365,6 +440,8 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
         paths.append(_per_system_plot(result, out / "per_system.png"))
     if _has_consistency(result):
         paths.append(_consistency_plot(result, out / "consistency.png"))
+    if _pair_tables(result):
+        paths.append(_per_pair_plot(result, out / "per_pair.png"))
     return paths
 
 
@@ -372,21 +449,27 @@ def _histograms(result: CompareResult, path: Path) -> Path:
     plt = _plt()
     panels = [(e.name, f"n={e.summary.ok}, {e.summary.parse_failures} parse failures", e.histogram)
               for e in result.entries]
-    panels.append(("humans (mean, rounded)", f"n={sum(result.human_histogram.values())}", result.human_histogram))
+    pairwise = result.task == "pairwise"
+    panels.append(("humans (gold)" if pairwise else "humans (mean, rounded)",
+                   f"n={sum(result.human_histogram.values())}", result.human_histogram))
     rows, cols = _grid(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, (name, subtitle, hist) in zip(axes.flat, panels, strict=False):
-        xs = [float(k) for k in hist]
+        xs = list(range(len(hist))) if pairwise else [float(k) for k in hist]
         ys = list(hist.values())
         width = 0.8 * (min(np.diff(sorted(xs))) if len(xs) > 1 else 1.0)
         ax.bar(xs, ys, width=width, color="#777777" if name.startswith("humans") else "#3b6ea8")
         ax.set_title(f"{_short(name)}\n{subtitle}", fontsize=10)
-        ax.set_xlabel("score")
+        ax.set_xlabel("preferred text" if pairwise else "score")
         ax.set_ylabel("items")
-        ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
+        if pairwise:
+            ax.set_xticks(xs, labels=list(hist))
+        else:
+            ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    fig.suptitle(f"Score distribution: {result.benchmark} / {result.criterion}")
+    kind = "Verdict distribution" if pairwise else "Score distribution"
+    fig.suptitle(f"{kind}: {result.benchmark} / {result.criterion}")
     fig.tight_layout()
     return _save(fig, path)
 
@@ -450,6 +533,40 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
     ax.set_ylabel("P_i = Spearman(judge, human) within system")
     ax.set_title(f"Per-system agreement, systems by human quality: {result.benchmark} / {result.criterion}")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _per_pair_plot(result: CompareResult, path: Path) -> Path:
+    """Position consistency and preference fairness per system pair, with their intervals, one bar per entry."""
+    plt = _plt()
+    tables = _pair_tables(result)
+    pairs = list(dict.fromkeys(p for t in tables.values() for rows in t.values() for p in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 0.55 * len(pairs) * max(1, len(tables)) + 4), 4.2),
+                             squeeze=False)
+    width = 0.8 / max(len(tables), 1)
+    x = np.arange(len(pairs))
+    for ax, key, label in zip(axes.flat, _PAIR_KEYS, ("position consistency (↑)", "preference fairness (→ 0)"),
+                              strict=True):
+        for k, (name, t) in enumerate(tables.items()):
+            rows = t.get(key, {})
+            vals = np.array([rows[p]["value"] if p in rows and rows[p]["value"] is not None else math.nan
+                             for p in pairs], dtype=float)
+            low = np.array([rows[p]["ci_low"] if p in rows and rows[p].get("ci_low") is not None else math.nan
+                            for p in pairs], dtype=float)
+            high = np.array([rows[p]["ci_high"] if p in rows and rows[p].get("ci_high") is not None else math.nan
+                             for p in pairs], dtype=float)
+            err = np.nan_to_num(np.vstack([vals - low, high - vals]), nan=0.0)
+            ax.bar(x + (k - (len(tables) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width,
+                   yerr=err, capsize=2, label=_short(name))
+        ax.set_xticks(x)
+        ax.set_xticklabels(pairs, rotation=45, ha="right", fontsize=8)
+        ax.axhline(0, color="#999999", linewidth=0.8)
+        ax.set_title(label, fontsize=10)
+    axes.flat[1].set_ylim(-1, 1)
+    axes.flat[0].set_ylim(0, 1)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"Position bias per system pair (Shi et al. 2024): {result.benchmark} / {result.criterion}")
     fig.tight_layout()
     return _save(fig, path)
 

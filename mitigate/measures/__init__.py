@@ -11,7 +11,8 @@ One module per family, each citing the papers it comes from:
   entropy; inter-criterion correlation, anchoring, correlation by position;
 - :mod:`~mitigate.measures.reliability`: Krippendorff's alpha across samples and settings;
 - :mod:`~mitigate.measures.self_bias`: self-preference, length correlation, source sensitivity;
-- :mod:`~mitigate.measures.pairwise`: position bias;
+- :mod:`~mitigate.measures.pairwise`: accuracy against gold preferences, position consistency,
+  preference fairness and repetition stability (Shi et al. 2024), length lean, position-swap gain;
 - :mod:`~mitigate.measures.length_control`: length-controlled win rate (Dubois et al. 2024);
 - :mod:`~mitigate.measures.stats`: correlations, bootstrap intervals, permutation tests;
 - :mod:`~mitigate.measures.base`: the :class:`Measure` result, shared helpers, and the
@@ -40,6 +41,7 @@ from mitigate.measures.base import (
     MeasureInfo,
     ReportedMeasure,
     Scores,
+    Task,
     human_scores,
     is_missing,
     item_doc_ids,
@@ -75,7 +77,23 @@ from mitigate.measures.likelihood_bias import (
     rs_scores,
     unfairness_scores,
 )
-from mitigate.measures.pairwise import POSITION_VERDICTS, position_bias
+from mitigate.measures.pairwise import (
+    POSITION_VERDICTS,
+    PREFERENCES,
+    longer_preference,
+    pair_category,
+    position_bias,
+    position_consistency,
+    preference_accuracy,
+    preference_fairness,
+    presented_to_text,
+    reconcile,
+    repetition_stability,
+    swap_gain,
+    verdict_orders,
+    verdict_samples,
+    verdicts_as_text,
+)
 from mitigate.measures.reliability import (
     alpha_across_samples,
     alpha_across_settings,
@@ -88,6 +106,7 @@ from mitigate.measures.self_bias import length_correlation, self_preference, sou
 __all__ = [
     "MEASURES",
     "POSITION_VERDICTS",
+    "PREFERENCES",
     "US_SCALINGS",
     "EntryData",
     "Labels",
@@ -95,6 +114,7 @@ __all__ = [
     "MeasureInfo",
     "ReportedMeasure",
     "Scores",
+    "Task",
     "accuracy",
     "accuracy_under_perturbation",
     "alpha_across_samples",
@@ -121,14 +141,22 @@ __all__ = [
     "labels_equal",
     "length_controlled_win_rate",
     "length_correlation",
+    "longer_preference",
     "measure_table",
     "meta_correlation",
     "pairs_against",
     "output_lengths",
+    "pair_category",
     "per_system_correlation",
     "perturbation_consistency",
     "perturbation_outputs",
     "position_bias",
+    "position_consistency",
+    "preference_accuracy",
+    "preference_fairness",
+    "presented_to_text",
+    "reconcile",
+    "repetition_stability",
     "rs_scores",
     "round_number_excess",
     "sample_rows",
@@ -137,7 +165,11 @@ __all__ = [
     "score_histogram",
     "self_preference",
     "source_sensitivity",
+    "swap_gain",
     "system_correlation",
     "unfairness_scores",
+    "verdict_orders",
+    "verdict_samples",
+    "verdicts_as_text",
     "word_count",
 ]

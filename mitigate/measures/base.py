@@ -53,6 +53,7 @@ __all__ = [
     "MeasureInfo",
     "ReportedMeasure",
     "Scores",
+    "Task",
     "batched_nanmean",
     "check_labels",
     "finish",
@@ -273,6 +274,9 @@ Group = Literal["accuracy", "bias", "consistency"]
 GROUPS: tuple[Group, ...] = ("accuracy", "bias", "consistency")
 """Table order of the groups."""
 
+Task = Literal["score", "pairwise"]
+"""What a judge answers: a score per item, or a preference between the two texts of a pairwise item."""
+
 
 class MeasureInfo(BaseModel):
     """How a measure is shown: a short column label, which direction is better, its group.
@@ -298,6 +302,10 @@ class EntryData:
     order of ``items``; ``judgments`` the judgments themselves (samples, perturbation
     scores), empty for a human reference row; ``ls`` the likelihood LS per item when it
     was computed. ``n_boot`` bootstrap resamples per interval (0: no intervals).
+
+    For a pairwise run (``task="pairwise"``) ``verdicts`` holds the judge's preference per item
+    as ``"A"`` (the item's ``output``), ``"B"`` (its ``output_b``), ``"tie"`` or None, and
+    ``scores`` is all NaN; :attr:`gold` gives the items' gold preferences.
     """
 
     scores: np.ndarray
@@ -308,6 +316,8 @@ class EntryData:
     ls: np.ndarray | None = None
     n_boot: int = 1000
     seed: int = 0
+    verdicts: Sequence[str | None] = ()
+    task: Task = "score"
 
     @property
     def ci(self) -> dict[str, Any]:
@@ -339,6 +349,11 @@ class EntryData:
         """Whether every item names its system."""
         return all(s is not None for s in self.systems)
 
+    @cached_property
+    def gold(self) -> list[str | None]:
+        """The gold preference of each pairwise item on the criterion (``"A"``, ``"B"``, ``"tie"``; None if absent)."""
+        return [item.preference.get(self.criterion) for item in self.items]
+
 
 class ReportedMeasure(Component):
     """A measure ``mitigate compare`` reports for every entry, and how it is shown.
@@ -346,11 +361,14 @@ class ReportedMeasure(Component):
     Subclass it beside the measure's function, set ``info``, implement :meth:`compute`,
     and register it: ``@register("measure", "<key>")``, where the key is the name of the
     :class:`Measure` it returns (the key in ``results.json``). ``on_humans = True`` also
-    computes it on the human scores, as the reference row of the table.
+    computes it on the human scores (the gold preferences, for a pairwise measure), as the
+    reference row of the table. ``task`` says which runs it applies to: ``"score"`` (a score
+    per item) or ``"pairwise"`` (a preference per pair of texts).
     """
 
     info: ClassVar[MeasureInfo]
     on_humans: ClassVar[bool] = False
+    task: ClassVar[Task] = "score"
 
     def compute(self, entry: EntryData) -> Measure:
         """The measure for one entry (NaN with a reason when the entry cannot support it)."""
@@ -362,13 +380,13 @@ class ReportedMeasure(Component):
         return [cls()]
 
 
-def measure_table() -> dict[str, type[ReportedMeasure]]:
-    """Every registered reported measure, key -> class, in table order.
+def measure_table(task: Task | None = None) -> dict[str, type[ReportedMeasure]]:
+    """Every registered reported measure (for ``task`` only, when given), key -> class, in table order.
 
     Table order: by group (accuracy, bias, consistency), then in registration order.
     """
     found = [(k, v) for k, v in registered("measure").items()
-             if isinstance(v, type) and issubclass(v, ReportedMeasure)]
+             if isinstance(v, type) and issubclass(v, ReportedMeasure) and (task is None or v.task == task)]
     rank = {g: i for i, g in enumerate(GROUPS)}
     return dict(sorted(found, key=lambda kv: rank[kv[1].info.group]))
 

@@ -24,7 +24,7 @@ calibration and test items are exchangeable (drawn from the same distribution).
   does);
 - :func:`agrees` says whether a judgment agrees with the item's human label: a score within
   ``tolerance`` of the human score, or a verdict equal to the gold preference
-  (``item.meta["gold"]``, "first"/"second"/"tie");
+  (the item's gold ``preference``: A is the first position, B the second);
 - :class:`SelectiveEvaluation` (registered ``"selective"``) fits λ̂ on a training split by
   judging it, and wraps a judge so that each judgment is accepted or escalated
   (flag ``needs_human``, ``meta["selective"]``);
@@ -246,15 +246,29 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
     raise ConfigError(f"expected a confidence source from {list(CONFIDENCES)}; got {source!r}")
 
 
-def gold_verdict(item: Item) -> str | None:
-    """The human preference of a pairwise item: ``item.meta["gold"]`` ("first", "second" or "tie"), else None."""
-    gold = item.meta.get("gold")
-    if gold is None:
+def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
+    """The gold preference of a pairwise item as a verdict by position: A -> "first", B -> "second", "tie".
+
+    Read from ``item.preference`` (criterion -> "A"/"B"/"tie", see :class:`~mitigate.data.schema.Item`):
+    the criterion's entry, or the only one when ``criterion`` is None. None when the item has no
+    gold preference (for that criterion).
+    """
+    prefs = item.preference
+    if not prefs:
         return None
-    if gold not in ("first", "second", "tie"):
-        raise DataError(f"expected item {item.id!r}'s meta['gold'] to be 'first', 'second' or 'tie'; got {gold!r}",
-                        item_id=item.id)
-    return str(gold)
+    if criterion is None:
+        if len(prefs) > 1:
+            raise DataError(f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a criterion to "
+                            "pick one", item_id=item.id)
+        (pref,) = prefs.values()
+    else:
+        pref = prefs.get(criterion)
+        if pref is None:
+            return None
+    return _VERDICT_OF_PREFERENCE[pref]
+
+
+_VERDICT_OF_PREFERENCE = {"A": "first", "B": "second", "tie": "tie"}
 
 
 def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None = None) -> bool | None:
@@ -263,7 +277,7 @@ def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None =
     A verdict agrees when it equals :func:`gold_verdict`; a score when it is within
     ``tolerance`` of ``item.human[criterion]``. A judgment without an answer does not agree.
     """
-    gold = gold_verdict(item)
+    gold = gold_verdict(item, criterion)
     if gold is not None:
         return j.verdict == gold
     c = _criterion(j, criterion) if (j.scores or j.samples) else criterion
@@ -396,7 +410,7 @@ class SelectiveEvaluation(Mitigation):
             agreed.append(a)
         if not conf:
             raise ConfigError("SelectiveEvaluation.fit found no training item with a human label to calibrate on; "
-                              "expected human scores for the criterion, or meta['gold'] for pairwise items")
+                              "expected human scores for the criterion, or gold preferences for pairwise items")
         g = fixed_sequence_threshold(conf, agreed, target=self.target, delta=self.delta, grid=self.grid,
                                      min_accepted=self.min_accepted)
         return self.model_copy(update={"guarantee_": g})

@@ -56,6 +56,14 @@ def make_fixtures(folder: Path) -> Path:
     (d / "journal_dir" / "journal.jsonl").mkdir(parents=True, exist_ok=True)
     (d / "empty_folder").mkdir(exist_ok=True)
     (d / "replay_latin1.jsonl").write_bytes(b'{"prompt": "caf\xe9", "response": "Score: 3"}\n')
+    rec = [{"item_id": r["id"], "judge": "j", "criterion": "fluency", "score": 3} for r in _ROWS]
+    (d / "recorded.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rec), encoding="utf-8")
+    (d / "recorded_bad_score.jsonl").write_text(
+        json.dumps(rec[0]) + "\n" + json.dumps({**rec[1], "score": "high"}) + "\n", encoding="utf-8")
+    (d / "recorded_part.jsonl").write_text(json.dumps(rec[0]) + "\n", encoding="utf-8")
+    (d / "recorded_latin1.jsonl").write_bytes(b'{"item_id": "caf\xe9", "judge": "j", "criterion": "fluency"}\n')
+    (d / "pairs.jsonl").write_text(json.dumps({"id": "p", "output": "a", "output_b": "b",
+                                                 "preference": {"fluency": "A"}}) + "\n", encoding="utf-8")
     return d
 
 
@@ -173,6 +181,24 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _c("compare batch on the local backend", "batch mode needs", "-p", "baseline", "--backend", "local",
        "--base-url", "", "--batch"),
     _c("compare unknown transport", "'--transport' parameter", "-p", "baseline", "--transport", "http3"),
+    _c("compare train fraction 0", "--train", "-p", "random-demos(k=2)", "--train", "0"),
+    _c("compare train fraction above 1", "--train", "-p", "random-demos(k=2)", "--train", "1.5"),
+    _c("compare train benchmark unknown", "expected a benchmark name", "-p", "baseline", "--train", "nope"),
+    _c("compare train sharing documents", "document", "-p", "random-demos(k=2)", "--train",
+       "jsonl:{d}/bench.jsonl"),
+    _c("compare unfitted entry without train", "--train", "-p", "random-demos(k=2)"),
+    _c("compare missing recorded file", "no such file", "--recorded", "{d}/missing.jsonl"),
+    _c("compare recorded not utf-8", "recorded_latin1.jsonl:1", "--recorded", "{d}/recorded_latin1.jsonl"),
+    _c("compare recorded bad score", "recorded_bad_score.jsonl:2", "--recorded", "{d}/recorded_bad_score.jsonl"),
+    _c("compare recorded not covering the items", "recorded_part.jsonl", "--recorded", "{d}/recorded_part.jsonl"),
+    _c("compare recorded unknown criterion", "criterion", "--recorded", "{d}/recorded.jsonl", "-c", "coherence"),
+    _c("compare released on another benchmark", "released", "--released", "chatgpt-h2h"),
+    BadInput("compare pairwise without a prompt", ("compare", "-b", "jsonl:{d}/pairs.jsonl", "-c", "fluency",
+                                                   "--backend", "openai:stub-model", "--base-url", "{url}",
+                                                   "--no-progress", "--no-cache", "--out", "{d}/cmp", "-p", "baseline"),
+             "pairwise"),
+    _j("judge out is a folder", "is a directory", "--out", "{d}/empty_folder"),
+    _j("judge out under a file", "--out", "--out", "{d}/a_file/rows.jsonl"),
     _s("search negative limit", "'--limit' parameter", "-n", "-1"),
     _s("search zero k", "'--k' parameter", "--k", "0"),
     _s("search zero budget", "'--budget' parameter", "--budget", "0"),
