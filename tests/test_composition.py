@@ -337,8 +337,8 @@ async def test_p3_judges_both_orders_with_chain_of_thought_and_keeps_a_consisten
     lm = FakeLM(prefers_right)
     judgment = await p3().wrap(p3_base(lm)).judge(PAIR)
     original, swapped = (r.messages[-1].content for r in lm.requests)
-    cot = ("Before answering, explain your reasoning step by step. End your answer with a final line holding only "
-           "your verdict, '1' or '2'.")
+    cot = ("Before answering, explain your reasoning step by step. End your answer with a final line "
+           "\"Summary X\", with X being '1' or '2'.")  # the template's own answer line
     assert original == ("Which summary of the article is better?\n\nArticle:\nAn article.\n\n"
                         "Summary 1:\nShort and right.\n\nSummary 2:\nLong and wrong.\n\n"
                         f"Answer 'Summary 1' or 'Summary 2'.\n\n{cot}")
