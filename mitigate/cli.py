@@ -192,6 +192,7 @@ def _check_run_options(command: str, opts: dict[str, Any]) -> None:
         "patience": (Interval(float, 0.0, None, closed="neither"),),
         "stop_after": (Interval(int, 0, None),),
         "transport": (Options("auto", "aiohttp", "httpx", "direct"), None),
+        "guided": (Options("openai", "vllm", "vllm-legacy", "sglang", "llamacpp"), None),
         "batch_retries": (Interval(int, 0, None),),
         "n_boot": (Interval(int, 0, None),),
         "budget": (Interval(int, 1, None),),
@@ -217,9 +218,13 @@ def _check_run_options(command: str, opts: dict[str, Any]) -> None:
 
 def _check_large_run_options(opts: dict[str, Any], kind: str) -> None:
     """--transport, --batch and --batch-retries against the backend and the run folder they need."""
-    if opts.get("transport") is not None and kind != "openai":
-        raise ConfigError(f"--transport applies to openai:<model> backends (the OpenAI API and OpenAI-compatible "
-                          f"servers such as vLLM); got --backend {opts.get('backend')!r}")
+    for name in ("transport", "guided"):
+        if opts.get(name) is not None and kind != "openai":
+            raise ConfigError(f"--{name} applies to openai:<model> backends (the OpenAI API and OpenAI-compatible "
+                              f"servers such as vLLM); got --backend {opts.get('backend')!r}")
+    if opts.get("guided") not in (None, "openai") and not opts.get("base_url"):
+        raise ConfigError(f"--guided {opts['guided']} names the guided decoding of an OpenAI-compatible server; "
+                          "expected --base-url with it; got none")
     if not opts.get("batch"):
         if opts.get("batch_retries"):
             raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {opts['batch_retries']} "
@@ -335,10 +340,10 @@ def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
 
 
 def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | None = None,
-             patience: float = 60.0, transport: str | None = None) -> Any:
+             patience: float = 60.0, transport: str | None = None, guided: str | None = None) -> Any:
     """The LM for ``spec`` with retries (a Retry-After longer than ``patience`` seconds stops them), and the
     on-disk cache when ``cache``; ``timeout`` is the per-request timeout of network backends, ``transport``
-    the HTTP client of an openai: backend."""
+    the HTTP client and ``guided`` the guided-decoding fields of an openai: backend."""
     from mitigate.lm.registry import get, wrap
     from mitigate.lm.retry import RetryPolicy
 
@@ -347,6 +352,8 @@ def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | N
         kwargs["timeout"] = timeout
     if transport is not None:
         kwargs["transport"] = transport
+    if guided is not None:
+        kwargs["guided"] = guided
     policy = RetryPolicy(base_delay=min(0.5, patience), max_delay=patience)
     return wrap(get(spec, **kwargs), cache=cache, retry=policy)
 
@@ -359,6 +366,9 @@ _STOP_AFTER_HELP = ("stop the run after this many failures in a row that would r
 
 TRANSPORT_HELP = ("HTTP client of an openai: backend: auto (the SDK), direct (plain aiohttp, the least CPU per "
                   "call: for an OpenAI-compatible server such as vLLM at high concurrency), aiohttp or httpx")
+GUIDED_HELP = ("how an openai: backend sends an answer constraint (--constrain): openai (response_format JSON "
+               "schema), or the guided decoding of the OpenAI-compatible server at --base-url: vllm "
+               "(structured_outputs), vllm-legacy (guided_regex), sglang (regex) or llamacpp (grammar)")
 BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or anthropic:, half the price, results "
               "within 24 h); resumable: rerun the same command to pick up the same batches")
 
@@ -409,6 +419,7 @@ def judge(
         "--pipeline", help="mitigations wrapping the judge: pipeline text such as \"name(k=v) | name2\", or "
         "@file.json (a spec file such as 'mitigate search --out' writes)")] = None,
     transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
+    guided: Annotated[str | None, typer.Option(help=GUIDED_HELP)] = None,
     batch: Annotated[bool, typer.Option(help=BATCH_HELP + " (needs --run-dir)")] = False,
     batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
     out: Annotated[Path | None, typer.Option(
@@ -436,7 +447,7 @@ async def _judge(**opts: Any) -> None:
     text = _template_text(opts["prompt"], opts["benchmark"], crit)
     jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
     lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
-                  patience=opts["patience"], transport=opts["transport"])
+                  patience=opts["patience"], transport=opts["transport"], guided=opts["guided"])
     session = _batch_session(opts["batch"], opts["run_dir"], opts["batch_retries"], opts["progress"])
     try:
         config = JudgeConfig(
@@ -576,6 +587,7 @@ def compare_cmd(
     cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
+    guided: Annotated[str | None, typer.Option(help=GUIDED_HELP)] = None,
     batch: Annotated[bool, typer.Option(help=BATCH_HELP + "; the pipelines' requests share batches")] = False,
     batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
 ) -> None:
@@ -613,7 +625,7 @@ async def _compare(**opts: Any) -> None:
         jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit,
                                        **answer)
         lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
-                      patience=opts["patience"], transport=opts["transport"])
+                      patience=opts["patience"], transport=opts["transport"], guided=opts["guided"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"],
                              **answer_mode(lm, opts["scoring"], opts["constrain"]))
         base = PromptJudge(jp, lm, config)
@@ -725,6 +737,10 @@ def search_cmd(
     patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
+    scoring: Annotated[str, typer.Option(help="parse (read the score), expected (logprob-weighted) or auto "
+                                         "(expected for the embedded default model, else parse)")] = "auto",
+    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off "
+                                           "(see JudgeConfig.constrain)")] = "auto",
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
     concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
@@ -738,6 +754,7 @@ def search_cmd(
         "--pipeline", help="mitigations wrapping the judge before demos are searched: pipeline text or @file.json; "
         "the saved spec holds them followed by the winner")] = "baseline",
     transport: Annotated[str | None, typer.Option(help=TRANSPORT_HELP)] = None,
+    guided: Annotated[str | None, typer.Option(help=GUIDED_HELP)] = None,
 ) -> None:
     """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
     opts = dict(locals())
@@ -752,7 +769,7 @@ def search_cmd(
 
 def _search(**opts: Any) -> None:
     from mitigate.harness.report import plot_search
-    from mitigate.judge import JudgeConfig, PromptJudge
+    from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
     from mitigate.prompt import JudgePrompt
 
     before = parse_pipeline(opts["pipeline"])  # bad pipeline text fails before data or calls
@@ -765,9 +782,11 @@ def _search(**opts: Any) -> None:
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
     lm = _backend(opts["backend"], opts["base_url"], cache=False, timeout=opts["timeout"],  # the search adds
-                  patience=opts["patience"], transport=opts["transport"])  # its own cache
-    judge = before.wrap(PromptJudge(jp, lm, JudgeConfig(temperature=opts["temperature"],
-                                                        max_tokens=opts["max_tokens"])))
+                  patience=opts["patience"], transport=opts["transport"],  # its own cache
+                  guided=opts["guided"])
+    config = JudgeConfig(temperature=opts["temperature"], max_tokens=opts["max_tokens"],
+                         **answer_mode(lm, opts["scoring"], opts["constrain"]))
+    judge = before.wrap(PromptJudge(jp, lm, config))
     try:
         fractions = tuple(float(x) for x in opts["splits"].split(","))
     except ValueError:

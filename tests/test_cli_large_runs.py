@@ -97,3 +97,29 @@ def test_compare_batch_puts_every_pipeline_in_one_batch(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert [len(b["custom_ids"]) for b in created] == [12]
     assert "12 answers" in result.stderr
+
+
+def test_guided_sends_the_answer_constraint_in_the_servers_own_field(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    _bench(tmp_path, n=2)
+    with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
+        vllm = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--guided", "vllm",
+                                              "--constrain", "format", "--no-cache"))
+        sglang = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--guided",
+                                                "sglang", "--constrain", "format", "--no-cache"))
+        bodies = server.bodies
+    assert vllm.exit_code == 0 and sglang.exit_code == 0, vllm.output + sglang.output
+    assert "judge=4" in vllm.stdout
+    first, last = bodies[0], bodies[-1]
+    assert "Score" in first["structured_outputs"]["regex"] and "regex" not in first
+    assert "Score" in last["regex"] and "structured_outputs" not in last
+
+
+def test_a_named_server_without_guided_decoding_is_told_about_guided(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    _bench(tmp_path, n=2)
+    with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
+        result = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--constrain",
+                                                "format", "--no-cache"))
+    assert result.exit_code != 0
+    assert "--guided" in result.stderr

@@ -253,7 +253,8 @@ class OpenAILM(LM):
                 raise
             raise CapabilityError(
                 f"{exc.message} This server's guided decoding is unknown: pass guided='vllm', 'vllm-legacy', "
-                "'sglang', 'llamacpp' or 'openai' (response_format only).",
+                "'sglang', 'llamacpp' or 'openai' (response_format only); on the command line, --guided vllm "
+                "(or the others).",
                 backend=self.spec,
             ) from None
 

@@ -133,6 +133,9 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _j("unknown transport", "'--transport' parameter", "--transport", "websocket"),
     _j("transport on an anthropic backend", "--transport applies", "--backend", "anthropic:claude-x",
        "--transport", "direct"),
+    _j("unknown guided decoding", "'--guided' parameter", "--guided", "outlines"),
+    _j("guided on the local backend", "--guided applies", "--backend", "local", "--base-url", "", "--guided", "vllm"),
+    _j("guided server without a url", "expected --base-url", "--base-url", "", "--guided", "sglang"),
     _j("batch without a run dir", "--batch needs --run-dir", "--batch"),
     _j("batch on the local backend", "batch mode needs", "--backend", "local", "--base-url", "",
        "--run-dir", "{d}/batch_run", "--batch"),
@@ -207,6 +210,9 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _s("search unknown engine", "engine", "--engine", "bogus"),
     _s("search transport on the local backend", "--transport applies", "--backend", "local", "--base-url", "",
        "--transport", "direct"),
+    _s("search unknown scoring", "'--scoring' parameter", "--scoring", "logits"),
+    _c("compare guided on an anthropic backend", "--guided applies", "--backend", "anthropic:claude-x",
+       "--guided", "vllm"),
     _s("search out is a folder", "is a directory", "--out", "{d}/empty_folder"),
 )
 
