@@ -440,6 +440,7 @@ def main() -> None:
     ap.add_argument("--baseline-code", type=Path, default=None,
                     help="a checkout whose CLI runs parts 3 and 4 again for comparison (e.g. /work/main)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["kill", "storm", "permanent", "bad-inputs"])
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write the JSON")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     started = time.perf_counter()
@@ -470,8 +471,8 @@ def main() -> None:
                     "code": str(code), "cases": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows),
                     "tracebacks": sum(r["traceback"] for r in rows), "exit_zero": sum(r["exit"] == 0 for r in rows)}
     out["seconds"] = round(time.perf_counter() - started, 1)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
     if "sigkill" in out:
         k = out["sigkill"]
         print(f"SIGKILL: {k['killed']} of {len(k['trials'])} runs killed; lost {k['lost']}, duplicated "
@@ -483,7 +484,7 @@ def main() -> None:
     for arm, block in out.get("bad_inputs", {}).items():
         print(f"bad inputs ({arm}): {block['passed']} of {block['total']} one-line errors with exit != 0 "
               f"({block['tracebacks']} tracebacks, {block['exit_zero']} exit 0)")
-    print(f"wrote {OUT} in {out['seconds']} s")
+    print(f"wrote {args.out} in {out['seconds']} s")
 
 
 if __name__ == "__main__":
