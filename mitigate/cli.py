@@ -359,6 +359,9 @@ def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | N
 
 
 _TIMEOUT_HELP = "seconds before one request to the server times out (openai, anthropic, dspy; default 120)"
+_SCORING_HELP = ("parse (read the score), expected (logprob-weighted) or auto (expected for the embedded default "
+                 "model, else parse)")
+_CONSTRAIN_HELP = "answer constraint: auto, format, answer, json or off (see JudgeConfig.constrain)"
 _PATIENCE_HELP = "longest wait between retries, in seconds; a server asking for a longer Retry-After stops the run"
 _STOP_AFTER_HELP = ("stop the run after this many failures in a row that would repeat for every item (refused "
                     "key or model, unreachable server ...); 0 never stops")
@@ -405,10 +408,8 @@ def judge(
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
     samples: Annotated[int, typer.Option(help="samples per item (reduced by --reducer)")] = 1,
     reducer: Annotated[str, typer.Option(help="mean, median or majority")] = "mean",
-    scoring: Annotated[str, typer.Option(help="parse (read the score), expected (logprob-weighted) or auto "
-                                         "(expected for the embedded default model, else parse)")] = "auto",
-    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off "
-                                           "(see JudgeConfig.constrain)")] = "auto",
+    scoring: Annotated[str, typer.Option(help=_SCORING_HELP)] = "auto",
+    constrain: Annotated[str, typer.Option(help=_CONSTRAIN_HELP)] = "auto",
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
     concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
     run_dir: Annotated[Path | None, typer.Option(help="folder for the journal and results (resumable)")] = None,
@@ -578,9 +579,8 @@ def compare_cmd(
     temperature: Annotated[float, typer.Option(help="sampling temperature of the base judge")] = 0.0,
     samples: Annotated[int, typer.Option(help="samples per item of the base judge")] = 1,
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
-    scoring: Annotated[str, typer.Option(help="parse, expected or auto (expected for the embedded default "
-                                         "model, else parse)")] = "auto",
-    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off")] = "auto",
+    scoring: Annotated[str, typer.Option(help=_SCORING_HELP)] = "auto",
+    constrain: Annotated[str, typer.Option(help=_CONSTRAIN_HELP)] = "auto",
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap and permutation tests")] = 0,
     restart: Annotated[bool, typer.Option(help="discard existing journals in --out")] = False,
@@ -737,10 +737,8 @@ def search_cmd(
     patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
-    scoring: Annotated[str, typer.Option(help="parse (read the score), expected (logprob-weighted) or auto "
-                                         "(expected for the embedded default model, else parse)")] = "auto",
-    constrain: Annotated[str, typer.Option(help="answer constraint: auto, format, answer, json or off "
-                                           "(see JudgeConfig.constrain)")] = "auto",
+    scoring: Annotated[str, typer.Option(help=_SCORING_HELP)] = "auto",
+    constrain: Annotated[str, typer.Option(help=_CONSTRAIN_HELP)] = "auto",
     max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
     concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
