@@ -28,7 +28,7 @@ stays. Conventions: :mod:`mitigate.measures.base`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -449,6 +449,15 @@ def verdict_orders(judgments: Sequence[Judgment]) -> tuple[list[str | None], lis
     return original, swapped
 
 
+def _from_both_orders(entry: EntryData, name: str,
+                      measure: Callable[[list[str | None], list[str | None]], Measure]) -> Measure:
+    """``measure`` of the entry's verdicts in both orders; NaN with the reason when no judgment holds both."""
+    orders = verdict_orders(entry.judgments)
+    if orders is None:
+        return undefined(name, 0, 0, "no judgment holds verdicts in both orders (meta['orders'])")
+    return measure(*orders)
+
+
 def verdict_samples(judgments: Sequence[Judgment]) -> list[list[str | None]]:
     """The repeated verdicts per instance (one item in one order) from ``meta["verdict_samples"]``."""
     out: list[list[str | None]] = []
@@ -492,10 +501,7 @@ class SwapGain(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        orders = verdict_orders(entry.judgments)
-        if orders is None:
-            return undefined("swap_gain", 0, 0, "no judgment holds verdicts in both orders (meta['orders'])")
-        return swap_gain(*orders, entry.gold, **entry.ci)
+        return _from_both_orders(entry, "swap_gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
 
 
 @register("measure", "longer_preference")
@@ -525,10 +531,8 @@ class PreferenceFairness(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        orders = verdict_orders(entry.judgments)
-        if orders is None:
-            return undefined("preference_fairness", 0, 0, "no judgment holds verdicts in both orders (meta['orders'])")
-        return preference_fairness(*orders, groups=_pair_groups(entry), **entry.ci)
+        return _from_both_orders(entry, "preference_fairness", lambda o, s: preference_fairness(
+            o, s, groups=_pair_groups(entry), **entry.ci))
 
 
 @register("measure", "position_consistency")
@@ -541,11 +545,8 @@ class PositionConsistency(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        orders = verdict_orders(entry.judgments)
-        if orders is None:
-            return undefined("position_consistency", 0, 0,
-                             "no judgment holds verdicts in both orders (meta['orders'])")
-        return position_consistency(*orders, groups=_pair_groups(entry), **entry.ci)
+        return _from_both_orders(entry, "position_consistency", lambda o, s: position_consistency(
+            o, s, groups=_pair_groups(entry), **entry.ci))
 
 
 @register("measure", "repetition_stability")
