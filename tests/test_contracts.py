@@ -12,7 +12,7 @@ import pytest
 
 from mitigate.judge import Judge
 from mitigate.prompt import JudgePrompt
-from mitigate.registry import Component, Interval, register
+from mitigate.registry import Component, Interval, Preset, register, registered
 from mitigate.strategies import Mitigation, PromptMitigation
 from mitigate.testing import Check, check_component, checks_for, parametrize_with_checks, registered_examples
 
@@ -24,7 +24,12 @@ def test_the_battery_covers_every_kind_and_every_registered_component() -> None:
     assert {"mitigation", "selector", "engine"} <= kinds
     names = {type(c).registry_name for c in EXAMPLES}
     assert {"random", "stratified", "knn", "highest-rs", "fixed"} <= names  # selectors
-    assert {"demos", "fixed-demos", "per-item-demos", "perturbed-demos", "sampling"} <= names  # mitigations
+    assert {"demos", "sampling", "selective"} <= names  # mitigations
+    presets = {name for name, obj in registered("mitigation").items()
+               if isinstance(obj, type) and issubclass(obj, Preset)}
+    assert presets == {"fixed-demos", "per-item-demos", "perturbed-demos", "random-demos", "highest-rs-demos"}
+    built = [ex for name in presets for ex in registered("mitigation")[name].examples()]
+    assert built and all(type(ex).registry_name == "demos" for ex in built)  # presets build Demos values
     assert {"random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro"} <= names  # engines
 
 
