@@ -336,6 +336,8 @@ class Tags(BaseModel):
     - ``query_dependent``: the choice depends on the judged item (a selector that needs
       ``query=``; demos chosen per judged item).
     - ``uses_selectors``: a search engine that draws its candidates from demo selectors.
+    - ``pairwise_only``: works only on a judge of pairs (with both orders judged, when it
+      reads them), so it is fitted and checked against one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -343,6 +345,7 @@ class Tags(BaseModel):
     calls_judge_while_fitting: bool = False
     query_dependent: bool = False
     uses_selectors: bool = False
+    pairwise_only: bool = False
 
     def __or__(self, other: Tags) -> Tags:
         """Either's tag set (what a composition of both components declares)."""

@@ -133,7 +133,7 @@ class MultipleEvidence(Mitigation):
     ``entropy_threshold_`` (nothing is fitted when ``human_share`` is 0).
     """
 
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, pairwise_only=True)
     k: int = 3
     temperature: float = 0.7
     max_tokens: int = 256
@@ -157,7 +157,7 @@ class MultipleEvidence(Mitigation):
     @property
     def tags(self) -> Tags:
         """As declared, except that nothing is learned when nothing goes to a human (``human_share=0``)."""
-        return self.declared_tags if self.human_share > 0 else Tags()
+        return self.declared_tags if self.human_share > 0 else Tags(pairwise_only=True)
 
     @property
     def is_fitted(self) -> bool:

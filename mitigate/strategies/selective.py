@@ -374,6 +374,11 @@ class SelectiveEvaluation(Mitigation):
         "guarantee_": [IsInstance(Guarantee, dict, noun="a Guarantee"), None],
     }
 
+    @property
+    def tags(self) -> Tags:
+        """As declared; ``pairwise_only`` too when the confidence is read from both orders of a pair."""
+        return self.declared_tags.model_copy(update={"pairwise_only": self.confidence == "both-orders"})
+
     @classmethod
     def examples(cls) -> list[Mitigation]:
         """Unfitted, and fitted with a made-up guarantee."""

@@ -88,6 +88,16 @@ Reply with "Score: N"."""
 """The judge template the checks wrap (a parsed guideline, an input slot and the judged text)."""
 
 
+PAIRWISE = """Which summary of the article is more coherent?
+
+Article: {{source}}
+Summary A: {{output_a}}
+Summary B: {{output_b}}
+
+Answer "[[A]]" if summary A is more coherent, "[[B]]" if summary B is."""
+"""The pairwise judge template the checks fit ``pairwise_only`` components against."""
+
+
 class Check(NamedTuple):
     """One named contract check; call it with the component."""
 
@@ -104,11 +114,28 @@ def example_judge(criteria: Sequence[str] = ("coherence",), lm: FakeLM | None = 
     return PromptJudge(prompt, lm if lm is not None else FakeLM([]))
 
 
+def example_pairwise_judge(lm: FakeLM) -> Any:
+    """A pairwise judge on :data:`PAIRWISE`, each pair judged in both orders (``position-swap``), with ``lm``."""
+    swap = registered("mitigation")["position-swap"]()
+    return swap.wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
+
+
+def example_pairwise_train(n: int = 12) -> Benchmark:
+    """A small pairwise benchmark with gold preferences on ``coherence``."""
+    items = tuple(
+        Item(id=f"pair-{i}", output=f"Summary {i} A" + " and more" * (i % 3), output_b=f"Summary {i} B",
+             inputs={"source": f"Article {i}."}, doc_id=f"d{i // 3}", preference={"coherence": "A" if i % 2 else "B"})
+        for i in range(n)
+    )
+    return Benchmark(name="checks-pairwise", items=items, criteria=("coherence",))
+
+
 def example_train(n: int = 12) -> Benchmark:
     """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the
     generic ``score`` that components' ``examples()`` use."""
     items = tuple(
-        Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}.", inputs={"source": f"Article {i}."},
+        Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}." + " More." * (i % 3),
+             inputs={"source": f"Article {i}."},
              system=f"S{i % 3}", doc_id=f"d{i // 3}", human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)})
         for i in range(n)
     )
@@ -199,6 +226,8 @@ def fitting_lm() -> FakeLM:
     thresholds have something to learn from)."""
     def answer(request: LMRequest) -> str:
         text = "".join(m.content for m in request.messages)
+        if "[[A]]" in text:
+            return "[[A]]" if sum(map(ord, text)) % 2 else "[[B]]"
         return f"Score: {1 + sum(map(ord, text)) % 5}"
 
     return FakeLM(answer, logprobs=True, loglikelihood=lambda context, continuation: -float(len(continuation)))
@@ -258,9 +287,10 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
     the same class whose spec round-trips. ``calls_judge_while_fitting``: the fake LM was
     called while fitting; without it, it was not.
     """
-    train = example_train()
     lm = fitting_lm()
-    judge = example_judge(lm=lm)
+    pairwise = mitigation.tags.pairwise_only
+    train = example_pairwise_train() if pairwise else example_train()
+    judge = example_pairwise_judge(lm) if pairwise else example_judge(lm=lm)
     train_before, before = train.model_dump(), mitigation.model_dump()
     tags = mitigation.tags
     fitted = mitigation.fit(train, judge, **_fit_options(mitigation, lm))
