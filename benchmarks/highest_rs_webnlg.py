@@ -13,8 +13,8 @@ What this script does, on the WebNLG 2020 human evaluation (``load("webnlg")``: 
 
 - splits the 178 inputs (``doc_id``) with ``--seed`` into disjoint halves: demos are fitted on
   the train half only, and ``--n`` test items are taken document by document from the other half;
-- per criterion (``--criteria``, default fluency): fits ``RandomDemos(k=8)`` and
-  ``HighestRSDemos(k=8, pool_size=--pool)`` (LS and the zero-shot judge's US on the pool, with the
+- per criterion (``--criteria``, default fluency): fits ``RandomDemosPreset(k=8).build()`` and
+  ``HighestRSDemosPreset(k=8, pool_size=--pool).build()`` (LS and the zero-shot judge's US on the pool, with the
   judged LM's own likelihood, conditioned on the WebNLG generation task);
 - runs both through :func:`mitigate.harness.compare.compare` with likelihood on. For each entry
   it reports BiasScore and item-level Spearman with humans, with 95% bootstrap intervals.
@@ -73,7 +73,7 @@ from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures.stats import paired_permutation_test
 from mitigate.prompt import JudgePrompt
-from mitigate.strategies import HighestRSDemos, Pipeline, RandomDemos
+from mitigate.strategies import HighestRSDemosPreset, Pipeline, RandomDemosPreset
 
 DEFINITIONS = {
     "correctness": "the facts the text states are those in the triples, with nothing wrong",
@@ -130,8 +130,8 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
                             criteria=(c,), scale=bench.scale)
     task = GENERATION_TASKS["webnlg"]
     t0 = time.perf_counter()
-    rnd = rounded(RandomDemos(k=args.k, seed=args.seed, criterion=c).fit(train_bench))
-    hrs_raw = await HighestRSDemos(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed, task=task).afit(
+    rnd = rounded(RandomDemosPreset(k=args.k, seed=args.seed, criterion=c).build().fit(train_bench))
+    hrs_raw = await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed, task=task).build().afit(
         train_bench, base, lm=lm, progress=args.progress, concurrency=args.concurrency)
     hrs = rounded(hrs_raw)
     timer.mark(f"{c}: fit", t0)

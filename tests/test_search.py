@@ -41,10 +41,10 @@ from mitigate.search import (
 from mitigate.search.engines import GreedyEngine
 from mitigate.selectors import KNN, HighestRS, Random, Stratified
 from mitigate.strategies import (
-    FixedDemos,
-    PerItemDemos,
+    Demos,
+    PerItemDemosPreset,
     PerturbationProbe,
-    PerturbedGuidelineDemos,
+    PerturbedDemosPreset,
     parse_pipeline,
 )
 from mitigate.strategies.edits import DEFAULT_HINT
@@ -154,7 +154,7 @@ def test_saved_spec_rebuilds_the_winning_prompt(tmp_path):
     assert saved["pipeline"]["name"] == "fixed-demos"
     assert saved["search"]["demo_ids"] == list(result.best.demo_ids)
     pipe = load_pipeline(path)
-    assert isinstance(pipe, FixedDemos)
+    assert isinstance(pipe, Demos) and pipe.display == "plain" and pipe.selector is None
     assert [d.item.id for d in pipe.demos] == list(result.best.demo_ids)
     assert {(d.item.id, d.score) for d in pipe.demos} == {("g1", 2.0), ("g2", 5.0)}  # human scores shown
     fresh = scripted(split)
@@ -167,10 +167,10 @@ def test_saved_spec_rebuilds_the_winning_prompt(tmp_path):
 def test_search_over_perturbation_templates_can_save_perturbed_demos():
     split = _split()
     fake = scripted(split)
-    template = PerturbedGuidelineDemos(kind="order", n=2)
+    template = PerturbedDemosPreset(kind="order", n=2).build()
     result = search(_judge(fake), split, budget=600, perturbations=[template], n_boot=0, progress=False)
     pipe = result.pipeline()
-    assert isinstance(pipe, PerturbedGuidelineDemos) and pipe.m == 2 and pipe.n == 2
+    assert isinstance(pipe, Demos) and pipe.display == "perturbed" and pipe.k == 2 and pipe.n == 2
     assert {d.item.id for d in pipe.demos} == GOOD
 
 
@@ -212,7 +212,7 @@ def test_unfitted_highest_rs_is_fitted_on_the_train_split_within_the_budget():
     assert result.calls_search == 10 + 6 + 10  # baseline on dev, the train split judged for US, the candidate
     human = _human(split)
     expected = HighestRS().fit(
-        list(split.train), "coherence", ls={it.id: -float(len(it.output)) for it in split.train},
+        list(split.train), criterion="coherence", ls={it.id: -float(len(it.output)) for it in split.train},
         judge_scores={it.id: 6 - human[it.id] for it in split.train}).select(2)
     assert list(result.trials[1].demo_ids) == [d.item.id for d in expected]
 
@@ -256,7 +256,7 @@ def test_selectors_default_to_random_and_stratified_and_unknown_engine_errors():
     with pytest.raises(ConfigError, match="'k' parameter of search"):
         search(_judge(scripted(split)), split, k=0, progress=False)
     assert [type(s) for s in (Random(), Stratified())] == [Random, Stratified]
-    assert PerItemDemos.registry_name == "per-item-demos"
+    assert PerItemDemosPreset.registry_name == "per-item-demos"
 
 
 # --------------------------------------------------------------------------- CLI
