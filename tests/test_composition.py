@@ -51,6 +51,7 @@ from mitigate.judge import Judge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import Criterion
+from mitigate.registry import Preset
 from mitigate.scale import Scale
 from mitigate.strategies.edits import DEFAULT_COT, DEFAULT_HINT
 from mitigate.strategies.forms import mcq_instruction, rts_instruction
@@ -365,17 +366,22 @@ def pipelines() -> dict[str, tuple[S.Pipeline, Judge]]:
 def test_the_three_pipelines_cover_every_registered_mitigation(
     pipelines: dict[str, tuple[S.Pipeline, Judge]],
 ) -> None:
-    used = {step.registry_name for pipe, _ in pipelines.values() for step in pipe.steps}
-    # every registered mitigation but the demo presets that need no paper pipeline (the generic
-    # demos, fixed-demos and per-item-demos are covered by test_demos.py and test_selectors.py) and
+    steps = [step for pipe, _ in pipelines.values() for step in pipe.steps]
+    used = {step.registry_name for step in steps} - {"demos"}
+    # the three papers' demo presets build Demos: Ohi et al.'s highest-RS and random, Ghazarian et al.'s perturbed
+    demos = [s for s in steps if isinstance(s, S.Demos)]
+    assert {type(s.selector).__name__ for s in demos if s.selector is not None} >= {"HighestRS", "Random"}
+    assert any(s.display == "perturbed" for s in demos)
+    # every registered mitigation but the demo presets (Preset classes, checked above or covered by
+    # test_demos.py and test_selectors.py) and
     # the issue-14 components beyond the five papers, composed in test_selective.py,
     # test_calibration.py and test_panel_evidence_length.py
     beyond = ("selective", "panel", "length-control", "contextual-calibration", "batch-calibration",
               "multiple-evidence")
     registered = {name for name, cls in S.registered().items()
-                  if not name.startswith("test-") and name not in ("demos", "fixed-demos", "per-item-demos", *beyond)}
+                  if not name.startswith("test-") and not issubclass(cls, Preset) and name not in ("demos", *beyond)}
     assert used == registered
-    assert len(registered) == 13
+    assert len(registered) == 10
 
 
 @pytest.mark.parametrize("name", ["P1", "P2", "P3"])

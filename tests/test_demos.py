@@ -16,7 +16,7 @@ from mitigate import Benchmark, Criterion, Demo, Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, TemplateError
 from mitigate.judge import Judge
 from mitigate.lm.fake import FakeLM
-from mitigate.registry import register
+from mitigate.registry import Tags, register
 from mitigate.scale import Scale
 from mitigate.selectors import KNN, Random, Stratified
 from mitigate.strategies import (
@@ -102,15 +102,16 @@ def test_the_presets_fit_the_same_demos_as_the_generic_demos() -> None:
 
 def test_demos_with_a_query_dependent_selector_choose_per_item() -> None:
     fitted = Demos(selector="knn", k=1, criterion="coherence").fit(train(), judge())
-    assert isinstance(fitted.selector, KNN) and fitted.selector.is_fitted and fitted.demos_ is None
+    assert isinstance(fitted.selector_, KNN) and fitted.selector_.is_fitted and fitted.demos_ is None
+    assert fitted.tags.query_dependent and fitted.chooses_per_item
     lm = FakeLM(["Score: 2"])
     wrapped = fitted.wrap(judge(lm=lm))
     assert isinstance(wrapped, PerItemDemosJudge)
     judgment = asyncio.run(wrapped.judge(Item(id="q", output="Who planted the orchard?")))
     assert judgment.meta["demo_ids"] == ["t14"]  # the training text about the orchard
     assert from_spec(fitted.spec()) == fitted
-    per_item = PerItemDemosPreset(selector=fitted.selector, k=1).build()
-    assert per_item.is_fitted and per_item.fit(train(), judge()).selector == fitted.selector
+    per_item = PerItemDemosPreset(selector=fitted.selector_, k=1).build()
+    assert per_item.is_fitted and per_item.fit(train(), judge()).selector_ == fitted.selector_
 
 
 def test_fitting_for_several_criteria_gives_each_prompt_its_own_score() -> None:
@@ -137,7 +138,7 @@ def test_demos_parameters_are_refused_in_one_sentence() -> None:
         Demos(selector="random", display="fancy")
     with pytest.raises(ConfigError, match="'ablation' parameter of Demos needs display='perturbed'"):
         Demos(selector="random", ablation=True)
-    with pytest.raises(ConfigError, match="expected display='plain' with a query-dependent selector"):
+    with pytest.raises(ConfigError, match="expected display='plain' for per-item demos"):
         Demos(selector=KNN(), display="perturbed")
     with pytest.raises(ConfigError, match="unknown selector 'nope'"):
         Demos(selector="nope")
@@ -161,13 +162,14 @@ class LearnsPrompt(PromptMitigation):
 
     learned_: str | None = None
     parameter_constraints: ClassVar = {}
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
 
     @property
     def is_fitted(self) -> bool:
         return self.learned_ is not None
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> LearnsPrompt:
+    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+                   concurrency: int = 8) -> LearnsPrompt:
         assert judge is not None
         return self.model_copy(update={"learned_": judge.leaves()[0].prompt.messages[-1].template})
 
@@ -207,7 +209,8 @@ def test_pipeline_fit_fits_demo_steps_and_unfitted_pipelines_refuse_to_wrap() ->
 
 async def test_a_demo_step_that_judges_while_fitting_refuses_fit_inside_a_loop() -> None:
     pipe = Pipeline([Demos(selector="highest-rs", k=1)])
-    with pytest.raises(ConfigError, match=r"Demos.fit\(\) runs its own event loop .* expected `await m.afit"):
+    assert pipe.tags.calls_judge_while_fitting and pipe.steps[0].tags.calls_judge_while_fitting
+    with pytest.raises(ConfigError, match=r"Pipeline.fit\(\) runs its own event loop .* expected `await x.afit"):
         pipe.fit(train(), judge())
 
 

@@ -151,7 +151,7 @@ def test_saved_spec_rebuilds_the_winning_prompt(tmp_path):
     result = search(_judge(scripted(split)), split, budget=400, n_boot=0, progress=False)
     path = result.save_pipeline(tmp_path / "spec.json")
     saved = json.loads(path.read_text())
-    assert saved["pipeline"]["name"] == "fixed-demos"
+    assert saved["pipeline"]["name"] == "demos" and saved["pipeline"]["params"]["selector"] is None
     assert saved["search"]["demo_ids"] == list(result.best.demo_ids)
     pipe = load_pipeline(path)
     assert isinstance(pipe, Demos) and pipe.display == "plain" and pipe.selector is None
@@ -192,7 +192,7 @@ def test_knn_candidates_are_per_item_demo_judges():
     fake = scripted(split)
     result = search(_judge(fake), split, selectors=[KNN()], budget=100, n_boot=0, progress=False)
     assert len(result.trials) == 2  # baseline and the one KNN candidate
-    assert result.trials[1].pipeline["name"] == "per-item-demos"
+    assert result.trials[1].pipeline["name"] == "demos" and result.trials[1].pipeline["params"]["per_item"]
     assert isinstance(result.trials[1].pipeline["params"]["selector"], dict)
 
 
@@ -393,13 +393,13 @@ def test_a_saved_spec_keeps_the_mitigations_the_searched_judge_was_wrapped_in(tm
     result = search(before.wrap(_judge(scripted(split))), split, budget=400, n_boot=0, progress=False)
     path = result.save_pipeline(tmp_path / "spec.json", before=before)
     pipe = parse_pipeline(f"@{path}")
-    assert [s.registry_name for s in pipe.steps] == ["consistency-hint", "fixed-demos"]
+    assert [s.registry_name for s in pipe.steps] == ["consistency-hint", "demos"] and pipe.steps[1].demos
     fresh = scripted(split)
     asyncio.run(pipe.wrap(_judge(fresh)).judge(split.test[0]))
     assert DEFAULT_HINT in fresh.requests[0].messages[-1].content
     assert set(_demo_ids(fresh.requests[0])) == GOOD
     plain = result.save_pipeline(tmp_path / "plain.json")
-    assert json.loads(plain.read_text())["pipeline"]["name"] == "fixed-demos"
+    assert json.loads(plain.read_text())["pipeline"]["name"] == "demos"
 
 
 def test_engines_come_from_the_registry_and_take_their_own_options():
