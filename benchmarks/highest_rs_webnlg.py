@@ -154,11 +154,11 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
         "n_train_items": len(train_bench.items), "n_test_items": len(test_bench.items),
         "demos": {
             rname: [{"id": d.item.id, "human": d.score} for d in rnd.demos_],
-            hname: [{"id": d.item.id, "human": d.score, "rs": (hrs_raw.rs_ or {}).get(d.item.id)}
+            hname: [{"id": d.item.id, "human": d.score, "rs": (hrs_raw.selector_.rs_ or {}).get(d.item.id)}
                     for d in hrs.demos_],
         },
-        "fit": {"pool": len(hrs_raw.rs_ or {}) + len(hrs_raw.excluded_ or {}),
-                "parse_failures": hrs_raw.n_parse_failures_, "excluded": len(hrs_raw.excluded_ or {})},
+        "fit": {"pool": len(hrs_raw.selector_.rs_ or {}) + len(hrs_raw.selector_.excluded_ or {}),
+                "parse_failures": hrs_raw.selector_.n_parse_failures_, "excluded": len(hrs_raw.selector_.excluded_ or {})},
         "entries": {e.name: {"bias_score": measure_json(e.measures["bias_score"]),
                              "spearman_item": measure_json(e.measures["spearman_item"]),
                              "kendall_item": measure_json(e.measures["kendall_item"]),

@@ -97,8 +97,9 @@ async def asearch(
             ``likelihood`` spec.
         budget: distinct LM requests the search may make, answered by the cache or the backend alike.
         perturbations: perturbation templates to search over: ``None`` shows plain demos,
-            a :class:`~mitigate.strategies.PerturbedGuidelineDemos` (its ``demos`` empty)
-            shows them under perturbed guidelines (Ghazarian et al. 2024).
+            a :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` (as the
+            ``perturbed-demos`` preset builds; its selector and demos are replaced by each
+            candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024).
         probe: how consistency is measured when the objective counts it (default
             ``PerturbationProbe(kind="order", n=2)``).
         ls: LS per item id, needed when the objective counts BiasScore; else computed

@@ -1,7 +1,7 @@
 """Demonstrations the user names: :class:`Fixed` (selector ``"fixed"``), the pool items with the given ids, in order.
 
-(The mitigation that shows a fixed list of demos, ``fixed-demos``, is
-:class:`mitigate.strategies.demos.FixedDemos`.)
+(The mitigation that shows a fixed list of demos, the ``fixed-demos`` preset, is
+``Demos(demos=...)`` of :mod:`mitigate.strategies.demos`.)
 """
 
 from __future__ import annotations

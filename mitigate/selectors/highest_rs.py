@@ -16,7 +16,7 @@ each with its *human* score. Per pool item:
 judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value), or
 give ``judge=`` and the selector computes both itself (LS with the ``likelihood`` backend,
 the judge over the pool with :func:`mitigate.runner.run`). The ``highest-rs-demos``
-mitigation (:class:`mitigate.strategies.highest_rs.HighestRSDemos`) shows its top ``k``.
+preset (``Demos(selector=HighestRS(...))``, :mod:`mitigate.strategies.highest_rs`) shows its top ``k``.
 """
 
 from __future__ import annotations
