@@ -232,7 +232,7 @@ class Entry(BaseModel):
 def _pipeline_label(pipe: Pipeline) -> str:
     if not pipe.steps:
         return "baseline"
-    return " | ".join(s.registry_name or type(s).__name__ for s in pipe.steps)
+    return " | ".join(s.label for s in pipe.steps)
 
 
 class ItemRecord(BaseModel):

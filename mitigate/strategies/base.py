@@ -72,6 +72,11 @@ class Mitigation(Component, Fittable):
         """True when :meth:`wrap` can be used (always, for a mitigation with nothing to learn)."""
         return True
 
+    @property
+    def label(self) -> str:
+        """A short name for reports: the registered name (a class whose name says too little refines it)."""
+        return self.registry_name or type(self).__name__
+
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Self:
         """A fitted copy learned from ``train`` against ``judge``; this mitigation itself when there is nothing to learn.

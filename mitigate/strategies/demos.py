@@ -277,6 +277,13 @@ class Demos(Mitigation):
                     calls_judge_while_fitting=sel.calls_judge_while_fitting and not self.selector.is_fitted)
 
     @property
+    def label(self) -> str:
+        """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the default."""
+        source = "given" if self.selector is None else (self.selector.registry_name or type(self.selector).__name__)
+        extra = ("" if self.display == "plain" else f", {self.display}") + (", per item" if self.chooses_per_item else "")
+        return f"demos({source}, k={self.k}{extra})"
+
+    @property
     def fitted_selector(self) -> Selector | None:
         """The fitted selector: the one ``fit`` fitted, or the one given fitted; None before."""
         if self.selector_ is not None:
