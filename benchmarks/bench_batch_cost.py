@@ -57,8 +57,8 @@ from mitigate.lm.pricing import breakdown, lookup
 from mitigate.lm.prompt_cache import anthropic_min_cache_tokens
 from mitigate.lm.registry import wrap
 from mitigate.strategies.base import Pipeline
-from mitigate.strategies.highest_rs import RandomDemos
-from mitigate.strategies.perturbed_demos import PerturbedGuidelineDemos
+from mitigate.strategies.highest_rs import RandomDemosPreset
+from mitigate.strategies.perturbed_demos import PerturbedDemosPreset
 from mitigate.testing import StubOpenAIServer
 
 OUT = Path(__file__).resolve().parent / "results" / "batch_cost.json"
@@ -75,9 +75,9 @@ def reply(body: dict[str, Any]) -> str:
 
 def pipelines(train: Benchmark, judge: PromptJudge) -> dict[str, Pipeline]:
     return {
-        "random-demos(k=4)": Pipeline([RandomDemos(k=4, seed=0, criterion=CRITERION).fit(train, judge)]),
-        "random-demos(k=8, seed=1)": Pipeline([RandomDemos(k=8, seed=1, criterion=CRITERION).fit(train, judge)]),
-        "perturbed-demos(m=2)": Pipeline([PerturbedGuidelineDemos(m=2, kind="order", seed=0).fit(train, judge)]),
+        "random-demos(k=4)": Pipeline([RandomDemosPreset(k=4, seed=0, criterion=CRITERION).build().fit(train, judge)]),
+        "random-demos(k=8, seed=1)": Pipeline([RandomDemosPreset(k=8, seed=1, criterion=CRITERION).build().fit(train, judge)]),
+        "perturbed-demos(m=2)": Pipeline([PerturbedDemosPreset(m=2, kind="order", seed=0).build().fit(train, judge)]),
     }
 
 

@@ -13,8 +13,8 @@ What this script does, on the WebNLG 2020 human evaluation (``load("webnlg")``: 
 
 - splits the 178 inputs (``doc_id``) with ``--seed`` into disjoint halves: demos are fitted on
   the train half only, and ``--n`` test items are taken document by document from the other half;
-- per criterion (``--criteria``, default fluency): fits ``RandomDemos(k=8)`` and
-  ``HighestRSDemos(k=8, pool_size=--pool)`` (LS and the zero-shot judge's US on the pool, with the
+- per criterion (``--criteria``, default fluency): fits ``RandomDemosPreset(k=8).build()`` and
+  ``HighestRSDemosPreset(k=8, pool_size=--pool).build()`` (LS and the zero-shot judge's US on the pool, with the
   judged LM's own likelihood, conditioned on the WebNLG generation task);
 - runs both through :func:`mitigate.harness.compare.compare` with likelihood on. For each entry
   it reports BiasScore and item-level Spearman with humans, with 95% bootstrap intervals.
@@ -73,7 +73,7 @@ from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures.stats import paired_permutation_test
 from mitigate.prompt import JudgePrompt
-from mitigate.strategies import HighestRSDemos, Pipeline, RandomDemos
+from mitigate.strategies import HighestRSDemosPreset, Pipeline, RandomDemosPreset
 
 DEFINITIONS = {
     "correctness": "the facts the text states are those in the triples, with nothing wrong",
@@ -130,8 +130,8 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
                             criteria=(c,), scale=bench.scale)
     task = GENERATION_TASKS["webnlg"]
     t0 = time.perf_counter()
-    rnd = rounded(RandomDemos(k=args.k, seed=args.seed, criterion=c).fit(train_bench))
-    hrs_raw = await HighestRSDemos(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed, task=task).afit(
+    rnd = rounded(RandomDemosPreset(k=args.k, seed=args.seed, criterion=c).build().fit(train_bench))
+    hrs_raw = await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed, task=task).build().afit(
         train_bench, base, lm=lm, progress=args.progress, concurrency=args.concurrency)
     hrs = rounded(hrs_raw)
     timer.mark(f"{c}: fit", t0)
@@ -154,11 +154,11 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
         "n_train_items": len(train_bench.items), "n_test_items": len(test_bench.items),
         "demos": {
             rname: [{"id": d.item.id, "human": d.score} for d in rnd.demos_],
-            hname: [{"id": d.item.id, "human": d.score, "rs": (hrs_raw.rs_ or {}).get(d.item.id)}
+            hname: [{"id": d.item.id, "human": d.score, "rs": (hrs_raw.selector_.rs_ or {}).get(d.item.id)}
                     for d in hrs.demos_],
         },
-        "fit": {"pool": len(hrs_raw.rs_ or {}) + len(hrs_raw.excluded_ or {}),
-                "parse_failures": hrs_raw.n_parse_failures_, "excluded": len(hrs_raw.excluded_ or {})},
+        "fit": {"pool": len(hrs_raw.selector_.rs_ or {}) + len(hrs_raw.selector_.excluded_ or {}),
+                "parse_failures": hrs_raw.selector_.n_parse_failures_, "excluded": len(hrs_raw.selector_.excluded_ or {})},
         "entries": {e.name: {"bias_score": measure_json(e.measures["bias_score"]),
                              "spearman_item": measure_json(e.measures["spearman_item"]),
                              "kendall_item": measure_json(e.measures["kendall_item"]),

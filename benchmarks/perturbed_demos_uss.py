@@ -11,7 +11,7 @@ gold label = ``meta["label"]``, the majority vote of the raters' OVERALL ratings
 lower score):
 
 - three conditions: **zero-shot**, **2-shot perturbed** (each demo under ``--demo-n``
-  reorderings of the guideline, ``PerturbedGuidelineDemos``) and **2-shot unperturbed**
+  reorderings of the guideline, ``perturbed-demos``) and **2-shot unperturbed**
   (the same two demos, each shown once under the original guideline, ``perturbed=False``);
 - each condition judged under its own guideline and under ``--probe-n`` reorderings of the
   options (the children of :class:`~mitigate.strategies.perturbed_demos.PerturbationProbe`;
@@ -79,7 +79,7 @@ from mitigate.measures.stats import permutation_test_mean_diff
 from mitigate.prompt import Demo, JudgePrompt
 from mitigate.runner import run
 from mitigate.selectors import stratified_pick
-from mitigate.strategies import PerturbationProbe, PerturbedGuidelineDemos, Pipeline
+from mitigate.strategies import PerturbationProbe, PerturbedDemosPreset, Pipeline
 from mitigate.strategies.perturbed_demos import ORIGINAL, PerturbationProbeJudge
 
 CRITERION = "satisfaction"
@@ -161,8 +161,8 @@ async def main_async(args: argparse.Namespace) -> None:
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
     conditions: dict[str, Pipeline] = {
         "zero-shot": Pipeline(),
-        "2-shot perturbed": Pipeline([PerturbedGuidelineDemos(demos=demos, m=2, n=args.demo_n, seed=args.seed)]),
-        "2-shot unperturbed": Pipeline([PerturbedGuidelineDemos(demos=demos, m=2, perturbed=False)]),
+        "2-shot perturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, n=args.demo_n, seed=args.seed).build()]),
+        "2-shot unperturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, perturbed=False).build()]),
     }
     probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
     print(f"USS SGD: {len(test)} test items (gold label counts {score_counts(gold.values())}); demos "

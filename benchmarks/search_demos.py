@@ -95,13 +95,13 @@ from mitigate.runner import run
 from mitigate.search import Objective, SearchResult, Split, asearch
 from mitigate.selectors import Random, Stratified
 from mitigate.strategies import (
-    FixedDemos,
-    HighestRSDemos,
+    FixedDemosPreset,
+    HighestRSDemosPreset,
     Mitigation,
     PerturbationProbe,
-    PerturbedGuidelineDemos,
+    PerturbedDemosPreset,
     Pipeline,
-    RandomDemos,
+    RandomDemosPreset,
 )
 from mitigate.strategies.perturbed_demos import ORIGINAL, PerturbationProbeJudge
 
@@ -177,7 +177,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
     probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
     objective = Objective(agreement="accuracy", consistency_weight=args.lam, consistency=args.consistency)
-    template = PerturbedGuidelineDemos(m=2, n=args.demo_n, seed=args.seed)
+    template = PerturbedDemosPreset(m=2, n=args.demo_n, seed=args.seed).build()
     print(f"USS SGD: pool {len(pool)}, dev {len(dev)}, test {len(test)}; objective {objective.describe()}",
           file=sys.stderr)
     try:
@@ -194,9 +194,9 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         heuristic = PD.pick_demos(raw_pool, args.seed)
         arms: dict[str, Mitigation] = {
             "zero-shot": Pipeline(),
-            "random 2": FixedDemos(demos=tuple(Random(seed=args.seed).fit(pool, PD.CRITERION).select(2))),
-            "2-shot perturbed (Ghazarian)": PerturbedGuidelineDemos(demos=heuristic, m=2, n=args.demo_n,
-                                                                    seed=args.seed),
+            "random 2": FixedDemosPreset(demos=tuple(Random(seed=args.seed).fit(pool, criterion=PD.CRITERION).select(2))).build(),
+            "2-shot perturbed (Ghazarian)": PerturbedDemosPreset(demos=heuristic, m=2, n=args.demo_n,
+                                                                    seed=args.seed).build(),
             SEARCHED: res.pipeline(),
         }
         ids = [it.id for it in test]
@@ -293,9 +293,9 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         print(f"wrote {plot_search(res, args.out.with_suffix('.png'))}", file=sys.stderr)
         pool_bench = Benchmark(name="webnlg-pool", items=tuple(pool), criteria=(c,), scale=bench.scale)
         t0 = time.perf_counter()
-        rnd = HRS.rounded(RandomDemos(k=args.k_heuristic, seed=args.seed, criterion=c).fit(pool_bench))
-        hrs_raw = await HighestRSDemos(k=args.k_heuristic, criterion=c, pool_size=args.pool, seed=args.seed,
-                                       task=task).afit(pool_bench, base, lm=lm, progress=args.progress,
+        rnd = HRS.rounded(RandomDemosPreset(k=args.k_heuristic, seed=args.seed, criterion=c).build().fit(pool_bench))
+        hrs_raw = await HighestRSDemosPreset(k=args.k_heuristic, criterion=c, pool_size=args.pool, seed=args.seed,
+                                       task=task).build().afit(pool_bench, base, lm=lm, progress=args.progress,
                                                        concurrency=1)
         hrs = HRS.rounded(hrs_raw)
         timer.mark("highest-RS fit", t0)

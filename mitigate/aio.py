@@ -22,7 +22,7 @@ T = TypeVar("T")
 def run_sync(coro: Coroutine[Any, Any, T], *, what: str, instead: str) -> T:
     """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never leaked).
 
-    ``what`` names the call ("HighestRSDemos.fit()"), ``instead`` the async form to await there
+    ``what`` names the call ("Pipeline.fit()"), ``instead`` the async form to await there
     ("m.afit(train, judge)").
     """
     try:

@@ -28,7 +28,7 @@ from mitigate.errors import ConfigError, MitigateError, RunStoppedError
 from mitigate.registry import ConstraintLike, Interval, Options, check_param, lookup
 from mitigate.search import ENGINES, Objective, search
 from mitigate.selectors import registered_selectors
-from mitigate.strategies import PerturbedGuidelineDemos, parse_pipeline
+from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
 
 EXIT_REFUSED = 2
 """Exit code when the input was refused (bad option, file, data or spec) before any work."""
@@ -797,7 +797,7 @@ def _search(**opts: Any) -> None:
                           consistency=opts["consistency"], bias_weight=opts["bias_weight"])
     templates: list[Any] = [None]
     if opts["perturbed"]:
-        templates.append(PerturbedGuidelineDemos(kind="order", seed=opts["seed"]))
+        templates.append(PerturbedDemosPreset(kind="order", seed=opts["seed"]).build())
     common: dict[str, Any] = {
         "criterion": crit, "objective": objective, "k": opts["k"] or [2], "budget": opts["budget"],
         "splits": fractions, "cache": opts["cache"], "concurrency": opts["concurrency"],
@@ -805,7 +805,7 @@ def _search(**opts: Any) -> None:
     }
     if objective.needs_likelihood:
         common["likelihood"] = opts["likelihood"]
-    if lookup("engine", opts["engine"]).uses_selectors or opts["selector"] or opts["perturbed"]:
+    if lookup("engine", opts["engine"]).declared_tags.uses_selectors or opts["selector"] or opts["perturbed"]:
         common.update(selectors=selectors, perturbations=templates)  # an engine that takes none refuses them
     typer.echo(f"{bench.summary()}\nsearching demos for {crit!r} on {len(labelled)} labelled items with "
                f"{lm.spec}, engine {opts['engine']}, budget {opts['budget']} LM calls", err=True)

@@ -492,8 +492,8 @@ async def lengthen_guideline(
 
     Returns ``(lengthened, records)``: ``lengthened`` maps label -> text, ready to store and to
     pass as ``lengthened=`` to :func:`perturbation_set`, :class:`PerturbationProbe
-    <mitigate.strategies.perturbed_demos.PerturbationProbe>` or :class:`PerturbedGuidelineDemos
-    <mitigate.strategies.perturbed_demos.PerturbedGuidelineDemos>`; ``records`` keeps every
+    <mitigate.strategies.perturbed_demos.PerturbationProbe>` or :class:`Demos
+    <mitigate.strategies.demos.Demos>` (``display="perturbed"``, e.g. ``perturbed-demos``); ``records`` keeps every
     :class:`Rewrite` (original text, model, raw answer) for review. The criterion name sent to
     the LM is taken from the prompt when a prompt is given.
     """

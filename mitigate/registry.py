@@ -18,6 +18,16 @@ itself under a kebab-case name and a *kind*::
   is one :class:`~mitigate.errors.ConfigError` in scikit-learn's wording — "The 'k' parameter
   of Stratified must be an int >= 1. Got 0 instead." — never a pydantic traceback. The
   sentence is written from the declaration (:func:`check_param`), never by hand.
+- :class:`Tags` is what a component declares about itself (does it learn at fit, does it call
+  the judge while fitting, does it choose per judged item ...). The compare harness, the
+  search and the contract battery read a component's :attr:`Component.tags`, never ad-hoc
+  class attributes.
+- :class:`Fittable` is the one fit protocol: ``afit(train, judge)`` is async and written by
+  each fittable component; ``fit(train, judge)`` is written once here on top of it.
+- :class:`Preset` is a registered name for a configuration of another component (the
+  ``highest-rs-demos`` preset of ``demos``): its fields are the preset's parameters and
+  :func:`build` returns the component it stands for, so a preset's spec and the equivalent
+  spec of that component build equal values.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from mitigate.aio import run_sync
 from mitigate.errors import ConfigError
 
 __all__ = [
@@ -37,8 +48,11 @@ __all__ = [
     "Constraint",
     "Interval",
     "IsInstance",
+    "Fittable",
     "Options",
+    "Preset",
     "Satisfies",
+    "Tags",
     "build",
     "check_param",
     "describe_constraints",
@@ -122,7 +136,8 @@ def build(kind: str, spec: Mapping[str, Any]) -> Any:
     params = spec.get("params", {})
     if not isinstance(params, Mapping):
         raise ConfigError(f"expected the 'params' of {kind} {spec['name']!r} to be a mapping; got {params!r}")
-    return cls.model_validate(dict(params))
+    value = cls.model_validate(dict(params))
+    return value.build() if isinstance(value, Preset) else value
 
 
 # --------------------------------------------------------------------------- constraints
@@ -311,6 +326,32 @@ def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
     )
 
 
+class Tags(BaseModel):
+    """What a component declares about itself; read by the compare harness, the search and the contract battery.
+
+    - ``needs_fitting``: ``fit`` learns something from the training items (without it, ``fit``
+      returns the component itself).
+    - ``calls_judge_while_fitting``: fitting runs the judge (or a likelihood model) over the
+      training items, so it costs LM calls and needs a judge that answers.
+    - ``query_dependent``: the choice depends on the judged item (a selector that needs
+      ``query=``; demos chosen per judged item).
+    - ``uses_selectors``: a search engine that draws its candidates from demo selectors.
+    - ``pairwise_only``: works only on a judge of pairs (with both orders judged, when it
+      reads them), so it is fitted and checked against one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    needs_fitting: bool = False
+    calls_judge_while_fitting: bool = False
+    query_dependent: bool = False
+    uses_selectors: bool = False
+    pairwise_only: bool = False
+
+    def __or__(self, other: Tags) -> Tags:
+        """Either's tag set (what a composition of both components declares)."""
+        return Tags(**{k: bool(getattr(self, k) or getattr(other, k)) for k in Tags.model_fields})
+
+
 class Component(BaseModel):
     """Frozen pydantic base of registered components, with declared parameter constraints.
 
@@ -324,6 +365,13 @@ class Component(BaseModel):
     registry_name: ClassVar[str] = ""
     registry_kind: ClassVar[str] = ""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
+    declared_tags: ClassVar[Tags] = Tags()
+
+    @property
+    def tags(self) -> Tags:
+        """What this component declares about itself (:class:`Tags`): the class's ``declared_tags``,
+        or what a component whose tags depend on its parameters derives from them."""
+        return self.declared_tags
 
     @model_validator(mode="wrap")
     @classmethod
@@ -365,3 +413,53 @@ class Component(BaseModel):
     def with_params(self, **params: Any) -> Self:
         """A copy with ``params`` changed, validated (constraints included) like a new object."""
         return type(self).model_validate({**self.model_dump(), **params})
+
+
+# --------------------------------------------------------------------------- tags, fitting, presets
+
+
+class Fittable:
+    """The one fit protocol: ``afit(train, judge, ...)`` is async; :meth:`fit` runs it once, written here.
+
+    ``train`` is the labelled training data (a :class:`~mitigate.data.schema.Benchmark`;
+    selectors also take a list of items); ``judge`` is the judge the fitted component will
+    serve (for a mitigation: the judge it will wrap). Keyword options (``progress``,
+    ``concurrency``, a selector's ``criterion``, a likelihood ``lm`` ...) pass through. Both
+    return a fitted copy (fitted state in fields ending in ``_``), never changing the original.
+    """
+
+    async def afit(self, train: Any, judge: Any = None, **options: Any) -> Self:
+        """A fitted copy learned from ``train`` against ``judge``; the component itself when there is nothing to learn."""
+        return self
+
+    def fit(self, train: Any, judge: Any = None, **options: Any) -> Self:
+        """:meth:`afit` run to completion.
+
+        A component whose tags say it calls no judge while fitting does no I/O in ``afit``, so
+        its coroutine is run here directly (this works inside a running event loop too); one
+        that does runs in its own event loop, and inside a running one this is a ConfigError
+        naming ``await afit``.
+        """
+        coro = self.afit(train, judge, **options)
+        tags = getattr(self, "tags", None)
+        if tags is not None and not tags.calls_judge_while_fitting:
+            try:
+                coro.send(None)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            coro.close()
+            raise ConfigError(f"{type(self).__name__}.afit waited on I/O, but its tags say it calls no judge while "
+                              "fitting; expected calls_judge_while_fitting=True in its declared_tags")
+        return run_sync(coro, what=f"{type(self).__name__}.fit()", instead="x.afit(train, judge)")
+
+
+class Preset(Component):
+    """A registered name for a configuration of another component; its fields are the preset's parameters.
+
+    :func:`build` (and so every spec, pipeline text and CLI name) returns :meth:`build`'s
+    value, never the preset itself; that value's own spec names the component it is.
+    """
+
+    def build(self) -> Any:
+        """The component these parameters stand for."""
+        raise NotImplementedError(f"{type(self).__name__} must implement build()")

@@ -51,6 +51,7 @@ from mitigate.judge import Judge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import Criterion
+from mitigate.registry import Preset
 from mitigate.scale import Scale
 from mitigate.strategies.edits import DEFAULT_COT, DEFAULT_HINT
 from mitigate.strategies.forms import mcq_instruction, rts_instruction
@@ -95,7 +96,7 @@ def p1() -> S.Pipeline:
         S.ConsistencyHint(),
         S.SingleAttribute(),
         S.AgreementGate(),
-        S.PerturbedGuidelineDemos(demos=P1_DEMOS, n=2, seed=1),
+        S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(),
         S.SelfConsistency(n=3, temperature=0.7),
         S.PerturbationProbe(n=2, seed=2),
     ])
@@ -234,7 +235,7 @@ def p2_base(lm: LM) -> PromptJudge:
     return PromptJudge(JudgePrompt.from_template(P2_TEMPLATE, criterion="coherence", scale=(1, 5)), lm)
 
 
-def fitted_demo_mitigations() -> tuple[S.HighestRSDemos, S.RandomDemos]:
+def fitted_demo_mitigations() -> tuple[S.Demos, S.Demos]:
     """highest-rs fitted by FakeLM + a stub likelihood LM; random-demos fitted on the same training split."""
 
     def fit_answer(request: LMRequest) -> str:
@@ -242,9 +243,9 @@ def fitted_demo_mitigations() -> tuple[S.HighestRSDemos, S.RandomDemos]:
         return f"Score: {TRAIN_JUDGE[i]}"
 
     ll = StubLikelihoodLM({f"Train summary {i}.": v for i, v in enumerate(TRAIN_LS)})
-    hrs = S.HighestRSDemos(k=2, criterion="coherence").fit(train(), p2_base(FakeLM(fit_answer)), lm=ll,
+    hrs = S.HighestRSDemosPreset(k=2, criterion="coherence").build().fit(train(), p2_base(FakeLM(fit_answer)), lm=ll,
                                                             progress=False)
-    rnd = S.RandomDemos(k=2, seed=1, criterion="fluency").fit(train())
+    rnd = S.RandomDemosPreset(k=2, seed=1, criterion="fluency").build().fit(train())
     return hrs, rnd
 
 
@@ -285,7 +286,7 @@ async def test_p2_gives_each_criterion_call_its_own_demos_on_the_new_scale_and_s
 ) -> None:
     pipe = p2_pipeline
     hrs, rnd = pipe.steps[2], pipe.steps[3]
-    assert isinstance(hrs, S.HighestRSDemos) and isinstance(rnd, S.RandomDemos)
+    assert isinstance(hrs, S.Demos) and isinstance(rnd, S.Demos)
     assert [d.item.id for d in hrs.demos_ or ()] == ["t4", "t2"]  # the top-RS training items (human 5 and 3)
     assert [d.item.id for d in rnd.demos_ or ()] == ["t1", "t4"]  # seed 1 (human fluency 5 and 4)
     turn = itertools.count()
@@ -365,17 +366,22 @@ def pipelines() -> dict[str, tuple[S.Pipeline, Judge]]:
 def test_the_three_pipelines_cover_every_registered_mitigation(
     pipelines: dict[str, tuple[S.Pipeline, Judge]],
 ) -> None:
-    used = {step.registry_name for pipe, _ in pipelines.values() for step in pipe.steps}
-    # every registered mitigation but the demo presets that need no paper pipeline (the generic
-    # demos, fixed-demos and per-item-demos are covered by test_demos.py and test_selectors.py) and
+    steps = [step for pipe, _ in pipelines.values() for step in pipe.steps]
+    used = {step.registry_name for step in steps} - {"demos"}
+    # the three papers' demo presets build Demos: Ohi et al.'s highest-RS and random, Ghazarian et al.'s perturbed
+    demos = [s for s in steps if isinstance(s, S.Demos)]
+    assert {type(s.selector).__name__ for s in demos if s.selector is not None} >= {"HighestRS", "Random"}
+    assert any(s.display == "perturbed" for s in demos)
+    # every registered mitigation but the demo presets (Preset classes, checked above or covered by
+    # test_demos.py and test_selectors.py) and
     # the issue-14 components beyond the five papers, composed in test_selective.py,
     # test_calibration.py and test_panel_evidence_length.py
     beyond = ("selective", "panel", "length-control", "contextual-calibration", "batch-calibration",
               "multiple-evidence")
     registered = {name for name, cls in S.registered().items()
-                  if not name.startswith("test-") and name not in ("demos", "fixed-demos", "per-item-demos", *beyond)}
+                  if not name.startswith("test-") and not issubclass(cls, Preset) and name not in ("demos", *beyond)}
     assert used == registered
-    assert len(registered) == 13
+    assert len(registered) == 10
 
 
 @pytest.mark.parametrize("name", ["P1", "P2", "P3"])
@@ -465,7 +471,7 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
     assert S.parse_pipeline(text) == S.Pipeline([
         S.ConsistencyHint(), S.SingleAttribute(concurrent=False),
         S.AgreementGate(tolerance=0.3, method="pearson", min_items=4),
-        S.PerturbedGuidelineDemos(demos=P1_DEMOS, n=2, seed=1), S.SelfConsistency(n=3, temperature=0.7),
+        S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(), S.SelfConsistency(n=3, temperature=0.7),
         S.PerturbationProbe(n=2, seed=2),
     ])
     text2 = ('multi-attribute(order=["fluency", "coherence"], criteria=[{"name": "coherence"}, {"name": "fluency"}]) '
@@ -476,8 +482,8 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
         S.MultiAttribute(order=("fluency", "coherence"),
                          criteria=(Criterion(name="coherence"), Criterion(name="fluency"))),
         S.Granularity(scale="1-10"), S.ExpectedScore(top_logprobs=5),
-        S.Sampling(temperature=1.0, n=2, reducer="median"), S.RandomDemos(k=3, seed=4),
-        S.HighestRSDemos(k=8, pool_size=40), S.PositionSwap(on_flip="abstain"),
+        S.Sampling(temperature=1.0, n=2, reducer="median"), S.RandomDemosPreset(k=3, seed=4).build(),
+        S.HighestRSDemosPreset(k=8, pool_size=40).build(), S.PositionSwap(on_flip="abstain"),
     )
     assert S.parse_pipeline("baseline") == S.Pipeline() == S.parse_pipeline("")
     # a pipeline's spec and its CLI text name the same steps
@@ -491,7 +497,7 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
         ("sampling(n=0)", r"The 'n' parameter of Sampling must be an int >= 1\. Got 0 instead\."),
         ("sampling(n=2", r"expected 'name\(k=v, \.\.\.\)' in pipeline step"),
         ("granularity(1-10)", r"expected k=v in pipeline step 'granularity'"),
-        ("perturbed-demos(m=0)", r"The 'm' parameter of PerturbedGuidelineDemos must be an int >= 1"),
+        ("perturbed-demos(m=0)", r"The 'm' parameter of PerturbedDemosPreset must be an int >= 1"),
     ],
 )
 def test_parse_pipeline_errors_say_what_was_expected(text: str, message: str) -> None:

@@ -10,10 +10,11 @@ from typing import ClassVar
 
 import pytest
 
+from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.prompt import JudgePrompt
-from mitigate.registry import Component, Interval, register
-from mitigate.strategies import Mitigation, PromptMitigation
+from mitigate.registry import Component, Interval, Preset, register, registered
+from mitigate.strategies import Mitigation, PromptMitigation, from_spec
 from mitigate.testing import Check, check_component, checks_for, parametrize_with_checks, registered_examples
 
 EXAMPLES = registered_examples()
@@ -24,7 +25,12 @@ def test_the_battery_covers_every_kind_and_every_registered_component() -> None:
     assert {"mitigation", "selector", "engine"} <= kinds
     names = {type(c).registry_name for c in EXAMPLES}
     assert {"random", "stratified", "knn", "highest-rs", "fixed"} <= names  # selectors
-    assert {"demos", "fixed-demos", "per-item-demos", "perturbed-demos", "sampling"} <= names  # mitigations
+    assert {"demos", "sampling", "selective"} <= names  # mitigations
+    presets = {name for name, obj in registered("mitigation").items()
+               if isinstance(obj, type) and issubclass(obj, Preset)}
+    assert presets == {"fixed-demos", "per-item-demos", "perturbed-demos", "random-demos", "highest-rs-demos"}
+    built = [ex for name in presets for ex in registered("mitigation")[name].examples()]
+    assert built and all(type(ex).registry_name == "demos" for ex in built)  # presets build Demos values
     assert {"random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro"} <= names  # engines
 
 
@@ -76,3 +82,19 @@ def test_the_battery_fails_an_unregistered_component() -> None:
 
     with pytest.raises(AssertionError, match="Unregistered is not registered"):
         check_component(Unregistered())
+
+
+PRESETS = sorted(name for name, obj in registered("mitigation").items()
+                 if isinstance(obj, type) and issubclass(obj, Preset))
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_a_preset_refuses_bad_parameters_and_builds_what_its_built_spec_rebuilds(name: str) -> None:
+    cls = registered("mitigation")[name]
+    with pytest.raises(ConfigError, match=f"{cls.__name__} has no parameter 'nope'"):
+        from_spec({"name": name, "params": {"nope": 1}})
+    for field, _ in cls.parameter_constraints.items():
+        with pytest.raises(ConfigError, match=f"The '{field}' parameter of {cls.__name__} must be"):
+            from_spec({"name": name, "params": {field: object()}})
+    for built in cls.examples():
+        assert type(built).registry_name == "demos" and from_spec(built.spec()) == built

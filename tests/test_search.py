@@ -41,10 +41,10 @@ from mitigate.search import (
 from mitigate.search.engines import GreedyEngine
 from mitigate.selectors import KNN, HighestRS, Random, Stratified
 from mitigate.strategies import (
-    FixedDemos,
-    PerItemDemos,
+    Demos,
+    PerItemDemosPreset,
     PerturbationProbe,
-    PerturbedGuidelineDemos,
+    PerturbedDemosPreset,
     parse_pipeline,
 )
 from mitigate.strategies.edits import DEFAULT_HINT
@@ -151,10 +151,10 @@ def test_saved_spec_rebuilds_the_winning_prompt(tmp_path):
     result = search(_judge(scripted(split)), split, budget=400, n_boot=0, progress=False)
     path = result.save_pipeline(tmp_path / "spec.json")
     saved = json.loads(path.read_text())
-    assert saved["pipeline"]["name"] == "fixed-demos"
+    assert saved["pipeline"]["name"] == "demos" and saved["pipeline"]["params"]["selector"] is None
     assert saved["search"]["demo_ids"] == list(result.best.demo_ids)
     pipe = load_pipeline(path)
-    assert isinstance(pipe, FixedDemos)
+    assert isinstance(pipe, Demos) and pipe.display == "plain" and pipe.selector is None
     assert [d.item.id for d in pipe.demos] == list(result.best.demo_ids)
     assert {(d.item.id, d.score) for d in pipe.demos} == {("g1", 2.0), ("g2", 5.0)}  # human scores shown
     fresh = scripted(split)
@@ -167,10 +167,10 @@ def test_saved_spec_rebuilds_the_winning_prompt(tmp_path):
 def test_search_over_perturbation_templates_can_save_perturbed_demos():
     split = _split()
     fake = scripted(split)
-    template = PerturbedGuidelineDemos(kind="order", n=2)
+    template = PerturbedDemosPreset(kind="order", n=2).build()
     result = search(_judge(fake), split, budget=600, perturbations=[template], n_boot=0, progress=False)
     pipe = result.pipeline()
-    assert isinstance(pipe, PerturbedGuidelineDemos) and pipe.m == 2 and pipe.n == 2
+    assert isinstance(pipe, Demos) and pipe.display == "perturbed" and pipe.k == 2 and pipe.n == 2
     assert {d.item.id for d in pipe.demos} == GOOD
 
 
@@ -192,7 +192,7 @@ def test_knn_candidates_are_per_item_demo_judges():
     fake = scripted(split)
     result = search(_judge(fake), split, selectors=[KNN()], budget=100, n_boot=0, progress=False)
     assert len(result.trials) == 2  # baseline and the one KNN candidate
-    assert result.trials[1].pipeline["name"] == "per-item-demos"
+    assert result.trials[1].pipeline["name"] == "demos" and result.trials[1].pipeline["params"]["per_item"]
     assert isinstance(result.trials[1].pipeline["params"]["selector"], dict)
 
 
@@ -212,7 +212,7 @@ def test_unfitted_highest_rs_is_fitted_on_the_train_split_within_the_budget():
     assert result.calls_search == 10 + 6 + 10  # baseline on dev, the train split judged for US, the candidate
     human = _human(split)
     expected = HighestRS().fit(
-        list(split.train), "coherence", ls={it.id: -float(len(it.output)) for it in split.train},
+        list(split.train), criterion="coherence", ls={it.id: -float(len(it.output)) for it in split.train},
         judge_scores={it.id: 6 - human[it.id] for it in split.train}).select(2)
     assert list(result.trials[1].demo_ids) == [d.item.id for d in expected]
 
@@ -256,7 +256,7 @@ def test_selectors_default_to_random_and_stratified_and_unknown_engine_errors():
     with pytest.raises(ConfigError, match="'k' parameter of search"):
         search(_judge(scripted(split)), split, k=0, progress=False)
     assert [type(s) for s in (Random(), Stratified())] == [Random, Stratified]
-    assert PerItemDemos.registry_name == "per-item-demos"
+    assert PerItemDemosPreset.registry_name == "per-item-demos"
 
 
 # --------------------------------------------------------------------------- CLI
@@ -393,13 +393,13 @@ def test_a_saved_spec_keeps_the_mitigations_the_searched_judge_was_wrapped_in(tm
     result = search(before.wrap(_judge(scripted(split))), split, budget=400, n_boot=0, progress=False)
     path = result.save_pipeline(tmp_path / "spec.json", before=before)
     pipe = parse_pipeline(f"@{path}")
-    assert [s.registry_name for s in pipe.steps] == ["consistency-hint", "fixed-demos"]
+    assert [s.registry_name for s in pipe.steps] == ["consistency-hint", "demos"] and pipe.steps[1].demos
     fresh = scripted(split)
     asyncio.run(pipe.wrap(_judge(fresh)).judge(split.test[0]))
     assert DEFAULT_HINT in fresh.requests[0].messages[-1].content
     assert set(_demo_ids(fresh.requests[0])) == GOOD
     plain = result.save_pipeline(tmp_path / "plain.json")
-    assert json.loads(plain.read_text())["pipeline"]["name"] == "fixed-demos"
+    assert json.loads(plain.read_text())["pipeline"]["name"] == "demos"
 
 
 def test_engines_come_from_the_registry_and_take_their_own_options():

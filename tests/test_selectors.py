@@ -24,7 +24,7 @@ from mitigate.selectors import (
     stratified_pick,
 )
 from mitigate.selectors.stratified import balanced_quotas
-from mitigate.strategies import FixedDemos, PerItemDemos
+from mitigate.strategies import Demos, PerItemDemosPreset
 
 PROMPT = "Rate the text from 1 to 5.\n\nText: {{output}}\n\nScore:"
 
@@ -58,12 +58,12 @@ def test_unfitted_selector_says_to_fit():
 
 def test_fit_keeps_only_labelled_items_and_needs_a_criterion_for_lists():
     items = [*bench().items, Item(id="nolabel", output="x")]
-    fitted = Random().fit(items, "quality")
+    fitted = Random().fit(items, criterion="quality")
     assert "nolabel" not in {it.id for it in fitted.pool_}
     with pytest.raises(ConfigError, match="needs criterion"):
         Random().fit(items)
     with pytest.raises(ConfigError, match="human 'missing' score"):
-        Random().fit(bench(), "missing")
+        Random().fit(bench(), criterion="missing")
 
 
 # --------------------------------------------------------------------------- each selector
@@ -98,7 +98,7 @@ def test_stratified_moves_a_short_labels_quota_to_labels_with_room():
 
 def test_stratified_snaps_crowd_means_to_the_scale():
     items = [Item(id=f"x{i}", output="t", human={"q": v}) for i, v in enumerate([3.67, 4.33, 4.0, 1.33, 1.0])]
-    sel = Stratified(scale=Scale(min=1, max=5)).fit(items, "q")
+    sel = Stratified(scale=Scale(min=1, max=5)).fit(items, criterion="q")
     assert sorted(sel.label_of(it) for it in items) == [1.0, 1.0, 4.0, 4.0, 4.0]
     assert sorted(round(d.score) for d in sel.select(2)) == [1, 4]
 
@@ -160,7 +160,7 @@ def test_fixed_keeps_the_given_order_and_names_unknown_ids():
     assert err.value.unknown == ["zz", "yy"]
     items = [*bench().items, Item(id="nolabel", output="x")]
     with pytest.raises(ConfigError, match=r"without a human 'quality' score: \['nolabel'\]"):
-        Fixed(ids=("nolabel",)).fit(items, "quality")
+        Fixed(ids=("nolabel",)).fit(items, criterion="quality")
     with pytest.raises(ConfigError, match="unique ids"):
         Fixed(ids=("a1", "a1"))
     with pytest.raises(ConfigError, match="The 'k' parameter of Fixed asks for 4"):
@@ -179,7 +179,7 @@ def test_demo_scores_map_onto_the_prompt_scale():
 
 def test_fixed_demos_put_exactly_those_demos_in_the_prompt():
     b = bench()
-    mit = FixedDemos.from_selector(Fixed(ids=("b1", "c0")).fit(b), 2)
+    mit = Demos(demos=tuple(Fixed(ids=("b1", "c0")).fit(b).select(2)), k=2)
     fake = FakeLM(["Score: 3"])
     judged = mit.wrap(PromptJudge(JudgePrompt.from_template(PROMPT), fake))
     asyncio.run(judged.judge(Item(id="q", output="Judged text.")))
@@ -191,7 +191,7 @@ def test_fixed_demos_put_exactly_those_demos_in_the_prompt():
 def test_per_item_demos_choose_neighbours_for_each_judged_item():
     sel = KNN().fit(bench())
     fake = FakeLM(lambda request: "Score: 4")
-    judged = PerItemDemos(selector=sel, k=1).wrap(PromptJudge(JudgePrompt.from_template(PROMPT), fake))
+    judged = PerItemDemosPreset(selector=sel, k=1).build().wrap(PromptJudge(JudgePrompt.from_template(PROMPT), fake))
 
     async def both() -> list[Judgment]:
         return [await judged.judge(Item(id="q1", output="The cat sat on the mat.")),
@@ -207,7 +207,7 @@ def test_per_item_demos_choose_neighbours_for_each_judged_item():
 
 def test_per_item_demos_needs_a_fitted_selector():
     with pytest.raises(ConfigError, match="must be a fitted selector"):
-        PerItemDemos(selector=KNN())
+        PerItemDemosPreset(selector=KNN()).build()
 
 
 # --------------------------------------------------------------------------- the objective

@@ -31,7 +31,7 @@ from mitigate.errors import PromptConflictWarning
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import Demo, JudgePrompt, describe_template, prompt_from_spec
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
-from mitigate.strategies.demos import FixedDemos
+from mitigate.strategies.demos import FixedDemosPreset
 from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, DEFAULT_HINT, RTS_LEAD, SCALE_LEAD
 from mitigate.strategies.forms import rts_form
 from mitigate.strategies.sampling import Granularity, Sampling
@@ -476,7 +476,7 @@ MITIGATIONS: dict[str, tuple[Any, str, bool]] = {
     "hint": (lambda p: ConsistencyHint(), DEFAULT_HINT, False),
     "granularity": (lambda p: Granularity(scale="1-100" if p.scale.max == 10 else "1-10"), SCALE_LEAD, True),
     "rts-form": (lambda p: _PromptFn(rts_form), RTS_LEAD, True),
-    "demos": (lambda p: FixedDemos(demos=(_demo(p),)), "Examples:", False),
+    "demos": (lambda p: FixedDemosPreset(demos=(_demo(p),)).build(), "Examples:", False),
 }
 
 

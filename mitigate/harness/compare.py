@@ -184,7 +184,8 @@ class Entry(BaseModel):
 
         ``pipeline`` is a :class:`~mitigate.strategies.base.Pipeline`, a single mitigation, or
         CLI text such as ``"name(k=v) | name2"`` or ``"@file.json"`` (``"baseline"``: no mitigation). A
-        pipeline that still has to be fitted (``is_fitted`` false) is wrapped when :func:`compare` fits it.
+        pipeline that still has to be fitted (its tags say it learns at fit and it is not fitted yet) is
+        wrapped when :func:`compare` fits it.
         """
         text = pipeline if isinstance(pipeline, str) else None
         if isinstance(pipeline, str):
@@ -194,7 +195,7 @@ class Entry(BaseModel):
         else:
             raise ConfigError(f"expected a Pipeline, a Mitigation or pipeline text; got {type(pipeline).__name__}")
         label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
-        judge = pipe.wrap(base) if getattr(pipe, "is_fitted", True) else None
+        judge = None if pipe.tags.needs_fitting and not pipe.is_fitted else pipe.wrap(base)
         return cls(name=label, judge=judge, kind="pipeline", spec=pipe.spec(), pipeline=pipe, base=base)
 
     @classmethod
@@ -231,7 +232,7 @@ class Entry(BaseModel):
 def _pipeline_label(pipe: Pipeline) -> str:
     if not pipe.steps:
         return "baseline"
-    return " | ".join(s.registry_name or type(s).__name__ for s in pipe.steps)
+    return " | ".join(s.label for s in pipe.steps)
 
 
 class ItemRecord(BaseModel):
@@ -659,17 +660,15 @@ async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, pro
                 "expected a train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK"
             )
         assert e.pipeline is not None and e.base is not None
-        afit = getattr(e.pipeline, "afit", None)
-        if afit is None:
-            raise ConfigError(f"this build of mitigate cannot fit {type(e.pipeline).__name__} (no Pipeline.afit)")
         try:
-            fitted = await afit(train, e.base, progress=progress, concurrency=concurrency)
+            fitted = await e.pipeline.afit(train, e.base, progress=progress, concurrency=concurrency)
         except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
             info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train),
                             "error": f"{type(exc).__name__}: {exc}"}
             continue
         out.append(e.model_copy(update={"judge": fitted.wrap(e.base), "pipeline": fitted, "spec": fitted.spec()}))
-        info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train)}
+        info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train),
+                        "judged_while_fitting": e.pipeline.tags.calls_judge_while_fitting}
     if not out:
         raise ConfigError("no entry is left to compare: every one failed to fit; "
                           + "; ".join(f"{k}: {v.get('error')}" for k, v in info.items()))

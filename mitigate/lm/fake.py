@@ -29,6 +29,12 @@ Answer constraints
     it such requests raise :class:`~mitigate.errors.CapabilityError`, like a backend that
     cannot constrain.
 
+Likelihood
+    ``FakeLM(..., loglikelihood=lambda context, continuation: -len(continuation))`` answers
+    :meth:`~mitigate.lm.base.LM.loglikelihood` with that function (recorded in
+    ``.likelihood_requests``); without it, as a backend that cannot, it raises
+    :class:`~mitigate.errors.CapabilityError`.
+
 Stop sequences are applied to plain string answers (the text is cut before the first
 stop sequence), like a real backend would. String answers cost 0.0; a scripted
 :class:`~mitigate.lm.base.LMResponse` keeps its own ``cost_usd`` (None stays unknown).
@@ -68,6 +74,8 @@ class FakeLM(LM):
             or a callable ``request -> str | LMResponse`` called once per sample.
         logprobs: accept requests for token logprobs (see the module docstring).
         model: the model name reported in responses and in ``spec`` (``fake`` or ``fake:<model>``).
+        loglikelihood: ``(context, continuation) -> float`` answering :meth:`loglikelihood`
+            (None: the backend cannot score a given text).
     """
 
     provider = "fake"
@@ -75,7 +83,8 @@ class FakeLM(LM):
     supports_stop = True
 
     def __init__(
-        self, responses: Script, *, logprobs: bool = False, model: str = "", constraint_modes: Sequence[str] = ()
+        self, responses: Script, *, logprobs: bool = False, model: str = "", constraint_modes: Sequence[str] = (),
+        loglikelihood: Callable[[str, str], float] | None = None,
     ) -> None:
         if callable(responses):
             self._fn: Callable[[LMRequest], str | LMResponse] | None = responses
@@ -99,6 +108,15 @@ class FakeLM(LM):
         self.model = model
         self.requests: list[LMRequest] = []
         self._next = 0
+        self._loglikelihood = loglikelihood
+        self.likelihood_requests: list[tuple[str, str]] = []
+
+    async def loglikelihood(self, context: str, continuation: str) -> float:
+        """The scripted log-likelihood of ``continuation`` after ``context``; CapabilityError when none was given."""
+        if self._loglikelihood is None:
+            return await super().loglikelihood(context, continuation)
+        self.likelihood_requests.append((context, continuation))
+        return float(self._loglikelihood(context, continuation))
 
     def constraint_modes(self) -> frozenset[str]:
         """The constraint modes this fake was told to accept."""

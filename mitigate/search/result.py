@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.prompt import Demo
 from mitigate.search.objective import Gain, Objective, ObjectiveValue
-from mitigate.strategies import DemoMitigation, Mitigation, Pipeline, from_spec, load_pipeline
+from mitigate.strategies import Demos, Mitigation, Pipeline, from_spec, load_pipeline
 
 __all__ = ["SearchResult", "Trial", "load_pipeline", "rank_key"]
 
@@ -84,7 +84,7 @@ class SearchResult(BaseModel):
     def demos(self) -> list[Demo]:
         """The winning demos (empty for the baseline or a per-item selector)."""
         p = self.pipeline()
-        return list(p.chosen_demos()) if isinstance(p, DemoMitigation) else []
+        return list(p.chosen_demos()) if isinstance(p, Demos) else []
 
     def summary(self) -> str:
         """A few lines: engine, objective, winner, dev vs test against the baseline, calls."""

@@ -37,7 +37,7 @@ from mitigate.search.session import (
 )
 from mitigate.search.split import Split
 from mitigate.selectors import Random, Selector, Stratified
-from mitigate.strategies import PerturbationProbe, PerturbedGuidelineDemos
+from mitigate.strategies import Demos, PerturbationProbe
 
 __all__ = ["asearch", "dspy_search", "engine_from", "search"]
 
@@ -64,7 +64,7 @@ async def asearch(
     k: int | Sequence[int] = 2,
     selectors: Sequence[Selector] | None = None,
     budget: int = 200,
-    perturbations: Sequence[PerturbedGuidelineDemos | None] = (None,),
+    perturbations: Sequence[Demos | None] = (None,),
     probe: PerturbationProbe | None = None,
     ls: Mapping[str, float] | None = None,
     likelihood: str | LM | None = None,
@@ -97,8 +97,9 @@ async def asearch(
             ``likelihood`` spec.
         budget: distinct LM requests the search may make, answered by the cache or the backend alike.
         perturbations: perturbation templates to search over: ``None`` shows plain demos,
-            a :class:`~mitigate.strategies.PerturbedGuidelineDemos` (its ``demos`` empty)
-            shows them under perturbed guidelines (Ghazarian et al. 2024).
+            a :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` (as the
+            ``perturbed-demos`` preset builds; its selector and demos are replaced by each
+            candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024).
         probe: how consistency is measured when the objective counts it (default
             ``PerturbationProbe(kind="order", n=2)``).
         ls: LS per item id, needed when the objective counts BiasScore; else computed
@@ -109,7 +110,7 @@ async def asearch(
     """
     eng = engine_from(engine, engine_options)
     templates = list(perturbations) or [None]
-    if not eng.uses_selectors and (selectors is not None or templates != [None]):
+    if not eng.tags.uses_selectors and (selectors is not None or templates != [None]):
         raise ConfigError(f"the {eng.registry_name!r} engine chooses demos its own way; expected no selectors= or "
                           "perturbations=, got some")
     check_param("search", "budget", budget, [Interval(int, 1)])
@@ -121,7 +122,7 @@ async def asearch(
     split = as_split(data, splits, seed, crit)
     eng = eng.prepare(judge, split, crit, ks)
     fitted: list[Selector] = []
-    if eng.uses_selectors:
+    if eng.tags.uses_selectors:
         chosen = list(selectors) if selectors is not None else [Random(seed=seed), Stratified(seed=seed)]
         if not chosen:
             raise ConfigError("search needs at least one selector; got none")
@@ -141,7 +142,7 @@ async def asearch(
                 f"{s.cost(None, split.dev)} calls); raise the budget or use a smaller dev split"
             )
         outcome = await eng.run(s, SearchSpace(fitted, ks, templates, likelihood))
-        meta = {"selectors": [sel.describe() for sel in fitted], "k": ks} if eng.uses_selectors else {}
+        meta = {"selectors": [sel.describe() for sel in fitted], "k": ks} if eng.tags.uses_selectors else {}
         return await s.finish(outcome.stopped, {**meta, **outcome.meta})
     finally:
         s.close()

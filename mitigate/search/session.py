@@ -44,15 +44,7 @@ from mitigate.search.objective import Objective
 from mitigate.search.result import SearchResult, Trial, rank_key
 from mitigate.search.split import Split, split_items
 from mitigate.selectors import Selector
-from mitigate.strategies import (
-    DemoMitigation,
-    FixedDemos,
-    Mitigation,
-    PerturbationProbe,
-    PerturbedGuidelineDemos,
-    Pipeline,
-    from_spec,
-)
+from mitigate.strategies import Demos, Mitigation, PerturbationProbe, Pipeline, from_spec
 
 __all__ = [
     "MAX_MISSES",
@@ -123,7 +115,7 @@ class Candidate:
         self.meta = meta or {}
         spec = mitigation.spec() if mitigation is not None else Pipeline().spec()
         self.spec = spec
-        if isinstance(mitigation, DemoMitigation) and "demos" in type(mitigation).model_fields:
+        if isinstance(mitigation, Demos) and mitigation.demos:
             # a set already tried in another order is not tried again
             rest = mitigation.model_dump(mode="json", exclude={"demos"})
             self.key = json.dumps([type(mitigation).__name__, sorted(self.demo_ids), rest], sort_keys=True)
@@ -131,15 +123,16 @@ class Candidate:
             self.key = json.dumps(spec, sort_keys=True, default=str)
 
 
-def with_demos(template: PerturbedGuidelineDemos | None, demos: Sequence[Demo]) -> Mitigation:
-    """``FixedDemos(demos)``, or the perturbation template holding ``demos`` (Ghazarian et al. 2024)."""
+def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
+    """``Demos(demos=demos)`` shown plain, or the perturbation template's display holding ``demos`` (Ghazarian et al. 2024)."""
     if template is None:
-        return FixedDemos(demos=tuple(demos))
-    if not isinstance(template, PerturbedGuidelineDemos):
-        raise ConfigError(f"expected perturbation templates to be PerturbedGuidelineDemos or None; got "
-                          f"{type(template).__name__}")
-    params = {**dict(template), "demos": tuple(demos), "m": len(demos), "demos_": None}
-    return PerturbedGuidelineDemos.model_validate(params)
+        return Demos(demos=tuple(demos), k=len(demos))
+    if not isinstance(template, Demos) or template.display == "plain":
+        raise ConfigError(f"expected perturbation templates to be Demos with a guideline display (e.g. "
+                          f"perturbed-demos) or None; got {template!r}"[:300])
+    fitted = {name: None for name in type(template).model_fields if name.endswith("_")}
+    params = {**dict(template), **fitted, "selector": None, "demos": tuple(demos), "k": len(demos)}
+    return Demos.model_validate(params)
 
 
 class Session:
@@ -266,13 +259,13 @@ class SearchSpace(NamedTuple):
 
     ``selectors`` are fitted on the train split, except those that judge the pool (HighestRS)
     until :func:`fit_judged_selectors` runs; ``templates`` hold ``None`` (plain demos) and/or
-    :class:`~mitigate.strategies.PerturbedGuidelineDemos` templates (demos shown under
-    perturbed guidelines); ``likelihood`` is the LS backend for fitting HighestRS.
+    perturbation templates (a :class:`~mitigate.strategies.Demos` with ``display="perturbed"``, as
+    ``perturbed-demos`` builds: demos shown under perturbed guidelines); ``likelihood`` is the LS backend for fitting HighestRS.
     """
 
     selectors: list[Selector]
     ks: list[int]
-    templates: list[PerturbedGuidelineDemos | None]
+    templates: list[Demos | None]
     likelihood: str | LM | None = None
 
 
@@ -290,7 +283,8 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
     for sel in selectors:
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
-        out.append(sel if sel.is_fitted or sel.fits_on_judge else sel.fit(train_pool(split, criterion), criterion))
+        out.append(sel if sel.is_fitted or sel.tags.calls_judge_while_fitting
+                   else sel.fit(train_pool(split, criterion), criterion=criterion))
     return out
 
 
@@ -302,7 +296,7 @@ async def fit_judged_selectors(s: Session, selectors: list[Selector], likelihood
     """
     out = []
     for sel in selectors:
-        if sel.fits_on_judge and not sel.is_fitted:
+        if sel.tags.calls_judge_while_fitting and not sel.is_fitted:
             cost = s.cost(None, s.split.train)
             remaining = s.budget.remaining
             if remaining is not None and cost > remaining:
@@ -310,7 +304,7 @@ async def fit_judged_selectors(s: Session, selectors: list[Selector], likelihood
                                   f"only {remaining} of the budget are left; raise the budget or pass it fitted")
             before = s.budget.used
             lm = likelihood if isinstance(likelihood, LM) else None
-            sel = await sel.afit(train_pool(s.split, s.criterion), s.criterion, judge=s.judge, lm=lm)
+            sel = await sel.afit(train_pool(s.split, s.criterion), s.judge, criterion=s.criterion, lm=lm)
             s.bar.update(s.budget.used - before)
         out.append(sel)
     return out

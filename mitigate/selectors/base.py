@@ -4,16 +4,20 @@ A :class:`Selector` decides which labelled items a judge prompt shows as few-sho
 demonstrations. Like a scikit-learn estimator its parameters are its fields, and fitting
 returns a fitted copy::
 
-    sel = Stratified(seed=3).fit(train, "coherence")     # remembers the labelled pool
+    sel = Stratified(seed=3).fit(train, criterion="coherence")   # remembers the labelled pool
     demos = sel.select(2)                                 # -> list[Demo], human scores shown
     demos = knn.select(4, query=item)                     # query-dependent selectors need the item
 
-- ``fit(pool, criterion)`` keeps the pool items that carry a finite human score for
-  ``criterion`` (fitted state in fields ending in ``_``: ``pool_``, ``criterion_``,
-  ``scale_``), so a fitted selector serialises with :meth:`Selector.spec` and
-  :func:`selector_from_spec` rebuilds it. ``afit`` is the same for async code; a selector
-  that judges the pool while fitting (:class:`~mitigate.selectors.highest_rs.HighestRS`)
-  takes the judge there.
+- ``afit(pool, judge, criterion=None)`` (async; ``fit`` is its synchronous form, the one fit
+  protocol of :class:`mitigate.registry.Fittable`) keeps the pool items that carry a finite
+  human score for the criterion (fitted state in fields ending in ``_``: ``pool_``,
+  ``criterion_``, ``scale_``), so a fitted selector serialises with :meth:`Selector.spec`
+  and :func:`selector_from_spec` rebuilds it. The criterion is the explicit ``criterion=``
+  when given, else the pool benchmark's only criterion, else the only criterion of the
+  judge's prompts that the pool labels (:func:`resolve_criterion`'s rule); anything still
+  ambiguous is a ConfigError. A selector that judges the pool while fitting
+  (:class:`~mitigate.selectors.highest_rs.HighestRS`, tag ``calls_judge_while_fitting``)
+  runs ``judge`` there.
 - ``select(k, query=None)`` returns ``k`` :class:`~mitigate.prompt.Demo` objects built with
   :meth:`Demo.from_item` (the *human* score), never including the query item itself (a
   demo that is the judged item would hand the judge its gold label). The same fitted
@@ -36,7 +40,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM
 from mitigate.prompt import Demo
-from mitigate.registry import Component, Interval, build, check_param
+from mitigate.registry import Component, Fittable, Interval, Tags, build, check_param
 from mitigate.registry import registered as registered_components
 from mitigate.scale import Scale
 
@@ -101,18 +105,16 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
     return criterion
 
 
-class Selector(Component):
+class Selector(Component, Fittable):
     """Base of every demo selector: a frozen value; ``fit`` returns a fitted copy.
 
     Subclasses implement :meth:`_pick` (choose ``k`` items from the candidates) and may
-    extend :meth:`fit`. ``query_dependent`` is True for selectors whose choice depends on
-    the judged item (KNN): those need ``query=`` in :meth:`select` and are used in judging
-    per item (``per-item-demos``). ``fits_on_judge`` is True for selectors whose fitting runs
-    the judge over the pool (HighestRS): their ``fit``/``afit`` take ``judge=``.
+    extend :meth:`afit`. Tag ``query_dependent``: the choice depends on the judged item
+    (KNN); such a selector needs ``query=`` in :meth:`select` and is used per judged item.
+    Tag ``calls_judge_while_fitting``: fitting runs the judge over the pool (HighestRS).
     """
 
-    query_dependent: ClassVar[bool] = False
-    fits_on_judge: ClassVar[bool] = False
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
 
     pool_: tuple[Item, ...] | None = None
     criterion_: str | None = None
@@ -122,7 +124,7 @@ class Selector(Component):
     @classmethod
     def examples(cls) -> list[Selector]:
         """Fitted instances the contract checks exercise (override when defaults are not enough)."""
-        return [cls().fit(example_pool(), "score")]
+        return [cls().fit(example_pool(), criterion="score")]
 
     @property
     def is_fitted(self) -> bool:
@@ -140,41 +142,35 @@ class Selector(Component):
         return type(self).model_validate({k: v for k, v in self.model_dump().items() if not k.endswith("_")})
 
     # ------------------------------------------------------------------ fit / select
-    def fit(self, pool: Benchmark | Sequence[Item], criterion: str | None = None) -> Self:
-        """A fitted copy remembering the items of ``pool`` that carry a human score for ``criterion``.
-
-        ``criterion`` may be omitted when ``pool`` is a benchmark with one criterion. The
-        benchmark's human ``scale`` is kept (``scale_``) so :meth:`select` can map scores
-        onto a judge prompt's scale. ConfigError when no item is labelled.
-        """
-        return self.model_copy(update=self.fit_state(pool, criterion))
-
     async def afit(
-        self, pool: Benchmark | Sequence[Item], criterion: str | None = None, *, judge: Judge | None = None,
+        self, train: Benchmark | Sequence[Item], judge: Judge | None = None, *, criterion: str | None = None,
         lm: LM | None = None, progress: bool = False, concurrency: int = 8,
     ) -> Self:
-        """:meth:`fit` for async code; ``judge``, ``lm``, ``progress`` and ``concurrency`` serve selectors that
-        judge the pool while fitting (``fits_on_judge``) and are ignored by the others."""
-        return self.fit(pool, criterion)
+        """A fitted copy remembering the items of ``train`` that carry a human score for the criterion.
 
-    def fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None) -> dict[str, Any]:
+        The criterion: ``criterion`` when given, else the benchmark's only one, else the only
+        one of ``judge``'s prompts that the pool labels. The benchmark's human ``scale`` is
+        kept (``scale_``) so :meth:`select` can map scores onto a judge prompt's scale.
+        ConfigError when no item is labelled. ``lm``, ``progress`` and ``concurrency`` serve
+        selectors that judge the pool while fitting and are ignored by the others.
+        """
+        return self.model_copy(update=self.fit_state(train, criterion, judge))
+
+    def fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None,
+                  judge: Judge | None = None) -> dict[str, Any]:
         """The base fitted fields (``pool_``, ``criterion_``, ``scale_``) for ``pool``; subclasses add theirs."""
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
             if criterion is None:
-                if len(pool.criteria) != 1:
-                    raise ConfigError(
-                        f"{name}.fit needs criterion=... for benchmark {pool.name!r}, which has criteria "
-                        f"{list(pool.criteria)}"
-                    )
-                criterion = pool.criteria[0]
+                criterion = (pool.criteria[0] if len(pool.criteria) == 1
+                             else _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}"))
         else:
             items, scale = list(pool), None
             if not all(isinstance(it, Item) for it in items):
                 raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got {type(pool).__name__}")
             if criterion is None:
-                raise ConfigError(f"{name}.fit needs criterion=... when the pool is a list of items")
+                criterion = _criterion_of_judge(name, items, judge, "a list of items")
         kept = labelled(items, criterion)
         if not kept:
             found = sorted({c for it in items for c in it.human})
@@ -199,13 +195,13 @@ class Selector(Component):
         name = type(self).__name__
         check_param(name, "k", k, [Interval(int, 1)])
         if not self.is_fitted:
-            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion)` before select()")
+            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` before select()")
         if query is not None and not isinstance(query, Item):
             raise ConfigError(f"{name}.select expected query to be an Item or None; got {type(query).__name__}")
-        if self.query_dependent and query is None:
+        if self.tags.query_dependent and query is None:
             raise ConfigError(
                 f"{name} chooses demos by similarity to the item being judged; expected query=<Item>, got None "
-                "(wrap the judge with PerItemDemos(selector=...) to select per item)"
+                "(wrap the judge with Demos(selector=..., per_item=True) to select per item)"
             )
         assert self.pool_ is not None and self.criterion_ is not None
         candidates = [it for it in self.pool_ if query is None or it.id != query.id]
@@ -224,6 +220,19 @@ class Selector(Component):
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
         """Choose ``k`` of ``candidates`` (at least ``k`` are given)."""
         raise NotImplementedError(f"{type(self).__name__} must implement _pick()")
+
+
+def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
+    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly one."""
+    names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
+    known = [n for n in names if any(n in it.human for it in items)]
+    if len(known) != 1:
+        labels = sorted({c for it in items for c in it.human})
+        raise ConfigError(
+            f"{owner}.fit needs criterion=... for {what} (human labels {labels}); the judge's prompts score "
+            f"{names or 'nothing (no judge given)'}"
+        )
+    return known[0]
 
 
 def example_pool() -> list[Item]:

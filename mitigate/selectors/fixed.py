@@ -1,7 +1,7 @@
 """Demonstrations the user names: :class:`Fixed` (selector ``"fixed"``), the pool items with the given ids, in order.
 
-(The mitigation that shows a fixed list of demos, ``fixed-demos``, is
-:class:`mitigate.strategies.demos.FixedDemos`.)
+(The mitigation that shows a fixed list of demos, the ``fixed-demos`` preset, is
+``Demos(demos=...)`` of :mod:`mitigate.strategies.demos`.)
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
+from mitigate.judge import Judge
 from mitigate.registry import Satisfies, register
 from mitigate.selectors.base import Selector, example_pool
 
@@ -39,11 +40,13 @@ class Fixed(Selector):
     @classmethod
     def examples(cls) -> list[Selector]:
         """A fitted instance over the example pool."""
-        return [cls(ids=("ex-3", "ex-1", "ex-2")).fit(example_pool(), "score")]
+        return [cls(ids=("ex-3", "ex-1", "ex-2")).fit(example_pool(), criterion="score")]
 
-    def fit(self, pool: Benchmark | Sequence[Item], criterion: str | None = None) -> Self:
+    async def afit(self, train: Benchmark | Sequence[Item], judge: Judge | None = None, *,
+                   criterion: str | None = None, **options: Any) -> Self:
         """A fitted copy; ConfigError naming the ids that are not labelled pool items."""
-        state = self.fit_state(pool, criterion)
+        pool = train
+        state = self.fit_state(pool, criterion, judge)
         known = {it.id for it in state["pool_"]}
         unknown = [i for i in self.ids if i not in known]
         if unknown:

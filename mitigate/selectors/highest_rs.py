@@ -16,7 +16,7 @@ each with its *human* score. Per pool item:
 judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value), or
 give ``judge=`` and the selector computes both itself (LS with the ``likelihood`` backend,
 the judge over the pool with :func:`mitigate.runner.run`). The ``highest-rs-demos``
-mitigation (:class:`mitigate.strategies.highest_rs.HighestRSDemos`) shows its top ``k``.
+preset (``Demos(selector=HighestRS(...))``, :mod:`mitigate.strategies.highest_rs`) shows its top ``k``.
 """
 
 from __future__ import annotations
@@ -27,13 +27,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from mitigate import measures as metrics
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
-from mitigate.registry import Interval, register
+from mitigate.registry import Interval, Tags, register
 from mitigate.runner import run
 from mitigate.selectors.base import Selector, example_pool
 
@@ -97,7 +96,7 @@ class HighestRS(Selector):
     -> why it has no RS).
     """
 
-    fits_on_judge: ClassVar[bool] = True
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
 
     likelihood: str = "local"
     task: str | None = None
@@ -121,57 +120,37 @@ class HighestRS(Selector):
         pool = example_pool()
         ls = {"ex-1": -20.0, "ex-2": -35.0, "ex-3": -12.0, "ex-4": -40.0}
         judge = {"ex-1": 4.0, "ex-2": 3.0, "ex-3": 5.0, "ex-4": 2.0}
-        return [cls().fit(pool, "score", ls=ls, judge_scores=judge)]
+        return [cls().fit(pool, criterion="score", ls=ls, judge_scores=judge)]
 
-    def fit(  # type: ignore[override]
+    async def afit(  # type: ignore[override]
         self,
-        pool: Benchmark | Sequence[Item],
-        criterion: str | None = None,
+        train: Benchmark | Sequence[Item],
+        judge: Judge | None = None,
         *,
+        criterion: str | None = None,
         ls: Mapping[str, float] | None = None,
         judge_scores: Mapping[str, float | None] | None = None,
-        judge: Judge | None = None,
         lm: LM | None = None,
         progress: bool = False,
         concurrency: int = 8,
     ) -> Self:
-        """A fitted copy ranking the pool by RS.
+        """A fitted copy ranking the pool ``train`` by RS.
 
         With ``ls`` and ``judge_scores`` (item id -> value; a missing or None value means no
         RS for that item) no LM is called. Otherwise ``judge`` (the base judge, without
         demos) is run over the pool (``concurrency``, ``progress``) and LS computed with
         ``lm`` or the ``likelihood`` spec; the fitted copy then records the LS backend's spec
-        in ``likelihood``. Call :meth:`afit` from inside a running event loop.
+        in ``likelihood``. The criterion is as :meth:`Selector.afit` says.
         """
+        pool = train
         if ls is not None and judge_scores is not None:
-            return self._fit_scores(pool, criterion, ls, judge_scores)
-        return run_sync(
-            self.afit(pool, criterion, ls=ls, judge_scores=judge_scores, judge=judge, lm=lm, progress=progress,
-                      concurrency=concurrency),
-            what=f"{type(self).__name__}.fit() with judge=", instead="sel.afit(pool, criterion, judge=judge)",
-        )
-
-    async def afit(  # type: ignore[override]
-        self,
-        pool: Benchmark | Sequence[Item],
-        criterion: str | None = None,
-        *,
-        ls: Mapping[str, float] | None = None,
-        judge_scores: Mapping[str, float | None] | None = None,
-        judge: Judge | None = None,
-        lm: LM | None = None,
-        progress: bool = False,
-        concurrency: int = 8,
-    ) -> Self:
-        """:meth:`fit` for async code."""
-        if ls is not None and judge_scores is not None:
-            return self._fit_scores(pool, criterion, ls, judge_scores)
+            return self._fit_scores(pool, criterion, ls, judge_scores, judge)
         if judge is None:
             raise ConfigError(
                 "HighestRS.fit needs LS and judge scores for the pool: pass ls= and judge_scores= (item id -> "
                 "value), or judge= (and optionally lm=) to compute them"
             )
-        state = self.fit_state(pool, criterion)
+        state = self.fit_state(pool, criterion, judge)
         items = self._draw(state["pool_"], pool)
         crit: str = state["criterion_"]
         task = self.task if self.task is not None else next((lf.prompt.task for lf in judge.leaves()), "")
@@ -221,9 +200,9 @@ class HighestRS(Selector):
         return tuple(kept[i] for i in keep)
 
     def _fit_scores(self, pool: Benchmark | Sequence[Item], criterion: str | None, ls: Mapping[str, float],
-                    judge_scores: Mapping[str, float | None]) -> Self:
+                    judge_scores: Mapping[str, float | None], judge: Judge | None = None) -> Self:
         """The fitted copy from given LS and judge scores (no LM call)."""
-        state = self.fit_state(pool, criterion)
+        state = self.fit_state(pool, criterion, judge)
         items = self._draw(state["pool_"], pool)
         ls_list = [float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items]
         js = [math.nan if (v := judge_scores.get(it.id)) is None else float(v) for it in items]

@@ -26,7 +26,7 @@ import numpy as np
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, ModelPathError
 from mitigate.prompt import field_text
-from mitigate.registry import Interval, Options, Satisfies, register
+from mitigate.registry import Interval, Options, Satisfies, Tags, register
 from mitigate.selectors.base import Selector, example_pool
 
 __all__ = ["KNN", "item_text"]
@@ -69,7 +69,7 @@ class KNN(Selector):
     Ties in distance keep the pool's order. ``select`` without ``query`` raises ConfigError.
     """
 
-    query_dependent = True
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, query_dependent=True)
 
     fields: tuple[str, ...] = ("output",)
     embedding: str = "tfidf"
@@ -88,7 +88,7 @@ class KNN(Selector):
     @classmethod
     def examples(cls) -> list[Selector]:
         """A fitted TF-IDF instance over the tiny example pool."""
-        return [cls().fit(example_pool(), "score")]
+        return [cls().fit(example_pool(), criterion="score")]
 
     # ------------------------------------------------------------------ index
     def _key(self) -> str:
@@ -138,7 +138,7 @@ class KNN(Selector):
     def neighbours(self, query: Item) -> list[tuple[Item, float]]:
         """Every pool item with its cosine distance to ``query``, nearest first (ties in pool order)."""
         if not self.is_fitted:
-            raise ConfigError("KNN is not fitted; expected `sel = sel.fit(pool, criterion)` before neighbours()")
+            raise ConfigError("KNN is not fitted; expected `sel = sel.fit(pool, criterion=...)` before neighbours()")
         assert self.pool_ is not None
         index = self._index()
         vector = index.embed([item_text(query, self.fields)])

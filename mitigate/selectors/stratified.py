@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 import random as _random
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
-from mitigate.data.schema import Item
+from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
+from mitigate.judge import Judge
 from mitigate.registry import Interval, Options, register
 from mitigate.scale import Scale
 from mitigate.selectors.base import Selector
@@ -117,14 +118,26 @@ class Stratified(Selector):
             strata of the sorted pool, :func:`stratified_pick`).
         scale: when given, gold scores are snapped to this scale's points to form the
             labels (e.g. crowd means 3.67 and 4.33 count as 4); otherwise each distinct
-            score is its own label.
+            score is its own label. With ``by="range"`` and no ``scale``, the scale of the
+            judge's first prompt at fit is used (fitted as ``judge_scale_``): gold scores that
+            are points of the judge's scale are preferred (Ghazarian et al.'s demos).
     """
 
     seed: int = 0
     by: Literal["label", "range"] = "label"
     scale: Scale | None = None
+    judge_scale_: Scale | None = None
     parameter_constraints: ClassVar = {"seed": [Interval(int)], "by": [Options("label", "range")],
                                        "scale": [Scale, dict, None]}
+
+    async def afit(self, train: Benchmark | Sequence[Item], judge: Judge | None = None, *,
+                   criterion: str | None = None, **options: Any) -> Self:
+        """As :meth:`Selector.afit`; with ``by="range"`` and no ``scale``, also the judge's prompt scale."""
+        state = self.fit_state(train, criterion, judge)
+        leaves = judge.leaves() if judge is not None else []
+        if self.by == "range" and self.scale is None and leaves:
+            state["judge_scale_"] = leaves[0].prompt.scale
+        return self.model_copy(update=state)
 
     def label_of(self, item: Item) -> float:
         """The label an item is balanced under: its gold score, snapped to ``scale`` when set."""
@@ -136,7 +149,7 @@ class Stratified(Selector):
         """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
         assert self.criterion_ is not None
         if self.by == "range":
-            return stratified_pick(candidates, [self.criterion_], k, self.scale, self.seed)
+            return stratified_pick(candidates, [self.criterion_], k, self.scale or self.judge_scale_, self.seed)
         rng = _random.Random(self.seed)
         groups: dict[float, list[Item]] = {}
         for it in sorted(candidates, key=lambda it: it.id):

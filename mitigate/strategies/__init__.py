@@ -6,11 +6,11 @@ and specs work.
 
 | name | class | paper |
 |---|---|---|
-| ``perturbed-demos`` | :class:`PerturbedGuidelineDemos` | Ghazarian et al. 2024 |
+| ``perturbed-demos`` | preset of :class:`Demos` (:class:`PerturbedDemosPreset`) | Ghazarian et al. 2024 |
 | ``perturbation-probe`` | :class:`PerturbationProbe` (measurement) | Ghazarian et al. 2024 |
 | ``consistency-hint``, ``self-consistency`` | baselines of Ghazarian et al. 2024 | |
-| ``highest-rs-demos``, ``random-demos`` | :class:`HighestRSDemos`, :class:`RandomDemos` | Ohi et al. 2024 |
-| ``demos``, ``fixed-demos``, ``per-item-demos`` | :class:`Demos`, :class:`FixedDemos`, :class:`PerItemDemos` | |
+| ``highest-rs-demos``, ``random-demos`` | presets of :class:`Demos` (:class:`HighestRSDemosPreset`, :class:`RandomDemosPreset`) | Ohi et al. 2024 |
+| ``demos``; presets ``fixed-demos``, ``per-item-demos`` | :class:`Demos` (:class:`FixedDemosPreset`, :class:`PerItemDemosPreset`) | |
 | ``single-attribute``, ``multi-attribute`` | :class:`SingleAttribute`, :class:`MultiAttribute` | Stureborg et al. 2024 |
 | ``sampling``, ``expected-score``, ``granularity`` | :class:`Sampling`, :class:`ExpectedScore`, :class:`Granularity` | Stureborg et al. 2024 |
 | ``agreement-gate`` | :class:`AgreementGate` | Shen et al. 2023 |
@@ -21,9 +21,9 @@ and specs work.
 | ``panel`` | :class:`Panel` (:class:`PanelJudge` for any judges) | Verga et al. 2024 |
 | ``multiple-evidence`` | :class:`MultipleEvidence` | Wang et al. 2023 |
 
-Every demo mitigation is a preset of one implementation
-(:class:`~mitigate.strategies.demos.DemoMitigation`) that shows what a selector of
-:mod:`mitigate.selectors` picks. Prompt edits shared by several mitigations live in
+Every demo mitigation is one class, :class:`~mitigate.strategies.demos.Demos`, that shows
+what a selector of :mod:`mitigate.selectors` picks; the named demo mitigations are registered
+presets of it (:class:`mitigate.registry.Preset`) whose specs build a ``Demos``. Prompt edits shared by several mitigations live in
 :mod:`mitigate.strategies.edits`.
 """
 
@@ -45,16 +45,16 @@ from mitigate.strategies.base import (
 )
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
 from mitigate.strategies.calibration import BatchCalibration, CalibratedJudge, ContextualCalibration
-from mitigate.strategies.demos import DemoMitigation, Demos, FixedDemos, PerItemDemos, PerItemDemosJudge
+from mitigate.strategies.demos import Demos, FixedDemosPreset, PerItemDemosJudge, PerItemDemosPreset
 from mitigate.strategies.forms import mcq_form, rts_form
-from mitigate.strategies.highest_rs import HighestRSDemos, RandomDemos
+from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
 from mitigate.strategies.length_control import LengthControl, LengthControlledJudge
 from mitigate.strategies.multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
 from mitigate.strategies.panel import Panel, PanelJudge
 from mitigate.strategies.perturbed_demos import (
     PerturbationProbe,
     PerturbationProbeJudge,
-    PerturbedGuidelineDemos,
+    PerturbedDemosPreset,
 )
 from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
@@ -62,12 +62,13 @@ from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation, Sel
 from mitigate.strategies.single_attribute import MultiAttribute, SingleAttribute
 
 __all__ = [
-    "AgreementGate", "BatchCalibration", "CalibratedJudge", "ContextualCalibration", "LengthControl",
-    "LengthControlledJudge", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge", "CascadeJudge",
-    "SelectiveEvaluation", "SelectiveJudge", "fit_cascade", "AgreementJudge", "ConsistencyHint", "DemoMitigation", "Demos", "ExpectedScore", "FixedDemos",
-    "GateDecision", "GateReport", "Granularity", "HighestRSDemos", "Mitigation", "MultiAttribute",
-    "PerItemDemos", "PerItemDemosJudge", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos",
-    "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation", "RandomDemos", "Sampling",
-    "SelfConsistency", "SingleAttribute", "from_spec", "gate_released", "load_pipeline", "mcq_form",
+    "AgreementGate", "AgreementJudge", "BatchCalibration", "CalibratedJudge", "CascadeJudge",
+    "ConsistencyHint", "ContextualCalibration", "Demos", "ExpectedScore", "FixedDemosPreset", "GateDecision",
+    "GateReport", "Granularity", "HighestRSDemosPreset", "LengthControl", "LengthControlledJudge",
+    "Mitigation", "MultiAttribute", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
+    "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe", "PerturbationProbeJudge",
+    "PerturbedDemosPreset", "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation",
+    "RandomDemosPreset", "Sampling", "SelectiveEvaluation", "SelectiveJudge", "SelfConsistency",
+    "SingleAttribute", "fit_cascade", "from_spec", "gate_released", "load_pipeline", "mcq_form",
     "parse_pipeline", "registered", "rts_form",
 ]

@@ -6,10 +6,14 @@
   ``judge.map_prompts(self.apply)``, so placed after a fan-out it reaches every inner prompt.
 - :class:`Pipeline` — ``Pipeline([m1, m2])`` or ``m1 | m2``; nested pipelines flatten;
   ``wrap`` folds left to right (``m1`` wraps the base judge first).
-- ``fit(train, judge)`` / ``afit`` on every mitigation returns a fitted copy (fitted state in
-  fields ending in ``_``); a mitigation with nothing to learn returns itself.
-  :meth:`Pipeline.fit` fits each step against the judge wrapped by the steps before it, as
-  scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
+- ``afit(train, judge)`` (async, the one fit protocol of :class:`mitigate.registry.Fittable`;
+  ``fit`` is its synchronous form, written once) returns a fitted copy (fitted state in
+  fields ending in ``_``); a mitigation with nothing to learn (``tags.needs_fitting`` false)
+  returns itself. :meth:`Pipeline.afit` fits each step against the judge wrapped by the
+  steps before it, as scikit-learn's ``Pipeline.fit`` fits each step on the output of the
+  previous ones.
+- ``tags`` (:class:`mitigate.registry.Tags`) says what a mitigation needs: fitting, the
+  judge while fitting, ...; a class declares ``declared_tags``.
 
 Every concrete mitigation registers itself as kind ``"mitigation"`` with
 :func:`mitigate.registry.register`, so a spec ``{"name": ..., "params": {...}}`` rebuilds it
@@ -31,7 +35,7 @@ from mitigate.data.schema import Benchmark
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, Judgment
 from mitigate.prompt import JudgePrompt
-from mitigate.registry import Component, build
+from mitigate.registry import Component, Fittable, Tags, build
 from mitigate.registry import registered as registered_components
 
 __all__ = [
@@ -51,7 +55,7 @@ def registered() -> dict[str, type[Mitigation]]:
     return registered_components("mitigation")
 
 
-class Mitigation(Component):
+class Mitigation(Component, Fittable):
     """A frozen, serialisable transformer of judges (kind ``"mitigation"`` in the registry)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -68,20 +72,20 @@ class Mitigation(Component):
         """True when :meth:`wrap` can be used (always, for a mitigation with nothing to learn)."""
         return True
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> Self:
+    @property
+    def label(self) -> str:
+        """A short name for reports: the registered name (a class whose name says too little refines it)."""
+        return self.registry_name or type(self).__name__
+
+    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+                   concurrency: int = 8) -> Self:
         """A fitted copy learned from ``train`` against ``judge``; this mitigation itself when there is nothing to learn.
 
         ``judge`` is the judge this mitigation will wrap (in a :class:`Pipeline`, the base
         judge wrapped by the steps before it). ``progress`` and ``concurrency`` apply to
-        mitigations that run the judge while fitting.
+        mitigations that run the judge while fitting (tag ``calls_judge_while_fitting``).
         """
         return self
-
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Self:
-        """:meth:`fit` for async code."""
-        return self.fit(train, judge, progress=progress, concurrency=concurrency)
 
 
 class PromptMitigation(Mitigation):
@@ -126,26 +130,23 @@ class Pipeline(Mitigation):
         """True when every step is fitted."""
         return all(step.is_fitted for step in self.steps)
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> Pipeline:
-        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps before it.
-
-        The one way to fit any pipeline (``mitigate compare --train`` uses it). Steps with
-        nothing to learn are kept as they are; ``judge`` and the steps are not changed.
-        A step that runs its own event loop (one that judges while fitting) refuses inside a
-        running loop: use :meth:`afit` there.
-        """
-        base = _fit_judge(judge)
-        fitted: list[Mitigation] = []
+    @property
+    def tags(self) -> Tags:
+        """Every step's tags together."""
+        out = Tags()
         for step in self.steps:
-            step = step.fit(train, base, progress=progress, concurrency=concurrency)
-            fitted.append(step)
-            base = step.wrap(base)
-        return Pipeline(fitted)
+            out = out | step.tags
+        return out
 
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Pipeline:
-        """:meth:`fit` for async code."""
+        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps before it.
+
+        The one way to fit any pipeline (``mitigate compare --train`` uses it), as
+        scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
+        Steps with nothing to learn are kept as they are; ``judge`` and the steps are not
+        changed. :meth:`fit` is the synchronous form.
+        """
         base = _fit_judge(judge)
         fitted: list[Mitigation] = []
         for step in self.steps:

@@ -29,13 +29,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Self
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import Judge, Judgment, ParseFailure, PromptJudge, reduce_samples
 from mitigate.lm.base import TokenLogprob
 from mitigate.parse import score_distribution
-from mitigate.registry import Interval, IsInstance, Satisfies, register
+from mitigate.registry import Interval, IsInstance, Satisfies, Tags, register
 from mitigate.strategies.base import Mitigation
 from mitigate.strategies.sampling import asks_for_reasoning
 
@@ -223,7 +222,7 @@ _PRIORS = Satisfies(
 class _Calibration(Mitigation):
     """What both calibrations share: read logprobs, divide by a fitted prior per leaf judge."""
 
-    fits_by_judging: ClassVar[bool] = True
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
     method: ClassVar[str] = ""
     top_logprobs: int = 10
     labels: tuple[str, str] = ("1", "2")
@@ -265,15 +264,9 @@ class _Calibration(Mitigation):
         """The inputs whose mean answer distribution is the prior."""
         raise NotImplementedError
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> Self:
-        """A fitted copy: the mean answer distribution of each leaf judge over :meth:`fit_items`."""
-        return run_sync(self.afit(train, judge, progress=progress, concurrency=concurrency),
-                        what=f"{type(self).__name__}.fit()", instead="m.afit(train, judge)")
-
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Self:
-        """:meth:`fit` for async code."""
+        """A fitted copy: the mean answer distribution of each leaf judge over :meth:`fit_items`."""
         from mitigate.runner import run
 
         if not isinstance(judge, Judge):

@@ -1,54 +1,59 @@
-"""Few-shot demonstrations: one mitigation that shows what a selector picks.
+"""Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks.
 
-:class:`DemoMitigation` is the one implementation: at ``fit`` a selector
-(:mod:`mitigate.selectors`) chooses demos from the labelled training items, each shown with
-its *human* score; ``apply`` puts them into every prompt that scores their criterion, plain or
-each under perturbed versions of the prompt's guideline (Ghazarian et al. 2024). A
-query-dependent selector (KNN) chooses per judged item instead, through a
-:class:`PerItemDemosJudge`.
+:class:`Demos` (``"demos"``) holds a selector (:mod:`mitigate.selectors`) and a display. At
+``fit`` the selector chooses demos from the labelled training items, each shown with its
+*human* score; ``apply`` puts them into every prompt that scores their criterion, shown
+``plain``, once under the prompt's own ``guideline``, or under ``perturbed`` versions of it
+(Ghazarian et al. 2024). A query-dependent selector (KNN), or ``per_item=True``, chooses per
+judged item instead, through a :class:`PerItemDemosJudge`.
 
-- :class:`Demos` (``"demos"``) exposes every option: ``Demos(selector="stratified", k=2,
-  display="perturbed", n=3)``.
-- The named demo mitigations are presets of it with their own parameters (the same classes,
-  parameters and specs as before): ``random-demos`` and ``highest-rs-demos``
-  (:mod:`mitigate.strategies.highest_rs`), ``perturbed-demos``
-  (:mod:`mitigate.strategies.perturbed_demos`), and here ``fixed-demos``
-  (:class:`FixedDemos`, the given demos: what a demo search saves) and ``per-item-demos``
-  (:class:`PerItemDemos`, a fitted query-dependent selector). A preset only says, in
-  :meth:`DemoMitigation.demo_plan`, which selector picks how many demos for which criterion
-  and how they are shown.
+The named demo mitigations are registered *presets* of it (:class:`mitigate.registry.Preset`):
+their spec, pipeline text or CLI name builds a :class:`Demos`, equal to the one the
+equivalent ``demos(...)`` spec builds, and its spec is that ``demos`` spec:
 
-Fitted state: ``demos_`` (the chosen demos, in display order) and ``fitted_on_`` (the ids of
-the labelled training items the selector chose from). Unfitted use is a ConfigError naming
-the fit call.
+| preset | builds |
+|---|---|
+| ``random-demos(k, seed, criterion)`` | ``Demos(selector=Random(seed), k, criterion)`` (Ohi et al.'s control) |
+| ``highest-rs-demos(k, likelihood, criterion, pool_size, seed, task)`` | ``Demos(selector=HighestRS(...), k, criterion)`` (Ohi et al. 2024) |
+| ``perturbed-demos(demos, m, n, kind, lengthened, seed, ablation, perturbed)`` | ``Demos(selector=Stratified(by="range", seed) or demos, k=m, display="perturbed" or "guideline", placement="append", ...)`` (Ghazarian et al. 2024) |
+| ``fixed-demos(demos)`` | ``Demos(demos=demos, k=len(demos))`` |
+| ``per-item-demos(selector, k)`` | ``Demos(selector=<fitted selector>, k, per_item=True, placement="append")`` |
+
+The first three live beside their papers' notes (:mod:`mitigate.strategies.highest_rs`,
+:mod:`mitigate.strategies.perturbed_demos`); the last two here.
+
+Fitted state (fields ending in ``_``, kept by :meth:`~mitigate.registry.Component.spec`):
+``selector_`` (the fitted selector, with what it learned: HighestRS's RS, LS and US per
+item, parse failures and exclusions), ``demos_`` (the chosen demos, in display order),
+``fitted_on_`` (the ids of the labelled training items the selector chose from) and
+``n_unlabelled_`` (training items without the human label). Unfitted use is a ConfigError
+naming the fit call.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge
 from mitigate.lm.base import LM
 from mitigate.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
 from mitigate.prompt import Demo, JudgePrompt
-from mitigate.registry import Interval, IsInstance, Options, Satisfies, check_param, register
+from mitigate.registry import Interval, IsInstance, Options, Preset, Satisfies, Tags, check_param, register
 from mitigate.selectors import KNN, Selector, example_pool, labelled, resolve_criterion, selector_from_spec
 from mitigate.strategies.base import Mitigation
 
 __all__ = [
-    "DemoMitigation",
-    "DemoPlan",
+    "PERTURBATION_CONSTRAINTS",
     "Demos",
     "Display",
-    "FixedDemos",
-    "PerItemDemos",
+    "FixedDemosPreset",
+    "PerItemDemosPreset",
     "PerItemDemosJudge",
     "demo_criteria",
     "require_lengthened",
@@ -151,10 +156,10 @@ class Display(BaseModel):
             return scored
         if prompt.answer == "pairwise":
             raise ConfigError(
-                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. PerturbedGuidelineDemos) "
+                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. perturbed-demos) "
                 "show one output and its gold score under each guideline version; expected a prompt that scores one "
-                "output, got a pairwise prompt (show pairwise demos plainly: FixedDemos(demos=(Demo(item=..., "
-                "verdict='first'), ...)))"
+                "output, got a pairwise prompt (show pairwise demos plainly: Demos(demos=(Demo(item=..., "
+                "verdict='first'), ...), k=...))"
             )
         base = original_order(guideline_of(prompt))
         if self.mode == "guideline":
@@ -171,195 +176,17 @@ class Display(BaseModel):
         return [d.model_copy(update={"guideline": gl}) for d, gls in zip(scored, per_demo, strict=True) for gl in gls]
 
 
-class DemoPlan(NamedTuple):
-    """What a demo mitigation shows: which selector picks how many demos for which criterion, and how.
-
-    ``selector`` None means the demos are given (``demos``) and there is nothing to learn.
-    ``per_item``: the selector chooses for each judged item (a :class:`PerItemDemosJudge`)
-    instead of once at fit. ``count_name`` is the parameter that sets ``k`` (for messages).
-    """
-
-    selector: Selector | None
-    k: int
-    criterion: str | None = None
-    demos: tuple[Demo, ...] = ()
-    placement: Placement = "replace"
-    display: Display = Display()
-    per_item: bool = False
-    count_name: str = "k"
-
-
-class DemoMitigation(Mitigation):
-    """The one implementation of demonstrations; concrete classes declare their parameters and a :meth:`demo_plan`.
-
-    Demos show human scores for one criterion (or one score per criterion), so they go to
-    the prompts that score it: a prompt scoring the plan's ``criterion`` (or the generic
-    "score") gets them; a prompt scoring one *other* criterion is left alone (after a
-    ``SingleAttribute`` split, ``highest-rs-demos(criterion=coherence) |
-    random-demos(criterion=fluency)`` gives each per-criterion call its own demos); a prompt
-    scoring several criteria in one answer is refused for single-criterion demos. Wrapping a
-    judge none of whose prompts scores the criterion is a ConfigError, never a silent no-op.
-    """
-
-    demos_: tuple[Demo, ...] | None = None
-    fitted_on_: tuple[str, ...] | None = None
-
-    # ------------------------------------------------------------------ what a concrete class declares
-    def demo_plan(self, judge: Judge | None = None) -> DemoPlan:
-        """The plan these parameters give (``judge``: the judge being fitted, when known)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement demo_plan()")
-
-    def record_fit(self, selector: Selector, train: Benchmark | None) -> dict[str, Any]:
-        """Extra fitted fields taken from the fitted ``selector`` (a preset's fitted statistics); default none."""
-        return {}
-
-    # ------------------------------------------------------------------ state
-    @property
-    def is_fitted(self) -> bool:
-        """True when there are demos to show (given or chosen), or a fitted per-item selector."""
-        plan = self.demo_plan()
-        if plan.per_item:
-            return plan.selector is not None and plan.selector.is_fitted
-        return self.demos_ is not None or (plan.selector is None and bool(plan.demos))
-
-    def chosen_demos(self) -> tuple[Demo, ...]:
-        """The demos shown (fitted or given); empty for per-item selection. ConfigError when unfitted."""
-        plan = self.demo_plan()
-        if plan.per_item:
-            self._require_fitted()
-            return ()
-        if self.demos_ is not None:
-            return self.demos_
-        if plan.selector is None and plan.demos:
-            return plan.demos
-        self._require_fitted()
-        return ()
-
-    def _require_fitted(self) -> None:
-        if not self.is_fitted:
-            given = " (or pass demos=(Demo(...), ...) to show given demos)" if "demos" in type(self).model_fields else ""
-            raise ConfigError(
-                f"{type(self).__name__} is not fitted; expected `m = m.fit(train, judge)` before wrap()/apply(){given}"
-            )
-
-    # ------------------------------------------------------------------ fit
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True, concurrency: int = 8,
-            lm: LM | None = None) -> Self:
-        """A fitted copy: the plan's selector fitted on ``train`` (the items labelled for the criterion) picks the demos.
-
-        ``judge`` is the judge the demos will be shown to; it tells which criterion the
-        demos show when neither the mitigation nor the benchmark says, and selectors that
-        judge the pool (HighestRS) run it (``progress``, ``concurrency``; ``lm`` overrides their
-        likelihood backend). Those run their own event loop: call :meth:`afit` from inside a
-        running one. Given demos, or a selector given already fitted, are used as they are.
-        """
-        plan = self.demo_plan(judge)
-        if plan.selector is None:
-            return self.model_copy(update={"demos_": plan.demos})
-        if plan.selector.is_fitted:
-            return self._adopt(plan, [str(plan.selector.criterion_)], plan.selector, train)
-        if plan.selector.fits_on_judge:
-            return run_sync(self.afit(train, judge, progress=progress, concurrency=concurrency, lm=lm),
-                            what=f"{type(self).__name__}.fit()", instead="m.afit(train, judge)")
-        criteria, pool = self._training_pool(plan, train, judge)
-        return self._adopt(plan, criteria, plan.selector.fit(pool, criteria[0]), train)
-
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8, lm: LM | None = None) -> Self:
-        """:meth:`fit` for async code."""
-        plan = self.demo_plan(judge)
-        if plan.selector is None or plan.selector.is_fitted:
-            return self.fit(train, judge, progress=progress, concurrency=concurrency, lm=lm)
-        criteria, pool = self._training_pool(plan, train, judge)
-        fitted = await plan.selector.afit(pool, criteria[0], judge=judge, lm=lm, progress=progress,
-                                          concurrency=concurrency)
-        return self._adopt(plan, criteria, fitted, train)
-
-    def _training_pool(self, plan: DemoPlan, train: Benchmark, judge: Judge | None) -> tuple[list[str], Benchmark]:
-        """The criteria the demos show and the training items labelled for all of them (what the selector fits on)."""
-        name = type(self).__name__
-        if not isinstance(train, Benchmark):
-            raise ConfigError(f"{name}.fit expected the training items as a Benchmark; got {type(train).__name__}")
-        criteria = demo_criteria(train, judge, plan.criterion)
-        items = train.items
-        for c in criteria:
-            items = tuple(labelled(items, c))
-        if plan.k > len(items):
-            raise ConfigError(
-                f"The {plan.count_name!r} parameter of {name} asks for {plan.k} demos, but benchmark {train.name!r} has only "
-                f"{len(items)} item{'' if len(items) == 1 else 's'} with a human {' and '.join(repr(c) for c in criteria)} "
-                "score."
-            )
-        return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
-
-    def _adopt(self, plan: DemoPlan, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
-        """The fitted copy: the selector's picks as ``demos_`` (or the fitted per-item selector), and its pool's ids."""
-        update: dict[str, Any] = {"fitted_on_": tuple(it.id for it in fitted.pool_ or ())}
-        if "criterion" in type(self).model_fields and len(criteria) == 1:
-            update["criterion"] = criteria[0]
-        if plan.per_item:
-            update["selector"] = fitted
-        else:
-            demos = fitted.select(plan.k)
-            if len(criteria) > 1:  # one gold score per criterion; each prompt shows its own
-                demos = [Demo(item=d.item, score={c: d.item.human[c] for c in criteria}) for d in demos]
-            update["demos_"] = tuple(demos)
-        update.update(self.record_fit(fitted, train))
-        return self.model_copy(update=update)
-
-    # ------------------------------------------------------------------ showing
-    def belongs(self, prompt: JudgePrompt) -> bool:
-        """False when ``prompt`` scores one criterion other than the demos' (ConfigError for several)."""
-        criterion = self.demo_plan().criterion
-        names = [c.name for c in prompt.criteria]
-        if criterion is None or not names:
-            return True
-        if len(names) > 1:
-            raise ConfigError(
-                f"{type(self).__name__} shows human {criterion!r} scores; expected a prompt scoring one criterion, "
-                f"got one scoring {names} in one answer (place SingleAttribute before it)"
-            )
-        return names[0] in (criterion, "score")
-
-    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """``prompt`` with the demos (see the module docstring); unchanged if it scores another criterion."""
-        plan = self.demo_plan()
-        demos = self.chosen_demos()
-        if not self.belongs(prompt):
-            return prompt
-        shown = plan.display.show(demos, prompt)
-        return prompt.with_demos(shown if plan.placement == "replace" else (*prompt.demos, *shown))
-
-    def wrap(self, judge: Judge) -> Judge:
-        """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for a per-item selector.
-
-        ConfigError when no prompt of ``judge`` scores the demos' criterion.
-        """
-        if not isinstance(judge, Judge):
-            raise ConfigError(f"{type(self).__name__}.wrap expected a Judge; got {type(judge).__name__}")
-        plan = self.demo_plan()
-        self._require_fitted()
-        if plan.per_item:
-            assert plan.selector is not None
-            return PerItemDemosJudge(judge, plan.selector, plan.k)
-        leaves = judge.leaves()
-        if leaves and not any(self.belongs(leaf.prompt) for leaf in leaves):
-            scored = sorted({c.name for leaf in leaves for c in leaf.prompt.criteria})
-            raise ConfigError(
-                f"{type(self).__name__} holds demos for criterion {plan.criterion!r}; expected a judge with a prompt "
-                f"scoring it, got prompts scoring {scored}"
-            )
-        return judge.map_prompts(self.apply)
+def _fitted_selector(value: Any) -> bool:
+    return isinstance(value, Selector) and value.is_fitted
 
 
 @register("mitigation", "demos")
-class Demos(DemoMitigation):
-    """Demonstrations chosen by any selector, shown plain or under perturbed guidelines.
+class Demos(Mitigation):
+    """Demonstrations chosen by any selector (or given), shown plain or under the prompt's guideline.
 
     Parameters:
         selector: the selector that picks the demos at ``fit`` (a Selector, its spec, or its
-            registered name such as ``"stratified"``); a query-dependent one (``"knn"``)
-            picks per judged item, and must be fitted on the pool (``fit`` does it).
+            registered name such as ``"stratified"``); one given already fitted is used as it is.
         k: how many demos.
         criterion: the human label shown (None: the benchmark's, or every criterion the
             judge scores; see :func:`demo_criteria`).
@@ -368,6 +195,16 @@ class Demos(DemoMitigation):
             ``"perturbed"`` (under perturbed guidelines, Ghazarian et al. 2024); see :class:`Display`.
         kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
         placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
+        per_item: choose for each judged item (a :class:`PerItemDemosJudge`) instead of once
+            at fit; always so for a query-dependent selector (KNN).
+
+    Demos show human scores for one criterion (or one score per criterion), so they go to
+    the prompts that score it: a prompt scoring ``criterion`` (or the generic "score") gets
+    them; a prompt scoring one *other* criterion is left alone (after a ``SingleAttribute``
+    split, ``highest-rs-demos(criterion=coherence) | random-demos(criterion=fluency)`` gives
+    each per-criterion call its own demos); a prompt scoring several criteria in one answer
+    is refused. Wrapping a judge none of whose prompts scores the criterion is a
+    ConfigError, never a silent no-op.
     """
 
     selector: SelectorField | None = None
@@ -381,12 +218,18 @@ class Demos(DemoMitigation):
     seed: int = 0
     ablation: bool = False
     placement: Placement = "replace"
+    per_item: bool = False
+    selector_: SelectorField | None = None
+    demos_: tuple[Demo, ...] | None = None
+    fitted_on_: tuple[str, ...] | None = None
+    n_unlabelled_: int | None = None
     parameter_constraints: ClassVar = {
         "selector": [IsInstance(Selector, dict, str, noun="a selector, its spec or its name"), None],
         "k": [Interval(int, 1)],
         "criterion": [str, None],
         "display": [Options("plain", "guideline", "perturbed")],
         "placement": [Options("replace", "append")],
+        "per_item": [bool],
         **PERTURBATION_CONSTRAINTS,
     }
 
@@ -403,37 +246,182 @@ class Demos(DemoMitigation):
         if self.ablation and self.display != "perturbed":
             raise ConfigError("The 'ablation' parameter of Demos needs display='perturbed'. Got ablation=True with "
                               f"display={self.display!r} instead.")
-        if self.selector is not None and self.selector.query_dependent and self.display != "plain":
-            raise ConfigError(f"Demos chooses per item with {type(self.selector).__name__}; expected display='plain' "
-                              f"with a query-dependent selector, got display={self.display!r}")
+        if self.chooses_per_item and self.display != "plain":
+            why = (f"chooses per item with {type(self.selector).__name__}" if self.selector is not None
+                   else "chooses per item")
+            raise ConfigError(f"Demos {why}; expected display='plain' for per-item demos, got "
+                              f"display={self.display!r}")
         return self
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Fitted demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
+        """Given demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
         pool = example_pool()
         given = (Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))
         return [cls(demos=given, display="perturbed", n=2, seed=1), cls(selector="stratified", k=2),
                 cls(selector=KNN.examples()[0], k=2)]
 
-    def demo_plan(self, judge: Judge | None = None) -> DemoPlan:
-        """The parameters as they are."""
-        display = Display(mode=self.display, kind=self.kind, n=self.n, lengthened=self.lengthened, seed=self.seed,
-                          ablation=self.ablation)
-        return DemoPlan(selector=self.selector, k=self.k, criterion=self.criterion, demos=self.demos,
-                        placement=self.placement, display=display,
-                        per_item=self.selector is not None and self.selector.query_dependent)
+    # ------------------------------------------------------------------ state
+    @property
+    def chooses_per_item(self) -> bool:
+        """True when demos are chosen for each judged item (``per_item``, or a query-dependent selector)."""
+        return self.per_item or (self.selector is not None and self.selector.tags.query_dependent)
+
+    @property
+    def tags(self) -> Tags:
+        """Learns at fit when a selector chooses; calls the judge then when that selector does (and is unfitted)."""
+        if self.selector is None:
+            return Tags()
+        sel = self.selector.tags
+        return Tags(needs_fitting=True, query_dependent=self.chooses_per_item,
+                    calls_judge_while_fitting=sel.calls_judge_while_fitting and not self.selector.is_fitted)
+
+    @property
+    def label(self) -> str:
+        """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the default."""
+        source = "given" if self.selector is None else (self.selector.registry_name or type(self.selector).__name__)
+        extra = ("" if self.display == "plain" else f", {self.display}") + (", per item" if self.chooses_per_item else "")
+        return f"demos({source}, k={self.k}{extra})"
+
+    @property
+    def fitted_selector(self) -> Selector | None:
+        """The fitted selector: the one ``fit`` fitted, or the one given fitted; None before."""
+        if self.selector_ is not None:
+            return self.selector_
+        return self.selector if _fitted_selector(self.selector) else None
+
+    @property
+    def display_spec(self) -> Display:
+        """How the demos are shown (:class:`Display`), from the display parameters."""
+        return Display(mode=self.display, kind=self.kind, n=self.n, lengthened=self.lengthened, seed=self.seed,
+                       ablation=self.ablation)
+
+    @property
+    def is_fitted(self) -> bool:
+        """True when there are demos to show (given or chosen), or a fitted per-item selector."""
+        if self.chooses_per_item:
+            return self.fitted_selector is not None
+        return self.demos_ is not None or bool(self.demos)
+
+    def chosen_demos(self) -> tuple[Demo, ...]:
+        """The demos shown (fitted or given); empty for per-item selection. ConfigError when unfitted."""
+        self._require_fitted()
+        if self.chooses_per_item:
+            return ()
+        return self.demos_ if self.demos_ is not None else self.demos
+
+    def _require_fitted(self) -> None:
+        if not self.is_fitted:
+            raise ConfigError(
+                "Demos is not fitted; expected `m = m.fit(train, judge)` before wrap()/apply() (or pass "
+                "demos=(Demo(...), ...) to show given demos)"
+            )
+
+    # ------------------------------------------------------------------ fit
+    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
+                   concurrency: int = 8, lm: LM | None = None) -> Self:
+        """A fitted copy: the selector fitted on ``train`` (the items labelled for the criterion) picks the demos.
+
+        ``judge`` is the judge the demos will be shown to; it tells which criterion the
+        demos show when neither this mitigation nor the benchmark says, and selectors that
+        judge the pool (HighestRS) run it (``progress``, ``concurrency``; ``lm`` overrides their
+        likelihood backend). Given demos are used as they are (this value is returned); a
+        selector given already fitted is adopted without refitting.
+        """
+        if self.selector is None:
+            return self
+        if self.selector.is_fitted:
+            return self._adopt([str(self.selector.criterion_)], self.selector, train)
+        criteria, pool = self._training_pool(train, judge)
+        fitted = await self.selector.afit(pool, judge, criterion=criteria[0], lm=lm, progress=progress,
+                                          concurrency=concurrency)
+        return self._adopt(criteria, fitted, train)
+
+    def _training_pool(self, train: Benchmark, judge: Judge | None) -> tuple[list[str], Benchmark]:
+        """The criteria the demos show and the training items labelled for all of them (what the selector fits on)."""
+        if not isinstance(train, Benchmark):
+            raise ConfigError(f"Demos.fit expected the training items as a Benchmark; got {type(train).__name__}")
+        criteria = demo_criteria(train, judge, self.criterion)
+        items = train.items
+        for c in criteria:
+            items = tuple(labelled(items, c))
+        if self.k > len(items):
+            raise ConfigError(
+                f"The 'k' parameter of Demos asks for {self.k} demos, but benchmark {train.name!r} has only "
+                f"{len(items)} item{'' if len(items) == 1 else 's'} with a human {' and '.join(repr(c) for c in criteria)} "
+                "score."
+            )
+        return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
+
+    def _adopt(self, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
+        """The fitted copy: the fitted selector, its picks as ``demos_`` (unless per item), and its pool's ids."""
+        update: dict[str, Any] = {"fitted_on_": tuple(it.id for it in fitted.pool_ or ()), "selector_": fitted}
+        if len(criteria) == 1:
+            update["criterion"] = criteria[0]
+        if isinstance(train, Benchmark):
+            update["n_unlabelled_"] = sum(1 for it in train.items if criteria[0] not in it.human)
+        if not self.chooses_per_item:
+            demos = fitted.select(self.k)
+            if len(criteria) > 1:  # one gold score per criterion; each prompt shows its own
+                demos = [Demo(item=d.item, score={c: d.item.human[c] for c in criteria}) for d in demos]
+            update["demos_"] = tuple(demos)
+        return self.model_copy(update=update)
+
+    # ------------------------------------------------------------------ showing
+    def belongs(self, prompt: JudgePrompt) -> bool:
+        """False when ``prompt`` scores one criterion other than the demos' (ConfigError for several)."""
+        names = [c.name for c in prompt.criteria]
+        if self.criterion is None or not names:
+            return True
+        if len(names) > 1:
+            raise ConfigError(
+                f"Demos shows human {self.criterion!r} scores; expected a prompt scoring one criterion, "
+                f"got one scoring {names} in one answer (place SingleAttribute before it)"
+            )
+        return names[0] in (self.criterion, "score")
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        """``prompt`` with the demos (see the class docstring); unchanged if it scores another criterion."""
+        demos = self.chosen_demos()
+        if not self.belongs(prompt):
+            return prompt
+        shown = self.display_spec.show(demos, prompt)
+        return prompt.with_demos(shown if self.placement == "replace" else (*prompt.demos, *shown))
+
+    def wrap(self, judge: Judge) -> Judge:
+        """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for per-item choice.
+
+        ConfigError when no prompt of ``judge`` scores the demos' criterion.
+        """
+        if not isinstance(judge, Judge):
+            raise ConfigError(f"Demos.wrap expected a Judge; got {type(judge).__name__}")
+        self._require_fitted()
+        if self.chooses_per_item:
+            selector = self.fitted_selector
+            assert selector is not None
+            return PerItemDemosJudge(judge, selector, self.k, append=self.placement == "append")
+        leaves = judge.leaves()
+        if leaves and not any(self.belongs(leaf.prompt) for leaf in leaves):
+            scored = sorted({c.name for leaf in leaves for c in leaf.prompt.criteria})
+            raise ConfigError(
+                f"Demos holds demos for criterion {self.criterion!r}; expected a judge with a prompt "
+                f"scoring it, got prompts scoring {scored}"
+            )
+        return judge.map_prompts(self.apply)
+
+
+# --------------------------------------------------------------------------- presets
 
 
 @register("mitigation", "fixed-demos")
-class FixedDemos(DemoMitigation):
-    """Show exactly these demonstrations in every prompt (replacing any the prompt had).
+class FixedDemosPreset(Preset):
+    """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own.
 
     Parameters:
         demos: the demonstrations, in display order (each an item and its gold score;
             a dict score holds one score per criterion and each prompt shows its own).
 
-    The winning demo set of a search is saved as this mitigation.
+    Builds ``Demos(demos=demos, k=len(demos))``. The winning demo set of a search is saved so.
     """
 
     demos: tuple[Demo, ...]
@@ -442,35 +430,27 @@ class FixedDemos(DemoMitigation):
     }
 
     @classmethod
-    def examples(cls) -> list[Mitigation]:
-        """One instance with two small demos."""
+    def examples(cls) -> list[Any]:
+        """The Demos of two small given demos."""
         pool = example_pool()
-        return [cls(demos=(Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score")))]
+        return [cls(demos=(Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))).build()]
 
-    @classmethod
-    def from_selector(cls, selector: Selector, k: int, **kw: Any) -> FixedDemos:
-        """The demos a fitted, query-free selector picks (``selector.select(k, **kw)``)."""
-        return cls(demos=tuple(selector.select(k, **kw)))
-
-    def demo_plan(self, judge: Judge | None = None) -> DemoPlan:
-        """The given demos, shown plain in place of the prompt's own."""
-        return DemoPlan(selector=None, k=len(self.demos), demos=self.demos)
-
-
-def _fitted_selector(value: Any) -> bool:
-    return isinstance(value, Selector) and value.is_fitted
+    def build(self) -> Demos:
+        """``Demos(demos=demos, k=len(demos))``."""
+        return Demos(demos=self.demos, k=len(self.demos))
 
 
 @register("mitigation", "per-item-demos")
-class PerItemDemos(DemoMitigation):
-    """Show each judged item its own ``k`` demos, chosen by a fitted selector given that item.
+class PerItemDemosPreset(Preset):
+    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that item.
 
     Parameters:
         selector: a fitted selector (any; meant for query-dependent ones such as
             :class:`~mitigate.selectors.KNN`). It serialises as its own spec.
         k: how many demos per item.
 
-    The judged item is never among its own demos (selectors leave the query out).
+    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``: the demos go
+    after the prompt's own. The judged item is never among its own demos.
     """
 
     selector: SelectorField
@@ -479,40 +459,42 @@ class PerItemDemos(DemoMitigation):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        check_param("PerItemDemos", "selector", self.selector,
-                    [Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion) first)")])
+        check_param("PerItemDemosPreset", "selector", self.selector,
+                    [Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")])
         return self
 
     @classmethod
-    def examples(cls) -> list[Mitigation]:
+    def examples(cls) -> list[Any]:
         """A KNN selector over the example pool, 2 demos per item."""
-        return [cls(selector=KNN.examples()[0], k=2)]
+        return [cls(selector=KNN.examples()[0], k=2).build()]
 
-    def demo_plan(self, judge: Judge | None = None) -> DemoPlan:
-        """The fitted selector, choosing per item (a query-free one too), after the prompt's own demos."""
-        return DemoPlan(selector=self.selector, k=self.k, placement="append", per_item=True)
+    def build(self) -> Demos:
+        """``Demos(selector=selector, k=k, per_item=True, placement="append")``."""
+        return Demos(selector=self.selector, k=self.k, per_item=True, placement="append")
 
 
 INNER = "inner"
 
 
 class PerItemDemosJudge(CompositeJudge):
-    """Selects demos for each judged item, adds them to every inner prompt (after its own demos), then delegates.
+    """Selects demos for each judged item, adds them to every inner prompt, then delegates.
 
-    The chosen ids are recorded in ``Judgment.meta["demo_ids"]``. It is a composite judge, so
-    a prompt mitigation placed after it still reaches every inner prompt.
+    ``append``: after the prompt's own demos (else in their place). The chosen ids are
+    recorded in ``Judgment.meta["demo_ids"]``. It is a composite judge, so a prompt
+    mitigation placed after it still reaches every inner prompt.
     """
 
     kind = "per-item-demos"
 
-    def __init__(self, inner: Judge, selector: Selector, k: int) -> None:
+    def __init__(self, inner: Judge, selector: Selector, k: int, *, append: bool = True) -> None:
         super().__init__({INNER: inner})
         self.selector = selector
         self.k = k
+        self.append = append
 
     def params(self) -> dict[str, Any]:
-        """The selector's spec and ``k``."""
-        return {"selector": self.selector.spec(), "k": self.k}
+        """The selector's spec, ``k`` and whether the demos are appended."""
+        return {"selector": self.selector.spec(), "k": self.k, "append": self.append}
 
     def demos_for(self, item: Item, leaf: PromptJudge) -> list[Demo]:
         """The demos shown to ``leaf`` when judging ``item`` (scores on the leaf prompt's scale)."""
@@ -526,7 +508,8 @@ class PerItemDemosJudge(CompositeJudge):
             demos = self.demos_for(item, leaf)
             if not chosen:
                 chosen.extend(d.item.id for d in demos)
-            return leaf.with_prompt(leaf.prompt.with_demos((*leaf.prompt.demos, *demos)))
+            own = leaf.prompt.demos if self.append else ()
+            return leaf.with_prompt(leaf.prompt.with_demos((*own, *demos)))
 
         inner = self.children[INNER].map_leaves(with_demos)
         judgment = await inner.judge(item)

@@ -22,12 +22,11 @@ from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment
 from mitigate.measures.base import word_count
-from mitigate.registry import Options, Satisfies, register
+from mitigate.registry import Options, Satisfies, Tags, register
 from mitigate.runner import run
 from mitigate.strategies.base import Mitigation
 
@@ -78,7 +77,7 @@ class LengthControl(Mitigation):
     per unit of z), ``mean_`` and ``std_`` of the training outputs' lengths in words.
     """
 
-    fits_by_judging: ClassVar[bool] = True
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
     reference: Literal["none", "human"] = "none"
     slopes_: dict[str, float] | None = None
     mean_: float = 0.0
@@ -104,15 +103,9 @@ class LengthControl(Mitigation):
             raise ConfigError("LengthControl is not fitted; expected `m = m.fit(train, judge)` first")
         return LengthControlledJudge({"inner": judge}, slopes=dict(self.slopes_), mean=self.mean_, std=self.std_)
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> Self:
-        """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over ``train``."""
-        return run_sync(self.afit(train, judge, progress=progress, concurrency=concurrency),
-                        what="LengthControl.fit()", instead="m.afit(train, judge)")
-
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Self:
-        """:meth:`fit` for async code."""
+        """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over ``train``."""
         if not isinstance(judge, Judge):
             raise ConfigError(f"LengthControl.fit needs the judge it will wrap; got {type(judge).__name__}")
         items = list(train.items)

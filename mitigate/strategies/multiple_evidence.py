@@ -32,11 +32,10 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, Verdict, merge_judgments
-from mitigate.registry import Interval, register
+from mitigate.registry import Interval, Tags, register
 from mitigate.runner import run
 from mitigate.strategies.base import Mitigation, gather_children
 from mitigate.strategies.edits import set_cot
@@ -134,7 +133,7 @@ class MultipleEvidence(Mitigation):
     ``entropy_threshold_`` (nothing is fitted when ``human_share`` is 0).
     """
 
-    fits_by_judging: ClassVar[bool] = True
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, pairwise_only=True)
     k: int = 3
     temperature: float = 0.7
     max_tokens: int = 256
@@ -154,6 +153,11 @@ class MultipleEvidence(Mitigation):
     def examples(cls) -> list[Mitigation]:
         """Unfitted, without the human rule, and fitted."""
         return [cls(), cls(k=1, human_share=0.0), cls(k=2, entropy_threshold_=0.5)]
+
+    @property
+    def tags(self) -> Tags:
+        """As declared, except that nothing is learned when nothing goes to a human (``human_share=0``)."""
+        return self.declared_tags if self.human_share > 0 else Tags(pairwise_only=True)
 
     @property
     def is_fitted(self) -> bool:
@@ -182,17 +186,9 @@ class MultipleEvidence(Mitigation):
                               "entropy threshold for human review), or human_share=0")
         return self._judge(judge, self.entropy_threshold_ if self.human_share > 0 else None)
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> Self:
-        """A fitted copy: the entropy at or above which the top ``human_share`` of training items lie."""
-        if self.human_share == 0:
-            return self
-        return run_sync(self.afit(train, judge, progress=progress, concurrency=concurrency),
-                        what="MultipleEvidence.fit()", instead="m.afit(train, judge)")
-
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Self:
-        """:meth:`fit` for async code."""
+        """A fitted copy: the entropy at or above which the top ``human_share`` of training items lie."""
         if self.human_share == 0:
             return self
         if not isinstance(judge, Judge):

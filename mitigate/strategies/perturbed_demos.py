@@ -15,9 +15,10 @@ random perturbation instead.
   original score, and records every version's score in ``Judgment.meta["perturbations"]``
   (read by :func:`mitigate.measures.perturbation_consistency` through the compare
   harness).
-- :class:`PerturbedGuidelineDemos` (``"perturbed-demos"``) — the mitigation (a prompt
-  transform), with the ablation (``ablation=True``) and the unperturbed few-shot control
-  (``perturbed=False``) as flags.
+- ``perturbed-demos`` (:class:`PerturbedDemosPreset`) — the mitigation: a registered preset
+  of :class:`~mitigate.strategies.demos.Demos` with ``display="perturbed"``, with the
+  ablation (``ablation=True``) and the unperturbed few-shot control (``perturbed=False``,
+  ``display="guideline"``) as flags.
 
 Perturbations are built by :func:`mitigate.perturb.perturbation_set`; see that module for
 how options are named and how lengthened descriptions are obtained.
@@ -43,18 +44,12 @@ from mitigate.perturb import (
     perturbation_set,
 )
 from mitigate.prompt import Demo, Guideline
-from mitigate.registry import Interval, register
+from mitigate.registry import Interval, Preset, register
 from mitigate.selectors import Stratified
 from mitigate.strategies.base import Mitigation
-from mitigate.strategies.demos import (
-    PERTURBATION_CONSTRAINTS,
-    DemoMitigation,
-    DemoPlan,
-    Display,
-    require_lengthened,
-)
+from mitigate.strategies.demos import PERTURBATION_CONSTRAINTS, Demos, require_lengthened
 
-__all__ = ["ORIGINAL", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedGuidelineDemos"]
+__all__ = ["ORIGINAL", "PerturbationProbe", "PerturbationProbeJudge", "PerturbedDemosPreset"]
 
 ORIGINAL = "original"
 """The key of the unperturbed prompt's output in ``Judgment.meta["perturbations"]``."""
@@ -198,7 +193,7 @@ class PerturbationProbe(Mitigation):
     since the original is always judged. Every inner prompt (e.g. one per criterion after a
     single-attribute split) gets the same perturbations; their guidelines must have the same
     number of options, and for "length"/"both" the same text. Place this after
-    prompt-level mitigations such as :class:`PerturbedGuidelineDemos`.
+    prompt-level mitigations such as ``perturbed-demos``.
     """
 
     kind: PerturbationKind = "order"
@@ -250,7 +245,7 @@ class PerturbationProbe(Mitigation):
 
 
 @register("mitigation", "perturbed-demos")
-class PerturbedGuidelineDemos(DemoMitigation):
+class PerturbedDemosPreset(Preset):
     """Few-shot demos shown under perturbed guidelines, each with the same gold score (Ghazarian et al. 2024).
 
     Each of the ``m`` demos is repeated once per perturbed version of the prompt's own
@@ -258,8 +253,11 @@ class PerturbedGuidelineDemos(DemoMitigation):
     :func:`mitigate.perturb.perturbation_set`), each copy showing that guideline and then the
     same gold score. The copies are placed before the item (demo 1 under every perturbation,
     then demo 2 ...), after any demos the prompt already had; the item itself is judged
-    under the prompt's guideline, unperturbed. The paper found ``m=2`` best. A preset of
-    :class:`~mitigate.strategies.demos.DemoMitigation` (display ``"perturbed"``).
+    under the prompt's guideline, unperturbed. The paper found ``m=2`` best.
+
+    Builds ``Demos(demos=demos or selector=Stratified(by="range", seed=seed), k=m,
+    display="perturbed" (perturbed=False: "guideline"), placement="append", kind, n,
+    lengthened, seed, ablation)``.
 
     Parameters:
         demos: the demonstrations (an item and its gold score; a dict score holds one
@@ -276,11 +274,11 @@ class PerturbedGuidelineDemos(DemoMitigation):
         perturbed: False gives the unperturbed few-shot control: the same demos, each shown
             once under the original guideline (same layout, no perturbation).
 
-    ``fit(train, judge)``: with ``demos=`` given there is nothing to learn and those become
-    ``demos_``. Otherwise a :class:`~mitigate.selectors.Stratified` selector (``by="range"``,
+    ``fit(train, judge)``: with ``demos=`` given there is nothing to learn. Otherwise a
+    :class:`~mitigate.selectors.Stratified` selector (``by="range"``,
     :func:`~mitigate.selectors.stratified_pick`) draws ``m`` items over the gold-score range
     of the judge's criterion, preferring gold scores that are points of the judge's scale
-    (seeded). When the judge scores several criteria (e.g. after a single-attribute split)
+    (seeded; the scale is taken from the judge's prompt at fit). When the judge scores several criteria (e.g. after a single-attribute split)
     each demo holds every criterion's human score and each inner prompt shows its own.
 
     The guideline the demos are shown under is the prompt's guideline with its options put
@@ -300,7 +298,7 @@ class PerturbedGuidelineDemos(DemoMitigation):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        owner = "PerturbedGuidelineDemos"
+        owner = "PerturbedDemosPreset"
         if self.perturbed:
             require_lengthened(owner, self.kind, self.lengthened)
         if self.ablation and not self.perturbed:
@@ -317,22 +315,17 @@ class PerturbedGuidelineDemos(DemoMitigation):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """Instances with two small demos: perturbed, ablation, and the unperturbed control."""
+        """The Demos of two small given demos: perturbed, ablation, and the unperturbed control; and unfitted."""
         demos = (
             Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0),
             Demo(item=Item(id="demo-high", output="A clear text."), score=5.0),
         )
-        return [cls(demos=demos), cls(demos=demos, ablation=True, seed=3), cls(demos=demos, perturbed=False)]
+        return [cls(demos=demos).build(), cls(demos=demos, ablation=True, seed=3).build(),
+                cls(demos=demos, perturbed=False).build(), cls(m=2, n=2).build()]
 
-    def demo_plan(self, judge: Judge | None = None) -> DemoPlan:
-        """The given demos, or ``m`` stratified over the gold-score range; shown under perturbed guidelines."""
-        selector = None
-        if not self.demos:
-            leaves = judge.leaves() if judge is not None else []
-            if judge is not None and not leaves:
-                raise ConfigError(f"PerturbedGuidelineDemos.fit needs a judge with a prompt; got {type(judge).__name__}")
-            selector = Stratified(by="range", seed=self.seed, scale=leaves[0].prompt.scale if leaves else None)
-        display = Display(mode="perturbed" if self.perturbed else "guideline", kind=self.kind, n=self.n,
-                          lengthened=self.lengthened, seed=self.seed, ablation=self.ablation)
-        return DemoPlan(selector=selector, k=self.m, demos=self.demos, placement="append", display=display,
-                        count_name="m")
+    def build(self) -> Demos:
+        """The :class:`Demos` these parameters stand for (see the class docstring)."""
+        selector = None if self.demos else Stratified(by="range", seed=self.seed)
+        return Demos(selector=selector, demos=self.demos, k=self.m, display="perturbed" if self.perturbed else "guideline",
+                     placement="append", kind=self.kind, n=self.n, lengthened=self.lengthened, seed=self.seed,
+                     ablation=self.ablation)

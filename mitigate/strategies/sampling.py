@@ -307,7 +307,7 @@ class Granularity(PromptMitigation):
       score (examples in that line). Prompts answering with a letter or a pairwise verdict
       are refused.
 
-    Demos the prompt already holds (e.g. from ``HighestRSDemos`` or ``PerturbedGuidelineDemos``
+    Demos the prompt already holds (e.g. from ``highest-rs-demos`` or ``perturbed-demos``
     placed before this) move with it: their gold scores are mapped the same way and a demo's
     own guideline is relabelled, so demos never show answers on the old scale.
 

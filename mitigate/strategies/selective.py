@@ -44,11 +44,10 @@ from typing import Any, ClassVar, Literal, Self
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, Judge, Judgment
-from mitigate.registry import Interval, IsInstance, Options, register
+from mitigate.registry import Interval, IsInstance, Options, Tags, register
 from mitigate.runner import run
 from mitigate.strategies.base import Mitigation
 
@@ -353,7 +352,7 @@ class SelectiveEvaluation(Mitigation):
     None: nothing could be trusted at the target, everything is escalated).
     """
 
-    fits_by_judging: ClassVar[bool] = True
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
     target: float = 0.8
     delta: float = 0.1
     confidence: Confidence = "samples"
@@ -374,6 +373,11 @@ class SelectiveEvaluation(Mitigation):
         "min_accepted": [Interval(int, 1)],
         "guarantee_": [IsInstance(Guarantee, dict, noun="a Guarantee"), None],
     }
+
+    @property
+    def tags(self) -> Tags:
+        """As declared; ``pairwise_only`` too when the confidence is read from both orders of a pair."""
+        return self.declared_tags.model_copy(update={"pairwise_only": self.confidence == "both-orders"})
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
@@ -415,15 +419,9 @@ class SelectiveEvaluation(Mitigation):
                                      min_accepted=self.min_accepted)
         return self.model_copy(update={"guarantee_": g})
 
-    def fit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-            concurrency: int = 8) -> Self:
-        """A fitted copy: ``judge`` run on ``train``, the threshold calibrated on its judgments."""
-        return run_sync(self.afit(train, judge, progress=progress, concurrency=concurrency),
-                        what="SelectiveEvaluation.fit()", instead="m.afit(train, judge)")
-
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Self:
-        """:meth:`fit` for async code."""
+        """A fitted copy: ``judge`` run on ``train``, the threshold calibrated on its judgments."""
         if not isinstance(judge, Judge):
             raise ConfigError(f"SelectiveEvaluation.fit needs the judge it will wrap; got {type(judge).__name__}")
         result = await run(judge, train.items, concurrency=concurrency, progress=progress,

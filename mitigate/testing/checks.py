@@ -20,12 +20,18 @@ What is checked
     round-trips through JSON and the registry; an unknown parameter and a value no
     declared constraint accepts are refused with one :class:`~mitigate.errors.ConfigError`
     (scikit-learn's sentence for the latter).
+    its ``tags`` are a frozen :class:`~mitigate.registry.Tags` value.
     mitigations: ``wrap`` returns a new judge and leaves the given one alone (or refuses with a
     typed error); unfitted use is refused with "... is not fitted; expected ..."; ``fit``
-    returns a fitted copy of the same class and leaves the original and the training data
-    alone (mitigations whose fitting runs a likelihood model or the judge are not fitted here).
+    against a judge on a fake LM (:func:`fitting_lm`) returns a fitted copy of the same class
+    (or the mitigation itself when its tags say it learns nothing), calls the LM exactly when
+    its tags say it calls the judge while fitting, and leaves the original and the training
+    data alone. Every mitigation is fitted, those that judge while fitting included.
     selectors: ``select`` is deterministic, never shows the query item, validates ``k``;
-    ``fit`` returns a fitted copy; unfitted ``select`` is refused.
+    ``fit`` (against the same fake LM) returns a fitted copy, calling the LM exactly when its
+    tags say so; unfitted ``select`` is refused.
+    presets (:class:`~mitigate.registry.Preset`): their ``examples()`` are the components they
+    build, so those meet their component's contract.
     engines: a tiny search with a scripted judge stays within its budget, reports the
     baseline as the first trial and names the engine, or the engine refuses with a
     ConfigError before any LM call.
@@ -34,6 +40,7 @@ What is checked
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -47,11 +54,11 @@ from mitigate.judge import PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt import Criterion, JudgePrompt
-from mitigate.registry import KIND_PACKAGES, Component, build, registered
+from mitigate.registry import KIND_PACKAGES, Component, Tags, build, registered
 from mitigate.scale import Scale
 from mitigate.search import Engine, Split, asearch
 from mitigate.selectors import Selector
-from mitigate.strategies import DemoMitigation, Mitigation, from_spec
+from mitigate.strategies import Mitigation, from_spec
 
 __all__ = [
     "Check",
@@ -59,6 +66,7 @@ __all__ = [
     "checks_for",
     "example_judge",
     "example_train",
+    "fitting_lm",
     "parametrize_with_checks",
     "registered_examples",
 ]
@@ -80,6 +88,16 @@ Reply with "Score: N"."""
 """The judge template the checks wrap (a parsed guideline, an input slot and the judged text)."""
 
 
+PAIRWISE = """Which summary of the article is more coherent?
+
+Article: {{source}}
+Summary A: {{output_a}}
+Summary B: {{output_b}}
+
+Answer "[[A]]" if summary A is more coherent, "[[B]]" if summary B is."""
+"""The pairwise judge template the checks fit ``pairwise_only`` components against."""
+
+
 class Check(NamedTuple):
     """One named contract check; call it with the component."""
 
@@ -96,11 +114,28 @@ def example_judge(criteria: Sequence[str] = ("coherence",), lm: FakeLM | None = 
     return PromptJudge(prompt, lm if lm is not None else FakeLM([]))
 
 
+def example_pairwise_judge(lm: FakeLM) -> Any:
+    """A pairwise judge on :data:`PAIRWISE`, each pair judged in both orders (``position-swap``), with ``lm``."""
+    swap = registered("mitigation")["position-swap"]()
+    return swap.wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
+
+
+def example_pairwise_train(n: int = 12) -> Benchmark:
+    """A small pairwise benchmark with gold preferences on ``coherence``."""
+    items = tuple(
+        Item(id=f"pair-{i}", output=f"Summary {i} A" + " and more" * (i % 3), output_b=f"Summary {i} B",
+             inputs={"source": f"Article {i}."}, doc_id=f"d{i // 3}", preference={"coherence": "A" if i % 2 else "B"})
+        for i in range(n)
+    )
+    return Benchmark(name="checks-pairwise", items=items, criteria=("coherence",))
+
+
 def example_train(n: int = 12) -> Benchmark:
     """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the
     generic ``score`` that components' ``examples()`` use."""
     items = tuple(
-        Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}.", inputs={"source": f"Article {i}."},
+        Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}." + " More." * (i % 3),
+             inputs={"source": f"Article {i}."},
              system=f"S{i % 3}", doc_id=f"d{i // 3}", human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)})
         for i in range(n)
     )
@@ -185,19 +220,37 @@ def check_constraints_refuse_bad_values(component: Any) -> None:
 # --------------------------------------------------------------------------- mitigations
 
 
-def _fits_with_a_model(mitigation: Mitigation) -> bool:
-    """True for mitigations whose fitting runs a likelihood model or the judge itself (not done by the checks).
+def fitting_lm() -> FakeLM:
+    """The fake LM the checks fit against: a varied, deterministic "Score: N" (1-5) per request, token
+    logprobs, and a log-likelihood of minus the continuation's length (so RS, calibration and
+    thresholds have something to learn from)."""
+    def answer(request: LMRequest) -> str:
+        text = "".join(m.content for m in request.messages)
+        if "[[A]]" in text:
+            return "[[A]]" if sum(map(ord, text)) % 2 else "[[B]]"
+        return f"Score: {1 + sum(map(ord, text)) % 5}"
 
-    A mitigation whose ``fit`` judges the training items (calibration, selective evaluation)
-    says so with the class attribute ``fits_by_judging = True``; the example judge here has
-    no answers to give it.
-    """
-    if getattr(type(mitigation), "fits_by_judging", False):
-        return True
-    if not isinstance(mitigation, DemoMitigation):
-        return False
-    selector = mitigation.demo_plan().selector
-    return selector is not None and selector.fits_on_judge and not selector.is_fitted
+    return FakeLM(answer, logprobs=True, loglikelihood=lambda context, continuation: -float(len(continuation)))
+
+
+def _fit_options(component: Any, lm: FakeLM) -> dict[str, Any]:
+    """The fit options the checks pass: no progress bar, and the fake LM as likelihood backend where ``afit`` takes ``lm``."""
+    params = inspect.signature(component.afit).parameters
+    options: dict[str, Any] = {"progress": False}
+    if "lm" in params:
+        options["lm"] = lm
+    return options
+
+
+def check_tags_are_declared(component: Any) -> None:
+    """``tags`` is a frozen :class:`~mitigate.registry.Tags` value."""
+    tags = component.tags
+    assert isinstance(tags, Tags), f"{type(component).__name__}.tags is a {type(tags).__name__}, not Tags"
+    try:
+        tags.needs_fitting = tags.needs_fitting  # type: ignore[misc]
+    except (ValueError, TypeError, AttributeError):
+        return
+    raise AssertionError(f"{type(component).__name__}.tags could be changed")
 
 
 def check_wrap_leaves_the_judge_alone(mitigation: Mitigation) -> None:
@@ -227,17 +280,34 @@ def check_unfitted_use_is_refused(mitigation: Mitigation) -> None:
 
 
 def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
-    """``fit`` returns a fitted value of the same class; the original and the training data are unchanged."""
-    if _fits_with_a_model(mitigation):
-        return
-    train = example_train()
+    """``fit`` against a judge on a fake LM agrees with the tags, and leaves the original and the training data alone.
+
+    Every mitigation is fitted, those that call the judge while fitting included. Tags
+    ``needs_fitting`` false: ``fit`` returns the mitigation itself. Otherwise a fitted value of
+    the same class whose spec round-trips. ``calls_judge_while_fitting``: the fake LM was
+    called while fitting; without it, it was not.
+    """
+    lm = fitting_lm()
+    pairwise = mitigation.tags.pairwise_only
+    train = example_pairwise_train() if pairwise else example_train()
+    judge = example_pairwise_judge(lm) if pairwise else example_judge(lm=lm)
     train_before, before = train.model_dump(), mitigation.model_dump()
-    fitted = mitigation.fit(train, example_judge(), progress=False)
-    assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
-    assert fitted.is_fitted, f"{type(mitigation).__name__}.fit returned an unfitted value"
-    assert mitigation.model_dump() == before, f"{type(mitigation).__name__}.fit changed the original"
-    assert train.model_dump() == train_before, f"{type(mitigation).__name__}.fit changed the training data"
-    check_spec_round_trips(fitted)
+    tags = mitigation.tags
+    fitted = mitigation.fit(train, judge, **_fit_options(mitigation, lm))
+    name = type(mitigation).__name__
+    calls = lm.calls + len(lm.likelihood_requests)
+    assert mitigation.model_dump() == before, f"{name}.fit changed the original"
+    assert train.model_dump() == train_before, f"{name}.fit changed the training data"
+    if not tags.needs_fitting:
+        assert fitted is mitigation, f"{name}'s tags say it learns nothing at fit, but fit returned a new value"
+    else:
+        assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
+        assert fitted.is_fitted, f"{name}.fit returned an unfitted value"
+        check_spec_round_trips(fitted)
+    if tags.calls_judge_while_fitting:
+        assert calls > 0, f"{name}'s tags say it calls the judge while fitting, but fit made no LM call"
+    else:
+        assert calls == 0, f"{name}'s tags say it calls no judge while fitting, but fit made {calls} LM calls"
 
 
 # --------------------------------------------------------------------------- selectors
@@ -282,12 +352,15 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
         assert "not fitted" in str(exc), str(exc)
     else:
         raise AssertionError(f"the unfitted {type(selector).__name__} selected demos")
-    try:
-        fitted = unfitted.fit(list(selector.pool_ or ()), selector.criterion_)
-    except ConfigError as exc:  # a selector that needs more than the pool (HighestRS) must say what
-        assert "needs" in str(exc) or "expected" in str(exc), str(exc)
-        return
+    lm = fitting_lm()
+    fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), criterion=selector.criterion_,
+                          **_fit_options(unfitted, lm))
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
+    calls = lm.calls + len(lm.likelihood_requests)
+    if unfitted.tags.calls_judge_while_fitting:
+        assert calls > 0, f"{type(selector).__name__}'s tags say it calls the judge while fitting; it made no LM call"
+    else:
+        assert calls == 0, f"{type(selector).__name__}'s tags say it calls no judge while fitting; it made {calls}"
 
 
 # --------------------------------------------------------------------------- engines
@@ -328,7 +401,7 @@ def check_engine_runs_within_its_budget(engine: Engine) -> None:
 # --------------------------------------------------------------------------- the battery
 
 COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips, check_unknown_parameter_is_refused,
-          check_constraints_refuse_bad_values)
+          check_constraints_refuse_bad_values, check_tags_are_declared)
 MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused, check_fit_returns_a_fitted_copy)
 SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated, check_selector_fit_returns_a_copy)
 ENGINE = (check_engine_runs_within_its_budget,)
@@ -356,8 +429,9 @@ def check_component(component: Any) -> None:
 def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
     """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order.
 
-    Registered objects that are not :class:`~mitigate.registry.Component` classes, and test
-    components (names starting with ``test-``), are left out.
+    A :class:`~mitigate.registry.Preset`'s examples are the components it builds. Registered
+    objects that are not :class:`~mitigate.registry.Component` classes, and test components
+    (names starting with ``test-``), are left out.
     """
     out: list[Component] = []
     for kind in kinds if kinds is not None else KIND_PACKAGES:

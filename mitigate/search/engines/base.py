@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, NamedTuple, Self
 
 from mitigate.judge import Judge
-from mitigate.registry import Component
+from mitigate.registry import Component, Tags
 from mitigate.search.session import SearchSpace, Session
 from mitigate.search.split import Split
 
@@ -31,11 +31,11 @@ class Outcome(NamedTuple):
 class Engine(Component):
     """Base of the search engines (kind ``"engine"``).
 
-    ``uses_selectors``: whether the engine draws candidates from the search's selectors and
-    perturbation templates (our engines) or chooses demos its own way (DSPy's optimizers).
+    Tag ``uses_selectors``: the engine draws candidates from the search's selectors and
+    perturbation templates (our engines), rather than choosing demos its own way (DSPy's optimizers).
     """
 
-    uses_selectors: ClassVar[bool] = True
+    declared_tags: ClassVar[Tags] = Tags(uses_selectors=True)
 
     def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
         """The engine ready to run on ``split`` (e.g. settings derived from the judge); ConfigError for what it

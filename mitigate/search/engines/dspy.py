@@ -24,7 +24,7 @@ from pydantic import Field
 
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
-from mitigate.registry import Interval, register
+from mitigate.registry import Interval, Tags, register
 from mitigate.search.engines.base import Engine, Outcome
 from mitigate.search.session import SearchSpace, Session
 from mitigate.search.split import Split
@@ -44,7 +44,7 @@ def _require(package: str, why: str) -> None:
 class DSPyEngine(Engine):
     """Shared part of the DSPy engines: checks before any call, then the optimizer's run."""
 
-    uses_selectors: ClassVar[bool] = False
+    declared_tags: ClassVar[Tags] = Tags()
     optimizer: ClassVar[str] = ""
 
     def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:

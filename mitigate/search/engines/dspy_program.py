@@ -61,7 +61,7 @@ from mitigate.lm.dspy import DSPyLM
 from mitigate.prompt import Demo
 from mitigate.search.objective import Objective, consistent, judgment_score
 from mitigate.search.session import Candidate, Session
-from mitigate.strategies import FixedDemos
+from mitigate.strategies import Demos
 
 __all__ = ["JudgeItem", "JudgeProgram", "ProgramContext", "dspy_lm_of", "optimize"]
 
@@ -111,7 +111,7 @@ class ProgramContext:
     def judge(self, item: Item, demos: Sequence[Demo]) -> Judgment | None:
         """Judge ``item`` with ``demos`` through the session's judge; None when the budget or the LM refused."""
         s = self.session
-        judge = s.judge_for(FixedDemos(demos=tuple(demos)) if demos else None)
+        judge = s.judge_for(Demos(demos=tuple(demos), k=len(demos)) if demos else None)
         try:
             return self.run(judge.judge(item))
         except BudgetExhaustedError:
@@ -216,7 +216,7 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
             continue
         seen.add(key)
         augmented = [bool(ex.get("augmented", False)) for ex in prog.predict.demos]
-        cand = Candidate(f"dspy-{optimizer}: candidate {rank}", FixedDemos(demos=tuple(demos)),
+        cand = Candidate(f"dspy-{optimizer}: candidate {rank}", Demos(demos=tuple(demos), k=len(demos)),
                          f"dspy-{optimizer}", list(key),
                          meta={"dspy_rank": rank, "augmented": augmented,
                                "instructions": prog.predict.signature.instructions})

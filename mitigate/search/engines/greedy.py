@@ -34,7 +34,7 @@ __all__ = ["GreedyEngine", "candidate_demos"]
 def candidate_demos(selectors: list[Selector], k: int, n_candidates: int, seed: int,
                     prompt_scale: Scale) -> list[Demo]:
     """Up to ``n_candidates`` distinct demos proposed by the query-free selectors (round robin, reseeded)."""
-    usable = [s for s in selectors if not s.query_dependent]
+    usable = [s for s in selectors if not s.tags.query_dependent]
     if not usable:
         raise ConfigError("the greedy engine needs at least one selector that does not depend on the query "
                           "(e.g. Random or Stratified); got only query-dependent ones")

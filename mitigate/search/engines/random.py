@@ -24,7 +24,7 @@ from mitigate.search.session import (
     reseeded,
     with_demos,
 )
-from mitigate.strategies import Mitigation, PerItemDemos
+from mitigate.strategies import Demos, Mitigation
 
 __all__ = ["RandomEngine"]
 
@@ -56,8 +56,8 @@ class RandomEngine(Engine):
             draw += 1
             k = rng.choice(space.ks)
             template = rng.choice(space.templates)
-            if sel.query_dependent:
-                mit: Mitigation = PerItemDemos(selector=sel, k=k)
+            if sel.tags.query_dependent:
+                mit: Mitigation = Demos(selector=sel, k=k, per_item=True, placement="append")
                 cand = Candidate(f"random: per-item {sel.describe()} k={k}", mit, sel.registry_name)
             else:
                 picked = reseeded(sel, rng)
