@@ -21,10 +21,10 @@ from mitigate.strategies import parse_pipeline
 def compare_cmd(options: CompareOptions) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
-    asyncio.run(_compare(options, command=" ".join(["mitigate", *sys.argv[1:]])))
+    asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
 
 
-async def _compare(o: CompareOptions, command: str) -> None:
+async def _compare(o: CompareOptions, command_line: str) -> None:
     # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
     from mitigate.harness.compare import Entry, check_compare, compare
     from mitigate.harness.report import write_report
@@ -59,7 +59,7 @@ async def _compare(o: CompareOptions, command: str) -> None:
         result = await compare(
             bench, crit, entries, out_dir=o.out, concurrency=o.concurrency, limit=o.limit or None,
             likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed, restart=o.restart,
-            command=command, batch=session, train=train,
+            command=command_line, batch=session, train=train,
         )
     finally:
         if session is not None:
