@@ -392,7 +392,8 @@ def _batch_session(enabled: bool, folder: Path | None, retries: int, progress: b
 @app.command()
 def judge(
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
-                                           "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
+                                           "uss-multiwoz, webnlg, tmu-gfm, jsonl:<path>, or a release on disk: "
+                                           "llmbar:<path>, judgebench:<path>, faireval:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="judge only the first N items (0 = all)")] = 5,
@@ -545,7 +546,8 @@ def _inspect(file: Path | None, system: Path | None, consts: list[str]) -> str:
 @app.command("compare")
 def compare_cmd(
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
-                                           "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
+                                           "uss-multiwoz, webnlg, tmu-gfm, jsonl:<path>, or a release on disk: "
+                                           "llmbar:<path>, judgebench:<path>, faireval:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
                                                   "(default: the benchmark's first)")] = None,
     pipeline: Annotated[list[str] | None, typer.Option(
@@ -557,7 +559,9 @@ def compare_cmd(
         "several; listed after the pipelines")] = None,
     released: Annotated[list[str] | None, typer.Option(
         "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (summeval), chatgpt-h2h "
-        "(summeval-h2h); repeat for several; listed last")] = None,
+        "(summeval-h2h), or every judge of a release on disk: llmbar:<path>, judgebench:<path> (with "
+        "-b llmbar:<path> / judgebench:<path>; '#GPT-4/*' after the path picks judges); repeat for several; "
+        "listed last")] = None,
     backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
@@ -632,7 +636,7 @@ async def _compare(**opts: Any) -> None:
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
     for path in recorded:
         entries += Entry.all_recorded(path, crit)
-    entries += [Entry.from_released(name, crit) for name in released]
+    entries += [e for name in released for e in Entry.all_released(name, crit)]
     train = _train_option(opts.get("train"))
     check_compare(bench, crit, entries, limit=opts["limit"] or None, seed=opts["seed"], train=train)
     chosen = select_items(bench.items, opts["limit"] or None)
@@ -708,7 +712,8 @@ def _with_pipeline(judge: Any, text: str | None) -> Any:
 @app.command("search")
 def search_cmd(
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-bartscore, summeval-h2h, uss-sgd, "
-                                           "uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
+                                           "uss-multiwoz, webnlg, tmu-gfm, jsonl:<path>, or a release on disk: "
+                                           "llmbar:<path>, judgebench:<path>, faireval:<path>")] = "summeval",
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to optimise "
                                                   "(default: the benchmark's first)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="use only the first N labelled items, document "
