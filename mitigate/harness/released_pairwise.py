@@ -205,8 +205,8 @@ def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
         if set(parts) != {"score_a", "score_b"}:
             raise DataError(f"expected both ratings of item {item_id!r} from {judge!r}; got {sorted(parts)}")
         rows.append(_rating_row(item_id, judge, parts))
-    source = parse.release.source
-    return runs_from_rows(rows, source)
+    runs = runs_from_rows(rows, parse.release.source)
+    return {j: runs[j] for j in parse.release.judges if j in runs}
 
 
 def read_release(spec: str, **kw: Any) -> PairwiseRelease:
