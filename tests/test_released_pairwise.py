@@ -170,6 +170,8 @@ def test_judgebench_benchmark_maps_labels_and_categories():
     assert load(f"judgebench:{JUDGEBENCH}").name == "judgebench"
     with pytest.raises(DataError, match=r"expected a JudgeBench response model among \['m1'\]; got 'm2'"):
         load_judgebench(JUDGEBENCH, response_model="m2")
+    one_file = load(f"judgebench:{JUDGEBENCH / 'data' / 'dataset=judgebench,response_model=m1.jsonl'}")
+    assert one_file.name == "judgebench:m1" and len(one_file) == 3
 
 
 def test_judgebench_swapped_decisions_are_mapped_back_to_the_texts():
@@ -235,3 +237,46 @@ def test_compare_takes_every_released_judge_of_a_repository_as_an_entry(tmp_path
     assert rows["GPT-4/Vanilla"].measures["position_consistency"].value == pytest.approx(0.5)
     with pytest.raises(ConfigError, match="they answer 'overall'"):
         Entry.all_released(f"llmbar:{LLMBAR}", "helpfulness")
+
+
+# ---------------------------------------------------------------------------------------------- values, scripts
+
+
+def test_release_values_round_trip_through_their_dump():
+    from mitigate.data.released_pairwise import PairwiseRelease
+    from mitigate.harness.released_pairwise import ReleaseParse
+
+    release = read_judgebench(JUDGEBENCH)
+    assert PairwiseRelease.model_validate(release.model_dump()) == release
+    parse = parse_release(release)
+    assert ReleaseParse.model_validate(parse.model_dump()) == parse
+
+
+def _run_script(name: str, *args: str) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / name
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_llmbar_replay_script_reproduces_the_released_statistics_of_the_fixture(tmp_path):
+    out = tmp_path / "replay.json"
+    _run_script("replay_llmbar.py", str(LLMBAR), "--n-boot", "50", "--out", str(out))
+    result = json.loads(out.read_text())
+    assert result["answers"] == 26 and result["release_rule_mismatches"] == {}  # 6 + 6 + 8 (Swap: a second call) + 6
+    vanilla = result["per_set"][f"{NATURAL}|GPT-4/Vanilla"]
+    assert vanilla["paper"] == pytest.approx({"acc": 2 / 3, "agr": 1 / 3})
+    assert vanilla["mitigate_paper_rule"] == pytest.approx({"acc": 2 / 3, "agr": 1 / 3})
+    assert result["per_set"][f"{NATURAL}|GPT-4/Rating"]["mitigate_paper_rule"]["acc"] == pytest.approx(2 / 3)
+
+
+def test_judgebench_replay_script_scores_by_judgebench_rule(tmp_path):
+    out = tmp_path / "jb.json"
+    _run_script("replay_judgebench.py", str(JUDGEBENCH), "--n-boot", "50", "--out", str(out))
+    judges = json.loads(out.read_text())["judges"]
+    # p-1: A then A (right twice); p-2: tie then B (one right); p-3: nothing -> 2 of 3 pairs
+    assert judges["arena_hard/j1@m1"]["release_rule"]["overall"] == pytest.approx(2 / 3)
+    assert judges["arena_hard/j1@m1"]["mitigate_release_rule"]["overall"]["value"] == pytest.approx(2 / 3)

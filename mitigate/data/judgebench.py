@@ -100,8 +100,19 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
     """The JudgeBench pairs at ``path`` as a pairwise benchmark with gold preferences (criterion ``overall``).
 
     ``response_model`` picks one data file (``"gpt-4o-2024-05-13"``: 350 pairs,
-    ``"claude-3-5-sonnet-20240620"``: 270); None reads every data file.
+    ``"claude-3-5-sonnet-20240620"``: 270); None reads every data file. ``path`` may also be one
+    data file (``.../data/dataset=judgebench,response_model=gpt-4o-2024-05-13.jsonl``), which picks it.
     """
+    p = Path(path)
+    if p.is_file():
+        m = _DATA_NAME.search(p.name)
+        if m is None or p.parent.name != "data":
+            raise DataError(f"expected a JudgeBench folder or a data file data/dataset=judgebench,response_model="
+                            f"<model>.jsonl; got {p}")
+        if response_model not in (None, m.group("rm")):
+            raise DataError(f"expected response_model {m.group('rm')!r} for the data file {p.name}; got "
+                            f"{response_model!r}")
+        path, response_model = p.parent.parent, m.group("rm")
     repo = _repo(path)
     files = sorted(repo.glob("data/dataset=judgebench,response_model=*.jsonl"))
     models = [m.group("rm") for f in files if (m := _DATA_NAME.search(f.name))]

@@ -109,7 +109,8 @@ def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal[
         bad = [k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True) if not isinstance(t, str)]
         raise DataError(f"{path}: instance {index}: expected strings 'input', 'output_1' and 'output_2'; "
                         f"{bad} are not", path=str(path))
-    gold = _WINNER.get(row.get("label"))
+    label = row.get("label")
+    gold = _WINNER.get(label) if isinstance(label, int | str) and not isinstance(label, bool) else None
     if gold is None:
         raise DataError(f"{path}: instance {index}: expected 'label' 1 or 2; got {row.get('label')!r}",
                         path=str(path))
@@ -193,7 +194,7 @@ def _order_answers(entry: Any, where: str) -> dict[str, tuple[str, Literal["A", 
         got = entry.get(key)
         if not isinstance(got, dict):
             raise DataError(f"{where}: expected {key!r} with a completion and a winner; got {str(got)[:60]!r}")
-        if got.get("winner") not in _WINNER:
+        if not isinstance(got.get("winner"), str | int | None) or got.get("winner") not in _WINNER:
             raise DataError(f"{where}: expected {key!r} winner '1', '2' or null; got {got.get('winner')!r}")
         out[order] = (_completion(got.get("completion"), f"{where} {key!r}"), _WINNER[got.get("winner")])
     return out

@@ -25,9 +25,7 @@ own.
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -199,7 +197,8 @@ def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
         rows.append(RecordedRow(
             item_id=answer.item_id, judge=answer.judge, criterion=RELEASE_CRITERION, verdict=got.verdict,
             error=got.error if got.verdict is None else None, raw=answer.raw, order=answer.order, line=answer.line,
-            meta={"release_verdict": answer.release_verdict, "stage": answer.stage, "reader": got.reader},
+            meta={"release_verdict": answer.release_verdict, "stage": answer.stage, "reader": got.reader,
+                  **({"scores": list(answer.scores)} if answer.scores is not None else {})},
         ))
     for (judge, item_id), parts in ratings.items():
         if set(parts) != {"score_a", "score_b"}:
@@ -258,13 +257,3 @@ def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[st
                 bucket.append({"item_id": answer.item_id, "order": answer.order, "mitigate": mine, "release": theirs,
                                "error": got.error, "raw_tail": answer.raw[-240:]})
     return out
-
-
-def counts(parse: ReleaseParse) -> Counter[str]:
-    """How many answers each reader read (the template keys), for logs."""
-    return Counter(p.reader for p in parse.parsed)
-
-
-def snapshot_path(spec: str) -> Path:
-    """The path part of a release spec (``"llmbar:/data/LLMBar#GPT-4/*"`` -> ``/data/LLMBar``)."""
-    return split_release_spec(spec, list(LAYOUTS))[1]
