@@ -46,7 +46,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
     for path in recorded:
         entries += Entry.all_recorded(path, crit)
-    entries += [Entry.from_released(name, crit) for name in released]
+    entries += [e for name in released for e in Entry.all_released(name, crit)]
     train = o.train_split
     check_compare(bench, crit, entries, limit=o.limit or None, seed=o.seed, train=train)
     for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called

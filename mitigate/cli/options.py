@@ -29,7 +29,8 @@ BATCH_BACKENDS = ("openai", "anthropic")
 
 # --------------------------------------------------------------------------- help texts shared by commands
 
-BENCHMARK_HELP = "summeval, summeval-bartscore, summeval-h2h, uss-sgd, uss-multiwoz, webnlg, tmu-gfm, or jsonl:<path>"
+BENCHMARK_HELP = ("summeval, summeval-bartscore, summeval-h2h, uss-sgd, uss-multiwoz, webnlg, tmu-gfm, jsonl:<path>, "
+                  "or a release on disk: llmbar:<path>, judgebench:<path>, faireval:<path>")
 BASE_URL_HELP = "server URL for the openai, anthropic or dspy backend"
 TIMEOUT_HELP = "seconds before one request to the server times out (openai, anthropic, dspy; default 120)"
 SCORING_HELP = ("parse (read the score), expected (logprob-weighted) or auto (expected for the embedded default "
@@ -283,7 +284,9 @@ class CompareOptions:
         "several; listed after the pipelines")] = None
     released: Annotated[list[str] | None, typer.Option(
         "--released", help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (summeval), chatgpt-h2h "
-        "(summeval-h2h); repeat for several; listed last")] = None
+        "(summeval-h2h), or every judge of a release on disk: llmbar:<path>, judgebench:<path> (with "
+        "-b llmbar:<path> / judgebench:<path>; '#GPT-4/*' after the path picks judges); repeat for several; "
+        "listed last")] = None
     backend: Annotated[str, typer.Option("--backend", help="LM for the pipelines: openai:<model>, "
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local"
     base_url: BaseUrl = None

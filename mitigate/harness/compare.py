@@ -218,6 +218,22 @@ class Entry(BaseModel):
         return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(), scale=replay.scale)
 
     @classmethod
+    def all_released(cls, spec: str, criterion: str) -> list[Entry]:
+        """The entries a ``--released`` value names: a built-in released judge (``"chatgpt-rts"``), or
+        every judge of a released pairwise repository on disk, ``"<layout>:<path>[#<judge glob>]"``
+        (``"llmbar:/data/LLMBar#GPT-4/*"``, ``"judgebench:/data/JudgeBench"``), read by mitigate's parsers
+        (:mod:`mitigate.harness.released_pairwise`).
+        """
+        from mitigate.harness.released_pairwise import LAYOUTS, load_released_pairwise
+
+        if spec.partition(":")[0] not in LAYOUTS:
+            return [cls.from_released(spec, criterion)]
+        runs = [r for r in load_released_pairwise(spec).values() if criterion in r.criteria]
+        if not runs:
+            raise ConfigError(f"expected released judgments on {criterion!r} in {spec}; they answer 'overall'")
+        return [cls.from_recorded(run, criterion) for run in runs]
+
+    @classmethod
     def all_recorded(cls, path: str | Path, criterion: str) -> list[Entry]:
         """One entry per judge of a recorded-judgments file that answered ``criterion``, in file order.
 
