@@ -72,7 +72,7 @@ from mitigate.harness.compare import GENERATION_TASKS, Entry, compare, select_it
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures.stats import paired_permutation_test
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.strategies import HighestRSDemos, Pipeline, RandomDemos
 
 DEFINITIONS = {

@@ -90,8 +90,8 @@ from mitigate.harness.report import plot_search
 from mitigate.judge import JudgeConfig, Judgment, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures.stats import paired_permutation_test, permutation_test_mean_diff
-from mitigate.prompt import JudgePrompt
-from mitigate.runner import run
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.run.runner import run
 from mitigate.search import Objective, SearchResult, Split, asearch
 from mitigate.selectors import Random, Stratified
 from mitigate.strategies import (

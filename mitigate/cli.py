@@ -285,7 +285,7 @@ def _run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | No
     if path is None:
         yield None
         return
-    from mitigate.runner import RunLock
+    from mitigate.run.runner import RunLock
 
     _writable_dir(path, option)
     for name in ("journal.jsonl", "results.json"):
@@ -332,7 +332,7 @@ def _benchmark_and_criterion(name: str, criterion: str | None) -> tuple[Any, str
 
 def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
     """The judge template: the user's file, or the built-in prompt for the benchmark's criterion."""
-    from mitigate.builtin_prompts import default_prompt_for, prompt_text
+    from mitigate.prompt.builtin import default_prompt_for, prompt_text
 
     if prompt is None:
         return prompt_text(default_prompt_for(benchmark, criterion))
@@ -384,7 +384,7 @@ def _batch_session(enabled: bool, folder: Path | None, retries: int, progress: b
     """
     if not enabled or folder is None:
         return None
-    from mitigate.batch_run import BatchOptions, BatchSession
+    from mitigate.run.batch_session import BatchOptions, BatchSession
 
     return BatchSession(BatchOptions(retry_failed=retries, progress=progress), folder / "batches")
 
@@ -438,8 +438,8 @@ def judge(
 
 async def _judge(**opts: Any) -> None:
     from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
-    from mitigate.prompt import JudgePrompt
-    from mitigate.runner import preflight, run, write_atomic
+    from mitigate.prompt.judge_prompt import JudgePrompt
+    from mitigate.run.runner import preflight, run, write_atomic
 
     system = _read_text_file(opts["system"], "--system") if opts["system"] is not None else None
     if opts["pipeline"] is not None:
@@ -512,7 +512,7 @@ def prompts_cmd(
         "or a Jinja variable; repeat for several")] = None,
 ) -> None:
     """List the built-in judge prompts, print one, or 'inspect FILE': show what mitigate reads from a template."""
-    from mitigate.builtin_prompts import list_prompts, prompt_text
+    from mitigate.prompt.builtin import list_prompts, prompt_text
 
     if name is None:
         typer.echo("\n".join(list_prompts()))
@@ -525,7 +525,7 @@ def prompts_cmd(
 def _inspect(file: Path | None, system: Path | None, consts: list[str]) -> str:
     """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
     from mitigate.errors import ConfigError
-    from mitigate.prompt import describe_template
+    from mitigate.prompt.judge_prompt import describe_template
 
     if file is None or not file.is_file():
         raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
@@ -602,7 +602,7 @@ def compare_cmd(
 async def _compare(**opts: Any) -> None:
     from mitigate.harness.compare import Entry, check_compare, compare, select_items
     from mitigate.harness.report import write_report
-    from mitigate.runner import preflight
+    from mitigate.run.runner import preflight
 
     pipelines = list(opts["pipeline"] or [])
     recorded = list(opts.get("recorded") or [])
@@ -616,7 +616,7 @@ async def _compare(**opts: Any) -> None:
     lm = None
     if pipelines:
         from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
-        from mitigate.prompt import JudgePrompt
+        from mitigate.prompt.judge_prompt import JudgePrompt
 
         if bench.pairwise and opts["prompt"] is None:
             raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template that "
@@ -768,7 +768,7 @@ def search_cmd(
 def _search(**opts: Any) -> None:
     from mitigate.harness.report import plot_search
     from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
-    from mitigate.prompt import JudgePrompt
+    from mitigate.prompt.judge_prompt import JudgePrompt
 
     before = parse_pipeline(opts["pipeline"])  # bad pipeline text fails before data or calls
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])

@@ -11,7 +11,7 @@ from typing import ClassVar
 import pytest
 
 from mitigate.judge import Judge
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.registry import Component, Interval, register
 from mitigate.strategies import Mitigation, PromptMitigation
 from mitigate.testing import Check, check_component, checks_for, parametrize_with_checks, registered_examples

@@ -19,12 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "scale", "registry", "aio", "paths"),
-    ("lm", "parse", "data"),
-    ("answer_format", "template_syntax", "template_reader", "prompt", "perturb", "builtin_prompts"),
+    ("errors", "scale", "registry", "paths"),
+    ("lm",),
+    ("parse",),
+    ("data",),
+    ("prompt",),
     ("judge", "likelihood"),
     ("measures",),
-    ("runner", "batch_run"),
+    ("run",),
     ("selectors",),
     ("strategies",),
     ("search",),

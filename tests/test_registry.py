@@ -1,4 +1,4 @@
-"""The one registry and declared parameter constraints (mitigate.registry), and run_sync (mitigate.aio)."""
+"""The one registry and declared parameter constraints (mitigate.registry), and run_sync (mitigate.run.aio)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import ClassVar
 
 import pytest
 
-from mitigate.aio import run_sync
 from mitigate.errors import ConfigError
 from mitigate.registry import (
     Component,
@@ -21,6 +20,7 @@ from mitigate.registry import (
     register,
     registered,
 )
+from mitigate.run.aio import run_sync
 
 
 @register("selector", "test-registry-widget")

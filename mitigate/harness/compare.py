@@ -58,7 +58,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tqdm.auto import tqdm
 
-from mitigate.batch_run import BatchOptions, BatchSession, session_for
 from mitigate.data.jsonl import save_jsonl
 from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_runs
 from mitigate.data.registry import load
@@ -91,7 +90,8 @@ from mitigate.measures.stats import (
     spearman_rows,
 )
 from mitigate.registry import Interval, check_param
-from mitigate.runner import RunResult, RunSummary, run
+from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
+from mitigate.run.runner import RunResult, RunSummary, run
 from mitigate.scale import Scale
 from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
@@ -749,8 +749,8 @@ async def compare(
       :class:`~mitigate.likelihood.LikelihoodScorer` to use; ``likelihood_task`` is the
       generation task in its context (default: by benchmark family, :data:`GENERATION_TASKS`).
     - ``n_boot`` bootstrap resamples per interval (0: no intervals), ``n_perm`` permutations.
-    - ``batch``: True, :class:`~mitigate.batch_run.BatchOptions` or a
-      :class:`~mitigate.batch_run.BatchSession` to send the LM calls through the providers'
+    - ``batch``: True, :class:`~mitigate.run.batch_session.BatchOptions` or a
+      :class:`~mitigate.run.batch_session.BatchSession` to send the LM calls through the providers'
       batch APIs; the entries then run at once through one session (record in
       ``out_dir/batches``), so their requests share batches.
     - ``train``: fit on train, compare on test. A fraction (e.g. 0.5) splits the benchmark by

@@ -16,6 +16,7 @@ The package sits above :mod:`mitigate.selectors` and :mod:`mitigate.strategies`;
 imports it.
 """
 
+from mitigate.data.split import Split, split_items
 from mitigate.lm.budget import BudgetedLM, BudgetExhaustedError, CallBudget
 from mitigate.registry import registered
 from mitigate.search.engines import Engine, Outcome
@@ -23,7 +24,6 @@ from mitigate.search.objective import Gain, Objective, ObjectiveValue, judgment_
 from mitigate.search.result import SearchResult, Trial, load_pipeline
 from mitigate.search.run import asearch, dspy_search, engine_from, search
 from mitigate.search.session import SearchSpace, Session, instrument
-from mitigate.search.split import Split, split_items
 
 ENGINES: tuple[str, ...] = tuple(registered("engine"))
 """The registered search engine names :func:`search` accepts."""

@@ -15,7 +15,7 @@ each with its *human* score. Per pool item:
 :class:`HighestRS` returns the ``k`` pool items with the highest RS. ``fit`` needs LS and
 judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value), or
 give ``judge=`` and the selector computes both itself (LS with the ``likelihood`` backend,
-the judge over the pool with :func:`mitigate.runner.run`). The ``highest-rs-demos``
+the judge over the pool with :func:`mitigate.run.runner.run`). The ``highest-rs-demos``
 mitigation (:class:`mitigate.strategies.highest_rs.HighestRSDemos`) shows its top ``k``.
 """
 
@@ -27,14 +27,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from mitigate import measures as metrics
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
 from mitigate.registry import Interval, register
-from mitigate.runner import run
+from mitigate.run.aio import run_sync
+from mitigate.run.runner import run
 from mitigate.selectors.base import Selector, example_pool
 
 __all__ = ["HighestRS", "judge_score", "rank_by_rs"]

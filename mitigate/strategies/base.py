@@ -30,7 +30,7 @@ from pydantic import ConfigDict, SerializeAsAny
 from mitigate.data.schema import Benchmark
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, Judgment
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.registry import Component, build
 from mitigate.registry import registered as registered_components
 

@@ -29,13 +29,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Self
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import Judge, Judgment, ParseFailure, PromptJudge, reduce_samples
 from mitigate.lm.base import TokenLogprob
-from mitigate.parse import score_distribution
+from mitigate.parse.answers import score_distribution
 from mitigate.registry import Interval, IsInstance, Satisfies, register
+from mitigate.run.aio import run_sync
 from mitigate.strategies.base import Mitigation
 from mitigate.strategies.sampling import asks_for_reasoning
 
@@ -274,7 +274,7 @@ class _Calibration(Mitigation):
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Self:
         """:meth:`fit` for async code."""
-        from mitigate.runner import run
+        from mitigate.run.runner import run
 
         if not isinstance(judge, Judge):
             raise ConfigError(f"{type(self).__name__}.fit needs the judge it will wrap; got {type(judge).__name__}")

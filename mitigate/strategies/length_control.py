@@ -22,13 +22,13 @@ from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment
 from mitigate.measures.base import word_count
 from mitigate.registry import Options, Satisfies, register
-from mitigate.runner import run
+from mitigate.run.aio import run_sync
+from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation
 
 __all__ = ["LengthControl", "LengthControlledJudge"]

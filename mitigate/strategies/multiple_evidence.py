@@ -32,12 +32,12 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, Verdict, merge_judgments
 from mitigate.registry import Interval, register
-from mitigate.runner import run
+from mitigate.run.aio import run_sync
+from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation, gather_children
 from mitigate.strategies.edits import set_cot
 from mitigate.strategies.position_swap import swap_item

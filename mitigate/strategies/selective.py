@@ -44,12 +44,12 @@ from typing import Any, ClassVar, Literal, Self
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, Judge, Judgment
 from mitigate.registry import Interval, IsInstance, Options, register
-from mitigate.runner import run
+from mitigate.run.aio import run_sync
+from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation
 
 __all__ = [

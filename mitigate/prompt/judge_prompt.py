@@ -2,10 +2,10 @@
 
 :meth:`JudgePrompt.from_template` takes a judge prompt as it was published (a G-Eval style
 text, a system + user pair, a ChatML or Llama-3 chat text, ``{{slot}}``, ``{slot}`` or Jinja
-placeholders; see :mod:`mitigate.template_syntax`) and recovers its structure — task
+placeholders; see :mod:`mitigate.prompt.template_syntax`) and recovers its structure — task
 description, criterion (name, definition), scale, the scoring guideline as separate
 :class:`ScoreOption` lines, whether it compares two outputs and how it names them, and the
-answer format it prescribes (:class:`~mitigate.answer_format.AnswerFormat`) — so that
+answer format it prescribes (:class:`~mitigate.prompt.answer_format.AnswerFormat`) — so that
 transforms can reorder or lengthen options and insert demonstrations, and answers are read
 in the template's own format. Rendering a parsed prompt with no transforms reproduces the
 original text exactly (:meth:`JudgePrompt.template_source`). :func:`read_prompt` also returns
@@ -25,13 +25,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mitigate.answer_format import AnswerFormat, infer_answer_format
 from mitigate.data.schema import Item
 from mitigate.errors import DataError, MitigateError, TemplateError
 from mitigate.lm.base import Message, Role
-from mitigate.parse import Verdict
-from mitigate.scale import Scale
-from mitigate.template_reader import (
+from mitigate.parse.answers import Verdict
+from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format
+from mitigate.prompt.template_reader import (
     OUTPUT_SLOT_NAMES,
     choose_scale,
     find_criterion,
@@ -40,7 +39,8 @@ from mitigate.template_reader import (
     guess_output_slot,
     pair_labels,
 )
-from mitigate.template_syntax import DOUBLE_SLOT_RE, TemplateSource, placeholder_hint, read_template
+from mitigate.prompt.template_syntax import DOUBLE_SLOT_RE, TemplateSource, placeholder_hint, read_template
+from mitigate.scale import Scale
 
 SLOT_RE = DOUBLE_SLOT_RE
 """A template slot in canonical form: ``{{name}}``."""
@@ -241,7 +241,7 @@ class JudgePrompt(BaseModel):
     - ``scale``: the answer scale; ``answer``: "score" (a number), "mcq" (a letter mapped by
       ``scale.letters``) or "pairwise" (a verdict between two outputs).
     - ``answer_format``: how the template asks the judge to answer (see
-      :class:`~mitigate.answer_format.AnswerFormat`); None means the default for ``answer``.
+      :class:`~mitigate.prompt.answer_format.AnswerFormat`); None means the default for ``answer``.
       Read it through :attr:`format`, which falls back to the default when a transform
       changed ``answer`` to another kind.
     - ``output_slot``: the slot holding the judged text; ``slot_fields`` maps other slot

@@ -47,7 +47,6 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm.auto import tqdm
 
-from mitigate.batch_run import BatchOptions, BatchSession, session_for
 from mitigate.data.schema import Item
 from mitigate.errors import (
     CapabilityError,
@@ -61,6 +60,7 @@ from mitigate.errors import (
 )
 from mitigate.judge import Judge, Judgment, combine_costs
 from mitigate.lm.base import Usage
+from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
 
 try:
     import fcntl
@@ -530,9 +530,9 @@ async def run(
     failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never stop); the
     judgments finished before are in the journal and on the error's ``result``.
 
-    ``batch`` (True, :class:`~mitigate.batch_run.BatchOptions` or a shared
-    :class:`~mitigate.batch_run.BatchSession`) sends the run's LM calls through the
-    providers' batch APIs instead (see :mod:`mitigate.batch_run`); every item is started at
+    ``batch`` (True, :class:`~mitigate.run.batch_session.BatchOptions` or a shared
+    :class:`~mitigate.run.batch_session.BatchSession`) sends the run's LM calls through the
+    providers' batch APIs instead (see :mod:`mitigate.run.batch_session`); every item is started at
     once (``concurrency`` and the warm-up do not apply) and waits for its batch; the circuit
     breaker still stops the run on ``stop_after`` permanent failures in a row.
     """

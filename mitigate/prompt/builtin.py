@@ -1,7 +1,7 @@
 """Judge prompts shipped with mitigate (written for this project), by name.
 
 ``get_prompt("summeval-coherence")`` returns a parsed :class:`~mitigate.prompt.JudgePrompt`;
-``list_prompts()`` names them all. The texts live in ``mitigate/prompts/*.txt``.
+``list_prompts()`` names them all. The texts live in ``mitigate/prompt/texts/*.txt``.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 from importlib.resources import files
 
 from mitigate.errors import ConfigError
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 
 
 def list_prompts() -> list[str]:
     """Names of the built-in prompts (file stems with '_' shown as '-')."""
-    folder = files("mitigate") / "prompts"
+    folder = files("mitigate.prompt") / "texts"
     return sorted(p.name[:-4].replace("_", "-") for p in folder.iterdir() if p.name.endswith(".txt"))
 
 
@@ -23,7 +23,7 @@ def prompt_text(name: str) -> str:
     names = list_prompts()
     if name not in names:
         raise ConfigError(f"unknown built-in prompt {name!r}; expected one of {names}")
-    return (files("mitigate") / "prompts" / f"{name.replace('-', '_')}.txt").read_text(encoding="utf-8")
+    return (files("mitigate.prompt") / "texts" / f"{name.replace('-', '_')}.txt").read_text(encoding="utf-8")
 
 
 def get_prompt(name: str) -> JudgePrompt:
