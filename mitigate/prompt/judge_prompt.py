@@ -29,7 +29,7 @@ from mitigate.data.schema import Item
 from mitigate.errors import DataError, MitigateError, TemplateError
 from mitigate.lm.base import Message, Role
 from mitigate.parse.answers import Verdict
-from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format
+from mitigate.prompt.answer_format import AnswerFormat, AnswerKind, infer_answer_format
 from mitigate.prompt.template_reader import (
     OUTPUT_SLOT_NAMES,
     choose_scale,
@@ -238,12 +238,11 @@ class JudgePrompt(BaseModel):
       an internal mark and rendered from ``guideline`` so transforms can change it.
     - ``task``: the task description (first paragraph of the instructions).
     - ``criteria``: what is scored (one for a G-Eval prompt; several for a multi-attribute one).
-    - ``scale``: the answer scale; ``answer``: "score" (a number), "mcq" (a letter mapped by
-      ``scale.letters``) or "pairwise" (a verdict between two outputs).
+    - ``scale``: the answer scale.
     - ``answer_format``: how the template asks the judge to answer (see
-      :class:`~mitigate.prompt.answer_format.AnswerFormat`); None means the default for ``answer``.
-      Read it through :attr:`format`, which falls back to the default when a transform
-      changed ``answer`` to another kind.
+      :class:`~mitigate.prompt.answer_format.AnswerFormat`), the default "Score: N" line when
+      the template names none. It alone holds the answer kind (:attr:`answer`): "score" (a
+      number), "mcq" (a letter mapped by ``scale.letters``) or "pairwise" (a verdict).
     - ``output_slot``: the slot holding the judged text; ``slot_fields`` maps other slot
       names to item fields when they differ (e.g. ``{"Document": "source"}``; the second
       text of a pairwise template maps to ``output_b``).
@@ -259,8 +258,7 @@ class JudgePrompt(BaseModel):
     task: str = ""
     criteria: tuple[Criterion, ...] = ()
     scale: Scale = Field(default_factory=Scale)
-    answer: Literal["score", "mcq", "pairwise"] = "score"
-    answer_format: AnswerFormat | None = None
+    answer_format: AnswerFormat = Field(default_factory=AnswerFormat.default)
     guideline: Guideline | None = None
     output_slot: str = "output"
     slot_fields: dict[str, str] = Field(default_factory=dict)
@@ -287,30 +285,21 @@ class JudgePrompt(BaseModel):
                 f"expected one guideline mark when a guideline is set and none otherwise; got {marks} mark(s) "
                 f"and guideline={'set' if self.guideline else 'None'}"
             )
-        if self.answer_format is not None and self.answer_format.kind != self.answer:
-            raise TemplateError(
-                f"the answer format is for {self.answer_format.kind!r} answers but the prompt answers "
-                f"{self.answer!r}; expected both to agree"
-            )
         return self
 
     @property
-    def format(self) -> AnswerFormat:
-        """The answer format in force: the template's own, or the default for ``answer``.
+    def answer(self) -> AnswerKind:
+        """The answer kind ("score", "mcq" or "pairwise"), read from :attr:`answer_format` (its sole owner)."""
+        return self.answer_format.kind
 
-        When a transform changed ``answer`` (the MCQ form of a score prompt) without setting
-        a format of that kind, the default format of the new kind applies.
-        """
-        fmt = self.answer_format
-        if fmt is not None and fmt.kind == self.answer:
-            return fmt
-        if self.answer == "pairwise":
-            return AnswerFormat.default("pairwise")
-        return AnswerFormat.default(self.answer)
+    @property
+    def format(self) -> AnswerFormat:
+        """The answer format in force (:attr:`answer_format`)."""
+        return self.answer_format
 
     def with_answer_format(self, answer_format: AnswerFormat) -> JudgePrompt:
         """A copy answering in ``answer_format`` (its kind becomes the prompt's ``answer``)."""
-        return self.model_copy(update={"answer_format": answer_format, "answer": answer_format.kind})
+        return self.model_copy(update={"answer_format": answer_format})
 
     def answer_stub(self, index: int = -1) -> str:
         """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:", "## Which is best, ...?").
@@ -987,7 +976,6 @@ def read_prompt(
         task=task,
         criteria=crits,
         scale=final_scale,
-        answer=kind,
         answer_format=fmt,
         guideline=guideline,
         output_slot=out_slot,

@@ -309,7 +309,7 @@ def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD) -> JudgeProm
         prompt = set_addendum(prompt, lead, _REASONING_LEADS[lead](prompt))
     elif lead in addenda(prompt):
         prompt = set_addendum(prompt, lead, None)
-        if _single_answer(prompt) and prompt.answer_format is not None and not any(
+        if _single_answer(prompt) and not any(
                 k in addenda(prompt) for k in _REASONING_LEADS):
             prompt = prompt.with_answer_format(prompt.format.with_reasoning(_stated_reasoning(prompt)))
     else:
@@ -489,7 +489,7 @@ def multi_criterion_prompt(
             f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
-        answer_format = None
+        answer_format = AnswerFormat.default("score")
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
         # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"); worded so that
@@ -504,7 +504,6 @@ def multi_criterion_prompt(
             "messages": (*systems, PromptMessage(role="user", template=user)),
             "criteria": tuple(crits),
             "guideline": None,
-            "answer": "score",
             "answer_format": answer_format,
         }
     )

@@ -143,8 +143,7 @@ class SingleAttribute(Mitigation):
             )
         child = prompt.with_criteria([criterion])
         fmt = prompt.format.for_criterion(criterion.name, [c.name for c in prompt.criteria])
-        if prompt.answer_format is not None or fmt != prompt.format:
-            child = child.with_answer_format(fmt)
+        child = child.with_answer_format(fmt)
         return refresh_addenda(set_addendum(child, ONLY_LEAD, only_paragraph(child)))
 
 
