@@ -11,7 +11,8 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import MitigateError
 from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
 from mitigate.prompt.answer_format import AnswerFormat
-from mitigate.prompt.judge_prompt import Criterion, Demo, Guideline, JudgePrompt, ScoreOption
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Criterion, Demo, Guideline, ScoreOption
 from mitigate.scale import Scale
 
 __version__ = "0.1.0"

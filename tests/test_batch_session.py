@@ -30,7 +30,7 @@ from mitigate.lm.cache import LMCache
 from mitigate.lm.fake import FakeLM
 from mitigate.lm.openai import OpenAILM
 from mitigate.lm.registry import wrap
-from mitigate.prompt.judge_prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.run.batch_session import BatchOptions, BatchSession, batch_api_for
 from mitigate.run.runner import run
 from mitigate.testing import StubOpenAIServer

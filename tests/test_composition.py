@@ -50,7 +50,7 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import Criterion
+from mitigate.prompt.parts import Criterion
 from mitigate.scale import Scale
 from mitigate.strategies.edits import DEFAULT_COT, DEFAULT_HINT
 from mitigate.strategies.forms import mcq_instruction, rts_instruction

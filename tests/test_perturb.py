@@ -9,7 +9,7 @@ import pytest
 from mitigate import JudgePrompt
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import Guideline
+from mitigate.prompt.parts import Guideline
 from mitigate.prompt.perturb import (
     Combined,
     LengthenPerturbation,

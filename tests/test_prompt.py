@@ -7,7 +7,7 @@ import pytest
 from mitigate import Criterion, Demo, Item, JudgePrompt, Scale
 from mitigate.errors import DataError, ScaleError, TemplateError
 from mitigate.prompt.builtin import get_prompt, list_prompts, prompt_text
-from mitigate.prompt.judge_prompt import SLOT_RE
+from mitigate.prompt.parts import SLOT_RE
 
 GEVAL_STYLE = """You will be given one summary written for a news article.
 

@@ -39,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm.base import LM, LMRequest, Message
-from mitigate.prompt.judge_prompt import Guideline, JudgePrompt, ScoreOption
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Guideline, ScoreOption
 
 __all__ = [
     "DEFAULT_ORDER_SAMPLE",

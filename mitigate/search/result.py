@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.prompt.judge_prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.search.objective import Gain, Objective, ObjectiveValue
 from mitigate.strategies import DemoMitigation, Mitigation, Pipeline, from_spec, load_pipeline
 

@@ -38,7 +38,7 @@ from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
 from mitigate.lm.budget import BudgetedLM, CallBudget
 from mitigate.lm.cache import CachedLM, LMCache
-from mitigate.prompt.judge_prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.registry import Interval, Satisfies, check_param
 from mitigate.run.runner import run
 from mitigate.search.objective import Objective

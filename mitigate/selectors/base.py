@@ -35,7 +35,7 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM
-from mitigate.prompt.judge_prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.registry import Component, Interval, build, check_param
 from mitigate.registry import registered as registered_components
 from mitigate.scale import Scale

@@ -35,7 +35,8 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge
 from mitigate.lm.base import LM
-from mitigate.prompt.judge_prompt import Demo, JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Demo
 from mitigate.prompt.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
 from mitigate.registry import Interval, IsInstance, Options, Satisfies, check_param, register
 from mitigate.run.aio import run_sync

@@ -37,8 +37,9 @@ from typing import Literal
 
 from mitigate.errors import ConfigError, PromptConflictWarning
 from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format, reasoning_ban
-from mitigate.prompt.judge_prompt import GUIDELINE_MARK, SLOT_RE, Criterion, JudgePrompt, PromptMessage
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.judge_prompt import answer_label as _label
+from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Criterion, PromptMessage
 from mitigate.scale import Scale
 
 __all__ = [

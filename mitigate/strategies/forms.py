@@ -46,7 +46,8 @@ import string
 
 from mitigate.errors import TemplateError
 from mitigate.prompt.answer_format import AnswerFormat
-from mitigate.prompt.judge_prompt import GUIDELINE_MARK, SLOT_RE, Guideline, JudgePrompt, ScoreOption
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Guideline, ScoreOption
 from mitigate.scale import Scale
 from mitigate.strategies.edits import (
     DEFAULT_HINT,

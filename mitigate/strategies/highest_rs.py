@@ -24,7 +24,7 @@ from pydantic import model_validator
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.judge import Judge
-from mitigate.prompt.judge_prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.registry import Interval, check_param, register
 from mitigate.selectors import HighestRS, Random, Selector
 from mitigate.strategies.base import Mitigation

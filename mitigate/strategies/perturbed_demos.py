@@ -34,7 +34,7 @@ from pydantic import model_validator
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
-from mitigate.prompt.judge_prompt import Demo, Guideline
+from mitigate.prompt.parts import Demo, Guideline
 from mitigate.prompt.perturb import (
     Perturbation,
     PerturbationKind,

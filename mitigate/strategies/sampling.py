@@ -25,7 +25,8 @@ from pydantic import model_validator
 
 from mitigate.errors import ConfigError, PromptConflictWarning
 from mitigate.judge import Judge, PromptJudge
-from mitigate.prompt.judge_prompt import Demo, Guideline, JudgePrompt, PromptMessage
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Demo, Guideline, PromptMessage
 from mitigate.prompt.template_reader import scale_mentions
 from mitigate.registry import Interval, Options, register
 from mitigate.scale import Scale

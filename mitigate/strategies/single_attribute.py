@@ -41,7 +41,8 @@ from pydantic import model_validator
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
-from mitigate.prompt.judge_prompt import Criterion, JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Criterion
 from mitigate.registry import Options, Satisfies, register
 from mitigate.strategies.base import Mitigation, gather_children
 from mitigate.strategies.edits import (

@@ -46,7 +46,8 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import Criterion, JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Criterion
 from mitigate.registry import KIND_PACKAGES, Component, build, registered
 from mitigate.scale import Scale
 from mitigate.search import Engine, Split, asearch
