@@ -285,7 +285,7 @@ def _run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | No
     if path is None:
         yield None
         return
-    from mitigate.run.runner import RunLock
+    from mitigate.run.journal import RunLock
 
     _writable_dir(path, option)
     for name in ("journal.jsonl", "results.json"):
@@ -439,7 +439,8 @@ def judge(
 async def _judge(**opts: Any) -> None:
     from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
     from mitigate.prompt.judge_prompt import JudgePrompt
-    from mitigate.run.runner import preflight, run, write_atomic
+    from mitigate.run.journal import write_atomic
+    from mitigate.run.runner import preflight, run
 
     system = _read_text_file(opts["system"], "--system") if opts["system"] is not None else None
     if opts["pipeline"] is not None:
