@@ -62,6 +62,7 @@ from mitigate.data.jsonl import save_jsonl
 from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_runs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled, train_test_split
 from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
@@ -564,51 +565,6 @@ def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     return load(benchmark)
 
 
-def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
-                     criterion: str | None = None) -> tuple[Benchmark, Benchmark]:
-    """Split ``bench`` into train and test by document, so no source text is on both sides.
-
-    Items are grouped by ``doc_id`` when every item has one (otherwise each item is its own
-    group); the groups are shuffled with ``seed`` and go to train until it holds ``fraction``
-    of the items, the rest to test. With ``criterion``, train keeps only items labelled on it
-    (a human score or a gold preference): fitting learns from labels. ConfigError for a fraction
-    outside (0, 1), DataError when either side would be empty.
-    """
-    import random
-
-    if not (isinstance(fraction, float | int) and 0 < fraction < 1):
-        raise ConfigError(f"expected a train fraction strictly between 0 and 1 (e.g. 0.5); got {fraction!r}")
-    by_doc = all(it.doc_id is not None for it in bench.items)
-    groups: dict[str, list[Item]] = {}
-    for it in bench.items:
-        groups.setdefault(str(it.doc_id) if by_doc else it.id, []).append(it)
-    keys = list(groups)
-    random.Random(seed).shuffle(keys)
-    target = fraction * len(bench.items)
-    train: list[Item] = []
-    test_keys: set[str] = set()
-    for key in keys:
-        if len(train) < target:
-            train.extend(groups[key])
-        else:
-            test_keys.add(key)
-    test = [it for it in bench.items if (str(it.doc_id) if by_doc else it.id) in test_keys]
-    if criterion is not None:
-        train = [it for it in train if _labelled(it, criterion)]
-    if not train or not test:
-        raise DataError(f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} test items "
-                        f"of {bench.name!r} ({len(keys)} documents); expected both to be non-empty")
-    keep_order = {it.id: i for i, it in enumerate(bench.items)}
-    train.sort(key=lambda it: keep_order[it.id])
-    return (bench.model_copy(update={"name": f"{bench.name}-train", "items": tuple(train)}),
-            bench.model_copy(update={"name": bench.name, "items": tuple(test)}))
-
-
-def _labelled(item: Item, criterion: str) -> bool:
-    value = item.human.get(criterion)
-    return (value is not None and math.isfinite(value)) or criterion in item.preference
-
-
 def _train_and_test(bench: Benchmark, train: float | str | Benchmark | None, criterion: str,
                     seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
     """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of them."""
@@ -621,7 +577,7 @@ def _train_and_test(bench: Benchmark, train: float | str | Benchmark | None, cri
                            "n_items": len(fit), "n_documents": len(docs) or len(fit),
                            "ids": [it.id for it in fit.items]}
     fit = _benchmark(train)
-    fit = fit.model_copy(update={"items": tuple(it for it in fit.items if _labelled(it, criterion))})
+    fit = fit.model_copy(update={"items": tuple(it for it in fit.items if labelled(it, criterion))})
     if not fit.items:
         raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
     shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
