@@ -833,9 +833,3 @@ def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_b
     data = EntryData(scores=human_scores(items, criterion), items=items, criterion=criterion, scale=scale,
                      n_boot=n_boot, seed=seed, verdicts=gold, task=task)
     return {key: cls().compute(data) for key, cls in measure_table(task).items() if cls.on_humans}
-
-
-def scores_by_entry(result: CompareResult) -> dict[str, list[float | None]]:
-    """Entry name -> score per item, from a result (for plots and ad-hoc analysis)."""
-    return {e.name: e.scores(result.criterion) for e in result.entries}
-

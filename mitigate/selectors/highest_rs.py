@@ -26,7 +26,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
-from mitigate import measures as metrics
+from mitigate import measures
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment
@@ -52,7 +52,7 @@ def rank_by_rs(
     items = list(items)
     if not (len(items) == len(ls) == len(us)):
         raise DataError(f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, {len(us)} US")
-    rs = metrics.rs_scores(ls, us)
+    rs = measures.rs_scores(ls, us)
     ranked = [(item, float(r)) for item, r in zip(items, rs, strict=True) if math.isfinite(r)]
     return sorted(ranked, key=lambda pair: -pair[1])
 
@@ -230,7 +230,7 @@ class HighestRS(Selector):
         return self._ranked(state, items, ls_list, js)
 
     def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float], scores: list[float]) -> Self:
-        us = metrics.unfairness_scores(scores, metrics.human_scores(items, state["criterion_"]))
+        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]))
         ranked = rank_by_rs(items, ls, list(us))
         return self.model_copy(update={
             **state,
