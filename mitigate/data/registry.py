@@ -1,8 +1,10 @@
-"""Benchmarks by name: ``load("summeval")``, ``load("uss-sgd", level="turn")``, ``load("jsonl:my.jsonl")``."""
+"""Benchmarks by name: ``load("summeval")``, ``load("uss-sgd", level="turn")``, ``load("jsonl:my.jsonl")``.
+
+Each benchmark's loader is the ``benchmark`` kind of the one registry (:mod:`mitigate.registry`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from mitigate.data.jsonl import load_jsonl
@@ -13,24 +15,22 @@ from mitigate.data.tmu_gfm import load_tmu_gfm
 from mitigate.data.uss import load_uss
 from mitigate.data.webnlg import load_webnlg
 from mitigate.errors import DataError
+from mitigate.registry import add, names, registered
 
-LOADERS: dict[str, Callable[..., Benchmark]] = {
-    "summeval": lambda **kw: load_summeval("llm_summeval", **kw),
-    "summeval-bartscore": lambda **kw: load_summeval("bartscore", **kw),
-    "summeval-h2h": load_head_to_head_benchmark,
-    "uss-sgd": lambda **kw: load_uss("sgd", **kw),
-    "uss-multiwoz": lambda **kw: load_uss("multiwoz", **kw),
-    "uss-redial": lambda **kw: load_uss("redial", **kw),
-    "uss-ccpe": lambda **kw: load_uss("ccpe", **kw),
-    "webnlg": load_webnlg,
-    "tmu-gfm": load_tmu_gfm,
-}
-"""Benchmark name -> loader; keyword arguments of :func:`load` are passed on."""
+add("benchmark", "summeval", lambda **kw: load_summeval("llm_summeval", **kw))
+add("benchmark", "summeval-bartscore", lambda **kw: load_summeval("bartscore", **kw))
+add("benchmark", "summeval-h2h", load_head_to_head_benchmark)
+add("benchmark", "uss-sgd", lambda **kw: load_uss("sgd", **kw))
+add("benchmark", "uss-multiwoz", lambda **kw: load_uss("multiwoz", **kw))
+add("benchmark", "uss-redial", lambda **kw: load_uss("redial", **kw))
+add("benchmark", "uss-ccpe", lambda **kw: load_uss("ccpe", **kw))
+add("benchmark", "webnlg", load_webnlg)
+add("benchmark", "tmu-gfm", load_tmu_gfm)
 
 
 def benchmark_names() -> list[str]:
-    """Every name :func:`load` accepts (plus ``jsonl:<path>``)."""
-    return [*LOADERS, "jsonl:<path>"]
+    """Every name :func:`load` accepts (the registered benchmarks, plus ``jsonl:<path>``)."""
+    return [*names("benchmark"), "jsonl:<path>"]
 
 
 def load(name: str, **kw: Any) -> Benchmark:
@@ -44,7 +44,7 @@ def load(name: str, **kw: Any) -> Benchmark:
         if not path:
             raise DataError("expected a path after 'jsonl:' (e.g. 'jsonl:data/my_bench.jsonl'); got nothing")
         return load_jsonl(path, **kw)
-    loader = LOADERS.get(name)
+    loader = registered("benchmark").get(name)
     if loader is None:
         raise DataError(f"expected a benchmark name, one of {benchmark_names()}; got {name!r}")
     return loader(**kw)
