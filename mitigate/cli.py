@@ -767,7 +767,7 @@ def search_cmd(
 
 
 def _search(**opts: Any) -> None:
-    from mitigate.harness.report import plot_search
+    from mitigate.harness.plots import plot_search
     from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
     from mitigate.prompt.judge_prompt import JudgePrompt
 

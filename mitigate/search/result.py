@@ -110,7 +110,7 @@ class SearchResult(BaseModel):
         ``before``: the mitigations the searched judge was already wrapped in (``mitigate
         search --pipeline``); the saved pipeline is then ``before | winner``, so loading it
         reproduces the searched judge from the base one. (Plot the search with
-        :func:`mitigate.harness.report.plot_search`.)
+        :func:`mitigate.harness.plots.plot_search`.)
         """
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
