@@ -17,8 +17,6 @@ from typing import Any
 
 import typer
 
-from mitigate.batch_run import BatchOptions, BatchSession
-from mitigate.builtin_prompts import default_prompt_for, prompt_text
 from mitigate.cli.files import read_text_file
 from mitigate.cli.options import LMRunOptions
 from mitigate.data.registry import load
@@ -29,6 +27,8 @@ from mitigate.lm.base import LM
 from mitigate.lm.registry import get, wrap
 from mitigate.lm.retry import RetryPolicy
 from mitigate.prompt import JudgePrompt
+from mitigate.prompt.builtin import default_prompt_for, prompt_text
+from mitigate.run.batch_session import BatchOptions, BatchSession
 from mitigate.strategies import parse_pipeline
 
 

@@ -13,7 +13,7 @@ from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import writable_dir
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
-from mitigate.runner import preflight
+from mitigate.run.runner import preflight
 from mitigate.strategies import parse_pipeline
 
 

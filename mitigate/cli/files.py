@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mitigate.errors import ConfigError
-from mitigate.runner import RunLock
+from mitigate.run.journal import RunLock
 
 
 def read_text_file(path: Path, option: str) -> str:

@@ -12,7 +12,8 @@ from mitigate.cli.build import Task, batch_session, build_judge, load_task, with
 from mitigate.cli.errors import fail_when_all_failed
 from mitigate.cli.files import run_dir, writable_file
 from mitigate.cli.options import JudgeOptions
-from mitigate.runner import RunResult, preflight, run, write_atomic
+from mitigate.run.journal import write_atomic
+from mitigate.run.runner import RunResult, preflight, run
 from mitigate.strategies import parse_pipeline
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import typer
 
-from mitigate.builtin_prompts import list_prompts, prompt_text
 from mitigate.cli.app import command
 from mitigate.cli.options import PromptsOptions
 from mitigate.errors import ConfigError
 from mitigate.prompt import describe_template
+from mitigate.prompt.builtin import list_prompts, prompt_text
 
 
 @command("prompts", PromptsOptions)

@@ -52,7 +52,7 @@ def _search(o: SearchOptions) -> None:
     typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
     if o.plot:
         # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
-        from mitigate.harness.report import plot_search
+        from mitigate.harness.plots import plot_search
 
         typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
                    "test)", err=True)

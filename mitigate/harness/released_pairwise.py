@@ -4,7 +4,7 @@ A :class:`~mitigate.data.released_pairwise.PairwiseRelease` (LLMBar, JudgeBench)
 answer a published judge gave. Here each answer is read the way a live mitigate judge would
 read it: the prompt template the answer was given under is recovered with
 :meth:`~mitigate.prompt.JudgePrompt.from_template`, and its answer format
-(:meth:`~mitigate.answer_format.AnswerFormat.read`) parses the raw text. Where the release
+(:meth:`~mitigate.prompt.answer_format.AnswerFormat.read`) parses the raw text. Where the release
 has no prompt, a declared format is used:
 
 - ``declared:output-ab`` / ``declared:output-ab-cot``: LLMBar's "Output (a)" / "Output (b)",
@@ -30,7 +30,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.answer_format import AnswerFormat
 from mitigate.data.judgebench import read_judgebench
 from mitigate.data.llmbar import read_llmbar
 from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows
@@ -43,6 +42,7 @@ from mitigate.data.released_pairwise import (
 )
 from mitigate.errors import ConfigError, DataError, MitigateError, ParseError
 from mitigate.prompt import JudgePrompt
+from mitigate.prompt.answer_format import AnswerFormat
 from mitigate.scale import Scale
 
 __all__ = [

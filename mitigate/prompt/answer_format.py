@@ -9,7 +9,7 @@ the single source of truth for:
 
 - **parsing** (:meth:`AnswerFormat.read`): the format's own answer line is looked for first
   (the last one wins when reasoning comes first, the first one when the answer comes first);
-  when the judge wrote none, the general strict parsers of :mod:`mitigate.parse` read the
+  when the judge wrote none, the general strict parsers of :mod:`mitigate.parse.answers` read the
   text, with the format's labels and cues. Ambiguity stays a :class:`~mitigate.errors.ParseError`.
 - **demonstrations** (:meth:`AnswerFormat.render`): how a demo shows its gold answer.
 - **instructions** (:meth:`AnswerFormat.instruction`): one sentence asking for the format,
@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm.constraint import AnswerConstraint, ConstraintMode
-from mitigate.parse import (
+from mitigate.parse.answers import (
     Verdict,
     normalise_answer,
     parse_mcq,

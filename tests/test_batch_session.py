@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.batch_run import BatchOptions, BatchSession, batch_api_for
 from mitigate.errors import ConfigError
 from mitigate.judge import JudgeConfig
 from mitigate.lm.anthropic import AnthropicLM
@@ -31,8 +30,9 @@ from mitigate.lm.cache import LMCache
 from mitigate.lm.fake import FakeLM
 from mitigate.lm.openai import OpenAILM
 from mitigate.lm.registry import wrap
-from mitigate.prompt import Demo
-from mitigate.runner import run
+from mitigate.prompt.parts import Demo
+from mitigate.run.batch_session import BatchOptions, BatchSession, batch_api_for
+from mitigate.run.runner import run
 from mitigate.testing import StubOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -271,9 +271,9 @@ KILL_CHILD = textwrap.dedent(
     import asyncio, json, re, sys
     from pathlib import Path
     from mitigate import Item, JudgePrompt, PromptJudge
-    from mitigate.batch_run import BatchOptions
+    from mitigate.run.batch_session import BatchOptions
     from mitigate.lm.registry import get, wrap
-    from mitigate.runner import run
+    from mitigate.run.runner import run
 
     provider, url, folder, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
     base = (get("openai:stub-model", base_url=url + "/v1") if provider == "openai"

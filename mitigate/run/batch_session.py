@@ -2,7 +2,7 @@
 
 ``run(judge, items, batch=BatchOptions(...))`` (``mitigate judge --batch``, ``mitigate compare
 --batch``) judges every item as usual, but each leaf LM of the judge is replaced by a
-:class:`BatchingLM`. A request the LM cache can answer is answered at once; any other is
+:class:`~mitigate.lm.batching.BatchingLM`. A request the LM cache can answer is answered at once; any other is
 *parked* in a :class:`BatchSession`. When the run goes quiet (every item is waiting on a
 parked request), the session writes the parked requests as batch files, splitting them at
 the provider's size limits, submits them, polls them with a growing interval, and when a
@@ -63,6 +63,7 @@ from mitigate.lm.batch import (
     custom_ids,
     innermost,
 )
+from mitigate.lm.batching import BatchingLM
 from mitigate.lm.cache import CachedLM, LMCache
 from mitigate.lm.wrapper import WrapperLM
 
@@ -129,33 +130,6 @@ class _Parked:
     attempt: int = 1
 
 
-class BatchingLM(WrapperLM):
-    """Answers from the LM cache, or parks the request in a :class:`BatchSession` and awaits its batch."""
-
-    def __init__(self, inner: LM, session: BatchSession, api: BatchAPI, cache: LMCache) -> None:
-        super().__init__(inner)
-        self.session = session
-        self.api = api
-        self.cache = cache
-
-    def __repr__(self) -> str:
-        return f"BatchingLM({self.inner!r})"
-
-    async def complete(self, request: LMRequest) -> LMResponse:
-        """The cached answer, or the batch's (waiting for the batch to end)."""
-        self.check(request)
-        key = LMCache.make_key(self.identity(), self.model, request.key())
-        self.session.busy += 1
-        try:
-            stored = await self.cache.get(key)
-        finally:
-            self.session.busy -= 1
-        if stored is not None:
-            self.session.stats.cache_hits += 1
-            return LMResponse.model_validate_json(stored).model_copy(update={"cached": True})
-        return await self.session.park(key, request, self.api)
-
-
 class BatchSession:
     """Collects parked requests from one or more runs and carries them through batches (see the module docstring).
 
@@ -206,6 +180,10 @@ class BatchSession:
             return clone
 
         return judge.map_leaves(swap)
+
+    def count_cache_hit(self) -> None:
+        """Count one request a :class:`~mitigate.lm.batching.BatchingLM` answered from the cache."""
+        self.stats.cache_hits += 1
 
     def batching(self, lm: LM) -> BatchingLM:
         """``lm`` answering through this session (its batch API and cache registered by identity)."""

@@ -217,15 +217,6 @@ def guess_output_slot(slots: Sequence[str]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class PairInfo:
-    """A pairwise template: the slots of the two judged texts and how the prompt names them."""
-
-    first_slot: str
-    second_slot: str
-    labels: tuple[str, str] | None
-
-
 _PAIR_SUFFIX = re.compile(r"^(?P<stem>.*?)[_ ]?(?P<suf>1|2|a|b|A|B|one|two)$")
 _PAIR_STEMS = ("output", "response", "answer", "summary", "completion", "generation", "candidate", "text",
                "assistant", "model", "translation", "story", "output_a")

@@ -1,7 +1,7 @@
 """Judge prompts shipped with mitigate (written for this project), by name.
 
 ``get_prompt("summeval-coherence")`` returns a parsed :class:`~mitigate.prompt.JudgePrompt`;
-``list_prompts()`` names them all. The texts live in ``mitigate/prompts/*.txt``.
+``list_prompts()`` names them all. The texts live in ``mitigate/prompt/texts/*.txt``.
 """
 
 from __future__ import annotations
@@ -9,21 +9,26 @@ from __future__ import annotations
 from importlib.resources import files
 
 from mitigate.errors import ConfigError
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.registry import add, names, registered
+
+_FOLDER = files("mitigate.prompt") / "texts"
+for _file in sorted(_FOLDER.iterdir(), key=lambda f: f.name):
+    if _file.name.endswith(".txt"):
+        add("prompt", _file.name[:-4].replace("_", "-"), _file)
 
 
 def list_prompts() -> list[str]:
-    """Names of the built-in prompts (file stems with '_' shown as '-')."""
-    folder = files("mitigate") / "prompts"
-    return sorted(p.name[:-4].replace("_", "-") for p in folder.iterdir() if p.name.endswith(".txt"))
+    """Names of the built-in prompts (the ``prompt`` kind of the registry: file stems with '_' shown as '-')."""
+    return names("prompt")
 
 
 def prompt_text(name: str) -> str:
     """The raw template text of a built-in prompt."""
-    names = list_prompts()
-    if name not in names:
-        raise ConfigError(f"unknown built-in prompt {name!r}; expected one of {names}")
-    return (files("mitigate") / "prompts" / f"{name.replace('-', '_')}.txt").read_text(encoding="utf-8")
+    found = registered("prompt").get(name)
+    if found is None:
+        raise ConfigError(f"unknown built-in prompt {name!r}; expected one of {list_prompts()}")
+    return found.read_text(encoding="utf-8")
 
 
 def get_prompt(name: str) -> JudgePrompt:

@@ -39,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm.base import LM, LMRequest, Message
-from mitigate.prompt import Guideline, JudgePrompt, ScoreOption
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Guideline, ScoreOption
 
 __all__ = [
     "DEFAULT_ORDER_SAMPLE",
@@ -345,7 +346,7 @@ def lengthen_perturbations(
     if not lengthened:
         raise ConfigError(
             "length perturbations need lengthened option descriptions: pass lengthened={label: text} "
-            "(write them, or produce them once with mitigate.perturb.lengthen_guideline(guideline, lm) and store them)"
+            "(write them, or produce them once with mitigate.prompt.perturb.lengthen_guideline(guideline, lm) and store them)"
         )
     out = _resolve_lengthened(gl, lengthened)
     if max_n is not None and max_n < len(out):
