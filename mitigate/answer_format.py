@@ -307,7 +307,13 @@ class AnswerFormat(BaseModel):
         """
         flags = 0 if self.case_sensitive else re.IGNORECASE
         work = re.sub(r"[*`]+", "", text)
-        hits = list(re.finditer(_verdict_line_pattern(self.line, self._value_regex()), work, flags))
+        pattern = _verdict_line_pattern(self.line, self._value_regex())
+        if len(re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))) <= 1:
+            # "Summary {value}", "Output ({value})": the line is also how the reasoning names an output,
+            # so only a line holding it alone (after a short lead-in: "Answer:", "On balance,") is the verdict
+            pattern = (r"(?m)^[ \t>#\-*\"'“]*(?:[A-Za-z][A-Za-z ]{0,24}[:,\-]\s*)?"
+                       + pattern + r"[ \t\"'”.!]*$")
+        hits = list(re.finditer(pattern, work, flags))
         if not hits:
             return None
         hit = hits[0] if self.reasoning == "after" else hits[-1]
@@ -508,7 +514,7 @@ _CONNECTIVE = re.compile(r"(?i)^(?:therefore|thus|hence|so|overall|in\s+conclusi
 _HEDGE = re.compile(
     r"(?i)\b(?:whether|if|unless|not|never|no|cannot|can't|couldn't|could|might|may|would\s+argue|argue|"
     r"unclear|unsure|uncertain|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|one\s+could|some|"
-    r"seems?\s+like|at\s+first|initially|claims?|claimed|says?|said)\b|n't\b"
+    r"seems?\s+like|at\s+first|initially|claims?|claimed)\b|n't\b"
 )
 
 _QUALIFIED = re.compile(r"(?i)\b(?:but|however|although|though|except|yet)\b")

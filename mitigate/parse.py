@@ -469,6 +469,11 @@ _COMPARATIVE = (
     r"(?:is|was|seems|appears|looks|reads|would\s+be)?\s*(?:\w+ly\s+)?"
     r"(?:better|superior|preferable|preferred|stronger|more\s+\w+|the\s+(?:better|best|stronger|winner|preferred)|wins)"
 )
+_HEDGED = re.compile(
+    r"\b(?:whether|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|(?:cannot|can't|can\s+not)\s+"
+    r"(?:decide|say|tell|choose|determine)|unable\s+to|one\s+(?:could|might|may)\s+argue|not\s+sure|unclear)\b",
+    re.I,
+)
 _OVERALL = (
     r"(?:is|was|would\s+be)\s+(?:(?:clearly|definitely|overall|slightly|much|significantly)\s+)?"
     r"(?:better|superior|preferable|preferred|the\s+(?:better|best|stronger|winner|preferred)(?:\s+\w+)?)"
@@ -588,6 +593,9 @@ def parse_pairwise(
     def claims(part: str, overall: bool = False) -> set[Verdict]:
         """Sides ``part`` claims; ``overall`` keeps only whole verdicts ("is better"), not an aspect ("more fluent")."""
         found: set[Verdict] = set()
+        kept = [x for x in _sentences(part) if not _HEDGED.search(x)]
+        if len(kept) != len(_sentences(part)):
+            part = "\n".join(kept)  # "hard to say whether Summary 1 is better" claims nothing
         if overall:
             for side, _ in pairs:
                 if re.search(rf"^\W*{forms[side]}(?:'s\s+\w+)?\s+(?i:{_OVERALL})\W*$", part, flags):
