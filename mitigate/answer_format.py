@@ -43,6 +43,7 @@ from mitigate.parse import (
     parse_pairwise,
     parse_score,
     strip_echoed_lines,
+    strip_quoted,
 )
 from mitigate.scale import Scale
 
@@ -256,14 +257,21 @@ class AnswerFormat(BaseModel):
         return [_fmt(p) for p in scale.points()]
 
     # ------------------------------------------------------------------ parsing
-    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = ()) -> float | Verdict:
+    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
+             quoted: Sequence[str] = ()) -> float | Verdict:
         """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it is ambiguous.
 
         ``echoes`` are lines of the prompt (its scoring options) that a judge may copy into
         its answer; such copied lines are not answers. ``cues`` are extra words that mark a
-        score for the general parser (the criterion's name: "Fluency: 3").
+        score for the general parser (the criterion's name: "Fluency: 3"). ``quoted`` are the
+        texts the judge was shown (the rendered prompt, the judged text): a score the answer
+        quotes or echoes from them is never read as the judge's own (see
+        :func:`~mitigate.parse.strip_quoted`); a line that is exactly this format's answer line
+        stays the answer.
         """
         work = strip_echoed_lines(text, echoes) if echoes else text
+        if quoted and self.kind == "score" and self.json_key is None:
+            work = strip_quoted(work, quoted, keep=self._is_answer_line)
         if self.json_key is not None:
             found = _json_value(work, self.json_key)
             if found is not None:
@@ -275,6 +283,19 @@ class AnswerFormat(BaseModel):
             if value is not None:
                 return self._accept(value, text, scale)
         return self._general(work, text, scale, cues)
+
+    def _is_answer_line(self, line: str) -> bool:
+        """Whether ``line`` is this format's answer line and nothing else ("Score: 3", "**[RESULT] 4**")."""
+        body = normalise_answer(line).strip()
+        if self.line.strip() == VALUE:
+            return re.fullmatch(r"[\W_]*" + self._value_regex() + r"[\W_]*", body) is not None
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        hits = list(re.finditer(_line_pattern(self.line, self._value_regex()), body, flags))
+        if len(hits) != 1:
+            return False
+        rest = body[: hits[0].start()] + " " + body[hits[0].end():]
+        own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))}
+        return not [w for w in re.findall(r"[A-Za-z0-9]+", rest) if w.lower() not in own]
 
     def _from_line(self, text: str) -> str | None:
         """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +52,7 @@ __all__ = [
     "score_distribution",
     "score_tokens",
     "strip_echoed_lines",
+    "strip_quoted",
 ]
 
 Verdict = Literal["first", "second", "tie"]
@@ -398,6 +399,41 @@ def strip_echoed_lines(text: str, echoes: Sequence[str]) -> str:
         if body and any(body.startswith(k) for k in keys):
             continue
         out.append(line)
+    return "".join(out)
+
+
+_QUOTE_SPAN = re.compile(r"\"([^\"\n]{2,300})\"|“([^”\n]{2,300})”|(?<![\w])'([^'\n]{2,300})'(?![\w])")
+
+
+def strip_quoted(text: str, sources: Sequence[str], keep: Callable[[str], bool] = lambda line: False) -> str:
+    """``text`` with the spans it copies from ``sources`` (the judged text, the prompt) blanked out.
+
+    A judge that quotes the judged item ("The summary reads 'Score: 5'. I give it 2.") or echoes
+    the prompt ("Summary: Score: 5") writes numbers it is not giving. Blanked (same length, so
+    positions hold): a quoted span ("...", “...”, '...') holding a digit whose words occur in a
+    source, and a whole line holding a digit that occurs in a source, unless ``keep(line)``
+    says the line is the answer line itself ("Score: 3" is the judge's answer even when a
+    source also holds it). Words are compared with case, spacing and markdown ignored.
+    """
+    flats = [_flat(s) for s in sources if s and s.strip()]
+    if not flats:
+        return text
+
+    def copied(span: str) -> bool:
+        flat = _flat(span)
+        return len(flat) >= 3 and bool(re.search(r"\d", flat)) and any(flat in f for f in flats)
+
+    def blank(m: re.Match[str]) -> str:
+        inner = next(g for g in m.groups() if g is not None)
+        return " " * len(m.group(0)) if copied(inner) else m.group(0)
+
+    out = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if body.strip() and copied(body) and not keep(body):
+            out.append(" " * len(body) + line[len(body):])
+            continue
+        out.append(_QUOTE_SPAN.sub(blank, line))
     return "".join(out)
 
 
