@@ -599,8 +599,19 @@ def compare_cmd(
     _run(_compare, **opts, command=" ".join(["mitigate", *sys.argv[1:]]))
 
 
+def _recorded_reader(prompt: Any, benchmark: str, crit: str, pairwise: bool) -> Any:
+    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
+    if prompt is None:
+        return None
+    from mitigate.prompt import JudgePrompt
+
+    jp = JudgePrompt.from_template(_template_text(prompt, benchmark, crit), criterion=crit,
+                                   **({"answer": "pairwise"} if pairwise else {}))
+    return lambda raw, criterion: jp.format.read(raw, jp.scale)
+
+
 async def _compare(**opts: Any) -> None:
-    from mitigate.harness.compare import Entry, check_compare, compare, select_items
+    from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside, select_items
     from mitigate.harness.report import write_report
     from mitigate.runner import preflight
 
@@ -630,11 +641,15 @@ async def _compare(**opts: Any) -> None:
                              **answer_mode(lm, opts["scoring"], opts["constrain"]))
         base = PromptJudge(jp, lm, config)
         entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
+    read = _recorded_reader(opts["prompt"], opts["benchmark"], crit, bench.pairwise) if recorded else None
     for path in recorded:
-        entries += Entry.all_recorded(path, crit)
+        entries += Entry.all_recorded(path, crit, read)
     entries += [Entry.from_released(name, crit) for name in released]
     train = _train_option(opts.get("train"))
     check_compare(bench, crit, entries, limit=opts["limit"] or None, seed=opts["seed"], train=train)
+    outside = recorded_outside(bench, crit, entries)
+    if outside:
+        typer.echo(outside, err=True)
     chosen = select_items(bench.items, opts["limit"] or None)
     for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called
         if entry.kind == "pipeline":  # an entry still to be fitted is checked through the judge it wraps
