@@ -225,7 +225,9 @@ def render_markdown(result: CompareResult) -> str:
             if not m.ok:
                 notes.append(f"- {e.name} / {MEASURES[k].label}: {m.reason or 'undefined'}")
             of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
-            cells.append(text + _ci_text(m, k) + of_all)
+            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), counted wrong"
+                         if m.ok and m.extra.get("abstained") else "")
+            cells.append(text + _ci_text(m, k) + of_all + abstained)
         if has_delta:
             c = e.comparison
             if c is None:
@@ -277,10 +279,18 @@ def _details(result: CompareResult) -> list[str]:
     out = ["", "## Every measure", ""]
     for e in result.entries:
         sm = e.summary
+        acc = e.measures.get("preference_accuracy")
+        n_abs = int(acc.extra.get("abstained") or 0) if acc is not None else 0
+        outcome = ""
+        if n_abs:
+            # every item is one outcome: a value, an abstention, no value after a parse failure, or an error
+            outcome = (f" Items by outcome: {sm.ok} with a verdict, {n_abs} abstained, "
+                       f"{sm.items - sm.ok - n_abs - sm.errors} without one after parse failures, {sm.errors} errors "
+                       f"(= {sm.items}).")
         out += [f"### {e.name}", "",
                 f"Kind: {e.kind}; {_answers_text(result, e)}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
                 f"parse failures{' (both orders)' if result.task == 'pairwise' else ''}, {sm.errors} errors; "
-                f"{sm.calls} LM calls ({sm.cached_calls} from cache)."
+                f"{sm.calls} LM calls ({sm.cached_calls} from cache)." + outcome
                 + _fitted_text(e), "",
                 "| measure | direction | value | 95% CI | n | failed | of all | note |",
                 "|---|---|---:|---|---:|---:|---:|---|"]

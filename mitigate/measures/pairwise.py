@@ -524,6 +524,10 @@ def _pair_groups(entry: EntryData) -> list[str | None] | None:
     return names if any(n is not None for n in names) else None
 
 
+ABSTAIN_FLAG = "no_majority"
+"""The flag of a judgment whose judge abstained (a majority panel without a majority; see strategies.panel)."""
+
+
 @register("measure", "preference_accuracy")
 class PreferenceAccuracy(ReportedMeasure):
     """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`)."""
@@ -535,9 +539,35 @@ class PreferenceAccuracy(ReportedMeasure):
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
-        """Verdicts against gold on the entry's criterion; ``extra["orders"]`` says which order(s) they count."""
-        m = preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
-        return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
+        """Verdicts against gold on the entry's criterion; ``extra["orders"]`` says which order(s) they count.
+
+        A judge that abstains (a majority panel with no majority) is scored over ALL items: an
+        abstention is a counted outcome, wrong for accuracy, never dropped like a parse failure;
+        ``extra["abstained"]`` / ``extra["abstention_rate"]`` give it beside the value.
+        """
+        abstained = [j.verdict is None and j.error is None and ABSTAIN_FLAG in j.flags for j in entry.judgments]
+        if len(abstained) != len(entry.verdicts) or not any(abstained):
+            m = preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
+            return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
+        # an abstention is a verdict that matches no gold preference (so it counts, as wrong)
+        verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstained, strict=True)]
+        labelled = [a for a, g in zip(abstained, entry.gold, strict=True) if _preference(g, "gold") is not None]
+        m = preference_accuracy([None if v == "abstain" else v for v in verdicts], entry.gold, **entry.ci)
+        hits = [float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
+                for v, g in zip(verdicts, entry.gold, strict=True)
+                if _preference(g, "gold") is not None and (v == "abstain" or _preference(v, "verdicts") is not None)]
+        n_abs = sum(labelled)
+        if not hits:
+            return m
+        arr = np.array(hits)
+        interval = (resample_interval(batched_nanmean, arr, n_boot=entry.ci.get("n_boot", 1000),
+                                      alpha=entry.ci.get("alpha", 0.05), seed=entry.ci.get("seed", 0))
+                    if entry.ci.get("ci") else None)
+        out = share("preference_accuracy", arr, m.n_failed, interval=interval,
+                    extra={**m.extra, "orders": verdict_order_text(entry.judgments), "abstained": n_abs,
+                           "abstention_rate": n_abs / len(arr),
+                           "accuracy_when_decided": m.value if m.ok else None})
+        return out
 
 
 def verdict_order_text(judgments: Sequence[Judgment]) -> str:
