@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from mitigate import measures as metrics
 from mitigate.aio import run_sync
@@ -33,7 +33,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
-from mitigate.registry import Interval, register
+from mitigate.registry import Interval, Options, register
 from mitigate.runner import run
 from mitigate.selectors.base import Selector, example_pool
 
@@ -89,6 +89,9 @@ class HighestRS(Selector):
         pool_size: judge and score only this many labelled pool items, drawn at random with
             ``seed`` (None: every one). This bounds the cost of fitting with a judge.
         seed: the random seed of that draw.
+        scaling: how US normalises judge and human scores before they are compared:
+            ``"range"`` (the paper's text, the default) or ``"max-deviation"`` (the released
+            code's), see :func:`mitigate.measures.unfairness_scores`.
 
     Fitted state: ``pool_`` (the scored pool), ``rs_`` (item id -> RS, highest first; items
     without an RS are absent and never selected), ``ls_`` and ``us_`` (item id -> value where
@@ -103,6 +106,7 @@ class HighestRS(Selector):
     task: str | None = None
     pool_size: int | None = None
     seed: int = 0
+    scaling: Literal["range", "max-deviation"] = "range"
     rs_: dict[str, float] | None = None
     ls_: dict[str, float] | None = None
     us_: dict[str, float] | None = None
@@ -113,6 +117,7 @@ class HighestRS(Selector):
         "task": [str, None],
         "pool_size": [Interval(int, 1), None],
         "seed": [Interval(int)],
+        "scaling": [Options(*metrics.US_SCALINGS)],
     }
 
     @classmethod
@@ -230,7 +235,7 @@ class HighestRS(Selector):
         return self._ranked(state, items, ls_list, js)
 
     def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float], scores: list[float]) -> Self:
-        us = metrics.unfairness_scores(scores, metrics.human_scores(items, state["criterion_"]))
+        us = metrics.unfairness_scores(scores, metrics.human_scores(items, state["criterion_"]), scaling=self.scaling)
         ranked = rank_by_rs(items, ls, list(us))
         return self.model_copy(update={
             **state,

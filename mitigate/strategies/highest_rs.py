@@ -18,14 +18,14 @@ returns a fitted copy (state in fields ending in ``_``, which serialise with :me
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import model_validator
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.judge import Judge
 from mitigate.prompt import Demo
-from mitigate.registry import Interval, check_param, register
+from mitigate.registry import Interval, Options, check_param, register
 from mitigate.selectors import HighestRS, Random, Selector
 from mitigate.strategies.base import Mitigation
 from mitigate.strategies.demos import DemoMitigation, DemoPlan
@@ -53,6 +53,8 @@ class HighestRSDemos(DemoMitigation):
         seed: the random seed of the pool draw.
         task: the generation task's description, the condition of LS (None: the judge
             prompt's task paragraph).
+        scaling: how US normalises judge and human scores, ``"range"`` (the paper's text) or
+            ``"max-deviation"`` (the released code's); see :class:`~mitigate.selectors.HighestRS`.
 
     ``fit(train, judge, lm=None)``: ``judge`` is the base judge (no demos), run over the pool;
     ``lm`` overrides the ``likelihood`` spec with a backend object (the fitted copy records
@@ -69,6 +71,7 @@ class HighestRSDemos(DemoMitigation):
     pool_size: int | None = None
     seed: int = 0
     task: str | None = None
+    scaling: Literal["range", "max-deviation"] = "range"
     rs_: dict[str, float] | None = None
     ls_: dict[str, float] | None = None
     us_: dict[str, float] | None = None
@@ -76,7 +79,8 @@ class HighestRSDemos(DemoMitigation):
     excluded_: dict[str, str] | None = None
     n_unlabelled_: int | None = None
     parameter_constraints: ClassVar = {**_DEMO_CONSTRAINTS, "likelihood": [str], "task": [str, None],
-                                       "pool_size": [Interval(int, 1), None]}
+                                       "pool_size": [Interval(int, 1), None],
+                                       "scaling": [Options("range", "max-deviation")]}
 
     @model_validator(mode="after")
     def _check_pool_size(self) -> Self:
@@ -94,7 +98,8 @@ class HighestRSDemos(DemoMitigation):
 
     def demo_plan(self, judge: Judge | None = None) -> DemoPlan:
         """A :class:`~mitigate.selectors.HighestRS` selector with these LS settings picks the top k."""
-        selector = HighestRS(likelihood=self.likelihood, task=self.task, pool_size=self.pool_size, seed=self.seed)
+        selector = HighestRS(likelihood=self.likelihood, task=self.task, pool_size=self.pool_size, seed=self.seed,
+                             scaling=self.scaling)
         return DemoPlan(selector=selector, k=self.k, criterion=self.criterion)
 
     def record_fit(self, selector: Selector, train: Benchmark | None) -> dict[str, Any]:
