@@ -199,12 +199,19 @@ def render_markdown(result: CompareResult) -> str:
     cols = _shown_columns(result)
     delta_info = _delta_info(result)
     has_delta = any(e.comparison is not None for e in result.entries)
-    head = ["entry", "n ok", "parse failures", "errors", *(_header(MEASURES[k]) for k in cols)]
+    # a swap gain without gold ties is <= 0 by construction: neither "higher is better" nor a best value
+    unsigned = {k for k in cols if k == "swap_gain" and all(
+        e.measures[k].extra.get("nonpositive_by_construction") for e in result.entries
+        if e.measures.get(k) is not None and e.measures[k].ok)}
+    head = ["entry", "n ok", "parse failures", "errors",
+            *(f"{MEASURES[k].label} (≤ 0 by construction: no gold ties)" if k in unsigned else _header(MEASURES[k])
+              for k in cols)]
     if has_delta:
         head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
-    best = {k: _best([e.measures[k].value for e in result.entries], MEASURES[k].direction) for k in cols}
+    best = {k: set() if k in unsigned else _best([e.measures[k].value for e in result.entries],
+                                                  MEASURES[k].direction) for k in cols}
     best_delta = _best([_delta_value(e) for e in result.entries], delta_info.direction)
     notes: list[str] = []
     for i, e in enumerate(result.entries):
@@ -217,7 +224,9 @@ def render_markdown(result: CompareResult) -> str:
             if not m.ok:
                 notes.append(f"- {e.name} / {MEASURES[k].label}: {m.reason or 'undefined'}")
             of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
-            cells.append(text + _ci_text(m, k) + of_all)
+            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), counted wrong"
+                         if m.ok and m.extra.get("abstained") else "")
+            cells.append(text + _ci_text(m, k) + of_all + abstained)
         if has_delta:
             c = e.comparison
             if c is None:
@@ -269,9 +278,18 @@ def _details(result: CompareResult) -> list[str]:
     out = ["", "## Every measure", ""]
     for e in result.entries:
         sm = e.summary
+        acc = e.measures.get("preference_accuracy")
+        n_abs = int(acc.extra.get("abstained") or 0) if acc is not None else 0
+        outcome = ""
+        if n_abs:
+            # every item is one outcome: a value, an abstention, no value after a parse failure, or an error
+            outcome = (f" Items by outcome: {sm.ok} with a verdict, {n_abs} abstained, "
+                       f"{sm.items - sm.ok - n_abs - sm.errors} without one after parse failures, {sm.errors} errors "
+                       f"(= {sm.items}).")
         out += [f"### {e.name}", "",
-                f"Kind: {e.kind}; scale {e.scale.describe()}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
-                f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache)."
+                f"Kind: {e.kind}; {_answers_text(result, e)}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
+                f"parse failures{' (both orders)' if result.task == 'pairwise' else ''}, {sm.errors} errors; "
+                f"{sm.calls} LM calls ({sm.cached_calls} from cache)." + outcome
                 + _fitted_text(e), "",
                 "| measure | direction | value | 95% CI | n | failed | of all | note |",
                 "|---|---|---:|---|---:|---:|---:|---|"]
@@ -284,6 +302,15 @@ def _details(result: CompareResult) -> list[str]:
                        f"{_of_all_text(m)} | {(m.reason or '').replace('|', '/')} |")
         out.append("")
     return out
+
+
+def _answers_text(result: CompareResult, e: EntryResult) -> str:
+    """What the entry's answers are: a scale for a score judge; verdicts (and the order(s) counted) for pairwise."""
+    if result.task != "pairwise":
+        return f"scale {e.scale.describe()}"
+    acc = e.measures.get("preference_accuracy")
+    orders = acc.extra.get("orders") if acc is not None else None
+    return "verdicts first / second / tie" + (f"; its verdict counts {orders}" if orders else "")
 
 
 def _fitted_text(e: EntryResult) -> str:
