@@ -25,6 +25,12 @@ import typer
 from typer.core import TyperGroup
 
 from mitigate.errors import ConfigError, MitigateError, RunStoppedError
+from mitigate.lm.http import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_PROMPT_CHARS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SAMPLES,
+)
 from mitigate.registry import ConstraintLike, Interval, Options, check_param, lookup
 from mitigate.search import ENGINES, Objective, search
 from mitigate.selectors import registered_selectors
@@ -134,6 +140,10 @@ def _report(exc: BaseException) -> int:
         where = ".".join(str(x) for x in first.get("loc", ())) or exc.title
         _say_error(f"invalid value for {where}: {first.get('msg', exc)}; got {first.get('input')!r}")
         return EXIT_REFUSED
+    if isinstance(exc, RecursionError):
+        _say_error("expected input nested at most a few hundred levels deep; got input nested too deep to read "
+                   "(a JSON value nested thousands of levels?)")
+        return EXIT_REFUSED
     if isinstance(exc, UnicodeError):
         _say_error(f"expected UTF-8 text; got {exc}")
         return EXIT_REFUSED
@@ -182,6 +192,10 @@ def _check_run_options(command: str, opts: dict[str, Any]) -> None:
     checks: dict[str, tuple[ConstraintLike, ...]] = {
         "limit": (Interval(int, 0, None),),
         "samples": (Interval(int, 1, None),),
+        "deadline": (Interval(float, 0.0, None, closed="neither"),),
+        "max_response_bytes": (Interval(int, 1, None),),
+        "max_prompt_chars": (Interval(int, 1, None),),
+        "max_samples": (Interval(int, 1, None),),
         "max_tokens": (Interval(int, 1, None),),
         "concurrency": (Interval(int, 1, None),),
         "temperature": (Interval(float, 0.0, 2.0),),
@@ -204,7 +218,11 @@ def _check_run_options(command: str, opts: dict[str, Any]) -> None:
             _check(command, "--" + name.replace("_", "-"), opts[name], *constraints)
     import math
 
-    for name in ("temperature", "timeout", "patience", "consistency_weight", "bias_weight"):
+    if isinstance(opts.get("samples"), int) and isinstance(opts.get("max_samples"), int) \
+            and opts["samples"] > opts["max_samples"]:
+        raise ConfigError(f"expected --samples at most --max-samples ({opts['max_samples']}); got --samples "
+                          f"{opts['samples']}")
+    for name in ("temperature", "timeout", "deadline", "patience", "consistency_weight", "bias_weight"):
         value = opts.get(name)
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"expected a finite number for --{name.replace('_', '-')}; got {value}")
@@ -241,16 +259,15 @@ def _check_large_run_options(opts: dict[str, Any], kind: str) -> None:
 
 def _read_text_file(path: Path, option: str) -> str:
     """The UTF-8 text of the file given to ``option``; one-line ConfigError when it cannot be read."""
-    if not path.exists():
-        raise ConfigError(f"expected {option} to name a file; {path} does not exist", path=str(path))
-    if not path.is_file():
-        raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
+    from mitigate.safe_files import check_input_file
+
+    check_input_file(path, option)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"expected {option} to name a readable file; {path}: {exc.strerror}", path=str(path)) from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")  # a BOM is an encoding mark, not prompt text
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"expected {option} to be UTF-8 text; {path}:{line} holds the byte {data[exc.start]:#04x}, "
@@ -339,8 +356,17 @@ def _template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
     return _read_text_file(prompt, "--prompt")
 
 
+def _limits(opts: dict[str, Any]) -> Any:
+    """The :class:`~mitigate.lm.http.Limits` of the --deadline and --max-* options."""
+    from mitigate.lm.http import Limits
+
+    return Limits(deadline=opts["deadline"], max_response_bytes=opts["max_response_bytes"],
+                  max_prompt_chars=opts["max_prompt_chars"], max_samples=opts["max_samples"])
+
+
 def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | None = None,
-             patience: float = 60.0, transport: str | None = None, guided: str | None = None) -> Any:
+             patience: float = 60.0, transport: str | None = None, guided: str | None = None,
+             limits: Any = None) -> Any:
     """The LM for ``spec`` with retries (a Retry-After longer than ``patience`` seconds stops them), and the
     on-disk cache when ``cache``; ``timeout`` is the per-request timeout of network backends, ``transport``
     the HTTP client and ``guided`` the guided-decoding fields of an openai: backend."""
@@ -354,11 +380,20 @@ def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | N
         kwargs["transport"] = transport
     if guided is not None:
         kwargs["guided"] = guided
+    if limits is not None and spec.partition(":")[0].strip().lower() in ("openai", "anthropic"):
+        kwargs["limits"] = limits
     policy = RetryPolicy(base_delay=min(0.5, patience), max_delay=patience)
     return wrap(get(spec, **kwargs), cache=cache, retry=policy)
 
 
-_TIMEOUT_HELP = "seconds before one request to the server times out (openai, anthropic, dspy; default 120)"
+_TIMEOUT_HELP = ("seconds one read from the server may wait (openai, anthropic, dspy; default 120); --deadline "
+                 "bounds the whole request")
+_DEADLINE_HELP = ("seconds one request may take in all, connect to last byte (openai, anthropic); a hung or "
+                  "trickling server fails after this long, once, and counts for --stop-after")
+_MAX_RESPONSE_HELP = "largest answer body read, in bytes (openai, anthropic); reading stops past it"
+_MAX_PROMPT_HELP = ("longest prompt sent, in characters (about 4 per token; openai, anthropic); a longer one is "
+                    "refused before any request")
+_MAX_SAMPLES_HELP = "most --samples asked for in one request; more is refused before any request"
 _SCORING_HELP = ("parse (read the score), expected (logprob-weighted) or auto (expected for the embedded default "
                  "model, else parse)")
 _CONSTRAIN_HELP = "answer constraint: auto, format, answer, json or off (see JudgeConfig.constrain)"
@@ -400,6 +435,10 @@ def judge(
                                          "local, local:<path.gguf>, replay:<path>, fake")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
     timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    deadline: Annotated[float, typer.Option(help=_DEADLINE_HELP)] = DEFAULT_DEADLINE,
+    max_response_bytes: Annotated[int, typer.Option(help=_MAX_RESPONSE_HELP)] = DEFAULT_MAX_RESPONSE_BYTES,
+    max_prompt_chars: Annotated[int, typer.Option(help=_MAX_PROMPT_HELP)] = DEFAULT_MAX_PROMPT_CHARS,
+    max_samples: Annotated[int, typer.Option(help=_MAX_SAMPLES_HELP)] = DEFAULT_MAX_SAMPLES,
     patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     stop_after: Annotated[int, typer.Option(help=_STOP_AFTER_HELP)] = 3,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
@@ -440,6 +479,7 @@ async def _judge(**opts: Any) -> None:
     from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
     from mitigate.prompt import JudgePrompt
     from mitigate.runner import preflight, run, write_atomic
+    from mitigate.safe_files import one_line
 
     system = _read_text_file(opts["system"], "--system") if opts["system"] is not None else None
     if opts["pipeline"] is not None:
@@ -447,7 +487,7 @@ async def _judge(**opts: Any) -> None:
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     text = _template_text(opts["prompt"], opts["benchmark"], crit)
     jp = JudgePrompt.from_template(text, system=system, scale=_parse_scale(opts["scale"]), criterion=crit)
-    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
+    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"], limits=_limits(opts),
                   patience=opts["patience"], transport=opts["transport"], guided=opts["guided"])
     session = _batch_session(opts["batch"], opts["run_dir"], opts["batch_retries"], opts["progress"])
     try:
@@ -476,7 +516,7 @@ async def _judge(**opts: Any) -> None:
         shown = "FAILED" if score is None else f"{score:g}"
         human_s = "-" if human is None else f"{human:.2f}"
         detail = j.error or (j.failures[0].reason if j.failures and score is None else _first_line(j.raw[0] if j.raw else ""))
-        typer.echo(f"{j.item_id}\tjudge={shown}\thuman={human_s}\t{_first_line(detail)}")
+        typer.echo(f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(_first_line(detail))}")
     typer.echo(result.summary.line(), err=True)
     if opts.get("out") is not None:
         from mitigate.harness.judgments_file import write_judgments
@@ -499,6 +539,12 @@ def _fail_when_all_failed(result: Any) -> None:
     if s.items and s.errors == s.items:
         first = next((j.error for j in result.judgments if j.error), "")
         _say_error(f"all {s.items} items failed; the first: {first}")
+        raise typer.Exit(code=EXIT_FAILED)
+    if s.items and s.ok == 0 and s.errors + sum(1 for j in result.judgments if j.failures) >= s.items:
+        failure = next((f for j in result.judgments for f in j.failures), None)
+        looked = "" if failure is None else f"; the first answer ({failure.reason}): {_first_line(failure.raw, 120)!r}"
+        _say_error(f"no item could be scored: all {s.items} answers failed to parse ({s.errors} items ended in an "
+                   f"LM error){looked}")
         raise typer.Exit(code=EXIT_FAILED)
 
 
@@ -562,6 +608,10 @@ def compare_cmd(
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
     timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    deadline: Annotated[float, typer.Option(help=_DEADLINE_HELP)] = DEFAULT_DEADLINE,
+    max_response_bytes: Annotated[int, typer.Option(help=_MAX_RESPONSE_HELP)] = DEFAULT_MAX_RESPONSE_BYTES,
+    max_prompt_chars: Annotated[int, typer.Option(help=_MAX_PROMPT_HELP)] = DEFAULT_MAX_PROMPT_CHARS,
+    max_samples: Annotated[int, typer.Option(help=_MAX_SAMPLES_HELP)] = DEFAULT_MAX_SAMPLES,
     patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
                                                 "(default: the built-in prompt for the criterion)")] = None,
@@ -624,7 +674,7 @@ async def _compare(**opts: Any) -> None:
         answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
         jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit,
                                        **answer)
-        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
+        lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"], limits=_limits(opts),
                       patience=opts["patience"], transport=opts["transport"], guided=opts["guided"])
         config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], max_tokens=opts["max_tokens"],
                              **answer_mode(lm, opts["scoring"], opts["constrain"]))
@@ -734,6 +784,10 @@ def search_cmd(
                                          "local, local:<path.gguf>")] = "local",
     base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
     timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    deadline: Annotated[float, typer.Option(help=_DEADLINE_HELP)] = DEFAULT_DEADLINE,
+    max_response_bytes: Annotated[int, typer.Option(help=_MAX_RESPONSE_HELP)] = DEFAULT_MAX_RESPONSE_BYTES,
+    max_prompt_chars: Annotated[int, typer.Option(help=_MAX_PROMPT_HELP)] = DEFAULT_MAX_PROMPT_CHARS,
+    max_samples: Annotated[int, typer.Option(help=_MAX_SAMPLES_HELP)] = DEFAULT_MAX_SAMPLES,
     patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.0,
@@ -779,7 +833,7 @@ def _search(**opts: Any) -> None:
         labelled = select_items(labelled, opts["limit"])  # whole documents first, as compare does
     data = bench.model_copy(update={"items": tuple(labelled)})
     jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit)
-    lm = _backend(opts["backend"], opts["base_url"], cache=False, timeout=opts["timeout"],  # the search adds
+    lm = _backend(opts["backend"], opts["base_url"], cache=False, timeout=opts["timeout"], limits=_limits(opts),  # the search adds
                   patience=opts["patience"], transport=opts["transport"],  # its own cache
                   guided=opts["guided"])
     config = JudgeConfig(temperature=opts["temperature"], max_tokens=opts["max_tokens"],

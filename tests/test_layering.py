@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "scale", "registry", "aio", "paths"),
+    ("errors", "scale", "registry", "aio", "paths", "safe_files"),
     ("lm", "parse", "data"),
     ("answer_format", "template_syntax", "template_reader", "prompt", "perturb", "builtin_prompts"),
     ("judge", "likelihood"),
