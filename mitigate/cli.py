@@ -290,9 +290,13 @@ def _writable_dir(path: Path, option: str) -> Path:
 
 def _writable_file(path: Path, option: str) -> Path:
     """Check the file given to ``option`` can be written (its folder is created when needed)."""
+    from mitigate.safe_files import output_target
+
     if path.is_dir():
         raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
-    _writable_dir(path.parent, f"the folder of {option}")
+    target, through = output_target(path, option)  # a FIFO, socket or block device is refused here
+    if not through:
+        _writable_dir(target.parent, f"the folder of {option}")
     return path
 
 

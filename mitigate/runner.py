@@ -248,7 +248,7 @@ class Journal:
         self._fh: Any = None
         self._last_sync = time.monotonic()
         kind = path_kind(self.path)
-        if kind not in (None, "a regular file"):
+        if kind is not None and kind != "a regular file" and not kind.startswith("unreadable"):
             raise ConfigError(f"expected a journal file at {self.path}; got {kind}", path=str(self.path))
         self._lock = RunLock.for_journal(self.path)
         self._lock.acquire()
@@ -631,7 +631,8 @@ async def _judge_all(
     batch and make the rest wait for it) and the session carries their requests.
     """
     sem = asyncio.Semaphore(concurrency)
-    warm = asyncio.Semaphore(min(concurrency, max(1, breaker.stop_after)))
+    slots = min(concurrency, max(1, breaker.stop_after))
+    warm = asyncio.Semaphore(slots)
     opened = asyncio.Event()
     lms = _judge_lms(judge)
     if breaker.stop_after == 0 or session is not None or _skips_warm_up(lms):
@@ -657,13 +658,29 @@ async def _judge_all(
         results[item.id] = judgment
         bar.update(1)
 
+    held = [0]  # warm-up slots kept by permanent failures in a row (see below)
+
     async def one(item: Item) -> None:
         async with sem:
             if not opened.is_set():
-                async with warm:
+                await warm.acquire()
+                keep = False
+                try:
                     if not opened.is_set():
+                        before = breaker.count
                         await judge_one(item)
+                        # a permanent failure in a row keeps its slot, so a run that cannot succeed makes
+                        # stop_after requests in all, not stop_after plus those started while they failed
+                        keep = not opened.is_set() and breaker.count > before and held[0] < min(breaker.count, slots - 1)
                         return
+                finally:
+                    if keep:
+                        held[0] += 1
+                    else:
+                        warm.release()
+                    while held[0] > (0 if opened.is_set() else breaker.count):  # a success or another kind
+                        held[0] -= 1
+                        warm.release()
             await judge_one(item)
 
     tasks: list[asyncio.Future[None]] = []

@@ -52,7 +52,7 @@ def check_input_file(path: Path | str, what: str, *, error: type[ConfigError] = 
     path = Path(path)
     kind = path_kind(path)
     if kind is None:
-        raise error(f"expected {what} to name a file; {path} does not exist", path=str(path))
+        raise error(f"expected {what} to name a file; {path} does not exist (no such file)", path=str(path))
     if kind != "a regular file":
         raise error(f"expected {what} to name a regular file; {path} is {kind}", path=str(path))
     return path
@@ -71,7 +71,8 @@ def output_target(path: Path | str, what: str) -> tuple[Path, bool]:
         return target, False
     if kind == "a character device":
         return target, True
-    raise ConfigError(f"expected {what} to be a regular file or a new path; {path} is {kind}", path=str(path))
+    raise ConfigError(f"expected to write {what} {path} as a regular file (or a new one); {path} is {kind}",
+                      path=str(path))
 
 
 def write_output(path: Path | str, write: Callable[[TextIO], None] | str, what: str = "the output file",

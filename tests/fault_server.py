@@ -25,7 +25,7 @@ BODIES: dict[str, bytes] = {
     "content_null": json.dumps({**_OK, "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
                                                       "finish_reason": "stop"}]}).encode(),
     "no_choices": json.dumps({**_OK, "choices": []}).encode(),
-    "deep": b"[" * 100_000 + b"]" * 100_000,
+    "deep": b"[" * 20_000 + b"]" * 20_000,
     "anthropic_no_content": json.dumps({"id": "m1", "type": "message", "role": "assistant", "model": "m",
                                         "stop_reason": "end_turn",
                                         "usage": {"input_tokens": 3, "output_tokens": 1}}).encode(),
