@@ -384,7 +384,7 @@ def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | N
         kwargs["transport"] = transport
     if guided is not None:
         kwargs["guided"] = guided
-    if limits is not None and spec.partition(":")[0].strip().lower() in ("openai", "anthropic"):
+    if limits is not None and spec.partition(":")[0].strip().lower() in ("openai", "anthropic", "dspy"):
         kwargs["limits"] = limits
     policy = RetryPolicy(base_delay=min(0.5, patience), max_delay=patience)
     return wrap(get(spec, **kwargs), cache=cache, retry=policy)
@@ -392,10 +392,10 @@ def _backend(spec: str, base_url: str | None, *, cache: bool, timeout: float | N
 
 _TIMEOUT_HELP = ("seconds one read from the server may wait (openai, anthropic, dspy; default 120); --deadline "
                  "bounds the whole request")
-_DEADLINE_HELP = ("seconds one request may take in all, connect to last byte (openai, anthropic); a hung or "
+_DEADLINE_HELP = ("seconds one request may take in all, connect to last byte (openai, anthropic, dspy); a hung or "
                   "trickling server fails after this long, once, and counts for --stop-after")
 _MAX_RESPONSE_HELP = "largest answer body read, in bytes (openai, anthropic); reading stops past it"
-_MAX_PROMPT_HELP = ("longest prompt sent, in characters (about 4 per token; openai, anthropic); a longer one is "
+_MAX_PROMPT_HELP = ("longest prompt sent, in characters (about 4 per token; openai, anthropic, dspy); a longer one is "
                     "refused before any request")
 _MAX_SAMPLES_HELP = "most --samples asked for in one request; more is refused before any request"
 _SCORING_HELP = ("parse (read the score), expected (logprob-weighted) or auto (expected for the embedded default "
