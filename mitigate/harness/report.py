@@ -34,6 +34,7 @@ from mitigate.errors import DataError
 from mitigate.harness.compare import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
 from mitigate.harness.plots import has_consistency, human_quality, pair_tables, render_plots
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
+from mitigate.paths import write_output
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_report", "write_report"]
 
@@ -87,7 +88,7 @@ def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
-    path.write_text(dump_results(result), encoding="utf-8")
+    write_output(path, dump_results(result), "the results file")
     return [path, *render_report(out)]
 
 
@@ -96,7 +97,7 @@ def render_report(folder: str | Path) -> list[Path]:
     out = Path(folder)
     result = load_results(out)
     md = out / REPORT_FILE
-    md.write_text(render_markdown(result), encoding="utf-8")
+    write_output(md, render_markdown(result), "the report")
     return [md, *render_plots(result, out)]
 
 
