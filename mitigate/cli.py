@@ -818,6 +818,73 @@ def _search(**opts: Any) -> None:
                    "test)", err=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# mitigate data fetch | list  (issue 27, point 4): one block, self-contained, easy to move
+# ---------------------------------------------------------------------------------------------
+
+data_app = typer.Typer(no_args_is_help=True, help="Download the built-in benchmarks (pinned by SHA-256) and "
+                       "see which are present.")
+app.add_typer(data_app, name="data")
+
+_DATA_DIR_HELP = "data folder (default: $MITIGATE_DATA_DIR, else the folder mitigate reads, else ~/.local/share/mitigate/data)"
+
+
+@data_app.command("list")
+def data_list(
+    name: Annotated[str | None, typer.Argument(help="only this benchmark (e.g. summeval, uss-sgd)")] = None,
+    urls: Annotated[bool, typer.Option("--urls", help="print URL and destination of every missing or corrupt file")] = False,
+    data_dir: Annotated[Path | None, typer.Option("--dir", help=_DATA_DIR_HELP)] = None,
+    base_url: Annotated[str | None, typer.Option(help="fetch from this base URL instead of GitHub's raw host "
+                                                 "(also $MITIGATE_DATA_URL)")] = None,
+) -> None:
+    """Say, per built-in benchmark, whether its files are present (SHA-256 verified), missing or corrupt."""
+    from mitigate.data import fetch as fetching
+
+    chosen = [fetching.source_for(name)] if name else list(fetching.sources().values())
+    statuses = [fetching.status(s, data_dir, base_url=base_url) for s in chosen]
+    typer.echo(f"data folder: {fetching.target_dir(data_dir)}", err=True)
+    for st in statuses:
+        typer.echo(st.line())
+        if urls:
+            for f in st.files:
+                if f.state != "present":
+                    where = f.url or "made from the downloaded files by 'mitigate data fetch'"
+                    typer.echo(f"  {f.state}\t{where}\t{f.dest}")
+
+
+@data_app.command("fetch")
+def data_fetch(
+    names: Annotated[list[str] | None, typer.Argument(help="benchmarks to download (e.g. summeval tmu-gfm)")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="download every built-in benchmark")] = False,
+    data_dir: Annotated[Path | None, typer.Option("--dir", help=_DATA_DIR_HELP)] = None,
+    base_url: Annotated[str | None, typer.Option(help="fetch from this base URL instead of GitHub's raw host "
+                                                 "(also $MITIGATE_DATA_URL)")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds to wait for the server before giving up")] = 60.0,
+) -> None:
+    """Download benchmarks' public releases from their original repositories, each file checked by SHA-256.
+
+    Exit 0 when every file is in place and verified; 1 when a download failed (offline: the error
+    line names the URL to fetch by hand and where to save it; or a file failed its check and was
+    deleted); 2 when the command line was refused (unknown name).
+    """
+    from mitigate.data import fetch as fetching
+
+    if all_ == bool(names):
+        raise ConfigError("expected benchmark names or --all (one of them); got "
+                          + ("both" if all_ else "neither"))
+    chosen = list(fetching.sources().values()) if all_ else [fetching.source_for(n) for n in names or []]
+    folder = fetching.target_dir(data_dir)
+    for source in dict.fromkeys(chosen):
+        typer.echo(f"{source.name}: {source.repo}@{source.commit[:12]} -> {folder / source.name}", err=True)
+        try:
+            st = fetching.fetch(source, folder, base_url=base_url, timeout=timeout,
+                                on_file=lambda path: typer.echo(f"  {path}", err=True))
+        except fetching.DownloadError as exc:
+            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(code=EXIT_FAILED) from exc
+        typer.echo(st.line())
+
+
 def main() -> None:  # pragma: no cover - console entry
     """Entry point for ``python -m mitigate``."""
     typer.main.get_command(app).main(prog_name="mitigate")
