@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("strategies",),
     ("search",),
     ("harness",),
+    ("adapters",),
     ("testing",),
     ("cli", "__main__"),
 )
