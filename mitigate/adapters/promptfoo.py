@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,16 @@ from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, sav
 from mitigate.errors import ConfigError, DataError, ParseError
 from mitigate.judge import Judge
 from mitigate.scale import Scale
+
+GRADER_ERROR = re.compile(
+    r"(Error running (Python|Ruby|JavaScript)|(Python|Ruby|JavaScript) code execution failed|Could not extract JSON"
+    r"|Webhook error|Moderation API error|.{0,40}rubric evaluation failed|invalid JSON:|Error: )"
+)
+"""Reasons with which promptfoo reports a grader that failed rather than graded (it records score 0 for them).
+
+promptfoo keeps no structured flag for this, so the reason's first line is matched: a script that
+raised, an LLM grader whose answer held no verdict, a webhook or moderation call that failed.
+"""
 
 GradingResult = dict[str, Any]
 """promptfoo's GradingResult as Python returns it: ``{"pass": bool, "score": float, "reason": str}``."""
@@ -68,8 +79,7 @@ async def agrade(judge: Judge, output: Any, context: Mapping[str, Any], *, thres
         raise ParseError(f"mitigated judge: {got.error}; raw answer: {got.raw!r}", raw=got.raw,
                          criterion=got.criterion)
     assert got.normalized is not None and got.score is not None
-    return {"pass": got.normalized >= threshold, "score": got.normalized, "reason": got.raw,
-            "namedScores": {got.criterion: got.normalized}}
+    return {"pass": got.normalized >= threshold, "score": got.normalized, "reason": got.raw}
 
 
 def make_assert(judge: Judge, *, threshold: float = 0.5, criterion: str | None = None, scale: Scale | None = None,
@@ -174,7 +184,8 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
       ``assertion_type=`` keeps only one type;
     - criterion: ``criterion=``, else the assertion's ``metric``, else ``"overall"``;
     - score: the assertion's score (promptfoo grades on 0-1, declared as the scale); raw: its reason;
-    - an output that errored (``error`` set, ``failureReason`` 2) is a recorded failure, never a score.
+    - an output that errored (``failureReason`` 2), or an assertion whose grader failed (its reason
+      matches :data:`GRADER_ERROR`; promptfoo shows score 0 for it), is a recorded failure, never a score.
 
     Raises DataError naming the file for anything else.
     """
@@ -211,7 +222,8 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
         grading = result.get("gradingResult") or {}
         components = grading.get("componentResults") or []
         meta = {"provider": provider_name, "output": (result.get("response") or {}).get("output")}
-        errored = bool(result.get("error")) or result.get("failureReason") == 2
+        failed_output = result.get("failureReason") == 2  # the provider errored: there was nothing to grade
+        error_head = str(result.get("error") or "").split("\n")[0]
         for component in components:
             assertion = component.get("assertion") or {}
             if assertion_type is not None and assertion.get("type") != assertion_type:
@@ -219,8 +231,11 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
             crit = criterion or str(assertion.get("metric") or "overall")
             score = component.get("score")
             error = None
-            if errored:
-                error, score = f"the output errored: {result.get('error') or 'failureReason 2'}", None
+            reason_head = str(component.get("reason") or "").split("\n")[0]
+            if failed_output:
+                error, score = f"the output errored: {error_head or 'failureReason 2'}", None
+            elif GRADER_ERROR.match(reason_head):  # the grader itself failed (promptfoo shows score 0)
+                error, score = f"the grader failed: {reason_head}", None
             elif not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score):
                 error, score = f"expected a numeric score; got {score!r}", None
             rows.append(RecordedRow(item_id=item_id, judge=_judge_name(assertion, provider_name), criterion=crit,
