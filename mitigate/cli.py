@@ -819,11 +819,11 @@ def _search(**opts: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# mitigate data fetch | list  (issue 27, point 4): one block, self-contained, easy to move
+# mitigate data fetch | list | convert  (issue 27, points 4-5): one block, self-contained, easy to move
 # ---------------------------------------------------------------------------------------------
 
-data_app = typer.Typer(no_args_is_help=True, help="Download the built-in benchmarks (pinned by SHA-256) and "
-                       "see which are present.")
+data_app = typer.Typer(no_args_is_help=True, help="Download the built-in benchmarks (pinned by SHA-256), see "
+                       "which are present, and convert harness judge logs into recorded judgments.")
 app.add_typer(data_app, name="data")
 
 _DATA_DIR_HELP = "data folder (default: $MITIGATE_DATA_DIR, else the folder mitigate reads, else ~/.local/share/mitigate/data)"
@@ -883,6 +883,36 @@ def data_fetch(
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
             raise typer.Exit(code=EXIT_FAILED) from exc
         typer.echo(st.line())
+
+
+@data_app.command("convert")
+def data_convert(
+    file: Annotated[Path, typer.Argument(help="an inspect-ai eval log (.eval/.json) or a promptfoo results.json")],
+    source: Annotated[str, typer.Option("--from", help="inspect or promptfoo")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="the recorded-judgments file to write (.jsonl or .csv)")],
+    id_key: Annotated[str | None, typer.Option(help="inspect: the sample metadata key holding the item id; "
+                                               "promptfoo: the test var holding it")] = None,
+    criterion: Annotated[str | None, typer.Option(help="the criterion the judgments are on")] = None,
+    judge: Annotated[str | None, typer.Option(help="inspect: a name for the judge (one scorer)")] = None,
+) -> None:
+    """Turn a harness's judge log into recorded judgments for 'mitigate compare --recorded'."""
+    from mitigate.data.recorded import save_recorded
+
+    if source == "inspect":
+        from mitigate.adapters.inspect_ai import read_inspect_log
+
+        runs = read_inspect_log(file, criterion=criterion, judge=judge, id_key=id_key)
+    elif source == "promptfoo":
+        from mitigate.adapters.promptfoo import read_promptfoo_results
+
+        if judge is not None:
+            raise ConfigError("expected --judge only with --from inspect; promptfoo judges are named by assertion")
+        runs = read_promptfoo_results(file, id_var=id_key, criterion=criterion)
+    else:
+        raise ConfigError(f"expected --from inspect or promptfoo; got {source!r}")
+    for run in runs.values():
+        typer.echo(run.summary(), err=True)
+    typer.echo(f"wrote {save_recorded(list(runs.values()), out)}", err=True)
 
 
 def main() -> None:  # pragma: no cover - console entry

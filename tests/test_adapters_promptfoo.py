@@ -26,6 +26,7 @@ from mitigate.adapters.promptfoo import (
 )
 from mitigate.cli import app
 from mitigate.data.jsonl import save_jsonl
+from mitigate.data.recorded import load_recorded_runs
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError, ParseError
 from mitigate.judge import PromptJudge
@@ -178,3 +179,14 @@ def test_promptfoo_itself_runs_our_assertion_and_its_results_file_reads_back(tmp
     (run,) = read_promptfoo_results(tmp_path / "results.json", id_var="id").values()
     got = {r.item_id: (r.score, r.error is not None) for r in run.rows()}
     assert got == {"q0": (1.0, False), "q1": (0.25, False), "q2": (None, True)}
+
+
+def test_the_cli_converts_a_promptfoo_results_file_into_recorded_judgments(tmp_path: Path) -> None:
+    out = tmp_path / "recorded.jsonl"
+    result = CliRunner().invoke(app, ["data", "convert", str(FIXTURE), "--from", "promptfoo", "--id-key", "id",
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    (run,) = load_recorded_runs(out).values()
+    assert {r.item_id: r.score for r in run.rows()} == {"q0": 1.0, "q1": 0.25, "q2": None}
+    refused = CliRunner().invoke(app, ["data", "convert", str(FIXTURE), "--from", "lm-eval", "-o", str(out)])
+    assert refused.exit_code == 2 and "expected --from inspect or promptfoo; got 'lm-eval'" in refused.stderr

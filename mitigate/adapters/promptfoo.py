@@ -139,6 +139,8 @@ async def _grade_from_config(output: Any, context: Mapping[str, Any]) -> Grading
             expected_var=config.get("expected_var"),
         )
     finally:
+        for leaf in judge.leaves():  # close the backend's connections before promptfoo's process exits
+            await leaf.lm.aclose()
         await judge.aclose()
 
 
