@@ -95,6 +95,11 @@ def test_a_log_of_the_scorer_reads_back_as_recorded_judgments_with_epochs_as_sam
     assert rows[4].error is not None and "held no score" in rows[4].error and rows[4].raw == "I cannot tell."
     assert run.scales["score"] == Scale(min=1, max=5)
     assert rows[0].meta["model"] == "mockllm/model"
+    converted = CliRunner().invoke(app, ["data", "convert", log.location, "--from", "inspect", "--judge", "mine",
+                                         "-o", str(tmp_path / "rec.csv")])
+    assert converted.exit_code == 0, converted.output
+    (again,) = load_recorded_runs(tmp_path / "rec.csv").values()
+    assert again.judge == "mine" and len(again.rows()) == 6
 
 
 def test_a_json_log_of_inspects_own_model_graded_scorer_reads_grades_as_scores(tmp_path: Path) -> None:
