@@ -258,7 +258,7 @@ def _download(client: httpx.Client, url: str, dest: Path, file: SourceFile, *, r
     def refuse(kind: str, why: str) -> DownloadError:
         return DownloadError(f"{why}; nothing was written to {dest}", kind=kind, url=url, dest=str(dest))
 
-    with _temporary_beside(dest) as (handle, tmp):
+    with _TemporaryBeside(dest) as (handle, tmp):
         digest = hashlib.sha256()
         received = 0
         try:
@@ -291,7 +291,7 @@ def _download(client: httpx.Client, url: str, dest: Path, file: SourceFile, *, r
         os.replace(tmp, dest)
 
 
-class _temporary_beside:
+class _TemporaryBeside:
     """A temporary file in ``dest``'s folder (same file system, so :func:`os.replace` is atomic);
     deleted on exit unless it was moved into place."""
 
@@ -347,7 +347,7 @@ def _derive(derived: DerivedFile, origin: Path, dest: Path) -> None:
     if got != derived.sha256:
         raise DownloadError(f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; nothing "
                             f"was written to {dest}", kind="integrity", dest=str(dest))
-    with _temporary_beside(dest) as (handle, tmp):
+    with _TemporaryBeside(dest) as (handle, tmp):
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
