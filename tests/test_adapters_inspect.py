@@ -19,7 +19,7 @@ from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import model_graded_qa
+from inspect_ai.scorer import Score, Target, mean, model_graded_qa, scorer
 from inspect_ai.solver import generate
 
 from mitigate.adapters.inspect_ai import inspect_log_to_recorded, mitigated_scorer, read_inspect_log
@@ -132,6 +132,25 @@ def test_an_inspect_log_feeds_compare_recorded(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "mitigated_judge" in result.stdout
     assert (tmp_path / "report").is_dir()
+
+
+@scorer(metrics=[mean()])
+def _two_criteria() -> Any:
+    async def score(state: Any, target: Target) -> Score:
+        if state.output.completion == "It depends.":
+            return Score(value="N", explanation="no answer given")
+        return Score(value={"fluency": 4, "correct": 1}, explanation="graded by hand")
+
+    return score
+
+
+def test_dict_values_give_one_criterion_each_and_noanswer_is_a_failure_not_a_zero(tmp_path: Path) -> None:
+    log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=_two_criteria()))
+    run = read_inspect_log(log.location)["_two_criteria"]
+    assert set(run.criteria) == {"fluency", "correct", "overall"}
+    assert run.get("q0", "fluency").rows[0].score == 4.0 and run.get("q0", "correct").rows[0].score == 1.0
+    (noanswer,) = run.get("q2", "overall").rows
+    assert noanswer.score is None and "got 'N'" in (noanswer.error or "") and noanswer.raw == "no answer given"
 
 
 def test_a_file_that_is_not_an_inspect_log_is_refused_naming_it(tmp_path: Path) -> None:
