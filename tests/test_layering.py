@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("strategies",),
     ("search",),
     ("harness",),
+    ("adapters",),
     ("testing",),
     ("cli", "__main__"),
 )

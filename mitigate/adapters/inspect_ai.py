@@ -1,0 +1,151 @@
+"""inspect-ai: a mitigated judge as a scorer, and inspect eval logs as recorded judgments.
+
+Needs ``inspect-ai`` (``pip install 'mitigate[inspect]'``); it is imported when a function here is
+called, so importing this module costs nothing.
+
+- :func:`mitigated_scorer` turns a mitigate :class:`~mitigate.judge.Judge` (prompt + pipeline +
+  backend) into an inspect scorer: it judges the solver's completion (``state.output.completion``)
+  against the sample's input (and target, as the reference). The score's value is the judge's
+  score on its own scale; ``metadata`` holds the criterion, the scale and the score mapped to 0-1.
+  A judge answer that holds no score gives :meth:`inspect_ai.scorer.Score.unscored` with reason
+  ``"grader_failed"`` and the raw answer as explanation: inspect's metrics skip it, it is never
+  counted as a number.
+- :func:`read_inspect_log` reads a log inspect wrote (``.eval`` or ``.json``, through inspect's own
+  reader) into recorded judgments (:mod:`mitigate.data.recorded`), one judge per scorer;
+  :func:`inspect_log_to_recorded` writes them to a file for ``mitigate compare --recorded``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from mitigate.adapters.common import judge_scale, make_item, outcome
+from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, save_recorded
+from mitigate.errors import DataError
+from mitigate.judge import Judge
+from mitigate.scale import Scale
+
+GRADES = {"C": 1.0, "P": 0.5, "I": 0.0}
+"""inspect's letter grades (CORRECT, PARTIAL, INCORRECT) as scores on 0-1, as its ``value_to_float`` reads them.
+
+NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero.
+"""
+
+
+def mitigated_scorer(judge: Judge, *, criterion: str | None = None, scale: Scale | None = None,
+                     input_field: str = "source", name: str = "mitigated_judge") -> Any:
+    """An inspect-ai scorer that scores each sample's completion with ``judge``.
+
+    ``criterion`` names the judge's criterion when it scores several; ``scale`` defaults to the
+    judge's prompt scale; ``input_field`` is the item field the sample's input goes to
+    (``source`` fills ``{{source}}``, ``{{document}}``, ``{{input}}`` slots). Metrics: mean and
+    standard error over the scored samples.
+    """
+    from inspect_ai.scorer import Score, Target, mean, scorer, stderr
+    from inspect_ai.solver import TaskState
+
+    shown = judge_scale(judge, scale)
+
+    @scorer(metrics=[mean(), stderr()], name=name)
+    def build() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            expected = target.text if target is not None and target.text else None
+            item = make_item(state.output.completion, state.input_text, expected=expected,
+                             item_id=str(state.sample_id), input_field=input_field)
+            got = outcome(await judge.judge(item), shown, criterion)
+            meta = {"criterion": got.criterion, "scale": [shown.min, shown.max], "normalized": got.normalized}
+            if not got.ok:
+                return Score.unscored(reason="grader_failed", answer=state.output.completion,
+                                      explanation=got.raw, metadata={**meta, "error": got.error})
+            return Score(value=got.score, answer=state.output.completion, explanation=got.raw, metadata=meta)
+
+        return score
+
+    return build()
+
+
+def _values(value: Any, criterion: str) -> dict[str, Any]:
+    """A score value as criterion -> value (a dict value scores several criteria at once)."""
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {criterion: value}
+
+
+def _read_value(value: Any) -> tuple[float | None, str | None, bool]:
+    """(score, error, letter-graded) of one inspect score value."""
+    if isinstance(value, bool):
+        return float(value), None, True
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            return None, "unscored (NaN)", False
+        return float(value), None, False
+    if isinstance(value, str) and value.strip().upper() in GRADES:
+        return GRADES[value.strip().upper()], None, True
+    return None, f"expected a number or a grade C, P or I; got {value!r}", False
+
+
+def read_inspect_log(path: str | Path, *, criterion: str | None = None, judge: str | None = None,
+                     scorer: str | None = None, id_key: str | None = None) -> dict[str, RecordedRun]:
+    """The judgments in an inspect eval log as recorded runs, judge name -> run (one judge per scorer).
+
+    - item id: the sample's ``id``, or ``metadata[id_key]`` (to match a benchmark's item ids);
+    - judge: the scorer's name (``judge=`` renames it when one scorer is read);
+    - criterion: ``criterion=``, else the one :func:`mitigated_scorer` recorded, else ``"overall"``;
+      a score whose value is a dict gives one criterion per key;
+    - score: a number as it is; grades C / P / I as 1 / 0.5 / 0 (scale 0-1); an unscored sample
+      (NaN), NOANSWER or anything else is a recorded failure with the scorer's explanation as raw
+      text, never a score;
+    - sample: the epoch minus one (epochs are repeated answers).
+
+    Raises DataError naming the file when it cannot be read or holds no scored samples.
+    """
+    from inspect_ai.log import read_eval_log
+
+    file = Path(path)
+    try:
+        log = read_eval_log(str(file))
+    except Exception as exc:  # inspect raises several kinds for an unreadable log
+        raise DataError(f"expected an inspect eval log (.eval or .json) at {file}; could not read it: {exc}",
+                        path=str(file)) from exc
+    rows: list[RecordedRow] = []
+    scales: dict[str, Scale] = {}
+    letter_graded: set[str] = set()
+    chosen = [scorer] if scorer else None
+    for sample in log.samples or []:
+        item_id = str(sample.id) if id_key is None else (sample.metadata or {}).get(id_key)
+        if item_id is None:
+            raise DataError(f"{file}: sample {sample.id!r} has no metadata[{id_key!r}] to use as the item id",
+                            path=str(file))
+        for scorer_name, score in (sample.scores or {}).items():
+            if chosen is not None and scorer_name not in chosen:
+                continue
+            meta = score.metadata or {}
+            default_criterion = criterion or meta.get("criterion") or "overall"
+            for crit, value in _values(score.value, default_criterion).items():
+                number, error, graded = _read_value(value)
+                if graded:
+                    letter_graded.add(crit)
+                bounds = meta.get("scale")
+                if isinstance(bounds, list) and len(bounds) == 2:
+                    scales[crit] = Scale(min=bounds[0], max=bounds[1])
+                if error is not None and meta.get("error"):
+                    error = str(meta["error"])
+                rows.append(RecordedRow(
+                    item_id=str(item_id), judge=judge or scorer_name, criterion=crit, score=number,
+                    error=error, raw=score.explanation or "", sample=max(0, int(sample.epoch or 1) - 1),
+                    meta={"model": log.eval.model, "task": log.eval.task,
+                          **({"answer": score.answer} if score.answer else {})},
+                ))
+    if not rows:
+        raise DataError(f"expected scored samples in the inspect log {file}; got none"
+                        + (f" from scorer {scorer!r}" if scorer else ""), path=str(file))
+    if judge is not None and len({r.judge for r in rows}) > 1:
+        raise DataError(f"judge= renames one scorer; {file} holds several: pass scorer= too", path=str(file))
+    for crit in letter_graded:
+        scales.setdefault(crit, Scale(min=0, max=1, step=0.5))
+    return runs_from_rows(rows, str(file), scales)
+
+
+def inspect_log_to_recorded(path: str | Path, out: str | Path, **kwargs: Any) -> Path:
+    """Write the judgments of an inspect eval log as a recorded-judgments file (see :func:`read_inspect_log`)."""
+    return save_recorded(list(read_inspect_log(path, **kwargs).values()), out)
