@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from mitigate.errors import DataError
-from mitigate.harness.compare import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
+from mitigate.harness.results import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table, unfairness_scores
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_plots", "render_report", "write_report"]
