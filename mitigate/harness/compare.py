@@ -716,7 +716,7 @@ async def compare(
                    human=None if not math.isfinite(h) else float(h), words=word_count(it.output),
                    ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]),
                    system_b=it.system_b, words_b=None if it.output_b is None else word_count(it.output_b),
-                   gold=gold[i])
+                   gold=gold[i], output=it.output, output_b=it.output_b)
         for i, (it, h) in enumerate(zip(items, human, strict=True))
     )
     return CompareResult(

@@ -50,6 +50,7 @@ class ItemRecord(BaseModel):
     """What the report needs about one judged item: labels, human score, output length, LS.
 
     A pairwise item adds its second system, the second text's length and the gold preference.
+    ``output`` (and ``output_b``) is the judged text, shown in the HTML report's per-item view.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -62,6 +63,8 @@ class ItemRecord(BaseModel):
     system_b: str | None = None
     words_b: int | None = None
     gold: str | None = None
+    output: str | None = None
+    output_b: str | None = None
 
 
 class Comparison(BaseModel):
