@@ -13,7 +13,9 @@ import json
 import statistics
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -27,6 +29,24 @@ from mitigate.prompt import JudgePrompt
 
 Verdict = Literal["first", "second", "tie"]
 Reducer = Literal["mean", "median", "majority"]
+
+_SENT: ContextVar[list[LMRequest] | None] = ContextVar("mitigate_sent_requests", default=None)
+
+
+@contextmanager
+def recording_requests() -> Iterator[list[LMRequest]]:
+    """Collect, in order, the requests every :class:`PromptJudge` sends inside this block.
+
+    The list is shared with the tasks started inside the block (a fan-out's children), so a
+    composite judge's requests are all collected. The reports use the first one to show the
+    exact prompt an item was judged with.
+    """
+    box: list[LMRequest] = []
+    token = _SENT.set(box)
+    try:
+        yield box
+    finally:
+        _SENT.reset(token)
 
 
 class ParseFailure(BaseModel):
@@ -301,6 +321,9 @@ class PromptJudge(Judge):
                 "JudgePrompt.from_template(..., letters={'A': ..., 'B': ...})"
             )
         request = self.request(item)
+        sent = _SENT.get()
+        if sent is not None:
+            sent.append(request)
         response = await self.lm.complete(request)
         as_json = request.constraint is not None and request.constraint.mode == "json"
         names = [c.name for c in self.prompt.criteria] or ["score"]

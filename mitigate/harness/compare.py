@@ -64,6 +64,7 @@ from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_run
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError, MitigateError
+from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.harness.results import (
@@ -669,7 +670,7 @@ async def compare(
         runs = await _run_batched(todo, items, out, stems, batch, restart=restart, progress=progress)
     else:
         for e in todo:
-            result = await run(e.judge, items, concurrency=concurrency,
+            result = await run(with_first_prompt(e.judge), items, concurrency=concurrency,
                                journal=out / "journals" / f"{stems[e.name]}.jsonl",
                                restart=restart, progress=progress, desc=e.name)
             runs.append(result)
@@ -738,7 +739,7 @@ async def _run_batched(todo: Sequence[Entry], items: Sequence[Item], out: Path, 
     session, owned = session_for(batch, out / "batches", progress=progress)
     try:
         return list(await asyncio.gather(*(
-            run(e.judge, items, journal=out / "journals" / f"{stems[e.name]}.jsonl", restart=restart,
+            run(with_first_prompt(e.judge), items, journal=out / "journals" / f"{stems[e.name]}.jsonl", restart=restart,
                 progress=progress, desc=e.name, batch=session)
             for e in todo)))
     finally:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mitigate.errors import MitigateError
+from mitigate.harness.first_prompt import PROMPT_KEY
 from mitigate.harness.results import CompareResult, EntryResult, ItemRecord
 from mitigate.harness.tables import split_row
 from mitigate.judge import Judgment
@@ -34,9 +35,6 @@ from mitigate.measures import presented_to_text
 __all__ = ["FILTERS", "HTML_FILE", "PROMPT_KEY", "item_view", "markdown_to_html", "render_html"]
 
 HTML_FILE = "report.html"
-
-PROMPT_KEY = "prompt"
-"""The judgment ``meta`` key holding the rendered messages of the item's first request."""
 
 FILTERS = {
     "all": "all items",

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from mitigate.harness.results import CompareResult, EntryResult
+from mitigate.measures import MEASURES
 
 __all__ = ["MIN_DOCUMENTS", "MIN_ITEMS", "bottom_lines", "chosen_demos", "plain_reason", "warnings"]
 
@@ -125,8 +126,9 @@ def warnings(result: CompareResult) -> list[str]:
         zero = [k for k, m in e.measures.items() if m.ok and m.ci_low is not None and m.ci_high is not None
                 and math.isfinite(m.ci_low) and m.ci_low == m.ci_high]
         if zero:
+            labels = [MEASURES[k].label if k in MEASURES else k for k in zero]
             out.append(f"{e.name}: {len(zero)} interval{'s have' if len(zero) != 1 else ' has'} zero width "
-                       f"({', '.join(zero[:6])}{', ...' if len(zero) > 6 else ''}): every resample gave the same "
+                       f"({', '.join(labels[:6])}{', ...' if len(zero) > 6 else ''}): every resample gave the same "
                        "value because there is too little to resample, not because the value is certain.")
     if result.task == "score":
         hs = result.human_scale
