@@ -649,7 +649,7 @@ async def _compare(**opts: Any) -> None:
             limit=opts["limit"] or None, likelihood=opts["likelihood"], progress=opts["progress"],
             n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
             batch=session,
-            train=train,
+            train=train, report=False,  # written below, and the paths listed
         )
     finally:
         if session is not None:
@@ -681,8 +681,10 @@ def _train_option(text: str | None) -> float | str | None:
 
 
 @app.command("report")
-def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 'mitigate compare'")]) -> None:
-    """Re-render report.md and the plots of a comparison from its results.json."""
+def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 'mitigate compare'")],
+               html: Annotated[bool, typer.Option("--html", help="also rebuild report.html (self-contained, "
+                                                  "with the per-item view)")] = False) -> None:
+    """Re-render report.md and the plots of a comparison from its results.json (with --html, report.html too)."""
     from mitigate.harness.report import render_report
 
     if not folder.is_dir():
@@ -692,7 +694,7 @@ def report_cmd(folder: Annotated[Path, typer.Argument(help="a folder written by 
     if results.is_file():
         _read_text_file(results, "the results.json of the folder")
     _writable_dir(folder, "the report folder")
-    paths = render_report(folder)
+    paths = render_report(folder, html=html)
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
 
 

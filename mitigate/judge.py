@@ -93,6 +93,31 @@ class Judgment(BaseModel):
             return True
         return bool(self.scores) and all(v is not None for v in self.scores.values())
 
+    def rows(self, criterion: str | None = None) -> list[dict[str, Any]]:
+        """This judgment in long form: one row per criterion scored, or per order a pairwise verdict was given in.
+
+        Each row holds ``criterion``, ``order`` (None for a score; for a verdict "original",
+        or "original" and "swapped" when the judge saw both orders, each with the verdict
+        given in that order), ``score``, ``verdict`` (the text preferred: "A", "B" or "tie"),
+        ``raw`` (every raw answer, joined by blank lines), ``failure`` (the parse-failure
+        reasons and any error, joined by "; "; None when none) and ``flags`` (joined by ",").
+        ``criterion`` keeps only that criterion's rows.
+        """
+        failure = "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])]) or None
+        common = {"raw": "\n\n".join(self.raw), "failure": failure, "flags": ",".join(self.flags)}
+        orders = self.meta.get("orders")
+        pairwise = self.verdict is not None or isinstance(orders, dict) or (
+            not self.scores and not self.samples and bool(self.failures))  # a pairwise answer that failed to parse
+        if pairwise:
+            crit = criterion if criterion is not None else (self.failures[0].criterion if self.failures else None)
+            given = orders if isinstance(orders, dict) else {"original": self.verdict}
+            return [{"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o), **common}
+                    for o in ("original", "swapped") if o in given]
+        crits = [criterion] if criterion is not None else list(self.scores) or [None]
+        only = next(iter(self.scores.values())) if len(self.scores) == 1 else None
+        return [{"criterion": c, "order": None, "score": self.scores.get(c, only) if c is not None else None,
+                 "verdict": None, **common} for c in crits]
+
     def score(self, criterion: str | None = None) -> float | None:
         """The score for ``criterion`` (the only one when None)."""
         if criterion is None:
@@ -102,6 +127,15 @@ class Judgment(BaseModel):
                 )
             return next(iter(self.scores.values()))
         return self.scores.get(criterion)
+
+
+def _as_text(verdict: Any, order: str) -> str | None:
+    """A verdict by position as presented in ``order`` -> the text it prefers ("A", "B", "tie"); None if unreadable."""
+    if verdict not in ("first", "second", "tie"):
+        return None
+    if verdict == "tie":
+        return "tie"
+    return "A" if (verdict == "first") == (order == "original") else "B"
 
 
 def combine_costs(costs: Sequence[float | None]) -> float | None:

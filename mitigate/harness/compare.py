@@ -67,6 +67,7 @@ from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
+from mitigate.harness.report import write_report
 from mitigate.harness.results import (
     DELTA_ACCURACY_INFO,
     DELTA_INFO,
@@ -621,6 +622,7 @@ async def compare(
     command: str | None = None,
     batch: BatchOptions | BatchSession | bool | None = None,
     train: float | str | Benchmark | None = None,
+    report: bool = True,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -647,9 +649,11 @@ async def compare(
       each entry's ``fitted`` say which items that was; ``limit`` applies to the test items.
       Without ``train``, an entry that must be fitted is a ConfigError.
 
-    Nothing is written besides journals, the LS cache and, with ``train``, the training items
-    (``out_dir/train.jsonl``, generic format, for ``mitigate search -b jsonl:...``): pass the
-    result to :func:`mitigate.harness.report.write_report`.
+    - ``report``: write the reports into ``out_dir`` (default): ``results.json``, ``report.md``,
+      ``report.html`` (self-contained, with the per-item view) and the plots, as
+      :func:`mitigate.harness.report.write_report` does; False writes only journals, the LS
+      cache and, with ``train``, the training items (``out_dir/train.jsonl``, generic format,
+      for ``mitigate search -b jsonl:...``).
     """
     full = _benchmark(benchmark)
     check_param("compare", "concurrency", concurrency, [Interval(int, 1)])
@@ -720,7 +724,7 @@ async def compare(
                    gold=gold[i], output=it.output, output_b=it.output_b)
         for i, (it, h) in enumerate(zip(items, human, strict=True))
     )
-    return CompareResult(
+    result = CompareResult(
         benchmark=bench.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
         entries=tuple(results), human=human_ref,
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
@@ -730,6 +734,9 @@ async def compare(
                   "not_fitted": {k: v["error"] for k, v in fit_info.items() if v.get("error")},
                   "journals": {e.name: f"journals/{stems[e.name]}.jsonl" for e in todo}},
     )
+    if report:
+        write_report(result, out)
+    return result
 
 
 async def _run_batched(todo: Sequence[Entry], items: Sequence[Item], out: Path, stems: Mapping[str, str],

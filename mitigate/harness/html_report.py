@@ -407,7 +407,7 @@ _SCRIPT = """
     shown.textContent=n+' of '+bodies.length+' items shown';
     table.setAttribute('data-filter',f);table.setAttribute('data-sort',s);
     var h='filter='+encodeURIComponent(f)+'&sort='+encodeURIComponent(s)+(q?'&q='+encodeURIComponent(q):'');
-    if(history.replaceState){history.replaceState(null,'','#'+h);}}
+    try{if(history.replaceState&&location.hash!=='#'+h){history.replaceState(null,'','#'+h);}}catch(err){}}
   function load(){var p=params();
     if(p.filter&&filter.querySelector('option[value="'+p.filter.replace(/"/g,'')+'"]')){filter.value=p.filter;}
     if(p.sort&&sort.querySelector('option[value="'+p.sort.replace(/"/g,'')+'"]')){sort.value=p.sort;}

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
-from mitigate.runner import RunSummary
+from mitigate.runner import RunSummary, frame
 from mitigate.scale import Scale
 
 __all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "CompareResult", "Comparison", "EntryResult", "ItemRecord",
@@ -142,6 +142,26 @@ class CompareResult(BaseModel):
     @classmethod
     def _revive(cls, v: Any) -> Any:
         return _revive_nan(v)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry.
+
+        Columns :data:`~mitigate.runner.FRAME_COLUMNS`: ``entry``, ``item``, ``document``,
+        ``system``, ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the human score,
+        or the gold preference on a pairwise benchmark), ``raw``, ``failure``, ``flags``.
+        """
+        out = []
+        for e in self.entries:
+            for rec, j in zip(self.items, e.judgments, strict=True):
+                human: Any = rec.gold if self.task == "pairwise" else rec.human
+                for row in j.rows(self.criterion):
+                    out.append({"entry": e.name, "item": rec.id, "document": rec.doc_id, "system": rec.system,
+                                **row, "human": human})
+        return out
+
+    def to_pandas(self) -> Any:
+        """:meth:`rows` as a pandas DataFrame, one row per entry, item and order; needs the ``pandas`` extra."""
+        return frame(self.rows())
 
     def entry(self, name: str) -> EntryResult:
         """The entry named ``name``; ConfigError listing the names otherwise."""
