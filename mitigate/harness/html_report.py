@@ -9,7 +9,9 @@ failures, error and flags such as ``needs_human``, and the exact prompt of the i
 request where the results hold it ("prompt not recorded" otherwise: a replayed judge sends
 none). The view sorts and filters without a server: by how much the entries disagree, order
 flips, parse failures, flags, or a text search. The address carries the view, so
-``report.html#filter=failures&sort=disagreement`` opens on the items with a parse failure.
+``report.html#filter=failures&sort=disagreement`` opens on the items with a parse failure
+(``q=`` searches, ``open=1`` opens every item shown and ``open=<item id>`` one of them,
+``prompt=1`` opens their prompts too, ``view=items`` shows the per-item view alone).
 
 Everything that comes from the user (entry names, item ids and texts, raw answers, prompts)
 is HTML-escaped; the script reads only attributes this module writes.
@@ -261,8 +263,23 @@ def _prompt_html(j: Judgment) -> str:
     return "".join(parts)
 
 
+def _reads_probabilities(describe: Any) -> bool:
+    """True when some prompt judge of the entry reads its score from token probabilities (``scoring="expected"``)."""
+    if isinstance(describe, dict):
+        config = describe.get("config")
+        if isinstance(config, dict) and config.get("scoring") == "expected":
+            return True
+        return any(_reads_probabilities(v) for v in describe.values())
+    if isinstance(describe, list):
+        return any(_reads_probabilities(v) for v in describe)
+    return False
+
+
 def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     rows = []
+    if _reads_probabilities(e.describe) and result.task != "pairwise":
+        rows.append(("how scored", "the probability-weighted score over the scale, read from the token "
+                                   "probabilities at the score position; the raw answer is the text generated"))
     o = _orders(j)
     if o:
         rows.append(("verdict by order", "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
@@ -288,8 +305,8 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     return (f'<div class="entry"><h4>{_e(e.name)}</h4>'
             + (f"<table class='kv'>{table}</table>" if table else "")
             + (f"<ul class='failures'>{failures}</ul>" if failures else "")
-            + f"<details><summary>raw answer{'s' if len(j.raw) != 1 else ''} ({len(j.raw)})</summary>{raws}</details>"
-            + f"<details><summary>prompt of the first request</summary>{_prompt_html(j)}</details></div>")
+            + f"<details open><summary>raw answer{'s' if len(j.raw) != 1 else ''} ({len(j.raw)})</summary>{raws}</details>"
+            + f'<details class="prompt"><summary>prompt of the first request</summary>{_prompt_html(j)}</details></div>')
 
 
 def _label(result: CompareResult, rec: ItemRecord) -> str:
@@ -338,8 +355,8 @@ def _per_item_html(result: CompareResult) -> str:
             f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
             f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
             f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" data-search="{_e(search)}">'
-            f'<tr class="row"><td><button class="toggle" type="button" aria-expanded="false">▸</button> '
-            f'<span class="id">{_e(rec.id)}</span></td><td>{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td>'
+            f'<tr class="row"><td class="idc"><button class="toggle" type="button" aria-expanded="false">▸</button> '
+            f'<span class="id">{_e(rec.id)}</span></td><td class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td>'
             f'<td class="num">{_e(_label(result, rec))}</td>{cells}<td class="num">{r["disagreement"]:.2f}</td></tr>'
             f'<tr class="detail" hidden><td colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
     scale_note = ("Verdicts are the text preferred (A, B or tie); in brackets the verdict of each order "
@@ -365,6 +382,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 
 h1{font-size:22px;margin:18px 0 6px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
 h3{font-size:15px;margin:18px 0 6px}h4{margin:8px 0 4px}
 table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #d6d6d6;padding:3px 7px;vertical-align:top;text-align:left}
+#items{width:100%}#items td{overflow-wrap:anywhere}#items td.doc,#items td.idc{max-width:230px}
 th{background:#f3f4f6}td.num,th.num{text-align:right}.scroll{overflow-x:auto}
 table.summary strong{color:#0b5d1e}
 #warnings+ul li{background:#fff4e5;border-left:4px solid #e67e22;padding:3px 8px;margin:3px 0;list-style:none}
@@ -379,6 +397,7 @@ img{max-width:100%;border:1px solid #eee;margin:6px 0}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;margin:4px 0;max-height:320px;overflow:auto;font-size:12px}
 .entry{border-left:3px solid #3b6ea8;padding-left:8px;margin:8px 0}.msg .role{font-size:11px;color:#555;text-transform:uppercase}
 table.kv th{width:190px;font-weight:500}
+body.only-items>:not(#per-item){display:none}
 """
 
 _SCRIPT = """
@@ -413,7 +432,8 @@ _SCRIPT = """
     if(p.sort&&sort.querySelector('option[value="'+p.sort.replace(/"/g,'')+'"]')){sort.value=p.sort;}
     if(p.q!==undefined){search.value=p.q;}
     apply();
-    if(p.open){bodies.forEach(function(b){if(!b.hidden){toggle(b,true);}});}}
+    if(p.open){bodies.forEach(function(b){if(!b.hidden&&(p.open==='1'||b.querySelector('.id').textContent===p.open)){toggle(b,true);if(p.prompt==='1'){Array.prototype.forEach.call(b.querySelectorAll('details.prompt'),function(d){d.open=true;});}}});}
+    document.body.classList.toggle('only-items',p.view==='items');}
   function toggle(b,open){var d=b.querySelector('tr.detail');var btn=b.querySelector('.toggle');
     var o=open===undefined?d.hidden:open;d.hidden=!o;btn.textContent=o?'\\u25be':'\\u25b8';btn.setAttribute('aria-expanded',o?'true':'false');}
   bodies.forEach(function(b){b.querySelector('tr.row').addEventListener('click',function(){toggle(b);});});

@@ -122,14 +122,18 @@ def warnings(result: CompareResult) -> list[str]:
         out.append(f"The items come from {len(docs)} document{'s' if len(docs) != 1 else ''}: per-document and "
                    f"system-level correlations and #CP rest on fewer than {MIN_DOCUMENTS} documents, and their "
                    "intervals say little (judge more documents with a larger --limit).")
+    zero: dict[str, list[str]] = {}
     for e in result.entries:
-        zero = [k for k, m in e.measures.items() if m.ok and m.ci_low is not None and m.ci_high is not None
+        keys = [k for k, m in e.measures.items() if m.ok and m.ci_low is not None and m.ci_high is not None
                 and math.isfinite(m.ci_low) and m.ci_low == m.ci_high]
-        if zero:
-            labels = [MEASURES[k].label if k in MEASURES else k for k in zero]
-            out.append(f"{e.name}: {len(zero)} interval{'s have' if len(zero) != 1 else ' has'} zero width "
-                       f"({', '.join(labels[:6])}{', ...' if len(zero) > 6 else ''}): every resample gave the same "
-                       "value because there is too little to resample, not because the value is certain.")
+        if keys:
+            zero[e.name] = keys
+    if zero:
+        labels = list(dict.fromkeys(MEASURES[k].label if k in MEASURES else k for keys in zero.values() for k in keys))
+        counts = ", ".join(f"{name} {len(keys)}" for name, keys in zero.items())
+        out.append(f"Intervals of zero width ({counts}: {', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}): "
+                   "every resample gave the same value because there is too little to resample, not because the "
+                   "value is certain.")
     if result.task == "score":
         hs = result.human_scale
         for e in result.entries:
