@@ -44,8 +44,6 @@ from pathlib import Path
 from typing import Any
 
 from mitigate import JudgePrompt, PromptJudge
-from mitigate.batch_run import BatchOptions
-from mitigate.builtin_prompts import default_prompt_for, prompt_text
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark
 from mitigate.harness.compare import Entry, compare, select_items
@@ -56,6 +54,8 @@ from mitigate.lm.openai import OpenAILM
 from mitigate.lm.pricing import breakdown, lookup
 from mitigate.lm.prompt_cache import anthropic_min_cache_tokens
 from mitigate.lm.registry import wrap
+from mitigate.prompt.builtin import default_prompt_for, prompt_text
+from mitigate.run.batch_session import BatchOptions
 from mitigate.strategies.base import Pipeline
 from mitigate.strategies.highest_rs import RandomDemosPreset
 from mitigate.strategies.perturbed_demos import PerturbedDemosPreset

@@ -2,7 +2,7 @@
 
 Each trial starts a fresh stub server (``mitigate.testing``, OpenAI or Anthropic batch
 endpoints, in this process) and judges ``--items`` items in batch mode in a child process
-(``mitigate.runner.run(..., batch=...)``, batches of at most ``--max-requests``), killing the
+(``mitigate.run.runner.run(..., batch=...)``, batches of at most ``--max-requests``), killing the
 child with SIGKILL one to three times at random moments of a randomly chosen phase:
 
 - ``submission``: after the server has received a batch-create call and before it answers
@@ -52,9 +52,9 @@ CHILD = """
 import asyncio, json, sys
 from pathlib import Path
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.batch_run import BatchOptions
+from mitigate.run.batch_session import BatchOptions
 from mitigate.lm.registry import get, wrap
-from mitigate.runner import run
+from mitigate.run.runner import run
 
 provider, url, folder, n, max_requests = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 base = (get("openai:stub-model", base_url=url + "/v1") if provider == "openai"

@@ -53,7 +53,7 @@ FAULT_HOOK = textwrap.dedent(
     '''
     """Run the mitigate CLI, SIGKILLing this process in the middle of the N-th journal or cache write."""
     import json, os, signal, sys
-    from mitigate import runner
+    from mitigate.run import journal as runner
     from mitigate.lm import cache
 
     mode, nth = os.environ["MITIGATE_BENCH_FAULT"].split(":")

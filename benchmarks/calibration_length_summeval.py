@@ -49,7 +49,7 @@ from mitigate.data.schema import Benchmark
 from mitigate.errors import ConfigError
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.registry import get, wrap
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.strategies import (
     BatchCalibration,
     ContextualCalibration,

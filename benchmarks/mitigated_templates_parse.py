@@ -40,8 +40,8 @@ from mitigate.data.registry import load
 from mitigate.harness.compare import select_items
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.registry import get, wrap
-from mitigate.prompt import JudgePrompt
-from mitigate.runner import run
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.run.runner import run
 from mitigate.strategies.baselines import ConsistencyHint
 from mitigate.strategies.sampling import Granularity, Sampling
 

@@ -42,8 +42,8 @@ from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.registry import get, wrap
-from mitigate.prompt import JudgePrompt
-from mitigate.runner import run
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.run.runner import run
 from mitigate.strategies import MultipleEvidence, PositionSwap
 
 # Our own wording of a pairwise coherence prompt (the article first, so both orders share its prefix).

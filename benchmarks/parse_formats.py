@@ -41,7 +41,7 @@ from mitigate.data.schema import Item
 from mitigate.harness.compare import select_items
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.registry import get, wrap
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 
 FORMATS = {
     "[RESULT] N (Prometheus absolute)": ("real", "prometheus-absolute"),

@@ -4,7 +4,7 @@ Every answer that ChatGPT, GPT-4 and Llama-2 gave in Shen et al.'s LLM_summeval 
 (``/work/shared/data/summeval_llm_summeval``: 4,800 per judge and method, plus 8,800
 head-to-head verdicts) is fed to a :class:`~mitigate.judge.PromptJudge` through a scripted
 :class:`~mitigate.lm.fake.FakeLM` that returns the released text, so the answer goes through
-exactly the path a live judgment takes: the prompt's own :class:`~mitigate.answer_format.AnswerFormat`
+exactly the path a live judgment takes: the prompt's own :class:`~mitigate.prompt.answer_format.AnswerFormat`
 (inferred by ``JudgePrompt.from_template`` from a template written in the method's format),
 echo stripping, then the strict parsers.
 
@@ -37,13 +37,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mitigate.data.released import H2H_MODEL, JUDGES, MCQ_SCALE, RTS_SCALE, _parse, h2h_files, judge_files
+from mitigate.data.released import (
+    H2H_MODEL,
+    MCQ_SCALE,
+    RTS_SCALE,
+    _parse,
+    h2h_files,
+    judge_files,
+    released_judges,
+)
 from mitigate.data.schema import Item
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.paths import data_dir
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.registry import registered
 
 RESULTS = Path(__file__).resolve().parent / "results" / "parse_released_summeval.json"
 
@@ -127,7 +136,8 @@ async def main() -> None:
     root = data_dir()
     rng = random.Random(args.seed)
     sets: dict[str, Any] = {}
-    for judge_name, (_model, method) in JUDGES.items():
+    for judge_name in released_judges():
+        method = registered("released-judge")[judge_name].method
         answers: list[str] = []
         ours: list[Any] = []
         theirs: list[Any] = []

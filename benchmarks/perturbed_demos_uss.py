@@ -76,8 +76,9 @@ from mitigate.data.registry import load
 from mitigate.data.schema import Item
 from mitigate.judge import Judge, JudgeConfig, PromptJudge
 from mitigate.measures.stats import permutation_test_mean_diff
-from mitigate.prompt import Demo, JudgePrompt
-from mitigate.runner import run
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Demo
+from mitigate.run.runner import run
 from mitigate.selectors import stratified_pick
 from mitigate.strategies import PerturbationProbe, PerturbedDemosPreset, Pipeline
 from mitigate.strategies.perturbed_demos import ORIGINAL, PerturbationProbeJudge

@@ -56,11 +56,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evidence_common import Timer, add_common_args, clean, fmt, make_lm, measure_json, write_summary
 
-from mitigate.builtin_prompts import prompt_text
 from mitigate.data.registry import load
 from mitigate.harness.compare import Entry, compare
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.builtin import prompt_text
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.strategies import ExpectedScore, Granularity, Mitigation, Pipeline, Sampling
 
 DIRECT_ASK = 'Reply with "Score: " followed by 1, 2, 3, 4 or 5, and nothing else.'

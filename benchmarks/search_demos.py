@@ -86,12 +86,12 @@ import mitigate.measures as M
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.harness.compare import GENERATION_TASKS, Entry, compare, select_items
-from mitigate.harness.report import plot_search
+from mitigate.harness.plots import plot_search
 from mitigate.judge import JudgeConfig, Judgment, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures.stats import paired_permutation_test, permutation_test_mean_diff
-from mitigate.prompt import JudgePrompt
-from mitigate.runner import run
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.run.runner import run
 from mitigate.search import Objective, SearchResult, Split, asearch
 from mitigate.selectors import Random, Stratified
 from mitigate.strategies import (

@@ -55,7 +55,7 @@ from mitigate.data.summeval import CRITERIA, load_summeval
 from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.judge import Judge, Judgment
 from mitigate.measures.stats import bootstrap_ci
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.strategies import PanelJudge, SelectiveEvaluation
 from mitigate.strategies.agreement_gate import released_gate_judgments
 from mitigate.strategies.multiple_evidence import balanced_verdict, entropy_threshold, verdict_entropy

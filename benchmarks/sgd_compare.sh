@@ -37,7 +37,7 @@ fi
 if [ "$FROM_STEP" -le 2 ]; then
   echo "== 2. search on $OUT/train.jsonl $(date -u +%T)"
   # the built-in USS prompt compare used, as a file (a jsonl benchmark has no built-in prompt)
-  python -c "import sys; from mitigate.builtin_prompts import prompt_text; sys.stdout.write(prompt_text('uss-satisfaction'))" \
+  python -c "import sys; from mitigate.prompt.builtin import prompt_text; sys.stdout.write(prompt_text('uss-satisfaction'))" \
     > "$OUT/prompt.txt"
   mitigate search -b "jsonl:$OUT/train.jsonl" -c satisfaction --prompt "$OUT/prompt.txt" --backend "local:$MODEL" \
     --limit "$SEARCH_LIMIT" --budget "$BUDGET" --k 2 --concurrency 1 --seed 0 --no-progress --out "$OUT/searched.json"

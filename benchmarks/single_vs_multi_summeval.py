@@ -66,13 +66,13 @@ from evidence_common import (
 )
 
 import mitigate.measures as M
-from mitigate.builtin_prompts import get_prompt
 from mitigate.data.registry import load
 from mitigate.data.schema import Item
 from mitigate.harness.compare import select_items
 from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
 from mitigate.measures.stats import PermutationResult, paired_permutation_test, pearson
-from mitigate.runner import run
+from mitigate.prompt.builtin import get_prompt
+from mitigate.run.runner import run
 from mitigate.strategies import MultiAttribute, Pipeline, SingleAttribute
 
 CRITERIA = ("coherence", "consistency", "fluency", "relevance")

@@ -7,11 +7,12 @@ Main entry points::
     judge = PromptJudge(prompt, lm.get("local"))
 """
 
-from mitigate.answer_format import AnswerFormat
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import MitigateError
 from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
-from mitigate.prompt import Criterion, Demo, Guideline, JudgePrompt, ScoreOption
+from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Criterion, Demo, Guideline, ScoreOption
 from mitigate.scale import Scale
 
 __version__ = "0.1.0"

@@ -32,19 +32,20 @@ itself under a kebab-case name and a *kind*::
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from mitigate.aio import run_sync
 from mitigate.errors import ConfigError
 
 __all__ = [
     "KIND_PACKAGES",
     "Component",
+    "add",
     "Constraint",
     "Interval",
     "IsInstance",
@@ -57,6 +58,7 @@ __all__ = [
     "check_param",
     "describe_constraints",
     "lookup",
+    "names",
     "register",
     "registered",
 ]
@@ -68,8 +70,17 @@ KIND_PACKAGES: dict[str, str] = {
     "selector": "mitigate.selectors",
     "engine": "mitigate.search",
     "measure": "mitigate.measures",
+    "backend": "mitigate.lm.registry",
+    "benchmark": "mitigate.data.registry",
+    "released-judge": "mitigate.data.released",
+    "prompt": "mitigate.prompt.builtin",
 }
-"""Where each kind's components live; imported on the first look-up of that kind."""
+"""Where each kind's components live; imported on the first look-up of that kind.
+
+Components are classes registered with :func:`register`; the other kinds hold plain values
+added with :func:`add`: a backend's builder (``openai``, ``local`` ...), a benchmark's loader
+(``summeval`` ...), a released judge's files (``chatgpt-rts`` ...) and a built-in prompt's
+text file (``summeval-coherence`` ...)."""
 
 _REGISTRY: dict[str, dict[str, Any]] = {}
 _discovered: set[str] = set()
@@ -105,6 +116,24 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         return obj
 
     return deco
+
+
+def add(kind: str, name: str, value: Any) -> None:
+    """Register a plain value (a loader, a record) as the ``kind`` entry called ``name``, leaving it unmarked.
+
+    Adding another value under a name already taken is a ConfigError (the same value again is allowed).
+    """
+    if kind not in KIND_PACKAGES:
+        raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
+    table = _REGISTRY.setdefault(kind, {})
+    if name in table and table[name] is not value and table[name] != value:
+        raise ConfigError(f"{kind} name {name!r} is already registered")
+    table[name] = value
+
+
+def names(kind: str) -> list[str]:
+    """The names registered for ``kind``, in the order they were registered (what error messages and help list)."""
+    return list(registered(kind))
 
 
 def _qualname(obj: Any) -> str:
@@ -463,3 +492,22 @@ class Preset(Component):
     def build(self) -> Any:
         """The component these parameters stand for."""
         raise NotImplementedError(f"{type(self).__name__} must implement build()")
+
+
+_T = TypeVar("_T")
+
+
+def run_sync(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
+    """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never leaked).
+
+    ``what`` names the call ("Pipeline.fit()"), ``instead`` the async form to await there
+    ("m.afit(train, judge)").
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise ConfigError(
+        f"{what} runs its own event loop and was called inside a running one; expected `await {instead}` there"
+    )

@@ -15,7 +15,8 @@ from mitigate.judge import Judgment, PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.paths import data_dir
-from mitigate.prompt import JudgePrompt, PromptMessage
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import PromptMessage
 from mitigate.strategies.agreement_gate import AgreementGate, AgreementJudge, gate_released
 from mitigate.strategies.base import from_spec
 from mitigate.strategies.forms import mcq_form, rts_form

@@ -8,7 +8,7 @@ from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.lm.anthropic import AnthropicLM
 from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.openai import OpenAILM
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.testing import StubOpenAIServer
 
 LONG = "a long shared instruction " * 300  # 1,200 stub tokens

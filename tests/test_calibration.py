@@ -12,7 +12,7 @@ from mitigate.errors import ConfigError, RunStoppedError
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.base import Choice, LMRequest, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.strategies import BatchCalibration, ContextualCalibration, ExpectedScore, Pipeline, Sampling
 from mitigate.strategies.calibration import calibrate, verdict_distribution
 

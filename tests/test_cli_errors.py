@@ -124,7 +124,7 @@ def test_retry_after_longer_than_the_patience_says_so(tmp_path):
         result.stderr.splitlines()[-1])
 
 
-HOLD = ("import sys, time\nfrom mitigate.runner import RunLock\n"
+HOLD = ("import sys, time\nfrom mitigate.run.journal import RunLock\n"
         "with RunLock.for_journal(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(30)\n")
 
 

@@ -20,7 +20,7 @@ from mitigate.harness.report import load_results, write_report
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.paths import data_dir
-from mitigate.prompt import PromptMessage
+from mitigate.prompt.parts import PromptMessage
 from mitigate.registry import register
 from mitigate.strategies.base import Pipeline, PromptMitigation
 

@@ -12,8 +12,9 @@ from mitigate import JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.data.jsonl import save_jsonl
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import train_test_split
 from mitigate.errors import ConfigError, DataError
-from mitigate.harness.compare import Entry, _train_and_test, compare, train_test_split
+from mitigate.harness.compare import Entry, _train_and_test, compare
 from mitigate.harness.report import write_report
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM

@@ -16,7 +16,7 @@ from mitigate.lm.anthropic import AnthropicLM, answer_text
 from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.fake import FakeLM
 from mitigate.lm.openai import OpenAILM
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 
 PROMETHEUS_STYLE = ("Write feedback, then a score that is an integer between 1 and 5, as "
                     "\"(feedback) [RESULT] (an integer between 1 and 5)\".\n\nResponse:\n{response}\n\nFeedback: ")

@@ -22,7 +22,7 @@ from mitigate import JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
 from mitigate.lm.dspy import DSPyLM
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.search import dspy_search, search
 from mitigate.search.engines.dspy_program import JudgeProgram, ProgramContext
 from mitigate.strategies import Demos

@@ -13,7 +13,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import PromptJudge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.scale import Scale
 from mitigate.selectors import HighestRS, Random, rank_by_rs
 from mitigate.strategies.base import from_spec, parse_pipeline

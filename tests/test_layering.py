@@ -1,10 +1,17 @@
 """The package's layering: no import cycle, no import of another module's private name, each layer importing only from below.
 
 The imports are read with ``ast`` from the source files, module-level and function-level
-alike (an import inside a function is still a dependency); imports under
-``if TYPE_CHECKING:`` are left out, since they never run. Importing ``mitigate.a.b`` also
-runs the package ``mitigate.a`` (its ``__init__``), so that counts as an import of the
-package too.
+alike (an import inside a function is still a dependency), and so are the modules named
+in ``importlib.import_module("mitigate....")`` calls (a literal name, or the literal start
+of an f-string); imports under ``if TYPE_CHECKING:`` are left out, since they never run.
+Importing ``mitigate.a.b`` also runs the package ``mitigate.a`` (its ``__init__``), so that
+counts as an import of the package too. No module may take a name from the root package
+(``from mitigate import JudgePrompt``): the root re-exports for users, and an import
+through it runs every layer.
+
+The one import by a name known only at run time is the registry's discovery
+(:data:`mitigate.registry.KIND_PACKAGES`: a kind's package is imported on its first
+look-up), which is discovery by module name, as entry points are.
 """
 
 from __future__ import annotations
@@ -19,12 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "scale", "registry", "aio", "paths"),
-    ("lm", "parse", "data"),
-    ("answer_format", "template_syntax", "template_reader", "prompt", "perturb", "builtin_prompts"),
+    ("errors", "scale", "registry", "paths"),
+    ("lm",),
+    ("parse",),
+    ("data",),
+    ("prompt",),
     ("judge", "likelihood"),
     ("measures",),
-    ("runner", "batch_run"),
+    ("run",),
     ("selectors",),
     ("strategies",),
     ("search",),
@@ -67,6 +76,26 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
+def _import_module_target(node: ast.Call) -> str | None:
+    """The mitigate module an ``importlib.import_module(...)`` call names, as far as its text says; else None.
+
+    A literal name is taken whole; an f-string up to the last dot of its literal start
+    (``f"mitigate.lm.{name}"`` -> ``mitigate.lm``).
+    """
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if called != "import_module" or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        text = arg.value
+    elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        text = str(arg.values[0].value).rsplit(".", 1)[0]
+    else:
+        return None
+    return text if text.split(".")[0] == "mitigate" else None
+
+
 def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
     """(imported module, imported name or None, line) for every mitigate import in module ``name``."""
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
@@ -74,7 +103,9 @@ def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
     for node in ast.walk(tree):
         if getattr(node, "lineno", None) in skip:
             continue
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and (target := _import_module_target(node)) is not None:
+            yield target, None, node.lineno
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "mitigate":
                     yield alias.name, None, node.lineno
@@ -199,6 +230,41 @@ def test_each_layer_imports_only_from_itself_and_below() -> None:
     assert not upward, "imports from a higher layer:\n" + "\n".join(sorted(upward))
 
 
+def test_no_module_takes_a_name_from_the_root_package() -> None:
+    found = [
+        f"{name}:{line} imports {imported} from the root package"
+        for name in MODULES if name != "mitigate"
+        for module, imported, line in _imports(name)
+        if module == "mitigate" and imported is not None and f"mitigate.{imported}" not in MODULES
+    ]
+    assert not found, "names taken from the root package (import them from their own module):\n" + "\n".join(found)
+
+
+def test_lm_parse_and_data_are_layered_in_that_order() -> None:
+    lm, parse, data = (_layer(f"mitigate.{n}") for n in ("lm", "parse", "data"))
+    assert lm is not None and parse is not None and data is not None
+    assert lm < parse < data, f"expected lm < parse < data in LAYERS; got lm={lm}, parse={parse}, data={data}"
+    graph = _graph()
+    assert "mitigate.lm.base" in graph["mitigate.parse.answers"]  # the order is the one the imports need
+    assert "mitigate.parse.answers" in graph["mitigate.data.released"]
+
+
+def test_prompt_sits_above_parse_data_and_lm_and_run_above_judge() -> None:
+    prompt, run, judge = (_layer(f"mitigate.{n}") for n in ("prompt", "run", "judge"))
+    assert prompt is not None and run is not None and judge is not None
+    assert max(_layer(f"mitigate.{n}") or 0 for n in ("lm", "parse", "data")) < prompt < judge < run
+
+
+def test_the_layering_test_sees_importlib_and_root_package_imports() -> None:
+    call = ast.parse('importlib.import_module(f"mitigate.lm.{kind}")').body[0].value
+    assert isinstance(call, ast.Call) and _import_module_target(call) == "mitigate.lm"
+    call = ast.parse('import_module("mitigate.search")').body[0].value
+    assert isinstance(call, ast.Call) and _import_module_target(call) == "mitigate.search"
+    call = ast.parse('importlib.import_module(package)').body[0].value
+    assert isinstance(call, ast.Call) and _import_module_target(call) is None
+    assert any(module == "mitigate.lm" and imported is None for module, imported, _ in _imports("mitigate.lm.registry"))
+
+
 def test_the_layering_test_sees_cycles_and_private_imports() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     graph = _graph()
@@ -217,6 +283,15 @@ def test_importing_the_strategies_does_not_import_scipy() -> None:
 def test_importing_the_selectors_does_not_import_the_strategies_or_the_search() -> None:
     code = ("import sys, mitigate.selectors; "
             "print(sorted(m for m in sys.modules if m.startswith(('mitigate.strategies', 'mitigate.search'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "[]"
+
+
+def test_importing_the_answer_format_imports_no_search_strategy_selector_or_runner() -> None:
+    code = ("import sys, mitigate.prompt.answer_format; print(sorted({m.split('.')[1] for m in sys.modules "
+            "if m.startswith(('mitigate.search', 'mitigate.strategies', 'mitigate.selectors', 'mitigate.run', "
+            "'mitigate.harness', 'mitigate.cli'))}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]"

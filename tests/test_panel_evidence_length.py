@@ -16,7 +16,7 @@ from mitigate.errors import ConfigError
 from mitigate.judge import Judge, Judgment, PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.strategies import LengthControl, MultipleEvidence, Panel, PanelJudge, Pipeline, parse_pipeline
 from mitigate.strategies.multiple_evidence import balanced_verdict, entropy_threshold, verdict_entropy
 from mitigate.strategies.panel import reduce_panel

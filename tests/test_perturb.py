@@ -9,7 +9,8 @@ import pytest
 from mitigate import JudgePrompt
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm.fake import FakeLM
-from mitigate.perturb import (
+from mitigate.prompt.parts import Guideline
+from mitigate.prompt.perturb import (
     Combined,
     LengthenPerturbation,
     OrderPerturbation,
@@ -20,7 +21,6 @@ from mitigate.perturb import (
     perturbation_set,
     rewrite_lengthen,
 )
-from mitigate.prompt import Guideline
 
 THREE = """Rate the summary.
 

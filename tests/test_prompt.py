@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from mitigate import Criterion, Demo, Item, JudgePrompt, Scale
-from mitigate.builtin_prompts import get_prompt, list_prompts, prompt_text
 from mitigate.errors import DataError, ScaleError, TemplateError
-from mitigate.prompt import SLOT_RE
+from mitigate.prompt.builtin import get_prompt, list_prompts, prompt_text
+from mitigate.prompt.parts import SLOT_RE
 
 GEVAL_STYLE = """You will be given one summary written for a news article.
 
@@ -251,3 +252,18 @@ def test_unnamed_criterion_demo_says_score_once() -> None:
     prompt = JudgePrompt.from_template("Rate this: {{output}}").with_demos([Demo(item=_item(id="d"), score=2.0)])
     text = prompt.render(_item())[0].content
     assert "Score: 2" in text and "Score score" not in text
+
+
+def test_the_answer_format_alone_holds_the_answer_kind() -> None:
+    from mitigate.prompt.answer_format import AnswerFormat
+
+    pairwise = JudgePrompt.from_template("A: {{output}}\nB: {{output_b}}\nWhich is better?", answer="pairwise")
+    spec = pairwise.model_dump()
+    assert "answer" not in spec and spec["answer_format"]["kind"] == "pairwise"
+    assert pairwise.answer == "pairwise" == pairwise.answer_format.kind
+    assert JudgePrompt.model_validate(spec) == pairwise
+    scored = JudgePrompt.from_template("Rate {{output}} from 1 to 5.")
+    as_mcq = scored.with_answer_format(AnswerFormat.default("mcq"))
+    assert (scored.answer, as_mcq.answer) == ("score", "mcq")
+    with pytest.raises(ValidationError, match="answer"):
+        JudgePrompt.model_validate({**scored.model_dump(), "answer": "mcq"})  # no second copy of the kind to disagree

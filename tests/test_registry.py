@@ -1,4 +1,4 @@
-"""The one registry and declared parameter constraints (mitigate.registry), and run_sync (mitigate.aio)."""
+"""The one registry and declared parameter constraints (mitigate.registry), and run_sync."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import ClassVar
 
 import pytest
 
-from mitigate.aio import run_sync
 from mitigate.errors import ConfigError
 from mitigate.registry import (
     Component,
@@ -20,6 +19,7 @@ from mitigate.registry import (
     lookup,
     register,
     registered,
+    run_sync,
 )
 
 
@@ -114,3 +114,40 @@ def test_run_sync_runs_outside_a_loop_and_refuses_inside_one():
         assert coro.cr_frame is None  # closed, not leaked (no "never awaited" warning)
 
     asyncio.run(inside())
+
+
+def test_backends_benchmarks_prompts_and_released_judges_are_kinds_of_the_one_registry() -> None:
+    import mitigate.lm
+    from mitigate.data import load
+    from mitigate.data.released import released_recorded
+    from mitigate.errors import BackendSpecError, DataError
+    from mitigate.prompt import prompt_text
+    from mitigate.registry import names, registered
+
+    assert {"openai", "anthropic", "dspy", "local", "replay", "fake"} <= set(names("backend"))
+    assert {"summeval", "uss-sgd", "webnlg", "tmu-gfm"} <= set(names("benchmark"))
+    assert {"chatgpt-rts", "gpt4-rts", "chatgpt-h2h"} <= set(names("released-judge"))
+    assert "summeval-coherence" in names("prompt")
+    with pytest.raises(DataError) as bench:
+        load("no-such-benchmark")
+    assert all(name in str(bench.value) for name in names("benchmark"))
+    with pytest.raises(BackendSpecError) as backend:
+        mitigate.lm.get("no-such-backend:x")
+    assert all(form in str(backend.value) for b in registered("backend").values() for form in b.forms)
+    with pytest.raises(ConfigError) as prompt:
+        prompt_text("no-such-prompt")
+    assert all(name in str(prompt.value) for name in names("prompt"))
+    with pytest.raises(DataError) as released:
+        released_recorded("no-such-judge")
+    assert all(name in str(released.value) for name in names("released-judge"))
+
+
+def test_adding_a_second_value_under_a_taken_name_is_refused() -> None:
+    from mitigate.registry import add, registered
+
+    taken = registered("benchmark")["summeval"]
+    add("benchmark", "summeval", taken)  # the same value again is allowed
+    with pytest.raises(ConfigError, match="already registered"):
+        add("benchmark", "summeval", lambda **kw: None)
+    with pytest.raises(ConfigError, match="unknown component kind"):
+        add("no-such-kind", "x", object())

@@ -14,7 +14,6 @@ import pytest
 
 from mitigate.data.released import (
     H2H_PAIRS,
-    JUDGES,
     ReleasedRun,
     h2h_files,
     judge_files,
@@ -255,7 +254,7 @@ def real_root() -> Path:
 
 
 @pytest.mark.data
-@pytest.mark.parametrize("judge", list(JUDGES))
+@pytest.mark.parametrize("judge", released_judges())
 def test_real_released_run_aligns_with_every_summeval_item(judge):
     root = real_root()
     bench = load_summeval(root=root)

@@ -26,7 +26,7 @@ from mitigate.harness.report import dump_results, load_results, render_report
 from mitigate.harness.tables import best_indices, md_cell, md_table, split_row
 from mitigate.judge import Judgment
 from mitigate.lm.fake import FakeLM
-from mitigate.runner import FRAME_COLUMNS, RunResult
+from mitigate.run.runner import FRAME_COLUMNS, RunResult
 from mitigate.scale import Scale
 
 

@@ -26,7 +26,8 @@ from mitigate.errors import (
 )
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage
 from mitigate.lm.retry import RetryingLM, RetryPolicy
-from mitigate.runner import RunLock, permanent_cause, run, write_atomic
+from mitigate.run.journal import RunLock, write_atomic
+from mitigate.run.runner import permanent_cause, run
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
@@ -128,7 +129,7 @@ KILL_SCRIPT = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     from mitigate import Item, JudgePrompt, PromptJudge
-    from mitigate.runner import run
+    from mitigate.run.runner import run
     from mitigate.lm.base import LM, Choice, LMResponse
 
     calls = Path(sys.argv[2])
@@ -355,7 +356,7 @@ async def test_journal_path_that_is_a_folder_or_under_a_file_is_a_config_error(t
 HOLD_LOCK = textwrap.dedent(
     """
     import sys, time
-    from mitigate.runner import RunLock
+    from mitigate.run.journal import RunLock
     with RunLock(sys.argv[1]):
         print("locked", flush=True)
         time.sleep(30)

@@ -9,11 +9,11 @@ import warnings
 import pytest
 
 from mitigate import Criterion, Item, JudgePrompt, PromptJudge
-from mitigate.builtin_prompts import get_prompt, list_prompts, prompt_text
 from mitigate.errors import CapabilityError, ConfigError, PromptConflictWarning
 from mitigate.judge import JudgeConfig
 from mitigate.lm.base import Choice, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
+from mitigate.prompt.builtin import get_prompt, list_prompts, prompt_text
 from mitigate.strategies.base import from_spec
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
 from mitigate.strategies.edits import COT_LEAD, SCALE_LEAD, addenda, multi_criterion_prompt

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.errors import ConfigError
-from mitigate.harness.report import plot_search
+from mitigate.harness.plots import plot_search
 from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.fake import FakeLM
 from mitigate.search import (
@@ -380,7 +380,7 @@ def test_search_plot_shows_every_trial_including_undefined_ones(tmp_path):
 
 
 def test_search_trial_points_keep_undefined_trials_and_the_best_so_far():
-    from mitigate.harness.report import search_trial_points
+    from mitigate.harness.plots import search_trial_points
 
     ok, bad, best = search_trial_points([math.nan, 0.2, math.nan, 0.5, 0.1])
     assert ok == [(1, 0.2), (3, 0.5), (4, 0.1)] and bad == [0, 2]

@@ -13,7 +13,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.strategies import CascadeJudge, Pipeline, Sampling, SelectiveEvaluation, parse_pipeline
 from mitigate.strategies.selective import (
     agrees,

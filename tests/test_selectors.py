@@ -138,9 +138,9 @@ def test_highest_rs_ranks_with_the_shared_rank_by_rs():
     ls = {it.id: -float(len(it.output)) for it in b.items}
     judge_scores = {it.id: 5.0 if it.id.startswith("a") else 3.0 for it in b.items}
     sel = HighestRS().fit(b, ls=ls, judge_scores=judge_scores)
-    from mitigate import measures as metrics
+    from mitigate import measures
 
-    us = metrics.unfairness_scores([judge_scores[it.id] for it in b.items], metrics.human_scores(b.items, "quality"))
+    us = measures.unfairness_scores([judge_scores[it.id] for it in b.items], measures.human_scores(b.items, "quality"))
     expected = [it.id for it, _ in rank_by_rs(b.items, [ls[it.id] for it in b.items], list(us))]
     assert ids(sel.select(4)) == expected[:4]
     assert list(sel.rs_) == expected

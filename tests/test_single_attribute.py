@@ -274,7 +274,7 @@ def test_builder_checks_its_inputs() -> None:
 
 
 def test_multi_criterion_prompt_refuses_demos_scored_on_one_criterion() -> None:
-    from mitigate.prompt import Demo
+    from mitigate.prompt.parts import Demo
 
     one = base_prompt().with_demos([Demo(item=ITEM, score=4.0)])
     with pytest.raises(ConfigError, match=r"needs demos scored on every one of them; demo 'd1/s1' has 4\.0"):
@@ -285,7 +285,7 @@ def test_multi_criterion_prompt_refuses_demos_scored_on_one_criterion() -> None:
 
 
 def test_multi_criterion_demos_answer_one_line_per_criterion_in_the_asked_order() -> None:
-    from mitigate.prompt import Demo
+    from mitigate.prompt.parts import Demo
 
     both = base_prompt().with_demos([Demo(item=ITEM, score={"coherence": 4.0, "fluency": 2.0})])
     prompt = multi_criterion_prompt(both, CRITS, ["fluency", "coherence"])

@@ -29,7 +29,8 @@ import pytest
 from mitigate import Item, PromptJudge
 from mitigate.errors import PromptConflictWarning
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt import Demo, JudgePrompt, describe_template, prompt_from_spec
+from mitigate.prompt.judge_prompt import JudgePrompt, describe_template, prompt_from_spec
+from mitigate.prompt.parts import Demo
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
 from mitigate.strategies.demos import FixedDemosPreset
 from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, DEFAULT_HINT, RTS_LEAD, SCALE_LEAD

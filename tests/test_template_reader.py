@@ -9,8 +9,8 @@ import pytest
 
 from mitigate import Demo, Item
 from mitigate.errors import TemplateError
-from mitigate.prompt import JudgePrompt, read_prompt
-from mitigate.template_reader import scale_mentions
+from mitigate.prompt.judge_prompt import JudgePrompt, read_prompt
+from mitigate.prompt.template_reader import scale_mentions
 
 
 def _item(**kw: object) -> Item:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,7 +52,8 @@ from mitigate.data.recorded import DEFAULT_VARIANT, RecordedRow, RecordedRun, ru
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.summeval import CRITERIA, LLM_SUMMEVAL_DIR, LLM_SUMMEVAL_SYSTEMS
 from mitigate.errors import DataError, ParseError, ReplayFormatError
-from mitigate.parse import parse_mcq, parse_pairwise, parse_score
+from mitigate.parse.answers import parse_mcq, parse_pairwise, parse_score
+from mitigate.registry import add, names, registered
 from mitigate.scale import Scale
 
 RTS_SCALE = Scale(min=1, max=5, step=0.5)
@@ -68,18 +69,23 @@ _STARS = re.compile(r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seve
 MCQ_SCALE = Scale(min=1, max=5, letters={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})
 """The MCQ options of Shen et al.: A->1 ... E->5."""
 
-JUDGES: dict[str, tuple[str, str]] = {
-    "chatgpt-rts": ("gpt-3.5-turbo-0301", "rts"),
-    "chatgpt-mcq": ("gpt-3.5-turbo-0301", "mcq"),
-    "chatgpt-altrts": ("gpt-3.5-turbo-0301", "altrts"),
-    "chatgpt-altmcq": ("gpt-3.5-turbo-0301", "altmcq"),
-    "chatgpt-stareval": ("gpt-3.5-turbo-0301", "stareval"),
-    "gpt4-rts": ("gpt-4-0314", "rts"),
-    "llama2-7b-rts": ("llama-2-7b-chat-hf", "rts"),
-    "llama2-13b-rts": ("llama-2-13b-chat-hf", "rts"),
-    "llama2-70b-rts": ("llama-2-70b-chat-hf", "rts"),
-}
-"""Judge name -> (model folder, method file suffix)."""
+class ReleasedJudgeFiles(NamedTuple):
+    """Where a released judge's outputs live: its model folder and its method's file suffix."""
+
+    model: str
+    method: str
+
+
+add("released-judge", "chatgpt-rts", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "rts"))
+add("released-judge", "chatgpt-mcq", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "mcq"))
+add("released-judge", "chatgpt-altrts", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "altrts"))
+add("released-judge", "chatgpt-altmcq", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "altmcq"))
+add("released-judge", "chatgpt-stareval", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "stareval"))
+add("released-judge", "gpt4-rts", ReleasedJudgeFiles("gpt-4-0314", "rts"))
+add("released-judge", "llama2-7b-rts", ReleasedJudgeFiles("llama-2-7b-chat-hf", "rts"))
+add("released-judge", "llama2-13b-rts", ReleasedJudgeFiles("llama-2-13b-chat-hf", "rts"))
+add("released-judge", "llama2-70b-rts", ReleasedJudgeFiles("llama-2-70b-chat-hf", "rts"))
+
 
 MCQ_METHODS = frozenset({"mcq", "altmcq"})
 
@@ -93,7 +99,7 @@ H2H_PAIRS: tuple[tuple[str, str], ...] = (
 
 def released_judges() -> list[str]:
     """The names :func:`load_released` accepts, e.g. ``"chatgpt-rts"``, ``"gpt4-rts"``, ``"llama2-70b-rts"``."""
-    return list(JUDGES)
+    return [name for name, files in registered("released-judge").items() if files.method != "h2h"]
 
 
 def judge_files(judge: str) -> list[str]:
@@ -107,9 +113,10 @@ def judge_files(judge: str) -> list[str]:
 
 
 def _judge(judge: str) -> tuple[str, str]:
-    if judge not in JUDGES:
+    if judge not in released_judges():
         raise DataError(f"expected a released judge name, one of {released_judges()}; got {judge!r}")
-    return JUDGES[judge]
+    model, method = registered("released-judge")[judge]
+    return model, method
 
 
 class ReleasedSample(BaseModel):
@@ -475,11 +482,12 @@ def load_head_to_head(*, root: str | Path | None = None) -> list[H2HRecord]:
 
 H2H_JUDGE = "chatgpt-h2h"
 """The name of the released ChatGPT head-to-head judge as a recorded (pairwise) judge."""
+add("released-judge", H2H_JUDGE, ReleasedJudgeFiles(H2H_MODEL, "h2h"))
 
 
 def released_names() -> list[str]:
     """Every released judge :func:`released_recorded` accepts: the score judges and ``"chatgpt-h2h"``."""
-    return [*JUDGES, H2H_JUDGE]
+    return names("released-judge")
 
 
 def run_to_recorded(run: ReleasedRun) -> RecordedRun:
@@ -535,7 +543,7 @@ def released_recorded(name: str, *, root: str | Path | None = None) -> RecordedR
     """A released judge (a name from :func:`released_names`) as a :class:`RecordedRun`."""
     if name == H2H_JUDGE:
         return h2h_to_recorded(load_head_to_head(root=root))
-    if name not in JUDGES:
+    if name not in released_judges():
         raise DataError(f"expected a released judge name, one of {released_names()}; got {name!r}")
     return run_to_recorded(load_released(name, root=root))
 

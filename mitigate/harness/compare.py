@@ -58,11 +58,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tqdm.auto import tqdm
 
-from mitigate.batch_run import BatchOptions, BatchSession, session_for
 from mitigate.data.jsonl import save_jsonl
 from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_runs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled, train_test_split
 from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.recorded_judge import RecordedJudge
@@ -102,7 +102,8 @@ from mitigate.measures.stats import (
     spearman_rows,
 )
 from mitigate.registry import Interval, check_param
-from mitigate.runner import RunResult, run
+from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
+from mitigate.run.runner import RunResult, run
 from mitigate.scale import Scale
 from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
@@ -213,6 +214,22 @@ class Entry(BaseModel):
         run = recorded if isinstance(recorded, RecordedRun) else load_recorded(recorded, judge)
         replay = RecordedJudge(run, criterion)
         return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(), scale=replay.scale)
+
+    @classmethod
+    def all_released(cls, spec: str, criterion: str) -> list[Entry]:
+        """The entries a ``--released`` value names: a built-in released judge (``"chatgpt-rts"``), or
+        every judge of a released pairwise repository on disk, ``"<layout>:<path>[#<judge glob>]"``
+        (``"llmbar:/data/LLMBar#GPT-4/*"``, ``"judgebench:/data/JudgeBench"``), read by mitigate's parsers
+        (:mod:`mitigate.harness.released_pairwise`).
+        """
+        from mitigate.harness.released_pairwise import LAYOUTS, load_released_pairwise
+
+        if spec.partition(":")[0] not in LAYOUTS:
+            return [cls.from_released(spec, criterion)]
+        runs = [r for r in load_released_pairwise(spec).values() if criterion in r.criteria]
+        if not runs:
+            raise ConfigError(f"expected released judgments on {criterion!r} in {spec}; they answer 'overall'")
+        return [cls.from_recorded(run, criterion) for run in runs]
 
     @classmethod
     def all_recorded(cls, path: str | Path, criterion: str) -> list[Entry]:
@@ -452,51 +469,6 @@ def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     return load(benchmark)
 
 
-def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
-                     criterion: str | None = None) -> tuple[Benchmark, Benchmark]:
-    """Split ``bench`` into train and test by document, so no source text is on both sides.
-
-    Items are grouped by ``doc_id`` when every item has one (otherwise each item is its own
-    group); the groups are shuffled with ``seed`` and go to train until it holds ``fraction``
-    of the items, the rest to test. With ``criterion``, train keeps only items labelled on it
-    (a human score or a gold preference): fitting learns from labels. ConfigError for a fraction
-    outside (0, 1), DataError when either side would be empty.
-    """
-    import random
-
-    if not (isinstance(fraction, float | int) and 0 < fraction < 1):
-        raise ConfigError(f"expected a train fraction strictly between 0 and 1 (e.g. 0.5); got {fraction!r}")
-    by_doc = all(it.doc_id is not None for it in bench.items)
-    groups: dict[str, list[Item]] = {}
-    for it in bench.items:
-        groups.setdefault(str(it.doc_id) if by_doc else it.id, []).append(it)
-    keys = list(groups)
-    random.Random(seed).shuffle(keys)
-    target = fraction * len(bench.items)
-    train: list[Item] = []
-    test_keys: set[str] = set()
-    for key in keys:
-        if len(train) < target:
-            train.extend(groups[key])
-        else:
-            test_keys.add(key)
-    test = [it for it in bench.items if (str(it.doc_id) if by_doc else it.id) in test_keys]
-    if criterion is not None:
-        train = [it for it in train if _labelled(it, criterion)]
-    if not train or not test:
-        raise DataError(f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} test items "
-                        f"of {bench.name!r} ({len(keys)} documents); expected both to be non-empty")
-    keep_order = {it.id: i for i, it in enumerate(bench.items)}
-    train.sort(key=lambda it: keep_order[it.id])
-    return (bench.model_copy(update={"name": f"{bench.name}-train", "items": tuple(train)}),
-            bench.model_copy(update={"name": bench.name, "items": tuple(test)}))
-
-
-def _labelled(item: Item, criterion: str) -> bool:
-    value = item.human.get(criterion)
-    return (value is not None and math.isfinite(value)) or criterion in item.preference
-
-
 def _train_and_test(bench: Benchmark, train: float | str | Benchmark | None, criterion: str,
                     seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
     """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of them."""
@@ -509,7 +481,7 @@ def _train_and_test(bench: Benchmark, train: float | str | Benchmark | None, cri
                            "n_items": len(fit), "n_documents": len(docs) or len(fit),
                            "ids": [it.id for it in fit.items]}
     fit = _benchmark(train)
-    fit = fit.model_copy(update={"items": tuple(it for it in fit.items if _labelled(it, criterion))})
+    fit = fit.model_copy(update={"items": tuple(it for it in fit.items if labelled(it, criterion))})
     if not fit.items:
         raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
     shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
@@ -636,8 +608,8 @@ async def compare(
       :class:`~mitigate.likelihood.LikelihoodScorer` to use; ``likelihood_task`` is the
       generation task in its context (default: by benchmark family, :data:`GENERATION_TASKS`).
     - ``n_boot`` bootstrap resamples per interval (0: no intervals), ``n_perm`` permutations.
-    - ``batch``: True, :class:`~mitigate.batch_run.BatchOptions` or a
-      :class:`~mitigate.batch_run.BatchSession` to send the LM calls through the providers'
+    - ``batch``: True, :class:`~mitigate.run.batch_session.BatchOptions` or a
+      :class:`~mitigate.run.batch_session.BatchSession` to send the LM calls through the providers'
       batch APIs; the entries then run at once through one session (record in
       ``out_dir/batches``), so their requests share batches.
     - ``train``: fit on train, compare on test. A fraction (e.g. 0.5) splits the benchmark by
@@ -769,9 +741,3 @@ def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_b
     data = EntryData(scores=human_scores(items, criterion), items=items, criterion=criterion, scale=scale,
                      n_boot=n_boot, seed=seed, verdicts=gold, task=task)
     return {key: cls().compute(data) for key, cls in measure_table(task).items() if cls.on_humans}
-
-
-def scores_by_entry(result: CompareResult) -> dict[str, list[float | None]]:
-    """Entry name -> score per item, from a result (for plots and ad-hoc analysis)."""
-    return {e.name: e.scores(result.criterion) for e in result.entries}
-

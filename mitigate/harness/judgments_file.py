@@ -2,7 +2,7 @@
 
 ``mitigate judge --out FILE`` writes this; in Python::
 
-    from mitigate.runner import run
+    from mitigate.run.runner import run
     from mitigate.harness.judgments_file import write_judgments
 
     result = await run(judge, bench.items)            # or run_sync(judge, items) from plain code
@@ -30,7 +30,7 @@ from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures.pairwise import presented_to_text
-from mitigate.runner import RunResult
+from mitigate.run.runner import RunResult
 
 __all__ = ["COLUMNS", "judgment_row", "write_judgments"]
 

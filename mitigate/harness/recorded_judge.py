@@ -32,7 +32,7 @@ from mitigate.data.recorded import RecordedJudgment, RecordedRow, RecordedRun
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, ParseFailure, PromptJudge, Reducer, reduce_samples
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.scale import Scale
 
 __all__ = ["RecordedJudge"]

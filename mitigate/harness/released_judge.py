@@ -17,7 +17,7 @@ from typing import Any
 
 from mitigate.data.released import (
     H2H_JUDGE,
-    JUDGES,
+    H2H_MODEL,
     ReleasedRun,
     load_released,
     released_names,
@@ -27,6 +27,7 @@ from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.judge import Judgment
+from mitigate.registry import registered
 
 __all__ = ["ReleasedJudge"]
 
@@ -70,7 +71,10 @@ class ReleasedJudge(RecordedJudge):
     @property
     def model(self) -> str:
         """The model whose answers these are."""
-        return self.run.model if self.run is not None else JUDGES.get(self.judge_name, ("gpt-3.5-turbo-0301",))[0]
+        if self.run is not None:
+            return self.run.model
+        files = registered("released-judge").get(self.judge_name)
+        return files.model if files is not None else H2H_MODEL
 
     async def judge(self, item: Item) -> Judgment:
         """The released answer for ``item`` as a :class:`Judgment` (no LM call)."""

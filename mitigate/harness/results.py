@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
-from mitigate.runner import RunSummary, frame
+from mitigate.run.runner import RunSummary, frame
 from mitigate.scale import Scale
 
 __all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "CompareResult", "Comparison", "EntryResult", "ItemRecord",
@@ -146,7 +146,7 @@ class CompareResult(BaseModel):
     def rows(self) -> list[dict[str, Any]]:
         """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry.
 
-        Columns :data:`~mitigate.runner.FRAME_COLUMNS`: ``entry``, ``item``, ``document``,
+        Columns :data:`~mitigate.run.runner.FRAME_COLUMNS`: ``entry``, ``item``, ``document``,
         ``system``, ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the human score,
         or the gold preference on a pairwise benchmark), ``raw``, ``failure``, ``flags``.
         """

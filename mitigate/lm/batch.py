@@ -6,7 +6,7 @@ holds what does not depend on the provider:
 
 * :class:`BatchAPI` — submit, find (after a crash), poll and collect one provider's batches;
   :mod:`mitigate.lm.batch_openai` and :mod:`mitigate.lm.batch_anthropic` implement it, and
-  :func:`mitigate.batch_run.batch_api_for` picks the one for a backend;
+  :func:`mitigate.run.batch_session.batch_api_for` picks the one for a backend;
 * :class:`BatchState` and :class:`BatchItemError` — a batch's status and counts, and why one
   request of it has no answer (errored, expired, canceled, failed, missing);
 * :class:`BatchStore` — an append-only, fsync'd event log (``batches.jsonl``) plus one file

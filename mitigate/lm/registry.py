@@ -23,6 +23,8 @@ installed only matters to the spec that needs it.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,25 +34,31 @@ from mitigate.lm.base import LM
 from mitigate.lm.cache import CachedLM, LMCache
 from mitigate.lm.http import check_timeout
 from mitigate.lm.retry import RetryingLM, RetryPolicy
+from mitigate.registry import add, registered
 
-ACCEPTED_FORMS = (
-    "openai:<model>",
-    "anthropic:<model>",
-    "dspy:<litellm model id>",
-    "local",
-    "local:<path.gguf>",
-    "replay:<path.jsonl>",
-    "fake",
-)
 
-NETWORK_KINDS = ("openai", "anthropic", "dspy")
-"""Spec kinds whose backend talks to a server (so ``timeout=`` and ``base_url=`` apply)."""
+@dataclass(frozen=True)
+class Backend:
+    """A backend kind of the registry: the spec forms it accepts and how it is built.
+
+    ``build(spec, rest, has_colon, kwargs)`` gets the whole spec, what follows its first ``:``
+    (stripped), whether there was a ``:`` at all, and the keyword arguments of :func:`get`.
+    ``network`` backends talk to a server (so ``timeout=`` and ``base_url=`` apply);
+    ``needs`` names what must follow the ``:`` ("model", "path") when something must.
+    """
+
+    forms: tuple[str, ...]
+    build: Callable[[str, str, bool, dict[str, Any]], LM]
+    network: bool = False
+    needs: str | None = None
+
 
 _EXTRAS = {"openai": "openai", "anthropic": "anthropic", "dspy": "dspy", "llama_cpp": "local"}
+"""Optional SDK -> the mitigate extra that installs it."""
 
 
 def _accepted() -> str:
-    return ", ".join(repr(f) for f in ACCEPTED_FORMS)
+    return ", ".join(repr(f) for b in registered("backend").values() for f in b.forms)
 
 
 def _module(name: str, spec: str) -> ModuleType:
@@ -87,51 +95,69 @@ def get(spec: str, **kwargs: Any) -> LM:
         )
     kind, sep, rest = text.partition(":")
     kind = kind.lower()
+    backends = registered("backend")
+    backend = backends.get(kind)
+    if backend is None:
+        raise BackendSpecError(f"unknown backend spec {spec!r}; expected one of {_accepted()}", spec=spec)
     if kwargs.get("timeout") is not None:
-        if kind not in NETWORK_KINDS:
+        if not backend.network:
+            network = ", ".join(name for name, b in backends.items() if b.network)
             raise BackendSpecError(
-                f"a request timeout applies to the network backends ({', '.join(NETWORK_KINDS)}); got it "
-                f"for backend spec {spec!r}",
+                f"a request timeout applies to the network backends ({network}); got it for backend spec {spec!r}",
                 spec=spec,
             )
         check_timeout(kwargs["timeout"], backend=text)
-    if kind in ("openai", "anthropic", "dspy", "replay") and (not sep or not rest.strip()):
+    if backend.needs is not None and (not sep or not rest.strip()):
         raise BackendSpecError(
-            f"backend spec {spec!r} names no {'path' if kind == 'replay' else 'model'}; expected "
-            f"'{kind}:<{'path' if kind == 'replay' else 'model'}>' (accepted forms: {_accepted()})",
+            f"backend spec {spec!r} names no {backend.needs}; expected '{kind}:<{backend.needs}>' "
+            f"(accepted forms: {_accepted()})",
             spec=spec,
         )
-    rest = rest.strip()
-    if kind == "openai":
-        return _module("openai", spec).OpenAILM(rest, **kwargs)
-    if kind == "anthropic":
-        return _module("anthropic", spec).AnthropicLM(rest, **kwargs)
-    if kind == "dspy":
-        return _module("dspy", spec).DSPyLM(rest, **kwargs)
-    if kind == "local":
-        if sep and not rest:
-            raise BackendSpecError(
-                f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
-            )
-        llamacpp = _module("llamacpp", spec)
-        return llamacpp.LlamaCppLM(model_path=rest or None, **kwargs) if sep else llamacpp.LlamaCppLM(**kwargs)
-    if kind == "replay":
-        from mitigate.lm.replay import ReplayLM
+    return backend.build(spec, rest.strip(), bool(sep), kwargs)
 
-        return ReplayLM(rest, **kwargs)
-    if kind == "fake":
-        from mitigate.lm.fake import FakeLM
 
-        if "responses" not in kwargs:
-            raise BackendSpecError(
-                "backend spec 'fake' needs scripted answers; expected get('fake', responses=[...] or a "
-                "callable request -> str)",
-                spec=spec,
-            )
-        if rest:
-            kwargs.setdefault("model", rest)
-        return FakeLM(**kwargs)
-    raise BackendSpecError(f"unknown backend spec {spec!r}; expected one of {_accepted()}", spec=spec)
+def _openai(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    return _module("openai", spec).OpenAILM(rest, **kwargs)
+
+
+def _anthropic(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    return _module("anthropic", spec).AnthropicLM(rest, **kwargs)
+
+
+def _dspy(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    return _module("dspy", spec).DSPyLM(rest, **kwargs)
+
+
+def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    if sep and not rest:
+        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'",
+                               spec=spec)
+    llamacpp = _module("llamacpp", spec)
+    return llamacpp.LlamaCppLM(model_path=rest or None, **kwargs) if sep else llamacpp.LlamaCppLM(**kwargs)
+
+
+def _replay(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    return _module("replay", spec).ReplayLM(rest, **kwargs)
+
+
+def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    if "responses" not in kwargs:
+        raise BackendSpecError(
+            "backend spec 'fake' needs scripted answers; expected get('fake', responses=[...] or a "
+            "callable request -> str)",
+            spec=spec,
+        )
+    if rest:
+        kwargs.setdefault("model", rest)
+    return _module("fake", spec).FakeLM(**kwargs)
+
+
+add("backend", "openai", Backend(("openai:<model>",), _openai, network=True, needs="model"))
+add("backend", "anthropic", Backend(("anthropic:<model>",), _anthropic, network=True, needs="model"))
+add("backend", "dspy", Backend(("dspy:<litellm model id>",), _dspy, network=True, needs="model"))
+add("backend", "local", Backend(("local", "local:<path.gguf>"), _local))
+add("backend", "replay", Backend(("replay:<path.jsonl>",), _replay, needs="path"))
+add("backend", "fake", Backend(("fake",), _fake))
 
 
 def wrap(

@@ -47,7 +47,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from mitigate import measures as metrics
+from mitigate import measures
 from mitigate.data.schema import Item
 from mitigate.errors import DataError
 from mitigate.judge import Judgment
@@ -75,7 +75,7 @@ def judgment_score(judgment: Judgment, criterion: str) -> float | None:
 
 def same_output(a: Any, b: Any) -> bool:
     """True when two judge outputs are the same answer (the measures' one notion of label equality)."""
-    return metrics.labels_equal(a, b)
+    return measures.labels_equal(a, b)
 
 
 def consistent(judgment: Judgment) -> float:
@@ -86,7 +86,7 @@ def consistent(judgment: Judgment) -> float:
     values = list(per.values())
     if any(v is None for v in values):
         return math.nan
-    same = all(metrics.labels_equal(values[0], v) for v in values[1:])
+    same = all(measures.labels_equal(values[0], v) for v in values[1:])
     return 1.0 if same else 0.0
 
 
@@ -157,7 +157,7 @@ def _variant_rows(judgments: Sequence[Judgment]) -> list[tuple[Any, ...] | None]
             continue
         by_name = {str(k): v for k, v in per.items()}
         row = tuple(by_name.get(n) for n in names)
-        rows.append(None if any(metrics.is_missing(v) for v in row) else row)
+        rows.append(None if any(measures.is_missing(v) for v in row) else row)
     return rows
 
 
@@ -228,7 +228,7 @@ class Objective(Component):
                 raise DataError(f"expected judgments in item order; judgment {j.item_id!r} stands where item "
                                 f"{it.id!r} is", item_id=it.id)
         scores = np.array([math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments], float)
-        human = metrics.human_scores(items, criterion)
+        human = measures.human_scores(items, criterion)
         consistent_ = np.array([consistent(j) for j in judgments], float)
         if ls is None:
             ls_arr = np.full(len(items), np.nan)
@@ -254,7 +254,7 @@ class Objective(Component):
             c = c[np.isfinite(c) & np.isfinite(a.scores[idx])]
             return float(c.mean()) if len(c) else math.nan
         rows = [row for i in idx if (row := a.variants[i]) is not None and math.isfinite(a.scores[i])]
-        return metrics.consistency_kappa(rows)[2]
+        return measures.consistency_kappa(rows)[2]
 
     def _point(self, a: _Arrays, idx: np.ndarray) -> float:
         """The objective on the items at ``idx`` (a bootstrap resample), NaN under the same rules."""
@@ -266,7 +266,7 @@ class Objective(Component):
         if self.consistency_weight:
             value += self.consistency_weight * self._consistency_point(a, idx)
         if self.bias_weight:
-            us = metrics.unfairness_scores(s, h)
+            us = measures.unfairness_scores(s, h)
             value -= self.bias_weight * abs(correlation_function("spearman")(a.ls[idx], us))
         return float(value)
 
@@ -284,10 +284,10 @@ class Objective(Component):
         scored = np.isfinite(a.scores) & labelled
         coverage = float(scored.sum() / labelled.sum()) if labelled.any() else 0.0
         if self.agreement == "accuracy":
-            agreement = metrics.accuracy([None if not math.isfinite(v) else v for v in a.scores],
+            agreement = measures.accuracy([None if not math.isfinite(v) else v for v in a.scores],
                                          [None if not math.isfinite(v) else v for v in a.human])
         else:
-            agreement = metrics.item_correlation(a.scores, a.human, self.agreement)
+            agreement = measures.item_correlation(a.scores, a.human, self.agreement)
         consistency: Measure | None = None
         bias: Measure | None = None
         reasons: list[str] = []
@@ -306,7 +306,7 @@ class Objective(Component):
                                       reason="no judgment records outputs under 2 or more perturbations in "
                                              "meta['perturbations'] (wrap the judge in a PerturbationProbe)")
             else:
-                consistency = metrics.perturbation_consistency(outputs)
+                consistency = measures.perturbation_consistency(outputs)
                 if self.consistency == "kappa" and consistency.ok:
                     kappa = float(consistency.extra["kappa"])
                     why = None if math.isfinite(kappa) else (
@@ -323,7 +323,7 @@ class Objective(Component):
                 bias = Measure(name="bias_score", value=math.nan, n=0,
                                reason="no LS was given for these items (pass ls= or a likelihood backend)")
             else:
-                bias = metrics.bias_score(a.ls, metrics.unfairness_scores(a.scores, a.human))
+                bias = measures.bias_score(a.ls, measures.unfairness_scores(a.scores, a.human))
             value -= self.bias_weight * abs(bias.value)
             if not bias.ok:
                 reasons.append(f"BiasScore: {bias.reason}")

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.search.objective import Gain, Objective, ObjectiveValue
 from mitigate.strategies import Demos, Mitigation, Pipeline, from_spec, load_pipeline
 
@@ -127,7 +127,7 @@ class SearchResult(BaseModel):
         ``before``: the mitigations the searched judge was already wrapped in (``mitigate
         search --pipeline``); the saved pipeline is then ``before | winner``, so loading it
         reproduces the searched judge from the base one. (Plot the search with
-        :func:`mitigate.harness.report.plot_search`.)
+        :func:`mitigate.harness.plots.plot_search`.)
         """
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)

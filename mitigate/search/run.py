@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mitigate.aio import run_sync
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import Split
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM
 from mitigate.lm.cache import LMCache
-from mitigate.registry import Interval, IsInstance, Options, check_param, lookup, registered
+from mitigate.registry import Interval, IsInstance, Options, check_param, lookup, registered, run_sync
 from mitigate.search.engines import OPTIMIZERS, Engine
 from mitigate.search.objective import Objective
 from mitigate.search.result import SearchResult
@@ -35,7 +35,6 @@ from mitigate.search.session import (
     likelihoods,
     search_criterion,
 )
-from mitigate.search.split import Split
 from mitigate.selectors import Random, Selector, Stratified
 from mitigate.strategies import Demos, PerturbationProbe
 

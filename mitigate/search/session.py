@@ -31,18 +31,18 @@ from typing import Any, NamedTuple
 from tqdm.auto import tqdm
 
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import Split, split_items
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, Judgment, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
 from mitigate.lm.budget import BudgetedLM, CallBudget
 from mitigate.lm.cache import CachedLM, LMCache
-from mitigate.prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.registry import Interval, Satisfies, check_param
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.search.objective import Objective
 from mitigate.search.result import SearchResult, Trial, rank_key
-from mitigate.search.split import Split, split_items
 from mitigate.selectors import Selector
 from mitigate.strategies import Demos, Mitigation, PerturbationProbe, Pipeline, from_spec
 
@@ -319,7 +319,7 @@ def reseeded(sel: Selector, rng: _random.Random) -> Selector:
 
 def as_split(data: Benchmark | Split | Sequence[Item], fractions: tuple[float, float, float], seed: int,
              criterion: str) -> Split:
-    """``data`` itself when it is a Split, else :func:`~mitigate.search.split.split_items` of it."""
+    """``data`` itself when it is a Split, else :func:`~mitigate.data.split.split_items` of it."""
     if isinstance(data, Split):
         return data
     return split_items(data, fractions, seed=seed, criterion=criterion)

@@ -15,7 +15,7 @@ each with its *human* score. Per pool item:
 :class:`HighestRS` returns the ``k`` pool items with the highest RS. ``fit`` needs LS and
 judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value), or
 give ``judge=`` and the selector computes both itself (LS with the ``likelihood`` backend,
-the judge over the pool with :func:`mitigate.runner.run`). The ``highest-rs-demos``
+the judge over the pool with :func:`mitigate.run.runner.run`). The ``highest-rs-demos``
 preset (``Demos(selector=HighestRS(...))``, :mod:`mitigate.strategies.highest_rs`) shows its top ``k``.
 """
 
@@ -26,14 +26,14 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
-from mitigate import measures as metrics
+from mitigate import measures
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
 from mitigate.registry import Interval, Tags, register
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.selectors.base import Selector, example_pool
 
 __all__ = ["HighestRS", "judge_score", "rank_by_rs"]
@@ -51,7 +51,7 @@ def rank_by_rs(
     items = list(items)
     if not (len(items) == len(ls) == len(us)):
         raise DataError(f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, {len(us)} US")
-    rs = metrics.rs_scores(ls, us)
+    rs = measures.rs_scores(ls, us)
     ranked = [(item, float(r)) for item, r in zip(items, rs, strict=True) if math.isfinite(r)]
     return sorted(ranked, key=lambda pair: -pair[1])
 
@@ -209,7 +209,7 @@ class HighestRS(Selector):
         return self._ranked(state, items, ls_list, js)
 
     def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float], scores: list[float]) -> Self:
-        us = metrics.unfairness_scores(scores, metrics.human_scores(items, state["criterion_"]))
+        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]))
         ranked = rank_by_rs(items, ls, list(us))
         return self.model_copy(update={
             **state,

@@ -25,7 +25,7 @@ import numpy as np
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, ModelPathError
-from mitigate.prompt import field_text
+from mitigate.prompt.judge_prompt import field_text
 from mitigate.registry import Interval, Options, Satisfies, Tags, register
 from mitigate.selectors.base import Selector, example_pool
 

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate import measures as metrics
+from mitigate import measures
 from mitigate.data.released import load_released
 from mitigate.data.schema import Item
 from mitigate.data.summeval import CRITERIA, load_summeval
@@ -250,7 +250,7 @@ class AgreementGate(Mitigation):
         out: list[GateDecision] = []
         for s in dict.fromkeys(systems):
             idx = [i for i, t in enumerate(systems) if t == s]
-            m = metrics.item_correlation(rts[idx], mcq[idx], self.method)
+            m = measures.item_correlation(rts[idx], mcq[idx], self.method)
             if m.n < self.min_items:
                 out.append(GateDecision(
                     system=s, r=math.nan, n=m.n, n_failed=m.n_failed, decision="insufficient data",
@@ -330,7 +330,7 @@ class ReleasedGateReport(BaseModel):
     gate: GateReport
     p: dict[str, float]
     p_method: str
-    r_predicts_p: metrics.Measure
+    r_predicts_p: measures.Measure
     p_accepted_mean: float
     p_flagged_mean: float
     parse_failures: dict[str, int] = Field(default_factory=dict)
@@ -389,17 +389,17 @@ def gate_released(
             raise DataError(f"expected SummEval dimensions from {list(CRITERIA)}; got {c!r}")
     bench = load_summeval("llm_summeval", root=root)
     items = list(bench.items)
-    systems: list[Hashable | None] = list(metrics.item_systems(items))
+    systems: list[Hashable | None] = list(measures.item_systems(items))
     out: dict[str, ReleasedGateReport] = {}
     for c in wanted:
         judgments = released_gate_judgments(c, items, root=root)
         report = gate.gate(judgments, items, criterion=c)
         rts = [j.scores.get(c) for j in judgments]
-        p_measures = metrics.per_system_correlation(rts, metrics.human_scores(items, c), systems, p_method)
+        p_measures = measures.per_system_correlation(rts, measures.human_scores(items, c), systems, p_method)
         p = {s: float(m.value) for s, m in p_measures.items()}
         r_by = report.r_by_system()
         order = list(r_by)
-        predict = metrics.item_correlation([r_by[s] for s in order], [p.get(s, math.nan) for s in order],
+        predict = measures.item_correlation([r_by[s] for s in order], [p.get(s, math.nan) for s in order],
                                            predict_method)
         predict = predict.model_copy(update={"name": f"{predict_method}_R_vs_P"})
         accepted = [p[s] for s in order if not report.decision(s).needs_human and math.isfinite(p.get(s, math.nan))]

@@ -14,7 +14,8 @@ from typing import ClassVar
 
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, PromptJudge
-from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE
 from mitigate.registry import Interval, Satisfies, register
 from mitigate.strategies.base import Mitigation, PromptMitigation
 from mitigate.strategies.edits import (

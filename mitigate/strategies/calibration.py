@@ -267,7 +267,7 @@ class _Calibration(Mitigation):
     async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
                    concurrency: int = 8) -> Self:
         """A fitted copy: the mean answer distribution of each leaf judge over :meth:`fit_items`."""
-        from mitigate.runner import run
+        from mitigate.run.runner import run
 
         if not isinstance(judge, Judge):
             raise ConfigError(f"{type(self).__name__}.fit needs the judge it will wrap; got {type(judge).__name__}")

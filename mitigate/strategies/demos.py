@@ -42,8 +42,8 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge
 from mitigate.lm.base import LM
-from mitigate.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
 from mitigate.prompt import Demo, JudgePrompt
+from mitigate.prompt.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
 from mitigate.registry import Interval, IsInstance, Options, Preset, Satisfies, Tags, check_param, register
 from mitigate.selectors import KNN, Selector, example_pool, labelled, resolve_criterion, selector_from_spec
 from mitigate.strategies.base import Mitigation
@@ -99,7 +99,7 @@ def require_lengthened(owner: str, kind: str, lengthened: dict[str, str] | None)
         raise ConfigError(
             f"The 'lengthened' parameter of {owner} must map option labels to lengthened descriptions when "
             f"kind={kind!r}. Got {lengthened!r} instead. Write them, or produce them once with "
-            "mitigate.perturb.lengthen_guideline(prompt, lm) and pass the returned dict."
+            "mitigate.prompt.perturb.lengthen_guideline(prompt, lm) and pass the returned dict."
         )
 
 
@@ -137,7 +137,7 @@ class Display(BaseModel):
     2024); ``"perturbed"`` (each under every perturbed version of that guideline, always with
     the same gold score; with ``ablation`` under one perturbation drawn with ``seed``).
     ``kind``, ``n``, ``lengthened`` and ``seed`` choose the perturbations
-    (:func:`mitigate.perturb.perturbation_set`).
+    (:func:`mitigate.prompt.perturb.perturbation_set`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

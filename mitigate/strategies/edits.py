@@ -14,7 +14,7 @@
   :func:`scale_note` write them, and :func:`set_cot` adds or removes the chain of thought
   together with the answer format's reasoning.
 - Every answer request is worded from the prompt's answer format (``prompt.format``, see
-  :class:`~mitigate.answer_format.AnswerFormat`): a template that asks for "[RESULT] N" or
+  :class:`~mitigate.prompt.answer_format.AnswerFormat`): a template that asks for "[RESULT] N" or
   "Rating: [[N]]" is asked for that, never for "Score: N".
 - Fixed instructions: :data:`DEFAULT_HINT` (ConsistencyHint), :data:`DEFAULT_COT` (the lead
   of SelfConsistency's instruction, :func:`self_consistency_instruction`) and
@@ -22,7 +22,7 @@
   :func:`append_instruction` and :func:`insert_after_guideline` to place a paragraph.
 - :func:`warn_if_reasoning_forbidden`: the check that a chain-of-thought request does not
   contradict the template's own "Do NOT provide any explanation" or "only the score"
-  (:func:`~mitigate.answer_format.reasoning_ban`).
+  (:func:`~mitigate.prompt.answer_format.reasoning_ban`).
 - :func:`multi_criterion_prompt`: the built-in rating template (our own wording) that scores
   one or several criteria in one answer, and :func:`is_multi_criterion_template`, which
   recognises it exactly.
@@ -35,10 +35,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Literal
 
-from mitigate.answer_format import AnswerFormat, infer_answer_format, reasoning_ban
 from mitigate.errors import ConfigError, PromptConflictWarning
-from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Criterion, JudgePrompt, PromptMessage
-from mitigate.prompt import answer_label as _label
+from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format, reasoning_ban
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.judge_prompt import answer_label as _label
+from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Criterion, PromptMessage
 from mitigate.scale import Scale
 
 __all__ = [
@@ -135,7 +136,7 @@ def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
 def warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
     """Warn when the prompt's own text asks for the answer alone (or first), which a chain-of-thought request contradicts.
 
-    The template's words are read by :func:`~mitigate.answer_format.reasoning_ban` ("Do NOT
+    The template's words are read by :func:`~mitigate.prompt.answer_format.reasoning_ban` ("Do NOT
     provide any explanation", "only the score", "nothing else"); a format whose reasoning
     comes after the answer ("first output a single line ...") conflicts too.
     """
@@ -276,7 +277,7 @@ def cot_instruction(prompt: JudgePrompt) -> str:
 
     A prompt scoring several criteria in one answer asks for one "<Criterion>: <score>" line
     each (what :func:`multi_criterion_prompt` reads); every other prompt asks for its answer
-    format's line (:meth:`~mitigate.answer_format.AnswerFormat.instruction`), e.g. 'End your
+    format's line (:meth:`~mitigate.prompt.answer_format.AnswerFormat.instruction`), e.g. 'End your
     answer with a final line "[RESULT] N", with N a score from 1 to 5.'
     """
     return f"{COT_LEAD} {_final_answer(prompt)}"
@@ -309,7 +310,7 @@ def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD) -> JudgeProm
         prompt = set_addendum(prompt, lead, _REASONING_LEADS[lead](prompt))
     elif lead in addenda(prompt):
         prompt = set_addendum(prompt, lead, None)
-        if _single_answer(prompt) and prompt.answer_format is not None and not any(
+        if _single_answer(prompt) and not any(
                 k in addenda(prompt) for k in _REASONING_LEADS):
             prompt = prompt.with_answer_format(prompt.format.with_reasoning(_stated_reasoning(prompt)))
     else:
@@ -334,7 +335,7 @@ def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
 
     ``prompt`` is the child, scoring its one criterion. With ``answer=True`` the paragraph
     also asks for the child's answer line, worded from its answer format
-    (:meth:`~mitigate.answer_format.AnswerFormat.request`); ``answer=False`` leaves the answer
+    (:meth:`~mitigate.prompt.answer_format.AnswerFormat.request`); ``answer=False`` leaves the answer
     to the prompt's own closing instruction (what the RTS/MCQ forms of
     :mod:`mitigate.strategies.forms` use, since they write their own).
     """
@@ -489,7 +490,7 @@ def multi_criterion_prompt(
             f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
-        answer_format = None
+        answer_format = AnswerFormat.default("score")
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
         # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"); worded so that
@@ -504,7 +505,6 @@ def multi_criterion_prompt(
             "messages": (*systems, PromptMessage(role="user", template=user)),
             "criteria": tuple(crits),
             "guideline": None,
-            "answer": "score",
             "answer_format": answer_format,
         }
     )

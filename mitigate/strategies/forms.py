@@ -44,9 +44,10 @@ from __future__ import annotations
 import re
 import string
 
-from mitigate.answer_format import AnswerFormat
 from mitigate.errors import TemplateError
-from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, Guideline, JudgePrompt, ScoreOption
+from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Guideline, ScoreOption
 from mitigate.scale import Scale
 from mitigate.strategies.edits import (
     DEFAULT_HINT,

@@ -27,7 +27,7 @@ from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment
 from mitigate.measures.base import word_count
 from mitigate.registry import Options, Satisfies, Tags, register
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation
 
 __all__ = ["LengthControl", "LengthControlledJudge"]

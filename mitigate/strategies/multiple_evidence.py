@@ -36,7 +36,7 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, Verdict, merge_judgments
 from mitigate.registry import Interval, Tags, register
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation, gather_children
 from mitigate.strategies.edits import set_cot
 from mitigate.strategies.position_swap import swap_item

@@ -20,7 +20,7 @@ random perturbation instead.
   ablation (``ablation=True``) and the unperturbed few-shot control (``perturbed=False``,
   ``display="guideline"``) as flags.
 
-Perturbations are built by :func:`mitigate.perturb.perturbation_set`; see that module for
+Perturbations are built by :func:`mitigate.prompt.perturb.perturbation_set`; see that module for
 how options are named and how lengthened descriptions are obtained.
 """
 
@@ -35,7 +35,8 @@ from pydantic import model_validator
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
-from mitigate.perturb import (
+from mitigate.prompt.parts import Demo, Guideline
+from mitigate.prompt.perturb import (
     Perturbation,
     PerturbationKind,
     apply_to_prompt,
@@ -43,7 +44,6 @@ from mitigate.perturb import (
     original_order,
     perturbation_set,
 )
-from mitigate.prompt import Demo, Guideline
 from mitigate.registry import Interval, Preset, register
 from mitigate.selectors import Stratified
 from mitigate.strategies.base import Mitigation
@@ -183,7 +183,7 @@ class PerturbationProbe(Mitigation):
 
     Parameters:
         kind: "order" (reordered options), "length" (one option's description lengthened),
-            or "both" (see :func:`mitigate.perturb.perturbation_set`).
+            or "both" (see :func:`mitigate.prompt.perturb.perturbation_set`).
         n: how many perturbations (None: every reordering for 2–3 options, a seeded sample of
             6 for more; every lengthened option).
         lengthened: option label -> lengthened description; required for "length"/"both".
@@ -250,7 +250,7 @@ class PerturbedDemosPreset(Preset):
 
     Each of the ``m`` demos is repeated once per perturbed version of the prompt's own
     guideline (reordered options, a lengthened description, or both; built by
-    :func:`mitigate.perturb.perturbation_set`), each copy showing that guideline and then the
+    :func:`mitigate.prompt.perturb.perturbation_set`), each copy showing that guideline and then the
     same gold score. The copies are placed before the item (demo 1 under every perturbation,
     then demo 2 ...), after any demos the prompt already had; the item itself is judged
     under the prompt's guideline, unperturbed. The paper found ``m=2`` best.

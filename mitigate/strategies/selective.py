@@ -48,7 +48,7 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, Judge, Judgment
 from mitigate.registry import Interval, IsInstance, Options, Tags, register
-from mitigate.runner import run
+from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation
 
 __all__ = [

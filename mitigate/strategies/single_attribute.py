@@ -41,7 +41,8 @@ from pydantic import model_validator
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
-from mitigate.prompt import Criterion, JudgePrompt
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.parts import Criterion
 from mitigate.registry import Options, Satisfies, register
 from mitigate.strategies.base import Mitigation, gather_children
 from mitigate.strategies.edits import (
@@ -143,8 +144,7 @@ class SingleAttribute(Mitigation):
             )
         child = prompt.with_criteria([criterion])
         fmt = prompt.format.for_criterion(criterion.name, [c.name for c in prompt.criteria])
-        if prompt.answer_format is not None or fmt != prompt.format:
-            child = child.with_answer_format(fmt)
+        child = child.with_answer_format(fmt)
         return refresh_addenda(set_addendum(child, ONLY_LEAD, only_paragraph(child)))
 
 

@@ -196,6 +196,8 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _c("compare recorded not covering the items", "recorded_part.jsonl", "--recorded", "{d}/recorded_part.jsonl"),
     _c("compare recorded unknown criterion", "criterion", "--recorded", "{d}/recorded.jsonl", "-c", "coherence"),
     _c("compare released on another benchmark", "released", "--released", "chatgpt-h2h"),
+    _c("compare released repository missing", "does not exist", "--released", "llmbar:{d}/no_llmbar_copy"),
+    _c("compare released layout without a path", "expected '<layout>:<path>", "--released", "judgebench:"),
     BadInput("compare pairwise without a prompt", ("compare", "-b", "jsonl:{d}/pairs.jsonl", "-c", "fluency",
                                                    "--backend", "openai:stub-model", "--base-url", "{url}",
                                                    "--no-progress", "--no-cache", "--out", "{d}/cmp", "-p", "baseline"),

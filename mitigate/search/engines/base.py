@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, NamedTuple, Self
 
+from mitigate.data.split import Split
 from mitigate.judge import Judge
 from mitigate.registry import Component, Tags
 from mitigate.search.session import SearchSpace, Session
-from mitigate.search.split import Split
 
 __all__ = ["Engine", "Outcome"]
 

@@ -22,12 +22,12 @@ from typing import Any, ClassVar, Self
 
 from pydantic import Field
 
+from mitigate.data.split import Split
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.registry import Interval, Tags, register
 from mitigate.search.engines.base import Engine, Outcome
 from mitigate.search.session import SearchSpace, Session
-from mitigate.search.split import Split
 
 __all__ = ["OPTIMIZERS", "DSPyBootstrapRS", "DSPyEngine", "DSPyLabeled", "DSPyMIPRO"]
 

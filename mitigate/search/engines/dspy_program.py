@@ -58,7 +58,7 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import Judge, Judgment
 from mitigate.lm.budget import BudgetExhaustedError
 from mitigate.lm.dspy import DSPyLM
-from mitigate.prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.search.objective import Objective, consistent, judgment_score
 from mitigate.search.session import Candidate, Session
 from mitigate.strategies import Demos

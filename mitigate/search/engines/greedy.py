@@ -12,7 +12,7 @@ import random as _random
 from typing import ClassVar
 
 from mitigate.errors import ConfigError
-from mitigate.prompt import Demo
+from mitigate.prompt.parts import Demo
 from mitigate.registry import Interval, register
 from mitigate.scale import Scale
 from mitigate.search.engines.base import Engine, Outcome

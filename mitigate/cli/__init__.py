@@ -1,0 +1,16 @@
+"""The ``mitigate`` command line: one module per command.
+
+:mod:`~mitigate.cli.app` holds the command group and its one-line error handling
+(:mod:`~mitigate.cli.errors`: the ``error:`` line and the exit codes), :mod:`~mitigate.cli.options`
+the typed, frozen options of each command with their declared constraints,
+:mod:`~mitigate.cli.build` the one ``build_judge`` and the one item order of judge, compare and
+search, :mod:`~mitigate.cli.files` the checked files and folders. Options are checked before
+data is loaded, data and prompts before the first LM call. ``--debug`` (or
+``MITIGATE_DEBUG=1``) shows the traceback of an error instead of its line.
+"""
+
+from mitigate.cli import compare, judge, prompts, report, search  # noqa: F401 - importing registers each command
+from mitigate.cli.app import app, main
+from mitigate.cli.errors import EXIT_FAILED, EXIT_REFUSED
+
+__all__ = ["EXIT_FAILED", "EXIT_REFUSED", "app", "main"]

@@ -1,0 +1,82 @@
+"""``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import typer
+
+from mitigate.cli.app import command
+from mitigate.cli.build import Task, batch_session, build_judge, load_task, with_pipeline
+from mitigate.cli.errors import fail_when_all_failed
+from mitigate.cli.files import run_dir, writable_file
+from mitigate.cli.options import JudgeOptions
+from mitigate.run.journal import write_atomic
+from mitigate.run.runner import RunResult, preflight, run
+from mitigate.strategies import parse_pipeline
+
+
+@command("judge", JudgeOptions)
+def judge(options: JudgeOptions) -> None:
+    """Judge the first items of a benchmark and print each judgment beside the human score."""
+    if options.out is not None:
+        writable_file(options.out, "--out")
+    with run_dir(options.run_dir):
+        asyncio.run(_judge(options))
+
+
+async def _judge(o: JudgeOptions) -> None:
+    if o.pipeline is not None:
+        parse_pipeline(o.pipeline)  # bad pipeline text or file fails before data or calls
+    task = load_task(o.benchmark, o.criterion, o.limit)
+    base = build_judge(o, task)
+    lm = base.lm
+    session = batch_session(o.batch, o.run_dir, o.batch_retries, o.progress)
+    try:
+        judge_obj = with_pipeline(base, o.pipeline)
+        preflight(judge_obj, task.items)  # every item fits the prompt: checked before anything is printed or called
+        typer.echo(f"{task.benchmark.summary()}\njudging {len(task.items)} items on {task.criterion!r} with "
+                   f"{lm.spec}", err=True)
+        journal = o.run_dir / "journal.jsonl" if o.run_dir else None
+        result = await run(judge_obj, task.items, concurrency=o.concurrency, journal=journal, check=False,
+                           restart=o.restart, progress=o.progress, stop_after=o.stop_after, batch=session)
+    finally:
+        if session is not None:
+            await session.aclose()
+            typer.echo(session.stats.line(), err=True)
+        await lm.aclose()
+    _print_judgments(result, task)
+    typer.echo(result.summary.line(), err=True)
+    if o.out is not None:
+        # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
+        from mitigate.harness.judgments_file import write_judgments
+
+        written = write_judgments(result, o.out, items=task.items, criterion=task.criterion)
+        typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
+    if o.run_dir:
+        out = write_atomic(o.run_dir / "results.json", json.dumps({
+            "benchmark": task.benchmark.name, "criterion": task.criterion, "backend": lm.spec,
+            "summary": result.summary.model_dump(mode="json"),
+            "judgments": [j.model_dump(mode="json") for j in result.judgments],
+        }, indent=1))
+        typer.echo(f"wrote {out}", err=True)
+    fail_when_all_failed(result)
+
+
+def _print_judgments(result: RunResult, task: Task) -> None:
+    """One line per judgment on stdout: item id, the judge's score (or FAILED), the human score, a detail."""
+    by_id = {it.id: it for it in task.items}
+    for j in result.judgments:
+        human = by_id[j.item_id].human.get(task.criterion)
+        score = j.scores.get(task.criterion)
+        shown = "FAILED" if score is None else f"{score:g}"
+        human_s = "-" if human is None else f"{human:.2f}"
+        detail = j.error or (j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else ""))
+        typer.echo(f"{j.item_id}\tjudge={shown}\thuman={human_s}\t{first_line(detail)}")
+
+
+def first_line(text: str, width: int = 100) -> str:
+    """``text`` flattened to one line of at most ``width`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -1,0 +1,58 @@
+"""``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, reported on test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from mitigate.cli.app import command
+from mitigate.cli.build import build_judge, load_task
+from mitigate.cli.files import writable_file
+from mitigate.cli.options import SearchOptions
+from mitigate.registry import lookup
+from mitigate.search import Objective, search
+from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
+
+
+@command("search", SearchOptions)
+def search_cmd(options: SearchOptions) -> None:
+    """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
+    writable_file(options.out, "--out")
+    _search(options)
+
+
+def _search(o: SearchOptions) -> None:
+    before = parse_pipeline(o.pipeline)  # bad pipeline text fails before data or calls
+    task = load_task(o.benchmark, o.criterion, o.limit, labelled=True)
+    data = task.benchmark.model_copy(update={"items": task.items})
+    base = build_judge(o, task)
+    judge = before.wrap(base)
+    classes = [lookup("selector", n) for n in o.selector or ["random", "stratified"]]
+    selectors = [cls(seed=o.seed) if "seed" in cls.model_fields else cls() for cls in classes]
+    objective = Objective(agreement=o.agreement, consistency_weight=o.consistency_weight,
+                          consistency=o.consistency, bias_weight=o.bias_weight)
+    templates: list[Any] = [None]
+    if o.perturbed:
+        templates.append(PerturbedDemosPreset(kind="order", seed=o.seed).build())
+    common: dict[str, Any] = {
+        "criterion": task.criterion, "objective": objective, "k": o.k or [2], "budget": o.budget,
+        "splits": o.split_fractions, "cache": o.cache, "concurrency": o.concurrency,
+        "progress": o.progress, "n_boot": o.n_boot, "seed": o.seed,
+    }
+    if objective.needs_likelihood:
+        common["likelihood"] = o.likelihood
+    if lookup("engine", o.engine).declared_tags.uses_selectors or o.selector or o.perturbed:
+        common.update(selectors=selectors, perturbations=templates)  # an engine that takes none refuses them
+    typer.echo(f"{task.benchmark.summary()}\nsearching demos for {task.criterion!r} on {len(task.items)} labelled "
+               f"items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls", err=True)
+    result = search(judge, data, engine=o.engine, **common)
+    typer.echo(result.summary())
+    path = result.save_pipeline(o.out, before=before)
+    typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
+    if o.plot:
+        # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
+        from mitigate.harness.plots import plot_search
+
+        typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
+                   "test)", err=True)

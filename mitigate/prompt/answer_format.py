@@ -1,0 +1,730 @@
+"""The answer format a judge prompt prescribes, as one value that drives everything about answers.
+
+A published judge template says how the judge must answer: ``Score: 4`` on a final line,
+``[RESULT] 4`` after a feedback (Prometheus), ``Rating: [[4]]`` (MT-Bench), a JSON object
+with a ``"score"`` field (DeepEval G-Eval), ``<score>4</score>`` (Flow Judge), a letter, or
+for a comparison ``[[A]]`` / ``[[A>B]]`` (MT-Bench, Arena-Hard), ``Output (a)`` (AlpacaEval,
+LLMBar), ``m`` / ``M`` (AlpacaEval's classifier). :class:`AnswerFormat` holds that format and is
+the single source of truth for:
+
+- **parsing** (:meth:`AnswerFormat.read`): the format's own answer line is looked for first
+  (the last one wins when reasoning comes first, the first one when the answer comes first);
+  when the judge wrote none, the general strict parsers of :mod:`mitigate.parse.answers` read the
+  text, with the format's labels and cues. Ambiguity stays a :class:`~mitigate.errors.ParseError`.
+- **demonstrations** (:meth:`AnswerFormat.render`): how a demo shows its gold answer.
+- **instructions** (:meth:`AnswerFormat.instruction`): one sentence asking for the format,
+  for mitigations that add an answer request (chain of thought, granularity, "rate only").
+- **constrained decoding** (:meth:`AnswerFormat.constraint`): the same answer as a llama.cpp
+  grammar, a regular expression and a JSON schema (:class:`~mitigate.lm.constraint.AnswerConstraint`).
+  With reasoning, only the final answer line is constrained.
+
+:func:`infer_answer_format` recovers the format from a template's text; explicit arguments to
+:meth:`~mitigate.prompt.JudgePrompt.from_template` override what it finds.
+
+The ``line`` is the answer as written, with ``{value}`` where the score, letter or verdict
+label goes (``"[RESULT] {value}"``, ``"Rating: [[{value}]]"``, ``"Output ({value})"``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from mitigate.errors import ConfigError, ParseError, TemplateError
+from mitigate.lm.constraint import AnswerConstraint, ConstraintMode
+from mitigate.parse.answers import (
+    Verdict,
+    normalise_answer,
+    parse_mcq,
+    parse_pairwise,
+    parse_score,
+    strip_echoed_lines,
+)
+from mitigate.scale import Scale
+
+AnswerKind = Literal["score", "mcq", "pairwise"]
+Reasoning = Literal["none", "before", "after"]
+
+DEFAULT_SCORE_LINE = "Score: {value}"
+"""The answer line a prompt gets when its template names none (what mitigate's own prompts ask for)."""
+
+VALUE = "{value}"
+_REASON_CHARS = 600
+_JSON_TEXT_G = r'[^"\\\n]{0,600}'
+"""GBNF of a JSON string's content without quotes, backslashes or newlines (an explanation field)."""
+_JSON_TEXT_R = r'[^"\\\n]{0,600}'
+"""How many characters of reasoning a constrained answer may write before its answer line."""
+
+
+def _fmt(v: float) -> str:
+    r = round(float(v), 6)
+    return str(int(r)) if r == int(r) else f"{r:g}"
+
+
+class AnswerFormat(BaseModel):
+    """How a judge answers (see the module docstring).
+
+    - ``kind``: "score" (a number on the prompt's scale), "mcq" (a letter of ``scale.letters``)
+      or "pairwise" (a verdict between two outputs).
+    - ``line``: the answer as written, ``{value}`` standing for the value.
+    - ``json_key``: the answer is a JSON object and the value sits under this key
+      (``line`` is then ignored); ``reason_key`` names its explanation field, if any.
+    - ``labels`` / ``tie``: how the two outputs (and a tie) are named in a pairwise answer;
+      ``relations``: Arena-Hard style verdicts ``A>>B``, ``A>B``, ``A=B``, ``B>A``, ``B>>A``;
+      ``two_scores``: one score per output on one line ("8 6"), compared to give the verdict.
+    - ``case_sensitive``: labels differ only by case (AlpacaEval's ``m`` / ``M``).
+    - ``reasoning``: "before" (explanation, then the answer on the last line), "after"
+      (answer first, then explanation) or "none" (the answer alone).
+    - ``inferred``: False when the template named no format and this is the default.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: AnswerKind = "score"
+    line: str = DEFAULT_SCORE_LINE
+    json_key: str | None = None
+    reason_key: str | None = None
+    labels: tuple[str, ...] = ()
+    tie: str | None = None
+    relations: bool = False
+    two_scores: bool = False
+    case_sensitive: bool = False
+    reasoning: Reasoning = "none"
+    inferred: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> AnswerFormat:
+        if self.json_key is None and VALUE not in self.line:
+            raise TemplateError(f"an answer line needs a {VALUE} placeholder; got {self.line!r}")
+        if self.kind == "pairwise" and len(self.labels) != 2:
+            raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
+        if self.kind == "pairwise" and len({x if self.case_sensitive else x.lower() for x in self.labels}) != 2:
+            raise TemplateError(f"the two pairwise labels must differ; got {list(self.labels)}")
+        return self
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def default(cls, kind: AnswerKind = "score", labels: Sequence[str] = ("1", "2")) -> AnswerFormat:
+        """The format used when a template names none ("Score: N", "Answer: X", or a verdict label)."""
+        if kind == "pairwise":
+            return cls(kind=kind, line=VALUE, labels=tuple(labels), inferred=False)
+        if kind == "mcq":
+            return cls(kind=kind, line="Answer: {value}", inferred=False)
+        return cls(kind=kind, inferred=False)
+
+    def with_reasoning(self, reasoning: Reasoning) -> AnswerFormat:
+        """A copy asking for reasoning ``"before"`` the answer (chain of thought), ``"after"`` it, or ``"none"``."""
+        return self.model_copy(update={"reasoning": reasoning})
+
+    @property
+    def is_default_score_line(self) -> bool:
+        """True for the plain "Score: N" line (what mitigate's built-in prompts and mitigations ask for)."""
+        return self.kind == "score" and self.json_key is None and self.line == DEFAULT_SCORE_LINE
+
+    # ------------------------------------------------------------------ text
+    def describe(self) -> str:
+        """A short human description, e.g. '"[RESULT] N" after reasoning' (for inspect and errors)."""
+        shape = self.shape()
+        where = {"none": "alone", "before": "after reasoning", "after": "first, then reasoning"}[self.reasoning]
+        what = f'"{shape}" {where}'
+        if self.kind == "pairwise":
+            options = list(self.labels) + ([self.tie] if self.tie else [])
+            if self.relations:
+                a, b = self.labels
+                options = [f"{a}>>{b}", f"{a}>{b}", f"{a}={b}", f"{b}>{a}", f"{b}>>{a}"]
+            what += f" with X one of {options}"
+        return what + ("" if self.inferred else " (default: the template names no format)")
+
+    def value_text(self, value: float | str, scale: Scale) -> str:
+        """The value as the judge writes it: the number, the nearest letter, or a verdict's label."""
+        if self.kind == "pairwise":
+            if value == "first":
+                return self.labels[0] if not self.relations else f"{self.labels[0]}>{self.labels[1]}"
+            if value == "second":
+                return self.labels[1] if not self.relations else f"{self.labels[1]}>{self.labels[0]}"
+            if value == "tie":
+                if self.relations:
+                    return f"{self.labels[0]}={self.labels[1]}"
+                if self.tie is None:
+                    raise ConfigError(f"this pairwise format has no tie label; cannot show a tie in {self.describe()}")
+                return self.tie
+            raise ConfigError(f"expected a verdict first/second/tie; got {value!r}")
+        if isinstance(value, str):
+            return value
+        if self.kind == "mcq" and scale.letters:
+            return min(scale.letters.items(), key=lambda kv: (abs(kv[1] - value), kv[0]))[0]
+        return _fmt(value)
+
+    def render(self, value: float | str, scale: Scale, *, reason: str | None = None) -> str:
+        """The answer line showing ``value`` (what a demonstration's gold answer looks like).
+
+        A JSON format with an explanation field shows ``reason`` there (empty when None).
+        """
+        text = self.value_text(value, scale)
+        if self.json_key is not None:
+            shown: str | float = text
+            if self.kind == "score" and re.fullmatch(r"-?\d+(?:\.\d+)?", text):
+                shown = float(text) if "." in text else int(text)
+            obj: dict[str, Any] = {self.reason_key: reason or ""} if self.reason_key else {}
+            obj[self.json_key] = shown
+            return json.dumps(obj)
+        if self.two_scores:
+            raise ConfigError("a two-scores pairwise format has no single-answer line for a demo")
+        return self.line.replace(VALUE, text)
+
+    def shape(self) -> str:
+        """The answer line with a placeholder for the value: 'Score: N', '[RESULT] N', 'Output (X)', 'N1 N2'."""
+        if self.two_scores:
+            return "N1 N2"
+        if self.json_key is not None:
+            return "{" + (f'"{self.reason_key}": "...", ' if self.reason_key else "") + f'"{self.json_key}": ' \
+                + ("N" if self.kind == "score" else '"X"') + "}"
+        return self.line.replace(VALUE, "N" if self.kind == "score" else "X")
+
+    def instruction(self, scale: Scale) -> str:
+        """One sentence asking for this format (for mitigations that add an answer request)."""
+        where = {"none": "Answer with only", "before": "End your answer with a final line",
+                 "after": "Start your answer with a line"}
+        if self.two_scores:
+            a, b = self.labels
+            return (f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for output {a!r} '
+                    f"and N2 for output {b!r}.")
+        if self.kind == "pairwise":
+            a, b = self.labels
+            options = f"{a!r} or {b!r}" + (f" (or {self.tie!r} for a tie)" if self.tie else "")
+            if self.relations:
+                options = f"one of {a}>>{b}, {a}>{b}, {a}={b}, {b}>{a}, {b}>>{a}"
+            what, noun, choices = f"with X being {options}", "your verdict", options
+        elif self.kind == "mcq":
+            what, noun, choices = (f"with X one of the option letters {scale.describe()}", "the option letter",
+                                   f"one of {scale.describe()}")
+        else:
+            what, noun, choices = f"with N a score from {scale.describe()}", "the score", f"from {scale.describe()}"
+        if self.json_key is None and self.line.strip() == VALUE:
+            # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
+            bare = {"none": f"Answer with only {noun}", "before": f"End your answer with a final line holding only {noun}",
+                    "after": f"Start your answer with a line holding only {noun}"}
+            return f"{bare[self.reasoning]}, {choices}."
+        if self.json_key is not None:
+            reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
+            return f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your answer, {what}.'
+        return f'{where[self.reasoning]} "{self.shape()}", {what}.'
+
+    def request(self, scale: Scale) -> str:
+        """:meth:`instruction` as a mitigation adds it: a format the template did not name allows text before it.
+
+        A default format (``inferred=False``) says nothing about reasoning, so the added
+        request asks for the answer as the final line rather than for the answer alone.
+        """
+        fmt = self if self.inferred or self.reasoning != "none" else self.with_reasoning("before")
+        return fmt.instruction(scale)
+
+    def for_criterion(self, name: str, others: Sequence[str] = ()) -> AnswerFormat:
+        """A copy whose answer line names criterion ``name`` where it named one of ``others``.
+
+        A multi-criterion template's answer stub names its first criterion ("Coherence: N");
+        the call that scores only fluency answers "Fluency: N". Other lines are kept.
+        """
+        if self.json_key is not None or self.kind != "score" or VALUE not in self.line:
+            return self
+        head, tail = self.line.split(VALUE, 1)
+        for other in others:
+            if other.lower() == name.lower() or other.lower() == "score":
+                continue
+            found = re.search(rf"(?<![A-Za-z]){re.escape(other)}(?![A-Za-z])", head, re.IGNORECASE)
+            if found is not None:
+                label = name[:1].upper() + name[1:]
+                head = head[: found.start()] + label + head[found.end():]
+                return self.model_copy(update={"line": head + VALUE + tail})
+        return self
+
+    # ------------------------------------------------------------------ values
+    def values(self, scale: Scale) -> list[str]:
+        """Every answer value the format allows on ``scale`` (scale points, letters or verdict labels)."""
+        if self.kind == "pairwise" and not self.two_scores:
+            a, b = self.labels
+            if self.relations:
+                return [f"{a}>>{b}", f"{a}>{b}", f"{a}={b}", f"{b}>{a}", f"{b}>>{a}"]
+            return [a, b] + ([self.tie] if self.tie else [])
+        if self.kind == "mcq":
+            if not scale.letters:
+                raise ConfigError("an MCQ answer format needs a scale with a letter map; got none")
+            return list(scale.letters)
+        return [_fmt(p) for p in scale.points()]
+
+    # ------------------------------------------------------------------ parsing
+    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = ()) -> float | Verdict:
+        """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it is ambiguous.
+
+        ``echoes`` are lines of the prompt (its scoring options) that a judge may copy into
+        its answer; such copied lines are not answers. ``cues`` are extra words that mark a
+        score for the general parser (the criterion's name: "Fluency: 3").
+        """
+        work = strip_echoed_lines(text, echoes) if echoes else text
+        if self.json_key is not None:
+            found = _json_value(work, self.json_key)
+            if found is not None:
+                return self._accept(str(found), text, scale)
+        elif self.two_scores:
+            return self._two_scores(work, text, scale)
+        else:
+            value = self._from_line(work)
+            if value is not None:
+                return self._accept(value, text, scale)
+        return self._general(work, text, scale, cues)
+
+    def _from_line(self, text: str) -> str | None:
+        """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first)."""
+        pattern = _line_pattern(self.line, self._value_regex())
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        if self.line.strip() == VALUE:
+            return None  # a bare value has no distinctive line: the general parser reads it
+        work = normalise_answer(text) if self.kind == "score" else text
+        hits = [m.group("v") for m in re.finditer(pattern, work, flags)]
+        if not hits:
+            return None
+        distinct = {h.strip().lower() if not self.case_sensitive else h.strip() for h in hits}
+        if self.kind != "score" and len(distinct) >= 3:  # scores may come with a per-aspect breakdown
+            raise ParseError(
+                f"expected one answer in the format {self.describe()}; got {len(set(hits))} different ones "
+                f"({', '.join(dict.fromkeys(h.strip() for h in hits))}): an echoed list of the options?",
+                raw=text, expected=f"one answer {self.describe()}",
+            )
+        return hits[0] if self.reasoning == "after" else hits[-1]
+
+    def _value_regex(self) -> str:
+        if self.kind == "pairwise":
+            labels = sorted({re.escape(x) for x in (*self.labels, *([self.tie] if self.tie else []))}, key=len, reverse=True)
+            if self.relations:
+                return r"[^\]\s]{1,3}(?:\s*(?:>>|>|=|<|<<)\s*[^\]\s]{1,3})?"
+            return "|".join(labels)
+        if self.kind == "mcq":
+            return r"[A-Za-z]"
+        return r"(?:weak\s+|strong\s+)?-?\d+(?:\.\d+)?"
+
+    def _accept(self, value: str, text: str, scale: Scale) -> float | Verdict:
+        """Check one value read from the format's own line."""
+        if self.kind == "pairwise":
+            return self._verdict(value.strip(), text)
+        if self.kind == "mcq":
+            return parse_mcq(f"Answer: {value.strip()}", scale, raw=text)
+        return parse_score(f"Score: {value.strip()}", scale, raw=text)
+
+    def _verdict(self, value: str, text: str) -> Verdict:
+        a, b = self.labels
+        expected = f"a verdict in the format {self.describe()}"
+        if self.relations:
+            m = re.fullmatch(r"(\S{1,3}?)\s*(>>|>|=|<<|<)\s*(\S{1,3})", value)
+            if m is not None:
+                left, op, right = m.groups()
+                norm = {a.lower(): "first", b.lower(): "second"}
+                sides = (norm.get(left.lower()), norm.get(right.lower()))
+                if None not in sides and sides[0] != sides[1]:
+                    if op == "=":
+                        return "tie"
+                    winner = sides[0] if op.startswith(">") else sides[1]
+                    return winner  # type: ignore[return-value]
+            raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
+        same = (lambda x, y: x == y) if self.case_sensitive else (lambda x, y: x.lower() == y.lower())
+        if same(value, a):
+            return "first"
+        if same(value, b):
+            return "second"
+        if self.tie is not None and same(value, self.tie):
+            return "tie"
+        raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
+
+    def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:
+        where = "last" if self.reasoning == "before" else "first"  # after a chain of thought the scores end the answer
+        expected = f"a {where} line with two scores from {scale.describe()} (one per output)"
+        lines = [ln for ln in work.strip().splitlines() if ln.strip()]
+        if not lines:
+            raise ParseError(f"expected {expected}; got an empty answer", raw=text, expected=expected)
+        line = lines[-1] if where == "last" else lines[0]
+        nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", line.replace(",", " "))
+        if len(nums) != 2:
+            raise ParseError(f"expected {expected}; got {line[:80]!r}", raw=text, expected=expected)
+        first, second = (parse_score(f"Score: {n}", scale, raw=text) for n in nums)
+        return "first" if first > second else "second" if second > first else "tie"
+
+    def _general(self, work: str, text: str, scale: Scale, cues: Sequence[str] = ()) -> float | Verdict:
+        """The general strict parsers, told the format's labels and cue."""
+        try:
+            if self.kind == "pairwise":
+                return parse_pairwise(work, (self.labels[0], self.labels[1]), tie=self.tie,
+                                      case_sensitive=self.case_sensitive)
+            if self.kind == "mcq":
+                return parse_mcq(work, scale)
+            return parse_score(work, scale, cues=(*self.cues(), *cues))
+        except ParseError as exc:
+            raise ParseError(exc.message, raw=text, expected=exc.context.get("expected", "")) from None
+
+    def cues(self) -> tuple[str, ...]:
+        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general parser."""
+        head = self.line.split(VALUE)[0]
+        words = re.findall(r"[A-Za-z][A-Za-z ]{1,40}?(?=\s*[:=]\s*$)", head.strip())
+        return tuple(w.strip() for w in words if w.strip())
+
+    # ------------------------------------------------------------------ constraints
+    def constraint(self, scale: Scale, mode: ConstraintMode = "format") -> AnswerConstraint:
+        """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
+
+        With ``reasoning="before"`` the text before the final answer line is free (up to about
+        600 characters) and only that line is constrained; with "after" the answer comes
+        first and free text may follow on the next lines.
+        """
+        values = self.values(scale)
+        if self.two_scores:
+            value_g = f"({_gbnf_alts(values)}) \" \" ({_gbnf_alts(values)})"
+            value_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
+            answer_g, answer_r = value_g, value_r
+        elif self.json_key is not None:
+            shown = [json.dumps(v) if self.kind != "score" else v for v in values]
+            head = "{" + (f'"{self.reason_key}": "' if self.reason_key else "")
+            mid = (f'", "{self.json_key}": ' if self.reason_key else f'"{self.json_key}": ')
+            reason_g = " " + _JSON_TEXT_G + " " if self.reason_key else " "
+            reason_r = _JSON_TEXT_R if self.reason_key else ""
+            answer_g = _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
+            answer_r = re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")" + re.escape("}")
+        else:
+            head, tail = self.line.split(VALUE, 1)
+            answer_g = " ".join(p for p in (_gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p)
+            answer_r = re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
+        if self.reasoning == "before" and self.json_key is None:
+            sep = "\n" if not self.line.startswith("[RESULT]") else " "
+            sep_r = "\\n" if sep == "\n" else " "
+            gbnf = (f"root ::= reason {_gbnf_lit(sep)} answer\n"
+                    f"reason ::= [^\\n] [^\\n]{{0,{_REASON_CHARS // 2}}} (\"\\n\" [^\\n]{{0,{_REASON_CHARS // 2}}})?\n"
+                    f"answer ::= {answer_g}\n")
+            regex = f"[^\\n][^\\n]{{0,{_REASON_CHARS // 2}}}(?:\\n[^\\n]{{0,{_REASON_CHARS // 2}}})?{sep_r}{answer_r}"
+        elif self.reasoning == "after" and self.json_key is None:
+            gbnf = (f"root ::= answer (\"\\n\" [^\\n]{{0,{_REASON_CHARS}}})?\n"
+                    f"answer ::= {answer_g}\n")
+            regex = f"{answer_r}(?:\\n[^\\n]{{0,{_REASON_CHARS}}})?"
+        else:
+            gbnf = f"root ::= {answer_g}\n"
+            regex = answer_r
+        return AnswerConstraint(mode=mode, gbnf=gbnf, regex=regex, json_schema=self.json_schema(scale),
+                                name="judge_answer", describe=self.describe())
+
+    def json_schema(self, scale: Scale) -> dict[str, Any]:
+        """The answer as a JSON object: an explanation field first when the format reasons first, then the value."""
+        values = self.values(scale)
+        key = self.json_key or ("verdict" if self.kind == "pairwise" else "answer" if self.kind == "mcq" else "score")
+        props: dict[str, Any] = {}
+        reason = self.reason_key or ("reasoning" if self.reasoning != "none" else None)
+        if reason is not None:
+            props[reason] = {"type": "string"}
+        if self.two_scores:
+            props["score_1"] = {"enum": [float(v) if "." in v else int(v) for v in values]}
+            props["score_2"] = {"enum": [float(v) if "." in v else int(v) for v in values]}
+        elif self.kind == "score":
+            props[key] = {"enum": [float(v) if "." in v else int(v) for v in values]}
+        else:
+            props[key] = {"type": "string", "enum": values}
+        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+    def read_json(self, text: str, scale: Scale) -> float | Verdict:
+        """Read an answer that a backend returned as the JSON object of :meth:`json_schema` (strictly)."""
+        expected = f"a JSON object following the answer schema for {self.describe()}"
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"expected {expected}; got invalid JSON ({exc.msg})", raw=text, expected=expected) from None
+        if not isinstance(obj, dict):
+            raise ParseError(f"expected {expected}; got {type(obj).__name__}", raw=text, expected=expected)
+        if self.two_scores:
+            if "score_1" not in obj or "score_2" not in obj:
+                raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
+            s1, s2 = (parse_score(f"Score: {obj[k]}", scale, raw=text) for k in ("score_1", "score_2"))
+            return "first" if s1 > s2 else "second" if s2 > s1 else "tie"
+        key = self.json_key or ("verdict" if self.kind == "pairwise" else "answer" if self.kind == "mcq" else "score")
+        if key not in obj:
+            raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
+        return self._accept(str(obj[key]), text, scale)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _line_pattern(line: str, value_regex: str) -> str:
+    """A regex finding ``line`` in an answer: whitespace-tolerant, words before a bracket optional."""
+    head, tail = line.split(VALUE, 1)
+    bracket = re.search(r"(\[\[|\[|<\w+>|\(|\"|`)\s*$", head)
+    parts: list[str] = []
+    if bracket is not None and head[: bracket.start()].strip():
+        # "Rating: [[5]]": the words are optional, the brackets are what identify the answer
+        parts.append(f"(?:{_loose(head[: bracket.start()])})?")
+        parts.append(_loose(head[bracket.start():]))
+    else:
+        parts.append(_loose(head))
+    # after a cue ("Score:") the value is on the same line; inside brackets or tags it may sit on its own line
+    gap = r"\s*" if bracket is not None or not head.strip() else r"[ \t]*"
+    parts.append(rf"{gap}(?P<v>{value_regex})(?![.)]\s+[A-Za-z])[ \t]*")
+    parts.append(_loose(tail))
+    pattern = "".join(parts)
+    if not head.strip():
+        pattern = r"(?<![\w\[(])" + pattern
+    if not tail.strip():
+        # not a range or a fraction ("3-4", "3 or 4", "4/5"): the general parser judges those
+        pattern += r"(?![\w.]\d|\w)(?!\s*(?:-|–|to\b|or\b|/)\s*\d)"
+    return pattern
+
+
+def _loose(text: str) -> str:
+    """``text`` as a regex where any run of whitespace matches any whitespace and markdown may wrap words."""
+    out = []
+    for token in re.split(r"(\s+)", text.strip()):
+        if not token:
+            continue
+        if token.isspace():
+            out.append(r"\s*")
+        elif re.fullmatch(r"[A-Za-z]{3,}s", token):  # "stars" also matches "One star"
+            out.append(r"[*_]*" + re.escape(token[:-1]) + r"s?[*_]*")
+        else:
+            out.append(r"[*_]*" + re.escape(token) + r"[*_]*")
+    return "".join(out)
+
+
+def _json_value(text: str, key: str) -> Any:
+    """The value under ``key`` in the last JSON object of ``text`` that has it (code fences allowed); None if none."""
+    found = None
+    for m in re.finditer(r"\{", text):
+        depth = 0
+        for j in range(m.start(), len(text)):
+            ch = text[j]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        obj = json.loads(text[m.start(): j + 1])
+                    except json.JSONDecodeError:
+                        break
+                    if isinstance(obj, dict) and key in obj:
+                        found = obj[key]
+                    break
+    return found
+
+
+def _gbnf_lit(text: str) -> str:
+    """A GBNF string literal for ``text`` (empty text gives '')."""
+    if not text:
+        return ""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _gbnf_alts(values: Sequence[str]) -> str:
+    return " | ".join(_gbnf_lit(v) for v in sorted(values, key=len, reverse=True))
+
+
+def _regex_alts(values: Sequence[str]) -> str:
+    return "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
+
+
+# --------------------------------------------------------------------------- inference from a template
+
+_NO_REASON = re.compile(  # an explicit ban on explanations
+    r"\b(?:do\s+not|don'?t|never|without)\s+(?:provide\s+|give\s+|include\s+|write\s+|add\s+)?(?:any\s+)?"
+    r"(?:explanations?|explain|reasons?|reasoning|justifications?|comments?|commentary)"
+    r"|\bscores?\s+only\b|\bno\s+explanations?\b|\bgive\s+the\s+score\s+only\b",
+    re.IGNORECASE,
+)
+_ONLY = re.compile(  # "only the answer", which a reasoning-first instruction may still precede
+    r"\bonly\s+(?:the|a|one|your)\s+(?:final\s+)?(?:score|rating|number|letter|answer)"
+    r"|\bjust\s+(?:say|give|write|answer)\b|\bnothing\s+else\b|\bonly\s+contain\b"
+    r"|\bonly\s+output\b|\boutput\s+only\b",
+    re.IGNORECASE,
+)
+_REASON_FIRST = re.compile(
+    r"\b(?:first|begin|start)\b[^.\n]{0,80}\b(?:explanation|explain|feedback|reason|reasoning|analysis|justif\w+|compar\w+)"
+    r"|\bafter\s+(?:providing|writing|giving)\s+(?:your|an?|the)\s+(?:explanation|feedback|reasoning|analysis)"
+    r"|\bwrite\s+a\s+(?:detailed\s+)?feedback\b|\(write\s+a\s+feedback"
+    r"|\bstep\s+by\s+step\b|\bthink\s+(?:carefully|step)|\bconcise\s+explanation\s+(?:followed|then)"
+    r"|\b(?:justification|explanation|explain|reason(?:ing)?|rationale|analy[sz]e|justify)\b[^.\n]{0,40}\bthen\b"
+    r"|\b(?:explain|reason|justify|analy[sz]e|think)\w*\s+first\b"
+    r"|\b(?:justify|explain|reason|analy[sz]e|think)\w*\b[^.\n]{0,40}\bbefore\s+(?:giving|writing|stating|providing|"
+    r"answering|scoring|you\s+(?:give|answer|score|rate))"
+    r"|\bthen\b[^.\n]{0,30}\bfinal\s+(?:line|answer|verdict|score)"
+    r"|\bfinal\s+line\b|\bend\s+(?:your\s+(?:answer|response)\s+)?with\b"
+    r"|\b(?:first|begin|start)\b[^.\n]{0,60}\b(?:your\s+own\s+answer|evaluation|assessment|comparison|comparing|analy\w+)",
+    re.IGNORECASE,
+)
+_ANSWER_FIRST = re.compile(
+    r"\bfirst\s+output\s+a\s+single\s+line\b|\b(?:in\s+the\s+)?subsequent\s+line\b[^.\n]{0,80}\bexplanation",
+    re.IGNORECASE,
+)
+_JSON = re.compile(r"\bJSON\b")
+_JSON_KEY = re.compile(r"[\"'`](score|rating|grade|verdict|winner|preference|result|answer)[\"'`]", re.IGNORECASE)
+_JSON_REASON_KEY = re.compile(r"[\"'`](reason|reasoning|explanation|feedback|rationale|justification)[\"'`]",
+                              re.IGNORECASE)
+_CUE_WORDS = r"(?:final\s+)?(?:score|rating|grade|answer|verdict|result)"
+
+
+def infer_answer_format(
+    texts: Sequence[str],
+    *,
+    kind: AnswerKind,
+    labels: Sequence[str] = (),
+    tie: str | None = None,
+    criterion: str | None = None,
+) -> AnswerFormat:
+    """The answer format a template's ``texts`` (its messages, slots unfilled) prescribe.
+
+    ``kind`` and ``labels`` come from the template reader (pairwise detection, option
+    letters); ``criterion`` lets an answer stub such as "- Coherence:" be recognised.
+    Returns the default format (``inferred=False``) when the text names none.
+    """
+    text = "\n".join(texts)
+    instructions = _SLOT_VALUES.sub(" ", text)
+    reasoning = _reasoning(instructions)
+    pair_labels = tuple(labels) if labels else ("1", "2")
+    base: dict[str, Any] = {"kind": kind, "reasoning": reasoning}
+    if kind == "pairwise":
+        base.update(labels=pair_labels, tie=tie, case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels))
+
+    # JSON answers
+    if _JSON.search(instructions) and (key := _JSON_KEY.search(instructions)) is not None:
+        reason = _JSON_REASON_KEY.search(instructions)
+        return AnswerFormat(**{**base, "json_key": key.group(1), "line": VALUE,
+                               "reason_key": reason.group(1) if reason else None,
+                               "reasoning": "before" if reason else "none"})
+    # two scores on one line (the lmsys pairwise judge)
+    if kind == "pairwise" and re.search(r"\b(?:two|both)\s+(?:values|scores)\b", instructions, re.I) and re.search(
+            r"\bsingle\s+line\b|\bfirst\s+line\b", instructions, re.I):
+        return AnswerFormat(**{**base, "two_scores": True, "line": VALUE,
+                               "reasoning": "after" if _ANSWER_FIRST.search(instructions) else reasoning})
+    # [RESULT] marker (Prometheus)
+    if "[RESULT]" in instructions:
+        return AnswerFormat(**{**base, "line": "[RESULT] {value}", "reasoning": "before" if reasoning != "none" or
+                               re.search(r"feedback", instructions, re.I) else "none"})
+    # XML-style tags (<score>...</score>)
+    tag = re.search(r"<(score|rating|answer|verdict|result)>", instructions, re.I)
+    if tag is not None and re.search(rf"\b(?:inside|within|in|between)\s+(?:the\s+)?<{tag.group(1)}>\s*(?:tags?)?",
+                                     instructions, re.I):
+        name = tag.group(1)
+        return AnswerFormat(**{**base, "line": f"<{name}>{{value}}</{name}>",
+                               "reasoning": "before" if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback",
+                                                                  instructions, re.I) else reasoning})
+    # Arena-Hard relations [[A>>B]]
+    if kind == "pairwise" and re.search(r"\[\[\s*\w{1,3}\s*>>?\s*\w{1,3}\s*\]\]", instructions):
+        found = re.search(r"(?:\"|')?((?:[A-Za-z ]+:\s*)?)\[\[\s*\w{1,3}\s*>>?", instructions)
+        head = "" if found is None else found.group(1)
+        if head and not re.search(_CUE_WORDS + r"\s*:\s*$", head, re.I):
+            head = ""
+        return AnswerFormat(**{**base, "line": head + "[[{value}]]", "relations": True, "tie": None})
+    # double brackets: [[A]] verdicts, [[rating]] / Rating: [[5]]
+    bracket = re.search(r"\[\[\s*([A-Za-z]{1,2}|\d+(?:\.\d+)?|rating|score)\s*\]\]", instructions)
+    if bracket is not None:
+        example = re.search(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)", instructions,
+                            re.IGNORECASE)
+        head = example.group(1) if example else ""
+        if kind == "pairwise":
+            tie_m = re.search(r"\[\[\s*([A-Za-z])\s*\]\]\s*(?:\"|'|”)?\s*(?:for|if|when)\s+(?:a\s+)?tie", instructions,
+                              re.I)
+            return AnswerFormat(**{**base, "line": "[[{value}]]", "tie": tie_m.group(1) if tie_m else tie})
+        return AnswerFormat(**{**base, "line": head + "[[{value}]]"})
+    # a star rating: "how many stars", "1 to 5 stars"
+    if kind == "score" and re.search(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b|\bnumber\s+of\s+stars\b",
+                                     instructions, re.I):
+        return AnswerFormat(**{**base, "line": "{value} stars"})
+    # a quoted answer line: "Score: ", 'Rating: <score>', "Answer: X", "Final verdict: ..."
+    quoted = _quoted_cue(instructions, criterion)
+    if quoted is not None:
+        return AnswerFormat(**{**base, "line": quoted + " {value}"})
+    # pairwise labels written as "Output (a)" (AlpacaEval, LLMBar)
+    if kind == "pairwise":
+        a, b = pair_labels
+        q_open, q_close = "[\"'“‘`]?", "[\"'”’`]?"
+        form = re.search(rf"\b([A-Z][a-z]+)\s*\(\s*{re.escape(a)}\s*\){q_close}\s*(?:or|and|,)\s*{q_open}(?:\1\s*)?"
+                         rf"\(\s*{re.escape(b)}\s*\)", instructions)
+        if form is not None:
+            return AnswerFormat(**{**base, "line": form.group(1) + " ({value})"})
+        # "Answer 'Summary 1' or 'Summary 2'": the label after a word the answer repeats
+        named = re.search(rf"{q_open}\b([A-Z][a-z]+)\s+{re.escape(a)}\b{q_close}\s*or\s*{q_open}\1\s+{re.escape(b)}\b",
+                          instructions)
+        if named is not None:
+            return AnswerFormat(**{**base, "line": named.group(1) + " {value}"})
+        if re.search(rf"\(\s*{re.escape(a)}\s*\)\s*or\s*\(\s*{re.escape(b)}\s*\)", instructions):
+            return AnswerFormat(**{**base, "line": "({value})"})
+        return AnswerFormat(**{**base, "line": VALUE, "inferred": True})
+    # an answer stub ending the prompt: "- Coherence:", "Score:", "Rating:"
+    stub = _answer_stub(texts[-1] if texts else "", criterion)
+    if stub is not None:
+        return AnswerFormat(**{**base, "line": stub + " {value}", "reasoning": reasoning if reasoning != "before" else
+                               "none"})
+    if kind == "mcq":
+        return AnswerFormat(**{**base, "line": VALUE}) if re.search(
+            r"\b(?:letter|option)\b", instructions, re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
+                                                                              "inferred": False})
+    if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
+                 r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):
+        return AnswerFormat(**{**base, "line": VALUE, "reasoning": "none"})
+    return AnswerFormat(**{**base, "inferred": False})
+
+
+_SLOT_VALUES = re.compile(r"\{\{[^{}]*\}\}")
+
+
+def stated_reasoning(texts: Sequence[str]) -> Reasoning:
+    """Whether a template's ``texts`` ask for reasoning "before" the answer, "after" it, or "none" (the answer alone)."""
+    return _reasoning(_SLOT_VALUES.sub(" ", "\n".join(texts)))
+
+
+_NO_OTHER_TEXT = re.compile(r"\bno\s+other\s+text\b|\b(?:number|rating|digit)\s+only\b", re.IGNORECASE)
+
+
+def reasoning_ban(texts: Sequence[str]) -> str | None:
+    """The words of a template that ask for the answer alone ("Do NOT provide any explanation", "only the score").
+
+    None when the template says nothing of the kind. A chain-of-thought request contradicts
+    such words; a template that first asks for reasoning and then for "only the score" on the
+    last line does not count (its stated reasoning is "before").
+    """
+    text = _SLOT_VALUES.sub(" ", "\n".join(texts))
+    if _reasoning(text) == "before":
+        return None
+    for pattern in (_NO_REASON, _ONLY, _NO_OTHER_TEXT):
+        found = pattern.search(text)
+        if found is not None:
+            return found.group(0)
+    return None
+
+
+def _reasoning(text: str) -> Reasoning:
+    if _ANSWER_FIRST.search(text):
+        return "after"
+    if _NO_REASON.search(text):
+        return "none"
+    if _REASON_FIRST.search(text):
+        return "before"
+    return "none"  # with _ONLY or nothing said: the answer alone
+
+
+def _quoted_cue(text: str, criterion: str | None) -> str | None:
+    """A quoted answer-line cue such as "Score: " or 'Rating: <n>' (the cue text, colon included)."""
+    names = _CUE_WORDS + (rf"|{re.escape(criterion)}" if criterion and criterion != "score" else "")
+    quoted = list(re.finditer(
+        rf"[\"'“`]\s*(?P<cue>(?:{names})(?:\s+score)?\s*:)\s*(?:<[^>\"'”`]*>|\[[^\]\"'”`]*\]|[A-Z]|N|X|\d+|\.\.\.)?\s*[\"'”`]",
+        text, re.IGNORECASE))
+    if quoted:
+        return quoted[-1].group("cue").strip()
+    named = list(re.finditer(
+        rf"\b(?:format|form|line|as)\s*:?\s*(?P<cue>(?:{names})\s*:)\s*(?:<[^>\n]*>|\[[^\]\n]*\]|N\b|X\b)",
+        text, re.IGNORECASE))
+    return named[-1].group("cue").strip() if named else None
+
+
+def _answer_stub(last: str, criterion: str | None) -> str | None:
+    """The cue of an answer stub closing the template ("- Coherence:", "Score:"), or None."""
+    lines = [ln for ln in last.rstrip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    tail = lines[-1].strip()
+    names = _CUE_WORDS + (rf"|{re.escape(criterion)}" if criterion and criterion != "score" else "")
+    m = re.fullmatch(rf"(?:[-*•]\s*)?(?P<cue>(?:{names})(?:\s+score)?\s*:)", tail, re.IGNORECASE)
+    return m.group("cue") if m else None

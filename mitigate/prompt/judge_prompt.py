@@ -1,0 +1,520 @@
+"""The judge prompt as a structured, frozen value.
+
+:meth:`JudgePrompt.from_template` takes a judge prompt as it was published (a G-Eval style
+text, a system + user pair, a ChatML or Llama-3 chat text, ``{{slot}}``, ``{slot}`` or Jinja
+placeholders; see :mod:`mitigate.prompt.template_syntax`) and recovers its structure — task
+description, criterion (name, definition), scale, the scoring guideline as separate
+:class:`ScoreOption` lines, whether it compares two outputs and how it names them, and the
+answer format it prescribes (:class:`~mitigate.prompt.answer_format.AnswerFormat`) — so that
+transforms can reorder or lengthen options and insert demonstrations, and answers are read
+in the template's own format. Rendering a parsed prompt with no transforms reproduces the
+original text exactly (:meth:`JudgePrompt.template_source`). :func:`read_prompt` also returns
+the evidence for each recovered field (what ``mitigate prompts inspect`` prints).
+
+Slots are filled in a single pass: the judged text is inserted verbatim and never scanned
+again, so braces or a "Score: 10" inside it cannot break templating. Demonstrations are
+inserted the same way, after the slots are filled: a demo whose text holds ``{{summary}}``
+shows those characters, never the current item's summary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mitigate.data.schema import Item
+from mitigate.errors import DataError, MitigateError, TemplateError
+from mitigate.lm.base import Message
+from mitigate.prompt.answer_format import AnswerFormat, AnswerKind
+from mitigate.prompt.parts import (
+    DEFAULT_DEMO_TEMPLATE,
+    DEMOS_MARK,
+    GUIDELINE_MARK,
+    SLOT_RE,
+    Criterion,
+    Demo,
+    Guideline,
+    Layout,
+    PromptMessage,
+    format_number,
+    slot_names,
+)
+from mitigate.prompt.read import read_fields
+from mitigate.prompt.template_syntax import TemplateSource
+from mitigate.scale import Scale
+
+__all__ = ["JudgePrompt", "answer_label", "describe_template", "field_text", "prompt_from_spec", "read_prompt"]
+
+_OWN_FORMAT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{score}"
+
+
+class JudgePrompt(BaseModel):
+    """A judge prompt: message templates plus the structure recovered from them.
+
+    - ``messages``: the templates (slots as ``{{name}}``); a parsed guideline is replaced by
+      an internal mark and rendered from ``guideline`` so transforms can change it.
+    - ``task``: the task description (first paragraph of the instructions).
+    - ``criteria``: what is scored (one for a G-Eval prompt; several for a multi-attribute one).
+    - ``scale``: the answer scale.
+    - ``answer_format``: how the template asks the judge to answer (see
+      :class:`~mitigate.prompt.answer_format.AnswerFormat`), the default "Score: N" line when
+      the template names none. It alone holds the answer kind (:attr:`answer`): "score" (a
+      number), "mcq" (a letter mapped by ``scale.letters``) or "pairwise" (a verdict).
+    - ``output_slot``: the slot holding the judged text; ``slot_fields`` maps other slot
+      names to item fields when they differ (e.g. ``{"Document": "source"}``; the second
+      text of a pairwise template maps to ``output_b``).
+    - ``demos``: demonstrations, rendered with ``demo_template`` and inserted before the
+      first paragraph that holds an item slot (layout "invariant_first", so instructions and
+      demos form a prefix shared by every item) or right after the guideline ("as_written").
+    - ``source``: how the template was written (chat markup, placeholder syntax), to write
+      it back exactly (:meth:`template_source`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    messages: tuple[PromptMessage, ...]
+    task: str = ""
+    criteria: tuple[Criterion, ...] = ()
+    scale: Scale = Field(default_factory=Scale)
+    answer_format: AnswerFormat = Field(default_factory=AnswerFormat.default)
+    guideline: Guideline | None = None
+    output_slot: str = "output"
+    slot_fields: dict[str, str] = Field(default_factory=dict)
+    demos: tuple[Demo, ...] = ()
+    demo_template: str = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"  # DEFAULT_DEMO_TEMPLATE
+    demo_header: str = "Examples:\n\n"
+    demo_separator: str = "\n\n"
+    layout: Layout = "invariant_first"
+    source: TemplateSource | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> JudgePrompt:
+        if not self.messages:
+            raise TemplateError("a judge prompt needs at least one message; got none")
+        found = self.slots()
+        if self.output_slot not in found:
+            raise TemplateError(
+                f"expected a slot {{{{{self.output_slot}}}}} for the judged text in the template; "
+                f"found slots {sorted(found) or 'none'}",
+            )
+        marks = sum(m.template.count(GUIDELINE_MARK) for m in self.messages)
+        if (self.guideline is None) != (marks == 0) or marks > 1:
+            raise TemplateError(
+                f"expected one guideline mark when a guideline is set and none otherwise; got {marks} mark(s) "
+                f"and guideline={'set' if self.guideline else 'None'}"
+            )
+        return self
+
+    @property
+    def answer(self) -> AnswerKind:
+        """The answer kind ("score", "mcq" or "pairwise"), read from :attr:`answer_format` (its sole owner)."""
+        return self.answer_format.kind
+
+    @property
+    def format(self) -> AnswerFormat:
+        """The answer format in force (:attr:`answer_format`)."""
+        return self.answer_format
+
+    def with_answer_format(self, answer_format: AnswerFormat) -> JudgePrompt:
+        """A copy answering in ``answer_format`` (its kind becomes the prompt's ``answer``)."""
+        return self.model_copy(update={"answer_format": answer_format})
+
+    def answer_stub(self, index: int = -1) -> str:
+        """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:", "## Which is best, ...?").
+
+        The short trailing lines after the message's last slot that end with ":" or "?" (with
+        any whitespace after them): where the judge's answer starts. Text a mitigation adds to
+        the prompt belongs before it. Empty when the template closes with an instruction.
+        """
+        template = self.messages[index].template
+        slots = list(SLOT_RE.finditer(template))
+        tail_start = slots[-1].end() if slots else 0
+        tail = template[tail_start:]
+        m = re.search(r"(?:\n[ \t]*(?:[-*#]+[ \t]*)?[^\n]{1,80}?[:?][ \t]*(?:\n[ \t]*)*)+\Z", tail)
+        if m is None or GUIDELINE_MARK in m.group(0):
+            return ""
+        return tail[m.start():]
+
+    def echo_lines(self) -> tuple[str, ...]:
+        """The guideline's option descriptions: lines a judge may copy into its answer (not answers)."""
+        if self.guideline is None:
+            return ()
+        return tuple(o.description for o in self.guideline.options)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_template(
+        cls,
+        text: str,
+        *,
+        system: str | None = None,
+        scale: Scale | tuple[float, float] | None = None,
+        criterion: str | Criterion | None = None,
+        criteria: Sequence[str | Criterion] | None = None,
+        output_slot: str | None = None,
+        slot_fields: Mapping[str, str] | None = None,
+        answer: Literal["score", "mcq", "pairwise"] | None = None,
+        parse_guideline: bool = True,
+        constants: Mapping[str, Any] | None = None,
+        labels: tuple[str, str] | None = None,
+        tie: str | None = None,
+        letters: Mapping[str, float] | None = None,
+        answer_format: AnswerFormat | None = None,
+    ) -> JudgePrompt:
+        """Recover a :class:`JudgePrompt` from a judge template as it was published.
+
+        ``text`` is the template (the user message, or a chat text in ChatML / Llama-3 /
+        "Human:" markup); ``system`` an optional system message. Placeholders may be
+        ``{{x}}``, ``{x}`` or Jinja (rendered with ``constants``, which also fill slots that
+        are the same for every item, such as a rubric). Every other argument overrides what
+        is recovered from the text: ``scale``, ``criterion``/``criteria``, ``output_slot``,
+        ``slot_fields``, ``answer`` ("score", "mcq", "pairwise"), ``labels`` (how a pairwise
+        prompt names its two outputs) and ``tie``, ``letters`` (scores of lettered options)
+        and ``answer_format``. Guideline lines ("Score 2 means ...", "5: ...", "- A score of
+        1 means ...", "score1_description: ...", "A: ... Score: One.", "(A) ...") become
+        separate options when ``parse_guideline`` is True. :func:`read_prompt` does the
+        same and also returns the evidence for what was recovered.
+        """
+        fields, _ = read_fields(
+            text, system=system, scale=scale, criterion=criterion, criteria=criteria, output_slot=output_slot,
+            slot_fields=slot_fields, answer=answer, parse_guideline=parse_guideline, constants=constants,
+            labels=labels, tie=tie, letters=letters, answer_format=answer_format,
+        )
+        return cls(**fields)
+
+    # ------------------------------------------------------------------ transforms (each returns a copy)
+    def with_guideline(self, guideline: Guideline) -> JudgePrompt:
+        """A copy with another guideline (same mark); the prompt must have had one."""
+        if self.guideline is None:
+            raise TemplateError("this prompt has no parsed guideline to replace; expected one from from_template")
+        return self.model_copy(update={"guideline": guideline})
+
+    def with_demos(self, demos: Sequence[Demo]) -> JudgePrompt:
+        """A copy with ``demos`` (replacing any demos it had).
+
+        TemplateError when a demo cannot answer like this prompt: a pairwise prompt needs
+        demos with a gold ``verdict``, a scoring prompt demos with a gold ``score``.
+        """
+        for demo in demos:
+            _check_demo_fits(demo, self)
+        return self.model_copy(update={"demos": tuple(demos)})
+
+    def with_layout(self, layout: Layout) -> JudgePrompt:
+        """A copy with another demo layout."""
+        return self.model_copy(update={"layout": layout})
+
+    def with_criteria(self, criteria: Sequence[Criterion]) -> JudgePrompt:
+        """A copy scoring ``criteria``."""
+        return self.model_copy(update={"criteria": tuple(criteria)})
+
+    def with_scale(self, scale: Scale) -> JudgePrompt:
+        """A copy on another answer scale."""
+        return self.model_copy(update={"scale": scale})
+
+    def map_templates(self, fn: Callable[[PromptMessage], PromptMessage]) -> JudgePrompt:
+        """A copy with every message template passed through ``fn``."""
+        return self.model_copy(update={"messages": tuple(fn(m) for m in self.messages)})
+
+    # ------------------------------------------------------------------ rendering
+    def slots(self) -> set[str]:
+        """Names of every ``{{slot}}`` in the templates."""
+        return {s for m in self.messages for s in slot_names(m.template)}
+
+    def template_text(self) -> list[str]:
+        """The templates with the guideline put back (slots unfilled, as ``{{name}}``), one per message."""
+        gl = self.guideline.render() if self.guideline else ""
+        return [m.template.replace(GUIDELINE_MARK, gl) for m in self.messages]
+
+    def template_source(self) -> str:
+        """The whole template written back as it was given: chat markup, placeholder syntax and all.
+
+        For an unchanged prompt this is the exact text :meth:`from_template` read (after
+        Jinja rendering and constants, which happen once). Without a recorded source (a
+        prompt built by hand) the messages are joined with blank lines.
+        """
+        texts = self.template_text()
+        if self.source is None:
+            return "\n\n".join(texts)
+        return self.source.restore(texts)
+
+    def render(self, item: Item) -> tuple[Message, ...]:
+        """Chat messages for judging ``item``: guideline, demos and slots filled in one pass."""
+        guideline_text = self.guideline.render() if self.guideline else ""
+        demos_text = self.render_demos()
+        placed = not demos_text
+        out: list[Message] = []
+        for m in self.messages:
+            template = m.template.replace(GUIDELINE_MARK, guideline_text)
+            if not placed:
+                template, placed = _insert_demos(template, DEMOS_MARK, self.layout, guideline_text)
+            # demos are texts like the judged one: inserted verbatim after the slots are filled, never templated
+            content = demos_text.join(self._fill(part, item) for part in template.split(DEMOS_MARK))
+            out.append(Message(role=m.role, content=content))
+        if not placed:  # no slot paragraph found anywhere: demos go before the last message's text
+            last = out[-1]
+            out[-1] = Message(role=last.role, content=demos_text + self.demo_separator + last.content)
+        return tuple(out)
+
+    def render_demos(self) -> str:
+        """The demonstrations block (empty when there are none)."""
+        if not self.demos:
+            return ""
+        if self.answer == "pairwise":
+            return self.demo_header + self.demo_separator.join(self._pairwise_demo(d) for d in self.demos)
+        crit_name = self.criteria[0].name if self.criteria else "score"
+        score_label = "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score"
+        if self.answer == "mcq" and self.scale.letters:
+            score_label = "Answer"
+        parts = []
+        for demo in self.demos:
+            _check_demo_fits(demo, self)
+            assert demo.score is not None
+            inputs = "".join(
+                f"{_title(s)}: {value}\n"
+                for s in self._input_slots()
+                if (value := _lookup(demo.item, self._field_for(s))) is not None
+            )
+            label = score_label
+            if isinstance(demo.score, dict) and len(self.criteria) > 1 and all(
+                    c.name in demo.score for c in self.criteria):
+                # a multi-criterion prompt answers one line per criterion: the demo answers the same way
+                names = [c.name for c in self.criteria]
+                label = answer_label(names[0])
+                score_text = "\n".join([self._answer_text(demo.score[names[0]]),
+                                        *(f"{answer_label(n)}: {self._answer_text(demo.score[n])}" for n in names[1:])])
+            elif isinstance(demo.score, dict):
+                score_text = ", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
+            else:
+                score_text = self._answer_text(demo.score)
+            template = self.demo_template
+            fmt = self.format
+            reason = f"Reason: {demo.reason}\n" if demo.reason else ""
+            own_line = (fmt.inferred and not fmt.is_default_score_line and not fmt.two_scores
+                        and (fmt.json_key is not None or fmt.line.strip() != VALUE_MARK))
+            if own_line and template == DEFAULT_DEMO_TEMPLATE and not isinstance(demo.score, dict):
+                # the template prescribes its own answer line ("[RESULT] 4", "Rating: [[4]]"): demos answer in it
+                template = _OWN_FORMAT_DEMO_TEMPLATE
+                score_text = fmt.render(demo.score, self.scale, reason=demo.reason)
+                if fmt.json_key is not None and fmt.reason_key is not None:
+                    reason = ""  # the reason is shown inside the JSON answer
+            parts.append(
+                template.format(
+                    inputs=inputs,
+                    output_name=_title(self.output_slot),
+                    output=demo.item.output,
+                    guideline=(f"Scoring guideline:\n{demo.guideline.render()}\n" if demo.guideline else ""),
+                    reason=reason,
+                    criterion=label,
+                    score=score_text,
+                )
+            )
+        return self.demo_header + self.demo_separator.join(parts)
+
+    def _pairwise_demo(self, demo: Demo) -> str:
+        """One pairwise demonstration: every slot in the template's order (the two outputs as the template places
+        them), then the gold verdict in the prompt's answer format."""
+        _check_demo_fits(demo, self)
+        assert demo.verdict is not None
+        fmt = self.format
+        if fmt.two_scores:
+            raise TemplateError(
+                "this pairwise prompt answers with two scores (one per output), which a demo's verdict cannot show; "
+                "expected a format naming the better output (e.g. [[A]] or Output (a))"
+            )
+        shown = []
+        for slot in [self.output_slot, *self._input_slots()]:
+            value = _lookup(demo.item, self._field_for(slot))
+            if value is not None:
+                shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}\n"))
+        fields = "".join(text for _, text in sorted(shown))
+        answer = fmt.render(demo.verdict, self.scale)
+        if fmt.line.strip() == VALUE_MARK:  # a bare label would read as a stray word: name it as a verdict
+            answer = f"Verdict: {answer}"
+        reason = f"Reason: {demo.reason}\n" if demo.reason else ""
+        return f"{fields}{reason}{answer}"
+
+    def _slot_position(self, slot: str) -> tuple[int, int]:
+        """Where ``slot`` first appears: (message index, offset)."""
+        for i, m in enumerate(self.messages):
+            for found in SLOT_RE.finditer(m.template):
+                if found.group(1).strip() == slot:
+                    return i, found.start()
+        return len(self.messages), 0
+
+    def _answer_text(self, score: float) -> str:
+        """How a gold score is written in a demo: the number, or for MCQ the nearest option's letter."""
+        if self.answer == "mcq" and self.scale.letters:
+            return min(self.scale.letters.items(), key=lambda kv: (abs(kv[1] - score), kv[0]))[0]
+        return format_number(score)
+
+    def _input_slots(self) -> list[str]:
+        """Slots other than the judged text, in order of first appearance."""
+        seen: list[str] = []
+        for m in self.messages:
+            for name in slot_names(m.template):
+                if name != self.output_slot and name not in seen:
+                    seen.append(name)
+        return seen
+
+    def _field_for(self, slot: str) -> str:
+        if slot == self.output_slot:
+            return "output"
+        return self.slot_fields.get(slot, slot)
+
+    def _fill(self, template: str, item: Item) -> str:
+        def repl(match: re.Match[str]) -> str:
+            name = match.group(1).strip()
+            field = self._field_for(name)
+            value = _lookup(item, field)
+            if value is None:
+                raise DataError(
+                    f"slot {{{{{name}}}}} needs item field {field!r}; item {item.id!r} has "
+                    f"{['output', *item.inputs]} (map it with slot_fields={{{name!r}: '<field>'}})",
+                    item_id=item.id,
+                )
+            return value
+
+        return SLOT_RE.sub(repl, template)
+
+    def fingerprint(self) -> str:
+        """A short digest of the prompt's content, for journals and replay keys."""
+        import hashlib
+
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+_FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "document": ("source", "article", "text"),
+    "source": ("document", "article", "context"),
+    "article": ("source", "document"),
+    "context": ("dialogue", "source", "history"),
+    "dialogue": ("context", "history"),
+    "input": ("source", "document", "context", "triples"),
+    "triples": ("input", "source", "data"),
+    "data": ("triples", "input", "source"),
+}
+
+
+def _lookup(item: Item, field: str) -> str | None:
+    """The item's text for ``field``, trying common aliases (document/source/article ...); None if absent."""
+    for name in (field, *_FIELD_ALIASES.get(field.lower(), ())):
+        try:
+            return item.field(name)
+        except DataError:
+            continue
+    return None
+
+
+def field_text(item: Item, field: str) -> str | None:
+    """The item's text for ``field`` as prompts read it (aliases such as document/source are tried); None if absent."""
+    return _lookup(item, field)
+
+
+def answer_label(name: str) -> str:
+    """A criterion name as written in answer lines ("coherence" -> "Coherence"); parsing is case-insensitive."""
+    return name[:1].upper() + name[1:]
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").strip().capitalize()
+
+
+def _heading(name: str) -> str:
+    """A slot name as a heading that keeps its case ("response_B" -> "Response B", "output_1" -> "Output 1")."""
+    text = name.replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
+VALUE_MARK = "{value}"
+
+
+def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
+    """TemplateError unless ``demo`` answers the way ``prompt`` does (a verdict for pairwise, else a score)."""
+    if prompt.answer == "pairwise" and demo.verdict is None:
+        raise TemplateError(
+            f"a pairwise prompt's demos show a gold verdict; demo {demo.item.id!r} shows a score "
+            f"({demo.score!r}): expected Demo(item=<item with output_b>, verdict='first'|'second'|'tie')"
+        )
+    if prompt.answer == "pairwise" and demo.guideline is not None:
+        raise TemplateError(
+            f"a pairwise prompt's demos show the two outputs and a verdict; demo {demo.item.id!r} carries a guideline "
+            "of its own (guideline demos are for prompts that score one output): expected guideline=None"
+        )
+    if prompt.answer != "pairwise" and demo.score is None:
+        raise TemplateError(
+            f"a prompt answering {prompt.answer!r} shows demos with a gold score; demo {demo.item.id!r} shows the "
+            f"verdict {demo.verdict!r}"
+        )
+
+
+def _insert_demos(template: str, demos: str, layout: Layout, guideline_text: str) -> tuple[str, bool]:
+    """Place the demos block in one message template; returns (template, placed).
+
+    "invariant_first" puts the block before the paragraph holding the first slot (a blank
+    line, LF or CRLF, ends the paragraph before it); when that slot sits in the first
+    paragraph, before the line holding it, or at the very start when it is on the first line.
+    """
+    newline = "\r\n" if "\r\n" in template else "\n"
+    if layout == "as_written" and guideline_text and guideline_text in template:
+        i = template.index(guideline_text) + len(guideline_text)
+        return template[:i] + newline * 2 + demos + template[i:], True
+    m = SLOT_RE.search(template)
+    if m is None:
+        return template, False
+    breaks = list(re.finditer(r"\r?\n[ \t]*\r?\n", template[: m.start()]))
+    if breaks:
+        start = breaks[-1].end()
+    else:
+        line_start = template.rfind("\n", 0, m.start()) + 1
+        start = line_start  # 0 when the slot is on the first line
+    return template[:start] + demos + newline * 2 + template[start:], True
+
+
+def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
+    """Rebuild a prompt from ``model_dump()`` output."""
+    return JudgePrompt.model_validate(dict(spec))
+
+
+def read_prompt(text: str, **hints: Any) -> tuple[JudgePrompt, list[str]]:
+    """:meth:`JudgePrompt.from_template` (``hints`` are its arguments), also returning one line of evidence per field.
+
+    The evidence says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"),
+    what was given explicitly, and what fell back to a default, so a user can check a
+    template before spending money on it (``mitigate prompts inspect FILE``).
+    """
+    fields, evidence = read_fields(text, **hints)
+    return JudgePrompt(**fields), evidence
+
+
+def describe_template(text: str, **hints: Any) -> str:
+    """A report of what :func:`read_prompt` recovers from ``text`` (what ``mitigate prompts inspect`` prints).
+
+    ``hints`` are :meth:`JudgePrompt.from_template` arguments. The report lists the
+    evidence, the scoring options, the answer format with the sentence mitigations would
+    use to ask for it, how a demonstration shows its answer, and the constraint a backend
+    would enforce.
+    """
+    prompt, evidence = read_prompt(text, **hints)
+    fmt = prompt.format
+    lines = ["Recovered from the template:", *(f"  {e}" for e in evidence)]
+    if prompt.guideline is not None:
+        lines.append("Scoring options:")
+        lines += [f"  [{o.label}] " + (f"score {format_number(o.score)}: " if o.score is not None else "(no score) ")
+                  + o.description[:90] for o in prompt.guideline.options]
+    lines.append("Answers:")
+    lines.append(f"  format: {fmt.describe()}")
+    try:
+        lines.append(f"  asked for as: {fmt.instruction(prompt.scale)}")
+        example = prompt.scale.max if fmt.kind == "score" else (
+            "first" if fmt.kind == "pairwise" else next(iter(prompt.scale.letters or {"A": 0})))
+        if not fmt.two_scores:
+            lines.append(f"  a demo answers: {fmt.render(example, prompt.scale)}")
+        if fmt.kind != "mcq" or prompt.scale.letters:
+            lines.append(f"  constrained decoding (regex): {fmt.constraint(prompt.scale).regex[:160]}")
+    except MitigateError as exc:
+        lines.append(f"  ({exc})")
+    lines.append(f"Messages: {len(prompt.messages)} ({', '.join(m.role for m in prompt.messages)}); "
+                 f"task: {prompt.task[:100]!r}")
+    return "\n".join(lines)
