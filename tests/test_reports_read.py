@@ -290,3 +290,31 @@ def test_search_result_repr_is_one_short_line_and_str_is_its_summary() -> None:
     assert "\n" not in text and len(text) < 300 and len(result.model_dump_json()) > 2000
     assert text.startswith("SearchResult(engine='random', trials=") and f"calls={result.calls_search}/60" in text
     assert str(result) == result.summary() and "test gain over baseline" in str(result)
+
+
+def test_pandas_is_an_optional_extra_included_in_all() -> None:
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert any(dep.startswith("pandas") for dep in extras["pandas"])
+    assert "pandas" in extras["all"][0]
+    core = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert not any(dep.startswith("pandas") for dep in core)
+
+
+@pytest.mark.parametrize(("ci", "p", "says"), [
+    ((0.1, 0.5), 0.01, "agrees with humans better than"),
+    ((-0.5, -0.1), 0.01, "agrees with humans worse than"),
+    ((-0.1, 0.5), 0.30, "does not differ measurably from"),
+    ((0.1, 0.5), 0.16, "the interval excludes 0 but the permutation test does not reject it"),  # tests disagree
+    ((-0.1, 0.5), 0.01, "p < 0.05 but the interval includes 0"),
+    ((None, None), 0.01, "agrees with humans better than"),  # no bootstrap: the permutation test alone
+])
+def test_a_difference_is_claimed_only_when_interval_and_test_agree(written, ci, p, says) -> None:
+    _, result = written
+    second = result.entries[1]
+    observed = -0.3 if ci[1] is not None and ci[1] < 0 else 0.3
+    c = second.comparison.model_copy(update={"observed": observed, "ci_low": ci[0], "ci_high": ci[1], "p_value": p})
+    one = result.model_copy(update={"entries": (result.entries[0], second.model_copy(update={"comparison": c}))})
+    assert says in bottom_lines(one)[0]

@@ -68,9 +68,10 @@ def _fmt(v: float | None) -> str:
 def bottom_lines(result: CompareResult) -> list[str]:
     """One sentence per entry after the first: does it differ from the first at this ``n``?
 
-    It differs when the 95% interval of the difference excludes 0 (or, without an interval,
-    when the permutation p-value is below 0.05); the sentence gives the difference, its
-    interval, p and ``n`` either way.
+    It differs when the 95% interval of the difference excludes 0 and the permutation
+    p-value is below 0.05 (either alone when the other is missing); when the two disagree, no
+    difference is claimed and the sentence says so. It gives the difference, its interval, p
+    and ``n`` either way.
     """
     if len(result.entries) < 2:
         return [f"Only one entry ({result.entries[0].name}): nothing to compare it with."] if result.entries else []
@@ -87,11 +88,14 @@ def bottom_lines(result: CompareResult) -> list[str]:
         ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if has_ci else ""
         p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
         diff = f"Δ {what} {_fmt(c.observed)}{ci}{p}, n={c.n}"
+        has_p = c.p_value is not None and math.isfinite(c.p_value)
+        ci_side = 0
         if has_ci:
             assert c.ci_low is not None and c.ci_high is not None
-            verdict = (1 if c.ci_low > 0 else -1 if c.ci_high < 0 else 0)
-        else:
-            verdict = (0 if c.p_value is None or not c.p_value < 0.05 else (1 if c.observed > 0 else -1))
+            ci_side = 1 if c.ci_low > 0 else -1 if c.ci_high < 0 else 0
+        p_side = (1 if c.observed > 0 else -1) if has_p and c.p_value is not None and c.p_value < 0.05 else 0
+        # a difference is claimed only when every test at hand says so: the interval excludes 0 and p < 0.05
+        verdict = ci_side if has_ci and (not has_p or p_side == ci_side) else (p_side if not has_ci else 0)
         better, worse = (("is more accurate than", "is less accurate than") if result.task == "pairwise"
                          else ("agrees with humans better than", "agrees with humans worse than"))
         if verdict > 0:
@@ -99,7 +103,13 @@ def bottom_lines(result: CompareResult) -> list[str]:
         elif verdict < 0:
             out.append(f"{e.name} {worse} {ref} at this n ({diff}).")
         else:
-            basis = "the interval includes 0" if has_ci else "p >= 0.05"
+            if has_ci and ci_side != 0:
+                basis = "the interval excludes 0 but the permutation test does not reject it: not established"
+            elif has_ci and p_side != 0:
+                basis = "p < 0.05 but the interval includes 0: not established"
+            else:
+                basis = ("the interval includes 0" if has_ci else "p >= 0.05" if has_p
+                         else "no interval or test was computed")
             out.append(f"{e.name} does not differ measurably from {ref} at this n ({diff}; {basis}).")
     return out
 
