@@ -344,7 +344,7 @@ def _per_item_html(result: CompareResult) -> str:
     for r in rows:
         rec: ItemRecord = r["record"]
         system = rec.system or "–"
-        if pairwise:
+        if pairwise and (rec.system or rec.system_b):
             system = f"{rec.system or '?'} vs {rec.system_b or '?'}"
         human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
         cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in zip(result.entries, r["judgments"],
