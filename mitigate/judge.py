@@ -13,7 +13,9 @@ import json
 import statistics
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -27,6 +29,24 @@ from mitigate.prompt.judge_prompt import JudgePrompt
 
 Verdict = Literal["first", "second", "tie"]
 Reducer = Literal["mean", "median", "majority"]
+
+_SENT: ContextVar[list[LMRequest] | None] = ContextVar("mitigate_sent_requests", default=None)
+
+
+@contextmanager
+def recording_requests() -> Iterator[list[LMRequest]]:
+    """Collect, in order, the requests every :class:`PromptJudge` sends inside this block.
+
+    The list is shared with the tasks started inside the block (a fan-out's children), so a
+    composite judge's requests are all collected. The reports use the first one to show the
+    exact prompt an item was judged with.
+    """
+    box: list[LMRequest] = []
+    token = _SENT.set(box)
+    try:
+        yield box
+    finally:
+        _SENT.reset(token)
 
 
 class ParseFailure(BaseModel):
@@ -73,6 +93,31 @@ class Judgment(BaseModel):
             return True
         return bool(self.scores) and all(v is not None for v in self.scores.values())
 
+    def rows(self, criterion: str | None = None) -> list[dict[str, Any]]:
+        """This judgment in long form: one row per criterion scored, or per order a pairwise verdict was given in.
+
+        Each row holds ``criterion``, ``order`` (None for a score; for a verdict "original",
+        or "original" and "swapped" when the judge saw both orders, each with the verdict
+        given in that order), ``score``, ``verdict`` (the text preferred: "A", "B" or "tie"),
+        ``raw`` (every raw answer, joined by blank lines), ``failure`` (the parse-failure
+        reasons and any error, joined by "; "; None when none) and ``flags`` (joined by ",").
+        ``criterion`` keeps only that criterion's rows.
+        """
+        failure = "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])]) or None
+        common = {"raw": "\n\n".join(self.raw), "failure": failure, "flags": ",".join(self.flags)}
+        orders = self.meta.get("orders")
+        pairwise = self.verdict is not None or isinstance(orders, dict) or (
+            not self.scores and not self.samples and bool(self.failures))  # a pairwise answer that failed to parse
+        if pairwise:
+            crit = criterion if criterion is not None else (self.failures[0].criterion if self.failures else None)
+            given = orders if isinstance(orders, dict) else {"original": self.verdict}
+            return [{"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o), **common}
+                    for o in ("original", "swapped") if o in given]
+        crits = [criterion] if criterion is not None else list(self.scores) or [None]
+        only = next(iter(self.scores.values())) if len(self.scores) == 1 else None
+        return [{"criterion": c, "order": None, "score": self.scores.get(c, only) if c is not None else None,
+                 "verdict": None, **common} for c in crits]
+
     def score(self, criterion: str | None = None) -> float | None:
         """The score for ``criterion`` (the only one when None)."""
         if criterion is None:
@@ -82,6 +127,15 @@ class Judgment(BaseModel):
                 )
             return next(iter(self.scores.values()))
         return self.scores.get(criterion)
+
+
+def _as_text(verdict: Any, order: str) -> str | None:
+    """A verdict by position as presented in ``order`` -> the text it prefers ("A", "B", "tie"); None if unreadable."""
+    if verdict not in ("first", "second", "tie"):
+        return None
+    if verdict == "tie":
+        return "tie"
+    return "A" if (verdict == "first") == (order == "original") else "B"
 
 
 def combine_costs(costs: Sequence[float | None]) -> float | None:
@@ -301,6 +355,9 @@ class PromptJudge(Judge):
                 "JudgePrompt.from_template(..., letters={'A': ..., 'B': ...})"
             )
         request = self.request(item)
+        sent = _SENT.get()
+        if sent is not None:
+            sent.append(request)
         response = await self.lm.complete(request)
         as_json = request.constraint is not None and request.constraint.mode == "json"
         names = [c.name for c in self.prompt.criteria] or ["score"]

@@ -47,6 +47,8 @@ OPTIONAL_BY_DESIGN = {
     ("mitigate/selectors/knn.py", "sentence_transformers"): "imported inside a try that raises a one-line "
     "ConfigError asking for the package; embedding='tfidf' needs nothing",
     ("mitigate/testing/checks.py", "pytest"): "the contract battery's pytest helper, used only from tests",
+    ("mitigate/run/runner.py", "pandas"): "to_pandas() imports it inside a try that raises a one-line ConfigError "
+    "asking for the 'pandas' extra",
 }
 
 

@@ -74,7 +74,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         result = await compare(
             bench, crit, entries, out_dir=o.out, concurrency=o.concurrency, limit=o.limit or None,
             likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed, restart=o.restart,
-            command=command_line, batch=session, train=train,
+            command=command_line, batch=session, train=train, report=False,  # written below, paths listed
         )
     finally:
         if session is not None:

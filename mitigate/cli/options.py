@@ -512,8 +512,10 @@ class PromptsOptions:
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """``mitigate report``: re-render a comparison's report from its results.json."""
+    """``mitigate report``: re-render a comparison's report from its results.json (``--html``: report.html too)."""
 
     COMMAND: ClassVar[str] = "report"
 
     folder: Annotated[Path, typer.Argument(help="a folder written by 'mitigate compare'")]
+    html: Annotated[bool, typer.Option("--html", help="also rebuild report.html (self-contained, with the "
+                                       "per-item view)")] = False

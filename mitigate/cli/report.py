@@ -1,4 +1,4 @@
-"""``mitigate report``: re-render report.md and the plots of a comparison from its results.json."""
+"""``mitigate report``: re-render report.md, the plots and (``--html``) report.html of a comparison from its results.json."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mitigate.errors import ConfigError
 
 @command("report", ReportOptions)
 def report_cmd(options: ReportOptions) -> None:
-    """Re-render report.md and the plots of a comparison from its results.json."""
+    """Re-render report.md and the plots of a comparison from its results.json (with --html, report.html too)."""
     # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
     from mitigate.harness.report import render_report
 
@@ -24,5 +24,5 @@ def report_cmd(options: ReportOptions) -> None:
     if results.is_file():
         read_text_file(results, "the results.json of the folder")
     writable_dir(folder, "the report folder")
-    paths = render_report(folder)
+    paths = render_report(folder, html=options.html)
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)

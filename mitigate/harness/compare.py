@@ -64,8 +64,19 @@ from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled, train_test_split
 from mitigate.errors import ConfigError, DataError, MitigateError
+from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
+from mitigate.harness.report import write_report
+from mitigate.harness.results import (
+    DELTA_ACCURACY_INFO,
+    DELTA_INFO,
+    CompareResult,
+    Comparison,
+    EntryResult,
+    ItemRecord,
+    score_of,
+)
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.measures import (
@@ -92,11 +103,13 @@ from mitigate.measures.stats import (
 )
 from mitigate.registry import Interval, check_param
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
-from mitigate.run.runner import RunResult, RunSummary, run
+from mitigate.run.runner import RunResult, run
 from mitigate.scale import Scale
 from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
 __all__ = [
+    "DELTA_ACCURACY_INFO",
+    "DELTA_INFO",
     "MEASURES",
     "Comparison",
     "CompareResult",
@@ -120,24 +133,8 @@ log P(output | input, task), where the task is the one the output was *generated
 
 DEFAULT_GENERATION_TASK = "Produce the output for the input."
 
-DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
-"""How the comparison against the first entry is shown."""
-
-DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy", headline=True)
-"""How the comparison against the first entry is shown on a pairwise benchmark."""
-
-
 # ---------------------------------------------------------------------------------------
 # values
-
-
-def _revive_nan(value: Any) -> Any:
-    """results.json stores NaN as null (strict JSON); turn a measure's null ``value`` back into NaN."""
-    if isinstance(value, dict):
-        if "name" in value and "value" in value and "n" in value and value["value"] is None:
-            return {**value, "value": math.nan}
-        return {k: _revive_nan(v) for k, v in value.items()}
-    return value
 
 
 class Entry(BaseModel):
@@ -253,118 +250,8 @@ def _pipeline_label(pipe: Pipeline) -> str:
     return " | ".join(s.label for s in pipe.steps)
 
 
-class ItemRecord(BaseModel):
-    """What the report needs about one judged item: labels, human score, output length, LS.
-
-    A pairwise item adds its second system, the second text's length and the gold preference.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    id: str
-    system: str | None = None
-    doc_id: str | None = None
-    human: float | None = None
-    words: int = 0
-    ls: float | None = None
-    system_b: str | None = None
-    words_b: int | None = None
-    gold: str | None = None
-
-
-class Comparison(BaseModel):
-    """An entry's item-level Spearman (pairwise: accuracy) minus the first entry's, on the items both scored.
-
-    ``observed`` is the difference (positive: this entry agrees with humans more), with a
-    paired bootstrap interval (items resampled together) and a two-sided paired permutation
-    p-value; NaN with ``reason`` when it cannot be computed. ``measure`` names what is compared.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    against: str
-    measure: str = "spearman_item"
-    observed: float
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_value: float | None = None
-    n: int = 0
-    n_perm: int = 0
-    reason: str | None = None
-
-    @field_validator("observed", mode="before")
-    @classmethod
-    def _nan(cls, v: Any) -> Any:
-        return math.nan if v is None else v
-
-
-class EntryResult(BaseModel):
-    """One entry's run and measures: judgments in item order, run summary, every measure."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str
-    kind: str
-    spec: dict[str, Any] = Field(default_factory=dict)
-    describe: dict[str, Any] = Field(default_factory=dict)
-    scale: Scale
-    summary: RunSummary
-    judgments: tuple[Judgment, ...]
-    measures: dict[str, Measure]
-    per_system: dict[str, Measure] = Field(default_factory=dict)
-    histogram: dict[str, int] = Field(default_factory=dict)
-    comparison: Comparison | None = None
-    fitted: dict[str, Any] | None = None
-
-    @field_validator("measures", "per_system", mode="before")
-    @classmethod
-    def _revive(cls, v: Any) -> Any:
-        return _revive_nan(v)
-
-    def scores(self, criterion: str) -> list[float | None]:
-        """The judge's score per item for ``criterion`` (None for a parse failure or error)."""
-        return [_score_of(j, criterion) for j in self.judgments]
-
-    def verdicts(self) -> list[str | None]:
-        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if none)."""
-        return verdicts_as_text(self.judgments)
-
-
-class CompareResult(BaseModel):
-    """Everything a comparison produced; ``results.json`` is this model, and the report renders from it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    benchmark: str
-    criterion: str
-    human_scale: Scale
-    task: Task = "score"
-    items: tuple[ItemRecord, ...]
-    entries: tuple[EntryResult, ...]
-    human: dict[str, Measure] = Field(default_factory=dict)
-    human_histogram: dict[str, int] = Field(default_factory=dict)
-    likelihood: dict[str, Any] | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("human", mode="before")
-    @classmethod
-    def _revive(cls, v: Any) -> Any:
-        return _revive_nan(v)
-
-    def entry(self, name: str) -> EntryResult:
-        """The entry named ``name``; ConfigError listing the names otherwise."""
-        for e in self.entries:
-            if e.name == name:
-                return e
-        raise ConfigError(f"expected an entry name, one of {[e.name for e in self.entries]}; got {name!r}")
-
-
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def _score_of(j: Judgment, criterion: str) -> float | None:
-    if criterion in j.scores:
-        return j.scores[criterion]
-    if len(j.scores) == 1:
-        return next(iter(j.scores.values()))
-    return None
 
 
 def _slug(name: str) -> str:
@@ -522,7 +409,7 @@ def entry_measures(
 
     A pairwise entry (``task="pairwise"``) is measured on its verdicts; P_i is then empty.
     """
-    scores = np.array([math.nan if (s := _score_of(j, criterion)) is None else s for j in judgments], dtype=float)
+    scores = np.array([math.nan if (s := score_of(j, criterion)) is None else s for j in judgments], dtype=float)
     verdicts = verdicts_as_text(judgments) if task == "pairwise" else []
     data = EntryData(scores=scores, items=items, criterion=criterion, scale=scale, judgments=judgments,
                      ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed,
@@ -730,6 +617,7 @@ async def compare(
     command: str | None = None,
     batch: BatchOptions | BatchSession | bool | None = None,
     train: float | str | Benchmark | None = None,
+    report: bool = True,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -756,9 +644,11 @@ async def compare(
       each entry's ``fitted`` say which items that was; ``limit`` applies to the test items.
       Without ``train``, an entry that must be fitted is a ConfigError.
 
-    Nothing is written besides journals, the LS cache and, with ``train``, the training items
-    (``out_dir/train.jsonl``, generic format, for ``mitigate search -b jsonl:...``): pass the
-    result to :func:`mitigate.harness.report.write_report`.
+    - ``report``: write the reports into ``out_dir`` (default): ``results.json``, ``report.md``,
+      ``report.html`` (self-contained, with the per-item view) and the plots, as
+      :func:`mitigate.harness.report.write_report` does; False writes only journals, the LS
+      cache and, with ``train``, the training items (``out_dir/train.jsonl``, generic format,
+      for ``mitigate search -b jsonl:...``).
     """
     full = _benchmark(benchmark)
     check_param("compare", "concurrency", concurrency, [Interval(int, 1)])
@@ -779,7 +669,7 @@ async def compare(
         runs = await _run_batched(todo, items, out, stems, batch, restart=restart, progress=progress)
     else:
         for e in todo:
-            result = await run(e.judge, items, concurrency=concurrency,
+            result = await run(with_first_prompt(e.judge), items, concurrency=concurrency,
                                journal=out / "journals" / f"{stems[e.name]}.jsonl",
                                restart=restart, progress=progress, desc=e.name)
             runs.append(result)
@@ -809,10 +699,10 @@ async def compare(
                 comparison = _accuracy_comparison(todo[0].name, verdicts_as_text(runs[0].judgments), verdicts, gold,
                                                   n_boot=n_boot, n_perm=n_perm, seed=seed)
         else:
-            scores = [_score_of(j, criterion) for j in result.judgments]
+            scores = [score_of(j, criterion) for j in result.judgments]
             histogram = _histogram(scores, scale)
             if k > 0:
-                first = [_score_of(j, criterion) for j in runs[0].judgments]
+                first = [score_of(j, criterion) for j in runs[0].judgments]
                 comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
                                          seed=seed)
         results.append(EntryResult(
@@ -826,10 +716,10 @@ async def compare(
                    human=None if not math.isfinite(h) else float(h), words=word_count(it.output),
                    ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]),
                    system_b=it.system_b, words_b=None if it.output_b is None else word_count(it.output_b),
-                   gold=gold[i])
+                   gold=gold[i], output=it.output, output_b=it.output_b)
         for i, (it, h) in enumerate(zip(items, human, strict=True))
     )
-    return CompareResult(
+    result = CompareResult(
         benchmark=bench.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
         entries=tuple(results), human=human_ref,
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
@@ -839,6 +729,9 @@ async def compare(
                   "not_fitted": {k: v["error"] for k, v in fit_info.items() if v.get("error")},
                   "journals": {e.name: f"journals/{stems[e.name]}.jsonl" for e in todo}},
     )
+    if report:
+        write_report(result, out)
+    return result
 
 
 async def _run_batched(todo: Sequence[Entry], items: Sequence[Item], out: Path, stems: Mapping[str, str],
@@ -848,7 +741,7 @@ async def _run_batched(todo: Sequence[Entry], items: Sequence[Item], out: Path, 
     session, owned = session_for(batch, out / "batches", progress=progress)
     try:
         return list(await asyncio.gather(*(
-            run(e.judge, items, journal=out / "journals" / f"{stems[e.name]}.jsonl", restart=restart,
+            run(with_first_prompt(e.judge), items, journal=out / "journals" / f"{stems[e.name]}.jsonl", restart=restart,
                 progress=progress, desc=e.name, batch=session)
             for e in todo)))
     finally:

@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from mitigate.harness.compare import CompareResult
+from mitigate.harness.results import CompareResult
 from mitigate.measures import unfairness_scores
 
-__all__ = ["PAIR_KEYS", "has_consistency", "human_quality", "pair_tables", "plot_search", "render_plots",
+__all__ = ["PAIR_KEYS", "PLOT_CAPTIONS", "has_consistency", "human_quality", "pair_tables", "planned_plots",
+           "plot_search", "render_plots",
            "search_trial_points"]
 
 
@@ -72,20 +73,37 @@ def _grid(n: int) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
+PLOT_CAPTIONS = {
+    "histograms.png": "score histograms",
+    "ls_vs_us.png": "LS vs US",
+    "per_system.png": "per-system P_i",
+    "consistency.png": "consistency",
+    "per_pair.png": "position bias per system pair",
+}
+"""Plot file -> its caption in the reports."""
+
+
+def planned_plots(result: CompareResult) -> list[str]:
+    """The plot files :func:`render_plots` writes for ``result``, in order."""
+    names = ["histograms.png"]
+    if result.likelihood is not None:
+        names.append("ls_vs_us.png")
+    if any(m.ok for e in result.entries for m in e.per_system.values()):  # nothing to draw when every P_i is n/a
+        names.append("per_system.png")
+    if has_consistency(result):
+        names.append("consistency.png")
+    if pair_tables(result):
+        names.append("per_pair.png")
+    return names
+
+
 def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
-    """Write the PNG plots for ``result`` into ``folder``; returns the paths written."""
+    """Write the PNG plots for ``result`` (those :func:`planned_plots` names) into ``folder``; returns their paths."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [_histograms(result, out / "histograms.png")]
-    if result.likelihood is not None:
-        paths.append(_ls_vs_us(result, out / "ls_vs_us.png"))
-    if any(m.ok for e in result.entries for m in e.per_system.values()):  # nothing to draw when every P_i is n/a
-        paths.append(_per_system_plot(result, out / "per_system.png"))
-    if has_consistency(result):
-        paths.append(_consistency_plot(result, out / "consistency.png"))
-    if pair_tables(result):
-        paths.append(_per_pair_plot(result, out / "per_pair.png"))
-    return paths
+    draw = {"histograms.png": _histograms, "ls_vs_us.png": _ls_vs_us, "per_system.png": _per_system_plot,
+            "consistency.png": _consistency_plot, "per_pair.png": _per_pair_plot}
+    return [draw[name](result, out / name) for name in planned_plots(result)]
 
 
 def _histograms(result: CompareResult, path: Path) -> Path:

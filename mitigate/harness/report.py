@@ -1,17 +1,22 @@
-"""Write a comparison to disk: ``results.json``, ``report.md`` and PNG plots.
+"""Write a comparison to disk: ``results.json``, ``report.md``, ``report.html`` and PNG plots.
 
-- ``results.json`` is the :class:`~mitigate.harness.compare.CompareResult`: every judgment
+- ``results.json`` is the :class:`~mitigate.harness.results.CompareResult`: every judgment
   of every entry and every measure with its interval, ``n`` and ``n_failed``. It is strict
   JSON: an undefined measure's value is ``null`` and its ``reason`` says why.
-- ``report.md`` puts accuracy and bias side by side in one table (each column's best value
-  in bold; the header says whether higher, lower or closer to 0 is better), followed by
+- ``report.md`` opens with a bottom line per entry and warnings
+  (:mod:`mitigate.harness.reading`), then puts accuracy and bias side by side in one table
+  (a column's best value in bold where the column holds two or more values; the header says
+  whether higher, lower or closer to 0 is better; every table escaped,
+  :mod:`mitigate.harness.tables`), followed by
   notes for values that could not be computed and on how to read the measures shown,
   per-measure details with ``n`` and parse failures (a share both of scored items and of
   all items, where items were dropped), per-system P_i and the comparison against the
   first entry. Columns, labels and directions come from the registered measures
   (:data:`mitigate.measures.MEASURES`) of the comparison's task (scores, or pairwise
   verdicts, for which a per-system-pair table of position consistency and preference
-  fairness follows).
+  fairness follows), the demos each entry shows, and only the plots that were written.
+- ``report.html`` (:mod:`mitigate.harness.html_report`): the same as one self-contained page,
+  with a per-item view of every judgment.
 - Plots (:mod:`mitigate.harness.plots`; matplotlib, Agg backend): ``histograms.png`` (score histogram per entry and for the
   humans), ``ls_vs_us.png`` (LS against US with the fitted slope, when likelihood was
   computed), ``per_system.png`` (P_i per system, systems ordered by human quality),
@@ -19,7 +24,7 @@
   judges in both orders, ``per_pair.png`` (position consistency and preference fairness per
   system pair, with intervals).
 
-:func:`render_report` rebuilds ``report.md`` and the plots from ``results.json`` alone.
+:func:`render_report` rebuilds ``report.md`` and the plots (and ``report.html``) from ``results.json`` alone.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from mitigate.errors import DataError
-from mitigate.harness.compare import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
-from mitigate.harness.plots import has_consistency, human_quality, pair_tables, render_plots
+from mitigate.harness.html_report import HTML_FILE, render_html
+from mitigate.harness.plots import PLOT_CAPTIONS, human_quality, pair_tables, planned_plots, render_plots
+from mitigate.harness.reading import bottom_lines, chosen_demos, plain_reason, warnings
+from mitigate.harness.results import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
+from mitigate.harness.tables import best_indices, md_cell, md_table
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.paths import write_output
 
@@ -84,21 +92,32 @@ def load_results(path: str | Path) -> CompareResult:
 
 
 def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
-    """Write ``results.json``, ``report.md`` and the plots into ``folder``; returns the paths written."""
+    """Write ``results.json``, ``report.md``, ``report.html`` and the plots into ``folder``; returns the paths written."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
     write_output(path, dump_results(result), "the results file")
-    return [path, *render_report(out)]
+    return [path, *render_report(out, html=True)]
 
 
-def render_report(folder: str | Path) -> list[Path]:
-    """Re-render ``report.md`` and the plots in ``folder`` from its ``results.json`` alone."""
+def render_report(folder: str | Path, *, html: bool = False) -> list[Path]:
+    """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from ``results.json``.
+
+    The plots are drawn first, so the markdown links only the plots that were written and the
+    HTML report holds them inline.
+    """
     out = Path(folder)
     result = load_results(out)
+    plots = render_plots(result, out)
     md = out / REPORT_FILE
-    write_output(md, render_markdown(result), "the report")
-    return [md, *render_plots(result, out)]
+    text = render_markdown(result, plots=[p.name for p in plots])
+    write_output(md, text, "the report")
+    written = [md, *plots]
+    if html:
+        page = out / HTML_FILE
+        write_output(page, render_html(result, text, plots), "the HTML report")
+        written.insert(1, page)
+    return written
 
 
 # ---------------------------------------------------------------------------------------
@@ -138,13 +157,8 @@ def _ci_text(m: Measure, key: str = "") -> str:
 
 
 def _best(values: Sequence[float], direction: str) -> set[int]:
-    finite = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
-    if not finite:
-        return set()
-    key = {"higher": lambda v: -v, "lower": lambda v: v, "zero": abs}[direction]
-    target = min(key(v) for _, v in finite)
-    return {i for i, v in finite if abs(key(v) - target) <= 1e-12}
-
+    """The entries to bold in a column: see :func:`mitigate.harness.tables.best_indices`."""
+    return best_indices(values, direction)
 
 def _header(info: MeasureInfo) -> str:
     return f"{info.label} ({_ARROWS[info.direction]})"
@@ -164,8 +178,12 @@ def _delta_value(e: EntryResult) -> float:
     return math.nan if e.comparison is None else e.comparison.observed
 
 
-def render_markdown(result: CompareResult) -> str:
-    """The report as markdown (deterministic: the same results give the same text)."""
+def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -> str:
+    """The report as markdown (deterministic: the same results give the same text).
+
+    ``plots`` names the plot files written beside it (the ones :func:`render_plots` would
+    write, when None); only those are linked.
+    """
     s = result.settings
     lines: list[str] = [f"# Comparison: {result.benchmark} / {result.criterion}", ""]
     n_items = len(result.items)
@@ -194,6 +212,10 @@ def render_markdown(result: CompareResult) -> str:
         lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
     if s.get("command"):
         lines += ["", f"Command: `{s['command']}`"]
+    lines += ["", "## Bottom line", "", *(f"- {line}" for line in bottom_lines(result))]
+    cautions = warnings(result)
+    if cautions:
+        lines += ["", "## Warnings", "", *(f"- {line}" for line in cautions)]
     lines += ["", "## Accuracy and bias", "",
               "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
               "→ 0 closer to 0 is better.", ""]
@@ -223,7 +245,7 @@ def render_markdown(result: CompareResult) -> str:
             if i in best[k]:
                 text = f"**{text}**"
             if not m.ok:
-                notes.append(f"- {e.name} / {MEASURES[k].label}: {m.reason or 'undefined'}")
+                notes.append(f"- {e.name} / {MEASURES[k].label}: {plain_reason(m.reason, k)}")
             of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
             abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), counted wrong"
                          if m.ok and m.extra.get("abstained") else "")
@@ -239,7 +261,7 @@ def render_markdown(result: CompareResult) -> str:
                 ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
                 p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
                 if not math.isfinite(c.observed):
-                    notes.append(f"- {e.name} / {delta_info.label}: {c.reason or 'undefined'}")
+                    notes.append(f"- {e.name} / {delta_info.label}: {plain_reason(c.reason)}")
                 cells.append(text + ci + p)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     ref = [("gold preferences (reference)" if result.task == "pairwise"
@@ -261,7 +283,7 @@ def render_markdown(result: CompareResult) -> str:
         lines += ["", "Not computed for any entry:", ""]
         for k in missing:
             reason = result.entries[0].measures[k].reason if k in result.entries[0].measures else "not measured"
-            lines.append(f"- {MEASURES[k].label}: {reason}")
+            lines.append(f"- {MEASURES[k].label}: {plain_reason(reason, k)}")
     if notes:
         lines += ["", "Values shown as n/a:", "", *notes]
     reading = [f"- {MEASURES[k].label}: {MEASURES[k].note}" for k in cols if MEASURES[k].note]
@@ -271,7 +293,8 @@ def render_markdown(result: CompareResult) -> str:
     lines += _per_system(result)
     lines += _per_pair(result)
     lines += _comparisons(result)
-    lines += _plots_section(result)
+    lines += _demos_section(result)
+    lines += _plots_section(result, plots)
     return "\n".join(lines) + "\n"
 
 
@@ -299,8 +322,9 @@ def _details(result: CompareResult) -> list[str]:
             direction = _ARROWS[info.direction] if info else ""
             ci = _ci_text(m, k).strip()
             label = info.label if info else k
-            out.append(f"| {label} | {direction} | {_value_text(k, m)} | {ci} | {m.n} | {m.n_failed} | "
-                       f"{_of_all_text(m)} | {(m.reason or '').replace('|', '/')} |")
+            note = plain_reason(m.reason, k) if m.reason else ""
+            out.append("| " + " | ".join(md_cell(c) for c in (label, direction, _value_text(k, m), ci, m.n,
+                                                             m.n_failed, _of_all_text(m), note)) + " |")
         out.append("")
     return out
 
@@ -328,17 +352,17 @@ def _per_system(result: CompareResult) -> list[str]:
         return []
     quality = human_quality(result)
     systems = sorted(quality, key=lambda k: quality[k])
-    out = ["## Per-system correlation P_i (Spearman with humans, per system)", "",
-           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = corr(Q_i, P_i).", "",
-           "| system | Q_i | " + " | ".join(e.name for e in entries) + " |",
-           "|---|---:|" + "---:|" * len(entries)]
+    rows = []
     for sys_name in systems:
         cells = [sys_name, _fmt(quality[sys_name])]
         for e in entries:
             m = e.per_system.get(sys_name)
             cells.append("n/a" if m is None or not m.ok else f"{_fmt(m.value)} (n={m.n})")
-        out.append("| " + " | ".join(cells) + " |")
-    out.append("")
+        rows.append(cells)
+    out = ["## Per-system correlation P_i (Spearman with humans, per system)", "",
+           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = corr(Q_i, P_i).", "",
+           *md_table(["system", "Q_i", *(e.name for e in entries)], rows, ["left", *["right"] * (len(entries) + 1)]),
+           ""]
     return out
 
 
@@ -365,7 +389,7 @@ def _per_pair(result: CompareResult) -> list[str]:
             a, b = pc.get(pair), pf.get(pair)
             n = (a or b or {}).get("n", 0)
             split = f"{(b or a or {}).get('primacy', '')} / {(b or a or {}).get('recency', '')}"
-            out.append(f"| {name} | {pair} | {n} | {cell(a)} | {cell(b)} | {split} |")
+            out.append("| " + " | ".join(md_cell(c) for c in (name, pair, n, cell(a), cell(b), split)) + " |")
     out.append("")
     return out
 
@@ -387,23 +411,30 @@ def _comparisons(result: CompareResult) -> list[str]:
         assert c is not None
         ci = f"[{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
         p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
-        out.append(f"| {e.name} | {_fmt(c.observed)} | {ci} | {p} | {c.n} | {c.reason or ''} |")
+        note = plain_reason(c.reason) if c.reason else ""
+        out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.n, note)) + " |")
     out.append("")
     return out
 
 
-def _plots_section(result: CompareResult) -> list[str]:
-    out = ["## Plots", "", "![score histograms](histograms.png)", ""]
-    if result.likelihood is not None:
-        out += ["![LS vs US](ls_vs_us.png)", ""]
-    if any(e.per_system for e in result.entries):
-        out += ["![per-system P_i](per_system.png)", ""]
-    if has_consistency(result):
-        out += ["![consistency](consistency.png)", ""]
-    if pair_tables(result):
-        out += ["![position bias per system pair](per_pair.png)", ""]
+def _plots_section(result: CompareResult, plots: Sequence[str] | None = None) -> list[str]:
+    names = planned_plots(result) if plots is None else [n for n in plots if n in PLOT_CAPTIONS]
+    if not names:
+        return []
+    out = ["## Plots", ""]
+    for name in names:
+        out += [f"![{PLOT_CAPTIONS[name]}]({name})", ""]
     return out
 
 
-# ---------------------------------------------------------------------------------------
-# plots
+def _demos_section(result: CompareResult) -> list[str]:
+    """The demonstrations each entry with a demo step shows (for a fitted entry: what fitting chose)."""
+    blocks = [(e, chosen_demos(e)) for e in result.entries]
+    blocks = [(e, lines) for e, lines in blocks if lines]
+    if not blocks:
+        return []
+    out = ["## Demos", "", "The demonstrations each entry's prompts show (for a fitted entry, the ones fitting chose "
+           "from the training items; the texts are cut at 70 characters).", ""]
+    for e, lines in blocks:
+        out += [f"### {e.name}", "", *(f"- {line}" if not line.startswith("  ") else line for line in lines), ""]
+    return out

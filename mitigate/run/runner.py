@@ -111,6 +111,46 @@ class RunResult(BaseModel):
         """Judgments keyed by item id."""
         return {j.item_id: j for j in self.judgments}
 
+    def rows(self, items: Sequence[Item] | None = None, criterion: str | None = None,
+             entry: str | None = None) -> list[dict[str, Any]]:
+        """Every judgment in long form (:meth:`Judgment.rows`), with the item's document, system and human label.
+
+        ``items`` (the judged items, matched by id) fills ``document``, ``system`` and
+        ``human`` (the human score on ``criterion``, or the gold preference of a pairwise
+        item); ``entry`` names the judge in the ``entry`` column.
+        """
+        by_id = {it.id: it for it in items or ()}
+        out = []
+        for j in self.judgments:
+            it = by_id.get(j.item_id)
+            for row in j.rows(criterion):
+                crit = row["criterion"]
+                human: Any = None
+                if it is not None and crit is not None:
+                    human = it.preference.get(crit) if it.output_b is not None else it.human.get(crit)
+                out.append({"entry": entry, "item": j.item_id, "document": it.doc_id if it else None,
+                            "system": it.system if it else None, **row, "human": human})
+        return out
+
+    def to_pandas(self, items: Sequence[Item] | None = None, criterion: str | None = None,
+                  entry: str | None = None) -> Any:
+        """:meth:`rows` as a pandas DataFrame (columns :data:`FRAME_COLUMNS`); needs the ``pandas`` extra."""
+        return frame(self.rows(items, criterion, entry))
+
+
+FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "score", "verdict", "human", "raw",
+                 "failure", "flags")
+"""The columns of the long-form tables of judge and compare results."""
+
+
+def frame(rows: Sequence[dict[str, Any]]) -> Any:
+    """``rows`` as a pandas DataFrame with :data:`FRAME_COLUMNS`; a one-line ConfigError when pandas is missing."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ConfigError("to_pandas() needs pandas; it is not installed (pip install 'mitigate[pandas]')") from None
+    return pd.DataFrame(list(rows), columns=list(FRAME_COLUMNS))
+
 
 def _clip(text: str, limit: int = 300) -> str:
     flat = " ".join(str(text).split())

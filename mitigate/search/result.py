@@ -105,6 +105,23 @@ class SearchResult(BaseModel):
             f"test gain over baseline: {gain} ({self.calls_test} LM calls for the test split)",
         ])
 
+    def __repr__(self) -> str:
+        """One short line (the full record is :meth:`summary` and ``model_dump()``)."""
+        def f(x: float) -> str:
+            return "nan" if not math.isfinite(x) else f"{x:+.3f}" if x < 0 or x > 0 else "0.000"
+
+        g = self.test_gain
+        gain = f(g.value)
+        if g.ci_low is not None and g.ci_high is not None:
+            gain += f" [{f(g.ci_low)}, {f(g.ci_high)}]"
+        return (f"SearchResult(engine={self.engine!r}, trials={len(self.trials)}, winner={self.best.label!r}, "
+                f"dev={f(self.dev.value)}, test={f(self.test.value)}, test_gain={gain}, "
+                f"calls={self.calls_search}/{self.budget})")
+
+    def __str__(self) -> str:
+        """:meth:`summary`."""
+        return self.summary()
+
     def save_pipeline(self, path: str | Path, *, before: Mitigation | None = None) -> Path:
         """Write ``{"pipeline": <winning spec>, "search": {...}}`` as JSON; ``--pipeline @file.json`` loads it.
 

@@ -1,0 +1,171 @@
+"""What a comparison produced, as values: ``results.json`` is a :class:`CompareResult`.
+
+These are the result models :func:`mitigate.harness.compare.compare` returns and the reports
+(:mod:`mitigate.harness.report`, :mod:`mitigate.harness.html_report`) render from; they live
+apart from the comparison itself so that compare can write its reports without an import
+cycle. :mod:`mitigate.harness.compare` re-exports every name here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mitigate.errors import ConfigError
+from mitigate.judge import Judgment
+from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
+from mitigate.run.runner import RunSummary, frame
+from mitigate.scale import Scale
+
+__all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "CompareResult", "Comparison", "EntryResult", "ItemRecord",
+           "score_of"]
+
+DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
+"""How the comparison against the first entry is shown."""
+
+DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy", headline=True)
+"""How the comparison against the first entry is shown on a pairwise benchmark."""
+
+
+def _revive_nan(value: Any) -> Any:
+    """results.json stores NaN as null (strict JSON); turn a measure's null ``value`` back into NaN."""
+    if isinstance(value, dict):
+        if "name" in value and "value" in value and "n" in value and value["value"] is None:
+            return {**value, "value": math.nan}
+        return {k: _revive_nan(v) for k, v in value.items()}
+    return value
+
+
+def score_of(j: Judgment, criterion: str) -> float | None:
+    if criterion in j.scores:
+        return j.scores[criterion]
+    if len(j.scores) == 1:
+        return next(iter(j.scores.values()))
+    return None
+
+
+class ItemRecord(BaseModel):
+    """What the report needs about one judged item: labels, human score, output length, LS.
+
+    A pairwise item adds its second system, the second text's length and the gold preference.
+    ``output`` (and ``output_b``) is the judged text, shown in the HTML report's per-item view.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    system: str | None = None
+    doc_id: str | None = None
+    human: float | None = None
+    words: int = 0
+    ls: float | None = None
+    system_b: str | None = None
+    words_b: int | None = None
+    gold: str | None = None
+    output: str | None = None
+    output_b: str | None = None
+
+
+class Comparison(BaseModel):
+    """An entry's item-level Spearman (pairwise: accuracy) minus the first entry's, on the items both scored.
+
+    ``observed`` is the difference (positive: this entry agrees with humans more), with a
+    paired bootstrap interval (items resampled together) and a two-sided paired permutation
+    p-value; NaN with ``reason`` when it cannot be computed. ``measure`` names what is compared.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    against: str
+    measure: str = "spearman_item"
+    observed: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    n: int = 0
+    n_perm: int = 0
+    reason: str | None = None
+
+    @field_validator("observed", mode="before")
+    @classmethod
+    def _nan(cls, v: Any) -> Any:
+        return math.nan if v is None else v
+
+
+class EntryResult(BaseModel):
+    """One entry's run and measures: judgments in item order, run summary, every measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    kind: str
+    spec: dict[str, Any] = Field(default_factory=dict)
+    describe: dict[str, Any] = Field(default_factory=dict)
+    scale: Scale
+    summary: RunSummary
+    judgments: tuple[Judgment, ...]
+    measures: dict[str, Measure]
+    per_system: dict[str, Measure] = Field(default_factory=dict)
+    histogram: dict[str, int] = Field(default_factory=dict)
+    comparison: Comparison | None = None
+    fitted: dict[str, Any] | None = None
+
+    @field_validator("measures", "per_system", mode="before")
+    @classmethod
+    def _revive(cls, v: Any) -> Any:
+        return _revive_nan(v)
+
+    def scores(self, criterion: str) -> list[float | None]:
+        """The judge's score per item for ``criterion`` (None for a parse failure or error)."""
+        return [score_of(j, criterion) for j in self.judgments]
+
+    def verdicts(self) -> list[str | None]:
+        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if none)."""
+        return verdicts_as_text(self.judgments)
+
+
+class CompareResult(BaseModel):
+    """Everything a comparison produced; ``results.json`` is this model, and the report renders from it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    benchmark: str
+    criterion: str
+    human_scale: Scale
+    task: Task = "score"
+    items: tuple[ItemRecord, ...]
+    entries: tuple[EntryResult, ...]
+    human: dict[str, Measure] = Field(default_factory=dict)
+    human_histogram: dict[str, int] = Field(default_factory=dict)
+    likelihood: dict[str, Any] | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("human", mode="before")
+    @classmethod
+    def _revive(cls, v: Any) -> Any:
+        return _revive_nan(v)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry.
+
+        Columns :data:`~mitigate.run.runner.FRAME_COLUMNS`: ``entry``, ``item``, ``document``,
+        ``system``, ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the human score,
+        or the gold preference on a pairwise benchmark), ``raw``, ``failure``, ``flags``.
+        """
+        out = []
+        for e in self.entries:
+            for rec, j in zip(self.items, e.judgments, strict=True):
+                human: Any = rec.gold if self.task == "pairwise" else rec.human
+                for row in j.rows(self.criterion):
+                    out.append({"entry": e.name, "item": rec.id, "document": rec.doc_id, "system": rec.system,
+                                **row, "human": human})
+        return out
+
+    def to_pandas(self) -> Any:
+        """:meth:`rows` as a pandas DataFrame, one row per entry, item and order; needs the ``pandas`` extra."""
+        return frame(self.rows())
+
+    def entry(self, name: str) -> EntryResult:
+        """The entry named ``name``; ConfigError listing the names otherwise."""
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise ConfigError(f"expected an entry name, one of {[e.name for e in self.entries]}; got {name!r}")
