@@ -60,11 +60,6 @@ from mitigate.lm.base import Usage
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
 from mitigate.run.journal import Journal
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not on POSIX: journals are not locked
-    fcntl = None  # type: ignore[assignment]
-
 STOP_AFTER = 3
 """Default of ``run(stop_after=...)``: repeated permanent failures in a row that stop a run."""
 PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
