@@ -18,7 +18,7 @@ from typing import Annotated, ClassVar, Protocol
 import typer
 
 from mitigate.errors import ConfigError
-from mitigate.registry import ConstraintLike, Interval, Options, check_param
+from mitigate.registry import ConstraintLike, Interval, Options, check_param, names
 from mitigate.search import ENGINES
 from mitigate.selectors import registered_selectors
 
@@ -421,7 +421,7 @@ class SearchOptions:
         check(self.COMMAND, "--budget", self.budget, Interval(int, 1, None))
         check(self.COMMAND, "--consistency-weight", self.consistency_weight, Interval(float, 0.0, None))
         check(self.COMMAND, "--bias-weight", self.bias_weight, Interval(float, 0.0, None))
-        check(self.COMMAND, "--engine", self.engine, Options(*ENGINES))
+        check(self.COMMAND, "--engine", self.engine, Options(*names("engine")))  # plugins' engines too
         for size in self.k or []:
             check(self.COMMAND, "--k", size, Interval(int, 1, None))
         self.split_fractions  # noqa: B018 - bad --splits are refused here
