@@ -159,12 +159,8 @@ def plugin_components(module: str) -> list[tuple[str, str]]:
 
 
 def plugin_of(kind: str, name: str) -> str | None:
-    """The plugin module that registered the ``kind`` component ``name``; None for mitigate's own."""
-    origin = _PLUGIN_ORIGIN.get((kind, name))
-    if origin is not None:
-        return origin
-    defined = str(getattr(_REGISTRY.get(kind, {}).get(name), "__module__", "") or "")
-    return None if not defined or defined.split(".")[0] in ("mitigate", "builtins") else defined
+    """The plugin module (``--plugin`` or an entry point) whose import registered the ``kind`` entry ``name``; else None."""
+    return _PLUGIN_ORIGIN.get((kind, name))
 
 
 def load_entry_point_plugins(*, again: bool = False) -> list[str]:

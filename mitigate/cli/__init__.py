@@ -9,7 +9,7 @@ data is loaded, data and prompts before the first LM call. ``--debug`` (or
 ``MITIGATE_DEBUG=1``) shows the traceback of an error instead of its line.
 """
 
-from mitigate.cli import compare, judge, prompts, report, search  # noqa: F401 - importing registers each command
+from mitigate.cli import catalog, compare, judge, plugins, prompts, report, search  # noqa: F401 - registers each command
 from mitigate.cli.app import app, main
 from mitigate.cli.errors import EXIT_FAILED, EXIT_REFUSED
 
