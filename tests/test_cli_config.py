@@ -118,6 +118,8 @@ def test_a_repeated_option_on_the_command_line_replaces_the_files_list(tmp_path:
      "run.toml:2: a display name applies to a pipeline entry"),
     ('limit = 3\nlimit = 4\n', "run.toml:2: expected valid TOML"),
     ('max-tokens = 5\nmax_tokens = 6\n', "'max_tokens' is given twice"),
+    ('[[entry]]\nname = "a (b)"\npipeline = "baseline"\n', "run.toml:2: expected a non-empty display name"),
+    ('[[entry]]\nname = "a"\n', "run.toml:2: expected [[entry]] 1 to hold exactly one of"),
 ])
 def test_a_bad_config_file_is_one_line_naming_the_file_and_line(text: str, expected: str, tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
@@ -162,6 +164,9 @@ def test_every_field_of_every_options_class_is_a_config_key(tmp_path: Path) -> N
     ("@spec.json", None, "@spec.json"),
     ("baseline", None, "baseline"),
     ("1-10 scale = granularity(scale=1-10) | sampling(n=3)", "1-10 scale", "granularity(scale=1-10) | sampling(n=3)"),
+    ("5 samples at T=0.7=sampling(temperature=0.7, n=5)", "5 samples at T=0.7", "sampling(temperature=0.7, n=5)"),
+    ("@dir/a=b.json", None, "@dir/a=b.json"),
+    ("=baseline", None, "=baseline"),
 ])
 def test_a_pipeline_text_may_carry_a_display_name(text: str, label: str | None, rest: str) -> None:
     assert split_label(text) == (label, rest)
@@ -195,3 +200,16 @@ pipeline = "consistency-hint"
     assert [e["name"] for e in saved["entries"]] == ["plain judge", "hinted judge"]
     report = (tmp_path / "cmp" / "report.md").read_text()
     assert "plain judge" in report and "hinted judge" in report
+
+
+def test_the_readme_config_file_reads_as_compare_options(tmp_path: Path, built: list[Any]) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    start = readme.index("# coherence.toml")
+    (tmp_path / "coherence.toml").write_text(readme[start:readme.index("```", start)])
+    result = CliRunner().invoke(app, ["compare", "-f", str(tmp_path / "coherence.toml"), "--save-config",
+                                      str(tmp_path / "again.toml")])
+    assert result.exit_code == 0, result.output
+    value = built[0]
+    assert value.pipeline == ["plain judge=baseline", "5 samples at T=0.7=sampling(temperature=0.7, n=5)",
+                              "one call per criterion, 1-10=single-attribute | granularity(scale=1-10)"]
+    assert (value.released, value.train_split, value.limit) == (["chatgpt-rts"], 0.5, 48)

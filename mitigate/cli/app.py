@@ -31,6 +31,7 @@ from mitigate.cli.errors import (
     say_error,
     show_warning,
 )
+from mitigate.cli.files import writable_file
 from mitigate.registry import load_plugin
 
 
@@ -177,6 +178,7 @@ def command(name: str, options: type[OptionsT], *, config: bool = True
             file_values = from_file.values if from_file else {}
             value = options(**{**values, **{k: v for k, v in file_values.items() if k not in given}})
             if save_config is not None:
+                writable_file(save_config, "--save-config")
                 path = write_config(save_config, value, given | set(file_values), plugins, name)
                 typer.echo(f"wrote {path} (run it with: mitigate {name} -f {path})", err=True)
                 return

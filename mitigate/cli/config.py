@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from mitigate.cli.files import read_text_file
 from mitigate.errors import ConfigError
 
 CONFIG_HELP = ("read options from this TOML (or .json) file: keys are the option names (max-tokens = 64), entry "
@@ -39,20 +40,23 @@ PLUGIN_HELP = ("import this module first; the components it registers (mitigatio
 
 ENTRY_FIELDS = ("pipeline", "recorded", "released")
 """The list options an ``[[entry]]`` table adds to, in the order a comparison lists them."""
-LABEL = re.compile(r"\s*([^=()|@\[\]{}]*[^=()|@\[\]{}\s])\s*=(?!=)\s*(.*)", re.S)
 
 
 def split_label(text: str) -> tuple[str | None, str]:
     """``"NAME=pipeline text"`` as (NAME, pipeline text); (None, text) when the text carries no display name.
 
-    The name is what comes before the first ``=`` when that part holds no ``(``, ``|`` or
-    ``@``: ``"one call per criterion=single-attribute"`` is named, ``"granularity(scale=1-10)"``
-    and ``"@spec.json"`` are not.
+    The name ends at the last ``=`` before the first ``(`` or ``|`` (a mitigation's name has
+    no ``=``), so a name may hold ``=`` but not ``(`` or ``|``: ``"T=0.7=sampling(n=5)"`` is
+    named "T=0.7", ``"granularity(scale=1-10)"`` and ``"@spec.json"`` are not named.
     """
-    m = LABEL.fullmatch(text)
-    if m is None or not m.group(2).strip():
+    if text.lstrip().startswith("@"):
         return None, text
-    return m.group(1), m.group(2)
+    cut = min((i for i in (text.find("("), text.find("|")) if i >= 0), default=len(text))
+    eq = text.rfind("=", 0, cut)
+    label, rest = text[:eq].strip(), text[eq + 1:].strip()
+    if eq < 0 or not label or not rest:
+        return None, text
+    return label, rest
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def read_config(path: Path, options: type, command: str) -> ConfigFile:
     if not path.is_file():
         raise ConfigError(f"expected a config file (TOML, or .json) for -f; {path} "
                           f"{'is a folder' if path.exists() else 'does not exist'}", path=str(path))
-    text = path.read_text(encoding="utf-8")
+    text = read_text_file(path, "-f")
     data = _parse(path, text)
     fields = option_fields(options)
     where = _Where(path, text)
@@ -246,9 +250,9 @@ def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any]
                 raise ConfigError(f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; the "
                                   f"judges of a {kind} entry are named by their file; got name = {name!r}")
             name = _convert(name, str, where("name", "entry", n), "name", base)
-            if split_label(f"{name}=x")[0] != name.strip():
-                raise ConfigError(f"{where('name', 'entry', n)}: expected a display name without '=', '(', '|', "
-                                  f"'@' or brackets; got {name!r}")
+            if split_label(f"{name}=baseline") != (name.strip(), "baseline"):
+                raise ConfigError(f"{where('name', 'entry', n)}: expected a non-empty display name without '(' or "
+                                  f"'|', not starting with '@'; got {name!r}")
             value = f"{name.strip()}={value}"
         values[kind] = [*(values.get(kind) or []), value]
 

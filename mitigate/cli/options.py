@@ -277,7 +277,8 @@ class CompareOptions:
                                                   "(default: the benchmark's first)")] = None
     pipeline: Annotated[list[str] | None, typer.Option(
         "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or "
-        "@file.json; repeat for several (the first entry is the reference)")] = None
+        "@file.json, optionally named for the report: \"NAME=pipeline\"; repeat for several (the first entry is "
+        "the reference)")] = None
     recorded: Annotated[list[Path] | None, typer.Option(
         "--recorded", help="a recorded-judgments file (JSON lines or .csv, see docs/recorded_format.md): every "
         "judge in it that answered the criterion becomes an entry, replayed with no LM call; repeat for "
