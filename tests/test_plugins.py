@@ -28,7 +28,7 @@ def plugin_path(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_load_plugin_reports_what_the_module_registered(plugin_path: Path) -> None:
-    assert load_plugin("demo_plugin_good") == [("mitigation", "test-plugin-terse")]
+    assert load_plugin("demo_plugin_good") == [("mitigation", "test-plugin-terse"), ("selector", "test-plugin-first")]
     assert lookup("mitigation", "test-plugin-terse").paper == "the mitigate test suite"
 
 
@@ -41,22 +41,41 @@ def test_a_plugin_that_cannot_be_imported_is_one_config_error(module: str, expec
         load_plugin(module)
 
 
-def test_a_plugin_mitigation_is_usable_in_pipeline_text_from_the_command_line(plugin_path: Path,
-                                                                               tmp_path: Path) -> None:
-    rows = [{"id": f"x{i}", "system": "S", "doc_id": f"d{i}", "inputs": {"source": f"Article {i}."},
-             "output": f"Summary {i}.", "human": {"fluency": 3.0}} for i in range(2)]
+def _bench(tmp_path: Path, n: int = 16) -> str:
+    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}", "inputs": {"source": f"Article {i}."},
+             "output": f"Summary {i}.", "human": {"fluency": 1.0 + i % 5}} for i in range(n)]
     (tmp_path / "bench.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
+    return f"jsonl:{tmp_path / 'bench.jsonl'}"
+
+
+def test_plugin_components_are_usable_in_pipeline_text_from_the_command_line(plugin_path: Path,
+                                                                              tmp_path: Path) -> None:
+    bench = _bench(tmp_path)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
         result = CliRunner().invoke(app, [
-            "compare", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt",
-            str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "--base-url", server.base_url,
-            "--plugin", "demo_plugin_good", "-p", "baseline", "-p", "terse=test-plugin-terse(tone=strict)",
+            "compare", "-b", bench, "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"),
+            "--backend", "openai:stub-model", "--base-url", server.base_url, "--plugin", "demo_plugin_good",
+            "-p", "baseline", "-p", "terse=test-plugin-terse(tone=strict)",
+            "-p", "first demo=demos(selector=test-plugin-first, k=1)", "--train", "0.5",
             "--out", str(tmp_path / "cmp"), "--n-boot", "0", "--no-progress", "--no-cache"])
     assert result.exit_code == 0, result.output
     entries = json.loads((tmp_path / "cmp" / "results.json").read_text())["entries"]
-    assert entries[1]["name"] == "terse"
+    assert [e["name"] for e in entries] == ["baseline", "terse", "first demo"]
     assert "test-plugin-terse" in json.dumps(entries[1]["spec"])
+    assert "test-plugin-first" in json.dumps(entries[2]["spec"])
+
+
+def test_a_plugin_selector_is_usable_by_search(plugin_path: Path, tmp_path: Path) -> None:
+    bench = _bench(tmp_path)
+    with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
+        result = CliRunner().invoke(app, [
+            "search", "-b", bench, "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"), "--backend",
+            "openai:stub-model", "--base-url", server.base_url, "--plugin", "demo_plugin_good", "--selector",
+            "test-plugin-first", "--budget", "30", "--k", "1", "--no-plot", "--no-progress", "--n-boot", "0",
+            "-o", str(tmp_path / "spec.json"), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "spec.json").read_text())["search"]["engine"] == "random"
 
 
 def test_a_plugin_parameter_refused_on_the_command_line_names_the_accepted_values(plugin_path: Path) -> None:
@@ -70,9 +89,11 @@ def test_check_plugin_passes_a_good_plugin(plugin_path: Path) -> None:
     result = CliRunner().invoke(app, ["check-plugin", "demo_plugin_good"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines and all(ln.startswith("PASS mitigation:test-plugin-terse[0] ") for ln in lines)
-    assert {ln.split()[-1] for ln in lines} >= {"spec_round_trips", "wrap_leaves_the_judge_alone",
-                                                "fit_returns_a_fitted_copy"}
+    assert lines and all(ln.startswith("PASS ") for ln in lines)
+    checked = {(ln.split()[1], ln.split()[2]) for ln in lines}
+    assert {("mitigation:test-plugin-terse[0]", "wrap_leaves_the_judge_alone"),
+            ("selector:test-plugin-first[0]", "select_is_deterministic_and_hides_the_query"),
+            ("selector:test-plugin-first[0]", "spec_round_trips")} <= checked
 
 
 def test_check_plugin_rejects_a_broken_plugin_and_names_each_failed_check(plugin_path: Path) -> None:
