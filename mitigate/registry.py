@@ -42,6 +42,7 @@ import importlib
 import importlib.metadata
 import math
 import re
+import sys
 import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ClassVar, Literal, Self, TypeVar
@@ -207,7 +208,7 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         obj.registry_name = name  # type: ignore[attr-defined]
         obj.registry_kind = kind  # type: ignore[attr-defined]
         table[name] = obj
-        _note_origin(kind, name, obj)
+        _note_origin(kind, name, str(getattr(obj, "__module__", "") or ""))
         return obj
 
     return deco
@@ -224,12 +225,11 @@ def add(kind: str, name: str, value: Any) -> None:
     if name in table and table[name] is not value and table[name] != value:
         raise ConfigError(f"{kind} name {name!r} is already registered")
     table[name] = value
-    _note_origin(kind, name, value)
+    _note_origin(kind, name, str(sys._getframe(1).f_globals.get("__name__", "")))  # the module that added it
 
 
-def _note_origin(kind: str, name: str, obj: Any) -> None:
-    """Remember the plugin being imported as the origin of a component it registers (not of mitigate's own)."""
-    module = str(getattr(obj, "__module__", "") or "")
+def _note_origin(kind: str, name: str, module: str) -> None:
+    """Remember the plugin being imported as the origin of what ``module`` registers (never mitigate's own)."""
     if _loading_plugins and not (module == "mitigate" or module.startswith("mitigate.")):
         _PLUGIN_ORIGIN.setdefault((kind, name), _loading_plugins[-1])
 

@@ -12,9 +12,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from mitigate import registry
 from mitigate.cli import app
 from mitigate.errors import ConfigError
-from mitigate.registry import PLUGIN_GROUP, load_entry_point_plugins, load_plugin, lookup, plugin_of
+from mitigate.registry import (
+    PLUGIN_GROUP,
+    load_entry_point_plugins,
+    load_plugin,
+    lookup,
+    plugin_of,
+    registered,
+)
 from mitigate.testing import StubOpenAIServer
 
 PLUGINS = Path(__file__).parent / "fixtures" / "plugins"
@@ -160,3 +168,27 @@ def test_an_installed_plugin_is_listed_by_a_fresh_command_line(tmp_path: Path) -
     rows = {r["name"]: r for r in json.loads(out.stdout)}
     assert rows["test-plugin-listed"]["plugin"] == "demo_ep_listed"
     assert rows["granularity"]["plugin"] is None
+
+
+ADDS = '''"""A plugin that adds a plain value, while a module of mitigate's own adds one during its import."""
+import types
+from pathlib import Path
+
+from mitigate.registry import add
+
+add("prompt", "test-plugin-own-prompt", Path(__file__))
+inner = types.ModuleType("mitigate.test_fake_builtin")  # stands for a mitigate package first imported by the plugin
+exec("from pathlib import Path\\nfrom mitigate.registry import add\\n"
+     "add('prompt', 'test-mitigate-prompt', Path('x.txt'))", inner.__dict__)
+'''
+
+
+def test_a_plain_value_is_credited_to_the_module_that_added_it(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "demo_plugin_adds.py").write_text(ADDS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    table = registry._REGISTRY  # restored after the test, so no other test sees these two prompts
+    monkeypatch.setitem(table, "prompt", dict(registered("prompt")))
+    assert ("prompt", "test-plugin-own-prompt") in load_plugin("demo_plugin_adds")
+    assert plugin_of("prompt", "test-plugin-own-prompt") == "demo_plugin_adds"
+    assert plugin_of("prompt", "test-mitigate-prompt") is None
