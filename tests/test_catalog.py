@@ -85,3 +85,10 @@ def test_a_refused_option_names_the_accepted_values_and_the_one_it_plainly_meant
 
 def test_the_unquoted_range_is_the_accepted_form() -> None:
     assert parse_pipeline("granularity(scale=1-100)").steps[0].scale == "1-100"
+
+
+def test_each_parameter_carries_the_sentence_its_class_docstring_gives_it() -> None:
+    row = json.loads(CliRunner().invoke(app, ["mitigations", "self-consistency", "--json"]).stdout)
+    described = {p["name"]: p.get("description") for p in row["parameters"]}
+    assert described["n"] == "samples per item (>= 1)."
+    assert described["max_tokens"].startswith("when set, the answer length limit for every leaf")

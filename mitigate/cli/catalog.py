@@ -62,9 +62,28 @@ def _type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "").replace("pathlib.", "")
 
 
+def parameter_docs(cls: type) -> dict[str, str]:
+    """Each parameter's sentence from the ``Parameters:`` (or ``Args:``) block of a class docstring, on one line."""
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    found: dict[str, str] = {}
+    block = re.search(r"^(?:Parameters|Args):\n((?:[ \t]+.*\n?|\n)+)", doc, re.M)
+    if block is None:
+        return found
+    name, indent = None, 0
+    for line in block.group(1).splitlines():
+        m = re.match(r"\s{2,8}(\w+)(?: \([^)]*\))?: (.*)", line)
+        if m and (name is None or len(line) - len(line.lstrip()) <= indent):
+            name, indent = m.group(1), len(line) - len(line.lstrip())
+            found[name] = m.group(2).strip()
+        elif name is not None and line.strip():
+            found[name] += " " + line.strip()
+    return {k: re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", v).replace("``", "") for k, v in found.items()}
+
+
 def _parameters(cls: type[Component]) -> list[dict[str, Any]]:
     """Each parameter of a component class: name, type, default (or required) and declared constraint."""
     out = []
+    docs = parameter_docs(cls)
     for name, field in cls.model_fields.items():
         if name.endswith("_"):  # fitted state, set by fit, never a parameter
             continue
@@ -77,8 +96,8 @@ def _parameters(cls: type[Component]) -> list[dict[str, Any]]:
             row["required"] = True
         constraints = cls.parameter_constraints.get(name)
         row["accepts"] = describe_constraints(constraints) if constraints else ""
-        if field.description:
-            row["description"] = field.description
+        if field.description or name in docs:
+            row["description"] = field.description or docs[name]
         out.append(row)
     return out
 
@@ -121,6 +140,8 @@ def _text_detail(row: dict[str, Any]) -> str:
             default = "required" if p.get("required") else f"default {json.dumps(p.get('default'))}"
             accepts = f"; accepts {p['accepts']}" if p.get("accepts") else ""
             lines.append(f"    {p['name']}: {p['type']} ({default}){accepts}")
+            if p.get("description"):
+                lines.append(f"      {p['description']}")
     if row["kind"] == "mitigation":
         lines.append(f"  use: --pipeline \"{row['name']}(k=v, ...)\" (values are JSON; bare words are strings)")
     return "\n".join(lines)
