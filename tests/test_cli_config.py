@@ -213,3 +213,12 @@ def test_the_readme_config_file_reads_as_compare_options(tmp_path: Path, built: 
     assert value.pipeline == ["plain judge=baseline", "5 samples at T=0.7=sampling(temperature=0.7, n=5)",
                               "one call per criterion, 1-10=single-attribute | granularity(scale=1-10)"]
     assert (value.released, value.train_split, value.limit) == (["chatgpt-rts"], 0.5, 48)
+
+
+@pytest.mark.parametrize("command", ["judge", "search"])
+def test_entry_tables_are_refused_where_a_command_judges_one_pipeline(command: str, tmp_path: Path) -> None:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('pipeline = "sampling"\n\n[[entry]]\npipeline = "baseline"\n')
+    result = CliRunner().invoke(app, [command, "-f", str(cfg)])
+    assert result.exit_code == 2
+    assert f"run.toml:3: unknown key 'entry' for 'mitigate {command}'" in result.stderr

@@ -77,6 +77,11 @@ def option_fields(options: type) -> dict[str, Any]:
 # --------------------------------------------------------------------------- reading
 
 
+def takes_entries(fields: Mapping[str, Any]) -> bool:
+    """Whether a command's options compare several judges (a ``pipeline`` list), so a file may hold ``[[entry]]``."""
+    return "pipeline" in fields and get_origin(_strip_none(fields["pipeline"])) is list
+
+
 def read_config(path: Path, options: type, command: str) -> ConfigFile:
     """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields and types."""
     if not path.is_file():
@@ -96,7 +101,7 @@ def read_config(path: Path, options: type, command: str) -> ConfigFile:
                                   f"'mitigate {command}'")
         elif key == "plugins":
             plugins = tuple(_convert(value, list[str], where(raw_key), raw_key, path.parent))
-        elif key == "entry" and "pipeline" in fields:
+        elif key == "entry" and takes_entries(fields):
             continue  # after the plain keys, so its lists follow theirs
         elif key in fields:
             if key in values:
@@ -105,11 +110,11 @@ def read_config(path: Path, options: type, command: str) -> ConfigFile:
             values[key] = _convert(value, fields[key], where(raw_key), raw_key, path.parent)
         else:
             known = sorted(k.replace("_", "-") for k in fields) + ["command", "plugins"]
-            if "pipeline" in fields:
+            if takes_entries(fields):
                 known.append("entry")
             raise ConfigError(f"{where(raw_key)}: unknown key {raw_key!r} for 'mitigate {command}'; expected "
                               f"some of {sorted(known)}")
-    if "entry" in data and "pipeline" in fields:
+    if "entry" in data and takes_entries(fields):
         _add_entries(data["entry"], values, fields, where, path.parent)
     return ConfigFile(path, values, plugins)
 
@@ -150,6 +155,8 @@ class _Where:
             header = re.fullmatch(r"\[\[?\s*([^\]]+?)\s*\]\]?", s)
             if header:
                 section = header.group(1)
+                if table is None and section == key:  # a key that is a table: its header's line
+                    return i
                 count += section == table
                 continue
             m = re.match(r"[\"']?([A-Za-z0-9_-]+)[\"']?\s*=", s)
@@ -236,7 +243,7 @@ def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any]
         if unknown:
             raise ConfigError(f"{where(unknown[0], 'entry', n)}: unknown key {unknown[0]!r} in [[entry]] {n + 1}; "
                               f"expected name and one of {list(ENTRY_FIELDS)}")
-        kinds = [k for k in ENTRY_FIELDS if k in entry]
+        kinds = [k for k in ENTRY_FIELDS if k in entry and k in fields]
         if len(kinds) != 1:
             raise ConfigError(f"{at}: expected [[entry]] {n + 1} to hold exactly one of {list(ENTRY_FIELDS)}; "
                               f"got {kinds or 'none'}")
@@ -270,7 +277,7 @@ def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterabl
     fields = option_fields(type(options))
     chosen = [k for k in fields if k in set(keys)]
     base = path.parent
-    entries = "pipeline" in fields and get_origin(_strip_none(fields["pipeline"])) is list
+    entries = takes_entries(fields)
     lines = [f"# mitigate {command} options (written by --save-config); run with: mitigate {command} -f {path.name}",
              f"command = {_toml(command, base)}"]
     plugin_list = list(dict.fromkeys(plugins))
@@ -281,7 +288,7 @@ def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterabl
         value = getattr(options, key)
         if value is None:
             continue
-        if entries and key in ENTRY_FIELDS:
+        if entries and key in ENTRY_FIELDS and get_origin(_strip_none(fields[key])) is list:
             for item in value:
                 tables += ["", "[[entry]]"]
                 label, body = split_label(item) if key == "pipeline" else (None, item)
