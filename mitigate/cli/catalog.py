@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
 import typer
-from pydantic_core import PydanticUndefined, to_jsonable_python
+from pydantic import TypeAdapter
 
 from mitigate.cli.app import command
 from mitigate.errors import ConfigError
@@ -36,6 +36,14 @@ ALIASES: dict[str, str] = {
     "benchmarks": "benchmark", "engines": "engine", "released-judges": "released-judge", "prompt": "prompt",
 }
 """Command name (plural) -> registry kind; ``mitigate list`` also takes either form."""
+
+
+_ANY = TypeAdapter(Any)
+
+
+def to_jsonable_python(value: Any) -> Any:
+    """``value`` as JSON-ready data (what pydantic would dump; repr() for what it cannot)."""
+    return _ANY.dump_python(value, mode="json", fallback=repr)
 
 
 def kind_of(text: str) -> str:
@@ -88,12 +96,10 @@ def _parameters(cls: type[Component]) -> list[dict[str, Any]]:
         if name.endswith("_"):  # fitted state, set by fit, never a parameter
             continue
         row: dict[str, Any] = {"name": name, "type": _type_name(field.annotation)}
-        if field.default is not PydanticUndefined:
-            row["default"] = to_jsonable_python(field.default, fallback=repr)
-        elif field.default_factory is not None:
-            row["default"] = to_jsonable_python(field.default_factory(), fallback=repr)  # type: ignore[call-arg]
-        else:
+        if field.is_required():
             row["required"] = True
+        else:
+            row["default"] = to_jsonable_python(field.get_default(call_default_factory=True))
         constraints = cls.parameter_constraints.get(name)
         row["accepts"] = describe_constraints(constraints) if constraints else ""
         if field.description or name in docs:
@@ -118,7 +124,7 @@ def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
     elif kind == "prompt":
         row.update(summary=f"built-in judge prompt {obj.name} (print it with: mitigate prompts {name})")
     elif kind == "released-judge":
-        row.update(summary=f"a released judge's outputs: {to_jsonable_python(obj._asdict() if hasattr(obj, '_asdict') else obj, fallback=repr)}")
+        row.update(summary=f"a released judge's outputs: {to_jsonable_python(obj._asdict() if hasattr(obj, '_asdict') else obj)}")
     elif kind == "benchmark":
         row["summary"] = (row["summary"] + " " if row["summary"] else "") + f"(use: -b {name})"
     return row
