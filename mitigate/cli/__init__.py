@@ -12,7 +12,11 @@ data is loaded, data and prompts before the first LM call. ``--debug`` (or
 ``MITIGATE_DEBUG=1``) shows the traceback of an error instead of its line.
 """
 
-from mitigate.cli import catalog, compare, judge, plugins, prompts, report, search  # noqa: F401 - registers each command
+# isort: off
+# importing registers each command; --help lists them in this order: the work first, then discovery
+from mitigate.cli import compare, judge, prompts, report, search  # noqa: F401
+from mitigate.cli import catalog, plugins  # noqa: F401
+# isort: on
 from mitigate.cli.app import app, main
 from mitigate.cli.errors import EXIT_FAILED, EXIT_REFUSED
 

@@ -36,6 +36,8 @@ ALIASES: dict[str, str] = {
     "benchmarks": "benchmark", "engines": "engine", "released-judges": "released-judge", "prompt": "prompt",
 }
 """Command name (plural) -> registry kind; ``mitigate list`` also takes either form."""
+COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
+"""The kinds whose entries are component classes (with parameters, tags and a paper)."""
 
 
 _ANY = TypeAdapter(Any)
@@ -215,7 +217,8 @@ def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
     def show(options: KindOptions) -> None:
         typer.echo(catalog(kind, options.name, options.as_json))
 
-    show.__doc__ = f"List the registered {plural} with their papers, or show one with its parameters (= mitigate list {kind})."
+    papers = " with their papers" if kind in COMPONENT_KINDS else ""
+    show.__doc__ = f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."
     show.__name__ = f"{plural.replace('-', '_')}_cmd"
     return command(plural, KindOptions, config=False)(show)
 
