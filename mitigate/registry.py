@@ -28,13 +28,22 @@ itself under a kebab-case name and a *kind*::
   ``highest-rs-demos`` preset of ``demos``): its fields are the preset's parameters and
   :func:`build` returns the component it stands for, so a preset's spec and the equivalent
   spec of that component build equal values.
+- Plugins: a module outside mitigate whose import registers components. Installed packages
+  name theirs under the entry-point group :data:`PLUGIN_GROUP` (``mitigate.plugins``); they are
+  imported on the first look-up of any kind, like the built-in packages. :func:`load_plugin`
+  imports one by module path (the CLI's ``--plugin``) and :func:`plugin_components` says what
+  a plugin registered (what ``mitigate check-plugin`` runs the contract battery on).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.metadata
 import math
+import re
+import sys
+import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
@@ -51,14 +60,18 @@ __all__ = [
     "IsInstance",
     "Fittable",
     "Options",
+    "PLUGIN_GROUP",
     "Preset",
     "Satisfies",
     "Tags",
     "build",
     "check_param",
     "describe_constraints",
+    "load_entry_point_plugins",
+    "load_plugin",
     "lookup",
     "names",
+    "plugin_components",
     "register",
     "registered",
 ]
@@ -82,8 +95,15 @@ added with :func:`add`: a backend's builder (``openai``, ``local`` ...), a bench
 (``summeval`` ...), a released judge's files (``chatgpt-rts`` ...) and a built-in prompt's
 text file (``summeval-coherence`` ...)."""
 
+PLUGIN_GROUP = "mitigate.plugins"
+"""The entry-point group of installed plugins: each entry point names a module whose import registers components."""
+
 _REGISTRY: dict[str, dict[str, Any]] = {}
 _discovered: set[str] = set()
+_PLUGIN_ORIGIN: dict[tuple[str, str], str] = {}
+"""(kind, name) -> the plugin module whose import registered it."""
+_loading_plugins: list[str] = []
+_entry_points_loaded = False
 
 
 def _discover(kind: str) -> None:
@@ -94,6 +114,81 @@ def _discover(kind: str) -> None:
         raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
     _discovered.add(kind)
     importlib.import_module(package)
+    load_entry_point_plugins()
+
+
+_MODULE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def load_plugin(module: str) -> list[tuple[str, str]]:
+    """Import the plugin ``module`` (a dotted module path); the (kind, name) of every component it registered.
+
+    A module that cannot be found, or whose import fails, is one ConfigError naming it and
+    the cause. Importing a module already imported registers nothing new; what it registered
+    then is still reported (:func:`plugin_components`).
+    """
+    if not isinstance(module, str) or not _MODULE_PATH.fullmatch(module.strip()):
+        raise ConfigError(f"expected a plugin as a dotted module path such as 'my_package.judges'; got {module!r}")
+    module = module.strip()
+    _loading_plugins.append(module)
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+            raise ConfigError(f"plugin module {module!r} was not found; expected a module importable from "
+                              f"sys.path (installed, or on PYTHONPATH); got no module {exc.name!r}") from None
+        raise ConfigError(f"plugin module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"plugin module {module!r} failed to import: {exc}") from None
+    except Exception as exc:  # a plugin's own bug: one line naming the plugin, never a traceback
+        raise ConfigError(f"plugin module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
+    finally:
+        _loading_plugins.pop()
+    return plugin_components(module)
+
+
+def plugin_components(module: str) -> list[tuple[str, str]]:
+    """(kind, name) of every component the plugin ``module`` (or a module under it) registered, in kind order."""
+    found: list[tuple[str, str]] = []
+    for kind in KIND_PACKAGES:
+        for name, obj in registered(kind).items():
+            origin = _PLUGIN_ORIGIN.get((kind, name), "")
+            defined = str(getattr(obj, "__module__", "") or "")
+            if any(m == module or m.startswith(module + ".") for m in (origin, defined)):
+                found.append((kind, name))
+    return found
+
+
+def plugin_of(kind: str, name: str) -> str | None:
+    """The plugin module (``--plugin`` or an entry point) whose import registered the ``kind`` entry ``name``; else None."""
+    return _PLUGIN_ORIGIN.get((kind, name))
+
+
+def load_entry_point_plugins(*, again: bool = False) -> list[str]:
+    """Import every module named under the entry-point group :data:`PLUGIN_GROUP`; the modules imported.
+
+    Runs once (on the first look-up of any kind); ``again=True`` scans the installed
+    distributions anew (after installing one at run time). A plugin that fails to import is
+    one warning naming its entry point and the cause, and the others still load, so a broken
+    installed plugin does not stop commands that do not use it.
+    """
+    global _entry_points_loaded
+    if _entry_points_loaded and not again:
+        return []
+    _entry_points_loaded = True
+    loaded: list[str] = []
+    for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+        try:
+            load_plugin(ep.module)
+            if ep.attr:
+                ep.load()
+        except Exception as exc:  # reported as one warning; the other plugins still load
+            warnings.warn(f"plugin {ep.name!r} (entry point {ep.value!r} of {dist}, group {PLUGIN_GROUP}) was not "
+                          f"loaded: {exc}", stacklevel=2)
+            continue
+        loaded.append(ep.module)
+    return loaded
 
 
 def register(kind: str, name: str) -> Callable[[T], T]:
@@ -113,6 +208,7 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         obj.registry_name = name  # type: ignore[attr-defined]
         obj.registry_kind = kind  # type: ignore[attr-defined]
         table[name] = obj
+        _note_origin(kind, name, str(getattr(obj, "__module__", "") or ""))
         return obj
 
     return deco
@@ -129,6 +225,13 @@ def add(kind: str, name: str, value: Any) -> None:
     if name in table and table[name] is not value and table[name] != value:
         raise ConfigError(f"{kind} name {name!r} is already registered")
     table[name] = value
+    _note_origin(kind, name, str(sys._getframe(1).f_globals.get("__name__", "")))  # the module that added it
+
+
+def _note_origin(kind: str, name: str, module: str) -> None:
+    """Remember the plugin being imported as the origin of what ``module`` registers (never mitigate's own)."""
+    if _loading_plugins and not (module == "mitigate" or module.startswith("mitigate.")):
+        _PLUGIN_ORIGIN.setdefault((kind, name), _loading_plugins[-1])
 
 
 def names(kind: str) -> list[str]:
@@ -333,11 +436,34 @@ def check_param(owner: str, name: str, value: Any, constraints: Iterable[Constra
     cons = [_as_constraint(c) for c in constraints]
     if any(c.accepts(value) for c in cons):
         return value
+    meant = _meant(value, cons)
+    hint = f" (did you mean {meant!r}?)" if meant is not None else ""
     raise ConfigError(
-        f"The {name!r} parameter of {owner} must be {describe_constraints(cons)}. Got {value!r} instead.",
+        f"The {name!r} parameter of {owner} must be {describe_constraints(cons)}. Got {value!r} instead{hint}.",
         parameter=name,
         owner=owner,
     )
+
+
+def _meant(value: Any, constraints: Iterable[Constraint]) -> Any:
+    """The one option ``value`` plainly stands for, or None when there is none or more than one.
+
+    A refused value names an option when it is that option in another case ("Random" for
+    "random") or one of the option's parts (100 for "1-100"), and no other option matches
+    the same way. Only ever shown in the error: a refused value is never replaced.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    text = (f"{value:g}" if isinstance(value, float) else str(value)).strip().lower()
+    options = [v for c in constraints if isinstance(c, Options) for v in c.values if isinstance(v, str)]
+    for same in (lambda o: o.lower() == text,
+                 lambda o: text in re.split(r"[^0-9a-z.]+", o.lower())):
+        hits = [o for o in options if same(o)]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            return None
+    return None
 
 
 def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
@@ -393,6 +519,8 @@ class Component(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     registry_name: ClassVar[str] = ""
     registry_kind: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    """The work the component implements or reports, "Author et al. YEAR" (empty for mitigate's own designs)."""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
     declared_tags: ClassVar[Tags] = Tags()
 

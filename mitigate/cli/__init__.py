@@ -4,12 +4,19 @@
 (:mod:`~mitigate.cli.errors`: the ``error:`` line and the exit codes), :mod:`~mitigate.cli.options`
 the typed, frozen options of each command with their declared constraints,
 :mod:`~mitigate.cli.build` the one ``build_judge`` and the one item order of judge, compare and
-search, :mod:`~mitigate.cli.files` the checked files and folders. Options are checked before
+search, :mod:`~mitigate.cli.files` the checked files and folders, :mod:`~mitigate.cli.config` the
+config files every command reads (``-f``) and writes (``--save-config``), :mod:`~mitigate.cli.catalog`
+``mitigate list`` and :mod:`~mitigate.cli.plugins` ``mitigate check-plugin``. Every command takes
+``--plugin MODULE``. Options are checked before
 data is loaded, data and prompts before the first LM call. ``--debug`` (or
 ``MITIGATE_DEBUG=1``) shows the traceback of an error instead of its line.
 """
 
-from mitigate.cli import compare, data, judge, prompts, report, search  # noqa: F401 - importing registers each command
+# isort: off
+# importing registers each command; --help lists them in this order: the work first, then discovery
+from mitigate.cli import compare, data, judge, prompts, report, search  # noqa: F401
+from mitigate.cli import catalog, plugins  # noqa: F401
+# isort: on
 from mitigate.cli.app import app, main
 from mitigate.cli.errors import EXIT_FAILED, EXIT_REFUSED
 

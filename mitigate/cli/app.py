@@ -13,13 +13,15 @@ import inspect
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_type_hints
 
 import click
 import typer
 from typer.core import TyperGroup
 
+from mitigate.cli.config import CONFIG_HELP, PLUGIN_HELP, SAVE_HELP, read_config, write_config
 from mitigate.cli.errors import (
     DEBUG_ENV,
     EXIT_FAILED,
@@ -29,6 +31,8 @@ from mitigate.cli.errors import (
     say_error,
     show_warning,
 )
+from mitigate.cli.files import writable_file
+from mitigate.registry import load_plugin
 
 
 def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -112,8 +116,22 @@ def _root(
 
 OptionsT = TypeVar("OptionsT")
 
+EXTRA_PARAMETERS = ("ctx", "plugin", "config_file", "save_config")
+"""The parameters :func:`command` adds to every command; no options field may take these names."""
 
-def command(name: str, options: type[OptionsT]) -> Callable[[Callable[[OptionsT], None]], Callable[[OptionsT], None]]:
+
+def _explicit(ctx: Any, names: Iterable[str]) -> set[str]:
+    """The parameters the user gave (command line or environment), as against those left at their default."""
+    out = set()
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT"):
+            out.add(name)
+    return out
+
+
+def command(name: str, options: type[OptionsT], *, config: bool = True
+            ) -> Callable[[Callable[[OptionsT], None]], Callable[[OptionsT], None]]:
     """Register ``fn(options_value)`` as the command ``name``; its options are the fields of ``options``.
 
     ``options`` is a frozen dataclass whose fields are annotated the Typer way
@@ -121,18 +139,52 @@ def command(name: str, options: type[OptionsT]) -> Callable[[Callable[[OptionsT]
     Typer parses the command line into those fields; the dataclass checks them when built
     (a bad value is one ``error:`` line, exit 2); ``fn`` receives the built value. The help
     text of the command is ``fn``'s docstring.
+
+    Every command also takes ``--plugin MODULE`` (imported before the options are built, so
+    its components can be named). With ``config`` (the default) it takes ``-f/--config FILE``
+    and ``--save-config FILE`` (:mod:`mitigate.cli.config`): the file's options apply where
+    the command line leaves an option at its default.
     """
     hints = get_type_hints(options, include_extras=True)
+    fields = [f for f in dataclasses.fields(options) if f.init]  # type: ignore[arg-type]
+    clash = sorted({f.name for f in fields} & set(EXTRA_PARAMETERS))
+    if clash:
+        raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds those parameters")
     params = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name],
                                 default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
-              for f in dataclasses.fields(options)  # type: ignore[arg-type]
-              if f.init]
+              for f in fields]
+    extra = [
+        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
+        inspect.Parameter("plugin", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+            list[str] | None, typer.Option("--plugin", help=PLUGIN_HELP)]),
+    ]
+    if config:
+        extra += [
+            inspect.Parameter("config_file", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+                Path | None, typer.Option("--config", "-f", help=CONFIG_HELP)]),
+            inspect.Parameter("save_config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+                Path | None, typer.Option("--save-config", help=SAVE_HELP)]),
+        ]
 
     def register(fn: Callable[[OptionsT], None]) -> Callable[[OptionsT], None]:
-        def parsed(**values: Any) -> None:
-            fn(options(**values))
+        def parsed(**values: Any) -> None:  # typer reads the parameters from __signature__ below
+            ctx, plugin = values.pop("ctx"), values.pop("plugin", None)
+            config_file, save_config = values.pop("config_file", None), values.pop("save_config", None)
+            from_file = read_config(config_file, options, name) if config_file is not None else None
+            plugins = list(dict.fromkeys([*(from_file.plugins if from_file else ()), *(plugin or [])]))
+            for module in plugins:  # before the options are built: a plugin's names are then known
+                load_plugin(module)
+            given = _explicit(ctx, values)
+            file_values = from_file.values if from_file else {}
+            value = options(**{**values, **{k: v for k, v in file_values.items() if k not in given}})
+            if save_config is not None:
+                writable_file(save_config, "--save-config")
+                path = write_config(save_config, value, given | set(file_values), plugins, name)
+                typer.echo(f"wrote {path} (run it with: mitigate {name} -f {path})", err=True)
+                return
+            fn(value)
 
-        parsed.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        parsed.__signature__ = inspect.Signature(extra[:1] + params + extra[1:])  # type: ignore[attr-defined]
         parsed.__doc__ = fn.__doc__
         parsed.__name__ = fn.__name__
         app.command(name)(parsed)

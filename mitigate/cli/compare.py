@@ -10,6 +10,7 @@ import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.build import batch_session, build_judge, load_task, template_text
+from mitigate.cli.config import split_label
 from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import writable_dir
 from mitigate.cli.options import CompareOptions
@@ -46,7 +47,9 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     if not pipelines and not released and not recorded:
         raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
                           "--released judge; got none")
-    parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before data or calls
+    labelled = [split_label(text) for text in pipelines]  # "NAME=pipeline": NAME is what the report shows
+    parsed = [(label or text.strip() or "baseline", parse_pipeline(text))  # bad text fails before data or calls
+              for label, text in labelled]
     task = load_task(o.benchmark, o.criterion, o.limit)
     bench, crit = task.benchmark, task.criterion
     entries: list[Entry] = []
@@ -54,7 +57,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     if pipelines:  # recorded and released judges alone call no LM: no backend is built
         base = build_judge(o, task)
         lm = base.lm
-        entries += [Entry.from_pipeline(text.strip() or "baseline", base, pipe) for text, pipe in parsed]
+        entries += [Entry.from_pipeline(name, base, pipe) for name, pipe in parsed]
     read = recorded_reader(o, crit, bench.pairwise) if recorded else None
     for path in recorded:
         entries += Entry.all_recorded(path, crit, read)

@@ -24,7 +24,7 @@ from mitigate.lm.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_SAMPLES,
 )
-from mitigate.registry import ConstraintLike, Interval, Options, check_param
+from mitigate.registry import ConstraintLike, Interval, Options, check_param, names
 from mitigate.search import ENGINES
 from mitigate.selectors import registered_selectors
 
@@ -309,7 +309,8 @@ class CompareOptions:
                                                   "(default: the benchmark's first)")] = None
     pipeline: Annotated[list[str] | None, typer.Option(
         "--pipeline", "-p", help="a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or "
-        "@file.json; repeat for several (the first entry is the reference)")] = None
+        "@file.json, optionally named for the report: \"NAME=pipeline\"; repeat for several (the first entry is "
+        "the reference)")] = None
     recorded: Annotated[list[Path] | None, typer.Option(
         "--recorded", help="a recorded-judgments file (JSON lines or .csv, see docs/recorded_format.md): every "
         "judge in it that answered the criterion becomes an entry, replayed with no LM call; repeat for "
@@ -461,7 +462,7 @@ class SearchOptions:
         check(self.COMMAND, "--budget", self.budget, Interval(int, 1, None))
         check(self.COMMAND, "--consistency-weight", self.consistency_weight, Interval(float, 0.0, None))
         check(self.COMMAND, "--bias-weight", self.bias_weight, Interval(float, 0.0, None))
-        check(self.COMMAND, "--engine", self.engine, Options(*ENGINES))
+        check(self.COMMAND, "--engine", self.engine, Options(*names("engine")))  # plugins' engines too
         for size in self.k or []:
             check(self.COMMAND, "--k", size, Interval(int, 1, None))
         self.split_fractions  # noqa: B018 - bad --splits are refused here

@@ -466,6 +466,8 @@ class PearsonSystem(_Correlation):
 class CorrectPreferences(ReportedMeasure):
     """#CP: system pairs the judge orders as the humans do (Shen et al. 2023; :func:`correct_preferences`)."""
 
+    paper = "Shen et al. 2023"
+
     info = MeasureInfo(label="#CP", direction="higher", group="accuracy", headline=True)
 
     def compute(self, entry: EntryData) -> Measure:
@@ -478,6 +480,8 @@ class CorrectPreferences(ReportedMeasure):
 @register("measure", "meta_spearman")
 class MetaSpearman(ReportedMeasure):
     """Meta-correlation M = Spearman(Q_i, P_i) over systems (Shen et al. 2023; :func:`meta_correlation`)."""
+
+    paper = "Shen et al. 2023"
 
     info = MeasureInfo(label="meta M", direction="zero", group="bias", headline=True)
 

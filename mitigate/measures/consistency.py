@@ -196,6 +196,8 @@ def perturbation_outputs(judgments: Sequence[Judgment]) -> dict[str, dict[str, A
 class PerturbationConsistency(ReportedMeasure):
     """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`)."""
 
+    paper = "Ghazarian et al. 2024"
+
     info = MeasureInfo(
         label="consistency", direction="higher", group="consistency", headline=True,
         note="consistency is of scored items; the details give it of all items too, an item without a "

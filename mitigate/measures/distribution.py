@@ -333,6 +333,8 @@ def correlation_by_position(
 class ScaleCoverage(ReportedMeasure):
     """Share of the scale's points the judge used (:func:`scale_coverage`)."""
 
+    paper = "Stureborg et al. 2024"
+
     info = MeasureInfo(label="scale used", direction="higher", group="bias", headline=True)
     on_humans = True
 
@@ -345,6 +347,8 @@ class ScaleCoverage(ReportedMeasure):
 class ScoreEntropy(ReportedMeasure):
     """Entropy in bits of the judge's scores over the scale's points (:func:`score_entropy`)."""
 
+    paper = "Stureborg et al. 2024"
+
     info = MeasureInfo(label="entropy bits", direction="higher", group="bias", headline=True)
     on_humans = True
 
@@ -356,6 +360,8 @@ class ScoreEntropy(ReportedMeasure):
 @register("measure", "round_number_excess_5")
 class RoundNumberExcess5(ReportedMeasure):
     """Excess share of multiples of 5 over a uniform spread (:func:`round_number_excess`)."""
+
+    paper = "Stureborg et al. 2024"
 
     info = MeasureInfo(label="round-number excess", direction="zero", group="bias", headline=True)
 

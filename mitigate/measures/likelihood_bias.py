@@ -204,6 +204,8 @@ def familiarity(
 class BiasScore(ReportedMeasure):
     """BiasScore = Spearman(LS, US) (Ohi et al. 2024; :func:`bias_score`)."""
 
+    paper = "Ohi et al. 2024"
+
     info = MeasureInfo(label="BiasScore", direction="zero", group="bias", headline=True)
 
     def compute(self, entry: EntryData) -> Measure:

@@ -630,6 +630,8 @@ class LongerPreference(ReportedMeasure):
 class PreferenceFairness(ReportedMeasure):
     """Shi et al.'s preference fairness over both orders (:func:`preference_fairness`), per system pair too."""
 
+    paper = "Shi et al. 2024"
+
     info = MeasureInfo(label="pref. fairness", direction="zero", group="bias", headline=True,
                        note="Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; "
                             "from the pairs judged in both orders.")
@@ -645,6 +647,8 @@ class PreferenceFairness(ReportedMeasure):
 class PositionConsistency(ReportedMeasure):
     """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too."""
 
+    paper = "Shi et al. 2024"
+
     info = MeasureInfo(label="position consistency", direction="higher", group="consistency", headline=True,
                        note="share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).")
     task = "pairwise"
@@ -658,6 +662,8 @@ class PositionConsistency(ReportedMeasure):
 @register("measure", "repetition_stability")
 class RepetitionStability(ReportedMeasure):
     """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts."""
+
+    paper = "Shi et al. 2024"
 
     info = MeasureInfo(label="repetition stability", direction="higher", group="consistency", headline=True,
                        note="share of repeated judgments of one pair in one order that give its most frequent "

@@ -208,6 +208,8 @@ def sample_rows(judgments: Sequence[Judgment], criterion: str) -> np.ndarray:
 class AlphaAcrossSamples(ReportedMeasure):
     """Krippendorff's alpha across repeated samples of the judge (:func:`alpha_across_samples`)."""
 
+    paper = "Stureborg et al. 2024"
+
     info = MeasureInfo(
         label="α samples", direction="higher", group="consistency", headline=True,
         note="α samples compares samples of one judge on one scale; settings on different scales "

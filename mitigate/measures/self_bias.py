@@ -193,6 +193,8 @@ def source_sensitivity(
 class LengthSpearman(ReportedMeasure):
     """Spearman(score, output length in words) (Liu et al. 2024; :func:`length_correlation`)."""
 
+    paper = "Liu et al. 2024"
+
     info = MeasureInfo(label="length ρ", direction="zero", group="bias", headline=True)
     on_humans = True
 

@@ -99,6 +99,8 @@ class HighestRS(Selector):
     -> why it has no RS).
     """
 
+    paper = "Ohi et al. 2024"
+
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
 
     likelihood: str = "local"

@@ -26,6 +26,8 @@ class Random(Selector):
             the same order). The query item, when given, is left out before drawing.
     """
 
+    paper = "Ohi et al. 2024 (control)"
+
     seed: int = 0
     parameter_constraints: ClassVar = {"seed": [Interval(int)]}
 

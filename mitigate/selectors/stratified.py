@@ -123,6 +123,8 @@ class Stratified(Selector):
             are points of the judge's scale are preferred (Ghazarian et al.'s demos).
     """
 
+    paper = "Ghazarian et al. 2024"
+
     seed: int = 0
     by: Literal["label", "range"] = "label"
     scale: Scale | None = None

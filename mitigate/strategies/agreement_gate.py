@@ -171,6 +171,8 @@ class AgreementGate(Mitigation):
     :meth:`gate` then decides per system.
     """
 
+    paper = "Shen et al. 2023"
+
     tolerance: float = 0.5
     method: str = "spearman"
     min_items: int = 5

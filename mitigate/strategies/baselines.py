@@ -48,6 +48,8 @@ class ConsistencyHint(PromptMitigation):
             not contain ``{{slots}}``.
     """
 
+    paper = "Ghazarian et al. 2024 (baseline)"
+
     text: str = DEFAULT_HINT
     parameter_constraints: ClassVar = {
         "text": [Satisfies(_instruction, "a non-empty instruction (it must not contain template slots such as "
@@ -78,6 +80,8 @@ class SelfConsistency(Mitigation):
         cot: add the step-by-step instruction.
         max_tokens: when set, the answer length limit for every leaf (reasoning needs room).
     """
+
+    paper = "Ghazarian et al. 2024 (baseline)"
 
     n: int = 5
     temperature: float = 0.7

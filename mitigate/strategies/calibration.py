@@ -304,6 +304,8 @@ class ContextualCalibration(_Calibration):
     item's fields; no labels used).
     """
 
+    paper = "Zhao et al. 2021"
+
     method: ClassVar[str] = "contextual"
     content_free: tuple[str, ...] = CONTENT_FREE
     parameter_constraints: ClassVar = {
@@ -342,6 +344,8 @@ class BatchCalibration(_Calibration):
 
     ``fit(train, judge)`` judges the training items (their labels are not used).
     """
+
+    paper = "Zhou et al. 2024"
 
     method: ClassVar[str] = "batch"
     max_items: int | None = None

@@ -65,6 +65,8 @@ class HighestRSDemosPreset(Preset):
     (training items without the human label, left out of the pool).
     """
 
+    paper = "Ohi et al. 2024"
+
     k: int = 8
     likelihood: str = "local"
     criterion: str | None = None
@@ -112,6 +114,8 @@ class RandomDemosPreset(Preset):
     tells the criterion at fit when the benchmark has several. Fitted state: ``demos_`` in
     the order drawn.
     """
+
+    paper = "Ohi et al. 2024 (control)"
 
     k: int = 8
     seed: int = 0

@@ -77,6 +77,8 @@ class LengthControl(Mitigation):
     per unit of z), ``mean_`` and ``std_`` of the training outputs' lengths in words.
     """
 
+    paper = "Dubois et al. 2024"
+
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
     reference: Literal["none", "human"] = "none"
     slopes_: dict[str, float] | None = None

@@ -133,6 +133,8 @@ class MultipleEvidence(Mitigation):
     ``entropy_threshold_`` (nothing is fitted when ``human_share`` is 0).
     """
 
+    paper = "Wang et al. 2023"
+
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, pairwise_only=True)
     k: int = 3
     temperature: float = 0.7

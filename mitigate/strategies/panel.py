@@ -169,6 +169,8 @@ class Panel(Mitigation):
     Members are named by their spec. Backends are built when the panel wraps a judge.
     """
 
+    paper = "Verga et al. 2024"
+
     backends: tuple[str, ...]
     include_base: bool = True
     reducer: PanelReducer = "median"

@@ -196,6 +196,8 @@ class PerturbationProbe(Mitigation):
     prompt-level mitigations such as ``perturbed-demos``.
     """
 
+    paper = "Ghazarian et al. 2024"
+
     kind: PerturbationKind = "order"
     n: int | None = None
     lengthened: dict[str, str] | None = None
@@ -285,6 +287,8 @@ class PerturbedDemosPreset(Preset):
     back in their original order, so placing a :class:`PerturbationProbe` after (or before)
     this mitigation keeps the demos identical across the probe's reorderings.
     """
+
+    paper = "Ghazarian et al. 2024"
 
     demos: tuple[Demo, ...] = ()
     m: int = 2

@@ -105,6 +105,8 @@ class PositionSwap(Mitigation):
     checked when judging, with a ConfigError. Items need ``output_b`` (DataError otherwise).
     """
 
+    paper = "Shen et al. 2023"
+
     on_flip: Literal["tie", "abstain"] = "tie"
     parameter_constraints: ClassVar = {"on_flip": [Options("tie", "abstain")]}
 

@@ -82,6 +82,8 @@ class Sampling(Mitigation):
     them would only cost more. This holds with and without CoT.
     """
 
+    paper = "Stureborg et al. 2024"
+
     temperature: float = 0.0
     n: int = 1
     cot: bool = False
@@ -154,6 +156,8 @@ class ExpectedScore(Mitigation):
         top_logprobs: alternatives per position to request, 1 to 20 (every scale point
             should fit in it: use >= 10 for 1–10).
     """
+
+    paper = "Stureborg et al. 2024"
 
     top_logprobs: int = 10
     parameter_constraints: ClassVar = {"top_logprobs": [Interval(int, 1, 20)]}
@@ -318,6 +322,8 @@ class Granularity(PromptMitigation):
     rule reads multi-digit numbers only along the generated digits, so expected scores
     there are approximate.
     """
+
+    paper = "Stureborg et al. 2024"
 
     scale: Literal["1-5", "1-10", "1-100", "modifiers"] = "1-10"
     parameter_constraints: ClassVar = {"scale": [Options(*GRANULARITIES)]}

@@ -352,6 +352,8 @@ class SelectiveEvaluation(Mitigation):
     None: nothing could be trusted at the target, everything is escalated).
     """
 
+    paper = "Jung et al. 2024"
+
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
     target: float = 0.8
     delta: float = 0.1

@@ -113,6 +113,8 @@ class SingleAttribute(Mitigation):
             <criterion>" paragraph to each child's text, or raise ConfigError ("error").
     """
 
+    paper = "Stureborg et al. 2024"
+
     concurrent: bool = True
     on_free_form: Literal["append", "error"] = "append"
     parameter_constraints: ClassVar = {"concurrent": [bool], "on_free_form": [Options("append", "error")]}
@@ -207,6 +209,8 @@ class MultiAttribute(Mitigation):
         order: criterion names in the order they are asked and answered; empty = the order
             of ``criteria`` (or of the prompt's criteria).
     """
+
+    paper = "Stureborg et al. 2024 (control)"
 
     criteria: tuple[Criterion, ...] = ()
     order: tuple[str, ...] = ()

@@ -56,6 +56,9 @@ def make_fixtures(folder: Path) -> Path:
     (d / "pipeline_latin1.json").write_bytes(b'{"name": "caf\xe9"}')
     (d / "journal_dir" / "journal.jsonl").mkdir(parents=True, exist_ok=True)
     (d / "empty_folder").mkdir(exist_ok=True)
+    (d / "config_unknown_key.toml").write_text('criterion = "fluency"\nlimitt = 3\n', encoding="utf-8")
+    (d / "config_wrong_type.toml").write_text('limit = "ten"\n', encoding="utf-8")
+    (d / "config_not_toml.toml").write_text('limit = \n', encoding="utf-8")
     (d / "replay_latin1.jsonl").write_bytes(b'{"prompt": "caf\xe9", "response": "Score: 3"}\n')
     rec = [{"item_id": r["id"], "judge": "j", "criterion": "fluency", "score": 3} for r in _ROWS]
     (d / "recorded.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rec), encoding="utf-8")
@@ -204,6 +207,17 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _c("compare released on another benchmark", "released", "--released", "chatgpt-h2h"),
     _c("compare released repository missing", "does not exist", "--released", "llmbar:{d}/no_llmbar_copy"),
     _c("compare released layout without a path", "expected '<layout>:<path>", "--released", "judgebench:"),
+    _c("compare config unknown key", "config_unknown_key.toml:2: unknown key 'limitt'", "-p", "baseline", "-f",
+       "{d}/config_unknown_key.toml"),
+    _c("compare config wrong type", "config_wrong_type.toml:1: expected 'limit' to be an integer", "-p", "baseline",
+       "-f", "{d}/config_wrong_type.toml"),
+    _c("compare config not toml", "config_not_toml.toml:1: expected valid TOML", "-p", "baseline", "-f",
+       "{d}/config_not_toml.toml"),
+    _c("compare config missing", "expected a config file", "-p", "baseline", "-f", "{d}/no_such_config.toml"),
+    _c("compare plugin not found", "plugin module 'no_such_plugin' was not found", "-p", "baseline", "--plugin",
+       "no_such_plugin"),
+    _j("judge refused option names the one it meant", "did you mean '1-100'", "--pipeline",
+       "granularity(scale=100)"),
     BadInput("compare pairwise without a prompt", ("compare", "-b", "jsonl:{d}/pairs.jsonl", "-c", "fluency",
                                                    "--backend", "openai:stub-model", "--base-url", "{url}",
                                                    "--no-progress", "--no-cache", "--out", "{d}/cmp", "-p", "baseline"),

@@ -13,7 +13,8 @@ register it, and run the same battery mitigate runs on its own components::
 component; plus mitigation, selector or engine checks by kind); :func:`check_component` runs
 them all outside pytest; :func:`registered_examples` gives the ``examples()`` of every
 registered component of every kind, which is what mitigate's own test suite runs the
-battery over (``tests/test_contracts.py``).
+battery over (``tests/test_contracts.py``). ``mitigate check-plugin my_package.judges`` runs the
+same checks from the command line on every component a plugin module registers.
 
 What is checked
     every component: a frozen pydantic value; registered under its name; its spec
