@@ -40,7 +40,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, mo
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
-from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge
+from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, PromptJudge
 from mitigate.lm.base import LM
 from mitigate.prompt import Demo, JudgePrompt
 from mitigate.prompt.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
@@ -499,6 +499,24 @@ class PerItemDemosJudge(CompositeJudge):
     def demos_for(self, item: Item, leaf: PromptJudge) -> list[Demo]:
         """The demos shown to ``leaf`` when judging ``item`` (scores on the leaf prompt's scale)."""
         return self.selector.select(self.k, query=item, prompt_scale=leaf.prompt.scale)
+
+    def for_item(self, item: Item) -> tuple[Judge, list[str]]:
+        """The inner judge with ``item``'s demos added to every prompt, and the chosen demo ids."""
+        chosen: list[str] = []
+
+        def with_demos(leaf: PromptJudge) -> Judge:
+            demos = self.demos_for(item, leaf)
+            if not chosen:
+                chosen.extend(d.item.id for d in demos)
+            own = leaf.prompt.demos if self.append else ()
+            return leaf.with_prompt(leaf.prompt.with_demos((*own, *demos)))
+
+        return self.children[INNER].map_leaves(with_demos), chosen
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The inner judge's requests with the demos chosen for ``item``."""
+        inner, _ = self.for_item(item)
+        return [r.under(INNER) for r in inner.requests(item)]
 
     async def judge(self, item: Item) -> Judgment:
         """Judge ``item`` with its own demos added to every inner prompt."""
