@@ -21,6 +21,7 @@ from mitigate.cli.files import read_text_file
 from mitigate.cli.options import LMRunOptions, parse_pairs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled as has_label
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm.base import LM
@@ -55,8 +56,8 @@ def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
 def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> Task:
     """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
 
-    ``labelled``: only items with a human score for the criterion (what a search can learn
-    from), chosen in the same order.
+    ``labelled``: only items with a human score or a gold preference for the criterion (what a
+    search can learn from), chosen in the same order.
     """
     bench = load(benchmark)
     crit = criterion or (bench.criteria[0] if bench.criteria else None)
@@ -64,7 +65,7 @@ def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bo
         raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
     if bench.criteria and crit not in bench.criteria:
         raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
-    pool = [it for it in bench.items if crit in it.human] if labelled else list(bench.items)
+    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
     return Task(bench, crit, tuple(choose_items(pool, limit)))
 
 

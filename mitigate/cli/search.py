@@ -37,7 +37,12 @@ def _search(o: SearchOptions) -> None:
         return
     classes = [lookup("selector", n) for n in o.selector or ["random", "stratified"]]
     selectors = [cls(seed=o.seed) if "seed" in cls.model_fields else cls() for cls in classes]
-    objective = Objective(agreement=o.agreement, consistency_weight=o.consistency_weight,
+    agreement = o.agreement
+    if task.benchmark.pairwise and agreement != "accuracy":  # verdicts against gold preferences: exact match
+        typer.echo(f"pairwise benchmark: agreement is accuracy against the gold preferences (not {agreement})",
+                   err=True)
+        agreement = "accuracy"
+    objective = Objective(agreement=agreement, consistency_weight=o.consistency_weight,
                           consistency=o.consistency, bias_weight=o.bias_weight)
     templates: list[Any] = [None]
     if o.perturbed:

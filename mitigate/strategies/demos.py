@@ -45,7 +45,15 @@ from mitigate.lm.base import LM
 from mitigate.prompt import Demo, JudgePrompt
 from mitigate.prompt.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
 from mitigate.registry import Interval, IsInstance, Options, Preset, Satisfies, Tags, check_param, register
-from mitigate.selectors import KNN, Selector, example_pool, labelled, resolve_criterion, selector_from_spec
+from mitigate.selectors import (
+    KNN,
+    Selector,
+    example_pool,
+    has_label,
+    labelled,
+    resolve_criterion,
+    selector_from_spec,
+)
 from mitigate.strategies.base import Mitigation
 
 __all__ = [
@@ -113,7 +121,7 @@ def demo_criteria(train: Benchmark, judge: Judge | None, criterion: str | None) 
     """
     if criterion is None and len(train.criteria) != 1 and judge is not None:
         names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-        known = [n for n in names if any(n in it.human for it in train.items)]
+        known = [n for n in names if labelled(train.items, n)]
         if known:
             return known
     return [resolve_criterion(train, judge, criterion)]
@@ -359,7 +367,7 @@ class Demos(Mitigation):
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
         if isinstance(train, Benchmark):
-            update["n_unlabelled_"] = sum(1 for it in train.items if criteria[0] not in it.human)
+            update["n_unlabelled_"] = sum(1 for it in train.items if not has_label(it, criteria[0]))
         if not self.chooses_per_item:
             demos = fitted.select(self.k)
             if len(criteria) > 1:  # one gold score per criterion; each prompt shows its own
