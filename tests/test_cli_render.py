@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,37 @@ def test_judge_on_a_pairwise_benchmark_prints_verdicts_beside_the_gold_preferenc
     assert [ln[1:3] for ln in lines[:2]] == [["judge=first", "gold=A"], ["judge=first", "gold=B"]]
     assert "FAILED" not in result.stdout
 
+
+
+# --------------------------------------------------------------------------- one default, identical entries
+
+
+def test_an_entry_identical_by_construction_is_flagged_not_reported_as_a_zero_difference(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    t, b = _template(tmp_path), _bench(tmp_path, 10)
+    with StubOpenAIServer(latency=0.0, reply="Rating: [[3]]") as server:
+        result = _invoke(["compare", "-b", f"jsonl:{b}", "--prompt", str(t), "-p", "baseline", "-p", "expected-score",
+                          "-p", "sampling(temperature=0.7, n=2)", "--scoring", "expected", "--backend",
+                          "openai:stub", "--base-url", server.base_url, "--no-progress", "--no-cache", "--n-boot",
+                          "10", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "- expected-score = baseline" in report
+    assert "identical to baseline by construction" in report
+    data = {e["name"]: e for e in json.loads((tmp_path / "o" / "results.json").read_text())["entries"]}
+    assert data["expected-score"]["identical_to"] == "baseline"
+    assert data["sampling(temperature=0.7, n=2)"]["identical_to"] is None
+    assert "baseline: expected score from logprobs" in report
+
+
+def test_auto_scoring_reads_the_text_of_an_entry_that_asks_for_reasoning(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    t, b = _template(tmp_path), _bench(tmp_path, 4)
+    result = _invoke(["compare", "-b", f"jsonl:{b}", "--prompt", str(t), "-p", "baseline", "-p",
+                      "consistency-hint | sampling(cot=true, temperature=0.7, n=2)", "--dry-run",
+                      "--out", str(tmp_path / "o")])  # the embedded model's default: expected score
+    assert result.exit_code == 0, result.output
+    base, cot = result.stdout.split("### entry")[1:3]
+    assert "answer read: expected score" in base
+    assert "answer read: parse" in cot and "logprobs: no" in cot

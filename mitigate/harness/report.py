@@ -193,6 +193,15 @@ def render_markdown(result: CompareResult) -> str:
         lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
     if s.get("command"):
         lines += ["", f"Command: `{s['command']}`"]
+    if any(e.scoring for e in result.entries):
+        lines += ["", "How each entry's answers were read: "
+                  + "; ".join(f"{e.name}: {e.scoring}" for e in result.entries if e.scoring) + "."]
+    same = [e for e in result.entries if e.identical_to]
+    if same:
+        lines += ["", "Identical by construction (the same prompts, backend, settings and fan-out as an earlier entry, "
+                      "so the same requests read the same way; their difference is 0 by construction, not a "
+                      "measurement):", ""]
+        lines += [f"- {e.name} = {e.identical_to}" for e in same]
     lines += ["", "## Accuracy and bias", "",
               "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
               "→ 0 closer to 0 is better.", ""]
@@ -205,7 +214,8 @@ def render_markdown(result: CompareResult) -> str:
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     best = {k: _best([e.measures[k].value for e in result.entries], MEASURES[k].direction) for k in cols}
-    best_delta = _best([_delta_value(e) for e in result.entries], delta_info.direction)
+    best_delta = _best([math.nan if e.identical_to else _delta_value(e) for e in result.entries],
+                       delta_info.direction)
     notes: list[str] = []
     for i, e in enumerate(result.entries):
         cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
@@ -222,6 +232,8 @@ def render_markdown(result: CompareResult) -> str:
             c = e.comparison
             if c is None:
                 cells.append("reference")
+            elif e.identical_to:
+                cells.append(f"identical to {e.identical_to} by construction")
             else:
                 text = _fmt(c.observed)
                 if i in best_delta:
@@ -359,6 +371,9 @@ def _comparisons(result: CompareResult) -> list[str]:
         assert c is not None
         ci = f"[{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
         p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
+        if e.identical_to:
+            out.append(f"| {e.name} | — | | | {c.n} | identical to {e.identical_to} by construction |")
+            continue
         out.append(f"| {e.name} | {_fmt(c.observed)} | {ci} | {p} | {c.n} | {c.reason or ''} |")
     out.append("")
     return out
