@@ -357,7 +357,7 @@ class PromptJudge(Judge):
 
     def reads(self) -> str:
         """How this judge's answers become a score or verdict, in words (for :class:`PlannedRequest`)."""
-        if self.config.scoring == "expected":
+        if self.config.scoring == "expected" and self.prompt.answer != "pairwise":
             return f"expected score from the top-{self.config.top_logprobs} logprobs at the score position"
         kind = {"pairwise": "verdict", "mcq": "chosen letter"}.get(self.prompt.answer, "score")
         return f"parse the {kind} from the text ({self.prompt.format.kind} format); reduce {self.config.n} " \
