@@ -210,3 +210,21 @@ def test_auto_scoring_reads_the_text_of_an_entry_that_asks_for_reasoning(tmp_pat
     base, cot = result.stdout.split("### entry")[1:3]
     assert "answer read: expected score" in base
     assert "answer read: parse" in cot and "logprobs: no" in cot
+
+
+def test_render_of_a_published_template_read_from_its_package(tmp_path: Path) -> None:
+    from test_template_corpus import REAL, _hints  # reads the installed package's file; skips when it is absent
+
+    loader, hints, _ = REAL["prometheus-absolute"]
+    (tmp_path / "p.txt").write_text(loader())
+    (tmp_path / "rubric.txt").write_text(_hints(hints)["constants"]["rubric"])
+    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const", f"rubric=@{tmp_path / 'rubric.txt'}",
+                      "--pipeline", "sampling(cot=true, temperature=0.7, n=2) | position-swap"])
+    assert result.exit_code == 2 and "PositionSwap needs pairwise prompt judges" in result.stderr  # refused, one line
+    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const", f"rubric=@{tmp_path / 'rubric.txt'}",
+                      "--pipeline", "agreement-gate"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "request 1 of 2: rts" in out and "request 2 of 2: mcq" in out
+    assert '"[RESULT] N" after reasoning' in out and 'answer ::= "[RESULT] "' in out
+    assert 'root ::= "Answer: " ("A" | "B" | "C" | "D" | "E")' in out
