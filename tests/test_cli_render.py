@@ -213,7 +213,10 @@ def test_auto_scoring_reads_the_text_of_an_entry_that_asks_for_reasoning(tmp_pat
 
 
 def test_render_of_a_published_template_read_from_its_package(tmp_path: Path) -> None:
-    from test_template_corpus import REAL, _hints  # reads the installed package's file; skips when it is absent
+    from test_template_corpus import (  # reads the installed package's file; skips when it is absent
+        REAL,
+        _hints,
+    )
 
     loader, hints, _ = REAL["prometheus-absolute"]
     (tmp_path / "p.txt").write_text(loader())
