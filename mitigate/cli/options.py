@@ -204,7 +204,7 @@ def parse_pairs(option: str, values: list[str] | None, what: str) -> dict[str, s
     out: dict[str, str] = {}
     for value in values or []:
         key, sep, rest = value.partition("=")
-        if not sep or not key.strip() or not rest.strip():
+        if not sep or not key.strip() or (option == "--slot-field" and not rest.strip()):
             raise ConfigError(f"expected {option} as {what}; got {value!r}")
         out[key.strip()] = rest.strip() if option == "--slot-field" else rest
     return out

@@ -120,8 +120,8 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
     if not labelled(train.items, criterion):
         found = sorted({c for it in train.items for c in (*it.human, *it.preference)})
         raise DataError(
-            f"expected human scores or gold preferences for criterion {criterion!r} in benchmark {train.name!r}; its "
-            f"items have labels for {found or 'nothing'}",
+            f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark {train.name!r}; "
+            f"its items have labels for {found or 'nothing'}",
             criterion=criterion,
         )
     return criterion
