@@ -275,14 +275,15 @@ class StormServer(StubOpenAIServer):
         super().__init__(**kwargs)
         self.rate, self.rng, self.faults, self.answered = rate, random.Random(seed), 0, 0
 
-    async def _respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Any:
+    async def _respond(self, method: str, path: str, headers: dict[str, str], raw: bytes,
+                       query: dict[str, str] | None = None) -> Any:
         if method == "POST" and self.rng.random() < self.rate:
             self.faults += 1
             status = self.rng.choice([429, 500, 502, 503])
             extra = {"Retry-After": "0"} if status == 429 else {}
             return status, {"error": {"message": "storm", "type": "stub_error", "code": None}}, extra
         self.answered += 1
-        return await super()._respond(method, path, headers, raw)
+        return await super()._respond(method, path, headers, raw, query)
 
 
 def storm(args: argparse.Namespace, work: Path) -> dict[str, Any]:

@@ -17,10 +17,10 @@ lower score):
   options (the children of :class:`~mitigate.strategies.perturbed_demos.PerturbationProbe`;
   its seed is ``--seed + 1``, so the test reorderings differ from the ones the demos show);
 - **consistency**: the share of items with the same score under the original and every
-  reordering (``metrics.perturbation_consistency``), with the consistency expected by chance
+  reordering (``measures.perturbation_consistency``), with the consistency expected by chance
   from each prompt's own answer distribution and the chance-corrected kappa (a judge that
   answers one score to everything is "consistent" without being stable); **accuracy**: exact match with the gold
-  label, per reordering, averaged (``metrics.accuracy_under_perturbation``); 95% bootstrap
+  label, per reordering, averaged (``measures.accuracy_under_perturbation``); 95% bootstrap
   intervals over items. Paired permutation tests (per-item consistency indicator, per-item mean
   accuracy) compare each pair of conditions.
 

@@ -16,13 +16,13 @@ What this script measures, on the first ``--n`` SummEval summaries taken documen
   (``MultiAttribute | SingleAttribute``, the leaves run one criterion at a time);
 - the inter-criterion correlation: the mean pairwise Pearson r between the 4 criteria, for
   each judge setting and for the humans, with 95% bootstrap intervals. ``anchoring`` is the
-  judge's value minus the humans' (``metrics.anchoring``). Single minus multi is tested with a
+  judge's value minus the humans' (``measures.anchoring``). Single minus multi is tested with a
   paired permutation test that swaps an item's 4 scores between the two settings;
 - item-level Spearman with humans for each criterion and setting, and single minus multi with a
   paired permutation p-value;
 - correlation by position: Kendall tau with humans at each position 0-3. It comes from the multi
   and multi-reversed runs stacked, so every criterion is seen at two positions.
-  ``metrics.correlation_by_position`` reports first minus last, with an interval.
+  ``measures.correlation_by_position`` reports first minus last, with an interval.
 
 Runtime on 2 cores with Qwen2.5 0.5B (~110 prompt tokens/s and ~25 generated tokens/s with 2
 threads). An article is ~450 tokens (median 320 words), and the instructions and criteria come

@@ -403,7 +403,8 @@ class PromptJudge(Judge):
                 except ParseError as exc:
                     failures.append(ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message, sample=idx))
                 continue
-            for name, value in self._parse_choice(choice, names, as_json=as_json).items():
+            shown = tuple(m.content for m in request.messages)
+            for name, value in self._parse_choice(choice, names, as_json=as_json, quoted=shown).items():
                 if isinstance(value, ParseError):
                     per_crit[name].append(None)
                     failures.append(ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx))
@@ -433,7 +434,8 @@ class PromptJudge(Judge):
             meta={"constraint": request.constraint.mode} if request.constraint is not None else {},
         )
 
-    def _parse_choice(self, choice: Choice, names: list[str], *, as_json: bool = False) -> dict[str, float | ParseError]:
+    def _parse_choice(self, choice: Choice, names: list[str], *, as_json: bool = False,
+                      quoted: Sequence[str] = ()) -> dict[str, float | ParseError]:
         scale = self.prompt.scale
         try:
             if self.config.scoring == "expected":
@@ -450,7 +452,8 @@ class PromptJudge(Judge):
             if as_json:
                 return {names[0]: float(fmt.read_json(choice.text, scale))}
             cues = tuple(n for n in names if n.lower() != "score")
-            return {names[0]: float(fmt.read(choice.text, scale, echoes=self.prompt.echo_lines(), cues=cues))}
+            return {names[0]: float(fmt.read(choice.text, scale, echoes=self.prompt.echo_lines(), cues=cues,
+                                             quoted=quoted))}
         except ParseError as exc:
             return {n: exc for n in names}
 

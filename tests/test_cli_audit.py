@@ -95,3 +95,41 @@ def test_judge_out_writes_one_row_per_item_with_failures_and_usage(tmp_path: Pat
         assert rows[0]["prompt_tokens"] > 0 and rows[0]["calls"] == 1
     assert [r["item_id"] for r in rows] == ["x0", "x1", "x2"]
     assert failures[1][0]["raw"] == "I cannot tell." and failures[0] == []
+
+
+def test_compare_recorded_reads_raw_only_rows_with_the_prompts_format_and_counts_unknown_items(tmp_path: Path) -> None:
+    """Issue 21 point 5: logged answers audited with a template's own format; rows for other items are counted."""
+    bench = tmp_path / "pw.jsonl"
+    items = [{"id": f"p{i}", "output": f"answer one {i}", "output_b": f"answer two {i}", "preference": {"help": "A"}}
+             for i in range(3)]
+    bench.write_text("\n".join(json.dumps(r) for r in items) + "\n")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text('Explain briefly which output is better. End with "Therefore, Output (a) is better." or '
+                      '"Therefore, Output (b) is better."\n\n# Output (a):\n{{output}}\n\n# Output (b):\n{{output_b}}\n')
+    rows = [
+        {"item_id": "p0", "judge": "logged", "criterion": "help",
+         "raw": "Output (b) adds detail not in Output (a). Therefore, Output (a) is better as it is right."},
+        {"item_id": "p1", "judge": "logged", "criterion": "help", "raw": "Therefore, Output (b) is better."},
+        {"item_id": "p1", "judge": "logged", "criterion": "help", "raw": "Both are fine.", "order": "swapped"},
+        {"item_id": "p2", "judge": "logged", "criterion": "help", "raw": "It is hard to say whether Output (a) is better."},
+        {"item_id": "p2", "judge": "logged", "criterion": "help", "raw": "Therefore, Output (b) is better.",
+         "order": "swapped"},
+        {"item_id": "zz", "judge": "logged", "criterion": "help", "raw": "Therefore, Output (a) is better."},
+        {"item_id": "zz", "judge": "logged", "criterion": "help", "raw": "Therefore, Output (a) is better.",
+         "order": "swapped"},
+    ]
+    recorded = tmp_path / "logged.jsonl"
+    recorded.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    base = ["compare", "-b", f"jsonl:{bench}", "-c", "help", "--recorded", str(recorded), "--n-boot", "20",
+            "--no-progress"]
+    refused = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "o0")])
+    assert refused.exit_code == 2 and "got only 'raw'" in refused.stderr and "--prompt" in refused.stderr
+    result = CliRunner().invoke(app, [*base, "--prompt", str(prompt), "--out", str(tmp_path / "o1")])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.stderr.splitlines() if "not in benchmark" in line]
+    assert len(warned) == 1 and "logged: 2 rows on 1 items" in warned[0]
+    data = json.loads((tmp_path / "o1" / "results.json").read_text())
+    (entry,) = data["entries"]
+    # p0 reads first (A, right), p1 second (B, wrong), p2's original order is a hedge: a recorded failure
+    assert entry["measures"]["preference_accuracy"]["value"] == pytest.approx(1 / 2)
+    assert entry["summary"]["parse_failures"] == 2  # p2's original order and p1's swapped one: both orders count

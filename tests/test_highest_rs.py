@@ -310,3 +310,21 @@ def test_the_highest_rs_selector_fits_itself_with_a_judge_like_the_mitigation() 
     with pytest.raises(ConfigError, match="The 'pool_size' parameter of HighestRS asks for 9 items, but benchmark "
                                           "'tiny' has only 6 labelled items"):
         HighestRS(pool_size=9).fit(bench(), base_judge(judge_lm()), lm=ls_lm())
+
+
+def test_the_released_codes_max_deviation_scaling_is_reachable_from_the_mitigation_and_the_selector() -> None:
+    """Issue 21 point 7: highest-rs-demos(scaling=...) and the selector pass it to unfairness_scores."""
+    from mitigate import measures as M
+    from mitigate.strategies import parse_pipeline
+
+    lm = judge_lm()
+    fitted = HighestRSDemosPreset(k=3, scaling="max-deviation").build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    want = M.unfairness_scores(JUDGE, HUMAN, scaling="max-deviation")
+    for i, name in enumerate(NAMES):
+        assert fitted.selector_.us_[f"id-{name}"] == pytest.approx(want[i])
+    assert fitted.selector_.us_["id-e"] != pytest.approx(-20 / 9)  # the range scaling's value differs
+    assert type(fitted).model_validate(fitted.model_dump()).selector_.scaling == "max-deviation"
+    (step,) = parse_pipeline("highest-rs-demos(k=3, scaling=max-deviation)").steps
+    assert step.selector.scaling == "max-deviation"
+    with pytest.raises(ConfigError, match="scaling"):
+        HighestRSDemosPreset(scaling="zscore")

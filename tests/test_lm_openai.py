@@ -127,8 +127,11 @@ async def test_key_is_sent_but_never_in_repr_spec_or_identity(server):
 
 
 async def test_identity_strips_credentials_from_the_url():
-    lm = OpenAILM("m", base_url="http://user:pw@127.0.0.1:9/v1?token=abc", api_key=SECRET)
+    lm = OpenAILM("m", base_url="http://127.0.0.1:9/v1?token=abc", api_key=SECRET)
     assert lm.identity() == "openai:m@http://127.0.0.1:9/v1"
+    with pytest.raises(ConfigError, match="without credentials") as info:  # user:password@ is refused, not sent
+        OpenAILM("m", base_url="http://user:pw@127.0.0.1:9/v1", api_key=SECRET)
+    assert "pw" not in str(info.value).replace("password", "")
 
 
 @pytest.mark.parametrize("transport", ["auto", "direct"])

@@ -531,8 +531,8 @@ def test_alpha_across_settings_bins_settings_on_different_scales_to_the_coarsest
     rng = np.random.default_rng(2)
     five = rng.integers(1, 6, 80).astype(float)
     hundred = (five - 1) * 20 + rng.integers(1, 21, 80)  # the same judgments on 1-100: 1 -> 1-20, 2 -> 21-40 ...
-    unconverted = M.alpha_across_settings({"1-5": five, "1-100": hundred})
-    assert unconverted.value < 0 and unconverted.extra["binned_to"] is None
+    with pytest.raises(DataError, match=r"look to be on different scales \(1-5: up to 5 \(looks 1-5\), 1-100: up to"):
+        M.alpha_across_settings({"1-5": five, "1-100": hundred})  # unconverted it was -0.46: refused, never shown
     m = M.alpha_across_settings({"1-5": five, "1-100": hundred}, scales={"1-5": (1, 5), "1-100": (1, 100)})
     assert m.value == pytest.approx(1.0)
     assert m.extra["binned_to"] == Scale.of((1, 5)).describe()

@@ -13,6 +13,7 @@ from mitigate.cli import app
 from mitigate.data.jsonl import save_jsonl
 from mitigate.data.schema import Benchmark
 from mitigate.harness.compare import Entry, compare
+from mitigate.harness.report import render_markdown
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.testing import StubOpenAIServer
@@ -82,3 +83,54 @@ def test_cli_compare_on_a_pairwise_benchmark_needs_a_pairwise_prompt(tmp_path: P
     assert data["task"] == "pairwise"
     assert data["entries"][0]["measures"]["position_consistency"]["value"] == 0.0
     assert "pref. fairness" in (tmp_path / "o" / "report.md").read_text()
+
+
+async def test_the_pairwise_report_counts_both_orders_and_never_flatters(tmp_path: Path) -> None:
+    """Issue 21 point 4: accuracy over both orders beside the judge's verdict, the orders named, no scale line,
+    a swap gain <= 0 by construction neither 'higher is better' nor bold, equal lengths not failures."""
+    prompt = JudgePrompt.from_template(TEMPLATE, criterion="help", answer="pairwise")
+    entries = [
+        Entry.from_pipeline("one order", PromptJudge(prompt, FakeLM(_first_always)), "baseline"),
+        Entry.from_pipeline("swap", PromptJudge(prompt, FakeLM(_first_always)), "position-swap"),
+        Entry.from_pipeline("swap, length judge", PromptJudge(prompt, FakeLM(_longer)), "position-swap"),
+    ]
+    result = await compare(_bench(), "help", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=200)
+    one, swap, longer = result.entries
+    both = swap.measures["accuracy_both_orders"]
+    assert both.value == pytest.approx(0.5) and both.n == 16  # "first" in both orders: right once per pair
+    assert longer.measures["accuracy_both_orders"].value == 1.0
+    assert not one.measures["accuracy_both_orders"].ok
+    assert one.measures["preference_accuracy"].extra["orders"] == "one order, as presented"
+    assert swap.measures["preference_accuracy"].extra["orders"] == "both orders, reconciled"
+    assert swap.measures["swap_gain"].extra["nonpositive_by_construction"] is True
+    report = render_markdown(result)
+    head = next(line for line in report.splitlines() if line.startswith("| entry"))
+    assert "accuracy (both orders) (↑ higher)" in head and "accuracy (judge's verdict)" in head
+    assert "swap gain (≤ 0 by construction: no gold ties)" in head and "swap gain (↑" not in head
+    lines = report.splitlines()
+    table = lines[lines.index(head) + 2:]
+    rows = [line for line in table[: table.index("")] if line.startswith("| swap")]
+    assert len(rows) == 2
+    gain_col = head.split(" | ").index("swap gain (≤ 0 by construction: no gold ties)")
+    assert all("**" not in row.split(" | ")[gain_col] for row in rows)
+    assert "scale 1 to" not in report and "verdicts first / second / tie" in report
+    assert "parse failures (both orders)" in report
+
+
+def test_longer_preference_calls_equal_lengths_not_applicable_not_failed() -> None:
+    from mitigate.measures.pairwise import longer_preference
+
+    m = longer_preference(["A", "B", "tie", None], [3, 3, 3, 3], [3, 3, 3, 3])
+    assert not m.ok and m.n_failed == 1 and "equal length" in (m.reason or "")
+    assert m.extra["equal_length"] == 2 and m.extra["tie"] == 1
+    ok = longer_preference(["A", "A", None], [5, 3, 1], [3, 3, 2])
+    assert ok.value == pytest.approx(0.5) and ok.n == 1 and ok.n_failed == 1 and ok.extra["equal_length"] == 1
+
+
+def test_accuracy_both_orders_counts_each_order_once_and_a_missing_verdict_as_that_orders_failure() -> None:
+    from mitigate.measures.pairwise import accuracy_both_orders
+
+    # gold A: "first" in the original order and "second" in the swapped order are both right
+    m = accuracy_both_orders(["first", "first", None], ["second", "first", "first"], ["A", "A", "B"])
+    assert m.value == pytest.approx(4 / 5) and m.n == 5 and m.n_failed == 1  # 4 of the 5 verdicts given
+    assert m.extra["accuracy_original"] == 1.0 and m.extra["accuracy_swapped"] == pytest.approx(2 / 3)

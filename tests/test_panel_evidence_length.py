@@ -194,3 +194,28 @@ def test_multiple_evidence_composes_with_selective_evaluation_on_its_entropy_con
     judge = fitted.wrap(base)
     sure, unsure = (asyncio.run(judge.judge(items[k])) for k in (1, 0))
     assert sure.meta["selective"]["decision"] == "accept" and "needs_human" in unsure.flags
+
+
+async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_path) -> None:
+    """Issue 21 point 7: accuracy over ALL items with the abstention rate beside it, outcome counts adding up."""
+    from mitigate.harness.compare import Entry, compare
+    from mitigate.harness.report import render_markdown
+
+    def v(pick: Callable[[Item], str]) -> Fixed:
+        return Fixed(lambda it: Judgment(item_id=it.id, verdict=pick(it)))  # type: ignore[arg-type]
+
+    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"}) for k in range(4))
+    bench = Benchmark(name="pw", items=items, criteria=("q",))
+    # p0, p1: all three say first (right); p2: first/second/tie, no majority (abstains); p3: all say second (wrong)
+    table = {"p0": "fff", "p1": "fff", "p2": "fst", "p3": "sss"}
+    word = {"f": "first", "s": "second", "t": "tie"}
+    panel = PanelJudge({m: v(lambda it, i=i: word[table[it.id][i]]) for i, m in enumerate("abc")}, reducer="majority")
+    result = await compare(bench, "q", [Entry(name="panel", judge=panel)],
+                           out_dir=tmp_path, progress=False, n_boot=20)
+    m = result.entries[0].measures["preference_accuracy"]
+    assert m.value == pytest.approx(2 / 4) and m.n == 4  # not 2/3 over the decided items
+    assert m.extra["abstained"] == 1 and m.extra["abstention_rate"] == pytest.approx(0.25)
+    assert m.extra["accuracy_when_decided"] == pytest.approx(2 / 3)
+    report = render_markdown(result)
+    assert "abstained 0.250 (1), counted wrong" in report
+    assert "Items by outcome: 3 with a verdict, 1 abstained, 0 without one after parse failures, 0 errors (= 4)." in report

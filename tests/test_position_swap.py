@@ -58,8 +58,17 @@ async def test_a_flip_becomes_a_tie_or_an_abstention(on_flip: str, verdict: str 
 
 async def test_ties_in_both_orders_are_consistent() -> None:
     lm = FakeLM(["Both are equally good.", "It is a tie."])
-    j = await PositionSwap(on_flip="abstain").wrap(judge_with(lm)).judge(ITEM)
+    prompt = JudgePrompt.from_template(TEMPLATE.replace("or 'Summary 2'", ", 'Summary 2' or 'tie'"), answer="pairwise",
+                                       tie="tie")
+    j = await PositionSwap(on_flip="abstain").wrap(PromptJudge(prompt, lm)).judge(ITEM)
     assert j.verdict == "tie" and j.meta["position_consistent"] is True and j.flags == ()
+
+
+async def test_a_tie_is_no_verdict_where_the_template_offers_none() -> None:
+    lm = FakeLM(["Both are equally good.", "It is a tie."])
+    j = await PositionSwap(on_flip="abstain").wrap(judge_with(lm)).judge(ITEM)
+    assert j.verdict is None and len(j.failures) == 2
+    assert all("does not offer" in f.reason for f in j.failures)
 
 
 async def test_a_parse_failure_in_either_order_leaves_no_verdict_and_is_recorded() -> None:

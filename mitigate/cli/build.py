@@ -18,13 +18,14 @@ from typing import Any
 import typer
 
 from mitigate.cli.files import read_text_file
-from mitigate.cli.options import LMRunOptions, parse_pairs
+from mitigate.cli.options import NETWORK_BACKENDS, LMRunOptions, backend_kind, parse_pairs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled as has_label
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm.base import LM
+from mitigate.lm.http import Limits
 from mitigate.lm.registry import get, wrap
 from mitigate.lm.retry import RetryPolicy
 from mitigate.prompt import JudgePrompt
@@ -80,7 +81,7 @@ def build_backend(o: LMRunOptions) -> LM:
     """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
 
     The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the per-request timeout of
-    network backends, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
+    network backends, ``--deadline`` and ``--max-*`` their :class:`~mitigate.lm.http.Limits`, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
     fields of an openai: backend.
     """
     kwargs: dict[str, Any] = {"base_url": o.base_url} if o.base_url else {}
@@ -90,6 +91,9 @@ def build_backend(o: LMRunOptions) -> LM:
         kwargs["transport"] = o.transport
     if o.guided is not None:
         kwargs["guided"] = o.guided
+    if backend_kind(o.backend) in NETWORK_BACKENDS:  # the deadline and the caps of a server's answers
+        kwargs["limits"] = Limits(deadline=o.deadline, max_response_bytes=o.max_response_bytes,
+                                  max_prompt_chars=o.max_prompt_chars, max_samples=o.max_samples)
     policy = RetryPolicy(base_delay=min(0.5, o.patience), max_delay=o.patience)
     return wrap(get(o.backend, **kwargs), cache=o.lm_cache, retry=policy)
 

@@ -9,12 +9,21 @@ from typing import Any
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, load_task, scoring_for
+from mitigate.cli.build import (
+    Task,
+    batch_session,
+    build_judge,
+    dry_run_text,
+    load_task,
+    scoring_for,
+    template_text,
+)
 from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import writable_dir
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, PromptJudge
+from mitigate.prompt import JudgePrompt
 from mitigate.run.runner import preflight
 from mitigate.strategies import parse_pipeline
 
@@ -26,9 +35,18 @@ def compare_cmd(options: CompareOptions) -> None:
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
 
 
+def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
+    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
+    if o.prompt is None:
+        return None
+    jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
+                                   **({"answer": "pairwise"} if pairwise else {}))
+    return lambda raw, crit: jp.format.read(raw, jp.scale)
+
+
 async def _compare(o: CompareOptions, command_line: str) -> None:
     # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
-    from mitigate.harness.compare import Entry, check_compare, compare
+    from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside
     from mitigate.harness.report import write_report
 
     pipelines = list(o.pipeline or [])
@@ -49,8 +67,9 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         for text, pipe in parsed:  # --scoring auto reads the text of an entry that asks for reasoning
             own = base.with_config(**scoring_for(o, lm, base.prompt, pipe))
             entries.append(Entry.from_pipeline(text.strip() or "baseline", own, pipe))
+    read = recorded_reader(o, crit, bench.pairwise) if recorded else None
     for path in recorded:
-        entries += Entry.all_recorded(path, crit)
+        entries += Entry.all_recorded(path, crit, read)
     entries += [e for name in released for e in Entry.all_released(name, crit)]
     train = o.train_split
     check_compare(bench, crit, entries, limit=o.limit or None, seed=o.seed, train=train)
@@ -61,6 +80,9 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
             if lm is not None:
                 await lm.aclose()
         return
+    outside = recorded_outside(bench, crit, entries)
+    if outside:
+        typer.echo(outside, err=True)
     for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called
         if entry.kind == "pipeline":  # an entry still to be fitted is checked through the judge it wraps
             preflight(entry.judge if entry.judge is not None else entry.base, task.items)

@@ -59,6 +59,10 @@ def report_error(exc: BaseException) -> int:
         where = ".".join(str(x) for x in first.get("loc", ())) or exc.title
         say_error(f"invalid value for {where}: {first.get('msg', exc)}; got {first.get('input')!r}")
         return EXIT_REFUSED
+    if isinstance(exc, RecursionError):
+        say_error("expected input nested at most a few hundred levels deep; got input nested too deep to read "
+                  "(a JSON value nested thousands of levels?)")
+        return EXIT_REFUSED
     if isinstance(exc, UnicodeError):
         say_error(f"expected UTF-8 text; got {exc}")
         return EXIT_REFUSED
@@ -83,4 +87,11 @@ def fail_when_all_failed(result: Any) -> None:
     if s.items and s.errors == s.items:
         first = next((j.error for j in result.judgments if j.error), "")
         say_error(f"all {s.items} items failed; the first: {first}")
+        raise typer.Exit(code=EXIT_FAILED)
+    if s.items and s.ok == 0 and s.errors + sum(1 for j in result.judgments if j.failures) >= s.items:
+        failure = next((f for j in result.judgments for f in j.failures), None)
+        raw = " ".join(str(failure.raw).split())[:120] if failure is not None else ""
+        looked = "" if failure is None else f"; the first answer ({failure.reason}): {raw!r}"
+        say_error(f"no item could be scored: all {s.items} answers failed to parse ({s.errors} items ended in an "
+                  f"LM error){looked}")
         raise typer.Exit(code=EXIT_FAILED)

@@ -8,21 +8,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mitigate.errors import ConfigError
+from mitigate.paths import check_input_file, output_target
 from mitigate.run.journal import RunLock
 
 
 def read_text_file(path: Path, option: str) -> str:
     """The UTF-8 text of the file given to ``option``; one-line ConfigError when it cannot be read."""
-    if not path.exists():
-        raise ConfigError(f"expected {option} to name a file; {path} does not exist", path=str(path))
-    if not path.is_file():
-        raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
+    check_input_file(path, option)  # a folder, FIFO or device is refused by what it is, never opened
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"expected {option} to name a readable file; {path}: {exc.strerror}", path=str(path)) from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")  # a BOM is an encoding mark, not prompt text
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"expected {option} to be UTF-8 text; {path}:{line} holds the byte {data[exc.start]:#04x}, "
@@ -47,7 +45,9 @@ def writable_file(path: Path, option: str) -> Path:
     """Check the file given to ``option`` can be written (its folder is created when needed)."""
     if path.is_dir():
         raise ConfigError(f"expected {option} to name a file; {path} is a directory", path=str(path))
-    writable_dir(path.parent, f"the folder of {option}")
+    target, through = output_target(path, option)  # a FIFO, socket or block device is refused here
+    if not through:
+        writable_dir(target.parent, f"the folder of {option}")
     return path
 
 

@@ -12,6 +12,7 @@ from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, l
 from mitigate.cli.errors import fail_when_all_failed
 from mitigate.cli.files import run_dir, writable_file
 from mitigate.cli.options import JudgeOptions
+from mitigate.paths import one_line
 from mitigate.run.journal import write_atomic
 from mitigate.run.runner import RunResult, preflight, run
 from mitigate.strategies import parse_pipeline
@@ -81,14 +82,14 @@ def _print_judgments(result: RunResult, task: Task) -> None:
             human_s = "-" if gold is None else str(gold)
             detail = j.error or (j.failures[0].reason if j.failures and j.verdict is None else
                                  first_line(j.raw[0] if j.raw else ""))
-            typer.echo(f"{j.item_id}\tjudge={shown}\tgold={human_s}\t{first_line(detail)}")
+            typer.echo(f"{one_line(j.item_id)}\tjudge={shown}\tgold={human_s}\t{one_line(first_line(detail))}")
             continue
         human = item.human.get(task.criterion)
         score = j.scores.get(task.criterion)
         shown = "FAILED" if score is None else f"{score:g}"
         human_s = "-" if human is None else f"{human:.2f}"
         detail = j.error or (j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else ""))
-        typer.echo(f"{j.item_id}\tjudge={shown}\thuman={human_s}\t{first_line(detail)}")
+        typer.echo(f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}")
 
 
 def first_line(text: str, width: int = 100) -> str:

@@ -18,6 +18,12 @@ from typing import Annotated, ClassVar, Protocol
 import typer
 
 from mitigate.errors import ConfigError
+from mitigate.lm.http import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_PROMPT_CHARS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SAMPLES,
+)
 from mitigate.registry import ConstraintLike, Interval, Options, check_param
 from mitigate.search import ENGINES
 from mitigate.selectors import registered_selectors
@@ -32,7 +38,14 @@ BATCH_BACKENDS = ("openai", "anthropic")
 BENCHMARK_HELP = ("summeval, summeval-bartscore, summeval-h2h, uss-sgd, uss-multiwoz, webnlg, tmu-gfm, jsonl:<path>, "
                   "or a release on disk: llmbar:<path>, judgebench:<path>, faireval:<path>")
 BASE_URL_HELP = "server URL for the openai, anthropic or dspy backend"
-TIMEOUT_HELP = "seconds before one request to the server times out (openai, anthropic, dspy; default 120)"
+TIMEOUT_HELP = ("seconds one read from the server may wait (openai, anthropic, dspy; default 120); --deadline "
+                "bounds the whole request")
+DEADLINE_HELP = ("seconds one request may take in all, connect to last byte (openai, anthropic, dspy); a hung or "
+                 "trickling server fails after this long, once, and counts for --stop-after")
+MAX_RESPONSE_HELP = "largest answer body read, in bytes (openai, anthropic); reading stops past it"
+MAX_PROMPT_HELP = ("longest prompt sent, in characters (about 4 per token; openai, anthropic, dspy); a longer one is "
+                   "refused before any request")
+MAX_SAMPLES_HELP = "most --samples asked for in one request; more is refused before any request"
 SCORING_HELP = ("parse (read the score), expected (logprob-weighted) or auto (expected for the embedded default "
                 "model, else parse)")
 CONSTRAIN_HELP = "answer constraint: auto, format, answer, json or off (see JudgeConfig.constrain)"
@@ -66,6 +79,10 @@ DRY_RUN_HELP = ("print the exact requests (messages, constraint, temperature, n,
 Benchmark = Annotated[str, typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)]
 BaseUrl = Annotated[str | None, typer.Option(help=BASE_URL_HELP)]
 Timeout = Annotated[float | None, typer.Option(help=TIMEOUT_HELP)]
+Deadline = Annotated[float, typer.Option(help=DEADLINE_HELP)]
+MaxResponseBytes = Annotated[int, typer.Option(help=MAX_RESPONSE_HELP)]
+MaxPromptChars = Annotated[int, typer.Option(help=MAX_PROMPT_HELP)]
+MaxSamples = Annotated[int, typer.Option(help=MAX_SAMPLES_HELP)]
 Patience = Annotated[float, typer.Option(help=PATIENCE_HELP)]
 Temperature = Annotated[float, typer.Option(help="sampling temperature")]
 Scoring = Annotated[str, typer.Option(help=SCORING_HELP)]
@@ -103,6 +120,10 @@ class LMRunOptions(Protocol):
     backend: str
     base_url: str | None
     timeout: float | None
+    deadline: float
+    max_response_bytes: int
+    max_prompt_chars: int
+    max_samples: int
     patience: float
     prompt: Path | None
     temperature: float
@@ -152,6 +173,13 @@ def check_lm_options(o: LMRunOptions) -> None:
     check(cmd, "--constrain", o.constrain, Options("auto", "format", "answer", "json", "off"))
     check(cmd, "--timeout", o.timeout, Interval(float, 0.0, None, closed="neither"), None)
     check(cmd, "--patience", o.patience, Interval(float, 0.0, None, closed="neither"))
+    check(cmd, "--deadline", o.deadline, Interval(float, 0.0, None, closed="neither"))
+    check(cmd, "--max-response-bytes", o.max_response_bytes, Interval(int, 1, None))
+    check(cmd, "--max-prompt-chars", o.max_prompt_chars, Interval(int, 1, None))
+    check(cmd, "--max-samples", o.max_samples, Interval(int, 1, None))
+    if o.samples_per_item > o.max_samples:
+        raise ConfigError(f"expected --samples at most --max-samples ({o.max_samples}); got --samples "
+                          f"{o.samples_per_item}")
     check(cmd, "--transport", o.transport, Options("auto", "aiohttp", "httpx", "direct"), None)
     check(cmd, "--guided", o.guided, Options("openai", "vllm", "vllm-legacy", "sglang", "llamacpp"), None)
     kind = backend_kind(o.backend)
@@ -260,6 +288,10 @@ class JudgeOptions:
                                          "local, local:<path.gguf>, replay:<path>, fake")] = "local"
     base_url: BaseUrl = None
     timeout: Timeout = None
+    deadline: Deadline = DEFAULT_DEADLINE
+    max_response_bytes: MaxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES
+    max_prompt_chars: MaxPromptChars = DEFAULT_MAX_PROMPT_CHARS
+    max_samples: MaxSamples = DEFAULT_MAX_SAMPLES
     patience: Patience = 60.0
     stop_after: Annotated[int, typer.Option(help=STOP_AFTER_HELP)] = 3
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None
@@ -355,6 +387,10 @@ class CompareOptions:
                                          "anthropic:<model>, dspy:<model>, local, local:<path.gguf>")] = "local"
     base_url: BaseUrl = None
     timeout: Timeout = None
+    deadline: Deadline = DEFAULT_DEADLINE
+    max_response_bytes: MaxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES
+    max_prompt_chars: MaxPromptChars = DEFAULT_MAX_PROMPT_CHARS
+    max_samples: MaxSamples = DEFAULT_MAX_SAMPLES
     patience: Patience = 60.0
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
                                                 "(default: the built-in prompt for the criterion)")] = None
@@ -469,6 +505,10 @@ class SearchOptions:
                                          "local, local:<path.gguf>")] = "local"
     base_url: BaseUrl = None
     timeout: Timeout = None
+    deadline: Deadline = DEFAULT_DEADLINE
+    max_response_bytes: MaxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES
+    max_prompt_chars: MaxPromptChars = DEFAULT_MAX_PROMPT_CHARS
+    max_samples: MaxSamples = DEFAULT_MAX_SAMPLES
     patience: Patience = 60.0
     prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}}")] = None
     temperature: Temperature = 0.0

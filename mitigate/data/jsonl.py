@@ -26,7 +26,7 @@ from typing import Any
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import DataError, ScaleError
-from mitigate.paths import data_dir
+from mitigate.paths import check_input_file, data_dir
 from mitigate.scale import Scale
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -96,6 +96,9 @@ def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
             continue
         try:
             value = json.loads(line)
+        except RecursionError:
+            raise error(f"{path}:{number}: expected one JSON value per line nested at most a few hundred levels "
+                        "deep; got one nested too deep to read", path=str(path), line=number) from None
         except json.JSONDecodeError as exc:
             raise error(
                 f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
@@ -121,6 +124,7 @@ def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
     A file that cannot be opened, or a line that is not UTF-8, raises ``error`` with the file and
     the line, instead of a ``UnicodeDecodeError`` from somewhere inside a loader.
     """
+    check_input_file(path, "a data file", error=error)
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -142,6 +146,7 @@ def read_text(path: Path, *, error: type[DataError] = DataError, translate_newli
     """The whole of a UTF-8 text file with newlines normalised to ``\\n`` (as ``Path.read_text`` does;
     ``translate_newlines=False`` keeps them, as ``newline=""`` does for the csv module); ``error``
     naming the file and line when it cannot be read or is not UTF-8."""
+    check_input_file(path, "a data file", error=error)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -227,9 +232,7 @@ def load_jsonl(
     type, a non-numeric or out-of-range score, a preference other than A/B/tie (or one on a row
     without ``output_b``), an unknown key, or an id seen on an earlier line.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise DataError(f"expected a JSON-lines benchmark file at {file}; no such file", path=str(file))
+    file = check_input_file(Path(path), "a JSON-lines benchmark file", error=DataError)
     header: dict[str, Any] = {}
     items: list[Item] = []
     first_line: dict[str, int] = {}

@@ -18,7 +18,8 @@ One row is one answer::
 - ``score`` (a number) or ``verdict`` (pairwise: ``"A"``/``"B"``/``"tie"`` for the text preferred,
   A being the item's ``output``; or ``"first"``/``"second"`` for the position preferred as
   presented), or ``error`` (the answer held none: a recorded failure, never a score).
-- ``raw``: the judge's text; ``sample``: 0, 1, ... for repeated answers (default 0);
+- ``raw``: the judge's text (a row may hold it alone when a reader is given: ``compare --recorded
+  --prompt`` reads it with the prompt's answer format); ``sample``: 0, 1, ... for repeated answers (default 0);
   ``order``: ``"original"`` (``output`` shown first, the default) or ``"swapped"``;
   ``variant``: the prompt variant (default ``"default"``); ``meta``: anything else.
 
@@ -37,14 +38,14 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.data.jsonl import read_json_lines, row_error
-from mitigate.errors import DataError, ScaleError
+from mitigate.errors import DataError, ParseError, ScaleError
 from mitigate.scale import Scale
 
 __all__ = [
@@ -263,11 +264,18 @@ def _text(row: Mapping[str, Any], key: str, path: Path, line: int, *, required: 
     return value
 
 
+AnswerReader = Callable[[str, str], "float | str"]
+"""Reads a recorded ``raw`` answer on a criterion: a score, or a presented verdict ("first", "second",
+"tie"); raises :class:`~mitigate.errors.ParseError` when the text holds none (a recorded failure)."""
+
+
 def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | None = None,
-              common: Scale | None = None, *, from_csv: bool = False) -> RecordedRow:
+              common: Scale | None = None, *, from_csv: bool = False, read: AnswerReader | None = None) -> RecordedRow:
     """Check one recorded-judgment row (a JSON object, or a CSV row of strings) and build it.
 
-    Raises DataError ``file:line:`` saying what was expected and what came.
+    A row holding only the judge's ``raw`` text is read with ``read`` (a prompt's answer format):
+    its score or verdict, or its parse failure as the row's ``error``. Raises DataError
+    ``file:line:`` saying what was expected and what came.
     """
     if not isinstance(row, dict):
         raise row_error(path, line, f"expected a JSON object with {list(RECORD_KEYS[:3])} ...; got {type(row).__name__}")
@@ -290,6 +298,20 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
     if (score is not None or verdict is not None) and error is not None:
         raise row_error(path, line, f"expected an 'error' only on a row without a score or verdict; got {error!r} "
                                     "beside an answer")
+    raw_text = row.get("raw")
+    if score is None and verdict is None and error is None and isinstance(raw_text, str) and raw_text.strip():
+        if read is None:
+            raise row_error(path, line, f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
+                                        "'raw' (give the prompt whose answer format reads it: compare --prompt)")
+        try:
+            got = read(raw_text, criterion)
+        except ParseError as exc:
+            error = exc.message
+        else:
+            if isinstance(got, str):
+                verdict = _verdict(got, order, path, line)
+            else:
+                score = float(got)
     if score is None and verdict is None and error is None:
         raise row_error(path, line, f"expected a 'score', a 'verdict' or an 'error' (an answer that held none) for "
                                     f"item {item_id!r}; got none of them")
@@ -376,10 +398,11 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             start = reader.line_num + 1
 
 
-def load_recorded_runs(path: str | Path) -> dict[str, RecordedRun]:
+def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> dict[str, RecordedRun]:
     """Every judge in a recorded-judgments file (``.csv``, or JSON lines otherwise), judge name -> run.
 
     Every row is checked; the first bad one raises DataError ``file:line:`` (see the module docstring).
+    ``read`` reads rows that hold only the judge's ``raw`` text (see :func:`parse_row`).
     """
     file = Path(path)
     if not file.is_file():
@@ -390,13 +413,13 @@ def load_recorded_runs(path: str | Path) -> dict[str, RecordedRun]:
     per: dict[str, Scale] = {}
     if file.suffix.lower() == ".csv":
         for line, row in _csv_rows(file):
-            rows.append(parse_row(row, file, line, per, common, from_csv=True))
+            rows.append(parse_row(row, file, line, per, common, from_csv=True, read=read))
     else:
         for line, row in read_json_lines(file):
             if not rows and isinstance(row, dict) and set(row) == {"recorded"}:
                 common, per = _header(row["recorded"], file, line)
                 continue
-            rows.append(parse_row(row, file, line, per, common))
+            rows.append(parse_row(row, file, line, per, common, read=read))
     if not rows:
         raise DataError(f"{file}: expected at least one recorded judgment; the file holds none", path=str(file))
     scales = dict(per)

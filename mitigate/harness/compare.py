@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tqdm.auto import tqdm
 
 from mitigate.data.jsonl import save_jsonl
-from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_runs
+from mitigate.data.recorded import AnswerReader, RecordedRun, load_recorded, load_recorded_runs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled, train_test_split
@@ -235,12 +235,13 @@ class Entry(BaseModel):
         return [cls.from_recorded(run, criterion) for run in runs]
 
     @classmethod
-    def all_recorded(cls, path: str | Path, criterion: str) -> list[Entry]:
+    def all_recorded(cls, path: str | Path, criterion: str, read: AnswerReader | None = None) -> list[Entry]:
         """One entry per judge of a recorded-judgments file that answered ``criterion``, in file order.
 
+        ``read`` reads rows holding only the judge's ``raw`` text (a prompt's answer format).
         ConfigError when no judge of the file answered it.
         """
-        runs = [r for r in load_recorded_runs(path).values() if criterion in r.criteria]
+        runs = [r for r in load_recorded_runs(path, read).values() if criterion in r.criteria]
         if not runs:
             raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered other criteria")
         return [cls.from_recorded(run, criterion) for run in runs]
@@ -704,6 +705,28 @@ def _plan(full: Benchmark, criterion: str, todo: Sequence[Entry], *, train: floa
         raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
                         f"{criterion!r}")
     return fit_on, bench, train_info, items
+
+
+def recorded_outside(benchmark: Benchmark, criterion: str, entries: Sequence[Entry]) -> str | None:
+    """One warning line counting recorded answers on ``criterion`` for items the benchmark does not hold; None if none.
+
+    Such rows are not compared (there is no item to compare them on); saying how many keeps a
+    mismatched file from passing unseen.
+    """
+    ids = {it.id for it in benchmark.items}
+    parts = []
+    for entry in entries:
+        run = getattr(entry.judge, "recorded", None)
+        if not isinstance(run, RecordedRun):
+            continue
+        rows = [r for r in run.rows() if r.criterion == criterion and r.item_id not in ids]
+        if rows:
+            n_items = len({r.item_id for r in rows})
+            parts.append(f"{entry.name}: {len(rows)} rows on {n_items} items")
+    if not parts:
+        return None
+    return (f"warning: recorded answers for items not in benchmark {benchmark.name!r} are not compared ("
+            + "; ".join(parts) + ")")
 
 
 def check_compare(benchmark: str | Benchmark, criterion: str, entries: Sequence[Entry] | Mapping[str, Judge], *,

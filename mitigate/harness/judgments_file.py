@@ -24,12 +24,13 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures.pairwise import presented_to_text
+from mitigate.paths import write_output
 from mitigate.run.runner import RunResult
 
 __all__ = ["COLUMNS", "judgment_row", "write_judgments"]
@@ -85,7 +86,8 @@ def write_judgments(
 
     ``items`` (matched by id) add each item's human score and gold preference on ``criterion``.
     The file is written whole to a temporary name first and then renamed, so a reader never
-    sees half of it.
+    sees half of it; a symlink is followed and a character device written through
+    (:func:`mitigate.paths.write_output`).
     """
     rows_in = judgments.judgments if isinstance(judgments, RunResult) else tuple(judgments)
     by_id = {it.id: it for it in items or ()}
@@ -93,17 +95,16 @@ def write_judgments(
     file = Path(path)
     if file.is_dir():
         raise ConfigError(f"expected --out to name a file (.jsonl or .csv); {file} is a folder")
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_name(file.name + ".tmp")
-    if file.suffix.lower() == ".csv":
-        with tmp.open("w", encoding="utf-8", newline="") as handle:
+
+    def fill(handle: TextIO) -> None:
+        if file.suffix.lower() == ".csv":
             writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
             writer.writeheader()
             for row in rows:
                 writer.writerow({k: _cell(v) for k, v in row.items()})
-    else:
-        with tmp.open("w", encoding="utf-8") as handle:
+        else:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(file)
+
+    write_output(file, fill, "--out", newline="" if file.suffix.lower() == ".csv" else None)
     return file

@@ -16,7 +16,7 @@ What a replayed :class:`~mitigate.judge.Judgment` holds (the headline rule is in
   order (for position consistency, preference fairness and the swap gain),
   ``meta["verdict_samples"]`` every sample per order (for repetition stability);
 - every answer without a score or verdict a :class:`~mitigate.judge.ParseFailure` with its raw
-  text; ``meta["recorded"]`` where the answers came from.
+  text (for a pairwise judge, in both orders); ``meta["recorded"]`` where the answers came from.
 
 An item the run has no answer for is a :class:`~mitigate.errors.DataError`, which the runner
 records as that item's error.
@@ -134,6 +134,13 @@ class RecordedJudge(Judge):
             by_order = {o: recorded.select(variant, o) for o in ("original", "swapped")}
             verdict_text = _majority([r.verdict for r in rows if r.verdict is not None])
             meta["verdict_samples"] = {o: [r.presented for r in rs] for o, rs in by_order.items() if rs}
+            # every unparsed answer counts, the swapped order's too (the headline verdict reads one order)
+            counted = {id(r) for r in rows}
+            failures += tuple(
+                ParseFailure(criterion=crit, raw=r.raw, reason=r.error or "the recorded answer held no verdict",
+                             sample=r.sample)
+                for rs in by_order.values() for r in rs if r.failed and id(r) not in counted
+            )
             if by_order["original"] and by_order["swapped"]:
                 meta["orders"] = {o: _majority([r.presented for r in rs if r.presented is not None])
                                   for o, rs in by_order.items()}

@@ -34,6 +34,7 @@ from mitigate.errors import DataError
 from mitigate.harness.compare import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
 from mitigate.harness.plots import has_consistency, human_quality, pair_tables, render_plots
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
+from mitigate.paths import write_output
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_report", "write_report"]
 
@@ -87,7 +88,7 @@ def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
-    path.write_text(dump_results(result), encoding="utf-8")
+    write_output(path, dump_results(result), "the results file")
     return [path, *render_report(out)]
 
 
@@ -96,7 +97,7 @@ def render_report(folder: str | Path) -> list[Path]:
     out = Path(folder)
     result = load_results(out)
     md = out / REPORT_FILE
-    md.write_text(render_markdown(result), encoding="utf-8")
+    write_output(md, render_markdown(result), "the report")
     return [md, *render_plots(result, out)]
 
 
@@ -208,12 +209,19 @@ def render_markdown(result: CompareResult) -> str:
     cols = _shown_columns(result)
     delta_info = _delta_info(result)
     has_delta = any(e.comparison is not None for e in result.entries)
-    head = ["entry", "n ok", "parse failures", "errors", *(_header(MEASURES[k]) for k in cols)]
+    # a swap gain without gold ties is <= 0 by construction: neither "higher is better" nor a best value
+    unsigned = {k for k in cols if k == "swap_gain" and all(
+        e.measures[k].extra.get("nonpositive_by_construction") for e in result.entries
+        if e.measures.get(k) is not None and e.measures[k].ok)}
+    head = ["entry", "n ok", "parse failures", "errors",
+            *(f"{MEASURES[k].label} (≤ 0 by construction: no gold ties)" if k in unsigned else _header(MEASURES[k])
+              for k in cols)]
     if has_delta:
         head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
-    best = {k: _best([e.measures[k].value for e in result.entries], MEASURES[k].direction) for k in cols}
+    best = {k: set() if k in unsigned else _best([e.measures[k].value for e in result.entries],
+                                                  MEASURES[k].direction) for k in cols}
     best_delta = _best([math.nan if e.identical_to else _delta_value(e) for e in result.entries],
                        delta_info.direction)
     notes: list[str] = []
@@ -227,7 +235,9 @@ def render_markdown(result: CompareResult) -> str:
             if not m.ok:
                 notes.append(f"- {e.name} / {MEASURES[k].label}: {m.reason or 'undefined'}")
             of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
-            cells.append(text + _ci_text(m, k) + of_all)
+            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), counted wrong"
+                         if m.ok and m.extra.get("abstained") else "")
+            cells.append(text + _ci_text(m, k) + of_all + abstained)
         if has_delta:
             c = e.comparison
             if c is None:
@@ -281,9 +291,18 @@ def _details(result: CompareResult) -> list[str]:
     out = ["", "## Every measure", ""]
     for e in result.entries:
         sm = e.summary
+        acc = e.measures.get("preference_accuracy")
+        n_abs = int(acc.extra.get("abstained") or 0) if acc is not None else 0
+        outcome = ""
+        if n_abs:
+            # every item is one outcome: a value, an abstention, no value after a parse failure, or an error
+            outcome = (f" Items by outcome: {sm.ok} with a verdict, {n_abs} abstained, "
+                       f"{sm.items - sm.ok - n_abs - sm.errors} without one after parse failures, {sm.errors} errors "
+                       f"(= {sm.items}).")
         out += [f"### {e.name}", "",
-                f"Kind: {e.kind}; scale {e.scale.describe()}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
-                f"parse failures, {sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache)."
+                f"Kind: {e.kind}; {_answers_text(result, e)}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
+                f"parse failures{' (both orders)' if result.task == 'pairwise' else ''}, {sm.errors} errors; "
+                f"{sm.calls} LM calls ({sm.cached_calls} from cache)." + outcome
                 + _fitted_text(e), "",
                 "| measure | direction | value | 95% CI | n | failed | of all | note |",
                 "|---|---|---:|---|---:|---:|---:|---|"]
@@ -296,6 +315,15 @@ def _details(result: CompareResult) -> list[str]:
                        f"{_of_all_text(m)} | {(m.reason or '').replace('|', '/')} |")
         out.append("")
     return out
+
+
+def _answers_text(result: CompareResult, e: EntryResult) -> str:
+    """What the entry's answers are: a scale for a score judge; verdicts (and the order(s) counted) for pairwise."""
+    if result.task != "pairwise":
+        return f"scale {e.scale.describe()}"
+    acc = e.measures.get("preference_accuracy")
+    orders = acc.extra.get("orders") if acc is not None else None
+    return "verdicts first / second / tie" + (f"; its verdict counts {orders}" if orders else "")
 
 
 def _fitted_text(e: EntryResult) -> str:

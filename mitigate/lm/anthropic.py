@@ -67,17 +67,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import anthropic
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, MissingAPIKeyError, MitigateError
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
 from mitigate.lm.http import (
     PLACEHOLDER_KEY,
+    Limits,
     check_base_url,
+    check_limits,
+    check_request_size,
     check_timeout,
+    deadline_error,
+    decode_json_object,
+    malformed,
     parse_retry_after,
     public_url,
+    read_capped,
+    scrub,
     sdk_error,
 )
 from mitigate.lm.prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, split_at
@@ -145,8 +153,10 @@ class AnthropicLM(LM):
         prompt_cache: Literal["auto", "off"] = "auto",
         cache_min_tokens: int | None = None,
         rate_limit: bool | AdaptiveLimiter = True,
+        limits: Limits | None = None,
     ) -> None:
         self.model = validate_spec_part("Anthropic model name", model)
+        self.limits = check_limits(limits, backend=f"anthropic:{model}")
         if prompt_cache not in ("auto", "off"):
             raise ConfigError(f"expected prompt_cache to be 'auto' or 'off'; got {prompt_cache!r}")
         self.prompt_cache = prompt_cache
@@ -189,7 +199,8 @@ class AnthropicLM(LM):
         return tool_answer_fields(request)
 
     def check(self, request: LMRequest) -> None:
-        """Reject logprobs (not offered) and temperatures above Anthropic's maximum of 1."""
+        """Reject logprobs (not offered), temperatures above Anthropic's maximum of 1 and requests over the limits."""
+        check_request_size(request, self.limits, backend=self.spec)
         super().check(request)
         if request.temperature > 1.0:
             raise CapabilityError(
@@ -286,15 +297,26 @@ class AnthropicLM(LM):
         params = self._params(request)
         self.planner.observe(_segments(params.get("system"), params["messages"]))
 
-    async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], tokens: int = 0) -> Any:
+    async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], tokens: int = 0,
+                   got: list[int] | None = None) -> Any:
+        """One call: the answer read up to the size cap and checked to be a Message (a typed LMCallError if not)."""
         limiter = self.limiter
         ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
         status: int | None = None
         headers: Mapping[str, str] | None = None
+        where = self.identity()
         try:
-            raw = await client.messages.with_raw_response.create(**params)
-            headers = raw.headers
-            return await raw.parse()
+            async with client.messages.with_streaming_response.create(**params) as resp:
+                headers = resp.headers
+                try:
+                    data = await read_capped(_counted(resp.iter_bytes(), got), self.limits.max_response_bytes,
+                                             where=where, backend=self.spec)
+                except MitigateError:
+                    raise
+                except Exception as exc:  # the connection closed or timed out mid-body
+                    raise self._translate(exc) from exc
+            return self.parse_message(decode_json_object(data, where=where, backend=self.spec,
+                                                         expected="a JSON Messages API message"))
         except anthropic.APIStatusError as exc:
             status, headers = exc.status_code, exc.response.headers
             raise self._translate(exc) from exc
@@ -312,15 +334,30 @@ class AnthropicLM(LM):
         client = self._get_client()
         params = self.message_params(request)
         tokens = estimate_tokens(request) // request.n if self.limiter is not None and self.limiter.tracks_tokens else 0
-        if request.n == 1:
-            raws = [await self._one(client, params, tokens)]
-        else:
-            raws = list(await asyncio.gather(*(self._one(client, params, tokens) for _ in range(request.n))))
+        got = [0]
+        try:
+            async with asyncio.timeout(self.limits.deadline):
+                if request.n == 1:
+                    raws = [await self._one(client, params, tokens, got)]
+                else:
+                    raws = list(await asyncio.gather(*(self._one(client, params, tokens, got)
+                                                       for _ in range(request.n))))
+        except TimeoutError:
+            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=got[0]) from None
         return self.response_from(raws)
 
     def parse_message(self, raw: Mapping[str, Any]) -> Any:
-        """A Messages API JSON answer (a batch result's ``message``) as the SDK's ``Message``."""
-        return anthropic.types.Message.model_validate(dict(raw))
+        """A Messages API JSON answer (a batch result's ``message``) as the SDK's ``Message``; a typed
+        ``malformed`` LMCallError when it is not one (no ``content``, no ``usage`` ...)."""
+        try:
+            return anthropic.types.Message.model_validate(dict(raw))
+        except ValidationError as exc:
+            first = exc.errors()[0] if exc.errors() else {}
+            field = ".".join(str(x) for x in first.get("loc", ())) or "the message"
+            kind = f"a message without {field}" if first.get("type") == "missing" else f"a malformed {field}"
+            shown = scrub(str(dict(raw)), (self._api_key.get_secret_value(),))[:160]
+            raise malformed(self.identity(), kind, f"a Messages API message; got {shown!r}",
+                            backend=self.spec) from None
 
     def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
         """The list-price cost of ``usage`` on this model (None for a non-default endpoint or an unknown model)."""
@@ -332,7 +369,7 @@ class AnthropicLM(LM):
         usage = Usage()
         model = self.model
         for raw in raws:
-            text = answer_text(raw.content)
+            text = scrub(answer_text(raw.content), (self._api_key.get_secret_value(),))
             choices.append(Choice(text=text, finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason)))
             u = raw.usage
             cache_read = getattr(u, "cache_read_input_tokens", None) or 0
@@ -348,8 +385,7 @@ class AnthropicLM(LM):
 
     def _translate(self, exc: anthropic.AnthropicError) -> MitigateError:
         """Map an SDK error to TransientLMError (retryable) or LMCallError, without the key."""
-        key = self._api_key.get_secret_value()
-        detail = str(exc).replace(key, "***") if key != PLACEHOLDER_KEY else str(exc)
+        detail = scrub(str(exc), (self._api_key.get_secret_value(),))
         return sdk_error(
             exc, where=self.identity(), detail=detail, timeout=self.timeout, backend=self.spec,
             api_key_env=self.api_key_env, status_error=anthropic.APIStatusError,
@@ -364,6 +400,14 @@ class AnthropicLM(LM):
                 await client.close()
             except RuntimeError:
                 pass
+
+
+async def _counted(chunks: Any, got: list[int] | None) -> Any:
+    """``chunks``, adding each one's size to ``got[0]`` (what had come when a deadline hits)."""
+    async for chunk in chunks:
+        if got is not None:
+            got[0] += len(chunk)
+        yield chunk
 
 
 def _segments(system: str | None, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:

@@ -46,7 +46,19 @@ from mitigate.lm.base import (
     openai_style_options,
     validate_spec_part,
 )
-from mitigate.lm.http import check_base_url, check_timeout, is_retryable_status, parse_retry_after, public_url
+from mitigate.lm.http import (
+    Limits,
+    check_base_url,
+    check_limits,
+    check_request_size,
+    check_timeout,
+    deadline_error,
+    is_retryable_status,
+    malformed,
+    parse_retry_after,
+    public_url,
+    scrub,
+)
 
 
 def _silence_messages_deprecation() -> None:
@@ -125,6 +137,8 @@ class DSPyLM(LM):
             the same thing, the name the OpenAI and Anthropic backends and the CLI use).
         api_key: the key (else LiteLLM reads the provider's environment variable).
         timeout: seconds before one call times out (None: LiteLLM's default).
+        limits: the request bounds (:class:`~mitigate.lm.http.Limits`): the deadline of a whole call,
+            prompt size and samples checked before sending (the body size is LiteLLM's to read).
         **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
     """
 
@@ -135,9 +149,10 @@ class DSPyLM(LM):
 
     def __init__(
         self, model: str, *, api_base: str | None = None, api_key: str | None = None,
-        base_url: str | None = None, timeout: float | None = None, **lm_kwargs: Any,
+        base_url: str | None = None, timeout: float | None = None, limits: Limits | None = None, **lm_kwargs: Any,
     ) -> None:
         self.model = validate_spec_part("DSPy/LiteLLM model id", model)
+        self.limits = check_limits(limits, backend=f"dspy:{model}")
         if base_url and api_base and base_url.rstrip("/") != api_base.rstrip("/"):
             raise ConfigError(f"DSPyLM takes one server URL; got api_base={public_url(api_base)!r} and "
                               f"base_url={public_url(base_url)!r} (expected one of them, or both equal)")
@@ -170,15 +185,19 @@ class DSPyLM(LM):
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run ``request`` through ``dspy.LM`` (see the module docstring)."""
         self.check(request)
+        check_request_size(request, self.limits, backend=self.spec)
         lm = self._lm.copy()  # its own history, so usage is read from this call's entry
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         kwargs = self._kwargs(request)
         _silence_messages_deprecation()
         try:
-            if self._async:
-                outputs = await lm.acall(messages=messages, **kwargs)
-            else:
-                outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
+            async with asyncio.timeout(self.limits.deadline):
+                if self._async:
+                    outputs = await lm.acall(messages=messages, **kwargs)
+                else:
+                    outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
+        except TimeoutError:
+            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec) from None
         except (MitigateError, TypeError, AttributeError):
             raise
         except Exception as exc:
@@ -186,6 +205,8 @@ class DSPyLM(LM):
         return self._response(request, list(outputs or []), lm)
 
     def _response(self, request: LMRequest, outputs: list[Any], lm: Any) -> LMResponse:
+        if not outputs:
+            raise malformed(self.identity(), "no choices", "at least one output", backend=self.spec)
         if len(outputs) != request.n:
             raise CapabilityError(
                 f"{self.identity()} was asked for n={request.n} samples and returned {len(outputs)}; expected "
@@ -204,7 +225,9 @@ class DSPyLM(LM):
                         "provider/model (through LiteLLM) does not provide logprobs",
                         backend=self.spec,
                     )
-            choices.append(Choice(text=text or "", logprobs=logprobs))
+            if not isinstance(text, str):
+                raise malformed(self.identity(), "content: null", "each output's text", backend=self.spec)
+            choices.append(Choice(text=scrub(text, (self._key or "",)), logprobs=logprobs))
         entry = lm.history[-1] if getattr(lm, "history", None) else {}
         raw_usage = entry.get("usage") or {}
         details = raw_usage.get("prompt_tokens_details") or {}

@@ -104,11 +104,19 @@ from mitigate.lm.base import (
 )
 from mitigate.lm.http import (
     PLACEHOLDER_KEY,
+    Limits,
     check_base_url,
+    check_limits,
+    check_request_size,
     check_timeout,
+    deadline_error,
+    decode_json_object,
     http_error,
+    malformed,
     parse_retry_after,
     public_url,
+    read_capped,
+    scrub,
     sdk_error,
 )
 from mitigate.lm.ratelimit import AdaptiveLimiter, estimate_tokens
@@ -195,8 +203,10 @@ class OpenAILM(LM):
         http_client: Any | None = None,
         rate_limit: bool | AdaptiveLimiter = True,
         guided: GuidedServer | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.model = validate_spec_part("OpenAI model name", model)
+        self.limits = check_limits(limits, backend=f"openai:{model}")
         if guided is not None and guided not in _GUIDED:
             raise ConfigError(f"expected guided to be one of {list(_GUIDED)} or None; got {guided!r}")
         self.guided = guided
@@ -249,7 +259,9 @@ class OpenAILM(LM):
         return constraint_fields(request, self.guided)
 
     def check(self, request: LMRequest) -> None:
-        """The base checks, with a hint on how to declare a server's guided decoding."""
+        """The base checks and the request's size (:class:`~mitigate.lm.http.Limits`), with a hint on how to declare
+        a server's guided decoding."""
+        check_request_size(request, self.limits, backend=self.spec)
         try:
             super().check(request)
         except CapabilityError as exc:
@@ -317,12 +329,17 @@ class OpenAILM(LM):
         """Run one chat completion. See the module docstring for the mapping and errors."""
         self.check(request)
         tokens = estimate_tokens(request) if self.limiter is not None and self.limiter.tracks_tokens else 0
-        if self.transport == "direct":
-            return self._response(request, await self._post_direct(self._body(request), tokens))
-        return self._response(request, await self._post_sdk(self._body(request), tokens))
+        post = self._post_direct if self.transport == "direct" else self._post_sdk
+        got = [0]
+        try:
+            async with asyncio.timeout(self.limits.deadline):
+                raw = await post(self._body(request), tokens, got)
+        except TimeoutError:
+            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=got[0]) from None
+        return self._response(request, raw)
 
-    async def _post_sdk(self, body: dict[str, Any], tokens: int = 0) -> dict[str, Any]:
-        """POST the body through the SDK client, paced by the rate limiter."""
+    async def _post_sdk(self, body: dict[str, Any], tokens: int = 0, got: list[int] | None = None) -> dict[str, Any]:
+        """POST the body through the SDK client, paced by the rate limiter; the answer is read up to the size cap."""
         client = self._get_client()
         limiter = self.limiter
         ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
@@ -331,10 +348,20 @@ class OpenAILM(LM):
         try:
             if _RAW_RESPONSE is None:
                 raw = await client.post("/chat/completions", body=body, cast_to=object)
-            else:
-                resp = await client.post("/chat/completions", body=body, cast_to=_RAW_RESPONSE)
+            else:  # the raw response, its body not read yet ("stream"), so reading can stop at the cap
+                resp = await client.post("/chat/completions", body=body, cast_to=_RAW_RESPONSE,
+                                         options={"headers": {"X-Stainless-Raw-Response": "stream"}})
                 headers = resp.headers
-                raw = resp.json()
+                try:
+                    data = await read_capped(self._counted(resp.aiter_bytes(), got), self.limits.max_response_bytes,
+                                             where=self.identity(), backend=self.spec)
+                except Exception as exc:
+                    closed = self._translate(exc) if not isinstance(exc, MitigateError) else exc
+                    raise closed from exc
+                finally:
+                    await resp.aclose()
+                raw = decode_json_object(data, where=self.identity(), backend=self.spec,
+                                         expected="a JSON chat.completion object")
         except openai.APIStatusError as exc:
             status, headers = exc.status_code, exc.response.headers
             raise self._translate(exc) from exc
@@ -355,6 +382,14 @@ class OpenAILM(LM):
             )
         return raw
 
+    @staticmethod
+    async def _counted(chunks: Any, got: list[int] | None) -> Any:
+        """``chunks``, adding each one's size to ``got[0]`` (what had come when a deadline hits)."""
+        async for chunk in chunks:
+            if got is not None:
+                got[0] += len(chunk)
+            yield chunk
+
     def chat_body(self, request: LMRequest) -> dict[str, Any]:
         """The JSON body of ``POST /chat/completions`` for ``request`` (also a batch line's ``body``)."""
         self.check(request)
@@ -374,8 +409,17 @@ class OpenAILM(LM):
         return self._get_client()
 
     def _response(self, request: LMRequest, raw: dict[str, Any]) -> LMResponse:
-        """Turn a chat.completion JSON object into an :class:`LMResponse`."""
-        raw_choices = sorted(raw.get("choices") or [], key=lambda c: c.get("index", 0))
+        """Turn a chat.completion JSON object into an :class:`LMResponse` (a malformed one: a typed LMCallError)."""
+        where = self.identity()
+        expected = "a chat.completion object with choices[].message.content"
+        found = raw.get("choices")
+        if not isinstance(found, list) or not found:
+            kind = "no choices" if found in (None, []) else "choices that are not a list"
+            raise malformed(where, kind, f"{expected}; got {scrub(str(raw), self._secrets())[:160]!r}",
+                            backend=self.spec)
+        if not all(isinstance(c, dict) for c in found):
+            raise malformed(where, "choices that are not objects", expected, backend=self.spec)
+        raw_choices = sorted(found, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0)
         if len(raw_choices) != request.n:
             raise CapabilityError(
                 f"{self.identity()} was asked for n={request.n} samples and returned {len(raw_choices)} "
@@ -403,7 +447,13 @@ class OpenAILM(LM):
                     )
                     for t in content
                 )
-            text = (rc.get("message") or {}).get("content") or ""
+            message = rc.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(content, str):
+                kind = "content: null" if isinstance(message, dict) else "a choice without a message"
+                raise malformed(where, kind, f"{expected} as text; got {scrub(str(rc), self._secrets())[:160]!r}",
+                                backend=self.spec)
+            text = scrub(content, self._secrets())
             choices.append(Choice(text=text, logprobs=logprobs, finish_reason=rc.get("finish_reason")))
         raw_usage = raw.get("usage") or {}
         details = raw_usage.get("prompt_tokens_details") or {}
@@ -417,7 +467,8 @@ class OpenAILM(LM):
             choices=tuple(choices), usage=usage, model=str(raw.get("model") or self.model), cost_usd=cost
         )
 
-    async def _post_direct(self, body: dict[str, Any], tokens: int = 0) -> dict[str, Any]:
+    async def _post_direct(self, body: dict[str, Any], tokens: int = 0, got: list[int] | None = None
+                           ) -> dict[str, Any]:
         """POST the body with a plain aiohttp session (transport="direct"), paced by the rate limiter."""
         import aiohttp
 
@@ -443,8 +494,14 @@ class OpenAILM(LM):
                     detail = self._scrub((await resp.text())[:500])
                     raise http_error(where, resp.status, resp.headers, detail,
                                      api_key_env=self.api_key_env, backend=self.spec)
-                raw = await resp.json(content_type=None)
+                data = await read_capped(self._counted(resp.content.iter_any(), got), self.limits.max_response_bytes,
+                                         where=where, backend=self.spec)
+                raw = decode_json_object(data, where=where, backend=self.spec,
+                                         expected="a JSON chat.completion object")
                 status = None
+        except aiohttp.ServerDisconnectedError as exc:
+            raise TransientLMError(f"{where} connection closed by the server before a whole answer (retryable): "
+                                   f"{exc}", backend=self.spec, reason="closed") from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientLMError(f"{where} connection failed (retryable): {type(exc).__name__}: {exc}",
                                    backend=self.spec, reason="connection") from exc
@@ -460,10 +517,12 @@ class OpenAILM(LM):
                               backend=self.spec)
         return raw
 
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._api_key.get_secret_value(),)
+
     def _scrub(self, text: str) -> str:
-        """``text`` with the API key removed, should a server have echoed it."""
-        key = self._api_key.get_secret_value()
-        return text.replace(key, "***") if key and key != PLACEHOLDER_KEY else text
+        """``text`` with the API key removed, should a server have echoed it (answers included)."""
+        return scrub(text, self._secrets())
 
     def _translate(self, exc: openai.OpenAIError) -> MitigateError:
         """Map an SDK error to TransientLMError (retryable) or LMCallError."""

@@ -31,7 +31,7 @@ class RetryPolicy(BaseModel):
     server's ``Retry-After``. A ``Retry-After`` longer than ``max_delay`` ends the retries
     at once (the server asked for a longer pause than this policy allows). A connection that
     cannot be made while the backend has never answered (a wrong URL or port, a server that is
-    not running) gets at most ``connect_attempts`` attempts: it fails in about a second instead
+    not running, or one that closes every connection) gets at most ``connect_attempts`` attempts: it fails in about a second instead
     of a minute; once the server has answered, a dropped connection gets every attempt.
     """
 
@@ -92,7 +92,7 @@ class RetryingLM(WrapperLM):
                 return result
             except TransientLMError as exc:
                 limit = self.policy.max_attempts
-                if not self._answered and exc.context.get("reason") == "connection":
+                if not self._answered and exc.context.get("reason") in ("connection", "closed"):
                     limit = min(limit, self.policy.connect_attempts)
                 if attempt >= limit:
                     raise LMCallError(

@@ -80,6 +80,7 @@ from mitigate.measures.likelihood_bias import (
 from mitigate.measures.pairwise import (
     POSITION_VERDICTS,
     PREFERENCES,
+    accuracy_both_orders,
     longer_preference,
     pair_category,
     position_bias,
@@ -152,6 +153,7 @@ __all__ = [
     "perturbation_outputs",
     "position_bias",
     "position_consistency",
+    "accuracy_both_orders",
     "preference_accuracy",
     "preference_fairness",
     "presented_to_text",

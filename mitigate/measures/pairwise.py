@@ -52,6 +52,7 @@ from mitigate.registry import register
 
 __all__ = [
     "POSITION_VERDICTS",
+    "accuracy_both_orders",
     "PREFERENCES",
     "longer_preference",
     "pair_category",
@@ -367,9 +368,14 @@ def longer_preference(
         else:
             hits.append(float((verdict == "A") == (la > lb)))
     name = "longer_preference"
-    failed = sum(skipped.values())
+    # only a missing verdict is a failure; a tie or two texts of equal length are outside the measure
+    failed = skipped["no_verdict"]
     if not hits:
-        return undefined(name, 0, failed, "no decisive verdict on two texts of different length", **skipped)
+        why = "no decisive verdict on two texts of different length"
+        if skipped["equal_length"]:
+            why = (f"n/a: the {skipped['equal_length']} decisive verdicts are all on two texts of equal length "
+                   f"(no longer text to prefer; not failures), {skipped['tie']} ties")
+        return undefined(name, 0, failed, why, **skipped)
     arr = np.array(hits)
     interval = None
     if ci:
@@ -427,9 +433,50 @@ def swap_gain(
     diff = x - y
     interval = resample_interval(batched_nanmean, diff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     test = permutation_test_mean_diff(x, y, n_perm=n_perm, seed=seed, paired=True)
+    gold_ties = sum(1 for a, b, want in zip(o, s, g, strict=True)
+                    if a is not None and b is not None and want == "tie")
     return finish(name, float(diff.mean()), len(one), failed, interval=interval,
                   extra={"accuracy_swap": float(x.mean()), "accuracy_one_order": float(y.mean()),
-                         "p_value": test.p_value, "n_perm": n_perm})
+                         "p_value": test.p_value, "n_perm": n_perm, "n_gold_ties": gold_ties,
+                         # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
+                         # swap can only lose accuracy, so the value is <= 0 whatever the judge
+                         "nonpositive_by_construction": gold_ties == 0})
+
+
+def accuracy_both_orders(
+    original: Sequence[str | None], swapped: Sequence[str | None], gold: Sequence[str | None], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Accuracy over the verdicts of both orders, each order's verdict counted once (LLMBar's headline).
+
+    ``original`` / ``swapped`` are presented verdicts (the swapped one in swapped positions);
+    every item with a gold preference contributes two verdicts, and a missing verdict in an
+    order is a failure of that order. ``extra`` gives each order's own accuracy.
+    """
+    o, s = _pairs(original, swapped)
+    g = [_preference(x, "gold") for x in gold]
+    if len(g) != len(o):
+        raise DataError(f"expected one gold preference per pair; got {len(o)} pairs and {len(g)} gold")
+    hits: list[float] = []
+    per_order: dict[str, list[float]] = {"original": [], "swapped": []}
+    failed = 0
+    for a, b, want in zip(o, s, g, strict=True):
+        if want is None:
+            continue
+        for verdict, order in ((a, "original"), (b, "swapped")):
+            if verdict is None:
+                failed += 1
+                continue
+            hit = float(presented_to_text(verdict, order) == want)  # type: ignore[arg-type]
+            hits.append(hit)
+            per_order[order].append(hit)
+    name = "accuracy_both_orders"
+    if not hits:
+        return undefined(name, 0, failed, "no verdict in either order on an item with a gold preference")
+    arr = np.array(hits)
+    interval = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    extra = {f"accuracy_{k}": (float(np.mean(v)) if v else None) for k, v in per_order.items()}
+    return share(name, arr, failed, interval=interval, extra=extra)
 
 
 # ---------------------------------------------------------------------------------------
@@ -477,17 +524,76 @@ def _pair_groups(entry: EntryData) -> list[str | None] | None:
     return names if any(n is not None for n in names) else None
 
 
+ABSTAIN_FLAG = "no_majority"
+"""The flag of a judgment whose judge abstained (a majority panel without a majority; see strategies.panel)."""
+
+
 @register("measure", "preference_accuracy")
 class PreferenceAccuracy(ReportedMeasure):
     """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`)."""
 
-    info = MeasureInfo(label="accuracy", direction="higher", group="accuracy", headline=True,
-                       note="3-way: a tie verdict is right only where the gold preference is a tie.")
+    info = MeasureInfo(label="accuracy (judge's verdict)", direction="higher", group="accuracy", headline=True,
+                       note="3-way: a tie verdict is right only where the gold preference is a tie. The judge's "
+                            "own verdict per item: the order judged for a one-order or recorded judge (the "
+                            "original), the reconciled verdict of a position-swap judge; the details say which.")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
-        """Verdicts against gold on the entry's criterion."""
-        return preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
+        """Verdicts against gold on the entry's criterion; ``extra["orders"]`` says which order(s) they count.
+
+        A judge that abstains (a majority panel with no majority) is scored over ALL items: an
+        abstention is a counted outcome, wrong for accuracy, never dropped like a parse failure;
+        ``extra["abstained"]`` / ``extra["abstention_rate"]`` give it beside the value.
+        """
+        abstained = [j.verdict is None and j.error is None and ABSTAIN_FLAG in j.flags for j in entry.judgments]
+        if len(abstained) != len(entry.verdicts) or not any(abstained):
+            m = preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
+            return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
+        # an abstention is a verdict that matches no gold preference (so it counts, as wrong)
+        verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstained, strict=True)]
+        labelled = [a for a, g in zip(abstained, entry.gold, strict=True) if _preference(g, "gold") is not None]
+        m = preference_accuracy([None if v == "abstain" else v for v in verdicts], entry.gold, **entry.ci)
+        hits = [float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
+                for v, g in zip(verdicts, entry.gold, strict=True)
+                if _preference(g, "gold") is not None and (v == "abstain" or _preference(v, "verdicts") is not None)]
+        n_abs = sum(labelled)
+        if not hits:
+            return m
+        arr = np.array(hits)
+        interval = (resample_interval(batched_nanmean, arr, n_boot=entry.ci.get("n_boot", 1000),
+                                      alpha=entry.ci.get("alpha", 0.05), seed=entry.ci.get("seed", 0))
+                    if entry.ci.get("ci") else None)
+        out = share("preference_accuracy", arr, m.n_failed, interval=interval,
+                    extra={**m.extra, "orders": verdict_order_text(entry.judgments), "abstained": n_abs,
+                           "abstention_rate": n_abs / len(arr),
+                           "accuracy_when_decided": m.value if m.ok else None})
+        return out
+
+
+def verdict_order_text(judgments: Sequence[Judgment]) -> str:
+    """Which order(s) the judgments' own verdicts count: "both orders, reconciled", "original order only", ..."""
+    if any("position_consistent" in j.meta for j in judgments):
+        return "both orders, reconciled"
+    recorded = {j.meta["recorded"].get("order") for j in judgments
+                if isinstance(j.meta.get("recorded"), dict) and j.meta["recorded"].get("order")}
+    if recorded:
+        return f"{'/'.join(sorted(recorded))} order only"
+    return "one order, as presented"
+
+
+@register("measure", "accuracy_both_orders")
+class AccuracyBothOrders(ReportedMeasure):
+    """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`)."""
+
+    info = MeasureInfo(label="accuracy (both orders)", direction="higher", group="accuracy", headline=True,
+                       note="every verdict of both orders against gold, each order counted once (LLMBar's "
+                            "headline); needs verdicts in both orders.")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
+        return _from_both_orders(entry, "accuracy_both_orders",
+                                 lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci))
 
 
 @register("measure", "swap_gain")

@@ -145,12 +145,21 @@ def alpha_across_settings(
     setting not already on the coarsest one (fewest points) is binned onto it with
     :func:`bin_to_scale`, as Stureborg et al. 2024 bin 1-10 and 1-100 scores to 1-5 before
     comparing settings (their Table 7), and ``extra["binned_to"]`` names that scale.
-    Without ``scales`` every setting is taken to be on one scale, unconverted.
+    Without ``scales`` every setting must look to be on one scale: each setting's scale is
+    inferred as the smallest of 1-5, 1-10 and 1-100 that holds its scores, and settings whose
+    inferred scales differ are refused (DataError, one line) rather than compared unconverted.
     """
     names = list(settings)
     rows: list[Scores] = [settings[k] for k in names]
     binned_to: str | None = None
     described: dict[str, str] | None = None
+    if scales is None:
+        inferred = {k: _inferred_top(r) for k, r in zip(names, rows, strict=True)}
+        if len({v for v in inferred.values() if v is not None}) > 1:
+            seen = ", ".join(f"{k}: up to {_observed_max(r):g} (looks 1-{inferred[k]})"
+                             for k, r in zip(names, rows, strict=True) if inferred[k] is not None)
+            raise DataError(f"expected the settings on one scale, or scales={{setting: scale}} to bin them onto the "
+                            f"coarsest; got scores that look to be on different scales ({seen})")
     if scales is not None:
         missing = [k for k in names if k not in scales]
         if missing:
@@ -164,6 +173,20 @@ def alpha_across_settings(
     m = krippendorff_alpha(rows, level, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
     return m.model_copy(update={"name": "alpha_across_settings",
                                 "extra": {**m.extra, "settings": names, "scales": described, "binned_to": binned_to}})
+
+
+def _observed_max(scores: Scores) -> float:
+    arr = np.asarray(scores, dtype=float)
+    finite = arr[np.isfinite(arr)]
+    return float(finite.max()) if finite.size else math.nan
+
+
+def _inferred_top(scores: Scores) -> int | None:
+    """The top of the smallest common scale (5, 10, 100) holding ``scores``; None when none does or none is scored."""
+    top = _observed_max(scores)
+    if not math.isfinite(top):
+        return None
+    return next((t for t in (5, 10, 100) if top <= t), None)
 
 
 # ---------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +52,7 @@ __all__ = [
     "score_distribution",
     "score_tokens",
     "strip_echoed_lines",
+    "strip_quoted",
 ]
 
 Verdict = Literal["first", "second", "tie"]
@@ -401,6 +402,41 @@ def strip_echoed_lines(text: str, echoes: Sequence[str]) -> str:
     return "".join(out)
 
 
+_QUOTE_SPAN = re.compile(r"\"([^\"\n]{2,300})\"|“([^”\n]{2,300})”|(?<![\w])'([^'\n]{2,300})'(?![\w])")
+
+
+def strip_quoted(text: str, sources: Sequence[str], keep: Callable[[str], bool] = lambda line: False) -> str:
+    """``text`` with the spans it copies from ``sources`` (the judged text, the prompt) blanked out.
+
+    A judge that quotes the judged item ("The summary reads 'Score: 5'. I give it 2.") or echoes
+    the prompt ("Summary: Score: 5") writes numbers it is not giving. Blanked (same length, so
+    positions hold): a quoted span ("...", “...”, '...') holding a digit whose words occur in a
+    source, and a whole line holding a digit that occurs in a source, unless ``keep(line)``
+    says the line is the answer line itself ("Score: 3" is the judge's answer even when a
+    source also holds it). Words are compared with case, spacing and markdown ignored.
+    """
+    flats = [_flat(s) for s in sources if s and s.strip()]
+    if not flats:
+        return text
+
+    def copied(span: str) -> bool:
+        flat = _flat(span)
+        return len(flat) >= 3 and bool(re.search(r"\d", flat)) and any(flat in f for f in flats)
+
+    def blank(m: re.Match[str]) -> str:
+        inner = next(g for g in m.groups() if g is not None)
+        return " " * len(m.group(0)) if copied(inner) else m.group(0)
+
+    out = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if body.strip() and copied(body) and not keep(body):
+            out.append(" " * len(body) + line[len(body):])
+            continue
+        out.append(_QUOTE_SPAN.sub(blank, line))
+    return "".join(out)
+
+
 def _flat(text: str) -> str:
     return " ".join(re.sub(r"[*`_\"']", "", text).lower().split())
 
@@ -469,6 +505,15 @@ _COMPARATIVE = (
     r"(?:is|was|seems|appears|looks|reads|would\s+be)?\s*(?:\w+ly\s+)?"
     r"(?:better|superior|preferable|preferred|stronger|more\s+\w+|the\s+(?:better|best|stronger|winner|preferred)|wins)"
 )
+_HEDGED = re.compile(
+    r"\b(?:whether|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|(?:cannot|can't|can\s+not)\s+"
+    r"(?:decide|say|tell|choose|determine)|unable\s+to|one\s+(?:could|might|may)\s+argue|not\s+sure|unclear)\b",
+    re.I,
+)
+_OVERALL = (
+    r"(?:is|was|would\s+be)\s+(?:(?:clearly|definitely|overall|slightly|much|significantly)\s+)?"
+    r"(?:better|superior|preferable|preferred|the\s+(?:better|best|stronger|winner|preferred)(?:\s+\w+)?)"
+)
 _WORSE = r"(?:is|was|seems|appears)?\s*(?:\w+ly\s+)?(?:worse|weaker|inferior|less\s+\w+)"
 _TIE_PHRASES = re.compile(
     r"\b(?:it'?s|it\s+is|this\s+is|that'?s|declare|call\s+it|result\s+is|(?:verdict|answer|decision)\s*(?:is|:))"
@@ -488,14 +533,19 @@ _VERDICT_CUE = (
 
 def _label_forms(label: str, ordinal: str) -> str:
     esc = re.escape(label)
+    # a one-letter label is also an English word ("a", "A", "I"): bare, it counts only in its own case
+    # and never lower-case ("answer a question" names no output); in brackets it always counts
+    word = len(label) == 1 and label.isalpha()
+    named = rf"[(\[]{esc}[)\]]" if word and not label.isupper() else (
+        rf"(?-i:[(\[]?{esc}[)\]]?)" if word else rf"[(\[]?{esc}[)\]]?")
     forms = [
-        rf"\b{_NOUNS}\s*(?:#|no\.?|number)?\s*[(\[]?{esc}[)\]]?(?!\w)",
+        rf"\b{_NOUNS}\s*(?:#|no\.?|number)?\s*{named}(?!\w)",
         rf"#\s*{esc}(?!\w)",
         rf"[(\[]{esc}[)\]]",
         rf"\bthe\s+{ordinal}\s+(?:{_NOUNS}|one)\b",
     ]
-    if label.isdigit() or label.isupper() or len(label) == 1:
-        forms.append(rf"(?<![\w#'])[(\[`]?{esc}[)\]`]?(?![\w'])")
+    if label.isdigit() or label.isupper():
+        forms.append(rf"(?<![\w#'])(?-i:[(\[`]?{esc}[)\]`]?)(?![\w'])")
     return "(?:" + "|".join(forms) + ")"
 
 
@@ -506,8 +556,15 @@ _CONCLUSION = re.compile(
 )
 
 
+def _sentences(text: str) -> list[str]:
+    """``text`` cut into sentences and lines (a full stop inside "(a)." or a decimal does not cut)."""
+    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z(\[\"'#*])|\n+", text)
+    return [p.strip() for p in parts if p.strip()]
+
+
 def parse_pairwise(
-    text: str, labels: tuple[str, str] = ("1", "2"), *, tie: str | None = None, case_sensitive: bool = False
+    text: str, labels: tuple[str, str] = ("1", "2"), *, tie: str | None = None, case_sensitive: bool = False,
+    ties: bool = True, final: Literal["last", "first", "either"] = "either",
 ) -> Literal["first", "second", "tie"]:
     """Read which of two outputs a judge preferred: "first", "second" or "tie".
 
@@ -521,6 +578,11 @@ def parse_pairwise(
     when it claims one side; failing that, comparative claims ("Summary 2 is better",
     "Response A is less fluent", "both are equally good", "neither is better") must agree.
     Raises :class:`ParseError` when no side is claimed or when both (or a side and a tie) are.
+
+    A claim inside the reasoning is never the verdict: only the last concluding sentence, or the
+    final statement (``final``: the "last" sentence after reasoning, the "first" when the verdict
+    comes first, "either" otherwise) decides, and a different claim elsewhere makes the answer
+    ambiguous. ``ties=False`` (a template offering no tie) makes a claimed tie a failure.
     """
     first, second = labels
     if not first or not second or first == second or (not case_sensitive and first.lower() == second.lower()):
@@ -564,8 +626,17 @@ def parse_pairwise(
 
     pairs: tuple[tuple[Verdict, Verdict], ...] = (("first", "second"), ("second", "first"))
 
-    def claims(part: str) -> set[Verdict]:
+    def claims(part: str, overall: bool = False) -> set[Verdict]:
+        """Sides ``part`` claims; ``overall`` keeps only whole verdicts ("is better"), not an aspect ("more fluent")."""
         found: set[Verdict] = set()
+        kept = [x for x in _sentences(part) if not _HEDGED.search(x)]
+        if len(kept) != len(_sentences(part)):
+            part = "\n".join(kept)  # "hard to say whether Summary 1 is better" claims nothing
+        if overall:
+            for side, _ in pairs:
+                if re.search(rf"^\W*{forms[side]}(?:'s\s+\w+)?\s+(?i:{_OVERALL})\W*$", part, flags):
+                    found.add(side)
+            return found
         for side, other in pairs:
             if re.search(rf"{forms[side]}(?:'s\s+\w+)?\s+(?i:{_COMPARATIVE})", part, flags) or re.search(
                 rf"(?i:\b(?:better|superior|preferable)\s+than\s+){forms[other]}", part, flags
@@ -577,21 +648,43 @@ def parse_pairwise(
             found.add("tie")
         return found
 
-    # 3. the last concluding sentence that claims exactly one side
-    for m in reversed(list(_CONCLUSION.finditer(work))):
-        concluded = claims(m.group(0))
-        if len(concluded) == 1:
-            return concluded.pop()
-        if concluded:
-            break
+    def decided(side: Verdict) -> Verdict:
+        if side == "tie" and not ties:
+            raise _fail("a tie, which the template does not offer", text, expected)
+        return side
 
-    # 4. comparative claims and tie phrases; they must agree
-    claimed = claims(work)
-    if len(claimed) == 1:
-        return claimed.pop()
-    if claimed:
+    def conflict(claimed: set[Verdict]) -> ParseError:
         order = [v for v in ("first", "second", "tie") if v in claimed]
-        raise _fail(f"conflicting verdicts ({', '.join(order)})", text, expected)
+        return _fail(f"conflicting verdicts ({', '.join(order)})", text, expected)
+
+    # 3. the last concluding sentence, when it claims exactly one side and nothing after it claims another
+    conclusions = list(_CONCLUSION.finditer(work))
+    if conclusions:
+        last = conclusions[-1]
+        concluded = claims(last.group(0))
+        if len(concluded) == 1 and claims(work[last.end():]) <= concluded:
+            return decided(concluded.pop())
+        if len(concluded) > 1:
+            raise conflict(concluded)
+        if not concluded and not work[last.end():].strip(" \t\n.!"):
+            raise _fail(f"a concluding sentence that names no side ({_snippet(last.group(0).strip(), 60)!r})",
+                        text, expected)
+
+    # 4. the final statement (last sentence, first one, or either), agreeing with every other claim
+    sentences = _sentences(work)
+    claimed = claims(work)
+    ends: set[Verdict] = set()
+    if sentences:
+        # the end the format puts the verdict at counts with any claim; the other end only with a whole
+        # verdict standing alone ("Assistant A's answer is better." before reasons)
+        ends |= claims(sentences[-1], overall=final == "first")
+        ends |= claims(sentences[0], overall=final == "last")
+    if len(ends) == 1 and claimed <= ends:
+        return decided(ends.pop())
+    if len(claimed) > 1 or len(ends) > 1:
+        raise conflict(claimed | ends)
+    if claimed:
+        raise _fail(f"no final verdict (a claim for {claimed.pop()} only inside the reasoning)", text, expected)
     raise _fail("no verdict", text, expected)
 
 

@@ -43,6 +43,7 @@ from mitigate.parse.answers import (
     parse_pairwise,
     parse_score,
     strip_echoed_lines,
+    strip_quoted,
 )
 from mitigate.scale import Scale
 
@@ -256,14 +257,21 @@ class AnswerFormat(BaseModel):
         return [_fmt(p) for p in scale.points()]
 
     # ------------------------------------------------------------------ parsing
-    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = ()) -> float | Verdict:
+    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
+             quoted: Sequence[str] = ()) -> float | Verdict:
         """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it is ambiguous.
 
         ``echoes`` are lines of the prompt (its scoring options) that a judge may copy into
         its answer; such copied lines are not answers. ``cues`` are extra words that mark a
-        score for the general parser (the criterion's name: "Fluency: 3").
+        score for the general parser (the criterion's name: "Fluency: 3"). ``quoted`` are the
+        texts the judge was shown (the rendered prompt, the judged text): a score the answer
+        quotes or echoes from them is never read as the judge's own (see
+        :func:`~mitigate.parse.strip_quoted`); a line that is exactly this format's answer line
+        stays the answer.
         """
         work = strip_echoed_lines(text, echoes) if echoes else text
+        if quoted and self.kind == "score" and self.json_key is None:
+            work = strip_quoted(work, quoted, keep=self._is_answer_line)
         if self.json_key is not None:
             found = _json_value(work, self.json_key)
             if found is not None:
@@ -276,12 +284,27 @@ class AnswerFormat(BaseModel):
                 return self._accept(value, text, scale)
         return self._general(work, text, scale, cues)
 
+    def _is_answer_line(self, line: str) -> bool:
+        """Whether ``line`` is this format's answer line and nothing else ("Score: 3", "**[RESULT] 4**")."""
+        body = normalise_answer(line).strip()
+        if self.line.strip() == VALUE:
+            return re.fullmatch(r"[\W_]*" + self._value_regex() + r"[\W_]*", body) is not None
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        hits = list(re.finditer(_line_pattern(self.line, self._value_regex()), body, flags))
+        if len(hits) != 1:
+            return False
+        rest = body[: hits[0].start()] + " " + body[hits[0].end():]
+        own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))}
+        return not [w for w in re.findall(r"[A-Za-z0-9]+", rest) if w.lower() not in own]
+
     def _from_line(self, text: str) -> str | None:
         """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first)."""
-        pattern = _line_pattern(self.line, self._value_regex())
-        flags = 0 if self.case_sensitive else re.IGNORECASE
         if self.line.strip() == VALUE:
             return None  # a bare value has no distinctive line: the general parser reads it
+        if self.kind == "pairwise" and not self.relations and _worded(self.line):
+            return self._verdict_from_line(text)
+        pattern = _line_pattern(self.line, self._value_regex())
+        flags = 0 if self.case_sensitive else re.IGNORECASE
         work = normalise_answer(text) if self.kind == "score" else text
         hits = [m.group("v") for m in re.finditer(pattern, work, flags)]
         if not hits:
@@ -294,6 +317,35 @@ class AnswerFormat(BaseModel):
                 raw=text, expected=f"one answer {self.describe()}",
             )
         return hits[0] if self.reasoning == "after" else hits[-1]
+
+    def _verdict_from_line(self, text: str) -> str | None:
+        """The label of the last verdict written in the template's own words (the first when the answer comes first).
+
+        The line may sit anywhere, be followed by more words ("Therefore, Output (b) is better as
+        it ...") and drop a leading connective or the closing full stop. A line the judge hedged
+        or asked about ("whether Output (a) is better", "Output (a) is better?") is not a verdict:
+        when the deciding line is such, the answer is a :class:`ParseError`, never a guess.
+        """
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        work = re.sub(r"[*`]+", "", text)
+        pattern = _verdict_line_pattern(self.line, self._value_regex())
+        if len(re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))) <= 1:
+            # "Summary {value}", "Output ({value})": the line is also how the reasoning names an output,
+            # so only a line holding it alone (after a short lead-in: "Answer:", "On balance,") is the verdict
+            pattern = (r"(?m)^[ \t>#\-*\"'“]*(?:[A-Za-z][A-Za-z ]{0,24}[:,\-]\s*)?"
+                       + pattern + r"[ \t\"'”.!]*$")
+        hits = list(re.finditer(pattern, work, flags))
+        if not hits:
+            return None
+        hit = hits[0] if self.reasoning == "after" else hits[-1]
+        start = max(work.rfind(ch, 0, hit.start()) for ch in ".!?\n")
+        before = work[start + 1: hit.start()]
+        rest = re.split(r"[.!?\n]", work[hit.end():], maxsplit=1)[0]
+        if _HEDGE.search(before) or work[hit.end(): hit.end() + 2].startswith("?") or _QUALIFIED.search(rest):
+            expected = f"a verdict in the format {self.describe()}"
+            raise ParseError(f"expected {expected}; got a hedged or questioned verdict line "
+                             f"{' '.join((before + hit.group(0)).split())!r}", raw=text, expected=expected)
+        return hit.group("v")
 
     def _value_regex(self) -> str:
         if self.kind == "pairwise":
@@ -354,8 +406,12 @@ class AnswerFormat(BaseModel):
         """The general strict parsers, told the format's labels and cue."""
         try:
             if self.kind == "pairwise":
+                # a tie only where the template offers one (a named tie label, or A=B); a template that
+                # named no answer format said nothing against ties
+                offered = self.tie is not None or self.relations or not self.inferred or self.line.strip() == VALUE
+                final = {"before": "last", "after": "first", "none": "either"}[self.reasoning]
                 return parse_pairwise(work, (self.labels[0], self.labels[1]), tie=self.tie,
-                                      case_sensitive=self.case_sensitive)
+                                      case_sensitive=self.case_sensitive, ties=offered, final=final)
             if self.kind == "mcq":
                 return parse_mcq(work, scale)
             return parse_score(work, scale, cues=(*self.cues(), *cues))
@@ -472,6 +528,45 @@ def _line_pattern(line: str, value_regex: str) -> str:
         # not a range or a fraction ("3-4", "3 or 4", "4/5"): the general parser judges those
         pattern += r"(?![\w.]\d|\w)(?!\s*(?:-|–|to\b|or\b|/)\s*\d)"
     return pattern
+
+
+_CONNECTIVE = re.compile(r"(?i)^(?:therefore|thus|hence|so|overall|in\s+conclusion|in\s+summary|finally|"
+                         r"consequently|in\s+the\s+end|ultimately)\b\s*,?\s*")
+_HEDGE = re.compile(
+    r"(?i)\b(?:whether|if|unless|not|never|no|cannot|can't|couldn't|could|might|may|would\s+argue|argue|"
+    r"unclear|unsure|uncertain|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|one\s+could|some|"
+    r"seems?\s+like|at\s+first|initially|claims?|claimed)\b|n't\b"
+)
+
+_QUALIFIED = re.compile(r"(?i)\b(?:but|however|although|though|except|yet)\b")
+
+
+def _worded(line: str) -> bool:
+    """Whether a verdict line names its label with words around it ("Output ({value})"), not brackets alone."""
+    head, tail = line.split(VALUE, 1)
+    return bool(re.search(r"[A-Za-z]", head + tail))
+
+
+def _verdict_line_pattern(line: str, value_regex: str) -> str:
+    """A regex finding a worded verdict line anywhere: a leading connective and the closing stop are optional,
+    and words may follow ("Therefore, Output (b) is better as it ...")."""
+    head, tail = line.split(VALUE, 1)
+    head_text = head.strip()
+    connective = _CONNECTIVE.match(head_text)
+    parts = []
+    if connective is not None:
+        parts.append(f"(?:{_loose(connective.group(0).rstrip(', '))}" + r"\s*,?\s*)?")
+        head_text = head_text[connective.end():]
+    if head_text:
+        parts.append(r"(?<![\w(\[])" + _loose(head_text) + (r"\s*" if head.endswith(" ") else ""))
+    else:
+        parts.append(r"(?<![\w(\[])")
+    parts.append(f"(?P<v>{value_regex})")
+    tail_text = tail.rstrip().rstrip(".!")
+    if tail_text.strip():
+        parts.append((r"\s*" if tail.startswith(" ") else "") + _loose(tail_text))
+    parts.append(r"(?![\w])")
+    return "".join(parts)
 
 
 def _loose(text: str) -> str:
@@ -632,6 +727,11 @@ def infer_answer_format(
     if kind == "score" and re.search(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b|\bnumber\s+of\s+stars\b",
                                      instructions, re.I):
         return AnswerFormat(**{**base, "line": "{value} stars"})
+    # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "Therefore, Output (b) is better."
+    if kind == "pairwise":
+        sentence = _verdict_sentence(instructions, pair_labels)
+        if sentence is not None:
+            return AnswerFormat(**{**base, "line": sentence})
     # a quoted answer line: "Score: ", 'Rating: <score>', "Answer: X", "Final verdict: ..."
     quoted = _quoted_cue(instructions, criterion)
     if quoted is not None:
@@ -668,6 +768,29 @@ def infer_answer_format(
 
 
 _SLOT_VALUES = re.compile(r"\{\{[^{}]*\}\}")
+
+
+def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
+    """The answer line of two quoted verdicts that differ only by the output's label, with ``{value}`` there.
+
+    'end with "Therefore, Output (a) is better." or "Therefore, Output (b) is better."' gives
+    "Therefore, Output ({value}) is better."; None when the template quotes no such pair.
+    """
+    a, b = labels
+    for m in re.finditer(r"[\"“]([^\"“”\n]{1,160})[\"”]\s*,?\s*(?:or|and)\s*[\"“]([^\"“”\n]{1,160})[\"”]", text):
+        one, two = m.group(1), m.group(2)
+        n = 0
+        while n < min(len(one), len(two)) and one[n] == two[n]:
+            n += 1
+        k = 0
+        while k < min(len(one), len(two)) - n and one[len(one) - 1 - k] == two[len(two) - 1 - k]:
+            k += 1
+        # the prefix may have eaten the start of a label ("Summary 1" / "Summary 12" never occur; labels differ)
+        mid_one, mid_two = one[n: len(one) - k], two[n: len(two) - k]
+        if (mid_one, mid_two) == (a, b) and re.search(r"[A-Za-z]", one[:n] + one[len(one) - k:]) \
+                and re.search(r"\s", one.strip()):
+            return one[:n] + VALUE + one[len(one) - k:]
+    return None
 
 
 def stated_reasoning(texts: Sequence[str]) -> Reasoning:

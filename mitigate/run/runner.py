@@ -19,8 +19,10 @@ Failing fast
     no item can fill is one :class:`~mitigate.errors.DataError`, not one error per item. During
     the run a circuit breaker watches for failures that will repeat for every item: the server
     refusing the key or the model (HTTP 400/401/403/404/422), a backend that cannot do what is
-    asked, a server unreachable on every attempt, every attempt failing with the same 5xx, or a
-    ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
+    asked, a server unreachable on every attempt, every attempt failing with the same 5xx, a server
+    closing every connection, a request past its deadline (a hung or trickling server), the same
+    kind of malformed HTTP 200 (truncated JSON, HTML, an empty body, ``content: null``, no choices,
+    a body over the size cap), or a ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
     row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
     failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
     everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
@@ -128,6 +130,11 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         return f"{type(exc).__name__}:{exc.message}", exc.message, False  # data errors belong to one item
     if not isinstance(exc, LMCallError):
         return None
+    reason = exc.context.get("reason")
+    if reason == "deadline":
+        return "deadline", exc.message, False
+    if reason == "malformed":  # an HTTP 200 whose body is no answer, the same way for each item
+        return f"malformed-{exc.context.get('kind')}", exc.message, False
     status = exc.context.get("status")
     if isinstance(status, int) and status in PERMANENT_STATUS:
         return f"http-{status}", exc.message, False
@@ -141,6 +148,9 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         reason = last.context.get("reason")
         if reason == "connection":
             return "unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True
+        if reason == "closed":
+            return "closed", f"the server closed the connection on every one of {attempts} attempts: {last.message}", \
+                False
         if reason == "timeout":
             return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
         if last.status is not None:
@@ -215,8 +225,21 @@ def _remember_answered(lms: Sequence[Any]) -> None:
             _ANSWERED.add(lm)
 
 
+def _max_prompt_chars(lm: Any) -> int | None:
+    """The prompt-size cap of a network backend under its wrappers (None for a backend without one)."""
+    for _ in range(8):
+        limits = getattr(lm, "limits", None)
+        if limits is not None and isinstance(getattr(limits, "max_prompt_chars", None), int):
+            return int(limits.max_prompt_chars)
+        lm = getattr(lm, "inner", None)
+        if lm is None:
+            return None
+    return None
+
+
 def preflight(judge: Judge, items: Sequence[Item]) -> None:
-    """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered.
+    """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered, or give a
+    prompt longer than the backend's ``max_prompt_chars`` (:class:`~mitigate.lm.http.Limits`).
 
     A slot that no field of an item fills fails for that item on every attempt, so it is found
     here, before the first LM call, instead of as one error per judgment. A judge without
@@ -227,13 +250,25 @@ def preflight(judge: Judge, items: Sequence[Item]) -> None:
     except MitigateError:  # a judge without prompts (a replayed released judge): nothing to render
         return
     bad: list[tuple[Item, MitigateError]] = []
+    caps = [_max_prompt_chars(leaf.lm) for leaf in leaves]
+    too_long: list[tuple[Item, int, int]] = []
     for item in items:
-        for leaf in leaves:
+        for leaf, cap in zip(leaves, caps, strict=True):
             try:
-                leaf.prompt.render(item)
+                messages = leaf.prompt.render(item)
             except MitigateError as exc:
                 bad.append((item, exc))
                 break
+            chars = sum(len(m.content) for m in messages)
+            if cap is not None and chars > cap:
+                too_long.append((item, chars, cap))
+                break
+    if too_long:
+        item, chars, cap = too_long[0]
+        raise DataError(
+            f"{len(too_long)} of {len(items)} items give a prompt longer than max_prompt_chars={cap:,} "
+            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} characters "
+            f"(about {chars // 4:,} tokens)", item_id=item.id)
     if bad:
         item, exc = bad[0]
         raise DataError(
@@ -338,7 +373,8 @@ async def _judge_all(
     batch and make the rest wait for it) and the session carries their requests.
     """
     sem = asyncio.Semaphore(concurrency)
-    warm = asyncio.Semaphore(min(concurrency, max(1, breaker.stop_after)))
+    slots = min(concurrency, max(1, breaker.stop_after))
+    warm = asyncio.Semaphore(slots)
     opened = asyncio.Event()
     lms = _judge_lms(judge)
     if breaker.stop_after == 0 or session is not None or _skips_warm_up(lms):
@@ -364,13 +400,29 @@ async def _judge_all(
         results[item.id] = judgment
         bar.update(1)
 
+    held = [0]  # warm-up slots kept by permanent failures in a row (see below)
+
     async def one(item: Item) -> None:
         async with sem:
             if not opened.is_set():
-                async with warm:
+                await warm.acquire()
+                keep = False
+                try:
                     if not opened.is_set():
+                        before = breaker.count
                         await judge_one(item)
+                        # a permanent failure in a row keeps its slot, so a run that cannot succeed makes
+                        # stop_after requests in all, not stop_after plus those started while they failed
+                        keep = not opened.is_set() and breaker.count > before and held[0] < min(breaker.count, slots - 1)
                         return
+                finally:
+                    if keep:
+                        held[0] += 1
+                    else:
+                        warm.release()
+                    while held[0] > (0 if opened.is_set() else breaker.count):  # a success or another kind
+                        held[0] -= 1
+                        warm.release()
             await judge_one(item)
 
     tasks: list[asyncio.Future[None]] = []

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.paths import write_output
 from mitigate.prompt.parts import Demo
 from mitigate.search.objective import Gain, Objective, ObjectiveValue
 from mitigate.strategies import Demos, Mitigation, Pipeline, from_spec, load_pipeline
@@ -131,7 +132,7 @@ class SearchResult(BaseModel):
                 "calls_test": self.calls_test, "stopped": self.stopped, "seed": self.seed, "split": {k: list(v) for k, v in self.split.items()},
             },
         }
-        out.write_text(json.dumps(payload, indent=1, default=_json_default), encoding="utf-8")
+        write_output(out, json.dumps(payload, indent=1, default=_json_default), "--out")
         return out
 
 

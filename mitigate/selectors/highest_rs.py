@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from mitigate import measures
 from mitigate.data.schema import Benchmark, Item
@@ -32,7 +32,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
-from mitigate.registry import Interval, Tags, register
+from mitigate.registry import Interval, Options, Tags, register
 from mitigate.run.runner import run
 from mitigate.selectors.base import Selector, example_pool
 
@@ -88,6 +88,9 @@ class HighestRS(Selector):
         pool_size: judge and score only this many labelled pool items, drawn at random with
             ``seed`` (None: every one). This bounds the cost of fitting with a judge.
         seed: the random seed of that draw.
+        scaling: how US normalises judge and human scores before they are compared:
+            ``"range"`` (the paper's text, the default) or ``"max-deviation"`` (the released
+            code's), see :func:`mitigate.measures.unfairness_scores`.
 
     Fitted state: ``pool_`` (the scored pool), ``rs_`` (item id -> RS, highest first; items
     without an RS are absent and never selected), ``ls_`` and ``us_`` (item id -> value where
@@ -102,6 +105,7 @@ class HighestRS(Selector):
     task: str | None = None
     pool_size: int | None = None
     seed: int = 0
+    scaling: Literal["range", "max-deviation"] = "range"
     rs_: dict[str, float] | None = None
     ls_: dict[str, float] | None = None
     us_: dict[str, float] | None = None
@@ -112,6 +116,7 @@ class HighestRS(Selector):
         "task": [str, None],
         "pool_size": [Interval(int, 1), None],
         "seed": [Interval(int)],
+        "scaling": [Options(*measures.US_SCALINGS)],
     }
 
     @classmethod
@@ -209,7 +214,7 @@ class HighestRS(Selector):
         return self._ranked(state, items, ls_list, js)
 
     def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float], scores: list[float]) -> Self:
-        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]))
+        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]), scaling=self.scaling)
         ranked = rank_by_rs(items, ls, list(us))
         return self.model_copy(update={
             **state,

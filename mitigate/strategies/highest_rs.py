@@ -20,12 +20,12 @@ returns a fitted copy whose ``selector_`` is the fitted selector (for HighestRS:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import model_validator
 
 from mitigate.data.schema import Benchmark
-from mitigate.registry import Interval, Preset, check_param, register
+from mitigate.registry import Interval, Options, Preset, check_param, register
 from mitigate.selectors import HighestRS, Random, example_pool
 from mitigate.strategies.demos import Demos
 
@@ -52,6 +52,8 @@ class HighestRSDemosPreset(Preset):
         seed: the random seed of the pool draw.
         task: the generation task's description, the condition of LS (None: the judge
             prompt's task paragraph).
+        scaling: how US normalises judge and human scores, ``"range"`` (the paper's text) or
+            ``"max-deviation"`` (the released code's); see :class:`~mitigate.selectors.HighestRS`.
 
     Builds ``Demos(selector=HighestRS(likelihood, task, pool_size, seed), k, criterion)``.
     ``fit(train, judge, lm=None)``: ``judge`` is the base judge (no demos), run over the pool;
@@ -69,8 +71,10 @@ class HighestRSDemosPreset(Preset):
     pool_size: int | None = None
     seed: int = 0
     task: str | None = None
+    scaling: Literal["range", "max-deviation"] = "range"
     parameter_constraints: ClassVar = {**_DEMO_CONSTRAINTS, "likelihood": [str], "task": [str, None],
-                                       "pool_size": [Interval(int, 1), None]}
+                                       "pool_size": [Interval(int, 1), None],
+                                       "scaling": [Options("range", "max-deviation")]}
 
     @model_validator(mode="after")
     def _check_pool_size(self) -> Self:
@@ -90,7 +94,8 @@ class HighestRSDemosPreset(Preset):
 
     def build(self) -> Demos:
         """``Demos(selector=HighestRS(...), k=k, criterion=criterion)``."""
-        selector = HighestRS(likelihood=self.likelihood, task=self.task, pool_size=self.pool_size, seed=self.seed)
+        selector = HighestRS(likelihood=self.likelihood, task=self.task, pool_size=self.pool_size, seed=self.seed,
+                             scaling=self.scaling)
         return Demos(selector=selector, k=self.k, criterion=self.criterion)
 
 

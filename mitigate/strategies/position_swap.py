@@ -4,7 +4,7 @@ A pairwise judge (prompt ``answer="pairwise"``, item ``output`` and ``output_b``
 slots such as ``{{output}}`` and ``{{output_b}}``) tends to prefer a position rather than a
 text. Running each comparison in both orders and keeping only verdicts that survive the
 swap is the standard check; Shen et al. 2023 run their SummEval head-to-head both ways, and
-``metrics.position_bias`` measures the flip rate from the two verdicts this records.
+``measures.position_bias`` measures the flip rate from the two verdicts this records.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class PositionSwapJudge(CompositeJudge):
     cases. When either order has no verdict (parse failure), the result has no verdict and
     the failure stays recorded. ``meta["orders"]`` = ``{"original": v1, "swapped": v2}``
     holds the raw verdicts, the swapped one in swapped positions (as
-    ``metrics.position_bias`` expects); ``meta["position_consistent"]`` is True, False, or
+    ``measures.position_bias`` expects); ``meta["position_consistent"]`` is True, False, or
     None when a verdict is missing.
     """
 

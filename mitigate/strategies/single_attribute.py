@@ -200,7 +200,7 @@ class MultiAttribute(Mitigation):
 
     Stureborg et al. 2024 show that scoring criteria together anchors later scores on earlier
     ones; this mitigation reproduces that setting on purpose so it can be measured
-    (``metrics.inter_criterion_correlation``, ``metrics.correlation_by_position``). Every
+    (``measures.inter_criterion_correlation``, ``measures.correlation_by_position``). Every
     score-answering leaf gets the built-in :func:`multi_criterion_prompt`; the answer is read
     with ``parse_criteria``.
 

@@ -12,6 +12,7 @@ hold (case-insensitive), so a case cannot pass by failing for another reason.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,11 @@ def make_fixtures(folder: Path) -> Path:
         json.dumps(rec[0]) + "\n" + json.dumps({**rec[1], "score": "high"}) + "\n", encoding="utf-8")
     (d / "recorded_part.jsonl").write_text(json.dumps(rec[0]) + "\n", encoding="utf-8")
     (d / "recorded_latin1.jsonl").write_bytes(b'{"item_id": "caf\xe9", "judge": "j", "criterion": "fluency"}\n')
+    (d / "deep.jsonl").write_text(good + "\n" + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    (d / "long.jsonl").write_text(json.dumps({**_ROWS[0], "output": "word " * 3000}) + "\n", encoding="utf-8")
+    fifo = d / "fifo"
+    if hasattr(os, "mkfifo") and not fifo.exists():
+        os.mkfifo(fifo)
     (d / "pairs.jsonl").write_text(json.dumps({"id": "p", "output": "a", "output_b": "b",
                                                  "preference": {"fluency": "A"}}) + "\n", encoding="utf-8")
     return d
@@ -216,6 +222,21 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _c("compare guided on an anthropic backend", "--guided applies", "--backend", "anthropic:claude-x",
        "--guided", "vllm"),
     _s("search out is a folder", "is a directory", "--out", "{d}/empty_folder"),
+    _j("judge data is a folder", "is a directory", "-b", "jsonl:{d}/empty_folder"),
+    _j("judge data is a FIFO", "is a FIFO", "-b", "jsonl:{d}/fifo"),
+    _j("judge data is /dev/zero", "is a character device", "-b", "jsonl:/dev/zero"),
+    _j("judge prompt is a FIFO", "is a FIFO", "--prompt", "{d}/fifo"),
+    _j("judge prompt is /dev/zero", "is a character device", "--prompt", "/dev/zero"),
+    _j("judge system is a FIFO", "is a FIFO", "--system", "{d}/fifo"),
+    _j("judge data nested too deep", "nested too deep", "-b", "jsonl:{d}/deep.jsonl"),
+    _j("judge credentials in the base url", "without credentials", "--base-url", "http://user:pw@127.0.0.1:9/v1"),
+    _j("judge a billion samples", "--max-samples", "--samples", "1000000000"),
+    _j("judge prompt over the size cap", "max_prompt_chars", "-b", "jsonl:{d}/long.jsonl", "--max-prompt-chars",
+       "5000"),
+    _j("judge zero deadline", "'--deadline' parameter", "--deadline", "0"),
+    _j("judge zero response cap", "'--max-response-bytes' parameter", "--max-response-bytes", "0"),
+    _j("judge out is a FIFO", "is a FIFO", "--out", "{d}/fifo"),
+    _c("compare a billion samples", "--max-samples", "--samples", "1000000000"),
 )
 
 
