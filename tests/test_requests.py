@@ -162,3 +162,30 @@ def test_an_mcq_prompt_without_letter_scores_is_refused_when_listing_too() -> No
     prompt = JudgePrompt.from_template("Pick A or B.\n{{output}}\nAnswer:", answer="mcq")
     with pytest.raises(ConfigError, match="letter cannot become a score"):
         PromptJudge(prompt, FakeLM([])).requests(example_train().items[0])
+
+
+def test_every_judge_type_in_the_package_says_which_requests_it_sends() -> None:
+    import importlib
+    import pkgutil
+
+    import mitigate
+    from mitigate.judge import CompositeJudge
+
+    for mod in pkgutil.walk_packages(mitigate.__path__, "mitigate."):
+        if mod.name.startswith(("mitigate.cli", "mitigate.adapters")) or mod.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(mod.name)
+        except ImportError:  # an optional extra that is not installed
+            continue
+
+    def subclasses(cls: type) -> list[type]:
+        return [c for s in cls.__subclasses__() for c in (s, *subclasses(s))]
+
+    found = [c for c in subclasses(Judge) if c.__module__.startswith("mitigate.")]
+    assert len(found) >= 12
+    for cls in found:
+        if issubclass(cls, CompositeJudge):
+            assert "requests" in vars(cls) or cls.requests_are_children, cls.__name__
+        else:
+            assert any("requests" in vars(k) for k in cls.__mro__ if k is not Judge), cls.__name__
