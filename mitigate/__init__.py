@@ -9,7 +9,7 @@ Main entry points::
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import MitigateError
-from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
+from mitigate.judge import Judge, JudgeConfig, Judgment, PlannedRequest, PromptJudge
 from mitigate.prompt.answer_format import AnswerFormat
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import Criterion, Demo, Guideline, ScoreOption
@@ -28,6 +28,7 @@ __all__ = [
     "JudgeConfig",
     "JudgePrompt",
     "Judgment",
+    "PlannedRequest",
     "MitigateError",
     "PromptJudge",
     "Scale",

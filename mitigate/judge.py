@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.data.schema import Item
-from mitigate.errors import ConfigError, ParseError
+from mitigate.errors import CapabilityError, ConfigError, MitigateError, ParseError
 from mitigate.lm.base import LM, Choice, LMRequest, Usage
 from mitigate.lm.constraint import AnswerConstraint
 from mitigate.parse.answers import expected_score, parse_criteria
@@ -233,6 +233,44 @@ def answer_mode(lm: LM, scoring: str = "auto", constrain: str = "auto") -> dict[
     return {"scoring": scoring, "constrain": constrain}
 
 
+class PlannedRequest(BaseModel):
+    """One LM request a judge would send for an item, listed without calling the LM (:meth:`Judge.requests`).
+
+    ``path`` says where in the fan-out the request comes from (``("swapped",)``,
+    ``("coherence",)``, ``("panel member", "o0")`` ...; empty for a plain prompt judge);
+    ``item_id`` the item as that request sees it (a swapped copy keeps the item's id, and
+    ``swapped`` says so). ``reads`` says how the answer becomes a score or verdict;
+    ``condition`` is set when the request is sent only depending on earlier answers (a
+    cascade's later stage): the request is shown as it would be sent, and the condition says
+    when. ``refused`` holds the backend's one-line refusal when it cannot take the request
+    (a constraint or logprobs it cannot give): such a request would fail, not be sent.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    path: tuple[str, ...] = ()
+    item_id: str
+    swapped: bool = False
+    backend: str
+    request: LMRequest
+    reads: str = "parse"
+    condition: str | None = None
+    refused: str | None = None
+    backend_fields: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The path joined with " / " ("judge" for a plain prompt judge)."""
+        return " / ".join(self.path) or "judge"
+
+    def under(self, name: str, *, condition: str | None = None, swapped: bool | None = None) -> PlannedRequest:
+        """This request placed under the fan-out child ``name`` (and its condition, when the child has one)."""
+        conds = [c for c in (condition, self.condition) if c]
+        update: dict[str, Any] = {"path": (name, *self.path), "condition": "; ".join(conds) or None}
+        if swapped is not None:
+            update["swapped"] = swapped != self.swapped
+        return self.model_copy(update=update)
+
+
 class Judge(ABC):
     """The judge protocol: ``judge(item)`` and ``map_prompts(fn)``."""
 
@@ -262,6 +300,23 @@ class Judge(ABC):
 
         self.map_leaves(collect)
         return found
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """Every LM request this judge would send for ``item``, in order, without calling the LM.
+
+        Each fan-out (position swap, samples, perturbations, single-attribute split, RTS/MCQ,
+        panel, cascade) lists every call it makes; a call sent only depending on earlier
+        answers carries a ``condition``. A judge type that cannot list its calls ahead raises
+        :class:`~mitigate.errors.CapabilityError` naming it.
+        """
+        raise CapabilityError(
+            f"{type(self).__name__} cannot list the requests it would send; expected a judge that implements "
+            "requests(item) (every judge mitigate builds does)"
+        )
+
+    async def arequests(self, item: Item) -> list[PlannedRequest]:
+        """:meth:`requests` for async code (listing the requests makes no call)."""
+        return self.requests(item)
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -347,13 +402,44 @@ class PromptJudge(Judge):
             top_logprobs=cfg.top_logprobs if expected else 0,
         )
 
-    async def judge(self, item: Item) -> Judgment:
-        """Render, call the LM, parse every sample, reduce; failures are recorded, not scored."""
+    def _check_answerable(self) -> None:
         if self.prompt.answer == "mcq" and not self.prompt.scale.letters:
             raise ConfigError(
                 "this prompt's options state no scores, so a chosen letter cannot become a score; expected "
                 "JudgePrompt.from_template(..., letters={'A': ..., 'B': ...})"
             )
+
+    def reads(self) -> str:
+        """How this judge's answers become a score or verdict, in words (for :class:`PlannedRequest`)."""
+        if self.config.scoring == "expected" and self.prompt.answer != "pairwise":
+            return f"expected score from the top-{self.config.top_logprobs} logprobs at the score position"
+        kind = {"pairwise": "verdict", "mcq": "chosen letter"}.get(self.prompt.answer, "score")
+        return f"parse the {kind} from the text ({self.prompt.format.kind} format); reduce {self.config.n} " \
+               f"sample(s) by {self.config.reducer}" if self.config.n > 1 else \
+               f"parse the {kind} from the text ({self.prompt.format.kind} format)"
+
+    def plan(self, request: LMRequest, item: Item, reads: str) -> PlannedRequest:
+        """``request`` as a :class:`PlannedRequest`, with the backend's refusal when it cannot take it."""
+        refused: str | None = None
+        try:
+            self.lm.check(request)
+        except MitigateError as exc:
+            refused = str(exc)
+        try:
+            fields = self.lm.constraint_fields(request)
+        except MitigateError as exc:
+            fields, refused = {}, refused or str(exc)
+        return PlannedRequest(item_id=item.id, backend=self.lm.spec, request=request, reads=reads,
+                              refused=refused, backend_fields=fields)
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The one request :meth:`judge` sends for ``item`` (``n`` samples in one request)."""
+        self._check_answerable()
+        return [self.plan(self.request(item), item, self.reads())]
+
+    async def judge(self, item: Item) -> Judgment:
+        """Render, call the LM, parse every sample, reduce; failures are recorded, not scored."""
+        self._check_answerable()
         request = self.request(item)
         sent = _SENT.get()
         if sent is not None:
@@ -438,6 +524,8 @@ class CompositeJudge(Judge):
     """
 
     kind: str = "composite"
+    requests_are_children: bool = False
+    """True when the fan-out sends every child's requests for the item unchanged and unconditionally."""
 
     def __init__(self, children: dict[str, Judge]) -> None:
         if not children:
@@ -459,6 +547,20 @@ class CompositeJudge(Judge):
     def params(self) -> dict[str, Any]:
         """The composite's own parameters for :meth:`describe` (override to add)."""
         return {}
+
+    def child_requests(self, name: str, item: Item, *, condition: str | None = None,
+                       swapped: bool = False) -> list[PlannedRequest]:
+        """The requests of child ``name`` for ``item``, placed under ``name`` in the path."""
+        return [r.under(name, condition=condition, swapped=swapped) for r in self.children[name].requests(item)]
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """Every child's requests for ``item``, in order (a fan-out that changes the item or calls conditionally overrides this)."""
+        if not self.requests_are_children:
+            raise CapabilityError(
+                f"{type(self).__name__} does not say which requests it sends; expected it to implement requests(item) "
+                "or to set requests_are_children = True when it sends each child's requests for the item unchanged"
+            )
+        return [r for name in self.children for r in self.child_requests(name, item)]
 
     def describe(self) -> dict[str, Any]:
         """Kind, parameters and every child's description."""

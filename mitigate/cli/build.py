@@ -18,9 +18,10 @@ from typing import Any
 import typer
 
 from mitigate.cli.files import read_text_file
-from mitigate.cli.options import NETWORK_BACKENDS, LMRunOptions, backend_kind
+from mitigate.cli.options import NETWORK_BACKENDS, LMRunOptions, backend_kind, parse_pairs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled as has_label
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm.base import LM
@@ -28,9 +29,11 @@ from mitigate.lm.http import Limits
 from mitigate.lm.registry import get, wrap
 from mitigate.lm.retry import RetryPolicy
 from mitigate.prompt import JudgePrompt
+from mitigate.prompt.answer_format import AnswerFormat
 from mitigate.prompt.builtin import default_prompt_for, prompt_text
 from mitigate.run.batch_session import BatchOptions, BatchSession
-from mitigate.strategies import parse_pipeline
+from mitigate.run.render import render_judge
+from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,8 @@ def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
 def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> Task:
     """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
 
-    ``labelled``: only items with a human score for the criterion (what a search can learn
-    from), chosen in the same order.
+    ``labelled``: only items with a human score or a gold preference for the criterion (what a
+    search can learn from), chosen in the same order.
     """
     bench = load(benchmark)
     crit = criterion or (bench.criteria[0] if bench.criteria else None)
@@ -63,7 +66,7 @@ def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bo
         raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
     if bench.criteria and crit not in bench.criteria:
         raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
-    pool = [it for it in bench.items if crit in it.human] if labelled else list(bench.items)
+    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
     return Task(bench, crit, tuple(choose_items(pool, limit)))
 
 
@@ -95,11 +98,73 @@ def build_backend(o: LMRunOptions) -> LM:
     return wrap(get(o.backend, **kwargs), cache=o.lm_cache, retry=policy)
 
 
-def build_judge(o: LMRunOptions, task: Task) -> PromptJudge:
+def constants_of(values: list[str] | None) -> dict[str, str]:
+    """``--const NAME=VALUE`` / ``NAME=@file`` values as the template's constants."""
+    out = parse_pairs("--const", values, "NAME=VALUE or NAME=@file")
+    return {k: read_text_file(Path(v[1:]), "--const") if v.startswith("@") else v for k, v in out.items()}
+
+
+def read_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
+                  criterion: str | None = None, answer: str | None = None) -> JudgePrompt:
+    """The template read into a prompt, with the command's overrides (``--const``, ``--output-slot``,
+    ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read."""
+    hints: dict[str, Any] = {"answer": answer} if answer else {}
+    if getattr(o, "output_slot", None):
+        hints["output_slot"] = o.output_slot.strip()
+    slots = parse_pairs("--slot-field", getattr(o, "slot_field", None), "SLOT=FIELD (e.g. response=output)")
+    if slots:
+        hints["slot_fields"] = slots
+    consts = constants_of(getattr(o, "const", None))
+    if consts:
+        hints["constants"] = consts
+    jp = JudgePrompt.from_template(text, system=system, scale=scale, criterion=criterion, **hints)
+    return with_format_overrides(jp, getattr(o, "answer_format", None), getattr(o, "reasoning", None))
+
+
+def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | None) -> JudgePrompt:
+    """``jp`` with its answer line (``--answer-format``: a line with {value}, or json:KEY) and reasoning replaced."""
+    if line is None and reasoning is None:
+        return jp
+    update: dict[str, Any] = {"inferred": False}
+    if line is not None:
+        if line.startswith("json:"):
+            update.update(json_key=line[len("json:"):].strip())
+        else:
+            update.update(line=line, json_key=None)
+    if reasoning is not None:
+        update["reasoning"] = reasoning
+    return jp.with_answer_format(AnswerFormat(**(jp.format.model_dump() | update)))
+
+
+def adds_reasoning(pipeline: Mitigation | None) -> bool:
+    """Whether a step of ``pipeline`` asks the judge to reason before its answer (``cot=True``, the RTS form)."""
+    if pipeline is None:
+        return False
+    steps = pipeline.steps if isinstance(pipeline, Pipeline) else (pipeline,)
+    for step in steps:
+        if isinstance(step, Pipeline):
+            if adds_reasoning(step):
+                return True
+        elif getattr(step, "cot", False) or type(step).registry_name in ("agreement-gate", "rts"):
+            return True
+    return False
+
+
+def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigation | None) -> dict[str, str]:
+    """``answer_mode`` of the options; ``--scoring auto`` reads the text (parse) when the template or the
+    pipeline asks for reasoning before the answer, since a logprob read takes the first token the judge writes."""
+    scoring = o.scoring
+    if scoring == "auto" and (prompt.format.reasoning == "before" or adds_reasoning(pipeline)):
+        scoring = "parse"
+    return answer_mode(lm, scoring, o.constrain)
+
+
+def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None) -> PromptJudge:
     """The prompt judge of judge, compare and search: the template, its LM and its config, from the options.
 
     A pairwise benchmark needs a pairwise ``--prompt`` (there is no built-in one); the judge
-    then answers with a verdict. The caller closes ``judge.lm`` when done.
+    then answers with a verdict. ``pipeline``: the mitigations that will wrap it (``--scoring auto``
+    reads the text when they ask for reasoning). The caller closes ``judge.lm`` when done.
     """
     bench, crit = task.benchmark, task.criterion
     system = read_text_file(o.system_file, "--system") if o.system_file is not None else None
@@ -107,11 +172,11 @@ def build_judge(o: LMRunOptions, task: Task) -> PromptJudge:
         raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template that "
                           "shows {{output}} and {{output_b}} and asks which is better; got none")
     answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
-    jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, crit), system=system, scale=o.scale_range,
-                                   criterion=crit, **answer)
+    jp = read_template(template_text(o.prompt, o.benchmark, crit), o, system=system, scale=o.scale_range,
+                       criterion=crit, answer=answer.get("answer"))
     lm = build_backend(o)
     config = JudgeConfig(temperature=o.temperature, n=o.samples_per_item, reducer=o.reducer_name,
-                         max_tokens=o.max_tokens, **answer_mode(lm, o.scoring, o.constrain))
+                         max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipeline))
     return PromptJudge(jp, lm, config)
 
 
@@ -122,6 +187,16 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
     pipe = parse_pipeline(text)
     typer.echo(f"pipeline {text}: {json.dumps(pipe.spec())[:200]}", err=True)
     return pipe.wrap(judge)
+
+
+def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Sequence[Item]) -> str:
+    """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM call)."""
+    if not items:
+        raise ConfigError("--dry-run renders the first item; expected at least one item; got none")
+    item = items[0]
+    parts = [f"### entry {name!r}: the requests for item {item.id!r} (dry run: no LM call)\n"
+             + render_judge(judge, item, baseline=base) for name, judge in entries]
+    return "\n\n".join(parts)
 
 
 def batch_session(enabled: bool, folder: Path | None, retries: int, progress: bool) -> BatchSession | None:

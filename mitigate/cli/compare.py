@@ -9,12 +9,21 @@ from typing import Any
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import batch_session, build_judge, load_task, template_text
+from mitigate.cli.build import (
+    Task,
+    batch_session,
+    build_judge,
+    dry_run_text,
+    load_task,
+    scoring_for,
+    template_text,
+)
 from mitigate.cli.config import split_label
 from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import writable_dir
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
+from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt import JudgePrompt
 from mitigate.run.runner import preflight
 from mitigate.strategies import parse_pipeline
@@ -54,16 +63,26 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     bench, crit = task.benchmark, task.criterion
     entries: list[Entry] = []
     lm = None
+    base = None
     if pipelines:  # recorded and released judges alone call no LM: no backend is built
         base = build_judge(o, task)
         lm = base.lm
-        entries += [Entry.from_pipeline(name, base, pipe) for name, pipe in parsed]
+        for name, pipe in parsed:  # --scoring auto reads the text of an entry that asks for reasoning
+            own = base.with_config(**scoring_for(o, lm, base.prompt, pipe))
+            entries.append(Entry.from_pipeline(name, own, pipe))
     read = recorded_reader(o, crit, bench.pairwise) if recorded else None
     for path in recorded:
         entries += Entry.all_recorded(path, crit, read)
     entries += [e for name in released for e in Entry.all_released(name, crit)]
     train = o.train_split
     check_compare(bench, crit, entries, limit=o.limit or None, seed=o.seed, train=train)
+    if o.dry_run:
+        try:
+            typer.echo(_dry_run(entries, base, task, train, o.seed))
+        finally:
+            if lm is not None:
+                await lm.aclose()
+        return
     outside = recorded_outside(bench, crit, entries)
     if outside:
         typer.echo(outside, err=True)
@@ -95,3 +114,37 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         first = next((j.error for j in failed[0].judgments if j.error), "")
         say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
         raise typer.Exit(code=EXIT_FAILED)
+
+
+def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: float | str | None, seed: int) -> str:
+    """Every entry's requests for the first item it would judge; entries fitted first when that needs no LM call."""
+    from mitigate.data.registry import load
+    from mitigate.data.split import train_test_split
+
+    items = list(task.items)
+    fit_on = None
+    if train is not None:
+        if isinstance(train, float):
+            fit_on, test = train_test_split(task.benchmark, train, seed=seed, criterion=task.criterion)
+            items = [it for it in items if it.id in {t.id for t in test.items}] or items
+        else:
+            fit_on = load(train)
+    shown: list[tuple[str, Judge]] = []
+    notes: list[str] = []
+    for e in entries:
+        if e.kind != "pipeline":
+            notes.append(f"### entry {e.name!r}: replays {e.kind} answers, sends no LM request")
+            continue
+        judge = e.judge
+        if judge is None:  # still to be fitted
+            if fit_on is None:
+                notes.append(f"### entry {e.name!r}: learns from data; expected --train to show its requests")
+                continue
+            if e.pipeline.tags.calls_judge_while_fitting:
+                notes.append(f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted requests "
+                             "cannot be shown without LM calls (a dry run makes none)")
+                continue
+            judge = e.pipeline.fit(fit_on, e.base, progress=False).wrap(e.base)
+        shown.append((e.name, judge))
+    text = dry_run_text(shown, base, items) if shown and base is not None else ""
+    return "\n\n".join([*notes, text]).strip()

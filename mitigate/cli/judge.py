@@ -8,7 +8,7 @@ import json
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import Task, batch_session, build_judge, load_task, with_pipeline
+from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, load_task, with_pipeline
 from mitigate.cli.errors import fail_when_all_failed
 from mitigate.cli.files import run_dir, writable_file
 from mitigate.cli.options import JudgeOptions
@@ -28,11 +28,17 @@ def judge(options: JudgeOptions) -> None:
 
 
 async def _judge(o: JudgeOptions) -> None:
-    if o.pipeline is not None:
-        parse_pipeline(o.pipeline)  # bad pipeline text or file fails before data or calls
+    pipe = parse_pipeline(o.pipeline) if o.pipeline is not None else None  # bad text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit)
-    base = build_judge(o, task)
+    base = build_judge(o, task, pipe)
     lm = base.lm
+    if o.dry_run:
+        try:
+            judge_obj = with_pipeline(base, o.pipeline)
+            typer.echo(dry_run_text([(o.pipeline or "baseline", judge_obj)], base, task.items))
+        finally:
+            await lm.aclose()
+        return
     session = batch_session(o.batch, o.run_dir, o.batch_retries, o.progress)
     try:
         judge_obj = with_pipeline(base, o.pipeline)
@@ -69,7 +75,16 @@ def _print_judgments(result: RunResult, task: Task) -> None:
     """One line per judgment on stdout: item id, the judge's score (or FAILED), the human score, a detail."""
     by_id = {it.id: it for it in task.items}
     for j in result.judgments:
-        human = by_id[j.item_id].human.get(task.criterion)
+        item = by_id[j.item_id]
+        if task.benchmark.pairwise:  # a verdict beside the gold preference
+            gold = item.preference.get(task.criterion)
+            shown = "FAILED" if j.verdict is None else str(j.verdict)
+            human_s = "-" if gold is None else str(gold)
+            detail = j.error or (j.failures[0].reason if j.failures and j.verdict is None else
+                                 first_line(j.raw[0] if j.raw else ""))
+            typer.echo(f"{one_line(j.item_id)}\tjudge={shown}\tgold={human_s}\t{one_line(first_line(detail))}")
+            continue
+        human = item.human.get(task.criterion)
         score = j.scores.get(task.criterion)
         shown = "FAILED" if score is None else f"{score:g}"
         human_s = "-" if human is None else f"{human:.2f}"

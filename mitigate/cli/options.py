@@ -61,6 +61,19 @@ BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or an
               "within 24 h); resumable: rerun the same command to pick up the same batches")
 BATCH_RETRIES_HELP = "follow-up batches for requests that failed or expired"
 
+ANSWER_FORMAT_HELP = ("override the answer line read from the template: the line with {value} where the answer "
+                      "goes, e.g. 'Rating: [[{value}]]' or '[RESULT] {value}', or json:KEY for a JSON answer "
+                      "with the answer under KEY (see 'mitigate prompts inspect')")
+REASONING_HELP = ("override whether the template asks for reasoning before its answer line: before (the answer "
+                  "line comes last, after free text) or none (the answer alone)")
+OUTPUT_SLOT_HELP = "override the slot that holds the judged text (default: read from the template)"
+SLOT_FIELD_HELP = ("SLOT=FIELD: fill the template's {{SLOT}} from the item's FIELD (an input name, output, "
+                   "output_b or reference); repeat for several")
+CONST_HELP = ("NAME=VALUE (or NAME=@file) filled into the template once, e.g. a rubric or a Jinja variable; "
+              "repeat for several")
+DRY_RUN_HELP = ("print the exact requests (messages, constraint, temperature, n, logprobs, diff against the "
+                "unmitigated prompt) for the first item of each entry, and make no LM call")
+
 # --------------------------------------------------------------------------- option types shared by commands
 
 Benchmark = Annotated[str, typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)]
@@ -80,6 +93,13 @@ Progress = Annotated[bool, typer.Option(help="show progress bars")]
 Transport = Annotated[str | None, typer.Option(help=TRANSPORT_HELP)]
 Guided = Annotated[str | None, typer.Option(help=GUIDED_HELP)]
 BatchRetries = Annotated[int, typer.Option(help=BATCH_RETRIES_HELP)]
+AnswerFormatOverride = Annotated[str | None, typer.Option("--answer-format", help=ANSWER_FORMAT_HELP)]
+ReasoningOverride = Annotated[str | None, typer.Option("--reasoning", help=REASONING_HELP)]
+OutputSlot = Annotated[str | None, typer.Option("--output-slot", help=OUTPUT_SLOT_HELP)]
+SlotField = Annotated[list[str] | None, typer.Option("--slot-field", help=SLOT_FIELD_HELP)]
+Const = Annotated[list[str] | None, typer.Option("--const", help=CONST_HELP)]
+SystemFile = Annotated[Path | None, typer.Option("--system", help="optional system message template file")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help=DRY_RUN_HELP)]
 NBoot = Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")]
 
 # --------------------------------------------------------------------------- the checks
@@ -196,6 +216,43 @@ def check_batch(command: str, backend: str, batch: bool, retries: int, *, calls_
                           "got none")
 
 
+class PromptOverrides(Protocol):
+    """The options that correct what mitigate reads from a template (judge, compare, search, prompts render)."""
+
+    COMMAND: ClassVar[str]
+    answer_format: str | None
+    reasoning: str | None
+    output_slot: str | None
+    slot_field: list[str] | None
+    const: list[str] | None
+
+
+def parse_pairs(option: str, values: list[str] | None, what: str) -> dict[str, str]:
+    """``NAME=VALUE`` values as a dict; ConfigError naming ``option`` for one without ``=`` or a name."""
+    out: dict[str, str] = {}
+    for value in values or []:
+        key, sep, rest = value.partition("=")
+        if not sep or not key.strip() or (option == "--slot-field" and not rest.strip()):
+            raise ConfigError(f"expected {option} as {what}; got {value!r}")
+        out[key.strip()] = rest.strip() if option == "--slot-field" else rest
+    return out
+
+
+def check_prompt_overrides(o: PromptOverrides) -> None:
+    """--answer-format, --reasoning, --slot-field and --const, refused when malformed (one line naming the option)."""
+    check(o.COMMAND, "--reasoning", o.reasoning, Options("before", "none"), None)
+    fmt = o.answer_format
+    if fmt is not None:
+        key = fmt[len("json:"):].strip() if fmt.startswith("json:") else None
+        if (key is None and fmt.count("{value}") != 1) or key == "":
+            raise ConfigError("expected --answer-format as an answer line with one {value} (e.g. 'Rating: [[{value}]]') "
+                              f"or json:KEY; got {fmt!r}")
+    if o.output_slot is not None and not o.output_slot.strip().isidentifier():
+        raise ConfigError(f"expected --output-slot as a slot name such as output or response; got {o.output_slot!r}")
+    parse_pairs("--slot-field", o.slot_field, "SLOT=FIELD (e.g. response=output)")
+    parse_pairs("--const", o.const, "NAME=VALUE or NAME=@file")
+
+
 def backend_kind(spec: str) -> str:
     """The kind of a backend spec: "openai" for "openai:gpt-4o-mini", "local" for "local:model.gguf"."""
     return spec.partition(":")[0].strip().lower()
@@ -261,9 +318,16 @@ class JudgeOptions:
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="also write one row per item (scores, verdicts, failures with raw text, flags, "
         "usage) to this file: JSON lines, or CSV when it ends in .csv")] = None
+    answer_format: AnswerFormatOverride = None
+    reasoning: ReasoningOverride = None
+    output_slot: OutputSlot = None
+    slot_field: SlotField = None
+    const: Const = None
+    dry_run: DryRun = False
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
+        check_prompt_overrides(self)
         check(self.COMMAND, "--samples", self.samples, Interval(int, 1, None))
         check(self.COMMAND, "--reducer", self.reducer, Options("mean", "median", "majority"))
         check(self.COMMAND, "--stop-after", self.stop_after, Interval(int, 0, None))
@@ -356,9 +420,17 @@ class CompareOptions:
     guided: Guided = None
     batch: Annotated[bool, typer.Option(help=BATCH_HELP + "; the pipelines' requests share batches")] = False
     batch_retries: BatchRetries = 0
+    system: SystemFile = None
+    answer_format: AnswerFormatOverride = None
+    reasoning: ReasoningOverride = None
+    output_slot: OutputSlot = None
+    slot_field: SlotField = None
+    const: Const = None
+    dry_run: DryRun = False
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
+        check_prompt_overrides(self)
         check(self.COMMAND, "--samples", self.samples, Interval(int, 1, None))
         check_lm_options(self)
         check_batch(self.COMMAND, self.backend, self.batch, self.batch_retries, folder=self.out,
@@ -376,8 +448,11 @@ class CompareOptions:
         """compare has no --reducer: the mean."""
         return "mean"
 
-    system_file = None
-    """compare has no --system."""
+    @property
+    def system_file(self) -> Path | None:
+        """``--system``."""
+        return self.system
+
     scale_range = None
     """compare has no --scale: the prompt's own."""
 
@@ -454,9 +529,17 @@ class SearchOptions:
         "the saved spec holds them followed by the winner")] = "baseline"
     transport: Transport = None
     guided: Guided = None
+    system: SystemFile = None
+    answer_format: AnswerFormatOverride = None
+    reasoning: ReasoningOverride = None
+    output_slot: OutputSlot = None
+    slot_field: SlotField = None
+    const: Const = None
+    dry_run: DryRun = False
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
+        check_prompt_overrides(self)
         check_lm_options(self)
         check(self.COMMAND, "--n-boot", self.n_boot, Interval(int, 0, None))
         check(self.COMMAND, "--budget", self.budget, Interval(int, 1, None))
@@ -477,8 +560,11 @@ class SearchOptions:
         """search has no --reducer: the mean."""
         return "mean"
 
-    system_file = None
-    """search has no --system."""
+    @property
+    def system_file(self) -> Path | None:
+        """``--system``."""
+        return self.system
+
     scale_range = None
     """search has no --scale: the prompt's own."""
     lm_cache = False
@@ -503,12 +589,59 @@ class PromptsOptions:
 
     COMMAND: ClassVar[str] = "prompts"
 
-    name: Annotated[str | None, typer.Argument(help="print this built-in prompt's text, or 'inspect'")] = None
-    file: Annotated[Path | None, typer.Argument(help="with 'inspect': the template file to read")] = None
-    system: Annotated[Path | None, typer.Option(help="with 'inspect': a system message template file")] = None
+    name: Annotated[str | None, typer.Argument(help="print this built-in prompt's text, 'inspect' or 'render'")] = None
+    file: Annotated[Path | None, typer.Argument(help="with 'inspect': the template file to read; with 'render': a "
+                                                "template file or a built-in prompt name")] = None
+    system: Annotated[Path | None, typer.Option(help="with 'inspect' or 'render': a system message template "
+                                                "file")] = None
     const: Annotated[list[str] | None, typer.Option(
-        "--const", help="with 'inspect': NAME=VALUE (or NAME=@file) filled into the template once, e.g. a rubric "
-        "or a Jinja variable; repeat for several")] = None
+        "--const", help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the template once, e.g. "
+        "a rubric or a Jinja variable; repeat for several")] = None
+    pipeline: Annotated[str | None, typer.Option(
+        "--pipeline", help="with 'render': the mitigations wrapping the judge (pipeline text or @file.json)")] = None
+    benchmark: Annotated[str | None, typer.Option(
+        "--benchmark", "-b", help="with 'render': take the item from this benchmark (default: an item whose slots "
+        "show their names)")] = None
+    criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="with 'render': the criterion "
+                                                  "(default: the benchmark's first)")] = None
+    item: Annotated[str | None, typer.Option("--item", help="with 'render' and -b: the id of the item to render "
+                                             "(default: the first)")] = None
+    train: Annotated[str | None, typer.Option(
+        "--train", help="with 'render' and -b: fit the pipeline first, on this fraction of the benchmark (split by "
+        "document, seed 0) or on this training benchmark; pipelines that call the judge while fitting need "
+        "--backend")] = None
+    backend: Annotated[str | None, typer.Option(
+        "--backend", help="with 'render': the judge backend whose requests are shown (its constraint fields, "
+        "logprob scoring ...); default: the embedded model's requests, without loading it")] = None
+    guided: Guided = None
+    base_url: BaseUrl = None
+    scale: Annotated[str | None, typer.Option(help="with 'render': answer scale MIN,MAX (default: from the "
+                                              "prompt)")] = None
+    scoring: Scoring = "auto"
+    constrain: Constrain = "auto"
+    temperature: Temperature = 0.0
+    max_tokens: MaxTokens = 128
+    answer_format: AnswerFormatOverride = None
+    reasoning: ReasoningOverride = None
+    output_slot: OutputSlot = None
+    slot_field: SlotField = None
+
+    def __post_init__(self) -> None:
+        """Refuse a malformed override or a render option without 'render' (ConfigError naming the option)."""
+        check_prompt_overrides(self)
+        check(self.COMMAND, "--scoring", self.scoring, Options("auto", "parse", "expected"))
+        check(self.COMMAND, "--constrain", self.constrain, Options("auto", "format", "answer", "json", "off"))
+        check(self.COMMAND, "--temperature", self.temperature, Interval(float, 0.0, 2.0))
+        check(self.COMMAND, "--max-tokens", self.max_tokens, Interval(int, 1, None))
+        parse_scale(self.scale)
+        if self.name != "render":
+            given = [opt for opt, v in (("--pipeline", self.pipeline), ("-b", self.benchmark), ("--item", self.item),
+                                        ("--train", self.train), ("--backend", self.backend)) if v is not None]
+            if given:
+                raise ConfigError(f"{', '.join(given)} apply to 'mitigate prompts render'; got them with "
+                                  f"{self.name or 'no subcommand'!r}")
+        if (self.item is not None or self.train is not None) and self.benchmark is None:
+            raise ConfigError("--item and --train take their items from a benchmark; expected -b with them; got none")
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,40 @@
-"""``mitigate prompts``: list the built-in judge prompts, print one, or show what mitigate reads from a template."""
+"""``mitigate prompts``: list the built-in judge prompts, print one, show what mitigate reads from a template,
+or render the exact requests a pipeline sends for one item."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.options import PromptsOptions
+from mitigate.cli.build import constants_of, read_template, scoring_for
+from mitigate.cli.files import read_text_file
+from mitigate.cli.options import PromptsOptions, parse_scale
+from mitigate.data.registry import load
+from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import train_test_split
 from mitigate.errors import ConfigError
+from mitigate.judge import JudgeConfig, PromptJudge
+from mitigate.lm.base import LM
+from mitigate.lm.registry import get
 from mitigate.prompt import describe_template
 from mitigate.prompt.builtin import list_prompts, prompt_text
+from mitigate.run.render import placeholder_item, render_judge
+from mitigate.strategies import parse_pipeline
 
 
 @command("prompts", PromptsOptions)
 def prompts_cmd(options: PromptsOptions) -> None:
-    """List the built-in judge prompts, print one, or 'inspect FILE': show what mitigate reads from a template."""
+    """List the built-in judge prompts, print one, 'inspect FILE' (what mitigate reads from a template), or
+    'render FILE|NAME' (the exact requests a pipeline sends for one item; no LM call)."""
     if options.name is None:
         typer.echo("\n".join(list_prompts()))
     elif options.name == "inspect":
         typer.echo(inspect_template(options.file, options.system, options.const or []))
+    elif options.name == "render":
+        typer.echo(render_template(options))
     else:
         typer.echo(prompt_text(options.name))
 
@@ -28,14 +43,96 @@ def inspect_template(file: Path | None, system: Path | None, consts: list[str]) 
     """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
     if file is None or not file.is_file():
         raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
-    constants: dict[str, str] = {}
-    for item in consts:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"expected --const NAME=VALUE or NAME=@file; got {item!r}")
-        if value.startswith("@"):
-            value = Path(value[1:]).read_text(encoding="utf-8")
-        constants[key.strip()] = value
+    constants = constants_of(consts)
     text = file.read_text(encoding="utf-8")
     sys_text = system.read_text(encoding="utf-8") if system is not None else None
     return describe_template(text, system=sys_text, constants=constants or None)
+
+
+def _template(source: Path | None) -> str:
+    """The text of a template file, or of a built-in prompt named by ``source``."""
+    if source is None:
+        raise ConfigError("expected 'mitigate prompts render FILE' (a template file) or a built-in prompt name "
+                          f"({', '.join(list_prompts()[:4])} ...); got none")
+    if source.is_file():
+        return read_text_file(source, "FILE")
+    if str(source) in list_prompts():
+        return prompt_text(str(source))
+    raise ConfigError(f"expected a template file or a built-in prompt name ({', '.join(list_prompts()[:4])} ...); "
+                      f"got {str(source)!r}, which is neither")
+
+
+def _train_bench(bench: Benchmark, train: str, criterion: str) -> tuple[Benchmark, Benchmark]:
+    """(train, test): a fraction of ``bench`` split by document (seed 0), or another benchmark and ``bench``."""
+    try:
+        fraction = float(train)
+    except ValueError:
+        return load(train), bench
+    if not 0.0 < fraction < 1.0:
+        raise ConfigError(f"expected --train as a fraction strictly between 0 and 1 or a benchmark; got {train!r}")
+    return train_test_split(bench, fraction, seed=0, criterion=criterion)
+
+
+def _pick(items: tuple[Item, ...], item_id: str | None, bench: Benchmark) -> Item:
+    if item_id is None:
+        if not items:
+            raise ConfigError(f"benchmark {bench.name!r} has no item to render")
+        return items[0]
+    for it in bench.items:
+        if it.id == item_id:
+            return it
+    raise ConfigError(f"expected --item as an item id of {bench.name!r} (e.g. {bench.items[0].id!r}); got {item_id!r}")
+
+
+def render_template(o: PromptsOptions) -> str:
+    """Every request the pipeline sends for one item, with its diff against the unmitigated prompt (no LM call)."""
+    pipe = parse_pipeline(o.pipeline or "baseline")  # bad pipeline text fails before anything is read
+    text = _template(o.file)
+    system = read_text_file(o.system, "--system") if o.system is not None else None
+    bench: Benchmark | None = None
+    crit = o.criterion
+    if o.benchmark is not None:
+        bench = load(o.benchmark)
+        crit = crit or (bench.criteria[0] if bench.criteria else None)
+    answer = "pairwise" if bench is not None and bench.pairwise else None
+    jp = read_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit, answer=answer)
+    lm = _backend(o)
+    config = JudgeConfig(temperature=o.temperature, max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipe))  # type: ignore[arg-type]
+    base = PromptJudge(jp, lm, config)
+    notes: list[str] = []
+    test_items: tuple[Item, ...] = bench.items if bench is not None else ()
+    if pipe.tags.needs_fitting and not pipe.is_fitted:
+        if o.train is None or bench is None or crit is None:
+            raise ConfigError(f"pipeline {o.pipeline!r} learns from data and must be fitted first; expected -b with "
+                              "--train FRACTION (or --train BENCHMARK); got none")
+        if pipe.tags.calls_judge_while_fitting and o.backend is None:
+            raise ConfigError(f"pipeline {o.pipeline!r} calls the judge while fitting; expected --backend to fit it "
+                              "with; got none")
+        train, test = _train_bench(bench, o.train, crit)
+        pipe = pipe.fit(train, base, progress=False)
+        test_items = test.items
+        notes.append(f"fitted on {len(train)} items of {train.name}")
+    judge = pipe.wrap(base)
+    item = _pick(test_items, o.item, bench) if bench is not None else placeholder_item(judge)
+    head = [f"template: {o.file}   pipeline: {o.pipeline or 'baseline'}   item: {item.id!r}", *notes, ""]
+    return "\n".join(head) + render_judge(judge, item, baseline=base)
+
+
+def _backend(o: PromptsOptions) -> LM:
+    """The backend named by --backend (built, never called); the embedded model's spec by default (not loaded)."""
+    if o.backend is None:
+        return get("local")
+    kwargs: dict[str, Any] = {}
+    if o.base_url:
+        kwargs["base_url"] = o.base_url
+    if o.guided:
+        kwargs["guided"] = o.guided
+    return build_backend_simple(o.backend, kwargs)
+
+
+def build_backend_simple(spec: str, kwargs: dict[str, Any]) -> LM:
+    """The backend ``spec`` with ``kwargs`` (no cache, no retries: rendering never calls it, fitting may)."""
+    return get(spec, **kwargs)
+
+
+__all__ = ["inspect_template", "prompts_cmd", "render_template"]

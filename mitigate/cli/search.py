@@ -7,10 +7,10 @@ from typing import Any
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import build_judge, load_task
+from mitigate.cli.build import build_judge, dry_run_text, load_task
 from mitigate.cli.files import writable_file
 from mitigate.cli.options import SearchOptions
-from mitigate.registry import lookup
+from mitigate.registry import lookup, run_sync
 from mitigate.search import Objective, search
 from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
 
@@ -26,11 +26,23 @@ def _search(o: SearchOptions) -> None:
     before = parse_pipeline(o.pipeline)  # bad pipeline text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit, labelled=True)
     data = task.benchmark.model_copy(update={"items": task.items})
-    base = build_judge(o, task)
+    base = build_judge(o, task, before)
     judge = before.wrap(base)
+    if o.dry_run:
+        try:
+            typer.echo(dry_run_text([(o.pipeline, judge)], base, task.items)
+                       + "\n\n(the search adds each candidate demo set to these prompts; no LM call was made)")
+        finally:
+            run_sync(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
+        return
     classes = [lookup("selector", n) for n in o.selector or ["random", "stratified"]]
     selectors = [cls(seed=o.seed) if "seed" in cls.model_fields else cls() for cls in classes]
-    objective = Objective(agreement=o.agreement, consistency_weight=o.consistency_weight,
+    agreement = o.agreement
+    if task.benchmark.pairwise and agreement != "accuracy":  # verdicts against gold preferences: exact match
+        typer.echo(f"pairwise benchmark: agreement is accuracy against the gold preferences (not {agreement})",
+                   err=True)
+        agreement = "accuracy"
+    objective = Objective(agreement=agreement, consistency_weight=o.consistency_weight,
                           consistency=o.consistency, bias_weight=o.bias_weight)
     templates: list[Any] = [None]
     if o.perturbed:

@@ -52,7 +52,7 @@ def split_items(
 ) -> Split:
     """A seeded train/dev/test split of ``data`` with the given ``fractions``.
 
-    With ``criterion``, only items with a finite human score for it are kept. Items are
+    With ``criterion``, only items labelled on it (a finite human score or a gold preference) are kept. Items are
     split by group so that outputs about the same source never straddle two splits
     (``group_by="auto"``: by ``doc_id`` when every item has one). Groups are shuffled
     with ``seed`` and filled into train, dev, test in turn until each reaches its share.
@@ -63,7 +63,7 @@ def split_items(
     if len(fractions) != 3 or any((not math.isfinite(f)) or f <= 0 for f in fractions):
         raise ConfigError(f"expected three positive split fractions (train, dev, test); got {fractions!r}")
     if criterion is not None:
-        items = [it for it in items if criterion in it.human and math.isfinite(it.human[criterion])]
+        items = [it for it in items if labelled(it, criterion)]
     if group_by == "doc_id" and not all(it.doc_id for it in items):
         raise DataError("split_items(group_by='doc_id') needs a doc_id on every item; some have none")
     parts, groups = split_by_document(items, fractions, seed=seed, by_doc=group_by != "none")

@@ -304,6 +304,36 @@ def judge_scale(judge: Judge) -> Scale | None:
     return leaves[0].prompt.scale if leaves else None
 
 
+def scoring_of(entry: Entry) -> str:
+    """How an entry's answers become scores, in words: a logprob read, a parse of the text, or replayed answers."""
+    if entry.kind in ("recorded", "released"):
+        return f"{entry.kind} answers, replayed"
+    assert entry.judge is not None
+    try:
+        leaves = entry.judge.leaves()
+    except MitigateError:
+        return "as its judge reads them"
+    modes = sorted({leaf.config.scoring for leaf in leaves})
+    words = {"expected": "expected score from logprobs", "parse": "parsed from the text"}
+    return " and ".join(words.get(m, m) for m in modes) or "no prompt judge"
+
+
+def identical_entries(entries: Sequence[Entry]) -> dict[str, str]:
+    """Entry name -> the earlier entry it is identical to by construction (same judge description: same
+    prompts, backend, config and fan-out, so the same requests read the same way)."""
+    seen: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for e in entries:
+        if e.judge is None or e.kind not in ("pipeline", "judge"):
+            continue
+        key = json.dumps(e.judge.describe(), sort_keys=True, default=str)
+        if key in seen:
+            out[e.name] = seen[key]
+        else:
+            seen[key] = e.name
+    return out
+
+
 def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
     return {f"{k:g}": v for k, v in score_histogram(scores, scale).items()}
 
@@ -683,6 +713,7 @@ async def compare(
         ls = await likelihood_scores(items, scorer, gen_task, out / "likelihood.jsonl", progress=progress)
         ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": gen_task,
                    "cache": "likelihood.jsonl"}
+    same = identical_entries(todo)
     human = human_scores(items, criterion)
     gold = [it.preference.get(criterion) for it in items]
     human_scale = bench.scale_for(criterion)
@@ -708,7 +739,8 @@ async def compare(
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
-            histogram=histogram, comparison=comparison, fitted=fit_info.get(e.name),
+            histogram=histogram, comparison=comparison, fitted=fit_info.get(e.name), scoring=scoring_of(e),
+            identical_to=same.get(e.name),
         ))
     human_ref = _human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task)
     records = tuple(

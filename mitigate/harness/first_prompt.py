@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mitigate.data.schema import Item
-from mitigate.judge import Judge, Judgment, PromptJudge, recording_requests
+from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, recording_requests
 
 __all__ = ["PROMPT_KEY", "FirstPromptJudge", "with_first_prompt"]
 
@@ -39,6 +39,10 @@ class FirstPromptJudge(Judge):
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
         """The same wrapper around ``inner.map_leaves(fn)``."""
         return FirstPromptJudge(self.inner.map_leaves(fn))
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """``inner``'s requests: the wrapper sends nothing of its own."""
+        return self.inner.requests(item)
 
     def describe(self) -> dict[str, Any]:
         """``inner``'s description: the wrapper changes no judgment's scores."""

@@ -31,7 +31,7 @@ from typing import Any
 from mitigate.data.recorded import RecordedJudgment, RecordedRow, RecordedRun
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
-from mitigate.judge import Judge, Judgment, ParseFailure, PromptJudge, Reducer, reduce_samples
+from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, Reducer, reduce_samples
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.scale import Scale
 
@@ -84,6 +84,10 @@ class RecordedJudge(Judge):
     def covers(self, items: Sequence[Item]) -> list[str]:
         """The ids of ``items`` this judge has no recorded answer for."""
         return [it.id for it in items if self.recorded.get(it.id, self.criterion) is None]
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """None: a recorded judge replays answers and sends no request."""
+        return []
 
     async def judge(self, item: Item) -> Judgment:
         """The recorded answers for ``item`` as a :class:`Judgment` (no LM call)."""

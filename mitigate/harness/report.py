@@ -216,6 +216,15 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     cautions = warnings(result)
     if cautions:
         lines += ["", "## Warnings", "", *(f"- {line}" for line in cautions)]
+    if any(e.scoring for e in result.entries):
+        lines += ["", "How each entry's answers were read: "
+                  + "; ".join(f"{e.name}: {e.scoring}" for e in result.entries if e.scoring) + "."]
+    same = [e for e in result.entries if e.identical_to]
+    if same:
+        lines += ["", "Identical by construction (the same prompts, backend, settings and fan-out as an earlier entry, "
+                      "so the same requests read the same way; their difference is 0 by construction, not a "
+                      "measurement):", ""]
+        lines += [f"- {e.name} = {e.identical_to}" for e in same]
     lines += ["", "## Accuracy and bias", "",
               "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
               "→ 0 closer to 0 is better.", ""]
@@ -235,7 +244,8 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     best = {k: set() if k in unsigned else _best([e.measures[k].value for e in result.entries],
                                                   MEASURES[k].direction) for k in cols}
-    best_delta = _best([_delta_value(e) for e in result.entries], delta_info.direction)
+    best_delta = _best([math.nan if e.identical_to else _delta_value(e) for e in result.entries],
+                       delta_info.direction)
     notes: list[str] = []
     for i, e in enumerate(result.entries):
         cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
@@ -254,6 +264,8 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
             c = e.comparison
             if c is None:
                 cells.append("reference")
+            elif e.identical_to:
+                cells.append(f"identical to {e.identical_to} by construction")
             else:
                 text = _fmt(c.observed)
                 if i in best_delta:
@@ -411,6 +423,9 @@ def _comparisons(result: CompareResult) -> list[str]:
         assert c is not None
         ci = f"[{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
         p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
+        if e.identical_to:
+            out.append("| " + " | ".join(md_cell(x) for x in (e.name, "—", "", "", c.n, f"identical to {e.identical_to} by construction")) + " |")
+            continue
         note = plain_reason(c.reason) if c.reason else ""
         out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.n, note)) + " |")
     out.append("")

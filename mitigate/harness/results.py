@@ -108,6 +108,8 @@ class EntryResult(BaseModel):
     histogram: dict[str, int] = Field(default_factory=dict)
     comparison: Comparison | None = None
     fitted: dict[str, Any] | None = None
+    scoring: str = ""
+    identical_to: str | None = None
 
     @field_validator("measures", "per_system", mode="before")
     @classmethod

@@ -194,6 +194,10 @@ class AnthropicLM(LM):
         """"json", as a forced tool call whose input schema is the answer's."""
         return frozenset({"json"})
 
+    def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
+        """The forced tool call carrying the answer's schema."""
+        return tool_answer_fields(request)
+
     def check(self, request: LMRequest) -> None:
         """Reject logprobs (not offered), temperatures above Anthropic's maximum of 1 and requests over the limits."""
         check_request_size(request, self.limits, backend=self.spec)

@@ -170,6 +170,20 @@ class LM(ABC):
         """The answer-constraint modes this backend can enforce ("format", "json"); none by default."""
         return frozenset()
 
+    def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
+        """The answer constraint of ``request`` as this backend sends it (request fields by name; empty without one).
+
+        The default names the notation for the mode: ``grammar`` (GBNF) and ``regex`` for
+        "format" (a backend takes one of them), ``json_schema`` for "json". Backends override
+        it with the exact fields they send.
+        """
+        c = request.constraint
+        if c is None:
+            return {}
+        if c.mode == "json":
+            return {"json_schema": c.json_schema}
+        return {"grammar": c.gbnf, "regex": c.regex}
+
     def check(self, request: LMRequest) -> None:
         """Raise :class:`CapabilityError` when ``request`` asks for what this backend cannot do."""
         if request.constraint is not None and request.constraint.mode not in self.constraint_modes():

@@ -399,6 +399,13 @@ class LlamaCppLM(LM):
         """Both modes: a GBNF grammar of the template's format, or a grammar from a JSON schema."""
         return frozenset({"format", "json"})
 
+    def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
+        """The GBNF grammar (mode "format") or the JSON schema a grammar is compiled from (mode "json")."""
+        c = request.constraint
+        if c is None:
+            return {}
+        return {"json_schema (compiled to a grammar)": c.json_schema} if c.mode == "json" else {"grammar": c.gbnf}
+
     # ------------------------------------------------------------------ loading
 
     def _loaded(self) -> _Loaded:

@@ -254,6 +254,10 @@ class OpenAILM(LM):
             return frozenset()
         return frozenset({"json"}) if self.guided == "openai" else frozenset({"format", "json"})
 
+    def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
+        """The body fields this client sends for the constraint (see :func:`constraint_fields`)."""
+        return constraint_fields(request, self.guided)
+
     def check(self, request: LMRequest) -> None:
         """The base checks and the request's size (:class:`~mitigate.lm.http.Limits`), with a hint on how to declare
         a server's guided decoding."""

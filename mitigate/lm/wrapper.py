@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mitigate.errors import ConfigError
 from mitigate.lm.base import LM, LMRequest, LMResponse
 
@@ -35,6 +37,10 @@ class WrapperLM(LM):
     def constraint_modes(self) -> frozenset[str]:
         """The inner backend's answer-constraint modes."""
         return self.inner.constraint_modes()
+
+    def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
+        """The inner backend's constraint fields."""
+        return self.inner.constraint_fields(request)
 
     def check(self, request: LMRequest) -> None:
         """Delegate the capability check to the inner backend."""

@@ -62,10 +62,19 @@ LS = Mapping[str, float] | Sequence[float] | None
 """Log-likelihood per item: a mapping item id -> LS, or one value per item in order."""
 
 
+VERDICT_CODE: dict[str, float] = {"first": 1.0, "tie": 1.5, "second": 2.0}
+"""A pairwise verdict as a number, so the objective compares it with the gold preference (A = first)."""
+PREFERENCE_CODE: dict[str, float] = {"A": 1.0, "tie": 1.5, "B": 2.0}
+"""A gold preference as the number of the verdict that agrees with it."""
+
+
 def judgment_score(judgment: Judgment, criterion: str) -> float | None:
-    """The judgment's score for ``criterion`` (its only score when it has one); None when failed."""
+    """The judgment's score for ``criterion`` (its only score when it has one; a pairwise verdict as its
+    :data:`VERDICT_CODE`); None when failed."""
     if judgment.error is not None:
         return None
+    if not judgment.scores and judgment.verdict is not None:
+        return VERDICT_CODE[judgment.verdict]
     if criterion in judgment.scores:
         return judgment.scores[criterion]
     if len(judgment.scores) == 1:
@@ -165,7 +174,8 @@ class _Arrays:
     """Per-item columns the objective is computed from (aligned with the items)."""
 
     def __init__(self, scores: np.ndarray, human: np.ndarray, consistent: np.ndarray, ls: np.ndarray,
-                 variants: list[tuple[Any, ...] | None]) -> None:
+                 variants: list[tuple[Any, ...] | None], pairwise: bool = False) -> None:
+        self.pairwise = pairwise
         self.scores = scores
         self.human = human
         self.consistent = consistent
@@ -229,6 +239,10 @@ class Objective(Component):
                                 f"{it.id!r} is", item_id=it.id)
         scores = np.array([math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments], float)
         human = measures.human_scores(items, criterion)
+        pairwise = False
+        for i, it in enumerate(items):  # a gold preference: the code of the verdict that agrees with it
+            if not math.isfinite(human[i]) and criterion in it.preference:
+                human[i], pairwise = PREFERENCE_CODE[it.preference[criterion]], True
         consistent_ = np.array([consistent(j) for j in judgments], float)
         if ls is None:
             ls_arr = np.full(len(items), np.nan)
@@ -238,11 +252,15 @@ class Objective(Component):
             if len(ls) != len(items):
                 raise DataError(f"expected one LS per item ({len(items)}); got {len(ls)}")
             ls_arr = np.array([math.nan if v is None else float(v) for v in ls], float)
-        return _Arrays(scores, human, consistent_, ls_arr, _variant_rows(judgments))
+        return _Arrays(scores, human, consistent_, ls_arr, _variant_rows(judgments), pairwise)
 
-    def _agreement_point(self, s: np.ndarray, h: np.ndarray) -> float:
+    def agreement_for(self, pairwise: bool) -> str:
+        """The agreement used: exact match (accuracy) against gold preferences, else ``agreement``."""
+        return "accuracy" if pairwise else self.agreement
+
+    def _agreement_point(self, s: np.ndarray, h: np.ndarray, pairwise: bool = False) -> float:
         """The agreement term on score and human columns (NaN where undefined)."""
-        if self.agreement == "accuracy":
+        if self.agreement_for(pairwise) == "accuracy":
             both = np.isfinite(s) & np.isfinite(h)
             return float(np.mean(np.abs(s[both] - h[both]) < 1e-9)) if both.any() else math.nan
         return float(correlation_function(self.agreement)(s, h))
@@ -262,7 +280,7 @@ class Objective(Component):
         labelled = np.isfinite(h)
         if labelled.sum() == 0 or (np.isfinite(s) & labelled).sum() / labelled.sum() < self.min_coverage:
             return math.nan
-        value = self._agreement_point(s, h)
+        value = self._agreement_point(s, h, a.pairwise)
         if self.consistency_weight:
             value += self.consistency_weight * self._consistency_point(a, idx)
         if self.bias_weight:
@@ -283,7 +301,7 @@ class Objective(Component):
         labelled = np.isfinite(a.human)
         scored = np.isfinite(a.scores) & labelled
         coverage = float(scored.sum() / labelled.sum()) if labelled.any() else 0.0
-        if self.agreement == "accuracy":
+        if self.agreement_for(a.pairwise) == "accuracy":
             agreement = measures.accuracy([None if not math.isfinite(v) else v for v in a.scores],
                                          [None if not math.isfinite(v) else v for v in a.human])
         else:

@@ -39,14 +39,18 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM
+from mitigate.parse.answers import Verdict
 from mitigate.prompt import Demo
 from mitigate.registry import Component, Fittable, Interval, Tags, build, check_param
 from mitigate.registry import registered as registered_components
 from mitigate.scale import Scale
 
 __all__ = [
+    "GOLD_VERDICT",
     "Selector",
+    "demo_of",
     "example_pool",
+    "has_label",
     "labelled",
     "registered_selectors",
     "resolve_criterion",
@@ -70,8 +74,26 @@ def selector_from_spec(spec: dict[str, Any] | Selector) -> Selector:
 
 
 def labelled(items: Sequence[Item], criterion: str) -> list[Item]:
-    """The items carrying a finite human score for ``criterion``, in order."""
-    return [it for it in items if criterion in it.human and math.isfinite(it.human[criterion])]
+    """The items carrying a label for ``criterion``, in order: a finite human score, or (pairwise) a gold preference."""
+    return [it for it in items if (criterion in it.human and math.isfinite(it.human[criterion]))
+            or (it.output_b is not None and criterion in it.preference)]
+
+
+GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
+"""The verdict a demo shows for a gold preference (``A``: the item's ``output``, shown first)."""
+
+
+def has_label(item: Item, criterion: str) -> bool:
+    """Whether ``item`` has a human score or a gold preference for ``criterion``."""
+    return bool(labelled([item], criterion))
+
+
+def demo_of(item: Item, criterion: str, *, human_scale: Scale | None = None,
+            prompt_scale: Scale | None = None) -> Demo:
+    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a verdict."""
+    if criterion not in item.human and criterion in item.preference:
+        return Demo(item=item, verdict=GOLD_VERDICT[item.preference[criterion]])
+    return Demo.from_item(item, criterion, human_scale=human_scale, prompt_scale=prompt_scale)
 
 
 def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | None) -> str:
@@ -95,11 +117,11 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
                     f"{list(train.criteria)} and the judge's prompts score {names}; name one with criterion=..."
                 )
             criterion = known[0]
-    if not any(criterion in it.human for it in train.items):
-        found = sorted({c for it in train.items for c in it.human})
+    if not labelled(train.items, criterion):
+        found = sorted({c for it in train.items for c in (*it.human, *it.preference)})
         raise DataError(
-            f"expected human scores for criterion {criterion!r} in benchmark {train.name!r}; its items have "
-            f"human labels for {found or 'nothing'}",
+            f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark {train.name!r}; "
+            f"its items have labels for {found or 'nothing'}",
             criterion=criterion,
         )
     return criterion
@@ -173,9 +195,10 @@ class Selector(Component, Fittable):
                 criterion = _criterion_of_judge(name, items, judge, "a list of items")
         kept = labelled(items, criterion)
         if not kept:
-            found = sorted({c for it in items for c in it.human})
+            found = sorted({c for it in items for c in (*it.human, *it.preference)})
             raise ConfigError(
-                f"{name}.fit expected pool items with a human {criterion!r} score; got none among {len(items)} "
+                f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got none among "
+                f"{len(items)} "
                 f"items (their labels: {found or 'none'})"
             )
         ids = [it.id for it in kept]
@@ -212,10 +235,7 @@ class Selector(Component, Fittable):
                 f"items with a human {self.criterion_!r} score{extra}."
             )
         picks = self._pick(k, candidates, query)
-        return [
-            Demo.from_item(it, self.criterion_, human_scale=self.scale_, prompt_scale=prompt_scale)
-            for it in picks
-        ]
+        return [demo_of(it, self.criterion_, human_scale=self.scale_, prompt_scale=prompt_scale) for it in picks]
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
         """Choose ``k`` of ``candidates`` (at least ``k`` are given)."""
@@ -225,9 +245,9 @@ class Selector(Component, Fittable):
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
     """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly one."""
     names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-    known = [n for n in names if any(n in it.human for it in items)]
+    known = [n for n in names if labelled(items, n)]
     if len(known) != 1:
-        labels = sorted({c for it in items for c in it.human})
+        labels = sorted({c for it in items for c in (*it.human, *it.preference)})
         raise ConfigError(
             f"{owner}.fit needs criterion=... for {what} (human labels {labels}); the judge's prompts score "
             f"{names or 'nothing (no judge given)'}"

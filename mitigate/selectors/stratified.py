@@ -142,15 +142,18 @@ class Stratified(Selector):
         return self.model_copy(update=state)
 
     def label_of(self, item: Item) -> float:
-        """The label an item is balanced under: its gold score, snapped to ``scale`` when set."""
+        """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise item
+        its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
         assert self.criterion_ is not None
+        if self.criterion_ not in item.human:
+            return {"A": 0.0, "tie": 0.5, "B": 1.0}[item.preference[self.criterion_]]
         value = item.human[self.criterion_]
         return self.scale.snap(value) if self.scale is not None else round(value, 6)
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
         """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
         assert self.criterion_ is not None
-        if self.by == "range":
+        if self.by == "range" and all(self.criterion_ in it.human for it in candidates):
             return stratified_pick(candidates, [self.criterion_], k, self.scale or self.judge_scale_, self.seed)
         rng = _random.Random(self.seed)
         groups: dict[float, list[Item]] = {}

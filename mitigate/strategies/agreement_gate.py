@@ -75,6 +75,7 @@ class AgreementJudge(CompositeJudge):
     """
 
     kind = "rts-mcq"
+    requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], *, tolerance: float, method: str, min_items: int) -> None:
         if set(children) != {"rts", "mcq"}:

@@ -31,8 +31,8 @@ from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, ParseError
-from mitigate.judge import Judge, Judgment, ParseFailure, PromptJudge, reduce_samples
-from mitigate.lm.base import TokenLogprob
+from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, reduce_samples
+from mitigate.lm.base import LMRequest, TokenLogprob
 from mitigate.parse import score_distribution
 from mitigate.registry import Interval, IsInstance, Satisfies, Tags, register
 from mitigate.strategies.base import Mitigation
@@ -162,9 +162,20 @@ class CalibratedJudge(Judge):
         dist = score_distribution(positions, self.leaf.prompt.scale)
         return {y: dist.get(int(y), 0.0) for y in self.support}
 
+    def request(self, item: Item) -> LMRequest:
+        """The leaf's request for ``item`` with token logprobs asked for."""
+        return self.leaf.request(item).model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The one request, with logprobs; its answer is read as a calibrated distribution."""
+        how = (f"{self.method} calibration of the answer distribution over {list(self.support)} (top-"
+               f"{self.top_logprobs} logprobs)" if self.prior is not None else
+               f"the answer distribution over {list(self.support)} (uncalibrated)")
+        return [self.leaf.plan(self.request(item), item, how)]
+
     async def judge(self, item: Item) -> Judgment:
         """One call with logprobs; each sample's distribution calibrated and scored."""
-        request = self.leaf.request(item).model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
+        request = self.request(item)
         response = await self.leaf.lm.complete(request)
         name = (self.leaf.prompt.criteria[0].name if self.leaf.prompt.criteria else "score")
         failures: list[ParseFailure] = []

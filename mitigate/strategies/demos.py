@@ -40,12 +40,20 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, mo
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
-from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge
+from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, PromptJudge
 from mitigate.lm.base import LM
 from mitigate.prompt import Demo, JudgePrompt
 from mitigate.prompt.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
 from mitigate.registry import Interval, IsInstance, Options, Preset, Satisfies, Tags, check_param, register
-from mitigate.selectors import KNN, Selector, example_pool, labelled, resolve_criterion, selector_from_spec
+from mitigate.selectors import (
+    KNN,
+    Selector,
+    example_pool,
+    has_label,
+    labelled,
+    resolve_criterion,
+    selector_from_spec,
+)
 from mitigate.strategies.base import Mitigation
 
 __all__ = [
@@ -113,7 +121,7 @@ def demo_criteria(train: Benchmark, judge: Judge | None, criterion: str | None) 
     """
     if criterion is None and len(train.criteria) != 1 and judge is not None:
         names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-        known = [n for n in names if any(n in it.human for it in train.items)]
+        known = [n for n in names if labelled(train.items, n)]
         if known:
             return known
     return [resolve_criterion(train, judge, criterion)]
@@ -359,7 +367,7 @@ class Demos(Mitigation):
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
         if isinstance(train, Benchmark):
-            update["n_unlabelled_"] = sum(1 for it in train.items if criteria[0] not in it.human)
+            update["n_unlabelled_"] = sum(1 for it in train.items if not has_label(it, criteria[0]))
         if not self.chooses_per_item:
             demos = fitted.select(self.k)
             if len(criteria) > 1:  # one gold score per criterion; each prompt shows its own
@@ -499,6 +507,24 @@ class PerItemDemosJudge(CompositeJudge):
     def demos_for(self, item: Item, leaf: PromptJudge) -> list[Demo]:
         """The demos shown to ``leaf`` when judging ``item`` (scores on the leaf prompt's scale)."""
         return self.selector.select(self.k, query=item, prompt_scale=leaf.prompt.scale)
+
+    def for_item(self, item: Item) -> tuple[Judge, list[str]]:
+        """The inner judge with ``item``'s demos added to every prompt, and the chosen demo ids."""
+        chosen: list[str] = []
+
+        def with_demos(leaf: PromptJudge) -> Judge:
+            demos = self.demos_for(item, leaf)
+            if not chosen:
+                chosen.extend(d.item.id for d in demos)
+            own = leaf.prompt.demos if self.append else ()
+            return leaf.with_prompt(leaf.prompt.with_demos((*own, *demos)))
+
+        return self.children[INNER].map_leaves(with_demos), chosen
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The inner judge's requests with the demos chosen for ``item``."""
+        inner, _ = self.for_item(item)
+        return [r.under(INNER) for r in inner.requests(item)]
 
     async def judge(self, item: Item) -> Judgment:
         """Judge ``item`` with its own demos added to every inner prompt."""

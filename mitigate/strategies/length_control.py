@@ -37,6 +37,7 @@ class LengthControlledJudge(CompositeJudge):
     """Its child's judgment with each score moved to what the fitted regression predicts at the mean length."""
 
     kind = "length-control"
+    requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float, std: float) -> None:
         super().__init__(children)

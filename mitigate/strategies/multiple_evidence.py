@@ -34,7 +34,15 @@ import numpy as np
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
-from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, Verdict, merge_judgments
+from mitigate.judge import (
+    CompositeJudge,
+    Judge,
+    Judgment,
+    PlannedRequest,
+    PromptJudge,
+    Verdict,
+    merge_judgments,
+)
 from mitigate.registry import Interval, Tags, register
 from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation, gather_children
@@ -93,6 +101,19 @@ class MultipleEvidenceJudge(CompositeJudge):
     def params(self) -> dict[str, Any]:
         """The fitted entropy threshold (None: nothing is sent to a human)."""
         return {"entropy_threshold": self.entropy_threshold}
+
+    def _check_pairwise(self) -> None:
+        for leaf in self.leaves():
+            if leaf.prompt.answer != "pairwise":
+                raise ConfigError(f"MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a prompt "
+                                  f"answering {leaf.prompt.answer!r}")
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The k samples on the item as given (``o*``), then the k on its swapped copy (``s*``)."""
+        self._check_pairwise()
+        swapped = swap_item(item)
+        return [r for n in self.children for r in (
+            self.child_requests(n, swapped, swapped=True) if n.startswith("s") else self.child_requests(n, item))]
 
     async def judge(self, item: Item) -> Judgment:
         """Both orders, k samples each; the balanced verdict, its entropy and the human flag."""

@@ -84,6 +84,7 @@ class PanelJudge(CompositeJudge):
     """
 
     kind = "panel"
+    requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], *, reducer: PanelReducer = "median",
                  quorum: int | None = None) -> None:

@@ -91,6 +91,7 @@ class PerturbationProbeJudge(CompositeJudge):
     """
 
     kind = "perturbation-probe"
+    requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], perturbations: dict[str, Perturbation]) -> None:
         if ORIGINAL not in children:

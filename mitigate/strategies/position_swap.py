@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
-from mitigate.judge import CompositeJudge, Judge, Judgment, Verdict, merge_judgments
+from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, Verdict, merge_judgments
 from mitigate.registry import Options, register
 from mitigate.strategies.base import Mitigation, gather_children
 
@@ -67,6 +67,12 @@ class PositionSwapJudge(CompositeJudge):
             raise ConfigError(
                 f"PositionSwap needs pairwise prompt judges (answer='pairwise'); got prompts answering {answers}"
             )
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The original order's requests, then the swapped copy's."""
+        self._check_pairwise()
+        return [*self.child_requests("original", item),
+                *self.child_requests("swapped", swap_item(item), swapped=True)]
 
     async def judge(self, item: Item) -> Judgment:
         """Judge ``item`` in both orders and reconcile the two verdicts."""

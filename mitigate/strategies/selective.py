@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
-from mitigate.judge import CompositeJudge, Judge, Judgment
+from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest
 from mitigate.registry import Interval, IsInstance, Options, Tags, register
 from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation
@@ -298,6 +298,7 @@ class SelectiveJudge(CompositeJudge):
     """
 
     kind = "selective"
+    requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], *, threshold: float | None, source: Confidence, criterion: str | None,
                  on_escalate: str) -> None:
@@ -454,6 +455,20 @@ class CascadeJudge(CompositeJudge):
     def params(self) -> dict[str, Any]:
         """Each stage's specification."""
         return {"stages": [s.spec() for s in self.stages]}
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """Every stage's requests; a later stage's carry the condition under which it is called."""
+        out: list[PlannedRequest] = []
+        before: list[str] = []
+        for (name, _child), stage in zip(self.children.items(), self.stages, strict=True):
+            cond = None
+            if before:
+                cond = ("sent only when " + " and ".join(before) + " escalate(s) (depends on their answers)")
+            out.extend(self.child_requests(name, item, condition=cond))
+            g = stage.guarantee_
+            threshold = "never trusts" if g is None or g.threshold is None else f"confidence < {g.threshold:.3g}"
+            before.append(f"stage {name!r} ({threshold})")
+        return out
 
     async def judge(self, item: Item) -> Judgment:
         """The first trusted stage's judgment, or the last one escalated."""

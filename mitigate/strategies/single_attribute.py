@@ -70,6 +70,7 @@ class SingleAttributeJudge(CompositeJudge):
     """
 
     kind = "single-attribute"
+    requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], *, concurrent: bool = True) -> None:
         super().__init__(children)
@@ -163,6 +164,7 @@ class MultiAttributeJudge(CompositeJudge):
     """
 
     kind = "multi-attribute"
+    requests_are_children = True
 
     def __init__(self, child: Judge, order: Sequence[str]) -> None:
         super().__init__({"multi": child})
