@@ -54,6 +54,7 @@ KIND_PACKAGES: dict[str, str] = {
     "selector": "mitigate.selectors",
     "engine": "mitigate.search",
     "measure": "mitigate.measures",
+    "probe": "mitigate.probes",
 }
 """Where each kind's components live; imported on the first look-up of that kind."""
 

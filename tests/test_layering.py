@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lm", "parse", "data"),
     ("answer_format", "template_syntax", "template_reader", "prompt", "perturb", "builtin_prompts"),
     ("judge", "likelihood"),
-    ("measures",),
+    ("measures", "probes"),
     ("runner", "batch_run"),
     ("selectors",),
     ("strategies",),
