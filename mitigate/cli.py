@@ -818,6 +818,104 @@ def _search(**opts: Any) -> None:
                    "test)", err=True)
 
 
+# --------------------------------------------------------------------------- mitigate probe
+
+
+@app.command("probe")
+def probe_cmd(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="summeval, summeval-h2h (pairwise, needs "
+                                           "--prompt), uss-sgd, webnlg, tmu-gfm, or jsonl:<path>")] = "summeval",
+    criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
+                                                  "(default: the benchmark's first)")] = None,
+    probes: Annotated[str, typer.Option("--probes", help="'all' (every rule-based probe, plus the LM-assisted "
+                                        "ones with --rewriter) or names such as authority,bandwagon")] = "all",
+    limit: Annotated[int, typer.Option("--limit", "-n", help="probe the first N items (0 = all)")] = 20,
+    backend: Annotated[str, typer.Option("--backend", help="the judge's LM: openai:<model>, anthropic:<model>, "
+                                         "dspy:<model>, local, local:<path.gguf>, replay:<path>")] = "local",
+    rewriter: Annotated[str | None, typer.Option(help="LM spec that writes the LM-assisted probes' rewrites "
+                                                 "(sentiment, assertiveness, fallacy, factual-error)")] = None,
+    side: Annotated[str, typer.Option(help="pairwise items: probe the first text (a) or the second (b)")] = "a",
+    base_url: Annotated[str | None, typer.Option(help="server URL for the openai, anthropic or dspy backend")] = None,
+    timeout: Annotated[float | None, typer.Option(help=_TIMEOUT_HELP)] = None,
+    patience: Annotated[float, typer.Option(help=_PATIENCE_HELP)] = 60.0,
+    prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
+                                                "(default: the built-in prompt for the criterion)")] = None,
+    pipeline: Annotated[str | None, typer.Option(
+        "--pipeline", help="mitigations wrapping the judge (pipeline text or @file.json); they must not need "
+        "fitting")] = None,
+    temperature: Annotated[float, typer.Option(help="sampling temperature (the rerun for the noise floor uses the "
+                                               "same)")] = 0.0,
+    samples: Annotated[int, typer.Option(help="samples per item (reduced by --reducer)")] = 1,
+    reducer: Annotated[str, typer.Option(help="mean, median or majority")] = "mean",
+    scoring: Annotated[str, typer.Option(help=_SCORING_HELP)] = "auto",
+    constrain: Annotated[str, typer.Option(help=_CONSTRAIN_HELP)] = "auto",
+    max_tokens: Annotated[int, typer.Option(help="max tokens per answer")] = 128,
+    tolerance: Annotated[float, typer.Option(help="score changes up to this size count as unchanged (0: CALM's "
+                                             "robustness rate)")] = 0.0,
+    alpha: Annotated[float, typer.Option(help="level of the probe-vs-rerun test")] = 0.05,
+    n_boot: Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")] = 1000,
+    seed: Annotated[int, typer.Option(help="seed of the probes' wording and of the bootstrap")] = 0,
+    concurrency: Annotated[int, typer.Option(help="judgments in flight at once")] = 4,
+    cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="write the whole report (every rewrite "
+                                             "included) to this JSON file")] = None,
+) -> None:
+    """Run the bias battery: judge items as they are, again (the noise floor) and under each probe; print the table."""
+    opts = dict(locals())
+    _check_run_options("probe", opts)
+    _check("probe", "--side", side, Options("a", "b"))
+    _check("probe", "--tolerance", tolerance, Interval(float, 0.0, None))
+    _check("probe", "--alpha", alpha, Interval(float, 0.0, 1.0, closed="neither"))
+    if out is not None:
+        _writable_file(out, "--out")
+    _run(_probe, **opts)
+
+
+async def _probe(**opts: Any) -> None:
+    from mitigate.harness.probe import render_probe_table, run_probes
+    from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
+    from mitigate.probes import check_rewriter, resolve_probes
+    from mitigate.prompt import JudgePrompt
+    from mitigate.runner import preflight, write_atomic
+
+    chosen = [p.with_params(seed=opts["seed"], side=opts["side"])
+              for p in resolve_probes(opts["probes"], rewriter=opts["rewriter"] is not None)]
+    if opts["rewriter"] is None:
+        check_rewriter(chosen, None)  # refused before data or calls
+    if opts["pipeline"] is not None:
+        parse_pipeline(opts["pipeline"])
+    bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
+    if bench.pairwise and opts["prompt"] is None:
+        raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template that "
+                          "shows {{output}} and {{output_b}} and asks which is better; got none")
+    answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
+    jp = JudgePrompt.from_template(_template_text(opts["prompt"], opts["benchmark"], crit), criterion=crit, **answer)
+    lm = _backend(opts["backend"], opts["base_url"], cache=opts["cache"], timeout=opts["timeout"],
+                  patience=opts["patience"])
+    rewriter_lm = None if opts["rewriter"] is None else _backend(opts["rewriter"], None, cache=opts["cache"])
+    try:
+        config = JudgeConfig(temperature=opts["temperature"], n=opts["samples"], reducer=opts["reducer"],
+                             max_tokens=opts["max_tokens"], **answer_mode(lm, opts["scoring"], opts["constrain"]))
+        judge_obj = _with_pipeline(PromptJudge(jp, lm, config), opts["pipeline"])
+        items = list(bench.items[: opts["limit"]] if opts["limit"] else bench.items)
+        preflight(judge_obj, items)
+        typer.echo(f"{bench.summary()}\nprobing {len(items)} items on {crit!r} with {lm.spec}: "
+                   f"{', '.join(p.name for p in chosen)} ({(2 + len(chosen)) * len(items)} judgments)", err=True)
+        report = await run_probes(judge_obj, items, chosen, criterion=crit, rewriter=rewriter_lm,
+                                  concurrency=opts["concurrency"], progress=opts["progress"], alpha=opts["alpha"],
+                                  tolerance=opts["tolerance"], n_boot=opts["n_boot"], seed=opts["seed"],
+                                  label=opts["pipeline"] or "baseline")
+    finally:
+        await lm.aclose()
+        if rewriter_lm is not None:
+            await rewriter_lm.aclose()
+    typer.echo(render_probe_table(report))
+    if opts["out"] is not None:
+        written = write_atomic(opts["out"], report.model_dump_json(indent=1))
+        typer.echo(f"wrote {written} ({len(report.records)} rewrites)", err=True)
+
+
 def main() -> None:  # pragma: no cover - console entry
     """Entry point for ``python -m mitigate``."""
     typer.main.get_command(app).main(prog_name="mitigate")
