@@ -590,6 +590,10 @@ def compare_cmd(
     guided: Annotated[str | None, typer.Option(help=GUIDED_HELP)] = None,
     batch: Annotated[bool, typer.Option(help=BATCH_HELP + "; the pipelines' requests share batches")] = False,
     batch_retries: Annotated[int, typer.Option(help="follow-up batches for requests that failed or expired")] = 0,
+    probes: Annotated[str | None, typer.Option(
+        "--probes", help="also run the bias battery over every pipeline entry: 'all' or probe names such as "
+        "authority,bandwagon (see 'mitigate probe'); adds a 'Bias probes' table per entry")] = None,
+    rewriter: Annotated[str | None, typer.Option(help="LM spec writing the LM-assisted probes' rewrites")] = None,
 ) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     opts = dict(locals())
@@ -611,6 +615,7 @@ async def _compare(**opts: Any) -> None:
         raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
                           "--released judge; got none")
     parsed = [(text, parse_pipeline(text)) for text in pipelines]  # bad pipeline text fails before data or calls
+    chosen_probes = _compare_probes(opts.get("probes"), opts.get("rewriter"), bool(pipelines))
     bench, crit = _benchmark_and_criterion(opts["benchmark"], opts["criterion"])
     entries: list[Entry] = []
     lm = None
@@ -643,6 +648,7 @@ async def _compare(**opts: Any) -> None:
                f"{', '.join(e.name for e in entries)}", err=True)
     session = _batch_session(opts["batch"] and bool(pipelines), opts["out"], opts["batch_retries"],
                              opts["progress"])
+    probe_kw = _probe_kwargs(chosen_probes, opts.get("rewriter"), opts["cache"])
     try:
         result = await compare(
             bench, crit, entries, out_dir=opts["out"], concurrency=opts["concurrency"],
@@ -650,6 +656,7 @@ async def _compare(**opts: Any) -> None:
             n_boot=opts["n_boot"], seed=opts["seed"], restart=opts["restart"], command=opts["command"],
             batch=session,
             train=train,
+            **probe_kw,
         )
     finally:
         if session is not None:
@@ -657,6 +664,8 @@ async def _compare(**opts: Any) -> None:
             typer.echo(session.stats.line(), err=True)
         if lm is not None:
             await lm.aclose()
+        if probe_kw.get("rewriter") is not None:
+            await probe_kw["rewriter"].aclose()
     for e in result.entries:
         typer.echo(f"{e.name}: {e.summary.line()}", err=True)
     paths = write_report(result, opts["out"])
@@ -667,6 +676,30 @@ async def _compare(**opts: Any) -> None:
         first = next((j.error for j in failed[0].judgments if j.error), "")
         _say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
         raise typer.Exit(code=EXIT_FAILED)
+
+
+def _compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) -> list[Any]:
+    """The probes ``compare --probes`` names (checked before data or calls); [] without the option."""
+    if text is None:
+        if rewriter is not None:
+            raise ConfigError(f"--rewriter applies with --probes; got --rewriter {rewriter!r} without --probes")
+        return []
+    from mitigate.probes import check_rewriter, resolve_probes
+
+    if not has_pipelines:
+        raise ConfigError("--probes runs the bias battery over pipeline entries; expected at least one --pipeline; "
+                          "got none (recorded and released judges cannot judge probed texts)")
+    chosen = resolve_probes(text, rewriter=rewriter is not None)
+    if rewriter is None:
+        check_rewriter(chosen, None)
+    return chosen
+
+
+def _probe_kwargs(probes: list[Any], rewriter: str | None, cache: bool) -> dict[str, Any]:
+    """``compare``'s probe arguments: the probes and, when given, the rewriter backend."""
+    if not probes:
+        return {}
+    return {"probes": probes, "rewriter": None if rewriter is None else _backend(rewriter, None, cache=cache)}
 
 
 def _train_option(text: str | None) -> float | str | None:

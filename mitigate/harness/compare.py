@@ -64,10 +64,12 @@ from mitigate.data.recorded import RecordedRun, load_recorded, load_recorded_run
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError, MitigateError
+from mitigate.harness.probe import probe_entry
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
+from mitigate.lm.base import LM
 from mitigate.measures import (
     MEASURES,
     EntryData,
@@ -90,6 +92,7 @@ from mitigate.measures.stats import (
     permutation_test_mean_diff,
     spearman_rows,
 )
+from mitigate.probes import Probe, check_rewriter
 from mitigate.registry import Interval, check_param
 from mitigate.runner import RunResult, RunSummary, run
 from mitigate.scale import Scale
@@ -293,6 +296,7 @@ class EntryResult(BaseModel):
     histogram: dict[str, int] = Field(default_factory=dict)
     comparison: Comparison | None = None
     fitted: dict[str, Any] | None = None
+    probes: dict[str, Any] | None = None
 
     @field_validator("measures", "per_system", mode="before")
     @classmethod
@@ -736,6 +740,8 @@ async def compare(
     command: str | None = None,
     batch: BatchOptions | BatchSession | bool | None = None,
     train: float | str | Benchmark | None = None,
+    probes: Sequence[Probe] | None = None,
+    rewriter: LM | None = None,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -761,6 +767,10 @@ async def compare(
       entries already fitted (a searched spec) are used as given. ``settings["train"]`` and
       each entry's ``fitted`` say which items that was; ``limit`` applies to the test items.
       Without ``train``, an entry that must be fitted is a ConfigError.
+    - ``probes``: bias probes (:mod:`mitigate.probes`) run over every pipeline entry after its
+      judgments (:func:`mitigate.harness.probe.run_probes`; its judgments are reused as the
+      originals); each entry's ``probes`` holds the report, and its rewrites go to
+      ``out_dir/probes/<name>.jsonl``. ``rewriter`` writes LM-assisted probes' rewrites.
 
     Nothing is written besides journals, the LS cache and, with ``train``, the training items
     (``out_dir/train.jsonl``, generic format, for ``mitigate search -b jsonl:...``): pass the
@@ -771,6 +781,8 @@ async def compare(
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
+    if probes:
+        check_rewriter(probes, rewriter)
     fit_on, bench, train_info, items = _plan(full, criterion, todo, train=train, limit=limit, seed=seed)
     task: Task = "pairwise" if bench.pairwise else "score"
     out = Path(out_dir)
@@ -821,10 +833,16 @@ async def compare(
                 first = [_score_of(j, criterion) for j in runs[0].judgments]
                 comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
                                          seed=seed)
+        probed = None
+        if probes and e.kind == "pipeline":
+            probed = await probe_entry(e.judge, items, probes, criterion=criterion, original=result.judgments,
+                                       out=out / "probes" / f"{stems[e.name]}.jsonl", rewriter=rewriter,
+                                       concurrency=concurrency, progress=progress, n_boot=n_boot, seed=seed,
+                                       label=e.name)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
-            histogram=histogram, comparison=comparison, fitted=fit_info.get(e.name),
+            histogram=histogram, comparison=comparison, fitted=fit_info.get(e.name), probes=probed,
         ))
     human_ref = _human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task)
     records = tuple(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -40,9 +41,9 @@ from mitigate.lm.base import LM
 from mitigate.measures.base import Measure
 from mitigate.measures.robustness import ProbeEffect, noise_floor, preference_for, probe_effect
 from mitigate.probes import Probe, ProbedItem, ProbeRecord, check_rewriter
-from mitigate.runner import run
+from mitigate.runner import run, write_atomic
 
-__all__ = ["RERUN_SEED_OFFSET", "ProbeReport", "ProbeRow", "probe_section", "render_probe_table", "rerun_judge",
+__all__ = ["RERUN_SEED_OFFSET", "ProbeReport", "ProbeRow", "probe_entry", "probe_section", "render_probe_table", "rerun_judge",
            "run_probes"]
 
 RERUN_SEED_OFFSET = 7919
@@ -190,6 +191,15 @@ async def run_probes(
                        floor_note=floor_note, noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
 
 
+async def probe_entry(judge: Judge, items: Sequence[Item], probes: Sequence[Probe], *, criterion: str,
+                      original: Sequence[Judgment], out: Path, rewriter: LM | None = None, **kw: Any) -> dict[str, Any]:
+    """:func:`run_probes` for one ``compare`` entry: the report as JSON without its rewrites, which go to ``out``."""
+    report = await run_probes(judge, items, probes, criterion=criterion, rewriter=rewriter, original=original, **kw)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, "".join(r.model_dump_json() + "\n" for r in report.records))
+    return {**report.model_dump(mode="json", exclude={"records"}), "records_file": f"probes/{out.name}"}
+
+
 # --------------------------------------------------------------------------- tables
 
 
@@ -209,9 +219,22 @@ def _p(v: Any) -> str:
     return f"{v:.3f}" if v >= 0.001 else "<0.001"
 
 
+def _revive(obj: Any) -> Any:
+    """A report read back from strict JSON: an undefined measure's ``null`` value becomes NaN again."""
+    if isinstance(obj, dict):
+        out = {k: _revive(v) for k, v in obj.items()}
+        if {"name", "value", "n"} <= set(out) and out["value"] is None:
+            out["value"] = math.nan
+        return out
+    if isinstance(obj, list):
+        return [_revive(v) for v in obj]
+    return obj
+
+
 def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
     """The battery as a markdown table: one row per probe, with the noise floor above it."""
-    rep = report if isinstance(report, ProbeReport) else ProbeReport.model_validate(report)
+    rep = report if isinstance(report, ProbeReport) else ProbeReport.model_validate(
+        _revive({k: v for k, v in report.items() if k != "records_file"}))
     unit = "preference for the probed text, -1..1" if rep.task == "pairwise" else "score"
     lines = [
         f"Noise floor (flip rate of an unperturbed rerun, same sampling settings): {_ci(rep.noise)} "

@@ -34,6 +34,7 @@ import numpy as np
 
 from mitigate.errors import DataError
 from mitigate.harness.compare import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
+from mitigate.harness.probe import probe_section
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table, unfairness_scores
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_plots", "render_report", "write_report"]
@@ -262,6 +263,7 @@ def render_markdown(result: CompareResult) -> str:
     lines += _per_system(result)
     lines += _per_pair(result)
     lines += _comparisons(result)
+    lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]
     lines += _plots_section(result)
     return "\n".join(lines) + "\n"
 
