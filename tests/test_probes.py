@@ -183,7 +183,7 @@ def test_each_rule_probe_is_detected_on_a_judge_built_to_fall_for_it(name: str) 
     effect = report.rows[0].effect
     assert effect.detected, effect
     assert effect.robustness.value == 0.0 and report.noise.value == 0.0
-    assert "noise floor is 0 by construction" in report.floor_note
+    assert "the floor is 0, as it must be on a deterministic backend" in report.floor_note
 
 
 def test_no_rule_probe_is_detected_on_a_judge_that_reads_only_the_content() -> None:
@@ -211,6 +211,19 @@ def test_a_noisy_judge_has_a_floor_and_flips_no_more_under_a_probe_than_on_its_r
     assert report.noise.value > 0.2 and report.floor_note == ""
     assert not any(r.effect.detected for r in report.rows)
     assert all(r.effect.robustness.value < 0.9 for r in report.rows)  # flips happen, but only at the noise level
+
+
+def test_a_greedy_judge_whose_rerun_flips_is_reported_as_not_deterministic() -> None:
+    calls = {"n": 0}
+
+    def drifting(request: LMRequest) -> str:
+        calls["n"] += 1
+        bump = 1 if request.seed is not None and "day 0." in _summary(request) else 0  # only the rerun of it0 moves
+        return f"Score: {_honest(_summary(request)) + bump}"
+
+    report = _battery(_judge(FakeLM(drifting)), resolve_probes("refinement"))
+    assert report.noise.value == pytest.approx(1 / len(ITEMS))
+    assert "yet the rerun changed 1 of 16 verdicts: this backend is not deterministic" in report.floor_note
 
 
 def test_the_rerun_changes_only_the_request_seed_so_no_cache_returns_the_first_answer() -> None:

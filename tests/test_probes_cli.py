@@ -39,7 +39,7 @@ def test_probe_prints_the_table_and_writes_every_rewrite(tmp_path, monkeypatch) 
     assert result.exit_code == 0, result.output
     rows = {ln.split("|")[1].strip(): ln for ln in result.stdout.splitlines() if ln.startswith("| ")}
     assert "moved by the bias" in rows["authority"] and "not moved above noise" in rows["refinement"]
-    assert "noise floor is 0 by construction" in result.stdout
+    assert "the floor is 0, as it must be on a deterministic backend" in result.stdout
     saved = json.loads((tmp_path / "p.json").read_text())
     assert len(saved["records"]) == 16 and saved["rows"][0]["effect"]["detected"] is True
 

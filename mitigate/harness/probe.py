@@ -161,10 +161,6 @@ async def run_probes(
     again = await run(rerun_judge(judge), items, concurrency=concurrency, progress=progress, check=False,
                       desc=f"{label}: rerun")
     temps = _temperatures(judge)
-    floor_note = ""
-    if temps and max(temps) == 0:
-        floor_note = ("Every judge call is greedy (temperature 0): on a deterministic backend the noise floor is 0 "
-                      "by construction, and any probe flip counts against it; the rerun checks it")
     rows: list[ProbeRow] = []
     records: list[ProbeRecord] = []
     calls = {"original": _calls(original), "rerun": _calls(again.judgments)}
@@ -188,7 +184,20 @@ async def run_probes(
                         _values(again.judgments, items, criterion, task, side0), tolerance=tolerance,
                         ci=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
     return ProbeReport(judge=label, criterion=criterion, task=task, n_items=len(items), temperatures=temps,
-                       floor_note=floor_note, noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
+                       floor_note=floor_note(temps, floor), noise=floor, rows=tuple(rows), records=tuple(records),
+                       calls=calls)
+
+
+def floor_note(temperatures: Sequence[float], floor: Measure) -> str:
+    """What the noise floor means for these sampling settings (empty above temperature 0)."""
+    if not temperatures or max(temperatures) > 0 or not floor.ok:
+        return ""
+    if floor.value == 0:
+        return ("Every judge call is greedy (temperature 0) and the rerun repeated every verdict: the floor is 0, as "
+                "it must be on a deterministic backend, so any probe flip counts against it")
+    return (f"Every judge call is greedy (temperature 0), yet the rerun changed {floor.count} of {floor.n} "
+            "verdicts: this backend is not deterministic (numerics of batching or prefix reuse can do this), so the "
+            "floor is not 0 and probe flips count only above it")
 
 
 async def probe_entry(judge: Judge, items: Sequence[Item], probes: Sequence[Probe], *, criterion: str,
