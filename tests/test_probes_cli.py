@@ -58,3 +58,26 @@ def test_an_unknown_probe_and_a_bad_side_are_one_line_errors(tmp_path) -> None:
     assert bad.exit_code == 2 and "unknown probe 'flattery'" in bad.stderr
     side = CliRunner().invoke(app, [*args, "--side", "c"])
     assert side.exit_code == 2 and "The '--side' parameter of mitigate probe must be one of 'a', 'b'" in side.stderr
+
+
+def test_compare_with_probes_adds_a_bias_probes_table_per_pipeline_entry(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    args = _bench(tmp_path)
+    compare_args = ["compare", *args[1:-2], "--n-boot", "50", "-p", "baseline", "--out", str(tmp_path / "cmp"),
+                    "--probes", "authority"]
+    with StubOpenAIServer(latency=0.0, reply=falls_for_authority) as server:
+        result = CliRunner().invoke(app, [*compare_args, "--backend", "openai:stub", "--base-url", server.base_url])
+        assert server.request_count == 8 * 3  # the entry's judgments are reused: rerun and one probe added
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    assert "## Bias probes" in report and "| authority | up | 8 | 0.00" in report
+    assert (tmp_path / "cmp" / "probes" / "baseline.jsonl").is_file()
+
+
+def test_compare_probes_without_pipelines_or_with_a_lone_rewriter_are_refused(tmp_path) -> None:
+    args = _bench(tmp_path)
+    base = ["compare", *args[1:-2], "--out", str(tmp_path / "cmp")]
+    lone = CliRunner().invoke(app, [*base, "-p", "baseline", "--rewriter", "fake"])
+    assert lone.exit_code == 2 and "--rewriter applies with --probes" in lone.stderr
+    released = CliRunner().invoke(app, [*base, "--released", "chatgpt-rts", "--probes", "all"])
+    assert released.exit_code == 2 and "expected at least one --pipeline" in released.stderr
