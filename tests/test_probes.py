@@ -291,3 +291,26 @@ def test_an_lm_probe_stores_every_rewrite_and_leaves_out_a_failed_one() -> None:
     good = [r for r in report.records if r.ok]
     assert all(r.model == "rewriter-1" and r.raw and "surely" in r.probed and not r.probed.startswith("Edited")
                for r in good)
+
+
+def test_a_probe_parameter_can_set_the_direction_its_hypothesis_predicts() -> None:
+    identity, sentiment = resolve_probes("identity,sentiment")
+    assert identity.direction() == "up" and identity.with_params(hypothesis="down").direction() == "down"
+    assert sentiment.direction() == "up" and sentiment.with_params(tone="gloomy").direction() == "down"
+    with pytest.raises(ConfigError, match="The 'author' parameter of Identity must be a non-empty one-line str"):
+        identity.with_params(author="  ")
+
+
+def test_a_judge_that_notices_an_inserted_error_reads_as_noticed_and_one_that_does_not_as_overlooked() -> None:
+    def rewrite(request: LMRequest) -> str:
+        return request.messages[-1].content.split("Text:\n", 1)[1].replace("day", "night")
+
+    def careful(request: LMRequest) -> str:
+        text = _summary(request)
+        return f"Score: {_honest(text) - (1 if 'night' in text else 0)}"
+
+    probe = resolve_probes("factual-error")
+    noticed = _battery(_judge(FakeLM(careful)), probe, rewriter=FakeLM(rewrite)).rows[0].effect
+    overlooked = _battery(_judge(FakeLM(honest)), probe, rewriter=FakeLM(rewrite)).rows[0].effect
+    assert noticed.detected and noticed.reading == "noticed the error" and noticed.direction == "down"
+    assert not overlooked.detected and overlooked.reading == "overlooked the error"
