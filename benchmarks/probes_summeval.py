@@ -108,6 +108,46 @@ async def battery(name: str, judge: Any, items: list[Item], criterion: str, prob
             "seconds": round(time.time() - started, 1)}
 
 
+def _num(v: Any, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _interval(value: Any, ci: list[Any]) -> str:
+    if value is None:
+        return "-"
+    if not ci or ci[0] is None:
+        return _num(value)
+    return f"{_num(value)} [{_num(ci[0])}, {_num(ci[1])}]"
+
+
+def _pv(v: Any) -> str:
+    return "-" if v is None else ("<0.001" if v < 0.001 else f"{v:.3f}")
+
+
+def render(out: dict[str, Any]) -> str:
+    """The RESULTS.md tables from a written JSON: one row per probe, one column block per variant."""
+    lines: list[str] = []
+    for part, label in (("pointwise", "score"), ("pairwise", "preference for the probed text")):
+        runs = {k: v for k, v in out.get(part, {}).items() if "rows" in v}
+        if not runs:
+            continue
+        names = list(runs)
+        lines += ["Noise floor (rerun flip rate): " + "; ".join(
+            f"{n} {_num(runs[n]['noise_floor'])} over {runs[n]['noise_n']}" for n in names), "",
+            "| probe | predicts | " + " | ".join(f"{n}: RR [95% CI] / shift ({label}) [95% CI] / p" for n in names)
+            + " |", "|---|---|" + "---|" * len(names)]
+        for i, row in enumerate(runs[names[0]]["rows"]):
+            cells = []
+            for n in names:
+                r = runs[n]["rows"][i]
+                mark = " **detected**" if r["detected"] else ""
+                cells.append(f"{_interval(r['robustness'], r['robustness_ci'])} / {_interval(r['shift'], r['shift_ci'])}"
+                             f" / {_pv(r['p_value'])}{mark}")
+            lines.append(f"| {row['probe']} | {row['predicts']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="0.5b")
@@ -122,7 +162,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "probes_summeval.json")
+    ap.add_argument("--render", action="store_true", help="print the RESULTS.md tables of --out and stop")
     args = ap.parse_args()
+    if args.render:
+        print(render(json.loads(args.out.read_text())))
+        return
     spec = args.backend or default_backend(args.size)
     lm = wrap(get(spec, n_ctx=4096) if spec.startswith("local") else get(spec), cache=True)
     probes = resolve_probes("all")
@@ -167,6 +211,7 @@ def main() -> None:
             args.out.write_text(json.dumps(clean(out), indent=1))
     out["seconds"] = round(time.time() - started, 1)
     args.out.write_text(json.dumps(clean(out), indent=1))
+    print(render(out))
     print(f"wrote {args.out} in {out['seconds']} s")
 
 
