@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evidence_common import RESULTS_DIR, clean, default_backend
 from sampling_grid_summeval import direct_prompt
 
+from mitigate import measures as M
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import MitigateError
@@ -50,6 +51,7 @@ from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.registry import get, wrap
 from mitigate.probes import resolve_probes
 from mitigate.prompt import JudgePrompt
+from mitigate.runner import run
 from mitigate.selectors import Stratified
 from mitigate.strategies import ConsistencyHint, Demos, Mitigation, Pipeline, PositionSwap
 
@@ -97,13 +99,23 @@ async def battery(name: str, judge: Any, items: list[Item], criterion: str, prob
                   args: argparse.Namespace) -> dict[str, Any]:
     """One variant's battery: the report as JSON, its rewrites written to the runs folder."""
     started = time.time()
+    first = await run(judge, items, concurrency=1, progress=args.progress, desc=f"{name}: original")
+    ci = {"ci": args.n_boot > 0, "n_boot": max(args.n_boot, 1), "seed": args.seed}
+    if items and items[0].pairwise:
+        agreement = M.preference_accuracy(M.verdicts_as_text(first.judgments),
+                                          [it.preference.get(criterion) for it in items], **ci)
+    else:
+        agreement = M.item_correlation([j.scores.get(criterion) for j in first.judgments],
+                                       M.human_scores(items, criterion), "spearman", **ci)
     report = await run_probes(judge, items, probes, criterion=criterion, concurrency=1, progress=args.progress,
-                              n_boot=args.n_boot, seed=args.seed, label=name)
+                              n_boot=args.n_boot, seed=args.seed, label=name, original=first.judgments)
     RUNS.mkdir(parents=True, exist_ok=True)
     (RUNS / f"{name}.rewrites.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in report.records))
     table = render_probe_table(report)
     print(f"\n### {name} ({time.time() - started:.0f} s)\n\n{table}\n", flush=True)
-    return {"noise_floor": report.noise.value, "noise_n": report.noise.n, "floor_note": report.floor_note,
+    return {"agreement": {"measure": agreement.name, "value": agreement.value, "ci": [agreement.ci_low, agreement.ci_high],
+                          "n": agreement.n, "n_failed": agreement.n_failed},
+            "noise_floor": report.noise.value, "noise_n": report.noise.n, "floor_note": report.floor_note,
             "calls": report.calls, "rows": summary_rows(report), "table": table,
             "seconds": round(time.time() - started, 1)}
 
@@ -133,7 +145,10 @@ def render(out: dict[str, Any]) -> str:
             continue
         names = list(runs)
         lines += ["Noise floor (rerun flip rate): " + "; ".join(
-            f"{n} {_num(runs[n]['noise_floor'])} over {runs[n]['noise_n']}" for n in names), "",
+            f"{n} {_num(runs[n]['noise_floor'])} over {runs[n]['noise_n']}" for n in names) + ".", "",
+            "Agreement with the experts (original texts): " + "; ".join(
+                f"{n} {runs[n]['agreement']['measure']} {_interval(runs[n]['agreement']['value'], runs[n]['agreement']['ci'])}"
+                f" (n={runs[n]['agreement']['n']})" for n in names if "agreement" in runs[n]) + ".", "",
             "| probe | predicts | " + " | ".join(f"{n}: RR [95% CI] / shift ({label}) [95% CI] / p" for n in names)
             + " |", "|---|---|" + "---|" * len(names)]
         for i, row in enumerate(runs[names[0]]["rows"]):
