@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.lm.base import LM
-from mitigate.registry import Component, Options, registered
+from mitigate.registry import Component, Interval, Options, registered
 
 __all__ = [
     "Direction",
@@ -106,7 +106,7 @@ class Probe(Component):
     ideal: ClassVar[Literal["unchanged", "down"]] = "unchanged"
     needs_rewriter: ClassVar[bool] = False
     family: ClassVar[str] = ""
-    parameter_constraints: ClassVar = {"side": [Options("a", "b")]}
+    parameter_constraints: ClassVar = {"side": [Options("a", "b")], "seed": [Interval(int)]}
 
     @property
     def name(self) -> str:
