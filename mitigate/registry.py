@@ -87,6 +87,7 @@ KIND_PACKAGES: dict[str, str] = {
     "benchmark": "mitigate.data.registry",
     "released-judge": "mitigate.data.released",
     "prompt": "mitigate.prompt.builtin",
+    "probe": "mitigate.probes",
 }
 """Where each kind's components live; imported on the first look-up of that kind.
 

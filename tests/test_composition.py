@@ -375,9 +375,9 @@ def test_the_three_pipelines_cover_every_registered_mitigation(
     # every registered mitigation but the demo presets (Preset classes, checked above or covered by
     # test_demos.py and test_selectors.py) and
     # the issue-14 components beyond the five papers, composed in test_selective.py,
-    # test_calibration.py and test_panel_evidence_length.py
+    # test_calibration.py and test_panel_evidence_length.py (style-control, issue 26: test_style_control.py)
     beyond = ("selective", "panel", "length-control", "contextual-calibration", "batch-calibration",
-              "multiple-evidence")
+              "multiple-evidence", "style-control")
     registered = {name for name, cls in S.registered().items()
                   if not name.startswith("test-") and not issubclass(cls, Preset) and name not in ("demos", *beyond)}
     assert used == registered

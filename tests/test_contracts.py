@@ -22,7 +22,7 @@ EXAMPLES = registered_examples()
 
 def test_the_battery_covers_every_kind_and_every_registered_component() -> None:
     kinds = {type(c).registry_kind for c in EXAMPLES}
-    assert {"mitigation", "selector", "engine"} <= kinds
+    assert {"mitigation", "selector", "engine", "probe"} <= kinds
     names = {type(c).registry_name for c in EXAMPLES}
     assert {"random", "stratified", "knn", "highest-rs", "fixed"} <= names  # selectors
     assert {"demos", "sampling", "selective"} <= names  # mitigations
@@ -32,6 +32,8 @@ def test_the_battery_covers_every_kind_and_every_registered_component() -> None:
     built = [ex for name in presets for ex in registered("mitigation")[name].examples()]
     assert built and all(type(ex).registry_name == "demos" for ex in built)  # presets build Demos values
     assert {"random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro"} <= names  # engines
+    assert {"authority", "bandwagon", "distraction", "verbosity", "beauty", "refinement", "identity",
+            "nested-instruction", "sentiment", "assertiveness", "fallacy", "factual-error"} <= names  # probes
 
 
 @parametrize_with_checks(EXAMPLES)

@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("data",),
     ("prompt",),
     ("judge", "likelihood"),
-    ("measures",),
+    ("measures", "probes"),
     ("run",),
     ("selectors",),
     ("strategies",),

@@ -14,7 +14,7 @@ data is loaded, data and prompts before the first LM call. ``--debug`` (or
 
 # isort: off
 # importing registers each command; --help lists them in this order: the work first, then discovery
-from mitigate.cli import compare, data, judge, prompts, report, search  # noqa: F401
+from mitigate.cli import compare, data, judge, probe, prompts, report, search  # noqa: F401
 from mitigate.cli import catalog, plugins  # noqa: F401
 # isort: on
 from mitigate.cli.app import app, main

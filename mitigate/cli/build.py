@@ -208,3 +208,17 @@ def batch_session(enabled: bool, folder: Path | None, retries: int, progress: bo
     if not enabled or folder is None:
         return None
     return BatchSession(BatchOptions(retry_failed=retries, progress=progress), folder / "batches")
+
+
+class RewriterOptions:
+    """The judge's backend options with the rewriter's spec: the rewriter gets the same deadline, caps and cache."""
+
+    def __init__(self, o: Any) -> None:
+        self._o = o
+        self.backend = o.rewriter or o.backend
+        self.base_url = None
+        self.transport = None
+        self.guided = None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._o, name)

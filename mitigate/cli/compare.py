@@ -10,8 +10,10 @@ import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.build import (
+    RewriterOptions,
     Task,
     batch_session,
+    build_backend,
     build_judge,
     dry_run_text,
     load_task,
@@ -24,6 +26,7 @@ from mitigate.cli.files import writable_dir
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, PromptJudge
+from mitigate.probes import check_rewriter, resolve_probes
 from mitigate.prompt import JudgePrompt
 from mitigate.run.runner import preflight
 from mitigate.strategies import parse_pipeline
@@ -59,6 +62,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     labelled = [split_label(text) for text in pipelines]  # "NAME=pipeline": NAME is what the report shows
     parsed = [(label or text.strip() or "baseline", parse_pipeline(text))  # bad text fails before data or calls
               for label, text in labelled]
+    chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines))
     task = load_task(o.benchmark, o.criterion, o.limit)
     bench, crit = task.benchmark, task.criterion
     entries: list[Entry] = []
@@ -92,16 +96,20 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
     session = batch_session(o.batch and bool(pipelines), o.out, o.batch_retries, o.progress)
+    probe_kw = probe_kwargs(chosen_probes, o)
     try:
         result = await compare(
             bench, crit, entries, out_dir=o.out, concurrency=o.concurrency, limit=o.limit or None,
             likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed, restart=o.restart,
             command=command_line, batch=session, train=train, report=False,  # written below, paths listed
+            **probe_kw,
         )
     finally:
         if session is not None:
             await session.aclose()
             typer.echo(session.stats.line(), err=True)
+        if probe_kw.get("rewriter") is not None:
+            await probe_kw["rewriter"].aclose()
         if lm is not None:
             await lm.aclose()
     for e in result.entries:
@@ -148,3 +156,25 @@ def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: fl
         shown.append((e.name, judge))
     text = dry_run_text(shown, base, items) if shown and base is not None else ""
     return "\n\n".join([*notes, text]).strip()
+
+
+def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) -> list[Any]:
+    """The probes ``compare --probes`` names (checked before data or calls); [] without the option."""
+    if text is None:
+        if rewriter is not None:
+            raise ConfigError(f"--rewriter applies with --probes; got --rewriter {rewriter!r} without --probes")
+        return []
+    if not has_pipelines:
+        raise ConfigError("--probes runs the bias battery over pipeline entries; expected at least one --pipeline; "
+                          "got none (recorded and released judges cannot judge probed texts)")
+    chosen = resolve_probes(text, rewriter=rewriter is not None)
+    if rewriter is None:
+        check_rewriter(chosen, None)
+    return chosen
+
+
+def probe_kwargs(probes: list[Any], o: CompareOptions) -> dict[str, Any]:
+    """``compare``'s probe arguments: the probes and, when given, the rewriter backend."""
+    if not probes:
+        return {}
+    return {"probes": probes, "rewriter": None if o.rewriter is None else build_backend(RewriterOptions(o))}

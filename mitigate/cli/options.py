@@ -427,6 +427,10 @@ class CompareOptions:
     slot_field: SlotField = None
     const: Const = None
     dry_run: DryRun = False
+    probes: Annotated[str | None, typer.Option(
+        "--probes", help="also run the bias battery over every pipeline entry: 'all' or probe names such as "
+        "authority,bandwagon (see 'mitigate probe'); adds a 'Bias probes' table per entry")] = None
+    rewriter: Annotated[str | None, typer.Option(help="LM spec writing the LM-assisted probes' rewrites")] = None
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
@@ -653,3 +657,96 @@ class ReportOptions:
     folder: Annotated[Path, typer.Argument(help="a folder written by 'mitigate compare'")]
     html: Annotated[bool, typer.Option("--html", help="also rebuild report.html (self-contained, with the "
                                        "per-item view)")] = False
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """``mitigate probe``: the bias battery: judge items as they are, again (the noise floor) and under each probe."""
+
+    COMMAND: ClassVar[str] = "probe"
+
+    benchmark: Benchmark = "summeval"
+    criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
+                                                  "(default: the benchmark's first)")] = None
+    probes: Annotated[str, typer.Option("--probes", help="'all' (every rule-based probe, plus the LM-assisted "
+                                        "ones with --rewriter) or names such as authority,bandwagon")] = "all"
+    limit: Annotated[int, typer.Option("--limit", "-n", help="probe the first N items, document by document "
+                                       "(0 = all)")] = 20
+    backend: Annotated[str, typer.Option("--backend", help="the judge's LM: openai:<model>, anthropic:<model>, "
+                                         "dspy:<model>, local, local:<path.gguf>, replay:<path>")] = "local"
+    rewriter: Annotated[str | None, typer.Option(help="LM spec that writes the LM-assisted probes' rewrites "
+                                                 "(sentiment, assertiveness, fallacy, factual-error)")] = None
+    side: Annotated[str, typer.Option(help="pairwise items: probe the first text (a) or the second (b)")] = "a"
+    base_url: BaseUrl = None
+    timeout: Timeout = None
+    deadline: Deadline = DEFAULT_DEADLINE
+    max_response_bytes: MaxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES
+    max_prompt_chars: MaxPromptChars = DEFAULT_MAX_PROMPT_CHARS
+    max_samples: MaxSamples = DEFAULT_MAX_SAMPLES
+    patience: Patience = 60.0
+    prompt: Annotated[Path | None, typer.Option(help="judge prompt template file with {{slots}} "
+                                                "(default: the built-in prompt for the criterion)")] = None
+    system: Annotated[Path | None, typer.Option(help="optional system message template file")] = None
+    pipeline: Annotated[str | None, typer.Option(
+        "--pipeline", help="mitigations wrapping the judge (pipeline text or @file.json); they must not need "
+        "fitting")] = None
+    temperature: Annotated[float, typer.Option(help="sampling temperature (the rerun for the noise floor uses the "
+                                               "same)")] = 0.0
+    samples: Annotated[int, typer.Option(help="samples per item (reduced by --reducer)")] = 1
+    reducer: Annotated[str, typer.Option(help="mean, median or majority")] = "mean"
+    scoring: Scoring = "auto"
+    constrain: Constrain = "auto"
+    max_tokens: MaxTokens = 128
+    tolerance: Annotated[float, typer.Option(help="score changes up to this size count as unchanged (0: CALM's "
+                                             "robustness rate)")] = 0.0
+    alpha: Annotated[float, typer.Option(help="level of the probe-vs-rerun test")] = 0.05
+    n_boot: NBoot = 1000
+    seed: Annotated[int, typer.Option(help="seed of the probes' wording and of the bootstrap")] = 0
+    concurrency: Concurrency = 4
+    cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True
+    progress: Progress = True
+    transport: Transport = None
+    guided: Guided = None
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="write the whole report (every rewrite "
+                                             "included) to this JSON file")] = None
+    answer_format: AnswerFormatOverride = None
+    reasoning: ReasoningOverride = None
+    output_slot: OutputSlot = None
+    slot_field: SlotField = None
+    const: Const = None
+
+    def __post_init__(self) -> None:
+        """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
+        check_prompt_overrides(self)
+        check(self.COMMAND, "--samples", self.samples, Interval(int, 1, None))
+        check(self.COMMAND, "--reducer", self.reducer, Options("mean", "median", "majority"))
+        check(self.COMMAND, "--side", self.side, Options("a", "b"))
+        check(self.COMMAND, "--tolerance", self.tolerance, Interval(float, 0.0, None))
+        check(self.COMMAND, "--alpha", self.alpha, Interval(float, 0.0, 1.0, closed="neither"))
+        check(self.COMMAND, "--n-boot", self.n_boot, Interval(int, 0, None))
+        check_lm_options(self)
+
+    @property
+    def samples_per_item(self) -> int:
+        """``--samples``."""
+        return self.samples
+
+    @property
+    def reducer_name(self) -> str:
+        """``--reducer``."""
+        return self.reducer
+
+    @property
+    def scale_range(self) -> tuple[float, float] | None:
+        """probe has no --scale: the prompt's own."""
+        return None
+
+    @property
+    def system_file(self) -> Path | None:
+        """``--system``."""
+        return self.system
+
+    @property
+    def lm_cache(self) -> bool:
+        """``--cache``."""
+        return self.cache

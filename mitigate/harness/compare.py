@@ -65,6 +65,7 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled, train_test_split
 from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.harness.first_prompt import with_first_prompt
+from mitigate.harness.probe import probe_entry
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
 from mitigate.harness.report import write_report
@@ -79,6 +80,7 @@ from mitigate.harness.results import (
 )
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
+from mitigate.lm.base import LM
 from mitigate.measures import (
     MEASURES,
     EntryData,
@@ -101,6 +103,7 @@ from mitigate.measures.stats import (
     permutation_test_mean_diff,
     spearman_rows,
 )
+from mitigate.probes import Probe, check_rewriter
 from mitigate.registry import Interval, check_param
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
 from mitigate.run.runner import RunResult, run
@@ -648,6 +651,8 @@ async def compare(
     batch: BatchOptions | BatchSession | bool | None = None,
     train: float | str | Benchmark | None = None,
     report: bool = True,
+    probes: Sequence[Probe] | None = None,
+    rewriter: LM | None = None,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -673,6 +678,10 @@ async def compare(
       entries already fitted (a searched spec) are used as given. ``settings["train"]`` and
       each entry's ``fitted`` say which items that was; ``limit`` applies to the test items.
       Without ``train``, an entry that must be fitted is a ConfigError.
+    - ``probes``: bias probes (:mod:`mitigate.probes`) run over every pipeline entry after its
+      judgments (:func:`mitigate.harness.probe.run_probes`; its judgments are reused as the
+      originals); each entry's ``probes`` holds the report, and its rewrites go to
+      ``out_dir/probes/<name>.jsonl``. ``rewriter`` writes LM-assisted probes' rewrites.
 
     - ``report``: write the reports into ``out_dir`` (default): ``results.json``, ``report.md``,
       ``report.html`` (self-contained, with the per-item view) and the plots, as
@@ -685,6 +694,8 @@ async def compare(
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
+    if probes:
+        check_rewriter(probes, rewriter)
     fit_on, bench, train_info, items = _plan(full, criterion, todo, train=train, limit=limit, seed=seed)
     task: Task = "pairwise" if bench.pairwise else "score"
     out = Path(out_dir)
@@ -736,11 +747,17 @@ async def compare(
                 first = [score_of(j, criterion) for j in runs[0].judgments]
                 comparison = _comparison(todo[0].name, first, scores, human, n_boot=n_boot, n_perm=n_perm,
                                          seed=seed)
+        probed = None
+        if probes and e.kind == "pipeline":
+            probed = await probe_entry(e.judge, items, probes, criterion=criterion, original=result.judgments,
+                                       out=out / "probes" / f"{stems[e.name]}.jsonl", rewriter=rewriter,
+                                       concurrency=concurrency, progress=progress, n_boot=n_boot, seed=seed,
+                                       label=e.name)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
             histogram=histogram, comparison=comparison, fitted=fit_info.get(e.name), scoring=scoring_of(e),
-            identical_to=same.get(e.name),
+            identical_to=same.get(e.name), probes=probed,
         ))
     human_ref = _human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task)
     records = tuple(

@@ -38,6 +38,7 @@ from typing import Any
 from mitigate.errors import DataError
 from mitigate.harness.html_report import HTML_FILE, render_html
 from mitigate.harness.plots import PLOT_CAPTIONS, human_quality, pair_tables, planned_plots, render_plots
+from mitigate.harness.probe import probe_section
 from mitigate.harness.reading import bottom_lines, chosen_demos, plain_reason, warnings
 from mitigate.harness.results import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
 from mitigate.harness.tables import best_indices, md_cell, md_table
@@ -306,6 +307,7 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     lines += _per_pair(result)
     lines += _comparisons(result)
     lines += _demos_section(result)
+    lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]
     lines += _plots_section(result, plots)
     return "\n".join(lines) + "\n"
 

@@ -110,6 +110,7 @@ class EntryResult(BaseModel):
     fitted: dict[str, Any] | None = None
     scoring: str = ""
     identical_to: str | None = None
+    probes: dict[str, Any] | None = None
 
     @field_validator("measures", "per_system", mode="before")
     @classmethod

@@ -14,6 +14,10 @@ One module per family, each citing the papers it comes from:
 - :mod:`~mitigate.measures.pairwise`: accuracy against gold preferences, position consistency,
   preference fairness and repetition stability (Shi et al. 2024), length lean, position-swap gain;
 - :mod:`~mitigate.measures.length_control`: length-controlled win rate (Dubois et al. 2024);
+- :mod:`~mitigate.measures.style`: style control (markdown headers, bold, lists, length as
+  covariates of the controlled win rate and of the score regression; Arena-Hard);
+- :mod:`~mitigate.measures.robustness`: bias-probe measures (CALM's robustness rate, shift,
+  noise floor, probe-vs-rerun test);
 - :mod:`~mitigate.measures.stats`: correlations, bootstrap intervals, permutation tests;
 - :mod:`~mitigate.measures.base`: the :class:`Measure` result, shared helpers, and the
   registered :class:`ReportedMeasure` table ``mitigate compare`` reads.
@@ -102,10 +106,28 @@ from mitigate.measures.reliability import (
     krippendorff_alpha,
     sample_rows,
 )
+from mitigate.measures.robustness import (
+    ProbeEffect,
+    directional_share,
+    flip_test,
+    mcnemar_one_sided,
+    noise_floor,
+    probe_effect,
+    robustness_rate,
+    score_shift,
+)
 from mitigate.measures.self_bias import length_correlation, self_preference, source_sensitivity
+from mitigate.measures.style import (
+    STYLE_FEATURES,
+    score_style_regression,
+    style_controlled_win_rate,
+    style_features,
+)
 
 __all__ = [
     "MEASURES",
+    "STYLE_FEATURES",
+    "ProbeEffect",
     "POSITION_VERDICTS",
     "PREFERENCES",
     "US_SCALINGS",
@@ -174,4 +196,14 @@ __all__ = [
     "verdict_samples",
     "verdicts_as_text",
     "word_count",
+    "directional_share",
+    "flip_test",
+    "mcnemar_one_sided",
+    "noise_floor",
+    "probe_effect",
+    "robustness_rate",
+    "score_shift",
+    "score_style_regression",
+    "style_controlled_win_rate",
+    "style_features",
 ]

@@ -17,6 +17,7 @@ and specs work.
 | ``position-swap`` | :class:`PositionSwap` | pairwise position bias |
 | ``contextual-calibration``, ``batch-calibration`` | :class:`ContextualCalibration`, :class:`BatchCalibration` | Zhao et al. 2021; Zhou et al. 2024 |
 | ``length-control`` | :class:`LengthControl` | Dubois et al. 2024 |
+| ``style-control`` | :class:`StyleControl` | Arena-Hard style control (Li et al. 2024) |
 | ``selective`` | :class:`SelectiveEvaluation` (and :class:`CascadeJudge`) | Jung et al. 2024 |
 | ``panel`` | :class:`Panel` (:class:`PanelJudge` for any judges) | Verga et al. 2024 |
 | ``multiple-evidence`` | :class:`MultipleEvidence` | Wang et al. 2023 |
@@ -60,6 +61,7 @@ from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
 from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge, fit_cascade
 from mitigate.strategies.single_attribute import MultiAttribute, SingleAttribute
+from mitigate.strategies.style_control import StyleControl, StyleControlledJudge
 
 __all__ = [
     "AgreementGate", "AgreementJudge", "BatchCalibration", "CalibratedJudge", "CascadeJudge",
@@ -69,6 +71,6 @@ __all__ = [
     "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe", "PerturbationProbeJudge",
     "PerturbedDemosPreset", "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation",
     "RandomDemosPreset", "Sampling", "SelectiveEvaluation", "SelectiveJudge", "SelfConsistency",
-    "SingleAttribute", "fit_cascade", "from_spec", "gate_released", "load_pipeline", "mcq_form",
+    "SingleAttribute", "StyleControl", "StyleControlledJudge", "fit_cascade", "from_spec", "gate_released", "load_pipeline", "mcq_form",
     "parse_pipeline", "registered", "rts_form",
 ]

@@ -33,6 +33,9 @@ What is checked
     tags say so; unfitted ``select`` is refused.
     presets (:class:`~mitigate.registry.Preset`): their ``examples()`` are the components they
     build, so those meet their component's contract.
+    probes: the rewrite changes only the judged text, is recorded (original and probed text;
+    model and raw answer for an LM-assisted probe), and is the same from the rebuilt spec; an
+    LM-assisted probe refuses without a rewriter.
     engines: a tiny search with a scripted judge stays within its budget, reports the
     baseline as the first trial and names the engine, or the engine refuses with a
     ConfigError before any LM call.
@@ -54,6 +57,7 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
+from mitigate.probes import Probe
 from mitigate.prompt import Criterion, JudgePrompt
 from mitigate.registry import KIND_PACKAGES, Component, Tags, build, registered
 from mitigate.scale import Scale
@@ -399,6 +403,43 @@ def check_engine_runs_within_its_budget(engine: Engine) -> None:
     assert lm.calls == result.calls_search + result.calls_test
 
 
+# --------------------------------------------------------------------------- probes
+
+_PROBE_ITEM = Item(id="probe-check", output="The mayor opened the bridge. Traffic eased at once. Shops reopened.",
+                   output_b="A bridge opened.", inputs={"source": "An article about a bridge."})
+
+
+def check_probe_rewrites_and_records(probe: Probe) -> None:
+    """A probe changes the judged text only, records the rewrite, and rewrites the same way twice.
+
+    An LM-assisted probe refuses with a ConfigError without a rewriter, and with a scripted one
+    records the model and its raw answer.
+    """
+    before = _PROBE_ITEM.model_dump()
+    rewriter = None
+    if probe.needs_rewriter:
+        try:
+            asyncio.run(probe.aprobe(_PROBE_ITEM, None))
+        except ConfigError as exc:
+            assert "rewriter" in str(exc), f"unclear error without a rewriter: {exc}"
+        else:
+            raise AssertionError(f"{type(probe).__name__} probed without a rewriter")
+        rewriter = FakeLM(lambda request: "The mayor opened the bridge, and shops reopened because of it.")
+    first = asyncio.run(probe.aprobe(_PROBE_ITEM, rewriter))
+    again = asyncio.run(_rebuild(probe, probe.spec()).aprobe(_PROBE_ITEM, rewriter))
+    assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item it was given"
+    assert first.item is not None and first.record.ok, f"{type(probe).__name__} did not rewrite: {first.record.error}"
+    field = first.record.field
+    assert first.record.original == _PROBE_ITEM.field(field), "the record does not hold the original text"
+    assert first.item.field(field) == first.record.probed != first.record.original, "the probed text is not recorded"
+    others = {k: v for k, v in first.item.model_dump().items() if k != field}
+    assert others == {k: v for k, v in before.items() if k != field}, "the probe changed more than the judged text"
+    assert again.record == first.record, f"{type(probe).__name__} rewrote differently from the same spec"
+    if probe.needs_rewriter:
+        assert first.record.model and first.record.raw, "an LM rewrite must record the model and its raw answer"
+    assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
+
+
 # --------------------------------------------------------------------------- the battery
 
 COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips, check_unknown_parameter_is_refused,
@@ -406,6 +447,7 @@ COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips, ch
 MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused, check_fit_returns_a_fitted_copy)
 SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated, check_selector_fit_returns_a_copy)
 ENGINE = (check_engine_runs_within_its_budget,)
+PROBE = (check_probe_rewrites_and_records,)
 
 
 def checks_for(component: Any) -> Iterator[Check]:
@@ -417,6 +459,8 @@ def checks_for(component: Any) -> Iterator[Check]:
         fns += SELECTOR
     if isinstance(component, Engine):
         fns += ENGINE
+    if isinstance(component, Probe):
+        fns += PROBE
     for fn in fns:
         yield Check(fn.__name__.removeprefix("check_"), fn)
 

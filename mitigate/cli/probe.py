@@ -1,0 +1,56 @@
+"""``mitigate probe``: the bias battery on the judged text, each probe beside the judge's own rerun noise."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+from mitigate.cli.app import command
+from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load_task, with_pipeline
+from mitigate.cli.files import writable_file
+from mitigate.cli.options import ProbeOptions
+from mitigate.probes import check_rewriter, resolve_probes
+from mitigate.run.journal import write_atomic
+from mitigate.run.runner import preflight
+from mitigate.strategies import parse_pipeline
+
+
+@command("probe", ProbeOptions)
+def probe_cmd(options: ProbeOptions) -> None:
+    """Run the bias battery: judge items as they are, again (the noise floor) and under each probe; print the table."""
+    if options.out is not None:
+        writable_file(options.out, "--out")
+    asyncio.run(_probe(options))
+
+
+async def _probe(o: ProbeOptions) -> None:
+    # lazy: the harness is the one package `import mitigate.cli` does not load (a fast --help)
+    from mitigate.harness.probe import render_probe_table, run_probes
+
+    chosen = [p.with_params(seed=o.seed, side=o.side) for p in resolve_probes(o.probes, rewriter=o.rewriter is not None)]
+    if o.rewriter is None:
+        check_rewriter(chosen, None)  # refused before data or calls
+    pipe = parse_pipeline(o.pipeline) if o.pipeline is not None else None
+    task = load_task(o.benchmark, o.criterion, o.limit)
+    base = build_judge(o, task, pipe)
+    lm = base.lm
+    rewriter_lm = None if o.rewriter is None else build_backend(RewriterOptions(o))
+    try:
+        judge_obj = with_pipeline(base, o.pipeline)
+        items = list(task.items)
+        preflight(judge_obj, items)
+        typer.echo(f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with {lm.spec}: "
+                   f"{', '.join(p.name for p in chosen)} ({(2 + len(chosen)) * len(items)} judgments)", err=True)
+        report = await run_probes(judge_obj, items, chosen, criterion=task.criterion, rewriter=rewriter_lm,
+                                  concurrency=o.concurrency, progress=o.progress, alpha=o.alpha,
+                                  tolerance=o.tolerance, n_boot=o.n_boot, seed=o.seed,
+                                  label=o.pipeline or "baseline")
+    finally:
+        await lm.aclose()
+        if rewriter_lm is not None:
+            await rewriter_lm.aclose()
+    typer.echo(render_probe_table(report))
+    if o.out is not None:
+        written = write_atomic(o.out, report.model_dump_json(indent=1))
+        typer.echo(f"wrote {written} ({len(report.records)} rewrites)", err=True)
