@@ -36,6 +36,7 @@ class StyleControlledJudge(CompositeJudge):
     """Its child's judgment with each score moved to what the fitted style regression predicts at the mean style."""
 
     kind = "style-control"
+    requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], *, coefficients: dict[str, dict[str, float]],
                  mean: dict[str, float], sd: dict[str, float]) -> None:
