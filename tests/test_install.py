@@ -40,8 +40,10 @@ EXTRA_OF_MODULE = {
     "mitigate/lm/dspy.py": "dspy",
     "mitigate/search/engines/dspy_program.py": "dspy",
     "mitigate/lm/llamacpp.py": "local",
+    "mitigate/adapters/inspect_ai.py": "inspect",
+    "mitigate/adapters/deepeval.py": "deepeval",
 }
-"""Backend modules whose SDK comes with an extra (the registry imports them only when asked for)."""
+"""Backend and adapter modules whose SDK comes with an extra (imported only when asked for)."""
 
 OPTIONAL_BY_DESIGN = {
     ("mitigate/selectors/knn.py", "sentence_transformers"): "imported inside a try that raises a one-line "
