@@ -54,10 +54,21 @@ DEFAULT_SCORE_LINE = "Score: {value}"
 
 VALUE = "{value}"
 _REASON_CHARS = 600
-_JSON_TEXT_G = r'[^"\\\n]{0,600}'
-"""GBNF of a JSON string's content without quotes, backslashes or newlines (an explanation field)."""
-_JSON_TEXT_R = r'[^"\\\n]{0,600}'
-"""How many characters of reasoning a constrained answer may write before its answer line."""
+"""At most how many characters of reasoning a constrained answer writes before its answer line."""
+_ANSWER_ROOM = 48
+"""Tokens kept free for the answer line after the reasoning part (see :func:`reasoning_budget`)."""
+
+
+def reasoning_budget(max_tokens: int | None = None) -> int:
+    """How many characters of reasoning a bounded answer constraint allows before the answer line.
+
+    At most :data:`_REASON_CHARS`; with a token limit, ``max_tokens - 48`` (a character of
+    reasoning is at least one token's worth of text, so the answer line always fits), and
+    never below 16.
+    """
+    if max_tokens is None:
+        return _REASON_CHARS
+    return max(16, min(_REASON_CHARS, max_tokens - _ANSWER_ROOM))
 
 
 def _fmt(v: float) -> str:
@@ -369,14 +380,25 @@ class AnswerFormat(BaseModel):
         return tuple(w.strip() for w in words if w.strip())
 
     # ------------------------------------------------------------------ constraints
-    def constraint(self, scale: Scale, mode: ConstraintMode = "format") -> AnswerConstraint:
+    def constraint(self, scale: Scale, mode: ConstraintMode = "format", *,
+                   max_tokens: int | None = None) -> AnswerConstraint:
         """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
 
-        With ``reasoning="before"`` the text before the final answer line is free (up to about
-        600 characters) and only that line is constrained; with "after" the answer comes
-        first and free text may follow on the next lines.
+        Every grammar is bounded, so a small model cannot loop before it reaches its answer:
+
+        - ``reasoning="before"``: a reasoning part of at most :func:`reasoning_budget` characters
+          (two lines at most, starting with a letter, and holding none of the answer line's
+          brackets ``[`` ``<`` ``{``, so an answer marker cannot be repeated inside it:
+          ``[[A]] [[B]] ...`` or ``[RESULT] 5 [RESULT] 5``), then the answer line, then the end;
+        - ``"after"``: the answer line first, then at most one capped line of explanation;
+        - ``"none"``: the answer line alone.
+
+        ``max_tokens`` (the request's token limit) sets the reasoning budget so that the
+        answer line always fits within it: a character is at least one token's worth of
+        text, so a budget of ``max_tokens - 48`` characters leaves room for the answer.
         """
         values = self.values(scale)
+        budget = reasoning_budget(max_tokens)
         if self.two_scores:
             value_g = f"({_gbnf_alts(values)}) \" \" ({_gbnf_alts(values)})"
             value_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
@@ -385,8 +407,9 @@ class AnswerFormat(BaseModel):
             shown = [json.dumps(v) if self.kind != "score" else v for v in values]
             head = "{" + (f'"{self.reason_key}": "' if self.reason_key else "")
             mid = (f'", "{self.json_key}": ' if self.reason_key else f'"{self.json_key}": ')
-            reason_g = " " + _JSON_TEXT_G + " " if self.reason_key else " "
-            reason_r = _JSON_TEXT_R if self.reason_key else ""
+            text_g = f'[^"\\\\\\n]{{0,{budget}}}'
+            reason_g = " " + text_g + " " if self.reason_key else " "
+            reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if self.reason_key else ""
             answer_g = _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
             answer_r = re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")" + re.escape("}")
         else:
@@ -396,14 +419,19 @@ class AnswerFormat(BaseModel):
         if self.reasoning == "before" and self.json_key is None:
             sep = "\n" if not self.line.startswith("[RESULT]") else " "
             sep_r = "\\n" if sep == "\n" else " "
+            banned = "".join(ch for ch in "[<{" if ch in self.line.split(VALUE, 1)[0] or (
+                self.kind == "pairwise" and ch == "[" and "[" in self.line))
+            cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
+            cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
+            per_line = max(1, budget // 2)
             gbnf = (f"root ::= reason {_gbnf_lit(sep)} answer\n"
-                    f"reason ::= [^\\n] [^\\n]{{0,{_REASON_CHARS // 2}}} (\"\\n\" [^\\n]{{0,{_REASON_CHARS // 2}}})?\n"
+                    f"reason ::= [A-Za-z] {cls_g}{{0,{per_line}}} (\"\\n\" {cls_g}{{0,{per_line}}})?\n"
                     f"answer ::= {answer_g}\n")
-            regex = f"[^\\n][^\\n]{{0,{_REASON_CHARS // 2}}}(?:\\n[^\\n]{{0,{_REASON_CHARS // 2}}})?{sep_r}{answer_r}"
+            regex = f"[A-Za-z]{cls_r}{{0,{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
         elif self.reasoning == "after" and self.json_key is None:
-            gbnf = (f"root ::= answer (\"\\n\" [^\\n]{{0,{_REASON_CHARS}}})?\n"
+            gbnf = (f"root ::= answer (\"\\n\" [^\\n]{{0,{budget}}})?\n"
                     f"answer ::= {answer_g}\n")
-            regex = f"{answer_r}(?:\\n[^\\n]{{0,{_REASON_CHARS}}})?"
+            regex = f"{answer_r}(?:\\n[^\\n]{{0,{budget}}})?"
         else:
             gbnf = f"root ::= {answer_g}\n"
             regex = answer_r
@@ -541,7 +569,10 @@ _ONLY = re.compile(  # "only the answer", which a reasoning-first instruction ma
     re.IGNORECASE,
 )
 _REASON_FIRST = re.compile(
-    r"\b(?:first|begin|start)\b[^.\n]{0,80}\b(?:explanation|explain|feedback|reason|reasoning|analysis|justif\w+|compar\w+)"
+    r"\b(?:first|begin|start)\b[^.\n]{0,80}\b(?:explanation|explain|feedback|reason|reasoning|analysis|justif\w+|compar\w+"
+    r"|critique|critici[sz]e|rationale|review|comments?|assess\w*|discuss\w*|describe|think)"
+    r"|\b(?:write|give|provide)\s+(?:a|an|your|some)\s+(?:short\s+|brief\s+|concise\s+)?(?:critique|rationale|"
+    r"analysis|explanation|justification|feedback)\b[^\n]{0,200}?\b(?:then|followed\s+by|after\s+that|afterwards)\b"
     r"|\bafter\s+(?:providing|writing|giving)\s+(?:your|an?|the)\s+(?:explanation|feedback|reasoning|analysis)"
     r"|\bwrite\s+a\s+(?:detailed\s+)?feedback\b|\(write\s+a\s+feedback"
     r"|\bstep\s+by\s+step\b|\bthink\s+(?:carefully|step)|\bconcise\s+explanation\s+(?:followed|then)"

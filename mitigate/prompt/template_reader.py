@@ -29,7 +29,7 @@ from dataclasses import dataclass
 OUTPUT_SLOT_NAMES = (
     "output", "summary", "response", "answer", "hypothesis", "candidate", "text", "conversation",
     "completion", "generation", "prediction", "actual_output", "submission", "translation", "story",
-    "generated_text", "model_output", "test_case_content",
+    "generated_text", "model_output", "test_case_content", "reply",
 )
 """Slot names taken to hold the judged text when ``output_slot`` is not given (case-insensitive)."""
 

@@ -361,6 +361,8 @@ def _rescale_demo(demo: Demo, old: Scale, new: Scale) -> Demo:
     """
     if (old.min, old.max) == (new.min, new.max):
         return demo
+    if demo.scale is not None and (demo.scale.min, demo.scale.max) != (old.min, old.max):
+        demo = demo.on_scale(old)  # labels from another scale: first onto the prompt's, then moved with it
 
     def move(value: float) -> float:
         if not old.contains(value):
@@ -371,7 +373,7 @@ def _rescale_demo(demo: Demo, old: Scale, new: Scale) -> Demo:
         return _rescale(value, old, new)
 
     score = {k: move(v) for k, v in demo.score.items()} if isinstance(demo.score, dict) else move(demo.score)
-    update: dict[str, Any] = {"score": score}
+    update: dict[str, Any] = {"score": score, "scale": new}
     if demo.guideline is not None:
         update["guideline"] = _relabel(demo.guideline, old, new)
     return demo.model_copy(update=update)
