@@ -477,7 +477,7 @@ MITIGATIONS: dict[str, tuple[Any, str, bool]] = {
     "hint": (lambda p: ConsistencyHint(), DEFAULT_HINT, False),
     "granularity": (lambda p: Granularity(scale="1-100" if p.scale.max == 10 else "1-10"), SCALE_LEAD, True),
     "rts-form": (lambda p: _PromptFn(rts_form), RTS_LEAD, True),
-    "demos": (lambda p: FixedDemosPreset(demos=(_demo(p),)).build(), "Examples:", False),
+    "demos": (lambda p: FixedDemosPreset(demos=(_demo(p),)).build(), "Examples", False),
 }
 
 
@@ -583,6 +583,9 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         assert (new.shape() if not fmt.is_default_score_line else '"Score: ') in body
     if mitigation == "demos":
         gold = _demo(prompt)
-        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score, prompt.scale)  # type: ignore[arg-type]
+        # a JSON format's explanation field says the demo shows no reasoning rather than leaving it empty
+        reason = "(not shown in this example)" if fmt.reason_key else None
+        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score, prompt.scale,  # type: ignore[arg-type]
+                           reason=reason)
         assert shown in everything
     assert added or mitigation == "granularity"

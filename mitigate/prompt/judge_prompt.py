@@ -396,6 +396,8 @@ class JudgePrompt(BaseModel):
         else:
             answer = fmt.render(demo.score, self.scale, reason=demo.reason or (
                 "(not shown in this example)" if fmt.reason_key else None))
+            if fmt.json_key is None and fmt.line.strip() == VALUE_MARK:  # a bare value would read as a stray word
+                answer = f"Answer: {answer}"
         return f"{self._demo_item_text(demo)}{guideline}{self._with_reason(answer, demo.reason)}"
 
     def _pairwise_demo(self, demo: Demo) -> str:
