@@ -285,7 +285,26 @@ class AnswerFormat(BaseModel):
             value = self._from_line(work)
             if value is not None:
                 return self._accept(value, text, scale)
+            letter = self._final_letter(work, scale)
+            if letter is not None:
+                return self._accept(letter, text, scale)
         return self._general(work, text, scale, cues)
+
+    def _final_letter(self, text: str, scale: Scale) -> str | None:
+        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line when it is one letter.
+
+        Only for an MCQ format whose line is the bare letter and whose reasoning comes first,
+        and only a line holding nothing but one letter of ``scale.letters`` (markdown and a
+        full stop allowed); anything else is left to the general parser.
+        """
+        if self.kind != "mcq" or self.reasoning != "before" or self.line.strip() != VALUE or not scale.letters:
+            return None
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        if not lines:
+            return None
+        last = re.sub(r"[*_`\"'()\[\].]", "", lines[-1]).strip()
+        known = {k.upper() for k in scale.letters}
+        return last.upper() if len(last) == 1 and last.upper() in known else None
 
     def _from_line(self, text: str) -> str | None:
         """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first)."""
@@ -690,7 +709,7 @@ def infer_answer_format(
                                "none"})
     if kind == "mcq":
         return AnswerFormat(**{**base, "line": VALUE}) if re.search(
-            r"\b(?:letter|option)\b", instructions, re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
+            r"\b(?:letter|option|character|choice)\b", instructions, re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
                                                                               "inferred": False})
     if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
                  r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):

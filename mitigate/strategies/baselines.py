@@ -21,9 +21,9 @@ from mitigate.strategies.base import Mitigation, PromptMitigation
 from mitigate.strategies.edits import (
     DEFAULT_COT,
     DEFAULT_HINT,
+    allow_reasoning,
     insert_after_guideline,
     set_cot,
-    warn_if_reasoning_forbidden,
 )
 
 __all__ = ["ConsistencyHint", "SelfConsistency"]
@@ -96,9 +96,8 @@ class SelfConsistency(Mitigation):
                 "SelfConsistency(cot=True) asks for reasoning before the score, but this judge scores by expected "
                 "value over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
-        if self.cot:
-            warn_if_reasoning_forbidden(leaf.prompt, "SelfConsistency(cot=True)")
-        judge = leaf.with_prompt(set_cot(leaf.prompt, True, lead=DEFAULT_COT)) if self.cot else leaf
+        judge = leaf.with_prompt(set_cot(allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)"), True,
+                                         lead=DEFAULT_COT)) if self.cot else leaf
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens

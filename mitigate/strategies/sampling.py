@@ -37,12 +37,12 @@ from mitigate.strategies.edits import (
     RTS_LEAD,
     SCALE_LEAD,
     addenda,
+    allow_reasoning,
     is_multi_criterion_template,
     multi_criterion_prompt,
     scale_note,
     set_addendum,
     set_cot,
-    warn_if_reasoning_forbidden,
 )
 
 __all__ = ["GRANULARITIES", "ExpectedScore", "Granularity", "Sampling", "asks_for_reasoning", "scale_note"]
@@ -119,9 +119,7 @@ class Sampling(Mitigation):
                 "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected value "
                 "over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
-        if self.cot:
-            warn_if_reasoning_forbidden(leaf.prompt)
-        prompt = set_cot(leaf.prompt, self.cot)
+        prompt = set_cot(allow_reasoning(leaf.prompt) if self.cot else leaf.prompt, self.cot)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens
