@@ -61,7 +61,7 @@ _OPT_LETTER = re.compile(
 _OPT_LETTER_PLAIN = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?\((?P<letter>[A-J])\)\s+)(?P<desc>\S.*?)(?P<tail>\s*)$"
 )
-_NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure)\b", re.IGNORECASE)
+_NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure|rules?|requirements?|notes?)\b", re.IGNORECASE)
 
 
 def _as_criterion(c: str | Criterion) -> Criterion:
@@ -97,18 +97,20 @@ def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None
     return ScoreOption(label=label, score=score, description=gd["desc"], head=gd["head"], tail=gd["tail"])
 
 
-def _find_guideline(text: str, scale_hint: tuple[float, float] | None = None) -> tuple[int, int, Guideline] | None:
+def _find_guideline(text: str, scale_hint: tuple[float, float] | None = None, *,
+                    numbered: bool = True) -> tuple[int, int, Guideline] | None:
     """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline).
 
     ``scale_hint`` is the scale the template states; plainly numbered lines ("(1) ...",
     "1: ...") are options only when they run from its minimum to its maximum, so numbered
-    rules in a 0-9 rating prompt are not read as a 1-3 scale.
+    rules in a 0-9 rating prompt are not read as a 1-3 scale; with ``numbered=False`` (a
+    pairwise template) they are never options.
     """
     lines = text.splitlines(keepends=True)
     offsets = [0]
     for ln in lines:
         offsets.append(offsets[-1] + len(ln))
-    for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, _OPT_NUMBER):
+    for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, *((_OPT_NUMBER,) if numbered else ())):
         i = 0
         while i < len(lines):
             opt = _option_from_line(lines[i].rstrip("\r\n"), pattern)
@@ -297,7 +299,8 @@ def read_fields(
     templates = list(texts)
     if parse_guideline:
         for idx, t in enumerate(templates):
-            located = _find_guideline(t, hint)
+            # a pairwise template's plainly numbered lines are its rules, not score options
+            located = _find_guideline(t, hint, numbered=pair is None or answer == "score")
             if located is not None:
                 start, end, gl = located
                 guideline = gl

@@ -22,6 +22,7 @@ from mitigate.strategies.edits import (
     DEFAULT_COT,
     DEFAULT_HINT,
     allow_reasoning,
+    consistency_hint,
     insert_after_guideline,
     set_cot,
 )
@@ -55,8 +56,18 @@ class ConsistencyHint(PromptMitigation):
     }
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """A copy with the hint after the guideline (or at the end of the last message)."""
-        return insert_after_guideline(prompt, self.text)
+        """A copy with the hint after the guideline (or at the end of the last message); unchanged when it has it.
+
+        The default text speaks of score options, so it goes only to a prompt that lists
+        some; a pairwise prompt gets :data:`~mitigate.strategies.edits.PAIRWISE_HINT` (order
+        and length of the two outputs, no score) and a prompt without options
+        :data:`~mitigate.strategies.edits.NO_OPTIONS_HINT` (:func:`~mitigate.strategies.edits.consistency_hint`).
+        A text of your own is added as written.
+        """
+        text = consistency_hint(prompt) if self.text == DEFAULT_HINT else self.text
+        if any(text in t for t in prompt.template_text()):
+            return prompt
+        return insert_after_guideline(prompt, text)
 
 
 @register("mitigation", "self-consistency")

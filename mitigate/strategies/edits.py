@@ -46,6 +46,8 @@ __all__ = [
     "COT_LEAD",
     "DEFAULT_COT",
     "DEFAULT_HINT",
+    "NO_OPTIONS_HINT",
+    "PAIRWISE_HINT",
     "MANAGED_LEADS",
     "ONLY_LEAD",
     "RTS_LEAD",
@@ -53,6 +55,7 @@ __all__ = [
     "addenda",
     "allow_reasoning",
     "append_instruction",
+    "consistency_hint",
     "cot_instruction",
     "first_phrase",
     "insert_after_guideline",
@@ -77,7 +80,30 @@ DEFAULT_HINT = (
     "option means; you would give the same score if the options were listed in another order or "
     "described at another length."
 )
-"""The default :class:`ConsistencyHint` text."""
+"""The default :class:`ConsistencyHint` text, for a prompt that lists score options."""
+
+PAIRWISE_HINT = (
+    "Important: the order in which the two outputs are shown, and how long each is, say nothing about which "
+    "is better. Decide only from what each output says; you would give the same verdict if they were shown in "
+    "the other order."
+)
+"""What :class:`ConsistencyHint` says by default on a pairwise prompt (no options and no score to speak of)."""
+
+NO_OPTIONS_HINT = (
+    "Important: how long the text is, and where things stand in this prompt, say nothing about which answer is "
+    "right. Decide only from what the text says; you would give the same answer if it were presented in "
+    "another way."
+)
+"""What :class:`ConsistencyHint` says by default on a prompt that lists no score options."""
+
+
+def consistency_hint(prompt: JudgePrompt) -> str:
+    """The default consistency hint for ``prompt``: about its options only when it lists some, never a score on a pairwise one."""
+    if prompt.answer == "pairwise":
+        return PAIRWISE_HINT
+    if prompt.guideline is None:
+        return NO_OPTIONS_HINT
+    return DEFAULT_HINT
 
 DEFAULT_COT = "Think step by step first and explain your reasoning."
 """How the chain-of-thought instruction :class:`SelfConsistency` adds when ``cot=True`` begins

@@ -51,6 +51,8 @@ from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Guideline, ScoreOptio
 from mitigate.scale import Scale
 from mitigate.strategies.edits import (
     DEFAULT_HINT,
+    NO_OPTIONS_HINT,
+    PAIRWISE_HINT,
     MANAGED_LEADS,
     ONLY_LEAD,
     RTS_LEAD,
@@ -114,7 +116,7 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
 def _is_added(paragraph: str) -> bool:
     """True for a one-line paragraph another mitigation put at the end of the prompt."""
     text = paragraph.strip()
-    return "\n" not in text and (text.startswith(MANAGED_LEADS) or text == DEFAULT_HINT)
+    return "\n" not in text and (text.startswith(MANAGED_LEADS) or text in (DEFAULT_HINT, NO_OPTIONS_HINT, PAIRWISE_HINT))
 
 
 def _added_tail(template: str) -> int:
