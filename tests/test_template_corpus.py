@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from mitigate import Item, PromptJudge
-from mitigate.errors import PromptConflictWarning
+from mitigate.errors import ConfigError, PromptConflictWarning
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt.judge_prompt import JudgePrompt, describe_template, prompt_from_spec
 from mitigate.prompt.parts import Demo
@@ -474,7 +474,7 @@ def _demo(prompt: JudgePrompt) -> Demo:
 MITIGATIONS: dict[str, tuple[Any, str, bool]] = {
     "cot": (lambda p: Sampling(temperature=0.5, n=1, cot=True), COT_LEAD, True),
     "self-consistency-cot": (lambda p: SelfConsistency(n=1, temperature=0.5, cot=True), DEFAULT_COT, True),
-    "hint": (lambda p: ConsistencyHint(), DEFAULT_HINT, False),
+    "hint": (lambda p: ConsistencyHint(), "Important: ", False),
     "granularity": (lambda p: Granularity(scale="1-100" if p.scale.max == 10 else "1-10"), SCALE_LEAD, True),
     "rts-form": (lambda p: _PromptFn(rts_form), RTS_LEAD, True),
     "demos": (lambda p: FixedDemosPreset(demos=(_demo(p),)).build(), "Examples", False),
@@ -542,9 +542,12 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         calls.append(request)
         return _answer(leaf.prompt)[0]
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PromptConflictWarning)  # CoT against "score only" wording warns; pinned elsewhere
+    try:
         judge = make(prompt).wrap(PromptJudge(prompt, FakeLM(answer)))
+    except ConfigError as exc:  # a reasoning request against "score only" wording outside the stub is refused
+        assert mitigation in ("cot", "self-consistency-cot", "rts-form") and "\n" not in str(exc)
+        assert "asks for reasoning before the answer" in str(exc)
+        return
     (leaf,) = judge.leaves()
     item = _item(prompt)
     judgment = await judge.judge(item)
@@ -566,6 +569,8 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
     sent = calls[0].messages
     idx = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
     stub = prompt.answer_stub(idx)
+    if leaf.prompt.format.reasoning == "before" and "scores ONLY" in stub:  # a reasoning request rewrites those words
+        stub = stub.replace("scores ONLY", "reasoning first, then the answer")
     content = sent[idx].content
     assert content.endswith(stub)
     body = content[: len(content) - len(stub)]

@@ -51,10 +51,10 @@ from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Guideline, ScoreOptio
 from mitigate.scale import Scale
 from mitigate.strategies.edits import (
     DEFAULT_HINT,
-    NO_OPTIONS_HINT,
-    PAIRWISE_HINT,
     MANAGED_LEADS,
+    NO_OPTIONS_HINT,
     ONLY_LEAD,
+    PAIRWISE_HINT,
     RTS_LEAD,
     addenda,
     allow_reasoning,
