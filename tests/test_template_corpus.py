@@ -21,19 +21,18 @@ import ast
 import importlib.metadata as md
 import json
 import re
-import warnings
 from typing import Any
 
 import pytest
 
 from mitigate import Item, PromptJudge
-from mitigate.errors import ConfigError, PromptConflictWarning
+from mitigate.errors import ConfigError
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt.judge_prompt import JudgePrompt, describe_template, prompt_from_spec
 from mitigate.prompt.parts import Demo
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
 from mitigate.strategies.demos import FixedDemosPreset
-from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, DEFAULT_HINT, RTS_LEAD, SCALE_LEAD
+from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, RTS_LEAD, SCALE_LEAD
 from mitigate.strategies.forms import rts_form
 from mitigate.strategies.sampling import Granularity, Sampling
 

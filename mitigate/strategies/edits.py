@@ -344,7 +344,7 @@ def _single_answer(prompt: JudgePrompt) -> bool:
     return prompt.answer != "score" or len(prompt.criteria) <= 1
 
 
-def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD) -> JudgePrompt:
+def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD, who: str | None = None) -> JudgePrompt:
     """A copy of ``prompt`` with a chain-of-thought paragraph added (``on``) or removed.
 
     ``lead`` picks the paragraph: :data:`COT_LEAD` (Sampling's, :func:`cot_instruction`) or
@@ -352,11 +352,14 @@ def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD) -> JudgeProm
     format follows: with such a paragraph its reasoning is "before" (the answer is read from
     the last answer line, and a constrained backend lets the reasoning through); without any,
     the reasoning the template itself states again. The other managed paragraphs that word
-    the answer are rewritten to match (:func:`refresh_addenda`).
+    the answer are rewritten to match (:func:`refresh_addenda`). Adding one goes through
+    :func:`allow_reasoning` (``who`` names the asker in its refusal).
     """
     if lead not in _REASONING_LEADS:
         raise ConfigError(f"expected a chain-of-thought lead {list(_REASONING_LEADS)}; got {lead!r}")
     if on:
+        prompt = allow_reasoning(prompt, who or ("Sampling(cot=True)" if lead == COT_LEAD else
+                                                 "SelfConsistency(cot=True)"))
         if _single_answer(prompt):
             prompt = prompt.with_answer_format(prompt.format.with_reasoning("before"))
         prompt = set_addendum(prompt, lead, _REASONING_LEADS[lead](prompt))
