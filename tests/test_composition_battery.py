@@ -421,3 +421,20 @@ def test_the_own_formats_are_read_as_written() -> None:
     assert yes_no.format.reasoning == "before" and yes_no.format.read("It does.\nY", yes_no.scale) == 1.0
     assert _template("own-json").format.json_key == "score"
     assert _template("own-score-tag").format.line == "<score>{value}</score>"
+
+
+def test_compare_warns_when_the_benchmarks_label_scale_differs_from_the_prompts() -> None:
+    from mitigate.data.schema import Benchmark
+    from mitigate.errors import PromptConflictWarning
+    from mitigate.harness.compare import check_compare
+    prompt = _template("own-geval-score-of-no")  # asks for 1-5
+    items = tuple(Item(id=f"i{k}", output=f"out {k}", inputs={"question": "q"}, human={"helpfulness": float(k)})
+                  for k in range(1, 5))
+    bench = Benchmark(name="ten-point", items=items, criteria=("helpfulness",), scale=Scale(min=1, max=10))
+    with pytest.warns(PromptConflictWarning, match=r"labels 'helpfulness' on 1 to 10, but entries \['plain'\] ask "
+                                                   r"for 1 to 5"):
+        check_compare(bench, "helpfulness", {"plain": PromptJudge(prompt, FakeLM([]))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PromptConflictWarning)
+        check_compare(bench.model_copy(update={"scale": Scale(min=1, max=5)}), "helpfulness",
+                      {"plain": PromptJudge(prompt, FakeLM([]))})
