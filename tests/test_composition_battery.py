@@ -364,7 +364,9 @@ def test_granularity_rescales_demos_in_either_order_and_rewrites_every_statement
     assert demos is not None
     for pipe in (Granularity(scale="1-100") | demos, demos | Granularity(scale="1-100")):
         (leaf,) = pipe.wrap(PromptJudge(prompt, FakeLM([]))).leaves()
-        assert [d.score for d in leaf.prompt.demos] == [1.0, 78.0]  # 8 on 1-10 -> 78 on 1-100 (linear, half up)
+        # 8 on 1-10 -> 78 on 1-100 (linear, half up), from the gold label in both orders: never rounded twice
+        assert [d.score for d in leaf.prompt.demos] == [1.0, 78.0]
+        assert leaf.prompt.demos[1].label == 8.0 and leaf.prompt.demos[1].scale == Scale(min=1, max=10)
         text = leaf.prompt.template_text()[0]
         assert "where 1 is useless and 100 is flawless" in text and "10 is flawless" not in text
 

@@ -214,9 +214,7 @@ class JudgePrompt(BaseModel):
 
     def with_scale(self, scale: Scale) -> JudgePrompt:
         """A copy on another answer scale; demos it holds move with it (linearly, see :meth:`Demo.on_scale`)."""
-        demos = tuple(
-            (d if d.scale is not None else d.model_copy(update={"scale": self.scale})).on_scale(scale)
-            if d.score is not None else d for d in self.demos)
+        demos = tuple(d.labelled_on(self.scale).on_scale(scale) for d in self.demos)
         return self.model_copy(update={"scale": scale, "demos": demos})
 
     def map_templates(self, fn: Callable[[PromptMessage], PromptMessage]) -> JudgePrompt:

@@ -118,9 +118,11 @@ class Demo(BaseModel):
     shows a pairwise item (``output`` and ``output_b``) and its gold ``verdict`` ("first",
     "second" or "tie") instead of a score.
 
-    ``scale`` is the scale the gold ``score`` is written on (a benchmark's human label
-    scale); None means the prompt's own. A prompt showing the demo puts the score on its
-    current scale (:meth:`~mitigate.prompt.JudgePrompt.with_demos`, :func:`rescale_score`).
+    ``scale`` is the scale the gold label is written on (a benchmark's human label scale);
+    None means the prompt's own. A prompt showing the demo puts the score on its current
+    scale (:meth:`~mitigate.prompt.JudgePrompt.with_demos`, :func:`rescale_score`): ``score``
+    is then the score shown and ``label`` keeps the gold label as written on ``scale``, so
+    moving the demo again (a later granularity) maps from the label, never rounds twice.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -130,6 +132,7 @@ class Demo(BaseModel):
     guideline: Guideline | None = None
     verdict: Verdict | None = None
     scale: Scale | None = None
+    label: float | dict[str, float] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Demo:
@@ -181,6 +184,7 @@ class Demo(BaseModel):
         if self.score is None:
             return self
         src = self.scale or scale
+        gold = self.label if self.label is not None else self.score
 
         def move(value: float) -> float:
             if not src.contains(value):
@@ -191,10 +195,18 @@ class Demo(BaseModel):
                 )
             return rescale_score(value, src, scale)
 
-        score = {k: move(v) for k, v in self.score.items()} if isinstance(self.score, dict) else move(self.score)
+        score = {k: move(v) for k, v in gold.items()} if isinstance(gold, dict) else move(gold)
         if score == self.score and self.scale in (None, scale):
             return self
-        return self.model_copy(update={"score": score, "scale": scale})
+        if self.scale is None or self.scale == scale:
+            return self.model_copy(update={"score": score, "scale": scale, "label": None})
+        return self.model_copy(update={"score": score, "label": gold})
+
+    def labelled_on(self, scale: Scale) -> Demo:
+        """This demo with its gold score declared to be on ``scale`` (when it declares no scale of its own)."""
+        if self.score is None or self.scale is not None:
+            return self
+        return self.model_copy(update={"scale": scale})
 
 
 DEFAULT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
