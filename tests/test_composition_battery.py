@@ -440,3 +440,12 @@ def test_compare_warns_when_the_benchmarks_label_scale_differs_from_the_prompts(
         warnings.simplefilter("error", PromptConflictWarning)
         check_compare(bench.model_copy(update={"scale": Scale(min=1, max=5)}), "helpfulness",
                       {"plain": PromptJudge(prompt, FakeLM([]))})
+
+
+def test_a_critique_request_before_an_answer_stub_is_read_as_reasoning_first() -> None:
+    text = ("Rate the reply from 1 to 10. First write a short critique of it, then rate it.\n\n"
+            "Reply:\n{{response}}\n\nRating:")
+    prompt = JudgePrompt.from_template(text)
+    assert prompt.format.line == "Rating: {value}" and prompt.format.reasoning == "before"
+    con = prompt.format.constraint(prompt.scale, max_tokens=256)
+    assert re.fullmatch(con.regex, "Too vague about the dates.\nRating: 4")

@@ -705,8 +705,8 @@ def infer_answer_format(
     # an answer stub ending the prompt: "- Coherence:", "Score:", "Rating:"
     stub = _answer_stub(texts[-1] if texts else "", criterion)
     if stub is not None:
-        return AnswerFormat(**{**base, "line": stub + " {value}", "reasoning": reasoning if reasoning != "before" else
-                               "none"})
+        # what the text asks for stands: "First write a short critique ... Then rate" before "Rating:" is reasoning first
+        return AnswerFormat(**{**base, "line": stub + " {value}"})
     if kind == "mcq":
         return AnswerFormat(**{**base, "line": VALUE}) if re.search(
             r"\b(?:letter|option|character|choice)\b", instructions, re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
