@@ -22,8 +22,9 @@ reasoning part before the answer line (:meth:`mitigate.prompt.answer_format.Answ
 Per template it reports: the answer format and the reasoning it was read with, the share of
 answers that parse (Wilson 95% interval), the share that wrote reasoning before the answer
 line (at least 5 words), the share that looped (an answer marker written more than once, or
-a 3-word run repeated 4 or more times), the median reasoning length, and (for information)
-agreement with the experts. A parse failure is recorded, never a score.
+a 3-word run repeated 4 or more times), the share whose reasoning opens with 8 words copied from
+the judged texts ("echoed": the small judge rewriting the summary instead of commenting on it),
+the median reasoning length, and (for information) agreement with the experts. A parse failure is recorded, never a score.
 
 Run (under the shared lock)::
 
@@ -142,6 +143,18 @@ def looped(name: str, text: str) -> bool:
     return bool(runs) and max(runs.values()) >= 4
 
 
+def echoed(name: str, text: str, item: Item) -> bool:
+    """The reasoning opens with 8 words copied from the judged texts (the small judge rewriting the summary or
+    article instead of commenting on it)."""
+    m = re.search(_MARKERS[name], text)
+    words = re.findall(r"\w+", text[: m.start() if m else len(text)].lower())[:8]
+    if len(words) < 8:
+        return False
+    source = " ".join(re.findall(r"\w+", " ".join([item.output, item.output_b or "", *map(str, item.inputs.values())])
+                                 .lower()))
+    return " ".join(words) in source
+
+
 def reasoning_words(name: str, text: str) -> int:
     """Words written before the answer marker (all of them when there is none)."""
     m = re.search(_MARKERS[name], text)
@@ -158,7 +171,7 @@ async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str, args
     await lm.aclose()
     judged = {j.item_id: j for j in result.judgments}
     n = len(items)
-    parsed = agree = reasoned = loops = 0
+    parsed = agree = reasoned = loops = copies = 0
     lengths: list[int] = []
     for it in items:
         j = judged.get(it.id)
@@ -168,6 +181,7 @@ async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str, args
         words = reasoning_words(name, raw)
         lengths.append(words)
         reasoned += words >= 5
+        copies += echoed(name, raw, it)
         loops += looped(name, raw)
         if prompt.answer == "pairwise":
             if j.verdict is not None:
@@ -178,13 +192,13 @@ async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str, args
     lo, hi = wilson(parsed, n)
     row = {"format": prompt.format.describe(), "reasoning_read": prompt.format.reasoning,
            "constraint": constraint.describe if constraint else None, "n": n, "parsed": parsed,
-           "parsed_share": parsed / n, "parsed_ci": [lo, hi], "reasoned": reasoned, "looped": loops,
+           "parsed_share": parsed / n, "parsed_ci": [lo, hi], "reasoned": reasoned, "looped": loops, "echoed": copies,
            "median_reasoning_words": statistics.median(lengths) if lengths else None,
            "seconds": round(seconds, 1)}
     if prompt.answer == "pairwise":
         row["agree_with_experts"] = agree
     print(f"{name:24s} parsed {parsed}/{n} [{lo:.2f}, {hi:.2f}]  reasoning {reasoned}/{n}  looped {loops}/{n}  "
-          f"median words {row['median_reasoning_words']}  {seconds:.0f}s", flush=True)
+          f"echoed {copies}/{n}  median words {row['median_reasoning_words']}  {seconds:.0f}s", flush=True)
     return row
 
 
@@ -193,6 +207,7 @@ async def main() -> None:
     ap.add_argument("--n", type=int, default=16, help="items per template")
     ap.add_argument("--backend", default=None, help="LM spec (default: the Qwen2.5 0.5B judge model)")
     ap.add_argument("--n-ctx", type=int, default=8192)
+    ap.add_argument("--templates", default=None, help="comma-separated names (default: all three)")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "reasoning_constraint_parse.json")
     ap.add_argument("--run-dir", type=Path, default=RUNS_DIR / "reasoning_constraint_parse")
     args = ap.parse_args()
@@ -205,6 +220,8 @@ async def main() -> None:
     pairwise = pairs(scored, args.n)
     results: dict[str, Any] = {}
     for name, prompt in templates().items():
+        if args.templates and name not in args.templates.split(","):
+            continue
         t0 = time.perf_counter()
         results[name] = await one(name, prompt, pairwise if prompt.answer == "pairwise" else singles, spec, args)
         timer.mark(name, t0)

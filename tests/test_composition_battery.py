@@ -448,4 +448,4 @@ def test_a_critique_request_before_an_answer_stub_is_read_as_reasoning_first() -
     prompt = JudgePrompt.from_template(text)
     assert prompt.format.line == "Rating: {value}" and prompt.format.reasoning == "before"
     con = prompt.format.constraint(prompt.scale, max_tokens=256)
-    assert re.fullmatch(con.regex, "Too vague about the dates.\nRating: 4")
+    assert re.fullmatch(con.regex, "Too vague about the dates of the trip.\nRating: 4")

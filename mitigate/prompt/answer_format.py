@@ -55,6 +55,8 @@ DEFAULT_SCORE_LINE = "Score: {value}"
 VALUE = "{value}"
 _REASON_CHARS = 600
 """At most how many characters of reasoning a constrained answer writes before its answer line."""
+_REASON_MIN = 32
+"""At least how many characters of reasoning a constrained answer writes when the format reasons first."""
 _ANSWER_ROOM = 48
 """Tokens kept free for the answer line after the reasoning part (see :func:`reasoning_budget`)."""
 
@@ -405,8 +407,8 @@ class AnswerFormat(BaseModel):
 
         Every grammar is bounded, so a small model cannot loop before it reaches its answer:
 
-        - ``reasoning="before"``: a reasoning part of at most :func:`reasoning_budget` characters
-          (two lines at most, starting with a letter, and holding none of the answer line's
+        - ``reasoning="before"``: a reasoning part of at least 32 and at most
+          :func:`reasoning_budget` characters (two lines at most, starting with a letter, and holding none of the answer line's
           brackets ``[`` ``<`` ``{``, so an answer marker cannot be repeated inside it:
           ``[[A]] [[B]] ...`` or ``[RESULT] 5 [RESULT] 5``), then the answer line, then the end;
         - ``"after"``: the answer line first, then at most one capped line of explanation;
@@ -443,10 +445,11 @@ class AnswerFormat(BaseModel):
             cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
             cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
             per_line = max(1, budget // 2)
+            least = min(_REASON_MIN - 1, per_line)  # the asked-for reasoning is written, not a bare "Rating: 9"
             gbnf = (f"root ::= reason {_gbnf_lit(sep)} answer\n"
-                    f"reason ::= [A-Za-z] {cls_g}{{0,{per_line}}} (\"\\n\" {cls_g}{{0,{per_line}}})?\n"
+                    f"reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} (\"\\n\" {cls_g}{{0,{per_line}}})?\n"
                     f"answer ::= {answer_g}\n")
-            regex = f"[A-Za-z]{cls_r}{{0,{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
+            regex = f"[A-Za-z]{cls_r}{{{least},{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
         elif self.reasoning == "after" and self.json_key is None:
             gbnf = (f"root ::= answer (\"\\n\" [^\\n]{{0,{budget}}})?\n"
                     f"answer ::= {answer_g}\n")
