@@ -102,7 +102,7 @@ def test_render_instruction_and_constraint_agree_on_the_format() -> None:
 
 def test_with_reasoning_only_the_final_line_is_constrained() -> None:
     constraint = AnswerFormat(line="Score: {value}", reasoning="before").constraint(S5)
-    assert re.fullmatch(constraint.regex, "Free text, anything: 7 and [x].\nScore: 3")
+    assert re.fullmatch(constraint.regex, "Free text, anything at all: 7 and [x].\nScore: 3")
     assert not re.fullmatch(constraint.regex, "Free text, long enough to be reasoning.\nScore: 3 because")
     assert not re.fullmatch(constraint.regex, "Score 3.\nScore: 3")  # the reasoning asked for is written
     direct = AnswerFormat(line="Score: {value}").constraint(S5)
