@@ -108,3 +108,7 @@ class CacheDamageWarning(UserWarning):
 
 class PromptConflictWarning(UserWarning):
     """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey either)."""
+
+
+class TemplateReadWarning(UserWarning):
+    """Reading a template took a documented default the user may want to override (e.g. an undefined Jinja name)."""

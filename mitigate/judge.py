@@ -384,7 +384,8 @@ class PromptJudge(Judge):
             return None
         if mode == "answer":
             fmt = fmt.model_copy(update={"reasoning": "none"})
-        return fmt.constraint(self.prompt.scale, "json" if mode == "json" else "format")
+        return fmt.constraint(self.prompt.scale, "json" if mode == "json" else "format",
+                              max_tokens=self.config.max_tokens)
 
     def request(self, item: Item) -> LMRequest:
         """The LM request this judge sends for ``item``."""

@@ -274,7 +274,8 @@ def test_the_rts_form_asks_for_the_templates_own_line_before_its_stub() -> None:
 
 async def test_the_mcq_form_of_a_published_format_template_is_read_by_its_letter() -> None:
     form = mcq_form(JudgePrompt.from_template(PROMETHEUS_LIKE))
-    assert form.messages[-1].template.endswith("\n\n###Feedback: ") and form.format.line == "Answer: {value}"
+    # the template's stub ("###Feedback: ") gives way to the letter answer's own stub
+    assert form.messages[-1].template.endswith("\n\nAnswer: ") and form.format.line == "Answer: {value}"
     assert mcq_form(form) == form  # a prompt that already answers with a letter is its own MCQ form
     j = await PromptJudge(form, FakeLM(["Fine.\nAnswer: D"])).judge(Item(id="x", output="text"))
     assert j.score() == 4.0

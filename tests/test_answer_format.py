@@ -94,16 +94,17 @@ def test_render_instruction_and_constraint_agree_on_the_format() -> None:
     assert line == "[RESULT] 4" and RESULT.read(f"Fine. {line}", S5) == 4
     assert '"[RESULT] N"' in RESULT.instruction(S5) and "1 to 5" in RESULT.instruction(S5)
     constraint = RESULT.constraint(S5)
-    assert re.fullmatch(constraint.regex, "Good answer. [RESULT] 4")
-    assert not re.fullmatch(constraint.regex, "Good answer. [RESULT] 6")
+    assert re.fullmatch(constraint.regex, "Good answer, clear and complete. [RESULT] 4")
+    assert not re.fullmatch(constraint.regex, "Good answer, clear and complete. [RESULT] 6")
     assert '"[RESULT] "' in constraint.gbnf and constraint.json_schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
     assert list(constraint.json_schema["properties"]) == ["reasoning", "score"]  # reasoning first, then the value
 
 
 def test_with_reasoning_only_the_final_line_is_constrained() -> None:
     constraint = AnswerFormat(line="Score: {value}", reasoning="before").constraint(S5)
-    assert re.fullmatch(constraint.regex, "Free text, anything: 7 and [x].\nScore: 3")
-    assert not re.fullmatch(constraint.regex, "Free text.\nScore: 3 because")
+    assert re.fullmatch(constraint.regex, "Free text, anything at all: 7 and [x].\nScore: 3")
+    assert not re.fullmatch(constraint.regex, "Free text, long enough to be reasoning.\nScore: 3 because")
+    assert not re.fullmatch(constraint.regex, "Score 3.\nScore: 3")  # the reasoning asked for is written
     direct = AnswerFormat(line="Score: {value}").constraint(S5)
     assert re.fullmatch(direct.regex, "Score: 3") and not re.fullmatch(direct.regex, "Hm.\nScore: 3")
 

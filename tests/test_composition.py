@@ -137,11 +137,13 @@ def demo_block(criterion: str, mcq: bool) -> str:
     parts = []
     for demo in P1_DEMOS:
         gold = int(demo.score[criterion])  # type: ignore[index]
-        answer = f"Answer: {'ABC'[gold - 1]}" if mcq else f"{criterion.capitalize()} score: {gold}"
-        for order in DEMO_ORDERS:
-            parts.append(f"Document: {demo.item.inputs['document']}\nSummary: {demo.item.output}\n"
+        answer = f"Answer: {'ABC'[gold - 1]}" if mcq else f"Score: {gold}"  # each form's own answer line
+        for order in DEMO_ORDERS:  # under the template's own headings
+            parts.append(f"Article:\n{demo.item.inputs['document']}\n\nSummary:\n{demo.item.output}\n"
                          "Scoring guideline:\n" + "\n".join(lines[k] for k in order) + f"\n{answer}")
-    return "Examples:\n\n" + "\n\n".join(parts)
+    # the chain of thought asks for reasoning first; the demos show only their answers and say so
+    return ("Examples (each shows only its final answer; in your own answer, write the reasoning the instructions "
+            "ask for first):\n\n" + "\n\n".join(parts))
 
 
 def p1_expected_text(item: Item, criterion: str, mcq: bool, order: tuple[int, ...]) -> str:
@@ -263,8 +265,8 @@ def p2() -> S.Pipeline:
 
 
 def p2_expected_text(criterion: str, definition: str, demos: list[tuple[int, int]]) -> str:
-    shown = "\n\n".join(f"Document: Train article {i}.\nSummary: Train summary {i}.\n"
-                        f"{criterion.capitalize()} score: {score}" for i, score in demos)
+    shown = "\n\n".join(f"Document:\nTrain article {i}.\n\nSummary:\nTrain summary {i}.\n"
+                        f"Score: {score}" for i, score in demos)
     return (
         "Evaluate the summary below on one criterion:\n\n"
         f"- {criterion.capitalize()}: {definition}\n\n"

@@ -143,8 +143,9 @@ async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
     judgment = await wrapped.judge(item)
     assert judgment.scores == {"coherence": 4.0}
     text = lm.requests[0].messages[-1].content
-    assert "Examples:\n\nDocument: DOC-e\nSummary: OUT-e\nCoherence score: 5\n\nDocument: DOC-c\nSummary: OUT-c\n" \
-           "Coherence score: 3\n\nArticle: DOC-new" in text
+    # under the template's own headings, answering in its own answer line
+    assert "Examples:\n\nArticle: DOC-e\nSummary: OUT-e\nScore: 5\n\nArticle: DOC-c\nSummary: OUT-c\n" \
+           "Score: 3\n\nArticle: DOC-new" in text
 
 
 def test_parse_failures_in_the_pool_are_excluded_and_counted() -> None:

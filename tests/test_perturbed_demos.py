@@ -74,14 +74,14 @@ async def test_prompt_shows_each_demo_under_each_perturbed_guideline_then_the_go
         "Rate the summary.\n\n"
         "Scoring guideline:\n" + GUIDELINE + "\n\n"
         "Examples:\n\n"
-        "Summary: Demo A.\nScoring guideline:\n"
-        "Score 2 means okay.\nScore 1 means bad.\nScore 3 means good.\nCoherence score: 1\n\n"
-        "Summary: Demo A.\nScoring guideline:\n"
-        "Score 1 means bad.\nScore 3 means good.\nScore 2 means okay.\nCoherence score: 1\n\n"
-        "Summary: Demo B.\nScoring guideline:\n"
-        "Score 2 means okay.\nScore 1 means bad.\nScore 3 means good.\nCoherence score: 3\n\n"
-        "Summary: Demo B.\nScoring guideline:\n"
-        "Score 1 means bad.\nScore 3 means good.\nScore 2 means okay.\nCoherence score: 3\n\n"
+        "Summary:\nDemo A.\nScoring guideline:\n"
+        "Score 2 means okay.\nScore 1 means bad.\nScore 3 means good.\nScore: 1\n\n"
+        "Summary:\nDemo A.\nScoring guideline:\n"
+        "Score 1 means bad.\nScore 3 means good.\nScore 2 means okay.\nScore: 1\n\n"
+        "Summary:\nDemo B.\nScoring guideline:\n"
+        "Score 2 means okay.\nScore 1 means bad.\nScore 3 means good.\nScore: 3\n\n"
+        "Summary:\nDemo B.\nScoring guideline:\n"
+        "Score 1 means bad.\nScore 3 means good.\nScore 2 means okay.\nScore: 3\n\n"
         "Summary:\nThe test summary.\n\n"
         'Answer with "Score: N".'
     )
@@ -107,7 +107,7 @@ def test_ablation_shows_each_demo_once_under_one_random_perturbation() -> None:
         assert d.guideline is not None and d.guideline.render() != GUIDELINE  # a real perturbation
     assert mit.apply(_prompt()) == prompt  # seeded: repeatable
     text = prompt.render(ITEM)[0].content
-    assert text.count("Summary: Demo A.") == 1 and text.count("Summary: Demo B.") == 1
+    assert text.count("Summary:\nDemo A.") == 1 and text.count("Summary:\nDemo B.") == 1
 
 
 def test_unperturbed_control_shows_the_same_demos_under_the_original_guideline() -> None:

@@ -189,8 +189,8 @@ def test_demos_go_before_the_first_item_paragraph_so_the_prefix_is_shared() -> N
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:
         common += 1
-    assert "Demo summary." in a[:common] and "Coherence score: 4" in a[:common]
-    assert "Document: Demo article." in a[:common]
+    assert "Summary:\nDemo summary.\nScore: 4" in a[:common]  # the template's own headings and answer line
+    assert "Article:\nDemo article." in a[:common]
     assert a[:common].rstrip().endswith("Article:")  # everything before the item is shared
     assert prompt.demos == ()  # with_demos returned a copy
 
@@ -202,7 +202,7 @@ def test_demo_text_with_slot_syntax_is_shown_verbatim_never_filled() -> None:
              Demo(item=_item(id="d2", output="Names an {{author}} slot no item has"), score=2.0)]
     item = _item(id="a", output="THE ITEM SUMMARY", inputs={"source": "THE ITEM ARTICLE"})
     text = prompt.with_demos(demos).render(item)[0].content
-    assert "Shows {{summary}} and {{source}}" in text and "Source: A {{x}}" in text
+    assert "Summary: Shows {{summary}} and {{source}}\nScore: 4" in text and "Article: A {{x}}" in text
     assert "Names an {{author}} slot no item has" in text  # an unknown slot in a demo is text, not an error
     assert text.count("THE ITEM SUMMARY") == 1 and text.count("THE ITEM ARTICLE") == 1
     assert text.endswith("Article: THE ITEM ARTICLE\nSummary: THE ITEM SUMMARY\nScore:")

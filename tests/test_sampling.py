@@ -63,8 +63,9 @@ async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> 
 
 @pytest.mark.parametrize("ask", ["Reply with 'Score: ' and the number, and nothing else.", "Give the score only.",
                                  "Answer with only the number."])
-def test_cot_on_a_prompt_that_asks_for_the_score_alone_warns_of_the_conflict(ask: str) -> None:
-    with pytest.warns(PromptConflictWarning, match="may obey either"):
+def test_cot_on_a_prompt_that_asks_for_the_score_alone_is_refused_naming_both(ask: str) -> None:
+    with pytest.raises(ConfigError, match=r"Sampling\(cot=True\) asks for reasoning before the answer, but the "
+                                          r"template says '[^']+'"):
         Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([]), TEMPLATE.replace("Reply with 'Score: N'.", ask)))
 
 
@@ -75,9 +76,9 @@ def test_cot_on_a_prompt_that_allows_text_before_the_score_does_not_warn() -> No
         Sampling(cot=False).wrap(judge_with(FakeLM([]), TEMPLATE.replace("'Score: N'.", "the score and nothing else.")))
 
 
-def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_warns() -> None:
+def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_is_refused() -> None:
     alone = TEMPLATE.replace("Reply with 'Score: N'.", "Give the score only.")
-    with pytest.warns(PromptConflictWarning, match="SelfConsistency\\(cot=True\\).*'Give the score only'"):
+    with pytest.raises(ConfigError, match="SelfConsistency\\(cot=True\\).*'Give the score only'"):
         SelfConsistency(n=3, cot=True).wrap(judge_with(FakeLM([]), alone))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -290,8 +291,11 @@ def test_added_paragraphs_go_before_the_templates_answer_stub(mitigation: object
             warnings.simplefilter("ignore", PromptConflictWarning)
             (leaf,) = mitigation.wrap(PromptJudge(prompt, FakeLM([]))).leaves()  # type: ignore[attr-defined]
         template = leaf.prompt.messages[-1].template
+        own = prompt.answer_stub()
+        if getattr(mitigation, "cot", False):  # a reasoning request rewrites the stub's "scores ONLY"
+            stub, own = (x.replace("scores ONLY", "reasoning first, then the answer") for x in (stub, own))
         assert template.endswith(stub) and len(template) > len(text)
-        assert leaf.prompt.answer_stub() == prompt.answer_stub()
+        assert leaf.prompt.answer_stub() == own
 
 
 def test_cot_asks_for_the_templates_own_answer_line() -> None:
@@ -318,11 +322,19 @@ async def test_cot_on_an_mt_bench_style_prompt_reads_the_final_rating_line() -> 
 
 
 @pytest.mark.parametrize("words", ["Do NOT provide any explanation.", "Output the rating only, no other text."])
-def test_cot_on_a_template_that_forbids_an_explanation_warns_naming_its_words(words: str) -> None:
+def test_cot_on_a_template_that_forbids_an_explanation_is_refused_naming_its_words(words: str) -> None:
     text = f"Rate the summary on a scale of 1 to 5. {words}\n\nSummary: {{{{summary}}}}\n\nRating:"
-    with pytest.warns(PromptConflictWarning, match="may obey either") as record:
+    with pytest.raises(ConfigError, match="asks for reasoning before the answer") as info:
         Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([]), text))
-    assert any(words.split(",")[0].rstrip(".").split()[-1] in str(w.message) for w in record)
+    assert words.split(",")[0].rstrip(".").split()[-1] in str(info.value) and "\n" not in str(info.value)
+
+
+def test_cot_rewrites_words_of_the_answer_stub_that_forbid_reasoning() -> None:
+    (leaf,) = Sampling(temperature=0.5, cot=True).wrap(PromptJudge(JudgePrompt.from_template(GEVAL_LIKE),
+                                                                  FakeLM([]))).leaves()
+    template = leaf.prompt.messages[-1].template
+    assert template.endswith("\n\n\nEvaluation Form (reasoning first, then the answer):\n\n- Coherence:")
+    assert "scores ONLY" not in template and COT_LEAD in template
 
 
 def test_cot_added_then_removed_gives_back_the_templates_own_answer_format() -> None:

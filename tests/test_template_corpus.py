@@ -21,19 +21,18 @@ import ast
 import importlib.metadata as md
 import json
 import re
-import warnings
 from typing import Any
 
 import pytest
 
 from mitigate import Item, PromptJudge
-from mitigate.errors import PromptConflictWarning
+from mitigate.errors import ConfigError
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt.judge_prompt import JudgePrompt, describe_template, prompt_from_spec
 from mitigate.prompt.parts import Demo
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
 from mitigate.strategies.demos import FixedDemosPreset
-from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, DEFAULT_HINT, RTS_LEAD, SCALE_LEAD
+from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, RTS_LEAD, SCALE_LEAD
 from mitigate.strategies.forms import rts_form
 from mitigate.strategies.sampling import Granularity, Sampling
 
@@ -474,10 +473,10 @@ def _demo(prompt: JudgePrompt) -> Demo:
 MITIGATIONS: dict[str, tuple[Any, str, bool]] = {
     "cot": (lambda p: Sampling(temperature=0.5, n=1, cot=True), COT_LEAD, True),
     "self-consistency-cot": (lambda p: SelfConsistency(n=1, temperature=0.5, cot=True), DEFAULT_COT, True),
-    "hint": (lambda p: ConsistencyHint(), DEFAULT_HINT, False),
+    "hint": (lambda p: ConsistencyHint(), "Important: ", False),
     "granularity": (lambda p: Granularity(scale="1-100" if p.scale.max == 10 else "1-10"), SCALE_LEAD, True),
     "rts-form": (lambda p: _PromptFn(rts_form), RTS_LEAD, True),
-    "demos": (lambda p: FixedDemosPreset(demos=(_demo(p),)).build(), "Examples:", False),
+    "demos": (lambda p: FixedDemosPreset(demos=(_demo(p),)).build(), "Examples", False),
 }
 
 
@@ -542,9 +541,12 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         calls.append(request)
         return _answer(leaf.prompt)[0]
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PromptConflictWarning)  # CoT against "score only" wording warns; pinned elsewhere
+    try:
         judge = make(prompt).wrap(PromptJudge(prompt, FakeLM(answer)))
+    except ConfigError as exc:  # a reasoning request against "score only" wording outside the stub is refused
+        assert mitigation in ("cot", "self-consistency-cot", "rts-form") and "\n" not in str(exc)
+        assert "asks for reasoning before the answer" in str(exc)
+        return
     (leaf,) = judge.leaves()
     item = _item(prompt)
     judgment = await judge.judge(item)
@@ -566,6 +568,8 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
     sent = calls[0].messages
     idx = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
     stub = prompt.answer_stub(idx)
+    if leaf.prompt.format.reasoning == "before" and "scores ONLY" in stub:  # a reasoning request rewrites those words
+        stub = stub.replace("scores ONLY", "reasoning first, then the answer")
     content = sent[idx].content
     assert content.endswith(stub)
     body = content[: len(content) - len(stub)]
@@ -583,6 +587,9 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         assert (new.shape() if not fmt.is_default_score_line else '"Score: ') in body
     if mitigation == "demos":
         gold = _demo(prompt)
-        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score, prompt.scale)  # type: ignore[arg-type]
+        # a JSON format's explanation field says the demo shows no reasoning rather than leaving it empty
+        reason = "(not shown in this example)" if fmt.reason_key else None
+        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score, prompt.scale,  # type: ignore[arg-type]
+                           reason=reason)
         assert shown in everything
     assert added or mitigation == "granularity"

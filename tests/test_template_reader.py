@@ -236,7 +236,7 @@ def test_demos_answer_in_the_templates_own_format() -> None:
             "###Feedback: ")
     prompt = JudgePrompt.from_template(text).with_demos([Demo(item=Item(id="d", output="A demo."), score=4)])
     body = prompt.render(_item())[0].content
-    assert "Response: A demo.\n[RESULT] 4" in body and "score: 4" not in body
+    assert "###Response to evaluate:\nA demo.\n[RESULT] 4" in body and "score: 4" not in body
 
 
 def test_the_answer_stub_is_where_the_judges_answer_starts() -> None:

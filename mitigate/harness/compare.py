@@ -50,6 +50,7 @@ import hashlib
 import json
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -63,7 +64,7 @@ from mitigate.data.recorded import AnswerReader, RecordedRun, load_recorded, loa
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled, train_test_split
-from mitigate.errors import ConfigError, DataError, MitigateError
+from mitigate.errors import ConfigError, DataError, MitigateError, PromptConflictWarning
 from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.probe import probe_entry
 from mitigate.harness.recorded_judge import RecordedJudge
@@ -589,6 +590,7 @@ def _plan(full: Benchmark, criterion: str, todo: Sequence[Entry], *, train: floa
     if not items:
         raise DataError(f"benchmark {bench.name!r} has no items to judge")
     _check_recorded_cover(todo, items, bench.name)
+    _warn_scale_mismatch(full, criterion, todo)
     if bench.pairwise and not any(criterion in it.preference for it in items):
         raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
                         f"{criterion!r}")
@@ -615,6 +617,32 @@ def recorded_outside(benchmark: Benchmark, criterion: str, entries: Sequence[Ent
         return None
     return (f"warning: recorded answers for items not in benchmark {benchmark.name!r} are not compared ("
             + "; ".join(parts) + ")")
+
+
+def _warn_scale_mismatch(bench: Benchmark, criterion: str, entries: Sequence[Entry]) -> None:
+    """Warn once per prompt scale that differs from the benchmark's label scale for ``criterion``.
+
+    Demos drawn from the benchmark are shown on the prompt's scale by a linear rescale
+    (:func:`~mitigate.prompt.parts.rescale_score`); agreement measures then compare scores on
+    two scales (rank correlations are unaffected, absolute differences are not).
+    """
+    if bench.pairwise:
+        return
+    human = bench.scale_for(criterion)
+    seen: dict[tuple[float, float], list[str]] = {}
+    for e in entries:
+        judge = e.judge if e.judge is not None else e.base
+        scale = e.scale or (judge_scale(judge) if judge is not None else None)
+        if scale is None or scale.letters or (scale.min, scale.max) == (human.min, human.max):
+            continue
+        seen.setdefault((scale.min, scale.max), []).append(e.name)
+    for (lo, hi), names in seen.items():
+        warnings.warn(
+            f"benchmark {bench.name!r} labels {criterion!r} on {human.describe()}, but entries {names} ask for "
+            f"{lo:g} to {hi:g}: demos from it are mapped linearly onto the prompt's scale, and absolute differences "
+            "from the human scores compare two scales (rank correlations do not)",
+            PromptConflictWarning, stacklevel=3,
+        )
 
 
 def check_compare(benchmark: str | Benchmark, criterion: str, entries: Sequence[Entry] | Mapping[str, Judge], *,

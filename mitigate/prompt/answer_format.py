@@ -55,10 +55,23 @@ DEFAULT_SCORE_LINE = "Score: {value}"
 
 VALUE = "{value}"
 _REASON_CHARS = 600
-_JSON_TEXT_G = r'[^"\\\n]{0,600}'
-"""GBNF of a JSON string's content without quotes, backslashes or newlines (an explanation field)."""
-_JSON_TEXT_R = r'[^"\\\n]{0,600}'
-"""How many characters of reasoning a constrained answer may write before its answer line."""
+"""At most how many characters of reasoning a constrained answer writes before its answer line."""
+_REASON_MIN = 32
+"""At least how many characters of reasoning a constrained answer writes when the format reasons first."""
+_ANSWER_ROOM = 48
+"""Tokens kept free for the answer line after the reasoning part (see :func:`reasoning_budget`)."""
+
+
+def reasoning_budget(max_tokens: int | None = None) -> int:
+    """How many characters of reasoning a bounded answer constraint allows before the answer line.
+
+    At most :data:`_REASON_CHARS`; with a token limit, ``max_tokens - 48`` (a character of
+    reasoning is at least one token's worth of text, so the answer line always fits), and
+    never below 16.
+    """
+    if max_tokens is None:
+        return _REASON_CHARS
+    return max(16, min(_REASON_CHARS, max_tokens - _ANSWER_ROOM))
 
 
 def _fmt(v: float) -> str:
@@ -282,6 +295,9 @@ class AnswerFormat(BaseModel):
             value = self._from_line(work)
             if value is not None:
                 return self._accept(value, text, scale)
+            letter = self._final_letter(work, scale)
+            if letter is not None:
+                return self._accept(letter, text, scale)
         return self._general(work, text, scale, cues)
 
     def _is_answer_line(self, line: str) -> bool:
@@ -296,6 +312,22 @@ class AnswerFormat(BaseModel):
         rest = body[: hits[0].start()] + " " + body[hits[0].end():]
         own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))}
         return not [w for w in re.findall(r"[A-Za-z0-9]+", rest) if w.lower() not in own]
+
+    def _final_letter(self, text: str, scale: Scale) -> str | None:
+        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line when it is one letter.
+
+        Only for an MCQ format whose line is the bare letter and whose reasoning comes first,
+        and only a line holding nothing but one letter of ``scale.letters`` (markdown and a
+        full stop allowed); anything else is left to the general parser.
+        """
+        if self.kind != "mcq" or self.reasoning != "before" or self.line.strip() != VALUE or not scale.letters:
+            return None
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        if not lines:
+            return None
+        last = re.sub(r"[*_`\"'()\[\].]", "", lines[-1]).strip()
+        known = {k.upper() for k in scale.letters}
+        return last.upper() if len(last) == 1 and last.upper() in known else None
 
     def _from_line(self, text: str) -> str | None:
         """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first)."""
@@ -425,14 +457,25 @@ class AnswerFormat(BaseModel):
         return tuple(w.strip() for w in words if w.strip())
 
     # ------------------------------------------------------------------ constraints
-    def constraint(self, scale: Scale, mode: ConstraintMode = "format") -> AnswerConstraint:
+    def constraint(self, scale: Scale, mode: ConstraintMode = "format", *,
+                   max_tokens: int | None = None) -> AnswerConstraint:
         """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
 
-        With ``reasoning="before"`` the text before the final answer line is free (up to about
-        600 characters) and only that line is constrained; with "after" the answer comes
-        first and free text may follow on the next lines.
+        Every grammar is bounded, so a small model cannot loop before it reaches its answer:
+
+        - ``reasoning="before"``: a reasoning part of at least 32 and at most
+          :func:`reasoning_budget` characters (two lines at most, starting with a letter, and holding none of the answer line's
+          brackets ``[`` ``<`` ``{``, so an answer marker cannot be repeated inside it:
+          ``[[A]] [[B]] ...`` or ``[RESULT] 5 [RESULT] 5``), then the answer line, then the end;
+        - ``"after"``: the answer line first, then at most one capped line of explanation;
+        - ``"none"``: the answer line alone.
+
+        ``max_tokens`` (the request's token limit) sets the reasoning budget so that the
+        answer line always fits within it: a character is at least one token's worth of
+        text, so a budget of ``max_tokens - 48`` characters leaves room for the answer.
         """
         values = self.values(scale)
+        budget = reasoning_budget(max_tokens)
         if self.two_scores:
             value_g = f"({_gbnf_alts(values)}) \" \" ({_gbnf_alts(values)})"
             value_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
@@ -441,8 +484,9 @@ class AnswerFormat(BaseModel):
             shown = [json.dumps(v) if self.kind != "score" else v for v in values]
             head = "{" + (f'"{self.reason_key}": "' if self.reason_key else "")
             mid = (f'", "{self.json_key}": ' if self.reason_key else f'"{self.json_key}": ')
-            reason_g = " " + _JSON_TEXT_G + " " if self.reason_key else " "
-            reason_r = _JSON_TEXT_R if self.reason_key else ""
+            text_g = f'[^"\\\\\\n]{{0,{budget}}}'
+            reason_g = " " + text_g + " " if self.reason_key else " "
+            reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if self.reason_key else ""
             answer_g = _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
             answer_r = re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")" + re.escape("}")
         else:
@@ -452,14 +496,20 @@ class AnswerFormat(BaseModel):
         if self.reasoning == "before" and self.json_key is None:
             sep = "\n" if not self.line.startswith("[RESULT]") else " "
             sep_r = "\\n" if sep == "\n" else " "
+            banned = "".join(ch for ch in "[<{" if ch in self.line.split(VALUE, 1)[0] or (
+                self.kind == "pairwise" and ch == "[" and "[" in self.line))
+            cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
+            cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
+            per_line = max(1, budget // 2)
+            least = min(_REASON_MIN - 1, per_line)  # the asked-for reasoning is written, not a bare "Rating: 9"
             gbnf = (f"root ::= reason {_gbnf_lit(sep)} answer\n"
-                    f"reason ::= [^\\n] [^\\n]{{0,{_REASON_CHARS // 2}}} (\"\\n\" [^\\n]{{0,{_REASON_CHARS // 2}}})?\n"
+                    f"reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} (\"\\n\" {cls_g}{{0,{per_line}}})?\n"
                     f"answer ::= {answer_g}\n")
-            regex = f"[^\\n][^\\n]{{0,{_REASON_CHARS // 2}}}(?:\\n[^\\n]{{0,{_REASON_CHARS // 2}}})?{sep_r}{answer_r}"
+            regex = f"[A-Za-z]{cls_r}{{{least},{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
         elif self.reasoning == "after" and self.json_key is None:
-            gbnf = (f"root ::= answer (\"\\n\" [^\\n]{{0,{_REASON_CHARS}}})?\n"
+            gbnf = (f"root ::= answer (\"\\n\" [^\\n]{{0,{budget}}})?\n"
                     f"answer ::= {answer_g}\n")
-            regex = f"{answer_r}(?:\\n[^\\n]{{0,{_REASON_CHARS}}})?"
+            regex = f"{answer_r}(?:\\n[^\\n]{{0,{budget}}})?"
         else:
             gbnf = f"root ::= {answer_g}\n"
             regex = answer_r
@@ -636,7 +686,10 @@ _ONLY = re.compile(  # "only the answer", which a reasoning-first instruction ma
     re.IGNORECASE,
 )
 _REASON_FIRST = re.compile(
-    r"\b(?:first|begin|start)\b[^.\n]{0,80}\b(?:explanation|explain|feedback|reason|reasoning|analysis|justif\w+|compar\w+)"
+    r"\b(?:first|begin|start)\b[^.\n]{0,80}\b(?:explanation|explain|feedback|reason|reasoning|analysis|justif\w+|compar\w+"
+    r"|critique|critici[sz]e|rationale|review|comments?|assess\w*|discuss\w*|describe|think)"
+    r"|\b(?:write|give|provide)\s+(?:a|an|your|some)\s+(?:short\s+|brief\s+|concise\s+)?(?:critique|rationale|"
+    r"analysis|explanation|justification|feedback)\b[^\n]{0,200}?\b(?:then|followed\s+by|after\s+that|afterwards)\b"
     r"|\bafter\s+(?:providing|writing|giving)\s+(?:your|an?|the)\s+(?:explanation|feedback|reasoning|analysis)"
     r"|\bwrite\s+a\s+(?:detailed\s+)?feedback\b|\(write\s+a\s+feedback"
     r"|\bstep\s+by\s+step\b|\bthink\s+(?:carefully|step)|\bconcise\s+explanation\s+(?:followed|then)"
@@ -755,11 +808,11 @@ def infer_answer_format(
     # an answer stub ending the prompt: "- Coherence:", "Score:", "Rating:"
     stub = _answer_stub(texts[-1] if texts else "", criterion)
     if stub is not None:
-        return AnswerFormat(**{**base, "line": stub + " {value}", "reasoning": reasoning if reasoning != "before" else
-                               "none"})
+        # what the text asks for stands: "First write a short critique ... Then rate" before "Rating:" is reasoning first
+        return AnswerFormat(**{**base, "line": stub + " {value}"})
     if kind == "mcq":
         return AnswerFormat(**{**base, "line": VALUE}) if re.search(
-            r"\b(?:letter|option)\b", instructions, re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
+            r"\b(?:letter|option|character|choice)\b", instructions, re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
                                                                               "inferred": False})
     if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
                  r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):

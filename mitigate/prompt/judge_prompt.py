@@ -48,7 +48,6 @@ from mitigate.scale import Scale
 
 __all__ = ["JudgePrompt", "answer_label", "describe_template", "field_text", "prompt_from_spec", "read_prompt"]
 
-_OWN_FORMAT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{score}"
 
 
 class JudgePrompt(BaseModel):
@@ -195,11 +194,15 @@ class JudgePrompt(BaseModel):
         """A copy with ``demos`` (replacing any demos it had).
 
         TemplateError when a demo cannot answer like this prompt: a pairwise prompt needs
-        demos with a gold ``verdict``, a scoring prompt demos with a gold ``score``.
+        demos with a gold ``verdict``, a scoring prompt demos with a gold ``score``. Every
+        gold score is put on this prompt's scale and step (:meth:`Demo.on_scale`): a demo
+        labelled on another scale (its ``scale``) is mapped linearly, one without a scale
+        must lie within this prompt's (TemplateError naming both otherwise).
         """
         for demo in demos:
             _check_demo_fits(demo, self)
-        return self.model_copy(update={"demos": tuple(demos)})
+        shown = tuple(d.on_scale(self.scale) if self.answer != "pairwise" else d for d in demos)
+        return self.model_copy(update={"demos": shown})
 
     def with_layout(self, layout: Layout) -> JudgePrompt:
         """A copy with another demo layout."""
@@ -210,8 +213,9 @@ class JudgePrompt(BaseModel):
         return self.model_copy(update={"criteria": tuple(criteria)})
 
     def with_scale(self, scale: Scale) -> JudgePrompt:
-        """A copy on another answer scale."""
-        return self.model_copy(update={"scale": scale})
+        """A copy on another answer scale; demos it holds move with it (linearly, see :meth:`Demo.on_scale`)."""
+        demos = tuple(d.labelled_on(self.scale).on_scale(scale) for d in self.demos)
+        return self.model_copy(update={"scale": scale, "demos": demos})
 
     def map_templates(self, fn: Callable[[PromptMessage], PromptMessage]) -> JudgePrompt:
         """A copy with every message template passed through ``fn``."""
@@ -258,63 +262,145 @@ class JudgePrompt(BaseModel):
         return tuple(out)
 
     def render_demos(self) -> str:
-        """The demonstrations block (empty when there are none)."""
+        """The demonstrations block (empty when there are none).
+
+        Each demo shows its item the way the template shows the judged item: the template's
+        own item section (:meth:`item_section`: its headings and every slot, from the
+        paragraph holding the first slot to the line closing the last) filled with the
+        demo's texts, then its gold answer in the prompt's answer format
+        (:meth:`~mitigate.prompt.answer_format.AnswerFormat.render`). Where the format asks for
+        reasoning, a demo with a ``reason`` shows it as that reasoning (before the answer line,
+        or after it); a demo without one shows its answer line only, and the block's header
+        says so (the demos never show a made-up reasoning, nor imply that none is wanted).
+        A template whose items are not in one section (slots spread over messages) shows each
+        input under its slot name instead.
+        """
         if not self.demos:
             return ""
-        if self.answer == "pairwise":
-            return self.demo_header + self.demo_separator.join(self._pairwise_demo(d) for d in self.demos)
-        crit_name = self.criteria[0].name if self.criteria else "score"
-        score_label = "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score"
-        if self.answer == "mcq" and self.scale.letters:
-            score_label = "Answer"
-        parts = []
         for demo in self.demos:
             _check_demo_fits(demo, self)
-            assert demo.score is not None
-            inputs = "".join(
-                f"{_title(s)}: {value}\n"
-                for s in self._input_slots()
-                if (value := _lookup(demo.item, self._field_for(s))) is not None
-            )
-            label = score_label
-            if isinstance(demo.score, dict) and len(self.criteria) > 1 and all(
-                    c.name in demo.score for c in self.criteria):
-                # a multi-criterion prompt answers one line per criterion: the demo answers the same way
-                names = [c.name for c in self.criteria]
-                label = answer_label(names[0])
-                score_text = "\n".join([self._answer_text(demo.score[names[0]]),
-                                        *(f"{answer_label(n)}: {self._answer_text(demo.score[n])}" for n in names[1:])])
-            elif isinstance(demo.score, dict):
-                score_text = ", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
-            else:
-                score_text = self._answer_text(demo.score)
-            template = self.demo_template
-            fmt = self.format
-            reason = f"Reason: {demo.reason}\n" if demo.reason else ""
-            own_line = (fmt.inferred and not fmt.is_default_score_line and not fmt.two_scores
-                        and (fmt.json_key is not None or fmt.line.strip() != VALUE_MARK))
-            if own_line and template == DEFAULT_DEMO_TEMPLATE and not isinstance(demo.score, dict):
-                # the template prescribes its own answer line ("[RESULT] 4", "Rating: [[4]]"): demos answer in it
-                template = _OWN_FORMAT_DEMO_TEMPLATE
-                score_text = fmt.render(demo.score, self.scale, reason=demo.reason)
-                if fmt.json_key is not None and fmt.reason_key is not None:
-                    reason = ""  # the reason is shown inside the JSON answer
-            parts.append(
-                template.format(
-                    inputs=inputs,
-                    output_name=_title(self.output_slot),
-                    output=demo.item.output,
-                    guideline=(f"Scoring guideline:\n{demo.guideline.render()}\n" if demo.guideline else ""),
-                    reason=reason,
-                    criterion=label,
-                    score=score_text,
+        parts = [self._pairwise_demo(d) if self.answer == "pairwise" else self._scored_demo(d) for d in self.demos]
+        header = self.demo_header
+        fmt = self.format
+        if (header == "Examples:\n\n" and fmt.reasoning != "none" and self.demo_template == DEFAULT_DEMO_TEMPLATE
+                and any(not d.reason for d in self.demos)):
+            where = "first" if fmt.reasoning == "before" else "after the answer line"
+            header = ("Examples (each shows only its final answer; in your own answer, write the reasoning the "
+                      f"instructions ask for {where}):\n\n")
+        return header + self.demo_separator.join(parts)
+
+    def item_section(self) -> tuple[int, int, int] | None:
+        """Where the template shows the judged item: (message index, start, end) of its item section.
+
+        The section runs from the start of the paragraph holding the first slot (at most three
+        lines above it) to the end of the line holding the last slot, plus the closing lines
+        right after it ("[The End of Assistant's Answer]"). None when the slots are spread
+        over several messages or the section holds the guideline.
+        """
+        holders = [i for i, m in enumerate(self.messages) if SLOT_RE.search(m.template)]
+        if len(holders) != 1:
+            return None
+        idx = holders[0]
+        template = self.messages[idx].template
+        found = list(SLOT_RE.finditer(template))
+        first, last = found[0], found[-1]
+        breaks = list(re.finditer(r"\r?\n[ \t]*\r?\n", template[: first.start()]))
+        para = breaks[-1].end() if breaks else 0
+        line_start = template.rfind("\n", 0, first.start()) + 1
+        start = line_start
+        for _ in range(3):
+            if start <= para:
+                break
+            start = template.rfind("\n", 0, start - 1) + 1
+        start = max(start, para)
+        end = template.find("\n", last.end())
+        end = len(template) if end < 0 else end
+        while end < len(template):  # closing lines of the same paragraph ("[End of answer]"), not an answer stub
+            nxt = template.find("\n", end + 1)
+            nxt = len(template) if nxt < 0 else nxt
+            line = template[end + 1: nxt].strip()
+            if not line or len(line) > 80 or line.endswith((":", "?")) or SLOT_RE.search(line):
+                break
+            end = nxt
+        section = template[start:end]
+        if GUIDELINE_MARK in section or DEMOS_MARK in section:
+            return None
+        return idx, start, end
+
+    def _demo_item_text(self, demo: Demo) -> str:
+        """The demo's item shown under the template's own headings (its item section filled with the demo's texts)."""
+        where = self.item_section()
+        if where is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
+            shown = []
+            for slot in [self.output_slot, *self._input_slots()]:
+                value = _lookup(demo.item, self._field_for(slot))
+                if value is not None:
+                    shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}\n"))
+            return "".join(text for _, text in sorted(shown))
+        idx, start, end = where
+        section = self.messages[idx].template[start:end].strip("\r\n")
+
+        def repl(match: re.Match[str]) -> str:
+            name = match.group(1).strip()
+            value = _lookup(demo.item, self._field_for(name))
+            if value is None:
+                raise TemplateError(
+                    f"demo {demo.item.id!r} has no text for the template's slot {{{{{name}}}}} (item field "
+                    f"{self._field_for(name)!r}); a demo shows every input the judged item shows: expected an item "
+                    f"with {['output', *demo.item.inputs]} holding it"
                 )
+            return value
+
+        return SLOT_RE.sub(repl, section) + "\n"
+
+    def _with_reason(self, answer: str, reason: str | None) -> str:
+        """The answer line with the demo's reason placed where the format wants reasoning (none: not shown)."""
+        fmt = self.format
+        if not reason or fmt.reasoning == "none" or fmt.json_key is not None:
+            return answer
+        if fmt.reasoning == "before":
+            sep = " " if fmt.line.startswith("[RESULT]") else "\n"
+            return f"{reason}{sep}{answer}"
+        return f"{answer}\n{reason}"
+
+    def _scored_demo(self, demo: Demo) -> str:
+        """One demonstration of a prompt that scores: the item under the template's headings, then its gold answer."""
+        assert demo.score is not None
+        fmt = self.format
+        guideline = f"Scoring guideline:\n{demo.guideline.render()}\n" if demo.guideline else ""
+        if self.demo_template != DEFAULT_DEMO_TEMPLATE:  # a demo template of the user's own: filled as written
+            crit_name = self.criteria[0].name if self.criteria else "score"
+            label = "Answer" if self.answer == "mcq" and self.scale.letters else (
+                "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score")
+            score_text = (", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
+                          if isinstance(demo.score, dict) else self._answer_text(demo.score))
+            inputs = "".join(f"{_title(s)}: {value}\n" for s in self._input_slots()
+                             if (value := _lookup(demo.item, self._field_for(s))) is not None)
+            return self.demo_template.format(inputs=inputs, output_name=_title(self.output_slot),
+                                             output=demo.item.output, guideline=guideline,
+                                             reason=f"Reason: {demo.reason}\n" if demo.reason else "",
+                                             criterion=label, score=score_text)
+        names = [c.name for c in self.criteria]
+        if isinstance(demo.score, dict) and len(names) > 1 and all(n in demo.score for n in names):
+            # a multi-criterion prompt answers one line per criterion: the demo answers the same way
+            answer = "\n".join(f"{answer_label(n)}: {self._answer_text(demo.score[n])}" for n in names)
+        elif isinstance(demo.score, dict):
+            raise TemplateError(
+                f"demo {demo.item.id!r} shows scores for {sorted(demo.score)}; this prompt answers one value "
+                f"({fmt.describe()}): expected one gold score"
             )
-        return self.demo_header + self.demo_separator.join(parts)
+        elif fmt.two_scores:
+            raise TemplateError("a two-scores format has no single answer a scored demo can show")
+        else:
+            answer = fmt.render(demo.score, self.scale, reason=demo.reason or (
+                "(not shown in this example)" if fmt.reason_key else None))
+            if fmt.json_key is None and fmt.line.strip() == VALUE_MARK:  # a bare value would read as a stray word
+                answer = f"Answer: {answer}"
+        return f"{self._demo_item_text(demo)}{guideline}{self._with_reason(answer, demo.reason)}"
 
     def _pairwise_demo(self, demo: Demo) -> str:
-        """One pairwise demonstration: every slot in the template's order (the two outputs as the template places
-        them), then the gold verdict in the prompt's answer format."""
+        """One pairwise demonstration: the two outputs (and every input) under the template's headings, then the gold
+        verdict in the prompt's answer format."""
         _check_demo_fits(demo, self)
         assert demo.verdict is not None
         fmt = self.format
@@ -323,17 +409,10 @@ class JudgePrompt(BaseModel):
                 "this pairwise prompt answers with two scores (one per output), which a demo's verdict cannot show; "
                 "expected a format naming the better output (e.g. [[A]] or Output (a))"
             )
-        shown = []
-        for slot in [self.output_slot, *self._input_slots()]:
-            value = _lookup(demo.item, self._field_for(slot))
-            if value is not None:
-                shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}\n"))
-        fields = "".join(text for _, text in sorted(shown))
-        answer = fmt.render(demo.verdict, self.scale)
-        if fmt.line.strip() == VALUE_MARK:  # a bare label would read as a stray word: name it as a verdict
+        answer = fmt.render(demo.verdict, self.scale, reason=demo.reason)
+        if fmt.line.strip() == VALUE_MARK and fmt.json_key is None:  # a bare label would read as a stray word
             answer = f"Verdict: {answer}"
-        reason = f"Reason: {demo.reason}\n" if demo.reason else ""
-        return f"{fields}{reason}{answer}"
+        return f"{self._demo_item_text(demo)}{self._with_reason(answer, demo.reason)}"
 
     def _slot_position(self, slot: str) -> tuple[int, int]:
         """Where ``slot`` first appears: (message index, offset)."""

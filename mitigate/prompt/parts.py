@@ -6,6 +6,7 @@ Each is a frozen pydantic value; :class:`~mitigate.prompt.judge_prompt.JudgeProm
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -19,7 +20,7 @@ from mitigate.prompt.template_syntax import DOUBLE_SLOT_RE
 from mitigate.scale import Scale
 
 __all__ = ["DEFAULT_DEMO_TEMPLATE", "DEMOS_MARK", "GUIDELINE_MARK", "SLOT_RE", "Criterion", "Demo", "Guideline",
-           "Layout", "PromptMessage", "ScoreOption", "format_number", "slot_names"]
+           "Layout", "PromptMessage", "ScoreOption", "format_number", "rescale_score", "slot_names"]
 
 SLOT_RE = DOUBLE_SLOT_RE
 """A template slot in canonical form: ``{{name}}``."""
@@ -116,6 +117,12 @@ class Demo(BaseModel):
     Ghazarian et al.'s perturbed-guideline demonstrations. A demo for a pairwise prompt
     shows a pairwise item (``output`` and ``output_b``) and its gold ``verdict`` ("first",
     "second" or "tie") instead of a score.
+
+    ``scale`` is the scale the gold label is written on (a benchmark's human label scale);
+    None means the prompt's own. A prompt showing the demo puts the score on its current
+    scale (:meth:`~mitigate.prompt.JudgePrompt.with_demos`, :func:`rescale_score`): ``score``
+    is then the score shown and ``label`` keeps the gold label as written on ``scale``, so
+    moving the demo again (a later granularity) maps from the label, never rounds twice.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -124,6 +131,8 @@ class Demo(BaseModel):
     reason: str | None = None
     guideline: Guideline | None = None
     verdict: Verdict | None = None
+    scale: Scale | None = None
+    label: float | dict[str, float] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Demo:
@@ -160,9 +169,44 @@ class Demo(BaseModel):
                 item_id=item.id,
             )
         score = item.human[criterion]
-        if human_scale is not None and prompt_scale is not None and human_scale != prompt_scale:
-            score = prompt_scale.snap(prompt_scale.min + human_scale.normalise(score) * (prompt_scale.max - prompt_scale.min))
-        return cls(item=item, score=score, reason=reason)
+        if human_scale is not None and prompt_scale is not None:
+            return cls(item=item, score=rescale_score(score, human_scale, prompt_scale), reason=reason,
+                       scale=prompt_scale)
+        return cls(item=item, score=score, reason=reason, scale=human_scale)
+
+    def on_scale(self, scale: Scale, *, who: str = "the prompt") -> Demo:
+        """This demo with its gold score(s) on ``scale`` (see :func:`rescale_score`); a verdict demo is unchanged.
+
+        A demo whose ``scale`` differs from ``scale`` is mapped linearly; one with no scale
+        of its own is taken to be on ``scale`` already and must lie within it (TemplateError
+        naming both otherwise). Either way the score is put on ``scale``'s step.
+        """
+        if self.score is None:
+            return self
+        src = self.scale or scale
+        gold = self.label if self.label is not None else self.score
+
+        def move(value: float) -> float:
+            if not src.contains(value):
+                where = f"its scale {src.describe()}" if self.scale is not None else f"{who}'s scale {scale.describe()}"
+                raise TemplateError(
+                    f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; expected a score "
+                    "within it (give Demo(scale=<the label scale>) to map labels from another scale linearly)"
+                )
+            return rescale_score(value, src, scale)
+
+        score = {k: move(v) for k, v in gold.items()} if isinstance(gold, dict) else move(gold)
+        if score == self.score and self.scale in (None, scale):
+            return self
+        if self.scale is None or self.scale == scale:
+            return self.model_copy(update={"score": score, "scale": scale, "label": None})
+        return self.model_copy(update={"score": score, "label": gold})
+
+    def labelled_on(self, scale: Scale) -> Demo:
+        """This demo with its gold score declared to be on ``scale`` (when it declares no scale of its own)."""
+        if self.score is None or self.scale is not None:
+            return self
+        return self.model_copy(update={"scale": scale})
 
 
 DEFAULT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
@@ -177,6 +221,19 @@ class PromptMessage(BaseModel):
 
 
 Layout = Literal["invariant_first", "as_written"]
+
+
+def rescale_score(value: float, old: Scale, new: Scale) -> float:
+    """``value`` moved from scale ``old`` onto ``new``: the linear map of ``old``'s range onto ``new``'s, rounded half up
+    to ``new``'s step (1-10 -> 1-5: 8 -> 4.11 -> 4; 1-5 -> 1-100: 4 -> 75.25 -> 75; 1-5 -> 1-5 step 1: 4.25 -> 4).
+    A scale with a letter map (MCQ) keeps its numeric range; the letter shown is the nearest.
+    """
+    if old.max == old.min:
+        raise TemplateError(f"cannot map a score from the one-point scale {old.describe()}")
+    x = new.min + (value - old.min) * (new.max - new.min) / (old.max - old.min)
+    k = math.floor((min(max(x, new.min), new.max) - new.min) / new.step + 0.5 + 1e-9)
+    r = round(new.min + k * new.step, 6)
+    return float(int(r)) if r == int(r) else r
 
 
 def format_number(v: float) -> str:

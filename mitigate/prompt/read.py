@@ -42,11 +42,11 @@ _WORD_NUMBERS = {
     "eight": 8, "nine": 9, "ten": 10,
 }
 
-# Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "score2_description: ...",
+# Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "- A score of 1 (no) means ...", "score2_description: ...",
 # "- 5: ...", "5 - ...", "A: ... Score: One.", "(A) ..."
 _OPT_SCORE_WORD = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?(?:(?:an?\s+)?(?:score|rating|point)s?\s+(?:of\s+)?(?P<num>\d+(?:\.\d+)?)"
-    r"\s*(?:means|indicates|=|:|-|–|—|\))|\"?score(?P<num2>\d+)_description\"?\s*:)\s*)"
+    r"(?:\s*\([^()\n]{1,24}\))?\s*(?:means|indicates|=|:|-|–|—|\))|\"?score(?P<num2>\d+)_description\"?\s*:)\s*)"
     r"(?P<desc>\S.*?)(?P<tail>\s*)$",
     re.IGNORECASE,
 )
@@ -61,7 +61,7 @@ _OPT_LETTER = re.compile(
 _OPT_LETTER_PLAIN = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?\((?P<letter>[A-J])\)\s+)(?P<desc>\S.*?)(?P<tail>\s*)$"
 )
-_NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure)\b", re.IGNORECASE)
+_NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure|rules?|requirements?|notes?)\b", re.IGNORECASE)
 
 
 def _as_criterion(c: str | Criterion) -> Criterion:
@@ -97,18 +97,20 @@ def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None
     return ScoreOption(label=label, score=score, description=gd["desc"], head=gd["head"], tail=gd["tail"])
 
 
-def _find_guideline(text: str, scale_hint: tuple[float, float] | None = None) -> tuple[int, int, Guideline] | None:
+def _find_guideline(text: str, scale_hint: tuple[float, float] | None = None, *,
+                    numbered: bool = True) -> tuple[int, int, Guideline] | None:
     """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline).
 
     ``scale_hint`` is the scale the template states; plainly numbered lines ("(1) ...",
     "1: ...") are options only when they run from its minimum to its maximum, so numbered
-    rules in a 0-9 rating prompt are not read as a 1-3 scale.
+    rules in a 0-9 rating prompt are not read as a 1-3 scale; with ``numbered=False`` (a
+    pairwise template) they are never options.
     """
     lines = text.splitlines(keepends=True)
     offsets = [0]
     for ln in lines:
         offsets.append(offsets[-1] + len(ln))
-    for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, _OPT_NUMBER):
+    for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, *((_OPT_NUMBER,) if numbered else ())):
         i = 0
         while i < len(lines):
             opt = _option_from_line(lines[i].rstrip("\r\n"), pattern)
@@ -176,6 +178,32 @@ def _plausible(
         if any(not lo <= v <= hi for v in values):
             return False
     return True
+
+
+_CHOICE = re.compile(
+    r"\b(?:print|output|answer|respond|reply|write|return|select|choose|give)\b[^.\n]{0,60}?"
+    r"\b(?:character|letter|choice)s?\b[^.\n]{0,30}?"
+    r"(?P<letters>[\"'“‘`(]?[A-Z][\"'”’`)]?(?:\s*,\s*[\"'“‘`(]?[A-Z][\"'”’`)]?)*\s*,?\s*(?:or|and)\s*"
+    r"[\"'“‘`(]?[A-Z][\"'”’`)]?)(?![A-Za-z])"
+)
+_CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {("Y", "N"): {"Y": 1.0, "N": 0.0},
+                                                           ("N", "Y"): {"Y": 1.0, "N": 0.0}}
+"""Scores of choice letters that carry their own meaning: Y (yes) = 1, N (no) = 0."""
+
+
+def choice_text(text: str) -> str:
+    """The words of ``text`` that ask for a choice letter ("print only the single character Y or N"), or ""."""
+    m = _CHOICE.search(text)
+    return m.group(0) if m else ""
+
+
+def _choice_letters(text: str) -> list[str] | None:
+    """The letters a template asks the judge to answer with ("the single character Y or N" -> [Y, N]), or None."""
+    m = _CHOICE.search(text)
+    if m is None:
+        return None
+    letters = list(dict.fromkeys(re.findall(r"[A-Z]", re.sub(r"\b(?:or|and)\b", " ", m.group("letters")))))
+    return letters if len(letters) >= 2 else None
 
 
 def _guess_labels(text: str) -> tuple[str, str] | None:
@@ -271,7 +299,8 @@ def read_fields(
     templates = list(texts)
     if parse_guideline:
         for idx, t in enumerate(templates):
-            located = _find_guideline(t, hint)
+            # a pairwise template's plainly numbered lines are its rules, not score options
+            located = _find_guideline(t, hint, numbered=pair is None or answer == "score")
             if located is not None:
                 start, end, gl = located
                 guideline = gl
@@ -280,8 +309,17 @@ def read_fields(
 
     # what kind of answer
     letter_options = guideline is not None and all(o.label.isalpha() for o in guideline.options)
+    choice = None if guideline is not None or pair is not None else _choice_letters(joined)
     kind: Literal["score", "mcq", "pairwise"] = answer or (
-        "pairwise" if pair is not None else "mcq" if letter_options else "score")
+        "pairwise" if pair is not None else "mcq" if letter_options or choice else "score")
+    if kind == "mcq" and choice is not None and letters is None and scale is None:
+        letters = _CHOICE_SCORES.get(tuple(choice))
+        if letters is not None:
+            evidence.append(f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}, scored "
+                            + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items()))
+        else:
+            evidence.append(f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}: pass letters={{...}} "
+                            "to score them")
     if answer_format is not None:
         kind = answer_format.kind
 
@@ -307,6 +345,9 @@ def read_fields(
         else:
             evidence.append(f"options {', '.join(o.label for o in guideline.options)} state no scores: pass "
                             "letters={...} to score them (answers are read, but cannot become scores)")
+    elif letters is not None and kind == "mcq" and guideline is None and choice is not None and scale is None:
+        final_scale = Scale(min=min(letters.values()), max=max(letters.values()), letters=dict(letters))
+        how_scale = "from the answer letters"
     elif letters is not None and kind == "mcq":
         final_scale = Scale.model_validate({**(final_scale or Scale(min=min(letters.values()), max=max(
             letters.values()))).model_dump(), "letters": dict(letters)})

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 OUTPUT_SLOT_NAMES = (
     "output", "summary", "response", "answer", "hypothesis", "candidate", "text", "conversation",
     "completion", "generation", "prediction", "actual_output", "submission", "translation", "story",
-    "generated_text", "model_output", "test_case_content",
+    "generated_text", "model_output", "test_case_content", "reply",
 )
 """Slot names taken to hold the judged text when ``output_slot`` is not given (case-insensitive)."""
 
@@ -149,7 +149,21 @@ def scale_mentions(text: str) -> list[ScaleMention]:
         for m in pattern.finditer(text):
             end = "hi" if re.fullmatch(_TOP_WORDS, m.group("w"), re.I) else "lo"
             found.setdefault(m.span("v"), ScaleMention(float(m.group("v")), end, m.span("v")))
+    # "where 1 is useless and 10 is flawless", "1 = no help, 5 = full help": an end of a stated scale named by a word
+    ends = {**{st.lo: "lo" for st in find_scales(text)}, **{st.hi: "hi" for st in find_scales(text)}}
+    for m in _NAMED_END.finditer(text):
+        value = float(m.group("v"))
+        if value in ends:
+            found.setdefault(m.span("v"), ScaleMention(value, ends[value], m.span("v")))
     return [found[k] for k in sorted(found)]
+
+
+_NAMED_END = re.compile(
+    rf"(?:\b(?:where|with|and|while|whereas|or)\s+|[,;(]\s*|^\s*[-*•]?\s*)(?:a\s+(?:score|rating)\s+of\s+)?"
+    rf"(?P<v>{_NUM})(?!\w|\.\d)\s*(?:is|being|=|means|meaning|indicates|represents|stands\s+for)\s+\S",
+    re.I | re.M,
+)
+"""A number named as an end of the scale by a word of its own ("where 1 is useless", "and 10 is flawless")."""
 
 
 def _plausible_range(lo: float, hi: float) -> bool:

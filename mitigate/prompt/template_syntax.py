@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import re
 import string
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mitigate.errors import TemplateError
+from mitigate.errors import TemplateError, TemplateReadWarning
 
 Role = Literal["system", "user", "assistant"]
 SlotSyntax = Literal["double", "single", "format", "jinja"]
@@ -226,18 +227,37 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> str:
     names = meta.find_undeclared_variables(tree)
     plain = {m.group(1).strip() for m in DOUBLE_SLOT_RE.finditer(text)}
     context: dict[str, Any] = {}
-    for name in names:
+    undefined: list[str] = []
+    for name in sorted(names):
         if name in constants:
             context[name] = constants[name]
         elif name in plain and not _used_beyond_output(text, name):
             context[name] = _Slot(name)
+        elif name not in plain and _only_in_conditions(text, name):
+            context[name] = jinja2.Undefined(name=name)  # as Jinja treats a name nobody gave: false, not defined
+            undefined.append(name)
         else:
             raise TemplateError(_jinja_refusal(text, name))
+    if undefined:
+        warnings.warn(
+            f"the template's Jinja conditions use {', '.join(repr(n) for n in undefined)}, which no constant "
+            "gives: read as Jinja reads an undefined name (false); pass constants={...} to set them",
+            TemplateReadWarning, stacklevel=5,
+        )
     try:
         return env.from_string(text).render(**context)
     except jinja2.UndefinedError as exc:
         raise TemplateError(f"the template's Jinja needs a value nobody gave: {exc.message}; pass it in "
                             "constants={...}") from None
+
+
+def _only_in_conditions(text: str, name: str) -> bool:
+    """Whether Jinja uses ``name`` only in the conditions of ``{% if %}`` / ``{% elif %}`` tags."""
+    esc = re.escape(name)
+    uses = [m for m in re.finditer(r"\{%(.*?)%\}|\{\{(.*?)\}\}", text, re.S)
+            if re.search(rf"(?<![\w.]){esc}(?!\w)", m.group(1) if m.group(1) is not None else m.group(2))]
+    return bool(uses) and all(m.group(1) is not None and re.match(r"\s*-?\s*(?:if|elif)\b", m.group(1).lstrip("-"))
+                              for m in uses)
 
 
 def _used_beyond_output(text: str, name: str) -> bool:

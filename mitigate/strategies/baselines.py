@@ -21,9 +21,10 @@ from mitigate.strategies.base import Mitigation, PromptMitigation
 from mitigate.strategies.edits import (
     DEFAULT_COT,
     DEFAULT_HINT,
+    allow_reasoning,
+    consistency_hint,
     insert_after_guideline,
     set_cot,
-    warn_if_reasoning_forbidden,
 )
 
 __all__ = ["ConsistencyHint", "SelfConsistency"]
@@ -57,8 +58,18 @@ class ConsistencyHint(PromptMitigation):
     }
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """A copy with the hint after the guideline (or at the end of the last message)."""
-        return insert_after_guideline(prompt, self.text)
+        """A copy with the hint after the guideline (or at the end of the last message); unchanged when it has it.
+
+        The default text speaks of score options, so it goes only to a prompt that lists
+        some; a pairwise prompt gets :data:`~mitigate.strategies.edits.PAIRWISE_HINT` (order
+        and length of the two outputs, no score) and a prompt without options
+        :data:`~mitigate.strategies.edits.NO_OPTIONS_HINT` (:func:`~mitigate.strategies.edits.consistency_hint`).
+        A text of your own is added as written.
+        """
+        text = consistency_hint(prompt) if self.text == DEFAULT_HINT else self.text
+        if any(text in t for t in prompt.template_text()):
+            return prompt
+        return insert_after_guideline(prompt, text)
 
 
 @register("mitigation", "self-consistency")
@@ -100,9 +111,8 @@ class SelfConsistency(Mitigation):
                 "SelfConsistency(cot=True) asks for reasoning before the score, but this judge scores by expected "
                 "value over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
-        if self.cot:
-            warn_if_reasoning_forbidden(leaf.prompt, "SelfConsistency(cot=True)")
-        judge = leaf.with_prompt(set_cot(leaf.prompt, True, lead=DEFAULT_COT)) if self.cot else leaf
+        judge = leaf.with_prompt(set_cot(allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)"), True,
+                                         lead=DEFAULT_COT)) if self.cot else leaf
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens

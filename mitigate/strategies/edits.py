@@ -20,9 +20,10 @@
   of SelfConsistency's instruction, :func:`self_consistency_instruction`) and
   :data:`RTS_LEAD` (how the RTS form's answer instruction begins), with
   :func:`append_instruction` and :func:`insert_after_guideline` to place a paragraph.
-- :func:`warn_if_reasoning_forbidden`: the check that a chain-of-thought request does not
-  contradict the template's own "Do NOT provide any explanation" or "only the score"
-  (:func:`~mitigate.prompt.answer_format.reasoning_ban`).
+- :func:`allow_reasoning`: an added reasoning request never stands before words that forbid
+  reasoning ("Do NOT provide any explanation", "only the score",
+  :func:`~mitigate.prompt.answer_format.reasoning_ban`): such words in the answer stub are
+  rewritten, elsewhere the combination is refused.
 - :func:`multi_criterion_prompt`: the built-in rating template (our own wording) that scores
   one or several criteria in one answer, and :func:`is_multi_criterion_template`, which
   recognises it exactly.
@@ -31,11 +32,10 @@
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from typing import Literal
 
-from mitigate.errors import ConfigError, PromptConflictWarning
+from mitigate.errors import ConfigError
 from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format, reasoning_ban
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.judge_prompt import answer_label as _label
@@ -46,12 +46,16 @@ __all__ = [
     "COT_LEAD",
     "DEFAULT_COT",
     "DEFAULT_HINT",
+    "NO_OPTIONS_HINT",
+    "PAIRWISE_HINT",
     "MANAGED_LEADS",
     "ONLY_LEAD",
     "RTS_LEAD",
     "SCALE_LEAD",
     "addenda",
+    "allow_reasoning",
     "append_instruction",
+    "consistency_hint",
     "cot_instruction",
     "first_phrase",
     "insert_after_guideline",
@@ -65,7 +69,6 @@ __all__ = [
     "self_consistency_instruction",
     "set_addendum",
     "set_cot",
-    "warn_if_reasoning_forbidden",
     "with_message",
 ]
 
@@ -77,7 +80,30 @@ DEFAULT_HINT = (
     "option means; you would give the same score if the options were listed in another order or "
     "described at another length."
 )
-"""The default :class:`ConsistencyHint` text."""
+"""The default :class:`ConsistencyHint` text, for a prompt that lists score options."""
+
+PAIRWISE_HINT = (
+    "Important: the order in which the two outputs are shown, and how long each is, say nothing about which "
+    "is better. Decide only from what each output says; you would give the same verdict if they were shown in "
+    "the other order."
+)
+"""What :class:`ConsistencyHint` says by default on a pairwise prompt (no options and no score to speak of)."""
+
+NO_OPTIONS_HINT = (
+    "Important: how long the text is, and where things stand in this prompt, say nothing about which answer is "
+    "right. Decide only from what the text says; you would give the same answer if it were presented in "
+    "another way."
+)
+"""What :class:`ConsistencyHint` says by default on a prompt that lists no score options."""
+
+
+def consistency_hint(prompt: JudgePrompt) -> str:
+    """The default consistency hint for ``prompt``: about its options only when it lists some, never a score on a pairwise one."""
+    if prompt.answer == "pairwise":
+        return PAIRWISE_HINT
+    if prompt.guideline is None:
+        return NO_OPTIONS_HINT
+    return DEFAULT_HINT
 
 DEFAULT_COT = "Think step by step first and explain your reasoning."
 """How the chain-of-thought instruction :class:`SelfConsistency` adds when ``cot=True`` begins
@@ -133,26 +159,52 @@ def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
     return None
 
 
-def warn_if_reasoning_forbidden(prompt: JudgePrompt, who: str = "Sampling(cot=True)") -> None:
-    """Warn when the prompt's own text asks for the answer alone (or first), which a chain-of-thought request contradicts.
+STUB_REASONING = "reasoning first, then the answer"
+"""What words of an answer stub that ask for the answer alone ("scores ONLY") become when reasoning is added."""
 
-    The template's words are read by :func:`~mitigate.prompt.answer_format.reasoning_ban` ("Do NOT
-    provide any explanation", "only the score", "nothing else"); a format whose reasoning
-    comes after the answer ("first output a single line ...") conflicts too.
+
+def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *, added: Sequence[str] = ()) -> JudgePrompt:
+    """``prompt`` made fit for an added request to reason before the answer, or a one-line ConfigError.
+
+    The template's own words are read by :func:`~mitigate.prompt.answer_format.reasoning_ban`
+    ("Do NOT provide any explanation", "only the score", "scores ONLY"), leaving out the
+    managed paragraphs and the ``added`` instruction texts. Words that stand in the answer stub
+    closing the prompt (G-Eval's "Evaluation Form (scores ONLY):") are rewritten there to
+    :data:`STUB_REASONING`; the rest of the template is left as written. Words elsewhere in the
+    template, or a format that asks for the answer first and the explanation after it, cannot
+    be reconciled with the request: the combination is refused, naming both.
     """
-    if prompt.format.reasoning == "before":
-        return
+    if prompt.format.reasoning == "before" and not added:
+        return prompt
     core = _without_addenda(prompt)
-    found = reasoning_ban(core.template_text())
-    if found is None and prompt.format.reasoning == "after":
+    texts = core.template_text()
+    for text in added:
+        texts = [t.replace(text, "") for t in texts]
+    found = reasoning_ban(texts)
+    if found is None and prompt.format.reasoning == "after" and not core.format.json_key:
         found = "the answer first, then the explanation"
-    if found:
-        warnings.warn(
-            f"{who} asks for reasoning before the answer, but the prompt's own text says {found!r}; the model "
-            "may obey either. Expected a prompt whose answer instruction allows text before the answer line",
-            PromptConflictWarning,
-            stacklevel=4,
+        raise ConfigError(
+            f"{who} asks for reasoning before the answer, but the template asks for {found}; expected a template "
+            "whose answer instruction allows text before the answer line (or leave the reasoning request out)"
         )
+    if found is None:
+        return prompt
+    idx = _target_index(prompt)
+    stub = prompt.answer_stub(idx)
+    if found in stub:
+        template = prompt.messages[idx].template
+        rewritten = template[: len(template) - len(stub)] + stub.replace(found, STUB_REASONING)
+        out = _with_template(prompt, idx, rewritten)
+        again = [t for t in _without_addenda(out).template_text()]
+        for text in added:
+            again = [t.replace(text, "") for t in again]
+        if reasoning_ban(again) is None:
+            return out
+        found = reasoning_ban(again) or found
+    raise ConfigError(
+        f"{who} asks for reasoning before the answer, but the template says {found!r}; expected a template whose "
+        "answer instruction allows text before the answer line (or leave the reasoning request out)"
+    )
 
 
 # --------------------------------------------------------------------------- managed paragraphs
@@ -292,7 +344,7 @@ def _single_answer(prompt: JudgePrompt) -> bool:
     return prompt.answer != "score" or len(prompt.criteria) <= 1
 
 
-def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD) -> JudgePrompt:
+def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD, who: str | None = None) -> JudgePrompt:
     """A copy of ``prompt`` with a chain-of-thought paragraph added (``on``) or removed.
 
     ``lead`` picks the paragraph: :data:`COT_LEAD` (Sampling's, :func:`cot_instruction`) or
@@ -300,11 +352,14 @@ def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD) -> JudgeProm
     format follows: with such a paragraph its reasoning is "before" (the answer is read from
     the last answer line, and a constrained backend lets the reasoning through); without any,
     the reasoning the template itself states again. The other managed paragraphs that word
-    the answer are rewritten to match (:func:`refresh_addenda`).
+    the answer are rewritten to match (:func:`refresh_addenda`). Adding one goes through
+    :func:`allow_reasoning` (``who`` names the asker in its refusal).
     """
     if lead not in _REASONING_LEADS:
         raise ConfigError(f"expected a chain-of-thought lead {list(_REASONING_LEADS)}; got {lead!r}")
     if on:
+        prompt = allow_reasoning(prompt, who or ("Sampling(cot=True)" if lead == COT_LEAD else
+                                                 "SelfConsistency(cot=True)"))
         if _single_answer(prompt):
             prompt = prompt.with_answer_format(prompt.format.with_reasoning("before"))
         prompt = set_addendum(prompt, lead, _REASONING_LEADS[lead](prompt))

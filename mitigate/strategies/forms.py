@@ -52,9 +52,12 @@ from mitigate.scale import Scale
 from mitigate.strategies.edits import (
     DEFAULT_HINT,
     MANAGED_LEADS,
+    NO_OPTIONS_HINT,
     ONLY_LEAD,
+    PAIRWISE_HINT,
     RTS_LEAD,
     addenda,
+    allow_reasoning,
     message_end,
     only_paragraph,
     refresh_addenda,
@@ -113,7 +116,7 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
 def _is_added(paragraph: str) -> bool:
     """True for a one-line paragraph another mitigation put at the end of the prompt."""
     text = paragraph.strip()
-    return "\n" not in text and (text.startswith(MANAGED_LEADS) or text == DEFAULT_HINT)
+    return "\n" not in text and (text.startswith(MANAGED_LEADS) or text in (DEFAULT_HINT, NO_OPTIONS_HINT, PAIRWISE_HINT))
 
 
 def _added_tail(template: str) -> int:
@@ -209,7 +212,9 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
         )
     fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning("before")
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
-    return _with_instruction(prompt, form, rts_instruction(scale, fmt))
+    instruction = rts_instruction(scale, fmt)
+    return allow_reasoning(_with_instruction(prompt, form, instruction), "the RTS form (reason, then score)",
+                           added=(instruction,))
 
 
 def mcq_instruction(letters: list[str]) -> str:
@@ -272,4 +277,25 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     scale = Scale.model_validate(prompt.scale.model_dump() | {"letters": letters})
     form = prompt.model_copy(update={"guideline": Guideline(options=tuple(options), separators=gl.separators),
                                      "scale": scale}).with_answer_format(AnswerFormat.default("mcq"))
-    return _with_instruction(prompt, form, mcq_instruction(list(letters)))
+    return _letter_stub(_with_instruction(prompt, form, mcq_instruction(list(letters))))
+
+
+def _letter_stub(form: JudgePrompt) -> JudgePrompt:
+    """``form`` (answering "Answer: <letter>") with the last line of its answer stub made "Answer:".
+
+    A template closing with a numeric stub ("- Helpfulness:", "Score:") would have the judge
+    write its letter after a score cue, where the letter answer does not parse; the stub's
+    other lines (a heading before it) are kept.
+    """
+    idx, body, end = message_end(form)
+    stub = form.answer_stub(idx)
+    if not stub or not end.endswith(stub):
+        return form
+    lines = stub.rstrip().split("\n")
+    last = lines[-1]
+    if re.fullmatch(r"\s*Answer:\s*", last):
+        return form
+    trailing = stub[len(stub.rstrip()):]
+    indent = last[: len(last) - len(last.lstrip())]
+    new_stub = "\n".join([*lines[:-1], indent + "Answer:"]) + trailing
+    return with_message(form, idx, body + end[: len(end) - len(stub)] + new_stub)

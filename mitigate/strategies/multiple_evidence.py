@@ -189,7 +189,7 @@ class MultipleEvidence(Mitigation):
 
     def _sample(self, judge: Judge, i: int) -> Judge:
         def leaf_fn(leaf: PromptJudge) -> Judge:
-            prompt = set_cot(leaf.prompt, True)  # the answer format's reasoning becomes "before" with it
+            prompt = set_cot(leaf.prompt, True, who="MultipleEvidence")  # the answer format's reasoning becomes "before" with it
             return leaf.with_prompt(prompt).with_config(temperature=self.temperature, n=1, seed=self.seed + i,
                                                         max_tokens=self.max_tokens)
         return judge.map_leaves(leaf_fn)

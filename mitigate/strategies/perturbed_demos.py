@@ -45,6 +45,7 @@ from mitigate.prompt.perturb import (
     perturbation_set,
 )
 from mitigate.registry import Interval, Preset, register
+from mitigate.scale import Scale
 from mitigate.selectors import Stratified
 from mitigate.strategies.base import Mitigation
 from mitigate.strategies.demos import PERTURBATION_CONSTRAINTS, Demos, require_lengthened
@@ -322,8 +323,8 @@ class PerturbedDemosPreset(Preset):
     def examples(cls) -> list[Any]:
         """The Demos of two small given demos: perturbed, ablation, and the unperturbed control; and unfitted."""
         demos = (
-            Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0),
-            Demo(item=Item(id="demo-high", output="A clear text."), score=5.0),
+            Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0, scale=Scale(min=1, max=5)),
+            Demo(item=Item(id="demo-high", output="A clear text."), score=5.0, scale=Scale(min=1, max=5)),
         )
         return [cls(demos=demos).build(), cls(demos=demos, ablation=True, seed=3).build(),
                 cls(demos=demos, perturbed=False).build(), cls(m=2, n=2).build()]

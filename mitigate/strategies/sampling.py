@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
 
-from mitigate.errors import ConfigError, PromptConflictWarning
+from mitigate.errors import ConfigError, PromptConflictWarning, TemplateError
 from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import Demo, Guideline, PromptMessage
@@ -37,12 +37,12 @@ from mitigate.strategies.edits import (
     RTS_LEAD,
     SCALE_LEAD,
     addenda,
+    allow_reasoning,
     is_multi_criterion_template,
     multi_criterion_prompt,
     scale_note,
     set_addendum,
     set_cot,
-    warn_if_reasoning_forbidden,
 )
 
 __all__ = ["GRANULARITIES", "ExpectedScore", "Granularity", "Sampling", "asks_for_reasoning", "scale_note"]
@@ -68,12 +68,12 @@ class Sampling(Mitigation):
             reasoning to "before" (the last answer line is read; a constrained backend lets the
             reasoning through); False removes that paragraph if a previous
             ``Sampling(cot=True)`` added it. It cannot remove reasoning requests written into
-            the user's own template. A template that asks for the answer alone ("Do NOT
-            provide any explanation", "only the score", "nothing else") contradicts the added
-            paragraph, and a model may obey the template: Qwen2.5 0.5B wrote only "Score: N"
-            on 48 of 48 SummEval items. Such a template gets a
-            :class:`~mitigate.errors.PromptConflictWarning`; end it with a line that allows
-            text before the answer instead.
+            the user's own template. A template that asks for the answer alone contradicts
+            the added paragraph (a model may obey the template: Qwen2.5 0.5B wrote only
+            "Score: N" on 48 of 48 SummEval items): words in the answer stub ("Evaluation
+            Form (scores ONLY):") are rewritten, words elsewhere ("Do NOT provide any
+            explanation", "only the score", "nothing else") make the combination a one-line
+            ConfigError (:func:`~mitigate.strategies.edits.allow_reasoning`).
         reducer: "mean", "median" or "majority" over the ``n`` sample scores.
         max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
 
@@ -121,9 +121,7 @@ class Sampling(Mitigation):
                 "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected value "
                 "over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
             )
-        if self.cot:
-            warn_if_reasoning_forbidden(leaf.prompt)
-        prompt = set_cot(leaf.prompt, self.cot)
+        prompt = set_cot(allow_reasoning(leaf.prompt) if self.cot else leaf.prompt, self.cot)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens
@@ -359,25 +357,20 @@ class Granularity(PromptMitigation):
 
 
 def _rescale_demo(demo: Demo, old: Scale, new: Scale) -> Demo:
-    """A demo moved onto the new scale like the prompt: gold score(s) mapped linearly, its guideline relabelled.
+    """A demo moved onto the new scale like the prompt: gold score mapped linearly, its guideline relabelled.
 
     Demos already in the prompt were written for its old scale; left alone they would show
-    answers the judge is no longer asked for. When the range does not change (e.g. 1-5 ->
-    "modifiers") the demo is kept as it is.
+    answers the judge is no longer asked for. The score is mapped from the demo's gold label
+    on its own scale (:meth:`~mitigate.prompt.parts.Demo.on_scale`: one rounding, whatever the
+    order of composition). When the range does not change (e.g. 1-5 -> "modifiers") the demo
+    is kept as it is.
     """
     if (old.min, old.max) == (new.min, new.max):
         return demo
-
-    def move(value: float) -> float:
-        if not old.contains(value):
-            raise ConfigError(
-                f"expected demo scores within the prompt's scale {old.describe()}; demo {demo.item.id!r} "
-                f"shows {_num(value)}"
-            )
-        return _rescale(value, old, new)
-
-    score = {k: move(v) for k, v in demo.score.items()} if isinstance(demo.score, dict) else move(demo.score)
-    update: dict[str, Any] = {"score": score}
+    try:
+        moved = demo.labelled_on(old).on_scale(new)
+    except TemplateError as exc:
+        raise ConfigError(str(exc)) from None
     if demo.guideline is not None:
-        update["guideline"] = _relabel(demo.guideline, old, new)
-    return demo.model_copy(update=update)
+        moved = moved.model_copy(update={"guideline": _relabel(demo.guideline, old, new)})
+    return moved
