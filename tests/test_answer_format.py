@@ -226,3 +226,15 @@ def test_reasoning_ban_finds_the_words_that_ask_for_the_answer_alone(text: str, 
 def test_a_request_to_justify_before_answering_reads_as_reasoning_first(text: str) -> None:
     assert stated_reasoning([text]) == "before"
     assert infer_answer_format([text], kind="score").reasoning == "before"
+
+
+def test_a_pairwise_template_that_offers_a_tie_gets_a_constraint_that_allows_it():
+    """'Answer with 1, 2 or tie' offers a tie: the format (and so its grammar) must accept it; '1 or 2' offers none."""
+    from mitigate.prompt import JudgePrompt
+
+    body = "Question: {{question}}\n\nAnswer 1: {{output}}\n\nAnswer 2: {{output_b}}\n\n"
+    with_tie = JudgePrompt.from_template(body + "Which answer is better? Answer with 1, 2 or tie.", answer="pairwise")
+    assert with_tie.format.tie == "tie"
+    assert with_tie.format.read("tie", with_tie.scale) is not None
+    without = JudgePrompt.from_template(body + "Which answer is better? Answer with 1 or 2.", answer="pairwise")
+    assert without.format.tie is None

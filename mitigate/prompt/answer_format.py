@@ -733,6 +733,11 @@ def infer_answer_format(
     pair_labels = tuple(labels) if labels else ("1", "2")
     base: dict[str, Any] = {"kind": kind, "reasoning": reasoning}
     if kind == "pairwise":
+        if tie is None:  # "Answer with 1, 2 or tie": the template offers a tie, so the constraint must allow it
+            a, b = (re.escape(x) for x in pair_labels)
+            offered = re.search(rf"[\"'“(\[]*\b{a}\b[\"'”)\]]*\s*[,/]\s*[\"'“(\[]*\b{b}\b[\"'”)\]]*\s*,?\s*(?:or|/)\s*"
+                                rf"[\"'“]?(tie|draw|equal)\b", instructions, re.I)
+            tie = offered.group(1) if offered else None
         base.update(labels=pair_labels, tie=tie, case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels))
 
     # JSON answers
