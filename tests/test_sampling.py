@@ -372,3 +372,14 @@ def test_expected_score_on_a_constraining_backend_forces_the_answer_line_first()
     assert isinstance(judge, PromptJudge) and judge.config.constrain == "answer"
     with pytest.warns(PromptConflictWarning, match='"\\[RESULT\\] N" after reasoning'):
         ExpectedScore().wrap(PromptJudge(prompt, FakeLM([], logprobs=True)))
+
+
+def test_granularity_rewrites_the_top_score_named_as_such() -> None:
+    """'a reference answer that gets a score of 5' and '(Score 5)' name the top of the scale: they move with it."""
+    text = ("Rate the reply from 1 to 5. The reference answer below gets a score of 5.\n\nReply: {{output}}\n\n"
+            "Reference Answer (Score 5): {{reference}}\n\nA score of 50 is impossible here.\n\nScore:")
+    out = Granularity(scale="1-10").apply(JudgePrompt.from_template(text))
+    body = out.template_text()[-1]
+    assert "gets a score of 10." in body and "(Score 10)" in body
+    assert "score of 5" not in body and "(Score 5)" not in body
+    assert "A score of 50 is impossible" in body  # another number that starts with the old top is not touched

@@ -268,8 +268,8 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
 def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
     """Replace the old scale's ends in ``text``: every scale statement and anchor
     (:func:`~mitigate.prompt.template_reader.scale_mentions`: "on a scale of 1 to 5", "Coherence (1-5)",
-    "where 5 is the highest", "1 being the worst"), any other "1-5" / "1 to 5", and
-    enumerations ("1, 2, 3, 4 or 5")."""
+    "where 5 is the highest", "1 being the worst"), the top score named as such ("a score of 5",
+    "(Score 5)"), any other "1-5" / "1 to 5", and enumerations ("1, 2, 3, 4 or 5")."""
     lo, hi, nlo, nhi = _num(old.min), _num(old.max), _num(new.min), _num(new.max)
     if (lo, hi) == (nlo, nhi):
         return text
@@ -279,6 +279,10 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
         if mention.value == was:
             a, b = mention.span
             text = text[:a] + now + text[b:]
+    # the top score named as such: "a reference answer that gets a score of 5", "Reference Answer (Score 5)"
+    top = re.compile(rf"(\b(?:score|rating|grade)\s+of\s+|\(\s*(?:score|rating|grade)\s+){re.escape(hi)}(?![\d.]\d|\d)",
+                     re.IGNORECASE)
+    text = top.sub(lambda m: m.group(1) + nhi, text)
     span = re.compile(rf"(?<![\d.]){re.escape(lo)}(\s*(?:-|–|—|to)\s*){re.escape(hi)}(?!\d|\.\d)")
     text = span.sub(lambda m: f"{nlo}{m.group(1)}{nhi}", text)
     pts = [str(p) for p in old.integer_points()]
