@@ -9,14 +9,10 @@ from typing import Any
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import batch_session, build_judge, load_task, template_text
 from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import writable_dir
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
-from mitigate.prompt import JudgePrompt
-from mitigate.run.runner import preflight
-from mitigate.strategies import parse_pipeline
 
 
 @command("compare", CompareOptions)
@@ -28,6 +24,9 @@ def compare_cmd(options: CompareOptions) -> None:
 
 def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
     """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
+    from mitigate.cli.build import template_text
+    from mitigate.prompt import JudgePrompt
+
     if o.prompt is None:
         return None
     jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
@@ -36,9 +35,12 @@ def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
 
 
 async def _compare(o: CompareOptions, command_line: str) -> None:
-    # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
+    # lazy: `import mitigate.cli` (so `mitigate --help`) loads only the command group and the options (issue 29)
+    from mitigate.cli.build import batch_session, build_judge, load_task
     from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside
     from mitigate.harness.report import write_report
+    from mitigate.run.runner import preflight
+    from mitigate.strategies import parse_pipeline
 
     pipelines = list(o.pipeline or [])
     recorded = list(o.recorded or [])

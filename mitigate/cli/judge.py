@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import Task, batch_session, build_judge, load_task, with_pipeline
 from mitigate.cli.errors import fail_when_all_failed
 from mitigate.cli.files import run_dir, writable_file
 from mitigate.cli.options import JudgeOptions
 from mitigate.paths import one_line
-from mitigate.run.journal import write_atomic
-from mitigate.run.runner import RunResult, preflight, run
-from mitigate.strategies import parse_pipeline
+
+if TYPE_CHECKING:
+    from mitigate.cli.build import Task
+    from mitigate.run.runner import RunResult
 
 
 @command("judge", JudgeOptions)
@@ -28,7 +29,14 @@ def judge(options: JudgeOptions) -> None:
 
 
 async def _judge(o: JudgeOptions) -> None:
+    # lazy: `import mitigate.cli` (so `mitigate --help`) loads only the command group and the options (issue 29)
+    from mitigate.cli.build import batch_session, build_judge, load_task, with_pipeline
+    from mitigate.run.journal import write_atomic
+    from mitigate.run.runner import preflight, run
+
     if o.pipeline is not None:
+        from mitigate.strategies import parse_pipeline
+
         parse_pipeline(o.pipeline)  # bad pipeline text or file fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit)
     base = build_judge(o, task)

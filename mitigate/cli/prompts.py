@@ -9,13 +9,14 @@ import typer
 from mitigate.cli.app import command
 from mitigate.cli.options import PromptsOptions
 from mitigate.errors import ConfigError
-from mitigate.prompt import describe_template
-from mitigate.prompt.builtin import list_prompts, prompt_text
 
 
 @command("prompts", PromptsOptions)
 def prompts_cmd(options: PromptsOptions) -> None:
     """List the built-in judge prompts, print one, or 'inspect FILE': show what mitigate reads from a template."""
+    # lazy: `import mitigate.cli` (so `mitigate --help`) loads only the command group and the options (issue 29)
+    from mitigate.prompt.builtin import list_prompts, prompt_text
+
     if options.name is None:
         typer.echo("\n".join(list_prompts()))
     elif options.name == "inspect":
@@ -26,6 +27,8 @@ def prompts_cmd(options: PromptsOptions) -> None:
 
 def inspect_template(file: Path | None, system: Path | None, consts: list[str]) -> str:
     """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
+    from mitigate.prompt import describe_template
+
     if file is None or not file.is_file():
         raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
     constants: dict[str, str] = {}

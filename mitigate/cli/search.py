@@ -7,12 +7,8 @@ from typing import Any
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import build_judge, load_task
 from mitigate.cli.files import writable_file
 from mitigate.cli.options import SearchOptions
-from mitigate.registry import lookup
-from mitigate.search import Objective, search
-from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
 
 
 @command("search", SearchOptions)
@@ -23,6 +19,12 @@ def search_cmd(options: SearchOptions) -> None:
 
 
 def _search(o: SearchOptions) -> None:
+    # lazy: `import mitigate.cli` (so `mitigate --help`) loads only the command group and the options (issue 29)
+    from mitigate.cli.build import build_judge, load_task
+    from mitigate.registry import lookup
+    from mitigate.search import Objective, search
+    from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
+
     before = parse_pipeline(o.pipeline)  # bad pipeline text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit, labelled=True)
     data = task.benchmark.model_copy(update={"items": task.items})
