@@ -21,6 +21,7 @@ from mitigate.cli.files import read_text_file
 from mitigate.cli.options import NETWORK_BACKENDS, LMRunOptions, backend_kind
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import select_items
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm.base import LM
@@ -30,7 +31,6 @@ from mitigate.lm.retry import RetryPolicy
 from mitigate.prompt import JudgePrompt
 from mitigate.prompt.builtin import default_prompt_for, prompt_text
 from mitigate.run.batch_session import BatchOptions, BatchSession
-from mitigate.strategies import parse_pipeline
 
 
 @dataclass(frozen=True)
@@ -44,10 +44,6 @@ class Task:
 
 def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
     """The first ``limit`` items (0: all), document by document: the one item order of every command."""
-    # lazy: the harness (compare, report) is the one package `import mitigate.cli` does not load, so
-    # `mitigate --help` stays as light as it was (issue 29); its select_items is the order compare uses
-    from mitigate.harness.compare import select_items
-
     return select_items(items, limit or None)
 
 
@@ -119,6 +115,10 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
     """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None: unchanged)."""
     if text is None:
         return judge
+    from mitigate.strategies import (
+        parse_pipeline,  # lazy: a judge without a pipeline never loads the strategies
+    )
+
     pipe = parse_pipeline(text)
     typer.echo(f"pipeline {text}: {json.dumps(pipe.spec())[:200]}", err=True)
     return pipe.wrap(judge)
