@@ -296,7 +296,10 @@ class OpenAILM(LM):
         """``openai:<model>``, plus ``@<server url>`` for a base_url server (credentials stripped)."""
         if self.base_url is None:
             return self.spec
-        return f"{self.spec}@{public_url(self.base_url)}"
+        known = self.__dict__.get("_identity")
+        if known is None or known[0] != self.base_url:  # worked out once per URL, not once per call
+            known = self._identity = (self.base_url, f"{self.spec}@{public_url(self.base_url)}")
+        return known[1]
 
     def __repr__(self) -> str:
         return f"OpenAILM(model={self.model!r}, base_url={self.base_url!r}, transport={self.transport!r})"
