@@ -76,13 +76,16 @@ async def _judge(o: JudgeOptions) -> None:
 def _print_judgments(result: RunResult, task: Task) -> None:
     """One line per judgment on stdout: item id, the judge's score (or FAILED), the human score, a detail."""
     by_id = {it.id: it for it in task.items}
+    lines = []  # buffered: one write for the whole table, not one flushed write per judgment (issue 29)
     for j in result.judgments:
         human = by_id[j.item_id].human.get(task.criterion)
         score = j.scores.get(task.criterion)
         shown = "FAILED" if score is None else f"{score:g}"
         human_s = "-" if human is None else f"{human:.2f}"
         detail = j.error or (j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else ""))
-        typer.echo(f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}")
+        lines.append(f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}")
+    if lines:
+        typer.echo("\n".join(lines))
 
 
 def first_line(text: str, width: int = 100) -> str:
