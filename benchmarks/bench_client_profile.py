@@ -5,8 +5,8 @@ The stub (``python -m mitigate.testing``) runs in its own process on 127.0.0.1 a
 
 1. plainly, timed from outside: wall seconds, CPU seconds (user + system of the child, from
    ``wait4``) and CPU milliseconds per judgment, start-up and exit included;
-2. under ``cProfile``: the functions with the most own time, and how the profiled time splits
-   between importing and judging (the ``run`` of :mod:`mitigate.run.runner`).
+2. under ``cProfile``: the functions with the most own time (cProfile cannot attribute the
+   time of the runner's concurrent tasks to ``run`` itself, so no split is claimed).
 
 It also times ``python -c "import mitigate.cli"`` (what ``mitigate --help`` and every command load
 first). Writes ``benchmarks/results/client_profile.json``.
@@ -72,8 +72,6 @@ def main() -> None:
             timed([sys.executable, "-m", "cProfile", "-o", str(prof), *judge], work)
             stats = pstats.Stats(str(prof))
             total = stats.total_tt  # type: ignore[attr-defined]
-            in_run = max((v[3] for k, v in stats.stats.items()  # type: ignore[attr-defined]
-                          if k[0].endswith(os.path.join("run", "runner.py")) and k[2] == "run"), default=0.0)
             text = io.StringIO()
             pstats.Stats(str(prof), stream=text).sort_stats("tottime").print_stats(args.top)
     finally:
@@ -83,11 +81,10 @@ def main() -> None:
     print(listing[listing.find("ncalls"):])
     row = {"wall_s": plain["wall"], "cpu_s": plain["cpu"], "cpu_ms_per_judgment": 1000 * plain["cpu"] / args.n,
            "ideal_wall_s": args.n * args.latency / args.concurrency, "import_cli_cpu_s": imports,
-           "profiled_total_s": total, "profiled_in_run_s": in_run}
+           "profiled_total_s": total}
     print(f"{args.n} judgments at c={args.concurrency}, L={args.latency:g} s: wall {plain['wall']:.2f} s (ideal "
           f"{row['ideal_wall_s']:.2f} s), CPU {plain['cpu']:.2f} s = {row['cpu_ms_per_judgment']:.2f} ms per judgment "
-          f"(start-up and exit included); `import mitigate.cli` {imports:.2f} CPU-s; under cProfile "
-          f"{in_run:.2f} of {total:.2f} s inside runner.run")
+          f"(start-up and exit included); `import mitigate.cli` {imports:.2f} CPU-s; {total:.2f} s under cProfile")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"command": "python benchmarks/bench_client_profile.py " + " ".join(sys.argv[1:]),
                                "python": platform.python_version(), "cpus": os.cpu_count(),
