@@ -114,7 +114,7 @@ def run_latency(latency: float, concurrency: list[int], per_slot: int) -> list[d
                 if arm == "raw":
                     m = asyncio.run(raw_arm(url, c, n))
                 else:
-                    m = asyncio.run(mitigate_arm(url, c, n, "direct" if arm == "mitigate_direct" else "auto"))
+                    m = asyncio.run(mitigate_arm(url, c, n, "direct" if arm == "mitigate_direct" else "sdk"))
                 rate = n / m["seconds"]
                 row[arm] = {"per_s": rate, "of_ideal": rate / ideal, "seconds": m["seconds"],
                             "cpu_ms_per_call": 1000 * m["cpu_seconds"] / n}

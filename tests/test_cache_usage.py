@@ -18,7 +18,7 @@ def _request(tail: str) -> LMRequest:
     return LMRequest(messages=(Message(role="user", content=LONG + "\n\n" + tail),), max_tokens=8)
 
 
-@pytest.mark.parametrize("transport", ["direct", "auto"])
+@pytest.mark.parametrize("transport", ["direct", "auto", "sdk"])
 async def test_openai_reports_the_automatically_cached_prefix(transport):
     with StubOpenAIServer(latency=0.0) as s:
         lm = OpenAILM("m", base_url=s.base_url, transport=transport)

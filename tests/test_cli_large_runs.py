@@ -62,18 +62,21 @@ def test_batch_with_a_local_backend_is_refused_before_any_call(tmp_path):
     assert "batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend" in result.stderr
 
 
-def test_transport_direct_reaches_an_openai_compatible_server_without_the_sdk(tmp_path, monkeypatch):
+def test_the_default_and_direct_transports_reach_the_server_without_the_sdk_and_sdk_through_it(tmp_path, monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     _bench(tmp_path, n=3)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
         direct = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--transport",
                                                 "direct", "--no-cache"))
-        sdk = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--no-cache"))
+        default = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--no-cache"))
+        sdk = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--transport", "sdk",
+                                             "--no-cache"))
         agents = server.user_agents
-    assert direct.exit_code == 0 and sdk.exit_code == 0, direct.output + sdk.output
-    assert "judge=4" in direct.stdout
-    assert all("OpenAI/Python" not in a for a in agents[:3])  # plain aiohttp
-    assert all("OpenAI/Python" in a for a in agents[3:])  # the SDK names itself
+    assert direct.exit_code == 0 and default.exit_code == 0 and sdk.exit_code == 0, direct.output + sdk.output
+    assert "judge=4" in direct.stdout and "judge=4" in default.stdout and "judge=4" in sdk.stdout
+    assert len(agents) == 9
+    assert all("OpenAI/Python" not in a for a in agents[:6])  # plain aiohttp (the default is the direct client)
+    assert all("OpenAI/Python" in a for a in agents[6:])  # the SDK names itself
 
 
 def test_transport_on_a_non_openai_backend_is_refused(tmp_path):

@@ -35,7 +35,7 @@ def _no_ambient_openai_env(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
-@pytest.mark.parametrize("transport", ["auto", "httpx", "direct"])
+@pytest.mark.parametrize("transport", ["auto", "sdk", "httpx", "direct"])
 async def test_request_options_reach_the_chat_completions_body(server, transport):
     lm = OpenAILM("stub-model", base_url=server.base_url, api_key=SECRET, transport=transport)
     await lm.complete(req(temperature=0.7, n=2, max_tokens=17, stop=("\n\n",), seed=11, top_logprobs=3))
@@ -60,7 +60,7 @@ async def test_official_api_sends_max_completion_tokens_and_no_cache_prompt():
     assert lm.identity() == "openai:gpt-4o-mini"
 
 
-@pytest.mark.parametrize("transport", ["auto", "direct"])
+@pytest.mark.parametrize("transport", ["auto", "sdk", "direct"])
 async def test_returns_n_choices_with_token_logprobs_and_top_alternatives(server, transport):
     lm = OpenAILM("stub-model", base_url=server.base_url, transport=transport)
     resp = await lm.complete(req(n=3, top_logprobs=2))
@@ -134,7 +134,7 @@ async def test_identity_strips_credentials_from_the_url():
     assert "pw" not in str(info.value).replace("password", "")
 
 
-@pytest.mark.parametrize("transport", ["auto", "direct"])
+@pytest.mark.parametrize("transport", ["auto", "sdk", "direct"])
 async def test_rate_limit_becomes_transient_error_with_retry_after(transport):
     with StubOpenAIServer(latency=0.0, fail_first=1, fail_status=429, retry_after=2.5) as s:
         lm = OpenAILM("stub-model", base_url=s.base_url, api_key=SECRET, transport=transport)
@@ -162,7 +162,7 @@ async def test_server_error_is_transient_and_client_error_is_not():
         await lm.aclose()
 
 
-@pytest.mark.parametrize("transport", ["auto", "direct"])
+@pytest.mark.parametrize("transport", ["auto", "sdk", "direct"])
 async def test_auth_failure_text_never_contains_the_key(transport):
     with StubOpenAIServer(latency=0.0, fail_first=1, fail_status=401) as s:
         lm = OpenAILM("stub-model", base_url=s.base_url, api_key=SECRET, transport=transport)

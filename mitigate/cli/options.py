@@ -52,8 +52,8 @@ CONSTRAIN_HELP = "answer constraint: auto, format, answer, json or off (see Judg
 PATIENCE_HELP = "longest wait between retries, in seconds; a server asking for a longer Retry-After stops the run"
 STOP_AFTER_HELP = ("stop the run after this many failures in a row that would repeat for every item (refused "
                    "key or model, unreachable server ...); 0 never stops")
-TRANSPORT_HELP = ("HTTP client of an openai: backend: auto (the SDK), direct (plain aiohttp, the least CPU per "
-                  "call: for an OpenAI-compatible server such as vLLM at high concurrency), aiohttp or httpx")
+TRANSPORT_HELP = ("HTTP client of an openai: backend: auto (direct when aiohttp is installed), direct (plain "
+                  "aiohttp, the least CPU per call), sdk (the openai SDK), or the SDK over aiohttp or httpx")
 GUIDED_HELP = ("how an openai: backend sends an answer constraint (--constrain): openai (response_format JSON "
                "schema), or the guided decoding of the OpenAI-compatible server at --base-url: vllm "
                "(structured_outputs), vllm-legacy (guided_regex), sglang (regex) or llamacpp (grammar)")
@@ -180,7 +180,7 @@ def check_lm_options(o: LMRunOptions) -> None:
     if o.samples_per_item > o.max_samples:
         raise ConfigError(f"expected --samples at most --max-samples ({o.max_samples}); got --samples "
                           f"{o.samples_per_item}")
-    check(cmd, "--transport", o.transport, Options("auto", "aiohttp", "httpx", "direct"), None)
+    check(cmd, "--transport", o.transport, Options("auto", "direct", "sdk", "aiohttp", "httpx"), None)
     check(cmd, "--guided", o.guided, Options("openai", "vllm", "vllm-legacy", "sglang", "llamacpp"), None)
     kind = backend_kind(o.backend)
     for option, value in (("--base-url", o.base_url), ("--timeout", o.timeout)):

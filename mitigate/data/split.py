@@ -22,9 +22,10 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
+from mitigate.registry import Interval, check_param
 from mitigate.scale import Scale
 
-__all__ = ["Split", "split_by_document", "split_items", "train_test_split"]
+__all__ = ["Split", "select_items", "split_by_document", "split_items", "train_test_split"]
 
 
 class Split(BaseModel):
@@ -131,3 +132,21 @@ def labelled(item: Item, criterion: str) -> bool:
     """Whether ``item`` carries a label on ``criterion``: a finite human score or a gold preference."""
     value = item.human.get(criterion)
     return (value is not None and math.isfinite(value)) or criterion in item.preference
+
+
+def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
+    """The items a comparison judges: all, or the first ``limit`` in document-major order.
+
+    When every item has a ``doc_id``, items are grouped by document (in order of first
+    appearance) so a small limit still holds every system's output for the first
+    documents; that is what per-document correlation and #CP need. Otherwise the
+    benchmark's order is kept.
+    """
+    check_param("compare", "limit", limit, [Interval(int, 1), None])
+    ordered = list(items)
+    if ordered and all(i.doc_id is not None for i in ordered):
+        groups: dict[str, list[Item]] = {}
+        for it in ordered:
+            groups.setdefault(str(it.doc_id), []).append(it)
+        ordered = [it for group in groups.values() for it in group]
+    return ordered if limit is None else ordered[:limit]

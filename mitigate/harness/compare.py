@@ -63,7 +63,7 @@ from mitigate.data.jsonl import save_jsonl
 from mitigate.data.recorded import AnswerReader, RecordedRun, load_recorded, load_recorded_runs
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
-from mitigate.data.split import labelled, train_test_split
+from mitigate.data.split import labelled, select_items, train_test_split
 from mitigate.errors import ConfigError, DataError, MitigateError, PromptConflictWarning
 from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.probe import probe_entry
@@ -276,24 +276,6 @@ def journal_names(names: Sequence[str]) -> dict[str, str]:
         used.add(stem)
         out[name] = stem
     return out
-
-
-def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
-    """The items a comparison judges: all, or the first ``limit`` in document-major order.
-
-    When every item has a ``doc_id``, items are grouped by document (in order of first
-    appearance) so a small limit still holds every system's output for the first
-    documents; that is what per-document correlation and #CP need. Otherwise the
-    benchmark's order is kept.
-    """
-    check_param("compare", "limit", limit, [Interval(int, 1), None])
-    ordered = list(items)
-    if ordered and all(i.doc_id is not None for i in ordered):
-        groups: dict[str, list[Item]] = {}
-        for it in ordered:
-            groups.setdefault(str(it.doc_id), []).append(it)
-        ordered = [it for group in groups.values() for it in group]
-    return ordered if limit is None else ordered[:limit]
 
 
 def judge_scale(judge: Judge) -> Scale | None:

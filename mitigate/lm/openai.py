@@ -14,15 +14,18 @@ about half of its client-side CPU per call, which matters at high concurrency. A
 base URL, timeouts and the SDK's error classes are the same either way.
 
 Transport
-    ``transport="auto"`` (default) uses the SDK's aiohttp transport
-    (``openai.DefaultAioHttpClient``) when the installed SDK offers it and ``aiohttp`` is
-    installed, else the SDK's default httpx client; the httpx connection pool costs a lot
-    of CPU per request under many concurrent requests. ``"httpx"`` / ``"aiohttp"`` force
-    one. ``http_client=`` passes a client of your own. ``"direct"`` skips the SDK and posts
-    the same JSON body with a plain aiohttp session (same request mapping, response
-    reading, error mapping and Retry-After handling); it costs about a quarter of the
-    SDK's client CPU per call, which is what lets a runner at high concurrency keep up
-    with a fast local server (see ``benchmarks/bench_runner_overhead.py``).
+    ``transport="auto"`` (default) is ``"direct"`` whenever ``aiohttp`` is installed and no
+    ``http_client`` is given, else ``"sdk"``. ``"direct"`` skips the SDK and posts the same
+    JSON body with a plain aiohttp session (same request mapping, response reading, size
+    cap, deadline, error mapping and Retry-After handling); it costs about a quarter of the
+    SDK's client CPU per call, which is what lets a runner at high concurrency keep up with
+    a fast local server (see ``benchmarks/bench_runner_overhead.py`` and
+    ``benchmarks/bench_peers.py``), and it does not import the SDK at all. ``"sdk"`` goes
+    through the official SDK with its aiohttp transport (``openai.DefaultAioHttpClient``)
+    when the installed SDK offers it, else its default httpx client (whose connection pool
+    costs a lot of CPU per request under many concurrent requests); ``"httpx"`` /
+    ``"aiohttp"`` force one SDK transport, and ``http_client=`` passes an SDK client of your
+    own. The batch API (:meth:`OpenAILM.sdk_client`) always uses the SDK.
 
 API keys
     ``api_key=`` wins, else the environment variable named by ``api_key_env``
@@ -78,9 +81,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
 from pydantic import SecretStr
 
 from mitigate.errors import (
@@ -121,12 +123,29 @@ from mitigate.lm.http import (
 )
 from mitigate.lm.ratelimit import AdaptiveLimiter, estimate_tokens
 
-try:  # the SDK returns its raw HTTP response (with the rate-limit headers) for cast_to=httpx.Response
-    import httpx as _httpx
+if TYPE_CHECKING:
+    import openai
 
-    _RAW_RESPONSE: Any = _httpx.Response
-except ImportError:  # pragma: no cover - httpx is installed with the SDKs
-    _RAW_RESPONSE = None
+Transport = Literal["auto", "direct", "sdk", "aiohttp", "httpx"]
+TRANSPORTS = ("auto", "direct", "sdk", "aiohttp", "httpx")
+"""The HTTP clients of :class:`OpenAILM` (see "Transport" in the module docstring)."""
+
+
+def _sdk() -> Any:
+    """The ``openai`` SDK module, imported on first use (the direct transport never needs it: a faster start)."""
+    import openai
+
+    return openai
+
+
+def _raw_response_class() -> Any:
+    """``httpx.Response``: for it the SDK returns its raw HTTP response (with the rate-limit headers); None without
+    httpx."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - httpx is installed with the SDKs
+        return None
+    return httpx.Response
 
 GuidedServer = Literal["openai", "vllm", "vllm-legacy", "sglang", "llamacpp"]
 _GUIDED = ("openai", "vllm", "vllm-legacy", "sglang", "llamacpp")
@@ -161,7 +180,7 @@ def constraint_fields(request: LMRequest, guided: str | None) -> dict[str, Any]:
 
 def _aiohttp_available() -> bool:
     """Whether the SDK's aiohttp transport can be used (SDK support and aiohttp installed)."""
-    return hasattr(openai, "DefaultAioHttpClient") and importlib.util.find_spec("aiohttp") is not None
+    return importlib.util.find_spec("aiohttp") is not None and hasattr(_sdk(), "DefaultAioHttpClient")
 
 
 class OpenAILM(LM):
@@ -175,7 +194,8 @@ class OpenAILM(LM):
             servers that need none).
         api_key_env: the environment variable holding the key.
         timeout: seconds before one HTTP call times out (a retryable failure).
-        transport: ``"auto"``, ``"aiohttp"`` or ``"httpx"`` (see the module docstring).
+        transport: ``"auto"`` (direct when aiohttp is installed), ``"direct"``, ``"sdk"``, ``"aiohttp"`` or
+            ``"httpx"`` (see the module docstring); ``transport`` afterwards holds the one chosen.
         http_client: an HTTP client for the SDK (``httpx.AsyncClient`` or
             ``openai.DefaultAioHttpClient()``), overriding ``transport``. It is bound to
             one event loop, so pass one only when the backend is used from a single loop.
@@ -199,7 +219,7 @@ class OpenAILM(LM):
         api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 120.0,
-        transport: Literal["auto", "aiohttp", "httpx", "direct"] = "auto",
+        transport: Transport = "auto",
         http_client: Any | None = None,
         rate_limit: bool | AdaptiveLimiter = True,
         guided: GuidedServer | None = None,
@@ -227,10 +247,12 @@ class OpenAILM(LM):
                     backend=f"openai:{model}",
                 )
             key = PLACEHOLDER_KEY
-        if transport not in ("auto", "aiohttp", "httpx", "direct"):
+        if transport not in TRANSPORTS:
             raise ConfigError(
-                f"expected transport to be 'auto', 'aiohttp', 'httpx' or 'direct'; got {transport!r}"
+                f"expected transport to be 'auto', 'direct', 'sdk', 'aiohttp' or 'httpx'; got {transport!r}"
             )
+        if transport == "auto":  # the cheapest client that behaves the same; the SDK only for a client of yours
+            transport = "direct" if http_client is None and importlib.util.find_spec("aiohttp") else "sdk"
         if transport == "direct" and importlib.util.find_spec("aiohttp") is None:
             raise ConfigError("transport='direct' needs aiohttp; expected it installed (pip install aiohttp)")
         if transport == "aiohttp" and not _aiohttp_available():
@@ -241,7 +263,7 @@ class OpenAILM(LM):
         self.transport = transport
         self._api_key = SecretStr(key)
         self._http_client = http_client
-        self._client: openai.AsyncOpenAI | None = None
+        self._client: openai.AsyncOpenAI | None = None  # the SDK client (transports other than direct, batches)
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._session: Any = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
@@ -278,13 +300,17 @@ class OpenAILM(LM):
         """``openai:<model>``, plus ``@<server url>`` for a base_url server (credentials stripped)."""
         if self.base_url is None:
             return self.spec
-        return f"{self.spec}@{public_url(self.base_url)}"
+        known = self.__dict__.get("_identity")
+        if known is None or known[0] != self.base_url:  # worked out once per URL, not once per call
+            known = self._identity = (self.base_url, f"{self.spec}@{public_url(self.base_url)}")
+        return known[1]
 
     def __repr__(self) -> str:
         return f"OpenAILM(model={self.model!r}, base_url={self.base_url!r}, transport={self.transport!r})"
 
     def _get_client(self) -> openai.AsyncOpenAI:
         """The SDK client for the running event loop (a client is bound to the loop that made it)."""
+        openai = _sdk()
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             kwargs: dict[str, Any] = {
@@ -296,7 +322,7 @@ class OpenAILM(LM):
                 kwargs["base_url"] = self.base_url
             if self._http_client is not None:
                 kwargs["http_client"] = self._http_client
-            elif self.transport == "aiohttp" or (self.transport == "auto" and _aiohttp_available()):
+            elif self.transport == "aiohttp" or (self.transport == "sdk" and _aiohttp_available()):
                 try:
                     kwargs["http_client"] = openai.DefaultAioHttpClient(timeout=self.timeout)
                 except RuntimeError as exc:  # the SDK was installed without its aiohttp extra
@@ -341,15 +367,17 @@ class OpenAILM(LM):
     async def _post_sdk(self, body: dict[str, Any], tokens: int = 0, got: list[int] | None = None) -> dict[str, Any]:
         """POST the body through the SDK client, paced by the rate limiter; the answer is read up to the size cap."""
         client = self._get_client()
+        openai = _sdk()
+        raw_response = _raw_response_class()
         limiter = self.limiter
         ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
         status: int | None = None
         headers: Any = None
         try:
-            if _RAW_RESPONSE is None:
+            if raw_response is None:
                 raw = await client.post("/chat/completions", body=body, cast_to=object)
             else:  # the raw response, its body not read yet ("stream"), so reading can stop at the cap
-                resp = await client.post("/chat/completions", body=body, cast_to=_RAW_RESPONSE,
+                resp = await client.post("/chat/completions", body=body, cast_to=raw_response,
                                          options={"headers": {"X-Stainless-Raw-Response": "stream"}})
                 headers = resp.headers
                 try:
@@ -526,6 +554,7 @@ class OpenAILM(LM):
 
     def _translate(self, exc: openai.OpenAIError) -> MitigateError:
         """Map an SDK error to TransientLMError (retryable) or LMCallError."""
+        openai = _sdk()
         return sdk_error(
             exc, where=self.identity(), detail=self._scrub(str(exc)), timeout=self.timeout, backend=self.spec,
             api_key_env=self.api_key_env, status_error=openai.APIStatusError,

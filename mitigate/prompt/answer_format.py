@@ -27,6 +27,7 @@ label goes (``"[RESULT] {value}"``, ``"Rating: [[{value}]]"``, ``"Output ({value
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -556,6 +557,7 @@ class AnswerFormat(BaseModel):
 # --------------------------------------------------------------------------- helpers
 
 
+@functools.lru_cache(maxsize=512)  # a pure function of the format: built once per format, not per answer read
 def _line_pattern(line: str, value_regex: str) -> str:
     """A regex finding ``line`` in an answer: whitespace-tolerant, words before a bracket optional."""
     head, tail = line.split(VALUE, 1)
@@ -597,6 +599,7 @@ def _worded(line: str) -> bool:
     return bool(re.search(r"[A-Za-z]", head + tail))
 
 
+@functools.lru_cache(maxsize=512)
 def _verdict_line_pattern(line: str, value_regex: str) -> str:
     """A regex finding a worded verdict line anywhere: a leading connective and the closing stop are optional,
     and words may follow ("Therefore, Output (b) is better as it ...")."""

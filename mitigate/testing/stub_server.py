@@ -27,6 +27,10 @@ token buckets that hold the limit and refill at the limit per ``rate_limit_windo
 and ``-tokens-*`` with RFC 3339 reset times on ``/v1/messages``), and a request over the
 limit gets HTTP 429 with ``Retry-After``.
 
+A chat request that forces a function call (``tool_choice`` naming a function, or
+``"required"`` with one tool) is answered with that tool call, its ``arguments`` the reply
+text (a ``reply`` callable can build them from the request's ``tools``).
+
 Each answer is sent after ``latency`` seconds. The server runs an asyncio loop in its own
 daemon thread, so it never shares an event loop with the client under test, and it keeps
 HTTP/1.1 connections alive, so it sustains many concurrent requests without becoming the
@@ -697,9 +701,15 @@ class StubOpenAIServer:
                 text = "".join(tokens)
                 finish = "length"
             completion_tokens += len(tokens)
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            forced = _forced_function(body)
+            if forced is not None:  # a request that forces a tool call gets one, its arguments the reply text
+                message = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call_{index}", "type": "function", "function": {"name": forced, "arguments": text}}]}
+                finish = "tool_calls"
             choice: dict[str, Any] = {
                 "index": index,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "finish_reason": finish,
                 "logprobs": {"content": synthetic_logprobs(text, top_k)} if want_lp else None,
             }
@@ -745,6 +755,19 @@ class StubOpenAIServer:
                 "cache_creation_input_tokens": written,
             },
         }
+
+
+def _forced_function(body: dict[str, Any]) -> str | None:
+    """The function name a chat request forces with ``tool_choice`` (or its only tool when ``"required"``); else None."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        name = choice["function"].get("name")
+        return name if isinstance(name, str) else None
+    tools = body.get("tools")
+    if choice == "required" and isinstance(tools, list) and len(tools) == 1 and isinstance(tools[0], dict):
+        name = (tools[0].get("function") or {}).get("name")
+        return name if isinstance(name, str) else None
+    return None
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
