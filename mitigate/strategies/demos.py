@@ -528,15 +528,6 @@ class PerItemDemosJudge(CompositeJudge):
 
     async def judge(self, item: Item) -> Judgment:
         """Judge ``item`` with its own demos added to every inner prompt."""
-        chosen: list[str] = []
-
-        def with_demos(leaf: PromptJudge) -> Judge:
-            demos = self.demos_for(item, leaf)
-            if not chosen:
-                chosen.extend(d.item.id for d in demos)
-            own = leaf.prompt.demos if self.append else ()
-            return leaf.with_prompt(leaf.prompt.with_demos((*own, *demos)))
-
-        inner = self.children[INNER].map_leaves(with_demos)
+        inner, chosen = self.for_item(item)
         judgment = await inner.judge(item)
         return judgment.model_copy(update={"meta": {**judgment.meta, "demo_ids": chosen}})
