@@ -188,3 +188,30 @@ def write_summary(args: argparse.Namespace, script: str, payload: dict[str, Any]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(clean(full), indent=1) + "\n", encoding="utf-8")
     return args.out
+
+
+COHERENCE_RUBRIC = (  # our wording, in Prometheus' rubric layout
+    "[Is the summary coherent: do its sentences follow one another and form one clear account?]\n"
+    "Score 1: The sentences are disconnected.\nScore 2: Only a few sentences connect.\n"
+    "Score 3: Partly organised, with noticeable jumps.\nScore 4: Well organised with minor lapses.\n"
+    "Score 5: One logically ordered, well-connected account."
+)
+"""A SummEval coherence rubric of our own, filled into published templates that take a rubric."""
+
+
+def dist_text(dist: str, rel: str) -> str:
+    """The text of a file shipped by an installed distribution (read at run time, never copied)."""
+    import importlib.metadata as md
+
+    return md.distribution(dist).locate_file(rel).read_text(encoding="utf-8")  # type: ignore[union-attr]
+
+
+def dist_constant(dist: str, rel: str, name: str) -> str:
+    """A module-level string constant of a file shipped by an installed distribution (read, not imported)."""
+    import ast
+
+    tree = ast.parse(dist_text(dist, rel))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
+            return str(ast.literal_eval(node.value))
+    raise SystemExit(f"{dist} ships no constant {name} in {rel}")

@@ -22,9 +22,7 @@ Writes ``benchmarks/results/mitigated_templates_parse.json``; journals in ``runs
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
-import importlib.metadata as md
 import sys
 import time
 from pathlib import Path
@@ -34,7 +32,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from embedded_answers_summeval import wilson
-from evidence_common import RESULTS_DIR, RUNS_DIR, Timer, clean, default_backend, score_counts, write_summary
+from evidence_common import (
+    COHERENCE_RUBRIC,
+    RESULTS_DIR,
+    RUNS_DIR,
+    Timer,
+    clean,
+    default_backend,
+    dist_constant,
+    score_counts,
+    write_summary,
+)
 
 from mitigate.data.registry import load
 from mitigate.harness.compare import select_items
@@ -45,12 +53,7 @@ from mitigate.run.runner import run
 from mitigate.strategies.baselines import ConsistencyHint
 from mitigate.strategies.sampling import Granularity, Sampling
 
-RUBRIC = (  # our wording, in Prometheus' rubric layout
-    "[Is the summary coherent: do its sentences follow one another and form one clear account?]\n"
-    "Score 1: The sentences are disconnected.\nScore 2: Only a few sentences connect.\n"
-    "Score 3: Partly organised, with noticeable jumps.\nScore 4: Well organised with minor lapses.\n"
-    "Score 5: One logically ordered, well-connected account."
-)
+RUBRIC = COHERENCE_RUBRIC
 FLOW_RUBRIC = "\n".join(line.replace("Score ", "- Score ", 1) for line in RUBRIC.splitlines()[1:])
 MITIGATIONS: dict[str, Any] = {
     "none": None,
@@ -60,19 +63,11 @@ MITIGATIONS: dict[str, Any] = {
 }
 
 
-def _constant(dist: str, rel: str, name: str) -> str:
-    """A module-level string constant of a file shipped by an installed distribution (read, not imported)."""
-    tree = ast.parse(md.distribution(dist).locate_file(rel).read_text(encoding="utf-8"))  # type: ignore[union-attr]
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
-            return str(ast.literal_eval(node.value))
-    raise SystemExit(f"{dist} ships no constant {name} in {rel}")
-
 
 def templates() -> dict[str, JudgePrompt]:
     """The published templates, read as a user would (no hints but what the package itself fills in)."""
-    prometheus = _constant("prometheus-eval", "prometheus_eval/prompts.py", "ABSOLUTE_PROMPT_WO_REF")
-    flow = _constant("flow-judge", "flow_judge/utils/prompt_formatter.py", "USER_PROMPT_TEMPLATE")
+    prometheus = dist_constant("prometheus-eval", "prometheus_eval/prompts.py", "ABSOLUTE_PROMPT_WO_REF")
+    flow = dist_constant("flow-judge", "flow_judge/utils/prompt_formatter.py", "USER_PROMPT_TEMPLATE")
     return {
         "prometheus-absolute": JudgePrompt.from_template(prometheus, constants={"rubric": RUBRIC},
                                                          slot_fields={"instruction": "document"}),

@@ -37,9 +37,7 @@ Writes ``benchmarks/results/reasoning_constraint_parse.json``; journals in ``run
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
-import importlib.metadata as md
 import re
 import statistics
 import sys
@@ -52,7 +50,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from embedded_answers_summeval import wilson
-from evidence_common import RESULTS_DIR, RUNS_DIR, Timer, clean, default_backend, write_summary
+from evidence_common import (
+    COHERENCE_RUBRIC,
+    RESULTS_DIR,
+    RUNS_DIR,
+    Timer,
+    clean,
+    default_backend,
+    dist_constant,
+    dist_text,
+    write_summary,
+)
 
 from mitigate.data.registry import load
 from mitigate.data.schema import Item
@@ -62,12 +70,7 @@ from mitigate.lm.registry import get, wrap
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.run.runner import run
 
-RUBRIC = (  # our wording, in Prometheus' rubric layout
-    "[Is the summary coherent: do its sentences follow one another and form one clear account?]\n"
-    "Score 1: The sentences are disconnected.\nScore 2: Only a few sentences connect.\n"
-    "Score 3: Partly organised, with noticeable jumps.\nScore 4: Well organised with minor lapses.\n"
-    "Score 5: One logically ordered, well-connected account."
-)
+RUBRIC = COHERENCE_RUBRIC
 
 MTBENCH_SINGLE = """You are a careful judge of how well an assistant's reply serves the user's request below.
 First write a short critique of the reply (two or three sentences on its coherence: does it read as one
@@ -83,23 +86,12 @@ Summarise this article.
 [End assistant reply]"""
 
 
-def _dist_text(dist: str, rel: str) -> str:
-    return md.distribution(dist).locate_file(rel).read_text(encoding="utf-8")  # type: ignore[union-attr]
-
-
-def _constant(dist: str, rel: str, name: str) -> str:
-    """A module-level string constant of a file shipped by an installed distribution (read, not imported)."""
-    tree = ast.parse(_dist_text(dist, rel))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
-            return str(ast.literal_eval(node.value))
-    raise SystemExit(f"{dist} ships no constant {name} in {rel}")
 
 
 def templates() -> dict[str, JudgePrompt]:
     """The three templates, read as a user would (hints only for slots the data names differently)."""
-    prometheus = _constant("prometheus-eval", "prometheus_eval/prompts.py", "ABSOLUTE_PROMPT_WO_REF")
-    pairwise = _dist_text("alpaca-eval", "alpaca_eval/evaluators_configs/Self-taught-llama3.1-70B-dpo/self_taught.txt")
+    prometheus = dist_constant("prometheus-eval", "prometheus_eval/prompts.py", "ABSOLUTE_PROMPT_WO_REF")
+    pairwise = dist_text("alpaca-eval", "alpaca_eval/evaluators_configs/Self-taught-llama3.1-70B-dpo/self_taught.txt")
     return {
         "prometheus-absolute": JudgePrompt.from_template(prometheus, constants={"rubric": RUBRIC},
                                                          slot_fields={"instruction": "document"}),
