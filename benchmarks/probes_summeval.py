@@ -12,17 +12,21 @@ McNemar p of probe flips vs rerun flips (:mod:`mitigate.measures.robustness`).
 
 Variants (pointwise): ``baseline``; ``consistency-hint`` (an instruction that presentation must not
 move the score); ``stratified-demos`` (2 demos with human scores, chosen by the stratified selector
-from the ``--train-docs`` documents before the test documents). ``single-attribute`` is the identity
-on this one-criterion prompt, so it is not run. With ``--pairs N`` the same battery runs on the
-first N head-to-head pairs (``summeval-h2h``, experts not tied) with a pairwise prompt of this
-project's wording, probing Summary 2 (side b), for ``baseline`` and ``position-swap``.
+from the ``--train-docs`` documents before the test documents); ``multi-attribute`` (the four
+SummEval criteria asked in one call, coherence read) and ``single-attribute`` (Stureborg et al.'s
+split of that prompt, of which only the coherence call runs: the other criteria's calls cannot
+move the coherence score). With ``--pairs N`` the same battery runs on N head-to-head pairs
+(``summeval-h2h``, experts not tied; ``--pairs-per-doc`` from each document after the
+``--pair-train-docs`` the pairwise demos come from) with a pairwise prompt of this project's
+wording, probing Summary 2 (side b), for ``--pair-variants`` (``baseline``, ``position-swap``,
+``consistency-hint``, ``stratified-demos``) and the ``--pair-size`` judge.
 
 Runtime: (2 + 8) judgments per item per variant; on 2 shared cores the 0.5B model reads about
 140 prompt tokens/s, and a probed call re-reads only the summary and the closing lines (~150
 tokens) after the shared article prefix.
 
-Run: ``flock /work/bench.lock python benchmarks/probes_summeval.py`` (add ``--pairs 10`` for the
-pairwise part). Writes ``benchmarks/results/probes_summeval.json`` (tables) and the rewrites to
+Run: ``flock /work/bench.lock python benchmarks/probes_summeval.py`` (add ``--pairs 12`` for the
+pairwise part; ``--merge`` adds variants to an earlier run's file). Writes ``benchmarks/results/probes_summeval.json`` (tables) and the rewrites to
 ``runs/probes_summeval/``.
 """
 
@@ -51,9 +55,20 @@ from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.registry import get, wrap
 from mitigate.probes import resolve_probes
 from mitigate.prompt import JudgePrompt
+from mitigate.prompt.builtin import get_prompt
 from mitigate.run.runner import run
 from mitigate.selectors import Stratified
-from mitigate.strategies import ConsistencyHint, Demos, Mitigation, Pipeline, PositionSwap
+from mitigate.strategies import (
+    ConsistencyHint,
+    Demos,
+    Mitigation,
+    MultiAttribute,
+    Pipeline,
+    PositionSwap,
+    SingleAttribute,
+)
+
+SUMMEVAL_CRITERIA = ("coherence", "consistency", "fluency", "relevance")
 
 RUNS = Path(__file__).resolve().parent.parent / "runs" / "probes_summeval"
 
@@ -76,6 +91,53 @@ Which summary is more coherent? Answer 'Summary 1' or 'Summary 2'."""
 def docs_in_order(items: tuple[Item, ...]) -> list[str]:
     """Document ids in benchmark order."""
     return list(dict.fromkeys(str(i.doc_id) for i in items))
+
+
+def pointwise_judge(name: str, base: PromptJudge, variants: dict[str, Mitigation], train: list[Item],
+                    bench: Benchmark) -> Any:
+    """The judge of one pointwise variant over ``base`` (fitted on ``train`` when it learns from data).
+
+    ``multi-attribute`` asks for all four SummEval criteria in one call (its coherence line is
+    read); ``single-attribute`` is Stureborg et al.'s remedy applied to that prompt, of which only
+    the coherence call is run: each criterion has its own call, so the other three cannot move
+    the coherence score, and running them would only cost time.
+    """
+    if name in ("multi-attribute", "single-attribute"):
+        criteria = tuple(get_prompt(f"summeval-{c}").criteria[0] for c in SUMMEVAL_CRITERIA)
+        multi = MultiAttribute(criteria=criteria).wrap(base.with_config(max_tokens=48))
+        if name == "multi-attribute":
+            return multi
+        wanted, todo = base.prompt.criteria[0].name.lower(), [SingleAttribute().wrap(multi)]
+        while todo:  # the split sits inside the multi-attribute wrapper: find its child for the criterion
+            judge = todo.pop()
+            for key, child in getattr(judge, "children", {}).items():
+                if key.lower() == wanted and isinstance(child, PromptJudge):
+                    return child
+                todo.append(child)
+        raise MitigateError(f"expected a single-attribute call for {wanted!r}; found none")
+    pipe = variants[name]
+    if not pipe.is_fitted:
+        pipe = pipe.fit(Benchmark(name="train", items=tuple(train), criteria=bench.criteria), base, progress=False)
+    return pipe.wrap(base)
+
+
+def h2h_split(criterion: str, n: int, per_doc: int, train_docs: int) -> tuple[list[Item], list[Item]]:
+    """Train and test head-to-head pairs the experts do not tie, from different documents.
+
+    The first ``train_docs`` documents (in benchmark order) give the demo pool; the test pairs are
+    the first ``per_doc`` pairs of each following document until there are ``n``, so the test set
+    spreads over ``ceil(n / per_doc)`` articles rather than one.
+    """
+    h2h = load("summeval-h2h")
+    pairs = [it for it in h2h.items if it.preference.get(criterion) in ("A", "B")]
+    docs = docs_in_order(tuple(pairs))
+    train = [p for p in pairs if str(p.doc_id) in docs[:train_docs]]
+    test: list[Item] = []
+    for d in docs[train_docs:]:
+        test += [p for p in pairs if str(p.doc_id) == d][:per_doc]
+        if len(test) >= n:
+            break
+    return train, test[:n]
 
 
 def summary_rows(report: ProbeReport) -> list[dict[str, Any]]:
@@ -173,10 +235,16 @@ def main() -> None:
     ap.add_argument("--per-doc", type=int, default=10, help="summaries per test document")
     ap.add_argument("--pairs", type=int, default=0, help="head-to-head pairs for the pairwise part (0: skip)")
     ap.add_argument("--variants", default="baseline,consistency-hint,stratified-demos")
+    ap.add_argument("--pair-variants", default="baseline,position-swap,consistency-hint,stratified-demos")
+    ap.add_argument("--pair-size", default="1.5b", help="judge model size for the pairwise part")
+    ap.add_argument("--pair-backend", default=None, help="LM backend spec for the pairwise part")
+    ap.add_argument("--pairs-per-doc", type=int, default=2, help="test pairs taken from each head-to-head document")
+    ap.add_argument("--pair-train-docs", type=int, default=1, help="head-to-head documents the pairwise demos come from")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "probes_summeval.json")
+    ap.add_argument("--merge", action="store_true", help="add this run's variants to those already in --out")
     ap.add_argument("--render", action="store_true", help="print the RESULTS.md tables of --out and stop")
     args = ap.parse_args()
     if args.render:
@@ -199,14 +267,13 @@ def main() -> None:
     out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec, "criterion": args.criterion,
                            "test_docs": test_docs, "train_docs": train_docs, "n_items": len(test),
                            "probes": [p.spec() for p in probes], "pointwise": {}, "pairwise": {}}
+    if args.merge and args.out.is_file():  # keep the variants an earlier run wrote; this run adds or replaces its own
+        earlier = json.loads(args.out.read_text())
+        out = {**earlier, "commands": [*earlier.get("commands", [earlier.get("command")]), out["command"]]}
     started = time.time()
     for name in [v.strip() for v in args.variants.split(",") if v.strip()]:
-        pipe = variants[name]
         try:
-            if not pipe.is_fitted:
-                pipe = pipe.fit(Benchmark(name="train", items=tuple(train), criteria=bench.criteria), base,
-                                progress=False)
-            judge = pipe.wrap(base)
+            judge = pointwise_judge(name, base, variants, train, bench)
         except MitigateError as exc:
             out["pointwise"][name] = {"error": str(exc)}
             print(f"{name}: not run: {exc}", flush=True)
@@ -214,15 +281,35 @@ def main() -> None:
         out["pointwise"][name] = asyncio.run(battery(name, judge, test, args.criterion, probes, args))
         args.out.write_text(json.dumps(clean(out), indent=1))
     if args.pairs:
-        h2h = load("summeval-h2h")
-        pairs = [it for it in h2h.items if it.preference.get(args.criterion) in ("A", "B")][: args.pairs]
-        pjudge = PromptJudge(JudgePrompt.from_template(PAIR_PROMPT, answer="pairwise", criterion=args.criterion), lm,
+        out["pairwise_backend"] = pair_spec = args.pair_backend or default_backend(args.pair_size)
+        plm = lm if pair_spec == spec else wrap(get(pair_spec, n_ctx=4096) if pair_spec.startswith("local")
+                                                 else get(pair_spec), cache=True)
+        train_pairs, pairs = h2h_split(args.criterion, args.pairs, args.pairs_per_doc, args.pair_train_docs)
+        pjudge = PromptJudge(JudgePrompt.from_template(PAIR_PROMPT, answer="pairwise", criterion=args.criterion), plm,
                              JudgeConfig(max_tokens=16))
         side_b = [p.with_params(side="b") for p in probes]
         out["pairs"] = len(pairs)
-        for name, pipe in (("pairwise baseline", Pipeline()), ("pairwise position-swap", PositionSwap())):
-            out["pairwise"][name] = asyncio.run(battery(name.replace(" ", "-"), pipe.wrap(pjudge), pairs,
-                                                        args.criterion, side_b, args))
+        out["pair_docs"] = docs_in_order(tuple(pairs))
+        out["pair_train_docs"] = docs_in_order(tuple(train_pairs))
+        pair_variants: dict[str, Mitigation] = {
+            "baseline": Pipeline(), "position-swap": PositionSwap(), "consistency-hint": ConsistencyHint(),
+            "stratified-demos": Demos(selector=Stratified(seed=args.seed), k=2),
+        }
+        h2h_criteria = load("summeval-h2h").criteria
+        for short in [v.strip() for v in args.pair_variants.split(",") if v.strip()]:
+            name = f"pairwise {short}"
+            pipe = pair_variants[short]
+            try:
+                if not pipe.is_fitted:
+                    pipe = pipe.fit(Benchmark(name="train", items=tuple(train_pairs), criteria=h2h_criteria), pjudge,
+                                    progress=False)
+                judge = pipe.wrap(pjudge)
+            except MitigateError as exc:
+                out["pairwise"][name] = {"error": str(exc)}
+                print(f"{name}: not run: {exc}", flush=True)
+                continue
+            out["pairwise"][name] = asyncio.run(battery(name.replace(" ", "-"), judge, pairs, args.criterion,
+                                                        side_b, args))
             args.out.write_text(json.dumps(clean(out), indent=1))
     out["seconds"] = round(time.time() - started, 1)
     args.out.write_text(json.dumps(clean(out), indent=1))
