@@ -314,3 +314,12 @@ def test_a_judge_that_notices_an_inserted_error_reads_as_noticed_and_one_that_do
     overlooked = _battery(_judge(FakeLM(honest)), probe, rewriter=FakeLM(rewrite)).rows[0].effect
     assert noticed.detected and noticed.reading == "noticed the error" and noticed.direction == "down"
     assert not overlooked.detected and overlooked.reading == "overlooked the error"
+
+
+def test_tolerance_note_warns_only_for_continuous_scores_compared_with_tolerance_zero() -> None:
+    from mitigate.harness.probe import tolerance_note
+
+    assert tolerance_note([3.0, 4.0, None, 2.0], 0.0) == ""
+    note = tolerance_note([3.25, 4.0, None, 2.5], 0.0)
+    assert note.startswith("2 of the original scores are not whole numbers")
+    assert tolerance_note([3.25, 4.0], 0.1) == ""

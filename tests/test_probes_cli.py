@@ -81,3 +81,26 @@ def test_compare_probes_without_pipelines_or_with_a_lone_rewriter_are_refused(tm
     assert lone.exit_code == 2 and "--rewriter applies with --probes" in lone.stderr
     released = CliRunner().invoke(app, [*base, "--released", "chatgpt-rts", "--probes", "all"])
     assert released.exit_code == 2 and "expected at least one --pipeline" in released.stderr
+
+
+def test_compare_probe_tolerance_counts_small_score_changes_as_unchanged(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    args = _bench(tmp_path)
+    compare_args = ["compare", *args[1:-2], "--n-boot", "50", "-p", "baseline", "--out", str(tmp_path / "cmp"),
+                    "--probes", "authority", "--probe-tolerance", "2"]
+    with StubOpenAIServer(latency=0.0, reply=falls_for_authority) as server:  # authority moves 3 -> 5
+        result = CliRunner().invoke(app, [*compare_args, "--backend", "openai:stub", "--base-url", server.base_url])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    assert "Score changes up to 2 count as unchanged." in report
+    assert "| authority | up | 8 | 1.00" in report and "not moved above noise" in report
+
+
+def test_compare_probe_tolerance_out_of_range_or_without_probes_is_refused(tmp_path) -> None:
+    args = _bench(tmp_path)
+    base = ["compare", *args[1:-2], "--out", str(tmp_path / "cmp"), "-p", "baseline"]
+    negative = CliRunner().invoke(app, [*base, "--probes", "authority", "--probe-tolerance", "-1"])
+    assert negative.exit_code == 2
+    assert "The '--probe-tolerance' parameter of mitigate compare must be" in negative.stderr
+    alone = CliRunner().invoke(app, [*base, "--probe-tolerance", "0.5"])
+    assert alone.exit_code == 2 and "--probe-tolerance applies with --probes" in alone.stderr

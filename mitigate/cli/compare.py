@@ -177,4 +177,5 @@ def probe_kwargs(probes: list[Any], o: CompareOptions) -> dict[str, Any]:
     """``compare``'s probe arguments: the probes and, when given, the rewriter backend."""
     if not probes:
         return {}
-    return {"probes": probes, "rewriter": None if o.rewriter is None else build_backend(RewriterOptions(o))}
+    return {"probes": probes, "rewriter": None if o.rewriter is None else build_backend(RewriterOptions(o)),
+            "probe_tolerance": o.probe_tolerance}

@@ -431,11 +431,18 @@ class CompareOptions:
         "--probes", help="also run the bias battery over every pipeline entry: 'all' or probe names such as "
         "authority,bandwagon (see 'mitigate probe'); adds a 'Bias probes' table per entry")] = None
     rewriter: Annotated[str | None, typer.Option(help="LM spec writing the LM-assisted probes' rewrites")] = None
+    probe_tolerance: Annotated[float, typer.Option(
+        "--probe-tolerance", help="with --probes: score changes up to this size count as unchanged (0: CALM's "
+        "robustness rate; set it for continuous scores such as --scoring expected)")] = 0.0
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
         check_prompt_overrides(self)
         check(self.COMMAND, "--samples", self.samples, Interval(int, 1, None))
+        check(self.COMMAND, "--probe-tolerance", self.probe_tolerance, Interval(float, 0.0, None))
+        if self.probe_tolerance and not self.probes:
+            raise ConfigError(f"--probe-tolerance applies with --probes; got --probe-tolerance "
+                              f"{self.probe_tolerance} without --probes")
         check_lm_options(self)
         check_batch(self.COMMAND, self.backend, self.batch, self.batch_retries, folder=self.out,
                     calls_lm=bool(self.pipeline))  # released or recorded judges alone make no call

@@ -663,6 +663,7 @@ async def compare(
     report: bool = True,
     probes: Sequence[Probe] | None = None,
     rewriter: LM | None = None,
+    probe_tolerance: float = 0.0,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -691,7 +692,9 @@ async def compare(
     - ``probes``: bias probes (:mod:`mitigate.probes`) run over every pipeline entry after its
       judgments (:func:`mitigate.harness.probe.run_probes`; its judgments are reused as the
       originals); each entry's ``probes`` holds the report, and its rewrites go to
-      ``out_dir/probes/<name>.jsonl``. ``rewriter`` writes LM-assisted probes' rewrites.
+      ``out_dir/probes/<name>.jsonl``. ``rewriter`` writes LM-assisted probes' rewrites;
+      ``probe_tolerance``: score changes up to this size count as unchanged (0: CALM's definition;
+      continuous scores, e.g. probability-weighted, need one).
 
     - ``report``: write the reports into ``out_dir`` (default): ``results.json``, ``report.md``,
       ``report.html`` (self-contained, with the per-item view) and the plots, as
@@ -704,6 +707,7 @@ async def compare(
     if n_boot < 0 or n_perm < 1:
         raise ConfigError(f"expected n_boot >= 0 and n_perm >= 1; got n_boot={n_boot}, n_perm={n_perm}")
     todo = _entries(entries)
+    check_param("compare", "probe_tolerance", probe_tolerance, [Interval(float, 0.0)])
     if probes:
         check_rewriter(probes, rewriter)
     fit_on, bench, train_info, items = _plan(full, criterion, todo, train=train, limit=limit, seed=seed)
@@ -762,7 +766,7 @@ async def compare(
             probed = await probe_entry(e.judge, items, probes, criterion=criterion, original=result.judgments,
                                        out=out / "probes" / f"{stems[e.name]}.jsonl", rewriter=rewriter,
                                        concurrency=concurrency, progress=progress, n_boot=n_boot, seed=seed,
-                                       label=e.name)
+                                       label=e.name, tolerance=probe_tolerance)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,

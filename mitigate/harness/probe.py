@@ -68,7 +68,9 @@ class ProbeReport(BaseModel):
 
     ``task`` is ``score`` (values are scores on the judge's scale) or ``pairwise`` (values are
     the preference for the probed text, +1 / 0 / -1). ``noise`` is the rerun's flip rate;
-    ``floor_note`` states when it is 0 by construction. ``records`` keeps every rewrite.
+    ``floor_note`` states when it is 0 by construction. ``tolerance`` is the largest change that
+    counted as unchanged and ``alpha`` the level of the probe-vs-rerun test; ``tolerance_note``
+    warns when continuous scores were compared with tolerance 0. ``records`` keeps every rewrite.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -78,6 +80,9 @@ class ProbeReport(BaseModel):
     n_items: int
     temperatures: tuple[float, ...] = ()
     floor_note: str = ""
+    tolerance: float = 0.0
+    alpha: float = 0.05
+    tolerance_note: str = ""
     noise: Measure
     rows: tuple[ProbeRow, ...]
     records: tuple[ProbeRecord, ...] = ()
@@ -185,8 +190,21 @@ async def run_probes(
                         _values(again.judgments, items, criterion, task, side0), tolerance=tolerance,
                         ci=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
     return ProbeReport(judge=label, criterion=criterion, task=task, n_items=len(items), temperatures=temps,
-                       floor_note=floor_note(temps, floor), noise=floor, rows=tuple(rows), records=tuple(records),
-                       calls=calls)
+                       floor_note=floor_note(temps, floor), tolerance=tolerance, alpha=alpha,
+                       tolerance_note=tolerance_note(_values(original, items, criterion, task, side0), tolerance),
+                       noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
+
+
+def tolerance_note(values: Sequence[float | None], tolerance: float) -> str:
+    """A warning when scores take values off the integers and every change, however small, counts as a flip."""
+    if tolerance > 0:
+        return ""
+    off = sum(1 for v in values if v is not None and math.isfinite(v) and abs(v - round(v)) > 1e-9)
+    if not off:
+        return ""
+    return (f"{off} of the original scores are not whole numbers (continuous scores, e.g. probability-weighted) and "
+            "the tolerance is 0, so a change in the second decimal counts as a flip; set a tolerance "
+            "(--tolerance, or --probe-tolerance on compare) to count only changes a reader would notice")
 
 
 def floor_note(temperatures: Sequence[float], floor: Measure) -> str:
@@ -250,6 +268,8 @@ def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
         f"Noise floor (flip rate of an unperturbed rerun, same sampling settings): {_ci(rep.noise)} "
         f"over {rep.noise.n} items" + (f" ({rep.noise.n_failed} without a value)" if rep.noise.n_failed else "")
         + (f". {rep.floor_note}." if rep.floor_note else "."),
+        *(["", f"Score changes up to {rep.tolerance:g} count as unchanged."] if rep.tolerance > 0 else []),
+        *(["", f"Warning: {rep.tolerance_note}."] if rep.tolerance_note else []),
         "",
         f"| probe | predicts | n | robustness rate | flip rate | shift ({unit}) [95% CI] | in predicted direction "
         "| p (probe vs rerun) | reading |",
