@@ -126,7 +126,7 @@ class RegisteredNamesHelp(TyperCommand):
         """The help, with the registered names filled into the option texts first."""
         for param in self.params:
             text = getattr(param, "help", None)
-            if isinstance(text, str) and "{registered:" in text:
+            if isinstance(text, str) and "{registered" in text:
                 param.help = fill_registered_names(text)  # type: ignore[attr-defined]
         super().format_help(ctx, formatter)
 
