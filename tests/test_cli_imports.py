@@ -96,6 +96,7 @@ def _judge_args(tmp_path: Path, url: str) -> list[str]:
 
 
 def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_harness_or_numpy(tmp_path):
+    pytest.importorskip("aiohttp")  # the direct transport (without it, the default is the SDK)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
         proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--run-dir", str(tmp_path / "run")], tmp_path)
         assert server.request_count == 3  # the judge really called the server
@@ -106,6 +107,7 @@ def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_har
 
 
 def test_judge_with_a_pipeline_loads_the_strategies_and_still_no_search_harness_or_plots(tmp_path):
+    pytest.importorskip("aiohttp")
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
         proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--pipeline", "baseline", "--no-cache"],
                              tmp_path)
