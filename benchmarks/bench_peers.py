@@ -26,10 +26,10 @@ time), so a change of machine load hits every tool alike; the table shows the me
 wall seconds, client CPU seconds (user + system of the child, from ``wait4``) and peak RSS, as
 ratios to the ideal wall ``n * L / c`` and to mitigate. It also times ``mitigate --help`` and
 reruns of the same ``n`` judgments that make no LM call (from the LM cache; from a complete
-``--run-dir`` journal).
+``--run-dir`` journal); ``--fixed-only`` times those alone and stops.
 Writes ``benchmarks/results/peers.json``.
 
-    python benchmarks/bench_peers.py [--n 1000] [--latency 0.2] [--concurrency 16 64] [--reps 3]
+    python benchmarks/bench_peers.py [--n 1000] [--latency 0.2] [--concurrency 16 64] [--reps 3] [--fixed-only]
 """
 
 from __future__ import annotations
@@ -288,7 +288,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
     ap.add_argument("--tools", nargs="+", default=["mitigate", *PEERS], choices=["mitigate", *PEERS])
     ap.add_argument("--install-only", action="store_true", help="create the peers' environments and stop")
+    ap.add_argument("--fixed-only", action="store_true", help="time mitigate's fixed costs alone (--help, the "
+                    "cached and the journal reruns), print them and stop: no peer runs, no JSON written")
     args = ap.parse_args()
+    if args.fixed_only:
+        args.tools = ["mitigate"]
     pythons = {t: Path(sys.executable) if t == "mitigate" else ensure_venv(t) for t in args.tools}
     if args.install_only:
         return
@@ -302,6 +306,9 @@ def main() -> None:
         print(f"mitigate --help {fixed['help_wall']:.2f} s; rerun of {args.n} judgments from the LM cache "
               f"{fixed['cached_rerun_wall']:.2f} s wall ({fixed['cached_rerun_cpu']:.2f} CPU-s), from the journal "
               f"{fixed['journal_rerun_wall']:.2f} s wall ({fixed['journal_rerun_cpu']:.2f} CPU-s)", flush=True)
+        if args.fixed_only:
+            print(f"load average {os.getloadavg()}")
+            return
         for rep in range(args.reps):
             for c in args.concurrency:
                 order = args.tools[rep % len(args.tools):] + args.tools[: rep % len(args.tools)]

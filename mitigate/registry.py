@@ -37,18 +37,26 @@ itself under a kebab-case name and a *kind*::
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import importlib.metadata
-import math
 import re
 import sys
 import warnings
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, ClassVar, Literal, Self, TypeVar
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from mitigate.constraints import (
+    Constraint,
+    ConstraintLike,
+    Interval,
+    IsInstance,
+    Options,
+    Satisfies,
+    check_param,
+    describe_constraints,
+)
 from mitigate.errors import ConfigError
 
 __all__ = [
@@ -273,200 +281,6 @@ def build(kind: str, spec: Mapping[str, Any]) -> Any:
     return value.build() if isinstance(value, Preset) else value
 
 
-# --------------------------------------------------------------------------- constraints
-
-
-class Constraint:
-    """One acceptable form of a parameter value; :meth:`accepts` decides, :meth:`describe` words it."""
-
-    def accepts(self, value: Any) -> bool:
-        """True when ``value`` satisfies the constraint."""
-        raise NotImplementedError
-
-    def describe(self) -> str:
-        """The constraint as a noun phrase ("an int >= 1")."""
-        raise NotImplementedError
-
-
-class Interval(Constraint):
-    """A number of type ``kind`` (int or float) within bounds; ``None`` bounds are open-ended.
-
-    ``closed`` says which bounds are included: "both" (default), "left", "right" or
-    "neither". ``Interval(int)`` is any int; bools are never ints here, and NaN and the
-    infinities are never floats (a parameter that is a number is a finite one).
-    """
-
-    def __init__(
-        self,
-        kind: type[int] | type[float],
-        left: float | None = None,
-        right: float | None = None,
-        *,
-        closed: Literal["both", "left", "right", "neither"] = "both",
-    ) -> None:
-        if kind not in (int, float):
-            raise ConfigError(f"expected Interval(int | float, ...); got kind {kind!r}")
-        self.kind, self.left, self.right, self.closed = kind, left, right, closed
-
-    def accepts(self, value: Any) -> bool:
-        """True for an int (or, for a float interval, an int or float) within the bounds."""
-        if isinstance(value, bool):
-            return False
-        ok_types: tuple[type, ...] = (int,) if self.kind is int else (int, float)
-        if not isinstance(value, ok_types) or (isinstance(value, float) and not math.isfinite(value)):
-            return False
-        if self.left is not None:
-            if value < self.left or (value == self.left and self.closed in ("right", "neither")):
-                return False
-        if self.right is not None:
-            if value > self.right or (value == self.right and self.closed in ("left", "neither")):
-                return False
-        return True
-
-    def describe(self) -> str:
-        """"an int >= 1", "a float in (0, 1]", "an int"."""
-        noun = "an int" if self.kind is int else "a float"
-        lo_in = self.closed in ("both", "left")
-        hi_in = self.closed in ("both", "right")
-        if self.left is None and self.right is None:
-            return noun
-        if self.right is None:
-            return f"{noun} {'>=' if lo_in else '>'} {self.left:g}"
-        if self.left is None:
-            return f"{noun} {'<=' if hi_in else '<'} {self.right:g}"
-        return f"{noun} in {'[' if lo_in else '('}{self.left:g}, {self.right:g}{']' if hi_in else ')'}"
-
-
-class Options(Constraint):
-    """One of a fixed set of values."""
-
-    def __init__(self, *values: Any) -> None:
-        if not values:
-            raise ConfigError("expected Options(...) with at least one value")
-        self.values = tuple(values)
-
-    def accepts(self, value: Any) -> bool:
-        """True when ``value`` is one of the options (bools only match bools)."""
-        return any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in self.values)
-
-    def describe(self) -> str:
-        """"one of 'a', 'b'" (a single option: "'a'")."""
-        if len(self.values) == 1:
-            return repr(self.values[0])
-        return "one of " + ", ".join(repr(v) for v in self.values)
-
-
-class IsInstance(Constraint):
-    """An instance of one of ``types`` (an int is not a bool here; a float accepts an int)."""
-
-    _NOUNS: ClassVar[dict[type, str]] = {
-        str: "a str", bool: "a bool", int: "an int", float: "a float", dict: "a dict", list: "a list",
-        tuple: "a tuple",
-    }
-
-    def __init__(self, *types: type, noun: str | None = None) -> None:
-        self.types, self.noun = types, noun
-
-    def accepts(self, value: Any) -> bool:
-        """True when ``value`` is an instance of one of the types."""
-        for t in self.types:
-            if t is int and isinstance(value, bool):
-                continue
-            if t is float and isinstance(value, int) and not isinstance(value, bool):
-                return True
-            if isinstance(value, t):
-                return True
-        return False
-
-    def describe(self) -> str:
-        """"a str", "a Scale" or the given noun."""
-        if self.noun:
-            return self.noun
-        return " or ".join(self._NOUNS.get(t, f"a {t.__name__}") for t in self.types)
-
-
-class Satisfies(Constraint):
-    """A value for which ``predicate`` is true, described by ``noun`` ("a non-empty tuple of item ids").
-
-    For what a type, a range or a set of options cannot say (non-empty, unique, a prefix);
-    a predicate that raises counts as false.
-    """
-
-    def __init__(self, predicate: Callable[[Any], bool], noun: str) -> None:
-        self.predicate, self.noun = predicate, noun
-
-    def accepts(self, value: Any) -> bool:
-        """True when the predicate holds for ``value``."""
-        try:
-            return bool(self.predicate(value))
-        except Exception:  # a predicate that cannot judge the value refuses it
-            return False
-
-    def describe(self) -> str:
-        """The noun given at construction."""
-        return self.noun
-
-
-ConstraintLike = Constraint | type | None
-
-
-def _as_constraint(c: ConstraintLike) -> Constraint:
-    if isinstance(c, Constraint):
-        return c
-    if c is None:
-        return Options(None)
-    if isinstance(c, type):
-        return IsInstance(c)
-    raise ConfigError(f"expected a Constraint, a type or None in parameter_constraints; got {c!r}")
-
-
-def describe_constraints(constraints: Iterable[ConstraintLike]) -> str:
-    """The constraints joined as one phrase: "an int >= 1 or None"."""
-    parts = [_as_constraint(c).describe() for c in constraints]
-    parts = ["None" if p == "None" else p for p in parts]
-    if len(parts) <= 1:
-        return "".join(parts)
-    return ", ".join(parts[:-1]) + " or " + parts[-1]
-
-
-def check_param(owner: str, name: str, value: Any, constraints: Iterable[ConstraintLike]) -> Any:
-    """``value`` when one of ``constraints`` accepts it; otherwise ConfigError in scikit-learn's wording.
-
-    "The 'k' parameter of Stratified must be an int >= 1. Got 0 instead."
-    """
-    cons = [_as_constraint(c) for c in constraints]
-    if any(c.accepts(value) for c in cons):
-        return value
-    meant = _meant(value, cons)
-    hint = f" (did you mean {meant!r}?)" if meant is not None else ""
-    raise ConfigError(
-        f"The {name!r} parameter of {owner} must be {describe_constraints(cons)}. Got {value!r} instead{hint}.",
-        parameter=name,
-        owner=owner,
-    )
-
-
-def _meant(value: Any, constraints: Iterable[Constraint]) -> Any:
-    """The one option ``value`` plainly stands for, or None when there is none or more than one.
-
-    A refused value names an option when it is that option in another case ("Random" for
-    "random") or one of the option's parts (100 for "1-100"), and no other option matches
-    the same way. Only ever shown in the error: a refused value is never replaced.
-    """
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return None
-    text = (f"{value:g}" if isinstance(value, float) else str(value)).strip().lower()
-    options = [v for c in constraints if isinstance(c, Options) for v in c.values if isinstance(v, str)]
-    for same in (lambda o: o.lower() == text,
-                 lambda o: text in re.split(r"[^0-9a-z.]+", o.lower())):
-        hits = [o for o in options if same(o)]
-        if len(hits) == 1:
-            return hits[0]
-        if hits:
-            return None
-    return None
-
-
 def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
     """A pydantic ValidationError as one ConfigError sentence naming the parameter, what it needs and what came."""
     first = exc.errors()[0]
@@ -632,6 +446,8 @@ def run_sync(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
     ``what`` names the call ("Pipeline.fit()"), ``instead`` the async form to await there
     ("m.afit(train, judge)").
     """
+    import asyncio  # here: importing the registry (as the command line does first) needs no event loop
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

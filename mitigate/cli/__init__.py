@@ -10,6 +10,13 @@ config files every command reads (``-f``) and writes (``--save-config``), :mod:`
 ``--plugin MODULE``. Options are checked before
 data is loaded, data and prompts before the first LM call. ``--debug`` (or
 ``MITIGATE_DEBUG=1``) shows the traceback of an error instead of its line.
+
+Importing this package registers every command and loads nothing a command uses: a command
+module imports at its top only typer, the group and its options, and the rest (data, judges,
+the runner, strategies, search, harness; pydantic and the registry too) inside the command,
+so ``mitigate --help`` starts in a fraction of the time a run needs (tests/test_cli_imports.py
+pins what ``--help`` and ``judge`` load). Help texts that list registered names
+(:func:`~mitigate.cli.options.registered_names`) are filled when that help is printed.
 """
 
 # isort: off

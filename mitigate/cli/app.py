@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar, get_type_hints
 
 import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from mitigate.cli.config import CONFIG_HELP, PLUGIN_HELP, SAVE_HELP, read_config, write_config
 from mitigate.cli.errors import (
@@ -32,7 +32,7 @@ from mitigate.cli.errors import (
     show_warning,
 )
 from mitigate.cli.files import writable_file
-from mitigate.registry import load_plugin
+from mitigate.cli.options import fill_registered_names
 
 
 def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -114,6 +114,23 @@ def _root(
     """Make LLM-as-a-judge evaluators less biased and more consistent, and measure it."""
 
 
+class RegisteredNamesHelp(TyperCommand):
+    """A command whose option help may name what is registered (``--engine``: the search engines ...).
+
+    Those names are looked up when this command's help is printed
+    (:func:`~mitigate.cli.options.fill_registered_names`), not when the command is registered,
+    so ``mitigate --help`` and the other commands never import the packages that hold them.
+    """
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The help, with the registered names filled into the option texts first."""
+        for param in self.params:
+            text = getattr(param, "help", None)
+            if isinstance(text, str) and "{registered" in text:
+                param.help = fill_registered_names(text)  # type: ignore[attr-defined]
+        super().format_help(ctx, formatter)
+
+
 OptionsT = TypeVar("OptionsT")
 
 EXTRA_PARAMETERS = ("ctx", "plugin", "config_file", "save_config")
@@ -172,6 +189,9 @@ def command(name: str, options: type[OptionsT], *, config: bool = True
             config_file, save_config = values.pop("config_file", None), values.pop("save_config", None)
             from_file = read_config(config_file, options, name) if config_file is not None else None
             plugins = list(dict.fromkeys([*(from_file.plugins if from_file else ()), *(plugin or [])]))
+            if plugins:
+                from mitigate.registry import load_plugin  # lazy: a command without --plugin may not need it
+
             for module in plugins:  # before the options are built: a plugin's names are then known
                 load_plugin(module)
             given = _explicit(ctx, values)
@@ -187,7 +207,7 @@ def command(name: str, options: type[OptionsT], *, config: bool = True
         parsed.__signature__ = inspect.Signature(extra[:1] + params + extra[1:])  # type: ignore[attr-defined]
         parsed.__doc__ = fn.__doc__
         parsed.__name__ = fn.__name__
-        app.command(name)(parsed)
+        app.command(name, cls=RegisteredNamesHelp)(parsed)
         return fn
 
     return register
@@ -198,4 +218,4 @@ def main() -> None:  # pragma: no cover - console entry
     typer.main.get_command(app).main(prog_name="mitigate")
 
 
-__all__ = ["EXIT_FAILED", "EXIT_REFUSED", "OneLineErrors", "app", "command", "main"]
+__all__ = ["EXIT_FAILED", "EXIT_REFUSED", "OneLineErrors", "RegisteredNamesHelp", "app", "command", "main"]

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -22,6 +22,7 @@ from mitigate.cli.options import NETWORK_BACKENDS, LMRunOptions, backend_kind, p
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled as has_label
+from mitigate.data.split import select_items
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm.base import LM
@@ -32,8 +33,12 @@ from mitigate.prompt import JudgePrompt
 from mitigate.prompt.answer_format import AnswerFormat
 from mitigate.prompt.builtin import default_prompt_for, prompt_text
 from mitigate.run.batch_session import BatchOptions, BatchSession
-from mitigate.run.render import render_judge
-from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
+
+if TYPE_CHECKING:
+    from mitigate.strategies import Mitigation
+
+# Imported only where used: the renderer (--dry-run, prompts render) and the strategies (a pipeline), so a
+# judge without --pipeline loads neither (issue 29: the judge path's fixed cost).
 
 
 @dataclass(frozen=True)
@@ -47,10 +52,6 @@ class Task:
 
 def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
     """The first ``limit`` items (0: all), document by document: the one item order of every command."""
-    # lazy: the harness (compare, report) is the one package `import mitigate.cli` does not load, so
-    # `mitigate --help` stays as light as it was (issue 29); its select_items is the order compare uses
-    from mitigate.harness.compare import select_items
-
     return select_items(items, limit or None)
 
 
@@ -140,6 +141,8 @@ def adds_reasoning(pipeline: Mitigation | None) -> bool:
     """Whether a step of ``pipeline`` asks the judge to reason before its answer (``cot=True``, the RTS form)."""
     if pipeline is None:
         return False
+    from mitigate.strategies import Pipeline  # loaded already: ``pipeline`` is one of its values
+
     steps = pipeline.steps if isinstance(pipeline, Pipeline) else (pipeline,)
     for step in steps:
         if isinstance(step, Pipeline):
@@ -184,6 +187,8 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
     """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None: unchanged)."""
     if text is None:
         return judge
+    from mitigate.strategies import parse_pipeline
+
     pipe = parse_pipeline(text)
     typer.echo(f"pipeline {text}: {json.dumps(pipe.spec())[:200]}", err=True)
     return pipe.wrap(judge)
@@ -193,6 +198,8 @@ def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items:
     """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM call)."""
     if not items:
         raise ConfigError("--dry-run renders the first item; expected at least one item; got none")
+    from mitigate.run.render import render_judge
+
     item = items[0]
     parts = [f"### entry {name!r}: the requests for item {item.id!r} (dry run: no LM call)\n"
              + render_judge(judge, item, baseline=base) for name, judge in entries]

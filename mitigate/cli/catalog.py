@@ -9,27 +9,28 @@ its class, paper, tags, and each parameter with its type, default and declared c
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
-from pydantic import TypeAdapter
 
 from mitigate.cli.app import command
+from mitigate.cli.options import registered_names
+from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError
-from mitigate.registry import (
-    KIND_PACKAGES,
-    Component,
-    Preset,
-    describe_constraints,
-    lookup,
-    plugin_of,
-    registered,
-)
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from mitigate.registry import Component
+
+# The registry (and so pydantic) is imported inside the functions that read it: `import mitigate.cli`
+# (what `mitigate --help` and every command load first) registers these commands without it (issue 29).
 
 ALIASES: dict[str, str] = {
     "mitigations": "mitigation", "selectors": "selector", "measures": "measure", "backends": "backend",
@@ -40,16 +41,22 @@ COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
 """The kinds whose entries are component classes (with parameters, tags and a paper)."""
 
 
-_ANY = TypeAdapter(Any)
+@functools.cache
+def _any_adapter() -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Any)
 
 
 def to_jsonable_python(value: Any) -> Any:
     """``value`` as JSON-ready data (what pydantic would dump; repr() for what it cannot)."""
-    return _ANY.dump_python(value, mode="json", fallback=repr)
+    return _any_adapter().dump_python(value, mode="json", fallback=repr)
 
 
 def kind_of(text: str) -> str:
     """The registry kind ``text`` names ("mitigation", "mitigations"); ConfigError listing the kinds otherwise."""
+    from mitigate.registry import KIND_PACKAGES
+
     kind = ALIASES.get(text, text)
     if kind not in KIND_PACKAGES:
         raise ConfigError(f"expected a kind of component, one of {sorted(KIND_PACKAGES)} (or its plural); got {text!r}")
@@ -112,6 +119,8 @@ def _parameters(cls: type[Component]) -> list[dict[str, Any]]:
 
 def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
     """What the registry knows about the ``kind`` entry ``name``: a JSON-ready dict."""
+    from mitigate.registry import Component, Preset, plugin_of
+
     row: dict[str, Any] = {"kind": kind, "name": name, "summary": _summary(obj), "paper": "",
                            "plugin": plugin_of(kind, name)}
     if isinstance(obj, type) and issubclass(obj, Component):
@@ -157,6 +166,8 @@ def _text_detail(row: dict[str, Any]) -> str:
 
 def catalog(kind: str | None, name: str | None, as_json: bool) -> str:
     """The text (or JSON) ``mitigate list`` prints."""
+    from mitigate.registry import KIND_PACKAGES, lookup, registered
+
     if kind is None:
         if name is not None:
             raise ConfigError(f"expected 'mitigate list KIND NAME'; got a name {name!r} without a kind")
@@ -189,7 +200,7 @@ class ListOptions:
 
     COMMAND: ClassVar[str] = "list"
 
-    kind: Annotated[str | None, typer.Argument(help=f"one of {', '.join(KIND_PACKAGES)} (or the plural); "
+    kind: Annotated[str | None, typer.Argument(help=f"one of {registered_names()} (or the plural); "
                                                "none: how many of each")] = None
     name: Annotated[str | None, typer.Argument(help="show this one in detail: parameters, types, defaults, "
                                                "accepted values, paper")] = None

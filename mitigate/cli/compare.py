@@ -2,45 +2,40 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import (
-    RewriterOptions,
-    Task,
-    batch_session,
-    build_backend,
-    build_judge,
-    dry_run_text,
-    load_task,
-    scoring_for,
-    template_text,
-)
 from mitigate.cli.config import split_label
 from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import writable_dir
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
-from mitigate.judge import Judge, PromptJudge
-from mitigate.probes import check_rewriter, resolve_probes
-from mitigate.prompt import JudgePrompt
-from mitigate.run.runner import preflight
-from mitigate.strategies import parse_pipeline
+
+if TYPE_CHECKING:
+    from mitigate.cli.build import Task
+    from mitigate.judge import Judge, PromptJudge
+
+# The rest is imported inside the functions that use it: `import mitigate.cli` (what `mitigate --help`
+# and every command load first) registers this command without its judges, harness or strategies (issue 29).
 
 
 @command("compare", CompareOptions)
 def compare_cmd(options: CompareOptions) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
+    import asyncio  # lazy: not loaded for --help
+
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
 
 
 def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
     """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
+    from mitigate.cli.build import template_text
+    from mitigate.prompt import JudgePrompt
+
     if o.prompt is None:
         return None
     jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
@@ -49,9 +44,11 @@ def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
 
 
 async def _compare(o: CompareOptions, command_line: str) -> None:
-    # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
+    from mitigate.cli.build import batch_session, build_judge, load_task, scoring_for
     from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside
     from mitigate.harness.report import write_report
+    from mitigate.run.runner import preflight
+    from mitigate.strategies import parse_pipeline
 
     pipelines = list(o.pipeline or [])
     recorded = list(o.recorded or [])
@@ -126,6 +123,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
 
 def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: float | str | None, seed: int) -> str:
     """Every entry's requests for the first item it would judge; entries fitted first when that needs no LM call."""
+    from mitigate.cli.build import dry_run_text
     from mitigate.data.registry import load
     from mitigate.data.split import train_test_split
 
@@ -160,6 +158,8 @@ def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: fl
 
 def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) -> list[Any]:
     """The probes ``compare --probes`` names (checked before data or calls); [] without the option."""
+    from mitigate.probes import check_rewriter, resolve_probes
+
     if text is None:
         if rewriter is not None:
             raise ConfigError(f"--rewriter applies with --probes; got --rewriter {rewriter!r} without --probes")
@@ -175,6 +175,8 @@ def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) 
 
 def probe_kwargs(probes: list[Any], o: CompareOptions) -> dict[str, Any]:
     """``compare``'s probe arguments: the probes and, when given, the rewriter backend."""
+    from mitigate.cli.build import RewriterOptions, build_backend
+
     if not probes:
         return {}
     return {"probes": probes, "rewriter": None if o.rewriter is None else build_backend(RewriterOptions(o)),

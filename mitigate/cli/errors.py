@@ -14,7 +14,6 @@ import sys
 from typing import Any, TextIO
 
 import typer
-from pydantic import ValidationError
 
 from mitigate.errors import MitigateError, RunStoppedError
 
@@ -53,6 +52,9 @@ def report_error(exc: BaseException) -> int:
     if isinstance(exc, MitigateError):
         say_error(str(exc))
         return EXIT_REFUSED
+    # imported here: a command that fails before loading pydantic need not load it for this check
+    from pydantic import ValidationError
+
     if isinstance(exc, ValidationError):
         errors = exc.errors()
         first: Any = errors[0] if errors else {}

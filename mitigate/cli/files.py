@@ -9,7 +9,6 @@ from pathlib import Path
 
 from mitigate.errors import ConfigError
 from mitigate.paths import check_input_file, output_target
-from mitigate.run.journal import RunLock
 
 
 def read_text_file(path: Path, option: str) -> str:
@@ -57,6 +56,8 @@ def run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | Non
     if path is None:
         yield None
         return
+    from mitigate.run.journal import RunLock  # lazy: the runner is not loaded for --help (issue 29)
+
     writable_dir(path, option)
     for name in ("journal.jsonl", "results.json"):
         if (path / name).is_dir():

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, load_task, with_pipeline
 from mitigate.cli.errors import fail_when_all_failed
 from mitigate.cli.files import run_dir, writable_file
 from mitigate.cli.options import JudgeOptions
 from mitigate.paths import one_line
-from mitigate.run.journal import write_atomic
-from mitigate.run.runner import RunResult, preflight, run
-from mitigate.strategies import parse_pipeline
+
+if TYPE_CHECKING:
+    from mitigate.cli.build import Task
+    from mitigate.run.runner import RunResult
 
 
 @command("judge", JudgeOptions)
@@ -24,11 +24,23 @@ def judge(options: JudgeOptions) -> None:
     if options.out is not None:
         writable_file(options.out, "--out")
     with run_dir(options.run_dir):
+        import asyncio  # lazy: not loaded for --help
+
         asyncio.run(_judge(options))
 
 
 async def _judge(o: JudgeOptions) -> None:
-    pipe = parse_pipeline(o.pipeline) if o.pipeline is not None else None  # bad text fails before data or calls
+    # lazy: `import mitigate.cli` (so `mitigate --help`) registers the command without the judge, the runner
+    # and the data; the strategies are imported only for --pipeline (issue 29: the judge path's fixed cost)
+    from mitigate.cli.build import batch_session, build_judge, dry_run_text, load_task, with_pipeline
+    from mitigate.run.journal import write_atomic
+    from mitigate.run.runner import preflight, run
+
+    pipe = None
+    if o.pipeline is not None:
+        from mitigate.strategies import parse_pipeline
+
+        pipe = parse_pipeline(o.pipeline)  # bad text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit)
     base = build_judge(o, task, pipe)
     lm = base.lm
@@ -56,8 +68,7 @@ async def _judge(o: JudgeOptions) -> None:
     _print_judgments(result, task)
     typer.echo(result.summary.line(), err=True)
     if o.out is not None:
-        # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
-        from mitigate.harness.judgments_file import write_judgments
+        from mitigate.harness.judgments_file import write_judgments  # lazy: only for --out
 
         written = write_judgments(result, o.out, items=task.items, criterion=task.criterion)
         typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
@@ -72,8 +83,12 @@ async def _judge(o: JudgeOptions) -> None:
 
 
 def _print_judgments(result: RunResult, task: Task) -> None:
-    """One line per judgment on stdout: item id, the judge's score (or FAILED), the human score, a detail."""
+    """One line per judgment on stdout: item id, the judge's score (or FAILED), the human score, a detail.
+
+    The table is written once, not one flushed write per judgment (issue 29: a 1,000-judgment rerun).
+    """
     by_id = {it.id: it for it in task.items}
+    lines: list[str] = []
     for j in result.judgments:
         item = by_id[j.item_id]
         if task.benchmark.pairwise:  # a verdict beside the gold preference
@@ -82,14 +97,16 @@ def _print_judgments(result: RunResult, task: Task) -> None:
             human_s = "-" if gold is None else str(gold)
             detail = j.error or (j.failures[0].reason if j.failures and j.verdict is None else
                                  first_line(j.raw[0] if j.raw else ""))
-            typer.echo(f"{one_line(j.item_id)}\tjudge={shown}\tgold={human_s}\t{one_line(first_line(detail))}")
+            lines.append(f"{one_line(j.item_id)}\tjudge={shown}\tgold={human_s}\t{one_line(first_line(detail))}")
             continue
         human = item.human.get(task.criterion)
         score = j.scores.get(task.criterion)
         shown = "FAILED" if score is None else f"{score:g}"
         human_s = "-" if human is None else f"{human:.2f}"
         detail = j.error or (j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else ""))
-        typer.echo(f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}")
+        lines.append(f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}")
+    if lines:
+        typer.echo("\n".join(lines))
 
 
 def first_line(text: str, width: int = 100) -> str:

@@ -11,22 +11,21 @@ that passed, and nothing is loaded or called before the check.
 
 # no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar, Protocol
 
 import typer
 
+from mitigate.constraints import ConstraintLike, Interval, Options, check_param
 from mitigate.errors import ConfigError
-from mitigate.lm.http import (
+from mitigate.lm.defaults import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_SAMPLES,
 )
-from mitigate.registry import ConstraintLike, Interval, Options, check_param, names
-from mitigate.search import ENGINES
-from mitigate.selectors import registered_selectors
 
 NETWORK_BACKENDS = ("openai", "anthropic", "dspy")
 """Backends that call a server (``--base-url`` and ``--timeout`` apply to them)."""
@@ -34,6 +33,27 @@ BATCH_BACKENDS = ("openai", "anthropic")
 """Backends whose provider has a batch API (``--batch``)."""
 
 # --------------------------------------------------------------------------- help texts shared by commands
+
+
+def registered_names(kind: str | None = None) -> str:
+    """A help text's stand-in for the names registered for ``kind`` ("engine", "selector" ...; None: the kinds).
+
+    :func:`fill_registered_names` replaces it when the command's help is printed, so listing the
+    commands, or running one, never imports the registry or the package of that kind (issue 29:
+    a fast start).
+    """
+    return "{registered}" if kind is None else f"{{registered:{kind}}}"
+
+
+_REGISTERED = re.compile(r"\{registered(?::([a-z-]+))?\}")
+
+
+def fill_registered_names(text: str) -> str:
+    """``text`` with each :func:`registered_names` stand-in replaced by the names registered now, comma-separated."""
+    from mitigate.registry import KIND_PACKAGES, names  # imports the kind's package, for this help alone
+
+    return _REGISTERED.sub(lambda m: ", ".join(names(m.group(1)) if m.group(1) else KIND_PACKAGES), text)
+
 
 BENCHMARK_HELP = ("summeval, summeval-bartscore, summeval-h2h, uss-sgd, uss-multiwoz, webnlg, tmu-gfm, jsonl:<path>, "
                   "or a release on disk: llmbar:<path>, judgebench:<path>, faireval:<path>")
@@ -496,12 +516,12 @@ class SearchOptions:
                                                   "(default: the benchmark's first)")] = None
     limit: Annotated[int, typer.Option("--limit", "-n", help="use only the first N labelled items, document "
                                        "by document, so each document keeps every system's output (0 = all)")] = 0
-    engine: Annotated[str, typer.Option(help=f"search engine: {', '.join(ENGINES)}")] = "random"
+    engine: Annotated[str, typer.Option(help=f"search engine: {registered_names('engine')}")] = "random"
     budget: Annotated[int, typer.Option(help="distinct LM requests the search may make (cache hits count "
                                         "too, so a rerun retraces the same search)")] = 200
     k: Annotated[list[int] | None, typer.Option("--k", help="demos per set; repeat for several sizes")] = None
     selector: Annotated[list[str] | None, typer.Option(
-        "--selector", help=f"candidate generator: {', '.join(registered_selectors())} (fixed needs ids: use "
+        "--selector", help=f"candidate generator: {registered_names('selector')} (fixed needs ids: use "
         "the Python API); repeat for several (default: random and stratified)")] = None
     perturbed: Annotated[bool, typer.Option(help="also search demos shown under reordered guidelines "
                                             "(Ghazarian et al. 2024)")] = False
@@ -556,6 +576,8 @@ class SearchOptions:
         check(self.COMMAND, "--budget", self.budget, Interval(int, 1, None))
         check(self.COMMAND, "--consistency-weight", self.consistency_weight, Interval(float, 0.0, None))
         check(self.COMMAND, "--bias-weight", self.bias_weight, Interval(float, 0.0, None))
+        from mitigate.registry import names  # the engines are imported when a search is asked for
+
         check(self.COMMAND, "--engine", self.engine, Options(*names("engine")))  # plugins' engines too
         for size in self.k or []:
             check(self.COMMAND, "--k", size, Interval(int, 1, None))

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load_task, with_pipeline
 from mitigate.cli.files import writable_file
 from mitigate.cli.options import ProbeOptions
-from mitigate.probes import check_rewriter, resolve_probes
-from mitigate.run.journal import write_atomic
-from mitigate.run.runner import preflight
-from mitigate.strategies import parse_pipeline
+
+# The rest is imported inside the command: `import mitigate.cli` (what `mitigate --help` and every command
+# load first) registers it without what it uses (issue 29).
 
 
 @command("probe", ProbeOptions)
@@ -21,12 +17,18 @@ def probe_cmd(options: ProbeOptions) -> None:
     """Run the bias battery: judge items as they are, again (the noise floor) and under each probe; print the table."""
     if options.out is not None:
         writable_file(options.out, "--out")
+    import asyncio  # lazy: not loaded for --help
+
     asyncio.run(_probe(options))
 
 
 async def _probe(o: ProbeOptions) -> None:
-    # lazy: the harness is the one package `import mitigate.cli` does not load (a fast --help)
+    from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load_task, with_pipeline
     from mitigate.harness.probe import render_probe_table, run_probes
+    from mitigate.probes import check_rewriter, resolve_probes
+    from mitigate.run.journal import write_atomic
+    from mitigate.run.runner import preflight
+    from mitigate.strategies import parse_pipeline
 
     chosen = [p.with_params(seed=o.seed, side=o.side) for p in resolve_probes(o.probes, rewriter=o.rewriter is not None)]
     if o.rewriter is None:

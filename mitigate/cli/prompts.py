@@ -4,31 +4,29 @@ or render the exact requests a pipeline sends for one item."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import constants_of, read_template, scoring_for
 from mitigate.cli.files import read_text_file
 from mitigate.cli.options import PromptsOptions, parse_scale
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark, Item
-from mitigate.data.split import train_test_split
 from mitigate.errors import ConfigError
-from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.base import LM
-from mitigate.lm.registry import get
-from mitigate.prompt import describe_template
-from mitigate.prompt.builtin import list_prompts, prompt_text
-from mitigate.run.render import placeholder_item, render_judge
-from mitigate.strategies import parse_pipeline
+
+if TYPE_CHECKING:
+    from mitigate.data.schema import Benchmark, Item
+    from mitigate.lm.base import LM
+
+# The rest is imported inside the functions that use it: `import mitigate.cli` (what `mitigate --help` and
+# every command load first) registers this command without the prompts, judges or strategies (issue 29).
 
 
 @command("prompts", PromptsOptions)
 def prompts_cmd(options: PromptsOptions) -> None:
     """List the built-in judge prompts, print one, 'inspect FILE' (what mitigate reads from a template), or
     'render FILE|NAME' (the exact requests a pipeline sends for one item; no LM call)."""
+    from mitigate.prompt.builtin import list_prompts, prompt_text
+
     if options.name is None:
         typer.echo("\n".join(list_prompts()))
     elif options.name == "inspect":
@@ -41,6 +39,9 @@ def prompts_cmd(options: PromptsOptions) -> None:
 
 def inspect_template(file: Path | None, system: Path | None, consts: list[str]) -> str:
     """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
+    from mitigate.cli.build import constants_of
+    from mitigate.prompt import describe_template
+
     if file is None or not file.is_file():
         raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
     constants = constants_of(consts)
@@ -51,6 +52,8 @@ def inspect_template(file: Path | None, system: Path | None, consts: list[str]) 
 
 def _template(source: Path | None) -> str:
     """The text of a template file, or of a built-in prompt named by ``source``."""
+    from mitigate.prompt.builtin import list_prompts, prompt_text
+
     if source is None:
         raise ConfigError("expected 'mitigate prompts render FILE' (a template file) or a built-in prompt name "
                           f"({', '.join(list_prompts()[:4])} ...); got none")
@@ -64,6 +67,9 @@ def _template(source: Path | None) -> str:
 
 def _train_bench(bench: Benchmark, train: str, criterion: str) -> tuple[Benchmark, Benchmark]:
     """(train, test): a fraction of ``bench`` split by document (seed 0), or another benchmark and ``bench``."""
+    from mitigate.data.registry import load
+    from mitigate.data.split import train_test_split
+
     try:
         fraction = float(train)
     except ValueError:
@@ -86,6 +92,12 @@ def _pick(items: tuple[Item, ...], item_id: str | None, bench: Benchmark) -> Ite
 
 def render_template(o: PromptsOptions) -> str:
     """Every request the pipeline sends for one item, with its diff against the unmitigated prompt (no LM call)."""
+    from mitigate.cli.build import read_template, scoring_for
+    from mitigate.data.registry import load
+    from mitigate.judge import JudgeConfig, PromptJudge
+    from mitigate.run.render import placeholder_item, render_judge
+    from mitigate.strategies import parse_pipeline
+
     pipe = parse_pipeline(o.pipeline or "baseline")  # bad pipeline text fails before anything is read
     text = _template(o.file)
     system = read_text_file(o.system, "--system") if o.system is not None else None
@@ -120,6 +132,8 @@ def render_template(o: PromptsOptions) -> str:
 
 def _backend(o: PromptsOptions) -> LM:
     """The backend named by --backend (built, never called); the embedded model's spec by default (not loaded)."""
+    from mitigate.lm.registry import get
+
     if o.backend is None:
         return get("local")
     kwargs: dict[str, Any] = {}
@@ -132,6 +146,8 @@ def _backend(o: PromptsOptions) -> LM:
 
 def build_backend_simple(spec: str, kwargs: dict[str, Any]) -> LM:
     """The backend ``spec`` with ``kwargs`` (no cache, no retries: rendering never calls it, fitting may)."""
+    from mitigate.lm.registry import get
+
     return get(spec, **kwargs)
 
 

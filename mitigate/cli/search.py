@@ -7,12 +7,11 @@ from typing import Any
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import build_judge, dry_run_text, load_task
 from mitigate.cli.files import writable_file
 from mitigate.cli.options import SearchOptions
-from mitigate.registry import lookup, run_sync
-from mitigate.search import Objective, search
-from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
+
+# The rest is imported inside the command: `import mitigate.cli` (what `mitigate --help` and every command
+# load first) registers it without what it uses (issue 29).
 
 
 @command("search", SearchOptions)
@@ -23,6 +22,11 @@ def search_cmd(options: SearchOptions) -> None:
 
 
 def _search(o: SearchOptions) -> None:
+    from mitigate.cli.build import build_judge, dry_run_text, load_task
+    from mitigate.registry import lookup, run_sync
+    from mitigate.search import Objective, search
+    from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
+
     before = parse_pipeline(o.pipeline)  # bad pipeline text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit, labelled=True)
     data = task.benchmark.model_copy(update={"items": task.items})
@@ -63,8 +67,7 @@ def _search(o: SearchOptions) -> None:
     path = result.save_pipeline(o.out, before=before)
     typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
     if o.plot:
-        # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
-        from mitigate.harness.plots import plot_search
+        from mitigate.harness.plots import plot_search  # lazy: only with --plot (matplotlib)
 
         typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
                    "test)", err=True)

@@ -16,6 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError, DataError, LMCallError, TransientLMError
 from mitigate.lm.base import LMRequest
+from mitigate.lm.defaults import (  # the defaults live apart so the command line shows them cheaply
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_PROMPT_CHARS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SAMPLES,
+)
 
 PLACEHOLDER_KEY = "sk-no-key-required"
 """The key sent to an OpenAI-compatible server when none is configured (local servers need none)."""
@@ -204,14 +210,6 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 # --------------------------------------------------------------------------- bounds on one request
 
-DEFAULT_DEADLINE = 300.0
-"""Seconds one request may take in all (connect, send, the whole answer), whatever the read timeout."""
-DEFAULT_MAX_RESPONSE_BYTES = 10_000_000
-"""The largest answer body read (10 MB); reading stops past it."""
-DEFAULT_MAX_PROMPT_CHARS = 400_000
-"""The longest prompt sent, in characters (about 100,000 tokens); checked before sending."""
-DEFAULT_MAX_SAMPLES = 128
-"""The most samples (``n``) asked for in one request."""
 
 
 class Limits(BaseModel):

@@ -1,0 +1,150 @@
+"""`mitigate --help` and `mitigate judge` import only what they use (issue 29): no heavy package sneaks back in.
+
+Each check runs a fresh interpreter (this test process has imported everything already) and
+reads its ``sys.modules`` at exit; a command module that imports a heavy package at its top
+(instead of inside the command, where it is used) fails here, whoever adds the command. The
+help texts that name registered components (``--engine``, ``--selector``, ``mitigate list``'s
+kinds) are filled when that help is printed: checked here against the shipped registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mitigate.cli import app
+from mitigate.cli.options import fill_registered_names, registered_names
+from mitigate.registry import KIND_PACKAGES, registered
+from mitigate.testing.stub_server import StubOpenAIServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NEVER_ON_THE_JUDGE_PATH = (
+    "dspy", "openai", "anthropic", "litellm", "httpx", "matplotlib", "pandas", "scipy", "sklearn", "torch",
+    "llama_cpp", "numpy", "mitigate.search", "mitigate.strategies", "mitigate.selectors", "mitigate.harness",
+    "mitigate.measures", "mitigate.probes", "mitigate.likelihood",
+)
+"""Never loaded by ``mitigate judge`` on an OpenAI-compatible server without ``--pipeline`` (the default
+transport is the direct client: no SDK; the strategies only for a pipeline; plots and reports never)."""
+NOT_FOR_HELP = (
+    *NEVER_ON_THE_JUDGE_PATH, "aiohttp", "tqdm", "pydantic", "asyncio", "mitigate.registry", "mitigate.data",
+    "mitigate.judge", "mitigate.prompt", "mitigate.parse", "mitigate.run", "mitigate.lm.http", "mitigate.lm.base",
+)
+"""Not loaded by ``mitigate --help`` (nor by ``import mitigate.cli``, which every command loads first):
+the commands are registered without what they use, and the option checks need no pydantic."""
+
+DUMP = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+sys.argv = ["mitigate", *json.loads(sys.argv[1])]
+from mitigate.cli import main
+main()
+"""
+
+
+def _run(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """``mitigate <args>`` in a fresh interpreter: the finished process and the modules it had loaded."""
+    env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd),
+           "MITIGATE_CACHE_DIR": str(cwd / "cache"), "COLUMNS": "400", "OPENAI_API_KEY": "sk-stub"}
+    proc = subprocess.run([sys.executable, "-c", DUMP, json.dumps(args)], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=300)
+    lines = proc.stderr.splitlines()
+    line = next((ln for ln in lines if ln.startswith("MODULES ")), None)
+    assert line is not None, proc.stderr[-2000:]
+    proc.stderr = "\n".join(ln for ln in lines if ln is not line)  # what the command itself wrote
+    return proc, set(json.loads(line.removeprefix("MODULES ")))
+
+
+def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
+
+
+def _flat(text: str) -> str:
+    """Help text without the boxes rich draws, on one line."""
+    return " ".join(text.replace("│", " ").replace("─", " ").split())
+
+
+def _shipped(kind: str) -> list[str]:
+    """The ``kind`` names mitigate itself registers, in registration order (not those tests register)."""
+    return [n for n, obj in registered(kind).items() if str(getattr(obj, "__module__", "")).startswith("mitigate.")]
+
+
+def test_help_registers_every_command_without_what_the_commands_use(tmp_path):
+    proc, modules = _run(["--help"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "judge" in proc.stdout and "compare" in proc.stdout and "search" in proc.stdout
+    assert {"mitigate.cli.judge", "mitigate.cli.compare", "mitigate.cli.search"} <= modules  # registered ...
+    assert _loaded(modules, NOT_FOR_HELP) == []  # ... without what they use
+
+
+def _judge_args(tmp_path: Path, url: str) -> list[str]:
+    """``mitigate judge`` of three items with a prompt file, on the stub at ``url`` (the items' human score is 3)."""
+    bench = tmp_path / "items.jsonl"
+    bench.write_text(json.dumps({"benchmark": {"name": "t", "criteria": ["fluency"], "scale": [1, 5]}}) + "\n"
+                     + "".join(json.dumps({"id": f"i{k}", "output": f"text {k}", "human": {"fluency": 3}}) + "\n"
+                               for k in range(3)))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Rate the fluency of the text from 1 to 5.\n\nText: {{output}}\n\nAnswer 'Score: N'.")
+    return ["judge", "-b", f"jsonl:{bench}", "--prompt", str(prompt), "--backend", "openai:stub-model", "-n", "0",
+            "--no-progress", "--base-url", url]
+
+
+def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_harness_or_numpy(tmp_path):
+    pytest.importorskip("aiohttp")  # the direct transport (without it, the default is the SDK)
+    with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
+        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--run-dir", str(tmp_path / "run")], tmp_path)
+        assert server.request_count == 3  # the judge really called the server
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [f"i{k}\tjudge=4\thuman=3.00\tScore: 4" for k in range(3)]
+    assert {"mitigate.run.runner", "mitigate.lm.openai", "aiohttp"} <= modules  # the judge path itself
+    assert _loaded(modules, NEVER_ON_THE_JUDGE_PATH) == []
+
+
+def test_judge_with_a_pipeline_loads_the_strategies_and_still_no_search_harness_or_plots(tmp_path):
+    pytest.importorskip("aiohttp")
+    with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
+        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--pipeline", "baseline", "--no-cache"],
+                             tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "judge=4" in proc.stdout
+    assert "mitigate.strategies" in modules
+    assert _loaded(modules, ("mitigate.search", "mitigate.harness", "matplotlib", "pandas", "dspy", "openai")) == []
+
+
+@pytest.mark.parametrize(("command", "option", "kind"), [
+    ("search", "search engine:", "engine"),
+    ("search", "candidate generator:", "selector"),
+])
+def test_the_names_a_help_lists_are_the_shipped_registered_ones(tmp_path, command, option, kind):
+    proc, modules = _run([command, "--help"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"{option} {', '.join(_shipped(kind))} " in _flat(proc.stdout)
+
+
+def test_list_help_names_every_kind_and_only_that_help_loads_the_registry(tmp_path):
+    proc, modules = _run(["list", "--help"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"one of {', '.join(KIND_PACKAGES)} (or the plural)" in _flat(proc.stdout)
+    assert "mitigate.registry" in modules  # filled when this help is printed, not when the command is registered
+
+
+def test_no_help_shows_a_stand_in_for_registered_names():
+    commands = ["judge", "compare", "search", "probe", "prompts", "report", "list", "mitigations", "selectors",
+                "measures", "engines", "backends", "benchmarks", "check-plugin"]
+    for command in commands:
+        result = CliRunner().invoke(app, [command, "--help"])
+        assert result.exit_code == 0, (command, result.output)
+        assert "{registered" not in result.output, command
+
+
+def test_a_stand_in_is_filled_with_the_names_registered_when_the_help_is_printed():
+    text = f"engines: {registered_names('engine')}; kinds: {registered_names()}; a {{value}} stays"
+    filled = fill_registered_names(text)
+    assert filled == (f"engines: {', '.join(registered('engine'))}; kinds: {', '.join(KIND_PACKAGES)}; "
+                      "a {value} stays")
