@@ -14,7 +14,10 @@ own process (start-up, imports, reading the items, judging, writing results, exi
 - ``deepeval``: a ``GEval`` metric with given evaluation steps and a ``DeepEvalBaseLLM``
   over ``AsyncOpenAI`` (``a_measure``, a semaphore of ``c``);
 - ``inspect-ai``: an ``eval`` of a task of ``n`` samples (``generate()`` and a ``pattern``
-  scorer) on the OpenAI-compatible provider, ``max_connections=c``.
+  scorer) on the OpenAI-compatible provider, ``max_connections=c``;
+- ``floor``: a bare aiohttp loop with mitigate's interpreter (the same requests, a semaphore
+  of ``c``, the answers only counted): no tool can do less against this stub, so its wall is
+  the reachable ideal beside the arithmetic one ``n * L / c``.
 
 Each peer is installed by this script into its own virtual environment under
 ``~/.cache/mitigate/bench_peers`` (pinned versions, see ``PEERS``; reinstalled when the pins
@@ -71,6 +74,19 @@ def prompt_for(row):
 '''.replace("__PROMPT__", repr(TEMPLATE))
 
 SCRIPTS: dict[str, str] = {
+    "floor": COMMON + '''
+import aiohttp
+async def main():
+    sem = asyncio.Semaphore(c)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c)) as session:
+        async def one(row):
+            body = {"model": "stub-model", "messages": [{"role": "user", "content": prompt_for(row)}]}
+            async with sem, session.post(url.rstrip("/") + "/chat/completions", json=body) as r:
+                return (await r.json())["choices"][0]["message"]["content"]
+        res = await asyncio.gather(*(one(r) for r in rows))
+    print(json.dumps({"ok": sum(1 for r in res if r.strip() == "Score: 4")}))
+asyncio.run(main())
+''',
     "autoevals": COMMON + '''
 from openai import AsyncOpenAI
 from autoevals.llm import LLMClassifier
@@ -286,17 +302,19 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2, help="the stub judge's latency in seconds")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
-    ap.add_argument("--tools", nargs="+", default=["mitigate", *PEERS], choices=["mitigate", *PEERS])
+    ap.add_argument("--tools", nargs="+", default=["mitigate", *PEERS, "floor"], choices=["mitigate", *PEERS, "floor"],
+                    help="'floor' is a bare aiohttp loop (no prompt file, no parsing, no output): the least any "
+                    "client spends against this stub")
     ap.add_argument("--install-only", action="store_true", help="create the peers' environments and stop")
     ap.add_argument("--fixed-only", action="store_true", help="time mitigate's fixed costs alone (--help, the "
                     "cached and the journal reruns), print them and stop: no peer runs, no JSON written")
     args = ap.parse_args()
     if args.fixed_only:
         args.tools = ["mitigate"]
-    pythons = {t: Path(sys.executable) if t == "mitigate" else ensure_venv(t) for t in args.tools}
+    pythons = {t: Path(sys.executable) if t in ("mitigate", "floor") else ensure_venv(t) for t in args.tools}
     if args.install_only:
         return
-    versions = {t: " ".join(PEERS[t]) for t in args.tools if t != "mitigate"}
+    versions = {t: " ".join(PEERS[t]) for t in args.tools if t in PEERS}
     load_before = os.getloadavg()
     runs: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp, StubOpenAIServer(latency=args.latency, reply=reply) as server:
