@@ -323,3 +323,22 @@ def test_tolerance_note_warns_only_for_continuous_scores_compared_with_tolerance
     note = tolerance_note([3.25, 4.0, None, 2.5], 0.0)
     assert note.startswith("2 of the original scores are not whole numbers")
     assert tolerance_note([3.25, 4.0], 0.1) == ""
+
+
+def test_constant_note_warns_when_every_original_item_got_the_same_value() -> None:
+    from mitigate.harness.probe import constant_note
+
+    assert constant_note([4.0, 4.0, None, 4.0], "score").startswith(
+        "the judge gave all 3 original items the same score (4)")
+    assert "the same verdict" in constant_note([-1.0, -1.0], "pairwise")
+    assert constant_note([4.0, 3.0, 4.0], "score") == ""
+    assert constant_note([4.0, None], "score") == ""  # one value tells nothing
+
+
+def test_a_constant_judge_is_called_robust_only_with_a_warning_that_it_does_not_tell_items_apart() -> None:
+    report = _battery(_judge(FakeLM(lambda request: "Score: 3")), resolve_probes("authority"))
+    assert report.rows[0].effect.robustness.value == 1.0
+    assert report.constant_note.startswith(f"the judge gave all {len(ITEMS)} original items the same score (3)")
+    assert f"Warning: {report.constant_note}." in render_probe_table(report)
+    honest_report = _battery(_judge(FakeLM(honest)), resolve_probes("authority"))
+    assert honest_report.constant_note == "" and "Warning" not in render_probe_table(honest_report)

@@ -70,7 +70,9 @@ class ProbeReport(BaseModel):
     the preference for the probed text, +1 / 0 / -1). ``noise`` is the rerun's flip rate;
     ``floor_note`` states when it is 0 by construction. ``tolerance`` is the largest change that
     counted as unchanged and ``alpha`` the level of the probe-vs-rerun test; ``tolerance_note``
-    warns when continuous scores were compared with tolerance 0. ``records`` keeps every rewrite.
+    warns when continuous scores were compared with tolerance 0; ``constant_note`` when the judge gave
+    every original item the same value (its robustness may only mean it does not read the text).
+    ``records`` keeps every rewrite.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +85,7 @@ class ProbeReport(BaseModel):
     tolerance: float = 0.0
     alpha: float = 0.05
     tolerance_note: str = ""
+    constant_note: str = ""
     noise: Measure
     rows: tuple[ProbeRow, ...]
     records: tuple[ProbeRecord, ...] = ()
@@ -192,7 +195,19 @@ async def run_probes(
     return ProbeReport(judge=label, criterion=criterion, task=task, n_items=len(items), temperatures=temps,
                        floor_note=floor_note(temps, floor), tolerance=tolerance, alpha=alpha,
                        tolerance_note=tolerance_note(_values(original, items, criterion, task, side0), tolerance),
+                       constant_note=constant_note(_values(original, items, criterion, task, side0), task),
                        noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
+
+
+def constant_note(values: Sequence[float | None], task: str) -> str:
+    """A warning when every original item got the same value: a judge that does not tell items apart
+    may not read the text at all, and then a high robustness rate says nothing about bias."""
+    seen = [v for v in values if v is not None and math.isfinite(v)]
+    if len(seen) < 2 or len(set(seen)) > 1:
+        return ""
+    what = "the same verdict" if task == "pairwise" else f"the same score ({seen[0]:g})"
+    return (f"the judge gave all {len(seen)} original items {what}, so it did not tell them apart; a high "
+            "robustness rate here may only mean it does not read the text")
 
 
 def tolerance_note(values: Sequence[float | None], tolerance: float) -> str:
@@ -270,6 +285,7 @@ def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
         + (f". {rep.floor_note}." if rep.floor_note else "."),
         *(["", f"Score changes up to {rep.tolerance:g} count as unchanged."] if rep.tolerance > 0 else []),
         *(["", f"Warning: {rep.tolerance_note}."] if rep.tolerance_note else []),
+        *(["", f"Warning: {rep.constant_note}."] if rep.constant_note else []),
         "",
         f"| probe | predicts | n | robustness rate | flip rate | shift ({unit}) [95% CI] | in predicted direction "
         "| p (probe vs rerun) | reading |",
