@@ -211,6 +211,15 @@ async def test_multi_attribute_asks_all_criteria_in_the_given_order_and_records_
     assert text.index("Document:\nA long article") < text.index("Summary:\nThe cat sat")
 
 
+def test_multi_attribute_refuses_a_token_limit_its_answer_lines_cannot_fit_in() -> None:
+    prompt = JudgePrompt.from_template("Rate {{summary}} given {{document}}", criteria=CRITS)
+    small = PromptJudge(prompt, FakeLM(["x"]), JudgeConfig(max_tokens=5))
+    with pytest.raises(ConfigError, match=r"multi-attribute asks for 2 answer lines .* at least 6 tokens; "
+                                          r"the judge's max_tokens is 5"):
+        MultiAttribute().wrap(small)
+    assert isinstance(MultiAttribute().wrap(small.with_config(max_tokens=6)), MultiAttributeJudge)
+
+
 async def test_multi_attribute_uses_given_criteria_and_keeps_failures() -> None:
     lm = FakeLM(["Coherence: 4\nFluency: excellent"])
     judge = MultiAttribute(criteria=tuple(CRITS)).wrap(PromptJudge(base_prompt(), lm))

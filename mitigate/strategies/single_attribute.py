@@ -196,6 +196,11 @@ def _distinct_names(values: Any) -> bool:
     return len(set(names)) == len(names)
 
 
+MIN_TOKENS_PER_LINE = 3
+"""The fewest tokens one "<criterion>: N" answer line takes (a name, the colon, the digit): a lower
+bound, so a multi-criterion answer that cannot fit in the judge's ``max_tokens`` is refused."""
+
+
 @register("mitigation", "multi-attribute")
 class MultiAttribute(Mitigation):
     """The control for :class:`SingleAttribute`: one call scoring all criteria, in a set order.
@@ -250,6 +255,13 @@ class MultiAttribute(Mitigation):
             raise ConfigError(
                 f"The 'order' parameter of MultiAttribute must list exactly the judge's criteria {names}. "
                 f"Got {list(self.order)} instead."
+            )
+        least = MIN_TOKENS_PER_LINE * len(crits)
+        if leaf.config.max_tokens is not None and leaf.config.max_tokens < least:
+            raise ConfigError(
+                f"multi-attribute asks for {len(crits)} answer lines ('{names[0]}: N' and so on), at least {least} "
+                f"tokens; the judge's max_tokens is {leaf.config.max_tokens}: raise max_tokens (e.g. to "
+                f"{max(48, 12 * len(crits))}) or score the criteria one per call"
             )
         prompt = multi_criterion_prompt(leaf.prompt, crits, self.order or None)
         return MultiAttributeJudge(leaf.with_prompt(prompt), [c.name for c in prompt.criteria])
