@@ -59,7 +59,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     labelled = [split_label(text) for text in pipelines]  # "NAME=pipeline": NAME is what the report shows
     parsed = [(label or text.strip() or "baseline", parse_pipeline(text))  # bad text fails before data or calls
               for label, text in labelled]
-    chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines))
+    chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines), o.probe_tolerance)
     task = load_task(o.benchmark, o.criterion, o.limit)
     bench, crit = task.benchmark, task.criterion
     entries: list[Entry] = []
@@ -156,13 +156,18 @@ def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: fl
     return "\n\n".join([*notes, text]).strip()
 
 
-def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) -> list[Any]:
-    """The probes ``compare --probes`` names (checked before data or calls); [] without the option."""
+def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool, tolerance: float = 0.0) -> list[Any]:
+    """The probes ``compare --probes`` names (checked before data or calls); [] without the option.
+
+    ``--rewriter`` and ``--probe-tolerance`` apply only with ``--probes``: given without it, each is refused.
+    """
     from mitigate.probes import check_rewriter, resolve_probes
 
     if text is None:
-        if rewriter is not None:
-            raise ConfigError(f"--rewriter applies with --probes; got --rewriter {rewriter!r} without --probes")
+        for flag, value, given in (("--rewriter", rewriter, rewriter is not None),
+                                   ("--probe-tolerance", tolerance, bool(tolerance))):
+            if given:
+                raise ConfigError(f"{flag} applies with --probes; got {flag} {value!r} without --probes")
         return []
     if not has_pipelines:
         raise ConfigError("--probes runs the bias battery over pipeline entries; expected at least one --pipeline; "

@@ -460,9 +460,6 @@ class CompareOptions:
         check_prompt_overrides(self)
         check(self.COMMAND, "--samples", self.samples, Interval(int, 1, None))
         check(self.COMMAND, "--probe-tolerance", self.probe_tolerance, Interval(float, 0.0, None))
-        if self.probe_tolerance and not self.probes:
-            raise ConfigError(f"--probe-tolerance applies with --probes; got --probe-tolerance "
-                              f"{self.probe_tolerance} without --probes")
         check_lm_options(self)
         check_batch(self.COMMAND, self.backend, self.batch, self.batch_retries, folder=self.out,
                     calls_lm=bool(self.pipeline))  # released or recorded judges alone make no call
