@@ -342,3 +342,10 @@ def test_a_constant_judge_is_called_robust_only_with_a_warning_that_it_does_not_
     assert f"Warning: {report.constant_note}." in render_probe_table(report)
     honest_report = _battery(_judge(FakeLM(honest)), resolve_probes("authority"))
     assert honest_report.constant_note == "" and "Warning" not in render_probe_table(honest_report)
+
+
+def test_a_negative_tolerance_is_refused_before_any_judge_call() -> None:
+    lm = FakeLM(honest)
+    with pytest.raises(ConfigError, match=r"The 'tolerance' parameter of run_probes must be .* Got -1 instead"):
+        _battery(_judge(lm), resolve_probes("authority"), tolerance=-1)
+    assert lm.calls == 0

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mitigate.constraints import Interval, check_param
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, Judgment, PromptJudge
@@ -155,6 +156,7 @@ async def run_probes(
         raise ConfigError("expected at least one item to probe; got none")
     if not probes:
         raise ConfigError("expected at least one probe; got none")
+    check_param("run_probes", "tolerance", tolerance, [Interval(float, 0.0)])  # before any call, not at the measures
     kinds = {it.pairwise for it in items}
     if len(kinds) > 1:
         raise ConfigError("expected items that are all pairwise or all single texts; got a mix")
@@ -189,13 +191,12 @@ async def run_probes(
                              rewrite_failures=sum(1 for pi in probed if pi.item is None), calls=_calls(judged)))
         calls[p.name] = _calls(judged)
     side0 = probes[0].side
-    floor = noise_floor(_values(original, items, criterion, task, side0),
-                        _values(again.judgments, items, criterion, task, side0), tolerance=tolerance,
+    first = _values(original, items, criterion, task, side0)
+    floor = noise_floor(first, _values(again.judgments, items, criterion, task, side0), tolerance=tolerance,
                         ci=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
     return ProbeReport(judge=label, criterion=criterion, task=task, n_items=len(items), temperatures=temps,
                        floor_note=floor_note(temps, floor), tolerance=tolerance, alpha=alpha,
-                       tolerance_note=tolerance_note(_values(original, items, criterion, task, side0), tolerance),
-                       constant_note=constant_note(_values(original, items, criterion, task, side0), task),
+                       tolerance_note=tolerance_note(first, tolerance), constant_note=constant_note(first, task),
                        noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
 
 
