@@ -107,13 +107,10 @@ def pointwise_judge(name: str, base: PromptJudge, variants: dict[str, Mitigation
         multi = MultiAttribute(criteria=criteria).wrap(base.with_config(max_tokens=48))
         if name == "multi-attribute":
             return multi
-        wanted, todo = base.prompt.criteria[0].name.lower(), [SingleAttribute().wrap(multi)]
-        while todo:  # the split sits inside the multi-attribute wrapper: find its child for the criterion
-            judge = todo.pop()
-            for key, child in getattr(judge, "children", {}).items():
-                if key.lower() == wanted and isinstance(child, PromptJudge):
-                    return child
-                todo.append(child)
+        wanted = base.prompt.criteria[0].name.lower()
+        for leaf in SingleAttribute().wrap(multi).leaves():  # one leaf per criterion after the split
+            if [c.name.lower() for c in leaf.prompt.criteria] == [wanted]:
+                return leaf
         raise MitigateError(f"expected a single-attribute call for {wanted!r}; found none")
     pipe = variants[name]
     if not pipe.is_fitted:
