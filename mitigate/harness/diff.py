@@ -4,7 +4,9 @@
 criterion and returns a :class:`DiffReport`:
 
 - **measures** (:class:`DiffMeasure`): each judge's value, the difference B − A, a paired
-  percentile bootstrap interval of the difference and a paired permutation p. Scores: item-level
+  percentile bootstrap interval and a two-sided p: for the correlations (Spearman, length bias,
+  length lean) the bootstrap p of the same resamples, for the shares and the mean score the
+  paired sign-flip permutation test. Scores: item-level
   Spearman with the human scores, the per-document Spearman (SummEval's convention), the length
   bias |Spearman(score, words)|, the failure rate and the mean score. Verdicts (pairwise):
   accuracy against gold, position consistency (judges that saw both orders), the lean towards the
@@ -14,10 +16,9 @@ criterion and returns a :class:`DiffReport`:
 - **slices** (:class:`SliceRow`): the same comparison within each system, document and output-length
   bucket (and per probe, see :func:`probe_slices`): where a change hit.
 
-Resampling respects clusters: when several items share a document (SummEval's 16 systems per
-article), the bootstrap resamples documents and the permutation test swaps A and B for whole
-documents (:func:`~mitigate.measures.stats.paired_permutation_test` and
-:func:`~mitigate.measures.stats.permutation_test_mean_diff` with ``groups``); otherwise items.
+Resampling respects clusters: when several items share a document (SummEval's 12 systems per
+article), the bootstrap resamples documents and the permutation test flips the sign of whole
+documents (:func:`~mitigate.measures.stats.permutation_test_mean_diff` with ``groups``); otherwise items.
 
 Failures are never dropped silently. A failure is an item without a value: a parse failure, an
 abstention or an LM error. The failure rate counts them for each judge; accuracy counts a failed
@@ -47,9 +48,7 @@ from mitigate.judge import Judgment
 from mitigate.measures import verdicts_as_text, word_count
 from mitigate.measures.pairwise import verdict_orders
 from mitigate.measures.stats import (
-    PermutationResult,
     bootstrap_ci,
-    paired_permutation_test,
     permutation_test_mean_diff,
     spearman,
 )
@@ -95,7 +94,8 @@ class DiffMeasure(BaseModel):
     ``better`` says which direction is better (``none``: informational, never gated); ``n`` the
     items (or documents, for ``spearman-document``) the measure used, ``dropped`` the items left
     out and why (``how``). ``low``/``high`` bound ``delta`` (paired percentile bootstrap over
-    ``unit``); ``p`` is the two-sided paired permutation p of ``delta``. ``reason`` says why a
+    ``unit``); ``p`` is the two-sided p of ``delta`` (bootstrap for correlations, sign-flip permutation for
+    shares and means). ``reason`` says why a
     value is missing.
     """
 
@@ -308,22 +308,37 @@ def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clus
                        dropped=dropped + int((~keep).sum()), better=better, unit=unit, how=how)
 
 
+def _resampled(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[str], *, n_boot: int,
+               seed: int) -> np.ndarray:
+    """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for ``fn``)."""
+    mats = _padded(arrays, clusters)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(mats[0]), size=(n_boot, len(mats[0])))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return np.array([fn(*[m[i].reshape(-1) for m in mats]) for i in idx], dtype=float)
+
+
 def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: np.ndarray,
                   stat: Callable[[np.ndarray, np.ndarray], float], clusters: Sequence[str], *, better: Better,
-                  unit: str, how: str, n_boot: int, n_perm: int, seed: int,
-                  named: str | None = None) -> DiffMeasure:
-    """``stat(judge, ref)`` for A and B on the items both scored, the difference, its interval and permutation p."""
+                  unit: str, how: str, n_boot: int, n_perm: int, seed: int) -> DiffMeasure:
+    """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the difference.
+
+    The interval is the percentile interval of the resampled differences and p the two-sided bootstrap
+    p (twice the share of resampled differences on the far side of 0, +1 corrected), so p < 0.05
+    exactly when 0 lies outside the 95% interval. (A permutation test would swap the judges'
+    scores, which assumes their scores are exchangeable: judges on shifted scales are not, and a
+    correlation of the mixture then moves for reasons unrelated to the measure.)
+    """
     keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(ref)
     x, y, r = a[keep], b[keep], ref[keep]
     groups = [c for c, k in zip(clusters, keep, strict=True) if k]
     dropped = int((~keep).sum())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        test: PermutationResult = paired_permutation_test(y, x, r, named or stat, n_perm=n_perm, seed=seed,
-                                                          groups=groups)
-    sa, sb = _f(test.observed_b), _f(test.observed_a)  # the test's first argument is B
-    if not math.isfinite(test.observed):
-        why = test.reason or "the statistic is undefined for at least one judge (constant scores?)"
+        sa, sb = _f(stat(x, r)), _f(stat(y, r))
+    if sa is None or sb is None:
+        why = "the statistic is undefined for at least one judge (constant scores?)"
         if len(x) < 3:
             why = f"needs at least 3 items with a value from both judges and the reference; got {len(x)}"
         return DiffMeasure(name=name, criterion=criterion, a=sa, b=sb, delta=None, n=len(x), dropped=dropped,
@@ -332,9 +347,16 @@ def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: 
     def diff(y_: np.ndarray, x_: np.ndarray, r_: np.ndarray) -> float:
         return stat(y_, r_) - stat(x_, r_)
 
-    low, high = _interval(diff, [y, x, r], groups, n_boot=n_boot, seed=seed)
-    return DiffMeasure(name=name, criterion=criterion, a=sa, b=sb, delta=_f(test.observed), low=low, high=high,
-                       p=_f(test.p_value), n=len(x), dropped=dropped, better=better, unit=unit, how=how)
+    low = high = p = None
+    values = _resampled(diff, [y, x, r], groups, n_boot=max(n_boot, n_perm, 1), seed=seed)
+    values = values[np.isfinite(values)]
+    if len(values):
+        lo, hi = np.percentile(values, [2.5, 97.5])
+        low, high = (float(lo), float(hi)) if n_boot > 0 else (None, None)
+        tail = min(int((values <= 0).sum()), int((values >= 0).sum()))
+        p = min(1.0, 2 * (1 + tail) / (1 + len(values)))
+    return DiffMeasure(name=name, criterion=criterion, a=sa, b=sb, delta=sb - sa, low=low, high=high, p=p, n=len(x),
+                       dropped=dropped, better=better, unit=unit, how=how)
 
 
 def _abs_spearman(x: np.ndarray, w: np.ndarray) -> float:
@@ -419,8 +441,8 @@ def diff_judgments(
     clusters, unit = clusters_of(items)
     notes: list[str] = []
     if unit == "documents":
-        notes.append(f"intervals resample the {len(set(clusters))} documents and the permutation test swaps the "
-                     "judges for whole documents (several items share a document)")
+        notes.append(f"intervals and bootstrap p resample the {len(set(clusters))} documents, and the sign-flip tests "
+                     "flip whole documents (several items share a document)")
     if task == "pairwise":
         measures, changes = _pairwise(items, ja, jb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm,
                                       seed=seed)
@@ -456,7 +478,7 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
     kw = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
     out = [
         _stat_measure("spearman", criterion, sa, sb, human, spearman, clusters, better="higher", unit=unit,
-                      named="spearman", how="item-level Spearman with the human scores, on the items both judges "
+                      how="item-level Spearman with the human scores, on the items both judges "
                       "scored and humans labelled (a failed item is left out here and counted in failure-rate)", **kw),
         _document_measure(items, sa, sb, human, criterion, **kw),
         _stat_measure("length-bias", criterion, sa, sb, words, _abs_spearman, clusters, better="lower", unit=unit,
