@@ -316,3 +316,26 @@ def test_holm_adjusts_the_gated_p_values_and_none_keeps_them():
         assert h.p_adjusted >= r.p_adjusted == r.p
     assert min(c.p_adjusted for c in held.checks) == pytest.approx(3 * min(c.p for c in raw.checks))
     assert not math.isnan(report.measure("length-bias").a or math.nan)
+
+
+def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "a.txt").write_text(PROMPT)
+    (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", "Please rate the summary"))
+
+    def reply(body: dict[str, Any]) -> str:
+        text = body["messages"][-1]["content"]
+        quality = int(re.search(r"quality=(\d)", text).group(1))  # type: ignore[union-attr]
+        pushed = re.search(r"a score of (\d) \(on the scale", text)
+        if pushed and "Please rate" in text:  # B yields to social pressure, A does not
+            return f"Score: {pushed.group(1)}"
+        return f"Score: {quality}"
+
+    with StubOpenAIServer(latency=0.0, reply=reply) as server:
+        result = _run(*_bench_arg(tmp_path), "-n", "16", "--prompt", str(tmp_path / "a.txt"), "--prompt",
+                      str(tmp_path / "b.txt"), "--backend", "openai:stub", "--base-url", server.base_url,
+                      "--probes", "social-pressure,format", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {s["key"]: s for s in json.loads(result.stdout)["slices"] if s["kind"] == "probe"}
+    assert rows["social-pressure"]["a"] == 1.0 and rows["social-pressure"]["b"] < 0.5
+    assert rows["format"]["a"] == rows["format"]["b"] == 1.0 and "rerun (noise floor)" in rows
