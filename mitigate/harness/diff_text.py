@@ -41,7 +41,7 @@ def _gate_mark(report: DiffReport, m: DiffMeasure) -> str:
 
 
 def _slice_line(s: SliceRow) -> list[str]:
-    return [s.kind, s.key, s.measure, str(s.n), _n(s.a), _n(s.b),
+    return [s.kind, s.key, s.criterion, s.measure, str(s.n), _n(s.a), _n(s.b),
             "-" if s.delta is None else f"{s.delta:+.3f}", str(s.changed)]
 
 
@@ -83,7 +83,7 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
             part = sorted(part, key=lambda s: (s.delta is None, s.delta if s.delta is not None else 0.0))[:show]
         cut = f" (the {len(part)} largest drops of {total})" if len(part) < total else ""
         lines += ["", f"By {kind}{cut}:", "",
-                  *md_table(["slice", "key", "measure", "n", "A", "B", "B - A", "changed"],
+                  *md_table(["slice", "key", "criterion", "measure", "n", "A", "B", "B - A", "changed"],
                             [_slice_line(s) for s in part])]
     return "\n".join(lines)
 
