@@ -14,6 +14,13 @@ The rerun
     (temperature 0) on a deterministic backend, the floor is 0 by construction; the report says
     so (:attr:`ProbeReport.floor_note`), and the rerun checks it.
 
+Probes of the prompt
+    A :class:`~mitigate.probes.PromptProbe` (option order, criterion order, social pressure) leaves
+    the items alone and judges them under a perturbed judge (``probe.perturb(judge, target)``); a
+    probe whose change depends on the original answer (social pressure argues against it) gets one
+    perturbed judge per target, and an item whose original judgment gave no value is a recorded
+    failure of that probe. A prompt the probe cannot apply to is refused before any call.
+
 Cost and prefix reuse
     A probe rewrites the judged text in place (the ``output`` slot, or ``output_b``), so the
     prompt up to that slot — instructions, demos, the source document — is the one the
