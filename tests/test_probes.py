@@ -147,6 +147,8 @@ def _honest(text: str) -> int:
 def _markers(probe: Probe) -> list[str]:
     if probe.registry_name == "beauty":
         return ["**"]
+    if probe.registry_name == "format":  # prose becomes a bullet list
+        return ["\n- "]
     return sorted({probe.apply(it).record.added for it in ITEMS})
 
 

@@ -113,6 +113,13 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         typer.echo(f"{e.name}: {e.summary.line()}", err=True)
     paths = write_report(result, o.out)
     typer.echo((o.out / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
+    if o.threshold is not None:
+        from mitigate.harness.threshold import threshold_section
+
+        section = threshold_section(result, o.threshold, o.require_pass_rate)
+        typer.echo(section)
+        with (o.out / "report.md").open("a", encoding="utf-8") as fh:
+            fh.write("\n" + section + "\n")
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
     failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
     if failed:

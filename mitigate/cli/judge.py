@@ -8,13 +8,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.errors import fail_when_all_failed
+from mitigate.cli.errors import EXIT_FAILED, fail_when_all_failed, say_error
 from mitigate.cli.files import run_dir, writable_file
 from mitigate.cli.options import JudgeOptions
 from mitigate.paths import one_line
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mitigate.cli.build import Task
+    from mitigate.judge import Judgment
     from mitigate.run.runner import RunResult
 
 
@@ -80,6 +83,20 @@ async def _judge(o: JudgeOptions) -> None:
         }, indent=1))
         typer.echo(f"wrote {out}", err=True)
     fail_when_all_failed(result)
+    if o.threshold is not None:
+        threshold_gate(result.judgments, task.criterion, o.threshold, o.require_pass_rate)
+
+
+def threshold_gate(judgments: Sequence[Judgment], criterion: str, threshold: float, require: float | None) -> None:
+    """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be met."""
+    from mitigate.harness.threshold import threshold_report, threshold_text
+
+    report = threshold_report(judgments, criterion, threshold, require=require)
+    typer.echo(threshold_text(report))
+    if report.decision not in (None, "pass"):
+        say_error(f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at {criterion} >= "
+                  f"{threshold:g}: {report.decision}, required {require:g}")
+        raise typer.Exit(code=EXIT_FAILED)
 
 
 def _print_judgments(result: RunResult, task: Task) -> None:

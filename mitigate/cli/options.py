@@ -121,6 +121,12 @@ Const = Annotated[list[str] | None, typer.Option("--const", help=CONST_HELP)]
 SystemFile = Annotated[Path | None, typer.Option("--system", help="optional system message template file")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help=DRY_RUN_HELP)]
 NBoot = Annotated[int, typer.Option(help="bootstrap resamples per interval (0: none)")]
+Threshold = Annotated[float | None, typer.Option(help="pass threshold: a score at or above it passes; reports the pass "
+                                                  "rate over the samples per item and overall, and the items whose "
+                                                  "samples straddle it")]
+RequirePassRate = Annotated[float | None, typer.Option(
+    "--require-pass-rate", help="with --threshold: the pass rate required; the gate passes only when the 95% "
+    "interval's lower end reaches it (judge exits 1 otherwise)")]
 
 # --------------------------------------------------------------------------- the checks
 
@@ -273,6 +279,17 @@ def check_prompt_overrides(o: PromptOverrides) -> None:
     parse_pairs("--const", o.const, "NAME=VALUE or NAME=@file")
 
 
+def check_threshold(command: str, threshold: float | None, require: float | None) -> None:
+    """--threshold and --require-pass-rate: a finite threshold; a rate in (0, 1] that needs a threshold."""
+    if threshold is not None and threshold != threshold:
+        raise ConfigError(f"expected --threshold as a number; got {threshold}")
+    if require is not None:
+        check(command, "--require-pass-rate", require, Interval(float, 0.0, 1.0, closed="right"))
+        if threshold is None:
+            raise ConfigError(f"--require-pass-rate applies with --threshold; got --require-pass-rate {require:g} "
+                              "without --threshold")
+
+
 def backend_kind(spec: str) -> str:
     """The kind of a backend spec: "openai" for "openai:gpt-4o-mini", "local" for "local:model.gguf"."""
     return spec.partition(":")[0].strip().lower()
@@ -344,6 +361,8 @@ class JudgeOptions:
     slot_field: SlotField = None
     const: Const = None
     dry_run: DryRun = False
+    threshold: Threshold = None
+    require_pass_rate: RequirePassRate = None
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
@@ -351,6 +370,7 @@ class JudgeOptions:
         check(self.COMMAND, "--samples", self.samples, Interval(int, 1, None))
         check(self.COMMAND, "--reducer", self.reducer, Options("mean", "median", "majority"))
         check(self.COMMAND, "--stop-after", self.stop_after, Interval(int, 0, None))
+        check_threshold(self.COMMAND, self.threshold, self.require_pass_rate)
         check_lm_options(self)
         check_batch(self.COMMAND, self.backend, self.batch, self.batch_retries, folder=self.run_dir,
                     folder_option="--run-dir")
@@ -454,12 +474,15 @@ class CompareOptions:
     probe_tolerance: Annotated[float, typer.Option(
         "--probe-tolerance", help="with --probes: score changes up to this size count as unchanged (0: CALM's "
         "robustness rate; set it for continuous scores such as --scoring expected)")] = 0.0
+    threshold: Threshold = None
+    require_pass_rate: RequirePassRate = None
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
         check_prompt_overrides(self)
         check(self.COMMAND, "--samples", self.samples, Interval(int, 1, None))
         check(self.COMMAND, "--probe-tolerance", self.probe_tolerance, Interval(float, 0.0, None))
+        check_threshold(self.COMMAND, self.threshold, self.require_pass_rate)
         check_lm_options(self)
         check_batch(self.COMMAND, self.backend, self.batch, self.batch_retries, folder=self.out,
                     calls_lm=bool(self.pipeline))  # released or recorded judges alone make no call

@@ -14,6 +14,13 @@ The rerun
     (temperature 0) on a deterministic backend, the floor is 0 by construction; the report says
     so (:attr:`ProbeReport.floor_note`), and the rerun checks it.
 
+Probes of the prompt
+    A :class:`~mitigate.probes.PromptProbe` (option order, criterion order, social pressure) leaves
+    the items alone and judges them under a perturbed judge (``probe.perturb(judge, target)``); a
+    probe whose change depends on the original answer (social pressure argues against it) gets one
+    perturbed judge per target, and an item whose original judgment gave no value is a recorded
+    failure of that probe. A prompt the probe cannot apply to is refused before any call.
+
 Cost and prefix reuse
     A probe rewrites the judged text in place (the ``output`` slot, or ``output_b``), so the
     prompt up to that slot — instructions, demos, the source document — is the one the
@@ -41,7 +48,8 @@ from mitigate.judge import Judge, Judgment, PromptJudge
 from mitigate.lm.base import LM
 from mitigate.measures.base import Measure
 from mitigate.measures.robustness import ProbeEffect, noise_floor, preference_for, probe_effect
-from mitigate.probes import Probe, ProbedItem, ProbeRecord, check_rewriter
+from mitigate.probes import Probe, ProbedItem, ProbeRecord, PromptProbe, check_rewriter
+from mitigate.probes.prompt_probe import NO_TARGET
 from mitigate.run.journal import write_atomic
 from mitigate.run.runner import run
 
@@ -162,8 +170,10 @@ async def run_probes(
         raise ConfigError("expected items that are all pairwise or all single texts; got a mix")
     task: Literal["score", "pairwise"] = "pairwise" if kinds == {True} else "score"
     check_rewriter(probes, rewriter)
-    for p in probes:  # a side-b probe on single items fails here, before any call
+    for p in probes:  # a side-b probe on single items, or a prompt probe the prompt cannot take, fails here
         p.field_for(items[0])
+        if isinstance(p, PromptProbe):
+            p.perturb(judge)
     if original is None:
         first = await run(judge, items, concurrency=concurrency, progress=progress, desc=f"{label}: original")
         original = first.judgments
@@ -176,11 +186,19 @@ async def run_probes(
     records: list[ProbeRecord] = []
     calls = {"original": _calls(original), "rerun": _calls(again.judgments)}
     for p in probes:
-        probed: list[ProbedItem] = [await p.aprobe(it, rewriter) for it in items]
-        records.extend(pi.record for pi in probed)
-        todo = [pi.item for pi in probed if pi.item is not None]
-        judged = (await run(judge, todo, concurrency=concurrency, progress=progress, check=True,
-                            desc=f"{label}: {p.name}")).judgments if todo else ()
+        if isinstance(p, PromptProbe):
+            judged, kept = await _judge_prompt_probe(
+                p, judge, items, _values(original, items, criterion, task, "a"), task,
+                concurrency=concurrency, progress=progress, desc=f"{label}: {p.name}")
+            records.extend(kept)
+            failed = sum(1 for r in kept if not r.ok)
+        else:
+            probed: list[ProbedItem] = [await p.aprobe(it, rewriter) for it in items]
+            records.extend(pi.record for pi in probed)
+            todo = [pi.item for pi in probed if pi.item is not None]
+            judged = (await run(judge, todo, concurrency=concurrency, progress=progress, check=True,
+                                desc=f"{label}: {p.name}")).judgments if todo else ()
+            failed = sum(1 for pi in probed if pi.item is None)
         side = p.side
         effect = probe_effect(
             _values(original, items, criterion, task, side), _values(judged, items, criterion, task, side),
@@ -188,7 +206,7 @@ async def run_probes(
             ideal=p.ideal, tolerance=tolerance, alpha=alpha, n_boot=n_boot, seed=seed,
         )
         rows.append(ProbeRow(probe=p.name, spec=p.spec(), family=p.family, effect=effect,
-                             rewrite_failures=sum(1 for pi in probed if pi.item is None), calls=_calls(judged)))
+                             rewrite_failures=failed, calls=_calls(judged)))
         calls[p.name] = _calls(judged)
     side0 = probes[0].side
     first = _values(original, items, criterion, task, side0)
@@ -198,6 +216,30 @@ async def run_probes(
                        floor_note=floor_note(temps, floor), tolerance=tolerance, alpha=alpha,
                        tolerance_note=tolerance_note(first, tolerance), constant_note=constant_note(first, task),
                        noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
+
+
+async def _judge_prompt_probe(p: PromptProbe, judge: Judge, items: Sequence[Item], values: Sequence[float | None],
+                              task: Literal["score", "pairwise"], *, concurrency: int, progress: bool, desc: str
+                              ) -> tuple[list[Judgment], list[ProbeRecord]]:
+    """Judge ``items`` under ``p``'s perturbed prompt: one perturbed judge per target (what the change argues for,
+    from each item's original value), and one record per item (a recorded failure where there is no target)."""
+    prompt = judge.leaves()[0].prompt
+    groups: dict[Any, list[int]] = {}
+    records: dict[int, ProbeRecord] = {}
+    for k, value in enumerate(values):
+        target = p.target(value, prompt, task)
+        if target == NO_TARGET:
+            records[k] = p.record(items[k], prompt, error="the original judgment gave no value to argue against")
+        else:
+            groups.setdefault(target, []).append(k)
+    judged: list[Judgment] = []
+    for target, index in groups.items():
+        group = [items[k] for k in index]
+        result = await run(p.perturb(judge, target), group, concurrency=concurrency, progress=progress, check=True,
+                           desc=desc)
+        judged.extend(result.judgments)
+        records.update({k: p.record(items[k], prompt, target) for k in index})
+    return judged, [records[k] for k in sorted(records)]
 
 
 def constant_note(values: Sequence[float | None], task: str) -> str:

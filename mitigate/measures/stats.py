@@ -64,10 +64,7 @@ def _same_length(arrays: Sequence[np.ndarray], names: Sequence[str]) -> None:
 def complete_pairs(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, ...]:
     """The arrays restricted to positions where every one of them is finite."""
     arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
-    _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
-    mask = np.ones(len(arrs[0]), dtype=bool)
-    for a in arrs:
-        mask &= np.isfinite(a)
+    mask = _complete_mask(*arrs)
     return tuple(a[mask] for a in arrs)
 
 
@@ -378,6 +375,34 @@ class PermutationResult(BaseModel):
     reason: str | None = None
 
 
+def _complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> np.ndarray:
+    """Where every array holds a finite value (the items :func:`complete_pairs` keeps)."""
+    arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
+    _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
+    mask = np.ones(len(arrs[0]), dtype=bool)
+    for a in arrs:
+        mask &= np.isfinite(a)
+    return mask
+
+
+def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
+    """Integer codes 0..G-1 of the group labels of the kept items."""
+    labels = list(groups)
+    if len(labels) != len(keep):
+        raise DataError(f"expected one group label per item ({len(keep)}); got {len(labels)}")
+    kept = [str(g) for g, k in zip(labels, keep, strict=True) if k]
+    _, codes = np.unique(np.array(kept, dtype=object).astype(str), return_inverse=True)
+    return codes.astype(np.int64)
+
+
+def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> np.ndarray:
+    """A (n_perm, n) boolean array: which items swap in each permutation (whole groups together with ``codes``)."""
+    if codes is None:
+        return rng.random((n_perm, n)) < 0.5
+    per_group = rng.random((n_perm, int(codes.max()) + 1 if len(codes) else 0)) < 0.5
+    return per_group[:, codes]
+
+
 def _two_sided_p(observed: float, null: np.ndarray) -> float:
     null = null[np.isfinite(null)]
     if len(null) == 0:
@@ -393,6 +418,7 @@ def paired_permutation_test(
     stat: str | Callable[[np.ndarray, np.ndarray], float] = "spearman",
     n_perm: int = 10000,
     seed: int = 0,
+    groups: Sequence[Any] | None = None,
 ) -> PermutationResult:
     """Test whether judge A's agreement with humans differs from judge B's on the same items.
 
@@ -403,11 +429,16 @@ def paired_permutation_test(
     independently with probability 1/2). Ohi et al. (2024) test their mitigation with a
     paired permutation test of this kind. Items missing any of the three scores are
     dropped first. Returns the observed difference and the two-sided p-value.
+
+    ``groups`` (one label per item, e.g. the document): swap A and B for whole groups at
+    once instead of item by item, for items that are not independent (several systems'
+    outputs for one document).
     """
     if n_perm < 1:
         raise ConfigError(
             f"The 'n_perm' parameter of paired_permutation_test must be an int >= 1. Got {n_perm} instead."
         )
+    keep = _complete_mask(a_scores, b_scores, human)
     a, b, h = complete_pairs(a_scores, b_scores, human)
     stat_fn = correlation_function(stat) if isinstance(stat, str) else stat
     with warnings.catch_warnings():
@@ -421,7 +452,7 @@ def paired_permutation_test(
             reason=f"the statistic is undefined for at least one judge on {len(a)} complete items",
         )
     rng = np.random.default_rng(seed)
-    swap = rng.random((n_perm, len(a))) < 0.5
+    swap = _swaps(rng, n_perm, len(a), None if groups is None else _group_codes(groups, keep))
     pa = np.where(swap, b, a)
     pb = np.where(swap, a, b)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -451,27 +482,33 @@ def permutation_test_mean_diff(
     n_perm: int = 10000,
     seed: int = 0,
     paired: bool = False,
+    groups: Sequence[Any] | None = None,
 ) -> PermutationResult:
     """Two-sided permutation test of ``mean(x) - mean(y)``.
 
     Unpaired (default): missing values are dropped from each sample and the group labels
     are shuffled across the pooled values. Paired (``paired=True``, x and y measured on
     the same items): incomplete pairs are dropped and the sign of each item's difference
-    is flipped at random.
+    is flipped at random; with ``groups`` (one label per item, paired only) the signs flip
+    for whole groups at once (items of one document are not independent).
     """
     if n_perm < 1:
         raise ConfigError(
             f"The 'n_perm' parameter of permutation_test_mean_diff must be an int >= 1. Got {n_perm} instead."
         )
     rng = np.random.default_rng(seed)
+    if groups is not None and not paired:
+        raise ConfigError("groups apply to a paired test (paired=True); got groups with paired=False")
     if paired:
+        keep = _complete_mask(x, y)
         a, b = complete_pairs(x, y)
         if len(a) == 0:
             return PermutationResult(observed=math.nan, p_value=math.nan, n=0, n_perm=n_perm,
                                      reason="no complete pairs")
         d = a - b
         observed = float(d.mean())
-        signs = np.where(rng.random((n_perm, len(d))) < 0.5, -1.0, 1.0)
+        codes = None if groups is None else _group_codes(groups, keep)
+        signs = np.where(_swaps(rng, n_perm, len(d), codes), -1.0, 1.0)
         null = (signs * d).mean(axis=1)
         return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(d),
                                  n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))

@@ -9,8 +9,12 @@ declares the direction the targeted bias predicts. One family per module:
   (content-free padding), :class:`Beauty` (markdown, bold, bullets, emoji),
   :class:`Refinement` (a "refined revision" tag), :class:`Identity` (a model-name or author
   tag), :class:`NestedInstruction` (an instruction to the grader hidden in the text);
+  :class:`Format` (markdown <-> plain text, bullets <-> prose);
 - LM-assisted (need a rewriter backend): :class:`Sentiment`, :class:`Assertiveness`,
-  :class:`Fallacy`, :class:`FactualError`.
+  :class:`Fallacy`, :class:`FactualError`, :class:`Paraphrase`;
+- of the prompt (:class:`PromptProbe`: the judged text unchanged, the judge's prompt perturbed):
+  :class:`OptionOrder` (score options reordered), :class:`CriterionOrder` (criteria asked in
+  another order), :class:`SocialPressure` (a claimed expert's verdict in the user turn).
 
 :mod:`mitigate.harness.probe` runs a judge over the original and the probed items, with a
 rerun for the noise floor; :mod:`mitigate.measures.robustness` holds the measures.
@@ -30,11 +34,17 @@ from mitigate.probes.base import (
     resolve_probes,
 )
 from mitigate.probes.beauty import Beauty
+from mitigate.probes.criterion_order import CriterionOrder
 from mitigate.probes.distraction import Distraction
+from mitigate.probes.format import Format
 from mitigate.probes.identity import Identity
 from mitigate.probes.injection import NestedInstruction
+from mitigate.probes.option_order import OptionOrder
+from mitigate.probes.paraphrase import Paraphrase
+from mitigate.probes.prompt_probe import PromptProbe
 from mitigate.probes.refinement import Refinement
 from mitigate.probes.rewrite import Assertiveness, FactualError, Fallacy, LMProbe, Sentiment
+from mitigate.probes.social_pressure import SocialPressure
 from mitigate.probes.verbosity import Verbosity
 
 __all__ = [
@@ -42,20 +52,26 @@ __all__ = [
     "Authority",
     "Bandwagon",
     "Beauty",
+    "CriterionOrder",
     "Direction",
     "Distraction",
     "FactualError",
     "Fallacy",
+    "Format",
     "Identity",
     "LMProbe",
     "NestedInstruction",
+    "OptionOrder",
+    "Paraphrase",
     "Probe",
     "ProbeRecord",
     "ProbedItem",
+    "PromptProbe",
     "Refinement",
     "RuleProbe",
     "Sentiment",
     "Side",
+    "SocialPressure",
     "Verbosity",
     "check_rewriter",
     "probe_names",

@@ -34,6 +34,7 @@ from mitigate.registry import Component, Interval, Options, registered
 
 __all__ = [
     "Direction",
+    "Level",
     "Probe",
     "ProbeRecord",
     "ProbedItem",
@@ -49,6 +50,9 @@ Direction = Literal["up", "down", "any"]
 
 Side = Literal["a", "b"]
 """Which text of a pairwise item a probe rewrites: ``a`` (``output``) or ``b`` (``output_b``)."""
+
+Level = Literal["text", "prompt"]
+"""What a probe perturbs: the judged ``text`` (the item), or the judge's ``prompt`` (the rubric, the user turn)."""
 
 
 class ProbeRecord(BaseModel):
@@ -102,6 +106,7 @@ class Probe(Component):
 
     seed: int = 0
     side: Side = "a"
+    level: ClassVar[Level] = "text"
     predicts: ClassVar[Direction] = "up"
     ideal: ClassVar[Literal["unchanged", "down"]] = "unchanged"
     needs_rewriter: ClassVar[bool] = False
@@ -165,13 +170,16 @@ class RuleProbe(Probe):
 # --------------------------------------------------------------------------- look-up
 
 
-def probe_names(*, rule_only: bool = False) -> list[str]:
-    """The registered probe names (rule-based only with ``rule_only``), sorted."""
+def probe_names(*, rule_only: bool = False, level: Level | None = None) -> list[str]:
+    """The registered probe names, sorted: with ``rule_only`` the rule-based probes of the judged text; with
+    ``level`` those perturbing the text or the prompt."""
     out = []
     for name, cls in sorted(registered("probe").items()):
         if name.startswith("test-") or not (isinstance(cls, type) and issubclass(cls, Probe)):
             continue
-        if rule_only and cls.needs_rewriter:
+        if rule_only and (cls.needs_rewriter or cls.level != "text"):
+            continue
+        if level is not None and cls.level != level:
             continue
         out.append(name)
     return out
@@ -180,15 +188,16 @@ def probe_names(*, rule_only: bool = False) -> list[str]:
 def resolve_probes(spec: str | Sequence[str | Probe], *, rewriter: bool = False) -> list[Probe]:
     """Probes from ``"all"``, ``"authority,bandwagon"`` or a list of names / probes.
 
-    ``"all"`` is every registered rule-based probe, plus the LM-assisted ones when
-    ``rewriter`` is True (a rewriter backend was given). A name that is not registered is a
-    ConfigError listing the names.
+    ``"all"`` is every registered rule-based probe of the judged text, plus the LM-assisted ones
+    when ``rewriter`` is True (a rewriter backend was given); probes of the prompt (option order,
+    criterion order, social pressure) apply to some templates only and are named explicitly. A
+    name that is not registered is a ConfigError listing the names.
     """
     items: Iterable[str | Probe]
     if isinstance(spec, str):
         parts = [p.strip() for p in spec.split(",") if p.strip()]
         if parts == ["all"]:
-            return [registered("probe")[n]() for n in probe_names(rule_only=not rewriter)]
+            return [registered("probe")[n]() for n in probe_names(rule_only=not rewriter, level="text")]
         items = parts
     else:
         items = spec

@@ -35,7 +35,10 @@ What is checked
     build, so those meet their component's contract.
     probes: the rewrite changes only the judged text, is recorded (original and probed text;
     model and raw answer for an LM-assisted probe), and is the same from the rebuilt spec; an
-    LM-assisted probe refuses without a rewriter.
+    LM-assisted probe refuses without a rewriter. A probe of the prompt leaves the item alone,
+    changes the requests of a judge whose prompt it applies to (options, several criteria),
+    records the change, gives the same requests from the rebuilt spec, leaves the judge it
+    was given unchanged, and refuses a prompt it cannot apply to with a one-line ConfigError.
     engines: a tiny search with a scripted judge stays within its budget, reports the
     baseline as the first trial and names the engine, or the engine refuses with a
     ConfigError before any LM call.
@@ -409,12 +412,59 @@ _PROBE_ITEM = Item(id="probe-check", output="The mayor opened the bridge. Traffi
                    output_b="A bridge opened.", inputs={"source": "An article about a bridge."})
 
 
+_OPTIONS_TEMPLATE = ("Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
+                     "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: {{output}}\n\nScore:")
+
+
+def _prompt_probe_judges() -> list[PromptJudge]:
+    """Judges a prompt probe may apply to: one whose prompt lists options, one scoring two criteria in one call."""
+    lm = FakeLM(lambda request: "Score: 2")
+    with_options = PromptJudge(JudgePrompt.from_template(_OPTIONS_TEMPLATE, criterion="coherence"), lm)
+    multi = registered("mitigation")["multi-attribute"](
+        criteria=(Criterion(name="coherence"), Criterion(name="fluency"))).wrap(with_options)
+    return [with_options, multi]  # type: ignore[list-item]
+
+
+def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
+    """A probe of the prompt changes the requests (never the item), records it, and refuses what it cannot apply to."""
+    from mitigate.probes import PromptProbe  # the probes package is loaded: ``probe`` is one of its values
+
+    assert isinstance(probe, PromptProbe)
+    before = _PROBE_ITEM.model_dump()
+    applied = 0
+    for judge in _prompt_probe_judges():
+        original = [r.request.model_dump() for r in judge.requests(_PROBE_ITEM)]
+        prompt = judge.leaves()[0].prompt
+        target = probe.target(3.0, prompt, "score")
+        try:
+            perturbed = probe.perturb(judge, target)
+        except ConfigError as exc:
+            assert "\n" not in str(exc) and "expected" in str(exc), f"unclear refusal: {exc}"
+            continue
+        applied += 1
+        changed = [r.request.model_dump() for r in perturbed.requests(_PROBE_ITEM)]
+        again = [r.request.model_dump() for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(
+            _PROBE_ITEM)]
+        assert changed != original, f"{type(probe).__name__} left the requests unchanged"
+        assert again == changed, f"{type(probe).__name__} perturbs differently from the same spec"
+        assert [r.request.model_dump() for r in judge.requests(_PROBE_ITEM)] == original, "the judge was changed"
+        record = probe.record(_PROBE_ITEM, prompt, target)
+        assert record.ok and record.field == "prompt" and record.probed and record.probed != record.original
+    assert applied, f"{type(probe).__name__} applied to no judge of the check (a prompt with options, two criteria)"
+    assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item"
+    assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
+
+
 def check_probe_rewrites_and_records(probe: Probe) -> None:
     """A probe changes the judged text only, records the rewrite, and rewrites the same way twice.
 
     An LM-assisted probe refuses with a ConfigError without a rewriter, and with a scripted one
-    records the model and its raw answer.
+    records the model and its raw answer. A probe of the prompt is checked by
+    :func:`check_prompt_probe_changes_the_prompt_only` instead.
     """
+    if probe.level == "prompt":
+        check_prompt_probe_changes_the_prompt_only(probe)
+        return
     before = _PROBE_ITEM.model_dump()
     rewriter = None
     if probe.needs_rewriter:
