@@ -339,3 +339,11 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
     rows = {s["key"]: s for s in json.loads(result.stdout)["slices"] if s["kind"] == "probe"}
     assert rows["social-pressure"]["a"] == 1.0 and rows["social-pressure"]["b"] < 0.5
     assert rows["format"]["a"] == rows["format"]["b"] == 1.0 and "rerun (noise floor)" in rows
+
+
+def test_length_slices_are_listed_shortest_first():
+    from mitigate.harness.diff import _slice_order
+
+    labels = ["57-69 words", "5-46 words", "70-107 words", "47-56 words", "5-46 words"]
+    assert _slice_order("length", labels) == ["5-46 words", "47-56 words", "57-69 words", "70-107 words"]
+    assert _slice_order("system", ["M2", "M1", "M2"]) == ["M2", "M1"]

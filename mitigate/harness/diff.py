@@ -631,6 +631,14 @@ def _length_buckets(items: Sequence[Item]) -> list[str]:
     return [f"{words[bins == b].min():g}-{words[bins == b].max():g} words" for b in bins]
 
 
+def _slice_order(kind: str, labels: Sequence[Hashable | None]) -> list[Hashable | None]:
+    """The slice keys in the order a reader expects: length buckets shortest first, others as first met."""
+    keys = list(dict.fromkeys(labels))
+    if kind == "length":
+        keys.sort(key=lambda k: float(str(k).split("-", 1)[0]) if str(k)[:1].isdigit() else -1.0)
+    return keys
+
+
 def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
     keys: dict[str, Sequence[Hashable | None]] = {
@@ -641,7 +649,7 @@ def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criter
     for kind, labels in keys.items():
         if any(v is None for v in labels) or len(set(labels)) < 2:
             continue
-        for key in dict.fromkeys(labels):
+        for key in _slice_order(kind, labels):
             idx = [k for k, v in enumerate(labels) if v == key]
             x, y, h = sa[idx], sb[idx], human[idx]
             ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
@@ -665,7 +673,7 @@ def _slices_pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence
     for kind, labels in keys.items():
         if any(v is None for v in labels) or len(set(labels)) < 2:
             continue
-        for key in dict.fromkeys(labels):
+        for key in _slice_order(kind, labels):
             idx = [k for k, v in enumerate(labels) if v == key and gold[k] is not None]
             if not idx:
                 continue
