@@ -427,6 +427,11 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         if line.strip() in base.answer_stub() or line.strip() in _instruction_paragraph(base):
             continue  # the answer stub and closing instruction are rewritten by answer-kind and reasoning changes
         assert line in kept, line
+    # 9. nothing is inserted inside the judged item: its section, first heading to last text, is sent whole
+    section = base.item_section()
+    unfilled = base.messages[section[0]].template[section[1]:section[2]] if section is not None else ""
+    if unfilled and not re.search(r"\d", unfilled):  # headings with numbers may be rescaled ("(Score 5)")
+        assert base._fill(unfilled, item) in kept, f"text was inserted inside the judged item {unfilled[:80]!r}"
 
 
 def _inserted(before: str, after: str) -> tuple[int, str]:
@@ -866,3 +871,26 @@ def test_demos_right_after_a_guideline_that_follows_the_item_are_refused_naming_
         prompt.with_demos([demo])
     shown = prompt.with_layout("invariant_first").with_demos([demo]).render(_item(prompt))[0].content
     assert shown.startswith("Examples:\n\nQuestion:\nq\n\nAnswer:\no\n\nScore: 2\n\nQuestion:\n")
+
+
+def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
+    prompt = JudgePrompt.from_template(LAYOUTS["layout-geval"].replace("\n", "\r\n"))
+    demo = Demo(item=Item(id="d", output="DEMO SUMMARY", inputs={"Document": "DEMO ARTICLE"}), score=3.0)
+    item = _item(prompt)
+    bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
+    lead_in = bare.index("Example:")
+    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\nClarity: 3\r\n\r\n"
+    assert shown == bare[:lead_in] + block + bare[lead_in:]
+    check_demo_layout(prompt.with_demos([demo]), item)
+
+
+def test_the_item_section_leaves_out_the_markup_that_closes_or_opens_the_blocks_around_it() -> None:
+    text = ("Rate the summary from 1 to 5.\n<example>\nSummary: short and clear\nScore: 4\n</example>\n<article>\n"
+            "{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n<instructions>\nAnswer \"Score: N\".\n"
+            "</instructions>")
+    prompt = JudgePrompt.from_template(text)
+    section = prompt.item_section()
+    assert section is not None
+    idx, start, end = section
+    assert text[start:end] == "<article>\n{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>"
+    assert prompt.demo_place() == (idx, start, False)

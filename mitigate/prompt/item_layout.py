@@ -53,10 +53,12 @@ _LABEL_LEN = 100
 _MARKUP_RE = re.compile(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]|[^\w]|_")
 """Tags, ``<|...|>`` markers, bracketed labels and punctuation: what a markup-only line consists of."""
 
-_CLOSER_RE = re.compile(r"^\s*(?:</[A-Za-z_][^<>\n]*>|[\[<]\|?[^\]>\n]*\b(?:end|END|End)\b[^\]>\n]*\|?[\]>])\s*$")
+_CLOSER_RE = re.compile(r"^\s*(?:</[A-Za-z_][^<>\n]*>|[\[<]\|?[^\]>\n]*\bend\b[^\]>\n]*\|?[\]>])\s*$", re.I)
 """A closing line that may stand after a blank line: ``</summary>``, ``[END DATA]``, ``<|The End of ...|>``."""
 
 _OPEN_TAG_RE = re.compile(r"^\s*<([A-Za-z_][\w.-]*)(?:\s[^<>\n]*)?>\s*$")
+_OPENER_RE = re.compile(r"^\s*(?:<[A-Za-z_][^<>/\n]*>|[\[<]\|?[^\]>\n]*\b(?:begin|start)\b[^\]>\n]*\|?[\]>])\s*$", re.I)
+"""An opening line: ``<summary>``, ``[BEGIN DATA]``, ``[The Start of Assistant's Answer]``."""
 _INLINE_LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
 
 
@@ -185,7 +187,7 @@ def item_layout(template: str) -> ItemLayout | None:
         i = f - 1
         while i >= 0 and lines[i].blank:
             i -= 1
-        if i >= 0 and not _marked(lines[i].text) and (
+        if i >= 0 and not _marked(lines[i].text) and not _CLOSER_RE.match(lines[i].text) and (
                 _is_label(lines[i].text) or (i == f - 1 and len(lines[i].text.strip()) <= _LABEL_LEN)):
             top, used = i, (0 if _markup_only(lines[i].text) else 1)
     top = _extend_heading(lines, top, used, cap, slot_lines[-1])
@@ -223,6 +225,8 @@ def _extend_heading(lines: list[_Line], top: int, used: int, cap: int | None, la
         if _marked(text):
             break
         if _markup_only(text):
+            if _CLOSER_RE.match(text):
+                break  # the end of something above ("</example>"), not part of the item's heading
             opener = _OPEN_TAG_RE.match(text)
             if not gap or (opener and _closes_after(lines, last_slot_line, opener.group(1))):
                 top = i
@@ -249,8 +253,8 @@ def _section_end(lines: list[_Line], last: int) -> int:
         j, gap = i, False
         while j < len(lines) and lines[j].blank:
             j, gap = j + 1, True
-        if j >= len(lines) or not _markup_only(lines[j].text):
-            break
+        if j >= len(lines) or not _markup_only(lines[j].text) or _OPENER_RE.match(lines[j].text):
+            break  # an opening line after the item starts something else ("<instructions>")
         if gap and not _CLOSER_RE.match(lines[j].text):
             break
         end, i = lines[j].end, j + 1
