@@ -287,6 +287,20 @@ Article:
 {{article}}
 
 Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies
+OWN["rubric-between-slots"] = """Rate the answer from 1 to 3.
+
+Question:
+{{question}}
+
+Rubric:
+Score 1 means wrong.
+Score 2 means partly right.
+Score 3 means right.
+
+Answer:
+{{answer}}
+
+Score:"""  # the guideline inside the item: demos show their texts under slot names, added text goes after the item
 
 GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items() if (text := geval_repo_prompt(rel)) is not None}
 """G-Eval's own SummEval prompts, read from a copy of its repository when one is here (see test_template_corpus)."""
@@ -850,15 +864,19 @@ def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and
     assert bare[heading:].startswith("Source Text:\r\n\r\nITEM ARTICLE\r\n\r\nSummary:\r\n\r\nITEM SUMMARY")
 
 
-def test_a_consistency_hint_after_a_guideline_inside_the_item_goes_after_the_item() -> None:
+def test_a_guideline_between_two_slots_stays_out_of_the_demos_and_added_text_goes_after_the_item() -> None:
     from mitigate.strategies.baselines import ConsistencyHint
-    text = ("Rate the answer from 1 to 3.\n\nQuestion:\n{{question}}\n\nRubric:\nScore 1 means wrong.\n"
-            "Score 2 means partly right.\nScore 3 means right.\n\nAnswer:\n{{answer}}\n\nScore:")
-    prompt = JudgePrompt.from_template(text)
+    prompt = JudgePrompt.from_template(OWN["rubric-between-slots"])
     assert prompt.guideline is not None
-    hinted = ConsistencyHint().apply(prompt).render(_item(prompt))[0].content
+    item = _item(prompt)
+    hinted = ConsistencyHint().apply(prompt).render(item)[0].content
     assert hinted.index(DEFAULT_HINT) > hinted.index("THE FIRST OUTPUT")
     assert "Score 3 means right.\n\nAnswer:\nTHE FIRST OUTPUT" in hinted
+    demo = Demo(item=Item(id="d", output="DEMO ANSWER", inputs={"question": "DEMO QUESTION"}), score=2.0)
+    bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
+    heading = bare.index("Question:")
+    block = "Examples:\n\nQuestion:\nDEMO QUESTION\n\nAnswer:\nDEMO ANSWER\n\nScore: 2\n\n"
+    assert shown == bare[:heading] + block + bare[heading:]
 
 
 def test_demos_right_after_a_guideline_that_follows_the_item_are_refused_naming_both() -> None:

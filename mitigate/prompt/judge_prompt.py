@@ -324,8 +324,8 @@ class JudgePrompt(BaseModel):
         with a ``reason`` shows it as that reasoning (before the answer line, or after it); a
         demo without one shows its answer line only, and the block's header says so (the demos
         never show a made-up reasoning, nor imply that none is wanted). A template whose items
-        are not in one section (slots spread over messages, the guideline between two slots)
-        shows each input under its slot name instead.
+        are not in one section (slots spread over messages) shows each input under its slot
+        name instead; a guideline paragraph between two slots is left out of the demos.
         """
         if not self.demos:
             return ""
@@ -350,32 +350,52 @@ class JudgePrompt(BaseModel):
         Answer]", "</summary>"); see :func:`~mitigate.prompt.item_layout.item_layout`. None when
         the slots are spread over several messages or the section holds the guideline.
         """
+        where = self._section_span()
+        if where is None:
+            return None
+        idx, start, end = where
+        section = self.messages[idx].template[start:end]
+        if GUIDELINE_MARK in section or DEMOS_MARK in section:
+            return None
+        return where
+
+    def _section_span(self) -> tuple[int, int, int] | None:
+        """The item section as :meth:`item_section` finds it, whatever it holds; None when slots span messages."""
         holders = [i for i, m in enumerate(self.messages) if SLOT_RE.search(m.template)]
         if len(holders) != 1:
             return None
-        idx = holders[0]
-        template = self.messages[idx].template
-        where = item_layout(template)
+        where = item_layout(self.messages[holders[0]].template)
+        return None if where is None else (holders[0], where.start, where.end)
+
+    def _demo_section(self) -> str | None:
+        """The item section a demo repeats: the template's, without a guideline paragraph that stands between two
+        slots (its heading and options belong to the prompt, not to each item); None when there is none."""
+        where = self._section_span()
         if where is None:
             return None
-        section = template[where.start:where.end]
-        if GUIDELINE_MARK in section or DEMOS_MARK in section:
+        idx, start, end = where
+        section = self.messages[idx].template[start:end].strip("\r\n")
+        if DEMOS_MARK in section:
             return None
-        return idx, where.start, where.end
+        if GUIDELINE_MARK in section:
+            paragraphs = re.split(r"((?:\r?\n)[ \t]*\r?\n)", section)
+            at = next(i for i, p in enumerate(paragraphs) if GUIDELINE_MARK in p)
+            if SLOT_RE.search(paragraphs[at]) or at == 0 or at == len(paragraphs) - 1:
+                return None
+            section = "".join(paragraphs[:at] + paragraphs[at + 2:])
+        return section
 
     def _demo_item_text(self, demo: Demo, nl: str = "\n") -> tuple[str, str]:
         """The demo's item shown under the template's own headings (its item section filled with the demo's texts),
         and what separates it from the answer (a blank line when the section has blank lines)."""
-        where = self.item_section()
-        if where is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
+        section = self._demo_section()
+        if section is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
             shown = []
             for slot in [self.output_slot, *self._input_slots()]:
                 value = _lookup(demo.item, self._field_for(slot))
                 if value is not None:
                     shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}"))
             return nl.join(text for _, text in sorted(shown)), nl
-        idx, start, end = where
-        section = self.messages[idx].template[start:end].strip("\r\n")
 
         def repl(match: re.Match[str]) -> str:
             name = match.group(1).strip()
