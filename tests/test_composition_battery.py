@@ -6,22 +6,33 @@ pipeline (every call of a fan-out) is checked against the rules of DESIGN.md's "
 composition" contract, on the exact text it sends:
 
 1. every score a demo shows is on the prompt's current scale and step;
-2. demos show every input the item shows, under the template's own headings, and answer in
-   its own format (a header says so when the format asks for reasoning the demos do not show);
+2. demos are one span inserted before the judged item's first heading (the request is
+   otherwise unchanged byte for byte, so the item keeps every heading); each demo shows the
+   item's whole section, first heading to last text, with its own texts, and answers in the
+   template's own format (a header says so when the format asks for reasoning the demos do not
+   show);
 3. no added sentence refers to something the prompt lacks (the option-order hint only with
    options; no score wording added to a pairwise prompt);
 4. an added reasoning request never stands before words that forbid reasoning;
 5. a rescale rewrites every statement of the scale;
 6. a change of answer kind (MCQ) replaces the answer stub;
 7. the answer constraint allows the reasoning the prompt asks for, and is bounded;
-8. outside inserted spans the template's lines are unchanged.
+8. outside inserted spans the template's lines are unchanged;
+9. nothing is inserted inside the judged item's section.
 
 A pipeline that cannot be made coherent must be refused with a one-line
 :class:`~mitigate.errors.MitigateError` (counted, never a crash). Templates: the published ones
 of ``tests/test_template_corpus.py`` (read from the installed packages) and their mirrors, plus
 the formats below (our own wording): MT-Bench single with "first write a short critique",
 a G-Eval prompt with "- A score of 1 (no) means" options, an LLMBar-style pairwise prompt with
-numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice after reasoning.
+numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice after reasoning;
+the item layouts (G-Eval's ``Heading:`` / blank / slot under an ``Example:`` lead-in and its
+dialogue form, Markdown headings, XML tags on their own lines and inline, numbered headings),
+each with and without blank lines, a first slot inside a sentence (demos refused) and a rubric
+between two slots; and G-Eval's own SummEval prompts when a copy of its repository is here
+(``MITIGATE_GEVAL_REPO``, default the ``fetch`` snapshot under /work/.mirror; never copied).
+Every demo preset (random, stratified, KNN per item, highest-RS, perturbed, a searched set,
+pairwise) is also fitted and checked on every layout.
 """
 
 from __future__ import annotations
