@@ -139,7 +139,7 @@ def demo_block(criterion: str, mcq: bool) -> str:
         gold = int(demo.score[criterion])  # type: ignore[index]
         answer = f"Answer: {'ABC'[gold - 1]}" if mcq else f"Score: {gold}"  # each form's own answer line
         for order in DEMO_ORDERS:  # under the template's own headings
-            parts.append(f"Article:\n{demo.item.inputs['document']}\n\nSummary:\n{demo.item.output}\n"
+            parts.append(f"Article:\n{demo.item.inputs['document']}\n\nSummary:\n{demo.item.output}\n\n"
                          "Scoring guideline:\n" + "\n".join(lines[k] for k in order) + f"\n{answer}")
     # the chain of thought asks for reasoning first; the demos show only their answers and say so
     return ("Examples (each shows only its final answer; in your own answer, write the reasoning the instructions "
@@ -265,7 +265,7 @@ def p2() -> S.Pipeline:
 
 
 def p2_expected_text(criterion: str, definition: str, demos: list[tuple[int, int]]) -> str:
-    shown = "\n\n".join(f"Document:\nTrain article {i}.\n\nSummary:\nTrain summary {i}.\n"
+    shown = "\n\n".join(f"Document:\nTrain article {i}.\n\nSummary:\nTrain summary {i}.\n\n"
                         f"Score: {score}" for i, score in demos)
     return (
         "Evaluate the summary below on one criterion:\n\n"

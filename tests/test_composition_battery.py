@@ -6,22 +6,33 @@ pipeline (every call of a fan-out) is checked against the rules of DESIGN.md's "
 composition" contract, on the exact text it sends:
 
 1. every score a demo shows is on the prompt's current scale and step;
-2. demos show every input the item shows, under the template's own headings, and answer in
-   its own format (a header says so when the format asks for reasoning the demos do not show);
+2. demos are one span inserted before the judged item's first heading (the request is
+   otherwise unchanged byte for byte, so the item keeps every heading); each demo shows the
+   item's whole section, first heading to last text, with its own texts, and answers in the
+   template's own format (a header says so when the format asks for reasoning the demos do not
+   show);
 3. no added sentence refers to something the prompt lacks (the option-order hint only with
    options; no score wording added to a pairwise prompt);
 4. an added reasoning request never stands before words that forbid reasoning;
 5. a rescale rewrites every statement of the scale;
 6. a change of answer kind (MCQ) replaces the answer stub;
 7. the answer constraint allows the reasoning the prompt asks for, and is bounded;
-8. outside inserted spans the template's lines are unchanged.
+8. outside inserted spans the template's lines are unchanged;
+9. nothing is inserted inside the judged item's section.
 
 A pipeline that cannot be made coherent must be refused with a one-line
 :class:`~mitigate.errors.MitigateError` (counted, never a crash). Templates: the published ones
 of ``tests/test_template_corpus.py`` (read from the installed packages) and their mirrors, plus
 the formats below (our own wording): MT-Bench single with "first write a short critique",
 a G-Eval prompt with "- A score of 1 (no) means" options, an LLMBar-style pairwise prompt with
-numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice after reasoning.
+numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice after reasoning;
+the item layouts (G-Eval's ``Heading:`` / blank / slot under an ``Example:`` lead-in and its
+dialogue form, Markdown headings, XML tags on their own lines and inline, numbered headings),
+each with and without blank lines, a first slot inside a sentence (demos refused) and a rubric
+between two slots; and G-Eval's own SummEval prompts when a copy of its repository is here
+(``MITIGATE_GEVAL_REPO``, default the ``fetch`` snapshot under /work/.mirror; never copied).
+Every demo preset (random, stratified, KNN per item, highest-RS, perturbed, a searched set,
+pairwise) is also fitted and checked on every layout.
 """
 
 from __future__ import annotations
@@ -33,20 +44,24 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from test_template_corpus import CORPUS, _corpus
+from test_template_corpus import CORPUS, GEVAL_PROMPTS, GEVAL_REPO, _corpus, geval_repo_prompt
 
 from mitigate import Item, PromptJudge
-from mitigate.errors import MitigateError
+from mitigate.data.schema import Benchmark
+from mitigate.errors import MitigateError, TemplateError
 from mitigate.judge import Judge
+from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt.answer_format import reasoning_ban, stated_reasoning
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.prompt.parts import SLOT_RE, Demo
+from mitigate.prompt.judge_prompt import JudgePrompt, field_text
+from mitigate.prompt.parts import DEFAULT_DEMO_TEMPLATE, SLOT_RE, Demo
 from mitigate.prompt.template_reader import find_scales
 from mitigate.registry import registered
 from mitigate.scale import Scale
+from mitigate.selectors import KNN, Random, Stratified
 from mitigate.strategies import Demos, Pipeline
 from mitigate.strategies.base import Mitigation
+from mitigate.strategies.demos import PerItemDemosJudge
 from mitigate.strategies.edits import (
     COT_LEAD,
     DEFAULT_COT,
@@ -55,6 +70,8 @@ from mitigate.strategies.edits import (
     STUB_REASONING,
     is_multi_criterion_template,
 )
+from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
+from mitigate.strategies.perturbed_demos import PerturbedDemosPreset
 from mitigate.strategies.sampling import Granularity, Sampling
 
 OWN: dict[str, str] = {
@@ -135,17 +152,181 @@ Reason it through step by step first, so that your conclusion is right. Then pri
 "Y" or "N" (no quotes, no punctuation) on a line of its own.""",
 }
 
-TEMPLATES = sorted(CORPUS) + sorted(OWN)
+
+def _tight(text: str) -> str:
+    """``text`` without its blank lines: the same layout written compactly."""
+    return "\n".join(line for line in text.split("\n") if line.strip())
+
+
+# The layouts an item section is written in (our own wording), each with and without blank lines: G-Eval's
+# (a lead-in "Example:", then "Heading:" / blank / slot), its dialogue form, Markdown headings (with a "# ..."
+# lead-in), XML tags on their own lines and around the slot, and numbered headings.
+LAYOUTS: dict[str, str] = {
+    "layout-geval": """You will be shown one news article and a short summary of it.
+
+Your task is to score the summary on a single quality.
+
+Evaluation Criteria:
+
+Clarity (1-3) - whether each sentence of the summary is easy to understand on a first reading.
+
+- 1: Unclear. Several sentences have to be read twice.
+- 2: Mostly clear. One sentence is hard to follow.
+- 3: Clear. Every sentence is understood at once.
+
+Evaluation Steps:
+
+1. Skim the article to learn what it is about.
+2. Read the summary slowly and mark any sentence that is hard to follow.
+3. Give a clarity score from 1 to 3, with 3 the clearest.
+
+
+Example:
+
+
+Source Text:
+
+{{Document}}
+
+Summary:
+
+{{Summary}}
+
+
+Evaluation Form (scores ONLY):
+
+- Clarity:""",
+    "layout-geval-dialogue": """You will read the history of a chat between two people and one candidate next turn.
+
+Evaluation Criteria:
+
+Interest (1-3) Does the turn give the other speaker something worth answering?
+
+Evaluation Steps:
+
+1. Read the history to learn what the two people talk about.
+2. Decide whether the turn opens something new to talk about.
+
+Conversation History:
+
+{{document}}
+
+Response:
+
+{{response}}
+
+
+Evaluation Form (scores ONLY):
+
+- Interest:""",
+    "layout-markdown": """# Task
+
+Rate how faithful the summary is to the article, on a scale of 1 to 5 where 5 means every claim is supported.
+
+# The texts
+
+## Article
+
+{{article}}
+
+## Summary
+
+{{summary}}
+
+## Your answer
+
+Give it as "Score: N".""",
+    "layout-xml": """Rate how faithful the summary is to the article on a scale of 1 to 5.
+
+<article>
+
+{{article}}
+
+</article>
+
+<summary>
+
+{{summary}}
+
+</summary>
+
+Give your answer as "Score: N".""",
+    "layout-xml-inline": """Rate how faithful the summary is to the article on a scale of 1 to 5.
+
+<article>{{article}}</article>
+
+<summary>{{summary}}</summary>
+
+Give your answer as "Score: N".""",
+    "layout-numbered": """Score how faithful the summary is to its source text, on a scale of 1 to 5.
+
+1. Source text:
+
+{{document}}
+
+2. Summary:
+
+{{summary}}
+
+3. Score (1-5):""",
+    "layout-numbered-inline": """Score how faithful the summary is to its source text, on a scale of 1 to 5.
+
+1. Source text: {{document}}
+
+2. Summary: {{summary}}
+
+Give your answer as "Score: N".""",
+    "layout-markdown-pair": """Decide which answer serves the question better. Reply with "[[A]]" or "[[B]]" only.
+
+## Question
+
+{{question}}
+
+## Answer A
+
+{{answer_a}}
+
+## Answer B
+
+{{answer_b}}""",
+}
+LAYOUTS.update({f"{name}-tight": _tight(text) for name, text in list(LAYOUTS.items())})
+OWN.update(LAYOUTS)
+OWN["slot-in-a-sentence"] = """Is the summary "{{summary}}" a faithful account of the article below? Rate it from 1 to 5.
+
+Article:
+{{article}}
+
+Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies
+OWN["rubric-between-slots"] = """Rate the answer from 1 to 3.
+
+Question:
+{{question}}
+
+Rubric:
+Score 1 means wrong.
+Score 2 means partly right.
+Score 3 means right.
+
+Answer:
+{{answer}}
+
+Score:"""  # the guideline inside the item: demos show their texts under slot names, added text goes after the item
+
+GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items() if (text := geval_repo_prompt(rel)) is not None}
+"""G-Eval's own SummEval prompts, read from a copy of its repository when one is here (see test_template_corpus)."""
+
+TEMPLATES = sorted(CORPUS) + sorted(OWN) + sorted(GEVAL_REPO_TEXTS)
 PAIR_TEMPLATES = ["prometheus-absolute", "alpacaeval-self-taught-mt-bench-pair", "autoevals-factuality",
                   "geval-summeval", "own-mtbench-critique", "own-geval-score-of-no", "own-llmbar-rules", "own-json",
                   "own-score-tag", "own-yes-no", "mtbench-pair"]
 
 
 def _template(name: str) -> JudgePrompt:
-    if name in OWN:
+    if name in OWN or name in GEVAL_REPO_TEXTS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return JudgePrompt.from_template(OWN[name])
+            return JudgePrompt.from_template(OWN.get(name) or GEVAL_REPO_TEXTS[name])
     return _corpus(name)
 
 
@@ -226,18 +407,9 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         assert all(scale.on_grid(v) for v in values), (demo.score, scale.describe())
         if not isinstance(demo.score, dict) and not fmt.two_scores and fmt.json_key is None:
             assert fmt.render(demo.score, scale) in sent
-    # 2. demos show every input under the template's own headings
-    section = prompt.item_section()
-    if prompt.demos and section is not None and prompt.demo_template == base.demo_template:
-        idx, a, b = section
-        headings = [ln.strip() for ln in SLOT_RE.sub("\n", prompt.messages[idx].template[a:b]).splitlines()
-                    if ln.strip()]
-        for h in headings:
-            assert sent.count(h) >= len(prompt.demos) + 1, h
-        for demo in prompt.demos:
-            assert demo.item.output in sent
-        if fmt.reasoning != "none" and any(not d.reason for d in prompt.demos):
-            assert "each shows only its final answer" in sent
+    # 2. demos stand before the item's first heading and show every heading of the item, in the template's spacing
+    if prompt.demos:
+        check_demo_layout(prompt, item)
     # 3. no added sentence about options the prompt lacks; no score wording added to a pairwise prompt
     if DEFAULT_HINT in sent:
         assert prompt.guideline is not None and prompt.answer != "pairwise"
@@ -280,6 +452,81 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         if line.strip() in base.answer_stub() or line.strip() in _instruction_paragraph(base):
             continue  # the answer stub and closing instruction are rewritten by answer-kind and reasoning changes
         assert line in kept, line
+    # 9. nothing is inserted inside the judged item: its section, first heading to last text, is sent whole
+    section = base.item_section()
+    unfilled = base.messages[section[0]].template[section[1]:section[2]] if section is not None else ""
+    if unfilled and not re.search(r"\d", unfilled):  # headings with numbers may be rescaled ("(Score 5)")
+        assert base._fill(unfilled, item) in kept, f"text was inserted inside the judged item {unfilled[:80]!r}"
+
+
+def _inserted(before: str, after: str) -> tuple[int, str]:
+    """Where and what: ``after`` must be ``before`` with one span inserted; the earliest place it can stand."""
+    n = min(len(before), len(after))
+    head = 0
+    while head < n and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < n and before[len(before) - 1 - tail] == after[len(after) - 1 - tail]:
+        tail += 1
+    assert len(after) > len(before) and head + tail >= len(before), \
+        "outside the inserted demos the request differs from the one without them"
+    at = max(len(before) - tail, 0)
+    return at, after[at: at + len(after) - len(before)]
+
+
+def _first_heading(text: str, value: str) -> int:
+    """Where the heading of the text ``value`` starts in ``text``: its line when words precede it there, else the
+    nearest non-blank line above (the slot's own line when there is none)."""
+    at = text.index(value)
+    line = text.rfind("\n", 0, at) + 1
+    if re.search(r"[^\W_]", text[line:at]):
+        return line
+    above = [m for m in re.finditer(r"[^\r\n]*\S[^\r\n]*", text[:line])]
+    return above[-1].start() if above else line
+
+
+def check_demo_layout(prompt: JudgePrompt, item: Item) -> None:
+    """The demos of ``prompt`` are coherent with the item they precede (DESIGN.md, coherent composition).
+
+    Rendered with and without its demos, the request differs by one inserted span only (the
+    template is unchanged byte for byte around it, the judged item keeps every heading); the
+    span stands before the judged item's first heading; and each demo shows the item's whole
+    section, from that heading to its last text, with the demo's texts in place of the item's,
+    followed by its gold answer in the prompt's answer format.
+    """
+    bare = prompt.model_copy(update={"demos": ()})
+    before = [m.content for m in bare.render(item)]
+    after = [m.content for m in prompt.render(item)]
+    changed = [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a]
+    assert len(changed) == 1, f"the demos changed {len(changed)} messages"
+    idx = changed[0]
+    at, block = _inserted(before[idx], after[idx])
+    template = prompt.messages[idx].template
+    slots = [m.group(1).strip() for m in SLOT_RE.finditer(template)]
+    if not slots:
+        return
+    values = {s: field_text(item, prompt._field_for(s)) for s in slots}
+    text = before[idx]
+    start = _first_heading(text, values[slots[0]] or "")
+    assert at <= start, f"the demos stand after the judged item's first heading: {text[start:start + 60]!r}"
+    if prompt.item_section() is None or prompt.demo_template != DEFAULT_DEMO_TEMPLATE:
+        return  # demos shown under slot names (slots over several messages, a guideline between two slots)
+    last = values[slots[-1]] or ""
+    section = text[start: text.index(last) + len(last)]
+    pos = 0
+    for demo in prompt.demos:
+        shown = section
+        for s in dict.fromkeys(slots):
+            shown = shown.replace(values[s] or "", field_text(demo.item, prompt._field_for(s)) or "")
+        found = block.find(shown, pos)
+        assert found >= 0, f"demo {demo.item.id!r} does not show the item's section {shown[:200]!r}"
+        pos = found + len(shown)
+        fmt = prompt.format
+        gold = demo.verdict if prompt.answer == "pairwise" else demo.score
+        if not isinstance(gold, dict) and fmt.json_key is None and not fmt.two_scores:
+            answer = fmt.render(gold, prompt.scale) if prompt.answer != "mcq" else None
+            if answer is not None:
+                assert answer in block[pos:], (demo.item.id, answer)
 
 
 def _instruction_paragraph(prompt: JudgePrompt) -> str:
@@ -449,3 +696,230 @@ def test_a_critique_request_before_an_answer_stub_is_read_as_reasoning_first() -
     assert prompt.format.line == "Rating: {value}" and prompt.format.reasoning == "before"
     con = prompt.format.constraint(prompt.scale, max_tokens=256)
     assert re.fullmatch(con.regex, "Too vague about the dates of the trip.\nRating: 4")
+
+
+# --------------------------------------------------------------------------- every demo preset on every item layout
+
+
+class _Likelihood(LM):
+    """A likelihood backend for HighestRS's fit: the log-likelihood of a text is minus its length."""
+
+    provider = "layout-ll"
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        raise AssertionError("a likelihood backend is not asked to complete")
+
+    async def loglikelihood(self, context: str, continuation: str) -> float:
+        return -float(len(continuation))
+
+
+def _criterion(prompt: JudgePrompt) -> str:
+    return prompt.criteria[0].name if prompt.criteria else "score"
+
+
+def _train(prompt: JudgePrompt, n: int = 10) -> Benchmark:
+    """Labelled training items holding every text the template shows (scores across its scale, or preferences)."""
+    crit, pair = _criterion(prompt), prompt.answer == "pairwise"
+    fields = [prompt._field_for(s) for s in prompt._input_slots() if prompt._field_for(s) != "output_b"]
+    steps = int(prompt.scale.max - prompt.scale.min) + 1
+    items = tuple(Item(id=f"t{k}", doc_id=f"doc{k}", system=f"s{k % 2}", output=f"TRAIN OUTPUT {k}" + " more" * k,
+                       output_b=f"TRAIN SECOND {k}" if pair else None, inputs={f: f"train {k} {f}" for f in fields},
+                       human={} if pair else {crit: prompt.scale.min + k % steps},
+                       preference={crit: "AB"[k % 2]} if pair else {}) for k in range(n))
+    return Benchmark(name="layout-train", items=items, criteria=(crit,), scale=Scale(min=prompt.scale.min,
+                                                                                       max=prompt.scale.max))
+
+
+def _judge_lm(prompt: JudgePrompt) -> FakeLM:
+    """Answers in the prompt's own format, a score that depends on the judged training item."""
+    def answer(request: LMRequest) -> str:
+        k = int(re.findall(r"TRAIN OUTPUT (\d+)", request.messages[-1].content)[-1])
+        steps = int(prompt.scale.max - prompt.scale.min + 1)
+        return prompt.format.render(prompt.scale.min + (2 * k + k // steps) % steps, prompt.scale)
+    return FakeLM(answer)
+
+
+DEMO_PRESETS = ("random-demos", "stratified", "knn-per-item", "highest-rs", "perturbed-demos", "searched-set")
+"""Every way demos reach a prompt: the registered presets, a per-item selector and a searched (given) set."""
+
+
+def _preset(name: str, prompt: JudgePrompt, train: Benchmark) -> Demos | None:
+    """Demo preset ``name`` fitted on ``train`` for ``prompt`` (None when it has no form for the prompt)."""
+    pair = prompt.answer == "pairwise"
+    base = PromptJudge(prompt, _judge_lm(prompt))
+    if name == "random-demos":
+        return RandomDemosPreset(k=2, seed=1).build().fit(train, base)
+    if name == "stratified":
+        return Demos(selector=Stratified(seed=1), k=2).fit(train, base)
+    if name == "knn-per-item":
+        return Demos(selector=KNN(), k=2).fit(train, base)
+    if name == "highest-rs":
+        return None if pair else HighestRSDemosPreset(k=2).build().fit(train, base, lm=_Likelihood(), progress=False)
+    if name == "perturbed-demos":
+        return None if pair or prompt.guideline is None else PerturbedDemosPreset(n=2, seed=1).build().fit(train, base)
+    assert name == "searched-set"  # what `mitigate search` writes: the chosen demos, given
+    chosen = Random(seed=3).fit(train, criterion=_criterion(prompt)).select(2)
+    return Demos(demos=tuple(chosen), k=2)
+
+
+def _layout_cases() -> list[Any]:
+    cases = []
+    for name in sorted(LAYOUTS) + sorted(GEVAL_PROMPTS):
+        if name in GEVAL_PROMPTS and name not in GEVAL_REPO_TEXTS:
+            cases.append(pytest.param(name, "random-demos", marks=pytest.mark.skip(
+                reason=f"no copy of G-Eval's repository at {GEVAL_REPO} (fetch github:nlpyang/geval)")))
+            continue
+        prompt = _template(name)
+        for preset in DEMO_PRESETS:
+            if preset not in ("highest-rs", "perturbed-demos") or (
+                    prompt.answer != "pairwise" and (preset == "highest-rs" or prompt.guideline is not None)):
+                cases.append(pytest.param(name, preset, id=f"{name}-{preset}"))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "preset"), _layout_cases())
+def test_every_demo_preset_shows_each_demo_under_the_items_headings_before_its_first_heading(name: str,
+                                                                                         preset: str) -> None:
+    prompt = _template(name)
+    mitigation = _preset(preset, prompt, _train(prompt))
+    assert mitigation is not None
+    item = _item(prompt)
+    judge = mitigation.wrap(PromptJudge(prompt, FakeLM(_answer)))
+    inner = judge.for_item(item)[0] if isinstance(judge, PerItemDemosJudge) else judge
+    sent = [[m.content for m in r.request.messages] for r in judge.requests(item)]
+    leaves = inner.leaves()
+    assert leaves and all(leaf.prompt.demos for leaf in leaves)
+    for leaf in leaves:
+        check_demo_layout(leaf.prompt, item)
+        assert [m.content for m in leaf.prompt.render(item)] in sent  # what was checked is what is sent
+
+
+SLOT_IN_SENTENCE = OWN["slot-in-a-sentence"]
+
+
+@pytest.mark.parametrize("preset", ["random-demos", "knn-per-item", "searched-set", "highest-rs"])
+def test_demos_are_refused_in_one_line_naming_the_slot_in_a_sentence_and_the_mitigation(preset: str) -> None:
+    prompt = JudgePrompt.from_template(SLOT_IN_SENTENCE)
+    mitigation = _preset(preset, prompt, _train(prompt))
+    assert mitigation is not None
+    lm = FakeLM([])
+    with pytest.raises(TemplateError) as refused:
+        mitigation.wrap(PromptJudge(prompt, lm))
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(mitigation.label)
+    assert "first slot {{summary}} stands inside the sentence 'Is the summary \"{{summary}}\" a faithful" in message
+    assert lm.requests == []
+
+
+def test_a_template_without_demos_is_judged_whatever_its_layout() -> None:
+    prompt = JudgePrompt.from_template(SLOT_IN_SENTENCE)
+    (message,) = prompt.render(_item(prompt))
+    assert message.content.startswith('Is the summary "THE FIRST OUTPUT" a faithful')
+
+
+# name -> (line of the section's first heading, line where the demos go), counted upward from the first slot's line:
+# how far the first heading reaches in published templates, read from the later slots' headings
+PUBLISHED_HEADINGS = {
+    "flowjudge-with-inputs": (3, 3),  # "# INPUT" / "Below ...:" / "<inputs>", like its "# OUTPUT" block
+    "flowjudge-no-inputs": (3, 3),  # one slot: the adjacent heading lines
+    "autoevals-factuality": (2, 2),  # "[BEGIN DATA]" / "****" open the section "[END DATA]" closes
+    "alpacaeval-clf-m-M": (3, 3),  # "## Instruction" / blank / "{", like its "## Model Outputs" block
+    "alpacaeval-chatgpt": (1, 1),  # "## Instruction:"
+    "prometheus-absolute": (1, 1),  # "###The instruction to evaluate:"
+    "arenahard": (1, 1),  # "<|User Prompt|>" on the first line
+    "mtbench-pair": (1, 1),  # "[User Question]"
+    "geval-summeval": (2, 2),
+    "geval-repo-coherence": (2, 5),  # "Source Text:" / blank; the demos go before the lead-in "Example:" / blanks
+    "geval-repo-fluency": (2, 4),
+    "layout-geval": (2, 5),
+    "layout-geval-tight": (1, 2),  # "Example:" stacked on "Source Text:" is a lead-in
+    "layout-markdown": (2, 4),  # "## Article" / blank, under the lead-in "# The texts"
+    "layout-markdown-tight": (1, 2),
+    "layout-xml": (2, 2),
+    "layout-xml-inline": (0, 0),
+    "layout-numbered-tight": (1, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_HEADINGS))
+def test_the_first_heading_and_the_lead_in_are_found_where_the_template_puts_them(name: str) -> None:
+    if name in GEVAL_PROMPTS and name not in GEVAL_REPO_TEXTS:
+        pytest.skip(f"no copy of G-Eval's repository at {GEVAL_REPO} (fetch github:nlpyang/geval)")
+    prompt = _template(name)
+    heading, lead_in = PUBLISHED_HEADINGS[name]
+    section = prompt.item_section()
+    place = prompt.demo_place()
+    assert section is not None and isinstance(place, tuple)
+    idx, start, _ = section
+    template = prompt.messages[idx].template
+    first = SLOT_RE.search(template)
+    assert first is not None
+    line_starts = [0] + [m.end() for m in re.finditer(r"\n", template[: first.start()])]
+    assert start == line_starts[-1 - heading]
+    assert place[:2] == (idx, line_starts[-1 - lead_in])
+
+
+def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and_line_breaks() -> None:
+    text = GEVAL_REPO_TEXTS.get("geval-repo-coherence")
+    if text is None:
+        pytest.skip(f"no copy of G-Eval's repository at {GEVAL_REPO} (fetch github:nlpyang/geval)")
+    prompt = JudgePrompt.from_template(text)
+    demo = Demo(item=Item(id="d", output="DEMO SUMMARY", inputs={"Document": "DEMO ARTICLE"}), score=2.0)
+    item = Item(id="i", output="ITEM SUMMARY", inputs={"Document": "ITEM ARTICLE"})
+    bare = prompt.render(item)[0].content
+    shown = prompt.with_demos([demo]).render(item)[0].content
+    lead_in = bare.index("Example:")
+    heading = bare.index("Source Text:")
+    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\nCoherence: 2\r\n\r\n"
+    assert lead_in < heading and shown == bare[:lead_in] + block + bare[lead_in:]
+    assert bare[heading:].startswith("Source Text:\r\n\r\nITEM ARTICLE\r\n\r\nSummary:\r\n\r\nITEM SUMMARY")
+
+
+def test_a_guideline_between_two_slots_stays_out_of_the_demos_and_added_text_goes_after_the_item() -> None:
+    from mitigate.strategies.baselines import ConsistencyHint
+    prompt = JudgePrompt.from_template(OWN["rubric-between-slots"])
+    assert prompt.guideline is not None
+    item = _item(prompt)
+    hinted = ConsistencyHint().apply(prompt).render(item)[0].content
+    assert hinted.index(DEFAULT_HINT) > hinted.index("THE FIRST OUTPUT")
+    assert "Score 3 means right.\n\nAnswer:\nTHE FIRST OUTPUT" in hinted
+    demo = Demo(item=Item(id="d", output="DEMO ANSWER", inputs={"question": "DEMO QUESTION"}), score=2.0)
+    bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
+    heading = bare.index("Question:")
+    block = "Examples:\n\nQuestion:\nDEMO QUESTION\n\nAnswer:\nDEMO ANSWER\n\nScore: 2\n\n"
+    assert shown == bare[:heading] + block + bare[heading:]
+
+
+def test_demos_right_after_a_guideline_that_follows_the_item_are_refused_naming_both() -> None:
+    text = ("Question:\n{{question}}\n\nAnswer:\n{{answer}}\n\nRubric:\nScore 1 means wrong.\n"
+            "Score 2 means partly right.\nScore 3 means right.\n\nScore:")
+    prompt = JudgePrompt.from_template(text).with_layout("as_written")
+    demo = Demo(item=Item(id="d", output="o", inputs={"question": "q"}), score=2.0)
+    with pytest.raises(TemplateError, match=r"layout 'as_written' puts the demos right after the guideline, which "
+                                            r"stands after the judged item's first heading 'Question:'"):
+        prompt.with_demos([demo])
+    shown = prompt.with_layout("invariant_first").with_demos([demo]).render(_item(prompt))[0].content
+    assert shown.startswith("Examples:\n\nQuestion:\nq\n\nAnswer:\no\n\nScore: 2\n\nQuestion:\n")
+
+
+def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
+    prompt = JudgePrompt.from_template(LAYOUTS["layout-geval"].replace("\n", "\r\n"))
+    demo = Demo(item=Item(id="d", output="DEMO SUMMARY", inputs={"Document": "DEMO ARTICLE"}), score=3.0)
+    item = _item(prompt)
+    bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
+    lead_in = bare.index("Example:")
+    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\nClarity: 3\r\n\r\n"
+    assert shown == bare[:lead_in] + block + bare[lead_in:]
+    check_demo_layout(prompt.with_demos([demo]), item)
+
+
+def test_the_item_section_leaves_out_the_markup_that_closes_or_opens_the_blocks_around_it() -> None:
+    text = ("Rate the summary from 1 to 5.\n<example>\nSummary: short and clear\nScore: 4\n</example>\n<article>\n"
+            "{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n<instructions>\nAnswer \"Score: N\".\n"
+            "</instructions>")
+    prompt = JudgePrompt.from_template(text)
+    section = prompt.item_section()
+    assert section is not None
+    idx, start, end = section
+    assert text[start:end] == "<article>\n{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>"
+    assert prompt.demo_place() == (idx, start, False)

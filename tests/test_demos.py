@@ -255,14 +255,14 @@ def test_a_pairwise_demo_shows_the_outputs_under_the_templates_headings_and_its_
     demo = message.content.split("Examples:\n\n", 1)[1].split("\n\n[Question]\nReal?", 1)[0]
     # the template asks for the verdict alone: the demo's reason is not shown as reasoning it forbids
     assert demo == ("[Question]\nQ?\n\n[The Start of Assistant B's Answer]\nDEMO B\n[The End of Assistant B's Answer]"
-                    "\n\n[The Start of Assistant A's Answer]\nDEMO A\n[The End of Assistant A's Answer]\n[[A]]")
+                    "\n\n[The Start of Assistant A's Answer]\nDEMO A\n[The End of Assistant A's Answer]\n\n[[A]]")
 
 
 def test_a_pairwise_demo_shows_its_reason_as_the_reasoning_a_template_asks_for() -> None:
     text = MT_BENCH_PAIR_LIKE.replace("Compare the two assistants.", "First explain your comparison briefly.")
     prompt = JudgePrompt.from_template(text).with_demos([PAIR_DEMO])
     assert prompt.format.reasoning == "before"
-    assert prompt.render_demos().endswith("[The End of Assistant A's Answer]\nA is right.\n[[A]]")
+    assert prompt.render_demos().endswith("[The End of Assistant A's Answer]\n\nA is right.\n[[A]]")
 
 
 def test_fixed_demos_on_a_pairwise_prompt_answer_with_the_verdict() -> None:

@@ -189,7 +189,8 @@ def test_demos_go_before_the_first_item_paragraph_so_the_prefix_is_shared() -> N
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:
         common += 1
-    assert "Summary:\nDemo summary.\nScore: 4" in a[:common]  # the template's own headings and answer line
+    # the template's own headings and answer line, spaced as the template spaces its parts (blank lines)
+    assert "Summary:\nDemo summary.\n\nScore: 4" in a[:common]
     assert "Article:\nDemo article." in a[:common]
     assert a[:common].rstrip().endswith("Article:")  # everything before the item is shared
     assert prompt.demos == ()  # with_demos returned a copy

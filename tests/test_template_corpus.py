@@ -20,7 +20,10 @@ from __future__ import annotations
 import ast
 import importlib.metadata as md
 import json
+import os
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,6 +92,30 @@ def _prometheus(name: str) -> str:
 
 def _flow(name: str) -> str:
     return _py_constants("flow-judge", "flow_judge/utils/prompt_formatter.py")[name]
+
+
+GEVAL_REPO = Path(os.environ.get("MITIGATE_GEVAL_REPO", "/work/.mirror/nlpyang+geval/repo"))
+"""A copy of G-Eval's repository (github.com/nlpyang/geval): a checkout, or a bare snapshot read through git."""
+
+GEVAL_PROMPTS = {"geval-repo-coherence": "prompts/summeval/coh_detailed.txt",
+                 "geval-repo-consistency": "prompts/summeval/con_detailed.txt",
+                 "geval-repo-fluency": "prompts/summeval/flu_detailed.txt",
+                 "geval-repo-relevance": "prompts/summeval/rel_detailed.txt"}
+"""G-Eval's own SummEval prompts, by the name the tests give them (no package ships them; never copied here)."""
+
+
+def geval_repo_prompt(rel: str) -> str | None:
+    """One of G-Eval's prompt files as published (line breaks kept), or None when no copy of the repository is here."""
+    if (GEVAL_REPO / rel).is_file():
+        return (GEVAL_REPO / rel).read_bytes().decode("utf-8")
+    if not GEVAL_REPO.is_dir():
+        return None
+    try:
+        shown = subprocess.run(["git", f"--git-dir={GEVAL_REPO}", "show", f"HEAD:{rel}"], capture_output=True,
+                               timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return shown.stdout.decode("utf-8") if shown.returncode == 0 else None
 
 
 # Our own rubric in Flow Judge's rubric format ("- Score N: ..."); Flow Judge's presets are Python objects.

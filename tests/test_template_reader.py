@@ -223,11 +223,11 @@ def test_demos_go_before_the_first_slot_paragraph_in_a_crlf_template() -> None:
     assert body.endswith("Summary: X\r\nScore 1 means bad\r\nScore 2 means good")
 
 
-def test_demos_go_before_the_slot_line_when_the_slot_is_in_the_first_paragraph() -> None:
+def test_demos_go_before_the_heading_line_of_a_slot_in_the_first_paragraph_and_repeat_it() -> None:
     prompt = JudgePrompt.from_template("Rate this summary:\n{{summary}}\nScore: ").with_demos(
         [Demo(item=Item(id="d", output="A demo."), score=2)])
     body = prompt.render(Item(id="i", output="X"))[0].content
-    assert body.startswith("Rate this summary:\nExamples:") and body.endswith("\n\nX\nScore: ")
+    assert body == "Examples:\n\nRate this summary:\nA demo.\nScore: 2\n\nRate this summary:\nX\nScore: "
 
 
 def test_demos_answer_in_the_templates_own_format() -> None:

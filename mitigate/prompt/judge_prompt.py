@@ -29,6 +29,7 @@ from mitigate.data.schema import Item
 from mitigate.errors import DataError, MitigateError, TemplateError
 from mitigate.lm.base import Message
 from mitigate.prompt.answer_format import AnswerFormat, AnswerKind
+from mitigate.prompt.item_layout import item_layout
 from mitigate.prompt.parts import (
     DEFAULT_DEMO_TEMPLATE,
     DEMOS_MARK,
@@ -65,9 +66,11 @@ class JudgePrompt(BaseModel):
     - ``output_slot``: the slot holding the judged text; ``slot_fields`` maps other slot
       names to item fields when they differ (e.g. ``{"Document": "source"}``; the second
       text of a pairwise template maps to ``output_b``).
-    - ``demos``: demonstrations, rendered with ``demo_template`` and inserted before the
-      first paragraph that holds an item slot (layout "invariant_first", so instructions and
-      demos form a prefix shared by every item) or right after the guideline ("as_written").
+    - ``demos``: demonstrations, each shown under the template's own item headings
+      (:meth:`render_demos`) and inserted before the judged item's first heading and any
+      lead-in above it such as G-Eval's "Example:" (layout "invariant_first", so instructions
+      and demos form a prefix shared by every item) or right after the guideline
+      ("as_written"); see :meth:`demo_place`.
     - ``source``: how the template was written (chat markup, placeholder syntax), to write
       it back exactly (:meth:`template_source`).
     """
@@ -197,10 +200,14 @@ class JudgePrompt(BaseModel):
         demos with a gold ``verdict``, a scoring prompt demos with a gold ``score``. Every
         gold score is put on this prompt's scale and step (:meth:`Demo.on_scale`): a demo
         labelled on another scale (its ``scale``) is mapped linearly, one without a scale
-        must lie within this prompt's (TemplateError naming both otherwise).
+        must lie within this prompt's (TemplateError naming both otherwise). TemplateError too
+        when the template has no coherent place for demos (:meth:`demo_place`).
         """
         for demo in demos:
             _check_demo_fits(demo, self)
+        place = self.demo_place() if demos else None
+        if isinstance(place, str):
+            raise TemplateError(f"demos cannot be shown: {place}")
         shown = tuple(d.on_scale(self.scale) if self.answer != "pairwise" else d for d in demos)
         return self.model_copy(update={"demos": shown})
 
@@ -244,42 +251,88 @@ class JudgePrompt(BaseModel):
         return self.source.restore(texts)
 
     def render(self, item: Item) -> tuple[Message, ...]:
-        """Chat messages for judging ``item``: guideline, demos and slots filled in one pass."""
+        """Chat messages for judging ``item``: guideline, demos and slots filled in one pass.
+
+        The demos block goes where :meth:`demo_place` says: before the judged item's first
+        heading and any lead-in above it (layout "invariant_first"), or right after the
+        guideline ("as_written"). TemplateError when no such place is coherent.
+        """
         guideline_text = self.guideline.render() if self.guideline else ""
-        demos_text = self.render_demos()
-        placed = not demos_text
+        place = self.demo_place() if self.demos else None
+        if isinstance(place, str):
+            raise TemplateError(f"demos cannot be shown: {place}")
         out: list[Message] = []
-        for m in self.messages:
-            template = m.template.replace(GUIDELINE_MARK, guideline_text)
-            if not placed:
-                template, placed = _insert_demos(template, DEMOS_MARK, self.layout, guideline_text)
+        for i, m in enumerate(self.messages):
+            template, demos_text = m.template, ""
+            if place is not None and place[0] == i:
+                _, at, after_guideline = place
+                nl = _newline(template)
+                mark = nl * 2 + DEMOS_MARK if after_guideline else DEMOS_MARK + nl * 2
+                template = template[:at] + mark + template[at:]
+                demos_text = self.render_demos(newline=nl)
+            template = template.replace(GUIDELINE_MARK, guideline_text)
             # demos are texts like the judged one: inserted verbatim after the slots are filled, never templated
             content = demos_text.join(self._fill(part, item) for part in template.split(DEMOS_MARK))
             out.append(Message(role=m.role, content=content))
-        if not placed:  # no slot paragraph found anywhere: demos go before the last message's text
+        if self.demos and place is None:  # no slot anywhere: demos go before the last message's text
             last = out[-1]
-            out[-1] = Message(role=last.role, content=demos_text + self.demo_separator + last.content)
+            out[-1] = Message(role=last.role, content=self.render_demos() + self.demo_separator + last.content)
         return tuple(out)
 
-    def render_demos(self) -> str:
-        """The demonstrations block (empty when there are none).
+    def demo_place(self) -> tuple[int, int, bool] | str | None:
+        """Where the demos block goes: (message index, offset in its template, whether right after the guideline).
+
+        The judged item is shown in the message holding the judged text's slot (else the first
+        message holding a slot). Layout "invariant_first": the block goes before the item's first
+        heading and the lead-in above it (:func:`~mitigate.prompt.item_layout.item_layout`), so
+        instructions and demos form a prefix every item shares. "as_written": right after the
+        guideline, when the guideline stands before the item's first heading. A str says why no
+        place is coherent (the first slot stands inside a sentence, or "as_written" would put the
+        demos inside or after the judged item); None when no message holds a slot.
+        """
+        holders = [i for i, m in enumerate(self.messages) if SLOT_RE.search(m.template)]
+        if not holders:
+            return None
+        own = [i for i in holders if self.output_slot in slot_names(self.messages[i].template)]
+        idx = (own or holders)[0]
+        template = self.messages[idx].template
+        where = item_layout(template)
+        assert where is not None
+        if where.problem:
+            return where.problem
+        marked = [i for i, m in enumerate(self.messages) if GUIDELINE_MARK in m.template]
+        if self.layout == "as_written" and marked:
+            g = marked[0]
+            at = self.messages[g].template.index(GUIDELINE_MARK) + len(GUIDELINE_MARK)
+            if g > idx or (g == idx and at > where.insert_at):
+                heading = template[where.start:].split("\n", 1)[0].strip()
+                return (f"layout 'as_written' puts the demos right after the guideline, which stands after the "
+                        f"judged item's first heading {heading!r}; expected layout 'invariant_first' for this "
+                        "template")
+            return g, at, True
+        return idx, where.insert_at, False
+
+    def render_demos(self, *, newline: str = "\n") -> str:
+        """The demonstrations block (empty when there are none); ``newline`` is the template's line break.
 
         Each demo shows its item the way the template shows the judged item: the template's
-        own item section (:meth:`item_section`: its headings and every slot, from the
-        paragraph holding the first slot to the line closing the last) filled with the
-        demo's texts, then its gold answer in the prompt's answer format
-        (:meth:`~mitigate.prompt.answer_format.AnswerFormat.render`). Where the format asks for
-        reasoning, a demo with a ``reason`` shows it as that reasoning (before the answer line,
-        or after it); a demo without one shows its answer line only, and the block's header
-        says so (the demos never show a made-up reasoning, nor imply that none is wanted).
-        A template whose items are not in one section (slots spread over messages) shows each
-        input under its slot name instead.
+        own item section (:meth:`item_section`: every heading and slot, from the first slot's
+        heading to the line closing the last slot) filled with the demo's texts, then its gold
+        answer in the prompt's answer format
+        (:meth:`~mitigate.prompt.answer_format.AnswerFormat.render`), after a blank line when the
+        section spaces its parts with blank lines. Where the format asks for reasoning, a demo
+        with a ``reason`` shows it as that reasoning (before the answer line, or after it); a
+        demo without one shows its answer line only, and the block's header says so (the demos
+        never show a made-up reasoning, nor imply that none is wanted). A template whose items
+        are not in one section (slots spread over messages) shows each input under its slot
+        name instead; a guideline paragraph between two slots is left out of the demos.
         """
         if not self.demos:
             return ""
         for demo in self.demos:
             _check_demo_fits(demo, self)
-        parts = [self._pairwise_demo(d) if self.answer == "pairwise" else self._scored_demo(d) for d in self.demos]
+        parts = [self._pairwise_demo(d, newline) if self.answer == "pairwise" else self._scored_demo(d, newline)
+                 for d in self.demos]
         header = self.demo_header
         fmt = self.format
         if (header == "Examples:\n\n" and fmt.reasoning != "none" and self.demo_template == DEFAULT_DEMO_TEMPLATE
@@ -287,58 +340,62 @@ class JudgePrompt(BaseModel):
             where = "first" if fmt.reasoning == "before" else "after the answer line"
             header = ("Examples (each shows only its final answer; in your own answer, write the reasoning the "
                       f"instructions ask for {where}):\n\n")
-        return header + self.demo_separator.join(parts)
+        return header.replace("\n", newline) + self.demo_separator.replace("\n", newline).join(parts)
 
     def item_section(self) -> tuple[int, int, int] | None:
         """Where the template shows the judged item: (message index, start, end) of its item section.
 
-        The section runs from the start of the paragraph holding the first slot (at most three
-        lines above it) to the end of the line holding the last slot, plus the closing lines
-        right after it ("[The End of Assistant's Answer]"). None when the slots are spread
-        over several messages or the section holds the guideline.
+        The section runs from the first slot's first heading to the end of the line holding
+        the last slot, plus the closing markup right after it ("[The End of Assistant's
+        Answer]", "</summary>"); see :func:`~mitigate.prompt.item_layout.item_layout`. None when
+        the slots are spread over several messages or the section holds the guideline.
         """
+        where = self._section_span()
+        if where is None:
+            return None
+        idx, start, end = where
+        section = self.messages[idx].template[start:end]
+        if GUIDELINE_MARK in section or DEMOS_MARK in section:
+            return None
+        return where
+
+    def _section_span(self) -> tuple[int, int, int] | None:
+        """The item section as :meth:`item_section` finds it, whatever it holds; None when slots span messages."""
         holders = [i for i, m in enumerate(self.messages) if SLOT_RE.search(m.template)]
         if len(holders) != 1:
             return None
-        idx = holders[0]
-        template = self.messages[idx].template
-        found = list(SLOT_RE.finditer(template))
-        first, last = found[0], found[-1]
-        breaks = list(re.finditer(r"\r?\n[ \t]*\r?\n", template[: first.start()]))
-        para = breaks[-1].end() if breaks else 0
-        line_start = template.rfind("\n", 0, first.start()) + 1
-        start = line_start
-        for _ in range(3):
-            if start <= para:
-                break
-            start = template.rfind("\n", 0, start - 1) + 1
-        start = max(start, para)
-        end = template.find("\n", last.end())
-        end = len(template) if end < 0 else end
-        while end < len(template):  # closing lines of the same paragraph ("[End of answer]"), not an answer stub
-            nxt = template.find("\n", end + 1)
-            nxt = len(template) if nxt < 0 else nxt
-            line = template[end + 1: nxt].strip()
-            if not line or len(line) > 80 or line.endswith((":", "?")) or SLOT_RE.search(line):
-                break
-            end = nxt
-        section = template[start:end]
-        if GUIDELINE_MARK in section or DEMOS_MARK in section:
-            return None
-        return idx, start, end
+        where = item_layout(self.messages[holders[0]].template)
+        return None if where is None else (holders[0], where.start, where.end)
 
-    def _demo_item_text(self, demo: Demo) -> str:
-        """The demo's item shown under the template's own headings (its item section filled with the demo's texts)."""
-        where = self.item_section()
-        if where is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
+    def _demo_section(self) -> str | None:
+        """The item section a demo repeats: the template's, without a guideline paragraph that stands between two
+        slots (its heading and options belong to the prompt, not to each item); None when there is none."""
+        where = self._section_span()
+        if where is None:
+            return None
+        idx, start, end = where
+        section = self.messages[idx].template[start:end].strip("\r\n")
+        if DEMOS_MARK in section:
+            return None
+        if GUIDELINE_MARK in section:
+            paragraphs = re.split(r"((?:\r?\n)[ \t]*\r?\n)", section)
+            at = next(i for i, p in enumerate(paragraphs) if GUIDELINE_MARK in p)
+            if SLOT_RE.search(paragraphs[at]) or at == 0 or at == len(paragraphs) - 1:
+                return None
+            section = "".join(paragraphs[:at] + paragraphs[at + 2:])
+        return section
+
+    def _demo_item_text(self, demo: Demo, nl: str = "\n") -> tuple[str, str]:
+        """The demo's item shown under the template's own headings (its item section filled with the demo's texts),
+        and what separates it from the answer (a blank line when the section has blank lines)."""
+        section = self._demo_section()
+        if section is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
             shown = []
             for slot in [self.output_slot, *self._input_slots()]:
                 value = _lookup(demo.item, self._field_for(slot))
                 if value is not None:
-                    shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}\n"))
-            return "".join(text for _, text in sorted(shown))
-        idx, start, end = where
-        section = self.messages[idx].template[start:end].strip("\r\n")
+                    shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}"))
+            return nl.join(text for _, text in sorted(shown)), nl
 
         def repl(match: re.Match[str]) -> str:
             name = match.group(1).strip()
@@ -351,23 +408,24 @@ class JudgePrompt(BaseModel):
                 )
             return value
 
-        return SLOT_RE.sub(repl, section) + "\n"
+        spaced = re.search(r"\n[ \t]*\r?\n", section) is not None
+        return SLOT_RE.sub(repl, section), nl * 2 if spaced else nl
 
-    def _with_reason(self, answer: str, reason: str | None) -> str:
+    def _with_reason(self, answer: str, reason: str | None, nl: str = "\n") -> str:
         """The answer line with the demo's reason placed where the format wants reasoning (none: not shown)."""
         fmt = self.format
         if not reason or fmt.reasoning == "none" or fmt.json_key is not None:
             return answer
         if fmt.reasoning == "before":
-            sep = " " if fmt.line.startswith("[RESULT]") else "\n"
+            sep = " " if fmt.line.startswith("[RESULT]") else nl
             return f"{reason}{sep}{answer}"
-        return f"{answer}\n{reason}"
+        return f"{answer}{nl}{reason}"
 
-    def _scored_demo(self, demo: Demo) -> str:
+    def _scored_demo(self, demo: Demo, nl: str = "\n") -> str:
         """One demonstration of a prompt that scores: the item under the template's headings, then its gold answer."""
         assert demo.score is not None
         fmt = self.format
-        guideline = f"Scoring guideline:\n{demo.guideline.render()}\n" if demo.guideline else ""
+        guideline = f"Scoring guideline:{nl}{demo.guideline.render()}{nl}" if demo.guideline else ""
         if self.demo_template != DEFAULT_DEMO_TEMPLATE:  # a demo template of the user's own: filled as written
             crit_name = self.criteria[0].name if self.criteria else "score"
             label = "Answer" if self.answer == "mcq" and self.scale.letters else (
@@ -383,7 +441,7 @@ class JudgePrompt(BaseModel):
         names = [c.name for c in self.criteria]
         if isinstance(demo.score, dict) and len(names) > 1 and all(n in demo.score for n in names):
             # a multi-criterion prompt answers one line per criterion: the demo answers the same way
-            answer = "\n".join(f"{answer_label(n)}: {self._answer_text(demo.score[n])}" for n in names)
+            answer = nl.join(f"{answer_label(n)}: {self._answer_text(demo.score[n])}" for n in names)
         elif isinstance(demo.score, dict):
             raise TemplateError(
                 f"demo {demo.item.id!r} shows scores for {sorted(demo.score)}; this prompt answers one value "
@@ -396,9 +454,10 @@ class JudgePrompt(BaseModel):
                 "(not shown in this example)" if fmt.reason_key else None))
             if fmt.json_key is None and fmt.line.strip() == VALUE_MARK:  # a bare value would read as a stray word
                 answer = f"Answer: {answer}"
-        return f"{self._demo_item_text(demo)}{guideline}{self._with_reason(answer, demo.reason)}"
+        text, sep = self._demo_item_text(demo, nl)
+        return f"{text}{sep}{guideline}{self._with_reason(answer, demo.reason, nl)}"
 
-    def _pairwise_demo(self, demo: Demo) -> str:
+    def _pairwise_demo(self, demo: Demo, nl: str = "\n") -> str:
         """One pairwise demonstration: the two outputs (and every input) under the template's headings, then the gold
         verdict in the prompt's answer format."""
         _check_demo_fits(demo, self)
@@ -412,7 +471,8 @@ class JudgePrompt(BaseModel):
         answer = fmt.render(demo.verdict, self.scale, reason=demo.reason)
         if fmt.line.strip() == VALUE_MARK and fmt.json_key is None:  # a bare label would read as a stray word
             answer = f"Verdict: {answer}"
-        return f"{self._demo_item_text(demo)}{self._with_reason(answer, demo.reason)}"
+        text, sep = self._demo_item_text(demo, nl)
+        return f"{text}{sep}{self._with_reason(answer, demo.reason, nl)}"
 
     def _slot_position(self, slot: str) -> tuple[int, int]:
         """Where ``slot`` first appears: (message index, offset)."""
@@ -528,27 +588,9 @@ def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
         )
 
 
-def _insert_demos(template: str, demos: str, layout: Layout, guideline_text: str) -> tuple[str, bool]:
-    """Place the demos block in one message template; returns (template, placed).
-
-    "invariant_first" puts the block before the paragraph holding the first slot (a blank
-    line, LF or CRLF, ends the paragraph before it); when that slot sits in the first
-    paragraph, before the line holding it, or at the very start when it is on the first line.
-    """
-    newline = "\r\n" if "\r\n" in template else "\n"
-    if layout == "as_written" and guideline_text and guideline_text in template:
-        i = template.index(guideline_text) + len(guideline_text)
-        return template[:i] + newline * 2 + demos + template[i:], True
-    m = SLOT_RE.search(template)
-    if m is None:
-        return template, False
-    breaks = list(re.finditer(r"\r?\n[ \t]*\r?\n", template[: m.start()]))
-    if breaks:
-        start = breaks[-1].end()
-    else:
-        line_start = template.rfind("\n", 0, m.start()) + 1
-        start = line_start  # 0 when the slot is on the first line
-    return template[:start] + demos + newline * 2 + template[start:], True
+def _newline(template: str) -> str:
+    """The template's line break: CRLF when it uses one, else LF."""
+    return "\r\n" if "\r\n" in template else "\n"
 
 
 def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:

@@ -39,7 +39,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
 
 from mitigate.data.schema import Benchmark, Item
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, TemplateError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, PromptJudge
 from mitigate.lm.base import LM
 from mitigate.prompt import Demo, JudgePrompt
@@ -394,7 +394,10 @@ class Demos(Mitigation):
         if not self.belongs(prompt):
             return prompt
         shown = self.display_spec.show(demos, prompt)
-        return prompt.with_demos(shown if self.placement == "replace" else (*prompt.demos, *shown))
+        try:
+            return prompt.with_demos(shown if self.placement == "replace" else (*prompt.demos, *shown))
+        except TemplateError as exc:
+            raise TemplateError(f"{self.label}: {exc}") from None
 
     def wrap(self, judge: Judge) -> Judge:
         """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for per-item choice.
@@ -407,6 +410,10 @@ class Demos(Mitigation):
         if self.chooses_per_item:
             selector = self.fitted_selector
             assert selector is not None
+            for leaf in judge.leaves():  # refused now, not when the first item is judged
+                place = leaf.prompt.demo_place()
+                if isinstance(place, str) and self.belongs(leaf.prompt):
+                    raise TemplateError(f"{self.label}: demos cannot be shown: {place}")
             return PerItemDemosJudge(judge, selector, self.k, append=self.placement == "append")
         leaves = judge.leaves()
         if leaves and not any(self.belongs(leaf.prompt) for leaf in leaves):

@@ -37,6 +37,7 @@ from typing import Literal
 
 from mitigate.errors import ConfigError
 from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format, reasoning_ban
+from mitigate.prompt.item_layout import item_layout
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.judge_prompt import answer_label as _label
 from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Criterion, PromptMessage
@@ -138,8 +139,13 @@ def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
 
 
 def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
-    """A copy of ``prompt`` with ``text`` as its own paragraph right after the guideline (else at the end)."""
-    if prompt.guideline is None:
+    """A copy of ``prompt`` with ``text`` as its own paragraph right after the guideline (else at the end).
+
+    A guideline that stands inside the judged item's section (between two of its slots) gets
+    no text after it: the paragraph goes at the end instead, so the item's headings and texts
+    stay together.
+    """
+    if prompt.guideline is None or _guideline_inside_item(prompt):
         return append_instruction(prompt, text)
     msgs = tuple(
         PromptMessage(role=m.role, template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + text))
@@ -148,6 +154,16 @@ def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
         for m in prompt.messages
     )
     return prompt.model_copy(update={"messages": msgs})
+
+
+def _guideline_inside_item(prompt: JudgePrompt) -> bool:
+    """True when the guideline stands between the first heading and the last slot of the judged item."""
+    for message in prompt.messages:
+        at = message.template.find(GUIDELINE_MARK)
+        where = item_layout(message.template) if at >= 0 else None
+        if where is not None and where.start <= at < where.end:
+            return True
+    return False
 
 
 def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
