@@ -66,7 +66,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     lm = None
     base = None
     if pipelines:  # recorded and released judges alone call no LM: no backend is built
-        base = build_judge(o, task)
+        base = build_judge(o, task, declared=o.dry_run)  # a dry run needs no SDK, key or model file
         lm = base.lm
         for name, pipe in parsed:  # --scoring auto reads the text of an entry that asks for reasoning
             own = base.with_config(**scoring_for(o, lm, base.prompt, pipe))

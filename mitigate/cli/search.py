@@ -30,7 +30,7 @@ def _search(o: SearchOptions) -> None:
     before = parse_pipeline(o.pipeline)  # bad pipeline text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit, labelled=True)
     data = task.benchmark.model_copy(update={"items": task.items})
-    base = build_judge(o, task, before)
+    base = build_judge(o, task, before, declared=o.dry_run)  # a dry run needs no SDK, key or model file
     judge = before.wrap(base)
     if o.dry_run:
         try:
