@@ -20,14 +20,10 @@ from typing import Any
 
 from mitigate.harness.results import CompareResult, EntryResult
 from mitigate.measures import MEASURES
+from mitigate.measures.stats import MIN_DOCUMENTS, MIN_ITEMS
 
 __all__ = ["MIN_DOCUMENTS", "MIN_ITEMS", "bottom_lines", "chosen_demos", "plain_reason", "warnings"]
 
-MIN_ITEMS = 30
-"""Below this many judged items an interval is too unstable to carry a conclusion."""
-
-MIN_DOCUMENTS = 5
-"""Below this many documents, per-document and system-level measures rest on too little."""
 
 _FIRST_SECOND: dict[str, tuple[str, str]] = {
     "bias_score": ("the likelihood LS is the same for every item", "the judge-minus-human gap US is the same for "
