@@ -294,9 +294,13 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     missing = [k for k, cls in measure_table(result.task).items() if cls.info.headline and k not in cols]
     if missing:
         lines += ["", "Not computed for any entry:", ""]
-        for k in missing:
-            reason = result.entries[0].measures[k].reason if k in result.entries[0].measures else "not measured"
-            lines.append(f"- {MEASURES[k].label}: {plain_reason(reason, k)}")
+        for k in missing:  # each entry's own reason; one sentence when they share it
+            reasons = {e.name: plain_reason(e.measures[k].reason if k in e.measures else "not measured", k)
+                       for e in result.entries}
+            if len(set(reasons.values())) == 1:
+                lines.append(f"- {MEASURES[k].label}: {next(iter(reasons.values()))}")
+            else:
+                lines.append(f"- {MEASURES[k].label}: " + "; ".join(f"{name}: {why}" for name, why in reasons.items()))
     if notes:
         lines += ["", "Values shown as n/a:", "", *notes]
     reading = [f"- {MEASURES[k].label}: {MEASURES[k].note}" for k in cols if MEASURES[k].note]
