@@ -275,7 +275,9 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
                 p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
                 if not math.isfinite(c.observed):
                     notes.append(f"- {e.name} / {delta_info.label}: {plain_reason(c.reason)}")
-                cells.append(text + ci + p)
+                decided = (f"; decided items only: {_fmt(c.decided_observed)} (n={c.decided_n})"
+                           if c.decided_n is not None else "")
+                cells.append(text + ci + p + decided)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     ref = [("gold preferences (reference)" if result.task == "pairwise"
             else f"humans (reference, {result.human_scale.describe()})"), "", "", ""]
@@ -433,6 +435,9 @@ def _comparisons(result: CompareResult) -> list[str]:
             out.append("| " + " | ".join(md_cell(x) for x in (e.name, "—", "", "", c.n, f"identical to {e.identical_to} by construction")) + " |")
             continue
         note = plain_reason(c.reason) if c.reason else ""
+        if c.decided_n is not None:
+            note = "; ".join(filter(None, [note, f"abstentions counted not correct; on the {c.decided_n} items both "
+                                                 f"decided: {_fmt(c.decided_observed)}"]))
         out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.n, note)) + " |")
     out.append("")
     return out
