@@ -654,9 +654,12 @@ def check_compare(benchmark: str | Benchmark, criterion: str, entries: Sequence[
     """Raise what :func:`compare` with these arguments would refuse, with no LM call and nothing written.
 
     The CLI calls it before it prints anything, so a bad ``--train``, an entry that needs a
-    train split, or a recorded file that misses items is one error line.
+    train split, or a recorded file that misses items is one error line. It warns of nothing:
+    :func:`compare` gives the same warnings when it runs, once.
     """
-    _plan(_benchmark(benchmark), criterion, _entries(entries), train=train, limit=limit, seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _plan(_benchmark(benchmark), criterion, _entries(entries), train=train, limit=limit, seed=seed)
 
 
 def _task_for(benchmark: str) -> str:

@@ -83,10 +83,20 @@ class RunSummary(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = 0.0
     seconds: float = 0.0
+    cost_note: str | None = None
+    """Why ``cost_usd`` is unknown (a server without a list price, a model missing from the price table)."""
+
+    def cost_text(self) -> str:
+        """The cost in words: ``$0 (cached)`` when no call was made this run, why it is unknown when it is."""
+        if self.cost_usd is None:
+            return f"unknown ({self.cost_note or 'some call reported no price'})"
+        if self.calls == 0 and self.cached_calls > 0 and self.cost_usd == 0:
+            return "$0 (cached)"
+        return f"${self.cost_usd:.4f}"
 
     def line(self) -> str:
         """One human-readable line."""
-        cost = "unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        cost = self.cost_text()
         return (
             f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
@@ -242,6 +252,14 @@ def _judge_lms(judge: Judge) -> list[Any]:
         return []
 
 
+def _cost_note(judge: Judge) -> str:
+    """Why a run's cost is unknown, from the judge's backends (each named once)."""
+    from mitigate.lm.pricing import why_unpriced
+
+    notes = dict.fromkeys(why_unpriced(lm) for lm in _judge_lms(judge))
+    return "; ".join(notes) or "some call reported no price"
+
+
 def _caches(lms: Sequence[Any]) -> bool:
     """Whether some LM of the judge answers from an on-disk cache (a :class:`CachedLM` among its wrappers)."""
     for lm in lms:
@@ -386,6 +404,8 @@ async def run(
             await session.aclose()
     ordered = tuple(results[i] for i in ids if i in results)
     summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
+    if summary.cost_usd is None:
+        summary = summary.model_copy(update={"cost_note": _cost_note(judge)})
     result = RunResult(judgments=ordered, summary=summary)
     if stopped:
         kept = ""
