@@ -55,3 +55,23 @@ def test_the_readme_stub_server_example_runs_as_written(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.mark.parametrize(("prompt", "read"), [
+    ("summeval-coherence", "parse the score from the text"), ("summeval-fluency", "parse the score from the text"),
+    ("webnlg-fluency", "expected score from the top-10 logprobs"), ("tmu-grammar", "expected score from the top-10 logprobs"),
+    ("uss-satisfaction", "expected score from the top-10 logprobs"),
+])
+def test_the_embedded_judge_is_read_as_the_readme_says(prompt, read):
+    from typer.testing import CliRunner
+
+    from mitigate.cli import app
+
+    done = CliRunner().invoke(app, ["prompts", "render", prompt])  # the embedded model, as the quick start runs it
+    assert done.exit_code == 0, done.output
+    assert f"answer read: {read}" in done.stdout
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert ("The built-in SummEval prompts (the quick start's included) ask for one sentence of justification "
+            "before \"Score: N\"") in readme
+    assert "which is read from the text" in readme
+    assert "(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the model's next-token" in readme
