@@ -88,6 +88,7 @@ from mitigate.measures import (
     Measure,
     MeasureInfo,
     Task,
+    abstained,
     human_scores,
     measure_table,
     per_system_correlation,
@@ -96,7 +97,6 @@ from mitigate.measures import (
     word_count,
 )
 from mitigate.measures.base import batched_nanmean
-from mitigate.measures.pairwise import abstained
 from mitigate.measures.stats import (
     batched,
     bootstrap_ci,
@@ -654,12 +654,9 @@ def check_compare(benchmark: str | Benchmark, criterion: str, entries: Sequence[
     """Raise what :func:`compare` with these arguments would refuse, with no LM call and nothing written.
 
     The CLI calls it before it prints anything, so a bad ``--train``, an entry that needs a
-    train split, or a recorded file that misses items is one error line. It warns of nothing:
-    :func:`compare` gives the same warnings when it runs, once.
+    train split, or a recorded file that misses items is one error line.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _plan(_benchmark(benchmark), criterion, _entries(entries), train=train, limit=limit, seed=seed)
+    _plan(_benchmark(benchmark), criterion, _entries(entries), train=train, limit=limit, seed=seed)
 
 
 def _task_for(benchmark: str) -> str:
