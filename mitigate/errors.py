@@ -110,5 +110,9 @@ class PromptConflictWarning(UserWarning):
     """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey either)."""
 
 
+class NotRecommendedWarning(UserWarning):
+    """A pipeline file was loaded whose search found no demo set better than the baseline on held-out test."""
+
+
 class TemplateReadWarning(UserWarning):
     """Reading a template took a documented default the user may want to override (e.g. an undefined Jinja name)."""

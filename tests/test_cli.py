@@ -58,6 +58,37 @@ def test_identical_rerun_makes_no_lm_calls(tmp_path, monkeypatch):
         assert server.request_count == calls == 3
     assert first.exit_code == second.exit_code == 0
     assert "3 from cache" in second.stderr
+    # a server at a base URL has no list price: unknown, and why; the cached rerun cost nothing this run
+    assert "cost unknown (openai:stub-model runs on a server at a base URL, which has no list price)" in first.stderr
+    assert "cost $0 (cached)" in second.stderr and "$0.0000" not in second.stderr
+
+
+def test_a_run_on_a_model_without_a_list_price_says_why_its_cost_is_unknown():
+    from mitigate.lm.fake import FakeLM
+    from mitigate.lm.pricing import why_unpriced
+    from mitigate.run.runner import RunSummary
+
+    class Hosted(FakeLM):
+        provider = "openai"
+
+    assert "no list price for 'my-finetune' in mitigate.lm.pricing" in why_unpriced(Hosted(["x"], model="my-finetune"))
+    summary = RunSummary(items=1, judged_now=1, resumed=0, ok=1, parse_failures=0, errors=0, calls=1, cached_calls=0,
+                         cost_usd=None, cost_note="a reason")
+    assert "cost unknown (a reason)" in summary.line()
+    local = summary.model_copy(update={"cost_usd": 0.0, "cost_note": None})
+    assert "cost $0.0000" in local.line()  # a live call that costs nothing (the embedded model)
+
+
+def test_a_scale_warning_of_compare_is_printed_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = _bench(tmp_path, n=4)
+    with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
+        done = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt",
+                                        str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "--base-url",
+                                        server.base_url, "-p", "baseline", "-p", "granularity(scale=1-10)",
+                                        "--out", str(tmp_path / "out"), "--no-progress", "--n-boot", "20"])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.count("ask for 1 to 10") == 1, done.stderr
 
 
 def test_api_key_never_reaches_cache_journal_results_or_logs(tmp_path, monkeypatch, caplog):

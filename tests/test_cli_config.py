@@ -3,6 +3,7 @@ the command line overrides only what it gives, and a bad key or value is one lin
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from pathlib import Path
@@ -149,7 +150,7 @@ def test_read_config_converts_paths_relative_to_the_file_and_one_value_to_a_list
 
 def test_every_field_of_every_options_class_is_a_config_key(tmp_path: Path) -> None:
     for cls in (JudgeOptions, CompareOptions, SearchOptions):
-        keys = [f for f in cls.__dataclass_fields__ if f != "COMMAND"]
+        keys = [f.name for f in dataclasses.fields(cls)]  # the options, not class constants (COMMAND, HELP_FIRST)
         cfg = tmp_path / "unknown.toml"
         cfg.write_text("nope = 1\n")
         with pytest.raises(ConfigError) as exc:
@@ -222,3 +223,48 @@ def test_entry_tables_are_refused_where_a_command_judges_one_pipeline(command: s
     result = CliRunner().invoke(app, [command, "-f", str(cfg)])
     assert result.exit_code == 2
     assert f"run.toml:3: unknown key 'entry' for 'mitigate {command}'" in result.stderr
+
+
+def test_paths_inside_specs_in_a_config_file_are_read_from_the_files_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, built: list[Any]) -> None:
+    (tmp_path / "study").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    _bench(tmp_path / "study")
+    (tmp_path / "study" / "spec.json").write_text('{"name": "pipeline", "params": {"steps": []}}')
+    cfg = tmp_path / "study" / "run.toml"
+    cfg.write_text('benchmark = "jsonl:bench.jsonl"\nprompt = "prompt.txt"\n\n[[entry]]\npipeline = "@spec.json"\n'
+                   '\n[[entry]]\nname = "named"\npipeline = "@spec.json"\n')
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    done = CliRunner().invoke(app, ["compare", "-f", str(cfg), "--save-config", "again.toml"])
+    assert done.exit_code == 0, done.output
+    study = tmp_path / "study"
+    assert built[0].benchmark == f"jsonl:{study / 'bench.jsonl'}" and built[0].prompt == study / "prompt.txt"
+    assert built[0].pipeline == [f"@{study / 'spec.json'}", f"named=@{study / 'spec.json'}"]
+    relative = CliRunner().invoke(app, ["compare", "-f", "../study/run.toml", "--save-config", "again.toml"])
+    assert relative.exit_code == 0, relative.output
+    assert built[1].benchmark == "jsonl:../study/bench.jsonl"  # relative to the working folder, as given
+    again = (tmp_path / "elsewhere" / "again.toml").read_text()
+    assert 'benchmark = "jsonl:../study/bench.jsonl"' in again and 'pipeline = "@../study/spec.json"' in again
+    (tmp_path / "elsewhere" / "cfg").mkdir()
+    moved = CliRunner().invoke(app, ["compare", "-f", "again.toml", "--save-config", "cfg/third.toml"])
+    assert moved.exit_code == 0, moved.output
+    assert 'benchmark = "jsonl:../../study/bench.jsonl"' in (tmp_path / "elsewhere" / "cfg" / "third.toml").read_text()
+    back = CliRunner().invoke(app, ["compare", "-f", "cfg/third.toml", "--save-config", "fourth.toml"])
+    assert back.exit_code == 0, back.output
+    assert built[1] == built[2] == built[3]
+
+
+def test_a_spec_path_missing_from_the_config_files_folder_is_one_line_naming_that_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "study").mkdir()
+    _bench(tmp_path)  # the data sits in the working folder, not beside the config file
+    cfg = tmp_path / "study" / "run.toml"
+    cfg.write_text('benchmark = "jsonl:bench.jsonl"\n')
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, ["judge", "-f", str(cfg), "--dry-run"])
+    assert done.exit_code == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert (f"run.toml:1: benchmark = 'jsonl:bench.jsonl' names {tmp_path / 'study' / 'bench.jsonl'}, which does not "
+            f"exist (relative paths in a config file are read from the file's folder, {tmp_path / 'study'})") \
+        in lines[0]

@@ -127,6 +127,16 @@ def test_the_names_a_help_lists_are_the_shipped_registered_ones(tmp_path, comman
     assert f"{option} {', '.join(_shipped(kind))} " in _flat(proc.stdout)
 
 
+def test_the_benchmark_help_names_every_registered_benchmark_and_path_form(tmp_path):
+    from mitigate.data.registry import PATH_LOADERS
+
+    proc, _ = _run(["judge", "--help"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shipped = [*_shipped("benchmark"), *(f"{prefix}:<path>" for prefix in PATH_LOADERS)]
+    assert {"uss-redial", "uss-ccpe"} <= set(shipped)
+    assert f"benchmark name: {', '.join(shipped)} " in _flat(proc.stdout)
+
+
 def test_list_help_names_every_kind_and_only_that_help_loads_the_registry(tmp_path):
     proc, modules = _run(["list", "--help"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]

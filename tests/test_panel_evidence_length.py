@@ -219,3 +219,43 @@ async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_
     report = render_markdown(result)
     assert "abstained 0.250 (1), counted wrong" in report
     assert "Items by outcome: 3 with a verdict, 1 abstained, 0 without one after parse failures, 0 errors (= 4)." in report
+
+
+async def test_a_majority_panels_of_all_share_counts_each_abstention_once(tmp_path) -> None:
+    from mitigate.harness.compare import Entry, compare
+    from mitigate.harness.report import render_markdown
+
+    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"}) for k in range(3))
+    table = {"p0": "fff", "p1": "fst", "p2": "sss"}  # right, abstains (no majority), wrong
+    word = {"f": "first", "s": "second", "t": "tie"}
+    panel = PanelJudge({m: Fixed(lambda it, i=i: Judgment(item_id=it.id, verdict=word[table[it.id][i]]))
+                        for i, m in enumerate("abc")}, reducer="majority")
+    result = await compare(Benchmark(name="pw", items=items, criteria=("q",)), "q", [Entry(name="panel", judge=panel)],
+                           out_dir=tmp_path, progress=False, n_boot=20)
+    m = result.entries[0].measures["preference_accuracy"]
+    assert (m.value, m.n, m.n_failed, m.n_all) == (pytest.approx(1 / 3), 3, 0, 3)
+    assert m.of_all is None or m.of_all == pytest.approx(1 / 3)
+    assert "of 4" not in render_markdown(result)
+
+
+async def test_a_panels_difference_to_a_single_judge_counts_abstentions_with_the_decided_only_figure_beside(
+        tmp_path) -> None:
+    from mitigate.harness.compare import Entry, compare
+    from mitigate.harness.report import render_markdown
+
+    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"}) for k in range(6))
+    table = {"p0": "fff", "p1": "fff", "p2": "fff", "p3": "fff", "p4": "fst", "p5": "sss"}
+    word = {"f": "first", "s": "second", "t": "tie"}
+    panel = PanelJudge({m: Fixed(lambda it, i=i: Judgment(item_id=it.id, verdict=word[table[it.id][i]]))
+                        for i, m in enumerate("abc")}, reducer="majority")
+    single = Fixed(lambda it: Judgment(item_id=it.id, verdict="first"))
+    result = await compare(Benchmark(name="pw", items=items, criteria=("q",)), "q",
+                           [Entry(name="single", judge=single), Entry(name="panel", judge=panel)],
+                           out_dir=tmp_path, progress=False, n_boot=50, n_perm=200)
+    c = result.entries[1].comparison
+    assert c.n == 6 and c.observed == pytest.approx(4 / 6 - 1)  # all items, the abstention not correct
+    assert c.decided_n == 5 and c.decided_observed == pytest.approx(4 / 5 - 1)
+    md = render_markdown(result)
+    assert "decided items only: -0.200 (n=5)" in md
+    assert "on the 5 items both decided: -0.200" in md
+    assert result.entries[1].measures["preference_accuracy"].value == pytest.approx(4 / 6)

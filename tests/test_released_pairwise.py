@@ -189,6 +189,21 @@ def test_judgebench_arena_hard_answers_are_read_from_its_template_and_a_missing_
     assert p3["original"].failed and p3["swapped"].failed and p3["swapped"].raw == ""
 
 
+def test_a_judgebench_copy_without_its_templates_is_refused_naming_the_missing_files(tmp_path):
+    copy = tmp_path / "jb"
+    shutil.copytree(JUDGEBENCH, copy)
+    (copy / "utils" / "templates" / "arena_hard_judge_system.jinja2").unlink()
+    with pytest.raises(DataError, match=r"lacks utils/templates/arena_hard_judge_system\.jinja2 \(a copy without"):
+        load_released_pairwise(f"judgebench:{copy}#arena_hard/*")
+    shutil.rmtree(copy / "utils")
+    with pytest.raises(DataError, match=r"answers of arena_hard/j1@m1 are read with; .* lacks "
+                                        r"utils/templates/arena_hard_judge_prompt\.jinja2, "
+                                        r"utils/templates/arena_hard_judge_system\.jinja2"):
+        load_released_pairwise(f"judgebench:{copy}")
+    rewards = load_released_pairwise(f"judgebench:{copy}#reward_model/*")  # needs no template
+    assert list(rewards) == ["reward_model/rm1@m1"]
+
+
 def test_judgebench_reward_models_prefer_the_higher_reward_and_equal_rewards_tie():
     run = load_released_pairwise(f"judgebench:{JUDGEBENCH}#reward_model/*")["reward_model/rm1@m1"]
     assert _rows(run, "p-1")["swapped"].verdict == "A"  # rewards [1, 2] as presented, B first

@@ -127,14 +127,35 @@ def test_reasons_are_in_the_users_words(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- bottom line and warnings
 
 
+def _enough(result: CompareResult, n: int = 40, documents: int = 6) -> CompareResult:
+    """``result`` as if its comparisons rested on ``n`` items from ``documents`` documents (the claim rule's floor)."""
+    items = tuple(result.items[i % len(result.items)].model_copy(update={"id": f"i{i}", "doc_id": f"d{i % documents}"})
+                  for i in range(n))
+    entries = tuple(e if e.comparison is None else e.model_copy(update={"comparison": e.comparison.model_copy(
+        update={"n": n})}) for e in result.entries)
+    return result.model_copy(update={"items": items, "entries": entries})
+
+
 def test_bottom_line_says_whether_each_entry_differs_from_the_reference(written) -> None:
     folder, result = written
-    lines = bottom_lines(result)
+    lines = bottom_lines(_enough(result))
     assert len(lines) == 2
     assert lines[0].startswith("consistency-hint | x agrees with humans better than base | plain at this n")
+    assert re.search(r"\+1\.\d+ \[\+\d\.\d+, \+\d\.\d+\], p=[\d.e-]+, n=40", lines[0])
+
+
+def test_a_bottom_line_claims_no_difference_on_fewer_items_or_documents_than_its_warnings_accept(written) -> None:
+    folder, result = written  # 9 compared items from 4 documents: the warnings say read differences as anecdotes
+    lines = bottom_lines(result)
+    assert lines[0].startswith("consistency-hint | x: no claim against base | plain at this n (")
     assert re.search(r"\+1\.\d+ \[\+\d\.\d+, \+\d\.\d+\], p=[\d.e-]+, n=9", lines[0])
+    assert "9 items from 4 documents are too few" in lines[0]
+    assert not any("better than" in line or "worse than" in line for line in lines)
+    assert "read differences as anecdotes" in "\n".join(warnings(result))
     md = (folder / "report.md").read_text()
     assert "## Bottom line" in md and lines[0] in md
+    assert "4 documents are too few" in bottom_lines(_enough(result, documents=4))[0]
+    assert "29 items are too few" in bottom_lines(_enough(result, n=29))[0]
 
 
 def test_warnings_name_small_n_few_documents_zero_width_intervals_and_identical_entries(written, tmp_path) -> None:
@@ -317,4 +338,18 @@ def test_a_difference_is_claimed_only_when_interval_and_test_agree(written, ci, 
     observed = -0.3 if ci[1] is not None and ci[1] < 0 else 0.3
     c = second.comparison.model_copy(update={"observed": observed, "ci_low": ci[0], "ci_high": ci[1], "p_value": p})
     one = result.model_copy(update={"entries": (result.entries[0], second.model_copy(update={"comparison": c}))})
-    assert says in bottom_lines(one)[0]
+    assert says in bottom_lines(_enough(one))[0]
+
+
+def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path: Path) -> None:
+    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:", criterion="quality")
+    constant = PromptJudge(prompt, FakeLM(lambda r: "Score: 3"))
+    result = asyncio.run(compare(bench(), "quality", [Entry.from_pipeline("one", constant, "baseline"),
+                                                      Entry.from_pipeline("three", constant,
+                                                                          "sampling(n=3, temperature=0.7)")],
+                                 out_dir=tmp_path, progress=False, n_boot=20, n_perm=50))
+    assert not any(e.measures["alpha_across_samples"].ok for e in result.entries)
+    md = (tmp_path / "report.md").read_text()
+    line = next(ln for ln in md.split("Not computed for any entry:")[1].splitlines() if ln.startswith("- α samples"))
+    assert "one: every judgment holds at most 1 sample" in line
+    assert "three: every value is the same" in line

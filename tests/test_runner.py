@@ -430,3 +430,55 @@ async def test_an_lm_that_answered_before_and_is_refused_now_still_stops_the_run
     with pytest.raises(RunStoppedError, match="HTTP 401"):
         await run(_judge(lm), _items(100), concurrency=8, progress=False)
     assert lm.calls - before <= 3 + 8  # stop_after, plus what was already in flight
+
+
+async def test_stored_items_are_counted_as_they_are_served_not_after_the_items_ahead_that_need_calls(
+        tmp_path, monkeypatch):
+    from mitigate import strategies as S
+    from mitigate.lm.cache import CachedLM, LMCache
+    from mitigate.lm.fake import FakeLM
+    from mitigate.run import runner
+
+    class Gated(FakeLM):
+        """The same backend, whose new calls wait until the test opens the gate."""
+
+        gate = asyncio.Event()
+
+        async def complete(self, request: LMRequest) -> LMResponse:
+            await self.gate.wait()
+            return await super().complete(request)
+
+    items = [Item(id=f"i{k}", output=f"text {k}") for k in range(8)]
+    prompt = JudgePrompt.from_template(TEMPLATE)
+    cache = LMCache(tmp_path / "c.sqlite")
+    pipe = S.parse_pipeline("sampling(n=2, temperature=0.5)")  # a pipeline-wrapped judge
+    stored = pipe.wrap(PromptJudge(prompt, CachedLM(FakeLM(lambda r: "Score: 3"), cache)))
+    await run(stored, items[4:], progress=False)  # the last four are stored
+
+    updates: list[int] = []
+
+    class Bar:
+        def __init__(self, *a, **kw) -> None:
+            pass
+
+        def update(self, n: int) -> None:
+            updates.append(n)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(runner, "tqdm", Bar)
+    gated = Gated(lambda r: "Score: 4")
+    judge = pipe.wrap(PromptJudge(prompt, CachedLM(gated, cache)))
+    task = asyncio.ensure_future(run(judge, items, concurrency=1, progress=True))
+    for _ in range(200):  # the four stored items are counted while the first new call still waits
+        if len(updates) >= 4:
+            break
+        await asyncio.sleep(0.01)
+    assert len(updates) == 4 and not task.done() and gated.calls == 0
+    Gated.gate.set()
+    result = await task
+    assert len(updates) == 8 and gated.calls == 4
+    by_id = result.by_id()
+    assert [by_id[f"i{k}"].scores["score"] for k in range(8)] == [4.0] * 4 + [3.0] * 4
+    assert result.summary.cached_calls == 4 and result.summary.calls == 4

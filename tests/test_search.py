@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, NotRecommendedWarning
 from mitigate.harness.plots import plot_search
 from mitigate.lm.base import LMRequest, Message
 from mitigate.lm.fake import FakeLM
@@ -153,7 +153,8 @@ def test_saved_spec_rebuilds_the_winning_prompt(tmp_path):
     saved = json.loads(path.read_text())
     assert saved["pipeline"]["name"] == "demos" and saved["pipeline"]["params"]["selector"] is None
     assert saved["search"]["demo_ids"] == list(result.best.demo_ids)
-    pipe = load_pipeline(path)
+    with pytest.warns(NotRecommendedWarning):  # 10 test items, no interval: not established, still loadable
+        pipe = load_pipeline(path)
     assert isinstance(pipe, Demos) and pipe.display == "plain" and pipe.selector is None
     assert [d.item.id for d in pipe.demos] == list(result.best.demo_ids)
     assert {(d.item.id, d.score) for d in pipe.demos} == {("g1", 2.0), ("g2", 5.0)}  # human scores shown
@@ -392,7 +393,8 @@ def test_a_saved_spec_keeps_the_mitigations_the_searched_judge_was_wrapped_in(tm
     before = parse_pipeline("consistency-hint")
     result = search(before.wrap(_judge(scripted(split))), split, budget=400, n_boot=0, progress=False)
     path = result.save_pipeline(tmp_path / "spec.json", before=before)
-    pipe = parse_pipeline(f"@{path}")
+    with pytest.warns(NotRecommendedWarning):
+        pipe = parse_pipeline(f"@{path}")
     assert [s.registry_name for s in pipe.steps] == ["consistency-hint", "demos"] and pipe.steps[1].demos
     fresh = scripted(split)
     asyncio.run(pipe.wrap(_judge(fresh)).judge(split.test[0]))
@@ -430,3 +432,99 @@ def test_cli_search_takes_a_pipeline_and_saves_it_before_the_winner(tmp_path, mo
         assert saved["name"] == "pipeline" and saved["steps"][0]["name"] == "consistency-hint"
         bad = CliRunner().invoke(app, ["search", *common, "--pipeline", "nope"])
         assert bad.exit_code == 2 and "unknown mitigation 'nope'" in bad.output
+
+
+# ----------------------------------------------------------------------------- an honest verdict on test
+
+
+@pytest.fixture(scope="module")
+def found():
+    split = _split()
+    return search(_judge(scripted(split)), split, k=2, budget=400, n_boot=100, progress=False, cache=False)
+
+
+def _with(result, gain, *, test_items: int = 40, documents: int | None = 8):
+    from mitigate.search.objective import Gain
+
+    low, high = (None, None) if len(gain) == 1 else gain[1:]
+    split = {**result.split, "test": tuple(f"e{i}" for i in range(test_items))}
+    return result.model_copy(update={"test_gain": Gain(value=gain[0], ci_low=low, ci_high=high, n=test_items),
+                                     "split": split, "test_documents": documents})
+
+
+@pytest.mark.parametrize(("gain", "why"), [
+    ((-0.4, -2.0, 2.0), "the test gain is -0.400"),
+    ((math.nan,), "the test gain is undefined"),
+    ((0.0, -0.1, 0.1), "the test gain is +0.000"),
+    ((0.3, -0.1, 0.5), "interval [-0.100, +0.500] includes 0"),
+    ((0.3,), "no interval (n_boot=0)"),
+])
+def test_a_winner_that_does_not_beat_the_baseline_on_test_is_saved_as_no_demo_set_beat_it(found, tmp_path, gain,
+                                                                                              why):
+    from mitigate.search.result import NO_WINNER
+
+    result = _with(found, gain)
+    assert not result.beats_baseline
+    assert result.verdict().startswith(NO_WINNER) and why in result.verdict()
+    assert f"verdict: {NO_WINNER}" in result.summary()
+    path = result.save_pipeline(tmp_path / "spec.json")
+    saved = json.loads(path.read_text())
+    assert saved["verdict"].startswith(NO_WINNER) and saved["search"]["beats_baseline"] is False
+    with pytest.warns(NotRecommendedWarning, match=NO_WINNER):
+        load_pipeline(path)
+
+
+def test_a_winner_with_a_gain_whose_interval_excludes_0_on_enough_test_data_is_recommended(found, tmp_path):
+    import warnings
+
+    result = _with(found, (0.3, 0.1, 0.5))
+    assert result.beats_baseline and result.warnings() == []
+    assert result.verdict().startswith("the winner") and "warning:" not in result.summary()
+    path = result.save_pipeline(tmp_path / "spec.json")
+    assert json.loads(path.read_text())["search"]["beats_baseline"] is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_pipeline(path)
+
+
+@pytest.mark.parametrize(("items", "documents", "warned"), [
+    (29, 8, "only 29 test items"), (40, 4, "from 4 documents, fewer than 5"), (12, 1, "only 12 test items")])
+def test_too_few_test_items_or_documents_warn_and_no_gain_is_claimed_on_them(found, items, documents, warned):
+    result = _with(found, (0.3, 0.1, 0.5), test_items=items, documents=documents)
+    assert any(warned in w for w in result.warnings())
+    assert not result.beats_baseline and "rests on too little test data" in result.verdict()
+    assert f"warning: {result.warnings()[0]}" in result.summary()
+
+
+def test_cli_search_on_a_few_items_names_no_winner_and_prints_no_use_it_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = _write_bench(tmp_path)
+    spec = tmp_path / "spec.json"
+    with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
+        done = CliRunner().invoke(app, [
+            "search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt", str(tmp_path / "prompt.txt"),
+            "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress", "--budget", "400",
+            "--splits", "0.25,0.4,0.35", "--seed", "3", "--n-boot", "50", "--out", str(spec), "--no-plot"])
+    assert done.exit_code == 0, done.output
+    assert "use it with" not in done.output
+    assert "no demo set beat the baseline on test" in done.output and "warning: only" in done.output
+    assert json.loads(spec.read_text())["search"]["beats_baseline"] is False
+
+
+def test_cli_search_closes_its_http_session(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bench = _write_bench(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "MITIGATE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONWARNINGS": "default"}
+    with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
+        done = subprocess.run([sys.executable, "-m", "mitigate", "search", "-b", f"jsonl:{bench}", "-c", "coherence",
+                               "--prompt", str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model",
+                               "--base-url", server.base_url, "--transport", "direct", "--no-progress", "--budget",
+                               "60", "--n-boot", "20", "--out", str(tmp_path / "spec.json"), "--no-plot"],
+                              capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert server.request_count > 0
+    assert "Unclosed" not in done.stderr, done.stderr

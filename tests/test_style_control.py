@@ -91,3 +91,20 @@ def test_style_control_fitted_on_train_removes_the_judges_bold_slope() -> None:
     assert np.std(adjusted) < 0.25 * np.std(raw)
     with pytest.raises(ConfigError, match="StyleControl is not fitted; expected"):
         StyleControl().wrap(judge)
+
+
+@pytest.mark.parametrize("name", ["style-control", "length-control"])
+def test_score_controls_fitted_on_a_pairwise_benchmark_are_refused_before_any_call(name) -> None:
+    from mitigate.strategies import parse_pipeline
+
+    items = tuple(Item(id=f"p{i}", output="**short** a" * (1 + i % 3), output_b="plain b " * (1 + i % 4),
+                       preference={"overall": "A" if i % 2 else "B"}) for i in range(12))
+    lm = FakeLM(lambda r: "[[A]]")
+    pair = JudgePrompt.from_template("Which answer is better?\nA: {{output}}\nB: {{output_b}}\nAnswer [[A]] or [[B]].",
+                                     answer="pairwise")
+    with pytest.raises(ConfigError, match=r"adjusts pointwise scores; .*got a pairwise benchmark"):
+        parse_pipeline(name).fit(Benchmark(name="pw", items=items), PromptJudge(pair, lm), progress=False)
+    single = tuple(Item(id=f"s{i}", output="**bold** text " * (1 + i % 3)) for i in range(12))
+    with pytest.raises(ConfigError, match=r"got a judge that answers with a verdict"):
+        parse_pipeline(name).fit(Benchmark(name="single", items=single), PromptJudge(pair, lm), progress=False)
+    assert lm.calls == 0

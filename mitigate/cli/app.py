@@ -15,7 +15,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import Annotated, Any, ClassVar, TypeVar, get_type_hints
 
 import click
 import typer
@@ -114,26 +114,89 @@ def _root(
     """Make LLM-as-a-judge evaluators less biased and more consistent, and measure it."""
 
 
-class RegisteredNamesHelp(TyperCommand):
-    """A command whose option help may name what is registered (``--engine``: the search engines ...).
+HELP_ALL = "mitigate_help_all"
+"""``ctx.meta`` key set by ``--help-all``: print every option, not the first-shown ones."""
+MORE_OPTIONS = "More options"
+"""The panel of the options a command does not show first (in ``--help-all`` and docs/cli.md)."""
+HELP_PANEL = "Help"
 
-    Those names are looked up when this command's help is printed
+
+class RegisteredNamesHelp(TyperCommand):
+    """A command whose help shows the options a user needs first, grouped, and names what is registered.
+
+    ``first`` (group title -> parameter names, from the options class's ``HELP_FIRST``) is what
+    ``--help`` shows, in that order; ``--help-all`` shows every option, the rest under "More
+    options" (docs/cli.md holds the same, :mod:`mitigate.cli.reference`). A command without
+    ``first`` shows everything. Help texts may name what is registered (``--engine``: the
+    search engines ...): those names are looked up when this command's help is printed
     (:func:`~mitigate.cli.options.fill_registered_names`), not when the command is registered,
     so ``mitigate --help`` and the other commands never import the packages that hold them.
     """
 
+    first: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def grouped(self, ctx: Any, *, every: bool) -> list[tuple[str, list[Any]]]:
+        """(panel title, parameters) in the order help shows them: the first-shown groups, then the rest (under
+        "More options" when ``every``, else left out), then Help; arguments are always shown, first."""
+        params = [p for p in self.get_params(ctx) if not getattr(p, "hidden", False)]
+        helps = [p for p in params if p.name in ("help", "help_all")]
+        arguments = [p for p in params if p.param_type_name == "argument"]
+        options = [p for p in params if p not in helps and p not in arguments]
+        if not self.first:
+            return [("Arguments", arguments), ("Options", options), (HELP_PANEL, helps)]
+        by_name = {p.name: p for p in options}
+        panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
+        placed: set[str] = set()
+        for title, names in self.first.items():
+            panels.append((title, [by_name[n] for n in names if n in by_name]))
+            placed.update(names)
+        if every:
+            panels.append((MORE_OPTIONS, [p for p in options if p.name not in placed]))
+        panels.append((HELP_PANEL, helps))
+        return [(title, ps) for title, ps in panels if ps]
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """The help, with the registered names filled into the option texts first."""
+        """The help: the first-shown options grouped (every option with ``--help-all``), registered names filled."""
         for param in self.params:
             text = getattr(param, "help", None)
             if isinstance(text, str) and "{registered" in text:
                 param.help = fill_registered_names(text)  # type: ignore[attr-defined]
-        super().format_help(ctx, formatter)
+        every = bool(ctx.meta.get(HELP_ALL))
+        panels = self.grouped(ctx, every=every)
+        shown = {id(p) for _, ps in panels for p in ps}
+        saved = [(p, getattr(p, "rich_help_panel", None), p.hidden) for p in self.get_params(ctx)]
+        epilog, params = self.epilog, self.params
+        try:  # in the order of the panels (help lists a panel's options in parameter order)
+            self.params = [p for _, ps in panels for p in ps if p in params] + [p for p in params if id(p) not in shown]
+            for title, ps in panels:
+                for p in ps:
+                    p.rich_help_panel = None if title == "Arguments" else title
+            for p, _, _ in saved:
+                p.hidden = p.hidden or id(p) not in shown
+            options = [p for p, _, _ in saved if p.param_type_name == "option" and p.name not in ("help", "help_all")]
+            if self.first and not every:
+                hidden = sum(1 for p in options if id(p) not in shown)
+                self.epilog = (f"{len(options) - hidden} of {len(options)} options shown. Every option: "
+                               f"mitigate {ctx.info_name} --help-all, or docs/cli.md.")
+            super().format_help(ctx, formatter)
+        finally:
+            self.epilog, self.params = epilog, params
+            for p, panel, hidden in saved:
+                p.rich_help_panel = panel
+                p.hidden = hidden
+
+
+def _help_all(ctx: Any, value: bool) -> None:
+    """``--help-all``: print the help with every option and exit."""
+    if value and not ctx.resilient_parsing:
+        ctx.meta[HELP_ALL] = True
+        typer.echo(ctx.get_help())
+        ctx.exit()
 
 
 OptionsT = TypeVar("OptionsT")
 
-EXTRA_PARAMETERS = ("ctx", "plugin", "config_file", "save_config")
+EXTRA_PARAMETERS = ("ctx", "plugin", "help_all", "config_file", "save_config")
 """The parameters :func:`command` adds to every command; no options field may take these names."""
 
 
@@ -174,6 +237,9 @@ def command(name: str, options: type[OptionsT], *, config: bool = True
         inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
         inspect.Parameter("plugin", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
             list[str] | None, typer.Option("--plugin", help=PLUGIN_HELP)]),
+        inspect.Parameter("help_all", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
+            bool, typer.Option("--help-all", is_eager=True, expose_value=False, callback=_help_all,
+                               help="show every option and exit (--help shows those needed first)")]),
     ]
     if config:
         extra += [
@@ -187,6 +253,7 @@ def command(name: str, options: type[OptionsT], *, config: bool = True
         def parsed(**values: Any) -> None:  # typer reads the parameters from __signature__ below
             ctx, plugin = values.pop("ctx"), values.pop("plugin", None)
             config_file, save_config = values.pop("config_file", None), values.pop("save_config", None)
+            values.pop("help_all", None)
             from_file = read_config(config_file, options, name) if config_file is not None else None
             plugins = list(dict.fromkeys([*(from_file.plugins if from_file else ()), *(plugin or [])]))
             if plugins:
@@ -207,7 +274,13 @@ def command(name: str, options: type[OptionsT], *, config: bool = True
         parsed.__signature__ = inspect.Signature(extra[:1] + params + extra[1:])  # type: ignore[attr-defined]
         parsed.__doc__ = fn.__doc__
         parsed.__name__ = fn.__name__
-        app.command(name, cls=RegisteredNamesHelp)(parsed)
+        first = dict(getattr(options, "HELP_FIRST", {}))
+        unknown = sorted({n for names in first.values() for n in names}
+                         - {f.name for f in fields} - set(EXTRA_PARAMETERS))
+        if unknown:
+            raise TypeError(f"{options.__name__}.HELP_FIRST names {unknown}, which are not its options")
+        helped = type(f"{options.__name__}Help", (RegisteredNamesHelp,), {"first": first})
+        app.command(name, cls=helped)(parsed)
         return fn
 
     return register

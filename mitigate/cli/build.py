@@ -27,7 +27,7 @@ from mitigate.errors import ConfigError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm.base import LM
 from mitigate.lm.http import Limits
-from mitigate.lm.registry import get, wrap
+from mitigate.lm.registry import declare, get, wrap
 from mitigate.lm.retry import RetryPolicy
 from mitigate.prompt import JudgePrompt
 from mitigate.prompt.answer_format import AnswerFormat
@@ -78,12 +78,14 @@ def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
     return read_text_file(prompt, "--prompt")
 
 
-def build_backend(o: LMRunOptions) -> LM:
+def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
 
     The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the per-request timeout of
-    network backends, ``--deadline`` and ``--max-*`` their :class:`~mitigate.lm.http.Limits`, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
-    fields of an openai: backend.
+    network backends, ``--deadline`` and ``--max-*`` their :class:`~mitigate.lm.http.Limits`,
+    ``--transport`` the HTTP client and ``--guided`` the guided-decoding fields of an openai:
+    backend. ``declared``: the backend's declared facts only (:func:`~mitigate.lm.registry.declare`),
+    for a command that makes no LM call (``--dry-run``): no SDK, key or model file is needed.
     """
     kwargs: dict[str, Any] = {"base_url": o.base_url} if o.base_url else {}
     if o.timeout is not None:
@@ -95,6 +97,8 @@ def build_backend(o: LMRunOptions) -> LM:
     if backend_kind(o.backend) in NETWORK_BACKENDS:  # the deadline and the caps of a server's answers
         kwargs["limits"] = Limits(deadline=o.deadline, max_response_bytes=o.max_response_bytes,
                                   max_prompt_chars=o.max_prompt_chars, max_samples=o.max_samples)
+    if declared:
+        return declare(o.backend, **kwargs)
     policy = RetryPolicy(base_delay=min(0.5, o.patience), max_delay=o.patience)
     return wrap(get(o.backend, **kwargs), cache=o.lm_cache, retry=policy)
 
@@ -162,12 +166,14 @@ def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigati
     return answer_mode(lm, scoring, o.constrain)
 
 
-def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None) -> PromptJudge:
+def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None, *,
+                declared: bool = False) -> PromptJudge:
     """The prompt judge of judge, compare and search: the template, its LM and its config, from the options.
 
     A pairwise benchmark needs a pairwise ``--prompt`` (there is no built-in one); the judge
     then answers with a verdict. ``pipeline``: the mitigations that will wrap it (``--scoring auto``
-    reads the text when they ask for reasoning). The caller closes ``judge.lm`` when done.
+    reads the text when they ask for reasoning). ``declared``: its LM is the backend's declared
+    facts (``--dry-run``: requests rendered, none sent). The caller closes ``judge.lm`` when done.
     """
     bench, crit = task.benchmark, task.criterion
     system = read_text_file(o.system_file, "--system") if o.system_file is not None else None
@@ -177,7 +183,7 @@ def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None)
     answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
     jp = read_template(template_text(o.prompt, o.benchmark, crit), o, system=system, scale=o.scale_range,
                        criterion=crit, answer=answer.get("answer"))
-    lm = build_backend(o)
+    lm = build_backend(o, declared=declared)
     config = JudgeConfig(temperature=o.temperature, n=o.samples_per_item, reducer=o.reducer_name,
                          max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipeline))
     return PromptJudge(jp, lm, config)

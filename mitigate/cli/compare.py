@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -66,7 +67,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     lm = None
     base = None
     if pipelines:  # recorded and released judges alone call no LM: no backend is built
-        base = build_judge(o, task)
+        base = build_judge(o, task, declared=o.dry_run)  # a dry run needs no SDK, key or model file
         lm = base.lm
         for name, pipe in parsed:  # --scoring auto reads the text of an entry that asks for reasoning
             own = base.with_config(**scoring_for(o, lm, base.prompt, pipe))
@@ -76,7 +77,10 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         entries += Entry.all_recorded(path, crit, read)
     entries += [e for name in released for e in Entry.all_released(name, crit)]
     train = o.train_split
-    check_compare(bench, crit, entries, limit=o.limit or None, seed=o.seed, train=train)
+    with warnings.catch_warnings():  # a run's compare() gives the same warnings, once, when it runs
+        if not o.dry_run:
+            warnings.simplefilter("ignore")
+        check_compare(bench, crit, entries, limit=o.limit or None, seed=o.seed, train=train)
     if o.dry_run:
         try:
             typer.echo(_dry_run(entries, base, task, train, o.seed))

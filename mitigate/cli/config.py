@@ -12,8 +12,12 @@ A file may also hold ``command = "compare"`` (refused when another command reads
 ``plugins = ["my_package.judges"]`` (imported as ``--plugin`` is) and, for commands with a
 ``--pipeline`` list, ``[[entry]]`` tables: one entry per compared judge, with ``pipeline =
 "..."`` and an optional display ``name`` (what the report shows), or ``recorded = "file"``,
-or ``released = "judge"``. Relative paths in a file are relative to the file's folder. An
-unknown key or a value of the wrong type is one ``error:`` line naming ``file:line``.
+or ``released = "judge"``. Relative paths in a file are relative to the file's folder, as in
+other tools' config files: path options (``prompt = "judge.txt"``) and the paths inside specs
+(``benchmark = "jsonl:data.jsonl"``, ``released = "llmbar:LLMBar#GPT-4/*"``, ``backend =
+"local:model.gguf"``, ``pipeline = "@spec.json"``, ``const = ["rubric=@rubric.txt"]``); a spec
+naming a file that is not there is refused naming the folder it was looked for in. An unknown
+key or a value of the wrong type is one ``error:`` line naming ``file:line``.
 """
 
 from __future__ import annotations
@@ -218,7 +222,7 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
             return float(value)
     elif tp is str:
         if isinstance(value, str):
-            return value
+            return with_paths_from(value, base, where, key)
     elif isinstance(tp, type) and issubclass(tp, Path):
         if isinstance(value, str) and value.strip():
             p = Path(value).expanduser()
@@ -229,6 +233,50 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
         except (TypeError, ValueError):
             pass
     raise ConfigError(f"{where}: expected {key!r} to be {_noun(tp)}; got {value!r}")
+
+
+PATH_PREFIXES = ("jsonl", "llmbar", "judgebench", "faireval", "local", "replay")
+"""Spec prefixes followed by a file or folder: benchmarks (``jsonl:data.jsonl``), released judges
+(``llmbar:LLMBar#GPT-4/*``) and backends (``local:model.gguf``, ``replay:answers.jsonl``)."""
+
+
+def spec_path(value: str) -> tuple[str, str, str] | None:
+    """``(before, path, after)`` of a spec string that names a file, None for one that names none.
+
+    A path is what follows a :data:`PATH_PREFIXES` prefix (up to a ``#`` judge pattern), or a
+    pipeline's or constant's ``@file`` (``"@spec.json"``, ``"NAME=@file"``).
+    """
+    prefix, sep, rest = value.partition(":")
+    if sep and prefix in PATH_PREFIXES and rest and "://" not in value:
+        path, hash_, pattern = rest.partition("#")
+        return f"{prefix}:", path, f"{hash_}{pattern}"
+    label, at, rest = value.partition("@")
+    if at and rest.strip() and (not label.strip() or (label.rstrip().endswith("=") and "(" not in label)):
+        return f"{label}@", rest.strip(), ""
+    return None
+
+
+def with_paths_from(value: str, base: Path, where: str, key: str) -> str:
+    """``value`` from a config file with the relative path it names (:func:`spec_path`) read from ``base``, the
+    file's folder; a named path that does not exist is refused, naming that folder."""
+    parts = spec_path(value)
+    if parts is None or Path(parts[1]).expanduser().is_absolute():
+        return value
+    before, path, after = parts
+    full = Path(os.path.normpath(base / Path(path).expanduser()))
+    if not full.exists():
+        raise ConfigError(f"{where}: {key} = {value!r} names {full}, which does not exist (relative paths in a "
+                          f"config file are read from the file's folder, {base})")
+    return f"{before}{full}{after}"
+
+
+def with_paths_to(value: str, base: Path) -> str:
+    """``value`` (a path in it relative to the working folder) as a config file in ``base`` holds it."""
+    parts = spec_path(value)
+    if parts is None or Path(parts[1]).expanduser().is_absolute():
+        return value
+    before, path, after = parts
+    return f"{before}{os.path.relpath(path, base)}{after}"
 
 
 def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any],
@@ -320,4 +368,5 @@ def _toml(value: Any, base: Path) -> str:
         return "[" + ", ".join(_toml(v, base) for v in value) + "]"
     if hasattr(value, "value") and isinstance(value.value, (str, int, float)):  # an Enum
         return _toml(value.value, base)
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+    text = with_paths_to(value, base) if isinstance(value, str) else str(value)
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a TOML basic string

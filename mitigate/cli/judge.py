@@ -45,7 +45,7 @@ async def _judge(o: JudgeOptions) -> None:
 
         pipe = parse_pipeline(o.pipeline)  # bad text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit)
-    base = build_judge(o, task, pipe)
+    base = build_judge(o, task, pipe, declared=o.dry_run)  # a dry run needs no SDK, key or model file
     lm = base.lm
     if o.dry_run:
         try:

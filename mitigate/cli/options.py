@@ -48,15 +48,28 @@ def registered_names(kind: str | None = None) -> str:
 _REGISTERED = re.compile(r"\{registered(?::([a-z-]+))?\}")
 
 
-def fill_registered_names(text: str) -> str:
-    """``text`` with each :func:`registered_names` stand-in replaced by the names registered now, comma-separated."""
-    from mitigate.registry import KIND_PACKAGES, names  # imports the kind's package, for this help alone
+def fill_registered_names(text: str, *, shipped: bool = False) -> str:
+    """``text`` with each :func:`registered_names` stand-in replaced by the names registered now, comma-separated.
+
+    Benchmarks include their ``<prefix>:<path>`` forms. ``shipped``: only what mitigate itself
+    registers (not plugins' or tests' components), for the generated docs/cli.md.
+    """
+    from mitigate.registry import KIND_PACKAGES, registered  # imports the kind's package, for this help alone
+
+    def names(kind: str) -> list[str]:
+        table = registered(kind)
+        found = [n for n, obj in table.items()
+                 if not shipped or str(getattr(obj, "__module__", "")).startswith("mitigate.")]
+        if kind == "benchmark":
+            from mitigate.data.registry import PATH_LOADERS
+
+            found += [f"{prefix}:<path>" for prefix in PATH_LOADERS]
+        return found
 
     return _REGISTERED.sub(lambda m: ", ".join(names(m.group(1)) if m.group(1) else KIND_PACKAGES), text)
 
 
-BENCHMARK_HELP = ("summeval, summeval-bartscore, summeval-h2h, uss-sgd, uss-multiwoz, webnlg, tmu-gfm, jsonl:<path>, "
-                  "or a release on disk: llmbar:<path>, judgebench:<path>, faireval:<path>")
+BENCHMARK_HELP = f"benchmark name: {registered_names('benchmark')} (a <path> form reads a file or a release on disk)"
 BASE_URL_HELP = "server URL for the openai, anthropic or dspy backend"
 TIMEOUT_HELP = ("seconds one read from the server may wait (openai, anthropic, dspy; default 120); --deadline "
                 "bounds the whole request")
@@ -315,6 +328,12 @@ class JudgeOptions:
     """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
 
     COMMAND: ClassVar[str] = "judge"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to judge": ("benchmark", "criterion", "limit", "prompt"),
+        "The judge": ("backend", "base_url", "pipeline", "samples", "temperature"),
+        "Results": ("out", "run_dir", "dry_run", "config_file"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = "summeval"
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
@@ -407,6 +426,12 @@ class CompareOptions:
     """``mitigate compare``: pipelines, recorded and released judges on one benchmark, side by side."""
 
     COMMAND: ClassVar[str] = "compare"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to compare": ("benchmark", "criterion", "limit", "pipeline", "recorded", "released", "train"),
+        "The judge": ("backend", "base_url", "prompt"),
+        "Results": ("out", "dry_run", "config_file", "save_config"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = "summeval"
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "
@@ -530,6 +555,12 @@ class SearchOptions:
     """``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev."""
 
     COMMAND: ClassVar[str] = "search"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to search": ("benchmark", "criterion", "limit", "engine", "selector", "k", "budget"),
+        "The judge": ("backend", "base_url", "prompt", "pipeline"),
+        "Results": ("out", "dry_run", "config_file"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = "summeval"
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to optimise "
@@ -713,6 +744,12 @@ class ProbeOptions:
     """``mitigate probe``: the bias battery: judge items as they are, again (the noise floor) and under each probe."""
 
     COMMAND: ClassVar[str] = "probe"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to probe": ("benchmark", "criterion", "limit", "probes"),
+        "The judge": ("backend", "base_url", "prompt", "pipeline", "rewriter"),
+        "Results": ("out", "config_file"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = "summeval"
     criterion: Annotated[str | None, typer.Option("--criterion", "-c", help="criterion to score "

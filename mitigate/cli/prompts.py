@@ -108,7 +108,8 @@ def render_template(o: PromptsOptions) -> str:
         crit = crit or (bench.criteria[0] if bench.criteria else None)
     answer = "pairwise" if bench is not None and bench.pairwise else None
     jp = read_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit, answer=answer)
-    lm = _backend(o)
+    fitting_calls = pipe.tags.needs_fitting and not pipe.is_fitted and pipe.tags.calls_judge_while_fitting
+    lm = _backend(o, declared=not fitting_calls or o.backend is None)  # no --backend: refused below
     config = JudgeConfig(temperature=o.temperature, max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipe))  # type: ignore[arg-type]
     base = PromptJudge(jp, lm, config)
     notes: list[str] = []
@@ -130,25 +131,19 @@ def render_template(o: PromptsOptions) -> str:
     return "\n".join(head) + render_judge(judge, item, baseline=base)
 
 
-def _backend(o: PromptsOptions) -> LM:
-    """The backend named by --backend (built, never called); the embedded model's spec by default (not loaded)."""
-    from mitigate.lm.registry import get
+def _backend(o: PromptsOptions, *, declared: bool = True) -> LM:
+    """The backend named by --backend (the embedded model's spec by default): its declared facts for rendering
+    (:func:`~mitigate.lm.registry.declare`: no SDK, key or model file needed), or the backend itself when a
+    pipeline must call it while fitting (no cache, no retries)."""
+    from mitigate.lm.registry import declare, get
 
-    if o.backend is None:
-        return get("local")
     kwargs: dict[str, Any] = {}
     if o.base_url:
         kwargs["base_url"] = o.base_url
     if o.guided:
         kwargs["guided"] = o.guided
-    return build_backend_simple(o.backend, kwargs)
-
-
-def build_backend_simple(spec: str, kwargs: dict[str, Any]) -> LM:
-    """The backend ``spec`` with ``kwargs`` (no cache, no retries: rendering never calls it, fitting may)."""
-    from mitigate.lm.registry import get
-
-    return get(spec, **kwargs)
+    spec = o.backend or "local"
+    return declare(spec, **kwargs) if declared else get(spec, **kwargs)
 
 
 __all__ = ["inspect_template", "prompts_cmd", "render_template"]

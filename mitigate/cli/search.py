@@ -24,13 +24,13 @@ def search_cmd(options: SearchOptions) -> None:
 def _search(o: SearchOptions) -> None:
     from mitigate.cli.build import build_judge, dry_run_text, load_task
     from mitigate.registry import lookup, run_sync
-    from mitigate.search import Objective, search
+    from mitigate.search import Objective
     from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
 
     before = parse_pipeline(o.pipeline)  # bad pipeline text fails before data or calls
     task = load_task(o.benchmark, o.criterion, o.limit, labelled=True)
     data = task.benchmark.model_copy(update={"items": task.items})
-    base = build_judge(o, task, before)
+    base = build_judge(o, task, before, declared=o.dry_run)  # a dry run needs no SDK, key or model file
     judge = before.wrap(base)
     if o.dry_run:
         try:
@@ -62,12 +62,31 @@ def _search(o: SearchOptions) -> None:
         common.update(selectors=selectors, perturbations=templates)  # an engine that takes none refuses them
     typer.echo(f"{task.benchmark.summary()}\nsearching demos for {task.criterion!r} on {len(task.items)} labelled "
                f"items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls", err=True)
-    result = search(judge, data, engine=o.engine, **common)
+    result = _run(judge, data, o.engine, common)
     typer.echo(result.summary())
     path = result.save_pipeline(o.out, before=before)
-    typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
+    if result.beats_baseline:
+        typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
+    else:
+        typer.echo(f"wrote {path}: {result.verdict()}; it holds the dev winner for inspection, not a "
+                   "recommendation", err=True)
     if o.plot:
         from mitigate.harness.plots import plot_search  # lazy: only with --plot (matplotlib)
 
         typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
                    "test)", err=True)
+
+
+def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:
+    """The search, and the judge's backend closed in the same event loop (its HTTP session belongs to that loop)."""
+    from mitigate.registry import run_sync
+    from mitigate.search import asearch
+
+    async def searched() -> Any:
+        try:
+            return await asearch(judge, data, engine=engine, **common)
+        finally:
+            for lm in {id(leaf.lm): leaf.lm for leaf in judge.leaves()}.values():
+                await lm.aclose()
+
+    return run_sync(searched(), what="mitigate search", instead="asearch(...)")

@@ -13,7 +13,11 @@ Layout (github.com/ScalerLab/JudgeBench; point mitigate at the repository folder
   reward model gives ``scores`` (one reward per response as presented) and no text.
 - ``utils/templates/<name>.jinja2``: each prompted judge's prompt (Arena-Hard's system and user
   message for ``arena_hard``): the answers are read in the format recovered from it
-  (:mod:`mitigate.harness.released_pairwise`).
+  (:mod:`mitigate.harness.released_pairwise`). A copy without these files (only ``data/`` and
+  ``outputs/``) is refused in one line naming the missing files when a prompted judge is read:
+  its answers are never replaced by the release's own decisions without saying so. Judges whose
+  prompt JudgeBench does not ship (not in :data:`JUDGE_TEMPLATES`) are read by their release
+  decisions, and reward models by their two rewards.
 
 Released judges are named ``"<judge_name>/<judge_model>@<response_model>"``. Item ids are the
 ``pair_id`` s; ``meta["category"]`` groups the sources as the paper does (knowledge, reasoning,
@@ -134,19 +138,21 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
                      description="JudgeBench response pairs; gold = the objectively correct response; no ties")
 
 
-def _template(repo: Path, judge_name: str) -> TemplateSource:
+def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:
+    """How a judge's answers are read: its prompt template, a declared reader, or the template files it lacks."""
     if judge_name == "reward_model":
         return TemplateSource(key="declared:reward-scores", answer="pairwise")
     names = JUDGE_TEMPLATES.get(judge_name)
-    if names is None:
+    if names is None:  # a judge whose prompt JudgeBench does not ship: documented, its decisions are taken
         return TemplateSource(key="declared:release-decision", answer="pairwise")
     user, system = names
     folder = repo / "utils" / "templates"
-    user_file = folder / f"{user}.jinja2"
-    if not user_file.is_file():
-        return TemplateSource(key="declared:release-decision", answer="pairwise")
+    files = [f"utils/templates/{name}.jinja2" for name in (user, system) if name]
+    missing = [f for f in files if not (repo / f).is_file()]
+    if missing:
+        return missing
     system_text = (folder / f"{system}.jinja2").read_text(encoding="utf-8") if system else None
-    return TemplateSource(key=f"judgebench:{judge_name}", text=user_file.read_text(encoding="utf-8"),
+    return TemplateSource(key=f"judgebench:{judge_name}", text=(folder / f"{user}.jinja2").read_text(encoding="utf-8"),
                           system=system_text, answer="pairwise", labels=("A", "B"),
                           path=f"utils/templates/{user}.jinja2")
 
@@ -200,12 +206,16 @@ def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseR
     answers: list[ReleasedAnswer] = []
     templates: dict[str, TemplateSource] = {}
     info: dict[str, dict[str, str]] = {}
+    missing: dict[str, list[str]] = {}
     for file in sorted(repo.glob("outputs/*.jsonl")):
         m = _OUT_NAME.search(file.name)
         if m is None:
             continue
         judge = f"{m.group('jn')}/{m.group('jm')}@{m.group('rm')}"
         src = _template(repo, m.group("jn"))
+        if isinstance(src, list):  # refused below if this judge is asked for
+            missing[judge] = src
+            src = TemplateSource(key=f"missing:{m.group('jn')}", answer="pairwise")
         templates.setdefault(src.key, src)
         for line, row in read_json_lines(file):
             if not isinstance(row, dict) or row.get("pair_id") not in known:
@@ -214,5 +224,12 @@ def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseR
             answers += _answers(row, judge, src.key, file, line)
         info[judge] = {"model": m.group("jm"), "strategy": m.group("jn"), "response_model": m.group("rm")}
     release = PairwiseRelease(source=f"judgebench:{path}", benchmark=bench, answers=tuple(answers),
-                              templates=templates, judges=tuple(info), judge_info=info)
-    return release.select(judges)
+                              templates=templates, judges=tuple(info), judge_info=info).select(judges)
+    lacking = [j for j in release.judges if j in missing]
+    if lacking:
+        files = sorted({f for j in lacking for f in missing[j]})
+        raise DataError(f"expected the prompt templates the answers of {lacking[0]}"
+                        f"{f' (and {len(lacking) - 1} more judges)' if len(lacking) > 1 else ''} are read with; "
+                        f"{repo} lacks {', '.join(files)} (a copy without utils/templates/; {_HINT})", path=str(repo))
+    used = {a.template for a in release.answers}
+    return release.model_copy(update={"templates": {k: v for k, v in release.templates.items() if k in used}})

@@ -88,6 +88,7 @@ from mitigate.measures import (
     Measure,
     MeasureInfo,
     Task,
+    abstained,
     human_scores,
     measure_table,
     per_system_correlation,
@@ -345,14 +346,29 @@ def _comparison(first: str, a: Sequence[float | None], b: Sequence[float | None]
                       ci_high=high if finite else None, p_value=perm.p_value, n=len(x), n_perm=n_perm)
 
 
+ABSTAINED = "abstain"
+"""A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not correct."""
+
+
 def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
-    """1.0 where the verdict equals gold, 0.0 where not, NaN where either is missing."""
+    """1.0 where the verdict equals gold, 0.0 where not (an abstention included), NaN where either is missing."""
     return np.array([math.nan if v is None or g is None else float(v == g) for v, g in zip(verdicts, gold, strict=True)])
+
+
+def verdicts_or_abstentions(judgments: Sequence[Judgment]) -> list[str | None]:
+    """Each judgment's verdict as the text it prefers, :data:`ABSTAINED` where the judge abstained, None where it
+    gave none (a parse failure, an error)."""
+    return [ABSTAINED if abstained(j) else v for j, v in zip(judgments, verdicts_as_text(judgments), strict=True)]
 
 
 def _accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | None], gold: Sequence[str | None], *,
                          n_boot: int, n_perm: int, seed: int) -> Comparison:
-    """Accuracy of ``b`` minus that of ``a`` against gold, on the items both judged (paired)."""
+    """Accuracy of ``b`` minus that of ``a`` against gold, paired, on the items both judged.
+
+    An abstention (:data:`ABSTAINED`) is an outcome, counted as not correct, as the entry's
+    own accuracy counts it; where either side abstained somewhere, the difference on the items
+    both decided is given beside it (``decided_observed``, ``decided_n``).
+    """
     x, y = complete_pairs(_correct(a, gold), _correct(b, gold))
     if len(x) < 3:
         return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=len(x),
@@ -362,9 +378,15 @@ def _accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | 
     if n_boot > 0:
         low, high = bootstrap_ci(batched_nanmean, y - x, n_boot=n_boot, seed=seed)
     finite = math.isfinite(low) and math.isfinite(high)
+    decided: dict[str, Any] = {}
+    if ABSTAINED in a or ABSTAINED in b:
+        keep = [i for i, (va, vb) in enumerate(zip(a, b, strict=True)) if ABSTAINED not in (va, vb)]
+        dx, dy = complete_pairs(_correct([a[i] for i in keep], [gold[i] for i in keep]),
+                                _correct([b[i] for i in keep], [gold[i] for i in keep]))
+        decided = {"decided_observed": float(np.mean(dy - dx)) if len(dx) else None, "decided_n": len(dx)}
     return Comparison(against=first, measure="preference_accuracy", observed=test.observed,
                       ci_low=low if finite else None, ci_high=high if finite else None, p_value=test.p_value,
-                      n=len(x), n_perm=n_perm)
+                      n=len(x), n_perm=n_perm, **decided)
 
 
 # ---------------------------------------------------------------------------------------
@@ -752,7 +774,8 @@ async def compare(
             verdicts = verdicts_as_text(result.judgments)
             histogram = _counts(verdicts)
             if k > 0:
-                comparison = _accuracy_comparison(todo[0].name, verdicts_as_text(runs[0].judgments), verdicts, gold,
+                comparison = _accuracy_comparison(todo[0].name, verdicts_or_abstentions(runs[0].judgments),
+                                                  verdicts_or_abstentions(result.judgments), gold,
                                                   n_boot=n_boot, n_perm=n_perm, seed=seed)
         else:
             scores = [score_of(j, criterion) for j in result.judgments]

@@ -20,14 +20,10 @@ from typing import Any
 
 from mitigate.harness.results import CompareResult, EntryResult
 from mitigate.measures import MEASURES
+from mitigate.measures.stats import MIN_DOCUMENTS, MIN_ITEMS
 
 __all__ = ["MIN_DOCUMENTS", "MIN_ITEMS", "bottom_lines", "chosen_demos", "plain_reason", "warnings"]
 
-MIN_ITEMS = 30
-"""Below this many judged items an interval is too unstable to carry a conclusion."""
-
-MIN_DOCUMENTS = 5
-"""Below this many documents, per-document and system-level measures rest on too little."""
 
 _FIRST_SECOND: dict[str, tuple[str, str]] = {
     "bias_score": ("the likelihood LS is the same for every item", "the judge-minus-human gap US is the same for "
@@ -70,13 +66,17 @@ def bottom_lines(result: CompareResult) -> list[str]:
 
     It differs when the 95% interval of the difference excludes 0 and the permutation
     p-value is below 0.05 (either alone when the other is missing); when the two disagree, no
-    difference is claimed and the sentence says so. It gives the difference, its interval, p
-    and ``n`` either way.
+    difference is claimed and the sentence says so. Below ``MIN_ITEMS`` compared items or
+    ``MIN_DOCUMENTS`` documents no difference is claimed at all, whatever the tests say: the
+    warnings of the same report tell the reader to discount such a difference, and a bottom
+    line never claims what its report discounts. It gives the difference, its interval, p and
+    ``n`` either way.
     """
     if len(result.entries) < 2:
         return [f"Only one entry ({result.entries[0].name}): nothing to compare it with."] if result.entries else []
     ref = result.entries[0].name
     what = "accuracy against the gold preferences" if result.task == "pairwise" else "item-level Spearman with humans"
+    docs = len({it.doc_id for it in result.items if it.doc_id is not None})
     out = []
     for e in result.entries[1:]:
         c = e.comparison
@@ -98,6 +98,13 @@ def bottom_lines(result: CompareResult) -> list[str]:
         verdict = ci_side if has_ci and (not has_p or p_side == ci_side) else (p_side if not has_ci else 0)
         better, worse = (("is more accurate than", "is less accurate than") if result.task == "pairwise"
                          else ("agrees with humans better than", "agrees with humans worse than"))
+        few = [f"{c.n} items" if c.n < MIN_ITEMS else "", f"{docs} document{'s' if docs != 1 else ''}"
+               if 0 < docs < MIN_DOCUMENTS else ""]
+        if any(few):
+            out.append(f"{e.name}: no claim against {ref} at this n ({diff}; {' from '.join(f for f in few if f)} "
+                       f"are too few: a difference is claimed from {MIN_ITEMS} items and {MIN_DOCUMENTS} documents "
+                       "on).")
+            continue
         if verdict > 0:
             out.append(f"{e.name} {better} {ref} at this n ({diff}).")
         elif verdict < 0:

@@ -275,7 +275,9 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
                 p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
                 if not math.isfinite(c.observed):
                     notes.append(f"- {e.name} / {delta_info.label}: {plain_reason(c.reason)}")
-                cells.append(text + ci + p)
+                decided = (f"; decided items only: {_fmt(c.decided_observed)} (n={c.decided_n})"
+                           if c.decided_n is not None else "")
+                cells.append(text + ci + p + decided)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     ref = [("gold preferences (reference)" if result.task == "pairwise"
             else f"humans (reference, {result.human_scale.describe()})"), "", "", ""]
@@ -294,9 +296,13 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     missing = [k for k, cls in measure_table(result.task).items() if cls.info.headline and k not in cols]
     if missing:
         lines += ["", "Not computed for any entry:", ""]
-        for k in missing:
-            reason = result.entries[0].measures[k].reason if k in result.entries[0].measures else "not measured"
-            lines.append(f"- {MEASURES[k].label}: {plain_reason(reason, k)}")
+        for k in missing:  # each entry's own reason; one sentence when they share it
+            reasons = {e.name: plain_reason(e.measures[k].reason if k in e.measures else "not measured", k)
+                       for e in result.entries}
+            if len(set(reasons.values())) == 1:
+                lines.append(f"- {MEASURES[k].label}: {next(iter(reasons.values()))}")
+            else:
+                lines.append(f"- {MEASURES[k].label}: " + "; ".join(f"{name}: {why}" for name, why in reasons.items()))
     if notes:
         lines += ["", "Values shown as n/a:", "", *notes]
     reading = [f"- {MEASURES[k].label}: {MEASURES[k].note}" for k in cols if MEASURES[k].note]
@@ -429,6 +435,9 @@ def _comparisons(result: CompareResult) -> list[str]:
             out.append("| " + " | ".join(md_cell(x) for x in (e.name, "—", "", "", c.n, f"identical to {e.identical_to} by construction")) + " |")
             continue
         note = plain_reason(c.reason) if c.reason else ""
+        if c.decided_n is not None:
+            note = "; ".join(filter(None, [note, f"abstentions counted not correct; on the {c.decided_n} items both "
+                                                 f"decided: {_fmt(c.decided_observed)}"]))
         out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.n, note)) + " |")
     out.append("")
     return out

@@ -85,6 +85,11 @@ class Comparison(BaseModel):
     n: int = 0
     n_perm: int = 0
     reason: str | None = None
+    decided_observed: float | None = None
+    """Pairwise, when either entry abstained on some items (a majority panel): the difference on the items both
+    decided, shown beside ``observed`` (which counts an abstention as not correct, on every item)."""
+    decided_n: int | None = None
+    """How many items ``decided_observed`` rests on."""
 
     @field_validator("observed", mode="before")
     @classmethod

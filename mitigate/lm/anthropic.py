@@ -72,6 +72,7 @@ from pydantic import SecretStr, ValidationError
 from mitigate.errors import CapabilityError, ConfigError, MissingAPIKeyError, MitigateError
 from mitigate.lm import pricing
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
+from mitigate.lm.constraint import tool_answer_fields
 from mitigate.lm.http import (
     PLACEHOLDER_KEY,
     Limits,
@@ -102,15 +103,6 @@ def _sdk_takes_temperature() -> bool:
 
 
 _SDK_TEMPERATURE = _sdk_takes_temperature()
-
-
-def tool_answer_fields(request: LMRequest) -> dict[str, Any]:
-    """The ``tools`` / ``tool_choice`` that make the model answer through the constraint's schema (empty without one)."""
-    c = request.constraint
-    if c is None:
-        return {}
-    tool = {"name": c.name, "description": f"Record the judge's answer: {c.describe}", "input_schema": c.json_schema}
-    return {"tools": [tool], "tool_choice": {"type": "tool", "name": c.name}}
 
 
 def answer_text(content: Any) -> str:

@@ -20,6 +20,12 @@ Concurrency
     instead of calling the backend again. Several processes may share one cache file
     (WAL + busy timeout); the first answer stored for a key wins.
 
+Serving from the cache alone
+    Inside :func:`cache_only` a :class:`CachedLM` answers from the cache or raises
+    :class:`CacheMiss` instead of calling its backend. The runner uses it to serve every item
+    whose whole judgment is stored at once, before the items that need calls take their turn
+    (so a rerun's progress counts its stored items as they are served).
+
 Damage
     A cache is a convenience, never a reason for a run to fail. A file that is not an SQLite
     database, pages SQLite reports as malformed, or a stored entry that no longer reads as a
@@ -32,13 +38,15 @@ Damage
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TypeVar
 
@@ -49,6 +57,28 @@ from mitigate.paths import cache_dir
 
 DEFAULT_FILENAME = "lm_cache.sqlite"
 T = TypeVar("T")
+
+_CACHE_ONLY: ContextVar[bool] = ContextVar("mitigate_cache_only", default=False)
+
+
+class CacheMiss(BaseException):
+    """A request :func:`cache_only` asked for is not stored.
+
+    It derives from BaseException, like :class:`asyncio.CancelledError`, so the ``except
+    Exception`` of a fan-out that records a member's failure (a panel) lets it through: it is
+    not a failure of the judge, only the news that the item needs a call.
+    """
+
+
+@contextlib.contextmanager
+def cache_only() -> Iterator[None]:
+    """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or raises
+    :class:`CacheMiss`; no backend is called."""
+    token = _CACHE_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _CACHE_ONLY.reset(token)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -225,6 +255,8 @@ class CachedLM(WrapperLM):
                 except (ValueError, TypeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
                     self.cache.note_damaged_entry(key, exc)
                     replace = True
+            if _CACHE_ONLY.get():
+                raise CacheMiss(key)
             pending = self._inflight.get(key)
             if pending is None:
                 break

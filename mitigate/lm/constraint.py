@@ -20,9 +20,12 @@ and regex leave the text before the final answer line free and constrain that li
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from mitigate.lm.base import LMRequest
 
 ConstraintMode = Literal["format", "json"]
 
@@ -42,3 +45,13 @@ class AnswerConstraint(BaseModel):
         """A short text naming the mode and the expected answer, for errors and logs."""
         what = self.describe or self.name
         return f"{self.mode} constraint ({what})"
+
+
+def tool_answer_fields(request: LMRequest) -> dict[str, Any]:
+    """The ``tools`` / ``tool_choice`` that make a model answer through the constraint's schema (Anthropic's forced
+    tool call; empty without a constraint)."""
+    c = request.constraint
+    if c is None:
+        return {}
+    tool = {"name": c.name, "description": f"Record the judge's answer: {c.describe}", "input_schema": c.json_schema}
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": c.name}}

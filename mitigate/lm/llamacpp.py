@@ -89,7 +89,7 @@ import numpy as np
 from mitigate.errors import ConfigError, LMCallError, ModelPathError
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, TokenLogprob, Usage
 
-__all__ = ["LlamaCppLM", "clear_model_cache", "default_model_path"]
+__all__ = ["LlamaCppLM", "clear_model_cache", "default_model_path", "grammar_fields"]
 
 _INSTALL_HINT = 'pip install "mitigate[local]"'
 _GGUF_MAGIC = b"GGUF"
@@ -286,6 +286,15 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
         return loaded
 
 
+def grammar_fields(request: LMRequest) -> dict[str, Any]:
+    """How the embedded backend takes a request's constraint: its GBNF grammar (mode "format") or the JSON schema a
+    grammar is compiled from (mode "json"); empty without one."""
+    c = request.constraint
+    if c is None:
+        return {}
+    return {"json_schema (compiled to a grammar)": c.json_schema} if c.mode == "json" else {"grammar": c.gbnf}
+
+
 def _grammar(request: LMRequest) -> Any:
     """The llama.cpp grammar enforcing ``request.constraint`` (None without one)."""
     constraint = request.constraint
@@ -401,10 +410,7 @@ class LlamaCppLM(LM):
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
         """The GBNF grammar (mode "format") or the JSON schema a grammar is compiled from (mode "json")."""
-        c = request.constraint
-        if c is None:
-            return {}
-        return {"json_schema (compiled to a grammar)": c.json_schema} if c.mode == "json" else {"grammar": c.gbnf}
+        return grammar_fields(request)
 
     # ------------------------------------------------------------------ loading
 

@@ -86,6 +86,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import SecretStr
 
 from mitigate.errors import (
+    BackendSpecError,
     CapabilityError,
     ConfigError,
     LMCallError,
@@ -157,6 +158,16 @@ def structured_outputs_model(model: str) -> bool:
     """Whether an official OpenAI model name takes ``response_format`` json_schema (structured outputs)."""
     name = model.lower()
     return name.startswith(_STRUCTURED_PREFIXES) and not name.startswith(_NO_STRUCTURED)
+
+
+def constraint_modes_for(model: str, base_url: str | None, guided: str | None) -> frozenset[str]:
+    """The answer-constraint modes of ``model``: "json" on structured-outputs models of the official API and on
+    declared servers; "format" too on named guided-decoding servers; none on an undeclared server."""
+    if base_url is None:
+        return frozenset({"json"}) if structured_outputs_model(model) else frozenset()
+    if guided is None:
+        return frozenset()
+    return frozenset({"json"}) if guided == "openai" else frozenset({"format", "json"})
 
 
 def constraint_fields(request: LMRequest, guided: str | None) -> dict[str, Any]:
@@ -254,7 +265,14 @@ class OpenAILM(LM):
         if transport == "auto":  # the cheapest client that behaves the same; the SDK only for a client of yours
             transport = "direct" if http_client is None and importlib.util.find_spec("aiohttp") else "sdk"
         if transport == "direct" and importlib.util.find_spec("aiohttp") is None:
-            raise ConfigError("transport='direct' needs aiohttp; expected it installed (pip install aiohttp)")
+            raise ConfigError("transport='direct' needs aiohttp; expected it installed (pip install 'mitigate[openai]' "
+                              "or pip install aiohttp)")
+        if transport != "direct" and importlib.util.find_spec("openai") is None:
+            raise BackendSpecError(
+                f"backend spec 'openai:{model}' needs the 'openai' package (or aiohttp for its direct client), and "
+                "neither is installed; expected them importable (pip install 'mitigate[openai]')",
+                spec=f"openai:{model}",
+            )
         if transport == "aiohttp" and not _aiohttp_available():
             raise ConfigError(
                 "transport='aiohttp' needs aiohttp and an openai SDK with DefaultAioHttpClient; expected both "
@@ -270,11 +288,7 @@ class OpenAILM(LM):
 
     def constraint_modes(self) -> frozenset[str]:
         """"json" on structured-outputs models and declared servers; "format" on named guided-decoding servers."""
-        if self.base_url is None:
-            return frozenset({"json"}) if structured_outputs_model(self.model) else frozenset()
-        if self.guided is None:
-            return frozenset()
-        return frozenset({"json"}) if self.guided == "openai" else frozenset({"format", "json"})
+        return constraint_modes_for(self.model, self.base_url, self.guided)
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
         """The body fields this client sends for the constraint (see :func:`constraint_fields`)."""

@@ -208,3 +208,22 @@ def cost(
     if price is None:
         return None
     return breakdown(price, usage, batch=batch).total
+
+
+def why_unpriced(lm: object) -> str:
+    """In words, why the calls of ``lm`` (under its cache and retry wrappers) have no known cost."""
+    inner = lm
+    for _ in range(32):
+        nxt = getattr(inner, "inner", None)
+        if nxt is None:
+            break
+        inner = nxt
+    spec = str(getattr(inner, "spec", type(inner).__name__))
+    model = str(getattr(inner, "model", "") or "")
+    server = getattr(inner, "base_url", None) or getattr(inner, "api_base", None)
+    if server:
+        return f"{spec} runs on a server at a base URL, which has no list price"
+    if getattr(inner, "provider", "") in ("openai", "anthropic", "dspy") and lookup(model) is None:
+        return (f"no list price for {model!r} in mitigate.lm.pricing (add one: pricing.register or a JSON file "
+                f"named by ${PRICES_ENV})")
+    return f"{spec} reports no price for its calls"

@@ -11,6 +11,10 @@ and ``:`` pass through intact):
 * ``replay:<path>`` — :class:`~mitigate.lm.replay.ReplayLM`
 * ``fake`` / ``fake:<name>`` — :class:`~mitigate.lm.fake.FakeLM` (needs ``responses=``)
 
+:func:`declare` turns the same specs into a :class:`~mitigate.lm.declared.DeclaredLM` from the
+facts each backend kind declares (:class:`~mitigate.lm.declared.BackendFacts`): the requests it
+would send, rendered and checked, with no SDK, key or model file needed.
+
 Keyword arguments of :func:`get` go to the backend's constructor
 (``get("openai:my-model", base_url="http://localhost:8000/v1", timeout=30)``). ``timeout``
 (seconds per HTTP call) applies to the network backends only; a spec with a line break or
@@ -23,15 +27,18 @@ installed only matters to the spec that needs it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from mitigate.errors import BackendSpecError, ConfigError
-from mitigate.lm.base import LM
+from mitigate.lm.base import LM, LMRequest
 from mitigate.lm.cache import CachedLM, LMCache
+from mitigate.lm.constraint import tool_answer_fields
+from mitigate.lm.declared import BackendFacts, DeclaredLM
 from mitigate.lm.http import check_timeout
 from mitigate.lm.retry import RetryingLM, RetryPolicy
 from mitigate.registry import add, registered
@@ -43,12 +50,15 @@ class Backend:
 
     ``build(spec, rest, has_colon, kwargs)`` gets the whole spec, what follows its first ``:``
     (stripped), whether there was a ``:`` at all, and the keyword arguments of :func:`get`.
-    ``network`` backends talk to a server (so ``timeout=`` and ``base_url=`` apply);
-    ``needs`` names what must follow the ``:`` ("model", "path") when something must.
+    ``facts`` is what the backend declares about the requests it takes (logprobs, ``n``, stop,
+    answer constraints), read by :func:`declare` without building it. ``network`` backends talk
+    to a server (so ``timeout=`` and ``base_url=`` apply); ``needs`` names what must follow the
+    ``:`` ("model", "path") when something must.
     """
 
     forms: tuple[str, ...]
     build: Callable[[str, str, bool, dict[str, Any]], LM]
+    facts: BackendFacts
     network: bool = False
     needs: str | None = None
 
@@ -82,6 +92,35 @@ def get(spec: str, **kwargs: Any) -> LM:
     Raises :class:`~mitigate.errors.BackendSpecError` for an unknown or incomplete spec,
     listing the accepted forms.
     """
+    backend, kind, rest, sep = _resolve(spec, kwargs)
+    return backend.build(spec, rest, sep, kwargs)
+
+
+def declare(spec: str, **kwargs: Any) -> DeclaredLM:
+    """The backend named by ``spec`` as its declared facts (:class:`~mitigate.lm.declared.DeclaredLM`), unbuilt.
+
+    It renders and checks requests as the backend would (logprobs, ``n``, answer constraints
+    and their fields, request-size limits) and never sends one, so commands that make no LM
+    call need neither the backend's SDK, nor its API key, nor its model file. ``kwargs`` are the
+    constructor options of :func:`get`; those that shape requests (``base_url``, ``guided``,
+    ``limits``) are read, the others ignored. The spec is checked as :func:`get` checks it.
+    """
+    backend, kind, rest, sep = _resolve(spec, kwargs)
+    if kind == "local" and sep and not rest:
+        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'",
+                               spec=spec)
+    if kind == "fake":
+        rest = rest or str(kwargs.get("model") or "")
+    limits = kwargs.get("limits") if backend.network else None
+    if backend.network and limits is None:
+        from mitigate.lm.http import Limits
+
+        limits = Limits()
+    return DeclaredLM(kind, rest, backend.facts, kwargs, limits=limits)
+
+
+def _resolve(spec: str, kwargs: dict[str, Any]) -> tuple[Backend, str, str, bool]:
+    """(backend, kind, what follows the ``:``, whether there was one) of a checked spec (see :func:`get`)."""
     if not isinstance(spec, str):
         raise BackendSpecError(
             f"expected a backend spec string (one of {_accepted()}); got {type(spec).__name__}", spec=None
@@ -113,7 +152,7 @@ def get(spec: str, **kwargs: Any) -> LM:
             f"(accepted forms: {_accepted()})",
             spec=spec,
         )
-    return backend.build(spec, rest.strip(), bool(sep), kwargs)
+    return backend, kind, rest.strip(), bool(sep)
 
 
 def _openai(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
@@ -152,12 +191,65 @@ def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
     return _module("fake", spec).FakeLM(**kwargs)
 
 
-add("backend", "openai", Backend(("openai:<model>",), _openai, network=True, needs="model"))
-add("backend", "anthropic", Backend(("anthropic:<model>",), _anthropic, network=True, needs="model"))
-add("backend", "dspy", Backend(("dspy:<litellm model id>",), _dspy, network=True, needs="model"))
-add("backend", "local", Backend(("local", "local:<path.gguf>"), _local))
-add("backend", "replay", Backend(("replay:<path.jsonl>",), _replay, needs="path"))
-add("backend", "fake", Backend(("fake",), _fake))
+def _server_identity(url_option: str, env: str | None = None) -> Callable[[str, Mapping[str, Any]], str]:
+    """``identity(spec, options)``: the spec, plus ``@<server url>`` when the options (or ``env``) name a server."""
+    def identity(spec: str, options: Mapping[str, Any]) -> str:
+        url = options.get(url_option) or (os.environ.get(env) if env else None)
+        if not url:
+            return spec
+        from mitigate.lm.http import public_url
+
+        return f"{spec}@{public_url(str(url))}"
+
+    return identity
+
+
+def _openai_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
+    from mitigate.lm.openai import constraint_modes_for  # no SDK: the module imports it only to send
+
+    return constraint_modes_for(model, options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None,
+                                options.get("guided"))
+
+
+def _openai_fields(request: LMRequest, options: Mapping[str, Any]) -> dict[str, Any]:
+    from mitigate.lm.openai import constraint_fields
+
+    return constraint_fields(request, options.get("guided"))
+
+
+def _grammar_fields(request: LMRequest, options: Mapping[str, Any]) -> dict[str, Any]:
+    from mitigate.lm.llamacpp import grammar_fields  # no llama-cpp-python: the module imports it only to load
+
+    return grammar_fields(request)
+
+
+def _fake_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(options.get("constraint_modes") or ())
+
+
+add("backend", "openai", Backend(
+    ("openai:<model>",), _openai, network=True, needs="model",
+    facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=_openai_modes, fields=_openai_fields,
+                       identity=_server_identity("base_url", "OPENAI_BASE_URL"), options=("base_url", "guided"))))
+add("backend", "anthropic", Backend(
+    ("anthropic:<model>",), _anthropic, network=True, needs="model",
+    facts=BackendFacts(supports_logprobs=False, supports_n=True, max_temperature=1.0,
+                       modes=lambda model, options: frozenset({"json"}),
+                       fields=lambda request, options: tool_answer_fields(request),
+                       identity=_server_identity("base_url"), options=("base_url",))))
+add("backend", "dspy", Backend(
+    ("dspy:<litellm model id>",), _dspy, network=True, needs="model",
+    facts=BackendFacts(supports_logprobs=True, supports_n=True,
+                       identity=_server_identity("base_url"), options=("base_url",))))
+add("backend", "local", Backend(
+    ("local", "local:<path.gguf>"), _local,
+    facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=lambda model, options: frozenset({"format", "json"}),
+                       fields=_grammar_fields)))
+add("backend", "replay", Backend(
+    ("replay:<path.jsonl>",), _replay, needs="path", facts=BackendFacts(supports_logprobs=True, supports_n=True)))
+add("backend", "fake", Backend(
+    ("fake",), _fake,
+    facts=BackendFacts(supports_logprobs=False, supports_n=True, modes=_fake_modes, options=("constraint_modes",))))
 
 
 def wrap(

@@ -84,6 +84,7 @@ from mitigate.measures.likelihood_bias import (
 from mitigate.measures.pairwise import (
     POSITION_VERDICTS,
     PREFERENCES,
+    abstained,
     accuracy_both_orders,
     longer_preference,
     pair_category,
@@ -138,6 +139,7 @@ __all__ = [
     "ReportedMeasure",
     "Scores",
     "Task",
+    "abstained",
     "accuracy",
     "accuracy_under_perturbation",
     "alpha_across_samples",

@@ -52,6 +52,7 @@ from mitigate.registry import register
 
 __all__ = [
     "POSITION_VERDICTS",
+    "abstained",
     "accuracy_both_orders",
     "PREFERENCES",
     "longer_preference",
@@ -117,6 +118,11 @@ def presented_to_text(verdict: str | None, order: Literal["original", "swapped"]
 def verdicts_as_text(judgments: Sequence[Judgment]) -> list[str | None]:
     """Each judgment's verdict as the text it prefers: a Judgment's verdict is relative to the item's own order."""
     return [presented_to_text(j.verdict, "original") for j in judgments]
+
+
+def abstained(judgment: Judgment) -> bool:
+    """Whether the judge abstained on the item (a majority panel without a majority): a counted outcome, no verdict."""
+    return judgment.verdict is None and judgment.error is None and ABSTAIN_FLAG in judgment.flags
 
 
 def pair_category(original: str, swapped: str) -> Category:
@@ -545,13 +551,13 @@ class PreferenceAccuracy(ReportedMeasure):
         abstention is a counted outcome, wrong for accuracy, never dropped like a parse failure;
         ``extra["abstained"]`` / ``extra["abstention_rate"]`` give it beside the value.
         """
-        abstained = [j.verdict is None and j.error is None and ABSTAIN_FLAG in j.flags for j in entry.judgments]
-        if len(abstained) != len(entry.verdicts) or not any(abstained):
+        abstentions = [abstained(j) for j in entry.judgments]
+        if len(abstentions) != len(entry.verdicts) or not any(abstentions):
             m = preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
             return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
         # an abstention is a verdict that matches no gold preference (so it counts, as wrong)
-        verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstained, strict=True)]
-        labelled = [a for a, g in zip(abstained, entry.gold, strict=True) if _preference(g, "gold") is not None]
+        verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstentions, strict=True)]
+        labelled = [a for a, g in zip(abstentions, entry.gold, strict=True) if _preference(g, "gold") is not None]
         m = preference_accuracy([None if v == "abstain" else v for v in verdicts], entry.gold, **entry.ci)
         hits = [float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
                 for v, g in zip(verdicts, entry.gold, strict=True)
@@ -563,7 +569,8 @@ class PreferenceAccuracy(ReportedMeasure):
         interval = (resample_interval(batched_nanmean, arr, n_boot=entry.ci.get("n_boot", 1000),
                                       alpha=entry.ci.get("alpha", 0.05), seed=entry.ci.get("seed", 0))
                     if entry.ci.get("ci") else None)
-        out = share("preference_accuracy", arr, m.n_failed, interval=interval,
+        # an abstention is in ``arr`` (counted wrong), so it is not a dropped item as well: only parse failures are
+        out = share("preference_accuracy", arr, m.n_failed - n_abs, interval=interval,
                     extra={**m.extra, "orders": verdict_order_text(entry.judgments), "abstained": n_abs,
                            "abstention_rate": n_abs / len(arr),
                            "accuracy_when_decided": m.value if m.ok else None})

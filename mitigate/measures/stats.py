@@ -32,6 +32,12 @@ CorrelationName = Literal["pearson", "spearman", "kendall"]
 MIN_PAIRS = 3
 """Fewest complete pairs a correlation is computed from; fewer gives NaN."""
 
+MIN_ITEMS = 30
+"""Below this many judged items an interval is too unstable to carry a conclusion: a report makes no claim."""
+
+MIN_DOCUMENTS = 5
+"""Below this many documents, per-document and system-level measures (and any claim resting on them) say little."""
+
 
 # ---------------------------------------------------------------------------------------
 # conversion helpers

@@ -3,7 +3,11 @@
 Arena-Hard's style control (Li et al. 2024, LMSYS "Does style matter?") adds counts of
 markdown headers, bold spans and list items, beside length, to the regression a judge's
 preferences are read through, so a win rate can be read *as if both answers had the same
-style*. Here the same covariates extend the two regressions mitigate already fits:
+style*; it enters them into its Bradley-Terry model of battles as normalised differences
+between the two answers. Here the same covariates extend the two regressions mitigate already
+fits, in the normalisation of AlpacaEval's length control (Dubois et al. 2024: tanh of the
+standardised feature or difference, :mod:`mitigate.measures.length_control`), not Arena-Hard's
+own; the covariates are Arena-Hard's, the functional form AlpacaEval's:
 
 - **Style-controlled win rate** (:func:`style_controlled_win_rate`), the multi-covariate form
   of the length-controlled win rate (:mod:`mitigate.measures.length_control`):

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import importlib.util
 import random
 import time
 from collections import Counter
@@ -51,7 +52,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
-from mitigate.errors import ConfigError, LMCallError, MitigateError, TransientLMError
+from mitigate.errors import BackendSpecError, ConfigError, LMCallError, MitigateError, TransientLMError
 from mitigate.judge import Judge, PromptJudge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.batch import (
@@ -526,6 +527,10 @@ def batch_api_for(lm: LM) -> BatchAPI:
     Raises :class:`ConfigError` for a backend without one (local models, DSPy, replay, fake).
     """
     backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
+    if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
+        raise BackendSpecError(f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which is not "
+                               f"installed; expected it importable (pip install 'mitigate[{backend.provider}]')",
+                               spec=lm.spec)
     if backend.provider == "openai":
         from mitigate.lm.batch_openai import OpenAIBatchAPI
 

@@ -57,6 +57,8 @@ from mitigate.errors import (
 )
 from mitigate.judge import Judge, Judgment, combine_costs
 from mitigate.lm.base import Usage
+from mitigate.lm.cache import CachedLM, CacheMiss, cache_only
+from mitigate.lm.wrapper import WrapperLM
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
 from mitigate.run.journal import Journal
 
@@ -81,10 +83,20 @@ class RunSummary(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = 0.0
     seconds: float = 0.0
+    cost_note: str | None = None
+    """Why ``cost_usd`` is unknown (a server without a list price, a model missing from the price table)."""
+
+    def cost_text(self) -> str:
+        """The cost in words: ``$0 (cached)`` when no call was made this run, why it is unknown when it is."""
+        if self.cost_usd is None:
+            return f"unknown ({self.cost_note or 'some call reported no price'})"
+        if self.calls == 0 and self.cached_calls > 0 and self.cost_usd == 0:
+            return "$0 (cached)"
+        return f"${self.cost_usd:.4f}"
 
     def line(self) -> str:
         """One human-readable line."""
-        cost = "unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        cost = self.cost_text()
         return (
             f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
@@ -240,6 +252,26 @@ def _judge_lms(judge: Judge) -> list[Any]:
         return []
 
 
+def _cost_note(judge: Judge) -> str:
+    """Why a run's cost is unknown, from the judge's backends (each named once)."""
+    from mitigate.lm.pricing import why_unpriced
+
+    notes = dict.fromkeys(why_unpriced(lm) for lm in _judge_lms(judge))
+    return "; ".join(notes) or "some call reported no price"
+
+
+def _caches(lms: Sequence[Any]) -> bool:
+    """Whether some LM of the judge answers from an on-disk cache (a :class:`CachedLM` among its wrappers)."""
+    for lm in lms:
+        for _ in range(32):
+            if isinstance(lm, CachedLM):
+                return True
+            if not isinstance(lm, WrapperLM):
+                break
+            lm = lm.inner
+    return False
+
+
 def _skips_warm_up(lms: Sequence[Any]) -> bool:
     """Whether every LM of a run has already answered a judgment in this process.
 
@@ -372,6 +404,8 @@ async def run(
             await session.aclose()
     ordered = tuple(results[i] for i in ids if i in results)
     summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
+    if summary.cost_usd is None:
+        summary = summary.model_copy(update={"cost_note": _cost_note(judge)})
     result = RunResult(judgments=ordered, summary=summary)
     if stopped:
         kept = ""
@@ -406,6 +440,12 @@ async def _judge_all(
     every LM of the judge already answered in this process (:func:`_skips_warm_up`). With a
     batch ``session`` every item starts at once (a warm-up would put the first items alone in a
     batch and make the rest wait for it) and the session carries their requests.
+
+    When the judge's LMs cache their calls, every item is first tried from the cache alone
+    (:func:`~mitigate.lm.cache.cache_only`), outside the concurrency limit: an item whose whole
+    judgment is stored is served and counted at once, however many items ahead of it wait for
+    calls; an item that needs a call takes its turn as usual. A cache hit proves nothing about
+    the backend, so it neither opens the warm-up nor resets the circuit breaker.
     """
     sem = asyncio.Semaphore(concurrency)
     slots = min(concurrency, max(1, breaker.stop_after))
@@ -436,8 +476,28 @@ async def _judge_all(
         bar.update(1)
 
     held = [0]  # warm-up slots kept by permanent failures in a row (see below)
+    cached = session is None and _caches(lms)
+
+    async def from_cache(item: Item) -> bool:
+        """Judge ``item`` from the cache alone; False when some call it needs is not stored."""
+        try:
+            with cache_only():
+                judgment = await judge.judge(item)
+        except CacheMiss:
+            return False
+        except MitigateError:  # judged again below, where its failure is recorded as any other
+            return False
+        if judgment.error is not None:
+            return False
+        if jr is not None:
+            jr.record(judgment)
+        results[item.id] = judgment
+        bar.update(1)
+        return True
 
     async def one(item: Item) -> None:
+        if cached and not stop.is_set() and await from_cache(item):
+            return
         async with sem:
             if not opened.is_set():
                 await warm.acquire()

@@ -15,12 +15,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.measures.stats import MIN_DOCUMENTS, MIN_ITEMS
 from mitigate.paths import write_output
 from mitigate.prompt.parts import Demo
 from mitigate.search.objective import Gain, Objective, ObjectiveValue
 from mitigate.strategies import Demos, Mitigation, Pipeline, from_spec, load_pipeline
 
-__all__ = ["SearchResult", "Trial", "load_pipeline", "rank_key"]
+__all__ = ["NO_WINNER", "SearchResult", "Trial", "load_pipeline", "rank_key"]
+
+NO_WINNER = "no demo set beat the baseline on test"
+"""The verdict of a search whose dev winner is not better than the baseline on held-out test."""
 
 
 def rank_key(value: float) -> float:
@@ -71,7 +75,56 @@ class SearchResult(BaseModel):
     calls_test: int
     stopped: str
     calls_backend: int | None = None
+    test_documents: int | None = None
+    """Distinct documents among the test items (None when the items carry no document id)."""
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def beats_baseline(self) -> bool:
+        """Whether the winner is better than the baseline on held-out test: a gain above 0 whose interval excludes 0,
+        on enough test items and documents to carry a conclusion.
+
+        A gain without an interval (``n_boot=0``), a NaN gain, a gain of 0 or below, an interval
+        that includes 0, and any gain on fewer than ``MIN_ITEMS`` test items or ``MIN_DOCUMENTS``
+        documents (:meth:`warnings`: the same rule as a comparison's bottom line) are not a
+        win: no demo set is then recommended.
+        """
+        g = self.test_gain
+        return (self.best_index != 0 and math.isfinite(g.value) and g.value > 0 and g.ci_low is not None
+                and math.isfinite(g.ci_low) and g.ci_low > 0 and not self.warnings())
+
+    def verdict(self) -> str:
+        """One sentence: the winner beat the baseline on test, or no demo set did, and why not."""
+        if self.beats_baseline:
+            return f"the winner ({self.best.label}) beat the baseline on test"
+        g = self.test_gain
+        if self.best_index == 0:
+            why = "the baseline itself won on dev"
+        elif not math.isfinite(g.value):
+            why = f"the test gain is undefined{f': {g.reason}' if g.reason else ''}"
+        elif g.value <= 0:
+            why = f"the test gain is {g.value:+.3f}"
+        elif g.ci_low is None or g.ci_high is None:
+            why = "the test gain has no interval (n_boot=0), so it is not established"
+        elif g.ci_low <= 0:
+            why = f"the test gain's interval [{g.ci_low:+.3f}, {g.ci_high:+.3f}] includes 0"
+        else:
+            why = (f"the test gain {g.value:+.3f} [{g.ci_low:+.3f}, {g.ci_high:+.3f}] excludes 0, but rests on too "
+                   "little test data to establish it (see the warnings)")
+        return f"{NO_WINNER} ({why})"
+
+    def warnings(self) -> list[str]:
+        """What limits the reading of the test result (too few test items or documents), one sentence each."""
+        n = len(self.split.get("test", ()))
+        out = []
+        if n < MIN_ITEMS:
+            out.append(f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are too "
+                       "unstable to carry a conclusion (use more labelled data: --limit, or other --splits)")
+        if self.test_documents is not None and self.test_documents < MIN_DOCUMENTS:
+            out.append(f"the test items come from {self.test_documents} document"
+                       f"{'s' if self.test_documents != 1 else ''}, fewer than {MIN_DOCUMENTS}: the test gain rests "
+                       "on too few sources")
+        return out
 
     @property
     def best(self) -> Trial:
@@ -103,6 +156,8 @@ class SearchResult(BaseModel):
             f"test  winner {self.test.line()}",
             f"test  baseline {self.baseline_test.line()}",
             f"test gain over baseline: {gain} ({self.calls_test} LM calls for the test split)",
+            f"verdict: {self.verdict()}",
+            *(f"warning: {w}" for w in self.warnings()),
         ])
 
     def __repr__(self) -> str:
@@ -123,12 +178,15 @@ class SearchResult(BaseModel):
         return self.summary()
 
     def save_pipeline(self, path: str | Path, *, before: Mitigation | None = None) -> Path:
-        """Write ``{"pipeline": <winning spec>, "search": {...}}`` as JSON; ``--pipeline @file.json`` loads it.
+        """Write ``{"verdict": ..., "pipeline": <dev winner's spec>, "search": {...}}`` as JSON; ``--pipeline
+        @file.json`` loads it.
 
-        ``before``: the mitigations the searched judge was already wrapped in (``mitigate
-        search --pipeline``); the saved pipeline is then ``before | winner``, so loading it
-        reproduces the searched judge from the base one. (Plot the search with
-        :func:`mitigate.harness.plots.plot_search`.)
+        ``verdict`` says whether the winner beat the baseline on test (:meth:`verdict`); when it
+        did not, the file still holds the dev winner, for inspection, and
+        :func:`~mitigate.strategies.load_pipeline` warns whoever loads it. ``before``: the
+        mitigations the searched judge was already wrapped in (``mitigate search --pipeline``);
+        the saved pipeline is then ``before | winner``, so loading it reproduces the searched
+        judge from the base one. (Plot the search with :func:`mitigate.harness.plots.plot_search`.)
         """
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -136,8 +194,11 @@ class SearchResult(BaseModel):
         if before is not None and not (isinstance(before, Pipeline) and not before.steps):
             pipeline = Pipeline([before, from_spec(pipeline)]).spec()
         payload = {
+            "verdict": self.verdict(),
             "pipeline": pipeline,
             "search": {
+                "beats_baseline": self.beats_baseline, "warnings": self.warnings(),
+                "test_documents": self.test_documents,
                 "engine": self.engine, "objective": self.objective.model_dump(mode="json"),
                 "objective_formula": self.objective.describe(), "criterion": self.criterion,
                 "winner": self.best.label, "demo_ids": list(self.best.demo_ids),

@@ -251,6 +251,7 @@ class Session:
             test_gain=obj.gain(best_test, base_test, test_items, crit, ls=self.ls, n_boot=self.n_boot,
                                seed=self.seed),
             calls_search=spent, calls_backend=backend, calls_test=test_calls, stopped=stopped, meta=meta or {},
+            test_documents=len({it.doc_id for it in test_items}) if all(it.doc_id for it in test_items) else None,
         )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -32,7 +33,7 @@ from typing import Any, Self
 from pydantic import ConfigDict, SerializeAsAny
 
 from mitigate.data.schema import Benchmark
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, NotRecommendedWarning
 from mitigate.judge import Judge, Judgment
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import Component, Fittable, Tags, build
@@ -187,7 +188,11 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
 
 
 def load_pipeline(path: str | Path) -> Mitigation:
-    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec."""
+    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec.
+
+    A search file whose verdict is that no demo set beat the baseline on test loads (it holds
+    the dev winner) with a :class:`~mitigate.errors.NotRecommendedWarning` saying so.
+    """
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"expected a pipeline spec file; {p} does not exist")
@@ -196,6 +201,10 @@ def load_pipeline(path: str | Path) -> Mitigation:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"expected JSON in pipeline spec file {p}; got invalid JSON ({exc})") from None
     if isinstance(data, dict) and "pipeline" in data and "name" not in data:
+        search = data.get("search")
+        if isinstance(search, dict) and search.get("beats_baseline") is False:
+            warnings.warn(f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds the "
+                          "search's dev winner, not a recommendation", NotRecommendedWarning, stacklevel=2)
         data = data["pipeline"]
     return from_spec(data)
 

@@ -65,6 +65,19 @@ _SLOPES = Satisfies(lambda v: isinstance(v, dict) and all(isinstance(k, str) and
                     "a dict of criterion -> finite slope")
 
 
+def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
+    """ConfigError (one line, before any judgment) when ``name``, which adjusts pointwise scores, is fitted on
+    pairwise items or around a judge that answers with a verdict: there would be no score to regress or adjust."""
+    pairwise = any(it.pairwise for it in train.items)
+    verdicts = any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()) if not pairwise else True
+    if pairwise or verdicts:
+        got = "a pairwise benchmark" if pairwise else "a judge that answers with a verdict (A or B)"
+        raise ConfigError(
+            f"{name} adjusts pointwise scores; expected a benchmark of single outputs with a judge that scores them; "
+            f"got {got}. For pairwise verdicts read the length- or style-controlled win rate "
+            "(measures.length_controlled_win_rate, measures.style_controlled_win_rate) instead")
+
+
 @register("mitigation", "length-control")
 class LengthControl(Mitigation):
     """Remove a pointwise judge's length slope, fitted on a training split (Dubois et al. 2024's regression).
@@ -111,6 +124,7 @@ class LengthControl(Mitigation):
         """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over ``train``."""
         if not isinstance(judge, Judge):
             raise ConfigError(f"LengthControl.fit needs the judge it will wrap; got {type(judge).__name__}")
+        refuse_pairwise("LengthControl", train, judge)
         items = list(train.items)
         if len(items) < 3:
             raise ConfigError(f"LengthControl.fit needs at least 3 training items; got {len(items)}")
@@ -120,6 +134,9 @@ class LengthControl(Mitigation):
         result = await run(judge, items, concurrency=concurrency, progress=progress, desc="fitting length control")
         slopes: dict[str, float] = {}
         criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
+        if not criteria:
+            raise ConfigError(f"LengthControl.fit needs scores to regress; the judge scored none of the {len(items)} "
+                              "training items (every judgment failed, or it answers without scores)")
         for c in criteria:
             y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float)
             if self.reference == "human":

@@ -2,13 +2,19 @@
 
 :class:`~mitigate.strategies.length_control.LengthControl` regresses a judge's score on the
 squashed length of the output and reports the score at the mean length. :class:`StyleControl`
-regresses on every style covariate of :mod:`mitigate.measures.style` at once (``length``,
-``headers``, ``bold``, ``lists``; Arena-Hard's style control) and reports
+regresses on every style covariate of :mod:`mitigate.measures.style` at once and reports
 
     score − Σ_k β_k · z_k,     z_k = tanh((f_k − mean_k) / sd_k),
 
 the score the fitted regression predicts at the training set's mean style, with the raw score
-and each z_k in ``meta["style_control"]``. The fitted coefficients ``coefficients_`` are in the
+and each z_k in ``meta["style_control"]``. Two sources, each for its own part: the covariates
+(``length``, ``headers``, ``bold``, ``lists``) are those of Arena-Hard's style control (Li et
+al. 2024), which enters them into its Bradley-Terry model of pairwise battles as normalised
+differences between the two answers; the tanh-of-standardised-feature normalisation is
+AlpacaEval's length-controlled form (Dubois et al. 2024), here applied to each feature of one
+output instead of the length difference of a pair. It is fitted on pointwise scores only: a
+pairwise benchmark or a judge answering with verdicts is refused in one line (for pairwise
+verdicts, read :func:`~mitigate.measures.style.style_controlled_win_rate`). The fitted coefficients ``coefficients_`` are in the
 spec (so the report shows them). A feature that never varies on the training items gets no
 coefficient. ``reference="human"`` regresses the excess over the human score instead (a style
 preference humans share is kept). Adjusted scores are not clipped or rounded to the scale.
@@ -28,6 +34,7 @@ from mitigate.measures.style import STYLE_FEATURES, score_style_regression, styl
 from mitigate.registry import Options, Satisfies, Tags, register
 from mitigate.run.runner import run
 from mitigate.strategies.base import Mitigation
+from mitigate.strategies.length_control import refuse_pairwise
 
 __all__ = ["StyleControl", "StyleControlledJudge"]
 
@@ -77,7 +84,8 @@ def _is_stats(v: Any) -> bool:
 
 @register("mitigation", "style-control")
 class StyleControl(Mitigation):
-    """Remove a pointwise judge's slopes on length, markdown headers, bold and lists, fitted on a training split.
+    """Remove a pointwise judge's slopes on length, markdown headers, bold and lists, fitted on a training split
+    (Arena-Hard's style covariates in AlpacaEval's tanh-standardised length-control form; see the module docstring).
 
     Parameters:
         reference: "none" regresses the judge's score on the style features; "human"
@@ -87,6 +95,8 @@ class StyleControl(Mitigation):
     ``fit(train, judge)`` judges the training items. Fitted: ``coefficients_`` (criterion ->
     feature -> slope per unit of z), ``mean_`` and ``sd_`` of each feature over the training outputs.
     """
+
+    paper = "Li et al. 2024 (Arena-Hard's style covariates); Dubois et al. 2024 (AlpacaEval's normalisation)"
 
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
     reference: Literal["none", "human"] = "none"
@@ -127,6 +137,7 @@ class StyleControl(Mitigation):
         """A fitted copy: the judge's score (or excess over humans) regressed on the style features over ``train``."""
         if not isinstance(judge, Judge):
             raise ConfigError(f"StyleControl.fit needs the judge it will wrap; got {type(judge).__name__}")
+        refuse_pairwise("StyleControl", train, judge)
         items = list(train.items)
         if len(items) < 3:
             raise ConfigError(f"StyleControl.fit needs at least 3 training items; got {len(items)}")
@@ -135,7 +146,11 @@ class StyleControl(Mitigation):
         coefficients: dict[str, dict[str, float]] = {}
         mean: dict[str, float] = {}
         sd: dict[str, float] = {}
-        for c in dict.fromkeys(c for j in result.judgments for c in j.scores):
+        criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
+        if not criteria:
+            raise ConfigError(f"StyleControl.fit needs scores to regress; the judge scored none of the {len(items)} "
+                              "training items (every judgment failed, or it answers without scores)")
+        for c in criteria:
             y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float)
             human = np.array([it.human.get(c, np.nan) for it in items], dtype=float) if self.reference == "human" else None
             m = score_style_regression(y, texts, human=human, features=self.features)

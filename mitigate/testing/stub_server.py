@@ -250,6 +250,7 @@ class StubOpenAIServer:
         batch_fail: FailHook | None = None,
         batch_max_requests: dict[str, int] | None = None,
         batch_max_bytes: dict[str, int] | None = None,
+        port: int = 0,
     ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be >= 0 seconds; got {latency}")
@@ -303,7 +304,9 @@ class StubOpenAIServer:
         self._writers: set[asyncio.StreamWriter] = set()
         self._ready = threading.Event()
         self._error: BaseException | None = None
-        self.port: int = 0
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0 (a free one) to 65535; got {port}")
+        self.port: int = port
 
     # ------------------------------------------------------------------ public API
 
@@ -429,7 +432,7 @@ class StubOpenAIServer:
         asyncio.set_event_loop(loop)
         try:
             self._server = loop.run_until_complete(
-                asyncio.start_server(self._handle, host="127.0.0.1", port=0, backlog=1024)
+                asyncio.start_server(self._handle, host="127.0.0.1", port=self.port, backlog=1024)
             )
             self.port = self._server.sockets[0].getsockname()[1]
             self.batch.url_root = self.url
@@ -789,15 +792,18 @@ def _fmt_seconds(seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run a stub server in the foreground: ``python -m mitigate.testing --latency 0.05``.
+    """Run a stub server in the foreground: ``python -m mitigate.testing --port 8765``.
 
-    Prints the base URL on the first line of stdout, then serves until interrupted.
-    Running the stub in its own process keeps it off the client's interpreter (and GIL),
-    which is what a throughput benchmark wants.
+    An OpenAI- and Anthropic-compatible server on 127.0.0.1 that gives every request the same
+    reply: the easiest way to try the command line without a key or a model
+    (``--backend openai:stub --base-url http://127.0.0.1:8765/v1``). Prints the base URL on the
+    first line of stdout, then serves until interrupted. Running the stub in its own process
+    keeps it off the client's interpreter (and GIL), which is what a throughput benchmark wants.
     """
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m mitigate.testing", description=main.__doc__)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
     parser.add_argument("--reply", default="Score: 4", help="the completion text")
     parser.add_argument("--fail-first", type=int, default=0)
@@ -810,6 +816,7 @@ def main(argv: list[str] | None = None) -> None:
         fail_first=args.fail_first,
         fail_status=args.fail_status,
         retry_after=args.retry_after,
+        port=args.port,
     )
     with server:
         print(server.base_url, flush=True)
