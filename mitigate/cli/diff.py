@@ -73,6 +73,13 @@ class DiffOptions:
     """``mitigate diff``: two judges on the same items, B − A with intervals, and a gate for CI."""
 
     COMMAND: ClassVar[str] = "diff"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to compare": ("benchmark", "criterion", "limit", "recorded", "released", "pipeline", "prompt"),
+        "The judges": ("backend", "base_url"),
+        "The gate": ("fail_on", "correction"),
+        "Results": ("json", "junit", "out", "show"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = "summeval"
     criterion: Annotated[list[str] | None, typer.Option(
