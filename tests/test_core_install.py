@@ -158,3 +158,23 @@ def test_declared_facts_match_the_built_backend(spec, kwargs):
             except Exception as exc:  # the two must fail alike
                 outcomes.append((type(exc).__name__, None))
         assert outcomes[0] == outcomes[1], req
+
+
+def test_a_backend_registered_without_facts_is_built_by_declare_rather_than_refused():
+    """A plugin backend written before backends declared their facts still renders: declare builds it."""
+    from mitigate import registry
+    from mitigate.lm.fake import FakeLM
+    from mitigate.lm.registry import Backend, declare
+
+    built: list[str] = []
+
+    def build(spec: str, rest: str, has_colon: bool, kwargs: dict) -> FakeLM:
+        built.append(spec)
+        return FakeLM(["Score: 3"])
+
+    registry.add("backend", "nofacts", Backend(forms=("nofacts",), build=build))
+    try:
+        lm = declare("nofacts")
+    finally:
+        registry._REGISTRY["backend"].pop("nofacts")
+    assert built == ["nofacts"] and isinstance(lm, FakeLM)

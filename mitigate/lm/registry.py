@@ -51,14 +51,15 @@ class Backend:
     ``build(spec, rest, has_colon, kwargs)`` gets the whole spec, what follows its first ``:``
     (stripped), whether there was a ``:`` at all, and the keyword arguments of :func:`get`.
     ``facts`` is what the backend declares about the requests it takes (logprobs, ``n``, stop,
-    answer constraints), read by :func:`declare` without building it. ``network`` backends talk
+    answer constraints), read by :func:`declare` without building it; a backend that declares none
+    (a plugin written before facts existed) is built by :func:`declare` instead. ``network`` backends talk
     to a server (so ``timeout=`` and ``base_url=`` apply); ``needs`` names what must follow the
     ``:`` ("model", "path") when something must.
     """
 
     forms: tuple[str, ...]
     build: Callable[[str, str, bool, dict[str, Any]], LM]
-    facts: BackendFacts
+    facts: BackendFacts | None = None
     network: bool = False
     needs: str | None = None
 
@@ -96,7 +97,7 @@ def get(spec: str, **kwargs: Any) -> LM:
     return backend.build(spec, rest, sep, kwargs)
 
 
-def declare(spec: str, **kwargs: Any) -> DeclaredLM:
+def declare(spec: str, **kwargs: Any) -> LM:
     """The backend named by ``spec`` as its declared facts (:class:`~mitigate.lm.declared.DeclaredLM`), unbuilt.
 
     It renders and checks requests as the backend would (logprobs, ``n``, answer constraints
@@ -106,6 +107,8 @@ def declare(spec: str, **kwargs: Any) -> DeclaredLM:
     ``limits``) are read, the others ignored. The spec is checked as :func:`get` checks it.
     """
     backend, kind, rest, sep = _resolve(spec, kwargs)
+    if backend.facts is None:  # nothing declared: only the built backend knows what it takes
+        return get(spec, **kwargs)
     if kind == "local" and sep and not rest:
         raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'",
                                spec=spec)
