@@ -33,13 +33,14 @@ def compare_cmd(options: CompareOptions) -> None:
 
 def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
     """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
-    from mitigate.cli.build import template_text
+    from mitigate.cli.build import naming_template, template_origin, template_text
     from mitigate.prompt import JudgePrompt
 
     if o.prompt is None:
         return None
-    jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
-                                   **({"answer": "pairwise"} if pairwise else {}))
+    with naming_template(template_origin(o.prompt)):
+        jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
+                                       **({"answer": "pairwise"} if pairwise else {}))
     return lambda raw, crit: jp.format.read(raw, jp.scale)
 
 
