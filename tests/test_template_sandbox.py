@@ -189,7 +189,7 @@ def test_published_jinja_templates_render_byte_for_byte_as_unsandboxed_jinja_ren
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ours = _render_jinja(text, constants)
+                ours, _ = _render_jinja(text, constants)
         except TemplateSandboxError as exc:  # a published template must never meet the sandbox's rules
             raise AssertionError(f"{name}: {exc}") from None
         except TemplateError:  # a value nobody gave, used beyond a test: refused before and after the sandbox
@@ -212,3 +212,21 @@ def test_deepevals_shipped_g_eval_template_reads_with_its_optional_names_left_ou
     assert (prompt.scale.min, prompt.scale.max) == (1, 10) and prompt.format.json_key == "score"
     assert "Additional Context" not in prompt.template_text()[0] and "Rubric:" not in prompt.template_text()[0]
 
+
+
+def test_an_item_with_a_field_a_jinja_test_read_as_false_is_refused_not_judged_without_it() -> None:
+    from mitigate import Item
+
+    with pytest.warns(Warning, match="tests 'rubric'"):
+        prompt = JudgePrompt.from_template("{% if rubric %}Rubric: {{ rubric }}\n{% endif %}Rate {{ output }} 1 to 5.")
+    assert prompt.render(Item(id="a", output="X"))[0].content == "Rate X 1 to 5."
+    with pytest.raises(TemplateError, match=r"tests 'rubric'.*item 'b' has a field 'rubric'.*--const rubric="):
+        prompt.render(Item(id="b", output="X", inputs={"rubric": "Be strict."}))
+
+
+@pytest.mark.parametrize("demo_template", ["{output.__class__.__init__}", "{inputs[0]}", "{score:>999999999}",
+                                           "{output!r}", "{author}"])
+def test_a_demo_template_fills_only_its_plain_named_fields(demo_template: str) -> None:
+    prompt = JudgePrompt.from_template("Rate {{output}} from 1 to 5.")
+    with pytest.raises(TemplateError, match="expected demo_template fields among"):
+        JudgePrompt.model_validate({**prompt.model_dump(), "demo_template": demo_template})

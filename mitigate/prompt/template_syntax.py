@@ -63,7 +63,8 @@ class TemplateSource(BaseModel):
 
     ``layout`` is the original text with each message's content replaced by a mark
     (``\\x00<index>\\x00``); ``syntax`` the placeholder notation; ``spellings`` each slot's
-    original spelling (``{instruction}``, ``{{{language}}}``, ``{{ Document }}``).
+    original spelling (``{instruction}``, ``{{{language}}}``, ``{{ Document }}``); ``unset`` the
+    names a Jinja condition tested that no constant gave (read as false).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -73,6 +74,7 @@ class TemplateSource(BaseModel):
     markup: str | None = None
     rendered_jinja: bool = False
     constants: tuple[str, ...] = ()
+    unset: tuple[str, ...] = ()
 
     def restore(self, messages: list[str]) -> str:
         """The whole template as written, from the current message texts (canonical ``{{slot}}`` form)."""
@@ -213,9 +215,10 @@ class _Slot(str):
         return obj
 
 
-def _render_jinja(text: str, constants: Mapping[str, Any]) -> str:
+def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
     """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.sandbox`), with the names it uses given as
-    the module docstring says: a constant, a plain slot, or else unset (false when tested, refused otherwise)."""
+    the module docstring says: a constant, a plain slot, or else unset (false when tested, refused otherwise);
+    and the unset names a condition tested."""
     try:
         import jinja2
         from jinja2.utils import missing
@@ -261,7 +264,7 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> str:
             "(constants={...}) to set it",
             TemplateReadWarning, stacklevel=5,
         )
-    return rendered
+    return rendered, tested
 
 
 def _used_beyond_output(text: str, name: str) -> bool:
@@ -303,9 +306,11 @@ def read_template(
     syntax = detect_syntax([t for _, t in messages])
     spellings: dict[str, str] = {}
     out: list[tuple[Role, str]] = []
+    unset: list[str] = []
     for role, t in messages:
         if syntax == "jinja":
-            t = _render_jinja(t, constants)
+            t, tested = _render_jinja(t, constants)
+            unset += [n for n in tested if n not in unset]
         elif syntax in ("single", "format"):
             for m in _SINGLE_RE.finditer(t):
                 spellings.setdefault(m.group(1), m.group(0))
@@ -326,7 +331,7 @@ def read_template(
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
     source = TemplateSource(layout=layout, syntax=syntax, spellings=spellings, markup=markup,
-                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)))
+                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)), unset=tuple(unset))
     return ReadTemplate(messages=out, source=source)
 
 
