@@ -111,6 +111,10 @@ class CacheDamageWarning(UserWarning):
     """The LM cache file (or one of its entries) is damaged; the damaged part is treated as a miss."""
 
 
+class JournalDamageWarning(UserWarning):
+    """A run journal holds a judgment this judge cannot have given (a score off its scale); its item is judged again."""
+
+
 class PromptConflictWarning(UserWarning):
     """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey either)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -10,7 +11,7 @@ import typer
 from mitigate.cli.app import command
 from mitigate.cli.config import split_label
 from mitigate.cli.errors import EXIT_FAILED, say_error
-from mitigate.cli.files import writable_dir
+from mitigate.cli.files import check_run_folder, writable_dir, writing_after_run
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 def compare_cmd(options: CompareOptions) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
+    check_run_folder(options.out)
     import asyncio  # lazy: not loaded for --help
 
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
@@ -112,14 +114,26 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
             await lm.aclose()
     for e in result.entries:
         typer.echo(f"{e.name}: {e.summary.line()}", err=True)
-    paths = write_report(result, o.out)
-    typer.echo((o.out / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
+    with writing_after_run(f"the journals in {o.out / 'journals'}"):
+        paths = write_report(result, o.out)
+    typer.echo(_report_head(o.out / "report.md"))
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
     failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
     if failed:
         first = next((j.error for j in failed[0].judgments if j.error), "")
         say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
         raise typer.Exit(code=EXIT_FAILED)
+
+
+def _report_head(path: Path) -> str:
+    """The report's text before its table of every measure, as written (nothing when report.md is a device)."""
+    from mitigate.paths import open_regular
+
+    try:
+        with open_regular(path, "r", "the report") as fh:
+            return fh.read().split("\n## Every measure")[0]
+    except ConfigError:  # written through a device (/dev/null, a terminal): there is nothing to read back
+        return ""
 
 
 def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: float | str | None, seed: int) -> str:
