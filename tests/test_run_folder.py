@@ -388,3 +388,17 @@ def test_write_output_writes_bytes_and_text_atomically(tmp_path) -> None:
         write_output(tmp_path / "b.txt", lambda fh: 1 / 0)
     assert (tmp_path / "b.txt").read_text() == "x\n" and sorted(p.name for p in tmp_path.iterdir()) == [
         "a.bin", "b.txt"]
+
+
+@needs_fifo
+def test_an_lm_cache_file_that_is_a_fifo_or_device_is_refused_by_what_it_is(tmp_path) -> None:
+    from mitigate.lm.cache import LMCache
+
+    (tmp_path / "a").mkdir()
+    os.mkfifo(tmp_path / "a" / "lm_cache.sqlite")
+    with pytest.raises(ConfigError, match="LM cache file .* is a FIFO"):
+        LMCache(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "lm_cache.sqlite").symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match="LM cache file .* is a character device"):
+        LMCache(tmp_path / "b")
