@@ -85,8 +85,8 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("MITIGATE_DEBUG", raising=False)
 
 
-def _judge_cli(fixtures: Path, url: str, *extra: str) -> list[str]:
-    return ["judge", "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt", f"{fixtures}/prompt.txt",
+def _judge_cli(fixtures: Path, url: str, *extra: str, command: str = "judge") -> list[str]:
+    return [command, "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt", f"{fixtures}/prompt.txt",
             "--backend", "openai:stub-model", "--base-url", url, "--no-progress", "-n", "3", *extra]
 
 
@@ -148,9 +148,8 @@ def test_a_likelihood_cache_that_is_a_fifo_stops_compare_before_any_request(fixt
     out.mkdir()
     os.mkfifo(out / "likelihood.jsonl")
     before = server.request_count
-    result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt",
-                                      f"{fixtures}/prompt.txt", "--backend", "openai:stub-model", "--base-url",
-                                      server.base_url, "--no-progress", "-p", "baseline", "--out", str(out)])
+    result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
+                                                command="compare"))
     assert result.exit_code == EXIT_REFUSED and "likelihood.jsonl to be a regular file" in result.stderr
     assert server.request_count == before
 
@@ -263,10 +262,8 @@ def test_results_json_and_probe_out_that_are_devices_are_written_through_never_r
     real = tmp_path / "probe-real.json"
     (tmp_path / "probe-link.json").symlink_to(real)
     for target in (out, tmp_path / "probe-link.json"):
-        result = CliRunner().invoke(app, ["probe", "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt",
-                                          f"{fixtures}/prompt.txt", "--backend", "openai:stub-model", "--base-url",
-                                          server.base_url, "--no-progress", "-n", "2", "--probes", "verbosity",
-                                          "--out", str(target)])
+        result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "--probes", "verbosity", "--out",
+                                                    str(target), command="probe"))
         assert result.exit_code == 0, result.output
     assert stat.S_ISCHR(os.stat(out).st_mode)
     assert (tmp_path / "probe-link.json").is_symlink() and json.loads(real.read_text(encoding="utf-8"))["rows"]
@@ -289,9 +286,8 @@ def test_a_full_disk_after_the_run_exits_1_saying_where_the_judgments_are_kept(f
     out = tmp_path / "cmp"
     out.mkdir()
     (out / "report.md").symlink_to("/dev/full")
-    result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt",
-                                      f"{fixtures}/prompt.txt", "--backend", "openai:stub-model", "--base-url",
-                                      server.base_url, "--no-progress", "-n", "3", "-p", "baseline", "--out", str(out)])
+    result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
+                                                command="compare"))
     assert result.exit_code == EXIT_FAILED and f"kept in the journals in {out}/journals" in result.stderr
 
 
