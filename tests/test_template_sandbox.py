@@ -230,3 +230,18 @@ def test_a_demo_template_fills_only_its_plain_named_fields(demo_template: str) -
     prompt = JudgePrompt.from_template("Rate {{output}} from 1 to 5.")
     with pytest.raises(TemplateError, match="expected demo_template fields among"):
         JudgePrompt.model_validate({**prompt.model_dump(), "demo_template": demo_template})
+
+
+def test_a_hostile_system_template_is_refused_naming_both_files(fixtures: Path, never_called: StubOpenAIServer,
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    marker = tmp_path / "pwned"
+    system = tmp_path / "system.txt"
+    system.write_text("You grade. {{ cycler.__init__.__globals__.os.system('touch " + str(marker) + "') }}",
+                      encoding="utf-8")
+    args = [*template_command("judge --dry-run", fixtures / "prompt.txt", fixtures, never_called.base_url),
+            "--system", str(system)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == EXIT_REFUSED and not marker.exists()
+    assert result.stderr.startswith(f"error: template --prompt {fixtures / 'prompt.txt'} (with --system {system}): "
+                                    "the template's Jinja at line 1")
