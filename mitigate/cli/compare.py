@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -11,7 +12,7 @@ import typer
 from mitigate.cli.app import command
 from mitigate.cli.config import split_label
 from mitigate.cli.errors import EXIT_FAILED, say_error
-from mitigate.cli.files import writable_dir
+from mitigate.cli.files import check_run_folder, writable_dir, writing_after_run
 from mitigate.cli.options import CompareOptions
 from mitigate.errors import ConfigError
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 def compare_cmd(options: CompareOptions) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
+    check_run_folder(options.out)
     import asyncio  # lazy: not loaded for --help
 
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
@@ -34,13 +36,14 @@ def compare_cmd(options: CompareOptions) -> None:
 
 def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
     """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
-    from mitigate.cli.build import template_text
+    from mitigate.cli.build import naming_template, template_origin, template_text
     from mitigate.prompt import JudgePrompt
 
     if o.prompt is None:
         return None
-    jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
-                                   **({"answer": "pairwise"} if pairwise else {}))
+    with naming_template(template_origin(o.prompt)):
+        jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
+                                       **({"answer": "pairwise"} if pairwise else {}))
     return lambda raw, crit: jp.format.read(raw, jp.scale)
 
 
@@ -115,21 +118,34 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
             await lm.aclose()
     for e in result.entries:
         typer.echo(f"{e.name}: {e.summary.line()}", err=True)
-    paths = write_report(result, o.out)
-    typer.echo((o.out / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
-    if o.threshold is not None:
-        from mitigate.harness.threshold import threshold_section
+    with writing_after_run(f"the journals in {o.out / 'journals'}"):
+        paths = write_report(result, o.out)
+        if o.threshold is not None:
+            from mitigate.harness.threshold import threshold_section
 
-        section = threshold_section(result, o.threshold, o.require_pass_rate)
+            section = threshold_section(result, o.threshold, o.require_pass_rate)
+            with (o.out / "report.md").open("a", encoding="utf-8") as fh:
+                fh.write("\n" + section + "\n")
+    typer.echo(_report_head(o.out / "report.md"))
+    if o.threshold is not None:
         typer.echo(section)
-        with (o.out / "report.md").open("a", encoding="utf-8") as fh:
-            fh.write("\n" + section + "\n")
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
     failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
     if failed:
         first = next((j.error for j in failed[0].judgments if j.error), "")
         say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
         raise typer.Exit(code=EXIT_FAILED)
+
+
+def _report_head(path: Path) -> str:
+    """The report's text before its table of every measure, as written (nothing when report.md is a device)."""
+    from mitigate.paths import open_regular
+
+    try:
+        with open_regular(path, "r", "the report") as fh:
+            return fh.read().split("\n## Every measure")[0]
+    except ConfigError:  # written through a device (/dev/null, a terminal): there is nothing to read back
+        return ""
 
 
 def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: float | str | None, seed: int) -> str:

@@ -9,9 +9,9 @@ import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.errors import EXIT_FAILED, fail_when_all_failed, say_error
-from mitigate.cli.files import run_dir, writable_file
+from mitigate.cli.files import run_dir, writable_file, writing_after_run
 from mitigate.cli.options import JudgeOptions
-from mitigate.paths import one_line
+from mitigate.paths import one_line, write_output
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -36,7 +36,6 @@ async def _judge(o: JudgeOptions) -> None:
     # lazy: `import mitigate.cli` (so `mitigate --help`) registers the command without the judge, the runner
     # and the data; the strategies are imported only for --pipeline (issue 29: the judge path's fixed cost)
     from mitigate.cli.build import batch_session, build_judge, dry_run_text, load_task, with_pipeline
-    from mitigate.run.journal import write_atomic
     from mitigate.run.runner import preflight, run
 
     pipe = None
@@ -70,18 +69,21 @@ async def _judge(o: JudgeOptions) -> None:
         await lm.aclose()
     _print_judgments(result, task)
     typer.echo(result.summary.line(), err=True)
-    if o.out is not None:
-        from mitigate.harness.judgments_file import write_judgments  # lazy: only for --out
+    kept = (f"the journal {o.run_dir / 'journal.jsonl'}" if o.run_dir else
+            "the LM cache" if o.cache else None)
+    with writing_after_run(kept):
+        if o.out is not None:
+            from mitigate.harness.judgments_file import write_judgments  # lazy: only for --out
 
-        written = write_judgments(result, o.out, items=task.items, criterion=task.criterion)
-        typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
-    if o.run_dir:
-        out = write_atomic(o.run_dir / "results.json", json.dumps({
-            "benchmark": task.benchmark.name, "criterion": task.criterion, "backend": lm.spec,
-            "summary": result.summary.model_dump(mode="json"),
-            "judgments": [j.model_dump(mode="json") for j in result.judgments],
-        }, indent=1))
-        typer.echo(f"wrote {out}", err=True)
+            written = write_judgments(result, o.out, items=task.items, criterion=task.criterion)
+            typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
+        if o.run_dir:
+            out = write_output(o.run_dir / "results.json", json.dumps({
+                "benchmark": task.benchmark.name, "criterion": task.criterion, "backend": lm.spec,
+                "summary": result.summary.model_dump(mode="json"),
+                "judgments": [j.model_dump(mode="json") for j in result.judgments],
+            }, indent=1), "the results file")
+            typer.echo(f"wrote {out}", err=True)
     fail_when_all_failed(result)
     if o.threshold is not None:
         threshold_gate(result.judgments, task.criterion, o.threshold, o.require_pass_rate)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.files import writable_file
+from mitigate.cli.files import writable_file, writing_after_run
 from mitigate.cli.options import ProbeOptions
 
 # The rest is imported inside the command: `import mitigate.cli` (what `mitigate --help` and every command
@@ -26,7 +26,6 @@ async def _probe(o: ProbeOptions) -> None:
     from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load_task, with_pipeline
     from mitigate.harness.probe import render_probe_table, run_probes
     from mitigate.probes import check_rewriter, resolve_probes
-    from mitigate.run.journal import write_atomic
     from mitigate.run.runner import preflight
     from mitigate.strategies import parse_pipeline
 
@@ -54,5 +53,8 @@ async def _probe(o: ProbeOptions) -> None:
             await rewriter_lm.aclose()
     typer.echo(render_probe_table(report))
     if o.out is not None:
-        written = write_atomic(o.out, report.model_dump_json(indent=1))
+        from mitigate.paths import write_output
+
+        with writing_after_run("the LM cache" if o.cache else None):
+            written = write_output(o.out, report.model_dump_json(indent=1), "--out")
         typer.echo(f"wrote {written} ({len(report.records)} rewrites)", err=True)

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.files import writable_file
+from mitigate.cli.files import writable_file, writing_after_run
 from mitigate.cli.options import SearchOptions
 
 # The rest is imported inside the command: `import mitigate.cli` (what `mitigate --help` and every command
@@ -64,17 +64,18 @@ def _search(o: SearchOptions) -> None:
                f"items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls", err=True)
     result = _run(judge, data, o.engine, common)
     typer.echo(result.summary())
-    path = result.save_pipeline(o.out, before=before)
-    if result.beats_baseline:
-        typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
-    else:
-        typer.echo(f"wrote {path}: {result.verdict()}; it holds the dev winner for inspection, not a "
-                   "recommendation", err=True)
-    if o.plot:
-        from mitigate.harness.plots import plot_search  # lazy: only with --plot (matplotlib)
+    with writing_after_run("the LM cache" if o.cache else None):
+        path = result.save_pipeline(o.out, before=before)
+        if result.beats_baseline:
+            typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
+        else:
+            typer.echo(f"wrote {path}: {result.verdict()}; it holds the dev winner for inspection, not a "
+                       "recommendation", err=True)
+        if o.plot:
+            from mitigate.harness.plots import plot_search  # lazy: only with --plot (matplotlib)
 
-        typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
-                   "test)", err=True)
+            typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline "
+                       "on test)", err=True)
 
 
 def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:

@@ -105,6 +105,7 @@ from mitigate.measures.stats import (
     permutation_test_mean_diff,
     spearman_rows,
 )
+from mitigate.paths import open_regular, read_lines
 from mitigate.probes import Probe, check_rewriter
 from mitigate.registry import Interval, check_param
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
@@ -404,8 +405,9 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
     """LS per item, reading and extending the JSONL cache ``cache`` (one line per item and scorer setting)."""
     key = _likelihood_key(scorer, task)
     known: dict[str, float] = {}
-    if cache is not None and cache.exists():
-        lines = cache.read_text(encoding="utf-8").splitlines()
+    if cache is not None and (cache.exists() or cache.is_symlink()):
+        with open_regular(cache, "rb", "the likelihood cache") as fh:  # a FIFO or a device is refused unread
+            lines = [raw.decode("utf-8") for raw in read_lines(fh, f"the likelihood cache {cache}", path=cache)]
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -428,7 +430,7 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
                 value = float(await scorer.score(it, task))
                 known[it.id] = value
                 if cache is not None:
-                    with cache.open("a", encoding="utf-8") as fh:
+                    with open_regular(cache, "a", "the likelihood cache") as fh:
                         fh.write(json.dumps({"key": key, "id": it.id,
                                              "ls": value if math.isfinite(value) else None}) + "\n")
                 bar.update(1)

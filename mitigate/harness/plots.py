@@ -10,6 +10,7 @@ per system pair, for pairwise judges in both orders), and a search's trials
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 
 from mitigate.harness.results import CompareResult
 from mitigate.measures import unfairness_scores
+from mitigate.paths import write_output
 
 __all__ = ["PAIR_KEYS", "PLOT_CAPTIONS", "has_consistency", "human_quality", "pair_tables", "planned_plots",
            "plot_search", "render_plots",
@@ -59,9 +61,11 @@ def _plt() -> Any:
 
 
 def _save(fig: Any, path: Path) -> Path:
-    fig.savefig(path, dpi=100, metadata={"Software": None})
+    """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as outputs are)."""
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
     _plt().close(fig)
-    return path
+    return write_output(path, png.getvalue(), "the plot")
 
 
 def _short(name: str, width: int = 28) -> str:

@@ -385,7 +385,8 @@ async def run(
                                         progress=progress, judge=judge) if batch else (None, False))
     jr: Journal | None = None
     try:
-        jr = Journal(journal, judge.fingerprint(), restart=restart) if journal is not None else None
+        jr = Journal(journal, judge.fingerprint(), restart=restart,
+                     bounds=judge.score_bounds()) if journal is not None else None
         results: dict[str, Judgment] = dict(jr.done) if jr else {}
         resumed = sum(1 for i in ids if i in results)
         todo = [it for it in items if it.id not in results]

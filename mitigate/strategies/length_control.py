@@ -39,6 +39,10 @@ class LengthControlledJudge(CompositeJudge):
     kind = "length-control"
     requests_are_children = True
 
+    def score_bounds(self) -> None:
+        """None: the adjusted score is not clipped to the scale."""
+        return None
+
     def __init__(self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float, std: float) -> None:
         super().__init__(children)
         self.slopes, self.mean, self.std = slopes, mean, std

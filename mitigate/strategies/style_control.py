@@ -45,6 +45,10 @@ class StyleControlledJudge(CompositeJudge):
     kind = "style-control"
     requests_are_children = True
 
+    def score_bounds(self) -> None:
+        """None: the adjusted score is not clipped to the scale."""
+        return None
+
     def __init__(self, children: dict[str, Judge], *, coefficients: dict[str, dict[str, float]],
                  mean: dict[str, float], sd: dict[str, float]) -> None:
         super().__init__(children)
