@@ -260,6 +260,7 @@ def estimate_mean(
     confidence: float = 0.95,
     target: Target = "items",
     weights: Sequence[float | None] | np.ndarray | None = None,
+    rounds: Sequence[int] | np.ndarray | None = None,
     calibration: Calibration = "isotonic",
     folds: int = 5,
     seed: int = 0,
@@ -269,9 +270,10 @@ def estimate_mean(
 
     ``labels`` and ``judge`` hold one value per item of the group (None or NaN: unlabelled,
     or no judge value); ``weights`` the inverse inclusion probability of the items labelled
-    in an active selection round (None/NaN elsewhere). ``calibration`` and ``folds`` apply to
-    ``calibrated``; ``seed`` draws its folds. DataError naming ``group`` when it cannot be
-    estimated; ConfigError for a bad setting.
+    in a selection round (None/NaN elsewhere); ``rounds`` which round each item was labelled
+    in (0: before any; default: 1 for every weighted item). ``calibration`` and ``folds``
+    apply to ``calibrated``; ``seed`` draws its folds. DataError naming ``group`` when it
+    cannot be estimated; ConfigError for a bad setting.
     """
     check_settings(method, confidence, target, calibration, folds)
     y = _as_array(labels, "labels")
@@ -308,18 +310,62 @@ def estimate_mean(
     if not exact and np.ptp(y[labelled]) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
         raise DataError(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which shows no spread to build an "
                         "interval from; label more of its items (mitigate estimate --select) or group differently")
-    selected = np.zeros(N, dtype=bool) if w is None else np.isfinite(w)
-    if selected.any():
-        if (selected & ~labelled).any():
-            raise DataError(f"{where}: {int((selected & ~labelled).sum())} items carry a selection weight but no label; "
-                            "expected every selected item labelled (an unlabelled selected item would bias the weights)")
-        if (w[selected] < 1 - 1e-9).any():  # type: ignore[index]
-            raise DataError(f"{where}: expected selection weights >= 1 (the inverse of an inclusion probability); got "
-                            f"{float(np.min(w[selected])):g}")  # type: ignore[index]
-        return _weighted(y, f, w, selected, method, calibration, target, where, common, notes)  # type: ignore[arg-type]
-    if method == "calibrated":
-        return _calibrated(y, f, calibration, folds, seed, target, where, common, notes)
-    return _regression(y, f, method, target, where, common, notes)
+    rnd = _round_of(rounds, w, labelled, where)
+    if (rnd > 0).any():
+        raw = _by_rounds(y, f, w, rnd, method, calibration, folds, seed, where, notes)  # type: ignore[arg-type]
+    elif method == "calibrated":
+        raw = _calibrated(y, f, calibration, folds, seed, notes)
+    else:
+        raw = _regression(y, f, method, notes)
+    variance = raw.variance
+    if target == "population":
+        variance += _label_spread(y, w, rnd) / N
+    return _finish(raw.estimate, variance, raw.df, where, common, notes, lam=raw.lam, fitted=raw.fitted)
+
+
+class _Raw(NamedTuple):
+    """An estimate before its interval: the point, its variance (items target) and degrees of freedom."""
+
+    estimate: float
+    variance: float
+    df: float
+    lam: float | None = None
+    fitted: bool = False
+
+
+def _round_of(rounds: Sequence[int] | np.ndarray | None, w: np.ndarray | None, labelled: np.ndarray,
+              where: str) -> np.ndarray:
+    """Each item's selection round (0: labelled before any round, or unlabelled), checked against the weights."""
+    N = len(labelled)
+    weighted = np.zeros(N, dtype=bool) if w is None else np.isfinite(w)
+    if rounds is None:
+        rnd = weighted.astype(int)
+    else:
+        rnd = np.asarray(rounds)
+        if rnd.shape != (N,) or not np.issubdtype(rnd.dtype, np.integer) or (rnd < 0).any():
+            raise DataError(f"expected one selection round (an int >= 0) per item; got {rounds!r}"[:300])
+        if ((rnd > 0) != weighted).any():
+            raise DataError(f"{where}: expected a selection weight exactly on the items of a selection round (round >= 1)")
+    if (weighted & ~labelled).any():
+        raise DataError(f"{where}: {int((weighted & ~labelled).sum())} items carry a selection weight but no label; "
+                        "expected every selected item labelled (an unlabelled selected item would bias the weights)")
+    if weighted.any() and (w[weighted] < 1 - 1e-9).any():  # type: ignore[index]
+        raise DataError(f"{where}: expected selection weights >= 1 (the inverse of an inclusion probability); got "
+                        f"{float(np.min(w[weighted])):g}")  # type: ignore[index]
+    return rnd
+
+
+def _label_spread(y: np.ndarray, w: np.ndarray | None, rnd: np.ndarray) -> float:
+    """The labels' variance for the population target: of the labels drawn at random, else weighted by 1/probability."""
+    plain = np.isfinite(y) & (rnd == 0)
+    if plain.sum() >= 2:
+        return float(y[plain].var(ddof=1))
+    chosen = np.isfinite(y)
+    weights = np.where(rnd[chosen] > 0, np.nan_to_num(w[chosen] if w is not None else 1.0, nan=1.0), 1.0)
+    values = y[chosen]
+    mean = float((weights * values).sum() / weights.sum())
+    k = len(values)
+    return float((weights * (values - mean) ** 2).sum() / weights.sum() * k / (k - 1))
 
 
 def _finish(estimate: float, variance: float, df: float, where: str, common: dict[str, object], notes: list[str],
@@ -367,11 +413,10 @@ def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.nda
     return np.stack(cols, -1), bool(keep)
 
 
-def _regression(y: np.ndarray, f: np.ndarray, method: str, target: str, where: str, common: dict[str, object],
-                notes: list[str]) -> MeanEstimate:
+def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str]) -> _Raw:
+    """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random)."""
     labelled = np.isfinite(y)
     N = len(y)
-    lam = None
     if method == "human":
         X = np.ones((N, 1))
         keep = False
@@ -382,11 +427,9 @@ def _regression(y: np.ndarray, f: np.ndarray, method: str, target: str, where: s
         if not keep:
             notes.append("the judge's values do not vary on the labelled items (or too few are judged): its slope is "
                          "set to 0, so the estimate is the labels-alone one")
-    fit = regression_fit(y[labelled], X[labelled], X.mean(0), N, population=target == "population")
-    if method == "ppi":
-        lam = float(fit.beta[1]) * (N - int(labelled.sum())) / N
-    return _finish(float(fit.estimate), float(fit.variance), float(fit.df), where, common, notes, lam=lam,
-                   fitted=keep)
+    fit = regression_fit(y[labelled], X[labelled], X.mean(0), N)
+    lam = float(fit.beta[1]) * (N - int(labelled.sum())) / N if method == "ppi" else None
+    return _Raw(float(fit.estimate), float(fit.variance), float(fit.df), lam, keep)
 
 
 def _predictor(y: np.ndarray, f: np.ndarray, method: str, calibration: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -429,18 +472,87 @@ def crossfit(y_l: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, calibration: str
     return resid, pred_u, k
 
 
-def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed: int, target: str, where: str,
-                common: dict[str, object], notes: list[str]) -> MeanEstimate:
+def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed: int, notes: list[str]) -> _Raw:
+    """``calibrated`` on the labelled items of ``y`` (labels drawn at random)."""
     labelled = np.isfinite(y)
     N, n = len(y), int(labelled.sum())
     y_l = y[labelled]
     resid, pred_u, k = crossfit(y_l, f[labelled], f[~labelled], calibration, folds, seed)
     estimate = (y_l.sum() + pred_u.sum() + (N - n) * resid.mean()) / N
     variance = resid.var(ddof=1) * (1 - n / N) / n
-    if target == "population":
-        variance += y_l.var(ddof=1) / N
     notes.append(f"{calibration} calibration, {k}-fold cross-fitted")
-    return _finish(estimate, variance, float(n - 1), where, common, notes, fitted=True)
+    return _Raw(float(estimate), float(variance), float(n - 1), None, True)
+
+
+def _round_estimate(y: np.ndarray, pred: np.ndarray, before: np.ndarray, chosen: np.ndarray,
+                    pi: np.ndarray, where: str) -> _Raw:
+    """One selection round's estimate given the labels before it: those exactly, the others predicted, the round's
+    residuals weighted by 1 / probability (Horvitz-Thompson); Hájek's variance for a fixed-size draw."""
+    N, m = len(y), int(chosen.sum())
+    if m < 2:
+        raise DataError(f"{where}: a selection round of {m} item; expected at least 2 weighted labels per round for "
+                        "an interval")
+    z = y[chosen] - pred[chosen]
+    total = y[before].sum() + pred[~before].sum() + (z / pi).sum()
+    c = 1.0 - pi
+    ratio = z / pi
+    centre = (c * ratio).sum() / c.sum() if c.sum() > 0 else 0.0
+    variance = m / (m - 1) * (c * (ratio - centre) ** 2).sum() / N ** 2
+    return _Raw(float(total / N), float(variance), float(m - 1))
+
+
+def _combine(a: _Raw, count: int, b: _Raw, m: int) -> _Raw:
+    """``a`` (from ``count`` labels) and ``b`` (from ``m`` more), uncorrelated, weighted by their label counts.
+
+    Degrees of freedom by Welch-Satterthwaite.
+    """
+    wa, wb = count / (count + m), m / (count + m)
+    va, vb = wa * wa * a.variance, wb * wb * b.variance
+    parts = [(v, d) for v, d in ((va, a.df), (vb, b.df)) if v > 0]
+    df = (va + vb) ** 2 / sum(v * v / d for v, d in parts) if parts else min(a.df, b.df)
+    return _Raw(wa * a.estimate + wb * b.estimate, va + vb, float(df))
+
+
+def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, method: str, calibration: str,
+               folds: int, seed: int, where: str, notes: list[str]) -> _Raw:
+    """The estimate from labels known before any round (drawn at random) and one or more selection rounds.
+
+    Round ``k``'s estimate counts the labels before it exactly, predicts every other item with
+    the method's prediction fitted on those labels, and corrects by the round's weighted
+    residuals; given the labels before it, it is unbiased, so its error is uncorrelated with
+    the estimate from the labels before it. The two are averaged with weights proportional to
+    their label counts (fixed in advance, so the average stays unbiased).
+    """
+    labelled = np.isfinite(y)
+    pilot = labelled & (rnd == 0)
+    count = int(pilot.sum())
+    raw: _Raw | None = None
+    if count >= MIN_LABELS[method] and np.ptp(y[pilot]) > 0:
+        sub = np.where(pilot, y, np.nan)
+        raw = _calibrated(sub, f, calibration, folds, seed, []) if method == "calibrated" else _regression(
+            sub, f, method, [])
+    for k in range(1, int(rnd.max()) + 1):
+        chosen = rnd == k
+        if not chosen.any():
+            continue
+        before = labelled & (rnd < k)
+        fit_on = before if raw is not None else (before | chosen)
+        if int(fit_on.sum()) < MIN_LABELS[method]:
+            fit_on = before | chosen
+        if raw is None:
+            notes.append(f"fewer than {MIN_LABELS[method]} labels (or labels without spread) before the first "
+                         "selection round: its prediction is fitted on the round's own labels (approximately "
+                         "unbiased)")
+        pred = _predictor(y[fit_on], f[fit_on], method, calibration)(f)
+        this = _round_estimate(y, pred, before, chosen, 1.0 / w[chosen], where)
+        m = int(chosen.sum())
+        raw = this if raw is None else _combine(raw, count, this, m)
+        count += m
+    assert raw is not None
+    rounds = int(rnd.max())
+    notes.append(f"{int((rnd > 0).sum())} labels from {rounds} selection round{'s' if rounds > 1 else ''}, weighted by "
+                 f"their inverse inclusion probabilities, combined with the {int(pilot.sum())} labels drawn at random")
+    return _Raw(raw.estimate, raw.variance, raw.df)
 
 
 class Spread(NamedTuple):
@@ -479,37 +591,3 @@ def pilot_spread(labels: Sequence[float | None] | np.ndarray, judge: Sequence[fl
         X, _ = _ppi_design(f, labelled, float(f[judged].mean()) if judged.any() else 0.0)
     fit = regression_fit(y_l, X[labelled], X.mean(0), len(y))
     return Spread(fit.resid, float(fit.s2), int(n - fit.df), s2_labels)
-
-
-def _weighted(y: np.ndarray, f: np.ndarray, w: np.ndarray, selected: np.ndarray, method: str, calibration: str,
-              target: str, where: str, common: dict[str, object], notes: list[str]) -> MeanEstimate:
-    labelled = np.isfinite(y)
-    pilot = labelled & ~selected
-    N, m = len(y), int(selected.sum())
-    fit_on = pilot if pilot.sum() >= MIN_LABELS[method] else labelled
-    if fit_on is labelled:
-        notes.append(f"fewer than {MIN_LABELS[method]} labels known before the selection round: the prediction is "
-                     "fitted on the round's own labels (approximately unbiased)")
-    predict = _predictor(y[fit_on], f[fit_on], method, calibration)
-    pred = predict(f)
-    pi = 1.0 / w[selected]
-    z = y[selected] - pred[selected]
-    total = y[pilot].sum() + pred[~pilot].sum() + (z / pi).sum()
-    if m < 2:
-        raise DataError(f"{where}: a selection round of {m} item(s); expected at least 2 weighted labels for an interval")
-    c = 1.0 - pi
-    ratio = z / pi
-    centre = (c * ratio).sum() / c.sum() if c.sum() > 0 else 0.0
-    variance = m / (m - 1) * (c * (ratio - centre) ** 2).sum() / N ** 2
-    if target == "population":
-        spread = y[pilot].var(ddof=1) if pilot.sum() >= 2 else _weighted_var(y[selected], 1.0 / pi)
-        variance += spread / N
-    notes.append(f"{m} labels from a selection round weighted by their inverse inclusion probabilities; "
-                 f"{int(pilot.sum())} labels known before it counted exactly")
-    return _finish(total / N, variance, float(m - 1), where, common, notes)
-
-
-def _weighted_var(values: np.ndarray, weights: np.ndarray) -> float:
-    mean = float((weights * values).sum() / weights.sum())
-    n = len(values)
-    return float((weights * (values - mean) ** 2).sum() / weights.sum() * n / (n - 1))

@@ -137,28 +137,42 @@ def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def allocate(variance: Mapping[str, Callable[[int], float]], labelled: Mapping[str, int], room: Mapping[str, int],
-             total: int) -> dict[str, int]:
+             total: int, *, first: int = 2) -> dict[str, int]:
     """How many of ``total`` new labels each group gets: greedily, where the predicted variance drops most.
 
     ``variance[g](n)`` is group ``g``'s predicted variance with ``n`` labels, ``labelled[g]``
-    its labels now, ``room[g]`` its unlabelled items. ConfigError when ``total`` exceeds the room.
+    its labels now, ``room[g]`` its unlabelled items. A group gets no label or at least
+    ``first`` (a weighted round needs two labels for its variance), as long as ``total``
+    allows. ConfigError when ``total`` exceeds the room.
     """
     if total > sum(room.values()):
         raise ConfigError(f"expected at most the {sum(room.values())} unlabelled items to select; got {total}")
     given = dict.fromkeys(variance, 0)
 
+    def step(g: str) -> int:
+        return min(first, room[g]) if given[g] == 0 else 1
+
     def gain(g: str) -> float:
-        n = labelled[g] + given[g]
-        now, after = variance[g](n), variance[g](n + 1)
+        n, k = labelled[g] + given[g], step(g)
+        now, after = variance[g](n), variance[g](n + k)
         if not np.isfinite(now):
             return float("inf")  # too few labels to say: labelling here comes first
-        return float(now - after)
+        return float(now - after) / k
 
     heap = [(-gain(g), g) for g in variance if room[g] > 0]
     heapq.heapify(heap)
-    for _ in range(total):
+    left = total
+    while left > 0 and heap:
         _, g = heapq.heappop(heap)
-        given[g] += 1
+        k = step(g)
+        if k > left:  # too few left to start this group with ``first`` labels
+            continue
+        given[g] += k
+        left -= k
         if given[g] < room[g]:
             heapq.heappush(heap, (-gain(g), g))
+    for g in sorted(given, key=lambda name: -given[name]):  # what is left goes to groups already started
+        extra = min(left, room[g] - given[g]) if given[g] else 0
+        given[g] += extra
+        left -= extra
     return given

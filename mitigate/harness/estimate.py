@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -86,7 +86,8 @@ class EstimateColumns(BaseModel):
     """One row per (item, group): the item id, the group, the label, the judge value and the selection weight.
 
     ``labels`` and ``judge_values`` are None where missing (unlabelled; no judge value);
-    ``weights`` None where the label was not drawn in a selection round; ``truth`` the label
+    ``weights`` None where the label was not drawn in a selection round, ``rounds`` the round
+    (1, 2 ...; 0 elsewhere) of each weighted label; ``truth`` the label
     each row had before labels were hidden for an experiment (None when none were hidden).
     ``judge_missing`` counts the rows without a judge value by reason.
     """
@@ -104,6 +105,7 @@ class EstimateColumns(BaseModel):
     labels: tuple[float | None, ...]
     judge_values: tuple[float | None, ...]
     weights: tuple[float | None, ...] = ()
+    rounds: tuple[int, ...] = ()
     truth: tuple[float | None, ...] = ()
     judge_missing: dict[str, int] = Field(default_factory=dict)
 
@@ -111,15 +113,26 @@ class EstimateColumns(BaseModel):
         """The groups in order of first appearance."""
         return list(dict.fromkeys(self.groups))
 
-    def arrays(self, group: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[int]]:
-        """One group's labels, judge values and weights (NaN where missing), and the row indices they came from."""
+    def arrays(self, group: str) -> GroupArrays:
+        """One group's labels, judge values, weights (NaN where missing) and rounds, and the rows they came from."""
         rows = [i for i, g in enumerate(self.groups) if g == group]
         y = np.array([math.nan if self.labels[i] is None else self.labels[i] for i in rows], dtype=float)
         f = np.array([math.nan if self.judge_values[i] is None else self.judge_values[i] for i in rows], dtype=float)
-        w = None
+        w = r = None
         if self.weights and any(self.weights[i] is not None for i in rows):
             w = np.array([math.nan if self.weights[i] is None else self.weights[i] for i in rows], dtype=float)
-        return y, f, w, rows
+            r = np.array([self.rounds[i] if self.rounds else int(self.weights[i] is not None) for i in rows])
+        return GroupArrays(y, f, w, r, rows)
+
+
+class GroupArrays(NamedTuple):
+    """One group's columns as arrays: labels, judge values, weights and rounds (None without a selection round)."""
+
+    labels: np.ndarray
+    judge: np.ndarray
+    weights: np.ndarray | None
+    rounds: np.ndarray | None
+    rows: list[int]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,14 +237,15 @@ def _expand(items: Sequence[Item], by: str, pairwise: bool) -> list[tuple[int, s
 
 
 def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[float | None], *, by: str = "auto",
-                       weights: Mapping[str, float] | None = None, truth: Mapping[str, float] | None = None,
-                       benchmark: str = "", judge: str = "", label_scale: Scale | None = None,
+                       weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None,
+                       truth: Mapping[str, float] | None = None, benchmark: str = "", judge: str = "", label_scale: Scale | None = None,
                        judge_scale: Scale | None = None, judge_missing: Mapping[str, int] | None = None
                        ) -> EstimateColumns:
     """The estimate's rows from ``items`` and the judge's ``values`` (one per item, None where missing).
 
-    ``weights``: item id -> selection weight of labels drawn in a selection round;
-    ``truth``: item id -> every label before some were hidden (for experiments).
+    ``weights``: item id -> selection weight of labels drawn in a selection round, ``rounds``:
+    item id -> which round (1, 2 ...; default 1 for every weighted item); ``truth``: item id ->
+    every label before some were hidden (for experiments).
     """
     if len(values) != len(items):
         raise DataError(f"expected one judge value per item; got {len(values)} values for {len(items)} items")
@@ -263,13 +277,16 @@ def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[f
         labels=tuple(flip(v, fl) for v, (_, _, fl) in zip(labels, rows, strict=True)),
         judge_values=tuple(flip(values[k], fl) for k, _, fl in rows),
         weights=tuple(weights.get(items[k].id) for k, _, _ in rows) if weights else (),
+        rounds=tuple((rounds or {}).get(items[k].id, 1) if items[k].id in weights else 0
+                     for k, _, _ in rows) if weights else (),
         truth=tuple(flip(truth.get(items[k].id), fl) for k, _, fl in rows) if truth else (),
         judge_missing=dict(judge_missing or {}),
     )
 
 
 def columns(benchmark: Benchmark, criterion: str, judge: Any, *, by: str = "auto",
-            weights: Mapping[str, float] | None = None, truth: Mapping[str, float] | None = None,
+            weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None,
+            truth: Mapping[str, float] | None = None,
             judge_name: str | None = None, judge_scale: Scale | None = None,
             items: Sequence[Item] | None = None) -> EstimateColumns:
     """The estimate's rows for ``benchmark`` (or its ``items``) on ``criterion`` with the judge's values.
@@ -284,7 +301,7 @@ def columns(benchmark: Benchmark, criterion: str, judge: Any, *, by: str = "auto
         judge_name = judge_name or judge.judge
         judge_scale = judge_scale or judge.scales.get(criterion)
     label_scale = (Scale(min=0, max=1, step=0.5) if benchmark.pairwise else benchmark.scale_for(criterion))
-    return columns_from_items(chosen, criterion, values, by=by, weights=weights, truth=truth,
+    return columns_from_items(chosen, criterion, values, by=by, weights=weights, rounds=rounds, truth=truth,
                               benchmark=benchmark.name, judge=judge_name or "judge", label_scale=label_scale,
                               judge_scale=judge_scale, judge_missing=missing)
 
@@ -293,14 +310,20 @@ def columns(benchmark: Benchmark, criterion: str, judge: Any, *, by: str = "auto
 # estimating
 
 
-def _beside(y: np.ndarray, f: np.ndarray, w: np.ndarray | None, method: str, confidence: float, target: str,
-            group: str, unavailable: dict[str, str], **kw: Any) -> MeanEstimate | None:
+def _beside(a: GroupArrays, method: str, confidence: float, target: str, group: str, unavailable: dict[str, str],
+            **kw: Any) -> MeanEstimate | None:
     try:
-        return estimate_mean(y, f, method=method, confidence=confidence, target=target,  # type: ignore[arg-type]
-                             weights=w if method != "judge" else None, group=group, **kw)
+        return _one(a, method, confidence, target, group, **kw)
     except DataError as exc:
         unavailable[method] = exc.message
         return None
+
+
+def _one(a: GroupArrays, method: str, confidence: float, target: str, group: str, **kw: Any) -> MeanEstimate:
+    weighted = method != "judge" and a.weights is not None
+    return estimate_mean(a.labels, a.judge, method=method, confidence=confidence, target=target,  # type: ignore[arg-type]
+                         weights=a.weights if weighted else None, rounds=a.rounds if weighted else None,
+                         group=group, **kw)
 
 
 def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidence: float = 0.95,
@@ -312,18 +335,18 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
     the values beside are left out with the reason instead.
     """
     check_settings(method, confidence, target, calibration, folds)
-    kw = {"calibration": calibration, "folds": folds, "seed": seed}
+    kw: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed}
     groups: list[GroupResult] = []
     for name in cols.group_names():
-        y, f, w, rows = cols.arrays(name)
-        main = estimate_mean(y, f, method=method, confidence=confidence, target=target,
-                             weights=w if method != "judge" else None, group=name, **kw)  # type: ignore[arg-type]
+        a = cols.arrays(name)
+        main = _one(a, method, confidence, target, name, **kw)
         unavailable: dict[str, str] = {}
-        human = main if method == "human" else _beside(y, f, w, "human", confidence, target, name, unavailable)
-        judge = main if method == "judge" else _beside(y, f, None, "judge", confidence, target, name, unavailable)
+        human = main if method == "human" else _beside(a, "human", confidence, target, name, unavailable, **kw)
+        judge = main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable, **kw)
+        w = a.weights
         truth = None
         if cols.truth:
-            known = [cols.truth[i] for i in rows if cols.truth[i] is not None]
+            known = [cols.truth[i] for i in a.rows if cols.truth[i] is not None]
             truth = float(np.mean(known)) if known else None
         groups.append(GroupResult(group=name, estimate=main, human=human, judge=judge, unavailable=unavailable,
                                   truth=truth, n_weighted=0 if w is None else int(np.isfinite(w).sum())))
@@ -360,19 +383,20 @@ def _notes(cols: EstimateColumns, method: str) -> list[str]:
 
 def estimate(benchmark: Benchmark, criterion: str, judge: Any, *, method: Method = "ppi", by: str = "auto",
              confidence: float = 0.95, target: Target = "items", weights: Mapping[str, float] | None = None,
-             calibration: Calibration = "isotonic", folds: int = 5, seed: int = 0,
-             truth: Mapping[str, float] | None = None) -> EstimateResult:
+             rounds: Mapping[str, int] | None = None, calibration: Calibration = "isotonic", folds: int = 5,
+             seed: int = 0, truth: Mapping[str, float] | None = None) -> EstimateResult:
     """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the module docstring).
 
     ``judge``: a RecordedRun, judgments, or item id -> value. ``method``: ``ppi`` (default),
     ``calibrated``, ``human`` or ``judge``; ``by``: ``auto``, ``system``, ``pair`` or ``none``;
     ``target``: ``items`` (the mean over each group's items) or ``population``; ``weights``:
-    item id -> selection weight of labels drawn by :func:`select_for_labelling`.
+    item id -> selection weight of labels drawn by :func:`select_for_labelling` (``rounds``: item
+    id -> round 1, 2 ... when there were several rounds; default 1).
 
     >>> result = estimate(bench, "coherence", load_recorded("judgments.jsonl"))   # doctest: +SKIP
     >>> result.to_pandas()                                                        # doctest: +SKIP
     """
-    cols = columns(benchmark, criterion, judge, by=by, weights=weights, truth=truth)
+    cols = columns(benchmark, criterion, judge, by=by, weights=weights, rounds=rounds, truth=truth)
     return estimate_columns(cols, method=method, confidence=confidence, target=target, calibration=calibration,
                             folds=folds, seed=seed)
 
@@ -393,7 +417,7 @@ def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float =
     check_settings("ppi", confidence, target, calibration, folds)
     groups = []
     for name in cols.group_names():
-        y, f, _, _ = cols.arrays(name)
+        y, f = cols.arrays(name)[:2]
         labelled = int(np.isfinite(y).sum())
         plans = {}
         for method in PLANNED:
@@ -435,7 +459,7 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
     names = cols.group_names()
     data = {g: cols.arrays(g) for g in names}
     spreads: dict[str, Any] = {}
-    for g, (y, f, _, _) in data.items():
+    for g, (y, f, *_) in data.items():
         if int(np.isfinite(y).sum()) >= MIN_LABELS[method]:
             spreads[g] = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed)
     known = [s.s2 for s in spreads.values() if math.isfinite(s.s2) and s.s2 > 0]
@@ -456,7 +480,7 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
         m = given[g]
         if not m:
             continue
-        y, f, _, idx = data[g]
+        y, f, _, _, idx = data[g]
         pool = np.nonzero(~np.isfinite(y))[0]
         lab = np.isfinite(y)
         proxy = (uncertainty(f[pool], f[lab], spreads[g].residuals) if g in spreads else np.ones(len(pool)))
