@@ -47,18 +47,23 @@ few labels, where the plain CLT variance undercovers. ``calibrated`` uses the va
 out-of-fold residuals on ``n - 1`` degrees of freedom. Intervals take Student-t quantiles with
 those degrees of freedom.
 
-Weights (labels chosen by an active selection round, :mod:`mitigate.estimators.selection`):
-an item labelled in the round carries the inverse of its inclusion probability; labelled
-items without a weight are the labels known before the round (the pilot), counted exactly.
-The prediction is fitted on the pilot (so the round's draw cannot bias it), every item
-outside the pilot is predicted, and the round's residuals are weighted by their inverse
-probabilities (Horvitz-Thompson), which keeps the estimate unbiased given the pilot. The
-variance is Hájek's approximation for a fixed-size unequal-probability draw, on ``m - 1``
-degrees of freedom (``m`` items in the round).
+Weights (labels chosen in an active selection round, :mod:`mitigate.estimators.selection`):
+each label of round ``k`` carries the inverse of its inclusion probability; labels without a
+weight are the ones drawn at random before any round. Round ``k``'s own estimate counts every
+label before it exactly, predicts each other item with the method's prediction fitted on
+those labels, and adds the round's residuals weighted by their inverse probabilities
+(Horvitz-Thompson): given the labels before it, it is unbiased whatever the probabilities,
+so its error is uncorrelated with the estimate from the labels before it. The two are
+averaged with weights proportional to their label counts (fixed by the design, not by the
+data, so the average stays unbiased); the round's variance is Hájek's approximation for a
+fixed-size unequal-probability draw on ``m - 1`` degrees of freedom, and the average's
+degrees of freedom are Welch-Satterthwaite's. With fewer labels before the first round than
+the method needs, that round's prediction is fitted on its own labels (a regression
+estimator: unbiased only approximately), and a note says so.
 
 What cannot be estimated is refused with a :class:`~mitigate.errors.DataError` naming the
 group: no labelled item, a single label, fewer labels than the method fits, labels (or
-residuals) without any spread, a weight below 1 or on an unlabelled item.
+residuals) without any spread, a weight below 1 or on an unlabelled item, a round of one label.
 """
 
 from __future__ import annotations
@@ -374,8 +379,8 @@ def _finish(estimate: float, variance: float, df: float, where: str, common: dic
         raise DataError(f"{where}: too few labels for an interval with {common['method']!r} ({common['n_labelled']} "
                         "labels); label more of its items")
     if variance <= 0 and common["n_labelled"] != common["n"]:
-        what = ("the judge's values account for its labels exactly (the fitted line passes through every one)"
-                if fitted else "its residuals show no spread")
+        what = ("the judge's values, as fitted, predict each of its labels exactly" if fitted
+                else "its residuals show no spread")
         raise DataError(f"{where}: {what}, which leaves no spread to build an interval from; label more of its items")
     se = math.sqrt(max(variance, 0.0))
     half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
