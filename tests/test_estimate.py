@@ -311,3 +311,13 @@ def test_summeval_released_judge_corrected_with_ten_labels_per_system_is_closer_
     assert sum(g.estimate.low <= g.truth <= g.estimate.high for g in result.groups) >= 10  # type: ignore[operator]
     assert sum(g.judge.low <= g.truth <= g.judge.high for g in result.groups) <= 2  # type: ignore[operator, union-attr]
     assert result.ranking is not None and not math.isnan(result.ranking.kendall["all_labels"] or math.nan)
+
+
+def test_a_win_rate_interval_is_cut_to_zero_and_one():
+    items = [Item(id=f"p{k}", system="x", system_b="y", output="a", output_b="b",
+                  preference={"c": "A"} if k in (0, 1, 2) else ({"c": "B"} if k == 3 else {})) for k in range(12)]
+    cols = columns_from_items(items, "c", [1.0, 1.0, 1.0, 0.0, *[1.0] * 8], by="pair")
+    result = estimate_columns(cols, method="human")
+    e = result.groups[0].estimate
+    assert e.high == 1.0 and e.low >= 0.0 and any("cut to the labels' scale [0, 1]" in n for n in e.notes)
+    assert e.interval(0.95)[1] > 1.0  # the uncut interval, as the simultaneous rank intervals use it

@@ -64,7 +64,8 @@ def _labelled_benchmark(o: EstimateOptions, task: Task) -> tuple[Benchmark, dict
         by = resolve_by(bench.items, o.by)
         bench, truth = hide_labels(bench, crit, per_group=o.labels_per_group, fraction=o.labelled_fraction,
                                    seed=o.seed, group=_group_key(by, bench.pairwise))
-        kept = "labels per group" if o.labels_per_group is not None else "of each group's labels"
+        unit = "system pair" if bench.pairwise and by == "system" else "group"
+        kept = f"labels per {unit}" if o.labels_per_group is not None else f"of each {unit}'s labels"
         amount = o.labels_per_group if o.labels_per_group is not None else f"{o.labelled_fraction:.0%}"
         notes.append(f"an experiment: {amount} {kept} kept (seed {o.seed}), the other labels hidden; 'all labels' is "
                      "the mean of every label")

@@ -270,6 +270,7 @@ def estimate_mean(
     folds: int = 5,
     seed: int = 0,
     group: str | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> MeanEstimate:
     """The estimate of one group's mean label (see the module docstring).
 
@@ -277,8 +278,10 @@ def estimate_mean(
     or no judge value); ``weights`` the inverse inclusion probability of the items labelled
     in a selection round (None/NaN elsewhere); ``rounds`` which round each item was labelled
     in (0: before any; default: 1 for every weighted item). ``calibration`` and ``folds``
-    apply to ``calibrated``; ``seed`` draws its folds. DataError naming ``group`` when it
-    cannot be estimated; ConfigError for a bad setting.
+    apply to ``calibrated``; ``seed`` draws its folds. ``bounds``: the labels' scale (min, max);
+    the interval of a bias-corrected method is cut to it (the mean label cannot lie outside it,
+    so the cut loses no coverage). DataError naming ``group`` when it cannot be estimated;
+    ConfigError for a bad setting.
     """
     check_settings(method, confidence, target, calibration, folds)
     y = _as_array(labels, "labels")
@@ -325,7 +328,12 @@ def estimate_mean(
     variance = raw.variance
     if target == "population":
         variance += _label_spread(y, w, rnd) / N
-    return _finish(raw.estimate, variance, raw.df, where, common, notes, lam=raw.lam, fitted=raw.fitted)
+    out = _finish(raw.estimate, variance, raw.df, where, common, notes, lam=raw.lam, fitted=raw.fitted)
+    if bounds is not None and (out.low < bounds[0] or out.high > bounds[1]):
+        out = out.model_copy(update={"low": max(out.low, float(bounds[0])), "high": min(out.high, float(bounds[1])),
+                                     "notes": (*out.notes, f"interval cut to the labels' scale [{bounds[0]:g}, "
+                                                           f"{bounds[1]:g}]")})
+    return out
 
 
 class _Raw(NamedTuple):

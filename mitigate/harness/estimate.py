@@ -319,11 +319,13 @@ def _beside(a: GroupArrays, method: str, confidence: float, target: str, group: 
         return None
 
 
-def _one(a: GroupArrays, method: str, confidence: float, target: str, group: str, **kw: Any) -> MeanEstimate:
-    weighted = method != "judge" and a.weights is not None
+def _one(a: GroupArrays, method: str, confidence: float, target: str, group: str, *, scale: Scale,
+         **kw: Any) -> MeanEstimate:
+    corrected = method != "judge"
+    weighted = corrected and a.weights is not None
     return estimate_mean(a.labels, a.judge, method=method, confidence=confidence, target=target,  # type: ignore[arg-type]
                          weights=a.weights if weighted else None, rounds=a.rounds if weighted else None,
-                         group=group, **kw)
+                         group=group, bounds=(scale.min, scale.max) if corrected else None, **kw)
 
 
 def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidence: float = 0.95,
@@ -335,7 +337,7 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
     the values beside are left out with the reason instead.
     """
     check_settings(method, confidence, target, calibration, folds)
-    kw: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed}
+    kw: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "scale": cols.label_scale}
     groups: list[GroupResult] = []
     for name in cols.group_names():
         a = cols.arrays(name)
