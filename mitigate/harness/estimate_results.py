@@ -37,6 +37,13 @@ def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None or not math.isfinite(value) else round(float(value), digits)
 
 
+def aligned(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as text lines: the first column left-aligned, the others right-aligned, two spaces apart."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+            for r in rows]
+
+
 def _brief(e: MeanEstimate | None) -> dict[str, Any] | None:
     if e is None:
         return None
@@ -188,9 +195,7 @@ class EstimateResult(BaseModel):
             if any(x.truth is not None for x in self.groups):
                 cells.append("-" if g.truth is None else f"{g.truth:.3f}")
             body.append(cells)
-        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-        for r in [header, *body]:
-            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+        lines += aligned([header, *body])
         if self.ranking is not None:
             rk = self.ranking
             pairs = ", ".join(f"{a} > {b}" for a, b in rk.separable) or "none"
@@ -255,11 +260,8 @@ class LabelPlan(BaseModel):
             body.append(cells)
         body.append(["all", str(sum(g.n for g in self.groups)), str(sum(g.labelled for g in self.groups)),
                      *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods)])
-        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
         lines = [f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the labels so far):"]
-        for r in [header, *body]:
-            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-        return "\n".join(lines)
+        return "\n".join(lines + aligned([header, *body]))
 
 
 class SelectionRow(BaseModel):
