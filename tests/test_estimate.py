@@ -219,6 +219,7 @@ def test_a_labels_file_adds_labels_and_its_weights(tmp_path):
     ([{"id": "a", "label": "3", "weight": "2"}, {"id": "b", "label": "", "weight": "2"}],
      "1 of 2 selected items have no label"),
     ([{"id": "a", "label": "3", "weight": "0.5"}], "'weight' to be a number >= 1"),
+    ([{"id": "a", "label": "1" * 200_000}], "a row the csv reader refuses"),
 ])
 def test_a_bad_labels_file_is_refused_in_one_line(tmp_path, rows, expected):
     path = _write_csv(tmp_path / "l.csv", rows)

@@ -73,12 +73,15 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
     if file.suffix.lower() == ".csv":
         text = read_text(file, translate_newlines=False)
         reader = csv.DictReader(text.splitlines(keepends=True))
-        if reader.fieldnames is None or "id" not in reader.fieldnames or "label" not in reader.fieldnames:
-            raise row_error(file, 1, f"expected a header with the columns 'id' and 'label' (and optionally 'weight'); "
-                                     f"got {reader.fieldnames}")
         out = []
-        for row in reader:
-            out.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
+        try:
+            if reader.fieldnames is None or "id" not in reader.fieldnames or "label" not in reader.fieldnames:
+                raise row_error(file, 1, "expected a header with the columns 'id' and 'label' (and optionally "
+                                         f"'weight'); got {str(reader.fieldnames)[:200]}")
+            for row in reader:
+                out.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
+        except csv.Error as exc:
+            raise row_error(file, reader.line_num + 1, f"expected CSV rows; got a row the csv reader refuses ({exc})") from None
         return out
     rows = []
     for line, row in read_json_lines(file):
@@ -133,8 +136,8 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
     unlabelled_selected: list[str] = []
     for line, row in _rows(file):
         item_id = row.get("id")
-        if isinstance(item_id, (int, float)) and not isinstance(item_id, bool):
-            item_id = f"{item_id:g}"
+        if isinstance(item_id, int) and not isinstance(item_id, bool):
+            item_id = str(item_id)
         if not isinstance(item_id, str) or not item_id:
             raise row_error(file, line, f"expected a non-empty 'id'; got {item_id!r}")
         if item_id in seen:
