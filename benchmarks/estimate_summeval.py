@@ -8,8 +8,10 @@ summaries per system at random (the other labels hidden), estimates each system'
 the judge's score on all 100 plus the ``n`` labels, and checks whether the interval holds the
 truth. Repeated over ``--draws`` draws (default 200) at n = 5, 10 and 20 labels per system.
 
-Per judge, criterion and n the script reports, for ``ppi`` (PPI++ with power tuning),
-``calibrated`` (cross-fitted isotonic calibration) and ``human`` (the labels alone):
+Per judge, criterion and n the script reports, for ``ppi`` (PPI++ with power tuning, one
+judge slope tuned over the 12 systems as ``mitigate estimate`` does by default), ``ppi-group``
+(one slope per system), ``calibrated`` (cross-fitted isotonic calibration) and ``human`` (the
+labels alone):
 
 - coverage: the share of (system, draw) intervals holding the truth, over the ones the
   estimator gave (a system whose n labels are all equal is refused, as ``mitigate estimate``
@@ -42,13 +44,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a c
 from mitigate.data.released import released_recorded
 from mitigate.data.summeval import CRITERIA, load_summeval
 from mitigate.errors import DataError
-from mitigate.estimators.mean import estimate_mean
+from mitigate.estimators.mean import estimate_mean, shared_slope
 from mitigate.estimators.ranking import kendall_tau
 from mitigate.harness.estimate import judge_values
 
 JUDGES = ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-13b-rts")
 LABEL_COUNTS = (5, 10, 20)
-METHODS = ("ppi", "calibrated", "human")
+METHODS = ("ppi", "ppi-group", "calibrated", "human")
+"""``ppi`` tunes one judge slope over the 12 systems (the command's default, ``--tune overall``); ``ppi-group`` one per
+system (``--tune group``)."""
 OUT = Path(__file__).resolve().parent / "results" / "estimate_summeval.json"
 
 
@@ -69,14 +73,17 @@ def one_setting(labels: dict[str, np.ndarray], judge: dict[str, np.ndarray], n: 
     taus: dict[str, list[float]] = {m: [] for m in METHODS}
     for d in range(draws):
         points: dict[str, dict[str, float]] = {m: {} for m in METHODS}
+        partial: dict[str, np.ndarray] = {}
         for s in systems:
-            y = labels[s]
-            keep = rng.choice(len(y), n, replace=False)
-            partial = np.full(len(y), np.nan)
-            partial[keep] = y[keep]
+            keep = rng.choice(len(labels[s]), n, replace=False)
+            partial[s] = np.full(len(labels[s]), np.nan)
+            partial[s][keep] = labels[s][keep]
+        slope = shared_slope([(partial[s], judge[s]) for s in systems])
+        for s in systems:
             for m in METHODS:
                 try:
-                    e = estimate_mean(partial, judge[s], method=m, confidence=confidence, seed=d)  # type: ignore[arg-type]
+                    e = estimate_mean(partial[s], judge[s], method=m.split("-")[0], confidence=confidence,  # type: ignore[arg-type]
+                                      seed=d, slope=slope if m == "ppi" else None)
                 except DataError:
                     refused[m] += 1
                     continue
@@ -115,9 +122,9 @@ def main() -> None:
     start = time.perf_counter()
     bench = load_summeval()
     results: list[dict[str, Any]] = []
-    header = (f"{'judge':15s} {'criterion':12s} {'n':>3s} | {'ppi cov':>7s} {'±':>5s} {'tau':>5s} | {'cal cov':>7s} "
-              f"{'±':>5s} {'tau':>5s} | {'human cov':>9s} {'±':>5s} {'tau':>5s} {'refused':>7s} | {'judge cov':>9s} "
-              f"{'±':>5s} {'tau':>5s}")
+    header = (f"{'judge':15s} {'criterion':12s} {'n':>3s} | {'ppi cov':>7s} {'±':>5s} {'tau':>5s} | {'ppi-grp':>7s} "
+              f"{'±':>5s} | {'cal cov':>7s} {'±':>5s} | {'human cov':>9s} {'±':>5s} {'tau':>5s} {'refused':>7s} | "
+              f"{'judge cov':>9s} {'±':>5s} {'tau':>5s}")
     print(header)
     print("-" * len(header))
     for judge_name in args.judges.split(","):
@@ -135,15 +142,15 @@ def main() -> None:
                 row = one_setting(lab, jud, n, args.draws, args.seed + n, args.confidence)
                 row.update(judge_name=judge_name, criterion=crit, n=n, judge_missing=missing)
                 results.append(row)
-                p, c, h, j = row["ppi"], row["calibrated"], row["human"], row["judge"]
+                p, g, c, h, j = row["ppi"], row["ppi-group"], row["calibrated"], row["human"], row["judge"]
 
                 def f(x: float | None, w: int = 5, d: int = 3) -> str:
                     return f"{'-':>{w}s}" if x is None else f"{x:{w}.{d}f}"
 
                 print(f"{judge_name:15s} {crit:12s} {n:3d} | {f(p['coverage'], 7)} {f(p['half_width'])} "
-                      f"{f(p['tau'], 5, 2)} | {f(c['coverage'], 7)} {f(c['half_width'])} {f(c['tau'], 5, 2)} | "
-                      f"{f(h['coverage'], 9)} {f(h['half_width'])} {f(h['tau'], 5, 2)} {f(h['refused'], 7)} | "
-                      f"{f(j['coverage'], 9)} {f(j['half_width'])} {f(j['tau'], 5, 2)}", flush=True)
+                      f"{f(p['tau'], 5, 2)} | {f(g['coverage'], 7)} {f(g['half_width'])} | {f(c['coverage'], 7)} "
+                      f"{f(c['half_width'])} | {f(h['coverage'], 9)} {f(h['half_width'])} {f(h['tau'], 5, 2)} "
+                      f"{f(h['refused'], 7)} | {f(j['coverage'], 9)} {f(j['half_width'])} {f(j['tau'], 5, 2)}", flush=True)
     seconds = time.perf_counter() - start
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({

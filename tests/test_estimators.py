@@ -24,6 +24,7 @@ from mitigate.estimators.mean import (
     human_srs,
     pilot_spread,
     ppi_srs,
+    shared_slope,
     t_quantile,
 )
 from mitigate.estimators.planning import half_width_at, labels_needed
@@ -444,3 +445,51 @@ def test_a_selection_round_of_one_label_is_refused():
     weights = [None, None, None, None, None, None, 3.0, None]
     with pytest.raises(DataError, match="a selection round of 1 item"):
         estimate_mean(labels, [3, 4, 2, 5, 1, 2, 4, 3], method="human", weights=weights)
+
+
+# ---------------------------------------------------------------------------------------------
+# one judge slope over several groups (ppi's default "overall" tuning)
+
+
+@pytest.mark.parametrize("slopes", ("shared", "different"))
+@pytest.mark.parametrize("n", (5, 10, 20))
+def test_one_slope_over_the_groups_covers_every_group_and_narrows_even_with_five_labels(n, slopes):
+    rng = np.random.default_rng(20 + n)
+    groups, size, count = 12, 100, 150
+    ys, fs = [], []
+    for g in range(groups):  # each system its own level and judge offset; the judge's slope shared or not
+        y = np.clip(np.round((2.5 + 0.15 * g + 0.7 * rng.normal(size=size)) * 3) / 3, 1, 5)
+        b = 0.8 if slopes == "shared" else rng.uniform(-0.3, 1.5)
+        ys.append(y)
+        fs.append(np.clip(np.round(rng.uniform(-1, 1) + b * y + 0.6 * rng.normal(size=size)), 1, 5))
+    hits, ppi_width, human_width = [], [], []
+    for _ in range(count):
+        labels = []
+        for y in ys:
+            lab = np.full(size, np.nan)
+            pick = rng.choice(size, n, replace=False)
+            lab[pick] = y[pick]
+            labels.append(lab)
+        slope = shared_slope(list(zip(labels, fs, strict=True)))
+        for lab, f, y in zip(labels, fs, ys, strict=True):
+            try:
+                e = estimate_mean(lab, f, method="ppi", slope=slope)
+                h = estimate_mean(lab, f, method="human")
+            except DataError:  # labels without spread: refused as the command refuses them
+                continue
+            hits.append(e.low <= y.mean() <= e.high)
+            ppi_width.append(e.half_width)
+            human_width.append(h.half_width)
+    assert len(hits) >= 0.97 * groups * count
+    assert abs(np.mean(hits) - NOMINAL) <= tolerance(len(hits)), np.mean(hits)
+    bound = 0.9 if slopes == "shared" else 1.02
+    assert np.mean(ppi_width) <= bound * np.mean(human_width), np.mean(ppi_width) / np.mean(human_width)
+
+
+def test_a_shared_slope_needs_judge_values_that_vary_within_some_group():
+    flat = [(np.array([3.0, 4.0, np.nan]), np.array([2.0, 2.0, 5.0])), (np.array([1.0, 2.0]), np.array([4.0, 4.0]))]
+    assert shared_slope(flat) is None
+    varied = [(np.array([1.0, 2.0, 3.0, np.nan]), np.array([1.0, 2.0, 4.0, 5.0])),
+              (np.array([2.0, 4.0, 5.0]), np.array([1.0, 3.0, 3.0]))]
+    slope = shared_slope(varied)
+    assert slope is not None and slope.value > 0 and slope.variance > 0

@@ -89,6 +89,9 @@ class EstimateOptions:
         "with --seed, and hide the rest (their mean is shown as 'all labels')")] = None
     labelled_fraction: Annotated[float | None, typer.Option(
         "--labelled-fraction", help="experiment: keep this share of each group's labels (drawn with --seed)")] = None
+    tune: Annotated[str, typer.Option(
+        help="with --method ppi: overall (one judge slope fitted on every group's labels, each group keeping its own "
+        "intercept) or group (one slope per group, from its own labels)")] = "overall"
     calibration: Annotated[str, typer.Option(help="with --method calibrated: isotonic or linear")] = "isotonic"
     folds: Annotated[int, typer.Option(help="with --method calibrated: cross-fitting folds")] = 5
     seed: Annotated[int, typer.Option(help="seed of the hidden labels, the folds and the selection")] = 0
@@ -147,6 +150,7 @@ class EstimateOptions:
         check(cmd, "--by", self.by, Options("auto", "system", "pair", "none"))
         check(cmd, "--target", self.target, Options("items", "population"))
         check(cmd, "--calibration", self.calibration, Options("isotonic", "linear"))
+        check(cmd, "--tune", self.tune, Options("overall", "group"))
         check(cmd, "--confidence", self.confidence, Interval(float, 0.0, 1.0, closed="neither"))
         check(cmd, "--folds", self.folds, Interval(int, 2, None))
         check(cmd, "--floor", self.floor, Interval(float, 0.0, 1.0, closed="right"))

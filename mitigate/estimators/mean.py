@@ -23,6 +23,9 @@ labelled items are a random draw from the group. The methods differ in the predi
   taken on the labelled items) is this estimator exactly, with ``lam = b * N_u / N`` (``N_u`` the unlabelled count); the fitted
   slope minimises the residual variance, so the tuned variance is never above the
   labels-alone one (``b = 0``), and a useless judge gets ``b`` near 0. ``lam`` is reported.
+  With several groups the slope may be tuned once over all of them (:func:`shared_slope`,
+  ``slope=``), each group keeping its own intercept: PPI++'s "overall" tuning, which spares a
+  group with few labels the price of fitting its own slope.
 - ``calibrated``: a judge -> human calibration map (isotonic by default, or linear) fitted
   with K-fold cross-fitting: each labelled item's residual comes from a map fitted without
   it (its fold), the other items get the average of the K maps. Out-of-fold residuals are
@@ -78,8 +81,9 @@ from pydantic import BaseModel, ConfigDict
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators.calibration import CALIBRATIONS, Calibration, fit_calibration
 
-__all__ = ["METHODS", "MIN_LABELS", "TARGETS", "MeanEstimate", "Method", "RegressionFit", "Spread", "Target",
-           "crossfit", "estimate_mean", "human_srs", "pilot_spread", "ppi_srs", "regression_fit", "t_quantile"]
+__all__ = ["METHODS", "MIN_LABELS", "TARGETS", "MeanEstimate", "Method", "RegressionFit", "Slope", "Spread", "Target",
+           "crossfit", "estimate_mean", "human_srs", "pilot_spread", "ppi_srs", "regression_fit", "shared_slope",
+           "t_quantile"]
 
 Method = Literal["ppi", "calibrated", "human", "judge"]
 """How a group's mean is estimated (see the module docstring)."""
@@ -271,6 +275,7 @@ def estimate_mean(
     seed: int = 0,
     group: str | None = None,
     bounds: tuple[float, float] | None = None,
+    slope: Slope | None = None,
 ) -> MeanEstimate:
     """The estimate of one group's mean label (see the module docstring).
 
@@ -280,8 +285,9 @@ def estimate_mean(
     in (0: before any; default: 1 for every weighted item). ``calibration`` and ``folds``
     apply to ``calibrated``; ``seed`` draws its folds. ``bounds``: the labels' scale (min, max);
     the interval of a bias-corrected method is cut to it (the mean label cannot lie outside it,
-    so the cut loses no coverage). DataError naming ``group`` when it cannot be estimated;
-    ConfigError for a bad setting.
+    so the cut loses no coverage). ``slope``: for ``ppi``, a judge slope tuned over several
+    groups (:func:`shared_slope`) instead of this group's own. DataError naming ``group`` when
+    it cannot be estimated; ConfigError for a bad setting.
     """
     check_settings(method, confidence, target, calibration, folds)
     y = _as_array(labels, "labels")
@@ -308,12 +314,13 @@ def estimate_mean(
     if n == 0:
         raise DataError(f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to estimate its "
                         f"mean with {method!r} (label some of its items, or group differently: --by none)")
+    need = 2 if method == "ppi" and slope is not None else MIN_LABELS[method]
     if n == 1:
-        raise DataError(f"{where} has a single label; expected at least {MIN_LABELS[method]} for {method!r} (one label "
-                        "shows no spread, so no interval can be formed)")
-    if n < MIN_LABELS[method]:
-        raise DataError(f"{where} has {n} labels; {method!r} needs at least {MIN_LABELS[method]} (it fits "
-                        f"{MIN_LABELS[method] - 1} coefficients and needs one more for the spread); use --method human")
+        raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label shows no "
+                        "spread, so no interval can be formed)")
+    if n < need:
+        raise DataError(f"{where} has {n} labels; {method!r} needs at least {need} (it fits {need - 1} coefficients "
+                        "and needs one more for the spread); use --method human")
     exact = n == N and target == "items"
     if not exact and np.ptp(y[labelled]) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
         raise DataError(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which shows no spread to build an "
@@ -324,7 +331,7 @@ def estimate_mean(
     elif method == "calibrated":
         raw = _calibrated(y, f, calibration, folds, seed, notes)
     else:
-        raw = _regression(y, f, method, notes)
+        raw = _regression(y, f, method, notes, slope)
     variance = raw.variance
     if target == "population":
         variance += _label_spread(y, w, rnd) / N
@@ -426,10 +433,12 @@ def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.nda
     return np.stack(cols, -1), bool(keep)
 
 
-def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str]) -> _Raw:
-    """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random)."""
+def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str], slope: Slope | None = None) -> _Raw:
+    """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random); ``slope``: a shared one."""
     labelled = np.isfinite(y)
     N = len(y)
+    if method == "ppi" and slope is not None:
+        return _shared_slope(y, f, slope)
     if method == "human":
         X = np.ones((N, 1))
         keep = False
@@ -443,6 +452,58 @@ def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str]) -> 
     fit = regression_fit(y[labelled], X[labelled], X.mean(0), N)
     lam = float(fit.beta[1]) * (N - int(labelled.sum())) / N if method == "ppi" else None
     return _Raw(float(fit.estimate), float(fit.variance), float(fit.df), lam, keep)
+
+
+class Slope(NamedTuple):
+    """A judge slope tuned once over several groups (``ppi`` with ``tune="overall"``) and its variance."""
+
+    value: float
+    variance: float
+
+
+def shared_slope(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> Slope | None:
+    """The slope of the labels on the judge values within groups, pooled over ``groups`` ((labels, judge) arrays).
+
+    The least-squares slope with one intercept per group: power tuning with one ``lam`` for
+    every group (PPI++'s "overall" tuning of a vector of means), which estimates the slope from
+    all the labels at once instead of a few per group. Each group keeps its own intercept, so a
+    judge that is harsher on one system than on another is still corrected per system; only the
+    scale of the judge is shared. Its variance is the pooled residual variance over the pooled
+    spread of the judge values. None when the judge values do not vary within any group or too
+    few labels are left for the residual variance.
+    """
+    sxy = sxx = 0.0
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    for y, f in groups:
+        use = np.isfinite(y) & np.isfinite(f)
+        if use.sum() < 2:
+            continue
+        yc, fc = y[use] - y[use].mean(), f[use] - f[use].mean()
+        sxy += float((yc * fc).sum())
+        sxx += float((fc * fc).sum())
+        parts.append((yc, fc))
+    count = sum(len(yc) for yc, _ in parts)
+    df = count - len(parts) - 1
+    if not parts or sxx <= _FLAT * count or df < 1:
+        return None
+    value = sxy / sxx
+    ss = sum(float(((yc - value * fc) ** 2).sum()) for yc, fc in parts)
+    return Slope(value, ss / df / sxx)
+
+
+def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
+    """``ppi`` with the slope given: intercepts fitted on the group's labels, the slope's uncertainty added."""
+    labelled = np.isfinite(y)
+    judged = np.isfinite(f)
+    N, n = len(y), int(labelled.sum())
+    ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
+    centred = np.where(judged, f - ref, 0.0)
+    X = np.ones((N, 1)) if judged.all() else np.stack([np.ones(N), (~judged).astype(float)], -1)
+    fit = regression_fit(y[labelled] - slope.value * centred[labelled], X[labelled], X.mean(0), N)
+    n_u = N - n
+    gap = (centred[~labelled].mean() - centred[labelled].mean()) * n_u / N if n_u else 0.0
+    return _Raw(float(fit.estimate) + slope.value * float(centred.mean()), float(fit.variance) + gap ** 2 * slope.variance,
+                float(fit.df), slope.value * n_u / N, slope.value != 0)
 
 
 def _predictor(y: np.ndarray, f: np.ndarray, method: str, calibration: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -583,9 +644,10 @@ class Spread(NamedTuple):
 
 
 def pilot_spread(labels: Sequence[float | None] | np.ndarray, judge: Sequence[float | None] | np.ndarray, method: str,
-                 *, calibration: str = "isotonic", folds: int = 5, seed: int = 0) -> Spread:
+                 *, calibration: str = "isotonic", folds: int = 5, seed: int = 0, slope: Slope | None = None) -> Spread:
     """The spread of the labelled items under ``method`` (``human``, ``ppi`` or ``calibrated``), labels drawn at random.
 
+    ``slope``: for ``ppi``, the slope shared over groups (only the intercepts are then fitted).
     Needs at least ``MIN_LABELS[method]`` labels (the caller refuses fewer).
     """
     y = _as_array(labels, "labels")
@@ -597,10 +659,14 @@ def pilot_spread(labels: Sequence[float | None] | np.ndarray, judge: Sequence[fl
     if method == "calibrated":
         resid, _, _ = crossfit(y_l, f[labelled], f[~labelled], calibration, folds, seed)
         return Spread(resid, float(resid.var(ddof=1)), 1, s2_labels)
+    judged = np.isfinite(f)
+    ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
     if method == "human":
         X = np.ones((len(y), 1))
+    elif slope is not None:
+        y_l = y_l - slope.value * np.where(judged, f - ref, 0.0)[labelled]
+        X = np.ones((len(y), 1)) if judged.all() else np.stack([np.ones(len(y)), (~judged).astype(float)], -1)
     else:
-        judged = labelled & np.isfinite(f)
-        X, _ = _ppi_design(f, labelled, float(f[judged].mean()) if judged.any() else 0.0)
+        X, _ = _ppi_design(f, labelled, ref)
     fit = regression_fit(y_l, X[labelled], X.mean(0), len(y))
     return Spread(fit.resid, float(fit.s2), int(n - fit.df), s2_labels)

@@ -44,10 +44,12 @@ from mitigate.estimators.mean import (
     MIN_LABELS,
     MeanEstimate,
     Method,
+    Slope,
     Target,
     check_settings,
     estimate_mean,
     pilot_spread,
+    shared_slope,
 )
 from mitigate.estimators.planning import labels_needed
 from mitigate.estimators.ranking import rank_estimates
@@ -320,28 +322,46 @@ def _beside(a: GroupArrays, method: str, confidence: float, target: str, group: 
 
 
 def _one(a: GroupArrays, method: str, confidence: float, target: str, group: str, *, scale: Scale,
-         **kw: Any) -> MeanEstimate:
+         slope: Slope | None = None, **kw: Any) -> MeanEstimate:
     corrected = method != "judge"
     weighted = corrected and a.weights is not None
     return estimate_mean(a.labels, a.judge, method=method, confidence=confidence, target=target,  # type: ignore[arg-type]
                          weights=a.weights if weighted else None, rounds=a.rounds if weighted else None,
-                         group=group, bounds=(scale.min, scale.max) if corrected else None, **kw)
+                         group=group, bounds=(scale.min, scale.max) if corrected else None,
+                         slope=slope if method == "ppi" else None, **kw)
+
+
+TUNE: tuple[str, ...] = ("overall", "group")
+"""How ``ppi`` tunes the judge's weight: one slope over all groups (each keeping its intercept), or one per group."""
+
+
+def tuned_slope(cols: EstimateColumns, method: str, tune: str) -> Slope | None:
+    """The judge slope ``ppi`` shares over the groups (``tune="overall"``, two groups or more); None otherwise."""
+    if tune not in TUNE:
+        raise ConfigError(f"The 'tune' parameter must be one of {list(TUNE)}. Got {tune!r} instead.")
+    names = cols.group_names()
+    if method != "ppi" or tune != "overall" or len(names) < 2:
+        return None
+    return shared_slope([cols.arrays(g)[:2] for g in names])
 
 
 def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidence: float = 0.95,
                      target: Target = "items", calibration: Calibration = "isotonic", folds: int = 5,
-                     seed: int = 0) -> EstimateResult:
+                     seed: int = 0, tune: str = "overall") -> EstimateResult:
     """Every group's estimate by ``method``, the labels-alone and judge-alone ones beside it, and the ranking.
 
-    DataError (one line, naming the group) when a group cannot be estimated by ``method``;
-    the values beside are left out with the reason instead.
+    ``tune``: ``overall`` (default) gives ``ppi`` one judge slope fitted on every group's
+    labels, each group keeping its own intercept (:func:`mitigate.estimators.mean.shared_slope`);
+    ``group`` fits one per group. DataError (one line, naming the group) when a group cannot be
+    estimated by ``method``; the values beside are left out with the reason instead.
     """
     check_settings(method, confidence, target, calibration, folds)
+    slope = tuned_slope(cols, method, tune)
     kw: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "scale": cols.label_scale}
     groups: list[GroupResult] = []
     for name in cols.group_names():
         a = cols.arrays(name)
-        main = _one(a, method, confidence, target, name, **kw)
+        main = _one(a, method, confidence, target, name, slope=slope, **kw)
         unavailable: dict[str, str] = {}
         human = main if method == "human" else _beside(a, "human", confidence, target, name, unavailable, **kw)
         judge = main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable, **kw)
@@ -364,11 +384,14 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
     return EstimateResult(benchmark=cols.benchmark, criterion=cols.criterion, judge=cols.judge, method=method,
                           confidence=confidence, target=target, by=cols.by, pairwise=cols.pairwise,
                           label_scale=cols.label_scale, judge_scale=cols.judge_scale, groups=tuple(groups),
-                          ranking=ranking, notes=tuple(_notes(cols, method)))
+                          ranking=ranking, notes=tuple(_notes(cols, method, slope)))
 
 
-def _notes(cols: EstimateColumns, method: str) -> list[str]:
+def _notes(cols: EstimateColumns, method: str, slope: Slope | None = None) -> list[str]:
     notes = []
+    if slope is not None:
+        notes.append(f"ppi: one judge slope ({slope.value:.3g}) fitted on the labels of all {len(cols.group_names())} "
+                     "groups, each group keeping its own intercept (--tune group: one slope per group)")
     if cols.judge_missing:
         counts = ", ".join(f"{n} {reason}" for reason, n in cols.judge_missing.items())
         notes.append(f"items without a judge value: {counts}; they are kept (see the per-group notes)")
@@ -386,7 +409,7 @@ def _notes(cols: EstimateColumns, method: str) -> list[str]:
 def estimate(benchmark: Benchmark, criterion: str, judge: Any, *, method: Method = "ppi", by: str = "auto",
              confidence: float = 0.95, target: Target = "items", weights: Mapping[str, float] | None = None,
              rounds: Mapping[str, int] | None = None, calibration: Calibration = "isotonic", folds: int = 5,
-             seed: int = 0, truth: Mapping[str, float] | None = None) -> EstimateResult:
+             seed: int = 0, truth: Mapping[str, float] | None = None, tune: str = "overall") -> EstimateResult:
     """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the module docstring).
 
     ``judge``: a RecordedRun, judgments, or item id -> value. ``method``: ``ppi`` (default),
@@ -400,7 +423,7 @@ def estimate(benchmark: Benchmark, criterion: str, judge: Any, *, method: Method
     """
     cols = columns(benchmark, criterion, judge, by=by, weights=weights, rounds=rounds, truth=truth)
     return estimate_columns(cols, method=method, confidence=confidence, target=target, calibration=calibration,
-                            folds=folds, seed=seed)
+                            folds=folds, seed=seed, tune=tune)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,11 +435,13 @@ PLANNED: tuple[str, ...] = ("human", "ppi", "calibrated")
 
 
 def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float = 0.95, target: Target = "items",
-                calibration: Calibration = "isotonic", folds: int = 5, seed: int = 0) -> LabelPlan:
+                calibration: Calibration = "isotonic", folds: int = 5, seed: int = 0, tune: str = "overall"
+                ) -> LabelPlan:
     """How many labels each group needs, per method, for an interval of ±``half_width`` (predicted from its labels)."""
     if isinstance(half_width, bool) or not isinstance(half_width, (int, float)) or not half_width > 0:
         raise ConfigError(f"The 'half_width' parameter must be a number > 0. Got {half_width!r} instead.")
     check_settings("ppi", confidence, target, calibration, folds)
+    slope = tuned_slope(cols, "ppi", tune)
     groups = []
     for name in cols.group_names():
         y, f = cols.arrays(name)[:2]
@@ -428,7 +453,8 @@ def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float =
                 plans[method] = plans[method].model_copy(update={
                     "note": f"needs at least {MIN_LABELS[method]} labels to plan from"})
                 continue
-            spread = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed)
+            spread = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed,
+                                  slope=slope if method == "ppi" else None)
             plans[method] = labels_needed(half_width, spread.s2, spread.p, len(y), labelled, confidence,
                                           s2_labels=spread.s2_labels, population=target == "population",
                                           method=method)
@@ -442,7 +468,7 @@ def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float =
 
 def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi", floor: float = DEFAULT_FLOOR,
                          seed: int = 0, confidence: float = 0.95, calibration: Calibration = "isotonic",
-                         folds: int = 5) -> Selection:
+                         folds: int = 5, tune: str = "overall") -> Selection:
     """The ``n`` unlabelled items worth labelling next, with their inclusion probabilities and weights.
 
     Labels go to the groups whose predicted variance drops most, and within a group to the
@@ -460,10 +486,11 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
     check_settings(method, confidence, "items", calibration, folds)
     names = cols.group_names()
     data = {g: cols.arrays(g) for g in names}
+    slope = tuned_slope(cols, method, tune)
     spreads: dict[str, Any] = {}
     for g, (y, f, *_) in data.items():
         if int(np.isfinite(y).sum()) >= MIN_LABELS[method]:
-            spreads[g] = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed)
+            spreads[g] = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed, slope=slope)
     known = [s.s2 for s in spreads.values() if math.isfinite(s.s2) and s.s2 > 0]
     pooled = float(np.mean(known)) if known else 1.0
 
