@@ -322,3 +322,14 @@ def test_a_win_rate_interval_is_cut_to_zero_and_one():
     e = result.groups[0].estimate
     assert e.high == 1.0 and e.low >= 0.0 and any("cut to the labels' scale [0, 1]" in n for n in e.notes)
     assert e.interval(0.95)[1] > 1.0  # the uncut interval, as the simultaneous rank intervals use it
+
+
+def test_a_selection_csv_never_hands_a_spreadsheet_a_formula_from_the_judged_text(tmp_path):
+    bench, judge, _ = partly_labelled(per_system=12, labelled=4)
+    items = tuple(it.model_copy(update={"output": '=HYPERLINK("http://x.example","click")',
+                                        "inputs": {"question": "@SUM(A1)"}}) for it in bench.items)
+    bench = bench.model_copy(update={"items": items})
+    chosen = select_for_labelling(columns(bench, "quality", judge), 6, seed=1)
+    rows = list(csv.DictReader(write_selection(chosen, bench.items, tmp_path / "s.csv").open()))
+    assert all(r["output"].startswith("'=HYPERLINK") and r["inputs.question"] == "'@SUM(A1)" for r in rows)
+    assert all(not r["id"].startswith("'") for r in rows)

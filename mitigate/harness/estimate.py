@@ -541,13 +541,32 @@ def _selection_records(selection: Selection, items: Sequence[Item]) -> list[dict
     return records
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula (CSV injection)."""
+
+
+def _cell(column: str, value: Any) -> Any:
+    """A CSV cell; a text a spreadsheet would run as a formula gets a leading apostrophe (the item's texts are untrusted).
+
+    The columns read back (``id``, ``label``, ``weight``) are left as they are.
+    """
+    if value is None:
+        return ""
+    if column not in ("id", "label", "weight", "probability") and isinstance(value, str) and value.startswith(
+            _FORMULA_START):
+        return "'" + value
+    return value
+
+
 def write_selection(selection: Selection, items: Sequence[Item], path: Any, *, pairwise: bool = False) -> Any:
     """Write the selected items as a file a labeller fills: CSV for a ``.csv`` path, JSON lines otherwise.
 
     Columns: ``id``, an empty ``label`` (a number on the criterion's scale; for pairwise items
     A, B or tie), ``weight`` and ``probability`` (leave them as they are), ``group``, then the
     item's system, document, inputs (CSV: one ``inputs.NAME`` column each) and output(s). The
-    judge's value is left out, so it cannot anchor the labeller. Returns the path.
+    judge's value is left out, so it cannot anchor the labeller. In CSV, a text that a
+    spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``) is shown
+    with a leading apostrophe. Returns the path.
     """
     import csv
     import json
@@ -565,7 +584,7 @@ def write_selection(selection: Selection, items: Sequence[Item], path: Any, *, p
             writer.writeheader()
             for rec in records:
                 flat = {**rec, **{f"inputs.{k}": v for k, v in rec["inputs"].items()}}
-                writer.writerow({k: ("" if v is None else v) for k, v in flat.items()})
+                writer.writerow({k: _cell(k, v) for k, v in flat.items()})
         return file
     with file.open("w", encoding="utf-8") as handle:
         for rec in records:
