@@ -157,11 +157,10 @@ class EstimateResult(BaseModel):
 
     def to_pandas(self) -> Any:
         """:meth:`rows` as a pandas DataFrame; needs the ``pandas`` extra."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ConfigError("to_pandas() needs pandas; it is not installed (pip install 'mitigate[pandas]')") from None
-        return pd.DataFrame(self.rows())
+        from mitigate.run.runner import frame  # the one place pandas is imported, with its one-line error
+
+        rows = self.rows()
+        return frame(rows, list(rows[0]) if rows else [])
 
     def table(self) -> str:
         """The text ``mitigate estimate`` prints: a heading, one line per group (ranked), the ranking's notes."""
