@@ -145,7 +145,7 @@ def test_list_help_names_every_kind_and_only_that_help_loads_the_registry(tmp_pa
 
 
 def test_no_help_shows_a_stand_in_for_registered_names():
-    commands = ["judge", "compare", "search", "probe", "prompts", "report", "list", "mitigations", "selectors",
+    commands = ["judge", "compare", "estimate", "diff", "search", "probe", "prompts", "report", "list", "mitigations", "selectors",
                 "measures", "engines", "backends", "benchmarks", "check-plugin"]
     for command in commands:
         result = CliRunner().invoke(app, [command, "--help"])

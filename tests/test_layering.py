@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("data",),
     ("prompt",),
     ("judge", "likelihood"),
-    ("measures", "probes"),
+    ("measures", "probes", "estimators"),
     ("run",),
     ("selectors",),
     ("strategies",),

@@ -21,7 +21,7 @@ pins what ``--help`` and ``judge`` load). Help texts that list registered names
 
 # isort: off
 # importing registers each command; --help lists them in this order: the work first, then discovery
-from mitigate.cli import compare, data, diff, judge, probe, prompts, report, search  # noqa: F401
+from mitigate.cli import compare, data, diff, estimate, judge, probe, prompts, report, search  # noqa: F401
 from mitigate.cli import catalog, plugins  # noqa: F401
 # isort: on
 from mitigate.cli.app import app, main
