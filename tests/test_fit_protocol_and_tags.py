@@ -320,3 +320,14 @@ def test_a_selector_kept_for_its_choice_answers_only_that_choice() -> None:
         kept.select(2, query=example_pool()[0])
     knn = KNN().fit(example_pool(), criterion="score")
     assert knn.with_choice(2) is knn  # chooses per judged item: keeps its pool
+
+
+def test_search_refuses_a_selector_that_kept_only_its_choice() -> None:
+    from mitigate.search import Split
+    from mitigate.search.session import fit_selectors
+
+    kept = Random(seed=1).fit(example_pool(), criterion="score").with_choice(2)
+    split = Split(train=tuple(example_pool()), dev=(), test=())
+    with pytest.raises(ConfigError, match=r"^search draws many demo sets from each selector; expected random\(seed=1\) "
+                                          r"unfitted or fitted on its pool, got one keeping only the 2 demos it chose$"):
+        fit_selectors([kept], split, "score")

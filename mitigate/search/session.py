@@ -284,6 +284,9 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
     for sel in selectors:
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
+        if sel.chosen_ is not None:
+            raise ConfigError(f"search draws many demo sets from each selector; expected {sel.describe()} unfitted or "
+                              f"fitted on its pool, got one keeping only the {len(sel.chosen_)} demos it chose")
         out.append(sel if sel.is_fitted or sel.tags.calls_judge_while_fitting
                    else sel.fit(train_pool(split, criterion), None, FitContext(criterion=criterion)))
     return out
