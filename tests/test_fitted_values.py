@@ -13,35 +13,20 @@ import json
 import random
 
 import pytest
+from test_highest_rs import hand_rs
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.judge import PromptJudge
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 from mitigate.selectors import HighestRS, Random, Stratified
 from mitigate.strategies import FitContext, parse_pipeline
+from mitigate.testing import example_judge
 
 CRITERIA = ("coherence", "consistency", "fluency", "relevance")
 WORDS = ("the council said on monday that its plan for the harbour would cost more than first thought while "
          "residents asked why the bridge stayed closed after the storm and a spokesman for the port added that "
          "ferries will run again next week once engineers finish checking every pier along the northern quay").split()
-
-TEMPLATE = """Rate how coherent the summary is.
-
-Coherence (1-5) - how well the summary hangs together.
-
-Score 1 means incoherent.
-Score 2 means mostly incoherent.
-Score 3 means mixed.
-Score 4 means mostly coherent.
-Score 5 means fully coherent.
-
-Article: {{source}}
-Summary: {{summary}}
-
-Reply with "Score: N"."""
-
 
 def _text(rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi))) + "."
@@ -68,7 +53,7 @@ def summeval_sized_pool(n_docs: int = 100, systems: int = 6, seed: int = 0) -> B
 
 
 def _judge() -> PromptJudge:
-    return PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="coherence"), FakeLM([]))  # never called
+    return example_judge(("coherence",), lm=FakeLM([]))  # never called: nothing here judges while fitting
 
 
 def _bytes(value: object) -> int:
@@ -149,20 +134,8 @@ def _range_rule(pool: list[Item], criterion: str, m: int, seed: int) -> list[str
 
 
 def _rs_rule(pool: list[Item], criterion: str, ls: dict[str, float], judge: dict[str, float], k: int) -> list[str]:
-    """Ohi et al.'s RS = |LS* + US*| (US: judge scores on the humans' mean and range, minus the human score; * :
-    centred, divided by the largest deviation), top ``k``, ties in pool order."""
-    human = [it.human[criterion] for it in pool]
-    scores = [judge[it.id] for it in pool]
-    hm, jm = sum(human) / len(human), sum(scores) / len(scores)
-    hr, jr = max(human) - min(human), max(scores) - min(scores)
-    us = [(j - jm) / jr * hr + hm - h for j, h in zip(scores, human, strict=True)]
-
-    def star(xs: list[float]) -> list[float]:
-        mean = sum(xs) / len(xs)
-        spread = max(abs(x - mean) for x in xs)
-        return [(x - mean) / spread for x in xs]
-
-    rs = [abs(a + b) for a, b in zip(star([ls[it.id] for it in pool]), star(us), strict=True)]
+    """Ohi et al.'s RS = |LS* + US*| written out by hand (:func:`test_highest_rs.hand_rs`), top ``k``, ties in pool order."""
+    rs = hand_rs([it.human[criterion] for it in pool], [judge[it.id] for it in pool], [ls[it.id] for it in pool])
     order = sorted(range(len(pool)), key=lambda i: -rs[i])
     return [pool[i].id for i in order[:k]]
 
