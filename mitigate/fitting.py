@@ -1,4 +1,4 @@
-"""The one fit protocol: what fitting may use (:class:`FitContext`), the fittable base, and its one judge check.
+"""The one fit protocol: what fitting may use (:class:`FitContext`), the fittable base, its one judge check.
 
 A component that learns from labelled data (a demo mitigation, a calibration, a selector ...)
 is :class:`Fittable`. Like a scikit-learn estimator it returns a fitted *copy*, keeping what it
@@ -73,8 +73,8 @@ class FitContext(BaseModel):
         if isinstance(data, Mapping):
             unknown = sorted(str(k) for k in data if k not in cls.model_fields)
             if unknown:
-                raise ConfigError(f"FitContext has no field {', '.join(map(repr, unknown))}; expected some of "
-                                  f"{sorted(cls.model_fields)}")
+                raise ConfigError(f"FitContext has no field {', '.join(map(repr, unknown))}; expected some "
+                                  f"of {sorted(cls.model_fields)}")
             for name, forms in _CONSTRAINTS.items():
                 if name in data:
                     check_param("FitContext", name, data[name], forms)
@@ -88,7 +88,8 @@ class FitContext(BaseModel):
 
     def merged(self, **options: Any) -> FitContext:
         """A copy with ``options`` (field names) set, validated like a new context."""
-        return FitContext.model_validate({**{k: getattr(self, k) for k in type(self).model_fields}, **options})
+        current = {k: getattr(self, k) for k in type(self).model_fields}
+        return FitContext.model_validate({**current, **options})
 
     @property
     def scores_given(self) -> bool:
@@ -113,7 +114,8 @@ def fit_context(ctx: FitContext | None, options: Mapping[str, Any], *, owner: st
     or for a ``ctx`` that is not a FitContext.
     """
     if ctx is not None and not isinstance(ctx, FitContext):
-        raise ConfigError(f"{owner}.fit expected a FitContext as its third argument; got {type(ctx).__name__}")
+        raise ConfigError(f"{owner}.fit expected a FitContext as its third argument; "
+                          f"got {type(ctx).__name__}")
     base = ctx if ctx is not None else FitContext()
     unknown = sorted(k for k in options if k not in FitContext.model_fields)
     if unknown:
@@ -123,7 +125,7 @@ def fit_context(ctx: FitContext | None, options: Mapping[str, Any], *, owner: st
 
 
 def require_judge(component: Any, judge: Any, ctx: FitContext) -> None:
-    """The one check that fitting ``component`` has the judge it needs; ConfigError in one line, the same for every fittable.
+    """The one check that fitting ``component`` has the judge it needs; one line, the same for every fittable.
 
     A judge that is given must be a :class:`~mitigate.judge.Judge`. None is refused when the
     component's tags say ``needs_judge``, or ``calls_judge_while_fitting`` and the context
@@ -136,9 +138,10 @@ def require_judge(component: Any, judge: Any, ctx: FitContext) -> None:
     needed = tags.needs_judge or (tags.calls_judge_while_fitting and not ctx.scores_given)
     if judge is None and not needed:
         return
-    hint = "" if tags.needs_judge or not tags.calls_judge_while_fitting else " (or its scores: ls= and judge_scores=)"
-    raise ConfigError(f"{type(component).__name__}.fit needs the judge it fits against; expected a Judge{hint}, "
-                      f"got {type(judge).__name__}")
+    reads_scores = tags.calls_judge_while_fitting and not tags.needs_judge
+    hint = " (or its scores: ls= and judge_scores=)" if reads_scores else ""
+    raise ConfigError(f"{type(component).__name__}.fit needs the judge it fits against; expected a "
+                      f"Judge{hint}, got {type(judge).__name__}")
 
 
 _T = TypeVar("_T")
@@ -159,20 +162,21 @@ def run_fit(component: Any, coro: Coroutine[Any, Any, _T], *, what: str, instead
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         coro.close()
-        raise ConfigError(f"{type(component).__name__}.afit waited on I/O, but its tags say it calls no judge while "
-                          "fitting; expected calls_judge_while_fitting=True in its declared_tags")
+        raise ConfigError(f"{type(component).__name__}.afit waited on I/O, but its tags say it calls no "
+                          "judge while fitting; expected calls_judge_while_fitting=True in its declared_tags")
     return run_sync(coro, what=what, instead=instead)
 
 
 class Fittable:
-    """The fit protocol, written once: :meth:`afit` (async), :meth:`fit` (sync); a component implements :meth:`learn`.
+    """The fit protocol, written once (:meth:`afit`, async; :meth:`fit`, sync); a component implements learn.
 
     Both return a fitted copy (fitted state in fields ending in ``_``), never changing the
     original; a component with nothing to learn returns itself. See the module docstring.
     """
 
-    async def afit(self, train: Any, judge: Any = None, ctx: FitContext | None = None, **options: Any) -> Self:
-        """A fitted copy learned from ``train`` against ``judge``, with ``ctx`` (keyword ``options`` merged over it).
+    async def afit(self, train: Any, judge: Any = None, ctx: FitContext | None = None,
+                   **options: Any) -> Self:
+        """A fitted copy learned from ``train`` against ``judge`` with ``ctx`` (keyword ``options`` over it).
 
         The judge check (:func:`require_judge`) runs here, once, before :meth:`learn`.
         """
@@ -195,7 +199,7 @@ class Fittable:
         return self
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass that overrides ``afit`` itself (the earlier protocol) keeps working, with a DeprecationWarning."""
+        """A subclass overriding ``afit`` (the earlier protocol) keeps working, with a DeprecationWarning."""
         super().__init_subclass__(**kwargs)
         legacy = cls.__dict__.get("afit")
         if legacy is None:
@@ -203,8 +207,8 @@ class Fittable:
         code = getattr(legacy, "__code__", None)
         warnings.warn_explicit(
             f"{cls.__qualname__} overrides afit(train, judge, **options); implement "
-            "`async def learn(self, train, judge, ctx: FitContext)` instead (afit and fit are written once on "
-            "Fittable, with the judge check)", DeprecationWarning,
+            "`async def learn(self, train, judge, ctx: FitContext)` instead (afit and fit are written once "
+            "on Fittable, with the judge check)", DeprecationWarning,
             filename=code.co_filename if code else "<unknown>", lineno=code.co_firstlineno if code else 0,
             module=cls.__module__,
         )

@@ -80,7 +80,8 @@ def test_demos_with_a_selector_name_fits_and_shows_what_the_selector_picks() -> 
     expected = Stratified().fit(train(), criterion="coherence").select(5)
     assert fitted.demos_ == tuple(expected)
     assert sorted(d.score for d in fitted.demos_) == [1.0, 2.0, 3.0, 4.0, 5.0]  # one per label
-    assert fitted.selector_.n_pool_ == len(train().items) and fitted.selector_.pool_ is None  # not the training set
+    assert fitted.selector_.n_pool_ == len(train().items)
+    assert fitted.selector_.pool_ is None  # it keeps its choice, not the training set
     with pytest.warns(DeprecationWarning, match="fitted_on_ is no longer kept"):
         assert fitted.fitted_on_ is None
     assert m.demos_ is None and fitted.is_fitted
@@ -204,7 +205,8 @@ def test_pipeline_fit_fits_demo_steps_and_unfitted_pipelines_refuse_to_wrap() ->
     assert from_spec(json.loads(json.dumps(fitted.spec()))) == fitted
     wrapped = fitted.wrap(judge())
     assert all(len(leaf.prompt.demos) == 2 for leaf in wrapped.leaves())
-    with pytest.raises(ConfigError, match="^Pipeline.fit needs the judge it fits against; expected a Judge, got NoneType$"):
+    with pytest.raises(ConfigError, match="^Pipeline.fit needs the judge it fits against; expected a Judge, got "
+                       "NoneType$"):
         pipe.fit(train())
 
 

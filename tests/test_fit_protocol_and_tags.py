@@ -42,7 +42,8 @@ def test_tags_are_frozen_and_a_pipeline_declares_what_any_step_does() -> None:
     pipe = parse_pipeline("consistency-hint | highest-rs-demos(k=2) | selective")
     assert pipe.tags.needs_fitting and pipe.tags.calls_judge_while_fitting and not pipe.tags.query_dependent
     assert parse_pipeline("consistency-hint").tags == Tags()
-    assert parse_pipeline("random-demos(k=2)").tags == Tags(needs_fitting=True, needs_judge=True)  # steps fit in turn
+    # a pipeline fits each step against the judge the steps before it make
+    assert parse_pipeline("random-demos(k=2)").tags == Tags(needs_fitting=True, needs_judge=True)
     assert parse_pipeline("random-demos(k=2)").steps[0].tags == Tags(needs_fitting=True)
     assert KNN().tags.query_dependent and HighestRS().tags.calls_judge_while_fitting and not Random().tags.query_dependent
 
@@ -147,7 +148,7 @@ def test_the_battery_fits_a_demo_step_that_judges_while_fitting() -> None:
     check_component(hrs)  # fitted against a fake LM (judge answers and log-likelihoods), not skipped
 
 
-# --------------------------------------------------------------------------- one context, one judge check, compile
+# -------------------------------------------------------------------------- one context, judge check, compile
 
 
 def _fittables() -> list[object]:
@@ -178,8 +179,8 @@ def test_every_fittable_that_needs_the_judge_refuses_without_one_in_the_same_sen
         assert "\n" not in text and text.startswith(f"{name}.fit ")
         sentences.add(text.replace(name, "<Name>", 1).replace(" (or its scores: ls= and judge_scores=)", ""))
         refused.append(name)
-    assert {"Pipeline", "Demos", "LengthControl", "StyleControl", "SelectiveEvaluation", "ContextualCalibration",
-            "BatchCalibration", "MultipleEvidence", "HighestRS"} <= set(refused)
+    assert {"Pipeline", "Demos", "LengthControl", "StyleControl", "SelectiveEvaluation",
+            "ContextualCalibration", "BatchCalibration", "MultipleEvidence", "HighestRS"} <= set(refused)
     assert sentences == {"<Name>.fit needs the judge it fits against; expected a Judge, got NoneType"}
 
 
@@ -189,21 +190,25 @@ def test_the_judge_check_is_written_once() -> None:
     import mitigate
 
     root = Path(mitigate.__file__).parent
-    found = [p.relative_to(root).as_posix() for p in root.rglob("*.py") if "needs the judge it" in p.read_text()]
-    assert sorted(found) == ["fitting.py", "testing/checks.py"]  # the check, and the battery's expected sentence
+    found = [p.relative_to(root).as_posix() for p in root.rglob("*.py")
+             if "needs the judge it" in p.read_text()]
+    assert sorted(found) == ["fitting.py", "testing/checks.py"]  # the check; the battery's expected sentence
     assert not [p for p in root.rglob("*.py") if "def afit" in p.read_text() and p.name != "fitting.py"]
 
 
 def test_a_judge_that_is_not_a_judge_is_refused_even_where_none_would_do() -> None:
-    with pytest.raises(ConfigError, match=r"^Random.fit needs the judge it fits against; expected a Judge, got str$"):
+    with pytest.raises(ConfigError, match=r"^Random.fit needs the judge it fits against; expected a Judge, "
+                                          r"got str$"):
         Random().fit(example_pool(), "my judge", criterion="score")
 
 
 def test_keyword_options_are_shorthand_for_the_fit_context_and_merge_over_it() -> None:
-    pool = [it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}}) for it in example_pool()]
+    pool = [it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}})
+            for it in example_pool()]
     by_keyword = Random(seed=1).fit(pool, None, criterion="fluency")
     by_context = Random(seed=1).fit(pool, None, FitContext(criterion="fluency"))
-    merged = Random(seed=1).fit(pool, None, FitContext(criterion="coherence", progress=False), criterion="fluency")
+    ctx = FitContext(criterion="coherence", progress=False)
+    merged = Random(seed=1).fit(pool, None, ctx, criterion="fluency")
     assert by_keyword == by_context == merged and merged.criterion_ == "fluency"
     ctx = FitContext(progress=False)
     assert ctx.merged(concurrency=2) == FitContext(progress=False, concurrency=2) and ctx.concurrency == 8
@@ -212,14 +217,17 @@ def test_keyword_options_are_shorthand_for_the_fit_context_and_merge_over_it() -
 
 
 def test_the_fit_context_refuses_unknown_options_and_bad_values_in_one_line() -> None:
-    with pytest.raises(ConfigError, match=r"^Random.fit has no option 'citerion'; expected some of \['concurrency', "
-                                          r"'criterion', 'judge_scores', 'lm', 'ls', 'progress'\]"):
+    fields = r"\['concurrency', 'criterion', 'judge_scores', 'lm', 'ls', 'progress'\]"
+    with pytest.raises(ConfigError, match=r"^Random.fit has no option 'citerion'; expected some of "
+                                          + fields):
         Random().fit(example_pool(), citerion="score")
-    with pytest.raises(ConfigError, match=r"^The 'concurrency' parameter of FitContext must be an int >= 1\. Got 0"):
+    with pytest.raises(ConfigError, match=r"^The 'concurrency' parameter of FitContext must be an int >= 1\. "
+                                          r"Got 0"):
         FitContext(concurrency=0)
     with pytest.raises(ConfigError, match=r"^FitContext has no field 'k'"):
         FitContext(k=2)
-    with pytest.raises(ConfigError, match=r"^Random.fit expected a FitContext as its third argument; got dict"):
+    with pytest.raises(ConfigError, match=r"^Random.fit expected a FitContext as its third argument; "
+                                          r"got dict"):
         Random().fit(example_pool(), None, {"criterion": "score"})
 
 
@@ -231,24 +239,28 @@ def test_compile_is_fit_then_wrap_in_one_call() -> None:
     expected = pipe.fit(train, example_judge(lm=lm_b), progress=False).wrap(example_judge(lm=lm_b))
     assert compiled.describe() == expected.describe() and lm_a.calls == lm_b.calls > 0
     hint = parse_pipeline("consistency-hint")
-    assert hint.compile(example_judge()).describe() == hint.wrap(example_judge()).describe()  # nothing to learn
+    # nothing to learn: compile without train is wrap
+    assert hint.compile(example_judge()).describe() == hint.wrap(example_judge()).describe()
     with pytest.raises(ConfigError, match="Demos is not fitted"):
         parse_pipeline("random-demos(k=2)").compile(example_judge())  # no train: wrap() says what is missing
 
 
 async def test_compile_inside_a_running_loop_points_to_acompile_when_fitting_calls_the_judge() -> None:
     pipe = parse_pipeline("selective(target=0.5)")
-    with pytest.raises(ConfigError, match=r"Pipeline.compile\(\) runs its own event loop .* `await x.acompile"):
+    with pytest.raises(ConfigError, match=r"Pipeline.compile\(\) runs its own event loop .* "
+                                          r"`await x.acompile"):
         pipe.compile(example_judge(lm=fitting_lm()), example_train())
     judge = await pipe.acompile(example_judge(lm=fitting_lm()), example_train(), progress=False)
     assert judge.describe()["kind"] == "selective"
-    demos = parse_pipeline("random-demos(k=2)").compile(example_judge(), example_train())  # no judge call: fine here
+    # fitting that calls no judge runs here too
+    demos = parse_pipeline("random-demos(k=2)").compile(example_judge(), example_train())
     assert len(demos.leaves()[0].prompt.demos) == 2
 
 
 def test_a_subclass_overriding_afit_keeps_working_with_a_deprecation_warning() -> None:
-    with pytest.warns(DeprecationWarning, match=r"OldStyle overrides afit\(train, judge, \*\*options\); implement "
-                                                r"`async def learn\(self, train, judge, ctx: FitContext\)`"):
+    with pytest.warns(DeprecationWarning, match=r"OldStyle overrides afit\(train, judge, \*\*options\); "
+                                                r"implement `async def learn\(self, train, judge, ctx: "
+                                                r"FitContext\)`"):
         class OldStyle(PromptMitigation):
             declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
             seen_: tuple[bool, int] | None = None
@@ -313,8 +325,9 @@ def test_a_selector_kept_for_its_choice_answers_only_that_choice() -> None:
     kept = full.with_choice(2)
     assert kept.pool_ is None and [it.id for it in kept.chosen_] == [d.item.id for d in full.select(2)]
     assert kept.select(2) == full.select(2) and kept.with_choice(2) is kept and kept.n_pool_ == 4
-    with pytest.raises(ConfigError, match=r"^Stratified keeps only the 2 demos it chose \(with_choice\(2\)\), not its "
-                                          r"pool; expected select\(2\) without a query, got select\(3\)"):
+    with pytest.raises(ConfigError, match=r"^Stratified keeps only the 2 demos it chose "
+                                          r"\(with_choice\(2\)\), not its pool; expected select\(2\) "
+                                          r"without a query, got select\(3\)"):
         kept.select(3)
     with pytest.raises(ConfigError, match=r"got select\(2, query=\.\.\.\)"):
         kept.select(2, query=example_pool()[0])
@@ -328,6 +341,7 @@ def test_search_refuses_a_selector_that_kept_only_its_choice() -> None:
 
     kept = Random(seed=1).fit(example_pool(), criterion="score").with_choice(2)
     split = Split(train=tuple(example_pool()), dev=(), test=())
-    with pytest.raises(ConfigError, match=r"^search draws many demo sets from each selector; expected random\(seed=1\) "
-                                          r"unfitted or fitted on its pool, got one keeping only the 2 demos it chose$"):
+    with pytest.raises(ConfigError, match=r"^search draws many demo sets from each selector; expected "
+                                          r"random\(seed=1\) unfitted or fitted on its pool, got one "
+                                          r"keeping only the 2 demos it chose$"):
         fit_selectors([kept], split, "score")

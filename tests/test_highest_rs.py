@@ -334,7 +334,8 @@ def test_the_released_codes_max_deviation_scaling_is_reachable_from_the_mitigati
     for i, name in enumerate(NAMES):
         if f"id-{name}" in fitted.selector_.us_:
             assert fitted.selector_.us_[f"id-{name}"] == pytest.approx(want[i])
-    selector = HighestRS(scaling="max-deviation").fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    selector = HighestRS(scaling="max-deviation").fit(bench(), base_judge(judge_lm()), lm=ls_lm(),
+                                                      progress=False)
     assert [selector.us_[f"id-{name}"] for name in NAMES] == pytest.approx(list(want))
     assert fitted.selector_.us_["id-e"] != pytest.approx(-20 / 9)  # the range scaling's value differs
     assert type(fitted).model_validate(fitted.model_dump()).selector_.scaling == "max-deviation"

@@ -538,7 +538,8 @@ async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, pro
             )
         assert e.pipeline is not None and e.base is not None
         try:
-            fitted = await e.pipeline.afit(train, e.base, FitContext(progress=progress, concurrency=concurrency))
+            ctx = FitContext(progress=progress, concurrency=concurrency)
+            fitted = await e.pipeline.afit(train, e.base, ctx)
         except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
             info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train),
                             "error": f"{type(exc).__name__}: {exc}"}

@@ -285,8 +285,9 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
         if sel.chosen_ is not None:
-            raise ConfigError(f"search draws many demo sets from each selector; expected {sel.describe()} unfitted or "
-                              f"fitted on its pool, got one keeping only the {len(sel.chosen_)} demos it chose")
+            raise ConfigError(f"search draws many demo sets from each selector; expected {sel.describe()} "
+                              f"unfitted or fitted on its pool, got one keeping only the {len(sel.chosen_)} "
+                              "demos it chose")
         out.append(sel if sel.is_fitted or sel.tags.calls_judge_while_fitting
                    else sel.fit(train_pool(split, criterion), None, FitContext(criterion=criterion)))
     return out
@@ -308,8 +309,8 @@ async def fit_judged_selectors(s: Session, selectors: list[Selector], likelihood
                                   f"only {remaining} of the budget are left; raise the budget or pass it fitted")
             before = s.budget.used
             lm = likelihood if isinstance(likelihood, LM) else None
-            sel = await sel.afit(train_pool(s.split, s.criterion), s.judge,
-                                 FitContext(criterion=s.criterion, lm=lm, progress=False))  # the search has its bar
+            ctx = FitContext(criterion=s.criterion, lm=lm, progress=False)  # the search shows its own bar
+            sel = await sel.afit(train_pool(s.split, s.criterion), s.judge, ctx)
             s.bar.update(s.budget.used - before)
         out.append(sel)
     return out

@@ -97,7 +97,7 @@ def has_label(item: Item, criterion: str) -> bool:
 
 
 def demo_item(item: Item) -> Item:
-    """``item`` as a fitted selector keeps it: what a demo shows and is scored by, without ``annotators`` and ``meta``.
+    """``item`` as a fitted selector keeps it: what a demo shows and is scored by (no annotators, no meta).
 
     A demo shows the item's texts (output, inputs, reference, output_b) and its human label;
     per-annotator scores and loader metadata (SummEval's eleven reference summaries, say) are
@@ -204,7 +204,10 @@ class Selector(Component, Fittable):
 
     def fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None,
                   judge: Judge | None = None) -> dict[str, Any]:
-        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``; subclasses add theirs."""
+        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``.
+
+        Subclasses add theirs.
+        """
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
@@ -228,12 +231,13 @@ class Selector(Component, Fittable):
         ids = [it.id for it in kept]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
-            raise ConfigError(f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than once")
+            raise ConfigError(f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than "
+                              "once")
         return {"pool_": tuple(demo_item(it) for it in kept), "chosen_": None, "criterion_": criterion,
                 "scale_": scale, "n_pool_": len(kept)}
 
     def with_choice(self, k: int) -> Self:
-        """The fitted copy that keeps only the ``k`` items :meth:`select` ``(k)`` chooses (``chosen_``), not the pool.
+        """The fitted copy keeping only the ``k`` items ``select(k)`` chooses (``chosen_``), not the pool.
 
         What a fixed demo set needs: it answers ``select(k)`` with the same demos, in the same
         order, and refuses any other ``k`` or a query. A query-dependent selector is returned
@@ -243,7 +247,9 @@ class Selector(Component, Fittable):
         if self.tags.query_dependent:
             return self
         picks = self._choose(k, None)
-        return self if self.chosen_ is not None else self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
+        if self.chosen_ is not None:
+            return self
+        return self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
 
     def select(
         self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None
@@ -264,19 +270,20 @@ class Selector(Component, Fittable):
         if not self.is_fitted:
             raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` before select()")
         if query is not None and not isinstance(query, Item):
-            raise ConfigError(f"{name}.select expected query to be an Item or None; got {type(query).__name__}")
+            raise ConfigError(f"{name}.select expected query to be an Item or None; "
+                              f"got {type(query).__name__}")
         if self.tags.query_dependent and query is None:
             raise ConfigError(
-                f"{name} chooses demos by similarity to the item being judged; expected query=<Item>, got None "
-                "(wrap the judge with Demos(selector=..., per_item=True) to select per item)"
+                f"{name} chooses demos by similarity to the item being judged; expected query=<Item>, got "
+                "None (wrap the judge with Demos(selector=..., per_item=True) to select per item)"
             )
         if self.chosen_ is not None:
             if k != len(self.chosen_) or query is not None:
                 asked = f"select({k}{', query=...' if query is not None else ''})"
+                n = len(self.chosen_)
                 raise ConfigError(
-                    f"{name} keeps only the {len(self.chosen_)} demos it chose (with_choice({len(self.chosen_)})), "
-                    f"not its pool; expected select({len(self.chosen_)}) without a query, got {asked} "
-                    "(fit it again to choose another set)"
+                    f"{name} keeps only the {n} demos it chose (with_choice({n})), not its pool; expected "
+                    f"select({n}) without a query, got {asked} (fit it again to choose another set)"
                 )
             return list(self.chosen_)
         assert self.pool_ is not None and self.criterion_ is not None

@@ -13,9 +13,10 @@ each with its *human* score. Per pool item:
   [-1, 1] (:func:`mitigate.measures.rs_scores`); :func:`rank_by_rs` ranks by it.
 
 :class:`HighestRS` returns the ``k`` pool items with the highest RS. ``fit`` needs LS and
-judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value, fields of
-the :class:`~mitigate.fitting.FitContext`), or give ``judge=`` and the selector computes both itself (LS with the ``likelihood`` backend,
-the judge over the pool with :func:`mitigate.run.runner.run`). The ``highest-rs-demos``
+judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value, fields
+of the :class:`~mitigate.fitting.FitContext`), or give ``judge=`` and the selector computes
+both itself (LS with the ``likelihood`` backend, the judge over the pool with
+:func:`mitigate.run.runner.run`). The ``highest-rs-demos``
 preset (``Demos(selector=HighestRS(...))``, :mod:`mitigate.strategies.highest_rs`) shows its top ``k``.
 """
 
@@ -175,14 +176,15 @@ class HighestRS(Selector):
                     "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave every "
                     "judged item the same score)"
                 )
-        update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded, "n_excluded_": len(excluded)}
+        update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded,
+                                  "n_excluded_": len(excluded)}
         if ctx.lm is not None:
             update["likelihood"] = ctx.lm.spec
         return fitted.model_copy(update=update)
 
     def with_choice(self, k: int) -> Self:
-        """As :meth:`Selector.with_choice`: the top ``k`` items, with their RS, LS and US only (``excluded_`` is
-        summed up in ``n_excluded_``); the pool and the other items' statistics are not kept."""
+        """As :meth:`Selector.with_choice`: the top ``k`` items with their RS, LS and US only (``excluded_``
+        is summed up in ``n_excluded_``); the pool and the other items' statistics are not kept."""
         slim = super().with_choice(k)
         if slim is self:
             return self

@@ -66,7 +66,8 @@ from mitigate.strategies.style_control import StyleControl, StyleControlledJudge
 
 __all__ = [
     "AgreementGate", "AgreementJudge", "BatchCalibration", "CalibratedJudge", "CascadeJudge",
-    "ConsistencyHint", "ContextualCalibration", "Demos", "ExpectedScore", "FitContext", "FixedDemosPreset", "GateDecision",
+    "ConsistencyHint", "ContextualCalibration", "Demos", "ExpectedScore", "FitContext", "FixedDemosPreset",
+    "GateDecision",
     "GateReport", "Granularity", "HighestRSDemosPreset", "LengthControl", "LengthControlledJudge",
     "Mitigation", "MultiAttribute", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
     "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe", "PerturbationProbeJudge",

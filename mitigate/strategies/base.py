@@ -94,8 +94,8 @@ class Mitigation(Component, Fittable):
     def compile(self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None,
                 **options: Any) -> Judge:
         """The one-call path, :meth:`acompile` run to completion: ``m.fit(train, judge).wrap(judge)``."""
-        return run_fit(self, self.acompile(judge, train, ctx, **options), what=f"{type(self).__name__}.compile()",
-                       instead="x.acompile(judge, train)")
+        return run_fit(self, self.acompile(judge, train, ctx, **options),
+                       what=f"{type(self).__name__}.compile()", instead="x.acompile(judge, train)")
 
 
 class PromptMitigation(Mitigation):
@@ -142,8 +142,8 @@ class Pipeline(Mitigation):
 
     @property
     def tags(self) -> Tags:
-        """Every step's tags together; ``needs_judge`` too when a step learns (each is fitted against the judge
-        the steps before it make)."""
+        """Every step's tags together; ``needs_judge`` too when a step learns (each step is fitted against
+        the judge the steps before it make)."""
         out = Tags()
         for step in self.steps:
             out = out | step.tags

@@ -333,8 +333,9 @@ class Demos(Mitigation):
         """Deprecated: a fitted Demos no longer keeps the ids of the training items (always None)."""
         warnings.warn(
             "Demos.fitted_on_ is no longer kept (a fitted value does not carry its training data); use "
-            "selector_.n_pool_ for how many labelled items the demos were chosen from, and the run's train.jsonl "
-            "(or results.json settings.train.ids) for their ids", DeprecationWarning, stacklevel=2,
+            "selector_.n_pool_ for how many labelled items the demos were chosen from, and the run's "
+            "train.jsonl (or results.json settings.train.ids) for their ids",
+            DeprecationWarning, stacklevel=2,
         )
         return None
 
@@ -344,11 +345,11 @@ class Demos(Mitigation):
 
         ``judge`` is the judge the demos will be shown to; it tells which criterion the
         demos show when neither this mitigation nor the benchmark says, and selectors that
-        judge the pool (HighestRS) run it with ``ctx`` (whose ``criterion`` names the label shown when this
-        mitigation's own ``criterion`` is None). Given demos are used as they are (this
-        value is returned); a selector given already fitted is adopted without refitting. The
-        fitted selector keeps only the chosen demos (:meth:`~mitigate.selectors.Selector.with_choice`)
-        unless it chooses per judged item.
+        judge the pool (HighestRS) run it with ``ctx`` (whose ``criterion`` names the label
+        shown when this mitigation's own ``criterion`` is None). Given demos are used as they
+        are (this value is returned); a selector given already fitted is adopted without
+        refitting. The fitted selector keeps only the chosen demos
+        (:meth:`~mitigate.selectors.Selector.with_choice`) unless it chooses per judged item.
         """
         if self.selector is None:
             return self
@@ -362,7 +363,8 @@ class Demos(Mitigation):
                        criterion: str | None) -> tuple[list[str], Benchmark]:
         """The criteria the demos show and the training items labelled for all of them (what the selector fits on)."""
         if not isinstance(train, Benchmark):
-            raise ConfigError(f"Demos.fit expected the training items as a Benchmark; got {type(train).__name__}")
+            raise ConfigError(f"Demos.fit expected the training items as a Benchmark; "
+                              f"got {type(train).__name__}")
         criteria = demo_criteria(train, judge, criterion)
         items = train.items
         for c in criteria:
@@ -376,7 +378,7 @@ class Demos(Mitigation):
         return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
 
     def _adopt(self, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
-        """The fitted copy: the fitted selector (keeping only its choice, unless per item) and its picks as ``demos_``."""
+        """The fitted copy: the fitted selector (only its choice, unless per item), its picks (``demos_``)."""
         update: dict[str, Any] = {}
         if len(criteria) == 1:
             update["criterion"] = criteria[0]

@@ -115,7 +115,8 @@ class LengthControl(Mitigation):
         lengths = np.array([word_count(it.output) for it in items], dtype=float)
         mean, std = float(lengths.mean()), float(lengths.std())
         z = np.tanh((lengths - mean) / std) if std > 0 else np.zeros_like(lengths)
-        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting length control")
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
+                           desc="fitting length control")
         slopes: dict[str, float] = {}
         criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
         for c in criteria:

@@ -215,7 +215,8 @@ class MultipleEvidence(Mitigation):
         """A fitted copy: the entropy at or above which the top ``human_share`` of training items lie."""
         if self.human_share == 0:
             return self
-        result = await run(self._judge(judge, None), train.items, concurrency=ctx.concurrency, progress=ctx.progress,
+        result = await run(self._judge(judge, None), train.items, concurrency=ctx.concurrency,
+                           progress=ctx.progress,
                            desc="fitting the multiple-evidence entropy threshold")
         entropies = [j.meta["evidence"]["entropy"] for j in result.judgments if "evidence" in j.meta]
         if not entropies:

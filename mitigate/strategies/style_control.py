@@ -128,7 +128,8 @@ class StyleControl(Mitigation):
         items = list(train.items)
         if len(items) < 3:
             raise ConfigError(f"StyleControl.fit needs at least 3 training items; got {len(items)}")
-        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting style control")
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
+                           desc="fitting style control")
         texts = [it.output for it in items]
         coefficients: dict[str, dict[str, float]] = {}
         mean: dict[str, float] = {}

@@ -251,7 +251,7 @@ def _fit_context(lm: FakeLM, **fields: Any) -> FitContext:
 
 
 def _fitting_setup(mitigation: Mitigation, n: int = 12) -> tuple[Benchmark, Judge, FakeLM]:
-    """Training data of ``n`` items and a judge on a fresh :func:`fitting_lm` (pairwise ones for a pairwise-only mitigation)."""
+    """``n`` training items and a judge on a fresh :func:`fitting_lm` (pairwise ones when pairwise only)."""
     lm = fitting_lm()
     if mitigation.tags.pairwise_only:
         return example_pairwise_train(n), example_pairwise_judge(lm), lm
@@ -338,9 +338,9 @@ def _named_ids(value: Any, ids: set[str]) -> set[str]:
 
 
 def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -> None:
-    """Fitted on four times the training items, the spec names no more of them and grows by less than a tenth of
-    what was added: a fitted value keeps what it learned, not its training data (one choosing per judged item,
-    tag ``query_dependent``, keeps its pool by design)."""
+    """Fitted on four times the training items, the spec names no more of them and grows by less than a
+    tenth of what was added: a fitted value keeps what it learned, not its training data (one choosing per
+    judged item, tag ``query_dependent``, keeps its pool by design)."""
     if not mitigation.tags.needs_fitting or mitigation.tags.query_dependent:
         return
     specs, ids, sizes = [], [], []
@@ -352,36 +352,38 @@ def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -
         sizes.append((len(json.dumps(spec)), len(json.dumps(train.model_dump(mode="json")))))
     name = type(mitigation).__name__
     assert len(ids[1]) <= len(ids[0]), (
-        f"{name} fitted on 12 items names {len(ids[0])} of them in its spec, fitted on 48 it names {len(ids[1])}: "
-        "it carries its training set")
+        f"{name} fitted on 12 items names {len(ids[0])} of them in its spec, fitted on 48 it names "
+        f"{len(ids[1])}: it carries its training set")
     (small, train_small), (large, train_large) = sizes
     assert large - small <= (train_large - train_small) / 10, (
-        f"{name}'s fitted spec grew by {large - small} bytes when fitted on {train_large - train_small} more bytes "
-        "of training data: it carries its training set")
+        f"{name}'s fitted spec grew by {large - small} bytes when fitted on {train_large - train_small} more "
+        "bytes of training data: it carries its training set")
 
 
 def check_compile_is_fit_then_wrap(mitigation: Mitigation) -> None:
-    """``compile(judge, train)`` gives the judge ``fit(train, judge).wrap(judge)`` gives (same description)."""
-    train, judge, lm = _fitting_setup(mitigation)
-    try:
-        expected = mitigation.fit(train, judge, _fit_context(lm)).wrap(judge)
-    except MitigateError:  # a mitigation may refuse this judge; compile must refuse it too
+    """``compile(judge, train)`` gives the judge ``fit(train, judge).wrap(judge)`` gives (same description),
+    and refuses what they refuse."""
+    name = type(mitigation).__name__
+    made: list[Any] = []
+    for way in ("fit, wrap", "compile"):
         train, judge, lm = _fitting_setup(mitigation)
         try:
-            mitigation.compile(judge, train, _fit_context(lm))
-        except MitigateError:
-            return
-        raise AssertionError(f"{type(mitigation).__name__}.compile accepted what fit then wrap refused") from None
-    train, judge, lm = _fitting_setup(mitigation)
-    compiled = mitigation.compile(judge, train, _fit_context(lm))
-    assert isinstance(compiled, Judge), f"{type(mitigation).__name__}.compile returned a {type(compiled).__name__}"
+            made.append(mitigation.fit(train, judge, _fit_context(lm)).wrap(judge) if way == "fit, wrap"
+                        else mitigation.compile(judge, train, _fit_context(lm)))
+        except MitigateError:  # a mitigation may refuse this judge, with a typed error
+            made.append(None)
+    expected, compiled = made
+    if expected is None or compiled is None:
+        assert expected is None and compiled is None, f"{name}: only one of compile and fit-then-wrap refused"
+        return
+    assert isinstance(compiled, Judge), f"{name}.compile returned a {type(compiled).__name__}"
     assert compiled.describe() == expected.describe(), (
-        f"{type(mitigation).__name__}.compile(judge, train) differs from fit(train, judge).wrap(judge)")
+        f"{name}.compile(judge, train) differs from fit(train, judge).wrap(judge)")
 
 
 def check_fit_needs_the_judge_its_tags_say(component: Mitigation | Selector) -> None:
-    """Fitted without a judge: refused with the fit protocol's one sentence when the tags say fitting needs the
-    judge (``needs_judge``, or ``calls_judge_while_fitting``), fitted otherwise."""
+    """Fitted without a judge: refused with the fit protocol's one sentence when the tags say fitting needs
+    the judge (``needs_judge``, or ``calls_judge_while_fitting``), fitted otherwise."""
     tags, name = component.tags, type(component).__name__
     lm = fitting_lm()
 
@@ -406,7 +408,7 @@ def check_fit_needs_the_judge_its_tags_say(component: Mitigation | Selector) -> 
             return
         raise AssertionError(f"{name}'s tags say fitting needs the judge, but it fitted without one")
     fitted = fit()
-    assert fitted.is_fitted or not tags.needs_fitting, f"{name} fitted without a judge returned an unfitted value"
+    assert fitted.is_fitted or not tags.needs_fitting, f"{name} fitted without a judge is not fitted"
 
 
 # --------------------------------------------------------------------------- selectors
@@ -452,7 +454,8 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
     else:
         raise AssertionError(f"the unfitted {type(selector).__name__} selected demos")
     lm = fitting_lm()
-    fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), _fit_context(lm, criterion=selector.criterion_))
+    ctx = _fit_context(lm, criterion=selector.criterion_)
+    fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), ctx)
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
     calls = lm.calls + len(lm.likelihood_requests)
     if unfitted.tags.calls_judge_while_fitting:
@@ -462,24 +465,26 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
 
 
 def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
-    """``with_choice(k)`` keeps the ``k`` demos ``select(k)`` chose, not the pool, and round-trips through its spec;
-    it answers only ``select(k)``. A query-dependent selector is kept as it is (it chooses per judged item)."""
+    """``with_choice(k)`` keeps the ``k`` demos ``select(k)`` chose, not the pool, and round-trips through its
+    spec; it answers only ``select(k)``. A query-dependent selector is kept as it is (it chooses per item)."""
     name = type(selector).__name__
     kept = selector.with_choice(2)
     if selector.tags.query_dependent:
         assert kept is selector, f"{name} chooses per judged item; with_choice must keep its pool"
         return
     assert kept.pool_ is None and kept.chosen_ is not None and len(kept.chosen_) == 2, (
-        f"{name}.with_choice(2) kept {len(kept.pool_ or ())} pool items and {len(kept.chosen_ or ())} chosen ones")
+        f"{name}.with_choice(2) kept {len(kept.pool_ or ())} pool items and {len(kept.chosen_ or ())} "
+        "chosen ones")
     chosen = [(d.item.id, d.score) for d in selector.select(2)]
-    assert [(d.item.id, d.score) for d in kept.select(2)] == chosen, f"{name}.with_choice(2) shows other demos"
+    shown = [(d.item.id, d.score) for d in kept.select(2)]
+    assert shown == chosen, f"{name}.with_choice(2) shows other demos"
     check_spec_round_trips(kept)
     assert [(d.item.id, d.score) for d in _rebuild(kept, kept.spec()).select(2)] == chosen
     try:
         kept.select(1)
     except ConfigError:
         return
-    raise AssertionError(f"{name} kept 2 chosen demos but answered select(1), which its pool might answer otherwise")
+    raise AssertionError(f"{name} kept 2 chosen demos but answered select(1), which only its pool can answer")
 
 
 # --------------------------------------------------------------------------- engines
@@ -558,11 +563,12 @@ def check_probe_rewrites_and_records(probe: Probe) -> None:
 
 COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips, check_unknown_parameter_is_refused,
           check_constraints_refuse_bad_values, check_tags_are_declared)
-MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused, check_fit_returns_a_fitted_copy,
-              check_fitted_value_does_not_carry_the_training_set, check_compile_is_fit_then_wrap,
-              check_fit_needs_the_judge_its_tags_say)
-SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated, check_selector_fit_returns_a_copy,
-            check_fit_needs_the_judge_its_tags_say, check_choice_keeps_only_the_chosen)
+MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused,
+              check_fit_returns_a_fitted_copy, check_fitted_value_does_not_carry_the_training_set,
+              check_compile_is_fit_then_wrap, check_fit_needs_the_judge_its_tags_say)
+SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated,
+            check_selector_fit_returns_a_copy, check_fit_needs_the_judge_its_tags_say,
+            check_choice_keeps_only_the_chosen)
 ENGINE = (check_engine_runs_within_its_budget,)
 PROBE = (check_probe_rewrites_and_records,)
 
