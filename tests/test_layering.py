@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("parse",),
     ("data",),
     ("prompt",),
-    ("judge", "likelihood"),
+    ("judge", "likelihood", "fitting"),
     ("measures", "probes", "estimators"),
     ("run",),
     ("selectors",),

@@ -177,7 +177,7 @@ def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: fl
                 notes.append(f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted requests "
                              "cannot be shown without LM calls (a dry run makes none)")
                 continue
-            judge = e.pipeline.fit(fit_on, e.base, progress=False).wrap(e.base)
+            judge = e.pipeline.compile(e.base, fit_on, progress=False)
         shown.append((e.name, judge))
     text = dry_run_text(shown, base, items) if shown and base is not None else ""
     return "\n\n".join([*notes, text]).strip()

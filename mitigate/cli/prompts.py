@@ -118,6 +118,7 @@ def render_template(o: PromptsOptions) -> str:
     base = PromptJudge(jp, lm, config)
     notes: list[str] = []
     test_items: tuple[Item, ...] = bench.items if bench is not None else ()
+    train: Benchmark | None = None
     if pipe.tags.needs_fitting and not pipe.is_fitted:
         if o.train is None or bench is None or crit is None:
             raise ConfigError(f"pipeline {o.pipeline!r} learns from data and must be fitted first; expected -b with "
@@ -126,10 +127,9 @@ def render_template(o: PromptsOptions) -> str:
             raise ConfigError(f"pipeline {o.pipeline!r} calls the judge while fitting; expected --backend to fit it "
                               "with; got none")
         train, test = _train_bench(bench, o.train, crit)
-        pipe = pipe.fit(train, base, progress=False)
         test_items = test.items
         notes.append(f"fitted on {len(train)} items of {train.name}")
-    judge = pipe.wrap(base)
+    judge = pipe.compile(base, train, progress=False)
     item = _pick(test_items, o.item, bench) if bench is not None else placeholder_item(judge)
     head = [f"template: {o.file}   pipeline: {o.pipeline or 'baseline'}   item: {item.id!r}", *notes, ""]
     return "\n".join(head) + render_judge(judge, item, baseline=base)

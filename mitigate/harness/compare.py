@@ -65,6 +65,7 @@ from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled, select_items, train_test_split
 from mitigate.errors import ConfigError, DataError, MitigateError, PromptConflictWarning
+from mitigate.fitting import FitContext
 from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.probe import probe_entry
 from mitigate.harness.recorded_judge import RecordedJudge
@@ -561,11 +562,13 @@ async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, pro
             )
         assert e.pipeline is not None and e.base is not None
         try:
-            fitted = await e.pipeline.afit(train, e.base, progress=progress, concurrency=concurrency)
+            ctx = FitContext(progress=progress, concurrency=concurrency)
+            fitted = await e.pipeline.afit(train, e.base, ctx)
         except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
             info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train),
                             "error": f"{type(exc).__name__}: {exc}"}
             continue
+        # not compile(): the entry keeps the fitted pipeline and its spec beside the judge it makes
         out.append(e.model_copy(update={"judge": fitted.wrap(e.base), "pipeline": fitted, "spec": fitted.spec()}))
         info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train),
                         "judged_while_fitting": e.pipeline.tags.calls_judge_while_fitting}
