@@ -293,13 +293,13 @@ def test_a_full_disk_after_the_run_exits_1_saying_where_the_judgments_are_kept(f
 
 def test_a_plot_is_written_as_outputs_are(tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from mitigate.harness.plots import _plt, _save
+    from mitigate.harness.plots import _plt, save_figure
 
     real = tmp_path / "real.png"
     link = tmp_path / "plot.png"
     link.symlink_to(real)
     plt = _plt()
-    _save(plt.figure(), link)
+    save_figure(plt.figure(), link)
     assert link.is_symlink() and real.read_bytes().startswith(b"\x89PNG")
 
 

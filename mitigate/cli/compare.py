@@ -122,10 +122,11 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         paths = write_report(result, o.out)
         if o.threshold is not None:
             from mitigate.harness.threshold import threshold_section
+            from mitigate.paths import write_output
 
             section = threshold_section(result, o.threshold, o.require_pass_rate)
-            with (o.out / "report.md").open("a", encoding="utf-8") as fh:
-                fh.write("\n" + section + "\n")
+            report_md = o.out / "report.md"
+            write_output(report_md, report_md.read_text(encoding="utf-8") + "\n" + section + "\n", "the report")
     typer.echo(_report_head(o.out / "report.md"))
     if o.threshold is not None:
         typer.echo(section)

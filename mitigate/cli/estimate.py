@@ -174,7 +174,9 @@ def _estimate(o: EstimateOptions) -> None:
 
         texts.append(f"wrote {plot_estimate(result, o.plot)}")
     if o.out is not None:
-        o.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        from mitigate.paths import write_output
+
+        write_output(o.out, json.dumps(payload, indent=1) + "\n", "the estimate file")
         texts.append(f"wrote {o.out}")
     if o.json:
         typer.echo(json.dumps(payload))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import IO, Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,6 +69,7 @@ from mitigate.harness.estimate_results import (
     SelectionRow,
 )
 from mitigate.judge import Judgment
+from mitigate.paths import write_output
 from mitigate.scale import Scale
 
 __all__ = ["BY", "EstimateColumns", "columns", "columns_from_items", "estimate", "estimate_columns", "judge_values",
@@ -579,15 +580,14 @@ def write_selection(selection: Selection, items: Sequence[Item], path: Any, *, p
         names = list(dict.fromkeys(k for rec in records for k in rec["inputs"]))
         fields = [*SELECTION_FIRST, "system", *(["system_b"] if pairwise else []), "doc_id",
                   *(f"inputs.{k}" for k in names), "output", *(["output_b"] if pairwise else [])]
-        with file.open("w", encoding="utf-8", newline="") as handle:
+        def write_csv(handle: IO[str]) -> None:
             writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
             writer.writeheader()
             for rec in records:
                 flat = {**rec, **{f"inputs.{k}": v for k, v in rec["inputs"].items()}}
                 writer.writerow({k: _cell(k, v) for k, v in flat.items()})
-        return file
-    with file.open("w", encoding="utf-8") as handle:
-        for rec in records:
-            handle.write(json.dumps({**rec, "label": None}, ensure_ascii=False) + "\n")
-    return file
+
+        return write_output(file, write_csv, "the selection file", newline="")
+    return write_output(file, "".join(json.dumps({**rec, "label": None}, ensure_ascii=False) + "\n"
+                                      for rec in records), "the selection file")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mitigate.harness.estimate_results import METHOD_TITLES, EstimateResult
+from mitigate.harness.plots import save_figure
 
 __all__ = ["plot_estimate"]
 
@@ -60,6 +61,4 @@ def plot_estimate(result: EstimateResult, path: str | Path) -> Path:
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)

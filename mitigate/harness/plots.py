@@ -60,7 +60,7 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_figure(fig: Any, path: Path) -> Path:
     """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as outputs are)."""
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
@@ -136,7 +136,7 @@ def _histograms(result: CompareResult, path: Path) -> Path:
     kind = "Verdict distribution" if pairwise else "Score distribution"
     fig.suptitle(f"{kind}: {result.benchmark} / {result.criterion}")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _ls_vs_us(result: CompareResult, path: Path) -> Path:
@@ -172,7 +172,7 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
         ax.axis("off")
     fig.suptitle("Likelihood bias (Ohi et al. 2024)")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _per_system_plot(result: CompareResult, path: Path) -> Path:
@@ -199,7 +199,7 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
     ax.set_title(f"Per-system agreement, systems by human quality: {result.benchmark} / {result.criterion}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _per_pair_plot(result: CompareResult, path: Path) -> Path:
@@ -233,7 +233,7 @@ def _per_pair_plot(result: CompareResult, path: Path) -> Path:
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(f"Position bias per system pair (Shi et al. 2024): {result.benchmark} / {result.criterion}")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _consistency_plot(result: CompareResult, path: Path) -> Path:
@@ -255,7 +255,7 @@ def _consistency_plot(result: CompareResult, path: Path) -> Path:
     ax.set_ylabel("share of items with one score\nunder every perturbation")
     ax.set_title(f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}", fontsize=11)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]], list[int], list[float]]:
@@ -326,5 +326,5 @@ def plot_search(result: Any, path: str | Path) -> Path:
         gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
     bx.set_title(f"held-out test gain {gain}", fontsize=10)
     fig.tight_layout()
-    return _save(fig, out)
+    return save_figure(fig, out)
 
