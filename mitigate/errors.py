@@ -106,6 +106,11 @@ class CacheDamageWarning(UserWarning):
     """The LM cache file (or one of its entries) is damaged; the damaged part is treated as a miss."""
 
 
+class CacheUnavailableWarning(UserWarning):
+    """The LM cache could not be written or read for a reason other than damage (a full disk, an I/O error, a lock
+    held too long, a read-only file); the answers concerned are not cached, and the file is left as it is."""
+
+
 class PromptConflictWarning(UserWarning):
     """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey either)."""
 

@@ -81,8 +81,9 @@ def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
 def build_backend(o: LMRunOptions) -> LM:
     """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
 
-    The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the per-request timeout of
-    network backends, ``--deadline`` and ``--max-*`` their :class:`~mitigate.lm.http.Limits`, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
+    The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the silence an attempt of a network
+    backend may wait through, ``--deadline`` (the time on the server over all attempts) and ``--max-*`` their
+    :class:`~mitigate.lm.http.Limits`, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
     fields of an openai: backend.
     """
     kwargs: dict[str, Any] = {"base_url": o.base_url} if o.base_url else {}
