@@ -94,6 +94,7 @@ from mitigate.lm.http import (
     http_error,
     is_client_failure,
     malformed,
+    no_cookies,
     parse_retry_after,
     public_url,
     read_capped,
@@ -236,7 +237,8 @@ class AnthropicLM(LM):
                 "api_key": self._api_key.get_secret_value(),
                 "max_retries": 0,
                 "timeout": self.read_timeout,
-                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=self.read_timeout, follow_redirects=False),
+                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=self.read_timeout, follow_redirects=False,
+                                                                 cookies=no_cookies()),
             }
             if self.base_url is not None:
                 kwargs["base_url"] = self.base_url

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import http.cookiejar
 import json
+import math
 import socket
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -78,6 +80,12 @@ def check_base_url(url: str, *, backend: str) -> str:
             backend=backend,
         )
     return url.rstrip("/")
+
+
+def no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that keeps nothing, for the SDKs' HTTP clients: an API call needs no cookie, and one kept from a
+    hostile answer (a value the client cannot encode) would break every later request of the backend."""
+    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 def check_timeout(timeout: float, *, backend: str) -> float:
@@ -157,11 +165,14 @@ status line and headers) or reading its ``body``."""
 _CLIENT_MODULES = ("aiohttp", "httpx", "httpcore", "h11", "h2", "openai", "anthropic", "litellm", "ssl", "asyncio",
                    "socket")
 _TIMEOUT_NAMES = ("Timeout",)
-_NOT_HTTP_STATUS = ("status line", "expected http/", "invalid status", "bad status")
+_NOT_HTTP_STATUS = ("status line", "expected http/", "invalid status", "bad status", "status code")
+_NOT_DECODABLE = ("decompress", "decodingerror", "content-encoding", "content encoding", "can not decode")
+_NOT_HTTP_FRAMING = ("chunk size", "chunk header", "chunk extension", "bad content-length", "in content-length",
+                     "transfer-encoding can't", "invalid chunk", "illegal chunk", "content-length can't")
 _NOT_HTTP_HEADERS = ("receive buffer too long", "got more than", "too many headers", "header", "line too long",
                      "malformed data", "illegal request line", "bad http message")
-_SHORT_BODY = ("content length", "content-length", "complete message body", "payload is not completed",
-               "transfer encoding", "transferencoding", "incomplete chunked", "chunk")
+_SHORT_BODY = ("not enough data", "complete message body", "payload is not completed", "incomplete chunked",
+               "incompleteread")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -215,6 +226,14 @@ def transport_error(exc: BaseException, *, where: str, backend: str, timeout: fl
     if status_line is not None:
         return not_http(where, "a status line that is not HTTP", "'HTTP/1.1 <status> <reason>'", status_line,
                         backend=backend)
+    undecodable = first(*_NOT_DECODABLE)
+    if undecodable is not None:
+        return not_http(where, "a body that does not decode as its Content-Encoding says",
+                        "a body in the encoding its headers name", undecodable, backend=backend)
+    framing = first(*_NOT_HTTP_FRAMING)
+    if framing is not None:
+        return not_http(where, "a body framing (Content-Length or chunked encoding) that is not HTTP",
+                        "a valid Content-Length or chunked body", framing, backend=backend)
     short = first(*_SHORT_BODY)
     if short is not None:
         return TransientLMError(f"{where} connection closed mid-answer: the body was shorter than declared "
@@ -301,21 +320,26 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     ms = lowered.get("retry-after-ms")
     if ms is not None:
         try:
-            return max(0.0, float(ms) / 1000.0)
+            wait = float(ms) / 1000.0
         except ValueError:
             pass
+        else:
+            if not math.isnan(wait):
+                return max(0.0, wait)
     value = lowered.get("retry-after")
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        wait = float(value)
     except ValueError:
         pass
+    else:
+        return None if math.isnan(wait) else max(0.0, wait)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError, IndexError, OSError):
         return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 # --------------------------------------------------------------------------- bounds on one request

@@ -130,6 +130,7 @@ from mitigate.lm.http import (
     http_error,
     is_client_failure,
     malformed,
+    no_cookies,
     parse_retry_after,
     public_url,
     read_capped,
@@ -355,18 +356,21 @@ class OpenAILM(LM):
             }
             if self.base_url is not None:
                 kwargs["base_url"] = self.base_url
+            client_kwargs = {"timeout": self.read_timeout, "follow_redirects": False, "cookies": no_cookies()}
             if self._http_client is not None:
                 kwargs["http_client"] = self._http_client
             elif self.transport == "aiohttp" or (self.transport == "sdk" and _aiohttp_available()):
                 try:
-                    kwargs["http_client"] = openai.DefaultAioHttpClient(timeout=self.read_timeout,
-                                                                        follow_redirects=False)
+                    kwargs["http_client"] = openai.DefaultAioHttpClient(**client_kwargs)
                 except RuntimeError as exc:  # the SDK was installed without its aiohttp extra
                     if self.transport == "aiohttp":
                         raise ConfigError(
                             f"transport='aiohttp' is not usable with this openai SDK; expected "
                             f"pip install 'openai[aiohttp]'; got: {exc}"
                         ) from exc
+                    kwargs["http_client"] = openai.DefaultAsyncHttpxClient(**client_kwargs)
+            else:  # httpx, and the batch calls of the direct transport
+                kwargs["http_client"] = openai.DefaultAsyncHttpxClient(**client_kwargs)
             self._client = openai.AsyncOpenAI(**kwargs)
             self._client_loop = loop
         return self._client
@@ -546,6 +550,7 @@ class OpenAILM(LM):
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, connect=None, sock_connect=wait, sock_read=wait),
                 connector=aiohttp.TCPConnector(limit=0),
+                cookie_jar=aiohttp.DummyCookieJar(),  # an API call needs no cookie (see http.no_cookies)
                 headers={"Authorization": f"Bearer {self._api_key.get_secret_value()}"},
             )
             self._session_loop = loop

@@ -62,9 +62,11 @@ def parse_duration(text: str) -> float | None:
     """Seconds in an OpenAI-style duration (``"1s"``, ``"6m0s"``, ``"12ms"``, ``"1h2m3.5s"``) or a number."""
     text = text.strip()
     try:
-        return max(0.0, float(text))
+        number = float(text)
     except ValueError:
         pass
+    else:
+        return max(0.0, number) if math.isfinite(number) else None
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
@@ -87,12 +89,14 @@ def parse_reset(text: str, now: float | None = None) -> float | None:
 
 
 def _int(value: str | None) -> int | None:
+    """A header's count; None when it is absent or no count (not a finite number >= 0)."""
     if value is None:
         return None
     try:
-        return int(float(value))
+        number = float(value)
     except ValueError:
         return None
+    return int(number) if math.isfinite(number) and number >= 0 else None
 
 
 def parse_rate_limit_headers(headers: Mapping[str, str] | None) -> RateLimitSnapshot | None:

@@ -90,7 +90,7 @@ class FaultServer:
     * ``ok``: a valid answer, ``Score: 4`` (OpenAI's shape, or Anthropic's on ``/messages``).
 
     With ``faults=N`` only the first N requests get ``mode``, the later ones ``ok``. ``requests`` counts the
-    requests read; ``keys`` holds the keys the clients sent.
+    requests read; ``keys`` holds the keys the clients sent, ``cookies`` the Cookie headers.
     """
 
     def __init__(self, mode: str, *, interval: float = 0.1, reply: bytes = b"", location: str = "",
@@ -102,6 +102,7 @@ class FaultServer:
         self.location = location
         self.requests = 0
         self.keys: list[str] = []
+        self.cookies: list[str] = []
         self._stop = threading.Event()
         self._sock = socket.socket()
         self._sock.bind((host, 0))
@@ -139,7 +140,8 @@ class FaultServer:
             self._threads.append(thread)
 
     def _read_request(self, conn: socket.socket) -> tuple[str, str] | None:
-        """The request's path and the key it carried ("" for none); None when the client went away."""
+        """The request's path and the key it carried ("" for none); None when the client went away. A Cookie header
+        it carried goes to ``cookies``."""
         data = b""
         deadline = time.monotonic() + 5
         while b"\r\n\r\n" not in data and time.monotonic() < deadline and not self._stop.is_set():
@@ -165,6 +167,8 @@ class FaultServer:
         if not head:
             return None
         key = fields.get("x-api-key") or fields.get("authorization", "").removeprefix("Bearer ").strip()
+        if "cookie" in fields:
+            self.cookies.append(fields["cookie"])
         parts = lines[0].split(" ")
         return (parts[1] if len(parts) > 1 else "/"), key
 
