@@ -421,3 +421,45 @@ def test_a_cookie_an_answer_sets_is_neither_kept_nor_sent_back(client):
     results, cookies = asyncio.run(go())
     assert all(isinstance(r, LMResponse) and r.text == "Score: 4" for r in results), [shown(r) for r in results]
     assert cookies == []
+
+
+@pytest.mark.parametrize("client", ["direct", "anthropic"])
+def test_rate_limit_headers_asking_for_hours_stop_a_run_instead_of_stalling_it(client, tmp_path):
+    # the limiter's wait is not time on the server (the deadline leaves it out), so it must be bounded by itself
+    async def go() -> tuple[RunStoppedError, float, int]:
+        headers = (("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1000000s"),
+                   ("anthropic-ratelimit-requests-remaining", "0"),
+                   ("anthropic-ratelimit-requests-reset", "2999-01-01T00:00:00Z"), ("Connection", "close"))
+        with FaultServer("raw", reply=http_reply(_body(client), headers=headers)) as server:
+            lm = RetryingLM(make_lm(client, server.url), POLICY)
+            start = time.monotonic()
+            try:
+                with pytest.raises(RunStoppedError) as info:
+                    await asyncio.wait_for(run(_judge(lm), _items(10), concurrency=1, progress=False,
+                                               journal=tmp_path / "j.jsonl"), 30)
+            finally:
+                await lm.aclose()
+            return info.value, time.monotonic() - start, server.requests
+
+    error, seconds, requests = asyncio.run(go())
+    assert "asked to wait" in str(error) and "(its rate-limit headers)" in str(error), str(error)
+    assert "longer than this run's patience" in str(error)
+    assert requests == 1 and seconds < 10
+
+
+def test_exchanges_of_one_request_that_overlap_count_once_against_its_deadline():
+    # an Anthropic request of n samples sends them side by side: together they may take the deadline, not n times it
+    from mitigate.lm.deadline import RequestClock
+
+    clock = RequestClock()
+    left = [clock.begin(1.0), clock.begin(1.0)]
+    time.sleep(0.2)
+    clock.end()
+    clock.end()
+    assert left[0] == pytest.approx(1.0, abs=0.01) and left[1] == pytest.approx(1.0, abs=0.01)
+    assert 0.19 < clock.spent < 0.3 and clock.attempts == 2
+    assert clock.begin(1.0) == pytest.approx(1.0 - clock.spent, abs=0.01)
+    clock.end()
+    clock.spent = 1.0
+    with pytest.raises(TimeoutError):
+        clock.begin(1.0)

@@ -325,11 +325,15 @@ class AnthropicLM(LM):
         """One call within what is left of the request's deadline: the answer read up to the size cap and checked to
         be a Message (a typed LMCallError if not)."""
         limiter = self.limiter
-        ticket = await limiter.acquire(tokens) if limiter is not None else None
+        ticket = await limiter.acquire(tokens, where=self.identity()) if limiter is not None else None
         mine = Exchange()
         try:
-            async with clock.on_server(self.limits.deadline):
-                data = await self._post(client, params, mine)
+            left = clock.begin(self.limits.deadline)
+            try:
+                async with asyncio.timeout(left):
+                    data = await self._post(client, params, mine)
+            finally:
+                clock.end()
         finally:
             exchange.got += mine.got
             if limiter is not None and ticket is not None:

@@ -1,10 +1,11 @@
 """One time budget per request: what ``--deadline`` bounds, over every attempt of the request.
 
 A request's attempts share one :class:`RequestClock`: :class:`~mitigate.lm.retry.RetryingLM`
-opens a fresh clock for each request (:func:`new_request`), and each attempt of a network
-backend runs its exchange with the server inside :meth:`RequestClock.on_server`, which
-allows only what is left of the deadline and counts the time used. So the deadline holds
-for the request as a whole: a server that never answers, or trickles its answer, fails the
+opens a fresh clock for each request (:func:`start_request`, :func:`end_request`), and each
+attempt of a network backend runs its exchange with the server between
+:meth:`RequestClock.begin` (which gives what is left of the deadline, for ``asyncio.timeout``)
+and :meth:`RequestClock.end` (which counts the time used). So the deadline holds for the
+request as a whole: a server that never answers, or trickles its answer, fails the
 request once the attempts together have waited that long on it, however many retries the
 read timeout (``--timeout``) would have allowed. The waits between attempts (backoff, a
 server's ``Retry-After``) and the wait for the rate limiter's turn are not time on the
@@ -17,13 +18,9 @@ server that accepts the connection and never answers can take under given settin
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -51,64 +48,41 @@ class RequestClock:
         """Seconds spent on the server, the attempts under way included."""
         return self.spent + (time.monotonic() - self._since if self._active else 0.0)
 
-    def on_server(self, deadline: float) -> _OnServer:
-        """An async context for one exchange with the server: it may take what is left of ``deadline``.
-
-        Past it the exchange is cancelled and ``TimeoutError`` raised (also on entry, when nothing is left).
-        """
-        return _OnServer(self, deadline)
-
-
-class _OnServer:
-    """The async context of :meth:`RequestClock.on_server`."""
-
-    __slots__ = ("_clock", "_deadline", "_timeout")
-
-    def __init__(self, clock: RequestClock, deadline: float) -> None:
-        self._clock = clock
-        self._deadline = deadline
-        self._timeout: asyncio.Timeout | None = None
-
-    async def __aenter__(self) -> None:
-        clock = self._clock
-        left = self._deadline - clock.used()
+    def begin(self, deadline: float) -> float:
+        """Start an exchange with the server: the seconds it may take, what is left of ``deadline`` (bound it with
+        ``asyncio.timeout``); TimeoutError when nothing is left. Pair with :meth:`end` (in a ``finally``)."""
+        now = time.monotonic()
+        left = deadline - self.spent - (now - self._since if self._active else 0.0)
         if left <= 0:
             raise TimeoutError
-        if not clock._active:
-            clock._since = time.monotonic()
-        clock._active += 1
-        clock.attempts += 1
-        self._timeout = asyncio.timeout(left)
-        await self._timeout.__aenter__()
+        if not self._active:
+            self._since = now
+        self._active += 1
+        self.attempts += 1
+        return left
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> bool | None:
-        clock = self._clock
-        try:
-            assert self._timeout is not None
-            return await self._timeout.__aexit__(kind, exc, tb)
-        finally:
-            clock._active -= 1
-            if not clock._active:
-                clock.spent += time.monotonic() - clock._since
+    def end(self) -> None:
+        """End an exchange :meth:`begin` started; its time is counted."""
+        self._active -= 1
+        if not self._active:
+            self.spent += time.monotonic() - self._since
 
 
 def request_clock() -> RequestClock:
-    """The clock of the request under way (see :func:`new_request`), else a new one for this call alone."""
+    """The clock of the request under way (see :func:`start_request`), else a new one for this call alone."""
     clock = _CLOCK.get()
     return clock if clock is not None else RequestClock()
 
 
-@contextmanager
-def new_request() -> Iterator[RequestClock]:
-    """Make every call of a backend within this context share one fresh :class:`RequestClock` (one request)."""
-    token = _CLOCK.set(RequestClock())
-    try:
-        clock = _CLOCK.get()
-        assert clock is not None
-        yield clock
-    finally:
-        _CLOCK.reset(token)
+def start_request() -> contextvars.Token[RequestClock | None]:
+    """Make every call of a backend from here on (in this task) share one fresh :class:`RequestClock`: one
+    request; pass what it returns to :func:`end_request` when the request is over."""
+    return _CLOCK.set(RequestClock())
+
+
+def end_request(token: contextvars.Token[RequestClock | None]) -> None:
+    """End the request :func:`start_request` began (its calls no longer share its clock)."""
+    _CLOCK.reset(token)
 
 
 def hung_server_seconds(deadline: float, timeout: float | None, policy: RetryPolicy) -> float:

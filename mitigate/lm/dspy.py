@@ -209,11 +209,15 @@ class DSPyLM(LM):
         clock = request_clock()
         try:
             try:
-                async with clock.on_server(self.limits.deadline):
-                    if self._async:
-                        outputs = await lm.acall(messages=messages, **kwargs)
-                    else:
-                        outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
+                left = clock.begin(self.limits.deadline)
+                try:
+                    async with asyncio.timeout(left):
+                        if self._async:
+                            outputs = await lm.acall(messages=messages, **kwargs)
+                        else:
+                            outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
+                finally:
+                    clock.end()
             except TimeoutError:
                 raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec,
                                      attempts=clock.attempts) from None

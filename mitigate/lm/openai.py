@@ -392,33 +392,34 @@ class OpenAILM(LM):
         return body
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Run one chat completion. See the module docstring for the mapping and errors."""
+        """Run one chat completion within what is left of the request's deadline, paced by the rate limiter. See the
+        module docstring for the mapping and errors."""
         self.check(request)
+        limiter = self.limiter
+        exchange = Exchange()
+        clock = request_clock()
         try:
-            return self.scrubber.response(self._response(request, await self._exchange(self._body(request), request)))
+            ticket = (await limiter.acquire(estimate_tokens(request) if limiter.tracks_tokens else 0,
+                                            where=self.identity()) if limiter is not None else None)
+            try:
+                left = clock.begin(self.limits.deadline)
+                try:
+                    async with asyncio.timeout(left):
+                        raw = await (self._post_direct if self.transport == "direct" else self._post_sdk)(
+                            self._body(request), exchange)
+                finally:
+                    clock.end()
+            except TimeoutError:
+                raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=exchange.got,
+                                     attempts=clock.attempts) from None
+            finally:
+                if limiter is not None and ticket is not None:
+                    status = exchange.status
+                    limiter.release(ticket, status=status, headers=exchange.headers,
+                                    retry_after=parse_retry_after(exchange.headers) if status == 429 else None)
+            return self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
             raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed; its chain is kept unless it shows a key
-
-    async def _exchange(self, body: dict[str, Any], request: LMRequest) -> dict[str, Any]:
-        """POST ``body`` within what is left of the request's deadline, paced by the rate limiter; the answer's JSON."""
-        limiter = self.limiter
-        ticket = (await limiter.acquire(estimate_tokens(request) if limiter.tracks_tokens else 0)
-                  if limiter is not None else None)
-        post = self._post_direct if self.transport == "direct" else self._post_sdk
-        clock = request_clock()
-        exchange = Exchange()
-        try:
-            async with clock.on_server(self.limits.deadline):
-                raw = await post(body, exchange)
-        except TimeoutError:
-            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=exchange.got,
-                                 attempts=clock.attempts) from None
-        finally:
-            if limiter is not None and ticket is not None:
-                status = exchange.status
-                limiter.release(ticket, status=status, headers=exchange.headers,
-                                retry_after=parse_retry_after(exchange.headers) if status == 429 else None)
-        return raw
 
     async def _post_sdk(self, body: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
         """POST the body through the SDK client (redirects not followed); the answer is read up to the size cap."""
@@ -546,7 +547,7 @@ class OpenAILM(LM):
 
         loop = asyncio.get_running_loop()
         if self._session is None or self._session_loop is not loop:
-            wait = self.read_timeout
+            wait = self.timeout  # None: nothing but the deadline (no timer per read: the cheapest hot path)
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, connect=None, sock_connect=wait, sock_read=wait),
                 connector=aiohttp.TCPConnector(limit=0),

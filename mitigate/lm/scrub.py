@@ -33,7 +33,7 @@ class Scrubber:
     __slots__ = ("secrets",)
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
-        found = {s for s in secrets if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS}
+        found = {s for s in secrets if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS and "\x00" not in s}
         self.secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))  # a longer one first
 
     def __bool__(self) -> bool:
@@ -69,12 +69,15 @@ class Scrubber:
         """``response`` with every secret replaced in what came from the server (texts, reasons, tokens, model)."""
         if not self.secrets:
             return response
-        dirty = self.holds(response.model) or any(
-            self.holds(c.text) or (c.finish_reason is not None and self.holds(c.finish_reason))
-            or (c.logprobs is not None and any(self.holds(t.token) or any(self.holds(a) for a, _ in t.top)
-                                               for t in c.logprobs))
-            for c in response.choices)
-        if not dirty:
+        shown = [response.model]
+        for c in response.choices:
+            shown.append(c.text)
+            if c.finish_reason is not None:
+                shown.append(c.finish_reason)
+            if c.logprobs is not None:
+                shown.extend(t.token for t in c.logprobs)
+                shown.extend(a for t in c.logprobs for a, _ in t.top)
+        if not self.holds("\x00".join(shown)):  # one search of everything (a secret holds no NUL)
             return response
         return LMResponse.model_validate(self.value(response.model_dump()))
 

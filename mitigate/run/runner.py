@@ -179,7 +179,9 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         return f"http-{status}", exc.message, False
     retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
     if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
-        return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying (Retry-After), longer "
+        last = exc.context.get("last_error")
+        said = "its rate-limit headers" if getattr(last, "context", {}).get("reason") == "rate-limit" else "Retry-After"
+        return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
                 f"than this run's patience of {patience:g} s; try again later or allow a longer wait", True)
     last = exc.context.get("last_error")
     attempts = exc.context.get("attempts")

@@ -15,6 +15,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 KEY = "sk-test-secret-4f9a1c"
@@ -80,7 +81,8 @@ class FaultServer:
     """Answers every request the way ``mode`` says.
 
     * a key of :data:`BODIES`: HTTP 200 with that body;
-    * ``hang``: never answers; ``trickle``: a 200 head, then one byte every ``interval`` seconds (0.1);
+    * ``hang``: never answers (for ``hold`` seconds, 30); ``trickle``: a 200 head, then one byte every ``interval``
+      seconds (0.1) for ``hold`` seconds;
     * ``close``: closes the socket; ``reset``: half of an answer's body, then a TCP reset;
       ``short``: a body shorter than its Content-Length, then the connection closed;
     * ``huge``: a 200 whose body never ends (within a 200 MB budget);
@@ -94,9 +96,10 @@ class FaultServer:
     """
 
     def __init__(self, mode: str, *, interval: float = 0.1, reply: bytes = b"", location: str = "",
-                 host: str = "127.0.0.1", faults: int | None = None) -> None:
+                 host: str = "127.0.0.1", faults: int | None = None, hold: float = 30.0) -> None:
         self.mode = mode
         self.faults = faults
+        self.hold = hold
         self.interval = interval
         self.reply = reply
         self.location = location
@@ -142,9 +145,25 @@ class FaultServer:
     def _read_request(self, conn: socket.socket) -> tuple[str, str] | None:
         """The request's path and the key it carried ("" for none); None when the client went away. A Cookie header
         it carried goes to ``cookies``."""
-        data = b""
         deadline = time.monotonic() + 5
-        while b"\r\n\r\n" not in data and time.monotonic() < deadline and not self._stop.is_set():
+        data = self._receive(conn, b"", lambda got: b"\r\n\r\n" in got, deadline)
+        if data is None:
+            return None
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        length = int(fields.get("content-length") or 0)
+        if self._receive(conn, body, lambda got: len(got) >= length, deadline) is None or not head:
+            return None
+        key = fields.get("x-api-key") or fields.get("authorization", "").removeprefix("Bearer ").strip()
+        if "cookie" in fields:
+            self.cookies.append(fields["cookie"])
+        parts = lines[0].split(" ")
+        return (parts[1] if len(parts) > 1 else "/"), key
+
+    def _receive(self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool], deadline: float) -> bytes | None:
+        """``data`` and what comes after it until ``done`` (or the deadline, or a stop); None when the client left."""
+        while not done(data) and time.monotonic() < deadline and not self._stop.is_set():
             try:
                 chunk = conn.recv(65536)
             except TimeoutError:
@@ -152,25 +171,7 @@ class FaultServer:
             if not chunk:
                 return None
             data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-        length = int(fields.get("content-length") or 0)
-        while len(body) < length and time.monotonic() < deadline and not self._stop.is_set():
-            try:
-                chunk = conn.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return None
-            body += chunk
-        if not head:
-            return None
-        key = fields.get("x-api-key") or fields.get("authorization", "").removeprefix("Bearer ").strip()
-        if "cookie" in fields:
-            self.cookies.append(fields["cookie"])
-        parts = lines[0].split(" ")
-        return (parts[1] if len(parts) > 1 else "/"), key
+        return data
 
     def _serve(self, conn: socket.socket) -> None:
         conn.settimeout(0.05)
@@ -198,11 +199,11 @@ class FaultServer:
         if mode == "close":
             return False
         if mode == "hang":
-            self._stop.wait(30)
+            self._stop.wait(self.hold)
             return False
         if mode == "trickle":
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
-            for _ in range(int(30 / self.interval)):
+            for _ in range(int(self.hold / self.interval)):
                 if self._stop.wait(self.interval):
                     break
                 conn.sendall(b" ")
