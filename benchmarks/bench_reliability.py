@@ -17,7 +17,6 @@ Four parts, each against the stub OpenAI/Anthropic server (``mitigate.testing``)
    stops, exit code, seconds, and the one error line.
 4. **Bad inputs.** Every case of :data:`mitigate.testing.bad_inputs.BAD_INPUTS` in its own
    process: exit code, stderr lines, traceback or not, requests that reached the server.
-
 5. **Hostile input: templates and run folder.** Template-injection payloads
    (:mod:`mitigate.testing.hostile_templates`) through every command that reads a template (all of
    them through ``prompts inspect``; ``--hostile-payloads all`` sends every payload through every
@@ -28,8 +27,18 @@ Four parts, each against the stub OpenAI/Anthropic server (``mitigate.testing``)
    ``results.json``, a CSV cell holding a formula. Every process runs under a 2 GiB address-space
    limit and a timeout, so old code that hangs or fills the memory fails its case instead of the
    machine.
+6. **Hostile servers** (:class:`mitigate.testing.fault_server.FaultServer`). *Echoed keys*: for every
+   client (openai over the direct transport, the SDK over aiohttp and over httpx, anthropic, dspy
+   when installed) and every way a server echoes the key it was sent (in every field of an answer,
+   JSON-escaped, in a 200 body that is not JSON, in an HTTP 400, in a status line that is not
+   HTTP), a judge run with ``--run-dir``, ``--out`` and the LM cache; a case passes when the server
+   got the key and the key is in no file written (journal, results, cache, ``--out``), nor on stdout
+   or stderr. *Default-settings hang*: a judge run with no bound set (the real defaults) against a
+   server that accepts and never answers, and one that trickles a byte a second; it passes when
+   the run stops by itself within 2 minutes, exit 1, naming "the server is hung or trickling its
+   answer", after at most 3 requests (the two run side by side: about 100 s).
 
-``--baseline-code DIR`` runs parts 3, 4 and 5 a second time with the CLI of another checkout (e.g.
+``--baseline-code DIR`` runs parts 3, 4, 5 and 6a a second time with the CLI of another checkout (e.g.
 ``/work/main`` before this work) for a side-by-side. Writes ``benchmarks/results/reliability.json``.
 
     python benchmarks/bench_reliability.py [--trials 20] [--items 120] [--baseline-code /work/main]
@@ -38,6 +47,7 @@ Four parts, each against the stub OpenAI/Anthropic server (``mitigate.testing``)
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -56,6 +66,7 @@ from typing import Any
 
 from mitigate.testing import StubOpenAIServer
 from mitigate.testing.bad_inputs import BAD_INPUTS, expand, make_fixtures
+from mitigate.testing.fault_server import ECHO_MODES, FaultServer
 from mitigate.testing.hostile_templates import PAYLOADS, TEMPLATE_COMMANDS, hostile_template, template_command
 
 REPO = Path(__file__).resolve().parent.parent
@@ -603,6 +614,84 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
         cell = (work / "rows.csv").read_text(encoding="utf-8").splitlines()[1:2] if (work / "rows.csv").exists() else []
         case("CSV --out cell holding =HYPERLINK(...)", out["exit"] == 0 and bool(cell) and cell[0].startswith('"\'=')
              , out, cell=cell[0][:60] if cell else "")
+
+
+# ------------------------------------------------------------------------------------------- 6. hostile servers
+
+
+SECRET = "sk-bench-echo-7d41c09e2b"
+"""The key the hostile-server runs send; the servers echo it back."""
+ECHO_CLIENTS = [("openai direct", "openai:m", ("--transport", "direct")),
+                ("openai sdk", "openai:m", ("--transport", "sdk")),
+                ("openai httpx", "openai:m", ("--transport", "httpx")),
+                ("anthropic", "anthropic:m", ()),
+                ("dspy", "dspy:openai/m", ())]
+
+
+def echoed_keys(work: Path, code: Path = REPO) -> list[dict[str, Any]]:
+    """Every client against every echo mode, with the CLI of ``code``: the key must reach no file, stdout or
+    stderr."""
+    bench, prompt = write_bench(work, 4)
+    clients = [c for c in ECHO_CLIENTS if c[0] != "dspy" or importlib.util.find_spec("dspy") is not None]
+    rows = []
+    for name, backend, extra in clients:
+        for mode in ECHO_MODES:
+            folder = work / f"{name}-{mode}".replace(" ", "_")
+            env = env_for(code, folder / "cache")
+            env.update(OPENAI_API_KEY=SECRET, ANTHROPIC_API_KEY=SECRET, LITELLM_LOCAL_MODEL_COST_MAP="True")
+            with FaultServer(mode) as server:
+                url = server.url + ("" if backend.startswith("anthropic") else "/v1")
+                proc = subprocess.run([sys.executable, "-m", "mitigate",
+                                       *judge_args(bench, prompt, url, folder / "run", backend=backend,
+                                                   extra=("--out", str(folder / "rows.jsonl"), *extra))],
+                                      env=env, capture_output=True, text=True, timeout=300, cwd=code)
+                sent = list(server.keys)
+            files = [p for p in folder.rglob("*") if p.is_file()]
+            leaks = [str(p.relative_to(folder)) for p in files if SECRET.encode() in p.read_bytes()]
+            leaks += [stream for stream, text in (("stdout", proc.stdout), ("stderr", proc.stderr)) if SECRET in text]
+            expect = 0 if mode in ("echo", "echo_escaped") else 1
+            row = {"client": name, "mode": mode, "exit": proc.returncode, "requests": len(sent),
+                   "key_sent": bool(sent) and all(k == SECRET for k in sent), "files": len(files), "leaks": leaks,
+                   "bug": "bug in mitigate" in proc.stderr or "Traceback" in proc.stderr}
+            row["pass"] = bool(row["key_sent"] and not leaks and not row["bug"] and proc.returncode == expect)
+            rows.append(row)
+            print(f"  {'pass' if row['pass'] else 'FAIL'}  {name:14s} {mode:13s} exit {proc.returncode}  "
+                  f"{len(sent)} requests got the key, {len(files)} files written, key found in: "
+                  f"{', '.join(leaks) or 'none'}", flush=True)
+    return rows
+
+
+def default_hang(work: Path) -> list[dict[str, Any]]:
+    """A judge run with every bound at its default against a hung and a trickling server, side by side."""
+    bench, prompt = write_bench(work, 20)
+    cases = [("hung (accepts, never answers)", FaultServer("hang", hold=400)),
+             ("trickling (a byte a second)", FaultServer("trickle", interval=1.0, hold=400))]
+    procs = []
+    for name, server in cases:
+        server.__enter__()
+        cmd = [sys.executable, "-m", "mitigate",
+               *judge_args(bench, prompt, server.url + "/v1", work / name.split()[0] / "run", concurrency=4)]
+        procs.append((name, server, time.perf_counter(),
+                      subprocess.Popen(cmd, env=env_for(REPO, work / "cache"), stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, cwd=REPO)))
+    rows = []
+    for name, server, start, proc in procs:
+        try:
+            _, stderr = proc.communicate(timeout=600)
+            seconds, timed_out = time.perf_counter() - start, False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+            seconds, timed_out = time.perf_counter() - start, True
+        server.__exit__(None, None, None)
+        line = next((ln for ln in reversed(stderr.splitlines()) if ln.startswith("error:")), "")
+        row = {"server": name, "exit": proc.returncode, "seconds": round(seconds, 1), "requests": server.requests,
+               "timed_out": timed_out, "line": line}
+        row["pass"] = bool(not timed_out and proc.returncode == 1 and seconds < 120 and server.requests <= 3
+                           and "hung or trickling" in line)
+        rows.append(row)
+        print(f"  {'pass' if row['pass'] else 'FAIL'}  {name:30s} exit {proc.returncode}  {seconds:6.1f} s  "
+              f"{server.requests} requests  {line[:150]}", flush=True)
     return rows
 
 
@@ -637,7 +726,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--baseline-code", type=Path, default=None,
                     help="a checkout whose CLI runs parts 3 and 4 again for comparison (e.g. /work/main)")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["kill", "storm", "permanent", "bad-inputs", "hostile"])
+    ap.add_argument("--skip", nargs="*", default=[],
+                    choices=["kill", "storm", "permanent", "bad-inputs", "hostile", "echoed-keys", "hang"])
     ap.add_argument("--hostile-payloads", choices=["few", "all"], default="few",
                     help="template payloads sent through every command (every payload goes through prompts inspect)")
     ap.add_argument("--hostile-timeout", type=float, default=60.0, help="seconds before a hostile case's process "
@@ -684,6 +774,15 @@ def main() -> None:
                     "markers_created": sum(r["marker_created"] for r in tpl),
                     "templates_hung": sum(r["exit"] is None for r in tpl),
                     "folder_passed": sum(r["pass"] for r in folder_rows), "folder_total": len(folder_rows)}
+            if "echoed-keys" not in args.skip:
+                print(f"6a. hostile servers: echoed keys ({arm}: {code}; every client, every field)", flush=True)
+                rows = echoed_keys(work / f"echo-{arm}", code)
+                out.setdefault("echoed_keys", {})[arm] = {"code": str(code), "cases": rows,
+                                                          "passed": sum(r["pass"] for r in rows), "total": len(rows)}
+        if "hang" not in args.skip:
+            print("6b. hostile servers: default-settings hang (no bound set; about 100 s)", flush=True)
+            rows = default_hang(work / "hang")
+            out["default_hang"] = {"cases": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows)}
     out["seconds"] = round(time.perf_counter() - started, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
@@ -702,6 +801,10 @@ def main() -> None:
         print(f"hostile templates ({arm}): {block['templates_passed']} of {block['templates_total']} refused in one "
               f"line ({block['markers_created']} marker files created, {block['templates_hung']} hung); run folder: "
               f"{block['folder_passed']} of {block['folder_total']} cases pass")
+    for arm, block in out.get("echoed_keys", {}).items():
+        print(f"echoed keys ({arm}): {block['passed']} of {block['total']} cases pass")
+    if "default_hang" in out:
+        print(f"default-settings hang: {out['default_hang']['passed']} of {out['default_hang']['total']} cases pass")
     print(f"wrote {args.out} in {out['seconds']} s")
 
 

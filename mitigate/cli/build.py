@@ -97,10 +97,11 @@ def naming_template(origin: str) -> Iterator[None]:
 def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
 
-    The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the per-request timeout of
-    network backends, ``--deadline`` and ``--max-*`` their :class:`~mitigate.lm.http.Limits`,
-    ``--transport`` the HTTP client and ``--guided`` the guided-decoding fields of an openai:
-    backend. ``declared``: the backend's declared facts only (:func:`~mitigate.lm.registry.declare`),
+    The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the silence an attempt of a network
+    backend may wait through, ``--deadline`` (the time on the server over all attempts) and ``--max-*`` their
+    :class:`~mitigate.lm.http.Limits`, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
+    fields of an openai: backend.
+    ``declared``: the backend's declared facts only (:func:`~mitigate.lm.registry.declare`),
     for a command that makes no LM call (``--dry-run``): no SDK, key or model file is needed.
     """
     kwargs: dict[str, Any] = {"base_url": o.base_url} if o.base_url else {}

@@ -71,10 +71,12 @@ def fill_registered_names(text: str, *, shipped: bool = False) -> str:
 
 BENCHMARK_HELP = f"benchmark name: {registered_names('benchmark')} (a <path> form reads a file or a release on disk)"
 BASE_URL_HELP = "server URL for the openai, anthropic or dspy backend"
-TIMEOUT_HELP = ("seconds one read from the server may wait (openai, anthropic, dspy; default 120); --deadline "
-                "bounds the whole request")
-DEADLINE_HELP = ("seconds one request may take in all, connect to last byte (openai, anthropic, dspy); a hung or "
-                 "trickling server fails after this long, once, and counts for --stop-after")
+TIMEOUT_HELP = ("seconds an attempt may go without anything from the server (connecting, before the answer starts, "
+                "between two pieces of it); past it the attempt is retried within --deadline (openai, anthropic, dspy; "
+                "default: the deadline)")
+DEADLINE_HELP = ("seconds one request may spend on the server over all its attempts, connect to last byte (openai, "
+                 "anthropic, dspy); past it the request fails, not retried: the server is hung or trickling its "
+                 "answer; counts for --stop-after")
 MAX_RESPONSE_HELP = "largest answer body read, in bytes (openai, anthropic); reading stops past it"
 MAX_PROMPT_HELP = ("longest prompt sent, in characters (about 4 per token; openai, anthropic, dspy); a longer one is "
                    "refused before any request")

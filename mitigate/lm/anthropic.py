@@ -49,17 +49,23 @@ Rate limits
     ``anthropic-ratelimit-*`` headers and 429s (``rate_limit=False`` turns it off; pass one
     limiter to several backends that share an account).
 
-Keys and errors
+Keys, time and errors
     ``api_key=`` or ``$ANTHROPIC_API_KEY``; a missing key raises
     :class:`~mitigate.errors.MissingAPIKeyError` unless ``base_url`` points at a
-    compatible server, in which case a placeholder is sent. 408/409/429/5xx (incl. 529
-    "overloaded"), timeouts and connection errors raise
-    :class:`~mitigate.errors.TransientLMError` with ``retry_after`` from the headers.
+    compatible server, in which case a placeholder is sent. ``timeout`` and
+    ``limits.deadline`` mean what they mean for :mod:`mitigate.lm.openai` (the silence an
+    attempt may wait through; the time on the server over all attempts). 408/409/429/5xx
+    (incl. 529 "overloaded"), timeouts and connection errors raise
+    :class:`~mitigate.errors.TransientLMError` with ``retry_after`` from the headers;
+    redirects are not followed (an LMCallError naming both servers); an answer that is not
+    a Messages API message names the field and the server. Everything returned or raised has
+    the key taken out first (:mod:`mitigate.lm.scrub`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -71,26 +77,33 @@ from pydantic import SecretStr, ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, MissingAPIKeyError, MitigateError
 from mitigate.lm import pricing
+from mitigate.lm.answer_fields import AnswerFields
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage, validate_spec_part
 from mitigate.lm.constraint import tool_answer_fields
+from mitigate.lm.deadline import request_clock
 from mitigate.lm.http import (
     PLACEHOLDER_KEY,
+    Exchange,
     Limits,
     check_base_url,
     check_limits,
     check_request_size,
     check_timeout,
+    counted,
     deadline_error,
     decode_json_object,
+    http_error,
+    is_client_failure,
     malformed,
+    no_cookies,
     parse_retry_after,
     public_url,
     read_capped,
-    scrub,
     sdk_error,
 )
 from mitigate.lm.prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, split_at
 from mitigate.lm.ratelimit import AdaptiveLimiter, estimate_tokens
+from mitigate.lm.scrub import Scrubber
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -121,7 +134,8 @@ class AnthropicLM(LM):
         api_key: the key; defaults to ``$<api_key_env>``.
         api_key_env: the environment variable holding the key (``ANTHROPIC_API_KEY``).
         base_url: a compatible endpoint (tests, proxies); defaults to the official API.
-        timeout: seconds before one HTTP call times out (a retryable failure).
+        timeout: seconds an attempt may go without anything from the server (a retryable failure); None: as
+            long as ``limits.deadline`` allows.
         prompt_cache: ``"auto"`` marks the invariant prompt prefix for the provider's prompt
             cache, ``"off"`` does not (see the module docstring).
         cache_min_tokens: the shortest prefix worth marking (default: the model's published minimum).
@@ -141,7 +155,7 @@ class AnthropicLM(LM):
         api_key: str | None = None,
         api_key_env: str = "ANTHROPIC_API_KEY",
         base_url: str | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         prompt_cache: Literal["auto", "off"] = "auto",
         cache_min_tokens: int | None = None,
         rate_limit: bool | AdaptiveLimiter = True,
@@ -158,7 +172,7 @@ class AnthropicLM(LM):
             AdaptiveLimiter() if rate_limit else None)
         self.base_url = check_base_url(base_url, backend=f"anthropic:{model}") if base_url else None
         self.api_key_env = api_key_env
-        self.timeout = check_timeout(timeout, backend=f"anthropic:{model}")
+        self.timeout = None if timeout is None else check_timeout(timeout, backend=f"anthropic:{model}")
         key = api_key or os.environ.get(api_key_env) or None
         if key is None:
             if self.base_url is None:
@@ -170,6 +184,8 @@ class AnthropicLM(LM):
                 )
             key = PLACEHOLDER_KEY
         self._api_key = SecretStr(key)
+        self.scrubber = Scrubber((key,))
+        """Takes the key out of everything this backend returns or raises."""
         self._client: anthropic.AsyncAnthropic | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -181,6 +197,11 @@ class AnthropicLM(LM):
 
     def __repr__(self) -> str:
         return f"AnthropicLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def read_timeout(self) -> float:
+        """Seconds an attempt may go without anything from the server (``timeout``, else the deadline)."""
+        return self.timeout if self.timeout is not None else self.limits.deadline
 
     def constraint_modes(self) -> frozenset[str]:
         """"json", as a forced tool call whose input schema is the answer's."""
@@ -207,7 +228,9 @@ class AnthropicLM(LM):
             kwargs: dict[str, Any] = {
                 "api_key": self._api_key.get_secret_value(),
                 "max_retries": 0,
-                "timeout": self.timeout,
+                "timeout": self.read_timeout,
+                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=self.read_timeout, follow_redirects=False,
+                                                                 cookies=no_cookies()),
             }
             if self.base_url is not None:
                 kwargs["base_url"] = self.base_url
@@ -289,67 +312,106 @@ class AnthropicLM(LM):
         params = self._params(request)
         self.planner.observe(_segments(params.get("system"), params["messages"]))
 
-    async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], tokens: int = 0,
-                   got: list[int] | None = None) -> Any:
-        """One call: the answer read up to the size cap and checked to be a Message (a typed LMCallError if not)."""
+    async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], tokens: int, clock: Any,
+                   exchange: Exchange) -> Any:
+        """One call within what is left of the request's deadline: the answer read up to the size cap and checked to
+        be a Message (a typed LMCallError if not)."""
         limiter = self.limiter
-        ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
-        status: int | None = None
-        headers: Mapping[str, str] | None = None
+        ticket = await limiter.acquire(tokens, where=self.identity()) if limiter is not None else None
+        mine = Exchange()
+        try:
+            left = clock.begin(self.limits.deadline)
+            try:
+                async with asyncio.timeout(left):
+                    data = await self._post(client, params, mine)
+            finally:
+                clock.end()
+        finally:
+            exchange.got += mine.got
+            if limiter is not None and ticket is not None:
+                limiter.release(ticket, status=mine.status, headers=mine.headers,
+                                retry_after=parse_retry_after(mine.headers) if mine.status == 429 else None)
+        return self.parse_message(decode_json_object(data, where=self.identity(), backend=self.spec,
+                                                     expected="a JSON Messages API message"))
+
+    async def _post(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], exchange: Exchange) -> bytes:
+        """POST the message (redirects not followed); the body, read up to the size cap."""
         where = self.identity()
         try:
-            async with client.messages.with_streaming_response.create(**params) as resp:
-                headers = resp.headers
-                try:
-                    data = await read_capped(_counted(resp.iter_bytes(), got), self.limits.max_response_bytes,
-                                             where=where, backend=self.spec)
-                except MitigateError:
-                    raise
-                except Exception as exc:  # the connection closed or timed out mid-body
-                    raise self._translate(exc) from exc
-            return self.parse_message(decode_json_object(data, where=where, backend=self.spec,
-                                                         expected="a JSON Messages API message"))
+            manager = client.messages.with_streaming_response.create(**params)
+            resp = await manager.__aenter__()
         except anthropic.APIStatusError as exc:
-            status, headers = exc.status_code, exc.response.headers
+            exchange.status, exchange.headers = exc.status_code, exc.response.headers
             raise self._translate(exc) from exc
-        except anthropic.AnthropicError as exc:
-            status = 0  # no answer at all (timeout, connection): neither a success nor a 429
+        except Exception as exc:
+            if not (isinstance(exc, anthropic.AnthropicError) or is_client_failure(exc)):
+                raise
             raise self._translate(exc) from exc
+        try:
+            exchange.status, exchange.headers = resp.status_code, resp.headers
+            history = getattr(resp.http_response, "history", None)
+            if history:
+                raise http_error(where, history[0].status_code, history[0].headers, "", api_key_env=self.api_key_env,
+                                 backend=self.spec)
+            return await read_capped(counted(resp.iter_bytes(), exchange), self.limits.max_response_bytes,
+                                     where=where, backend=self.spec)
+        except MitigateError:
+            raise
+        except Exception as exc:  # the connection closed or timed out mid-body
+            if not (isinstance(exc, anthropic.AnthropicError) or is_client_failure(exc)):
+                raise
+            raise self._translate(exc, phase="body") from exc
         finally:
-            if limiter is not None:
-                limiter.release(ticket, status=status, headers=headers,
-                                retry_after=parse_retry_after(headers) if status == 429 else None)
+            with contextlib.suppress(Exception):
+                await manager.__aexit__(None, None, None)
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run the request (``n`` concurrent calls when ``n > 1``)."""
         self.check(request)
+        try:
+            return self.scrubber.response(await self._complete(request))
+        except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
+            raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed; its chain is kept unless it shows a key
+
+    async def _complete(self, request: LMRequest) -> LMResponse:
         client = self._get_client()
         params = self.message_params(request)
         tokens = estimate_tokens(request) // request.n if self.limiter is not None and self.limiter.tracks_tokens else 0
-        got = [0]
+        clock = request_clock()
+        exchange = Exchange()
         try:
-            async with asyncio.timeout(self.limits.deadline):
-                if request.n == 1:
-                    raws = [await self._one(client, params, tokens, got)]
-                else:
-                    raws = list(await asyncio.gather(*(self._one(client, params, tokens, got)
-                                                       for _ in range(request.n))))
+            if request.n == 1:
+                raws = [await self._one(client, params, tokens, clock, exchange)]
+            else:
+                raws = list(await asyncio.gather(*(self._one(client, params, tokens, clock, exchange)
+                                                   for _ in range(request.n))))
         except TimeoutError:
-            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=got[0]) from None
+            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=exchange.got,
+                                 attempts=clock.attempts) from None
         return self.response_from(raws)
 
     def parse_message(self, raw: Mapping[str, Any]) -> Any:
         """A Messages API JSON answer (a batch result's ``message``) as the SDK's ``Message``; a typed
-        ``malformed`` LMCallError when it is not one (no ``content``, no ``usage`` ...)."""
+        ``malformed`` LMCallError naming the field when it is not one (no ``content``, a ``usage`` that is no
+        object, a negative token count ...)."""
         try:
-            return anthropic.types.Message.model_validate(dict(raw))
+            message = anthropic.types.Message.model_validate(dict(raw))
         except ValidationError as exc:
             first = exc.errors()[0] if exc.errors() else {}
-            field = ".".join(str(x) for x in first.get("loc", ())) or "the message"
+            field = _field_of(first.get("loc", ()), raw) or "the message"
             kind = f"a message without {field}" if first.get("type") == "missing" else f"a malformed {field}"
-            shown = scrub(str(dict(raw)), (self._api_key.get_secret_value(),))[:160]
-            raise malformed(self.identity(), kind, f"a Messages API message; got {shown!r}",
-                            backend=self.spec) from None
+            said = str(first.get("msg") or "")[:120]
+            shown = self.scrubber.text(str(dict(raw)))[:160]
+            raise self.scrubber.error(malformed(self.identity(), kind, f"a Messages API message ({said}); got "
+                                                f"{shown!r}", backend=self.spec)) from None
+        fields = AnswerFields(self.identity(), self.spec)
+        usage = message.usage
+        try:
+            for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+                fields.count(getattr(usage, name, None), f"usage.{name}")
+        except MitigateError as exc:
+            raise self.scrubber.error(exc) from None
+        return message
 
     def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
         """The list-price cost of ``usage`` on this model (None for a non-default endpoint or an unknown model)."""
@@ -361,7 +423,7 @@ class AnthropicLM(LM):
         usage = Usage()
         model = self.model
         for raw in raws:
-            text = scrub(answer_text(raw.content), (self._api_key.get_secret_value(),))
+            text = answer_text(raw.content)
             choices.append(Choice(text=text, finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason)))
             u = raw.usage
             cache_read = getattr(u, "cache_read_input_tokens", None) or 0
@@ -373,15 +435,16 @@ class AnthropicLM(LM):
                 cache_write_tokens=cache_write,
             )
             model = raw.model or model
-        return LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=self.cost_of(usage, batch=batch))
+        return self.scrubber.response(LMResponse(choices=tuple(choices), usage=usage, model=model,
+                                                 cost_usd=self.cost_of(usage, batch=batch)))
 
-    def _translate(self, exc: anthropic.AnthropicError) -> MitigateError:
-        """Map an SDK error to TransientLMError (retryable) or LMCallError, without the key."""
-        detail = scrub(str(exc), (self._api_key.get_secret_value(),))
+    def _translate(self, exc: BaseException, phase: Literal["answer", "body"] = "answer") -> MitigateError:
+        """Map an SDK error (or a client exception under it) to a typed error (scrubbed at the boundary,
+        :meth:`complete`)."""
         return sdk_error(
-            exc, where=self.identity(), detail=detail, timeout=self.timeout, backend=self.spec,
+            exc, where=self.identity(), detail=str(exc), timeout=self.read_timeout, backend=self.spec,
             api_key_env=self.api_key_env, status_error=anthropic.APIStatusError,
-            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError,
+            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError, phase=phase,
         )
 
     async def aclose(self) -> None:
@@ -394,12 +457,25 @@ class AnthropicLM(LM):
                 pass
 
 
-async def _counted(chunks: Any, got: list[int] | None) -> Any:
-    """``chunks``, adding each one's size to ``got[0]`` (what had come when a deadline hits)."""
-    async for chunk in chunks:
-        if got is not None:
-            got[0] += len(chunk)
-        yield chunk
+def _field_of(loc: Sequence[Any], raw: Any) -> str:
+    """The answer field a validation error's location points at, as ``usage.input_tokens`` or ``content.0.text``
+    (the type tags pydantic adds to a location, such as ``literal[...]`` or ``str``, left out)."""
+    parts: list[str] = []
+    here = raw
+    for part in loc:
+        if isinstance(part, str) and (not part.isidentifier() or part in _TYPE_TAGS):
+            continue
+        if isinstance(here, Mapping) and part in here:
+            here = here[part]
+        elif isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here):
+            here = here[part]
+        else:
+            here = None
+        parts.append(str(part))
+    return ".".join(parts)
+
+
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "union", "literal", "tagged-union"})
 
 
 def _segments(system: str | None, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:

@@ -105,14 +105,14 @@ class Usage(BaseModel):
     from a prefix cache (the provider's prompt cache, or the embedded model's reused KV
     prefix) and ``cache_write_tokens`` were written to the provider's prompt cache
     (Anthropic reports and charges writes; OpenAI's automatic cache writes for free and
-    reports none).
+    reports none). Every count is >= 0 (a backend refuses a server's negative count as malformed).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    cache_write_tokens: int = 0
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cached_prompt_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

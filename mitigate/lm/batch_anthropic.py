@@ -59,11 +59,11 @@ class AnthropicBatchAPI(BatchAPI):
     async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
         try:
             return await fn()
-        except anthropic.AnthropicError as exc:
-            raise self._error(what, exc) from exc
+        except anthropic.AnthropicError as exc:  # the boundary of the batch calls: no key leaves in an error
+            raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: anthropic.AnthropicError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.timeout,
+        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.read_timeout,
                          backend=self.backend.spec, api_key_env=self.backend.api_key_env,
                          status_error=anthropic.APIStatusError, timeout_error=anthropic.APITimeoutError,
                          connection_error=anthropic.APIConnectionError)
@@ -128,7 +128,10 @@ class AnthropicBatchAPI(BatchAPI):
         async def fetch() -> dict[str, dict[str, Any] | BatchItemError]:
             out: dict[str, dict[str, Any] | BatchItemError] = {}
             async for row in await client.messages.batches.results(state.batch_id):
-                out[row.custom_id] = _result(row.result)
+                got = _result(row.result)
+                if isinstance(got, BatchItemError):  # the result's text is the server's: no key leaves in it
+                    got = got.model_copy(update={"message": self.backend.scrubber.text(got.message)})
+                out[row.custom_id] = got
             return out
 
         return await self._call("batch results", fetch)

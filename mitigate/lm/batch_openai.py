@@ -46,11 +46,11 @@ class OpenAIBatchAPI(BatchAPI):
     async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
         try:
             return await fn()
-        except openai.OpenAIError as exc:
-            raise self._error(what, exc) from exc
+        except openai.OpenAIError as exc:  # the boundary of the batch calls: no key leaves in an error
+            raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: openai.OpenAIError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.timeout,
+        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.read_timeout,
                          backend=self.backend.spec, api_key_env=self.backend.api_key_env,
                          status_error=openai.APIStatusError, timeout_error=openai.APITimeoutError,
                          connection_error=openai.APIConnectionError)
@@ -102,6 +102,7 @@ class OpenAIBatchAPI(BatchAPI):
             errors = batch.errors.data if batch.errors and batch.errors.data else []
             message = "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
                                 for e in errors) or "the batch failed validation"
+        message = None if message is None else self.backend.scrubber.text(message)
         return BatchState(batch_id=batch_id, status=batch.status, ended=batch.status in TERMINAL,
                           total=counts.total if counts else 0, succeeded=counts.completed if counts else 0,
                           failed=counts.failed if counts else 0, message=message)
@@ -119,7 +120,10 @@ class OpenAIBatchAPI(BatchAPI):
                 if not text.strip():
                     continue
                 row = json.loads(text)
-                out[str(row["custom_id"])] = _result(row, batch.status)
+                got = _result(row, batch.status)
+                if isinstance(got, BatchItemError):  # the file's text is the server's: no key leaves in it
+                    got = got.model_copy(update={"message": self.backend.scrubber.text(got.message)})
+                out[str(row["custom_id"])] = got
         return out
 
     def response(self, request: LMRequest, answers: Sequence[dict[str, Any]]) -> LMResponse:

@@ -26,13 +26,18 @@ Serving from the cache alone
     whose whole judgment is stored at once, before the items that need calls take their turn
     (so a rerun's progress counts its stored items as they are served).
 
-Damage
+Damage and other trouble
     A cache is a convenience, never a reason for a run to fail. A file that is not an SQLite
     database, pages SQLite reports as malformed, or a stored entry that no longer reads as a
     response are all misses: the call is made again (and a damaged entry is overwritten with
     the new answer). The first such event per cache file is reported once as a
     :class:`~mitigate.errors.CacheDamageWarning` naming the file; the file itself is never
-    deleted (remove it to start a fresh cache).
+    deleted (remove it to start a fresh cache). A cache that is not damaged but cannot be
+    written or read (a full disk, an I/O error, another process holding its lock too long, a
+    read-only file) is reported once per cause as a
+    :class:`~mitigate.errors.CacheUnavailableWarning` that says which (a full disk: "no space
+    left on the device (ENOSPC)", with no advice to delete anything); the answers concerned
+    are not cached and the run goes on.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TypeVar
 
-from mitigate.errors import CacheDamageWarning, ConfigError
+from mitigate.errors import CacheDamageWarning, CacheUnavailableWarning, ConfigError
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.wrapper import WrapperLM
 from mitigate.paths import cache_dir, path_kind
@@ -115,15 +120,17 @@ class LMCache:
         self.path = target
         self._lock = threading.Lock()
         self._damaged: str | None = None  # why the file is unusable (then every look-up is a miss)
-        self._warned = False
+        self._warned: set[str] = set()  # the causes reported so far (each once)
         try:
             self._conn = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
         except sqlite3.OperationalError as exc:  # cannot open or write the file at all: the user must act
+            cause = _trouble(exc)
+            said = _TROUBLE[cause] if cause in _TROUBLE else str(exc)
             raise ConfigError(f"expected a readable and writable SQLite LM cache at {target}; could not open it: "
-                              f"{exc}", path=str(target)) from exc
+                              f"{said} ({exc}); pass --no-cache to run without one", path=str(target)) from exc
         except sqlite3.DatabaseError as exc:  # the file is damaged (not a database, malformed): run uncached
             self._damaged = str(exc)
             self._warn(exc)
@@ -145,18 +152,27 @@ class LMCache:
         return self._damaged is not None
 
     def _warn(self, exc: BaseException) -> None:
-        """Report damage once per cache object (the run goes on: damaged parts are misses)."""
-        if not self._warned:
-            self._warned = True
+        """Report each cause once per cache object (the run goes on): damage (damaged parts are misses), or a cause
+        that is not damage (a full disk ...: the answers concerned are not cached)."""
+        cause = _trouble(exc)
+        if cause in self._warned:
+            return
+        self._warned.add(cause)
+        if cause == "damaged":
             warnings.warn(
                 f"the LM cache {self.path} is damaged ({exc}); damaged entries are treated as misses and "
                 "called again (delete the file to start a fresh cache)",
                 CacheDamageWarning,
                 stacklevel=3,
             )
+        else:
+            warnings.warn(f"the LM cache {self.path} could not be used: {_TROUBLE[cause]} ({exc}); the answers "
+                          "concerned are not cached, the run goes on and the file is left as it is",
+                          CacheUnavailableWarning, stacklevel=3)
 
     def _guarded(self, default: T, op: Callable[[], T]) -> T:
-        """``op()`` under the lock; ``default`` (with one warning) when SQLite reports damage or stays locked."""
+        """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a full disk,
+        an I/O error, or stays locked."""
         if self._damaged is not None:
             return default
         try:
@@ -223,6 +239,31 @@ class LMCache:
     async def put(self, key: str, identity: str, model: str, payload: str, *, replace: bool = False) -> None:
         """Store ``payload`` under ``key`` (runs in a worker thread)."""
         await asyncio.to_thread(lambda: self.put_sync(key, identity, model, payload, replace=replace))
+
+
+_TROUBLE = {
+    "full": "no space left on the device (ENOSPC: SQLite reports the database or disk is full); free some space",
+    "io": "a disk I/O error",
+    "busy": "another process held its lock for more than 30 s",
+    "readonly": "the file or its folder is read-only",
+}
+"""What a cause of :func:`_trouble` that is not damage means, in words."""
+_CODES = {getattr(sqlite3, name): cause for name, cause in (
+    ("SQLITE_FULL", "full"), ("SQLITE_IOERR", "io"), ("SQLITE_BUSY", "busy"), ("SQLITE_LOCKED", "busy"),
+    ("SQLITE_READONLY", "readonly")) if hasattr(sqlite3, name)}
+
+
+def _trouble(exc: BaseException) -> str:
+    """Why SQLite failed, as a key of :data:`_TROUBLE` or ``"damaged"`` (malformed pages, not a database ...)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in _CODES:  # an extended code keeps its primary code in the low byte
+        return _CODES[code & 0xFF]
+    text = str(exc).lower()
+    for words, cause in (("disk is full", "full"), ("no space", "full"), ("disk i/o", "io"), ("locked", "busy"),
+                         ("readonly", "readonly"), ("read-only", "readonly")):
+        if words in text:
+            return cause
+    return "damaged"
 
 
 class CachedLM(WrapperLM):

@@ -16,7 +16,11 @@ Calls go through ``dspy.LM(...).acall(messages=[...], ...)`` with:
 
 API keys are read by LiteLLM from the provider's usual variable (``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY``, ...) or given as ``api_key=``; they are never part of ``repr``,
-``spec`` or ``identity()``. Usage and cost come from the call's DSPy history entry (cost
+``spec`` or ``identity()``, and they are taken out of every answer and error (the given key
+and the value of every ``*_API_KEY`` variable of 8 characters or more; :mod:`mitigate.lm.scrub`).
+``timeout`` is handed to LiteLLM as its timeout (the silence an attempt may wait through;
+None: the deadline), and ``limits.deadline`` bounds the time on the server over all attempts
+(:mod:`mitigate.lm.deadline`). Usage and cost come from the call's DSPy history entry (cost
 as computed by LiteLLM, else :mod:`mitigate.lm.pricing`, else None).
 
 DSPy 3.4 deprecates ``messages=`` dictionaries (removal planned for 3.5); this backend
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +41,7 @@ import dspy
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm import pricing
+from mitigate.lm.answer_fields import AnswerFields
 from mitigate.lm.base import (
     LM,
     Choice,
@@ -46,6 +52,7 @@ from mitigate.lm.base import (
     openai_style_options,
     validate_spec_part,
 )
+from mitigate.lm.deadline import request_clock
 from mitigate.lm.http import (
     Limits,
     check_base_url,
@@ -57,8 +64,16 @@ from mitigate.lm.http import (
     malformed,
     parse_retry_after,
     public_url,
-    scrub,
 )
+from mitigate.lm.scrub import Scrubber
+
+ENV_KEY_MIN_CHARS = 8
+"""A ``*_API_KEY`` variable's value is treated as a secret from this length on (shorter ones are no real keys)."""
+
+
+def environment_keys() -> tuple[str, ...]:
+    """The values of the ``*_API_KEY`` environment variables LiteLLM may send (8 characters or more)."""
+    return tuple(v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= ENV_KEY_MIN_CHARS)
 
 
 def _silence_messages_deprecation() -> None:
@@ -136,7 +151,7 @@ class DSPyLM(LM):
         api_base: a server URL for self-hosted or proxied models (``base_url`` is accepted as
             the same thing, the name the OpenAI and Anthropic backends and the CLI use).
         api_key: the key (else LiteLLM reads the provider's environment variable).
-        timeout: seconds before one call times out (None: LiteLLM's default).
+        timeout: LiteLLM's timeout, the silence an attempt may wait through (None: the deadline).
         limits: the request bounds (:class:`~mitigate.lm.http.Limits`): the deadline of a whole call,
             prompt size and samples checked before sending (the body size is LiteLLM's to read).
         **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
@@ -159,13 +174,14 @@ class DSPyLM(LM):
         api_base = api_base or base_url
         self.api_base = check_base_url(api_base, backend=f"dspy:{model}") if api_base else None
         kwargs: dict[str, Any] = {**lm_kwargs, "cache": False, "num_retries": 0}
-        if timeout is not None:
-            kwargs["timeout"] = check_timeout(timeout, backend=f"dspy:{model}")
+        self.timeout = None if timeout is None else check_timeout(timeout, backend=f"dspy:{model}")
+        kwargs["timeout"] = self.timeout if self.timeout is not None else self.limits.deadline
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
         if api_key is not None:
             kwargs["api_key"] = api_key
-        self._key = api_key
+        self.scrubber = Scrubber((api_key, *environment_keys()))
+        """Takes the keys out of everything this backend returns or raises."""
         self._lm = dspy.LM(model, **kwargs)
         self._async = hasattr(self._lm, "acall") and inspect.iscoroutinefunction(self._lm.acall)
 
@@ -190,19 +206,28 @@ class DSPyLM(LM):
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         kwargs = self._kwargs(request)
         _silence_messages_deprecation()
+        clock = request_clock()
         try:
-            async with asyncio.timeout(self.limits.deadline):
-                if self._async:
-                    outputs = await lm.acall(messages=messages, **kwargs)
-                else:
-                    outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
-        except TimeoutError:
-            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec) from None
-        except (MitigateError, TypeError, AttributeError):
-            raise
-        except Exception as exc:
-            raise self._translate(exc) from exc
-        return self._response(request, list(outputs or []), lm)
+            try:
+                left = clock.begin(self.limits.deadline)
+                try:
+                    async with asyncio.timeout(left):
+                        if self._async:
+                            outputs = await lm.acall(messages=messages, **kwargs)
+                        else:
+                            outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
+                finally:
+                    clock.end()
+            except TimeoutError:
+                raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec,
+                                     attempts=clock.attempts) from None
+            except (MitigateError, TypeError, AttributeError):
+                raise
+            except Exception as exc:
+                raise self._translate(exc) from exc
+            return self.scrubber.response(self._response(request, list(outputs or []), lm))
+        except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
+            raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed; its chain is kept unless it shows a key
 
     def _response(self, request: LMRequest, outputs: list[Any], lm: Any) -> LMResponse:
         if not outputs:
@@ -227,33 +252,30 @@ class DSPyLM(LM):
                     )
             if not isinstance(text, str):
                 raise malformed(self.identity(), "content: null", "each output's text", backend=self.spec)
-            choices.append(Choice(text=scrub(text, (self._key or "",)), logprobs=logprobs))
+            choices.append(Choice(text=text, logprobs=logprobs))
         entry = lm.history[-1] if getattr(lm, "history", None) else {}
+        fields = AnswerFields(self.identity(), self.spec)
         raw_usage = entry.get("usage") or {}
-        details = raw_usage.get("prompt_tokens_details") or {}
+        details = _get(raw_usage, "prompt_tokens_details") or {}
         usage = Usage(  # LiteLLM reports OpenAI's cached_tokens, and Anthropic's cache reads and writes as well
-            prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
-            completion_tokens=int(raw_usage.get("completion_tokens") or 0),
-            cached_prompt_tokens=int(_get(details, "cached_tokens") or raw_usage.get("cache_read_input_tokens") or 0),
-            cache_write_tokens=int(_get(details, "cache_creation_tokens") or raw_usage.get("cache_creation_input_tokens")
-                                   or 0),
+            prompt_tokens=fields.count(_get(raw_usage, "prompt_tokens"), "usage.prompt_tokens"),
+            completion_tokens=fields.count(_get(raw_usage, "completion_tokens"), "usage.completion_tokens"),
+            cached_prompt_tokens=fields.count(_get(details, "cached_tokens") or _get(raw_usage, "cache_read_input_tokens"),
+                                              "usage.cached_tokens"),
+            cache_write_tokens=fields.count(_get(details, "cache_creation_tokens")
+                                            or _get(raw_usage, "cache_creation_input_tokens"), "usage.cache_creation_tokens"),
         )
         cost = entry.get("cost")
         if cost is None and self.api_base is None:
             cost = pricing.cost(self.model, usage)
-        model = entry.get("response_model") or self.model
-        return LMResponse(
-            choices=tuple(choices),
-            usage=usage,
-            model=str(model),
-            cost_usd=None if cost is None else float(cost),
-        )
+        elif cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9):
+            raise fields.error("cost", "a number of dollars >= 0", cost)
+        model = fields.optional_text(entry.get("response_model"), "model") or self.model
+        return LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=None if cost is None else float(cost))
 
     def _translate(self, exc: Exception) -> MitigateError:
         """Map DSPy/LiteLLM errors to TransientLMError (retryable) or LMCallError, without the key."""
-        detail = str(exc)
-        if self._key:
-            detail = detail.replace(self._key, "***")
+        detail = self.scrubber.text(str(exc))
         status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
         status = status if isinstance(status, int) else None
         names = {cls.__name__ for cls in type(exc).__mro__}

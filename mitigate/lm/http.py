@@ -1,20 +1,24 @@
 """HTTP failure handling shared by the provider backends: statuses worth retrying, ``Retry-After``,
-SDK exceptions mapped onto :class:`~mitigate.errors.TransientLMError` / :class:`~mitigate.errors.LMCallError`,
+client exceptions (aiohttp, httpx, the SDKs) mapped onto :class:`~mitigate.errors.TransientLMError` /
+:class:`~mitigate.errors.LMCallError` by what happened (see :func:`transport_error`), redirects refused,
 and URLs stripped of credentials before they appear in a message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
+import math
+import socket
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.errors import ConfigError, DataError, LMCallError, TransientLMError
+from mitigate.errors import ConfigError, DataError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm.base import LMRequest
 from mitigate.lm.defaults import (  # the defaults live apart so the command line shows them cheaply
     DEFAULT_DEADLINE,
@@ -22,9 +26,8 @@ from mitigate.lm.defaults import (  # the defaults live apart so the command lin
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_SAMPLES,
 )
+from mitigate.lm.scrub import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the backends send it
 
-PLACEHOLDER_KEY = "sk-no-key-required"
-"""The key sent to an OpenAI-compatible server when none is configured (local servers need none)."""
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
@@ -78,6 +81,15 @@ def check_base_url(url: str, *, backend: str) -> str:
     return url.rstrip("/")
 
 
+def no_cookies() -> Any:
+    """A cookie jar (``http.cookiejar.CookieJar``) that keeps nothing, for the SDKs' HTTP clients: an API call needs
+    no cookie, and one kept from a hostile answer (a value the client cannot encode) would break every later request
+    of the backend."""
+    import http.cookiejar  # here: it loads urllib.request, which the direct transport never needs (a faster start)
+
+    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+
+
 def check_timeout(timeout: float, *, backend: str) -> float:
     """``timeout`` as a float when it is a finite number of seconds > 0; ConfigError otherwise."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
@@ -90,14 +102,53 @@ def check_timeout(timeout: float, *, backend: str) -> float:
 
 def is_retryable_status(status: int) -> bool:
     """True for HTTP statuses worth retrying: 408, 409, 429 and every 5xx."""
-    return status in RETRYABLE_STATUS or status >= 500
+    return status in RETRYABLE_STATUS or 500 <= status <= 599
+
+
+def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
+    if not headers:
+        return None
+    try:
+        return next((str(v) for k, v in headers.items() if str(k).lower() == name), None)
+    except (TypeError, ValueError):
+        return None
+
+
+def _host_of(url: str) -> str:
+    """The scheme, host and port of ``url`` (credentials, path and query dropped); the text itself, cut, if it is not
+    a URL."""
+    try:
+        parts = urlsplit(url)
+        if parts.hostname:
+            port = f":{parts.port}" if parts.port is not None else ""
+            return f"{parts.scheme}://{parts.hostname}{port}"
+    except ValueError:
+        pass
+    return repr(url[:80])
+
+
+def _origin(where: str) -> str:
+    """The server of a backend identity (``openai:m@http://host:port/v1``): ``http://host:port``."""
+    url = where.partition("@")[2]
+    return _host_of(url) if url else "the provider's own API"
 
 
 def http_error(
     where: str, status: int, headers: Mapping[str, str] | None, detail: str, *, api_key_env: str, backend: str
 ) -> LMCallError:
-    """The error for a failed HTTP call: retryable statuses give TransientLMError (with the
-    server's Retry-After), others LMCallError (with a hint to check the key on 401/403)."""
+    """The error for an HTTP status other than 2xx: retryable statuses give TransientLMError (with the
+    server's Retry-After), a redirect LMCallError naming both servers (API calls are never redirected),
+    a status outside 100-599 a malformed answer, others LMCallError (with a hint to check the key on 401/403)."""
+    if not 100 <= status <= 599:
+        return not_http(where, "a status line that is not HTTP", "an HTTP status from 100 to 599", str(status),
+                        backend=backend)
+    if 300 <= status <= 399:
+        location = _header(headers, "location")
+        to = f"to {_host_of(location)}" if location else "without a Location"
+        return LMCallError(
+            f"{where} answered HTTP {status}, a redirect {to}; API calls are not redirected (an answer from another "
+            f"server would be stored under this one's name): expected an answer from {_origin(where)}; point --base-url "
+            "at the server that answers", status=status, backend=backend, reason="redirect")
     if is_retryable_status(status):
         return TransientLMError(
             f"{where} failed with HTTP {status} (retryable): {detail}",
@@ -107,6 +158,129 @@ def http_error(
         )
     hint = f"; check the key in ${api_key_env}" if status in (401, 403) else ""
     return LMCallError(f"{where} failed with HTTP {status}{hint}: {detail}", status=status, backend=backend)
+
+
+Phase = Literal["answer", "body"]
+"""Where an exchange was when a client exception came: waiting for the ``answer`` (connecting, sending, reading the
+status line and headers) or reading its ``body``."""
+
+_CLIENT_MODULES = ("aiohttp", "httpx", "httpcore", "h11", "h2", "openai", "anthropic", "litellm", "ssl", "asyncio",
+                   "socket")
+_TIMEOUT_NAMES = ("Timeout",)
+_NOT_HTTP_STATUS = ("status line", "expected http/", "invalid status", "bad status", "status code")
+_NOT_DECODABLE = ("decompress", "decodingerror", "content-encoding", "content encoding", "can not decode")
+_NOT_HTTP_FRAMING = ("chunk size", "chunk header", "chunk extension", "bad content-length", "in content-length",
+                     "transfer-encoding can't", "invalid chunk", "illegal chunk", "content-length can't")
+_NOT_HTTP_HEADERS = ("receive buffer too long", "got more than", "too many headers", "header", "line too long",
+                     "malformed data", "illegal request line", "bad http message")
+_SHORT_BODY = ("not enough data", "complete message body", "payload is not completed", "incomplete chunked",
+               "incompleteread")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(out) < 8 and seen not in out:
+        out.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return out
+
+
+def _said(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose str() fails still has a type
+        text = ""
+    text = " ".join(text.split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+def is_client_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) comes from the HTTP client or the network, not from a bug."""
+    for e in _chain(exc):
+        if isinstance(e, OSError | TimeoutError | EOFError | asyncio.IncompleteReadError):
+            return True
+        module = type(e).__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: the same clients
+        if module in _CLIENT_MODULES and not isinstance(e, TypeError | AttributeError | NameError | AssertionError):
+            return True
+    return False
+
+
+def transport_error(exc: BaseException, *, where: str, backend: str, timeout: float, phase: Phase) -> MitigateError:
+    """What a client exception says happened, as one typed error naming the server.
+
+    * nothing came for ``timeout`` seconds: TransientLMError, ``reason="timeout"``;
+    * a status line or headers that are not HTTP (garbage, a header over the client's limit, too many
+      headers): LMCallError, ``reason="malformed"`` (the same server answers the same way again);
+    * a body shorter than its Content-Length, or the connection closed or reset while the body was read:
+      TransientLMError, ``reason="cut"`` (the server answered, then broke off: retried like a 5xx);
+    * the connection closed or reset before any answer: TransientLMError, ``reason="closed"``;
+    * a connection that could not be made: TransientLMError, ``reason="connection"``;
+    * anything else from the client: LMCallError.
+    """
+    chain = _chain(exc)
+    said = [(e, _said(e)) for e in chain]
+
+    def first(*keys: str) -> str | None:
+        return next((text for _, text in said if any(k in text.lower() for k in keys)), None)
+
+    status_line = first(*_NOT_HTTP_STATUS)
+    if status_line is not None:
+        return not_http(where, "a status line that is not HTTP", "'HTTP/1.1 <status> <reason>'", status_line,
+                        backend=backend)
+    undecodable = first(*_NOT_DECODABLE)
+    if undecodable is not None:
+        return not_http(where, "a body that does not decode as its Content-Encoding says",
+                        "a body in the encoding its headers name", undecodable, backend=backend)
+    framing = first(*_NOT_HTTP_FRAMING)
+    if framing is not None:
+        return not_http(where, "a body framing (Content-Length or chunked encoding) that is not HTTP",
+                        "a valid Content-Length or chunked body", framing, backend=backend)
+    short = first(*_SHORT_BODY)
+    if short is not None:
+        return TransientLMError(f"{where} connection closed mid-answer: the body was shorter than declared "
+                                f"(retryable): {short}", backend=backend, reason="cut")
+    headers = first(*_NOT_HTTP_HEADERS)
+    if headers is not None:
+        return not_http(where, "headers that are not HTTP or too large", "HTTP headers within the client's limits",
+                        headers, backend=backend)
+    protocol = next((text for e, text in said if "ProtocolError" in type(e).__name__
+                     or type(e).__name__ in ("ClientResponseError", "BadHttpMessage", "HttpProcessingError")), None)
+    closed = first("disconnected", "closed", "reset", "broken pipe", "eof") or next(
+        (text for e, text in said if isinstance(e, ConnectionResetError | ConnectionAbortedError | BrokenPipeError
+                                                | EOFError | asyncio.IncompleteReadError)
+         or type(e).__name__ == "ReadError"), None)
+    timed = next((text for e, text in said if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__), None)
+    if protocol is not None and closed is None and timed is None:
+        return not_http(where, "an answer that is not HTTP", "an HTTP/1.1 response", protocol, backend=backend)
+    if phase == "body" and closed is not None:
+        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came (retryable): "
+                                f"{closed}", backend=backend, reason="cut")
+    refused = next((text for e, text in said if isinstance(e, ConnectionRefusedError | socket.gaierror)
+                    or "Connector" in type(e).__name__ or type(e).__name__ == "ConnectError"), None)
+    if refused is not None:
+        return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=backend,
+                                reason="connection")
+    if closed is not None:
+        return TransientLMError(f"{where} connection closed by the server before a whole answer (retryable): "
+                                f"{closed}", backend=backend, reason="closed")
+    if timed is not None:  # after the causes an SDK may report as a timeout (a refused or closed connection)
+        return TransientLMError(f"{where} sent nothing for {timeout:g} s (--timeout; retryable): {timed}",
+                                backend=backend, reason="timeout")
+    if phase == "body":
+        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came (retryable): "
+                                f"{said[0][1]}", backend=backend, reason="cut")
+    os_error = next((text for e, text in said if isinstance(e, OSError)), None)
+    if os_error is not None:
+        return TransientLMError(f"{where} connection failed (retryable): {os_error}", backend=backend,
+                                reason="connection")
+    return LMCallError(f"{where} failed: {said[0][1]}", backend=backend)
+
+
+def not_http(where: str, what: str, expected: str, got: str, *, backend: str) -> LMCallError:
+    """The error of an answer whose status line or headers are not HTTP (not retried: the server answers so again)."""
+    return LMCallError(f"{where} answered with {what}; expected {expected}; got {got}", backend=backend,
+                       reason="malformed", kind=what)
 
 
 def sdk_error(
@@ -120,64 +294,21 @@ def sdk_error(
     status_error: type[BaseException],
     timeout_error: type[BaseException],
     connection_error: type[BaseException],
-) -> LMCallError:
-    """Map a provider SDK's exception to TransientLMError (retryable) or LMCallError.
+    phase: Phase = "answer",
+) -> MitigateError:
+    """Map a provider SDK's exception (or a client exception under it) to a typed error.
 
     The SDK's own classes are passed in, so the OpenAI and Anthropic backends share one
-    mapping: HTTP status errors go through :func:`http_error`; refused connections,
-    timeouts and other connection errors are retryable; anything else is not.
+    mapping: HTTP status errors go through :func:`http_error`, everything the client or the
+    network raised through :func:`transport_error`; anything else is an LMCallError.
     """
     if isinstance(exc, status_error):
         response = getattr(exc, "response", None)
         return http_error(where, exc.status_code, getattr(response, "headers", None), detail,  # type: ignore[attr-defined]
                           api_key_env=api_key_env, backend=backend)
-    closed = closed_connection(exc)
-    if closed is not None:
-        return TransientLMError(f"{where} connection closed by the server before a whole answer (retryable): "
-                                f"{closed}", backend=backend, reason="closed")
-    refused = network_failure(exc)
-    if refused is not None:
-        return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=backend,
-                                reason="connection")
-    if isinstance(exc, timeout_error) or "Timeout" in type(exc).__name__:
-        return TransientLMError(f"{where} timed out after {timeout:g} s (retryable)", backend=backend,
-                                reason="timeout")
-    if isinstance(exc, connection_error):
-        return TransientLMError(f"{where} connection failed (retryable): {detail}", backend=backend,
-                                reason="connection")
+    if isinstance(exc, timeout_error | connection_error) or is_client_failure(exc):
+        return transport_error(exc, where=where, backend=backend, timeout=timeout, phase=phase)
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
-
-
-_CLOSED_NAMES = ("ServerDisconnectedError", "RemoteProtocolError", "IncompleteRead", "ClientPayloadError",
-                 "ReadError", "ConnectionResetError", "BrokenPipeError", "ClientOSError")
-
-
-def closed_connection(exc: BaseException) -> str | None:
-    """A short reason when ``exc`` (or an error it was raised from) is the server closing the connection."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return None
-        if type(seen).__name__ in _CLOSED_NAMES:
-            return f"{type(seen).__name__}: {seen}" if str(seen) else type(seen).__name__
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def network_failure(exc: BaseException) -> str | None:
-    """A short reason when ``exc`` (or an error it was raised from) is a refused/reset connection.
-
-    SDK transports sometimes report a refused connection as a timeout; this finds the
-    socket-level cause so the message says what happened. None when there is no such cause.
-    """
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return None
-        if isinstance(seen, ConnectionError) or (isinstance(seen, OSError) and not isinstance(seen, TimeoutError)):
-            return f"{type(seen).__name__}: {seen}"
-        seen = seen.__cause__ or seen.__context__
-    return None
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -191,21 +322,26 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     ms = lowered.get("retry-after-ms")
     if ms is not None:
         try:
-            return max(0.0, float(ms) / 1000.0)
+            wait = float(ms) / 1000.0
         except ValueError:
             pass
+        else:
+            if not math.isnan(wait):
+                return max(0.0, wait)
     value = lowered.get("retry-after")
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        wait = float(value)
     except ValueError:
         pass
+    else:
+        return None if math.isnan(wait) else max(0.0, wait)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError, IndexError, OSError):
         return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 # --------------------------------------------------------------------------- bounds on one request
@@ -215,9 +351,11 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 class Limits(BaseModel):
     """Bounds on every request of a network backend, each refused or cut in one line.
 
-    ``deadline``: seconds for the whole request (connect + the whole body), separate from the
-    read timeout; a server that never answers or trickles its answer fails with
-    ``reason="deadline"`` after that long, once (a retry would hang just the same).
+    ``deadline``: seconds the request may spend on the server over all its attempts (connect to
+    last byte of each; the waits between retries and for the rate limiter not counted; see
+    :mod:`mitigate.lm.deadline`), apart from the backend's ``timeout`` (the silence one attempt
+    may wait through); a server that never answers or trickles its answer fails the request with
+    ``reason="deadline"`` once that is spent, not retried (a retry would hang just the same).
     ``max_response_bytes``: reading an answer stops past this many bytes. ``max_prompt_chars``:
     a longer prompt is refused before it is sent (:class:`~mitigate.errors.DataError`, that
     item alone). ``max_samples``: a larger ``n`` is refused before it is sent.
@@ -253,13 +391,50 @@ def check_request_size(request: LMRequest, limits: Limits, *, backend: str) -> N
             f"max_prompt_chars={limits.max_prompt_chars:,} (--max-prompt-chars); it was not sent", backend=backend)
 
 
-def deadline_error(where: str, deadline: float, *, backend: str, got: int = 0) -> LMCallError:
-    """The error of a request that did not finish within its deadline (not retried: a hung server stays hung)."""
+def deadline_error(where: str, deadline: float, *, backend: str, got: int = 0, attempts: int = 1) -> LMCallError:
+    """The error of a request whose attempts together did not finish within its deadline (not retried: a hung server
+    stays hung); see :mod:`mitigate.lm.deadline`."""
     so_far = f"; {got:,} bytes of the answer had come" if got else "; no answer had come"
+    over = f" over {attempts} attempts" if attempts > 1 else ""
     return LMCallError(
-        f"{where} did not finish answering within the deadline of {deadline:g} s (connect + whole answer){so_far}: "
-        "the server is hung or trickling its answer (--deadline sets the limit)",
+        f"{where} did not finish answering within the deadline of {deadline:g} s (time on the server, connect to last "
+        f"byte{over}){so_far}: the server is hung or trickling its answer (--deadline sets the limit)",
         backend=backend, reason="deadline")
+
+
+class Exchange:
+    """What one exchange with a server showed so far: its HTTP ``status`` (0 before one came), ``headers`` and the
+    bytes of the body read (``got``); the rate limiter and the deadline's message read it."""
+
+    __slots__ = ("got", "headers", "status")
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.headers: Mapping[str, str] | None = None
+        self.got = 0
+
+
+async def counted(chunks: AsyncIterator[bytes], exchange: Exchange) -> AsyncIterator[bytes]:
+    """``chunks``, adding each one's size to ``exchange.got``."""
+    async for chunk in chunks:
+        exchange.got += len(chunk)
+        yield chunk
+
+
+ERROR_BODY_BYTES = 4096
+"""How much of an error answer's body is read to quote it."""
+
+
+async def read_head(chunks: AsyncIterator[bytes], limit: int = ERROR_BODY_BYTES) -> str:
+    """The first ``limit`` bytes of a body as text (undecodable bytes replaced); the rest is not read."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit].decode("utf-8", "replace")
 
 
 def malformed(where: str, kind: str, detail: str, *, backend: str) -> LMCallError:
@@ -306,11 +481,3 @@ def decode_json_object(data: bytes, *, where: str, backend: str, expected: str) 
         raise malformed(where, f"a JSON {type(value).__name__}", f"{expected}; got {_looks(stripped)}",
                         backend=backend)
     return value
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (an API key in use) replaced by ``***``."""
-    for secret in secrets:
-        if secret and secret != PLACEHOLDER_KEY and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text

@@ -69,16 +69,28 @@ Rate limits
     to several backends that share an account). Without such headers and without a 429 it
     only counts the calls in flight.
 
+Time
+    ``timeout`` is how long an attempt may go without anything from the server (connecting,
+    waiting for the answer to start, between two pieces of it; None, the default: as long as
+    the deadline allows); past it the attempt fails and is retried. ``limits.deadline`` is the
+    time the request may spend on the server over all its attempts
+    (:mod:`mitigate.lm.deadline`). Both mean the same on every transport.
+
 Errors
     HTTP 408/409/429/5xx, timeouts and connection errors raise
     :class:`~mitigate.errors.TransientLMError` (``status``, and ``retry_after`` from the
     ``Retry-After`` header when sent); other HTTP errors raise
-    :class:`~mitigate.errors.LMCallError`.
+    :class:`~mitigate.errors.LMCallError`. Redirects are not followed: a 3xx is an
+    LMCallError naming both servers. An answer that is not HTTP, or whose fields are not what
+    the API says (:mod:`mitigate.lm.answer_fields`), is a malformed LMCallError naming the
+    field and the server; a connection closed mid-answer is retryable. Everything returned or
+    raised has the key taken out first (:mod:`mitigate.lm.scrub`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 from typing import TYPE_CHECKING, Any, Literal
@@ -89,12 +101,11 @@ from mitigate.errors import (
     BackendSpecError,
     CapabilityError,
     ConfigError,
-    LMCallError,
     MissingAPIKeyError,
     MitigateError,
-    TransientLMError,
 )
 from mitigate.lm import pricing
+from mitigate.lm.answer_fields import AnswerFields
 from mitigate.lm.base import (
     LM,
     Choice,
@@ -105,24 +116,31 @@ from mitigate.lm.base import (
     openai_style_options,
     validate_spec_part,
 )
+from mitigate.lm.deadline import request_clock
 from mitigate.lm.http import (
     PLACEHOLDER_KEY,
+    Exchange,
     Limits,
     check_base_url,
     check_limits,
     check_request_size,
     check_timeout,
+    counted,
     deadline_error,
     decode_json_object,
     http_error,
+    is_client_failure,
     malformed,
+    no_cookies,
     parse_retry_after,
     public_url,
     read_capped,
-    scrub,
+    read_head,
     sdk_error,
+    transport_error,
 )
 from mitigate.lm.ratelimit import AdaptiveLimiter, estimate_tokens
+from mitigate.lm.scrub import Scrubber
 
 if TYPE_CHECKING:
     import openai
@@ -194,6 +212,16 @@ def _aiohttp_available() -> bool:
     return importlib.util.find_spec("aiohttp") is not None and hasattr(_sdk(), "DefaultAioHttpClient")
 
 
+def _index(choice: dict[str, Any], fields: AnswerFields) -> int:
+    """A choice's ``index`` (0 when absent), for putting the choices in order."""
+    value = choice.get("index")
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fields.error("choices[].index", "a whole number", value)
+    return value
+
+
 class OpenAILM(LM):
     """An OpenAI (or OpenAI-compatible server) chat model.
 
@@ -204,7 +232,8 @@ class OpenAILM(LM):
         api_key: the key; defaults to ``$<api_key_env>`` (see the module docstring for
             servers that need none).
         api_key_env: the environment variable holding the key.
-        timeout: seconds before one HTTP call times out (a retryable failure).
+        timeout: seconds an attempt may go without anything from the server (a retryable failure); None: as
+            long as ``limits.deadline`` allows.
         transport: ``"auto"`` (direct when aiohttp is installed), ``"direct"``, ``"sdk"``, ``"aiohttp"`` or
             ``"httpx"`` (see the module docstring); ``transport`` afterwards holds the one chosen.
         http_client: an HTTP client for the SDK (``httpx.AsyncClient`` or
@@ -229,7 +258,7 @@ class OpenAILM(LM):
         base_url: str | None = None,
         api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
-        timeout: float = 120.0,
+        timeout: float | None = None,
         transport: Transport = "auto",
         http_client: Any | None = None,
         rate_limit: bool | AdaptiveLimiter = True,
@@ -246,7 +275,7 @@ class OpenAILM(LM):
         resolved_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.base_url = check_base_url(resolved_url, backend=f"openai:{model}") if resolved_url else None
         self.api_key_env = api_key_env
-        self.timeout = check_timeout(timeout, backend=f"openai:{model}")
+        self.timeout = None if timeout is None else check_timeout(timeout, backend=f"openai:{model}")
         key = api_key or os.environ.get(api_key_env) or None
         if key is None:
             if self.base_url is None:
@@ -280,6 +309,8 @@ class OpenAILM(LM):
             )
         self.transport = transport
         self._api_key = SecretStr(key)
+        self.scrubber = Scrubber((key,))
+        """Takes the key out of everything this backend returns or raises."""
         self._http_client = http_client
         self._client: openai.AsyncOpenAI | None = None  # the SDK client (transports other than direct, batches)
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -322,6 +353,11 @@ class OpenAILM(LM):
     def __repr__(self) -> str:
         return f"OpenAILM(model={self.model!r}, base_url={self.base_url!r}, transport={self.transport!r})"
 
+    @property
+    def read_timeout(self) -> float:
+        """Seconds an attempt may go without anything from the server (``timeout``, else the deadline)."""
+        return self.timeout if self.timeout is not None else self.limits.deadline
+
     def _get_client(self) -> openai.AsyncOpenAI:
         """The SDK client for the running event loop (a client is bound to the loop that made it)."""
         openai = _sdk()
@@ -330,21 +366,25 @@ class OpenAILM(LM):
             kwargs: dict[str, Any] = {
                 "api_key": self._api_key.get_secret_value(),
                 "max_retries": 0,
-                "timeout": self.timeout,
+                "timeout": self.read_timeout,
             }
             if self.base_url is not None:
                 kwargs["base_url"] = self.base_url
+            client_kwargs = {"timeout": self.read_timeout, "follow_redirects": False, "cookies": no_cookies()}
             if self._http_client is not None:
                 kwargs["http_client"] = self._http_client
             elif self.transport == "aiohttp" or (self.transport == "sdk" and _aiohttp_available()):
                 try:
-                    kwargs["http_client"] = openai.DefaultAioHttpClient(timeout=self.timeout)
+                    kwargs["http_client"] = openai.DefaultAioHttpClient(**client_kwargs)
                 except RuntimeError as exc:  # the SDK was installed without its aiohttp extra
                     if self.transport == "aiohttp":
                         raise ConfigError(
                             f"transport='aiohttp' is not usable with this openai SDK; expected "
                             f"pip install 'openai[aiohttp]'; got: {exc}"
                         ) from exc
+                    kwargs["http_client"] = openai.DefaultAsyncHttpxClient(**client_kwargs)
+            else:  # httpx, and the batch calls of the direct transport
+                kwargs["http_client"] = openai.DefaultAsyncHttpxClient(**client_kwargs)
             self._client = openai.AsyncOpenAI(**kwargs)
             self._client_loop = loop
         return self._client
@@ -366,71 +406,68 @@ class OpenAILM(LM):
         return body
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Run one chat completion. See the module docstring for the mapping and errors."""
+        """Run one chat completion within what is left of the request's deadline, paced by the rate limiter. See the
+        module docstring for the mapping and errors."""
         self.check(request)
-        tokens = estimate_tokens(request) if self.limiter is not None and self.limiter.tracks_tokens else 0
-        post = self._post_direct if self.transport == "direct" else self._post_sdk
-        got = [0]
+        limiter = self.limiter
+        exchange = Exchange()
+        clock = request_clock()
         try:
-            async with asyncio.timeout(self.limits.deadline):
-                raw = await post(self._body(request), tokens, got)
-        except TimeoutError:
-            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=got[0]) from None
-        return self._response(request, raw)
+            ticket = (await limiter.acquire(estimate_tokens(request) if limiter.tracks_tokens else 0,
+                                            where=self.identity()) if limiter is not None else None)
+            try:
+                left = clock.begin(self.limits.deadline)
+                try:
+                    async with asyncio.timeout(left):
+                        raw = await (self._post_direct if self.transport == "direct" else self._post_sdk)(
+                            self._body(request), exchange)
+                finally:
+                    clock.end()
+            except TimeoutError:
+                raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=exchange.got,
+                                     attempts=clock.attempts) from None
+            finally:
+                if limiter is not None and ticket is not None:
+                    status = exchange.status
+                    limiter.release(ticket, status=status, headers=exchange.headers,
+                                    retry_after=parse_retry_after(exchange.headers) if status == 429 else None)
+            return self.scrubber.response(self._response(request, raw))
+        except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
+            raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed; its chain is kept unless it shows a key
 
-    async def _post_sdk(self, body: dict[str, Any], tokens: int = 0, got: list[int] | None = None) -> dict[str, Any]:
-        """POST the body through the SDK client, paced by the rate limiter; the answer is read up to the size cap."""
+    async def _post_sdk(self, body: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
+        """POST the body through the SDK client (redirects not followed); the answer is read up to the size cap."""
         client = self._get_client()
         openai = _sdk()
-        raw_response = _raw_response_class()
-        limiter = self.limiter
-        ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
-        status: int | None = None
-        headers: Any = None
+        where = self.identity()
         try:
-            if raw_response is None:
-                raw = await client.post("/chat/completions", body=body, cast_to=object)
-            else:  # the raw response, its body not read yet ("stream"), so reading can stop at the cap
-                resp = await client.post("/chat/completions", body=body, cast_to=raw_response,
-                                         options={"headers": {"X-Stainless-Raw-Response": "stream"}})
-                headers = resp.headers
-                try:
-                    data = await read_capped(self._counted(resp.aiter_bytes(), got), self.limits.max_response_bytes,
-                                             where=self.identity(), backend=self.spec)
-                except Exception as exc:
-                    closed = self._translate(exc) if not isinstance(exc, MitigateError) else exc
-                    raise closed from exc
-                finally:
-                    await resp.aclose()
-                raw = decode_json_object(data, where=self.identity(), backend=self.spec,
-                                         expected="a JSON chat.completion object")
+            resp = await client.post("/chat/completions", body=body, cast_to=_raw_response_class(), options={
+                "headers": {"X-Stainless-Raw-Response": "stream"}, "follow_redirects": False})
         except openai.APIStatusError as exc:
-            status, headers = exc.status_code, exc.response.headers
+            exchange.status, exchange.headers = exc.status_code, exc.response.headers
             raise self._translate(exc) from exc
-        except openai.OpenAIError as exc:
-            status = 0  # no answer at all
+        except Exception as exc:
+            if not (isinstance(exc, openai.OpenAIError) or is_client_failure(exc)):
+                raise
             raise self._translate(exc) from exc
-        except ValueError as exc:  # a body that is not JSON
-            raise LMCallError(f"{self.identity()} answered with something that is not JSON; expected a "
-                              f"chat.completion object ({exc})", backend=self.spec) from exc
+        try:
+            exchange.status, exchange.headers = resp.status_code, resp.headers
+            if getattr(resp, "history", None):  # a client of the caller's own that follows redirects
+                first = resp.history[0]
+                raise http_error(where, first.status_code, first.headers, "", api_key_env=self.api_key_env,
+                                 backend=self.spec)
+            data = await read_capped(counted(resp.aiter_bytes(), exchange), self.limits.max_response_bytes,
+                                     where=where, backend=self.spec)
+        except MitigateError:
+            raise
+        except Exception as exc:
+            if not (isinstance(exc, openai.OpenAIError) or is_client_failure(exc)):
+                raise
+            raise self._translate(exc, phase="body") from exc
         finally:
-            if limiter is not None:
-                limiter.release(ticket, status=status, headers=headers,
-                                retry_after=parse_retry_after(headers) if status == 429 else None)
-        if not isinstance(raw, dict):
-            raise LMCallError(
-                f"{self.identity()} answered with {type(raw).__name__}; expected a JSON chat.completion object",
-                backend=self.spec,
-            )
-        return raw
-
-    @staticmethod
-    async def _counted(chunks: Any, got: list[int] | None) -> Any:
-        """``chunks``, adding each one's size to ``got[0]`` (what had come when a deadline hits)."""
-        async for chunk in chunks:
-            if got is not None:
-                got[0] += len(chunk)
-            yield chunk
+            with contextlib.suppress(Exception):
+                await resp.aclose()
+        return decode_json_object(data, where=where, backend=self.spec, expected="a JSON chat.completion object")
 
     def chat_body(self, request: LMRequest) -> dict[str, Any]:
         """The JSON body of ``POST /chat/completions`` for ``request`` (also a batch line's ``body``)."""
@@ -438,8 +475,12 @@ class OpenAILM(LM):
         return self._body(request)
 
     def parse_chat_completion(self, request: LMRequest, raw: dict[str, Any], *, batch: bool = False) -> LMResponse:
-        """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse`."""
-        response = self._response(request, raw)
+        """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse` (the key taken
+        out of it, and out of the error of a malformed one)."""
+        try:
+            response = self.scrubber.response(self._response(request, raw))
+        except MitigateError as exc:
+            raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed
         return response.model_copy(update={"cost_usd": self.cost_of(response.usage, batch=True)}) if batch else response
 
     def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
@@ -451,128 +492,112 @@ class OpenAILM(LM):
         return self._get_client()
 
     def _response(self, request: LMRequest, raw: dict[str, Any]) -> LMResponse:
-        """Turn a chat.completion JSON object into an :class:`LMResponse` (a malformed one: a typed LMCallError)."""
+        """Turn a chat.completion JSON object into an :class:`LMResponse`; a field that is not what the API says is a
+        typed malformed LMCallError naming it (:mod:`mitigate.lm.answer_fields`)."""
         where = self.identity()
+        fields = AnswerFields(where, self.spec)
         expected = "a chat.completion object with choices[].message.content"
         found = raw.get("choices")
         if not isinstance(found, list) or not found:
             kind = "no choices" if found in (None, []) else "choices that are not a list"
-            raise malformed(where, kind, f"{expected}; got {scrub(str(raw), self._secrets())[:160]!r}",
-                            backend=self.spec)
+            raise malformed(where, kind, f"{expected}; got {str(raw)[:160]!r}", backend=self.spec)
         if not all(isinstance(c, dict) for c in found):
             raise malformed(where, "choices that are not objects", expected, backend=self.spec)
-        raw_choices = sorted(found, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0)
-        if len(raw_choices) != request.n:
+        if len(found) != request.n:
             raise CapabilityError(
-                f"{self.identity()} was asked for n={request.n} samples and returned {len(raw_choices)} "
+                f"{self.identity()} was asked for n={request.n} samples and returned {len(found)} "
                 "choices; this server does not honour n. Expected exactly n choices; request n=1 samples "
                 "separately (with different seeds) instead.",
                 backend=self.spec,
             )
+        raw_choices = found if len(found) == 1 else sorted(found, key=lambda c: _index(c, fields))
         choices = []
         for rc in raw_choices:
-            logprobs = None
-            if request.wants_logprobs():
-                content = (rc.get("logprobs") or {}).get("content")
-                if content is None:
-                    raise CapabilityError(
-                        f"{self.identity()} returned no token logprobs although the request asked for them "
-                        f"(logprobs={request.logprobs}, top_logprobs={request.top_logprobs}); expected "
-                        "choices[].logprobs.content. This server or model does not provide logprobs.",
-                        backend=self.spec,
-                    )
-                logprobs = tuple(
-                    TokenLogprob(
-                        token=t["token"],
-                        logprob=float(t["logprob"]),
-                        top=tuple((a["token"], float(a["logprob"])) for a in (t.get("top_logprobs") or [])),
-                    )
-                    for t in content
-                )
+            logprobs = self._logprobs(request, rc, fields) if request.wants_logprobs() else None
             message = rc.get("message")
             content = message.get("content") if isinstance(message, dict) else None
             if not isinstance(content, str):
                 kind = "content: null" if isinstance(message, dict) else "a choice without a message"
-                raise malformed(where, kind, f"{expected} as text; got {scrub(str(rc), self._secrets())[:160]!r}",
-                                backend=self.spec)
-            text = scrub(content, self._secrets())
-            choices.append(Choice(text=text, logprobs=logprobs, finish_reason=rc.get("finish_reason")))
-        raw_usage = raw.get("usage") or {}
-        details = raw_usage.get("prompt_tokens_details") or {}
-        usage = Usage(
-            prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
-            completion_tokens=int(raw_usage.get("completion_tokens") or 0),
-            cached_prompt_tokens=int(details.get("cached_tokens") or 0),
-        )
+                raise malformed(where, kind, f"{expected} as text; got {str(rc)[:160]!r}", backend=self.spec)
+            finish = fields.optional_text(rc.get("finish_reason"), "choices[].finish_reason")
+            choices.append(Choice(text=content, logprobs=logprobs, finish_reason=finish))
+        usage = fields.openai_usage(raw.get("usage"))
+        model = fields.optional_text(raw.get("model"), "model")
         cost = pricing.cost(self.model, usage) if self.base_url is None else None
-        return LMResponse(
-            choices=tuple(choices), usage=usage, model=str(raw.get("model") or self.model), cost_usd=cost
-        )
+        return LMResponse(choices=tuple(choices), usage=usage, model=model or self.model, cost_usd=cost)
 
-    async def _post_direct(self, body: dict[str, Any], tokens: int = 0, got: list[int] | None = None
-                           ) -> dict[str, Any]:
-        """POST the body with a plain aiohttp session (transport="direct"), paced by the rate limiter."""
+    def _logprobs(self, request: LMRequest, rc: dict[str, Any], fields: AnswerFields) -> tuple[TokenLogprob, ...]:
+        """A choice's token logprobs (``logprobs.content``); CapabilityError when the server sent none."""
+        content = fields.mapping(rc.get("logprobs"), "choices[].logprobs").get("content")
+        if content is None:
+            raise CapabilityError(
+                f"{self.identity()} returned no token logprobs although the request asked for them "
+                f"(logprobs={request.logprobs}, top_logprobs={request.top_logprobs}); expected "
+                "choices[].logprobs.content. This server or model does not provide logprobs.",
+                backend=self.spec,
+            )
+        if not isinstance(content, list):
+            raise fields.error("choices[].logprobs.content", "a list", content)
+        out = []
+        for t in content:
+            t = fields.mapping(t, "choices[].logprobs.content[]")
+            top = t.get("top_logprobs") or []
+            if not isinstance(top, list):
+                raise fields.error("choices[].logprobs.content[].top_logprobs", "a list", top)
+            alternatives = []
+            for a in top:
+                a = fields.mapping(a, "choices[].logprobs.content[].top_logprobs[]")
+                alternatives.append((fields.text(a.get("token"), "choices[].logprobs.content[].top_logprobs[].token"),
+                                     fields.logprob(a.get("logprob"),
+                                                    "choices[].logprobs.content[].top_logprobs[].logprob")))
+            out.append(TokenLogprob(token=fields.text(t.get("token"), "choices[].logprobs.content[].token"),
+                                    logprob=fields.logprob(t.get("logprob"), "choices[].logprobs.content[].logprob"),
+                                    top=tuple(alternatives)))
+        return tuple(out)
+
+    async def _post_direct(self, body: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
+        """POST the body with a plain aiohttp session (transport="direct"; redirects not followed)."""
         import aiohttp
 
         loop = asyncio.get_running_loop()
         if self._session is None or self._session_loop is not loop:
+            wait = self.timeout  # None: nothing but the deadline (no timer per read: the cheapest hot path)
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                timeout=aiohttp.ClientTimeout(total=None, connect=None, sock_connect=wait, sock_read=wait),
                 connector=aiohttp.TCPConnector(limit=0),
+                cookie_jar=aiohttp.DummyCookieJar(),  # an API call needs no cookie (see http.no_cookies)
                 headers={"Authorization": f"Bearer {self._api_key.get_secret_value()}"},
             )
             self._session_loop = loop
         url = f"{self.base_url or 'https://api.openai.com/v1'}/chat/completions"
         where = self.identity()
-        limiter = self.limiter
-        ticket = await limiter.acquire(tokens) if limiter is not None else (0, 0)
-        status: int | None = 0
-        headers: Any = None
+        phase: Literal["answer", "body"] = "answer"
         try:
-            async with self._session.post(url, json=body) as resp:
-                headers = resp.headers
-                if resp.status >= 400:
-                    status = resp.status
-                    detail = self._scrub((await resp.text())[:500])
-                    raise http_error(where, resp.status, resp.headers, detail,
-                                     api_key_env=self.api_key_env, backend=self.spec)
-                data = await read_capped(self._counted(resp.content.iter_any(), got), self.limits.max_response_bytes,
+            async with self._session.post(url, json=body, allow_redirects=False) as resp:
+                exchange.status, exchange.headers = resp.status, resp.headers
+                phase = "body"
+                if resp.status >= 300 or resp.status < 200:
+                    detail = await read_head(resp.content.iter_any())
+                    raise http_error(where, resp.status, resp.headers, detail, api_key_env=self.api_key_env,
+                                     backend=self.spec)
+                data = await read_capped(counted(resp.content.iter_any(), exchange), self.limits.max_response_bytes,
                                          where=where, backend=self.spec)
-                raw = decode_json_object(data, where=where, backend=self.spec,
-                                         expected="a JSON chat.completion object")
-                status = None
-        except aiohttp.ServerDisconnectedError as exc:
-            raise TransientLMError(f"{where} connection closed by the server before a whole answer (retryable): "
-                                   f"{exc}", backend=self.spec, reason="closed") from exc
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            raise TransientLMError(f"{where} connection failed (retryable): {type(exc).__name__}: {exc}",
-                                   backend=self.spec, reason="connection") from exc
-        except TimeoutError as exc:
-            raise TransientLMError(f"{where} timed out after {self.timeout:g} s (retryable)",
-                                   backend=self.spec, reason="timeout") from exc
-        finally:
-            if limiter is not None:
-                limiter.release(ticket, status=status, headers=headers,
-                                retry_after=parse_retry_after(headers) if status == 429 else None)
-        if not isinstance(raw, dict):
-            raise LMCallError(f"{where} answered with {type(raw).__name__}; expected a JSON chat.completion object",
-                              backend=self.spec)
-        return raw
+        except MitigateError:
+            raise
+        except Exception as exc:
+            if not is_client_failure(exc):
+                raise
+            raise transport_error(exc, where=where, backend=self.spec, timeout=self.read_timeout,
+                                  phase=phase) from exc
+        return decode_json_object(data, where=where, backend=self.spec, expected="a JSON chat.completion object")
 
-    def _secrets(self) -> tuple[str, ...]:
-        return (self._api_key.get_secret_value(),)
-
-    def _scrub(self, text: str) -> str:
-        """``text`` with the API key removed, should a server have echoed it (answers included)."""
-        return scrub(text, self._secrets())
-
-    def _translate(self, exc: openai.OpenAIError) -> MitigateError:
-        """Map an SDK error to TransientLMError (retryable) or LMCallError."""
+    def _translate(self, exc: BaseException, phase: Literal["answer", "body"] = "answer") -> MitigateError:
+        """Map an SDK error (or a client exception under it) to a typed error."""
         openai = _sdk()
         return sdk_error(
-            exc, where=self.identity(), detail=self._scrub(str(exc)), timeout=self.timeout, backend=self.spec,
+            exc, where=self.identity(), detail=str(exc), timeout=self.read_timeout, backend=self.spec,
             api_key_env=self.api_key_env, status_error=openai.APIStatusError,
-            timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError,
+            timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError, phase=phase,
         )
 
     async def aclose(self) -> None:

@@ -21,7 +21,10 @@ happened do not halve it again) and pauses every caller until the server's retry
 each run of successful calls as long as the cap raises it by one (additive increase,
 multiplicative decrease). Until the first 429 there is no cap, so a run that never hits a
 limit pays only a counter per call. The result is that a large run neither stalls (the cap
-recovers) nor storms (callers do not all retry at the moment a pause ends).
+recovers) nor storms (callers do not all retry at the moment a pause ends). A wait longer than
+``max_wait`` (120 s) is not made silently: the call fails as retryable with that wait as its
+``retry_after``, and the retry policy's patience (``--patience``) decides whether to wait it.
+Header values that are not finite numbers are ignored.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from mitigate.errors import TransientLMError
 from mitigate.lm.base import LMRequest
 
 Ticket = tuple[int, int]
@@ -62,9 +66,11 @@ def parse_duration(text: str) -> float | None:
     """Seconds in an OpenAI-style duration (``"1s"``, ``"6m0s"``, ``"12ms"``, ``"1h2m3.5s"``) or a number."""
     text = text.strip()
     try:
-        return max(0.0, float(text))
+        number = float(text)
     except ValueError:
         pass
+    else:
+        return max(0.0, number) if math.isfinite(number) else None
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
@@ -87,12 +93,14 @@ def parse_reset(text: str, now: float | None = None) -> float | None:
 
 
 def _int(value: str | None) -> int | None:
+    """A header's count; None when it is absent or no count (not a finite number >= 0)."""
     if value is None:
         return None
     try:
-        return int(float(value))
+        number = float(value)
     except ValueError:
         return None
+    return int(number) if math.isfinite(number) and number >= 0 else None
 
 
 def parse_rate_limit_headers(headers: Mapping[str, str] | None) -> RateLimitSnapshot | None:
@@ -145,6 +153,8 @@ class AdaptiveLimiter:
         min_concurrency: the cap never falls below this.
         decrease: the factor a 429 multiplies the cap by.
         default_pause: seconds every caller waits after a 429 that names no retry time.
+        max_wait: the longest wait :meth:`acquire` makes by itself on what the server said; a longer one is
+            a retryable error carrying the wait as ``retry_after`` (the retry policy's patience decides).
         clock, sleep: injectable for tests.
 
     ``acquire(tokens)`` before a call returns a ticket for ``release(ticket, ...)`` after it,
@@ -159,6 +169,7 @@ class AdaptiveLimiter:
         min_concurrency: int = 1,
         decrease: float = 0.5,
         default_pause: float = 1.0,
+        max_wait: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
@@ -166,6 +177,7 @@ class AdaptiveLimiter:
         self.min_concurrency = max(1, min_concurrency)
         self.decrease = decrease
         self.default_pause = default_pause
+        self.max_wait = max_wait
         self.cap: float | None = float(max_concurrency) if max_concurrency else None
         self.in_flight = 0
         self._tokens_in_flight = 0
@@ -242,11 +254,21 @@ class AdaptiveLimiter:
                 self._tok_remaining = None
         return max(waits)
 
-    async def acquire(self, tokens: int = 0) -> Ticket:
-        """Wait until this call may go; returns the ticket to pass to :meth:`release`."""
+    async def acquire(self, tokens: int = 0, *, where: str = "the server") -> Ticket:
+        """Wait until this call may go; returns the ticket to pass to :meth:`release`.
+
+        A wait longer than ``max_wait`` is not waited: TransientLMError with ``retry_after`` set to
+        it, so the retry policy's patience decides (a server whose headers or Retry-After ask for
+        hours would otherwise stall a run without a word).
+        """
         waited = False
         while True:
             delay = self._delay(tokens)
+            if delay > self.max_wait:
+                raise TransientLMError(
+                    f"{where}: the server's rate limit (its Retry-After or rate-limit headers) asks to wait "
+                    f"{delay:,.0f} s before the next request, longer than the rate limiter waits by itself "
+                    f"({self.max_wait:g} s; retryable)", retry_after=delay, reason="rate-limit")
             if delay > 1e-6:
                 waited = True
                 await self._sleep(delay)

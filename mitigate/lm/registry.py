@@ -17,7 +17,7 @@ would send, rendered and checked, with no SDK, key or model file needed.
 
 Keyword arguments of :func:`get` go to the backend's constructor
 (``get("openai:my-model", base_url="http://localhost:8000/v1", timeout=30)``). ``timeout``
-(seconds per HTTP call) applies to the network backends only; a spec with a line break or
+(the silence one attempt may wait through) applies to the network backends only; a spec with a line break or
 another control character is refused (it would reach the server and every log line).
 
 Backend modules are imported only when their spec is asked for, so an SDK that is not

@@ -3,7 +3,8 @@
 * :class:`RetryPolicy` — how many attempts and how long to wait between them.
 * :class:`RetryingLM` — retries :class:`~mitigate.errors.TransientLMError` (HTTP 429/5xx,
   timeouts, dropped connections). Backends are built with their SDK's own retries off, so
-  this layer is the only one that retries.
+  this layer is the only one that retries. Each request's attempts share one deadline
+  (:func:`mitigate.lm.deadline.start_request`): a request past it is not retried.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mitigate.errors import LMCallError, TransientLMError
 from mitigate.lm.base import LM, LMRequest, LMResponse
+from mitigate.lm.deadline import end_request, start_request
 from mitigate.lm.wrapper import WrapperLM
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -83,6 +85,13 @@ class RetryingLM(WrapperLM):
         self._answered = False  # has the backend ever answered? (see RetryPolicy.connect_attempts)
 
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        token = start_request()  # the attempts below share one deadline
+        try:
+            return await self._attempts(what, call)
+        finally:
+            end_request(token)
+
+    async def _attempts(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
         while True:
             attempt += 1

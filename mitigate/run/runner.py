@@ -20,9 +20,11 @@ Failing fast
     the run a circuit breaker watches for failures that will repeat for every item: the server
     refusing the key or the model (HTTP 400/401/403/404/422), a backend that cannot do what is
     asked, a server unreachable on every attempt, every attempt failing with the same 5xx, a server
-    closing every connection, a request past its deadline (a hung or trickling server), the same
-    kind of malformed HTTP 200 (truncated JSON, HTML, an empty body, ``content: null``, no choices,
-    a body over the size cap), or a ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
+    closing every connection or breaking off every answer, a request past its deadline (a hung or
+    trickling server), a redirect (API calls are not redirected), the same kind of malformed
+    answer (truncated JSON, HTML, an empty body, ``content: null``, no choices, a body over the
+    size cap, a field that is not what the API says, a status line or headers that are not
+    HTTP), or a ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
     row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
     failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
     everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
@@ -183,12 +185,16 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         return "deadline", exc.message, False
     if reason == "malformed":  # an HTTP 200 whose body is no answer, the same way for each item
         return f"malformed-{exc.context.get('kind')}", exc.message, False
+    if reason == "redirect":  # the server sends every API call elsewhere
+        return "redirect", exc.message, False
     status = exc.context.get("status")
     if isinstance(status, int) and status in PERMANENT_STATUS:
         return f"http-{status}", exc.message, False
     retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
     if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
-        return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying (Retry-After), longer "
+        last = exc.context.get("last_error")
+        said = "its rate-limit headers" if getattr(last, "context", {}).get("reason") == "rate-limit" else "Retry-After"
+        return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
                 f"than this run's patience of {patience:g} s; try again later or allow a longer wait", True)
     last = exc.context.get("last_error")
     attempts = exc.context.get("attempts")
@@ -199,6 +205,8 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         if reason == "closed":
             return "closed", f"the server closed the connection on every one of {attempts} attempts: {last.message}", \
                 False
+        if reason == "cut":
+            return "cut", f"the server broke off its answer on every one of {attempts} attempts: {last.message}", False
         if reason == "timeout":
             return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
         if last.status is not None:
