@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from mitigate.errors import ConfigError, ParseError, TemplateError
+from mitigate.errors import ConfigError, MitigateError, ParseError, TemplateError
 from mitigate.lm.constraint import AnswerConstraint, ConstraintMode
 from mitigate.parse.answers import (
     Verdict,
@@ -44,8 +44,8 @@ from mitigate.parse.answers import (
     parse_pairwise,
     parse_score,
     strip_echoed_lines,
-    strip_quoted,
 )
+from mitigate.parse.quoted import unquote
 from mitigate.scale import Scale
 
 AnswerKind = Literal["score", "mcq", "pairwise"]
@@ -55,6 +55,8 @@ DEFAULT_SCORE_LINE = "Score: {value}"
 """The answer line a prompt gets when its template names none (what mitigate's own prompts ask for)."""
 
 VALUE = "{value}"
+_ANY_SCORE = Scale(min=-1e6, max=1e6, step=0.001)
+"""A scale every plain number is on: what a score-shaped statement reads as, whatever the prompt's scale."""
 _REASON_CHARS = 600
 """At most how many characters of reasoning a constrained answer writes before its answer line."""
 _REASON_MIN = 32
@@ -272,20 +274,40 @@ class AnswerFormat(BaseModel):
 
     # ------------------------------------------------------------------ parsing
     def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
-             quoted: Sequence[str] = ()) -> float | Verdict:
+             quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> float | Verdict:
         """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it is ambiguous.
 
-        ``echoes`` are lines of the prompt (its scoring options) that a judge may copy into
-        its answer; such copied lines are not answers. ``cues`` are extra words that mark a
-        score for the general parser (the criterion's name: "Fluency: 3"). ``quoted`` are the
-        texts the judge was shown (the rendered prompt, the judged text): a score the answer
-        quotes or echoes from them is never read as the judge's own (see
-        :func:`~mitigate.parse.strip_quoted`); a line that is exactly this format's answer line
-        stays the answer.
+        The verdict is the judge's own final statement in this format. ``echoes`` are lines of
+        the prompt (its scoring options) that a judge may copy into its answer; such copied
+        lines are not answers. ``cues`` are extra words that mark a score for the general parser
+        (the criterion's name: "Fluency: 3"). ``quoted`` are the texts the judge was shown (the
+        rendered prompt) and ``judged`` the texts under judgment: what the answer reports from a
+        third party or quotes back from them is never read as the judge's own
+        (:func:`~mitigate.parse.quoted.unquote`), and an answer that gives its own value and also,
+        bare, a different one a judged text holds is a failure, never the judged text's value.
         """
         work = strip_echoed_lines(text, echoes) if echoes else text
-        if quoted and self.kind == "score" and self.json_key is None:
-            work = strip_quoted(work, quoted, keep=self._is_answer_line)
+
+        def plain(part: str) -> float | Verdict:
+            return self._read_plain(part, text, scale, cues)
+
+        own, strict = unquote(work, statement=lambda span: self._states(span, scale, cues), bare=self._bare,
+                              sources=quoted, judged=judged)
+        value = plain(own)
+        if strict != own:
+            try:
+                other = plain(strict)
+            except ParseError:
+                return value  # the bare copy is the answer's only statement: the judge gave that value itself
+            if other != value:
+                expected = f"one answer {self.describe()}"
+                raise ParseError(f"expected {expected}; got {other!r} and also {value!r}, which the judged text "
+                                 f"holds as written: no way to tell which is the judge's own", raw=text,
+                                 expected=expected)
+        return value
+
+    def _read_plain(self, work: str, text: str, scale: Scale, cues: Sequence[str]) -> float | Verdict:
+        """The value in ``work`` (the answer with what is not the judge's own blanked); errors carry ``text``."""
         if self.json_key is not None:
             found = _json_value(work, self.json_key)
             if found is not None:
@@ -300,6 +322,43 @@ class AnswerFormat(BaseModel):
             if letter is not None:
                 return self._accept(letter, text, scale)
         return self._general(work, text, scale, cues)
+
+    def _states(self, span: str, scale: Scale, cues: Sequence[str]) -> bool:
+        """Whether ``span`` holds an answer in this format: it reads as one on its own (a score off the scale,
+        "Score: 0", counts too), or holds the format's answer line, once or several times."""
+        if not self._value_hint().search(span):
+            return False
+        for each in [scale] + ([_ANY_SCORE] if self.kind == "score" else []):
+            try:
+                self._read_plain(span, span, each, cues)
+            except MitigateError:
+                continue
+            return True
+        if self.json_key is not None or self.two_scores or self.line.strip() == VALUE:
+            return False
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        pattern = _verdict_line_pattern(self.line, self._value_regex()) if self.kind == "pairwise" and _worded(
+            self.line) else _line_pattern(self.line, self._value_regex())
+        return re.search(pattern, normalise_answer(span) if self.kind == "score" else span, flags) is not None
+
+    def _value_hint(self) -> re.Pattern[str]:
+        """What any answer of this format holds: a number (or number word), a label, or a letter."""
+        return _value_hint(self.kind, tuple(self.labels) + ((self.tie,) if self.tie else ()))
+
+    def _bare(self, span: str) -> bool:
+        """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output (a)")."""
+        own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))}
+        own |= {k.lower() for k in (self.json_key, self.reason_key) if k}
+        own |= {w[:-1] for w in own if len(w) > 3 and w.endswith("s")}  # "stars" also stands for "One star"
+        labels = {x.lower() for x in (*self.labels, *([self.tie] if self.tie else []))}
+        if self.kind == "score":
+            own |= {"out", "of", "weak", "strong"}
+        for word in re.findall(r"[A-Za-z]+|\d+(?:\.\d+)?", normalise_answer(span)):
+            low = word.lower()
+            if low in own or low in labels or word[0].isdigit() or (self.kind == "mcq" and len(word) == 1):
+                continue
+            return False
+        return True
 
     def _is_answer_line(self, line: str) -> bool:
         """Whether ``line`` is this format's answer line and nothing else ("Score: 3", "**[RESULT] 4**")."""
@@ -331,7 +390,11 @@ class AnswerFormat(BaseModel):
         return last.upper() if len(last) == 1 and last.upper() in known else None
 
     def _from_line(self, text: str) -> str | None:
-        """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first)."""
+        """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first).
+
+        Two different values in the deciding line's own sentence ("[[A]] [[B]]", "either [[A]] or
+        [[B]]") are two verdicts with no final one: a :class:`ParseError`.
+        """
         if self.line.strip() == VALUE:
             return None  # a bare value has no distinctive line: the general parser reads it
         if self.kind == "pairwise" and not self.relations and _worded(self.line):
@@ -339,25 +402,47 @@ class AnswerFormat(BaseModel):
         pattern = _line_pattern(self.line, self._value_regex())
         flags = 0 if self.case_sensitive else re.IGNORECASE
         work = normalise_answer(text) if self.kind == "score" else text
-        hits = [m.group("v") for m in re.finditer(pattern, work, flags)]
+        hits = list(re.finditer(pattern, work, flags))
         if not hits:
             return None
-        distinct = {h.strip().lower() if not self.case_sensitive else h.strip() for h in hits}
+        distinct = {self._same_value(h.group("v")) for h in hits}
         if self.kind != "score" and len(distinct) >= 3:  # scores may come with a per-aspect breakdown
             raise ParseError(
-                f"expected one answer in the format {self.describe()}; got {len(set(hits))} different ones "
-                f"({', '.join(dict.fromkeys(h.strip() for h in hits))}): an echoed list of the options?",
+                f"expected one answer in the format {self.describe()}; got {len(distinct)} different ones "
+                f"({', '.join(dict.fromkeys(h.group('v').strip() for h in hits))}): an echoed list of the options?",
                 raw=text, expected=f"one answer {self.describe()}",
             )
-        return hits[0] if self.reasoning == "after" else hits[-1]
+        chosen = hits[0] if self.reasoning == "after" else hits[-1]
+        self._one_in_sentence(work, chosen, hits, text)
+        return chosen.group("v")
+
+    def _same_value(self, value: str) -> str:
+        return value.strip() if self.case_sensitive else value.strip().lower()
+
+    def _one_in_sentence(self, work: str, chosen: re.Match[str], hits: Sequence[re.Match[str]], text: str) -> None:
+        """Raise when another hit with a different value shares ``chosen``'s sentence (two verdicts, no final one)."""
+        start, end = _sentence_bounds(work, chosen.start(), chosen.end())
+        mine = self._same_value(chosen.group("v"))
+        rival = [h.group("v").strip() for h in hits if h is not chosen and start <= h.start() < end
+                 and self._same_value(h.group("v")) != mine]
+        if rival:
+            expected = f"one answer {self.describe()}"
+            raise ParseError(f"expected {expected}; got {rival[0]!r} and {chosen.group('v').strip()!r} in one sentence "
+                             f"{' '.join(work[start:end].split())[:120]!r}, with no final one", raw=text,
+                             expected=expected)
 
     def _verdict_from_line(self, text: str) -> str | None:
         """The label of the last verdict written in the template's own words (the first when the answer comes first).
 
         The line may sit anywhere, be followed by more words ("Therefore, Output (b) is better as
-        it ...") and drop a leading connective or the closing full stop. A line the judge hedged
-        or asked about ("whether Output (a) is better", "Output (a) is better?") is not a verdict:
-        when the deciding line is such, the answer is a :class:`ParseError`, never a guess.
+        it ...") and drop a leading connective or the closing full stop. Its own clause decides: a
+        subordinate clause before it ("because Output (a) does not, Output (b) is better", "While
+        both are useful, ...") or a coordinate one ("Output (a) is not better, and Output (b) is
+        better") does not hedge it. A line the judge hedged or asked about in its own clause
+        ("whether Output (a) is better", "Output (a) is better?") or qualified after it ("..., but
+        it ignores the instruction") is not a verdict: when the deciding line is such, the answer is
+        a :class:`ParseError`, never a guess. A line negated by "neither ... nor" names no winner
+        and is left to the general reader (a tie where the template offers one).
         """
         flags = 0 if self.case_sensitive else re.IGNORECASE
         work = re.sub(r"[*`]+", "", text)
@@ -371,13 +456,16 @@ class AnswerFormat(BaseModel):
         if not hits:
             return None
         hit = hits[0] if self.reasoning == "after" else hits[-1]
-        start = max(work.rfind(ch, 0, hit.start()) for ch in ".!?\n")
-        before = work[start + 1: hit.start()]
-        rest = re.split(r"[.!?\n]", work[hit.end():], maxsplit=1)[0]
-        if _HEDGE.search(before) or work[hit.end(): hit.end() + 2].startswith("?") or _QUALIFIED.search(rest):
+        self._one_in_sentence(work, hit, hits, text)
+        start, end = _sentence_bounds(work, hit.start(), hit.end())
+        clause = _own_clause(work[start: hit.start()])
+        rest = _NOT_ONLY.sub(" ", work[hit.end(): end])
+        if _NEITHER.search(clause):
+            return None
+        if _HEDGE.search(clause) or work[hit.end(): hit.end() + 2].startswith("?") or _QUALIFIED.search(rest):
             expected = f"a verdict in the format {self.describe()}"
             raise ParseError(f"expected {expected}; got a hedged or questioned verdict line "
-                             f"{' '.join((before + hit.group(0)).split())!r}", raw=text, expected=expected)
+                             f"{' '.join(work[start: hit.end()].split())!r}", raw=text, expected=expected)
         return hit.group("v")
 
     def _value_regex(self) -> str:
@@ -557,6 +645,16 @@ class AnswerFormat(BaseModel):
 # --------------------------------------------------------------------------- helpers
 
 
+@functools.lru_cache(maxsize=64)
+def _value_hint(kind: str, labels: tuple[str, ...]) -> re.Pattern[str]:
+    if kind == "score":
+        return re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
+    if kind == "mcq":
+        return re.compile(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
+    return re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(x) for x in labels) + r")(?![A-Za-z0-9])",
+                      re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=512)  # a pure function of the format: built once per format, not per answer read
 def _line_pattern(line: str, value_regex: str) -> str:
     """A regex finding ``line`` in an answer: whitespace-tolerant, words before a bracket optional."""
@@ -590,7 +688,36 @@ _HEDGE = re.compile(
     r"seems?\s+like|at\s+first|initially|claims?|claimed)\b|n't\b"
 )
 
-_QUALIFIED = re.compile(r"(?i)\b(?:but|however|although|though|except|yet)\b")
+_QUALIFIED = re.compile(r"(?i)\b(?:but|however|yet)\b")
+"""After a verdict line in its sentence: a reversal ("..., but it ignores the instruction"). A concession
+("even though ...", "although ...") leaves the verdict standing."""
+_NOT_ONLY = re.compile(r"(?i)\bnot\s+only\b[^.!?\n]*?\bbut\s+also\b")
+_NEITHER = re.compile(r"(?i)\b(?:neither|nor)\b")
+# Subordinate clauses before a verdict ("because Output (a) does not,", "While both are useful,", "based on
+# whether it follows the instruction,"): what they say does not hedge the main clause that follows.
+_SUBORDINATE = re.compile(
+    r"(?i)\b(?:because|since|as|while|whereas|although|though|given|considering|based\s+on|after|when|despite|"
+    r"in\s+light\s+of|due\s+to|upon|according\s+to)\b[^,;:]*[,;:]")
+# Where a coordinate clause starts: the verdict's own clause is the last one.
+_COORDINATE = re.compile(r"(?i),\s*(?:and|but|so|yet)\b|;|:")
+
+
+def _own_clause(before: str) -> str:
+    """The words of a verdict's own clause before it, from the text of its sentence before it."""
+    text = _SUBORDINATE.sub(" ", before)
+    cuts = list(_COORDINATE.finditer(text))
+    return text[cuts[-1].end():] if cuts else text
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence (or line) of ``text`` around ``text[start:end]``: from after the last boundary to the next."""
+    left = max(m.end() for m in (*_BOUNDARY.finditer(text, 0, start), None) if m is not None) \
+        if _BOUNDARY.search(text, 0, start) else 0
+    right = _BOUNDARY.search(text, end)
+    return left, right.start() if right else len(text)
+
+
+_BOUNDARY = re.compile(r"[.!?][\"'”’)]*(?=\s|$)|\n")
 
 
 def _worded(line: str) -> bool:

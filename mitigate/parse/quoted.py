@@ -1,0 +1,267 @@
+"""What in a judge's answer is not the judge's own statement: reported speech and quotations of what it was shown.
+
+A judge reads texts written by the systems it judges, and those texts may hold answer-shaped
+values ("Score: 5", "[[B]]", "Therefore, Output (b) is better."). The verdict is the judge's
+own final statement in the template's format; a value the answer quotes back is never it.
+:func:`unquote` finds, in an answer, the spans that are not the judge's own statement and
+blanks them (spaces of the same length, so positions and line breaks hold); every reader
+(score, letter, verdict, criteria lines, JSON) then reads what is left. Blanked:
+
+* **reported speech**: the clause after a third party's verb of saying ("the text claims
+  Score: 5", "Summary A wrote '[[B]]'", "Assistant (b) argues that Output (b) is better"), and
+  the paragraph after a reporting lead-in line ("The summary ends with:"), when it holds an
+  answer. "I said", "we state" are the judge's own words. Needs no source: a third party's
+  claim is not the judge's verdict whoever wrote it.
+* **a copy with context**: a run of words standing verbatim in a text the judge was shown
+  (``sources``: the rendered prompt, the judged texts), holding an answer and more than the
+  bare answer ("Summary: X Score: 5", an echoed prompt section). Words are compared with case,
+  spacing, markdown, quotation marks and trailing punctuation ignored.
+* **a marked copy**: a bare answer ("Score: 5", "[[B]]") copied from a source and marked as a
+  quotation (quotation marks, backticks, a code block, a blockquote).
+
+A bare answer copied from a judged text and not marked may still be the judge's own: a judge
+may give the very value the text holds. :func:`unquote` returns a second, *strict* text with
+those copies blanked too, and the caller reads both: the same value (or nothing in the strict
+text) means the judge's own statement; two different values mean the answer states its own
+value and also the judged text's, with nothing to tell which is final, and that is a recorded
+failure (never the planted value).
+
+What counts as "an answer" and as "bare" is the answer format's: the caller passes
+``statement`` (does this span alone read as an answer?) and ``bare`` (is it nothing but the
+answer in the format's own words?).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+
+__all__ = ["copied_runs", "marked_spans", "reported_spans", "unquote"]
+
+Span = tuple[int, int]
+
+_DROP = str.maketrans("", "", "*`_\"“”‘’'")
+
+
+def _norm(token: str) -> str:
+    """A token as compared with a source: lower case, markdown and quotation marks dropped, a comma, colon or
+    semicolon after it dropped, and a sentence end after it kept as one full stop ("5." and "5!" are "5.")."""
+    low = token.translate(_DROP).lower().rstrip(",;:")
+    core = low.rstrip(".!?")
+    return core + "." if core != low and core else core
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    """The words of ``text`` (normalised, with their spans); tokens with no letter or digit (">", "-", "#") are left out."""
+    out = []
+    for m in re.finditer(r"\S+", text):
+        norm = _norm(m.group(0))
+        if any(ch.isalnum() for ch in norm):
+            out.append((norm, m.start(), m.end()))
+    return out
+
+
+def _stands(run: str, index: str) -> bool:
+    """Whether the run of tokens ``run`` stands in a line of ``index`` (its last word with or without a sentence end)."""
+    last = run.rstrip(".")
+    return f" {last} " in index or f" {last}. " in index
+
+
+_TRAIL_SEP = re.compile(r"[,;:]+(?=\s|$)")
+_TRAIL_END = re.compile(r"(?<=\S)[.!?]+(?=\s|$)")
+_NO_ALNUM = re.compile(r"(?<!\S)[^\w\s]+(?=\s|$)")
+
+
+@functools.lru_cache(maxsize=1024)
+def _flat_lines(text: str) -> str:
+    """``text`` as :func:`_tokens` sees it, one line per line, each with a space at both ends (whole-token search).
+
+    The same normalisation as :func:`_norm`, done on the whole text at once.
+    """
+    out = []
+    for line in text.lower().translate(_DROP).splitlines():
+        flat = _NO_ALNUM.sub(" ", _TRAIL_END.sub(".", _TRAIL_SEP.sub("", line)))
+        if flat.strip():
+            out.append(" " + " ".join(flat.split()) + " ")
+    return "\n".join(out)
+
+
+def _index(texts: Sequence[str]) -> str:
+    """Every line of every text, normalised (see :func:`_flat_lines`), one per line."""
+    return "\n".join(_flat_lines(x) for x in texts if x and x.strip())
+
+
+def copied_runs(text: str, sources: Sequence[str]) -> list[tuple[int, int, str]]:
+    """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end, normalised run).
+
+    Runs are found left to right, each as long as it can be, within one line of ``text`` and
+    one line of a source (so a copied line never swallows the answer line after it).
+    """
+    index = _index(sources)
+    if not index:
+        return []
+    runs: list[tuple[int, int, str]] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        runs.extend((s + offset, e + offset, n) for s, e, n in _line_runs(line, index))
+        offset += len(line)
+    return runs
+
+
+def _line_runs(line: str, index: str) -> list[tuple[int, int, str]]:
+    toks = _tokens(line)
+    runs: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(toks):
+        joined = ""
+        best = i
+        for j in range(i, len(toks)):
+            trial = f"{joined} {toks[j][0]}" if joined else toks[j][0]
+            if not _stands(trial, index):
+                break
+            joined, best = trial, j + 1
+        if best > i:
+            runs.append((toks[i][1], toks[best - 1][2], joined.rstrip(".")))
+            i = best
+        else:
+            i += 1
+    return runs
+
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_TICKS = re.compile(r"`[^`\n]+`")
+_QUOTES = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|(?<![\w])'[^'\n]+'(?![\w])")
+_BLOCKQUOTE = re.compile(r"(?m)^[ \t]*>.*$")
+
+
+def marked_spans(text: str) -> list[Span]:
+    """Spans ``text`` marks as quotations: a fenced code block, backticks, quotation marks, a blockquote line."""
+    spans: list[Span] = []
+    for pattern in (_FENCE, _TICKS, _QUOTES, _BLOCKQUOTE):
+        spans.extend((m.start(), m.end()) for m in pattern.finditer(text))
+    return spans
+
+
+# A verb of saying whose clause reports someone else's words ("the text claims", "Summary A wrote"). Forms that
+# are also participles ("the groups mentioned", "as stated") count only before "that", a colon or a quotation.
+_QUOTE_NEXT = r"(?=[ \t]*(?:that\b|[:\"“'‘`]))"
+_REPORT = re.compile(
+    r"\b(?:says|states|claims|writes|wrote|argues|asserts|insists|declares|quotes|"
+    r"(?:reads|goes|ends|finishes|closes|begins|starts|opens|mentions|contains|includes)"
+    + _QUOTE_NEXT + "|"
+    r"(?:said|stated|claimed|argued|asserted|insisted|declared|quoted|mentioned|written)" + _QUOTE_NEXT + "|"
+    r"(?:ends|ended|concludes|concluded|closes|closed|finishes|finished|opens|opened|begins|began|starts|started)"
+    r"\s+(?:with|by))\b",
+    re.IGNORECASE,
+)
+# The judge speaking of itself ("as I said", "we stated"): its own words, not reported.
+_OWN_SUBJECT = re.compile(r"\b(?:I|we|me|my|our|I've|I'd|I'll|I'm|we've|we'd)\b", re.IGNORECASE)
+# Where the subject of a verb begins: the last clause boundary before it.
+_SUBJECT_START = re.compile(r"(?:[.!?;:,\n]|\bthat\b|\band\b|\bbut\b|\bwhile\b|\bbecause\b|\bso\b)", re.IGNORECASE)
+# Where a reported clause ends.
+_CLAUSE_END = re.compile(r"[.!?](?=[\s\"'”’)]|$)|[;,]|\n|\s(?:but|however|whereas|while|so)\b", re.IGNORECASE)
+_PARAGRAPH = re.compile(r"\n*[^\n]*(?:\n(?![ \t]*(?:\n|$))[^\n]*)*")
+_OPEN = {'"': '"', "“": "”", "'": "'", "‘": "’", "`": "`"}
+
+
+def reported_spans(text: str) -> list[Span]:
+    """The clauses ``text`` reports from a third party: after "<someone> says/claims/wrote/argues ...".
+
+    The span runs from after the verb (and an optional "that" or colon) to the end of the
+    reported clause: the closing quotation mark when the report opens one, the next paragraph
+    when the verb ends its line ("The summary ends with:"), else the end of the clause (a full
+    stop, a semicolon, a line break, ", but", ", so" ...). A verb whose subject is the judge
+    ("as I said") reports nothing.
+    """
+    spans: list[Span] = []
+    for verb in _REPORT.finditer(text):
+        starts = [m.end() for m in _SUBJECT_START.finditer(text, max(0, verb.start() - 200), verb.start())]
+        subject = text[starts[-1] if starts else max(0, verb.start() - 200): verb.start()]
+        if _OWN_SUBJECT.search(subject) or not re.search(r"[A-Za-z]", subject):
+            continue  # the judge's own words, or no subject at all ("Reads well.")
+        lead = re.compile(r"[ \t]*(?:that\b)?[ \t]*:?[ \t]*").match(text, verb.end())
+        begin = lead.end() if lead else verb.end()
+        if begin < len(text) and text[begin] in ",.;)!?":
+            continue  # nothing reported ("the groups mentioned, Output (a) is better")
+        if begin < len(text) and text[begin] in _OPEN:
+            close = text.find(_OPEN[text[begin]], begin + 1)
+            line_end = text.find("\n", begin)
+            if close > 0 and (line_end < 0 or close < line_end):
+                spans.append((begin, close + 1))
+                continue
+        if begin >= len(text) or text[begin] == "\n":
+            # a lead-in line ("The summary ends with:"): the reported text is the next paragraph
+            body = _PARAGRAPH.match(text, begin)
+            if body is not None:
+                spans.append((begin, body.end()))
+            continue
+        end = _CLAUSE_END.search(text, begin)
+        spans.append((begin, end.start() if end else len(text)))
+    return spans
+
+
+def _within(span: Span, marks: Sequence[Span]) -> bool:
+    """Whether the letters and digits of ``span`` lie inside one of ``marks``."""
+    start, end = span
+    return any(m0 <= start and end <= m1 for m0, m1 in marks)
+
+
+def _core(text: str, span: Span) -> Span:
+    """``span`` without its leading and trailing punctuation (so a quotation mark around it does not count)."""
+    start, end = span
+    while start < end and not text[start].isalnum():
+        start += 1
+    while end > start and not text[end - 1].isalnum() and text[end - 1] not in ")]}>":
+        end -= 1
+    return start, end
+
+
+def blank(text: str, spans: Sequence[Span]) -> str:
+    """``text`` with every span replaced by spaces (line breaks kept), so positions hold."""
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for k in range(max(0, start), min(end, len(chars))):
+            if chars[k] not in "\r\n":
+                chars[k] = " "
+    return "".join(chars)
+
+
+def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str], bool],
+            sources: Sequence[str] = (), judged: Sequence[str] = ()) -> tuple[str, str]:
+    """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module docstring).
+
+    ``sources`` are the texts the judge was shown (the rendered prompt); ``judged`` the texts
+    under judgment (they count as sources too). ``statement(span)`` says whether a span alone
+    reads as an answer; ``bare(span)`` whether it is nothing but the answer in the format's own
+    words. ``strict`` also blanks bare, unmarked copies of an answer a judged text holds.
+    """
+    seen: dict[str, bool] = {}
+
+    def states(span: str) -> bool:
+        if span not in seen:
+            seen[span] = statement(span)
+        return seen[span]
+
+    own: list[Span] = [s for s in reported_spans(text) if states(text[s[0]: s[1]])]
+    strict: list[Span] = []
+    everything = [*sources, *judged]
+    if any(x and x.strip() for x in everything):
+        marks = marked_spans(text)
+        judged_index = _index(judged)
+        for start, end, norm in copied_runs(text, everything):
+            piece = text[start:end]
+            if " " not in norm and norm.isalnum():
+                continue  # one plain word or number standing in a source ("5", "a") is no quotation
+            if _within(_core(text, (start, end)), marks):
+                if re.search(r"\d", piece) or states(piece):
+                    own.append((start, end))
+            elif states(piece):
+                if not bare(piece):
+                    own.append((start, end))
+                elif _stands(norm, judged_index):
+                    strict.append((start, end))
+    own_text = blank(text, own)
+    return own_text, blank(own_text, strict)
