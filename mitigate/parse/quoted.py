@@ -44,19 +44,21 @@ Span = tuple[int, int]
 _DROP = str.maketrans("", "", "*`_\"“”‘’'")
 
 
-def _norm(token: str) -> str:
-    """A token as compared with a source: lower case, markdown and quotation marks dropped, a comma, colon or
-    semicolon after it dropped, and a sentence end after it kept as one full stop ("5." and "5!" are "5.")."""
-    low = token.translate(_DROP).lower().rstrip(",;:")
+def _norm(token: str, fold: bool = True) -> str:
+    """A token as compared with a source: lower case (unless ``fold`` is False), markdown and quotation marks
+    dropped, a comma, colon or semicolon after it dropped, and a sentence end after it kept as one full stop
+    ("5." and "5!" are "5.")."""
+    low = token.translate(_DROP)
+    low = (low.lower() if fold else low).rstrip(",;:")
     core = low.rstrip(".!?")
     return core + "." if core != low and core else core
 
 
-def _tokens(text: str) -> list[tuple[str, int, int]]:
+def _tokens(text: str, fold: bool = True) -> list[tuple[str, int, int]]:
     """The words of ``text`` (normalised, with their spans); tokens with no letter or digit (">", "-", "#") are left out."""
     out = []
     for m in re.finditer(r"\S+", text):
-        norm = _norm(m.group(0))
+        norm = _norm(m.group(0), fold)
         if any(ch.isalnum() for ch in norm):
             out.append((norm, m.start(), m.end()))
     return out
@@ -74,43 +76,43 @@ _NO_ALNUM = re.compile(r"(?<!\S)[^\w\s]+(?=\s|$)")
 
 
 @functools.lru_cache(maxsize=1024)
-def _flat_lines(text: str) -> str:
+def _flat_lines(text: str, fold: bool = True) -> str:
     """``text`` as :func:`_tokens` sees it, one line per line, each with a space at both ends (whole-token search).
 
     The same normalisation as :func:`_norm`, done on the whole text at once.
     """
     out = []
-    for line in text.lower().translate(_DROP).splitlines():
+    for line in (text.lower() if fold else text).translate(_DROP).splitlines():
         flat = _NO_ALNUM.sub(" ", _TRAIL_END.sub(".", _TRAIL_SEP.sub("", line)))
         if flat.strip():
             out.append(" " + " ".join(flat.split()) + " ")
     return "\n".join(out)
 
 
-def _index(texts: Sequence[str]) -> str:
+def _index(texts: Sequence[str], fold: bool = True) -> str:
     """Every line of every text, normalised (see :func:`_flat_lines`), one per line."""
-    return "\n".join(_flat_lines(x) for x in texts if x and x.strip())
+    return "\n".join(_flat_lines(x, fold) for x in texts if x and x.strip())
 
 
-def copied_runs(text: str, sources: Sequence[str]) -> list[tuple[int, int, str]]:
+def copied_runs(text: str, sources: Sequence[str], fold: bool = True) -> list[tuple[int, int, str]]:
     """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end, normalised run).
 
     Runs are found left to right, each as long as it can be, within one line of ``text`` and
     one line of a source (so a copied line never swallows the answer line after it).
     """
-    index = _index(sources)
+    index = _index(sources, fold)
     if not index:
         return []
     runs: list[tuple[int, int, str]] = []
     offset = 0
     for line in text.splitlines(keepends=True):
-        runs.extend((s + offset, e + offset, n) for s, e, n in _line_runs(line, index))
+        runs.extend((s + offset, e + offset, n) for s, e, n in _line_runs(line, index, fold))
         offset += len(line)
     return runs
 
 
-def _line_runs(line: str, index: str) -> list[tuple[int, int, str]]:
-    toks = _tokens(line)
+def _line_runs(line: str, index: str, fold: bool) -> list[tuple[int, int, str]]:
+    toks = _tokens(line, fold)
     runs: list[tuple[int, int, str]] = []
     i = 0
     while i < len(toks):
@@ -217,6 +219,14 @@ def _core(text: str, span: Span) -> Span:
     return start, end
 
 
+def _alone(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is all its line holds, markup and punctuation aside."""
+    left = text.rfind("\n", 0, start) + 1
+    right = text.find("\n", end)
+    line = text[left: len(text) if right < 0 else right]
+    return re.sub(r"[\W_]+", "", line) == re.sub(r"[\W_]+", "", text[start:end])
+
+
 def blank(text: str, spans: Sequence[Span]) -> str:
     """``text`` with every span replaced by spaces (line breaks kept), so positions hold."""
     if not spans:
@@ -230,13 +240,14 @@ def blank(text: str, spans: Sequence[Span]) -> str:
 
 
 def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str], bool],
-            sources: Sequence[str] = (), judged: Sequence[str] = ()) -> tuple[str, str]:
+            sources: Sequence[str] = (), judged: Sequence[str] = (), fold: bool = True) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module docstring).
 
     ``sources`` are the texts the judge was shown (the rendered prompt); ``judged`` the texts
     under judgment (they count as sources too). ``statement(span)`` says whether a span alone
     reads as an answer; ``bare(span)`` whether it is nothing but the answer in the format's own
-    words. ``strict`` also blanks bare, unmarked copies of an answer a judged text holds.
+    words. ``strict`` also blanks bare, unmarked copies of an answer a judged text holds. ``fold=False``
+    compares case (for answer labels that differ only by case, "m" / "M").
     """
     seen: dict[str, bool] = {}
 
@@ -245,17 +256,29 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
             seen[span] = statement(span)
         return seen[span]
 
-    own: list[Span] = [s for s in reported_spans(text) if states(text[s[0]: s[1]])]
+    reported = reported_spans(text)
+    own: list[Span] = [s for s in reported if states(text[s[0]: s[1]])]
     strict: list[Span] = []
     everything = [*sources, *judged]
     if any(x and x.strip() for x in everything):
         marks = marked_spans(text)
-        judged_index = _index(judged)
-        for start, end, norm in copied_runs(text, everything):
+        judged_index = _index(judged, fold)
+        for start, end, norm in copied_runs(text, everything, fold):
             piece = text[start:end]
             if " " not in norm and norm.isalnum():
-                continue  # one plain word or number standing in a source ("5", "a") is no quotation
-            if _within(_core(text, (start, end)), marks):
+                # one plain word or number standing in a source ("5", "a") is no quotation, unless it is a whole
+                # line of a judged text (a bare answer "B" the judged text holds alone) and alone on its line of the
+                # answer or marked as a quotation there
+                lines = f"\n{judged_index}\n"
+                if (f"\n {norm} \n" in lines or f"\n {norm}. \n" in lines) and states(text[start:end]):
+                    if _within(_core(text, (start, end)), marks):
+                        own.append((start, end))
+                    elif _alone(text, start, end):
+                        strict.append((start, end))
+                continue
+            core = _core(text, (start, end))
+            # a copy that starts inside a third party's words is marked by the verb ("it claims Therefore, ...")
+            if _within(core, marks) or any(r0 <= core[0] < r1 for r0, r1 in reported):
                 if re.search(r"\d", piece) or states(piece):
                     own.append((start, end))
             elif states(piece):

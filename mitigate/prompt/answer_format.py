@@ -292,7 +292,7 @@ class AnswerFormat(BaseModel):
             return self._read_plain(part, text, scale, cues)
 
         own, strict = unquote(work, statement=lambda span: self._states(span, scale, cues), bare=self._bare,
-                              sources=quoted, judged=judged)
+                              sources=quoted, judged=judged, fold=not self.case_sensitive)
         value = plain(own)
         if strict != own:
             try:
@@ -374,20 +374,27 @@ class AnswerFormat(BaseModel):
         return not [w for w in re.findall(r"[A-Za-z0-9]+", rest) if w.lower() not in own]
 
     def _final_letter(self, text: str, scale: Scale) -> str | None:
-        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line when it is one letter.
+        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line that is one letter.
 
         Only for an MCQ format whose line is the bare letter and whose reasoning comes first,
         and only a line holding nothing but one letter of ``scale.letters`` (markdown and a
-        full stop allowed); anything else is left to the general parser.
+        full stop allowed), with no other letter answer after it; anything else is left to the
+        general parser.
         """
         if self.kind != "mcq" or self.reasoning != "before" or self.line.strip() != VALUE or not scale.letters:
             return None
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-        if not lines:
-            return None
-        last = re.sub(r"[*_`\"'()\[\].]", "", lines[-1]).strip()
         known = {k.upper() for k in scale.letters}
-        return last.upper() if len(last) == 1 and last.upper() in known else None
+        for back in range(len(lines) - 1, -1, -1):
+            bare = re.sub(r"[*_`\"'()\[\].]", "", lines[back]).strip()
+            if len(bare) == 1 and bare.upper() in known:
+                rest = "\n".join(lines[back + 1:])
+                try:
+                    parse_mcq(rest, scale)
+                except ParseError:
+                    return bare.upper()
+                return None
+        return None
 
     def _from_line(self, text: str) -> str | None:
         """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first).
