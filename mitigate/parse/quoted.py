@@ -219,6 +219,9 @@ def _core(text: str, span: Span) -> Span:
     return start, end
 
 
+_KEEP = frozenset(".!?,;:\"'”’)")
+
+
 def _alone(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` is all its line holds, markup and punctuation aside."""
     left = text.rfind("\n", 0, start) + 1
@@ -228,11 +231,17 @@ def _alone(text: str, start: int, end: int) -> bool:
 
 
 def blank(text: str, spans: Sequence[Span]) -> str:
-    """``text`` with every span replaced by spaces (line breaks kept), so positions hold."""
+    """``text`` with every span replaced by spaces (line breaks kept), so positions hold.
+
+    Punctuation closing a span (a full stop, a closing quotation mark) is kept, so the sentence
+    the span ended still ends there.
+    """
     if not spans:
         return text
     chars = list(text)
     for start, end in spans:
+        while end > start and text[end - 1] in _KEEP:
+            end -= 1
         for k in range(max(0, start), min(end, len(chars))):
             if chars[k] not in "\r\n":
                 chars[k] = " "
