@@ -248,12 +248,27 @@ def blank(text: str, spans: Sequence[Span]) -> str:
     return "".join(chars)
 
 
+def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool) -> list[str]:
+    """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and demos)."""
+    texts = sorted((j for j in judged if j and j.strip()), key=len, reverse=True)
+    inside = {line for j in texts for line in _flat_lines(j, fold).splitlines()}
+    out = []
+    for source in sources:
+        for j in texts:
+            source = source.replace(j, "\n")
+        out.append("\n".join(line for line in source.splitlines() if _flat_lines(line, fold) not in inside))
+    return out
+
+
 def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str], bool],
             sources: Sequence[str] = (), judged: Sequence[str] = (), fold: bool = True) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module docstring).
 
     ``sources`` are the texts the judge was shown (the rendered prompt); ``judged`` the texts
-    under judgment (they count as sources too). ``statement(span)`` says whether a span alone
+    under judgment (they count as sources too). When ``judged`` is given, what the prompt holds
+    besides them is the template's own wording: a copy of it with an answer in it (a verdict line
+    the template lists) is the judge's own statement, as a bare answer is; without ``judged``,
+    every source counts as possibly judged. ``statement(span)`` says whether a span alone
     reads as an answer; ``bare(span)`` whether it is nothing but the answer in the format's own
     words. ``strict`` also blanks bare, unmarked copies of an answer a judged text holds. ``fold=False``
     compares case (for answer labels that differ only by case, "m" / "M").
@@ -272,6 +287,7 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
     if any(x and x.strip() for x in everything):
         marks = marked_spans(text)
         judged_index = _index(judged, fold)
+        template_index = _index(_template_parts(sources, judged, fold), fold) if judged_index else ""
         for start, end, norm in copied_runs(text, everything, fold):
             piece = text[start:end]
             if " " not in norm and norm.isalnum():
@@ -291,9 +307,13 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
                 if re.search(r"\d", piece) or states(piece):
                     own.append((start, end))
             elif states(piece):
-                if not bare(piece):
+                if bare(piece) or (template_index and _stands(norm, template_index)
+                                   and not _stands(norm, judged_index)):
+                    # the answer in the format's own words, or in the template's ("Assistant A is much better:
+                    # [[A>>B]]" copied from the template's list of verdicts): the judge's own statement
+                    if _stands(norm, judged_index):
+                        strict.append((start, end))
+                else:
                     own.append((start, end))
-                elif _stands(norm, judged_index):
-                    strict.append((start, end))
     own_text = blank(text, own)
     return own_text, blank(own_text, strict)
