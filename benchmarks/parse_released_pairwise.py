@@ -18,16 +18,16 @@ reading (one JSON line per answer, keyed by release, judge, template, item, orde
 and ``--baseline`` compares with such a file written before a change: every changed reading is
 listed, grouped by (before, after) kind, with the end of its raw text.
 
-Run: ``python benchmarks/parse_released_pairwise.py`` (the copies under ``$MITIGATE_LLMBAR_DIR``
-and ``$MITIGATE_JUDGEBENCH_DIR``, default ``/work/ext/LLMBar`` and ``/work/ext/JudgeBench``; a
-release that is absent is skipped). Writes ``benchmarks/results/parse_released_pairwise.json``.
+Run: ``python benchmarks/parse_released_pairwise.py`` (the copies found by
+:func:`mitigate.data.released_pairwise.release_copy`: ``$MITIGATE_LLMBAR_DIR`` and
+``$MITIGATE_JUDGEBENCH_DIR``, else the data folder, else ``/work/ext/LLMBar`` and ``/work/ext/JudgeBench``;
+a release that is absent is skipped). Writes ``benchmarks/results/parse_released_pairwise.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -38,17 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mitigate.data.judgebench import read_judgebench
 from mitigate.data.llmbar import read_llmbar
+from mitigate.data.released_pairwise import release_copy
 from mitigate.harness.released_pairwise import parse_release
 
 RESULTS = Path(__file__).resolve().parent / "results" / "parse_released_pairwise.json"
-DEFAULTS = {"llmbar": ("MITIGATE_LLMBAR_DIR", "/work/ext/LLMBar"),
-            "judgebench": ("MITIGATE_JUDGEBENCH_DIR", "/work/ext/JudgeBench")}
-
-
-def release_dir(name: str) -> Path:
-    """Where the copy of release ``name`` is: its environment variable, else the default location."""
-    env, default = DEFAULTS[name]
-    return Path(os.environ.get(env) or default)
+RELEASES = ("llmbar", "judgebench")
 
 
 def kind(mine: str | None, theirs: str | None) -> str:
@@ -121,10 +115,10 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     payload: dict[str, Any] = {"script": "parse_released_pairwise.py",
                                "command": "python benchmarks/parse_released_pairwise.py", "releases": {}}
-    for name in DEFAULTS:
-        path = release_dir(name)
-        if not path.is_dir():
-            print(f"{name}: no copy at {path} (set ${DEFAULTS[name][0]}); skipped")
+    for name in RELEASES:
+        path = release_copy(name)
+        if path is None:
+            print(f"{name}: no copy found (set $MITIGATE_{name.upper()}_DIR); skipped")
             continue
         got = readings(name, path)
         rows += got

@@ -33,7 +33,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from mitigate.data.judgebench import read_judgebench
 from mitigate.data.llmbar import read_llmbar
 from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows
-from mitigate.data.schema import Item
 from mitigate.data.released_pairwise import (
     RELEASE_CRITERION,
     PairwiseRelease,
@@ -41,6 +40,7 @@ from mitigate.data.released_pairwise import (
     TemplateSource,
     split_release_spec,
 )
+from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError, MitigateError, ParseError
 from mitigate.prompt import JudgePrompt
 from mitigate.prompt.answer_format import AnswerFormat
