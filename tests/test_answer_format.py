@@ -238,3 +238,30 @@ def test_a_pairwise_template_that_offers_a_tie_gets_a_constraint_that_allows_it(
     assert with_tie.format.read("tie", with_tie.scale) is not None
     without = JudgePrompt.from_template(body + "Which answer is better? Answer with 1 or 2.", answer="pairwise")
     assert without.format.tie is None
+
+
+@pytest.mark.parametrize(("text", "order"), [
+    # the "analyze, then rate" evaluation form: the answer opens with a labelled analysis, the rating follows
+    ('Evaluation Form (Respond by beginning with "Reasoning:" to reason about the example against the criteria '
+     'briefly, and afterwards put the numerical score on the following line after "Score:"):', "before"),
+    ('Reply by starting with "Critique:" and a few words on the text; then write the rating on a new line '
+     'as "Rating:".', "before"),
+    ("Open your answer with a short comparison of the two texts, followed by your verdict.", "before"),
+    ("First, write your analysis of the summary. Then output the score.", "before"),
+    ("Give your rating first, then explain your reasoning.", "after"),
+    ("Start with the score on its own line, followed by a brief justification.", "after"),
+])
+def test_an_instruction_that_orders_the_answers_parts_gives_its_reasoning_order(text: str, order: str) -> None:
+    assert stated_reasoning([text]) == order
+    assert reasoning_ban([text]) is None  # the template asks for reasoning: a chain of thought does not contradict it
+
+
+def test_an_analyze_then_rate_form_reads_reasoning_first_with_its_rating_line() -> None:
+    from mitigate.prompt import JudgePrompt
+
+    prompt = JudgePrompt.from_template(
+        "Evaluate the summary of the article.\n\nArticle: {{article}}\nSummary: {{summary}}\n\nEvaluation Form "
+        '(Respond by beginning with "Reasoning:" to reason about the example against the criteria briefly, and '
+        'afterwards put the numerical score on the following line after "Score:"):', scale=(1, 5))
+    assert (prompt.format.line, prompt.format.reasoning) == ("Score: {value}", "before")
+    assert prompt.format.read("Reasoning: clear and faithful.\nScore: 4", prompt.scale) == 4.0

@@ -1018,9 +1018,47 @@ def _reasoning(text: str) -> Reasoning:
         return "after"
     if _NO_REASON.search(text):
         return "none"
+    ordered = _stated_order(text)
+    if ordered is not None:
+        return ordered
     if _REASON_FIRST.search(text):
         return "before"
     return "none"  # with _ONLY or nothing said: the answer alone
+
+
+# Words naming the reasoning part of an answer, and words naming its value part.
+_REASON_PART = re.compile(
+    r"\b(?:analy[sz]\w*|explain\w*|explanation|reason(?:s|ing)?|rationale|justif\w+|feedback|critique|"
+    r"comment(?:s|ary)?|assess\w*|evaluat\w*|compar\w+|discuss\w*|think\w*|thought\w*|review)\b", re.IGNORECASE)
+_VALUE_PART = re.compile(r"\b(?:score|rating|grade|verdict|label|number|letter|choice|decision|stars?)\b",
+                         re.IGNORECASE)
+# An instruction ordering two parts: "<first part> then <second part>" (or "followed by", "after that", "next").
+_THEN = re.compile(r"\b(?:and\s+)?(?:then|followed\s+by|after\s+that|afterwards|next)\b", re.IGNORECASE)
+_OPENING = re.compile(r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b|\bfirst\b",
+                      re.IGNORECASE)
+
+
+def _stated_order(text: str) -> Reasoning | None:
+    """The order an instruction gives the answer's parts: "before" when it opens with the reasoning part and
+    then asks for the value, "after" when it opens with the value; None when no sentence orders the two.
+
+    A sentence orders them when it says what the answer starts with ("starting with 'Analysis:' ...",
+    "give your rating first") and what comes then ("... then give the numeric rating on the next line"):
+    the part named in the clause of the opening is first. Reasoning words ("analysis", "explain", "feedback", "compare" ...) and value
+    words ("score", "rating", "verdict", "label" ...) tell the parts apart.
+    """
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        opening = _OPENING.search(sentence)
+        then = _THEN.search(sentence, opening.end()) if opening else None
+        if opening is None or then is None:
+            continue
+        clause = max((sentence.rfind(ch, 0, opening.start()) for ch in ",;:("), default=-1) + 1
+        head, tail = sentence[clause: then.start()], sentence[then.end():]
+        if _REASON_PART.search(head) and _VALUE_PART.search(tail):
+            return "before"
+        if _VALUE_PART.search(head) and not _REASON_PART.search(head) and _REASON_PART.search(tail):
+            return "after"
+    return None
 
 
 def _quoted_cue(text: str, criterion: str | None) -> str | None:
