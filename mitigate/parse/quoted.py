@@ -111,14 +111,24 @@ def copied_runs(text: str, sources: Sequence[str], fold: bool = True) -> list[tu
     return runs
 
 
+@functools.lru_cache(maxsize=64)
+def _vocabulary(index: str) -> frozenset[str]:
+    """Every token of ``index``, with and without its sentence end: a word not in it starts no run."""
+    words = set(index.split())
+    return frozenset(words | {w.rstrip(".") for w in words})
+
+
 def _line_runs(line: str, index: str, fold: bool) -> list[tuple[int, int, str]]:
     toks = _tokens(line, fold)
+    vocabulary = _vocabulary(index)
     runs: list[tuple[int, int, str]] = []
     i = 0
     while i < len(toks):
         joined = ""
         best = i
         for j in range(i, len(toks)):
+            if toks[j][0].rstrip(".") not in vocabulary:
+                break
             trial = f"{joined} {toks[j][0]}" if joined else toks[j][0]
             if not _stands(trial, index):
                 break
