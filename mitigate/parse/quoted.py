@@ -44,6 +44,7 @@ Span = tuple[int, int]
 _DROP = str.maketrans("", "", "*`_\"“”‘’'")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _norm(token: str, fold: bool = True) -> str:
     """A token as compared with a source: lower case (unless ``fold`` is False), markdown and quotation marks
     dropped, a comma, colon or semicolon after it dropped, and a sentence end after it kept as one full stop
@@ -57,11 +58,15 @@ def _norm(token: str, fold: bool = True) -> str:
 def _tokens(text: str, fold: bool = True) -> list[tuple[str, int, int]]:
     """The words of ``text`` (normalised, with their spans); tokens with no letter or digit (">", "-", "#") are left out."""
     out = []
-    for m in re.finditer(r"\S+", text):
+    for m in _WORD.finditer(text):
         norm = _norm(m.group(0), fold)
-        if any(ch.isalnum() for ch in norm):
+        if norm and _HAS_ALNUM(norm):
             out.append((norm, m.start(), m.end()))
     return out
+
+
+_WORD = re.compile(r"\S+")
+_HAS_ALNUM = re.compile(r"[^\W_]").search
 
 
 def _stands(run: str, index: str) -> bool:
@@ -94,50 +99,73 @@ def _index(texts: Sequence[str], fold: bool = True) -> str:
     return "\n".join(_flat_lines(x, fold) for x in texts if x and x.strip())
 
 
-def copied_runs(text: str, sources: Sequence[str], fold: bool = True) -> list[tuple[int, int, str]]:
+class _Corpus:
+    """The source texts as lines of normalised tokens, with where each token (sentence end aside) occurs."""
+
+    def __init__(self, index: str) -> None:
+        self.text = index
+        self.lines = [line.split() for line in index.split("\n")]
+        self.where: set[str] = set()
+        self.pairs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for n, tokens in enumerate(self.lines):
+            for k, token in enumerate(tokens):
+                self.where.add(token.rstrip("."))
+                if k + 1 < len(tokens):
+                    self.pairs.setdefault((token, tokens[k + 1].rstrip(".")), []).append((n, k))
+
+    def longest(self, toks: Sequence[str], i: int) -> int:
+        """How many tokens from ``toks[i]`` on stand together in one line (the last with or without its sentence end,
+        the others exactly as written)."""
+        if toks[i].rstrip(".") not in self.where:
+            return 0
+        alive = self.pairs.get((toks[i], toks[i + 1].rstrip("."))) if i + 1 < len(toks) else None
+        if not alive:
+            return 1
+        size = 2
+        while i + size < len(toks):
+            exact, loose = toks[i + size - 1], toks[i + size].rstrip(".")
+            alive = [(n, k) for n, k in alive if k + size < len(self.lines[n]) and self.lines[n][k + size - 1] == exact
+                     and self.lines[n][k + size].rstrip(".") == loose]
+            if not alive:
+                break
+            size += 1
+        return size
+
+
+@functools.lru_cache(maxsize=256)
+def _corpus(texts: tuple[str, ...], fold: bool) -> _Corpus:
+    return _Corpus(_index(texts, fold))
+
+
+def copied_runs(text: str, sources: Sequence[str], fold: bool = True,
+                hint: re.Pattern[str] | None = None) -> list[tuple[int, int, str]]:
     """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end, normalised run).
 
     Runs are found left to right, each as long as it can be, within one line of ``text`` and
-    one line of a source (so a copied line never swallows the answer line after it).
+    one line of a source (so a copied line never swallows the answer line after it). With
+    ``hint``, only lines where it matches are searched (a line without a value holds no answer).
     """
-    index = _index(sources, fold)
-    if not index:
+    corpus = _corpus(tuple(x for x in sources if x and x.strip()), fold)
+    if not corpus.text:
         return []
     runs: list[tuple[int, int, str]] = []
     offset = 0
     for line in text.splitlines(keepends=True):
-        runs.extend((s + offset, e + offset, n) for s, e, n in _line_runs(line, index, fold))
+        if hint is not None and not hint.search(line):
+            offset += len(line)
+            continue
+        toks = _tokens(line, fold)
+        words = [t for t, _, _ in toks]
+        i = 0
+        while i < len(toks):
+            size = corpus.longest(words, i)
+            if size:
+                runs.append((toks[i][1] + offset, toks[i + size - 1][2] + offset,
+                             " ".join(words[i: i + size]).rstrip(".")))
+                i += size
+            else:
+                i += 1
         offset += len(line)
-    return runs
-
-
-@functools.lru_cache(maxsize=64)
-def _vocabulary(index: str) -> frozenset[str]:
-    """Every token of ``index``, with and without its sentence end: a word not in it starts no run."""
-    words = set(index.split())
-    return frozenset(words | {w.rstrip(".") for w in words})
-
-
-def _line_runs(line: str, index: str, fold: bool) -> list[tuple[int, int, str]]:
-    toks = _tokens(line, fold)
-    vocabulary = _vocabulary(index)
-    runs: list[tuple[int, int, str]] = []
-    i = 0
-    while i < len(toks):
-        joined = ""
-        best = i
-        for j in range(i, len(toks)):
-            if toks[j][0].rstrip(".") not in vocabulary:
-                break
-            trial = f"{joined} {toks[j][0]}" if joined else toks[j][0]
-            if not _stands(trial, index):
-                break
-            joined, best = trial, j + 1
-        if best > i:
-            runs.append((toks[i][1], toks[best - 1][2], joined.rstrip(".")))
-            i = best
-        else:
-            i += 1
     return runs
 
 
@@ -173,6 +201,8 @@ _OWN_SUBJECT = re.compile(r"\b(?:I|we|me|my|our|I've|I'd|I'll|I'm|we've|we'd)\b"
 _SUBJECT_START = re.compile(r"(?:[.!?;:,\n]|\bthat\b|\band\b|\bbut\b|\bwhile\b|\bbecause\b|\bso\b)", re.IGNORECASE)
 # Where a reported clause ends.
 _CLAUSE_END = re.compile(r"[.!?](?=[\s\"'”’)]|$)|[;,]|\n|\s(?:but|however|whereas|while|so)\b", re.IGNORECASE)
+_LETTER = re.compile(r"[A-Za-z]")
+_LEAD = re.compile(r"[ \t]*(?:that\b)?[ \t]*:?[ \t]*")
 _PARAGRAPH = re.compile(r"\n*[^\n]*(?:\n(?![ \t]*(?:\n|$))[^\n]*)*")
 _OPEN = {'"': '"', "“": "”", "'": "'", "‘": "’", "`": "`"}
 
@@ -190,9 +220,9 @@ def reported_spans(text: str) -> list[Span]:
     for verb in _REPORT.finditer(text):
         starts = [m.end() for m in _SUBJECT_START.finditer(text, max(0, verb.start() - 200), verb.start())]
         subject = text[starts[-1] if starts else max(0, verb.start() - 200): verb.start()]
-        if _OWN_SUBJECT.search(subject) or not re.search(r"[A-Za-z]", subject):
+        if _OWN_SUBJECT.search(subject) or not _LETTER.search(subject):
             continue  # the judge's own words, or no subject at all ("Reads well.")
-        lead = re.compile(r"[ \t]*(?:that\b)?[ \t]*:?[ \t]*").match(text, verb.end())
+        lead = _LEAD.match(text, verb.end())
         begin = lead.end() if lead else verb.end()
         if begin < len(text) and text[begin] in ",.;)!?":
             continue  # nothing reported ("the groups mentioned, Output (a) is better")
@@ -229,6 +259,7 @@ def _core(text: str, span: Span) -> Span:
     return start, end
 
 
+_DIGIT = re.compile(r"\d")
 _KEEP = frozenset(".!?,;:\"'”’)")
 
 
@@ -271,7 +302,8 @@ def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool) -
 
 
 def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str], bool],
-            sources: Sequence[str] = (), judged: Sequence[str] = (), fold: bool = True) -> tuple[str, str]:
+            sources: Sequence[str] = (), judged: Sequence[str] = (), fold: bool = True,
+            hint: re.Pattern[str] | None = None) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module docstring).
 
     ``sources`` are the texts the judge was shown (the rendered prompt); ``judged`` the texts
@@ -281,7 +313,8 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
     every source counts as possibly judged. ``statement(span)`` says whether a span alone
     reads as an answer; ``bare(span)`` whether it is nothing but the answer in the format's own
     words. ``strict`` also blanks bare, unmarked copies of an answer a judged text holds. ``fold=False``
-    compares case (for answer labels that differ only by case, "m" / "M").
+    compares case (for answer labels that differ only by case, "m" / "M"). ``hint`` (what any answer
+    holds: a digit, a label) spares the search in lines without one.
     """
     seen: dict[str, bool] = {}
 
@@ -291,14 +324,14 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
         return seen[span]
 
     reported = reported_spans(text)
-    own: list[Span] = [s for s in reported if states(text[s[0]: s[1]])]
+    own: list[Span] = [s for s in reported if (hint is None or hint.search(text, *s)) and states(text[s[0]: s[1]])]
     strict: list[Span] = []
     everything = [*sources, *judged]
     if any(x and x.strip() for x in everything):
         marks = marked_spans(text)
-        judged_index = _index(judged, fold)
+        judged_index = _corpus(tuple(x for x in judged if x and x.strip()), fold).text
         template_index = _index(_template_parts(sources, judged, fold), fold) if judged_index else ""
-        for start, end, norm in copied_runs(text, everything, fold):
+        for start, end, norm in copied_runs(text, everything, fold, hint):
             piece = text[start:end]
             if " " not in norm and norm.isalnum():
                 # one plain word or number standing in a source ("5", "a") is no quotation, unless it is a whole
@@ -314,7 +347,7 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
             core = _core(text, (start, end))
             # a copy that starts inside a third party's words is marked by the verb ("it claims Therefore, ...")
             if _within(core, marks) or any(r0 <= core[0] < r1 for r0, r1 in reported):
-                if re.search(r"\d", piece) or states(piece):
+                if _DIGIT.search(piece) or states(piece):
                     own.append((start, end))
             elif states(piece):
                 if bare(piece) or (template_index and _stands(norm, template_index)

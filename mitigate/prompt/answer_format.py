@@ -292,7 +292,7 @@ class AnswerFormat(BaseModel):
             return self._read_plain(part, text, scale, cues)
 
         own, strict = unquote(work, statement=lambda span: self._states(span, scale, cues), bare=self._bare,
-                              sources=quoted, judged=judged, fold=not self.case_sensitive)
+                              sources=quoted, judged=judged, fold=not self.case_sensitive, hint=self._value_hint())
         value = plain(own)
         if strict != own:
             try:
@@ -343,7 +343,7 @@ class AnswerFormat(BaseModel):
 
     def _value_hint(self) -> re.Pattern[str]:
         """What any answer of this format holds: a number (or number word), a label, or a letter."""
-        return _value_hint(self.kind, tuple(self.labels) + ((self.tie,) if self.tie else ()))
+        return _value_hint(self.kind, tuple(self.labels) + ((self.tie,) if self.tie else ()), self.case_sensitive)
 
     def _bare(self, span: str) -> bool:
         """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output (a)")."""
@@ -653,13 +653,26 @@ class AnswerFormat(BaseModel):
 
 
 @functools.lru_cache(maxsize=64)
-def _value_hint(kind: str, labels: tuple[str, ...]) -> re.Pattern[str]:
+def _value_hint(kind: str, labels: tuple[str, ...], case_sensitive: bool = False) -> re.Pattern[str]:
+    """What every answer of a kind holds: a number (or number word), a letter, or a label as the readers name it
+    (a lower-case letter only in brackets, "(a)"; an upper-case letter only in its case, "A")."""
     if kind == "score":
         return re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
     if kind == "mcq":
         return re.compile(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
-    return re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(x) for x in labels) + r")(?![A-Za-z0-9])",
-                      re.IGNORECASE)
+    if case_sensitive:
+        return re.compile("|".join(rf"(?<![A-Za-z0-9]){re.escape(x)}(?![A-Za-z0-9])" for x in labels))
+    forms = []
+    for label in labels:
+        esc = re.escape(label)
+        if len(label) == 1 and label.isalpha():
+            forms.append(rf"(?i:[(\[]\s*{esc}\s*[)\]])")
+            if label.isupper():
+                forms.append(rf"(?<![A-Za-z]){esc}(?![A-Za-z])")
+        else:
+            forms.append(rf"(?i:(?<![A-Za-z0-9]){esc}(?![A-Za-z0-9]))")
+    forms.append(r"(?i:\b(?:first|second|former|latter|tie|draw|equal\w*|neither)\b)")  # "the first one", a tie
+    return re.compile("|".join(forms))
 
 
 @functools.lru_cache(maxsize=512)  # a pure function of the format: built once per format, not per answer read
