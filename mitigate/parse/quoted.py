@@ -132,22 +132,33 @@ class _Corpus:
         return size
 
 
-@functools.lru_cache(maxsize=256)
-def _corpus(texts: tuple[str, ...], fold: bool) -> _Corpus:
-    return _Corpus(_index(texts, fold))
+@functools.lru_cache(maxsize=1024)
+def _corpus(text: str, fold: bool) -> _Corpus:
+    return _Corpus(_flat_lines(text, fold))
 
 
-def copied_runs(text: str, sources: Sequence[str], fold: bool = True,
-                hint: re.Pattern[str] | None = None) -> list[tuple[int, int, str]]:
+def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.Pattern[str] | None = None,
+                whole: Sequence[str] = ()) -> list[tuple[int, int, str]]:
     """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end, normalised run).
 
     Runs are found left to right, each as long as it can be, within one line of ``text`` and
     one line of a source (so a copied line never swallows the answer line after it). With
     ``hint``, only lines where it matches are searched (a line without a value holds no answer).
+    ``whole`` are texts the sources are parts of (a rendered prompt, of its template's words and
+    the judged texts): two adjacent runs that stand together in one of them are one run.
     """
-    corpus = _corpus(tuple(x for x in sources if x and x.strip()), fold)
-    if not corpus.text:
+    corpora = [_corpus(x, fold) for x in sources if x and x.strip()]
+    if not corpora:
         return []
+    joined: list[str] = []  # the index of ``whole``, built the first time two runs meet
+
+    def together(run: str) -> bool:
+        if not whole:
+            return False
+        if not joined:
+            joined.append(_index(whole, fold))
+        return _stands(run, joined[0])
+
     runs: list[tuple[int, int, str]] = []
     offset = 0
     for line in text.splitlines(keepends=True):
@@ -157,14 +168,20 @@ def copied_runs(text: str, sources: Sequence[str], fold: bool = True,
         toks = _tokens(line, fold)
         words = [t for t, _, _ in toks]
         i = 0
+        last: tuple[int, int] | None = None  # the previous run's token range, to join an adjacent one
         while i < len(toks):
-            size = corpus.longest(words, i)
-            if size:
-                runs.append((toks[i][1] + offset, toks[i + size - 1][2] + offset,
-                             " ".join(words[i: i + size]).rstrip(".")))
-                i += size
-            else:
+            size = max(c.longest(words, i) for c in corpora)
+            if not size:
                 i += 1
+                continue
+            start = i
+            if last is not None and last[1] == i and together(" ".join(words[last[0]: i + size])):
+                start = last[0]
+                runs.pop()
+            runs.append((toks[start][1] + offset, toks[i + size - 1][2] + offset,
+                         " ".join(words[start: i + size]).rstrip(".")))
+            last = (start, i + size)
+            i += size
         offset += len(line)
     return runs
 
@@ -326,12 +343,12 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
     reported = reported_spans(text)
     own: list[Span] = [s for s in reported if (hint is None or hint.search(text, *s)) and states(text[s[0]: s[1]])]
     strict: list[Span] = []
-    everything = [*sources, *judged]
-    if any(x and x.strip() for x in everything):
+    if any(x and x.strip() for x in [*sources, *judged]):
         marks = marked_spans(text)
-        judged_index = _corpus(tuple(x for x in judged if x and x.strip()), fold).text
-        template_index = _index(_template_parts(sources, judged, fold), fold) if judged_index else ""
-        for start, end, norm in copied_runs(text, everything, fold, hint):
+        judged_index = _index(judged, fold)
+        template = _template_parts(sources, judged, fold) if judged_index else list(sources)
+        template_index = _index(template, fold) if judged_index else ""
+        for start, end, norm in copied_runs(text, [*template, *judged], fold, hint, whole=sources):
             piece = text[start:end]
             if " " not in norm and norm.isalnum():
                 # one plain word or number standing in a source ("5", "a") is no quotation, unless it is a whole
