@@ -445,7 +445,8 @@ class AnswerFormat(BaseModel):
         it ...") and drop a leading connective or the closing full stop. Its own clause decides: a
         subordinate clause before it ("because Output (a) does not, Output (b) is better", "While
         both are useful, ...") or a coordinate one ("Output (a) is not better, and Output (b) is
-        better") does not hedge it. A line the judge hedged or asked about in its own clause
+        better") does not hedge it, nor does a "but" inside the reasons that follow it ("... is better
+        as it is shorter, but ..."). A line the judge hedged or asked about in its own clause
         ("whether Output (a) is better", "Output (a) is better?") or qualified after it ("..., but
         it ignores the instruction") is not a verdict: when the deciding line is such, the answer is
         a :class:`ParseError`, never a guess. A line negated by "neither ... nor" names no winner
@@ -466,7 +467,7 @@ class AnswerFormat(BaseModel):
         self._one_in_sentence(work, hit, hits, text)
         start, end = _sentence_bounds(work, hit.start(), hit.end())
         clause = _own_clause(work[start: hit.start()])
-        rest = _NOT_ONLY.sub(" ", work[hit.end(): end])
+        rest = _REASON_AFTER.sub(" ", _NOT_ONLY.sub(" ", work[hit.end(): end]))
         if _NEITHER.search(clause):
             return None
         if _HEDGE.search(clause) or work[hit.end(): hit.end() + 2].startswith("?") or _QUALIFIED.search(rest):
@@ -712,6 +713,9 @@ _QUALIFIED = re.compile(r"(?i)\b(?:but|however|yet)\b")
 """After a verdict line in its sentence: a reversal ("..., but it ignores the instruction"). A concession
 ("even though ...", "although ...") leaves the verdict standing."""
 _NOT_ONLY = re.compile(r"(?i)\bnot\s+only\b[^.!?\n]*?\bbut\s+also\b")
+# The verdict's reasons after it ("... is better as it is shorter, but ..."): a "but" inside them qualifies a reason,
+# not the verdict.
+_REASON_AFTER = re.compile(r"(?i)\b(?:as|because|since|given\s+that|considering\s+that)\b.*")
 _NEITHER = re.compile(r"(?i)\b(?:neither|nor)\b")
 # Subordinate clauses before a verdict ("because Output (a) does not,", "While both are useful,", "based on
 # whether it follows the instruction,"): what they say does not hedge the main clause that follows.
