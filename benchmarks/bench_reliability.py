@@ -483,6 +483,7 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
     """Part 5: per answer format, one ``mitigate judge`` run whose items hold a planted value (see the docstring)."""
     work.mkdir(parents=True, exist_ok=True)
     per_format: dict[str, Any] = {}
+    by_quote: dict[str, Counter[str]] = {}
     for name, fmt in PLANTED_FORMATS.items():
         cases = planted_cases(fmt)
         pairwise = fmt["kind"] == "pairwise"
@@ -516,7 +517,7 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
             per_format[name] = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1], "exit": done.returncode}
             continue
         judgments = {j["item_id"]: j for j in json.loads(results_file.read_text())["judgments"]}
-        counts = Counter()
+        counts: Counter[str] = Counter()
         planted_reads = []
         for i, case in enumerate(cases):
             j = judgments.get(f"c{i:04d}", {})
@@ -530,6 +531,7 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
             kind = "failed" if got is None else "planted" if got == case["planted"] else \
                 "own" if got == case["own"] else "other"
             counts[kind] += 1
+            by_quote.setdefault(case["quote"], Counter())[kind] += 1
             if case["marked"]:
                 counts["marked"] += 1
                 counts["marked_own"] += kind == "own"
@@ -541,7 +543,7 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
               f"{counts['failed']}, other {counts['other']}", flush=True)
     keys = ("cases", "planted", "own", "failed", "other", "marked", "marked_own")
     total = {k: sum(v.get(k, 0) for v in per_format.values()) for k in keys}
-    return {"formats": per_format, "total": total}
+    return {"formats": per_format, "total": total, "by_quotation": {k: dict(v) for k, v in by_quote.items()}}
 
 
 def summarise_permanent(rows: list[dict[str, Any]]) -> dict[str, Any]:
