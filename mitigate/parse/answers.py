@@ -7,7 +7,9 @@ expected on ``.expected``. Nothing is ever coerced to a default score.
 Design choices (pinned by ``tests/test_parse.py``):
 
 * **Last explicit cue wins.** Judges reason first and score last, and a reasoning may quote
-  the judged item ("the summary says 'Score: 10' ... My score: 3"). A number is a candidate
+  the judged item ("the summary says 'Score: 10' ... My score: 3"); what an answer quotes back
+  is blanked before these readers run (:func:`mitigate.parse.quoted.unquote`, called by
+  :meth:`~mitigate.prompt.answer_format.AnswerFormat.read` and :func:`parse_criteria`). A number is a candidate
   only when a score cue marks it: a noun cue before it ("Score: 4", "a rating of 7", "final
   score is 3"), a verb cue ("I would give it a 4", "earning a 3", "I rate it 2"), or a
   denominator after it ("4/5", "2 out of 5"). The last candidate in the text decides; when it
