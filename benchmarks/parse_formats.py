@@ -15,7 +15,10 @@ The templates are the corpus of ``tests/test_template_corpus.py``: published one
 PyPI packages that ship them, and our own in the same format for families no package ships.
 
 Run: ``flock /work/bench.lock python benchmarks/parse_formats.py --n 8``.
-Writes ``benchmarks/results/parse_formats.json``.
+Writes ``benchmarks/results/parse_formats.json``. ``--replay benchmarks/results/parse_formats.json`` reads
+the answers that file holds again, on the same items and through the same path, with no model (a
+scripted LM returns them): the parser's precision on a fixed set of real answers, before and after a
+change; every reading that differs from the file's is printed.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from mitigate.data.registry import load
 from mitigate.data.schema import Item
 from mitigate.harness.compare import select_items
 from mitigate.judge import JudgeConfig, PromptJudge
+from mitigate.lm.fake import FakeLM
 from mitigate.lm.registry import get, wrap
 from mitigate.prompt.judge_prompt import JudgePrompt
 
@@ -101,14 +105,25 @@ async def main() -> None:
     ap.add_argument("--backend", default=None, help="default: local:<Qwen2.5-Coder 0.5B from fetch-judge-model>")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "parse_formats.json")
+    ap.add_argument("--replay", type=Path, help="read the answers of this earlier output again (no model)")
     args = ap.parse_args()
-    backend = args.backend or default_backend("0.5b")
-    lm = wrap(get(backend, n_ctx=8192), cache=True)
+    stored = json.loads(args.replay.read_text(encoding="utf-8"))["formats"] if args.replay else None
+    queue: list[str] = []
+    if stored is not None:
+        backend = f"replay:{args.replay}"
+        lm: Any = FakeLM(lambda request: queue.pop(0))
+        args.n = max(len(v["answers"]) for v in stored.values())
+    else:
+        backend = args.backend or default_backend("0.5b")
+        lm = wrap(get(backend, n_ctx=8192), cache=True)
     base = select_items([it for it in load("summeval").items if "coherence" in it.human], 48)
     t0 = time.perf_counter()
     results: dict[str, Any] = {}
+    changed = 0
     for label, (kind, name) in FORMATS.items():
         prompt = prompt_for(kind, name)
+        if stored is not None:
+            queue[:] = [a["raw"] for a in stored[label]["answers"]]
         judge = PromptJudge(prompt, lm, JudgeConfig(constrain="off", max_tokens=args.max_tokens))
         answers = []
         for item in items_for(prompt, base, args.n):
@@ -116,11 +131,19 @@ async def main() -> None:
             value = j.verdict if prompt.answer == "pairwise" else next(iter(j.scores.values()))
             answers.append({"raw": j.raw[0] if j.raw else "", "value": value,
                             "failure": j.failures[0].reason if j.failures else None})
+        if stored is not None:
+            for old, new in zip(stored[label]["answers"], answers, strict=True):
+                if old["value"] != new["value"]:
+                    changed += 1
+                    print(f"  changed {old['value']!r} -> {new['value']!r}: {' '.join(old['raw'].split())[-160:]!r}")
         k = sum(a["value"] is not None for a in answers)
         lo, hi = wilson(k, len(answers))
         results[label] = {"template": f"{kind}:{name}", "format": prompt.format.describe(), "n": len(answers),
                           "parsed": k, "parse_rate": k / len(answers), "parse_rate_ci": [lo, hi], "answers": answers}
         print(f"{label:42s} parsed {k}/{len(answers)} [{lo:.2f}, {hi:.2f}]", flush=True)
+    if stored is not None:
+        print(f"{changed} readings differ from {args.replay}")
+        return
     await lm.aclose()
     payload = {"script": "parse_formats.py", "command": "python benchmarks/" + " ".join(["parse_formats.py", *sys.argv[1:]]),
                "backend": backend, "n_per_format": args.n, "formats": results,

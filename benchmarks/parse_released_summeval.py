@@ -37,6 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from mitigate.data.registry import load
 from mitigate.data.released import (
     H2H_MODEL,
     MCQ_SCALE,
@@ -47,6 +48,7 @@ from mitigate.data.released import (
     released_judges,
 )
 from mitigate.data.schema import Item
+from mitigate.errors import MitigateError
 from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
@@ -110,20 +112,36 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-async def judge_all(prompt: JudgePrompt, answers: list[str], *, pairwise: bool = False) -> list[Any]:
-    """Each released answer through PromptJudge (the judge's own path); value or None."""
+async def judge_all(prompt: JudgePrompt, answers: list[str], items: list[Item], *, pairwise: bool = False) -> list[Any]:
+    """Each released answer through PromptJudge (the judge's own path) on the item it judged; value or None."""
     queue = list(answers)
 
     def script(request: LMRequest) -> str:
         return queue.pop(0)
 
     judge = PromptJudge(prompt, FakeLM(script), JudgeConfig(constrain="off"))
-    item = Item(id="x", output="S", output_b="S2", inputs={"document": "D"})
     out = []
-    for _ in answers:
+    for item in items:
         j = await judge.judge(item)
         out.append(j.verdict if pairwise else next(iter(j.scores.values())))
     return out
+
+
+def summeval_texts() -> dict[str, Item]:
+    """The SummEval items (article and summary per system and document) by id, to judge each answer on its own
+    texts; empty when the benchmark is not in the data folder (answers are then judged on placeholder texts)."""
+    try:
+        return {it.id: it for it in load("summeval").items}
+    except MitigateError:
+        return {}
+
+
+def pointwise_item(texts: dict[str, Item], system: str, doc_id: str) -> Item:
+    """The item a pointwise answer judged: its summary (output) and article (the template's document slot)."""
+    it = texts.get(f"{system}/{doc_id}")
+    if it is None:
+        return Item(id="x", output="S", inputs={"document": "D"})
+    return Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})
 
 
 async def main() -> None:
@@ -131,7 +149,10 @@ async def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--sample", type=int, default=20, help="parsed answers kept per set for reading")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--readings", type=Path, help="write every answer's reading here (JSON lines: set, index, value)")
     args = ap.parse_args()
+    readings: list[dict[str, Any]] = []
+    texts = summeval_texts()
     t0 = time.perf_counter()
     root = data_dir()
     rng = random.Random(args.seed)
@@ -148,11 +169,14 @@ async def main() -> None:
             text, hints = template_for(method, crit)
             prompt = JudgePrompt.from_template(text, **hints)
             resps = [str(r["resp"]) for r in rows]
+            system = path.parent.name.removeprefix("eval_").removesuffix("_generations")
             answers += resps
-            ours += await judge_all(prompt, resps)
+            ours += await judge_all(prompt, resps, [pointwise_item(texts, system, str(r["id"])) for r in rows])
             theirs += [_parse(r, method)[0] for r in resps]
         sets[judge_name] = summarise(answers, ours, theirs, rng, args.sample,
                                      prompt_format=prompt.format.describe())
+        readings += [{"set": judge_name, "index": i, "value": v, "raw": a}
+                     for i, (a, v) in enumerate(zip(answers, ours, strict=True))]
         print(f"{judge_name:16s} {sets[judge_name]['scored']}/{sets[judge_name]['n']} parsed "
               f"({sets[judge_name]['parse_rate']:.4f}); agree with the release loader on "
               f"{sets[judge_name]['agreement']}", flush=True)
@@ -168,9 +192,13 @@ async def main() -> None:
     for crit, recs in by_dim.items():
         prompt = JudgePrompt.from_template(H2H.format(crit=crit, Crit=crit), labels=("A", "B"), tie="C")
         answers += [r.raw for r in recs]
-        ours += await judge_all(prompt, [r.raw for r in recs], pairwise=True)
+        ours += await judge_all(prompt, [r.raw for r in recs], [pair_item(texts, r) for r in recs], pairwise=True)
     theirs = [r.verdict for by in by_dim.values() for r in by]
     sets["chatgpt-h2h"] = summarise(answers, ours, theirs, rng, args.sample, prompt_format=prompt.format.describe())
+    readings += [{"set": "chatgpt-h2h", "index": i, "value": v, "raw": a}
+                 for i, (a, v) in enumerate(zip(answers, ours, strict=True))]
+    if args.readings is not None:
+        args.readings.write_text("".join(json.dumps(r) + "\n" for r in readings), encoding="utf-8")
     print(f"chatgpt-h2h      {sets['chatgpt-h2h']['scored']}/{sets['chatgpt-h2h']['n']} parsed; agree on "
           f"{sets['chatgpt-h2h']['agreement']}", flush=True)
     payload = {
@@ -182,6 +210,16 @@ async def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
+
+
+def pair_item(texts: dict[str, Item], rec: Any) -> Item:
+    """The item a head-to-head answer judged: the two summaries in the order shown, and the article."""
+    one, two = texts.get(f"{rec.system_1}/{rec.doc_id}"), texts.get(f"{rec.system_2}/{rec.doc_id}")
+    if one is None or two is None:
+        return Item(id="x", output="S", output_b="S2", inputs={"document": "D"})
+    first, second = (one, two) if rec.order == "original" else (two, one)
+    return Item(id=f"{rec.system_1}-{rec.system_2}/{rec.doc_id}", output=first.output, output_b=second.output,
+                inputs={"document": one.inputs.get("source", "")})
 
 
 def summarise(answers: list[str], ours: list[Any], theirs: list[Any], rng: random.Random, k: int,

@@ -469,17 +469,19 @@ class PromptJudge(Judge):
         failures: list[ParseFailure] = []
         verdicts: list[Verdict] = []
         fmt = self.prompt.format
+        shown = tuple(m.content for m in request.messages)
+        judged = item.texts()
         for idx, choice in enumerate(response.choices):
             if self.prompt.answer == "pairwise":
                 try:
                     got = fmt.read_json(choice.text, self.prompt.scale) if as_json else fmt.read(
-                        choice.text, self.prompt.scale)
+                        choice.text, self.prompt.scale, quoted=shown, judged=judged)
                     verdicts.append(got)  # type: ignore[arg-type]
                 except ParseError as exc:
                     failures.append(ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message, sample=idx))
                 continue
-            shown = tuple(m.content for m in request.messages)
-            for name, value in self._parse_choice(choice, names, as_json=as_json, quoted=shown).items():
+            for name, value in self._parse_choice(choice, names, as_json=as_json, quoted=shown,
+                                                  judged=judged).items():
                 if isinstance(value, ParseError):
                     per_crit[name].append(None)
                     failures.append(ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx))
@@ -510,7 +512,7 @@ class PromptJudge(Judge):
         )
 
     def _parse_choice(self, choice: Choice, names: list[str], *, as_json: bool = False,
-                      quoted: Sequence[str] = ()) -> dict[str, float | ParseError]:
+                      quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> dict[str, float | ParseError]:
         scale = self.prompt.scale
         try:
             if self.config.scoring == "expected":
@@ -522,13 +524,13 @@ class PromptJudge(Judge):
                     for n in names
                 }
             if len(names) > 1:
-                return parse_criteria(choice.text, names, scale)
+                return parse_criteria(choice.text, names, scale, quoted=quoted, judged=judged)
             fmt = self.prompt.format
             if as_json:
                 return {names[0]: float(fmt.read_json(choice.text, scale))}
             cues = tuple(n for n in names if n.lower() != "score")
             return {names[0]: float(fmt.read(choice.text, scale, echoes=self.prompt.echo_lines(), cues=cues,
-                                             quoted=quoted))}
+                                             quoted=quoted, judged=judged))}
         except ParseError as exc:
             return {n: exc for n in names}
 

@@ -238,3 +238,67 @@ def test_a_pairwise_template_that_offers_a_tie_gets_a_constraint_that_allows_it(
     assert with_tie.format.read("tie", with_tie.scale) is not None
     without = JudgePrompt.from_template(body + "Which answer is better? Answer with 1 or 2.", answer="pairwise")
     assert without.format.tie is None
+
+
+@pytest.mark.parametrize(("text", "order"), [
+    # the "analyze, then rate" evaluation form: the answer opens with a labelled analysis, the rating follows
+    ('Evaluation Form (Respond by beginning with "Reasoning:" to reason about the example against the criteria '
+     'briefly, and afterwards put the numerical score on the following line after "Score:"):', "before"),
+    ('Reply by starting with "Critique:" and a few words on the text; then write the rating on a new line '
+     'as "Rating:".', "before"),
+    ("Open your answer with a short comparison of the two texts, followed by your verdict.", "before"),
+    ("First, write your analysis of the summary. Then output the score.", "before"),
+    ("Give your rating first, then explain your reasoning.", "after"),
+    ("Start with the score on its own line, followed by a brief justification.", "after"),
+])
+def test_an_instruction_that_orders_the_answers_parts_gives_its_reasoning_order(text: str, order: str) -> None:
+    assert stated_reasoning([text]) == order
+    assert reasoning_ban([text]) is None  # the template asks for reasoning: a chain of thought does not contradict it
+
+
+def test_an_analyze_then_rate_form_reads_reasoning_first_with_its_rating_line() -> None:
+    from mitigate.prompt import JudgePrompt
+
+    prompt = JudgePrompt.from_template(
+        "Evaluate the summary of the article.\n\nArticle: {{article}}\nSummary: {{summary}}\n\nEvaluation Form "
+        '(Respond by beginning with "Reasoning:" to reason about the example against the criteria briefly, and '
+        'afterwards put the numerical score on the following line after "Score:"):', scale=(1, 5))
+    assert (prompt.format.line, prompt.format.reasoning) == ("Score: {value}", "before")
+    assert prompt.format.read("Reasoning: clear and faithful.\nScore: 4", prompt.scale) == 4.0
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Therefore, because Output (b) names every prime and Output (a) does not, Output (b) is better.", "second"),
+    ("Therefore, Output (b) is better as it not only follows the instruction but also adds detail.", "second"),
+    ("Therefore, based on whether each output follows the instruction, Output (a) is better.", "first"),
+    ("Therefore, Output (a) is not better, and Output (b) is better.", "second"),
+    ("While both outputs are useful, Output (b) is better.", "second"),
+    ("Therefore, Output (a) is better as it is shorter, but still complete.", "first"),
+    ("Therefore, Output (a) is better, even though it is longer.", "first"),
+])
+def test_a_verdict_line_whose_sentence_names_the_other_side_in_another_clause_is_read(text: str, want: str) -> None:
+    fmt = AnswerFormat(kind="pairwise", line="Therefore, Output ({value}) is better.", labels=("a", "b"),
+                       reasoning="before")
+    assert fmt.read(text, Scale(min=1, max=5)) == want
+
+
+@pytest.mark.parametrize("text", [
+    "Therefore, neither Output (a) nor Output (b) is better.",  # no tie offered: a failure, never (b)
+    "Output (b) is better in tone, but it ignores the instruction.",
+    "It is unclear whether, on balance, Output (a) is better.",
+    "Therefore, Output (a) is better. I understand that Assistant (b) argues that Output (b) is better because",
+])
+def test_a_negated_hedged_or_reported_verdict_line_is_not_read(text: str) -> None:
+    fmt = AnswerFormat(kind="pairwise", line="Therefore, Output ({value}) is better.", labels=("a", "b"),
+                       reasoning="before")
+    try:
+        got = fmt.read(text, Scale(min=1, max=5))
+    except ParseError:
+        return
+    assert got == "first" and "argues" in text  # the reported argument is skipped: the judge's own verdict stands
+
+
+def test_neither_nor_is_a_tie_where_the_template_offers_one() -> None:
+    fmt = AnswerFormat(kind="pairwise", line="Therefore, Output ({value}) is better.", labels=("a", "b"), tie="tie",
+                       reasoning="before")
+    assert fmt.read("Therefore, neither Output (a) nor Output (b) is better.", Scale(min=1, max=5)) == "tie"

@@ -18,6 +18,7 @@ from mitigate.errors import ConfigError
 
 if TYPE_CHECKING:
     from mitigate.cli.build import Task
+    from mitigate.data.schema import Benchmark
     from mitigate.judge import Judge, PromptJudge
 
 # The rest is imported inside the functions that use it: `import mitigate.cli` (what `mitigate --help`
@@ -34,17 +35,21 @@ def compare_cmd(options: CompareOptions) -> None:
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
 
 
-def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
-    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
+def recorded_reader(o: CompareOptions, criterion: str, bench: Benchmark) -> Any:
+    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the item's
+    texts as what the judge was shown (a value they hold and the answer quotes back is not read); None without
+    --prompt."""
     from mitigate.cli.build import naming_template, template_origin, template_text
     from mitigate.prompt import JudgePrompt
 
     if o.prompt is None:
         return None
+    template = template_text(o.prompt, o.benchmark, criterion)
     with naming_template(template_origin(o.prompt)):
-        jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
-                                       **({"answer": "pairwise"} if pairwise else {}))
-    return lambda raw, crit: jp.format.read(raw, jp.scale)
+        jp = JudgePrompt.from_template(template, criterion=criterion,
+                                       **({"answer": "pairwise"} if bench.pairwise else {}))
+    texts = {item.id: item.texts() for item in bench.items}
+    return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,), judged=texts.get(item_id, ()))
 
 
 async def _compare(o: CompareOptions, command_line: str) -> None:
@@ -75,7 +80,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         for name, pipe in parsed:  # --scoring auto reads the text of an entry that asks for reasoning
             own = base.with_config(**scoring_for(o, lm, base.prompt, pipe))
             entries.append(Entry.from_pipeline(name, own, pipe))
-    read = recorded_reader(o, crit, bench.pairwise) if recorded else None
+    read = recorded_reader(o, crit, bench) if recorded else None
     for path in recorded:
         entries += Entry.all_recorded(path, crit, read)
     entries += [e for name in released for e in Entry.all_released(name, crit)]

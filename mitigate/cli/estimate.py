@@ -92,7 +92,7 @@ def _judge_source(o: EstimateOptions, task: Task, items: list[Item]) -> Any:
         from mitigate.data.recorded import load_recorded_runs
         from mitigate.errors import DataError
 
-        runs = load_recorded_runs(o.recorded, recorded_reader(o, task.criterion, task.benchmark.pairwise))  # type: ignore[arg-type]
+        runs = load_recorded_runs(o.recorded, recorded_reader(o, task.criterion, task.benchmark))  # type: ignore[arg-type]
         if o.judge is None:
             if len(runs) > 1:
                 raise DataError(f"{o.recorded} holds judgments of several judges {list(runs)}; name one with --judge")

@@ -266,9 +266,11 @@ def _text(row: Mapping[str, Any], key: str, path: Path, line: int, *, required: 
     return value
 
 
-AnswerReader = Callable[[str, str], "float | str"]
-"""Reads a recorded ``raw`` answer on a criterion: a score, or a presented verdict ("first", "second",
-"tie"); raises :class:`~mitigate.errors.ParseError` when the text holds none (a recorded failure)."""
+AnswerReader = Callable[[str, str, str], "float | str"]
+"""Reads a recorded ``raw`` answer on a criterion, for an item id: a score, or a presented verdict ("first",
+"second", "tie"); raises :class:`~mitigate.errors.ParseError` when the text holds none (a recorded failure).
+The item id lets the reader know the texts the answer judged (a value they hold and the answer quotes back
+is never the verdict)."""
 
 
 def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | None = None,
@@ -306,7 +308,7 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
             raise row_error(path, line, f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
                                         "'raw' (give the prompt whose answer format reads it: compare --prompt)")
         try:
-            got = read(raw_text, criterion)
+            got = read(raw_text, criterion, item_id)
         except ParseError as exc:
             error = exc.message
         else:

@@ -17,6 +17,7 @@ already mapped back from the presentation.
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -26,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from mitigate.data.schema import Benchmark
 from mitigate.errors import DataError
 
-__all__ = ["RELEASE_CRITERION", "PairwiseRelease", "ReleasedAnswer", "TemplateSource", "split_release_spec"]
+__all__ = ["RELEASE_CRITERION", "PairwiseRelease", "ReleasedAnswer", "TemplateSource", "release_copy",
+           "split_release_spec"]
 
 RELEASE_CRITERION = "overall"
 """The one criterion of the released pairwise benchmarks: which output is better overall."""
@@ -132,3 +134,26 @@ def split_release_spec(spec: str, layouts: Sequence[str]) -> tuple[str, Path, st
     if not path:
         raise DataError(f"expected a path after '{layout}:'; got {spec!r}")
     return layout, Path(path), pattern or None
+
+
+_COPY_NAMES = {"llmbar": "LLMBar", "judgebench": "JudgeBench", "faireval": "FairEval"}
+
+
+def release_copy(layout: str) -> Path | None:
+    """Where a copy of the release ``layout`` ("llmbar", "judgebench", "faireval") is on this machine; None if none.
+
+    ``$MITIGATE_<LAYOUT>_DIR`` (``MITIGATE_LLMBAR_DIR`` ...) when set, else ``<data folder>/<Name>``, else
+    ``/work/ext/<Name>`` (``LLMBar``, ``JudgeBench``, ``FairEval``), the first that is a folder. Benchmarks
+    and tests that read a release use it, and skip cleanly on None.
+    """
+    from mitigate.paths import data_dir
+
+    name = _COPY_NAMES[layout]
+    env = os.environ.get(f"MITIGATE_{layout.upper()}_DIR")
+    if env:
+        return Path(env) if Path(env).is_dir() else None
+    root = data_dir()
+    for candidate in ([root / name] if root is not None else []) + [Path("/work/ext") / name]:
+        if candidate.is_dir():
+            return candidate
+    return None

@@ -58,6 +58,11 @@ class Item(BaseModel):
         """Whether the item holds two texts to compare (``output`` = A, ``output_b`` = B)."""
         return self.output_b is not None
 
+    def texts(self) -> tuple[str, ...]:
+        """Every text the item holds (outputs, inputs, reference): what a judge's answer may quote back, never its verdict."""
+        return (self.output, *([self.output_b] if self.output_b is not None else []), *self.inputs.values(),
+                *([self.reference] if self.reference is not None else []))
+
     def field(self, name: str) -> str:
         """The text an item holds under ``name`` (``output``, ``reference`` or an input), case-insensitive."""
         if name.lower() in ("output", "output_a"):

@@ -40,6 +40,7 @@ from mitigate.data.released_pairwise import (
     TemplateSource,
     split_release_spec,
 )
+from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError, MitigateError, ParseError
 from mitigate.prompt import JudgePrompt
 from mitigate.prompt.answer_format import AnswerFormat
@@ -104,7 +105,7 @@ def _prompt_format(text: str, system: str | None, answer: str, labels: tuple[str
     return prompt.format, prompt.scale, prompt.echo_lines()
 
 
-def answer_reader(src: TemplateSource) -> tuple[str, Callable[[ReleasedAnswer], ParsedAnswer]]:
+def answer_reader(src: TemplateSource) -> tuple[str, Callable[..., ParsedAnswer]]:
     """(a description of the format, a function reading one answer) for the template ``src``."""
     key = src.key
     if key == "declared:reward-scores":
@@ -123,9 +124,9 @@ def answer_reader(src: TemplateSource) -> tuple[str, Callable[[ReleasedAnswer], 
     else:
         raise ConfigError(f"expected a template text or a declared format in {sorted(_DECLARED)}; got {key!r}")
 
-    def read(answer: ReleasedAnswer) -> ParsedAnswer:
+    def read(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
         try:
-            got = fmt.read(answer.raw, scale, echoes=echoes)
+            got = fmt.read(answer.raw, scale, echoes=echoes, judged=judged)
         except ParseError as exc:
             return ParsedAnswer(error=exc.message, reader=key)
         if isinstance(got, str):
@@ -135,14 +136,25 @@ def answer_reader(src: TemplateSource) -> tuple[str, Callable[[ReleasedAnswer], 
     return f"{fmt.describe()} on {scale.describe()}" if fmt.kind == "score" else fmt.describe(), read
 
 
-def _reward(answer: ReleasedAnswer) -> ParsedAnswer:
+def _judged(item: Item | None, answer: ReleasedAnswer) -> tuple[str, ...]:
+    """The texts an answer judged (its item's instruction and outputs; the one output a rating part rated)."""
+    if item is None:
+        return ()
+    if answer.part == "score_a":
+        return (*item.inputs.values(), item.output)
+    if answer.part == "score_b":
+        return (*item.inputs.values(), item.output_b or "")
+    return item.texts()
+
+
+def _reward(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
     if answer.scores is None:
         return ParsedAnswer(error="the release holds no rewards for this answer", reader="declared:reward-scores")
     a, b = answer.scores
     return ParsedAnswer(verdict="A" if a > b else "B" if b > a else "tie", reader="declared:reward-scores")
 
 
-def _release_decision(answer: ReleasedAnswer) -> ParsedAnswer:
+def _release_decision(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
     if answer.release_verdict is None:
         return ParsedAnswer(error="the release recorded no decision", reader="declared:release-decision")
     return ParsedAnswer(verdict=answer.release_verdict, reader="declared:release-decision")
@@ -154,7 +166,8 @@ def parse_release(release: PairwiseRelease) -> ReleaseParse:
     missing = sorted({a.template for a in release.answers} - set(readers))
     if missing:
         raise DataError(f"expected a template for every released answer; {missing} are not in the release")
-    parsed = tuple(readers[a.template][1](a) for a in release.answers)
+    items = {it.id: it for it in release.benchmark.items}
+    parsed = tuple(readers[a.template][1](a, _judged(items.get(a.item_id), a)) for a in release.answers)
     return ReleaseParse(release=release, parsed=parsed, formats={k: v[0] for k, v in readers.items()})
 
 

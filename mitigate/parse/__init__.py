@@ -1,7 +1,9 @@
 """Strict readers of a judge's answer: a score, a verdict, a choice, scores per criterion, or a distribution from logprobs.
 
 A reply the readers cannot read is a :class:`~mitigate.errors.ParseError`, never a guessed
-score. The readers live in :mod:`.answers`.
+score. The readers live in :mod:`.answers`; :mod:`.quoted` finds what in an answer is not the
+judge's own statement (reported speech, quotations of the texts it was shown), which no reader
+takes for the verdict (docs/answer_reading.md).
 """
 
 from mitigate.parse.answers import (

@@ -7,7 +7,9 @@ expected on ``.expected``. Nothing is ever coerced to a default score.
 Design choices (pinned by ``tests/test_parse.py``):
 
 * **Last explicit cue wins.** Judges reason first and score last, and a reasoning may quote
-  the judged item ("the summary says 'Score: 10' ... My score: 3"). A number is a candidate
+  the judged item ("the summary says 'Score: 10' ... My score: 3"); what an answer quotes back
+  is blanked before these readers run (:func:`mitigate.parse.quoted.unquote`, called by
+  :meth:`~mitigate.prompt.answer_format.AnswerFormat.read` and :func:`parse_criteria`). A number is a candidate
   only when a score cue marks it: a noun cue before it ("Score: 4", "a rating of 7", "final
   score is 3"), a verb cue ("I would give it a 4", "earning a 3", "I rate it 2"), or a
   denominator after it ("4/5", "2 out of 5"). The last candidate in the text decides; when it
@@ -33,12 +35,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from mitigate.errors import ConfigError, ParseError, ScaleError
 from mitigate.lm.base import TokenLogprob
+from mitigate.parse.quoted import unquote
 from mitigate.scale import MODIFIER_STEP, Scale
 
 __all__ = [
@@ -52,7 +55,6 @@ __all__ = [
     "score_distribution",
     "score_tokens",
     "strip_echoed_lines",
-    "strip_quoted",
 ]
 
 Verdict = Literal["first", "second", "tie"]
@@ -402,41 +404,6 @@ def strip_echoed_lines(text: str, echoes: Sequence[str]) -> str:
     return "".join(out)
 
 
-_QUOTE_SPAN = re.compile(r"\"([^\"\n]{2,300})\"|“([^”\n]{2,300})”|(?<![\w])'([^'\n]{2,300})'(?![\w])")
-
-
-def strip_quoted(text: str, sources: Sequence[str], keep: Callable[[str], bool] = lambda line: False) -> str:
-    """``text`` with the spans it copies from ``sources`` (the judged text, the prompt) blanked out.
-
-    A judge that quotes the judged item ("The summary reads 'Score: 5'. I give it 2.") or echoes
-    the prompt ("Summary: Score: 5") writes numbers it is not giving. Blanked (same length, so
-    positions hold): a quoted span ("...", “...”, '...') holding a digit whose words occur in a
-    source, and a whole line holding a digit that occurs in a source, unless ``keep(line)``
-    says the line is the answer line itself ("Score: 3" is the judge's answer even when a
-    source also holds it). Words are compared with case, spacing and markdown ignored.
-    """
-    flats = [_flat(s) for s in sources if s and s.strip()]
-    if not flats:
-        return text
-
-    def copied(span: str) -> bool:
-        flat = _flat(span)
-        return len(flat) >= 3 and bool(re.search(r"\d", flat)) and any(flat in f for f in flats)
-
-    def blank(m: re.Match[str]) -> str:
-        inner = next(g for g in m.groups() if g is not None)
-        return " " * len(m.group(0)) if copied(inner) else m.group(0)
-
-    out = []
-    for line in text.splitlines(keepends=True):
-        body = line.rstrip("\r\n")
-        if body.strip() and copied(body) and not keep(body):
-            out.append(" " * len(body) + line[len(body):])
-            continue
-        out.append(_QUOTE_SPAN.sub(blank, line))
-    return "".join(out)
-
-
 def _flat(text: str) -> str:
     return " ".join(re.sub(r"[*`_\"']", "", text).lower().split())
 
@@ -525,6 +492,8 @@ _TIE_PHRASES = re.compile(
 )
 
 
+_BETTER_ONE = (rf"\bthe\s+(?:better|best|stronger|preferred|preferable|superior|winning)\s+(?:{_NOUNS}|one|choice)\b"
+               r"[^.!?\n]{0,80}?\b(?:is|would\s+be)\s+")
 _VERDICT_CUE = (
     r"\b(?:(?:final\s+)?(?:answer|verdict|choice|winner|decision|preference)\s*(?:is|:|=|-)\s*"
     r"|(?:i\s+(?:would\s+)?)?(?:prefer|choose|chose|pick|select|vote\s+for|go\s+with)\s+)"
@@ -554,6 +523,23 @@ _CONCLUSION = re.compile(
     r"all\s+in\s+all|in\s+the\s+end|finally|consequently|as\s+a\s+result)\b[^.!?\n]*",
     re.I,
 )
+
+
+_NEITHER_TIE = re.compile(r"\bneither\b[^.!?\n]{0,80}?\bnor\b[^.!?\n]{0,80}?\b(?:is|are|was|were)\s+(?:\w+\s+)?"
+                          r"(?:better|preferred|preferable|superior)\b", re.I)
+"""A sentence saying neither output is better: a tie claim, never a claim for the output it names last."""
+
+
+_END = re.compile(r"[.!?][\"'”’)]*(?=\s|$)|\n")
+
+
+def _sentence_span(text: str, pos: int) -> tuple[int, int]:
+    """The sentence (or line) of ``text`` holding position ``pos``."""
+    left = 0
+    for m in _END.finditer(text, 0, pos):
+        left = m.end()
+    right = _END.search(text, pos + 1)
+    return left, right.start() if right else len(text)
 
 
 def _sentences(text: str) -> list[str]:
@@ -622,13 +608,20 @@ def parse_pairwise(
         if end is not None and len(work) > len(label) + 2:
             explicit.append((end.start() + 1, side))
     if explicit:
-        return max(explicit, key=lambda p: p[0])[1]
+        pos, side = max(explicit, key=lambda p: p[0])
+        start, end = _sentence_span(work, pos)
+        rivals = {s for p, s in explicit if s != side and start <= p < end}
+        if rivals:  # "[[A]] [[B]]", "either [[A]] or [[B]] would do": two verdicts, no final one
+            order = [v for v in ("first", "second", "tie") if v in rivals | {side}]
+            raise _fail(f"two verdicts in one sentence ({', '.join(order)}) with no final one", text, expected)
+        return side
 
     pairs: tuple[tuple[Verdict, Verdict], ...] = (("first", "second"), ("second", "first"))
 
     def claims(part: str, overall: bool = False) -> set[Verdict]:
         """Sides ``part`` claims; ``overall`` keeps only whole verdicts ("is better"), not an aspect ("more fluent")."""
         found: set[Verdict] = set()
+        original = part
         kept = [x for x in _sentences(part) if not _HEDGED.search(x)]
         if len(kept) != len(_sentences(part)):
             part = "\n".join(kept)  # "hard to say whether Summary 1 is better" claims nothing
@@ -637,6 +630,7 @@ def parse_pairwise(
                 if re.search(rf"^\W*{forms[side]}(?:'s\s+\w+)?\s+(?i:{_OVERALL})\W*$", part, flags):
                     found.add(side)
             return found
+        part = _NEITHER_TIE.sub(lambda m: " " * len(m.group(0)), part)  # "neither (a) nor (b) is better" names no side
         for side, other in pairs:
             if re.search(rf"{forms[side]}(?:'s\s+\w+)?\s+(?i:{_COMPARATIVE})", part, flags) or re.search(
                 rf"(?i:\b(?:better|superior|preferable)\s+than\s+){forms[other]}", part, flags
@@ -644,7 +638,9 @@ def parse_pairwise(
                 found.add(side)
             if re.search(rf"{forms[side]}(?:'s\s+\w+)?\s+(?i:{_WORSE})", part, flags):
                 found.add(other)
-        if _TIE_PHRASES.search(part):
+            if re.search(rf"(?i:{_BETTER_ONE}){forms[side]}", part, flags):  # "the better output ... is Output (a)"
+                found.add(side)
+        if _TIE_PHRASES.search(original) or _NEITHER_TIE.search(original):
             found.add("tie")
         return found
 
@@ -701,17 +697,49 @@ def _segment(work: str, start: int, any_name: str) -> str:
     return segment
 
 
-def parse_criteria(text: str, names: Sequence[str], scale: Scale) -> dict[str, float | ParseError]:
+def parse_criteria(text: str, names: Sequence[str], scale: Scale, *, quoted: Sequence[str] = (),
+                   judged: Sequence[str] = ()) -> dict[str, float | ParseError]:
     """Read one score per criterion from a multi-criterion answer ("Coherence: 4\\nFluency: 3").
 
     Each name is matched case-insensitively where it labels a value ("Coherence: 4",
     "- Fluency score: 3/5", "**Relevance** - 2"); the last labelled occurrence counts and its
     value runs to the end of the line or to the next criterion name. A missing or malformed
     entry maps to the :class:`ParseError` instance (recorded, not raised).
+
+    What the answer reports from a third party or quotes back from ``quoted`` (the texts the
+    judge was shown) and ``judged`` (the texts under judgment) is not read
+    (:func:`~mitigate.parse.quoted.unquote`); a criterion the answer gives its own value for and
+    also, bare, a different value a judged text holds is a failure for that criterion.
     """
-    work = re.sub(r"[*`#]+", "", text)
     if not names:
         return {}
+    wide = Scale(min=-1e6, max=1e6, step=0.001)
+    own_words = {w.lower() for n in names for w in re.findall(r"[A-Za-z]+", n)} | {"score", "rating", "out", "of"}
+
+    def states(span: str) -> bool:
+        return any(not isinstance(v, ParseError) for v in _criteria(span, names, wide).values())
+
+    def bare(span: str) -> bool:
+        return all(w.lower() in own_words or w[0].isdigit()
+                   for w in re.findall(r"[A-Za-z]+|\d+(?:\.\d+)?", _normalise(span)))
+
+    own, strict = unquote(text, statement=states, bare=bare, sources=quoted, judged=judged)
+    out = _criteria(own, names, scale, raw=text)
+    if strict != own:
+        for name, value in _criteria(strict, names, scale, raw=text).items():
+            mine = out[name]
+            if not isinstance(value, ParseError) and not isinstance(mine, ParseError) and value != mine:
+                expected = f"one value for {name!r} on {scale.describe()}"
+                out[name] = ParseError(
+                    f"expected {expected}; got {_fmt(value)} and also {_fmt(mine)}, which the judged text holds as "
+                    "written: no way to tell which is the judge's own", raw=text, expected=expected, criterion=name)
+    return out
+
+
+def _criteria(text: str, names: Sequence[str], scale: Scale, *, raw: str | None = None) -> dict[str, float | ParseError]:
+    """:func:`parse_criteria` on ``text`` as it is (errors carry ``raw``, default ``text``)."""
+    raw = text if raw is None else raw
+    work = re.sub(r"[*`#]+", "", text)
     any_name = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     out: dict[str, float | ParseError] = {}
     for name in names:
@@ -722,7 +750,7 @@ def parse_criteria(text: str, names: Sequence[str], scale: Scale) -> dict[str, f
         )
         hits = list(label.finditer(work))
         if not hits:
-            out[name] = _fail(f"no '{name}:' entry", text, expected, criterion=name)
+            out[name] = _fail(f"no '{name}:' entry", raw, expected, criterion=name)
             continue
         segments = [_segment(work, hit.end(), any_name) for hit in hits]
         # The last labelled entry that holds a number; prose such as "Coherence - the
@@ -730,7 +758,7 @@ def parse_criteria(text: str, names: Sequence[str], scale: Scale) -> dict[str, f
         numeric = [seg for seg in segments if _NUM_RE.search(_normalise(seg))]
         segment = numeric[-1] if numeric else segments[-1]
         try:
-            out[name] = _score(segment.strip(), scale, raw=text, cued=True, criterion=name)
+            out[name] = _score(segment.strip(), scale, raw=raw, cued=True, criterion=name)
         except ParseError as exc:
             out[name] = exc
     return out

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from mitigate.errors import ConfigError, ParseError, TemplateError
+from mitigate.errors import ConfigError, MitigateError, ParseError, TemplateError
 from mitigate.lm.constraint import AnswerConstraint, ConstraintMode
 from mitigate.parse.answers import (
     Verdict,
@@ -44,8 +44,8 @@ from mitigate.parse.answers import (
     parse_pairwise,
     parse_score,
     strip_echoed_lines,
-    strip_quoted,
 )
+from mitigate.parse.quoted import unquote
 from mitigate.scale import Scale
 
 AnswerKind = Literal["score", "mcq", "pairwise"]
@@ -55,6 +55,8 @@ DEFAULT_SCORE_LINE = "Score: {value}"
 """The answer line a prompt gets when its template names none (what mitigate's own prompts ask for)."""
 
 VALUE = "{value}"
+_ANY_SCORE = Scale(min=-1e6, max=1e6, step=0.001)
+"""A scale every plain number is on: what a score-shaped statement reads as, whatever the prompt's scale."""
 _REASON_CHARS = 600
 """At most how many characters of reasoning a constrained answer writes before its answer line."""
 _REASON_MIN = 32
@@ -272,20 +274,40 @@ class AnswerFormat(BaseModel):
 
     # ------------------------------------------------------------------ parsing
     def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
-             quoted: Sequence[str] = ()) -> float | Verdict:
+             quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> float | Verdict:
         """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it is ambiguous.
 
-        ``echoes`` are lines of the prompt (its scoring options) that a judge may copy into
-        its answer; such copied lines are not answers. ``cues`` are extra words that mark a
-        score for the general parser (the criterion's name: "Fluency: 3"). ``quoted`` are the
-        texts the judge was shown (the rendered prompt, the judged text): a score the answer
-        quotes or echoes from them is never read as the judge's own (see
-        :func:`~mitigate.parse.strip_quoted`); a line that is exactly this format's answer line
-        stays the answer.
+        The verdict is the judge's own final statement in this format. ``echoes`` are lines of
+        the prompt (its scoring options) that a judge may copy into its answer; such copied
+        lines are not answers. ``cues`` are extra words that mark a score for the general parser
+        (the criterion's name: "Fluency: 3"). ``quoted`` are the texts the judge was shown (the
+        rendered prompt) and ``judged`` the texts under judgment: what the answer reports from a
+        third party or quotes back from them is never read as the judge's own
+        (:func:`~mitigate.parse.quoted.unquote`), and an answer that gives its own value and also,
+        bare, a different one a judged text holds is a failure, never the judged text's value.
         """
         work = strip_echoed_lines(text, echoes) if echoes else text
-        if quoted and self.kind == "score" and self.json_key is None:
-            work = strip_quoted(work, quoted, keep=self._is_answer_line)
+
+        def plain(part: str) -> float | Verdict:
+            return self._read_plain(part, text, scale, cues)
+
+        own, strict = unquote(work, statement=lambda span: self._states(span, scale, cues), bare=self._bare,
+                              sources=quoted, judged=judged, fold=not self.case_sensitive, hint=self._value_hint())
+        value = plain(own)
+        if strict != own:
+            try:
+                other = plain(strict)
+            except ParseError:
+                return value  # the bare copy is the answer's only statement: the judge gave that value itself
+            if other != value:
+                expected = f"one answer {self.describe()}"
+                raise ParseError(f"expected {expected}; got {other!r} and also {value!r}, which the judged text "
+                                 f"holds as written: no way to tell which is the judge's own", raw=text,
+                                 expected=expected)
+        return value
+
+    def _read_plain(self, work: str, text: str, scale: Scale, cues: Sequence[str]) -> float | Verdict:
+        """The value in ``work`` (the answer with what is not the judge's own blanked); errors carry ``text``."""
         if self.json_key is not None:
             found = _json_value(work, self.json_key)
             if found is not None:
@@ -301,6 +323,43 @@ class AnswerFormat(BaseModel):
                 return self._accept(letter, text, scale)
         return self._general(work, text, scale, cues)
 
+    def _states(self, span: str, scale: Scale, cues: Sequence[str]) -> bool:
+        """Whether ``span`` holds an answer in this format: it reads as one on its own (a score off the scale,
+        "Score: 0", counts too), or holds the format's answer line, once or several times."""
+        if not self._value_hint().search(span):
+            return False
+        for each in [scale] + ([_ANY_SCORE] if self.kind == "score" else []):
+            try:
+                self._read_plain(span, span, each, cues)
+            except MitigateError:
+                continue
+            return True
+        if self.json_key is not None or self.two_scores or self.line.strip() == VALUE:
+            return False
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        pattern = _verdict_line_pattern(self.line, self._value_regex()) if self.kind == "pairwise" and _worded(
+            self.line) else _line_pattern(self.line, self._value_regex())
+        return re.search(pattern, normalise_answer(span) if self.kind == "score" else span, flags) is not None
+
+    def _value_hint(self) -> re.Pattern[str]:
+        """What any answer of this format holds: a number (or number word), a label, or a letter."""
+        return _value_hint(self.kind, tuple(self.labels) + ((self.tie,) if self.tie else ()), self.case_sensitive)
+
+    def _bare(self, span: str) -> bool:
+        """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output (a)")."""
+        own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))}
+        own |= {k.lower() for k in (self.json_key, self.reason_key) if k}
+        own |= {w[:-1] for w in own if len(w) > 3 and w.endswith("s")}  # "stars" also stands for "One star"
+        labels = {x.lower() for x in (*self.labels, *([self.tie] if self.tie else []))}
+        if self.kind == "score":
+            own |= {"out", "of", "weak", "strong"}
+        for word in re.findall(r"[A-Za-z]+|\d+(?:\.\d+)?", normalise_answer(span)):
+            low = word.lower()
+            if low in own or low in labels or word[0].isdigit() or (self.kind == "mcq" and len(word) == 1):
+                continue
+            return False
+        return True
+
     def _is_answer_line(self, line: str) -> bool:
         """Whether ``line`` is this format's answer line and nothing else ("Score: 3", "**[RESULT] 4**")."""
         body = normalise_answer(line).strip()
@@ -315,23 +374,34 @@ class AnswerFormat(BaseModel):
         return not [w for w in re.findall(r"[A-Za-z0-9]+", rest) if w.lower() not in own]
 
     def _final_letter(self, text: str, scale: Scale) -> str | None:
-        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line when it is one letter.
+        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line that is one letter.
 
         Only for an MCQ format whose line is the bare letter and whose reasoning comes first,
         and only a line holding nothing but one letter of ``scale.letters`` (markdown and a
-        full stop allowed); anything else is left to the general parser.
+        full stop allowed), with no other letter answer after it; anything else is left to the
+        general parser.
         """
         if self.kind != "mcq" or self.reasoning != "before" or self.line.strip() != VALUE or not scale.letters:
             return None
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-        if not lines:
-            return None
-        last = re.sub(r"[*_`\"'()\[\].]", "", lines[-1]).strip()
         known = {k.upper() for k in scale.letters}
-        return last.upper() if len(last) == 1 and last.upper() in known else None
+        for back in range(len(lines) - 1, -1, -1):
+            bare = re.sub(r"[*_`\"'()\[\].]", "", lines[back]).strip()
+            if len(bare) == 1 and bare.upper() in known:
+                rest = "\n".join(lines[back + 1:])
+                try:
+                    parse_mcq(rest, scale)
+                except ParseError:
+                    return bare.upper()
+                return None
+        return None
 
     def _from_line(self, text: str) -> str | None:
-        """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first)."""
+        """The value of the format's own answer line in ``text`` (last one, or first when the answer comes first).
+
+        Two different values in the deciding line's own sentence ("[[A]] [[B]]", "either [[A]] or
+        [[B]]") are two verdicts with no final one: a :class:`ParseError`.
+        """
         if self.line.strip() == VALUE:
             return None  # a bare value has no distinctive line: the general parser reads it
         if self.kind == "pairwise" and not self.relations and _worded(self.line):
@@ -339,25 +409,48 @@ class AnswerFormat(BaseModel):
         pattern = _line_pattern(self.line, self._value_regex())
         flags = 0 if self.case_sensitive else re.IGNORECASE
         work = normalise_answer(text) if self.kind == "score" else text
-        hits = [m.group("v") for m in re.finditer(pattern, work, flags)]
+        hits = list(re.finditer(pattern, work, flags))
         if not hits:
             return None
-        distinct = {h.strip().lower() if not self.case_sensitive else h.strip() for h in hits}
+        distinct = {self._same_value(h.group("v")) for h in hits}
         if self.kind != "score" and len(distinct) >= 3:  # scores may come with a per-aspect breakdown
             raise ParseError(
-                f"expected one answer in the format {self.describe()}; got {len(set(hits))} different ones "
-                f"({', '.join(dict.fromkeys(h.strip() for h in hits))}): an echoed list of the options?",
+                f"expected one answer in the format {self.describe()}; got {len(distinct)} different ones "
+                f"({', '.join(dict.fromkeys(h.group('v').strip() for h in hits))}): an echoed list of the options?",
                 raw=text, expected=f"one answer {self.describe()}",
             )
-        return hits[0] if self.reasoning == "after" else hits[-1]
+        chosen = hits[0] if self.reasoning == "after" else hits[-1]
+        self._one_in_sentence(work, chosen, hits, text)
+        return chosen.group("v")
+
+    def _same_value(self, value: str) -> str:
+        return value.strip() if self.case_sensitive else value.strip().lower()
+
+    def _one_in_sentence(self, work: str, chosen: re.Match[str], hits: Sequence[re.Match[str]], text: str) -> None:
+        """Raise when another hit with a different value shares ``chosen``'s sentence (two verdicts, no final one)."""
+        start, end = _sentence_bounds(work, chosen.start(), chosen.end())
+        mine = self._same_value(chosen.group("v"))
+        rival = [h.group("v").strip() for h in hits if h is not chosen and start <= h.start() < end
+                 and self._same_value(h.group("v")) != mine]
+        if rival:
+            expected = f"one answer {self.describe()}"
+            raise ParseError(f"expected {expected}; got {rival[0]!r} and {chosen.group('v').strip()!r} in one sentence "
+                             f"{' '.join(work[start:end].split())[:120]!r}, with no final one", raw=text,
+                             expected=expected)
 
     def _verdict_from_line(self, text: str) -> str | None:
         """The label of the last verdict written in the template's own words (the first when the answer comes first).
 
         The line may sit anywhere, be followed by more words ("Therefore, Output (b) is better as
-        it ...") and drop a leading connective or the closing full stop. A line the judge hedged
-        or asked about ("whether Output (a) is better", "Output (a) is better?") is not a verdict:
-        when the deciding line is such, the answer is a :class:`ParseError`, never a guess.
+        it ...") and drop a leading connective or the closing full stop. Its own clause decides: a
+        subordinate clause before it ("because Output (a) does not, Output (b) is better", "While
+        both are useful, ...") or a coordinate one ("Output (a) is not better, and Output (b) is
+        better") does not hedge it, nor does a "but" inside the reasons that follow it ("... is better
+        as it is shorter, but ..."). A line the judge hedged or asked about in its own clause
+        ("whether Output (a) is better", "Output (a) is better?") or qualified after it ("..., but
+        it ignores the instruction") is not a verdict: when the deciding line is such, the answer is
+        a :class:`ParseError`, never a guess. A line negated by "neither ... nor" names no winner
+        and is left to the general reader (a tie where the template offers one).
         """
         flags = 0 if self.case_sensitive else re.IGNORECASE
         work = re.sub(r"[*`]+", "", text)
@@ -371,13 +464,16 @@ class AnswerFormat(BaseModel):
         if not hits:
             return None
         hit = hits[0] if self.reasoning == "after" else hits[-1]
-        start = max(work.rfind(ch, 0, hit.start()) for ch in ".!?\n")
-        before = work[start + 1: hit.start()]
-        rest = re.split(r"[.!?\n]", work[hit.end():], maxsplit=1)[0]
-        if _HEDGE.search(before) or work[hit.end(): hit.end() + 2].startswith("?") or _QUALIFIED.search(rest):
+        self._one_in_sentence(work, hit, hits, text)
+        start, end = _sentence_bounds(work, hit.start(), hit.end())
+        clause = _own_clause(work[start: hit.start()])
+        rest = _REASON_AFTER.sub(" ", _NOT_ONLY.sub(" ", work[hit.end(): end]))
+        if _NEITHER.search(clause):
+            return None
+        if _HEDGE.search(clause) or work[hit.end(): hit.end() + 2].startswith("?") or _QUALIFIED.search(rest):
             expected = f"a verdict in the format {self.describe()}"
             raise ParseError(f"expected {expected}; got a hedged or questioned verdict line "
-                             f"{' '.join((before + hit.group(0)).split())!r}", raw=text, expected=expected)
+                             f"{' '.join(work[start: hit.end()].split())!r}", raw=text, expected=expected)
         return hit.group("v")
 
     def _value_regex(self) -> str:
@@ -557,6 +653,29 @@ class AnswerFormat(BaseModel):
 # --------------------------------------------------------------------------- helpers
 
 
+@functools.lru_cache(maxsize=64)
+def _value_hint(kind: str, labels: tuple[str, ...], case_sensitive: bool = False) -> re.Pattern[str]:
+    """What every answer of a kind holds: a number (or number word), a letter, or a label as the readers name it
+    (a lower-case letter only in brackets, "(a)"; an upper-case letter only in its case, "A")."""
+    if kind == "score":
+        return re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
+    if kind == "mcq":
+        return re.compile(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
+    if case_sensitive:
+        return re.compile("|".join(rf"(?<![A-Za-z0-9]){re.escape(x)}(?![A-Za-z0-9])" for x in labels))
+    forms = []
+    for label in labels:
+        esc = re.escape(label)
+        if len(label) == 1 and label.isalpha():
+            forms.append(rf"(?i:[(\[]\s*{esc}\s*[)\]])")
+            if label.isupper():
+                forms.append(rf"(?<![A-Za-z]){esc}(?![A-Za-z])")
+        else:
+            forms.append(rf"(?i:(?<![A-Za-z0-9]){esc}(?![A-Za-z0-9]))")
+    forms.append(r"(?i:\b(?:first|second|former|latter|tie|draw|equal\w*|neither)\b)")  # "the first one", a tie
+    return re.compile("|".join(forms))
+
+
 @functools.lru_cache(maxsize=512)  # a pure function of the format: built once per format, not per answer read
 def _line_pattern(line: str, value_regex: str) -> str:
     """A regex finding ``line`` in an answer: whitespace-tolerant, words before a bracket optional."""
@@ -590,7 +709,39 @@ _HEDGE = re.compile(
     r"seems?\s+like|at\s+first|initially|claims?|claimed)\b|n't\b"
 )
 
-_QUALIFIED = re.compile(r"(?i)\b(?:but|however|although|though|except|yet)\b")
+_QUALIFIED = re.compile(r"(?i)\b(?:but|however|yet)\b")
+"""After a verdict line in its sentence: a reversal ("..., but it ignores the instruction"). A concession
+("even though ...", "although ...") leaves the verdict standing."""
+_NOT_ONLY = re.compile(r"(?i)\bnot\s+only\b[^.!?\n]*?\bbut\s+also\b")
+# The verdict's reasons after it ("... is better as it is shorter, but ..."): a "but" inside them qualifies a reason,
+# not the verdict.
+_REASON_AFTER = re.compile(r"(?i)\b(?:as|because|since|given\s+that|considering\s+that)\b.*")
+_NEITHER = re.compile(r"(?i)\b(?:neither|nor)\b")
+# Subordinate clauses before a verdict ("because Output (a) does not,", "While both are useful,", "based on
+# whether it follows the instruction,"): what they say does not hedge the main clause that follows.
+_SUBORDINATE = re.compile(
+    r"(?i)\b(?:because|since|as|while|whereas|although|though|given|considering|based\s+on|after|when|despite|"
+    r"in\s+light\s+of|due\s+to|upon|according\s+to)\b[^,;:]*[,;:]")
+# Where a coordinate clause starts: the verdict's own clause is the last one.
+_COORDINATE = re.compile(r"(?i),\s*(?:and|but|so|yet)\b|;|:")
+
+
+def _own_clause(before: str) -> str:
+    """The words of a verdict's own clause before it, from the text of its sentence before it."""
+    text = _SUBORDINATE.sub(" ", before)
+    cuts = list(_COORDINATE.finditer(text))
+    return text[cuts[-1].end():] if cuts else text
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence (or line) of ``text`` around ``text[start:end]``: from after the last boundary to the next."""
+    left = max(m.end() for m in (*_BOUNDARY.finditer(text, 0, start), None) if m is not None) \
+        if _BOUNDARY.search(text, 0, start) else 0
+    right = _BOUNDARY.search(text, end)
+    return left, right.start() if right else len(text)
+
+
+_BOUNDARY = re.compile(r"[.!?][\"'”’)]*(?=\s|$)|\n")
 
 
 def _worded(line: str) -> bool:
@@ -884,9 +1035,47 @@ def _reasoning(text: str) -> Reasoning:
         return "after"
     if _NO_REASON.search(text):
         return "none"
+    ordered = _stated_order(text)
+    if ordered is not None:
+        return ordered
     if _REASON_FIRST.search(text):
         return "before"
     return "none"  # with _ONLY or nothing said: the answer alone
+
+
+# Words naming the reasoning part of an answer, and words naming its value part.
+_REASON_PART = re.compile(
+    r"\b(?:analy[sz]\w*|explain\w*|explanation|reason(?:s|ing)?|rationale|justif\w+|feedback|critique|"
+    r"comment(?:s|ary)?|assess\w*|evaluat\w*|compar\w+|discuss\w*|think\w*|thought\w*|review)\b", re.IGNORECASE)
+_VALUE_PART = re.compile(r"\b(?:score|rating|grade|verdict|label|number|letter|choice|decision|stars?)\b",
+                         re.IGNORECASE)
+# An instruction ordering two parts: "<first part> then <second part>" (or "followed by", "after that", "next").
+_THEN = re.compile(r"\b(?:and\s+)?(?:then|followed\s+by|after\s+that|afterwards|next)\b", re.IGNORECASE)
+_OPENING = re.compile(r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b|\bfirst\b",
+                      re.IGNORECASE)
+
+
+def _stated_order(text: str) -> Reasoning | None:
+    """The order an instruction gives the answer's parts: "before" when it opens with the reasoning part and
+    then asks for the value, "after" when it opens with the value; None when no sentence orders the two.
+
+    A sentence orders them when it says what the answer starts with ("starting with 'Analysis:' ...",
+    "give your rating first") and what comes then ("... then give the numeric rating on the next line"):
+    the part named in the clause of the opening is first. Reasoning words ("analysis", "explain", "feedback", "compare" ...) and value
+    words ("score", "rating", "verdict", "label" ...) tell the parts apart.
+    """
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        opening = _OPENING.search(sentence)
+        then = _THEN.search(sentence, opening.end()) if opening else None
+        if opening is None or then is None:
+            continue
+        clause = max((sentence.rfind(ch, 0, opening.start()) for ch in ",;:("), default=-1) + 1
+        head, tail = sentence[clause: then.start()], sentence[then.end():]
+        if _REASON_PART.search(head) and _VALUE_PART.search(tail):
+            return "before"
+        if _VALUE_PART.search(head) and not _REASON_PART.search(head) and _REASON_PART.search(tail):
+            return "after"
+    return None
 
 
 def _quoted_cue(text: str, criterion: str | None) -> str | None:
