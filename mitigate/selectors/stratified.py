@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal, Self
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
-from mitigate.registry import Interval, Options, register
+from mitigate.registry import Interval, Options, Tags, register
 from mitigate.scale import Scale
 from mitigate.selectors.base import Selector
 
@@ -125,6 +125,7 @@ class Stratified(Selector):
 
     paper = "Ghazarian et al. 2024"
 
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, random_draws=True)
     seed: int = 0
     by: Literal["label", "range"] = "label"
     scale: Scale | None = None
