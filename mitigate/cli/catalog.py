@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.options import CommandOptions, argument, option, registered_names
+from mitigate.cli.options import CommandOptions, argument, registered_names
+from mitigate.cli.options.results import JSON
 from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError
 from mitigate.registry import KIND_PACKAGES, Component, Preset, lookup, plugin_of, registered
@@ -181,11 +182,9 @@ def catalog(kind: str | None, name: str | None, as_json: bool) -> str:
     return "\n".join(out + [f"details: mitigate list {kind} NAME (--json for JSON)"])
 
 
-AS_JSON = option("as_json", "--json", help="print JSON instead of text")
 NAME = argument("name", help="show this one in detail: parameters, types, defaults, accepted values, paper")
 KIND = argument("kind", help=f"one of {registered_names()} (or the plural); none: how many of each")
 
-AsJson = Annotated[bool, AS_JSON]
 Name = Annotated[str | None, NAME]
 
 
@@ -196,7 +195,7 @@ class KindOptions(CommandOptions):
     COMMAND: ClassVar[str] = "kind"
 
     name: Name = None
-    as_json: AsJson = False
+    json: Annotated[bool, JSON] = False
 
 
 @dataclass(frozen=True)
@@ -211,12 +210,12 @@ class ListOptions(KindOptions):
 @command("list", ListOptions, config=False)
 def list_cmd(options: ListOptions) -> None:
     """List registered components (mitigations, selectors, measures, engines, backends, benchmarks ...), or show one."""
-    typer.echo(catalog(options.kind, options.name, options.as_json))
+    typer.echo(catalog(options.kind, options.name, options.json))
 
 
 def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
     def show(options: KindOptions) -> None:
-        typer.echo(catalog(kind, options.name, options.as_json))
+        typer.echo(catalog(kind, options.name, options.json))
 
     papers = " with their papers" if kind in COMPONENT_KINDS else ""
     show.__doc__ = f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."

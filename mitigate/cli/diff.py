@@ -35,7 +35,7 @@ from mitigate.cli.options import (
 )
 from mitigate.cli.options.backend import BACKEND, BaseUrl
 from mitigate.cli.options.prompt import PROMPT, Samples
-from mitigate.cli.options.results import OUT, PROBE_TOLERANCE, PROBES
+from mitigate.cli.options.results import JSON, OUT, PROBE_TOLERANCE, PROBES
 from mitigate.cli.options.run import PIPELINE
 from mitigate.cli.options.task import CRITERION, RECORDED, RELEASED, Benchmark, Limit
 from mitigate.constraints import Interval
@@ -58,8 +58,6 @@ SCALE_MAP = option("scale_map", "--scale-map", help="none (judges on different s
                    "scores mapped onto A's range)")
 N_PERM = option("n_perm", help="permutations of each paired test", accepts=(Interval(int, 1, None),))
 SHOW = option("show", help="item changes and slices listed in the text output", accepts=(Interval(int, 0, None),))
-JSON = option("json", "--json", help="print the report as JSON (measures with a, b, delta, low, high, p) instead of "
-              "text")
 JUNIT = option("junit", help="also write the gate as JUnit XML (one testcase per gated measure) to this file")
 
 
@@ -98,7 +96,8 @@ class DiffOptions(ServerOptions, TemplateOverrides, AnswerOptions, RunOptions, S
     scale_map: Annotated[Literal["none", "linear"], SCALE_MAP] = "none"
     n_perm: Annotated[int, N_PERM] = 2000
     show: Annotated[int, SHOW] = 10
-    json: Annotated[bool, JSON] = False
+    json: Annotated[bool, JSON, Override(help="print the report as JSON (measures with a, b, delta, low, high, p) "
+                                              "instead of text")] = False
     junit: Annotated[Path | None, JUNIT] = None
     out: Annotated[Path | None, OUT, Override(help="folder for the live judges' journals (a rerun resumes) and "
                                                    "diff.json")] = None

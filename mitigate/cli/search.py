@@ -39,6 +39,9 @@ Agreement = Literal["spearman", "kendall", "pearson", "accuracy"]
 Consistency = Literal["kappa", "raw"]
 """``--consistency``: :attr:`mitigate.search.Objective.consistency`."""
 
+DEFAULT_ENGINE = "random"
+"""The search engine unless ``--engine`` says (random search over the selectors' draws)."""
+
 ENGINE = option("engine", help=f"search engine: {registered_names('engine')}")
 BUDGET = option("budget", help="distinct LM requests the search may make (cache hits count too, so a rerun retraces "
                 "the same search)", accepts=(Interval(int, 1, None),))
@@ -69,7 +72,7 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
     }
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
-    engine: Annotated[str, ENGINE] = "random"
+    engine: Annotated[str, ENGINE] = DEFAULT_ENGINE
     budget: Annotated[int, BUDGET] = 200
     k: Annotated[list[int] | None, K] = None
     selector: Annotated[list[str] | None, SELECTOR] = None

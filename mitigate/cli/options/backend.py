@@ -11,7 +11,7 @@ batch API.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args
 
 from mitigate.cli.options.declare import CommandOptions, option
 from mitigate.constraints import Interval
@@ -33,7 +33,9 @@ DEFAULT_BACKEND = "local"
 
 Transport = Literal["auto", "direct", "sdk", "aiohttp", "httpx"]
 """``--transport``: the HTTP clients of an openai: backend (:data:`mitigate.lm.openai.Transport`)."""
-Guided = Literal["openai", "vllm", "vllm-legacy", "sglang", "llamacpp"]
+ServerGuided = Literal["vllm", "vllm-legacy", "sglang", "llamacpp"]
+"""The guided decoding of an OpenAI-compatible server: they need ``--base-url``."""
+Guided = Literal["openai", ServerGuided]
 """``--guided``: how an openai: backend sends an answer constraint (:data:`mitigate.lm.openai.GuidedServer`)."""
 
 BACKEND = option("backend", "--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
@@ -109,7 +111,7 @@ def check_backend(o: "LMRunOptions", backend: str) -> None:
             about = f" ({'; '.join(abouts)})" if abouts else ""
             raise ConfigError(f"{flag} applies to {', '.join(f for b in taking for f in b.forms)} backends{about}; "
                               f"got --backend {backend!r}")
-    if o.guided not in (None, "openai") and not o.base_url:
+    if o.guided in get_args(ServerGuided) and not o.base_url:
         raise ConfigError(f"--guided {o.guided} names the guided decoding of an OpenAI-compatible server; "
                           "expected --base-url with it; got none")
 

@@ -27,6 +27,7 @@ REWRITER = option("rewriter", help="LM spec writing the LM-assisted probes' rewr
 PROBE_TOLERANCE = option("probe_tolerance", "--probe-tolerance", help="with --probes: score changes up to this size "
                          "count as unchanged (0: CALM's robustness rate; set it for continuous scores such as "
                          "--scoring expected)", accepts=(Interval(float, 0.0, None),))
+JSON = option("json", "--json", help="print JSON instead of text")
 LIKELIHOOD = option("likelihood", help="compute LS with the embedded model and report BiasScore")
 
 Seed = Annotated[int, SEED]
