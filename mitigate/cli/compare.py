@@ -26,13 +26,13 @@ from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import writable_dir
 from mitigate.cli.options import (
     DEFAULT_BACKEND,
-    AnswerOptions,
     BackendOptions,
     BatchOptions,
     Override,
     ProbeBattery,
     PromptOptions,
     RunOptions,
+    SampledAnswerOptions,
     StatsOptions,
     TaskOptions,
     ThresholdOptions,
@@ -57,7 +57,7 @@ from mitigate.strategies import parse_pipeline
 
 
 @dataclass(frozen=True)
-class CompareOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, RunOptions, BatchOptions,
+class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOptions, RunOptions, BatchOptions,
                      StatsOptions, ProbeBattery, ThresholdOptions):
     """``mitigate compare``: pipelines, recorded and released judges on one benchmark, side by side."""
 
@@ -92,11 +92,6 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, 
         check_batch(self.backend, self.batch, self.batch_retries, folder=self.out,
                     calls_lm=bool(self.pipeline))  # released or recorded judges alone make no call
         self.train_split  # noqa: B018 - a bad --train fraction is refused here
-
-    @property
-    def samples_per_item(self) -> int:
-        """``--samples``."""
-        return self.samples
 
     @property
     def train_split(self) -> float | str | None:

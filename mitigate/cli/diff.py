@@ -23,10 +23,10 @@ from mitigate.cli.files import writable_dir, writable_file
 from mitigate.cli.options import (
     DEFAULT_BACKEND,
     DEFAULT_BENCHMARK,
-    AnswerOptions,
     Override,
     ProbeBattery,
     RunOptions,
+    SampledAnswerOptions,
     ServerOptions,
     StatsOptions,
     TemplateOverrides,
@@ -62,7 +62,7 @@ JUNIT = option("junit", help="also write the gate as JUnit XML (one testcase per
 
 
 @dataclass(frozen=True)
-class DiffOptions(ServerOptions, TemplateOverrides, AnswerOptions, RunOptions, StatsOptions, ProbeBattery):
+class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOptions, StatsOptions, ProbeBattery):
     """``mitigate diff``: two judges on the same items, B − A with intervals, and a gate for CI."""
 
     COMMAND: ClassVar[str] = "diff"
@@ -113,11 +113,6 @@ class DiffOptions(ServerOptions, TemplateOverrides, AnswerOptions, RunOptions, S
         """The server options each live judge's backend does not take are refused."""
         for spec in self.backend or [DEFAULT_BACKEND]:
             check_backend(self, spec)
-
-    @property
-    def samples_per_item(self) -> int:
-        """``--samples``."""
-        return self.samples
 
 
 class Side:

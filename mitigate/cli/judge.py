@@ -16,11 +16,11 @@ from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, l
 from mitigate.cli.errors import EXIT_FAILED, fail_when_all_failed, say_error
 from mitigate.cli.files import run_dir, writable_file
 from mitigate.cli.options import (
-    AnswerOptions,
     BackendOptions,
     BatchOptions,
     Override,
     PromptOptions,
+    ReducedAnswerOptions,
     RunOptions,
     TaskOptions,
     ThresholdOptions,
@@ -28,7 +28,7 @@ from mitigate.cli.options import (
     parse_scale,
 )
 from mitigate.cli.options.backend import BATCH, BATCH_HELP
-from mitigate.cli.options.prompt import Prompt, ReducerOption, Samples, Scale
+from mitigate.cli.options.prompt import Prompt, Scale
 from mitigate.cli.options.results import OUT
 from mitigate.cli.options.run import PIPELINE, RESTART, RUN_DIR, STOP_AFTER, Cache, DryRun, Progress
 from mitigate.cli.options.task import Limit
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, RunOptions, BatchOptions,
+class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, BatchOptions,
                    ThresholdOptions):
     """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
 
@@ -58,8 +58,6 @@ class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, Ru
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     pipeline: Annotated[str | None, PIPELINE] = None
-    samples: Samples = 1
-    reducer: ReducerOption = "mean"
     scale: Scale = None
     stop_after: Annotated[int, STOP_AFTER] = 3
     run_dir: Annotated[Path | None, RUN_DIR] = None
@@ -77,16 +75,6 @@ class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, Ru
         """``--batch`` needs ``--run-dir`` and a backend with a batch API; ``--scale`` is MIN,MAX."""
         check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir, folder_option="--run-dir")
         parse_scale(self.scale)
-
-    @property
-    def samples_per_item(self) -> int:
-        """``--samples``."""
-        return self.samples
-
-    @property
-    def reducer_name(self) -> str:
-        """``--reducer``."""
-        return self.reducer
 
     @property
     def scale_range(self) -> tuple[float, float] | None:

@@ -14,17 +14,17 @@ from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load
 from mitigate.cli.files import writable_file
 from mitigate.cli.options import (
     DEFAULT_BACKEND,
-    AnswerOptions,
     BackendOptions,
     Override,
     PromptOptions,
+    ReducedAnswerOptions,
     RunOptions,
     StatsOptions,
     TaskOptions,
     option,
 )
 from mitigate.cli.options.backend import Backend
-from mitigate.cli.options.prompt import ReducerOption, Samples, Temperature
+from mitigate.cli.options.prompt import Temperature
 from mitigate.cli.options.results import OUT, PROBES, Rewriter, Seed
 from mitigate.cli.options.run import PIPELINE
 from mitigate.cli.options.task import Limit
@@ -41,7 +41,7 @@ ALPHA = option("alpha", help="level of the probe-vs-rerun test", accepts=(Interv
 
 
 @dataclass(frozen=True)
-class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, RunOptions, StatsOptions):
+class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, StatsOptions):
     """``mitigate probe``: the bias battery: judge items as they are, again (the noise floor) and under each probe."""
 
     COMMAND: ClassVar[str] = "probe"
@@ -59,8 +59,6 @@ class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, Ru
     side: Annotated[Literal["a", "b"], SIDE] = "a"
     pipeline: Annotated[str | None, PIPELINE, Override(help="mitigations wrapping the judge (pipeline text or "
                                                             "@file.json); they must not need fitting")] = None
-    samples: Samples = 1
-    reducer: ReducerOption = "mean"
     tolerance: Annotated[float, TOLERANCE] = 0.0
     alpha: Annotated[float, ALPHA] = 0.05
     out: Annotated[Path | None, OUT, Override(help="write the whole report (every rewrite included) to this JSON "
@@ -72,16 +70,6 @@ class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, Ru
     temperature: Annotated[Temperature, Override(help="sampling temperature (the rerun for the noise floor uses the "
                                                       "same)")] = 0.0
     seed: Annotated[Seed, Override(help="seed of the probes' wording and of the bootstrap")] = 0
-
-    @property
-    def samples_per_item(self) -> int:
-        """``--samples``."""
-        return self.samples
-
-    @property
-    def reducer_name(self) -> str:
-        """``--reducer``."""
-        return self.reducer
 
 
 @command("probe", ProbeOptions)

@@ -14,7 +14,8 @@ The groups, by module:
 - :mod:`~mitigate.cli.options.backend`: the judge's LM, its server and limits (:class:`ServerOptions`,
   :class:`BackendOptions`), ``--batch`` (:class:`BatchOptions`), checked against the backend registry;
 - :mod:`~mitigate.cli.options.prompt`: the template and its overrides (:class:`PromptOptions`,
-  :class:`TemplateOverrides`) and how the judge answers (:class:`AnswerOptions`);
+  :class:`TemplateOverrides`) and how the judge answers (:class:`AnswerOptions`, with ``--samples``
+  :class:`SampledAnswerOptions`, and ``--reducer`` :class:`ReducedAnswerOptions`);
 - :mod:`~mitigate.cli.options.run`: the pipeline, concurrency, cache, progress, resuming, the dry run
   (:class:`RunOptions`);
 - :mod:`~mitigate.cli.options.results`: ``--out``, the bootstrap and seed (:class:`StatsOptions`), the
@@ -40,6 +41,8 @@ from mitigate.cli.options.names import fill_registered_names, registered_names
 from mitigate.cli.options.prompt import (
     AnswerOptions,
     PromptOptions,
+    ReducedAnswerOptions,
+    SampledAnswerOptions,
     TemplateOverrides,
     parse_pairs,
     parse_scale,
@@ -50,7 +53,8 @@ from mitigate.cli.options.task import DEFAULT_BENCHMARK, TaskOptions
 
 __all__ = [
     "DEFAULT_BACKEND", "DEFAULT_BENCHMARK", "AnswerOptions", "BackendOptions", "BatchOptions", "CommandOptions",
-    "LMRunOptions", "Override", "ProbeBattery", "PromptOptions", "RunOptions", "ServerOptions", "StatsOptions",
+    "LMRunOptions", "Override", "ProbeBattery", "PromptOptions", "ReducedAnswerOptions", "RunOptions",
+    "SampledAnswerOptions", "ServerOptions", "StatsOptions",
     "TaskOptions", "TemplateOverrides", "ThresholdOptions", "argument", "backend_kind", "check", "check_backend",
     "check_batch", "fill_registered_names", "option", "parameters", "parse_pairs", "parse_scale",
     "registered_names",

@@ -155,16 +155,12 @@ class ServerOptions(CommandOptions):
     transport: Annotated[Transport | None, TRANSPORT] = None
     guided: Annotated[Guided | None, GUIDED] = None
 
-    @property
-    def samples_per_item(self) -> int:
-        """Samples per item of the judge (1 where the command has no --samples)."""
-        return 1
-
     def check_group(self) -> None:
-        """More samples per item than one request may ask for are refused."""
-        if self.samples_per_item > self.max_samples:
+        """More samples per item (``--samples``, where the command has it) than one request may ask for are refused."""
+        samples = getattr(self, "samples", 1)
+        if samples > self.max_samples:
             raise ConfigError(f"expected --samples at most --max-samples ({self.max_samples}); got --samples "
-                              f"{self.samples_per_item}")
+                              f"{samples}")
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 
 __all__ = [
-    "AnswerOptions", "Constrain", "PromptOptions", "Reasoning", "Reducer", "Scoring", "TemplateOverrides",
-    "parse_pairs", "parse_scale",
+    "AnswerOptions", "Constrain", "PromptOptions", "Reasoning", "ReducedAnswerOptions", "Reducer",
+    "SampledAnswerOptions", "Scoring", "TemplateOverrides", "parse_pairs", "parse_scale",
 ]
 
 Scoring = Literal["auto", "parse", "expected"]
@@ -129,6 +129,11 @@ class AnswerOptions(CommandOptions):
     max_tokens: Annotated[int, MAX_TOKENS] = 128
 
     @property
+    def samples_per_item(self) -> int:
+        """Samples per item: one (a command with --samples says)."""
+        return 1
+
+    @property
     def reducer_name(self) -> str:
         """How samples reduce to one score: the mean (a command with --reducer says)."""
         return "mean"
@@ -137,3 +142,27 @@ class AnswerOptions(CommandOptions):
     def scale_range(self) -> tuple[float, float] | None:
         """The answer scale: None, the prompt's own (a command with --scale says)."""
         return None
+
+
+@dataclass(frozen=True)
+class SampledAnswerOptions(AnswerOptions):
+    """How the judge answers, and how many answers it samples per item (``--samples``)."""
+
+    samples: Samples = 1
+
+    @property
+    def samples_per_item(self) -> int:
+        """``--samples``."""
+        return self.samples
+
+
+@dataclass(frozen=True)
+class ReducedAnswerOptions(SampledAnswerOptions):
+    """How the judge answers, how many answers per item, and how they reduce to one score (``--reducer``)."""
+
+    reducer: ReducerOption = "mean"
+
+    @property
+    def reducer_name(self) -> str:
+        """``--reducer``."""
+        return self.reducer
