@@ -101,7 +101,7 @@ def test_no_option_is_written_outside_its_declaration():
 def test_every_parameter_of_every_command_comes_from_one_declaration():
     for name in COMMANDS:
         importlib.import_module(COMMANDS[name].module)
-    assert {flag: len(opts) for flag, opts in DECLARED.items() if len(opts) > 1} == {}
+    assert {flag: [o.where for o in opts] for flag, opts in DECLARED.items() if len(opts) > 1} == {}
     group = typer.main.get_command(app)
     root = click.Context(group, info_name="mitigate")
     declared = set(DECLARED)

@@ -6,7 +6,7 @@ judge's backend, the template overrides, the run, the results: the other modules
 or, for an option only one command has, beside that command's options class. A field of an options
 class uses it in its annotation and gives the type and default the command holds::
 
-    Limit = Annotated[int, option("limit", "-n", help="...", accepts=(Interval(int, 0, None),))]
+    Limit = Annotated[int, option("limit", "--limit", "-n", help="...", accepts=(Interval(int, 0, None),))]
 
     limit: Limit = 0                                                         # a group's field
     limit: Annotated[Limit, Override(help="probe the first N items ...")] = 20  # one command's wording
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import sys
 import types
 from collections.abc import Iterable
@@ -49,8 +50,8 @@ class Opt:
     """One command-line option (or argument), declared once: its flags, help text and accepted values.
 
     ``name`` is the field name every options class holds it under (and the key of a config
-    file); ``flags`` the flags given to the command line (none: ``--name``, and ``--name/--no-name``
-    for a boolean); ``accepts`` the forms a value may take (each element of a list value is
+    file); ``flags`` the flags given to the command line, the long one among them (none: ``--name``,
+    and ``--name/--no-name`` for a boolean); ``accepts`` the forms a value may take (each element of a list value is
     checked), refused in one line naming the flag; a ``Literal`` field's values are accepted without
     being listed here. ``settings`` go to ``typer.Option`` as they are (``is_eager``, ``callback`` ...).
     """
@@ -102,6 +103,8 @@ def _where() -> str:
 
 def option(name: str, *flags: str, help: str, accepts: Iterable[ConstraintLike] = (), **settings: Any) -> Opt:
     """Declare the option ``name`` (its one declaration): ``flags`` (none: ``--name``), help text, accepted values."""
+    if flags and not any(f.startswith("--") for f in flags):
+        raise TypeError(f"option {name!r} is declared with {flags} and no long flag; expected one such as --x")
     opt = Opt(name, tuple(flags), help, tuple(accepts), settings=tuple(settings.items()), where=_where())
     DECLARED.setdefault(opt.flag, []).append(opt)
     return opt
@@ -178,8 +181,8 @@ def typer_annotation(tp: Any) -> Any:
 def _own_fields(cls: type) -> list[str]:
     """The fields ``cls`` adds (not those it only redeclares), in its order."""
     inherited = {f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
-    return [name for name in cls.__dict__.get("__annotations__", {}) if name not in inherited
-            and not _is_classvar(cls.__dict__["__annotations__"][name])]
+    own = inspect.get_annotations(cls)
+    return [name for name, annotation in own.items() if name not in inherited and not _is_classvar(annotation)]
 
 
 def _is_classvar(annotation: Any) -> bool:
