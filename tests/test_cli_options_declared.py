@@ -3,7 +3,8 @@
 - Every option is one ``option(...)`` call in mitigate/cli (read from the source, so a module no
   test imports counts too); no other ``typer.Option`` or ``typer.Argument`` is written there.
 - Every command's options (flags, types, defaults, repeatable or not, required or not) equal
-  tests/fixtures/cli_options.json, captured from the commands before the options were grouped.
+  tests/fixtures/cli_options.json, captured from the commands before the options were grouped. A change
+  meant to add or alter an option rewrites it (``python tests/test_cli_options_declared.py``); review its diff.
 - The component names the command line acts on come from the registry (tags, backend facts),
   never from a list of names in mitigate/cli.
 """
@@ -431,3 +432,19 @@ def test_the_adds_reasoning_tag_says_whether_the_wrapped_judge_is_asked_to_reaso
 def test_declared_once_holds_for_the_options_commands_add_themselves():
     assert len(DECLARED["--plugin"]) == len(DECLARED["--config"]) == len(DECLARED["--help-all"]) == 1
 
+
+def write_fixture(path: Path = FIXTURE) -> None:
+    """Rewrite the fixture from the commands as they are now, one option a line (for a change meant to alter them)."""
+    surface = _surface()
+    lines = ["{"]
+    for i, command in enumerate(sorted(surface)):
+        rows = surface[command]
+        lines.append(f" {json.dumps(command)}: {{")
+        lines += [f"  {json.dumps(name)}: {json.dumps(rows[name])}{',' if j < len(rows) - 1 else ''}"
+                  for j, name in enumerate(sorted(rows))]
+        lines.append(" }" + ("," if i < len(surface) - 1 else ""))
+    path.write_text("\n".join([*lines, "}"]) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_fixture()
