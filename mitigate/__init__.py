@@ -5,6 +5,7 @@ Main entry points::
     from mitigate import JudgePrompt, PromptJudge, lm
     prompt = JudgePrompt.from_template(open("my_judge.txt").read(), scale=(1, 5))
     judge = PromptJudge(prompt, lm.get("local"))
+    result = mitigate.estimate(benchmark, "coherence", judgments)   # bias-corrected per-system means
 """
 
 import importlib
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the names below are imported on first use (PEP 562): `import mitigate.cli` stays light
     from mitigate.data.schema import Benchmark, Item
     from mitigate.errors import MitigateError
+    from mitigate.harness.estimate import estimate
     from mitigate.judge import Judge, JudgeConfig, Judgment, PlannedRequest, PromptJudge
     from mitigate.prompt.answer_format import AnswerFormat
     from mitigate.prompt.judge_prompt import JudgePrompt
@@ -25,6 +27,7 @@ _LAZY = {
     "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge", "AnswerFormat": "mitigate.prompt.answer_format",
     "JudgePrompt": "mitigate.prompt.judge_prompt", "Criterion": "mitigate.prompt.parts", "Demo": "mitigate.prompt.parts",
     "Guideline": "mitigate.prompt.parts", "ScoreOption": "mitigate.prompt.parts", "Scale": "mitigate.scale",
+    "estimate": "mitigate.harness.estimate",
 }
 
 
@@ -68,4 +71,5 @@ __all__ = [
     "Scale",
     "ScoreOption",
     "__version__",
+    "estimate",
 ]

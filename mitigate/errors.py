@@ -49,6 +49,11 @@ class TemplateError(ConfigError):
     """A judge prompt template lacks what it needs (e.g. a slot for the judged text)."""
 
 
+class TemplateSandboxError(TemplateError):
+    """A template's Jinja did what the sandbox forbids (a private attribute, a call, an include ...) or
+    broke one of its limits (output, value size, loop steps); the message names the construct and the rule."""
+
+
 class ScaleError(ConfigError):
     """A score scale is malformed (min >= max, empty letter map ...)."""
 
@@ -104,6 +109,10 @@ class ScriptExhaustedError(MitigateError, RuntimeError):
 
 class CacheDamageWarning(UserWarning):
     """The LM cache file (or one of its entries) is damaged; the damaged part is treated as a miss."""
+
+
+class JournalDamageWarning(UserWarning):
+    """A run journal holds a judgment this judge cannot have given (a score off its scale); its item is judged again."""
 
 
 class PromptConflictWarning(UserWarning):

@@ -322,6 +322,15 @@ class Judge(ABC):
     def describe(self) -> dict[str, Any]:
         """A JSON-able description (prompts, backend spec, config) identifying this judge."""
 
+    def score_bounds(self) -> dict[str, tuple[float, float]] | None:
+        """Per criterion, the range every score this judge reports lies in ({} when it reports no score, only a
+        pairwise verdict); None when it may report any value (a post-hoc adjustment, a replayed judge).
+
+        A resumed journal line holding a score outside it is damaged, and its item is judged again
+        (:class:`~mitigate.run.journal.Journal`).
+        """
+        return None
+
     def fingerprint(self) -> str:
         """A digest of :meth:`describe`, used to refuse resuming a journal with another judge."""
         blob = json.dumps(self.describe(), sort_keys=True, default=str)
@@ -358,6 +367,14 @@ class PromptJudge(Judge):
         """A new judge with some config fields changed (validated)."""
         merged = self.config.model_dump() | changes
         return PromptJudge(self.prompt, self.lm, JudgeConfig.model_validate(merged))
+
+    def score_bounds(self) -> dict[str, tuple[float, float]] | None:
+        """The prompt's scale for each criterion it scores ({} for a pairwise prompt); "weak/strong N" widen it."""
+        if self.prompt.answer == "pairwise":
+            return {}
+        scale = self.prompt.scale
+        slack = 0.5 if scale.modifiers else 0.0
+        return {n: (scale.min - slack, scale.max + slack) for n in [c.name for c in self.prompt.criteria] or ["score"]}
 
     def describe(self) -> dict[str, Any]:
         """Prompt, backend spec and config."""
@@ -562,6 +579,19 @@ class CompositeJudge(Judge):
                 "or to set requests_are_children = True when it sends each child's requests for the item unchanged"
             )
         return [r for name in self.children for r in self.child_requests(name, item)]
+
+    def score_bounds(self) -> dict[str, tuple[float, float]] | None:
+        """The children's ranges joined per criterion (None when a child's is unknown): a fan-out reports its
+        children's values or their means. A composite that adjusts scores overrides this with None."""
+        joined: dict[str, tuple[float, float]] = {}
+        for child in self.children.values():
+            bounds = child.score_bounds()
+            if bounds is None:
+                return None
+            for name, (lo, hi) in bounds.items():
+                old = joined.get(name, (lo, hi))
+                joined[name] = (min(lo, old[0]), max(hi, old[1]))
+        return joined
 
     def describe(self) -> dict[str, Any]:
         """Kind, parameters and every child's description."""

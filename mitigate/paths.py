@@ -6,7 +6,13 @@
   device" ...), without opening it (opening a FIFO blocks until a writer comes; ``/dev/zero`` never
   ends).
 * :func:`check_input_file` refuses, in one line, anything to be read that is not a regular file.
-* :func:`write_output` writes an output file: atomically (a temporary file renamed over it) when the
+* :func:`open_regular` opens a file mitigate keeps and reads back (a run journal, its lock, a cache,
+  a batch log, a replay file): it must be a regular file (a symlink to one is followed), checked on
+  the open file itself, so a FIFO cannot block the open and nothing can be swapped in between the
+  check and the read; :func:`read_lines` reads such a file line by line, no line longer than
+  :data:`MAX_LINE_BYTES` (a sparse file of zeros cannot fill the memory).
+* :func:`write_output` is the one way mitigate writes an output file (results, reports, plots,
+  ``--out``, probe records, training items): atomically (a temporary file renamed over it) when the
   path is absent or a regular file; **a symlink is followed**: the file it points to is written and
   the link stays a link. A character device (``/dev/null``, ``/dev/stdout``) is written through, never
   replaced by a regular file; a FIFO, socket, block device or directory is refused.
@@ -17,13 +23,14 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import IO, Any, BinaryIO
 
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, DataError
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,6 +102,71 @@ def check_input_file(path: Path | str, what: str, *, error: type[ConfigError] = 
     return path
 
 
+MAX_LINE_BYTES = 256 * 2**20
+"""Longest line :func:`read_lines` reads (256 MiB): a journal line holds a judgment's raw answers, each at most
+``--max-response-bytes`` (10 MB by default)."""
+
+_OPEN_FLAGS = {
+    "rb": os.O_RDONLY, "r": os.O_RDONLY,
+    "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+    "r+b": os.O_RDWR, "a+": os.O_RDWR | os.O_APPEND | os.O_CREAT, "a+b": os.O_RDWR | os.O_APPEND | os.O_CREAT,
+}
+_BINARY_MODE = {"rb": "rb", "r": "rb", "ab": "ab", "a": "ab", "r+b": "r+b", "a+": "a+b", "a+b": "a+b"}
+
+
+def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
+    """``path`` opened in ``mode`` ("rb", "r", "ab", "a", "r+b", "a+", "a+b"; text modes are UTF-8) when it is a
+    regular file (a symlink to one is followed; "a" modes create it); a one-line ConfigError naming what it is
+    otherwise.
+
+    The kind is checked on the open file (``fstat``), and the open never blocks (``O_NONBLOCK``): a FIFO, a
+    socket or a device (``/dev/zero`` behind a symlink) is refused before a byte is read or written. Other
+    OSErrors (no such file, permission) are raised as they are.
+    """
+    flags = _OPEN_FLAGS[mode] | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError:
+        kind = path_kind(path)
+        if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
+            raise ConfigError(f"expected {what} {path} to be a regular file; it is {kind}", path=str(path)) from None
+        raise
+    try:
+        mode_bits = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode_bits):
+            kind = next((name for test, name in _KINDS if test(mode_bits)), "not a regular file")
+            raise ConfigError(f"expected {what} {path} to be a regular file; it is {kind}", path=str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        binary = os.fdopen(fd, _BINARY_MODE[mode])
+    except BaseException:
+        os.close(fd)
+        raise
+    if "b" in mode:
+        return binary
+    return io.TextIOWrapper(binary, encoding="utf-8", newline=None if mode == "r" else "")
+
+
+def read_lines(fh: BinaryIO, what: str, *, max_line: int | None = None, path: Path | str | None = None
+               ) -> Iterator[bytes]:
+    """The lines of an open binary file, each with its line break (the last may have none), from where it stands.
+
+    A line longer than ``max_line`` bytes (default :data:`MAX_LINE_BYTES`) is a one-line DataError naming
+    ``what`` and the line: it is never read whole into memory.
+    """
+    max_line = MAX_LINE_BYTES if max_line is None else max_line
+    number = 0
+    while True:
+        line = fh.readline(max_line + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > max_line:
+            raise DataError(f"expected {what} to hold lines of at most {max_line:,} bytes (the JSON lines mitigate "
+                            f"writes); line {number} is longer", line=number, path=None if path is None else str(path))
+        yield line
+
+
 def output_target(path: Path | str, what: str) -> tuple[Path, bool]:
     """Where a write to ``path`` goes, and whether it is written through (a character device).
 
@@ -112,27 +184,38 @@ def output_target(path: Path | str, what: str) -> tuple[Path, bool]:
                       path=str(path))
 
 
-def write_output(path: Path | str, write: Callable[[TextIO], None] | str, what: str = "the output file",
-                 *, newline: str | None = None, durable: bool = True) -> Path:
+def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | bytes, what: str = "the output file",
+                 *, newline: str | None = None, durable: bool = True, binary: bool = False) -> Path:
     """Write an output file and return ``path``; see the module docstring for what each kind of path gets.
 
-    ``write`` is the text, or a function writing to the open text file. A regular file is replaced
-    atomically (a reader sees the old file or the new one, never a part); an OSError becomes a
-    one-line ConfigError naming the file (``/dev/full``: "No space left on device").
+    The one way mitigate writes an output. ``write`` is the text (or bytes), or a function writing to the
+    open file (text, or binary with ``binary=True``). A regular file is replaced atomically (a reader sees the
+    old file or the new one, never a part); an OSError becomes a one-line ConfigError naming the file
+    (``/dev/full``: "No space left on device"), and a failed write leaves the old file as it was.
     """
     path = Path(path)
+    binary = binary or isinstance(write, bytes)
     target, through = output_target(path, what)
 
-    def fill(fh: TextIO) -> None:
-        if isinstance(write, str):
+    def fill(fh: IO[Any]) -> None:
+        if isinstance(write, str | bytes):
             fh.write(write)
         else:
             write(fh)
         fh.flush()
 
+    def opened(fd: int) -> IO[Any]:
+        return os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+
     if through:
-        try:
-            with open(target, "w", encoding="utf-8", newline=newline) as fh:
+        try:  # opened without blocking and checked again on the open file: still the device it was
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+            if not stat.S_ISCHR(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise ConfigError(f"expected to write {what} {path} through a character device; it changed into "
+                                  f"{path_kind(target)}", path=str(path))
+            os.set_blocking(fd, True)
+            with opened(fd) as fh:
                 fill(fh)
         except OSError as exc:
             raise ConfigError(f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}",
@@ -141,7 +224,8 @@ def write_output(path: Path | str, write: Callable[[TextIO], None] | str, what: 
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", newline=newline) as fh:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with opened(fd) as fh:
             fill(fh)
             if durable:
                 os.fsync(fh.fileno())
@@ -151,6 +235,10 @@ def write_output(path: Path | str, write: Callable[[TextIO], None] | str, what: 
             tmp.unlink(missing_ok=True)
         raise ConfigError(f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}",
                           path=str(path)) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

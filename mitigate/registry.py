@@ -22,8 +22,8 @@ itself under a kebab-case name and a *kind*::
   the judge while fitting, does it choose per judged item ...). The compare harness, the
   search and the contract battery read a component's :attr:`Component.tags`, never ad-hoc
   class attributes.
-- :class:`Fittable` is the one fit protocol: ``afit(train, judge)`` is async and written by
-  each fittable component; ``fit(train, judge)`` is written once here on top of it.
+- The fit protocol (``afit``/``fit``, the fit context and the one judge check) lives in
+  :mod:`mitigate.fitting`, above the judge it checks for; its tags are declared here.
 - :class:`Preset` is a registered name for a configuration of another component (the
   ``highest-rs-demos`` preset of ``demos``): its fields are the preset's parameters and
   :func:`build` returns the component it stands for, so a preset's spec and the equivalent
@@ -66,7 +66,6 @@ __all__ = [
     "Constraint",
     "Interval",
     "IsInstance",
-    "Fittable",
     "Options",
     "PLUGIN_GROUP",
     "Preset",
@@ -302,7 +301,11 @@ class Tags(BaseModel):
     - ``needs_fitting``: ``fit`` learns something from the training items (without it, ``fit``
       returns the component itself).
     - ``calls_judge_while_fitting``: fitting runs the judge (or a likelihood model) over the
-      training items, so it costs LM calls and needs a judge that answers.
+      training items, so it costs LM calls and needs a judge that answers (unless the fit
+      context gives the judge's scores and the component reads them: see ``needs_judge``).
+    - ``needs_judge``: fitting needs the judge the component will wrap whatever the fit
+      context holds (it runs that judge, or fits later steps against what it makes). The one
+      judge check (:func:`mitigate.fitting.require_judge`) reads this and the tag above.
     - ``query_dependent``: the choice depends on the judged item (a selector that needs
       ``query=``; demos chosen per judged item).
     - ``uses_selectors``: a search engine that draws its candidates from demo selectors.
@@ -318,6 +321,7 @@ class Tags(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     needs_fitting: bool = False
     calls_judge_while_fitting: bool = False
+    needs_judge: bool = False
     query_dependent: bool = False
     uses_selectors: bool = False
     pairwise_only: bool = False
@@ -345,6 +349,8 @@ class Component(BaseModel):
     """The work the component implements or reports, "Author et al. YEAR" (empty for mitigate's own designs)."""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
     declared_tags: ClassVar[Tags] = Tags()
+    retired_fields: ClassVar[frozenset[str]] = frozenset()
+    """Fields that specs written by earlier versions hold and this class no longer has: dropped on load."""
 
     @property
     def tags(self) -> Tags:
@@ -356,6 +362,8 @@ class Component(BaseModel):
     @classmethod
     def _validate(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
         if isinstance(data, Mapping):
+            if cls.retired_fields:
+                data = {k: v for k, v in data.items() if k not in cls.retired_fields}
             cls._check_parameters(data)
         try:
             return handler(data)
@@ -394,42 +402,7 @@ class Component(BaseModel):
         return type(self).model_validate({**self.model_dump(), **params})
 
 
-# --------------------------------------------------------------------------- tags, fitting, presets
-
-
-class Fittable:
-    """The one fit protocol: ``afit(train, judge, ...)`` is async; :meth:`fit` runs it once, written here.
-
-    ``train`` is the labelled training data (a :class:`~mitigate.data.schema.Benchmark`;
-    selectors also take a list of items); ``judge`` is the judge the fitted component will
-    serve (for a mitigation: the judge it will wrap). Keyword options (``progress``,
-    ``concurrency``, a selector's ``criterion``, a likelihood ``lm`` ...) pass through. Both
-    return a fitted copy (fitted state in fields ending in ``_``), never changing the original.
-    """
-
-    async def afit(self, train: Any, judge: Any = None, **options: Any) -> Self:
-        """A fitted copy learned from ``train`` against ``judge``; the component itself when there is nothing to learn."""
-        return self
-
-    def fit(self, train: Any, judge: Any = None, **options: Any) -> Self:
-        """:meth:`afit` run to completion.
-
-        A component whose tags say it calls no judge while fitting does no I/O in ``afit``, so
-        its coroutine is run here directly (this works inside a running event loop too); one
-        that does runs in its own event loop, and inside a running one this is a ConfigError
-        naming ``await afit``.
-        """
-        coro = self.afit(train, judge, **options)
-        tags = getattr(self, "tags", None)
-        if tags is not None and not tags.calls_judge_while_fitting:
-            try:
-                coro.send(None)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            coro.close()
-            raise ConfigError(f"{type(self).__name__}.afit waited on I/O, but its tags say it calls no judge while "
-                              "fitting; expected calls_judge_while_fitting=True in its declared_tags")
-        return run_sync(coro, what=f"{type(self).__name__}.fit()", instead="x.afit(train, judge)")
+# --------------------------------------------------------------------------- presets, running a coroutine
 
 
 class Preset(Component):

@@ -119,18 +119,19 @@ def test_every_parameter_of_every_command_comes_from_one_declaration():
 def test_the_lm_server_options_are_one_group_every_lm_command_composes():
     from mitigate.cli.compare import CompareOptions
     from mitigate.cli.diff import DiffOptions
+    from mitigate.cli.estimate import EstimateOptions
     from mitigate.cli.judge import JudgeOptions
     from mitigate.cli.probe import ProbeOptions
     from mitigate.cli.search import SearchOptions
 
     server = [f.name for f in dataclasses.fields(ServerOptions)]
     assert {"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "patience", "transport"} <= set(server)
-    for cls in (JudgeOptions, CompareOptions, SearchOptions, ProbeOptions, DiffOptions):
+    for cls in (JudgeOptions, CompareOptions, SearchOptions, ProbeOptions, DiffOptions, EstimateOptions):
         assert issubclass(cls, ServerOptions), cls
         own = set(vars(cls).get("__annotations__", {}))
         assert own.isdisjoint({"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "max_samples",
                                "patience", "transport", "guided"}), (cls, own)
-    for cls in (JudgeOptions, CompareOptions, SearchOptions, ProbeOptions):
+    for cls in (JudgeOptions, CompareOptions, SearchOptions, ProbeOptions, EstimateOptions):
         assert issubclass(cls, TaskOptions)
 
 
@@ -188,6 +189,18 @@ def test_an_override_changes_what_one_command_shows_and_nothing_else():
     assert probe_limit.accepts == limit.accepts
     with pytest.raises(ConfigError, match="The '--limit' parameter of mitigate probe must be an int >= 0"):
         ProbeOptions(limit=-1)
+
+
+@pytest.mark.parametrize(("field", "other"), [("judge", "mitigate.cli.data:DataConvertOptions"),
+                                              ("plot", "mitigate.cli.search:SearchOptions")])
+def test_estimate_shows_the_one_declaration_another_command_has_in_its_own_words(field, other):
+    from mitigate.cli.estimate import EstimateOptions
+
+    module, name = other.split(":")
+    theirs = next(p for p in parameters(getattr(importlib.import_module(module), name)) if p.name == field)
+    mine = next(p for p in parameters(EstimateOptions) if p.name == field)
+    assert mine.opt is theirs.opt and len(DECLARED[mine.flag]) == 1
+    assert mine.override is not None and mine.override.help != theirs.opt.help
 
 
 # --------------------------------------------------------------------------- the same command line as before
@@ -253,7 +266,11 @@ def test_a_config_file_reads_and_writes_every_option_under_its_name(tmp_path):
 
 
 def test_the_choices_are_the_librarys_own():
+    from mitigate.cli import estimate
     from mitigate.cli.search import Agreement, Consistency
+    from mitigate.estimators.calibration import Calibration
+    from mitigate.estimators.mean import Method, Target
+    from mitigate.harness.estimate import By
     from mitigate.judge import JudgeConfig, Reducer
     from mitigate.lm.openai import GuidedServer, Transport
     from mitigate.search import Objective
@@ -265,12 +282,16 @@ def test_the_choices_are_the_librarys_own():
     assert get_args(prompt_options.Scoring) == ("auto", *get_args(JudgeConfig.model_fields["scoring"].annotation))
     assert get_args(Agreement) == get_args(Objective.model_fields["agreement"].annotation)
     assert get_args(Consistency) == get_args(Objective.model_fields["consistency"].annotation)
+    assert [get_args(t) for t in (estimate.Method, estimate.Target, estimate.Calibration, estimate.By)] == [
+        get_args(t) for t in (Method, Target, Calibration, By)]
 
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["search", "--agreement", "spearmen"], "The '--agreement' parameter of mitigate search must be one of"),
     (["prompts", "--guided", "vllm2"], "The '--guided' parameter of mitigate prompts must be one of"),
     (["judge", "--scoring", "Expected"], "(did you mean 'expected'?)"),
+    (["estimate", "--released", "chatgpt-rts", "--method", "PPI"], "The '--method' parameter of mitigate estimate "
+                                                                   "must be one of"),
 ])
 def test_a_choice_out_of_its_literal_is_refused_before_any_work_naming_the_option(args, expected):
     result = CliRunner().invoke(app, args)

@@ -70,10 +70,16 @@ def _scored(request: LMRequest) -> str:
 
 
 def _demo_ids(spec: dict) -> set[str]:
+    """The ids of the demos a fitted pipeline spec shows."""
     ids: set[str] = set()
     for step in spec.get("steps", []):
-        ids |= set(step["params"].get("fitted_on_") or [])
+        ids |= {d["item"]["id"] for d in step["params"].get("demos_") or []}
     return ids
+
+
+def _pool_sizes(spec: dict) -> list[int]:
+    """How many labelled training items each fitted demo step's selector chose from."""
+    return [step["params"]["selector_"]["params"]["n_pool_"] for step in spec.get("steps", [])]
 
 
 async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_path: Path) -> None:
@@ -94,7 +100,10 @@ async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_pat
     for e in result.entries[1:]:
         assert e.fitted is not None and e.fitted["fitted"] and e.fitted["n_items"] == len(train_ids)
         assert e.spec["steps"][0]["params"]["demos_"], e.name
-        assert _demo_ids(e.spec) == train_ids  # each demo step records the pool it was fitted on
+        shown = _demo_ids(e.spec)
+        assert shown <= train_ids and len(shown) == 2  # demos from the training split only
+        assert _pool_sizes(e.spec) == [len(train_ids)]  # chosen from all of it: a count, not the items
+        assert not set(json.dumps(e.spec).split('"')) & (train_ids - shown)
         assert e.comparison is not None and e.comparison.against == "baseline"
     assert (tmp_path / "train.jsonl").is_file()
     write_report(result, tmp_path)
@@ -137,7 +146,8 @@ async def test_a_searched_spec_file_is_an_entry_used_as_given(tmp_path: Path) ->
                            progress=False, n_boot=20, n_perm=50, train=0.5)
     e = result.entries[1]
     assert e.fitted is not None and not e.fitted["fitted"]
-    assert _demo_ids(e.spec) == {it.id for it in other.items}  # its own pool, not refitted on this train split
+    assert _demo_ids(e.spec) == _demo_ids(searched.spec())  # not refitted on this train split
+    assert _demo_ids(e.spec) <= {it.id for it in other.items}
 
 
 async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Path) -> None:

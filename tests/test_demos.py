@@ -14,6 +14,7 @@ from test_strategies_base import Append
 
 from mitigate import Benchmark, Criterion, Demo, Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, TemplateError
+from mitigate.fitting import FitContext
 from mitigate.judge import Judge
 from mitigate.lm.fake import FakeLM
 from mitigate.registry import Tags, register
@@ -79,7 +80,10 @@ def test_demos_with_a_selector_name_fits_and_shows_what_the_selector_picks() -> 
     expected = Stratified().fit(train(), criterion="coherence").select(5)
     assert fitted.demos_ == tuple(expected)
     assert sorted(d.score for d in fitted.demos_) == [1.0, 2.0, 3.0, 4.0, 5.0]  # one per label
-    assert fitted.fitted_on_ == tuple(it.id for it in train().items)
+    assert fitted.selector_.n_pool_ == len(train().items)
+    assert fitted.selector_.pool_ is None  # it keeps its choice, not the training set
+    with pytest.warns(DeprecationWarning, match="fitted_on_ is no longer kept"):
+        assert fitted.fitted_on_ is None
     assert m.demos_ is None and fitted.is_fitted
     prompt = fitted.apply(judge().prompt)
     assert ids(prompt.demos) == ids(expected)
@@ -162,15 +166,13 @@ class LearnsPrompt(PromptMitigation):
 
     learned_: str | None = None
     parameter_constraints: ClassVar = {}
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, needs_judge=True)
 
     @property
     def is_fitted(self) -> bool:
         return self.learned_ is not None
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> LearnsPrompt:
-        assert judge is not None
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> LearnsPrompt:
         return self.model_copy(update={"learned_": judge.leaves()[0].prompt.messages[-1].template})
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:
@@ -203,7 +205,8 @@ def test_pipeline_fit_fits_demo_steps_and_unfitted_pipelines_refuse_to_wrap() ->
     assert from_spec(json.loads(json.dumps(fitted.spec()))) == fitted
     wrapped = fitted.wrap(judge())
     assert all(len(leaf.prompt.demos) == 2 for leaf in wrapped.leaves())
-    with pytest.raises(ConfigError, match="Pipeline.fit needs the judge its steps will wrap"):
+    with pytest.raises(ConfigError, match="^Pipeline.fit needs the judge it fits against; expected a Judge, got "
+                       "NoneType$"):
         pipe.fit(train())
 
 

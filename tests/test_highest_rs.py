@@ -114,11 +114,18 @@ def test_fit_picks_exactly_the_items_with_the_top_rs_computed_by_hand() -> None:
     fitted = HighestRSDemosPreset(k=3).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
     assert [d.item.id for d in fitted.demos_] == ["id-e", "id-c", "id-d"]
     assert [d.score for d in fitted.demos_] == [5.0, 3.0, 4.0]  # human scores, not the judge's (3, 4, 5)
+    # the fitted demos keep the statistics of the items they show; a selector fitted alone keeps every item's
+    assert set(fitted.selector_.rs_) == set(fitted.selector_.ls_) == {"id-e", "id-c", "id-d"}
+    selector = HighestRS().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     for i, name in enumerate(NAMES):
-        assert fitted.selector_.rs_[f"id-{name}"] == pytest.approx(expected_rs[i])
-        assert fitted.selector_.ls_[f"id-{name}"] == LS[i]
-    assert fitted.selector_.us_["id-e"] == pytest.approx(-20 / 9)
-    assert fitted.selector_.n_parse_failures_ == 0 and fitted.selector_.excluded_ == {}
+        assert selector.rs_[f"id-{name}"] == pytest.approx(expected_rs[i])
+        assert selector.ls_[f"id-{name}"] == LS[i]
+        if i in order[:3]:
+            assert fitted.selector_.rs_[f"id-{name}"] == pytest.approx(expected_rs[i])
+            assert fitted.selector_.ls_[f"id-{name}"] == LS[i]
+    assert fitted.selector_.us_["id-e"] == selector.us_["id-e"] == pytest.approx(-20 / 9)
+    assert fitted.selector_.n_parse_failures_ == 0 and fitted.selector_.n_excluded_ == 0
+    assert selector.excluded_ == {} and fitted.selector_.n_pool_ == 6 and fitted.selector_.pool_ is None
     assert fitted.criterion == "coherence" and fitted.selector_.likelihood == "stub-ll"
     assert len(lm.requests) == 6  # the base judge saw each pool item once, with no demos
     assert all("Examples:" not in r.messages[-1].content for r in lm.requests)
@@ -151,15 +158,18 @@ async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
 def test_parse_failures_in_the_pool_are_excluded_and_counted() -> None:
     lm = judge_lm({"OUT-e": "I cannot decide."})
     fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
-    assert fitted.selector_.n_parse_failures_ == 1
-    assert "id-e" not in fitted.selector_.rs_ and "id-e" not in fitted.selector_.us_
-    assert fitted.selector_.excluded_["id-e"].startswith("the judge's answer failed to parse")
+    assert fitted.selector_.n_parse_failures_ == 1 and fitted.selector_.n_excluded_ == 1
+    selector = HighestRS().fit(bench(), base_judge(judge_lm({"OUT-e": "I cannot decide."})), lm=ls_lm(),
+                               progress=False)
+    assert "id-e" not in selector.rs_ and "id-e" not in selector.us_
+    assert selector.excluded_["id-e"].startswith("the judge's answer failed to parse")
     keep = [i for i in range(6) if NAMES[i] != "e"]
     rs = hand_rs([HUMAN[i] for i in keep], [JUDGE[i] for i in keep], [LS[i] for i in keep])
     top = [f"id-{NAMES[keep[i]]}" for i in sorted(range(5), key=lambda i: -rs[i])[:2]]
     assert [d.item.id for d in fitted.demos_] == top
     for i, r in zip(keep, rs, strict=True):
-        assert fitted.selector_.rs_[f"id-{NAMES[i]}"] == pytest.approx(r)
+        assert selector.rs_[f"id-{NAMES[i]}"] == pytest.approx(r)
+    assert fitted.selector_.rs_ == {i: selector.rs_[i] for i in top}
 
 
 def test_too_few_rankable_items_after_failures_is_a_config_error() -> None:
@@ -192,7 +202,7 @@ def test_missing_criterion_in_human_labels_is_a_data_error() -> None:
 def test_pool_size_draws_a_seeded_subset_and_only_judges_it() -> None:
     lm = judge_lm()
     fitted = HighestRSDemosPreset(k=2, pool_size=4, seed=3).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
-    assert len(lm.requests) == 4 and len(fitted.selector_.rs_) == 4
+    assert len(lm.requests) == 4 and fitted.selector_.n_pool_ == 4 and len(fitted.selector_.rs_) == 2
     again = HighestRSDemosPreset(k=2, pool_size=4, seed=3).build().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     assert again.selector_.rs_ == fitted.selector_.rs_ and again.demos_ == fitted.demos_
 
@@ -226,7 +236,7 @@ def test_fitted_state_round_trips_through_the_spec() -> None:
     assert spec["name"] == "demos" and len(spec["params"]["demos_"]) == 2
     assert spec["params"]["selector_"]["params"]["rs_"] == fitted.selector_.rs_  # the RS statistics are kept
     again = from_spec(spec)
-    assert again == fitted and again.spec() == fitted.spec() and again.selector_.excluded_ == fitted.selector_.excluded_
+    assert again == fitted and again.spec() == fitted.spec() and again.selector_.n_excluded_ == 1
     rnd = RandomDemosPreset(k=2, seed=1).build().fit(bench())
     assert from_spec(json.loads(json.dumps(rnd.spec()))) == rnd
     for example in (*HighestRSDemosPreset.examples(), *RandomDemosPreset.examples()):
@@ -240,7 +250,7 @@ def test_the_preset_and_the_equivalent_demos_spec_build_equal_values_and_keep_wh
     assert preset == generic == Demos(selector=HighestRS(pool_size=4, seed=3), k=2)
     assert parse_pipeline("highest-rs-demos(k=2, pool_size=4, seed=3)").steps[0] == generic
     fits = [m.fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False) for m in (preset, generic)]
-    assert fits[0] == fits[1] and fits[0].selector_.rs_ and len(fits[0].selector_.rs_) == 4
+    assert fits[0] == fits[1] and fits[0].selector_.n_pool_ == 4 and len(fits[0].selector_.rs_) == 2
     assert from_spec(json.loads(json.dumps(fits[1].spec()))).selector_.us_ == fits[1].selector_.us_
     assert from_spec({"name": "random-demos", "params": {"k": 2, "seed": 5}}) == Demos(selector=Random(seed=5), k=2)
 
@@ -292,7 +302,7 @@ def test_fit_with_the_embedded_model_ranks_all_six_items() -> None:
     fitted = HighestRSDemosPreset(k=2, task="Summarise the article in one sentence.").build().fit(
         bench(), base_judge(judge_lm()), progress=False
     )
-    assert len(fitted.demos_) == 2 and len(fitted.selector_.rs_) == 6
+    assert len(fitted.demos_) == 2 and fitted.selector_.n_pool_ == 6 and fitted.selector_.n_excluded_ == 0
     assert all(v < 0 for v in fitted.selector_.ls_.values())
     top = sorted(fitted.selector_.rs_, key=lambda i: -fitted.selector_.rs_[i])[:2]
     assert [d.item.id for d in fitted.demos_] == top
@@ -303,11 +313,11 @@ def test_the_highest_rs_selector_fits_itself_with_a_judge_like_the_mitigation() 
     lm = judge_lm({"OUT-a": "no score"})
     selector = HighestRS().fit(bench(), base_judge(lm), criterion="coherence", lm=ls_lm())
     fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(judge_lm({"OUT-a": "no score"})), lm=ls_lm(), progress=False)
-    assert selector.rs_ == fitted.selector_.rs_ and selector.ls_ == fitted.selector_.ls_ and selector.us_ == fitted.selector_.us_
-    assert selector.n_parse_failures_ == 1 and selector.excluded_ == fitted.selector_.excluded_
+    assert fitted.selector_ == selector.with_choice(2)  # the selector fitted alone, keeping only its choice
+    assert selector.n_parse_failures_ == 1 and len(selector.excluded_) == fitted.selector_.n_excluded_ == 1
     assert [d.item.id for d in selector.select(2)] == [d.item.id for d in fitted.demos_]
     assert selector.likelihood == "stub-ll" and len(lm.requests) == 6
-    assert fitted.fitted_on_ == tuple(it.id for it in bench().items)
+    assert fitted.selector_.n_pool_ == len(bench().items)
     with pytest.raises(ConfigError, match="The 'pool_size' parameter of HighestRS asks for 9 items, but benchmark "
                                           "'tiny' has only 6 labelled items"):
         HighestRS(pool_size=9).fit(bench(), base_judge(judge_lm()), lm=ls_lm())
@@ -322,7 +332,11 @@ def test_the_released_codes_max_deviation_scaling_is_reachable_from_the_mitigati
     fitted = HighestRSDemosPreset(k=3, scaling="max-deviation").build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
     want = M.unfairness_scores(JUDGE, HUMAN, scaling="max-deviation")
     for i, name in enumerate(NAMES):
-        assert fitted.selector_.us_[f"id-{name}"] == pytest.approx(want[i])
+        if f"id-{name}" in fitted.selector_.us_:
+            assert fitted.selector_.us_[f"id-{name}"] == pytest.approx(want[i])
+    selector = HighestRS(scaling="max-deviation").fit(bench(), base_judge(judge_lm()), lm=ls_lm(),
+                                                      progress=False)
+    assert [selector.us_[f"id-{name}"] for name in NAMES] == pytest.approx(list(want))
     assert fitted.selector_.us_["id-e"] != pytest.approx(-20 / 9)  # the range scaling's value differs
     assert type(fitted).model_validate(fitted.model_dump()).selector_.scaling == "max-deviation"
     (step,) = parse_pipeline("highest-rs-demos(k=3, scaling=max-deviation)").steps

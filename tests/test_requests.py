@@ -23,7 +23,6 @@ from mitigate.strategies import Mitigation, parse_pipeline
 from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation
 from mitigate.testing import registered_examples
 from mitigate.testing.checks import (
-    _fit_options,
     example_judge,
     example_pairwise_judge,
     example_pairwise_train,
@@ -44,7 +43,7 @@ def _build(mitigation: Mitigation, lm: FakeLM) -> tuple[Judge, Item] | None:
     fit_lm = fitting_lm()
     fit_judge = example_pairwise_judge(fit_lm) if pairwise else example_judge(lm=fit_lm)
     try:
-        fitted = mitigation.fit(train, fit_judge, **_fit_options(mitigation, fit_lm))
+        fitted = mitigation.fit(train, fit_judge, progress=False, lm=fit_lm)
         judge = example_pairwise_judge(lm) if pairwise else example_judge(lm=lm)
         if pairwise:  # the example pairwise judge is already swapped; the mitigation wraps its leaf
             judge = judge.leaves()[0]

@@ -26,7 +26,8 @@ from mitigate.errors import (
 )
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage
 from mitigate.lm.retry import RetryingLM, RetryPolicy
-from mitigate.run.journal import RunLock, write_atomic
+from mitigate.paths import write_output
+from mitigate.run.journal import RunLock
 from mitigate.run.runner import permanent_cause, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -392,17 +393,17 @@ async def test_run_lock_is_reentrant_within_a_process_and_released_by_the_last_h
     assert probe.stdout.strip() == "locked", probe.stderr
 
 
-def test_write_atomic_replaces_the_file_and_leaves_it_intact_on_failure(tmp_path) -> None:
+def test_write_output_replaces_the_file_and_leaves_it_intact_on_failure(tmp_path) -> None:
     target = tmp_path / "results.json"
     target.write_text("old")
     inode = target.stat().st_ino
-    write_atomic(target, "new")
+    write_output(target, "new")
     assert target.read_text() == "new" and target.stat().st_ino != inode  # replaced, never rewritten in place
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "results.json").mkdir()  # a folder where the file should go
     with pytest.raises(ConfigError, match="expected to write"):
-        write_atomic(tmp_path / "sub" / "results.json", "x")
+        write_output(tmp_path / "sub" / "results.json", "x")
     assert list((tmp_path / "sub").iterdir()) == [tmp_path / "sub" / "results.json"]
 
 

@@ -147,7 +147,8 @@ def test_highest_rs_ranks_with_the_shared_rank_by_rs():
 
 
 def test_highest_rs_without_scores_or_a_judge_says_what_it_needs():
-    with pytest.raises(ConfigError, match="pass ls= and judge_scores="):
+    with pytest.raises(ConfigError, match=r"^HighestRS.fit needs the judge it fits against; expected a "
+                       r"Judge \(or its scores: ls= and judge_scores=\), got NoneType$"):
         HighestRS().fit(bench())
 
 

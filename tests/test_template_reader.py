@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mitigate import Demo, Item
-from mitigate.errors import TemplateError
+from mitigate.errors import TemplateError, TemplateReadWarning
 from mitigate.prompt.judge_prompt import JudgePrompt, read_prompt
 from mitigate.prompt.template_reader import scale_mentions
 
@@ -61,10 +61,23 @@ def test_jinja_is_rendered_with_constants_and_slots_stay_slots() -> None:
 
 
 def test_jinja_that_needs_a_missing_value_is_refused_naming_the_construct() -> None:
-    with pytest.raises(TemplateError, match=r"\{% if rubric %\}.*constants=\{'rubric'"):
-        JudgePrompt.from_template("{% if rubric %}Rubric: {{ rubric }}{% endif %}\nText: {{ output }}")
+    with pytest.raises(TemplateError, match=r"construct \{\{ rubric \}\} needs a value.*constants=\{'rubric'"):
+        JudgePrompt.from_template("{% if rubric %}Graded.{% endif %}\nRubric: {{ rubric }}\nText: {{ output }}")
     with pytest.raises(TemplateError, match=r"score_range"):
         JudgePrompt.from_template("Score from {{ score_range[0] }}.\nText: {{ output }}")
+    with pytest.raises(TemplateError, match=r"\{% for step in steps %\}.*constants=\{'steps'"):
+        JudgePrompt.from_template("{% for step in steps %}- {{ step }}\n{% endfor %}Text: {{ output }}")
+
+
+@pytest.mark.parametrize("name", ["_additional_context", "rubric"])
+def test_a_jinja_test_of_a_name_nobody_gave_reads_false_and_leaves_out_what_it_guards(name: str) -> None:
+    text = (f"Rate the text from 1 to 5.\n{{% if {name} %}}\n\nAdditional Context:\n{{{{ {name} }}}}\n{{% endif %}}"
+            "\nText: {{ output }}\nScore:")
+    with pytest.warns(TemplateReadWarning, match=rf"tests '{name}', which no constant gives: read as .* \(false\)"):
+        prompt = JudgePrompt.from_template(text)
+    assert prompt.template_text() == ["Rate the text from 1 to 5.\n\nText: {{output}}\nScore:"]
+    given = JudgePrompt.from_template(text, constants={name: "the style guide"})
+    assert "Additional Context:\nthe style guide\n" in given.template_text()[0]
 
 
 def test_chatml_markup_becomes_messages_and_round_trips() -> None:

@@ -10,7 +10,8 @@ from a command's typed options.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled as has_label
 from mitigate.data.split import select_items
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, TemplateError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm.base import LM
 from mitigate.lm.http import Limits
@@ -79,6 +80,31 @@ def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
     return read_text_file(prompt, "--prompt")
 
 
+def template_origin(prompt: Path | str | None, system: Path | None = None, option: str = "--prompt") -> str:
+    """How an error names the template being read: ``--prompt FILE`` (and its ``--system`` file), or the built-in."""
+    named = f"{option} {prompt}" if prompt is not None else "the built-in prompt"
+    return named + (f" (with --system {system})" if system is not None else "")
+
+
+@contextmanager
+def naming_template(origin: str) -> Iterator[None]:
+    """A TemplateError raised while a template is read names the template first (``template --prompt X: ...``)."""
+    try:
+        yield
+    except TemplateError as exc:
+        raise type(exc)(f"template {origin}: {exc.message}", **exc.context) from None
+
+
+def recorded_reader(o: LMRunOptions, criterion: str, pairwise: bool) -> Any:
+    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
+    if o.prompt is None:
+        return None
+    with naming_template(template_origin(o.prompt)):
+        jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
+                                       **({"answer": "pairwise"} if pairwise else {}))
+    return lambda raw, crit: jp.format.read(raw, jp.scale)
+
+
 def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
 
@@ -112,9 +138,11 @@ def constants_of(values: list[str] | None) -> dict[str, str]:
 
 
 def read_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
-                  criterion: str | None = None, answer: str | None = None) -> JudgePrompt:
+                  criterion: str | None = None, answer: str | None = None, origin: str = "the template") -> JudgePrompt:
     """The template read into a prompt, with the command's overrides (``--const``, ``--output-slot``,
-    ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read."""
+    ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read.
+
+    A template the reader refuses (its sandbox included) is named by ``origin`` in the error."""
     hints: dict[str, Any] = {"answer": answer} if answer else {}
     if getattr(o, "output_slot", None):
         hints["output_slot"] = o.output_slot.strip()
@@ -124,7 +152,8 @@ def read_template(text: str, o: Any, *, system: str | None, scale: tuple[float, 
     consts = constants_of(getattr(o, "const", None))
     if consts:
         hints["constants"] = consts
-    jp = JudgePrompt.from_template(text, system=system, scale=scale, criterion=criterion, **hints)
+    with naming_template(origin):
+        jp = JudgePrompt.from_template(text, system=system, scale=scale, criterion=criterion, **hints)
     return with_format_overrides(jp, getattr(o, "answer_format", None), getattr(o, "reasoning", None))
 
 
@@ -173,7 +202,7 @@ def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None,
                           "shows {{output}} and {{output_b}} and asks which is better; got none")
     answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
     jp = read_template(template_text(o.prompt, o.benchmark, crit), o, system=system, scale=o.scale_range,
-                       criterion=crit, answer=answer.get("answer"))
+                       criterion=crit, answer=answer.get("answer"), origin=template_origin(o.prompt, o.system_file))
     lm = build_backend(o, declared=declared)
     config = JudgeConfig(temperature=o.temperature, n=o.samples_per_item, reducer=o.reducer_name,
                          max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipeline))

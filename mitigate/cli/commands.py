@@ -31,6 +31,8 @@ COMMANDS: dict[str, Entry] = {
                                              "benchmark: accuracy and bias side by side."),
     "diff": Entry("mitigate.cli.diff", "Judge B against judge A on the same items: B − A with paired intervals and p; "
                                        "exit 1 when B is worse."),
+    "estimate": Entry("mitigate.cli.estimate", "Estimate each system's mean human label from a judge on every item "
+                                               "and human labels on a few."),
     "judge": Entry("mitigate.cli.judge", "Judge the first items of a benchmark and print each judgment beside the "
                                          "human score."),
     "probe": Entry("mitigate.cli.probe", "Run the bias battery: judge items as they are, again (the noise floor) and "

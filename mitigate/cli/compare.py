@@ -18,12 +18,12 @@ from mitigate.cli.build import (
     build_judge,
     dry_run_text,
     load_task,
+    recorded_reader,
     scoring_for,
-    template_text,
 )
 from mitigate.cli.config import split_label
 from mitigate.cli.errors import EXIT_FAILED, say_error
-from mitigate.cli.files import writable_dir
+from mitigate.cli.files import check_run_folder, writable_dir, writing_after_run
 from mitigate.cli.options import (
     DEFAULT_BACKEND,
     BackendOptions,
@@ -49,7 +49,6 @@ from mitigate.errors import ConfigError
 from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside
 from mitigate.harness.report import write_report
 from mitigate.judge import Judge, PromptJudge
-from mitigate.prompt import JudgePrompt
 from mitigate.run.runner import preflight
 from mitigate.strategies import parse_pipeline
 
@@ -110,16 +109,8 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
 def compare_cmd(options: CompareOptions) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
+    check_run_folder(options.out)
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
-
-
-def recorded_reader(o: CompareOptions, criterion: str, pairwise: bool) -> Any:
-    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format; None without --prompt."""
-    if o.prompt is None:
-        return None
-    jp = JudgePrompt.from_template(template_text(o.prompt, o.benchmark, criterion), criterion=criterion,
-                                   **({"answer": "pairwise"} if pairwise else {}))
-    return lambda raw, crit: jp.format.read(raw, jp.scale)
 
 
 async def _compare(o: CompareOptions, command_line: str) -> None:
@@ -187,21 +178,35 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
             await lm.aclose()
     for e in result.entries:
         typer.echo(f"{e.name}: {e.summary.line()}", err=True)
-    paths = write_report(result, o.out)
-    typer.echo((o.out / "report.md").read_text(encoding="utf-8").split("\n## Every measure")[0])
-    if o.threshold is not None:
-        from mitigate.harness.threshold import threshold_section
+    with writing_after_run(f"the journals in {o.out / 'journals'}"):
+        paths = write_report(result, o.out)
+        if o.threshold is not None:
+            from mitigate.harness.threshold import threshold_section
+            from mitigate.paths import write_output
 
-        section = threshold_section(result, o.threshold, o.require_pass_rate)
+            section = threshold_section(result, o.threshold, o.require_pass_rate)
+            report_md = o.out / "report.md"
+            write_output(report_md, report_md.read_text(encoding="utf-8") + "\n" + section + "\n", "the report")
+    typer.echo(_report_head(o.out / "report.md"))
+    if o.threshold is not None:
         typer.echo(section)
-        with (o.out / "report.md").open("a", encoding="utf-8") as fh:
-            fh.write("\n" + section + "\n")
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
     failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
     if failed:
         first = next((j.error for j in failed[0].judgments if j.error), "")
         say_error(f"every item of {', '.join(repr(e.name) for e in failed)} failed; the first: {first}")
         raise typer.Exit(code=EXIT_FAILED)
+
+
+def _report_head(path: Path) -> str:
+    """The report's text before its table of every measure, as written (nothing when report.md is a device)."""
+    from mitigate.paths import open_regular
+
+    try:
+        with open_regular(path, "r", "the report") as fh:
+            return fh.read().split("\n## Every measure")[0]
+    except ConfigError:  # written through a device (/dev/null, a terminal): there is nothing to read back
+        return ""
 
 
 def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: float | str | None, seed: int) -> str:
@@ -232,7 +237,7 @@ def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: fl
                 notes.append(f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted requests "
                              "cannot be shown without LM calls (a dry run makes none)")
                 continue
-            judge = e.pipeline.fit(fit_on, e.base, progress=False).wrap(e.base)
+            judge = e.pipeline.compile(e.base, fit_on, progress=False)
         shown.append((e.name, judge))
     text = dry_run_text(shown, base, items) if shown and base is not None else ""
     return "\n\n".join([*notes, text]).strip()

@@ -35,6 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from mitigate.cli.files import read_text_file
 from mitigate.cli.options.declare import option, parameters, typer_annotation
 from mitigate.errors import ConfigError
+from mitigate.paths import write_output
 
 CONFIG = option("config_file", "--config", "-f", help="read options from this TOML (or .json) file: keys are the "
                 "option names (max-tokens = 64), entry tables name compared judges; options given on the command line "
@@ -356,8 +357,7 @@ def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterabl
                 tables.append(f"{key} = {_toml(body, base)}")
             continue
         lines.append(f"{key.replace('_', '-')} = {_toml(value, base)}")
-    path.write_text("\n".join(lines + tables) + "\n", encoding="utf-8")
-    return path
+    return write_output(path, "\n".join(lines + tables) + "\n", "--save-config")
 
 
 def _strip_none(tp: Any) -> Any:

@@ -19,7 +19,7 @@ from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.options import CommandOptions, Override, argument, option
 from mitigate.cli.options.backend import TIMEOUT, BaseUrl
 from mitigate.cli.options.results import OUT
-from mitigate.cli.options.task import CRITERION
+from mitigate.cli.options.task import CRITERION, JUDGE
 from mitigate.errors import ConfigError
 
 data_app = command_group("data", help="Download the built-in benchmarks (pinned by SHA-256), see which are present, "
@@ -31,7 +31,6 @@ URLS = option("urls", "--urls", help="print URL and destination of every missing
 ALL = option("all_", "--all", help="download every built-in benchmark")
 SOURCE = option("source", "--from", help="inspect or promptfoo")
 ID_KEY = option("id_key", help="inspect: the sample metadata key holding the item id; promptfoo: the test var holding it")
-JUDGE = option("judge", help="inspect: a name for the judge (one scorer)")
 
 DataDir = Annotated[Path | None, DATA_DIR]
 DataUrl = Annotated[BaseUrl, Override(help="fetch from this base URL instead of GitHub's raw host (also "

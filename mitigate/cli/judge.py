@@ -14,7 +14,7 @@ import typer
 from mitigate.cli.app import command
 from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, load_task, with_pipeline
 from mitigate.cli.errors import EXIT_FAILED, fail_when_all_failed, say_error
-from mitigate.cli.files import run_dir, writable_file
+from mitigate.cli.files import run_dir, writable_file, writing_after_run
 from mitigate.cli.options import (
     BackendOptions,
     BatchOptions,
@@ -32,8 +32,7 @@ from mitigate.cli.options.prompt import Prompt, Scale
 from mitigate.cli.options.results import OUT
 from mitigate.cli.options.run import PIPELINE, RESTART, RUN_DIR, STOP_AFTER, Cache, DryRun, Progress
 from mitigate.cli.options.task import Limit
-from mitigate.paths import one_line
-from mitigate.run.journal import write_atomic
+from mitigate.paths import one_line, write_output
 from mitigate.run.runner import preflight, run
 
 if TYPE_CHECKING:
@@ -123,18 +122,21 @@ async def _judge(o: JudgeOptions) -> None:
         await lm.aclose()
     _print_judgments(result, task)
     typer.echo(result.summary.line(), err=True)
-    if o.out is not None:
-        from mitigate.harness.judgments_file import write_judgments  # only for --out
+    kept = (f"the journal {o.run_dir / 'journal.jsonl'}" if o.run_dir else
+            "the LM cache" if o.cache else None)
+    with writing_after_run(kept):
+        if o.out is not None:
+            from mitigate.harness.judgments_file import write_judgments  # lazy: only for --out
 
-        written = write_judgments(result, o.out, items=task.items, criterion=task.criterion)
-        typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
-    if o.run_dir:
-        out = write_atomic(o.run_dir / "results.json", json.dumps({
-            "benchmark": task.benchmark.name, "criterion": task.criterion, "backend": lm.spec,
-            "summary": result.summary.model_dump(mode="json"),
-            "judgments": [j.model_dump(mode="json") for j in result.judgments],
-        }, indent=1))
-        typer.echo(f"wrote {out}", err=True)
+            written = write_judgments(result, o.out, items=task.items, criterion=task.criterion)
+            typer.echo(f"wrote {written} ({len(result.judgments)} rows)", err=True)
+        if o.run_dir:
+            out = write_output(o.run_dir / "results.json", json.dumps({
+                "benchmark": task.benchmark.name, "criterion": task.criterion, "backend": lm.spec,
+                "summary": result.summary.model_dump(mode="json"),
+                "judgments": [j.model_dump(mode="json") for j in result.judgments],
+            }, indent=1), "the results file")
+            typer.echo(f"wrote {out}", err=True)
     fail_when_all_failed(result)
     if o.threshold is not None:
         threshold_gate(result.judgments, task.criterion, o.threshold, o.require_pass_rate)

@@ -11,7 +11,7 @@ import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load_task, with_pipeline
-from mitigate.cli.files import writable_file
+from mitigate.cli.files import writable_file, writing_after_run
 from mitigate.cli.options import (
     DEFAULT_BACKEND,
     BackendOptions,
@@ -31,7 +31,6 @@ from mitigate.cli.options.task import Limit
 from mitigate.constraints import Interval
 from mitigate.harness.probe import render_probe_table, run_probes
 from mitigate.probes import check_rewriter, resolve_probes
-from mitigate.run.journal import write_atomic
 from mitigate.run.runner import preflight
 
 SIDE = option("side", help="pairwise items: probe the first text (a) or the second (b)")
@@ -109,5 +108,8 @@ async def _probe(o: ProbeOptions) -> None:
             await rewriter_lm.aclose()
     typer.echo(render_probe_table(report))
     if o.out is not None:
-        written = write_atomic(o.out, report.model_dump_json(indent=1))
+        from mitigate.paths import write_output
+
+        with writing_after_run("the LM cache" if o.cache else None):
+            written = write_output(o.out, report.model_dump_json(indent=1), "--out")
         typer.echo(f"wrote {written} ({len(report.records)} rewrites)", err=True)

@@ -99,15 +99,16 @@ def prompts_cmd(options: PromptsOptions) -> None:
 
 def inspect_template(file: Path | None, system: Path | None, consts: list[str]) -> str:
     """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
-    from mitigate.cli.build import constants_of
+    from mitigate.cli.build import constants_of, naming_template, template_origin
     from mitigate.prompt import describe_template
 
-    if file is None or not file.is_file():
+    if file is None or not (file.exists() or file.is_symlink()):
         raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
+    text = read_text_file(file, "FILE")  # a folder, FIFO or device is refused by what it is, never opened
     constants = constants_of(consts)
-    text = file.read_text(encoding="utf-8")
-    sys_text = system.read_text(encoding="utf-8") if system is not None else None
-    return describe_template(text, system=sys_text, constants=constants or None)
+    sys_text = read_text_file(system, "--system") if system is not None else None
+    with naming_template(template_origin(file, system, option="FILE")):
+        return describe_template(text, system=sys_text, constants=constants or None)
 
 
 def _template(source: Path | None) -> str:
@@ -150,7 +151,7 @@ def _pick(items: tuple["Item", ...], item_id: str | None, bench: "Benchmark") ->
 
 def render_template(o: PromptsOptions) -> str:
     """Every request the pipeline sends for one item, with its diff against the unmitigated prompt (no LM call)."""
-    from mitigate.cli.build import read_template, scoring_for
+    from mitigate.cli.build import read_template, scoring_for, template_origin
     from mitigate.data.registry import load
     from mitigate.judge import JudgeConfig, PromptJudge
     from mitigate.run.render import placeholder_item, render_judge
@@ -165,13 +166,17 @@ def render_template(o: PromptsOptions) -> str:
         bench = load(o.benchmark)
         crit = crit or (bench.criteria[0] if bench.criteria else None)
     answer = "pairwise" if bench is not None and bench.pairwise else None
-    jp = read_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit, answer=answer)
+    origin = template_origin(o.file, o.system, option="FILE") if o.file is not None and o.file.is_file() else \
+        f"{o.file} (built-in)"
+    jp = read_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit, answer=answer,
+                       origin=origin)
     fitting_calls = pipe.tags.needs_fitting and not pipe.is_fitted and pipe.tags.calls_judge_while_fitting
     lm = _backend(o, declared=not fitting_calls or o.backend is None)  # no --backend: refused below
     config = JudgeConfig(temperature=o.temperature, max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipe))  # type: ignore[arg-type]
     base = PromptJudge(jp, lm, config)
     notes: list[str] = []
     test_items: tuple[Item, ...] = bench.items if bench is not None else ()
+    train: Benchmark | None = None
     if pipe.tags.needs_fitting and not pipe.is_fitted:
         if o.train is None or bench is None or crit is None:
             raise ConfigError(f"pipeline {o.pipeline!r} learns from data and must be fitted first; expected -b with "
@@ -180,10 +185,9 @@ def render_template(o: PromptsOptions) -> str:
             raise ConfigError(f"pipeline {o.pipeline!r} calls the judge while fitting; expected --backend to fit it "
                               "with; got none")
         train, test = _train_bench(bench, o.train, crit)
-        pipe = pipe.fit(train, base, progress=False)
         test_items = test.items
         notes.append(f"fitted on {len(train)} items of {train.name}")
-    judge = pipe.wrap(base)
+    judge = pipe.compile(base, train, progress=False)
     item = _pick(test_items, o.item, bench) if bench is not None else placeholder_item(judge)
     head = [f"template: {o.file}   pipeline: {o.pipeline or 'baseline'}   item: {item.id!r}", *notes, ""]
     return "\n".join(head) + render_judge(judge, item, baseline=base)

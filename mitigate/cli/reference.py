@@ -19,6 +19,7 @@ import typer
 from mitigate.cli import app
 from mitigate.cli.app import RegisteredNamesHelp
 from mitigate.cli.options import fill_registered_names
+from mitigate.paths import write_output
 
 __all__ = ["main", "markdown"]
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path} is not current; regenerate it: python -m mitigate.cli.reference {path}", file=sys.stderr)
             return 1
         return 0
-    path.write_text(text, encoding="utf-8")
+    write_output(path, text, "the CLI reference")
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

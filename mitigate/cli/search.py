@@ -10,7 +10,7 @@ import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.build import build_judge, dry_run_text, load_task
-from mitigate.cli.files import writable_file
+from mitigate.cli.files import writable_file, writing_after_run
 from mitigate.cli.options import (
     AnswerOptions,
     BackendOptions,
@@ -25,7 +25,7 @@ from mitigate.cli.options import (
 )
 from mitigate.cli.options.backend import DEFAULT_BACKEND, Backend
 from mitigate.cli.options.prompt import Prompt
-from mitigate.cli.options.results import LIKELIHOOD, OUT, Seed
+from mitigate.cli.options.results import LIKELIHOOD, OUT, PLOT, Seed
 from mitigate.cli.options.run import PIPELINE, DryRun
 from mitigate.cli.options.task import Criterion, Limit
 from mitigate.constraints import Interval, Options
@@ -57,7 +57,6 @@ CONSISTENCY = option("consistency", help="kappa (chance-corrected; a judge givin
 BIAS_WEIGHT = option("bias_weight", help="mu: weight of |BiasScore| (needs --likelihood)",
                      accepts=(Interval(float, 0.0, None),))
 SPLITS = option("splits", help="train,dev,test fractions")
-PLOT = option("plot", help="also write a PNG of the search beside --out")
 
 
 @dataclass(frozen=True)
@@ -172,17 +171,18 @@ def _search(o: SearchOptions) -> None:
                f"items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls", err=True)
     result = _run(judge, data, o.engine, common)
     typer.echo(result.summary())
-    path = result.save_pipeline(o.out, before=before)
-    if result.beats_baseline:
-        typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
-    else:
-        typer.echo(f"wrote {path}: {result.verdict()}; it holds the dev winner for inspection, not a "
-                   "recommendation", err=True)
-    if o.plot:
-        from mitigate.harness.plots import plot_search  # only with --plot (matplotlib)
+    with writing_after_run("the LM cache" if o.cache else None):
+        path = result.save_pipeline(o.out, before=before)
+        if result.beats_baseline:
+            typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
+        else:
+            typer.echo(f"wrote {path}: {result.verdict()}; it holds the dev winner for inspection, not a "
+                       "recommendation", err=True)
+        if o.plot:
+            from mitigate.harness.plots import plot_search  # only with --plot (matplotlib)
 
-        typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline on "
-                   "test)", err=True)
+            typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline "
+                       "on test)", err=True)
 
 
 def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ commit and each file's path, size and SHA-256; the benchmarks each folder serves
 A file is fetched from ``{base}/{repo}/{commit}/{path}`` (``base`` defaults to
 :data:`DEFAULT_BASE_URL`; ``$MITIGATE_DATA_URL`` or ``base_url=`` overrides it, e.g. for a
 mirror or a test server) into a temporary file beside its destination, checked for size and
-SHA-256, then moved into place with :func:`os.replace`. A file that fails a check is deleted:
+SHA-256, then moved into place (:func:`mitigate.paths.write_output`). A file that fails a check is deleted:
 nothing half-written or unverified is ever left under its real name.
 
 Errors are :class:`DownloadError`; ``kind`` says which: ``"offline"`` (connection refused, DNS
@@ -24,19 +24,18 @@ import io
 import json
 import os
 import pickle
-import tempfile
 import urllib.parse
 from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.data.summeval import CRITERIA
 from mitigate.errors import DataError, MitigateError
-from mitigate.paths import data_dir, user_data_dir
+from mitigate.paths import data_dir, user_data_dir, write_output
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 """Where the files are fetched from by default: GitHub's raw-content host."""
@@ -258,7 +257,7 @@ def _download(client: httpx.Client, url: str, dest: Path, file: SourceFile, *, r
     def refuse(kind: str, why: str) -> DownloadError:
         return DownloadError(f"{why}; nothing was written to {dest}", kind=kind, url=url, dest=str(dest))
 
-    with _TemporaryBeside(dest) as (handle, tmp):
+    def stream(handle: IO[bytes]) -> None:
         digest = hashlib.sha256()
         received = 0
         try:
@@ -285,28 +284,9 @@ def _download(client: httpx.Client, url: str, dest: Path, file: SourceFile, *, r
         if digest.hexdigest() != file.sha256:
             raise refuse("integrity", f"expected sha256 {file.sha256} for {url}; got {digest.hexdigest()} "
                                       "(the file at that address is not the pinned release)")
-        handle.flush()
-        os.fsync(handle.fileno())
-        handle.close()
-        os.replace(tmp, dest)
 
-
-class _TemporaryBeside:
-    """A temporary file in ``dest``'s folder (same file system, so :func:`os.replace` is atomic);
-    deleted on exit unless it was moved into place."""
-
-    def __init__(self, dest: Path) -> None:
-        self.dest = dest
-
-    def __enter__(self) -> tuple[io.BufferedWriter, Path]:
-        fd, name = tempfile.mkstemp(dir=self.dest.parent, prefix=f".{self.dest.name}.", suffix=".part")
-        self.tmp = Path(name)
-        self.handle = os.fdopen(fd, "wb")
-        return self.handle, self.tmp
-
-    def __exit__(self, *exc: object) -> None:
-        self.handle.close()
-        self.tmp.unlink(missing_ok=True)
+    # written beside dest and renamed into place only once every check passed; a refusal leaves nothing
+    write_output(dest, stream, f"the download of {url} to", binary=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,9 +327,4 @@ def _derive(derived: DerivedFile, origin: Path, dest: Path) -> None:
     if got != derived.sha256:
         raise DownloadError(f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; nothing "
                             f"was written to {dest}", kind="integrity", dest=str(dest))
-    with _TemporaryBeside(dest) as (handle, tmp):
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-        handle.close()
-        os.replace(tmp, dest)
+    write_output(dest, text, f"the derived file made from {origin} to")

@@ -22,11 +22,11 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import DataError, ScaleError
-from mitigate.paths import check_input_file, data_dir
+from mitigate.paths import check_input_file, data_dir, open_regular, read_lines, write_output
 from mitigate.scale import Scale
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -126,11 +126,11 @@ def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
     """
     check_input_file(path, "a data file", error=error)
     try:
-        handle = path.open("rb")
+        handle = open_regular(path, "rb", "a data file")  # checked again on the open file: never a FIFO
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(read_lines(handle, f"the data file {path}", path=path), start=1):
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -148,7 +148,8 @@ def read_text(path: Path, *, error: type[DataError] = DataError, translate_newli
     naming the file and line when it cannot be read or is not UTF-8."""
     check_input_file(path, "a data file", error=error)
     try:
-        data = path.read_bytes()
+        with open_regular(path, "rb", "a data file") as handle:  # checked again on the open file
+            data = handle.read()
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     try:
@@ -442,8 +443,8 @@ def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
     ``meta`` values must be JSON-serialisable.
     """
     file = Path(path)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    with file.open("w", encoding="utf-8") as handle:
+
+    def fill(handle: IO[str]) -> None:
         handle.write(json.dumps(header_row(benchmark), ensure_ascii=False) + "\n")
         for item in benchmark.items:
             try:
@@ -453,4 +454,6 @@ def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
                     f"expected JSON-serialisable values in item {item.id!r}; got {exc}", item_id=item.id
                 ) from exc
             handle.write(text + "\n")
+
+    write_output(file, fill, "the benchmark file")
     return file

@@ -40,12 +40,14 @@ import csv
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.data.csv_cells import csv_cell, csv_value
 from mitigate.data.jsonl import read_json_lines, row_error
 from mitigate.errors import DataError, ParseError, ScaleError
+from mitigate.paths import open_regular, read_lines, write_output
 from mitigate.scale import Scale
 
 __all__ = [
@@ -378,11 +380,11 @@ def _verdict(value: str | None, order: str, path: Path, line: int) -> Literal["A
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        handle = path.open(encoding="utf-8", newline="")
+        handle = open_regular(path, "rb", "the recorded-judgments file")  # a FIFO or a device is refused unread
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc}", path=str(path)) from exc
-    with handle:
-        reader = csv.DictReader(handle)
+    with handle:  # lines read one at a time, none past MAX_LINE_BYTES; a quoted field may span several
+        reader = csv.DictReader(line.decode("utf-8") for line in read_lines(handle, f"the CSV file {path}", path=path))
         if reader.fieldnames is None:
             return
         unknown = [k for k in reader.fieldnames if k not in RECORD_KEYS]
@@ -394,7 +396,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 extra = row.pop(None, None)  # type: ignore[call-overload]
                 if extra:
                     raise row_error(path, start, f"expected {len(reader.fieldnames)} columns; got more: {_clip(repr(extra))}")
-                yield start, {k: v for k, v in row.items() if v not in (None, "")}
+                yield start, {k: csv_value(v) for k, v in row.items() if v not in (None, "")}
             start = reader.line_num + 1
 
 
@@ -473,21 +475,26 @@ def save_recorded(runs: RecordedRun | Sequence[RecordedRun], path: str | Path) -
     """
     todo = [runs] if isinstance(runs, RecordedRun) else list(runs)
     file = Path(path)
-    file.parent.mkdir(parents=True, exist_ok=True)
     rows = [row_to_dict(r) for run in todo for r in run.rows()]
     if file.suffix.lower() == ".csv":
-        with file.open("w", encoding="utf-8", newline="") as handle:
+
+        def fill_csv(handle: IO[str]) -> None:
             writer = csv.DictWriter(handle, fieldnames=list(RECORD_KEYS))
             writer.writeheader()
             for row in rows:
                 if "meta" in row:
                     row = {**row, "meta": json.dumps(row["meta"], ensure_ascii=False)}
-                writer.writerow(row)
+                writer.writerow({k: csv_cell(v) for k, v in row.items()})
+
+        write_output(file, fill_csv, "the recorded-judgments file", newline="")
         return file
     scales = {c: s.model_dump(mode="json") for run in todo for c, s in run.scales.items()}
-    with file.open("w", encoding="utf-8") as handle:
+
+    def fill(handle: IO[str]) -> None:
         if scales:
             handle.write(json.dumps({"recorded": {"scales": scales}}) + "\n")
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+    write_output(file, fill, "the recorded-judgments file")
     return file

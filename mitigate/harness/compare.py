@@ -65,6 +65,7 @@ from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled, select_items, train_test_split
 from mitigate.errors import ConfigError, DataError, MitigateError, PromptConflictWarning
+from mitigate.fitting import FitContext
 from mitigate.harness.first_prompt import with_first_prompt
 from mitigate.harness.probe import probe_entry
 from mitigate.harness.recorded_judge import RecordedJudge
@@ -105,6 +106,7 @@ from mitigate.measures.stats import (
     permutation_test_mean_diff,
     spearman_rows,
 )
+from mitigate.paths import open_regular, read_lines
 from mitigate.probes import Probe, check_rewriter
 from mitigate.registry import Interval, check_param
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
@@ -404,8 +406,9 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
     """LS per item, reading and extending the JSONL cache ``cache`` (one line per item and scorer setting)."""
     key = _likelihood_key(scorer, task)
     known: dict[str, float] = {}
-    if cache is not None and cache.exists():
-        lines = cache.read_text(encoding="utf-8").splitlines()
+    if cache is not None and (cache.exists() or cache.is_symlink()):
+        with open_regular(cache, "rb", "the likelihood cache") as fh:  # a FIFO or a device is refused unread
+            lines = [raw.decode("utf-8") for raw in read_lines(fh, f"the likelihood cache {cache}", path=cache)]
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -428,7 +431,7 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
                 value = float(await scorer.score(it, task))
                 known[it.id] = value
                 if cache is not None:
-                    with cache.open("a", encoding="utf-8") as fh:
+                    with open_regular(cache, "a", "the likelihood cache") as fh:
                         fh.write(json.dumps({"key": key, "id": it.id,
                                              "ls": value if math.isfinite(value) else None}) + "\n")
                 bar.update(1)
@@ -559,11 +562,13 @@ async def _fit_entries(entries: Sequence[Entry], train: Benchmark | None, *, pro
             )
         assert e.pipeline is not None and e.base is not None
         try:
-            fitted = await e.pipeline.afit(train, e.base, progress=progress, concurrency=concurrency)
+            ctx = FitContext(progress=progress, concurrency=concurrency)
+            fitted = await e.pipeline.afit(train, e.base, ctx)
         except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
             info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train),
                             "error": f"{type(exc).__name__}: {exc}"}
             continue
+        # not compile(): the entry keeps the fitted pipeline and its spec beside the judge it makes
         out.append(e.model_copy(update={"judge": fitted.wrap(e.base), "pipeline": fitted, "spec": fitted.spec()}))
         info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train),
                         "judged_while_fitting": e.pipeline.tags.calls_judge_while_fitting}

@@ -44,6 +44,10 @@ class FirstPromptJudge(Judge):
         """``inner``'s requests: the wrapper sends nothing of its own."""
         return self.inner.requests(item)
 
+    def score_bounds(self) -> dict[str, tuple[float, float]] | None:
+        """``inner``'s: the wrapper changes no score."""
+        return self.inner.score_bounds()
+
     def describe(self) -> dict[str, Any]:
         """``inner``'s description: the wrapper changes no judgment's scores."""
         return self.inner.describe()

@@ -15,7 +15,9 @@ human score on the criterion) and ``gold`` (its gold preference) when known, ``s
 ``ok``, ``failures`` (each with its reason and raw text), ``raw``, ``error``, ``flags``,
 ``needs_human``, token usage (``prompt_tokens``, ``completion_tokens``,
 ``cached_prompt_tokens``), ``calls``, ``cached_calls`` and ``cost_usd``. In a CSV file (chosen
-by the ``.csv`` extension) lists and objects are JSON text in their cells.
+by the ``.csv`` extension) lists and objects are JSON text in their cells, and a text cell that
+starts like a spreadsheet formula (``=``, ``+``, ``-``, ``@``, tab, CR) gets a leading apostrophe
+(:mod:`mitigate.data.csv_cells`), so opening the file runs nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from mitigate.data.csv_cells import csv_cell
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
@@ -73,9 +76,10 @@ def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | 
 
 
 def _cell(value: Any) -> Any:
+    """A CSV cell: lists and objects as JSON text, None as empty, a text starting like a formula neutralised."""
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
-    return "" if value is None else value
+    return "" if value is None else csv_cell(value)
 
 
 def write_judgments(

@@ -10,6 +10,7 @@ per system pair, for pairwise judges in both orders), and a search's trials
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 
 from mitigate.harness.results import CompareResult
 from mitigate.measures import unfairness_scores
+from mitigate.paths import write_output
 
 __all__ = ["PAIR_KEYS", "PLOT_CAPTIONS", "has_consistency", "human_quality", "pair_tables", "planned_plots",
            "plot_search", "render_plots",
@@ -58,10 +60,12 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.savefig(path, dpi=100, metadata={"Software": None})
+def save_figure(fig: Any, path: Path) -> Path:
+    """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as outputs are)."""
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
     _plt().close(fig)
-    return path
+    return write_output(path, png.getvalue(), "the plot")
 
 
 def _short(name: str, width: int = 28) -> str:
@@ -132,7 +136,7 @@ def _histograms(result: CompareResult, path: Path) -> Path:
     kind = "Verdict distribution" if pairwise else "Score distribution"
     fig.suptitle(f"{kind}: {result.benchmark} / {result.criterion}")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _ls_vs_us(result: CompareResult, path: Path) -> Path:
@@ -168,7 +172,7 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
         ax.axis("off")
     fig.suptitle("Likelihood bias (Ohi et al. 2024)")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _per_system_plot(result: CompareResult, path: Path) -> Path:
@@ -195,7 +199,7 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
     ax.set_title(f"Per-system agreement, systems by human quality: {result.benchmark} / {result.criterion}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _per_pair_plot(result: CompareResult, path: Path) -> Path:
@@ -229,7 +233,7 @@ def _per_pair_plot(result: CompareResult, path: Path) -> Path:
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(f"Position bias per system pair (Shi et al. 2024): {result.benchmark} / {result.criterion}")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _consistency_plot(result: CompareResult, path: Path) -> Path:
@@ -251,7 +255,7 @@ def _consistency_plot(result: CompareResult, path: Path) -> Path:
     ax.set_ylabel("share of items with one score\nunder every perturbation")
     ax.set_title(f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}", fontsize=11)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]], list[int], list[float]]:
@@ -322,5 +326,5 @@ def plot_search(result: Any, path: str | Path) -> Path:
         gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
     bx.set_title(f"held-out test gain {gain}", fontsize=10)
     fig.tight_layout()
-    return _save(fig, out)
+    return save_figure(fig, out)
 

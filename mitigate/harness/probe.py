@@ -48,9 +48,9 @@ from mitigate.judge import Judge, Judgment, PromptJudge
 from mitigate.lm.base import LM
 from mitigate.measures.base import Measure
 from mitigate.measures.robustness import ProbeEffect, noise_floor, preference_for, probe_effect
+from mitigate.paths import write_output
 from mitigate.probes import Probe, ProbedItem, ProbeRecord, PromptProbe, check_rewriter
 from mitigate.probes.prompt_probe import NO_TARGET
-from mitigate.run.journal import write_atomic
 from mitigate.run.runner import run
 
 __all__ = ["RERUN_SEED_OFFSET", "ProbeReport", "ProbeRow", "probe_entry", "probe_section", "render_probe_table", "rerun_judge",
@@ -281,8 +281,7 @@ async def probe_entry(judge: Judge, items: Sequence[Item], probes: Sequence[Prob
                       original: Sequence[Judgment], out: Path, rewriter: LM | None = None, **kw: Any) -> dict[str, Any]:
     """:func:`run_probes` for one ``compare`` entry: the report as JSON without its rewrites, which go to ``out``."""
     report = await run_probes(judge, items, probes, criterion=criterion, rewriter=rewriter, original=original, **kw)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, "".join(r.model_dump_json() + "\n" for r in report.records))
+    write_output(out, "".join(r.model_dump_json() + "\n" for r in report.records), "the probe records")
     return {**report.model_dump(mode="json", exclude={"records"}), "records_file": f"probes/{out.name}"}
 
 

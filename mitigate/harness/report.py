@@ -43,7 +43,7 @@ from mitigate.harness.reading import bottom_lines, chosen_demos, plain_reason, w
 from mitigate.harness.results import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
 from mitigate.harness.tables import best_indices, md_cell, md_table
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
-from mitigate.paths import write_output
+from mitigate.paths import open_regular, write_output
 
 __all__ = ["dump_results", "load_results", "render_markdown", "render_report", "write_report"]
 
@@ -78,10 +78,14 @@ def load_results(path: str | Path) -> CompareResult:
     p = Path(path)
     if p.is_dir():
         p = p / RESULTS_FILE
-    if not p.is_file():
+    if not (p.exists() or p.is_symlink()):
         raise DataError(f"expected a {RESULTS_FILE} written by 'mitigate compare' at {p}; found none", path=str(p))
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        with open_regular(p, "r", f"the {RESULTS_FILE}") as fh:  # a FIFO or a device is refused, never read
+            data = json.load(fh)
+    except OSError as exc:
+        raise DataError(f"expected a readable {RESULTS_FILE} at {p}; got {exc.strerror or type(exc).__name__}",
+                        path=str(p)) from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{p}: expected JSON written by 'mitigate compare'; got invalid JSON ({exc})",
                         path=str(p)) from None
@@ -98,17 +102,18 @@ def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
     write_output(path, dump_results(result), "the results file")
-    return [path, *render_report(out, html=True)]
+    return [path, *render_report(out, html=True, result=result)]
 
 
-def render_report(folder: str | Path, *, html: bool = False) -> list[Path]:
-    """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from ``results.json``.
+def render_report(folder: str | Path, *, html: bool = False, result: CompareResult | None = None) -> list[Path]:
+    """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from ``results.json``
+    (or from ``result``, when the caller holds it: a results.json written through a device cannot be read back).
 
     The plots are drawn first, so the markdown links only the plots that were written and the
     HTML report holds them inline.
     """
     out = Path(folder)
-    result = load_results(out)
+    result = load_results(out) if result is None else result
     plots = render_plots(result, out)
     md = out / REPORT_FILE
     text = render_markdown(result, plots=[p.name for p in plots])

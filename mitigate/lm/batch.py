@@ -37,13 +37,14 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError, DataError
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.wrapper import WrapperLM
+from mitigate.paths import open_regular, read_lines, write_output
 
 ErrorKind = Literal["errored", "expired", "canceled", "failed", "missing"]
 Line = tuple[str, dict[str, Any]]
@@ -234,7 +235,7 @@ class BatchStore:
         self.path = self.directory / "batches.jsonl"
         self.records: dict[str, BatchRecord] = {}
         self.disowned: set[str] = set()
-        if self.path.exists():
+        if self.path.exists() or self.path.is_symlink():
             self._load()
         else:
             self._append({"store": STORE_VERSION})
@@ -243,13 +244,15 @@ class BatchStore:
         return f"BatchStore({str(self.directory)!r}, batches={len(self.records)})"
 
     def _load(self) -> None:
-        data = self.path.read_bytes()
-        good = data.rfind(b"\n") + 1
-        if good < len(data):  # a kill mid-write left half a line: drop it
-            with self.path.open("r+b") as fh:
+        # a file mitigate reads back: regular only (a FIFO or a device is refused unread), lines bounded
+        with open_regular(self.path, "rb", "the batch log") as fh:
+            lines = list(read_lines(fh, f"the batch log {self.path}", path=self.path))
+        good = sum(len(line) for line in lines if line.endswith(b"\n"))
+        if lines and not lines[-1].endswith(b"\n"):  # a kill mid-write left half a line: drop it
+            with open_regular(self.path, "r+b", "the batch log") as fh:
                 fh.truncate(good)
-            data = data[:good]
-        for n, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+            lines = lines[:-1]
+        for n, line in enumerate((raw.decode("utf-8").rstrip("\r\n") for raw in lines), start=1):
             try:
                 event = json.loads(line)
             except json.JSONDecodeError as exc:
@@ -277,7 +280,7 @@ class BatchStore:
             rec2.failed = dict(event.get("failed") or {})
 
     def _append(self, event: Mapping[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
+        with open_regular(self.path, "a", "the batch log") as fh:
             fh.write(json.dumps(event) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -295,11 +298,12 @@ class BatchStore:
         """Record the intent to submit ``requests`` (their file first, then the event); returns the record."""
         local = f"mb-{uuid.uuid4().hex[:20]}"
         path = self.requests_path(local)
-        with path.open("w", encoding="utf-8") as fh:
+
+        def fill(fh: IO[str]) -> None:
             for key, request in requests:
                 fh.write(json.dumps({"key": key, "request": request.model_dump(mode="json")}) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+
+        write_output(path, fill, "the batch requests file")
         self._event({"event": "intent", "local": local, "provider": api.provider, "identity": api.identity,
                      "model": api.model, "keys": [k for k, _ in requests], "lines": lines,
                      "created": time.time(), "attempt": attempt})
@@ -322,11 +326,14 @@ class BatchStore:
         path = self.requests_path(record.local)
         out: dict[str, LMRequest] = {}
         try:
-            text = path.read_text(encoding="utf-8")
+            with open_regular(path, "rb", f"the requests of batch {record.local}") as fh:
+                lines = list(read_lines(fh, f"the batch requests file {path}", path=path))
         except OSError as exc:
             raise DataError(f"expected the requests of batch {record.local} at {path}; got {exc}",
                             path=str(path)) from None
-        for line in text.splitlines():
+        for line in lines:
+            if not line.strip():
+                continue
             row = json.loads(line)
             out[row["key"]] = LMRequest.model_validate(row["request"])
         return out

@@ -53,7 +53,7 @@ from typing import TypeVar
 from mitigate.errors import CacheDamageWarning, ConfigError
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.wrapper import WrapperLM
-from mitigate.paths import cache_dir
+from mitigate.paths import cache_dir, path_kind
 
 DEFAULT_FILENAME = "lm_cache.sqlite"
 T = TypeVar("T")
@@ -109,6 +109,9 @@ class LMCache:
             raise ConfigError(f"expected a writable cache directory at {target.parent}; got {exc}") from exc
         if target.is_dir():
             raise ConfigError(f"expected an SQLite LM cache file at {target}; got a directory", path=str(target))
+        kind = path_kind(target)
+        if kind not in (None, "a regular file"):  # a FIFO or a device: refused by what it is, never opened
+            raise ConfigError(f"expected an SQLite LM cache file at {target}; it is {kind}", path=str(target))
         self.path = target
         self._lock = threading.Lock()
         self._damaged: str | None = None  # why the file is unusable (then every look-up is a miss)

@@ -47,9 +47,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mitigate.errors import CapabilityError, LMCallError, ReplayFormatError
+from mitigate.errors import CapabilityError, ConfigError, LMCallError, ReplayFormatError
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Message, Usage
 from mitigate.lm.wrapper import WrapperLM
+from mitigate.paths import open_regular, path_kind, read_lines
 
 
 def prompt_key(messages: tuple[Message, ...] | list[Message]) -> str:
@@ -122,8 +123,8 @@ class ReplayLM(LM):
         return len(self._by_key) + len(self._by_prompt)
 
     def _load(self) -> None:
-        with self.path.open("rb") as fh:
-            for number, raw_bytes in enumerate(fh, start=1):
+        with open_regular(self.path, "rb", "the replay file") as fh:  # a FIFO or a device is refused unread
+            for number, raw_bytes in enumerate(read_lines(fh, f"the replay file {self.path}", path=self.path), 1):
                 try:
                     raw = raw_bytes.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -248,7 +249,11 @@ class ReplayRecorder(WrapperLM):
         self._lock = threading.Lock()
         self._seen: set[str] = set()
         self.recorded = 0
-        if self.path.is_file():
+        kind = path_kind(self.path)
+        if kind not in (None, "a regular file"):  # refused before the first answer, not at its write
+            raise ConfigError(f"expected the replay file {self.path} to be a regular file; it is {kind}",
+                              path=str(self.path))
+        if kind is not None:
             self._seen = set(ReplayLM(self.path)._by_key)
 
     def __repr__(self) -> str:
@@ -271,7 +276,7 @@ class ReplayRecorder(WrapperLM):
         with self._lock:
             if key in self._seen:
                 return
-            with self.path.open("a", encoding="utf-8") as fh:
+            with open_regular(self.path, "a", "the replay file") as fh:
                 fh.write(text)
             self._seen.add(key)
             self.recorded += 1

@@ -20,10 +20,11 @@ shows those characters, never the current item's summary.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mitigate.data.schema import Item
 from mitigate.errors import DataError, MitigateError, TemplateError
@@ -48,6 +49,9 @@ from mitigate.prompt.template_syntax import TemplateSource
 from mitigate.scale import Scale
 
 __all__ = ["JudgePrompt", "answer_label", "describe_template", "field_text", "prompt_from_spec", "read_prompt"]
+
+DEMO_FIELDS = ("inputs", "output_name", "output", "guideline", "reason", "criterion", "score")
+"""The fields a ``demo_template`` may use (see :meth:`JudgePrompt._scored_demo`)."""
 
 
 
@@ -90,6 +94,22 @@ class JudgePrompt(BaseModel):
     demo_separator: str = "\n\n"
     layout: Layout = "invariant_first"
     source: TemplateSource | None = None
+
+    @field_validator("demo_template")
+    @classmethod
+    def _plain_demo_fields(cls, value: str) -> str:
+        """A demo template fills only its named fields, as they are: ``{output}``, never ``{output.__class__}``,
+        ``{inputs[0]}`` or ``{score:>999999999}`` (format-string tricks that read internals or build any size)."""
+        try:
+            fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(value) if name is not None]
+        except ValueError as exc:
+            raise TemplateError(f"expected demo_template to be a format string; got {value!r} ({exc})") from None
+        for name, spec, conv in fields:
+            if name not in DEMO_FIELDS or spec or conv:
+                shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+                raise TemplateError(f"expected demo_template fields among {', '.join('{' + f + '}' for f in DEMO_FIELDS)}"
+                                    f", each plain (no attribute, index, conversion or format spec); got {shown}")
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> JudgePrompt:
@@ -256,7 +276,17 @@ class JudgePrompt(BaseModel):
         The demos block goes where :meth:`demo_place` says: before the judged item's first
         heading and any lead-in above it (layout "invariant_first"), or right after the
         guideline ("as_written"). TemplateError when no such place is coherent.
+
+        A Jinja condition that read a name as false (``source.unset``) while the item has a field of
+        that name is refused: the template was rendered once, before judging, and cannot show it.
         """
+        for name in self.source.unset if self.source is not None else ():
+            if _lookup(item, name) is not None:
+                raise TemplateError(
+                    f"the template's Jinja tests {name!r}, which no constant gave, so it was read as false when the "
+                    f"template was read; item {item.id!r} has a field {name!r} the prompt would leave out: expected "
+                    f"--const {name}=... (constants={{{name!r}: ...}}, one value for every item), or {{{{{name}}}}} "
+                    "outside the condition (Jinja is rendered once, before judging)", item_id=item.id)
         guideline_text = self.guideline.render() if self.guideline else ""
         place = self.demo_place() if self.demos else None
         if isinstance(place, str):

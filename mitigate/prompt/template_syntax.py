@@ -14,11 +14,13 @@ canonical form :class:`~mitigate.prompt.JudgePrompt` works on (messages whose sl
   are literal braces when the whole text is a valid format string). A template that uses
   ``{{name}}`` anywhere is read in that syntax and its single braces stay literal (JSON
   examples); otherwise ``{name}`` placeholders are slots and other braces stay literal.
-- **Jinja** (``{% if rubric %}``, ``{{ score_range[0] }}``, filters): rendered once with the
-  ``constants`` given; plain ``{{ name }}`` with no constant stays a slot. A construct that
-  needs a value nobody gave (a condition on a slot, an index into it) is refused with a
-  :class:`~mitigate.errors.TemplateError` naming the construct, so nothing unrendered
-  reaches a model.
+- **Jinja** (``{% if rubric %}``, ``{{ score_range[0] }}``, filters): rendered once, in the sandbox
+  of :mod:`mitigate.prompt.sandbox` (no Python internals, a short list of filters and calls,
+  bounded size), with the ``constants`` given; plain ``{{ name }}`` with no constant stays a slot.
+  A name nobody gave is read as Jinja reads it when a condition tests it (false: what the test
+  guards is left out, with one :class:`~mitigate.errors.TemplateReadWarning` naming it); any
+  other use of it (output outside such a test, an index, a loop) is refused with a
+  :class:`~mitigate.errors.TemplateError` naming the construct, so nothing unrendered reaches a model.
 - **Constants**: slots filled once before the structure is read (a Prometheus ``{rubric}``,
   a Flow Judge ``{RUBRIC}``), so their scoring options are recovered like any other text.
 """
@@ -43,8 +45,13 @@ DOUBLE_SLOT_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*\}\}")
 _TRIPLE_RE = re.compile(r"\{\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\}")
 _SINGLE_RE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
 _JINJA_RE = re.compile(
-    r"\{%-?\s*(?:if|for|set|raw|macro|block|include|with|filter)\b.*?%\}|\{#.*?#\}"
+    r"\{%-?\s*[A-Za-z_]\w*\b.*?%\}|\{#.*?#\}"
     r"|\{\{-?\s*[A-Za-z_][\w]*\s*(?:\[|\.|\||\(|\+|~)[^{}]*\}\}",
+    re.S,
+)
+_JINJA_EXPR_RE = re.compile(  # an expression that is no slot: Jinja, unless the braces are a format string's
+    r"\{\{-?\s*(?:[(\[\"'\d-]|not\s).*?\}\}"
+    r"|\{\{-?\s*[A-Za-z_]\w*\s*(?:\*|-|/|%|==|!=|<|>|\bif\b|\bis\b|\band\b|\bor\b|\bin\b)[^{}]*\}\}",
     re.S,
 )
 _MARK = "\x00{}\x00"
@@ -56,7 +63,8 @@ class TemplateSource(BaseModel):
 
     ``layout`` is the original text with each message's content replaced by a mark
     (``\\x00<index>\\x00``); ``syntax`` the placeholder notation; ``spellings`` each slot's
-    original spelling (``{instruction}``, ``{{{language}}}``, ``{{ Document }}``).
+    original spelling (``{instruction}``, ``{{{language}}}``, ``{{ Document }}``); ``unset`` the
+    names a Jinja condition tested that no constant gave (read as false).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -66,6 +74,7 @@ class TemplateSource(BaseModel):
     markup: str | None = None
     rendered_jinja: bool = False
     constants: tuple[str, ...] = ()
+    unset: tuple[str, ...] = ()
 
     def restore(self, messages: list[str]) -> str:
         """The whole template as written, from the current message texts (canonical ``{{slot}}`` form)."""
@@ -185,6 +194,8 @@ def detect_syntax(texts: list[str]) -> SlotSyntax:
     joined = "\n".join(texts)
     if _JINJA_RE.search(joined):
         return "jinja"
+    if _JINJA_EXPR_RE.search(joined) and not any(_is_format_string(t) for t in texts):
+        return "jinja"  # never left as literal text: the sandbox reads it (and refuses what it must)
     if DOUBLE_SLOT_RE.search(joined) or _TRIPLE_RE.search(joined):
         return "double"
     if all(_is_format_string(t) or not _SINGLE_RE.search(t) for t in texts) and any(
@@ -204,60 +215,56 @@ class _Slot(str):
         return obj
 
 
-def _render_jinja(text: str, constants: Mapping[str, Any]) -> str:
+def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.sandbox`), with the names it uses given as
+    the module docstring says: a constant, a plain slot, or else unset (false when tested, refused otherwise);
+    and the unset names a condition tested."""
     try:
         import jinja2
-        from jinja2 import meta
+        from jinja2.utils import missing
+
+        from mitigate.prompt.sandbox import SandboxedTemplate
     except ImportError as exc:  # pragma: no cover - jinja2 ships with llama-cpp-python and dspy
         raise TemplateError(
             "this template uses Jinja ({% ... %} or {{ expr }}); expected jinja2 to be installed to render it "
             "(pip install jinja2)"
         ) from exc
 
-    class Strict(jinja2.StrictUndefined):
-        def __str__(self) -> str:
-            raise TemplateError(_jinja_refusal(text, self._undefined_name or "?"))
+    tested: list[str] = []
 
-    env = jinja2.Environment(undefined=Strict, keep_trailing_newline=True, autoescape=False)
-    try:
-        tree = env.parse(text)
-    except jinja2.TemplateSyntaxError as exc:
-        raise TemplateError(f"expected a valid Jinja template; got a syntax error at line {exc.lineno}: {exc.message}") \
-            from None
-    names = meta.find_undeclared_variables(tree)
+    class Unset(jinja2.StrictUndefined):
+        """A name nobody gave: false when a condition tests it (as Jinja reads it); any other use is refused."""
+
+        def __bool__(self) -> bool:
+            if self._undefined_obj is missing and self._undefined_name not in tested:
+                tested.append(str(self._undefined_name))
+            return False
+
+        @property
+        def _undefined_message(self) -> str:
+            if self._undefined_obj is missing and self._undefined_name is not None:
+                return _jinja_refusal(text, self._undefined_name)
+            return (f"the template's Jinja needs a value nobody gave: {super()._undefined_message}; pass it in "
+                    "constants={...}")
+
+    template = SandboxedTemplate(text, undefined=Unset)
     plain = {m.group(1).strip() for m in DOUBLE_SLOT_RE.finditer(text)}
     context: dict[str, Any] = {}
-    undefined: list[str] = []
-    for name in sorted(names):
+    for name in sorted(template.names):
         if name in constants:
             context[name] = constants[name]
         elif name in plain and not _used_beyond_output(text, name):
             context[name] = _Slot(name)
-        elif name not in plain and _only_in_conditions(text, name):
-            context[name] = jinja2.Undefined(name=name)  # as Jinja treats a name nobody gave: false, not defined
-            undefined.append(name)
-        else:
-            raise TemplateError(_jinja_refusal(text, name))
-    if undefined:
+        # any other name stays unset: Unset above
+    rendered = template.render(context)
+    if tested:
         warnings.warn(
-            f"the template's Jinja conditions use {', '.join(repr(n) for n in undefined)}, which no constant "
-            "gives: read as Jinja reads an undefined name (false); pass constants={...} to set them",
+            f"the template's Jinja tests {', '.join(repr(n) for n in tested)}, which no constant gives: read as "
+            "Jinja reads a name nobody gave (false), so what the test guards is left out; pass --const NAME=VALUE "
+            "(constants={...}) to set it",
             TemplateReadWarning, stacklevel=5,
         )
-    try:
-        return env.from_string(text).render(**context)
-    except jinja2.UndefinedError as exc:
-        raise TemplateError(f"the template's Jinja needs a value nobody gave: {exc.message}; pass it in "
-                            "constants={...}") from None
-
-
-def _only_in_conditions(text: str, name: str) -> bool:
-    """Whether Jinja uses ``name`` only in the conditions of ``{% if %}`` / ``{% elif %}`` tags."""
-    esc = re.escape(name)
-    uses = [m for m in re.finditer(r"\{%(.*?)%\}|\{\{(.*?)\}\}", text, re.S)
-            if re.search(rf"(?<![\w.]){esc}(?!\w)", m.group(1) if m.group(1) is not None else m.group(2))]
-    return bool(uses) and all(m.group(1) is not None and re.match(r"\s*-?\s*(?:if|elif)\b", m.group(1).lstrip("-"))
-                              for m in uses)
+    return rendered, tested
 
 
 def _used_beyond_output(text: str, name: str) -> bool:
@@ -271,13 +278,16 @@ def _used_beyond_output(text: str, name: str) -> bool:
 
 
 def _jinja_refusal(text: str, name: str) -> str:
+    """The refusal of a name nobody gave, showing the first construct that uses it other than by testing it."""
     esc = re.escape(name)
-    construct = re.search(rf"\{{%[^%]*(?<![\w.]){esc}(?!\w)[^%]*%\}}|\{{\{{[^}}]*(?<![\w.]){esc}(?!\w)[^}}]*\}}\}}", text)
-    shown = construct.group(0) if construct else name
+    uses = [m.group(0) for m in re.finditer(r"\{%.*?%\}|\{\{.*?\}\}", text, re.S)
+            if re.search(rf"(?<![\w.]){esc}(?!\w)", m.group(0))]
+    tests = re.compile(rf"\{{%-?\s*(?:el)?if\s+(?:not\s+)?{esc}\s*-?%\}}")
+    shown = next((u for u in uses if not tests.fullmatch(u)), uses[0] if uses else name)
     return (
         f"the template's Jinja construct {shown} needs a value for {name!r}, which is neither a constant nor a "
-        f"plain slot; expected constants={{{name!r}: ...}} (Jinja is rendered once, before judging, so "
-        "conditions on a judged item's fields are not supported)"
+        f"plain slot; expected constants={{{name!r}: ...}} (--const {name}=...; Jinja is rendered once, before "
+        "judging, so it cannot use a judged item's fields)"
     )
 
 
@@ -296,9 +306,11 @@ def read_template(
     syntax = detect_syntax([t for _, t in messages])
     spellings: dict[str, str] = {}
     out: list[tuple[Role, str]] = []
+    unset: list[str] = []
     for role, t in messages:
         if syntax == "jinja":
-            t = _render_jinja(t, constants)
+            t, tested = _render_jinja(t, constants)
+            unset += [n for n in tested if n not in unset]
         elif syntax in ("single", "format"):
             for m in _SINGLE_RE.finditer(t):
                 spellings.setdefault(m.group(1), m.group(0))
@@ -319,7 +331,7 @@ def read_template(
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
     source = TemplateSource(layout=layout, syntax=syntax, spellings=spellings, markup=markup,
-                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)))
+                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)), unset=tuple(unset))
     return ReadTemplate(messages=out, source=source)
 
 

@@ -3,18 +3,25 @@
 The first line names the judge's fingerprint; each later line is one finished
 :class:`~mitigate.judge.Judgment`, written to the OS as soon as it is known and fsync'd at
 most every ``fsync_every`` seconds and at the end. Damaged or blank lines at its end (a write
-cut short) are trimmed and their items redone. A lock file beside it (``<journal>.lock``,
+cut short) are trimmed and their items redone; a line whose score lies outside the judge's
+scale (or is not a finite number) is damaged wherever it stands: its item is judged again, with
+one :class:`~mitigate.errors.JournalDamageWarning`. A lock file beside it (``<journal>.lock``,
 ``flock``) keeps a second process off the same journal (:class:`~mitigate.errors.RunBusyError`).
+The journal and its lock are files mitigate reads back, so each must be a regular file (a symlink
+to one is followed); a FIFO, socket or device is refused by what it is before anything is read
+(:func:`mitigate.paths.open_regular`), and no line is read past :data:`mitigate.paths.MAX_LINE_BYTES`.
 See :mod:`mitigate.run.runner` for how a run uses it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import math
 import os
 import threading
 import time
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
@@ -24,10 +31,12 @@ from pydantic import ValidationError
 from mitigate.errors import (
     ConfigError,
     DataError,
+    JournalDamageWarning,
     RunBusyError,
     RunStoppedError,
 )
 from mitigate.judge import Judgment
+from mitigate.paths import open_regular, path_kind, read_lines
 
 try:
     import fcntl
@@ -84,7 +93,7 @@ class RunLock:
                 self._key = key
                 return
             try:
-                fh = self.path.open("a+", encoding="utf-8")
+                fh = open_regular(self.path, "a+", "the lock file")  # a FIFO or a device is refused, never opened
             except OSError as exc:
                 raise ConfigError(f"expected to create the lock file {self.path}; got {_os_reason(exc)}",
                                   path=str(self.path)) from None
@@ -132,27 +141,6 @@ class RunLock:
         self.release()
 
 
-def write_atomic(path: Path | str, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically: a reader sees the old file or the new one, never a part.
-
-    The text goes to a temporary file in the same folder, is fsync'd, and replaces ``path`` with
-    ``os.replace``. An OSError becomes a ConfigError naming the file.
-    """
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise ConfigError(f"expected to write {target}; got {_os_reason(exc)}", path=str(target)) from None
-    return target
-
-
 class Journal:
     """Append-only, fsync'd record of finished judgments for one judge configuration.
 
@@ -163,17 +151,23 @@ class Journal:
     """
 
     def __init__(
-        self, path: Path | str, fingerprint: str, *, restart: bool = False, fsync_every: float = 1.0
+        self, path: Path | str, fingerprint: str, *, restart: bool = False, fsync_every: float = 1.0,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
         self.fsync_every = fsync_every
+        self.bounds = dict(bounds or {})
         self.done: dict[str, Judgment] = {}
         self.trimmed = 0  # damaged or blank trailing lines removed on load
+        self.rejected: dict[str, str] = {}  # item id -> why its last line was damaged (judged again)
         self._fh: Any = None
         self._last_sync = time.monotonic()
         if self.path.is_dir():
             raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
+        kind = path_kind(self.path)
+        if kind not in (None, "a regular file") and not kind.startswith("unreadable"):  # unreadable: said below
+            raise ConfigError(f"expected the journal {self.path} to be a regular file; it is {kind}", path=str(self.path))
         self._lock = RunLock.for_journal(self.path)
         self._lock.acquire()
         try:
@@ -192,23 +186,22 @@ class Journal:
             raise
 
     def _load(self) -> None:
-        data = self.path.read_bytes()
         # every complete line with its end offset; a SIGKILL can leave a partial last line (no newline)
-        lines: list[tuple[int, bytes]] = []
-        start = 0
-        while (end := data.find(b"\n", start)) >= 0:
-            lines.append((end + 1, data[start:end]))
-            start = end + 1
         parsed: list[tuple[int, int, Any]] = []  # (line number, end offset, header dict | Judgment | error)
-        for number, (end, raw) in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            parsed.append((number, end, self._parse(raw, first=not parsed)))
+        size = complete = 0
+        with open_regular(self.path, "rb", "the journal") as fh:
+            for number, raw in enumerate(read_lines(fh, f"the journal {self.path}", path=self.path), start=1):
+                size += len(raw)
+                if not raw.endswith(b"\n"):
+                    break
+                complete = size
+                if raw.strip():
+                    parsed.append((number, size, self._parse(raw[:-1], first=not parsed)))
         good = [i for i, (_, _, v) in enumerate(parsed) if not isinstance(v, str)]
         keep_end = parsed[good[-1]][1] if good else 0
-        if keep_end < len(data):  # damaged, blank or partial lines at the end: a write cut short
-            self.trimmed = sum(1 for _, end, _ in parsed if end > keep_end) + (start < len(data))
-            with self.path.open("r+b") as fh:
+        if keep_end < size:  # damaged, blank or partial lines at the end: a write cut short
+            self.trimmed = sum(1 for _, end, _ in parsed if end > keep_end) + (complete < size)
+            with open_regular(self.path, "r+b", "the journal") as fh:
                 fh.truncate(keep_end)
             parsed = parsed[: good[-1] + 1] if good else []
         if not parsed:
@@ -232,13 +225,39 @@ class Journal:
                 f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run folder or restart.",
                 path=str(self.path),
             )
-        for _, _, j in parsed[1:]:
+        for number, _, j in parsed[1:]:
             if not isinstance(j, Judgment):
                 continue
-            if j.error is None:
+            damage = self._out_of_bounds(j)
+            if damage is not None:
+                self.done.pop(j.item_id, None)
+                self.rejected[j.item_id] = f"line {number}: {damage}"
+            elif j.error is None:
                 self.done[j.item_id] = j
+                self.rejected.pop(j.item_id, None)
             else:
                 self.done.pop(j.item_id, None)
+        if self.rejected:
+            first = next(iter(self.rejected.values()))
+            warnings.warn(
+                f"journal {self.path}: {len(self.rejected)} judgment line(s) hold a score that is not on the judge's "
+                f"scale ({first}); read as damaged, their items are judged again",
+                JournalDamageWarning, stacklevel=3,
+            )
+
+    def _out_of_bounds(self, judgment: Judgment) -> str | None:
+        """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None if none."""
+        values = [(name, v) for name, v in judgment.scores.items()]
+        values += [(name, v) for name, samples in judgment.samples.items() for v in samples]
+        for name, value in values:
+            if value is None:
+                continue
+            if not math.isfinite(value):
+                return f"{name!r} is {value}"
+            lo, hi = self.bounds.get(name, (-math.inf, math.inf))
+            if not lo - 1e-9 <= value <= hi + 1e-9:
+                return f"{name!r} is {value:g}, outside the scale {lo:g} to {hi:g}"
+        return None
 
     @staticmethod
     def _parse(raw: bytes, *, first: bool) -> dict[str, Any] | Judgment | str:
@@ -264,7 +283,7 @@ class Journal:
         text = obj if isinstance(obj, str) else json.dumps(obj)
         try:
             if self._fh is None:
-                self._fh = self.path.open("a", encoding="utf-8")
+                self._fh = open_regular(self.path, "a", "the journal")
             self._fh.write(text + "\n")
             self._fh.flush()  # in the kernel now: survives SIGKILL of this process
             now = time.monotonic()

@@ -150,13 +150,14 @@ FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "s
 """The columns of the long-form tables of judge and compare results."""
 
 
-def frame(rows: Sequence[dict[str, Any]]) -> Any:
-    """``rows`` as a pandas DataFrame with :data:`FRAME_COLUMNS`; a one-line ConfigError when pandas is missing."""
+def frame(rows: Sequence[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS) -> Any:
+    """``rows`` as a pandas DataFrame with ``columns`` (default :data:`FRAME_COLUMNS`); a one-line ConfigError when
+    pandas is missing."""
     try:
         import pandas as pd
     except ImportError:
         raise ConfigError("to_pandas() needs pandas; it is not installed (pip install 'mitigate[pandas]')") from None
-    return pd.DataFrame(list(rows), columns=list(FRAME_COLUMNS))
+    return pd.DataFrame(list(rows), columns=list(columns))
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -385,7 +386,8 @@ async def run(
                                         progress=progress, judge=judge) if batch else (None, False))
     jr: Journal | None = None
     try:
-        jr = Journal(journal, judge.fingerprint(), restart=restart) if journal is not None else None
+        jr = Journal(journal, judge.fingerprint(), restart=restart,
+                     bounds=judge.score_bounds()) if journal is not None else None
         results: dict[str, Judgment] = dict(jr.done) if jr else {}
         resumed = sum(1 for i in ids if i in results)
         todo = [it for it in items if it.id not in results]

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import Split, split_items
 from mitigate.errors import ConfigError
+from mitigate.fitting import FitContext
 from mitigate.judge import Judge, Judgment, PromptJudge
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM
@@ -284,8 +285,12 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
     for sel in selectors:
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
+        if sel.chosen_ is not None:
+            raise ConfigError(f"search draws many demo sets from each selector; expected {sel.describe()} "
+                              f"unfitted or fitted on its pool, got one keeping only the {len(sel.chosen_)} "
+                              "demos it chose")
         out.append(sel if sel.is_fitted or sel.tags.calls_judge_while_fitting
-                   else sel.fit(train_pool(split, criterion), criterion=criterion))
+                   else sel.fit(train_pool(split, criterion), None, FitContext(criterion=criterion)))
     return out
 
 
@@ -305,7 +310,8 @@ async def fit_judged_selectors(s: Session, selectors: list[Selector], likelihood
                                   f"only {remaining} of the budget are left; raise the budget or pass it fitted")
             before = s.budget.used
             lm = likelihood if isinstance(likelihood, LM) else None
-            sel = await sel.afit(train_pool(s.split, s.criterion), s.judge, criterion=s.criterion, lm=lm)
+            ctx = FitContext(criterion=s.criterion, lm=lm, progress=False)  # the search shows its own bar
+            sel = await sel.afit(train_pool(s.split, s.criterion), s.judge, ctx)
             s.bar.update(s.budget.used - before)
         out.append(sel)
     return out

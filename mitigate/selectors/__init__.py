@@ -24,6 +24,7 @@ the standard library module asyncio imports.)
 from mitigate.selectors.base import (
     GOLD_VERDICT,
     Selector,
+    demo_item,
     demo_of,
     example_pool,
     has_label,
@@ -39,7 +40,8 @@ from mitigate.selectors.random import Random
 from mitigate.selectors.stratified import Stratified, balanced_quotas, stratified_pick
 
 __all__ = [
-    "GOLD_VERDICT", "KNN", "Fixed", "HighestRS", "demo_of", "has_label", "Random", "Selector", "Stratified", "balanced_quotas", "example_pool",
+    "GOLD_VERDICT", "KNN", "Fixed", "HighestRS", "demo_item", "demo_of", "has_label", "Random", "Selector",
+    "Stratified", "balanced_quotas", "example_pool",
     "item_text", "judge_score", "labelled", "rank_by_rs", "registered_selectors", "resolve_criterion",
     "selector_from_spec", "stratified_pick",
 ]

@@ -7,21 +7,28 @@ returns a fitted copy::
     sel = Stratified(seed=3).fit(train, criterion="coherence")   # remembers the labelled pool
     demos = sel.select(2)                                 # -> list[Demo], human scores shown
     demos = knn.select(4, query=item)                     # query-dependent selectors need the item
+    kept = sel.with_choice(2)                             # keeps those 2 demos, not the pool
 
-- ``afit(pool, judge, criterion=None)`` (async; ``fit`` is its synchronous form, the one fit
-  protocol of :class:`mitigate.registry.Fittable`) keeps the pool items that carry a finite
-  human score for the criterion (fitted state in fields ending in ``_``: ``pool_``,
-  ``criterion_``, ``scale_``), so a fitted selector serialises with :meth:`Selector.spec`
-  and :func:`selector_from_spec` rebuilds it. The criterion is the explicit ``criterion=``
-  when given, else the pool benchmark's only criterion, else the only criterion of the
-  judge's prompts that the pool labels (:func:`resolve_criterion`'s rule); anything still
-  ambiguous is a ConfigError. A selector that judges the pool while fitting
-  (:class:`~mitigate.selectors.highest_rs.HighestRS`, tag ``calls_judge_while_fitting``)
-  runs ``judge`` there.
+- ``afit(pool, judge, ctx)`` (async; ``fit`` is its synchronous form, the one fit protocol of
+  :class:`mitigate.fitting.Fittable`; a selector implements ``learn(pool, judge, ctx)``) keeps
+  the pool items that carry a human label for the criterion, as demos need them
+  (:func:`demo_item`: without per-annotator scores and metadata), in fields ending in ``_``:
+  ``pool_``, ``criterion_``, ``scale_``, ``n_pool_``. A fitted selector serialises with
+  :meth:`Selector.spec` and :func:`selector_from_spec` rebuilds it. The criterion is
+  ``ctx.criterion`` (keyword ``criterion=``) when given, else the pool benchmark's only
+  criterion, else the only criterion of the judge's prompts that the pool labels
+  (:func:`resolve_criterion`'s rule); anything still ambiguous is a ConfigError. A selector
+  that judges the pool while fitting (:class:`~mitigate.selectors.highest_rs.HighestRS`, tag
+  ``calls_judge_while_fitting``) runs ``judge`` there.
 - ``select(k, query=None)`` returns ``k`` :class:`~mitigate.prompt.Demo` objects built with
   :meth:`Demo.from_item` (the *human* score), never including the query item itself (a
   demo that is the judged item would hand the judge its gold label). The same fitted
   selector, ``k`` and query always give the same demos.
+- ``with_choice(k)`` is the fitted selector once ``k`` is known and the choice does not depend
+  on the judged item (a :class:`~mitigate.strategies.demos.Demos` showing one demo set): it
+  keeps only the ``k`` items ``select(k)`` chose (``chosen_``), not the pool, and answers
+  ``select(k)`` with them. A query-dependent selector (KNN) keeps its pool, since any of its
+  items may be a judged item's neighbour.
 
 Every concrete selector registers itself as kind ``"selector"`` with
 :func:`mitigate.registry.register` under a kebab-case name. The demo mitigations of
@@ -37,17 +44,18 @@ from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
+from mitigate.fitting import FitContext, Fittable
 from mitigate.judge import Judge
-from mitigate.lm.base import LM
 from mitigate.parse.answers import Verdict
 from mitigate.prompt import Demo
-from mitigate.registry import Component, Fittable, Interval, Tags, build, check_param
+from mitigate.registry import Component, Interval, Tags, build, check_param
 from mitigate.registry import registered as registered_components
 from mitigate.scale import Scale
 
 __all__ = [
     "GOLD_VERDICT",
     "Selector",
+    "demo_item",
     "demo_of",
     "example_pool",
     "has_label",
@@ -86,6 +94,18 @@ GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 def has_label(item: Item, criterion: str) -> bool:
     """Whether ``item`` has a human score or a gold preference for ``criterion``."""
     return bool(labelled([item], criterion))
+
+
+def demo_item(item: Item) -> Item:
+    """``item`` as a fitted selector keeps it: what a demo shows and is scored by (no annotators, no meta).
+
+    A demo shows the item's texts (output, inputs, reference, output_b) and its human label;
+    per-annotator scores and loader metadata (SummEval's eleven reference summaries, say) are
+    never shown, and kept they would make a fitted value carry its training data.
+    """
+    if not item.annotators and not item.meta:
+        return item
+    return item.model_copy(update={"annotators": {}, "meta": {}})
 
 
 def demo_of(item: Item, criterion: str, *, human_scale: Scale | None = None,
@@ -131,16 +151,23 @@ class Selector(Component, Fittable):
     """Base of every demo selector: a frozen value; ``fit`` returns a fitted copy.
 
     Subclasses implement :meth:`_pick` (choose ``k`` items from the candidates) and may
-    extend :meth:`afit`. Tag ``query_dependent``: the choice depends on the judged item
+    extend :meth:`learn`. Tag ``query_dependent``: the choice depends on the judged item
     (KNN); such a selector needs ``query=`` in :meth:`select` and is used per judged item.
     Tag ``calls_judge_while_fitting``: fitting runs the judge over the pool (HighestRS).
+
+    Fitted state: ``criterion_``, ``scale_`` (the pool benchmark's human scale), ``n_pool_``
+    (how many labelled items it chose from) and either ``pool_`` (those items, as
+    :func:`demo_item` keeps them: any ``select`` can be answered) or ``chosen_`` (only the
+    items ``select(k)`` chose, after :meth:`with_choice`).
     """
 
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
 
     pool_: tuple[Item, ...] | None = None
+    chosen_: tuple[Item, ...] | None = None
     criterion_: str | None = None
     scale_: Scale | None = None
+    n_pool_: int | None = None
 
     # ------------------------------------------------------------------ contract
     @classmethod
@@ -151,7 +178,7 @@ class Selector(Component, Fittable):
     @property
     def is_fitted(self) -> bool:
         """True once :meth:`fit` has run (or fitted state was given)."""
-        return self.pool_ is not None and self.criterion_ is not None
+        return (self.pool_ is not None or self.chosen_ is not None) and self.criterion_ is not None
 
     def describe(self) -> str:
         """A short label such as ``stratified(seed=0)`` for logs and search reports."""
@@ -164,23 +191,23 @@ class Selector(Component, Fittable):
         return type(self).model_validate({k: v for k, v in self.model_dump().items() if not k.endswith("_")})
 
     # ------------------------------------------------------------------ fit / select
-    async def afit(
-        self, train: Benchmark | Sequence[Item], judge: Judge | None = None, *, criterion: str | None = None,
-        lm: LM | None = None, progress: bool = False, concurrency: int = 8,
-    ) -> Self:
-        """A fitted copy remembering the items of ``train`` that carry a human score for the criterion.
+    async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
+        """A fitted copy remembering the items of ``train`` that carry a human label for the criterion.
 
-        The criterion: ``criterion`` when given, else the benchmark's only one, else the only
-        one of ``judge``'s prompts that the pool labels. The benchmark's human ``scale`` is
+        The criterion: ``ctx.criterion`` when given, else the benchmark's only one, else the
+        only one of ``judge``'s prompts that the pool labels. The benchmark's human ``scale`` is
         kept (``scale_``) so :meth:`select` can map scores onto a judge prompt's scale.
-        ConfigError when no item is labelled. ``lm``, ``progress`` and ``concurrency`` serve
-        selectors that judge the pool while fitting and are ignored by the others.
+        ConfigError when no item is labelled. The other fields of ``ctx`` serve selectors that
+        judge the pool while fitting.
         """
-        return self.model_copy(update=self.fit_state(train, criterion, judge))
+        return self.model_copy(update=self.fit_state(train, ctx.criterion, judge))
 
     def fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None,
                   judge: Judge | None = None) -> dict[str, Any]:
-        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``) for ``pool``; subclasses add theirs."""
+        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``.
+
+        Subclasses add theirs.
+        """
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
@@ -204,8 +231,25 @@ class Selector(Component, Fittable):
         ids = [it.id for it in kept]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
-            raise ConfigError(f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than once")
-        return {"pool_": tuple(kept), "criterion_": criterion, "scale_": scale}
+            raise ConfigError(f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than "
+                              "once")
+        return {"pool_": tuple(demo_item(it) for it in kept), "chosen_": None, "criterion_": criterion,
+                "scale_": scale, "n_pool_": len(kept)}
+
+    def with_choice(self, k: int) -> Self:
+        """The fitted copy keeping only the ``k`` items ``select(k)`` chooses (``chosen_``), not the pool.
+
+        What a fixed demo set needs: it answers ``select(k)`` with the same demos, in the same
+        order, and refuses any other ``k`` or a query. A query-dependent selector is returned
+        as it is (any pool item may be a judged item's neighbour). ConfigError when unfitted
+        or when the pool cannot give ``k`` demos.
+        """
+        if self.tags.query_dependent:
+            return self
+        picks = self._choose(k, None)
+        if self.chosen_ is not None:
+            return self
+        return self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
 
     def select(
         self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None
@@ -215,17 +259,33 @@ class Selector(Component, Fittable):
         ``prompt_scale``: when given and the pool came from a benchmark whose human scale
         differs, each shown score is mapped onto it (see :meth:`Demo.from_item`).
         """
+        picks = self._choose(k, query)
+        criterion = str(self.criterion_)
+        return [demo_of(it, criterion, human_scale=self.scale_, prompt_scale=prompt_scale) for it in picks]
+
+    def _choose(self, k: int, query: Item | None) -> list[Item]:
+        """The ``k`` items :meth:`select` shows, after its checks (k, fitted, query)."""
         name = type(self).__name__
         check_param(name, "k", k, [Interval(int, 1)])
         if not self.is_fitted:
             raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` before select()")
         if query is not None and not isinstance(query, Item):
-            raise ConfigError(f"{name}.select expected query to be an Item or None; got {type(query).__name__}")
+            raise ConfigError(f"{name}.select expected query to be an Item or None; "
+                              f"got {type(query).__name__}")
         if self.tags.query_dependent and query is None:
             raise ConfigError(
-                f"{name} chooses demos by similarity to the item being judged; expected query=<Item>, got None "
-                "(wrap the judge with Demos(selector=..., per_item=True) to select per item)"
+                f"{name} chooses demos by similarity to the item being judged; expected query=<Item>, got "
+                "None (wrap the judge with Demos(selector=..., per_item=True) to select per item)"
             )
+        if self.chosen_ is not None:
+            if k != len(self.chosen_) or query is not None:
+                asked = f"select({k}{', query=...' if query is not None else ''})"
+                n = len(self.chosen_)
+                raise ConfigError(
+                    f"{name} keeps only the {n} demos it chose (with_choice({n})), not its pool; expected "
+                    f"select({n}) without a query, got {asked} (fit it again to choose another set)"
+                )
+            return list(self.chosen_)
         assert self.pool_ is not None and self.criterion_ is not None
         candidates = [it for it in self.pool_ if query is None or it.id != query.id]
         if k > len(candidates):
@@ -234,8 +294,7 @@ class Selector(Component, Fittable):
                 f"The 'k' parameter of {name} asks for {k} demos, but the fitted pool has only {len(candidates)} "
                 f"items with a human {self.criterion_!r} score{extra}."
             )
-        picks = self._pick(k, candidates, query)
-        return [demo_of(it, self.criterion_, human_scale=self.scale_, prompt_scale=prompt_scale) for it in picks]
+        return self._pick(k, candidates, query)
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
         """Choose ``k`` of ``candidates`` (at least ``k`` are given)."""

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
+from mitigate.fitting import FitContext
 from mitigate.judge import Judge
 from mitigate.registry import Satisfies, register
 from mitigate.selectors.base import Selector, example_pool
@@ -42,11 +43,10 @@ class Fixed(Selector):
         """A fitted instance over the example pool."""
         return [cls(ids=("ex-3", "ex-1", "ex-2")).fit(example_pool(), criterion="score")]
 
-    async def afit(self, train: Benchmark | Sequence[Item], judge: Judge | None = None, *,
-                   criterion: str | None = None, **options: Any) -> Self:
+    async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
         """A fitted copy; ConfigError naming the ids that are not labelled pool items."""
         pool = train
-        state = self.fit_state(pool, criterion, judge)
+        state = self.fit_state(pool, ctx.criterion, judge)
         known = {it.id for it in state["pool_"]}
         unknown = [i for i in self.ids if i not in known]
         if unknown:

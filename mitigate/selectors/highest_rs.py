@@ -13,9 +13,10 @@ each with its *human* score. Per pool item:
   [-1, 1] (:func:`mitigate.measures.rs_scores`); :func:`rank_by_rs` ranks by it.
 
 :class:`HighestRS` returns the ``k`` pool items with the highest RS. ``fit`` needs LS and
-judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value), or
-give ``judge=`` and the selector computes both itself (LS with the ``likelihood`` backend,
-the judge over the pool with :func:`mitigate.run.runner.run`). The ``highest-rs-demos``
+judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value, fields
+of the :class:`~mitigate.fitting.FitContext`), or give ``judge=`` and the selector computes
+both itself (LS with the ``likelihood`` backend, the judge over the pool with
+:func:`mitigate.run.runner.run`). The ``highest-rs-demos``
 preset (``Demos(selector=HighestRS(...))``, :mod:`mitigate.strategies.highest_rs`) shows its top ``k``.
 """
 
@@ -29,9 +30,9 @@ from typing import Any, ClassVar, Literal, Self
 from mitigate import measures
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
+from mitigate.fitting import FitContext
 from mitigate.judge import Judge, Judgment
 from mitigate.likelihood import LikelihoodScorer
-from mitigate.lm.base import LM
 from mitigate.registry import Interval, Options, Tags, register
 from mitigate.run.runner import run
 from mitigate.selectors.base import Selector, example_pool
@@ -95,8 +96,9 @@ class HighestRS(Selector):
     Fitted state: ``pool_`` (the scored pool), ``rs_`` (item id -> RS, highest first; items
     without an RS are absent and never selected), ``ls_`` and ``us_`` (item id -> value where
     defined), and, when fitted with a judge, ``n_parse_failures_`` (pool items whose judge
-    score failed to parse: left out of the ranking, never scored) and ``excluded_`` (item id
-    -> why it has no RS).
+    score failed to parse: left out of the ranking, never scored), ``excluded_`` (item id
+    -> why it has no RS) and ``n_excluded_`` (how many). :meth:`with_choice` keeps the top
+    ``k`` items and their RS, LS and US only.
     """
 
     paper = "Ohi et al. 2024"
@@ -113,6 +115,7 @@ class HighestRS(Selector):
     us_: dict[str, float] | None = None
     n_parse_failures_: int | None = None
     excluded_: dict[str, str] | None = None
+    n_excluded_: int | None = None
     parameter_constraints: ClassVar = {
         "likelihood": [str],
         "task": [str, None],
@@ -129,41 +132,26 @@ class HighestRS(Selector):
         judge = {"ex-1": 4.0, "ex-2": 3.0, "ex-3": 5.0, "ex-4": 2.0}
         return [cls().fit(pool, criterion="score", ls=ls, judge_scores=judge)]
 
-    async def afit(  # type: ignore[override]
-        self,
-        train: Benchmark | Sequence[Item],
-        judge: Judge | None = None,
-        *,
-        criterion: str | None = None,
-        ls: Mapping[str, float] | None = None,
-        judge_scores: Mapping[str, float | None] | None = None,
-        lm: LM | None = None,
-        progress: bool = False,
-        concurrency: int = 8,
-    ) -> Self:
+    async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
         """A fitted copy ranking the pool ``train`` by RS.
 
-        With ``ls`` and ``judge_scores`` (item id -> value; a missing or None value means no
-        RS for that item) no LM is called. Otherwise ``judge`` (the base judge, without
-        demos) is run over the pool (``concurrency``, ``progress``) and LS computed with
-        ``lm`` or the ``likelihood`` spec; the fitted copy then records the LS backend's spec
-        in ``likelihood``. The criterion is as :meth:`Selector.afit` says.
+        With ``ctx.ls`` and ``ctx.judge_scores`` (item id -> value; a missing or None value
+        means no RS for that item) no LM is called. Otherwise ``judge`` (the base judge,
+        without demos) is run over the pool (``ctx.concurrency``, ``ctx.progress``) and LS
+        computed with ``ctx.lm`` or the ``likelihood`` spec; the fitted copy then records the LS
+        backend's spec in ``likelihood``. The criterion is as :meth:`Selector.learn` says.
         """
         pool = train
-        if ls is not None and judge_scores is not None:
-            return self._fit_scores(pool, criterion, ls, judge_scores, judge)
-        if judge is None:
-            raise ConfigError(
-                "HighestRS.fit needs LS and judge scores for the pool: pass ls= and judge_scores= (item id -> "
-                "value), or judge= (and optionally lm=) to compute them"
-            )
-        state = self.fit_state(pool, criterion, judge)
+        if ctx.ls is not None and ctx.judge_scores is not None:
+            return self._fit_scores(pool, ctx.criterion, ctx.ls, ctx.judge_scores, judge)
+        assert judge is not None  # the fit protocol's judge check (tags: calls_judge_while_fitting)
+        state = self.fit_state(pool, ctx.criterion, judge)
         items = self._draw(state["pool_"], pool)
         crit: str = state["criterion_"]
         task = self.task if self.task is not None else next((lf.prompt.task for lf in judge.leaves()), "")
-        scorer = LikelihoodScorer(lm) if lm is not None else LikelihoodScorer(self.likelihood)
-        ls_values = await scorer.score_many(items, task, progress=progress)
-        result = await run(judge, items, concurrency=concurrency, progress=progress,
+        scorer = LikelihoodScorer(ctx.lm) if ctx.lm is not None else LikelihoodScorer(self.likelihood)
+        ls_values = await scorer.score_many(items, task, progress=ctx.progress)
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
                            desc="highest-rs: judging the pool")
         scores: list[float] = []
         excluded: dict[str, str] = {}
@@ -188,10 +176,25 @@ class HighestRS(Selector):
                     "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave every "
                     "judged item the same score)"
                 )
-        update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded}
-        if lm is not None:
-            update["likelihood"] = lm.spec
+        update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded,
+                                  "n_excluded_": len(excluded)}
+        if ctx.lm is not None:
+            update["likelihood"] = ctx.lm.spec
         return fitted.model_copy(update=update)
+
+    def with_choice(self, k: int) -> Self:
+        """As :meth:`Selector.with_choice`: the top ``k`` items with their RS, LS and US only (``excluded_``
+        is summed up in ``n_excluded_``); the pool and the other items' statistics are not kept."""
+        slim = super().with_choice(k)
+        if slim is self:
+            return self
+        ids = {it.id for it in slim.chosen_ or ()}
+
+        def only(values: dict[str, float] | None) -> dict[str, float] | None:
+            return None if values is None else {i: v for i, v in values.items() if i in ids}
+
+        return slim.model_copy(update={"rs_": only(self.rs_), "ls_": only(self.ls_), "us_": only(self.us_),
+                                       "excluded_": None})
 
     def _draw(self, kept: tuple[Item, ...], pool: Benchmark | Sequence[Item]) -> tuple[Item, ...]:
         """The labelled items to judge: all, or ``pool_size`` of them drawn with ``seed`` (in pool order)."""
@@ -221,6 +224,7 @@ class HighestRS(Selector):
         return self.model_copy(update={
             **state,
             "pool_": items,
+            "n_pool_": len(items),
             "rs_": {it.id: rs for it, rs in ranked},
             "ls_": {it.id: v for it, v in zip(items, ls, strict=True) if math.isfinite(v)},
             "us_": {it.id: float(v) for it, v in zip(items, us, strict=True) if math.isfinite(v)},
@@ -231,7 +235,7 @@ class HighestRS(Selector):
         rs = self.rs_ or {}
         ranked = sorted((it for it in candidates if it.id in rs), key=lambda it: -rs[it.id])
         if len(ranked) < k:
-            n_pool = len(self.pool_ or ())
+            n_pool = self.n_pool_ if self.n_pool_ is not None else len(self.pool_ or ())
             failures = "" if self.n_parse_failures_ is None else f"{self.n_parse_failures_} parse failures; "
             raise ConfigError(
                 f"The 'k' parameter of HighestRS asks for {k} demos, but only {len(ranked)} of the pool's {n_pool} "

@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 import random as _random
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, Self
+from typing import ClassVar, Literal, Self
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
+from mitigate.fitting import FitContext
 from mitigate.judge import Judge
 from mitigate.registry import Interval, Options, Tags, register
 from mitigate.scale import Scale
@@ -133,10 +134,9 @@ class Stratified(Selector):
     parameter_constraints: ClassVar = {"seed": [Interval(int)], "by": [Options("label", "range")],
                                        "scale": [Scale, dict, None]}
 
-    async def afit(self, train: Benchmark | Sequence[Item], judge: Judge | None = None, *,
-                   criterion: str | None = None, **options: Any) -> Self:
-        """As :meth:`Selector.afit`; with ``by="range"`` and no ``scale``, also the judge's prompt scale."""
-        state = self.fit_state(train, criterion, judge)
+    async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
+        """As :meth:`Selector.learn`; with ``by="range"`` and no ``scale``, also the judge's prompt scale."""
+        state = self.fit_state(train, ctx.criterion, judge)
         leaves = judge.leaves() if judge is not None else []
         if self.by == "range" and self.scale is None and leaves:
             state["judge_scale_"] = leaves[0].prompt.scale

@@ -28,6 +28,7 @@ presets of it (:class:`mitigate.registry.Preset`) whose specs build a ``Demos``.
 :mod:`mitigate.strategies.edits`.
 """
 
+from mitigate.fitting import FitContext
 from mitigate.strategies.agreement_gate import (
     AgreementGate,
     AgreementJudge,
@@ -65,7 +66,8 @@ from mitigate.strategies.style_control import StyleControl, StyleControlledJudge
 
 __all__ = [
     "AgreementGate", "AgreementJudge", "BatchCalibration", "CalibratedJudge", "CascadeJudge",
-    "ConsistencyHint", "ContextualCalibration", "Demos", "ExpectedScore", "FixedDemosPreset", "GateDecision",
+    "ConsistencyHint", "ContextualCalibration", "Demos", "ExpectedScore", "FitContext", "FixedDemosPreset",
+    "GateDecision",
     "GateReport", "Granularity", "HighestRSDemosPreset", "LengthControl", "LengthControlledJudge",
     "Mitigation", "MultiAttribute", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
     "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe", "PerturbationProbeJudge",

@@ -6,12 +6,15 @@
   ``judge.map_prompts(self.apply)``, so placed after a fan-out it reaches every inner prompt.
 - :class:`Pipeline` — ``Pipeline([m1, m2])`` or ``m1 | m2``; nested pipelines flatten;
   ``wrap`` folds left to right (``m1`` wraps the base judge first).
-- ``afit(train, judge)`` (async, the one fit protocol of :class:`mitigate.registry.Fittable`;
-  ``fit`` is its synchronous form, written once) returns a fitted copy (fitted state in
-  fields ending in ``_``); a mitigation with nothing to learn (``tags.needs_fitting`` false)
-  returns itself. :meth:`Pipeline.afit` fits each step against the judge wrapped by the
-  steps before it, as scikit-learn's ``Pipeline.fit`` fits each step on the output of the
-  previous ones.
+- ``afit(train, judge, ctx)`` (async, the one fit protocol of :class:`mitigate.fitting.Fittable`,
+  with a :class:`~mitigate.fitting.FitContext`; ``fit`` is its synchronous form, written once)
+  returns a fitted copy (fitted state in fields ending in ``_``); a mitigation with nothing to
+  learn (``tags.needs_fitting`` false) returns itself. A mitigation implements ``learn(train,
+  judge, ctx)``. :meth:`Pipeline.learn` fits each step against the judge wrapped by the steps
+  before it, as scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
+- ``compile(judge, train)`` is the one-call path: fit on ``train`` against ``judge``, then wrap
+  it (as DSPy's ``compile`` returns the optimised program); :meth:`Mitigation.acompile` is its
+  async form.
 - ``tags`` (:class:`mitigate.registry.Tags`) says what a mitigation needs: fitting, the
   judge while fitting, ...; a class declares ``declared_tags``.
 
@@ -28,15 +31,16 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from pydantic import ConfigDict, SerializeAsAny
 
 from mitigate.data.schema import Benchmark
 from mitigate.errors import ConfigError, NotRecommendedWarning
+from mitigate.fitting import FitContext, Fittable, run_fit
 from mitigate.judge import Judge, Judgment
 from mitigate.prompt import JudgePrompt
-from mitigate.registry import Component, Fittable, Tags, build
+from mitigate.registry import Component, Tags, build
 from mitigate.registry import registered as registered_components
 
 __all__ = [
@@ -78,15 +82,21 @@ class Mitigation(Component, Fittable):
         """A short name for reports: the registered name (a class whose name says too little refines it)."""
         return self.registry_name or type(self).__name__
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Self:
-        """A fitted copy learned from ``train`` against ``judge``; this mitigation itself when there is nothing to learn.
+    async def acompile(self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None,
+                       **options: Any) -> Judge:
+        """``judge`` with this mitigation fitted on ``train`` against it and applied: ``afit`` then ``wrap``.
 
-        ``judge`` is the judge this mitigation will wrap (in a :class:`Pipeline`, the base
-        judge wrapped by the steps before it). ``progress`` and ``concurrency`` apply to
-        mitigations that run the judge while fitting (tag ``calls_judge_while_fitting``).
+        Without ``train`` (a mitigation with nothing to learn, or one already fitted) it is
+        ``wrap(judge)``. ``ctx`` and keyword ``options`` are as for ``afit``.
         """
-        return self
+        fitted = self if train is None else await self.afit(train, judge, ctx, **options)
+        return fitted.wrap(judge)
+
+    def compile(self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None,
+                **options: Any) -> Judge:
+        """The one-call path, :meth:`acompile` run to completion: ``m.fit(train, judge).wrap(judge)``."""
+        return run_fit(self, self.acompile(judge, train, ctx, **options),
+                       what=f"{type(self).__name__}.compile()", instead="x.acompile(judge, train)")
 
 
 class PromptMitigation(Mitigation):
@@ -133,25 +143,28 @@ class Pipeline(Mitigation):
 
     @property
     def tags(self) -> Tags:
-        """Every step's tags together."""
+        """Every step's tags together; ``needs_judge`` too when a step learns (each step is fitted against
+        the judge the steps before it make)."""
         out = Tags()
         for step in self.steps:
             out = out | step.tags
-        return out
+        return out | Tags(needs_judge=out.needs_fitting)
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Pipeline:
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Pipeline:
         """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps before it.
 
         The one way to fit any pipeline (``mitigate compare --train`` uses it), as
         scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
-        Steps with nothing to learn are kept as they are; ``judge`` and the steps are not
-        changed. :meth:`fit` is the synchronous form.
+        Every step gets the same ``ctx``. Steps with nothing to learn are kept as they are;
+        ``judge`` and the steps are not changed; a pipeline with nothing to learn is returned
+        as it is.
         """
-        base = _fit_judge(judge)
+        if not self.tags.needs_fitting:
+            return self
+        base = judge
         fitted: list[Mitigation] = []
         for step in self.steps:
-            step = await step.afit(train, base, progress=progress, concurrency=concurrency)
+            step = await step.afit(train, base, ctx)
             fitted.append(step)
             base = step.wrap(base)
         return Pipeline(fitted)
@@ -162,14 +175,6 @@ class Pipeline(Mitigation):
 
     def __len__(self) -> int:
         return len(self.steps)
-
-
-def _fit_judge(judge: Judge | None) -> Judge:
-    if not isinstance(judge, Judge):
-        raise ConfigError(
-            f"Pipeline.fit needs the judge its steps will wrap; expected a Judge, got {type(judge).__name__}"
-        )
-    return judge
 
 
 def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:

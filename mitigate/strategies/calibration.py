@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, ParseError
+from mitigate.fitting import FitContext
 from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, reduce_samples
 from mitigate.lm.base import LMRequest, TokenLogprob
 from mitigate.parse import score_distribution
@@ -233,7 +234,7 @@ _PRIORS = Satisfies(
 class _Calibration(Mitigation):
     """What both calibrations share: read logprobs, divide by a fitted prior per leaf judge."""
 
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True)
     method: ClassVar[str] = ""
     top_logprobs: int = 10
     labels: tuple[str, str] = ("1", "2")
@@ -275,18 +276,15 @@ class _Calibration(Mitigation):
         """The inputs whose mean answer distribution is the prior."""
         raise NotImplementedError
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Self:
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the mean answer distribution of each leaf judge over :meth:`fit_items`."""
         from mitigate.run.runner import run
 
-        if not isinstance(judge, Judge):
-            raise ConfigError(f"{type(self).__name__}.fit needs the judge it will wrap; got {type(judge).__name__}")
         items = self.fit_items(train)
         priors: list[tuple[float, ...]] = []
         for leaf in judge.leaves():
             reader = self._leaf_judge(leaf, None)
-            result = await run(reader, items, concurrency=concurrency, progress=progress,
+            result = await run(reader, items, concurrency=ctx.concurrency, progress=ctx.progress,
                                desc=f"fitting {self.method} calibration")
             dists = [j.meta.get("calibration", {}).get("p") for j in result.judgments]
             dists = [d for d in dists if d]

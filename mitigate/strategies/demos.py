@@ -23,16 +23,19 @@ The first three live beside their papers' notes (:mod:`mitigate.strategies.highe
 :mod:`mitigate.strategies.perturbed_demos`); the last two here.
 
 Fitted state (fields ending in ``_``, kept by :meth:`~mitigate.registry.Component.spec`):
-``selector_`` (the fitted selector, with what it learned: HighestRS's RS, LS and US per
-item, parse failures and exclusions), ``demos_`` (the chosen demos, in display order),
-``fitted_on_`` (the ids of the labelled training items the selector chose from) and
-``n_unlabelled_`` (training items without the human label). Unfitted use is a ConfigError
-naming the fit call.
+``selector_`` (the fitted selector, keeping only what choosing needs: the chosen items and,
+for HighestRS, their RS, LS and US, with counts of parse failures and exclusions; a selector
+that chooses per judged item keeps its pool), ``demos_`` (the chosen demos, in display order)
+and ``n_unlabelled_`` (training items without the human label). A fitted value never carries
+the training set: how many items the selector chose from is ``selector_.n_pool_``, and
+``mitigate compare`` records their ids with the run. Unfitted use is a ConfigError naming
+the fit call.
 """
 
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -40,8 +43,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, mo
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, TemplateError
+from mitigate.fitting import FitContext
 from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, PromptJudge
-from mitigate.lm.base import LM
 from mitigate.prompt import Demo, JudgePrompt
 from mitigate.prompt.perturb import PerturbationKind, guideline_of, original_order, perturbation_set
 from mitigate.registry import Interval, IsInstance, Options, Preset, Satisfies, Tags, check_param, register
@@ -229,8 +232,8 @@ class Demos(Mitigation):
     per_item: bool = False
     selector_: SelectorField | None = None
     demos_: tuple[Demo, ...] | None = None
-    fitted_on_: tuple[str, ...] | None = None
     n_unlabelled_: int | None = None
+    retired_fields: ClassVar[frozenset[str]] = frozenset({"fitted_on_"})
     parameter_constraints: ClassVar = {
         "selector": [IsInstance(Selector, dict, str, noun="a selector, its spec or its name"), None],
         "k": [Interval(int, 1)],
@@ -325,31 +328,44 @@ class Demos(Mitigation):
                 "demos=(Demo(...), ...) to show given demos)"
             )
 
+    @property
+    def fitted_on_(self) -> None:
+        """Deprecated: a fitted Demos no longer keeps the ids of the training items (always None)."""
+        warnings.warn(
+            "Demos.fitted_on_ is no longer kept (a fitted value does not carry its training data); use "
+            "selector_.n_pool_ for how many labelled items the demos were chosen from, and the run's "
+            "train.jsonl (or results.json settings.train.ids) for their ids",
+            DeprecationWarning, stacklevel=2,
+        )
+        return None
+
     # ------------------------------------------------------------------ fit
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8, lm: LM | None = None) -> Self:
+    async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:
         """A fitted copy: the selector fitted on ``train`` (the items labelled for the criterion) picks the demos.
 
         ``judge`` is the judge the demos will be shown to; it tells which criterion the
         demos show when neither this mitigation nor the benchmark says, and selectors that
-        judge the pool (HighestRS) run it (``progress``, ``concurrency``; ``lm`` overrides their
-        likelihood backend). Given demos are used as they are (this value is returned); a
-        selector given already fitted is adopted without refitting.
+        judge the pool (HighestRS) run it with ``ctx`` (whose ``criterion`` names the label
+        shown when this mitigation's own ``criterion`` is None). Given demos are used as they
+        are (this value is returned); a selector given already fitted is adopted without
+        refitting. The fitted selector keeps only the chosen demos
+        (:meth:`~mitigate.selectors.Selector.with_choice`) unless it chooses per judged item.
         """
         if self.selector is None:
             return self
         if self.selector.is_fitted:
             return self._adopt([str(self.selector.criterion_)], self.selector, train)
-        criteria, pool = self._training_pool(train, judge)
-        fitted = await self.selector.afit(pool, judge, criterion=criteria[0], lm=lm, progress=progress,
-                                          concurrency=concurrency)
+        criteria, pool = self._training_pool(train, judge, self.criterion or ctx.criterion)
+        fitted = await self.selector.afit(pool, judge, ctx.merged(criterion=criteria[0]))
         return self._adopt(criteria, fitted, train)
 
-    def _training_pool(self, train: Benchmark, judge: Judge | None) -> tuple[list[str], Benchmark]:
+    def _training_pool(self, train: Benchmark, judge: Judge | None,
+                       criterion: str | None) -> tuple[list[str], Benchmark]:
         """The criteria the demos show and the training items labelled for all of them (what the selector fits on)."""
         if not isinstance(train, Benchmark):
-            raise ConfigError(f"Demos.fit expected the training items as a Benchmark; got {type(train).__name__}")
-        criteria = demo_criteria(train, judge, self.criterion)
+            raise ConfigError(f"Demos.fit expected the training items as a Benchmark; "
+                              f"got {type(train).__name__}")
+        criteria = demo_criteria(train, judge, criterion)
         items = train.items
         for c in criteria:
             items = tuple(labelled(items, c))
@@ -362,17 +378,19 @@ class Demos(Mitigation):
         return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
 
     def _adopt(self, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
-        """The fitted copy: the fitted selector, its picks as ``demos_`` (unless per item), and its pool's ids."""
-        update: dict[str, Any] = {"fitted_on_": tuple(it.id for it in fitted.pool_ or ()), "selector_": fitted}
+        """The fitted copy: the fitted selector (only its choice, unless per item), its picks (``demos_``)."""
+        update: dict[str, Any] = {}
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
         if isinstance(train, Benchmark):
             update["n_unlabelled_"] = sum(1 for it in train.items if not has_label(it, criteria[0]))
         if not self.chooses_per_item:
+            fitted = fitted.with_choice(self.k)
             demos = fitted.select(self.k)
             if len(criteria) > 1:  # one gold score per criterion; each prompt shows its own
                 demos = [Demo(item=d.item, score={c: d.item.human[c] for c in criteria}) for d in demos]
             update["demos_"] = tuple(demos)
+        update["selector_"] = fitted
         return self.model_copy(update=update)
 
     # ------------------------------------------------------------------ showing

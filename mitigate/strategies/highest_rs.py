@@ -14,8 +14,9 @@ unlikely ones that deserve high scores). The ranking, RS = |LS* + US*|, is the
 Both are registered presets of :class:`~mitigate.strategies.demos.Demos`: they build
 ``Demos(selector=HighestRS(...), k=..., criterion=...)`` and ``Demos(selector=Random(seed),
 ...)``, equal to what the equivalent ``demos(...)`` spec builds. ``afit(train, judge)``
-returns a fitted copy whose ``selector_`` is the fitted selector (for HighestRS: ``rs_``,
-``ls_``, ``us_``, ``n_parse_failures_``, ``excluded_``), all kept by its spec.
+returns a fitted copy whose ``selector_`` is the fitted selector keeping the chosen items
+(for HighestRS: their ``rs_``, ``ls_``, ``us_``, and ``n_parse_failures_``, ``n_excluded_``),
+all kept by its spec.
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ class HighestRSDemosPreset(Preset):
     ``fit(train, judge, lm=None)``: ``judge`` is the base judge (no demos), run over the pool;
     ``lm`` overrides the ``likelihood`` spec with a backend object (the fitted selector
     records its spec). Fitted state: ``demos_`` (highest RS first) and ``selector_`` holding
-    ``rs_``/``ls_``/``us_`` (item id -> value, for the pool items that have one),
-    ``n_parse_failures_`` (pool items whose judge score failed to parse: excluded from the
-    ranking, never scored) and ``excluded_`` (item id -> why it has no RS); ``n_unlabelled_``
+    the top k items with their ``rs_``/``ls_``/``us_`` (item id -> value), ``n_pool_`` (pool
+    items scored), ``n_parse_failures_`` (pool items whose judge score failed to parse:
+    excluded from the ranking, never scored) and ``n_excluded_`` (pool items without an RS;
+    the reasons are in ``excluded_`` of a selector fitted on its own); ``n_unlabelled_``
     (training items without the human label, left out of the pool).
     """
 
@@ -88,10 +90,8 @@ class HighestRSDemosPreset(Preset):
     def examples(cls) -> list[Any]:
         """The unfitted Demos, and one fitted with given LS and judge scores (no LM call)."""
         unfitted = cls(k=1, criterion="score").build()
-        fitted = HighestRS.examples()[0]
-        top = fitted.select(1)
-        return [unfitted, unfitted.model_copy(update={"selector_": fitted, "demos_": tuple(top),
-                                                       "fitted_on_": tuple(it.id for it in fitted.pool_ or ()),
+        fitted = HighestRS.examples()[0].with_choice(1)
+        return [unfitted, unfitted.model_copy(update={"selector_": fitted, "demos_": tuple(fitted.select(1)),
                                                        "n_unlabelled_": 0})]
 
     def build(self) -> Demos:

@@ -24,6 +24,7 @@ import numpy as np
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
+from mitigate.fitting import FitContext
 from mitigate.judge import CompositeJudge, Judge, Judgment
 from mitigate.measures.base import word_count
 from mitigate.registry import Options, Satisfies, Tags, register
@@ -38,6 +39,10 @@ class LengthControlledJudge(CompositeJudge):
 
     kind = "length-control"
     requests_are_children = True
+
+    def score_bounds(self) -> None:
+        """None: the adjusted score is not clipped to the scale."""
+        return None
 
     def __init__(self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float, std: float) -> None:
         super().__init__(children)
@@ -93,7 +98,7 @@ class LengthControl(Mitigation):
 
     paper = "Dubois et al. 2024"
 
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True)
     reference: Literal["none", "human"] = "none"
     slopes_: dict[str, float] | None = None
     mean_: float = 0.0
@@ -119,11 +124,8 @@ class LengthControl(Mitigation):
             raise ConfigError("LengthControl is not fitted; expected `m = m.fit(train, judge)` first")
         return LengthControlledJudge({"inner": judge}, slopes=dict(self.slopes_), mean=self.mean_, std=self.std_)
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Self:
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over ``train``."""
-        if not isinstance(judge, Judge):
-            raise ConfigError(f"LengthControl.fit needs the judge it will wrap; got {type(judge).__name__}")
         refuse_pairwise("LengthControl", train, judge)
         items = list(train.items)
         if len(items) < 3:
@@ -131,7 +133,8 @@ class LengthControl(Mitigation):
         lengths = np.array([word_count(it.output) for it in items], dtype=float)
         mean, std = float(lengths.mean()), float(lengths.std())
         z = np.tanh((lengths - mean) / std) if std > 0 else np.zeros_like(lengths)
-        result = await run(judge, items, concurrency=concurrency, progress=progress, desc="fitting length control")
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
+                           desc="fitting length control")
         slopes: dict[str, float] = {}
         criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
         if not criteria:

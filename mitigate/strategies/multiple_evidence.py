@@ -34,6 +34,7 @@ import numpy as np
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
+from mitigate.fitting import FitContext
 from mitigate.judge import (
     CompositeJudge,
     Judge,
@@ -156,8 +157,8 @@ class MultipleEvidence(Mitigation):
 
     paper = "Wang et al. 2023"
 
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, pairwise_only=True,
-                                         adds_reasoning=True)
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True,
+                                         pairwise_only=True, adds_reasoning=True)
     k: int = 3
     temperature: float = 0.7
     max_tokens: int = 256
@@ -210,14 +211,12 @@ class MultipleEvidence(Mitigation):
                               "entropy threshold for human review), or human_share=0")
         return self._judge(judge, self.entropy_threshold_ if self.human_share > 0 else None)
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Self:
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the entropy at or above which the top ``human_share`` of training items lie."""
         if self.human_share == 0:
             return self
-        if not isinstance(judge, Judge):
-            raise ConfigError(f"MultipleEvidence.fit needs the judge it will wrap; got {type(judge).__name__}")
-        result = await run(self._judge(judge, None), train.items, concurrency=concurrency, progress=progress,
+        result = await run(self._judge(judge, None), train.items, concurrency=ctx.concurrency,
+                           progress=ctx.progress,
                            desc="fitting the multiple-evidence entropy threshold")
         entropies = [j.meta["evidence"]["entropy"] for j in result.judgments if "evidence" in j.meta]
         if not entropies:

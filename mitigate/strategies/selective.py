@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
+from mitigate.fitting import FitContext
 from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest
 from mitigate.registry import Interval, IsInstance, Options, Tags, register
 from mitigate.run.runner import run
@@ -355,7 +356,7 @@ class SelectiveEvaluation(Mitigation):
 
     paper = "Jung et al. 2024"
 
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True)
     target: float = 0.8
     delta: float = 0.1
     confidence: Confidence = "samples"
@@ -422,12 +423,9 @@ class SelectiveEvaluation(Mitigation):
                                      min_accepted=self.min_accepted)
         return self.model_copy(update={"guarantee_": g})
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Self:
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: ``judge`` run on ``train``, the threshold calibrated on its judgments."""
-        if not isinstance(judge, Judge):
-            raise ConfigError(f"SelectiveEvaluation.fit needs the judge it will wrap; got {type(judge).__name__}")
-        result = await run(judge, train.items, concurrency=concurrency, progress=progress,
+        result = await run(judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress,
                            desc="calibrating selective evaluation")
         return self.calibrate(result.judgments, train.items)
 

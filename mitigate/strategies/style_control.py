@@ -29,6 +29,7 @@ import numpy as np
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
+from mitigate.fitting import FitContext
 from mitigate.judge import CompositeJudge, Judge, Judgment
 from mitigate.measures.style import STYLE_FEATURES, score_style_regression, style_features
 from mitigate.registry import Options, Satisfies, Tags, register
@@ -44,6 +45,10 @@ class StyleControlledJudge(CompositeJudge):
 
     kind = "style-control"
     requests_are_children = True
+
+    def score_bounds(self) -> None:
+        """None: the adjusted score is not clipped to the scale."""
+        return None
 
     def __init__(self, children: dict[str, Judge], *, coefficients: dict[str, dict[str, float]],
                  mean: dict[str, float], sd: dict[str, float]) -> None:
@@ -98,7 +103,7 @@ class StyleControl(Mitigation):
 
     paper = "Li et al. 2024 (Arena-Hard's style covariates); Dubois et al. 2024 (AlpacaEval's normalisation)"
 
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True)
     reference: Literal["none", "human"] = "none"
     features: tuple[str, ...] = STYLE_FEATURES
     coefficients_: dict[str, dict[str, float]] | None = None
@@ -132,16 +137,14 @@ class StyleControl(Mitigation):
         return StyleControlledJudge({"inner": judge}, coefficients={c: dict(r) for c, r in self.coefficients_.items()},
                                     mean=dict(self.mean_), sd=dict(self.sd_))
 
-    async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                   concurrency: int = 8) -> Self:
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the judge's score (or excess over humans) regressed on the style features over ``train``."""
-        if not isinstance(judge, Judge):
-            raise ConfigError(f"StyleControl.fit needs the judge it will wrap; got {type(judge).__name__}")
         refuse_pairwise("StyleControl", train, judge)
         items = list(train.items)
         if len(items) < 3:
             raise ConfigError(f"StyleControl.fit needs at least 3 training items; got {len(items)}")
-        result = await run(judge, items, concurrency=concurrency, progress=progress, desc="fitting style control")
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
+                           desc="fitting style control")
         texts = [it.output for it in items]
         coefficients: dict[str, dict[str, float]] = {}
         mean: dict[str, float] = {}

@@ -5,6 +5,8 @@
   :func:`checks_for`, :func:`check_component`, :func:`registered_examples`).
 - :mod:`.stub_server` — a stub OpenAI/Anthropic server for offline tests;
   ``python -m mitigate.testing --latency 0.05`` runs one in the foreground.
+- :mod:`.bad_inputs` and :mod:`.hostile_templates` — command lines that must be refused in one line
+  (bad options and files; template-injection payloads through every command that reads a template).
 """
 
 from mitigate.testing.checks import (

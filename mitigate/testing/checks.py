@@ -25,12 +25,19 @@ What is checked
     mitigations: ``wrap`` returns a new judge and leaves the given one alone (or refuses with a
     typed error); unfitted use is refused with "... is not fitted; expected ..."; ``fit``
     against a judge on a fake LM (:func:`fitting_lm`) returns a fitted copy of the same class
-    (or the mitigation itself when its tags say it learns nothing), calls the LM exactly when
-    its tags say it calls the judge while fitting, and leaves the original and the training
-    data alone. Every mitigation is fitted, those that judge while fitting included.
+    (or the mitigation itself when its tags say it learns nothing) whose spec round-trips,
+    calls the LM exactly when its tags say it calls the judge while fitting, and leaves the
+    original and the training data alone. Every mitigation is fitted, those that judge while
+    fitting included. The fitted value does not carry the training set (fitted on four times
+    the items, its spec names no more of them and barely grows), unless it chooses per judged
+    item; ``compile(judge, train)`` gives the judge ``fit`` then ``wrap`` gives.
+    mitigations and selectors: fitted without a judge, a component whose tags say it needs one
+    is refused with the fit protocol's one sentence ("<Name>.fit needs the judge it fits
+    against; expected a Judge ..."); one whose tags do not fits.
     selectors: ``select`` is deterministic, never shows the query item, validates ``k``;
     ``fit`` (against the same fake LM) returns a fitted copy, calling the LM exactly when its
-    tags say so; unfitted ``select`` is refused.
+    tags say so; unfitted ``select`` is refused; ``with_choice(k)`` keeps the ``k`` demos
+    ``select(k)`` chose and not the pool (a query-dependent selector keeps its pool).
     presets (:class:`~mitigate.registry.Preset`): their ``examples()`` are the components they
     build, so those meet their component's contract.
     probes: the rewrite changes only the judged text, is recorded (original and probed text;
@@ -47,7 +54,6 @@ What is checked
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -57,7 +63,8 @@ from pydantic import BaseModel
 
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, MitigateError
-from mitigate.judge import PromptJudge
+from mitigate.fitting import FitContext
+from mitigate.judge import Judge, PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.probes import Probe
@@ -241,13 +248,17 @@ def fitting_lm() -> FakeLM:
     return FakeLM(answer, logprobs=True, loglikelihood=lambda context, continuation: -float(len(continuation)))
 
 
-def _fit_options(component: Any, lm: FakeLM) -> dict[str, Any]:
-    """The fit options the checks pass: no progress bar, and the fake LM as likelihood backend where ``afit`` takes ``lm``."""
-    params = inspect.signature(component.afit).parameters
-    options: dict[str, Any] = {"progress": False}
-    if "lm" in params:
-        options["lm"] = lm
-    return options
+def _fit_context(lm: FakeLM, **fields: Any) -> FitContext:
+    """The fit context the checks pass: no progress bar, and the fake LM as likelihood backend."""
+    return FitContext(progress=False, lm=lm, **fields)
+
+
+def _fitting_setup(mitigation: Mitigation, n: int = 12) -> tuple[Benchmark, Judge, FakeLM]:
+    """``n`` training items and a judge on a fresh :func:`fitting_lm` (pairwise ones when pairwise only)."""
+    lm = fitting_lm()
+    if mitigation.tags.pairwise_only:
+        return example_pairwise_train(n), example_pairwise_judge(lm), lm
+    return example_train(n), example_judge(lm=lm), lm
 
 
 def check_tags_are_declared(component: Any) -> None:
@@ -295,13 +306,10 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
     the same class whose spec round-trips. ``calls_judge_while_fitting``: the fake LM was
     called while fitting; without it, it was not.
     """
-    lm = fitting_lm()
-    pairwise = mitigation.tags.pairwise_only
-    train = example_pairwise_train() if pairwise else example_train()
-    judge = example_pairwise_judge(lm) if pairwise else example_judge(lm=lm)
+    train, judge, lm = _fitting_setup(mitigation)
     train_before, before = train.model_dump(), mitigation.model_dump()
     tags = mitigation.tags
-    fitted = mitigation.fit(train, judge, **_fit_options(mitigation, lm))
+    fitted = mitigation.fit(train, judge, _fit_context(lm))
     name = type(mitigation).__name__
     calls = lm.calls + len(lm.likelihood_requests)
     assert mitigation.model_dump() == before, f"{name}.fit changed the original"
@@ -316,6 +324,94 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
         assert calls > 0, f"{name}'s tags say it calls the judge while fitting, but fit made no LM call"
     else:
         assert calls == 0, f"{name}'s tags say it calls no judge while fitting, but fit made {calls} LM calls"
+
+
+def _named_ids(value: Any, ids: set[str]) -> set[str]:
+    """The ids of ``ids`` that ``value`` (a JSON-able spec) holds as a string or a key, anywhere."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        return {value} & ids
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found |= ({k} & ids) | _named_ids(v, ids)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            found |= _named_ids(v, ids)
+    return found
+
+
+def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -> None:
+    """Fitted on four times the training items, the spec names no more of them and grows by less than a
+    tenth of what was added: a fitted value keeps what it learned, not its training data (one choosing per
+    judged item, tag ``query_dependent``, keeps its pool by design)."""
+    if not mitigation.tags.needs_fitting or mitigation.tags.query_dependent:
+        return
+    specs, ids, sizes = [], [], []
+    for n in (12, 48):
+        train, judge, lm = _fitting_setup(mitigation, n)
+        spec = json.loads(json.dumps(mitigation.fit(train, judge, _fit_context(lm)).spec()))
+        specs.append(spec)
+        ids.append(_named_ids(spec, {it.id for it in train.items}))
+        sizes.append((len(json.dumps(spec)), len(json.dumps(train.model_dump(mode="json")))))
+    name = type(mitigation).__name__
+    assert len(ids[1]) <= len(ids[0]), (
+        f"{name} fitted on 12 items names {len(ids[0])} of them in its spec, fitted on 48 it names "
+        f"{len(ids[1])}: it carries its training set")
+    (small, train_small), (large, train_large) = sizes
+    assert large - small <= (train_large - train_small) / 10, (
+        f"{name}'s fitted spec grew by {large - small} bytes when fitted on {train_large - train_small} more "
+        "bytes of training data: it carries its training set")
+
+
+def check_compile_is_fit_then_wrap(mitigation: Mitigation) -> None:
+    """``compile(judge, train)`` gives the judge ``fit(train, judge).wrap(judge)`` gives (same description),
+    and refuses what they refuse."""
+    name = type(mitigation).__name__
+    made: list[Any] = []
+    for way in ("fit, wrap", "compile"):
+        train, judge, lm = _fitting_setup(mitigation)
+        try:
+            made.append(mitigation.fit(train, judge, _fit_context(lm)).wrap(judge) if way == "fit, wrap"
+                        else mitigation.compile(judge, train, _fit_context(lm)))
+        except MitigateError:  # a mitigation may refuse this judge, with a typed error
+            made.append(None)
+    expected, compiled = made
+    if expected is None or compiled is None:
+        assert expected is None and compiled is None, f"{name}: only one of compile and fit-then-wrap refused"
+        return
+    assert isinstance(compiled, Judge), f"{name}.compile returned a {type(compiled).__name__}"
+    assert compiled.describe() == expected.describe(), (
+        f"{name}.compile(judge, train) differs from fit(train, judge).wrap(judge)")
+
+
+def check_fit_needs_the_judge_its_tags_say(component: Mitigation | Selector) -> None:
+    """Fitted without a judge: refused with the fit protocol's one sentence when the tags say fitting needs
+    the judge (``needs_judge``, or ``calls_judge_while_fitting``), fitted otherwise."""
+    tags, name = component.tags, type(component).__name__
+    lm = fitting_lm()
+
+    def fit() -> Any:
+        if isinstance(component, Selector):
+            pool = list(component.pool_ or ())
+            return component.unfitted().fit(pool, None, _fit_context(lm, criterion=component.criterion_))
+        train = example_pairwise_train() if tags.pairwise_only else example_train()
+        return component.fit(train, None, _fit_context(lm))
+
+    if isinstance(component, Selector):
+        tags = component.unfitted().tags
+    sentence = f"{name}.fit needs the judge it fits against; expected a Judge"
+    if tags.needs_judge or tags.calls_judge_while_fitting:
+        try:
+            fit()
+        except ConfigError as exc:
+            text = str(exc)
+            assert text.startswith(sentence) and text.endswith(", got NoneType") and "\n" not in text, (
+                f"expected the fit protocol's sentence {sentence!r}...; got {text!r}")
+            assert lm.calls == 0, f"{name} called the LM {lm.calls} times before refusing"
+            return
+        raise AssertionError(f"{name}'s tags say fitting needs the judge, but it fitted without one")
+    fitted = fit()
+    assert fitted.is_fitted or not tags.needs_fitting, f"{name} fitted without a judge is not fitted"
 
 
 # --------------------------------------------------------------------------- selectors
@@ -361,14 +457,37 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
     else:
         raise AssertionError(f"the unfitted {type(selector).__name__} selected demos")
     lm = fitting_lm()
-    fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), criterion=selector.criterion_,
-                          **_fit_options(unfitted, lm))
+    ctx = _fit_context(lm, criterion=selector.criterion_)
+    fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), ctx)
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
     calls = lm.calls + len(lm.likelihood_requests)
     if unfitted.tags.calls_judge_while_fitting:
         assert calls > 0, f"{type(selector).__name__}'s tags say it calls the judge while fitting; it made no LM call"
     else:
         assert calls == 0, f"{type(selector).__name__}'s tags say it calls no judge while fitting; it made {calls}"
+
+
+def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
+    """``with_choice(k)`` keeps the ``k`` demos ``select(k)`` chose, not the pool, and round-trips through its
+    spec; it answers only ``select(k)``. A query-dependent selector is kept as it is (it chooses per item)."""
+    name = type(selector).__name__
+    kept = selector.with_choice(2)
+    if selector.tags.query_dependent:
+        assert kept is selector, f"{name} chooses per judged item; with_choice must keep its pool"
+        return
+    assert kept.pool_ is None and kept.chosen_ is not None and len(kept.chosen_) == 2, (
+        f"{name}.with_choice(2) kept {len(kept.pool_ or ())} pool items and {len(kept.chosen_ or ())} "
+        "chosen ones")
+    chosen = [(d.item.id, d.score) for d in selector.select(2)]
+    shown = [(d.item.id, d.score) for d in kept.select(2)]
+    assert shown == chosen, f"{name}.with_choice(2) shows other demos"
+    check_spec_round_trips(kept)
+    assert [(d.item.id, d.score) for d in _rebuild(kept, kept.spec()).select(2)] == chosen
+    try:
+        kept.select(1)
+    except ConfigError:
+        return
+    raise AssertionError(f"{name} kept 2 chosen demos but answered select(1), which only its pool can answer")
 
 
 # --------------------------------------------------------------------------- engines
@@ -494,8 +613,12 @@ def check_probe_rewrites_and_records(probe: Probe) -> None:
 
 COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips, check_unknown_parameter_is_refused,
           check_constraints_refuse_bad_values, check_tags_are_declared)
-MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused, check_fit_returns_a_fitted_copy)
-SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated, check_selector_fit_returns_a_copy)
+MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused,
+              check_fit_returns_a_fitted_copy, check_fitted_value_does_not_carry_the_training_set,
+              check_compile_is_fit_then_wrap, check_fit_needs_the_judge_its_tags_say)
+SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated,
+            check_selector_fit_returns_a_copy, check_fit_needs_the_judge_its_tags_say,
+            check_choice_keeps_only_the_chosen)
 ENGINE = (check_engine_runs_within_its_budget,)
 PROBE = (check_probe_rewrites_and_records,)
 

@@ -1,5 +1,5 @@
-"""What a command measures and where it writes it: ``--out``, the bootstrap and seed, the pass threshold, the
-bias probes it adds, and the likelihood model behind BiasScore."""
+"""What a command measures and where it writes it: ``--out``, ``--json``, ``--plot``, the bootstrap and seed, the
+pass threshold, the bias probes it adds, and the likelihood model behind BiasScore."""
 
 # no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
 
@@ -28,6 +28,7 @@ PROBE_TOLERANCE = option("probe_tolerance", "--probe-tolerance", help="with --pr
                          "count as unchanged (0: CALM's robustness rate; set it for continuous scores such as "
                          "--scoring expected)", accepts=(Interval(float, 0.0, None),))
 JSON = option("json", "--json", help="print JSON instead of text")
+PLOT = option("plot", help="also write a PNG of the search beside --out")
 LIKELIHOOD = option("likelihood", help="compute LS with the embedded model and report BiasScore")
 
 Seed = Annotated[int, SEED]

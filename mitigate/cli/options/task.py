@@ -29,6 +29,7 @@ RELEASED = option("released", "--released", help="a released judge to replay, e.
                   "chatgpt-h2h (summeval-h2h), or every judge of a release on disk: llmbar:<path>, judgebench:<path> "
                   "(with -b llmbar:<path> / judgebench:<path>; '#GPT-4/*' after the path picks judges); repeat for "
                   "several; listed last")
+JUDGE = option("judge", help="inspect: a name for the judge (one scorer)")
 
 Benchmark = Annotated[str, BENCHMARK]
 Criterion = Annotated[str | None, CRITERION]
