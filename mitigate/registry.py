@@ -311,6 +311,11 @@ class Tags(BaseModel):
     - ``uses_selectors``: a search engine that draws its candidates from demo selectors.
     - ``pairwise_only``: works only on a judge of pairs (with both orders judged, when it
       reads them), so it is fitted and checked against one.
+    - ``adds_reasoning``: a mitigation that asks the judge to reason before its answer (a
+      chain of thought, the RTS form), so the answer is read from the text, not from the
+      first token's probabilities.
+    - ``random_draws``: a selector whose seed draws one of many demo sets, so a search can
+      draw its candidates from it (the search's default candidate generators).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -320,6 +325,8 @@ class Tags(BaseModel):
     query_dependent: bool = False
     uses_selectors: bool = False
     pairwise_only: bool = False
+    adds_reasoning: bool = False
+    random_draws: bool = False
 
     def __or__(self, other: Tags) -> Tags:
         """Either's tag set (what a composition of both components declares)."""

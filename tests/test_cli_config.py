@@ -13,8 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
+from mitigate.cli.compare import CompareOptions
 from mitigate.cli.config import read_config, split_label
-from mitigate.cli.options import CompareOptions, JudgeOptions, SearchOptions
+from mitigate.cli.judge import JudgeOptions
+from mitigate.cli.search import SearchOptions
 from mitigate.errors import ConfigError
 from mitigate.testing import StubOpenAIServer
 

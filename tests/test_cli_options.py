@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -16,8 +17,13 @@ from typer.testing import CliRunner
 from mitigate.cli import app
 from mitigate.cli.app import EXTRA_PARAMETERS
 from mitigate.cli.build import build_judge, load_task
+from mitigate.cli.compare import CompareOptions
 from mitigate.cli.errors import one_line
-from mitigate.cli.options import CompareOptions, JudgeOptions, PromptsOptions, ReportOptions, SearchOptions
+from mitigate.cli.judge import JudgeOptions
+from mitigate.cli.options import parameters
+from mitigate.cli.prompts import PromptsOptions
+from mitigate.cli.report import ReportOptions
+from mitigate.cli.search import SearchOptions
 from mitigate.errors import ConfigError
 from mitigate.testing import StubOpenAIServer
 
@@ -56,10 +62,12 @@ def test_the_report_options_need_the_folder() -> None:
                                               (SearchOptions, "search"), (PromptsOptions, "prompts"),
                                               (ReportOptions, "report")])
 def test_every_field_of_the_options_is_a_parameter_of_its_command(cls: type, command: str) -> None:
-    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    group = typer.main.get_command(app)
+    click_command = group.get_command(click.Context(group), command)  # type: ignore[attr-defined]
     names = [p.name for p in click_command.params]
     extra = [n for n in names if n in EXTRA_PARAMETERS]  # --plugin everywhere; -f and --save-config on most
-    assert names == [f.name for f in dataclasses.fields(cls)] + extra
+    assert names == [p.name for p in parameters(cls)] + extra  # in the order help lists them
+    assert sorted(p.name for p in parameters(cls)) == sorted(f.name for f in dataclasses.fields(cls))
     assert "plugin" in extra
 
 

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mitigate.cli.options import CompareOptions, JudgeOptions, ProbeOptions, SearchOptions
+from mitigate.cli.compare import CompareOptions
+from mitigate.cli.judge import JudgeOptions
+from mitigate.cli.probe import ProbeOptions
+from mitigate.cli.search import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = {"judge": JudgeOptions, "compare": CompareOptions, "search": SearchOptions, "probe": ProbeOptions}

@@ -230,7 +230,7 @@ def test_the_waits_between_attempts_are_not_time_on_the_server():
 
 def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
     from mitigate.cli.build import build_backend
-    from mitigate.cli.options import JudgeOptions
+    from mitigate.cli.judge import JudgeOptions
     from mitigate.lm.deadline import hung_server_seconds
 
     lm = build_backend(dataclasses.replace(JudgeOptions(), backend="openai:m", base_url="http://127.0.0.1:9/v1",

@@ -1,27 +1,32 @@
-"""The ``mitigate`` command group: the Typer app, its one-line error handling, and how a command is declared.
+"""The ``mitigate`` command group: the Typer app, its one-line error handling, how a command is declared and loaded.
 
-A command is a function of one typed, frozen options value (see :mod:`mitigate.cli.options`);
-:func:`command` registers it with the fields of that value as its command-line options, so
-each option is declared once, and a bad value is refused when the value is built, before any
-work.
+A command is a function of one typed, frozen options value (its options class, made of the
+groups in :mod:`mitigate.cli.options`); :func:`command` registers it with the fields of that value
+as its command-line options. The group knows its commands by name (:data:`mitigate.cli.commands.COMMANDS`)
+and imports a command's module only when that command runs or shows its help, as pip's
+``commands_dict`` does: ``mitigate --help`` imports none of them, and a command module imports at
+its top what its command needs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypeVar, get_type_hints
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import click
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandInfo
 
-from mitigate.cli.config import CONFIG_HELP, PLUGIN_HELP, SAVE_HELP, read_config, write_config
+from mitigate.cli.commands import COMMANDS
+from mitigate.cli.config import CONFIG, PLUGIN, SAVE_CONFIG, read_config, write_config
 from mitigate.cli.errors import (
     DEBUG_ENV,
     EXIT_FAILED,
@@ -32,7 +37,8 @@ from mitigate.cli.errors import (
     show_warning,
 )
 from mitigate.cli.files import writable_file
-from mitigate.cli.options import fill_registered_names
+from mitigate.cli.options.declare import option, parameters, typer_annotation
+from mitigate.cli.options.names import fill_registered_names
 
 
 def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -97,8 +103,65 @@ class OneLineErrors(TyperGroup):
         return code
 
 
+DEFINED: dict[str, CommandInfo | typer.Typer] = {}
+"""The commands (and command groups, such as ``data``) the command modules imported so far define, by name."""
+
+
+class LazyCommands(OneLineErrors):
+    """The ``mitigate`` group: its commands are those of :data:`~mitigate.cli.commands.COMMANDS`, each imported
+    from its module when it is first asked for (pip's ``commands_dict`` and ``import_module``).
+
+    The group's own help lists each command with the summary the table holds, importing none.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: dict[str, click.Command] = {}
+        self._listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command's name, in the order ``mitigate --help`` lists them."""
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, its module imported now; a stand-in with its summary while the group's help
+        is written; None for a name that is no command."""
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        if self._listing:
+            return TyperCommand(name=cmd_name, help=entry.summary)
+        if cmd_name not in self._loaded:
+            importlib.import_module(entry.module)
+            defined = DEFINED.get(cmd_name)
+            if defined is None:
+                raise RuntimeError(f"{entry.module} defines no command {cmd_name!r} (mitigate.cli.commands names it)")
+            if isinstance(defined, typer.Typer):
+                self._loaded[cmd_name] = typer.main.get_command(defined)
+            else:
+                self._loaded[cmd_name] = typer.main.get_command_from_info(
+                    defined, pretty_exceptions_short=True, rich_markup_mode=self.rich_markup_mode)
+        return self._loaded[cmd_name]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The group's help: its options and every command's summary, no command module imported."""
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def command_group(name: str, help: str) -> typer.Typer:
+    """A group of subcommands (``mitigate data ...``) named ``name`` in :data:`~mitigate.cli.commands.COMMANDS`;
+    its commands are declared with ``command(..., group=<it>)``."""
+    group = typer.Typer(name=name, no_args_is_help=True, help=help, add_completion=False)
+    DEFINED[name] = group
+    return group
+
+
 app = typer.Typer(
-    cls=OneLineErrors,
+    cls=LazyCommands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -106,11 +169,12 @@ app = typer.Typer(
 )
 
 
+DEBUG = option("debug", "--debug", help="show the traceback of an error instead of one line (also: MITIGATE_DEBUG=1); "
+               "accepted anywhere on the command line")
+
+
 @app.callback()
-def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error instead of one line "
-                                        "(also: MITIGATE_DEBUG=1); accepted anywhere on the command line")] = False,
-) -> None:
+def _root(debug: Annotated[bool, DEBUG.parameter()] = False) -> None:
     """Make LLM-as-a-judge evaluators less biased and more consistent, and measure it."""
 
 
@@ -143,6 +207,8 @@ class RegisteredNamesHelp(TyperCommand):
         arguments = [p for p in params if p.param_type_name == "argument"]
         options = [p for p in params if p not in helps and p not in arguments]
         if not self.first:
+            if all(p.name != "help_all" for p in helps):  # --help alone: an option like the others
+                return [(title, ps) for title, ps in (("Arguments", arguments), ("Options", options + helps)) if ps]
             return [("Arguments", arguments), ("Options", options), (HELP_PANEL, helps)]
         by_name = {p.name: p for p in options}
         panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
@@ -194,6 +260,9 @@ def _help_all(ctx: Any, value: bool) -> None:
         ctx.exit()
 
 
+HELP_ALL_OPTION = option("help_all", "--help-all", help="show every option and exit (--help shows those needed first)",
+                         is_eager=True, expose_value=False, callback=_help_all)
+
 OptionsT = TypeVar("OptionsT")
 
 EXTRA_PARAMETERS = ("ctx", "plugin", "help_all", "config_file", "save_config")
@@ -210,44 +279,41 @@ def _explicit(ctx: Any, names: Iterable[str]) -> set[str]:
     return out
 
 
-def command(name: str, options: type[OptionsT], *, config: bool = True
-            ) -> Callable[[Callable[[OptionsT], None]], Callable[[OptionsT], None]]:
+def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+
+
+def command(name: str, options: type[OptionsT], *, config: bool = True, group: typer.Typer | None = None,
+            plugins: bool = True) -> Callable[[Callable[[OptionsT], None]], Callable[[OptionsT], None]]:
     """Register ``fn(options_value)`` as the command ``name``; its options are the fields of ``options``.
 
-    ``options`` is a frozen dataclass whose fields are annotated the Typer way
-    (``Annotated[int, typer.Option(...)] = default``), in the order ``--help`` lists them.
-    Typer parses the command line into those fields; the dataclass checks them when built
-    (a bad value is one ``error:`` line, exit 2); ``fn`` receives the built value. The help
-    text of the command is ``fn``'s docstring.
+    ``options`` is a frozen dataclass (a :class:`~mitigate.cli.options.declare.CommandOptions`)
+    whose fields use declared options (``Annotated[type, OPTION] = default``); help lists them
+    in :func:`~mitigate.cli.options.declare.parameters` order. Typer parses the command line into
+    those fields; the dataclass checks them when built (a bad value is one ``error:`` line, exit
+    2); ``fn`` receives the built value. The help text of the command is ``fn``'s docstring.
+    ``group``: a command group (:func:`command_group`) to add it to, instead of ``mitigate`` itself.
 
-    Every command also takes ``--plugin MODULE`` (imported before the options are built, so
-    its components can be named). With ``config`` (the default) it takes ``-f/--config FILE``
-    and ``--save-config FILE`` (:mod:`mitigate.cli.config`): the file's options apply where
-    the command line leaves an option at its default.
+    With ``plugins`` (the default) the command also takes ``--plugin MODULE`` (imported before
+    the options are built, so its components can be named) and ``--help-all``; with ``config``
+    (the default; it needs ``plugins``) ``-f/--config FILE`` and ``--save-config FILE``
+    (:mod:`mitigate.cli.config`): the file's options apply where the command line leaves an
+    option at its default.
     """
-    hints = get_type_hints(options, include_extras=True)
-    fields = [f for f in dataclasses.fields(options) if f.init]  # type: ignore[arg-type]
-    clash = sorted({f.name for f in fields} & set(EXTRA_PARAMETERS))
+    fields = parameters(options)
+    clash = sorted({p.name for p in fields} & set(EXTRA_PARAMETERS))
     if clash:
         raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds those parameters")
-    params = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name],
-                                default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
-              for f in fields]
-    extra = [
-        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
-        inspect.Parameter("plugin", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-            list[str] | None, typer.Option("--plugin", help=PLUGIN_HELP)]),
-        inspect.Parameter("help_all", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
-            bool, typer.Option("--help-all", is_eager=True, expose_value=False, callback=_help_all,
-                               help="show every option and exit (--help shows those needed first)")]),
-    ]
-    if config:
-        extra += [
-            inspect.Parameter("config_file", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-                Path | None, typer.Option("--config", "-f", help=CONFIG_HELP)]),
-            inspect.Parameter("save_config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-                Path | None, typer.Option("--save-config", help=SAVE_HELP)]),
-        ]
+    params = [_parameter(p.name, Annotated[typer_annotation(p.type), p.opt.parameter(p.override)],
+                         inspect.Parameter.empty if p.default is dataclasses.MISSING else p.default)
+              for p in fields]
+    extra = [_parameter("ctx", typer.Context)]
+    if plugins:
+        extra += [_parameter("plugin", Annotated[list[str] | None, PLUGIN.parameter()], None),
+                  _parameter("help_all", Annotated[bool, HELP_ALL_OPTION.parameter()], False)]
+    if config and plugins:
+        extra += [_parameter("config_file", Annotated[Path | None, CONFIG.parameter()], None),
+                  _parameter("save_config", Annotated[Path | None, SAVE_CONFIG.parameter()], None)]
 
     def register(fn: Callable[[OptionsT], None]) -> Callable[[OptionsT], None]:
         def parsed(**values: Any) -> None:  # typer reads the parameters from __signature__ below
@@ -276,11 +342,14 @@ def command(name: str, options: type[OptionsT], *, config: bool = True
         parsed.__name__ = fn.__name__
         first = dict(getattr(options, "HELP_FIRST", {}))
         unknown = sorted({n for names in first.values() for n in names}
-                         - {f.name for f in fields} - set(EXTRA_PARAMETERS))
+                         - {p.name for p in fields} - set(EXTRA_PARAMETERS))
         if unknown:
             raise TypeError(f"{options.__name__}.HELP_FIRST names {unknown}, which are not its options")
         helped = type(f"{options.__name__}Help", (RegisteredNamesHelp,), {"first": first})
-        app.command(name, cls=helped)(parsed)
+        if group is not None:
+            group.command(name, cls=helped)(parsed)
+        else:
+            DEFINED[name] = CommandInfo(name=name, cls=helped, callback=parsed)
         return fn
 
     return register
@@ -291,4 +360,5 @@ def main() -> None:  # pragma: no cover - console entry
     typer.main.get_command(app).main(prog_name="mitigate")
 
 
-__all__ = ["EXIT_FAILED", "EXIT_REFUSED", "OneLineErrors", "RegisteredNamesHelp", "app", "command", "main"]
+__all__ = ["EXIT_FAILED", "EXIT_REFUSED", "LazyCommands", "OneLineErrors", "RegisteredNamesHelp", "app", "command",
+           "command_group", "main"]

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from mitigate.cli.files import read_text_file
-from mitigate.cli.options import NETWORK_BACKENDS, LMRunOptions, backend_kind, parse_pairs
+from mitigate.cli.options import LMRunOptions, parse_pairs
+from mitigate.cli.options.backend import registered_backend
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled as has_label
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from mitigate.strategies import Mitigation
 
 # Imported only where used: the renderer (--dry-run, prompts render) and the strategies (a pipeline), so a
-# judge without --pipeline loads neither (issue 29: the judge path's fixed cost).
+# judge without --pipeline loads neither.
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,20 @@ def naming_template(origin: str) -> Iterator[None]:
         raise type(exc)(f"template {origin}: {exc.message}", **exc.context) from None
 
 
+def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
+    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the item's
+    texts as what the judge was shown (a value they hold and the answer quotes back is not read); None without
+    --prompt."""
+    if o.prompt is None:
+        return None
+    template = template_text(o.prompt, o.benchmark, criterion)
+    with naming_template(template_origin(o.prompt)):
+        jp = JudgePrompt.from_template(template, criterion=criterion,
+                                       **({"answer": "pairwise"} if bench.pairwise else {}))
+    texts = {item.id: item.texts() for item in bench.items}
+    return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,), judged=texts.get(item_id, ()))
+
+
 def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
 
@@ -111,7 +126,8 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
         kwargs["transport"] = o.transport
     if o.guided is not None:
         kwargs["guided"] = o.guided
-    if backend_kind(o.backend) in NETWORK_BACKENDS:  # the deadline and the caps of a server's answers
+    found = registered_backend(o.backend)
+    if found is not None and found.network:  # the deadline and the caps of a server's answers
         kwargs["limits"] = Limits(deadline=o.deadline, max_response_bytes=o.max_response_bytes,
                                   max_prompt_chars=o.max_prompt_chars, max_samples=o.max_samples)
     if declared:
@@ -162,19 +178,8 @@ def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | No
 
 
 def adds_reasoning(pipeline: Mitigation | None) -> bool:
-    """Whether a step of ``pipeline`` asks the judge to reason before its answer (``cot=True``, the RTS form)."""
-    if pipeline is None:
-        return False
-    from mitigate.strategies import Pipeline  # loaded already: ``pipeline`` is one of its values
-
-    steps = pipeline.steps if isinstance(pipeline, Pipeline) else (pipeline,)
-    for step in steps:
-        if isinstance(step, Pipeline):
-            if adds_reasoning(step):
-                return True
-        elif getattr(step, "cot", False) or type(step).registry_name in ("agreement-gate", "rts"):
-            return True
-    return False
+    """Whether a step of ``pipeline`` asks the judge to reason before its answer (its ``adds_reasoning`` tag)."""
+    return pipeline is not None and pipeline.tags.adds_reasoning
 
 
 def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigation | None) -> dict[str, str]:

@@ -20,17 +20,14 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.options import registered_names
+from mitigate.cli.options import CommandOptions, argument, registered_names
+from mitigate.cli.options.results import JSON
 from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError
+from mitigate.registry import KIND_PACKAGES, Component, Preset, lookup, plugin_of, registered
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
-
-    from mitigate.registry import Component
-
-# The registry (and so pydantic) is imported inside the functions that read it: `import mitigate.cli`
-# (what `mitigate --help` and every command load first) registers these commands without it (issue 29).
 
 ALIASES: dict[str, str] = {
     "mitigations": "mitigation", "selectors": "selector", "measures": "measure", "backends": "backend",
@@ -55,8 +52,6 @@ def to_jsonable_python(value: Any) -> Any:
 
 def kind_of(text: str) -> str:
     """The registry kind ``text`` names ("mitigation", "mitigations"); ConfigError listing the kinds otherwise."""
-    from mitigate.registry import KIND_PACKAGES
-
     kind = ALIASES.get(text, text)
     if kind not in KIND_PACKAGES:
         raise ConfigError(f"expected a kind of component, one of {sorted(KIND_PACKAGES)} (or its plural); got {text!r}")
@@ -119,8 +114,6 @@ def _parameters(cls: type[Component]) -> list[dict[str, Any]]:
 
 def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
     """What the registry knows about the ``kind`` entry ``name``: a JSON-ready dict."""
-    from mitigate.registry import Component, Preset, plugin_of
-
     row: dict[str, Any] = {"kind": kind, "name": name, "summary": _summary(obj), "paper": "",
                            "plugin": plugin_of(kind, name)}
     if isinstance(obj, type) and issubclass(obj, Component):
@@ -166,8 +159,6 @@ def _text_detail(row: dict[str, Any]) -> str:
 
 def catalog(kind: str | None, name: str | None, as_json: bool) -> str:
     """The text (or JSON) ``mitigate list`` prints."""
-    from mitigate.registry import KIND_PACKAGES, lookup, registered
-
     if kind is None:
         if name is not None:
             raise ConfigError(f"expected 'mitigate list KIND NAME'; got a name {name!r} without a kind")
@@ -191,42 +182,40 @@ def catalog(kind: str | None, name: str | None, as_json: bool) -> str:
     return "\n".join(out + [f"details: mitigate list {kind} NAME (--json for JSON)"])
 
 
-AsJson = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+NAME = argument("name", help="show this one in detail: parameters, types, defaults, accepted values, paper")
+KIND = argument("kind", help=f"one of {registered_names()} (or the plural); none: how many of each")
+
+Name = Annotated[str | None, NAME]
 
 
 @dataclass(frozen=True)
-class ListOptions:
-    """``mitigate list``: registered components of a kind, or one of them in detail."""
-
-    COMMAND: ClassVar[str] = "list"
-
-    kind: Annotated[str | None, typer.Argument(help=f"one of {registered_names()} (or the plural); "
-                                               "none: how many of each")] = None
-    name: Annotated[str | None, typer.Argument(help="show this one in detail: parameters, types, defaults, "
-                                               "accepted values, paper")] = None
-    as_json: AsJson = False
-
-
-@dataclass(frozen=True)
-class KindOptions:
+class KindOptions(CommandOptions):
     """``mitigate mitigations`` (and the other kinds): the registered components of one kind."""
 
     COMMAND: ClassVar[str] = "kind"
 
-    name: Annotated[str | None, typer.Argument(help="show this one in detail: parameters, types, defaults, "
-                                               "accepted values, paper")] = None
-    as_json: AsJson = False
+    name: Name = None
+    json: Annotated[bool, JSON] = False
+
+
+@dataclass(frozen=True)
+class ListOptions(KindOptions):
+    """``mitigate list``: registered components of a kind, or one of them in detail."""
+
+    COMMAND: ClassVar[str] = "list"
+
+    kind: Annotated[str | None, KIND] = None
 
 
 @command("list", ListOptions, config=False)
 def list_cmd(options: ListOptions) -> None:
     """List registered components (mitigations, selectors, measures, engines, backends, benchmarks ...), or show one."""
-    typer.echo(catalog(options.kind, options.name, options.as_json))
+    typer.echo(catalog(options.kind, options.name, options.json))
 
 
 def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
     def show(options: KindOptions) -> None:
-        typer.echo(catalog(kind, options.name, options.as_json))
+        typer.echo(catalog(kind, options.name, options.json))
 
     papers = " with their papers" if kind in COMPONENT_KINDS else ""
     show.__doc__ = f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."

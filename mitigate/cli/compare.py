@@ -1,28 +1,108 @@
 """``mitigate compare``: mitigation pipelines, recorded and released judges on one benchmark, side by side."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
+import asyncio
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 
 from mitigate.cli.app import command
+from mitigate.cli.build import (
+    Task,
+    batch_session,
+    build_judge,
+    dry_run_text,
+    load_task,
+    recorded_reader,
+    scoring_for,
+)
 from mitigate.cli.config import split_label
 from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.files import check_run_folder, writable_dir, writing_after_run
-from mitigate.cli.options import CompareOptions
+from mitigate.cli.options import (
+    DEFAULT_BACKEND,
+    BackendOptions,
+    BatchOptions,
+    Override,
+    ProbeBattery,
+    PromptOptions,
+    RunOptions,
+    SampledAnswerOptions,
+    StatsOptions,
+    TaskOptions,
+    ThresholdOptions,
+    check,
+    check_batch,
+)
+from mitigate.cli.options.backend import BATCH, BATCH_HELP, Backend
+from mitigate.cli.options.prompt import Samples, Temperature
+from mitigate.cli.options.results import LIKELIHOOD, OUT
+from mitigate.cli.options.run import PIPELINE, RESTART, DryRun
+from mitigate.cli.options.task import RECORDED, RELEASED, TRAIN
+from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
+from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside
+from mitigate.harness.report import write_report
+from mitigate.judge import Judge, PromptJudge
+from mitigate.run.runner import preflight
+from mitigate.strategies import parse_pipeline
 
-if TYPE_CHECKING:
-    from mitigate.cli.build import Task
-    from mitigate.data.schema import Benchmark
-    from mitigate.judge import Judge, PromptJudge
+# Imported where used: the bias probes (--probes), the threshold section (--threshold), the split of a dry run.
 
-# The rest is imported inside the functions that use it: `import mitigate.cli` (what `mitigate --help`
-# and every command load first) registers this command without its judges, harness or strategies (issue 29).
+
+@dataclass(frozen=True)
+class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOptions, RunOptions, BatchOptions,
+                     StatsOptions, ProbeBattery, ThresholdOptions):
+    """``mitigate compare``: pipelines, recorded and released judges on one benchmark, side by side."""
+
+    COMMAND: ClassVar[str] = "compare"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to compare": ("benchmark", "criterion", "limit", "pipeline", "recorded", "released", "train"),
+        "The judge": ("backend", "base_url", "prompt"),
+        "Results": ("out", "dry_run", "config_file", "save_config"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
+
+    pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
+        "a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or @file.json, optionally named for "
+        "the report: \"NAME=pipeline\"; repeat for several (the first entry is the reference)"))] = None
+    recorded: Annotated[list[Path] | None, RECORDED] = None
+    released: Annotated[list[str] | None, RELEASED] = None
+    train: Annotated[str | None, TRAIN] = None
+    out: Annotated[Path, OUT, Override(help="folder for journals, results.json, report.md and plots (a rerun "
+                                            "resumes)")] = Path("reports/compare")
+    samples: Annotated[Samples, Override(help="samples per item of the base judge")] = 1
+    likelihood: Annotated[bool, LIKELIHOOD] = False
+    restart: Annotated[bool, RESTART, Override(help="discard existing journals in --out")] = False
+    dry_run: DryRun = False
+
+    backend: Annotated[Backend, Override(help="LM for the pipelines: openai:<model>, anthropic:<model>, dspy:<model>, "
+                                              "local, local:<path.gguf>")] = DEFAULT_BACKEND
+    temperature: Annotated[Temperature, Override(help="sampling temperature of the base judge")] = 0.0
+    batch: Annotated[bool, BATCH, Override(help=BATCH_HELP + "; the pipelines' requests share batches")] = False
+
+    def check(self) -> None:
+        """``--batch`` needs a backend with a batch API (when a pipeline calls one); a ``--train`` fraction in (0, 1)."""
+        check_batch(self.backend, self.batch, self.batch_retries, folder=self.out,
+                    calls_lm=bool(self.pipeline))  # released or recorded judges alone make no call
+        self.train_split  # noqa: B018 - a bad --train fraction is refused here
+
+    @property
+    def train_split(self) -> float | str | None:
+        """``--train``: a fraction strictly between 0 and 1, a benchmark name / ``jsonl:<path>``, or None."""
+        if self.train is None:
+            return None
+        try:
+            fraction = float(self.train)
+        except ValueError:
+            return self.train
+        check(self.COMMAND, "--train", fraction, Interval(float, 0.0, 1.0, closed="neither"))
+        return fraction
 
 
 @command("compare", CompareOptions)
@@ -30,35 +110,10 @@ def compare_cmd(options: CompareOptions) -> None:
     """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
     check_run_folder(options.out)
-    import asyncio  # lazy: not loaded for --help
-
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
 
 
-def recorded_reader(o: CompareOptions, criterion: str, bench: Benchmark) -> Any:
-    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the item's
-    texts as what the judge was shown (a value they hold and the answer quotes back is not read); None without
-    --prompt."""
-    from mitigate.cli.build import naming_template, template_origin, template_text
-    from mitigate.prompt import JudgePrompt
-
-    if o.prompt is None:
-        return None
-    template = template_text(o.prompt, o.benchmark, criterion)
-    with naming_template(template_origin(o.prompt)):
-        jp = JudgePrompt.from_template(template, criterion=criterion,
-                                       **({"answer": "pairwise"} if bench.pairwise else {}))
-    texts = {item.id: item.texts() for item in bench.items}
-    return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,), judged=texts.get(item_id, ()))
-
-
 async def _compare(o: CompareOptions, command_line: str) -> None:
-    from mitigate.cli.build import batch_session, build_judge, load_task, scoring_for
-    from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside
-    from mitigate.harness.report import write_report
-    from mitigate.run.runner import preflight
-    from mitigate.strategies import parse_pipeline
-
     pipelines = list(o.pipeline or [])
     recorded = list(o.recorded or [])
     released = list(o.released or [])
@@ -68,7 +123,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     labelled = [split_label(text) for text in pipelines]  # "NAME=pipeline": NAME is what the report shows
     parsed = [(label or text.strip() or "baseline", parse_pipeline(text))  # bad text fails before data or calls
               for label, text in labelled]
-    chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines), o.probe_tolerance)
+    chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines))
     task = load_task(o.benchmark, o.criterion, o.limit)
     bench, crit = task.benchmark, task.criterion
     entries: list[Entry] = []
@@ -156,7 +211,6 @@ def _report_head(path: Path) -> str:
 
 def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: float | str | None, seed: int) -> str:
     """Every entry's requests for the first item it would judge; entries fitted first when that needs no LM call."""
-    from mitigate.cli.build import dry_run_text
     from mitigate.data.registry import load
     from mitigate.data.split import train_test_split
 
@@ -189,19 +243,15 @@ def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: fl
     return "\n\n".join([*notes, text]).strip()
 
 
-def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool, tolerance: float = 0.0) -> list[Any]:
+def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) -> list[Any]:
     """The probes ``compare --probes`` names (checked before data or calls); [] without the option.
 
-    ``--rewriter`` and ``--probe-tolerance`` apply only with ``--probes``: given without it, each is refused.
+    ``--rewriter`` and ``--probe-tolerance`` without ``--probes`` were refused with the options.
     """
+    if text is None:
+        return []
     from mitigate.probes import check_rewriter, resolve_probes
 
-    if text is None:
-        for flag, value, given in (("--rewriter", rewriter, rewriter is not None),
-                                   ("--probe-tolerance", tolerance, bool(tolerance))):
-            if given:
-                raise ConfigError(f"{flag} applies with --probes; got {flag} {value!r} without --probes")
-        return []
     if not has_pipelines:
         raise ConfigError("--probes runs the bias battery over pipeline entries; expected at least one --pipeline; "
                           "got none (recorded and released judges cannot judge probed texts)")
@@ -213,7 +263,7 @@ def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool, 
 
 def probe_kwargs(probes: list[Any], o: CompareOptions) -> dict[str, Any]:
     """``compare``'s probe arguments: the probes and, when given, the rewriter backend."""
-    from mitigate.cli.build import RewriterOptions, build_backend
+    from mitigate.cli.build import RewriterOptions, build_backend  # the rewriter: only with --probes
 
     if not probes:
         return {}

@@ -22,7 +22,6 @@ key or a value of the wrong type is one ``error:`` line naming ``file:line``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -31,17 +30,20 @@ import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, get_args, get_origin
 
 from mitigate.cli.files import read_text_file
+from mitigate.cli.options.declare import option, parameters, typer_annotation
 from mitigate.errors import ConfigError
 from mitigate.paths import write_output
 
-CONFIG_HELP = ("read options from this TOML (or .json) file: keys are the option names (max-tokens = 64), entry "
-               "tables name compared judges; options given on the command line override it")
-SAVE_HELP = "write the options of this command line (with those of -f) to this TOML file and exit without running"
-PLUGIN_HELP = ("import this module first; the components it registers (mitigations, selectors, measures ...) can "
-               "then be named like built-in ones; repeat for several")
+CONFIG = option("config_file", "--config", "-f", help="read options from this TOML (or .json) file: keys are the "
+                "option names (max-tokens = 64), entry tables name compared judges; options given on the command line "
+                "override it")
+SAVE_CONFIG = option("save_config", "--save-config", help="write the options of this command line (with those of -f) "
+                     "to this TOML file and exit without running")
+PLUGIN = option("plugin", "--plugin", help="import this module first; the components it registers (mitigations, "
+                "selectors, measures ...) can then be named like built-in ones; repeat for several")
 
 ENTRY_FIELDS = ("pipeline", "recorded", "released")
 """The list options an ``[[entry]]`` table adds to, in the order a comparison lists them."""
@@ -74,9 +76,12 @@ class ConfigFile:
 
 
 def option_fields(options: type) -> dict[str, Any]:
-    """Field name -> type (``Annotated`` removed) of an options dataclass: the keys a config file may hold."""
-    hints = get_type_hints(options)
-    return {f.name: hints[f.name] for f in dataclasses.fields(options) if f.init}  # type: ignore[arg-type]
+    """Field name -> type of an options dataclass, as the command line reads it: the keys a config file may hold.
+
+    A choice (a ``Literal``) is read as text, and refused by the options' own check, in the same
+    words as on the command line.
+    """
+    return {p.name: typer_annotation(p.type) for p in parameters(options)}
 
 
 # --------------------------------------------------------------------------- reading
@@ -236,19 +241,25 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
     raise ConfigError(f"{where}: expected {key!r} to be {_noun(tp)}; got {value!r}")
 
 
-PATH_PREFIXES = ("jsonl", "llmbar", "judgebench", "faireval", "local", "replay")
-"""Spec prefixes followed by a file or folder: benchmarks (``jsonl:data.jsonl``), released judges
-(``llmbar:LLMBar#GPT-4/*``) and backends (``local:model.gguf``, ``replay:answers.jsonl``)."""
+def path_prefixes() -> tuple[str, ...]:
+    """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms (``jsonl:data.jsonl``,
+    ``llmbar:<path>``, which released judges share: ``llmbar:LLMBar#GPT-4/*``) and the backends' (``local:model.gguf``,
+    ``replay:answers.jsonl``)."""
+    from mitigate.data.registry import PATH_LOADERS  # here: only a config file's paths need them
+    from mitigate.registry import registered
+
+    backends = [kind for kind, b in registered("backend").items() if any(f.startswith(f"{kind}:<path") for f in b.forms)]
+    return (*PATH_LOADERS, *backends)
 
 
 def spec_path(value: str) -> tuple[str, str, str] | None:
     """``(before, path, after)`` of a spec string that names a file, None for one that names none.
 
-    A path is what follows a :data:`PATH_PREFIXES` prefix (up to a ``#`` judge pattern), or a
+    A path is what follows a :func:`path_prefixes` prefix (up to a ``#`` judge pattern), or a
     pipeline's or constant's ``@file`` (``"@spec.json"``, ``"NAME=@file"``).
     """
     prefix, sep, rest = value.partition(":")
-    if sep and prefix in PATH_PREFIXES and rest and "://" not in value:
+    if sep and rest and "://" not in value and prefix in path_prefixes():
         path, hash_, pattern = rest.partition("#")
         return f"{prefix}:", path, f"{hash_}{pattern}"
     label, at, rest = value.partition("@")

@@ -10,9 +10,10 @@ gated measure the answers cannot support ...).
 
 # no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import typer
 
@@ -20,56 +21,48 @@ from mitigate.cli.app import command
 from mitigate.cli.errors import EXIT_FAILED
 from mitigate.cli.files import writable_dir, writable_file
 from mitigate.cli.options import (
-    AnswerFormatOverride,
-    Benchmark,
-    Concurrency,
-    Const,
-    Constrain,
-    Deadline,
-    Guided,
-    MaxPromptChars,
-    MaxResponseBytes,
-    MaxSamples,
-    MaxTokens,
-    NBoot,
-    OutputSlot,
-    Patience,
-    Progress,
-    ReasoningOverride,
-    Scoring,
-    SlotField,
-    SystemFile,
-    Temperature,
-    Timeout,
-    Transport,
-    check,
-    check_lm_options,
-    check_prompt_overrides,
+    DEFAULT_BACKEND,
+    DEFAULT_BENCHMARK,
+    Override,
+    ProbeBattery,
+    RunOptions,
+    SampledAnswerOptions,
+    ServerOptions,
+    StatsOptions,
+    TemplateOverrides,
+    check_backend,
+    option,
 )
-from mitigate.constraints import Interval, Options
+from mitigate.cli.options.backend import BACKEND, BaseUrl
+from mitigate.cli.options.prompt import PROMPT, Samples
+from mitigate.cli.options.results import JSON, OUT, PROBE_TOLERANCE, PROBES
+from mitigate.cli.options.run import PIPELINE
+from mitigate.cli.options.task import CRITERION, RECORDED, RELEASED, Benchmark, Limit
+from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
-from mitigate.lm.defaults import (
-    DEFAULT_DEADLINE,
-    DEFAULT_MAX_PROMPT_CHARS,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_SAMPLES,
-)
 
 if TYPE_CHECKING:
     from mitigate.cli.build import Task
     from mitigate.harness.diff import DiffReport
     from mitigate.judge import Judge, Judgment
 
-# The rest is imported inside the command: `import mitigate.cli` registers it without what it uses.
+# Imported where used: what recorded, released and live judges each need, the bias probes (--probes).
 
-FAIL_ON_HELP = ("measures that fail the run when B is significantly worse, each with an optional level: "
-                "'agreement' (Spearman with humans, or accuracy for verdicts), spearman, spearman-document, "
-                "length-bias, failure-rate; accuracy, position-consistency, length-lean for pairwise judges; "
-                "e.g. spearman:0.01,failure-rate (level 0.05 by default)")
+FAIL_ON = option("fail_on", "--fail-on", help="measures that fail the run when B is significantly worse, each with an "
+                 "optional level: 'agreement' (Spearman with humans, or accuracy for verdicts), spearman, "
+                 "spearman-document, length-bias, failure-rate; accuracy, position-consistency, length-lean for "
+                 "pairwise judges; e.g. spearman:0.01,failure-rate (level 0.05 by default)")
+CORRECTION = option("correction", help="multiple-comparison adjustment of the gated p-values: holm (step-down), "
+                    "bonferroni or none")
+SCALE_MAP = option("scale_map", "--scale-map", help="none (judges on different scales are refused) or linear (B's "
+                   "scores mapped onto A's range)")
+N_PERM = option("n_perm", help="permutations of each paired test", accepts=(Interval(int, 1, None),))
+SHOW = option("show", help="item changes and slices listed in the text output", accepts=(Interval(int, 0, None),))
+JUNIT = option("junit", help="also write the gate as JUnit XML (one testcase per gated measure) to this file")
 
 
 @dataclass(frozen=True)
-class DiffOptions:
+class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOptions, StatsOptions, ProbeBattery):
     """``mitigate diff``: two judges on the same items, B − A with intervals, and a gate for CI."""
 
     COMMAND: ClassVar[str] = "diff"
@@ -81,93 +74,45 @@ class DiffOptions:
     }
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
-    benchmark: Benchmark = "summeval"
-    criterion: Annotated[list[str] | None, typer.Option(
-        "--criterion", "-c", help="criterion to compare; repeat for several, or 'all' for every criterion both judges "
-        "answered (default: the benchmark's first)")] = None
-    limit: Annotated[int, typer.Option("--limit", "-n", help="compare on the first N items, document by document "
-                                       "(0 = all)")] = 0
-    recorded: Annotated[list[Path] | None, typer.Option(
-        "--recorded", help="a recorded-judgments file: give two (A then B), or one holding exactly two judges (file "
-        "order); FILE#JUDGE picks one judge of a file")] = None
-    released: Annotated[list[str] | None, typer.Option(
-        "--released", help="a released judge, e.g. chatgpt-rts; give two (A then B)")] = None
-    pipeline: Annotated[list[str] | None, typer.Option(
-        "--pipeline", "-p", help="a mitigation pipeline; give two (A then B) to compare pipelines, or one shared by "
-        "both judges")] = None
-    prompt: Annotated[list[Path] | None, typer.Option(
-        "--prompt", help="a judge template file; give two (A then B) to compare templates, or one shared")] = None
-    backend: Annotated[list[str] | None, typer.Option(
-        "--backend", help="the judge LM; give two (A then B) to compare backends, or one shared (default: local)")] = None
-    base_url: Annotated[str | None, typer.Option(help="server URL of the openai, anthropic or dspy backend")] = None
-    timeout: Timeout = None
-    deadline: Deadline = DEFAULT_DEADLINE
-    max_response_bytes: MaxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES
-    max_prompt_chars: MaxPromptChars = DEFAULT_MAX_PROMPT_CHARS
-    max_samples: MaxSamples = DEFAULT_MAX_SAMPLES
-    patience: Patience = 60.0
-    system: SystemFile = None
-    temperature: Temperature = 0.0
-    samples: Annotated[int, typer.Option(help="samples per item of each live judge")] = 1
-    scoring: Scoring = "auto"
-    constrain: Constrain = "auto"
-    max_tokens: MaxTokens = 128
-    concurrency: Concurrency = 4
-    cache: Annotated[bool, typer.Option(help="cache LM calls on disk")] = True
-    progress: Progress = True
-    transport: Transport = None
-    guided: Guided = None
-    answer_format: AnswerFormatOverride = None
-    reasoning: ReasoningOverride = None
-    output_slot: OutputSlot = None
-    slot_field: SlotField = None
-    const: Const = None
-    fail_on: Annotated[str, typer.Option("--fail-on", help=FAIL_ON_HELP)] = "agreement,failure-rate"
-    correction: Annotated[str, typer.Option(
-        help="multiple-comparison adjustment of the gated p-values: holm (step-down), bonferroni or none")] = "holm"
-    scale_map: Annotated[str, typer.Option(
-        "--scale-map", help="none (judges on different scales are refused) or linear (B's scores mapped onto A's "
-        "range)")] = "none"
-    n_boot: NBoot = 1000
-    n_perm: Annotated[int, typer.Option(help="permutations of each paired test")] = 2000
-    seed: Annotated[int, typer.Option(help="seed of the bootstrap and permutation tests")] = 0
-    show: Annotated[int, typer.Option(help="item changes and slices listed in the text output")] = 10
-    json: Annotated[bool, typer.Option("--json", help="print the report as JSON (measures with a, b, delta, low, "
-                                       "high, p) instead of text")] = False
-    junit: Annotated[Path | None, typer.Option(help="also write the gate as JUnit XML (one testcase per gated "
-                                               "measure) to this file")] = None
-    out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="folder for the live judges' journals (a rerun resumes) and diff.json")] = None
-    probes: Annotated[str | None, typer.Option(
-        "--probes", help="live judges: also run these bias probes on both and add a probe slice (robustness rate "
-        "of A and B), e.g. authority,format,option-order")] = None
-    rewriter: Annotated[str | None, typer.Option(help="LM spec writing the LM-assisted probes' rewrites")] = None
-    probe_tolerance: Annotated[float, typer.Option(
-        "--probe-tolerance", help="with --probes: score changes up to this size count as unchanged")] = 0.0
+    benchmark: Benchmark = DEFAULT_BENCHMARK
+    criterion: Annotated[list[str] | None, CRITERION, Override(help=(
+        "criterion to compare; repeat for several, or 'all' for every criterion both judges answered (default: the "
+        "benchmark's first)"))] = None
+    limit: Annotated[Limit, Override(help="compare on the first N items, document by document (0 = all)")] = 0
+    recorded: Annotated[list[Path] | None, RECORDED, Override(help=(
+        "a recorded-judgments file: give two (A then B), or one holding exactly two judges (file order); FILE#JUDGE "
+        "picks one judge of a file"))] = None
+    released: Annotated[list[str] | None, RELEASED, Override(help="a released judge, e.g. chatgpt-rts; give two (A "
+                                                                  "then B)")] = None
+    pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
+        "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared by both judges"))] = None
+    prompt: Annotated[list[Path] | None, PROMPT, Override(help="a judge template file; give two (A then B) to compare "
+                                                               "templates, or one shared")] = None
+    backend: Annotated[list[str] | None, BACKEND, Override(help="the judge LM; give two (A then B) to compare "
+                                                                "backends, or one shared (default: local)")] = None
+    samples: Annotated[Samples, Override(help="samples per item of each live judge")] = 1
+    fail_on: Annotated[str, FAIL_ON] = "agreement,failure-rate"
+    correction: Annotated[Literal["holm", "bonferroni", "none"], CORRECTION] = "holm"
+    scale_map: Annotated[Literal["none", "linear"], SCALE_MAP] = "none"
+    n_perm: Annotated[int, N_PERM] = 2000
+    show: Annotated[int, SHOW] = 10
+    json: Annotated[bool, JSON, Override(help="print the report as JSON (measures with a, b, delta, low, high, p) "
+                                              "instead of text")] = False
+    junit: Annotated[Path | None, JUNIT] = None
+    out: Annotated[Path | None, OUT, Override(help="folder for the live judges' journals (a rerun resumes) and "
+                                                   "diff.json")] = None
 
-    def __post_init__(self) -> None:
-        """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
-        check_prompt_overrides(self)
-        cmd = self.COMMAND
-        check(cmd, "--samples", self.samples, Interval(int, 1, None))
-        check(cmd, "--n-boot", self.n_boot, Interval(int, 0, None))
-        check(cmd, "--n-perm", self.n_perm, Interval(int, 1, None))
-        check(cmd, "--show", self.show, Interval(int, 0, None))
-        check(cmd, "--correction", self.correction, Options("holm", "bonferroni", "none"))
-        check(cmd, "--scale-map", self.scale_map, Options("none", "linear"))
-        check(cmd, "--probe-tolerance", self.probe_tolerance, Interval(float, 0.0, None))
-        for spec in self.backend or ["local"]:
-            check_lm_options(Side(self, backend=spec))
-        for flag, value in (("--rewriter", self.rewriter), ("--probe-tolerance", self.probe_tolerance or None)):
-            if value is not None and self.probes is None:
-                raise ConfigError(f"{flag} applies with --probes; got {flag} {value!r} without --probes")
+    base_url: Annotated[BaseUrl, Override(help="server URL of the openai, anthropic or dspy backend")] = None
+    probes: Annotated[str | None, PROBES, Override(help=(
+        "live judges: also run these bias probes on both and add a probe slice (robustness rate of A and B), e.g. "
+        "authority,format,option-order"))] = None
+    probe_tolerance: Annotated[float, PROBE_TOLERANCE, Override(help="with --probes: score changes up to this size "
+                                                                     "count as unchanged")] = 0.0
 
-    # what build_judge reads (LMRunOptions) beyond the fields
-    samples_per_item = property(lambda self: self.samples)
-    reducer_name = "mean"
-    system_file = property(lambda self: self.system)
-    scale_range = None
-    lm_cache = property(lambda self: self.cache)
+    def check(self) -> None:
+        """The server options each live judge's backend does not take are refused."""
+        for spec in self.backend or [DEFAULT_BACKEND]:
+            check_backend(self, spec)
 
 
 class Side:
@@ -189,8 +134,6 @@ def diff_cmd(options: DiffOptions) -> None:
         writable_file(options.junit, "--junit")
     if options.out is not None:
         writable_dir(options.out, "--out")
-    import asyncio  # lazy: not loaded for --help
-
     asyncio.run(_diff(options))
 
 
@@ -267,7 +210,7 @@ async def _live(o: DiffOptions, task: "Task", key: str, values: list[Any]) -> tu
     from mitigate.cli.build import build_judge
     from mitigate.strategies import parse_pipeline
 
-    shared_backend = (o.backend or ["local"])[0]
+    shared_backend = (o.backend or [DEFAULT_BACKEND])[0]
     shared_prompt = (o.prompt or [None])[0]
     shared_pipeline = (o.pipeline or ["baseline"])[0]
     judges = []

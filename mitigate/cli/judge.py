@@ -1,24 +1,84 @@
 """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
+import asyncio
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
 
 from mitigate.cli.app import command
+from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, load_task, with_pipeline
 from mitigate.cli.errors import EXIT_FAILED, fail_when_all_failed, say_error
 from mitigate.cli.files import run_dir, writable_file, writing_after_run
-from mitigate.cli.options import JudgeOptions
+from mitigate.cli.options import (
+    BackendOptions,
+    BatchOptions,
+    Override,
+    PromptOptions,
+    ReducedAnswerOptions,
+    RunOptions,
+    TaskOptions,
+    ThresholdOptions,
+    check_batch,
+    parse_scale,
+)
+from mitigate.cli.options.backend import BATCH, BATCH_HELP
+from mitigate.cli.options.prompt import Prompt, Scale
+from mitigate.cli.options.results import OUT
+from mitigate.cli.options.run import PIPELINE, RESTART, RUN_DIR, STOP_AFTER, Cache, DryRun, Progress
+from mitigate.cli.options.task import Limit
 from mitigate.paths import one_line, write_output
+from mitigate.run.runner import preflight, run
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from mitigate.cli.build import Task
     from mitigate.judge import Judgment
     from mitigate.run.runner import RunResult
+
+# Imported where used: the strategies (--pipeline), the judgments file (--out) and the threshold report
+# (--threshold), so a plain judge loads none of them.
+
+
+@dataclass(frozen=True)
+class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, BatchOptions,
+                   ThresholdOptions):
+    """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
+
+    COMMAND: ClassVar[str] = "judge"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to judge": ("benchmark", "criterion", "limit", "prompt"),
+        "The judge": ("backend", "base_url", "pipeline", "samples", "temperature"),
+        "Results": ("out", "run_dir", "dry_run", "config_file"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
+
+    pipeline: Annotated[str | None, PIPELINE] = None
+    scale: Scale = None
+    stop_after: Annotated[int, STOP_AFTER] = 3
+    run_dir: Annotated[Path | None, RUN_DIR] = None
+    restart: Annotated[bool, RESTART] = False
+    out: Annotated[Path | None, OUT] = None
+    dry_run: DryRun = False
+
+    limit: Limit = 5
+    prompt: Annotated[Prompt, Override(help="judge prompt template file with {{slots}}")] = None
+    cache: Annotated[Cache, Override(help="cache LM calls on disk (identical re-runs make no calls)")] = True
+    progress: Annotated[Progress, Override(help="show a progress bar")] = True
+    batch: Annotated[bool, BATCH, Override(help=BATCH_HELP + " (needs --run-dir)")] = False
+
+    def check(self) -> None:
+        """``--batch`` needs ``--run-dir`` and a backend with a batch API; ``--scale`` is MIN,MAX."""
+        check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir, folder_option="--run-dir")
+        parse_scale(self.scale)
+
+    @property
+    def scale_range(self) -> tuple[float, float] | None:
+        """``--scale`` as (min, max), None when the prompt says."""
+        return parse_scale(self.scale)
 
 
 @command("judge", JudgeOptions)
@@ -27,17 +87,10 @@ def judge(options: JudgeOptions) -> None:
     if options.out is not None:
         writable_file(options.out, "--out")
     with run_dir(options.run_dir):
-        import asyncio  # lazy: not loaded for --help
-
         asyncio.run(_judge(options))
 
 
 async def _judge(o: JudgeOptions) -> None:
-    # lazy: `import mitigate.cli` (so `mitigate --help`) registers the command without the judge, the runner
-    # and the data; the strategies are imported only for --pipeline (issue 29: the judge path's fixed cost)
-    from mitigate.cli.build import batch_session, build_judge, dry_run_text, load_task, with_pipeline
-    from mitigate.run.runner import preflight, run
-
     pipe = None
     if o.pipeline is not None:
         from mitigate.strategies import parse_pipeline
@@ -89,7 +142,7 @@ async def _judge(o: JudgeOptions) -> None:
         threshold_gate(result.judgments, task.criterion, o.threshold, o.require_pass_rate)
 
 
-def threshold_gate(judgments: Sequence[Judgment], criterion: str, threshold: float, require: float | None) -> None:
+def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float, require: float | None) -> None:
     """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be met."""
     from mitigate.harness.threshold import threshold_report, threshold_text
 
@@ -101,10 +154,10 @@ def threshold_gate(judgments: Sequence[Judgment], criterion: str, threshold: flo
         raise typer.Exit(code=EXIT_FAILED)
 
 
-def _print_judgments(result: RunResult, task: Task) -> None:
+def _print_judgments(result: "RunResult", task: Task) -> None:
     """One line per judgment on stdout: item id, the judge's score (or FAILED), the human score, a detail.
 
-    The table is written once, not one flushed write per judgment (issue 29: a 1,000-judgment rerun).
+    The table is written once, not one flushed write per judgment (a 1,000-judgment rerun prints fast).
     """
     by_id = {it.id: it for it in task.items}
     lines: list[str] = []

@@ -1,6 +1,6 @@
 """``mitigate check-plugin MODULE``: run the contract battery on every component a plugin module registers."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
@@ -9,26 +9,24 @@ import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.errors import EXIT_FAILED, one_line
+from mitigate.cli.options import CommandOptions, argument
 from mitigate.errors import ConfigError
+from mitigate.registry import Component, load_plugin, registered
+from mitigate.testing.checks import checks_for
 
 
 @dataclass(frozen=True)
-class CheckPluginOptions:
+class CheckPluginOptions(CommandOptions):
     """``mitigate check-plugin``: the contract battery on a plugin's components."""
 
     COMMAND: ClassVar[str] = "check-plugin"
 
-    module: Annotated[str, typer.Argument(help="the plugin module path, e.g. my_package.judges")]
+    module: Annotated[str, argument("module", help="the plugin module path, e.g. my_package.judges")]
 
 
 @command("check-plugin", CheckPluginOptions, config=False)
 def check_plugin(options: CheckPluginOptions) -> None:
     """Import a plugin module and run mitigate's contract checks on every component it registers; exit 1 on a failure."""
-    # lazy: the registry, and the battery (which imports the search and the strategies): `import mitigate.cli`
-    # needs neither (issue 29)
-    from mitigate.registry import Component, load_plugin, registered
-    from mitigate.testing.checks import checks_for
-
     found = load_plugin(options.module)
     if not found:
         raise ConfigError(f"plugin module {options.module!r} registered no component; expected @register(<kind>, "

@@ -1,15 +1,74 @@
 """``mitigate probe``: the bias battery on the judged text, each probe beside the judge's own rerun noise."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
 
 import typer
 
 from mitigate.cli.app import command
+from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load_task, with_pipeline
 from mitigate.cli.files import writable_file, writing_after_run
-from mitigate.cli.options import ProbeOptions
+from mitigate.cli.options import (
+    DEFAULT_BACKEND,
+    BackendOptions,
+    Override,
+    PromptOptions,
+    ReducedAnswerOptions,
+    RunOptions,
+    StatsOptions,
+    TaskOptions,
+    option,
+)
+from mitigate.cli.options.backend import Backend
+from mitigate.cli.options.prompt import Temperature
+from mitigate.cli.options.results import OUT, PROBES, Rewriter, Seed
+from mitigate.cli.options.run import PIPELINE
+from mitigate.cli.options.task import Limit
+from mitigate.constraints import Interval
+from mitigate.harness.probe import render_probe_table, run_probes
+from mitigate.probes import check_rewriter, resolve_probes
+from mitigate.run.runner import preflight
 
-# The rest is imported inside the command: `import mitigate.cli` (what `mitigate --help` and every command
-# load first) registers it without what it uses (issue 29).
+SIDE = option("side", help="pairwise items: probe the first text (a) or the second (b)")
+TOLERANCE = option("tolerance", help="score changes up to this size count as unchanged (0: CALM's robustness rate)",
+                   accepts=(Interval(float, 0.0, None),))
+ALPHA = option("alpha", help="level of the probe-vs-rerun test", accepts=(Interval(float, 0.0, 1.0, closed="neither"),))
+
+
+@dataclass(frozen=True)
+class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, StatsOptions):
+    """``mitigate probe``: the bias battery: judge items as they are, again (the noise floor) and under each probe."""
+
+    COMMAND: ClassVar[str] = "probe"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to probe": ("benchmark", "criterion", "limit", "probes"),
+        "The judge": ("backend", "base_url", "prompt", "pipeline", "rewriter"),
+        "Results": ("out", "config_file"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
+
+    probes: Annotated[str, PROBES, Override(help="'all' (every rule-based probe, plus the LM-assisted ones with "
+                                                 "--rewriter) or names such as authority,bandwagon")] = "all"
+    rewriter: Annotated[Rewriter, Override(help="LM spec that writes the LM-assisted probes' rewrites (sentiment, "
+                                                "assertiveness, fallacy, factual-error)")] = None
+    side: Annotated[Literal["a", "b"], SIDE] = "a"
+    pipeline: Annotated[str | None, PIPELINE, Override(help="mitigations wrapping the judge (pipeline text or "
+                                                            "@file.json); they must not need fitting")] = None
+    tolerance: Annotated[float, TOLERANCE] = 0.0
+    alpha: Annotated[float, ALPHA] = 0.05
+    out: Annotated[Path | None, OUT, Override(help="write the whole report (every rewrite included) to this JSON "
+                                                   "file")] = None
+
+    limit: Annotated[Limit, Override(help="probe the first N items, document by document (0 = all)")] = 20
+    backend: Annotated[Backend, Override(help="the judge's LM: openai:<model>, anthropic:<model>, dspy:<model>, "
+                                              "local, local:<path.gguf>, replay:<path>")] = DEFAULT_BACKEND
+    temperature: Annotated[Temperature, Override(help="sampling temperature (the rerun for the noise floor uses the "
+                                                      "same)")] = 0.0
+    seed: Annotated[Seed, Override(help="seed of the probes' wording and of the bootstrap")] = 0
 
 
 @command("probe", ProbeOptions)
@@ -17,22 +76,18 @@ def probe_cmd(options: ProbeOptions) -> None:
     """Run the bias battery: judge items as they are, again (the noise floor) and under each probe; print the table."""
     if options.out is not None:
         writable_file(options.out, "--out")
-    import asyncio  # lazy: not loaded for --help
-
     asyncio.run(_probe(options))
 
 
 async def _probe(o: ProbeOptions) -> None:
-    from mitigate.cli.build import RewriterOptions, build_backend, build_judge, load_task, with_pipeline
-    from mitigate.harness.probe import render_probe_table, run_probes
-    from mitigate.probes import check_rewriter, resolve_probes
-    from mitigate.run.runner import preflight
-    from mitigate.strategies import parse_pipeline
-
     chosen = [p.with_params(seed=o.seed, side=o.side) for p in resolve_probes(o.probes, rewriter=o.rewriter is not None)]
     if o.rewriter is None:
         check_rewriter(chosen, None)  # refused before data or calls
-    pipe = parse_pipeline(o.pipeline) if o.pipeline is not None else None
+    pipe = None
+    if o.pipeline is not None:
+        from mitigate.strategies import parse_pipeline  # only with --pipeline
+
+        pipe = parse_pipeline(o.pipeline)
     task = load_task(o.benchmark, o.criterion, o.limit)
     base = build_judge(o, task, pipe)
     lm = base.lm

@@ -1,32 +1,92 @@
 """``mitigate prompts``: list the built-in judge prompts, print one, show what mitigate reads from a template,
 or render the exact requests a pipeline sends for one item."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.files import read_text_file
-from mitigate.cli.options import PromptsOptions, parse_scale
+from mitigate.cli.options import (
+    DEFAULT_BACKEND,
+    AnswerOptions,
+    Override,
+    TemplateOverrides,
+    argument,
+    option,
+    parse_scale,
+)
+from mitigate.cli.options.backend import BACKEND, GUIDED, BaseUrl, Guided
+from mitigate.cli.options.prompt import Const, Scale, System
+from mitigate.cli.options.run import PIPELINE
+from mitigate.cli.options.task import BENCHMARK, TRAIN, Criterion
 from mitigate.errors import ConfigError
+from mitigate.prompt.builtin import list_prompts, prompt_text
 
 if TYPE_CHECKING:
     from mitigate.data.schema import Benchmark, Item
     from mitigate.lm.base import LM
 
-# The rest is imported inside the functions that use it: `import mitigate.cli` (what `mitigate --help` and
-# every command load first) registers this command without the prompts, judges or strategies (issue 29).
+# Imported where used: what 'inspect' and 'render' need (the template reader, the judge, the strategies, the data).
+
+ITEM = option("item", "--item", help="with 'render' and -b: the id of the item to render (default: the first)")
+
+RENDER_ONLY = {"pipeline": "--pipeline", "benchmark": "-b", "item": "--item", "train": "--train", "backend": "--backend"}
+"""The options that apply to 'mitigate prompts render' alone, as a refusal names them."""
+
+
+@dataclass(frozen=True)
+class PromptsOptions(TemplateOverrides, AnswerOptions):
+    """``mitigate prompts``: list the built-in prompts, print one, or inspect a template file."""
+
+    COMMAND: ClassVar[str] = "prompts"
+
+    name: Annotated[str | None, argument("name", help="print this built-in prompt's text, 'inspect' or "
+                                                      "'render'")] = None
+    file: Annotated[Path | None, argument("file", help="with 'inspect': the template file to read; with 'render': a "
+                                                       "template file or a built-in prompt name")] = None
+    pipeline: Annotated[str | None, PIPELINE, Override(help="with 'render': the mitigations wrapping the judge "
+                                                            "(pipeline text or @file.json)")] = None
+    benchmark: Annotated[str | None, BENCHMARK, Override(help="with 'render': take the item from this benchmark "
+                                                              "(default: an item whose slots show their names)")] = None
+    criterion: Annotated[Criterion, Override(help="with 'render': the criterion (default: the benchmark's "
+                                                  "first)")] = None
+    item: Annotated[str | None, ITEM] = None
+    train: Annotated[str | None, TRAIN, Override(help="with 'render' and -b: fit the pipeline first, on this "
+                                                      "fraction of the benchmark (split by document, seed 0) or on "
+                                                      "this training benchmark; pipelines that call the judge while "
+                                                      "fitting need --backend")] = None
+    backend: Annotated[str | None, BACKEND, Override(help="with 'render': the judge backend whose requests are shown "
+                                                          "(its constraint fields, logprob scoring ...); default: the "
+                                                          "embedded model's requests, without loading it")] = None
+    guided: Annotated[Guided | None, GUIDED] = None
+    base_url: BaseUrl = None
+    scale: Annotated[Scale, Override(help="with 'render': answer scale MIN,MAX (default: from the prompt)")] = None
+
+    system: Annotated[System, Override(help="with 'inspect' or 'render': a system message template file")] = None
+    const: Annotated[Const, Override(help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the "
+                                          "template once, e.g. a rubric or a Jinja variable; repeat for several")] = None
+
+    def check(self) -> None:
+        """A ``--scale`` of MIN,MAX; the render options only with 'render'; ``--item`` and ``--train`` with -b."""
+        parse_scale(self.scale)
+        if self.name != "render":
+            given = [flag for field, flag in RENDER_ONLY.items() if getattr(self, field) is not None]
+            if given:
+                raise ConfigError(f"{', '.join(given)} apply to 'mitigate prompts render'; got them with "
+                                  f"{self.name or 'no subcommand'!r}")
+        if (self.item is not None or self.train is not None) and self.benchmark is None:
+            raise ConfigError("--item and --train take their items from a benchmark; expected -b with them; got none")
 
 
 @command("prompts", PromptsOptions)
 def prompts_cmd(options: PromptsOptions) -> None:
     """List the built-in judge prompts, print one, 'inspect FILE' (what mitigate reads from a template), or
     'render FILE|NAME' (the exact requests a pipeline sends for one item; no LM call)."""
-    from mitigate.prompt.builtin import list_prompts, prompt_text
-
     if options.name is None:
         typer.echo("\n".join(list_prompts()))
     elif options.name == "inspect":
@@ -53,8 +113,6 @@ def inspect_template(file: Path | None, system: Path | None, consts: list[str]) 
 
 def _template(source: Path | None) -> str:
     """The text of a template file, or of a built-in prompt named by ``source``."""
-    from mitigate.prompt.builtin import list_prompts, prompt_text
-
     if source is None:
         raise ConfigError("expected 'mitigate prompts render FILE' (a template file) or a built-in prompt name "
                           f"({', '.join(list_prompts()[:4])} ...); got none")
@@ -66,7 +124,7 @@ def _template(source: Path | None) -> str:
                       f"got {str(source)!r}, which is neither")
 
 
-def _train_bench(bench: Benchmark, train: str, criterion: str) -> tuple[Benchmark, Benchmark]:
+def _train_bench(bench: "Benchmark", train: str, criterion: str) -> tuple["Benchmark", "Benchmark"]:
     """(train, test): a fraction of ``bench`` split by document (seed 0), or another benchmark and ``bench``."""
     from mitigate.data.registry import load
     from mitigate.data.split import train_test_split
@@ -80,7 +138,7 @@ def _train_bench(bench: Benchmark, train: str, criterion: str) -> tuple[Benchmar
     return train_test_split(bench, fraction, seed=0, criterion=criterion)
 
 
-def _pick(items: tuple[Item, ...], item_id: str | None, bench: Benchmark) -> Item:
+def _pick(items: tuple["Item", ...], item_id: str | None, bench: "Benchmark") -> "Item":
     if item_id is None:
         if not items:
             raise ConfigError(f"benchmark {bench.name!r} has no item to render")
@@ -135,7 +193,7 @@ def render_template(o: PromptsOptions) -> str:
     return "\n".join(head) + render_judge(judge, item, baseline=base)
 
 
-def _backend(o: PromptsOptions, *, declared: bool = True) -> LM:
+def _backend(o: PromptsOptions, *, declared: bool = True) -> "LM":
     """The backend named by --backend (the embedded model's spec by default): its declared facts for rendering
     (:func:`~mitigate.lm.registry.declare`: no SDK, key or model file needed), or the backend itself when a
     pipeline must call it while fitting (no cache, no retries)."""
@@ -146,7 +204,7 @@ def _backend(o: PromptsOptions, *, declared: bool = True) -> LM:
         kwargs["base_url"] = o.base_url
     if o.guided:
         kwargs["guided"] = o.guided
-    spec = o.backend or "local"
+    spec = o.backend or DEFAULT_BACKEND
     return declare(spec, **kwargs) if declared else get(spec, **kwargs)
 
 

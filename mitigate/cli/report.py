@@ -1,21 +1,34 @@
 """``mitigate report``: re-render report.md, the plots and (``--html``) report.html of a comparison from its results.json."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar
 
 import typer
 
 from mitigate.cli.app import command
 from mitigate.cli.files import read_text_file, writable_dir
-from mitigate.cli.options import ReportOptions
+from mitigate.cli.options import CommandOptions, argument, option
 from mitigate.errors import ConfigError
+from mitigate.harness.report import render_report
+
+
+@dataclass(frozen=True)
+class ReportOptions(CommandOptions):
+    """``mitigate report``: re-render a comparison's report from its results.json (``--html``: report.html too)."""
+
+    COMMAND: ClassVar[str] = "report"
+
+    folder: Annotated[Path, argument("folder", help="a folder written by 'mitigate compare'")]
+    html: Annotated[bool, option("html", "--html", help="also rebuild report.html (self-contained, with the per-item "
+                                 "view)")] = False
 
 
 @command("report", ReportOptions)
 def report_cmd(options: ReportOptions) -> None:
     """Re-render report.md and the plots of a comparison from its results.json (with --html, report.html too)."""
-    # lazy: the harness is the one package `import mitigate.cli` does not load (issue 29: a fast --help)
-    from mitigate.harness.report import render_report
-
     folder = options.folder
     if not folder.is_dir():
         raise ConfigError(f"expected a folder written by 'mitigate compare'; {folder} "

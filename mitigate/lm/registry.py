@@ -53,8 +53,11 @@ class Backend:
     ``facts`` is what the backend declares about the requests it takes (logprobs, ``n``, stop,
     answer constraints), read by :func:`declare` without building it; a backend that declares none
     (a plugin written before facts existed) is built by :func:`declare` instead. ``network`` backends talk
-    to a server (so ``timeout=`` and ``base_url=`` apply); ``needs`` names what must follow the
-    ``:`` ("model", "path") when something must.
+    to a server (so ``timeout=``, ``base_url=`` and the request ``limits=`` apply); ``needs`` names what
+    must follow the ``:`` ("model", "path") when something must. ``options`` are the constructor
+    options it takes beyond those (``transport``, ``guided`` ...), ``batch`` whether its provider has a
+    batch API, and ``about`` what it talks to, in a few words: the command line reads these to say
+    which options apply to which backend.
     """
 
     forms: tuple[str, ...]
@@ -62,6 +65,9 @@ class Backend:
     facts: BackendFacts | None = None
     network: bool = False
     needs: str | None = None
+    options: tuple[str, ...] = ()
+    batch: bool = False
+    about: str = ""
 
 
 _EXTRAS = {"openai": "openai", "anthropic": "anthropic", "dspy": "dspy", "llama_cpp": "local"}
@@ -231,11 +237,12 @@ def _fake_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
 
 
 add("backend", "openai", Backend(
-    ("openai:<model>",), _openai, network=True, needs="model",
+    ("openai:<model>",), _openai, network=True, needs="model", options=("transport", "guided"), batch=True,
+    about="the OpenAI API and OpenAI-compatible servers such as vLLM",
     facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=_openai_modes, fields=_openai_fields,
                        identity=_server_identity("base_url", "OPENAI_BASE_URL"), options=("base_url", "guided"))))
 add("backend", "anthropic", Backend(
-    ("anthropic:<model>",), _anthropic, network=True, needs="model",
+    ("anthropic:<model>",), _anthropic, network=True, needs="model", batch=True, about="the Anthropic API",
     facts=BackendFacts(supports_logprobs=False, supports_n=True, max_temperature=1.0,
                        modes=lambda model, options: frozenset({"json"}),
                        fields=lambda request, options: tool_answer_fields(request),

@@ -11,7 +11,7 @@ import random as _random
 from typing import ClassVar
 
 from mitigate.data.schema import Item
-from mitigate.registry import Interval, register
+from mitigate.registry import Interval, Tags, register
 from mitigate.selectors.base import Selector
 
 __all__ = ["Random"]
@@ -28,6 +28,7 @@ class Random(Selector):
 
     paper = "Ohi et al. 2024 (control)"
 
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, random_draws=True)
     seed: int = 0
     parameter_constraints: ClassVar = {"seed": [Interval(int)]}
 

@@ -26,7 +26,7 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.fitting import FitContext
 from mitigate.judge import Judge
-from mitigate.registry import Interval, Options, register
+from mitigate.registry import Interval, Options, Tags, register
 from mitigate.scale import Scale
 from mitigate.selectors.base import Selector
 
@@ -126,6 +126,7 @@ class Stratified(Selector):
 
     paper = "Ghazarian et al. 2024"
 
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, random_draws=True)
     seed: int = 0
     by: Literal["label", "range"] = "label"
     scale: Scale | None = None

@@ -48,7 +48,7 @@ from mitigate.data.summeval import CRITERIA, load_summeval
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, Judge, Judgment, ParseFailure, merge_judgments
 from mitigate.measures.stats import CORRELATIONS
-from mitigate.registry import Interval, Options, register
+from mitigate.registry import Interval, Options, Tags, register
 from mitigate.strategies.base import Mitigation
 from mitigate.strategies.forms import mcq_form, rts_form
 
@@ -174,6 +174,7 @@ class AgreementGate(Mitigation):
 
     paper = "Shen et al. 2023"
 
+    declared_tags: ClassVar[Tags] = Tags(adds_reasoning=True)  # the RTS form reasons before its score
     tolerance: float = 0.5
     method: str = "spearman"
     min_items: int = 5

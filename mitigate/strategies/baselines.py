@@ -16,7 +16,7 @@ from mitigate.errors import ConfigError
 from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE
-from mitigate.registry import Interval, Satisfies, register
+from mitigate.registry import Interval, Satisfies, Tags, register
 from mitigate.strategies.base import Mitigation, PromptMitigation
 from mitigate.strategies.edits import (
     DEFAULT_COT,
@@ -104,6 +104,11 @@ class SelfConsistency(Mitigation):
         "cot": [bool],
         "max_tokens": [Interval(int, 1), None],
     }
+
+    @property
+    def tags(self) -> Tags:
+        """``adds_reasoning`` with ``cot=True``."""
+        return Tags(adds_reasoning=self.cot)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
         if self.cot and leaf.config.scoring == "expected":

@@ -158,7 +158,7 @@ class MultipleEvidence(Mitigation):
     paper = "Wang et al. 2023"
 
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True,
-                                            pairwise_only=True)
+                                         pairwise_only=True, adds_reasoning=True)
     k: int = 3
     temperature: float = 0.7
     max_tokens: int = 256
@@ -182,7 +182,7 @@ class MultipleEvidence(Mitigation):
     @property
     def tags(self) -> Tags:
         """As declared, except that nothing is learned when nothing goes to a human (``human_share=0``)."""
-        return self.declared_tags if self.human_share > 0 else Tags(pairwise_only=True)
+        return self.declared_tags if self.human_share > 0 else Tags(pairwise_only=True, adds_reasoning=True)
 
     @property
     def is_fitted(self) -> bool:

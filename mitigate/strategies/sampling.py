@@ -28,7 +28,7 @@ from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import Demo, Guideline, PromptMessage
 from mitigate.prompt.template_reader import scale_mentions
-from mitigate.registry import Interval, Options, register
+from mitigate.registry import Interval, Options, Tags, register
 from mitigate.scale import Scale
 from mitigate.strategies.base import Mitigation, PromptMitigation
 from mitigate.strategies.edits import (
@@ -110,6 +110,11 @@ class Sampling(Mitigation):
     def examples(cls) -> list[Mitigation]:
         """Direct scoring at temperature 0, and CoT with 5 samples averaged by median."""
         return [cls(), cls(temperature=0.7, n=5, cot=True, reducer="median", max_tokens=512)]
+
+    @property
+    def tags(self) -> Tags:
+        """``adds_reasoning`` with ``cot=True``."""
+        return Tags(adds_reasoning=self.cot)
 
     def wrap(self, judge: Judge) -> Judge:
         """A new judge whose every leaf uses these sampling settings (and CoT on/off)."""
