@@ -219,10 +219,11 @@ def _labels_text(result: CompareResult) -> str:
     if n_labelled == 0:
         return (f" No judged item carries {label} on {result.criterion!r}: agreement with humans cannot be "
                 "measured here.")
+    which = ("accuracy against gold, in both orders and the swap gain" if result.task == "pairwise" else
+             "the correlations with the human scores, #CP, P_i, the meta-correlation and BiasScore")
     return (f" Only {n_labelled} of the {n_items} items carry {label} on {result.criterion!r}: agreement with "
-            "humans (the accuracy measures, P_i, the meta-correlation, BiasScore and the difference against the "
-            f"first entry) is computed on those {n_labelled} alone, and an unlabelled item is not counted as a "
-            "failure; the other measures use every item.")
+            f"humans ({which}, and the difference against the first entry) is computed on those {n_labelled} "
+            "alone, and an unlabelled item is not counted as a failure; the other measures use every item.")
 
 
 def _summary_lines(result: CompareResult) -> list[str]:
