@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.harness.compare.fitting import FittedPlan
 from mitigate.harness.compare.likelihood import generation_task, likelihood_scores
@@ -46,7 +46,7 @@ class Judged(BaseModel):
     runs: tuple[RunResult, ...]
     ls: tuple[float, ...] | None = None
     ls_info: dict[str, Any] | None = None
-    probes: dict[str, dict[str, Any]] = {}
+    probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 async def judge(fitted: FittedPlan) -> Judged:
@@ -75,7 +75,7 @@ async def judge(fitted: FittedPlan) -> Judged:
         ls = await likelihood_scores(items, scorer, task, out / LIKELIHOOD_FILE, progress=config.progress)
         ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": task,
                    "cache": LIKELIHOOD_FILE}
-    probes: dict[str, dict[str, Any]] = {}
+    probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     if config.probes:
         for e, result in zip(fitted.entries, runs, strict=True):
             if e.kind != "pipeline":
