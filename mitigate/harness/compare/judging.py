@@ -75,7 +75,7 @@ async def judge(fitted: FittedPlan) -> Judged:
         ls = await likelihood_scores(items, scorer, task, out / LIKELIHOOD_FILE, progress=config.progress)
         ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": task,
                    "cache": LIKELIHOOD_FILE}
-    probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    probes: dict[str, dict[str, Any]] = {}
     if config.probes:
         for e, result in zip(fitted.entries, runs, strict=True):
             if e.kind != "pipeline":
