@@ -14,7 +14,7 @@ from mitigate.data.jsonl import save_jsonl
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import train_test_split
 from mitigate.errors import ConfigError, DataError
-from mitigate.harness.compare import Entry, _train_and_test, compare
+from mitigate.harness.compare import Entry, compare, train_and_test
 from mitigate.harness.report import write_report
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
@@ -51,10 +51,10 @@ def test_bad_fractions_and_overlapping_training_benchmarks_are_refused(tmp_path:
         train_test_split(_bench(n_docs=1), 0.5)
     bench = _bench()
     with pytest.raises(ConfigError, match="shares no item or document"):
-        _train_and_test(bench, bench, "q", 0)
+        train_and_test(bench, bench, "q", 0)
     other = Benchmark(name="other", items=(Item(id="x", output="o", doc_id="elsewhere", human={"q": 3.0}),),
                       criteria=("q",))
-    fit, test, info = _train_and_test(bench, other, "q", 0)
+    fit, test, info = train_and_test(bench, other, "q", 0)
     assert fit is not None and test is bench and info is not None and info["ids"] == ["x"]
 
 

@@ -57,18 +57,24 @@ def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
     return select_items(items, limit or None)
 
 
-def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> Task:
-    """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
-
-    ``labelled``: only items with a human score or a gold preference for the criterion (what a
-    search can learn from), chosen in the same order.
-    """
+def load_benchmark(benchmark: str, criterion: str | None) -> tuple[Benchmark, str]:
+    """Load ``benchmark`` and check ``criterion`` (default: its first)."""
     bench = load(benchmark)
     crit = criterion or (bench.criteria[0] if bench.criteria else None)
     if crit is None:
         raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
     if bench.criteria and crit not in bench.criteria:
         raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    return bench, crit
+
+
+def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> Task:
+    """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
+
+    ``labelled``: only items with a human score or a gold preference for the criterion (what a
+    search can learn from), chosen in the same order.
+    """
+    bench, crit = load_benchmark(benchmark, criterion)
     pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
     return Task(bench, crit, tuple(choose_items(pool, limit)))
 

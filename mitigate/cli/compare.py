@@ -4,7 +4,6 @@
 
 import asyncio
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -17,7 +16,7 @@ from mitigate.cli.build import (
     batch_session,
     build_judge,
     dry_run_text,
-    load_task,
+    load_benchmark,
     recorded_reader,
     scoring_for,
 )
@@ -46,10 +45,16 @@ from mitigate.cli.options.run import PIPELINE, RESTART, DryRun
 from mitigate.cli.options.task import RECORDED, RELEASED, TRAIN
 from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
-from mitigate.harness.compare import Entry, check_compare, compare, recorded_outside
-from mitigate.harness.report import write_report
+from mitigate.harness.compare import (
+    CompareConfig,
+    ComparePlan,
+    Entry,
+    check_compare,
+    compare,
+)
+from mitigate.harness.report import render_markdown, render_summary, write_report
 from mitigate.judge import Judge, PromptJudge
-from mitigate.run.runner import preflight
+from mitigate.paths import write_output
 from mitigate.strategies import parse_pipeline
 
 # Imported where used: the bias probes (--probes), the threshold section (--threshold), the split of a dry run.
@@ -124,50 +129,41 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     parsed = [(label or text.strip() or "baseline", parse_pipeline(text))  # bad text fails before data or calls
               for label, text in labelled]
     chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines))
-    task = load_task(o.benchmark, o.criterion, o.limit)
-    bench, crit = task.benchmark, task.criterion
+    bench, crit = load_benchmark(o.benchmark, o.criterion)  # the items are chosen once, by the plan
     entries: list[Entry] = []
     lm = None
     base = None
     if pipelines:  # recorded and released judges alone call no LM: no backend is built
-        base = build_judge(o, task, declared=o.dry_run)  # a dry run needs no SDK, key or model file
+        # a dry run needs no SDK, key or model file; the base judge reads answers as the first entry does
+        base = build_judge(o, Task(bench, crit, ()), parsed[0][1], declared=o.dry_run)
         lm = base.lm
-        for name, pipe in parsed:  # --scoring auto reads the text of an entry that asks for reasoning
-            own = base.with_config(**scoring_for(o, lm, base.prompt, pipe))
+        for k, (name, pipe) in enumerate(parsed):  # --scoring auto reads the text of an entry asking for reasoning
+            own = base if k == 0 else base.with_config(**scoring_for(o, lm, base.prompt, pipe))
             entries.append(Entry.from_pipeline(name, own, pipe))
     read = recorded_reader(o, crit, bench) if recorded else None
     for path in recorded:
         entries += Entry.all_recorded(path, crit, read)
     entries += [e for name in released for e in Entry.all_released(name, crit)]
-    train = o.train_split
-    with warnings.catch_warnings():  # a run's compare() gives the same warnings, once, when it runs
-        if not o.dry_run:
-            warnings.simplefilter("ignore")
-        check_compare(bench, crit, entries, limit=o.limit or None, seed=o.seed, train=train)
+    config = CompareConfig(
+        benchmark=bench, criterion=crit, entries=tuple(entries), out_dir=o.out, concurrency=o.concurrency,
+        limit=o.limit or None, likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed,
+        restart=o.restart, command=command_line, train=o.train_split, report=False)  # written below, paths listed
+    plan = check_compare(config)  # the one plan: checked before any output, then run as it is
     if o.dry_run:
         try:
-            typer.echo(_dry_run(entries, base, task, train, o.seed))
+            typer.echo(_dry_run(plan, base))
         finally:
             if lm is not None:
                 await lm.aclose()
         return
-    outside = recorded_outside(bench, crit, entries)
-    if outside:
-        typer.echo(outside, err=True)
-    for entry in entries:  # every item fits every pipeline's prompts: checked before anything is called
-        if entry.kind == "pipeline":  # an entry still to be fitted is checked through the judge it wraps
-            preflight(entry.judge if entry.judge is not None else entry.base, task.items)
+    if plan.outside:
+        typer.echo(plan.outside, err=True)
     typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
                f"{', '.join(e.name for e in entries)}", err=True)
     session = batch_session(o.batch and bool(pipelines), o.out, o.batch_retries, o.progress)
     probe_kw = probe_kwargs(chosen_probes, o)
     try:
-        result = await compare(
-            bench, crit, entries, out_dir=o.out, concurrency=o.concurrency, limit=o.limit or None,
-            likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed, restart=o.restart,
-            command=command_line, batch=session, train=train, report=False,  # written below, paths listed
-            **probe_kw,
-        )
+        result = await compare(plan.with_options(batch=session, **probe_kw))
     finally:
         if session is not None:
             await session.aclose()
@@ -178,17 +174,17 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
             await lm.aclose()
     for e in result.entries:
         typer.echo(f"{e.name}: {e.summary.line()}", err=True)
+    section = None
     with writing_after_run(f"the journals in {o.out / 'journals'}"):
         paths = write_report(result, o.out)
         if o.threshold is not None:
             from mitigate.harness.threshold import threshold_section
-            from mitigate.paths import write_output
 
             section = threshold_section(result, o.threshold, o.require_pass_rate)
-            report_md = o.out / "report.md"
-            write_output(report_md, report_md.read_text(encoding="utf-8") + "\n" + section + "\n", "the report")
-    typer.echo(_report_head(o.out / "report.md"))
-    if o.threshold is not None:
+            plots = [p.name for p in paths if p.suffix == ".png"]
+            write_output(o.out / "report.md", render_markdown(result, plots) + "\n" + section + "\n", "the report")
+    typer.echo(render_summary(result))
+    if section is not None:
         typer.echo(section)
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
     failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
@@ -198,48 +194,24 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         raise typer.Exit(code=EXIT_FAILED)
 
 
-def _report_head(path: Path) -> str:
-    """The report's text before its table of every measure, as written (nothing when report.md is a device)."""
-    from mitigate.paths import open_regular
-
-    try:
-        with open_regular(path, "r", "the report") as fh:
-            return fh.read().split("\n## Every measure")[0]
-    except ConfigError:  # written through a device (/dev/null, a terminal): there is nothing to read back
-        return ""
-
-
-def _dry_run(entries: list[Any], base: PromptJudge | None, task: Task, train: float | str | None, seed: int) -> str:
+def _dry_run(plan: ComparePlan, base: PromptJudge | None) -> str:
     """Every entry's requests for the first item it would judge; entries fitted first when that needs no LM call."""
-    from mitigate.data.registry import load
-    from mitigate.data.split import train_test_split
-
-    items = list(task.items)
-    fit_on = None
-    if train is not None:
-        if isinstance(train, float):
-            fit_on, test = train_test_split(task.benchmark, train, seed=seed, criterion=task.criterion)
-            items = [it for it in items if it.id in {t.id for t in test.items}] or items
-        else:
-            fit_on = load(train)
     shown: list[tuple[str, Judge]] = []
     notes: list[str] = []
-    for e in entries:
+    for e in plan.entries:
         if e.kind != "pipeline":
             notes.append(f"### entry {e.name!r}: replays {e.kind} answers, sends no LM request")
             continue
         judge = e.judge
-        if judge is None:  # still to be fitted
-            if fit_on is None:
-                notes.append(f"### entry {e.name!r}: learns from data; expected --train to show its requests")
-                continue
+        if judge is None:  # still to be fitted (the plan refused it without a train split)
+            assert e.pipeline is not None and e.base is not None and plan.train is not None
             if e.pipeline.tags.calls_judge_while_fitting:
                 notes.append(f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted requests "
                              "cannot be shown without LM calls (a dry run makes none)")
                 continue
-            judge = e.pipeline.compile(e.base, fit_on, progress=False)
+            judge = e.pipeline.compile(e.base, plan.train, progress=False)
         shown.append((e.name, judge))
-    text = dry_run_text(shown, base, items) if shown and base is not None else ""
+    text = dry_run_text(shown, base, plan.items) if shown and base is not None else ""
     return "\n\n".join([*notes, text]).strip()
 
 

@@ -18,7 +18,7 @@ criterion and returns a :class:`DiffReport`:
 
 Resampling respects clusters: when several items share a document (SummEval's 12 systems per
 article), the bootstrap resamples documents and the permutation test flips the sign of whole
-documents (:func:`~mitigate.measures.stats.permutation_test_mean_diff` with ``groups``); otherwise items.
+documents (:mod:`mitigate.measures.paired`, the paired tests compare uses too, with ``clusters``); otherwise items.
 
 Failures are never dropped silently. A failure is an item without a value: a parse failure, an
 abstention or an LM error. The failure rate counts them for each judge; accuracy counts a failed
@@ -34,7 +34,6 @@ measure's level. :func:`junit_xml` writes the decision for CI systems.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal
 from xml.etree import ElementTree as ET
@@ -46,12 +45,9 @@ from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import verdicts_as_text, word_count
+from mitigate.measures.paired import paired_mean_difference, paired_statistic_difference
 from mitigate.measures.pairwise import verdict_orders
-from mitigate.measures.stats import (
-    bootstrap_ci,
-    permutation_test_mean_diff,
-    spearman,
-)
+from mitigate.measures.stats import spearman
 from mitigate.scale import Scale
 
 __all__ = [
@@ -246,77 +242,19 @@ def clusters_of(items: Sequence[Item]) -> tuple[list[str], str]:
     return [it.id for it in items], "items"
 
 
-def _padded(arrays: Sequence[np.ndarray], clusters: Sequence[str]) -> list[np.ndarray]:
-    """Each per-item array as a clusters x width matrix (NaN padding), rows in order of first appearance."""
-    order = list(dict.fromkeys(clusters))
-    index = {c: i for i, c in enumerate(order)}
-    rows: dict[int, list[int]] = {}
-    for k, c in enumerate(clusters):
-        rows.setdefault(index[c], []).append(k)
-    width = max((len(v) for v in rows.values()), default=0)
-    out = []
-    for arr in arrays:
-        mat = np.full((len(order), width), np.nan)
-        for r, ks in rows.items():
-            mat[r, : len(ks)] = arr[ks]
-        out.append(mat)
-    return out
-
-
-def _interval(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[str], *, n_boot: int,
-              seed: int) -> tuple[float | None, float | None]:
-    """Paired percentile bootstrap interval of ``fn(*arrays)``, resampling whole clusters (rows of padded matrices).
-
-    ``fn`` gets the flattened arrays with NaN where a resampled cluster had fewer items, and must drop NaN.
-    """
-    if n_boot <= 0 or not arrays or len(arrays[0]) == 0:
-        return None, None
-    mats = _padded(arrays, clusters)
-
-    def stat(*rows: np.ndarray) -> float:
-        return fn(*[r.reshape(-1) for r in rows])
-
-    low, high = bootstrap_ci(stat, *mats, n_boot=n_boot, seed=seed)
-    return _f(low), _f(high)
-
-
-def _nanmean(x: np.ndarray) -> float:
-    x = x[np.isfinite(x)]
-    return float(x.mean()) if len(x) else math.nan
-
-
-def _mean_diff(b: np.ndarray, a: np.ndarray) -> float:
-    d = b - a
-    return _nanmean(d)
-
-
 def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clusters: Sequence[str], *,
                    better: Better, unit: str, how: str, n_boot: int, n_perm: int, seed: int, dropped: int = 0,
                    reason: str | None = None) -> DiffMeasure:
-    """A share (mean of 0/1 values per item) of A and B, its paired difference, interval and p."""
+    """A share or mean (of per-item values) of A and B, its paired difference, interval and sign-flip p."""
     keep = np.isfinite(a) & np.isfinite(b)
     if reason is not None or not keep.any():
         return DiffMeasure(name=name, criterion=criterion, a=None, b=None, delta=None, n=int(keep.sum()),
                            dropped=dropped + int((~keep).sum()), better=better, unit=unit, how=how,
                            reason=reason or "no item has a value for both judges")
-    x, y = a[keep], b[keep]
-    groups = [c for c, k in zip(clusters, keep, strict=True) if k]
-    test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
-    low, high = _interval(_mean_diff, [y, x], groups, n_boot=n_boot, seed=seed)
-    return DiffMeasure(name=name, criterion=criterion, a=float(x.mean()), b=float(y.mean()), delta=_f(test.observed),
-                       low=low, high=high, p=_f(test.p_value), n=int(keep.sum()),
-                       dropped=dropped + int((~keep).sum()), better=better, unit=unit, how=how)
-
-
-def _resampled(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[str], *, n_boot: int,
-               seed: int) -> np.ndarray:
-    """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for ``fn``)."""
-    mats = _padded(arrays, clusters)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(mats[0]), size=(n_boot, len(mats[0])))
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return np.array([fn(*[m[i].reshape(-1) for m in mats]) for i in idx], dtype=float)
+    d = paired_mean_difference(b, a, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
+    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed), low=d.low, high=d.high,
+                       p=d.p_value, n=int(keep.sum()), dropped=dropped + int((~keep).sum()), better=better,
+                       unit=unit, how=how)
 
 
 def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: np.ndarray,
@@ -325,38 +263,18 @@ def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: 
     """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the difference.
 
     The interval is the percentile interval of the resampled differences and p the two-sided bootstrap
-    p (twice the share of resampled differences on the far side of 0, +1 corrected), so p < 0.05
-    exactly when 0 lies outside the 95% interval. (A permutation test would swap the judges'
-    scores, which assumes their scores are exchangeable: judges on shifted scales are not, and a
-    correlation of the mixture then moves for reasons unrelated to the measure.)
+    p of the same resamples (:func:`~mitigate.measures.paired.paired_statistic_difference` with
+    ``test="bootstrap"``), so p < 0.05 exactly when 0 lies outside the 95% interval. (A permutation
+    test would swap the judges' scores, which assumes their scores are exchangeable: judges on
+    shifted scales are not, and a correlation of the mixture then moves for reasons unrelated to the
+    measure.)
     """
     keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(ref)
-    x, y, r = a[keep], b[keep], ref[keep]
-    groups = [c for c, k in zip(clusters, keep, strict=True) if k]
-    dropped = int((~keep).sum())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sa, sb = _f(stat(x, r)), _f(stat(y, r))
-    if sa is None or sb is None:
-        why = "the statistic is undefined for at least one judge (constant scores?)"
-        if len(x) < 3:
-            why = f"needs at least 3 items with a value from both judges and the reference; got {len(x)}"
-        return DiffMeasure(name=name, criterion=criterion, a=sa, b=sb, delta=None, n=len(x), dropped=dropped,
-                           better=better, unit=unit, how=how, reason=why)
-
-    def diff(y_: np.ndarray, x_: np.ndarray, r_: np.ndarray) -> float:
-        return stat(y_, r_) - stat(x_, r_)
-
-    low = high = p = None
-    values = _resampled(diff, [y, x, r], groups, n_boot=max(n_boot, n_perm, 1), seed=seed)
-    values = values[np.isfinite(values)]
-    if len(values):
-        lo, hi = np.percentile(values, [2.5, 97.5])
-        low, high = (float(lo), float(hi)) if n_boot > 0 else (None, None)
-        tail = min(int((values <= 0).sum()), int((values >= 0).sum()))
-        p = min(1.0, 2 * (1 + tail) / (1 + len(values)))
-    return DiffMeasure(name=name, criterion=criterion, a=sa, b=sb, delta=sb - sa, low=low, high=high, p=p, n=len(x),
-                       dropped=dropped, better=better, unit=unit, how=how)
+    d = paired_statistic_difference(b, a, ref, stat, test="bootstrap", clusters=clusters, n_boot=n_boot,
+                                    n_perm=n_perm, seed=seed)
+    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed) if d.ok else None,
+                       low=d.low, high=d.high, p=d.p_value, n=d.n, dropped=int((~keep).sum()), better=better,
+                       unit=unit, how=how, reason=d.reason)
 
 
 def _abs_spearman(x: np.ndarray, w: np.ndarray) -> float:
@@ -489,14 +407,11 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
     ]
     both = np.isfinite(sa) & np.isfinite(sb)
     if both.any():
-        groups = [c for c, k in zip(clusters, both, strict=True) if k]
-        test = permutation_test_mean_diff(sb[both], sa[both], n_perm=n_perm, seed=seed, paired=True, groups=groups)
-        low, high = _interval(_mean_diff, [sb[both], sa[both]], groups, n_boot=n_boot, seed=seed)
-        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=float(sa[both].mean()),
-                               b=float(sb[both].mean()), delta=_f(test.observed), low=low, high=high,
-                               p=_f(test.p_value), n=int(both.sum()), dropped=int((~both).sum()), better="none",
-                               unit=unit, how="mean score on the items both judges scored (a shift, neither better "
-                               "nor worse; never gated)"))
+        d = paired_mean_difference(sb, sa, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
+        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed),
+                               low=d.low, high=d.high, p=d.p_value, n=int(both.sum()), dropped=int((~both).sum()),
+                               better="none", unit=unit, how="mean score on the items both judges scored (a shift, "
+                               "neither better nor worse; never gated)"))
     else:
         out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None, better="none",
                                unit=unit, dropped=len(items), reason="no item was scored by both judges"))

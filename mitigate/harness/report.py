@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from mitigate.errors import DataError
+from mitigate.estimators.mean import MeanEstimate
+from mitigate.harness.estimate_results import METHOD_TITLES
 from mitigate.harness.html_report import HTML_FILE, render_html
 from mitigate.harness.plots import PLOT_CAPTIONS, human_quality, pair_tables, planned_plots, render_plots
 from mitigate.harness.probe import probe_section
@@ -45,7 +47,7 @@ from mitigate.harness.tables import best_indices, md_cell, md_table
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.paths import open_regular, write_output
 
-__all__ = ["dump_results", "load_results", "render_markdown", "render_report", "write_report"]
+__all__ = ["dump_results", "load_results", "render_markdown", "render_report", "render_summary", "write_report"]
 
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"
@@ -190,6 +192,41 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     ``plots`` names the plot files written beside it (the ones :func:`render_plots` would
     write, when None); only those are linked.
     """
+    lines = _summary_lines(result)
+    lines += _details(result)
+    lines += _per_system(result)
+    lines += _per_pair(result)
+    lines += _comparisons(result)
+    lines += _demos_section(result)
+    lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]
+    lines += _plots_section(result, plots)
+    return "\n".join(lines) + "\n"
+
+
+def render_summary(result: CompareResult) -> str:
+    """The report's opening, up to its table of every measure: the bottom line, warnings, the accuracy-and-bias
+    table and (on a partly labelled benchmark) the corrected estimates. What ``mitigate compare`` prints."""
+    return "\n".join(_summary_lines(result)) + "\n"
+
+
+def _labels_text(result: CompareResult) -> str:
+    """What the report says of the labels when only some items (or none) carry one; "" when every item does."""
+    n_labelled = result.settings.get("n_labelled")
+    n_items = len(result.items)
+    if n_labelled is None or n_labelled == n_items:
+        return ""
+    label = "a gold preference" if result.task == "pairwise" else "a human label"
+    if n_labelled == 0:
+        return (f" No judged item carries {label} on {result.criterion!r}: agreement with humans cannot be "
+                "measured here.")
+    which = ("accuracy against gold, in both orders and the swap gain" if result.task == "pairwise" else
+             "the correlations with the human scores, #CP, P_i, the meta-correlation and BiasScore")
+    return (f" Only {n_labelled} of the {n_items} items carry {label} on {result.criterion!r}: agreement with "
+            f"humans ({which}, and the difference against the first entry) is computed on those {n_labelled} "
+            "alone, and an unlabelled item is not counted as a failure; the other measures use every item.")
+
+
+def _summary_lines(result: CompareResult) -> list[str]:
     s = result.settings
     lines: list[str] = [f"# Comparison: {result.benchmark} / {result.criterion}", ""]
     n_items = len(result.items)
@@ -206,6 +243,7 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
         lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of all\" "
                       "gives it over every item, each dropped one counted against the judge, as papers that report "
                       "shares of all items count (LLMBar's order consistency 323/419).")
+    lines[-1] += _labels_text(result)
     train = s.get("train")
     if train:
         fitted = [e.name for e in result.entries if e.fitted and e.fitted.get("fitted")]
@@ -313,14 +351,41 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     reading = [f"- {MEASURES[k].label}: {MEASURES[k].note}" for k in cols if MEASURES[k].note]
     if reading:
         lines += ["", "How to read:", "", *reading]
-    lines += _details(result)
-    lines += _per_system(result)
-    lines += _per_pair(result)
-    lines += _comparisons(result)
-    lines += _demos_section(result)
-    lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]
-    lines += _plots_section(result, plots)
-    return "\n".join(lines) + "\n"
+    lines += _estimates_section(result)
+    return lines
+
+
+def _interval_text(e: MeanEstimate | None) -> str:
+    return "n/a" if e is None else f"{e.estimate:.3f} [{e.low:.3f}, {e.high:.3f}]"
+
+
+def _estimates_section(result: CompareResult) -> list[str]:
+    """Each entry's bias-corrected estimate per system beside the judge's raw mean and the labels alone."""
+    method = result.settings.get("estimate")
+    if not method:
+        return []
+    what = "win rate" if result.task == "pairwise" else "mean human score"
+    out = ["", "## Corrected estimates per system", "",
+           f"{result.settings.get('n_labelled')} of the {len(result.items)} items carry a label on "
+           f"{result.criterion!r}. Each entry's estimate of each system's {what} is its judge's value on every item "
+           f"corrected by the labelled items ({METHOD_TITLES.get(method, method)}, `{method}`; 95% intervals of the "
+           "mean over each system's items, as `mitigate estimate` computes them, docs/estimate.md). The judge's raw "
+           "mean is not corrected (on the judge's own scale); the labels alone are the labelled items' mean."]
+    for e in result.entries:
+        est = e.estimate
+        if est is None:
+            out += ["", f"### {e.name}", "", f"No corrected estimate: {e.estimate_note or 'not computed'}."]
+            continue
+        rows = [[g.group, str(g.n), str(g.n_labelled), "n/a" if g.judge is None else f"{g.judge.estimate:.3f}",
+                 _interval_text(g.estimate), _interval_text(g.human)] for g in est.groups]
+        out += ["", f"### {e.name}", "",
+                *md_table(["system" if est.by != "none" else "group", "items", "labelled", "raw mean (judge)",
+                           f"{'not corrected' if est.method == 'judge' else 'corrected'}, {est.method} [95% CI]", "labels alone [95% CI]"], rows,
+                          ["left", "right", "right", "right", "right", "right"])]
+        notes = list(dict.fromkeys([*est.notes, *(n for g in est.groups for n in g.estimate.notes)]))
+        if notes:
+            out += ["", *(f"- {md_cell(n)}" for n in notes)]
+    return out
 
 
 def _details(result: CompareResult) -> list[str]:

@@ -4,23 +4,33 @@ These are the result models :func:`mitigate.harness.compare.compare` returns and
 (:mod:`mitigate.harness.report`, :mod:`mitigate.harness.html_report`) render from; they live
 apart from the comparison itself so that compare can write its reports without an import
 cycle. :mod:`mitigate.harness.compare` re-exports every name here.
+
+On a partly labelled benchmark each :class:`EntryResult` also holds its bias-corrected estimate
+per system (``estimate``, an :class:`~mitigate.harness.estimate_results.EstimateResult`), or why
+there is none (``estimate_note``); :meth:`CompareResult.to_pandas` gives them as a table with
+``table="estimates"``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.errors import ConfigError
+from mitigate.harness.estimate_results import EstimateResult
 from mitigate.judge import Judgment
 from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
 from mitigate.run.runner import RunSummary, frame
 from mitigate.scale import Scale
 
-__all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "CompareResult", "Comparison", "EntryResult", "ItemRecord",
-           "score_of"]
+__all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "ESTIMATE_COLUMNS", "CompareResult", "Comparison", "EntryResult",
+           "ItemRecord", "score_of"]
+
+ESTIMATE_COLUMNS = ("entry", "system", "n", "n_labelled", "method", "estimate", "low", "high", "raw_mean",
+                    "labels_mean", "labels_low", "labels_high")
+"""The columns of :meth:`CompareResult.estimate_rows` (and ``to_pandas("estimates")``)."""
 
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
@@ -116,6 +126,10 @@ class EntryResult(BaseModel):
     scoring: str = ""
     identical_to: str | None = None
     probes: dict[str, Any] | None = None
+    estimate: EstimateResult | None = None
+    """On a partly labelled benchmark: the bias-corrected estimate per system (with the judge's raw mean and the
+    labels alone beside it); None otherwise, or when it cannot be made (``estimate_note`` says why)."""
+    estimate_note: str | None = None
 
     @field_validator("measures", "per_system", mode="before")
     @classmethod
@@ -167,8 +181,30 @@ class CompareResult(BaseModel):
                                 **row, "human": human})
         return out
 
-    def to_pandas(self) -> Any:
-        """:meth:`rows` as a pandas DataFrame, one row per entry, item and order; needs the ``pandas`` extra."""
+    def estimate_rows(self) -> list[dict[str, Any]]:
+        """One row per entry and system with a corrected estimate: ``entry``, ``system``, ``n``, ``n_labelled``,
+        ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on the judge's scale) and the
+        labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty unless the benchmark is partly labelled.
+        """
+        out = []
+        for e in self.entries:
+            if e.estimate is None:
+                continue
+            for row in e.estimate.rows():
+                out.append({"entry": e.name, "system": row["group"], "n": row["n"], "n_labelled": row["n_labelled"],
+                            "method": row["method"], "estimate": row["estimate"], "low": row["low"],
+                            "high": row["high"], "raw_mean": row["judge_estimate"],
+                            "labels_mean": row["human_estimate"], "labels_low": row["human_low"],
+                            "labels_high": row["human_high"]})
+        return out
+
+    def to_pandas(self, table: Literal["judgments", "estimates"] = "judgments") -> Any:
+        """A pandas DataFrame (needs the ``pandas`` extra): :meth:`rows` (``table="judgments"``, one row per
+        entry, item and order), or :meth:`estimate_rows` (``table="estimates"``, one row per entry and system)."""
+        if table == "estimates":
+            return frame(self.estimate_rows(), list(ESTIMATE_COLUMNS))
+        if table != "judgments":
+            raise ConfigError(f"expected table='judgments' or 'estimates'; got {table!r}")
         return frame(self.rows())
 
     def entry(self, name: str) -> EntryResult:

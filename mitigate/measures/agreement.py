@@ -483,6 +483,8 @@ class MetaSpearman(ReportedMeasure):
 
     paper = "Shen et al. 2023"
 
+    uses_labels = True
+
     info = MeasureInfo(label="meta M", direction="zero", group="bias", headline=True)
 
     def compute(self, entry: EntryData) -> Measure:

@@ -206,6 +206,8 @@ class BiasScore(ReportedMeasure):
 
     paper = "Ohi et al. 2024"
 
+    uses_labels = True
+
     info = MeasureInfo(label="BiasScore", direction="zero", group="bias", headline=True)
 
     def compute(self, entry: EntryData) -> Measure:
