@@ -623,6 +623,7 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
         cell = (work / "rows.csv").read_text(encoding="utf-8").splitlines()[1:2] if (work / "rows.csv").exists() else []
         case("CSV --out cell holding =HYPERLINK(...)", out["exit"] == 0 and bool(cell) and cell[0].startswith('"\'=')
              , out, cell=cell[0][:60] if cell else "")
+    return rows
 
 
 # ------------------------------------------------------------------------------------------- 6. hostile servers
