@@ -132,8 +132,9 @@ def _relabel(heading: str, label: str, number: int | None) -> str | None:
             (".", "?", "!", ",", ";")):
         return None
     lead = m.group("lead")
-    if m.group("num") is not None and number is not None:
-        lead = lead.replace(m.group("num"), str(number), 1)
+    if m.group("num") is not None:  # the next number, or none where the template goes on numbering after the item
+        lead = (lead.replace(m.group("num"), str(number), 1) if number is not None else
+                re.sub(r"\d+[.)]\s*", "", lead, count=1))
     return lead + label + m.group("trail")
 
 
@@ -153,9 +154,16 @@ def _markup_only(text: str) -> bool:
         r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]", "", s))
 
 
-def _next_number(section: str) -> int | None:
-    found = [int(n) for n in re.findall(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]", section)]
-    return max(found) + 1 if found else None
+_NUMBERED = re.compile(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]")
+
+
+def _next_number(section: str, template: str) -> int | None:
+    """The number after the section's numbered headings, or None (no number) when the template uses it already."""
+    found = [int(n) for n in _NUMBERED.findall(section)]
+    if not found:
+        return None
+    following = max(found) + 1
+    return None if following in {int(n) for n in _NUMBERED.findall(template)} else following
 
 
 def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
@@ -173,7 +181,7 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     prefix = template[line_start:last.start()]
     suffix = template[last.end():line_end].rstrip("\r")
     slot_text = "{{" + slot + "}}"
-    number = _next_number(section)
+    number = _next_number(section, template)
     spaced = re.search(r"\n[ \t]*\r?\n", section) is not None
     plain = f"{label}:{nl}{slot_text}"
     if re.search(r"[^\W_]", prefix) or prefix.strip():  # words or markup before the slot on its line: inline label
@@ -202,10 +210,11 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
 
 def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
     where = f"The section \u201c{heading}\u201d" if heading else "The reference answer in this prompt"
-    texts, them = ("the two texts to compare", "them") if pairwise else ("the text to evaluate", "it")
+    texts, them, only = (("the two texts to compare", "them", "those two texts") if pairwise else
+                         ("the text to evaluate", "that text", "that text"))
     if mode == "solve":
         return (f"{where} is the answer you wrote to the task yourself, before reading {texts}: use it as a reference "
-                f"when you check {them}, but judge only {texts}, as instructed.")
+                f"when you check {them}, but judge only {only}, as instructed.")
     if pairwise:
         return (f"{where} is a reference answer you wrote by revising the two texts to correct and complete them: use "
                 "it as a reference when you check the two texts to compare, but judge the two texts as they are, as "
@@ -354,6 +363,10 @@ class OwnReferenceJudge(Judge):
             raise ConfigError("solve-first asks the judge to answer the task first, but the template shows no task "
                               "input besides the judged text(s); expected a slot such as {{instruction}}, "
                               "{{question}} or {{source}}")
+        if leaf.prompt.demos:
+            raise ConfigError(f"{'solve-first' if mode == 'solve' else 'reference-revision'} adds the judge's own "
+                              "reference to the judged item, which demonstrations cannot show (each would need a "
+                              "reference of its own); expected a prompt without demos")
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
         self.prompt, self.slots = with_reference(leaf.prompt, mode, policy)
 
