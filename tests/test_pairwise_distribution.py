@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +18,6 @@ from mitigate.registry import run_sync
 from mitigate.strategies import PairwiseDistribution, Sampling
 from mitigate.strategies.pairwise_distribution import DistributionJudge, pool_orders
 from mitigate.testing.checks import PAIRWISE
-
 
 
 def _tokens(*parts: str | tuple[str, dict[str, float]]) -> tuple[TokenLogprob, ...]:
@@ -126,7 +123,7 @@ def test_without_logprobs_the_verdict_shares_of_samples_are_pooled() -> None:
 
 
 def test_logprobs_cannot_be_read_from_relation_verdicts_and_a_score_prompt_is_refused() -> None:
-        from test_composition_battery import _template
+    from test_composition_battery import _template
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         arena = _template("arenahard")
