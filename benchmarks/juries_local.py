@@ -59,7 +59,13 @@ from mitigate.measures.pairwise_distribution import (
 from mitigate.prompt.builtin import prompt_text
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.run.runner import run
-from mitigate.strategies import ExpectedScore, PairwiseDistribution, PositionSwap, ReferenceRevision, SolveFirst
+from mitigate.strategies import (
+    ExpectedScore,
+    PairwiseDistribution,
+    PositionSwap,
+    ReferenceRevision,
+    SolveFirst,
+)
 
 DEFINITIONS = {
     "coherence": "how well the sentences fit together into a well-organised account of the article",
@@ -232,7 +238,7 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
             bt[name] = {"order": list(fit.ranking.order), "kendall_vs_expert_mean": fit.ranking.kendall["expert mean"],
                         "rank_intervals": {r.group: [r.low, r.high] for r in fit.ranking.ranks},
                         "cycles": fit.cycles, "abilities": fit.abilities}
-        except Exception as exc:  # noqa: BLE001 - reported, e.g. a system that lost every comparison
+        except Exception as exc:
             bt[name] = {"error": str(exc)}
     out["expert_order"] = sorted(means, key=lambda s: -means[s])
     out["bradley_terry"] = bt
