@@ -215,3 +215,22 @@ def test_panel_measures_read_each_members_verdicts() -> None:
                        verdicts=["A", "A"], task="pairwise")
     assert "not a panel" in str(PanelEffectiveVotes().compute(single).reason)
     assert member_confusion([[None, None]], ["a", "b"]).reason == "no member answered any item"
+
+
+async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_confusion_matrix(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from mitigate.harness.compare import Entry, compare
+    from mitigate.harness.report import render_markdown
+
+    bench = _pairwise_items(20)
+    entries = [Entry.from_pipeline("panel", _panel(), "baseline"),
+               Entry.from_pipeline("one judge", PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True)),
+                                   "baseline")]
+    result = await compare(bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=100)
+    panel, one = result.entries
+    assert panel.measures["panel_effective_votes"].extra["n_members"] == 3
+    assert panel.measures["member_confusion"].extra["observed"]["good"]["balanced_accuracy"] == 1.0
+    assert not one.measures["member_confusion"].ok
+    text = render_markdown(result)
+    section = text.split("## Panel members", 1)[1].split("\n## ", 1)[0]
+    assert "| panel | good |" in section and "| panel | bad1 |" in section and "one judge" not in section
+    assert "true A: A " in section

@@ -37,6 +37,7 @@ from typing import Any
 
 from mitigate.errors import DataError
 from mitigate.harness.html_report import HTML_FILE, render_html
+from mitigate.harness.panel_report import panel_members_section
 from mitigate.harness.plots import PLOT_CAPTIONS, human_quality, pair_tables, planned_plots, render_plots
 from mitigate.harness.probe import probe_section
 from mitigate.harness.reading import bottom_lines, chosen_demos, plain_reason, warnings
@@ -316,6 +317,7 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     lines += _details(result)
     lines += _per_system(result)
     lines += _per_pair(result)
+    lines += panel_members_section(result)
     lines += _comparisons(result)
     lines += _demos_section(result)
     lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]
