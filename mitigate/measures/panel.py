@@ -519,7 +519,8 @@ class MemberConfusion(ReportedMeasure):
     paper = "Dawid and Skene 1979"
     info = MeasureInfo(label="weakest member (DS bal. acc.)", direction="higher", group="accuracy",
                        note="the lowest balanced accuracy among the panel's members as unsupervised Dawid-Skene "
-                            "estimates it from their votes alone; the details hold every member's matrix.")
+                            "estimates it from their votes alone (valid when the members are better than chance on "
+                            "the whole); the details hold every member's matrix beside the observed one.")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
