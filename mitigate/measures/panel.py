@@ -459,8 +459,11 @@ def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[st
 # --------------------------------------------------------------------------------------------- reported measures
 
 
-def _is_panel(entry: EntryData) -> bool:
-    return any(isinstance(j.meta.get("panel"), dict) for j in entry.judgments)
+def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
+    """The NaN result of a measure of panels on an entry that is no panel (None for a panel)."""
+    if any(isinstance(j.meta.get("panel"), dict) for j in entry.judgments):
+        return None
+    return undefined(name, 0, len(entry.judgments), "the entry is not a panel of judges")
 
 
 @register("measure", "panel_effective_votes")
@@ -475,8 +478,8 @@ class PanelEffectiveVotes(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From the members' verdicts in ``meta["panel"]`` and the gold preferences; NaN for a judge that is no panel."""
-        if not _is_panel(entry):
-            return undefined("panel_effective_votes", 0, len(entry.judgments), "the entry is not a panel of judges")
+        if (none := _not_a_panel(entry, "panel_effective_votes")) is not None:
+            return none
         members, votes = panel_votes(entry.judgments, "verdict")
         return effective_votes(verdict_errors(votes, entry.gold), members=members, **entry.ci)
 
@@ -491,8 +494,8 @@ class PanelEffectiveVotesScore(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From the members' scores in ``meta["panel"]`` on the entry's criterion; NaN for a judge that is no panel."""
-        if not _is_panel(entry):
-            return undefined("panel_effective_votes", 0, len(entry.judgments), "the entry is not a panel of judges")
+        if (none := _not_a_panel(entry, "panel_effective_votes")) is not None:
+            return none
         names, rows = _member_scores(entry.judgments, entry.criterion)
         human = entry.human
         err = np.array([[math.nan if v is None else v - h for v in row] for row, h in zip(rows, human, strict=True)],
@@ -525,7 +528,7 @@ class MemberConfusion(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From the members' verdicts in ``meta["panel"]``; NaN for a judge that is no panel."""
-        if not _is_panel(entry):
-            return undefined("member_confusion", 0, len(entry.judgments), "the entry is not a panel of judges")
+        if (none := _not_a_panel(entry, "member_confusion")) is not None:
+            return none
         members, votes = panel_votes(entry.judgments, "verdict")
         return member_confusion(votes, members, [g if g in ("A", "B", "tie") else None for g in entry.gold])
