@@ -377,9 +377,12 @@ def test_the_three_pipelines_cover_every_registered_mitigation(
     # every registered mitigation but the demo presets (Preset classes, checked above or covered by
     # test_demos.py and test_selectors.py) and
     # the issue-14 components beyond the five papers, composed in test_selective.py,
-    # test_calibration.py and test_panel_evidence_length.py (style-control, issue 26: test_style_control.py)
+    # test_calibration.py and test_panel_evidence_length.py (style-control, issue 26: test_style_control.py),
+    # and the juries, distributions and references (test_panel_reducers.py, test_pairwise_distribution.py,
+    # test_own_reference.py)
     beyond = ("selective", "panel", "length-control", "contextual-calibration", "batch-calibration",
-              "multiple-evidence", "style-control")
+              "multiple-evidence", "style-control", "dawid-skene", "minority-veto", "pairwise-distribution",
+              "solve-first", "reference-revision")
     registered = {name for name, cls in S.registered().items()
                   if not name.startswith("test-") and not issubclass(cls, Preset) and name not in ("demos", *beyond)}
     assert used == registered

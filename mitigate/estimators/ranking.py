@@ -24,14 +24,14 @@ the labels-alone one, or a ranking known from elsewhere.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError
 from mitigate.estimators.mean import MeanEstimate
 
-__all__ = ["GroupRank", "Ranking", "kendall_tau", "rank_estimates"]
+__all__ = ["GroupRank", "Ranking", "kendall_tau", "rank_estimates", "rank_intervals"]
 
 
 class GroupRank(BaseModel):
@@ -89,12 +89,24 @@ def rank_estimates(estimates: Mapping[str, MeanEstimate], confidence: float,
     ``others``: named scorings of the same groups (e.g. ``{"judge": {...}, "human": {...}}``) to
     compare with by Kendall's tau.
     """
+    return rank_intervals({g: e.estimate for g, e in estimates.items()},
+                          lambda level: {g: e.interval(level) for g, e in estimates.items()}, confidence, others)
+
+
+def rank_intervals(points: Mapping[str, float], bounds_at: Callable[[float], Mapping[str, tuple[float, float]]],
+                   confidence: float, others: Mapping[str, Mapping[str, float]] | None = None) -> Ranking:
+    """The ranking of ``points`` (group -> point estimate) with rank intervals jointly at ``confidence``.
+
+    ``bounds_at(level)`` gives each group's interval at ``level``; it is asked for the Bonferroni
+    level (see the module docstring). Any estimator with intervals ranks this way (a mean with its
+    t interval, a Bradley-Terry ability with its Fisher or bootstrap interval).
+    """
     if not 0 < confidence < 1:
         raise ConfigError(f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead.")
-    groups = sorted(estimates, key=lambda g: (-estimates[g].estimate, g))
+    groups = sorted(points, key=lambda g: (-points[g], g))
     k = len(groups)
     level = 1 - (1 - confidence) / max(k, 1)
-    bounds = {g: estimates[g].interval(level) for g in groups}
+    bounds = dict(bounds_at(level))
     ranks = []
     separable = []
     for i, g in enumerate(groups):
@@ -103,7 +115,6 @@ def rank_estimates(estimates: Mapping[str, MeanEstimate], confidence: float,
         below = sum(1 for h in groups if h != g and bounds[h][1] < low)
         ranks.append(GroupRank(group=g, rank=i + 1, low=1 + above, high=k - below))
         separable += [(g, h) for h in groups[i + 1:] if low > bounds[h][1]]
-    points = {g: estimates[g].estimate for g in groups}
-    kendall = {name: kendall_tau(points, other) for name, other in (others or {}).items()}
+    kendall = {name: kendall_tau(dict(points), other) for name, other in (others or {}).items()}
     return Ranking(confidence=confidence, order=tuple(groups), ranks=tuple(ranks), separable=tuple(separable),
                    kendall=kendall)

@@ -39,6 +39,7 @@ from mitigate.errors import DataError
 from mitigate.estimators.mean import MeanEstimate
 from mitigate.harness.estimate_results import METHOD_TITLES
 from mitigate.harness.html_report import HTML_FILE, render_html
+from mitigate.harness.panel_report import panel_members_section
 from mitigate.harness.plots import PLOT_CAPTIONS, human_quality, pair_tables, planned_plots, render_plots
 from mitigate.harness.probe import probe_section
 from mitigate.harness.reading import bottom_lines, chosen_demos, plain_reason, warnings
@@ -196,6 +197,7 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     lines += _details(result)
     lines += _per_system(result)
     lines += _per_pair(result)
+    lines += panel_members_section(result)
     lines += _comparisons(result)
     lines += _demos_section(result)
     lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]

@@ -16,6 +16,12 @@ One module per family, each citing the papers it comes from:
 - :mod:`~mitigate.measures.length_control`: length-controlled win rate (Dubois et al. 2024);
 - :mod:`~mitigate.measures.style`: style control (markdown headers, bold, lists, length as
   covariates of the controlled win rate and of the score regression; Arena-Hard);
+- :mod:`~mitigate.measures.panel`: panels of judges: Dawid-Skene confusion matrices per member,
+  the effective number of votes (Kish), member confusion;
+- :mod:`~mitigate.measures.pairwise_distribution`: score-vs-pair conflict and preference cycles
+  (TrustJudge);
+- :mod:`~mitigate.measures.bradley_terry`: Bradley-Terry rankings of systems with intervals and
+  majority cycles;
 - :mod:`~mitigate.measures.robustness`: bias-probe measures (CALM's robustness rate, shift,
   noise floor, probe-vs-rerun test);
 - :mod:`~mitigate.measures.stats`: correlations, bootstrap intervals, permutation tests;
@@ -55,6 +61,12 @@ from mitigate.measures.base import (
     measure_table,
     output_lengths,
     word_count,
+)
+from mitigate.measures.bradley_terry import (
+    BradleyTerryFit,
+    comparisons_from_verdicts,
+    fit_bradley_terry,
+    majority_cycles,
 )
 from mitigate.measures.consistency import (
     accuracy_under_perturbation,
@@ -100,6 +112,21 @@ from mitigate.measures.pairwise import (
     verdict_samples,
     verdicts_as_text,
 )
+from mitigate.measures.pairwise_distribution import (
+    both_orders_relation,
+    preference_verdict,
+    score_pair_conflict,
+    transitivity_violations,
+    verdict_relation,
+)
+from mitigate.measures.panel import (
+    DawidSkeneModel,
+    dawid_skene_posterior,
+    effective_votes,
+    fit_dawid_skene,
+    member_confusion,
+    panel_votes,
+)
 from mitigate.measures.reliability import (
     alpha_across_samples,
     alpha_across_settings,
@@ -126,6 +153,21 @@ from mitigate.measures.style import (
 )
 
 __all__ = [
+    "BradleyTerryFit",
+    "DawidSkeneModel",
+    "both_orders_relation",
+    "comparisons_from_verdicts",
+    "dawid_skene_posterior",
+    "effective_votes",
+    "fit_bradley_terry",
+    "fit_dawid_skene",
+    "majority_cycles",
+    "member_confusion",
+    "panel_votes",
+    "preference_verdict",
+    "score_pair_conflict",
+    "transitivity_violations",
+    "verdict_relation",
     "MEASURES",
     "STYLE_FEATURES",
     "ProbeEffect",

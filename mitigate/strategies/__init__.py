@@ -21,6 +21,9 @@ and specs work.
 | ``selective`` | :class:`SelectiveEvaluation` (and :class:`CascadeJudge`) | Jung et al. 2024 |
 | ``panel`` | :class:`Panel` (:class:`PanelJudge` for any judges) | Verga et al. 2024 |
 | ``multiple-evidence`` | :class:`MultipleEvidence` | Wang et al. 2023 |
+| ``dawid-skene``, ``minority-veto`` | :class:`DawidSkene`, :class:`MinorityVeto` (panel reducers) | Dawid and Skene 1979; Jain et al. 2025 |
+| ``pairwise-distribution`` | :class:`PairwiseDistribution` | Wang et al. 2025 (TrustJudge) |
+| ``solve-first``, ``reference-revision`` | :class:`SolveFirst`, :class:`ReferenceRevision` | Krumdick et al. 2025; Zhang et al. 2025 (RevisEval) |
 
 Every demo mitigation is one class, :class:`~mitigate.strategies.demos.Demos`, that shows
 what a selector of :mod:`mitigate.selectors` picks; the named demo mitigations are registered
@@ -52,27 +55,32 @@ from mitigate.strategies.forms import mcq_form, rts_form
 from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
 from mitigate.strategies.length_control import LengthControl, LengthControlledJudge
 from mitigate.strategies.multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
+from mitigate.strategies.own_reference import OwnReferenceJudge
+from mitigate.strategies.pairwise_distribution import DistributionJudge, PairwiseDistribution
 from mitigate.strategies.panel import Panel, PanelJudge
+from mitigate.strategies.panel_reducers import DawidSkene, DawidSkeneJudge, MinorityVeto, MinorityVetoJudge
 from mitigate.strategies.perturbed_demos import (
     PerturbationProbe,
     PerturbationProbeJudge,
     PerturbedDemosPreset,
 )
 from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge
+from mitigate.strategies.reference_revision import ReferenceRevision
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
 from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge, fit_cascade
 from mitigate.strategies.single_attribute import MultiAttribute, SingleAttribute
+from mitigate.strategies.solve_first import SolveFirst
 from mitigate.strategies.style_control import StyleControl, StyleControlledJudge
 
 __all__ = [
     "AgreementGate", "AgreementJudge", "BatchCalibration", "CalibratedJudge", "CascadeJudge",
-    "ConsistencyHint", "ContextualCalibration", "Demos", "ExpectedScore", "FitContext", "FixedDemosPreset",
+    "ConsistencyHint", "ContextualCalibration", "DawidSkene", "DawidSkeneJudge", "Demos", "DistributionJudge", "ExpectedScore", "FitContext", "FixedDemosPreset",
     "GateDecision",
     "GateReport", "Granularity", "HighestRSDemosPreset", "LengthControl", "LengthControlledJudge",
-    "Mitigation", "MultiAttribute", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
-    "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe", "PerturbationProbeJudge",
+    "MinorityVeto", "MinorityVetoJudge", "Mitigation", "MultiAttribute", "OwnReferenceJudge", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
+    "PairwiseDistribution", "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe", "PerturbationProbeJudge",
     "PerturbedDemosPreset", "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation",
-    "RandomDemosPreset", "Sampling", "SelectiveEvaluation", "SelectiveJudge", "SelfConsistency",
-    "SingleAttribute", "StyleControl", "StyleControlledJudge", "fit_cascade", "from_spec", "gate_released", "load_pipeline", "mcq_form",
+    "RandomDemosPreset", "ReferenceRevision", "Sampling", "SelectiveEvaluation", "SelectiveJudge", "SelfConsistency",
+    "SingleAttribute", "SolveFirst", "StyleControl", "StyleControlledJudge", "fit_cascade", "from_spec", "gate_released", "load_pipeline", "mcq_form",
     "parse_pipeline", "registered", "rts_form",
 ]

@@ -1,0 +1,123 @@
+"""Score-vs-pair conflicts and preference cycles (TrustJudge), and Bradley-Terry rankings with intervals and cycles."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+
+from mitigate.data.schema import Item
+from mitigate.errors import DataError
+from mitigate.measures.base import EntryData
+from mitigate.measures.bradley_terry import (
+    BradleyTerryRanking,
+    comparisons_from_verdicts,
+    fit_bradley_terry,
+    majority_cycles,
+)
+from mitigate.measures.pairwise_distribution import (
+    PreferenceCycleRate,
+    both_orders_relation,
+    score_pair_conflict,
+    transitivity_violations,
+    triple_violation,
+)
+from mitigate.scale import Scale
+
+
+def test_a_pair_conflicts_when_its_relation_is_not_the_one_its_scores_imply() -> None:
+    m = score_pair_conflict([4, 3, 5, None], [2, 3, 1, 2], [">", ">", "<", ">"])
+    assert m.value == pytest.approx(2 / 3) and m.n == 3 and m.n_failed == 1
+    assert m.extra["by_kind"] == {"scores = / pairwise >": 1, "scores > / pairwise <": 1}
+    assert score_pair_conflict([4.2], [4.0], ["="], tolerance=0.25).value == 0.0
+
+
+def test_both_orders_count_as_a_preference_only_when_they_agree() -> None:
+    assert both_orders_relation("A", "A") == ">" and both_orders_relation("B", "B") == "<"
+    assert both_orders_relation("A", "B") == "=" and both_orders_relation("A", None) is None
+
+
+def test_a_triple_is_contradictory_exactly_when_no_ranking_with_ties_fits() -> None:
+    assert triple_violation(">", ">", ">") is None and triple_violation("=", "=", "=") is None
+    assert triple_violation(">", "<", "=") is None  # x > y, z > y, x = z: a ranking with a tie
+    assert triple_violation(">", ">", "<") == "circular"  # x > y > z > x
+    assert triple_violation("=", "=", ">") == "equivalence"  # x = y = z but x > z
+    assert triple_violation(">", "=", "<") == "circular"  # x > y = z > x
+    fits = sum(triple_violation(*r) is None for r in itertools.product(">=<", repeat=3))
+    assert fits == 13  # the 13 rankings with ties of three items
+
+
+def test_the_cycle_rate_counts_sets_of_responses_whose_every_pair_was_judged() -> None:
+    rels = {("q1", "a", "b"): ">", ("q1", "b", "c"): ">", ("q1", "c", "a"): ">",  # a cycle
+            ("q2", "a", "b"): ">", ("q2", "b", "c"): ">", ("q2", "a", "c"): ">",
+            ("q3", "a", "b"): ">", ("q3", "b", "c"): ">"}  # a-c never judged: left out
+    m = transitivity_violations(rels)
+    assert m.value == 0.5 and m.n == 2 and m.n_failed == 1 and m.extra["contradicting_triples"]["circular"] == 1
+    four = {("q", x, y): ">" for x, y in itertools.combinations("abcd", 2)} | {("q", "a", "d"): "<"}
+    assert transitivity_violations(four, k=4).value == 1.0
+    with pytest.raises(DataError, match="judged"):
+        transitivity_violations({("q", "a", "b"): ">", ("q", "b", "a"): ">"})
+
+
+def _round_robin(strength: dict[str, float], docs: int, seed: int = 0) -> list[Item]:
+    rng = random.Random(seed)
+    items = []
+    for d in range(docs):
+        for x, y in itertools.combinations(sorted(strength), 2):
+            p = 1 / (1 + math.exp(-(strength[x] - strength[y])))
+            items.append(Item(id=f"{d}/{x}-{y}", output=x, output_b=y, system=x, system_b=y, doc_id=f"d{d}",
+                              preference={"overall": "A" if rng.random() < p else "B"}))
+    return items
+
+
+def test_bradley_terry_recovers_the_strengths_and_their_order_with_fisher_intervals() -> None:
+    strength = {"s1": 1.0, "s2": 0.5, "s3": 0.0, "s4": -1.5}
+    items = _round_robin(strength, 400)
+    comps, _ = comparisons_from_verdicts([i.system for i in items], [i.system_b for i in items],
+                                         [i.preference["overall"] for i in items])
+    fit = fit_bradley_terry(comps)
+    truth = {k: v - np.mean(list(strength.values())) for k, v in strength.items()}
+    for s, v in truth.items():
+        assert fit.low[s] < v < fit.high[s], s
+    assert fit.ranking.order == ("s1", "s2", "s3", "s4") and ("s1", "s4") in fit.ranking.separable
+    assert sum(fit.abilities.values()) == pytest.approx(0.0, abs=1e-9)
+    boot = fit_bradley_terry(comps, method="bootstrap", n_boot=200, clusters=[i.doc_id for i in items])
+    assert boot.se["s1"] == pytest.approx(fit.se["s1"], rel=0.5)
+
+
+def test_ties_count_half_and_a_system_that_never_lost_is_refused_unless_a_prior_is_given() -> None:
+    tie = fit_bradley_terry([("a", "b", 0.5), ("a", "b", 0.5), ("b", "c", 1.0), ("c", "b", 1.0)])
+    assert tie.abilities["a"] == pytest.approx(tie.abilities["b"]) and tie.n_ties == 2
+    with pytest.raises(DataError, match="won \\(or lost\\) every comparison"):
+        fit_bradley_terry([("a", "b", 1.0), ("b", "c", 1.0), ("c", "b", 1.0)])
+    assert fit_bradley_terry([("a", "b", 1.0), ("b", "c", 1.0), ("c", "b", 1.0)], prior=1.0).prior == 1.0
+    with pytest.raises(DataError, match="never compared"):
+        fit_bradley_terry([("a", "b", 1.0), ("b", "a", 1.0), ("c", "d", 1.0), ("d", "c", 0.0)])
+
+
+def test_the_majority_tournament_reports_its_cycles() -> None:
+    cyc = majority_cycles([("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0), ("a", "d", 1.0), ("b", "d", 1.0),
+                           ("c", "d", 1.0)])
+    assert cyc["groups"] == [{"systems": ["a", "b", "c"], "cycle": ["a", "b", "c", "a"]}]
+    assert cyc["cyclic_triples"] == 1 and cyc["complete_triples"] == 4
+
+
+def test_the_registered_measures_read_round_robin_items() -> None:
+    items = _round_robin({"s1": 2.0, "s2": 0.0, "s3": -2.0}, 60)
+    gold = [i.preference["overall"] for i in items]
+    entry = EntryData(scores=np.full(len(items), np.nan), items=items, criterion="overall", scale=Scale(),
+                      verdicts=gold, task="pairwise", n_boot=0)
+    bt = BradleyTerryRanking().compute(entry)
+    assert bt.value == pytest.approx(1.0) and bt.extra["judge"]["ranking"]["order"][0] == "s1"
+    flipped = EntryData(scores=entry.scores, items=items, criterion="overall", scale=Scale(), task="pairwise",
+                        verdicts=[{"A": "B", "B": "A"}[v] for v in gold], n_boot=0)
+    assert BradleyTerryRanking().compute(flipped).value == pytest.approx(-1.0)
+    cycles = PreferenceCycleRate().compute(entry)
+    assert cycles.name == "preference_cycle_rate" and 0 <= cycles.value <= 1 and cycles.n == 60
+    bare = [i.model_copy(update={"doc_id": None}) for i in items]
+    no_doc = EntryData(scores=entry.scores, items=bare, criterion="overall", scale=Scale(), verdicts=gold,
+                       task="pairwise")
+    assert "doc_id" in str(PreferenceCycleRate().compute(no_doc).reason)
