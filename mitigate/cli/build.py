@@ -10,7 +10,7 @@ from a command's typed options.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,7 @@ from mitigate.prompt.builtin import default_prompt_for, prompt_text
 from mitigate.run.batch_session import BatchOptions, BatchSession
 
 if TYPE_CHECKING:
+    from mitigate.data.stream import ItemStream, StreamedBenchmark
     from mitigate.strategies import Mitigation
 
 # Imported only where used: the renderer (--dry-run, prompts render) and the strategies (a pipeline), so a
@@ -45,11 +46,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Task:
-    """What a command judges: the benchmark, the criterion, and the chosen items in document order."""
+    """What a command judges: the benchmark, the criterion, and the chosen items in document order.
 
-    benchmark: Benchmark
+    A task loaded to be streamed (``load_task(..., stream=True)``) holds a
+    :class:`~mitigate.data.stream.StreamedBenchmark` and its items as an
+    :class:`~mitigate.data.stream.ItemStream` read from the file as they are judged.
+    """
+
+    benchmark: Benchmark | StreamedBenchmark
     criterion: str
-    items: tuple[Item, ...]
+    items: tuple[Item, ...] | ItemStream
 
 
 def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
@@ -57,20 +63,36 @@ def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
     return select_items(items, limit or None)
 
 
-def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> Task:
+def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False,
+              stream: bool = False) -> Task:
     """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
 
     ``labelled``: only items with a human score or a gold preference for the criterion (what a
-    search can learn from), chosen in the same order.
+    search can learn from), chosen in the same order. ``stream``: a ``jsonl:`` benchmark is
+    checked in one pass and its items read again as they are judged (:func:`~mitigate.data.stream.open_benchmark`),
+    never held whole in memory.
     """
+    if stream:
+        if labelled:
+            raise ConfigError("expected labelled=False with stream=True (a streamed task keeps every chosen item)")
+        from mitigate.data.stream import open_benchmark
+
+        streamed = open_benchmark(benchmark, limit)
+        return Task(streamed, _criterion(streamed, criterion), streamed.items)
     bench = load(benchmark)
+    crit = _criterion(bench, criterion)
+    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
+    return Task(bench, crit, tuple(choose_items(pool, limit)))
+
+
+def _criterion(bench: Benchmark | StreamedBenchmark, criterion: str | None) -> str:
+    """``criterion``, or the benchmark's first; a one-line ConfigError for one it does not declare."""
     crit = criterion or (bench.criteria[0] if bench.criteria else None)
     if crit is None:
         raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
     if bench.criteria and crit not in bench.criteria:
         raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
-    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
-    return Task(bench, crit, tuple(choose_items(pool, limit)))
+    return crit
 
 
 def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
@@ -225,13 +247,13 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
     return pipe.wrap(judge)
 
 
-def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Sequence[Item]) -> str:
+def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Iterable[Item]) -> str:
     """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM call)."""
-    if not items:
+    item = next(iter(items), None)
+    if item is None:
         raise ConfigError("--dry-run renders the first item; expected at least one item; got none")
     from mitigate.run.render import render_judge
 
-    item = items[0]
     parts = [f"### entry {name!r}: the requests for item {item.id!r} (dry run: no LM call)\n"
              + render_judge(judge, item, baseline=base) for name, judge in entries]
     return "\n\n".join(parts)

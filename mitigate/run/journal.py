@@ -21,11 +21,13 @@ import os
 import threading
 import time
 import warnings
+from array import array
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import ValidationError
 
 from mitigate.errors import (
@@ -148,6 +150,11 @@ class Journal:
     lines at the end (a write cut short) are trimmed and their items judged again; an unreadable
     line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
     edited or damaged, not cut short).
+
+    What a resumed run needs is found without keeping the judgments in memory: loading reads the
+    file once and keeps, per item whose last line is a good judgment, a hash of its id and where
+    its line starts (16 bytes); :meth:`get` reads that line again. Two ids that share a hash are
+    told apart by the line read (the other is judged again, never given the wrong judgment).
     """
 
     def __init__(
@@ -158,10 +165,12 @@ class Journal:
         self.fingerprint = fingerprint
         self.fsync_every = fsync_every
         self.bounds = dict(bounds or {})
-        self.done: dict[str, Judgment] = {}
         self.trimmed = 0  # damaged or blank trailing lines removed on load
         self.rejected: dict[str, str] = {}  # item id -> why its last line was damaged (judged again)
+        self._hashes = np.empty(0, dtype=np.int64)  # sorted hashes of the ids whose last line is a good judgment
+        self._offsets = np.empty(0, dtype=np.int64)  # where each of those lines starts
         self._fh: Any = None
+        self._reader: Any = None
         self._last_sync = time.monotonic()
         if self.path.is_dir():
             raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
@@ -185,58 +194,68 @@ class Journal:
             self._lock.release()
             raise
 
+    def __len__(self) -> int:
+        """How many items the journal holds a good judgment for (what a resumed run need not judge again)."""
+        return int(self._hashes.size)
+
     def _load(self) -> None:
-        # every complete line with its end offset; a SIGKILL can leave a partial last line (no newline)
-        parsed: list[tuple[int, int, Any]] = []  # (line number, end offset, header dict | Judgment | error)
-        size = complete = 0
+        # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can leave a
+        # partial last line (no newline)
+        hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
+        size = complete = keep_end = tail_bad = 0
+        header: dict[str, Any] | None = None
+        first_bad: tuple[int, str, bool] | None = None  # (line, reason, was it the first line) of unreadable lines
+        seen = 0
         with open_regular(self.path, "rb", "the journal") as fh:
             for number, raw in enumerate(read_lines(fh, f"the journal {self.path}", path=self.path), start=1):
+                start = size
                 size += len(raw)
                 if not raw.endswith(b"\n"):
                     break
                 complete = size
-                if raw.strip():
-                    parsed.append((number, size, self._parse(raw[:-1], first=not parsed)))
-        good = [i for i, (_, _, v) in enumerate(parsed) if not isinstance(v, str)]
-        keep_end = parsed[good[-1]][1] if good else 0
+                if not raw.strip():
+                    continue
+                value = self._parse(raw[:-1], first=seen == 0)
+                seen += 1
+                if isinstance(value, str):
+                    tail_bad += 1
+                    first_bad = first_bad or (number, value, seen == 1)
+                    continue
+                if first_bad is not None:
+                    line, reason, was_first = first_bad
+                    raise DataError(
+                        f"{self.path}:{line}: expected {'a journal header' if was_first else 'a judgment'}; "
+                        f"got an unreadable line ({reason}) followed by good ones; delete that line to judge its item "
+                        "again, or rerun with --restart",
+                        path=str(self.path), line=line,
+                    )
+                keep_end, tail_bad = size, 0
+                if isinstance(value, dict):
+                    header = value
+                    continue
+                damage = self._out_of_bounds(value)
+                if damage is not None:
+                    self.rejected[value.item_id] = f"line {number}: {damage}"
+                elif value.error is None and self.rejected:
+                    self.rejected.pop(value.item_id, None)
+                hashes.append(hash(value.item_id))
+                starts.append(start)
+                states.append(2 if damage is not None else 1 if value.error is not None else 0)
         if keep_end < size:  # damaged, blank or partial lines at the end: a write cut short
-            self.trimmed = sum(1 for _, end, _ in parsed if end > keep_end) + (complete < size)
+            self.trimmed = tail_bad + (complete < size)
             with open_regular(self.path, "r+b", "the journal") as fh:
                 fh.truncate(keep_end)
-            parsed = parsed[: good[-1] + 1] if good else []
-        if not parsed:
+        if header is None:
             self._write_line({"journal": JOURNAL_VERSION, "judge": self.fingerprint})
             return
-        for number, _, value in parsed:
-            if isinstance(value, str):
-                raise DataError(
-                    f"{self.path}:{number}: expected {'a journal header' if number == parsed[0][0] else 'a judgment'}; "
-                    f"got an unreadable line ({value}) followed by good ones; delete that line to judge its item "
-                    "again, or rerun with --restart",
-                    path=str(self.path), line=number,
-                )
-        header = parsed[0][2]
-        if not isinstance(header, dict):
-            raise DataError(f"{self.path}:{parsed[0][0]}: expected a journal header line first; got a judgment",
-                            path=str(self.path), line=parsed[0][0])
         if header.get("judge") != self.fingerprint:
             raise ConfigError(
                 f"journal {self.path} was written by another judge configuration (fingerprint "
                 f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run folder or restart.",
                 path=str(self.path),
             )
-        for number, _, j in parsed[1:]:
-            if not isinstance(j, Judgment):
-                continue
-            damage = self._out_of_bounds(j)
-            if damage is not None:
-                self.done.pop(j.item_id, None)
-                self.rejected[j.item_id] = f"line {number}: {damage}"
-            elif j.error is None:
-                self.done[j.item_id] = j
-                self.rejected.pop(j.item_id, None)
-            else:
-                self.done.pop(j.item_id, None)
+        self._index(np.frombuffer(hashes, dtype=np.int64), np.frombuffer(starts, dtype=np.int64),
+                    np.frombuffer(states, dtype=np.int8))
         if self.rejected:
             first = next(iter(self.rejected.values()))
             warnings.warn(
@@ -244,6 +263,39 @@ class Journal:
                 f"scale ({first}); read as damaged, their items are judged again",
                 JournalDamageWarning, stacklevel=3,
             )
+
+    def _index(self, hashes: np.ndarray, starts: np.ndarray, states: np.ndarray) -> None:
+        """Keep, per id hash, where its last line starts when that line is a good judgment."""
+        if not hashes.size:
+            return
+        backwards = hashes[::-1]
+        unique, at = np.unique(backwards, return_index=True)  # the first seen backwards: the last line
+        last = hashes.size - 1 - at
+        good = states[last] == 0
+        self._hashes, self._offsets = unique[good], starts[last[good]]
+
+    def __contains__(self, item_id: object) -> bool:
+        """Whether the journal may hold a good judgment for ``item_id`` (its id's hash is known; :meth:`get` reads
+        the line and makes sure)."""
+        if not self._hashes.size or not isinstance(item_id, str):
+            return False
+        key = hash(item_id)
+        at = int(np.searchsorted(self._hashes, key))
+        return at < self._hashes.size and int(self._hashes[at]) == key
+
+    def get(self, item_id: str) -> Judgment | None:
+        """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be judged)."""
+        if not self._hashes.size:
+            return None
+        key = hash(item_id)
+        at = int(np.searchsorted(self._hashes, key))
+        if at >= self._hashes.size or int(self._hashes[at]) != key:
+            return None
+        if self._reader is None:
+            self._reader = open_regular(self.path, "rb", "the journal")
+        self._reader.seek(int(self._offsets[at]))
+        found = self._parse(self._reader.readline()[:-1], first=False)
+        return found if isinstance(found, Judgment) and found.item_id == item_id else None
 
     def _out_of_bounds(self, judgment: Judgment) -> str | None:
         """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None if none."""
@@ -299,6 +351,9 @@ class Journal:
 
     def close(self) -> None:
         """Flush to disk, close the file and release the lock."""
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
         try:
             if self._fh is not None:
                 fh, self._fh = self._fh, None
@@ -314,7 +369,5 @@ class Journal:
             self._lock.release()
 
     def record(self, judgment: Judgment) -> None:
-        """Append one judgment (durably) and remember it."""
+        """Append one judgment (durably)."""
         self._write_line(judgment.model_dump_json())
-        if judgment.error is None:
-            self.done[judgment.item_id] = judgment
