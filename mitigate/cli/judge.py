@@ -240,7 +240,7 @@ class Outputs:
         self.table.close()
 
     def finish(self, summary: "RunSummary") -> None:
-        """Put the files in place and write ``results.json`` (the summary); raise the first write that failed."""
+        """Put the files in place and write ``results.json`` (the summary); then raise the first write that failed."""
         o = self.o
         for name in list(self.files):
             stack, _ = self.files.pop(name)
@@ -248,17 +248,18 @@ class Outputs:
                 stack.close()
             except (MitigateError, OSError) as error:
                 self.errors.append(error)
-        if self.errors:
-            raise self.errors[0]
-        if o.out is not None:
-            typer.echo(f"wrote {o.out} ({self.rows} rows)", err=True)
+            else:
+                shown = o.out if name == "out" else o.run_dir / RESULTS_COLUMNS if o.run_dir else name
+                typer.echo(f"wrote {shown} ({self.rows} {'rows' if name == 'out' else 'judgments as columns'})",
+                           err=True)
         if o.run_dir:
             out = write_output(o.run_dir / "results.json", json.dumps({
                 "benchmark": self.task.benchmark.name, "criterion": self.task.criterion, "backend": self.backend,
                 "summary": summary.model_dump(mode="json"), "columns": RESULTS_COLUMNS,
             }, indent=1), "the results file")
             typer.echo(f"wrote {out}", err=True)
-            typer.echo(f"wrote {o.run_dir / RESULTS_COLUMNS} (the judgments as columns)", err=True)
+        if self.errors:
+            raise self.errors[0]
 
 
 def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float, require: float | None) -> None:

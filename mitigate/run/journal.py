@@ -49,6 +49,12 @@ except ImportError:  # pragma: no cover - not on POSIX: journals are not locked
 JOURNAL_VERSION = 1
 
 
+def id_hash(item_id: str) -> int:
+    """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and the
+    line read back tells them apart)."""
+    return hash(item_id)
+
+
 def _os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
@@ -238,7 +244,7 @@ class Journal:
                     self.rejected[value.item_id] = f"line {number}: {damage}"
                 elif value.error is None and self.rejected:
                     self.rejected.pop(value.item_id, None)
-                hashes.append(hash(value.item_id))
+                hashes.append(id_hash(value.item_id))
                 starts.append(start)
                 states.append(2 if damage is not None else 1 if value.error is not None else 0)
         if keep_end < size:  # damaged, blank or partial lines at the end: a write cut short
@@ -279,7 +285,7 @@ class Journal:
         the line and makes sure)."""
         if not self._hashes.size or not isinstance(item_id, str):
             return False
-        key = hash(item_id)
+        key = id_hash(item_id)
         at = int(np.searchsorted(self._hashes, key))
         return at < self._hashes.size and int(self._hashes[at]) == key
 
@@ -287,7 +293,7 @@ class Journal:
         """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be judged)."""
         if not self._hashes.size:
             return None
-        key = hash(item_id)
+        key = id_hash(item_id)
         at = int(np.searchsorted(self._hashes, key))
         if at >= self._hashes.size or int(self._hashes[at]) != key:
             return None
