@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from mitigate.data.jsonl import JsonlRows, json_value, note_criteria, row_error, utf8_line
 from mitigate.data.schema import Benchmark, Item, summary_line
@@ -48,7 +47,7 @@ class ItemStream:
 
     unique_ids = True
 
-    def __init__(self, rows: JsonlRows, count: int, stamp: tuple[int, int], *, order: np.ndarray | None = None,
+    def __init__(self, rows: JsonlRows, count: int, stamp: tuple[int, int], *, order: array | None = None,
                  offsets: array | None = None, lines: array | None = None) -> None:
         self._rows = rows
         self._count = count
@@ -87,7 +86,7 @@ class ItemStream:
         if order is None or offsets is None or lines is None:
             return
         with open_regular(path, "rb", "a data file") as fh:
-            for index in order[: self._count].tolist():
+            for index in order[: self._count]:
                 fh.seek(offsets[index])
                 raw = next(read_lines(fh, f"the data file {path}", path=path), b"")
                 line = lines[index]
@@ -138,8 +137,10 @@ class StreamedBenchmark:
                    pairwise=bench.pairwise, items=tuple(select_items(bench.items, limit or None)))
 
 
-def _distinct(hashes: np.ndarray) -> int:
-    return int(np.unique(hashes).size) if hashes.size else 0
+def _distinct(keys: Iterable[int]) -> int:
+    """How many different values ``keys`` holds (sorted once; no set of them kept)."""
+    ordered = sorted(keys)
+    return sum(1 for a, b in pairwise(ordered) if a != b) + 1 if ordered else 0
 
 
 def scan_jsonl(path: str | Path, limit: int = 0, *, name: str | None = None, scale: Any = None,
@@ -176,15 +177,17 @@ def scan_jsonl(path: str | Path, limit: int = 0, *, name: str | None = None, sca
     count = len(ids)
     if count == 0 or rows.common is None:
         raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
-    _check_unique(rows, np.frombuffer(ids, dtype=np.int64))
-    doc_hashes = np.frombuffer(docs, dtype=np.int64)
-    documents = _distinct(doc_hashes)
+    _check_unique(rows, ids)
+    del ids
+    documents = _distinct(docs)
     order = None
     if every_doc and runs != documents:  # some document's items are apart: group them, in order of first appearance
-        _, first, inverse = np.unique(doc_hashes, return_index=True, return_inverse=True)
-        rank = np.empty_like(first)
-        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-        order = np.argsort(rank[inverse], kind="stable")
+        rank: dict[int, int] = {}
+        for key in docs:
+            rank.setdefault(key, len(rank))
+        ranks = array("q", (rank[key] for key in docs))
+        del rank
+        order = array("q", sorted(range(count), key=ranks.__getitem__))  # stable: a document's items keep their order
     chosen = count if not limit else min(limit, count)
     return StreamedBenchmark(
         name=name or rows.header.get("name") or file.stem, criteria=rows.criteria(criteria, seen_criteria),
@@ -194,14 +197,13 @@ def scan_jsonl(path: str | Path, limit: int = 0, *, name: str | None = None, sca
                                                  if order is not None else {})))
 
 
-def _check_unique(rows: JsonlRows, hashes: np.ndarray) -> None:
+def _check_unique(rows: JsonlRows, hashes: array) -> None:
     """A DataError naming the second line of the first id given twice; none when every id is unique.
 
     Ids are compared by hash first; the rows whose hashes repeat are read again and compared by their
     text, so two ids that share a hash are never taken for one.
     """
-    ordered = np.sort(hashes)
-    repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+    repeated = {a for a, b in pairwise(sorted(hashes)) if a == b}
     if not repeated:
         return
     first_line: dict[str, int] = {}

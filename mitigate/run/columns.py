@@ -41,14 +41,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment
 from mitigate.paths import check_input_file, output_path
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["BATCH", "COLUMNS_VERSION", "JUDGMENT_COLUMNS", "SCORE_COLUMNS", "ColumnWriter", "Columns"]
 
@@ -240,6 +241,8 @@ class Columns:
         else:
             sql = (f"SELECT s.{_quoted(name)} FROM scores s JOIN judgments j ON j.seq = s.seq{where} "
                    "ORDER BY s.seq, s.rowid")
+        import numpy as np  # the reader's: a run that only writes columns does not load it
+
         cursor = self._conn.execute(sql, args)
         if name in NUMERIC:
             return np.fromiter((np.nan if v is None else v for (v,) in cursor), dtype=float)

@@ -22,12 +22,12 @@ import threading
 import time
 import warnings
 from array import array
+from bisect import bisect_left
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-import numpy as np
 from pydantic import ValidationError
 
 from mitigate.errors import (
@@ -173,8 +173,8 @@ class Journal:
         self.bounds = dict(bounds or {})
         self.trimmed = 0  # damaged or blank trailing lines removed on load
         self.rejected: dict[str, str] = {}  # item id -> why its last line was damaged (judged again)
-        self._hashes = np.empty(0, dtype=np.int64)  # sorted hashes of the ids whose last line is a good judgment
-        self._offsets = np.empty(0, dtype=np.int64)  # where each of those lines starts
+        self._keys = array("q")  # sorted keys (id_hash) of the ids whose last line is a good judgment
+        self._offsets = array("q")  # where each of those lines starts
         self._fh: Any = None
         self._reader: Any = None
         self._last_sync = time.monotonic()
@@ -202,7 +202,7 @@ class Journal:
 
     def __len__(self) -> int:
         """How many items the journal holds a good judgment for (what a resumed run need not judge again)."""
-        return int(self._hashes.size)
+        return len(self._keys)
 
     def _load(self) -> None:
         # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can leave a
@@ -260,8 +260,7 @@ class Journal:
                 f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run folder or restart.",
                 path=str(self.path),
             )
-        self._index(np.frombuffer(hashes, dtype=np.int64), np.frombuffer(starts, dtype=np.int64),
-                    np.frombuffer(states, dtype=np.int8))
+        self._index(hashes, starts, states)
         if self.rejected:
             first = next(iter(self.rejected.values()))
             warnings.warn(
@@ -270,36 +269,38 @@ class Journal:
                 JournalDamageWarning, stacklevel=3,
             )
 
-    def _index(self, hashes: np.ndarray, starts: np.ndarray, states: np.ndarray) -> None:
-        """Keep, per id hash, where its last line starts when that line is a good judgment."""
-        if not hashes.size:
-            return
-        backwards = hashes[::-1]
-        unique, at = np.unique(backwards, return_index=True)  # the first seen backwards: the last line
-        last = hashes.size - 1 - at
-        good = states[last] == 0
-        self._hashes, self._offsets = unique[good], starts[last[good]]
+    def _index(self, hashes: array, starts: array, states: array) -> None:
+        """Keep, per id key, where its last line starts when that line is a good judgment (sorted by key)."""
+        lines = sorted(range(len(hashes)), key=hashes.__getitem__)  # stable: a key's lines stay in file order
+        for at, line in enumerate(lines):
+            key = hashes[line]
+            if at + 1 < len(lines) and hashes[lines[at + 1]] == key:
+                continue  # a later line of the same key decides
+            if states[line] == 0:
+                self._keys.append(key)
+                self._offsets.append(starts[line])
+
+    def _find(self, item_id: object) -> int | None:
+        """Where the line of ``item_id``'s key starts, or None."""
+        if not self._keys or not isinstance(item_id, str):
+            return None
+        key = id_hash(item_id)
+        at = bisect_left(self._keys, key)
+        return self._offsets[at] if at < len(self._keys) and self._keys[at] == key else None
 
     def __contains__(self, item_id: object) -> bool:
-        """Whether the journal may hold a good judgment for ``item_id`` (its id's hash is known; :meth:`get` reads
-        the line and makes sure)."""
-        if not self._hashes.size or not isinstance(item_id, str):
-            return False
-        key = id_hash(item_id)
-        at = int(np.searchsorted(self._hashes, key))
-        return at < self._hashes.size and int(self._hashes[at]) == key
+        """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads the line
+        and makes sure)."""
+        return self._find(item_id) is not None
 
     def get(self, item_id: str) -> Judgment | None:
         """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be judged)."""
-        if not self._hashes.size:
-            return None
-        key = id_hash(item_id)
-        at = int(np.searchsorted(self._hashes, key))
-        if at >= self._hashes.size or int(self._hashes[at]) != key:
+        offset = self._find(item_id)
+        if offset is None:
             return None
         if self._reader is None:
             self._reader = open_regular(self.path, "rb", "the journal")
-        self._reader.seek(int(self._offsets[at]))
+        self._reader.seek(offset)
         found = self._parse(self._reader.readline()[:-1], first=False)
         return found if isinstance(found, Judgment) and found.item_id == item_id else None
 
