@@ -327,3 +327,19 @@ def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(tmp_path: Path, m
     assert result.exit_code == 1 and "run stopped" in result.stderr
     assert (tmp_path / "out.jsonl").read_text() == "before\n"
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["journal.jsonl", "journal.jsonl.lock"]
+
+
+def test_recorded_rows_are_read_one_at_a_time(tmp_path: Path) -> None:
+    from mitigate.data.recorded import RecordedRows, load_recorded_runs
+
+    path = tmp_path / "rec.jsonl"
+    rows = [{"recorded": {"scale": [1, 5]}}, {"item_id": "a", "judge": "j", "criterion": "c", "score": 4},
+            {"item_id": "b", "judge": "j", "criterion": "c", "score": 2}, {"item_id": "c", "judge": "j"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reader = RecordedRows(path)
+    first = next(iter(reader))  # the bad fourth line is not read yet
+    assert (first.item_id, first.score) == ("a", 4.0) and reader.common is not None
+    with pytest.raises(DataError, match=r"rec.jsonl:4:"):
+        list(reader)
+    with pytest.raises(DataError, match=r"rec.jsonl:4:"):
+        load_recorded_runs(path)
