@@ -18,7 +18,7 @@ from mitigate.judge import Judgment, ParseFailure
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage
 from mitigate.paths import open_output
 from mitigate.run import journal as journal_module
-from mitigate.run.columns import ColumnWriter, Columns
+from mitigate.run.columns import Columns, ColumnWriter
 from mitigate.run.journal import Journal
 from mitigate.run.runner import run, run_stream
 from mitigate.run.tally import Tally, summarise

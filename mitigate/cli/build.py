@@ -141,7 +141,7 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     ``declared``: the backend's declared facts only (:func:`~mitigate.lm.registry.declare`),
     for a command that makes no LM call (``--dry-run``): no SDK, key or model file is needed.
     """
-    kwargs: dict[str, Any] = {"base_url": o.base_url} if o.base_url else {}
+    kwargs: dict[str, Any] = {"base_url": base_urls(o.base_url)} if o.base_url else {}
     if o.timeout is not None:
         kwargs["timeout"] = o.timeout
     if o.transport is not None:
@@ -156,6 +156,17 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
         return declare(o.backend, **kwargs)
     policy = RetryPolicy(base_delay=min(0.5, o.patience), max_delay=o.patience)
     return wrap(get(o.backend, **kwargs), cache=o.lm_cache, retry=policy)
+
+
+def base_urls(values: list[str]) -> str | list[tuple[str, float]]:
+    """``--base-url`` values: one URL as it is, else the replicas they name (URLs and ``@FILE`` lists of ``URL
+    [WEIGHT]`` lines, :func:`~mitigate.lm.pool.read_endpoints`), which the backend spreads its requests over."""
+    if len(values) == 1 and not values[0].startswith("@"):
+        return values[0]
+    from mitigate.lm.pool import read_endpoints
+
+    found = read_endpoints(values, read_text_file)
+    return found[0][0] if len(found) == 1 else found
 
 
 def constants_of(values: list[str] | None) -> dict[str, str]:

@@ -201,7 +201,9 @@ def _backend(o: PromptsOptions, *, declared: bool = True) -> "LM":
 
     kwargs: dict[str, Any] = {}
     if o.base_url:
-        kwargs["base_url"] = o.base_url
+        from mitigate.cli.build import base_urls
+
+        kwargs["base_url"] = base_urls(o.base_url)
     if o.guided:
         kwargs["guided"] = o.guided
     spec = o.backend or DEFAULT_BACKEND

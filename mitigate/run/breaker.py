@@ -57,6 +57,9 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
             return "cut", f"the server broke off its answer on every one of {attempts} attempts: {last.message}", False
         if reason == "timeout":
             return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
+        if reason == "unavailable":  # every replica of a pool out, for different causes
+            return "unavailable", f"every one of {attempts} attempts found no replica to send to: {last.message}", \
+                False
         if last.status is not None:
             return f"exhausted-{last.status}", f"every one of {attempts} attempts failed: {last.message}", False
     return None

@@ -40,7 +40,9 @@ Guided = Literal["openai", ServerGuided]
 
 BACKEND = option("backend", "--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
                  "local:<path.gguf>, replay:<path>, fake")
-BASE_URL = option("base_url", help="server URL for the openai, anthropic or dspy backend")
+BASE_URL = option("base_url", help="server URL for the openai, anthropic or dspy backend; given again (or @FILE: "
+                  "one URL a line, with an optional weight after it), requests are spread over those replicas of one "
+                  "server by least outstanding requests, a replica that keeps failing taken out and probed again")
 TIMEOUT = option("timeout", help="seconds an attempt may go without anything from the server (connecting, before "
                  "the answer starts, between two pieces of it); past it the attempt is retried within --deadline "
                  "(openai, anthropic, dspy; default: the deadline)",
@@ -72,7 +74,7 @@ BATCH_RETRIES = option("batch_retries", help="follow-up batches for requests tha
                        accepts=(Interval(int, 0, None),))
 
 Backend = Annotated[str, BACKEND]
-BaseUrl = Annotated[str | None, BASE_URL]
+BaseUrl = Annotated[list[str] | None, BASE_URL]
 Timeout = Annotated[float | None, TIMEOUT]
 
 
@@ -104,7 +106,7 @@ def check_backend(o: "LMRunOptions", backend: str) -> None:
     """The options that apply to some backends only, against ``backend`` (what the registry says it takes)."""
     found = registered_backend(backend)
     for flag, value in (("--base-url", o.base_url), ("--timeout", o.timeout)):
-        if value not in (None, "") and found is not None and not found.network:
+        if value not in (None, "", []) and found is not None and not found.network:
             raise ConfigError(f"{flag} applies to the {', '.join(name for name, _ in _backends('network'))} backends; "
                               f"got --backend {backend!r}")
     for flag, value in (("--transport", o.transport), ("--guided", o.guided)):
@@ -173,8 +175,12 @@ class BackendOptions(ServerOptions):
     backend: Backend = DEFAULT_BACKEND
 
     def check_group(self) -> None:
-        """The server options the backend does not take are refused (``--base-url`` for the local model ...)."""
+        """The server options the backend does not take are refused (``--base-url`` for the local model ...), and
+        replicas (several ``--base-url``) with ``--batch``, which goes to one server."""
         check_backend(self, self.backend)
+        if getattr(self, "batch", False) and self.base_url and (len(self.base_url) > 1 or self.base_url[0][:1] == "@"):
+            raise ConfigError("--batch sends the LM calls to one server's batch API; expected one --base-url with it; "
+                              f"got {len(self.base_url)} values")
 
 
 @dataclass(frozen=True)
@@ -193,7 +199,7 @@ class LMRunOptions(Protocol):
     criterion: str | None
     limit: int
     backend: str
-    base_url: str | None
+    base_url: list[str] | None
     timeout: float | None
     deadline: float
     max_response_bytes: int
