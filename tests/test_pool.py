@@ -216,3 +216,22 @@ def test_a_bad_endpoints_file_and_batch_over_replicas_are_refused_in_one_line(tm
     batch = CliRunner().invoke(app, [*args, "--base-url", "http://127.0.0.1:9/v1", "--base-url",
                                      "http://127.0.0.1:8/v1", "--batch", "--run-dir", str(tmp_path / "run")])
     assert batch.exit_code == 2 and "expected one --base-url with it" in batch.stderr
+
+
+async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_another_within_its_deadline() -> None:
+    from mitigate.lm.http import Limits
+    from mitigate.testing.fault_server import FaultServer
+
+    with FaultServer("hang", hold=5.0) as hung, StubOpenAIServer(latency=0.0) as good:
+        lm = wrap(get("openai:stub-model", base_url=[f"{hung.url}/v1", good.base_url], timeout=0.3,
+                      limits=Limits(deadline=20.0)), cache=False, retry=RetryPolicy(base_delay=0.01, max_delay=0.1))
+        judge = PromptJudge(JudgePrompt.from_template(TEMPLATE), lm)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EndpointWarning)
+            result = await run(judge, _items(12), concurrency=4, progress=False)
+        await lm.aclose()
+        pool = lm.inner
+        assert isinstance(pool, PoolLM)
+    assert result.summary.ok == 12 and good.request_count == 12
+    assert 1 <= hung.requests <= 4
+    assert pool.stats()[0]["causes"].get("timeout", 0) == hung.requests
