@@ -16,7 +16,7 @@ from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.errors import ConfigError, LMCallError, RunStoppedError, TransientLMError
 from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Message
-from mitigate.lm.pool import EndpointWarning, PoolLM, parse_endpoints
+from mitigate.lm.pool import EndpointWarning, PoolLM, parse_endpoints, read_endpoints
 from mitigate.lm.registry import get, wrap
 from mitigate.lm.retry import RetryPolicy
 from mitigate.run.runner import run
@@ -137,15 +137,23 @@ def test_the_cache_key_is_the_same_whichever_replica_answers_and_in_any_order() 
         PoolLM([("http://a/v1", 1.0, Scripted()), ("http://b/v1", 1.0, get("fake:other", responses=["x"]))])
 
 
-def test_endpoint_files_give_weights_and_refuse_what_they_cannot_read() -> None:
+def test_endpoint_files_give_weights_and_refuse_what_they_cannot_read(tmp_path: Path) -> None:
     assert parse_endpoints(["# replicas", "http://a/v1 2", "", "http://b/v1  # the small one"], "e.txt") == [
-        ("http://a/v1", 2.0), ("http://b/v1", 1.0)]
+        ("http://a/v1", 2.0, 2), ("http://b/v1", 1.0, 4)]
     for lines, said in ((["http://a/v1 zero"], r"e.txt:1: expected a weight that is a positive number"),
                         (["http://a/v1 -1"], r"e.txt:1: expected a weight"),
-                        (["http://a/v1", "http://a/v1"], r"e.txt:2: expected each replica once"),
                         (["http://a/v1 1 2"], r"e.txt:1: expected 'URL' or 'URL WEIGHT'")):
         with pytest.raises(ConfigError, match=said):
             parse_endpoints(lines, "e.txt")
+    (tmp_path / "e.txt").write_text("http://a/v1\nhttp://b/v1 3\n")
+    read = lambda path, option: Path(path).read_text()  # noqa: E731
+    assert read_endpoints([f"@{tmp_path / 'e.txt'}", "http://c/v1"], read) == [
+        ("http://a/v1", 1.0), ("http://b/v1", 3.0), ("http://c/v1", 1.0)]
+    with pytest.raises(ConfigError, match=r"http://b/v1 is given at .*e.txt:2 and at --base-url"):
+        read_endpoints([f"@{tmp_path / 'e.txt'}", "http://b/v1"], read)
+    (tmp_path / "twice.txt").write_text("http://a/v1\nhttp://a/v1\n")
+    with pytest.raises(ConfigError, match=r"given at .*twice.txt:1 and at .*twice.txt:2"):
+        read_endpoints([f"@{tmp_path / 'twice.txt'}"], read)
 
 
 # --------------------------------------------------------------------------- real servers, one of them failing

@@ -90,12 +90,10 @@ class Endpoint:
         return public_url(self.url)
 
 
-def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float]]:
-    """``(url, weight)`` pairs from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#`` comments
-    are skipped. A weight that is not a positive number, or a URL given twice, is a one-line ConfigError naming
-    ``source`` and the line."""
-    out: list[tuple[str, float]] = []
-    seen: dict[str, int] = {}
+def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float, int]]:
+    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#`` comments
+    are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source`` and the line."""
+    out: list[tuple[str, float, int]] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
         if not text:
@@ -113,12 +111,7 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float]
             if not (math.isfinite(weight) and weight > 0):
                 raise ConfigError(f"{source}:{number}: expected a weight that is a positive number after the URL; "
                                   f"got {parts[1]!r}")
-        url = parts[0]
-        if url in seen:
-            raise ConfigError(f"{source}:{number}: expected each replica once; {public_url(url)} is already on line "
-                              f"{seen[url]}")
-        seen[url] = number
-        out.append((url, weight))
+        out.append((parts[0], weight, number))
     return out
 
 
@@ -126,24 +119,24 @@ def read_endpoints(values: Sequence[str], read_file: Callable[[Path, str], str])
     """The replicas that ``--base-url`` values name: each a URL, or ``@FILE`` of lines ``URL [WEIGHT]``.
 
     ``read_file(path, option)`` reads a file's text (the command line's checked reader). A URL named
-    twice, in a file or across values, is a one-line ConfigError.
+    twice, in a file or across values, is a one-line ConfigError naming both places.
     """
     out: list[tuple[str, float]] = []
     where: dict[str, str] = {}
     for value in values:
         if value.startswith("@"):
             path = Path(value[1:])
-            found = parse_endpoints(read_file(path, "--base-url").splitlines(), str(path))
+            found = [(url, weight, f"{path}:{line}") for url, weight, line in
+                     parse_endpoints(read_file(path, "--base-url").splitlines(), str(path))]
             if not found:
                 raise ConfigError(f"expected --base-url {value} to list at least one URL; it lists none")
-            source = f"--base-url {value}"
         else:
-            found, source = [(value, 1.0)], "--base-url"
-        for url, weight in found:
+            found = [(value, 1.0, "--base-url")]
+        for url, weight, place in found:
             if url in where:
-                raise ConfigError(f"expected each replica once; {public_url(url)} comes from {where[url]} and from "
-                                  f"{source}")
-            where[url] = source
+                raise ConfigError(f"expected each replica once; {public_url(url)} is given at {where[url]} and at "
+                                  f"{place}")
+            where[url] = place
             out.append((url, weight))
     return out
 

@@ -589,20 +589,7 @@ class _Worker:
         return result
 
 
-def run_stream(
-    judge: Judge,
-    items: Iterable[Item],
-    *,
-    concurrency: int = 8,
-    journal: Path | str | None = None,
-    restart: bool = False,
-    progress: bool = True,
-    desc: str = "judging",
-    batch: BatchOptions | BatchSession | bool | None = None,
-    stop_after: int = STOP_AFTER,
-    check: bool = True,
-    window: int | None = None,
-) -> RunStream:
+def run_stream(judge: Judge, items: Iterable[Item], **options: Any) -> RunStream:
     """Judge ``items`` as :func:`run` does, yielding ``(item, judgment)`` pairs in item order as they are ready.
 
     ``items`` is read one at a time, and at most ``window`` items (default :func:`window_for`)
@@ -618,10 +605,10 @@ def run_stream(
     :class:`~mitigate.errors.RunStoppedError` (its ``summary`` attribute holds the totals).
     Batch mode starts every item at once (the batch waits for them all), so it keeps every item
     in hand. Use as ``async with run_stream(...) as stream: async for item, judgment in stream``;
-    ``stream.summary`` holds the totals.
+    ``stream.summary`` holds the totals. ``options`` are :func:`run`'s (``concurrency``, ``journal``,
+    ``restart``, ``progress``, ``desc``, ``batch``, ``stop_after``, ``check``) and ``window``.
     """
-    return RunStream(judge, items, concurrency=concurrency, journal=journal, restart=restart, progress=progress,
-                     desc=desc, batch=batch, stop_after=stop_after, check=check, window=window)
+    return RunStream(judge, items, **options)
 
 
 async def run(
