@@ -82,6 +82,17 @@ async def test_run_stream_refuses_a_repeated_id_in_a_one_pass_iterator_before_ju
     assert lm.calls <= 3  # the repeated item itself is never sent
 
 
+async def test_run_stream_checks_the_ids_of_an_iterable_read_more_than_once_as_it_reads_them() -> None:
+    class Twice:
+        def __iter__(self):
+            return iter([*_items(2), Item(id="it0", output="t5")])
+
+    with pytest.raises(DataError, match="'it0' appears more than once"):
+        async with run_stream(_judge(ScoreLM()), Twice(), progress=False) as stream:
+            async for _ in stream:
+                pass
+
+
 async def test_run_stream_must_be_entered_before_it_is_iterated() -> None:
     stream = run_stream(_judge(ScoreLM()), _items(2), progress=False)
     with pytest.raises(ConfigError, match="async with run_stream"):

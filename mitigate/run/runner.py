@@ -376,7 +376,8 @@ class RunStream:
         if session is not None:  # every item starts at once and waits for its batch
             judge = session.wrap(judge)
         worker = _Worker(self, judge)
-        seen: set[str] | None = set() if self._one_pass else None
+        checked = isinstance(self.items, Sequence) or getattr(self.items, "unique_ids", False)
+        seen: set[str] | None = None if checked else set()  # ids not checked before: checked as they are read
         in_hand: deque[tuple[Item, Judgment | asyncio.Future[Judgment | None]]] = deque()
         source = iter(self.items)
         limit = self.window if session is None else None
