@@ -243,3 +243,11 @@ async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_anothe
     assert result.summary.ok == 12 and good.request_count == 12
     assert 1 <= hung.requests <= 4
     assert pool.stats()[0]["causes"].get("timeout", 0) == hung.requests
+
+
+def test_an_empty_base_url_drops_the_ones_given_before_it() -> None:
+    from mitigate.cli.options.backend import base_urls_given
+
+    assert base_urls_given(["http://a/v1", "", "http://b/v1", "@e.txt"]) == ["http://b/v1", "@e.txt"]
+    assert base_urls_given(["http://a/v1", ""]) == [] and base_urls_given(None) == []
+    assert base_urls_given("http://a/v1") == ["http://a/v1"]

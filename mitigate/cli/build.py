@@ -20,7 +20,7 @@ import typer
 
 from mitigate.cli.files import read_text_file
 from mitigate.cli.options import LMRunOptions, parse_pairs
-from mitigate.cli.options.backend import registered_backend
+from mitigate.cli.options.backend import base_urls_given, registered_backend
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled as has_label
@@ -141,7 +141,8 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     ``declared``: the backend's declared facts only (:func:`~mitigate.lm.registry.declare`),
     for a command that makes no LM call (``--dry-run``): no SDK, key or model file is needed.
     """
-    kwargs: dict[str, Any] = {"base_url": base_urls(o.base_url)} if o.base_url else {}
+    urls = base_urls_given(o.base_url)
+    kwargs: dict[str, Any] = {"base_url": base_urls(urls)} if urls else {}
     if o.timeout is not None:
         kwargs["timeout"] = o.timeout
     if o.transport is not None:
