@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 class Task:
     """What a command judges: the benchmark, the criterion, and the chosen items in document order.
 
-    A task loaded to be streamed (``load_task(..., stream=True)``) holds a
+    A task loaded to be streamed (:func:`stream_task`) holds a
     :class:`~mitigate.data.stream.StreamedBenchmark` and its items as an
     :class:`~mitigate.data.stream.ItemStream` read from the file as they are judged.
     """
@@ -63,36 +63,35 @@ def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
     return select_items(items, limit or None)
 
 
-def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False,
-              stream: bool = False) -> Task:
+def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> Task:
     """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
 
     ``labelled``: only items with a human score or a gold preference for the criterion (what a
-    search can learn from), chosen in the same order. ``stream``: a ``jsonl:`` benchmark is
-    checked in one pass and its items read again as they are judged (:func:`~mitigate.data.stream.open_benchmark`),
-    never held whole in memory.
+    search can learn from), chosen in the same order.
     """
-    if stream:
-        if labelled:
-            raise ConfigError("expected labelled=False with stream=True (a streamed task keeps every chosen item)")
-        from mitigate.data.stream import open_benchmark
-
-        streamed = open_benchmark(benchmark, limit)
-        return Task(streamed, _criterion(streamed, criterion), streamed.items)
     bench = load(benchmark)
-    crit = _criterion(bench, criterion)
-    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
-    return Task(bench, crit, tuple(choose_items(pool, limit)))
-
-
-def _criterion(bench: Benchmark | StreamedBenchmark, criterion: str | None) -> str:
-    """``criterion``, or the benchmark's first; a one-line ConfigError for one it does not declare."""
     crit = criterion or (bench.criteria[0] if bench.criteria else None)
     if crit is None:
         raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
     if bench.criteria and crit not in bench.criteria:
         raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
-    return crit
+    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
+    return Task(bench, crit, tuple(choose_items(pool, limit)))
+
+
+def stream_task(benchmark: str, criterion: str | None, limit: int) -> Task:
+    """:func:`load_task` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass and its
+    chosen items read again as they are judged (:func:`~mitigate.data.stream.open_benchmark`), never held whole;
+    any other benchmark is loaded whole."""
+    from mitigate.data.stream import open_benchmark
+
+    streamed = open_benchmark(benchmark, limit)
+    crit = criterion or (streamed.criteria[0] if streamed.criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {streamed.name!r} declares no criteria; pass --criterion")
+    if streamed.criteria and crit not in streamed.criteria:
+        raise ConfigError(f"expected a criterion of {streamed.name} {list(streamed.criteria)}; got {crit!r}")
+    return Task(streamed, crit, streamed.items)
 
 
 def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, load_task, with_pipeline
+from mitigate.cli.build import Task, batch_session, build_judge, dry_run_text, stream_task, with_pipeline
 from mitigate.cli.errors import EXIT_FAILED, fail_when_all_failed, say_error
 from mitigate.cli.files import run_dir, writable_file, writing_after_run
 from mitigate.cli.options import (
@@ -106,7 +106,7 @@ async def _judge(o: JudgeOptions) -> None:
         from mitigate.strategies import parse_pipeline
 
         pipe = parse_pipeline(o.pipeline)  # bad text fails before data or calls
-    task = load_task(o.benchmark, o.criterion, o.limit, stream=True)
+    task = stream_task(o.benchmark, o.criterion, o.limit)
     base = build_judge(o, task, pipe, declared=o.dry_run)  # a dry run needs no SDK, key or model file
     lm = base.lm
     if o.dry_run:
