@@ -260,7 +260,10 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
 
 def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Iterable[Item]) -> str:
     """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM call)."""
-    item = next(iter(items), None)
+    first = iter(items)
+    item = next(first, None)
+    if hasattr(first, "close"):  # a file read as a stream: closed, not left to the collector
+        first.close()
     if item is None:
         raise ConfigError("--dry-run renders the first item; expected at least one item; got none")
     from mitigate.run.render import render_judge
