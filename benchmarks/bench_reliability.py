@@ -8,7 +8,8 @@ Four parts, each against the stub OpenAI/Anthropic server (``mitigate.testing``)
    (half the line written, then the kill); in the middle of a random cache write (an uncommitted
    SQLite transaction, or a committed half-written entry). A fault hook (a small script that
    patches the journal or cache write and SIGKILLs its own process) places the last two. After
-   the rerun, ``results.json`` must hold every item exactly once with the score the server gave
+   the rerun, the results' columns (``results.sqlite``; ``results.json`` of a checkout before them) must hold
+   every item exactly once with the score the server gave
    that item (lost = missing, duplicated = judged twice in the journal or listed twice). Two
    more trials start a second process on the same run folder, and two processes sharing one cache.
 2. **Fault storm.** The server answers ``--storm-rate`` of requests with 429/500/502/503.
@@ -55,6 +56,7 @@ Four parts, each against the stub OpenAI/Anthropic server (``mitigate.testing``)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -63,6 +65,7 @@ import random
 import re
 import signal
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -179,9 +182,22 @@ def journal_lines(path: Path) -> int:
         return 0
 
 
+def judged(run_dir: Path) -> list[dict[str, Any]]:
+    """The judgments a run folder's last run listed, in order: from its columns (``results.sqlite``: item id, scores
+    and the verdict as the text preferred) or, written by a checkout before them, from ``results.json``."""
+    columns = run_dir / "results.sqlite"
+    if not columns.exists():
+        return json.loads((run_dir / "results.json").read_text())["judgments"]
+    with contextlib.closing(sqlite3.connect(f"file:{columns}?mode=ro", uri=True)) as db:
+        rows = db.execute('SELECT j.item, s.criterion, s.score, s.verdict FROM judgments j JOIN scores s ON '
+                          's.seq = j.seq WHERE s."order" IS NULL OR s."order" = \'original\' ORDER BY j.seq').fetchall()
+    return [{"item_id": item, "scores": {} if crit is None or score is None else {crit: score}, "verdict_text": verdict}
+            for item, crit, score, verdict in rows]
+
+
 def check_run(run_dir: Path, n: int) -> dict[str, Any]:
     """Lost, duplicated and wrong judgments after a run folder's last run."""
-    results = json.loads((run_dir / "results.json").read_text())
+    results = {"judgments": judged(run_dir)}
     listed = Counter(j["item_id"] for j in results["judgments"])
     wanted = {f"x{i:04d}": expected_score(i) for i in range(n)}
     ok_lines: Counter[str] = Counter()
@@ -604,7 +620,7 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
         (d / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
         before = server.request_count
         out = _cli(code, [*judge(d), "--no-cache"], env, work, timeout)
-        scores = [j["scores"].get("fluency") for j in json.loads((d / "results.json").read_text())["judgments"]]
+        scores = [j["scores"].get("fluency") for j in judged(d)]
         case("journal score 9 on a 1-5 scale", out["exit"] == 0 and 9.0 not in scores and "warning:" in out["stderr"]
              and server.request_count - before == 1, out, rejudged=server.request_count - before)
 
@@ -804,7 +820,7 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
         if not results_file.is_file():
             per_format[name] = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1], "exit": done.returncode}
             continue
-        judgments = {j["item_id"]: j for j in json.loads(results_file.read_text())["judgments"]}
+        judgments = {j["item_id"]: j for j in judged(folder / "run")}
         counts: Counter[str] = Counter()
         planted_reads = []
         for i, case in enumerate(cases):

@@ -12,7 +12,8 @@
   check and the read; :func:`read_lines` reads such a file line by line, no line longer than
   :data:`MAX_LINE_BYTES` (a sparse file of zeros cannot fill the memory).
 * :func:`write_output` is the one way mitigate writes an output file (results, reports, plots,
-  ``--out``, probe records, training items): atomically (a temporary file renamed over it) when the
+  ``--out``, probe records, training items; :func:`open_output` for one written as it is produced,
+  :func:`output_path` for a writer that needs a file name): atomically (a temporary file renamed over it) when the
   path is absent or a regular file; **a symlink is followed**: the file it points to is written and
   the link stays a link. A character device (``/dev/null``, ``/dev/stdout``) is written through, never
   replaced by a regular file; a FIFO, socket, block device or directory is refused.
@@ -191,18 +192,37 @@ def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | byte
     The one way mitigate writes an output. ``write`` is the text (or bytes), or a function writing to the
     open file (text, or binary with ``binary=True``). A regular file is replaced atomically (a reader sees the
     old file or the new one, never a part); an OSError becomes a one-line ConfigError naming the file
-    (``/dev/full``: "No space left on device"), and a failed write leaves the old file as it was.
+    (``/dev/full``: "No space left on device"), and a failed write leaves the old file as it was. A writer that
+    produces its text over time (rows as a run judges them) writes into :func:`open_output` instead, on which
+    this is built.
     """
-    path = Path(path)
     binary = binary or isinstance(write, bytes)
-    target, through = output_target(path, what)
-
-    def fill(fh: IO[Any]) -> None:
+    with open_output(path, what, newline=newline, durable=durable, binary=binary) as fh:
         if isinstance(write, str | bytes):
             fh.write(write)
         else:
             write(fh)
-        fh.flush()
+    return Path(path)
+
+
+@contextlib.contextmanager
+def open_output(path: Path | str, what: str = "the output file", *, newline: str | None = None,
+                durable: bool = True, binary: bool = False) -> Iterator[IO[Any]]:
+    """An output file open for writing (text, or binary with ``binary=True``), written as :func:`write_output` writes.
+
+    A regular file (or a new one) is written under a temporary name beside it and renamed over it when
+    the block ends without an error, so a reader sees the old file or the whole new one; an error in the
+    block (or a failed write: an OSError becomes a one-line ConfigError naming the file) removes the
+    temporary file and leaves the old one as it was. A symlink is followed; a character device is written
+    through as the block writes; a FIFO, socket, block device or directory is refused before anything is
+    written. What the block writes goes to the disk as it is written, so it may be as long as it likes.
+    """
+    path = Path(path)
+    target, through = output_target(path, what)
+
+    def failed(exc: OSError) -> ConfigError:
+        return ConfigError(f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}",
+                           path=str(path))
 
     def opened(fd: int) -> IO[Any]:
         return os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
@@ -215,20 +235,55 @@ def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | byte
                 raise ConfigError(f"expected to write {what} {path} through a character device; it changed into "
                                   f"{path_kind(target)}", path=str(path))
             os.set_blocking(fd, True)
-            with opened(fd) as fh:
-                fill(fh)
+            device = opened(fd)
         except OSError as exc:
-            raise ConfigError(f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}",
-                              path=str(path)) from None
-        return path
+            raise failed(exc) from None
+        try:
+            with device:
+                yield device
+                device.flush()
+        except OSError as exc:
+            raise failed(exc) from None
+        return
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
         with opened(fd) as fh:
-            fill(fh)
+            yield fh
+            fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise failed(exc) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def output_path(path: Path | str, what: str = "the output file") -> Iterator[Path]:
+    """A temporary path beside ``path`` for a writer that needs a file name (SQLite), renamed over ``path`` when the
+    block ends without an error, as :func:`open_output` does for a regular file (a symlink followed).
+
+    Such a file cannot be written through a device: a character device at ``path`` is refused in one line.
+    """
+    path = Path(path)
+    target, through = output_target(path, what)
+    if through:
+        raise ConfigError(f"expected to write {what} {path} as a regular file (or a new one); {path} is "
+                          f"{path_kind(target)}", path=str(path))
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.unlink(missing_ok=True)  # a leftover of a killed run
+        yield tmp
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -239,7 +294,6 @@ def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | byte
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
-    return path
 
 
 def one_line(text: object) -> str:

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
+from mitigate.run.columns import Columns
 from mitigate.testing import StubOpenAIServer
 
 SECRET = "sk-live-DO-NOT-LEAK-4242"
@@ -45,7 +46,11 @@ def test_judge_prints_each_judgment_beside_the_human_score(tmp_path, monkeypatch
     assert len(lines) == 3
     assert "3 items" in result.stderr and "0 parse failures" in result.stderr
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert [j["scores"]["fluency"] for j in saved["judgments"]] == [2.0, 2.0, 2.0]
+    assert saved["summary"]["ok"] == 3 and saved["columns"] == "results.sqlite" and "judgments" not in saved
+    with Columns(tmp_path / "run" / "results.sqlite") as columns:
+        assert columns.column("score").tolist() == [2.0, 2.0, 2.0]
+        assert columns.column("item").tolist() == ["x0", "x1", "x2"]
+        assert columns.column("human").tolist() == [3.0, 4.0, 3.0]
 
 
 def test_identical_rerun_makes_no_lm_calls(tmp_path, monkeypatch):

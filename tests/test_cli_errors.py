@@ -170,7 +170,7 @@ def test_results_json_is_replaced_atomically(tmp_path):
     assert first.exit_code == second.exit_code == 0
     assert (tmp_path / "run" / "results.json").stat().st_ino != inode
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["journal.jsonl", "journal.jsonl.lock",
-                                                                    "results.json"]
+                                                                    "results.json", "results.sqlite"]
 
 
 def test_compare_whose_pipeline_failed_on_every_item_exits_non_zero(tmp_path, monkeypatch):

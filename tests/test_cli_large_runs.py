@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mitigate.cli import app
+from mitigate.run.columns import Columns
 from mitigate.testing import StubOpenAIServer
 
 PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
@@ -39,8 +40,8 @@ def test_judge_batch_runs_through_the_batch_api_and_a_rerun_resumes(tmp_path, mo
         again = CliRunner().invoke(app, args)
         assert again.exit_code == 0 and len(server.batch.created) == 1
         assert "6 resumed" in again.stderr
-    saved = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert [j["scores"]["fluency"] for j in saved["judgments"]] == [3.0] * 6
+    with Columns(tmp_path / "run" / "results.sqlite") as columns:
+        assert columns.column("score").tolist() == [3.0] * 6
     assert (tmp_path / "run" / "batches" / "batches.jsonl").exists()
 
 

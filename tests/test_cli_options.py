@@ -143,7 +143,7 @@ def test_judge_n_and_compare_limit_pick_the_same_items(tmp_path: Path, monkeypat
 def test_build_judge_reads_each_commands_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench = _bench(tmp_path)
-    lm = {"prompt": tmp_path / "prompt.txt", "backend": "openai:m", "base_url": "http://127.0.0.1:9/v1"}
+    lm = {"prompt": tmp_path / "prompt.txt", "backend": "openai:m", "base_url": ["http://127.0.0.1:9/v1"]}
     task = load_task(bench, "fluency", 0)
     judged = build_judge(JudgeOptions(benchmark=bench, samples=3, reducer="median", temperature=0.7, scale="1,10",
                                       **lm), task)

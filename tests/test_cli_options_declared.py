@@ -320,12 +320,12 @@ def plugin_backends():
 def test_which_backend_takes_which_option_is_read_from_the_registry(plugin_backends):
     from mitigate.cli.judge import JudgeOptions
 
-    ok = JudgeOptions(backend="cloudy:m", base_url="http://x", timeout=3.0, transport="direct", batch=True,
+    ok = JudgeOptions(backend="cloudy:m", base_url=["http://x"], timeout=3.0, transport="direct", batch=True,
                       run_dir=Path("run"))
     assert ok.backend == "cloudy:m"
     with pytest.raises(ConfigError, match=r"--base-url applies to the openai, anthropic, dspy, cloudy backends; "
                                           r"got --backend 'nearby'"):
-        JudgeOptions(backend="nearby", base_url="http://x")
+        JudgeOptions(backend="nearby", base_url=["http://x"])
     with pytest.raises(ConfigError, match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
                                           r"OpenAI API and OpenAI-compatible servers such as vLLM; a test provider\)"):
         JudgeOptions(backend="nearby", transport="direct")
@@ -336,7 +336,7 @@ def test_which_backend_takes_which_option_is_read_from_the_registry(plugin_backe
 
 def test_the_shipped_backends_take_what_they_took_before():
     class Given:
-        base_url, timeout, transport, guided = "http://x", 3.0, "direct", "vllm"
+        base_url, timeout, transport, guided = ["http://x"], 3.0, "direct", "vllm"
 
     for spec in ("openai:m",):
         check_backend(Given(), spec)  # type: ignore[arg-type]
@@ -353,7 +353,7 @@ def test_judge_sends_its_limits_to_every_network_backend_the_registry_names():
     from mitigate.cli.build import build_backend
     from mitigate.cli.judge import JudgeOptions
 
-    lm = build_backend(JudgeOptions(backend="openai:m", base_url="http://127.0.0.1:9/v1", deadline=7.0), declared=True)
+    lm = build_backend(JudgeOptions(backend="openai:m", base_url=["http://127.0.0.1:9/v1"], deadline=7.0), declared=True)
     assert lm.limits is not None and lm.limits.deadline == 7.0  # type: ignore[attr-defined]
     assert build_backend(JudgeOptions(backend="local"), declared=True).limits is None  # type: ignore[attr-defined]
 

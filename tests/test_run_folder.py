@@ -238,7 +238,7 @@ def test_results_json_linked_elsewhere_is_written_through_the_link(fixtures, ser
     result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "--run-dir", str(run_dir)))
     assert result.exit_code == 0, result.output
     assert (run_dir / "results.json").is_symlink()
-    assert len(json.loads(real.read_text(encoding="utf-8"))["judgments"]) == 3
+    assert json.loads(real.read_text(encoding="utf-8"))["summary"]["items"] == 3
 
 
 def _device_node(path: Path) -> Path:

@@ -10,7 +10,7 @@ from a command's typed options.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ import typer
 
 from mitigate.cli.files import read_text_file
 from mitigate.cli.options import LMRunOptions, parse_pairs
-from mitigate.cli.options.backend import registered_backend
+from mitigate.cli.options.backend import base_urls_given, registered_backend
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled as has_label
@@ -37,6 +37,7 @@ from mitigate.prompt.builtin import default_prompt_for, prompt_text
 from mitigate.run.batch_session import BatchOptions, BatchSession
 
 if TYPE_CHECKING:
+    from mitigate.data.stream import ItemStream, StreamedBenchmark
     from mitigate.strategies import Mitigation
 
 # Imported only where used: the renderer (--dry-run, prompts render) and the strategies (a pipeline), so a
@@ -45,11 +46,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Task:
-    """What a command judges: the benchmark, the criterion, and the chosen items in document order."""
+    """What a command judges: the benchmark, the criterion, and the chosen items in document order.
 
-    benchmark: Benchmark
+    A task loaded to be streamed (:func:`stream_task`) holds a
+    :class:`~mitigate.data.stream.StreamedBenchmark` and its items as an
+    :class:`~mitigate.data.stream.ItemStream` read from the file as they are judged.
+    """
+
+    benchmark: Benchmark | StreamedBenchmark
     criterion: str
-    items: tuple[Item, ...]
+    items: tuple[Item, ...] | ItemStream
 
 
 def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
@@ -77,6 +83,21 @@ def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bo
     bench, crit = load_benchmark(benchmark, criterion)
     pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
     return Task(bench, crit, tuple(choose_items(pool, limit)))
+
+
+def stream_task(benchmark: str, criterion: str | None, limit: int) -> Task:
+    """:func:`load_task` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass and its
+    chosen items read again as they are judged (:func:`~mitigate.data.stream.open_benchmark`), never held whole;
+    any other benchmark is loaded whole."""
+    from mitigate.data.stream import open_benchmark
+
+    streamed = open_benchmark(benchmark, limit)
+    crit = criterion or (streamed.criteria[0] if streamed.criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {streamed.name!r} declares no criteria; pass --criterion")
+    if streamed.criteria and crit not in streamed.criteria:
+        raise ConfigError(f"expected a criterion of {streamed.name} {list(streamed.criteria)}; got {crit!r}")
+    return Task(streamed, crit, streamed.items)
 
 
 def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
@@ -125,7 +146,8 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     ``declared``: the backend's declared facts only (:func:`~mitigate.lm.registry.declare`),
     for a command that makes no LM call (``--dry-run``): no SDK, key or model file is needed.
     """
-    kwargs: dict[str, Any] = {"base_url": o.base_url} if o.base_url else {}
+    urls = base_urls_given(o.base_url)
+    kwargs: dict[str, Any] = {"base_url": base_urls(urls)} if urls else {}
     if o.timeout is not None:
         kwargs["timeout"] = o.timeout
     if o.transport is not None:
@@ -140,6 +162,17 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
         return declare(o.backend, **kwargs)
     policy = RetryPolicy(base_delay=min(0.5, o.patience), max_delay=o.patience)
     return wrap(get(o.backend, **kwargs), cache=o.lm_cache, retry=policy)
+
+
+def base_urls(values: list[str]) -> str | list[tuple[str, float]]:
+    """``--base-url`` values: one URL as it is, else the replicas they name (URLs and ``@FILE`` lists of ``URL
+    [WEIGHT]`` lines, :func:`~mitigate.lm.pool.read_endpoints`), which the backend spreads its requests over."""
+    if len(values) == 1 and not values[0].startswith("@"):
+        return values[0]
+    from mitigate.lm.pool import read_endpoints
+
+    found = read_endpoints(values, read_text_file)
+    return found[0][0] if len(found) == 1 else found
 
 
 def constants_of(values: list[str] | None) -> dict[str, str]:
@@ -231,13 +264,16 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
     return pipe.wrap(judge)
 
 
-def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Sequence[Item]) -> str:
+def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Iterable[Item]) -> str:
     """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM call)."""
-    if not items:
+    first = iter(items)
+    item = next(first, None)
+    if hasattr(first, "close"):  # a file read as a stream: closed, not left to the collector
+        first.close()
+    if item is None:
         raise ConfigError("--dry-run renders the first item; expected at least one item; got none")
     from mitigate.run.render import render_judge
 
-    item = items[0]
     parts = [f"### entry {name!r}: the requests for item {item.id!r} (dry run: no LM call)\n"
              + render_judge(judge, item, baseline=base) for name, judge in entries]
     return "\n\n".join(parts)

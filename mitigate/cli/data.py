@@ -17,7 +17,7 @@ import typer
 from mitigate.cli.app import command, command_group
 from mitigate.cli.errors import EXIT_FAILED, say_error
 from mitigate.cli.options import CommandOptions, Override, argument, option
-from mitigate.cli.options.backend import TIMEOUT, BaseUrl
+from mitigate.cli.options.backend import BASE_URL, TIMEOUT
 from mitigate.cli.options.results import OUT
 from mitigate.cli.options.task import CRITERION, JUDGE
 from mitigate.errors import ConfigError
@@ -33,8 +33,8 @@ SOURCE = option("source", "--from", help="inspect or promptfoo")
 ID_KEY = option("id_key", help="inspect: the sample metadata key holding the item id; promptfoo: the test var holding it")
 
 DataDir = Annotated[Path | None, DATA_DIR]
-DataUrl = Annotated[BaseUrl, Override(help="fetch from this base URL instead of GitHub's raw host (also "
-                                           "$MITIGATE_DATA_URL)")]
+DataUrl = Annotated[str | None, BASE_URL, Override(help="fetch from this base URL instead of GitHub's raw host "
+                                                      "(also $MITIGATE_DATA_URL)")]
 
 
 @dataclass(frozen=True)

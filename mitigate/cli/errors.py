@@ -84,16 +84,26 @@ def report_error(exc: BaseException) -> int:
 
 
 def fail_when_all_failed(result: Any) -> None:
-    """Exit :data:`EXIT_FAILED` with one line when every item of a run ended in an LM error."""
-    s = result.summary
-    if s.items and s.errors == s.items:
-        first = next((j.error for j in result.judgments if j.error), "")
-        say_error(f"all {s.items} items failed; the first: {first}")
+    """Exit :data:`EXIT_FAILED` with one line when every item of a run ended in an LM error, or none could be scored.
+
+    ``result`` is a :class:`~mitigate.run.runner.RunResult`, or a finished
+    :class:`~mitigate.run.runner.RunStream` (whose tally says the same without the judgments).
+    """
+    from mitigate.run.tally import Tally
+
+    tally = getattr(result, "tally", None)
+    if tally is None:
+        tally = Tally()
+        for j in result.judgments:
+            tally.add(j)
+    items = tally.items
+    if items and tally.errors == items:
+        say_error(f"all {items} items failed; the first: {tally.first_error or ''}")
         raise typer.Exit(code=EXIT_FAILED)
-    if s.items and s.ok == 0 and s.errors + sum(1 for j in result.judgments if j.failures) >= s.items:
-        failure = next((f for j in result.judgments for f in j.failures), None)
+    if items and tally.ok == 0 and tally.errors + tally.with_failures >= items:
+        failure = tally.first_failure
         raw = " ".join(str(failure.raw).split())[:120] if failure is not None else ""
         looked = "" if failure is None else f"; the first answer ({failure.reason}): {raw!r}"
-        say_error(f"no item could be scored: all {s.items} answers failed to parse ({s.errors} items ended in an "
+        say_error(f"no item could be scored: all {items} answers failed to parse ({tally.errors} items ended in an "
                   f"LM error){looked}")
         raise typer.Exit(code=EXIT_FAILED)

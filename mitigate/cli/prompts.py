@@ -20,7 +20,7 @@ from mitigate.cli.options import (
     option,
     parse_scale,
 )
-from mitigate.cli.options.backend import BACKEND, GUIDED, BaseUrl, Guided
+from mitigate.cli.options.backend import BACKEND, GUIDED, BaseUrl, Guided, base_urls_given
 from mitigate.cli.options.prompt import Const, Scale, System
 from mitigate.cli.options.run import PIPELINE
 from mitigate.cli.options.task import BENCHMARK, TRAIN, Criterion
@@ -200,8 +200,11 @@ def _backend(o: PromptsOptions, *, declared: bool = True) -> "LM":
     from mitigate.lm.registry import declare, get
 
     kwargs: dict[str, Any] = {}
-    if o.base_url:
-        kwargs["base_url"] = o.base_url
+    urls = base_urls_given(o.base_url)
+    if urls:
+        from mitigate.cli.build import base_urls
+
+        kwargs["base_url"] = base_urls(urls)
     if o.guided:
         kwargs["guided"] = o.guided
     spec = o.backend or DEFAULT_BACKEND

@@ -91,31 +91,43 @@ def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
     A line that is not valid JSON raises ``error`` (DataError or a subclass) with the file, the
     line and the parser's complaint.
     """
-    for number, line in read_text_lines(path, error=error):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except RecursionError:
-            raise error(f"{path}:{number}: expected one JSON value per line nested at most a few hundred levels "
-                        "deep; got one nested too deep to read", path=str(path), line=number) from None
-        except json.JSONDecodeError as exc:
+    for number, _, value in read_json_lines_at(path, error=error):
+        yield number, value
+
+
+def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, Any]]:
+    """:func:`read_json_lines` with the byte offset where each line starts: ``(line_number, offset, value)``, so a
+    reader can come back to one line without keeping what it read."""
+    for number, offset, line in read_text_lines_at(path, error=error):
+        if line.strip():
+            yield number, offset, json_value(line, path, number, error=error)
+
+
+def json_value(line: str, path: Path, number: int, *, error: type[DataError] = DataError) -> Any:
+    """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one (invalid JSON,
+    nested too deep, a lone surrogate escape)."""
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        raise error(f"{path}:{number}: expected one JSON value per line nested at most a few hundred levels "
+                    "deep; got one nested too deep to read", path=str(path), line=number) from None
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
+            f"column {exc.colno}): {_clip(line)}",
+            path=str(path),
+            line=number,
+        ) from exc
+    if "\\u" in line:  # a lone surrogate can only come from an escape such as "\ud800"
+        bad = _lone_surrogate(value)
+        if bad is not None:
             raise error(
-                f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
-                f"column {exc.colno}): {_clip(line)}",
+                f"{path}:{number}: expected text that is valid Unicode; got the lone surrogate escape "
+                f"\\u{ord(bad):04x}, which no UTF-8 text can hold",
                 path=str(path),
                 line=number,
-            ) from exc
-        if "\\u" in line:  # a lone surrogate can only come from an escape such as "\ud800"
-            bad = _lone_surrogate(value)
-            if bad is not None:
-                raise error(
-                    f"{path}:{number}: expected text that is valid Unicode; got the lone surrogate escape "
-                    f"\\u{ord(bad):04x}, which no UTF-8 text can hold",
-                    path=str(path),
-                    line=number,
-                )
-        yield number, value
+            )
+    return value
 
 
 def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, str]]:
@@ -124,22 +136,35 @@ def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
     A file that cannot be opened, or a line that is not UTF-8, raises ``error`` with the file and
     the line, instead of a ``UnicodeDecodeError`` from somewhere inside a loader.
     """
+    for number, _, text in read_text_lines_at(path, error=error):
+        yield number, text
+
+
+def read_text_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, str]]:
+    """:func:`read_text_lines` with the byte offset where each line starts: ``(line_number, offset, text)``."""
     check_input_file(path, "a data file", error=error)
     try:
         handle = open_regular(path, "rb", "a data file")  # checked again on the open file: never a FIFO
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     with handle:
+        offset = 0
         for number, raw in enumerate(read_lines(handle, f"the data file {path}", path=path), start=1):
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise error(
-                    f"{path}:{number}: expected UTF-8 text; got the byte {raw[exc.start]:#04x} at column "
-                    f"{exc.start + 1}, which is not UTF-8 (re-save the file as UTF-8)",
-                    path=str(path),
-                    line=number,
-                ) from None
+            yield number, offset, utf8_line(raw, path, number, error=error)
+            offset += len(raw)
+
+
+def utf8_line(raw: bytes, path: Path, number: int, *, error: type[DataError] = DataError) -> str:
+    """One line of ``path`` as text; ``error`` naming the file, line and byte when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{path}:{number}: expected UTF-8 text; got the byte {raw[exc.start]:#04x} at column "
+            f"{exc.start + 1}, which is not UTF-8 (re-save the file as UTF-8)",
+            path=str(path),
+            line=number,
+        ) from None
 
 
 def read_text(path: Path, *, error: type[DataError] = DataError, translate_newlines: bool = True) -> str:
@@ -233,40 +258,76 @@ def load_jsonl(
     type, a non-numeric or out-of-range score, a preference other than A/B/tie (or one on a row
     without ``output_b``), an unknown key, or an id seen on an earlier line.
     """
-    file = check_input_file(Path(path), "a JSON-lines benchmark file", error=DataError)
-    header: dict[str, Any] = {}
+    rows = JsonlRows(path, scale)
+    file = rows.path
     items: list[Item] = []
     first_line: dict[str, int] = {}
     seen_criteria: dict[str, None] = {}
-    common: Scale | None = None
-    per: dict[str, Scale] = {}
-    for line, row in read_json_lines(file):
-        if not items and not header and isinstance(row, dict) and set(row) == {"benchmark"}:
-            header = _header(row["benchmark"], file, line)
-            continue
-        if common is None:
-            common, per = _scales(header, scale, file)
-        item = _row_to_item(row, file, line, common, per)
+    for line, _, item in rows:
         if item.id in first_line:
             raise row_error(file, line, f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}")
         first_line[item.id] = line
-        for criterion in (*item.human, *item.annotators, *item.preference):
-            seen_criteria.setdefault(criterion, None)
+        note_criteria(item, seen_criteria)
         items.append(item)
-    if not items or common is None:
+    if not items or rows.common is None:
         raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
-    chosen = tuple(criteria) if criteria is not None else tuple(header.get("criteria") or seen_criteria)
-    for extra in per:
-        if extra not in chosen:
-            chosen = (*chosen, extra)
     return Benchmark(
-        name=name or header.get("name") or file.stem,
+        name=name or rows.header.get("name") or file.stem,
         items=tuple(items),
-        criteria=chosen,
-        scale=common,
-        scales=per,
-        description=description or header.get("description", ""),
+        criteria=rows.criteria(criteria, seen_criteria),
+        scale=rows.common,
+        scales=rows.per,
+        description=description or rows.header.get("description", ""),
     )
+
+
+def note_criteria(item: Item, seen: dict[str, None]) -> None:
+    """Add the criteria ``item`` holds labels for to ``seen`` (an ordered set: the order of first appearance)."""
+    for criterion in (*item.human, *item.annotators, *item.preference):
+        if criterion not in seen:
+            seen[criterion] = None
+
+
+class JsonlRows:
+    """The rows of a generic-format file read one at a time as checked items: ``(line, offset, item)``.
+
+    The header line (see the module docstring), when the file starts with one, is read into
+    ``header``, ``common`` and ``per`` (the label scales: ``scale`` arguments over the header
+    over 1-5) before the first item; each row is checked as :func:`load_jsonl` says. Nothing
+    read is kept, so a file of any length is read in constant memory; each iteration reads the
+    file again from its start.
+    """
+
+    def __init__(self, path: str | Path, scale: ScaleSpec | Mapping[str, ScaleSpec] | None = None) -> None:
+        self.path = check_input_file(Path(path), "a JSON-lines benchmark file", error=DataError)
+        self.scale = scale
+        self.header: dict[str, Any] = {}
+        self.common: Scale | None = None
+        self.per: dict[str, Scale] = {}
+
+    def __iter__(self) -> Iterator[tuple[int, int, Item]]:
+        common: Scale | None = None
+        for line, offset, row in read_json_lines_at(self.path):
+            if common is None:
+                is_header = isinstance(row, dict) and set(row) == {"benchmark"}
+                self.header = _header(row["benchmark"], self.path, line) if is_header else {}
+                common, self.per = _scales(self.header, self.scale, self.path)
+                self.common = common
+                if is_header:
+                    continue
+            yield line, offset, _row_to_item(row, self.path, line, common, self.per)
+
+    def item(self, row: Any, line: int) -> Item:
+        """One row read again (at ``line``, after the file was iterated once) as its item."""
+        if self.common is None:
+            raise DataError(f"{self.path}: expected its rows read once before one is read again", path=str(self.path))
+        return _row_to_item(row, self.path, line, self.common, self.per)
+
+    def criteria(self, given: Sequence[str] | None, seen: Mapping[str, None]) -> tuple[str, ...]:
+        """The benchmark's criteria: ``given``, else the header's, else those ``seen`` in the rows, in order; plus
+        every criterion with a scale of its own."""
+        chosen = tuple(given) if given is not None else tuple(self.header.get("criteria") or seen)
+        return chosen + tuple(extra for extra in self.per if extra not in chosen)
 
 
 def _scale_value(value: Any, where: str) -> Scale:

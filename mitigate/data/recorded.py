@@ -54,6 +54,7 @@ __all__ = [
     "RECORD_KEYS",
     "RecordedJudgment",
     "RecordedRow",
+    "RecordedRows",
     "RecordedRun",
     "load_recorded",
     "load_recorded_runs",
@@ -402,34 +403,57 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             start = reader.line_num + 1
 
 
+class RecordedRows:
+    """The rows of a recorded-judgments file (``.csv``, or JSON lines otherwise), checked and yielded one at a time.
+
+    Nothing read is kept, so a file of any length is read in constant memory; each iteration
+    reads the file again. The header line of a JSON-lines file (its answer scales) is read into
+    ``common`` and ``per`` before the first row. ``read`` reads rows that hold only the judge's
+    ``raw`` text (see :func:`parse_row`). The first bad row raises DataError ``file:line:``.
+    """
+
+    def __init__(self, path: str | Path, read: AnswerReader | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise DataError(f"expected a recorded-judgments file (JSON lines or .csv) at {self.path}; no such file",
+                            path=str(self.path))
+        self.read = read
+        self.common: Scale | None = None
+        self.per: dict[str, Scale] = {}
+
+    def __iter__(self) -> Iterator[RecordedRow]:
+        file, read = self.path, self.read
+        self.common, self.per = None, {}
+        if file.suffix.lower() == ".csv":
+            for line, row in _csv_rows(file):
+                yield parse_row(row, file, line, self.per, self.common, from_csv=True, read=read)
+            return
+        first = True
+        for line, row in read_json_lines(file):
+            if first and isinstance(row, dict) and set(row) == {"recorded"}:
+                self.common, self.per = _header(row["recorded"], file, line)
+                first = False
+                continue
+            first = False
+            yield parse_row(row, file, line, self.per, self.common, read=read)
+
+
 def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> dict[str, RecordedRun]:
     """Every judge in a recorded-judgments file (``.csv``, or JSON lines otherwise), judge name -> run.
 
     Every row is checked; the first bad one raises DataError ``file:line:`` (see the module docstring).
-    ``read`` reads rows that hold only the judge's ``raw`` text (see :func:`parse_row`).
+    ``read`` reads rows that hold only the judge's ``raw`` text (see :func:`parse_row`). The rows
+    one at a time, without grouping them in memory: :class:`RecordedRows`.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise DataError(f"expected a recorded-judgments file (JSON lines or .csv) at {file}; no such file",
-                        path=str(file))
-    rows: list[RecordedRow] = []
-    common: Scale | None = None
-    per: dict[str, Scale] = {}
-    if file.suffix.lower() == ".csv":
-        for line, row in _csv_rows(file):
-            rows.append(parse_row(row, file, line, per, common, from_csv=True, read=read))
-    else:
-        for line, row in read_json_lines(file):
-            if not rows and isinstance(row, dict) and set(row) == {"recorded"}:
-                common, per = _header(row["recorded"], file, line)
-                continue
-            rows.append(parse_row(row, file, line, per, common, read=read))
+    reader = RecordedRows(path, read)
+    file = reader.path
+    rows = list(reader)
     if not rows:
         raise DataError(f"{file}: expected at least one recorded judgment; the file holds none", path=str(file))
-    scales = dict(per)
-    if common is not None:
+    scales = dict(reader.per)
+    if reader.common is not None:
         for c in dict.fromkeys(r.criterion for r in rows):
-            scales.setdefault(c, common)
+            scales.setdefault(c, reader.common)
     return runs_from_rows(rows, str(file), scales, path=file)
 
 

@@ -129,13 +129,17 @@ class Benchmark(BaseModel):
         """One line with the counts and label scale, for CLIs and logs."""
         systems = {i.system for i in self.items if i.system is not None}
         docs = {i.doc_id for i in self.items if i.doc_id is not None}
-        if self.scales:
-            shown = ", ".join(f"{c} {self.scale_for(c).describe()}" for c in (self.criteria or tuple(self.scales)))
-            scales = f"human scales {shown}"
-        else:
-            scales = f"human scale {self.scale.describe()}"
-        kind = "pairwise items" if self.pairwise else "items"
-        return (
-            f"{self.name}: {len(self.items)} {kind}, {len(systems)} systems, {len(docs)} documents, "
-            f"criteria={list(self.criteria)}, {scales}"
-        )
+        return summary_line(self.name, len(self.items), len(systems), len(docs), self.criteria, self.scale,
+                            self.scales, pairwise=self.pairwise)
+
+
+def summary_line(name: str, items: int, systems: int, documents: int, criteria: tuple[str, ...], scale: Scale,
+                 scales: dict[str, Scale], *, pairwise: bool) -> str:
+    """A benchmark in one line: its counts, criteria and label scales (:meth:`Benchmark.summary`)."""
+    if scales:
+        shown = ", ".join(f"{c} {scales.get(c, scale).describe()}" for c in (criteria or tuple(scales)))
+        label = f"human scales {shown}"
+    else:
+        label = f"human scale {scale.describe()}"
+    kind = "pairwise items" if pairwise else "items"
+    return f"{name}: {items} {kind}, {systems} systems, {documents} documents, criteria={list(criteria)}, {label}"

@@ -36,7 +36,7 @@ from mitigate.measures.pairwise import presented_to_text
 from mitigate.paths import write_output
 from mitigate.run.runner import RunResult
 
-__all__ = ["COLUMNS", "judgment_row", "write_judgments"]
+__all__ = ["COLUMNS", "JudgmentsWriter", "check_out_path", "is_csv", "judgment_row", "write_judgments"]
 
 COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold", "samples", "ok", "failures", "raw",
            "error", "flags", "needs_human", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "calls",
@@ -82,6 +82,44 @@ def _cell(value: Any) -> Any:
     return "" if value is None else csv_cell(value)
 
 
+class JudgmentsWriter:
+    """Writes judgment rows to an open file as they come: JSON lines, or CSV (a header first) when ``csv``.
+
+    ``mitigate judge --out`` writes each ``(item, judgment)`` of a streamed run through one of
+    these into :func:`mitigate.paths.open_output`, so the file is never held whole in memory.
+    """
+
+    def __init__(self, handle: TextIO, *, csv_format: bool = False, criterion: str | None = None) -> None:
+        self.handle = handle
+        self.criterion = criterion
+        self.rows = 0
+        self._csv = csv.DictWriter(handle, fieldnames=list(COLUMNS)) if csv_format else None
+        if self._csv is not None:
+            self._csv.writeheader()
+
+    def write(self, judgment: Judgment, item: Item | None = None) -> None:
+        """Write one judgment's row (``item`` adds its human label and gold preference)."""
+        row = judgment_row(judgment, item, self.criterion)
+        if self._csv is not None:
+            self._csv.writerow({k: _cell(v) for k, v in row.items()})
+        else:
+            self.handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.rows += 1
+
+
+def is_csv(path: str | Path) -> bool:
+    """Whether a judgments file is CSV (its name ends in ``.csv``) rather than JSON lines."""
+    return Path(path).suffix.lower() == ".csv"
+
+
+def check_out_path(path: str | Path) -> Path:
+    """``path`` when a judgments file may be written there; a one-line ConfigError for a folder."""
+    file = Path(path)
+    if file.is_dir():
+        raise ConfigError(f"expected --out to name a file (.jsonl or .csv); {file} is a folder")
+    return file
+
+
 def write_judgments(
     judgments: RunResult | Sequence[Judgment], path: str | Path, *,
     items: Sequence[Item] | None = None, criterion: str | None = None,
@@ -95,20 +133,12 @@ def write_judgments(
     """
     rows_in = judgments.judgments if isinstance(judgments, RunResult) else tuple(judgments)
     by_id = {it.id: it for it in items or ()}
-    rows = [judgment_row(j, by_id.get(j.item_id), criterion) for j in rows_in]
-    file = Path(path)
-    if file.is_dir():
-        raise ConfigError(f"expected --out to name a file (.jsonl or .csv); {file} is a folder")
+    file = check_out_path(path)
 
     def fill(handle: TextIO) -> None:
-        if file.suffix.lower() == ".csv":
-            writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: _cell(v) for k, v in row.items()})
-        else:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        writer = JudgmentsWriter(handle, csv_format=is_csv(file), criterion=criterion)
+        for j in rows_in:
+            writer.write(j, by_id.get(j.item_id))
 
-    write_output(file, fill, "--out", newline="" if file.suffix.lower() == ".csv" else None)
+    write_output(file, fill, "--out", newline="" if is_csv(file) else None)
     return file

@@ -96,9 +96,22 @@ def _module(name: str, spec: str) -> ModuleType:
 def get(spec: str, **kwargs: Any) -> LM:
     """Build the backend named by ``spec``; ``kwargs`` go to the backend's constructor.
 
-    Raises :class:`~mitigate.errors.BackendSpecError` for an unknown or incomplete spec,
-    listing the accepted forms.
+    ``base_url`` may be a list of URLs (or of ``(url, weight)`` pairs) for a network backend: one
+    backend is built per URL and a :class:`~mitigate.lm.pool.PoolLM` spreads requests over them
+    (replicas of one server). Raises :class:`~mitigate.errors.BackendSpecError` for an unknown or
+    incomplete spec, listing the accepted forms.
     """
+    urls = kwargs.get("base_url")
+    if isinstance(urls, list | tuple):
+        from mitigate.lm.pool import PoolLM
+
+        backend, kind, _, _ = _resolve(spec, {k: v for k, v in kwargs.items() if k != "base_url"})
+        if not backend.network:
+            raise ConfigError(f"base_url applies to the network backends; got a list of them for {spec!r}")
+        pairs = [(u, 1.0) if isinstance(u, str) else (u[0], u[1]) for u in urls]
+        if len(pairs) == 1:
+            return get(spec, **{**kwargs, "base_url": pairs[0][0]})
+        return PoolLM.of(pairs, lambda url: get(spec, **{**kwargs, "base_url": url}))
     backend, kind, rest, sep = _resolve(spec, kwargs)
     return backend.build(spec, rest, sep, kwargs)
 
@@ -112,6 +125,10 @@ def declare(spec: str, **kwargs: Any) -> LM:
     constructor options of :func:`get`; those that shape requests (``base_url``, ``guided``,
     ``limits``) are read, the others ignored. The spec is checked as :func:`get` checks it.
     """
+    urls = kwargs.get("base_url")
+    if isinstance(urls, list | tuple) and urls:  # replicas of one server: the first's facts are every one's
+        first = urls[0]
+        kwargs = {**kwargs, "base_url": first if isinstance(first, str) else first[0]}
     backend, kind, rest, sep = _resolve(spec, kwargs)
     if backend.facts is None:  # nothing declared: only the built backend knows what it takes
         return get(spec, **kwargs)

@@ -21,6 +21,8 @@ import os
 import threading
 import time
 import warnings
+from array import array
+from bisect import bisect_left
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -45,6 +47,12 @@ except ImportError:  # pragma: no cover - not on POSIX: journals are not locked
 
 
 JOURNAL_VERSION = 1
+
+
+def id_hash(item_id: str) -> int:
+    """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and the
+    line read back tells them apart)."""
+    return hash(item_id)
 
 
 def _os_reason(exc: OSError) -> str:
@@ -148,6 +156,11 @@ class Journal:
     lines at the end (a write cut short) are trimmed and their items judged again; an unreadable
     line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
     edited or damaged, not cut short).
+
+    What a resumed run needs is found without keeping the judgments in memory: loading reads the
+    file once and keeps, per item whose last line is a good judgment, a hash of its id and where
+    its line starts (16 bytes); :meth:`get` reads that line again. Two ids that share a hash are
+    told apart by the line read (the other is judged again, never given the wrong judgment).
     """
 
     def __init__(
@@ -158,10 +171,12 @@ class Journal:
         self.fingerprint = fingerprint
         self.fsync_every = fsync_every
         self.bounds = dict(bounds or {})
-        self.done: dict[str, Judgment] = {}
         self.trimmed = 0  # damaged or blank trailing lines removed on load
         self.rejected: dict[str, str] = {}  # item id -> why its last line was damaged (judged again)
+        self._keys = array("q")  # sorted keys (id_hash) of the ids whose last line is a good judgment
+        self._offsets = array("q")  # where each of those lines starts
         self._fh: Any = None
+        self._reader: Any = None
         self._last_sync = time.monotonic()
         if self.path.is_dir():
             raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
@@ -185,58 +200,67 @@ class Journal:
             self._lock.release()
             raise
 
+    def __len__(self) -> int:
+        """How many items the journal holds a good judgment for (what a resumed run need not judge again)."""
+        return len(self._keys)
+
     def _load(self) -> None:
-        # every complete line with its end offset; a SIGKILL can leave a partial last line (no newline)
-        parsed: list[tuple[int, int, Any]] = []  # (line number, end offset, header dict | Judgment | error)
-        size = complete = 0
+        # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can leave a
+        # partial last line (no newline)
+        hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
+        size = complete = keep_end = tail_bad = 0
+        header: dict[str, Any] | None = None
+        first_bad: tuple[int, str, bool] | None = None  # (line, reason, was it the first line) of unreadable lines
+        seen = 0
         with open_regular(self.path, "rb", "the journal") as fh:
             for number, raw in enumerate(read_lines(fh, f"the journal {self.path}", path=self.path), start=1):
+                start = size
                 size += len(raw)
                 if not raw.endswith(b"\n"):
                     break
                 complete = size
-                if raw.strip():
-                    parsed.append((number, size, self._parse(raw[:-1], first=not parsed)))
-        good = [i for i, (_, _, v) in enumerate(parsed) if not isinstance(v, str)]
-        keep_end = parsed[good[-1]][1] if good else 0
+                if not raw.strip():
+                    continue
+                value = self._parse(raw[:-1], first=seen == 0)
+                seen += 1
+                if isinstance(value, str):
+                    tail_bad += 1
+                    first_bad = first_bad or (number, value, seen == 1)
+                    continue
+                if first_bad is not None:
+                    line, reason, was_first = first_bad
+                    raise DataError(
+                        f"{self.path}:{line}: expected {'a journal header' if was_first else 'a judgment'}; "
+                        f"got an unreadable line ({reason}) followed by good ones; delete that line to judge its item "
+                        "again, or rerun with --restart",
+                        path=str(self.path), line=line,
+                    )
+                keep_end, tail_bad = size, 0
+                if isinstance(value, dict):
+                    header = value
+                    continue
+                damage = self._out_of_bounds(value)
+                if damage is not None:
+                    self.rejected[value.item_id] = f"line {number}: {damage}"
+                elif value.error is None and self.rejected:
+                    self.rejected.pop(value.item_id, None)
+                hashes.append(id_hash(value.item_id))
+                starts.append(start)
+                states.append(2 if damage is not None else 1 if value.error is not None else 0)
         if keep_end < size:  # damaged, blank or partial lines at the end: a write cut short
-            self.trimmed = sum(1 for _, end, _ in parsed if end > keep_end) + (complete < size)
+            self.trimmed = tail_bad + (complete < size)
             with open_regular(self.path, "r+b", "the journal") as fh:
                 fh.truncate(keep_end)
-            parsed = parsed[: good[-1] + 1] if good else []
-        if not parsed:
+        if header is None:
             self._write_line({"journal": JOURNAL_VERSION, "judge": self.fingerprint})
             return
-        for number, _, value in parsed:
-            if isinstance(value, str):
-                raise DataError(
-                    f"{self.path}:{number}: expected {'a journal header' if number == parsed[0][0] else 'a judgment'}; "
-                    f"got an unreadable line ({value}) followed by good ones; delete that line to judge its item "
-                    "again, or rerun with --restart",
-                    path=str(self.path), line=number,
-                )
-        header = parsed[0][2]
-        if not isinstance(header, dict):
-            raise DataError(f"{self.path}:{parsed[0][0]}: expected a journal header line first; got a judgment",
-                            path=str(self.path), line=parsed[0][0])
         if header.get("judge") != self.fingerprint:
             raise ConfigError(
                 f"journal {self.path} was written by another judge configuration (fingerprint "
                 f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run folder or restart.",
                 path=str(self.path),
             )
-        for number, _, j in parsed[1:]:
-            if not isinstance(j, Judgment):
-                continue
-            damage = self._out_of_bounds(j)
-            if damage is not None:
-                self.done.pop(j.item_id, None)
-                self.rejected[j.item_id] = f"line {number}: {damage}"
-            elif j.error is None:
-                self.done[j.item_id] = j
-                self.rejected.pop(j.item_id, None)
-            else:
-                self.done.pop(j.item_id, None)
+        self._index(hashes, starts, states)
         if self.rejected:
             first = next(iter(self.rejected.values()))
             warnings.warn(
@@ -244,6 +268,41 @@ class Journal:
                 f"scale ({first}); read as damaged, their items are judged again",
                 JournalDamageWarning, stacklevel=3,
             )
+
+    def _index(self, hashes: array, starts: array, states: array) -> None:
+        """Keep, per id key, where its last line starts when that line is a good judgment (sorted by key)."""
+        lines = sorted(range(len(hashes)), key=hashes.__getitem__)  # stable: a key's lines stay in file order
+        for at, line in enumerate(lines):
+            key = hashes[line]
+            if at + 1 < len(lines) and hashes[lines[at + 1]] == key:
+                continue  # a later line of the same key decides
+            if states[line] == 0:
+                self._keys.append(key)
+                self._offsets.append(starts[line])
+
+    def _find(self, item_id: object) -> int | None:
+        """Where the line of ``item_id``'s key starts, or None."""
+        if not self._keys or not isinstance(item_id, str):
+            return None
+        key = id_hash(item_id)
+        at = bisect_left(self._keys, key)
+        return self._offsets[at] if at < len(self._keys) and self._keys[at] == key else None
+
+    def __contains__(self, item_id: object) -> bool:
+        """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads the line
+        and makes sure)."""
+        return self._find(item_id) is not None
+
+    def get(self, item_id: str) -> Judgment | None:
+        """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be judged)."""
+        offset = self._find(item_id)
+        if offset is None:
+            return None
+        if self._reader is None:
+            self._reader = open_regular(self.path, "rb", "the journal")
+        self._reader.seek(offset)
+        found = self._parse(self._reader.readline()[:-1], first=False)
+        return found if isinstance(found, Judgment) and found.item_id == item_id else None
 
     def _out_of_bounds(self, judgment: Judgment) -> str | None:
         """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None if none."""
@@ -299,6 +358,9 @@ class Journal:
 
     def close(self) -> None:
         """Flush to disk, close the file and release the lock."""
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
         try:
             if self._fh is not None:
                 fh, self._fh = self._fh, None
@@ -314,7 +376,5 @@ class Journal:
             self._lock.release()
 
     def record(self, judgment: Judgment) -> None:
-        """Append one judgment (durably) and remember it."""
+        """Append one judgment (durably)."""
         self._write_line(judgment.model_dump_json())
-        if judgment.error is None:
-            self.done[judgment.item_id] = judgment

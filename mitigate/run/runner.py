@@ -1,4 +1,14 @@
-"""Run a judge over many items: bounded concurrency, a crash-safe journal, progress and a usage tally.
+"""Run a judge over many items: bounded concurrency and memory, a crash-safe journal, progress and a usage tally.
+
+Two entry points. :func:`run` judges a collection of items and returns every judgment (a
+:class:`RunResult`): what a mitigation's fit, a search or a small comparison needs.
+:func:`run_stream` judges items read one at a time (a list, or a lazily read benchmark file,
+:mod:`mitigate.data.stream`) and yields ``(item, judgment)`` pairs in item order as they are
+ready, keeping at most ``window`` items in hand (started, or finished and waiting for an item
+before them); nothing else grows with the number of items: the summary is counted as judgments
+come (:class:`~mitigate.run.tally.Tally`), the journal finds a resumed judgment by reading its
+line again, and the caller writes each pair where it belongs (``mitigate judge`` streams them
+into ``--out`` and the results' columns, :mod:`mitigate.run.columns`).
 
 The journal is an append-only JSONL file. Its first line names the judge's fingerprint; each
 later line is one finished :class:`~mitigate.judge.Judgment`, written to the OS as soon as
@@ -16,7 +26,8 @@ A journal is held by one process at a time: a lock file beside it (``<journal>.l
 
 Failing fast
     Before the first LM call, every item is rendered with every prompt of the judge, so a slot
-    no item can fill is one :class:`~mitigate.errors.DataError`, not one error per item. During
+    no item can fill is one :class:`~mitigate.errors.DataError`, not one error per item (items
+    given as a one-pass iterator are rendered as they are read instead). During
     the run a circuit breaker watches for failures that will repeat for every item: the server
     refusing the key or the model (HTTP 400/401/403/404/422), a backend that cannot do what is
     asked, a server unreachable on every attempt, every attempt failing with the same 5xx, a server
@@ -40,73 +51,37 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from tqdm.auto import tqdm
 
 from mitigate.data.schema import Item
-from mitigate.errors import (
-    CapabilityError,
-    ConfigError,
-    DataError,
-    LMCallError,
-    MitigateError,
-    RunStoppedError,
-    TransientLMError,
-)
-from mitigate.judge import Judge, Judgment, combine_costs
-from mitigate.lm.base import Usage
+from mitigate.errors import ConfigError, DataError, MitigateError, RunStoppedError
+from mitigate.judge import Judge, Judgment
 from mitigate.lm.cache import CachedLM, CacheMiss, cache_only
 from mitigate.lm.wrapper import WrapperLM
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
+from mitigate.run.breaker import PERMANENT_STATUS, STOP_AFTER, CircuitBreaker, permanent_cause
 from mitigate.run.journal import Journal
+from mitigate.run.tally import RunSummary, Tally, summarise
 
-STOP_AFTER = 3
-"""Default of ``run(stop_after=...)``: repeated permanent failures in a row that stop a run."""
-PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
-"""HTTP statuses that will be answered to every request of a run (key, model or request body refused)."""
+__all__ = ["FRAME_COLUMNS", "PERMANENT_STATUS", "STOP_AFTER", "CircuitBreaker", "RunResult", "RunStream",
+           "RunSummary", "Tally", "frame", "permanent_cause", "preflight", "run", "run_stream", "run_sync",
+           "summarise", "window_for"]
 
 
-class RunSummary(BaseModel):
-    """Totals for a run: counts, parse failures, errors, token usage, cost and time."""
+def window_for(concurrency: int) -> int:
+    """How many items a streamed run keeps in hand by default: ``16 * concurrency``, at least 1,024.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    items: int
-    judged_now: int
-    resumed: int
-    ok: int
-    parse_failures: int
-    errors: int
-    calls: int
-    cached_calls: int
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    seconds: float = 0.0
-    cost_note: str | None = None
-    """Why ``cost_usd`` is unknown (a server without a list price, a model missing from the price table)."""
-
-    def cost_text(self) -> str:
-        """The cost in words: ``$0 (cached)`` when no call was made this run, why it is unknown when it is."""
-        if self.cost_usd is None:
-            return f"unknown ({self.cost_note or 'some call reported no price'})"
-        if self.calls == 0 and self.cached_calls > 0 and self.cost_usd == 0:
-            return "$0 (cached)"
-        return f"${self.cost_usd:.4f}"
-
-    def line(self) -> str:
-        """One human-readable line."""
-        cost = self.cost_text()
-        return (
-            f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
-            f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
-            f"({self.cached_calls} from cache); tokens in/out {self.usage.prompt_tokens}/"
-            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a cache, "
-            f"{self.usage.cache_write_tokens} written to one); "
-            f"cost {cost}; {self.seconds:.1f}s"
-        )
+    The items after a slow one go on being judged (and journalled) until this many wait for it;
+    each costs a few kilobytes (the item and its judgment), so the default holds a few megabytes.
+    """
+    return max(1024, 16 * concurrency)
 
 
 class RunResult(BaseModel):
@@ -160,93 +135,6 @@ def frame(rows: Sequence[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS
     except ImportError:
         raise ConfigError("to_pandas() needs pandas; it is not installed (pip install 'mitigate[pandas]')") from None
     return pd.DataFrame(list(rows), columns=list(columns))
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-
-
-def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
-    """Whether a judgment's error will repeat for every item: ``(kind, what happened, trip at once)``, else None.
-
-    ``kind`` groups repeats of the same cause; ``trip at once`` is True when one occurrence is
-    already the sum of several failed attempts (every retry could not connect, or the server asked
-    to wait longer than the retry policy allows).
-    """
-    if isinstance(exc, CapabilityError) or (isinstance(exc, ConfigError) and not isinstance(exc, DataError)):
-        return f"{type(exc).__name__}:{exc.message}", exc.message, False  # data errors belong to one item
-    if not isinstance(exc, LMCallError):
-        return None
-    reason = exc.context.get("reason")
-    if reason == "deadline":
-        return "deadline", exc.message, False
-    if reason == "malformed":  # an HTTP 200 whose body is no answer, the same way for each item
-        return f"malformed-{exc.context.get('kind')}", exc.message, False
-    if reason == "redirect":  # the server sends every API call elsewhere
-        return "redirect", exc.message, False
-    status = exc.context.get("status")
-    if isinstance(status, int) and status in PERMANENT_STATUS:
-        return f"http-{status}", exc.message, False
-    retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
-    if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
-        last = exc.context.get("last_error")
-        said = "its rate-limit headers" if getattr(last, "context", {}).get("reason") == "rate-limit" else "Retry-After"
-        return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
-                f"than this run's patience of {patience:g} s; try again later or allow a longer wait", True)
-    last = exc.context.get("last_error")
-    attempts = exc.context.get("attempts")
-    if isinstance(last, TransientLMError) and isinstance(attempts, int):
-        reason = last.context.get("reason")
-        if reason == "connection":
-            return "unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True
-        if reason == "closed":
-            return "closed", f"the server closed the connection on every one of {attempts} attempts: {last.message}", \
-                False
-        if reason == "cut":
-            return "cut", f"the server broke off its answer on every one of {attempts} attempts: {last.message}", False
-        if reason == "timeout":
-            return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
-        if last.status is not None:
-            return f"exhausted-{last.status}", f"every one of {attempts} attempts failed: {last.message}", False
-    return None
-
-
-class CircuitBreaker:
-    """Counts permanent failures in a row (see :func:`permanent_cause`); trips after ``stop_after``.
-
-    A judgment without an error resets the count; an error that is not permanent (one item's text
-    too long, a parse of a bad answer) neither counts nor resets. ``stop_after=0`` never trips.
-    """
-
-    def __init__(self, stop_after: int = STOP_AFTER) -> None:
-        if isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 0:
-            raise ConfigError(f"The 'stop_after' parameter of run must be an int >= 0. Got {stop_after!r} instead.")
-        self.stop_after = stop_after
-        self.kind: str | None = None
-        self.count = 0
-        self.cause: str | None = None
-
-    def success(self) -> None:
-        """A judgment came back without an error."""
-        self.kind, self.count = None, 0
-
-    def failure(self, exc: BaseException) -> bool:
-        """Record a failed judgment; True when the run must stop (``cause`` then says why)."""
-        if self.stop_after == 0:
-            return False
-        found = permanent_cause(exc)
-        if found is None:
-            return False
-        kind, what, at_once = found
-        self.count = self.count + 1 if kind == self.kind else 1
-        self.kind = kind
-        if at_once or self.count >= self.stop_after:
-            self.cause = what
-            return True
-        return False
 
 
 _ANSWERED: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -313,45 +201,415 @@ def _max_prompt_chars(lm: Any) -> int | None:
     return None
 
 
-def preflight(judge: Judge, items: Sequence[Item]) -> None:
+def _clip(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def preflight(judge: Judge, items: Iterable[Item]) -> None:
     """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered, or give a
     prompt longer than the backend's ``max_prompt_chars`` (:class:`~mitigate.lm.http.Limits`).
 
     A slot that no field of an item fills fails for that item on every attempt, so it is found
     here, before the first LM call, instead of as one error per judgment. A judge without
-    prompts (a replayed released judge) has nothing to check.
+    prompts (a replayed released judge) has nothing to check. ``items`` is read once, one item at
+    a time (a lazily read benchmark file is never held whole).
     """
     try:
         leaves = judge.leaves()
     except MitigateError:  # a judge without prompts (a replayed released judge): nothing to render
         return
-    bad: list[tuple[Item, MitigateError]] = []
     caps = [_max_prompt_chars(leaf.lm) for leaf in leaves]
-    too_long: list[tuple[Item, int, int]] = []
+    count = bad = too_long = 0
+    first_bad: tuple[Item, MitigateError] | None = None
+    first_long: tuple[Item, int, int] | None = None
     for item in items:
+        count += 1
         for leaf, cap in zip(leaves, caps, strict=True):
             try:
                 messages = leaf.prompt.render(item)
             except MitigateError as exc:
-                bad.append((item, exc))
+                bad += 1
+                first_bad = first_bad or (item, exc)
                 break
-            chars = sum(len(m.content) for m in messages)
-            if cap is not None and chars > cap:
-                too_long.append((item, chars, cap))
-                break
-    if too_long:
-        item, chars, cap = too_long[0]
+            if cap is not None:
+                chars = sum(len(m.content) for m in messages)
+                if chars > cap:
+                    too_long += 1
+                    first_long = first_long or (item, chars, cap)
+                    break
+    if first_long is not None:
+        item, chars, cap = first_long
         raise DataError(
-            f"{len(too_long)} of {len(items)} items give a prompt longer than max_prompt_chars={cap:,} "
+            f"{too_long} of {count} items give a prompt longer than max_prompt_chars={cap:,} "
             f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} characters "
             f"(about {chars // 4:,} tokens)", item_id=item.id)
-    if bad:
-        item, exc = bad[0]
+    if first_bad is not None:
+        item, exc = first_bad
         raise DataError(
-            f"{len(bad)} of {len(items)} items cannot be put into the judge's prompt, so no LM call was made; "
+            f"{bad} of {count} items cannot be put into the judge's prompt, so no LM call was made; "
             f"the first, {item.id!r}: {_clip(exc.message, 400)}",
             item_id=item.id,
         )
+
+
+_END = object()
+
+
+class RunStream:
+    """A run that yields ``(item, judgment)`` pairs in item order as they are ready; see :func:`run_stream`.
+
+    Use it as ``async with run_stream(judge, items, ...) as stream: async for item, judgment in
+    stream: ...``; :attr:`summary` is the run's summary (complete once the pairs are exhausted,
+    the totals so far before). Leaving the block early cancels the judgments in flight (those
+    finished are in the journal).
+    """
+
+    def __init__(
+        self, judge: Judge, items: Iterable[Item], *, concurrency: int = 8, journal: Path | str | None = None,
+        restart: bool = False, progress: bool = True, desc: str = "judging",
+        batch: BatchOptions | BatchSession | bool | None = None, stop_after: int = STOP_AFTER, check: bool = True,
+        window: int | None = None,
+    ) -> None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead.")
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+            raise ConfigError(f"The 'window' parameter of run must be an int >= 1 or None. Got {window!r} instead.")
+        self.breaker = CircuitBreaker(stop_after)
+        self.judge = judge
+        self.items = items
+        self.concurrency = concurrency
+        self.journal_path = None if journal is None else Path(journal)
+        self.restart = restart
+        self.progress = progress
+        self.desc = desc
+        self.batch = batch
+        self.check = check
+        self.window = window or window_for(concurrency)
+        self.tally = Tally()
+        self.stopped = False
+        self._one_pass = iter(items) is items  # a generator: read once, so checked as it is read
+        self._start = time.perf_counter()
+        self._seconds: float | None = None
+        self._jr: Journal | None = None
+        self._session: BatchSession | None = None
+        self._own_session = False
+        self._bar: Any = None
+        self._live: set[asyncio.Future[Any]] = set()
+        self._crashed: list[BaseException] = []
+        self._entered = False
+
+    @property
+    def summary(self) -> RunSummary:
+        """The run's totals: final once the pairs are exhausted (or the run stopped), the totals so far before."""
+        seconds = self._seconds if self._seconds is not None else time.perf_counter() - self._start
+        note = _cost_note(self.judge) if self.tally.cost_usd is None else None
+        return self.tally.summary(seconds, note)
+
+    # -- setting up and closing
+
+    async def __aenter__(self) -> RunStream:
+        if self._entered:
+            raise ConfigError("a RunStream is run once; make another for the next run")
+        self._entered = True
+        self._start = time.perf_counter()
+        items = self.items
+        if isinstance(items, Sequence) and not isinstance(items, str):
+            _check_unique(items)
+        if self.batch:
+            self._session, self._own_session = session_for(
+                self.batch, self.journal_path.parent / "batches" if self.journal_path else None,
+                progress=self.progress, judge=self.judge)
+        try:
+            if self.journal_path is not None:
+                self._jr = Journal(self.journal_path, self.judge.fingerprint(), restart=self.restart,
+                                   bounds=self.judge.score_bounds())
+            if self.check and not self._one_pass:
+                preflight(self.judge, self._todo(items))
+        except BaseException:
+            await self._close()
+            raise
+        total = len(items) if isinstance(items, Sequence) or hasattr(items, "__len__") else None
+        self._bar = tqdm(total=total, desc=self.desc, disable=not self.progress, unit="item", leave=False)
+        return self
+
+    def _todo(self, items: Iterable[Item]) -> Iterator[Item]:
+        """The items the journal holds no good judgment for (all of them without one)."""
+        jr = self._jr
+        for item in items:
+            if jr is None or item.id not in jr:
+                yield item
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self._close()
+
+    async def _close(self) -> None:
+        for task in list(self._live):
+            task.cancel()
+        if self._live:
+            await asyncio.gather(*self._live, return_exceptions=True)
+        if self._seconds is None:
+            self._seconds = time.perf_counter() - self._start
+        if self._bar is not None:
+            bar, self._bar = self._bar, None
+            bar.close()
+        try:
+            if self._jr is not None:
+                jr, self._jr = self._jr, None
+                jr.close()
+        finally:
+            if self._session is not None and self._own_session:
+                session, self._session = self._session, None
+                await session.aclose()
+
+    # -- judging
+
+    def __aiter__(self) -> AsyncIterator[tuple[Item, Judgment]]:
+        if not self._entered:
+            raise ConfigError("expected `async with run_stream(...) as stream:` before iterating over the stream")
+        return self._pairs()
+
+    async def _pairs(self) -> AsyncIterator[tuple[Item, Judgment]]:
+        """Start items while fewer than ``window`` are in hand; yield the first in order once it is finished."""
+        judge, jr, session = self.judge, self._jr, self._session
+        if session is not None:  # every item starts at once and waits for its batch
+            judge = session.wrap(judge)
+        worker = _Worker(self, judge)
+        checked = isinstance(self.items, Sequence) or getattr(self.items, "unique_ids", False)
+        seen: set[str] | None = None if checked else set()  # ids not checked before: checked as they are read
+        in_hand: deque[tuple[Item, Judgment | asyncio.Future[Judgment | None]]] = deque()
+        source = iter(self.items)
+        limit = self.window if session is None else None
+        driver: asyncio.Future[Any] | None = None
+        try:
+            while True:
+                while (limit is None or len(in_hand) < limit) and not worker.stop.is_set():
+                    item = next(source, _END)
+                    if item is _END:
+                        break
+                    assert isinstance(item, Item)
+                    if seen is not None:
+                        if item.id in seen:
+                            raise DataError(f"expected unique item ids; {item.id!r} appears more than once",
+                                            item_id=item.id)
+                        seen.add(item.id)
+                    done = jr.get(item.id) if jr is not None else None
+                    if done is not None:
+                        self._bar.update(1)
+                        in_hand.append((item, done))
+                        continue
+                    if self._one_pass and self.check:
+                        preflight(self.judge, (item,))
+                    in_hand.append((item, self._start_task(worker.guarded(item))))
+                if session is not None and driver is None:
+                    tasks = [t for _, t in in_hand if not isinstance(t, Judgment)]
+                    driver = asyncio.ensure_future(session.gather(tasks, return_exceptions=True))
+                if not in_hand:
+                    break
+                item, head = in_hand[0]
+                if isinstance(head, Judgment):
+                    self.tally.add(head, resumed=True)
+                else:
+                    if not head.done():
+                        await asyncio.wait((head,))
+                    if self._crashed:
+                        raise self._crashed[0]
+                    if head.cancelled():  # the run stopped before this item finished: it is not judged
+                        in_hand.popleft()
+                        continue
+                    found = head.result()
+                    if found is None:  # stopped before it started
+                        in_hand.popleft()
+                        continue
+                    head = found
+                    self.tally.add(head)
+                in_hand.popleft()
+                yield item, head
+            if driver is not None:
+                await driver
+            if self._crashed:
+                raise self._crashed[0]
+        finally:
+            for _, pending in in_hand:
+                if not isinstance(pending, Judgment):
+                    pending.cancel()
+            if driver is not None and not driver.done():
+                driver.cancel()
+        self._seconds = time.perf_counter() - self._start
+        if worker.stop.is_set():
+            self.stopped = True
+            raise self._stopped_error()
+
+    def _start_task(self, coro: Any) -> asyncio.Future[Judgment | None]:
+        task = asyncio.ensure_future(coro)
+        self._live.add(task)
+        task.add_done_callback(self._live.discard)
+        return task
+
+    def cancel_others(self) -> None:
+        """Cancel every judgment in flight but the current one (the run stops, or crashed)."""
+        me = asyncio.current_task()
+        for task in list(self._live):
+            if task is not me:
+                task.cancel()
+
+    def _stopped_error(self) -> RunStoppedError:
+        summary = self.summary
+        breaker = self.breaker
+        kept = ""
+        if self.journal_path is not None:
+            done = (f"the {summary.ok} judgments made are kept in {self.journal_path}" if summary.ok else
+                    "nothing was judged")
+            kept = f"; {done}: fix the cause and rerun to resume"
+        error = RunStoppedError(
+            f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, with "
+            f"a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
+            cause=breaker.cause,
+        )
+        error.summary = summary  # type: ignore[attr-defined]
+        return error
+
+
+def _check_unique(items: Sequence[Item]) -> None:
+    seen: set[str] = set()
+    for it in items:
+        if it.id in seen:
+            raise DataError(f"expected unique item ids; {it.id!r} appears more than once", item_id=it.id)
+        seen.add(it.id)
+
+
+class _Worker:
+    """Judges one item at a time under the run's concurrency, warm-up and circuit breaker (see :func:`run_stream`).
+
+    Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
+    stops after its first ``stop_after`` requests, not after ``concurrency`` of them), unless
+    every LM of the judge already answered in this process (:func:`_skips_warm_up`). With a
+    batch session every item starts at once (a warm-up would put the first items alone in a
+    batch and make the rest wait for it) and the session carries their requests.
+
+    When the judge's LMs cache their calls, every item in hand is first tried from the cache alone
+    (:func:`~mitigate.lm.cache.cache_only`), outside the concurrency limit: an item whose whole
+    judgment is stored is served and counted at once, however many items ahead of it wait for
+    calls; an item that needs a call takes its turn as usual. A cache hit proves nothing about
+    the backend, so it neither opens the warm-up nor resets the circuit breaker.
+    """
+
+    def __init__(self, run: RunStream, judge: Judge) -> None:
+        self.run = run
+        self.judge = judge
+        self.breaker = run.breaker
+        batch = run._session is not None
+        self.sem = asyncio.Semaphore(run.concurrency if not batch else 2**31)
+        self.slots = min(run.concurrency, max(1, self.breaker.stop_after))
+        self.warm = asyncio.Semaphore(self.slots)
+        self.opened = asyncio.Event()
+        self.lms = _judge_lms(judge)
+        if self.breaker.stop_after == 0 or batch or _skips_warm_up(self.lms):
+            self.opened.set()
+        self.stop = asyncio.Event()
+        self.held = 0  # warm-up slots kept by permanent failures in a row (see below)
+        self.cached = not batch and _caches(self.lms)
+
+    def _finished(self, judgment: Judgment) -> Judgment:
+        jr = self.run._jr
+        if jr is not None:
+            jr.record(judgment)
+        self.run._bar.update(1)
+        return judgment
+
+    async def judge_one(self, item: Item) -> Judgment | None:
+        if self.stop.is_set():
+            return None
+        try:
+            judgment = await self.judge.judge(item)
+        except MitigateError as exc:
+            judgment = Judgment(item_id=item.id, error=f"{type(exc).__name__}: {exc}")
+            if self.breaker.failure(exc):
+                self.stop.set()
+        else:
+            self.breaker.success()
+            if not self.opened.is_set():
+                self.opened.set()
+                _remember_answered(self.lms)
+        return self._finished(judgment)
+
+    async def from_cache(self, item: Item) -> Judgment | None:
+        """Judge ``item`` from the cache alone; None when some call it needs is not stored."""
+        try:
+            with cache_only():
+                judgment = await self.judge.judge(item)
+        except CacheMiss:
+            return None
+        except MitigateError:  # judged again below, where its failure is recorded as any other
+            return None
+        if judgment.error is not None:
+            return None
+        return self._finished(judgment)
+
+    async def one(self, item: Item) -> Judgment | None:
+        if self.cached and not self.stop.is_set():
+            found = await self.from_cache(item)
+            if found is not None:
+                return found
+        async with self.sem:
+            if not self.opened.is_set():
+                await self.warm.acquire()
+                keep = False
+                try:
+                    if not self.opened.is_set():
+                        before = self.breaker.count
+                        result = await self.judge_one(item)
+                        # a permanent failure in a row keeps its slot, so a run that cannot succeed makes
+                        # stop_after requests in all, not stop_after plus those started while they failed
+                        keep = (not self.opened.is_set() and self.breaker.count > before
+                                and self.held < min(self.breaker.count, self.slots - 1))
+                        return result
+                finally:
+                    if keep:
+                        self.held += 1
+                    else:
+                        self.warm.release()
+                    while self.held > (0 if self.opened.is_set() else self.breaker.count):  # a success or another kind
+                        self.held -= 1
+                        self.warm.release()
+            return await self.judge_one(item)
+
+    async def guarded(self, item: Item) -> Judgment | None:
+        try:
+            result = await self.one(item)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # a journal that cannot be written, a bug: stop everything, then raise it
+            self.run._crashed.append(exc)
+            self.stop.set()
+            self.run.cancel_others()
+            raise
+        if self.stop.is_set():
+            self.run.cancel_others()
+        return result
+
+
+def run_stream(judge: Judge, items: Iterable[Item], **options: Any) -> RunStream:
+    """Judge ``items`` as :func:`run` does, yielding ``(item, judgment)`` pairs in item order as they are ready.
+
+    ``items`` is read one at a time, and at most ``window`` items (default :func:`window_for`)
+    are in hand at once: started, or finished and waiting for a slower one before them. A
+    judgment is journalled as soon as it is finished, whatever its place. ``items`` that can
+    be iterated more than once (a list, an :class:`~mitigate.data.stream.ItemStream`) are
+    first rendered whole (``check``, :func:`preflight`) and their ids checked to be unique
+    (a list's here, a stream's when it was scanned); a one-pass iterator is checked item by item
+    as it is read, so a bad item stops the run there (what was judged before is journalled).
+    A judgment the journal holds is read back from it and yielded in its place.
+
+    A run the circuit breaker stops yields every judgment finished before, then raises
+    :class:`~mitigate.errors.RunStoppedError` (its ``summary`` attribute holds the totals).
+    Batch mode starts every item at once (the batch waits for them all), so it keeps every item
+    in hand. Use as ``async with run_stream(...) as stream: async for item, judgment in stream``;
+    ``stream.summary`` holds the totals. ``options`` are :func:`run`'s (``concurrency``, ``journal``,
+    ``restart``, ``progress``, ``desc``, ``batch``, ``stop_after``, ``check``) and ``window``.
+    """
+    return RunStream(judge, items, **options)
 
 
 async def run(
@@ -380,211 +638,23 @@ async def run(
     providers' batch APIs instead (see :mod:`mitigate.run.batch_session`); every item is started at
     once (``concurrency`` and the warm-up do not apply) and waits for its batch; the circuit
     breaker still stops the run on ``stop_after`` permanent failures in a row.
+
+    Every judgment is kept in the result; for more items than fit in memory use
+    :func:`run_stream`, which this collects.
     """
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead.")
-    breaker = CircuitBreaker(stop_after)
-    items = list(items)
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise DataError(f"expected unique item ids; {dup!r} appears more than once", item_id=dup)
-    start = time.perf_counter()
-    session, own_session = (session_for(batch, Path(journal).parent / "batches" if journal else None,
-                                        progress=progress, judge=judge) if batch else (None, False))
-    jr: Journal | None = None
+    listed = items if isinstance(items, Sequence) else list(items)
+    judgments: list[Judgment] = []
+    stream = RunStream(judge, listed, concurrency=concurrency, journal=journal, restart=restart, progress=progress,
+                       desc=desc, batch=batch, stop_after=stop_after, check=check)
     try:
-        jr = Journal(journal, judge.fingerprint(), restart=restart,
-                     bounds=judge.score_bounds()) if journal is not None else None
-        results: dict[str, Judgment] = dict(jr.done) if jr else {}
-        resumed = sum(1 for i in ids if i in results)
-        todo = [it for it in items if it.id not in results]
-        if check:
-            preflight(judge, todo)
-        if session is not None:  # every item starts at once and waits for its batch
-            judge = session.wrap(judge)
-            concurrency = max(1, len(todo))
-        stopped = await _judge_all(judge, todo, results, jr, breaker, concurrency=concurrency, session=session,
-                                   bar=tqdm(total=len(items), initial=resumed, desc=desc, disable=not progress,
-                                            unit="item", leave=False))
-    finally:
-        if jr is not None:
-            jr.close()
-        if session is not None and own_session:
-            await session.aclose()
-    ordered = tuple(results[i] for i in ids if i in results)
-    summary = summarise(ordered, resumed=resumed, seconds=time.perf_counter() - start)
-    if summary.cost_usd is None:
-        summary = summary.model_copy(update={"cost_note": _cost_note(judge)})
-    result = RunResult(judgments=ordered, summary=summary)
-    if stopped:
-        kept = ""
-        if journal is not None:
-            done = f"the {summary.ok} judgments made are kept in {journal}" if summary.ok else "nothing was judged"
-            kept = f"; {done}: fix the cause and rerun to resume"
-        error = RunStoppedError(
-            f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, with "
-            f"a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
-            cause=breaker.cause,
-        )
-        error.result = result  # type: ignore[attr-defined]
-        raise error
-    return result
-
-
-async def _judge_all(
-    judge: Judge,
-    todo: Sequence[Item],
-    results: dict[str, Judgment],
-    jr: Journal | None,
-    breaker: CircuitBreaker,
-    *,
-    concurrency: int,
-    bar: Any,
-    session: BatchSession | None = None,
-) -> bool:
-    """Judge ``todo`` into ``results`` (and the journal); True when the circuit breaker stopped the run.
-
-    Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
-    stops after its first ``stop_after`` requests, not after ``concurrency`` of them), unless
-    every LM of the judge already answered in this process (:func:`_skips_warm_up`). With a
-    batch ``session`` every item starts at once (a warm-up would put the first items alone in a
-    batch and make the rest wait for it) and the session carries their requests.
-
-    When the judge's LMs cache their calls, every item is first tried from the cache alone
-    (:func:`~mitigate.lm.cache.cache_only`), outside the concurrency limit: an item whose whole
-    judgment is stored is served and counted at once, however many items ahead of it wait for
-    calls; an item that needs a call takes its turn as usual. A cache hit proves nothing about
-    the backend, so it neither opens the warm-up nor resets the circuit breaker.
-    """
-    sem = asyncio.Semaphore(concurrency)
-    slots = min(concurrency, max(1, breaker.stop_after))
-    warm = asyncio.Semaphore(slots)
-    opened = asyncio.Event()
-    lms = _judge_lms(judge)
-    if breaker.stop_after == 0 or session is not None or _skips_warm_up(lms):
-        opened.set()
-    stop = asyncio.Event()
-
-    async def judge_one(item: Item) -> None:
-        if stop.is_set():
-            return
-        try:
-            judgment = await judge.judge(item)
-        except MitigateError as exc:
-            judgment = Judgment(item_id=item.id, error=f"{type(exc).__name__}: {exc}")
-            if breaker.failure(exc):
-                stop.set()
-        else:
-            breaker.success()
-            if not opened.is_set():
-                opened.set()
-                _remember_answered(lms)
-        if jr is not None:
-            jr.record(judgment)
-        results[item.id] = judgment
-        bar.update(1)
-
-    held = [0]  # warm-up slots kept by permanent failures in a row (see below)
-    cached = session is None and _caches(lms)
-
-    async def from_cache(item: Item) -> bool:
-        """Judge ``item`` from the cache alone; False when some call it needs is not stored."""
-        try:
-            with cache_only():
-                judgment = await judge.judge(item)
-        except CacheMiss:
-            return False
-        except MitigateError:  # judged again below, where its failure is recorded as any other
-            return False
-        if judgment.error is not None:
-            return False
-        if jr is not None:
-            jr.record(judgment)
-        results[item.id] = judgment
-        bar.update(1)
-        return True
-
-    async def one(item: Item) -> None:
-        if cached and not stop.is_set() and await from_cache(item):
-            return
-        async with sem:
-            if not opened.is_set():
-                await warm.acquire()
-                keep = False
-                try:
-                    if not opened.is_set():
-                        before = breaker.count
-                        await judge_one(item)
-                        # a permanent failure in a row keeps its slot, so a run that cannot succeed makes
-                        # stop_after requests in all, not stop_after plus those started while they failed
-                        keep = not opened.is_set() and breaker.count > before and held[0] < min(breaker.count, slots - 1)
-                        return
-                finally:
-                    if keep:
-                        held[0] += 1
-                    else:
-                        warm.release()
-                    while held[0] > (0 if opened.is_set() else breaker.count):  # a success or another kind
-                        held[0] -= 1
-                        warm.release()
-            await judge_one(item)
-
-    tasks: list[asyncio.Future[None]] = []
-    crashed: list[BaseException] = []
-
-    def cancel_others() -> None:
-        me = asyncio.current_task()
-        for t in tasks:
-            if t is not me:
-                t.cancel()
-
-    async def guarded(item: Item) -> None:
-        try:
-            await one(item)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # a journal that cannot be written, a bug: stop everything, then raise it
-            crashed.append(exc)
-            stop.set()
-            cancel_others()
-            raise
-        if stop.is_set():
-            cancel_others()
-
-    tasks = [asyncio.ensure_future(guarded(it)) for it in todo]
-    try:
-        if session is not None:
-            await session.gather(tasks, return_exceptions=True)
-        else:
-            await asyncio.gather(*tasks, return_exceptions=True)
-    finally:
-        for t in tasks:
-            t.cancel()
-        bar.close()
-    if crashed:
-        raise crashed[0]
-    return stop.is_set()
-
-
-def summarise(judgments: Sequence[Judgment], *, resumed: int = 0, seconds: float = 0.0) -> RunSummary:
-    """Totals over judgments (usage and cost are counted for resumed ones too)."""
-    usage = Usage()
-    for j in judgments:
-        usage = usage + j.usage
-    return RunSummary(
-        items=len(judgments),
-        judged_now=len(judgments) - resumed,
-        resumed=resumed,
-        ok=sum(1 for j in judgments if j.ok),
-        parse_failures=sum(len(j.failures) for j in judgments),
-        errors=sum(1 for j in judgments if j.error is not None),
-        calls=sum(j.calls for j in judgments),
-        cached_calls=sum(j.cached_calls for j in judgments),
-        usage=usage,
-        cost_usd=combine_costs([j.cost_usd for j in judgments]),
-        seconds=seconds,
-    )
+        async with stream:
+            async for _, judgment in stream:
+                judgments.append(judgment)
+    except RunStoppedError as error:
+        if stream.stopped:
+            error.result = RunResult(judgments=tuple(judgments), summary=stream.summary)  # type: ignore[attr-defined]
+        raise
+    return RunResult(judgments=tuple(judgments), summary=stream.summary)
 
 
 def run_sync(judge: Judge, items: Sequence[Item], **kwargs: Any) -> RunResult:

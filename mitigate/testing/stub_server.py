@@ -215,6 +215,9 @@ class StubOpenAIServer:
             unprocessed requests expire; ``batch_fail(provider, custom_id, body)`` returns an
             HTTP status to fail one request with, or None. ``batch_max_requests`` /
             ``batch_max_bytes`` (dicts by provider) override the published size limits.
+        record: keep every request's body, credential headers, user agent and path (the lists
+            below); False keeps only the counters, so a benchmark of a million requests does
+            not fill the memory.
 
     Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and
     :meth:`stop`. Thread-safe counters: :attr:`request_count`, :attr:`bodies`,
@@ -251,6 +254,7 @@ class StubOpenAIServer:
         batch_max_requests: dict[str, int] | None = None,
         batch_max_bytes: dict[str, int] | None = None,
         port: int = 0,
+        record: bool = True,
     ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be >= 0 seconds; got {latency}")
@@ -298,6 +302,7 @@ class StubOpenAIServer:
         self._api_keys: list[str] = []
         self._agents: list[str] = []
         self._paths: list[str] = []
+        self.record = record
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -534,11 +539,12 @@ class StubOpenAIServer:
         with self._lock:
             self._count += 1
             number = self._count
-            self._bodies.append(body if isinstance(body, dict) else {})
-            self._auth.append(headers.get("authorization", ""))
-            self._api_keys.append(headers.get("x-api-key", ""))
-            self._agents.append(headers.get("user-agent", ""))
-            self._paths.append(path)
+            if self.record:
+                self._bodies.append(body if isinstance(body, dict) else {})
+                self._auth.append(headers.get("authorization", ""))
+                self._api_keys.append(headers.get("x-api-key", ""))
+                self._agents.append(headers.get("user-agent", ""))
+                self._paths.append(path)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
         try:

@@ -24,7 +24,7 @@ from mitigate.lm.defaults import (
 )
 
 __all__ = [
-    "DEFAULT_BACKEND", "BackendOptions", "BatchOptions", "LMRunOptions", "ServerOptions", "backend_kind",
+    "BASE_URL", "DEFAULT_BACKEND", "base_urls_given", "BackendOptions", "BatchOptions", "LMRunOptions", "ServerOptions", "backend_kind",
     "check_backend", "check_batch", "registered_backend",
 ]
 
@@ -40,7 +40,10 @@ Guided = Literal["openai", ServerGuided]
 
 BACKEND = option("backend", "--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
                  "local:<path.gguf>, replay:<path>, fake")
-BASE_URL = option("base_url", help="server URL for the openai, anthropic or dspy backend")
+BASE_URL = option("base_url", help="server URL for the openai, anthropic or dspy backend; given again (or @FILE: "
+                  "one URL a line, with an optional weight after it), requests are spread over those replicas of one "
+                  "server by least outstanding requests, a replica that keeps failing taken out and probed again; "
+                  "an empty value drops those given before it")
 TIMEOUT = option("timeout", help="seconds an attempt may go without anything from the server (connecting, before "
                  "the answer starts, between two pieces of it); past it the attempt is retried within --deadline "
                  "(openai, anthropic, dspy; default: the deadline)",
@@ -72,7 +75,17 @@ BATCH_RETRIES = option("batch_retries", help="follow-up batches for requests tha
                        accepts=(Interval(int, 0, None),))
 
 Backend = Annotated[str, BACKEND]
-BaseUrl = Annotated[str | None, BASE_URL]
+BaseUrl = Annotated[list[str] | None, BASE_URL]
+"""The judge's server, or its replicas: ``--base-url`` given once or more (:func:`base_urls_given`)."""
+
+
+def base_urls_given(values: list[str] | str | None) -> list[str]:
+    """The ``--base-url`` values that count: those after the last empty one (an empty value drops the ones before
+    it, as a later single value replaced an earlier one); one string (options built in Python) is one value."""
+    out: list[str] = []
+    for value in [values] if isinstance(values, str) else values or ():
+        out = [] if value == "" else [*out, value]
+    return out
 Timeout = Annotated[float | None, TIMEOUT]
 
 
@@ -103,8 +116,8 @@ def _backends(has: str) -> list[tuple[str, Any]]:
 def check_backend(o: "LMRunOptions", backend: str) -> None:
     """The options that apply to some backends only, against ``backend`` (what the registry says it takes)."""
     found = registered_backend(backend)
-    for flag, value in (("--base-url", o.base_url), ("--timeout", o.timeout)):
-        if value not in (None, "") and found is not None and not found.network:
+    for flag, value in (("--base-url", base_urls_given(o.base_url)), ("--timeout", o.timeout)):
+        if value not in (None, "", []) and found is not None and not found.network:
             raise ConfigError(f"{flag} applies to the {', '.join(name for name, _ in _backends('network'))} backends; "
                               f"got --backend {backend!r}")
     for flag, value in (("--transport", o.transport), ("--guided", o.guided)):
@@ -114,7 +127,7 @@ def check_backend(o: "LMRunOptions", backend: str) -> None:
             about = f" ({'; '.join(abouts)})" if abouts else ""
             raise ConfigError(f"{flag} applies to {', '.join(f for b in taking for f in b.forms)} backends{about}; "
                               f"got --backend {backend!r}")
-    if o.guided in get_args(ServerGuided) and not o.base_url:
+    if o.guided in get_args(ServerGuided) and not base_urls_given(o.base_url):
         raise ConfigError(f"--guided {o.guided} names the guided decoding of an OpenAI-compatible server; "
                           "expected --base-url with it; got none")
 
@@ -173,8 +186,13 @@ class BackendOptions(ServerOptions):
     backend: Backend = DEFAULT_BACKEND
 
     def check_group(self) -> None:
-        """The server options the backend does not take are refused (``--base-url`` for the local model ...)."""
+        """The server options the backend does not take are refused (``--base-url`` for the local model ...), and
+        replicas (several ``--base-url``) with ``--batch``, which goes to one server."""
         check_backend(self, self.backend)
+        urls = base_urls_given(self.base_url)
+        if getattr(self, "batch", False) and urls and (len(urls) > 1 or urls[0].startswith("@")):
+            raise ConfigError("--batch sends the LM calls to one server's batch API; expected one --base-url with it; "
+                              f"got {' '.join(urls)}")
 
 
 @dataclass(frozen=True)
@@ -193,7 +211,7 @@ class LMRunOptions(Protocol):
     criterion: str | None
     limit: int
     backend: str
-    base_url: str | None
+    base_url: list[str] | None
     timeout: float | None
     deadline: float
     max_response_bytes: int
