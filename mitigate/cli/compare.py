@@ -40,14 +40,14 @@ def recorded_reader(o: CompareOptions, criterion: str, bench: Benchmark) -> Any:
     texts as what the judge was shown (a value they hold and the answer quotes back is not read); None without
     --prompt."""
     from mitigate.cli.build import naming_template, template_origin, template_text
-    from mitigate.prompt import JudgePrompt
+    from mitigate.prompt import JudgePrompt, TemplateHints
 
     if o.prompt is None:
         return None
     template = template_text(o.prompt, o.benchmark, criterion)
     with naming_template(template_origin(o.prompt)):
-        jp = JudgePrompt.from_template(template, criterion=criterion,
-                                       **({"answer": "pairwise"} if bench.pairwise else {}))
+        jp = JudgePrompt.from_template(template, TemplateHints.of(
+            criterion=criterion, answer="pairwise" if bench.pairwise else None))
     texts = {item.id: item.texts() for item in bench.items}
     return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,), judged=texts.get(item_id, ()))
 

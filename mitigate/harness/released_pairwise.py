@@ -4,7 +4,7 @@ A :class:`~mitigate.data.released_pairwise.PairwiseRelease` (LLMBar, JudgeBench)
 answer a published judge gave. Here each answer is read the way a live mitigate judge would
 read it: the prompt template the answer was given under is recovered with
 :meth:`~mitigate.prompt.JudgePrompt.from_template`, and its answer format
-(:meth:`~mitigate.prompt.answer_format.AnswerFormat.read`) parses the raw text. Where the release
+(:meth:`~mitigate.prompt.answer.AnswerFormat.read`) parses the raw text. Where the release
 has no prompt, a declared format is used:
 
 - ``declared:output-ab`` / ``declared:output-ab-cot``: LLMBar's "Output (a)" / "Output (b)",
@@ -42,8 +42,8 @@ from mitigate.data.released_pairwise import (
 )
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError, MitigateError, ParseError
-from mitigate.prompt import JudgePrompt
-from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.prompt import JudgePrompt, TemplateHints
+from mitigate.prompt.answer import AnswerFormat
 from mitigate.scale import Scale
 
 __all__ = [
@@ -98,10 +98,7 @@ class ReleaseParse(BaseModel):
 @functools.lru_cache(maxsize=64)
 def _prompt_format(text: str, system: str | None, answer: str, labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale,
                                                                                                       tuple[str, ...]]:
-    hints: dict[str, Any] = {"answer": answer}
-    if labels is not None:
-        hints["labels"] = labels
-    prompt = JudgePrompt.from_template(text, system=system, **hints)
+    prompt = JudgePrompt.from_template(text, TemplateHints.of(answer=answer, labels=labels), system=system)
     return prompt.format, prompt.scale, prompt.echo_lines()
 
 

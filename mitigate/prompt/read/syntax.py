@@ -15,7 +15,7 @@ canonical form :class:`~mitigate.prompt.JudgePrompt` works on (messages whose sl
   ``{{name}}`` anywhere is read in that syntax and its single braces stay literal (JSON
   examples); otherwise ``{name}`` placeholders are slots and other braces stay literal.
 - **Jinja** (``{% if rubric %}``, ``{{ score_range[0] }}``, filters): rendered once, in the sandbox
-  of :mod:`mitigate.prompt.sandbox` (no Python internals, a short list of filters and calls,
+  of :mod:`mitigate.prompt.read.sandbox` (no Python internals, a short list of filters and calls,
   bounded size), with the ``constants`` given; plain ``{{ name }}`` with no constant stays a slot.
   A name nobody gave is read as Jinja reads it when a condition tests it (false: what the test
   guards is left out, with one :class:`~mitigate.errors.TemplateReadWarning` naming it); any
@@ -37,11 +37,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import TemplateError, TemplateReadWarning
+from mitigate.prompt.parts import SLOT_RE
 
 Role = Literal["system", "user", "assistant"]
 SlotSyntax = Literal["double", "single", "format", "jinja"]
 
-DOUBLE_SLOT_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*\}\}")
+DOUBLE_SLOT_RE = SLOT_RE
 _TRIPLE_RE = re.compile(r"\{\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\}")
 _SINGLE_RE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
 _JINJA_RE = re.compile(
@@ -216,14 +217,14 @@ class _Slot(str):
 
 
 def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.sandbox`), with the names it uses given as
+    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.read.sandbox`), with the names it uses given as
     the module docstring says: a constant, a plain slot, or else unset (false when tested, refused otherwise);
     and the unset names a condition tested."""
     try:
         import jinja2
         from jinja2.utils import missing
 
-        from mitigate.prompt.sandbox import SandboxedTemplate
+        from mitigate.prompt.read.sandbox import SandboxedTemplate
     except ImportError as exc:  # pragma: no cover - jinja2 ships with llama-cpp-python and dspy
         raise TemplateError(
             "this template uses Jinja ({% ... %} or {{ expr }}); expected jinja2 to be installed to render it "
