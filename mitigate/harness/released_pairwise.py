@@ -164,8 +164,13 @@ def parse_release(release: PairwiseRelease) -> ReleaseParse:
     if missing:
         raise DataError(f"expected a template for every released answer; {missing} are not in the release")
     items = {it.id: it for it in release.benchmark.items}
-    parsed = tuple(readers[a.template][1](a, _judged(items.get(a.item_id), a)) for a in release.answers)
-    return ReleaseParse(release=release, parsed=parsed, formats={k: v[0] for k, v in readers.items()})
+    parsed: list[ParsedAnswer | None] = [None] * len(release.answers)
+    # one item's answers together: its texts are indexed for the quotation search once, not once per answer
+    for k in sorted(range(len(release.answers)), key=lambda k: release.answers[k].item_id):
+        answer = release.answers[k]
+        parsed[k] = readers[answer.template][1](answer, _judged(items.get(answer.item_id), answer))
+    return ReleaseParse(release=release, parsed=tuple(p for p in parsed if p is not None),
+                        formats={k: v[0] for k, v in readers.items()})
 
 
 # ---------------------------------------------------------------------------------------------
