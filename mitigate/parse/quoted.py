@@ -264,7 +264,8 @@ def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.P
             runs += _hot_runs(line, hot, norm, sources_, together, offset)
             offset += len(line)
             continue
-        wheres = [sources_.corpus(k).where for k in range(len(texts))]
+        corpora = [_corpus(x, fold) for x in texts]
+        wheres = [c.where for c in corpora]
         chunks = line.split()  # the \S+ runs _tokens reads, in order
         norms = list(map(norm, chunks))
         kept = [k for k, word in enumerate(norms) if word]
@@ -287,7 +288,7 @@ def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.P
             while j < n and held[j]:
                 j += 1
             # the stretch of words i..j-1
-            runs += _stretch_runs(toks, words, i, j, sources_.longest, together, offset)
+            runs += _stretch_runs(toks, words, i, j, functools.partial(_longest, corpora), together, offset)
             i = j
         offset += len(line)
     return runs
@@ -415,6 +416,10 @@ def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sourc
             toks = [(words[k], starts[k], starts[k] + len(chunks[k])) for k in range(lo, hi + 1) if word(k)]
             runs += _stretch_runs(toks, [w for w, _, _ in toks], 0, len(toks), sources.longest, together, offset)
     return runs
+
+
+def _longest(corpora: Sequence[_Corpus], words: Sequence[str], i: int) -> int:
+    return max(c.longest(words, i) for c in corpora)
 
 
 def _holds_value(line: str, start: int, end: int, hot: re.Pattern[str]) -> bool:
@@ -586,20 +591,20 @@ def blank(text: str, spans: Sequence[Span]) -> str:
     return "".join(chars)
 
 
-def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool) -> list[str]:
+def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool, fast: bool = True) -> list[str]:
     """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and demos)."""
-    return list(_template_parts_of(tuple(sources), tuple(judged), fold))
+    return list(_template_parts_of(tuple(sources), tuple(judged), fold, fast))
 
 
 @functools.lru_cache(maxsize=64)  # the samples and criteria of one request read the same prompt and texts
-def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: bool) -> tuple[str, ...]:
+def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: bool, fast: bool) -> tuple[str, ...]:
     texts = sorted((j for j in judged if j and not j.isspace()), key=len, reverse=True)
     lines_of: dict[str, set[str]] = {}
 
-    def inside(flat: str) -> bool:  # a line of some judged text's index (its first and last words asked first)
+    def inside(flat: str) -> bool:  # a line of some judged text's index (with ``fast``, its end words asked first)
         words = flat.split()
         for j in texts:
-            heads, tails = _line_ends(j, fold)
+            heads, tails = _line_ends(j, fold) if fast else ({words[0]}, {words[-1]}) if words else ((), ())
             if words and words[0] in heads and words[-1] in tails:
                 if j not in lines_of:
                     lines_of[j] = set(_flat_lines(j, fold).splitlines())
@@ -665,8 +670,9 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
         # whether the judged texts' index is non-empty, without building it: two texts or more (their lines joined), or
         # one holding a letter or digit (which every token has, and every chunk holding one is a token)
         given = [x for x in judged if x and not x.isspace()]
-        judging = len(given) > 1 or any(_HAS_ALNUM(_lowered(x, fold)) for x in given)
-        template = _template_parts(sources, judged, fold) if judging else list(sources)
+        judging = (len(given) > 1 or any(_HAS_ALNUM(_lowered(x, fold)) for x in given)) if fast else bool(
+            _index(judged, fold))
+        template = _template_parts(sources, judged, fold, fast) if judging else list(sources)
         runs = copied_runs(text, [*template, *judged], fold, hint, whole=sources, hot=hint if fast else None)
         judged_index = _index(judged, fold) if runs else ""
         marks = marked_spans(text) if runs else []
