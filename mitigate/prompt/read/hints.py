@@ -55,7 +55,7 @@ class TemplateHints(BaseModel):
     @field_validator("scale", mode="before")
     @classmethod
     def _scale(cls, value: Any) -> Any:
-        return None if value is None else Scale.of(value)
+        return value if value is None or isinstance(value, Mapping) else Scale.of(value)  # a spec: validated as one
 
     @field_validator("criterion", mode="before")
     @classmethod
