@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
 from mitigate.errors import MitigateError, ParseError
 from mitigate.parse.answer_line import VALUE, AnswerLine
@@ -35,63 +35,54 @@ _ANY_SCORE = Scale(min=-1e6, max=1e6, step=0.001)
 _FINAL = {"before": "last", "after": "first", "none": "either"}
 
 
-@dataclass(frozen=True)
 class FormatReader:
-    """An answer format's reading (its fields are :class:`~mitigate.prompt.answer.AnswerFormat`'s; ``shown`` is the
-    format's description, which error messages quote)."""
+    """An answer format's reading, built once per format: ``fmt`` is a
+    :class:`~mitigate.prompt.answer.AnswerFormat` (read through its fields: ``kind``, ``line``, ``json_key``,
+    ``reason_key``, ``labels``, ``tie``, ``relations``, ``two_scores``, ``case_sensitive``, ``reasoning``,
+    ``inferred``) and ``shown`` its description, which error messages quote."""
 
-    kind: str
-    line: str
-    json_key: str | None = None
-    reason_key: str | None = None
-    labels: tuple[str, ...] = ()
-    tie: str | None = None
-    relations: bool = False
-    two_scores: bool = False
-    case_sensitive: bool = False
-    reasoning: str = "none"
-    inferred: bool = True
-    shown: str = ""
+    def __init__(self, fmt: Any, shown: str) -> None:
+        self.fmt, self.shown = fmt, shown
 
     # ------------------------------------------------------------------ what the format is made of (built once)
     @functools.cached_property
     def answer_line(self) -> AnswerLine:
         """The format's own answer line, as :mod:`.answer_line` looks for it."""
-        return AnswerLine(line=self.line, value=self.value_regex, kind=self.kind, first=self.reasoning == "after",
-                          case_sensitive=self.case_sensitive, relations=self.relations, shown=self.shown)
+        return AnswerLine(line=self.fmt.line, value=self.value_regex, kind=self.fmt.kind, first=self.fmt.reasoning == "after",
+                          case_sensitive=self.fmt.case_sensitive, relations=self.fmt.relations, shown=self.shown)
 
     @functools.cached_property
     def value_regex(self) -> str:
         """A regex of one value: a label (or relation), a letter, or a number with an optional modifier."""
-        if self.kind == "pairwise":
-            labels = sorted({re.escape(x) for x in (*self.labels, *([self.tie] if self.tie else []))}, key=len,
+        if self.fmt.kind == "pairwise":
+            labels = sorted({re.escape(x) for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}, key=len,
                             reverse=True)
-            if self.relations:
+            if self.fmt.relations:
                 return r"[^\]\s]{1,3}(?:\s*(?:>>|>|=|<|<<)\s*[^\]\s]{1,3})?"
             return "|".join(labels)
-        if self.kind == "mcq":
+        if self.fmt.kind == "mcq":
             return r"[A-Za-z]"
         return r"(?:weak\s+|strong\s+)?-?\d+(?:\.\d+)?"
 
     @functools.cached_property
     def hint(self) -> re.Pattern[str]:
         """What any answer of this format holds: a number (or number word), a label, or a letter."""
-        return value_hint(self.kind, tuple(self.labels) + ((self.tie,) if self.tie else ()), self.case_sensitive)
+        return value_hint(self.fmt.kind, tuple(self.fmt.labels) + ((self.fmt.tie,) if self.fmt.tie else ()), self.fmt.case_sensitive)
 
     @functools.cached_property
     def line_cues(self) -> tuple[str, ...]:
         """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general parser."""
-        head = self.line.split(VALUE)[0]
+        head = self.fmt.line.split(VALUE)[0]
         words = re.findall(r"[A-Za-z][A-Za-z ]{1,40}?(?=\s*[:=]\s*$)", head.strip())
         return tuple(w.strip() for w in words if w.strip())
 
     @functools.cached_property
     def _own_words(self) -> frozenset[str]:
-        own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))}
-        own |= {k.lower() for k in (self.json_key, self.reason_key) if k}
+        own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.fmt.line.replace(VALUE, " "))}
+        own |= {k.lower() for k in (self.fmt.json_key, self.fmt.reason_key) if k}
         own |= {w[:-1] for w in own if len(w) > 3 and w.endswith("s")}  # "stars" also stands for "One star"
-        own |= {x.lower() for x in (*self.labels, *([self.tie] if self.tie else []))}
-        if self.kind == "score":
+        own |= {x.lower() for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}
+        if self.fmt.kind == "score":
             own |= {"out", "of", "weak", "strong"}
         return frozenset(own)
 
@@ -105,7 +96,7 @@ class FormatReader:
             return self.read_plain(part, text, scale, cues)
 
         own, strict = unquote(work, statement=lambda span: self.states(span, scale, cues), bare=self.bare,
-                              sources=quoted, judged=judged, fold=not self.case_sensitive, hint=self.hint)
+                              sources=quoted, judged=judged, fold=not self.fmt.case_sensitive, hint=self.hint)
         value = plain(own)
         if strict != own:
             try:
@@ -121,11 +112,11 @@ class FormatReader:
 
     def read_plain(self, work: str, text: str, scale: Scale, cues: Sequence[str]) -> float | Verdict:
         """The value in ``work`` (the answer with what is not the judge's own blanked); errors carry ``text``."""
-        if self.json_key is not None:
-            found = json_value(work, self.json_key)
+        if self.fmt.json_key is not None:
+            found = json_value(work, self.fmt.json_key)
             if found is not None:
                 return self.accept(str(found), text, scale)
-        elif self.two_scores:
+        elif self.fmt.two_scores:
             return self._two_scores(work, text, scale)
         else:
             value = self.answer_line.find(work)
@@ -140,12 +131,12 @@ class FormatReader:
         """Read a reply that is the JSON object of the format's schema (strictly)."""
         expected = f"a JSON object following the answer schema for {self.shown}"
         obj = json_object(text, expected)
-        if self.two_scores:
+        if self.fmt.two_scores:
             if "score_1" not in obj or "score_2" not in obj:
                 raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
             s1, s2 = (parse_score(f"Score: {obj[k]}", scale, raw=text) for k in ("score_1", "score_2"))
             return "first" if s1 > s2 else "second" if s2 > s1 else "tie"
-        key = self.json_key or ("verdict" if self.kind == "pairwise" else "answer" if self.kind == "mcq" else "score")
+        key = self.fmt.json_key or ("verdict" if self.fmt.kind == "pairwise" else "answer" if self.fmt.kind == "mcq" else "score")
         if key not in obj:
             raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
         return self.accept(str(obj[key]), text, scale)
@@ -155,13 +146,13 @@ class FormatReader:
         "Score: 0", counts too), or holds the format's answer line, once or several times."""
         if not self.hint.search(span):
             return False
-        for each in [scale] + ([_ANY_SCORE] if self.kind == "score" else []):
+        for each in [scale] + ([_ANY_SCORE] if self.fmt.kind == "score" else []):
             try:
                 self.read_plain(span, span, each, cues)
             except MitigateError:
                 continue
             return True
-        if self.json_key is not None or self.two_scores or self.line.strip() == VALUE:
+        if self.fmt.json_key is not None or self.fmt.two_scores or self.fmt.line.strip() == VALUE:
             return False
         return self.answer_line.holds(span)
 
@@ -169,16 +160,16 @@ class FormatReader:
         """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output (a)")."""
         own = self._own_words
         for word in _BARE_WORDS.findall(normalise_answer(span)):
-            if word.lower() in own or word[0].isdigit() or (self.kind == "mcq" and len(word) == 1):
+            if word.lower() in own or word[0].isdigit() or (self.fmt.kind == "mcq" and len(word) == 1):
                 continue
             return False
         return True
 
     def accept(self, value: str, text: str, scale: Scale) -> float | Verdict:
         """Check one value read from the format's own line."""
-        if self.kind == "pairwise":
+        if self.fmt.kind == "pairwise":
             return self._verdict(value.strip(), text)
-        if self.kind == "mcq":
+        if self.fmt.kind == "mcq":
             return parse_mcq(f"Answer: {value.strip()}", scale, raw=text)
         return parse_score(f"Score: {value.strip()}", scale, raw=text)
 
@@ -190,7 +181,7 @@ class FormatReader:
         full stop allowed), with no other letter answer after it; anything else is left to the
         general parser.
         """
-        if self.kind != "mcq" or self.reasoning != "before" or self.line.strip() != VALUE or not scale.letters:
+        if self.fmt.kind != "mcq" or self.fmt.reasoning != "before" or self.fmt.line.strip() != VALUE or not scale.letters:
             return None
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
         known = {k.upper() for k in scale.letters}
@@ -206,9 +197,9 @@ class FormatReader:
         return None
 
     def _verdict(self, value: str, text: str) -> Verdict:
-        a, b = self.labels
+        a, b = self.fmt.labels
         expected = f"a verdict in the format {self.shown}"
-        if self.relations:
+        if self.fmt.relations:
             m = _RELATION.fullmatch(value)
             if m is not None:
                 left, op, right = m.groups()
@@ -220,17 +211,17 @@ class FormatReader:
                     winner = sides[0] if op.startswith(">") else sides[1]
                     return winner  # type: ignore[return-value]
             raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
-        same = (lambda x, y: x == y) if self.case_sensitive else (lambda x, y: x.lower() == y.lower())
+        same = (lambda x, y: x == y) if self.fmt.case_sensitive else (lambda x, y: x.lower() == y.lower())
         if same(value, a):
             return "first"
         if same(value, b):
             return "second"
-        if self.tie is not None and same(value, self.tie):
+        if self.fmt.tie is not None and same(value, self.fmt.tie):
             return "tie"
         raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
 
     def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:
-        where = "last" if self.reasoning == "before" else "first"  # after a chain of thought the scores end the answer
+        where = "last" if self.fmt.reasoning == "before" else "first"  # after a chain of thought the scores end the answer
         expected = f"a {where} line with two scores from {scale.describe()} (one per output)"
         lines = [ln for ln in work.strip().splitlines() if ln.strip()]
         if not lines:
@@ -245,14 +236,14 @@ class FormatReader:
     def _general(self, work: str, text: str, scale: Scale, cues: Sequence[str] = ()) -> float | Verdict:
         """The general strict parsers, told the format's labels and cue."""
         try:
-            if self.kind == "pairwise":
+            if self.fmt.kind == "pairwise":
                 # a tie only where the template offers one (a named tie label, or A=B); a template that
                 # named no answer format said nothing against ties
-                offered = self.tie is not None or self.relations or not self.inferred or self.line.strip() == VALUE
-                return parse_pairwise(work, (self.labels[0], self.labels[1]), tie=self.tie,
-                                      case_sensitive=self.case_sensitive, ties=offered,
-                                      final=_FINAL[self.reasoning])  # type: ignore[arg-type]
-            if self.kind == "mcq":
+                offered = self.fmt.tie is not None or self.fmt.relations or not self.fmt.inferred or self.fmt.line.strip() == VALUE
+                return parse_pairwise(work, (self.fmt.labels[0], self.fmt.labels[1]), tie=self.fmt.tie,
+                                      case_sensitive=self.fmt.case_sensitive, ties=offered,
+                                      final=_FINAL[self.fmt.reasoning])  # type: ignore[arg-type]
+            if self.fmt.kind == "mcq":
                 return parse_mcq(work, scale)
             return parse_score(work, scale, cues=(*self.line_cues, *cues))
         except ParseError as exc:

@@ -292,7 +292,4 @@ class AnswerFormat(BaseModel):
 
 @functools.lru_cache(maxsize=256)  # one reader per format: its patterns are compiled once, not per answer
 def _reader(fmt: AnswerFormat) -> FormatReader:
-    return FormatReader(kind=fmt.kind, line=fmt.line, json_key=fmt.json_key, reason_key=fmt.reason_key,
-                        labels=fmt.labels, tie=fmt.tie, relations=fmt.relations, two_scores=fmt.two_scores,
-                        case_sensitive=fmt.case_sensitive, reasoning=fmt.reasoning, inferred=fmt.inferred,
-                        shown=fmt.describe())
+    return FormatReader(fmt, fmt.describe())
