@@ -129,18 +129,24 @@ def test_word_by_word_normalisation_equals_the_regular_expressions_it_replaced(t
 
 
 @settings(max_examples=3000, deadline=None)
-@given(text=TRICKY, fold=st.booleans())
-def test_every_indexed_word_is_found_in_the_lowered_text_and_every_line_end_is_known(text: str, fold: bool) -> None:
+@given(text=TRICKY, fold=st.booleans(), probes=st.lists(TRICKY, max_size=4))
+def test_a_word_is_a_token_of_the_index_exactly_when_the_lowered_text_says_so(text: str, fold: bool,
+                                                                               probes: list[str]) -> None:
     lowered = Q._lowered(text, fold)
     assert lowered == (text.lower() if fold else text).translate(_DROP)
+    index = Q._flat_lines.__wrapped__(text, fold)
+    where = {word.rstrip(".") for word in index.split()}
     heads, tails = Q._line_ends(text, fold)
-    for line in Q._flat_lines.__wrapped__(text, fold).splitlines():
+    for line in index.splitlines():
         words = line.split()
         assert words[0] in heads and words[-1] in tails
         for word in words:
             assert not word.rstrip(".").endswith(".")  # at most one sentence end: the text search finds the same runs
-            if Q._HAS_ALNUM(word):
-                assert Q._core_in(word.rstrip("."), lowered), (text, word)
+    # every word an answer can hold (normalised, with a letter or digit), asked both ways
+    asked = {w.rstrip(".") for w in where} | {Q._norm(chunk, fold).rstrip(".") for p in [text, *probes]
+                                              for chunk in p.split()}
+    for word in asked - {""}:
+        assert Q._token_in(word, lowered) == (word in where), (text, word)
 
 
 _REPORT_AS_WRITTEN = re.compile(Q._REPORT_PATTERN, re.IGNORECASE)

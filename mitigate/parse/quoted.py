@@ -124,7 +124,7 @@ _WORD_CHAR = re.compile(r"\w").search
 @functools.lru_cache(maxsize=512)
 def _lowered(text: str, fold: bool) -> str:
     """``text`` lower-cased (with ``fold``), markdown and quotation marks dropped: what :func:`_flat_lines` and
-    :func:`_core_in` read."""
+    :func:`_token_in` read."""
     return _unmarked(text.lower() if fold else text)
 
 
@@ -156,9 +156,13 @@ class _Corpus:
 
     def __init__(self, index: str) -> None:
         self.text = index
-        self.where: set[str] = {token.rstrip(".") for token in index.split()}
         self._pairs: dict[str, list[tuple[int, int]]] | None = None
         self._searches = 0
+
+    @functools.cached_property
+    def where(self) -> set[str]:
+        """Every token (sentence end stripped)."""
+        return {token.rstrip(".") for token in self.text.split()}
 
     @functools.cached_property
     def lines(self) -> list[list[str]]:
@@ -182,6 +186,10 @@ class _Corpus:
         the others exactly as written)."""
         if toks[i].rstrip(".") not in self.where:
             return 0
+        return self.extend(toks, i)
+
+    def extend(self, toks: Sequence[str], i: int) -> int:
+        """:meth:`longest` for a ``toks[i]`` known to be a token here."""
         if i + 1 >= len(toks):
             return 1
         if self._pairs is None:
@@ -296,8 +304,8 @@ def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.P
 
 class _Sources:
     """The source texts of one search, each indexed only when a question needs it: whether a word stands in a
-    source is first asked of its lower-cased text (:func:`_core_in`); only a source where the word is found
-    there has its index built (:func:`_corpus`) and asked again."""
+    source is asked of its lower-cased text (:func:`_token_in`); a source's index (:func:`_corpus`) is built
+    only to find a run of two words or more in it."""
 
     def __init__(self, texts: Sequence[str], fold: bool) -> None:
         self.texts, self.fold = texts, fold
@@ -315,8 +323,7 @@ class _Sources:
         if word not in self._holding:
             if self._keys is None:
                 self._keys = [_lowered(x, self.fold) for x in self.texts]
-            self._holding[word] = [k for k, key in enumerate(self._keys)
-                                   if _core_in(word, key) and word in self.corpus(k).where]
+            self._holding[word] = [k for k, key in enumerate(self._keys) if _token_in(word, key)]
         return self._holding[word]
 
     def stands(self, word: str) -> bool:
@@ -324,28 +331,29 @@ class _Sources:
 
     def longest(self, words: Sequence[str], i: int) -> int:
         """The longest run from ``words[i]`` in any source (see :meth:`_Corpus.longest`); 0 when none holds it."""
-        return max((self.corpus(k).longest(words, i) for k in self.holding(words[i].rstrip("."))), default=0)
+        return max((self.corpus(k).extend(words, i) for k in self.holding(words[i].rstrip("."))), default=0)
 
 
 _SEP_END = frozenset(",;:")
 _STOP_END = frozenset(".!?")
 
 
-def _core_in(word: str, lowered: str) -> bool:
-    """Whether a whitespace-delimited chunk of ``lowered`` is ``word`` followed by sentence ends then separators.
-
-    Every token of :func:`_flat_lines` (its sentence end stripped) is such a chunk's start, so a word for
-    which this is False is no token of that index (the converse need not hold).
-    """
+def _token_in(word: str, lowered: str) -> bool:
+    """Whether ``word`` (a normalised word, sentence end stripped) is a token of the index of the text ``lowered``
+    is :func:`_lowered` of, asked of ``lowered`` itself: a whitespace-delimited chunk of it is ``word`` followed by
+    sentence ends, then separators (:func:`_flat_word` strips both; a ``word`` ending in a separator needs a
+    sentence end after it, else the separator is stripped too)."""
     at, n, size = lowered.find(word), len(lowered), len(word)
+    needs_end = word[-1:] in _SEP_END
     while at >= 0:
         if at == 0 or lowered[at - 1].isspace():
             end = at + size
             while end < n and lowered[end] in _STOP_END:
                 end += 1
+            stopped = end > at + size
             while end < n and lowered[end] in _SEP_END:
                 end += 1
-            if end == n or lowered[end].isspace():
+            if (end == n or lowered[end].isspace()) and (stopped or not needs_end):
                 return True
         at = lowered.find(word, at + 1)
     return False
