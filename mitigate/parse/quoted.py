@@ -124,7 +124,7 @@ _WORD_CHAR = re.compile(r"\w").search
 @functools.lru_cache(maxsize=512)
 def _lowered(text: str, fold: bool) -> str:
     """``text`` lower-cased (with ``fold``), markdown and quotation marks dropped: what :func:`_flat_lines` and
-    :func:`_token_in` read."""
+    :func:`_words_of` read."""
     return _unmarked(text.lower() if fold else text)
 
 
@@ -304,12 +304,12 @@ def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.P
 
 class _Sources:
     """The source texts of one search, each indexed only when a question needs it: whether a word stands in a
-    source is asked of its lower-cased text (:func:`_token_in`); a source's index (:func:`_corpus`) is built
-    only to find a run of two words or more in it."""
+    source is asked of its words (:func:`_words_of`); a source's index (:func:`_corpus`) is built only to find
+    a run of two words or more in it."""
 
     def __init__(self, texts: Sequence[str], fold: bool) -> None:
         self.texts, self.fold = texts, fold
-        self._keys: list[str] | None = None
+        self._words: list[frozenset[str]] | None = None
         self._corpora: dict[int, _Corpus] = {}
         self._holding: dict[str, list[int]] = {}
 
@@ -321,9 +321,9 @@ class _Sources:
     def holding(self, word: str) -> list[int]:
         """The sources whose index holds ``word`` (normalised, sentence end stripped) as a token."""
         if word not in self._holding:
-            if self._keys is None:
-                self._keys = [_lowered(x, self.fold) for x in self.texts]
-            self._holding[word] = [k for k, key in enumerate(self._keys) if _token_in(word, key)]
+            if self._words is None:
+                self._words = [_words_of(x, self.fold) for x in self.texts]
+            self._holding[word] = [k for k, words in enumerate(self._words) if word in words]
         return self._holding[word]
 
     def stands(self, word: str) -> bool:
@@ -334,29 +334,18 @@ class _Sources:
         return max((self.corpus(k).extend(words, i) for k in self.holding(words[i].rstrip("."))), default=0)
 
 
-_SEP_END = frozenset(",;:")
-_STOP_END = frozenset(".!?")
 
 
-def _token_in(word: str, lowered: str) -> bool:
-    """Whether ``word`` (a normalised word, sentence end stripped) is a token of the index of the text ``lowered``
-    is :func:`_lowered` of, asked of ``lowered`` itself: a whitespace-delimited chunk of it is ``word`` followed by
-    sentence ends, then separators (:func:`_flat_word` strips both; a ``word`` ending in a separator needs a
-    sentence end after it, else the separator is stripped too)."""
-    at, n, size = lowered.find(word), len(lowered), len(word)
-    needs_end = word[-1:] in _SEP_END
-    while at >= 0:
-        if at == 0 or lowered[at - 1].isspace():
-            end = at + size
-            while end < n and lowered[end] in _STOP_END:
-                end += 1
-            stopped = end > at + size
-            while end < n and lowered[end] in _SEP_END:
-                end += 1
-            if (end == n or lowered[end].isspace()) and (stopped or not needs_end):
-                return True
-        at = lowered.find(word, at + 1)
-    return False
+@functools.lru_cache(maxsize=512)
+def _words_of(text: str, fold: bool) -> frozenset[str]:
+    """The tokens of ``text``'s index (:func:`_flat_lines`), sentence end stripped, read word by word from its
+    lower-cased text without building the index (the same words: the index is those words, line by line)."""
+    return frozenset(map(_bare_word, _lowered(text, fold).split())) - {""}
+
+
+@functools.lru_cache(maxsize=1 << 16)  # bounded: words recur in every text
+def _bare_word(word: str) -> str:
+    return _flat_word(word).rstrip(".")
 
 
 def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sources: _Sources,
@@ -468,8 +457,9 @@ _BLOCKQUOTE = re.compile(r"(?m)^[ \t]*>.*$")
 def marked_spans(text: str) -> list[Span]:
     """Spans ``text`` marks as quotations: a fenced code block, backticks, quotation marks, a blockquote line."""
     spans: list[Span] = []
-    for pattern in (_FENCE, _TICKS, _QUOTES, _BLOCKQUOTE):
-        spans.extend((m.start(), m.end()) for m in pattern.finditer(text))
+    for pattern, needs in ((_FENCE, "`"), (_TICKS, "`"), (_QUOTES, "\"“‘'"), (_BLOCKQUOTE, ">")):
+        if any(ch in text for ch in needs):  # each pattern needs one of these characters
+            spans.extend((m.start(), m.end()) for m in pattern.finditer(text))
     return spans
 
 
