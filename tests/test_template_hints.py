@@ -77,6 +77,11 @@ def test_a_hint_of_the_wrong_kind_is_refused_naming_the_field() -> None:
     ("mitigate.prompt.answer_format", "AnswerFormat", "mitigate.prompt.answer.format"),
     ("mitigate.prompt.answer_format", "infer_answer_format", "mitigate.prompt.answer.infer"),
     ("mitigate.prompt.answer_format", "reasoning_budget", "mitigate.prompt.answer.constraint"),
+    ("mitigate.prompt.template_reader", "scale_mentions", "mitigate.prompt.read.clues"),
+    ("mitigate.prompt.item_layout", "item_layout", "mitigate.prompt.read.layout"),
+    ("mitigate.prompt.template_syntax", "TemplateSource", "mitigate.prompt.read.syntax"),
+    ("mitigate.prompt.template_syntax", "_render_jinja", "mitigate.prompt.read.syntax"),
+    ("mitigate.prompt.sandbox", "SandboxedTemplate", "mitigate.prompt.read.sandbox"),
 ])
 def test_an_old_module_path_still_gives_the_name_with_a_warning_naming_its_new_home(old: str, name: str,
                                                                                     new: str) -> None:
@@ -86,3 +91,11 @@ def test_an_old_module_path_still_gives_the_name_with_a_warning_naming_its_new_h
     assert got is getattr(importlib.import_module(new), name)
     with pytest.raises(AttributeError):
         module.no_such_name  # noqa: B018 - the attribute lookup is the test
+
+
+def test_a_from_import_of_an_old_path_warns_once_per_name_and_gives_the_same_object() -> None:
+    with pytest.warns(DeprecationWarning, match=r"mitigate\.prompt\.item_layout\.item_layout moved: import it from "
+                      r"mitigate\.prompt\.read\.layout"):
+        from mitigate.prompt.item_layout import item_layout
+    from mitigate.prompt.read.layout import item_layout as new
+    assert item_layout is new

@@ -10,9 +10,7 @@
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from mitigate.deprecation import moved
 
 _MOVED = {
     "Verdict": "mitigate.parse.common",
@@ -28,12 +26,4 @@ _MOVED = {
 }
 
 __all__ = sorted(_MOVED)
-
-
-def __getattr__(name: str) -> Any:
-    home = _MOVED.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"mitigate.parse.answers.{name} moved: import it from mitigate.parse (defined in {home})",
-                  DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(home), name)
+__getattr__ = moved(__name__, _MOVED, "mitigate.parse")
