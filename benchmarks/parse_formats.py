@@ -66,7 +66,7 @@ FORMATS = {
 def prompt_for(kind: str, name: str) -> JudgePrompt:
     if kind == "real":
         load_text, hints, _ = REAL[name]
-        return JudgePrompt.from_template(load_text(), **_hints(hints))
+        return JudgePrompt.from_template(load_text(), _hints(hints))
     text, hints, _ = MIRRORS[name]
     return JudgePrompt.from_template(text, **hints)
 

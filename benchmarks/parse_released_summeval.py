@@ -4,7 +4,7 @@ Every answer that ChatGPT, GPT-4 and Llama-2 gave in Shen et al.'s LLM_summeval 
 (``/work/shared/data/summeval_llm_summeval``: 4,800 per judge and method, plus 8,800
 head-to-head verdicts) is fed to a :class:`~mitigate.judge.PromptJudge` through a scripted
 :class:`~mitigate.lm.fake.FakeLM` that returns the released text, so the answer goes through
-exactly the path a live judgment takes: the prompt's own :class:`~mitigate.prompt.answer_format.AnswerFormat`
+exactly the path a live judgment takes: the prompt's own :class:`~mitigate.prompt.answer.AnswerFormat`
 (inferred by ``JudgePrompt.from_template`` from a template written in the method's format),
 echo stripping, then the strict parsers.
 

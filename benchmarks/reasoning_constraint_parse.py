@@ -17,7 +17,7 @@ the summary the reply. Pairwise items pair two summaries of one article whose ex
 coherence differs, the better one shown first in half of them. The judge is built with
 :func:`mitigate.judge.answer_mode` and ``JudgeConfig()``'s defaults (``max_tokens=256``): on a
 llama.cpp model that is the template's own format enforced by a grammar, with a bounded
-reasoning part before the answer line (:meth:`mitigate.prompt.answer_format.AnswerFormat.constraint`).
+reasoning part before the answer line (:meth:`mitigate.prompt.answer.AnswerFormat.constraint`).
 
 Per template it reports: the answer format and the reasoning it was read with, the share of
 answers that parse (Wilson 95% interval), the share that wrote reasoning before the answer

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (PEP 562): `impor
     from mitigate.errors import MitigateError
     from mitigate.harness.estimate import estimate
     from mitigate.judge import Judge, JudgeConfig, Judgment, PlannedRequest, PromptJudge
-    from mitigate.prompt.answer_format import AnswerFormat
+    from mitigate.prompt.answer import AnswerFormat
     from mitigate.prompt.judge_prompt import JudgePrompt
     from mitigate.prompt.parts import Criterion, Demo, Guideline, ScoreOption
     from mitigate.scale import Scale
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (PEP 562): `impor
 _LAZY = {
     "Benchmark": "mitigate.data.schema", "Item": "mitigate.data.schema", "MitigateError": "mitigate.errors",
     "Judge": "mitigate.judge", "JudgeConfig": "mitigate.judge", "Judgment": "mitigate.judge",
-    "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge", "AnswerFormat": "mitigate.prompt.answer_format",
+    "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge", "AnswerFormat": "mitigate.prompt.answer.format",
     "JudgePrompt": "mitigate.prompt.judge_prompt", "Criterion": "mitigate.prompt.parts", "Demo": "mitigate.prompt.parts",
     "Guideline": "mitigate.prompt.parts", "ScoreOption": "mitigate.prompt.parts", "Scale": "mitigate.scale",
     "estimate": "mitigate.harness.estimate",

@@ -24,7 +24,7 @@ from mitigate.data.schema import Item
 from mitigate.errors import CapabilityError, ConfigError, MitigateError, ParseError
 from mitigate.lm.base import LM, Choice, LMRequest, Usage
 from mitigate.lm.constraint import AnswerConstraint
-from mitigate.parse.answers import expected_score, parse_criteria
+from mitigate.parse import expected_score, parse_criteria
 from mitigate.prompt.judge_prompt import JudgePrompt
 
 Verdict = Literal["first", "second", "tie"]
@@ -170,7 +170,7 @@ class JudgeConfig(BaseModel):
       probability-weighted score over the scale from the top-k token logprobs (G-Eval
       style) and needs a backend with logprobs (a typed error otherwise).
     - ``constrain``: whether the backend must enforce the prompt's answer format
-      (:meth:`~mitigate.prompt.answer_format.AnswerFormat.constraint`). "format": the template's
+      (:meth:`~mitigate.prompt.answer.AnswerFormat.constraint`). "format": the template's
       own format, by grammar or regex (a :class:`~mitigate.errors.CapabilityError` from a
       backend that cannot); "json": a JSON object with the answer (OpenAI
       ``response_format``, Anthropic tool use, llama.cpp); "answer": the format's answer

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from mitigate.errors import ParseError, TemplateError
-from mitigate.parse.answers import parse_pairwise, parse_score
-from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format, reasoning_ban, stated_reasoning
+from mitigate.parse import parse_pairwise, parse_score
+from mitigate.prompt.answer import AnswerFormat, infer_answer_format, reasoning_ban, stated_reasoning
 from mitigate.scale import Scale
 
 S5 = Scale(min=1, max=5)

@@ -52,10 +52,10 @@ from mitigate.errors import MitigateError, TemplateError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt.answer_format import reasoning_ban, stated_reasoning
+from mitigate.prompt.answer import reasoning_ban, stated_reasoning
 from mitigate.prompt.judge_prompt import JudgePrompt, field_text
 from mitigate.prompt.parts import DEFAULT_DEMO_TEMPLATE, SLOT_RE, Demo
-from mitigate.prompt.template_reader import find_scales
+from mitigate.prompt.read.clues import find_scales
 from mitigate.registry import registered
 from mitigate.scale import Scale
 from mitigate.selectors import KNN, Random, Stratified

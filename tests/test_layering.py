@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "constraints", "scale", "registry", "paths"),
+    ("errors", "constraints", "scale", "registry", "paths", "deprecation"),
     ("lm",),
     ("parse",),
     ("data",),
@@ -246,8 +246,8 @@ def test_lm_parse_and_data_are_layered_in_that_order() -> None:
     assert lm is not None and parse is not None and data is not None
     assert lm < parse < data, f"expected lm < parse < data in LAYERS; got lm={lm}, parse={parse}, data={data}"
     graph = _graph()
-    assert "mitigate.lm.base" in graph["mitigate.parse.answers"]  # the order is the one the imports need
-    assert "mitigate.parse.answers" in graph["mitigate.data.released"]
+    assert "mitigate.lm.base" in graph["mitigate.parse.logprobs"]  # the order is the one the imports need
+    assert "mitigate.parse" in graph["mitigate.data.released"]
 
 
 def test_prompt_sits_above_parse_data_and_lm_and_run_above_judge() -> None:
@@ -290,7 +290,7 @@ def test_importing_the_selectors_does_not_import_the_strategies_or_the_search() 
 
 
 def test_importing_the_answer_format_imports_no_search_strategy_selector_or_runner() -> None:
-    code = ("import sys, mitigate.prompt.answer_format; print(sorted({m.split('.')[1] for m in sys.modules "
+    code = ("import sys, mitigate.prompt.answer; print(sorted({m.split('.')[1] for m in sys.modules "
             "if m.startswith(('mitigate.search', 'mitigate.strategies', 'mitigate.selectors', 'mitigate.run', "
             "'mitigate.harness', 'mitigate.cli'))}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,

@@ -1,4 +1,4 @@
-"""Tests for the strict parsers in mitigate.parse.answers: hand-written cases and the released SummEval judge outputs."""
+"""Tests for the strict readers in mitigate.parse: hand-written cases and the released SummEval judge outputs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from mitigate.errors import ConfigError, ParseError, ScaleError
 from mitigate.lm.base import TokenLogprob
-from mitigate.parse.answers import (
+from mitigate.parse import (
     expected_score,
     parse_criteria,
     parse_mcq,

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ParseError
 from mitigate.lm.fake import FakeLM
-from mitigate.parse.answers import parse_criteria
-from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.parse import parse_criteria
+from mitigate.prompt.answer import AnswerFormat
 from mitigate.scale import Scale
 from mitigate.testing.planted import ISSUE_CASES, POSITIONS, QUOTES, Quote, judge_answer, quote_back
 

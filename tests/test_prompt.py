@@ -256,7 +256,7 @@ def test_unnamed_criterion_demo_says_score_once() -> None:
 
 
 def test_the_answer_format_alone_holds_the_answer_kind() -> None:
-    from mitigate.prompt.answer_format import AnswerFormat
+    from mitigate.prompt.answer import AnswerFormat
 
     pairwise = JudgePrompt.from_template("A: {{output}}\nB: {{output_b}}\nWhich is better?", answer="pairwise")
     spec = pairwise.model_dump()

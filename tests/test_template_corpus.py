@@ -31,8 +31,10 @@ import pytest
 from mitigate import Item, PromptJudge
 from mitigate.errors import ConfigError
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import JudgePrompt, describe_template, prompt_from_spec
+from mitigate.prompt.judge_prompt import JudgePrompt, prompt_from_spec
 from mitigate.prompt.parts import Demo
+from mitigate.prompt.read.evidence import describe_template
+from mitigate.prompt.read.hints import TemplateHints
 from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
 from mitigate.strategies.demos import FixedDemosPreset
 from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, RTS_LEAD, SCALE_LEAD
@@ -180,8 +182,9 @@ REAL: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
 }
 
 
-def _hints(hints: dict[str, Any]) -> dict[str, Any]:
-    """Resolve constants named after Prometheus rubric constants into their text (as prometheus-eval does)."""
+def _hints(hints: dict[str, Any]) -> TemplateHints:
+    """The corpus entry's hints as one value, with constants named after Prometheus rubric constants resolved into
+    their text (as prometheus-eval does)."""
     out = dict(hints)
     consts = {}
     for key, value in hints.get("constants", {}).items():
@@ -193,7 +196,7 @@ def _hints(hints: dict[str, Any]) -> dict[str, Any]:
             consts[key] = value
     if consts:
         out["constants"] = consts
-    return out
+    return TemplateHints.of(**out)
 
 
 def _check(prompt: JudgePrompt, exp: dict[str, Any]) -> None:
@@ -248,7 +251,7 @@ def _item(prompt: JudgePrompt) -> Item:
 def test_a_published_template_is_read_with_no_hints(name: str) -> None:
     load, hints, exp = REAL[name]
     text = load()
-    prompt = JudgePrompt.from_template(text, **_hints(hints))
+    prompt = JudgePrompt.from_template(text, _hints(hints))
     _check(prompt, exp)
     if not hints:  # nothing filled in: the template is written back exactly as published
         assert prompt.template_source() == text
@@ -257,7 +260,7 @@ def test_a_published_template_is_read_with_no_hints(name: str) -> None:
     assert "FIRST OUTPUT" in body
     assert ("SECOND OUTPUT" in body) == (exp["kind"] == "pairwise")
     assert not re.search(r"\{\{\s*\w+\s*\}\}|<\|im_start\|>|<\|start_header_id\|>", body)  # nothing unrendered
-    assert describe_template(text, **_hints(hints))  # inspect works on it
+    assert describe_template(text, _hints(hints))  # inspect works on it
     assert prompt_from_spec(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt  # the spec round-trips
 
 
@@ -477,12 +480,12 @@ def _corpus(name: str) -> JudgePrompt:
     """
     if name in REAL:
         load, hints, _ = REAL[name]
-        hints = _hints(hints)
+        given = _hints(hints)
         if name.startswith("autoevals-"):
             yaml = pytest.importorskip("yaml")
             rel = f"autoevals/templates/{name.removeprefix('autoevals-')}.yaml"
-            hints["letters"] = yaml.safe_load(_dist_text("autoevals", rel))["choice_scores"]
-        return JudgePrompt.from_template(load(), **hints)
+            given = TemplateHints.of(given, letters=yaml.safe_load(_dist_text("autoevals", rel))["choice_scores"])
+        return JudgePrompt.from_template(load(), given)
     text, hints, _ = MIRRORS[name]
     return JudgePrompt.from_template(text, **hints)
 

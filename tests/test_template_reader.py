@@ -9,8 +9,9 @@ import pytest
 
 from mitigate import Demo, Item
 from mitigate.errors import TemplateError, TemplateReadWarning
-from mitigate.prompt.judge_prompt import JudgePrompt, read_prompt
-from mitigate.prompt.template_reader import scale_mentions
+from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt.read.clues import scale_mentions
+from mitigate.prompt.read.evidence import read_prompt
 
 
 def _item(**kw: object) -> Item:

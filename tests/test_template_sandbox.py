@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from mitigate.cli import EXIT_REFUSED, app
 from mitigate.errors import TemplateError, TemplateSandboxError
 from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.prompt.sandbox import CALLS, FILTERS, MAX_OUTPUT_CHARS, TESTS, SandboxedTemplate
-from mitigate.prompt.template_syntax import DOUBLE_SLOT_RE, _used_beyond_output
+from mitigate.prompt.read.sandbox import CALLS, FILTERS, MAX_OUTPUT_CHARS, TESTS, SandboxedTemplate
+from mitigate.prompt.read.syntax import DOUBLE_SLOT_RE, _used_beyond_output
 from mitigate.testing import StubOpenAIServer
 from mitigate.testing.bad_inputs import make_fixtures
 from mitigate.testing.hostile_templates import (
@@ -137,7 +137,7 @@ def test_a_render_longer_than_the_bound_is_refused() -> None:
 
 
 def test_a_render_over_the_time_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mitigate.prompt.sandbox as sandbox
+    import mitigate.prompt.read.sandbox as sandbox
 
     monkeypatch.setattr(sandbox, "MAX_SECONDS", 0.0)
     with pytest.raises(TemplateSandboxError, match="took more than 0 s"):
@@ -182,7 +182,7 @@ def _published_jinja() -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def test_published_jinja_templates_render_byte_for_byte_as_unsandboxed_jinja_renders_them() -> None:
-    from mitigate.prompt.template_syntax import _render_jinja
+    from mitigate.prompt.read.syntax import _render_jinja
 
     rendered = 0
     for name, text, constants in _published_jinja():

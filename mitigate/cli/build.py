@@ -31,8 +31,8 @@ from mitigate.lm.base import LM
 from mitigate.lm.http import Limits
 from mitigate.lm.registry import declare, get, wrap
 from mitigate.lm.retry import RetryPolicy
-from mitigate.prompt import JudgePrompt
-from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.prompt import JudgePrompt, TemplateHints
+from mitigate.prompt.answer import AnswerFormat
 from mitigate.prompt.builtin import default_prompt_for, prompt_text
 from mitigate.run.batch_session import BatchOptions, BatchSession
 
@@ -187,17 +187,14 @@ def read_template(text: str, o: Any, *, system: str | None, scale: tuple[float, 
     ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read.
 
     A template the reader refuses (its sandbox included) is named by ``origin`` in the error."""
-    hints: dict[str, Any] = {"answer": answer} if answer else {}
-    if getattr(o, "output_slot", None):
-        hints["output_slot"] = o.output_slot.strip()
     slots = parse_pairs("--slot-field", getattr(o, "slot_field", None), "SLOT=FIELD (e.g. response=output)")
-    if slots:
-        hints["slot_fields"] = slots
     consts = constants_of(getattr(o, "const", None))
-    if consts:
-        hints["constants"] = consts
+    output_slot = getattr(o, "output_slot", None)
     with naming_template(origin):
-        jp = JudgePrompt.from_template(text, system=system, scale=scale, criterion=criterion, **hints)
+        hints = TemplateHints.of(scale=scale, criterion=criterion, answer=answer or None,
+                                 output_slot=output_slot.strip() if output_slot else None,
+                                 slot_fields=slots or None, constants=consts or None)
+        jp = JudgePrompt.from_template(text, hints, system=system)
     return with_format_overrides(jp, getattr(o, "answer_format", None), getattr(o, "reasoning", None))
 
 

@@ -100,7 +100,7 @@ def prompts_cmd(options: PromptsOptions) -> None:
 def inspect_template(file: Path | None, system: Path | None, consts: list[str]) -> str:
     """What ``JudgePrompt.from_template`` recovers from ``file`` (see ``mitigate.prompt.describe_template``)."""
     from mitigate.cli.build import constants_of, naming_template, template_origin
-    from mitigate.prompt import describe_template
+    from mitigate.prompt import TemplateHints, describe_template
 
     if file is None or not (file.exists() or file.is_symlink()):
         raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
@@ -108,7 +108,7 @@ def inspect_template(file: Path | None, system: Path | None, consts: list[str]) 
     constants = constants_of(consts)
     sys_text = read_text_file(system, "--system") if system is not None else None
     with naming_template(template_origin(file, system, option="FILE")):
-        return describe_template(text, system=sys_text, constants=constants or None)
+        return describe_template(text, TemplateHints.of(constants=constants or None), system=sys_text)
 
 
 def _template(source: Path | None) -> str:

@@ -52,7 +52,7 @@ from mitigate.data.recorded import DEFAULT_VARIANT, RecordedRow, RecordedRun, ru
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.summeval import CRITERIA, LLM_SUMMEVAL_DIR, LLM_SUMMEVAL_SYSTEMS
 from mitigate.errors import DataError, ParseError, ReplayFormatError
-from mitigate.parse.answers import parse_mcq, parse_pairwise, parse_score
+from mitigate.parse import parse_mcq, parse_pairwise, parse_score
 from mitigate.registry import add, names, registered
 from mitigate.scale import Scale
 

@@ -4,7 +4,7 @@ A :class:`~mitigate.data.released_pairwise.PairwiseRelease` (LLMBar, JudgeBench)
 answer a published judge gave. Here each answer is read the way a live mitigate judge would
 read it: the prompt template the answer was given under is recovered with
 :meth:`~mitigate.prompt.JudgePrompt.from_template`, and its answer format
-(:meth:`~mitigate.prompt.answer_format.AnswerFormat.read`) parses the raw text. Where the release
+(:meth:`~mitigate.prompt.answer.AnswerFormat.read`) parses the raw text. Where the release
 has no prompt, a declared format is used:
 
 - ``declared:output-ab`` / ``declared:output-ab-cot``: LLMBar's "Output (a)" / "Output (b)",
@@ -42,8 +42,8 @@ from mitigate.data.released_pairwise import (
 )
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError, MitigateError, ParseError
-from mitigate.prompt import JudgePrompt
-from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.prompt import JudgePrompt, TemplateHints
+from mitigate.prompt.answer import AnswerFormat
 from mitigate.scale import Scale
 
 __all__ = [
@@ -98,10 +98,7 @@ class ReleaseParse(BaseModel):
 @functools.lru_cache(maxsize=64)
 def _prompt_format(text: str, system: str | None, answer: str, labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale,
                                                                                                       tuple[str, ...]]:
-    hints: dict[str, Any] = {"answer": answer}
-    if labels is not None:
-        hints["labels"] = labels
-    prompt = JudgePrompt.from_template(text, system=system, **hints)
+    prompt = JudgePrompt.from_template(text, TemplateHints.of(answer=answer, labels=labels), system=system)
     return prompt.format, prompt.scale, prompt.echo_lines()
 
 
@@ -167,8 +164,13 @@ def parse_release(release: PairwiseRelease) -> ReleaseParse:
     if missing:
         raise DataError(f"expected a template for every released answer; {missing} are not in the release")
     items = {it.id: it for it in release.benchmark.items}
-    parsed = tuple(readers[a.template][1](a, _judged(items.get(a.item_id), a)) for a in release.answers)
-    return ReleaseParse(release=release, parsed=parsed, formats={k: v[0] for k, v in readers.items()})
+    parsed: list[ParsedAnswer | None] = [None] * len(release.answers)
+    # one item's answers together: its texts are indexed for the quotation search once, not once per answer
+    for k in sorted(range(len(release.answers)), key=lambda k: release.answers[k].item_id):
+        answer = release.answers[k]
+        parsed[k] = readers[answer.template][1](answer, _judged(items.get(answer.item_id), answer))
+    return ReleaseParse(release=release, parsed=tuple(p for p in parsed if p is not None),
+                        formats={k: v[0] for k, v in readers.items()})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """What a judge's answer must look like, in the forms LM backends can enforce.
 
 An :class:`AnswerConstraint` travels on :class:`~mitigate.lm.base.LMRequest` (``constraint``).
-It is built by the prompt's answer format (:mod:`mitigate.prompt.answer_format`) and holds the same
+It is built by the prompt's answer format (:mod:`mitigate.prompt.answer`) and holds the same
 answer in three notations, so each backend takes the one it can enforce:
 
 - ``gbnf``: a llama.cpp grammar of the whole answer in the template's own format (the

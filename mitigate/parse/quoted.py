@@ -37,227 +37,20 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["copied_runs", "marked_spans", "reported_spans", "unquote"]
+from mitigate.parse.copies import (
+    copied_runs,
+    flat_lines,
+    has_alnum,
+    line_ends,
+    lowered,
+    source_index,
+    stands_in,
+)
+from mitigate.parse.reported import marked_spans, reported_spans
+
+__all__ = ["blank", "copied_runs", "marked_spans", "reported_spans", "unquote"]
 
 Span = tuple[int, int]
-
-_DROP = str.maketrans("", "", "*`_\"“”‘’'")
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _norm(token: str, fold: bool = True) -> str:
-    """A token as compared with a source: lower case (unless ``fold`` is False), markdown and quotation marks
-    dropped, a comma, colon or semicolon after it dropped, and a sentence end after it kept as one full stop
-    ("5." and "5!" are "5.")."""
-    low = token.translate(_DROP)
-    low = (low.lower() if fold else low).rstrip(",;:")
-    core = low.rstrip(".!?")
-    return core + "." if core != low and core else core
-
-
-def _tokens(text: str, fold: bool = True) -> list[tuple[str, int, int]]:
-    """The words of ``text`` (normalised, with their spans); tokens with no letter or digit (">", "-", "#") are left out."""
-    out = []
-    for m in _WORD.finditer(text):
-        norm = _norm(m.group(0), fold)
-        if norm and _HAS_ALNUM(norm):
-            out.append((norm, m.start(), m.end()))
-    return out
-
-
-_WORD = re.compile(r"\S+")
-_HAS_ALNUM = re.compile(r"[^\W_]").search
-
-
-def _stands(run: str, index: str) -> bool:
-    """Whether the run of tokens ``run`` stands in a line of ``index`` (its last word with or without a sentence end)."""
-    last = run.rstrip(".")
-    return f" {last} " in index or f" {last}. " in index
-
-
-_TRAIL_SEP = re.compile(r"[,;:]+(?=\s|$)")
-_TRAIL_END = re.compile(r"(?<=\S)[.!?]+(?=\s|$)")
-_NO_ALNUM = re.compile(r"(?<!\S)[^\w\s]+(?=\s|$)")
-
-
-@functools.lru_cache(maxsize=1024)
-def _flat_lines(text: str, fold: bool = True) -> str:
-    """``text`` as :func:`_tokens` sees it, one line per line, each with a space at both ends (whole-token search).
-
-    The same normalisation as :func:`_norm`, done on the whole text at once.
-    """
-    out = []
-    for line in (text.lower() if fold else text).translate(_DROP).splitlines():
-        flat = _NO_ALNUM.sub(" ", _TRAIL_END.sub(".", _TRAIL_SEP.sub("", line)))
-        if flat.strip():
-            out.append(" " + " ".join(flat.split()) + " ")
-    return "\n".join(out)
-
-
-def _index(texts: Sequence[str], fold: bool = True) -> str:
-    """Every line of every text, normalised (see :func:`_flat_lines`), one per line."""
-    return "\n".join(_flat_lines(x, fold) for x in texts if x and x.strip())
-
-
-class _Corpus:
-    """The source texts as lines of normalised tokens, with where each token (sentence end aside) occurs."""
-
-    def __init__(self, index: str) -> None:
-        self.text = index
-        self.lines = [line.split() for line in index.split("\n")]
-        self.where: set[str] = set()
-        self.pairs: dict[str, list[tuple[int, int]]] = {}  # "token next" -> where the pair starts
-        for n, tokens in enumerate(self.lines):
-            for k, token in enumerate(tokens):
-                self.where.add(token.rstrip("."))
-                if k + 1 < len(tokens):
-                    self.pairs.setdefault(f"{token} {tokens[k + 1].rstrip('.')}", []).append((n, k))
-
-    def longest(self, toks: Sequence[str], i: int) -> int:
-        """How many tokens from ``toks[i]`` on stand together in one line (the last with or without its sentence end,
-        the others exactly as written)."""
-        if toks[i].rstrip(".") not in self.where:
-            return 0
-        alive = self.pairs.get(f"{toks[i]} {toks[i + 1].rstrip('.')}") if i + 1 < len(toks) else None
-        if not alive:
-            return 1
-        size = 2
-        while i + size < len(toks):
-            exact, loose = toks[i + size - 1], toks[i + size].rstrip(".")
-            alive = [(n, k) for n, k in alive if k + size < len(self.lines[n]) and self.lines[n][k + size - 1] == exact
-                     and self.lines[n][k + size].rstrip(".") == loose]
-            if not alive:
-                break
-            size += 1
-        return size
-
-
-@functools.lru_cache(maxsize=512)  # bounded: the corpus of a 2,000-character article holds about 100 kB
-def _corpus(text: str, fold: bool) -> _Corpus:
-    return _Corpus(_flat_lines(text, fold))
-
-
-def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.Pattern[str] | None = None,
-                whole: Sequence[str] = ()) -> list[tuple[int, int, str]]:
-    """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end, normalised run).
-
-    Runs are found left to right, each as long as it can be, within one line of ``text`` and
-    one line of a source (so a copied line never swallows the answer line after it). With
-    ``hint``, only lines where it matches are searched (a line without a value holds no answer).
-    ``whole`` are texts the sources are parts of (a rendered prompt, of its template's words and
-    the judged texts): two adjacent runs that stand together in one of them are one run.
-    """
-    corpora = [_corpus(x, fold) for x in sources if x and x.strip()]
-    if not corpora:
-        return []
-    joined: list[str] = []  # the index of ``whole``, built the first time two runs meet
-
-    def together(run: str) -> bool:
-        if not whole:
-            return False
-        if not joined:
-            joined.append(_index(whole, fold))
-        return _stands(run, joined[0])
-
-    runs: list[tuple[int, int, str]] = []
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        if hint is not None and not hint.search(line):
-            offset += len(line)
-            continue
-        toks = _tokens(line, fold)
-        words = [t for t, _, _ in toks]
-        i = 0
-        last: tuple[int, int] | None = None  # the previous run's token range, to join an adjacent one
-        while i < len(toks):
-            size = max(c.longest(words, i) for c in corpora)
-            if not size:
-                i += 1
-                continue
-            start = i
-            if last is not None and last[1] == i and together(" ".join(words[last[0]: i + size])):
-                start = last[0]
-                runs.pop()
-            runs.append((toks[start][1] + offset, toks[i + size - 1][2] + offset,
-                         " ".join(words[start: i + size]).rstrip(".")))
-            last = (start, i + size)
-            i += size
-        offset += len(line)
-    return runs
-
-
-_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
-_TICKS = re.compile(r"`[^`\n]+`")
-_QUOTES = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|(?<![\w])'[^'\n]+'(?![\w])")
-_BLOCKQUOTE = re.compile(r"(?m)^[ \t]*>.*$")
-
-
-def marked_spans(text: str) -> list[Span]:
-    """Spans ``text`` marks as quotations: a fenced code block, backticks, quotation marks, a blockquote line."""
-    spans: list[Span] = []
-    for pattern in (_FENCE, _TICKS, _QUOTES, _BLOCKQUOTE):
-        spans.extend((m.start(), m.end()) for m in pattern.finditer(text))
-    return spans
-
-
-# A verb of saying whose clause reports someone else's words ("the text claims", "Summary A wrote"). Forms that
-# are also participles ("the groups mentioned", "as stated") count only before "that", a colon or a quotation.
-_QUOTE_NEXT = r"(?=[ \t]*(?:that\b|[:\"“'‘`]))"
-_REPORT = re.compile(
-    r"\b(?:says|states|claims|writes|wrote|argues|asserts|insists|declares|quotes|"
-    r"(?:reads|goes|ends|finishes|closes|begins|starts|opens|mentions|contains|includes)"
-    + _QUOTE_NEXT + "|"
-    r"(?:said|stated|claimed|argued|asserted|insisted|declared|quoted|mentioned|written)" + _QUOTE_NEXT + "|"
-    r"(?:ends|ended|concludes|concluded|closes|closed|finishes|finished|opens|opened|begins|began|starts|started)"
-    r"\s+(?:with|by))\b",
-    re.IGNORECASE,
-)
-# The judge speaking of itself ("as I said", "we stated"): its own words, not reported.
-_OWN_SUBJECT = re.compile(r"\b(?:I|we|me|my|our|I've|I'd|I'll|I'm|we've|we'd)\b", re.IGNORECASE)
-# Where the subject of a verb begins: the last clause boundary before it.
-_SUBJECT_START = re.compile(r"(?:[.!?;:,\n]|\bthat\b|\band\b|\bbut\b|\bwhile\b|\bbecause\b|\bso\b)", re.IGNORECASE)
-# Where a reported clause ends.
-_CLAUSE_END = re.compile(r"[.!?](?=[\s\"'”’)]|$)|[;,]|\n|\s(?:but|however|whereas|while|so)\b", re.IGNORECASE)
-_LETTER = re.compile(r"[A-Za-z]")
-_LEAD = re.compile(r"[ \t]*(?:that\b)?[ \t]*:?[ \t]*")
-_PARAGRAPH = re.compile(r"\n*[^\n]*(?:\n(?![ \t]*(?:\n|$))[^\n]*)*")
-_OPEN = {'"': '"', "“": "”", "'": "'", "‘": "’", "`": "`"}
-
-
-def reported_spans(text: str) -> list[Span]:
-    """The clauses ``text`` reports from a third party: after "<someone> says/claims/wrote/argues ...".
-
-    The span runs from after the verb (and an optional "that" or colon) to the end of the
-    reported clause: the closing quotation mark when the report opens one, the next paragraph
-    when the verb ends its line ("The summary ends with:"), else the end of the clause (a full
-    stop, a semicolon, a line break, ", but", ", so" ...). A verb whose subject is the judge
-    ("as I said") reports nothing.
-    """
-    spans: list[Span] = []
-    for verb in _REPORT.finditer(text):
-        starts = [m.end() for m in _SUBJECT_START.finditer(text, max(0, verb.start() - 200), verb.start())]
-        subject = text[starts[-1] if starts else max(0, verb.start() - 200): verb.start()]
-        if _OWN_SUBJECT.search(subject) or not _LETTER.search(subject):
-            continue  # the judge's own words, or no subject at all ("Reads well.")
-        lead = _LEAD.match(text, verb.end())
-        begin = lead.end() if lead else verb.end()
-        if begin < len(text) and text[begin] in ",.;)!?":
-            continue  # nothing reported ("the groups mentioned, Output (a) is better")
-        if begin < len(text) and text[begin] in _OPEN:
-            close = text.find(_OPEN[text[begin]], begin + 1)
-            line_end = text.find("\n", begin)
-            if close > 0 and (line_end < 0 or close < line_end):
-                spans.append((begin, close + 1))
-                continue
-        if begin >= len(text) or text[begin] == "\n":
-            # a lead-in line ("The summary ends with:"): the reported text is the next paragraph
-            body = _PARAGRAPH.match(text, begin)
-            if body is not None:
-                spans.append((begin, body.end()))
-            continue
-        end = _CLAUSE_END.search(text, begin)
-        spans.append((begin, end.start() if end else len(text)))
-    return spans
 
 
 def _within(span: Span, marks: Sequence[Span]) -> bool:
@@ -306,21 +99,40 @@ def blank(text: str, spans: Sequence[Span]) -> str:
     return "".join(chars)
 
 
-def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool) -> list[str]:
+def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool, fast: bool = True) -> list[str]:
     """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and demos)."""
-    texts = sorted((j for j in judged if j and j.strip()), key=len, reverse=True)
-    inside = {line for j in texts for line in _flat_lines(j, fold).splitlines()}
+    return list(_template_parts_of(tuple(sources), tuple(judged), fold, fast))
+
+
+@functools.lru_cache(maxsize=64)  # the samples and criteria of one request read the same prompt and texts
+def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: bool, fast: bool) -> tuple[str, ...]:
+    texts = sorted((j for j in judged if j and not j.isspace()), key=len, reverse=True)
+    lines_of: dict[str, set[str]] = {}
+
+    def inside(flat: str) -> bool:  # a line of some judged text's index (with ``fast``, its end words asked first)
+        words = flat.split()
+        for j in texts:
+            heads, tails = line_ends(j, fold) if fast else ({words[0]}, {words[-1]}) if words else ((), ())
+            if words and words[0] in heads and words[-1] in tails:
+                if j not in lines_of:
+                    lines_of[j] = set(flat_lines(j, fold).splitlines())
+                if flat in lines_of[j]:
+                    return True
+        return False
+
     out = []
     for source in sources:
         for j in texts:
             source = source.replace(j, "\n")
-        out.append("\n".join(line for line in source.splitlines() if _flat_lines(line, fold) not in inside))
-    return out
+        out.append("\n".join(line for line in source.splitlines() if not inside(flat_lines(line, fold))))
+    return tuple(out)
+
+
 
 
 def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str], bool],
             sources: Sequence[str] = (), judged: Sequence[str] = (), fold: bool = True,
-            hint: re.Pattern[str] | None = None) -> tuple[str, str]:
+            hint: re.Pattern[str] | None = None, fast: bool = True) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module docstring).
 
     ``sources`` are the texts the judge was shown (the rendered prompt); ``judged`` the texts
@@ -330,8 +142,15 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
     every source counts as possibly judged. ``statement(span)`` says whether a span alone
     reads as an answer; ``bare(span)`` whether it is nothing but the answer in the format's own
     words. ``strict`` also blanks bare, unmarked copies of an answer a judged text holds. ``fold=False``
-    compares case (for answer labels that differ only by case, "m" / "M"). ``hint`` (what any answer
-    holds: a digit, a label) spares the search in lines without one.
+    compares case (for answer labels that differ only by case, "m" / "M").
+
+    ``hint`` (what any answer holds: a digit, a label) spares the search in lines without one, and
+    (with ``fast``) in every stretch of copied words without one or a digit: what no source holds
+    beside a value is never looked at, so an answer whose values no source holds costs no search. It
+    must be what ``statement`` needs: ``statement(span)`` is False for a span ``hint`` does not match,
+    and ``hint`` looks around a match only for letters, digits or the underscore (so a match inside
+    a stretch of words is a match of the stretch). ``fast=False`` searches every stretch; the two give
+    the same result (``tests/test_reading_fast_path.py``).
     """
     seen: dict[str, bool] = {}
 
@@ -343,12 +162,18 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
     reported = reported_spans(text)
     own: list[Span] = [s for s in reported if (hint is None or hint.search(text, *s)) and states(text[s[0]: s[1]])]
     strict: list[Span] = []
-    if any(x and x.strip() for x in [*sources, *judged]):
-        marks = marked_spans(text)
-        judged_index = _index(judged, fold)
-        template = _template_parts(sources, judged, fold) if judged_index else list(sources)
-        template_index = _index(template, fold) if judged_index else ""
-        for start, end, norm in copied_runs(text, [*template, *judged], fold, hint, whole=sources):
+    if any(x and not x.isspace() for x in [*sources, *judged]):
+        # whether the judged texts' index is non-empty, without building it: two texts or more (their lines joined), or
+        # one holding a letter or digit (which every token has, and every chunk holding one is a token)
+        given = [x for x in judged if x and not x.isspace()]
+        judging = (len(given) > 1 or any(has_alnum(lowered(x, fold)) for x in given)) if fast else bool(
+            source_index(judged, fold))
+        template = _template_parts(sources, judged, fold, fast) if judging else list(sources)
+        runs = copied_runs(text, [*template, *judged], fold, hint, whole=sources, hot=hint if fast else None)
+        judged_index = source_index(judged, fold) if runs else ""
+        marks = marked_spans(text) if runs else []
+        template_index = source_index(template, fold) if judging and runs else ""
+        for start, end, norm in runs:
             piece = text[start:end]
             if " " not in norm and norm.isalnum():
                 # one plain word or number standing in a source ("5", "a") is no quotation, unless it is a whole
@@ -367,11 +192,11 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
                 if _DIGIT.search(piece) or states(piece):
                     own.append((start, end))
             elif states(piece):
-                if bare(piece) or (template_index and _stands(norm, template_index)
-                                   and not _stands(norm, judged_index)):
+                if bare(piece) or (template_index and stands_in(norm, template_index)
+                                   and not stands_in(norm, judged_index)):
                     # the answer in the format's own words, or in the template's ("Assistant A is much better:
                     # [[A>>B]]" copied from the template's list of verdicts): the judge's own statement
-                    if _stands(norm, judged_index):
+                    if stands_in(norm, judged_index):
                         strict.append((start, end))
                 else:
                     own.append((start, end))

@@ -2,14 +2,15 @@
 
 :meth:`JudgePrompt.from_template` takes a judge prompt as it was published (a G-Eval style
 text, a system + user pair, a ChatML or Llama-3 chat text, ``{{slot}}``, ``{slot}`` or Jinja
-placeholders; see :mod:`mitigate.prompt.template_syntax`) and recovers its structure — task
+placeholders; see :mod:`mitigate.prompt.read.syntax`) and recovers its structure — task
 description, criterion (name, definition), scale, the scoring guideline as separate
 :class:`ScoreOption` lines, whether it compares two outputs and how it names them, and the
-answer format it prescribes (:class:`~mitigate.prompt.answer_format.AnswerFormat`) — so that
+answer format it prescribes (:class:`~mitigate.prompt.answer.AnswerFormat`) — so that
 transforms can reorder or lengthen options and insert demonstrations, and answers are read
 in the template's own format. Rendering a parsed prompt with no transforms reproduces the
-original text exactly (:meth:`JudgePrompt.template_source`). :func:`read_prompt` also returns
-the evidence for each recovered field (what ``mitigate prompts inspect`` prints).
+original text exactly (:meth:`JudgePrompt.template_source`).
+:func:`~mitigate.prompt.read.evidence.read_prompt` also returns the evidence for each recovered
+field (what ``mitigate prompts inspect`` prints).
 
 Slots are filled in a single pass: the judged text is inserted verbatim and never scanned
 again, so braces or a "Score: 10" inside it cannot break templating. Demonstrations are
@@ -22,15 +23,14 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mitigate.data.schema import Item
-from mitigate.errors import DataError, MitigateError, TemplateError
+from mitigate.errors import DataError, TemplateError
 from mitigate.lm.base import Message
-from mitigate.prompt.answer_format import AnswerFormat, AnswerKind
-from mitigate.prompt.item_layout import item_layout
+from mitigate.prompt.answer.format import VALUE, AnswerFormat, AnswerKind
 from mitigate.prompt.parts import (
     DEFAULT_DEMO_TEMPLATE,
     DEMOS_MARK,
@@ -44,11 +44,13 @@ from mitigate.prompt.parts import (
     format_number,
     slot_names,
 )
-from mitigate.prompt.read import read_fields
-from mitigate.prompt.template_syntax import TemplateSource
+from mitigate.prompt.read.fields import read_fields
+from mitigate.prompt.read.hints import TemplateHints
+from mitigate.prompt.read.layout import item_layout
+from mitigate.prompt.read.syntax import TemplateSource
 from mitigate.scale import Scale
 
-__all__ = ["JudgePrompt", "answer_label", "describe_template", "field_text", "prompt_from_spec", "read_prompt"]
+__all__ = ["JudgePrompt", "answer_label", "field_text", "prompt_from_spec"]
 
 DEMO_FIELDS = ("inputs", "output_name", "output", "guideline", "reason", "criterion", "score")
 """The fields a ``demo_template`` may use (see :meth:`JudgePrompt._scored_demo`)."""
@@ -64,7 +66,7 @@ class JudgePrompt(BaseModel):
     - ``criteria``: what is scored (one for a G-Eval prompt; several for a multi-attribute one).
     - ``scale``: the answer scale.
     - ``answer_format``: how the template asks the judge to answer (see
-      :class:`~mitigate.prompt.answer_format.AnswerFormat`), the default "Score: N" line when
+      :class:`~mitigate.prompt.answer.AnswerFormat`), the default "Score: N" line when
       the template names none. It alone holds the answer kind (:attr:`answer`): "score" (a
       number), "mcq" (a letter mapped by ``scale.letters``) or "pairwise" (a verdict).
     - ``output_slot``: the slot holding the judged text; ``slot_fields`` maps other slot
@@ -167,43 +169,24 @@ class JudgePrompt(BaseModel):
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def from_template(
-        cls,
-        text: str,
-        *,
-        system: str | None = None,
-        scale: Scale | tuple[float, float] | None = None,
-        criterion: str | Criterion | None = None,
-        criteria: Sequence[str | Criterion] | None = None,
-        output_slot: str | None = None,
-        slot_fields: Mapping[str, str] | None = None,
-        answer: Literal["score", "mcq", "pairwise"] | None = None,
-        parse_guideline: bool = True,
-        constants: Mapping[str, Any] | None = None,
-        labels: tuple[str, str] | None = None,
-        tie: str | None = None,
-        letters: Mapping[str, float] | None = None,
-        answer_format: AnswerFormat | None = None,
-    ) -> JudgePrompt:
+    def from_template(cls, text: str, hints: TemplateHints | None = None, /, *, system: str | None = None,
+                      **overrides: Any) -> JudgePrompt:
         """Recover a :class:`JudgePrompt` from a judge template as it was published.
 
         ``text`` is the template (the user message, or a chat text in ChatML / Llama-3 /
         "Human:" markup); ``system`` an optional system message. Placeholders may be
         ``{{x}}``, ``{x}`` or Jinja (rendered with ``constants``, which also fill slots that
-        are the same for every item, such as a rubric). Every other argument overrides what
-        is recovered from the text: ``scale``, ``criterion``/``criteria``, ``output_slot``,
-        ``slot_fields``, ``answer`` ("score", "mcq", "pairwise"), ``labels`` (how a pairwise
-        prompt names its two outputs) and ``tie``, ``letters`` (scores of lettered options)
-        and ``answer_format``. Guideline lines ("Score 2 means ...", "5: ...", "- A score of
-        1 means ...", "score1_description: ...", "A: ... Score: One.", "(A) ...") become
-        separate options when ``parse_guideline`` is True. :func:`read_prompt` does the
-        same and also returns the evidence for what was recovered.
+        are the same for every item, such as a rubric). ``hints`` (a
+        :class:`~mitigate.prompt.read.hints.TemplateHints`), and keyword arguments named after its
+        fields, override what is recovered from the text: ``scale``, ``criterion``/``criteria``,
+        ``output_slot``, ``slot_fields``, ``answer`` ("score", "mcq", "pairwise"), ``constants``,
+        ``labels`` (how a pairwise prompt names its two outputs) and ``tie``, ``letters`` (scores of
+        lettered options) and ``answer_format``. Guideline lines ("Score 2 means ...", "5: ...", "- A
+        score of 1 means ...", "score1_description: ...", "A: ... Score: One.", "(A) ...") become
+        separate options unless ``parse_guideline=False``. :func:`read_prompt` does the same and
+        also returns the evidence for what was recovered.
         """
-        fields, _ = read_fields(
-            text, system=system, scale=scale, criterion=criterion, criteria=criteria, output_slot=output_slot,
-            slot_fields=slot_fields, answer=answer, parse_guideline=parse_guideline, constants=constants,
-            labels=labels, tie=tie, letters=letters, answer_format=answer_format,
-        )
+        fields, _ = read_fields(text, TemplateHints.of(hints, **overrides), system=system)
         return cls(**fields)
 
     # ------------------------------------------------------------------ transforms (each returns a copy)
@@ -281,7 +264,7 @@ class JudgePrompt(BaseModel):
         that name is refused: the template was rendered once, before judging, and cannot show it.
         """
         for name in self.source.unset if self.source is not None else ():
-            if _lookup(item, name) is not None:
+            if field_text(item, name) is not None:
                 raise TemplateError(
                     f"the template's Jinja tests {name!r}, which no constant gave, so it was read as false when the "
                     f"template was read; item {item.id!r} has a field {name!r} the prompt would leave out: expected "
@@ -296,7 +279,7 @@ class JudgePrompt(BaseModel):
             template, demos_text = m.template, ""
             if place is not None and place[0] == i:
                 _, at, after_guideline = place
-                nl = _newline(template)
+                nl = "\r\n" if "\r\n" in template else "\n"  # the template's line break
                 mark = nl * 2 + DEMOS_MARK if after_guideline else DEMOS_MARK + nl * 2
                 template = template[:at] + mark + template[at:]
                 demos_text = self.render_demos(newline=nl)
@@ -314,7 +297,7 @@ class JudgePrompt(BaseModel):
 
         The judged item is shown in the message holding the judged text's slot (else the first
         message holding a slot). Layout "invariant_first": the block goes before the item's first
-        heading and the lead-in above it (:func:`~mitigate.prompt.item_layout.item_layout`), so
+        heading and the lead-in above it (:func:`~mitigate.prompt.read.layout.item_layout`), so
         instructions and demos form a prefix every item shares. "as_written": right after the
         guideline, when the guideline stands before the item's first heading. A str says why no
         place is coherent (the first slot stands inside a sentence, or "as_written" would put the
@@ -349,7 +332,7 @@ class JudgePrompt(BaseModel):
         own item section (:meth:`item_section`: every heading and slot, from the first slot's
         heading to the line closing the last slot) filled with the demo's texts, then its gold
         answer in the prompt's answer format
-        (:meth:`~mitigate.prompt.answer_format.AnswerFormat.render`), after a blank line when the
+        (:meth:`~mitigate.prompt.answer.AnswerFormat.render`), after a blank line when the
         section spaces its parts with blank lines. Where the format asks for reasoning, a demo
         with a ``reason`` shows it as that reasoning (before the answer line, or after it); a
         demo without one shows its answer line only, and the block's header says so (the demos
@@ -377,7 +360,7 @@ class JudgePrompt(BaseModel):
 
         The section runs from the first slot's first heading to the end of the line holding
         the last slot, plus the closing markup right after it ("[The End of Assistant's
-        Answer]", "</summary>"); see :func:`~mitigate.prompt.item_layout.item_layout`. None when
+        Answer]", "</summary>"); see :func:`~mitigate.prompt.read.layout.item_layout`. None when
         the slots are spread over several messages or the section holds the guideline.
         """
         where = self._section_span()
@@ -422,14 +405,14 @@ class JudgePrompt(BaseModel):
         if section is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
             shown = []
             for slot in [self.output_slot, *self._input_slots()]:
-                value = _lookup(demo.item, self._field_for(slot))
+                value = field_text(demo.item, self._field_for(slot))
                 if value is not None:
                     shown.append((self._slot_position(slot), f"{_heading(slot)}: {value}"))
             return nl.join(text for _, text in sorted(shown)), nl
 
         def repl(match: re.Match[str]) -> str:
             name = match.group(1).strip()
-            value = _lookup(demo.item, self._field_for(name))
+            value = field_text(demo.item, self._field_for(name))
             if value is None:
                 raise TemplateError(
                     f"demo {demo.item.id!r} has no text for the template's slot {{{{{name}}}}} (item field "
@@ -463,7 +446,7 @@ class JudgePrompt(BaseModel):
             score_text = (", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
                           if isinstance(demo.score, dict) else self._answer_text(demo.score))
             inputs = "".join(f"{_title(s)}: {value}\n" for s in self._input_slots()
-                             if (value := _lookup(demo.item, self._field_for(s))) is not None)
+                             if (value := field_text(demo.item, self._field_for(s))) is not None)
             return self.demo_template.format(inputs=inputs, output_name=_title(self.output_slot),
                                              output=demo.item.output, guideline=guideline,
                                              reason=f"Reason: {demo.reason}\n" if demo.reason else "",
@@ -482,7 +465,7 @@ class JudgePrompt(BaseModel):
         else:
             answer = fmt.render(demo.score, self.scale, reason=demo.reason or (
                 "(not shown in this example)" if fmt.reason_key else None))
-            if fmt.json_key is None and fmt.line.strip() == VALUE_MARK:  # a bare value would read as a stray word
+            if fmt.json_key is None and fmt.line.strip() == VALUE:  # a bare value would read as a stray word
                 answer = f"Answer: {answer}"
         text, sep = self._demo_item_text(demo, nl)
         return f"{text}{sep}{guideline}{self._with_reason(answer, demo.reason, nl)}"
@@ -499,7 +482,7 @@ class JudgePrompt(BaseModel):
                 "expected a format naming the better output (e.g. [[A]] or Output (a))"
             )
         answer = fmt.render(demo.verdict, self.scale, reason=demo.reason)
-        if fmt.line.strip() == VALUE_MARK and fmt.json_key is None:  # a bare label would read as a stray word
+        if fmt.line.strip() == VALUE and fmt.json_key is None:  # a bare label would read as a stray word
             answer = f"Verdict: {answer}"
         text, sep = self._demo_item_text(demo, nl)
         return f"{text}{sep}{self._with_reason(answer, demo.reason, nl)}"
@@ -536,7 +519,7 @@ class JudgePrompt(BaseModel):
         def repl(match: re.Match[str]) -> str:
             name = match.group(1).strip()
             field = self._field_for(name)
-            value = _lookup(item, field)
+            value = field_text(item, field)
             if value is None:
                 raise DataError(
                     f"slot {{{{{name}}}}} needs item field {field!r}; item {item.id!r} has "
@@ -566,19 +549,14 @@ _FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _lookup(item: Item, field: str) -> str | None:
-    """The item's text for ``field``, trying common aliases (document/source/article ...); None if absent."""
+def field_text(item: Item, field: str) -> str | None:
+    """The item's text for ``field`` as prompts read it (aliases such as document/source are tried); None if absent."""
     for name in (field, *_FIELD_ALIASES.get(field.lower(), ())):
         try:
             return item.field(name)
         except DataError:
             continue
     return None
-
-
-def field_text(item: Item, field: str) -> str | None:
-    """The item's text for ``field`` as prompts read it (aliases such as document/source are tried); None if absent."""
-    return _lookup(item, field)
 
 
 def answer_label(name: str) -> str:
@@ -594,9 +572,6 @@ def _heading(name: str) -> str:
     """A slot name as a heading that keeps its case ("response_B" -> "Response B", "output_1" -> "Output 1")."""
     text = name.replace("_", " ").strip()
     return text[:1].upper() + text[1:]
-
-
-VALUE_MARK = "{value}"
 
 
 def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
@@ -618,54 +593,6 @@ def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
         )
 
 
-def _newline(template: str) -> str:
-    """The template's line break: CRLF when it uses one, else LF."""
-    return "\r\n" if "\r\n" in template else "\n"
-
-
 def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
     """Rebuild a prompt from ``model_dump()`` output."""
     return JudgePrompt.model_validate(dict(spec))
-
-
-def read_prompt(text: str, **hints: Any) -> tuple[JudgePrompt, list[str]]:
-    """:meth:`JudgePrompt.from_template` (``hints`` are its arguments), also returning one line of evidence per field.
-
-    The evidence says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"),
-    what was given explicitly, and what fell back to a default, so a user can check a
-    template before spending money on it (``mitigate prompts inspect FILE``).
-    """
-    fields, evidence = read_fields(text, **hints)
-    return JudgePrompt(**fields), evidence
-
-
-def describe_template(text: str, **hints: Any) -> str:
-    """A report of what :func:`read_prompt` recovers from ``text`` (what ``mitigate prompts inspect`` prints).
-
-    ``hints`` are :meth:`JudgePrompt.from_template` arguments. The report lists the
-    evidence, the scoring options, the answer format with the sentence mitigations would
-    use to ask for it, how a demonstration shows its answer, and the constraint a backend
-    would enforce.
-    """
-    prompt, evidence = read_prompt(text, **hints)
-    fmt = prompt.format
-    lines = ["Recovered from the template:", *(f"  {e}" for e in evidence)]
-    if prompt.guideline is not None:
-        lines.append("Scoring options:")
-        lines += [f"  [{o.label}] " + (f"score {format_number(o.score)}: " if o.score is not None else "(no score) ")
-                  + o.description[:90] for o in prompt.guideline.options]
-    lines.append("Answers:")
-    lines.append(f"  format: {fmt.describe()}")
-    try:
-        lines.append(f"  asked for as: {fmt.instruction(prompt.scale)}")
-        example = prompt.scale.max if fmt.kind == "score" else (
-            "first" if fmt.kind == "pairwise" else next(iter(prompt.scale.letters or {"A": 0})))
-        if not fmt.two_scores:
-            lines.append(f"  a demo answers: {fmt.render(example, prompt.scale)}")
-        if fmt.kind != "mcq" or prompt.scale.letters:
-            lines.append(f"  constrained decoding (regex): {fmt.constraint(prompt.scale).regex[:160]}")
-    except MitigateError as exc:
-        lines.append(f"  ({exc})")
-    lines.append(f"Messages: {len(prompt.messages)} ({', '.join(m.role for m in prompt.messages)}); "
-                 f"task: {prompt.task[:100]!r}")
-    return "\n".join(lines)

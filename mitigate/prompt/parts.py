@@ -7,6 +7,7 @@ Each is a frozen pydantic value; :class:`~mitigate.prompt.judge_prompt.JudgeProm
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -15,14 +16,13 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from mitigate.data.schema import Item
 from mitigate.errors import DataError, TemplateError
 from mitigate.lm.base import Role
-from mitigate.parse.answers import Verdict
-from mitigate.prompt.template_syntax import DOUBLE_SLOT_RE
+from mitigate.parse.common import Verdict
 from mitigate.scale import Scale
 
 __all__ = ["DEFAULT_DEMO_TEMPLATE", "DEMOS_MARK", "GUIDELINE_MARK", "SLOT_RE", "Criterion", "Demo", "Guideline",
            "Layout", "PromptMessage", "ScoreOption", "format_number", "rescale_score", "slot_names"]
 
-SLOT_RE = DOUBLE_SLOT_RE
+SLOT_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*\}\}")
 """A template slot in canonical form: ``{{name}}``."""
 
 GUIDELINE_MARK = "\x00guideline\x00"

@@ -46,7 +46,7 @@ from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.fitting import FitContext, Fittable
 from mitigate.judge import Judge
-from mitigate.parse.answers import Verdict
+from mitigate.parse import Verdict
 from mitigate.prompt import Demo
 from mitigate.registry import Component, Interval, Tags, build, check_param
 from mitigate.registry import registered as registered_components

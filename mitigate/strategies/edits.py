@@ -14,7 +14,7 @@
   :func:`scale_note` write them, and :func:`set_cot` adds or removes the chain of thought
   together with the answer format's reasoning.
 - Every answer request is worded from the prompt's answer format (``prompt.format``, see
-  :class:`~mitigate.prompt.answer_format.AnswerFormat`): a template that asks for "[RESULT] N" or
+  :class:`~mitigate.prompt.answer.AnswerFormat`): a template that asks for "[RESULT] N" or
   "Rating: [[N]]" is asked for that, never for "Score: N".
 - Fixed instructions: :data:`DEFAULT_HINT` (ConsistencyHint), :data:`DEFAULT_COT` (the lead
   of SelfConsistency's instruction, :func:`self_consistency_instruction`) and
@@ -22,7 +22,7 @@
   :func:`append_instruction` and :func:`insert_after_guideline` to place a paragraph.
 - :func:`allow_reasoning`: an added reasoning request never stands before words that forbid
   reasoning ("Do NOT provide any explanation", "only the score",
-  :func:`~mitigate.prompt.answer_format.reasoning_ban`): such words in the answer stub are
+  :func:`~mitigate.prompt.answer.infer.reasoning_ban`): such words in the answer stub are
   rewritten, elsewhere the combination is refused.
 - :func:`multi_criterion_prompt`: the built-in rating template (our own wording) that scores
   one or several criteria in one answer, and :func:`is_multi_criterion_template`, which
@@ -36,11 +36,11 @@ from collections.abc import Sequence
 from typing import Literal
 
 from mitigate.errors import ConfigError
-from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format, reasoning_ban
-from mitigate.prompt.item_layout import item_layout
+from mitigate.prompt.answer import AnswerFormat, infer_answer_format, reasoning_ban
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.judge_prompt import answer_label as _label
 from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Criterion, PromptMessage
+from mitigate.prompt.read.layout import item_layout
 from mitigate.scale import Scale
 
 __all__ = [
@@ -182,7 +182,7 @@ STUB_REASONING = "reasoning first, then the answer"
 def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *, added: Sequence[str] = ()) -> JudgePrompt:
     """``prompt`` made fit for an added request to reason before the answer, or a one-line ConfigError.
 
-    The template's own words are read by :func:`~mitigate.prompt.answer_format.reasoning_ban`
+    The template's own words are read by :func:`~mitigate.prompt.answer.infer.reasoning_ban`
     ("Do NOT provide any explanation", "only the score", "scores ONLY"), leaving out the
     managed paragraphs and the ``added`` instruction texts. Words that stand in the answer stub
     closing the prompt (G-Eval's "Evaluation Form (scores ONLY):") are rewritten there to
@@ -345,7 +345,7 @@ def cot_instruction(prompt: JudgePrompt) -> str:
 
     A prompt scoring several criteria in one answer asks for one "<Criterion>: <score>" line
     each (what :func:`multi_criterion_prompt` reads); every other prompt asks for its answer
-    format's line (:meth:`~mitigate.prompt.answer_format.AnswerFormat.instruction`), e.g. 'End your
+    format's line (:meth:`~mitigate.prompt.answer.AnswerFormat.instruction`), e.g. 'End your
     answer with a final line "[RESULT] N", with N a score from 1 to 5.'
     """
     return f"{COT_LEAD} {_final_answer(prompt)}"
@@ -406,7 +406,7 @@ def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
 
     ``prompt`` is the child, scoring its one criterion. With ``answer=True`` the paragraph
     also asks for the child's answer line, worded from its answer format
-    (:meth:`~mitigate.prompt.answer_format.AnswerFormat.request`); ``answer=False`` leaves the answer
+    (:meth:`~mitigate.prompt.answer.AnswerFormat.request`); ``answer=False`` leaves the answer
     to the prompt's own closing instruction (what the RTS/MCQ forms of
     :mod:`mitigate.strategies.forms` use, since they write their own).
     """

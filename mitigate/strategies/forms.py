@@ -45,7 +45,7 @@ import re
 import string
 
 from mitigate.errors import TemplateError
-from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.prompt.answer import AnswerFormat
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Guideline, ScoreOption
 from mitigate.scale import Scale

@@ -45,9 +45,9 @@ from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, combine_costs
 from mitigate.lm.base import LMRequest, Message
-from mitigate.prompt.item_layout import item_layout
 from mitigate.prompt.judge_prompt import JudgePrompt, field_text
 from mitigate.prompt.parts import SLOT_RE, PromptMessage, slot_names
+from mitigate.prompt.read.layout import item_layout
 from mitigate.strategies.edits import append_instruction
 
 __all__ = ["Mode", "OwnReferenceJudge", "first_request", "reference_slots", "task_slots", "with_reference"]

@@ -37,7 +37,7 @@ from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, Prompt
 from mitigate.lm.base import LMRequest, LMResponse, Usage
 from mitigate.measures.pairwise_distribution import preference_verdict
 from mitigate.parse.verdict_logprobs import verdict_probabilities
-from mitigate.prompt.answer_format import AnswerFormat
+from mitigate.prompt.answer import AnswerFormat
 from mitigate.registry import Interval, Options, Tags, register
 from mitigate.strategies.base import Mitigation
 from mitigate.strategies.position_swap import swap_item

@@ -27,7 +27,7 @@ from mitigate.errors import ConfigError, PromptConflictWarning, TemplateError
 from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import Demo, Guideline, PromptMessage
-from mitigate.prompt.template_reader import scale_mentions
+from mitigate.prompt.read.clues import scale_mentions
 from mitigate.registry import Interval, Options, Tags, register
 from mitigate.scale import Scale
 from mitigate.strategies.base import Mitigation, PromptMitigation
@@ -272,7 +272,7 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
 
 def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
     """Replace the old scale's ends in ``text``: every scale statement and anchor
-    (:func:`~mitigate.prompt.template_reader.scale_mentions`: "on a scale of 1 to 5", "Coherence (1-5)",
+    (:func:`~mitigate.prompt.read.clues.scale_mentions`: "on a scale of 1 to 5", "Coherence (1-5)",
     "where 5 is the highest", "1 being the worst"), the top score named as such ("a score of 5",
     "(Score 5)"), any other "1-5" / "1 to 5", and enumerations ("1, 2, 3, 4 or 5")."""
     lo, hi, nlo, nhi = _num(old.min), _num(old.max), _num(new.min), _num(new.max)
@@ -312,7 +312,7 @@ class Granularity(PromptMitigation):
     - a free-form template has its numeric guideline anchors moved to the matching points of
       the new scale (1–5 -> 1–10: 1, 3, 6, 8, 10), every statement of the scale's ends
       rewritten ("1-5", "on a scale of 1 to 5", "(1-5)", "where 5 is the highest", "1 being
-      the worst"; :func:`~mitigate.prompt.template_reader.scale_mentions`) as well as enumerations
+      the worst"; :func:`~mitigate.prompt.read.clues.scale_mentions`) as well as enumerations
       ("1, 2, 3, 4 or 5"), and an "Answer scale: ..." paragraph added before its answer stub
       that states the range, the template's own answer line when it is not "Score: N"
       ('written as "[RESULT] N"'), and for "modifiers" that "weak"/"strong" may qualify a

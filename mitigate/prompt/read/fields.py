@@ -1,19 +1,18 @@
 """Reading a judge template as published into the fields of a judge prompt, with the evidence for each.
 
 :func:`read_fields` recovers the task, criteria, scale, guideline options, pairwise labels and
-answer format from a template's text (see :mod:`mitigate.prompt.template_syntax` for the
-placeholder forms and :mod:`mitigate.prompt.template_reader` for the structure found in
+answer format from a template's text (see :mod:`mitigate.prompt.read.syntax` for the
+placeholder forms and :mod:`mitigate.prompt.read.clues` for the structure found in
 the text); :func:`mitigate.prompt.judge_prompt.read_prompt` builds the prompt from them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from mitigate.errors import TemplateError
-from mitigate.prompt.answer_format import AnswerFormat, infer_answer_format
+from mitigate.prompt.answer import infer_answer_format
 from mitigate.prompt.parts import (
     GUIDELINE_MARK,
     SLOT_RE,
@@ -24,7 +23,7 @@ from mitigate.prompt.parts import (
     format_number,
     slot_names,
 )
-from mitigate.prompt.template_reader import (
+from mitigate.prompt.read.clues import (
     choose_scale,
     find_criterion,
     find_pair,
@@ -32,7 +31,8 @@ from mitigate.prompt.template_reader import (
     guess_output_slot,
     pair_labels,
 )
-from mitigate.prompt.template_syntax import placeholder_hint, read_template
+from mitigate.prompt.read.hints import TemplateHints
+from mitigate.prompt.read.syntax import placeholder_hint, read_template
 from mitigate.scale import Scale
 
 __all__ = ["read_fields"]
@@ -62,10 +62,6 @@ _OPT_LETTER_PLAIN = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?\((?P<letter>[A-J])\)\s+)(?P<desc>\S.*?)(?P<tail>\s*)$"
 )
 _NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure|rules?|requirements?|notes?)\b", re.IGNORECASE)
-
-
-def _as_criterion(c: str | Criterion) -> Criterion:
-    return c if isinstance(c, Criterion) else Criterion(name=c)
 
 
 def _first_paragraph(text: str) -> str:
@@ -220,29 +216,20 @@ def _guess_labels(text: str) -> tuple[str, str] | None:
     return None
 
 
-def read_fields(
-    text: str,
-    *,
-    system: str | None = None,
-    scale: Scale | tuple[float, float] | None = None,
-    criterion: str | Criterion | None = None,
-    criteria: Sequence[str | Criterion] | None = None,
-    output_slot: str | None = None,
-    slot_fields: Mapping[str, str] | None = None,
-    answer: Literal["score", "mcq", "pairwise"] | None = None,
-    parse_guideline: bool = True,
-    constants: Mapping[str, Any] | None = None,
-    labels: tuple[str, str] | None = None,
-    tie: str | None = None,
-    letters: Mapping[str, float] | None = None,
-    answer_format: AnswerFormat | None = None,
-) -> tuple[dict[str, Any], list[str]]:
+def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | None = None,
+                ) -> tuple[dict[str, Any], list[str]]:
     """The fields of the judge prompt read from ``text`` (keyword arguments of ``JudgePrompt``), and the evidence.
 
-    The arguments are those of :meth:`~mitigate.prompt.judge_prompt.JudgePrompt.from_template`.
-    One line of evidence per recovered field says what was found and where ("scale 1-10 from
-    'on a scale of 1 to 10'"), what was given explicitly, and what fell back to a default.
+    ``system`` is an optional system message; ``hints`` override what is read (see
+    :class:`~mitigate.prompt.read.hints.TemplateHints`). One line of evidence per recovered field
+    says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"), what was given
+    explicitly, and what fell back to a default.
     """
+    given = hints if hints is not None else TemplateHints()
+    scale, criterion, criteria = given.scale, given.criterion, given.criteria
+    output_slot, slot_fields, answer = given.output_slot, given.slot_fields, given.answer
+    constants, labels, tie, letters = given.constants, given.labels, given.tie, given.letters
+    parse_guideline, answer_format = given.parse_guideline, given.answer_format
     if not isinstance(text, str):
         raise TemplateError(f"expected the prompt template as a str; got {type(text).__name__}")
     read = read_template(text, system, constants)
@@ -291,7 +278,7 @@ def read_fields(
     statements = find_scales(joined)
     found_crit = find_criterion(joined)
     stated = choose_scale(statements)
-    explicit_scale = Scale.of(scale) if scale is not None else None
+    explicit_scale = scale
     hint = (explicit_scale.min, explicit_scale.max) if explicit_scale is not None else stated
 
     # guideline options
@@ -368,10 +355,10 @@ def read_fields(
     # the criterion
     crits: tuple[Criterion, ...]
     if criteria is not None:
-        crits = tuple(_as_criterion(c) for c in criteria)
+        crits = tuple(criteria)
         evidence.append(f"criteria: {', '.join(c.name for c in crits)} (given)")
     elif criterion is not None:
-        crits = (_as_criterion(criterion),)
+        crits = (criterion,)
         evidence.append(f"criterion: {crits[0].name} (given)")
     elif found_crit is not None:
         crits = (Criterion(name=found_crit.name, definition=found_crit.definition),)

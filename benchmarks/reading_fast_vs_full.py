@@ -1,0 +1,97 @@
+"""Every released answer read with the fast quotation search and with the full one (``fast=False``): how many differ.
+
+The tests (``tests/test_reading_fast_path.py``) read a sample of each release both ways; this reads
+all of them once: LLMBar's 88,912 answers through ``parse_release`` and Shen et al.'s 43,200
+released SummEval answers with the test module's templates (imported from it: one definition).
+Prints the CPU of each pass and the count of answers whose reading differs (value, verdict or
+failure message). Needs the copies the tests use; no model.
+
+    python benchmarks/reading_fast_vs_full.py
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from test_reading_fast_path import SUMMEVAL_TEMPLATES
+
+from mitigate.data.llmbar import read_llmbar
+from mitigate.data.registry import load
+from mitigate.data.released import MCQ_METHODS, load_released, released_judges
+from mitigate.data.released_pairwise import release_copy
+from mitigate.data.schema import Item
+from mitigate.errors import ParseError
+from mitigate.harness.released_pairwise import parse_release
+from mitigate.parse import criteria, format_reader
+from mitigate.parse import quoted as Q
+from mitigate.prompt import JudgePrompt
+from mitigate.registry import registered
+
+
+def _switch(full: bool) -> None:
+    """Every reader on the full search (``fast=False``) or back on the fast one."""
+    chosen = functools.partial(Q.unquote, fast=False) if full else Q.unquote
+    format_reader.unquote = chosen  # type: ignore[assignment]
+    criteria.unquote = chosen  # type: ignore[assignment]
+
+
+def _both(name: str, read: Any) -> None:
+    got = {}
+    for full in (False, True):
+        _switch(full)
+        t0 = time.process_time()
+        got[full] = read()
+        print(f"{name}: {'full' if full else 'fast'} search {time.process_time() - t0:.1f} s CPU", flush=True)
+    _switch(False)
+    differ = sum(a != b for a, b in zip(got[False], got[True], strict=True))
+    read_ok = sum(not (isinstance(x, tuple) and x[0] == "failure") for x in got[False])
+    print(f"{name}: {len(got[False])} answers, {read_ok} read, {differ} read differently", flush=True)
+
+
+def _summeval_cases() -> list[tuple[JudgePrompt, str, tuple[str, ...], tuple[str, ...]]]:
+    texts = {it.id: it for it in load("summeval").items}
+    cases, prompts = [], {}
+    for name in released_judges():
+        run = load_released(name)
+        method = registered("released-judge")[run.judge].method
+        kind = "letter" if method in MCQ_METHODS else "stars" if "star" in method else "score"
+        for judgment in run.iter_judgments():
+            it = texts.get(judgment.item_id)
+            if it is None:
+                continue
+            if (kind, judgment.criterion) not in prompts:
+                template, hints = SUMMEVAL_TEMPLATES[kind]
+                prompts[kind, judgment.criterion] = JudgePrompt.from_template(template.format(c=judgment.criterion),
+                                                                              **hints)
+            prompt = prompts[kind, judgment.criterion]
+            item = Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})
+            cases.append((prompt, judgment.raw, tuple(m.content for m in prompt.render(item)), item.texts()))
+    return cases
+
+
+def _read(prompt: JudgePrompt, raw: str, shown: tuple[str, ...], judged: tuple[str, ...]) -> object:
+    try:
+        return prompt.format.read(raw, prompt.scale, echoes=prompt.echo_lines(), quoted=shown, judged=judged)
+    except ParseError as exc:
+        return ("failure", str(exc))
+
+
+def main() -> None:
+    path = release_copy("llmbar")
+    if path is not None:
+        release = read_llmbar(path, sets="all")
+        _both("llmbar", lambda: [("failure", p.error) if p.error else (p.verdict, p.score)
+                                 for p in parse_release(release).parsed])
+    cases = _summeval_cases()
+    _both("summeval", lambda: [_read(*case) for case in cases])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,390 @@
+"""The one Jinja environment mitigate renders templates in: a sandbox no template can leave.
+
+A judge template is input like the judged text: downloaded, shared, edited by others. Every
+Jinja template mitigate reads (``JudgePrompt.from_template``, hence ``prompts inspect``,
+``prompts render``, ``judge``, ``compare``, ``search``, ``probe`` and the released-template
+loaders) is parsed and rendered here, and nowhere else. What a template may do:
+
+- read the names it is given (constants, slots), index strings, lists and mappings, read a
+  mapping's keys as attributes (``rubric.name``) and the ``loop`` variable's fields
+  (``loop.index``, ``loop.first``, ``loop.last`` ...);
+- test (``if``, ``is defined``), loop (``for``), assign (``set``, ``with``), compare, compute;
+- call only :data:`CALLS`: ``range(...)`` (at most :data:`MAX_RANGE` numbers), a mapping's
+  ``items()``, ``keys()`` and ``values()``, and ``loop.cycle(...)`` / ``loop.changed(...)``;
+- use only the filters in :data:`FILTERS` and the tests in :data:`TESTS`.
+
+What it may not: read an attribute whose name starts with ``_`` (``__class__``, ``__globals__``:
+Python's internals) or any attribute of a string, number, list or function; call anything else
+(a string's methods, ``cycler``, ``joiner``, ``namespace``, ``lipsum``, ``dict``: none is
+defined here; macros, ``caller``, ``self``'s blocks, a recursive loop); define macros; include,
+import or extend another template; format strings with ``%``. Its size is bounded: the rendered
+text holds at most :data:`MAX_OUTPUT_CHARS` characters, every value it builds (``*``, ``+``,
+``~``, ``**``, a filter's result) at most :data:`MAX_VALUE_CHARS` characters or items (a number
+at most :data:`MAX_INT_BITS` bits), and all its loops together run at most
+:data:`MAX_LOOP_STEPS` steps within :data:`MAX_SECONDS`. Nothing is computed before it is
+checked: a size is predicted from the operands, never measured after the allocation.
+
+A construct the rules forbid anywhere in the template (even in a branch that would not run) is
+refused before anything renders; a limit reached while rendering stops it. Either way the error
+is a :class:`~mitigate.errors.TemplateSandboxError` naming the construct (its line) and the rule.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import jinja2
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.runtime import Context, LoopContext, Undefined
+from jinja2.sandbox import SandboxedEnvironment
+from jinja2.utils import pass_context
+
+from mitigate.errors import TemplateError, TemplateSandboxError
+
+MAX_OUTPUT_CHARS = 1_000_000
+"""Longest rendered template, in characters (the default ``--max-prompt-chars`` is 400,000)."""
+MAX_VALUE_CHARS = 1_000_000
+"""Longest string, list or mapping a template may build (characters or items)."""
+MAX_INT_BITS = 4_096
+"""Largest integer a template may build, in bits (about 1,200 decimal digits)."""
+MAX_RANGE = 10_000
+"""Most numbers one ``range(...)`` may give."""
+MAX_LOOP_STEPS = 100_000
+"""Most steps all ``for`` loops of one render may take together."""
+MAX_SECONDS = 10.0
+"""Longest a render may take (a backstop: the limits above keep a render far shorter)."""
+MAX_INDENT = 100
+"""Widest ``indent`` a template may ask for, in characters."""
+
+FILTERS = (
+    "default", "d", "tojson", "int", "float", "round", "abs", "min", "max", "length", "count", "lower",
+    "upper", "title", "capitalize", "trim", "string", "join", "first", "last", "list", "reverse", "items",
+    "dictsort", "sort", "indent", "truncate", "wordcount",
+)
+"""The filters a template may use (Jinja's own, each with its arguments and result checked)."""
+TESTS = (
+    "defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number", "string",
+    "mapping", "sequence", "iterable", "in", "eq", "==", "equalto", "ne", "!=", "lt", "<", "lessthan", "le",
+    "<=", "gt", ">", "greaterthan", "ge", ">=", "odd", "even", "divisibleby", "lower", "upper", "sameas",
+)
+"""The tests (``is ...``) a template may use."""
+CALLS = ("range(...)", "MAPPING.items()", "MAPPING.keys()", "MAPPING.values()", "loop.cycle(...)",
+         "loop.changed(...)")
+"""The only calls a template may make (shown in refusals)."""
+
+_MAPPING_METHODS = frozenset({"items", "keys", "values"})
+_LOOP_FIELDS = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth",
+                          "depth0", "previtem", "nextitem", "cycle", "changed"})
+_LOOP_METHODS = frozenset({"cycle", "changed"})
+_STEP_FILTER = "mitigate_loop_step"  # wraps every loop's iterable (added after the checks; not usable by templates)
+_READS_OTHER_FILES = (nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)
+
+
+def _line(text: str, lineno: int) -> str:
+    lines = text.splitlines()
+    shown = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    return f"line {lineno}: {shown[:100]}{'...' if len(shown) > 100 else ''}"
+
+
+def _kind(value: Any) -> str:
+    """A value's kind in words, for a refusal ("a str", "a function" ...)."""
+    if callable(value) and not isinstance(value, type):
+        return "a function"
+    return f"a {type(value).__name__}"
+
+
+class _Generator(CodeGenerator):
+    """Jinja's code generator with ``~`` (string concatenation) routed through the size check."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.mitigate_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class _Sandbox(SandboxedEnvironment):
+    """The sandboxed environment of one render (it counts that render's loop steps and time)."""
+
+    code_generator_class = _Generator
+    intercepted_binops = frozenset({"*", "**", "+", "%", "//"})
+
+    def __init__(self, undefined: type[Undefined]) -> None:
+        super().__init__(undefined=undefined, keep_trailing_newline=True, autoescape=False)
+        self.globals.clear()
+        self.globals["range"] = self._range
+        builtin_filters, builtin_tests = dict(self.filters), dict(self.tests)
+        self.filters = {name: self._checked_filter(name, builtin_filters[name]) for name in FILTERS}
+        self.filters[_STEP_FILTER] = self._loop_step
+        self.tests = {name: builtin_tests[name] for name in TESTS}
+        self.steps = 0
+        self.started = time.monotonic()
+
+    # ----------------------------------------------------------------------------- limits
+
+    def tick(self, steps: int = 1) -> None:
+        """Count loop steps and check the clock."""
+        self.steps += steps
+        if self.steps > MAX_LOOP_STEPS:
+            raise TemplateSandboxError(f"the template's loops ran more than {MAX_LOOP_STEPS:,} steps (the sandbox's "
+                                       "bound on a render)")
+        if time.monotonic() - self.started > MAX_SECONDS:
+            raise TemplateSandboxError(f"the template took more than {MAX_SECONDS:g} s to render (the sandbox's "
+                                       "bound on a render)")
+
+    @staticmethod
+    def check_size(size: int, what: str) -> None:
+        if size > MAX_VALUE_CHARS:
+            raise TemplateSandboxError(f"the template builds {what} of {size:,} characters or items; the sandbox "
+                                       f"allows at most {MAX_VALUE_CHARS:,}")
+
+    @staticmethod
+    def check_bits(bits: int, what: str) -> None:
+        if bits > MAX_INT_BITS:
+            raise TemplateSandboxError(f"the template builds {what}, a number of about {bits:,} bits; the sandbox "
+                                       f"allows at most {MAX_INT_BITS:,}")
+
+    def check_value(self, value: Any, what: str) -> Any:
+        """``value`` when it is within the sandbox's size limits."""
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            self.check_bits(value.bit_length(), what)
+        elif isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
+            self.check_size(len(value), what)
+        return value
+
+    def mitigate_concat(self, parts: tuple[Any, ...]) -> str:
+        """``a ~ b``: every part as text, joined once the total is known to fit."""
+        texts = [str(p) for p in parts]
+        self.check_size(sum(map(len, texts)), "a string with '~'")
+        self.tick(0)
+        return "".join(texts)
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        self.tick(0)
+        what = f"a value with {operator!r}"
+        if operator == "%" and isinstance(left, str | bytes):
+            raise TemplateSandboxError("the template formats a string with '%'; the sandbox refuses string "
+                                       "formatting (a width such as %999999999d would build any size)")
+        sized = (str, bytes, list, tuple)
+        if operator == "*":
+            if isinstance(left, sized) and isinstance(right, int) or isinstance(right, sized) and isinstance(left, int):
+                seq, times = (left, right) if isinstance(left, sized) else (right, left)
+                self.check_size(len(seq) * max(int(times), 0), what)
+            elif isinstance(left, int) and isinstance(right, int):
+                self.check_bits(left.bit_length() + right.bit_length(), what)
+        elif operator == "+" and isinstance(left, sized) and isinstance(right, sized):
+            self.check_size(len(left) + len(right), what)
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0 \
+                and abs(left) > 1:
+            self.check_bits(math.ceil(right * math.log2(abs(left))), what)
+        try:
+            return self.binop_table[operator](left, right)
+        except OverflowError:
+            raise TemplateSandboxError(f"the template builds a number too large for {operator!r}") from None
+
+    # ----------------------------------------------------------------------------- what may be read and called
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        return not attr.startswith("_")
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if attribute.startswith("_"):
+            raise TemplateSandboxError(f"the template reads the attribute {attribute!r}; the sandbox refuses names "
+                                       "starting with '_' (Python internals such as __class__ or __globals__)")
+        if isinstance(obj, Undefined):
+            return getattr(obj, attribute)  # an undefined name: Jinja's own error (or refusal) for it
+        if isinstance(obj, Mapping):
+            if attribute in obj:
+                return obj[attribute]
+            if attribute in _MAPPING_METHODS:
+                return getattr(obj, attribute)
+            return self.undefined(obj=obj, name=attribute)
+        if isinstance(obj, LoopContext) and attribute in _LOOP_FIELDS:
+            return getattr(obj, attribute)
+        raise TemplateSandboxError(f"the template reads the attribute {attribute!r} of {_kind(obj)}; the sandbox "
+                                   "reads attributes of mappings (their keys) and of 'loop' only")
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        if isinstance(obj, Undefined):
+            return obj[argument]
+        if isinstance(argument, str) and not isinstance(obj, Mapping):
+            return self.getattr(obj, argument)
+        if isinstance(obj, Mapping | str | list | tuple | range):
+            try:
+                return obj[argument]
+            except (TypeError, LookupError):
+                return self.undefined(obj=obj, name=argument)
+        raise TemplateSandboxError(f"the template indexes {_kind(obj)}; the sandbox indexes strings, lists and "
+                                   "mappings only")
+
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        owner = getattr(__obj, "__self__", None)
+        name = getattr(__obj, "__name__", "")
+        allowed = (__obj == __self._range or isinstance(owner, Mapping) and name in _MAPPING_METHODS
+                   or isinstance(owner, LoopContext) and name in _LOOP_METHODS)
+        if not allowed:
+            raise TemplateSandboxError(f"the template calls {_kind(__obj)}; the sandbox calls only "
+                                       f"{', '.join(CALLS)}")
+        __self.tick(0)
+        return __self.check_value(__context.call(__obj, *args, **kwargs), "a value with a call")
+
+    def _range(self, *args: Any) -> range:
+        if not all(isinstance(a, int) for a in args):
+            raise TemplateSandboxError(f"the template calls range{args!r}; expected whole numbers")
+        for a in args:
+            self.check_bits(a.bit_length(), "a range bound")
+        numbers = range(*args)
+        if len(numbers) > MAX_RANGE:
+            raise TemplateSandboxError(f"the template calls range{args!r}, {len(numbers):,} numbers; the sandbox "
+                                       f"gives at most {MAX_RANGE:,}")
+        return numbers
+
+    @pass_context
+    def _loop_step(self, context: Context, iterable: Any) -> Iterator[Any]:
+        for value in iterable:
+            self.tick()
+            yield value
+
+    def _checked_filter(self, name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        """``func`` with its arguments checked before it runs and its result after."""
+        skip = 0 if getattr(func, "jinja_pass_arg", None) is None else 1  # the environment or eval context first
+
+        @functools.wraps(func)  # keeps Jinja's pass_environment / pass_eval_context mark
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            self.tick(0)
+            values = list(args)
+            if name == "join" and len(values) > skip and not isinstance(values[skip], Undefined):
+                values[skip] = list(values[skip])  # a lazy iterable: the check and the join see the same items
+            self._check_filter_args(name, values[skip:], kwargs)
+            return self.check_value(func(*values, **kwargs), f"a value with |{name}")
+
+        return checked
+
+    def _check_filter_args(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """Refuse arguments whose result would break a limit, before the filter builds it."""
+        if name == "join" and args and isinstance(args[0], list):
+            sep = args[1] if len(args) > 1 else kwargs.get("d", "")
+            self.check_size(sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0),
+                            "a string with |join")
+        elif name == "indent":
+            width = args[1] if len(args) > 1 else kwargs.get("width", 4)
+            if isinstance(width, bool) or not (isinstance(width, int) and 0 <= width <= MAX_INDENT
+                                               or isinstance(width, str) and len(width) <= MAX_INDENT):
+                raise TemplateSandboxError(f"the template indents by {width!r}; the sandbox allows at most "
+                                           f"{MAX_INDENT} characters")
+        elif name == "round":
+            precision = args[1] if len(args) > 1 else kwargs.get("precision", 0)
+            if not isinstance(precision, int) or abs(precision) > 100:
+                raise TemplateSandboxError(f"the template rounds to {precision!r} digits; the sandbox allows "
+                                           "-100 to 100")
+
+
+def refusals(tree: nodes.Template, text: str) -> None:
+    """Refuse, before anything renders, a construct the sandbox forbids anywhere in the template.
+
+    A read of a private attribute is named first (it says most about what the template tries).
+    """
+    found: list[tuple[int, int, int, str]] = []  # (priority, line, order, rule)
+    for node in tree.find_all(nodes.Node):
+        rule: str | None = None
+        priority = 1
+        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+            rule, priority = (f"reads the attribute {node.attr!r}; names starting with '_' are Python internals "
+                              "(__class__, __globals__ ...) and never readable"), 0
+        elif isinstance(node, nodes.Filter) and node.name not in FILTERS:
+            rule = f"uses the filter |{node.name}; the sandbox's filters are {', '.join(FILTERS)}"
+        elif isinstance(node, nodes.Test) and node.name not in TESTS:
+            rule = f"uses the test 'is {node.name}'; the sandbox's tests are {', '.join(TESTS)}"
+        elif isinstance(node, nodes.Call) and not _allowed_call(node.node):
+            rule = f"makes a call; the sandbox calls only {', '.join(CALLS)}"
+        elif isinstance(node, nodes.Macro | nodes.CallBlock):
+            rule = "defines or calls a macro; the sandbox has no macros"
+        elif isinstance(node, _READS_OTHER_FILES):
+            rule = "reads another template (extends, include or import); the sandbox reads no file"
+        elif isinstance(node, nodes.For) and node.recursive:
+            rule = "has a recursive loop; the sandbox has no recursion"
+        if rule is not None:
+            found.append((priority, getattr(node, "lineno", 0) or 0, len(found), rule))
+    if found:
+        _, lineno, _, rule = min(found)
+        raise TemplateSandboxError(f"the template's Jinja at {_line(text, lineno)} was refused: it {rule}")
+
+
+def _allowed_call(func: nodes.Expr) -> bool:
+    if isinstance(func, nodes.Name):
+        return func.name == "range"
+    if isinstance(func, nodes.Getattr):
+        if isinstance(func.node, nodes.Name) and func.node.name == "loop":
+            return func.attr in _LOOP_METHODS
+        return func.attr in _MAPPING_METHODS
+    return False
+
+
+def _count_loop_steps(tree: nodes.Template, env: jinja2.Environment) -> None:
+    """Route every loop's iterable through the step counter."""
+    for loop in list(tree.find_all(nodes.For)):
+        loop.iter = nodes.Filter(loop.iter, _STEP_FILTER, [], [], None, None, lineno=loop.lineno)
+        loop.iter.set_environment(env)
+
+
+class SandboxedTemplate:
+    """A Jinja template parsed in the sandbox: its undeclared names, and :meth:`render`.
+
+    Parsing refuses every construct the sandbox forbids (see the module docstring);
+    ``undefined`` is the class of the value a name nobody gives becomes.
+    """
+
+    def __init__(self, text: str, undefined: type[Undefined] = jinja2.StrictUndefined) -> None:
+        from jinja2 import meta
+
+        self.text = text
+        self.env = _Sandbox(undefined)
+        try:
+            self.tree = self.env.parse(text)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"expected a valid Jinja template; got a syntax error at line {exc.lineno}: "
+                                f"{exc.message}") from None
+        except RecursionError:
+            raise TemplateSandboxError("the template's Jinja is nested too deep to read (the sandbox reads a few "
+                                       "hundred levels)") from None
+        refusals(self.tree, text)
+        self.names: set[str] = meta.find_undeclared_variables(self.tree) - set(self.env.globals)
+        _count_loop_steps(self.tree, self.env)
+
+    def render(self, context: Mapping[str, Any]) -> str:
+        """The rendered text; TemplateSandboxError when it breaks a limit, TemplateError when it fails."""
+        self.env.steps, self.env.started = 0, time.monotonic()
+        try:
+            code = self.env.compile(self.tree)
+            template = self.env.template_class.from_code(self.env, code, self.env.make_globals(None))
+            out: list[str] = []
+            size = 0
+            for piece in template.generate(dict(context)):
+                size += len(piece)
+                if size > MAX_OUTPUT_CHARS:
+                    raise TemplateSandboxError(f"the template renders more than {MAX_OUTPUT_CHARS:,} characters "
+                                               "(the sandbox's bound on a rendered template)")
+                out.append(piece)
+            return "".join(out)
+        except TemplateError:
+            raise
+        except jinja2.UndefinedError as exc:  # the undefined class's message says what was missing
+            raise TemplateError(str(exc.message)) from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"expected a valid Jinja template; got an error at line {exc.lineno}: "
+                                f"{exc.message}") from None
+        except RecursionError:
+            raise TemplateSandboxError("the template's Jinja is nested too deep to render") from None
+        except MemoryError:
+            raise TemplateSandboxError("the template's Jinja ran out of memory while rendering") from None
+        except Exception as exc:
+            raise TemplateError(f"the template's Jinja failed while rendering: {type(exc).__name__}: {exc}") \
+                from None
