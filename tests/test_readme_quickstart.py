@@ -62,7 +62,7 @@ def test_the_readme_stub_server_example_runs_as_written(tmp_path):
     ("webnlg-fluency", "expected score from the top-10 logprobs"), ("tmu-grammar", "expected score from the top-10 logprobs"),
     ("uss-satisfaction", "expected score from the top-10 logprobs"),
 ])
-def test_the_embedded_judge_is_read_as_the_readme_says(prompt, read):
+def test_the_embedded_judge_is_read_as_getting_started_says(prompt, read):
     from typer.testing import CliRunner
 
     from mitigate.cli import app
@@ -70,7 +70,7 @@ def test_the_embedded_judge_is_read_as_the_readme_says(prompt, read):
     done = CliRunner().invoke(app, ["prompts", "render", prompt])  # the embedded model, as the quick start runs it
     assert done.exit_code == 0, done.output
     assert f"answer read: {read}" in done.stdout
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
     assert ("The built-in SummEval prompts (the quick start's included) ask for one sentence of justification "
             "before \"Score: N\"") in readme
     assert "which is read from the text" in readme
