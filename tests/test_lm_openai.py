@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -267,3 +268,28 @@ async def test_dspy_backend_translates_rate_limits():
         assert info.value.status == 429
         assert SECRET not in str(info.value)
         assert s.request_count == 1  # dspy's retries are off
+
+
+def test_a_direct_session_is_closed_when_asyncio_run_ends(tmp_path) -> None:
+    """asyncio.run(judge.judge(item)) twice, no aclose: no 'Unclosed client session' or connector warning."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "run_twice.py"
+    script.write_text(textwrap.dedent('''
+        import asyncio, os
+        from mitigate import Item, JudgeConfig, JudgePrompt, PromptJudge, lm
+        from mitigate.testing.stub_server import StubOpenAIServer
+        os.environ["OPENAI_API_KEY"] = "sk-test"
+        with StubOpenAIServer(reply="Score: 4") as server:
+            prompt = JudgePrompt.from_template("Rate it from 1 to 5.\\n\\n{{output}}\\n\\nAnswer 'Score: N'.")
+            judge = PromptJudge(prompt, lm.wrap(lm.get("openai:stub-model", base_url=server.base_url)), JudgeConfig())
+            for i in ("1", "2"):
+                print(asyncio.run(judge.judge(Item(id=i, output="Paris."))).scores)
+    '''))
+    done = subprocess.run([sys.executable, "-W", "default", str(script)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("{'score': 4.0}") == 2
+    assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr, done.stderr

@@ -316,6 +316,7 @@ class OpenAILM(LM):
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._session: Any = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._session_keeper: asyncio.Task[None] | None = None
 
     def constraint_modes(self) -> frozenset[str]:
         """"json" on structured-outputs models and declared servers; "format" on named guided-decoding servers."""
@@ -569,6 +570,7 @@ class OpenAILM(LM):
                 headers={"Authorization": f"Bearer {self._api_key.get_secret_value()}"},
             )
             self._session_loop = loop
+            self._session_keeper = loop.create_task(_close_when_its_loop_ends(self._session))
         url = f"{self.base_url or 'https://api.openai.com/v1'}/chat/completions"
         where = self.identity()
         phase: Literal["answer", "body"] = "answer"
@@ -614,3 +616,17 @@ class OpenAILM(LM):
                 await session.close()
             except RuntimeError:  # its event loop is gone
                 pass
+
+
+async def _close_when_its_loop_ends(session: Any) -> None:
+    """Closes a direct-transport session when the run of its event loop ends.
+
+    ``asyncio.run`` cancels the tasks still pending before it closes the loop; this one waits for
+    that and closes the session then, so ``asyncio.run(judge.judge(item))`` leaves no unclosed
+    session behind (``aclose`` closing it earlier makes this a no-op).
+    """
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await session.close()
+
