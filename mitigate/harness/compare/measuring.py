@@ -3,8 +3,10 @@
 From the judge stage's runs, :func:`measure` computes, per entry, every registered reported
 measure of the task (:func:`entry_measures`), the per-system correlation P_i, the score (or
 verdict) histogram, and against the first entry the paired difference in item-level Spearman
-(pairwise: in accuracy), with a paired bootstrap interval and a paired permutation p-value
-(:mod:`mitigate.measures.paired`). It returns the :class:`~mitigate.harness.results.CompareResult`.
+(pairwise: in accuracy), with a paired bootstrap interval and a paired p-value
+(:mod:`mitigate.measures.paired`): a permutation test where the two entries' values can be
+swapped (accuracy's 0/1, scores in one currency), the bootstrap test where they cannot (scores
+on different scales, or one entry's continuous and the other's on the scale's points). It returns the :class:`~mitigate.harness.results.CompareResult`.
 
 A partly labelled benchmark (some judged items carry a human label on the criterion, some
 not): the measures that read the labels (agreement with humans, the meta-correlation, BiasScore,
@@ -44,7 +46,7 @@ from mitigate.measures import (
     verdicts_as_text,
     word_count,
 )
-from mitigate.measures.paired import paired_mean_difference, paired_statistic_difference
+from mitigate.measures.paired import paired_mean_difference, paired_statistic_difference, swap_refusal
 from mitigate.measures.stats import complete_pairs
 from mitigate.scale import Scale
 
@@ -68,18 +70,26 @@ def _counts(labels: Sequence[str | None]) -> dict[str, int]:
 
 
 def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float | None], human: np.ndarray, *,
-                        n_boot: int, n_perm: int, seed: int) -> Comparison:
-    """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both scored."""
-    d = paired_statistic_difference(b, a, human, "spearman", test="permutation", n_boot=n_boot, n_perm=n_perm,
-                                    seed=seed)
+                        n_boot: int, n_perm: int, seed: int, scales: tuple[Scale, Scale] | None = None) -> Comparison:
+    """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both scored.
+
+    The p-value is the paired permutation test (A's and B's scores swapped per item) when the two
+    entries answer in one currency, and the paired bootstrap test otherwise
+    (:func:`~mitigate.measures.paired.swap_refusal`, with ``scales`` the two entries' answer
+    scales); ``test`` and ``test_reason`` on the result say which and why.
+    """
+    why = None if scales is None else swap_refusal(a, b, *scales)
+    d = paired_statistic_difference(b, a, human, "spearman", test="permutation" if why is None else "bootstrap",
+                                    n_boot=n_boot, n_perm=n_perm, seed=seed)
+    test = {"test": d.test, "test_reason": why}
     if d.n < 3:
-        return Comparison(against=first, observed=math.nan, n=d.n,
+        return Comparison(against=first, observed=math.nan, n=d.n, **test,
                           reason=f"needs at least 3 items scored by both entries and humans; got {d.n}")
     if not d.ok:
-        return Comparison(against=first, observed=math.nan, n=d.n, reason=d.reason or
+        return Comparison(against=first, observed=math.nan, n=d.n, **test, reason=d.reason or
                           "Spearman is undefined for at least one entry (constant scores)")
     return Comparison(against=first, observed=d.observed, ci_low=d.low, ci_high=d.high, p_value=d.p_value, n=d.n,
-                      n_perm=n_perm)
+                      n_perm=n_perm if why is None else 0, **test)
 
 
 def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
@@ -104,7 +114,7 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
     d = paired_mean_difference(_correct(b, gold), _correct(a, gold), n_boot=n_boot, n_perm=n_perm, seed=seed,
                                min_n=3)
     if d.n < 3:
-        return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=d.n,
+        return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=d.n, test=d.test,
                           reason=f"needs at least 3 items with a verdict from both entries and gold; got {d.n}")
     decided: dict[str, Any] = {}
     if ABSTAINED in a or ABSTAINED in b:
@@ -113,7 +123,7 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
                                 _correct([b[i] for i in keep], [gold[i] for i in keep]))
         decided = {"decided_observed": float(np.mean(dy - dx)) if len(dx) else None, "decided_n": len(dx)}
     return Comparison(against=first, measure="preference_accuracy", observed=d.observed, ci_low=d.low,
-                      ci_high=d.high, p_value=d.p_value, n=d.n, n_perm=n_perm, **decided)
+                      ci_high=d.high, p_value=d.p_value, n=d.n, n_perm=n_perm, test=d.test, **decided)
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,7 +241,7 @@ def measure(judged: Judged) -> CompareResult:
             if k > 0:
                 first = [score_of(j, criterion) for j in runs[0].judgments]
                 comparison = spearman_comparison(entries[0].name, first, scores, human, n_boot=n_boot,
-                                                 n_perm=n_perm, seed=seed)
+                                                 n_perm=n_perm, seed=seed, scales=(results[0].scale, scale))
         estimate = why = None
         if estimating:
             estimate, why = entry_estimate(
