@@ -20,7 +20,7 @@ by the labelled ones, beside the judge's raw mean and the labels alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ import numpy as np
 from mitigate.data.schema import Item
 from mitigate.data.split import labelled
 from mitigate.errors import DataError
+from mitigate.estimators.mean import Remedies
 from mitigate.harness.compare.entry import identical_entries, judge_scale, scoring_of
 from mitigate.harness.compare.judging import Judged
 from mitigate.harness.estimate import columns_from_items, estimate_columns, judge_values
@@ -50,10 +51,14 @@ from mitigate.measures.paired import paired_mean_difference, paired_statistic_di
 from mitigate.measures.stats import complete_pairs
 from mitigate.scale import Scale
 
-__all__ = ["ABSTAINED", "entry_estimate", "entry_measures", "measure", "verdicts_or_abstentions"]
+__all__ = ["ABSTAINED", "REMEDIES", "entry_estimate", "entry_measures", "measure", "verdicts_or_abstentions"]
 
 ABSTAINED = "abstain"
 """A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not correct."""
+
+REMEDIES = Remedies(regroup="", fewer_coefficients="label more of its items (--labels FILE)",
+                    more_labels="label more of its items (--labels FILE)", per_group_slope="")
+"""What compare's estimate notes suggest: compare groups by system with one method and one tuning, so only more labels."""
 
 
 def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
@@ -171,7 +176,8 @@ def entry_measures(
 
 
 def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, *, method: str,
-                   benchmark: str, name: str, label_scale: Scale, judge_scale: Scale | None, seed: int = 0
+                   benchmark: str, name: str, label_scale: Scale, judge_scale: Scale | None, seed: int = 0,
+                   weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None
                    ) -> tuple[EstimateResult | None, str | None]:
     """One entry's bias-corrected estimate per system (by ``auto``: per system when every item names one), or why not.
 
@@ -179,12 +185,13 @@ def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criteri
     :func:`~mitigate.harness.estimate.columns_from_items` and
     :func:`~mitigate.harness.estimate.estimate_columns`; a group that cannot be estimated by
     ``method`` (too few labels, labels without spread ...) gives None and that group's reason.
+    ``weights`` and ``rounds``: the selection weight and round of items labelled in a selection round.
     """
     values, missing = judge_values(judgments, items, criterion)
     cols = columns_from_items(items, criterion, values, benchmark=benchmark, judge=name, label_scale=label_scale,
-                              judge_scale=judge_scale, judge_missing=missing)
+                              judge_scale=judge_scale, judge_missing=missing, weights=weights, rounds=rounds)
     try:
-        return estimate_columns(cols, method=method, seed=seed), None  # type: ignore[arg-type]
+        return estimate_columns(cols, method=method, seed=seed, remedies=REMEDIES), None  # type: ignore[arg-type]
     except DataError as exc:
         return None, exc.message
 
@@ -247,7 +254,8 @@ def measure(judged: Judged) -> CompareResult:
             estimate, why = entry_estimate(
                 result.judgments, items, criterion, method=config.estimate, benchmark=plan.judged.name,  # type: ignore[arg-type]
                 name=e.name, label_scale=Scale(min=0, max=1, step=0.5) if task == "pairwise" else human_scale,
-                judge_scale=None if task == "pairwise" else scale, seed=seed)
+                judge_scale=None if task == "pairwise" else scale, seed=seed, weights=plan.label_weights,
+                rounds=plan.label_rounds)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.ready_judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
