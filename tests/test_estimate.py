@@ -274,7 +274,8 @@ def test_a_selection_file_once_filled_gives_the_weighted_estimate(tmp_path):
     labelled_now = {it.id for it in bench.items if "quality" in it.human}
     assert not labelled_now & {r.id for r in chosen.rows}
     path = write_selection(chosen, bench.items, tmp_path / "sel.csv")
-    rows = list(csv.DictReader(path.open()))
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
     assert list(rows[0])[:5] == ["id", "label", "weight", "probability", "group"]
     assert "inputs.question" in rows[0] and "judge" not in rows[0]  # the judge's value could anchor the labeller
     for row in rows:
@@ -330,6 +331,7 @@ def test_a_selection_csv_never_hands_a_spreadsheet_a_formula_from_the_judged_tex
                                         "inputs": {"question": "@SUM(A1)"}}) for it in bench.items)
     bench = bench.model_copy(update={"items": items})
     chosen = select_for_labelling(columns(bench, "quality", judge), 6, seed=1)
-    rows = list(csv.DictReader(write_selection(chosen, bench.items, tmp_path / "s.csv").open()))
+    with write_selection(chosen, bench.items, tmp_path / "s.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
     assert all(r["output"].startswith("'=HYPERLINK") and r["inputs.question"] == "'@SUM(A1)" for r in rows)
     assert all(not r["id"].startswith("'") for r in rows)

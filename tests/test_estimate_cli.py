@@ -118,7 +118,8 @@ def test_plan_select_and_plot_write_what_a_labeller_needs(tmp_path):
     assert result.exit_code == 0, result.output
     assert "labels for ±0.3 at 95%" in result.stdout and "selected 9 items to label" in result.stdout
     assert plot.read_bytes()[:4] == b"\x89PNG"
-    rows = list(csv.DictReader(selection.open()))
+    with selection.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
     assert len(rows) == 9 and all(r["label"] == "" and float(r["weight"]) >= 1 for r in rows)
     for row in rows:
         row["label"] = str(truth[row["id"]])

@@ -189,3 +189,18 @@ def test_explicit_path_gives_a_local_path_spec():
     path = str(default_model_path())
     assert LlamaCppLM(path).spec == f"local:{path}"
     assert LlamaCppLM.from_spec(f"local:{path}").path == LlamaCppLM().path
+
+
+def test_a_process_that_imports_llama_cpp_ends_without_an_unclosed_dev_null() -> None:
+    """llama_cpp opens /dev/null twice at import and never closes it; the backend closes both at exit."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = "from mitigate.lm.llamacpp import _require_llama_cpp; _require_llama_cpp()"
+    done = subprocess.run([sys.executable, "-W", "default::ResourceWarning", "-c", code], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)}, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "unclosed file" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr

@@ -42,7 +42,7 @@ from mitigate.cli.options.backend import BATCH, BATCH_HELP, Backend
 from mitigate.cli.options.prompt import Samples, Temperature
 from mitigate.cli.options.results import LIKELIHOOD, OUT
 from mitigate.cli.options.run import PIPELINE, RESTART, DryRun
-from mitigate.cli.options.task import RECORDED, RELEASED, TRAIN
+from mitigate.cli.options.task import LABELS, RECORDED, RELEASED, TRAIN
 from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 from mitigate.harness.compare import (
@@ -67,7 +67,7 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
 
     COMMAND: ClassVar[str] = "compare"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
-        "What to compare": ("benchmark", "criterion", "limit", "pipeline", "recorded", "released", "train"),
+        "What to compare": ("benchmark", "criterion", "limit", "pipeline", "recorded", "released", "train", "labels"),
         "The judge": ("backend", "base_url", "prompt"),
         "Results": ("out", "dry_run", "config_file", "save_config"),
     }
@@ -79,6 +79,10 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
     recorded: Annotated[list[Path] | None, RECORDED] = None
     released: Annotated[list[str] | None, RELEASED] = None
     train: Annotated[str | None, TRAIN] = None
+    labels: Annotated[list[Path] | None, LABELS, Override(help=(
+        "a labels file (CSV or JSON lines with id,label[,weight]; a filled selection file of mitigate estimate --select is one) "
+        "whose labels are added to the benchmark's: when some compared items are labelled and some not, each entry "
+        "gets its bias-corrected estimate per system beside its raw mean; repeat for several"))] = None
     out: Annotated[Path, OUT, Override(help="folder for journals, results.json, report.md and plots (a rerun "
                                             "resumes)")] = Path("reports/compare")
     samples: Annotated[Samples, Override(help="samples per item of the base judge")] = 1
@@ -147,7 +151,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     config = CompareConfig(
         benchmark=bench, criterion=crit, entries=tuple(entries), out_dir=o.out, concurrency=o.concurrency,
         limit=o.limit or None, likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed,
-        restart=o.restart, command=command_line, train=o.train_split, report=False)  # written below, paths listed
+        restart=o.restart, command=command_line, train=o.train_split, report=False, labels=tuple(o.labels or ()))  # written below, paths listed
     plan = check_compare(config)  # the one plan: checked before any output, then run as it is
     if o.dry_run:
         try:

@@ -26,7 +26,7 @@ from mitigate.cli.options.backend import Backend
 from mitigate.cli.options.prompt import Prompt, Samples
 from mitigate.cli.options.results import JSON, OUT, PLOT, Seed
 from mitigate.cli.options.run import PIPELINE, RUN_DIR
-from mitigate.cli.options.task import JUDGE, RECORDED, RELEASED, Criterion, Limit
+from mitigate.cli.options.task import JUDGE, LABELS, RECORDED, RELEASED, Criterion, Limit
 from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 
@@ -57,9 +57,6 @@ CONFIDENCE = option("confidence", help="confidence level of the intervals",
                     accepts=(Interval(float, 0.0, 1.0, closed="neither"),))
 TARGET = option("target", help="items: the mean over each group's items had every one been labelled; population: the "
                 "mean of the distribution the items were drawn from (wider)")
-LABELS = option("labels", "--labels", help="a labels file (CSV or JSON lines with id,label[,weight]; a filled --select "
-                "file is one) whose labels are added to the benchmark's; repeat for several (filled --select files in "
-                "the order they were selected)")
 LABELS_PER_GROUP = option("labels_per_group", "--labels-per-group", help="experiment on a labelled benchmark: keep "
                           "this many labels per group, drawn with --seed, and hide the rest (their mean is shown as "
                           "'all labels')", accepts=(Interval(int, 2, None),))
@@ -183,8 +180,7 @@ def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple["Benchmark", 
     Returns it, the labels before hiding (None when none were hidden), the selection weights
     and rounds (the weighted files in the order given are rounds 1, 2 ...), and notes.
     """
-    from mitigate.data.labels import apply_labels, hide_labels, read_labels
-    from mitigate.errors import DataError
+    from mitigate.data.labels import add_label_files, hide_labels
     from mitigate.harness.estimate import resolve_by
 
     bench = task.benchmark.model_copy(update={"items": task.items})
@@ -200,20 +196,8 @@ def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple["Benchmark", 
         amount = o.labels_per_group if o.labels_per_group is not None else f"{o.labelled_fraction:.0%}"
         notes.append(f"an experiment: {amount} {kept} kept (seed {o.seed}), the other labels hidden; 'all labels' is "
                      "the mean of every label")
-    weights: dict[str, float] = {}
-    rounds: dict[str, int] = {}
-    scale = bench.scale_for(crit)
-    for path in o.labels or []:
-        found = read_labels(path, crit, scale, pairwise=bench.pairwise)
-        bench = apply_labels(bench, crit, found.labels)
-        if found.weighted:
-            again = next((i for i in found.weights if i in weights), None)
-            if again is not None:
-                raise DataError(f"item {again!r} is in two selection files; expected each selected item in one round")
-            number = max(rounds.values(), default=0) + 1
-            weights.update(found.weights)
-            rounds.update(dict.fromkeys(found.weights, number))
-    return bench, truth, weights, rounds, notes
+    added = add_label_files(bench, crit, o.labels or [])
+    return added.benchmark, truth, added.weights, added.rounds, notes
 
 
 def _judge_source(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import csv
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,8 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.paths import check_input_file
 from mitigate.scale import Scale
 
-__all__ = ["PREFERENCE_VALUE", "LabelFile", "apply_labels", "hide_labels", "label_value", "read_labels"]
+__all__ = ["PREFERENCE_VALUE", "AddedLabels", "LabelFile", "add_label_files", "apply_labels", "hide_labels",
+           "label_value", "read_labels"]
 
 PREFERENCE_VALUE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 """A gold preference as a number: the share of the first text's (``output``'s) win."""
@@ -162,16 +163,18 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
     return LabelFile(path=str(file), labels=labels, weights=weights)
 
 
-def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | str]) -> Benchmark:
+def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | str], *,
+                 source: str | None = None) -> Benchmark:
     """``bench`` with ``labels`` (item id -> label) added on ``criterion``.
 
-    DataError for an id the benchmark lacks, or a label that contradicts one the item already has.
+    DataError for an id the benchmark lacks, or a label that contradicts one the item already has;
+    ``source`` (the labels file) opens the message.
     """
     by_id = {it.id: it for it in bench.items}
     unknown = [i for i in labels if i not in by_id]
     if unknown:
-        raise DataError(f"expected labels for items of {bench.name!r}; {len(unknown)} ids are not in it (first "
-                        f"{unknown[0]!r})")
+        raise DataError(f"{source + ': ' if source else ''}expected labels for items of {bench.name!r}; "
+                        f"{len(unknown)} ids are not in it (first {unknown[0]!r})", path=source)
     items = []
     for it in bench.items:
         if it.id not in labels:
@@ -191,6 +194,45 @@ def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | 
                                 f"says {float(new):g}", item_id=it.id)
             items.append(it.model_copy(update={"human": {**it.human, criterion: float(new)}}))
     return bench.model_copy(update={"items": tuple(items)})
+
+
+class AddedLabels(BaseModel):
+    """A benchmark with the labels of some files added: the selection weights and rounds they carried, and which
+    items they labelled."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    benchmark: Benchmark
+    weights: dict[str, float] = Field(default_factory=dict)
+    """Item id -> selection weight (the inverse inclusion probability), for the items of weighted files."""
+    rounds: dict[str, int] = Field(default_factory=dict)
+    """Item id -> selection round: the weighted files in the order given are rounds 1, 2 ..."""
+    labelled: tuple[str, ...] = ()
+    """The ids the files gave a label, in file order."""
+
+
+def add_label_files(bench: Benchmark, criterion: str, paths: Sequence[str | Path]) -> AddedLabels:
+    """``bench`` with the labels of every file in ``paths`` added on ``criterion`` (:func:`read_labels`,
+    :func:`apply_labels`); the weighted files (filled selection files) are selection rounds in the order given.
+
+    DataError in one line for a bad row, a label off the criterion's scale, an id the benchmark
+    lacks, a label that contradicts the benchmark's, or an item selected in two files.
+    """
+    weights: dict[str, float] = {}
+    rounds: dict[str, int] = {}
+    labelled: dict[str, None] = {}
+    scale = bench.scale_for(criterion)
+    for path in paths:
+        found = read_labels(path, criterion, scale, pairwise=bench.pairwise)
+        bench = apply_labels(bench, criterion, found.labels, source=found.path)
+        labelled.update(dict.fromkeys(found.labels))
+        if found.weighted:
+            again = next((i for i in found.weights if i in weights), None)
+            if again is not None:
+                raise DataError(f"item {again!r} is in two selection files; expected each selected item in one round")
+            number = max(rounds.values(), default=0) + 1
+            weights.update(found.weights)
+            rounds.update(dict.fromkeys(found.weights, number))
+    return AddedLabels(benchmark=bench, weights=weights, rounds=rounds, labelled=tuple(labelled))
 
 
 def _without_label(item: Item, criterion: str) -> Item:

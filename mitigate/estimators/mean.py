@@ -81,7 +81,8 @@ from pydantic import BaseModel, ConfigDict
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators.calibration import CALIBRATIONS, Calibration, fit_calibration
 
-__all__ = ["METHODS", "MIN_LABELS", "TARGETS", "MeanEstimate", "Method", "RegressionFit", "Slope", "Spread", "Target",
+__all__ = ["METHODS", "MIN_LABELS", "TARGETS", "MeanEstimate", "Method", "RegressionFit", "Remedies", "Slope", "Spread",
+           "Target",
            "crossfit", "estimate_mean", "human_srs", "pilot_spread", "ppi_srs", "regression_fit", "shared_slope",
            "t_quantile"]
 
@@ -98,6 +99,30 @@ MIN_LABELS = {"human": 2, "ppi": 3, "calibrated": 3, "judge": 0}
 
 _FLAT = 1e-12
 """Relative size below which a spread counts as none."""
+
+
+class Remedies(BaseModel):
+    """What a refusal or a note suggests doing instead, in the words of the interface the user called ("": nothing).
+
+    The defaults name ``mitigate estimate``'s options; a caller that offers other choices
+    (``mitigate compare`` has no grouping, method or tuning option) passes its own, so a
+    message never sends the user to an option the command they ran does not have.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    regroup: str = "group differently: --by none"
+    """After "label some of its items": another grouping."""
+    fewer_coefficients: str = "use --method human"
+    """For a group with fewer labels than the method fits."""
+    more_labels: str = "label more of its items (mitigate estimate --select) or group differently"
+    """For a group whose labels show no spread."""
+    per_group_slope: str = "--tune group: one slope per group"
+    """Beside the note that ``ppi`` tuned one slope over every group."""
+
+    @staticmethod
+    def after(text: str, remedy: str, sep: str = "; ") -> str:
+        """``text`` followed by ``sep`` and ``remedy``, or ``text`` alone when there is no remedy."""
+        return f"{text}{sep}{remedy}" if remedy else text
 
 
 class MeanEstimate(BaseModel):
@@ -276,6 +301,7 @@ def estimate_mean(
     group: str | None = None,
     bounds: tuple[float, float] | None = None,
     slope: Slope | None = None,
+    remedies: Remedies | None = None,
 ) -> MeanEstimate:
     """The estimate of one group's mean label (see the module docstring).
 
@@ -287,9 +313,11 @@ def estimate_mean(
     the interval of a bias-corrected method is cut to it (the mean label cannot lie outside it,
     so the cut loses no coverage). ``slope``: for ``ppi``, a judge slope tuned over several
     groups (:func:`shared_slope`) instead of this group's own. DataError naming ``group`` when
-    it cannot be estimated; ConfigError for a bad setting.
+    it cannot be estimated (suggesting ``remedies``, default ``mitigate estimate``'s options);
+    ConfigError for a bad setting.
     """
     check_settings(method, confidence, target, calibration, folds)
+    fix = remedies or Remedies()
     y = _as_array(labels, "labels")
     f = _as_array(judge, "judge values")
     if len(y) != len(f):
@@ -313,18 +341,18 @@ def estimate_mean(
         return _judge_only(f[judged], where, common, notes)
     if n == 0:
         raise DataError(f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to estimate its "
-                        f"mean with {method!r} (label some of its items, or group differently: --by none)")
+                        f"mean with {method!r} ({Remedies.after('label some of its items', fix.regroup, ', or ')})")
     need = 2 if method == "ppi" and slope is not None else MIN_LABELS[method]
     if n == 1:
         raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label shows no "
                         "spread, so no interval can be formed)")
     if n < need:
-        raise DataError(f"{where} has {n} labels; {method!r} needs at least {need} (it fits {need - 1} coefficients "
-                        "and needs one more for the spread); use --method human")
+        raise DataError(Remedies.after(f"{where} has {n} labels; {method!r} needs at least {need} (it fits {need - 1} "
+                                       "coefficients and needs one more for the spread)", fix.fewer_coefficients))
     exact = n == N and target == "items"
     if not exact and np.ptp(y[labelled]) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
-        raise DataError(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which shows no spread to build an "
-                        "interval from; label more of its items (mitigate estimate --select) or group differently")
+        raise DataError(Remedies.after(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which shows no "
+                                       "spread to build an interval from", fix.more_labels))
     rnd = _round_of(rounds, w, labelled, where)
     if (rnd > 0).any():
         raw = _by_rounds(y, f, w, rnd, method, calibration, folds, seed, where, notes)  # type: ignore[arg-type]

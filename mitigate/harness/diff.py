@@ -109,6 +109,8 @@ class DiffMeasure(BaseModel):
     better: Better = "higher"
     unit: str = "items"
     how: str = ""
+    test: str = ""
+    """The test that gave ``p`` (``paired bootstrap`` or ``paired sign-flip permutation``); "" without one."""
     reason: str | None = None
 
     @property
@@ -254,7 +256,7 @@ def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clus
     d = paired_mean_difference(b, a, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
     return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed), low=d.low, high=d.high,
                        p=d.p_value, n=int(keep.sum()), dropped=dropped + int((~keep).sum()), better=better,
-                       unit=unit, how=how)
+                       unit=unit, how=how, test=d.test)
 
 
 def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: np.ndarray,
@@ -274,7 +276,7 @@ def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: 
                                     n_perm=n_perm, seed=seed)
     return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed) if d.ok else None,
                        low=d.low, high=d.high, p=d.p_value, n=d.n, dropped=int((~keep).sum()), better=better,
-                       unit=unit, how=how, reason=d.reason)
+                       unit=unit, how=how, test=d.test, reason=d.reason)
 
 
 def _abs_spearman(x: np.ndarray, w: np.ndarray) -> float:
@@ -410,8 +412,8 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
         d = paired_mean_difference(sb, sa, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
         out.append(DiffMeasure(name="mean-score", criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed),
                                low=d.low, high=d.high, p=d.p_value, n=int(both.sum()), dropped=int((~both).sum()),
-                               better="none", unit=unit, how="mean score on the items both judges scored (a shift, "
-                               "neither better nor worse; never gated)"))
+                               better="none", unit=unit, test=d.test, how="mean score on the items both judges "
+                               "scored (a shift, neither better nor worse; never gated)"))
     else:
         out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None, better="none",
                                unit=unit, dropped=len(items), reason="no item was scored by both judges"))

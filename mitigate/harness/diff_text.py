@@ -57,7 +57,8 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
         rows.append([m.name, m.criterion, value_a, value_b, _delta(m), _p(m.p), str(m.n)
                      + (f" (-{m.dropped})" if m.dropped else ""), m.better, _gate_mark(report, m) or note])
     lines += md_table(["measure", "criterion", "A", "B", "B - A [95% CI]", "p", "n", "better", "gate"], rows)
-    lines += ["", *[f"- {m.name}: {m.how}" for m in _first_of_each(report.measures)]]
+    lines += ["", *[f"- {m.name}: {m.how}" + (f" (p: {m.test} test)" if m.test else "")
+                    for m in _first_of_each(report.measures)]]
     lines += [f"- {n}" for n in report.notes]
     if report.gate is not None:
         g = report.gate

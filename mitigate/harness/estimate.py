@@ -44,6 +44,7 @@ from mitigate.estimators.mean import (
     MIN_LABELS,
     MeanEstimate,
     Method,
+    Remedies,
     Slope,
     Target,
     check_settings,
@@ -348,17 +349,20 @@ def tuned_slope(cols: EstimateColumns, method: str, tune: str) -> Slope | None:
 
 def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidence: float = 0.95,
                      target: Target = "items", calibration: Calibration = "isotonic", folds: int = 5,
-                     seed: int = 0, tune: str = "overall") -> EstimateResult:
+                     seed: int = 0, tune: str = "overall", remedies: Remedies | None = None) -> EstimateResult:
     """Every group's estimate by ``method``, the labels-alone and judge-alone ones beside it, and the ranking.
 
     ``tune``: ``overall`` (default) gives ``ppi`` one judge slope fitted on every group's
     labels, each group keeping its own intercept (:func:`mitigate.estimators.mean.shared_slope`);
     ``group`` fits one per group. DataError (one line, naming the group) when a group cannot be
     estimated by ``method``; the values beside are left out with the reason instead.
+    ``remedies``: what the refusals and notes suggest (default: ``mitigate estimate``'s options).
     """
     check_settings(method, confidence, target, calibration, folds)
     slope = tuned_slope(cols, method, tune)
-    kw: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "scale": cols.label_scale}
+    fix = remedies or Remedies()
+    kw: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "scale": cols.label_scale,
+                          "remedies": fix}
     groups: list[GroupResult] = []
     for name in cols.group_names():
         a = cols.arrays(name)
@@ -385,14 +389,15 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
     return EstimateResult(benchmark=cols.benchmark, criterion=cols.criterion, judge=cols.judge, method=method,
                           confidence=confidence, target=target, by=cols.by, pairwise=cols.pairwise,
                           label_scale=cols.label_scale, judge_scale=cols.judge_scale, groups=tuple(groups),
-                          ranking=ranking, notes=tuple(_notes(cols, method, slope)))
+                          ranking=ranking, notes=tuple(_notes(cols, method, fix, slope)))
 
 
-def _notes(cols: EstimateColumns, method: str, slope: Slope | None = None) -> list[str]:
+def _notes(cols: EstimateColumns, method: str, remedies: Remedies, slope: Slope | None = None) -> list[str]:
     notes = []
     if slope is not None:
-        notes.append(f"ppi: one judge slope ({slope.value:.3g}) fitted on the labels of all {len(cols.group_names())} "
-                     "groups, each group keeping its own intercept (--tune group: one slope per group)")
+        notes.append(Remedies.after(f"ppi: one judge slope ({slope.value:.3g}) fitted on the labels of all "
+                                    f"{len(cols.group_names())} groups, each group keeping its own intercept",
+                                    f"({remedies.per_group_slope})" if remedies.per_group_slope else "", " "))
     if cols.judge_missing:
         counts = ", ".join(f"{n} {reason}" for reason, n in cols.judge_missing.items())
         notes.append(f"items without a judge value: {counts}; they are kept (see the per-group notes)")

@@ -317,7 +317,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
                 if i in best_delta:
                     text = f"**{text}**"
                 ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
-                p = f", p={c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else ""
+                p = (f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
+                     if c.p_value is not None and math.isfinite(c.p_value) else "")
                 if not math.isfinite(c.observed):
                     notes.append(f"- {e.name} / {delta_info.label}: {plain_reason(c.reason)}")
                 decided = (f"; decided items only: {_fmt(c.decided_observed)} (n={c.decided_n})"
@@ -486,6 +487,13 @@ def _per_pair(result: CompareResult) -> list[str]:
     return out
 
 
+def _test_names(result: CompareResult) -> str:
+    """The tests that gave the comparisons' p-values, in words (older results.json: the test compare then ran)."""
+    default = "paired sign-flip permutation" if result.task == "pairwise" else "paired permutation"
+    names = list(dict.fromkeys(e.comparison.test or default for e in result.entries if e.comparison is not None))
+    return " or ".join(f"{n} test" for n in names)
+
+
 def _comparisons(result: CompareResult) -> list[str]:
     rows = [e for e in result.entries if e.comparison is not None]
     if not rows:
@@ -493,24 +501,28 @@ def _comparisons(result: CompareResult) -> list[str]:
     first = result.entries[0].name
     what, short = (("Accuracy against the gold preferences", "Δ accuracy") if result.task == "pairwise"
                    else ("Item-level Spearman", "Δ Spearman"))
-    test = "paired sign-flip permutation test" if result.task == "pairwise" else "paired permutation test"
     out = [f"## Against {first}", "",
            f"{what} of each entry minus that of the first entry, on items both scored; paired "
-           f"bootstrap interval and {test} (two-sided).", "",
-           f"| entry | {short} | 95% CI | p | n | note |", "|---|---:|---|---:|---:|---|"]
+           f"bootstrap interval and two-sided p from the {_test_names(result)} (column 'test'). The permutation "
+           "test swaps the two entries' values on each item, which is valid only when they answer in one "
+           "currency; otherwise p comes from the interval's own paired resamples.", "",
+           f"| entry | {short} | 95% CI | p | test | n | note |", "|---|---:|---|---:|---|---:|---|"]
     for e in rows:
         c = e.comparison
         assert c is not None
         ci = f"[{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
         p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
         if e.identical_to:
-            out.append("| " + " | ".join(md_cell(x) for x in (e.name, "—", "", "", c.n, f"identical to {e.identical_to} by construction")) + " |")
+            out.append("| " + " | ".join(md_cell(x) for x in (e.name, "—", "", "", "", c.n, f"identical to {e.identical_to} by construction")) + " |")
             continue
         note = plain_reason(c.reason) if c.reason else ""
+        if c.test_reason:
+            note = "; ".join(filter(None, [note, f"bootstrap test: {c.test_reason}"]))
         if c.decided_n is not None:
             note = "; ".join(filter(None, [note, f"abstentions counted not correct; on the {c.decided_n} items both "
                                                  f"decided: {_fmt(c.decided_observed)}"]))
-        out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.n, note)) + " |")
+        out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.test or "", c.n,
+                                                           note)) + " |")
     out.append("")
     return out
 

@@ -25,12 +25,16 @@ from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
 from mitigate.run.runner import RunSummary, frame
 from mitigate.scale import Scale
 
-__all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "ESTIMATE_COLUMNS", "CompareResult", "Comparison", "EntryResult",
+__all__ = ["COMPARISON_COLUMNS", "DELTA_ACCURACY_INFO", "DELTA_INFO", "ESTIMATE_COLUMNS", "CompareResult", "Comparison", "EntryResult",
            "ItemRecord", "score_of"]
 
 ESTIMATE_COLUMNS = ("entry", "system", "n", "n_labelled", "method", "estimate", "low", "high", "raw_mean",
                     "labels_mean", "labels_low", "labels_high")
 """The columns of :meth:`CompareResult.estimate_rows` (and ``to_pandas("estimates")``)."""
+
+COMPARISON_COLUMNS = ("entry", "against", "measure", "observed", "low", "high", "p_value", "test", "test_reason", "n",
+                      "reason")
+"""The columns of :meth:`CompareResult.comparison_rows` (and ``to_pandas("comparisons")``)."""
 
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
@@ -81,8 +85,10 @@ class Comparison(BaseModel):
     """An entry's item-level Spearman (pairwise: accuracy) minus the first entry's, on the items both scored.
 
     ``observed`` is the difference (positive: this entry agrees with humans more), with a
-    paired bootstrap interval (items resampled together) and a two-sided paired permutation
-    p-value; NaN with ``reason`` when it cannot be computed. ``measure`` names what is compared.
+    paired bootstrap interval (items resampled together) and a two-sided paired p-value; NaN
+    with ``reason`` when it cannot be computed. ``measure`` names what is compared, ``test`` the
+    test that gave p (``paired permutation``, ``paired sign-flip permutation`` or ``paired
+    bootstrap``) and ``test_reason`` why the permutation test was not valid, when it was not.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -94,6 +100,8 @@ class Comparison(BaseModel):
     p_value: float | None = None
     n: int = 0
     n_perm: int = 0
+    test: str = ""
+    test_reason: str | None = None
     reason: str | None = None
     decided_observed: float | None = None
     """Pairwise, when either entry abstained on some items (a majority panel): the difference on the items both
@@ -198,13 +206,25 @@ class CompareResult(BaseModel):
                             "labels_high": row["human_high"]})
         return out
 
-    def to_pandas(self, table: Literal["judgments", "estimates"] = "judgments") -> Any:
+    def comparison_rows(self) -> list[dict[str, Any]]:
+        """One row per entry compared with the first: the difference (``observed``, NaN when it has none), its
+        interval (``low``, ``high``), ``p_value``, the ``test`` that gave it and why the permutation test was not
+        valid (``test_reason``), ``n`` and the ``reason`` a difference is missing."""
+        return [{"entry": e.name, "against": c.against, "measure": c.measure, "observed": c.observed, "low": c.ci_low,
+                 "high": c.ci_high, "p_value": c.p_value, "test": c.test, "test_reason": c.test_reason, "n": c.n,
+                 "reason": c.reason}
+                for e in self.entries if (c := e.comparison) is not None]
+
+    def to_pandas(self, table: Literal["judgments", "estimates", "comparisons"] = "judgments") -> Any:
         """A pandas DataFrame (needs the ``pandas`` extra): :meth:`rows` (``table="judgments"``, one row per
-        entry, item and order), or :meth:`estimate_rows` (``table="estimates"``, one row per entry and system)."""
+        entry, item and order), :meth:`estimate_rows` (``table="estimates"``, one row per entry and system) or
+        :meth:`comparison_rows` (``table="comparisons"``, one row per entry compared with the first)."""
         if table == "estimates":
             return frame(self.estimate_rows(), list(ESTIMATE_COLUMNS))
+        if table == "comparisons":
+            return frame(self.comparison_rows(), list(COMPARISON_COLUMNS))
         if table != "judgments":
-            raise ConfigError(f"expected table='judgments' or 'estimates'; got {table!r}")
+            raise ConfigError(f"expected table='judgments', 'estimates' or 'comparisons'; got {table!r}")
         return frame(self.rows())
 
     def entry(self, name: str) -> EntryResult:

@@ -73,11 +73,13 @@ import atexit
 import ctypes
 import importlib.resources
 import importlib.util
+import io
 import json
 import math
 import os
 import re
 import secrets
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,6 +116,21 @@ def _require_llama_cpp() -> Any:
             f"ImportError: {exc}. Install it with: {_INSTALL_HINT}"
         ) from exc
     return llama_cpp
+
+
+def _close_llama_devnull() -> None:
+    """Close the two ``/dev/null`` files llama-cpp-python opens when imported and never closes.
+
+    ``llama_cpp._utils`` opens them at import to silence a model load (``verbose=False``) and
+    keeps them for the process's life, so every process that imports it ended with "unclosed
+    file '/dev/null'" (a ResourceWarning, shown where warnings are on: a test suite, ``-X dev``).
+    Run at exit (:func:`_close_at_exit`), after the last model load; a file already closed is left as it is.
+    """
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if isinstance(handle, io.IOBase) and not handle.closed:
+            handle.close()
 
 
 def default_model_path() -> Path:
@@ -210,7 +227,8 @@ def clear_model_cache() -> None:
 @atexit.register
 def _close_at_exit() -> None:
     """Close the loaded models before the interpreter tears llama_cpp down (else each prints an
-    ignored exception from ``Llama.__del__`` at exit); a model still in use by a thread is left alone."""
+    ignored exception from ``Llama.__del__`` at exit); a model still in use by a thread is left alone.
+    Then close the ``/dev/null`` files llama_cpp keeps open (:func:`_close_llama_devnull`)."""
     for loaded in list(_MODELS.values()):
         if loaded.lock.acquire(blocking=False):
             try:
@@ -218,6 +236,7 @@ def _close_at_exit() -> None:
             finally:
                 loaded.lock.release()
     _MODELS.clear()
+    _close_llama_devnull()
 
 
 def _available_cpus() -> int:

@@ -19,6 +19,11 @@ against judge A) ask it, and both answer it here:
   the far side of 0, +1 corrected), so p < 0.05 exactly when 0 lies outside the 95% interval,
   and assumes no exchangeability (judges on shifted scales).
 
+Swapping raw values is only a valid null when the two judges answer in one currency:
+:func:`swap_refusal` says why it is not (different ranges or steps, or one judge's values on
+the scale's grid and the other's between its points, as a 1–5 parse against a
+probability-weighted expected score), and the callers then take the bootstrap test.
+
 ``clusters`` (one label per item, e.g. the document) makes the resampling and the sign flips
 take whole clusters at once, for items that are not independent (several systems' outputs
 for one document). Without it, items are resampled and flipped one by one.
@@ -49,9 +54,10 @@ from mitigate.measures.stats import (
     paired_permutation_test,
     permutation_test_mean_diff,
 )
+from mitigate.scale import Scale
 
 __all__ = ["PairedDifference", "PairedTest", "cluster_interval", "paired_mean_difference",
-           "paired_statistic_difference"]
+           "paired_statistic_difference", "swap_refusal"]
 
 PairedTest = Literal["permutation", "bootstrap"]
 """How :func:`paired_statistic_difference` tests the difference (see the module docstring)."""
@@ -89,6 +95,32 @@ class PairedDifference(BaseModel):
 
 def _finite(v: float | None) -> float | None:
     return float(v) if v is not None and math.isfinite(v) else None
+
+
+def _between_points(values: np.ndarray, scale: Scale) -> bool:
+    """True when some finite value lies off ``scale``'s grid (a continuous score such as an expected value)."""
+    return any(not scale.on_grid(float(v)) for v in values[np.isfinite(values)])
+
+
+def swap_refusal(a: Sequence[float | None] | np.ndarray, b: Sequence[float | None] | np.ndarray,
+                 scale_a: Scale, scale_b: Scale) -> str | None:
+    """Why swapping A's and B's raw values on an item is not a valid null for them; None when it is.
+
+    Swapping assumes the two judges' values are exchangeable under the null. It is not when
+    they answer on different ranges or steps (1–5 against 1–10), nor when one judge's values
+    all sit on the scale's points and the other's fall between them (an integer parse against
+    a probability-weighted expected score): a mixture of the two then moves a correlation
+    for reasons unrelated to agreement.
+    """
+    if (scale_a.min, scale_a.max, scale_a.step) != (scale_b.min, scale_b.max, scale_b.step):
+        return (f"the entries answer on different scales ({scale_a.describe()} by {scale_a.step:g} and "
+                f"{scale_b.describe()} by {scale_b.step:g})")
+    x, y = as_float_array(a, "a"), as_float_array(b, "b")
+    off_a, off_b = _between_points(x, scale_a), _between_points(y, scale_b)
+    if off_a != off_b:
+        return ("one entry's scores fall between the scale's points (continuous, e.g. an expected score) and the "
+                "other's sit on them")
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -167,7 +199,7 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
     keep = np.isfinite(x_all) & np.isfinite(y_all)
     x, y = x_all[keep], y_all[keep]
     if len(x) < max(min_n, 1):
-        return PairedDifference(observed=math.nan, n=len(x), test="sign-flip permutation",
+        return PairedDifference(observed=math.nan, n=len(x), test="paired sign-flip permutation",
                                 reason=f"needs at least {max(min_n, 1)} items with a value from both; got {len(x)}")
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
     test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
@@ -179,7 +211,7 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
     elif n_boot > 0:
         low, high = cluster_interval(_mean_difference, [y, x], groups, n_boot=n_boot, seed=seed)  # type: ignore[arg-type]
     return PairedDifference(observed=test.observed, a=float(x.mean()), b=float(y.mean()), low=low, high=high,
-                            p_value=_finite(test.p_value), n=len(x), test="sign-flip permutation")
+                            p_value=_finite(test.p_value), n=len(x), test="paired sign-flip permutation")
 
 
 # ---------------------------------------------------------------------------------------

@@ -194,6 +194,7 @@ async def compare(
     rewriter: LM | None = None,
     probe_tolerance: float = 0.0,
     estimate: str | None = "ppi",
+    labels: Sequence[str | Path] | str | Path | None = None,
 ) -> CompareResult:
     """Run every entry over the benchmark's items and measure accuracy and bias (see the module docstring).
 
@@ -232,6 +233,9 @@ async def compare(
       continuous scores, e.g. probability-weighted, need one).
     - ``estimate``: on a partly labelled benchmark, the method of each entry's corrected estimate per
       system (``ppi``, ``calibrated``, ``human``, ``judge``; None: none).
+    - ``labels``: labels files (``id``, ``label`` and optionally ``weight``: :func:`mitigate.data.labels.read_labels`)
+      whose labels are added to the benchmark's before anything is split or chosen; a partly labelled benchmark then
+      gets the corrected estimates, a filled selection file's weights with them.
     - ``report``: write the reports into ``out_dir`` (default): ``results.json``, ``report.md``,
       ``report.html`` (self-contained, with the per-item view) and the plots, as
       :func:`mitigate.harness.report.write_report` does; False writes only journals, the LS
@@ -242,7 +246,7 @@ async def compare(
                "likelihood_task": likelihood_task, "progress": progress, "n_boot": n_boot, "n_perm": n_perm,
                "seed": seed, "restart": restart, "command": command, "batch": batch, "train": train,
                "report": report, "probes": probes, "rewriter": rewriter, "probe_tolerance": probe_tolerance,
-               "estimate": estimate}
+               "estimate": estimate, "labels": labels}
     if isinstance(benchmark, CompareConfig | ComparePlan):
         extra = [k for k, v in (("criterion", criterion), ("entries", entries)) if v is not None]
         extra += _given(compare, options)

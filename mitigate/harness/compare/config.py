@@ -10,7 +10,7 @@ built (one line naming the parameter, what was expected and what came); what nee
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from mitigate.run.batch_session import BatchOptions, BatchSession
 
 __all__ = ["PLANNING_FIELDS", "CompareConfig"]
 
-PLANNING_FIELDS: tuple[str, ...] = ("benchmark", "criterion", "entries", "train", "limit", "seed")
+PLANNING_FIELDS: tuple[str, ...] = ("benchmark", "criterion", "entries", "train", "limit", "seed", "labels")
 """The fields a plan is made from: changing one of them needs a new plan."""
 
 
@@ -60,6 +60,10 @@ class CompareConfig(BaseModel):
             LM-assisted probes' rewrites; ``probe_tolerance`` the score change counted as none.
         estimate: on a partly labelled benchmark, the method of each entry's corrected estimate
             per system (``ppi``, the default; ``calibrated``, ``human``, ``judge``; None: none).
+        labels: labels files (CSV or JSON lines with ``id``, ``label`` and optionally ``weight``,
+            :func:`mitigate.data.labels.read_labels`) whose labels are added to the benchmark's
+            on the criterion before anything is split or chosen; filled selection files are
+            selection rounds in the order given, their weights used by the corrected estimates.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, strict=True)
@@ -84,6 +88,7 @@ class CompareConfig(BaseModel):
     rewriter: LM | None = None
     probe_tolerance: float = 0.0
     estimate: Method | None = "ppi"
+    labels: tuple[Path, ...] = ()
 
     @model_validator(mode="wrap")
     @classmethod
@@ -139,11 +144,17 @@ instead." """
 
 def _normalised(data: dict[str, Any]) -> dict[str, Any]:
     """What the fields accept beyond their exact types: entries as a mapping or a list, a path as text,
-    likelihood None (off), probes as a list, a whole-number probe tolerance."""
+    likelihood None (off), probes as a list, a whole-number probe tolerance, labels files as one path or a list."""
     if "entries" in data:
         data["entries"] = as_entries(data["entries"])
     if isinstance(data.get("out_dir"), str):
         data["out_dir"] = Path(data["out_dir"])
+    if data.get("labels") is None:
+        data.pop("labels", None)
+    elif isinstance(data["labels"], str | Path):
+        data["labels"] = (Path(data["labels"]),)
+    elif isinstance(data["labels"], Sequence):
+        data["labels"] = tuple(Path(p) if isinstance(p, str) else p for p in data["labels"])
     if "likelihood" in data and data["likelihood"] is None:
         data["likelihood"] = False
     if "likelihood" in data and not isinstance(data["likelihood"], bool | LikelihoodScorer):

@@ -3,8 +3,10 @@
 From the judge stage's runs, :func:`measure` computes, per entry, every registered reported
 measure of the task (:func:`entry_measures`), the per-system correlation P_i, the score (or
 verdict) histogram, and against the first entry the paired difference in item-level Spearman
-(pairwise: in accuracy), with a paired bootstrap interval and a paired permutation p-value
-(:mod:`mitigate.measures.paired`). It returns the :class:`~mitigate.harness.results.CompareResult`.
+(pairwise: in accuracy), with a paired bootstrap interval and a paired p-value
+(:mod:`mitigate.measures.paired`): a permutation test where the two entries' values can be
+swapped (accuracy's 0/1, scores in one currency), the bootstrap test where they cannot (scores
+on different scales, or one entry's continuous and the other's on the scale's points). It returns the :class:`~mitigate.harness.results.CompareResult`.
 
 A partly labelled benchmark (some judged items carry a human label on the criterion, some
 not): the measures that read the labels (agreement with humans, the meta-correlation, BiasScore,
@@ -18,7 +20,7 @@ by the labelled ones, beside the judge's raw mean and the labels alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,7 @@ import numpy as np
 from mitigate.data.schema import Item
 from mitigate.data.split import labelled
 from mitigate.errors import DataError
+from mitigate.estimators.mean import Remedies
 from mitigate.harness.compare.entry import identical_entries, judge_scale, scoring_of
 from mitigate.harness.compare.judging import Judged
 from mitigate.harness.estimate import columns_from_items, estimate_columns, judge_values
@@ -44,14 +47,18 @@ from mitigate.measures import (
     verdicts_as_text,
     word_count,
 )
-from mitigate.measures.paired import paired_mean_difference, paired_statistic_difference
+from mitigate.measures.paired import paired_mean_difference, paired_statistic_difference, swap_refusal
 from mitigate.measures.stats import complete_pairs
 from mitigate.scale import Scale
 
-__all__ = ["ABSTAINED", "entry_estimate", "entry_measures", "measure", "verdicts_or_abstentions"]
+__all__ = ["ABSTAINED", "REMEDIES", "entry_estimate", "entry_measures", "measure", "verdicts_or_abstentions"]
 
 ABSTAINED = "abstain"
 """A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not correct."""
+
+REMEDIES = Remedies(regroup="", fewer_coefficients="label more of its items (--labels FILE)",
+                    more_labels="label more of its items (--labels FILE)", per_group_slope="")
+"""What compare's estimate notes suggest: compare groups by system with one method and one tuning, so only more labels."""
 
 
 def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
@@ -68,18 +75,26 @@ def _counts(labels: Sequence[str | None]) -> dict[str, int]:
 
 
 def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float | None], human: np.ndarray, *,
-                        n_boot: int, n_perm: int, seed: int) -> Comparison:
-    """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both scored."""
-    d = paired_statistic_difference(b, a, human, "spearman", test="permutation", n_boot=n_boot, n_perm=n_perm,
-                                    seed=seed)
+                        n_boot: int, n_perm: int, seed: int, scales: tuple[Scale, Scale] | None = None) -> Comparison:
+    """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both scored.
+
+    The p-value is the paired permutation test (A's and B's scores swapped per item) when the two
+    entries answer in one currency, and the paired bootstrap test otherwise
+    (:func:`~mitigate.measures.paired.swap_refusal`, with ``scales`` the two entries' answer
+    scales); ``test`` and ``test_reason`` on the result say which and why.
+    """
+    why = None if scales is None else swap_refusal(a, b, *scales)
+    d = paired_statistic_difference(b, a, human, "spearman", test="permutation" if why is None else "bootstrap",
+                                    n_boot=n_boot, n_perm=n_perm, seed=seed)
+    test = {"test": d.test, "test_reason": why}
     if d.n < 3:
-        return Comparison(against=first, observed=math.nan, n=d.n,
+        return Comparison(against=first, observed=math.nan, n=d.n, **test,
                           reason=f"needs at least 3 items scored by both entries and humans; got {d.n}")
     if not d.ok:
-        return Comparison(against=first, observed=math.nan, n=d.n, reason=d.reason or
+        return Comparison(against=first, observed=math.nan, n=d.n, **test, reason=d.reason or
                           "Spearman is undefined for at least one entry (constant scores)")
     return Comparison(against=first, observed=d.observed, ci_low=d.low, ci_high=d.high, p_value=d.p_value, n=d.n,
-                      n_perm=n_perm)
+                      n_perm=n_perm if why is None else 0, **test)
 
 
 def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
@@ -104,7 +119,7 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
     d = paired_mean_difference(_correct(b, gold), _correct(a, gold), n_boot=n_boot, n_perm=n_perm, seed=seed,
                                min_n=3)
     if d.n < 3:
-        return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=d.n,
+        return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=d.n, test=d.test,
                           reason=f"needs at least 3 items with a verdict from both entries and gold; got {d.n}")
     decided: dict[str, Any] = {}
     if ABSTAINED in a or ABSTAINED in b:
@@ -113,7 +128,7 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
                                 _correct([b[i] for i in keep], [gold[i] for i in keep]))
         decided = {"decided_observed": float(np.mean(dy - dx)) if len(dx) else None, "decided_n": len(dx)}
     return Comparison(against=first, measure="preference_accuracy", observed=d.observed, ci_low=d.low,
-                      ci_high=d.high, p_value=d.p_value, n=d.n, n_perm=n_perm, **decided)
+                      ci_high=d.high, p_value=d.p_value, n=d.n, n_perm=n_perm, test=d.test, **decided)
 
 
 # ---------------------------------------------------------------------------------------
@@ -161,7 +176,8 @@ def entry_measures(
 
 
 def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, *, method: str,
-                   benchmark: str, name: str, label_scale: Scale, judge_scale: Scale | None, seed: int = 0
+                   benchmark: str, name: str, label_scale: Scale, judge_scale: Scale | None, seed: int = 0,
+                   weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None
                    ) -> tuple[EstimateResult | None, str | None]:
     """One entry's bias-corrected estimate per system (by ``auto``: per system when every item names one), or why not.
 
@@ -169,12 +185,13 @@ def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criteri
     :func:`~mitigate.harness.estimate.columns_from_items` and
     :func:`~mitigate.harness.estimate.estimate_columns`; a group that cannot be estimated by
     ``method`` (too few labels, labels without spread ...) gives None and that group's reason.
+    ``weights`` and ``rounds``: the selection weight and round of items labelled in a selection round.
     """
     values, missing = judge_values(judgments, items, criterion)
     cols = columns_from_items(items, criterion, values, benchmark=benchmark, judge=name, label_scale=label_scale,
-                              judge_scale=judge_scale, judge_missing=missing)
+                              judge_scale=judge_scale, judge_missing=missing, weights=weights, rounds=rounds)
     try:
-        return estimate_columns(cols, method=method, seed=seed), None  # type: ignore[arg-type]
+        return estimate_columns(cols, method=method, seed=seed, remedies=REMEDIES), None  # type: ignore[arg-type]
     except DataError as exc:
         return None, exc.message
 
@@ -231,13 +248,14 @@ def measure(judged: Judged) -> CompareResult:
             if k > 0:
                 first = [score_of(j, criterion) for j in runs[0].judgments]
                 comparison = spearman_comparison(entries[0].name, first, scores, human, n_boot=n_boot,
-                                                 n_perm=n_perm, seed=seed)
+                                                 n_perm=n_perm, seed=seed, scales=(results[0].scale, scale))
         estimate = why = None
         if estimating:
             estimate, why = entry_estimate(
                 result.judgments, items, criterion, method=config.estimate, benchmark=plan.judged.name,  # type: ignore[arg-type]
                 name=e.name, label_scale=Scale(min=0, max=1, step=0.5) if task == "pairwise" else human_scale,
-                judge_scale=None if task == "pairwise" else scale, seed=seed)
+                judge_scale=None if task == "pairwise" else scale, seed=seed, weights=plan.label_weights,
+                rounds=plan.label_rounds)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.ready_judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,

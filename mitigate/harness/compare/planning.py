@@ -2,7 +2,8 @@
 
 :func:`plan` loads the benchmark, checks the criterion, splits off the training items (a
 fraction by document, or a separate training benchmark), chooses the items to judge (the
-first ``limit`` in document-major order), and refuses what the later stages would: an entry
+first ``limit`` in document-major order), adds the labels of the config's labels files, and
+refuses what the later stages would: labels files that label none of the judged items, an entry
 that must be fitted without a train split, no item to judge, a replayed judge missing answers
 for some items, a pairwise benchmark without gold preferences. It warns once when a prompt's
 scale differs from the benchmark's labels. Nothing is written and no LM is called, so
@@ -16,8 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.data.labels import AddedLabels, add_label_files
 from mitigate.data.recorded import RecordedRun
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
@@ -44,7 +46,9 @@ class ComparePlan(BaseModel):
     ``train_info`` what the report says of them; ``items`` the items to judge, in order;
     ``task`` whether judges score or answer pairwise verdicts; ``journals`` each entry's journal
     file stem; ``outside`` a warning line counting recorded answers for items the benchmark
-    lacks (None when there are none); ``n_labelled`` the judged items with a label on the criterion.
+    lacks (None when there are none); ``n_labelled`` the judged items with a label on the criterion;
+    ``label_weights`` and ``label_rounds`` the selection weight and round of each judged item
+    labelled by a weighted labels file (a filled selection file).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -58,6 +62,8 @@ class ComparePlan(BaseModel):
     journals: dict[str, str]
     outside: str | None = None
     n_labelled: int
+    label_weights: dict[str, float] = Field(default_factory=dict)
+    label_rounds: dict[str, int] = Field(default_factory=dict)
 
     @property
     def criterion(self) -> str:
@@ -204,6 +210,9 @@ def plan(config: CompareConfig) -> ComparePlan:
     criterion = config.criterion
     if full.criteria and criterion not in full.criteria:
         raise ConfigError(f"expected a criterion of {full.name} {list(full.criteria)}; got {criterion!r}")
+    added = add_label_files(full, criterion, config.labels) if config.labels else None
+    if added is not None:
+        full = added.benchmark
     fit_on, bench, train_info = train_and_test(full, config.train, criterion, config.seed)
     unfitted = [e.name for e in config.entries if e.needs_fit]
     if unfitted and fit_on is None:
@@ -216,9 +225,28 @@ def plan(config: CompareConfig) -> ComparePlan:
     if bench.pairwise and not any(criterion in it.preference for it in items):
         raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
                         f"{criterion!r}")
+    weights, rounds = _file_labels(added, config.labels, items, bench) if added is not None else ({}, {})
     return ComparePlan(
         config=config, benchmark=full, judged=bench, train=fit_on, train_info=train_info, items=tuple(items),
         task="pairwise" if bench.pairwise else "score", journals=journal_names([e.name for e in config.entries]),
         outside=recorded_outside(full, criterion, config.entries),
-        n_labelled=sum(1 for it in items if labelled(it, criterion)),
+        n_labelled=sum(1 for it in items if labelled(it, criterion)), label_weights=weights, label_rounds=rounds,
     )
+
+
+def _file_labels(added: AddedLabels, paths: Sequence[Path], items: Sequence[Item], bench: Benchmark
+                 ) -> tuple[dict[str, float], dict[str, int]]:
+    """The selection weights and rounds of the judged items; DataError when the labels files label none of them, or
+    when they carry weights on a pairwise benchmark (whose items count in two systems' groups)."""
+    files = ", ".join(str(p) for p in paths)
+    ids = {it.id for it in items}
+    if added.labelled and not ids.intersection(added.labelled):
+        raise DataError(f"{files}: none of the {len(added.labelled)} items labelled there is among the {len(items)} "
+                        f"items compared (first labelled {added.labelled[0]!r}); expected labels for the judged "
+                        "items (check the limit and the train split)")
+    weights = {i: w for i, w in added.weights.items() if i in ids}
+    if weights and bench.pairwise:
+        raise DataError(f"{files}: expected labels without selection weights on the pairwise benchmark "
+                        f"{bench.name!r}; compare estimates each system's win rate, counting a pairwise item in both "
+                        "its systems' groups, and a selection weight belongs to one group")
+    return weights, {i: r for i, r in added.rounds.items() if i in ids}
