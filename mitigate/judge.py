@@ -26,6 +26,7 @@ from mitigate.lm.base import LM, Choice, LMRequest, Usage
 from mitigate.lm.constraint import AnswerConstraint
 from mitigate.parse.answers import expected_score, parse_criteria
 from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.scale import Scale
 
 Verdict = Literal["first", "second", "tie"]
 Reducer = Literal["mean", "median", "majority"]
@@ -632,3 +633,23 @@ def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> J
     }
     base.update(fields)
     return Judgment(**base)
+
+
+def judge_scale(judge: Judge) -> Scale | None:
+    """The scale a judge answers on: its ``scale`` attribute, else the one scale its inner prompts share.
+
+    None when that cannot be read (no inner prompt judge). A ConfigError when the inner prompts
+    answer on different scales: no one scale stands for the judge then.
+    """
+    scale = getattr(judge, "scale", None)
+    if isinstance(scale, Scale):
+        return scale
+    try:
+        leaves = judge.leaves()
+    except ConfigError:
+        return None
+    scales = {leaf.prompt.scale.model_dump_json(): leaf.prompt.scale for leaf in leaves}
+    if len(scales) > 1:
+        raise ConfigError(f"expected one answer scale across the judge's prompts; got {len(scales)}: "
+                          f"{', '.join(s.describe() for s in scales.values())}")
+    return next(iter(scales.values()), None)

@@ -57,6 +57,7 @@ from mitigate.constraints import (
     check_param,
     describe_constraints,
 )
+from mitigate.deprecated import renamed
 from mitigate.errors import ConfigError
 
 __all__ = [
@@ -420,7 +421,7 @@ class Preset(Component):
 _T = TypeVar("_T")
 
 
-def run_sync(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
+def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
     """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never leaked).
 
     ``what`` names the call ("Pipeline.fit()"), ``instead`` the async form to await there
@@ -436,3 +437,6 @@ def run_sync(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
     raise ConfigError(
         f"{what} runs its own event loop and was called inside a running one; expected `await {instead}` there"
     )
+
+
+run_sync = renamed(run_coroutine, "mitigate.registry.run_sync", "mitigate.registry.run_coroutine")

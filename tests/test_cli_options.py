@@ -18,7 +18,7 @@ from mitigate.cli import app
 from mitigate.cli.app import EXTRA_PARAMETERS
 from mitigate.cli.build import build_judge, load_task
 from mitigate.cli.compare import CompareOptions
-from mitigate.cli.errors import one_line
+from mitigate.cli.errors import flat_message
 from mitigate.cli.judge import JudgeOptions
 from mitigate.cli.options import parameters
 from mitigate.cli.prompts import PromptsOptions
@@ -106,7 +106,7 @@ def test_a_bad_value_is_refused_when_the_options_are_built_with_the_commands_one
         cls(**values)
     result = CliRunner().invoke(app, args)  # refused before the data, the prompt or any folder is looked at
     assert result.exit_code == 2
-    assert result.stderr.splitlines() == [f"error: {one_line(str(refused.value))}"]
+    assert result.stderr.splitlines() == [f"error: {flat_message(str(refused.value))}"]
 
 
 # --------------------------------------------------------------------------- one builder, one item order

@@ -1,4 +1,4 @@
-"""The one registry and declared parameter constraints (mitigate.registry), and run_sync."""
+"""The one registry and declared parameter constraints (mitigate.registry), and run_coroutine."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from mitigate.registry import (
     lookup,
     register,
     registered,
-    run_sync,
+    run_coroutine,
 )
 
 
@@ -101,16 +101,16 @@ def test_interval_and_instance_wording():
     assert check_param("X", "n", 4, [Interval(int, 1)]) == 4
 
 
-def test_run_sync_runs_outside_a_loop_and_refuses_inside_one():
+def test_run_coroutine_runs_outside_a_loop_and_refuses_inside_one():
     async def answer() -> int:
         return 42
 
-    assert run_sync(answer(), what="f()", instead="af()") == 42
+    assert run_coroutine(answer(), what="f()", instead="af()") == 42
 
     async def inside() -> None:
         coro = answer()
         with pytest.raises(ConfigError, match=r"f\(\) runs its own event loop .* expected `await af\(\)` there"):
-            run_sync(coro, what="f()", instead="af()")
+            run_coroutine(coro, what="f()", instead="af()")
         assert coro.cr_frame is None  # closed, not leaked (no "never awaited" warning)
 
     asyncio.run(inside())

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
-from mitigate.judge import Judge, Judgment
+from mitigate.judge import Judge, Judgment, judge_scale
 from mitigate.scale import Scale
 
 
@@ -58,14 +58,14 @@ def make_item(output: str, input: str | None = None, *, expected: str | None = N
     return Item(id=item_id or "item", output=output, inputs=inputs, reference=expected)
 
 
-def judge_scale(judge: Judge, scale: Scale | None = None) -> Scale:
-    """``scale`` when given, else the scale of the judge's prompt (every inner prompt must agree)."""
+def shown_scale(judge: Judge, scale: Scale | None = None) -> Scale:
+    """``scale`` when given, else the one scale the judge answers on (:func:`mitigate.judge.judge_scale`)."""
     if scale is not None:
         return scale
-    scales = {leaf.prompt.scale.model_dump_json(): leaf.prompt.scale for leaf in judge.leaves()}
-    if len(scales) != 1:
-        raise ConfigError(f"expected one answer scale across the judge's prompts; got {len(scales)}: pass scale=")
-    return next(iter(scales.values()))
+    found = judge_scale(judge)
+    if found is None:
+        raise ConfigError(f"expected a judge with a prompt scale; {type(judge).__name__} shows none: pass scale=")
+    return found
 
 
 def outcome(judgment: Judgment, scale: Scale, criterion: str | None = None) -> Outcome:

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mitigate.adapters.common import Outcome, judge_scale, make_item, outcome
+from mitigate.adapters.common import Outcome, make_item, outcome, shown_scale
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import Judge
-from mitigate.registry import run_sync
+from mitigate.registry import run_coroutine
 from mitigate.scale import Scale
 
 
@@ -37,7 +37,7 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
     if not 0.0 <= threshold <= 1.0:
         raise ConfigError(f"expected a threshold between 0 and 1 (the score mapped over the judge's scale); "
                           f"got {threshold}")
-    shown = judge_scale(judge, scale)
+    shown = shown_scale(judge, scale)
 
     class MitigatedJudgeMetric(BaseMetric):
         """A mitigate judge as a DeepEval metric (see :mod:`mitigate.adapters.deepeval`)."""
@@ -73,7 +73,7 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
 
         def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
             """Judge ``test_case`` (synchronously); the 0-1 score, or ParseError when the judge gave none."""
-            judgment = run_sync(judge.judge(self._item(test_case)), what=f"{name}.measure()",
+            judgment = run_coroutine(judge.judge(self._item(test_case)), what=f"{name}.measure()",
                                 instead="metric.a_measure(test_case)")
             return self._record(outcome(judgment, shown, criterion))
 

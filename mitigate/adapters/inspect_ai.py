@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mitigate.adapters.common import judge_scale, make_item, outcome
+from mitigate.adapters.common import make_item, outcome, shown_scale
 from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, save_recorded
 from mitigate.errors import DataError
 from mitigate.judge import Judge
@@ -46,7 +46,7 @@ def mitigated_scorer(judge: Judge, *, criterion: str | None = None, scale: Scale
     from inspect_ai.scorer import Score, Target, mean, scorer, stderr
     from inspect_ai.solver import TaskState
 
-    shown = judge_scale(judge, scale)
+    shown = shown_scale(judge, scale)
 
     @scorer(metrics=[mean(), stderr()], name=name)
     def build() -> Any:

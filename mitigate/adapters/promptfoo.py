@@ -30,11 +30,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mitigate.adapters.common import judge_scale, make_item, outcome
+from mitigate.adapters.common import make_item, outcome, shown_scale
 from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, save_recorded
 from mitigate.errors import ConfigError, DataError, ParseError
 from mitigate.judge import Judge
-from mitigate.registry import run_sync
+from mitigate.registry import run_coroutine
 from mitigate.scale import Scale
 
 GRADER_ERROR = re.compile(
@@ -74,7 +74,7 @@ async def agrade(judge: Judge, output: Any, context: Mapping[str, Any], *, thres
     expected = variables.get(expected_var) if expected_var is not None else None
     item = make_item(_text(output), None if given is None else _text(given),
                      expected=None if expected is None else _text(expected), input_field=input_field)
-    got = outcome(await judge.judge(item), judge_scale(judge, scale), criterion)
+    got = outcome(await judge.judge(item), shown_scale(judge, scale), criterion)
     if not got.ok:
         raise ParseError(f"mitigated judge: {got.error}; raw answer: {got.raw!r}", raw=got.raw,
                          criterion=got.criterion)
@@ -88,7 +88,7 @@ def make_assert(judge: Judge, *, threshold: float = 0.5, criterion: str | None =
     """A ``get_assert(output, context)`` for a promptfoo Python assertion, grading with ``judge`` (see :func:`agrade`)."""
 
     def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
-        return run_sync(agrade(judge, output, context, threshold=threshold, criterion=criterion, scale=scale,
+        return run_coroutine(agrade(judge, output, context, threshold=threshold, criterion=criterion, scale=scale,
                                input_var=input_var, expected_var=expected_var, input_field=input_field),
                         what="get_assert()", instead="agrade(judge, output, context)")
 
@@ -146,7 +146,7 @@ async def _grade_from_config(output: Any, context: Mapping[str, Any]) -> Grading
 
 def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
     """promptfoo's entry point when this module is the assertion file: the judge comes from ``context["config"]``."""
-    return run_sync(_grade_from_config(output, context), what="get_assert()",
+    return run_coroutine(_grade_from_config(output, context), what="get_assert()",
                     instead="agrade(judge_from_config(config), output, context)")
 
 

@@ -23,7 +23,7 @@ from mitigate.cli.options import LMRunOptions, parse_pairs
 from mitigate.cli.options.backend import registered_backend
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
-from mitigate.data.split import labelled as has_label
+from mitigate.data.split import labelled as is_labelled
 from mitigate.data.split import select_items
 from mitigate.errors import ConfigError, TemplateError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
@@ -75,7 +75,7 @@ def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bo
     search can learn from), chosen in the same order.
     """
     bench, crit = load_benchmark(benchmark, criterion)
-    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
+    pool = [it for it in bench.items if is_labelled(it, crit)] if labelled else list(bench.items)
     return Task(bench, crit, tuple(choose_items(pool, limit)))
 
 
@@ -148,7 +148,7 @@ def constants_of(values: list[str] | None) -> dict[str, str]:
     return {k: read_text_file(Path(v[1:]), "--const") if v.startswith("@") else v for k, v in out.items()}
 
 
-def read_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
+def prompt_from_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
                   criterion: str | None = None, answer: str | None = None, origin: str = "the template") -> JudgePrompt:
     """The template read into a prompt, with the command's overrides (``--const``, ``--output-slot``,
     ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read.
@@ -212,7 +212,7 @@ def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None,
         raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template that "
                           "shows {{output}} and {{output_b}} and asks which is better; got none")
     answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
-    jp = read_template(template_text(o.prompt, o.benchmark, crit), o, system=system, scale=o.scale_range,
+    jp = prompt_from_template(template_text(o.prompt, o.benchmark, crit), o, system=system, scale=o.scale_range,
                        criterion=crit, answer=answer.get("answer"), origin=template_origin(o.prompt, o.system_file))
     lm = build_backend(o, declared=declared)
     config = JudgeConfig(temperature=o.temperature, n=o.samples_per_item, reducer=o.reducer_name,

@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar
 import typer
 
 from mitigate.cli.app import command
-from mitigate.cli.errors import EXIT_FAILED, one_line
+from mitigate.cli.errors import EXIT_FAILED, flat_message
 from mitigate.cli.options import CommandOptions, argument
 from mitigate.errors import ConfigError
 from mitigate.registry import Component, load_plugin, registered
@@ -41,7 +41,7 @@ def check_plugin(options: CheckPluginOptions) -> None:
         try:
             examples = cls.examples()
         except Exception as exc:  # a plugin's bug is a failed check, never a traceback
-            typer.echo(f"FAIL {label} examples: {type(exc).__name__}: {one_line(str(exc))}")
+            typer.echo(f"FAIL {label} examples: {type(exc).__name__}: {flat_message(str(exc))}")
             failed += 1
             continue
         for i, example in enumerate(examples):
@@ -49,7 +49,7 @@ def check_plugin(options: CheckPluginOptions) -> None:
                 try:
                     check(example)
                 except Exception as exc:  # an AssertionError, or anything the component raised
-                    typer.echo(f"FAIL {label}[{i}] {check.name}: {type(exc).__name__}: {one_line(str(exc))}")
+                    typer.echo(f"FAIL {label}[{i}] {check.name}: {type(exc).__name__}: {flat_message(str(exc))}")
                     failed += 1
                 else:
                     typer.echo(f"PASS {label}[{i}] {check.name}")

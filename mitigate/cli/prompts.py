@@ -151,7 +151,7 @@ def _pick(items: tuple["Item", ...], item_id: str | None, bench: "Benchmark") ->
 
 def render_template(o: PromptsOptions) -> str:
     """Every request the pipeline sends for one item, with its diff against the unmitigated prompt (no LM call)."""
-    from mitigate.cli.build import read_template, scoring_for, template_origin
+    from mitigate.cli.build import prompt_from_template, scoring_for, template_origin
     from mitigate.data.registry import load
     from mitigate.judge import JudgeConfig, PromptJudge
     from mitigate.run.render import placeholder_item, render_judge
@@ -168,7 +168,7 @@ def render_template(o: PromptsOptions) -> str:
     answer = "pairwise" if bench is not None and bench.pairwise else None
     origin = template_origin(o.file, o.system, option="FILE") if o.file is not None and o.file.is_file() else \
         f"{o.file} (built-in)"
-    jp = read_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit, answer=answer,
+    jp = prompt_from_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit, answer=answer,
                        origin=origin)
     fitting_calls = pipe.tags.needs_fitting and not pipe.is_fitted and pipe.tags.calls_judge_while_fitting
     lm = _backend(o, declared=not fitting_calls or o.backend is None)  # no --backend: refused below

@@ -30,7 +30,7 @@ from mitigate.cli.options.run import PIPELINE, DryRun
 from mitigate.cli.options.task import Criterion, Limit
 from mitigate.constraints import Interval, Options
 from mitigate.errors import ConfigError
-from mitigate.registry import lookup, names, registered, run_sync
+from mitigate.registry import lookup, names, registered, run_coroutine
 from mitigate.search import Objective, asearch
 from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
 
@@ -144,7 +144,7 @@ def _search(o: SearchOptions) -> None:
             typer.echo(dry_run_text([(o.pipeline, judge)], base, task.items)
                        + "\n\n(the search adds each candidate demo set to these prompts; no LM call was made)")
         finally:
-            run_sync(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
+            run_coroutine(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
         return
     classes = [lookup("selector", n) for n in o.selector or default_selectors()]
     selectors = [cls(seed=o.seed) if "seed" in cls.model_fields else cls() for cls in classes]
@@ -194,4 +194,4 @@ def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:
             for lm in {id(leaf.lm): leaf.lm for leaf in judge.leaves()}.values():
                 await lm.aclose()
 
-    return run_sync(searched(), what="mitigate search", instead="asearch(...)")
+    return run_coroutine(searched(), what="mitigate search", instead="asearch(...)")

@@ -134,6 +134,11 @@ def labelled(item: Item, criterion: str) -> bool:
     return (value is not None and math.isfinite(value)) or criterion in item.preference
 
 
+def labelled_items(items: Sequence[Item], criterion: str) -> list[Item]:
+    """The items of ``items`` carrying a label on ``criterion`` (see :func:`labelled`), in order."""
+    return [it for it in items if labelled(it, criterion)]
+
+
 def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
     """The items a comparison judges: all, or the first ``limit`` in document-major order.
 

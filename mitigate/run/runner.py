@@ -61,6 +61,7 @@ from mitigate.judge import Judge, Judgment, combine_costs
 from mitigate.lm.base import Usage
 from mitigate.lm.cache import CachedLM, CacheMiss, cache_only
 from mitigate.lm.wrapper import WrapperLM
+from mitigate.registry import run_coroutine
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
 from mitigate.run.journal import Journal
 
@@ -588,5 +589,5 @@ def summarise(judgments: Sequence[Judgment], *, resumed: int = 0, seconds: float
 
 
 def run_sync(judge: Judge, items: Sequence[Item], **kwargs: Any) -> RunResult:
-    """:func:`run` from synchronous code."""
-    return asyncio.run(run(judge, items, **kwargs))
+    """:func:`run` from synchronous code (a ConfigError inside a running event loop: await :func:`run` there)."""
+    return run_coroutine(run(judge, items, **kwargs), what="run_sync()", instead="run(judge, items)")

@@ -21,7 +21,7 @@ from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM
 from mitigate.lm.cache import LMCache
-from mitigate.registry import Interval, IsInstance, Options, check_param, lookup, registered, run_sync
+from mitigate.registry import Interval, IsInstance, Options, check_param, lookup, registered, run_coroutine
 from mitigate.search.engines import OPTIMIZERS, Engine
 from mitigate.search.objective import Objective
 from mitigate.search.result import SearchResult
@@ -149,7 +149,7 @@ async def asearch(
 
 def search(judge: Judge, data: Benchmark | Split | Sequence[Item], **kwargs: Any) -> SearchResult:
     """:func:`asearch` from synchronous code (it runs its own event loop; use ``await asearch(...)`` inside one)."""
-    return run_sync(asearch(judge, data, **kwargs), what="search()", instead="asearch(...)")
+    return run_coroutine(asearch(judge, data, **kwargs), what="search()", instead="asearch(...)")
 
 
 def dspy_search(judge: Judge, data: Benchmark | Split | Sequence[Item], *, optimizer: str = "labeled",

@@ -38,11 +38,13 @@ from the strategies.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled as _labelled_item
+from mitigate.data.split import labelled_items
+from mitigate.deprecated import renamed
 from mitigate.errors import ConfigError, DataError
 from mitigate.fitting import FitContext, Fittable
 from mitigate.judge import Judge
@@ -81,19 +83,12 @@ def selector_from_spec(spec: dict[str, Any] | Selector) -> Selector:
     return sel
 
 
-def labelled(items: Sequence[Item], criterion: str) -> list[Item]:
-    """The items carrying a label for ``criterion``, in order: a finite human score, or (pairwise) a gold preference."""
-    return [it for it in items if (criterion in it.human and math.isfinite(it.human[criterion]))
-            or (it.output_b is not None and criterion in it.preference)]
 
 
 GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 """The verdict a demo shows for a gold preference (``A``: the item's ``output``, shown first)."""
 
 
-def has_label(item: Item, criterion: str) -> bool:
-    """Whether ``item`` has a human score or a gold preference for ``criterion``."""
-    return bool(labelled([item], criterion))
 
 
 def demo_item(item: Item) -> Item:
@@ -137,7 +132,7 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
                     f"{list(train.criteria)} and the judge's prompts score {names}; name one with criterion=..."
                 )
             criterion = known[0]
-    if not labelled(train.items, criterion):
+    if not labelled_items(train.items, criterion):
         found = sorted({c for it in train.items for c in (*it.human, *it.preference)})
         raise DataError(
             f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark {train.name!r}; "
@@ -220,7 +215,7 @@ class Selector(Component, Fittable):
                 raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got {type(pool).__name__}")
             if criterion is None:
                 criterion = _criterion_of_judge(name, items, judge, "a list of items")
-        kept = labelled(items, criterion)
+        kept = labelled_items(items, criterion)
         if not kept:
             found = sorted({c for it in items for c in (*it.human, *it.preference)})
             raise ConfigError(
@@ -304,7 +299,7 @@ class Selector(Component, Fittable):
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
     """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly one."""
     names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-    known = [n for n in names if labelled(items, n)]
+    known = [n for n in names if labelled_items(items, n)]
     if len(known) != 1:
         labels = sorted({c for it in items for c in (*it.human, *it.preference)})
         raise ConfigError(
@@ -323,3 +318,7 @@ def example_pool() -> list[Item]:
         ("ex-4", "Stocks fell sharply on Monday.", 3.0),
     ]
     return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t, s in texts]
+
+
+has_label = renamed(_labelled_item, "mitigate.selectors.has_label", "mitigate.data.split.labelled")
+labelled = renamed(labelled_items, "mitigate.selectors.labelled", "mitigate.data.split.labelled_items")

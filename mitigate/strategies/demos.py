@@ -42,6 +42,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
 
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled, labelled_items
 from mitigate.errors import ConfigError, TemplateError
 from mitigate.fitting import FitContext
 from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, PromptJudge
@@ -52,8 +53,6 @@ from mitigate.selectors import (
     KNN,
     Selector,
     example_pool,
-    has_label,
-    labelled,
     resolve_criterion,
     selector_from_spec,
 )
@@ -124,7 +123,7 @@ def demo_criteria(train: Benchmark, judge: Judge | None, criterion: str | None) 
     """
     if criterion is None and len(train.criteria) != 1 and judge is not None:
         names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-        known = [n for n in names if labelled(train.items, n)]
+        known = [n for n in names if labelled_items(train.items, n)]
         if known:
             return known
     return [resolve_criterion(train, judge, criterion)]
@@ -368,7 +367,7 @@ class Demos(Mitigation):
         criteria = demo_criteria(train, judge, criterion)
         items = train.items
         for c in criteria:
-            items = tuple(labelled(items, c))
+            items = tuple(labelled_items(items, c))
         if self.k > len(items):
             raise ConfigError(
                 f"The 'k' parameter of Demos asks for {self.k} demos, but benchmark {train.name!r} has only "
@@ -383,7 +382,7 @@ class Demos(Mitigation):
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
         if isinstance(train, Benchmark):
-            update["n_unlabelled_"] = sum(1 for it in train.items if not has_label(it, criteria[0]))
+            update["n_unlabelled_"] = sum(1 for it in train.items if not labelled(it, criteria[0]))
         if not self.chooses_per_item:
             fitted = fitted.with_choice(self.k)
             demos = fitted.select(self.k)

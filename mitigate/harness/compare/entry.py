@@ -21,7 +21,7 @@ from mitigate.data.recorded import AnswerReader, RecordedRun, load_recorded, loa
 from mitigate.errors import ConfigError, MitigateError
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
-from mitigate.judge import Judge
+from mitigate.judge import Judge, judge_scale
 from mitigate.scale import Scale
 from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
@@ -200,18 +200,6 @@ def journal_names(names: Sequence[str]) -> dict[str, str]:
         used.add(stem)
         out[name] = stem
     return out
-
-
-def judge_scale(judge: Judge) -> Scale | None:
-    """The answer scale of a judge: its ``scale`` attribute, else the scale of its first inner prompt judge."""
-    scale = getattr(judge, "scale", None)
-    if isinstance(scale, Scale):
-        return scale
-    try:
-        leaves = judge.leaves()
-    except ConfigError:
-        return None
-    return leaves[0].prompt.scale if leaves else None
 
 
 def scoring_of(entry: Entry) -> str:
