@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "deprecated", "constraints", "scale", "registry", "paths"),
+    ("errors", "deprecated", "exports", "constraints", "scale", "registry", "paths"),
     ("lm",),
     ("parse",),
     ("data",),

@@ -2,8 +2,8 @@
 
 ``mitigate judge --out FILE`` writes this; in Python::
 
-    from mitigate.run.runner import run
-    from mitigate.harness.judgments_file import write_judgments
+    from mitigate.harness import write_judgments
+    from mitigate.run import run
 
     result = await run(judge, bench.items)            # or run_sync(judge, items) from plain code
     write_judgments(result, "judgments.jsonl", items=bench.items, criterion="coherence")
