@@ -64,12 +64,12 @@ async def dimension(criterion: str, n_boot: int, folder: Path) -> dict[str, Any]
         "verdicts_original_order": entry.histogram,
         "calls": entry.summary.calls,
         "parse_failures": entry.summary.parse_failures,
-        "measures": {k: _measure(entry.measures[k]) for k in KEYS},
-        "gold_longer_preference": _measure(result.human["longer_preference"]),
+        "measures": {k: _measure(entry.measures[k.replace("_", "-")]) for k in KEYS},
+        "gold_longer_preference": _measure(result.human["longer-preference"]),
         "per_pair": {},
     }
-    pc = entry.measures["position_consistency"].extra["per_group"]
-    pf = entry.measures["preference_fairness"].extra["per_group"]
+    pc = entry.measures["position-consistency"].extra["per_group"]
+    pf = entry.measures["preference-fairness"].extra["per_group"]
     for pair in pc:
         out["per_pair"][pair] = {
             "n": pc[pair]["n"],

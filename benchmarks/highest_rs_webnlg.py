@@ -159,9 +159,9 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
         },
         "fit": {"pool": hrs_raw.selector_.n_pool_, "parse_failures": hrs_raw.selector_.n_parse_failures_,
                 "excluded": hrs_raw.selector_.n_excluded_},
-        "entries": {e.name: {"bias_score": measure_json(e.measures["bias_score"]),
-                             "spearman_item": measure_json(e.measures["spearman_item"]),
-                             "kendall_item": measure_json(e.measures["kendall_item"]),
+        "entries": {e.name: {"bias_score": measure_json(e.measures["bias-score"]),
+                             "spearman_item": measure_json(e.measures["spearman-item"]),
+                             "kendall_item": measure_json(e.measures["kendall-item"]),
                              "run": e.summary.model_dump(mode="json")} for e in result.entries},
         "highest_rs_minus_random": {
             "spearman_item": result.entries[1].comparison.model_dump(mode="json")
@@ -171,7 +171,7 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
     }
     print(f"\n== {c}: n={len(test_bench.items)} test items ({len(train_bench.items)} train), k={args.k} ==")
     for e in result.entries:
-        print(f"{e.name:<14} BiasScore {fmt(e.measures['bias_score'])}  Spearman {fmt(e.measures['spearman_item'])}")
+        print(f"{e.name:<14} BiasScore {fmt(e.measures['bias-score'])}  Spearman {fmt(e.measures['spearman-item'])}")
     cmp_ = result.entries[1].comparison
     if cmp_ is not None:
         spearman = (f"diff {cmp_.observed:+.3f} [{cmp_.ci_low}, {cmp_.ci_high}], p={cmp_.p_value} (n={cmp_.n})"

@@ -114,10 +114,10 @@ async def main_async(args: argparse.Namespace) -> None:
         cmp_ = e.comparison
         cells[e.name] = {
             "spec": e.spec,
-            "spearman_item": measure_json(e.measures["spearman_item"]),
-            "spearman_document": measure_json(e.measures["spearman_document"]),
-            "kendall_item": measure_json(e.measures["kendall_item"]),
-            "alpha_across_samples": measure_json(e.measures["alpha_across_samples"]),
+            "spearman_item": measure_json(e.measures["spearman-item"]),
+            "spearman_document": measure_json(e.measures["spearman-document"]),
+            "kendall_item": measure_json(e.measures["kendall-item"]),
+            "alpha_across_samples": measure_json(e.measures["alpha-across-samples"]),
             "histogram": e.histogram,
             "run": e.summary.model_dump(mode="json"),
             "minus_reference": clean(cmp_.model_dump(mode="json")) if cmp_ is not None else None,

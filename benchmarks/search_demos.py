@@ -320,8 +320,8 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         scores[e.name] = np.array([np.nan if s is None else s for s in e.scores(c)])
         value = objective.evaluate(list(e.judgments), test, c, ls=ls_test, ci=True, n_boot=args.n_boot,
                                    seed=args.seed)
-        arms[e.name] = {"bias_score": measure_json(e.measures["bias_score"]),
-                        "spearman_item": measure_json(e.measures["spearman_item"]),
+        arms[e.name] = {"bias_score": measure_json(e.measures["bias-score"]),
+                        "spearman_item": measure_json(e.measures["spearman-item"]),
                         "objective": value.model_dump(mode="json"),
                         "distinct_scores": int(len(set(scores[e.name][np.isfinite(scores[e.name])].tolist()))),
                         "run": e.summary.model_dump(mode="json")}

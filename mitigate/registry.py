@@ -57,7 +57,7 @@ from mitigate.constraints import (
     check_param,
     describe_constraints,
 )
-from mitigate.deprecated import renamed
+from mitigate.deprecated import renamed, warn_renamed
 from mitigate.errors import ConfigError
 
 __all__ = [
@@ -208,6 +208,9 @@ def register(kind: str, name: str) -> Callable[[T], T]:
     """
     if kind not in KIND_PACKAGES:
         raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
+    if kind == "measure" and "_" in name:  # a plugin written when measure names were snake_case
+        warn_renamed(f"the measure name {name!r}", f"{name.replace('_', '-')!r} (names are kebab-case)")
+        name = name.replace("_", "-")
 
     def deco(obj: T) -> T:
         table = _REGISTRY.setdefault(kind, {})
@@ -259,8 +262,15 @@ def registered(kind: str) -> dict[str, Any]:
 
 
 def lookup(kind: str, name: str) -> Any:
-    """The ``kind`` component registered as ``name``; ConfigError naming the known ones when absent."""
+    """The ``kind`` component registered as ``name``; ConfigError naming the known ones when absent.
+
+    Names are kebab-case; a snake_case name whose kebab-case form is registered (a measure's name
+    before measures were kebab-case: ``spearman_item``) is found, with a DeprecationWarning naming it.
+    """
     table = registered(kind)
+    if isinstance(name, str) and name not in table and "_" in name and name.replace("_", "-") in table:
+        warn_renamed(f"the {kind} name {name!r}", repr(name.replace("_", "-")))
+        name = name.replace("_", "-")
     if not isinstance(name, str) or name not in table:
         raise ConfigError(f"unknown {kind} {name!r}; expected one of {sorted(table)}")
     return table[name]

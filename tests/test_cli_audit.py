@@ -131,5 +131,5 @@ def test_compare_recorded_reads_raw_only_rows_with_the_prompts_format_and_counts
     data = json.loads((tmp_path / "o1" / "results.json").read_text())
     (entry,) = data["entries"]
     # p0 reads first (A, right), p1 second (B, wrong), p2's original order is a hedge: a recorded failure
-    assert entry["measures"]["preference_accuracy"]["value"] == pytest.approx(1 / 2)
+    assert entry["measures"]["preference-accuracy"]["value"] == pytest.approx(1 / 2)
     assert entry["summary"]["parse_failures"] == 2  # p2's original order and p1's swapped one: both orders count

@@ -73,11 +73,11 @@ async def test_compare_reports_every_measure_with_ci_and_the_difference_against_
     assert [e.name for e in result.entries] == ["baseline", "test-compare-exact"]
     base, exact = result.entries
     assert set(exact.measures) == set(M.measure_table("score"))
-    rho = exact.measures["spearman_item"]
+    rho = exact.measures["spearman-item"]
     assert rho.value > 0.9 and rho.n == 20 and rho.ci_low is not None and rho.ci_high is not None
     # the baseline's parse failure is counted, never scored
-    assert base.summary.parse_failures == 1 and base.measures["spearman_item"].n_failed == 1
-    assert exact.measures["correct_preferences"].extra["n_pairs"] == 6
+    assert base.summary.parse_failures == 1 and base.measures["spearman-item"].n_failed == 1
+    assert exact.measures["correct-preferences"].extra["n_pairs"] == 6
     assert exact.comparison is not None and exact.comparison.against == "baseline"
     assert exact.comparison.observed > 0 and 0 < exact.comparison.p_value <= 1
     assert base.comparison is None
@@ -94,22 +94,22 @@ async def test_compare_resumes_from_journals_without_new_lm_calls(tmp_path: Path
     again = await compare(_bench(), "quality", _entries(silent), out_dir=tmp_path, progress=False, n_boot=0)
     assert silent.calls == 0
     assert all(e.summary.resumed == 20 and e.summary.judged_now == 0 for e in again.entries)
-    assert again.entries[1].measures["spearman_item"].value == first.entries[1].measures["spearman_item"].value
+    assert again.entries[1].measures["spearman-item"].value == first.entries[1].measures["spearman-item"].value
 
 
 async def test_too_small_run_gives_nan_with_reason_not_zero(tmp_path: Path) -> None:
     result = await compare(_bench(), "quality", _entries(FakeLM(_answer)), out_dir=tmp_path, limit=2,
                            progress=False, n_boot=50)
-    m = result.entries[1].measures["spearman_item"]
+    m = result.entries[1].measures["spearman-item"]
     assert math.isnan(m.value) and "at least 3" in (m.reason or "")
-    assert math.isnan(result.entries[1].measures["bias_score"].value)
-    assert "likelihood" in (result.entries[1].measures["bias_score"].reason or "")
-    assert "sample" in (result.entries[1].measures["alpha_across_samples"].reason or "")
+    assert math.isnan(result.entries[1].measures["bias-score"].value)
+    assert "likelihood" in (result.entries[1].measures["bias-score"].reason or "")
+    assert "sample" in (result.entries[1].measures["alpha-across-samples"].reason or "")
     write_report(result, tmp_path)
     data = json.loads((tmp_path / "results.json").read_text())
-    stored = data["entries"][1]["measures"]["spearman_item"]
+    stored = data["entries"][1]["measures"]["spearman-item"]
     assert stored["value"] is None and "at least 3" in stored["reason"]
-    assert math.isnan(load_results(tmp_path).entries[1].measures["spearman_item"].value)
+    assert math.isnan(load_results(tmp_path).entries[1].measures["spearman-item"].value)
 
 
 async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path: Path) -> None:
@@ -148,9 +148,9 @@ async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path
     result = await compare(_bench(), "quality", entries, out_dir=tmp_path, likelihood=scorer, progress=False,
                            n_boot=50)
     measures = result.entries[0].measures
-    assert measures["perturbation_consistency"].value == pytest.approx(16 / 20)
-    assert math.isfinite(measures["alpha_across_samples"].value)
-    assert math.isfinite(measures["bias_score"].value)
+    assert measures["perturbation-consistency"].value == pytest.approx(16 / 20)
+    assert math.isfinite(measures["alpha-across-samples"].value)
+    assert math.isfinite(measures["bias-score"].value)
     assert lm.calls == 20 and all(it.ls is not None for it in result.items)
     # LS is cached per item: a second compare computes none again
     lm2 = LengthLM()
@@ -202,8 +202,8 @@ async def test_released_judges_are_measured_without_calls_on_a_summeval_slice(tm
     run = ReleasedJudge("chatgpt-rts", "coherence").run
     direct = M.item_correlation([run.get(i.id, "coherence").score for i in items],
                                 M.human_scores(items, "coherence"), "spearman").value
-    assert rts["measures"]["spearman_item"]["value"] == pytest.approx(direct)
-    assert rts["measures"]["correct_preferences"]["extra"]["n_pairs"] == 66
+    assert rts["measures"]["spearman-item"]["value"] == pytest.approx(direct)
+    assert rts["measures"]["correct-preferences"]["extra"]["n_pairs"] == 66
     assert data["entries"][1]["comparison"]["against"] == "chatgpt-rts"
 
 

@@ -58,14 +58,14 @@ async def test_agreement_is_measured_on_the_labelled_items_and_an_unlabelled_ite
                            progress=False, n_boot=100, n_perm=200)
     e = result.entries[0]
     assert result.settings["n_labelled"] == len(labelled)
-    rho = e.measures["spearman_item"]
+    rho = e.measures["spearman-item"]
     scored = {j.item_id: s for j, s in zip(e.judgments, e.scores("q"), strict=True)}
     failed_labelled = sum(1 for it in labelled if scored[it.id] is None)
     assert failed_labelled == 1  # the judge fails on one labelled item: that one is a failure
     assert rho.n + rho.n_failed == len(labelled) and rho.n_failed == failed_labelled
     expected = item_correlation([scored[it.id] for it in labelled], [it.human["q"] for it in labelled], "spearman")
     assert rho.value == pytest.approx(expected.value)
-    length = e.measures["length_spearman"]  # reads no label: every item
+    length = e.measures["length-spearman"]  # reads no label: every item
     assert length.n + length.n_failed == len(hidden.items)
     text = render_markdown(result)
     assert (f"Only {len(labelled)} of the {len(hidden.items)} items carry a human label on 'q': agreement with "
@@ -138,7 +138,7 @@ async def test_no_label_at_all_says_agreement_cannot_be_measured(tmp_path: Path)
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
     result = await compare(bare, "q", [Entry.from_pipeline("plain", judge, "baseline")], out_dir=tmp_path,
                            progress=False, n_boot=0, n_perm=50)
-    assert result.settings["n_labelled"] == 0 and not result.entries[0].measures["spearman_item"].ok
+    assert result.settings["n_labelled"] == 0 and not result.entries[0].measures["spearman-item"].ok
     assert "No judged item carries a human label on 'q': agreement with humans cannot be measured" in (
         render_markdown(result))
 
@@ -159,7 +159,7 @@ async def test_released_judges_on_summeval_with_hidden_labels_match_mitigate_est
         assert e.estimate is not None
         assert [(g.group, g.estimate.estimate, g.estimate.low, g.estimate.high) for g in e.estimate.groups] == [
             (g.group, g.estimate.estimate, g.estimate.low, g.estimate.high) for g in alone.groups]
-        assert e.measures["spearman_item"].n == 120 and e.measures["spearman_item"].n_failed == 0
+        assert e.measures["spearman-item"].n == 120 and e.measures["spearman-item"].n_failed == 0
     # the corrected estimates cover more of the systems' mean expert labels than the judges' raw means
     for e in result.entries:
         assert e.estimate is not None

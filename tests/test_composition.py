@@ -542,7 +542,7 @@ def test_mitigate_compare_cli_runs_two_pipelines_by_name(tmp_path: Path) -> None
     entries = {e["name"]: e for e in saved["entries"]}
     assert list(entries) == ["baseline", probed]
     assert entries[probed]["spec"] == S.parse_pipeline(probed).spec()
-    assert entries[probed]["measures"]["perturbation_consistency"]["value"] == 1.0
-    assert entries[probed]["measures"]["perturbation_consistency"]["n"] == 4
-    assert entries["baseline"]["measures"]["perturbation_consistency"]["value"] is None  # NaN with a reason
+    assert entries[probed]["measures"]["perturbation-consistency"]["value"] == 1.0
+    assert entries[probed]["measures"]["perturbation-consistency"]["n"] == 4
+    assert entries["baseline"]["measures"]["perturbation-consistency"]["value"] is None  # NaN with a reason
     assert all(j["scores"] == {"fluency": 2.0} for e in entries.values() for j in e["judgments"])

@@ -61,7 +61,7 @@ def test_item_correlation_matches_scipy_and_counts_failures(method, ref):
     m = M.item_correlation(judge, human, method)
     assert m.value == pytest.approx(ref([1, 2, 4, 5, 2], [1.5, 2.0, 3.5, 5.0, 1.0]).statistic)
     assert (m.n, m.n_failed) == (5, 2)
-    assert m.name == f"{method}_item"
+    assert m.name == f"{method}-item"
 
 
 def test_item_correlation_is_nan_with_reason_for_too_little_or_constant_data():
@@ -381,7 +381,7 @@ def test_bias_score_is_spearman_of_likelihood_and_unfairness():
     ls = [-5.0, -3.0, -8.0, -1.0, -4.0]
     us = [0.2, 0.1, -0.5, 0.9, 0.0]
     m = M.bias_score(ls, us)
-    assert m.name == "bias_score"
+    assert m.name == "bias-score"
     assert m.value == pytest.approx(sps.spearmanr(ls, us).statistic)
 
 
@@ -520,7 +520,7 @@ def test_alpha_across_samples_and_settings_with_ci():
     truth = rng.integers(1, 6, 100).astype(float)
     samples = [np.clip(truth + rng.integers(-1, 2, 100), 1, 5) for _ in range(3)]
     m = M.alpha_across_samples(samples, ci=True, n_boot=100)
-    assert m.name == "alpha_across_samples" and m.ci_low <= m.value <= m.ci_high
+    assert m.name == "alpha-across-samples" and m.ci_low <= m.value <= m.ci_high
     s = M.alpha_across_settings({"t0": samples[0], "t1": samples[1]})
     assert s.extra["settings"] == ["t0", "t1"]
     assert s.value == pytest.approx(krippendorff.alpha(reliability_data=np.vstack(samples[:2]),
@@ -616,7 +616,7 @@ def test_length_correlation_counts_words_of_texts():
     texts = ["a b c", "a", "a b c d e", "a b"]
     scores = [3, 1, 4, 2.5]
     m = M.length_correlation(scores, texts)
-    assert m.name == "length_spearman"
+    assert m.name == "length-spearman"
     assert m.value == pytest.approx(sps.spearmanr(scores, [3, 1, 5, 2]).statistic)
 
 
@@ -689,7 +689,7 @@ def test_importing_the_measures_does_not_import_scipy_sklearn_or_matplotlib():
 
 def test_every_reported_measure_is_registered_with_display_info_and_a_spec_that_round_trips():
     table = M.measure_table()
-    assert list(table)[:2] == ["spearman_item", "kendall_item"] and "perturbation_consistency" in table
+    assert list(table)[:2] == ["spearman-item", "kendall-item"] and "perturbation-consistency" in table
     assert [M.MEASURES[k].group for k in table] == sorted((M.MEASURES[k].group for k in table),
                                                          key=["accuracy", "bias", "consistency"].index)
     for key, cls in table.items():

@@ -52,18 +52,18 @@ async def test_position_swap_entry_reports_consistency_fairness_and_its_gain(tmp
     result = await compare(_bench(), "help", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=200)
     one, swap, longer = result.entries
     assert result.task == "pairwise"
-    assert one.measures["preference_accuracy"].value == pytest.approx(0.5)  # A is right on half the items
-    assert not one.measures["position_consistency"].ok  # one order only
+    assert one.measures["preference-accuracy"].value == pytest.approx(0.5)  # A is right on half the items
+    assert not one.measures["position-consistency"].ok  # one order only
     # always "first": every pair is primacy-preferred, so PC 0, PF -1, and every verdict becomes a tie
-    assert swap.measures["position_consistency"].value == 0.0
-    assert swap.measures["preference_fairness"].value == pytest.approx(-1.0)
-    assert swap.measures["swap_gain"].value == pytest.approx(-0.5)
+    assert swap.measures["position-consistency"].value == 0.0
+    assert swap.measures["preference-fairness"].value == pytest.approx(-1.0)
+    assert swap.measures["swap-gain"].value == pytest.approx(-0.5)
     assert swap.histogram == {"A": 0, "B": 0, "tie": 8}
     # the length judge is position-consistent, always right here, and always prefers the longer text
-    assert longer.measures["position_consistency"].value == 1.0
-    assert longer.measures["preference_accuracy"].value == 1.0
-    assert longer.measures["longer_preference"].value == pytest.approx(0.5)
-    assert longer.comparison is not None and longer.comparison.measure == "preference_accuracy"
+    assert longer.measures["position-consistency"].value == 1.0
+    assert longer.measures["preference-accuracy"].value == 1.0
+    assert longer.measures["longer-preference"].value == pytest.approx(0.5)
+    assert longer.comparison is not None and longer.comparison.measure == "preference-accuracy"
     assert longer.comparison.observed == pytest.approx(0.5)
 
 
@@ -81,7 +81,7 @@ def test_cli_compare_on_a_pairwise_benchmark_needs_a_pairwise_prompt(tmp_path: P
     assert ok.exit_code == 0, ok.output
     data = json.loads((tmp_path / "o" / "results.json").read_text())
     assert data["task"] == "pairwise"
-    assert data["entries"][0]["measures"]["position_consistency"]["value"] == 0.0
+    assert data["entries"][0]["measures"]["position-consistency"]["value"] == 0.0
     assert "pref. fairness" in (tmp_path / "o" / "report.md").read_text()
 
 
@@ -96,13 +96,13 @@ async def test_the_pairwise_report_counts_both_orders_and_never_flatters(tmp_pat
     ]
     result = await compare(_bench(), "help", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=200)
     one, swap, longer = result.entries
-    both = swap.measures["accuracy_both_orders"]
+    both = swap.measures["accuracy-both-orders"]
     assert both.value == pytest.approx(0.5) and both.n == 16  # "first" in both orders: right once per pair
-    assert longer.measures["accuracy_both_orders"].value == 1.0
-    assert not one.measures["accuracy_both_orders"].ok
-    assert one.measures["preference_accuracy"].extra["orders"] == "one order, as presented"
-    assert swap.measures["preference_accuracy"].extra["orders"] == "both orders, reconciled"
-    assert swap.measures["swap_gain"].extra["nonpositive_by_construction"] is True
+    assert longer.measures["accuracy-both-orders"].value == 1.0
+    assert not one.measures["accuracy-both-orders"].ok
+    assert one.measures["preference-accuracy"].extra["orders"] == "one order, as presented"
+    assert swap.measures["preference-accuracy"].extra["orders"] == "both orders, reconciled"
+    assert swap.measures["swap-gain"].extra["nonpositive_by_construction"] is True
     report = render_markdown(result)
     head = next(line for line in report.splitlines() if line.startswith("| entry"))
     assert "accuracy (both orders) (↑ higher)" in head and "accuracy (judge's verdict)" in head

@@ -212,7 +212,7 @@ async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_
     panel = PanelJudge({m: v(lambda it, i=i: word[table[it.id][i]]) for i, m in enumerate("abc")}, reducer="majority")
     result = await compare(bench, "q", [Entry(name="panel", judge=panel)],
                            out_dir=tmp_path, progress=False, n_boot=20)
-    m = result.entries[0].measures["preference_accuracy"]
+    m = result.entries[0].measures["preference-accuracy"]
     assert m.value == pytest.approx(2 / 4) and m.n == 4  # not 2/3 over the decided items
     assert m.extra["abstained"] == 1 and m.extra["abstention_rate"] == pytest.approx(0.25)
     assert m.extra["accuracy_when_decided"] == pytest.approx(2 / 3)
@@ -232,7 +232,7 @@ async def test_a_majority_panels_of_all_share_counts_each_abstention_once(tmp_pa
                         for i, m in enumerate("abc")}, reducer="majority")
     result = await compare(Benchmark(name="pw", items=items, criteria=("q",)), "q", [Entry(name="panel", judge=panel)],
                            out_dir=tmp_path, progress=False, n_boot=20)
-    m = result.entries[0].measures["preference_accuracy"]
+    m = result.entries[0].measures["preference-accuracy"]
     assert (m.value, m.n, m.n_failed, m.n_all) == (pytest.approx(1 / 3), 3, 0, 3)
     assert m.of_all is None or m.of_all == pytest.approx(1 / 3)
     assert "of 4" not in render_markdown(result)
@@ -258,4 +258,4 @@ async def test_a_panels_difference_to_a_single_judge_counts_abstentions_with_the
     md = render_markdown(result)
     assert "decided items only: -0.200 (n=5)" in md
     assert "on the 5 items both decided: -0.200" in md
-    assert result.entries[1].measures["preference_accuracy"].value == pytest.approx(4 / 6)
+    assert result.entries[1].measures["preference-accuracy"].value == pytest.approx(4 / 6)

@@ -251,5 +251,5 @@ def test_recorded_raw_answers_are_read_with_their_items_texts_as_the_judged_text
     assert result.exit_code == 0, result.output
     (entry,) = json.loads((tmp_path / "out" / "results.json").read_text())["entries"]
     # the blockquote copies output (a) of p0, and the template's own wording for both: never the verdict
-    assert entry["measures"]["preference_accuracy"]["value"] == pytest.approx(1.0)
+    assert entry["measures"]["preference-accuracy"]["value"] == pytest.approx(1.0)
     assert entry["summary"]["parse_failures"] == 0

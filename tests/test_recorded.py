@@ -141,11 +141,11 @@ async def test_every_measure_runs_on_recorded_judgments_of_three_scales(tmp_path
     assert a.summary.calls == b.summary.calls == 0 and a.kind == "recorded"
     assert (a.scale.min, a.scale.max) == (bench.scale_for(criterion).min, bench.scale_for(criterion).max)
     assert result.human_scale == bench.scale_for(criterion)
-    for key in ("spearman_item", "scale_coverage", "score_entropy", "length_spearman", "alpha_across_samples",
-                "perturbation_consistency"):
+    for key in ("spearman-item", "scale-coverage", "score-entropy", "length-spearman", "alpha-across-samples",
+                "perturbation-consistency"):
         assert a.measures[key].ok, (key, a.measures[key].reason)
-    assert a.measures["alpha_across_samples"].n == 12  # two samples per item under the primary variant
-    assert not b.measures["alpha_across_samples"].ok  # one answer per item
+    assert a.measures["alpha-across-samples"].n == 12  # two samples per item under the primary variant
+    assert not b.measures["alpha-across-samples"].ok  # one answer per item
     assert b.comparison is not None and b.comparison.against == "judge-a"
     assert "judge-a" in (tmp_path / "report.md").read_text()
 
@@ -200,22 +200,22 @@ async def test_pairwise_measures_through_the_recorded_path_match_a_hand_computat
                            n_boot=100, n_perm=200)
     assert result.task == "pairwise"
     m = result.entries[0].measures
-    assert m["position_consistency"].value == pytest.approx(0.5)
-    assert m["preference_fairness"].value == pytest.approx(-1 / 6)
-    assert (m["preference_fairness"].extra["primacy"], m["preference_fairness"].extra["recency"]) == (2, 1)
-    assert m["swap_gain"].value == pytest.approx(1 / 6)
-    assert m["swap_gain"].extra["accuracy_one_order"] == pytest.approx(2 / 6)
+    assert m["position-consistency"].value == pytest.approx(0.5)
+    assert m["preference-fairness"].value == pytest.approx(-1 / 6)
+    assert (m["preference-fairness"].extra["primacy"], m["preference-fairness"].extra["recency"]) == (2, 1)
+    assert m["swap-gain"].value == pytest.approx(1 / 6)
+    assert m["swap-gain"].extra["accuracy_one_order"] == pytest.approx(2 / 6)
     # the headline verdict is the majority of the original order's samples: p2 has first, first, second
-    assert m["preference_accuracy"].value == pytest.approx(2 / 6)
-    per_pc = m["position_consistency"].extra["per_group"]
-    per_pf = m["preference_fairness"].extra["per_group"]
+    assert m["preference-accuracy"].value == pytest.approx(2 / 6)
+    per_pc = m["position-consistency"].extra["per_group"]
+    per_pf = m["preference-fairness"].extra["per_group"]
     assert per_pc["S1 vs S2"]["value"] == pytest.approx(2 / 3) and per_pc["S3 vs S4"]["value"] == pytest.approx(1 / 3)
     assert per_pf["S1 vs S2"]["value"] == pytest.approx(-1 / 3) and per_pf["S3 vs S4"]["value"] == pytest.approx(0.0)
     # repetition stability over the instances judged more than once: p1 original (3/3), p2 original (2/3)
-    assert m["repetition_stability"].value == pytest.approx((1 + 2 / 3) / 2) and m["repetition_stability"].n == 2
+    assert m["repetition-stability"].value == pytest.approx((1 + 2 / 3) / 2) and m["repetition-stability"].n == 2
     # every decisive original-order verdict on texts of different length: p1 A, p2 A, p3 B, p5 B, p6 A;
     # B is always the longer text, so P(longer) = 2/5
-    assert m["longer_preference"].extra["p_longer"] == pytest.approx(2 / 5)
+    assert m["longer-preference"].extra["p_longer"] == pytest.approx(2 / 5)
     write_report(result, tmp_path)
     report = (tmp_path / "report.md").read_text()
     assert "## Per system pair" in report and "| hand | S1 vs S2 | 3 | 0.667" in report
@@ -261,9 +261,9 @@ async def test_released_head_to_head_through_the_recorded_path_matches_the_recor
                            out_dir=tmp_path, progress=False, n_boot=50, n_perm=100)
     m = result.entries[0].measures
     assert result.entries[0].summary.calls == 0 and len(result.items) == 1100
-    assert m["position_consistency"].value == pytest.approx(direct.value)
-    assert m["position_consistency"].n + m["position_consistency"].n_failed == 1100
-    assert len(m["preference_fairness"].extra["per_group"]) == 11
+    assert m["position-consistency"].value == pytest.approx(direct.value)
+    assert m["position-consistency"].n + m["position-consistency"].n_failed == 1100
+    assert len(m["preference-fairness"].extra["per_group"]) == 11
     gold = {it.id: it.gold for it in result.items}
     humans = {f"{r.pair}/{r.doc_id}": (r.human_score_1, r.human_score_2) for r in records}
     for item_id, (h1, h2) in humans.items():

@@ -248,8 +248,8 @@ def test_compare_takes_every_released_judge_of_a_repository_as_an_entry(tmp_path
     bench = load_llmbar(LLMBAR, sets=[NATURAL])
     result = asyncio.run(compare(bench, RELEASE_CRITERION, entries, out_dir=tmp_path, progress=False, n_boot=50))
     rows = {e.name: e for e in result.entries}
-    assert rows["GPT-4/CoT"].measures["preference_accuracy"].value == pytest.approx(1.0)
-    assert rows["GPT-4/Vanilla"].measures["position_consistency"].value == pytest.approx(0.5)
+    assert rows["GPT-4/CoT"].measures["preference-accuracy"].value == pytest.approx(1.0)
+    assert rows["GPT-4/Vanilla"].measures["position-consistency"].value == pytest.approx(0.5)
     with pytest.raises(ConfigError, match="they answer 'overall'"):
         Entry.all_released(f"llmbar:{LLMBAR}", "helpfulness")
 

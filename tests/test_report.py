@@ -82,7 +82,7 @@ class FlakyJudge(Judge):
         return {"kind": "flaky"}
 
 
-@register("measure", "test_top_share")
+@register("measure", "test-top-share")
 class TopShare(ReportedMeasure):
     """A measure declared in one place (here): the share of items given the scale's top score."""
 
@@ -91,7 +91,7 @@ class TopShare(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """Share of scored items at the top of the scale."""
         ok = entry.scores[entry.scores == entry.scores]
-        return Measure(name="test_top_share", value=float((ok == entry.scale.max).mean()), n=len(ok),
+        return Measure(name="test-top-share", value=float((ok == entry.scale.max).mean()), n=len(ok),
                        n_failed=len(entry.scores) - len(ok))
 
 
@@ -126,7 +126,7 @@ def test_results_json_holds_every_judgment_and_measure(written: tuple[Path, Comp
     for e in data["entries"]:
         assert len(e["judgments"]) == 12 and set(e["measures"]) == set(measure_table("score"))
     assert data["entries"][0]["summary"]["parse_failures"] == 3
-    assert data["entries"][1]["measures"]["spearman_item"]["ci_low"] is not None
+    assert data["entries"][1]["measures"]["spearman-item"]["ci_low"] is not None
     assert data["settings"]["command"] == "pytest"
     assert load_results(folder) == load_results(folder / "results.json")
 
@@ -226,7 +226,7 @@ def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(tmp_path: P
 async def test_report_gives_consistency_of_scored_and_of_all_and_says_how_to_read_measures(tmp_path: Path) -> None:
     result = await compare(_bench(), "quality", [Entry(name="flaky", judge=FlakyJudge())], out_dir=tmp_path,
                            progress=False, n_boot=20, n_perm=50)
-    m = result.entries[0].measures["perturbation_consistency"]
+    m = result.entries[0].measures["perturbation-consistency"]
     # 12 items: 4 on S2 have no score under perturbation b; of the 8 others, 6 (not on d0) agree
     assert (m.count, m.n, m.n_failed) == (6, 8, 4)
     assert m.value == pytest.approx(6 / 8) and m.of_all == pytest.approx(6 / 12)
@@ -237,16 +237,16 @@ async def test_report_gives_consistency_of_scored_and_of_all_and_says_how_to_rea
     assert body[0][header.index("consistency (↑ higher)")].startswith("0.750") and "of all: 0.500 of 12" in md
     assert "| consistency | ↑ higher | 0.750 |" in md and "| 0.500 of 12 |" in md
     assert "each dropped one counted against the judge" in md
-    assert "How to read:" in md and MEASURES["perturbation_consistency"].note in md
+    assert "How to read:" in md and MEASURES["perturbation-consistency"].note in md
 
 
 def test_a_registered_measure_appears_in_results_table_and_notes(written: tuple[Path, CompareResult]) -> None:
     folder, result = written
-    assert "test_top_share" in MEASURES and MEASURES["test_top_share"].label == "top share"
+    assert "test-top-share" in MEASURES and MEASURES["test-top-share"].label == "top share"
     top = [float(it.output[2]) == 5.0 for it in _bench().items]
-    assert result.entry("truth").measures["test_top_share"].value == pytest.approx(sum(top) / len(top))
+    assert result.entry("truth").measures["test-top-share"].value == pytest.approx(sum(top) / len(top))
     md = (folder / "report.md").read_text()
     header, _ = _main_table(md)
     assert "top share (↓ lower)" in header and "- top share: a test measure" in md
-    alpha_note = MEASURES["alpha_across_samples"].note
+    alpha_note = MEASURES["alpha-across-samples"].note
     assert "binned to the coarsest scale" in alpha_note and alpha_note in md

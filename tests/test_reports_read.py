@@ -348,7 +348,7 @@ def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path:
                                                       Entry.from_pipeline("three", constant,
                                                                           "sampling(n=3, temperature=0.7)")],
                                  out_dir=tmp_path, progress=False, n_boot=20, n_perm=50))
-    assert not any(e.measures["alpha_across_samples"].ok for e in result.entries)
+    assert not any(e.measures["alpha-across-samples"].ok for e in result.entries)
     md = (tmp_path / "report.md").read_text()
     line = next(ln for ln in md.split("Not computed for any entry:")[1].splitlines() if ln.startswith("- α samples"))
     assert "one: every judgment holds at most 1 sample" in line

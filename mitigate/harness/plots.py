@@ -35,7 +35,7 @@ def human_quality(result: CompareResult) -> dict[str, float]:
     return {k: float(np.mean(v)) for k, v in sums.items()}
 
 
-PAIR_KEYS = ("position_consistency", "preference_fairness")
+PAIR_KEYS = ("position-consistency", "preference-fairness")
 
 
 def pair_tables(result: CompareResult) -> dict[str, dict[str, dict[str, Any]]]:
@@ -46,7 +46,7 @@ def pair_tables(result: CompareResult) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def has_consistency(result: CompareResult) -> bool:
-    return any(e.measures.get("perturbation_consistency") is not None and e.measures["perturbation_consistency"].ok
+    return any(e.measures.get("perturbation-consistency") is not None and e.measures["perturbation-consistency"].ok
                for e in result.entries)
 
 
@@ -155,7 +155,7 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
                     va="center", fontsize=9, color="#c0392b")
             ax.set_xticks([])
             ax.set_yticks([])
-        bias = e.measures.get("bias_score")
+        bias = e.measures.get("bias-score")
         title = _short(e.name)
         if ok.sum() >= 2 and np.ptp(ls[ok]) > 0:
             slope, intercept = np.polyfit(ls[ok], us[ok], 1)
@@ -185,7 +185,7 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
     x = np.arange(len(systems))
     for k, e in enumerate(entries):
         vals = [e.per_system[s].value if s in e.per_system else math.nan for s in systems]
-        meta = e.measures.get("meta_spearman")
+        meta = e.measures.get("meta-spearman")
         label = _short(e.name) + (f" (M={meta.value:.2f})" if meta is not None and meta.ok else "")
         ax.bar(x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width, label=label)
         for xi, v in zip(x, vals, strict=True):
@@ -240,7 +240,7 @@ def _consistency_plot(result: CompareResult, path: Path) -> Path:
     plt = _plt()
     names, vals, lows, highs = [], [], [], []
     for e in result.entries:
-        m = e.measures.get("perturbation_consistency")
+        m = e.measures.get("perturbation-consistency")
         if m is None or not m.ok:
             continue
         names.append(_short(e.name, 20))

@@ -26,10 +26,10 @@ __all__ = ["MIN_DOCUMENTS", "MIN_ITEMS", "bottom_lines", "chosen_demos", "plain_
 
 
 _FIRST_SECOND: dict[str, tuple[str, str]] = {
-    "bias_score": ("the likelihood LS is the same for every item", "the judge-minus-human gap US is the same for "
+    "bias-score": ("the likelihood LS is the same for every item", "the judge-minus-human gap US is the same for "
                    "every item"),
-    "length_spearman": ("the judge gave every item the same score", "every output has the same length"),
-    "meta_spearman": ("every system has the same human quality", "every system has the same P_i"),
+    "length-spearman": ("the judge gave every item the same score", "every output has the same length"),
+    "meta-spearman": ("every system has the same human quality", "every system has the same P_i"),
 }
 """Measure key -> what a constant first / second input of its correlation means."""
 

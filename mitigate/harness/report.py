@@ -143,7 +143,7 @@ def _fmt(v: float | None, digits: int = 3) -> str:
 def _value_text(key: str, m: Measure) -> str:
     if not m.ok:
         return "n/a"
-    if key == "correct_preferences":
+    if key == "correct-preferences":
         pairs = m.extra.get("n_pairs")
         return f"{m.value:g}/{pairs}" if pairs else f"{m.value:g}"
     return _fmt(m.value)
@@ -159,7 +159,7 @@ def _of_all_text(m: Measure) -> str:
 def _ci_text(m: Measure, key: str = "") -> str:
     if m.ci_low is None or m.ci_high is None:
         return ""
-    if key == "correct_preferences":
+    if key == "correct-preferences":
         return f" [{m.ci_low:.3g}, {m.ci_high:.3g}]"
     return f" [{_fmt(m.ci_low)}, {_fmt(m.ci_high)}]"
 
@@ -276,7 +276,7 @@ def _summary_lines(result: CompareResult) -> list[str]:
     delta_info = _delta_info(result)
     has_delta = any(e.comparison is not None for e in result.entries)
     # a swap gain without gold ties is <= 0 by construction: neither "higher is better" nor a best value
-    unsigned = {k for k in cols if k == "swap_gain" and all(
+    unsigned = {k for k in cols if k == "swap-gain" and all(
         e.measures[k].extra.get("nonpositive_by_construction") for e in result.entries
         if e.measures.get(k) is not None and e.measures[k].ok)}
     head = ["entry", "n ok", "parse failures", "errors",
@@ -392,7 +392,7 @@ def _details(result: CompareResult) -> list[str]:
     out = ["", "## Every measure", ""]
     for e in result.entries:
         sm = e.summary
-        acc = e.measures.get("preference_accuracy")
+        acc = e.measures.get("preference-accuracy")
         n_abs = int(acc.extra.get("abstained") or 0) if acc is not None else 0
         outcome = ""
         if n_abs:
@@ -423,7 +423,7 @@ def _answers_text(result: CompareResult, e: EntryResult) -> str:
     """What the entry's answers are: a scale for a score judge; verdicts (and the order(s) counted) for pairwise."""
     if result.task != "pairwise":
         return f"scale {e.scale.describe()}"
-    acc = e.measures.get("preference_accuracy")
+    acc = e.measures.get("preference-accuracy")
     orders = acc.extra.get("orders") if acc is not None else None
     return "verdicts first / second / tie" + (f"; its verdict counts {orders}" if orders else "")
 
@@ -474,7 +474,7 @@ def _per_pair(result: CompareResult) -> list[str]:
         return _fmt(row["value"]) + ci
 
     for name, t in tables.items():
-        pc, pf = t.get("position_consistency", {}), t.get("preference_fairness", {})
+        pc, pf = t.get("position-consistency", {}), t.get("preference-fairness", {})
         for pair in dict.fromkeys([*pc, *pf]):
             a, b = pc.get(pair), pf.get(pair)
             n = (a or b or {}).get("n", 0)

@@ -105,7 +105,7 @@ def item_correlation(
     h = as_float_array(human, "human")
     x, y = complete_pairs(j, h)
     failed = len(j) - len(x)
-    name = f"{method}_item"
+    name = f"{method}-item"
     reason = why_no_correlation(x, y)
     if reason is not None:
         return undefined(name, len(x), failed, reason)
@@ -149,7 +149,7 @@ def document_correlation(
             used += int(complete[idx].sum())
         else:
             n_undefined += 1
-    name = f"{method}_document"
+    name = f"{method}-document"
     extra = {"n_documents": len(per_doc), "n_documents_undefined": n_undefined}
     if not per_doc:
         return undefined(name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)", **extra)
@@ -196,7 +196,7 @@ def system_correlation(
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
     qj, qh = _system_means(jm, hm)
     extra = {"systems": {str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)}}
-    name = f"{method}_system"
+    name = f"{method}-system"
     x, y = complete_pairs(qj, qh)
     reason = why_no_correlation(x, y)
     if reason is not None:
@@ -327,7 +327,7 @@ def correct_preferences(
     ``extra["pairs"]`` the per-pair table. The bootstrap resamples documents.
     """
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
-    name = "correct_preferences"
+    name = "correct-preferences"
     if len(cols) < 2:
         return undefined(name, used, failed, f"needs at least 2 systems; got {len(cols)}")
 
@@ -382,15 +382,15 @@ class _Correlation(ReportedMeasure):
             return item_correlation(entry.scores, entry.human, method, **entry.ci)
         if self.level == "document":
             if not entry.has_docs:
-                return undefined(f"{method}_document", 0, 0, "items carry no doc_id")
+                return undefined(f"{method}-document", 0, 0, "items carry no doc_id")
             return document_correlation(entry.scores, entry.human, entry.docs, method, **entry.ci)
         if not entry.has_systems:
-            return undefined(f"{method}_system", 0, 0, "items carry no system label")
+            return undefined(f"{method}-system", 0, 0, "items carry no system label")
         return system_correlation(entry.scores, entry.human, entry.systems, method,
                                   doc_ids=entry.docs if entry.has_docs else None, **entry.ci)
 
 
-@register("measure", "spearman_item")
+@register("measure", "spearman-item")
 class SpearmanItem(_Correlation):
     """Spearman between judge and human scores, pooled over every item (:func:`item_correlation`)."""
 
@@ -398,7 +398,7 @@ class SpearmanItem(_Correlation):
     level, method = "item", "spearman"
 
 
-@register("measure", "kendall_item")
+@register("measure", "kendall-item")
 class KendallItem(_Correlation):
     """Kendall tau-b between judge and human scores, pooled over every item."""
 
@@ -406,7 +406,7 @@ class KendallItem(_Correlation):
     level, method = "item", "kendall"
 
 
-@register("measure", "pearson_item")
+@register("measure", "pearson-item")
 class PearsonItem(_Correlation):
     """Pearson between judge and human scores, pooled over every item."""
 
@@ -414,7 +414,7 @@ class PearsonItem(_Correlation):
     level, method = "item", "pearson"
 
 
-@register("measure", "spearman_document")
+@register("measure", "spearman-document")
 class SpearmanDocument(_Correlation):
     """Spearman across each document's outputs, averaged over documents (:func:`document_correlation`)."""
 
@@ -422,7 +422,7 @@ class SpearmanDocument(_Correlation):
     level, method = "document", "spearman"
 
 
-@register("measure", "kendall_document")
+@register("measure", "kendall-document")
 class KendallDocument(_Correlation):
     """Kendall tau-b across each document's outputs, averaged over documents."""
 
@@ -430,7 +430,7 @@ class KendallDocument(_Correlation):
     level, method = "document", "kendall"
 
 
-@register("measure", "pearson_document")
+@register("measure", "pearson-document")
 class PearsonDocument(_Correlation):
     """Pearson across each document's outputs, averaged over documents."""
 
@@ -438,7 +438,7 @@ class PearsonDocument(_Correlation):
     level, method = "document", "pearson"
 
 
-@register("measure", "spearman_system")
+@register("measure", "spearman-system")
 class SpearmanSystem(_Correlation):
     """Spearman between the systems' mean judge and human scores (:func:`system_correlation`)."""
 
@@ -446,7 +446,7 @@ class SpearmanSystem(_Correlation):
     level, method = "system", "spearman"
 
 
-@register("measure", "kendall_system")
+@register("measure", "kendall-system")
 class KendallSystem(_Correlation):
     """Kendall tau-b between the systems' mean judge and human scores."""
 
@@ -454,7 +454,7 @@ class KendallSystem(_Correlation):
     level, method = "system", "kendall"
 
 
-@register("measure", "pearson_system")
+@register("measure", "pearson-system")
 class PearsonSystem(_Correlation):
     """Pearson between the systems' mean judge and human scores."""
 
@@ -462,7 +462,7 @@ class PearsonSystem(_Correlation):
     level, method = "system", "pearson"
 
 
-@register("measure", "correct_preferences")
+@register("measure", "correct-preferences")
 class CorrectPreferences(ReportedMeasure):
     """#CP: system pairs the judge orders as the humans do (Shen et al. 2023; :func:`correct_preferences`)."""
 
@@ -473,11 +473,11 @@ class CorrectPreferences(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """#CP; needs items with both a system and a doc_id."""
         if not (entry.has_systems and entry.has_docs):
-            return undefined("correct_preferences", 0, 0, "#CP needs items with both system and doc_id")
+            return undefined("correct-preferences", 0, 0, "#CP needs items with both system and doc_id")
         return correct_preferences(entry.scores, entry.human, entry.systems, entry.docs, **entry.ci)
 
 
-@register("measure", "meta_spearman")
+@register("measure", "meta-spearman")
 class MetaSpearman(ReportedMeasure):
     """Meta-correlation M = Spearman(Q_i, P_i) over systems (Shen et al. 2023; :func:`meta_correlation`)."""
 
@@ -490,6 +490,6 @@ class MetaSpearman(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """M with Spearman; needs system labels."""
         if not entry.has_systems:
-            return undefined("meta_spearman", 0, 0, "items carry no system label")
+            return undefined("meta-spearman", 0, 0, "items carry no system label")
         return meta_correlation(entry.scores, entry.human, entry.systems, "spearman",
                                 doc_ids=entry.docs if entry.has_docs else None, **entry.ci)

@@ -85,7 +85,7 @@ def perturbation_consistency(
         complete.append(list(row))
         same.append(float(all(labels_equal(row[0], v) for v in row[1:])))
     failed = len(ids) - len(same)
-    name = "perturbation_consistency"
+    name = "perturbation-consistency"
     if not same:
         return undefined(name, 0, failed, "no item has an output under every perturbation", perturbations=names)
     arr = np.array(same)
@@ -192,7 +192,7 @@ def perturbation_outputs(judgments: Sequence[Judgment]) -> dict[str, dict[str, A
     return outputs
 
 
-@register("measure", "perturbation_consistency")
+@register("measure", "perturbation-consistency")
 class PerturbationConsistency(ReportedMeasure):
     """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`)."""
 
@@ -208,6 +208,6 @@ class PerturbationConsistency(ReportedMeasure):
         """Consistency over ``meta["perturbations"]``; NaN when fewer than 2 perturbations were recorded."""
         outputs = perturbation_outputs(entry.judgments)
         if len(outputs) < 2:
-            return undefined("perturbation_consistency", 0, 0,
+            return undefined("perturbation-consistency", 0, 0,
                              "no judgment carries scores under 2 or more perturbations in meta['perturbations']")
         return perturbation_consistency(outputs, **entry.ci)

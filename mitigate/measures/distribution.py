@@ -93,7 +93,7 @@ def scale_coverage(
         return len(np.unique(nearest_points(x, s))) / points
 
     return _distribution_measure(
-        "scale_coverage", scores, s, stat, lambda x: {"histogram": score_histogram(x, s), "n_points": points},
+        "scale-coverage", scores, s, stat, lambda x: {"histogram": score_histogram(x, s), "n_points": points},
         ci=ci, n_boot=n_boot, alpha=alpha, seed=seed,
     )
 
@@ -153,7 +153,7 @@ def score_entropy(
     def extra(x: np.ndarray) -> dict[str, Any]:
         return {"max_bits": max_bits, "normalised": stat(x) / max_bits if max_bits else math.nan}
 
-    return _distribution_measure("score_entropy", scores, s, stat, extra, ci=ci, n_boot=n_boot, alpha=alpha,
+    return _distribution_measure("score-entropy", scores, s, stat, extra, ci=ci, n_boot=n_boot, alpha=alpha,
                                  seed=seed)
 
 
@@ -329,7 +329,7 @@ def correlation_by_position(
 # reported per entry by compare
 
 
-@register("measure", "scale_coverage")
+@register("measure", "scale-coverage")
 class ScaleCoverage(ReportedMeasure):
     """Share of the scale's points the judge used (:func:`scale_coverage`)."""
 
@@ -343,7 +343,7 @@ class ScaleCoverage(ReportedMeasure):
         return scale_coverage(entry.scores, entry.scale, **entry.ci)
 
 
-@register("measure", "score_entropy")
+@register("measure", "score-entropy")
 class ScoreEntropy(ReportedMeasure):
     """Entropy in bits of the judge's scores over the scale's points (:func:`score_entropy`)."""
 
@@ -357,7 +357,7 @@ class ScoreEntropy(ReportedMeasure):
         return score_entropy(entry.scores, entry.scale, **entry.ci)
 
 
-@register("measure", "round_number_excess_5")
+@register("measure", "round-number-excess-5")
 class RoundNumberExcess5(ReportedMeasure):
     """Excess share of multiples of 5 over a uniform spread (:func:`round_number_excess`)."""
 
@@ -369,6 +369,6 @@ class RoundNumberExcess5(ReportedMeasure):
         """Multiples of 5; NaN on scales with fewer than 10 integer points."""
         if len(entry.scale.integer_points()) < 10:
             return undefined(
-                "round_number_excess_5", 0, 0,
+                "round-number-excess-5", 0, 0,
                 f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more integer points)")
         return round_number_excess(entry.scores, entry.scale, 5, **entry.ci)

@@ -141,7 +141,7 @@ def bias_score(
     BiasScore). Positive means likely texts are overrated.
     """
     m = item_correlation(ls, us, "spearman", ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
-    return m.model_copy(update={"name": "bias_score"})
+    return m.model_copy(update={"name": "bias-score"})
 
 
 def _grouped_means(values: np.ndarray, groups: np.ndarray) -> dict[float, dict[str, float]]:
@@ -200,7 +200,7 @@ def familiarity(
 # reported per entry by compare
 
 
-@register("measure", "bias_score")
+@register("measure", "bias-score")
 class BiasScore(ReportedMeasure):
     """BiasScore = Spearman(LS, US) (Ohi et al. 2024; :func:`bias_score`)."""
 
@@ -213,6 +213,6 @@ class BiasScore(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """BiasScore from the entry's LS; NaN when likelihood was not computed."""
         if entry.ls is None:
-            return undefined("bias_score", 0, 0, "likelihood (LS) was not computed; run with likelihood on")
+            return undefined("bias-score", 0, 0, "likelihood (LS) was not computed; run with likelihood on")
         us = unfairness_scores(entry.scores, entry.human)
         return bias_score(np.asarray(entry.ls, dtype=float), us, **entry.ci)

@@ -229,7 +229,7 @@ def position_consistency(
     cats = [pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)]
     used = [c for c in cats if c is not None]
     failed = len(cats) - len(used)
-    name = "position_consistency"
+    name = "position-consistency"
     if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders")
     hits = np.array([float(c == "consistent") for c in used])
@@ -268,7 +268,7 @@ def preference_fairness(
     cats = [pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)]
     used = [c for c in cats if c is not None]
     failed = len(cats) - len(used)
-    name = "preference_fairness"
+    name = "preference-fairness"
     if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders")
     primacy = np.array([float(c == "primacy") for c in used])
@@ -303,7 +303,7 @@ def repetition_stability(
             failed += 1
             continue
         per.append(max(Counter(got).values()) / len(got))
-    name = "repetition_stability"
+    name = "repetition-stability"
     if not per:
         reason = ("no instance was judged more than once" if not repeated
                   else "no repeated instance has 2 or more parsed verdicts")
@@ -332,7 +332,7 @@ def preference_accuracy(
     labelled = [(a, b) for a, b in zip(v, g, strict=True) if b is not None]
     used = [(a, b) for a, b in labelled if a is not None]
     failed = len(labelled) - len(used)
-    name = "preference_accuracy"
+    name = "preference-accuracy"
     if not used:
         return undefined(name, 0, failed, "no item has both a verdict and a gold preference")
     hits = np.array([float(a == b) for a, b in used])
@@ -373,7 +373,7 @@ def longer_preference(
             skipped["equal_length"] += 1
         else:
             hits.append(float((verdict == "A") == (la > lb)))
-    name = "longer_preference"
+    name = "longer-preference"
     # only a missing verdict is a failure; a tie or two texts of equal length are outside the measure
     failed = skipped["no_verdict"]
     if not hits:
@@ -432,7 +432,7 @@ def swap_gain(
             continue
         one.append(float(presented_to_text(a, "original") == want))
         both.append(float(reconcile(a, b, on_flip) == want))
-    name = "swap_gain"
+    name = "swap-gain"
     if not one:
         return undefined(name, 0, failed, "no pair has verdicts in both orders and a gold preference")
     x, y = np.array(both), np.array(one)
@@ -476,7 +476,7 @@ def accuracy_both_orders(
             hit = float(presented_to_text(verdict, order) == want)  # type: ignore[arg-type]
             hits.append(hit)
             per_order[order].append(hit)
-    name = "accuracy_both_orders"
+    name = "accuracy-both-orders"
     if not hits:
         return undefined(name, 0, failed, "no verdict in either order on an item with a gold preference")
     arr = np.array(hits)
@@ -534,7 +534,7 @@ ABSTAIN_FLAG = "no_majority"
 """The flag of a judgment whose judge abstained (a majority panel without a majority; see strategies.panel)."""
 
 
-@register("measure", "preference_accuracy")
+@register("measure", "preference-accuracy")
 class PreferenceAccuracy(ReportedMeasure):
     """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`)."""
 
@@ -570,7 +570,7 @@ class PreferenceAccuracy(ReportedMeasure):
                                       alpha=entry.ci.get("alpha", 0.05), seed=entry.ci.get("seed", 0))
                     if entry.ci.get("ci") else None)
         # an abstention is in ``arr`` (counted wrong), so it is not a dropped item as well: only parse failures are
-        out = share("preference_accuracy", arr, m.n_failed - n_abs, interval=interval,
+        out = share("preference-accuracy", arr, m.n_failed - n_abs, interval=interval,
                     extra={**m.extra, "orders": verdict_order_text(entry.judgments), "abstained": n_abs,
                            "abstention_rate": n_abs / len(arr),
                            "accuracy_when_decided": m.value if m.ok else None})
@@ -588,7 +588,7 @@ def verdict_order_text(judgments: Sequence[Judgment]) -> str:
     return "one order, as presented"
 
 
-@register("measure", "accuracy_both_orders")
+@register("measure", "accuracy-both-orders")
 class AccuracyBothOrders(ReportedMeasure):
     """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`)."""
 
@@ -599,11 +599,11 @@ class AccuracyBothOrders(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "accuracy_both_orders",
+        return _from_both_orders(entry, "accuracy-both-orders",
                                  lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci))
 
 
-@register("measure", "swap_gain")
+@register("measure", "swap-gain")
 class SwapGain(ReportedMeasure):
     """Accuracy of the position-swapped verdict minus that of the original order alone (:func:`swap_gain`)."""
 
@@ -614,10 +614,10 @@ class SwapGain(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "swap_gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
+        return _from_both_orders(entry, "swap-gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
 
 
-@register("measure", "longer_preference")
+@register("measure", "longer-preference")
 class LongerPreference(ReportedMeasure):
     """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`)."""
 
@@ -633,7 +633,7 @@ class LongerPreference(ReportedMeasure):
                                  [word_count(i.output_b or "") for i in entry.items], **entry.ci)
 
 
-@register("measure", "preference_fairness")
+@register("measure", "preference-fairness")
 class PreferenceFairness(ReportedMeasure):
     """Shi et al.'s preference fairness over both orders (:func:`preference_fairness`), per system pair too."""
 
@@ -646,11 +646,11 @@ class PreferenceFairness(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "preference_fairness", lambda o, s: preference_fairness(
+        return _from_both_orders(entry, "preference-fairness", lambda o, s: preference_fairness(
             o, s, groups=_pair_groups(entry), **entry.ci))
 
 
-@register("measure", "position_consistency")
+@register("measure", "position-consistency")
 class PositionConsistency(ReportedMeasure):
     """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too."""
 
@@ -662,11 +662,11 @@ class PositionConsistency(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "position_consistency", lambda o, s: position_consistency(
+        return _from_both_orders(entry, "position-consistency", lambda o, s: position_consistency(
             o, s, groups=_pair_groups(entry), **entry.ci))
 
 
-@register("measure", "repetition_stability")
+@register("measure", "repetition-stability")
 class RepetitionStability(ReportedMeasure):
     """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts."""
 
@@ -681,6 +681,6 @@ class RepetitionStability(ReportedMeasure):
         """From ``meta["verdict_samples"]``; NaN when no pair was judged more than once."""
         trials = verdict_samples(entry.judgments)
         if not trials:
-            return undefined("repetition_stability", 0, 0,
+            return undefined("repetition-stability", 0, 0,
                              "no judgment holds repeated verdicts (meta['verdict_samples'])")
         return repetition_stability(trials, **entry.ci)

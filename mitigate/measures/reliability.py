@@ -102,7 +102,7 @@ def alpha_across_samples(
     :func:`alpha_across_settings`, which bins them to a common scale first.
     """
     m = krippendorff_alpha(samples, level, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
-    return m.model_copy(update={"name": "alpha_across_samples"})
+    return m.model_copy(update={"name": "alpha-across-samples"})
 
 
 def bin_to_scale(
@@ -204,7 +204,7 @@ def sample_rows(judgments: Sequence[Judgment], criterion: str) -> np.ndarray:
     return mat
 
 
-@register("measure", "alpha_across_samples")
+@register("measure", "alpha-across-samples")
 class AlphaAcrossSamples(ReportedMeasure):
     """Krippendorff's alpha across repeated samples of the judge (:func:`alpha_across_samples`)."""
 
@@ -220,6 +220,6 @@ class AlphaAcrossSamples(ReportedMeasure):
         """Alpha over the judgments' samples; NaN when every judgment holds at most one."""
         mat = sample_rows(entry.judgments, entry.criterion)
         if mat.shape[0] < 2:
-            return undefined("alpha_across_samples", 0, 0,
+            return undefined("alpha-across-samples", 0, 0,
                              "every judgment holds at most 1 sample (set n > 1 to measure it)")
         return alpha_across_samples(list(mat), **entry.ci)

@@ -142,7 +142,7 @@ def length_correlation(
     """
     values = [word_count(v) if isinstance(v, str) else v for v in lengths]
     m = item_correlation(scores, values, "spearman", ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
-    return m.model_copy(update={"name": "length_spearman"})
+    return m.model_copy(update={"name": "length-spearman"})
 
 
 def source_sensitivity(
@@ -189,7 +189,7 @@ def source_sensitivity(
 # reported per entry by compare
 
 
-@register("measure", "length_spearman")
+@register("measure", "length-spearman")
 class LengthSpearman(ReportedMeasure):
     """Spearman(score, output length in words) (Liu et al. 2024; :func:`length_correlation`)."""
 

@@ -320,7 +320,7 @@ class Objective(Component):
                     for name, out in per.items():
                         outputs.setdefault(str(name), {})[j.item_id] = out
             if len(outputs) < 2:
-                consistency = Measure(name="perturbation_consistency", value=math.nan, n=0,
+                consistency = Measure(name="perturbation-consistency", value=math.nan, n=0,
                                       reason="no judgment records outputs under 2 or more perturbations in "
                                              "meta['perturbations'] (wrap the judge in a PerturbationProbe)")
             else:
@@ -338,7 +338,7 @@ class Objective(Component):
                 reasons.append(f"consistency: {consistency.reason}")
         if self.bias_weight:
             if not np.isfinite(a.ls).any():
-                bias = Measure(name="bias_score", value=math.nan, n=0,
+                bias = Measure(name="bias-score", value=math.nan, n=0,
                                reason="no LS was given for these items (pass ls= or a likelihood backend)")
             else:
                 bias = measures.bias_score(a.ls, measures.unfairness_scores(a.scores, a.human))

@@ -174,6 +174,8 @@ def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge,
 class PerturbationProbe(Mitigation):
     """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
 
+    Not a bias probe (registry kind ``"probe"``, :mod:`mitigate.probes`, rewrites of the judged
+    text): a mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline``.
     Wraps a judge into a :class:`PerturbationProbeJudge` that scores each item under the
     test prompt's own guideline *and* under each perturbed version of it, keeps the
     original's score as the judgment's score, and records every version's output in
