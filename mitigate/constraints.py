@@ -10,7 +10,7 @@ scikit-learn's wording: "The 'k' parameter of Stratified must be an int >= 1. Go
 Registered components declare theirs in ``parameter_constraints`` (:mod:`mitigate.registry`,
 which re-exports these names); the command line checks its options with the same sentences.
 This module imports nothing but the package's errors, so checking a value never loads pydantic
-or the registry (issue 29: the command line's start).
+or the registry, so the command line starts without them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bounded in every dimension (issue 28): every misbehaving server stops a run within one deadline plus the
+"""Bounded in every dimension: every misbehaving server stops a run within one deadline plus the
 breaker's three attempts, with its real cause; caps refuse before sending; writes respect what a path is."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``mitigate list`` and ``mitigate mitigations`` (issue 27): every registered component, with its parameters,
+"""``mitigate list`` and ``mitigate mitigations``: every registered component, with its parameters,
 their types, defaults and accepted values, and its paper, read from the registry; ``--json``."""
 
 from __future__ import annotations

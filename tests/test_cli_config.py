@@ -1,4 +1,4 @@
-"""Config files (issue 27): ``-f run.toml`` reads any command's options, ``--save-config`` writes them back,
+"""Config files: ``-f run.toml`` reads any command's options, ``--save-config`` writes them back,
 the command line overrides only what it gives, and a bad key or value is one line naming file:line."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every registered mitigation composes with the others (issue 4): three maximal pipelines, checked call by call.
+"""Every registered mitigation composes with the others: three maximal pipelines, checked call by call.
 
 One pipeline cannot hold all thirteen strategies, for reasons that are the strategies' own
 semantics rather than gaps in the plumbing. They are split into three pipelines that together
@@ -377,7 +377,7 @@ def test_the_three_pipelines_cover_every_registered_mitigation(
     # every registered mitigation but the demo presets (Preset classes, checked above or covered by
     # test_demos.py and test_selectors.py) and
     # the issue-14 components beyond the five papers, composed in test_selective.py,
-    # test_calibration.py and test_panel_evidence_length.py (style-control, issue 26: test_style_control.py)
+    # test_calibration.py and test_panel_evidence_length.py (style-control: test_style_control.py)
     beyond = ("selective", "panel", "length-control", "contextual-calibration", "batch-calibration",
               "multiple-evidence", "style-control")
     registered = {name for name, cls in S.registered().items()

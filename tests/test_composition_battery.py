@@ -602,7 +602,7 @@ def test_triples_are_coherent_or_refused_in_one_line(steps: tuple[str, ...]) -> 
     assert outcome["ok"] >= 1, outcome
 
 
-# --------------------------------------------------------------------------- the examples of issue 23, pinned
+# --------------------------------------------------------------------------- incoherent combinations once sent, pinned
 
 
 def test_granularity_rescales_demos_in_either_order_and_rewrites_every_statement() -> None:

@@ -324,7 +324,7 @@ def test_the_highest_rs_selector_fits_itself_with_a_judge_like_the_mitigation() 
 
 
 def test_the_released_codes_max_deviation_scaling_is_reachable_from_the_mitigation_and_the_selector() -> None:
-    """Issue 21 point 7: highest-rs-demos(scaling=...) and the selector pass it to unfairness_scores."""
+    """highest-rs-demos(scaling=...) and the selector pass it to unfairness_scores."""
     from mitigate import measures as M
     from mitigate.strategies import parse_pipeline
 

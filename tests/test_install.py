@@ -1,6 +1,6 @@
 """Every install runs: the package's imports are declared, and a clean venv with no extra works.
 
-Two checks of one promise (issue 21: `mitigate --help` once died on an undeclared `click`):
+Two checks of one promise (`mitigate --help` must not die on an undeclared dependency such as `click`):
 
 - a static one, always run: every third-party module the package imports is provided by a
   distribution declared in ``pyproject.toml``, in the core dependencies or in the extra of

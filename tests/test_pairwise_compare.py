@@ -86,7 +86,7 @@ def test_cli_compare_on_a_pairwise_benchmark_needs_a_pairwise_prompt(tmp_path: P
 
 
 async def test_the_pairwise_report_counts_both_orders_and_never_flatters(tmp_path: Path) -> None:
-    """Issue 21 point 4: accuracy over both orders beside the judge's verdict, the orders named, no scale line,
+    """Accuracy over both orders beside the judge's verdict, the orders named, no scale line,
     a swap gain <= 0 by construction neither 'higher is better' nor bold, equal lengths not failures."""
     prompt = JudgePrompt.from_template(TEMPLATE, criterion="help", answer="pairwise")
     entries = [

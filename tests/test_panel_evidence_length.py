@@ -197,7 +197,7 @@ def test_multiple_evidence_composes_with_selective_evaluation_on_its_entropy_con
 
 
 async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_path) -> None:
-    """Issue 21 point 7: accuracy over ALL items with the abstention rate beside it, outcome counts adding up."""
+    """Accuracy over ALL items with the abstention rate beside it, outcome counts adding up."""
     from mitigate.harness.compare import Entry, compare
     from mitigate.harness.report import render_markdown
 

@@ -1,4 +1,4 @@
-"""Plugins (issue 27): a module whose import registers components, loaded by ``--plugin`` or an installed
+"""Plugins: a module whose import registers components, loaded by ``--plugin`` or an installed
 ``mitigate.plugins`` entry point, is usable from every command, listed, and checked by ``check-plugin``."""
 
 from __future__ import annotations

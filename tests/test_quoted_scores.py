@@ -1,4 +1,4 @@
-"""A score quoted from the judged text or echoed from the prompt is never the judge's score (issue 21)."""
+"""A score quoted from the judged text or echoed from the prompt is never the judge's score."""
 
 from __future__ import annotations
 

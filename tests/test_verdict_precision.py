@@ -1,4 +1,4 @@
-"""Parse precision on hand-labelled reasoning-then-verdict pairwise answers (issue 21).
+"""Parse precision on hand-labelled reasoning-then-verdict pairwise answers.
 
 The answers (``tests/verdict_answers.py``) are our own writing in the styles released judges
 use; each carries its expected reading, "failure" included. Precision must be 100%: no answer

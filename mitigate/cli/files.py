@@ -57,7 +57,7 @@ def run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | Non
     if path is None:
         yield None
         return
-    from mitigate.run.journal import RunLock  # lazy: the runner is not loaded for --help (issue 29)
+    from mitigate.run.journal import RunLock  # lazy: the runner is not loaded for --help
 
     writable_dir(path, option)
     check_run_folder(path)

@@ -1,7 +1,7 @@
 """The default bounds on one request of a network backend (:class:`mitigate.lm.http.Limits` holds them).
 
 Plain numbers in a module that imports nothing, so the command line can show them as the
-defaults of ``--deadline`` and ``--max-*`` without loading the HTTP layer (issue 29: a fast start).
+defaults of ``--deadline`` and ``--max-*`` without loading the HTTP layer (so the command line starts fast).
 """
 
 DEFAULT_DEADLINE = 100.0
