@@ -13,7 +13,7 @@ imported from them: ``from mitigate.harness.compare import compare``, and ``miti
 
 Layout: :mod:`.compare` (the comparison's stages), :mod:`.estimate` (corrected estimates and label
 plans), :mod:`.diff` (diff and gate), :mod:`.threshold`, :mod:`.probe` (probe runs),
-:mod:`.report` / :mod:`.html_report` / :mod:`.plots` (what a run folder shows), :mod:`.judgments_file`,
+:mod:`.diff_gate`, :mod:`.report` / :mod:`.html_report` / :mod:`.plots` (what a run folder shows), :mod:`.judgments_file`,
 and the replayed judges (:mod:`.recorded_judge`, :mod:`.released_judge`, :mod:`.released_pairwise`).
 """
 
@@ -23,7 +23,8 @@ from mitigate.exports import lazy_exports
 
 if TYPE_CHECKING:
     from mitigate.harness.compare import CompareConfig, ComparePlan, CompareResult, Entry, check_compare
-    from mitigate.harness.diff import DiffReport, GateResult, diff_judgments, gate
+    from mitigate.harness.diff import DiffReport, diff_judgments
+    from mitigate.harness.diff_gate import GateResult, gate
     from mitigate.harness.estimate_results import EstimateResult
     from mitigate.harness.judgments_file import write_judgments
     from mitigate.harness.recorded_judge import RecordedJudge
@@ -42,7 +43,8 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, {
     **dict.fromkeys(["CompareConfig", "ComparePlan", "CompareResult", "Entry", "check_compare"],
                     "mitigate.harness.compare"),
-    **dict.fromkeys(["DiffReport", "GateResult", "diff_judgments", "gate"], "mitigate.harness.diff"),
+    **dict.fromkeys(["DiffReport", "diff_judgments"], "mitigate.harness.diff"),
+    **dict.fromkeys(["GateResult", "gate"], "mitigate.harness.diff_gate"),
     "EstimateResult": "mitigate.harness.estimate_results",
     "write_judgments": "mitigate.harness.judgments_file", "RecordedJudge": "mitigate.harness.recorded_judge",
     "ReleasedJudge": "mitigate.harness.released_judge",
