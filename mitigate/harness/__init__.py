@@ -12,9 +12,9 @@ The public names, imported on first use (so ``import mitigate.harness.tables`` s
 imported from them: ``from mitigate.harness.compare import compare``, and ``mitigate.estimate``.
 
 Layout: :mod:`.compare` (the comparison's stages), :mod:`.estimate` (corrected estimates and label
-plans), :mod:`.diff` (diff and gate), :mod:`.threshold`, :mod:`.probe` (probe runs),
-:mod:`.diff_gate`, :mod:`.report` / :mod:`.html_report` / :mod:`.plots` (what a run folder shows), :mod:`.judgments_file`,
-and the replayed judges (:mod:`.recorded_judge`, :mod:`.released_judge`, :mod:`.released_pairwise`).
+plans), :mod:`.diff` and :mod:`.diff_gate` (two runs compared, and the CI gate), :mod:`.threshold`,
+:mod:`.probe` (probe runs), :mod:`.report` / :mod:`.html_report` / :mod:`.plots` (what a run folder
+shows), :mod:`.judgments_file`, and the replayed judges (:mod:`.recorded_judge`, :mod:`.released_judge`, :mod:`.released_pairwise`).
 """
 
 from typing import TYPE_CHECKING
