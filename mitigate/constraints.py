@@ -71,14 +71,15 @@ class Interval(Constraint):
         """True for an int (or, for a float interval, an int or float) within the bounds."""
         if isinstance(value, bool):
             return False
+        number: float = value  # compared as a number below, once its type is checked
         ok_types: tuple[type, ...] = (int,) if self.kind is int else (int, float)
         if not isinstance(value, ok_types) or (isinstance(value, float) and not math.isfinite(value)):
             return False
         if self.left is not None:
-            if value < self.left or (value == self.left and self.closed in ("right", "neither")):
+            if number < self.left or (number == self.left and self.closed in ("right", "neither")):
                 return False
         if self.right is not None:
-            if value > self.right or (value == self.right and self.closed in ("left", "neither")):
+            if number > self.right or (number == self.right and self.closed in ("left", "neither")):
                 return False
         return True
 

@@ -160,7 +160,7 @@ def run_fit(component: Any, coro: Coroutine[Any, Any, _T], *, what: str, instead
         try:
             coro.send(None)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         coro.close()
         raise ConfigError(f"{type(component).__name__}.afit waited on I/O, but its tags say it calls no "
                           "judge while fitting; expected calls_judge_while_fitting=True in its declared_tags")

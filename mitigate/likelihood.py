@@ -38,7 +38,7 @@ _SLOTS = {"task", "input"}
 def _resolve(spec: str) -> LM:
     """Turn a backend spec into a backend, through :func:`mitigate.lm.get` when it exists."""
     try:
-        from mitigate.lm import get  # type: ignore[attr-defined]
+        from mitigate.lm import get
     except ImportError:
         get = None
     if get is not None:

@@ -28,7 +28,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
 from mitigate.errors import ConfigError, DataError
 
@@ -147,7 +147,7 @@ def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
     return io.TextIOWrapper(binary, encoding="utf-8", newline=None if mode == "r" else "")
 
 
-def read_lines(fh: BinaryIO, what: str, *, max_line: int | None = None, path: Path | str | None = None
+def read_lines(fh: IO[bytes], what: str, *, max_line: int | None = None, path: Path | str | None = None
                ) -> Iterator[bytes]:
     """The lines of an open binary file, each with its line break (the last may have none), from where it stands.
 

@@ -306,7 +306,7 @@ async def _diff(o: DiffOptions) -> None:
         scales = tuple(judge_scale(j) or human for j in judges)
         rep = diff_judgments(task.items, ja, jb, criterion=crit, names=(names[0], names[1]),
                              task="pairwise" if bench.pairwise else "score", scales=scales,  # type: ignore[arg-type]
-                             scale_map=o.scale_map,  # type: ignore[arg-type]
+                             scale_map=o.scale_map,
                              n_boot=o.n_boot, n_perm=o.n_perm, seed=o.seed)
         if probe_reports and probe_reports[-1][0] == crit:
             from mitigate.harness.diff import probe_slices
@@ -316,7 +316,7 @@ async def _diff(o: DiffOptions) -> None:
     if not reports:
         raise ConfigError(f"expected a criterion to compare; benchmark {bench.name!r} declares none (pass -c)")
     report = DiffReport.merged(reports)
-    report = report.model_copy(update={"gate": gate(report, fail_on, o.correction),  # type: ignore[arg-type]
+    report = report.model_copy(update={"gate": gate(report, fail_on, o.correction),
                                        "extra": {"benchmark": bench.name, "compared": key}})
     _emit(o, report)
 

@@ -281,7 +281,7 @@ def _estimate(o: EstimateOptions) -> None:
                    judge_name=name)
     kw: dict[str, Any] = {"confidence": o.confidence, "target": o.target, "calibration": o.calibration,
                           "folds": o.folds, "seed": o.seed, "tune": o.tune}
-    result = estimate_columns(cols, method=o.method, **kw)  # type: ignore[arg-type]
+    result = estimate_columns(cols, method=o.method, **kw)
     result = result.model_copy(update={"notes": (*notes, *result.notes)})
     payload = result.to_json()
     payload["command"] = " ".join(["mitigate", *sys.argv[1:]])
@@ -292,8 +292,8 @@ def _estimate(o: EstimateOptions) -> None:
         texts.append(plan.table())
     if o.select is not None:
         method = o.method if o.method != "judge" else "ppi"
-        chosen = select_for_labelling(cols, o.select, method=method, floor=o.floor, seed=o.seed,  # type: ignore[arg-type]
-                                      confidence=o.confidence, calibration=o.calibration,  # type: ignore[arg-type]
+        chosen = select_for_labelling(cols, o.select, method=method, floor=o.floor, seed=o.seed,
+                                      confidence=o.confidence, calibration=o.calibration,
                                       folds=o.folds, tune=o.tune)
         written = write_selection(chosen, bench.items, o.select_out, pairwise=bench.pairwise)
         payload["selection"] = {**chosen.to_json(), "file": str(written)}

@@ -168,8 +168,8 @@ def read_text(path: Path, *, error: type[DataError] = DataError, translate_newli
 def _lone_surrogate(value: Any) -> str | None:
     """The first lone surrogate character in a parsed JSON value (keys included), or None."""
     if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        return None if found is None else found.group()
+        match = _SURROGATE.search(value)
+        return None if match is None else match.group()
     if isinstance(value, dict):
         items: Any = (*value.keys(), *value.values())
     elif isinstance(value, list):
@@ -379,11 +379,11 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
                                     "(a pairwise item compares output = A with output_b = B); got none")
     prefs: dict[str, str] = {}
     for criterion, value in preference.items():
-        key = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
-        if key is None:
+        gold = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
+        if gold is None:
             raise row_error(path, line, f"expected the preference for {criterion!r} to be \"A\", \"B\" or \"tie\"; "
                                         f"got {_clip(repr(value))}")
-        prefs[criterion] = key
+        prefs[criterion] = gold
     fields["preference"] = prefs
     meta = row.get("meta", {})
     if not isinstance(meta, dict):

@@ -81,7 +81,7 @@ def _gold(value: Any, path: Path, line: int) -> Literal["A", "B"]:
     got = _LABEL.get(value) if isinstance(value, str) else None
     if got not in ("A", "B"):
         raise DataError(f"{path}:{line}: expected 'label' \"A>B\" or \"B>A\"; got {value!r}", path=str(path))
-    return got  # type: ignore[return-value]
+    return got
 
 
 def _item(row: Any, path: Path, line: int) -> Item:

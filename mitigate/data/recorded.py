@@ -395,7 +395,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         start = 2
         for row in reader:
             if any(v not in (None, "") for v in row.values()):
-                extra = row.pop(None, None)  # type: ignore[call-overload]
+                extra = row.pop(None, None)
                 if extra:
                     raise row_error(path, start, f"expected {len(reader.fieldnames)} columns; got more: {_clip(repr(extra))}")
                 yield start, {k: csv_value(v) for k, v in row.items() if v not in (None, "")}

@@ -72,7 +72,7 @@ residuals) without any spread, a weight below 1 or on an unlabelled item, a roun
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -388,7 +388,7 @@ def _label_spread(y: np.ndarray, w: np.ndarray | None, rnd: np.ndarray) -> float
     return float((weights * (values - mean) ** 2).sum() / weights.sum() * k / (k - 1))
 
 
-def _finish(estimate: float, variance: float, df: float, where: str, common: dict[str, object], notes: list[str],
+def _finish(estimate: float, variance: float, df: float, where: str, common: Mapping[str, object], notes: list[str],
             *, lam: float | None = None, fitted: bool = False) -> MeanEstimate:
     if not (math.isfinite(variance) and df >= 1):
         raise DataError(f"{where}: too few labels for an interval with {common['method']!r} ({common['n_labelled']} "
@@ -403,7 +403,7 @@ def _finish(estimate: float, variance: float, df: float, where: str, common: dic
                         df=float(df), bias_corrected=True, lam=lam, notes=tuple(notes), **common)  # type: ignore[arg-type]
 
 
-def _judge_only(values: np.ndarray, where: str, common: dict[str, object], notes: list[str]) -> MeanEstimate:
+def _judge_only(values: np.ndarray, where: str, common: Mapping[str, object], notes: list[str]) -> MeanEstimate:
     if len(values) < 2:
         raise DataError(f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only mean and "
                         "its interval")

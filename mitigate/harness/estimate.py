@@ -369,7 +369,7 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
         w = a.weights
         truth = None
         if cols.truth:
-            known = [cols.truth[i] for i in a.rows if cols.truth[i] is not None]
+            known = [t for i in a.rows if (t := cols.truth[i]) is not None]
             truth = float(np.mean(known)) if known else None
         groups.append(GroupResult(group=name, estimate=main, human=human, judge=judge, unavailable=unavailable,
                                   truth=truth, n_weighted=0 if w is None else int(np.isfinite(w).sum())))

@@ -173,7 +173,7 @@ def _orders(j: Judgment) -> dict[str, str | None]:
     for order in ("original", "swapped"):
         if order in orders:
             try:
-                out[order] = presented_to_text(orders[order], order)  # type: ignore[arg-type]
+                out[order] = presented_to_text(orders[order], order)
             except MitigateError:  # an unreadable recorded verdict is shown as none
                 out[order] = None
     return out

@@ -52,7 +52,7 @@ class AnthropicBatchAPI(BatchAPI):
     per_sample = True
     limits = BatchLimits(max_requests=100_000, max_bytes=256 * 1024 * 1024)
 
-    def __init__(self, lm: AnthropicLM) -> None:  # type: ignore[override]
+    def __init__(self, lm: AnthropicLM) -> None:
         super().__init__(lm)
         self.backend = lm
 

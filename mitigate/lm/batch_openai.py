@@ -39,7 +39,7 @@ class OpenAIBatchAPI(BatchAPI):
     per_sample = False
     limits = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
 
-    def __init__(self, lm: OpenAILM) -> None:  # type: ignore[override]
+    def __init__(self, lm: OpenAILM) -> None:
         super().__init__(lm)
         self.backend = lm
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ L2 = 1e-3
 """Ridge penalty of the GLM (on θ and φ), as a share of the number of pairs."""
 
 
-def _sigmoid(x: np.ndarray | float) -> np.ndarray | float:
+def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
@@ -87,7 +88,7 @@ def length_controlled_win_rate(
         return float(_sigmoid(fit_length_glm(p, d, sigma)[0]))
 
     theta, phi = fit_length_glm(pref, delta, sigma)
-    extra = {"raw_win_rate": float(pref.mean()), "theta": theta, "phi": phi, "sigma": sigma,
+    extra: dict[str, Any] = {"raw_win_rate": float(pref.mean()), "theta": theta, "phi": phi, "sigma": sigma,
              "mean_length_diff": float(delta.mean()), "n_ties": int(np.sum(pref == 0.5))}
     interval = None
     if ci:
@@ -95,7 +96,7 @@ def length_controlled_win_rate(
         raw_ci = bootstrap_ci(lambda p: float(np.mean(p)), pref, n_boot=n_boot, alpha=alpha, seed=seed)
         extra["raw_ci"] = [float(raw_ci[0]), float(raw_ci[1])]
     reason = None if sigma > 0 else "every pair has the same length difference; the length effect is not identified"
-    return finish(name, float(_sigmoid(theta)), len(pref), failed, interval=interval, extra=extra, reason=reason)
+    return finish(name, float(_sigmoid(np.asarray(theta))), len(pref), failed, interval=interval, extra=extra, reason=reason)
 
 
 def pairs_against(

@@ -10,7 +10,7 @@ Conventions: :mod:`mitigate.measures.base`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -176,7 +176,7 @@ def familiarity(
     name = "familiarity"
     if len(pc) == 0:
         return undefined(name, 0, failed, "no item has a perplexity, a judge score and a human score")
-    extra = {
+    extra: dict[str, Any] = {
         "judge": _grouped_means(pc, nearest_points(jc, s)),
         "human": _grouped_means(pc, nearest_points(hc, s)),
     }
@@ -186,7 +186,7 @@ def familiarity(
         return undefined(name, len(pc), failed, f"Spearman with perplexity undefined: {rj or rh}", **extra)
     sj = float(spearman_rows(pc, jc))
     sh = float(spearman_rows(pc, hc))
-    extra.update({"spearman_judge": sj, "spearman_human": sh})
+    extra["spearman_judge"], extra["spearman_human"] = sj, sh
 
     @batched
     def stat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

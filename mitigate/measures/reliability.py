@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-def _alpha(mat: np.ndarray, level: str) -> tuple[float, str | None]:
+def _alpha(mat: np.ndarray, level: Any) -> tuple[float, str | None]:
     import krippendorff
 
     if mat.shape[0] < 2:

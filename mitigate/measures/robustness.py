@@ -223,11 +223,11 @@ def probe_effect(
     if not 0 < alpha < 1:
         raise ConfigError(f"The 'alpha' parameter of probe_effect must be in (0, 1). Got {alpha!r} instead.")
     ci = n_boot > 0
-    kw = {"n_boot": max(n_boot, 1), "alpha": alpha, "seed": seed, "ci": ci}
-    rr = robustness_rate(original, probed, tolerance=tolerance, **kw)
-    floor = noise_floor(original, rerun, tolerance=tolerance, **kw)
-    shift = score_shift(original, probed, **kw)
-    noise_shift = score_shift(original, rerun, name="noise_shift", **kw)
+    boot = max(n_boot, 1)
+    rr = robustness_rate(original, probed, tolerance=tolerance, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    floor = noise_floor(original, rerun, tolerance=tolerance, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    shift = score_shift(original, probed, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    noise_shift = score_shift(original, rerun, name="noise_shift", ci=ci, n_boot=boot, alpha=alpha, seed=seed)
     directional = directional_share(original, probed, direction, tolerance=tolerance)
     test = flip_test(original, probed, rerun, tolerance=tolerance)
     if test.ok:

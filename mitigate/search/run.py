@@ -50,7 +50,7 @@ def engine_from(engine: str | Engine, options: Mapping[str, Any] | None = None) 
             raise ConfigError(f"expected the options of the {engine.registry_name!r} engine on the Engine itself; got "
                               f"also {sorted(options)} as keyword arguments")
         return engine
-    return lookup("engine", engine).model_validate(dict(options or {}))  # type: ignore[no-any-return]
+    return lookup("engine", engine).model_validate(dict(options or {}))
 
 
 async def asearch(

@@ -189,7 +189,7 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
         if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
             raise ConfigError(f"expected the 'steps' of a pipeline spec to be a list of specs; got {steps!r}")
         return Pipeline(steps=[from_spec(s) for s in steps])
-    return build("mitigation", spec)  # type: ignore[no-any-return]
+    return build("mitigation", spec)
 
 
 def load_pipeline(path: str | Path) -> Mitigation:

@@ -266,7 +266,7 @@ def check_tags_are_declared(component: Any) -> None:
     tags = component.tags
     assert isinstance(tags, Tags), f"{type(component).__name__}.tags is a {type(tags).__name__}, not Tags"
     try:
-        tags.needs_fitting = tags.needs_fitting  # type: ignore[misc]
+        tags.needs_fitting = tags.needs_fitting
     except (ValueError, TypeError, AttributeError):
         return
     raise AssertionError(f"{type(component).__name__}.tags could be changed")
@@ -541,7 +541,7 @@ def _prompt_probe_judges() -> list[PromptJudge]:
     with_options = PromptJudge(JudgePrompt.from_template(_OPTIONS_TEMPLATE, criterion="coherence"), lm)
     multi = registered("mitigation")["multi-attribute"](
         criteria=(Criterion(name="coherence"), Criterion(name="fluency"))).wrap(with_options)
-    return [with_options, multi]  # type: ignore[list-item]
+    return [with_options, multi]
 
 
 def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
