@@ -114,7 +114,7 @@ class Judgment(BaseModel):
             given = orders if isinstance(orders, dict) else {"original": self.verdict}
             return [{"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o), **common}
                     for o in ("original", "swapped") if o in given]
-        crits = [criterion] if criterion is not None else list(self.scores) or [None]
+        crits: list[str | None] = [criterion] if criterion is not None else [*self.scores] or [None]
         only = next(iter(self.scores.values())) if len(self.scores) == 1 else None
         return [{"criterion": c, "order": None, "score": self.scores.get(c, only) if c is not None else None,
                  "verdict": None, **common} for c in crits]

@@ -68,7 +68,7 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
             self.error = None
             self.raw_score = got.score
             self.score = got.normalized
-            self.success = self.score >= self.threshold
+            self.success = self.score >= threshold
             return self.score
 
         def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
@@ -83,7 +83,7 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
 
         def is_successful(self) -> bool:
             """True when the last measure gave a score at or above the threshold."""
-            return bool(self.error is None and self.score is not None and self.score >= self.threshold)
+            return bool(self.error is None and self.score is not None and self.score >= threshold)
 
         @property
         def __name__(self) -> str:  # DeepEval names metrics by this property

@@ -56,7 +56,7 @@ def mitigated_scorer(judge: Judge, *, criterion: str | None = None, scale: Scale
                              item_id=str(state.sample_id), input_field=input_field)
             got = outcome(await judge.judge(item), shown, criterion)
             meta = {"criterion": got.criterion, "scale": [shown.min, shown.max], "normalized": got.normalized}
-            if not got.ok:
+            if not got.ok or got.score is None:
                 return Score.unscored(reason="grader_failed", answer=state.output.completion,
                                       explanation=got.raw, metadata={**meta, "error": got.error})
             return Score(value=got.score, answer=state.output.completion, explanation=got.raw, metadata=meta)

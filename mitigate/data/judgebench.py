@@ -173,7 +173,8 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
         raise DataError(f"{where}: expected 'judgments': one or two entries (as given, then swapped); got "
                         f"{str(judgments)[:60]!r}", path=str(file))
     out = []
-    for order, entry in zip(("original", "swapped"), judgments, strict=False):
+    orders: tuple[Literal["original", "swapped"], ...] = ("original", "swapped")
+    for order, entry in zip(orders, judgments, strict=False):
         if entry is None:  # the release recorded no judgment at all for this order
             out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order, raw="", template=template,
                                       line=line))
@@ -183,13 +184,14 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
         decision = _decision(entry.get("decision"), where)
         if order == "swapped" and decision is not None:
             decision = _FLIP[decision]
-        inner = entry.get("judgment") if isinstance(entry.get("judgment"), dict) else {}
+        given = entry.get("judgment")
+        inner = given if isinstance(given, dict) else {}
         raw = inner.get("response") or ""
         scores = inner.get("scores")
         pair: tuple[float, float] | None = None
         if isinstance(scores, list) and len(scores) == 2 and all(isinstance(s, int | float) for s in scores):
             pair = (float(scores[0]), float(scores[1])) if order == "original" else (float(scores[1]), float(scores[0]))
-        out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order,  # type: ignore[arg-type]
+        out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order,
                                   raw=raw if isinstance(raw, str) else "", scores=pair, template=template,
                                   release_verdict=decision, line=line))
     return out

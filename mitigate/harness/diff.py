@@ -79,6 +79,8 @@ __all__ = [
 ]
 
 Better = Literal["higher", "lower", "none"]
+Change = Literal["up", "down", "flipped", "failed in B", "recovered in B"]
+SliceKind = Literal["system", "document", "length", "probe", "criterion"]
 
 class DiffMeasure(BaseModel):
     """One measure of judges A and B on the same items: ``a``, ``b``, ``delta`` = b − a, its interval and p.
@@ -131,7 +133,7 @@ class ItemChange(BaseModel):
     b: float | str | None = None
     move: float | None = None
     human: float | str | None = None
-    change: Literal["up", "down", "flipped", "failed in B", "recovered in B"]
+    change: Change
 
 
 class SliceRow(BaseModel):
@@ -144,7 +146,7 @@ class SliceRow(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    kind: Literal["system", "document", "length", "probe", "criterion"]
+    kind: SliceKind
     key: str
     criterion: str
     measure: str
@@ -366,7 +368,7 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
             ) -> tuple[list[DiffMeasure], list[ItemChange]]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
     words = np.array([word_count(it.output) for it in items], dtype=float)
-    kw = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
+    kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
     out = [
         _stat_measure("spearman", criterion, sa, sb, human, spearman, clusters, better="higher", unit=unit,
                       how="item-level Spearman with the human scores, on the items both judges "
@@ -395,7 +397,7 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
             continue
         if not fx and not fy:
             continue
-        change = ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x else "down")
+        change: Change = ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x else "down")
         changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id,
                                   a=_f(x), b=_f(y), move=_f(y - x) if fx and fy else None, human=_f(h),
                                   change=change))
@@ -435,7 +437,7 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
             if judgment.error is not None:
                 v[k] = None
     gold = [it.preference.get(criterion) for it in items]
-    kw = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
+    kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
 
     def correct(vs: Sequence[str | None]) -> np.ndarray:
         return np.array([math.nan if g is None else float(v is not None and v == g) for v, g in zip(vs, gold,
@@ -462,7 +464,8 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
     for it, x, y, g in zip(items, va, vb, gold, strict=True):
         if x == y:
             continue
-        change = "flipped" if x is not None and y is not None else ("failed in B" if y is None else "recovered in B")
+        change: Change = ("flipped" if x is not None and y is not None
+                          else "failed in B" if y is None else "recovered in B")
         changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id, a=x, b=y,
                                   human=g, change=change))
     return out, changes
@@ -529,7 +532,7 @@ def _slice_order(kind: str, labels: Sequence[Hashable | None]) -> list[Hashable 
 
 def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
-    keys: dict[str, Sequence[Hashable | None]] = {
+    keys: dict[SliceKind, Sequence[Hashable | None]] = {
         "system": [it.system for it in items], "document": [it.doc_id for it in items],
         "length": _length_buckets(items),
     }
@@ -553,7 +556,7 @@ def _slices_pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence
                      ) -> list[SliceRow]:
     va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
     gold = [it.preference.get(criterion) for it in items]
-    keys: dict[str, Sequence[Hashable | None]] = {
+    keys: dict[SliceKind, Sequence[Hashable | None]] = {
         "system": [f"{it.system} vs {it.system_b}" if it.system else None for it in items],
         "document": [it.doc_id for it in items], "length": _length_buckets(items),
     }

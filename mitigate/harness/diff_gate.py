@@ -74,7 +74,7 @@ def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
         name, sep, level_text = part.partition(":")
         name = AGREEMENT[task] if name.strip() == "agreement" else name.strip()
         if name not in known:
-            other = "pairwise" if task == "score" else "score"
+            other: Task = "pairwise" if task == "score" else "score"
             hint = f" ({name!r} applies to {other} judges)" if name in MEASURE_NAMES[other] else ""
             raise ConfigError(f"expected --fail-on measures among {['agreement', *known]}; got {name!r}{hint}")
         if name == "mean-score":

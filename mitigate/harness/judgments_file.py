@@ -26,7 +26,7 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from mitigate.data.csv_cells import csv_cell
 from mitigate.data.schema import Item
@@ -100,7 +100,7 @@ def write_judgments(
     if file.is_dir():
         raise ConfigError(f"expected --out to name a file (.jsonl or .csv); {file} is a folder")
 
-    def fill(handle: TextIO) -> None:
+    def fill(handle: IO[str]) -> None:
         if file.suffix.lower() == ".csv":
             writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
             writer.writeheader()

@@ -175,8 +175,8 @@ async def run_probes(
         if isinstance(p, PromptProbe):
             p.perturb(judge)
     if original is None:
-        first = await run(judge, items, concurrency=concurrency, progress=progress, desc=f"{label}: original")
-        original = first.judgments
+        original = (await run(judge, items, concurrency=concurrency, progress=progress,
+                              desc=f"{label}: original")).judgments
     elif len(original) != len(items):
         raise ConfigError(f"expected one original judgment per item ({len(items)}); got {len(original)}")
     again = await run(rerun_judge(judge), items, concurrency=concurrency, progress=progress, check=False,
@@ -196,8 +196,8 @@ async def run_probes(
             probed: list[ProbedItem] = [await p.aprobe(it, rewriter) for it in items]
             records.extend(pi.record for pi in probed)
             todo = [pi.item for pi in probed if pi.item is not None]
-            judged = (await run(judge, todo, concurrency=concurrency, progress=progress, check=True,
-                                desc=f"{label}: {p.name}")).judgments if todo else ()
+            judged = list((await run(judge, todo, concurrency=concurrency, progress=progress, check=True,
+                                     desc=f"{label}: {p.name}")).judgments) if todo else []
             failed = sum(1 for pi in probed if pi.item is None)
         side = p.side
         effect = probe_effect(

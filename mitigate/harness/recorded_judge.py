@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mitigate.data.recorded import RecordedJudgment, RecordedRow, RecordedRun
+from mitigate.data.recorded import Order, RecordedJudgment, RecordedRow, RecordedRun
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, Reducer, reduce_samples
@@ -100,7 +100,7 @@ class RecordedJudge(Judge):
             )
         return self.to_judgment(recorded)
 
-    def _primary(self, recorded: RecordedJudgment) -> tuple[list[RecordedRow], str]:
+    def _primary(self, recorded: RecordedJudgment) -> tuple[list[RecordedRow], Order]:
         variant = self.recorded.primary_variant
         rows = recorded.select(variant, "original")
         if rows:

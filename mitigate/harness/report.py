@@ -326,9 +326,9 @@ def _summary_lines(result: CompareResult) -> list[str]:
             else f"humans (reference, {result.human_scale.describe()})"), "", "", ""]
     any_ref = False
     for k in cols:
-        m = result.human.get(k)
-        if m is not None and m.ok:
-            ref.append(f"*{_value_text(k, m)}*{_ci_text(m)}")
+        reference = result.human.get(k)
+        if reference is not None and reference.ok:
+            ref.append(f"*{_value_text(k, reference)}*{_ci_text(reference)}")
             any_ref = True
         else:
             ref.append("")

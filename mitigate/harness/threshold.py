@@ -118,7 +118,7 @@ def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: f
     elif n_boot > 0:
         interval = "bootstrap"
         low, high = bootstrap_ci(batched_nanmean, rates, n_boot=n_boot, alpha=alpha, seed=seed)
-    decision = None
+    decision: Literal["pass", "fail", "undecided"] | None = None
     if require is not None:
         if not (math.isfinite(low) and math.isfinite(high)):
             decision = "undecided"

@@ -397,10 +397,11 @@ class AnthropicLM(LM):
         try:
             message = anthropic.types.Message.model_validate(dict(raw))
         except ValidationError as exc:
-            first = exc.errors()[0] if exc.errors() else {}
-            field = _field_of(first.get("loc", ()), raw) or "the message"
-            kind = f"a message without {field}" if first.get("type") == "missing" else f"a malformed {field}"
-            said = str(first.get("msg") or "")[:120]
+            errors = exc.errors()
+            loc, err_type, said = (errors[0]["loc"], errors[0]["type"], errors[0]["msg"]) if errors else ((), "", "")
+            field = _field_of(loc, raw) or "the message"
+            kind = f"a message without {field}" if err_type == "missing" else f"a malformed {field}"
+            said = said[:120]
             shown = self.scrubber.text(str(dict(raw)))[:160]
             raise self.scrubber.error(malformed(self.identity(), kind, f"a Messages API message ({said}); got "
                                                 f"{shown!r}", backend=self.spec)) from None

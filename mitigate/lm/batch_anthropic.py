@@ -86,7 +86,7 @@ class AnthropicBatchAPI(BatchAPI):
     async def submit(self, local_id: str, lines: Sequence[Line]) -> str:
         """Create the batch (the API takes no tag; see :meth:`find`)."""
         client = self._client()
-        requests = [{"custom_id": cid, "params": body} for cid, body in lines]
+        requests: list[Any] = [{"custom_id": cid, "params": body} for cid, body in lines]  # JSON bodies
         batch = await self._call("batch create", lambda: client.messages.batches.create(requests=requests))
         return str(batch.id)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, Final, TypeVar
 
 import openai
 
@@ -27,7 +28,7 @@ from mitigate.lm.openai import OpenAILM
 
 T = TypeVar("T")
 
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Final = "/v1/chat/completions"
 TAG = "mitigate_batch"
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 
@@ -115,7 +116,7 @@ class OpenAIBatchAPI(BatchAPI):
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            content = await self._call("file content", lambda fid=file_id: client.files.content(fid))
+            content = await self._call("file content", partial(client.files.content, file_id))
             for text in content.text.splitlines():
                 if not text.strip():
                     continue

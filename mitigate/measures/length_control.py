@@ -85,7 +85,7 @@ def length_controlled_win_rate(
     sigma = float(np.std(delta))
 
     def lc(p: np.ndarray, d: np.ndarray) -> float:
-        return float(_sigmoid(fit_length_glm(p, d, sigma)[0]))
+        return float(_sigmoid(np.asarray(fit_length_glm(p, d, sigma)[0])))
 
     theta, phi = fit_length_glm(pref, delta, sigma)
     extra: dict[str, Any] = {"raw_win_rate": float(pref.mean()), "theta": theta, "phi": phi, "sigma": sigma,

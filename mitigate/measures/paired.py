@@ -246,8 +246,8 @@ def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callab
                                          n_boot=n_boot, seed=seed)
         else:
             diff = _batched_difference(stat) if isinstance(stat, str) else None
-            lo, hi = bootstrap_ci(diff or (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)), x, y, h, n_boot=n_boot,
-                                  seed=seed)
+            difference: Callable[..., Any] = diff if diff is not None else (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_))
+            lo, hi = bootstrap_ci(difference, x, y, h, n_boot=n_boot, seed=seed)
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi
     return PairedDifference(observed=perm.observed, a=a_value, b=b_value, low=low, high=high,

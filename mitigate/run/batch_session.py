@@ -46,6 +46,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -414,7 +415,7 @@ class BatchSession:
             api = self._apis[record.identity]
             assert record.batch_id is not None
             batch_id = record.batch_id
-            state = await self._retrying("poll", lambda a=api, b=batch_id: a.poll(b))
+            state = await self._retrying("poll", partial(api.poll, batch_id))
             before = self.states.get(record.local)
             if before is None or (before.status, before.done) != (state.status, state.done):
                 changed = True
@@ -533,12 +534,16 @@ def batch_api_for(lm: LM) -> BatchAPI:
                                spec=lm.spec)
     if backend.provider == "openai":
         from mitigate.lm.batch_openai import OpenAIBatchAPI
+        from mitigate.lm.openai import OpenAILM
 
-        return OpenAIBatchAPI(backend)
+        if isinstance(backend, OpenAILM):
+            return OpenAIBatchAPI(backend)
     if backend.provider == "anthropic":
+        from mitigate.lm.anthropic import AnthropicLM
         from mitigate.lm.batch_anthropic import AnthropicBatchAPI
 
-        return AnthropicBatchAPI(backend)
+        if isinstance(backend, AnthropicLM):
+            return AnthropicBatchAPI(backend)
     raise ConfigError(
         f"batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend (the providers with a batch "
         f"API); got {lm.spec!r}. Run without --batch for this backend."

@@ -347,10 +347,10 @@ def preflight(judge: Judge, items: Sequence[Item]) -> None:
             f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} characters "
             f"(about {chars // 4:,} tokens)", item_id=item.id)
     if bad:
-        item, exc = bad[0]
+        item, refused = bad[0]
         raise DataError(
             f"{len(bad)} of {len(items)} items cannot be put into the judge's prompt, so no LM call was made; "
-            f"the first, {item.id!r}: {_clip(exc.message, 400)}",
+            f"the first, {item.id!r}: {_clip(refused.message, 400)}",
             item_id=item.id,
         )
 

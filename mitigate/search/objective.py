@@ -211,7 +211,7 @@ class Objective(Component):
 
     def describe(self) -> str:
         """The formula with its weights, e.g. ``spearman + 0.5·consistency − 1·|BiasScore|``."""
-        out = self.agreement
+        out: str = self.agreement
         if self.consistency_weight:
             term = "consistency" if self.consistency == "raw" else "κ(consistency)"
             out += f" + {self.consistency_weight:g}·{term}"

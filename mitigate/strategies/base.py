@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, SerializeAsAny
 
 from mitigate.data.schema import Benchmark
 from mitigate.errors import ConfigError, NotRecommendedWarning
@@ -125,7 +125,7 @@ class Pipeline(Mitigation):
                 flat.append(s)
             else:
                 raise ConfigError(f"expected Mitigation steps in a Pipeline; got {type(s).__name__}")
-        super().__init__(steps=tuple(flat), **kw)
+        BaseModel.__init__(self, steps=tuple(flat), **kw)  # the field is Pipeline's, not Mitigation's
 
     def __or__(self, other: Mitigation) -> Pipeline:
         return Pipeline(steps=(*self.steps, other))
@@ -284,7 +284,9 @@ async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: boo
                 results.append(await c())
             except Exception as exc:  # re-raised below, after the others ran
                 results.append(exc)
+    judgments: list[Judgment] = []
     for r in results:
         if isinstance(r, BaseException):
             raise r
-    return list(results)
+        judgments.append(r)
+    return judgments

@@ -87,7 +87,7 @@ SelectorField = Annotated[Selector, BeforeValidator(_as_selector), PlainSerializ
 """A selector parameter: given as a Selector, its spec or its name; serialised as its spec."""
 
 
-def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float]:
+def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float] | None:
     """The gold score ``demo`` shows in ``prompt``: its criterion's entry when the demo holds several."""
     if not isinstance(demo.score, dict):
         return demo.score
@@ -268,7 +268,7 @@ class Demos(Mitigation):
         """Given demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
         pool = example_pool()
         given = (Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))
-        return [cls(demos=given, display="perturbed", n=2, seed=1), cls(selector="stratified", k=2),
+        return [cls(demos=given, display="perturbed", n=2, seed=1), cls.model_validate({"selector": "stratified", "k": 2}),
                 cls(selector=KNN.examples()[0], k=2)]
 
     # ------------------------------------------------------------------ state

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -125,7 +126,7 @@ class MultipleEvidenceJudge(CompositeJudge):
         swapped = swap_item(item)
         names = list(self.children)
         parts = await gather_children(
-            [lambda n=n: self.children[n].judge(swapped if n.startswith("s") else item) for n in names])
+            [partial(self.children[n].judge, swapped if n.startswith("s") else item) for n in names])
         orig = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True) if n.startswith("o")]
         swap = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True) if n.startswith("s")]
         verdict, mean = balanced_verdict(orig, swap)

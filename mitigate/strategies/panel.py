@@ -29,11 +29,13 @@ import asyncio
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, Verdict, merge_judgments
+from mitigate.lm.base import LM
 from mitigate.lm.registry import get, wrap
 from mitigate.registry import Interval, Options, Satisfies, register
 from mitigate.strategies.base import Mitigation
@@ -155,6 +157,11 @@ _SPECS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) > 0 and all
                    "a non-empty tuple of distinct backend spec strings")
 
 
+def _on_lm(lm: LM, leaf: PromptJudge) -> PromptJudge:
+    """``leaf`` asking ``lm`` instead of its own LM (a panel member)."""
+    return PromptJudge(leaf.prompt, lm, leaf.config)
+
+
 @register("mitigation", "panel")
 class Panel(Mitigation):
     """A panel of the wrapped judge's prompts sent to several backends (Verga et al. 2024).
@@ -194,7 +201,7 @@ class Panel(Mitigation):
         members: dict[str, Judge] = {"base": judge} if self.include_base else {}
         for spec in self.backends:
             lm = wrap(get(spec))
-            members[spec] = judge.map_leaves(lambda leaf, lm=lm: PromptJudge(leaf.prompt, lm, leaf.config))
+            members[spec] = judge.map_leaves(partial(_on_lm, lm))
         if self.quorum is not None and self.quorum > len(members):
             raise ConfigError(f"The panel's quorum {self.quorum} exceeds its {len(members)} members")
         return PanelJudge(members, reducer=self.reducer, quorum=self.quorum)

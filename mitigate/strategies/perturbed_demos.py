@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
@@ -243,7 +244,7 @@ class PerturbationProbe(Mitigation):
         perts = self.perturbations_for(judge)
         children: dict[str, Judge] = {ORIGINAL: judge}
         for p in perts:
-            children[p.name] = judge.map_prompts(lambda prompt, p=p: apply_to_prompt(p, prompt))
+            children[p.name] = judge.map_prompts(partial(apply_to_prompt, p))
         return PerturbationProbeJudge(children, {p.name: p for p in perts})
 
 

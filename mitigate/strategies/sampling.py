@@ -247,13 +247,18 @@ def _rescale(value: float, old: Scale, new: Scale) -> float:
 def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
     """Move each numeric guideline anchor to the matching point of the new scale ("Score 3" -> "Score 6")."""
     options = []
+    scores: list[float] = []
     for opt in guideline.options:
+        if opt.score is None:
+            raise ConfigError(f"expected every guideline option to state its score to move it to {new.describe()}; "
+                              f"option {opt.label!r} states none")
         if not old.contains(opt.score):
             raise ConfigError(
                 f"expected guideline scores within the prompt's scale {old.describe()}; got option {opt.label!r} "
                 f"with score {_num(opt.score)}"
             )
         score = _rescale(opt.score, old, new)
+        scores.append(score)
         update: dict[str, Any] = {"score": score}
         if opt.label == _num(opt.score) and score != opt.score:
             update["label"] = _num(score)
@@ -261,7 +266,6 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
                 rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", _num(score), opt.head, count=1
             )
         options.append(opt.model_copy(update=update))
-    scores = [o.score for o in options]
     if len(set(scores)) != len(scores):
         raise ConfigError(
             f"expected the guideline's {len(scores)} anchors to stay distinct on the scale {new.describe()}; "

@@ -261,11 +261,9 @@ def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
             raise DataError(f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a criterion to "
                             "pick one", item_id=item.id)
         (pref,) = prefs.values()
-    else:
-        pref = prefs.get(criterion)
-        if pref is None:
-            return None
-    return _VERDICT_OF_PREFERENCE[pref]
+        return _VERDICT_OF_PREFERENCE[pref]
+    given = prefs.get(criterion)
+    return None if given is None else _VERDICT_OF_PREFERENCE[given]
 
 
 _VERDICT_OF_PREFERENCE = {"A": "first", "B": "second", "tie": "tie"}

@@ -34,6 +34,7 @@ How a child prompt is made to ask for one criterion
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
@@ -84,7 +85,7 @@ class SingleAttributeJudge(CompositeJudge):
         """Judge ``item`` once per criterion and merge the per-criterion scores."""
         names = list(self.children)
         parts = await gather_children(
-            [lambda c=self.children[n]: c.judge(item) for n in names], concurrent=self.concurrent
+            [partial(self.children[n].judge, item) for n in names], concurrent=self.concurrent
         )
         scores: dict[str, float | None] = {}
         samples: dict[str, tuple[float | None, ...]] = {}

@@ -103,7 +103,9 @@ def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, crit
     """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of them."""
     if train is None:
         return None, bench, None
-    if isinstance(train, float | int) and not isinstance(train, bool):
+    if isinstance(train, bool):
+        raise ConfigError(f"expected train as a fraction, a benchmark name or a Benchmark; got {train!r}")
+    if isinstance(train, float | int):
         fit, test = train_test_split(bench, float(train), seed=seed, criterion=criterion)
         docs = {it.doc_id for it in fit.items if it.doc_id is not None}
         return fit, test, {"source": f"{bench.name}, fraction {train:g} by document (seed {seed})",
