@@ -384,3 +384,14 @@ def test_granularity_rewrites_the_top_score_named_as_such() -> None:
     assert "gets a score of 10." in body and "(Score 10)" in body
     assert re.search(r"score of 5\b", body) is None and "(Score 5)" not in body
     assert "A score of 50 is impossible" in body  # another number that starts with the old top is not touched
+
+
+def test_granularity_refuses_a_guideline_option_that_states_no_score() -> None:
+    from mitigate.prompt.parts import Guideline
+
+    prompt = get_prompt("summeval-coherence")
+    options = list(prompt.guideline.options)
+    options[0] = options[0].model_copy(update={"score": None})
+    unscored = prompt.with_guideline(Guideline(options=tuple(options)))
+    with pytest.raises(ConfigError, match=f"option {options[0].label!r} states none"):
+        Granularity(scale="1-10").apply(unscored)
