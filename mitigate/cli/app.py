@@ -18,12 +18,15 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 import click
 import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
+
+if TYPE_CHECKING:  # typer vendors its own click; its commands are that click's
+    from typer._click import Command as VendoredCommand
 
 from mitigate.cli.commands import COMMANDS
 from mitigate.cli.config import CONFIG, PLUGIN, SAVE_CONFIG, read_config, write_config
@@ -66,7 +69,8 @@ class OneLineErrors(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
         """Run the command; print one line per error and exit with :data:`EXIT_REFUSED` or :data:`EXIT_FAILED`."""
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
@@ -77,7 +81,7 @@ class OneLineErrors(TyperGroup):
                 warnings.showwarning = show_warning
             try:
                 rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
-                                  standalone_mode=False, **extra)
+                                  standalone_mode=False, windows_expand_args=windows_expand_args, **extra)
                 code = rv if isinstance(rv, int) else 0
             except _NO_ARGS as exc:
                 ctx = getattr(exc, "ctx", None)
@@ -116,7 +120,7 @@ class LazyCommands(OneLineErrors):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._loaded: dict[str, click.Command] = {}
+        self._loaded: dict[str, VendoredCommand] = {}
         self._listing = False
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -230,7 +234,8 @@ class RegisteredNamesHelp(TyperCommand):
         every = bool(ctx.meta.get(HELP_ALL))
         panels = self.grouped(ctx, every=every)
         shown = {id(p) for _, ps in panels for p in ps}
-        saved = [(p, getattr(p, "rich_help_panel", None), p.hidden) for p in self.get_params(ctx)]
+        shown_params: list[Any] = self.get_params(ctx)  # click options, typer options and arguments: all hideable
+        saved = [(p, getattr(p, "rich_help_panel", None), p.hidden) for p in shown_params]
         epilog, params = self.epilog, self.params
         try:  # in the order of the panels (help lists a panel's options in parameter order)
             self.params = [p for _, ps in panels for p in ps if p in params] + [p for p in params if id(p) not in shown]
@@ -300,7 +305,7 @@ def command(name: str, options: type[OptionsT], *, config: bool = True, group: t
     (:mod:`mitigate.cli.config`): the file's options apply where the command line leaves an
     option at its default.
     """
-    fields = parameters(options)
+    fields = parameters(options)  # type: ignore[arg-type]  # a class is hashable (mypy reads its instances')
     clash = sorted({p.name for p in fields} & set(EXTRA_PARAMETERS))
     if clash:
         raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds those parameters")

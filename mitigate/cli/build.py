@@ -109,8 +109,7 @@ def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
         return None
     template = template_text(o.prompt, o.benchmark, criterion)
     with naming_template(template_origin(o.prompt)):
-        jp = JudgePrompt.from_template(template, criterion=criterion,
-                                       **({"answer": "pairwise"} if bench.pairwise else {}))
+        jp = JudgePrompt.from_template(template, criterion=criterion, answer="pairwise" if bench.pairwise else None)
     texts = {item.id: item.texts() for item in bench.items}
     return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,), judged=texts.get(item_id, ()))
 
@@ -215,8 +214,10 @@ def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None,
     jp = prompt_from_template(template_text(o.prompt, o.benchmark, crit), o, system=system, scale=o.scale_range,
                        criterion=crit, answer=answer.get("answer"), origin=template_origin(o.prompt, o.system_file))
     lm = build_backend(o, declared=declared)
-    config = JudgeConfig(temperature=o.temperature, n=o.samples_per_item, reducer=o.reducer_name,
-                         max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipeline))
+    # the options' strings (checked when the options were built) validated as the config's literals
+    config = JudgeConfig.model_validate({"temperature": o.temperature, "n": o.samples_per_item,
+                                         "reducer": o.reducer_name, "max_tokens": o.max_tokens,
+                                         **scoring_for(o, lm, jp, pipeline)})
     return PromptJudge(jp, lm, config)
 
 
@@ -264,5 +265,5 @@ class RewriterOptions:
         self.transport = None
         self.guided = None
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._o, name)

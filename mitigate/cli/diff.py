@@ -123,7 +123,7 @@ class Side:
         self.backend = backend
         self.prompt = prompt
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._o, name)
 
 
@@ -139,7 +139,7 @@ def diff_cmd(options: DiffOptions) -> None:
 
 def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     """What differs between A and B (the option given twice) and its two values; ConfigError otherwise."""
-    given = {"--recorded": list(o.recorded or []), "--released": list(o.released or []),
+    given: dict[str, list[Any]] = {"--recorded": list(o.recorded or []), "--released": list(o.released or []),
              "--pipeline": list(o.pipeline or []), "--prompt": list(o.prompt or []), "--backend": list(o.backend or [])}
     many = [k for k, v in given.items() if len(v) > 2]
     if many:
@@ -211,7 +211,7 @@ async def _live(o: DiffOptions, task: "Task", key: str, values: list[Any]) -> tu
     from mitigate.strategies import parse_pipeline
 
     shared_backend = (o.backend or [DEFAULT_BACKEND])[0]
-    shared_prompt = (o.prompt or [None])[0]
+    shared_prompt = o.prompt[0] if o.prompt else None
     shared_pipeline = (o.pipeline or ["baseline"])[0]
     judges = []
     names = []
@@ -298,7 +298,7 @@ async def _diff(o: DiffOptions) -> None:
         finally:
             for lm in dict.fromkeys(lms):
                 await lm.aclose()
-        kinds = {_kind(ja), _kind(jb)} - {None}
+        kinds = {k for k in (_kind(ja), _kind(jb)) if k is not None}
         if len(kinds) > 1:
             raise ConfigError(f"expected two judges answering alike; {names[0]!r} and {names[1]!r} answer "
                               f"{' and '.join(sorted(kinds))} on {crit!r}")

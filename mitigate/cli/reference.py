@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 
 from mitigate.cli import app
 from mitigate.cli.app import RegisteredNamesHelp
 from mitigate.cli.options import fill_registered_names
 from mitigate.paths import write_output
+
+if TYPE_CHECKING:  # typer vendors its own click; its commands are that click's
+    from typer._click import Command as VendoredCommand
 
 __all__ = ["main", "markdown"]
 
@@ -58,8 +60,8 @@ def _default(param: Any) -> str:
     return f"`{value}`"
 
 
-def _command(name: str, command: click.Command, parent: click.Context) -> list[str]:
-    ctx = click.Context(command, info_name=name, parent=parent)
+def _command(name: str, command: VendoredCommand, parent: typer.Context) -> list[str]:
+    ctx = typer.Context(command, info_name=name, parent=parent)
     out = [f"## mitigate {name}", "", _cell(command.help or ""), "", f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`"
            .replace("Usage: `", f"Usage: `mitigate {name} "), ""]
     panels = (command.grouped(ctx, every=True) if isinstance(command, RegisteredNamesHelp)
@@ -76,7 +78,7 @@ def _command(name: str, command: click.Command, parent: click.Context) -> list[s
 def markdown() -> str:
     """docs/cli.md as the commands give it now."""
     group = typer.main.get_command(app)
-    root = click.Context(group, info_name="mitigate")
+    root = typer.Context(group, info_name="mitigate")
     lines = [HEAD]
     names = group.list_commands(root)  # type: ignore[attr-defined]
     lines += ["Commands: " + ", ".join(f"[{n}](#mitigate-{n})" for n in names), ""]

@@ -223,7 +223,7 @@ def parameters(cls: type) -> tuple[Param, ...]:
         if name not in fields:
             continue
         field = fields[name]
-        tp, metadata = hints[name], ()
+        tp, metadata = hints[name], tuple[Any, ...]()
         if get_origin(tp) is Annotated:
             tp, metadata = get_args(tp)[0], get_args(tp)[1:]
         opts = [m for m in metadata if isinstance(m, Opt)]
@@ -269,7 +269,8 @@ class CommandOptions:
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
-        for param in parameters(type(self)):
+        # a class object is hashable; mypy reads the options' own __hash__ (None: mutable-looking dataclass)
+        for param in parameters(type(self)):  # type: ignore[arg-type]
             value = getattr(self, param.name)
             if not param.accepts or (value is None and param.default is None):
                 continue
