@@ -126,7 +126,8 @@ def trial(k: int, rng: random.Random, args: argparse.Namespace) -> dict[str, Any
         script = Path(tmp) / "child.py"
         script.write_text(CHILD)
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        cmd = [sys.executable, str(script), provider, server.url, tmp, str(args.items), str(args.max_requests),
+        cmd = [sys.executable, str(script), provider, server.url, tmp, str(args.items),
+               str(args.max_requests),
                TEMPLATE]
         kills = [killed_run(cmd, env, server, phase, rng, args.create_delay) for phase in phases]
         final = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -140,7 +141,8 @@ def trial(k: int, rng: random.Random, args: argparse.Namespace) -> dict[str, Any
                    or j["scores"].get("score") != expected(f"t{i}"))
         counts = Counter(cid for b in server.batch.created for cid in b["custom_ids"])
         twice = sum(1 for c in counts.values() if c > 1)
-        store = [json.loads(x) for x in (Path(tmp) / "batches" / "batches.jsonl").read_text().splitlines()[1:]]
+        store = [json.loads(x)
+                 for x in (Path(tmp) / "batches" / "batches.jsonl").read_text().splitlines()[1:]]
     return {
         "trial": k, "provider": provider, "kills": kills, "final": json.loads(final.stdout),
         "items": args.items, "lost": lost, "submitted_twice": twice,

@@ -14,7 +14,8 @@ What this script does, on the WebNLG 2020 human evaluation (``load("webnlg")``: 
 - splits the 178 inputs (``doc_id``) with ``--seed`` into disjoint halves: demos are fitted on
   the train half only, and ``--n`` test items are taken document by document from the other half;
 - per criterion (``--criteria``, default fluency): fits ``RandomDemosPreset(k=8).build()`` and
-  ``HighestRSDemosPreset(k=8, pool_size=--pool).build()`` (LS and the zero-shot judge's US on the pool, with the
+  ``HighestRSDemosPreset(k=8, pool_size=--pool).build()`` (LS and the zero-shot judge's US on the pool, with
+  the
   judged LM's own likelihood, conditioned on the WebNLG generation task);
 - runs both through :func:`mitigate.harness.compare.compare` with likelihood on. For each entry
   it reports BiasScore and item-level Spearman with humans, with 95% bootstrap intervals.
@@ -131,7 +132,8 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
     task = GENERATION_TASKS["webnlg"]
     t0 = time.perf_counter()
     rnd = rounded(RandomDemosPreset(k=args.k, seed=args.seed, criterion=c).build().fit(train_bench))
-    hrs_raw = await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed, task=task).build().afit(
+    hrs_raw = await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed,
+                                         task=task).build().afit(
         train_bench, base, lm=lm, progress=args.progress, concurrency=args.concurrency)
     hrs = rounded(hrs_raw)
     timer.mark(f"{c}: fit", t0)
@@ -149,7 +151,8 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
     us = {e.name: M.unfairness_scores(np.array([np.nan if s is None else s for s in e.scores(c)]), human)
           for e in result.entries}
     rname, hname = (e.name for e in result.entries)
-    bias_test = paired_permutation_test(us[hname], us[rname], ls, "spearman", n_perm=args.n_perm, seed=args.seed)
+    bias_test = paired_permutation_test(us[hname], us[rname], ls, "spearman", n_perm=args.n_perm,
+                                        seed=args.seed)
     out = {
         "n_train_items": len(train_bench.items), "n_test_items": len(test_bench.items),
         "demos": {
@@ -171,10 +174,12 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
     }
     print(f"\n== {c}: n={len(test_bench.items)} test items ({len(train_bench.items)} train), k={args.k} ==")
     for e in result.entries:
-        print(f"{e.name:<14} BiasScore {fmt(e.measures['bias-score'])}  Spearman {fmt(e.measures['spearman-item'])}")
+        print(f"{e.name:<14} BiasScore {fmt(e.measures['bias-score'])}  Spearman "
+              f"{fmt(e.measures['spearman-item'])}")
     cmp_ = result.entries[1].comparison
     if cmp_ is not None:
-        spearman = (f"diff {cmp_.observed:+.3f} [{cmp_.ci_low}, {cmp_.ci_high}], p={cmp_.p_value} (n={cmp_.n})"
+        spearman = (f"diff {cmp_.observed:+.3f} [{cmp_.ci_low}, {cmp_.ci_high}], p={cmp_.p_value} "
+                    f"(n={cmp_.n})"
                     if cmp_.reason is None else f"undefined ({cmp_.reason})")
         print(f"highest-rs - random: Spearman {spearman}; BiasScore "
               f"{fmt_test(out['highest_rs_minus_random']['bias_score'])}")
@@ -195,14 +200,15 @@ async def main_async(args: argparse.Namespace) -> None:
     names = [f"random-{args.k}", f"highest-rs-{args.k}"]
     mean_bias = {n: float(np.mean([v if (v := results[c]["entries"][n]["bias_score"]["value"]) is not None
                                    else np.nan for c in results])) for n in names}
-    print(f"\nmean BiasScore over {list(results)}: " + ", ".join(f"{n} {v:.3f}" for n, v in mean_bias.items()))
+    print(f"\nmean BiasScore over {list(results)}: "
+          + ", ".join(f"{n} {v:.3f}" for n, v in mean_bias.items()))
     path = write_summary(args, "highest_rs_webnlg.py", {
         "what": "BiasScore and Spearman with humans, random vs highest-RS demos, WebNLG 2020 (Ohi et al. 2024)",
         "paper": PAPER, "split": "inputs (doc_id) halved with --seed; demos fitted on the train half only",
         "criteria": results,
         "mean_bias_score_over_criteria": mean_bias,
-        "note": "the mean over the criteria run is our aggregate; the paper's 'total' BiasScore may be defined "
-                "differently",
+        "note": "the mean over the criteria run is our aggregate; the paper's 'total' BiasScore may be "
+                "defined differently",
     }, timer)
     print(f"wrote {path}", file=sys.stderr)
 

@@ -27,8 +27,10 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "Judge": "mitigate.judge", "JudgeConfig": "mitigate.judge", "Judgment": "mitigate.judge",
     "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge",
     "AnswerFormat": "mitigate.prompt.answer_format", "JudgePrompt": "mitigate.prompt.judge_prompt",
-    "Criterion": "mitigate.prompt.parts", "Demo": "mitigate.prompt.parts", "Guideline": "mitigate.prompt.parts",
-    "ScoreOption": "mitigate.prompt.parts", "Scale": "mitigate.scale", "estimate": "mitigate.harness.estimate",
+    "Criterion": "mitigate.prompt.parts", "Demo": "mitigate.prompt.parts",
+    "Guideline": "mitigate.prompt.parts",
+    "ScoreOption": "mitigate.prompt.parts", "Scale": "mitigate.scale",
+    "estimate": "mitigate.harness.estimate",
 })
 
 __version__ = "0.1.0"

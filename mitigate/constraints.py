@@ -201,7 +201,8 @@ def check_param(owner: str, name: str, value: Any, constraints: Iterable[Constra
     meant = _meant(value, cons)
     hint = f" (did you mean {meant!r}?)" if meant is not None else ""
     raise ConfigError(
-        f"The {name!r} parameter of {owner} must be {describe_constraints(cons)}. Got {value!r} instead{hint}.",
+        f"The {name!r} parameter of {owner} must be {describe_constraints(cons)}. Got {value!r} "
+        f"instead{hint}.",
         parameter=name,
         owner=owner,
     )

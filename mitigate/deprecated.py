@@ -1,4 +1,5 @@
-"""Old public names kept working after a rename: each call warns once per place with a DeprecationWarning naming the new one.
+"""Old public names kept working after a rename: each call warns once per place with a DeprecationWarning
+naming the new one.
 
 :func:`renamed` wraps a function under its old name; :func:`warn_renamed` is the warning alone,
 for names read from text (a measure name in a config file or on the command line).

@@ -19,8 +19,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``: ``where`` maps each public name to the module defining it.
+def lazy_exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any],
+                                                                  Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for ``package``: ``where`` maps each public name to the module defining
+    it.
 
     An unknown name that is a module of the package is imported (``mitigate.lm``); any other is an
     AttributeError as usual.
@@ -43,7 +45,8 @@ def lazy_exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str]
     def __dir__() -> list[str]:
         own = sys.modules[package]
         public = set(getattr(own, "__all__", ())) | set(where)
-        modules = {m.name for m in pkgutil.iter_modules(getattr(own, "__path__", [])) if not m.name.startswith("_")}
+        modules = {m.name for m in pkgutil.iter_modules(getattr(own, "__path__", []))
+                   if not m.name.startswith("_")}
         return sorted(public | modules)
 
     return __getattr__, __dir__

@@ -157,7 +157,8 @@ def load_plugin(module: str) -> list[tuple[str, str]]:
 
 
 def plugin_components(module: str) -> list[tuple[str, str]]:
-    """(kind, name) of every component the plugin ``module`` (or a module under it) registered, in kind order."""
+    """(kind, name) of every component the plugin ``module`` (or a module under it) registered, in kind
+    order."""
     found: list[tuple[str, str]] = []
     for kind in KIND_PACKAGES:
         for name, obj in registered(kind).items():
@@ -169,7 +170,8 @@ def plugin_components(module: str) -> list[tuple[str, str]]:
 
 
 def plugin_of(kind: str, name: str) -> str | None:
-    """The plugin module (``--plugin`` or an entry point) whose import registered the ``kind`` entry ``name``; else None."""
+    """The plugin module (``--plugin`` or an entry point) whose import registered the ``kind`` entry ``name``;
+    else None."""
     return _PLUGIN_ORIGIN.get((kind, name))
 
 
@@ -193,8 +195,8 @@ def load_entry_point_plugins(*, again: bool = False) -> list[str]:
             if ep.attr:
                 ep.load()
         except Exception as exc:  # reported as one warning; the other plugins still load
-            warnings.warn(f"plugin {ep.name!r} (entry point {ep.value!r} of {dist}, group {PLUGIN_GROUP}) was not "
-                          f"loaded: {exc}", stacklevel=2)
+            warnings.warn(f"plugin {ep.name!r} (entry point {ep.value!r} of {dist}, group {PLUGIN_GROUP}) "
+                          f"was not loaded: {exc}", stacklevel=2)
             continue
         loaded.append(ep.module)
     return loaded
@@ -241,13 +243,15 @@ def add(kind: str, name: str, value: Any) -> None:
 
 
 def _note_origin(kind: str, name: str, module: str) -> None:
-    """Remember the plugin being imported as the origin of what ``module`` registers (never mitigate's own)."""
+    """Remember the plugin being imported as the origin of what ``module`` registers (never mitigate's
+    own)."""
     if _loading_plugins and not (module == "mitigate" or module.startswith("mitigate.")):
         _PLUGIN_ORIGIN.setdefault((kind, name), _loading_plugins[-1])
 
 
 def names(kind: str) -> list[str]:
-    """The names registered for ``kind``, in the order they were registered (what error messages and help list)."""
+    """The names registered for ``kind``, in the order they were registered (what error messages and help
+    list)."""
     return list(registered(kind))
 
 
@@ -292,7 +296,8 @@ def build(kind: str, spec: Mapping[str, Any]) -> Any:
 
 
 def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
-    """A pydantic ValidationError as one ConfigError sentence naming the parameter, what it needs and what came."""
+    """A pydantic ValidationError as one ConfigError sentence naming the parameter, what it needs and what
+    came."""
     first = exc.errors()[0]
     name = ".".join(str(p) for p in first.get("loc", ())) or "?"
     if first.get("type") == "missing":
@@ -307,7 +312,8 @@ def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
 
 
 class Tags(BaseModel):
-    """What a component declares about itself; read by the compare harness, the search and the contract battery.
+    """What a component declares about itself; read by the compare harness, the search and the contract
+    battery.
 
     - ``needs_fitting``: ``fit`` learns something from the training items (without it, ``fit``
       returns the component itself).
@@ -397,7 +403,8 @@ class Component(BaseModel):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """Instances the contract checks (:mod:`mitigate.testing.checks`) exercise; override when defaults are not enough."""
+        """Instances the contract checks (:mod:`mitigate.testing.checks`) exercise; override when defaults are
+        not enough."""
         return [cls()]
 
     def spec(self) -> dict[str, Any]:
@@ -432,7 +439,8 @@ _T = TypeVar("_T")
 
 
 def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
-    """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never leaked).
+    """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never
+    leaked).
 
     ``what`` names the call ("Pipeline.fit()"), ``instead`` the async form to await there
     ("m.afit(train, judge)").

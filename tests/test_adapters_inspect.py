@@ -1,4 +1,5 @@
-"""inspect-ai adapter: a mitigated judge as a scorer in a real (offline) inspect eval, and inspect logs read back.
+"""inspect-ai adapter: a mitigated judge as a scorer in a real (offline) inspect eval, and inspect logs read
+back.
 
 The solver model is inspect's ``mockllm/model`` with scripted outputs (token usage set, so inspect
 never loads a tokenizer from the network); our judge runs on FakeLM.
@@ -33,7 +34,8 @@ from mitigate.lm.fake import FakeLM
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 
-TEMPLATE = "Rate how well the answer fits the question, from 1 to 5.\nQuestion: {{source}}\nAnswer: {{output}}\nScore:"
+TEMPLATE = ("Rate how well the answer fits the question, from 1 to 5.\nQuestion: {{source}}\nAnswer: "
+            "{{output}}\nScore:")
 ANSWERS = {"Capital of France?": "Paris.", "Two plus two?": "Four.", "Colour of the sky?": "It depends."}
 
 
@@ -66,7 +68,8 @@ def _dataset() -> list[Sample]:
 
 
 def _run(tmp_path: Path, task: Task, **kwargs: Any) -> Any:
-    (log,) = inspect_eval(task, model=_solver_model(), log_dir=str(tmp_path / "logs"), display="none", **kwargs)
+    (log,) = inspect_eval(task, model=_solver_model(), log_dir=str(tmp_path / "logs"), display="none",
+                          **kwargs)
     assert log.status == "success", log.error
     return log
 
@@ -87,7 +90,8 @@ def test_the_scorer_judges_the_solver_output_and_leaves_a_parse_failure_unscored
 
 def test_a_log_of_the_scorer_reads_back_as_recorded_judgments_with_epochs_as_samples(tmp_path: Path) -> None:
     judge, _ = _judge()
-    log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)), epochs=2)
+    log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)),
+               epochs=2)
     run = read_inspect_log(log.location)["mitigated_judge"]
     rows = sorted(run.rows(), key=lambda r: (r.item_id, r.sample))
     assert [(r.item_id, r.sample, r.score) for r in rows] == [
@@ -95,7 +99,8 @@ def test_a_log_of_the_scorer_reads_back_as_recorded_judgments_with_epochs_as_sam
     assert rows[4].error is not None and "held no score" in rows[4].error and rows[4].raw == "I cannot tell."
     assert run.scales["score"] == Scale(min=1, max=5)
     assert rows[0].meta["model"] == "mockllm/model"
-    converted = CliRunner().invoke(app, ["data", "convert", log.location, "--from", "inspect", "--judge", "mine",
+    converted = CliRunner().invoke(app,
+                                   ["data", "convert", log.location, "--from", "inspect", "--judge", "mine",
                                          "-o", str(tmp_path / "rec.csv")])
     assert converted.exit_code == 0, converted.output
     (again,) = load_recorded_runs(tmp_path / "rec.csv").values()
@@ -150,7 +155,8 @@ def test_dict_values_give_one_criterion_each_and_noanswer_is_a_failure_not_a_zer
     assert set(run.criteria) == {"fluency", "correct", "overall"}
     assert run.get("q0", "fluency").rows[0].score == 4.0 and run.get("q0", "correct").rows[0].score == 1.0
     (noanswer,) = run.get("q2", "overall").rows
-    assert noanswer.score is None and "got 'N'" in (noanswer.error or "") and noanswer.raw == "no answer given"
+    assert noanswer.score is None and "got 'N'" in (noanswer.error
+                                                    or "") and noanswer.raw == "no answer given"
 
 
 def test_a_file_that_is_not_an_inspect_log_is_refused_naming_it(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""promptfoo adapter: ``get_assert(output, context)`` called as promptfoo calls it, and result files read back.
+"""promptfoo adapter: ``get_assert(output, context)`` called as promptfoo calls it, and result files read
+back.
 
 ``fixtures/promptfoo_results.json`` was written by ``promptfoo eval -o`` (promptfoo 0.121.20, echo
 provider, our Python assertion on FakeLM; stack traces and local paths trimmed). The end-to-end
@@ -107,10 +108,13 @@ def test_a_real_promptfoo_results_file_reads_back_with_the_grader_failure_kept_a
 def test_results_of_several_providers_become_one_item_per_output_and_errored_outputs_failures(tmp_path: Path) -> None:
     def result(test: int, provider: str, score: float, failure: int = 0) -> dict[str, Any]:
         component = {"pass": score > 0.5, "score": score, "reason": f"graded {score}",
-                     "assertion": {"type": "llm-rubric", "value": "is polite", "provider": "openai:gpt-4o-mini"}}
-        return {"testIdx": test, "promptIdx": 0, "provider": {"id": provider, "label": ""}, "vars": {"id": f"t{test}"},
+                     "assertion": {"type": "llm-rubric", "value": "is polite",
+                                   "provider": "openai:gpt-4o-mini"}}
+        return {"testIdx": test, "promptIdx": 0, "provider": {"id": provider, "label": ""},
+                "vars": {"id": f"t{test}"},
                 "testCase": {"vars": {"id": f"t{test}"}}, "failureReason": failure,
-                "error": "provider timed out" if failure == 2 else None, "success": failure == 0, "score": score,
+                "error": "provider timed out" if failure == 2 else None, "success": failure == 0,
+                "score": score,
                 "response": {"output": "hello"}, "gradingResult": {"pass": True, "score": score, "reason": "",
                                                                    "componentResults": [component]}}
 
@@ -129,7 +133,8 @@ def test_a_promptfoo_results_file_feeds_compare_recorded(tmp_path: Path) -> None
     recorded = promptfoo_results_to_recorded(FIXTURE, tmp_path / "recorded.jsonl", id_var="id")
     bench = Benchmark(name="qa", criteria=("fit",), scale=Scale(min=1, max=5), items=tuple(
         Item(id=f"q{i}", output=a, inputs={"source": q}, human={"fit": h}) for i, (q, a, h) in enumerate(
-            (("Capital of France?", "Paris", 5), ("Two plus two?", "Five", 1), ("Colour of the sky?", "It depends", 3))
+            (("Capital of France?", "Paris", 5), ("Two plus two?", "Five", 1),
+             ("Colour of the sky?", "It depends", 3))
         )))
     save_jsonl(bench, tmp_path / "bench.jsonl")
     result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fit",
@@ -156,13 +161,13 @@ def test_promptfoo_itself_runs_our_assertion_and_its_results_file_reads_back(tmp
     binary = _promptfoo()
     (tmp_path / "grader.py").write_text(
         "from mitigate.adapters.promptfoo import make_assert\n"
-        "from mitigate.judge import PromptJudge\nfrom mitigate.lm.fake import FakeLM\nfrom mitigate.prompt import JudgePrompt\n"
-        f"TEMPLATE = {TEMPLATE!r}\n"
+        "from mitigate.judge import PromptJudge\nfrom mitigate.lm.fake import FakeLM\nfrom mitigate.prompt "
+        f"import JudgePrompt\nTEMPLATE = {TEMPLATE!r}\n"
         "def reply(request):\n"
         "    text = request.messages[-1].content\n"
-        "    return 'I cannot tell.' if 'depends' in text else ('Score: 5' if 'Paris' in text else 'Score: 2')\n"
-        "get_assert = make_assert(PromptJudge(JudgePrompt.from_template(TEMPLATE, scale=(1, 5)), FakeLM(reply)),\n"
-        "                         input_var='question')\n")
+        "    return 'I cannot tell.' if 'depends' in text else ('Score: 5' if 'Paris' in text else 'Score: "
+        "2')\nget_assert = make_assert(PromptJudge(JudgePrompt.from_template(TEMPLATE, scale=(1, 5)), "
+        "FakeLM(reply)),\n                         input_var='question')\n")
     tests = "".join(
         f"  - vars: {{question: '{q}', answer: '{a}', id: q{i}}}\n"
         "    assert:\n      - type: python\n        value: file://grader.py\n        metric: fit\n"
@@ -170,7 +175,8 @@ def test_promptfoo_itself_runs_our_assertion_and_its_results_file_reads_back(tmp
                                     ("Colour of the sky?", "It depends"))))
     (tmp_path / "promptfooconfig.yaml").write_text(
         "prompts:\n  - 'Answer: {{answer}}'\nproviders:\n  - echo\ntests:\n" + tests)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PROMPTFOO_PYTHON": sys.executable,
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "PROMPTFOO_PYTHON": sys.executable,
            "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1",
            "PROMPTFOO_CONFIG_DIR": str(tmp_path / "pfhome")}
     subprocess.run([binary, "eval", "-c", "promptfooconfig.yaml", "-o", "results.json", "--no-cache",
@@ -183,7 +189,8 @@ def test_promptfoo_itself_runs_our_assertion_and_its_results_file_reads_back(tmp
 
 def test_the_cli_converts_a_promptfoo_results_file_into_recorded_judgments(tmp_path: Path) -> None:
     out = tmp_path / "recorded.jsonl"
-    result = CliRunner().invoke(app, ["data", "convert", str(FIXTURE), "--from", "promptfoo", "--id-key", "id",
+    result = CliRunner().invoke(app,
+                                ["data", "convert", str(FIXTURE), "--from", "promptfoo", "--id-key", "id",
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
     (run,) = load_recorded_runs(out).values()

@@ -164,7 +164,8 @@ async def test_mcq_letters_map_back_to_each_options_score() -> None:
 # ------------------------------------------------------------------ the per-system gate
 
 
-def gate_judgments(pairs: dict[str, list[tuple[float | None, float | None]]]) -> tuple[list[Judgment], list[Item]]:
+def gate_judgments(pairs: dict[str, list[tuple[float | None, float | None]]]) -> tuple[list[Judgment],
+                                                                                       list[Item]]:
     judgments, items = [], []
     for system, scores in pairs.items():
         for n, (r, m) in enumerate(scores):
@@ -230,7 +231,8 @@ def test_gate_needs_gate_judgments_and_systems() -> None:
 def test_parameters_validate_and_spec_round_trips() -> None:
     gate = AgreementGate(tolerance=0.3, method="kendall", min_items=8)
     spec = json.loads(json.dumps(gate.spec()))
-    assert spec == {"name": "agreement-gate", "params": {"tolerance": 0.3, "method": "kendall", "min_items": 8}}
+    assert spec == {"name": "agreement-gate",
+                    "params": {"tolerance": 0.3, "method": "kendall", "min_items": 8}}
     assert from_spec(spec) == gate
     with pytest.raises(ConfigError, match=r"The 'min_items' parameter of AgreementGate must be an int >= 3"):
         AgreementGate(min_items=2)
@@ -253,13 +255,15 @@ def test_released_chatgpt_coherence_gives_twelve_r_values() -> None:
     assert len(report.gate.judgments) == 1200
 
 
-# --------------------------------------------------------------------------- forms of a published-format template
+# --------------------------------------------------------------------------- forms of a published-format
+# template
 
-PROMETHEUS_LIKE = (  # Prometheus' format: a rubric, feedback then "[RESULT] N", ending with the stub "###Feedback: "
+# Prometheus' format: a rubric, feedback then "[RESULT] N", ending with the stub "###Feedback: "
+PROMETHEUS_LIKE = (
     "###Task Description:\nWrite a detailed feedback, then a score that is an integer between 1 and 5. The output "
     'format should look as follows: "Feedback: (write a feedback) [RESULT] (an integer number between 1 and 5)"\n\n'
-    "###Response to evaluate:\n{response}\n\n###Score Rubrics:\nScore 1: Poor.\nScore 2: Weak.\nScore 3: Fair.\n"
-    "Score 4: Good.\nScore 5: Excellent.\n\n###Feedback: "
+    "###Response to evaluate:\n{response}\n\n###Score Rubrics:\nScore 1: Poor.\nScore 2: Weak.\nScore 3: "
+    "Fair.\nScore 4: Good.\nScore 5: Excellent.\n\n###Feedback: "
 )
 
 
@@ -268,7 +272,8 @@ def test_the_rts_form_asks_for_the_templates_own_line_before_its_stub() -> None:
     template = form.messages[-1].template
     assert template.endswith("\n\n###Feedback: ")
     assert form.format.line == "[RESULT] {value}" and form.format.reasoning == "before"
-    assert ('Then end your answer with a final line "[RESULT] N", with N a score from 1 to 5.\n\n###Feedback: '
+    assert ('Then end your answer with a final line "[RESULT] N", with N a score from 1 to '
+            '5.\n\n###Feedback: '
             in template)
 
 

@@ -183,11 +183,13 @@ async def test_expired_requests_are_errors_then_retried_when_asked(provider, tmp
         await lm.aclose()
 
 
-def _intent(session_dir: Path, lm: Any, judge: PromptJudge, todo: list[Item]) -> tuple[BatchStore, Any, Any, list]:
+def _intent(session_dir: Path, lm: Any, judge: PromptJudge, todo: list[Item]) -> tuple[BatchStore, Any, Any,
+                                                                                       list]:
     """Write an intent for ``todo``'s requests as the runner would (what a killed run leaves behind)."""
     store = BatchStore(session_dir)
     api = batch_api_for(lm)
-    pairs = [(LMCache.make_key(lm.identity(), lm.model, judge.request(it).key()), judge.request(it)) for it in todo]
+    pairs = [(LMCache.make_key(lm.identity(), lm.model, judge.request(it).key()), judge.request(it))
+             for it in todo]
     groups = api.lines(pairs)
     lines = [line for _, ls in groups for line in ls]
     record = store.begin(api, pairs, len(lines))
@@ -344,7 +346,8 @@ async def test_circuit_breaker_stops_a_batch_run_whose_every_request_is_refused(
     with StubOpenAIServer(latency=0.0, batch_latency=0.001, reply=reply, batch_fail=no_such_model) as s:
         lm = wrap(backend(provider, s), cache=tmp_path / "c.sqlite")
         with pytest.raises(RunStoppedError, match="3 failed judgments in a row") as info:
-            await run(judge_for(lm), items(12), journal=tmp_path / "run" / "j.jsonl", progress=False, batch=FAST)
+            await run(judge_for(lm), items(12), journal=tmp_path / "run" / "j.jsonl", progress=False,
+                      batch=FAST)
         # no warm-up in batch mode: all twelve requests went out in one batch, none resent
         assert [len(b["custom_ids"]) for b in s.batch.created] == [12]
         result = info.value.result  # type: ignore[attr-defined]

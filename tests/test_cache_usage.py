@@ -1,4 +1,5 @@
-"""Every provider backend reports prompt-cache reads and writes in its usage, and the run summary shows them."""
+"""Every provider backend reports prompt-cache reads and writes in its usage, and the run summary shows
+them."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ async def test_anthropic_reports_writes_then_reads():
     with StubOpenAIServer(latency=0.0) as s:
         lm = AnthropicLM("claude-sonnet-4", base_url=s.url, api_key="k")
         usages = [(await lm.complete(_request(f"item {k}"))).usage for k in range(3)]
-        assert [(u.cache_write_tokens, u.cached_prompt_tokens) for u in usages] == [(0, 0), (1200, 0), (0, 1200)]
+        assert [(u.cache_write_tokens, u.cached_prompt_tokens) for u in usages] == [(0, 0), (1200, 0),
+                                                                                    (0, 1200)]
         await lm.aclose()
 
 

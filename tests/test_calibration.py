@@ -1,4 +1,5 @@
-"""Contextual and batch calibration of logprob scores and pairwise verdicts (Zhao et al. 2021; Zhou et al. 2024)."""
+"""Contextual and batch calibration of logprob scores and pairwise verdicts (Zhao et al. 2021; Zhou et al.
+2024)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.strategies import BatchCalibration, ContextualCalibration, ExpectedScore, Pipeline, Sampling
 from mitigate.strategies.calibration import calibrate, verdict_distribution
 
-TEMPLATE = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with \"Score: N\"."
+TEMPLATE = ("Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "
+            "\"Score: N\".")
 PAIR = "Which summary is better?\n\nSummary 1: {{output}}\nSummary 2: {{output_b}}\n\nAnswer 1 or 2."
 
 
@@ -29,7 +31,8 @@ def answer(probs: dict[str, float], generated: str) -> LMResponse:
 
 
 def skewed(request: LMRequest) -> LMResponse:
-    """A judge biased towards 5: content-free inputs get mostly 5; real ones shift by the summary's first digit."""
+    """A judge biased towards 5: content-free inputs get mostly 5; real ones shift by the summary's first
+    digit."""
     text = request.messages[-1].content
     if "Summary: N/A" in text or "Summary: \n" in text or "[MASK]" in text:
         return answer({"5": 0.6, "4": 0.3, "3": 0.1}, "5")
@@ -38,7 +41,8 @@ def skewed(request: LMRequest) -> LMResponse:
 
 
 def bench() -> Benchmark:
-    items = tuple(Item(id=f"i{k}", output=("good " if k % 2 else "bad ") + f"summary {k}", inputs={"source": "Art."},
+    items = tuple(Item(id=f"i{k}", output=("good " if k % 2 else "bad ") + f"summary {k}",
+                       inputs={"source": "Art."},
                        human={"coherence": 5.0 if k % 2 else 2.0}) for k in range(6))
     return Benchmark(name="b", items=items, criteria=("coherence",))
 
@@ -58,7 +62,8 @@ def test_contextual_calibration_divides_by_the_content_free_distribution() -> No
     q = calibrate(p, prior, ("1", "2", "3", "4", "5"))
     assert j.scores["coherence"] == pytest.approx(sum(int(k) * v for k, v in q.items()))
     assert j.meta["calibration"]["uncalibrated"][0] == pytest.approx(3 * 0.1 + 4 * 0.2 + 5 * 0.7)
-    assert j.scores["coherence"] < j.meta["calibration"]["uncalibrated"][0]  # the prior's pull to 5 is removed
+    # the prior's pull to 5 is removed
+    assert j.scores["coherence"] < j.meta["calibration"]["uncalibrated"][0]
 
 
 def test_batch_calibration_uses_the_training_batch_mean_and_keeps_the_ranking() -> None:
@@ -83,7 +88,8 @@ def test_an_unfitted_calibration_refuses_to_wrap_and_reasoning_prompts_are_refus
 def test_fit_without_logprobs_says_what_it_expected() -> None:
     lm = FakeLM(lambda r: LMResponse(choices=(Choice(text="Score: 4"),), model="fake"), logprobs=True)
     # the runner's circuit breaker stops the fit at the repeating capability error, naming it
-    with pytest.raises(RunStoppedError, match="asked for token logprobs .* expected scripted choices with logprobs"):
+    with pytest.raises(RunStoppedError,
+                       match="asked for token logprobs .* expected scripted choices with logprobs"):
         BatchCalibration().fit(bench(), judge(lm), progress=False)
 
 
@@ -109,20 +115,22 @@ def test_pairwise_verdict_probabilities_are_calibrated() -> None:
 
 def test_verdict_distribution_reads_the_first_label_position() -> None:
     pos = (TokenLogprob(token="Answer", logprob=0.0), TokenLogprob(token=" B", logprob=math.log(0.7),
-                                                                   top=((" B", math.log(0.7)), (" A", math.log(0.2)))))
+                                                                   top=((" B", math.log(0.7)),
+                                                                        (" A", math.log(0.2)))))
     assert verdict_distribution(pos, ("A", "B")) == pytest.approx({"first": 0.2 / 0.9, "second": 0.7 / 0.9})
 
 
 def test_calibration_composes_with_selective_evaluation_on_its_answer_probability() -> None:
     lm = FakeLM(skewed, logprobs=True)
     base = judge(lm)
-    items = tuple(Item(id=f"i{k}", output=("good " if k % 2 else "bad ") + f"summary {k}", inputs={"source": "Art."},
+    items = tuple(Item(id=f"i{k}", output=("good " if k % 2 else "bad ") + f"summary {k}",
+                       inputs={"source": "Art."},
                        human={"coherence": 5.0 if k % 2 else 2.0}) for k in range(80))
     train = Benchmark(name="b", items=items, criteria=("coherence",))
     from mitigate.strategies import parse_pipeline
 
-    pipe = parse_pipeline("expected-score | batch-calibration | selective(confidence=probability, target=0.8, "
-                          "tolerance=1.0)").fit(train, base, progress=False)
+    pipe = parse_pipeline("expected-score | batch-calibration | selective(confidence=probability, "
+                          "target=0.8, tolerance=1.0)").fit(train, base, progress=False)
     g = pipe.steps[-1].guarantee_
     assert g is not None and g.n_calibration == 80
     j = asyncio.run(pipe.wrap(base).judge(items[1]))

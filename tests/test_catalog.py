@@ -75,7 +75,8 @@ def test_an_unknown_kind_or_name_is_one_line_listing_what_exists(args: list[str]
     ("granularity(scale=10)", " (did you mean '1-10'?)"),
     ("granularity(scale=1)", ""),  # 1 is part of every option: ambiguous, no hint
 ])
-def test_a_refused_option_names_the_accepted_values_and_the_one_it_plainly_meant(text: str, hint: str) -> None:
+def test_a_refused_option_names_the_accepted_values_and_the_one_it_plainly_meant(text: str,
+                                                                                 hint: str) -> None:
     with pytest.raises(ConfigError) as exc:
         parse_pipeline(text)
     value = text.split("=")[1].rstrip(")")

@@ -71,8 +71,10 @@ def test_a_run_on_a_model_without_a_list_price_says_why_its_cost_is_unknown():
     class Hosted(FakeLM):
         provider = "openai"
 
-    assert "no list price for 'my-finetune' in mitigate.lm.pricing" in why_unpriced(Hosted(["x"], model="my-finetune"))
-    summary = RunSummary(items=1, judged_now=1, resumed=0, ok=1, parse_failures=0, errors=0, calls=1, cached_calls=0,
+    assert "no list price for 'my-finetune' in mitigate.lm.pricing" in why_unpriced(Hosted(["x"],
+                                                                                           model="my-finetune"))
+    summary = RunSummary(items=1, judged_now=1, resumed=0, ok=1, parse_failures=0, errors=0, calls=1,
+                         cached_calls=0,
                          cost_usd=None, cost_note="a reason")
     assert "cost unknown (a reason)" in summary.line()
     local = summary.model_copy(update={"cost_usd": 0.0, "cost_note": None})
@@ -84,7 +86,8 @@ def test_a_scale_warning_of_compare_is_printed_once(tmp_path, monkeypatch):
     bench = _bench(tmp_path, n=4)
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
         done = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt",
-                                        str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "--base-url",
+                                        str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model",
+                                        "--base-url",
                                         server.base_url, "-p", "baseline", "-p", "granularity(scale=1-10)",
                                         "--out", str(tmp_path / "out"), "--no-progress", "--n-boot", "20"])
     assert done.exit_code == 0, done.output

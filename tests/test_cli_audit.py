@@ -48,7 +48,8 @@ def test_compare_the_released_head_to_head_on_the_pairwise_benchmark(tmp_path: P
     if root is None or not (root / "summeval_llm_summeval" / "comp_res").is_dir():
         pytest.skip("shared SummEval data (summeval_llm_summeval/comp_res) is not available")
     result = CliRunner().invoke(app, ["compare", "-b", "summeval-h2h", "-c", "relevance", "--released",
-                                      "chatgpt-h2h", "--out", str(tmp_path), "--n-boot", "50", "--no-progress"])
+                                      "chatgpt-h2h", "--out", str(tmp_path), "--n-boot", "50",
+                                      "--no-progress"])
     assert result.exit_code == 0, result.output
     report = (tmp_path / "report.md").read_text()
     assert "position consistency" in report and "## Per system pair" in report and "| chatgpt-h2h | M8 vs M9 |" in report
@@ -64,7 +65,8 @@ def _bench(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", ["judgments.jsonl", "judgments.csv"])
-def test_judge_out_writes_one_row_per_item_with_failures_and_usage(tmp_path: Path, monkeypatch, name: str) -> None:
+def test_judge_out_writes_one_row_per_item_with_failures_and_usage(tmp_path: Path, monkeypatch,
+                                                                   name: str) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     _bench(tmp_path)
     replies = {"Summary 0.": "Score: 4", "Summary 1.": "I cannot tell.", "Summary 2.": "Score: 2"}
@@ -75,8 +77,10 @@ def test_judge_out_writes_one_row_per_item_with_failures_and_usage(tmp_path: Pat
 
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
         result = CliRunner().invoke(app, [
-            "judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"),
-            "--backend", "openai:stub-model", "--base-url", server.base_url, "--concurrency", "1", "--no-progress",
+            "judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend", "openai:stub-model", "--base-url", server.base_url, "--concurrency", "1",
+            "--no-progress",
             "--out", str(tmp_path / name),
         ])
     assert result.exit_code == 0, result.output
@@ -100,18 +104,22 @@ def test_judge_out_writes_one_row_per_item_with_failures_and_usage(tmp_path: Pat
 def test_compare_recorded_reads_raw_only_rows_with_the_prompts_format_and_counts_unknown_items(tmp_path: Path) -> None:
     """Logged answers audited with a template's own format; rows for other items are counted."""
     bench = tmp_path / "pw.jsonl"
-    items = [{"id": f"p{i}", "output": f"answer one {i}", "output_b": f"answer two {i}", "preference": {"help": "A"}}
+    items = [{"id": f"p{i}", "output": f"answer one {i}", "output_b": f"answer two {i}",
+              "preference": {"help": "A"}}
              for i in range(3)]
     bench.write_text("\n".join(json.dumps(r) for r in items) + "\n")
     prompt = tmp_path / "prompt.txt"
-    prompt.write_text('Explain briefly which output is better. End with "Therefore, Output (a) is better." or '
-                      '"Therefore, Output (b) is better."\n\n# Output (a):\n{{output}}\n\n# Output (b):\n{{output_b}}\n')
+    prompt.write_text('Explain briefly which output is better. End with "Therefore, Output (a) is better." '
+                      'or "Therefore, Output (b) is better."\n\n# Output (a):\n{{output}}\n\n# Output '
+                      '(b):\n{{output_b}}\n')
     rows = [
         {"item_id": "p0", "judge": "logged", "criterion": "help",
          "raw": "Output (b) adds detail not in Output (a). Therefore, Output (a) is better as it is right."},
         {"item_id": "p1", "judge": "logged", "criterion": "help", "raw": "Therefore, Output (b) is better."},
-        {"item_id": "p1", "judge": "logged", "criterion": "help", "raw": "Both are fine.", "order": "swapped"},
-        {"item_id": "p2", "judge": "logged", "criterion": "help", "raw": "It is hard to say whether Output (a) is better."},
+        {"item_id": "p1", "judge": "logged", "criterion": "help", "raw": "Both are fine.",
+         "order": "swapped"},
+        {"item_id": "p2", "judge": "logged", "criterion": "help",
+         "raw": "It is hard to say whether Output (a) is better."},
         {"item_id": "p2", "judge": "logged", "criterion": "help", "raw": "Therefore, Output (b) is better.",
          "order": "swapped"},
         {"item_id": "zz", "judge": "logged", "criterion": "help", "raw": "Therefore, Output (a) is better."},
@@ -132,4 +140,5 @@ def test_compare_recorded_reads_raw_only_rows_with_the_prompts_format_and_counts
     (entry,) = data["entries"]
     # p0 reads first (A, right), p1 second (B, wrong), p2's original order is a hedge: a recorded failure
     assert entry["measures"]["preference-accuracy"]["value"] == pytest.approx(1 / 2)
-    assert entry["summary"]["parse_failures"] == 2  # p2's original order and p1's swapped one: both orders count
+    # p2's original order and p1's swapped one: both orders count
+    assert entry["summary"]["parse_failures"] == 2

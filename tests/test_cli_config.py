@@ -20,12 +20,14 @@ from mitigate.cli.search import SearchOptions
 from mitigate.errors import ConfigError
 from mitigate.testing import StubOpenAIServer
 
-cli_app = importlib.import_module("mitigate.cli.app")  # the module (the package's attribute `app` is the Typer app)
+# the module (the package's attribute `app` is the Typer app)
+cli_app = importlib.import_module("mitigate.cli.app")
 PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
 
 
 def _bench(tmp_path: Path, n: int = 4) -> str:
-    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}", "inputs": {"source": f"Article {i}."},
+    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}",
+             "inputs": {"source": f"Article {i}."},
              "output": f"Summary {i}.", "human": {"fluency": 1.0 + i % 5}} for i in range(n)]
     (tmp_path / "bench.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
@@ -48,7 +50,8 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 ROUND_TRIPS = {
     "compare": ["-b", "summeval", "-c", "coherence", "-p", "baseline", "-p",
-                "one call per criterion=single-attribute | granularity(scale=1-10)", "--released", "chatgpt-rts",
+                "one call per criterion=single-attribute | granularity(scale=1-10)", "--released",
+                "chatgpt-rts",
                 "--train", "0.5", "--limit", "0", "--max-tokens", "64", "--no-cache", "--prompt", "p.txt",
                 "--out", "reports/x"],
     "judge": ["-b", "summeval", "--pipeline", "sampling(n=3, temperature=0.7)", "--samples", "2", "--reducer",
@@ -98,10 +101,12 @@ def test_options_given_on_the_command_line_override_the_file_even_at_their_defau
     value = built[0]
     assert isinstance(value, CompareOptions)
     assert value.limit == 0  # given (at the default) on the command line: wins
-    assert (value.benchmark, value.max_tokens, value.pipeline) == ("webnlg", 99, ["sampling"])  # from the file
+    # from the file
+    assert (value.benchmark, value.max_tokens, value.pipeline) == ("webnlg", 99, ["sampling"])
 
 
-def test_a_repeated_option_on_the_command_line_replaces_the_files_list(tmp_path: Path, built: list[Any]) -> None:
+def test_a_repeated_option_on_the_command_line_replaces_the_files_list(tmp_path: Path,
+                                                                       built: list[Any]) -> None:
     cfg = tmp_path / "run.json"
     cfg.write_text(json.dumps({"pipeline": ["baseline", "sampling"], "seed": 3}))
     result = CliRunner().invoke(app, ["compare", "-f", str(cfg), "-p", "granularity", "--save-config",
@@ -124,7 +129,8 @@ def test_a_repeated_option_on_the_command_line_replaces_the_files_list(tmp_path:
     ('[[entry]]\nname = "a (b)"\npipeline = "baseline"\n', "run.toml:2: expected a non-empty display name"),
     ('[[entry]]\nname = "a"\n', "run.toml:2: expected [[entry]] 1 to hold exactly one of"),
 ])
-def test_a_bad_config_file_is_one_line_naming_the_file_and_line(text: str, expected: str, tmp_path: Path) -> None:
+def test_a_bad_config_file_is_one_line_naming_the_file_and_line(text: str, expected: str,
+                                                                tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
     cfg.write_text(text)
     result = CliRunner().invoke(app, ["compare", "-f", str(cfg)])
@@ -152,7 +158,8 @@ def test_read_config_converts_paths_relative_to_the_file_and_one_value_to_a_list
 
 def test_every_field_of_every_options_class_is_a_config_key(tmp_path: Path) -> None:
     for cls in (JudgeOptions, CompareOptions, SearchOptions):
-        keys = [f.name for f in dataclasses.fields(cls)]  # the options, not class constants (COMMAND, HELP_FIRST)
+        # the options, not class constants (COMMAND, HELP_FIRST)
+        keys = [f.name for f in dataclasses.fields(cls)]
         cfg = tmp_path / "unknown.toml"
         cfg.write_text("nope = 1\n")
         with pytest.raises(ConfigError) as exc:
@@ -166,8 +173,10 @@ def test_every_field_of_every_options_class_is_a_config_key(tmp_path: Path) -> N
     ("granularity(scale=1-10)", None, "granularity(scale=1-10)"),
     ("@spec.json", None, "@spec.json"),
     ("baseline", None, "baseline"),
-    ("1-10 scale = granularity(scale=1-10) | sampling(n=3)", "1-10 scale", "granularity(scale=1-10) | sampling(n=3)"),
-    ("5 samples at T=0.7=sampling(temperature=0.7, n=5)", "5 samples at T=0.7", "sampling(temperature=0.7, n=5)"),
+    ("1-10 scale = granularity(scale=1-10) | sampling(n=3)", "1-10 scale",
+     "granularity(scale=1-10) | sampling(n=3)"),
+    ("5 samples at T=0.7=sampling(temperature=0.7, n=5)", "5 samples at T=0.7",
+     "sampling(temperature=0.7, n=5)"),
     ("@dir/a=b.json", None, "@dir/a=b.json"),
     ("=baseline", None, "=baseline"),
 ])
@@ -234,8 +243,8 @@ def test_paths_inside_specs_in_a_config_file_are_read_from_the_files_folder(
     _bench(tmp_path / "study")
     (tmp_path / "study" / "spec.json").write_text('{"name": "pipeline", "params": {"steps": []}}')
     cfg = tmp_path / "study" / "run.toml"
-    cfg.write_text('benchmark = "jsonl:bench.jsonl"\nprompt = "prompt.txt"\n\n[[entry]]\npipeline = "@spec.json"\n'
-                   '\n[[entry]]\nname = "named"\npipeline = "@spec.json"\n')
+    cfg.write_text('benchmark = "jsonl:bench.jsonl"\nprompt = "prompt.txt"\n\n[[entry]]\npipeline = '
+                   '"@spec.json"\n\n[[entry]]\nname = "named"\npipeline = "@spec.json"\n')
     monkeypatch.chdir(tmp_path / "elsewhere")
     done = CliRunner().invoke(app, ["compare", "-f", str(cfg), "--save-config", "again.toml"])
     assert done.exit_code == 0, done.output
@@ -267,6 +276,6 @@ def test_a_spec_path_missing_from_the_config_files_folder_is_one_line_naming_tha
     assert done.exit_code == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert (f"run.toml:1: benchmark = 'jsonl:bench.jsonl' names {tmp_path / 'study' / 'bench.jsonl'}, which does not "
-            f"exist (relative paths in a config file are read from the file's folder, {tmp_path / 'study'})") \
+    assert (f"run.toml:1: benchmark = 'jsonl:bench.jsonl' names {tmp_path / 'study' / 'bench.jsonl'}, which "
+            f"does not exist (relative paths in a config file are read from the file's folder, {tmp_path / 'study'})") \
         in lines[0]

@@ -76,7 +76,8 @@ def _bench(tmp_path: Path, n: int = 30) -> list[str]:
             "--no-progress", "--concurrency", "8", "--run-dir", str(tmp_path / "run")]
 
 
-@pytest.mark.parametrize(("kind", "status"), [("openai", 401), ("openai", 403), ("openai", 400), ("openai", 404),
+@pytest.mark.parametrize(("kind", "status"),
+                         [("openai", 401), ("openai", 403), ("openai", 400), ("openai", 404),
                                               ("anthropic", 401), ("anthropic", 400)])
 def test_permanent_http_error_stops_within_five_requests_with_one_line(kind, status, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -178,8 +179,10 @@ def test_compare_whose_pipeline_failed_on_every_item_exits_non_zero(tmp_path, mo
     judge_args = _bench(tmp_path, n=2)
     bench, prompt = judge_args[2].removeprefix("jsonl:"), judge_args[6]
     with StubOpenAIServer(latency=0.0, fail_first=10**9, fail_status=401) as server:
-        result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", prompt,
-                                          "-p", "baseline", "--backend", "openai:m", "--base-url", server.base_url,
+        result = CliRunner().invoke(app,
+                                    ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", prompt,
+                                          "-p", "baseline", "--backend", "openai:m", "--base-url",
+                                     server.base_url,
                                           "--out", str(tmp_path / "cmp"), "--no-progress", "--n-boot", "0"])
     assert result.exit_code == EXIT_FAILED, result.output
     assert result.stderr.splitlines()[-1].startswith("error: every item of 'baseline' failed; the first: LMCallError")

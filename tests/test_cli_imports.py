@@ -41,7 +41,8 @@ NEVER_ON_THE_JUDGE_PATH = (
 transport is the direct client: no SDK; the strategies only for a pipeline; plots and reports never)."""
 NOT_FOR_HELP = (
     *NEVER_ON_THE_JUDGE_PATH, "aiohttp", "tqdm", "pydantic", "asyncio", "mitigate.registry", "mitigate.data",
-    "mitigate.judge", "mitigate.prompt", "mitigate.parse", "mitigate.run", "mitigate.lm.http", "mitigate.lm.base",
+    "mitigate.judge", "mitigate.prompt", "mitigate.parse", "mitigate.run", "mitigate.lm.http",
+    "mitigate.lm.base",
 )
 """Not loaded by ``mitigate --help`` (nor by ``import mitigate.cli``): the group lists its commands without
 importing them, and the options need no pydantic."""
@@ -66,7 +67,8 @@ def _run(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], 
     """``mitigate <args>`` in a fresh interpreter: the finished process and the modules it had loaded."""
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd),
            "MITIGATE_CACHE_DIR": str(cwd / "cache"), "COLUMNS": "400", "OPENAI_API_KEY": "sk-stub"}
-    proc = subprocess.run([sys.executable, "-c", DUMP, json.dumps(args)], capture_output=True, text=True, cwd=cwd,
+    proc = subprocess.run([sys.executable, "-c", DUMP, json.dumps(args)], capture_output=True, text=True,
+                          cwd=cwd,
                           env=env, timeout=300)
     lines = proc.stderr.splitlines()
     line = next((ln for ln in lines if ln.startswith("MODULES ")), None)
@@ -86,7 +88,8 @@ def _flat(text: str) -> str:
 
 def _shipped(kind: str) -> list[str]:
     """The ``kind`` names mitigate itself registers, in registration order (not those tests register)."""
-    return [n for n, obj in registered(kind).items() if str(getattr(obj, "__module__", "")).startswith("mitigate.")]
+    return [n for n, obj in registered(kind).items()
+            if str(getattr(obj, "__module__", "")).startswith("mitigate.")]
 
 
 def test_help_lists_every_command_and_imports_none_of_them(tmp_path):
@@ -123,21 +126,25 @@ def test_an_unknown_command_is_refused_with_the_group_usage_error():
 
 
 def _judge_args(tmp_path: Path, url: str) -> list[str]:
-    """``mitigate judge`` of three items with a prompt file, on the stub at ``url`` (the items' human score is 3)."""
+    """``mitigate judge`` of three items with a prompt file, on the stub at ``url`` (the items' human score is
+    3)."""
     bench = tmp_path / "items.jsonl"
     bench.write_text(json.dumps({"benchmark": {"name": "t", "criteria": ["fluency"], "scale": [1, 5]}}) + "\n"
-                     + "".join(json.dumps({"id": f"i{k}", "output": f"text {k}", "human": {"fluency": 3}}) + "\n"
+                     + "".join(json.dumps({"id": f"i{k}", "output": f"text {k}", "human": {"fluency": 3}})
+                               + "\n"
                                for k in range(3)))
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Rate the fluency of the text from 1 to 5.\n\nText: {{output}}\n\nAnswer 'Score: N'.")
-    return ["judge", "-b", f"jsonl:{bench}", "--prompt", str(prompt), "--backend", "openai:stub-model", "-n", "0",
+    return ["judge", "-b", f"jsonl:{bench}", "--prompt", str(prompt), "--backend", "openai:stub-model", "-n",
+            "0",
             "--no-progress", "--base-url", url]
 
 
 def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_harness_or_numpy(tmp_path):
     pytest.importorskip("aiohttp")  # the direct transport (without it, the default is the SDK)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
-        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--run-dir", str(tmp_path / "run")], tmp_path)
+        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--run-dir", str(tmp_path / "run")],
+                             tmp_path)
         assert server.request_count == 3  # the judge really called the server
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [f"i{k}\tjudge=4\thuman=3.00\tScore: 4" for k in range(3)]
@@ -148,12 +155,14 @@ def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_har
 def test_judge_with_a_pipeline_loads_the_strategies_and_still_no_search_harness_or_plots(tmp_path):
     pytest.importorskip("aiohttp")
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
-        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--pipeline", "baseline", "--no-cache"],
+        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--pipeline", "baseline",
+                              "--no-cache"],
                              tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "judge=4" in proc.stdout
     assert "mitigate.strategies" in modules
-    assert _loaded(modules, ("mitigate.search", "mitigate.harness", "matplotlib", "pandas", "dspy", "openai")) == []
+    assert _loaded(modules,
+                   ("mitigate.search", "mitigate.harness", "matplotlib", "pandas", "dspy", "openai")) == []
 
 
 @pytest.mark.parametrize(("command", "option", "kind"), [
@@ -180,7 +189,8 @@ def test_list_help_names_every_kind_and_only_that_help_loads_the_registry(tmp_pa
     proc, modules = _run(["list", "--help"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"one of {', '.join(KIND_PACKAGES)} (or the plural)" in _flat(proc.stdout)
-    assert "mitigate.registry" in modules  # filled when this help is printed, not when the command is registered
+    # filled when this help is printed, not when the command is registered
+    assert "mitigate.registry" in modules
 
 
 def test_no_help_shows_a_stand_in_for_registered_names():

@@ -14,7 +14,8 @@ PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nS
 
 
 def _bench(tmp_path: Path, n: int = 6) -> None:
-    rows = [{"id": f"x{i}", "system": f"S{i % 3}", "doc_id": f"d{i // 3}", "inputs": {"source": f"Article {i}."},
+    rows = [{"id": f"x{i}", "system": f"S{i % 3}", "doc_id": f"d{i // 3}",
+             "inputs": {"source": f"Article {i}."},
              "output": f"Summary {i}.", "human": {"fluency": 1.0 + i % 5}} for i in range(n)]
     (tmp_path / "bench.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
@@ -46,7 +47,8 @@ def test_judge_batch_runs_through_the_batch_api_and_a_rerun_resumes(tmp_path, mo
 
 def test_batch_without_a_run_dir_is_a_clear_error(tmp_path):
     _bench(tmp_path)
-    result = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", "http://127.0.0.1:9/v1", "--batch"))
+    result = CliRunner().invoke(app,
+                                _judge(tmp_path, "openai:stub-model", "http://127.0.0.1:9/v1", "--batch"))
     assert result.exit_code == 2
     assert "--batch needs --run-dir" in result.stderr
 
@@ -62,26 +64,31 @@ def test_batch_with_a_local_backend_is_refused_before_any_call(tmp_path):
     assert "batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend" in result.stderr
 
 
-def test_the_default_and_direct_transports_reach_the_server_without_the_sdk_and_sdk_through_it(tmp_path, monkeypatch):
+def test_the_default_and_direct_transports_reach_the_server_without_the_sdk_and_sdk_through_it(tmp_path,
+                                                                                               monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     _bench(tmp_path, n=3)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
         direct = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--transport",
                                                 "direct", "--no-cache"))
-        default = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--no-cache"))
-        sdk = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--transport", "sdk",
+        default = CliRunner().invoke(app,
+                                     _judge(tmp_path, "openai:stub-model", server.base_url, "--no-cache"))
+        sdk = CliRunner().invoke(app,
+                                 _judge(tmp_path, "openai:stub-model", server.base_url, "--transport", "sdk",
                                              "--no-cache"))
         agents = server.user_agents
     assert direct.exit_code == 0 and default.exit_code == 0 and sdk.exit_code == 0, direct.output + sdk.output
     assert "judge=4" in direct.stdout and "judge=4" in default.stdout and "judge=4" in sdk.stdout
     assert len(agents) == 9
-    assert all("OpenAI/Python" not in a for a in agents[:6])  # plain aiohttp (the default is the direct client)
+    # plain aiohttp (the default is the direct client)
+    assert all("OpenAI/Python" not in a for a in agents[:6])
     assert all("OpenAI/Python" in a for a in agents[6:])  # the SDK names itself
 
 
 def test_transport_on_a_non_openai_backend_is_refused(tmp_path):
     _bench(tmp_path)
-    result = CliRunner().invoke(app, _judge(tmp_path, "anthropic:claude-x", "http://127.0.0.1:9", "--transport",
+    result = CliRunner().invoke(app,
+                                _judge(tmp_path, "anthropic:claude-x", "http://127.0.0.1:9", "--transport",
                                             "direct"))
     assert result.exit_code == 2
     assert "--transport applies to openai:<model> backends" in result.stderr
@@ -106,7 +113,8 @@ def test_guided_sends_the_answer_constraint_in_the_servers_own_field(tmp_path, m
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     _bench(tmp_path, n=2)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
-        vllm = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--guided", "vllm",
+        vllm = CliRunner().invoke(app,
+                                  _judge(tmp_path, "openai:stub-model", server.base_url, "--guided", "vllm",
                                               "--constrain", "format", "--no-cache"))
         sglang = CliRunner().invoke(app, _judge(tmp_path, "openai:stub-model", server.base_url, "--guided",
                                                 "sglang", "--constrain", "format", "--no-cache"))

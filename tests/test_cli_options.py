@@ -32,7 +32,8 @@ PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nS
 
 
 def _bench(tmp_path: Path) -> str:
-    """Six items listed system by system (S0 on d0..d2, then S1 on d0..d2), the way many releases list them."""
+    """Six items listed system by system (S0 on d0..d2, then S1 on d0..d2), the way many releases list
+    them."""
     rows = [{"id": f"{s}-{doc}", "system": s, "doc_id": doc, "inputs": {"source": f"Article {doc}."},
              "output": f"Summary by {s} of {doc}.", "human": {"fluency": 1.0 + i % 5}}
             for i, (s, doc) in enumerate((s, doc) for s in ("S0", "S1") for doc in ("d0", "d1", "d2"))]
@@ -77,7 +78,8 @@ def test_the_options_hold_their_parsed_values() -> None:
     assert CompareOptions(train="0.25").train_split == 0.25
     assert CompareOptions(train="jsonl:other.jsonl").train_split == "jsonl:other.jsonl"
     assert SearchOptions(splits="0.6,0.2,0.2").split_fractions == (0.6, 0.2, 0.2)
-    assert SearchOptions().samples_per_item == 1 and SearchOptions().lm_cache is False  # the search caches itself
+    # the search caches itself
+    assert SearchOptions().samples_per_item == 1 and SearchOptions().lm_cache is False
 
 
 BAD_VALUES = [
@@ -121,7 +123,8 @@ def test_the_items_are_taken_document_by_document(tmp_path: Path) -> None:
         "S0-d0", "S1-d0", "S0-d1", "S1-d1"]
 
 
-def test_judge_n_and_compare_limit_pick_the_same_items(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_n_and_compare_limit_pick_the_same_items(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench = _bench(tmp_path)
     common = ["-b", bench, "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"), "--backend",
@@ -130,7 +133,8 @@ def test_judge_n_and_compare_limit_pick_the_same_items(tmp_path: Path, monkeypat
         judged = CliRunner().invoke(app, ["judge", *common, "--base-url", server.base_url, "-n", "4",
                                           "--out", str(tmp_path / "rows.jsonl")])
         compared = CliRunner().invoke(app, ["compare", *common, "--base-url", server.base_url, "--limit", "4",
-                                            "-p", "baseline", "--out", str(tmp_path / "cmp"), "--n-boot", "0"])
+                                            "-p", "baseline", "--out", str(tmp_path / "cmp"), "--n-boot",
+                                            "0"])
     assert judged.exit_code == 0, judged.output
     assert compared.exit_code == 0, compared.output
     by_judge = [json.loads(line)["item_id"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
@@ -145,7 +149,8 @@ def test_build_judge_reads_each_commands_options(tmp_path: Path, monkeypatch: py
     bench = _bench(tmp_path)
     lm = {"prompt": tmp_path / "prompt.txt", "backend": "openai:m", "base_url": "http://127.0.0.1:9/v1"}
     task = load_task(bench, "fluency", 0)
-    judged = build_judge(JudgeOptions(benchmark=bench, samples=3, reducer="median", temperature=0.7, scale="1,10",
+    judged = build_judge(JudgeOptions(benchmark=bench, samples=3, reducer="median", temperature=0.7,
+                                      scale="1,10",
                                       **lm), task)
     compared = build_judge(CompareOptions(benchmark=bench, samples=2, cache=False, **lm), task)
     searched = build_judge(SearchOptions(benchmark=bench, max_tokens=16, **lm), task)

@@ -1,10 +1,12 @@
-"""Each command-line option declared once, in groups the commands compose; what a command line accepts unchanged.
+"""Each command-line option declared once, in groups the commands compose; what a command line accepts
+unchanged.
 
 - Every option is one ``option(...)`` call in mitigate/cli (read from the source, so a module no
   test imports counts too); no other ``typer.Option`` or ``typer.Argument`` is written there.
 - Every command's options (flags, types, defaults, repeatable or not, required or not) equal
   tests/fixtures/cli_options.json, captured from the commands before the options were grouped. A change
-  meant to add or alter an option rewrites it (``python tests/test_cli_options_declared.py``); review its diff.
+  meant to add or alter an option rewrites it (``python tests/test_cli_options_declared.py``); review its
+  diff.
 - The component names the command line acts on come from the registry (tags, backend facts),
   never from a list of names in mitigate/cli.
 """
@@ -125,7 +127,8 @@ def test_the_lm_server_options_are_one_group_every_lm_command_composes():
     from mitigate.cli.search import SearchOptions
 
     server = [f.name for f in dataclasses.fields(ServerOptions)]
-    assert {"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "patience", "transport"} <= set(server)
+    assert {"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "patience",
+            "transport"} <= set(server)
     for cls in (JudgeOptions, CompareOptions, SearchOptions, ProbeOptions, DiffOptions, EstimateOptions):
         assert issubclass(cls, ServerOptions), cls
         own = set(vars(cls).get("__annotations__", {}))
@@ -164,7 +167,8 @@ def test_a_field_without_a_declaration_or_renaming_its_option_is_refused_when_it
     flag = option("test_declared_once_only", help="a test option")
     try:
         def options_class(name: str, field: str, annotation: object) -> type:
-            return dataclasses.make_dataclass(name, [(field, annotation, 0)], bases=(CommandOptions,), frozen=True)
+            return dataclasses.make_dataclass(name, [(field, annotation, 0)], bases=(CommandOptions,),
+                                              frozen=True)
 
         Bare = options_class("Bare", "plain", int)
         Misnamed = options_class("Misnamed", "other", Annotated[int, flag])
@@ -207,7 +211,8 @@ def test_estimate_shows_the_one_declaration_another_command_has_in_its_own_words
 
 
 def _surface() -> dict[str, dict[str, list]]:
-    """Every command's parameters: kind, flags, type, default, repeatable, flag, required (help texts left out)."""
+    """Every command's parameters: kind, flags, type, default, repeatable, flag, required (help texts left
+    out)."""
     group = typer.main.get_command(app)
     root = click.Context(group, info_name="mitigate")
     out: dict[str, dict[str, list]] = {}
@@ -228,9 +233,12 @@ def _surface() -> dict[str, dict[str, list]]:
                 elif default is not None and not isinstance(default, (bool, int, float, str)):
                     default = str(default)
                 kind = str(getattr(getattr(p, "type_descriptor", None), "annotation", None))
-                kind = kind.replace("typing.", "").replace("<class '", "").replace("'>", "").replace("pathlib.", "")
-                rows[p.name] = [p.param_type_name, " ".join([*p.opts, *(f"/{s}" for s in p.secondary_opts)]), kind,
-                                default, bool(getattr(p, "multiple", False)), bool(getattr(p, "is_flag", False)),
+                kind = kind.replace("typing.", "").replace("<class '", "").replace("'>",
+                                                                                   "").replace("pathlib.", "")
+                rows[p.name] = [p.param_type_name, " ".join([*p.opts, *(f"/{s}" for s in p.secondary_opts)]),
+                                kind,
+                                default, bool(getattr(p, "multiple", False)),
+                                bool(getattr(p, "is_flag", False)),
                                 p.required]
             out[path] = rows
 
@@ -253,9 +261,12 @@ def test_a_config_file_reads_and_writes_every_option_under_its_name(tmp_path):
     before = json.loads(FIXTURE.read_text(encoding="utf-8"))["judge"]
     keys = set(option_fields(JudgeOptions))
     assert keys == set(before) - {"help", "help_all", "plugin", "config_file", "save_config"}
-    assert option_fields(JudgeOptions)["scoring"] is str  # a choice is read as text, then checked as on the line
+    # a choice is read as text, then checked as on the line
+    assert option_fields(JudgeOptions)["scoring"] is str
     saved = tmp_path / "run.toml"
-    result = CliRunner().invoke(app, ["judge", "--scoring", "parse", "--transport", "direct", "--backend", "openai:m",
+    result = CliRunner().invoke(app,
+                                ["judge", "--scoring", "parse", "--transport", "direct", "--backend",
+                                 "openai:m",
                                       "-n", "3", "--save-config", str(saved)])
     assert result.exit_code == 0, result.output
     assert saved.read_text().splitlines()[2:] == ['limit = 3', 'backend = "openai:m"', 'transport = "direct"',
@@ -279,7 +290,8 @@ def test_the_choices_are_the_librarys_own():
     assert get_args(backend_options.Guided) == get_args(GuidedServer)
     assert get_args(prompt_options.Reducer) == get_args(Reducer)
     assert get_args(prompt_options.Constrain) == get_args(JudgeConfig.model_fields["constrain"].annotation)
-    assert get_args(prompt_options.Scoring) == ("auto", *get_args(JudgeConfig.model_fields["scoring"].annotation))
+    assert get_args(prompt_options.Scoring) == ("auto",
+                                                *get_args(JudgeConfig.model_fields["scoring"].annotation))
     assert get_args(Agreement) == get_args(Objective.model_fields["agreement"].annotation)
     assert get_args(Consistency) == get_args(Objective.model_fields["consistency"].annotation)
     assert [get_args(t) for t in (estimate.Method, estimate.Target, estimate.Calibration, estimate.By)] == [
@@ -290,7 +302,8 @@ def test_the_choices_are_the_librarys_own():
     (["search", "--agreement", "spearmen"], "The '--agreement' parameter of mitigate search must be one of"),
     (["prompts", "--guided", "vllm2"], "The '--guided' parameter of mitigate prompts must be one of"),
     (["judge", "--scoring", "Expected"], "(did you mean 'expected'?)"),
-    (["estimate", "--released", "chatgpt-rts", "--method", "PPI"], "The '--method' parameter of mitigate estimate "
+    (["estimate", "--released", "chatgpt-rts", "--method", "PPI"],
+     "The '--method' parameter of mitigate estimate "
                                                                    "must be one of"),
 ])
 def test_a_choice_out_of_its_literal_is_refused_before_any_work_naming_the_option(args, expected):
@@ -303,11 +316,13 @@ def test_a_choice_out_of_its_literal_is_refused_before_any_work_naming_the_optio
 
 @pytest.fixture
 def plugin_backends():
-    """Two backends a plugin registers: a network one with a batch API that takes --transport, and a local one."""
+    """Two backends a plugin registers: a network one with a batch API that takes --transport, and a local
+    one."""
     def build(spec, rest, has_colon, kwargs):  # pragma: no cover - never built here
         raise AssertionError("not built")
 
-    registry.add("backend", "cloudy", Backend(("cloudy:<model>",), build, network=True, options=("transport",),
+    registry.add("backend", "cloudy",
+                 Backend(("cloudy:<model>",), build, network=True, options=("transport",),
                                               batch=True, about="a test provider"))
     registry.add("backend", "nearby", Backend(("nearby",), build))
     try:
@@ -323,10 +338,12 @@ def test_which_backend_takes_which_option_is_read_from_the_registry(plugin_backe
     ok = JudgeOptions(backend="cloudy:m", base_url="http://x", timeout=3.0, transport="direct", batch=True,
                       run_dir=Path("run"))
     assert ok.backend == "cloudy:m"
-    with pytest.raises(ConfigError, match=r"--base-url applies to the openai, anthropic, dspy, cloudy backends; "
+    with pytest.raises(ConfigError,
+                       match=r"--base-url applies to the openai, anthropic, dspy, cloudy backends; "
                                           r"got --backend 'nearby'"):
         JudgeOptions(backend="nearby", base_url="http://x")
-    with pytest.raises(ConfigError, match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
+    with pytest.raises(ConfigError,
+                       match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
                                           r"OpenAI API and OpenAI-compatible servers such as vLLM; a test provider\)"):
         JudgeOptions(backend="nearby", transport="direct")
     with pytest.raises(ConfigError, match="batch mode needs an 'openai:<model>' or 'anthropic:<model>' or "
@@ -340,9 +357,12 @@ def test_the_shipped_backends_take_what_they_took_before():
 
     for spec in ("openai:m",):
         check_backend(Given(), spec)  # type: ignore[arg-type]
-    for spec, refused in (("anthropic:m", "--transport applies to openai:<model> backends (the OpenAI API and "
-                                          "OpenAI-compatible servers such as vLLM); got --backend 'anthropic:m'"),
-                          ("local", "--base-url applies to the openai, anthropic, dspy backends; got --backend 'local'"),
+    for spec, refused in (("anthropic:m",
+                           "--transport applies to openai:<model> backends (the OpenAI API and "
+                                          "OpenAI-compatible servers such as vLLM); got --backend "
+                                          "'anthropic:m'"),
+                          ("local",
+                           "--base-url applies to the openai, anthropic, dspy backends; got --backend 'local'"),
                           ("replay:x", "--base-url applies"), ("fake", "--base-url applies")):
         with pytest.raises(ConfigError) as exc:
             check_backend(Given(), spec)  # type: ignore[arg-type]
@@ -353,9 +373,11 @@ def test_judge_sends_its_limits_to_every_network_backend_the_registry_names():
     from mitigate.cli.build import build_backend
     from mitigate.cli.judge import JudgeOptions
 
-    lm = build_backend(JudgeOptions(backend="openai:m", base_url="http://127.0.0.1:9/v1", deadline=7.0), declared=True)
+    lm = build_backend(JudgeOptions(backend="openai:m", base_url="http://127.0.0.1:9/v1", deadline=7.0),
+                       declared=True)
     assert lm.limits is not None and lm.limits.deadline == 7.0  # type: ignore[attr-defined]
-    assert build_backend(JudgeOptions(backend="local"), declared=True).limits is None  # type: ignore[attr-defined]
+    assert build_backend(JudgeOptions(backend="local"),
+                         declared=True).limits is None  # type: ignore[attr-defined]
 
 
 HELP_KEYWORDS = ("help",)
@@ -373,13 +395,15 @@ def _help_or_doc_nodes(tree: ast.Module) -> set[int]:
             if any(isinstance(t, ast.Name) and (t.id.endswith("_HELP") or t.id.startswith("DEFAULT_"))
                    for t in targets) and node.value is not None:
                 skip.update(id(n) for n in ast.walk(node.value))
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal":
+        elif isinstance(node, ast.Subscript) and isinstance(node.value,
+                                                            ast.Name) and node.value.id == "Literal":
             skip.update(id(n) for n in ast.walk(node.slice))
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 skip.add(id(first.value))
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if isinstance(node, ast.Expr) and isinstance(node.value,
+                                                     ast.Constant) and isinstance(node.value.value, str):
             skip.add(id(node.value))  # an attribute docstring
     return skip
 
@@ -455,7 +479,8 @@ def test_declared_once_holds_for_the_options_commands_add_themselves():
 
 
 def write_fixture(path: Path = FIXTURE) -> None:
-    """Rewrite the fixture from the commands as they are now, one option a line (for a change meant to alter them)."""
+    """Rewrite the fixture from the commands as they are now, one option a line (for a change meant to alter
+    them)."""
     surface = _surface()
     lines = ["{"]
     for i, command in enumerate(sorted(surface)):

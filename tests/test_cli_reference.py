@@ -45,7 +45,8 @@ def test_help_shows_the_first_options_grouped_and_says_where_the_rest_are(comman
     assert "--deadline " not in short.stdout and "--deadline " in every.stdout
     fields = [f for f in dataclasses.fields(options) if f.init]
     first = {n for names in options.HELP_FIRST.values() for n in names}
-    assert f"{len(first)} of {len(fields) + 3} options shown" in " ".join(short.stdout.split())  # + plugin, -f, save
+    # + plugin, -f, save
+    assert f"{len(first)} of {len(fields) + 3} options shown" in " ".join(short.stdout.split())
     assert f"mitigate {command} --help-all, or docs/cli.md" in " ".join(short.stdout.split())
     assert "─ More options " in every.stdout
     for field in fields:
@@ -54,7 +55,8 @@ def test_help_shows_the_first_options_grouped_and_says_where_the_rest_are(comman
 
 def test_docs_cli_md_is_what_the_commands_give_now():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "mitigate.cli.reference", "--check", str(ROOT / "docs" / "cli.md")],
+    done = subprocess.run([sys.executable, "-m", "mitigate.cli.reference", "--check",
+                           str(ROOT / "docs" / "cli.md")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     text = (ROOT / "docs" / "cli.md").read_text()

@@ -1,4 +1,5 @@
-"""``mitigate prompts render``, ``--dry-run`` on judge, compare and search (no LM call), and the prompt overrides."""
+"""``mitigate prompts render``, ``--dry-run`` on judge, compare and search (no LM call), and the prompt
+overrides."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ from mitigate.data.jsonl import save_jsonl
 from mitigate.data.schema import Benchmark, Item
 from mitigate.testing import StubOpenAIServer
 
-TEMPLATE = ("Rate how helpful the assistant's reply is, on a scale of 1 to 5.\n\n[User request]\n{{question}}\n\n"
-            "[Begin assistant reply]\n{{output}}\n[End assistant reply]\n\nRate it on the last line as "
-            "\"Rating: [[N]]\".")
+TEMPLATE = ("Rate how helpful the assistant's reply is, on a scale of 1 to 5.\n\n[User "
+            "request]\n{{question}}\n\n[Begin assistant reply]\n{{output}}\n[End assistant reply]\n\nRate it "
+            "on the last line as \"Rating: [[N]]\".")
 PAIRWISE = ("Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
             "Answer with 1, 2 or tie.")
 
 
 def _bench(tmp_path: Path, n: int = 8) -> Path:
-    items = tuple(Item(id=f"x{i}", output=f"Reply number {i}." + " More." * (i % 3), inputs={"question": f"Q{i}?"},
-                       system=f"S{i % 2}", doc_id=f"d{i // 2}", human={"help": float(1 + i % 5)}) for i in range(n))
+    items = tuple(Item(id=f"x{i}", output=f"Reply number {i}." + " More." * (i % 3),
+                       inputs={"question": f"Q{i}?"},
+                       system=f"S{i % 2}", doc_id=f"d{i // 2}", human={"help": float(1 + i % 5)})
+                  for i in range(n))
     return save_jsonl(Benchmark(name="b", items=items, criteria=("help",)), tmp_path / "b.jsonl")
 
 
@@ -59,7 +62,8 @@ def test_render_shows_every_request_with_its_sampling_constraint_and_diff(tmp_pa
 def test_render_of_a_position_swap_lists_both_orders_with_the_outputs_exchanged(tmp_path: Path) -> None:
     t = _template(tmp_path, PAIRWISE)
     b = _pairwise(tmp_path)
-    result = _invoke(["prompts", "render", str(t), "-b", f"jsonl:{b}", "--item", "p3", "--pipeline", "position-swap"])
+    result = _invoke(["prompts", "render", str(t), "-b", f"jsonl:{b}", "--item", "p3", "--pipeline",
+                      "position-swap"])
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "request 1 of 2: original" in out and "request 2 of 2: swapped" in out and "outputs swapped" in out
@@ -99,7 +103,8 @@ def test_render_of_a_pipeline_that_learns_needs_train(tmp_path: Path) -> None:
 def test_readme_pipeline_consistency_hint_then_cot_renders_on_the_default_backend(tmp_path: Path) -> None:
     result = _invoke(["prompts", "render", str(_template(tmp_path)), "--pipeline",
                       "consistency-hint | sampling(cot=true, temperature=0.7, n=3)"])
-    assert result.exit_code == 0, result.output  # was: an error about ExpectedScore, which the user never added
+    # was: an error about ExpectedScore, which the user never added
+    assert result.exit_code == 0, result.output
     assert "answer read: parse" in result.stdout and "logprobs: no" in result.stdout
 
 
@@ -108,7 +113,8 @@ def test_readme_pipeline_consistency_hint_then_cot_renders_on_the_default_backen
 
 def test_answer_format_and_reasoning_overrides_change_the_constraint(tmp_path: Path) -> None:
     t = _template(tmp_path)
-    result = _invoke(["prompts", "render", str(t), "--answer-format", "Verdict: <{value}>", "--reasoning", "before"])
+    result = _invoke(["prompts", "render", str(t), "--answer-format", "Verdict: <{value}>", "--reasoning",
+                      "before"])
     assert result.exit_code == 0, result.output
     assert '"Verdict: <N>" after reasoning' in result.stdout
     assert "reason ::=" in result.stdout
@@ -121,8 +127,10 @@ def test_answer_format_and_reasoning_overrides_change_the_constraint(tmp_path: P
     (["--const", "=x"], "expected --const as NAME=VALUE"),
     (["--output-slot", "not a slot"], "expected --output-slot as a slot name"),
 ])
-def test_a_bad_override_is_one_line_naming_what_was_expected(tmp_path: Path, args: list[str], expected: str) -> None:
-    for cmd in (["prompts", "render", str(_template(tmp_path))], ["judge"], ["compare", "-p", "baseline"], ["search"]):
+def test_a_bad_override_is_one_line_naming_what_was_expected(tmp_path: Path, args: list[str],
+                                                             expected: str) -> None:
+    for cmd in (["prompts", "render", str(_template(tmp_path))], ["judge"], ["compare", "-p", "baseline"],
+                ["search"]):
         result = _invoke([*cmd, *args])
         assert result.exit_code == 2, (cmd, result.output)
         assert expected in result.stderr, (cmd, result.stderr)
@@ -165,7 +173,8 @@ def test_dry_run_on_judge_compare_and_search_makes_no_call(tmp_path: Path, monke
 # --------------------------------------------------------------------------- pairwise judge prints verdicts
 
 
-def test_judge_on_a_pairwise_benchmark_prints_verdicts_beside_the_gold_preference(tmp_path: Path, monkeypatch) -> None:
+def test_judge_on_a_pairwise_benchmark_prints_verdicts_beside_the_gold_preference(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     t, b = _template(tmp_path, PAIRWISE), _pairwise(tmp_path, 4)
     with StubOpenAIServer(latency=0.0, reply="1") as server:
@@ -186,9 +195,11 @@ def test_an_entry_identical_by_construction_is_flagged_not_reported_as_a_zero_di
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     t, b = _template(tmp_path), _bench(tmp_path, 10)
     with StubOpenAIServer(latency=0.0, reply="Rating: [[3]]") as server:
-        result = _invoke(["compare", "-b", f"jsonl:{b}", "--prompt", str(t), "-p", "baseline", "-p", "expected-score",
+        result = _invoke(["compare", "-b", f"jsonl:{b}", "--prompt", str(t), "-p", "baseline", "-p",
+                          "expected-score",
                           "-p", "sampling(temperature=0.7, n=2)", "--scoring", "expected", "--backend",
-                          "openai:stub", "--base-url", server.base_url, "--no-progress", "--no-cache", "--n-boot",
+                          "openai:stub", "--base-url", server.base_url, "--no-progress", "--no-cache",
+                          "--n-boot",
                           "10", "--out", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     report = (tmp_path / "o" / "report.md").read_text()
@@ -221,10 +232,13 @@ def test_render_of_a_published_template_read_from_its_package(tmp_path: Path) ->
     loader, hints, _ = REAL["prometheus-absolute"]
     (tmp_path / "p.txt").write_text(loader())
     (tmp_path / "rubric.txt").write_text(_hints(hints)["constants"]["rubric"])
-    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const", f"rubric=@{tmp_path / 'rubric.txt'}",
+    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const",
+                      f"rubric=@{tmp_path / 'rubric.txt'}",
                       "--pipeline", "sampling(cot=true, temperature=0.7, n=2) | position-swap"])
-    assert result.exit_code == 2 and "PositionSwap needs pairwise prompt judges" in result.stderr  # refused, one line
-    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const", f"rubric=@{tmp_path / 'rubric.txt'}",
+    # refused, one line
+    assert result.exit_code == 2 and "PositionSwap needs pairwise prompt judges" in result.stderr
+    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const",
+                      f"rubric=@{tmp_path / 'rubric.txt'}",
                       "--pipeline", "agreement-gate"])
     assert result.exit_code == 0, result.output
     out = result.stdout

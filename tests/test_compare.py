@@ -1,4 +1,5 @@
-"""compare(): runs named judges, resumes from journals, and measures accuracy and bias with NaN-with-reason."""
+"""compare(): runs named judges, resumes from journals, and measures accuracy and bias with
+NaN-with-reason."""
 
 from __future__ import annotations
 
@@ -210,7 +211,8 @@ async def test_released_judges_are_measured_without_calls_on_a_summeval_slice(tm
 async def test_released_judge_records_parse_failures_and_refuses_prompt_transforms(tmp_path: Path) -> None:
     _summeval_or_skip()
     judge = ReleasedJudge("gpt4-rts", "consistency")
-    failed = [j.item_id for j in judge.run.iter_judgments() if j.criterion == "consistency" and j.score is None]
+    failed = [j.item_id for j in judge.run.iter_judgments() if j.criterion == "consistency"
+              and j.score is None]
     assert failed, "gpt4-rts consistency has released answers the parser rejects"
     judgment = await judge.judge(Item(id=failed[0], output="x"))
     assert judgment.scores == {"consistency": None} and judgment.failures and judgment.calls == 0

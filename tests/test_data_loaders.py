@@ -26,14 +26,16 @@ from mitigate.paths import data_dir
 
 def write_lines(path: Path, rows: list[object | str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n",
+                    encoding="utf-8")
     return path
 
 
 def good_row(i: int = 1, **extra: object) -> dict[str, object]:
     row: dict[str, object] = {
         "id": f"x{i}", "system": "S1", "doc_id": f"d{i}", "inputs": {"source": "src text"},
-        "output": "out text", "reference": "ref", "human": {"coherence": 3.5}, "annotators": {"coherence": [3, 4]},
+        "output": "out text", "reference": "ref", "human": {"coherence": 3.5},
+        "annotators": {"coherence": [3, 4]},
     }
     row.update(extra)
     return row
@@ -90,12 +92,15 @@ def test_jsonl_name_defaults_to_stem_and_criteria_follow_first_appearance(tmp_pa
         (json.dumps({"id": "", "output": "o"}), "expected a non-empty string 'id'"),
         (json.dumps({"id": "z"}), "expected an 'output' text in row 'z'; got no 'output'"),
         (json.dumps({"id": "z", "output": 5}), "expected a string for 'output'"),
-        (json.dumps({"id": "z", "output": "o", "human": {"coherence": "high"}}), "expected a number for human score 'coherence'; got str"),
+        (json.dumps({"id": "z", "output": "o", "human": {"coherence": "high"}}),
+         "expected a number for human score 'coherence'; got str"),
         (json.dumps({"id": "z", "output": "o", "human": {"coherence": True}}), "expected a number"),
         (json.dumps({"id": "z", "output": "o", "human": {"coherence": 9}}), "within the human scale 1 to 5"),
-        (json.dumps({"id": "z", "output": "o", "annotators": {"coherence": [3, "x"]}}), "annotator score 'coherence'"),
+        (json.dumps({"id": "z", "output": "o", "annotators": {"coherence": [3, "x"]}}),
+         "annotator score 'coherence'"),
         (json.dumps({"id": "z", "output": "o", "annotators": {"coherence": 3}}), "expected a list of scores"),
-        (json.dumps({"id": "z", "output": "o", "inputs": {"source": 3}}), "expected 'inputs' to be an object of named texts"),
+        (json.dumps({"id": "z", "output": "o", "inputs": {"source": 3}}),
+         "expected 'inputs' to be an object of named texts"),
         (json.dumps({"id": "z", "ouput": "o"}), "unknown key(s) ['ouput']"),
         (json.dumps({"id": "x1", "output": "o"}), "expected a unique 'id'; got 'x1', already used on line 1"),
     ],
@@ -112,7 +117,8 @@ def test_jsonl_bad_row_names_file_line_and_expectation(tmp_path, line2, needle):
 
 def test_jsonl_lone_surrogate_escape_is_a_file_line_error_at_load(tmp_path):
     # json.loads accepts "\ud800", but no UTF-8 text can hold it: it used to crash the run much later
-    path = write_lines(tmp_path / "sur.jsonl", [good_row(1), '{"id": "z", "output": "half a pair \\ud800 here"}'])
+    path = write_lines(tmp_path / "sur.jsonl",
+                       [good_row(1), '{"id": "z", "output": "half a pair \\ud800 here"}'])
     with pytest.raises(DataError) as info:
         load_jsonl(path)
     assert str(info.value).startswith(f"{path}:2:") and "\\ud800" in str(info.value)
@@ -203,7 +209,9 @@ def test_summeval_bad_rating_names_file_and_line(tmp_path):
     bad = summeval_row("d2", "M8", [1, 2, 3], [5, 5, 4, 4, 2])
     bad["expert_annotations"][1]["coherence"] = "three"  # type: ignore[index]
     write_lines(path, [summeval_row("d1", "M8", [1, 2, 3], [5, 5, 4, 4, 2]), bad])
-    with pytest.raises(DataError, match=r"M8_outputs_annotations\.jsonl:2: expected a number for 'expert_annotations'\[1\]\.coherence"):
+    with pytest.raises(DataError,
+                       match=r"M8_outputs_annotations\.jsonl:2: expected a number for "
+                             r"'expert_annotations'\[1\]\.coherence"):
         load_summeval(root=tmp_path)
 
 
@@ -310,7 +318,8 @@ def test_uss_turn_items_judge_system_responses_with_the_next_user_rating(tmp_pat
         ("USER\thi\tX\n", 1, "expected 4 tab-separated fields"),
         ("BOT\thi\t\t\n", 1, "expected role USER or SYSTEM; got 'BOT'"),
         ("USER\thi\tX\t3\nSYSTEM\tok\t\t\n", 1, "to end with a 'USER<TAB>OVERALL' line"),
-        ("USER\thi\tX\t3\nUSER\tOVERALL\t\t3\nSYSTEM\tmore\t\t\n", 3, "expected a blank line after the USER OVERALL line"),
+        ("USER\thi\tX\t3\nUSER\tOVERALL\t\t3\nSYSTEM\tmore\t\t\n", 3,
+         "expected a blank line after the USER OVERALL line"),
     ],
 )
 def test_uss_malformed_lines_name_file_and_line(tmp_path, text, line, needle):
@@ -351,7 +360,8 @@ def make_webnlg(root: Path, *, listed_mean: float | None = None) -> Path:
     crit = {"Correctness": 90, "DataCoverage": 80, "Fluency": 70, "Relevance": 60, "TextStructure": 50}
     rows = []
     for sub in ("SysA", "WebNLG-2020-reference"):
-        rows.append({"submission_id": sub, "size": "2", "sample_id": "2", "domain": "type1", "category": "City",
+        rows.append({"submission_id": sub, "size": "2", "sample_id": "2", "domain": "type1",
+                     "category": "City",
                      **{k: (listed_mean if listed_mean is not None else v - 5) for k, v in crit.items()}})
         raters = {"w1": crit, "w2": {k: v - 10 for k, v in crit.items()}}
         (res / sub).mkdir(parents=True, exist_ok=True)
@@ -473,7 +483,8 @@ def test_registry_loads_by_name_and_passes_keywords(tmp_path):
 def test_registry_unknown_name_lists_the_names():
     with pytest.raises(DataError) as info:
         load("summevall")
-    for name in ("summeval", "summeval-bartscore", "uss-sgd", "uss-multiwoz", "webnlg", "tmu-gfm", "jsonl:<path>"):
+    for name in ("summeval", "summeval-bartscore", "uss-sgd", "uss-multiwoz", "webnlg", "tmu-gfm",
+                 "jsonl:<path>"):
         assert name in str(info.value)
     assert set(benchmark_names()) >= {"summeval", "webnlg", "tmu-gfm"}
     with pytest.raises(DataError, match="expected a path after 'jsonl:'"):
@@ -511,7 +522,8 @@ def test_real_summeval_bartscore_copy_has_1600_items_and_agrees_with_llm_copy():
 
 
 @pytest.mark.data
-@pytest.mark.parametrize(("corpus", "dialogues"), [("sgd", 1000), ("multiwoz", 1000), ("redial", 1000), ("ccpe", 500)])
+@pytest.mark.parametrize(("corpus", "dialogues"),
+                         [("sgd", 1000), ("multiwoz", 1000), ("redial", 1000), ("ccpe", 500)])
 def test_real_uss_dialogue_counts_and_label_ranges(corpus, dialogues):
     root = needs("user_satisfaction_uss/dataset/SGD.txt")
     bench = load_uss(corpus, root=root)

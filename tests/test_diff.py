@@ -35,8 +35,10 @@ def _items() -> list[dict[str, Any]]:
     for d in range(N_DOCS):
         for s in SYSTEMS:
             quality = rng.randint(1, 5)
-            rows.append({"id": f"{s}/d{d}", "system": s, "doc_id": f"d{d}", "inputs": {"source": f"Article {d}."},
-                         "output": f"Summary of article {d} by {s}. quality={quality} " + "word " * rng.randint(3, 30),
+            rows.append({"id": f"{s}/d{d}", "system": s, "doc_id": f"d{d}",
+                         "inputs": {"source": f"Article {d}."},
+                         "output": f"Summary of article {d} by {s}. quality={quality} "
+                         + "word " * rng.randint(3, 30),
                          "human": {"coherence": float(quality)}})
     return rows
 
@@ -47,7 +49,8 @@ def _write_bench(tmp_path: Path) -> Path:
     return path
 
 
-def _recorded(tmp_path: Path, name: str, judge: str, score: Any, scale: tuple[int, int] | None = None) -> Path:
+def _recorded(tmp_path: Path, name: str, judge: str, score: Any,
+              scale: tuple[int, int] | None = None) -> Path:
     """A recorded-judgments file: one row per item, the score a function of the item (None: a failure)."""
     rows = [{"recorded": {"scales": {"coherence": list(scale)}}}] if scale else []
     for it in _items():
@@ -175,7 +178,8 @@ def test_judges_on_different_scales_are_refused_unless_mapped(tmp_path):
     b = _recorded(tmp_path, "b.jsonl", "ten", lambda it: 2 * _good(it), scale=(1, 10))
     refused = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
     assert refused.exit_code == 2 and "expected the same scale, or a mapping (--scale-map linear" in refused.stderr
-    mapped = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--scale-map", "linear", "--json")
+    mapped = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--scale-map", "linear",
+                  "--json")
     assert mapped.exit_code == 0, mapped.output
     data = json.loads(mapped.stdout)
     assert data["measures"][0]["delta"] == pytest.approx(0.0)
@@ -260,7 +264,8 @@ def test_clusters_are_documents_only_when_items_share_them():
 
 
 def _pairs(n: int = 24) -> list[Item]:
-    return [Item(id=f"p{k}", doc_id=f"d{k // 2}", output="short one", output_b="a much longer second text here",
+    return [Item(id=f"p{k}", doc_id=f"d{k // 2}", output="short one",
+                 output_b="a much longer second text here",
                  preference={"q": "A" if k % 3 else "B"}) for k in range(n)]
 
 
@@ -277,7 +282,8 @@ def _verdicts(items: list[Item], pick: Any, both_orders: bool = False) -> list[J
 
 def test_pairwise_accuracy_counts_a_failed_verdict_as_wrong_and_flips_are_listed():
     items = _pairs()
-    right = _verdicts(items, lambda k, it: "first" if it.preference["q"] == "A" else "second", both_orders=True)
+    right = _verdicts(items, lambda k, it: "first" if it.preference["q"] == "A" else "second",
+                      both_orders=True)
     abstain = _verdicts(items, lambda k, it: None if k % 4 == 0 else ("first" if it.preference["q"] == "A"
                                                                       else "second"), both_orders=True)
     report = diff_judgments(items, right, abstain, criterion="q", n_boot=200, n_perm=500)
@@ -285,7 +291,8 @@ def test_pairwise_accuracy_counts_a_failed_verdict_as_wrong_and_flips_are_listed
     assert (acc.a, acc.b, acc.n) == (1.0, pytest.approx(18 / 24), 24)
     assert report.measure("failure-rate").b == pytest.approx(6 / 24)
     assert report.measure("position-consistency").a == 1.0
-    assert report.measure("position-consistency").b == pytest.approx(18 / 24)  # a failed order is inconsistent
+    # a failed order is inconsistent
+    assert report.measure("position-consistency").b == pytest.approx(18 / 24)
     assert sum(c.change == "failed in B" for c in report.changes) == 6
     result = gate(report, parse_fail_on("agreement", "pairwise"))
     assert result.failed and "accuracy" in result.reason  # 6 misses in 6 documents: p about 2/64

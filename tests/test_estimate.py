@@ -1,4 +1,5 @@
-"""The benchmark-level estimate: columns from items and judges, pairwise win rates, labels files, hidden labels,
+"""The benchmark-level estimate: columns from items and judges, pairwise win rates, labels files, hidden
+labels,
 the JSON object, plans and selection files; and SummEval's released judges when the data folder is there."""
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ SYSTEMS = ("alpha", "beta", "gamma")
 QUALITY = {"alpha": 4.2, "beta": 3.1, "gamma": 2.4}
 
 
-def partly_labelled(per_system: int = 40, labelled: int = 10, seed: int = 0) -> tuple[Benchmark, dict[str, float],
+def partly_labelled(per_system: int = 40, labelled: int = 10, seed: int = 0) -> tuple[Benchmark,
+                                                                                      dict[str, float],
                                                                                        dict[str, float]]:
-    """Three systems' answers, labels on a random few per system; a judge that scores them 1.2 too low, noisily.
+    """Three systems' answers, labels on a random few per system; a judge that scores them 1.2 too low,
+    noisily.
 
     Returns the benchmark, the judge's values and every label (before the unlabelled ones were removed).
     """
@@ -48,7 +51,8 @@ def partly_labelled(per_system: int = 40, labelled: int = 10, seed: int = 0) -> 
             item_id = f"{system}/d{k}"
             truth[item_id] = label
             judge[item_id] = float(np.clip(np.round(label - 1.2 + rng.normal(scale=0.5)), 1, 5))
-            items.append(Item(id=item_id, system=system, doc_id=f"d{k}", inputs={"question": f"Question {k}?"},
+            items.append(Item(id=item_id, system=system, doc_id=f"d{k}",
+                              inputs={"question": f"Question {k}?"},
                               output=f"{system} answers question {k}.",
                               human={"quality": label} if k in keep else {}))
     bench = Benchmark(name="toy", items=tuple(items), criteria=("quality",), scale=Scale(min=1, max=5))
@@ -76,7 +80,8 @@ def test_each_system_gets_a_corrected_estimate_with_the_labels_alone_and_judge_a
         assert g.n == 40 and g.n_labelled == 10
         assert g.human is not None and g.judge is not None and not g.judge.bias_corrected
         assert g.estimate.half_width < g.human.half_width  # a useful judge narrows the interval
-        assert g.judge.estimate < np.mean([truth[f"{g.group}/d{k}"] for k in range(40)]) - 0.6  # the judge's bias
+        # the judge's bias
+        assert g.judge.estimate < np.mean([truth[f"{g.group}/d{k}"] for k in range(40)]) - 0.6
     assert result.ranking is not None and result.ranking.order == ("alpha", "beta", "gamma")
 
 
@@ -85,10 +90,12 @@ def test_the_json_object_holds_the_keys_the_command_documents():
     out = estimate(bench, "quality", judge, method="calibrated").to_json()
     assert {"criterion", "method", "confidence", "groups", "benchmark", "judge", "target", "by", "ranking",
             "notes", "bias_corrected"} == set(out)
-    assert (out["criterion"], out["method"], out["confidence"], out["bias_corrected"]) == ("quality", "calibrated",
+    assert (out["criterion"], out["method"], out["confidence"], out["bias_corrected"]) == ("quality",
+                                                                                           "calibrated",
                                                                                           0.95, True)
     group = out["groups"][0]
-    assert {"group", "n", "n_labelled", "estimate", "low", "high", "se", "n_judged", "rank", "rank_low", "rank_high",
+    assert {"group", "n", "n_labelled", "estimate", "low", "high", "se", "n_judged", "rank", "rank_low",
+            "rank_high",
             "human", "judge", "notes"} <= set(group)
     assert set(group["human"]) == {"estimate", "low", "high"}
     assert group["judge"]["bias_corrected"] is False
@@ -104,7 +111,8 @@ def test_a_result_is_a_frozen_value_that_round_trips_and_becomes_a_table():
     assert EstimateResult.model_validate(result.model_dump()) == result
     frame = result.to_pandas()
     assert isinstance(frame, pd.DataFrame) and list(frame["group"]) == list(SYSTEMS)
-    assert {"estimate", "low", "high", "human_estimate", "judge_estimate", "rank_low", "rank_high"} <= set(frame)
+    assert {"estimate", "low", "high", "human_estimate", "judge_estimate", "rank_low",
+            "rank_high"} <= set(frame)
     text = result.table()
     assert "ppi (PPI++ with power tuning)" in text and "judge alone (not corrected)" in text
 
@@ -112,7 +120,8 @@ def test_a_result_is_a_frozen_value_that_round_trips_and_becomes_a_table():
 def test_the_estimate_of_items_and_values_equals_the_estimate_of_the_benchmark_and_judge():
     bench, judge, _ = partly_labelled()
     values = [judge[it.id] for it in bench.items]
-    from_columns = estimate_columns(columns_from_items(bench.items, "quality", values, benchmark="toy", judge="judge",
+    from_columns = estimate_columns(columns_from_items(bench.items, "quality", values, benchmark="toy",
+                                                       judge="judge",
                                                        label_scale=bench.scale))
     assert from_columns == estimate(bench, "quality", judge)
 
@@ -120,7 +129,8 @@ def test_the_estimate_of_items_and_values_equals_the_estimate_of_the_benchmark_a
 def test_by_none_gives_one_estimate_over_every_item():
     bench, judge, _ = partly_labelled()
     result = estimate(bench, "quality", judge, by="none")
-    assert [g.group for g in result.groups] == ["all"] and result.groups[0].n == 120 and result.ranking is None
+    assert [g.group
+            for g in result.groups] == ["all"] and result.groups[0].n == 120 and result.ranking is None
 
 
 def test_a_system_without_labels_is_refused_naming_it():
@@ -157,7 +167,8 @@ def test_judge_values_from_a_recorded_run_keep_parse_failures_and_missing_answer
 def test_judge_values_from_judgments_code_a_pairwise_verdict_as_the_first_texts_win():
     items = pairwise_items()[:3]
     judgments = [Judgment(item_id="p1", verdict="first"), Judgment(item_id="p2", verdict="tie"),
-                 Judgment(item_id="p3", failures=(ParseFailure(criterion="c", raw="?", reason="no verdict"),))]
+                 Judgment(item_id="p3",
+                          failures=(ParseFailure(criterion="c", raw="?", reason="no verdict"),))]
     values, missing = judge_values(judgments, items, "c")
     assert values == [1.0, 0.5, None] and missing == {"parse failure": 1}
 
@@ -276,7 +287,8 @@ def test_a_selection_file_once_filled_gives_the_weighted_estimate(tmp_path):
     path = write_selection(chosen, bench.items, tmp_path / "sel.csv")
     rows = list(csv.DictReader(path.open()))
     assert list(rows[0])[:5] == ["id", "label", "weight", "probability", "group"]
-    assert "inputs.question" in rows[0] and "judge" not in rows[0]  # the judge's value could anchor the labeller
+    # the judge's value could anchor the labeller
+    assert "inputs.question" in rows[0] and "judge" not in rows[0]
     for row in rows:
         row["label"] = str(truth[row["id"]])
     _write_csv(path, rows)
@@ -307,16 +319,20 @@ def test_summeval_released_judge_corrected_with_ten_labels_per_system_is_closer_
     result = estimate(kept, "coherence", run, truth=truth)
     assert len(result.groups) == 12 and all(g.n == 100 and g.n_labelled == 10 for g in result.groups)
     ppi_error = np.mean([abs(g.estimate.estimate - g.truth) for g in result.groups])  # type: ignore[operator]
-    judge_error = np.mean([abs(g.judge.estimate - g.truth) for g in result.groups])  # type: ignore[operator, union-attr]
+    judge_error = np.mean([abs(g.judge.estimate - g.truth)  # type: ignore[operator, union-attr]
+                           for g in result.groups])
     assert ppi_error < judge_error / 2
-    assert sum(g.estimate.low <= g.truth <= g.estimate.high for g in result.groups) >= 10  # type: ignore[operator]
-    assert sum(g.judge.low <= g.truth <= g.judge.high for g in result.groups) <= 2  # type: ignore[operator, union-attr]
+    assert sum(g.estimate.low <= g.truth <= g.estimate.high  # type: ignore[operator]
+               for g in result.groups) >= 10
+    assert sum(g.judge.low <= g.truth <= g.judge.high  # type: ignore[operator, union-attr]
+               for g in result.groups) <= 2
     assert result.ranking is not None and not math.isnan(result.ranking.kendall["all_labels"] or math.nan)
 
 
 def test_a_win_rate_interval_is_cut_to_zero_and_one():
     items = [Item(id=f"p{k}", system="x", system_b="y", output="a", output_b="b",
-                  preference={"c": "A"} if k in (0, 1, 2) else ({"c": "B"} if k == 3 else {})) for k in range(12)]
+                  preference={"c": "A"} if k in (0, 1, 2) else ({"c": "B"} if k == 3 else {}))
+             for k in range(12)]
     cols = columns_from_items(items, "c", [1.0, 1.0, 1.0, 0.0, *[1.0] * 8], by="pair")
     result = estimate_columns(cols, method="human")
     e = result.groups[0].estimate

@@ -1,4 +1,5 @@
-"""``mitigate estimate`` end to end: recorded and live judges, the JSON object, refusals, plans, selections, plots."""
+"""``mitigate estimate`` end to end: recorded and live judges, the JSON object, refusals, plans, selections,
+plots."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from mitigate.testing import StubOpenAIServer
 SYSTEMS = {"north": 4.0, "south": 3.0, "east": 2.2}
 
 
-def write_task(tmp_path: Path, labelled: int = 8, per_system: int = 30) -> tuple[Path, Path, dict[str, float]]:
-    """A partly labelled benchmark file, a recorded-judgments file (one parse failure, one item unanswered) and
+def write_task(tmp_path: Path, labelled: int = 8, per_system: int = 30) -> tuple[Path, Path,
+                                                                                 dict[str, float]]:
+    """A partly labelled benchmark file, a recorded-judgments file (one parse failure, one item unanswered)
+    and
     every label."""
     rng = np.random.default_rng(1)
     rows, answers, truth = [], [], {}
@@ -30,7 +33,8 @@ def write_task(tmp_path: Path, labelled: int = 8, per_system: int = 30) -> tuple
             label = float(np.clip(np.round(level + rng.normal(scale=0.9)), 1, 5))
             item_id = f"{system}-{k}"
             truth[item_id] = label
-            row = {"id": item_id, "system": system, "doc_id": f"doc{k}", "inputs": {"question": f"How far is {k}?"},
+            row = {"id": item_id, "system": system, "doc_id": f"doc{k}",
+                   "inputs": {"question": f"How far is {k}?"},
                    "output": f"The {system} answer to {k} is quality {int(label)}."}
             if k in keep:
                 row["human"] = {"helpfulness": label}
@@ -42,9 +46,11 @@ def write_task(tmp_path: Path, labelled: int = 8, per_system: int = 30) -> tuple
                                 "error": "no score in the answer", "raw": "It depends."})
                 continue
             score = float(np.clip(np.round(label - 1 + rng.normal(scale=0.5)), 1, 5))
-            answers.append({"item_id": item_id, "judge": "small-judge", "criterion": "helpfulness", "score": score})
+            answers.append({"item_id": item_id, "judge": "small-judge", "criterion": "helpfulness",
+                            "score": score})
     bench = tmp_path / "bench.jsonl"
-    bench.write_text(json.dumps({"benchmark": {"name": "toy", "criteria": ["helpfulness"], "scale": [1, 5]}}) + "\n"
+    bench.write_text(json.dumps({"benchmark": {"name": "toy", "criteria": ["helpfulness"], "scale": [1, 5]}})
+                     + "\n"
                      + "".join(json.dumps(r) + "\n" for r in rows))
     recorded = tmp_path / "judged.jsonl"
     recorded.write_text("".join(json.dumps(a) + "\n" for a in answers))
@@ -84,8 +90,8 @@ def test_a_group_with_one_label_is_refused_in_one_line(tmp_path):
     result = run("-b", f"jsonl:{bench}", "--recorded", str(recorded))
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "error: group 'north' has a single label; expected at least 3 for 'ppi' (one label shows no spread, so no "
-        "interval can be formed)"]
+        "error: group 'north' has a single label; expected at least 3 for 'ppi' (one label shows no spread, "
+        "so no interval can be formed)"]
 
 
 def test_labels_on_another_scale_are_refused(tmp_path):
@@ -149,10 +155,11 @@ def test_a_live_judge_scores_every_item_then_the_labels_correct_it(tmp_path, mon
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench, _, _ = write_task(tmp_path)
     prompt = tmp_path / "prompt.txt"
-    prompt.write_text("Rate how helpful the answer is, from 1 to 5.\n\nQuestion: {{question}}\nAnswer: {{output}}\n\n"
-                      "Reply with 'Score: N'.")
+    prompt.write_text("Rate how helpful the answer is, from 1 to 5.\n\nQuestion: {{question}}\nAnswer: "
+                      "{{output}}\n\nReply with 'Score: N'.")
 
-    def reply(request: dict) -> str:  # a judge harsher than the labels the answers were written from, and erratic
+    # a judge harsher than the labels the answers were written from, and erratic
+    def reply(request: dict) -> str:
         text = request["messages"][-1]["content"]
         quality = int(text.split("is quality ")[1][0])
         question = int(text.split("How far is ")[1].split("?")[0])

@@ -1,4 +1,5 @@
-"""The estimators of a group's mean label: coverage with known truth, widths, the planner, selection and refusals.
+"""The estimators of a group's mean label: coverage with known truth, widths, the planner, selection and
+refusals.
 
 The coverage checks simulate with numpy: a finite group of items with known labels (the truth
 is their mean) and a judge of a given quality, many random label draws at once, the
@@ -81,7 +82,8 @@ def test_ppi_and_human_intervals_cover_the_group_mean_at_the_nominal_rate(judge,
     count = 2000
     idx = draws(N_ITEMS, n, count, seed=n)
     truth = y.mean()
-    for name, fit in (("ppi", ppi_srs(y[idx], f[idx], f.mean(), N_ITEMS)), ("human", human_srs(y[idx], N_ITEMS))):
+    for name, fit in (("ppi", ppi_srs(y[idx], f[idx], f.mean(), N_ITEMS)),
+                      ("human", human_srs(y[idx], N_ITEMS))):
         got, _, refused = coverage(fit, truth)
         assert refused < 0.01, (name, refused)
         assert abs(got - NOMINAL) <= tolerance(count), (name, judge, n, got)
@@ -121,7 +123,8 @@ def test_ppi_covers_the_population_mean_when_the_items_are_themselves_a_draw(jud
     got, _, _ = coverage(fit, truth)
     assert abs(got - NOMINAL) <= tolerance(count), got
     items_only = ppi_srs(y[:, :n], f[:, :n], f.mean(1), size)
-    assert coverage(items_only, truth)[0] < got  # the items target is narrower: it leaves out the items' spread
+    # the items target is narrower: it leaves out the items' spread
+    assert coverage(items_only, truth)[0] < got
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,7 +148,8 @@ def test_ppi_is_much_narrower_than_the_labels_alone_with_an_informative_judge(ju
     idx = draws(N_ITEMS, n, 2000, seed=n + 6)
     _, ppi_width, _ = coverage(ppi_srs(y[idx], f[idx], f.mean(), N_ITEMS), y.mean())
     _, human_width, _ = coverage(human_srs(y[idx], N_ITEMS), y.mean())
-    bound = 0.95 if n == 5 else 0.85  # with 5 labels, fitting the judge's slope costs a degree of freedom of 4
+    # with 5 labels, fitting the judge's slope costs a degree of freedom of 4
+    bound = 0.95 if n == 5 else 0.85
     assert ppi_width < bound * human_width, (judge, n, ppi_width / human_width)
 
 
@@ -267,7 +271,8 @@ def test_pool_adjacent_violators_gives_the_closest_non_decreasing_sequence():
         fit = pool_adjacent_violators(v, w)
         assert np.all(np.diff(fit) >= -1e-12)
         # no non-decreasing sequence on the grid of the values does better
-        grid = np.array(np.meshgrid(*[np.arange(0, 5, 0.5)] * 2)).reshape(2, -1).T  # spot check two free levels
+        # spot check two free levels
+        grid = np.array(np.meshgrid(*[np.arange(0, 5, 0.5)] * 2)).reshape(2, -1).T
         best = ((fit - v) ** 2 * w).sum()
         for a, b in grid:
             cand = np.where(np.arange(6) < 3, a, b)
@@ -308,7 +313,8 @@ def test_rank_intervals_hold_jointly_at_the_confidence_level():
 def test_separable_pairs_are_those_whose_simultaneous_intervals_do_not_overlap():
     def est(x: float, se: float) -> MeanEstimate:
         return MeanEstimate(method="human", estimate=x, low=x - 2 * se, high=x + 2 * se, se=se, df=50,
-                            confidence=0.95, target="items", n=100, n_labelled=50, n_judged=100, bias_corrected=True)
+                            confidence=0.95, target="items", n=100, n_labelled=50, n_judged=100,
+                            bias_corrected=True)
 
     ranking = rank_estimates({"a": est(4.0, 0.05), "b": est(3.9, 0.05), "c": est(2.0, 0.05)}, 0.95,
                              {"judge": {"a": 1.0, "b": 3.0, "c": 2.0}})
@@ -378,7 +384,8 @@ def test_the_systematic_draw_holds_exactly_m_items_each_with_its_probability():
 
 def test_allocation_gives_a_group_no_label_or_at_least_two_and_favours_the_widest():
     variance = {"wide": lambda k: 4.0 / k, "narrow": lambda k: 0.1 / k, "mid": lambda k: 1.0 / k}
-    given = allocate(variance, {"wide": 10, "narrow": 10, "mid": 10}, {"wide": 90, "narrow": 90, "mid": 90}, 9)
+    given = allocate(variance, {"wide": 10, "narrow": 10, "mid": 10}, {"wide": 90, "narrow": 90, "mid": 90},
+                     9)
     assert sum(given.values()) == 9 and all(v == 0 or v >= 2 for v in given.values())
     assert given["wide"] > given["mid"] >= given["narrow"]
 
@@ -487,7 +494,8 @@ def test_one_slope_over_the_groups_covers_every_group_and_narrows_even_with_five
 
 
 def test_a_shared_slope_needs_judge_values_that_vary_within_some_group():
-    flat = [(np.array([3.0, 4.0, np.nan]), np.array([2.0, 2.0, 5.0])), (np.array([1.0, 2.0]), np.array([4.0, 4.0]))]
+    flat = [(np.array([3.0, 4.0, np.nan]), np.array([2.0, 2.0, 5.0])),
+            (np.array([1.0, 2.0]), np.array([4.0, 4.0]))]
     assert shared_slope(flat) is None
     varied = [(np.array([1.0, 2.0, 3.0, np.nan]), np.array([1.0, 2.0, 4.0, 5.0])),
               (np.array([2.0, 4.0, 5.0]), np.array([1.0, 3.0, 3.0]))]

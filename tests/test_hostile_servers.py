@@ -1,7 +1,11 @@
-"""A hostile or broken server takes nothing over: through every client (the direct aiohttp transport, the openai SDK
-over aiohttp and over httpx, the anthropic SDK, DSPy/LiteLLM) a key the server echoes anywhere is stored, printed and
-raised nowhere; one request budget stops a hung or trickling server; every malformed part of an answer is a typed
-failure naming the part and the server; and a broken-off answer, a full cache disk and a redirect are named for what
+"""A hostile or broken server takes nothing over: through every client (the direct aiohttp transport, the
+openai SDK
+over aiohttp and over httpx, the anthropic SDK, DSPy/LiteLLM) a key the server echoes anywhere is stored,
+printed and
+raised nowhere; one request budget stops a hung or trickling server; every malformed part of an answer is a
+typed
+failure naming the part and the server; and a broken-off answer, a full cache disk and a redirect are named
+for what
 they are."""
 
 from __future__ import annotations
@@ -44,10 +48,12 @@ HAS_DSPY = importlib.util.find_spec("dspy") is not None
 CLIENTS = ["direct", "sdk", "httpx", "anthropic", *(["dspy"] if HAS_DSPY else [])]
 HTTP_CLIENTS = ["direct", "sdk", "httpx", "anthropic"]
 POLICY = RetryPolicy(base_delay=0.01, max_delay=0.05, jitter=False)
-REQUEST = LMRequest(messages=(Message(role="user", content="Rate the text from 1 to 5.\nText: a text\nScore:"),))
+REQUEST = LMRequest(messages=(Message(role="user",
+                                      content="Rate the text from 1 to 5.\nText: a text\nScore:"),))
 
 
-def make_lm(client: str, url: str, *, timeout: float | None = None, deadline: float = 5.0, key: str = KEY) -> Any:
+def make_lm(client: str, url: str, *, timeout: float | None = None, deadline: float = 5.0,
+            key: str = KEY) -> Any:
     """The backend of ``client`` pointed at ``url`` with ``key``."""
     limits = Limits(deadline=deadline, max_response_bytes=100_000)
     if client == "anthropic":
@@ -70,7 +76,8 @@ async def outcome(lm: Any, request: LMRequest = REQUEST) -> LMResponse | BaseExc
 
 
 def shown(result: LMResponse | BaseException) -> str:
-    """Everything a user or a file could get from ``result``: the stored JSON, or the error's text, repr, context
+    """Everything a user or a file could get from ``result``: the stored JSON, or the error's text, repr,
+    context
     and traceback with its chain (what --debug prints)."""
     if isinstance(result, LMResponse):
         return result.model_dump_json()
@@ -111,7 +118,8 @@ def test_a_key_the_server_echoes_anywhere_is_in_no_answer_and_no_error(client, m
 
 @pytest.mark.parametrize("mode", ["echo", "echo_text", "echo_escaped", "echo_error"])
 @pytest.mark.parametrize("backend", ["openai-direct", "openai-sdk", "anthropic"])
-def test_a_key_the_server_echoes_reaches_no_file_and_no_stream_of_a_cli_run(backend, mode, tmp_path, monkeypatch):
+def test_a_key_the_server_echoes_reaches_no_file_and_no_stream_of_a_cli_run(backend, mode, tmp_path,
+                                                                            monkeypatch):
     kind, _, transport = backend.partition("-")
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -180,7 +188,8 @@ def test_a_hung_server_fails_the_request_once_its_deadline_is_spent_over_all_att
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_timeout_is_the_silence_an_attempt_waits_through_on_every_client(client):
-    # a byte every 0.25 s never leaves the client silent for 0.8 s: only the deadline ends the request, in one attempt
+    # a byte every 0.25 s never leaves the client silent for 0.8 s: only the deadline ends the request, in one
+    # attempt
     async def go() -> tuple[LMResponse | BaseException, float, int]:
         with FaultServer("trickle", interval=0.25) as server:
             start = time.monotonic()
@@ -202,7 +211,8 @@ def test_a_server_trickling_a_byte_a_second_stops_a_run_after_one_deadline(clien
             start = time.monotonic()
             try:
                 with pytest.raises(RunStoppedError) as info:
-                    await run(_judge(lm), _items(20), concurrency=8, progress=False, journal=tmp_path / "j.jsonl")
+                    await run(_judge(lm), _items(20), concurrency=8, progress=False,
+                              journal=tmp_path / "j.jsonl")
             finally:
                 await lm.aclose()
             return info.value, time.monotonic() - start, server.requests
@@ -214,9 +224,11 @@ def test_a_server_trickling_a_byte_a_second_stops_a_run_after_one_deadline(clien
 
 
 def test_the_waits_between_attempts_are_not_time_on_the_server():
-    # two quick 503s asking for 0.4 s each, then the answer: 0.8 s of waiting, a few ms on the server, deadline 0.5 s
+    # two quick 503s asking for 0.4 s each, then the answer: 0.8 s of waiting, a few ms on the server,
+    # deadline 0.5 s
     async def go() -> tuple[LMResponse | BaseException, float]:
-        reply = http_reply(b'{"error": "busy"}', status="503 Service Unavailable", headers=(("Retry-After", "0.4"),))
+        reply = http_reply(b'{"error": "busy"}', status="503 Service Unavailable",
+                           headers=(("Retry-After", "0.4"),))
         with FaultServer("raw", reply=reply, faults=2) as server:
             start = time.monotonic()
             result = await outcome(RetryingLM(make_lm("direct", server.url, deadline=0.5),
@@ -233,12 +245,14 @@ def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
     from mitigate.cli.judge import JudgeOptions
     from mitigate.lm.deadline import hung_server_seconds
 
-    lm = build_backend(dataclasses.replace(JudgeOptions(), backend="openai:m", base_url="http://127.0.0.1:9/v1",
+    lm = build_backend(dataclasses.replace(JudgeOptions(), backend="openai:m",
+                                           base_url="http://127.0.0.1:9/v1",
                                            cache=False))
     assert isinstance(lm, RetryingLM) and isinstance(lm.inner, OpenAILM)
     seconds = hung_server_seconds(lm.inner.limits.deadline, lm.inner.timeout, lm.policy)
     assert seconds < 120, seconds
-    # the first requests go side by side, so the breaker stops the run when they fail: one request's worst case
+    # the first requests go side by side, so the breaker stops the run when they fail: one request's worst
+    # case
     assert hung_server_seconds(100.0, 40.0, RetryPolicy()) == pytest.approx(100.0 + 0.5 + 1.0)
     assert hung_server_seconds(100.0, 120.0, RetryPolicy()) == 100.0
     assert hung_server_seconds(100.0, 1.0, RetryPolicy(max_attempts=6, max_delay=60)) == pytest.approx(
@@ -250,7 +264,8 @@ def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
 
 
 def _body(client: str, **fields: Any) -> bytes:
-    answer = message_answer("Score: 4", **fields) if client == "anthropic" else chat_answer("Score: 4", **fields)
+    answer = message_answer("Score: 4", **fields) if client == "anthropic" else chat_answer("Score: 4",
+                                                                                            **fields)
     return json.dumps(answer).encode()
 
 
@@ -263,9 +278,11 @@ MALFORMED: dict[str, tuple[Any, str]] = {
     "tokens 1e999": (lambda c: http_reply(_body(c, usage={"prompt_tokens": 3, "completion_tokens": 1,
                                                           "input_tokens": 3, "output_tokens": 1})
                                           .replace(b'"completion_tokens": 1', b'"completion_tokens": 1e999')
-                                          .replace(b'"output_tokens": 1', b'"output_tokens": 1e999')), "_tokens"),
+                                          .replace(b'"output_tokens": 1', b'"output_tokens": 1e999')),
+                     "_tokens"),
     "tokens negative": (lambda c: http_reply(_body(c, usage={"prompt_tokens": -5, "completion_tokens": 1,
-                                                             "input_tokens": -5, "output_tokens": 1})), "_tokens"),
+                                                             "input_tokens": -5, "output_tokens": 1})),
+                        "_tokens"),
     "finish_reason an object": (lambda c: http_reply(_body(c, **({"stop": {}} if c == "anthropic" else
                                                                 {"finish": {}}))), "_reason"),
     "model a list": (lambda c: http_reply(_body(c, model=["m"])), "model"),
@@ -329,7 +346,8 @@ def test_negative_or_unreadable_usage_is_never_summed():
             return await outcome(make_lm("direct", server.url))
 
     result = asyncio.run(go())
-    assert isinstance(result, LMCallError) and "usage.completion_tokens" in str(result) and "-3" in str(result)
+    assert isinstance(result,
+                      LMCallError) and "usage.completion_tokens" in str(result) and "-3" in str(result)
 
 
 # -------------------------------------------------------------------------------------------- wrong causes
@@ -347,7 +365,8 @@ def test_an_answer_broken_off_mid_body_is_retried_for_its_item_and_named_as_such
             lm = RetryingLM(make_lm(client, server.url), POLICY)
             try:
                 with pytest.raises(RunStoppedError) as info:
-                    await run(_judge(lm), _items(20), concurrency=8, progress=False, journal=tmp_path / "j.jsonl")
+                    await run(_judge(lm), _items(20), concurrency=8, progress=False,
+                              journal=tmp_path / "j.jsonl")
             finally:
                 await lm.aclose()
             return info.value, server.requests
@@ -368,14 +387,16 @@ def test_a_cache_on_a_full_disk_says_so_and_never_advises_deleting_it(tmp_path):
     lm = CachedLM(answers, cache)
 
     async def go() -> list[str]:
-        return [(await lm.complete(LMRequest(messages=(Message(role="user", content=f"q{i} " + "x" * 3000),)))).text
+        return [(await lm.complete(LMRequest(messages=(Message(role="user", content=f"q{i} "
+                                                               + "x" * 3000),)))).text
                 for i in range(30)]
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         texts = asyncio.run(go())
     assert texts == ["Score: 4"] * 30  # the run goes on, uncached
-    said = [str(w.message) for w in caught if issubclass(w.category, CacheUnavailableWarning | CacheDamageWarning)]
+    said = [str(w.message) for w in caught
+            if issubclass(w.category, CacheUnavailableWarning | CacheDamageWarning)]
     assert len(said) == 1, said
     assert "no space left on the device (ENOSPC" in said[0] and "damaged" not in said[0] and "delete" not in said[0]
     assert not any(issubclass(w.category, CacheDamageWarning) for w in caught)
@@ -419,13 +440,15 @@ def test_a_cookie_an_answer_sets_is_neither_kept_nor_sent_back(client):
             return results, server.cookies
 
     results, cookies = asyncio.run(go())
-    assert all(isinstance(r, LMResponse) and r.text == "Score: 4" for r in results), [shown(r) for r in results]
+    assert all(isinstance(r, LMResponse) and r.text == "Score: 4" for r in results), [shown(r)
+                                                                                      for r in results]
     assert cookies == []
 
 
 @pytest.mark.parametrize("client", ["direct", "anthropic"])
 def test_rate_limit_headers_asking_for_hours_stop_a_run_instead_of_stalling_it(client, tmp_path):
-    # the limiter's wait is not time on the server (the deadline leaves it out), so it must be bounded by itself
+    # the limiter's wait is not time on the server (the deadline leaves it out), so it must be bounded by
+    # itself
     async def go() -> tuple[RunStoppedError, float, int]:
         headers = (("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1000000s"),
                    ("anthropic-ratelimit-requests-remaining", "0"),
@@ -448,7 +471,8 @@ def test_rate_limit_headers_asking_for_hours_stop_a_run_instead_of_stalling_it(c
 
 
 def test_exchanges_of_one_request_that_overlap_count_once_against_its_deadline():
-    # an Anthropic request of n samples sends them side by side: together they may take the deadline, not n times it
+    # an Anthropic request of n samples sends them side by side: together they may take the deadline, not n
+    # times it
     from mitigate.lm.deadline import RequestClock
 
     clock = RequestClock()

@@ -1,4 +1,5 @@
-"""report.html in a real headless browser (Debian's Chromium): it renders, and its per-item view filters and sorts.
+"""report.html in a real headless browser (Debian's Chromium): it renders, and its per-item view filters and
+sorts.
 
 The browser is driven directly: ``--dump-dom`` prints the document after the page's script
 ran (the view is chosen by the address, ``#filter=...&sort=...``), ``--screenshot`` draws
@@ -128,7 +129,8 @@ def test_the_tables_and_the_per_item_view_render(report: Path, tmp_path: Path) -
     assert "Bottom line" in dom and "Warnings" in dom and "Per item" in dom
 
 
-def test_filtering_by_parse_failures_and_flags_and_sorting_by_disagreement(report: Path, tmp_path: Path) -> None:
+def test_filtering_by_parse_failures_and_flags_and_sorting_by_disagreement(report: Path,
+                                                                           tmp_path: Path) -> None:
     failures = parse(dump_dom(report, "#filter=failures", tmp_path))
     assert failures.shown == "3 of 12 items shown"
     assert [it["data-failure"] for it in visible(failures)] == ["1", "1", "1"]

@@ -19,7 +19,8 @@ TASK = "Describe the facts below in one fluent English sentence."
 
 
 def item(output: str, **inputs: str) -> Item:
-    return Item(id=f"i{abs(hash(output)) % 10_000}", output=output, inputs=inputs or {"triples": "Paris | capital of | France"})
+    return Item(id=f"i{abs(hash(output)) % 10_000}", output=output, inputs=inputs
+                or {"triples": "Paris | capital of | France"})
 
 
 class NoLikelihoodLM(LM):
@@ -121,6 +122,7 @@ async def test_embedded_model_gives_fluent_outputs_a_higher_ls():
     assert all(v < 0 for v in ls)
     mean = LikelihoodScorer(reduce="mean")
     assert await mean.score(fluent, TASK) == pytest.approx(
-        ls[0] / len(await mean.backend.token_logprobs(mean.context(fluent, TASK), fluent.output)),  # type: ignore[attr-defined]
+        ls[0] / len(await mean.backend.token_logprobs(mean.context(fluent, TASK),
+                                                      fluent.output)),  # type: ignore[attr-defined]
         rel=1e-6,
     )

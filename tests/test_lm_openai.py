@@ -20,7 +20,8 @@ needs_dspy = pytest.mark.skipif(importlib.util.find_spec("dspy") is None, reason
 
 
 def req(text: str = "Rate this summary.", **kw) -> LMRequest:
-    return LMRequest(messages=(Message(role="system", content="You are a judge."), Message(role="user", content=text)), **kw)
+    return LMRequest(messages=(Message(role="system", content="You are a judge."),
+                               Message(role="user", content=text)), **kw)
 
 
 @pytest.fixture
@@ -129,7 +130,8 @@ async def test_key_is_sent_but_never_in_repr_spec_or_identity(server):
 async def test_identity_strips_credentials_from_the_url():
     lm = OpenAILM("m", base_url="http://127.0.0.1:9/v1?token=abc", api_key=SECRET)
     assert lm.identity() == "openai:m@http://127.0.0.1:9/v1"
-    with pytest.raises(ConfigError, match="without credentials") as info:  # user:password@ is refused, not sent
+    # user:password@ is refused, not sent
+    with pytest.raises(ConfigError, match="without credentials") as info:
         OpenAILM("m", base_url="http://user:pw@127.0.0.1:9/v1", api_key=SECRET)
     assert "pw" not in str(info.value).replace("password", "")
 

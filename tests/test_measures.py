@@ -1,4 +1,5 @@
-"""Tests for the measures of mitigate.measures, against hand computations, scipy and the krippendorff package."""
+"""Tests for the measures of mitigate.measures, against hand computations, scipy and the krippendorff
+package."""
 
 from __future__ import annotations
 
@@ -363,7 +364,8 @@ def test_unfairness_scores_offer_the_released_codes_max_deviation_scaling_and_de
     ls = rng.normal(-60, 15, 40)
     paper = M.unfairness_scores(judge, human)
     released = M.unfairness_scores(judge, human, scaling="max-deviation")
-    assert paper == pytest.approx((judge - judge.mean()) / np.ptp(judge) * np.ptp(human) + human.mean() - human)
+    assert paper == pytest.approx((judge - judge.mean()) / np.ptp(judge) * np.ptp(human)
+                                  + human.mean() - human)
     assert released == pytest.approx(_released_rescale(judge) - _released_rescale(human))
 
     def top8(us: np.ndarray) -> set[int]:
@@ -502,7 +504,8 @@ KRIPPENDORFF_EXAMPLE = [
 def test_krippendorff_alpha_matches_package_and_published_example():
     m = M.krippendorff_alpha(KRIPPENDORFF_EXAMPLE)
     data = np.array([[NAN if v is None else v for v in row] for row in KRIPPENDORFF_EXAMPLE])
-    assert m.value == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
+    assert m.value == pytest.approx(krippendorff.alpha(reliability_data=data,
+                                                       level_of_measurement="interval"))
     assert m.value == pytest.approx(0.849, abs=5e-4)  # Krippendorff (2011), interval
     assert M.krippendorff_alpha(KRIPPENDORFF_EXAMPLE, "nominal").value == pytest.approx(0.743, abs=5e-4)
     assert (m.n, m.n_failed) == (11, 7)
@@ -530,9 +533,12 @@ def test_alpha_across_samples_and_settings_with_ci():
 def test_alpha_across_settings_bins_settings_on_different_scales_to_the_coarsest():
     rng = np.random.default_rng(2)
     five = rng.integers(1, 6, 80).astype(float)
-    hundred = (five - 1) * 20 + rng.integers(1, 21, 80)  # the same judgments on 1-100: 1 -> 1-20, 2 -> 21-40 ...
-    with pytest.raises(DataError, match=r"look to be on different scales \(1-5: up to 5 \(looks 1-5\), 1-100: up to"):
-        M.alpha_across_settings({"1-5": five, "1-100": hundred})  # unconverted it was -0.46: refused, never shown
+    # the same judgments on 1-100: 1 -> 1-20, 2 -> 21-40 ...
+    hundred = (five - 1) * 20 + rng.integers(1, 21, 80)
+    with pytest.raises(DataError,
+                       match=r"look to be on different scales \(1-5: up to 5 \(looks 1-5\), 1-100: up to"):
+        # unconverted it was -0.46: refused, never shown
+        M.alpha_across_settings({"1-5": five, "1-100": hundred})
     m = M.alpha_across_settings({"1-5": five, "1-100": hundred}, scales={"1-5": (1, 5), "1-100": (1, 100)})
     assert m.value == pytest.approx(1.0)
     assert m.extra["binned_to"] == Scale.of((1, 5)).describe()

@@ -1,4 +1,5 @@
-"""A live pairwise judge on a pairwise benchmark: verdicts, position swap and the pairwise measures in compare."""
+"""A live pairwise judge on a pairwise benchmark: verdicts, position swap and the pairwise measures in
+compare."""
 
 from __future__ import annotations
 
@@ -69,13 +70,16 @@ async def test_position_swap_entry_reports_consistency_fairness_and_its_gain(tmp
 
 def test_cli_compare_on_a_pairwise_benchmark_needs_a_pairwise_prompt(tmp_path: Path) -> None:
     path = save_jsonl(_bench(), tmp_path / "pw.jsonl")
-    result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{path}", "-p", "baseline", "--out", str(tmp_path / "o")])
+    result = CliRunner().invoke(app,
+                                ["compare", "-b", f"jsonl:{path}", "-p", "baseline", "--out",
+                                 str(tmp_path / "o")])
     assert result.exit_code == 2 and "is pairwise; expected --prompt" in result.stderr
     (tmp_path / "p.txt").write_text(TEMPLATE)
     with StubOpenAIServer(latency=0.0, reply="1") as server:
         ok = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{path}", "-p", "position-swap", "--prompt",
                                       str(tmp_path / "p.txt"), "--backend", "openai:stub", "--base-url",
-                                      server.base_url, "--no-cache", "--out", str(tmp_path / "o"), "--n-boot", "20",
+                                      server.base_url, "--no-cache", "--out", str(tmp_path / "o"), "--n-boot",
+                                      "20",
                                       "--no-progress"])
         assert server.request_count == 16  # 8 pairs in both orders
     assert ok.exit_code == 0, ok.output

@@ -26,7 +26,8 @@ def _bench(n: int = 16) -> Benchmark:
     return Benchmark(name="pw", items=items, criteria=("help",))
 
 
-@pytest.mark.parametrize("selector", [Random(seed=1), Stratified(seed=1), KNN()], ids=["random", "stratified", "knn"])
+@pytest.mark.parametrize("selector", [Random(seed=1), Stratified(seed=1), KNN()],
+                         ids=["random", "stratified", "knn"])
 def test_selectors_show_gold_preferences_as_verdicts(selector) -> None:
     bench = _bench()
     fitted = selector.fit(bench, criterion="help")
@@ -45,20 +46,23 @@ def test_stratified_balances_demos_over_the_gold_verdicts() -> None:
 
 def test_the_objective_scores_verdicts_by_accuracy_against_gold_preferences() -> None:
     items = list(_bench(4).items)  # preferences B, A, A, B
-    judgments = [Judgment(item_id=it.id, verdict=v) for it, v in zip(items, ["second", "first", "second", "first"],
+    judgments = [Judgment(item_id=it.id, verdict=v) for it,
+                 v in zip(items, ["second", "first", "second", "first"],
                                                                         strict=True)]
     value = Objective(agreement="spearman").evaluate(judgments, items, "help")
     assert value.agreement.value == pytest.approx(0.5)  # right on the first two, wrong on the last two
 
 
-def test_compare_train_fits_pairwise_demo_entries_instead_of_dropping_them(tmp_path: Path, monkeypatch) -> None:
+def test_compare_train_fits_pairwise_demo_entries_instead_of_dropping_them(tmp_path: Path,
+                                                                           monkeypatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     b = save_jsonl(_bench(), tmp_path / "pw.jsonl")
     (tmp_path / "t.txt").write_text(PAIRWISE)
     entries = ["baseline", "random-demos(k=2)", "demos(selector=stratified, k=2)", "demos(selector=knn, k=2)"]
     with StubOpenAIServer(latency=0.0, reply="1") as server:
         args = ["compare", "-b", f"jsonl:{b}", "--prompt", str(tmp_path / "t.txt"), "--train", "0.5", "--out",
-                str(tmp_path / "o"), "--backend", "openai:stub", "--base-url", server.base_url, "--no-progress",
+                str(tmp_path / "o"), "--backend", "openai:stub", "--base-url", server.base_url,
+                "--no-progress",
                 "--no-cache", "--n-boot", "10"]
         for e in entries:
             args += ["-p", e]

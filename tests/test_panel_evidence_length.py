@@ -1,4 +1,5 @@
-"""Panels (Verga et al. 2024), multiple evidence with balanced positions (Wang et al. 2023) and length control (Dubois et al. 2024)."""
+"""Panels (Verga et al. 2024), multiple evidence with balanced positions (Wang et al. 2023) and length control
+(Dubois et al. 2024)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from mitigate.strategies import LengthControl, MultipleEvidence, Panel, PanelJud
 from mitigate.strategies.multiple_evidence import balanced_verdict, entropy_threshold, verdict_entropy
 from mitigate.strategies.panel import reduce_panel
 
-TEMPLATE = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with \"Score: N\"."
+TEMPLATE = ("Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "
+            "\"Score: N\".")
 PAIR = "Which summary is better?\n\nSummary 1: {{output}}\nSummary 2: {{output_b}}\n\nAnswer 1 or 2."
 
 
@@ -61,7 +63,8 @@ def test_a_failed_member_is_reported_never_dropped() -> None:
     def boom(item: Item) -> Judgment:
         raise RuntimeError("backend down")
 
-    panel = PanelJudge({"a": member(4.0), "b": member(4.0), "c": Fixed(boom), "d": member(None)}, reducer="majority")
+    panel = PanelJudge({"a": member(4.0), "b": member(4.0), "c": Fixed(boom), "d": member(None)},
+                       reducer="majority")
     j = asyncio.run(panel.judge(ITEM))
     assert j.scores["c"] is None  # 2 of 4 members is not a strict majority
     assert j.meta["panel"]["failed"] == ["c", "d"] and "backend down" in j.meta["panel"]["errors"]["c"]
@@ -78,7 +81,8 @@ def test_a_panel_of_verdicts_votes_without_list_order_breaking_ties() -> None:
     for order in (("first", "second"), ("second", "first")):
         j = asyncio.run(PanelJudge({"a": v(order[0]), "b": v(order[1])}, reducer="mean").judge(ITEM))
         assert j.verdict == "tie"
-    j = asyncio.run(PanelJudge({"a": v("first"), "b": v("first"), "c": v("second")}, reducer="majority").judge(ITEM))
+    j = asyncio.run(PanelJudge({"a": v("first"), "b": v("first"), "c": v("second")},
+                               reducer="majority").judge(ITEM))
     assert j.verdict == "first"
 
 
@@ -118,12 +122,15 @@ def position_biased(request: LMRequest) -> str:
 
 def test_multiple_evidence_balances_orders_and_sends_uncertain_items_to_a_human() -> None:
     base = PromptJudge(JudgePrompt.from_template(PAIR, answer="pairwise"), FakeLM(position_biased))
-    items = tuple(Item(id=f"p{i}", output="great text" if i % 2 else "plain a", output_b="plain b") for i in range(10))
-    fitted = MultipleEvidence(k=2, human_share=0.5).fit(Benchmark(name="p", items=items), base, progress=False)
+    items = tuple(Item(id=f"p{i}", output="great text" if i % 2 else "plain a", output_b="plain b")
+                  for i in range(10))
+    fitted = MultipleEvidence(k=2, human_share=0.5).fit(Benchmark(name="p", items=items), base,
+                                                        progress=False)
     judge = fitted.wrap(base)
     sure, unsure = (asyncio.run(judge.judge(items[k])) for k in (1, 0))
     assert sure.verdict == "first" and sure.meta["evidence"]["entropy"] == 0.0 and "needs_human" not in sure.flags
-    assert unsure.verdict == "tie" and "needs_human" in unsure.flags  # position bias only: both orders say "1"
+    # position bias only: both orders say "1"
+    assert unsure.verdict == "tie" and "needs_human" in unsure.flags
     assert sure.meta["confidence"] == 1.0 > unsure.meta["confidence"]
     requests = base.lm.requests  # type: ignore[attr-defined]
     assert {r.seed for r in requests} == {0, 1} and all(r.temperature == 0.7 for r in requests)
@@ -145,13 +152,15 @@ def test_multiple_evidence_asks_for_reasoning_before_the_templates_own_verdict_l
 
 def test_the_length_controlled_win_rate_removes_a_pure_length_preference() -> None:
     rng = np.random.default_rng(0)
-    # no quality difference, a strong length effect, and A 20 words longer on average: the raw win rate is inflated
+    # no quality difference, a strong length effect, and A 20 words longer on average: the raw win rate is
+    # inflated
     shift = rng.normal(0, 30, 2000) + 20
     p = 1 / (1 + np.exp(-2.0 * np.tanh(shift / shift.std())))
     pref_long = (rng.random(2000) < p).astype(float)
     m = M.length_controlled_win_rate(pref_long, 100 + shift, np.full(2000, 100.0))
     assert m.extra["raw_win_rate"] > 0.6 and abs(m.value - 0.5) < 0.05 and m.extra["phi"] > 1.5
-    assert M.length_controlled_win_rate([1.0, None], [1, 2], [1, 2]).reason  # too few pairs: NaN with a reason
+    # too few pairs: NaN with a reason
+    assert M.length_controlled_win_rate([1.0, None], [1, 2], [1, 2]).reason
     pref_s, a, b = M.pairs_against([3.0, 4.0, 2.0, 2.0], ["A", "B", "A", "B"], ["d1", "d1", "d2", "d2"],
                                    [10, 20, 30, 40], "A", "B")
     assert list(pref_s) == [0.0, 0.5] and list(a) == [10, 30] and list(b) == [20, 40]
@@ -163,7 +172,8 @@ def test_length_control_removes_the_judge_length_slope_fitted_on_train() -> None
         return f"Score: {min(5, 1 + words // 10)}"
 
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="coherence"), FakeLM(by_length))
-    items = tuple(Item(id=f"i{n}", output=" ".join(["w"] * n), inputs={"source": "A."}, human={"coherence": 3.0})
+    items = tuple(Item(id=f"i{n}", output=" ".join(["w"] * n), inputs={"source": "A."},
+                       human={"coherence": 3.0})
                   for n in range(5, 45, 3))
     train = Benchmark(name="t", items=items, criteria=("coherence",))
     fitted = Pipeline([LengthControl()]).fit(train, base, progress=False)
@@ -184,7 +194,8 @@ def test_length_control_removes_the_judge_length_slope_fitted_on_train() -> None
 
 def test_multiple_evidence_composes_with_selective_evaluation_on_its_entropy_confidence() -> None:
     base = PromptJudge(JudgePrompt.from_template(PAIR, answer="pairwise"), FakeLM(position_biased))
-    # 'great' first: the judge is right and sure; otherwise it only follows the position and the gold is "second"
+    # 'great' first: the judge is right and sure; otherwise it only follows the position and the gold is
+    # "second"
     items = tuple(Item(id=f"p{i}", output="great text" if i % 2 else "plain a", output_b="plain b",
                        preference={"overall": "A" if i % 2 else "B"}) for i in range(80))
     pipe = parse_pipeline("multiple-evidence(k=2, human_share=0) | selective(confidence=meta, target=0.9)")
@@ -204,12 +215,15 @@ async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_
     def v(pick: Callable[[Item], str]) -> Fixed:
         return Fixed(lambda it: Judgment(item_id=it.id, verdict=pick(it)))  # type: ignore[arg-type]
 
-    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"}) for k in range(4))
+    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"})
+                  for k in range(4))
     bench = Benchmark(name="pw", items=items, criteria=("q",))
-    # p0, p1: all three say first (right); p2: first/second/tie, no majority (abstains); p3: all say second (wrong)
+    # p0, p1: all three say first (right); p2: first/second/tie, no majority (abstains); p3: all say second
+    # (wrong)
     table = {"p0": "fff", "p1": "fff", "p2": "fst", "p3": "sss"}
     word = {"f": "first", "s": "second", "t": "tie"}
-    panel = PanelJudge({m: v(lambda it, i=i: word[table[it.id][i]]) for i, m in enumerate("abc")}, reducer="majority")
+    panel = PanelJudge({m: v(lambda it, i=i: word[table[it.id][i]]) for i, m in enumerate("abc")},
+                       reducer="majority")
     result = await compare(bench, "q", [Entry(name="panel", judge=panel)],
                            out_dir=tmp_path, progress=False, n_boot=20)
     m = result.entries[0].measures["preference-accuracy"]
@@ -225,12 +239,14 @@ async def test_a_majority_panels_of_all_share_counts_each_abstention_once(tmp_pa
     from mitigate.harness.compare import Entry, compare
     from mitigate.harness.report import render_markdown
 
-    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"}) for k in range(3))
+    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"})
+                  for k in range(3))
     table = {"p0": "fff", "p1": "fst", "p2": "sss"}  # right, abstains (no majority), wrong
     word = {"f": "first", "s": "second", "t": "tie"}
     panel = PanelJudge({m: Fixed(lambda it, i=i: Judgment(item_id=it.id, verdict=word[table[it.id][i]]))
                         for i, m in enumerate("abc")}, reducer="majority")
-    result = await compare(Benchmark(name="pw", items=items, criteria=("q",)), "q", [Entry(name="panel", judge=panel)],
+    result = await compare(Benchmark(name="pw", items=items, criteria=("q",)), "q",
+                           [Entry(name="panel", judge=panel)],
                            out_dir=tmp_path, progress=False, n_boot=20)
     m = result.entries[0].measures["preference-accuracy"]
     assert (m.value, m.n, m.n_failed, m.n_all) == (pytest.approx(1 / 3), 3, 0, 3)
@@ -243,7 +259,8 @@ async def test_a_panels_difference_to_a_single_judge_counts_abstentions_with_the
     from mitigate.harness.compare import Entry, compare
     from mitigate.harness.report import render_markdown
 
-    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"}) for k in range(6))
+    items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"})
+                  for k in range(6))
     table = {"p0": "fff", "p1": "fff", "p2": "fff", "p3": "fff", "p4": "fst", "p5": "sss"}
     word = {"f": "first", "s": "second", "t": "tie"}
     panel = PanelJudge({m: Fixed(lambda it, i=i: Judgment(item_id=it.id, verdict=word[table[it.id][i]]))

@@ -1,4 +1,5 @@
-"""Tests for the strict parsers in mitigate.parse.answers: hand-written cases and the released SummEval judge outputs."""
+"""Tests for the strict parsers in mitigate.parse.answers: hand-written cases and the released SummEval judge
+outputs."""
 
 from __future__ import annotations
 
@@ -235,7 +236,8 @@ def test_parse_pairwise_reads_a_named_tie_option() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("Summary 1 is more coherent, but Summary 2 is more relevant.", "conflicting verdicts \\(first, second\\)"),
+        ("Summary 1 is more coherent, but Summary 2 is more relevant.",
+         "conflicting verdicts \\(first, second\\)"),
         ("Summary 1 is better. Both are equally fluent.", "conflicting verdicts \\(first, tie\\)"),
         ("The two summaries discuss the article.", "no verdict"),
         ("", "no verdict"),

@@ -53,7 +53,8 @@ def _judge(lm: FakeLM) -> PromptJudge:
 
 
 def _first_listed(request: LMRequest) -> str:
-    """Answer with the score of the option listed first in the test item's guideline (an order-biased judge)."""
+    """Answer with the score of the option listed first in the test item's guideline (an order-biased
+    judge)."""
     text = request.messages[-1].content
     head = text[: text.index("Examples:")] if "Examples:" in text else text[: text.index("Summary:\n")]
     first = re.search(r"Score (\d) means", head)
@@ -135,7 +136,8 @@ def test_apply_and_wrap_never_mutate_their_input() -> None:
 
 
 def test_parameters_are_validated_with_readable_messages() -> None:
-    with pytest.raises(ConfigError, match="The 'm' parameter of PerturbedDemosPreset must be an int >= 1. Got 0"):
+    with pytest.raises(ConfigError,
+                       match="The 'm' parameter of PerturbedDemosPreset must be an int >= 1. Got 0"):
         PerturbedDemosPreset(m=0).build()
     with pytest.raises(ConfigError, match="must hold exactly m=2 demos. Got 1"):
         PerturbedDemosPreset(demos=DEMOS[:1]).build()
@@ -148,7 +150,8 @@ def test_parameters_are_validated_with_readable_messages() -> None:
 
 
 def test_unfitted_use_says_to_pass_demos_or_call_fit() -> None:
-    with pytest.raises(ConfigError, match=r"is not fitted; expected `m = m.fit\(train, judge\)`.*or pass demos="):
+    with pytest.raises(ConfigError,
+                       match=r"is not fitted; expected `m = m.fit\(train, judge\)`.*or pass demos="):
         PerturbedDemosPreset().build().apply(_prompt())
 
 
@@ -182,7 +185,8 @@ def test_fit_picks_m_demos_spread_over_the_gold_scores() -> None:
 def test_fit_keeps_explicit_demos_and_refuses_too_small_train_sets() -> None:
     judge = _judge(FakeLM([]))
     given = PerturbedDemosPreset(demos=DEMOS).build()
-    assert not given.tags.needs_fitting and given.fit(_train(), judge) is given and given.chosen_demos() == DEMOS
+    assert not given.tags.needs_fitting and given.fit(_train(),
+                                                      judge) is given and given.chosen_demos() == DEMOS
     tiny = Benchmark(name="tiny", items=(Item(id="a", output="a", human={"coherence": 2}),))
     with pytest.raises(ConfigError, match="The 'k' parameter of Demos asks for 2 demos, but benchmark "
                        "'tiny' has only 1 item with a human 'coherence' score"):
@@ -276,10 +280,12 @@ async def test_probe_records_a_failed_perturbed_call_and_fails_on_a_failed_origi
 
 async def test_demos_then_probe_keep_demos_identical_and_perturb_only_the_test_guideline() -> None:
     lm = FakeLM(lambda r: "Score: 2")
-    judge = (PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build() | PerturbationProbe(n=2, seed=0)).wrap(_judge(lm))
+    judge = (PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build() | PerturbationProbe(n=2,
+                                                                                        seed=0)).wrap(_judge(lm))
     await judge.judge(ITEM)
     assert len(lm.requests) == 3
-    blocks = [r.messages[0].content.split("Examples:\n\n")[1].split("Summary:\nThe test")[0] for r in lm.requests]
+    blocks = [r.messages[0].content.split("Examples:\n\n")[1].split("Summary:\nThe test")[0]
+              for r in lm.requests]
     assert blocks[0] == blocks[1] == blocks[2]
     heads = {r.messages[0].content.split("Examples:")[0] for r in lm.requests}
     assert len(heads) == 3  # original + two reorderings of the test item's guideline
@@ -320,8 +326,8 @@ async def test_self_consistency_samples_cot_answers_and_takes_the_majority() -> 
     req = lm.requests[0]
     assert req.n == 5 and req.temperature == 0.7
     assert req.messages[0].content.endswith(
-        f'{DEFAULT_COT} Compare the text with each option of the guideline. End your answer with a final line '
-        '"Score: N", with N a score from 1 to 3.')
+        f'{DEFAULT_COT} Compare the text with each option of the guideline. End your answer with a final '
+        'line "Score: N", with N a score from 1 to 3.')
     assert j.samples["coherence"] == (2.0, 3.0, 2.0, None, 3.0)
     assert j.scores == {"coherence": 2.0}  # 2-2 tie between 2 and 3 goes to the lower score
     assert len(j.failures) == 1 and j.failures[0].raw == "garbled"
@@ -381,14 +387,18 @@ def test_probe_judgment_is_json_serialisable() -> None:
 
 def test_perturbed_demos_refuse_a_pairwise_prompt_clearly() -> None:
     pairwise = JudgePrompt.from_template(
-        "Which output is better?\n\nScoring guideline:\nScore 1 means Output 1 is better.\nScore 2 means Output 2 is "
+        "Which output is better?\n\nScoring guideline:\nScore 1 means Output 1 is better.\nScore 2 means "
+        "Output 2 is "
         'better.\n\nOutput 1: {{output_1}}\nOutput 2: {{output_2}}\n\nAnswer "1" or "2".')
     assert pairwise.answer == "pairwise" and pairwise.guideline is not None
     pair = Item(id="p", output="First.", output_b="Second.")
-    for mitigation in (PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="second"))).build(),
-                       PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="tie")),
+    for mitigation in (PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"),
+                                                   Demo(item=pair, verdict="second"))).build(),
+                       PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"),
+                                                   Demo(item=pair, verdict="tie")),
                                                perturbed=False).build()):
-        with pytest.raises(ConfigError, match="expected a prompt that scores one output, got a pairwise prompt"):
+        with pytest.raises(ConfigError,
+                           match="expected a prompt that scores one output, got a pairwise prompt"):
             mitigation.apply(pairwise)
     with pytest.raises(TemplateError, match="carries a guideline of its own"):
         pairwise.with_demos([Demo(item=pair, verdict="first", guideline=pairwise.guideline)])

@@ -26,7 +26,8 @@ from mitigate.measures.robustness import (
 )
 from mitigate.probes import Probe, probe_names, resolve_probes
 
-TEMPLATE = "Rate the summary of the article.\n\nArticle: {{source}}\n\nSummary: {{output}}\n\nReply with \"Score: N\" (1-5)."
+TEMPLATE = ("Rate the summary of the article.\n\nArticle: {{source}}\n\nSummary: {{output}}\n\nReply with "
+            "\"Score: N\" (1-5).")
 PAIR_TEMPLATE = (
     "Which summary of the article is better?\n\nArticle:\n{{source}}\n\n"
     "Summary 1:\n{{output}}\n\nSummary 2:\n{{output_b}}\n\nAnswer 'Summary 1' or 'Summary 2'."
@@ -209,10 +210,12 @@ def test_a_noisy_judge_has_a_floor_and_flips_no_more_under_a_probe_than_on_its_r
         return f"Score: {_honest(_summary(request)) + rng.choice((-1, 0, 0, 1))}"
 
     items = ITEMS * 1
-    report = _battery(_judge(FakeLM(noisy), temperature=0.8), resolve_probes("refinement,verbosity"), items=items)
+    report = _battery(_judge(FakeLM(noisy), temperature=0.8), resolve_probes("refinement,verbosity"),
+                      items=items)
     assert report.noise.value > 0.2 and report.floor_note == ""
     assert not any(r.effect.detected for r in report.rows)
-    assert all(r.effect.robustness.value < 0.9 for r in report.rows)  # flips happen, but only at the noise level
+    # flips happen, but only at the noise level
+    assert all(r.effect.robustness.value < 0.9 for r in report.rows)
 
 
 def test_a_greedy_judge_whose_rerun_flips_is_reported_as_not_deterministic() -> None:
@@ -220,7 +223,8 @@ def test_a_greedy_judge_whose_rerun_flips_is_reported_as_not_deterministic() -> 
 
     def drifting(request: LMRequest) -> str:
         calls["n"] += 1
-        bump = 1 if request.seed is not None and "day 0." in _summary(request) else 0  # only the rerun of it0 moves
+        # only the rerun of it0 moves
+        bump = 1 if request.seed is not None and "day 0." in _summary(request) else 0
         return f"Score: {_honest(_summary(request)) + bump}"
 
     report = _battery(_judge(FakeLM(drifting)), resolve_probes("refinement"))
@@ -244,7 +248,8 @@ def test_the_probed_text_sits_in_the_output_slot_so_the_prompt_prefix_is_unchang
 
 
 def test_pairwise_probe_on_side_b_is_detected_when_the_judge_follows_the_claim() -> None:
-    items = [Item(id=f"p{i}", inputs={"source": "A."}, output=f"First text {i}.", output_b=f"Second text {i}.")
+    items = [Item(id=f"p{i}", inputs={"source": "A."}, output=f"First text {i}.",
+                  output_b=f"Second text {i}.")
              for i in range(10)]
     probe = resolve_probes("bandwagon")[0].with_params(side="b")
     markers = _markers_pairwise(probe, items)
@@ -280,7 +285,8 @@ def test_an_lm_probe_stores_every_rewrite_and_leaves_out_a_failed_one() -> None:
     def rewrite(request: LMRequest) -> str:
         text = request.messages[-1].content
         body = text.split("Text:\n", 1)[1]
-        return "" if "day 3." in body else "Edited text: " + body.replace("Ferries ran again.", "Ferries surely ran.")
+        return "" if "day 3." in body else "Edited text: " + body.replace("Ferries ran again.",
+                                                                          "Ferries surely ran.")
 
     rewriter = FakeLM(rewrite, model="rewriter-1")
     judge_lm = FakeLM(honest)
@@ -291,7 +297,8 @@ def test_an_lm_probe_stores_every_rewrite_and_leaves_out_a_failed_one() -> None:
     failed = [r for r in report.records if not r.ok]
     assert len(failed) == 1 and failed[0].error == "the rewriter's answer was empty" and failed[0].item_id == "it3"
     good = [r for r in report.records if r.ok]
-    assert all(r.model == "rewriter-1" and r.raw and "surely" in r.probed and not r.probed.startswith("Edited")
+    assert all(r.model == "rewriter-1" and r.raw and "surely" in r.probed
+               and not r.probed.startswith("Edited")
                for r in good)
 
 
@@ -299,7 +306,8 @@ def test_a_probe_parameter_can_set_the_direction_its_hypothesis_predicts() -> No
     identity, sentiment = resolve_probes("identity,sentiment")
     assert identity.direction() == "up" and identity.with_params(hypothesis="down").direction() == "down"
     assert sentiment.direction() == "up" and sentiment.with_params(tone="gloomy").direction() == "down"
-    with pytest.raises(ConfigError, match="The 'author' parameter of Identity must be a non-empty one-line str"):
+    with pytest.raises(ConfigError,
+                       match="The 'author' parameter of Identity must be a non-empty one-line str"):
         identity.with_params(author="  ")
 
 
@@ -348,6 +356,7 @@ def test_a_constant_judge_is_called_robust_only_with_a_warning_that_it_does_not_
 
 def test_a_negative_tolerance_is_refused_before_any_judge_call() -> None:
     lm = FakeLM(honest)
-    with pytest.raises(ConfigError, match=r"The 'tolerance' parameter of run_probes must be .* Got -1 instead"):
+    with pytest.raises(ConfigError,
+                       match=r"The 'tolerance' parameter of run_probes must be .* Got -1 instead"):
         _battery(_judge(lm), resolve_probes("authority"), tolerance=-1)
     assert lm.calls == 0

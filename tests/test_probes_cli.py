@@ -63,10 +63,13 @@ def test_an_unknown_probe_and_a_bad_side_are_one_line_errors(tmp_path) -> None:
 def test_compare_with_probes_adds_a_bias_probes_table_per_pipeline_entry(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _bench(tmp_path)
-    compare_args = ["compare", *args[1:-2], "--n-boot", "50", "-p", "baseline", "--out", str(tmp_path / "cmp"),
+    compare_args = ["compare", *args[1:-2], "--n-boot", "50", "-p", "baseline", "--out",
+                    str(tmp_path / "cmp"),
                     "--probes", "authority"]
     with StubOpenAIServer(latency=0.0, reply=falls_for_authority) as server:
-        result = CliRunner().invoke(app, [*compare_args, "--backend", "openai:stub", "--base-url", server.base_url])
+        result = CliRunner().invoke(app,
+                                    [*compare_args, "--backend", "openai:stub", "--base-url",
+                                     server.base_url])
         assert server.request_count == 8 * 3  # the entry's judgments are reused: rerun and one probe added
     assert result.exit_code == 0, result.output
     report = (tmp_path / "cmp" / "report.md").read_text()
@@ -86,10 +89,13 @@ def test_compare_probes_without_pipelines_or_with_a_lone_rewriter_are_refused(tm
 def test_compare_probe_tolerance_counts_small_score_changes_as_unchanged(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _bench(tmp_path)
-    compare_args = ["compare", *args[1:-2], "--n-boot", "50", "-p", "baseline", "--out", str(tmp_path / "cmp"),
+    compare_args = ["compare", *args[1:-2], "--n-boot", "50", "-p", "baseline", "--out",
+                    str(tmp_path / "cmp"),
                     "--probes", "authority", "--probe-tolerance", "2"]
     with StubOpenAIServer(latency=0.0, reply=falls_for_authority) as server:  # authority moves 3 -> 5
-        result = CliRunner().invoke(app, [*compare_args, "--backend", "openai:stub", "--base-url", server.base_url])
+        result = CliRunner().invoke(app,
+                                    [*compare_args, "--backend", "openai:stub", "--base-url",
+                                     server.base_url])
     assert result.exit_code == 0, result.output
     report = (tmp_path / "cmp" / "report.md").read_text()
     assert "Score changes up to 2 count as unchanged." in report

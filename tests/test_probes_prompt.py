@@ -23,7 +23,8 @@ OPTIONS = ("Rate the coherence of the summary.\n\nScore 1: no order at all.\nSco
            "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: {{output}}\n\nScore:")
 PLAIN = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{output}}\n\nReply \"Score: N\"."
 ITEMS = [Item(id=f"it{i}", inputs={"source": f"Article {i}."},
-              output=f"The harbour reopened on day {i}. Ferries ran again." + (" It is clear." if i % 2 else ""))
+              output=f"The harbour reopened on day {i}. Ferries ran again."
+              + (" It is clear." if i % 2 else ""))
          for i in range(16)]
 
 
@@ -98,7 +99,8 @@ def test_social_pressure_argues_for_the_other_end_and_is_detected_on_a_judge_tha
     effect = report.rows[0].effect
     assert effect.detected and effect.robustness.value == 0.0
     targets = {r.item_id: r.probed for r in report.records}
-    assert "a score of 1 (on the scale from 1 to 5)" in targets["it1"]  # scored 3 of 1-5: pushed to the bottom
+    # scored 3 of 1-5: pushed to the bottom
+    assert "a score of 1 (on the scale from 1 to 5)" in targets["it1"]
     assert "a score of 5 (on the scale from 1 to 5)" in targets["it0"]  # scored 1: pushed to the top
     honest = _battery(PromptJudge(prompt, FakeLM(_content_judge)), [SocialPressure()])
     assert not honest.rows[0].effect.detected
@@ -109,7 +111,8 @@ def test_social_pressure_sits_before_the_answer_stub_and_leaves_the_rest_byte_fo
     prompt = JudgePrompt.from_template(template)
     changed = SocialPressure().apply_prompt(prompt, 2.0).template_text()[0]
     before, _, after = changed.partition("\n\nFor context")
-    assert before + "\n\n###Feedback: " == template and after.endswith("(on the scale from 1 to 5).\n\n###Feedback: ")
+    assert before + "\n\n###Feedback: " == template and after.endswith("(on the scale from 1 to "
+                                                                       "5).\n\n###Feedback: ")
 
 
 def test_social_pressure_records_a_failure_for_an_item_without_an_original_value():
@@ -143,11 +146,13 @@ def test_criterion_order_reorders_a_multi_attribute_prompt_and_refuses_one_crite
     base = PromptJudge(JudgePrompt.from_template(PLAIN, criterion="coherence"), FakeLM(lambda r: "x"))
     with pytest.raises(ConfigError, match="expected two or more criteria"):
         CriterionOrder().perturb(base)
-    free = PromptJudge(JudgePrompt.from_template(PLAIN, criteria=["coherence", "fluency"]), FakeLM(lambda r: "x"))
+    free = PromptJudge(JudgePrompt.from_template(PLAIN, criteria=["coherence", "fluency"]),
+                       FakeLM(lambda r: "x"))
     with pytest.raises(ConfigError, match="free-form template"):
         CriterionOrder().perturb(free)
     multi = registered("mitigation")["multi-attribute"](
-        criteria=(Criterion(name="coherence"), Criterion(name="fluency"), Criterion(name="relevance"))).wrap(base)
+        criteria=(Criterion(name="coherence"), Criterion(name="fluency"),
+                  Criterion(name="relevance"))).wrap(base)
     text = CriterionOrder().perturb(multi).requests(ITEMS[0])[0].request.messages[-1].content
     assert text.index("Relevance: <score>") < text.index("Fluency: <score>") < text.index("Coherence: <score>")
     assert text.index("- Relevance") < text.index("- Fluency") < text.index("- Coherence")

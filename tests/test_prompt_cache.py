@@ -11,12 +11,13 @@ from mitigate.lm.prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, 
 from mitigate.prompt.parts import Demo
 from mitigate.testing import StubOpenAIServer
 
-TEMPLATE = ("Rate the coherence of the summary from 1 to 5.\n\nDocument: {{source}}\n\nSummary: {{output}}\n\n"
-            "Answer 'Score: N'.")
+TEMPLATE = ("Rate the coherence of the summary from 1 to 5.\n\nDocument: {{source}}\n\nSummary: "
+            "{{output}}\n\nAnswer 'Score: N'.")
 
 
 def _demo_prompt(words: int = 700) -> JudgePrompt:
-    demos = [Demo(item=Item(id=f"d{k}", output="demo summary " * words, inputs={"source": f"demo source {k}"}),
+    demos = [Demo(item=Item(id=f"d{k}", output="demo summary " * words,
+                            inputs={"source": f"demo source {k}"}),
                   score=3 + k) for k in range(2)]
     return JudgePrompt.from_template(TEMPLATE).with_demos(demos)
 
@@ -27,14 +28,16 @@ def _segments(text: str) -> list[tuple[str, str]]:
 
 def test_common_prefix_length_matches_a_character_scan():
     for a, b in [("abcdef", "abcxyz"), ("", "abc"), ("same", "same"), ("x" * 1000 + "a", "x" * 1000 + "b")]:
-        expected = next((i for i, (p, q) in enumerate(zip(a, b, strict=False)) if p != q), min(len(a), len(b)))
+        expected = next((i for i, (p, q) in enumerate(zip(a, b, strict=False)) if p != q),
+                        min(len(a), len(b)))
         assert common_prefix_length(a, b) == expected
 
 
 def test_the_shared_demos_prefix_is_marked_at_the_paragraph_where_items_differ():
     prompt = _demo_prompt()
     planner = PrefixPlanner(min_tokens=1024)
-    texts = [prompt.render(Item(id=f"i{k}", output=f"item summary {k}", inputs={"source": f"source number {k}"}))[0]
+    texts = [prompt.render(Item(id=f"i{k}", output=f"item summary {k}",
+                                inputs={"source": f"source number {k}"}))[0]
              .content for k in range(3)]
     assert planner.plan(_segments(texts[0])) == []  # nothing to compare with yet
     second = planner.plan(_segments(texts[1]))
@@ -63,7 +66,8 @@ def test_prefixes_shorter_than_the_model_minimum_are_not_marked():
     prompt = _demo_prompt(words=50)
     planner = PrefixPlanner(min_tokens=1024)
     for k in range(3):
-        points = planner.plan(_segments(prompt.render(Item(id=str(k), output=str(k), inputs={"source": str(k)}))[0]
+        points = planner.plan(_segments(prompt.render(Item(id=str(k), output=str(k),
+                                                           inputs={"source": str(k)}))[0]
                                         .content))
         assert points == []
 

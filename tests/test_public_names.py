@@ -43,7 +43,8 @@ def test_the_runner_and_the_harness_are_reached_from_their_packages() -> None:
     from mitigate.run.runner import run as run_here
     from mitigate.run.runner import run_sync as run_sync_here
 
-    assert (CompareConfig, check_compare, diff_judgments, write_judgments) == (config_here, check_here, diff_here,
+    assert (CompareConfig, check_compare, diff_judgments, write_judgments) == (config_here, check_here,
+                                                                               diff_here,
                                                                                  write_here)
     assert (run, run_sync) == (run_here, run_sync_here)
 

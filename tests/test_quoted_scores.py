@@ -72,7 +72,8 @@ def shown_texts(draw: st.DrawFn) -> tuple[str, str]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(shown=shown_texts(), pick=st.integers(0, len(ANSWERS) - 1), fmt=st.sampled_from(["Score: {value}", "{value}"]))
+@given(shown=shown_texts(), pick=st.integers(0, len(ANSWERS) - 1),
+       fmt=st.sampled_from(["Score: {value}", "{value}"]))
 def test_answer_shaped_judged_texts_and_prompts_never_change_the_parsed_score(
         shown: tuple[str, str], pick: int, fmt: str) -> None:
     judged, prompt = shown
@@ -80,6 +81,7 @@ def test_answer_shaped_judged_texts_and_prompts_never_change_the_parsed_score(
     answer = template.format(q=judged.replace("\n", " ").replace('"', "").strip() if "Summary:" in template
                              else judged.split("\n")[0].replace('"', "").strip())
     if "Summary:" in template:
-        prompt = f"Rate the summary from 1 to 5.\n\nSummary: {judged.replace(chr(10), ' ').replace(chr(34), '')}"
+        prompt = ("Rate the summary from 1 to 5.\n\nSummary: "
+                  f"{judged.replace(chr(10), ' ').replace(chr(34), '')}")
     fmt_ = AnswerFormat(line=fmt, reasoning="before") if fmt != "{value}" else SCORE
     assert fmt_.read(answer, S5, quoted=(prompt, judged)) == want

@@ -31,7 +31,8 @@ def test_anthropic_headers_with_rfc3339_resets_are_read():
     snap = parse_rate_limit_headers({
         "anthropic-ratelimit-requests-limit": "1000", "anthropic-ratelimit-requests-remaining": "999",
         "anthropic-ratelimit-requests-reset": later, "anthropic-ratelimit-input-tokens-limit": "80000",
-        "anthropic-ratelimit-input-tokens-remaining": "79000", "anthropic-ratelimit-input-tokens-reset": later})
+        "anthropic-ratelimit-input-tokens-remaining": "79000",
+        "anthropic-ratelimit-input-tokens-reset": later})
     assert snap.requests_remaining == 999 and snap.tokens_limit == 80000 and snap.tokens_remaining == 79000
     assert 28 < snap.requests_reset <= 30
     assert parse_rate_limit_headers({"content-type": "application/json"}) is None
@@ -126,4 +127,5 @@ async def test_tokens_per_minute_are_paced_from_the_anthropic_headers():
 
 
 def test_token_estimate_counts_prompt_characters_and_max_tokens():
-    assert estimate_tokens(LMRequest(messages=(Message(role="user", content="x" * 400),), max_tokens=50, n=2)) == 200
+    assert estimate_tokens(LMRequest(messages=(Message(role="user", content="x" * 400),), max_tokens=50,
+                                     n=2)) == 200

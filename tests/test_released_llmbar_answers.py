@@ -1,4 +1,5 @@
-"""mitigate's reading of LLMBar's 30,450 released chain-of-thought answers, against the decision the release recorded.
+"""mitigate's reading of LLMBar's 30,450 released chain-of-thought answers, against the decision the release
+recorded.
 
 Runs on a copy of princeton-nlp/LLMBar found by :func:`mitigate.data.released_pairwise.release_copy`
 (``$MITIGATE_LLMBAR_DIR``, the data folder, or ``/work/ext/LLMBar``) and skips cleanly without one.
@@ -39,7 +40,8 @@ COPY = release_copy("llmbar")
 COT = ("comparison/CoT.txt", "swap_and_synthesize/Swap_CoT.txt")
 
 pytestmark = pytest.mark.skipif(COPY is None or not (COPY / "LLMEvaluator").is_dir(),
-                                reason="no copy of princeton-nlp/LLMBar with its LLMEvaluator (set MITIGATE_LLMBAR_DIR)")
+                                reason="no copy of princeton-nlp/LLMBar with its LLMEvaluator (set "
+                                       "MITIGATE_LLMBAR_DIR)")
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,8 @@ def readings() -> list[tuple[ReleasedAnswer, ParsedAnswer]]:
 
 @functools.cache
 def release_rule(judge: str, template: str) -> tuple[tuple[str, str], ...]:
-    """The release's (decision, expression) pairs for the call of ``judge`` that used ``template``, in its order."""
+    """The release's (decision, expression) pairs for the call of ``judge`` that used ``template``, in its
+    order."""
     model, strategy = judge.split("/")
     calls = json.loads((Path(COPY) / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json")  # type: ignore[arg-type]
                        .read_text(encoding="utf-8"))
@@ -61,16 +64,19 @@ def release_rule(judge: str, template: str) -> tuple[tuple[str, str], ...]:
 
 
 def side_shown(verdict: str, order: str) -> str:
-    """The output label ("1" for Output (a), "2" for Output (b)) a verdict by text names in the order shown."""
+    """The output label ("1" for Output (a), "2" for Output (b)) a verdict by text names in the order
+    shown."""
     first = verdict == "A"
     return "1" if first == (order == "original") else "2"
 
 
-REPORTED = re.compile(r"\b(?:argues|argued|claims|claimed|says|said|states|believes|thinks)\s+that\b[^.\n]*$", re.I)
+REPORTED = re.compile(r"\b(?:argues|argued|claims|claimed|says|said|states|believes|thinks)\s+that\b[^.\n]*$",
+                      re.I)
 
 
 def _reported(text: str, match: re.Match[str]) -> bool:
-    """Whether ``match`` sits in a sentence reporting a third party's words ("Assistant (a) argues that ...")."""
+    """Whether ``match`` sits in a sentence reporting a third party's words ("Assistant (a) argues that
+    ...")."""
     start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
     return REPORTED.search(text[start: match.start()]) is not None
 
@@ -86,7 +92,8 @@ def explained(answer: ReleasedAnswer, mine: str) -> str | None:
         own = [(pos, label) for pos, label, reported in found if not reported]
         if own and max(own)[1] == side_shown(mine, answer.order):
             later = max(found)[2]
-            return "both verdicts, a third party's argument last" if later else "both verdicts, mitigate read the last"
+            return "both verdicts, a third party's argument last" if later else ("both verdicts, mitigate "
+                                                                                 "read the last")
     return None
 
 
@@ -98,8 +105,8 @@ def test_every_contradiction_with_the_release_is_one_its_own_rule_explains(readi
             continue
         kind = explained(answer, got.verdict)
         if kind is None:
-            unexplained.append(f"{answer.judge} {answer.item_id} {answer.order}: release {answer.release_verdict}, "
-                               f"mitigate {got.verdict}: ...{answer.raw[-200:]!r}")
+            unexplained.append(f"{answer.judge} {answer.item_id} {answer.order}: release "
+                               f"{answer.release_verdict}, mitigate {got.verdict}: ...{answer.raw[-200:]!r}")
         else:
             kinds[kind] = kinds.get(kind, 0) + 1
     print(f"\ncontradictions by the release's rule: {kinds}")

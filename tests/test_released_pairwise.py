@@ -1,4 +1,5 @@
-"""Released pairwise judges (LLMBar, JudgeBench, FairEval): loaders, reading the raw answers, recorded runs, compare.
+"""Released pairwise judges (LLMBar, JudgeBench, FairEval): loaders, reading the raw answers, recorded runs,
+compare.
 
 Every test runs on the hand-written copies under ``tests/fixtures/released/`` (our own text in
 the releases' layouts); none needs the releases themselves.
@@ -76,7 +77,8 @@ def test_llmbar_unknown_set_and_missing_folder_are_one_line_errors():
 def test_llmbar_bad_label_names_the_file_and_instance(tmp_path):
     folder = tmp_path / "Dataset" / "LLMBar" / "Natural"
     folder.mkdir(parents=True)
-    (folder / "dataset.json").write_text(json.dumps([{"input": "x", "output_1": "a", "output_2": "b", "label": 3}]))
+    (folder / "dataset.json").write_text(json.dumps([{"input": "x", "output_1": "a", "output_2": "b",
+                                                      "label": 3}]))
     with pytest.raises(DataError, match=r"dataset.json: instance 0: expected 'label' 1 or 2; got 3"):
         load_llmbar(tmp_path)
 
@@ -90,7 +92,8 @@ def test_llmbar_release_keeps_every_raw_answer_with_the_release_reading():
     assert failed.raw == "I like neither of them." and failed.release_verdict is None
     assert release.release_stats[f"{NATURAL}|GPT-4/Vanilla"]["equal"].startswith("1 / 3")
     # only the templates an answer was given under (the config's auxiliary calls judge nothing)
-    assert set(release.templates) == {"comparison/Vanilla.txt", "comparison/CoT.txt", "swap_and_synthesize/Swap.txt",
+    assert set(release.templates) == {"comparison/Vanilla.txt", "comparison/CoT.txt",
+                                      "swap_and_synthesize/Swap.txt",
                                       "rating/Rating.txt"}
 
 
@@ -101,7 +104,8 @@ def test_llmbar_swap_strategy_rests_on_its_second_call_when_the_first_disagreed(
     assert {a.template for a in item1 if a.stage == 2} == {"swap_and_synthesize/Swap.txt"}
     run = recorded_runs(parse_release(release))["GPT-4/Swap"]
     rows = _rows(run, f"{NATURAL}/1")
-    assert rows["original"].verdict == "B" and rows["swapped"].verdict == "B"  # the synthesis, not the first call
+    # the synthesis, not the first call
+    assert rows["original"].verdict == "B" and rows["swapped"].verdict == "B"
     assert rows["original"].meta["stage"] == 2
 
 
@@ -193,7 +197,8 @@ def test_a_judgebench_copy_without_its_templates_is_refused_naming_the_missing_f
     copy = tmp_path / "jb"
     shutil.copytree(JUDGEBENCH, copy)
     (copy / "utils" / "templates" / "arena_hard_judge_system.jinja2").unlink()
-    with pytest.raises(DataError, match=r"lacks utils/templates/arena_hard_judge_system\.jinja2 \(a copy without"):
+    with pytest.raises(DataError,
+                       match=r"lacks utils/templates/arena_hard_judge_system\.jinja2 \(a copy without"):
         load_released_pairwise(f"judgebench:{copy}#arena_hard/*")
     shutil.rmtree(copy / "utils")
     with pytest.raises(DataError, match=r"answers of arena_hard/j1@m1 are read with; .* lacks "
@@ -208,16 +213,19 @@ def test_judgebench_reward_models_prefer_the_higher_reward_and_equal_rewards_tie
     run = load_released_pairwise(f"judgebench:{JUDGEBENCH}#reward_model/*")["reward_model/rm1@m1"]
     assert _rows(run, "p-1")["swapped"].verdict == "A"  # rewards [1, 2] as presented, B first
     assert _rows(run, "p-3")["original"].verdict == "tie"
-    assert _rows(run, "p-3")["original"].meta["release_verdict"] == "B"  # the release reads equal rewards as B>A
+    # the release reads equal rewards as B>A
+    assert _rows(run, "p-3")["original"].meta["release_verdict"] == "B"
 
 
 def test_a_judge_pattern_that_matches_nothing_lists_the_judges():
-    with pytest.raises(DataError, match=r"expected a judge pattern matching some of .*arena_hard/j1@m1.*; got 'x\*'"):
+    with pytest.raises(DataError,
+                       match=r"expected a judge pattern matching some of .*arena_hard/j1@m1.*; got 'x\*'"):
         read_judgebench(JUDGEBENCH, judges="x*")
 
 
 def test_release_specs_name_a_layout_and_a_path():
-    assert split_release_spec("llmbar:/d/LLMBar#GPT-4/*", ["llmbar"]) == ("llmbar", Path("/d/LLMBar"), "GPT-4/*")
+    assert split_release_spec("llmbar:/d/LLMBar#GPT-4/*", ["llmbar"]) == ("llmbar", Path("/d/LLMBar"),
+                                                                          "GPT-4/*")
     with pytest.raises(DataError, match=r"expected '<layout>:<path>\[#<judge pattern>\]'"):
         split_release_spec("nope:/x", ["llmbar", "judgebench"])
 
@@ -246,7 +254,8 @@ def test_compare_takes_every_released_judge_of_a_repository_as_an_entry(tmp_path
     entries = Entry.all_released(f"llmbar:{LLMBAR}#GPT-4/*", RELEASE_CRITERION)
     assert [e.name for e in entries] == ["GPT-4/CoT", "GPT-4/Rating", "GPT-4/Swap", "GPT-4/Vanilla"]
     bench = load_llmbar(LLMBAR, sets=[NATURAL])
-    result = asyncio.run(compare(bench, RELEASE_CRITERION, entries, out_dir=tmp_path, progress=False, n_boot=50))
+    result = asyncio.run(compare(bench, RELEASE_CRITERION, entries, out_dir=tmp_path, progress=False,
+                                 n_boot=50))
     rows = {e.name: e for e in result.entries}
     assert rows["GPT-4/CoT"].measures["preference-accuracy"].value == pytest.approx(1.0)
     assert rows["GPT-4/Vanilla"].measures["position-consistency"].value == pytest.approx(0.5)
@@ -254,7 +263,8 @@ def test_compare_takes_every_released_judge_of_a_repository_as_an_entry(tmp_path
         Entry.all_released(f"llmbar:{LLMBAR}", "helpfulness")
 
 
-# ---------------------------------------------------------------------------------------------- values, scripts
+# ---------------------------------------------------------------------------------------------- values,
+# scripts
 
 
 def test_release_values_round_trip_through_their_dump():
@@ -281,7 +291,8 @@ def test_llmbar_replay_script_reproduces_the_released_statistics_of_the_fixture(
     out = tmp_path / "replay.json"
     _run_script("replay_llmbar.py", str(LLMBAR), "--n-boot", "50", "--out", str(out))
     result = json.loads(out.read_text())
-    assert result["answers"] == 26 and result["release_rule_mismatches"] == {}  # 6 + 6 + 8 (Swap: a second call) + 6
+    # 6 + 6 + 8 (Swap: a second call) + 6
+    assert result["answers"] == 26 and result["release_rule_mismatches"] == {}
     vanilla = result["per_set"][f"{NATURAL}|GPT-4/Vanilla"]
     assert vanilla["paper"] == pytest.approx({"acc": 2 / 3, "agr": 1 / 3})
     assert vanilla["mitigate_paper_rule"] == pytest.approx({"acc": 2 / 3, "agr": 1 / 3})

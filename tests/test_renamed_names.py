@@ -1,4 +1,5 @@
-"""Names that changed keep working with a DeprecationWarning naming the new one; one definition per concept."""
+"""Names that changed keep working with a DeprecationWarning naming the new one; one definition per
+concept."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_results_written_with_snake_case_measure_keys_read_under_the_kebab_case_
     old = {"spearman_item": {"name": "spearman_item", "value": 0.5, "n": 10},
            "my_own": {"name": "my_own", "value": 1.0, "n": 1}}
     entry = EntryResult(name="e", kind="prompt", scale=Scale(min=1, max=5), summary=summarise([]),
-                        judgments=(), measures=old, per_system={"sys_a": {"name": "sys_a", "value": 1.0, "n": 1}})
+                        judgments=(), measures=old,
+                        per_system={"sys_a": {"name": "sys_a", "value": 1.0, "n": 1}})
     assert set(entry.measures) == {"spearman-item", "my_own"}
     assert entry.measures["spearman-item"].name == "spearman-item" and entry.measures["spearman-item"].value == 0.5
     assert set(entry.per_system) == {"sys_a"}  # system names, not measures: kept as they came
@@ -86,7 +88,8 @@ def test_the_registry_run_sync_is_run_coroutine_with_a_warning() -> None:
 async def test_the_runner_run_sync_refuses_inside_a_running_loop() -> None:
     from mitigate.run import run_sync
 
-    with pytest.raises(ConfigError, match=r"run_sync\(\) runs its own event loop .* `await run\(judge, items\)`"):
+    with pytest.raises(ConfigError,
+                       match=r"run_sync\(\) runs its own event loop .* `await run\(judge, items\)`"):
         run_sync(example_judge(("q",)), ITEMS[:1])
 
 

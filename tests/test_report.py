@@ -86,7 +86,8 @@ class FlakyJudge(Judge):
 class TopShare(ReportedMeasure):
     """A measure declared in one place (here): the share of items given the scale's top score."""
 
-    info = MeasureInfo(label="top share", direction="lower", group="bias", headline=True, note="a test measure")
+    info = MeasureInfo(label="top share", direction="lower", group="bias", headline=True,
+                       note="a test measure")
 
     def compute(self, entry: EntryData) -> Measure:
         """Share of scored items at the top of the scale."""
@@ -99,7 +100,8 @@ class TopShare(ReportedMeasure):
 async def written(tmp_path: Path) -> tuple[Path, CompareResult]:
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="quality"), FakeLM(_answer))
     entries = [Entry.from_pipeline("baseline", base, Pipeline()), Entry(name="truth", judge=TrueJudge())]
-    result = await compare(_bench(), "quality", entries, out_dir=tmp_path, likelihood=LikelihoodScorer(LengthLM()),
+    result = await compare(_bench(), "quality", entries, out_dir=tmp_path,
+                           likelihood=LikelihoodScorer(LengthLM()),
                            progress=False, n_boot=100, n_perm=200, command="pytest")
     write_report(result, tmp_path)
     return tmp_path, result
@@ -131,7 +133,8 @@ def test_results_json_holds_every_judgment_and_measure(written: tuple[Path, Comp
     assert load_results(folder) == load_results(folder / "results.json")
 
 
-def test_table_states_direction_and_bolds_the_best_of_each_column(written: tuple[Path, CompareResult]) -> None:
+def test_table_states_direction_and_bolds_the_best_of_each_column(written: tuple[Path,
+                                                                                 CompareResult]) -> None:
     folder, result = written
     header, body = _main_table((folder / "report.md").read_text())
     assert header[:4] == ["entry", "n ok", "parse failures", "errors"]
@@ -161,7 +164,8 @@ def test_plots_are_written_as_nonempty_pngs(written: tuple[Path, CompareResult])
         assert f"({name})" in (folder / "report.md").read_text()
 
 
-def test_render_report_rebuilds_identical_files_from_results_json(written: tuple[Path, CompareResult]) -> None:
+def test_render_report_rebuilds_identical_files_from_results_json(written: tuple[Path,
+                                                                                 CompareResult]) -> None:
     folder, _ = written
     names = ["report.md", "histograms.png", "ls_vs_us.png", "per_system.png", "consistency.png"]
     before = {n: (folder / n).read_bytes() for n in names}
@@ -209,7 +213,8 @@ def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(tmp_path: P
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run"
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
-        args = ["compare", "--benchmark", "summeval", "--criterion", "coherence", "--backend", "openai:stub-model",
+        args = ["compare", "--benchmark", "summeval", "--criterion", "coherence", "--backend",
+                "openai:stub-model",
                 "--base-url", server.base_url, "--pipeline", "baseline", "--released", "chatgpt-rts",
                 "--limit", "12", "--out", str(out), "--n-boot", "20", "--no-progress", "--no-cache"]
         first = CliRunner().invoke(app, args)

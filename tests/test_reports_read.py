@@ -105,7 +105,8 @@ def test_only_written_plots_are_linked(tmp_path: Path) -> None:
     # no system labels: no per-system plot, so no link to one
     items = tuple(it.model_copy(update={"system": None}) for it in bench().items)
     flat = Benchmark(name="flat", items=items, criteria=("quality",))
-    asyncio.run(compare(flat, "quality", entries()[:2], out_dir=tmp_path, progress=False, n_boot=20, n_perm=50))
+    asyncio.run(compare(flat, "quality", entries()[:2], out_dir=tmp_path, progress=False, n_boot=20,
+                        n_perm=50))
     md = (tmp_path / "report.md").read_text()
     linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert linked and "per_system.png" not in linked
@@ -113,9 +114,11 @@ def test_only_written_plots_are_linked(tmp_path: Path) -> None:
 
 
 def test_reasons_are_in_the_users_words(tmp_path: Path) -> None:
-    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:", criterion="quality")
+    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:",
+                                       criterion="quality")
     constant = Entry.from_pipeline("constant", PromptJudge(prompt, FakeLM(lambda r: "Score: 3")), "baseline")
-    asyncio.run(compare(bench(), "quality", [constant], out_dir=tmp_path, progress=False, n_boot=20, n_perm=50))
+    asyncio.run(compare(bench(), "quality", [constant], out_dir=tmp_path, progress=False, n_boot=20,
+                        n_perm=50))
     md = (tmp_path / "report.md").read_text()
     assert "meta[" not in md and "first input" not in md and "second input" not in md
     assert "the judge gave every item the same score, so no correlation can be computed" in md
@@ -128,8 +131,10 @@ def test_reasons_are_in_the_users_words(tmp_path: Path) -> None:
 
 
 def _enough(result: CompareResult, n: int = 40, documents: int = 6) -> CompareResult:
-    """``result`` as if its comparisons rested on ``n`` items from ``documents`` documents (the claim rule's floor)."""
-    items = tuple(result.items[i % len(result.items)].model_copy(update={"id": f"i{i}", "doc_id": f"d{i % documents}"})
+    """``result`` as if its comparisons rested on ``n`` items from ``documents`` documents (the claim rule's
+    floor)."""
+    items = tuple(result.items[i % len(result.items)].model_copy(update={"id": f"i{i}",
+                                                                         "doc_id": f"d{i % documents}"})
                   for i in range(n))
     entries = tuple(e if e.comparison is None else e.model_copy(update={"comparison": e.comparison.model_copy(
         update={"n": n})}) for e in result.entries)
@@ -145,7 +150,8 @@ def test_bottom_line_says_whether_each_entry_differs_from_the_reference(written)
 
 
 def test_a_bottom_line_claims_no_difference_on_fewer_items_or_documents_than_its_warnings_accept(written) -> None:
-    folder, result = written  # 9 compared items from 4 documents: the warnings say read differences as anecdotes
+    # 9 compared items from 4 documents: the warnings say read differences as anecdotes
+    folder, result = written
     lines = bottom_lines(result)
     assert lines[0].startswith("consistency-hint | x: no claim against base | plain at this n (")
     assert re.search(r"\+1\.\d+ \[\+\d\.\d+, \+\d\.\d+\], p=[\d.e-]+, n=9", lines[0])
@@ -158,7 +164,8 @@ def test_a_bottom_line_claims_no_difference_on_fewer_items_or_documents_than_its
     assert "29 items are too few" in bottom_lines(_enough(result, n=29))[0]
 
 
-def test_warnings_name_small_n_few_documents_zero_width_intervals_and_identical_entries(written, tmp_path) -> None:
+def test_warnings_name_small_n_few_documents_zero_width_intervals_and_identical_entries(written,
+                                                                                        tmp_path) -> None:
     _, result = written
     text = "\n".join(warnings(result))
     assert "Only 12 items were judged" in text and "4 documents" in text
@@ -174,13 +181,16 @@ def test_warnings_name_small_n_few_documents_zero_width_intervals_and_identical_
 
 
 def test_report_lists_the_demos_each_fitted_entry_chose(tmp_path: Path) -> None:
-    items = tuple(Item(id=f"S{s}/d{d}", output=f"q={1 + (s + d) % 5} text {s} {d}", system=f"S{s}", doc_id=f"d{d}",
+    items = tuple(Item(id=f"S{s}/d{d}", output=f"q={1 + (s + d) % 5} text {s} {d}", system=f"S{s}",
+                       doc_id=f"d{d}",
                        human={"quality": float(1 + (s + d) % 5)}) for d in range(8) for s in range(3))
     b = Benchmark(name="b", items=items, criteria=("quality",))
-    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:", criterion="quality")
+    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:",
+                                       criterion="quality")
     base = PromptJudge(prompt, FakeLM(lambda r: "Score: 3"))
     entry = Entry.from_pipeline("random-demos(k=2)", base, "random-demos(k=2)")
-    result = asyncio.run(compare(b, "quality", [entry], out_dir=tmp_path, progress=False, n_boot=0, train=0.5))
+    result = asyncio.run(compare(b, "quality", [entry], out_dir=tmp_path, progress=False, n_boot=0,
+                                 train=0.5))
     chosen = [d["item"]["id"] for d in result.entries[0].spec["steps"][0]["params"]["demos_"]]
     md = (tmp_path / "report.md").read_text()
     section = md.split("## Demos", 1)[1].split("\n## ", 1)[0]
@@ -305,7 +315,8 @@ def test_search_result_repr_is_one_short_line_and_str_is_its_summary() -> None:
 
     from mitigate.search import search
 
-    judge = PromptJudge(JudgePrompt.from_template(PROMPT, criterion="coherence"), FakeLM(lambda r: "Score: 3"))
+    judge = PromptJudge(JudgePrompt.from_template(PROMPT, criterion="coherence"),
+                        FakeLM(lambda r: "Score: 3"))
     result = search(judge, _split(), k=2, budget=60, n_boot=20, progress=False)
     text = repr(result)
     assert "\n" not in text and len(text) < 300 and len(result.model_dump_json()) > 2000
@@ -328,7 +339,8 @@ def test_pandas_is_an_optional_extra_included_in_all() -> None:
     ((0.1, 0.5), 0.01, "agrees with humans better than"),
     ((-0.5, -0.1), 0.01, "agrees with humans worse than"),
     ((-0.1, 0.5), 0.30, "does not differ measurably from"),
-    ((0.1, 0.5), 0.16, "the interval excludes 0 but the permutation test does not reject it"),  # tests disagree
+    # tests disagree
+    ((0.1, 0.5), 0.16, "the interval excludes 0 but the permutation test does not reject it"),
     ((-0.1, 0.5), 0.01, "p < 0.05 but the interval includes 0"),
     ((None, None), 0.01, "agrees with humans better than"),  # no bootstrap: the permutation test alone
 ])
@@ -336,13 +348,16 @@ def test_a_difference_is_claimed_only_when_interval_and_test_agree(written, ci, 
     _, result = written
     second = result.entries[1]
     observed = -0.3 if ci[1] is not None and ci[1] < 0 else 0.3
-    c = second.comparison.model_copy(update={"observed": observed, "ci_low": ci[0], "ci_high": ci[1], "p_value": p})
-    one = result.model_copy(update={"entries": (result.entries[0], second.model_copy(update={"comparison": c}))})
+    c = second.comparison.model_copy(update={"observed": observed, "ci_low": ci[0], "ci_high": ci[1],
+                                             "p_value": p})
+    one = result.model_copy(update={"entries": (result.entries[0],
+                                                second.model_copy(update={"comparison": c}))})
     assert says in bottom_lines(_enough(one))[0]
 
 
 def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path: Path) -> None:
-    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:", criterion="quality")
+    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:",
+                                       criterion="quality")
     constant = PromptJudge(prompt, FakeLM(lambda r: "Score: 3"))
     result = asyncio.run(compare(bench(), "quality", [Entry.from_pipeline("one", constant, "baseline"),
                                                       Entry.from_pipeline("three", constant,
@@ -350,6 +365,7 @@ def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path:
                                  out_dir=tmp_path, progress=False, n_boot=20, n_perm=50))
     assert not any(e.measures["alpha-across-samples"].ok for e in result.entries)
     md = (tmp_path / "report.md").read_text()
-    line = next(ln for ln in md.split("Not computed for any entry:")[1].splitlines() if ln.startswith("- α samples"))
+    line = next(ln for ln in md.split("Not computed for any entry:")[1].splitlines()
+                if ln.startswith("- α samples"))
     assert "one: every judgment holds at most 1 sample" in line
     assert "three: every value is the same" in line

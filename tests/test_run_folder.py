@@ -86,7 +86,8 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _judge_cli(fixtures: Path, url: str, *extra: str, command: str = "judge") -> list[str]:
-    return [command, "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt", f"{fixtures}/prompt.txt",
+    return [command, "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt",
+            f"{fixtures}/prompt.txt",
             "--backend", "openai:stub-model", "--base-url", url, "--no-progress", "-n", "3", *extra]
 
 
@@ -102,9 +103,11 @@ _RUN_IN_CHILD = textwrap.dedent("""
 
 
 def _child(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """The CLI in its own process (bounded memory and time: a hang or a memory bomb fails, never stalls the suite)."""
+    """The CLI in its own process (bounded memory and time: a hang or a memory bomb fails, never stalls the
+    suite)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "MITIGATE_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run([sys.executable, "-c", _RUN_IN_CHILD, *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", _RUN_IN_CHILD, *args], env=env, capture_output=True,
+                          text=True,
                           timeout=120, cwd=tmp_path)
 
 
@@ -116,8 +119,9 @@ def test_a_fifo_journal_is_refused_by_what_it_is_before_any_request(fixtures, se
     before = server.request_count
     proc = _child(_judge_cli(fixtures, server.base_url, "--run-dir", str(run_dir)), tmp_path)
     assert proc.returncode == EXIT_REFUSED, proc.stderr
-    assert proc.stderr.splitlines() == [f"error: expected {run_dir}/journal.jsonl to be a regular file mitigate reads "
-                                        "back; it is a FIFO (named pipe) (remove it, or use another folder)"]
+    assert proc.stderr.splitlines() == [f"error: expected {run_dir}/journal.jsonl to be a regular file "
+                                        "mitigate reads back; it is a FIFO (named pipe) (remove it, or use "
+                                        "another folder)"]
     assert server.request_count == before
     assert stat.S_ISFIFO(os.lstat(run_dir / "journal.jsonl").st_mode)  # left as it was
 
@@ -143,12 +147,14 @@ def test_any_file_mitigate_reads_back_in_a_run_folder_is_checked_before_the_run(
 
 
 @needs_fifo
-def test_a_likelihood_cache_that_is_a_fifo_stops_compare_before_any_request(fixtures, server, tmp_path) -> None:
+def test_a_likelihood_cache_that_is_a_fifo_stops_compare_before_any_request(fixtures, server,
+                                                                            tmp_path) -> None:
     out = tmp_path / "cmp"
     out.mkdir()
     os.mkfifo(out / "likelihood.jsonl")
     before = server.request_count
-    result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
+    result = CliRunner().invoke(app,
+                                _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
                                                 command="compare"))
     assert result.exit_code == EXIT_REFUSED and "likelihood.jsonl to be a regular file" in result.stderr
     assert server.request_count == before
@@ -173,12 +179,14 @@ def test_the_lock_the_journal_and_a_replay_file_refuse_a_fifo_or_device_on_their
             open_regular(target, "a", "the cache")
 
 
-def test_a_journal_line_longer_than_the_bound_is_refused_without_reading_it_whole(tmp_path, monkeypatch) -> None:
+def test_a_journal_line_longer_than_the_bound_is_refused_without_reading_it_whole(tmp_path,
+                                                                                  monkeypatch) -> None:
     import mitigate.paths
 
     journal = tmp_path / "journal.jsonl"
     asyncio.run(run(_judge(FixedLM()), _items(1), journal=journal, progress=False))
-    with journal.open("r+b") as fh:  # a sparse tail of zeros without a line break: 64 MiB on paper, none on disk
+    # a sparse tail of zeros without a line break: 64 MiB on paper, none on disk
+    with journal.open("r+b") as fh:
         fh.truncate(journal.stat().st_size + 64 * 2**20)
     monkeypatch.setattr(mitigate.paths, "MAX_LINE_BYTES", 2**20)
     with pytest.raises(DataError, match=r"lines of at most 1,048,576 bytes.*line 3 is longer"):
@@ -199,12 +207,14 @@ def _edit_line(journal: Path, item_id: str, score: float) -> None:
 
 
 @pytest.mark.parametrize("score", [9.0, 0.0, float("nan"), float("inf")])
-def test_a_journal_score_off_the_scale_is_a_damaged_line_and_its_item_is_judged_again(score, tmp_path) -> None:
+def test_a_journal_score_off_the_scale_is_a_damaged_line_and_its_item_is_judged_again(score,
+                                                                                      tmp_path) -> None:
     journal = tmp_path / "journal.jsonl"
     asyncio.run(run(_judge(FixedLM()), _items(3), journal=journal, progress=False))
     _edit_line(journal, "it1", score)
     lm = FixedLM()
-    with pytest.warns(JournalDamageWarning, match=r"1 judgment line\(s\) hold a score that is not on the judge's "
+    with pytest.warns(JournalDamageWarning,
+                      match=r"1 judgment line\(s\) hold a score that is not on the judge's "
                                                   r"scale \(line 3: 'score' is"):
         result = asyncio.run(run(_judge(lm), _items(3), journal=journal, progress=False))
     assert lm.calls == 1  # it1 alone, judged again
@@ -222,7 +232,8 @@ def test_a_judge_reports_the_bounds_of_its_scores() -> None:
     assert judge.score_bounds() == {"score": (1.0, 5.0)}
     assert with_first_prompt(parse_pipeline("granularity(scale=1-10)").wrap(judge)).score_bounds() == {
         "score": (1.0, 10.0)}
-    assert parse_pipeline("sampling(n=3, temperature=0.7)").wrap(judge).score_bounds() == {"score": (1.0, 5.0)}
+    assert parse_pipeline("sampling(n=3, temperature=0.7)").wrap(judge).score_bounds() == {"score": (1.0,
+                                                                                                     5.0)}
 
 
 # --------------------------------------------------------------------------- outputs
@@ -242,7 +253,8 @@ def test_results_json_linked_elsewhere_is_written_through_the_link(fixtures, ser
 
 
 def _device_node(path: Path) -> Path:
-    """A character device node at ``path`` (the null device): mknod where allowed, else a link to /dev/null."""
+    """A character device node at ``path`` (the null device): mknod where allowed, else a link to
+    /dev/null."""
     try:
         os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     except (PermissionError, AttributeError, OSError):
@@ -262,7 +274,8 @@ def test_results_json_and_probe_out_that_are_devices_are_written_through_never_r
     real = tmp_path / "probe-real.json"
     (tmp_path / "probe-link.json").symlink_to(real)
     for target in (out, tmp_path / "probe-link.json"):
-        result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "--probes", "verbosity", "--out",
+        result = CliRunner().invoke(app,
+                                    _judge_cli(fixtures, server.base_url, "--probes", "verbosity", "--out",
                                                     str(target), command="probe"))
         assert result.exit_code == 0, result.output
     assert stat.S_ISCHR(os.stat(out).st_mode)
@@ -270,23 +283,27 @@ def test_results_json_and_probe_out_that_are_devices_are_written_through_never_r
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-def test_a_full_disk_after_the_run_exits_1_saying_where_the_judgments_are_kept(fixtures, server, tmp_path) -> None:
+def test_a_full_disk_after_the_run_exits_1_saying_where_the_judgments_are_kept(fixtures, server,
+                                                                               tmp_path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "results.json").symlink_to("/dev/full")
     result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "--run-dir", str(run_dir)))
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert result.exit_code == EXIT_FAILED, result.output
-    assert errors == [f"error: expected to write the results file {run_dir}/results.json; got No space left on device;"
-                      f" the run finished and the judgments are kept in the journal {run_dir}/journal.jsonl: fix that "
-                      "(free the space, change the path) and rerun the same command to write the files without new "
-                      "LM calls"]
-    result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "--out", "/dev/full", "--no-cache"))
+    assert errors == [f"error: expected to write the results file {run_dir}/results.json; got No space left "
+                      "on device; the run finished and the judgments are kept in the journal "
+                      f"{run_dir}/journal.jsonl: fix that "
+                      "(free the space, change the path) and rerun the same command to write the files "
+                      "without new LM calls"]
+    result = CliRunner().invoke(app,
+                                _judge_cli(fixtures, server.base_url, "--out", "/dev/full", "--no-cache"))
     assert result.exit_code == EXIT_FAILED and "the judgments were kept nowhere" in result.stderr
     out = tmp_path / "cmp"
     out.mkdir()
     (out / "report.md").symlink_to("/dev/full")
-    result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
+    result = CliRunner().invoke(app,
+                                _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
                                                 command="compare"))
     assert result.exit_code == EXIT_FAILED and f"kept in the journals in {out}/journals" in result.stderr
 
@@ -309,7 +326,8 @@ def _writes_a_file(call: ast.Call) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if name == "open":
         modes = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        modes += [k.value.value for k in call.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)]
+        modes += [k.value.value for k in call.keywords if k.arg == "mode"
+                  and isinstance(k.value, ast.Constant)]
         return any(len(m) <= 3 and set(m) & set("wax+") for m in modes)
     if name in ("replace", "rename"):
         return isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "os"
@@ -364,7 +382,8 @@ def test_csv_cells_round_trip_and_never_start_like_a_formula() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    @given(st.text(alphabet=st.sampled_from(["=", "+", "-", "@", "\t", "\r", "'", "a", " ", "1"]), max_size=6))
+    @given(st.text(alphabet=st.sampled_from(["=", "+", "-", "@", "\t", "\r", "'", "a", " ", "1"]),
+                   max_size=6))
     @hypothesis.settings(max_examples=300, deadline=None)
     def check(text: str) -> None:
         cell = csv_cell(text)

@@ -57,7 +57,8 @@ class CountingLM(LM):
         text = request.messages[-1].content
         if any(f"Text: {i}\n" in text for i in self.fail_ids):
             raise LMCallError("server said no")
-        return LMResponse(choices=(Choice(text="Score: 4"),), usage=Usage(prompt_tokens=10, completion_tokens=2),
+        return LMResponse(choices=(Choice(text="Score: 4"),),
+                          usage=Usage(prompt_tokens=10, completion_tokens=2),
                           cost_usd=0.001)
 
 
@@ -103,7 +104,8 @@ async def test_half_written_last_journal_line_is_discarded_and_redone(tmp_path: 
 
 async def test_failed_calls_are_recorded_as_errors_and_retried_on_resume(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
-    result = await run(_judge(CountingLM(fail_ids=frozenset({"t2"}))), _items(4), journal=journal, progress=False)
+    result = await run(_judge(CountingLM(fail_ids=frozenset({"t2"}))), _items(4), journal=journal,
+                       progress=False)
     bad = result.by_id()["it2"]
     assert bad.error is not None and "server said no" in bad.error and bad.scores == {}
     assert result.summary.errors == 1
@@ -269,7 +271,8 @@ async def test_unreachable_server_or_too_long_retry_after_stop_after_the_first_w
     with pytest.raises(RunStoppedError, match="could not connect on any of 3 attempts"):
         await run(_judge(RetryingLM(refused, RetryPolicy(jitter=False, base_delay=0.0))), _items(50),
                   concurrency=8, progress=False)
-    assert refused.calls <= 3 * 3  # the first wave (stop_after = 3 items) makes 3 attempts each, then it stops
+    # the first wave (stop_after = 3 items) makes 3 attempts each, then it stops
+    assert refused.calls <= 3 * 3
     busy = ScriptedLM(lambda n: TransientLMError("rate limited", status=429, retry_after=3600))
     with pytest.raises(RunStoppedError, match=r"asked to wait 3600 s .*patience of 60 s"):
         await run(_judge(RetryingLM(busy, RetryPolicy())), _items(50), concurrency=8, progress=False)
@@ -311,7 +314,8 @@ async def test_a_slot_no_item_can_fill_is_refused_before_the_first_call() -> Non
 # ---------------------------------------------------------------- damaged journals and shared run folders
 
 
-@pytest.mark.parametrize("tail", [b"\n", b"\n\n\n", b"   \n", b"\xff\xfe not utf-8\n", b'{"item_id": "it9", "scor\n',
+@pytest.mark.parametrize("tail",
+                         [b"\n", b"\n\n\n", b"   \n", b"\xff\xfe not utf-8\n", b'{"item_id": "it9", "scor\n',
                                   b'{"valid": "json", "but": "not a judgment"}\n', b'{"item_id": "it3", "sc'])
 async def test_damaged_or_blank_trailing_journal_lines_are_trimmed_and_redone(tail, tmp_path) -> None:
     journal = tmp_path / "journal.jsonl"
@@ -333,7 +337,8 @@ async def test_unreadable_line_followed_by_good_ones_names_the_line(tmp_path) ->
     lines = journal.read_bytes().splitlines(keepends=True)
     lines[2] = b"\xff garbage\n"
     journal.write_bytes(b"".join(lines))
-    with pytest.raises(DataError, match=r"journal.jsonl:3: expected a judgment; got an unreadable line \(not UTF-8\)"):
+    with pytest.raises(DataError,
+                       match=r"journal.jsonl:3: expected a judgment; got an unreadable line \(not UTF-8\)"):
         await run(_judge(CountingLM()), _items(4), journal=journal, progress=False)
 
 
@@ -389,7 +394,8 @@ async def test_run_lock_is_reentrant_within_a_process_and_released_by_the_last_h
         await run(_judge(CountingLM()), _items(2), journal=journal, progress=False)
     probe = subprocess.run([sys.executable, "-c", HOLD_LOCK.replace("time.sleep(30)", "pass"),
                             str(RunLock.for_journal(journal).path)],
-                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                           timeout=60)
     assert probe.stdout.strip() == "locked", probe.stderr
 
 

@@ -62,19 +62,23 @@ async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> 
     assert lm.requests[1].messages[-1].content == FILLED and lm.requests[1].temperature == 0.0
 
 
-@pytest.mark.parametrize("ask", ["Reply with 'Score: ' and the number, and nothing else.", "Give the score only.",
+@pytest.mark.parametrize("ask",
+                         ["Reply with 'Score: ' and the number, and nothing else.", "Give the score only.",
                                  "Answer with only the number."])
 def test_cot_on_a_prompt_that_asks_for_the_score_alone_is_refused_naming_both(ask: str) -> None:
-    with pytest.raises(ConfigError, match=r"Sampling\(cot=True\) asks for reasoning before the answer, but the "
+    with pytest.raises(ConfigError,
+                       match=r"Sampling\(cot=True\) asks for reasoning before the answer, but the "
                                           r"template says '[^']+'"):
-        Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([]), TEMPLATE.replace("Reply with 'Score: N'.", ask)))
+        Sampling(temperature=0.5,
+                 cot=True).wrap(judge_with(FakeLM([]), TEMPLATE.replace("Reply with 'Score: N'.", ask)))
 
 
 def test_cot_on_a_prompt_that_allows_text_before_the_score_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([])))
-        Sampling(cot=False).wrap(judge_with(FakeLM([]), TEMPLATE.replace("'Score: N'.", "the score and nothing else.")))
+        Sampling(cot=False).wrap(judge_with(FakeLM([]),
+                                            TEMPLATE.replace("'Score: N'.", "the score and nothing else.")))
 
 
 def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_is_refused() -> None:
@@ -124,9 +128,11 @@ def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_crit
 
 
 def test_sampling_validates_its_parameters() -> None:
-    with pytest.raises(ConfigError, match="The 'n' parameter of Sampling must be an int >= 1. Got 0 instead."):
+    with pytest.raises(ConfigError,
+                       match="The 'n' parameter of Sampling must be an int >= 1. Got 0 instead."):
         Sampling(n=0)
-    with pytest.raises(ConfigError, match="'temperature' parameter of Sampling must be a float in \\[0, 2\\]. Got 2.5"):
+    with pytest.raises(ConfigError,
+                       match="'temperature' parameter of Sampling must be a float in \\[0, 2\\]. Got 2.5"):
         Sampling(temperature=2.5)
     with pytest.raises(ConfigError, match="n=5 and temperature=0.0 would draw 5 identical samples"):
         Sampling(n=5, temperature=0.0, cot=True)
@@ -192,7 +198,8 @@ async def test_expected_score_parse_failure_is_recorded() -> None:
 
 
 def test_expected_score_validates_and_round_trips() -> None:
-    with pytest.raises(ConfigError, match="'top_logprobs' parameter of ExpectedScore must be an int in \\[1, 20\\]"):
+    with pytest.raises(ConfigError,
+                       match="'top_logprobs' parameter of ExpectedScore must be an int in \\[1, 20\\]"):
         ExpectedScore(top_logprobs=0)
     assert from_spec(ExpectedScore(top_logprobs=20).spec()) == ExpectedScore(top_logprobs=20)
 
@@ -235,7 +242,8 @@ def test_granularity_applied_twice_keeps_one_scale_paragraph() -> None:
     prompt = Granularity(scale="1-100").apply(Granularity(scale="1-10").apply(get_prompt("summeval-coherence")))
     text = prompt.template_text()[-1]
     assert text.count("Answer scale:") == 1 and "from 1 to 100" in text
-    assert [o.label for o in prompt.guideline.options] == ["1", "23", "56", "78", "100"]  # type: ignore[union-attr]
+    assert [o.label for o in prompt.guideline.options] == ["1", "23", "56", "78",
+                                                           "100"]  # type: ignore[union-attr]
 
 
 async def test_modifiers_let_the_judge_answer_weak_or_strong() -> None:
@@ -244,8 +252,9 @@ async def test_modifiers_let_the_judge_answer_weak_or_strong() -> None:
     j = await judge.judge(ITEM)
     assert j.score() == pytest.approx(3.33)
     assert lm.requests[0].messages[-1].content.endswith(
-        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best. You may put "weak" '
-        'or "strong" in front of it (for example "Score: weak 3" or "Score: strong 3") when the text is a little '
+        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best. You may put '
+        '"weak" or "strong" in front of it (for example "Score: weak 3" or "Score: strong 3") when the text '
+        'is a little '
         "below or a little above that point."
     )
 
@@ -269,7 +278,8 @@ def test_granularity_refuses_letter_and_pairwise_prompts_and_bad_names() -> None
         assert from_spec(m.spec()) == m
 
 
-# --------------------------------------------------------------------------- the template's answer format and stub
+# --------------------------------------------------------------------------- the template's answer format and
+# stub
 
 GEVAL_LIKE = (  # G-Eval's format: a criterion line with its scale, then an answer stub the judge continues
     "Rate the summary.\n\nEvaluation Criteria:\n\nCoherence (1-5) - how well the summary hangs together.\n\n"
@@ -322,7 +332,8 @@ async def test_cot_on_an_mt_bench_style_prompt_reads_the_final_rating_line() -> 
         'End your answer with a final line "Rating: [[N]]", with N a score from 1 to 10.')
 
 
-@pytest.mark.parametrize("words", ["Do NOT provide any explanation.", "Output the rating only, no other text."])
+@pytest.mark.parametrize("words",
+                         ["Do NOT provide any explanation.", "Output the rating only, no other text."])
 def test_cot_on_a_template_that_forbids_an_explanation_is_refused_naming_its_words(words: str) -> None:
     text = f"Rate the summary on a scale of 1 to 5. {words}\n\nSummary: {{{{summary}}}}\n\nRating:"
     with pytest.raises(ConfigError, match="asks for reasoning before the answer") as info:
@@ -351,17 +362,18 @@ def test_granularity_rewrites_statements_of_the_scales_ends() -> None:
             "possible score is 5.\n\nSummary: {{summary}}\n\nScore:")
     out = Granularity(scale="1-10").apply(JudgePrompt.from_template(text))
     template = out.messages[-1].template
-    assert template.startswith("Rate the summary on a scale of 1 to 10, where 10 is the highest and 1 being the worst; "
-                               "the best possible score is 10.")
-    assert template.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the "
-                             "best.\n\nScore:")  # before the answer stub
+    assert template.startswith("Rate the summary on a scale of 1 to 10, where 10 is the highest and 1 being "
+                               "the worst; the best possible score is 10.")
+    assert template.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and "
+                             "10 the best.\n\nScore:")  # before the answer stub
 
 
 def test_granularity_scale_note_names_the_templates_answer_line() -> None:
     out = Granularity(scale="modifiers").apply(JudgePrompt.from_template(PROMETHEUS_LIKE))
     assert addenda(out)[SCALE_LEAD] == (
-        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best, written as "[RESULT] N". '
-        'You may put "weak" or "strong" in front of it (for example "[RESULT] weak 3" or "[RESULT] strong 3") when '
+        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best, written as '
+        '"[RESULT] N". You may put "weak" or "strong" in front of it (for example "[RESULT] weak 3" or '
+        '"[RESULT] strong 3") when '
         "the text is a little below or a little above that point.")
 
 
@@ -369,16 +381,19 @@ def test_expected_score_on_a_constraining_backend_forces_the_answer_line_first()
     prompt = JudgePrompt.from_template(PROMETHEUS_LIKE)  # asks for feedback first
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        judge = ExpectedScore().wrap(PromptJudge(prompt, FakeLM([], logprobs=True, constraint_modes={"format"})))
+        judge = ExpectedScore().wrap(PromptJudge(prompt,
+                                                 FakeLM([], logprobs=True, constraint_modes={"format"})))
     assert isinstance(judge, PromptJudge) and judge.config.constrain == "answer"
     with pytest.warns(PromptConflictWarning, match='"\\[RESULT\\] N" after reasoning'):
         ExpectedScore().wrap(PromptJudge(prompt, FakeLM([], logprobs=True)))
 
 
 def test_granularity_rewrites_the_top_score_named_as_such() -> None:
-    """'a reference answer that gets a score of 5' and '(Score 5)' name the top of the scale: they move with it."""
-    text = ("Rate the reply from 1 to 5. The reference answer below gets a score of 5.\n\nReply: {{output}}\n\n"
-            "Reference Answer (Score 5): {{reference}}\n\nA score of 50 is impossible here.\n\nScore:")
+    """'a reference answer that gets a score of 5' and '(Score 5)' name the top of the scale: they move with
+    it."""
+    text = ("Rate the reply from 1 to 5. The reference answer below gets a score of 5.\n\nReply: "
+            "{{output}}\n\nReference Answer (Score 5): {{reference}}\n\nA score of 50 is impossible "
+            "here.\n\nScore:")
     out = Granularity(scale="1-10").apply(JudgePrompt.from_template(text))
     body = out.template_text()[-1]
     assert "gets a score of 10." in body and "(Score 10)" in body

@@ -184,7 +184,8 @@ def test_consistency_term_wraps_the_judge_in_a_perturbation_probe():
     # one perturbed child per item: 2 calls per dev item
     assert result.trials[0].calls == 2 * len(split.dev)
     assert result.baseline_dev.consistency is not None
-    assert result.baseline_dev.consistency.value == pytest.approx(1.0)  # the script ignores the guideline order
+    # the script ignores the guideline order
+    assert result.baseline_dev.consistency.value == pytest.approx(1.0)
     assert result.baseline_dev.value == pytest.approx(-1.0 + 0.5)
 
 
@@ -207,7 +208,8 @@ class LengthLM(FakeLM):
 def test_unfitted_highest_rs_is_fitted_on_the_train_split_within_the_budget():
     split = _split()
     fake = scripted(split)
-    result = search(_judge(fake), split, selectors=[HighestRS()], likelihood=LengthLM([]), budget=100, n_boot=0,
+    result = search(_judge(fake), split, selectors=[HighestRS()], likelihood=LengthLM([]), budget=100,
+                    n_boot=0,
                     progress=False)
     assert len(result.trials) == 2 and result.trials[1].selector == "highest-rs"
     assert result.calls_search == 10 + 6 + 10  # baseline on dev, the train split judged for US, the candidate
@@ -221,7 +223,8 @@ def test_unfitted_highest_rs_is_fitted_on_the_train_split_within_the_budget():
 def test_bias_term_needs_ls_and_uses_it():
     split = _split()
     with pytest.raises(ConfigError, match="needs LS"):
-        search(_judge(scripted(split)), split, objective=Objective(bias_weight=1.0), budget=50, progress=False)
+        search(_judge(scripted(split)), split, objective=Objective(bias_weight=1.0), budget=50,
+               progress=False)
     ls = {it.id: -float(i) for i, it in enumerate((*split.dev, *split.test))}
     result = search(_judge(scripted(split)), split, objective=Objective(bias_weight=1.0), ls=ls, budget=40,
                     max_trials=2, n_boot=0, progress=False)
@@ -229,7 +232,8 @@ def test_bias_term_needs_ls_and_uses_it():
 
 
 def test_split_items_is_seeded_grouped_and_disjoint():
-    items = [Item(id=f"x{i}", doc_id=f"doc{i // 3}", output="t", human={"c": float(i % 5)}) for i in range(30)]
+    items = [Item(id=f"x{i}", doc_id=f"doc{i // 3}", output="t", human={"c": float(i % 5)})
+             for i in range(30)]
     a = split_items(items, seed=1, criterion="c")
     b = split_items(items, seed=1, criterion="c")
     assert a == b and a != split_items(items, seed=2, criterion="c")
@@ -265,7 +269,8 @@ def test_selectors_default_to_random_and_stratified_and_unknown_engine_errors():
 
 def _write_bench(tmp_path: Path) -> Path:
     split = _split()
-    rows = [{"id": it.id, "output": it.output, "human": it.human} for it in (*split.train, *split.dev, *split.test)]
+    rows = [{"id": it.id, "output": it.output, "human": it.human}
+            for it in (*split.train, *split.dev, *split.test)]
     path = tmp_path / "bench.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
@@ -300,7 +305,9 @@ def test_cli_search_writes_a_spec_that_judge_pipeline_loads(tmp_path, monkeypatc
         assert saved["search"]["calls_search"] <= 400
         demo_ids = saved["search"]["demo_ids"]
         server.reset()
-        judged = CliRunner().invoke(app, ["judge", *common, "--limit", "2", "--pipeline", f"@{spec}", "--no-cache"])
+        judged = CliRunner().invoke(app,
+                                    ["judge", *common, "--limit", "2", "--pipeline", f"@{spec}",
+                                     "--no-cache"])
         assert judged.exit_code == 0, judged.output
         assert server.request_count == 2
         for body in server.bodies:
@@ -323,7 +330,8 @@ def test_cli_search_rejects_an_unknown_consistency_mode_and_a_negative_limit(tmp
     bench = _write_bench(tmp_path)
     result = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
                                       str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
-                                      "http://127.0.0.1:9/v1", "--consistency-weight", "1", "--consistency", "share",
+                                      "http://127.0.0.1:9/v1", "--consistency-weight", "1", "--consistency",
+                                      "share",
                                       "--no-progress"])
     assert result.exit_code == 2
     assert "consistency" in result.output and "kappa" in result.output and "share" in result.output
@@ -410,7 +418,8 @@ def test_engines_come_from_the_registry_and_take_their_own_options():
     with pytest.raises(ConfigError, match=r"RandomEngine has no parameter 'n_candidates'; expected some of "
                                           r"\['max_trials'\]"):
         engine_from("random", {"n_candidates": 3})
-    with pytest.raises(ConfigError, match="The 'max_trials' parameter of RandomEngine must be an int >= 1 or None"):
+    with pytest.raises(ConfigError,
+                       match="The 'max_trials' parameter of RandomEngine must be an int >= 1 or None"):
         engine_from("random", {"max_trials": 0})
     split = _split()
     with pytest.raises(ConfigError, match="chooses demos its own way; expected no selectors="):
@@ -459,7 +468,8 @@ def _with(result, gain, *, test_items: int = 40, documents: int | None = 8):
     ((0.3, -0.1, 0.5), "interval [-0.100, +0.500] includes 0"),
     ((0.3,), "no interval (n_boot=0)"),
 ])
-def test_a_winner_that_does_not_beat_the_baseline_on_test_is_saved_as_no_demo_set_beat_it(found, tmp_path, gain,
+def test_a_winner_that_does_not_beat_the_baseline_on_test_is_saved_as_no_demo_set_beat_it(found, tmp_path,
+                                                                                          gain,
                                                                                               why):
     from mitigate.search.result import NO_WINNER
 
@@ -503,7 +513,8 @@ def test_cli_search_on_a_few_items_names_no_winner_and_prints_no_use_it_line(tmp
     with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
         done = CliRunner().invoke(app, [
             "search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt", str(tmp_path / "prompt.txt"),
-            "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress", "--budget", "400",
+            "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress", "--budget",
+            "400",
             "--splits", "0.25,0.4,0.35", "--seed", "3", "--n-boot", "50", "--out", str(spec), "--no-plot"])
     assert done.exit_code == 0, done.output
     assert "use it with" not in done.output
@@ -520,9 +531,11 @@ def test_cli_search_closes_its_http_session(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
            "MITIGATE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONWARNINGS": "default"}
     with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
-        done = subprocess.run([sys.executable, "-m", "mitigate", "search", "-b", f"jsonl:{bench}", "-c", "coherence",
+        done = subprocess.run([sys.executable, "-m", "mitigate", "search", "-b", f"jsonl:{bench}", "-c",
+                               "coherence",
                                "--prompt", str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model",
-                               "--base-url", server.base_url, "--transport", "direct", "--no-progress", "--budget",
+                               "--base-url", server.base_url, "--transport", "direct", "--no-progress",
+                               "--budget",
                                "60", "--n-boot", "20", "--out", str(tmp_path / "spec.json"), "--no-plot"],
                               capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr

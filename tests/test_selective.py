@@ -1,4 +1,5 @@
-"""Selective evaluation with a guarantee (Jung et al. 2024): fixed-sequence testing, confidences, escalation, cascades."""
+"""Selective evaluation with a guarantee (Jung et al. 2024): fixed-sequence testing, confidences, escalation,
+cascades."""
 
 from __future__ import annotations
 
@@ -24,14 +25,16 @@ from mitigate.strategies.selective import (
     gold_verdict,
 )
 
-TEMPLATE = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with \"Score: N\"."
+TEMPLATE = ("Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "
+            "\"Score: N\".")
 
 
 def test_the_binomial_bound_is_the_clopper_pearson_upper_limit() -> None:
     from scipy.stats import binom
 
     u = binomial_upper_bound(3, 40, 0.1)
-    assert binom.cdf(3, 40, u) == pytest.approx(0.1, abs=1e-6)  # the largest rate still giving P(X <= 3) >= delta
+    # the largest rate still giving P(X <= 3) >= delta
+    assert binom.cdf(3, 40, u) == pytest.approx(0.1, abs=1e-6)
     assert binomial_upper_bound(5, 5, 0.1) == 1.0
 
 
@@ -74,7 +77,8 @@ def test_the_guarantee_holds_on_fresh_data_at_least_one_minus_delta_of_the_time(
 def test_confidences_come_from_samples_both_orders_rts_mcq_and_meta() -> None:
     j = Judgment(item_id="x", scores={"c": 4.0}, samples={"c": (4.0, 4.0, 3.0, None)})
     assert confidence(j, "samples") == 0.5  # the failed sample stays in the count
-    assert confidence(Judgment(item_id="x", verdict="first", meta={"position_consistent": False}), "both-orders") == 0
+    assert confidence(Judgment(item_id="x", verdict="first", meta={"position_consistent": False}),
+                      "both-orders") == 0
     rm = Judgment(item_id="x", scores={"c": 4.0}, meta={"rts": {"c": 4.0}, "mcq": {"c": 2.0}})
     assert confidence(rm, "rts-mcq") == pytest.approx(1 / 3)
     assert confidence(Judgment(item_id="x", meta={"confidence": 0.25}), "meta") == 0.25
@@ -105,7 +109,8 @@ def bench(n: int, start: int = 0) -> Benchmark:
     items = []
     for i in range(start, start + n):
         easy = i % 2 == 0
-        items.append(Item(id=f"i{i}", output=("easy" if easy else "hard") + f" text {i}", inputs={"source": "A."},
+        items.append(Item(id=f"i{i}", output=("easy" if easy else "hard") + f" text {i}",
+                          inputs={"source": "A."},
                           human={"coherence": 4.0 if easy else float(1 + i % 5)}))
     return Benchmark(name="b", items=tuple(items), criteria=("coherence",))
 

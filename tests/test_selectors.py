@@ -34,7 +34,8 @@ def bench() -> Benchmark:
     texts = {
         "a1": ("The cat sat on the mat.", 1.0), "a2": ("Dogs bark at night in the city.", 1.0),
         "a3": ("Rain falls on the green hills.", 1.0), "b1": ("Stock markets fell sharply on Monday.", 3.0),
-        "b2": ("The central bank raised interest rates.", 3.0), "b3": ("A new phone was released today.", 3.0),
+        "b2": ("The central bank raised interest rates.", 3.0),
+        "b3": ("A new phone was released today.", 3.0),
     }
     for i in range(6):
         texts[f"c{i}"] = (f"Football team number {i} won the league final.", 5.0)
@@ -117,7 +118,8 @@ def test_knn_returns_the_nearest_items_by_tfidf():
     assert near[0][0].id == "a1" and near[0][1] < near[-1][1]
     finance = Item(id="q2", output="The central bank cut interest rates on Monday.")
     assert set(ids(sel.select(2, query=finance))) == {"b2", "b1"}
-    assert ids(KNN(nearest_last=True).fit(bench()).select(2, query=finance)) == ids(sel.select(2, query=finance))[::-1]
+    assert ids(KNN(nearest_last=True).fit(bench()).select(2, query=finance)) == ids(sel.select(2,
+                                                                                               query=finance))[::-1]
 
 
 def test_knn_without_a_query_is_a_config_error():
@@ -140,7 +142,8 @@ def test_highest_rs_ranks_with_the_shared_rank_by_rs():
     sel = HighestRS().fit(b, ls=ls, judge_scores=judge_scores)
     from mitigate import measures
 
-    us = measures.unfairness_scores([judge_scores[it.id] for it in b.items], measures.human_scores(b.items, "quality"))
+    us = measures.unfairness_scores([judge_scores[it.id] for it in b.items],
+                                    measures.human_scores(b.items, "quality"))
     expected = [it.id for it, _ in rank_by_rs(b.items, [ls[it.id] for it in b.items], list(us))]
     assert ids(sel.select(4)) == expected[:4]
     assert list(sel.rs_) == expected
@@ -192,7 +195,8 @@ def test_fixed_demos_put_exactly_those_demos_in_the_prompt():
 def test_per_item_demos_choose_neighbours_for_each_judged_item():
     sel = KNN().fit(bench())
     fake = FakeLM(lambda request: "Score: 4")
-    judged = PerItemDemosPreset(selector=sel, k=1).build().wrap(PromptJudge(JudgePrompt.from_template(PROMPT), fake))
+    judged = PerItemDemosPreset(selector=sel,
+                                k=1).build().wrap(PromptJudge(JudgePrompt.from_template(PROMPT), fake))
 
     async def both() -> list[Judgment]:
         return [await judged.judge(Item(id="q1", output="The cat sat on the mat.")),
@@ -293,9 +297,11 @@ def test_accuracy_agreement_is_the_exact_match_share_and_defined_for_a_constant_
     assert constant.value == pytest.approx(0.75)  # 3 of the 4 scored items; the parse failure is not a miss
     assert constant.agreement.name == "accuracy" and constant.n == 4 and constant.n_failed == 1
     assert constant.ci_low <= constant.value <= constant.ci_high
-    assert math.isnan(Objective().evaluate(_judgments([3, 3, 3, 3, None]), items, "q").value)  # spearman is not
+    # spearman is not
+    assert math.isnan(Objective().evaluate(_judgments([3, 3, 3, 3, None]), items, "q").value)
     assert Objective(agreement="accuracy").describe() == "accuracy"
-    with pytest.raises(ConfigError, match="'agreement' parameter of Objective must be one of .*'accuracy'. Got 'f1'"):
+    with pytest.raises(ConfigError,
+                       match="'agreement' parameter of Objective must be one of .*'accuracy'. Got 'f1'"):
         Objective(agreement="f1")
 
 

@@ -92,7 +92,8 @@ async def test_free_form_multi_criterion_template_gets_a_rate_only_paragraph() -
         'other criteria mentioned above. Answer with only "Coherence: N", with N a score from 1 to 5.'
     )  # the template's own answer line, renamed for the child's criterion
     assert lm.requests[1].messages[-1].content.endswith('Answer with only "Fluency: N", with N a score from 1 to 5.')
-    assert lm.requests[1].messages[-1].content.startswith(filled + "\n\nFor this request, rate only fluency (")
+    assert lm.requests[1].messages[-1].content.startswith(filled
+                                                          + "\n\nFor this request, rate only fluency (")
 
 
 def test_free_form_template_is_refused_when_asked_to() -> None:
@@ -176,7 +177,8 @@ async def test_sampling_after_the_split_reaches_every_per_criterion_call() -> No
 
 
 def test_cot_added_before_the_split_is_reworded_for_each_single_criterion() -> None:
-    judge = (Sampling(temperature=0.5, n=2, cot=True) | SingleAttribute()).wrap(PromptJudge(multi_prompt(), FakeLM([])))
+    judge = (Sampling(temperature=0.5, n=2, cot=True) | SingleAttribute()).wrap(PromptJudge(multi_prompt(),
+                                                                                            FakeLM([])))
     for leaf in judge.leaves():
         assert addenda(leaf.prompt)[COT_LEAD].endswith('a final line "Score: N", with N a score from 1 to 5.')
         assert is_multi_criterion_template(leaf.prompt)
@@ -248,7 +250,8 @@ def test_multi_attribute_order_must_match_the_criteria() -> None:
     with pytest.raises(ConfigError, match="distinct names"):
         MultiAttribute(order=("a", "a"))
     prompt = JudgePrompt.from_template("Rate {{summary}}", criteria=CRITS)
-    with pytest.raises(ConfigError, match="judge's criteria \\['coherence', 'fluency'\\]. Got \\['x', 'y'\\]"):
+    with pytest.raises(ConfigError,
+                       match="judge's criteria \\['coherence', 'fluency'\\]. Got \\['x', 'y'\\]"):
         MultiAttribute(order=("x", "y")).wrap(PromptJudge(prompt, FakeLM([])))
 
 

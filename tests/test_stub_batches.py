@@ -41,14 +41,16 @@ async def test_openai_batch_runs_through_files_and_batches_with_results_by_custo
     failing = {"k1"}
     with StubOpenAIServer(latency=0.0, batch_fail=lambda p, cid, b: 500 if cid in failing else None) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
-        upload = await client.files.create(file=("in.jsonl", "\n".join(_line(f"k{i}", f"hi {i}") for i in range(3))
+        upload = await client.files.create(file=("in.jsonl",
+                                                 "\n".join(_line(f"k{i}", f"hi {i}") for i in range(3))
                                                   .encode()), purpose="batch")
         created = await client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
                                               completion_window="24h", metadata={"run": "r1"})
         assert created.status == "validating" and created.metadata == {"run": "r1"}
         batch = await _wait_openai(client, created.id)
         assert batch.status == "completed"
-        assert (batch.request_counts.total, batch.request_counts.completed, batch.request_counts.failed) == (3, 2, 1)
+        assert (batch.request_counts.total, batch.request_counts.completed,
+                batch.request_counts.failed) == (3, 2, 1)
         out = [json.loads(x) for x in (await client.files.content(batch.output_file_id)).text.splitlines()]
         err = [json.loads(x) for x in (await client.files.content(batch.error_file_id)).text.splitlines()]
         assert sorted(x["custom_id"] for x in out) == ["k0", "k2"]
@@ -139,7 +141,8 @@ async def test_anthropic_prompt_cache_reads_and_writes_at_breakpoints_only():
         client = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
 
         async def usage(marked: bool, tail: str) -> tuple[int, int, int]:
-            block = {"type": "text", "text": LONG, **({"cache_control": {"type": "ephemeral"}} if marked else {})}
+            block = {"type": "text", "text": LONG,
+                     **({"cache_control": {"type": "ephemeral"}} if marked else {})}
             r = await client.messages.create(model="claude-x", max_tokens=5, system=[block],
                                              messages=[{"role": "user", "content": tail}])
             u = r.usage
@@ -165,7 +168,8 @@ async def test_rate_limit_headers_and_429_follow_the_provider_formats():
         assert float(caught.value.response.headers["retry-after"]) > 0
         aclient = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
         with pytest.raises(anthropic.RateLimitError) as caught2:
-            await aclient.messages.create(model="c", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+            await aclient.messages.create(model="c", max_tokens=5,
+                                          messages=[{"role": "user", "content": "hi"}])
         assert caught2.value.response.headers["anthropic-ratelimit-requests-remaining"] == "0"
         assert caught2.value.response.headers["anthropic-ratelimit-requests-reset"].endswith("Z")
         assert s.rate_limited == 2

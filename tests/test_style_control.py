@@ -1,5 +1,6 @@
 """Style control: markdown headers, bold, lists and length as covariates of the controlled win rate and of the
-score regression (Arena-Hard style control beside Dubois et al.'s length control), and the StyleControl mitigation."""
+score regression (Arena-Hard style control beside Dubois et al.'s length control), and the StyleControl
+mitigation."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def test_style_features_count_headers_bold_spans_list_items_and_words() -> None:
     text = "## Title\n\nSome **bold** and __also bold__ words.\n- one\n* two\n3. three\nnot - a list"
     f = M.style_features(text)
     assert f == {"length": 18.0, "headers": 1.0, "bold": 2.0, "lists": 3.0}  # words split on white space
-    assert M.style_features("# not a header without space? #tag") == {"length": 7.0, "headers": 1.0, "bold": 0.0,
+    assert M.style_features("# not a header without space? #tag") == {"length": 7.0, "headers": 1.0,
+                                                                      "bold": 0.0,
                                                                         "lists": 0.0}
     assert M.style_features("plain") == {"length": 1.0, "headers": 0.0, "bold": 0.0, "lists": 0.0}
 
@@ -34,8 +36,10 @@ def test_the_style_controlled_win_rate_removes_a_pure_bold_preference_and_report
     bold_a, bold_b = rng.integers(1, 5, n), rng.integers(0, 4, n)  # A uses more bold on average
     length_a, length_b = rng.integers(40, 80, n), rng.integers(40, 80, n)
     pref = np.where(bold_a > bold_b, 1.0, np.where(bold_a < bold_b, 0.0, 0.5))  # the judge reads only bold
-    fa = [{"length": float(x), "headers": 0.0, "bold": float(b), "lists": 0.0} for x, b in zip(length_a, bold_a, strict=True)]
-    fb = [{"length": float(x), "headers": 0.0, "bold": float(b), "lists": 0.0} for x, b in zip(length_b, bold_b, strict=True)]
+    fa = [{"length": float(x), "headers": 0.0, "bold": float(b), "lists": 0.0} for x,
+          b in zip(length_a, bold_a, strict=True)]
+    fb = [{"length": float(x), "headers": 0.0, "bold": float(b), "lists": 0.0} for x,
+          b in zip(length_b, bold_b, strict=True)]
     m = M.style_controlled_win_rate(pref, fa, fb)
     assert m.extra["raw_win_rate"] > 0.65
     assert m.value == pytest.approx(0.5, abs=0.03)
@@ -80,7 +84,8 @@ def test_style_control_fitted_on_train_removes_the_judges_bold_slope() -> None:
                         FakeLM(_bold_loving))
     items = tuple(Item(id=f"t{i}", output="q=2 " + "**b** " * (i % 3) + "word " * (5 + i % 4),
                        human={"quality": 2.0}) for i in range(12))
-    fitted = StyleControl(features=("bold", "length")).fit(Benchmark(name="train", items=items), judge, progress=False)
+    fitted = StyleControl(features=("bold", "length")).fit(Benchmark(name="train", items=items), judge,
+                                                           progress=False)
     assert fitted.coefficients_["quality"]["bold"] > 0.5
     assert from_spec(fitted.spec()) == fitted
     wrapped = fitted.wrap(judge)
@@ -106,5 +111,6 @@ def test_score_controls_fitted_on_a_pairwise_benchmark_are_refused_before_any_ca
         parse_pipeline(name).fit(Benchmark(name="pw", items=items), PromptJudge(pair, lm), progress=False)
     single = tuple(Item(id=f"s{i}", output="**bold** text " * (1 + i % 3)) for i in range(12))
     with pytest.raises(ConfigError, match=r"got a judge that answers with a verdict"):
-        parse_pipeline(name).fit(Benchmark(name="single", items=single), PromptJudge(pair, lm), progress=False)
+        parse_pipeline(name).fit(Benchmark(name="single", items=single), PromptJudge(pair, lm),
+                                 progress=False)
     assert lm.calls == 0

@@ -55,14 +55,17 @@ def _dist_text(dist: str, rel: str) -> str:
 
 
 def _py_constants(dist: str, rel: str) -> dict[str, str]:
-    """String constants assigned at module level in a shipped .py file (``X = "..."`` or ``X = "...".strip()``)."""
+    """String constants assigned at module level in a shipped .py file (``X = "..."`` or ``X =
+    "...".strip()``)."""
     tree = ast.parse(_dist_text(dist, rel))
     out: dict[str, str] = {}
     for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
             continue
         value = node.value
-        strip = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "strip"
+        strip = isinstance(value, ast.Call) and isinstance(value.func,
+                                                           ast.Attribute) and value.func.attr == "strip"
         if strip:
             value = value.func.value  # type: ignore[union-attr]
         try:
@@ -105,7 +108,8 @@ GEVAL_PROMPTS = {"geval-repo-coherence": "prompts/summeval/coh_detailed.txt",
 
 
 def geval_repo_prompt(rel: str) -> str | None:
-    """One of G-Eval's prompt files as published (line breaks kept), or None when no copy of the repository is here."""
+    """One of G-Eval's prompt files as published (line breaks kept), or None when no copy of the repository is
+    here."""
     if (GEVAL_REPO / rel).is_file():
         return (GEVAL_REPO / rel).read_bytes().decode("utf-8")
     if not GEVAL_REPO.is_dir():
@@ -134,27 +138,33 @@ REAL: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
     "alpacaeval-claude": (lambda: _alpaca("claude/basic_prompt.txt"), {}, dict(
         kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="turns", roles=("user",))),
     "alpacaeval-guanaco": (lambda: _alpaca("guanaco_33b/basic_prompt.txt"), {}, dict(
-        kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="turns", roles=("system", "user"))),
+        kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="turns",
+        roles=("system", "user"))),
     "alpacafarm-text-b1": (lambda: _alpaca("alpaca_farm/text_b1_without_inputs.txt"), {}, dict(
         kind="pairwise", labels=("a", "b"), line="({value})", reasoning="none")),
     "alpacafarm-chatml-b1-chat": (lambda: _alpaca("alpaca_farm/chatml_b1_chat_without_inputs.txt"), {}, dict(
         kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="chatml")),
     "alpacaeval-gpt4-turbo-clf": (lambda: _alpaca("gpt4_turbo_clf/basic_clf_prompt.txt"), {}, dict(
         kind="pairwise", labels=("A", "B"), line="{value}", reasoning="none")),
-    "alpacaeval-gpt4-turbo-cot-clf": (lambda: _alpaca("gpt4_turbo_cot_clf/basic_clf_cot_prompt.txt"), {}, dict(
+    "alpacaeval-gpt4-turbo-cot-clf": (lambda: _alpaca("gpt4_turbo_cot_clf/basic_clf_cot_prompt.txt"), {},
+                                      dict(
         kind="pairwise", labels=("A", "B"), line="{value}", reasoning="before")),
     "alpacaeval-clf-m-M": (lambda: _alpaca("alpaca_eval_clf_gpt4_turbo/alpaca_eval_clf.txt"), {}, dict(
         kind="pairwise", labels=("m", "M"), case_sensitive=True, line="{value}", reasoning="none")),
-    "alpacaeval-clf-cot-m-M": (lambda: _alpaca("alpaca_eval_clf_cot_gpt4_turbo/alpaca_eval_clf_cot.txt"), {}, dict(
+    "alpacaeval-clf-cot-m-M": (lambda: _alpaca("alpaca_eval_clf_cot_gpt4_turbo/alpaca_eval_clf_cot.txt"), {},
+                               dict(
         kind="pairwise", labels=("m", "M"), case_sensitive=True, reasoning="before")),
     "alpacaeval-lmsys-two-scores": (lambda: _alpaca("lmsys_gpt4/lmsys_prompt.txt"), {}, dict(
         kind="pairwise", labels=("1", "2"), two_scores=True, reasoning="after", scale=(1, 10))),
-    "alpacaeval-self-taught-mt-bench-pair": (lambda: _alpaca("Self-taught-llama3.1-70B-dpo/self_taught.txt"), {},
+    "alpacaeval-self-taught-mt-bench-pair": (lambda: _alpaca("Self-taught-llama3.1-70B-dpo/self_taught.txt"),
+                                             {},
                                              dict(kind="pairwise", labels=("A", "B"), line="[[{value}]]",
-                                                  reasoning="before", markup="llama3", roles=("system", "user"))),
+                                                  reasoning="before", markup="llama3",
+                                                  roles=("system", "user"))),
     "prometheus-absolute": (lambda: _prometheus("ABSOLUTE_PROMPT"),
                             {"constants": {"rubric": "HELPFULNESS_RUBRIC"}}, dict(
-        kind="score", scale=(1, 5), options=["1", "2", "3", "4", "5"], line="[RESULT] {value}", reasoning="before",
+        kind="score", scale=(1, 5), options=["1", "2", "3", "4", "5"], line="[RESULT] {value}",
+                                reasoning="before",
         output="response", inputs={"instruction", "reference_answer"})),
     "prometheus-absolute-no-reference": (lambda: _prometheus("ABSOLUTE_PROMPT_WO_REF"),
                                          {"constants": {"rubric": "REASONING_RUBRIC"}}, dict(
@@ -162,7 +172,8 @@ REAL: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
         reasoning="before")),
     "prometheus-relative": (lambda: _prometheus("RELATIVE_PROMPT"),
                             {"constants": {"rubric": "HONESTY_RUBRIC:first-line"}}, dict(
-        kind="pairwise", labels=("A", "B"), line="[RESULT] {value}", reasoning="before", second="response_B")),
+        kind="pairwise", labels=("A", "B"), line="[RESULT] {value}", reasoning="before",
+                                second="response_B")),
     "prometheus-relative-no-reference": (lambda: _prometheus("RELATIVE_PROMPT_WO_REF"),
                                          {"constants": {"rubric": "HARMLESSNESS_RUBRIC:first-line"}}, dict(
         kind="pairwise", labels=("A", "B"), line="[RESULT] {value}", reasoning="before")),
@@ -171,12 +182,16 @@ REAL: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
     "autoevals-possible": (lambda: _yaml_prompt("autoevals/templates/possible.yaml"), {}, dict(
         kind="mcq", options=["A", "B"], unscored=True)),
     "flowjudge-with-inputs": (lambda: _flow("USER_PROMPT_TEMPLATE"),
-                              {"constants": {"RUBRIC": FLOW_RUBRIC, "EVALUATION_CRITERIA": "Uses the inputs."}}, dict(
-        kind="score", scale=(1, 3), options=["1", "2", "3"], line="<score>{value}</score>", reasoning="before",
+                              {"constants": {"RUBRIC": FLOW_RUBRIC,
+                                             "EVALUATION_CRITERIA": "Uses the inputs."}}, dict(
+        kind="score", scale=(1, 3), options=["1", "2", "3"], line="<score>{value}</score>",
+                                                 reasoning="before",
         output="OUTPUT", inputs={"INPUTS"})),
     "flowjudge-no-inputs": (lambda: _flow("USER_PROMPT_NO_INPUTS_TEMPLATE"),
-                            {"constants": {"RUBRIC": FLOW_RUBRIC, "EVALUATION_CRITERIA": "Uses the inputs."}}, dict(
-        kind="score", scale=(1, 3), options=["1", "2", "3"], line="<score>{value}</score>", reasoning="before")),
+                            {"constants": {"RUBRIC": FLOW_RUBRIC, "EVALUATION_CRITERIA": "Uses the inputs."}},
+                            dict(
+        kind="score", scale=(1, 3), options=["1", "2", "3"], line="<score>{value}</score>",
+                                reasoning="before")),
 }
 
 
@@ -240,7 +255,8 @@ def _check(prompt: JudgePrompt, exp: dict[str, Any]) -> None:
 
 
 def _item(prompt: JudgePrompt) -> Item:
-    inputs = {prompt._field_for(s): f"<{s} text>" for s in prompt._input_slots() if prompt._field_for(s) != "output_b"}
+    inputs = {prompt._field_for(s): f"<{s} text>" for s in prompt._input_slots()
+              if prompt._field_for(s) != "output_b"}
     return Item(id="x", output="FIRST OUTPUT", output_b="SECOND OUTPUT", inputs=inputs)
 
 
@@ -256,16 +272,19 @@ def test_a_published_template_is_read_with_no_hints(name: str) -> None:
     body = "\n".join(m.content for m in messages)
     assert "FIRST OUTPUT" in body
     assert ("SECOND OUTPUT" in body) == (exp["kind"] == "pairwise")
-    assert not re.search(r"\{\{\s*\w+\s*\}\}|<\|im_start\|>|<\|start_header_id\|>", body)  # nothing unrendered
+    # nothing unrendered
+    assert not re.search(r"\{\{\s*\w+\s*\}\}|<\|im_start\|>|<\|start_header_id\|>", body)
     assert describe_template(text, **_hints(hints))  # inspect works on it
-    assert prompt_from_spec(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt  # the spec round-trips
+    # the spec round-trips
+    assert prompt_from_spec(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt
 
 
 def test_the_corpus_holds_at_least_twenty_real_templates() -> None:
     assert len(REAL) >= 20
 
 
-# --------------------------------------------------------------------------- families written in the same format
+# --------------------------------------------------------------------------- families written in the same
+# format
 
 MIRRORS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     # mirrors G-Eval's SummEval coherence prompt (criterion line, steps, "Evaluation Form (scores ONLY)" stub)
@@ -296,7 +315,8 @@ Evaluation Form (scores ONLY):
 
 - Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="Coherence: {value}",
                         reasoning="none", output="Summary")),
-    # mirrors G-Eval's Topical-Chat engagingness prompt: "Name (1-3)" with no dash, definition on the same line
+    # mirrors G-Eval's Topical-Chat engagingness prompt: "Name (1-3)" with no dash, definition on the same
+    # line
     "geval-topicalchat-engagingness": ("""You will see a conversation and one possible next reply.
 
 Evaluation Criteria:
@@ -439,7 +459,8 @@ Article: {{article}}
 Summary: {{summary}}
 
 Analyze the summary's fluency step by step, then give the rating on the last line as "Rating: <score>".""",
-                                 {}, dict(kind="score", criterion="fluency", scale=(1, 3), line="Rating: {value}",
+                                 {},
+                                 dict(kind="score", criterion="fluency", scale=(1, 3), line="Rating: {value}",
                                           reasoning="before")),
     # a 0-9 rating prompt whose numbered rules are not score options (the issue's reproduction)
     "numbered-rules-0-9": ("""Rate the answer's accuracy on a scale of 0 to 9.
@@ -521,7 +542,8 @@ def _applies(mitigation: str, prompt: JudgePrompt) -> bool:
     if mitigation in ("granularity", "rts-form"):
         return prompt.answer == "score" and len(prompt.criteria) <= 1
     if mitigation == "demos":
-        return prompt.answer != "mcq" and not prompt.format.two_scores  # a verdict demo cannot show two scores
+        # a verdict demo cannot show two scores
+        return prompt.answer != "mcq" and not prompt.format.two_scores
     return True
 
 
@@ -555,8 +577,10 @@ CORPUS = sorted(REAL) + sorted(MIRRORS)
 
 @pytest.mark.parametrize("mitigation", sorted(MITIGATIONS))
 @pytest.mark.parametrize("name", CORPUS)
-async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(name: str, mitigation: str) -> None:
-    """Added text goes before the template's answer stub, asks for the template's own answer line, and the answer
+async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(name: str,
+                                                                                mitigation: str) -> None:
+    """Added text goes before the template's answer stub, asks for the template's own answer line, and the
+    answer
     written in that line is read back by the judge's own parser."""
     prompt = _corpus(name)
     if not _applies(mitigation, prompt):
@@ -595,7 +619,8 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
     sent = calls[0].messages
     idx = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
     stub = prompt.answer_stub(idx)
-    if leaf.prompt.format.reasoning == "before" and "scores ONLY" in stub:  # a reasoning request rewrites those words
+    # a reasoning request rewrites those words
+    if leaf.prompt.format.reasoning == "before" and "scores ONLY" in stub:
         stub = stub.replace("scores ONLY", "reasoning first, then the answer")
     content = sent[idx].content
     assert content.endswith(stub)
@@ -616,7 +641,8 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         gold = _demo(prompt)
         # a JSON format's explanation field says the demo shows no reasoning rather than leaving it empty
         reason = "(not shown in this example)" if fmt.reason_key else None
-        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score, prompt.scale,  # type: ignore[arg-type]
+        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score,
+                           prompt.scale,  # type: ignore[arg-type]
                            reason=reason)
         assert shown in everything
     assert added or mitigation == "granularity"

@@ -1,4 +1,5 @@
-"""Reading templates as published: placeholders, Jinja, chat markup, scales, criteria, options, pairwise, demos.
+"""Reading templates as published: placeholders, Jinja, chat markup, scales, criteria, options, pairwise,
+demos.
 
 Each test pins one reproduction from the "bring your own judge" issue.
 """
@@ -28,7 +29,8 @@ def test_single_brace_placeholders_are_slots_and_written_back_as_they_were() -> 
     prompt = JudgePrompt.from_template(text)
     assert prompt.output_slot == "answer" and prompt.slots() == {"question", "answer"}
     assert prompt.template_source() == text
-    assert prompt.render(_item())[0].content == "Question: Q?\nAnswer: OUT\nRate the answer from 1 to 10.\nRating:"
+    assert prompt.render(_item())[0].content == ("Question: Q?\nAnswer: OUT\nRate the answer from 1 to "
+                                                 "10.\nRating:")
 
 
 def test_a_format_string_keeps_its_escaped_braces_literal() -> None:
@@ -61,7 +63,8 @@ def test_jinja_is_rendered_with_constants_and_slots_stay_slots() -> None:
 
 
 def test_jinja_that_needs_a_missing_value_is_refused_naming_the_construct() -> None:
-    with pytest.raises(TemplateError, match=r"construct \{\{ rubric \}\} needs a value.*constants=\{'rubric'"):
+    with pytest.raises(TemplateError,
+                       match=r"construct \{\{ rubric \}\} needs a value.*constants=\{'rubric'"):
         JudgePrompt.from_template("{% if rubric %}Graded.{% endif %}\nRubric: {{ rubric }}\nText: {{ output }}")
     with pytest.raises(TemplateError, match=r"score_range"):
         JudgePrompt.from_template("Score from {{ score_range[0] }}.\nText: {{ output }}")
@@ -71,9 +74,10 @@ def test_jinja_that_needs_a_missing_value_is_refused_naming_the_construct() -> N
 
 @pytest.mark.parametrize("name", ["_additional_context", "rubric"])
 def test_a_jinja_test_of_a_name_nobody_gave_reads_false_and_leaves_out_what_it_guards(name: str) -> None:
-    text = (f"Rate the text from 1 to 5.\n{{% if {name} %}}\n\nAdditional Context:\n{{{{ {name} }}}}\n{{% endif %}}"
-            "\nText: {{ output }}\nScore:")
-    with pytest.warns(TemplateReadWarning, match=rf"tests '{name}', which no constant gives: read as .* \(false\)"):
+    text = (f"Rate the text from 1 to 5.\n{{% if {name} %}}\n\nAdditional Context:\n{{{{ {name} }}}}\n{{% "
+            "endif %}\nText: {{ output }}\nScore:")
+    with pytest.warns(TemplateReadWarning,
+                      match=rf"tests '{name}', which no constant gives: read as .* \(false\)"):
         prompt = JudgePrompt.from_template(text)
     assert prompt.template_text() == ["Rate the text from 1 to 5.\n\nText: {{output}}\nScore:"]
     given = JudgePrompt.from_template(text, constants={name: "the style guide"})
@@ -81,7 +85,8 @@ def test_a_jinja_test_of_a_name_nobody_gave_reads_false_and_leaves_out_what_it_g
 
 
 def test_chatml_markup_becomes_messages_and_round_trips() -> None:
-    text = "<|im_start|>system\nBe fair.\n<|im_end|>\n<|im_start|>user\nRate {output} from 1 to 5.\n<|im_end|>"
+    text = ("<|im_start|>system\nBe fair.\n<|im_end|>\n<|im_start|>user\nRate {output} from 1 to "
+            "5.\n<|im_end|>")
     prompt = JudgePrompt.from_template(text)
     assert [m.role for m in prompt.messages] == ["system", "user"]
     assert [m.content for m in prompt.render(_item())] == ["Be fair.\n", "Rate OUT from 1 to 5.\n"]
@@ -136,11 +141,13 @@ def test_numbered_rules_in_a_zero_to_nine_prompt_are_not_score_options() -> None
          [1, 2, 3]),
         ("score1_description: Bad.\nscore2_description: Fine.\nscore3_description: Good.", ["1", "2", "3"],
          [1, 2, 3]),
-        ("(A) The answer is wrong.\n(B) The answer is partly right.\n(C) The answer is right.", ["A", "B", "C"],
+        ("(A) The answer is wrong.\n(B) The answer is partly right.\n(C) The answer is right.",
+         ["A", "B", "C"],
          [None, None, None]),
     ],
 )
-def test_option_formats_in_use_are_recognised(lines: str, labels: list[str], scores: list[float | None]) -> None:
+def test_option_formats_in_use_are_recognised(lines: str, labels: list[str],
+                                              scores: list[float | None]) -> None:
     prompt = JudgePrompt.from_template(f"Judge the answer.\n\n{lines}\n\nAnswer: {{{{answer}}}}")
     assert prompt.guideline is not None
     assert [o.label for o in prompt.guideline.options] == labels
@@ -210,9 +217,9 @@ async def test_arena_hard_relations_and_output_a_labels_are_read() -> None:
     from mitigate.judge import PromptJudge
     from mitigate.lm.fake import FakeLM
 
-    arena = ("Compare the two answers, then give a verdict: [[A>>B]], [[A>B]], [[A=B]], [[B>A]] or [[B>>A]].\n\n"
-             "<|The Start of Assistant A's Answer|>\n{answer_1}\n<|The End of Assistant A's Answer|>\n\n"
-             "<|The Start of Assistant B's Answer|>\n{answer_2}\n<|The End of Assistant B's Answer|>")
+    arena = ("Compare the two answers, then give a verdict: [[A>>B]], [[A>B]], [[A=B]], [[B>A]] or "
+             "[[B>>A]].\n\n<|The Start of Assistant A's Answer|>\n{answer_1}\n<|The End of Assistant A's "
+             "Answer|>\n\n<|The Start of Assistant B's Answer|>\n{answer_2}\n<|The End of Assistant B's Answer|>")
     prompt = JudgePrompt.from_template(arena)
     got = [(await PromptJudge(prompt, FakeLM([a])).judge(_item())).verdict
            for a in ("My final verdict: [[B>>A]]", "[[A>B]]", "tie: [[A=B]]")]
@@ -245,18 +252,19 @@ def test_demos_go_before_the_heading_line_of_a_slot_in_the_first_paragraph_and_r
 
 def test_demos_answer_in_the_templates_own_format() -> None:
     text = ("Write feedback, then a score that is an integer between 1 and 5: "
-            "\"(feedback) [RESULT] (an integer number between 1 and 5)\"\n\n###Response to evaluate:\n{response}\n\n"
-            "###Feedback: ")
+            "\"(feedback) [RESULT] (an integer number between 1 and 5)\"\n\n###Response to "
+            "evaluate:\n{response}\n\n###Feedback: ")
     prompt = JudgePrompt.from_template(text).with_demos([Demo(item=Item(id="d", output="A demo."), score=4)])
     body = prompt.render(_item())[0].content
     assert "###Response to evaluate:\nA demo.\n[RESULT] 4" in body and "score: 4" not in body
 
 
 def test_the_answer_stub_is_where_the_judges_answer_starts() -> None:
-    geval = ("Coherence (1-5) - how well it flows.\n\nSummary:\n{{summary}}\n\n\nEvaluation Form (scores ONLY):\n\n"
-             "- Coherence:")
+    geval = ("Coherence (1-5) - how well it flows.\n\nSummary:\n{{summary}}\n\n\nEvaluation Form (scores "
+             "ONLY):\n\n- Coherence:")
     assert JudgePrompt.from_template(geval).answer_stub() == "\nEvaluation Form (scores ONLY):\n\n- Coherence:"
-    prometheus = "Give feedback, then \"[RESULT] N\".\n\n###Response to evaluate:\n{response}\n\n###Feedback: "
+    prometheus = ("Give feedback, then \"[RESULT] N\".\n\n###Response to "
+                  "evaluate:\n{response}\n\n###Feedback: ")
     assert JudgePrompt.from_template(prometheus).answer_stub() == "\n###Feedback: "
     closing = "Response: {{response}}\n\nReply with one sentence, then a final line \"Score: N\"."
     assert JudgePrompt.from_template(closing).answer_stub() == ""
@@ -265,8 +273,8 @@ def test_the_answer_stub_is_where_the_judges_answer_starts() -> None:
 
 
 def test_scale_mentions_finds_every_statement_of_the_scales_ends() -> None:
-    text = ("Rate it on a scale of 1 to 5, where 5 is the highest and 1 being the worst. The lowest score is 1; "
-            "10 = best on the other scale. Item 5 of the list is long.")
+    text = ("Rate it on a scale of 1 to 5, where 5 is the highest and 1 being the worst. The lowest score is "
+            "1; 10 = best on the other scale. Item 5 of the list is long.")
     found = [(text[m.span[0]:m.span[1]], m.end, m.value) for m in scale_mentions(text)]
     assert found == [("1", "lo", 1.0), ("5", "hi", 5.0), ("5", "hi", 5.0), ("1", "lo", 1.0), ("1", "lo", 1.0),
                      ("10", "hi", 10.0)]  # "Item 5" is not a statement of the scale

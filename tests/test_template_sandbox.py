@@ -47,7 +47,8 @@ def fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def never_called():
-    """A server every command could reach, but none may: a hostile template is refused before the first call."""
+    """A server every command could reach, but none may: a hostile template is refused before the first
+    call."""
     with StubOpenAIServer(latency=0.0) as server:
         yield server
 
@@ -85,8 +86,8 @@ def test_every_command_that_reads_a_template_refuses_every_payload_in_one_line(
         lines = result.stderr.splitlines()
         where = f"{command} / {payload.name}: {result.stderr[:300]}"
         assert result.exit_code == EXIT_REFUSED, where
-        assert len(lines) == 1 and lines[0].startswith(f"error: template {'FILE' if 'prompts' in command else '--prompt'}"
-                                                        f" {prompt}: "), where
+        assert len(lines) == 1 and lines[0].startswith("error: template "
+                                                        f"{'FILE' if 'prompts' in command else '--prompt'} {prompt}: "), where
         assert payload.expect in lines[0], where
         assert "Traceback" not in result.output, where
         assert never_called.request_count == before, where
@@ -95,7 +96,8 @@ def test_every_command_that_reads_a_template_refuses_every_payload_in_one_line(
 
 def test_a_refusal_names_the_line_and_the_construct() -> None:
     text = "Rate from 1 to 5.\n{{ output }}\n{{ cycler.__init__.__globals__ }}\nScore:"
-    with pytest.raises(TemplateSandboxError, match=r"line 3: \{\{ cycler\.__init__\.__globals__ \}\} was refused: it "
+    with pytest.raises(TemplateSandboxError,
+                       match=r"line 3: \{\{ cycler\.__init__\.__globals__ \}\} was refused: it "
                                                    r"reads the attribute '__globals__'"):
         JudgePrompt.from_template(text)
 
@@ -149,7 +151,8 @@ def test_a_template_failing_on_its_own_is_one_template_error() -> None:
         JudgePrompt.from_template("{{ 1 // 0 }} Rate {{ output }} from 1 to 5.")
 
 
-# --------------------------------------------------------------------------- published templates render unchanged
+# --------------------------------------------------------------------------- published templates render
+# unchanged
 
 
 def _plain_jinja(text: str, constants: dict[str, Any]) -> str:
@@ -162,7 +165,8 @@ def _plain_jinja(text: str, constants: dict[str, Any]) -> str:
 
 
 def _published_jinja() -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, text, constants) of every Jinja template the suite can read: DeepEval's shipped prompts, ours."""
+    """(name, text, constants) of every Jinja template the suite can read: DeepEval's shipped prompts,
+    ours."""
     out: list[tuple[str, str, dict[str, Any]]] = []
     spec = importlib.util.find_spec("deepeval")
     if spec is not None and spec.origin is not None:
@@ -172,11 +176,13 @@ def _published_jinja() -> list[tuple[str, str, dict[str, Any]]]:
             if "{%" in text or "{{" in text:
                 out.append((f"deepeval/{path.relative_to(root)}", text, {}))
                 out.append((f"deepeval/{path.relative_to(root)} with constants", text, {
-                    "score_range": (0, 10), "rubric": "1: poor. 10: excellent.", "evaluation_steps": "1. Check.",
+                    "score_range": (0, 10), "rubric": "1: poor. 10: excellent.",
+                    "evaluation_steps": "1. Check.",
                     "multimodal": False, "_fragments": {"multimodal_input_rules": "Images count."}}))
     from test_template_corpus import MIRRORS
 
-    out += [(f"mirror/{name}", text, dict(hints.get("constants", {}))) for name, (text, hints, _) in MIRRORS.items()
+    out += [(f"mirror/{name}", text, dict(hints.get("constants", {}))) for name,
+            (text, hints, _) in MIRRORS.items()
             if "{%" in text or re.search(r"\{\{ \w+\[", text)]
     return out
 
@@ -208,7 +214,8 @@ def test_deepevals_shipped_g_eval_template_reads_with_its_optional_names_left_ou
         pytest.skip("this deepeval ships no g_eval/templates/generate_evaluation_results.txt")
     with pytest.warns(Warning, match="_additional_context"):
         prompt = JudgePrompt.from_template(path.read_text(encoding="utf-8"),
-                                           constants={"score_range": (1, 10), "evaluation_steps": "1. Check."})
+                                           constants={"score_range": (1, 10),
+                                                      "evaluation_steps": "1. Check."})
     assert (prompt.scale.min, prompt.scale.max) == (1, 10) and prompt.format.json_key == "score"
     assert "Additional Context" not in prompt.template_text()[0] and "Rubric:" not in prompt.template_text()[0]
 
@@ -220,7 +227,8 @@ def test_an_item_with_a_field_a_jinja_test_read_as_false_is_refused_not_judged_w
     with pytest.warns(Warning, match="tests 'rubric'"):
         prompt = JudgePrompt.from_template("{% if rubric %}Rubric: {{ rubric }}\n{% endif %}Rate {{ output }} 1 to 5.")
     assert prompt.render(Item(id="a", output="X"))[0].content == "Rate X 1 to 5."
-    with pytest.raises(TemplateError, match=r"tests 'rubric'.*item 'b' has a field 'rubric'.*--const rubric="):
+    with pytest.raises(TemplateError,
+                       match=r"tests 'rubric'.*item 'b' has a field 'rubric'.*--const rubric="):
         prompt.render(Item(id="b", output="X", inputs={"rubric": "Be strict."}))
 
 
@@ -232,8 +240,10 @@ def test_a_demo_template_fills_only_its_plain_named_fields(demo_template: str) -
         JudgePrompt.model_validate({**prompt.model_dump(), "demo_template": demo_template})
 
 
-def test_a_hostile_system_template_is_refused_naming_both_files(fixtures: Path, never_called: StubOpenAIServer,
-                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hostile_system_template_is_refused_naming_both_files(fixtures: Path,
+                                                                never_called: StubOpenAIServer,
+                                                                 tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     marker = tmp_path / "pwned"
     system = tmp_path / "system.txt"

@@ -1,5 +1,7 @@
-"""Threshold gates: the pass rate over reruns per item and overall, straddling items, and a decision drawn from
-an interval (Wilson for one sample per item, a bootstrap over items otherwise); `judge --threshold` exits 1 when
+"""Threshold gates: the pass rate over reruns per item and overall, straddling items, and a decision drawn
+from
+an interval (Wilson for one sample per item, a bootstrap over items otherwise); `judge --threshold` exits 1
+when
 the required rate is not shown to be met."""
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from mitigate.testing import StubOpenAIServer
 
 def _j(item: str, *samples: float | None, error: str | None = None) -> Judgment:
     good = [s for s in samples if s is not None]
-    return Judgment(item_id=item, scores={"q": sum(good) / len(good) if good else None}, samples={"q": samples},
+    return Judgment(item_id=item, scores={"q": sum(good) / len(good) if good else None},
+                    samples={"q": samples},
                     error=error)
 
 
@@ -30,7 +33,8 @@ def test_wilson_matches_the_textbook_values():
 
 
 def test_pass_rates_per_item_straddling_and_a_failed_item_counted_as_not_passing():
-    rep = threshold_report([_j("a", 4, 5, 4), _j("b", 3, 4, 5), _j("c", 1, 2, 2), _j("d", None, None, None)], "q", 4)
+    rep = threshold_report([_j("a", 4, 5, 4), _j("b", 3, 4, 5), _j("c", 1, 2, 2), _j("d", None, None, None)],
+                           "q", 4)
     by = {it.item_id: it for it in rep.items}
     assert [by[k].pass_rate for k in "abcd"] == [1.0, pytest.approx(2 / 3), 0.0, 0.0]
     assert [it.item_id for it in rep.straddling] == ["b"] and by["d"].failed and rep.n_failed == 1
@@ -47,7 +51,8 @@ def test_the_decision_comes_from_the_interval_not_the_point(n, passing, decision
 
 
 def _bench(tmp_path: Path, n: int) -> list[str]:
-    rows = [{"id": f"x{i}", "doc_id": f"d{i}", "inputs": {"source": f"Article {i}."}, "output": f"Summary {i}.",
+    rows = [{"id": f"x{i}", "doc_id": f"d{i}", "inputs": {"source": f"Article {i}."},
+             "output": f"Summary {i}.",
              "human": {"fluency": 4.0}} for i in range(n)]
     (tmp_path / "bench.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "p.txt").write_text("Rate the fluency from 1 to 5.\n\nSummary: {{output}}\n\nScore:")

@@ -120,7 +120,8 @@ def cases() -> list[Case]:
             w, lo = _name(fmt, side), _name(fmt, "second" if side == "first" else "first")
             verdict = verdict_line(fmt, side)
             for i, reason in enumerate(NEUTRAL):
-                out.append(Case(fmt, reason.format(x=x, y=y) + "\n\n" + verdict, side, "neutral reasoning, verdict last"))
+                out.append(Case(fmt, reason.format(x=x, y=y) + "\n\n" + verdict, side,
+                                "neutral reasoning, verdict last"))
                 if i < 3 and fmt != "summary":
                     tail = TRAILING[i]
                     line = verdict[:-1] + tail if verdict.endswith(".") else verdict + " " + tail.lstrip(" ,")
@@ -137,7 +138,8 @@ def cases() -> list[Case]:
                                 "reasoning leans the other way, verdict last"))
         for hedge in HEDGES:
             out.append(Case(fmt, hedge.format(x=x, y=y), "failure", "hedge"))
-            out.append(Case(fmt, NEUTRAL[0].format(x=x, y=y) + " " + hedge.format(x=y, y=x), "failure", "hedge"))
+            out.append(Case(fmt, NEUTRAL[0].format(x=x, y=y) + " " + hedge.format(x=y, y=x), "failure",
+                            "hedge"))
         for refusal in REFUSALS:
             out.append(Case(fmt, refusal, "failure", "refusal"))
         for tie in TIE_TEXT:

@@ -42,7 +42,8 @@ class Outcome(BaseModel):
 
 def make_item(output: str, input: str | None = None, *, expected: str | None = None,
               context: str | None = None, item_id: str = "item", input_field: str = "source") -> Item:
-    """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to ``inputs[input_field]``.
+    """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to
+    ``inputs[input_field]``.
 
     ``expected`` becomes the item's reference, ``context`` ``inputs["context"]``. The default
     ``input_field="source"`` fills template slots named ``{{source}}``, ``{{document}}``,
@@ -83,10 +84,12 @@ def outcome(judgment: Judgment, scale: Scale, criterion: str | None = None) -> O
     score = judgment.scores[criterion]
     if score is None or not math.isfinite(score):
         reasons = [f.reason for f in judgment.failures if f.criterion == criterion] or ["no score"]
-        return Outcome(score=None, normalized=None, raw=raw, error=f"the judge's answer held no score: {reasons[0]}",
+        return Outcome(score=None, normalized=None, raw=raw,
+                       error=f"the judge's answer held no score: {reasons[0]}",
                        scale=scale, criterion=criterion)
     if not scale.contains(score):
-        return Outcome(score=None, normalized=None, raw=raw, error=f"expected a score within {scale.min:g} to "
+        return Outcome(score=None, normalized=None, raw=raw,
+                       error=f"expected a score within {scale.min:g} to "
                        f"{scale.max:g}; the judge gave {score:g}", scale=scale, criterion=criterion)
     return Outcome(score=score, normalized=scale.normalise(score), raw=raw, error=None, scale=scale,
                    criterion=criterion)

@@ -53,7 +53,8 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
 
         def _item(self, test_case: Any) -> Any:
             context = getattr(test_case, "context", None)
-            return make_item(test_case.actual_output or "", test_case.input, expected=test_case.expected_output,
+            return make_item(test_case.actual_output or "", test_case.input,
+                             expected=test_case.expected_output,
                              context="\n".join(context) if context else None, input_field=input_field,
                              item_id=str(getattr(test_case, "name", None) or "test_case"))
 

@@ -147,5 +147,6 @@ def read_inspect_log(path: str | Path, *, criterion: str | None = None, judge: s
 
 
 def inspect_log_to_recorded(path: str | Path, out: str | Path, **kwargs: Any) -> Path:
-    """Write the judgments of an inspect eval log as a recorded-judgments file (see :func:`read_inspect_log`)."""
+    """Write the judgments of an inspect eval log as a recorded-judgments file (see
+    :func:`read_inspect_log`)."""
     return save_recorded(list(read_inspect_log(path, **kwargs).values()), out)

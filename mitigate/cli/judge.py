@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, BatchOptions,
                    ThresholdOptions):
-    """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
+    """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human
+    score."""
 
     COMMAND: ClassVar[str] = "judge"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -72,7 +73,8 @@ class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOpti
 
     def check(self) -> None:
         """``--batch`` needs ``--run-dir`` and a backend with a batch API; ``--scale`` is MIN,MAX."""
-        check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir, folder_option="--run-dir")
+        check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir,
+                    folder_option="--run-dir")
         parse_scale(self.scale)
 
     @property
@@ -109,7 +111,8 @@ async def _judge(o: JudgeOptions) -> None:
     session = batch_session(o.batch, o.run_dir, o.batch_retries, o.progress)
     try:
         judge_obj = with_pipeline(base, o.pipeline)
-        preflight(judge_obj, task.items)  # every item fits the prompt: checked before anything is printed or called
+        # every item fits the prompt: checked before anything is printed or called
+        preflight(judge_obj, task.items)
         typer.echo(f"{task.benchmark.summary()}\njudging {len(task.items)} items on {task.criterion!r} with "
                    f"{lm.spec}", err=True)
         journal = o.run_dir / "journal.jsonl" if o.run_dir else None
@@ -142,15 +145,17 @@ async def _judge(o: JudgeOptions) -> None:
         threshold_gate(result.judgments, task.criterion, o.threshold, o.require_pass_rate)
 
 
-def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float, require: float | None) -> None:
-    """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be met."""
+def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float,
+                   require: float | None) -> None:
+    """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be
+    met."""
     from mitigate.harness.threshold import threshold_report, threshold_text
 
     report = threshold_report(judgments, criterion, threshold, require=require)
     typer.echo(threshold_text(report))
     if report.decision not in (None, "pass"):
-        say_error(f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at {criterion} >= "
-                  f"{threshold:g}: {report.decision}, required {require:g}")
+        say_error(f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at "
+                  f"{criterion} >= {threshold:g}: {report.decision}, required {require:g}")
         raise typer.Exit(code=EXIT_FAILED)
 
 
@@ -175,7 +180,8 @@ def _print_judgments(result: "RunResult", task: Task) -> None:
         score = j.scores.get(task.criterion)
         shown = "FAILED" if score is None else f"{score:g}"
         human_s = "-" if human is None else f"{human:.2f}"
-        detail = j.error or (j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else ""))
+        detail = j.error or (j.failures[0].reason if j.failures and score is None
+                             else first_line(j.raw[0] if j.raw else ""))
         lines.append(f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}")
     if lines:
         typer.echo("\n".join(lines))

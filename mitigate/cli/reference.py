@@ -1,4 +1,5 @@
-"""docs/cli.md, written from the commands themselves: every command's every option, grouped as ``--help-all`` shows them.
+"""docs/cli.md, written from the commands themselves: every command's every option, grouped as ``--help-all``
+shows them.
 
 ``python -m mitigate.cli.reference docs/cli.md`` rewrites the file; ``--check docs/cli.md``
 exits 1 when the file is not what the commands give now (tests/test_cli_reference.py runs it,
@@ -35,7 +36,8 @@ it by hand.
 
 
 def _cell(text: str) -> str:
-    """One table cell: on one line, its pipes escaped and ``<path>`` kept as text (not read as an HTML tag)."""
+    """One table cell: on one line, its pipes escaped and ``<path>`` kept as text (not read as an HTML
+    tag)."""
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -62,7 +64,8 @@ def _default(param: Any) -> str:
 
 def _command(name: str, command: VendoredCommand, parent: typer.Context) -> list[str]:
     ctx = typer.Context(command, info_name=name, parent=parent)
-    out = [f"## mitigate {name}", "", _cell(command.help or ""), "", f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`"
+    out = [f"## mitigate {name}", "", _cell(command.help or ""), "",
+           f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`"
            .replace("Usage: `", f"Usage: `mitigate {name} "), ""]
     panels = (command.grouped(ctx, every=True) if isinstance(command, RegisteredNamesHelp)
               else [("Options", [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)])])
@@ -90,7 +93,8 @@ def markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mitigate.cli.reference [--check] FILE``: write FILE, or check that it is current (exit 1 if not)."""
+    """``python -m mitigate.cli.reference [--check] FILE``: write FILE, or check that it is current (exit 1 if
+    not)."""
     args = list(sys.argv[1:] if argv is None else argv)
     check = "--check" in args
     paths = [a for a in args if a != "--check"]
@@ -100,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     path, text = Path(paths[0]), markdown()
     if check:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            print(f"{path} is not current; regenerate it: python -m mitigate.cli.reference {path}", file=sys.stderr)
+            print(f"{path} is not current; regenerate it: python -m mitigate.cli.reference {path}",
+                  file=sys.stderr)
             return 1
         return 0
     write_output(path, text, "the CLI reference")

@@ -129,7 +129,8 @@ class SourceStatus(BaseModel):
 
     @property
     def state(self) -> FileState:
-        """``present`` when every file is, ``corrupt`` when any file has a wrong checksum, else ``missing``."""
+        """``present`` when every file is, ``corrupt`` when any file has a wrong checksum, else
+        ``missing``."""
         if self.count("corrupt"):
             return "corrupt"
         return "present" if self.count("present") == len(self.files) else "missing"
@@ -171,7 +172,8 @@ def source_for(name: str) -> Source:
 
 
 def target_dir(root: str | Path | None = None) -> Path:
-    """The folder to download into: ``root``, else the data folder mitigate reads, else the user data folder."""
+    """The folder to download into: ``root``, else the data folder mitigate reads, else the user data
+    folder."""
     if root is not None:
         return Path(root)
     return data_dir() or user_data_dir()
@@ -325,6 +327,6 @@ def _derive(derived: DerivedFile, origin: Path, dest: Path) -> None:
     text = "".join(json.dumps(row) + "\n" for row in convert(origin.read_bytes())).encode("utf-8")
     got = hashlib.sha256(text).hexdigest()
     if got != derived.sha256:
-        raise DownloadError(f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; nothing "
-                            f"was written to {dest}", kind="integrity", dest=str(dest))
+        raise DownloadError(f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; "
+                            f"nothing was written to {dest}", kind="integrity", dest=str(dest))
     write_output(dest, text, f"the derived file made from {origin} to")

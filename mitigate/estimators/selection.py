@@ -86,7 +86,8 @@ def uncertainty(judge_pool: np.ndarray, judge_pilot: np.ndarray, residuals: np.n
 
 
 def inclusion_probabilities(proxy: np.ndarray, m: int, floor: float = DEFAULT_FLOOR) -> np.ndarray:
-    """Inclusion probabilities summing to ``m`` over the pool, proportional to ``proxy`` above a uniform floor, each <= 1.
+    """Inclusion probabilities summing to ``m`` over the pool, proportional to ``proxy`` above a uniform
+    floor, each <= 1.
 
     ConfigError for ``m`` outside [0, pool size] or ``floor`` outside (0, 1].
     """
@@ -120,7 +121,8 @@ def inclusion_probabilities(proxy: np.ndarray, m: int, floor: float = DEFAULT_FL
 
 
 def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices drawn by randomised systematic sampling with inclusion probabilities ``pi`` (summing to an integer)."""
+    """Indices drawn by randomised systematic sampling with inclusion probabilities ``pi`` (summing to an
+    integer)."""
     p = np.asarray(pi, dtype=float)
     total = float(p.sum())
     m = int(round(total))
@@ -136,7 +138,8 @@ def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.sort(order[chosen])
 
 
-def allocate(variance: Mapping[str, Callable[[int], float]], labelled: Mapping[str, int], room: Mapping[str, int],
+def allocate(variance: Mapping[str, Callable[[int], float]], labelled: Mapping[str, int],
+             room: Mapping[str, int],
              total: int, *, first: int = 2) -> dict[str, int]:
     """How many of ``total`` new labels each group gets: greedily, where the predicted variance drops most.
 

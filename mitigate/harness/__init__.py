@@ -14,7 +14,8 @@ imported from them: ``from mitigate.harness.compare import compare``, and ``miti
 Layout: :mod:`.compare` (the comparison's stages), :mod:`.estimate` (corrected estimates and label
 plans), :mod:`.diff` and :mod:`.diff_gate` (two runs compared, and the CI gate), :mod:`.threshold`,
 :mod:`.probe` (probe runs), :mod:`.report` / :mod:`.html_report` / :mod:`.plots` (what a run folder
-shows), :mod:`.judgments_file`, and the replayed judges (:mod:`.recorded_judge`, :mod:`.released_judge`, :mod:`.released_pairwise`).
+shows), :mod:`.judgments_file`, and the replayed judges (:mod:`.recorded_judge`, :mod:`.released_judge`,
+:mod:`.released_pairwise`).
 """
 
 from typing import TYPE_CHECKING

@@ -18,7 +18,8 @@ criterion and returns a :class:`DiffReport`:
 
 Resampling respects clusters: when several items share a document (SummEval's 12 systems per
 article), the bootstrap resamples documents and the permutation test flips the sign of whole
-documents (:mod:`mitigate.measures.paired`, the paired tests compare uses too, with ``clusters``); otherwise items.
+documents (:mod:`mitigate.measures.paired`, the paired tests compare uses too, with ``clusters``); otherwise
+items.
 
 Failures are never dropped silently. A failure is an item without a value: a parse failure, an
 abstention or an LM error. The failure rate counts them for each judge; accuracy counts a failed
@@ -159,7 +160,8 @@ class SliceRow(BaseModel):
 
 
 class DiffReport(BaseModel):
-    """Everything :func:`diff_judgments` found for one criterion (several reports merge with :meth:`merged`)."""
+    """Everything :func:`diff_judgments` found for one criterion (several reports merge with
+    :meth:`merged`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     a: str
@@ -192,7 +194,8 @@ class DiffReport(BaseModel):
         crits = tuple(c for r in reports for c in r.criteria)
         slices = [s for r in reports for s in r.slices]
         if len(reports) > 1:
-            slices += [SliceRow(kind="criterion", key=m.criterion, criterion=m.criterion, measure=m.name, n=m.n,
+            slices += [SliceRow(kind="criterion", key=m.criterion, criterion=m.criterion, measure=m.name,
+                                n=m.n,
                                 a=m.a, b=m.b, delta=m.delta)
                        for r in reports for m in r.measures if m.name == AGREEMENT[r.task]]
         return first.model_copy(update={
@@ -210,7 +213,8 @@ def _f(v: float) -> float | None:
 
 
 def clusters_of(items: Sequence[Item]) -> tuple[list[str], str]:
-    """The resampling unit of each item and its name: the document when items share documents, else the item."""
+    """The resampling unit of each item and its name: the document when items share documents, else the
+    item."""
     docs = [it.doc_id for it in items]
     if docs and all(d is not None for d in docs) and len(set(docs)) < len(docs):
         return [str(d) for d in docs], "documents"
@@ -227,7 +231,8 @@ def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clus
                            dropped=dropped + int((~keep).sum()), better=better, unit=unit, how=how,
                            reason=reason or "no item has a value for both judges")
     d = paired_mean_difference(b, a, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
-    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed), low=d.low, high=d.high,
+    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed), low=d.low,
+                       high=d.high,
                        p=d.p_value, n=int(keep.sum()), dropped=dropped + int((~keep).sum()), better=better,
                        unit=unit, how=how)
 
@@ -235,7 +240,8 @@ def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clus
 def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: np.ndarray,
                   stat: Callable[[np.ndarray, np.ndarray], float], clusters: Sequence[str], *, better: Better,
                   unit: str, how: str, n_boot: int, n_perm: int, seed: int) -> DiffMeasure:
-    """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the difference.
+    """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the
+    difference.
 
     The interval is the percentile interval of the resampled differences and p the two-sided bootstrap
     p of the same resamples (:func:`~mitigate.measures.paired.paired_statistic_difference` with
@@ -285,9 +291,11 @@ def _score_of(j: Judgment | None, criterion: str) -> float:
     return math.nan if v is None else float(v)
 
 
-def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[Judgment], names: tuple[str, str]
+def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[Judgment],
+                      names: tuple[str, str]
                       ) -> tuple[list[Judgment], list[Judgment]]:
-    """Each judge's judgments in item order; ConfigError naming the judge and the items when they do not match."""
+    """Each judge's judgments in item order; ConfigError naming the judge and the items when they do not
+    match."""
     ids = [it.id for it in items]
     out = []
     for name, js in zip(names, (a, b), strict=True):
@@ -297,7 +305,8 @@ def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[
         if missing or extra:
             parts = ([f"no judgment for {len(missing)} items, e.g. {missing[:3]}"] if missing else []) + (
                 [f"{len(extra)} judgments of items not compared, e.g. {extra[:3]}"] if extra else [])
-            raise ConfigError(f"expected judge {name!r} to have judged exactly the {len(ids)} items compared; got "
+            raise ConfigError(f"expected judge {name!r} to have judged exactly the {len(ids)} items "
+                              "compared; got "
                               + " and ".join(parts))
         out.append([by_id[i] for i in ids])
     return out[0], out[1]
@@ -334,8 +343,8 @@ def diff_judgments(
     clusters, unit = clusters_of(items)
     notes: list[str] = []
     if unit == "documents":
-        notes.append(f"intervals and bootstrap p resample the {len(set(clusters))} documents, and the sign-flip tests "
-                     "flip whole documents (several items share a document)")
+        notes.append(f"intervals and bootstrap p resample the {len(set(clusters))} documents, and the "
+                     "sign-flip tests flip whole documents (several items share a document)")
     if task == "pairwise":
         measures, changes = _pairwise(items, ja, jb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm,
                                       seed=seed)
@@ -346,12 +355,14 @@ def diff_judgments(
         if scales is not None and (scales[0].min, scales[0].max) != (scales[1].min, scales[1].max):
             if scale_map != "linear":
                 raise ConfigError(
-                    f"judge {names[0]!r} answers on {scales[0].describe()} and {names[1]!r} on {scales[1].describe()}; "
+                    f"judge {names[0]!r} answers on {scales[0].describe()} and {names[1]!r} on "
+                    f"{scales[1].describe()}; "
                     "expected the same scale, or a mapping (--scale-map linear maps B's scores onto A's range)")
             sb = map_scores(sb, scales[1], scales[0])
             notes.append(f"{names[1]}'s scores were mapped linearly from {scales[1].describe()} onto "
                          f"{scales[0].describe()}")
-        measures, changes = _scores(items, ja, jb, sa, sb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm,
+        measures, changes = _scores(items, ja, jb, sa, sb, criterion, clusters, unit, n_boot=n_boot,
+                                    n_perm=n_perm,
                                     seed=seed)
         slices = _slices_scores(items, sa, sb, criterion)
     return DiffReport(a=names[0], b=names[1], criteria=(criterion,), task=task, n_items=len(items), unit=unit,
@@ -363,7 +374,8 @@ def _failed(values: np.ndarray) -> np.ndarray:
     return (~np.isfinite(values)).astype(float)
 
 
-def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], sa: np.ndarray, sb: np.ndarray,
+def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], sa: np.ndarray,
+            sb: np.ndarray,
             criterion: str, clusters: Sequence[str], unit: str, *, n_boot: int, n_perm: int, seed: int
             ) -> tuple[list[DiffMeasure], list[ItemChange]]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
@@ -372,11 +384,14 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
     out = [
         _stat_measure("spearman", criterion, sa, sb, human, spearman, clusters, better="higher", unit=unit,
                       how="item-level Spearman with the human scores, on the items both judges "
-                      "scored and humans labelled (a failed item is left out here and counted in failure-rate)", **kw),
+                      "scored and humans labelled (a failed item is left out here and counted in "
+                      "failure-rate)", **kw),
         _document_measure(items, sa, sb, human, criterion, **kw),
-        _stat_measure("length-bias", criterion, sa, sb, words, _abs_spearman, clusters, better="lower", unit=unit,
+        _stat_measure("length-bias", criterion, sa, sb, words, _abs_spearman, clusters, better="lower",
+                      unit=unit,
                       how="|Spearman(score, output length in words)| on the items both judges scored", **kw),
-        _share_measure("failure-rate", criterion, _failed(sa), _failed(sb), clusters, better="lower", unit=unit,
+        _share_measure("failure-rate", criterion, _failed(sa), _failed(sb), clusters, better="lower",
+                       unit=unit,
                        how="share of items without a score (parse failure, abstention or LM error), of all items",
                        **kw),
     ]
@@ -384,11 +399,14 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
     if both.any():
         d = paired_mean_difference(sb, sa, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
         out.append(DiffMeasure(name="mean-score", criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed),
-                               low=d.low, high=d.high, p=d.p_value, n=int(both.sum()), dropped=int((~both).sum()),
-                               better="none", unit=unit, how="mean score on the items both judges scored (a shift, "
+                               low=d.low, high=d.high, p=d.p_value, n=int(both.sum()),
+                               dropped=int((~both).sum()),
+                               better="none", unit=unit,
+                               how="mean score on the items both judges scored (a shift, "
                                "neither better nor worse; never gated)"))
     else:
-        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None, better="none",
+        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None,
+                               better="none",
                                unit=unit, dropped=len(items), reason="no item was scored by both judges"))
     changes: list[ItemChange] = []
     for it, x, y, h in zip(items, sa, sb, human, strict=True):
@@ -397,7 +415,8 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
             continue
         if not fx and not fy:
             continue
-        change: Change = ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x else "down")
+        change: Change = ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x
+                                                                                       else "down")
         changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id,
                                   a=_f(x), b=_f(y), move=_f(y - x) if fx and fy else None, human=_f(h),
                                   change=change))
@@ -405,14 +424,16 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
     return out, changes
 
 
-def _document_measure(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, human: np.ndarray, criterion: str, *,
+def _document_measure(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, human: np.ndarray,
+                      criterion: str, *,
                       n_boot: int, n_perm: int, seed: int) -> DiffMeasure:
     """Mean over documents of the Spearman across each document's items, for A and B, paired by document."""
-    how = ("mean over documents of the Spearman across the document's items (SummEval's summary level), on the items "
-           "both judges scored; documents where either is undefined are left out")
+    how = ("mean over documents of the Spearman across the document's items (SummEval's summary level), on "
+           "the items both judges scored; documents where either is undefined are left out")
     docs = [it.doc_id for it in items]
     if any(d is None for d in docs) or len(set(docs)) == len(docs):
-        return DiffMeasure(name="spearman-document", criterion=criterion, a=None, b=None, delta=None, unit="documents",
+        return DiffMeasure(name="spearman-document", criterion=criterion, a=None, b=None, delta=None,
+                           unit="documents",
                            how=how, reason="needs items grouped by document (several items per doc_id)")
     both = np.isfinite(sa) & np.isfinite(sb) & np.isfinite(human)
     names = [str(d) for d in docs]
@@ -444,42 +465,49 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
                                                                                                      strict=True)])
 
     no_gold = sum(g is None for g in gold)
-    out = [_share_measure("accuracy", criterion, correct(va), correct(vb), clusters, better="higher", unit=unit,
-                          how="share of verdicts equal to gold over the items with a gold preference; a failed verdict "
-                          "counts as wrong", dropped=0, **kw,
-                          reason=None if no_gold < len(items) else "no item has a gold preference on this criterion")]
+    out = [_share_measure("accuracy", criterion, correct(va), correct(vb), clusters, better="higher",
+                          unit=unit,
+                          how="share of verdicts equal to gold over the items with a gold preference; a "
+                          "failed verdict counts as wrong", dropped=0, **kw,
+                          reason=None if no_gold < len(items)
+                          else "no item has a gold preference on this criterion")]
     out.append(_consistency(ja, jb, criterion, clusters, unit, **kw))
     longer = _longer(items)
     lean_a = np.array([_prefers_longer(v, side) for v, side in zip(va, longer, strict=True)])
     lean_b = np.array([_prefers_longer(v, side) for v, side in zip(vb, longer, strict=True)])
     out.append(_stat_measure("length-lean", criterion, lean_a, lean_b, np.zeros(len(items)), _lean, clusters,
-                             better="lower", unit=unit, how="|P(prefer the longer text) - 0.5| over the pairs of "
+                             better="lower", unit=unit,
+                             how="|P(prefer the longer text) - 0.5| over the pairs of "
                              "unequal length where both judges preferred one text (ties and failures left out)", **kw))
     fail_a = np.array([float(v is None) for v in va])
     fail_b = np.array([float(v is None) for v in vb])
     out.append(_share_measure("failure-rate", criterion, fail_a, fail_b, clusters, better="lower", unit=unit,
-                              how="share of items without a verdict (parse failure, abstention or LM error), of all "
-                              "items", **kw))
+                              how="share of items without a verdict (parse failure, abstention or LM error), "
+                              "of all items", **kw))
     changes = []
     for it, x, y, g in zip(items, va, vb, gold, strict=True):
         if x == y:
             continue
         change: Change = ("flipped" if x is not None and y is not None
                           else "failed in B" if y is None else "recovered in B")
-        changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id, a=x, b=y,
+        changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id, a=x,
+                                  b=y,
                                   human=g, change=change))
     return out, changes
 
 
-def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str, clusters: Sequence[str], unit: str,
+def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str, clusters: Sequence[str],
+                 unit: str,
                  **kw: Any) -> DiffMeasure:
-    how = ("share of pairs whose two presentation orders prefer the same text, over the pairs both judges saw in both "
-           "orders; a failed order counts as inconsistent")
+    how = ("share of pairs whose two presentation orders prefer the same text, over the pairs both judges "
+           "saw in both orders; a failed order counts as inconsistent")
     oa, ob = verdict_orders(ja), verdict_orders(jb)
     if oa is None or ob is None:
         who = [n for n, o in (("A", oa), ("B", ob)) if o is None]
-        return DiffMeasure(name="position-consistency", criterion=criterion, a=None, b=None, delta=None, unit=unit,
-                           how=how, reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
+        return DiffMeasure(name="position-consistency", criterion=criterion, a=None, b=None, delta=None,
+                           unit=unit,
+                           how=how,
+                           reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
                            "(position swap, or recorded rows with order 'swapped')")
 
     def consistent(orders: tuple[list[str | None], list[str | None]], js: Sequence[Judgment]) -> np.ndarray:
@@ -546,7 +574,8 @@ def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criter
             ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
             both = np.isfinite(x) & np.isfinite(y)
             moved = int((both & (np.abs(y - x) > 1e-9)).sum() + (np.isfinite(x) != np.isfinite(y)).sum())
-            rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="spearman", n=len(idx), a=ra,
+            rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="spearman", n=len(idx),
+                                 a=ra,
                                  b=rb, delta=None if ra is None or rb is None else rb - ra, changed=moved,
                                  mean_move=_f(float((y - x)[both].mean())) if both.any() else None))
     return rows
@@ -571,7 +600,8 @@ def _slices_pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence
             acc_a = sum(va[k] == gold[k] for k in idx) / len(idx)
             acc_b = sum(vb[k] == gold[k] for k in idx) / len(idx)
             rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="accuracy", n=len(idx),
-                                 a=acc_a, b=acc_b, delta=acc_b - acc_a, changed=sum(va[k] != vb[k] for k in idx)))
+                                 a=acc_a, b=acc_b, delta=acc_b - acc_a,
+                                 changed=sum(va[k] != vb[k] for k in idx)))
     return rows
 
 

@@ -19,7 +19,8 @@ from mitigate.errors import ConfigError
 if TYPE_CHECKING:
     from mitigate.harness.diff import DiffReport
 
-__all__ = ["AGREEMENT", "DEFAULT_FAIL_ON", "MEASURE_NAMES", "GateCheck", "GateResult", "Task", "gate", "junit_xml",
+__all__ = ["AGREEMENT", "DEFAULT_FAIL_ON", "MEASURE_NAMES", "GateCheck", "GateResult", "Task", "gate",
+           "junit_xml",
            "parse_fail_on"]
 
 Task = Literal["score", "pairwise"]
@@ -64,7 +65,8 @@ class GateResult(BaseModel):
 
 
 def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
-    """``--fail-on`` text (``"spearman:0.05,failure-rate"``) as (measure, level) pairs; ConfigError for a bad one.
+    """``--fail-on`` text (``"spearman:0.05,failure-rate"``) as (measure, level) pairs; ConfigError for a bad
+    one.
 
     ``agreement`` names Spearman (scores) or accuracy (verdicts); a level defaults to 0.05.
     """
@@ -127,8 +129,8 @@ def gate(report: DiffReport, fail_on: Sequence[tuple[str, float]],
         found = [m for m in report.measures if m.name == name]
         for m in found:
             if not m.ok:
-                raise ConfigError(f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; expected a "
-                                  "measure both judges' answers support (choose others with --fail-on)")
+                raise ConfigError(f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; "
+                                  "expected a measure both judges' answers support (choose others with --fail-on)")
             chosen.append((m, level))
     if not chosen:
         raise ConfigError(f"expected --fail-on measures the report holds; got {[n for n, _ in fail_on]}")
@@ -136,18 +138,21 @@ def gate(report: DiffReport, fail_on: Sequence[tuple[str, float]],
     checks = []
     for (m, level), p_adj in zip(chosen, adjusted, strict=True):
         worse = m.worse_direction() and p_adj < level
-        line = (f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on {m.name} "
-                f"({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} [{_fmt(m.low)}, {_fmt(m.high)}], "
-                f"p={_fmt(m.p, 4)}" + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
+        line = (f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on "
+                f"{m.name} ({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} "
+                f"[{_fmt(m.low)}, {_fmt(m.high)}], p={_fmt(m.p, 4)}"
+                + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
                 + f" {'<' if p_adj < level else '>='} {level:g}")
         checks.append(GateCheck(measure=m.name, criterion=m.criterion, level=level, p=m.p, p_adjusted=p_adj,
                                 worse=worse, line=line))
     failing = [c.line for c in checks if c.worse]
-    return GateResult(checks=tuple(checks), correction=correction, failed=bool(failing), reason="; ".join(failing))
+    return GateResult(checks=tuple(checks), correction=correction, failed=bool(failing),
+                      reason="; ".join(failing))
 
 
 def junit_xml(report: DiffReport) -> str:
-    """The gate as JUnit XML: one testsuite, one testcase per gated measure, a ``failure`` where B is worse."""
+    """The gate as JUnit XML: one testsuite, one testcase per gated measure, a ``failure`` where B is
+    worse."""
     if report.gate is None:
         raise ConfigError("expected a diff report with a gate decision (gate(report, ...)) for JUnit output")
     checks = report.gate.checks
@@ -155,10 +160,12 @@ def junit_xml(report: DiffReport) -> str:
                        failures=str(sum(c.worse for c in checks)), errors="0", skipped="0")
     props = ET.SubElement(suite, "properties")
     for key, value in (("a", report.a), ("b", report.b), ("items", report.n_items),
-                       ("resampled", f"{report.n_units} {report.unit}"), ("correction", report.gate.correction)):
+                       ("resampled", f"{report.n_units} {report.unit}"),
+                       ("correction", report.gate.correction)):
         ET.SubElement(props, "property", name=key, value=str(value))
     for c in checks:
-        case = ET.SubElement(suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure, time="0")
+        case = ET.SubElement(suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure,
+                             time="0")
         if c.worse:
             ET.SubElement(case, "failure", message=c.line, type="regression").text = c.line
         else:

@@ -143,7 +143,8 @@ def _table_html(block: list[str], images: dict[str, str]) -> str:
 
     head = "".join(cell("th", c, k) for k, c in enumerate(rows[0]))
     trs = "".join("<tr>" + "".join(cell("td", c, k) for k, c in enumerate(r)) + "</tr>" for r in body)
-    return f'<div class="scroll"><table class="summary"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
+    return ('<div class="scroll"><table '
+            f'class="summary"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>')
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,7 +166,8 @@ def _score(j: Judgment, criterion: str) -> float | None:
 
 
 def _orders(j: Judgment) -> dict[str, str | None]:
-    """Order -> the text (A, B, tie) the verdict given in that order prefers; empty when not judged in both orders."""
+    """Order -> the text (A, B, tie) the verdict given in that order prefers; empty when not judged in both
+    orders."""
     orders = j.meta.get("orders")
     if not isinstance(orders, dict):
         return {}
@@ -215,7 +217,8 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
             else:
                 disagreement = float(bool(given) and rec.gold is not None and given[0] != rec.gold)
         else:
-            normed = [_normalised(_score(j, result.criterion), e) for j, e in zip(judgments, result.entries, strict=True)]
+            normed = [_normalised(_score(j, result.criterion), e) for j,
+                      e in zip(judgments, result.entries, strict=True)]
             vals = [v for v in normed if v is not None]
             if len(result.entries) > 1:
                 disagreement = max(vals) - min(vals) if len(vals) > 1 else 0.0
@@ -264,7 +267,8 @@ def _prompt_html(j: Judgment) -> str:
 
 
 def _reads_probabilities(describe: Any) -> bool:
-    """True when some prompt judge of the entry reads its score from token probabilities (``scoring="expected"``)."""
+    """True when some prompt judge of the entry reads its score from token probabilities
+    (``scoring="expected"``)."""
     if isinstance(describe, dict):
         config = describe.get("config")
         if isinstance(config, dict) and config.get("scoring") == "expected":
@@ -289,7 +293,8 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
             rows.append((f"samples ({crit})", ", ".join(_num(s) for s in samples)))
     vs = j.meta.get("verdict_samples")
     if isinstance(vs, dict):
-        rows.append(("verdict samples", "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items())))
+        rows.append(("verdict samples",
+                     "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items())))
     per = j.meta.get("perturbations")
     if isinstance(per, dict):
         rows.append(("under perturbed guidelines", ", ".join(f"{k}: {v if v is not None else 'none'}"
@@ -305,8 +310,10 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     return (f'<div class="entry"><h4>{_e(e.name)}</h4>'
             + (f"<table class='kv'>{table}</table>" if table else "")
             + (f"<ul class='failures'>{failures}</ul>" if failures else "")
-            + f"<details open><summary>raw answer{'s' if len(j.raw) != 1 else ''} ({len(j.raw)})</summary>{raws}</details>"
-            + f'<details class="prompt"><summary>prompt of the first request</summary>{_prompt_html(j)}</details></div>')
+            + f"<details open><summary>raw answer{'s' if len(j.raw) != 1 else ''} "
+              f"({len(j.raw)})</summary>{raws}</details>"
+            + '<details class="prompt"><summary>prompt of the first '
+              f'request</summary>{_prompt_html(j)}</details></div>')
 
 
 def _label(result: CompareResult, rec: ItemRecord) -> str:
@@ -323,7 +330,8 @@ def _item_text(rec: ItemRecord) -> str:
         texts.append(("B", rec.output_b))
     if not texts:
         return ""
-    return "".join(f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>' for k, v in texts)
+    return "".join(f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>' for k,
+                   v in texts)
 
 
 def _per_item_html(result: CompareResult) -> str:
@@ -347,18 +355,22 @@ def _per_item_html(result: CompareResult) -> str:
         if pairwise and (rec.system or rec.system_b):
             system = f"{rec.system or '?'} vs {rec.system_b or '?'}"
         human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
-        cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in zip(result.entries, r["judgments"],
+        cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e,
+                        j in zip(result.entries, r["judgments"],
                                                                                  strict=True))
-        details = "".join(_details_html(result, e, j) for e, j in zip(result.entries, r["judgments"], strict=True))
+        details = "".join(_details_html(result, e, j) for e,
+                          j in zip(result.entries, r["judgments"], strict=True))
         search = " ".join([rec.id, rec.doc_id or "", system]).lower()
         bodies.append(
             f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
             f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
-            f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" data-search="{_e(search)}">'
-            f'<tr class="row"><td class="idc"><button class="toggle" type="button" aria-expanded="false">▸</button> '
-            f'<span class="id">{_e(rec.id)}</span></td><td class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td>'
-            f'<td class="num">{_e(_label(result, rec))}</td>{cells}<td class="num">{r["disagreement"]:.2f}</td></tr>'
-            f'<tr class="detail" hidden><td colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
+            f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" '
+            f'data-search="{_e(search)}"><tr class="row"><td class="idc"><button class="toggle" '
+            f'type="button" aria-expanded="false">▸</button> <span class="id">{_e(rec.id)}</span></td><td '
+            f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td><td '
+            f'class="num">{_e(_label(result, rec))}</td>{cells}<td '
+            f'class="num">{r["disagreement"]:.2f}</td></tr><tr class="detail" hidden><td '
+            f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
     scale_note = ("Verdicts are the text preferred (A, B or tie); in brackets the verdict of each order "
                   "(original / swapped) where the judge saw both." if pairwise else
                   "Scores on each entry's own scale; disagreement is the spread of the entries' scores, each "
@@ -366,8 +378,8 @@ def _per_item_html(result: CompareResult) -> str:
     return (
         '<section id="per-item"><h2>Per item</h2>'
         f'<p>{_e(scale_note)} ✗n: parse failures. Click a row for samples, raw answers, failures and the '
-        'exact prompt. The address keeps the view (e.g. <code>#filter=failures&amp;sort=disagreement</code>).</p>'
-        '<div class="controls">'
+        'exact prompt. The address keeps the view (e.g. '
+        '<code>#filter=failures&amp;sort=disagreement</code>).</p><div class="controls">'
         f'<label>show <select id="filter">{options}</select></label> '
         f'<label>sort by <select id="sort">{sorts}</select></label> '
         '<label>search <input id="search" type="search" placeholder="item, document, system"></label> '

@@ -38,15 +38,18 @@ from mitigate.run.runner import RunResult
 
 __all__ = ["COLUMNS", "judgment_row", "write_judgments"]
 
-COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold", "samples", "ok", "failures", "raw",
-           "error", "flags", "needs_human", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "calls",
+COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold", "samples", "ok", "failures",
+           "raw",
+           "error", "flags", "needs_human", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
+           "calls",
            "cached_calls", "cost_usd")
 """The columns of a judgments file, in order."""
 
 NEEDS_HUMAN = "needs_human"
 
 
-def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | None = None) -> dict[str, Any]:
+def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | None = None) -> dict[str,
+                                                                                                     Any]:
     """One judgment as a row (see the module docstring); ``item`` adds its human label and gold preference."""
     crit = criterion or (next(iter(judgment.scores)) if len(judgment.scores) == 1 else None)
     score = judgment.scores.get(crit) if crit is not None else None
@@ -76,7 +79,8 @@ def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | 
 
 
 def _cell(value: Any) -> Any:
-    """A CSV cell: lists and objects as JSON text, None as empty, a text starting like a formula neutralised."""
+    """A CSV cell: lists and objects as JSON text, None as empty, a text starting like a formula
+    neutralised."""
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
     return "" if value is None else csv_cell(value)

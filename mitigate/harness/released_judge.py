@@ -33,7 +33,8 @@ __all__ = ["ReleasedJudge"]
 
 
 class ReleasedJudge(RecordedJudge):
-    """Replays one released judge (e.g. ``"chatgpt-rts"``, or the pairwise ``"chatgpt-h2h"``) on one criterion.
+    """Replays one released judge (e.g. ``"chatgpt-rts"``, or the pairwise ``"chatgpt-h2h"``) on one
+    criterion.
 
     The releases are recorded judgments (:func:`mitigate.data.released.released_recorded`), so
     this is a :class:`~mitigate.harness.recorded_judge.RecordedJudge` over them. For a score
@@ -83,7 +84,8 @@ class ReleasedJudge(RecordedJudge):
             return judgment
         released = self.run.get(item.id, self.criterion)
         sample = released.sample
-        info = {"judge": self.judge_name, "model": self.run.model, "method": self.run.method, "line": sample.line,
+        info = {"judge": self.judge_name, "model": self.run.model, "method": self.run.method,
+                "line": sample.line,
                 "primary": released.primary, "runs": list(released.scores)}
         return judgment.model_copy(update={"meta": {**judgment.meta, "released": info}})
 

@@ -25,7 +25,8 @@ from mitigate.measures import Measure, MeasureInfo, Task, current_measure_names,
 from mitigate.run.runner import RunSummary, frame
 from mitigate.scale import Scale
 
-__all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "ESTIMATE_COLUMNS", "CompareResult", "Comparison", "EntryResult",
+__all__ = ["DELTA_ACCURACY_INFO", "DELTA_INFO", "ESTIMATE_COLUMNS", "CompareResult", "Comparison",
+           "EntryResult",
            "ItemRecord", "score_of"]
 
 ESTIMATE_COLUMNS = ("entry", "system", "n", "n_labelled", "method", "estimate", "low", "high", "raw_mean",
@@ -35,7 +36,8 @@ ESTIMATE_COLUMNS = ("entry", "system", "n", "n_labelled", "method", "estimate", 
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
 
-DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy", headline=True)
+DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy",
+                                  headline=True)
 """How the comparison against the first entry is shown on a pairwise benchmark."""
 
 
@@ -146,7 +148,8 @@ class EntryResult(BaseModel):
         return [score_of(j, criterion) for j in self.judgments]
 
     def verdicts(self) -> list[str | None]:
-        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if none)."""
+        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if
+        none)."""
         return verdicts_as_text(self.judgments)
 
 
@@ -187,16 +190,20 @@ class CompareResult(BaseModel):
         return out
 
     def estimate_rows(self) -> list[dict[str, Any]]:
-        """One row per entry and system with a corrected estimate: ``entry``, ``system``, ``n``, ``n_labelled``,
-        ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on the judge's scale) and the
-        labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty unless the benchmark is partly labelled.
+        """One row per entry and system with a corrected estimate: ``entry``, ``system``, ``n``,
+        ``n_labelled``,
+        ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on the judge's scale)
+        and the
+        labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty unless the benchmark is partly
+        labelled.
         """
         out = []
         for e in self.entries:
             if e.estimate is None:
                 continue
             for row in e.estimate.rows():
-                out.append({"entry": e.name, "system": row["group"], "n": row["n"], "n_labelled": row["n_labelled"],
+                out.append({"entry": e.name, "system": row["group"], "n": row["n"],
+                            "n_labelled": row["n_labelled"],
                             "method": row["method"], "estimate": row["estimate"], "low": row["low"],
                             "high": row["high"], "raw_mean": row["judge_estimate"],
                             "labels_mean": row["human_estimate"], "labels_low": row["human_low"],
@@ -205,7 +212,8 @@ class CompareResult(BaseModel):
 
     def to_pandas(self, table: Literal["judgments", "estimates"] = "judgments") -> Any:
         """A pandas DataFrame (needs the ``pandas`` extra): :meth:`rows` (``table="judgments"``, one row per
-        entry, item and order), or :meth:`estimate_rows` (``table="estimates"``, one row per entry and system)."""
+        entry, item and order), or :meth:`estimate_rows` (``table="estimates"``, one row per entry and
+        system)."""
         if table == "estimates":
             return frame(self.estimate_rows(), list(ESTIMATE_COLUMNS))
         if table != "judgments":

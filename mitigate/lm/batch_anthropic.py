@@ -63,7 +63,8 @@ class AnthropicBatchAPI(BatchAPI):
             raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: anthropic.AnthropicError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.read_timeout,
+        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc),
+                         timeout=self.backend.read_timeout,
                          backend=self.backend.spec, api_key_env=self.backend.api_key_env,
                          status_error=anthropic.APIStatusError, timeout_error=anthropic.APITimeoutError,
                          connection_error=anthropic.APIConnectionError)
@@ -117,7 +118,8 @@ class AnthropicBatchAPI(BatchAPI):
         client = self._client()
         batch = await self._call("batch retrieve", lambda: client.messages.batches.retrieve(batch_id))
         c = batch.request_counts
-        return BatchState(batch_id=batch_id, status=batch.processing_status, ended=batch.processing_status == "ended",
+        return BatchState(batch_id=batch_id, status=batch.processing_status,
+                          ended=batch.processing_status == "ended",
                           total=c.processing + c.succeeded + c.errored + c.canceled + c.expired,
                           succeeded=c.succeeded, failed=c.errored + c.canceled + c.expired)
 

@@ -51,7 +51,8 @@ class OpenAIBatchAPI(BatchAPI):
             raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: openai.OpenAIError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.read_timeout,
+        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc),
+                         timeout=self.backend.read_timeout,
                          backend=self.backend.spec, api_key_env=self.backend.api_key_env,
                          status_error=openai.APIStatusError, timeout_error=openai.APITimeoutError,
                          connection_error=openai.APIConnectionError)

@@ -97,7 +97,8 @@ def item_correlation(
     """Pooled item-level correlation: one correlation over all items.
 
     Every paper reports this level; it is the one Shen et al. 2023 report for SummEval,
-    pooling the 1,200 summaries (their section 4.2.2). ``method`` is ``"kendall"`` (tau-b), ``"spearman"`` or ``"pearson"``. Missing pairs are
+    pooling the 1,200 summaries (their section 4.2.2). ``method`` is ``"kendall"`` (tau-b), ``"spearman"`` or
+    ``"pearson"``. Missing pairs are
     dropped; fewer than 3 pairs or a constant side gives NaN.
     """
     fn = correlation_function(method)
@@ -152,9 +153,11 @@ def document_correlation(
     name = f"{method}-document"
     extra = {"n_documents": len(per_doc), "n_documents_undefined": n_undefined}
     if not per_doc:
-        return undefined(name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)", **extra)
+        return undefined(name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)",
+                         **extra)
     values = np.array(per_doc)
-    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
     return finish(name, float(values.mean()), used, failed, interval=interval, extra=extra)
 
 
@@ -165,7 +168,8 @@ def _system_means(jm: np.ndarray, hm: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _complete_matrices(
-    judge: Scores, human: Scores, systems: Sequence[Hashable | None], doc_ids: Sequence[Hashable | None] | None
+    judge: Scores, human: Scores, systems: Sequence[Hashable | None],
+    doc_ids: Sequence[Hashable | None] | None
 ) -> tuple[list[Hashable], list[Hashable], np.ndarray, np.ndarray, int, int]:
     j = as_float_array(judge, "judge")
     h = as_float_array(human, "human")
@@ -195,7 +199,8 @@ def system_correlation(
     fn = correlation_function(method)
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
     qj, qh = _system_means(jm, hm)
-    extra = {"systems": {str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)}}
+    extra = {"systems": {str(c): {"judge": float(a), "human": float(b)} for c, a,
+                         b in zip(cols, qj, qh, strict=True)}}
     name = f"{method}-system"
     x, y = complete_pairs(qj, qh)
     reason = why_no_correlation(x, y)
@@ -243,7 +248,8 @@ def meta_correlation(
     Q_i is system i's quality (its mean human score) and P_i the judge-human correlation
     over its items (``method``). ``meta_method`` (default: ``method``, as in the authors'
     released script, which uses one coefficient for both) correlates the two across
-    systems; a negative M means the judge agrees with humans less on better systems. Systems with undefined P_i are left out. Pairwise deletion throughout.
+    systems; a negative M means the judge agrees with humans less on better systems. Systems with undefined
+    P_i are left out. Pairwise deletion throughout.
     """
     fn = correlation_function(method)
     meta_fn = correlation_function(meta_method or method)
@@ -257,7 +263,8 @@ def meta_correlation(
         return q, p
 
     q, p = parts(jm, hm)
-    extra = {"systems": {str(c): {"quality": float(a), "P": float(b)} for c, a, b in zip(cols, q, p, strict=True)}}
+    extra = {"systems": {str(c): {"quality": float(a), "P": float(b)} for c, a,
+                         b in zip(cols, q, p, strict=True)}}
     name = f"meta_{meta_method or method}"
     x, y = complete_pairs(q, p)
     reason = why_no_correlation(x, y)
@@ -275,7 +282,8 @@ def accuracy(
     predicted: Labels, gold: Labels, *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Share of items whose predicted label equals the gold label (:func:`~mitigate.measures.base.labels_equal`).
+    """Share of items whose predicted label equals the gold label
+    (:func:`~mitigate.measures.base.labels_equal`).
 
     For categorical outputs (MCQ letters, verdicts, integer grades). Items without a gold
     label are left out; those with a gold label but no prediction (a parse failure) are
@@ -285,7 +293,8 @@ def accuracy(
     pred = list(predicted)
     gold_l = list(gold)
     if len(pred) != len(gold_l):
-        raise DataError(f"expected predicted and gold labels of equal length; got {len(pred)} and {len(gold_l)}")
+        raise DataError(f"expected predicted and gold labels of equal length; got {len(pred)} and "
+                        f"{len(gold_l)}")
     hits = np.array([float(labels_equal(p, g)) for p, g in zip(pred, gold_l, strict=True)
                      if not is_missing(p) and not is_missing(g)])
     failed = len(pred) - len(hits)
@@ -353,7 +362,8 @@ def correct_preferences(
 
     correct, comparable, table = count(jm, hm)
     if comparable == 0:
-        return undefined(name, used, failed, "no pair of systems shares a document scored by judge and humans",
+        return undefined(name, used, failed,
+                         "no pair of systems shares a document scored by judge and humans",
                     pairs=table)
     extra = {"n_pairs": comparable, "share": correct / comparable, "pairs": table}
 

@@ -352,7 +352,8 @@ class EntryData:
 
     @cached_property
     def gold(self) -> list[str | None]:
-        """The gold preference of each pairwise item on the criterion (``"A"``, ``"B"``, ``"tie"``; None if absent)."""
+        """The gold preference of each pairwise item on the criterion (``"A"``, ``"B"``, ``"tie"``; None if
+        absent)."""
         return [item.preference.get(self.criterion) for item in self.items]
 
 
@@ -376,7 +377,8 @@ class ReportedMeasure(Component):
 
     @classmethod
     def reads_labels(cls) -> bool:
-        """Whether the measure reads the human labels: on a partly labelled benchmark, compare computes it on the
+        """Whether the measure reads the human labels: on a partly labelled benchmark, compare computes it on
+        the
         labelled items only (see :attr:`uses_labels`)."""
         return cls.info.group == "accuracy" if cls.uses_labels is None else cls.uses_labels
 
@@ -392,7 +394,8 @@ class ReportedMeasure(Component):
 
 def current_measure_names(measures: Any) -> Any:
     """A measures mapping read from an older ``results.json``: snake_case keys of registered measures (names
-    before they were kebab-case, ``spearman_item``) under their names now (``spearman-item``); anything else as it came."""
+    before they were kebab-case, ``spearman_item``) under their names now (``spearman-item``); anything else
+    as it came."""
     if not isinstance(measures, Mapping):
         return measures
     known = measure_table()

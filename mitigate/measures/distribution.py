@@ -102,7 +102,8 @@ def round_number_excess(
     scores: Scores, scale: Scale | tuple[float, float], multiple: int = 5, *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Excess of round numbers (Stureborg et al. 2024): how much more often scores are multiples of ``multiple``.
+    """Excess of round numbers (Stureborg et al. 2024): how much more often scores are multiples of
+    ``multiple``.
 
     Observed share = share of scores that are whole multiples of ``multiple`` (5 counts 5,
     10, 15 ...; use ``multiple=10`` for tens). Expected share = the share of the scale's
@@ -111,7 +112,8 @@ def round_number_excess(
     ``value`` = observed - expected (0 = no excess); ``extra`` has both and their ratio.
     """
     if multiple < 1:
-        raise ConfigError(f"The 'multiple' parameter of round_number_excess must be an int >= 1. Got {multiple} instead.")
+        raise ConfigError("The 'multiple' parameter of round_number_excess must be an int >= 1. Got "
+                          f"{multiple} instead.")
     s = Scale.of(scale)
     ints = np.array(s.integer_points(), dtype=float)
     if len(ints) == 0:
@@ -225,7 +227,8 @@ def anchoring(
     names, jm = _criterion_matrix(judge, "judge")
     hnames, hm = _criterion_matrix(human, "human")
     if names != hnames:
-        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}")
+        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} "
+                        f"and {hnames}")
     if len(names) < 2:
         raise ConfigError(f"anchoring needs at least 2 criteria; got {names}")
     if jm.shape != hm.shape:
@@ -242,7 +245,8 @@ def anchoring(
     }
     name = f"anchoring_{method}"
     if not (math.isfinite(jmean) and math.isfinite(hmean)):
-        return undefined(name, len(jm), failed, "no pair of criteria has a defined correlation for judge and humans",
+        return undefined(name, len(jm), failed,
+                         "no pair of criteria has a defined correlation for judge and humans",
                     **extra)
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
@@ -272,7 +276,8 @@ def correlation_by_position(
     names, jm = _criterion_matrix(judge, "judge")
     hnames, hm = _criterion_matrix(human, "human")
     if names != hnames:
-        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}")
+        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} "
+                        f"and {hnames}")
     if jm.shape != hm.shape:
         raise DataError(f"expected as many judge as human items; got {jm.shape[0]} and {hm.shape[0]}")
     n_items = jm.shape[0]
@@ -291,7 +296,8 @@ def correlation_by_position(
     complete = np.isfinite(jm) & np.isfinite(hm) & np.isfinite(pm)
     failed = int((~complete).sum())
 
-    def table(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
+    def table(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> tuple[dict[int, float],
+                                                                    dict[str, dict[int, float]]]:
         ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(p)
         detail: dict[str, dict[int, float]] = {}
         collected: dict[int, list[float]] = {}

@@ -38,8 +38,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50) -> tuple[float, float]:
-    """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` by Newton's method with soft targets ``pref`` in [0, 1]."""
+def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50) -> tuple[float,
+                                                                                                   float]:
+    """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` by Newton's method with soft targets ``pref`` in [0,
+    1]."""
     x = np.tanh(delta / scale) if scale > 0 else np.zeros_like(delta)
     design = np.column_stack([np.ones_like(x), x])
     w = np.zeros(2)
@@ -81,7 +83,8 @@ def length_controlled_win_rate(
     failed = int((~ok).sum())
     pref, delta = pref[ok], (la - lb)[ok]
     if len(pref) < 3:
-        return undefined(name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3")
+        return undefined(name, len(pref), failed,
+                         f"only {len(pref)} pairs have a preference; expected at least 3")
     sigma = float(np.std(delta))
 
     def lc(p: np.ndarray, d: np.ndarray) -> float:
@@ -96,7 +99,8 @@ def length_controlled_win_rate(
         raw_ci = bootstrap_ci(lambda p: float(np.mean(p)), pref, n_boot=n_boot, alpha=alpha, seed=seed)
         extra["raw_ci"] = [float(raw_ci[0]), float(raw_ci[1])]
     reason = None if sigma > 0 else "every pair has the same length difference; the length effect is not identified"
-    return finish(name, float(_sigmoid(np.asarray(theta))), len(pref), failed, interval=interval, extra=extra, reason=reason)
+    return finish(name, float(_sigmoid(np.asarray(theta))), len(pref), failed, interval=interval, extra=extra,
+                  reason=reason)
 
 
 def pairs_against(
@@ -106,7 +110,8 @@ def pairs_against(
     """Pointwise scores turned into pairs ``system`` vs ``baseline`` on the same document.
 
     ``baseline=None`` pairs ``system`` with every other system on each document (its win rate
-    against the field). Returns ``(preference, length_a, length_b)`` for every such pair: preference 1 when ``system``'s score is higher, 0 when lower, 0.5 when equal, NaN
+    against the field). Returns ``(preference, length_a, length_b)`` for every such pair: preference 1 when
+    ``system``'s score is higher, 0 when lower, 0.5 when equal, NaN
     when either score is missing. Feed them to :func:`length_controlled_win_rate`.
     """
     s = as_float_array(scores, "scores")
@@ -119,7 +124,8 @@ def pairs_against(
         if sy is not None and d is not None:
             index[(sy, d)] = i
     pref, la, lb = [], [], []
-    others = [baseline] if baseline is not None else [x for x in dict.fromkeys(systems) if x not in (None, system)]
+    others = [baseline] if baseline is not None else [x for x in dict.fromkeys(systems)
+                                                      if x not in (None, system)]
     for d in dict.fromkeys(d for d in docs if d is not None):
         a = index.get((system, d))
         for other in others:

@@ -156,7 +156,8 @@ def familiarity(
     perplexities: Scores, judge: Scores, human: Scores, scale: Scale | tuple[float, float], *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Familiarity bias (Stureborg et al. 2024): mean perplexity of outputs per judge rating beside per human rating.
+    """Familiarity bias (Stureborg et al. 2024): mean perplexity of outputs per judge rating beside per human
+    rating.
 
     Judge scores and mean human scores are rounded to the nearest point of ``scale``
     (halves go up: a human mean of 3.5 counts as 4), then outputs are grouped by rating
@@ -168,7 +169,8 @@ def familiarity(
     favours familiar text more than humans.
     """
     s = Scale.of(scale)
-    p, j, h = (as_float_array(a, n) for a, n in ((perplexities, "perplexities"), (judge, "judge"), (human, "human")))
+    p, j, h = (as_float_array(a, n) for a,
+               n in ((perplexities, "perplexities"), (judge, "judge"), (human, "human")))
     if not len(p) == len(j) == len(h):
         raise DataError(f"expected equal lengths; got perplexities={len(p)}, judge={len(j)}, human={len(h)}")
     pc, jc, hc = complete_pairs(p, j, h)

@@ -1,4 +1,5 @@
-"""Self-bias: self-preference and length preference (Liu et al. 2024), source sensitivity (Stureborg et al. 2024).
+"""Self-bias: self-preference and length preference (Liu et al. 2024), source sensitivity (Stureborg et al.
+2024).
 
 Liu et al. find that evaluators favour their own outputs and longer outputs; Stureborg
 et al. that judges should keep the source document in the prompt, since scores move
@@ -60,7 +61,8 @@ def self_preference(
     texts: Sequence[Hashable | None] | None = None,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Self-preference (Liu et al. 2024): the evaluator x generator matrix of mean scores, min-max normalised per row.
+    """Self-preference (Liu et al. 2024): the evaluator x generator matrix of mean scores, min-max normalised
+    per row.
 
     Inputs are parallel lists: each judgment's score, the evaluator that gave it and the
     generator that wrote the judged text. ``extra["matrix"]`` holds the mean score per
@@ -113,8 +115,8 @@ def self_preference(
         if texts is None and len(ev_names) > 1:
             raise ConfigError(
                 f"expected texts= (the id of the judged text, one per judgment) to bootstrap self-preference "
-                f"over {len(ev_names)} evaluators: the bootstrap resamples texts, keeping each text's judgments "
-                f"by every evaluator together; got texts=None")
+                f"over {len(ev_names)} evaluators: the bootstrap resamples texts, keeping each text's "
+                f"judgments by every evaluator together; got texts=None")
         text_ids = check_labels(texts, len(x), "text id") if texts is not None else list(range(len(x)))
         groups: dict[Hashable, list[int]] = {}
         for i, t in enumerate(text_ids):
@@ -181,7 +183,8 @@ def source_sensitivity(
         extra[f"{method}_with_source"] = item_correlation(a, human, method).value
         extra[f"{method}_without_source"] = item_correlation(b, human, method).value
     absdiff = np.abs(diff)
-    interval = resample_interval(batched_nanmean, absdiff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = resample_interval(batched_nanmean, absdiff, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
     return finish(name, float(absdiff.mean()), len(x), failed, interval=interval, extra=extra)
 
 

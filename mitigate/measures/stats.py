@@ -402,7 +402,8 @@ def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
 
 
 def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> np.ndarray:
-    """A (n_perm, n) boolean array: which items swap in each permutation (whole groups together with ``codes``)."""
+    """A (n_perm, n) boolean array: which items swap in each permutation (whole groups together with
+    ``codes``)."""
     if codes is None:
         return rng.random((n_perm, n)) < 0.5
     per_group = rng.random((n_perm, int(codes.max()) + 1 if len(codes) else 0)) < 0.5
@@ -475,7 +476,8 @@ def paired_permutation_test(
             else:
                 null = rows(pa, h) - rows(pb, h)
         else:
-            null = np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x, y in zip(pa, pb, strict=True)])
+            null = np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x,
+                             y in zip(pa, pb, strict=True)])
     return PermutationResult(
         observed=observed, p_value=_two_sided_p(observed, null), n=len(a), n_perm=n_perm,
         observed_a=sa, observed_b=sb,

@@ -127,8 +127,8 @@ class Probe(Component):
         if self.side == "b":
             if not item.pairwise:
                 raise ConfigError(
-                    f"probe {self.registry_name!r} with side='b' rewrites the second text of a pairwise item; "
-                    f"item {item.id!r} has only one text (use side='a')"
+                    f"probe {self.registry_name!r} with side='b' rewrites the second text of a pairwise "
+                    f"item; item {item.id!r} has only one text (use side='a')"
                 )
             return "output_b"
         return "output"

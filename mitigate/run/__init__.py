@@ -1,4 +1,5 @@
-"""Running a judge over items: the runner and its journal, batch sessions, and the requests a judge would send.
+"""Running a judge over items: the runner and its journal, batch sessions, and the requests a judge would
+send.
 
 The public names, imported on first use::
 

@@ -104,8 +104,8 @@ class RunSummary(BaseModel):
             f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
             f"({self.cached_calls} from cache); tokens in/out {self.usage.prompt_tokens}/"
-            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a cache, "
-            f"{self.usage.cache_write_tokens} written to one); "
+            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a "
+            f"cache, {self.usage.cache_write_tokens} written to one); "
             f"cost {cost}; {self.seconds:.1f}s"
         )
 
@@ -123,7 +123,8 @@ class RunResult(BaseModel):
 
     def rows(self, items: Sequence[Item] | None = None, criterion: str | None = None,
              entry: str | None = None) -> list[dict[str, Any]]:
-        """Every judgment in long form (:meth:`Judgment.rows`), with the item's document, system and human label.
+        """Every judgment in long form (:meth:`Judgment.rows`), with the item's document, system and human
+        label.
 
         ``items`` (the judged items, matched by id) fills ``document``, ``system`` and
         ``human`` (the human score on ``criterion``, or the gold preference of a pairwise
@@ -148,13 +149,15 @@ class RunResult(BaseModel):
         return frame(self.rows(items, criterion, entry))
 
 
-FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "score", "verdict", "human", "raw",
+FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "score", "verdict", "human",
+                 "raw",
                  "failure", "flags")
 """The columns of the long-form tables of judge and compare results."""
 
 
 def frame(rows: Sequence[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS) -> Any:
-    """``rows`` as a pandas DataFrame with ``columns`` (default :data:`FRAME_COLUMNS`); a one-line ConfigError when
+    """``rows`` as a pandas DataFrame with ``columns`` (default :data:`FRAME_COLUMNS`); a one-line ConfigError
+    when
     pandas is missing."""
     try:
         import pandas as pd
@@ -171,7 +174,8 @@ def _clip(text: str, limit: int = 300) -> str:
 
 
 def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
-    """Whether a judgment's error will repeat for every item: ``(kind, what happened, trip at once)``, else None.
+    """Whether a judgment's error will repeat for every item: ``(kind, what happened, trip at once)``, else
+    None.
 
     ``kind`` groups repeats of the same cause; ``trip at once`` is True when one occurrence is
     already the sum of several failed attempts (every retry could not connect, or the server asked
@@ -194,7 +198,8 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
     retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
     if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
         last = exc.context.get("last_error")
-        said = "its rate-limit headers" if getattr(last, "context", {}).get("reason") == "rate-limit" else "Retry-After"
+        said = "its rate-limit headers" if getattr(last, "context",
+                                                   {}).get("reason") == "rate-limit" else "Retry-After"
         return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
                 f"than this run's patience of {patience:g} s; try again later or allow a longer wait", True)
     last = exc.context.get("last_error")
@@ -207,7 +212,8 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
             return "closed", f"the server closed the connection on every one of {attempts} attempts: {last.message}", \
                 False
         if reason == "cut":
-            return "cut", f"the server broke off its answer on every one of {attempts} attempts: {last.message}", False
+            return "cut", (f"the server broke off its answer on every one of {attempts} attempts: "
+                           f"{last.message}"), False
         if reason == "timeout":
             return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
         if last.status is not None:
@@ -344,13 +350,13 @@ def preflight(judge: Judge, items: Sequence[Item]) -> None:
         item, chars, cap = too_long[0]
         raise DataError(
             f"{len(too_long)} of {len(items)} items give a prompt longer than max_prompt_chars={cap:,} "
-            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} characters "
-            f"(about {chars // 4:,} tokens)", item_id=item.id)
+            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} "
+            f"characters (about {chars // 4:,} tokens)", item_id=item.id)
     if bad:
         item, refused = bad[0]
         raise DataError(
-            f"{len(bad)} of {len(items)} items cannot be put into the judge's prompt, so no LM call was made; "
-            f"the first, {item.id!r}: {_clip(refused.message, 400)}",
+            f"{len(bad)} of {len(items)} items cannot be put into the judge's prompt, so no LM call was "
+            f"made; the first, {item.id!r}: {_clip(refused.message, 400)}",
             item_id=item.id,
         )
 
@@ -405,8 +411,10 @@ async def run(
         if session is not None:  # every item starts at once and waits for its batch
             judge = session.wrap(judge)
             concurrency = max(1, len(todo))
-        stopped = await _judge_all(judge, todo, results, jr, breaker, concurrency=concurrency, session=session,
-                                   bar=tqdm(total=len(items), initial=resumed, desc=desc, disable=not progress,
+        stopped = await _judge_all(judge, todo, results, jr, breaker, concurrency=concurrency,
+                                   session=session,
+                                   bar=tqdm(total=len(items), initial=resumed, desc=desc,
+                                            disable=not progress,
                                             unit="item", leave=False))
     finally:
         if jr is not None:
@@ -424,8 +432,8 @@ async def run(
             done = f"the {summary.ok} judgments made are kept in {journal}" if summary.ok else "nothing was judged"
             kept = f"; {done}: fix the cause and rerun to resume"
         error = RunStoppedError(
-            f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, with "
-            f"a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
+            f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, "
+            f"with a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
             cause=breaker.cause,
         )
         error.result = result  # type: ignore[attr-defined]
@@ -519,7 +527,8 @@ async def _judge_all(
                         await judge_one(item)
                         # a permanent failure in a row keeps its slot, so a run that cannot succeed makes
                         # stop_after requests in all, not stop_after plus those started while they failed
-                        keep = not opened.is_set() and breaker.count > before and held[0] < min(breaker.count, slots - 1)
+                        keep = not opened.is_set() and breaker.count > before and held[0] < min(breaker.count,
+                                                                                                slots - 1)
                         return
                 finally:
                     if keep:
@@ -545,7 +554,8 @@ async def _judge_all(
             await one(item)
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # a journal that cannot be written, a bug: stop everything, then raise it
+        # a journal that cannot be written, a bug: stop everything, then raise it
+        except BaseException as exc:
             crashed.append(exc)
             stop.set()
             cancel_others()
@@ -589,5 +599,6 @@ def summarise(judgments: Sequence[Judgment], *, resumed: int = 0, seconds: float
 
 
 def run_sync(judge: Judge, items: Sequence[Item], **kwargs: Any) -> RunResult:
-    """:func:`run` from synchronous code (a ConfigError inside a running event loop: await :func:`run` there)."""
+    """:func:`run` from synchronous code (a ConfigError inside a running event loop: await :func:`run`
+    there)."""
     return run_coroutine(run(judge, items, **kwargs), what="run_sync()", instead="run(judge, items)")

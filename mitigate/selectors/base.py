@@ -105,7 +105,8 @@ def demo_item(item: Item) -> Item:
 
 def demo_of(item: Item, criterion: str, *, human_scale: Scale | None = None,
             prompt_scale: Scale | None = None) -> Demo:
-    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a verdict."""
+    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a
+    verdict."""
     if criterion not in item.human and criterion in item.preference:
         return Demo(item=item, verdict=GOLD_VERDICT[item.preference[criterion]])
     return Demo.from_item(item, criterion, human_scale=human_scale, prompt_scale=prompt_scale)
@@ -129,14 +130,15 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
             if len(known) != 1:
                 raise ConfigError(
                     f"cannot tell which human label to show in demos: benchmark {train.name!r} has criteria "
-                    f"{list(train.criteria)} and the judge's prompts score {names}; name one with criterion=..."
+                    f"{list(train.criteria)} and the judge's prompts score {names}; name one with "
+                    "criterion=..."
                 )
             criterion = known[0]
     if not labelled_items(train.items, criterion):
         found = sorted({c for it in train.items for c in (*it.human, *it.preference)})
         raise DataError(
-            f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark {train.name!r}; "
-            f"its items have labels for {found or 'nothing'}",
+            f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark "
+            f"{train.name!r}; its items have labels for {found or 'nothing'}",
             criterion=criterion,
         )
     return criterion
@@ -212,15 +214,16 @@ class Selector(Component, Fittable):
         else:
             items, scale = list(pool), None
             if not all(isinstance(it, Item) for it in items):
-                raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got {type(pool).__name__}")
+                raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got "
+                                  f"{type(pool).__name__}")
             if criterion is None:
                 criterion = _criterion_of_judge(name, items, judge, "a list of items")
         kept = labelled_items(items, criterion)
         if not kept:
             found = sorted({c for it in items for c in (*it.human, *it.preference)})
             raise ConfigError(
-                f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got none among "
-                f"{len(items)} "
+                f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got "
+                f"none among {len(items)} "
                 f"items (their labels: {found or 'none'})"
             )
         ids = [it.id for it in kept]
@@ -286,8 +289,8 @@ class Selector(Component, Fittable):
         if k > len(candidates):
             extra = " (the query item itself is left out)" if len(candidates) < len(self.pool_) else ""
             raise ConfigError(
-                f"The 'k' parameter of {name} asks for {k} demos, but the fitted pool has only {len(candidates)} "
-                f"items with a human {self.criterion_!r} score{extra}."
+                f"The 'k' parameter of {name} asks for {k} demos, but the fitted pool has only "
+                f"{len(candidates)} items with a human {self.criterion_!r} score{extra}."
             )
         return self._pick(k, candidates, query)
 
@@ -297,8 +300,10 @@ class Selector(Component, Fittable):
 
 
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
-    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly one."""
-    names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
+    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly
+    one."""
+    names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves()
+                                                        for c in leaf.prompt.criteria))
     known = [n for n in names if labelled_items(items, n)]
     if len(known) != 1:
         labels = sorted({c for it in items for c in (*it.human, *it.preference)})
@@ -317,7 +322,8 @@ def example_pool() -> list[Item]:
         ("ex-3", "The cat slept on the warm mat.", 5.0),
         ("ex-4", "Stocks fell sharply on Monday.", 3.0),
     ]
-    return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t, s in texts]
+    return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t,
+            s in texts]
 
 
 has_label = renamed(_labelled_item, "mitigate.selectors.has_label", "mitigate.data.split.labelled")

@@ -57,7 +57,8 @@ def stratified_pick(
     ]
     if len(eligible) < m:
         raise ConfigError(
-            f"expected at least m={m} training items with human scores for {list(criteria)}; got {len(eligible)}"
+            f"expected at least m={m} training items with human scores for {list(criteria)}; got "
+            f"{len(eligible)}"
         )
     if scale is not None:
         on_scale = [it for it in eligible if all(_on_scale(it.human[c], scale) for c in criteria)]
@@ -142,7 +143,8 @@ class Stratified(Selector):
         return self.model_copy(update=state)
 
     def label_of(self, item: Item) -> float:
-        """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise item
+        """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise
+        item
         its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
         assert self.criterion_ is not None
         if self.criterion_ not in item.human:
@@ -154,7 +156,8 @@ class Stratified(Selector):
         """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
         assert self.criterion_ is not None
         if self.by == "range" and all(self.criterion_ in it.human for it in candidates):
-            return stratified_pick(candidates, [self.criterion_], k, self.scale or self.judge_scale_, self.seed)
+            return stratified_pick(candidates, [self.criterion_], k, self.scale or self.judge_scale_,
+                                   self.seed)
         rng = _random.Random(self.seed)
         groups: dict[float, list[Item]] = {}
         for it in sorted(candidates, key=lambda it: it.id):

@@ -151,7 +151,8 @@ class Pipeline(Mitigation):
         return out | Tags(needs_judge=out.needs_fitting)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Pipeline:
-        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps before it.
+        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps
+        before it.
 
         The one way to fit any pipeline (``mitigate compare --train`` uses it), as
         scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
@@ -208,14 +209,16 @@ def load_pipeline(path: str | Path) -> Mitigation:
     if isinstance(data, dict) and "pipeline" in data and "name" not in data:
         search = data.get("search")
         if isinstance(search, dict) and search.get("beats_baseline") is False:
-            warnings.warn(f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds the "
-                          "search's dev winner, not a recommendation", NotRecommendedWarning, stacklevel=2)
+            warnings.warn(f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds "
+                          "the search's dev winner, not a recommendation", NotRecommendedWarning,
+                          stacklevel=2)
         data = data["pipeline"]
     return from_spec(data)
 
 
 def parse_pipeline(text: str) -> Pipeline:
-    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings), or ``"@file.json"``.
+    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings), or
+    ``"@file.json"``.
 
     ``"@path"`` loads a spec file (:func:`load_pipeline`). ``"baseline"`` or an empty string
     is the empty pipeline.
@@ -274,7 +277,8 @@ def _split_args(text: str) -> list[str]:
 
 
 async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: bool = True) -> list[Judgment]:
-    """Run the child judge calls of a fan-out (concurrently or in order); re-raise the first error once all finished."""
+    """Run the child judge calls of a fan-out (concurrently or in order); re-raise the first error once all
+    finished."""
     if concurrent:
         results = await asyncio.gather(*(c() for c in calls), return_exceptions=True)
     else:

@@ -123,8 +123,9 @@ class Sampling(Mitigation):
     def _leaf(self, leaf: PromptJudge) -> Judge:
         if self.cot and leaf.config.scoring == "expected":
             raise ConfigError(
-                "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected value "
-                "over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
+                "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected "
+                "value over the first scale number it generates (ExpectedScore); expected cot=False with "
+                "ExpectedScore"
             )
         prompt = set_cot(allow_reasoning(leaf.prompt) if self.cot else leaf.prompt, self.cot)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
@@ -178,9 +179,9 @@ class ExpectedScore(Mitigation):
         why = asks_for_reasoning(leaf.prompt)
         if why is not None:
             raise ConfigError(
-                "ExpectedScore reads the first scale number the judge generates, so it needs a direct answer; "
-                f"got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain of thought "
-                "or the RTS form)"
+                "ExpectedScore reads the first scale number the judge generates, so it needs a direct "
+                f"answer; got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain "
+                "of thought or the RTS form)"
             )
         changes: dict[str, Any] = {"scoring": "expected", "top_logprobs": self.top_logprobs}
         if leaf.config.constrain == "auto" and "format" in leaf.lm.constraint_modes():
@@ -196,9 +197,9 @@ def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
     if fmt.reasoning == "before":
         warnings.warn(
             f"ExpectedScore reads the probabilities of the first scale number the judge generates, but the "
-            f"prompt's own answer format is {fmt.describe()}: if the judge reasons first, that number is not its "
-            "score. Expected a prompt that asks for the score directly, or a backend that can constrain the answer "
-            "(constrain='answer')",
+            f"prompt's own answer format is {fmt.describe()}: if the judge reasons first, that number is not "
+            "its score. Expected a prompt that asks for the score directly, or a backend that can constrain "
+            "the answer (constrain='answer')",
             PromptConflictWarning,
             stacklevel=4,
         )
@@ -250,12 +251,12 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
     scores: list[float] = []
     for opt in guideline.options:
         if opt.score is None:
-            raise ConfigError(f"expected every guideline option to state its score to move it to {new.describe()}; "
-                              f"option {opt.label!r} states none")
+            raise ConfigError("expected every guideline option to state its score to move it to "
+                              f"{new.describe()}; option {opt.label!r} states none")
         if not old.contains(opt.score):
             raise ConfigError(
-                f"expected guideline scores within the prompt's scale {old.describe()}; got option {opt.label!r} "
-                f"with score {_num(opt.score)}"
+                f"expected guideline scores within the prompt's scale {old.describe()}; got option "
+                f"{opt.label!r} with score {_num(opt.score)}"
             )
         score = _rescale(opt.score, old, new)
         scores.append(score)

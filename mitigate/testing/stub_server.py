@@ -156,7 +156,8 @@ def _cache_blocks(body: dict[str, Any]) -> list[tuple[list[str], bool]]:
         elif isinstance(content, list):
             for block in content:
                 if isinstance(block, dict):
-                    blocks.append((_words(block.get("text", "")), isinstance(block.get("cache_control"), dict)))
+                    blocks.append((_words(block.get("text", "")),
+                                   isinstance(block.get("cache_control"), dict)))
 
     add(body.get("system", ""))
     for message in body.get("messages") or []:
@@ -488,7 +489,8 @@ class StubOpenAIServer:
                     raw = await reader.readexactly(length) if length else b""
                 close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
                 path, _, query = target.partition("?")
-                status, payload, extra = await self._respond(method, path, headers, raw, dict(parse_qsl(query)))
+                status, payload, extra = await self._respond(method, path, headers, raw,
+                                                             dict(parse_qsl(query)))
                 await self._send(writer, status, payload, extra, close)
                 if close:
                     return
@@ -554,9 +556,11 @@ class StubOpenAIServer:
             if anthropic_route:
                 kind = "rate_limit_error" if self.fail_status == 429 else "api_error"
                 return self.fail_status, {"type": "error", "error": {"type": kind, "message": message}}, extra
-            return self.fail_status, {"error": {"message": message, "type": "stub_error", "code": None}}, extra
+            return self.fail_status, {"error": {"message": message, "type": "stub_error",
+                                                "code": None}}, extra
         if method == "GET" and path.endswith("/models"):
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]}, {}
+            return 200, {"object": "list",
+                         "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]}, {}
         routed = await self.batch.route(method, path, query or {}, headers, raw, body)
         if routed is not None:
             return routed
@@ -570,13 +574,16 @@ class StubOpenAIServer:
                 return limited
             answer = self._messages(body) if anthropic_route else self._chat(body)
             return 200, answer, limited[2]
-        return 404, {"error": {"message": f"no route for {path}; expected /v1/chat/completions or /v1/messages"}}, {}
+        return 404, {"error": {"message": f"no route for {path}; expected /v1/chat/completions or "
+                                          "/v1/messages"}}, {}
 
     async def _answer(self, provider: str, body: dict[str, Any]) -> dict[str, Any]:
-        """One batched request's answer: the same as a live call's (no rate limits: batches have their own pool)."""
+        """One batched request's answer: the same as a live call's (no rate limits: batches have their own
+        pool)."""
         return self._messages(body) if provider == "anthropic" else self._chat(body)
 
-    def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> tuple[int, dict[str, Any],
+                                                                          dict[str, str]]:
         """Take a live request from the budgets; (200, {}, headers) or a 429 answer with headers.
 
         Budgets are token buckets, as the providers describe theirs: a full bucket holds the
@@ -590,7 +597,8 @@ class StubOpenAIServer:
             now = time.monotonic()
             elapsed, self._window_start = now - self._window_start, now
             waits = [0.0]
-            for kind, limit, want in (("requests", self.rate_limit_requests, 1), ("tokens", self.rate_limit_tokens, need)):
+            for kind, limit, want in (("requests", self.rate_limit_requests, 1),
+                                      ("tokens", self.rate_limit_tokens, need)):
                 if limit is None:
                     continue
                 rate = limit / self.rate_limit_window
@@ -611,7 +619,8 @@ class StubOpenAIServer:
         message = "stub rate limit reached"
         if anthropic:
             return 429, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}, headers
-        return 429, {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}}, headers
+        return 429, {"error": {"message": message, "type": "requests",
+                               "code": "rate_limit_exceeded"}}, headers
 
     def _limit_headers(self, anthropic: bool) -> dict[str, str]:
         """The provider's rate-limit headers for the current buckets (call with the lock held)."""
@@ -643,7 +652,8 @@ class StubOpenAIServer:
         return True
 
     def _openai_cached(self, body: dict[str, Any], prompt_tokens: int) -> int:
-        """Prompt tokens served from the emulated OpenAI prefix cache (and remember this prompt's prefixes)."""
+        """Prompt tokens served from the emulated OpenAI prefix cache (and remember this prompt's
+        prefixes)."""
         if self.cached_tokens:
             return min(self.cached_tokens, prompt_tokens)
         if not self.prompt_cache or prompt_tokens < self.openai_cache_min_tokens:
@@ -708,7 +718,8 @@ class StubOpenAIServer:
             forced = _forced_function(body)
             if forced is not None:  # a request that forces a tool call gets one, its arguments the reply text
                 message = {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"call_{index}", "type": "function", "function": {"name": forced, "arguments": text}}]}
+                    {"id": f"call_{index}", "type": "function",
+                     "function": {"name": forced, "arguments": text}}]}
                 finish = "tool_calls"
             choice: dict[str, Any] = {
                 "index": index,
@@ -761,7 +772,8 @@ class StubOpenAIServer:
 
 
 def _forced_function(body: dict[str, Any]) -> str | None:
-    """The function name a chat request forces with ``tool_choice`` (or its only tool when ``"required"``); else None."""
+    """The function name a chat request forces with ``tool_choice`` (or its only tool when ``"required"``);
+    else None."""
     choice = body.get("tool_choice")
     if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
         name = choice["function"].get("name")
@@ -803,7 +815,8 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m mitigate.testing", description=main.__doc__)
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="port on 127.0.0.1 (default: a free one, printed)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
     parser.add_argument("--reply", default="Score: 4", help="the completion text")
     parser.add_argument("--fail-first", type=int, default=0)

@@ -147,7 +147,8 @@ def _normalised(data: dict[str, Any]) -> dict[str, Any]:
     if "likelihood" in data and data["likelihood"] is None:
         data["likelihood"] = False
     if "likelihood" in data and not isinstance(data["likelihood"], bool | LikelihoodScorer):
-        raise ConfigError(f"expected likelihood=True or a LikelihoodScorer; got {type(data['likelihood']).__name__}")
+        raise ConfigError("expected likelihood=True or a LikelihoodScorer; got "
+                          f"{type(data['likelihood']).__name__}")
     if data.get("probes") is None:
         data.pop("probes", None)
     elif not isinstance(data["probes"], tuple):
