@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {form.upper()}: ours {[c for c, ok in per.items() if ok]}; paper "
               f"{list(PAPER_SIGNIFICANT[form])}")
     payload = {
-        "what": "RTS/MCQ agreement gate on Shen et al.'s released ChatGPT outputs (SummEval, 12 systems x 100 docs)",
+        "what": "RTS/MCQ agreement gate on Shen et al.'s released ChatGPT outputs (SummEval, 12 "
+                "systems x 100 docs)",
         "command": "python benchmarks/agreement_gate_released.py "
         + " ".join(argv if argv is not None else sys.argv[1:]),
         "settings": {"method": args.method, "tolerance": args.tolerance, "sweep": list(SWEEP),

@@ -304,7 +304,8 @@ def shared_folder_trials(args: argparse.Namespace, work: Path, bench: Path, prom
                                "wrong_score": sum(c["wrong_score"] for c in checks)}
     s = out["same_run_dir"]
     print(f"  second process on a run folder in use: exit {s['second_exit']} ({s['second_stderr'][:90]}...); "
-          f"first exit {s['first_exit']}, lost={s['lost']} duplicated={s['duplicated']}, {s['requests']} requests")
+          f"first exit {s['first_exit']}, lost={s['lost']} duplicated={s['duplicated']}, "
+          f"{s['requests']} requests")
     c = out["shared_cache"]
     print(f"  two processes sharing one cache: exits {c['exits']}, lost={c['lost']} "
           f"duplicated={c['duplicated']}, {c['requests']} requests for {2 * args.items} judgments")
@@ -762,7 +763,8 @@ PLANTED_FORMATS: dict[str, dict[str, Any]] = {
         "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\n"
         'Explain briefly, then end with a line "Score: N".')},
     "[RESULT] N": {"kind": "score", "line": "[RESULT] {value}", "values": ["1", "4"], "prompt": (
-        "###Task Description:\nWrite a short feedback on the fluency of the summary, then a score from 1 to 5. "
+        "###Task Description:\nWrite a short feedback on the fluency of the summary, then a score "
+        "from 1 to 5. "
         'The output should look as follows: "Feedback: (a feedback) [RESULT] (an integer from 1 to 5)"\n\n'
         "###Article:\n{{source}}\n\n###Summary to evaluate:\n{{summary}}\n\n###Feedback: ")},
     "JSON score": {"kind": "score", "line": "json", "values": ["3", "5"], "prompt": (
@@ -925,7 +927,8 @@ def main() -> None:
                     choices=["kill", "storm", "permanent", "bad-inputs", "hostile", "echoed-keys", "hang",
                              "planted"])
     ap.add_argument("--hostile-payloads", choices=["few", "all"], default="few",
-                    help="template payloads sent through every command (every payload goes through prompts inspect)")
+                    help="template payloads sent through every command (every payload goes through "
+                         "prompts inspect)")
     ap.add_argument("--hostile-timeout", type=float, default=60.0,
                     help="seconds before a hostile case's process "
                     "counts as hung")
@@ -1011,7 +1014,8 @@ def main() -> None:
     for arm, block in out.get("echoed_keys", {}).items():
         print(f"echoed keys ({arm}): {block['passed']} of {block['total']} cases pass")
     if "default_hang" in out:
-        print(f"default-settings hang: {out['default_hang']['passed']} of {out['default_hang']['total']} cases pass")
+        print(f"default-settings hang: {out['default_hang']['passed']} of "
+              f"{out['default_hang']['total']} cases pass")
     for arm, block in out.get("planted", {}).items():
         t = block["total"]
         print(f"planted values ({arm}): {t['cases']} answers; read the planted value {t['planted']}, the "

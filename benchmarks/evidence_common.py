@@ -47,7 +47,8 @@ RUNS_DIR = Path(__file__).resolve().parent.parent / "runs" / "evidence"
 def default_backend(size: str = "0.5b") -> str:
     """``local:<path>`` of the judge model fetched by ``fetch-judge-model <size>`` (run as a subprocess)."""
     if not FETCH_TOOL.is_file():
-        raise ConfigError(f"expected the model fetch tool at {FETCH_TOOL}; it is missing. Pass --backend explicitly")
+        raise ConfigError(f"expected the model fetch tool at {FETCH_TOOL}; it is missing. Pass "
+                          "--backend explicitly")
     done = subprocess.run([str(FETCH_TOOL), size], capture_output=True, text=True, check=False)
     lines = [ln.strip() for ln in done.stdout.splitlines() if ln.strip()]
     if done.returncode != 0 or not lines or not lines[-1].endswith(".gguf"):
@@ -71,7 +72,8 @@ def add_common_args(ap: argparse.ArgumentParser, *, name: str, default_n: int) -
     ap.add_argument("--seed", type=int, default=0,
                     help="seed of item sampling, demo draws, bootstrap and tests")
     ap.add_argument("--concurrency", type=int, default=1,
-                    help="judgments in flight (1 keeps consecutive calls sharing their prefix on the local backend)")
+                    help="judgments in flight (1 keeps consecutive calls sharing their prefix on the "
+                         "local backend)")
     ap.add_argument("--n-ctx", type=int, default=8192, help="context window of the local backend")
     ap.add_argument("--max-tokens", type=int, default=24,
                     help="answer budget of direct (non-reasoning) calls")

@@ -203,7 +203,8 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"\nmean BiasScore over {list(results)}: "
           + ", ".join(f"{n} {v:.3f}" for n, v in mean_bias.items()))
     path = write_summary(args, "highest_rs_webnlg.py", {
-        "what": "BiasScore and Spearman with humans, random vs highest-RS demos, WebNLG 2020 (Ohi et al. 2024)",
+        "what": "BiasScore and Spearman with humans, random vs highest-RS demos, WebNLG 2020 (Ohi "
+                "et al. 2024)",
         "paper": PAPER, "split": "inputs (doc_id) halved with --seed; demos fitted on the train half only",
         "criteria": results,
         "mean_bias_score_over_criteria": mean_bias,

@@ -136,7 +136,8 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"{name:<16} Spearman {fmt(c['spearman_item'])}  alpha {fmt(c['alpha_across_samples'])}  "
               f"parse failures {c['run']['parse_failures']}{diff}")
     path = write_summary(args, "sampling_grid_summeval.py", {
-        "what": "temperature x CoT grid with averaging, and the expected score, on SummEval (Stureborg et al. 2024)",
+        "what": "temperature x CoT grid with averaging, and the expected score, on SummEval (Stureborg "
+                "et al. 2024)",
         "n_items": len(result.items), "n_documents": n_docs, "criterion": args.criterion,
         "reference": result.entries[0].name, "cells": cells,
     }, timer)

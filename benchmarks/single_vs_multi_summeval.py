@@ -148,7 +148,8 @@ async def main_async(args: argparse.Namespace) -> None:
             positions = {tuple(sorted(j.meta.get("positions", {}).items())) for j in res.judgments
                          if j.error is None}
             if len(positions) > 1:
-                raise RuntimeError(f"expected one fixed criteria order per setting; {name} recorded {positions}")
+                raise RuntimeError(f"expected one fixed criteria order per setting; {name} "
+                                   f"recorded {positions}")
             timer.mark(name, t0)
         single = Pipeline([MultiAttribute(criteria=criteria), SingleAttribute()]).wrap(base)
         per_crit: dict[str, dict[str, Judgment]] = {}

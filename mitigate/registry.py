@@ -137,7 +137,8 @@ def load_plugin(module: str) -> list[tuple[str, str]]:
     then is still reported (:func:`plugin_components`).
     """
     if not isinstance(module, str) or not _MODULE_PATH.fullmatch(module.strip()):
-        raise ConfigError(f"expected a plugin as a dotted module path such as 'my_package.judges'; got {module!r}")
+        raise ConfigError("expected a plugin as a dotted module path such as 'my_package.judges'; "
+                          f"got {module!r}")
     module = module.strip()
     _loading_plugins.append(module)
     try:
@@ -453,7 +454,8 @@ def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> 
         return asyncio.run(coro)
     coro.close()
     raise ConfigError(
-        f"{what} runs its own event loop and was called inside a running one; expected `await {instead}` there"
+        f"{what} runs its own event loop and was called inside a running one; expected `await "
+        f"{instead}` there"
     )
 
 

@@ -76,7 +76,8 @@ def test_rts_form_replaces_the_answer_instruction_with_reason_then_score() -> No
 
 
 def test_forms_append_the_instruction_when_the_prompt_has_none() -> None:
-    p = JudgePrompt.from_template("Score 1 means bad.\nScore 2 means ok.\nScore 3 means good.\n\nText: {{output}}")
+    p = JudgePrompt.from_template("Score 1 means bad.\nScore 2 means ok.\nScore 3 means "
+                                  "good.\n\nText: {{output}}")
     assert rts_form(p).render(ITEM)[-1].content.endswith("Text: The cat sat.\n\n" + RTS_ASK.replace(
         "1, 2, 3, 4 or 5", "1, 2 or 3"))
     assert mcq_form(p).render(ITEM)[-1].content.endswith("Text: The cat sat.\n\n" + MCQ_ASK.replace(
@@ -260,8 +261,10 @@ def test_released_chatgpt_coherence_gives_twelve_r_values() -> None:
 
 # Prometheus' format: a rubric, feedback then "[RESULT] N", ending with the stub "###Feedback: "
 PROMETHEUS_LIKE = (
-    "###Task Description:\nWrite a detailed feedback, then a score that is an integer between 1 and 5. The output "
-    'format should look as follows: "Feedback: (write a feedback) [RESULT] (an integer number between 1 and 5)"\n\n'
+    "###Task Description:\nWrite a detailed feedback, then a score that is an integer between 1 and "
+    "5. The output "
+    'format should look as follows: "Feedback: (write a feedback) [RESULT] (an integer number between '
+    '1 and 5)"\n\n'
     "###Response to evaluate:\n{response}\n\n###Score Rubrics:\nScore 1: Poor.\nScore 2: Weak.\nScore 3: "
     "Fair.\nScore 4: Good.\nScore 5: Excellent.\n\n###Feedback: "
 )

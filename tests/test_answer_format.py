@@ -191,7 +191,8 @@ def test_answers_a_real_small_judge_gave_are_read_right() -> None:
 
 
 def test_the_instruction_a_mitigation_adds_asks_for_the_formats_own_line() -> None:
-    assert RESULT.instruction(S5) == 'End your answer with a final line "[RESULT] N", with N a score from 1 to 5.'
+    assert RESULT.instruction(S5) == ('End your answer with a final line "[RESULT] N", with N a score '
+                                      'from 1 to 5.')
     assert COHERENCE.instruction(S5) == 'Answer with only "Coherence: N", with N a score from 1 to 5.'
     pair = AnswerFormat(kind="pairwise", line="[[{value}]]", labels=("A", "B"), tie="C", reasoning="before")
     assert pair.instruction(S5) == ("End your answer with a final line \"[[X]]\", with X being 'A' or 'B' "
@@ -284,7 +285,8 @@ def test_an_analyze_then_rate_form_reads_reasoning_first_with_its_rating_line() 
     from mitigate.prompt import JudgePrompt
 
     prompt = JudgePrompt.from_template(
-        "Evaluate the summary of the article.\n\nArticle: {{article}}\nSummary: {{summary}}\n\nEvaluation Form "
+        "Evaluate the summary of the article.\n\nArticle: {{article}}\nSummary: "
+        "{{summary}}\n\nEvaluation Form "
         '(Respond by beginning with "Reasoning:" to reason about the example against the criteria briefly, '
         'and afterwards put the numerical score on the following line after "Score:"):', scale=(1, 5))
     assert (prompt.format.line, prompt.format.reasoning) == ("Score: {value}", "before")
@@ -313,7 +315,8 @@ def test_a_verdict_line_whose_sentence_names_the_other_side_in_another_clause_is
     "Therefore, neither Output (a) nor Output (b) is better.",  # no tie offered: a failure, never (b)
     "Output (b) is better in tone, but it ignores the instruction.",
     "It is unclear whether, on balance, Output (a) is better.",
-    "Therefore, Output (a) is better. I understand that Assistant (b) argues that Output (b) is better because",
+    "Therefore, Output (a) is better. I understand that Assistant (b) argues that Output (b) is "
+    "better because",
 ])
 def test_a_negated_hedged_or_reported_verdict_line_is_not_read(text: str) -> None:
     fmt = AnswerFormat(kind="pairwise", line="Therefore, Output ({value}) is better.", labels=("a", "b"),

@@ -52,7 +52,8 @@ def test_compare_the_released_head_to_head_on_the_pairwise_benchmark(tmp_path: P
                                       "--no-progress"])
     assert result.exit_code == 0, result.output
     report = (tmp_path / "report.md").read_text()
-    assert "position consistency" in report and "## Per system pair" in report and "| chatgpt-h2h | M8 vs M9 |" in report
+    assert "position consistency" in report and "## Per system pair" in report and ("| chatgpt-h2h "
+                                                                                    "| M8 vs M9 |") in report
 
 
 def _bench(tmp_path: Path) -> Path:

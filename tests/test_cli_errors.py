@@ -185,5 +185,6 @@ def test_compare_whose_pipeline_failed_on_every_item_exits_non_zero(tmp_path, mo
                                      server.base_url,
                                           "--out", str(tmp_path / "cmp"), "--no-progress", "--n-boot", "0"])
     assert result.exit_code == EXIT_FAILED, result.output
-    assert result.stderr.splitlines()[-1].startswith("error: every item of 'baseline' failed; the first: LMCallError")
+    assert result.stderr.splitlines()[-1].startswith("error: every item of 'baseline' failed; the "
+                                                     "first: LMCallError")
     assert (tmp_path / "cmp" / "report.md").is_file()  # the report of what happened is still written

@@ -174,7 +174,8 @@ def test_a_pairwise_benchmark_needs_a_prompt_in_every_command(tmp_path: Path) ->
 
 def test_importing_the_cli_does_not_load_the_harness_or_plotting() -> None:
     code = ("import sys, mitigate.cli; "
-            "print(sorted(m for m in sys.modules if m.startswith(('mitigate.harness', 'matplotlib', 'scipy'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('mitigate.harness', "
+            "'matplotlib', 'scipy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]"

@@ -344,7 +344,8 @@ def test_which_backend_takes_which_option_is_read_from_the_registry(plugin_backe
         JudgeOptions(backend="nearby", base_url="http://x")
     with pytest.raises(ConfigError,
                        match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
-                                          r"OpenAI API and OpenAI-compatible servers such as vLLM; a test provider\)"):
+                                          r"OpenAI API and OpenAI-compatible servers such as vLLM; a "
+                                          r"test provider\)"):
         JudgeOptions(backend="nearby", transport="direct")
     with pytest.raises(ConfigError, match="batch mode needs an 'openai:<model>' or 'anthropic:<model>' or "
                                           "'cloudy:<model>' backend"):

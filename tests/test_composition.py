@@ -344,7 +344,8 @@ def p3_base(lm: LM) -> PromptJudge:
 async def test_p3_judges_both_orders_with_chain_of_thought_and_keeps_a_consistent_verdict() -> None:
     def prefers_right(request: LMRequest) -> str:
         first = request.messages[-1].content.split("Summary 1:\n", 1)[1].split("\n\n", 1)[0]
-        return "Reasoning... Summary 1 is better." if "right" in first else "Reasoning... Summary 2 is better."
+        return "Reasoning... Summary 1 is better." if "right" in first else ("Reasoning... Summary "
+                                                                             "2 is better.")
 
     lm = FakeLM(prefers_right)
     judgment = await p3().wrap(p3_base(lm)).judge(PAIR)

@@ -251,7 +251,8 @@ def test_stratified_demos_are_balanced_for_the_judge_criterion() -> None:
 # --------------------------------------------------------------------------- pairwise demos
 
 MT_BENCH_PAIR_LIKE = (  # MT-Bench pairwise's format ("[[A]]"/"[[B]]"), with the two answers placed B first
-    'Compare the two assistants. Output your final verdict strictly as "[[A]]" if assistant A is better or "[[B]]" '
+    'Compare the two assistants. Output your final verdict strictly as "[[A]]" if assistant A is '
+    'better or "[[B]]" '
     "if assistant B is better.\n\n[Question]\n{question}\n\n[The Start of Assistant B's Answer]\n{answer_b}\n"
     "[The End of Assistant B's Answer]\n\n[The Start of Assistant A's Answer]\n{answer_a}\n"
     "[The End of Assistant A's Answer]"

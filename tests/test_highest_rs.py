@@ -215,10 +215,12 @@ def test_pool_size_draws_a_seeded_subset_and_only_judges_it() -> None:
 
 def test_parameters_are_validated_sklearn_style() -> None:
     with pytest.raises(ConfigError,
-                       match=r"^The 'k' parameter of HighestRSDemosPreset must be an int >= 1\. Got 0 instead\.$"):
+                       match=r"^The 'k' parameter of HighestRSDemosPreset must be an int >= 1\. Got "
+                             r"0 instead\.$"):
         HighestRSDemosPreset(k=0).build()
     with pytest.raises(ConfigError,
-                       match=r"^The 'pool_size' parameter of HighestRSDemosPreset must be an int >= 8 or None\. "
+                       match=r"^The 'pool_size' parameter of HighestRSDemosPreset must be an int >= "
+                             r"8 or None\. "
                        r"Got 4 instead\.$"):
         HighestRSDemosPreset(pool_size=4).build()
     with pytest.raises(ConfigError,

@@ -150,7 +150,8 @@ def test_a_clean_venv_with_no_extra_runs_help_and_a_judge_against_the_stub_serve
     try:
         venv.EnvBuilder(with_pip=True, system_site_packages=False, clear=True).create(env_dir)
     except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot create a venv with pip on this machine ({exc}); the static import check still runs")
+        pytest.skip(f"cannot create a venv with pip on this machine ({exc}); the static import "
+                    "check still runs")
     py = str(env_dir / "bin" / "python")
     exe = str(env_dir / "bin" / "mitigate")
     done = _run([py, "-m", "pip", "install", "-q", str(ROOT)])

@@ -11,7 +11,8 @@ from mitigate.errors import CapabilityError, ConfigError
 from mitigate.lm.base import Choice, LMRequest, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
 
-TEMPLATE = "Rate the summary's fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nAnswer 'Score: N'."
+TEMPLATE = ("Rate the summary's fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
+            "{{summary}}\n\nAnswer 'Score: N'.")
 
 
 def _item(output: str = "Fine text.", id: str = "i1") -> Item:

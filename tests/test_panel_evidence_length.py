@@ -232,7 +232,8 @@ async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_
     assert m.extra["accuracy_when_decided"] == pytest.approx(2 / 3)
     report = render_markdown(result)
     assert "abstained 0.250 (1), counted wrong" in report
-    assert "Items by outcome: 3 with a verdict, 1 abstained, 0 without one after parse failures, 0 errors (= 4)." in report
+    assert ("Items by outcome: 3 with a verdict, 1 abstained, 0 without one after parse failures, 0 "
+            "errors (= 4).") in report
 
 
 async def test_a_majority_panels_of_all_share_counts_each_abstention_once(tmp_path) -> None:

@@ -348,7 +348,8 @@ def test_constant_note_warns_when_every_original_item_got_the_same_value() -> No
 def test_a_constant_judge_is_called_robust_only_with_a_warning_that_it_does_not_tell_items_apart() -> None:
     report = _battery(_judge(FakeLM(lambda request: "Score: 3")), resolve_probes("authority"))
     assert report.rows[0].effect.robustness.value == 1.0
-    assert report.constant_note.startswith(f"the judge gave all {len(ITEMS)} original items the same score (3)")
+    assert report.constant_note.startswith(f"the judge gave all {len(ITEMS)} original items the "
+                                           "same score (3)")
     assert f"Warning: {report.constant_note}." in render_probe_table(report)
     honest_report = _battery(_judge(FakeLM(honest)), resolve_probes("authority"))
     assert honest_report.constant_note == "" and "Warning" not in render_probe_table(honest_report)

@@ -130,7 +130,8 @@ def test_social_pressure_records_a_failure_for_an_item_without_an_original_value
 
 
 def test_social_pressure_on_a_position_swapped_pairwise_judge_is_refused():
-    pair = JudgePrompt.from_template("Which is better?\n\nA: {{output}}\n\nB: {{output_b}}\n\nAnswer [[A]] or [[B]].")
+    pair = JudgePrompt.from_template("Which is better?\n\nA: {{output}}\n\nB: {{output_b}}\n\nAnswer "
+                                     "[[A]] or [[B]].")
     judge = registered("mitigation")["position-swap"]().wrap(PromptJudge(pair, FakeLM(lambda r: "[[A]]")))
     with pytest.raises(ConfigError, match="got a position-swapped judge"):
         SocialPressure().perturb(judge)

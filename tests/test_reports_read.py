@@ -247,7 +247,8 @@ def test_html_per_item_view_holds_labels_answers_failures_flags_and_prompts(writ
     assert "Rate the text from 1 to 5." in page  # the exact prompt of a prompt judge
     assert "prompt not recorded" in page  # the replayed judge sent none
     first = result.entries[0].judgments[0].meta["prompt"]
-    assert first[0]["role"] == "user" and first[0]["content"].startswith("Rate the text from 1 to 5.\nText: q=1")
+    assert first[0]["role"] == "user" and first[0]["content"].startswith("Rate the text from 1 to "
+                                                                         "5.\nText: q=1")
     rows = item_view(result)
     assert sum(r["failure"] for r in rows) == 3 and sum(r["flagged"] for r in rows) == 4
     assert max(r["disagreement"] for r in rows) == pytest.approx(1.0)

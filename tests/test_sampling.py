@@ -233,7 +233,8 @@ def test_granularity_rewrites_a_free_form_prompt_to_one_to_ten() -> None:
     assert "Coherence (1-10) - how well" in text and "Choose the score from 1 to 10 whose" in text
     assert 'a final line "Score: " followed by a whole number from 1 to 10.' in text
     # before the template's trailing newline, which stays the message's end
-    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.\n")
+    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and "
+                         "10 the best.\n")
     assert "1-5" not in text and "4 or 5" not in text
     assert prompt.template_text()[-1] == prompt_text("summeval-coherence")  # input untouched
 
@@ -286,8 +287,10 @@ GEVAL_LIKE = (  # G-Eval's format: a criterion line with its scale, then an answ
     "Summary:\n\n{{summary}}\n\n\nEvaluation Form (scores ONLY):\n\n- Coherence:"
 )
 PROMETHEUS_LIKE = (  # Prometheus' format: feedback, then "[RESULT] N"; the template ends with "###Feedback: "
-    "###Task Description:\nWrite a detailed feedback, then a score that is an integer between 1 and 5. The output "
-    'format should look as follows: "Feedback: (write a feedback) [RESULT] (an integer number between 1 and 5)"\n\n'
+    "###Task Description:\nWrite a detailed feedback, then a score that is an integer between 1 and "
+    "5. The output "
+    'format should look as follows: "Feedback: (write a feedback) [RESULT] (an integer number between '
+    '1 and 5)"\n\n'
     "###Response to evaluate:\n{response}\n\n###Feedback: "
 )
 
@@ -323,7 +326,8 @@ def test_cot_asks_for_the_templates_own_answer_line() -> None:
 
 
 async def test_cot_on_an_mt_bench_style_prompt_reads_the_final_rating_line() -> None:
-    text = ('Rate the answer on a scale of 1 to 10, strictly in the format "[[rating]]", e.g. "Rating: [[6]]".\n\n'
+    text = ('Rate the answer on a scale of 1 to 10, strictly in the format "[[rating]]", e.g. '
+            '"Rating: [[6]]".\n\n'
             "[Answer]\n{answer}")
     lm = FakeLM(["The answer mentions [[3]] as a quote, but is fine overall.\nRating: [[8]]"])
     judge = Sampling(temperature=0.5, cot=True).wrap(PromptJudge(JudgePrompt.from_template(text), lm))

@@ -362,7 +362,8 @@ def test_cli_search_limit_takes_whole_documents_in_order(tmp_path):
             for sys_ in ("A", "B") for d in range(6)]  # system-major, as benchmarks are often stored
     bench = tmp_path / "bench.jsonl"
     bench.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    (tmp_path / "prompt.txt").write_text("Rate this text from 1 to 5.\n\n{{summary}}\n\nReply with 'Score: N'.")
+    (tmp_path / "prompt.txt").write_text("Rate this text from 1 to 5.\n\n{{summary}}\n\nReply "
+                                         "with 'Score: N'.")
     spec = tmp_path / "spec.json"
     with StubOpenAIServer(latency=0.0, reply=lambda body: f"Score: {len(str(body)) % 5 + 1}") as server:
         result = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",

@@ -91,7 +91,8 @@ async def test_free_form_multi_criterion_template_gets_a_rate_only_paragraph() -
         filled + "\n\nFor this request, rate only coherence (how well the summary is organised); ignore the "
         'other criteria mentioned above. Answer with only "Coherence: N", with N a score from 1 to 5.'
     )  # the template's own answer line, renamed for the child's criterion
-    assert lm.requests[1].messages[-1].content.endswith('Answer with only "Fluency: N", with N a score from 1 to 5.')
+    assert lm.requests[1].messages[-1].content.endswith('Answer with only "Fluency: N", with N a score '
+                                                        'from 1 to 5.')
     assert lm.requests[1].messages[-1].content.startswith(filled
                                                           + "\n\nFor this request, rate only fluency (")
 
@@ -209,7 +210,8 @@ async def test_multi_attribute_asks_all_criteria_in_the_given_order_and_records_
     assert j.meta["order"] == ["fluency", "coherence"]
     text = lm.requests[0].messages[-1].content
     assert text.index("- Fluency: how well") < text.index("- Coherence: how well")
-    assert text.endswith("replacing each <score> with your score from 1 to 5:\nFluency: <score>\nCoherence: <score>")
+    assert text.endswith("replacing each <score> with your score from 1 to 5:\nFluency: "
+                         "<score>\nCoherence: <score>")
     assert text.index("Document:\nA long article") < text.index("Summary:\nThe cat sat")
 
 

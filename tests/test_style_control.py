@@ -105,7 +105,8 @@ def test_score_controls_fitted_on_a_pairwise_benchmark_are_refused_before_any_ca
     items = tuple(Item(id=f"p{i}", output="**short** a" * (1 + i % 3), output_b="plain b " * (1 + i % 4),
                        preference={"overall": "A" if i % 2 else "B"}) for i in range(12))
     lm = FakeLM(lambda r: "[[A]]")
-    pair = JudgePrompt.from_template("Which answer is better?\nA: {{output}}\nB: {{output_b}}\nAnswer [[A]] or [[B]].",
+    pair = JudgePrompt.from_template("Which answer is better?\nA: {{output}}\nB: {{output_b}}\nAnswer "
+                                     "[[A]] or [[B]].",
                                      answer="pairwise")
     with pytest.raises(ConfigError, match=r"adjusts pointwise scores; .*got a pairwise benchmark"):
         parse_pipeline(name).fit(Benchmark(name="pw", items=items), PromptJudge(pair, lm), progress=False)

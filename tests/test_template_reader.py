@@ -65,7 +65,8 @@ def test_jinja_is_rendered_with_constants_and_slots_stay_slots() -> None:
 def test_jinja_that_needs_a_missing_value_is_refused_naming_the_construct() -> None:
     with pytest.raises(TemplateError,
                        match=r"construct \{\{ rubric \}\} needs a value.*constants=\{'rubric'"):
-        JudgePrompt.from_template("{% if rubric %}Graded.{% endif %}\nRubric: {{ rubric }}\nText: {{ output }}")
+        JudgePrompt.from_template("{% if rubric %}Graded.{% endif %}\nRubric: {{ rubric }}\nText: "
+                                  "{{ output }}")
     with pytest.raises(TemplateError, match=r"score_range"):
         JudgePrompt.from_template("Score from {{ score_range[0] }}.\nText: {{ output }}")
     with pytest.raises(TemplateError, match=r"\{% for step in steps %\}.*constants=\{'steps'"):
@@ -219,7 +220,8 @@ async def test_arena_hard_relations_and_output_a_labels_are_read() -> None:
 
     arena = ("Compare the two answers, then give a verdict: [[A>>B]], [[A>B]], [[A=B]], [[B>A]] or "
              "[[B>>A]].\n\n<|The Start of Assistant A's Answer|>\n{answer_1}\n<|The End of Assistant A's "
-             "Answer|>\n\n<|The Start of Assistant B's Answer|>\n{answer_2}\n<|The End of Assistant B's Answer|>")
+             "Answer|>\n\n<|The Start of Assistant B's Answer|>\n{answer_2}\n<|The End of Assistant "
+             "B's Answer|>")
     prompt = JudgePrompt.from_template(arena)
     got = [(await PromptJudge(prompt, FakeLM([a])).judge(_item())).verdict
            for a in ("My final verdict: [[B>>A]]", "[[A>B]]", "tie: [[A=B]]")]
@@ -227,7 +229,8 @@ async def test_arena_hard_relations_and_output_a_labels_are_read() -> None:
     llmbar = ("Which output is better? Reply with Output (a) or Output (b).\n# Output (a):\n{output_1}\n"
               "# Output (b):\n{output_2}")
     prompt = JudgePrompt.from_template(llmbar)
-    cot = "Output (a) covers the question. Output (b) is shorter and misses a step. Therefore, Output (a) is better."
+    cot = ("Output (a) covers the question. Output (b) is shorter and misses a step. Therefore, Output "
+           "(a) is better.")
     assert (await PromptJudge(prompt, FakeLM([cot])).judge(_item())).verdict == "first"
     assert (await PromptJudge(prompt, FakeLM(["Output (b)"])).judge(_item())).verdict == "second"
 
@@ -262,7 +265,8 @@ def test_demos_answer_in_the_templates_own_format() -> None:
 def test_the_answer_stub_is_where_the_judges_answer_starts() -> None:
     geval = ("Coherence (1-5) - how well it flows.\n\nSummary:\n{{summary}}\n\n\nEvaluation Form (scores "
              "ONLY):\n\n- Coherence:")
-    assert JudgePrompt.from_template(geval).answer_stub() == "\nEvaluation Form (scores ONLY):\n\n- Coherence:"
+    assert JudgePrompt.from_template(geval).answer_stub() == ("\nEvaluation Form (scores "
+                                                              "ONLY):\n\n- Coherence:")
     prometheus = ("Give feedback, then \"[RESULT] N\".\n\n###Response to "
                   "evaluate:\n{response}\n\n###Feedback: ")
     assert JudgePrompt.from_template(prometheus).answer_stub() == "\n###Feedback: "

@@ -225,7 +225,8 @@ def test_an_item_with_a_field_a_jinja_test_read_as_false_is_refused_not_judged_w
     from mitigate import Item
 
     with pytest.warns(Warning, match="tests 'rubric'"):
-        prompt = JudgePrompt.from_template("{% if rubric %}Rubric: {{ rubric }}\n{% endif %}Rate {{ output }} 1 to 5.")
+        prompt = JudgePrompt.from_template("{% if rubric %}Rubric: {{ rubric }}\n{% endif %}Rate {{ "
+                                           "output }} 1 to 5.")
     assert prompt.render(Item(id="a", output="X"))[0].content == "Rate X 1 to 5."
     with pytest.raises(TemplateError,
                        match=r"tests 'rubric'.*item 'b' has a field 'rubric'.*--const rubric="):
@@ -253,5 +254,6 @@ def test_a_hostile_system_template_is_refused_naming_both_files(fixtures: Path,
             "--system", str(system)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == EXIT_REFUSED and not marker.exists()
-    assert result.stderr.startswith(f"error: template --prompt {fixtures / 'prompt.txt'} (with --system {system}): "
+    assert result.stderr.startswith(f"error: template --prompt {fixtures / 'prompt.txt'} (with "
+                                    f"--system {system}): "
                                     "the template's Jinja at line 1")

@@ -25,7 +25,8 @@ TEMPLATES = {
     ),
     "mtbench": (
         "Compare the two assistants' answers to the question.\n\n[Question]\n{{question}}\n\n[Assistant A]\n"
-        "{{answer_a}}\n\n[Assistant B]\n{{answer_b}}\n\nExplain your comparison first, then output your final "
+        "{{answer_a}}\n\n[Assistant B]\n{{answer_b}}\n\nExplain your comparison first, then "
+        "output your final "
         'verdict by strictly following this format: "[[A]]" if assistant A is better, "[[B]]" if assistant B '
         'is better, and "[[C]]" for a tie.'
     ),
@@ -56,7 +57,8 @@ def verdict_line(fmt: str, side: str) -> str:
 NEUTRAL = [
     "{x} lists three steps and {y} lists four; both cover the main request.",
     "Both {x} and {y} answer the question. {x} is shorter; {y} adds an example.",
-    "The instruction asks for a polite reply. {x} opens with a greeting, while {y} goes straight to the point.",
+    "The instruction asks for a polite reply. {x} opens with a greeting, while {y} goes straight "
+    "to the point.",
     "{y} mentions the deadline that {x} leaves out, but {x} keeps the requested tone.",
     "Looking at accuracy, {x} states the date correctly and {y} states it correctly too.",
 ]

@@ -65,7 +65,8 @@ def shown_scale(judge: Judge, scale: Scale | None = None) -> Scale:
         return scale
     found = judge_scale(judge)
     if found is None:
-        raise ConfigError(f"expected a judge with a prompt scale; {type(judge).__name__} shows none: pass scale=")
+        raise ConfigError(f"expected a judge with a prompt scale; {type(judge).__name__} shows "
+                          "none: pass scale=")
     return found
 
 

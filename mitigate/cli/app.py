@@ -144,7 +144,8 @@ class LazyCommands(OneLineErrors):
             importlib.import_module(entry.module)
             defined = DEFINED.get(cmd_name)
             if defined is None:
-                raise RuntimeError(f"{entry.module} defines no command {cmd_name!r} (mitigate.cli.commands names it)")
+                raise RuntimeError(f"{entry.module} defines no command {cmd_name!r} "
+                                   "(mitigate.cli.commands names it)")
             if isinstance(defined, typer.Typer):
                 self._loaded[cmd_name] = typer.main.get_command(defined)
             else:
@@ -322,7 +323,8 @@ def command(name: str, options: type[OptionsT], *, config: bool = True, group: t
     fields = parameters(options)  # type: ignore[arg-type]  # a class is hashable (mypy reads its instances')
     clash = sorted({p.name for p in fields} & set(EXTRA_PARAMETERS))
     if clash:
-        raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds those parameters")
+        raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds "
+                        "those parameters")
     params = [_parameter(p.name, Annotated[typer_annotation(p.type), p.opt.parameter(p.override)],
                          inspect.Parameter.empty if p.default is dataclasses.MISSING else p.default)
               for p in fields]

@@ -158,7 +158,8 @@ def _text_detail(row: dict[str, Any]) -> str:
             if p.get("description"):
                 lines.append(f"      {p['description']}")
     if row["kind"] == "mitigation":
-        lines.append(f"  use: --pipeline \"{row['name']}(k=v, ...)\" (values are JSON; bare words are strings)")
+        lines.append(f"  use: --pipeline \"{row['name']}(k=v, ...)\" (values are JSON; bare words "
+                     "are strings)")
     return "\n".join(lines)
 
 
@@ -224,7 +225,8 @@ def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
         typer.echo(catalog(kind, options.name, options.json))
 
     papers = " with their papers" if kind in COMPONENT_KINDS else ""
-    show.__doc__ = f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."
+    show.__doc__ = (f"List the registered {plural}{papers}, or show one in detail (= mitigate list "
+                    f"{kind} [NAME]).")
     show.__name__ = f"{plural.replace('-', '_')}_cmd"
     return command(plural, KindOptions, config=False)(show)
 

@@ -351,7 +351,8 @@ def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterabl
     chosen = [k for k in fields if k in set(keys)]
     base = path.parent
     entries = takes_entries(fields)
-    lines = [f"# mitigate {command} options (written by --save-config); run with: mitigate {command} -f {path.name}",
+    lines = [f"# mitigate {command} options (written by --save-config); run with: mitigate {command} "
+             f"-f {path.name}",
              f"command = {_toml(command, base)}"]
     plugin_list = list(dict.fromkeys(plugins))
     if plugin_list:

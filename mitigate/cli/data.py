@@ -34,7 +34,8 @@ URLS = option("urls", "--urls", help="print URL and destination of every missing
 ALL = option("all_", "--all", help="download every built-in benchmark")
 SOURCE = option("source", "--from", help="inspect or promptfoo")
 ID_KEY = option("id_key",
-                help="inspect: the sample metadata key holding the item id; promptfoo: the test var holding it")
+                help="inspect: the sample metadata key holding the item id; promptfoo: the test "
+                     "var holding it")
 
 DataDir = Annotated[Path | None, DATA_DIR]
 DataUrl = Annotated[BaseUrl, Override(help="fetch from this base URL instead of GitHub's raw host (also "
@@ -144,7 +145,8 @@ def data_convert(options: DataConvertOptions) -> None:
         from mitigate.adapters.promptfoo import read_promptfoo_results
 
         if o.judge is not None:
-            raise ConfigError("expected --judge only with --from inspect; promptfoo judges are named by assertion")
+            raise ConfigError("expected --judge only with --from inspect; promptfoo judges are named "
+                              "by assertion")
         runs = read_promptfoo_results(o.file, id_var=o.id_key, criterion=o.criterion)
     else:
         raise ConfigError(f"expected --from inspect or promptfoo; got {o.source!r}")

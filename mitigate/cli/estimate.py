@@ -53,7 +53,8 @@ Calibration = Literal["isotonic", "linear"]
 METHOD = option("method",
                 help="ppi (PPI++ with power tuning: the judge's values corrected by the labels), calibrated "
                 "(a cross-fitted judge-to-human calibration), human (the labels alone) or judge (the judge's "
-                "mean alone, NOT bias-corrected); the labels-alone and judge-alone values are always shown beside")
+                "mean alone, NOT bias-corrected); the labels-alone and judge-alone values are always "
+                "shown beside")
 BY = option("by", "--by",
             help="group by system (the default when every item names its system), pair (pairwise: each "
             "system pair) or none (one estimate over all items)")
@@ -237,7 +238,8 @@ def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple["Benchmark", 
         if found.weighted:
             again = next((i for i in found.weights if i in weights), None)
             if again is not None:
-                raise DataError(f"item {again!r} is in two selection files; expected each selected item in one round")
+                raise DataError(f"item {again!r} is in two selection files; expected each selected item "
+                                "in one round")
             number = max(rounds.values(), default=0) + 1
             weights.update(found.weights)
             rounds.update(dict.fromkeys(found.weights, number))
@@ -254,10 +256,12 @@ def _judge_source(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:
         runs = load_recorded_runs(o.recorded, recorded_reader(o, task.criterion, task.benchmark))
         if o.judge is None:
             if len(runs) > 1:
-                raise DataError(f"{o.recorded} holds judgments of several judges {list(runs)}; name one with --judge")
+                raise DataError(f"{o.recorded} holds judgments of several judges {list(runs)}; name one "
+                                "with --judge")
             return next(iter(runs.values()))
         if o.judge not in runs:
-            raise DataError(f"expected --judge to name a judge of {o.recorded}, one of {list(runs)}; got {o.judge!r}")
+            raise DataError(f"expected --judge to name a judge of {o.recorded}, one of {list(runs)}; "
+                            f"got {o.judge!r}")
         return runs[o.judge]
     if o.released is not None:
         from mitigate.data.released import released_recorded

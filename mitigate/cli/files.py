@@ -87,7 +87,8 @@ def check_run_folder(folder: Path) -> None:
             if pattern in READ_BACK:
                 kind = path_kind(found)
                 if kind != "a regular file":
-                    raise ConfigError(f"expected {found} to be a regular file mitigate reads back; it is {kind} "
+                    raise ConfigError(f"expected {found} to be a regular file mitigate reads back; "
+                                      f"it is {kind} "
                                       "(remove it, or use another folder)", path=str(found))
             else:
                 output_target(found, "the output")

@@ -37,7 +37,8 @@ def check_plugin(options: CheckPluginOptions) -> None:
         cls = registered(kind)[name]
         label = f"{kind}:{name}"
         if not (isinstance(cls, type) and issubclass(cls, Component)):
-            typer.echo(f"SKIP {label}: a {type(cls).__name__}, not a Component class (the battery checks components)")
+            typer.echo(f"SKIP {label}: a {type(cls).__name__}, not a Component class (the battery "
+                       "checks components)")
             continue
         try:
             examples = cls.examples()

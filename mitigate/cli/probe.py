@@ -109,7 +109,8 @@ async def _probe(o: ProbeOptions) -> None:
         items = list(task.items)
         preflight(judge_obj, items)
         typer.echo(f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with "
-                   f"{lm.spec}: {', '.join(p.name for p in chosen)} ({(2 + len(chosen)) * len(items)} judgments)", err=True)
+                   f"{lm.spec}: {', '.join(p.name for p in chosen)} "
+                   f"({(2 + len(chosen)) * len(items)} judgments)", err=True)
         report = await run_probes(judge_obj, items, chosen, criterion=task.criterion, rewriter=rewriter_lm,
                                   concurrency=o.concurrency, progress=o.progress, alpha=o.alpha,
                                   tolerance=o.tolerance, n_boot=o.n_boot, seed=o.seed,

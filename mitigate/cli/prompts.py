@@ -58,7 +58,8 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
                                                             "(pipeline text or @file.json)")] = None
     benchmark: Annotated[str | None, BENCHMARK,
                          Override(help="with 'render': take the item from this benchmark "
-                                                              "(default: an item whose slots show their names)")] = None
+                                                              "(default: an item whose slots show "
+                                                              "their names)")] = None
     criterion: Annotated[Criterion, Override(help="with 'render': the criterion (default: the benchmark's "
                                                   "first)")] = None
     item: Annotated[str | None, ITEM] = None
@@ -69,7 +70,8 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
     backend: Annotated[str | None, BACKEND,
                        Override(help="with 'render': the judge backend whose requests are shown "
                                                           "(its constraint fields, logprob scoring ...); "
-                                                          "default: the embedded model's requests, without loading it")] = None
+                                                          "default: the embedded model's requests, "
+                                                          "without loading it")] = None
     guided: Annotated[Guided | None, GUIDED] = None
     base_url: BaseUrl = None
     scale: Annotated[Scale,
@@ -79,7 +81,8 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
                       Override(help="with 'inspect' or 'render': a system message template file")] = None
     const: Annotated[Const,
                      Override(help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the "
-                                          "template once, e.g. a rubric or a Jinja variable; repeat for several")] = None
+                                          "template once, e.g. a rubric or a Jinja variable; "
+                                          "repeat for several")] = None
 
     def check(self) -> None:
         """A ``--scale`` of MIN,MAX; the render options only with 'render'; ``--item`` and ``--train`` with
@@ -91,7 +94,8 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
                 raise ConfigError(f"{', '.join(given)} apply to 'mitigate prompts render'; got them with "
                                   f"{self.name or 'no subcommand'!r}")
         if (self.item is not None or self.train is not None) and self.benchmark is None:
-            raise ConfigError("--item and --train take their items from a benchmark; expected -b with them; got none")
+            raise ConfigError("--item and --train take their items from a benchmark; expected -b with "
+                              "them; got none")
 
 
 @command("prompts", PromptsOptions)
@@ -115,7 +119,8 @@ def inspect_template(file: Path | None, system: Path | None, consts: list[str]) 
     from mitigate.prompt import describe_template
 
     if file is None or not (file.exists() or file.is_symlink()):
-        raise ConfigError(f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}")
+        raise ConfigError("expected 'mitigate prompts inspect FILE' with an existing template "
+                          f"file; got {file}")
     text = read_text_file(file, "FILE")  # a folder, FIFO or device is refused by what it is, never opened
     constants = constants_of(consts)
     sys_text = read_text_file(system, "--system") if system is not None else None
@@ -147,7 +152,8 @@ def _train_bench(bench: "Benchmark", train: str, criterion: str) -> tuple["Bench
     except ValueError:
         return load(train), bench
     if not 0.0 < fraction < 1.0:
-        raise ConfigError(f"expected --train as a fraction strictly between 0 and 1 or a benchmark; got {train!r}")
+        raise ConfigError("expected --train as a fraction strictly between 0 and 1 or a benchmark; "
+                          f"got {train!r}")
     return train_test_split(bench, fraction, seed=0, criterion=criterion)
 
 
@@ -159,7 +165,8 @@ def _pick(items: tuple["Item", ...], item_id: str | None, bench: "Benchmark") ->
     for it in bench.items:
         if it.id == item_id:
             return it
-    raise ConfigError(f"expected --item as an item id of {bench.name!r} (e.g. {bench.items[0].id!r}); got {item_id!r}")
+    raise ConfigError(f"expected --item as an item id of {bench.name!r} (e.g. {bench.items[0].id!r}); "
+                      f"got {item_id!r}")
 
 
 def render_template(o: PromptsOptions) -> str:

@@ -143,7 +143,8 @@ class SourceStatus(BaseModel):
             "missing": f"{total - self.count('present')} of {total} files missing",
             "corrupt": f"{self.count('corrupt')} of {total} files fail their SHA-256 check",
         }[self.state]
-        return f"{', '.join(self.source.benchmarks):<48} {self.source.name + '/':<24} {self.state:<8} {detail}"
+        return (f"{', '.join(self.source.benchmarks):<48} {self.source.name + '/':<24} "
+                f"{self.state:<8} {detail}")
 
 
 @functools.cache
@@ -168,7 +169,8 @@ def source_for(name: str) -> Source:
         if name in source.benchmarks:
             return source
     names = [b for s in table.values() for b in s.benchmarks]
-    raise DataError(f"expected a built-in benchmark name, one of {names} (or a folder: {list(table)}); got {name!r}")
+    raise DataError(f"expected a built-in benchmark name, one of {names} (or a folder: {list(table)}); "
+                    f"got {name!r}")
 
 
 def target_dir(root: str | Path | None = None) -> Path:

@@ -333,7 +333,8 @@ def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict
         elif scale is not None:
             common = Scale.of(scale)
     except ScaleError as exc:
-        raise DataError(f"expected scale=(min, max), a Scale or a mapping criterion -> scale for {path}; {exc}") from None
+        raise DataError("expected scale=(min, max), a Scale or a mapping criterion -> scale for "
+                        f"{path}; {exc}") from None
     return common, per
 
 

@@ -170,7 +170,8 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
                         "an unlabelled one would bias the weighted estimate", path=str(file))
     if weights and len(weights) != len(seen):
         missing = next(i for i in seen if i not in weights)
-        raise DataError(f"{file}: expected a weight on every row of a selection file; item {missing!r} has none",
+        raise DataError(f"{file}: expected a weight on every row of a selection file; item "
+                        f"{missing!r} has none",
                         path=str(file))
     return LabelFile(path=str(file), labels=labels, weights=weights)
 

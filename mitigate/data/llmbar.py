@@ -70,7 +70,8 @@ def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
     found = sorted(f.parent.relative_to(dataset).as_posix() for f in dataset.rglob("dataset.json")
                    if "evaluators" not in f.relative_to(dataset).parts)
     if not found:
-        raise DataError(f"expected LLMBar sets (folders holding dataset.json) under {dataset}; found none. {_HINT}")
+        raise DataError(f"expected LLMBar sets (folders holding dataset.json) under {dataset}; found "
+                        f"none. {_HINT}")
     return dataset, repo, found
 
 

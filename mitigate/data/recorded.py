@@ -310,7 +310,8 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
     error = _text(row, "error", path, line, required=False)
     if score is not None and verdict is not None:
         raise row_error(path, line,
-                        f"expected a 'score' or a 'verdict', not both; got score {score:g} and verdict {verdict!r}")
+                        f"expected a 'score' or a 'verdict', not both; got score {score:g} and "
+                        f"verdict {verdict!r}")
     if (score is not None or verdict is not None) and error is not None:
         raise row_error(path, line,
                         f"expected an 'error' only on a row without a score or verdict; got {error!r} "
@@ -320,7 +321,8 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
         if read is None:
             raise row_error(path, line,
                             f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
-                                        "'raw' (give the prompt whose answer format reads it: compare --prompt)")
+                                        "'raw' (give the prompt whose answer format reads it: "
+                                        "compare --prompt)")
         try:
             got = read(raw_text, criterion, item_id)
         except ParseError as exc:

@@ -583,7 +583,8 @@ def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
         key = h2h_item_id(r)
         id_a, id_b = r.item_ids
         if id_a not in summaries or id_b not in summaries:
-            raise DataError(f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head item {key!r}; "
+            raise DataError(f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head "
+                            f"item {key!r}; "
                             "the annotations lack one", item_id=key)
         entry = items.setdefault(key, {
             "id": key, "system": r.system_1, "system_b": r.system_2, "doc_id": r.doc_id,

@@ -136,7 +136,8 @@ def load_uss(
         raise ConfigError(f"The 'corpus' parameter of load_uss must be one of {sorted(CORPORA)}. Got "
                           f"{corpus!r} instead.")
     if level not in ("dialogue", "turn"):
-        raise ConfigError(f"The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got {level!r} instead.")
+        raise ConfigError("The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got "
+                          f"{level!r} instead.")
     return _load(str(resolve_root(root)), key, level)
 
 

@@ -123,11 +123,13 @@ def _load(root: str, include_reference: bool) -> Benchmark:
         raters = ratings[submission].get(sample)
         rating_path = base / RESULTS / submission / "primary.json"
         if not isinstance(raters, dict) or not raters:
-            raise DataError(f"{rating_path}: expected ratings for sample {sample!r} (listed in {where}); got {raters!r}", path=str(rating_path))
+            raise DataError(f"{rating_path}: expected ratings for sample {sample!r} (listed in {where}); "
+                            f"got {raters!r}", path=str(rating_path))
         per_criterion: dict[str, list[float]] = {c: [] for c in CRITERIA}
         for worker, scores in raters.items():
             if not isinstance(scores, dict):
-                raise DataError(f"{rating_path}: expected an object of scores for rater {worker!r} on sample {sample!r}", path=str(rating_path))
+                raise DataError(f"{rating_path}: expected an object of scores for rater {worker!r} on "
+                                f"sample {sample!r}", path=str(rating_path))
             for source_name, criterion in CRITERIA_MAP.items():
                 if source_name not in scores:
                     raise DataError(f"{rating_path}: expected a {source_name!r} score from rater {worker!r} "

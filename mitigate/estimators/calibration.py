@@ -81,4 +81,5 @@ def fit_calibration(judge: np.ndarray, labels: np.ndarray, kind: Calibration = "
         return _isotonic(x, y)
     if kind == "linear":
         return _linear(x, y)
-    raise ConfigError(f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got {kind!r} instead.")
+    raise ConfigError(f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got "
+                      f"{kind!r} instead.")

@@ -313,14 +313,16 @@ def estimate_mean(
     if n_judged < N and method != "human":
         notes.append(f"{N - n_judged} of {N} items have no judge value (parse failure or error): "
                      + ("the judge-only mean leaves them out" if method == "judge" else
-                        "they stay in the estimate, predicted from the labels of such items (or the intercept)"))
+                        "they stay in the estimate, predicted from the labels of such items (or "
+                        "the intercept)"))
     common = {"method": method, "confidence": float(confidence), "target": target, "n": N, "n_labelled": n,
               "n_judged": n_judged}
     if method == "judge":
         return _judge_only(f[judged], where, common, notes)
     if n == 0:
         raise DataError(f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to "
-                        f"estimate its mean with {method!r} (label some of its items, or group differently: --by none)")
+                        f"estimate its mean with {method!r} (label some of its items, or group "
+                        "differently: --by none)")
     need = 2 if method == "ppi" and slope is not None else MIN_LABELS[method]
     if n == 1:
         raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label "
@@ -413,7 +415,8 @@ def _finish(estimate: float, variance: float, df: float, where: str, common: Map
     if variance <= 0 and common["n_labelled"] != common["n"]:
         what = ("the judge's values, as fitted, predict each of its labels exactly" if fitted
                 else "its residuals show no spread")
-        raise DataError(f"{where}: {what}, which leaves no spread to build an interval from; label more of its items")
+        raise DataError(f"{where}: {what}, which leaves no spread to build an interval from; label more "
+                        "of its items")
     se = math.sqrt(max(variance, 0.0))
     half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
     return MeanEstimate(estimate=float(estimate), low=float(estimate - half), high=float(estimate + half),

@@ -94,7 +94,8 @@ def inclusion_probabilities(proxy: np.ndarray, m: int, floor: float = DEFAULT_FL
     u = np.asarray(proxy, dtype=float)
     size = len(u)
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 0 <= m <= size:
-        raise ConfigError(f"expected a number of items to select between 0 and the {size} unlabelled; got {m!r}")
+        raise ConfigError(f"expected a number of items to select between 0 and the {size} "
+                          f"unlabelled; got {m!r}")
     if not 0 < floor <= 1:
         raise ConfigError(f"The 'floor' parameter must be a float in (0, 1]. Got {floor!r} instead.")
     if (u < 0).any() or not np.isfinite(u).all():
@@ -127,7 +128,8 @@ def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     total = float(p.sum())
     m = int(round(total))
     if abs(total - m) > 1e-6:
-        raise ConfigError(f"expected inclusion probabilities summing to a whole number of items; got {total:g}")
+        raise ConfigError("expected inclusion probabilities summing to a whole number of items; "
+                          f"got {total:g}")
     if m == 0:
         return np.zeros(0, dtype=int)
     order = rng.permutation(len(p))

@@ -357,7 +357,8 @@ def diff_judgments(
                 raise ConfigError(
                     f"judge {names[0]!r} answers on {scales[0].describe()} and {names[1]!r} on "
                     f"{scales[1].describe()}; "
-                    "expected the same scale, or a mapping (--scale-map linear maps B's scores onto A's range)")
+                    "expected the same scale, or a mapping (--scale-map linear maps B's scores "
+                    "onto A's range)")
             sb = map_scores(sb, scales[1], scales[0])
             notes.append(f"{names[1]}'s scores were mapped linearly from {scales[1].describe()} onto "
                          f"{scales[0].describe()}")
@@ -392,7 +393,8 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
                       how="|Spearman(score, output length in words)| on the items both judges scored", **kw),
         _share_measure("failure-rate", criterion, _failed(sa), _failed(sb), clusters, better="lower",
                        unit=unit,
-                       how="share of items without a score (parse failure, abstention or LM error), of all items",
+                       how="share of items without a score (parse failure, abstention or LM error), "
+                           "of all items",
                        **kw),
     ]
     both = np.isfinite(sa) & np.isfinite(sb)
@@ -478,7 +480,8 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
     out.append(_stat_measure("length-lean", criterion, lean_a, lean_b, np.zeros(len(items)), _lean, clusters,
                              better="lower", unit=unit,
                              how="|P(prefer the longer text) - 0.5| over the pairs of "
-                             "unequal length where both judges preferred one text (ties and failures left out)", **kw))
+                             "unequal length where both judges preferred one text (ties and "
+                             "failures left out)", **kw))
     fail_a = np.array([float(v is None) for v in va])
     fail_b = np.array([float(v is None) for v in vb])
     out.append(_share_measure("failure-rate", criterion, fail_a, fail_b, clusters, better="lower", unit=unit,

@@ -130,7 +130,8 @@ def gate(report: DiffReport, fail_on: Sequence[tuple[str, float]],
         for m in found:
             if not m.ok:
                 raise ConfigError(f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; "
-                                  "expected a measure both judges' answers support (choose others with --fail-on)")
+                                  "expected a measure both judges' answers support (choose others "
+                                  "with --fail-on)")
             chosen.append((m, level))
     if not chosen:
         raise ConfigError(f"expected --fail-on measures the report holds; got {[n for n, _ in fail_on]}")

@@ -198,7 +198,8 @@ def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judg
         elif got is None:
             reason = "no answer"
         elif isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
-            raise DataError(f"expected a finite number (or None) as the judge value of item {it.id!r}; got {got!r}",
+            raise DataError("expected a finite number (or None) as the judge value of item "
+                            f"{it.id!r}; got {got!r}",
                             item_id=it.id)
         else:
             value = float(got)
@@ -276,7 +277,8 @@ def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[f
     weights = dict(weights or {})
     unknown = [i for i in weights if i not in set(ids)]
     if unknown:
-        raise DataError(f"expected selection weights for items of the benchmark; {unknown[0]!r} is not one of them")
+        raise DataError(f"expected selection weights for items of the benchmark; {unknown[0]!r} is "
+                        "not one of them")
     if weights and pairwise and by == "system":
         raise ConfigError("selection weights belong to one group per item; with pairwise items --by system "
                           "counts each item in two groups (use --by pair or --by none)")

@@ -275,7 +275,8 @@ class LabelPlan(BaseModel):
             body.append(cells)
         body.append(["all", str(sum(g.n for g in self.groups)), str(sum(g.labelled for g in self.groups)),
                      *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods)])
-        lines = [f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the labels so far):"]
+        lines = [f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the "
+                 "labels so far):"]
         return "\n".join(lines + aligned([header, *body]))
 
 

@@ -77,7 +77,8 @@ def bottom_lines(result: CompareResult) -> list[str]:
     if len(result.entries) < 2:
         return [f"Only one entry ({result.entries[0].name}): nothing to compare it with."] if result.entries else []
     ref = result.entries[0].name
-    what = "accuracy against the gold preferences" if result.task == "pairwise" else "item-level Spearman with humans"
+    what = "accuracy against the gold preferences" if result.task == "pairwise" else ("item-level "
+                                                                                      "Spearman with humans")
     docs = len({it.doc_id for it in result.items if it.doc_id is not None})
     out = []
     for e in result.entries[1:]:

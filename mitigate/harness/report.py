@@ -250,7 +250,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
     lines.append(
         f"{len(result.entries)} entries judged {scope}; {labels}. "
         f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed "
-        f"{s.get('seed', 0)}); `n` counts items a measure used and `failed` those it dropped for a missing score."
+        f"{s.get('seed', 0)}); `n` counts items a measure used and `failed` those it dropped for a "
+        "missing score."
     )
     if any(m.of_all is not None for e in result.entries for m in e.measures.values()):
         lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of "
@@ -264,7 +265,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
                   f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) "
                       f"were fitted on {train.get('n_items')} labelled training items "
                       f"({train.get('source')}; {train.get('n_documents')} documents, none of them among the "
-                      f"judged items; ids in `{train.get('file', 'results.json')}`); the others were used as given."]
+                      f"judged items; ids in `{train.get('file', 'results.json')}`); the others were "
+                      "used as given."]
     if s.get("not_fitted"):
         lines += ["", "Not compared, because fitting on the training items failed:", ""]
         lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
@@ -317,7 +319,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
             if not m.ok:
                 notes.append(f"- {e.name} / {MEASURES[k].label}: {plain_reason(m.reason, k)}")
             of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
-            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), counted wrong"
+            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), "
+                         "counted wrong"
                          if m.ok and m.extra.get("abstained") else "")
             cells.append(text + _ci_text(m, k) + of_all + abstained)
         if has_delta:
@@ -399,7 +402,8 @@ def _estimates_section(result: CompareResult) -> list[str]:
                  _interval_text(g.estimate), _interval_text(g.human)] for g in est.groups]
         out += ["", f"### {e.name}", "",
                 *md_table(["system" if est.by != "none" else "group", "items", "labelled", "raw mean (judge)",
-                           f"{'not corrected' if est.method == 'judge' else 'corrected'}, {est.method} [95% CI]", "labels alone [95% CI]"], rows,
+                           f"{'not corrected' if est.method == 'judge' else 'corrected'}, "
+                           f"{est.method} [95% CI]", "labels alone [95% CI]"], rows,
                           ["left", "right", "right", "right", "right", "right"])]
         notes = list(dict.fromkeys([*est.notes, *(n for g in est.groups for n in g.estimate.notes)]))
         if notes:

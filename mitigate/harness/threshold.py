@@ -149,7 +149,8 @@ def threshold_text(report: ThresholdReport, *, show: int = 10) -> str:
         lines.append(f"{verdict} the required pass rate {r.require:g}.")
     straddle = r.straddling
     if r.samples_per_item > 1:
-        lines.append(f"{len(straddle)} of {r.n_items} items straddle the threshold (their samples fall on both sides)"
+        lines.append(f"{len(straddle)} of {r.n_items} items straddle the threshold (their samples fall "
+                     "on both sides)"
                      + (": "
                         + ", ".join(f"{it.item_id} ({it.passes}/{len(it.samples)})" for it in straddle[:show])
                         + (" ..." if len(straddle) > show else "") if straddle else "") + ".")

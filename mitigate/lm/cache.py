@@ -249,7 +249,8 @@ class LMCache:
 
 
 _TROUBLE = {
-    "full": "no space left on the device (ENOSPC: SQLite reports the database or disk is full); free some space",
+    "full": "no space left on the device (ENOSPC: SQLite reports the database or disk is full); "
+            "free some space",
     "io": "a disk I/O error",
     "busy": "another process held its lock for more than 30 s",
     "readonly": "the file or its folder is read-only",

@@ -325,7 +325,8 @@ def sdk_error(
     if isinstance(exc, status_error):
         response = getattr(exc, "response", None)
         return http_error(where, exc.status_code,  # type: ignore[attr-defined]
-                          getattr(response, "headers", None), detail, api_key_env=api_key_env, backend=backend)
+                          getattr(response, "headers", None), detail, api_key_env=api_key_env,
+                          backend=backend)
     if isinstance(exc, timeout_error | connection_error) or is_client_failure(exc):
         return transport_error(exc, where=where, backend=backend, timeout=timeout, phase=phase)
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
@@ -423,7 +424,8 @@ def deadline_error(where: str, deadline: float, *, backend: str, got: int = 0,
     over = f" over {attempts} attempts" if attempts > 1 else ""
     return LMCallError(
         f"{where} did not finish answering within the deadline of {deadline:g} s (time on the server, "
-        f"connect to last byte{over}){so_far}: the server is hung or trickling its answer (--deadline sets the limit)",
+        f"connect to last byte{over}){so_far}: the server is hung or trickling its answer (--deadline "
+        "sets the limit)",
         backend=backend, reason="deadline")
 
 

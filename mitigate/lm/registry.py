@@ -140,7 +140,8 @@ def _resolve(spec: str, kwargs: dict[str, Any]) -> tuple[Backend, str, str, bool
     bad = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
     if bad is not None:
         raise BackendSpecError(
-            f"expected a backend spec without line breaks or control characters; got {spec!r} (contains {bad!r})",
+            f"expected a backend spec without line breaks or control characters; got {spec!r} "
+            f"(contains {bad!r})",
             spec=spec,
         )
     kind, sep, rest = text.partition(":")
@@ -153,7 +154,8 @@ def _resolve(spec: str, kwargs: dict[str, Any]) -> tuple[Backend, str, str, bool
         if not backend.network:
             network = ", ".join(name for name, b in backends.items() if b.network)
             raise BackendSpecError(
-                f"a request timeout applies to the network backends ({network}); got it for backend spec {spec!r}",
+                f"a request timeout applies to the network backends ({network}); got it for backend "
+                f"spec {spec!r}",
                 spec=spec,
             )
         check_timeout(kwargs["timeout"], backend=text)

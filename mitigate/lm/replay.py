@@ -214,7 +214,8 @@ class ReplayLM(LM):
         if by_prompt is None:
             last = request.messages[-1].content.replace("\n", " ")
             raise LMCallError(
-                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); expected a line "
+                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); "
+                "expected a line "
                 f'with "key": "{key}" or a "prompt" equal to the request messages. Last message: '
                 f'{last[:80]!r}',
                 key=key,

@@ -66,7 +66,8 @@ def _pivot(
     for k, (r, c) in enumerate(zip(row_labels, col_labels, strict=True)):
         key = (r_index[r], c_index[c])
         if key in seen:
-            raise DataError(f"expected one item per (document, system); got two for document {r!r}, system {c!r}")
+            raise DataError(f"expected one item per (document, system); got two for document {r!r}, "
+                            f"system {c!r}")
         seen.add(key)
         for mat, col in zip(mats, columns, strict=True):
             mat[key] = col[k]

@@ -376,5 +376,6 @@ class RoundNumberExcess5(ReportedMeasure):
         if len(entry.scale.integer_points()) < 10:
             return undefined(
                 "round-number-excess-5", 0, 0,
-                f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more integer points)")
+                f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more "
+                "integer points)")
         return round_number_excess(entry.scores, entry.scale, 5, **entry.ci)

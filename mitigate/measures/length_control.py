@@ -74,7 +74,8 @@ def length_controlled_win_rate(
     pref = as_float_array(preference, "preference")
     la, lb = as_float_array(length_a, "length_a"), as_float_array(length_b, "length_b")
     if not len(pref) == len(la) == len(lb):
-        raise DataError(f"expected one length of each output per preference; got {len(pref)}, {len(la)}, {len(lb)}")
+        raise DataError(f"expected one length of each output per preference; got {len(pref)}, "
+                        f"{len(la)}, {len(lb)}")
     ok = np.isfinite(pref) & np.isfinite(la) & np.isfinite(lb)
     bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
     if len(bad):
@@ -98,7 +99,8 @@ def length_controlled_win_rate(
         interval = bootstrap_ci(lc, pref, delta, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
         raw_ci = bootstrap_ci(lambda p: float(np.mean(p)), pref, n_boot=n_boot, alpha=alpha, seed=seed)
         extra["raw_ci"] = [float(raw_ci[0]), float(raw_ci[1])]
-    reason = None if sigma > 0 else "every pair has the same length difference; the length effect is not identified"
+    reason = None if sigma > 0 else ("every pair has the same length difference; the length effect is "
+                                     "not identified")
     return finish(name, float(_sigmoid(np.asarray(theta))), len(pref), failed, interval=interval, extra=extra,
                   reason=reason)
 

@@ -170,7 +170,8 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
     x, y = x_all[keep], y_all[keep]
     if len(x) < max(min_n, 1):
         return PairedDifference(observed=math.nan, n=len(x), test="sign-flip permutation",
-                                reason=f"needs at least {max(min_n, 1)} items with a value from both; got {len(x)}")
+                                reason=f"needs at least {max(min_n, 1)} items with a value from both; "
+                                       f"got {len(x)}")
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
     test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
     low = high = None
@@ -270,7 +271,8 @@ def _bootstrap(x: np.ndarray, y: np.ndarray, h: np.ndarray, fn: Callable[..., fl
     if sa is None or sb is None:
         why = "the statistic is undefined for at least one judge (constant scores?)"
         if len(x) < min_n:
-            why = f"needs at least {min_n} items with a value from both judges and the reference; got {len(x)}"
+            why = (f"needs at least {min_n} items with a value from both judges and the reference; "
+                   f"got {len(x)}")
         return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
 
     def diff(y_: np.ndarray, x_: np.ndarray, h_: np.ndarray) -> float:

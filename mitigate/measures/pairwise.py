@@ -644,7 +644,8 @@ class LongerPreference(ReportedMeasure):
 
     info = MeasureInfo(label="longer pref. (P-½)", direction="zero", group="bias", headline=True,
                        note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on "
-                            "texts of different length in words; the humans row gives the gold preferences' own lean.")
+                            "texts of different length in words; the humans row gives the gold "
+                            "preferences' own lean.")
     task = "pairwise"
     on_humans = True
 
@@ -679,7 +680,8 @@ class PositionConsistency(ReportedMeasure):
     paper = "Shi et al. 2024"
 
     info = MeasureInfo(label="position consistency", direction="higher", group="consistency", headline=True,
-                       note="share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).")
+                       note="share of pairs whose verdicts in both orders prefer the same text (Shi "
+                            "et al. 2024).")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:

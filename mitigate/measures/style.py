@@ -125,7 +125,8 @@ def style_controlled_win_rate(
     pref = as_float_array(preference, "preference")
     fa, fb = _as_rows(features_a, cols, "features_a"), _as_rows(features_b, cols, "features_b")
     if not len(pref) == len(fa) == len(fb):
-        raise DataError(f"expected one feature row of each text per preference; got {len(pref)}, {len(fa)}, {len(fb)}")
+        raise DataError(f"expected one feature row of each text per preference; got {len(pref)}, "
+                        f"{len(fa)}, {len(fb)}")
     ok = np.isfinite(pref) & np.isfinite(fa).all(axis=1) & np.isfinite(fb).all(axis=1)
     bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
     if len(bad):

@@ -208,7 +208,8 @@ def resolve_probes(spec: str | Sequence[str | Probe], *, rewriter: bool = False)
             out.append(p)
             continue
         if p == "all":
-            raise ConfigError("expected 'all' on its own or a comma-separated list of probe names; got 'all' in a list")
+            raise ConfigError("expected 'all' on its own or a comma-separated list of probe names; got "
+                              "'all' in a list")
         if p not in known:
             raise ConfigError(f"unknown probe {p!r}; expected 'all' or some of {known}")
         out.append(registered("probe")[p]())

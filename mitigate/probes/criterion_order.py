@@ -57,7 +57,8 @@ class CriterionOrder(PromptProbe):
         if self._rebuilt(leaf, names) != leaf.prompt:
             raise ConfigError(
                 "criterion-order reorders criteria a prompt lists as separate parts (the multi-attribute "
-                f"rating prompt); expected such a prompt; got a free-form template that names {names} in its own words")
+                f"rating prompt); expected such a prompt; got a free-form template that names {names} in "
+                "its own words")
         return leaf.with_prompt(self._rebuilt(leaf, self.new_order(names)))
 
     def perturb(self, judge: Judge, target: Hashable = None) -> Judge:

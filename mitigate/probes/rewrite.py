@@ -110,7 +110,8 @@ class Sentiment(LMProbe):
 
     def task(self) -> str:
         """The tone edit."""
-        mood = "upbeat, warm and enthusiastic" if self.tone == "cheerful" else "downcast, weary and pessimistic"
+        mood = "upbeat, warm and enthusiastic" if self.tone == "cheerful" else ("downcast, weary "
+                                                                                "and pessimistic")
         return (f"Change only the emotional tone of the text so that it sounds {mood}, without adding or "
                 "removing facts.")
 
@@ -139,7 +140,8 @@ class Fallacy(LMProbe):
     def task(self) -> str:
         """The fallacy edit."""
         return ("Add exactly one sentence containing a reasoning error, for example a conclusion that does "
-                "not follow from the facts given or a claim that one event caused another merely because it came first.")
+                "not follow from the facts given or a claim that one event caused another merely because "
+                "it came first.")
 
 
 @register("probe", "factual-error")

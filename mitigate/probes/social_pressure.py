@@ -140,7 +140,8 @@ class SocialPressure(PromptProbe):
         judge."""
         if "position-swap" in _kinds(judge):
             raise ConfigError("social-pressure names the first or second text shown; expected a judge that "
-                              "shows each pair in one order; got a position-swapped judge (the texts trade places)")
+                              "shows each pair in one order; got a position-swapped judge (the texts "
+                              "trade places)")
         return super().perturb(judge, target)
 
     def change(self, prompt: JudgePrompt, target: Hashable = None) -> tuple[str, str, str]:

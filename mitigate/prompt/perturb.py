@@ -131,7 +131,8 @@ def original_order(guideline: Guideline) -> Guideline:
 
 def _check_positive(value: int | None, what: str, owner: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got {value!r} instead.")
+        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got "
+                          f"{value!r} instead.")
 
 
 # --------------------------------------------------------------------------- perturbations
@@ -212,14 +213,16 @@ class LengthenPerturbation(Perturbation):
     @classmethod
     def _check_option(cls, v: int) -> int:
         if v < 0:
-            raise ConfigError(f"The 'option' parameter of LengthenPerturbation must be an int >= 0. Got {v} instead.")
+            raise ConfigError("The 'option' parameter of LengthenPerturbation must be an int >= 0. Got "
+                              f"{v} instead.")
         return v
 
     @field_validator("text")
     @classmethod
     def _check_text(cls, v: str) -> str:
         if not v.strip():
-            raise ConfigError("The 'text' parameter of LengthenPerturbation must be a non-empty description. Got ''.")
+            raise ConfigError("The 'text' parameter of LengthenPerturbation must be a non-empty "
+                              "description. Got ''.")
         if "\n" in v or "\r" in v:
             raise ConfigError(
                 "The 'text' parameter of LengthenPerturbation must be one line (a guideline option is one "

@@ -225,12 +225,14 @@ class Journal:
                 )
         header = parsed[0][2]
         if not isinstance(header, dict):
-            raise DataError(f"{self.path}:{parsed[0][0]}: expected a journal header line first; got a judgment",
+            raise DataError(f"{self.path}:{parsed[0][0]}: expected a journal header line first; "
+                            "got a judgment",
                             path=str(self.path), line=parsed[0][0])
         if header.get("judge") != self.fingerprint:
             raise ConfigError(
                 f"journal {self.path} was written by another judge configuration (fingerprint "
-                f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run folder or restart.",
+                f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run "
+                "folder or restart.",
                 path=str(self.path),
             )
         for number, _, j in parsed[1:]:

@@ -230,7 +230,8 @@ class CircuitBreaker:
 
     def __init__(self, stop_after: int = STOP_AFTER) -> None:
         if isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 0:
-            raise ConfigError(f"The 'stop_after' parameter of run must be an int >= 0. Got {stop_after!r} instead.")
+            raise ConfigError("The 'stop_after' parameter of run must be an int >= 0. Got "
+                              f"{stop_after!r} instead.")
         self.stop_after = stop_after
         self.kind: str | None = None
         self.count = 0
@@ -389,7 +390,8 @@ async def run(
     breaker still stops the run on ``stop_after`` permanent failures in a row.
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead.")
+        raise ConfigError("The 'concurrency' parameter of run must be an int >= 1. Got "
+                          f"{concurrency!r} instead.")
     breaker = CircuitBreaker(stop_after)
     items = list(items)
     ids = [it.id for it in items]

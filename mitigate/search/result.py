@@ -120,7 +120,8 @@ class SearchResult(BaseModel):
         out = []
         if n < MIN_ITEMS:
             out.append(f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are "
-                       "too unstable to carry a conclusion (use more labelled data: --limit, or other --splits)")
+                       "too unstable to carry a conclusion (use more labelled data: --limit, or "
+                       "other --splits)")
         if self.test_documents is not None and self.test_documents < MIN_DOCUMENTS:
             out.append(f"the test items come from {self.test_documents} document"
                        f"{'s' if self.test_documents != 1 else ''}, fewer than {MIN_DOCUMENTS}: the test "

@@ -358,7 +358,8 @@ def search_criterion(data: Benchmark | Split | Sequence[Item], judge: Judge, cri
     names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
     if len(names) == 1:
         return names[0]
-    raise ConfigError(f"search needs criterion=... (the human label to optimise against); the judge scores {names}")
+    raise ConfigError("search needs criterion=... (the human label to optimise against); the judge "
+                      f"scores {names}")
 
 
 def demo_counts(k: int | Sequence[int]) -> list[int]:

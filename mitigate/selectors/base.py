@@ -266,7 +266,8 @@ class Selector(Component, Fittable):
         name = type(self).__name__
         check_param(name, "k", k, [Interval(int, 1)])
         if not self.is_fitted:
-            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` before select()")
+            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` "
+                              "before select()")
         if query is not None and not isinstance(query, Item):
             raise ConfigError(f"{name}.select expected query to be an Item or None; "
                               f"got {type(query).__name__}")

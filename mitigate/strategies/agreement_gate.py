@@ -155,7 +155,8 @@ class GateReport(BaseModel):
         for d in self.decisions:
             if d.system == system:
                 return d
-        raise DataError(f"expected one of the gated systems {[d.system for d in self.decisions]}; got {system!r}")
+        raise DataError(f"expected one of the gated systems {[d.system for d in self.decisions]}; "
+                        f"got {system!r}")
 
 
 @register("mitigation", "agreement-gate")
@@ -231,7 +232,8 @@ class AgreementGate(Mitigation):
                 )
             if item.system is None:
                 raise DataError(
-                    f"the agreement gate decides per system; expected item {item.id!r} to name its system, got None",
+                    f"the agreement gate decides per system; expected item {item.id!r} to name its "
+                    "system, got None",
                     item_id=item.id,
                 )
             r_score, m_score = _form_scores(j, crit)

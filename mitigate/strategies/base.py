@@ -235,7 +235,8 @@ def parse_pipeline(text: str) -> Pipeline:
         name, _, rest = part.partition("(")
         name = name.strip()
         if not rest and name.endswith(".json"):
-            raise ConfigError(f"expected pipeline text or @file.json; got {name!r} (write @{name} to load a spec file)")
+            raise ConfigError(f"expected pipeline text or @file.json; got {name!r} (write @{name} to load "
+                              "a spec file)")
         params: dict[str, Any] = {}
         if rest:
             if not rest.endswith(")"):

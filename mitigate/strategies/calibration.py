@@ -339,7 +339,8 @@ class ContextualCalibration(_Calibration):
     def fit_items(self, train: Benchmark) -> list[Item]:
         """One content-free copy of the first training item per text in ``content_free``."""
         if not train.items:
-            raise ConfigError("ContextualCalibration.fit needs one training item to copy the fields of; got none")
+            raise ConfigError("ContextualCalibration.fit needs one training item to copy the fields "
+                              "of; got none")
         first = train.items[0]
         out = []
         for i, text in enumerate(self.content_free):

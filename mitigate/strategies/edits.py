@@ -469,7 +469,8 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         mid = _num(round((scale.min + scale.max) / 2))
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
-            f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when the text is '
+            f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
+            'the text is '
             "a little below or a little above that point."
         )
     return text

@@ -84,7 +84,8 @@ def _or_list(words: list[str]) -> str:
 def _check_single(prompt: JudgePrompt, form: str) -> None:
     if prompt.answer == "pairwise":
         raise TemplateError(
-            f"the {form} form scores one output; expected a prompt with answer 'score' or 'mcq', got 'pairwise'"
+            f"the {form} form scores one output; expected a prompt with answer 'score' or 'mcq', "
+            "got 'pairwise'"
         )
     if len(prompt.criteria) > 1:
         raise TemplateError(

@@ -169,7 +169,8 @@ class PerturbationProbeJudge(CompositeJudge):
 def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge, Guideline]]:
     leaves = judge.leaves()
     if not leaves:
-        raise ConfigError(f"{owner} needs a judge with at least one prompt; got {type(judge).__name__} with none")
+        raise ConfigError(f"{owner} needs a judge with at least one prompt; got "
+                          f"{type(judge).__name__} with none")
     return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
 
 
@@ -239,7 +240,8 @@ class PerturbationProbe(Mitigation):
         if len(set(names)) != len(names) or ORIGINAL in names:
             raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
         if not perts:
-            raise ConfigError("PerturbationProbe found no perturbation that changes the guideline; nothing to measure")
+            raise ConfigError("PerturbationProbe found no perturbation that changes the guideline; "
+                              "nothing to measure")
         return perts
 
     def wrap(self, judge: Judge) -> Judge:

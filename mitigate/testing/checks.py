@@ -188,7 +188,8 @@ def check_is_frozen_value(component: Any) -> None:
 def check_is_registered(component: Any) -> None:
     """Registered under its name, so the registry finds its class."""
     cls = type(component)
-    assert cls.registry_name, f"{cls.__name__} is not registered (decorate it with @register(<kind>, '<name>'))"
+    assert cls.registry_name, (f"{cls.__name__} is not registered (decorate it with "
+                               "@register(<kind>, '<name>'))")
     assert registered(_kind(component)).get(cls.registry_name) is cls, (
         f"the registry maps {cls.registry_name!r} to "
         f"{registered(_kind(component)).get(cls.registry_name)!r}, not {cls.__name__}")
@@ -226,7 +227,8 @@ def check_constraints_refuse_bad_values(component: Any) -> None:
     wording."""
     cls = type(component)
     for name in cls.parameter_constraints:
-        assert name in cls.model_fields, f"{cls.__name__} declares constraints for {name!r}, which is not a field"
+        assert name in cls.model_fields, (f"{cls.__name__} declares constraints for {name!r}, which "
+                                          "is not a field")
         try:
             component.with_params(**{name: _Unacceptable()})
         except ConfigError as exc:
@@ -321,7 +323,8 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
     assert mitigation.model_dump() == before, f"{name}.fit changed the original"
     assert train.model_dump() == train_before, f"{name}.fit changed the training data"
     if not tags.needs_fitting:
-        assert fitted is mitigation, f"{name}'s tags say it learns nothing at fit, but fit returned a new value"
+        assert fitted is mitigation, (f"{name}'s tags say it learns nothing at fit, but fit "
+                                      "returned a new value")
     else:
         assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
         assert fitted.is_fitted, f"{name}.fit returned an unfitted value"
@@ -471,9 +474,11 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
     calls = lm.calls + len(lm.likelihood_requests)
     if unfitted.tags.calls_judge_while_fitting:
-        assert calls > 0, f"{type(selector).__name__}'s tags say it calls the judge while fitting; it made no LM call"
+        assert calls > 0, (f"{type(selector).__name__}'s tags say it calls the judge while fitting; it "
+                           "made no LM call")
     else:
-        assert calls == 0, f"{type(selector).__name__}'s tags say it calls no judge while fitting; it made {calls}"
+        assert calls == 0, (f"{type(selector).__name__}'s tags say it calls no judge while fitting; it "
+                            f"made {calls}")
 
 
 def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
@@ -588,7 +593,8 @@ def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
                 for r in judge.requests(_PROBE_ITEM)] == original, "the judge was changed"
         record = probe.record(_PROBE_ITEM, prompt, target)
         assert record.ok and record.field == "prompt" and record.probed and record.probed != record.original
-    assert applied, f"{type(probe).__name__} applied to no judge of the check (a prompt with options, two criteria)"
+    assert applied, (f"{type(probe).__name__} applied to no judge of the check (a prompt with options, "
+                     "two criteria)")
     assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item"
     assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
 
@@ -620,13 +626,15 @@ def check_probe_rewrites_and_records(probe: Probe) -> None:
                                                         f"{first.record.error}")
     field = first.record.field
     assert first.record.original == _PROBE_ITEM.field(field), "the record does not hold the original text"
-    assert first.item.field(field) == first.record.probed != first.record.original, "the probed text is not recorded"
+    assert first.item.field(field) == first.record.probed != first.record.original, ("the probed text is "
+                                                                                     "not recorded")
     others = {k: v for k, v in first.item.model_dump().items() if k != field}
     assert others == {k: v for k, v in before.items()
                       if k != field}, "the probe changed more than the judged text"
     assert again.record == first.record, f"{type(probe).__name__} rewrote differently from the same spec"
     if probe.needs_rewriter:
-        assert first.record.model and first.record.raw, "an LM rewrite must record the model and its raw answer"
+        assert first.record.model and first.record.raw, ("an LM rewrite must record the model and "
+                                                         "its raw answer")
     assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
 
 

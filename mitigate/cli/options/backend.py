@@ -151,7 +151,8 @@ def check_batch(backend: str, batch: bool, retries: int, *, calls_lm: bool = Tru
     """
     if not batch:
         if retries:
-            raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {retries} without --batch")
+            raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {retries} "
+                              "without --batch")
         return
     found = registered_backend(backend)
     if calls_lm and (found is None or not found.batch):

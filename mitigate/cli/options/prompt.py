@@ -38,7 +38,8 @@ ANSWER_FORMAT = option("answer_format", "--answer-format",
                        "prompts inspect')")
 REASONING = option("reasoning", "--reasoning",
                    help="override whether the template asks for reasoning before its "
-                   "answer line: before (the answer line comes last, after free text) or none (the answer alone)")
+                   "answer line: before (the answer line comes last, after free text) or none (the "
+                   "answer alone)")
 OUTPUT_SLOT = option("output_slot", "--output-slot",
                      help="override the slot that holds the judged text (default: "
                      "read from the template)")

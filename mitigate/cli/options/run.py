@@ -24,7 +24,8 @@ STOP_AFTER = option("stop_after",
                     accepts=(Interval(int, 0, None),))
 DRY_RUN = option("dry_run", "--dry-run",
                  help="print the exact requests (messages, constraint, temperature, n, "
-                 "logprobs, diff against the unmitigated prompt) for the first item of each entry, and make no LM call")
+                 "logprobs, diff against the unmitigated prompt) for the first item of each entry, and "
+                 "make no LM call")
 
 Cache = Annotated[bool, CACHE]
 Progress = Annotated[bool, PROGRESS]

@@ -84,7 +84,8 @@ class Entry(BaseModel):
         stay together, so the report shows what each judge learned.
         """
         if self.base is None:
-            raise ConfigError(f"entry {self.name!r} has no base judge to wrap; only a pipeline entry is fitted")
+            raise ConfigError(f"entry {self.name!r} has no base judge to wrap; only a pipeline "
+                              "entry is fitted")
         return self.model_copy(update={"judge": pipeline.wrap(self.base), "pipeline": pipeline,
                                        "spec": pipeline.spec()})
 
@@ -155,7 +156,8 @@ class Entry(BaseModel):
         """
         runs = [r for r in load_recorded_runs(path, read).values() if criterion in r.criteria]
         if not runs:
-            raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered other criteria")
+            raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered "
+                              "other criteria")
         return [cls.from_recorded(run, criterion) for run in runs]
 
 
@@ -184,7 +186,8 @@ def as_entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> tuple[Entry, .
     names = [e.name for e in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ConfigError(f"expected unique entry names; {dup} appear more than once (name them with name=...)")
+        raise ConfigError(f"expected unique entry names; {dup} appear more than once (name them "
+                          "with name=...)")
     return tuple(out)
 
 

@@ -114,7 +114,8 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
                                min_n=3)
     if d.n < 3:
         return Comparison(against=first, measure="preference-accuracy", observed=math.nan, n=d.n,
-                          reason=f"needs at least 3 items with a verdict from both entries and gold; got {d.n}")
+                          reason="needs at least 3 items with a verdict from both entries and "
+                                 f"gold; got {d.n}")
     decided: dict[str, Any] = {}
     if ABSTAINED in a or ABSTAINED in b:
         keep = [i for i, (va, vb) in enumerate(zip(a, b, strict=True)) if ABSTAINED not in (va, vb)]

@@ -74,7 +74,8 @@ class ComparePlan(BaseModel):
     def out(self) -> Path:
         """The output folder; ConfigError when the config has none (a plan made only to be checked)."""
         if self.config.out_dir is None:
-            raise ConfigError("expected out_dir (the folder for journals and reports) to run a comparison; got none")
+            raise ConfigError("expected out_dir (the folder for journals and reports) to run a "
+                              "comparison; got none")
         return self.config.out_dir
 
     @property
@@ -125,7 +126,8 @@ def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, crit
         shared = shared_docs or shared_ids
         raise ConfigError(
             f"expected a training benchmark that shares no item or document with {bench.name!r}; "
-            f"{len(shared)} are in both, e.g. {shared[:3]} (split one benchmark with a train fraction instead)"
+            f"{len(shared)} are in both, e.g. {shared[:3]} (split one benchmark with a train "
+            "fraction instead)"
         )
     docs = {it.doc_id for it in fit.items if it.doc_id is not None}
     return fit, bench, {"source": fit.name, "n_items": len(fit), "n_documents": len(docs) or len(fit),
