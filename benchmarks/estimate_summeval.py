@@ -52,7 +52,8 @@ from mitigate.harness.estimate import judge_values
 JUDGES = ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-13b-rts")
 LABEL_COUNTS = (5, 10, 20)
 METHODS = ("ppi", "ppi-group", "calibrated", "human")
-"""``ppi`` tunes one judge slope over the 12 systems (the command's default, ``--tune overall``); ``ppi-group`` one per
+"""``ppi`` tunes one judge slope over the 12 systems (the command's default, ``--tune overall``);
+``ppi-group`` one per
 system (``--tune group``)."""
 OUT = Path(__file__).resolve().parent / "results" / "estimate_summeval.json"
 

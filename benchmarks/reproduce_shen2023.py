@@ -191,7 +191,8 @@ def print_tables(results: dict[str, Any]) -> None:
         cells = [" ".join(f"{_fmt(judges[j][d]['meta_M'][m]['value']):>7}" for m in METHODS)
                  for d in DIMENSIONS]
         print(f"{label:<13}" + "".join(f"{c:>24}" for c in cells))
-    print("\nR_i = Spearman(ChatGPT RTS, ChatGPT MCQ) within each system; last row: Spearman(R_i, P_i of RTS)")
+    print("\nR_i = Spearman(ChatGPT RTS, ChatGPT MCQ) within each system; last row: "
+          "Spearman(R_i, P_i of RTS)")
     agree = results["rts_mcq_agreement"]
     systems = list(agree[DIMENSIONS[0]]["R_i"])
     print(f"{'system':<8}" + "".join(f"{d:>13}" for d in DIMENSIONS))

@@ -106,7 +106,8 @@ def check_input_file(path: Path | str, what: str, *, error: type[ConfigError] = 
 
 
 MAX_LINE_BYTES = 256 * 2**20
-"""Longest line :func:`read_lines` reads (256 MiB): a journal line holds a judgment's raw answers, each at most
+"""Longest line :func:`read_lines` reads (256 MiB): a journal line holds a judgment's raw answers, each at
+most
 ``--max-response-bytes`` (10 MB by default)."""
 
 _OPEN_FLAGS = {

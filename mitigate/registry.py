@@ -105,7 +105,8 @@ added with :func:`add`: a backend's builder (``openai``, ``local`` ...), a bench
 text file (``summeval-coherence`` ...)."""
 
 PLUGIN_GROUP = "mitigate.plugins"
-"""The entry-point group of installed plugins: each entry point names a module whose import registers components."""
+"""The entry-point group of installed plugins: each entry point names a module whose import registers
+components."""
 
 _REGISTRY: dict[str, dict[str, Any]] = {}
 _discovered: set[str] = set()
@@ -364,7 +365,8 @@ class Component(BaseModel):
     registry_name: ClassVar[str] = ""
     registry_kind: ClassVar[str] = ""
     paper: ClassVar[str] = ""
-    """The work the component implements or reports, "Author et al. YEAR" (empty for mitigate's own designs)."""
+    """The work the component implements or reports, "Author et al. YEAR" (empty for mitigate's own
+    designs)."""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
     declared_tags: ClassVar[Tags] = Tags()
     retired_fields: ClassVar[frozenset[str]] = frozenset()

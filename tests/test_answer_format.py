@@ -179,7 +179,8 @@ def test_answers_a_real_small_judge_gave_are_read_right() -> None:
     arena = AnswerFormat(kind="pairwise", line="[[{value}]]", labels=("A", "B"), relations=True,
                          reasoning="before")
     echo = ("1. Assistant A is much better: [[A>>B]] 2. Assistant A is slightly better: [[A>B]] 3. About the "
-            "same: [[A=B]] 4. Assistant B is slightly better: [[B>A]] 5. Assistant B is much better: [[B>>A]]")
+            "same: [[A=B]] 4. Assistant B is slightly better: [[B>A]] 5. Assistant B is much "
+            "better: [[B>>A]]")
     with pytest.raises(ParseError, match="echoed list"):
         arena.read(echo, S5)
     assert MTBENCH.read("[6]", S10) == 6

@@ -59,7 +59,8 @@ def test_identical_rerun_makes_no_lm_calls(tmp_path, monkeypatch):
     assert first.exit_code == second.exit_code == 0
     assert "3 from cache" in second.stderr
     # a server at a base URL has no list price: unknown, and why; the cached rerun cost nothing this run
-    assert "cost unknown (openai:stub-model runs on a server at a base URL, which has no list price)" in first.stderr
+    assert ("cost unknown (openai:stub-model runs on a server at a base URL, which has "
+            "no list price)") in first.stderr
     assert "cost $0 (cached)" in second.stderr and "$0.0000" not in second.stderr
 
 

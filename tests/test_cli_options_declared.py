@@ -363,7 +363,8 @@ def test_the_shipped_backends_take_what_they_took_before():
                                           "OpenAI-compatible servers such as vLLM); got --backend "
                                           "'anthropic:m'"),
                           ("local",
-                           "--base-url applies to the openai, anthropic, dspy backends; got --backend 'local'"),
+                           "--base-url applies to the openai, anthropic, dspy backends; got "
+                           "--backend 'local'"),
                           ("replay:x", "--base-url applies"), ("fake", "--base-url applies")):
         with pytest.raises(ConfigError) as exc:
             check_backend(Given(), spec)  # type: ignore[arg-type]

@@ -316,7 +316,8 @@ Score:"""  # the guideline inside the item: demos show their texts under slot na
 
 GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items()
                     if (text := geval_repo_prompt(rel)) is not None}
-"""G-Eval's own SummEval prompts, read from a copy of its repository when one is here (see test_template_corpus)."""
+"""G-Eval's own SummEval prompts, read from a copy of its repository when one is here (see
+test_template_corpus)."""
 
 TEMPLATES = sorted(CORPUS) + sorted(OWN) + sorted(GEVAL_REPO_TEXTS)
 PAIR_TEMPLATES = ["prometheus-absolute", "alpacaeval-self-taught-mt-bench-pair", "autoevals-factuality",
@@ -836,7 +837,8 @@ def test_demos_are_refused_in_one_line_naming_the_slot_in_a_sentence_and_the_mit
         mitigation.wrap(PromptJudge(prompt, lm))
     message = str(refused.value)
     assert "\n" not in message and message.startswith(mitigation.label)
-    assert "first slot {{summary}} stands inside the sentence 'Is the summary \"{{summary}}\" a faithful" in message
+    assert ("first slot {{summary}} stands inside the sentence 'Is the summary "
+            "\"{{summary}}\" a faithful") in message
     assert lm.requests == []
 
 

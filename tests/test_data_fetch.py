@@ -164,7 +164,8 @@ def test_offline_says_in_one_line_which_url_to_fetch_by_hand_and_where_to_put_it
         F.fetch(source, tmp_path, base_url=base)
     message = str(caught.value)
     assert caught.value.kind == "offline" and "\n" not in message
-    assert f"download {base}/{REPO}/{COMMIT}/a.csv by hand and save it as {tmp_path / 'toy_data/a.csv'}" in message
+    assert (f"download {base}/{REPO}/{COMMIT}/a.csv by hand and save it as "
+            f"{tmp_path / 'toy_data/a.csv'}") in message
     assert "1 more file(s)" in message and "mitigate data list toy --urls" in message
     assert _leftovers(tmp_path) == []
 

@@ -170,14 +170,16 @@ def test_a_judge_missing_items_is_refused_with_exit_2_naming_them(tmp_path):
     b.write_text("\n".join(a.read_text().splitlines()[:-3]).replace('"good"', '"short"') + "\n")
     result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
     assert result.exit_code == 2
-    assert "expected judge 'short' to have an answer on 'coherence' for every item compared; 3 of 48" in result.stderr
+    assert ("expected judge 'short' to have an answer on 'coherence' for every item "
+            "compared; 3 of 48") in result.stderr
 
 
 def test_judges_on_different_scales_are_refused_unless_mapped(tmp_path):
     a = _recorded(tmp_path, "a.jsonl", "five", _good, scale=(1, 5))
     b = _recorded(tmp_path, "b.jsonl", "ten", lambda it: 2 * _good(it), scale=(1, 10))
     refused = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
-    assert refused.exit_code == 2 and "expected the same scale, or a mapping (--scale-map linear" in refused.stderr
+    assert refused.exit_code == 2 and ("expected the same scale, or a mapping "
+                                       "(--scale-map linear") in refused.stderr
     mapped = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--scale-map", "linear",
                   "--json")
     assert mapped.exit_code == 0, mapped.output

@@ -374,7 +374,8 @@ def test_an_answer_broken_off_mid_body_is_retried_for_its_item_and_named_as_such
     answered = asyncio.run(once())
     assert isinstance(answered, LMResponse) and answered.text == "Score: 4", shown(answered)
     error, requests = asyncio.run(always())
-    assert "closed mid-answer" in str(error) and "broke off its answer on every one of 6 attempts" in str(error)
+    assert "closed mid-answer" in str(error) and ("broke off its answer on every one "
+                                                  "of 6 attempts") in str(error)
     assert "could not connect" not in str(error)
     assert requests == 3 * 6  # three items, each with every attempt: a server that answers is not unreachable
 

@@ -240,7 +240,8 @@ def test_no_module_takes_a_name_from_the_root_package() -> None:
         for module, imported, line in _imports(name)
         if module == "mitigate" and imported is not None and f"mitigate.{imported}" not in MODULES
     ]
-    assert not found, "names taken from the root package (import them from their own module):\n" + "\n".join(found)
+    assert not found, ("names taken from the root package (import them from their "
+                       "own module):\n") + "\n".join(found)
 
 
 def test_lm_parse_and_data_are_layered_in_that_order() -> None:

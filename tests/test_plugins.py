@@ -92,7 +92,8 @@ def test_a_plugin_parameter_refused_on_the_command_line_names_the_accepted_value
     result = CliRunner().invoke(app, ["judge", "--plugin", "demo_plugin_good", "--pipeline",
                                       "test-plugin-terse(tone=loud)", "--backend", "fake"])
     assert result.exit_code == 2
-    assert "The 'tone' parameter of Terse must be one of 'plain', 'strict'. Got 'loud' instead." in result.stderr
+    assert ("The 'tone' parameter of Terse must be one of 'plain', 'strict'. Got "
+            "'loud' instead.") in result.stderr
 
 
 def test_check_plugin_passes_a_good_plugin(plugin_path: Path) -> None:

@@ -49,7 +49,8 @@ def test_lm_probes_without_a_rewriter_are_refused_before_any_work(tmp_path) -> N
     result = CliRunner().invoke(app, [*args, "--backend", "openai:stub", "--base-url", "http://127.0.0.1:9",
                                       "--probes", "sentiment"])
     assert result.exit_code == 2
-    assert "error: probes ['sentiment'] rewrite the judged text with an LM; expected a rewriter backend" in result.stderr
+    assert ("error: probes ['sentiment'] rewrite the judged text with an LM; expected a "
+            "rewriter backend") in result.stderr
 
 
 def test_an_unknown_probe_and_a_bad_side_are_one_line_errors(tmp_path) -> None:
@@ -57,7 +58,8 @@ def test_an_unknown_probe_and_a_bad_side_are_one_line_errors(tmp_path) -> None:
     bad = CliRunner().invoke(app, [*args, "--probes", "flattery"])
     assert bad.exit_code == 2 and "unknown probe 'flattery'" in bad.stderr
     side = CliRunner().invoke(app, [*args, "--side", "c"])
-    assert side.exit_code == 2 and "The '--side' parameter of mitigate probe must be one of 'a', 'b'" in side.stderr
+    assert side.exit_code == 2 and ("The '--side' parameter of mitigate probe must be "
+                                    "one of 'a', 'b'") in side.stderr
 
 
 def test_compare_with_probes_adds_a_bias_probes_table_per_pipeline_entry(tmp_path, monkeypatch) -> None:

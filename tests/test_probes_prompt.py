@@ -175,7 +175,8 @@ def test_criterion_order_is_detected_on_a_judge_that_scores_the_first_criterion_
 
 
 def test_paraphrase_asks_the_rewriter_to_keep_meaning_and_records_its_answer():
-    rewriter = FakeLM(lambda r: "On day 1 the harbour opened again and ferries sailed once more. It is clear.")
+    rewriter = FakeLM(lambda r: "On day 1 the harbour opened again and ferries sailed once more. "
+                                "It is clear.")
     probed = asyncio.run(Paraphrase().aprobe(ITEMS[1], rewriter))
     assert probed.item is not None and probed.record.model and probed.record.raw
     asked = rewriter.requests[0].messages[0].content

@@ -154,7 +154,8 @@ def test_lengthened_option_keeps_line_format() -> None:
     assert gl is not None
     longer = gl.options[0].with_description("The summary is incoherent: its sentences do not connect at all.")
     new = prompt.with_guideline(gl.model_copy(update={"options": (longer, *gl.options[1:])}))
-    assert "A: The summary is incoherent: its sentences do not connect at all. Score: One." in new.template_text()[0]
+    assert ("A: The summary is incoherent: its sentences do not connect at "
+            "all. Score: One.") in new.template_text()[0]
 
 
 def test_template_without_a_slot_for_the_judged_text_is_refused_with_the_slots_found() -> None:

@@ -79,4 +79,5 @@ def test_the_embedded_judge_is_read_as_the_readme_says(prompt, read):
     assert ("The built-in SummEval prompts (the quick start's included) ask for one sentence of "
             "justification before \"Score: N\"") in readme
     assert "which is read from the text" in readme
-    assert "(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the model's next-token" in readme
+    assert ("(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the "
+            "model's next-token") in readme

@@ -49,7 +49,8 @@ def test_a_score_outside_its_criterions_scale_is_a_file_line_error(tmp_path: Pat
                                          {"id": "b", "output": "o", "human": {"groundedness": 2}}])
     with pytest.raises(DataError) as info:
         load_jsonl(path)
-    assert str(info.value).startswith(f"{path}:3:") and "'groundedness' scores within the human scale 0 to 1" in str(info.value)
+    assert str(info.value).startswith(f"{path}:3:") and ("'groundedness' scores within the human "
+                                                         "scale 0 to 1") in str(info.value)
     # the 1-5 default still holds for the other criteria, and an argument overrides the header
     assert load_jsonl(path, scale={"groundedness": (0, 2)}).scale_for("groundedness").max == 2
 

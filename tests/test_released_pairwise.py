@@ -112,7 +112,8 @@ def test_llmbar_swap_strategy_rests_on_its_second_call_when_the_first_disagreed(
 def test_llmbar_answers_are_read_in_the_format_recovered_from_their_prompt():
     parse = parse_release(read_llmbar(LLMBAR))
     assert parse.formats["comparison/Vanilla.txt"].startswith('"Output (X)" alone')
-    assert parse.formats["comparison/CoT.txt"].startswith('"Therefore, Output (X) is better." after reasoning')
+    assert parse.formats["comparison/CoT.txt"].startswith('"Therefore, Output (X) is better." '
+                                                          'after reasoning')
     assert parse.formats["rating/Rating.txt"].endswith("on 0 to 9")
     runs = recorded_runs(parse)
     cot = _rows(runs["GPT-4/CoT"], f"{NATURAL}/1")

@@ -98,13 +98,15 @@ def _flow(name: str) -> str:
 
 
 GEVAL_REPO = Path(os.environ.get("MITIGATE_GEVAL_REPO", "/work/.mirror/nlpyang+geval/repo"))
-"""A copy of G-Eval's repository (github.com/nlpyang/geval): a checkout, or a bare snapshot read through git."""
+"""A copy of G-Eval's repository (github.com/nlpyang/geval): a checkout, or a bare snapshot read through
+git."""
 
 GEVAL_PROMPTS = {"geval-repo-coherence": "prompts/summeval/coh_detailed.txt",
                  "geval-repo-consistency": "prompts/summeval/con_detailed.txt",
                  "geval-repo-fluency": "prompts/summeval/flu_detailed.txt",
                  "geval-repo-relevance": "prompts/summeval/rel_detailed.txt"}
-"""G-Eval's own SummEval prompts, by the name the tests give them (no package ships them; never copied here)."""
+"""G-Eval's own SummEval prompts, by the name the tests give them (no package ships them; never copied
+here)."""
 
 
 def geval_repo_prompt(rel: str) -> str | None:

@@ -113,7 +113,8 @@ def test_scale_statements_are_read(text: str, scale: tuple[int, int]) -> None:
 
 
 def test_the_criterion_line_names_the_criterion_without_a_dash() -> None:
-    prompt = JudgePrompt.from_template("Engagingness (1-3) Is the response dull or interesting?\n{{response}}")
+    prompt = JudgePrompt.from_template("Engagingness (1-3) Is the response dull or "
+                                       "interesting?\n{{response}}")
     assert prompt.criteria[0].name == "engagingness"
     assert prompt.criteria[0].definition == "Is the response dull or interesting?"
 

@@ -28,7 +28,8 @@ from mitigate.judge import Judge
 from mitigate.scale import Scale
 
 GRADES = {"C": 1.0, "P": 0.5, "I": 0.0}
-"""inspect's letter grades (CORRECT, PARTIAL, INCORRECT) as scores on 0-1, as its ``value_to_float`` reads them.
+"""inspect's letter grades (CORRECT, PARTIAL, INCORRECT) as scores on 0-1, as its ``value_to_float`` reads
+them.
 
 NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero.
 """

@@ -70,7 +70,8 @@ async def agrade(judge: Judge, output: Any, context: Mapping[str, Any], *, thres
                           f"got {threshold}")
     variables = context.get("vars") or {}
     if input_var is not None and input_var not in variables:
-        raise ConfigError(f"expected the test var {input_var!r} (input_var); the test has {sorted(variables)}")
+        raise ConfigError(f"expected the test var {input_var!r} (input_var); the test has "
+                          f"{sorted(variables)}")
     given = variables[input_var] if input_var is not None else context.get("prompt")
     expected = variables.get(expected_var) if expected_var is not None else None
     item = make_item(_text(output), None if given is None else _text(given),

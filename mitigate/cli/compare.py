@@ -77,7 +77,8 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
 
     pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
         "a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or @file.json, optionally "
-        "named for the report: \"NAME=pipeline\"; repeat for several (the first entry is the reference)"))] = None
+        "named for the report: \"NAME=pipeline\"; repeat for several (the first entry is "
+        "the reference)"))] = None
     recorded: Annotated[list[Path] | None, RECORDED] = None
     released: Annotated[list[str] | None, RELEASED] = None
     train: Annotated[str | None, TRAIN] = None

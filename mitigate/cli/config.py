@@ -327,7 +327,8 @@ def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any]
         if name is not None:
             if kind != "pipeline":
                 raise ConfigError(f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; "
-                                  f"the judges of a {kind} entry are named by their file; got name = {name!r}")
+                                  f"the judges of a {kind} entry are named by their file; got "
+                                  f"name = {name!r}")
             name = _convert(name, str, where("name", "entry", n), "name", base)
             if split_label(f"{name}=baseline") != (name.strip(), "baseline"):
                 raise ConfigError(f"{where('name', 'entry', n)}: expected a non-empty display name without "

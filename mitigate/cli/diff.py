@@ -91,13 +91,15 @@ class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOpt
                         Override(help="a released judge, e.g. chatgpt-rts; give two (A "
                                                                   "then B)")] = None
     pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
-        "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared by both judges"))] = None
+        "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared "
+        "by both judges"))] = None
     prompt: Annotated[list[Path] | None, PROMPT,
                       Override(help="a judge template file; give two (A then B) to compare "
                                                                "templates, or one shared")] = None
     backend: Annotated[list[str] | None, BACKEND,
                        Override(help="the judge LM; give two (A then B) to compare "
-                                                                "backends, or one shared (default: local)")] = None
+                                                                "backends, or one shared "
+                                                                "(default: local)")] = None
     samples: Annotated[Samples, Override(help="samples per item of each live judge")] = 1
     fail_on: Annotated[str, FAIL_ON] = "agreement,failure-rate"
     correction: Annotated[Literal["holm", "bonferroni", "none"], CORRECTION] = "holm"
@@ -162,7 +164,8 @@ def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
         live = [k for k in ("--pipeline", "--prompt", "--backend") if given[k]]
         if len(replayed) > 1 or live:
             raise ConfigError("expected the two judges from one source (two --recorded files, two "
-                              f"--released judges, or live judges); got {', '.join(replayed + live)} together")
+                              "--released judges, or live judges); got "
+                              f"{', '.join(replayed + live)} together")
         key = replayed[0]
         if key == "--recorded" and len(given[key]) == 1:
             return key, given[key]  # one file holding two judges
@@ -332,7 +335,8 @@ async def _diff(o: DiffOptions) -> None:
                                          + tuple(probe_slices(crit, probe_reports[-1][1]))})
         reports.append(rep)
     if not reports:
-        raise ConfigError(f"expected a criterion to compare; benchmark {bench.name!r} declares none (pass -c)")
+        raise ConfigError(f"expected a criterion to compare; benchmark {bench.name!r} declares "
+                          "none (pass -c)")
     report = DiffReport.merged(reports)
     report = report.model_copy(update={"gate": gate(report, fail_on, o.correction),
                                        "extra": {"benchmark": bench.name, "compared": key}})

@@ -46,7 +46,8 @@ By = Literal["auto", "system", "pair", "none"]
 Target = Literal["items", "population"]
 """``--target``: :data:`mitigate.estimators.mean.Target`."""
 Tune = Literal["overall", "group"]
-"""``--tune``: one judge slope over every group, or one per group (``mitigate.harness.estimate.tuned_slope``)."""
+"""``--tune``: one judge slope over every group, or one per group
+(``mitigate.harness.estimate.tuned_slope``)."""
 Calibration = Literal["isotonic", "linear"]
 """``--calibration``: :data:`mitigate.estimators.calibration.Calibration`."""
 

@@ -155,7 +155,8 @@ def _search(o: SearchOptions) -> None:
     if o.dry_run:
         try:
             typer.echo(dry_run_text([(o.pipeline, judge)], base, task.items)
-                       + "\n\n(the search adds each candidate demo set to these prompts; no LM call was made)")
+                       + "\n\n(the search adds each candidate demo set to these prompts; no LM "
+                         "call was made)")
         finally:
             run_coroutine(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
         return
@@ -163,7 +164,8 @@ def _search(o: SearchOptions) -> None:
     selectors = [cls(seed=o.seed) if "seed" in cls.model_fields else cls() for cls in classes]
     agreement = o.agreement
     if task.benchmark.pairwise and agreement != "accuracy":  # verdicts against gold preferences: exact match
-        typer.echo(f"pairwise benchmark: agreement is accuracy against the gold preferences (not {agreement})",
+        typer.echo("pairwise benchmark: agreement is accuracy against the gold preferences (not "
+                   f"{agreement})",
                    err=True)
         agreement = "accuracy"
     objective = Objective(agreement=agreement, consistency_weight=o.consistency_weight,

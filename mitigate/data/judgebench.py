@@ -75,7 +75,8 @@ def category(source: str) -> str:
 def _repo(path: str | Path) -> Path:
     p = Path(path)
     if not (p / "data").is_dir():
-        raise DataError(f"expected a JudgeBench repository folder with data/ (and outputs/); got {p}. {_HINT}")
+        raise DataError("expected a JudgeBench repository folder with data/ (and outputs/); got "
+                        f"{p}. {_HINT}")
     return p
 
 
@@ -137,7 +138,8 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
             items[item.id] = item
     name = "judgebench" if response_model is None else f"judgebench:{response_model}"
     return Benchmark(name=name, items=tuple(items.values()), criteria=(RELEASE_CRITERION,),
-                     description="JudgeBench response pairs; gold = the objectively correct response; no ties")
+                     description="JudgeBench response pairs; gold = the objectively correct "
+                                 "response; no ties")
 
 
 def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:

@@ -202,7 +202,8 @@ def _order_answers(entry: Any, where: str) -> dict[str, tuple[str, Literal["A", 
     for order, key in (("original", "swap = False"), ("swapped", "swap = True")):
         got = entry.get(key)
         if not isinstance(got, dict):
-            raise DataError(f"{where}: expected {key!r} with a completion and a winner; got {str(got)[:60]!r}")
+            raise DataError(f"{where}: expected {key!r} with a completion and a winner; got "
+                            f"{str(got)[:60]!r}")
         if not isinstance(got.get("winner"), str | int | None) or got.get("winner") not in _WINNER:
             raise DataError(f"{where}: expected {key!r} winner '1', '2' or null; got {got.get('winner')!r}")
         out[order] = (_completion(got.get("completion"), f"{where} {key!r}"), _WINNER[got.get("winner")])

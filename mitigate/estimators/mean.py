@@ -97,7 +97,8 @@ Target = Literal["items", "population"]
 TARGETS: tuple[str, ...] = ("items", "population")
 
 MIN_LABELS = {"human": 2, "ppi": 3, "calibrated": 3, "judge": 0}
-"""Fewest labels per group each method needs: one more than the coefficients it fits (the judge-only needs none)."""
+"""Fewest labels per group each method needs: one more than the coefficients it fits (the judge-only needs
+none)."""
 
 _FLAT = 1e-12
 """Relative size below which a spread counts as none."""
@@ -242,7 +243,8 @@ def _as_array(values: Sequence[float | None] | np.ndarray, name: str) -> np.ndar
     try:
         arr = np.array([math.nan if v is None else v for v in values], dtype=float)
     except (TypeError, ValueError):
-        raise DataError(f"expected numbers (or None for a missing value) in {name}; got {list(values)[:5]!r}") from None
+        raise DataError(f"expected numbers (or None for a missing value) in {name}; got "
+                        f"{list(values)[:5]!r}") from None
     if arr.ndim != 1:
         raise DataError(f"expected one value per item in {name}; got an array of shape {arr.shape}")
     if np.isinf(arr).any():

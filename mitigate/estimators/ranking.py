@@ -92,7 +92,8 @@ def rank_estimates(estimates: Mapping[str, MeanEstimate], confidence: float,
     compare with by Kendall's tau.
     """
     if not 0 < confidence < 1:
-        raise ConfigError(f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead.")
+        raise ConfigError("The 'confidence' parameter must be a float in (0, 1). Got "
+                          f"{confidence!r} instead.")
     groups = sorted(estimates, key=lambda g: (-estimates[g].estimate, g))
     k = len(groups)
     level = 1 - (1 - confidence) / max(k, 1)

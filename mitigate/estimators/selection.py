@@ -151,7 +151,8 @@ def allocate(variance: Mapping[str, Callable[[int], float]], labelled: Mapping[s
     allows. ConfigError when ``total`` exceeds the room.
     """
     if total > sum(room.values()):
-        raise ConfigError(f"expected at most the {sum(room.values())} unlabelled items to select; got {total}")
+        raise ConfigError(f"expected at most the {sum(room.values())} unlabelled items to "
+                          f"select; got {total}")
     given = dict.fromkeys(variance, 0)
 
     def step(g: str) -> int:

@@ -32,7 +32,8 @@ MEASURE_NAMES: dict[Task, tuple[str, ...]] = {
 """The measures :func:`diff_judgments` computes, by task (the names ``--fail-on`` takes)."""
 
 DEFAULT_FAIL_ON = "agreement,failure-rate"
-"""What the gate checks by default: agreement with humans (Spearman, or accuracy for verdicts) and the failure rate."""
+"""What the gate checks by default: agreement with humans (Spearman, or accuracy for verdicts) and the failure
+rate."""
 
 AGREEMENT = {"score": "spearman", "pairwise": "accuracy"}
 """What ``agreement`` in ``--fail-on`` names, by task."""
@@ -78,7 +79,8 @@ def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
         if name not in known:
             other: Task = "pairwise" if task == "score" else "score"
             hint = f" ({name!r} applies to {other} judges)" if name in MEASURE_NAMES[other] else ""
-            raise ConfigError(f"expected --fail-on measures among {['agreement', *known]}; got {name!r}{hint}")
+            raise ConfigError(f"expected --fail-on measures among {['agreement', *known]}; got "
+                              f"{name!r}{hint}")
         if name == "mean-score":
             raise ConfigError("expected --fail-on measures with a worse direction; 'mean-score' is a shift, "
                               "neither better nor worse")
@@ -87,7 +89,8 @@ def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
             try:
                 level = float(level_text)
             except ValueError:
-                raise ConfigError(f"expected --fail-on levels as numbers, e.g. spearman:0.05; got {part!r}") from None
+                raise ConfigError("expected --fail-on levels as numbers, e.g. spearman:0.05; "
+                                  f"got {part!r}") from None
             if not 0 < level < 1:
                 raise ConfigError(f"expected a --fail-on level strictly between 0 and 1; got {part!r}")
         if any(n == name for n, _ in out):

@@ -349,7 +349,8 @@ def _one(a: GroupArrays, method: Method, confidence: float, target: Target, grou
 
 
 TUNE: tuple[str, ...] = ("overall", "group")
-"""How ``ppi`` tunes the judge's weight: one slope over all groups (each keeping its intercept), or one per group."""
+"""How ``ppi`` tunes the judge's weight: one slope over all groups (each keeping its intercept), or one per
+group."""
 
 
 def tuned_slope(cols: EstimateColumns, method: str, tune: str) -> Slope | None:
@@ -508,7 +509,8 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
         raise ConfigError("--select chooses labels for a bias-corrected method; expected --method ppi, "
                           "calibrated or human; got judge")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"The 'n' parameter of select_for_labelling must be an int >= 1. Got {n!r} instead.")
+        raise ConfigError("The 'n' parameter of select_for_labelling must be an int >= 1. Got "
+                          f"{n!r} instead.")
     if cols.pairwise and cols.by == "system":
         raise ConfigError("--select draws each item from one group; with pairwise items --by system counts "
                           "each item in two groups (use --by pair or --by none)")

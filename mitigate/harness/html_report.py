@@ -283,7 +283,8 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     rows = []
     if _reads_probabilities(e.describe) and result.task != "pairwise":
         rows.append(("how scored", "the probability-weighted score over the scale, read from the token "
-                                   "probabilities at the score position; the raw answer is the text generated"))
+                                   "probabilities at the score position; the raw answer is the "
+                                   "text generated"))
     o = _orders(j)
     if o:
         rows.append(("verdict by order", "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())

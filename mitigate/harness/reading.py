@@ -75,7 +75,8 @@ def bottom_lines(result: CompareResult) -> list[str]:
     ``n`` either way.
     """
     if len(result.entries) < 2:
-        return [f"Only one entry ({result.entries[0].name}): nothing to compare it with."] if result.entries else []
+        return [f"Only one entry ({result.entries[0].name}): nothing to "
+                "compare it with."] if result.entries else []
     ref = result.entries[0].name
     what = "accuracy against the gold preferences" if result.task == "pairwise" else ("item-level "
                                                                                       "Spearman with humans")

@@ -49,7 +49,8 @@ class ReleasedJudge(RecordedJudge):
 
     def __init__(self, judge_name: str, criterion: str, *, root: str | Path | None = None) -> None:
         if judge_name not in released_names():
-            raise ConfigError(f"expected a released judge name, one of {released_names()}; got {judge_name!r}")
+            raise ConfigError(f"expected a released judge name, one of {released_names()}; got "
+                              f"{judge_name!r}")
         self.judge_name = judge_name
         self.run: ReleasedRun | None = None
         if judge_name == H2H_JUDGE:

@@ -125,7 +125,8 @@ def answer_reader(src: TemplateSource) -> tuple[str, Callable[..., ParsedAnswer]
         fmt, scale = _DECLARED[key]
         echoes = ()
     else:
-        raise ConfigError(f"expected a template text or a declared format in {sorted(_DECLARED)}; got {key!r}")
+        raise ConfigError("expected a template text or a declared format in "
+                          f"{sorted(_DECLARED)}; got {key!r}")
 
     def read(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
         try:

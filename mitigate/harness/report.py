@@ -90,7 +90,8 @@ def load_results(path: str | Path) -> CompareResult:
         with open_regular(p, "r", f"the {RESULTS_FILE}") as fh:  # a FIFO or a device is refused, never read
             data = json.load(fh)
     except OSError as exc:
-        raise DataError(f"expected a readable {RESULTS_FILE} at {p}; got {exc.strerror or type(exc).__name__}",
+        raise DataError(f"expected a readable {RESULTS_FILE} at {p}; got "
+                        f"{exc.strerror or type(exc).__name__}",
                         path=str(p)) from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{p}: expected JSON written by 'mitigate compare'; got invalid JSON ({exc})",
@@ -475,7 +476,8 @@ def _per_system(result: CompareResult) -> list[str]:
             cells.append("n/a" if m is None or not m.ok else f"{_fmt(m.value)} (n={m.n})")
         rows.append(cells)
     out = ["## Per-system correlation P_i (Spearman with humans, per system)", "",
-           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = corr(Q_i, P_i).", "",
+           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = "
+           "corr(Q_i, P_i).", "",
            *md_table(["system", "Q_i", *(e.name for e in entries)], rows,
                      ["left", *["right"] * (len(entries) + 1)]),
            ""]

@@ -98,7 +98,8 @@ class Comparison(BaseModel):
     n_perm: int = 0
     reason: str | None = None
     decided_observed: float | None = None
-    """Pairwise, when either entry abstained on some items (a majority panel): the difference on the items both
+    """Pairwise, when either entry abstained on some items (a majority panel): the difference on the items
+    both
     decided, shown beside ``observed`` (which counts an abstention as not correct, on every item)."""
     decided_n: int | None = None
     """How many items ``decided_observed`` rests on."""
@@ -129,7 +130,8 @@ class EntryResult(BaseModel):
     identical_to: str | None = None
     probes: dict[str, Any] | None = None
     estimate: EstimateResult | None = None
-    """On a partly labelled benchmark: the bias-corrected estimate per system (with the judge's raw mean and the
+    """On a partly labelled benchmark: the bias-corrected estimate per system (with the judge's raw mean and
+    the
     labels alone beside it); None otherwise, or when it cannot be made (``estimate_note`` says why)."""
     estimate_note: str | None = None
 

@@ -198,7 +198,8 @@ class LM(ABC):
         if request.wants_logprobs() and not self.supports_logprobs:
             raise CapabilityError(
                 f"backend {self.spec!r} cannot return token logprobs; expected a request without "
-                f"logprobs/top_logprobs, got logprobs={request.logprobs}, top_logprobs={request.top_logprobs}",
+                f"logprobs/top_logprobs, got logprobs={request.logprobs}, "
+                f"top_logprobs={request.top_logprobs}",
                 backend=self.spec,
             )
         if request.stop and not self.supports_stop:

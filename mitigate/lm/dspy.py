@@ -68,7 +68,8 @@ from mitigate.lm.http import (
 from mitigate.lm.scrub import Scrubber
 
 ENV_KEY_MIN_CHARS = 8
-"""A ``*_API_KEY`` variable's value is treated as a secret from this length on (shorter ones are no real keys)."""
+"""A ``*_API_KEY`` variable's value is treated as a secret from this length on (shorter ones are no real
+keys)."""
 
 
 def environment_keys() -> tuple[str, ...]:

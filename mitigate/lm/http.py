@@ -169,7 +169,8 @@ def http_error(
 
 
 Phase = Literal["answer", "body"]
-"""Where an exchange was when a client exception came: waiting for the ``answer`` (connecting, sending, reading the
+"""Where an exchange was when a client exception came: waiting for the ``answer`` (connecting, sending,
+reading the
 status line and headers) or reading its ``body``."""
 
 _CLIENT_MODULES = ("aiohttp", "httpx", "httpcore", "h11", "h2", "openai", "anthropic", "litellm", "ssl",

@@ -304,7 +304,8 @@ class OpenAILM(LM):
         if transport != "direct" and importlib.util.find_spec("openai") is None:
             raise BackendSpecError(
                 f"backend spec 'openai:{model}' needs the 'openai' package (or aiohttp for its direct "
-                "client), and neither is installed; expected them importable (pip install 'mitigate[openai]')",
+                "client), and neither is installed; expected them importable (pip install "
+                "'mitigate[openai]')",
                 spec=f"openai:{model}",
             )
         if transport == "aiohttp" and not _aiohttp_available():

@@ -372,7 +372,8 @@ class ReportedMeasure(Component):
     on_humans: ClassVar[bool] = False
     task: ClassVar[Task] = "score"
     uses_labels: ClassVar[bool | None] = None
-    """Whether :meth:`compute` reads the human labels (scores or gold preferences); None: it does exactly when its
+    """Whether :meth:`compute` reads the human labels (scores or gold preferences); None: it does exactly when
+    its
     group is ``accuracy`` (agreement with humans). A measure outside that group that reads them says True."""
 
     @classmethod

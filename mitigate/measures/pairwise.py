@@ -546,7 +546,8 @@ def _pair_groups(entry: EntryData) -> list[str | None] | None:
 
 
 ABSTAIN_FLAG = "no_majority"
-"""The flag of a judgment whose judge abstained (a majority panel without a majority; see strategies.panel)."""
+"""The flag of a judgment whose judge abstained (a majority panel without a majority; see
+strategies.panel)."""
 
 
 @register("measure", "preference-accuracy")

@@ -77,7 +77,8 @@ def krippendorff_alpha(
     if not rows:
         raise DataError("expected at least one row of ratings; got none")
     if len({len(r) for r in rows}) > 1:
-        raise DataError(f"expected every row to rate the same items; got row lengths {[len(r) for r in rows]}")
+        raise DataError("expected every row to rate the same items; got row lengths "
+                        f"{[len(r) for r in rows]}")
     mat = np.vstack(rows)
     failed = int((~np.isfinite(mat)).sum())
     used = int((np.isfinite(mat).sum(axis=0) >= 2).sum())
@@ -123,7 +124,8 @@ def bin_to_scale(
     n_src, n_tgt = len(src.points()), len(tgt.points())
     if n_tgt > n_src:
         raise ConfigError("expected a target scale no finer than the source to bin onto; got "
-                          f"{tgt.describe()} ({n_tgt} points) for scores on {src.describe()} ({n_src} points)")
+                          f"{tgt.describe()} ({n_tgt} points) for scores on {src.describe()} "
+                          f"({n_src} points)")
     x = as_float_array(values, "values")
     finite = np.isfinite(x)
     outside = finite & ((x < src.min - 1e-9) | (x > src.max + 1e-9))

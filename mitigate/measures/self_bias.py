@@ -108,7 +108,8 @@ def self_preference(
     used = int(ok.sum())
     if not per:
         return undefined(name, used, failed,
-                         "no evaluator is also a generator with a defined normalised row and other generators", **extra)
+                         "no evaluator is also a generator with a defined normalised row and "
+                         "other generators", **extra)
 
     interval = None
     if ci:

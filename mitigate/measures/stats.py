@@ -36,7 +36,8 @@ MIN_ITEMS = 30
 """Below this many judged items an interval is too unstable to carry a conclusion: a report makes no claim."""
 
 MIN_DOCUMENTS = 5
-"""Below this many documents, per-document and system-level measures (and any claim resting on them) say little."""
+"""Below this many documents, per-document and system-level measures (and any claim resting on them) say
+little."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -312,7 +313,8 @@ def bootstrap_ci(
     ``(nan, nan)``.
     """
     if n_boot < 1:
-        raise ConfigError(f"The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got {n_boot} instead.")
+        raise ConfigError("The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got "
+                          f"{n_boot} instead.")
     if not 0 < alpha < 1:
         raise ConfigError(f"The 'alpha' parameter of bootstrap_ci must be in (0, 1). Got {alpha} instead.")
     if not arrays:

@@ -46,13 +46,15 @@ __all__ = [
 ]
 
 Direction = Literal["up", "down", "any"]
-"""Which way the probed bias moves a judge: ``up`` (higher score / prefers the probed side), ``down``, ``any``."""
+"""Which way the probed bias moves a judge: ``up`` (higher score / prefers the probed side), ``down``,
+``any``."""
 
 Side = Literal["a", "b"]
 """Which text of a pairwise item a probe rewrites: ``a`` (``output``) or ``b`` (``output_b``)."""
 
 Level = Literal["text", "prompt"]
-"""What a probe perturbs: the judged ``text`` (the item), or the judge's ``prompt`` (the rubric, the user turn)."""
+"""What a probe perturbs: the judged ``text`` (the item), or the judge's ``prompt`` (the rubric, the user
+turn)."""
 
 
 class ProbeRecord(BaseModel):

@@ -40,7 +40,8 @@ class OptionOrder(PromptProbe):
         except TemplateError:
             raise ConfigError(
                 "option-order reorders the template's score options; expected a template whose options were "
-                "read ('Score 1: ...', 'A: ...'; see mitigate prompts inspect); got one with no options") from None
+                "read ('Score 1: ...', 'A: ...'; see mitigate prompts inspect); got one "
+                "with no options") from None
         if self.order == "reverse":
             return OrderPerturbation(order=tuple(range(n - 1, -1, -1)))
         return order_perturbations(prompt, max_n=1, seed=self.seed)[0]

@@ -108,7 +108,8 @@ class JudgePrompt(BaseModel):
             fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(value)
                       if name is not None]
         except ValueError as exc:
-            raise TemplateError(f"expected demo_template to be a format string; got {value!r} ({exc})") from None
+            raise TemplateError("expected demo_template to be a format string; got "
+                                f"{value!r} ({exc})") from None
         for name, spec, conv in fields:
             if name not in DEMO_FIELDS or spec or conv:
                 shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"

@@ -167,7 +167,8 @@ class Demo(BaseModel):
         """
         if criterion not in item.human:
             raise DataError(
-                f"item {item.id!r} has no human score for {criterion!r}; expected one of {sorted(item.human)}",
+                f"item {item.id!r} has no human score for {criterion!r}; expected one of "
+                f"{sorted(item.human)}",
                 item_id=item.id,
             )
         score = item.human[criterion]

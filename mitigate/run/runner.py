@@ -162,7 +162,8 @@ def frame(rows: Sequence[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS
     try:
         import pandas as pd
     except ImportError:
-        raise ConfigError("to_pandas() needs pandas; it is not installed (pip install 'mitigate[pandas]')") from None
+        raise ConfigError("to_pandas() needs pandas; it is not installed (pip install "
+                          "'mitigate[pandas]')") from None
     return pd.DataFrame(list(rows), columns=list(columns))
 
 
@@ -217,7 +218,8 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         if reason == "timeout":
             return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
         if last.status is not None:
-            return f"exhausted-{last.status}", f"every one of {attempts} attempts failed: {last.message}", False
+            return f"exhausted-{last.status}", (f"every one of {attempts} attempts failed: "
+                                                f"{last.message}"), False
     return None
 
 

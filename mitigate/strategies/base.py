@@ -185,7 +185,8 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
     if isinstance(spec, dict) and spec.get("name") == "pipeline":
         extra = sorted(set(spec) - {"name", "steps"})
         if extra:
-            raise ConfigError(f"expected a pipeline spec with keys 'name' and 'steps'; got extra keys {extra}")
+            raise ConfigError("expected a pipeline spec with keys 'name' and 'steps'; got extra "
+                              f"keys {extra}")
         steps = spec.get("steps", [])
         if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
             raise ConfigError(f"expected the 'steps' of a pipeline spec to be a list of specs; got {steps!r}")

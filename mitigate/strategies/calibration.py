@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 FLOOR = 1e-3
-"""The smallest prior probability divided by: an answer the prior never gives is not blown up without bound."""
+"""The smallest prior probability divided by: an answer the prior never gives is not blown up without
+bound."""
 
 CONTENT_FREE = ("N/A", "", "[MASK]")
 """Zhao et al. (2021)'s content-free inputs."""

@@ -88,7 +88,8 @@ PAIRWISE_HINT = (
     "is better. Decide only from what each output says; you would give the same verdict if they were shown "
     "in the other order."
 )
-"""What :class:`ConsistencyHint` says by default on a pairwise prompt (no options and no score to speak of)."""
+"""What :class:`ConsistencyHint` says by default on a pairwise prompt (no options and no score to speak
+of)."""
 
 NO_OPTIONS_HINT = (
     "Important: how long the text is, and where things stand in this prompt, say nothing about which answer "
@@ -180,7 +181,8 @@ def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
 
 
 STUB_REASONING = "reasoning first, then the answer"
-"""What words of an answer stub that ask for the answer alone ("scores ONLY") become when reasoning is added."""
+"""What words of an answer stub that ask for the answer alone ("scores ONLY") become when reasoning is
+added."""
 
 
 def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *,

@@ -98,7 +98,8 @@ class PerturbationProbeJudge(CompositeJudge):
 
     def __init__(self, children: dict[str, Judge], perturbations: dict[str, Perturbation]) -> None:
         if ORIGINAL not in children:
-            raise ConfigError(f"a perturbation probe needs a child named {ORIGINAL!r}; got {sorted(children)}")
+            raise ConfigError(f"a perturbation probe needs a child named {ORIGINAL!r}; got "
+                              f"{sorted(children)}")
         super().__init__(children)
         self.perturbations = dict(perturbations)
 

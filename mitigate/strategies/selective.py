@@ -187,7 +187,8 @@ def _criterion(j: Judgment, criterion: str | None) -> str:
         return criterion
     names = list(j.scores) or list(j.samples)
     if len(names) != 1:
-        raise ConfigError(f"judgment {j.item_id!r} has scores for {names}; name the criterion (criterion=...)")
+        raise ConfigError(f"judgment {j.item_id!r} has scores for {names}; name the criterion "
+                          "(criterion=...)")
     return names[0]
 
 

@@ -453,7 +453,8 @@ def check_k_is_validated(selector: Selector) -> None:
     try:
         selector.select(0, query=_query(selector))
     except ConfigError as exc:
-        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must be an int >= 1"), str(exc)
+        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must "
+                                   "be an int >= 1"), str(exc)
         return
     raise AssertionError(f"{type(selector).__name__}.select(0) was accepted")
 

@@ -48,8 +48,10 @@ BODIES: dict[str, bytes] = {
 """HTTP 200 bodies by mode name."""
 
 ECHO_MODES = ("echo", "echo_text", "echo_error", "echo_status", "echo_escaped")
-"""Modes that send the client's key back: in every field of a valid answer (``echo``), as a 200 body that is not
-JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP (``echo_status``), and
+"""Modes that send the client's key back: in every field of a valid answer (``echo``), as a 200 body that is
+not
+JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP (``echo_status``),
+and
 JSON-escaped (``\\u`` escapes) in every field of a valid answer (``echo_escaped``)."""
 
 

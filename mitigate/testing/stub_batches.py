@@ -357,7 +357,8 @@ class BatchEmulator:
             size = len(json.dumps(body))
             if not reqs or len(reqs) > self.anthropic_max_requests or size > self.anthropic_max_bytes:
                 return _error(400, f"a batch holds 1 to {self.anthropic_max_requests} requests and at most "
-                                   f"{self.anthropic_max_bytes} bytes; got {len(reqs)} requests, {size} bytes",
+                                   f"{self.anthropic_max_bytes} bytes; got {len(reqs)} requests, "
+                                   f"{size} bytes",
                               anthropic=True)
             seen: set[str] = set()
             parsed: list[tuple[str, dict[str, Any]]] = []

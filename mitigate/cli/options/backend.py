@@ -36,7 +36,8 @@ Transport = Literal["auto", "direct", "sdk", "aiohttp", "httpx"]
 ServerGuided = Literal["vllm", "vllm-legacy", "sglang", "llamacpp"]
 """The guided decoding of an OpenAI-compatible server: they need ``--base-url``."""
 Guided = Literal["openai", ServerGuided]
-"""``--guided``: how an openai: backend sends an answer constraint (:data:`mitigate.lm.openai.GuidedServer`)."""
+"""``--guided``: how an openai: backend sends an answer constraint
+(:data:`mitigate.lm.openai.GuidedServer`)."""
 
 BACKEND = option("backend", "--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
                  "local:<path.gguf>, replay:<path>, fake")

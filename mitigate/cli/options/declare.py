@@ -41,7 +41,8 @@ __all__ = ["DECLARED", "CommandOptions", "Opt", "Override", "Param", "argument",
            "parameters", "typer_annotation"]
 
 DECLARED: dict[str, list[Opt]] = {}
-"""Each flag (``--limit``) -> its declarations, in import order: one each. (Arguments are positional, named per
+"""Each flag (``--limit``) -> its declarations, in import order: one each. (Arguments are positional, named
+per
 command: two commands' NAME are not one thing.)"""
 
 
@@ -106,7 +107,8 @@ def option(name: str, *flags: str, help: str, accepts: Iterable[ConstraintLike] 
     """Declare the option ``name`` (its one declaration): ``flags`` (none: ``--name``), help text, accepted
     values."""
     if flags and not any(f.startswith("--") for f in flags):
-        raise TypeError(f"option {name!r} is declared with {flags} and no long flag; expected one such as --x")
+        raise TypeError(f"option {name!r} is declared with {flags} and no long flag; expected "
+                        "one such as --x")
     opt = Opt(name, tuple(flags), help, tuple(accepts), settings=tuple(settings.items()), where=_where())
     DECLARED.setdefault(opt.flag, []).append(opt)
     return opt

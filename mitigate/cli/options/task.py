@@ -25,7 +25,8 @@ LIMIT = option("limit", "--limit", "-n", help="judge only the first N items, doc
 TRAIN = option("train", "--train",
                help="fit on train, compare on test: a fraction such as 0.5 (the benchmark split "
                "by document with --seed) or a training benchmark sharing no document with -b; every pipeline "
-               "that learns from data (random, stratified, highest-RS, perturbed demos) is fitted on it first")
+               "that learns from data (random, stratified, highest-RS, perturbed demos) is "
+               "fitted on it first")
 RECORDED = option("recorded", "--recorded", help="a recorded-judgments file (JSON lines or .csv, see "
                   "docs/recorded_format.md): every judge in it that answered the criterion becomes an entry, "
                   "replayed with no LM call; repeat for several; listed after the pipelines")

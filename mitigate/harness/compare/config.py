@@ -133,7 +133,8 @@ _CONSTRAINTS: dict[str, list[Any]] = {
     "restart": [bool],
     "report": [bool],
 }
-"""The scalar parameters, checked with one wording: "The 'concurrency' parameter of compare must be an int >= 1. Got 0
+"""The scalar parameters, checked with one wording: "The 'concurrency' parameter of compare must be an int >=
+1. Got 0
 instead." """
 
 

@@ -144,7 +144,8 @@ class Entry(BaseModel):
             return [cls.from_released(spec, criterion)]
         runs = [r for r in load_released_pairwise(spec).values() if criterion in r.criteria]
         if not runs:
-            raise ConfigError(f"expected released judgments on {criterion!r} in {spec}; they answer 'overall'")
+            raise ConfigError(f"expected released judgments on {criterion!r} in {spec}; they "
+                              "answer 'overall'")
         return [cls.from_recorded(run, criterion) for run in runs]
 
     @classmethod

@@ -52,7 +52,8 @@ from mitigate.scale import Scale
 __all__ = ["ABSTAINED", "entry_estimate", "entry_measures", "measure", "verdicts_or_abstentions"]
 
 ABSTAINED = "abstain"
-"""A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not correct."""
+"""A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not
+correct."""
 
 
 def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
