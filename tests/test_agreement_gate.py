@@ -245,7 +245,8 @@ def test_parameters_validate_and_spec_round_trips() -> None:
 
 def test_released_chatgpt_coherence_gives_twelve_r_values() -> None:
     root = data_dir()
-    folder = None if root is None else root / "summeval_llm_summeval" / "eval_model_generations" / "gpt-3.5-turbo-0301"
+    folder = (None if root is None
+              else root / "summeval_llm_summeval" / "eval_model_generations" / "gpt-3.5-turbo-0301")
     if folder is None or not (folder / "eval_M8_generations" / "coherence_mcq.txt").exists():
         pytest.skip("shared SummEval released judge outputs absent (set MITIGATE_DATA_DIR)")
     report = gate_released("coherence")["coherence"]

@@ -162,7 +162,8 @@ def test_a_template_that_spells_its_answer_line_in_quotes_is_asked_for_that_line
     assert named.format.read("On balance, Summary 2", named.scale) == "second"
     lettered = JudgePrompt.from_template('Pick one.\n\nOutput (a): {{output_1}}\n\nOutput (b): '
                                          '{{output_2}}\n\nReply "Output (a)" or "Output (b)".')
-    assert lettered.format.line == "Output ({value})" and '"Output (X)"' in lettered.format.request(lettered.scale)
+    assert (lettered.format.line == "Output ({value})"
+            and '"Output (X)"' in lettered.format.request(lettered.scale))
     rated = JudgePrompt.from_template('Rate the reply from 1 to 10.\n\nReply: {{output}}\n\nEnd with '
                                       '"Rating: [[N]]".')
     assert rated.format.line == "Rating: [[{value}]]"

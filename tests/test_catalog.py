@@ -44,7 +44,8 @@ def test_the_list_of_mitigations_names_each_paper_and_purpose() -> None:
     lines = CliRunner().invoke(app, ["mitigations"]).stdout.splitlines()
     by_name = {ln.split()[0]: ln for ln in lines[:-1]}
     assert set(by_name) == set(registered("mitigation"))
-    assert "[Ohi et al. 2024]" in by_name["highest-rs-demos"] and "[Shen et al. 2023]" in by_name["agreement-gate"]
+    assert ("[Ohi et al. 2024]" in by_name["highest-rs-demos"]
+            and "[Shen et al. 2023]" in by_name["agreement-gate"])
 
 
 def test_a_required_parameter_and_fitted_state_are_told_apart() -> None:
@@ -67,7 +68,8 @@ def test_list_without_a_kind_counts_each_kind() -> None:
 ])
 def test_an_unknown_kind_or_name_is_one_line_listing_what_exists(args: list[str], expected: str) -> None:
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and expected in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert (result.exit_code == 2 and expected in result.stderr
+            and len(result.stderr.strip().splitlines()) == 1)
 
 
 @pytest.mark.parametrize(("text", "hint"), [

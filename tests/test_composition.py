@@ -196,8 +196,10 @@ async def test_p1_agreement_gate_flags_the_system_whose_rts_and_mcq_disagree() -
     gate = pipe.steps[2]
     assert isinstance(gate, S.AgreementGate)
     report = gate.gate(judgments, items, criterion="coherence")
-    assert report.decision("steady").decision == "accept" and report.decision("steady").r == pytest.approx(1.0)
-    assert report.decision("erratic").decision == "needs_human" and report.decision("erratic").r == pytest.approx(-1.0)
+    assert (report.decision("steady").decision == "accept"
+            and report.decision("steady").r == pytest.approx(1.0))
+    assert (report.decision("erratic").decision == "needs_human"
+            and report.decision("erratic").r == pytest.approx(-1.0))
     assert [("needs_human" in j.flags) for j in report.judgments] == [False] * 5 + [True] * 5
     # the gate read the probe's original scores; the probe's record survives the gate's flags
     assert all("perturbations" in j.meta for j in report.judgments)

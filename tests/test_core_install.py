@@ -104,7 +104,8 @@ def test_dry_run_needs_no_key_and_no_sdk(tmp_path, bench, command):
         args += ["--pipeline", "baseline", "--out", str(tmp_path / "out")]
     done = core(args, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "backend: anthropic:claude-3-5-haiku-latest" in done.stdout and "dry run: no LM call" in done.stdout
+    assert ("backend: anthropic:claude-3-5-haiku-latest" in done.stdout
+            and "dry run: no LM call" in done.stdout)
 
 
 def test_a_declared_backend_refuses_to_send():

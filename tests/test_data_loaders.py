@@ -135,7 +135,8 @@ def test_jsonl_line_that_is_not_utf8_names_file_line_and_byte(tmp_path):
     path.write_bytes(json.dumps(good_row(1)).encode() + b'\n{"id": "z", "output": "caf\xe9"}\n')
     with pytest.raises(DataError) as info:
         load_jsonl(path)
-    assert str(info.value).startswith(f"{path}:2:") and "0xe9" in str(info.value) and "UTF-8" in str(info.value)
+    assert (str(info.value).startswith(f"{path}:2:") and "0xe9" in str(info.value)
+            and "UTF-8" in str(info.value))
 
 
 def test_jsonl_scale_argument_allows_other_ranges(tmp_path):

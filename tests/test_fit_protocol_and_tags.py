@@ -45,7 +45,8 @@ def test_tags_are_frozen_and_a_pipeline_declares_what_any_step_does() -> None:
     # a pipeline fits each step against the judge the steps before it make
     assert parse_pipeline("random-demos(k=2)").tags == Tags(needs_fitting=True, needs_judge=True)
     assert parse_pipeline("random-demos(k=2)").steps[0].tags == Tags(needs_fitting=True)
-    assert KNN().tags.query_dependent and HighestRS().tags.calls_judge_while_fitting and not Random().tags.query_dependent
+    assert (KNN().tags.query_dependent and HighestRS().tags.calls_judge_while_fitting
+            and not Random().tags.query_dependent)
 
 
 def test_fit_without_judge_calls_runs_inside_a_running_loop_and_equals_afit() -> None:

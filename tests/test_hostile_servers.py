@@ -399,7 +399,8 @@ def test_a_cache_on_a_full_disk_says_so_and_never_advises_deleting_it(tmp_path):
     said = [str(w.message) for w in caught
             if issubclass(w.category, CacheUnavailableWarning | CacheDamageWarning)]
     assert len(said) == 1, said
-    assert "no space left on the device (ENOSPC" in said[0] and "damaged" not in said[0] and "delete" not in said[0]
+    assert ("no space left on the device (ENOSPC" in said[0] and "damaged" not in said[0]
+            and "delete" not in said[0])
     assert not any(issubclass(w.category, CacheDamageWarning) for w in caught)
     assert (tmp_path / "c.sqlite").exists()
 

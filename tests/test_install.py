@@ -107,7 +107,8 @@ def test_every_third_party_import_of_the_package_is_declared_in_pyproject() -> N
                 continue
             dists = {_norm(d) for d in providers.get(module, [module])}
             if not dists & allowed:
-                where = f"extra {EXTRA_OF_MODULE[rel]!r}" if rel in EXTRA_OF_MODULE else "the core dependencies"
+                where = (f"extra {EXTRA_OF_MODULE[rel]!r}" if rel in EXTRA_OF_MODULE
+                         else "the core dependencies")
                 missing.append(f"{rel} imports {module} (from {sorted(dists)}), not in {where}")
     assert not missing, "undeclared imports:\n" + "\n".join(missing)
 

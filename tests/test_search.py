@@ -255,7 +255,8 @@ async def test_asearch_runs_inside_an_event_loop_and_search_refuses_to():
 def test_selectors_default_to_random_and_stratified_and_unknown_engine_errors():
     split = _split()
     result = search(_judge(scripted(split)), split, budget=30, n_boot=0, progress=False)
-    assert result.meta["selectors"][0].startswith("random") and result.meta["selectors"][1].startswith("stratified")
+    assert (result.meta["selectors"][0].startswith("random")
+            and result.meta["selectors"][1].startswith("stratified"))
     with pytest.raises(ConfigError, match="'engine' parameter of search"):
         search(_judge(scripted(split)), split, engine="annealing", progress=False)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="'k' parameter of search"):

@@ -70,7 +70,8 @@ def test_the_score_style_regression_recovers_the_slopes_and_their_r2() -> None:
     assert coef["bold"] == pytest.approx(0.8) and coef["lists"] == pytest.approx(-0.5)
     assert coef["length"] == pytest.approx(0.0, abs=1e-9) and m.extra["constant"] == ["headers"]
     excess = M.score_style_regression(scores + 1.0, texts, human=np.ones(len(texts)))
-    assert excess.extra["target"] == "score - human" and excess.extra["coefficients"]["bold"] == pytest.approx(0.8)
+    assert (excess.extra["target"] == "score - human"
+            and excess.extra["coefficients"]["bold"] == pytest.approx(0.8))
 
 
 def _bold_loving(request: LMRequest) -> str:

@@ -217,7 +217,8 @@ def test_deepevals_shipped_g_eval_template_reads_with_its_optional_names_left_ou
                                            constants={"score_range": (1, 10),
                                                       "evaluation_steps": "1. Check."})
     assert (prompt.scale.min, prompt.scale.max) == (1, 10) and prompt.format.json_key == "score"
-    assert "Additional Context" not in prompt.template_text()[0] and "Rubric:" not in prompt.template_text()[0]
+    assert ("Additional Context" not in prompt.template_text()[0]
+            and "Rubric:" not in prompt.template_text()[0])
 
 
 

@@ -160,7 +160,8 @@ def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) ->
 
 def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[TemplateSource], list[str]]:
     """The template of each call of a judge's strategy (from its config), or a declared format when absent."""
-    config = None if repo is None else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json"
+    config = (None if repo is None
+              else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json")
     rating = strategy.startswith("Rating")
     if config is None or not config.is_file():
         key = f"declared:{'rating' if rating else 'output-ab'}{'-cot' if 'CoT' in strategy else ''}"

@@ -200,7 +200,8 @@ def _walk_demos(spec: Any) -> list[tuple[str, Any]]:
     if isinstance(spec, dict):
         params = spec.get("params")
         if isinstance(params, dict) and "demos_" in params:
-            per_item = params.get("demos_") is None and params.get("selector") is not None and not params.get("demos")
+            per_item = (params.get("demos_") is None and params.get("selector") is not None
+                        and not params.get("demos"))
             found.append((str(spec.get("name", "demos")), None if per_item else (params.get("demos_")
                                                                                    or params.get("demos")
                                                                                  or [])))

@@ -245,7 +245,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
     lines: list[str] = [f"# Comparison: {result.benchmark} / {result.criterion}", ""]
     n_items = len(result.items)
     limit = s.get("limit")
-    scope = f"the first {n_items} items in document-major order (limit {limit})" if limit else f"all {n_items} items"
+    scope = (f"the first {n_items} items in document-major order (limit {limit})" if limit
+             else f"all {n_items} items")
     labels = ("gold preferences (A, B or tie)" if result.task == "pairwise"
               else f"human scores on {result.human_scale.describe()}")
     lines.append(

@@ -137,7 +137,8 @@ def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: f
 def threshold_text(report: ThresholdReport, *, show: int = 10) -> str:
     """The gate in words: the overall pass rate with its interval, the decision, and the straddling items."""
     r = report
-    ci = f" [{r.low:.3f}, {r.high:.3f}] ({r.interval}, 95%)" if r.low is not None and r.high is not None else ""
+    ci = (f" [{r.low:.3f}, {r.high:.3f}] ({r.interval}, 95%)" if r.low is not None and r.high is not None
+          else "")
     lines = [f"Pass threshold: {r.criterion} >= {r.threshold:g}. Pass rate {r.pass_rate:.3f}{ci} over "
              f"{r.n_items} items, {r.samples_per_item} sample(s) per item"
              + (f"; {r.n_failed} items without a score count as not passing" if r.n_failed else "") + "."]

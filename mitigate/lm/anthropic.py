@@ -384,7 +384,8 @@ class AnthropicLM(LM):
     async def _complete(self, request: LMRequest) -> LMResponse:
         client = self._get_client()
         params = self.message_params(request)
-        tokens = estimate_tokens(request) // request.n if self.limiter is not None and self.limiter.tracks_tokens else 0
+        tokens = (estimate_tokens(request) // request.n if self.limiter is not None
+                  and self.limiter.tracks_tokens else 0)
         clock = request_clock()
         exchange = Exchange()
         try:

@@ -86,7 +86,8 @@ class RunLock:
             key = str(self.path.resolve())
         except OSError as exc:
             blocker = next((p for p in self.path.parents if p.exists()), None)
-            reason = f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else _os_reason(exc)
+            reason = (f"{blocker} is a file" if blocker is not None and not blocker.is_dir()
+                      else _os_reason(exc))
             raise ConfigError(f"expected a writable folder for {self.path}; {reason}",
                               path=str(self.path)) from None
         with self._guard:

@@ -433,7 +433,8 @@ async def run(
     if stopped:
         kept = ""
         if journal is not None:
-            done = f"the {summary.ok} judgments made are kept in {journal}" if summary.ok else "nothing was judged"
+            done = (f"the {summary.ok} judgments made are kept in {journal}" if summary.ok
+                    else "nothing was judged")
             kept = f"; {done}: fix the cause and rerun to resume"
         error = RunStoppedError(
             f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, "
