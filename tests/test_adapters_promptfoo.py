@@ -78,8 +78,9 @@ def test_a_missing_input_var_and_a_threshold_off_0_1_are_refused() -> None:
         make_assert(judge, threshold=4)("Paris", _context())
 
 
-def test_the_module_get_assert_builds_the_judge_from_the_assertion_config(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_module_get_assert_builds_the_judge_from_the_assertion_config(
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     (tmp_path / "judge.txt").write_text(TEMPLATE)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
@@ -105,7 +106,8 @@ def test_a_real_promptfoo_results_file_reads_back_with_the_grader_failure_kept_a
     assert run.scales["fit"] == Scale(min=0, max=1)
 
 
-def test_results_of_several_providers_become_one_item_per_output_and_errored_outputs_failures(tmp_path: Path) -> None:
+def test_results_of_several_providers_become_one_item_per_output_and_errored_outputs_failures(
+        tmp_path: Path) -> None:
     def result(test: int, provider: str, score: float, failure: int = 0) -> dict[str, Any]:
         component = {"pass": score > 0.5, "score": score, "reason": f"graded {score}",
                      "assertion": {"type": "llm-rubric", "value": "is polite",

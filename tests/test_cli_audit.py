@@ -102,7 +102,8 @@ def test_judge_out_writes_one_row_per_item_with_failures_and_usage(tmp_path: Pat
     assert failures[1][0]["raw"] == "I cannot tell." and failures[0] == []
 
 
-def test_compare_recorded_reads_raw_only_rows_with_the_prompts_format_and_counts_unknown_items(tmp_path: Path) -> None:
+def test_compare_recorded_reads_raw_only_rows_with_the_prompts_format_and_counts_unknown_items(
+        tmp_path: Path) -> None:
     """Logged answers audited with a template's own format; rows for other items are counted."""
     bench = tmp_path / "pw.jsonl"
     items = [{"id": f"p{i}", "output": f"answer one {i}", "output_b": f"answer two {i}",

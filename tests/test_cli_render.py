@@ -190,8 +190,9 @@ def test_judge_on_a_pairwise_benchmark_prints_verdicts_beside_the_gold_preferenc
 # --------------------------------------------------------------------------- one default, identical entries
 
 
-def test_an_entry_identical_by_construction_is_flagged_not_reported_as_a_zero_difference(tmp_path: Path,
-                                                                                          monkeypatch) -> None:
+def test_an_entry_identical_by_construction_is_flagged_not_reported_as_a_zero_difference(
+        tmp_path: Path,
+        monkeypatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     t, b = _template(tmp_path), _bench(tmp_path, 10)
     with StubOpenAIServer(latency=0.0, reply="Rating: [[3]]") as server:

@@ -67,7 +67,8 @@ def _entries(lm: FakeLM) -> list[Entry]:
     return [Entry.from_pipeline("baseline", base, Pipeline()), Entry.from_pipeline(None, base, ExactHint())]
 
 
-async def test_compare_reports_every_measure_with_ci_and_the_difference_against_the_first(tmp_path: Path) -> None:
+async def test_compare_reports_every_measure_with_ci_and_the_difference_against_the_first(
+        tmp_path: Path) -> None:
     lm = FakeLM(_answer)
     result = await compare(_bench(), "quality", _entries(lm), out_dir=tmp_path, progress=False, n_boot=200,
                            n_perm=500)

@@ -50,7 +50,8 @@ def _hidden(fraction: float = 0.4, seed: int = 3) -> tuple[Benchmark, dict[str, 
     return hidden.model_copy(update={"items": items}), truth
 
 
-async def test_agreement_is_measured_on_the_labelled_items_and_an_unlabelled_item_is_no_failure(tmp_path: Path) -> None:
+async def test_agreement_is_measured_on_the_labelled_items_and_an_unlabelled_item_is_no_failure(
+        tmp_path: Path) -> None:
     hidden, _ = _hidden()
     labelled = [it for it in hidden.items if "q" in it.human]
     assert 0 < len(labelled) < len(hidden.items)
@@ -118,7 +119,8 @@ async def test_each_entry_gets_its_corrected_estimate_per_system_in_every_report
     assert first["n_labelled"] == g.n_labelled
 
 
-async def test_a_system_that_cannot_be_estimated_is_said_so_and_a_fully_labelled_one_gets_none(tmp_path: Path) -> None:
+async def test_a_system_that_cannot_be_estimated_is_said_so_and_a_fully_labelled_one_gets_none(
+        tmp_path: Path) -> None:
     bench = _bench()
     sparse, _ = hide_labels(bench, "q", per_group=1, seed=0, group=lambda it: str(it.system))
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))

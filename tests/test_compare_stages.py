@@ -104,8 +104,9 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return counted
 
 
-async def test_compare_plans_selects_items_and_preflights_each_entry_exactly_once(tmp_path: Path,
-                                                                                  counts: Counter[str]) -> None:
+async def test_compare_plans_selects_items_and_preflights_each_entry_exactly_once(
+        tmp_path: Path,
+        counts: Counter[str]) -> None:
     bench = _bench()
     result = await compare(bench, "q", _entries(FakeLM(_answer), bench, tmp_path), out_dir=tmp_path,
                            progress=False,
@@ -191,7 +192,8 @@ async def test_the_stages_run_one_by_one_give_what_compare_gives(tmp_path: Path)
             include={"measures", "per_system", "comparison", "histogram"})
 
 
-async def test_the_fit_stage_keeps_each_fitted_pipeline_its_spec_and_its_judge_together(tmp_path: Path) -> None:
+async def test_the_fit_stage_keeps_each_fitted_pipeline_its_spec_and_its_judge_together(
+        tmp_path: Path) -> None:
     bench = _bench(docs=8)
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
     config = CompareConfig(benchmark=bench, criterion="q", out_dir=tmp_path, progress=False, n_boot=0,

@@ -43,7 +43,8 @@ def _bench() -> Benchmark:
     return Benchmark(name="toy", items=items, criteria=("quality",))
 
 
-async def test_compare_with_probes_reports_the_bias_the_baseline_has_and_the_mitigation_removes(tmp_path: Path) -> None:
+async def test_compare_with_probes_reports_the_bias_the_baseline_has_and_the_mitigation_removes(
+        tmp_path: Path) -> None:
     lm = FakeLM(_answer)
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="quality"), lm)
     entries = [Entry.from_pipeline("baseline", base, Pipeline()),

@@ -228,7 +228,8 @@ def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(tmp_path: P
     assert "| baseline |" in (out / "report.md").read_text()
 
 
-async def test_report_gives_consistency_of_scored_and_of_all_and_says_how_to_read_measures(tmp_path: Path) -> None:
+async def test_report_gives_consistency_of_scored_and_of_all_and_says_how_to_read_measures(
+        tmp_path: Path) -> None:
     result = await compare(_bench(), "quality", [Entry(name="flaky", judge=FlakyJudge())], out_dir=tmp_path,
                            progress=False, n_boot=20, n_perm=50)
     m = result.entries[0].measures["perturbation-consistency"]

@@ -149,7 +149,8 @@ def test_bottom_line_says_whether_each_entry_differs_from_the_reference(written)
     assert re.search(r"\+1\.\d+ \[\+\d\.\d+, \+\d\.\d+\], p=[\d.e-]+, n=40", lines[0])
 
 
-def test_a_bottom_line_claims_no_difference_on_fewer_items_or_documents_than_its_warnings_accept(written) -> None:
+def test_a_bottom_line_claims_no_difference_on_fewer_items_or_documents_than_its_warnings_accept(
+        written) -> None:
     # 9 compared items from 4 documents: the warnings say read differences as anecdotes
     folder, result = written
     lines = bottom_lines(result)
