@@ -56,7 +56,8 @@ from mitigate.run.batch_session import BatchOptions
 from mitigate.lm.registry import get, wrap
 from mitigate.run.runner import run
 
-provider, url, folder, n, max_requests = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+provider, url, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+n, max_requests = int(sys.argv[4]), int(sys.argv[5])
 base = (get("openai:stub-model", base_url=url + "/v1") if provider == "openai"
         else get("anthropic:claude-stub", base_url=url, api_key="k"))
 lm = wrap(base, cache=folder / "cache.sqlite")

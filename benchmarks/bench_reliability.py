@@ -664,7 +664,8 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
                           "openai:stub-model", "--base-url", url, "--no-progress", "--out",
                     str(work / "rows.csv")],
                    env, work, timeout)
-        cell = (work / "rows.csv").read_text(encoding="utf-8").splitlines()[1:2] if (work / "rows.csv").exists() else []
+        rows_csv = work / "rows.csv"
+        cell = rows_csv.read_text(encoding="utf-8").splitlines()[1:2] if rows_csv.exists() else []
         case("CSV --out cell holding =HYPERLINK(...)", out["exit"] == 0 and bool(cell)
              and cell[0].startswith('"\'=')
              , out, cell=cell[0][:60] if cell else "")
@@ -868,9 +869,10 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
         for i, case in enumerate(cases):
             j = judgments.get(f"c{i:04d}", {})
             if pairwise:
-                got = {"A": fmt["values"][0], "B": fmt["values"][1]}.get(str(j.get("verdict_text") or ""), None) \
-                    if "verdict_text" in j else {"first": fmt["values"][0], "second": fmt["values"][1]}.get(
-                        str(j.get("verdict")), None)
+                by_text = {"A": fmt["values"][0], "B": fmt["values"][1]}
+                by_position = {"first": fmt["values"][0], "second": fmt["values"][1]}
+                got = (by_text.get(str(j.get("verdict_text") or "")) if "verdict_text" in j
+                       else by_position.get(str(j.get("verdict"))))
             else:
                 score = (j.get("scores") or {}).get("fluency")
                 got = None if score is None else str(score).removesuffix(".0")

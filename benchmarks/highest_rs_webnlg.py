@@ -93,7 +93,7 @@ Triples:
 Text:
 {{{{text}}}}
 
-Give a score from 0 to 100, where 0 is the worst and 100 the best. Reply with "Score: " followed by a whole number from 0 to 100, and nothing else."""
+Give a score from 0 to 100, where 0 is the worst and 100 the best. Reply with "Score: " followed by a whole number from 0 to 100, and nothing else."""  # noqa: E501 - the template's own lines, kept as written
 """The judge prompt per criterion (this project's wording), on the humans' 0-100 scale."""
 
 PAPER = {"measure": "total BiasScore", "random_8": {"GPT-3.5": 0.38, "Llama2-13B": 0.17},

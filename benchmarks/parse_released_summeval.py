@@ -86,7 +86,7 @@ E: The summary is excellent on {crit}. Score: Five.
 Article: {{{{document}}}}
 Summary: {{{{summary}}}}
 
-Answer with the letter of one option."""
+Answer with the letter of one option."""  # noqa: E501 - the template's own lines, kept as written
 
 H2H = """Read the news article and two summaries of it, then compare their {crit}.
 

@@ -98,7 +98,7 @@ Score 5 means the user is very satisfied.
 Conversation:
 {{dialogue}}
 
-Reply with "Score: " followed by a number from 1 to 5, and nothing else."""
+Reply with "Score: " followed by a number from 1 to 5, and nothing else."""  # noqa: E501 - the template's own lines, kept as written
 """The judge prompt (this project's wording), with a five-option guideline to reorder."""
 
 PAPER = {"model": "GPT-3.5", "dataset": "SGD", "perturbation": "option position",

@@ -336,7 +336,7 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         arms[e.name] = {"bias_score": measure_json(e.measures["bias-score"]),
                         "spearman_item": measure_json(e.measures["spearman-item"]),
                         "objective": value.model_dump(mode="json"),
-                        "distinct_scores": int(len(set(scores[e.name][np.isfinite(scores[e.name])].tolist()))),
+                        "distinct_scores": len(set(scores[e.name][np.isfinite(scores[e.name])].tolist())),
                         "run": e.summary.model_dump(mode="json")}
     tests: dict[str, Any] = {}
     by_name = {e.name: e for e in result.entries}

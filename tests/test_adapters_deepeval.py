@@ -51,7 +51,8 @@ def test_measure_gives_the_normalised_score_the_raw_answer_as_reason_and_success
     case = LLMTestCase(input="Capital of France?", actual_output="Paris", expected_output="Paris")
     assert metric.measure(case) == 1.0
     assert (metric.score, metric.raw_score, metric.reason, metric.success) == (1.0, 5.0, "Score: 5", True)
-    assert "Question: Capital of France?\nReference: Paris\nAnswer: Paris" in lm.requests[0].messages[-1].content
+    shown = lm.requests[0].messages[-1].content
+    assert "Question: Capital of France?\nReference: Paris\nAnswer: Paris" in shown
     metric.measure(LLMTestCase(input="Two plus two?", actual_output="Five", expected_output="Four"))
     assert (metric.score, metric.success, metric.is_successful()) == (0.25, False, False)
 

@@ -43,10 +43,10 @@ OPTION_LINES = (
     "D: mostly coherent. Score: 4\n"
     "E: fully coherent. Score: 5"
 )
-RTS_ASK = 'First give a brief reason for your rating in one or two sentences. Then write a final line "Score: " ' \
-          "followed by 1, 2, 3, 4 or 5."
-MCQ_ASK = 'Choose the option whose description fits best. Reply with a single line "Answer: " followed by the ' \
-          "option's letter (A, B, C, D or E)."
+RTS_ASK = ("First give a brief reason for your rating in one or two sentences. "
+           'Then write a final line "Score: " followed by 1, 2, 3, 4 or 5.')
+MCQ_ASK = ('Choose the option whose description fits best. Reply with a single line "Answer: " '
+           "followed by the option's letter (A, B, C, D or E).")
 MCQ_CUE = 'a single line "Answer: " followed by'
 """A phrase only the MCQ form's answer instruction contains."""
 

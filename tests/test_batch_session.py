@@ -283,7 +283,8 @@ KILL_CHILD = textwrap.dedent(
     lm = wrap(base, cache=folder / "cache.sqlite")
     judge = PromptJudge(JudgePrompt.from_template(%r), lm)
     items = [Item(id=f"it{i}", output=f"t{i}") for i in range(n)]
-    options = BatchOptions(poll_interval=0.02, max_poll_interval=0.05, settle=0.02, max_requests=40, progress=False)
+    options = BatchOptions(poll_interval=0.02, max_poll_interval=0.05, settle=0.02, max_requests=40,
+                           progress=False)
     result = asyncio.run(run(judge, items, journal=folder / "journal.jsonl", progress=False, batch=options))
     print(json.dumps({"ok": result.summary.ok, "errors": result.summary.errors}))
     """

@@ -59,6 +59,7 @@ async def test_run_summary_line_shows_cache_reads_and_writes():
                            concurrency=1, progress=False)
         usage = result.summary.usage
         assert usage.cache_write_tokens > 0 and usage.cached_prompt_tokens == usage.cache_write_tokens
-        assert f"{usage.cached_prompt_tokens} prompt tokens read from a cache, {usage.cache_write_tokens} written" \
-            in result.summary.line()
+        said = (f"{usage.cached_prompt_tokens} prompt tokens read from a cache, "
+                f"{usage.cache_write_tokens} written")
+        assert said in result.summary.line()
         await lm.aclose()

@@ -85,8 +85,8 @@ def test_saved_compare_config_names_its_entries_and_writes_paths_relative_to_the
     assert result.exit_code == 0, result.output
     text = (tmp_path / "cfg" / "run.toml").read_text()
     assert 'command = "compare"' in text and 'prompt = "../p.txt"' in text and "max-tokens = 64" in text
-    assert '[[entry]]\nname = "one call per criterion"\npipeline = "single-attribute | granularity(scale=1-10)"' \
-        in text
+    assert ('[[entry]]\nname = "one call per criterion"\n'
+            'pipeline = "single-attribute | granularity(scale=1-10)"') in text
     assert '[[entry]]\nreleased = "chatgpt-rts"' in text
     assert "concurrency" not in text  # left at its default on the command line: not written
 
@@ -259,7 +259,8 @@ def test_paths_inside_specs_in_a_config_file_are_read_from_the_files_folder(
     (tmp_path / "elsewhere" / "cfg").mkdir()
     moved = CliRunner().invoke(app, ["compare", "-f", "again.toml", "--save-config", "cfg/third.toml"])
     assert moved.exit_code == 0, moved.output
-    assert 'benchmark = "jsonl:../../study/bench.jsonl"' in (tmp_path / "elsewhere" / "cfg" / "third.toml").read_text()
+    third = (tmp_path / "elsewhere" / "cfg" / "third.toml").read_text()
+    assert 'benchmark = "jsonl:../../study/bench.jsonl"' in third
     back = CliRunner().invoke(app, ["compare", "-f", "cfg/third.toml", "--save-config", "fourth.toml"])
     assert back.exit_code == 0, back.output
     assert built[1] == built[2] == built[3]
@@ -277,5 +278,5 @@ def test_a_spec_path_missing_from_the_config_files_folder_is_one_line_naming_tha
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert (f"run.toml:1: benchmark = 'jsonl:bench.jsonl' names {tmp_path / 'study' / 'bench.jsonl'}, which "
-            f"does not exist (relative paths in a config file are read from the file's folder, {tmp_path / 'study'})") \
-        in lines[0]
+            "does not exist (relative paths in a config file are read from the file's folder, "
+            f"{tmp_path / 'study'})") in lines[0]

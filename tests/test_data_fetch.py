@@ -255,7 +255,8 @@ def test_cli_list_urls_prints_url_and_destination_of_missing_files(tmp_path: Pat
     result = CliRunner().invoke(app, ["data", "list", "toy", "--urls", "--dir", str(tmp_path),
                                       "--base-url", "http://mirror.example"])
     assert result.exit_code == 0
-    assert f"missing\thttp://mirror.example/{REPO}/{COMMIT}/a.csv\t{tmp_path / 'toy_data/a.csv'}" in result.stdout
+    url = f"http://mirror.example/{REPO}/{COMMIT}/a.csv"
+    assert f"missing\t{url}\t{tmp_path / 'toy_data/a.csv'}" in result.stdout
 
 
 def test_cli_fetch_unknown_name_exits_2(tmp_path: Path) -> None:

@@ -548,7 +548,8 @@ def test_real_uss_sgd_turn_level_covers_every_rated_exchange():
 
 @pytest.mark.data
 def test_real_webnlg_has_3025_rated_outputs_2847_with_text():
-    root = needs("webnlg2020_human_eval/evaluation/human-evaluation/results/en/english_humeval_data_all_teams.json")
+    root = needs("webnlg2020_human_eval/evaluation/human-evaluation/results/en/"
+                 "english_humeval_data_all_teams.json")
     full = load_webnlg(include_reference=True, root=root)
     assert len(full) == 3025
     assert sum(len(i.meta["raters"]) for i in full.items) == 8453

@@ -261,7 +261,7 @@ PAIR_DEMO = Demo(item=Item(id="demo", output="DEMO A", output_b="DEMO B", inputs
                  verdict="first", reason="A is right.")
 
 
-def test_a_pairwise_demo_shows_the_outputs_under_the_templates_headings_and_its_verdict_in_the_templates_format() -> None:
+def test_a_pairwise_demo_shows_the_outputs_under_the_template_headings_and_its_verdict_its_way() -> None:
     prompt = JudgePrompt.from_template(MT_BENCH_PAIR_LIKE).with_demos([PAIR_DEMO])
     (message,) = prompt.render(Item(id="x", output="X A", output_b="X B", inputs={"question": "Real?"}))
     demo = message.content.split("Examples:\n\n", 1)[1].split("\n\n[Question]\nReal?", 1)[0]

@@ -182,7 +182,8 @@ from pathlib import Path
 from mitigate.registry import add
 
 add("prompt", "test-plugin-own-prompt", Path(__file__))
-inner = types.ModuleType("mitigate.test_fake_builtin")  # stands for a mitigate package first imported by the plugin
+# stands for a mitigate package first imported by the plugin
+inner = types.ModuleType("mitigate.test_fake_builtin")
 exec("from pathlib import Path\\nfrom mitigate.registry import add\\n"
      "add('prompt', 'test-mitigate-prompt', Path('x.txt'))", inner.__dict__)
 '''

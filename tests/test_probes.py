@@ -312,7 +312,7 @@ def test_a_probe_parameter_can_set_the_direction_its_hypothesis_predicts() -> No
         identity.with_params(author="  ")
 
 
-def test_a_judge_that_notices_an_inserted_error_reads_as_noticed_and_one_that_does_not_as_overlooked() -> None:
+def test_a_judge_noticing_an_inserted_error_reads_as_noticed_and_one_that_does_not_as_overlooked() -> None:
     def rewrite(request: LMRequest) -> str:
         return request.messages[-1].content.split("Text:\n", 1)[1].replace("day", "night")
 

@@ -25,8 +25,8 @@ def _bench(tmp_path: Path, n: int = 8) -> list[str]:
 
 def falls_for_authority(body: dict[str, Any]) -> str:
     text = body["messages"][-1]["content"]
-    return "Score: 5" if "(Source:" in text or "(See:" in text or "(Reference:" in text or "(Cited from:" in text \
-        else "Score: 3"
+    cited = any(mark in text for mark in ("(Source:", "(See:", "(Reference:", "(Cited from:"))
+    return "Score: 5" if cited else "Score: 3"
 
 
 def test_probe_prints_the_table_and_writes_every_rewrite(tmp_path, monkeypatch) -> None:

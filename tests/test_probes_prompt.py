@@ -121,8 +121,8 @@ def test_social_pressure_records_a_failure_for_an_item_without_an_original_value
 
     def flaky(request: LMRequest) -> str:
         text = request.messages[-1].content
-        return "no idea" if "day 3." in text and "For context" not in text and request.seed in (None, 0) else \
-            _content_judge(request)
+        unsure = "day 3." in text and "For context" not in text and request.seed in (None, 0)
+        return "no idea" if unsure else _content_judge(request)
 
     report = _battery(PromptJudge(prompt, FakeLM(flaky)), [SocialPressure()])
     failed = [r for r in report.records if not r.ok]
@@ -156,7 +156,8 @@ def test_criterion_order_reorders_a_multi_attribute_prompt_and_refuses_one_crite
         criteria=(Criterion(name="coherence"), Criterion(name="fluency"),
                   Criterion(name="relevance"))).wrap(base)
     text = CriterionOrder().perturb(multi).requests(ITEMS[0])[0].request.messages[-1].content
-    assert text.index("Relevance: <score>") < text.index("Fluency: <score>") < text.index("Coherence: <score>")
+    where = [text.index(f"{c}: <score>") for c in ("Relevance", "Fluency", "Coherence")]
+    assert where == sorted(where)
     assert text.index("- Relevance") < text.index("- Fluency") < text.index("- Coherence")
 
 

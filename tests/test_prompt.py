@@ -45,7 +45,7 @@ Scoring guideline:
 3: Readable with several errors.
 2: Hard to read in places.
 1: Mostly unreadable.
-"""
+"""  # noqa: E501 - the template's own lines, kept as written
 STUREBORG_USER = "Article: {{source}}\nSummary: {{output}}\n\nGive the score only."
 
 MCQ = """Read the summary and choose the option that describes it best.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,8 +132,10 @@ def test_csv_holds_the_same_judgments_and_reports_the_line_of_a_bad_row(tmp_path
     again = load_recorded_runs(csv_path)
     assert [r.judge for r in again.values()] == ["judge-a", "judge-b"]
     for run in runs:
-        assert [(r.item_id, r.criterion, r.score, r.sample, r.variant, r.error) for r in again[run.judge].rows()] == \
-               [(r.item_id, r.criterion, r.score, r.sample, r.variant, r.error) for r in run.rows()]
+        def key(r: Any) -> tuple[Any, ...]:
+            return (r.item_id, r.criterion, r.score, r.sample, r.variant, r.error)
+
+        assert [key(r) for r in again[run.judge].rows()] == [key(r) for r in run.rows()]
     bad = tmp_path / "bad.csv"
     bad.write_text('item_id,judge,criterion,score,raw\na,j,q,3,"two\nlines"\nb,j,q,high,x\n',
                    encoding="utf-8")
@@ -232,8 +235,8 @@ async def test_pairwise_measures_through_the_recorded_path_match_a_hand_computat
     assert (per_pf["S1 vs S2"]["value"] == pytest.approx(-1 / 3)
             and per_pf["S3 vs S4"]["value"] == pytest.approx(0.0))
     # repetition stability over the instances judged more than once: p1 original (3/3), p2 original (2/3)
-    assert m["repetition-stability"].value == pytest.approx((1
-                                                             + 2 / 3) / 2) and m["repetition-stability"].n == 2
+    assert m["repetition-stability"].value == pytest.approx((1 + 2 / 3) / 2)
+    assert m["repetition-stability"].n == 2
     # every decisive original-order verdict on texts of different length: p1 A, p2 A, p3 B, p5 B, p6 A;
     # B is always the longer text, so P(longer) = 2/5
     assert m["longer-preference"].extra["p_longer"] == pytest.approx(2 / 5)

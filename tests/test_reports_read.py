@@ -335,7 +335,8 @@ def test_pandas_is_an_optional_extra_included_in_all() -> None:
         "optional-dependencies"]
     assert any(dep.startswith("pandas") for dep in extras["pandas"])
     assert "pandas" in extras["all"][0]
-    core = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["dependencies"]
+    pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    core = pyproject["project"]["dependencies"]
     assert not any(dep.startswith("pandas") for dep in core)
 
 

@@ -241,7 +241,8 @@ def test_granularity_rewrites_a_free_form_prompt_to_one_to_ten() -> None:
 
 
 def test_granularity_applied_twice_keeps_one_scale_paragraph() -> None:
-    prompt = Granularity(scale="1-100").apply(Granularity(scale="1-10").apply(get_prompt("summeval-coherence")))
+    ten = Granularity(scale="1-10").apply(get_prompt("summeval-coherence"))
+    prompt = Granularity(scale="1-100").apply(ten)
     text = prompt.template_text()[-1]
     assert text.count("Answer scale:") == 1 and "from 1 to 100" in text
     assert [o.label for o in prompt.guideline.options] == ["1", "23", "56", "78",

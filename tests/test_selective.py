@@ -161,7 +161,7 @@ def test_abstain_removes_the_escalated_answer_and_unfitted_use_is_refused() -> N
         SelectiveEvaluation().wrap(Fixed())
 
 
-def test_a_cascade_answers_with_the_first_trusted_stage_and_calibrates_later_stages_on_what_was_escalated() -> None:
+def test_a_cascade_answers_with_the_first_trusted_stage_and_calibrates_later_stages_on_escalations() -> None:
     items = [Item(id=f"i{i}", output="o", human={"c": 3.0}) for i in range(120)]
     # stage 1 is sure and right on the first 60 items, unsure and wrong on the rest; stage 2 is sure and right
     s1 = [Judgment(item_id=f"i{i}", scores={"c": 3.0 if i < 60 else 1.0},

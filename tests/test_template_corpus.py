@@ -351,7 +351,7 @@ Response:
 {{response}}
 
 Evaluation Form (scores ONLY):
-- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1), line="Groundedness: {value}")),
+- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1), line="Groundedness: {value}")),  # noqa: E501 - the template's own lines, kept as written
     # mirrors MT-Bench's single-answer grading prompt ("[[rating]]", "Rating: [[5]]", 1 to 10)
     "mtbench-single": ("""[Instruction]
 Act as a fair judge of how well the assistant below answers the user. Start with a brief explanation of \
@@ -379,7 +379,7 @@ is better, "[[B]]" if assistant B is better, and "[[C]]" for a tie.
 
 [The Start of Assistant B's Answer]
 {answer_b}
-[The End of Assistant B's Answer]""", {}, dict(kind="pairwise", labels=("A", "B"), tie="C", line="[[{value}]]",
+[The End of Assistant B's Answer]""", {}, dict(kind="pairwise", labels=("A", "B"), tie="C", line="[[{value}]]",  # noqa: E501 - the template's own lines, kept as written
                                                reasoning="before", second="answer_b")),
     # mirrors Arena-Hard's judge prompt: five relations in double brackets
     "arenahard": ("""<|User Prompt|>
@@ -399,7 +399,7 @@ Compare the answers, first writing your own answer to the prompt. Then output yo
 3. About the same: [[A=B]]
 4. Assistant B is slightly better: [[B>A]]
 5. Assistant B is much better: [[B>>A]]
-For example: "My final verdict is tie: [[A=B]]".""", {}, dict(kind="pairwise", labels=("A", "B"), relations=True,
+For example: "My final verdict is tie: [[A=B]]".""", {}, dict(kind="pairwise", labels=("A", "B"), relations=True,  # noqa: E501 - the template's own lines, kept as written
                                                             line="[[{value}]]", second="answer_2",
                                                             reasoning="before")),
     # mirrors LLMBar's comparison prompt ("Output (a)" / "Output (b)", no explanation)
@@ -416,7 +416,7 @@ Reply with "Output (a)" or "Output (b)" only.
 # Output (b):
 {output_2}
 
-# Which is better, Output (a) or Output (b)?""", {}, dict(kind="pairwise", labels=("a", "b"), line="Output ({value})",
+# Which is better, Output (a) or Output (b)?""", {}, dict(kind="pairwise", labels=("a", "b"), line="Output ({value})",  # noqa: E501 - the template's own lines, kept as written
                                                        reasoning="none")),
     # mirrors DeepEval's G-Eval results template: Jinja conditions and indexing, a JSON answer with a reason
     "deepeval-geval-jinja": ("""You grade one test case. Using the {% if rubric %}steps and rubric{% else %}steps{% endif %} \
@@ -436,7 +436,7 @@ Test case:
 Example JSON:
 {"reason": "...", "score": {{ score_range[0] }}}
 
-JSON:""", {"constants": {"score_range": (0, 10), "rubric": None, "evaluation_steps": "1. Check the facts."}},
+JSON:""", {"constants": {"score_range": (0, 10), "rubric": None, "evaluation_steps": "1. Check the facts."}},  # noqa: E501 - the template's own lines, kept as written
         dict(kind="score", scale=(0, 10), json_key="score", reasoning="before", output="test_case_content")),
     # mirrors Ragas' rubric-based score prompt ("score1_description: ...")
     "ragas-rubric": ("""Judge the response against the reference using the rubric, giving a score from 1 to 3.

@@ -43,7 +43,8 @@ def test_a_format_string_keeps_its_escaped_braces_literal() -> None:
 def test_json_braces_around_single_brace_slots_stay_literal() -> None:
     text = '{\n    "instruction": """{instruction}""",\n    "output": """{output}"""\n}\nScore 1 to 5:'
     prompt = JudgePrompt.from_template(text)
-    assert prompt.render(_item(inputs={"instruction": "I"}))[0].content.startswith('{\n    "instruction": """I"""')
+    shown = prompt.render(_item(inputs={"instruction": "I"}))[0].content
+    assert shown.startswith('{\n    "instruction": """I"""')
     assert prompt.template_source() == text
 
 

@@ -86,8 +86,8 @@ def test_every_command_that_reads_a_template_refuses_every_payload_in_one_line(
         lines = result.stderr.splitlines()
         where = f"{command} / {payload.name}: {result.stderr[:300]}"
         assert result.exit_code == EXIT_REFUSED, where
-        assert len(lines) == 1 and lines[0].startswith("error: template "
-                                                        f"{'FILE' if 'prompts' in command else '--prompt'} {prompt}: "), where
+        named = f"{'FILE' if 'prompts' in command else '--prompt'} {prompt}"
+        assert len(lines) == 1 and lines[0].startswith(f"error: template {named}: "), where
         assert payload.expect in lines[0], where
         assert "Traceback" not in result.output, where
         assert never_called.request_count == before, where

@@ -187,8 +187,8 @@ def render_template(o: PromptsOptions) -> str:
         bench = load(o.benchmark)
         crit = crit or (bench.criteria[0] if bench.criteria else None)
     answer = "pairwise" if bench is not None and bench.pairwise else None
-    origin = template_origin(o.file, o.system, option="FILE") if o.file is not None and o.file.is_file() else \
-        f"{o.file} (built-in)"
+    origin = (template_origin(o.file, o.system, option="FILE") if o.file is not None and o.file.is_file()
+              else f"{o.file} (built-in)")
     jp = prompt_from_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit,
                               answer=answer,
                        origin=origin)

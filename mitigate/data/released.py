@@ -64,7 +64,8 @@ ChatGPT and 45 GPT-4 RTS answers). Those are the judges' real answers, so they a
 rather than counted as parse failures; nothing is rounded.
 """
 
-_STARS = re.compile(r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seven|eight|nine|ten)[- ]stars?\b")
+_STARS = re.compile(
+    r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seven|eight|nine|ten)[- ]stars?\b")
 
 MCQ_SCALE = Scale(min=1, max=5, letters={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})
 """The MCQ options of Shen et al.: A->1 ... E->5."""

@@ -94,7 +94,8 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
                 f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: "
                 f"{text[:60]!r}",
             )
-        role, utterance, action, ratings_text = fields[0].strip(), fields[1].strip(), fields[2].strip(), fields[3]
+        role, utterance, action = (f.strip() for f in fields[:3])
+        ratings_text = fields[3]
         if role not in ("USER", "SYSTEM"):
             raise row_error(path, number, f"expected role USER or SYSTEM; got {role!r}")
         if current and current[-1].role == "USER" and current[-1].text == "OVERALL":

@@ -391,24 +391,34 @@ def _per_item_html(result: CompareResult) -> str:
 
 
 _STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 48px;color:#1d1d1f}
-h1{font-size:22px;margin:18px 0 6px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
+body{
+  font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;
+  padding:0 16px 48px;color:#1d1d1f;}
+h1{font-size:22px;margin:18px 0 6px}
+h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
 h3{font-size:15px;margin:18px 0 6px}h4{margin:8px 0 4px}
-table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #d6d6d6;padding:3px 7px;vertical-align:top;text-align:left}
+table{border-collapse:collapse;margin:6px 0}
+th,td{border:1px solid #d6d6d6;padding:3px 7px;vertical-align:top;text-align:left}
 #items{width:100%}#items td{overflow-wrap:anywhere}#items td.doc,#items td.idc{max-width:230px}
 th{background:#f3f4f6}td.num,th.num{text-align:right}.scroll{overflow-x:auto}
 table.summary strong{color:#0b5d1e}
 #warnings+ul li{background:#fff4e5;border-left:4px solid #e67e22;padding:3px 8px;margin:3px 0;list-style:none}
-#bottom-line+ul li{background:#eef6ff;border-left:4px solid #3b6ea8;padding:3px 8px;margin:3px 0;list-style:none}
+#bottom-line+ul li{
+  background:#eef6ff;border-left:4px solid #3b6ea8;padding:3px 8px;margin:3px 0;list-style:none;}
 #warnings+ul,#bottom-line+ul{padding-left:0}
 img{max-width:100%;border:1px solid #eee;margin:6px 0}
-.controls{display:flex;gap:14px;flex-wrap:wrap;align-items:center;margin:8px 0;padding:6px 8px;background:#f7f7f9;border:1px solid #e3e3e8}
+.controls{
+  display:flex;gap:14px;flex-wrap:wrap;align-items:center;margin:8px 0;padding:6px 8px;background:#f7f7f9;
+  border:1px solid #e3e3e8;}
 #shown{color:#555}#items th[data-sort]{cursor:pointer;text-decoration:underline dotted}
 #items tr.row:hover{background:#fafbff}.toggle{border:0;background:none;cursor:pointer;padding:0 2px}
 .bad{color:#b42318;font-weight:600}.flag{background:#fde68a;border-radius:3px;padding:0 4px;font-size:12px}
 .orders{color:#666;font-size:12px}.orders.flip{color:#b42318;font-weight:600}.muted{color:#777}
-pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;margin:4px 0;max-height:320px;overflow:auto;font-size:12px}
-.entry{border-left:3px solid #3b6ea8;padding-left:8px;margin:8px 0}.msg .role{font-size:11px;color:#555;text-transform:uppercase}
+pre{
+  white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;margin:4px 0;max-height:320px;
+  overflow:auto;font-size:12px;}
+.entry{border-left:3px solid #3b6ea8;padding-left:8px;margin:8px 0}
+.msg .role{font-size:11px;color:#555;text-transform:uppercase}
 table.kv th{width:190px;font-weight:500}
 body.only-items>:not(#per-item){display:none}
 """
@@ -417,9 +427,11 @@ _SCRIPT = """
 (function(){
   var table=document.getElementById('items');if(!table){return;}
   var bodies=Array.prototype.slice.call(table.querySelectorAll('tbody.item'));
-  var filter=document.getElementById('filter'),sort=document.getElementById('sort'),search=document.getElementById('search');
+  var filter=document.getElementById('filter'),sort=document.getElementById('sort'),
+    search=document.getElementById('search');
   var shown=document.getElementById('shown');
-  function params(){var out={};var h=(location.hash||'').replace(/^#/,'');var q=(location.search||'').replace(/^\\?/,'');
+  function params(){var out={};var h=(location.hash||'').replace(/^#/,'');
+    var q=(location.search||'').replace(/^\\?/,'');
     [q,h].forEach(function(s){s.split('&').forEach(function(kv){if(!kv){return;}var p=kv.split('=');
       out[decodeURIComponent(p[0])]=decodeURIComponent((p[1]||'').replace(/\\+/g,' '));});});return out;}
   function keep(b,f,q){
@@ -432,8 +444,11 @@ _SCRIPT = """
   function apply(){
     var f=filter.value,s=sort.value,q=search.value.trim().toLowerCase();
     var order=bodies.slice();
-    if(s==='disagreement'){order.sort(function(a,b){return parseFloat(b.dataset.disagreement)-parseFloat(a.dataset.disagreement)||a.dataset.index-b.dataset.index;});}
-    else if(s==='human'){order.sort(function(a,b){return parseFloat(a.dataset.human)-parseFloat(b.dataset.human)||a.dataset.index-b.dataset.index;});}
+    if(s==='disagreement'){order.sort(function(a,b){
+      return parseFloat(b.dataset.disagreement)-parseFloat(a.dataset.disagreement)
+        ||a.dataset.index-b.dataset.index;});}
+    else if(s==='human'){order.sort(function(a,b){
+      return parseFloat(a.dataset.human)-parseFloat(b.dataset.human)||a.dataset.index-b.dataset.index;});}
     else{order.sort(function(a,b){return a.dataset.index-b.dataset.index;});}
     var n=0;order.forEach(function(b){table.appendChild(b);var k=keep(b,f,q);b.hidden=!k;if(k){n++;}});
     shown.textContent=n+' of '+bodies.length+' items shown';
@@ -445,15 +460,21 @@ _SCRIPT = """
     if(p.sort&&sort.querySelector('option[value="'+p.sort.replace(/"/g,'')+'"]')){sort.value=p.sort;}
     if(p.q!==undefined){search.value=p.q;}
     apply();
-    if(p.open){bodies.forEach(function(b){if(!b.hidden&&(p.open==='1'||b.querySelector('.id').textContent===p.open)){toggle(b,true);if(p.prompt==='1'){Array.prototype.forEach.call(b.querySelectorAll('details.prompt'),function(d){d.open=true;});}}});}
+    if(p.open){bodies.forEach(function(b){
+      if(!b.hidden&&(p.open==='1'||b.querySelector('.id').textContent===p.open)){toggle(b,true);
+        if(p.prompt==='1'){Array.prototype.forEach.call(b.querySelectorAll('details.prompt'),function(d){
+          d.open=true;});}}});}
     document.body.classList.toggle('only-items',p.view==='items');}
   function toggle(b,open){var d=b.querySelector('tr.detail');var btn=b.querySelector('.toggle');
-    var o=open===undefined?d.hidden:open;d.hidden=!o;btn.textContent=o?'\\u25be':'\\u25b8';btn.setAttribute('aria-expanded',o?'true':'false');}
+    var o=open===undefined?d.hidden:open;d.hidden=!o;btn.textContent=o?'\\u25be':'\\u25b8';
+      btn.setAttribute('aria-expanded',o?'true':'false');}
   bodies.forEach(function(b){b.querySelector('tr.row').addEventListener('click',function(){toggle(b);});});
-  filter.addEventListener('change',apply);sort.addEventListener('change',apply);search.addEventListener('input',apply);
+  filter.addEventListener('change',apply);sort.addEventListener('change',apply);
+    search.addEventListener('input',apply);
   Array.prototype.forEach.call(table.querySelectorAll('th[data-sort]'),function(th){
     th.addEventListener('click',function(){sort.value=th.getAttribute('data-sort');apply();});});
-  window.addEventListener('hashchange',function(){var p=params();if(p.filter!==filter.value||p.sort!==sort.value){load();}});
+  window.addEventListener('hashchange',function(){var p=params();
+    if(p.filter!==filter.value||p.sort!==sort.value){load();}});
   load();
 })();
 """

@@ -99,8 +99,7 @@ class ReleaseParse(BaseModel):
 
 @functools.lru_cache(maxsize=64)
 def _prompt_format(text: str, system: str | None, answer: str,
-                   labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale,
-                                                                                                      tuple[str, ...]]:
+                   labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale, tuple[str, ...]]:
     hints: dict[str, Any] = {"answer": answer}
     if labels is not None:
         hints["labels"] = labels

@@ -59,8 +59,8 @@ class AnswerFields:
         if isinstance(value, int) and not isinstance(value, bool):
             if 0 <= value < _LARGEST_COUNT:
                 return value
-        elif isinstance(value,
-                        float) and math.isfinite(value) and value.is_integer() and 0 <= value < _LARGEST_COUNT:
+        elif (isinstance(value, float) and math.isfinite(value) and value.is_integer()
+              and 0 <= value < _LARGEST_COUNT):
             return int(value)
         raise self.error(field, f"a whole number from 0 to {_LARGEST_COUNT:,}", value)
 

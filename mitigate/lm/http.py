@@ -214,8 +214,8 @@ def is_client_failure(exc: BaseException) -> bool:
         if isinstance(e, OSError | TimeoutError | EOFError | asyncio.IncompleteReadError):
             return True
         module = type(e).__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: the same clients
-        if module in _CLIENT_MODULES and not isinstance(e,
-                                                        TypeError | AttributeError | NameError | AssertionError):
+        programming = TypeError | AttributeError | NameError | AssertionError
+        if module in _CLIENT_MODULES and not isinstance(e, programming):
             return True
     return False
 

@@ -210,8 +210,8 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         if reason == "connection":
             return "unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True
         if reason == "closed":
-            return "closed", f"the server closed the connection on every one of {attempts} attempts: {last.message}", \
-                False
+            return ("closed", f"the server closed the connection on every one of {attempts} attempts: "
+                    f"{last.message}", False)
         if reason == "cut":
             return "cut", (f"the server broke off its answer on every one of {attempts} attempts: "
                            f"{last.message}"), False

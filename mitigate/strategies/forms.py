@@ -67,7 +67,8 @@ from mitigate.strategies.edits import (
 
 __all__ = ["RTS_LEAD", "answer_instruction", "mcq_form", "mcq_instruction", "rts_form", "rts_instruction"]
 
-_ANSWER_VERB = re.compile(r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b")
+_ANSWER_VERB = re.compile(
+    r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b")
 _ANSWER_NOUN = re.compile(r"(?i)\b(score|rating|number|letter|grade|digit|option)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MAX_LISTED_POINTS = 10

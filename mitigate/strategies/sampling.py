@@ -290,7 +290,8 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
             a, b = mention.span
             text = text[:a] + now + text[b:]
     # the top score named as such: "a reference answer that gets a score of 5", "Reference Answer (Score 5)"
-    top = re.compile(rf"(\b(?:score|rating|grade)\s+of\s+|\(\s*(?:score|rating|grade)\s+){re.escape(hi)}(?![\d.]\d|\d)",
+    top = re.compile(
+        rf"(\b(?:score|rating|grade)\s+of\s+|\(\s*(?:score|rating|grade)\s+){re.escape(hi)}(?![\d.]\d|\d)",
                      re.IGNORECASE)
     text = top.sub(lambda m: m.group(1) + nhi, text)
     span = re.compile(rf"(?<![\d.]){re.escape(lo)}(\s*(?:-|–|—|to)\s*){re.escape(hi)}(?!\d|\.\d)")

@@ -309,7 +309,8 @@ class SelectiveJudge(CompositeJudge):
                  criterion: str | None,
                  on_escalate: str) -> None:
         super().__init__(children)
-        self.threshold, self.source, self.criterion, self.on_escalate = threshold, source, criterion, on_escalate
+        self.threshold, self.source = threshold, source
+        self.criterion, self.on_escalate = criterion, on_escalate
 
     def params(self) -> dict[str, Any]:
         """Threshold, confidence source, criterion and what escalation does."""
