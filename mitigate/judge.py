@@ -4,6 +4,9 @@ A :class:`Judge` turns an :class:`~mitigate.data.schema.Item` into a :class:`Jud
 (``async judge(item)``) and can hand a prompt transform down to every prompt it uses
 (``map_prompts(fn)``), so a prompt-level mitigation placed after a fan-out reaches every
 inner prompt. :class:`PromptJudge` is the leaf: one prompt, one LM, one config.
+
+Size: over 600 lines because the judge protocol, the prompt judge, the composite base and the
+judgment they return are the one layer every mitigation builds on.
 """
 
 from __future__ import annotations

@@ -36,6 +36,9 @@ the pairwise benchmark :func:`load_head_to_head_benchmark` (``summeval-h2h``).
 
 Left out: the ``gpt-4-0314`` files ``*_old.txt`` / ``*_mcq_old.txt`` (early runs for single
 systems) and the empty ``fluency_cap.txt``.
+
+Size: over 600 lines because Shen et al.'s release has many layouts (RTS, MCQ, head-to-head), each
+read here with the answer format it was written in.
 """
 
 from __future__ import annotations

@@ -64,6 +64,9 @@ How it works, and the choices made:
   samples one after another with seeds ``seed, seed + 1, ...`` (``seed`` is the request's,
   else the backend's). Reported logprobs are the model's raw log-softmax (temperature 1),
   whatever the sampling temperature.
+
+Size: over 600 lines because one backend holds model loading, chat templates, grammar constraints,
+logprobs and the scoring of multi-token numbers.
 """
 
 from __future__ import annotations

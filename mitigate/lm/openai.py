@@ -85,6 +85,9 @@ Errors
     the API says (:mod:`mitigate.lm.answer_fields`), is a malformed LMCallError naming the
     field and the server; a connection closed mid-answer is retryable. Everything returned or
     raised has the key taken out first (:mod:`mitigate.lm.scrub`).
+
+Size: over 600 lines because one backend holds the request body, the SDK and HTTP paths, guided
+decoding for several servers and the error mapping.
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ Failing fast
     (about one LM latency of a healthy run). A run whose LM objects already answered a judgment
     in this process (the second pipeline of a compare, a search's next candidate) skips this
     warm-up; batch mode has none either (every request goes in the first batch).
+
+Size: over 600 lines because the run loop keeps what it decides on a failure beside it (preflight,
+the circuit breaker, resuming from the journal).
 """
 
 from __future__ import annotations

@@ -49,6 +49,8 @@ What is checked
     engines: a tiny search with a scripted judge stays within its budget, reports the
     baseline as the first trial and names the engine, or the engine refuses with a
     ConfigError before any LM call.
+
+Size: over 600 lines because it holds one named check per contract; each check is short.
 """
 
 from __future__ import annotations
