@@ -70,48 +70,10 @@ def _indent_for(stack: list[tuple[int, int, bool, int]]) -> int:
     return line_indent + 4 if hanging else col + 1
 
 
-def _split_string(tok: str, room: int) -> tuple[str, str] | None:
-    """``tok`` (a one-line literal) as two literals, the first at most ``room`` columns, split at a space."""
-    m = re.match(r"([rRbBfFuU]*)('''|\"\"\"|'|\")", tok)
-    if not m or m.group(2) in ("'''", '"""'):
-        return None
-    prefix, quote = m.group(1), m.group(2)
-    body = tok[len(prefix) + len(quote):-len(quote)]
-    is_f = "f" in prefix.lower()
-    start = len(prefix) + len(quote)
-    best = None
-    depth = 0
-    k = 0
-    while k < len(body):
-        ch = body[k]
-        if is_f and ch in "{}":
-            if k + 1 < len(body) and body[k + 1] == ch:
-                k += 2
-                continue
-            depth += 1 if ch == "{" else -1
-        elif ch == " " and depth == 0 and k > 8 and start + k + 1 + len(quote) <= room:
-            if not (k > 0 and body[k - 1] == "\\") and len(body) - (k + 1) >= 12:
-                best = k + 1  # the space stays with the first part
-        k += 1
-    if best is None:
-        return None
-    first, second = body[:best], body[best:]
-
-    def lit(part: str) -> str:
-        p = prefix
-        if is_f and not re.search(r"(?<!\{)\{(?!\{)", part.replace("{{", "")):
-            p = prefix.replace("f", "").replace("F", "")
-            part = part.replace("{{", "{").replace("}}", "}")
-        return f"{p}{quote}{part}{quote}"
-
-    return lit(first), lit(second)
-
-
-
-
 def _parts(tok: str) -> tuple[str, str, str] | None:
-    m = re.match(r"""([rRbBfFuU]*)('''|\"\"\"|'|")""", tok)
-    if not m or m.group(2) in ("'''", '"""'):
+    """A one-line literal's prefix, quote and body; None for a triple-quoted one."""
+    m = re.match(r"""([rRbBfFuU]*)('\'\'|\"\"\"|'|")""", tok)
+    if not m or m.group(2) in ("\'\'\'", '"""'):
         return None
     prefix, quote = m.group(1), m.group(2)
     return prefix, quote, tok[len(prefix) + len(quote):-len(quote)]
@@ -120,27 +82,51 @@ def _parts(tok: str) -> tuple[str, str, str] | None:
 PLACEHOLDER = re.compile(r"(?<!\{)\{(?!\{)")
 
 
-def _carry(tok: str, nxt: str, room: int) -> tuple[str, str] | None:
-    """tok's words past room columns moved to the front of the literal nxt (same quotes)."""
-    a, b = _parts(tok), _parts(nxt)
-    if a is None or b is None or a[1] != b[1]:
-        return None
-    if any(c in (a[0] + b[0]).lower() for c in "br"):
-        return None
-    (pa, q, body), (pb, _, body_b) = a, b
-    fa, fb = "f" in pa.lower(), "f" in pb.lower()
-    limit_in_body = room - len(pa) - 2 * len(q)
-    depth, k, best = 0, 0, None
+def _last_space(body: str, is_f: bool, limit: int, min_tail: int = 0) -> int | None:
+    """Where the last space of ``body`` before ``limit`` ends, outside an f-string field."""
+    best, depth, k = None, 0, 0
     while k < len(body):
         ch = body[k]
-        if fa and ch in "{}":
+        if is_f and ch in "{}":
             if k + 1 < len(body) and body[k + 1] == ch:
                 k += 2
                 continue
             depth += 1 if ch == "{" else -1
-        elif ch == " " and depth == 0 and 8 < k < limit_in_body and body[k - 1] != "\\":
+        elif (ch == " " and depth == 0 and 8 < k < limit and body[k - 1] != "\\"
+              and len(body) - (k + 1) >= min_tail):
             best = k + 1
         k += 1
+    return best
+
+
+def _literal(prefix: str, quote: str, part: str) -> str:
+    """``part`` as a literal with ``prefix``; an f-string part without a field loses its ``f``."""
+    if "f" in prefix.lower() and not PLACEHOLDER.search(part.replace("{{", "")):
+        prefix = prefix.replace("f", "").replace("F", "")
+        part = part.replace("{{", "{").replace("}}", "}")
+    return f"{prefix}{quote}{part}{quote}"
+
+
+def _split_string(tok: str, room: int) -> tuple[str, str] | None:
+    """``tok`` (a one-line literal) as two literals, the first at most ``room`` columns, split at a space."""
+    parts = _parts(tok)
+    if parts is None:
+        return None
+    prefix, quote, body = parts
+    best = _last_space(body, "f" in prefix.lower(), room - len(prefix) - 2 * len(quote) + 1, min_tail=12)
+    if best is None:
+        return None
+    return _literal(prefix, quote, body[:best]), _literal(prefix, quote, body[best:])
+
+
+def _carry(tok: str, nxt: str, room: int) -> tuple[str, str] | None:
+    """``tok``'s words past ``room`` columns moved to the front of the literal ``nxt`` (same quotes)."""
+    a, b = _parts(tok), _parts(nxt)
+    if a is None or b is None or a[1] != b[1] or any(c in (a[0] + b[0]).lower() for c in "br"):
+        return None
+    (pa, q, body), (pb, _, body_b) = a, b
+    fa, fb = "f" in pa.lower(), "f" in pb.lower()
+    best = _last_space(body, fa, room - len(pa) - 2 * len(q))
     if best is None:
         return None
     keep, moved = body[:best], body[best:]
@@ -150,10 +136,7 @@ def _carry(tok: str, nxt: str, room: int) -> tuple[str, str] | None:
         moved = moved.replace("{{", "{").replace("}}", "}")
     elif fb and not fa:
         moved = moved.replace("{", "{{").replace("}", "}}")
-    if fa and not PLACEHOLDER.search(keep.replace("{{", "")):
-        pa = pa.replace("f", "").replace("F", "")
-        keep = keep.replace("{{", "{").replace("}}", "}")
-    return f"{pa}{q}{keep}{q}", f"{pb}{q}{moved}{body_b}{q}"
+    return _literal(pa, q, keep), f"{pb}{q}{moved}{body_b}{q}"
 
 
 def fix_once(src: str, skip: set[str]) -> str | None:
