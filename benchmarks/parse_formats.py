@@ -11,7 +11,7 @@ prompt read by ``JudgePrompt.from_template``). Reported per format: answers, par
 with a Wilson interval, and every answer with its parsed value (precision is checked by
 reading them; see RESULTS.md).
 
-The templates are the corpus of ``tests/test_template_corpus.py``: published ones read from the
+The templates are the corpus of ``tests/prompt/test_template_corpus.py``: published ones read from the
 PyPI packages that ship them, and our own in the same format for families no package ships.
 
 Run: ``flock /work/bench.lock python benchmarks/parse_formats.py --n 8``.
@@ -32,13 +32,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# the corpus of templates lives with its test
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the corpus of templates lives with its test
 
 from embedded_answers_summeval import wilson
 from evidence_common import default_backend
-from test_template_corpus import MIRRORS, REAL, _hints
 
 from mitigate.data.registry import load
 from mitigate.data.schema import Item
@@ -47,6 +44,7 @@ from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.fake import FakeLM
 from mitigate.lm.registry import get, wrap
 from mitigate.prompt.judge_prompt import JudgePrompt
+from tests.prompt.test_template_corpus import MIRRORS, REAL, _hints
 
 FORMATS = {
     "[RESULT] N (Prometheus absolute)": ("real", "prometheus-absolute"),

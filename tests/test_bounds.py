@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_server import KEY, FaultServer
 from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
@@ -30,6 +29,7 @@ from mitigate.lm.retry import RetryingLM, RetryPolicy
 from mitigate.paths import one_line, path_kind, write_output
 from mitigate.run.runner import run
 from mitigate.testing import StubOpenAIServer
+from tests.fault_server import KEY, FaultServer
 
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE = 0.5

@@ -23,7 +23,7 @@ composition" contract, on the exact text it sends:
 
 A pipeline that cannot be made coherent must be refused with a one-line
 :class:`~mitigate.errors.MitigateError` (counted, never a crash). Templates: the published ones
-of ``tests/test_template_corpus.py`` (read from the installed packages) and their mirrors, plus
+of ``tests/prompt/test_template_corpus.py`` (read from the installed packages) and their mirrors, plus
 the formats below (our own wording): MT-Bench single with "first write a short critique",
 a G-Eval prompt with "- A score of 1 (no) means" options, an LLMBar-style pairwise prompt with
 numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice after reasoning;
@@ -45,7 +45,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from test_template_corpus import CORPUS, GEVAL_PROMPTS, GEVAL_REPO, _corpus, geval_repo_prompt
 
 from mitigate import Item, PromptJudge
 from mitigate.data.schema import Benchmark
@@ -74,6 +73,7 @@ from mitigate.strategies.edits import (
 from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
 from mitigate.strategies.perturbed_demos import PerturbedDemosPreset
 from mitigate.strategies.sampling import Granularity, Sampling
+from tests.prompt.test_template_corpus import CORPUS, GEVAL_PROMPTS, GEVAL_REPO, _corpus, geval_repo_prompt
 
 OWN: dict[str, str] = {
     # MT-Bench single-answer format, with the critique-then-rate instruction and bracketed headings

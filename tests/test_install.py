@@ -126,9 +126,8 @@ def test_the_static_check_catches_an_undeclared_import(tmp_path: Path) -> None:
 
 def test_pytest_starts_without_a_deprecation_warning_from_its_configuration() -> None:
     done = subprocess.run([sys.executable, "-W", "default", "-m", "pytest", "-p", "no:cacheprovider", "--co",
-                           "-q",
-                           "tests/test_stats.py"], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           "-q", "tests/measures/test_stats.py"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "DeprecationWarning" not in done.stdout + done.stderr, done.stdout + done.stderr
 

@@ -8,7 +8,7 @@ explanation, verdict then reasons, both outputs named in the reasoning, a reason
 leans the other way, hedges, refusals, cut-off answers); its expected reading ("first",
 "second", "tie" or "failure") is assigned by hand per style, not computed by a parser.
 
-Used by ``tests/test_verdict_precision.py`` and ``benchmarks/parse_reasoning_verdicts.py``.
+Used by ``tests/parse/test_verdict_precision.py`` and ``benchmarks/parse_reasoning_verdicts.py``.
 """
 
 from __future__ import annotations

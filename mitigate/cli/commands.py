@@ -4,7 +4,7 @@ shows.
 The group (:class:`mitigate.cli.app.LazyCommands`) imports a command's module only when that
 command is asked for, so listing the commands imports none of them (pip's ``commands_dict``). A
 new command is a module that declares it with :func:`mitigate.cli.app.command` and a line here;
-tests/test_cli_imports.py checks that each summary is the first paragraph of its command's help.
+tests/cli/test_cli_imports.py checks that each summary is the first paragraph of its command's help.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 # Imported where used: the data, the judges, the estimators and the harness (numpy, pydantic), so the
 # command's
-# help loads none of them (tests/test_cli_imports.py).
+# help loads none of them (tests/cli/test_cli_imports.py).
 
 Method = Literal["ppi", "calibrated", "human", "judge"]
 """``--method``: :data:`mitigate.estimators.mean.Method`."""

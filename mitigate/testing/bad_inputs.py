@@ -1,6 +1,6 @@
 """A table of bad command lines: every one must end in one ``error:`` line and a non-zero exit.
 
-Shared by the test suite (``tests/test_cli_errors.py``, in-process) and the reliability
+Shared by the test suite (``tests/cli/test_cli_errors.py``, in-process) and the reliability
 benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each
 :class:`BadInput` is a command line with placeholders: ``{d}`` is a folder prepared by
 :func:`make_fixtures` (good and damaged benchmarks, prompts, a file where a folder is expected

@@ -1,6 +1,6 @@
 """Known template-injection payloads, and the command lines that read a template: every pair must be refused.
 
-Shared by the test suite (``tests/test_template_sandbox.py``, in-process) and the reliability
+Shared by the test suite (``tests/prompt/test_template_sandbox.py``, in-process) and the reliability
 benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each
 :class:`Payload` is Jinja that a downloaded template could hold: walks from a Jinja global or
 an object to Python's internals (through ``cycler``, ``joiner``, ``namespace``, ``lipsum``,

@@ -6,7 +6,7 @@ judge quotes it (quotation marks, backticks, a code block, a blockquote, after a
 with the judged text's words around it and trailing punctuation, in another case, in bold, bare);
 :func:`quote_back` writes one, and :func:`judge_answer` puts it before, after or on the same line
 as the judge's own answer line. :data:`ISSUE_CASES` are the forms found by trying the readers as a
-hostile user would, in our own words. Used by ``tests/test_planted_values.py`` (with generated
+hostile user would, in our own words. Used by ``tests/prompt/test_planted_values.py`` (with generated
 judged texts) and ``benchmarks/bench_reliability.py`` (through the CLI and the stub server): the
 reader must return the judge's own value or a recorded failure, never the planted value.
 """

@@ -13,7 +13,7 @@ class uses it in its annotation and gives the type and default the command holds
 
 What a command shows differently is an :class:`Override` of the declaration (its help text, its
 short flag), never a second declaration: :data:`DECLARED` records every declaration by its flag,
-and tests/test_cli_options_declared.py fails when a flag is declared twice.
+and tests/cli/test_cli_options_declared.py fails when a flag is declared twice.
 
 :func:`parameters` reads an options class into its :class:`Param` values, in the order ``--help``
 lists them (the class's own fields, then its groups' in the order it names them); the command
