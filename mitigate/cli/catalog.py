@@ -215,8 +215,7 @@ class ListOptions(KindOptions):
 
 @command("list", ListOptions, config=False)
 def list_cmd(options: ListOptions) -> None:
-    """List registered components (mitigations, selectors, measures, engines, backends, benchmarks ...), or
-    show one."""
+    """List registered components (mitigations, selectors, measures, engines, backends ...), or show one."""
     typer.echo(catalog(options.kind, options.name, options.json))
 
 

@@ -118,8 +118,7 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
 
 @command("compare", CompareOptions)
 def compare_cmd(options: CompareOptions) -> None:
-    """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by
-    side."""
+    """Compare pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
     check_run_folder(options.out)
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))

@@ -142,8 +142,7 @@ class Side:
 
 @command("diff", DiffOptions)
 def diff_cmd(options: DiffOptions) -> None:
-    """Judge B against judge A on the same items: B − A with paired intervals and p; exit 1 when B is
-    worse."""
+    """Judge B against judge A on the same items: B − A with paired intervals and p; exit 1 if B is worse."""
     if options.junit is not None:
         writable_file(options.junit, "--junit")
     if options.out is not None:

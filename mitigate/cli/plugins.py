@@ -26,8 +26,7 @@ class CheckPluginOptions(CommandOptions):
 
 @command("check-plugin", CheckPluginOptions, config=False)
 def check_plugin(options: CheckPluginOptions) -> None:
-    """Import a plugin module and run mitigate's contract checks on every component it registers; exit 1 on a
-    failure."""
+    """Import a plugin module and run mitigate's contract checks on what it registers; exit 1 on a failure."""
     found = load_plugin(options.module)
     if not found:
         raise ConfigError(f"plugin module {options.module!r} registered no component; expected "

@@ -83,8 +83,7 @@ class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOpti
 
 @command("probe", ProbeOptions)
 def probe_cmd(options: ProbeOptions) -> None:
-    """Run the bias battery: judge items as they are, again (the noise floor) and under each probe; print the
-    table."""
+    """Run the bias battery: items judged as they are, again (noise floor), under each probe; a table."""
     if options.out is not None:
         writable_file(options.out, "--out")
     asyncio.run(_probe(options))

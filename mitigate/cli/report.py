@@ -32,8 +32,7 @@ class ReportOptions(CommandOptions):
 
 @command("report", ReportOptions)
 def report_cmd(options: ReportOptions) -> None:
-    """Re-render report.md and the plots of a comparison from its results.json (with --html, report.html
-    too)."""
+    """Re-render report.md and the plots of a comparison from its results.json (--html: report.html too)."""
     folder = options.folder
     if not folder.is_dir():
         raise ConfigError(f"expected a folder written by 'mitigate compare'; {folder} "

@@ -140,8 +140,7 @@ def default_selectors() -> list[str]:
 
 @command("search", SearchOptions)
 def search_cmd(options: SearchOptions) -> None:
-    """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out
-    test."""
+    """Search the demo set maximising agreement (+ consistency - bias) on dev; report it on held-out test."""
     writable_file(options.out, "--out")
     _search(options)
 
