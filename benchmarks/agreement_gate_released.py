@@ -101,7 +101,8 @@ def analyse(method: str, tolerance: float, min_items: int) -> dict[str, Any]:
             }
         out[c] = {
             "systems": {
-                s: {"r": _clean(r_i[s]), "n": main.gate.decision(s).n, "decision": main.gate.decision(s).decision,
+                s: {"r": _clean(r_i[s]), "n": main.gate.decision(s).n,
+                    "decision": main.gate.decision(s).decision,
                     "p_rts": _clean(p_rts.get(s, math.nan)), "p_mcq": _clean(p_mcq.get(s, math.nan))}
                 for s in r_i
             },
@@ -154,10 +155,13 @@ def main(argv: list[str] | None = None) -> None:
     found = verdict(main_res)
     print("\nSpearman(R_i, P_i) > 0 with p < 0.05:")
     for form, per in found.items():
-        print(f"  {form.upper()}: ours {[c for c, ok in per.items() if ok]}; paper {list(PAPER_SIGNIFICANT[form])}")
+        print(f"  {form.upper()}: ours {[c for c, ok in per.items() if ok]}; paper "
+              f"{list(PAPER_SIGNIFICANT[form])}")
     payload = {
-        "what": "RTS/MCQ agreement gate on Shen et al.'s released ChatGPT outputs (SummEval, 12 systems x 100 docs)",
-        "command": "python benchmarks/agreement_gate_released.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "what": "RTS/MCQ agreement gate on Shen et al.'s released ChatGPT outputs (SummEval, 12 "
+                "systems x 100 docs)",
+        "command": "python benchmarks/agreement_gate_released.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
         "settings": {"method": args.method, "tolerance": args.tolerance, "sweep": list(SWEEP),
                      "min_items": args.min_items, "human": "mean of the 3 expert ratings"},
         "paper_significant": {k: list(v) for k, v in PAPER_SIGNIFICANT.items()},

@@ -56,7 +56,8 @@ from mitigate.run.batch_session import BatchOptions
 from mitigate.lm.registry import get, wrap
 from mitigate.run.runner import run
 
-provider, url, folder, n, max_requests = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+provider, url, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+n, max_requests = int(sys.argv[4]), int(sys.argv[5])
 base = (get("openai:stub-model", base_url=url + "/v1") if provider == "openai"
         else get("anthropic:claude-stub", base_url=url, api_key="k"))
 lm = wrap(base, cache=folder / "cache.sqlite")
@@ -126,7 +127,8 @@ def trial(k: int, rng: random.Random, args: argparse.Namespace) -> dict[str, Any
         script = Path(tmp) / "child.py"
         script.write_text(CHILD)
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        cmd = [sys.executable, str(script), provider, server.url, tmp, str(args.items), str(args.max_requests),
+        cmd = [sys.executable, str(script), provider, server.url, tmp, str(args.items),
+               str(args.max_requests),
                TEMPLATE]
         kills = [killed_run(cmd, env, server, phase, rng, args.create_delay) for phase in phases]
         final = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -140,7 +142,8 @@ def trial(k: int, rng: random.Random, args: argparse.Namespace) -> dict[str, Any
                    or j["scores"].get("score") != expected(f"t{i}"))
         counts = Counter(cid for b in server.batch.created for cid in b["custom_ids"])
         twice = sum(1 for c in counts.values() if c > 1)
-        store = [json.loads(x) for x in (Path(tmp) / "batches" / "batches.jsonl").read_text().splitlines()[1:]]
+        store = [json.loads(x)
+                 for x in (Path(tmp) / "batches" / "batches.jsonl").read_text().splitlines()[1:]]
     return {
         "trial": k, "provider": provider, "kills": kills, "final": json.loads(final.stdout),
         "items": args.items, "lost": lost, "submitted_twice": twice,

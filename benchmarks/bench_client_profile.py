@@ -61,7 +61,8 @@ def main() -> None:
             with (work / "items.jsonl").open("w") as fh:
                 fh.write(json.dumps({"benchmark": {"name": "profile", "criteria": ["fluency"]}}) + "\n")
                 for k in range(args.n):
-                    fh.write(json.dumps({"id": f"t{k}", "output": f"Text number {k} about a quiet day."}) + "\n")
+                    fh.write(json.dumps({"id": f"t{k}", "output": f"Text number {k} about a quiet day."})
+                             + "\n")
             (work / "prompt.txt").write_text(TEMPLATE)
             judge = ["-m", "mitigate", "judge", "-b", f"jsonl:{work / 'items.jsonl'}", "--prompt",
                      str(work / "prompt.txt"), "--backend", "openai:stub-model", "--base-url", url, "-n", "0",
@@ -79,16 +80,20 @@ def main() -> None:
         server.wait()
     listing = text.getvalue()
     print(listing[listing.find("ncalls"):])
-    row = {"wall_s": plain["wall"], "cpu_s": plain["cpu"], "cpu_ms_per_judgment": 1000 * plain["cpu"] / args.n,
+    row = {"wall_s": plain["wall"], "cpu_s": plain["cpu"],
+           "cpu_ms_per_judgment": 1000 * plain["cpu"] / args.n,
            "ideal_wall_s": args.n * args.latency / args.concurrency, "import_cli_cpu_s": imports,
            "profiled_total_s": total}
-    print(f"{args.n} judgments at c={args.concurrency}, L={args.latency:g} s: wall {plain['wall']:.2f} s (ideal "
-          f"{row['ideal_wall_s']:.2f} s), CPU {plain['cpu']:.2f} s = {row['cpu_ms_per_judgment']:.2f} ms per judgment "
-          f"(start-up and exit included); `import mitigate.cli` {imports:.2f} CPU-s; {total:.2f} s under cProfile")
+    print(f"{args.n} judgments at c={args.concurrency}, L={args.latency:g} s: wall {plain['wall']:.2f} s "
+          f"(ideal {row['ideal_wall_s']:.2f} s), CPU {plain['cpu']:.2f} s = {row['cpu_ms_per_judgment']:.2f} "
+          f"ms per judgment (start-up and exit included); `import mitigate.cli` {imports:.2f} CPU-s; "
+          f"{total:.2f} s under cProfile")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"command": "python benchmarks/bench_client_profile.py " + " ".join(sys.argv[1:]),
+    OUT.write_text(json.dumps({"command": "python benchmarks/bench_client_profile.py "
+                               + " ".join(sys.argv[1:]),
                                "python": platform.python_version(), "cpus": os.cpu_count(),
-                               "load_avg_at_end": os.getloadavg(), **row, "top_by_own_time": listing}, indent=1))
+                               "load_avg_at_end": os.getloadavg(), **row, "top_by_own_time": listing},
+                              indent=1))
     print(f"wrote {OUT}")
 
 

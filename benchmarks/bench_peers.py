@@ -32,7 +32,8 @@ reruns of the same ``n`` judgments that make no LM call (from the LM cache; from
 ``--run-dir`` journal); ``--fixed-only`` times those alone and stops.
 Writes ``benchmarks/results/peers.json``.
 
-    python benchmarks/bench_peers.py [--n 1000] [--latency 0.2] [--concurrency 16 64] [--reps 3] [--fixed-only]
+    python benchmarks/bench_peers.py [--n 1000] [--latency 0.2] [--concurrency 16 64] [--reps 3]
+    [--fixed-only]
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ async def main():
     res = await asyncio.gather(*(one(r) for r in rows))
     print(json.dumps({"ok": sum(1 for r in res if r.score == 0.75)}))
 asyncio.run(main())
-''',
+''',  # noqa: E501 - a peer tool's script, run as written
     "openevals": COMMON + '''
 from openai import AsyncOpenAI
 from openevals.llm import create_async_llm_as_judge
@@ -116,7 +117,7 @@ async def main():
     res = await asyncio.gather(*(one(r) for r in rows))
     print(json.dumps({"ok": sum(1 for r in res if r["score"] == 0.75)}))
 asyncio.run(main())
-''',
+''',  # noqa: E501 - a peer tool's script, run as written
     "deepeval": COMMON + '''
 from openai import AsyncOpenAI, OpenAI
 from deepeval.metrics import GEval
@@ -154,7 +155,7 @@ async def main():
     res = await asyncio.gather(*(one(r) for r in rows))
     print(json.dumps({"ok": sum(1 for r in res if r is not None and abs(r - 0.4) < 1e-9)}))
 asyncio.run(main())
-''',
+''',  # noqa: E501 - a peer tool's script, run as written
     "inspect": COMMON + '''
 import os, tempfile
 os.environ["STUB_BASE_URL"] = url
@@ -173,12 +174,13 @@ with tempfile.TemporaryDirectory() as logs:
         acc = log.results.scores[0].metrics["accuracy"].value
         ok = round(acc * log.results.completed_samples)
     print(json.dumps({"ok": ok}))
-''',
+''',  # noqa: E501 - a peer tool's script, run as written
 }
 
 
 def example_of(schema: Any) -> Any:
-    """A value of a JSON schema, as a judge would fill it: the 4th of an enum (or its last), true, 4, 0.75, "ok"."""
+    """A value of a JSON schema, as a judge would fill it: the 4th of an enum (or its last), true, 4, 0.75,
+    "ok"."""
     if not isinstance(schema, dict):
         return "ok"
     if "enum" in schema:
@@ -215,7 +217,8 @@ def reply(body: dict[str, Any]) -> str:
 
 
 def ensure_venv(name: str) -> Path:
-    """The python of ``name``'s own virtual environment, created and filled with its pins when missing or stale."""
+    """The python of ``name``'s own virtual environment, created and filled with its pins when missing or
+    stale."""
     folder = CACHE / f"venv-{name}"
     pins = " ".join(PEERS[name])
     marker = folder / ".ok"
@@ -243,8 +246,10 @@ def timed(cmd: list[str], *, env: dict[str, str], cwd: Path, stdout: Path) -> di
 
 
 def run_tool(tool: str, python: Path, url: str, n: int, c: int, work: Path) -> dict[str, float]:
-    """One timed run of ``tool`` over ``n`` items at concurrency ``c``; raises unless all ``n`` came back scored 4."""
-    env = {**os.environ, "OPENAI_API_KEY": "sk-stub", "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "LANGSMITH_TRACING": "false",
+    """One timed run of ``tool`` over ``n`` items at concurrency ``c``; raises unless all ``n`` came back
+    scored 4."""
+    env = {**os.environ, "OPENAI_API_KEY": "sk-stub", "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+           "LANGSMITH_TRACING": "false",
            "INSPECT_DISPLAY": "none", "NO_COLOR": "1", "ERROR_REPORTING": "NO"}
     cwd = Path(tempfile.mkdtemp(dir=work, prefix=f"{tool}-"))
     out = cwd / "stdout.txt"
@@ -257,7 +262,8 @@ def run_tool(tool: str, python: Path, url: str, n: int, c: int, work: Path) -> d
     else:
         script = cwd / "run.py"
         script.write_text(SCRIPTS[tool])
-        m = timed([str(python), str(script), url, str(n), str(c), str(work / "items.jsonl")], env=env, cwd=cwd,
+        m = timed([str(python), str(script), url, str(n), str(c), str(work / "items.jsonl")], env=env,
+                  cwd=cwd,
                   stdout=out)
         ok = json.loads(out.read_text().strip().splitlines()[-1])["ok"]
     if ok != n:
@@ -269,18 +275,23 @@ def run_tool(tool: str, python: Path, url: str, n: int, c: int, work: Path) -> d
 def write_inputs(work: Path, n: int) -> None:
     """The items (generic JSONL with a header) and the prompt file every tool reads."""
     with (work / "items.jsonl").open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"benchmark": {"name": "peers", "criteria": ["fluency"], "scale": [1, 5]}}) + "\n")
+        fh.write(json.dumps({"benchmark": {"name": "peers", "criteria": ["fluency"], "scale": [1, 5]}})
+                 + "\n")
         for k in range(n):
-            fh.write(json.dumps({"id": f"t{k}", "output": f"Text number {k}: the weather was mild and the streets "
+            fh.write(json.dumps({"id": f"t{k}",
+                                 "output": f"Text number {k}: the weather was mild and the streets "
                                  "were quiet for most of the day.", "human": {"fluency": 4}}) + "\n")
     (work / "prompt.txt").write_text(TEMPLATE, encoding="utf-8")
 
 
 def fixed_costs(url: str, n: int, work: Path) -> dict[str, float]:
-    """Median walls of ``mitigate --help`` (5 runs) and of reruns of ``n`` judgments (3 each) that make no LM call:
-    answered from the LM cache (a cache folder of its own), and resumed from a complete ``--run-dir`` journal."""
+    """Median walls of ``mitigate --help`` (5 runs) and of reruns of ``n`` judgments (3 each) that make no LM
+    call:
+    answered from the LM cache (a cache folder of its own), and resumed from a complete ``--run-dir``
+    journal."""
     env = {**os.environ, "OPENAI_API_KEY": "sk-stub", "MITIGATE_CACHE_DIR": str(work / "lm-cache")}
-    helps = [timed([sys.executable, "-m", "mitigate", "--help"], env=env, cwd=work, stdout=work / "help.txt")["wall"]
+    helps = [timed([sys.executable, "-m", "mitigate", "--help"], env=env, cwd=work,
+                   stdout=work / "help.txt")["wall"]
              for _ in range(5)]
     cmd = [sys.executable, "-m", "mitigate", "judge", "-b", f"jsonl:{work / 'items.jsonl'}", "--prompt",
            str(work / "prompt.txt"), "--backend", "openai:stub-model", "--base-url", url, "-n", str(n),
@@ -302,11 +313,13 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2, help="the stub judge's latency in seconds")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
-    ap.add_argument("--tools", nargs="+", default=["mitigate", *PEERS, "floor"], choices=["mitigate", *PEERS, "floor"],
-                    help="'floor' is a bare aiohttp loop (no prompt file, no parsing, no output): the least any "
-                    "client spends against this stub")
+    ap.add_argument("--tools", nargs="+", default=["mitigate", *PEERS, "floor"],
+                    choices=["mitigate", *PEERS, "floor"],
+                    help="'floor' is a bare aiohttp loop (no prompt file, no parsing, no output): the least "
+                    "any client spends against this stub")
     ap.add_argument("--install-only", action="store_true", help="create the peers' environments and stop")
-    ap.add_argument("--fixed-only", action="store_true", help="time mitigate's fixed costs alone (--help, the "
+    ap.add_argument("--fixed-only", action="store_true",
+                    help="time mitigate's fixed costs alone (--help, the "
                     "cached and the journal reruns), print them and stop: no peer runs, no JSON written")
     args = ap.parse_args()
     if args.fixed_only:
@@ -322,8 +335,9 @@ def main() -> None:
         write_inputs(work, args.n)
         fixed = fixed_costs(server.base_url, args.n, work)
         print(f"mitigate --help {fixed['help_wall']:.2f} s; rerun of {args.n} judgments from the LM cache "
-              f"{fixed['cached_rerun_wall']:.2f} s wall ({fixed['cached_rerun_cpu']:.2f} CPU-s), from the journal "
-              f"{fixed['journal_rerun_wall']:.2f} s wall ({fixed['journal_rerun_cpu']:.2f} CPU-s)", flush=True)
+              f"{fixed['cached_rerun_wall']:.2f} s wall ({fixed['cached_rerun_cpu']:.2f} CPU-s), from the "
+              f"journal {fixed['journal_rerun_wall']:.2f} s wall ({fixed['journal_rerun_cpu']:.2f} CPU-s)",
+              flush=True)
         if args.fixed_only:
             print(f"load average {os.getloadavg()}")
             return
@@ -334,8 +348,8 @@ def main() -> None:
                     server.reset()
                     m = run_tool(tool, pythons[tool], server.base_url, args.n, c, work)
                     runs.setdefault(f"{tool}@{c}", []).append(m)
-                    print(f"rep {rep + 1} c={c:3d} {tool:10s} wall {m['wall']:6.2f} s  CPU {m['cpu']:6.2f} s  "
-                          f"RSS {m['rss_mb']:5.0f} MB", flush=True)
+                    print(f"rep {rep + 1} c={c:3d} {tool:10s} wall {m['wall']:6.2f} s  CPU {m['cpu']:6.2f} s "
+                          f" RSS {m['rss_mb']:5.0f} MB", flush=True)
     rows = table(runs, args)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({
@@ -351,8 +365,8 @@ def main() -> None:
 def table(runs: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Medians per tool and c, as ratios to the ideal wall and to mitigate; printed as a markdown table."""
     rows = []
-    print("\n| c | tool | wall s | wall / ideal | wall / mitigate | CPU-s | CPU ms per judgment | CPU / mitigate | "
-          "peak RSS MB | RSS / mitigate |\n|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| c | tool | wall s | wall / ideal | wall / mitigate | CPU-s | CPU ms per judgment | CPU / "
+          "mitigate | peak RSS MB | RSS / mitigate |\n|---|---|---|---|---|---|---|---|---|---|")
     for c in args.concurrency:
         ideal = args.n * args.latency / c
         med = {t: {k: statistics.median(r[k] for r in runs[f"{t}@{c}"]) for k in ("wall", "cpu", "rss_mb")}
@@ -363,7 +377,8 @@ def table(runs: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> 
             row = {"c": c, "tool": t, "ideal_wall": ideal, **m, "wall_over_ideal": m["wall"] / ideal,
                    "cpu_ms_per_judgment": 1000 * m["cpu"] / args.n}
             if base:
-                row.update(wall_over_mitigate=m["wall"] / base["wall"], cpu_over_mitigate=m["cpu"] / base["cpu"],
+                row.update(wall_over_mitigate=m["wall"] / base["wall"],
+                           cpu_over_mitigate=m["cpu"] / base["cpu"],
                            rss_over_mitigate=m["rss_mb"] / base["rss_mb"])
             rows.append(row)
             print(f"| {c} (ideal {ideal:.1f} s) | {t} | {m['wall']:.2f} | {row['wall_over_ideal']:.2f} | "

@@ -211,12 +211,14 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(run(args.model, args.n, args.max_tokens, args.threads))
     print(f"model {result['model']}: prompt {result['prompt_tokens_mean']} tokens, "
-          f"shared prefix {result['shared_prefix_tokens']} tokens, n={args.n} per arm, max_tokens={args.max_tokens}")
+          f"shared prefix {result['shared_prefix_tokens']} tokens, n={args.n} per arm, "
+          f"max_tokens={args.max_tokens}")
     print(f"{'arm':<10} {'total s':>9} {'median s':>9} {'judg/s':>8} {'cached':>8}")
     for name, arm in result["arms"].items():
         print(f"{name:<10} {arm['seconds_total']:>9.2f} {arm['seconds_median']:>9.3f} "
               f"{arm['judgments_per_second']:>8.2f} {arm['cached_prompt_tokens_mean']:>8.0f}")
-    print(f"speed-up with reuse: {result['speedup_reuse_over_no_reuse']}x; identical outputs {result['identical_outputs']}")
+    print(f"speed-up with reuse: {result['speedup_reuse_over_no_reuse']}x; identical outputs "
+          f"{result['identical_outputs']}")
     save_run(args.out, result)
     print(f"wrote {args.out}")
 

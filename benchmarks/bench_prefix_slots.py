@@ -88,11 +88,14 @@ async def run(model: str | None, n: int, max_tokens: int) -> dict:
                 times[name].append(time.perf_counter() - t0)
     calls = n * len(ORDERS)
     per_arm = {a: {"seconds_total": round(sum(ts), 3), "judgments_per_second": round(calls / sum(ts), 3),
-                   "cached_prompt_tokens_mean": round(statistics.mean(cached[a]), 1)} for a, ts in times.items()}
+                   "cached_prompt_tokens_mean": round(statistics.mean(cached[a]), 1)} for a,
+               ts in times.items()}
     same = sum(x == y for x, y in zip(texts["snapshots"], texts["one_history"], strict=True))
     return {
-        "benchmark": "prefix_slots", "model": arms["snapshots"].path.name, "n_items": n, "variants": len(ORDERS),
-        "calls_per_arm": calls, "prompt_tokens_mean": round(statistics.mean(prompt_tokens), 1), "arms": per_arm,
+        "benchmark": "prefix_slots", "model": arms["snapshots"].path.name, "n_items": n,
+        "variants": len(ORDERS),
+        "calls_per_arm": calls, "prompt_tokens_mean": round(statistics.mean(prompt_tokens), 1),
+        "arms": per_arm,
         "speedup_snapshots_over_one_history": round(per_arm["snapshots"]["judgments_per_second"]
                                                     / per_arm["one_history"]["judgments_per_second"], 2),
         "identical_outputs": f"{same}/{calls}",

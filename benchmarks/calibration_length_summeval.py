@@ -79,7 +79,8 @@ def win_rates(scores: np.ndarray, items: Any, n_boot: int, seed: int) -> dict[st
         pref, la, lb = M.pairs_against(scores, systems, docs, lengths, s)
         m = M.length_controlled_win_rate(pref, la, lb, ci=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
         out[str(s)] = {"lc": m.value, "lc_ci": [m.ci_low, m.ci_high], "raw": m.extra.get("raw_win_rate"),
-                       "raw_ci": m.extra.get("raw_ci"), "phi": m.extra.get("phi"), "n": m.n, "n_failed": m.n_failed}
+                       "raw_ci": m.extra.get("raw_ci"), "phi": m.extra.get("phi"), "n": m.n,
+                       "n_failed": m.n_failed}
     return out
 
 
@@ -104,7 +105,8 @@ def main() -> None:
         "expected-score | contextual-calibration": Pipeline([ExpectedScore(), ContextualCalibration()]),
         "expected-score | batch-calibration": Pipeline([ExpectedScore(), BatchCalibration()]),
         "expected-score | length-control": Pipeline([ExpectedScore(), LengthControl()]),
-        "expected-score | length-control(reference=human)": Pipeline([ExpectedScore(), LengthControl(reference="human")]),
+        "expected-score | length-control(reference=human)": Pipeline([ExpectedScore(),
+                                                                      LengthControl(reference="human")]),
     }
     # the baseline first, over train and test in document order, so the backend reuses each article's prefix
     everything = Benchmark(name="all", items=train.items + test.items, criteria=train.criteria)
@@ -130,8 +132,10 @@ def main() -> None:
         length = M.length_correlation(scores, M.output_lengths(test.items), **ci)
         wr = win_rates(scores, test.items, args.n_boot, args.seed)
         systems = list(wr)
-        raw_vs_h = M.item_correlation([wr[s]["raw"] for s in systems], [human_wr[s]["raw"] for s in systems], "spearman")
-        lc_vs_h = M.item_correlation([wr[s]["lc"] for s in systems], [human_wr[s]["raw"] for s in systems], "spearman")
+        raw_vs_h = M.item_correlation([wr[s]["raw"] for s in systems], [human_wr[s]["raw"] for s in systems],
+                                      "spearman")
+        lc_vs_h = M.item_correlation([wr[s]["lc"] for s in systems], [human_wr[s]["raw"] for s in systems],
+                                     "spearman")
         step = fitted.steps[-1]
         fitted_info = step.model_dump(mode="json", include={"priors_", "slopes_", "mean_", "std_"})
         results[name] = {
@@ -143,7 +147,8 @@ def main() -> None:
         }
         print(f"{name:52s} item ρ {fmt(item)}  doc ρ {fmt(doc)}  length ρ {fmt(length)}  "
               f"mean {np.nanmean(scores):.2f}  WR-vs-human ρ raw {raw_vs_h.value:.3f} LC {lc_vs_h.value:.3f}")
-    hl = M.length_correlation(human, M.output_lengths(test.items), ci=True, n_boot=args.n_boot, seed=args.seed)
+    hl = M.length_correlation(human, M.output_lengths(test.items), ci=True, n_boot=args.n_boot,
+                              seed=args.seed)
     summary = {
         "command": " ".join(["python", *sys.argv]), "backend": spec, "criterion": args.criterion,
         "train_items": len(train.items), "test_items": len(test.items), "docs": args.docs,

@@ -1,4 +1,5 @@
-"""Does the embedded judge return scores? Constrained vs unconstrained answers vs real local judges on SummEval.
+"""Does the embedded judge return scores? Constrained vs unconstrained answers vs real local judges on
+SummEval.
 
 The embedded default model (SmolLM2-135M-Instruct, spec ``local``) rarely writes a score when
 asked freely: it summarises the article instead. This script measures, on the first ``--n``
@@ -17,7 +18,8 @@ and the same for the Qwen2.5-Coder 0.5B and 1.5B judges (``/work/shared/tools/fe
 For each setting: the share of items scored (with a Wilson 95% interval), Spearman with the
 experts over the scored items (95% bootstrap interval), the scores given, and seconds.
 
-Run (under the shared lock): ``flock /work/bench.lock python benchmarks/embedded_answers_summeval.py --n 100``.
+Run (under the shared lock): ``flock /work/bench.lock python benchmarks/embedded_answers_summeval.py --n
+100``.
 ``--variants smollm-logprob,smollm-constrained`` runs a subset; ``--n 12`` is the quick-start size.
 Writes ``benchmarks/results/embedded_answers_summeval.json``; journals go to ``runs/evidence/`` (resumable).
 """
@@ -67,7 +69,8 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float | None, float | None]
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-async def one(variant: str, items: list[Any], args: argparse.Namespace, specs: dict[str, str]) -> dict[str, Any]:
+async def one(variant: str, items: list[Any], args: argparse.Namespace, specs: dict[str, str]) -> dict[str,
+                                                                                                       Any]:
     model, setting = variant.split("-", 1)
     spec = specs[model]
     lm = wrap(get(spec, n_ctx=args.n_ctx), cache=args.cache)
@@ -105,7 +108,8 @@ async def one(variant: str, items: list[Any], args: argparse.Namespace, specs: d
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=100, help="SummEval summaries (document by document)")
-    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="comma-separated <model>-<setting>")
+    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                    help="comma-separated <model>-<setting>")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "embedded_answers_summeval.json")
     ap.add_argument("--run-dir", type=Path, default=RUNS_DIR / "embedded_answers_summeval")
     ap.add_argument("--n-ctx", type=int, default=8192)

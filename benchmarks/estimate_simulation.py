@@ -48,7 +48,8 @@ def population(judge: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     y = np.clip(np.round((3.3 + 0.8 * rng.normal(size=SIZE)) * 3) / 3, 1, 5)
     e = rng.normal(size=SIZE)
-    f = {"good": y + 0.4 * e, "noisy": y + 1.5 * e, "biased": 1.0 + 0.4 * y + 0.2 * e, "uncorrelated": 3.0 + e,
+    f = {"good": y + 0.4 * e, "noisy": y + 1.5 * e, "biased": 1.0 + 0.4 * y + 0.2 * e, "uncorrelated": 3.0
+         + e,
          "adversarial": 6.0 - y + 0.5 * e, "heteroscedastic": y + np.where(y < 3, 2.0, 0.2) * e}[judge]
     return y, np.clip(np.round(f), 1, 5)
 
@@ -80,8 +81,8 @@ def main() -> None:
     args = ap.parse_args()
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    print(f"{'judge':16s} {'n':>3s} | {'ppi':>11s} | {'ppi-clt':>11s} | {'calibrated':>11s} | {'human':>11s} | "
-          f"ppi/human width")
+    print(f"{'judge':16s} {'n':>3s} | {'ppi':>11s} | {'ppi-clt':>11s} | {'calibrated':>11s} | {'human':>11s} "
+          f"| ppi/human width")
     for k, judge in enumerate(JUDGES):
         y, f = population(judge, seed=k)
         truth = float(y.mean())
@@ -89,7 +90,8 @@ def main() -> None:
             rng = np.random.default_rng(100 * k + n)
             idx = np.argsort(rng.random((args.draws, SIZE)), axis=1)[:, :n]
             row: dict[str, Any] = {"judge": judge, "n": n, "items": SIZE, "draws": args.draws}
-            for name, fit in (("ppi", ppi_srs(y[idx], f[idx], f.mean(), SIZE)), ("human", human_srs(y[idx], SIZE))):
+            for name, fit in (("ppi", ppi_srs(y[idx], f[idx], f.mean(), SIZE)),
+                              ("human", human_srs(y[idx], SIZE))):
                 half = t_quantile(0.95, fit.df) * np.sqrt(fit.variance)
                 usable = np.isfinite(half) & (fit.variance > 0)
                 row[name] = summary(fit.estimate, half, usable, truth)
@@ -107,16 +109,19 @@ def main() -> None:
                     continue
                 hits.append(e.low <= truth <= e.high)
                 halves.append(e.half_width)
-            row["calibrated"] = {"coverage": round(float(np.mean(hits)), 4), "half_width": round(float(np.mean(halves)), 4),
-                                 "refused": round(refused / args.calibrated_draws, 4), "draws": args.calibrated_draws}
+            row["calibrated"] = {"coverage": round(float(np.mean(hits)), 4),
+                                 "half_width": round(float(np.mean(halves)), 4),
+                                 "refused": round(refused / args.calibrated_draws, 4),
+                                 "draws": args.calibrated_draws}
             row["width_ratio_ppi_human"] = round(row["ppi"]["half_width"] / row["human"]["half_width"], 3)
             rows.append(row)
 
             def cell(r: dict[str, float]) -> str:
                 return f"{r['coverage']:.3f} ±{r['half_width']:.2f}"
 
-            print(f"{judge:16s} {n:3d} | {cell(row['ppi'])} | {cell(row['ppi-clt'])} | {cell(row['calibrated'])} | "
-                  f"{cell(row['human'])} | {row['width_ratio_ppi_human']:.2f}", flush=True)
+            print(f"{judge:16s} {n:3d} | {cell(row['ppi'])} | {cell(row['ppi-clt'])} | "
+                  f"{cell(row['calibrated'])} | {cell(row['human'])} | {row['width_ratio_ppi_human']:.2f}",
+                  flush=True)
     seconds = time.perf_counter() - start
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"command": " ".join(["python", *sys.argv]), "seconds": round(seconds, 1),

@@ -1,4 +1,5 @@
-"""Bias-corrected per-system estimates on SummEval's released judges: coverage and width over repeated label draws.
+"""Bias-corrected per-system estimates on SummEval's released judges: coverage and width over repeated label
+draws.
 
 SummEval (LLM_summeval copy): 12 systems x 100 documents, every summary rated by 3 experts on
 coherence, consistency, fluency and relevance (1-5). Shen et al. (2023) released every
@@ -51,7 +52,8 @@ from mitigate.harness.estimate import judge_values
 JUDGES = ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-13b-rts")
 LABEL_COUNTS = (5, 10, 20)
 METHODS = ("ppi", "ppi-group", "calibrated", "human")
-"""``ppi`` tunes one judge slope over the 12 systems (the command's default, ``--tune overall``); ``ppi-group`` one per
+"""``ppi`` tunes one judge slope over the 12 systems (the command's default, ``--tune overall``);
+``ppi-group`` one per
 system (``--tune group``)."""
 OUT = Path(__file__).resolve().parent / "results" / "estimate_summeval.json"
 
@@ -82,7 +84,8 @@ def one_setting(labels: dict[str, np.ndarray], judge: dict[str, np.ndarray], n: 
         for s in systems:
             for m in METHODS:
                 try:
-                    e = estimate_mean(partial[s], judge[s], method=m.split("-")[0], confidence=confidence,  # type: ignore[arg-type]
+                    e = estimate_mean(partial[s], judge[s], method=m.split("-")[0],
+                                      confidence=confidence,  # type: ignore[arg-type]
                                       seed=d, slope=slope if m == "ppi" else None)
                 except DataError:
                     refused[m] += 1
@@ -99,9 +102,11 @@ def one_setting(labels: dict[str, np.ndarray], judge: dict[str, np.ndarray], n: 
     for m in METHODS:
         out[m] = {"coverage": _r(float(np.mean(hits[m])) if hits[m] else math.nan),
                   "half_width": _r(float(np.mean(widths[m])) if widths[m] else math.nan),
-                  "refused": _r(refused[m] / total), "tau": _r(float(np.mean(taus[m])) if taus[m] else math.nan),
+                  "refused": _r(refused[m] / total),
+                  "tau": _r(float(np.mean(taus[m])) if taus[m] else math.nan),
                   "tau_draws": len(taus[m])}
-    judge_only = {s: estimate_mean(np.full(len(labels[s]), np.nan), judge[s], method="judge", confidence=confidence)
+    judge_only = {s: estimate_mean(np.full(len(labels[s]), np.nan), judge[s], method="judge",
+                                   confidence=confidence)
                   for s in systems}
     out["judge"] = {"coverage": _r(float(np.mean([judge_only[s].low <= truth[s] <= judge_only[s].high
                                                   for s in systems]))),
@@ -122,9 +127,9 @@ def main() -> None:
     start = time.perf_counter()
     bench = load_summeval()
     results: list[dict[str, Any]] = []
-    header = (f"{'judge':15s} {'criterion':12s} {'n':>3s} | {'ppi cov':>7s} {'±':>5s} {'tau':>5s} | {'ppi-grp':>7s} "
-              f"{'±':>5s} | {'cal cov':>7s} {'±':>5s} | {'human cov':>9s} {'±':>5s} {'tau':>5s} {'refused':>7s} | "
-              f"{'judge cov':>9s} {'±':>5s} {'tau':>5s}")
+    header = (f"{'judge':15s} {'criterion':12s} {'n':>3s} | {'ppi cov':>7s} {'±':>5s} {'tau':>5s} | "
+              f"{'ppi-grp':>7s} {'±':>5s} | {'cal cov':>7s} {'±':>5s} | {'human cov':>9s} {'±':>5s} "
+              f"{'tau':>5s} {'refused':>7s} | {'judge cov':>9s} {'±':>5s} {'tau':>5s}")
     print(header)
     print("-" * len(header))
     for judge_name in args.judges.split(","):
@@ -148,9 +153,10 @@ def main() -> None:
                     return f"{'-':>{w}s}" if x is None else f"{x:{w}.{d}f}"
 
                 print(f"{judge_name:15s} {crit:12s} {n:3d} | {f(p['coverage'], 7)} {f(p['half_width'])} "
-                      f"{f(p['tau'], 5, 2)} | {f(g['coverage'], 7)} {f(g['half_width'])} | {f(c['coverage'], 7)} "
-                      f"{f(c['half_width'])} | {f(h['coverage'], 9)} {f(h['half_width'])} {f(h['tau'], 5, 2)} "
-                      f"{f(h['refused'], 7)} | {f(j['coverage'], 9)} {f(j['half_width'])} {f(j['tau'], 5, 2)}", flush=True)
+                      f"{f(p['tau'], 5, 2)} | {f(g['coverage'], 7)} {f(g['half_width'])} | "
+                      f"{f(c['coverage'], 7)} {f(c['half_width'])} | {f(h['coverage'], 9)} "
+                      f"{f(h['half_width'])} {f(h['tau'], 5, 2)} {f(h['refused'], 7)} | "
+                      f"{f(j['coverage'], 9)} {f(j['half_width'])} {f(j['tau'], 5, 2)}", flush=True)
     seconds = time.perf_counter() - start
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({

@@ -1,4 +1,5 @@
-"""Position bias of the released ChatGPT head-to-head judgments (Shen et al. 2023), read as recorded judgments.
+"""Position bias of the released ChatGPT head-to-head judgments (Shen et al. 2023), read as recorded
+judgments.
 
 Shen et al. released ChatGPT's (gpt-3.5-turbo-0301) pairwise verdicts on 11 SummEval system pairs x
 100 documents x 4 dimensions, each in both presentation orders. This script replays them through the
@@ -13,7 +14,8 @@ Reported per dimension: accuracy against gold (3-way), position consistency and 
 the accuracy gained by reconciling both orders (position swap, a flip becoming a tie), each with a 95%
 bootstrap interval.
 
-Run: ``python benchmarks/h2h_position_bias.py`` (about 30 s). Writes ``benchmarks/results/h2h_position_bias.json``.
+Run: ``python benchmarks/h2h_position_bias.py`` (about 30 s). Writes
+``benchmarks/results/h2h_position_bias.json``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from mitigate.harness.compare import Entry, compare
 from mitigate.measures import Measure
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "h2h_position_bias.json"
-KEYS = ("preference_accuracy", "position_consistency", "preference_fairness", "swap_gain", "longer_preference")
+KEYS = ("preference_accuracy", "position_consistency", "preference_fairness", "swap_gain",
+        "longer_preference")
 
 
 def _r(v: float | None, digits: int = 4) -> float | None:
@@ -64,12 +67,12 @@ async def dimension(criterion: str, n_boot: int, folder: Path) -> dict[str, Any]
         "verdicts_original_order": entry.histogram,
         "calls": entry.summary.calls,
         "parse_failures": entry.summary.parse_failures,
-        "measures": {k: _measure(entry.measures[k]) for k in KEYS},
-        "gold_longer_preference": _measure(result.human["longer_preference"]),
+        "measures": {k: _measure(entry.measures[k.replace("_", "-")]) for k in KEYS},
+        "gold_longer_preference": _measure(result.human["longer-preference"]),
         "per_pair": {},
     }
-    pc = entry.measures["position_consistency"].extra["per_group"]
-    pf = entry.measures["preference_fairness"].extra["per_group"]
+    pc = entry.measures["position-consistency"].extra["per_group"]
+    pf = entry.measures["preference-fairness"].extra["per_group"]
     for pair in pc:
         out["per_pair"][pair] = {
             "n": pc[pair]["n"],
@@ -96,7 +99,8 @@ def print_tables(results: dict[str, Any]) -> None:
     print(f"{'pair':<12}" + "".join(f"{c:>24}" for c in results["dimensions"]))
     for pair in pairs:
         cells = [f"{d['per_pair'][pair]['position_consistency'][0]:.2f} / "
-                 f"{d['per_pair'][pair]['preference_fairness'][0]:+.2f}" for d in results["dimensions"].values()]
+                 f"{d['per_pair'][pair]['preference_fairness'][0]:+.2f}"
+                 for d in results["dimensions"].values()]
         print(f"{pair:<12}" + "".join(f"{c:>24}" for c in cells))
 
 
@@ -110,9 +114,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         dims = {c: asyncio.run(dimension(c, args.n_boot, Path(tmp))) for c in CRITERIA}
     results = {
-        "what": "ChatGPT (gpt-3.5-turbo-0301) head-to-head verdicts of Shen et al. 2023, both orders, through "
-                "the recorded-judgments path; gold = higher mean of 3 expert ratings, tie when equal",
-        "command": "python benchmarks/h2h_position_bias.py" + (f" --n-boot {args.n_boot}" if args.n_boot != 1000 else ""),
+        "what": "ChatGPT (gpt-3.5-turbo-0301) head-to-head verdicts of Shen et al. 2023, both orders, "
+                "through the recorded-judgments path; gold = higher mean of 3 expert ratings, tie when equal",
+        "command": "python benchmarks/h2h_position_bias.py"
+        + (f" --n-boot {args.n_boot}" if args.n_boot != 1000 else ""),
         "n_boot": args.n_boot,
         "dimensions": dims,
         "seconds": round(time.perf_counter() - start, 1),

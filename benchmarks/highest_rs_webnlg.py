@@ -14,7 +14,8 @@ What this script does, on the WebNLG 2020 human evaluation (``load("webnlg")``: 
 - splits the 178 inputs (``doc_id``) with ``--seed`` into disjoint halves: demos are fitted on
   the train half only, and ``--n`` test items are taken document by document from the other half;
 - per criterion (``--criteria``, default fluency): fits ``RandomDemosPreset(k=8).build()`` and
-  ``HighestRSDemosPreset(k=8, pool_size=--pool).build()`` (LS and the zero-shot judge's US on the pool, with the
+  ``HighestRSDemosPreset(k=8, pool_size=--pool).build()`` (LS and the zero-shot judge's US on the pool, with
+  the
   judged LM's own likelihood, conditioned on the WebNLG generation task);
 - runs both through :func:`mitigate.harness.compare.compare` with likelihood on. For each entry
   it reports BiasScore and item-level Spearman with humans, with 95% bootstrap intervals.
@@ -92,7 +93,7 @@ Triples:
 Text:
 {{{{text}}}}
 
-Give a score from 0 to 100, where 0 is the worst and 100 the best. Reply with "Score: " followed by a whole number from 0 to 100, and nothing else."""
+Give a score from 0 to 100, where 0 is the worst and 100 the best. Reply with "Score: " followed by a whole number from 0 to 100, and nothing else."""  # noqa: E501 - the template's own lines, kept as written
 """The judge prompt per criterion (this project's wording), on the humans' 0-100 scale."""
 
 PAPER = {"measure": "total BiasScore", "random_8": {"GPT-3.5": 0.38, "Llama2-13B": 0.17},
@@ -131,7 +132,8 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
     task = GENERATION_TASKS["webnlg"]
     t0 = time.perf_counter()
     rnd = rounded(RandomDemosPreset(k=args.k, seed=args.seed, criterion=c).build().fit(train_bench))
-    hrs_raw = await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed, task=task).build().afit(
+    hrs_raw = await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed,
+                                         task=task).build().afit(
         train_bench, base, lm=lm, progress=args.progress, concurrency=args.concurrency)
     hrs = rounded(hrs_raw)
     timer.mark(f"{c}: fit", t0)
@@ -149,7 +151,8 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
     us = {e.name: M.unfairness_scores(np.array([np.nan if s is None else s for s in e.scores(c)]), human)
           for e in result.entries}
     rname, hname = (e.name for e in result.entries)
-    bias_test = paired_permutation_test(us[hname], us[rname], ls, "spearman", n_perm=args.n_perm, seed=args.seed)
+    bias_test = paired_permutation_test(us[hname], us[rname], ls, "spearman", n_perm=args.n_perm,
+                                        seed=args.seed)
     out = {
         "n_train_items": len(train_bench.items), "n_test_items": len(test_bench.items),
         "demos": {
@@ -159,9 +162,9 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
         },
         "fit": {"pool": hrs_raw.selector_.n_pool_, "parse_failures": hrs_raw.selector_.n_parse_failures_,
                 "excluded": hrs_raw.selector_.n_excluded_},
-        "entries": {e.name: {"bias_score": measure_json(e.measures["bias_score"]),
-                             "spearman_item": measure_json(e.measures["spearman_item"]),
-                             "kendall_item": measure_json(e.measures["kendall_item"]),
+        "entries": {e.name: {"bias_score": measure_json(e.measures["bias-score"]),
+                             "spearman_item": measure_json(e.measures["spearman-item"]),
+                             "kendall_item": measure_json(e.measures["kendall-item"]),
                              "run": e.summary.model_dump(mode="json")} for e in result.entries},
         "highest_rs_minus_random": {
             "spearman_item": result.entries[1].comparison.model_dump(mode="json")
@@ -171,10 +174,12 @@ async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benc
     }
     print(f"\n== {c}: n={len(test_bench.items)} test items ({len(train_bench.items)} train), k={args.k} ==")
     for e in result.entries:
-        print(f"{e.name:<14} BiasScore {fmt(e.measures['bias_score'])}  Spearman {fmt(e.measures['spearman_item'])}")
+        print(f"{e.name:<14} BiasScore {fmt(e.measures['bias-score'])}  Spearman "
+              f"{fmt(e.measures['spearman-item'])}")
     cmp_ = result.entries[1].comparison
     if cmp_ is not None:
-        spearman = (f"diff {cmp_.observed:+.3f} [{cmp_.ci_low}, {cmp_.ci_high}], p={cmp_.p_value} (n={cmp_.n})"
+        spearman = (f"diff {cmp_.observed:+.3f} [{cmp_.ci_low}, {cmp_.ci_high}], p={cmp_.p_value} "
+                    f"(n={cmp_.n})"
                     if cmp_.reason is None else f"undefined ({cmp_.reason})")
         print(f"highest-rs - random: Spearman {spearman}; BiasScore "
               f"{fmt_test(out['highest_rs_minus_random']['bias_score'])}")
@@ -195,14 +200,16 @@ async def main_async(args: argparse.Namespace) -> None:
     names = [f"random-{args.k}", f"highest-rs-{args.k}"]
     mean_bias = {n: float(np.mean([v if (v := results[c]["entries"][n]["bias_score"]["value"]) is not None
                                    else np.nan for c in results])) for n in names}
-    print(f"\nmean BiasScore over {list(results)}: " + ", ".join(f"{n} {v:.3f}" for n, v in mean_bias.items()))
+    print(f"\nmean BiasScore over {list(results)}: "
+          + ", ".join(f"{n} {v:.3f}" for n, v in mean_bias.items()))
     path = write_summary(args, "highest_rs_webnlg.py", {
-        "what": "BiasScore and Spearman with humans, random vs highest-RS demos, WebNLG 2020 (Ohi et al. 2024)",
+        "what": "BiasScore and Spearman with humans, random vs highest-RS demos, WebNLG 2020 (Ohi "
+                "et al. 2024)",
         "paper": PAPER, "split": "inputs (doc_id) halved with --seed; demos fitted on the train half only",
         "criteria": results,
         "mean_bias_score_over_criteria": mean_bias,
-        "note": "the mean over the criteria run is our aggregate; the paper's 'total' BiasScore may be defined "
-                "differently",
+        "note": "the mean over the criteria run is our aggregate; the paper's 'total' BiasScore may be "
+                "defined differently",
     }, timer)
     print(f"wrote {path}", file=sys.stderr)
 

@@ -71,8 +71,9 @@ def templates() -> dict[str, JudgePrompt]:
     return {
         "prometheus-absolute": JudgePrompt.from_template(prometheus, constants={"rubric": RUBRIC},
                                                          slot_fields={"instruction": "document"}),
-        "flow-judge": JudgePrompt.from_template(flow, constants={"RUBRIC": FLOW_RUBRIC,
-                                                                 "EVALUATION_CRITERIA": RUBRIC.splitlines()[0]},
+        "flow-judge": JudgePrompt.from_template(flow, constants={
+                                                    "RUBRIC": FLOW_RUBRIC,
+                                                    "EVALUATION_CRITERIA": RUBRIC.splitlines()[0]},
                                                 slot_fields={"INPUTS": "document"}),
     }
 

@@ -1,4 +1,5 @@
-"""Multiple evidence with k > 1 samples per order on a live local judge (Wang et al. 2023), SummEval head-to-head.
+"""Multiple evidence with k > 1 samples per order on a live local judge (Wang et al. 2023), SummEval
+head-to-head.
 
 The released ChatGPT head-to-head verdicts hold one sample per order, so their balanced
 position diversity entropy takes only two values. This script runs a live pairwise judge on
@@ -101,8 +102,10 @@ def main() -> None:
     train, test = pick(load("summeval-h2h"), args.criterion, args.train_docs, args.test_docs)
     gold = [GOLD[it.preference[args.criterion]] for it in test]
     started = time.time()
-    out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec, "criterion": args.criterion,
-                           "format_line": prompt.format.line, "train_pairs": len(train), "test_pairs": len(test)}
+    out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec,
+                           "criterion": args.criterion,
+                           "format_line": prompt.format.line, "train_pairs": len(train),
+                           "test_pairs": len(test)}
 
     single = asyncio.run(run(base, test, concurrency=1, desc="original order"))
     swap = asyncio.run(run(PositionSwap(on_flip="tie").wrap(base), test, concurrency=1, desc="both orders"))

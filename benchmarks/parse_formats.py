@@ -11,7 +11,7 @@ prompt read by ``JudgePrompt.from_template``). Reported per format: answers, par
 with a Wilson interval, and every answer with its parsed value (precision is checked by
 reading them; see RESULTS.md).
 
-The templates are the corpus of ``tests/test_template_corpus.py``: published ones read from the
+The templates are the corpus of ``tests/prompt/test_template_corpus.py``: published ones read from the
 PyPI packages that ship them, and our own in the same format for families no package ships.
 
 Run: ``flock /work/bench.lock python benchmarks/parse_formats.py --n 8``.
@@ -32,12 +32,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the corpus of templates lives with its test
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the corpus of templates lives with its test
 
 from embedded_answers_summeval import wilson
 from evidence_common import default_backend
-from test_template_corpus import MIRRORS, REAL, _hints
 
 from mitigate.data.registry import load
 from mitigate.data.schema import Item
@@ -46,6 +44,7 @@ from mitigate.judge import JudgeConfig, PromptJudge
 from mitigate.lm.fake import FakeLM
 from mitigate.lm.registry import get, wrap
 from mitigate.prompt.judge_prompt import JudgePrompt
+from tests.prompt.test_template_corpus import MIRRORS, REAL, _hints
 
 FORMATS = {
     "[RESULT] N (Prometheus absolute)": ("real", "prometheus-absolute"),
@@ -72,7 +71,8 @@ def prompt_for(kind: str, name: str) -> JudgePrompt:
 
 
 def items_for(prompt: JudgePrompt, base: list[Item], n: int) -> list[Item]:
-    """SummEval summaries shaped for the prompt's slots (pairs of two systems on one article when pairwise)."""
+    """SummEval summaries shaped for the prompt's slots (pairs of two systems on one article when
+    pairwise)."""
     out = []
     by_doc: dict[str, list[Item]] = {}
     for it in base:
@@ -95,16 +95,19 @@ def items_for(prompt: JudgePrompt, base: list[Item], n: int) -> list[Item]:
                 inputs[field] = article
             else:  # instruction, question, input, INPUTS ...
                 inputs[field] = "Summarise this news article in two or three sentences.\n\n" + article
-        out.append(Item(id=f"{first.id}|{second.id}", output=first.output, output_b=second.output, inputs=inputs))
+        out.append(Item(id=f"{first.id}|{second.id}", output=first.output, output_b=second.output,
+                        inputs=inputs))
     return out
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=8, help="answers per format")
-    ap.add_argument("--backend", default=None, help="default: local:<Qwen2.5-Coder 0.5B from fetch-judge-model>")
+    ap.add_argument("--backend", default=None,
+                    help="default: local:<Qwen2.5-Coder 0.5B from fetch-judge-model>")
     ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "parse_formats.json")
+    ap.add_argument("--out", type=Path,
+                    default=Path(__file__).resolve().parent / "results" / "parse_formats.json")
     ap.add_argument("--replay", type=Path, help="read the answers of this earlier output again (no model)")
     args = ap.parse_args()
     stored = json.loads(args.replay.read_text(encoding="utf-8"))["formats"] if args.replay else None
@@ -135,17 +138,20 @@ async def main() -> None:
             for old, new in zip(stored[label]["answers"], answers, strict=True):
                 if old["value"] != new["value"]:
                     changed += 1
-                    print(f"  changed {old['value']!r} -> {new['value']!r}: {' '.join(old['raw'].split())[-160:]!r}")
+                    print(f"  changed {old['value']!r} -> {new['value']!r}: "
+                          f"{' '.join(old['raw'].split())[-160:]!r}")
         k = sum(a["value"] is not None for a in answers)
         lo, hi = wilson(k, len(answers))
         results[label] = {"template": f"{kind}:{name}", "format": prompt.format.describe(), "n": len(answers),
-                          "parsed": k, "parse_rate": k / len(answers), "parse_rate_ci": [lo, hi], "answers": answers}
+                          "parsed": k, "parse_rate": k / len(answers), "parse_rate_ci": [lo, hi],
+                          "answers": answers}
         print(f"{label:42s} parsed {k}/{len(answers)} [{lo:.2f}, {hi:.2f}]", flush=True)
     if stored is not None:
         print(f"{changed} readings differ from {args.replay}")
         return
     await lm.aclose()
-    payload = {"script": "parse_formats.py", "command": "python benchmarks/" + " ".join(["parse_formats.py", *sys.argv[1:]]),
+    payload = {"script": "parse_formats.py", "command": "python benchmarks/"
+               + " ".join(["parse_formats.py", *sys.argv[1:]]),
                "backend": backend, "n_per_format": args.n, "formats": results,
                "seconds": round(time.perf_counter() - t0, 1)}
     args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")

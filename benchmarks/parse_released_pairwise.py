@@ -88,7 +88,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def changes(rows: list[dict[str, Any]], baseline: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every answer whose reading differs from the one in ``baseline``, grouped by "before kind -> after kind"."""
+    """Every answer whose reading differs from the one in ``baseline``, grouped by "before kind -> after
+    kind"."""
     before = {}
     with baseline.open(encoding="utf-8") as fh:
         for line in fh:
@@ -109,7 +110,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--readings", type=Path, help="write every reading here (JSON lines)")
-    ap.add_argument("--baseline", type=Path, help="a --readings file of an earlier run: list every changed reading")
+    ap.add_argument("--baseline", type=Path,
+                    help="a --readings file of an earlier run: list every changed reading")
     args = ap.parse_args()
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -124,10 +126,10 @@ def main() -> None:
         rows += got
         payload["releases"][name] = {"path": str(path), **summary(got)}
         s = payload["releases"][name]["all"]
-        print(f"{name}: {s['answers']} answers; agree {s.get('agree', 0)}, contradict {s.get('contradict', 0)}, "
-              f"only release {s.get('only_release', 0)}, only mitigate {s.get('only_mitigate', 0)}, "
-              f"neither {s.get('both_none', 0)}; ratings read {s.get('read', 0)}, failed {s.get('failed', 0)}; "
-              f"agreement {s.get('agreement')}", flush=True)
+        print(f"{name}: {s['answers']} answers; agree {s.get('agree', 0)}, contradict "
+              f"{s.get('contradict', 0)}, only release {s.get('only_release', 0)}, only mitigate "
+              f"{s.get('only_mitigate', 0)}, neither {s.get('both_none', 0)}; ratings read "
+              f"{s.get('read', 0)}, failed {s.get('failed', 0)}; agreement {s.get('agreement')}", flush=True)
     if args.readings is not None:
         with args.readings.open("w", encoding="utf-8") as fh:
             for r in rows:

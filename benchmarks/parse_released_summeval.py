@@ -1,4 +1,5 @@
-"""Parse rate and precision of the judge's own answer path on real released judge answers (SummEval, Shen et al. 2023).
+"""Parse rate and precision of the judge's own answer path on real released judge answers (SummEval, Shen et
+al. 2023).
 
 Every answer that ChatGPT, GPT-4 and Llama-2 gave in Shen et al.'s LLM_summeval release
 (``/work/shared/data/summeval_llm_summeval``: 4,800 per judge and method, plus 8,800
@@ -85,7 +86,7 @@ E: The summary is excellent on {crit}. Score: Five.
 Article: {{{{document}}}}
 Summary: {{{{summary}}}}
 
-Answer with the letter of one option."""
+Answer with the letter of one option."""  # noqa: E501 - the template's own lines, kept as written
 
 H2H = """Read the news article and two summaries of it, then compare their {crit}.
 
@@ -112,8 +113,10 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-async def judge_all(prompt: JudgePrompt, answers: list[str], items: list[Item], *, pairwise: bool = False) -> list[Any]:
-    """Each released answer through PromptJudge (the judge's own path) on the item it judged; value or None."""
+async def judge_all(prompt: JudgePrompt, answers: list[str], items: list[Item], *,
+                    pairwise: bool = False) -> list[Any]:
+    """Each released answer through PromptJudge (the judge's own path) on the item it judged; value or
+    None."""
     queue = list(answers)
 
     def script(request: LMRequest) -> str:
@@ -129,7 +132,8 @@ async def judge_all(prompt: JudgePrompt, answers: list[str], items: list[Item], 
 
 def summeval_texts() -> dict[str, Item]:
     """The SummEval items (article and summary per system and document) by id, to judge each answer on its own
-    texts; empty when the benchmark is not in the data folder (answers are then judged on placeholder texts)."""
+    texts; empty when the benchmark is not in the data folder (answers are then judged on placeholder
+    texts)."""
     try:
         return {it.id: it for it in load("summeval").items}
     except MitigateError:
@@ -149,7 +153,8 @@ async def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--sample", type=int, default=20, help="parsed answers kept per set for reading")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--readings", type=Path, help="write every answer's reading here (JSON lines: set, index, value)")
+    ap.add_argument("--readings", type=Path,
+                    help="write every answer's reading here (JSON lines: set, index, value)")
     args = ap.parse_args()
     readings: list[dict[str, Any]] = []
     texts = summeval_texts()
@@ -171,7 +176,8 @@ async def main() -> None:
             resps = [str(r["resp"]) for r in rows]
             system = path.parent.name.removeprefix("eval_").removesuffix("_generations")
             answers += resps
-            ours += await judge_all(prompt, resps, [pointwise_item(texts, system, str(r["id"])) for r in rows])
+            ours += await judge_all(prompt, resps,
+                                    [pointwise_item(texts, system, str(r["id"])) for r in rows])
             theirs += [_parse(r, method)[0] for r in resps]
         sets[judge_name] = summarise(answers, ours, theirs, rng, args.sample,
                                      prompt_format=prompt.format.describe())
@@ -192,9 +198,11 @@ async def main() -> None:
     for crit, recs in by_dim.items():
         prompt = JudgePrompt.from_template(H2H.format(crit=crit, Crit=crit), labels=("A", "B"), tie="C")
         answers += [r.raw for r in recs]
-        ours += await judge_all(prompt, [r.raw for r in recs], [pair_item(texts, r) for r in recs], pairwise=True)
+        ours += await judge_all(prompt, [r.raw for r in recs], [pair_item(texts, r) for r in recs],
+                                pairwise=True)
     theirs = [r.verdict for by in by_dim.values() for r in by]
-    sets["chatgpt-h2h"] = summarise(answers, ours, theirs, rng, args.sample, prompt_format=prompt.format.describe())
+    sets["chatgpt-h2h"] = summarise(answers, ours, theirs, rng, args.sample,
+                                    prompt_format=prompt.format.describe())
     readings += [{"set": "chatgpt-h2h", "index": i, "value": v, "raw": a}
                  for i, (a, v) in enumerate(zip(answers, ours, strict=True))]
     if args.readings is not None:
@@ -226,7 +234,8 @@ def summarise(answers: list[str], ours: list[Any], theirs: list[Any], rng: rando
               prompt_format: str) -> dict[str, Any]:
     n = len(answers)
     scored = sum(v is not None for v in ours)
-    both = [(a, o, t) for a, o, t in zip(answers, ours, theirs, strict=True) if o is not None and t is not None]
+    both = [(a, o, t) for a, o, t in zip(answers, ours, theirs, strict=True) if o is not None
+            and t is not None]
     agree = sum(o == t for _, o, t in both)
     disagreements = [{"raw": a[:1500], "ours": o, "release_loader": t} for a, o, t in both if o != t]
     only_ours = [{"raw": a[:300], "ours": o} for a, o, t in zip(answers, ours, theirs, strict=True)
@@ -236,7 +245,8 @@ def summarise(answers: list[str], ours: list[Any], theirs: list[Any], rng: rando
     sample = [{"raw": a[:400], "value": o} for a, o in rng.sample(parsed, min(k, len(parsed)))]
     return {
         "n": n, "scored": scored, "parse_rate": scored / n if n else None, "answer_format": prompt_format,
-        "agreement": f"{agree}/{len(both)}", "disagreements": disagreements[:20], "n_disagreements": len(disagreements),
+        "agreement": f"{agree}/{len(both)}", "disagreements": disagreements[:20],
+        "n_disagreements": len(disagreements),
         "parsed_only_here": only_ours[:10], "n_parsed_only_here": len(only_ours),
         "failures": failures[:10], "n_failures": len(failures), "sample_for_reading": sample,
     }

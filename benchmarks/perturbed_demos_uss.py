@@ -1,4 +1,5 @@
-"""Perturbed-guideline demos on USS SGD (Ghazarian et al. 2024): consistency and accuracy under reordered options.
+"""Perturbed-guideline demos on USS SGD (Ghazarian et al. 2024): consistency and accuracy under reordered
+options.
 
 Ghazarian et al. ("Assessment and mitigation of inconsistencies in LLM-based evaluations",
 2024) show that a judge changes its answer when the options of its scoring guideline are
@@ -19,7 +20,8 @@ lower score):
 - **consistency**: the share of items with the same score under the original and every
   reordering (``measures.perturbation_consistency``), with the consistency expected by chance
   from each prompt's own answer distribution and the chance-corrected kappa (a judge that
-  answers one score to everything is "consistent" without being stable); **accuracy**: exact match with the gold
+  answers one score to everything is "consistent" without being stable); **accuracy**: exact match with the
+  gold
   label, per reordering, averaged (``measures.accuracy_under_perturbation``); 95% bootstrap
   intervals over items. Paired permutation tests (per-item consistency indicator, per-item mean
   accuracy) compare each pair of conditions.
@@ -96,7 +98,7 @@ Score 5 means the user is very satisfied.
 Conversation:
 {{dialogue}}
 
-Reply with "Score: " followed by a number from 1 to 5, and nothing else."""
+Reply with "Score: " followed by a number from 1 to 5, and nothing else."""  # noqa: E501 - the template's own lines, kept as written
 """The judge prompt (this project's wording), with a five-option guideline to reorder."""
 
 PAPER = {"model": "GPT-3.5", "dataset": "SGD", "perturbation": "option position",
@@ -138,7 +140,8 @@ def outputs_of(judgments: Any) -> dict[str, float | None]:
 
 def per_item(outputs: dict[str, dict[str, float | None]], gold: dict[str, int], ids: list[str]) -> tuple[
         np.ndarray, np.ndarray]:
-    """Per item: consistent (1/0, NaN when a score is missing) and mean accuracy over prompts (NaN if any missing)."""
+    """Per item: consistent (1/0, NaN when a score is missing) and mean accuracy over prompts (NaN if any
+    missing)."""
     cons, acc = [], []
     for i in ids:
         row = [outputs[p].get(i) for p in outputs]
@@ -162,7 +165,8 @@ async def main_async(args: argparse.Namespace) -> None:
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
     conditions: dict[str, Pipeline] = {
         "zero-shot": Pipeline(),
-        "2-shot perturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, n=args.demo_n, seed=args.seed).build()]),
+        "2-shot perturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, n=args.demo_n,
+                                                           seed=args.seed).build()]),
         "2-shot unperturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, perturbed=False).build()]),
     }
     probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
@@ -179,7 +183,8 @@ async def main_async(args: argparse.Namespace) -> None:
             outputs: dict[str, dict[str, float | None]] = {}
             summaries = {}
             t0 = time.perf_counter()
-            for child_name, child in probe_judge.children.items():  # one prompt variant over all items at a time
+            # one prompt variant over all items at a time
+            for child_name, child in probe_judge.children.items():
                 res = await _run(child, test, args, f"{cname}__{child_name}")
                 outputs[child_name] = outputs_of(res.judgments)
                 summaries[child_name] = res.summary.model_dump(mode="json")
@@ -204,17 +209,20 @@ async def main_async(args: argparse.Namespace) -> None:
                  ("2-shot perturbed", "2-shot unperturbed")):
         key = f"{a} vs {b}"
         tests[key] = {
-            "consistency": perm_json(permutation_test_mean_diff(indicators[a][0], indicators[b][0], n_perm=args.n_perm,
+            "consistency": perm_json(permutation_test_mean_diff(indicators[a][0], indicators[b][0],
+                                                                n_perm=args.n_perm,
                                                                 seed=args.seed, paired=True)),
-            "accuracy": perm_json(permutation_test_mean_diff(indicators[a][1], indicators[b][1], n_perm=args.n_perm,
+            "accuracy": perm_json(permutation_test_mean_diff(indicators[a][1], indicators[b][1],
+                                                             n_perm=args.n_perm,
                                                              seed=args.seed, paired=True)),
         }
     print(f"\nUSS SGD, n={len(test)} items, {len(probe.perturbations_for(base))} reorderings + original "
           f"(probe seed {args.seed + 1}); demos shown under {args.demo_n} reorderings")
     for cname, r in results.items():
         extra = r["consistency"].get("extra", {})
-        print(f"{cname:<20} consistency {fmt(r['consistency'])} (chance {fmt_num(extra.get('chance'))}, kappa "
-              f"{fmt_num(extra.get('kappa'))})  accuracy {fmt(r['accuracy_averaged'])}  scores {r['score_counts']}")
+        print(f"{cname:<20} consistency {fmt(r['consistency'])} (chance {fmt_num(extra.get('chance'))}, "
+              f"kappa {fmt_num(extra.get('kappa'))})  accuracy {fmt(r['accuracy_averaged'])}  scores "
+              f"{r['score_counts']}")
     for key, t in tests.items():
         print(f"{key:<42} consistency {fmt_test(t['consistency'])}; accuracy {fmt_test(t['accuracy'])}")
     path = write_summary(args, "perturbed_demos_uss.py", {
@@ -229,7 +237,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
 async def _run(judge: Judge, items: list[Item], args: argparse.Namespace, name: str) -> Any:
     slug = name.replace(" ", "_").replace("/", "_")
-    return await run(judge, items, concurrency=args.concurrency, journal=args.run_dir / "journals" / f"{slug}.jsonl",
+    return await run(judge, items, concurrency=args.concurrency,
+                     journal=args.run_dir / "journals" / f"{slug}.jsonl",
                      restart=args.restart, progress=args.progress, desc=name)
 
 
@@ -237,7 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     """Command-line entry (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_args(ap, name="perturbed_demos_uss", default_n=100)
-    ap.add_argument("--probe-n", type=int, default=3, help="reorderings the items are judged under (besides the original)")
+    ap.add_argument("--probe-n", type=int, default=3,
+                    help="reorderings the items are judged under (besides the original)")
     ap.add_argument("--demo-n", type=int, default=3, help="reorderings each demo is shown under")
     args = ap.parse_args(argv)
     asyncio.run(main_async(args))

@@ -1,4 +1,5 @@
-"""Post-hoc mitigations on the released outputs of strong judges (LLMBar and JudgeBench), each beside the plain judge.
+"""Post-hoc mitigations on the released outputs of strong judges (LLMBar and JudgeBench), each beside the
+plain judge.
 
 No LM is called: every verdict is a released raw answer read by mitigate
 (:mod:`mitigate.harness.released_pairwise`). Gold: LLMBar's objective label (LLMBar proper,
@@ -105,7 +106,8 @@ def log_odds(acc: float, n: int) -> float:
     return math.log(p / (1 - p))
 
 
-def panel_rows(members: dict[str, Table], n_boot: int, seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def panel_rows(members: dict[str, Table], n_boot: int, seed: int) -> tuple[dict[str, Any],
+                                                                           dict[str, np.ndarray]]:
     names = list(members)
     first = members[names[0]]
     ids = [it.id for it in first.items]
@@ -131,7 +133,8 @@ def panel_rows(members: dict[str, Table], n_boot: int, seed: int) -> tuple[dict[
     maj, wei = hits(majority, gold), hits(weighted, gold)
     out = {"members": names, "n": len(ids), "best_member": best,
            "member_acc": {m: float(c.mean()) for m, c in correct.items()},
-           "best": boot_mean(correct[best], n_boot, seed), "mean_member": boot_mean(mean_member, n_boot, seed),
+           "best": boot_mean(correct[best], n_boot, seed),
+           "mean_member": boot_mean(mean_member, n_boot, seed),
            "majority": boot_mean(maj, n_boot, seed), "weighted": boot_mean(wei, n_boot, seed),
            "majority_ties": sum(v == "tie" for v in majority),
            "majority_minus_best": paired_diff(maj, correct[best], n_boot, seed),
@@ -155,7 +158,8 @@ def _vote_share(verdicts: list[str | None]) -> float:
 
 def selective(conf: np.ndarray, correct: np.ndarray, *, target: float, delta: float, splits: int, seed: int,
               plain: float, cdf: bool = False) -> dict[str, Any]:
-    """Fixed-sequence thresholds fitted on random halves and applied to the other half (see the module docstring)."""
+    """Fixed-sequence thresholds fitted on random halves and applied to the other half (see the module
+    docstring)."""
     rng = np.random.default_rng(seed)
     n = len(conf)
     cov, agr, held = [], [], []
@@ -178,7 +182,8 @@ def selective(conf: np.ndarray, correct: np.ndarray, *, target: float, delta: fl
             "empty_share": float(np.mean(cov_a == 0)), "coverage_mean": float(cov_a.mean()),
             "coverage_p05_p95": [float(np.quantile(cov_a, 0.05)), float(np.quantile(cov_a, 0.95))],
             "agreement_mean": float(agr_a[finite].mean()) if finite.any() else None,
-            "agreement_p05_p95": ([float(np.quantile(agr_a[finite], 0.05)), float(np.quantile(agr_a[finite], 0.95))]
+            "agreement_p05_p95": ([float(np.quantile(agr_a[finite], 0.05)),
+                                   float(np.quantile(agr_a[finite], 0.95))]
                                   if finite.any() else None),
             "accuracy_all_accepted": float(correct.mean()), "plain_accuracy": plain}
 
@@ -187,7 +192,8 @@ def selective(conf: np.ndarray, correct: np.ndarray, *, target: float, delta: fl
 
 
 def _platt(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Logistic fit p = sigmoid(a x + b) minimising the log-loss (a tiny ridge on ``a`` keeps separable data finite)."""
+    """Logistic fit p = sigmoid(a x + b) minimising the log-loss (a tiny ridge on ``a`` keeps separable data
+    finite)."""
     from scipy.optimize import minimize
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -212,8 +218,10 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
                      if (idx == b).any()))
 
 
-def calibration(raw_p: np.ndarray, feature: np.ndarray, correct: np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
-    """Naive probability vs Platt scaling of ``feature`` cross-fitted on two folds: Brier, ECE, paired Brier difference."""
+def calibration(raw_p: np.ndarray, feature: np.ndarray, correct: np.ndarray, n_boot: int,
+                seed: int) -> dict[str, Any]:
+    """Naive probability vs Platt scaling of ``feature`` cross-fitted on two folds: Brier, ECE, paired Brier
+    difference."""
     ok = np.isfinite(raw_p) & np.isfinite(feature)
     raw_p, feature, y = raw_p[ok], feature[ok], correct[ok].astype(float)
     fold = np.random.default_rng(seed).permutation(len(y)) % 2
@@ -223,7 +231,8 @@ def calibration(raw_p: np.ndarray, feature: np.ndarray, correct: np.ndarray, n_b
         cal_p[fold == f] = _sigmoid(a * feature[fold == f] + b)
     se_raw, se_cal = (raw_p - y) ** 2, (cal_p - y) ** 2
     return {"n": int(len(y)), "accuracy": float(y.mean()), "brier_raw": boot_mean(se_raw, n_boot, seed),
-            "brier_platt": boot_mean(se_cal, n_boot, seed), "brier_diff": paired_diff(se_cal, se_raw, n_boot, seed),
+            "brier_platt": boot_mean(se_cal, n_boot, seed),
+            "brier_diff": paired_diff(se_cal, se_raw, n_boot, seed),
             "ece_raw": ece(raw_p, y), "ece_platt": ece(cal_p, y), "mean_raw_p": float(raw_p.mean())}
 
 
@@ -234,7 +243,8 @@ def bias_rows(t: Table, n_boot: int, seed: int) -> dict[str, Any]:
     la = [word_count(it.output) for it in t.items]
     lb = [word_count(it.output_b or "") for it in t.items]
     out: dict[str, Any] = {"n": len(t.items),
-                           "longer_first_order": interval(longer_preference(t.orig, la, lb, ci=True, n_boot=n_boot,
+                           "longer_first_order": interval(longer_preference(t.orig, la, lb, ci=True,
+                                                                            n_boot=n_boot,
                                                                             seed=seed)),
                            "longer_gold": interval(longer_preference(t.gold, la, lb, ci=True, n_boot=n_boot,
                                                                      seed=seed))}
@@ -287,7 +297,8 @@ def main() -> None:
     for strategy in ("Vanilla", "Vanilla_NoRules", "Metrics_Reference"):
         members = {m: lb[f"{m}/{strategy}"] for m in models if f"{m}/{strategy}" in lb}
         panels[f"llmbar: 6 models, {strategy}"], extras[f"llmbar-{strategy}"] = panel_rows(members, nb, seed)
-    gpt4 = {s: lb[f"GPT-4/{s}"] for s in ("Vanilla", "Metrics", "Reference", "Metrics_Reference", "Vanilla_1shot",
+    gpt4 = {s: lb[f"GPT-4/{s}"]
+            for s in ("Vanilla", "Metrics", "Reference", "Metrics_Reference", "Vanilla_1shot",
                                           "Vanilla_2shot", "Vanilla_NoRules")}
     panels["llmbar: GPT-4, 7 prompts"], extras["llmbar-gpt4-prompts"] = panel_rows(gpt4, nb, seed)
     gpt4o = {k: t for k, t in jb_all.items() if k.endswith("@gpt-4o-2024-05-13")}
@@ -298,9 +309,11 @@ def main() -> None:
 
     # 3. selective evaluation
     sel: dict[str, Any] = {}
-    for name, t in [("llmbar GPT-4/Vanilla", lb["GPT-4/Vanilla"]), ("llmbar ChatGPT/Vanilla", lb["ChatGPT/Vanilla"]),
+    for name, t in [("llmbar GPT-4/Vanilla", lb["GPT-4/Vanilla"]),
+                    ("llmbar ChatGPT/Vanilla", lb["ChatGPT/Vanilla"]),
                     ("llmbar PaLM2/Vanilla", lb["PaLM2/Vanilla"]),
-                    ("judgebench arena_hard o1-mini", jb_all["arena_hard/o1-mini-2024-09-12@gpt-4o-2024-05-13"])]:
+                    ("judgebench arena_hard o1-mini",
+                     jb_all["arena_hard/o1-mini-2024-09-12@gpt-4o-2024-05-13"])]:
         o, s = t.presented()
         kept = [reconcile(a, b) for a, b in zip(o, s, strict=True)]
         conf = np.array([1.0 if k in ("A", "B") else 0.0 for k in kept])
@@ -308,20 +321,24 @@ def main() -> None:
         sel[f"{name}, confidence = both orders agree"] = [
             selective(conf, correct, target=tg, delta=args.delta, splits=args.splits, seed=seed,
                       plain=float(hits(t.orig, t.gold).mean())) for tg in (0.8, 0.9)]
-    for key, label, best in (("llmbar-Vanilla", "llmbar panel of 6 models (Vanilla)", "llmbar: 6 models, Vanilla"),
-                             ("llmbar-gpt4-prompts", "llmbar GPT-4 over 7 prompts", "llmbar: GPT-4, 7 prompts"),
+    for key, label, best in (("llmbar-Vanilla", "llmbar panel of 6 models (Vanilla)",
+                              "llmbar: 6 models, Vanilla"),
+                             ("llmbar-gpt4-prompts", "llmbar GPT-4 over 7 prompts",
+                              "llmbar: GPT-4, 7 prompts"),
                              ("judgebench", "judgebench panel o1-mini + 5 reward models",
                               "judgebench: o1-mini + 5 reward models")):
         e = extras[key]
         sel[f"{label}, confidence = vote share"] = [
-            selective(e["confidence"], e["correct"], target=tg, delta=args.delta, splits=args.splits, seed=seed,
+            selective(e["confidence"], e["correct"], target=tg, delta=args.delta, splits=args.splits,
+                      seed=seed,
                       plain=panels[best]["best"]["value"]) for tg in (0.8, 0.9)]
     margins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for k, t in rms.items():
         margin = np.array([abs(sc[0] - sc[1]) if sc else np.nan for sc in t.scores])
         margins[k] = (margin, hits(t.orig, t.gold))
         sel[f"judgebench {k.split('/')[1].split('@')[0]}, confidence = reward margin"] = [
-            selective(margin, hits(t.orig, t.gold), target=tg, delta=args.delta, splits=args.splits, seed=seed,
+            selective(margin, hits(t.orig, t.gold), target=tg, delta=args.delta, splits=args.splits,
+                      seed=seed,
                       plain=float(hits(t.orig, t.gold).mean()), cdf=True) for tg in (0.7, 0.8)]
     out["selective"] = sel
 
@@ -332,7 +349,8 @@ def main() -> None:
                        ("judgebench", "judgebench panel o1-mini + 5 reward models: vote share")):
         e = extras[key]
         decisive = np.array([v in ("A", "B") for v in e["verdict"]])
-        cal[label] = calibration(np.where(decisive, e["confidence"], np.nan), e["confidence"], e["correct"], nb, seed)
+        cal[label] = calibration(np.where(decisive, e["confidence"], np.nan), e["confidence"], e["correct"],
+                                 nb, seed)
     for k, (margin, correct) in margins.items():
         cal[f"judgebench {k.split('/')[1].split('@')[0]}: sigmoid(reward margin)"] = calibration(
             _sigmoid(margin), margin, correct, nb, seed)
@@ -348,8 +366,8 @@ def main() -> None:
         print(f"swap {k[:40]:40s} first {fmt_ci(r['acc_first'])} swap {fmt_ci(r['acc_swap'])} kept "
               f"{r['kept_share']:.2f} acc kept {fmt_ci(r['acc_kept'])}")
     for k, r in panels.items():
-        print(f"panel {k}: best {r['best_member']} {fmt_ci(r['best'])} majority {fmt_ci(r['majority'])} weighted "
-              f"{fmt_ci(r['weighted'])} maj-best {fmt_ci(r['majority_minus_best'])}")
+        print(f"panel {k}: best {r['best_member']} {fmt_ci(r['best'])} majority {fmt_ci(r['majority'])} "
+              f"weighted {fmt_ci(r['weighted'])} maj-best {fmt_ci(r['majority_minus_best'])}")
     for k, rows in sel.items():
         for r in rows:
             print(f"selective {k} target {r['target']}: agreement {r['agreement_mean']} coverage "

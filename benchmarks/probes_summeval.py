@@ -26,7 +26,8 @@ Runtime: (2 + 8) judgments per item per variant; on 2 shared cores the 0.5B mode
 tokens) after the shared article prefix.
 
 Run: ``flock /work/bench.lock python benchmarks/probes_summeval.py`` (add ``--pairs 12`` for the
-pairwise part; ``--merge`` adds variants to an earlier run's file). Writes ``benchmarks/results/probes_summeval.json`` (tables) and the rewrites to
+pairwise part; ``--merge`` adds variants to an earlier run's file). Writes
+``benchmarks/results/probes_summeval.json`` (tables) and the rewrites to
 ``runs/probes_summeval/``.
 """
 
@@ -114,7 +115,8 @@ def pointwise_judge(name: str, base: PromptJudge, variants: dict[str, Mitigation
         raise MitigateError(f"expected a single-attribute call for {wanted!r}; found none")
     pipe = variants[name]
     if not pipe.is_fitted:
-        pipe = pipe.fit(Benchmark(name="train", items=tuple(train), criteria=bench.criteria), base, progress=False)
+        pipe = pipe.fit(Benchmark(name="train", items=tuple(train), criteria=bench.criteria), base,
+                        progress=False)
     return pipe.wrap(base)
 
 
@@ -166,13 +168,15 @@ async def battery(name: str, judge: Any, items: list[Item], criterion: str, prob
     else:
         agreement = M.item_correlation([j.scores.get(criterion) for j in first.judgments],
                                        M.human_scores(items, criterion), "spearman", **ci)
-    report = await run_probes(judge, items, probes, criterion=criterion, concurrency=1, progress=args.progress,
+    report = await run_probes(judge, items, probes, criterion=criterion, concurrency=1,
+                              progress=args.progress,
                               n_boot=args.n_boot, seed=args.seed, label=name, original=first.judgments)
     RUNS.mkdir(parents=True, exist_ok=True)
     (RUNS / f"{name}.rewrites.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in report.records))
     table = render_probe_table(report)
     print(f"\n### {name} ({time.time() - started:.0f} s)\n\n{table}\n", flush=True)
-    return {"agreement": {"measure": agreement.name, "value": agreement.value, "ci": [agreement.ci_low, agreement.ci_high],
+    return {"agreement": {"measure": agreement.name, "value": agreement.value,
+                          "ci": [agreement.ci_low, agreement.ci_high],
                           "n": agreement.n, "n_failed": agreement.n_failed},
             "noise_floor": report.noise.value, "noise_n": report.noise.n, "floor_note": report.floor_note,
             "calls": report.calls, "rows": summary_rows(report), "table": table,
@@ -206,17 +210,19 @@ def render(out: dict[str, Any]) -> str:
         lines += ["Noise floor (rerun flip rate): " + "; ".join(
             f"{n} {_num(runs[n]['noise_floor'])} over {runs[n]['noise_n']}" for n in names) + ".", "",
             "Agreement with the experts (original texts): " + "; ".join(
-                f"{n} {runs[n]['agreement']['measure']} {_interval(runs[n]['agreement']['value'], runs[n]['agreement']['ci'])}"
-                f" (n={runs[n]['agreement']['n']})" for n in names if "agreement" in runs[n]) + ".", "",
-            "| probe | predicts | " + " | ".join(f"{n}: RR [95% CI] / shift ({label}) [95% CI] / p" for n in names)
+                f"{n} {runs[n]['agreement']['measure']} "
+                f"{_interval(runs[n]['agreement']['value'], runs[n]['agreement']['ci'])} "
+                f"(n={runs[n]['agreement']['n']})" for n in names if "agreement" in runs[n]) + ".", "",
+            "| probe | predicts | "
+                  + " | ".join(f"{n}: RR [95% CI] / shift ({label}) [95% CI] / p" for n in names)
             + " |", "|---|---|" + "---|" * len(names)]
         for i, row in enumerate(runs[names[0]]["rows"]):
             cells = []
             for n in names:
                 r = runs[n]["rows"][i]
                 mark = " **detected**" if r["detected"] else ""
-                cells.append(f"{_interval(r['robustness'], r['robustness_ci'])} / {_interval(r['shift'], r['shift_ci'])}"
-                             f" / {_pv(r['p_value'])}{mark}")
+                cells.append(f"{_interval(r['robustness'], r['robustness_ci'])} / "
+                             f"{_interval(r['shift'], r['shift_ci'])} / {_pv(r['p_value'])}{mark}")
             lines.append(f"| {row['probe']} | {row['predicts']} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -235,8 +241,10 @@ def main() -> None:
     ap.add_argument("--pair-variants", default="baseline,position-swap,consistency-hint,stratified-demos")
     ap.add_argument("--pair-size", default="1.5b", help="judge model size for the pairwise part")
     ap.add_argument("--pair-backend", default=None, help="LM backend spec for the pairwise part")
-    ap.add_argument("--pairs-per-doc", type=int, default=2, help="test pairs taken from each head-to-head document")
-    ap.add_argument("--pair-train-docs", type=int, default=1, help="head-to-head documents the pairwise demos come from")
+    ap.add_argument("--pairs-per-doc", type=int, default=2,
+                    help="test pairs taken from each head-to-head document")
+    ap.add_argument("--pair-train-docs", type=int, default=1,
+                    help="head-to-head documents the pairwise demos come from")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)
@@ -261,10 +269,12 @@ def main() -> None:
         "consistency-hint": ConsistencyHint(),
         "stratified-demos": Demos(selector=Stratified(seed=args.seed), k=2),
     }
-    out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec, "criterion": args.criterion,
+    out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec,
+                           "criterion": args.criterion,
                            "test_docs": test_docs, "train_docs": train_docs, "n_items": len(test),
                            "probes": [p.spec() for p in probes], "pointwise": {}, "pairwise": {}}
-    if args.merge and args.out.is_file():  # keep the variants an earlier run wrote; this run adds or replaces its own
+    # keep the variants an earlier run wrote; this run adds or replaces its own
+    if args.merge and args.out.is_file():
         earlier = json.loads(args.out.read_text())
         out = {**earlier, "commands": [*earlier.get("commands", [earlier.get("command")]), out["command"]]}
     started = time.time()
@@ -282,7 +292,8 @@ def main() -> None:
         plm = lm if pair_spec == spec else wrap(get(pair_spec, n_ctx=4096) if pair_spec.startswith("local")
                                                  else get(pair_spec), cache=True)
         train_pairs, pairs = h2h_split(args.criterion, args.pairs, args.pairs_per_doc, args.pair_train_docs)
-        pjudge = PromptJudge(JudgePrompt.from_template(PAIR_PROMPT, answer="pairwise", criterion=args.criterion), plm,
+        pjudge = PromptJudge(JudgePrompt.from_template(PAIR_PROMPT, answer="pairwise",
+                                                       criterion=args.criterion), plm,
                              JudgeConfig(max_tokens=16))
         side_b = [p.with_params(side="b") for p in probes]
         out["pairs"] = len(pairs)
@@ -298,7 +309,8 @@ def main() -> None:
             pipe = pair_variants[short]
             try:
                 if not pipe.is_fitted:
-                    pipe = pipe.fit(Benchmark(name="train", items=tuple(train_pairs), criteria=h2h_criteria), pjudge,
+                    pipe = pipe.fit(Benchmark(name="train", items=tuple(train_pairs), criteria=h2h_criteria),
+                                    pjudge,
                                     progress=False)
                 judge = pipe.wrap(pjudge)
             except MitigateError as exc:

@@ -1,4 +1,5 @@
-"""Under the default answer constraint, does a small local judge write the reasoning a template asks for, and parse?
+"""Under the default answer constraint, does a small local judge write the reasoning a template asks for, and
+parse?
 
 Three templates of different families, each asking for reasoning before its answer:
 
@@ -24,7 +25,8 @@ answers that parse (Wilson 95% interval), the share that wrote reasoning before 
 line (at least 5 words), the share that looped (an answer marker written more than once, or
 a 3-word run repeated 4 or more times), the share whose reasoning opens with 8 words copied from
 the judged texts ("echoed": the small judge rewriting the summary instead of commenting on it),
-the median reasoning length, and (for information) agreement with the experts. A parse failure is recorded, never a score.
+the median reasoning length, and (for information) agreement with the experts. A parse failure is recorded,
+never a score.
 
 Run (under the shared lock)::
 
@@ -91,11 +93,13 @@ Summarise this article.
 def templates() -> dict[str, JudgePrompt]:
     """The three templates, read as a user would (hints only for slots the data names differently)."""
     prometheus = dist_constant("prometheus-eval", "prometheus_eval/prompts.py", "ABSOLUTE_PROMPT_WO_REF")
-    pairwise = dist_text("alpaca-eval", "alpaca_eval/evaluators_configs/Self-taught-llama3.1-70B-dpo/self_taught.txt")
+    pairwise = dist_text("alpaca-eval",
+                         "alpaca_eval/evaluators_configs/Self-taught-llama3.1-70B-dpo/self_taught.txt")
     return {
         "prometheus-absolute": JudgePrompt.from_template(prometheus, constants={"rubric": RUBRIC},
                                                          slot_fields={"instruction": "document"}),
-        "mtbench-single-critique": JudgePrompt.from_template(MTBENCH_SINGLE, slot_fields={"request": "document"}),
+        "mtbench-single-critique": JudgePrompt.from_template(MTBENCH_SINGLE,
+                                                             slot_fields={"request": "document"}),
         "mtbench-pairwise": JudgePrompt.from_template(pairwise, slot_fields={"instruction": "document"}),
     }
 
@@ -142,7 +146,8 @@ def echoed(name: str, text: str, item: Item) -> bool:
     words = re.findall(r"\w+", text[: m.start() if m else len(text)].lower())[:8]
     if len(words) < 8:
         return False
-    source = " ".join(re.findall(r"\w+", " ".join([item.output, item.output_b or "", *map(str, item.inputs.values())])
+    source = " ".join(re.findall(r"\w+",
+                                 " ".join([item.output, item.output_b or "", *map(str, item.inputs.values())])
                                  .lower()))
     return " ".join(words) in source
 
@@ -153,12 +158,14 @@ def reasoning_words(name: str, text: str) -> int:
     return len(text[: m.start() if m else len(text)].split())
 
 
-async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str, args: argparse.Namespace) -> dict[str, Any]:
+async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str,
+              args: argparse.Namespace) -> dict[str, Any]:
     lm = wrap(get(spec, n_ctx=args.n_ctx), cache=True)
     judge = PromptJudge(prompt, lm, JudgeConfig(**answer_mode(lm)))  # every other setting at its default
     constraint = judge.constraint()
     t0 = time.perf_counter()
-    result = await run(judge, items, concurrency=1, journal=args.run_dir / f"{name}.jsonl", progress=False, desc=name)
+    result = await run(judge, items, concurrency=1, journal=args.run_dir / f"{name}.jsonl", progress=False,
+                       desc=name)
     seconds = time.perf_counter() - t0
     await lm.aclose()
     judged = {j.item_id: j for j in result.judgments}
@@ -184,13 +191,15 @@ async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str, args
     lo, hi = wilson(parsed, n)
     row = {"format": prompt.format.describe(), "reasoning_read": prompt.format.reasoning,
            "constraint": constraint.describe if constraint else None, "n": n, "parsed": parsed,
-           "parsed_share": parsed / n, "parsed_ci": [lo, hi], "reasoned": reasoned, "looped": loops, "echoed": copies,
+           "parsed_share": parsed / n, "parsed_ci": [lo, hi], "reasoned": reasoned, "looped": loops,
+           "echoed": copies,
            "median_reasoning_words": statistics.median(lengths) if lengths else None,
            "seconds": round(seconds, 1)}
     if prompt.answer == "pairwise":
         row["agree_with_experts"] = agree
-    print(f"{name:24s} parsed {parsed}/{n} [{lo:.2f}, {hi:.2f}]  reasoning {reasoned}/{n}  looped {loops}/{n}  "
-          f"echoed {copies}/{n}  median words {row['median_reasoning_words']}  {seconds:.0f}s", flush=True)
+    print(f"{name:24s} parsed {parsed}/{n} [{lo:.2f}, {hi:.2f}]  reasoning {reasoned}/{n}  looped "
+          f"{loops}/{n}  echoed {copies}/{n}  median words {row['median_reasoning_words']}  {seconds:.0f}s",
+          flush=True)
     return row
 
 
@@ -215,10 +224,12 @@ async def main() -> None:
         if args.templates and name not in args.templates.split(","):
             continue
         t0 = time.perf_counter()
-        results[name] = await one(name, prompt, pairwise if prompt.answer == "pairwise" else singles, spec, args)
+        results[name] = await one(name, prompt, pairwise if prompt.answer == "pairwise" else singles, spec,
+                                  args)
         timer.mark(name, t0)
     path = write_summary(args, "reasoning_constraint_parse.py", {
-        "benchmark": "summeval", "criterion": "coherence", "config": "JudgeConfig(**answer_mode(lm)) defaults",
+        "benchmark": "summeval", "criterion": "coherence",
+        "config": "JudgeConfig(**answer_mode(lm)) defaults",
         "results": clean(results)}, timer)
     print(f"wrote {path}")
 

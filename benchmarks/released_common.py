@@ -1,4 +1,5 @@
-"""Shared plumbing of the released-judge replays (``replay_llmbar.py``, ``replay_judgebench.py``, ``posthoc_released.py``).
+"""Shared plumbing of the released-judge replays (``replay_llmbar.py``, ``replay_judgebench.py``,
+``posthoc_released.py``).
 
 A release on disk is read with :mod:`mitigate.data.llmbar` / :mod:`mitigate.data.judgebench`, its raw
 answers parsed by :mod:`mitigate.harness.released_pairwise` and turned into recorded runs; here
@@ -31,7 +32,8 @@ _POS = {("A", "original"): "first", ("B", "original"): "second", ("A", "swapped"
 
 @dataclass
 class Table:
-    """One released judge's verdicts by text per item: mitigate's reading (``orig``/``swap``) and the release's.
+    """One released judge's verdicts by text per item: mitigate's reading (``orig``/``swap``) and the
+    release's.
 
     ``swap`` is all None for a judge without a second order (a rating strategy). ``scores``
     holds a rating strategy's two parsed scores (or a reward model's rewards), A's first.

@@ -1,4 +1,5 @@
-"""Replay the released JudgeBench judges through mitigate, scored by JudgeBench's own rule and by mitigate's measures.
+"""Replay the released JudgeBench judges through mitigate, scored by JudgeBench's own rule and by mitigate's
+measures.
 
 Tan et al. 2024 release each judge's two judgments per response pair (the pair as given, then
 swapped) with the raw text of prompted judges and the two rewards of reward models. The copy
@@ -73,7 +74,8 @@ def per_judge(t: Table, n_boot: int, seed: int) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("snapshot", type=Path, help="the JudgeBench repository folder (with data/, outputs/, utils/)")
+    ap.add_argument("snapshot", type=Path,
+                    help="the JudgeBench repository folder (with data/, outputs/, utils/)")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "replay_judgebench.json")
@@ -90,11 +92,12 @@ def main() -> None:
     for name, r in rows.items():
         m = r["mitigate"]
         print(f"{name:70s} n={r['n']} JudgeBench rule: release {r['release_rule']['overall']:.3f} "
-              f"mitigate {fmt_ci(r['mitigate_release_rule']['overall'])} | acc first {fmt_ci(m['acc_first'])} "
-              f"PC {m['position_consistency']['value']:.3f}")
+              f"mitigate {fmt_ci(r['mitigate_release_rule']['overall'])} | acc first "
+              f"{fmt_ci(m['acc_first'])} PC {m['position_consistency']['value']:.3f}")
     for key, r in report.items():
         print(f"parse {key}: {r['parsed']}/{r['answers']} read, agree {r['agree']}, differ {r['differ']}, "
-              f"only release {r['only_release']}, only mitigate {r['only_mitigate']}, both none {r['both_none']}")
+              f"only release {r['only_release']}, only mitigate {r['only_mitigate']}, both none "
+              f"{r['both_none']}")
     print(f"wrote {args.out}")
 
 

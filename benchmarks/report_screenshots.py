@@ -29,13 +29,16 @@ def shoot(page: Path, fragment: str, out: Path, size: tuple[int, int]) -> None:
         raise SystemExit("expected Debian's chromium (apt-get install chromium); found none")
     with tempfile.TemporaryDirectory() as profile:
         raw = Path(profile) / "shot.png"
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-background-networking",
                         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
                         f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
-                        "--virtual-time-budget=3000", f"--screenshot={raw}", page.resolve().as_uri() + fragment],
+                        "--virtual-time-budget=3000", f"--screenshot={raw}", page.resolve().as_uri()
+                        + fragment],
                        check=True, capture_output=True, timeout=180)
         image = Image.open(raw).convert("RGB")
-        image.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out, optimize=True)
+        image.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out,
+                                                                                                  optimize=True)
 
 
 def main() -> None:

@@ -117,7 +117,8 @@ def judge_dimension(scores: list[float | None], items: list[Item], dim: str, n_b
         "parse_failures": int(np.isnan(judge).sum()),
         "item": {m: _measure(M.item_correlation(judge, human, m, **ci)) for m in METHODS},
         "document": {m: _measure(M.document_correlation(judge, human, docs, m)) for m in METHODS},
-        "system": {m: _measure(M.system_correlation(judge, human, systems, m, doc_ids=docs)) for m in METHODS},
+        "system": {m: _measure(M.system_correlation(judge, human, systems, m, doc_ids=docs))
+                   for m in METHODS},
     }
     cp = M.correct_preferences(judge, human, systems, docs, **ci)
     out["cp"] = {**_measure(cp), "pairs": cp.extra.get("n_pairs"), "share": _r(cp.extra.get("share"))}
@@ -187,23 +188,28 @@ def print_tables(results: dict[str, Any]) -> None:
     print("\nMeta-correlation M = corr(Q_i, P_i) over 12 systems: Spearman / Pearson / Kendall")
     print(f"{'judge':<13}" + "".join(f"{d:>24}" for d in DIMENSIONS))
     for j, label in JUDGES.items():
-        cells = [" ".join(f"{_fmt(judges[j][d]['meta_M'][m]['value']):>7}" for m in METHODS) for d in DIMENSIONS]
+        cells = [" ".join(f"{_fmt(judges[j][d]['meta_M'][m]['value']):>7}" for m in METHODS)
+                 for d in DIMENSIONS]
         print(f"{label:<13}" + "".join(f"{c:>24}" for c in cells))
-    print("\nR_i = Spearman(ChatGPT RTS, ChatGPT MCQ) within each system; last row: Spearman(R_i, P_i of RTS)")
+    print("\nR_i = Spearman(ChatGPT RTS, ChatGPT MCQ) within each system; last row: "
+          "Spearman(R_i, P_i of RTS)")
     agree = results["rts_mcq_agreement"]
     systems = list(agree[DIMENSIONS[0]]["R_i"])
     print(f"{'system':<8}" + "".join(f"{d:>13}" for d in DIMENSIONS))
     for s in systems:
         print(f"{s:<8}" + "".join(f"{_fmt(agree[d]['R_i'][s]['spearman']):>13}" for d in DIMENSIONS))
-    print(f"{'R vs P':<8}" + "".join(f"{_fmt(agree[d]['spearman_R_vs_P_rts']['spearman']):>13}" for d in DIMENSIONS))
+    print(f"{'R vs P':<8}"
+          + "".join(f"{_fmt(agree[d]['spearman_R_vs_P_rts']['spearman']):>13}" for d in DIMENSIONS))
     print("\nParse failures (of 1,200 per dimension): " + ", ".join(
-        f"{label} " + "/".join(str(judges[j][d]["parse_failures"]) for d in DIMENSIONS) for j, label in JUDGES.items()))
+        f"{label} " + "/".join(str(judges[j][d]["parse_failures"]) for d in DIMENSIONS) for j,
+        label in JUDGES.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Compute, print and write the reproduction."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the intervals (0: none)")
+    parser.add_argument("--n-boot", type=int, default=1000,
+                        help="bootstrap resamples for the intervals (0: none)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results")
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -226,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     agreement = {d: rts_mcq_agreement(scores["chatgpt-rts"][d], scores["chatgpt-mcq"][d], items, d,
                                       judges["chatgpt-rts"][d]["per_system_P"]) for d in DIMENSIONS}
     results = {
-        "command": "python benchmarks/reproduce_shen2023.py" + (f" --n-boot {args.n_boot}" if args.n_boot != 1000 else ""),
+        "command": "python benchmarks/reproduce_shen2023.py"
+        + (f" --n-boot {args.n_boot}" if args.n_boot != 1000 else ""),
         "data": {"benchmark": bench.name, "items": len(items), "systems": len({i.system for i in items}),
                  "documents": len({i.doc_id for i in items}), "human": "mean of the 3 expert ratings (1-5)"},
         "bootstrap": {"n_boot": args.n_boot, "seed": 0, "level": "95% percentile; items resampled "

@@ -1,4 +1,5 @@
-"""Temperature x chain-of-thought grid with averaging, and the expected score, on SummEval (Stureborg et al. 2024).
+"""Temperature x chain-of-thought grid with averaging, and the expected score, on SummEval (Stureborg et al.
+2024).
 
 Stureborg et al. ("Large language models are inconsistent and biased evaluators", 2024)
 report that a judge's sampling setup changes how well it agrees with humans. A direct score
@@ -103,7 +104,8 @@ async def main_async(args: argparse.Namespace) -> None:
                for name, steps in grid(args).items()]
     t0 = time.perf_counter()
     try:
-        result = await compare(bench, args.criterion, entries, out_dir=args.run_dir, concurrency=args.concurrency,
+        result = await compare(bench, args.criterion, entries, out_dir=args.run_dir,
+                               concurrency=args.concurrency,
                                limit=args.n, progress=args.progress, n_boot=args.n_boot, n_perm=args.n_perm,
                                seed=args.seed, restart=args.restart)
     finally:
@@ -114,25 +116,28 @@ async def main_async(args: argparse.Namespace) -> None:
         cmp_ = e.comparison
         cells[e.name] = {
             "spec": e.spec,
-            "spearman_item": measure_json(e.measures["spearman_item"]),
-            "spearman_document": measure_json(e.measures["spearman_document"]),
-            "kendall_item": measure_json(e.measures["kendall_item"]),
-            "alpha_across_samples": measure_json(e.measures["alpha_across_samples"]),
+            "spearman_item": measure_json(e.measures["spearman-item"]),
+            "spearman_document": measure_json(e.measures["spearman-document"]),
+            "kendall_item": measure_json(e.measures["kendall-item"]),
+            "alpha_across_samples": measure_json(e.measures["alpha-across-samples"]),
             "histogram": e.histogram,
             "run": e.summary.model_dump(mode="json"),
             "minus_reference": clean(cmp_.model_dump(mode="json")) if cmp_ is not None else None,
         }
     n_docs = len({r.doc_id for r in result.items})
-    print(f"\nSummEval {args.criterion}, n={len(result.items)} summaries ({n_docs} documents), scale {args.scale}; "
-          f"reference cell: {result.entries[0].name}")
+    print(f"\nSummEval {args.criterion}, n={len(result.items)} summaries ({n_docs} documents), scale "
+          f"{args.scale}; reference cell: {result.entries[0].name}")
     for name, c in cells.items():
         d = c["minus_reference"]
-        diff = "" if d is None else (f"  vs ref {d['observed']:+.3f} [{d['ci_low']}, {d['ci_high']}] p={d['p_value']}"
-                                     if d.get("observed") is not None else f"  vs ref undefined ({d.get('reason')})")
+        diff = "" if d is None else (f"  vs ref {d['observed']:+.3f} [{d['ci_low']}, {d['ci_high']}] "
+                                     f"p={d['p_value']}"
+                                     if d.get("observed") is not None
+                                     else f"  vs ref undefined ({d.get('reason')})")
         print(f"{name:<16} Spearman {fmt(c['spearman_item'])}  alpha {fmt(c['alpha_across_samples'])}  "
               f"parse failures {c['run']['parse_failures']}{diff}")
     path = write_summary(args, "sampling_grid_summeval.py", {
-        "what": "temperature x CoT grid with averaging, and the expected score, on SummEval (Stureborg et al. 2024)",
+        "what": "temperature x CoT grid with averaging, and the expected score, on SummEval (Stureborg "
+                "et al. 2024)",
         "n_items": len(result.items), "n_documents": n_docs, "criterion": args.criterion,
         "reference": result.entries[0].name, "cells": cells,
     }, timer)

@@ -1,4 +1,5 @@
-"""Searched demonstrations vs the papers' heuristics and random demos, on held-out test items (USS SGD, WebNLG).
+"""Searched demonstrations vs the papers' heuristics and random demos, on held-out test items (USS SGD,
+WebNLG).
 
 ``mitigate.search`` looks for the demo set that maximises a declared objective on a
 dev split. This script asks whether what it finds holds on a **test split it never saw**, and
@@ -34,7 +35,8 @@ how it compares with the demo heuristics of the papers and with random demos.
 For every arm: its test measures with 95% bootstrap intervals, the objective with its
 interval, and for the searched set minus each other arm a paired bootstrap interval of the
 objective gain and paired permutation p-values of its terms. The search's budget counts LM
-requests (cache hits count too, so a rerun retraces the same search); the winning pipeline is saved to ``--run-dir`` (it holds
+requests (cache hits count too, so a rerun retraces the same search); the winning pipeline is saved to
+``--run-dir`` (it holds
 benchmark text, so it is not written into the repository).
 
 Runtime on 2 cores (Qwen2.5 0.5B: ~110 prompt tokens/s, ~25 generated tokens/s). USS: a
@@ -113,7 +115,8 @@ def search_json(res: SearchResult) -> dict[str, Any]:
     return {
         "engine": res.engine, "objective": res.objective.describe(), "budget": res.budget,
         "calls_search": res.calls_search, "calls_test": res.calls_test, "stopped": res.stopped,
-        "winner": {"label": res.best.label, "selector": res.best.selector, "demo_ids": list(res.best.demo_ids)},
+        "winner": {"label": res.best.label, "selector": res.best.selector,
+                   "demo_ids": list(res.best.demo_ids)},
         "dev": res.dev.model_dump(mode="json"), "baseline_dev": res.baseline_dev.model_dump(mode="json"),
         "test": res.test.model_dump(mode="json"), "baseline_test": res.baseline_test.model_dump(mode="json"),
         "test_gain_over_baseline": res.test_gain.model_dump(mode="json"),
@@ -154,7 +157,8 @@ async def judge_children(probe_judge: PerturbationProbeJudge, items: list[Item],
     outputs: dict[str, dict[str, float | None]] = {}
     for child_name, child in probe_judge.children.items():
         slug = f"{arm}__{child_name}".replace(" ", "_").replace("/", "_")
-        res = await run(child, items, concurrency=args.concurrency, journal=args.run_dir / "journals" / f"{slug}.jsonl",
+        res = await run(child, items, concurrency=args.concurrency,
+                        journal=args.run_dir / "journals" / f"{slug}.jsonl",
                         restart=args.restart, progress=args.progress, desc=f"{arm} / {child_name}")
         outputs[child_name] = PD.outputs_of(res.judgments)
         print(f"  {arm} / {child_name}: {res.summary.line()}", file=sys.stderr)
@@ -173,7 +177,8 @@ def as_judgments(outputs: dict[str, dict[str, float | None]], ids: list[str]) ->
 async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
     pool, dev, test, raw_pool, bench = uss_items(args)
     lm = make_lm(args)
-    prompt = JudgePrompt.from_template(PD.USS_PROMPT, criterion=PD.CRITERION, scale=(1, 5), output_slot="dialogue")
+    prompt = JudgePrompt.from_template(PD.USS_PROMPT, criterion=PD.CRITERION, scale=(1, 5),
+                                       output_slot="dialogue")
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
     probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
     objective = Objective(agreement="accuracy", consistency_weight=args.lam, consistency=args.consistency)
@@ -182,7 +187,8 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
           file=sys.stderr)
     try:
         t0 = time.perf_counter()
-        res = await asearch(base, Split(train=tuple(pool), dev=tuple(dev), test=tuple(test), scale=bench.scale),
+        res = await asearch(base,
+                            Split(train=tuple(pool), dev=tuple(dev), test=tuple(test), scale=bench.scale),
                             criterion=PD.CRITERION, objective=objective, k=2,
                             selectors=[Random(seed=args.seed), Stratified(seed=args.seed)], engine="random",
                             budget=args.budget, perturbations=[None, template], probe=probe, concurrency=1,
@@ -194,7 +200,8 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         heuristic = PD.pick_demos(raw_pool, args.seed)
         arms: dict[str, Mitigation] = {
             "zero-shot": Pipeline(),
-            "random 2": FixedDemosPreset(demos=tuple(Random(seed=args.seed).fit(pool, criterion=PD.CRITERION).select(2))).build(),
+            "random 2": FixedDemosPreset(demos=tuple(Random(seed=args.seed).fit(pool,
+                                                                                criterion=PD.CRITERION).select(2))).build(),
             "2-shot perturbed (Ghazarian)": PerturbedDemosPreset(demos=heuristic, m=2, n=args.demo_n,
                                                                     seed=args.seed).build(),
             SEARCHED: res.pipeline(),
@@ -235,17 +242,19 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         tests[f"{SEARCHED} vs {name}"] = {
             "objective_gain": gain.model_dump(mode="json"),
             "consistency": perm_json(permutation_test_mean_diff(indicators[SEARCHED][0], indicators[name][0],
-                                                                n_perm=args.n_perm, seed=args.seed, paired=True)),
-            "accuracy_averaged": perm_json(permutation_test_mean_diff(indicators[SEARCHED][1], indicators[name][1],
+                                                                n_perm=args.n_perm, seed=args.seed,
+                                                                paired=True)),
+            "accuracy_averaged": perm_json(permutation_test_mean_diff(indicators[SEARCHED][1],
+                                                                      indicators[name][1],
                                                                       n_perm=args.n_perm, seed=args.seed,
                                                                       paired=True)),
         }
     print(f"\nUSS SGD test split, n={len(test)}; objective {objective.describe()}")
     for name, r in results.items():
         kappa = r["consistency"].get("extra", {}).get("kappa")
-        print(f"{name:<30} objective {fmt(_objective_measure(r['objective']))}  consistency {fmt(r['consistency'])}"
-              f" (kappa {fmt_num(kappa)})  accuracy(original) {fmt(r['accuracy_original_guideline'])}  "
-              f"scores {r['score_counts']}")
+        print(f"{name:<30} objective {fmt(_objective_measure(r['objective']))}  consistency "
+              f"{fmt(r['consistency'])} (kappa {fmt_num(kappa)})  accuracy(original) "
+              f"{fmt(r['accuracy_original_guideline'])}  scores {r['score_counts']}")
     for key, t in tests.items():
         g = t["objective_gain"]
         print(f"{key:<44} objective gain {_gain_text(g)}; consistency {fmt_test(t['consistency'])}; "
@@ -282,7 +291,8 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         ls = {it.id: float(v) for it, v in zip([*dev, *test], ls_values, strict=True)}
         timer.mark("LS of dev and test", t0)
         t0 = time.perf_counter()
-        res = await asearch(base, Split(train=tuple(pool), dev=tuple(dev), test=tuple(test), scale=bench.scale),
+        res = await asearch(base,
+                            Split(train=tuple(pool), dev=tuple(dev), test=tuple(test), scale=bench.scale),
                             criterion=c, objective=objective, k=args.k,
                             selectors=[Random(seed=args.seed), Stratified(seed=args.seed, by="range")],
                             engine="random", budget=args.budget, ls=ls, concurrency=1, progress=args.progress,
@@ -293,9 +303,12 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         print(f"wrote {plot_search(res, args.out.with_suffix('.png'))}", file=sys.stderr)
         pool_bench = Benchmark(name="webnlg-pool", items=tuple(pool), criteria=(c,), scale=bench.scale)
         t0 = time.perf_counter()
-        rnd = HRS.rounded(RandomDemosPreset(k=args.k_heuristic, seed=args.seed, criterion=c).build().fit(pool_bench))
-        hrs_raw = await HighestRSDemosPreset(k=args.k_heuristic, criterion=c, pool_size=args.pool, seed=args.seed,
-                                       task=task).build().afit(pool_bench, base, lm=lm, progress=args.progress,
+        rnd = HRS.rounded(RandomDemosPreset(k=args.k_heuristic, seed=args.seed,
+                                            criterion=c).build().fit(pool_bench))
+        hrs_raw = await HighestRSDemosPreset(k=args.k_heuristic, criterion=c, pool_size=args.pool,
+                                             seed=args.seed,
+                                       task=task).build().afit(pool_bench, base, lm=lm,
+                                                               progress=args.progress,
                                                        concurrency=1)
         hrs = HRS.rounded(hrs_raw)
         timer.mark("highest-RS fit", t0)
@@ -320,10 +333,10 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         scores[e.name] = np.array([np.nan if s is None else s for s in e.scores(c)])
         value = objective.evaluate(list(e.judgments), test, c, ls=ls_test, ci=True, n_boot=args.n_boot,
                                    seed=args.seed)
-        arms[e.name] = {"bias_score": measure_json(e.measures["bias_score"]),
-                        "spearman_item": measure_json(e.measures["spearman_item"]),
+        arms[e.name] = {"bias_score": measure_json(e.measures["bias-score"]),
+                        "spearman_item": measure_json(e.measures["spearman-item"]),
                         "objective": value.model_dump(mode="json"),
-                        "distinct_scores": int(len(set(scores[e.name][np.isfinite(scores[e.name])].tolist()))),
+                        "distinct_scores": len(set(scores[e.name][np.isfinite(scores[e.name])].tolist())),
                         "run": e.summary.model_dump(mode="json")}
     tests: dict[str, Any] = {}
     by_name = {e.name: e for e in result.entries}
@@ -338,16 +351,18 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
             "objective_gain": gain.model_dump(mode="json"),
             "spearman": perm_json(paired_permutation_test(scores[SEARCHED], scores[name], human, "spearman",
                                                           n_perm=args.n_perm, seed=args.seed)),
-            "bias_score": perm_json(paired_permutation_test(us_a, us_b, ls_test, "spearman", n_perm=args.n_perm,
+            "bias_score": perm_json(paired_permutation_test(us_a, us_b, ls_test, "spearman",
+                                                            n_perm=args.n_perm,
                                                             seed=args.seed)),
         }
     print(f"\nWebNLG {c} test split, n={len(test)}; objective {objective.describe()}")
     for name, r in arms.items():
-        print(f"{name:<24} objective {fmt(_objective_measure(r['objective']))}  BiasScore {fmt(r['bias_score'])}  "
-              f"Spearman {fmt(r['spearman_item'])}  distinct scores {r['distinct_scores']}")
+        print(f"{name:<24} objective {fmt(_objective_measure(r['objective']))}  BiasScore "
+              f"{fmt(r['bias_score'])}  Spearman {fmt(r['spearman_item'])}  distinct scores "
+              f"{r['distinct_scores']}")
     for key, t in tests.items():
-        print(f"{key:<36} objective gain {_gain_text(t['objective_gain'])}; Spearman {fmt_test(t['spearman'])}; "
-              f"BiasScore {fmt_test(t['bias_score'])}")
+        print(f"{key:<36} objective gain {_gain_text(t['objective_gain'])}; Spearman "
+              f"{fmt_test(t['spearman'])}; BiasScore {fmt_test(t['bias_score'])}")
     return {"task": "webnlg", "criterion": c, "n_pool": len(pool), "n_dev": len(dev), "n_test": len(test),
             "objective": objective.describe(), "search": search_json(res),
             "heuristic_demos": {f"random {kh}": [d.item.id for d in rnd.demos_],
@@ -387,17 +402,22 @@ def main(argv: list[str] | None = None) -> None:
     add_common_args(ap, name="search_demos", default_n=40)
     ap.add_argument("--dev", type=int, default=None, help="dev items the search scores candidates on "
                                                            "(default 16 for uss, 40 for webnlg)")
-    ap.add_argument("--budget", type=int, default=None, help="LM calls the search may make (default 336 for uss, "
+    ap.add_argument("--budget", type=int, default=None,
+                    help="LM calls the search may make (default 336 for uss, "
                                                               "400 for webnlg)")
     ap.add_argument("--probe-n", type=int, default=2, help="uss: reorderings the items are judged under")
-    ap.add_argument("--demo-n", type=int, default=3, help="uss: reorderings each perturbed demo is shown under")
+    ap.add_argument("--demo-n", type=int, default=3,
+                    help="uss: reorderings each perturbed demo is shown under")
     ap.add_argument("--lam", type=float, default=1.0, help="uss: weight of consistency in the objective")
     ap.add_argument("--consistency", choices=("kappa", "raw"), default="kappa",
                     help="uss: consistency term, chance-corrected (kappa) or the paper's raw share")
-    ap.add_argument("--criterion", default="fluency", choices=sorted(HRS.DEFINITIONS), help="webnlg criterion")
+    ap.add_argument("--criterion", default="fluency", choices=sorted(HRS.DEFINITIONS),
+                    help="webnlg criterion")
     ap.add_argument("--mu", type=float, default=1.0, help="webnlg: weight of |BiasScore| in the objective")
-    ap.add_argument("--k", type=int, nargs="+", default=[4, 8], help="webnlg: demo set sizes the search draws")
-    ap.add_argument("--k-heuristic", type=int, default=8, help="webnlg: demos of the random and highest-RS arms")
+    ap.add_argument("--k", type=int, nargs="+", default=[4, 8],
+                    help="webnlg: demo set sizes the search draws")
+    ap.add_argument("--k-heuristic", type=int, default=8,
+                    help="webnlg: demos of the random and highest-RS arms")
     ap.add_argument("--pool", type=int, default=100, help="webnlg: train items judged to rank by RS")
     args = ap.parse_args(argv)
     if args.dev is None:

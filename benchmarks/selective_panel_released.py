@@ -1,4 +1,5 @@
-"""Selective evaluation with a guarantee, panels, and balanced-position calibration on the released SummEval judges.
+"""Selective evaluation with a guarantee, panels, and balanced-position calibration on the released SummEval
+judges.
 
 No LM is called: every judgment is one Shen et al. (2023) released (ChatGPT RTS and MCQ,
 GPT-4 RTS, Llama-2-70B RTS, and ChatGPT's head-to-head verdicts in both orders), replayed
@@ -87,7 +88,8 @@ def split_docs(items: list[Item], rng: np.random.Generator) -> tuple[np.ndarray,
 def selective_on_test(conf: np.ndarray, agreed: np.ndarray, cal: np.ndarray, test: np.ndarray,
                       args: argparse.Namespace) -> dict[str, Any]:
     g = fixed_sequence_threshold(conf[cal], agreed[cal], target=args.target, delta=args.delta)
-    accepted = test & np.isfinite(conf) & (conf >= (g.threshold if g.threshold is not None else np.inf) - 1e-12)
+    accepted = test & np.isfinite(conf) & (conf >= (g.threshold if g.threshold is not None
+                                                    else np.inf) - 1e-12)
     n_acc = int(accepted.sum())
     return {"threshold": g.threshold, "coverage": n_acc / int(test.sum()),
             "agreement": float(agreed[accepted].mean()) if n_acc else math.nan, "n_accepted": n_acc,
@@ -95,7 +97,8 @@ def selective_on_test(conf: np.ndarray, agreed: np.ndarray, cal: np.ndarray, tes
 
 
 def resampled(conf_fn: Any, n: int, items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
-    """Over ``args.splits`` random document splits: how often test agreement reached the target, and coverage."""
+    """Over ``args.splits`` random document splits: how often test agreement reached the target, and
+    coverage."""
     rng = np.random.default_rng(args.seed + 1)
     rows = []
     for _ in range(args.splits):
@@ -139,9 +142,11 @@ def panel_section(items: list[Item], criterion: str, args: argparse.Namespace) -
 def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
                       args: argparse.Namespace) -> dict[str, Any]:
     gate = released_gate_judgments(criterion, items)
-    stage = SelectiveEvaluation(target=args.target, delta=args.delta, tolerance=args.tolerance, criterion=criterion)
+    stage = SelectiveEvaluation(target=args.target, delta=args.delta, tolerance=args.tolerance,
+                                criterion=criterion)
     configs = {"chatgpt-rts, confidence = RTS/MCQ agreement": (gate, stage.with_params(confidence="rts-mcq")),
-               "panel median, confidence = member agreement": (panel, stage.with_params(confidence="samples"))}
+               "panel median, confidence = member agreement": (panel,
+                                                               stage.with_params(confidence="samples"))}
     out: dict[str, Any] = {}
     rng = np.random.default_rng(args.seed)
     cal, test = split_docs(items, rng)
@@ -167,7 +172,8 @@ def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
                                                       "agreement": g.agreement, "upper_risk": g.upper_risk},
             "test_coverage": share_ci(acc, args.n_boot, args.seed),
             "test_agreement_accepted": share_ci(agr_test[acc], args.n_boot, args.seed),
-            "resampled": resampled(lambda c, t, conf=conf, agreed=agreed: selective_on_test(conf, agreed, c, t, args),
+            "resampled": resampled(lambda c, t, conf=conf,
+                                   agreed=agreed: selective_on_test(conf, agreed, c, t, args),
                                    args.splits, items, args),
         }
     # cascade: ChatGPT RTS first, then the panel, then humans
@@ -181,17 +187,20 @@ def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
         by_stage = []
         for (conf, agreed), f in zip((arrays[k] for k in configs), fitted, strict=True):
             thr = f.guarantee_.threshold
-            take = test_mask & ~answered & np.isfinite(conf) & (conf >= (thr if thr is not None else np.inf) - 1e-12)
+            take = test_mask & ~answered & np.isfinite(conf) & (conf >= (thr if thr is not None
+                                                                         else np.inf) - 1e-12)
             by_stage.append(int(take.sum()))
             agreed_by[take] = agreed[take]
             answered |= take
         n_acc = int(answered.sum())
-        return {"coverage": n_acc / int(test_mask.sum()), "agreement": float(agreed_by[answered].mean()) if n_acc
+        return {"coverage": n_acc / int(test_mask.sum()), "agreement": float(agreed_by[answered].mean())
+                if n_acc
                 else math.nan, "by_stage": by_stage, "thresholds": [f.guarantee_.threshold for f in fitted]}
 
     first = cascade(cal, test)
     out["cascade: chatgpt-rts -> panel -> human"] = {"first_split": first,
-                                                     "resampled": resampled(cascade, args.splits, items, args)}
+                                                     "resampled": resampled(cascade, args.splits, items,
+                                                                            args)}
     return out
 
 
@@ -224,7 +233,8 @@ def h2h_section(args: argparse.Namespace) -> dict[str, Any]:
         thr = entropy_threshold(entropy, args.human_share)
         keep = entropy < thr - 1e-12
         # selective evaluation with both-order agreement as the confidence (one random half calibrates)
-        conf = np.array([math.nan if (o is None or s is None) else float(o == {"first": "second", "second": "first",
+        conf = np.array([math.nan if (o is None or s is None)
+                         else float(o == {"first": "second", "second": "first",
                                                                                    "tie": "tie"}[s])
                          for o, s in zip(orig, swap, strict=True)])
         items = [Item(id=f"{k[0]}|{k[1]}|{k[2]}", output="", doc_id=k[2]) for k, _ in rows]
@@ -249,27 +259,31 @@ def h2h_section(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tolerance", type=float, default=1.0, help="a score agrees within this distance of the expert mean")
+    ap.add_argument("--tolerance", type=float, default=1.0,
+                    help="a score agrees within this distance of the expert mean")
     ap.add_argument("--targets", type=float, nargs="+", default=[0.7, 0.8, 0.9],
                     help="target agreements with the experts (one calibration each)")
     ap.add_argument("--h2h-targets", type=float, nargs="+", default=[0.6, 0.65],
                     help="target agreements for the head-to-head verdicts")
     ap.add_argument("--delta", type=float, default=0.1, help="allowed failure probability of the guarantee")
     ap.add_argument("--splits", type=int, default=200, help="resampled calibration/test splits")
-    ap.add_argument("--human-share", type=float, default=0.2, help="share sent to a human by the entropy rule")
+    ap.add_argument("--human-share", type=float, default=0.2,
+                    help="share sent to a human by the entropy rule")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "selective_panel_released.json")
     args = ap.parse_args()
     started = time.time()
     items = list(load_summeval("llm_summeval").items)
-    result: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "settings": vars(args) | {"out": str(args.out)},
+    result: dict[str, Any] = {"command": " ".join(["python", *sys.argv]),
+                              "settings": vars(args) | {"out": str(args.out)},
                               "members": list(MEMBERS), "panel": {}, "selective": {}}
     for c in CRITERIA:
         panel, median_panel = panel_section(items, c, args)
         result["panel"][c] = panel
         result["selective"][c] = {f"{t:g}": selective_section(items, c, median_panel,
-                                                              argparse.Namespace(**{**vars(args), "target": t}))
+                                                              argparse.Namespace(**{**vars(args),
+                                                                                    "target": t}))
                                   for t in args.targets}
         print(f"== {c}")
         for name, r in panel.items():
@@ -281,18 +295,19 @@ def main() -> None:
                 rs = r["resampled"]
                 if "first_split" in r:
                     f = r["first_split"]
-                    print(f"  target {t} {name}: test coverage {f['coverage']:.3f}, agreement {f['agreement']:.3f}; "
-                          f"over {rs['splits']} splits held {rs['held_share']:.3f}, coverage {rs['coverage_mean']:.3f}")
+                    print(f"  target {t} {name}: test coverage {f['coverage']:.3f}, agreement "
+                          f"{f['agreement']:.3f}; over {rs['splits']} splits held {rs['held_share']:.3f}, "
+                          f"coverage {rs['coverage_mean']:.3f}")
                     continue
                 print(f"  target {t} {name}: threshold {r['threshold']}, test coverage "
-                      f"{r['test_coverage']['value']:.3f}, agreement {r['test_agreement_accepted']['value']} (overall "
-                      f"{r['overall_test_agreement']['value']:.3f}); over {rs['splits']} splits held "
-                      f"{rs['held_share']:.3f}, coverage {rs['coverage_mean']:.3f}")
+                      f"{r['test_coverage']['value']:.3f}, agreement {r['test_agreement_accepted']['value']} "
+                      f"(overall {r['overall_test_agreement']['value']:.3f}); over {rs['splits']} splits "
+                      f"held {rs['held_share']:.3f}, coverage {rs['coverage_mean']:.3f}")
     result["head_to_head"] = h2h_section(args)
     for c, r in result["head_to_head"].items():
         print(f"  h2h {c}: original {r['original_order_accuracy']['value']:.3f}, balanced "
-              f"{r['balanced_accuracy']['value']:.3f}, kept after HITL {r['hitl']['accuracy_kept']['value']:.3f} "
-              f"(human {r['hitl']['human_share']:.3f})")
+              f"{r['balanced_accuracy']['value']:.3f}, kept after HITL "
+              f"{r['hitl']['accuracy_kept']['value']:.3f} (human {r['hitl']['human_share']:.3f})")
     result["seconds"] = round(time.time() - started, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(clean(result), indent=1))

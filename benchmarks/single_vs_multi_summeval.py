@@ -1,4 +1,5 @@
-"""Single-attribute vs multi-attribute scoring on SummEval (Stureborg et al. 2024): anchoring between criteria.
+"""Single-attribute vs multi-attribute scoring on SummEval (Stureborg et al. 2024): anchoring between
+criteria.
 
 Stureborg et al. ("Large language models are inconsistent and biased evaluators", 2024) found
 that when one answer scores several criteria, the later scores anchor on the earlier ones. Their
@@ -87,7 +88,8 @@ def mean_pairwise_r(mat: np.ndarray) -> float:
 
 
 def swap_test(a: np.ndarray, b: np.ndarray, n_perm: int, seed: int) -> PermutationResult:
-    """Paired permutation test of mean_pairwise_r(a) - mean_pairwise_r(b): each item's row swapped with p = 1/2."""
+    """Paired permutation test of mean_pairwise_r(a) - mean_pairwise_r(b): each item's row swapped with p =
+    1/2."""
     keep = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
     a, b = a[keep], b[keep]
     observed = mean_pairwise_r(a) - mean_pairwise_r(b)
@@ -98,7 +100,8 @@ def swap_test(a: np.ndarray, b: np.ndarray, n_perm: int, seed: int) -> Permutati
     null = np.empty(n_perm)
     for k in range(n_perm):
         swap = rng.random(len(a)) < 0.5
-        null[k] = mean_pairwise_r(np.where(swap[:, None], b, a)) - mean_pairwise_r(np.where(swap[:, None], a, b))
+        null[k] = mean_pairwise_r(np.where(swap[:, None], b, a)) - mean_pairwise_r(np.where(swap[:, None], a,
+                                                                                            b))
     null = null[np.isfinite(null)]
     p_value = (1 + int(np.sum(np.abs(null) >= abs(observed) - 1e-12))) / (1 + len(null))
     return PermutationResult(observed=observed, p_value=p_value, n=len(a), n_perm=n_perm,
@@ -107,12 +110,14 @@ def swap_test(a: np.ndarray, b: np.ndarray, n_perm: int, seed: int) -> Permutati
 
 def matrix(judgments: list[Judgment]) -> np.ndarray:
     """Items x criteria scores (NaN for a parse failure or a failed call)."""
-    return np.array([[np.nan if j.error is not None or j.scores.get(c) is None else j.scores[c] for c in CRITERIA]
+    return np.array([[np.nan if j.error is not None or j.scores.get(c) is None else j.scores[c]
+                      for c in CRITERIA]
                      for j in judgments], dtype=float)
 
 
 async def _run(judge: Judge, items: list[Item], args: argparse.Namespace, name: str) -> Any:
-    res = await run(judge, items, concurrency=args.concurrency, journal=args.run_dir / "journals" / f"{name}.jsonl",
+    res = await run(judge, items, concurrency=args.concurrency,
+                    journal=args.run_dir / "journals" / f"{name}.jsonl",
                     restart=args.restart, progress=args.progress, desc=name)
     print(f"  {name}: {res.summary.line()}", file=sys.stderr)
     return res
@@ -124,7 +129,8 @@ async def main_async(args: argparse.Namespace) -> None:
     items = select_items(bench.items, args.n)
     criteria = tuple(get_prompt(f"summeval-{c}").criteria[0] for c in CRITERIA)
     lm = make_lm(args)
-    base = PromptJudge(get_prompt("summeval-coherence"), lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
+    base = PromptJudge(get_prompt("summeval-coherence"), lm,
+                       JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
     multi_cfg = {"max_tokens": args.multi_max_tokens}
     settings = {
         "multi": MultiAttribute(criteria=criteria),
@@ -139,14 +145,17 @@ async def main_async(args: argparse.Namespace) -> None:
             res = await _run(judge, items, args, name)
             runs[name] = list(res.judgments)
             summaries[name] = res.summary.model_dump(mode="json")
-            positions = {tuple(sorted(j.meta.get("positions", {}).items())) for j in res.judgments if j.error is None}
+            positions = {tuple(sorted(j.meta.get("positions", {}).items())) for j in res.judgments
+                         if j.error is None}
             if len(positions) > 1:
-                raise RuntimeError(f"expected one fixed criteria order per setting; {name} recorded {positions}")
+                raise RuntimeError(f"expected one fixed criteria order per setting; {name} "
+                                   f"recorded {positions}")
             timer.mark(name, t0)
         single = Pipeline([MultiAttribute(criteria=criteria), SingleAttribute()]).wrap(base)
         per_crit: dict[str, dict[str, Judgment]] = {}
         t0 = time.perf_counter()
-        for leaf in single.leaves():  # one criterion over all items at a time: consecutive calls share the prefix
+        # one criterion over all items at a time: consecutive calls share the prefix
+        for leaf in single.leaves():
             crit = leaf.prompt.criteria[0].name
             res = await _run(leaf, items, args, f"single-{crit}")
             per_crit[crit] = res.by_id()
@@ -155,7 +164,8 @@ async def main_async(args: argparse.Namespace) -> None:
     finally:
         await lm.aclose()
     runs["single"] = [Judgment(item_id=it.id, scores={c: per_crit[c][it.id].scores.get(c) for c in CRITERIA},
-                               error="; ".join(e for c in CRITERIA if (e := per_crit[c][it.id].error)) or None)
+                               error="; ".join(e for c in CRITERIA if (e := per_crit[c][it.id].error))
+                               or None)
                       for it in items]
     human = np.column_stack([M.human_scores(items, c) for c in CRITERIA])
     hdict = {c: human[:, k] for k, c in enumerate(CRITERIA)}
@@ -173,15 +183,18 @@ async def main_async(args: argparse.Namespace) -> None:
         }
     stacked_j = np.vstack([mats["multi"], mats["multi-reversed"]])
     stacked_h = np.vstack([human, human])
-    pos = {c: [float(k)] * len(items) + [float(len(CRITERIA) - 1 - k)] * len(items) for k, c in enumerate(CRITERIA)}
+    pos = {c: [float(k)] * len(items) + [float(len(CRITERIA) - 1 - k)] * len(items) for k,
+           c in enumerate(CRITERIA)}
     by_pos = M.correlation_by_position({c: stacked_j[:, k] for k, c in enumerate(CRITERIA)},
-                                       {c: stacked_h[:, k] for k, c in enumerate(CRITERIA)}, pos, "kendall", **ci)
+                                       {c: stacked_h[:, k] for k, c in enumerate(CRITERIA)}, pos, "kendall",
+                                       **ci)
     out["correlation_by_position_kendall"] = measure_json(by_pos)
     tests = {
         "inter_criterion_single_minus_multi": perm_json(swap_test(mats["single"], mats["multi"], args.n_perm,
                                                                   args.seed)),
         "spearman_single_minus_multi": {
-            c: perm_json(paired_permutation_test(mats["single"][:, k], mats["multi"][:, k], human[:, k], "spearman",
+            c: perm_json(paired_permutation_test(mats["single"][:, k], mats["multi"][:, k], human[:, k],
+                                                 "spearman",
                                                  n_perm=args.n_perm, seed=args.seed))
             for k, c in enumerate(CRITERIA)},
     }
@@ -193,11 +206,13 @@ async def main_async(args: argparse.Namespace) -> None:
     print("single - multi: " + fmt_test(tests["inter_criterion_single_minus_multi"]))
     for c in CRITERIA:
         print(f"Spearman {c:<12} single {fmt(out['single']['spearman_with_humans'][c])}  multi "
-              f"{fmt(out['multi']['spearman_with_humans'][c])}  {fmt_test(tests['spearman_single_minus_multi'][c])}")
+              f"{fmt(out['multi']['spearman_with_humans'][c])}  "
+              f"{fmt_test(tests['spearman_single_minus_multi'][c])}")
     print(f"Kendall by position (multi + reversed): {clean(by_pos.extra.get('by_position'))}; first - last "
           f"{fmt(by_pos)}")
     path = write_summary(args, "single_vs_multi_summeval.py", {
-        "what": "inter-criterion correlation and correlation by position, single vs multi-attribute (Stureborg et al. 2024)",
+        "what": "inter-criterion correlation and correlation by position, single vs multi-attribute "
+                "(Stureborg et al. 2024)",
         "n_items": len(items), "n_documents": len({it.doc_id for it in items}), "paper": PAPER,
         "results": out, "tests": tests, "runs": summaries,
     }, timer)

@@ -8,8 +8,9 @@ Main entry points::
     result = mitigate.estimate(benchmark, "coherence", judgments)   # bias-corrected per-system means
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mitigate.exports import lazy_exports
 
 if TYPE_CHECKING:  # the names below are imported on first use (PEP 562): `import mitigate.cli` stays light
     from mitigate.data.schema import Benchmark, Item
@@ -21,36 +22,14 @@ if TYPE_CHECKING:  # the names below are imported on first use (PEP 562): `impor
     from mitigate.prompt.parts import Criterion, Demo, Guideline, ScoreOption
     from mitigate.scale import Scale
 
-_LAZY = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "Benchmark": "mitigate.data.schema", "Item": "mitigate.data.schema", "MitigateError": "mitigate.errors",
     "Judge": "mitigate.judge", "JudgeConfig": "mitigate.judge", "Judgment": "mitigate.judge",
     "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge", "AnswerFormat": "mitigate.prompt.answer.format",
     "JudgePrompt": "mitigate.prompt.judge_prompt", "Criterion": "mitigate.prompt.parts", "Demo": "mitigate.prompt.parts",
     "Guideline": "mitigate.prompt.parts", "ScoreOption": "mitigate.prompt.parts", "Scale": "mitigate.scale",
     "estimate": "mitigate.harness.estimate",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The public names, imported on first use; a subpackage by its name (``mitigate.lm``)."""
-    module = _LAZY.get(name)
-    if module is None:
-        if name.startswith("_"):
-            raise AttributeError(f"module 'mitigate' has no attribute {name!r}")
-        try:
-            return importlib.import_module(f"mitigate.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"mitigate.{name}":
-                raise
-            raise AttributeError(f"module 'mitigate' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
-
+})
 
 __version__ = "0.1.0"
 

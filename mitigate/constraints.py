@@ -10,7 +10,7 @@ scikit-learn's wording: "The 'k' parameter of Stratified must be an int >= 1. Go
 Registered components declare theirs in ``parameter_constraints`` (:mod:`mitigate.registry`,
 which re-exports these names); the command line checks its options with the same sentences.
 This module imports nothing but the package's errors, so checking a value never loads pydantic
-or the registry (issue 29: the command line's start).
+or the registry, so the command line starts without them.
 """
 
 from __future__ import annotations
@@ -71,14 +71,15 @@ class Interval(Constraint):
         """True for an int (or, for a float interval, an int or float) within the bounds."""
         if isinstance(value, bool):
             return False
+        number: float = value  # compared as a number below, once its type is checked
         ok_types: tuple[type, ...] = (int,) if self.kind is int else (int, float)
         if not isinstance(value, ok_types) or (isinstance(value, float) and not math.isfinite(value)):
             return False
         if self.left is not None:
-            if value < self.left or (value == self.left and self.closed in ("right", "neither")):
+            if number < self.left or (number == self.left and self.closed in ("right", "neither")):
                 return False
         if self.right is not None:
-            if value > self.right or (value == self.right and self.closed in ("left", "neither")):
+            if number > self.right or (number == self.right and self.closed in ("left", "neither")):
                 return False
         return True
 
@@ -200,7 +201,8 @@ def check_param(owner: str, name: str, value: Any, constraints: Iterable[Constra
     meant = _meant(value, cons)
     hint = f" (did you mean {meant!r}?)" if meant is not None else ""
     raise ConfigError(
-        f"The {name!r} parameter of {owner} must be {describe_constraints(cons)}. Got {value!r} instead{hint}.",
+        f"The {name!r} parameter of {owner} must be {describe_constraints(cons)}. Got {value!r} "
+        f"instead{hint}.",
         parameter=name,
         owner=owner,
     )

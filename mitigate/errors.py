@@ -112,16 +112,19 @@ class CacheDamageWarning(UserWarning):
 
 
 class JournalDamageWarning(UserWarning):
-    """A run journal holds a judgment this judge cannot have given (a score off its scale); its item is judged again."""
+    """A run journal holds a judgment this judge cannot have given (a score off its scale); its item is judged
+    again."""
 
 
 class CacheUnavailableWarning(UserWarning):
-    """The LM cache could not be written or read for a reason other than damage (a full disk, an I/O error, a lock
+    """The LM cache could not be written or read for a reason other than damage (a full disk, an I/O error, a
+    lock
     held too long, a read-only file); the answers concerned are not cached, and the file is left as it is."""
 
 
 class PromptConflictWarning(UserWarning):
-    """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey either)."""
+    """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey
+    either)."""
 
 
 class NotRecommendedWarning(UserWarning):
@@ -129,4 +132,5 @@ class NotRecommendedWarning(UserWarning):
 
 
 class TemplateReadWarning(UserWarning):
-    """Reading a template took a documented default the user may want to override (e.g. an undefined Jinja name)."""
+    """Reading a template took a documented default the user may want to override (e.g. an undefined Jinja
+    name)."""

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM
-from mitigate.registry import Interval, Tags, check_param, run_sync
+from mitigate.registry import Interval, Tags, check_param, run_coroutine
 
 __all__ = ["FitContext", "Fittable", "fit_context", "require_judge", "run_fit"]
 
@@ -152,7 +152,7 @@ def run_fit(component: Any, coro: Coroutine[Any, Any, _T], *, what: str, instead
 
     A component whose tags say it calls no judge while fitting does no I/O while fitting, so its
     coroutine is run here directly (this works inside a running event loop too); one that does
-    runs in its own event loop (:func:`mitigate.registry.run_sync`), and inside a running one
+    runs in its own event loop (:func:`mitigate.registry.run_coroutine`), and inside a running one
     that is a ConfigError naming ``instead``.
     """
     tags = getattr(component, "tags", None)
@@ -160,11 +160,11 @@ def run_fit(component: Any, coro: Coroutine[Any, Any, _T], *, what: str, instead
         try:
             coro.send(None)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         coro.close()
         raise ConfigError(f"{type(component).__name__}.afit waited on I/O, but its tags say it calls no "
                           "judge while fitting; expected calls_judge_while_fitting=True in its declared_tags")
-    return run_sync(coro, what=what, instead=instead)
+    return run_coroutine(coro, what=what, instead=instead)
 
 
 class Fittable:

@@ -4,6 +4,9 @@ A :class:`Judge` turns an :class:`~mitigate.data.schema.Item` into a :class:`Jud
 (``async judge(item)``) and can hand a prompt transform down to every prompt it uses
 (``map_prompts(fn)``), so a prompt-level mitigation placed after a fan-out reaches every
 inner prompt. :class:`PromptJudge` is the leaf: one prompt, one LM, one config.
+
+Size: over 600 lines because the judge protocol, the prompt judge, the composite base and the
+judgment they return are the one layer every mitigation builds on.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from mitigate.lm.base import LM, Choice, LMRequest, Usage
 from mitigate.lm.constraint import AnswerConstraint
 from mitigate.parse import expected_score, parse_criteria
 from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.scale import Scale
 
 Verdict = Literal["first", "second", "tie"]
 Reducer = Literal["mean", "median", "majority"]
@@ -94,7 +98,8 @@ class Judgment(BaseModel):
         return bool(self.scores) and all(v is not None for v in self.scores.values())
 
     def rows(self, criterion: str | None = None) -> list[dict[str, Any]]:
-        """This judgment in long form: one row per criterion scored, or per order a pairwise verdict was given in.
+        """This judgment in long form: one row per criterion scored, or per order a pairwise verdict was given
+        in.
 
         Each row holds ``criterion``, ``order`` (None for a score; for a verdict "original",
         or "original" and "swapped" when the judge saw both orders, each with the verdict
@@ -103,17 +108,21 @@ class Judgment(BaseModel):
         reasons and any error, joined by "; "; None when none) and ``flags`` (joined by ",").
         ``criterion`` keeps only that criterion's rows.
         """
-        failure = "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])]) or None
+        failure = "; ".join([*(f.reason for f in self.failures),
+                             *([self.error] if self.error else [])]) or None
         common = {"raw": "\n\n".join(self.raw), "failure": failure, "flags": ",".join(self.flags)}
         orders = self.meta.get("orders")
         pairwise = self.verdict is not None or isinstance(orders, dict) or (
-            not self.scores and not self.samples and bool(self.failures))  # a pairwise answer that failed to parse
+            # a pairwise answer that failed to parse
+            not self.scores and not self.samples and bool(self.failures))
         if pairwise:
-            crit = criterion if criterion is not None else (self.failures[0].criterion if self.failures else None)
+            crit = criterion if criterion is not None else (self.failures[0].criterion if self.failures
+                                                            else None)
             given = orders if isinstance(orders, dict) else {"original": self.verdict}
-            return [{"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o), **common}
+            return [{"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o),
+                     **common}
                     for o in ("original", "swapped") if o in given]
-        crits = [criterion] if criterion is not None else list(self.scores) or [None]
+        crits: list[str | None] = [criterion] if criterion is not None else [*self.scores] or [None]
         only = next(iter(self.scores.values())) if len(self.scores) == 1 else None
         return [{"criterion": c, "order": None, "score": self.scores.get(c, only) if c is not None else None,
                  "verdict": None, **common} for c in crits]
@@ -130,7 +139,8 @@ class Judgment(BaseModel):
 
 
 def _as_text(verdict: Any, order: str) -> str | None:
-    """A verdict by position as presented in ``order`` -> the text it prefers ("A", "B", "tie"); None if unreadable."""
+    """A verdict by position as presented in ``order`` -> the text it prefers ("A", "B", "tie"); None if
+    unreadable."""
     if verdict not in ("first", "second", "tie"):
         return None
     if verdict == "tie":
@@ -262,8 +272,10 @@ class PlannedRequest(BaseModel):
         """The path joined with " / " ("judge" for a plain prompt judge)."""
         return " / ".join(self.path) or "judge"
 
-    def under(self, name: str, *, condition: str | None = None, swapped: bool | None = None) -> PlannedRequest:
-        """This request placed under the fan-out child ``name`` (and its condition, when the child has one)."""
+    def under(self, name: str, *, condition: str | None = None,
+              swapped: bool | None = None) -> PlannedRequest:
+        """This request placed under the fan-out child ``name`` (and its condition, when the child has
+        one)."""
         conds = [c for c in (condition, self.condition) if c]
         update: dict[str, Any] = {"path": (name, *self.path), "condition": "; ".join(conds) or None}
         if swapped is not None:
@@ -280,7 +292,8 @@ class Judge(ABC):
 
     @abstractmethod
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """A new judge with every inner :class:`PromptJudge` replaced by ``fn(leaf)``; this judge is unchanged.
+        """A new judge with every inner :class:`PromptJudge` replaced by ``fn(leaf)``; this judge is
+        unchanged.
 
         This is how a mitigation reaches every prompt judge behind a fan-out (single-attribute
         split, RTS/MCQ pair, position swap): prompt transforms, sampling settings and the like.
@@ -323,7 +336,8 @@ class Judge(ABC):
         """A JSON-able description (prompts, backend spec, config) identifying this judge."""
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """Per criterion, the range every score this judge reports lies in ({} when it reports no score, only a
+        """Per criterion, the range every score this judge reports lies in ({} when it reports no score, only
+        a
         pairwise verdict); None when it may report any value (a post-hoc adjustment, a replayed judge).
 
         A resumed journal line holding a score outside it is damaged, and its item is judged again
@@ -347,7 +361,8 @@ class PromptJudge(Judge):
         if not isinstance(prompt, JudgePrompt):
             raise ConfigError(f"expected a JudgePrompt; got {type(prompt).__name__}")
         if not isinstance(lm, LM):
-            raise ConfigError(f"expected an LM backend (mitigate.lm.get('local') ...); got {type(lm).__name__}")
+            raise ConfigError("expected an LM backend (mitigate.lm.get('local') ...); got "
+                              f"{type(lm).__name__}")
         self.prompt = prompt
         self.lm = lm
         self.config = config or JudgeConfig()
@@ -369,12 +384,14 @@ class PromptJudge(Judge):
         return PromptJudge(self.prompt, self.lm, JudgeConfig.model_validate(merged))
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The prompt's scale for each criterion it scores ({} for a pairwise prompt); "weak/strong N" widen it."""
+        """The prompt's scale for each criterion it scores ({} for a pairwise prompt); "weak/strong N" widen
+        it."""
         if self.prompt.answer == "pairwise":
             return {}
         scale = self.prompt.scale
         slack = 0.5 if scale.modifiers else 0.0
-        return {n: (scale.min - slack, scale.max + slack) for n in [c.name for c in self.prompt.criteria] or ["score"]}
+        return {n: (scale.min - slack, scale.max + slack) for n in [c.name for c in self.prompt.criteria]
+                or ["score"]}
 
     def describe(self) -> dict[str, Any]:
         """Prompt, backend spec and config."""
@@ -478,13 +495,15 @@ class PromptJudge(Judge):
                         choice.text, self.prompt.scale, quoted=shown, judged=judged)
                     verdicts.append(got)  # type: ignore[arg-type]
                 except ParseError as exc:
-                    failures.append(ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message, sample=idx))
+                    failures.append(ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message,
+                                                 sample=idx))
                 continue
             for name, value in self._parse_choice(choice, names, as_json=as_json, quoted=shown,
                                                   judged=judged).items():
                 if isinstance(value, ParseError):
                     per_crit[name].append(None)
-                    failures.append(ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx))
+                    failures.append(ParseFailure(criterion=name, raw=choice.text, reason=value.message,
+                                                 sample=idx))
                 else:
                     per_crit[name].append(value)
         scores: dict[str, float | None] = {}
@@ -512,12 +531,14 @@ class PromptJudge(Judge):
         )
 
     def _parse_choice(self, choice: Choice, names: list[str], *, as_json: bool = False,
-                      quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> dict[str, float | ParseError]:
+                      quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> dict[str,
+                                                                                      float | ParseError]:
         scale = self.prompt.scale
         try:
             if self.config.scoring == "expected":
                 if choice.logprobs is None:
-                    raise ParseError("expected token logprobs in the response; the backend returned none", raw=choice.text)
+                    raise ParseError("expected token logprobs in the response; the backend returned none",
+                                     raw=choice.text)
                 return {names[0]: expected_score(choice.logprobs, scale)} if len(names) == 1 else {
                     n: ParseError("expected-score scoring needs one criterion per call (use SingleAttribute)",
                                   raw=choice.text)
@@ -571,14 +592,17 @@ class CompositeJudge(Judge):
     def child_requests(self, name: str, item: Item, *, condition: str | None = None,
                        swapped: bool = False) -> list[PlannedRequest]:
         """The requests of child ``name`` for ``item``, placed under ``name`` in the path."""
-        return [r.under(name, condition=condition, swapped=swapped) for r in self.children[name].requests(item)]
+        return [r.under(name, condition=condition, swapped=swapped)
+                for r in self.children[name].requests(item)]
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """Every child's requests for ``item``, in order (a fan-out that changes the item or calls conditionally overrides this)."""
+        """Every child's requests for ``item``, in order (a fan-out that changes the item or calls
+        conditionally overrides this)."""
         if not self.requests_are_children:
             raise CapabilityError(
-                f"{type(self).__name__} does not say which requests it sends; expected it to implement requests(item) "
-                "or to set requests_are_children = True when it sends each child's requests for the item unchanged"
+                f"{type(self).__name__} does not say which requests it sends; expected it to implement "
+                "requests(item) or to set requests_are_children = True when it sends each child's requests "
+                "for the item unchanged"
             )
         return [r for name in self.children for r in self.child_requests(name, item)]
 
@@ -632,3 +656,23 @@ def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> J
     }
     base.update(fields)
     return Judgment(**base)
+
+
+def judge_scale(judge: Judge) -> Scale | None:
+    """The scale a judge answers on: its ``scale`` attribute, else the one scale its inner prompts share.
+
+    None when that cannot be read (no inner prompt judge). A ConfigError when the inner prompts
+    answer on different scales: no one scale stands for the judge then.
+    """
+    scale = getattr(judge, "scale", None)
+    if isinstance(scale, Scale):
+        return scale
+    try:
+        leaves = judge.leaves()
+    except ConfigError:
+        return None
+    scales = {leaf.prompt.scale.model_dump_json(): leaf.prompt.scale for leaf in leaves}
+    if len(scales) > 1:
+        raise ConfigError(f"expected one answer scale across the judge's prompts; got {len(scales)}: "
+                          f"{', '.join(s.describe() for s in scales.values())}")
+    return next(iter(scales.values()), None)

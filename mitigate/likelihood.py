@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 from tqdm.auto import tqdm
 
 from mitigate.data.schema import Item
-from mitigate.errors import BackendSpecError, CapabilityError, TemplateError
+from mitigate.errors import CapabilityError, TemplateError
 from mitigate.lm.base import LM
 
 __all__ = ["DEFAULT_LIKELIHOOD_TEMPLATE", "LikelihoodScorer"]
@@ -37,20 +37,9 @@ _SLOTS = {"task", "input"}
 
 def _resolve(spec: str) -> LM:
     """Turn a backend spec into a backend, through :func:`mitigate.lm.get` when it exists."""
-    try:
-        from mitigate.lm import get  # type: ignore[attr-defined]
-    except ImportError:
-        get = None
-    if get is not None:
-        return get(spec)
-    if spec == "local" or spec.startswith("local:"):
-        from mitigate.lm.llamacpp import LlamaCppLM
+    from mitigate.lm import get
 
-        return LlamaCppLM.from_spec(spec)
-    raise BackendSpecError(
-        f"cannot resolve the backend spec {spec!r} here; expected 'local' or 'local:<path.gguf>', "
-        "or pass an LM object"
-    )
+    return get(spec)
 
 
 class LikelihoodScorer(BaseModel):
@@ -96,7 +85,8 @@ class LikelihoodScorer(BaseModel):
         try:
             names = {name for _, name, _, _ in string.Formatter().parse(v) if name is not None}
         except ValueError as exc:
-            raise TemplateError(f"the likelihood template is not a valid format string: {exc}; got {v!r}") from exc
+            raise TemplateError("the likelihood template is not a valid format string: "
+                                f"{exc}; got {v!r}") from exc
         unknown = names - _SLOTS
         if unknown:
             raise TemplateError(

@@ -1,4 +1,5 @@
-"""Files: where mitigate finds shared data and keeps its caches, and what a path is before it reads or writes it.
+"""Files: where mitigate finds shared data and keeps its caches, and what a path is before it reads or writes
+it.
 
 * :func:`data_dir` and :func:`cache_dir` locate the shared data folder and the LM-call caches.
 
@@ -29,7 +30,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
 from mitigate.errors import ConfigError, DataError
 
@@ -53,7 +54,8 @@ def data_dir() -> Path | None:
 
 
 def user_data_dir() -> Path:
-    """Where ``mitigate data fetch`` puts benchmarks when no data folder is set: ``$XDG_DATA_HOME/mitigate/data``,
+    """Where ``mitigate data fetch`` puts benchmarks when no data folder is set:
+    ``$XDG_DATA_HOME/mitigate/data``,
     else ``~/.local/share/mitigate/data``."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "mitigate" / "data"
@@ -79,7 +81,8 @@ _KINDS = (
 
 
 def path_kind(path: Path | str) -> str | None:
-    """What ``path`` is (symlinks followed): "a regular file", "a directory", "a FIFO (named pipe)" ...; None when absent."""
+    """What ``path`` is (symlinks followed): "a regular file", "a directory", "a FIFO (named pipe)" ...; None
+    when absent."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -104,7 +107,8 @@ def check_input_file(path: Path | str, what: str, *, error: type[ConfigError] = 
 
 
 MAX_LINE_BYTES = 256 * 2**20
-"""Longest line :func:`read_lines` reads (256 MiB): a journal line holds a judgment's raw answers, each at most
+"""Longest line :func:`read_lines` reads (256 MiB): a journal line holds a judgment's raw answers, each at
+most
 ``--max-response-bytes`` (10 MB by default)."""
 
 _OPEN_FLAGS = {
@@ -116,7 +120,8 @@ _BINARY_MODE = {"rb": "rb", "r": "rb", "ab": "ab", "a": "ab", "r+b": "r+b", "a+"
 
 
 def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
-    """``path`` opened in ``mode`` ("rb", "r", "ab", "a", "r+b", "a+", "a+b"; text modes are UTF-8) when it is a
+    """``path`` opened in ``mode`` ("rb", "r", "ab", "a", "r+b", "a+", "a+b"; text modes are UTF-8) when it is
+    a
     regular file (a symlink to one is followed; "a" modes create it); a one-line ConfigError naming what it is
     otherwise.
 
@@ -130,7 +135,8 @@ def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
     except OSError:
         kind = path_kind(path)
         if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
-            raise ConfigError(f"expected {what} {path} to be a regular file; it is {kind}", path=str(path)) from None
+            raise ConfigError(f"expected {what} {path} to be a regular file; it is {kind}",
+                              path=str(path)) from None
         raise
     try:
         mode_bits = os.fstat(fd).st_mode
@@ -148,9 +154,10 @@ def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
     return io.TextIOWrapper(binary, encoding="utf-8", newline=None if mode == "r" else "")
 
 
-def read_lines(fh: BinaryIO, what: str, *, max_line: int | None = None, path: Path | str | None = None
+def read_lines(fh: IO[bytes], what: str, *, max_line: int | None = None, path: Path | str | None = None
                ) -> Iterator[bytes]:
-    """The lines of an open binary file, each with its line break (the last may have none), from where it stands.
+    """The lines of an open binary file, each with its line break (the last may have none), from where it
+    stands.
 
     A line longer than ``max_line`` bytes (default :data:`MAX_LINE_BYTES`) is a one-line DataError naming
     ``what`` and the line: it is never read whole into memory.
@@ -163,8 +170,9 @@ def read_lines(fh: BinaryIO, what: str, *, max_line: int | None = None, path: Pa
             return
         number += 1
         if len(line) > max_line:
-            raise DataError(f"expected {what} to hold lines of at most {max_line:,} bytes (the JSON lines mitigate "
-                            f"writes); line {number} is longer", line=number, path=None if path is None else str(path))
+            raise DataError(f"expected {what} to hold lines of at most {max_line:,} bytes (the JSON lines "
+                            f"mitigate writes); line {number} is longer", line=number, path=None
+                            if path is None else str(path))
         yield line
 
 
@@ -185,7 +193,8 @@ def output_target(path: Path | str, what: str) -> tuple[Path, bool]:
                       path=str(path))
 
 
-def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | bytes, what: str = "the output file",
+def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | bytes,
+                 what: str = "the output file",
                  *, newline: str | None = None, durable: bool = True, binary: bool = False) -> Path:
     """Write an output file and return ``path``; see the module docstring for what each kind of path gets.
 
@@ -232,8 +241,8 @@ def open_output(path: Path | str, what: str = "the output file", *, newline: str
             fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
             if not stat.S_ISCHR(os.fstat(fd).st_mode):
                 os.close(fd)
-                raise ConfigError(f"expected to write {what} {path} through a character device; it changed into "
-                                  f"{path_kind(target)}", path=str(path))
+                raise ConfigError(f"expected to write {what} {path} through a character device; it changed "
+                                  f"into {path_kind(target)}", path=str(path))
             os.set_blocking(fd, True)
             device = opened(fd)
         except OSError as exc:

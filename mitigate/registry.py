@@ -57,6 +57,7 @@ from mitigate.constraints import (
     check_param,
     describe_constraints,
 )
+from mitigate.deprecated import renamed, warn_renamed
 from mitigate.errors import ConfigError
 
 __all__ = [
@@ -104,7 +105,8 @@ added with :func:`add`: a backend's builder (``openai``, ``local`` ...), a bench
 text file (``summeval-coherence`` ...)."""
 
 PLUGIN_GROUP = "mitigate.plugins"
-"""The entry-point group of installed plugins: each entry point names a module whose import registers components."""
+"""The entry-point group of installed plugins: each entry point names a module whose import registers
+components."""
 
 _REGISTRY: dict[str, dict[str, Any]] = {}
 _discovered: set[str] = set()
@@ -136,7 +138,8 @@ def load_plugin(module: str) -> list[tuple[str, str]]:
     then is still reported (:func:`plugin_components`).
     """
     if not isinstance(module, str) or not _MODULE_PATH.fullmatch(module.strip()):
-        raise ConfigError(f"expected a plugin as a dotted module path such as 'my_package.judges'; got {module!r}")
+        raise ConfigError("expected a plugin as a dotted module path such as 'my_package.judges'; "
+                          f"got {module!r}")
     module = module.strip()
     _loading_plugins.append(module)
     try:
@@ -156,7 +159,8 @@ def load_plugin(module: str) -> list[tuple[str, str]]:
 
 
 def plugin_components(module: str) -> list[tuple[str, str]]:
-    """(kind, name) of every component the plugin ``module`` (or a module under it) registered, in kind order."""
+    """(kind, name) of every component the plugin ``module`` (or a module under it) registered, in kind
+    order."""
     found: list[tuple[str, str]] = []
     for kind in KIND_PACKAGES:
         for name, obj in registered(kind).items():
@@ -168,7 +172,8 @@ def plugin_components(module: str) -> list[tuple[str, str]]:
 
 
 def plugin_of(kind: str, name: str) -> str | None:
-    """The plugin module (``--plugin`` or an entry point) whose import registered the ``kind`` entry ``name``; else None."""
+    """The plugin module (``--plugin`` or an entry point) whose import registered the ``kind`` entry ``name``;
+    else None."""
     return _PLUGIN_ORIGIN.get((kind, name))
 
 
@@ -192,8 +197,8 @@ def load_entry_point_plugins(*, again: bool = False) -> list[str]:
             if ep.attr:
                 ep.load()
         except Exception as exc:  # reported as one warning; the other plugins still load
-            warnings.warn(f"plugin {ep.name!r} (entry point {ep.value!r} of {dist}, group {PLUGIN_GROUP}) was not "
-                          f"loaded: {exc}", stacklevel=2)
+            warnings.warn(f"plugin {ep.name!r} (entry point {ep.value!r} of {dist}, group {PLUGIN_GROUP}) "
+                          f"was not loaded: {exc}", stacklevel=2)
             continue
         loaded.append(ep.module)
     return loaded
@@ -207,6 +212,9 @@ def register(kind: str, name: str) -> Callable[[T], T]:
     """
     if kind not in KIND_PACKAGES:
         raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
+    if kind == "measure" and "_" in name:  # a plugin written when measure names were snake_case
+        warn_renamed(f"the measure name {name!r}", f"{name.replace('_', '-')!r} (names are kebab-case)")
+        name = name.replace("_", "-")
 
     def deco(obj: T) -> T:
         table = _REGISTRY.setdefault(kind, {})
@@ -237,13 +245,15 @@ def add(kind: str, name: str, value: Any) -> None:
 
 
 def _note_origin(kind: str, name: str, module: str) -> None:
-    """Remember the plugin being imported as the origin of what ``module`` registers (never mitigate's own)."""
+    """Remember the plugin being imported as the origin of what ``module`` registers (never mitigate's
+    own)."""
     if _loading_plugins and not (module == "mitigate" or module.startswith("mitigate.")):
         _PLUGIN_ORIGIN.setdefault((kind, name), _loading_plugins[-1])
 
 
 def names(kind: str) -> list[str]:
-    """The names registered for ``kind``, in the order they were registered (what error messages and help list)."""
+    """The names registered for ``kind``, in the order they were registered (what error messages and help
+    list)."""
     return list(registered(kind))
 
 
@@ -258,8 +268,15 @@ def registered(kind: str) -> dict[str, Any]:
 
 
 def lookup(kind: str, name: str) -> Any:
-    """The ``kind`` component registered as ``name``; ConfigError naming the known ones when absent."""
+    """The ``kind`` component registered as ``name``; ConfigError naming the known ones when absent.
+
+    Names are kebab-case; a snake_case name whose kebab-case form is registered (a measure's name
+    before measures were kebab-case: ``spearman_item``) is found, with a DeprecationWarning naming it.
+    """
     table = registered(kind)
+    if isinstance(name, str) and name not in table and "_" in name and name.replace("_", "-") in table:
+        warn_renamed(f"the {kind} name {name!r}", repr(name.replace("_", "-")))
+        name = name.replace("_", "-")
     if not isinstance(name, str) or name not in table:
         raise ConfigError(f"unknown {kind} {name!r}; expected one of {sorted(table)}")
     return table[name]
@@ -281,7 +298,8 @@ def build(kind: str, spec: Mapping[str, Any]) -> Any:
 
 
 def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
-    """A pydantic ValidationError as one ConfigError sentence naming the parameter, what it needs and what came."""
+    """A pydantic ValidationError as one ConfigError sentence naming the parameter, what it needs and what
+    came."""
     first = exc.errors()[0]
     name = ".".join(str(p) for p in first.get("loc", ())) or "?"
     if first.get("type") == "missing":
@@ -296,7 +314,8 @@ def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
 
 
 class Tags(BaseModel):
-    """What a component declares about itself; read by the compare harness, the search and the contract battery.
+    """What a component declares about itself; read by the compare harness, the search and the contract
+    battery.
 
     - ``needs_fitting``: ``fit`` learns something from the training items (without it, ``fit``
       returns the component itself).
@@ -346,7 +365,8 @@ class Component(BaseModel):
     registry_name: ClassVar[str] = ""
     registry_kind: ClassVar[str] = ""
     paper: ClassVar[str] = ""
-    """The work the component implements or reports, "Author et al. YEAR" (empty for mitigate's own designs)."""
+    """The work the component implements or reports, "Author et al. YEAR" (empty for mitigate's own
+    designs)."""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
     declared_tags: ClassVar[Tags] = Tags()
     retired_fields: ClassVar[frozenset[str]] = frozenset()
@@ -386,7 +406,8 @@ class Component(BaseModel):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """Instances the contract checks (:mod:`mitigate.testing.checks`) exercise; override when defaults are not enough."""
+        """Instances the contract checks (:mod:`mitigate.testing.checks`) exercise; override when defaults are
+        not enough."""
         return [cls()]
 
     def spec(self) -> dict[str, Any]:
@@ -420,8 +441,9 @@ class Preset(Component):
 _T = TypeVar("_T")
 
 
-def run_sync(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
-    """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never leaked).
+def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
+    """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never
+    leaked).
 
     ``what`` names the call ("Pipeline.fit()"), ``instead`` the async form to await there
     ("m.afit(train, judge)").
@@ -434,5 +456,9 @@ def run_sync(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
         return asyncio.run(coro)
     coro.close()
     raise ConfigError(
-        f"{what} runs its own event loop and was called inside a running one; expected `await {instead}` there"
+        f"{what} runs its own event loop and was called inside a running one; expected `await "
+        f"{instead}` there"
     )
+
+
+run_sync = renamed(run_coroutine, "mitigate.registry.run_sync", "mitigate.registry.run_coroutine")

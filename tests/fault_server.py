@@ -1,4 +1,5 @@
-"""The misbehaving loopback server of the bounds and hostile-server tests (it lives in :mod:`mitigate.testing`, so the
+"""The misbehaving loopback server of the bounds and hostile-server tests (it lives in
+:mod:`mitigate.testing`, so the
 benchmarks use the same one)."""
 
 from mitigate.testing.fault_server import (

@@ -1,4 +1,4 @@
-"""Bounded in every dimension (issue 28): every misbehaving server stops a run within one deadline plus the
+"""Bounded in every dimension: every misbehaving server stops a run within one deadline plus the
 breaker's three attempts, with its real cause; caps refuse before sending; writes respect what a path is."""
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_server import KEY, FaultServer
 from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
@@ -30,6 +29,7 @@ from mitigate.lm.retry import RetryingLM, RetryPolicy
 from mitigate.paths import one_line, path_kind, write_output
 from mitigate.run.runner import run
 from mitigate.testing import StubOpenAIServer
+from tests.fault_server import KEY, FaultServer
 
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE = 0.5
@@ -71,7 +71,8 @@ CASES = [
 def _lm(kind: str, url: str, transport: str) -> Any:
     limits = Limits(deadline=DEADLINE, max_response_bytes=100_000)
     if kind == "openai":
-        return OpenAILM("m", base_url=url + "/v1", api_key=KEY, timeout=30, limits=limits, transport=transport)
+        return OpenAILM("m", base_url=url + "/v1", api_key=KEY, timeout=30, limits=limits,
+                        transport=transport)
     return AnthropicLM("m", base_url=url, api_key=KEY, timeout=30, limits=limits)
 
 
@@ -85,7 +86,8 @@ def _judge(lm: Any) -> PromptJudge:
 
 @pytest.mark.parametrize(("kind", "mode", "transport", "cause", "most"), CASES,
                          ids=[f"{k}-{m}-{t}" for k, m, t, _, _ in CASES])
-def test_a_misbehaving_server_stops_the_run_with_its_cause_within_one_deadline(kind, mode, transport, cause, most,
+def test_a_misbehaving_server_stops_the_run_with_its_cause_within_one_deadline(kind, mode, transport, cause,
+                                                                               most,
                                                                                  tmp_path):
     async def go() -> tuple[RunStoppedError, float, int]:
         with FaultServer(mode) as server:
@@ -107,7 +109,8 @@ def test_a_misbehaving_server_stops_the_run_with_its_cause_within_one_deadline(k
     assert seconds < DEADLINE + 3 * 0.5 + 1.0, seconds  # one deadline plus three quick attempts, with slack
     journal = (tmp_path / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     recorded = [json.loads(line) for line in journal[1:]]
-    assert recorded and all(r["error"] for r in recorded)  # each failure is a recorded judgment, never a score
+    # each failure is a recorded judgment, never a score
+    assert recorded and all(r["error"] for r in recorded)
     assert KEY not in "\n".join(journal)
 
 
@@ -144,19 +147,24 @@ def _cli_judge(tmp_path: Path, url: str, rows: list[dict[str, Any]], prompt: byt
     bench = tmp_path / "b.jsonl"
     bench.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     (tmp_path / "p.txt").write_bytes(prompt)
-    return CliRunner().invoke(app, ["judge", "-b", f"jsonl:{bench}", "-c", "q", "--prompt", str(tmp_path / "p.txt"),
+    return CliRunner().invoke(app,
+                              ["judge", "-b", f"jsonl:{bench}", "-c", "q", "--prompt",
+                               str(tmp_path / "p.txt"),
                                     "--backend", "openai:m", "--base-url", url, "--no-progress", "--no-cache",
                                     *extra])
 
 
 def test_an_id_with_a_newline_stays_on_one_row_and_a_bom_is_not_sent(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rows = [{"id": "a\nb", "output": "t1", "human": {"q": 3}}, {"id": "c\td", "output": "t2", "human": {"q": 2}}]
+    rows = [{"id": "a\nb", "output": "t1", "human": {"q": 3}},
+            {"id": "c\td", "output": "t2", "human": {"q": 2}}]
     with StubOpenAIServer(latency=0.0) as server:
-        result = _cli_judge(tmp_path, server.base_url, rows, "\ufeffRate 1 to 5.\n{{output}}\nScore:".encode())
+        result = _cli_judge(tmp_path, server.base_url, rows,
+                            "\ufeffRate 1 to 5.\n{{output}}\nScore:".encode())
         bodies = server.bodies
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == ["a\\nb\tjudge=4\thuman=3.00\tScore: 4", "c\\td\tjudge=4\thuman=2.00\tScore: 4"]
+    assert result.stdout.splitlines() == ["a\\nb\tjudge=4\thuman=3.00\tScore: 4",
+                                          "c\\td\tjudge=4\thuman=2.00\tScore: 4"]
     sent = [m["content"] for b in bodies for m in b["messages"]]
     assert sent and all(not c.startswith("\ufeff") and "\ufeff" not in c for c in sent)
 
@@ -208,7 +216,8 @@ def test_one_line_escapes_line_breaks_and_control_characters():
 
 
 def _bench_module() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_reliability", REPO / "benchmarks" / "bench_reliability.py")
+    spec = importlib.util.spec_from_file_location("bench_reliability",
+                                                  REPO / "benchmarks" / "bench_reliability.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("bench_reliability", module)
     spec.loader.exec_module(module)
@@ -222,8 +231,10 @@ def test_the_reliability_benchmarks_storm_server_answers_with_the_stubs_signatur
         statuses = []
         for i in range(4):
             request = urllib.request.Request(
-                server.base_url + "/chat/completions", method="POST", headers={"Content-Type": "application/json"},
-                data=json.dumps({"model": "m", "messages": [{"role": "user", "content": f"Summary: S{i}."}]}).encode())
+                server.base_url + "/chat/completions", method="POST",
+                headers={"Content-Type": "application/json"},
+                data=json.dumps({"model": "m",
+                                 "messages": [{"role": "user", "content": f"Summary: S{i}."}]}).encode())
             try:
                 with urllib.request.urlopen(request, timeout=5) as resp:
                     statuses.append(resp.status)

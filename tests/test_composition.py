@@ -1,4 +1,4 @@
-"""Every registered mitigation composes with the others (issue 4): three maximal pipelines, checked call by call.
+"""Every registered mitigation composes with the others: three maximal pipelines, checked call by call.
 
 One pipeline cannot hold all thirteen strategies, for reasons that are the strategies' own
 semantics rather than gaps in the plumbing. They are split into three pipelines that together
@@ -60,7 +60,8 @@ from mitigate.testing import StubOpenAIServer
 MCQ_CUE = 'a single line "Answer: " followed by'
 """A phrase only the MCQ form's answer instruction contains."""
 
-# --------------------------------------------------------------------------- P1: guideline judge with fan-outs
+# --------------------------------------------------------------------------- P1: guideline judge with
+# fan-outs
 
 P1_TEMPLATE = """Rate the summary of the article for coherence and for fluency.
 
@@ -121,7 +122,8 @@ def item_guideline(text: str) -> list[str]:
 
 
 def p1_answer(request: LMRequest) -> str:
-    """RTS says q; MCQ picks q's letter on 'steady' and (4 - q)'s letter on 'erratic' (RTS and MCQ disagree)."""
+    """RTS says q; MCQ picks q's letter on 'steady' and (4 - q)'s letter on 'erratic' (RTS and MCQ
+    disagree)."""
     text = request.messages[-1].content
     q = int(re.search(r"q=(\d)\.", text).group(1))  # type: ignore[union-attr]
     if MCQ_CUE not in text:
@@ -142,8 +144,8 @@ def demo_block(criterion: str, mcq: bool) -> str:
             parts.append(f"Article:\n{demo.item.inputs['document']}\n\nSummary:\n{demo.item.output}\n\n"
                          "Scoring guideline:\n" + "\n".join(lines[k] for k in order) + f"\n{answer}")
     # the chain of thought asks for reasoning first; the demos show only their answers and say so
-    return ("Examples (each shows only its final answer; in your own answer, write the reasoning the instructions "
-            "ask for first):\n\n" + "\n\n".join(parts))
+    return ("Examples (each shows only its final answer; in your own answer, write the reasoning the "
+            "instructions ask for first):\n\n" + "\n\n".join(parts))
 
 
 def p1_expected_text(item: Item, criterion: str, mcq: bool, order: tuple[int, ...]) -> str:
@@ -194,16 +196,20 @@ async def test_p1_agreement_gate_flags_the_system_whose_rts_and_mcq_disagree() -
     gate = pipe.steps[2]
     assert isinstance(gate, S.AgreementGate)
     report = gate.gate(judgments, items, criterion="coherence")
-    assert report.decision("steady").decision == "accept" and report.decision("steady").r == pytest.approx(1.0)
-    assert report.decision("erratic").decision == "needs_human" and report.decision("erratic").r == pytest.approx(-1.0)
+    assert (report.decision("steady").decision == "accept"
+            and report.decision("steady").r == pytest.approx(1.0))
+    assert (report.decision("erratic").decision == "needs_human"
+            and report.decision("erratic").r == pytest.approx(-1.0))
     assert [("needs_human" in j.flags) for j in report.judgments] == [False] * 5 + [True] * 5
     # the gate read the probe's original scores; the probe's record survives the gate's flags
     assert all("perturbations" in j.meta for j in report.judgments)
 
 
-# --------------------------------------------------------------------------- P2: direct scoring, learned demos
+# --------------------------------------------------------------------------- P2: direct scoring, learned
+# demos
 
-P2_TEMPLATE = "Rate the summary of the article.\n\nArticle:\n{{document}}\n\nSummary:\n{{summary}}\n\nReply with \"Score: N\"."
+P2_TEMPLATE = ("Rate the summary of the article.\n\nArticle:\n{{document}}\n\nSummary:\n{{summary}}\n\nReply "
+               "with \"Score: N\".")
 P2_CRITERIA = (Criterion(name="coherence", definition="how well the summary is organised"),
                Criterion(name="fluency", definition="how well it reads"))
 TRAIN_HUMAN = [(1, 2), (2, 5), (3, 3), (4, 1), (5, 4), (3, 2)]  # (coherence, fluency) per training item
@@ -241,11 +247,13 @@ def fitted_demo_mitigations() -> tuple[S.Demos, S.Demos]:
     """highest-rs fitted by FakeLM + a stub likelihood LM; random-demos fitted on the same training split."""
 
     def fit_answer(request: LMRequest) -> str:
-        i = int(re.search(r"Train summary (\d)\.", request.messages[-1].content).group(1))  # type: ignore[union-attr]
+        i = int(re.search(r"Train summary (\d)\.",
+                          request.messages[-1].content).group(1))  # type: ignore[union-attr]
         return f"Score: {TRAIN_JUDGE[i]}"
 
     ll = StubLikelihoodLM({f"Train summary {i}.": v for i, v in enumerate(TRAIN_LS)})
-    hrs = S.HighestRSDemosPreset(k=2, criterion="coherence").build().fit(train(), p2_base(FakeLM(fit_answer)), lm=ll,
+    hrs = S.HighestRSDemosPreset(k=2, criterion="coherence").build().fit(train(), p2_base(FakeLM(fit_answer)),
+                                                                         lm=ll,
                                                             progress=False)
     rnd = S.RandomDemosPreset(k=2, seed=1, criterion="fluency").build().fit(train())
     return hrs, rnd
@@ -309,9 +317,11 @@ async def test_p2_gives_each_criterion_call_its_own_demos_on_the_new_scale_and_s
         p2_expected_text("coherence", "how well the summary is organised", [(4, 10), (2, 6)]),
     }
     assert [r.messages[-1].content.split("\n\n")[1] for r in lm.requests] == [
-        "- Fluency: how well it reads", "- Coherence: how well the summary is organised"]  # multi-attribute's order
+        # multi-attribute's order
+        "- Fluency: how well it reads", "- Coherence: how well the summary is organised"]
     assert all((r.n, r.temperature, r.logprobs, r.top_logprobs) == (2, 1.0, True, 10) for r in lm.requests)
-    assert judgment.scores == {"fluency": 4.0, "coherence": 9.0}  # means of the expected values (3, 5) and (10, 8)
+    # means of the expected values (3, 5) and (10, 8)
+    assert judgment.scores == {"fluency": 4.0, "coherence": 9.0}
     assert judgment.samples == {"fluency": (3.0, 5.0), "coherence": (10.0, 8.0)}
     assert judgment.meta == {"criteria": ["fluency", "coherence"]}  # split: no shared output, so no positions
 
@@ -320,7 +330,8 @@ async def test_p2_gives_each_criterion_call_its_own_demos_on_the_new_scale_and_s
 
 P3_TEMPLATE = ("Which summary of the article is better?\n\nArticle:\n{{document}}\n\n"
                "Summary 1:\n{{output}}\n\nSummary 2:\n{{output_b}}\n\nAnswer 'Summary 1' or 'Summary 2'.")
-PAIR = Item(id="pair", output="Short and right.", output_b="Long and wrong.", inputs={"document": "An article."})
+PAIR = Item(id="pair", output="Short and right.", output_b="Long and wrong.",
+            inputs={"document": "An article."})
 
 
 def p3() -> S.Pipeline:
@@ -335,7 +346,8 @@ def p3_base(lm: LM) -> PromptJudge:
 async def test_p3_judges_both_orders_with_chain_of_thought_and_keeps_a_consistent_verdict() -> None:
     def prefers_right(request: LMRequest) -> str:
         first = request.messages[-1].content.split("Summary 1:\n", 1)[1].split("\n\n", 1)[0]
-        return "Reasoning... Summary 1 is better." if "right" in first else "Reasoning... Summary 2 is better."
+        return "Reasoning... Summary 1 is better." if "right" in first else ("Reasoning... Summary "
+                                                                             "2 is better.")
 
     lm = FakeLM(prefers_right)
     judgment = await p3().wrap(p3_base(lm)).judge(PAIR)
@@ -345,11 +357,12 @@ async def test_p3_judges_both_orders_with_chain_of_thought_and_keeps_a_consisten
     assert original == ("Which summary of the article is better?\n\nArticle:\nAn article.\n\n"
                         "Summary 1:\nShort and right.\n\nSummary 2:\nLong and wrong.\n\n"
                         f"Answer 'Summary 1' or 'Summary 2'.\n\n{cot}")
-    assert swapped == original.replace("Short and right.", "@").replace("Long and wrong.", "Short and right.") \
-        .replace("@", "Long and wrong.")
+    exchanged = original.replace("Short and right.", "@").replace("Long and wrong.", "Short and right.")
+    assert swapped == exchanged.replace("@", "Long and wrong.")
     assert all((r.n, r.temperature) == (3, 0.7) for r in lm.requests)  # sampling reached both orders
     assert judgment.verdict == "first" and judgment.flags == ()
-    assert judgment.meta == {"orders": {"original": "first", "swapped": "second"}, "position_consistent": True}
+    assert judgment.meta == {"orders": {"original": "first", "swapped": "second"},
+                             "position_consistent": True}
 
 
 # --------------------------------------------------------------------------- all three pipelines
@@ -370,7 +383,8 @@ def test_the_three_pipelines_cover_every_registered_mitigation(
 ) -> None:
     steps = [step for pipe, _ in pipelines.values() for step in pipe.steps]
     used = {step.registry_name for step in steps} - {"demos"}
-    # the three papers' demo presets build Demos: Ohi et al.'s highest-RS and random, Ghazarian et al.'s perturbed
+    # the three papers' demo presets build Demos: Ohi et al.'s highest-RS and random, Ghazarian et al.'s
+    # perturbed
     demos = [s for s in steps if isinstance(s, S.Demos)]
     assert {type(s.selector).__name__ for s in demos if s.selector is not None} >= {"HighestRS", "Random"}
     assert any(s.display == "perturbed" for s in demos)
@@ -384,7 +398,8 @@ def test_the_three_pipelines_cover_every_registered_mitigation(
               "multiple-evidence", "style-control", "dawid-skene", "minority-veto", "pairwise-distribution",
               "solve-first", "reference-revision")
     registered = {name for name, cls in S.registered().items()
-                  if not name.startswith("test-") and not issubclass(cls, Preset) and name not in ("demos", *beyond)}
+                  if not name.startswith("test-") and not issubclass(cls, Preset)
+                  and name not in ("demos", *beyond)}
     assert used == registered
     assert len(registered) == 10
 
@@ -437,7 +452,8 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
         pytest.param(lambda: (S.ExpectedScore() | S.SelfConsistency()).wrap(p2_base(FakeLM([]))),
                      "SelfConsistency\\(cot=True\\)", id="self-consistency-after-expected-score"),
         pytest.param(lambda: (S.SelfConsistency() | S.ExpectedScore()).wrap(p2_base(FakeLM([]))),
-                     "ExpectedScore reads the first scale number", id="expected-score-after-self-consistency"),
+                     "ExpectedScore reads the first scale number",
+                     id="expected-score-after-self-consistency"),
         pytest.param(lambda: (S.AgreementGate() | S.SingleAttribute()).wrap(p1_base(FakeLM([]))),
                      "apply SingleAttribute before", id="agreement-gate-before-the-split"),
         pytest.param(lambda: (S.PerturbationProbe(n=2) | S.MultiAttribute()).wrap(p1_base(FakeLM([]))),
@@ -447,9 +463,11 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
         pytest.param(lambda: _judge_p1_with(S.Granularity()),
                      "expected a prompt with answer='score'", id="granularity-after-the-mcq-form"),
         pytest.param(lambda: fitted_demo_mitigations()[0].wrap(p1_base(FakeLM([]))),
-                     "expected a prompt scoring one criterion", id="learned-demos-on-a-multi-criterion-prompt"),
+                     "expected a prompt scoring one criterion",
+                     id="learned-demos-on-a-multi-criterion-prompt"),
         pytest.param(lambda: fitted_demo_mitigations()[1].wrap(p2_base(FakeLM([]))),
-                     "holds demos for criterion 'fluency'", id="learned-demos-for-a-criterion-no-prompt-scores"),
+                     "holds demos for criterion 'fluency'",
+                     id="learned-demos-for-a-criterion-no-prompt-scores"),
     ],
 )
 def test_incompatible_orders_fail_loudly_before_any_call(build: Any, message: str) -> None:
@@ -470,16 +488,17 @@ async def test_position_swap_on_a_pointwise_judge_refuses_to_judge_without_calli
 
 def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
     demos = json.dumps([d.model_dump(mode="json", exclude_defaults=True) for d in P1_DEMOS])
-    text = (f"consistency-hint | single-attribute(concurrent=false) | agreement-gate(tolerance=0.3, method=pearson, "
-            f"min_items=4) | perturbed-demos(demos={demos}, n=2, seed=1) | self-consistency(n=3, temperature=0.7) "
-            f"| perturbation-probe(n=2, seed=2)")
+    text = ("consistency-hint | single-attribute(concurrent=false) | agreement-gate(tolerance=0.3, "
+            f"method=pearson, min_items=4) | perturbed-demos(demos={demos}, n=2, seed=1) | "
+            f"self-consistency(n=3, temperature=0.7) | perturbation-probe(n=2, seed=2)")
     assert S.parse_pipeline(text) == S.Pipeline([
         S.ConsistencyHint(), S.SingleAttribute(concurrent=False),
         S.AgreementGate(tolerance=0.3, method="pearson", min_items=4),
         S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(), S.SelfConsistency(n=3, temperature=0.7),
         S.PerturbationProbe(n=2, seed=2),
     ])
-    text2 = ('multi-attribute(order=["fluency", "coherence"], criteria=[{"name": "coherence"}, {"name": "fluency"}]) '
+    text2 = ('multi-attribute(order=["fluency", "coherence"], criteria=[{"name": "coherence"}, {"name": '
+             '"fluency"}]) '
              "| granularity(scale=1-10) | expected-score(top_logprobs=5) | sampling(temperature=1.0, n=2, "
              "reducer=median) | random-demos(k=3, seed=4) | highest-rs-demos(k=8, pool_size=40) "
              "| position-swap(on_flip=abstain)")
@@ -492,7 +511,8 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
     )
     assert S.parse_pipeline("baseline") == S.Pipeline() == S.parse_pipeline("")
     # a pipeline's spec and its CLI text name the same steps
-    assert [s["name"] for s in S.parse_pipeline(text).spec()["steps"]] == [s.registry_name for s in p1().steps]
+    assert [s["name"] for s in S.parse_pipeline(text).spec()["steps"]] == [s.registry_name
+                                                                           for s in p1().steps]
 
 
 @pytest.mark.parametrize(
@@ -523,7 +543,8 @@ Reply with "Score: N"."""
 
 
 def test_mitigate_compare_cli_runs_two_pipelines_by_name(tmp_path: Path) -> None:
-    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}", "inputs": {"source": f"Article {i}."},
+    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}",
+             "inputs": {"source": f"Article {i}."},
              "output": f"Summary {i}.", "human": {"fluency": float(1 + i % 3)}} for i in range(4)]
     bench = tmp_path / "bench.jsonl"
     bench.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -545,7 +566,7 @@ def test_mitigate_compare_cli_runs_two_pipelines_by_name(tmp_path: Path) -> None
     entries = {e["name"]: e for e in saved["entries"]}
     assert list(entries) == ["baseline", probed]
     assert entries[probed]["spec"] == S.parse_pipeline(probed).spec()
-    assert entries[probed]["measures"]["perturbation_consistency"]["value"] == 1.0
-    assert entries[probed]["measures"]["perturbation_consistency"]["n"] == 4
-    assert entries["baseline"]["measures"]["perturbation_consistency"]["value"] is None  # NaN with a reason
+    assert entries[probed]["measures"]["perturbation-consistency"]["value"] == 1.0
+    assert entries[probed]["measures"]["perturbation-consistency"]["n"] == 4
+    assert entries["baseline"]["measures"]["perturbation-consistency"]["value"] is None  # NaN with a reason
     assert all(j["scores"] == {"fluency": 2.0} for e in entries.values() for j in e["judgments"])

@@ -1,4 +1,5 @@
-"""The coherent-composition battery: every template of the corpus x every mitigation, and pairs and triples of them.
+"""The coherent-composition battery: every template of the corpus x every mitigation, and pairs and triples of
+them.
 
 Each pipeline wraps a judge whose backend is a :class:`~mitigate.lm.fake.FakeLM` (it records
 every request and enforces nothing), judges one item, and every prompt judge behind the
@@ -22,7 +23,7 @@ composition" contract, on the exact text it sends:
 
 A pipeline that cannot be made coherent must be refused with a one-line
 :class:`~mitigate.errors.MitigateError` (counted, never a crash). Templates: the published ones
-of ``tests/test_template_corpus.py`` (read from the installed packages) and their mirrors, plus
+of ``tests/prompt/test_template_corpus.py`` (read from the installed packages) and their mirrors, plus
 the formats below (our own wording): MT-Bench single with "first write a short critique",
 a G-Eval prompt with "- A score of 1 (no) means" options, an LLMBar-style pairwise prompt with
 numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice after reasoning;
@@ -44,7 +45,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from test_template_corpus import CORPUS, GEVAL_PROMPTS, GEVAL_REPO, _corpus, geval_repo_prompt
 
 from mitigate import Item, PromptJudge
 from mitigate.data.schema import Benchmark
@@ -73,6 +73,7 @@ from mitigate.strategies.edits import (
 from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
 from mitigate.strategies.perturbed_demos import PerturbedDemosPreset
 from mitigate.strategies.sampling import Granularity, Sampling
+from tests.prompt.test_template_corpus import CORPUS, GEVAL_PROMPTS, GEVAL_REPO, _corpus, geval_repo_prompt
 
 OWN: dict[str, str] = {
     # MT-Bench single-answer format, with the critique-then-rate instruction and bracketed headings
@@ -84,7 +85,7 @@ Then rate it on a scale of 1 to 10, where 1 is useless and 10 is flawless, as "R
 
 [Begin assistant reply]
 {{reply}}
-[End assistant reply]""",
+[End assistant reply]""",  # noqa: E501 - the template's own lines, kept as written
     # G-Eval format with the "- A score of 1 (no) means" family of options and a "scores ONLY" stub
     "own-geval-score-of-no": """You will rate one reply to a user's question.
 
@@ -218,7 +219,7 @@ Response:
 
 Evaluation Form (scores ONLY):
 
-- Interest:""",
+- Interest:""",  # noqa: E501 - the template's own lines, kept as written
     "layout-markdown": """# Task
 
 Rate how faithful the summary is to the article, on a scale of 1 to 5 where 5 means every claim is supported.
@@ -288,7 +289,7 @@ Give your answer as "Score: N".""",
 
 ## Answer B
 
-{{answer_b}}""",
+{{answer_b}}""",  # noqa: E501 - the template's own lines, kept as written
 }
 LAYOUTS.update({f"{name}-tight": _tight(text) for name, text in list(LAYOUTS.items())})
 OWN.update(LAYOUTS)
@@ -297,7 +298,7 @@ OWN["slot-in-a-sentence"] = """Is the summary "{{summary}}" a faithful account o
 Article:
 {{article}}
 
-Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies
+Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies  # noqa: E501 - the template's own lines, kept as written
 OWN["rubric-between-slots"] = """Rate the answer from 1 to 3.
 
 Question:
@@ -311,14 +312,17 @@ Score 3 means right.
 Answer:
 {{answer}}
 
-Score:"""  # the guideline inside the item: demos show their texts under slot names, added text goes after the item
+Score:"""  # the guideline inside the item: demos show their texts under slot names, added text goes after the item  # noqa: E501 - the template's own lines, kept as written
 
-GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items() if (text := geval_repo_prompt(rel)) is not None}
-"""G-Eval's own SummEval prompts, read from a copy of its repository when one is here (see test_template_corpus)."""
+GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items()
+                    if (text := geval_repo_prompt(rel)) is not None}
+"""G-Eval's own SummEval prompts, read from a copy of its repository when one is here (see
+test_template_corpus)."""
 
 TEMPLATES = sorted(CORPUS) + sorted(OWN) + sorted(GEVAL_REPO_TEXTS)
 PAIR_TEMPLATES = ["prometheus-absolute", "alpacaeval-self-taught-mt-bench-pair", "autoevals-factuality",
-                  "geval-summeval", "own-mtbench-critique", "own-geval-score-of-no", "own-llmbar-rules", "own-json",
+                  "geval-summeval", "own-mtbench-critique", "own-geval-score-of-no", "own-llmbar-rules",
+                  "own-json",
                   "own-score-tag", "own-yes-no", "mtbench-pair"]
 
 
@@ -334,7 +338,8 @@ def _item(prompt: JudgePrompt) -> Item:
     inputs = {prompt._field_for(s): f"<{s} of the item>" for s in prompt._input_slots()
               if prompt._field_for(s) != "output_b"}
     human = {c.name: prompt.scale.max for c in prompt.criteria}
-    return Item(id="item", output="THE FIRST OUTPUT", output_b="THE SECOND OUTPUT" if prompt.answer == "pairwise"
+    return Item(id="item", output="THE FIRST OUTPUT", output_b="THE SECOND OUTPUT"
+                if prompt.answer == "pairwise"
                 else None, inputs=inputs, human=human, meta={"system": "s1"})
 
 
@@ -343,7 +348,8 @@ def _demos_for(prompt: JudgePrompt) -> Demos | None:
     base = _item(prompt)
     items = [base.model_copy(update={"id": f"demo-{k}", "output": f"DEMO OUTPUT {k}",
                                      "inputs": {f: f"demo {k} {f}" for f in base.inputs},
-                                     "output_b": f"DEMO SECOND {k}" if base.output_b else None}) for k in (1, 2)]
+                                     "output_b": f"DEMO SECOND {k}" if base.output_b else None})
+             for k in (1, 2)]
     if prompt.answer == "pairwise":
         if prompt.format.two_scores:
             return None
@@ -351,7 +357,8 @@ def _demos_for(prompt: JudgePrompt) -> Demos | None:
     if prompt.answer == "mcq" and not prompt.scale.letters:
         return None
     return Demos(demos=(Demo(item=items[0], score=prompt.scale.min),
-                        Demo(item=items[1], score=8.0, scale=Scale(min=1, max=10), reason="A reason of its own.")),
+                        Demo(item=items[1], score=8.0, scale=Scale(min=1, max=10),
+                             reason="A reason of its own.")),
                  k=2)
 
 
@@ -372,7 +379,8 @@ def _mitigations() -> dict[str, Any]:
     found["granularity-1-100"] = Granularity(scale="1-100")
     found["sampling-cot"] = Sampling(temperature=0.5, n=1, cot=True)
     found["template-demos"] = _demos_for
-    found["perturbed-template-demos"] = lambda p: (None if p.guideline is None or p.answer != "score" else Demos(
+    found["perturbed-template-demos"] = lambda p: (None if p.guideline is None or p.answer != "score"
+                                                   else Demos(
         demos=(_demos_for(p).demos[0],), k=1, display="perturbed", n=2))  # type: ignore[union-attr]
     return found
 
@@ -395,7 +403,8 @@ def _added_reasoning(text: str) -> bool:
     return any(lead in text for lead in (COT_LEAD, DEFAULT_COT, RTS_LEAD))
 
 
-def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: Any, *, own_template: bool = False) -> None:
+def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: Any, *,
+                own_template: bool = False) -> None:
     """Every rule of the contract on one prompt judge's prompt (what it sends for ``item``)."""
     sent = "\n".join(m.content for m in prompt.render(item))
     fmt, scale = prompt.format, prompt.scale
@@ -407,7 +416,8 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         assert all(scale.on_grid(v) for v in values), (demo.score, scale.describe())
         if not isinstance(demo.score, dict) and not fmt.two_scores and fmt.json_key is None:
             assert fmt.render(demo.score, scale) in sent
-    # 2. demos stand before the item's first heading and show every heading of the item, in the template's spacing
+    # 2. demos stand before the item's first heading and show every heading of the item, in the template's
+    # spacing
     if prompt.demos:
         check_demo_layout(prompt, item)
     # 3. no added sentence about options the prompt lacks; no score wording added to a pairwise prompt
@@ -415,7 +425,8 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         assert prompt.guideline is not None and prompt.answer != "pairwise"
     base_text = "\n".join(m.template for m in base.messages)
     added = [ln for ln in sent.splitlines() if ln.strip() and ln not in base_text and ln not in
-             "\n".join(f"{d.item.output}\n{d.item.output_b}\n" + "\n".join(d.item.inputs.values()) for d in prompt.demos)
+             "\n".join(f"{d.item.output}\n{d.item.output_b}\n" + "\n".join(d.item.inputs.values())
+                       for d in prompt.demos)
              and ln not in item.output + str(item.output_b) + "\n".join(item.inputs.values())]
     if prompt.answer == "pairwise":
         assert not [ln for ln in added if re.search(r"\bscores?\b", ln, re.I) and ln not in
@@ -441,26 +452,31 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
                                                              else scale.max)
             sep = " " if fmt.line.startswith("[RESULT]") else "\n"
             assert re.fullmatch(con.regex, f"The reply is clear and complete.{sep}{fmt.render(value, scale)}")
-    # 8. outside inserted spans the template's lines are unchanged (multi-attribute writes its own template: skipped)
+    # 8. outside inserted spans the template's lines are unchanged (multi-attribute writes its own template:
+    # skipped)
     if own_template or (is_multi_criterion_template(prompt) and not is_multi_criterion_template(base)):
         return
     kept = "\n".join(m.content for m in prompt.render(item))
     for line in "\n".join(m.content for m in base.render(item)).splitlines():
         if not line.strip() or re.search(r"\d", line) or (base.guideline and any(
                 o.description in line for o in base.guideline.options)):
-            continue  # scale numbers (granularity) and guideline options (perturbations, MCQ letters) may change
+            # scale numbers (granularity) and guideline options (perturbations, MCQ letters) may change
+            continue
         if line.strip() in base.answer_stub() or line.strip() in _instruction_paragraph(base):
-            continue  # the answer stub and closing instruction are rewritten by answer-kind and reasoning changes
+            # the answer stub and closing instruction are rewritten by answer-kind and reasoning changes
+            continue
         assert line in kept, line
     # 9. nothing is inserted inside the judged item: its section, first heading to last text, is sent whole
     section = base.item_section()
     unfilled = base.messages[section[0]].template[section[1]:section[2]] if section is not None else ""
     if unfilled and not re.search(r"\d", unfilled):  # headings with numbers may be rescaled ("(Score 5)")
-        assert base._fill(unfilled, item) in kept, f"text was inserted inside the judged item {unfilled[:80]!r}"
+        assert base._fill(unfilled,
+                          item) in kept, f"text was inserted inside the judged item {unfilled[:80]!r}"
 
 
 def _inserted(before: str, after: str) -> tuple[int, str]:
-    """Where and what: ``after`` must be ``before`` with one span inserted; the earliest place it can stand."""
+    """Where and what: ``after`` must be ``before`` with one span inserted; the earliest place it can
+    stand."""
     n = min(len(before), len(after))
     head = 0
     while head < n and before[head] == after[head]:
@@ -475,7 +491,8 @@ def _inserted(before: str, after: str) -> tuple[int, str]:
 
 
 def _first_heading(text: str, value: str) -> int:
-    """Where the heading of the text ``value`` starts in ``text``: its line when words precede it there, else the
+    """Where the heading of the text ``value`` starts in ``text``: its line when words precede it there, else
+    the
     nearest non-blank line above (the slot's own line when there is none)."""
     at = text.index(value)
     line = text.rfind("\n", 0, at) + 1
@@ -542,7 +559,8 @@ REFUSALS: Counter[str] = Counter()
 
 
 def _run(name: str, steps: tuple[str, ...]) -> str:
-    """Build, wrap and check one pipeline on one template; "ok", "refused" or "n/a" (a step that has no form for it)."""
+    """Build, wrap and check one pipeline on one template; "ok", "refused" or "n/a" (a step that has no form
+    for it)."""
     prompt = _template(name)
     item = _item(prompt)
     resolved = [_resolve(MITIGATIONS[s], prompt) for s in steps]
@@ -586,14 +604,15 @@ TRIPLES = [("consistency-hint", "sampling-cot", "template-demos"), ("template-de
 def test_every_template_with_every_mitigation_is_coherent_or_refused_in_one_line() -> None:
     outcome = Counter(_run(t, (m,)) for t, m in SINGLE)
     assert outcome["ok"] > len(SINGLE) // 2, outcome
-    print(f"\nsingle: {len(TEMPLATES)} templates x {len(MITIGATIONS)} mitigations = {len(SINGLE)}: {dict(outcome)}")
+    print(f"\nsingle: {len(TEMPLATES)} templates x {len(MITIGATIONS)} mitigations = {len(SINGLE)}: "
+          f"{dict(outcome)}")
 
 
 def test_every_ordered_pair_of_mitigations_is_coherent_or_refused_in_one_line() -> None:
     outcome = Counter(_run(t, (a, b)) for t, a, b in PAIRS)
     assert outcome["ok"] > len(PAIRS) // 3, outcome
-    print(f"\npairs: {len(PAIR_TEMPLATES)} templates x {len(MITIGATIONS) * (len(MITIGATIONS) - 1)} ordered pairs = "
-          f"{len(PAIRS)}: {dict(outcome)}")
+    print(f"\npairs: {len(PAIR_TEMPLATES)} templates x {len(MITIGATIONS) * (len(MITIGATIONS) - 1)} ordered "
+          f"pairs = {len(PAIRS)}: {dict(outcome)}")
 
 
 @pytest.mark.parametrize("steps", TRIPLES)
@@ -602,7 +621,8 @@ def test_triples_are_coherent_or_refused_in_one_line(steps: tuple[str, ...]) -> 
     assert outcome["ok"] >= 1, outcome
 
 
-# --------------------------------------------------------------------------- the examples of issue 23, pinned
+# --------------------------------------------------------------------------- incoherent combinations once
+# sent, pinned
 
 
 def test_granularity_rescales_demos_in_either_order_and_rewrites_every_statement() -> None:
@@ -637,7 +657,7 @@ def test_the_agreement_gates_mcq_form_replaces_the_numeric_stub_and_its_letter_p
     assert rts.messages[-1].template.endswith(f"Evaluation Form ({STUB_REASONING}):\n\n- Helpfulness:")
 
 
-def test_a_critique_then_rate_template_is_read_as_reasoning_first_and_its_constraint_lets_the_critique_through() -> None:
+def test_a_critique_then_rate_template_reads_reasoning_first_and_its_constraint_lets_critiques_by() -> None:
     prompt = _template("own-mtbench-critique")
     assert prompt.format.reasoning == "before" and prompt.format.line == "Rating: [[{value}]]"
     con = prompt.format.constraint(prompt.scale, max_tokens=256)
@@ -662,7 +682,8 @@ def test_perturbed_demos_keep_the_question() -> None:
 
 
 def test_the_own_formats_are_read_as_written() -> None:
-    assert [o.label for o in _template("own-geval-score-of-no").guideline.options] == ["1", "2", "3", "4", "5"]
+    assert [o.label for o in _template("own-geval-score-of-no").guideline.options] == ["1", "2", "3", "4",
+                                                                                       "5"]
     rules = _template("own-llmbar-rules")
     assert rules.guideline is None and rules.answer == "pairwise"
     yes_no = _template("own-yes-no")
@@ -677,10 +698,12 @@ def test_compare_warns_when_the_benchmarks_label_scale_differs_from_the_prompts(
     from mitigate.errors import PromptConflictWarning
     from mitigate.harness.compare import check_compare
     prompt = _template("own-geval-score-of-no")  # asks for 1-5
-    items = tuple(Item(id=f"i{k}", output=f"out {k}", inputs={"question": "q"}, human={"helpfulness": float(k)})
+    items = tuple(Item(id=f"i{k}", output=f"out {k}", inputs={"question": "q"},
+                       human={"helpfulness": float(k)})
                   for k in range(1, 5))
     bench = Benchmark(name="ten-point", items=items, criteria=("helpfulness",), scale=Scale(min=1, max=10))
-    with pytest.warns(PromptConflictWarning, match=r"labels 'helpfulness' on 1 to 10, but entries \['plain'\] ask "
+    with pytest.warns(PromptConflictWarning,
+                      match=r"labels 'helpfulness' on 1 to 10, but entries \['plain'\] ask "
                                                    r"for 1 to 5"):
         check_compare(bench, "helpfulness", {"plain": PromptJudge(prompt, FakeLM([]))})
     with warnings.catch_warnings():
@@ -698,7 +721,8 @@ def test_a_critique_request_before_an_answer_stub_is_read_as_reasoning_first() -
     assert re.fullmatch(con.regex, "Too vague about the dates of the trip.\nRating: 4")
 
 
-# --------------------------------------------------------------------------- every demo preset on every item layout
+# --------------------------------------------------------------------------- every demo preset on every item
+# layout
 
 
 class _Likelihood(LM):
@@ -718,12 +742,15 @@ def _criterion(prompt: JudgePrompt) -> str:
 
 
 def _train(prompt: JudgePrompt, n: int = 10) -> Benchmark:
-    """Labelled training items holding every text the template shows (scores across its scale, or preferences)."""
+    """Labelled training items holding every text the template shows (scores across its scale, or
+    preferences)."""
     crit, pair = _criterion(prompt), prompt.answer == "pairwise"
     fields = [prompt._field_for(s) for s in prompt._input_slots() if prompt._field_for(s) != "output_b"]
     steps = int(prompt.scale.max - prompt.scale.min) + 1
-    items = tuple(Item(id=f"t{k}", doc_id=f"doc{k}", system=f"s{k % 2}", output=f"TRAIN OUTPUT {k}" + " more" * k,
-                       output_b=f"TRAIN SECOND {k}" if pair else None, inputs={f: f"train {k} {f}" for f in fields},
+    items = tuple(Item(id=f"t{k}", doc_id=f"doc{k}", system=f"s{k % 2}", output=f"TRAIN OUTPUT {k}"
+                       + " more" * k,
+                       output_b=f"TRAIN SECOND {k}" if pair else None,
+                       inputs={f: f"train {k} {f}" for f in fields},
                        human={} if pair else {crit: prompt.scale.min + k % steps},
                        preference={crit: "AB"[k % 2]} if pair else {}) for k in range(n))
     return Benchmark(name="layout-train", items=items, criteria=(crit,), scale=Scale(min=prompt.scale.min,
@@ -754,9 +781,12 @@ def _preset(name: str, prompt: JudgePrompt, train: Benchmark) -> Demos | None:
     if name == "knn-per-item":
         return Demos(selector=KNN(), k=2).fit(train, base)
     if name == "highest-rs":
-        return None if pair else HighestRSDemosPreset(k=2).build().fit(train, base, lm=_Likelihood(), progress=False)
+        return None if pair else HighestRSDemosPreset(k=2).build().fit(train, base, lm=_Likelihood(),
+                                                                       progress=False)
     if name == "perturbed-demos":
-        return None if pair or prompt.guideline is None else PerturbedDemosPreset(n=2, seed=1).build().fit(train, base)
+        return None if pair or prompt.guideline is None else PerturbedDemosPreset(n=2,
+                                                                                  seed=1).build().fit(train,
+                                                                                                      base)
     assert name == "searched-set"  # what `mitigate search` writes: the chosen demos, given
     chosen = Random(seed=3).fit(train, criterion=_criterion(prompt)).select(2)
     return Demos(demos=tuple(chosen), k=2)
@@ -807,7 +837,8 @@ def test_demos_are_refused_in_one_line_naming_the_slot_in_a_sentence_and_the_mit
         mitigation.wrap(PromptJudge(prompt, lm))
     message = str(refused.value)
     assert "\n" not in message and message.startswith(mitigation.label)
-    assert "first slot {{summary}} stands inside the sentence 'Is the summary \"{{summary}}\" a faithful" in message
+    assert ("first slot {{summary}} stands inside the sentence 'Is the summary "
+            "\"{{summary}}\" a faithful") in message
     assert lm.requests == []
 
 
@@ -817,7 +848,8 @@ def test_a_template_without_demos_is_judged_whatever_its_layout() -> None:
     assert message.content.startswith('Is the summary "THE FIRST OUTPUT" a faithful')
 
 
-# name -> (line of the section's first heading, line where the demos go), counted upward from the first slot's line:
+# name -> (line of the section's first heading, line where the demos go), counted upward from the first slot's
+# line:
 # how far the first heading reaches in published templates, read from the later slots' headings
 PUBLISHED_HEADINGS = {
     "flowjudge-with-inputs": (3, 3),  # "# INPUT" / "Below ...:" / "<inputs>", like its "# OUTPUT" block
@@ -829,7 +861,8 @@ PUBLISHED_HEADINGS = {
     "arenahard": (1, 1),  # "<|User Prompt|>" on the first line
     "mtbench-pair": (1, 1),  # "[User Question]"
     "geval-summeval": (2, 2),
-    "geval-repo-coherence": (2, 5),  # "Source Text:" / blank; the demos go before the lead-in "Example:" / blanks
+    # "Source Text:" / blank; the demos go before the lead-in "Example:" / blanks
+    "geval-repo-coherence": (2, 5),
     "geval-repo-fluency": (2, 4),
     "layout-geval": (2, 5),
     "layout-geval-tight": (1, 2),  # "Example:" stacked on "Source Text:" is a lead-in
@@ -870,7 +903,8 @@ def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and
     shown = prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
     heading = bare.index("Source Text:")
-    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\nCoherence: 2\r\n\r\n"
+    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO "
+             "SUMMARY\r\n\r\nCoherence: 2\r\n\r\n")
     assert lead_in < heading and shown == bare[:lead_in] + block + bare[lead_in:]
     assert bare[heading:].startswith("Source Text:\r\n\r\nITEM ARTICLE\r\n\r\nSummary:\r\n\r\nITEM SUMMARY")
 
@@ -895,7 +929,8 @@ def test_demos_right_after_a_guideline_that_follows_the_item_are_refused_naming_
             "Score 2 means partly right.\nScore 3 means right.\n\nScore:")
     prompt = JudgePrompt.from_template(text).with_layout("as_written")
     demo = Demo(item=Item(id="d", output="o", inputs={"question": "q"}), score=2.0)
-    with pytest.raises(TemplateError, match=r"layout 'as_written' puts the demos right after the guideline, which "
+    with pytest.raises(TemplateError,
+                       match=r"layout 'as_written' puts the demos right after the guideline, which "
                                             r"stands after the judged item's first heading 'Question:'"):
         prompt.with_demos([demo])
     shown = prompt.with_layout("invariant_first").with_demos([demo]).render(_item(prompt))[0].content
@@ -908,14 +943,16 @@ def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
     item = _item(prompt)
     bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
-    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\nClarity: 3\r\n\r\n"
+    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO "
+             "SUMMARY\r\n\r\nClarity: 3\r\n\r\n")
     assert shown == bare[:lead_in] + block + bare[lead_in:]
     check_demo_layout(prompt.with_demos([demo]), item)
 
 
 def test_the_item_section_leaves_out_the_markup_that_closes_or_opens_the_blocks_around_it() -> None:
-    text = ("Rate the summary from 1 to 5.\n<example>\nSummary: short and clear\nScore: 4\n</example>\n<article>\n"
-            "{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n<instructions>\nAnswer \"Score: N\".\n"
+    text = ("Rate the summary from 1 to 5.\n<example>\nSummary: short and clear\nScore: "
+            "4\n</example>\n<article>\n{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n"
+            "<instructions>\nAnswer \"Score: N\".\n"
             "</instructions>")
     prompt = JudgePrompt.from_template(text)
     section = prompt.item_section()

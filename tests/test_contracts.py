@@ -1,4 +1,5 @@
-"""The shared contract battery (:mod:`mitigate.testing.checks`), run over every registered component of every kind.
+"""The shared contract battery (:mod:`mitigate.testing.checks`), run over every registered component of every
+kind.
 
 The same checks ship publicly, so users run them on their own mitigations, selectors and
 engines with ``parametrize_with_checks`` (scikit-learn style).

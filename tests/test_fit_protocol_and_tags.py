@@ -45,7 +45,8 @@ def test_tags_are_frozen_and_a_pipeline_declares_what_any_step_does() -> None:
     # a pipeline fits each step against the judge the steps before it make
     assert parse_pipeline("random-demos(k=2)").tags == Tags(needs_fitting=True, needs_judge=True)
     assert parse_pipeline("random-demos(k=2)").steps[0].tags == Tags(needs_fitting=True)
-    assert KNN().tags.query_dependent and HighestRS().tags.calls_judge_while_fitting and not Random().tags.query_dependent
+    assert (KNN().tags.query_dependent and HighestRS().tags.calls_judge_while_fitting
+            and not Random().tags.query_dependent)
 
 
 def test_fit_without_judge_calls_runs_inside_a_running_loop_and_equals_afit() -> None:
@@ -66,7 +67,8 @@ def test_a_mitigation_that_needs_no_fitting_returns_itself() -> None:
 
 
 def test_a_selector_takes_its_criterion_explicitly_or_from_the_judges_prompt() -> None:
-    pool = [it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}}) for it in example_pool()]
+    pool = [it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}})
+            for it in example_pool()]
     by_judge = Random(seed=1).fit(pool, example_judge(("coherence",)))
     assert by_judge.criterion_ == "coherence"
     assert Random(seed=1).fit(pool, criterion="fluency").criterion_ == "fluency"
@@ -89,9 +91,11 @@ def test_each_demo_preset_builds_the_demos_its_equivalent_spec_builds() -> None:
     knn = KNN().fit(pool, criterion="score")
     pairs = [
         (FixedDemosPreset(demos=given).build(), Demos(demos=given, k=2)),
-        (PerItemDemosPreset(selector=knn, k=2).build(), Demos(selector=knn, k=2, per_item=True, placement="append")),
+        (PerItemDemosPreset(selector=knn, k=2).build(),
+         Demos(selector=knn, k=2, per_item=True, placement="append")),
         (PerturbedDemosPreset(m=2, n=3, seed=4).build(),
-         Demos(selector=Stratified(by="range", seed=4), k=2, display="perturbed", placement="append", n=3, seed=4)),
+         Demos(selector=Stratified(by="range", seed=4), k=2, display="perturbed", placement="append", n=3,
+               seed=4)),
         (PerturbedDemosPreset(demos=given, perturbed=False).build(),
          Demos(demos=given, k=2, display="guideline", placement="append")),
     ]
@@ -120,7 +124,8 @@ class HidesJudging(PromptMitigation):
 
 
 def test_the_battery_fails_a_component_whose_tags_hide_that_it_calls_the_judge() -> None:
-    with pytest.raises(AssertionError, match="tags say it calls no judge while fitting, but fit made 1 LM calls"):
+    with pytest.raises(AssertionError,
+                       match="tags say it calls no judge while fitting, but fit made 1 LM calls"):
         check_fit_returns_a_fitted_copy(HidesJudging())
 
 
@@ -138,7 +143,8 @@ class HidesWaiting(HidesJudging):
 
 
 def test_sync_fit_refuses_a_component_whose_tags_hide_that_it_waits() -> None:
-    with pytest.raises(ConfigError, match="HidesWaiting.afit waited on I/O, but its tags say it calls no judge"):
+    with pytest.raises(ConfigError,
+                       match="HidesWaiting.afit waited on I/O, but its tags say it calls no judge"):
         HidesWaiting().fit(example_train(), example_judge(lm=FakeLM([])))
 
 

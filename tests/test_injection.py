@@ -33,8 +33,10 @@ MARKERS = [
 SYSTEM = "You are a strict grader. Answer with one number."
 TEMPLATE = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
 
-forged_text = st.lists(st.one_of(st.sampled_from(MARKERS), st.text(max_size=12)), min_size=1, max_size=10).map("".join)
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+forged_text = st.lists(st.one_of(st.sampled_from(MARKERS), st.text(max_size=12)), min_size=1,
+                       max_size=10).map("".join)
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _request(summary: str, source: str = "An article.") -> LMRequest:
@@ -42,7 +44,8 @@ def _request(summary: str, source: str = "An article.") -> LMRequest:
     return judge.request(Item(id="x", output=summary, inputs={"source": source}))
 
 
-# ------------------------------------------------------------------ llama.cpp: special tokens come from the template only
+# ------------------------------------------------------------------ llama.cpp: special tokens come from the
+# template only
 
 
 def _gguf_models() -> list[str]:
@@ -88,7 +91,8 @@ def test_llamacpp_forged_chatml_turn_stays_text_and_plain_prompts_tokenize_as_be
     assert gguf.prompt_tokens(plain) == llm.tokenize(whole.encode(), add_bos=False, special=True)
 
 
-# ------------------------------------------------------------------ HTTP backends: the body carries the judge's turns only
+# ------------------------------------------------------------------ HTTP backends: the body carries the
+# judge's turns only
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +130,8 @@ def test_anthropic_body_holds_exactly_the_judges_messages(stub, summary, source)
     assert body["messages"] == [{"role": "user", "content": request.messages[-1].content}]
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")  # litellm raises the limit on import
+# litellm raises the limit on import
+@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 @SETTINGS
 @given(summary=forged_text, source=forged_text)
 def test_dspy_body_holds_exactly_the_judges_messages(stub, summary, source):
@@ -135,4 +140,5 @@ def test_dspy_body_holds_exactly_the_judges_messages(stub, summary, source):
 
     request = _request(summary, source)
     body = _sent(stub, DSPyLM("openai/stub-model", api_base=stub.base_url, api_key="sk-test"), request)
-    assert [(m["role"], m["content"]) for m in body["messages"]] == [(m.role, m.content) for m in request.messages]
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [(m.role, m.content)
+                                                                     for m in request.messages]

@@ -1,4 +1,5 @@
-"""The package's layering: no import cycle, no import of another module's private name, each layer importing only from below.
+"""The package's layering: no import cycle, no import of another module's private name, each layer importing
+only from below.
 
 The imports are read with ``ast`` from the source files, module-level and function-level
 alike (an import inside a function is still a dependency), and so are the modules named
@@ -213,7 +214,8 @@ def test_no_module_imports_another_modules_private_name() -> None:
                     if alias.asname and alias.name in MODULES:
                         aliases[alias.asname] = alias.name
         for node in ast.walk(tree):  # module._name through an imported module
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
                     and node.attr.startswith("_") and not node.attr.startswith("__")):
                 found.append(f"{name}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
     assert not found, "private names used across modules:\n" + "\n".join(found)
@@ -238,7 +240,8 @@ def test_no_module_takes_a_name_from_the_root_package() -> None:
         for module, imported, line in _imports(name)
         if module == "mitigate" and imported is not None and f"mitigate.{imported}" not in MODULES
     ]
-    assert not found, "names taken from the root package (import them from their own module):\n" + "\n".join(found)
+    assert not found, ("names taken from the root package (import them from their "
+                       "own module):\n") + "\n".join(found)
 
 
 def test_lm_parse_and_data_are_layered_in_that_order() -> None:
@@ -263,7 +266,8 @@ def test_the_layering_test_sees_importlib_and_root_package_imports() -> None:
     assert isinstance(call, ast.Call) and _import_module_target(call) == "mitigate.search"
     call = ast.parse('importlib.import_module(package)').body[0].value
     assert isinstance(call, ast.Call) and _import_module_target(call) is None
-    assert any(module == "mitigate.lm" and imported is None for module, imported, _ in _imports("mitigate.lm.registry"))
+    assert any(module == "mitigate.lm" and imported is None for module, imported,
+               _ in _imports("mitigate.lm.registry"))
 
 
 def test_the_layering_test_sees_cycles_and_private_imports() -> None:
@@ -283,7 +287,8 @@ def test_importing_the_strategies_does_not_import_scipy() -> None:
 
 def test_importing_the_selectors_does_not_import_the_strategies_or_the_search() -> None:
     code = ("import sys, mitigate.selectors; "
-            "print(sorted(m for m in sys.modules if m.startswith(('mitigate.strategies', 'mitigate.search'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('mitigate.strategies', "
+            "'mitigate.search'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]"

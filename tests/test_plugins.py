@@ -1,4 +1,4 @@
-"""Plugins (issue 27): a module whose import registers components, loaded by ``--plugin`` or an installed
+"""Plugins: a module whose import registers components, loaded by ``--plugin`` or an installed
 ``mitigate.plugins`` entry point, is usable from every command, listed, and checked by ``check-plugin``."""
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def plugin_path(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_load_plugin_reports_what_the_module_registered(plugin_path: Path) -> None:
-    assert load_plugin("demo_plugin_good") == [("mitigation", "test-plugin-terse"), ("selector", "test-plugin-first")]
+    assert load_plugin("demo_plugin_good") == [("mitigation", "test-plugin-terse"),
+                                               ("selector", "test-plugin-first")]
     assert lookup("mitigation", "test-plugin-terse").paper == "the mitigate test suite"
 
 
@@ -50,7 +51,8 @@ def test_a_plugin_that_cannot_be_imported_is_one_config_error(module: str, expec
 
 
 def _bench(tmp_path: Path, n: int = 16) -> str:
-    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}", "inputs": {"source": f"Article {i}."},
+    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}",
+             "inputs": {"source": f"Article {i}."},
              "output": f"Summary {i}.", "human": {"fluency": 1.0 + i % 5}} for i in range(n)]
     (tmp_path / "bench.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
@@ -90,7 +92,8 @@ def test_a_plugin_parameter_refused_on_the_command_line_names_the_accepted_value
     result = CliRunner().invoke(app, ["judge", "--plugin", "demo_plugin_good", "--pipeline",
                                       "test-plugin-terse(tone=loud)", "--backend", "fake"])
     assert result.exit_code == 2
-    assert "The 'tone' parameter of Terse must be one of 'plain', 'strict'. Got 'loud' instead." in result.stderr
+    assert ("The 'tone' parameter of Terse must be one of 'plain', 'strict'. Got "
+            "'loud' instead.") in result.stderr
 
 
 def test_check_plugin_passes_a_good_plugin(plugin_path: Path) -> None:
@@ -150,7 +153,8 @@ def test_an_installed_entry_point_plugin_is_loaded_and_a_broken_one_is_one_warni
     _install_dist(site, "demo-installed-plugin", {"installed": "demo_ep_plugin", "broken": "demo_ep_missing"},
                   {"demo_ep_plugin": EP_MODULE})
     monkeypatch.syspath_prepend(str(site))
-    with pytest.warns(UserWarning, match=r"plugin 'broken' \(entry point 'demo_ep_missing' of demo-installed-plugin"):
+    with pytest.warns(UserWarning,
+                      match=r"plugin 'broken' \(entry point 'demo_ep_missing' of demo-installed-plugin"):
         loaded = load_entry_point_plugins(again=True)
     assert loaded == ["demo_ep_plugin"]
     assert lookup("mitigation", "test-plugin-installed").__name__ == "Installed"
@@ -162,7 +166,8 @@ def test_an_installed_plugin_is_listed_by_a_fresh_command_line(tmp_path: Path) -
     _install_dist(site, "demo-listed-plugin", {"listed": "demo_ep_listed"},
                   {"demo_ep_listed": EP_MODULE.replace("test-plugin-installed", "test-plugin-listed")})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(Path(__file__).parent.parent)])}
-    out = subprocess.run([sys.executable, "-m", "mitigate", "mitigations", "--json"], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "mitigate", "mitigations", "--json"], env=env,
+                         capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     rows = {r["name"]: r for r in json.loads(out.stdout)}
@@ -177,7 +182,8 @@ from pathlib import Path
 from mitigate.registry import add
 
 add("prompt", "test-plugin-own-prompt", Path(__file__))
-inner = types.ModuleType("mitigate.test_fake_builtin")  # stands for a mitigate package first imported by the plugin
+# stands for a mitigate package first imported by the plugin
+inner = types.ModuleType("mitigate.test_fake_builtin")
 exec("from pathlib import Path\\nfrom mitigate.registry import add\\n"
      "add('prompt', 'test-mitigate-prompt', Path('x.txt'))", inner.__dict__)
 '''

@@ -1,4 +1,5 @@
-"""The README's way to try the command line without a key or a model runs as written: the stub server, then judge
+"""The README's way to try the command line without a key or a model runs as written: the stub server, then
+judge
 and compare pointed at it (the port swapped for a free one, ``mitigate`` run from this tree)."""
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def test_the_readme_stub_server_example_runs_as_written(tmp_path):
         assert len(commands) == 2
         for line in commands:
             args = shlex.split(line.replace("8765", port))[1:]
-            done = subprocess.run([sys.executable, "-m", "mitigate", *args, "--no-progress"], capture_output=True,
+            done = subprocess.run([sys.executable, "-m", "mitigate", *args, "--no-progress"],
+                                  capture_output=True,
                                   text=True, env=env, cwd=tmp_path, timeout=300)
             assert done.returncode == 0, (line, done.stderr[-2000:])
         assert (tmp_path / "reports" / "stub" / "report.md").is_file()
@@ -58,8 +60,10 @@ def test_the_readme_stub_server_example_runs_as_written(tmp_path):
 
 
 @pytest.mark.parametrize(("prompt", "read"), [
-    ("summeval-coherence", "parse the score from the text"), ("summeval-fluency", "parse the score from the text"),
-    ("webnlg-fluency", "expected score from the top-10 logprobs"), ("tmu-grammar", "expected score from the top-10 logprobs"),
+    ("summeval-coherence", "parse the score from the text"),
+    ("summeval-fluency", "parse the score from the text"),
+    ("webnlg-fluency", "expected score from the top-10 logprobs"),
+    ("tmu-grammar", "expected score from the top-10 logprobs"),
     ("uss-satisfaction", "expected score from the top-10 logprobs"),
 ])
 def test_the_embedded_judge_is_read_as_getting_started_says(prompt, read):
@@ -67,11 +71,13 @@ def test_the_embedded_judge_is_read_as_getting_started_says(prompt, read):
 
     from mitigate.cli import app
 
-    done = CliRunner().invoke(app, ["prompts", "render", prompt])  # the embedded model, as the quick start runs it
+    # the embedded model, as the quick start runs it
+    done = CliRunner().invoke(app, ["prompts", "render", prompt])
     assert done.exit_code == 0, done.output
     assert f"answer read: {read}" in done.stdout
     readme = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
     assert ("The built-in SummEval prompts (the quick start's included) ask for one sentence of justification "
             "before \"Score: N\"") in readme
     assert "which is read from the text" in readme
-    assert "(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the model's next-token" in readme
+    assert ("(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the "
+            "model's next-token") in readme

@@ -1,4 +1,4 @@
-"""The one registry and declared parameter constraints (mitigate.registry), and run_sync."""
+"""The one registry and declared parameter constraints (mitigate.registry), and run_coroutine."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from mitigate.registry import (
     lookup,
     register,
     registered,
-    run_sync,
+    run_coroutine,
 )
 
 
@@ -41,7 +41,8 @@ def test_constraint_error_is_written_from_the_declaration():
     with pytest.raises(ConfigError) as err:
         Widget(k=0)
     assert str(err.value) == "The 'k' parameter of Widget must be an int >= 1. Got 0 instead."
-    with pytest.raises(ConfigError, match=r"'by' parameter of Widget must be one of 'label', 'range'. Got 'x'"):
+    with pytest.raises(ConfigError,
+                       match=r"'by' parameter of Widget must be one of 'label', 'range'. Got 'x'"):
         Widget(by="x")
     with pytest.raises(ConfigError, match=r"must be a float in \(0, 1\] or None. Got 0 instead"):
         Widget(rate=0)
@@ -55,7 +56,8 @@ def test_constraints_run_before_pydantic_so_wrong_types_are_one_line_errors():
 
 
 def test_unknown_parameter_names_the_known_ones():
-    with pytest.raises(ConfigError, match=r"Widget has no parameter 'kk'; expected some of \['by', 'k', 'rate'\]"):
+    with pytest.raises(ConfigError,
+                       match=r"Widget has no parameter 'kk'; expected some of \['by', 'k', 'rate'\]"):
         Widget(kk=3)
 
 
@@ -101,16 +103,17 @@ def test_interval_and_instance_wording():
     assert check_param("X", "n", 4, [Interval(int, 1)]) == 4
 
 
-def test_run_sync_runs_outside_a_loop_and_refuses_inside_one():
+def test_run_coroutine_runs_outside_a_loop_and_refuses_inside_one():
     async def answer() -> int:
         return 42
 
-    assert run_sync(answer(), what="f()", instead="af()") == 42
+    assert run_coroutine(answer(), what="f()", instead="af()") == 42
 
     async def inside() -> None:
         coro = answer()
-        with pytest.raises(ConfigError, match=r"f\(\) runs its own event loop .* expected `await af\(\)` there"):
-            run_sync(coro, what="f()", instead="af()")
+        with pytest.raises(ConfigError,
+                           match=r"f\(\) runs its own event loop .* expected `await af\(\)` there"):
+            run_coroutine(coro, what="f()", instead="af()")
         assert coro.cr_frame is None  # closed, not leaked (no "never awaited" warning)
 
     asyncio.run(inside())

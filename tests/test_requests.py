@@ -141,7 +141,8 @@ def test_a_cascade_marks_its_later_stage_as_conditional() -> None:
     stages = [stage.model_copy(update={"guarantee_": None}) for _ in range(2)]
     judges = {"cheap": example_judge(lm=cheap), "strong": example_judge(lm=strong)}
     try:
-        fitted = [s.calibrate([Judgment(item_id=i.id, scores={"coherence": 3.0}, samples={"coherence": (3.0,)})
+        fitted = [s.calibrate([Judgment(item_id=i.id, scores={"coherence": 3.0},
+                                        samples={"coherence": (3.0,)})
                                for i in train.items], list(train.items)) for s in stages]
     except MitigateError as exc:  # the calibration API changed: the stage guarantee is set by hand below
         pytest.fail(f"could not fit a stage: {exc}")

@@ -8,7 +8,7 @@ explanation, verdict then reasons, both outputs named in the reasoning, a reason
 leans the other way, hedges, refusals, cut-off answers); its expected reading ("first",
 "second", "tie" or "failure") is assigned by hand per style, not computed by a parser.
 
-Used by ``tests/test_verdict_precision.py`` and ``benchmarks/parse_reasoning_verdicts.py``.
+Used by ``tests/parse/test_verdict_precision.py`` and ``benchmarks/parse_reasoning_verdicts.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ TEMPLATES = {
     ),
     "mtbench": (
         "Compare the two assistants' answers to the question.\n\n[Question]\n{{question}}\n\n[Assistant A]\n"
-        "{{answer_a}}\n\n[Assistant B]\n{{answer_b}}\n\nExplain your comparison first, then output your final "
+        "{{answer_a}}\n\n[Assistant B]\n{{answer_b}}\n\nExplain your comparison first, then "
+        "output your final "
         'verdict by strictly following this format: "[[A]]" if assistant A is better, "[[B]]" if assistant B '
         'is better, and "[[C]]" for a tie.'
     ),
@@ -56,7 +57,8 @@ def verdict_line(fmt: str, side: str) -> str:
 NEUTRAL = [
     "{x} lists three steps and {y} lists four; both cover the main request.",
     "Both {x} and {y} answer the question. {x} is shorter; {y} adds an example.",
-    "The instruction asks for a polite reply. {x} opens with a greeting, while {y} goes straight to the point.",
+    "The instruction asks for a polite reply. {x} opens with a greeting, while {y} goes straight "
+    "to the point.",
     "{y} mentions the deadline that {x} leaves out, but {x} keeps the requested tone.",
     "Looking at accuracy, {x} states the date correctly and {y} states it correctly too.",
 ]
@@ -120,7 +122,8 @@ def cases() -> list[Case]:
             w, lo = _name(fmt, side), _name(fmt, "second" if side == "first" else "first")
             verdict = verdict_line(fmt, side)
             for i, reason in enumerate(NEUTRAL):
-                out.append(Case(fmt, reason.format(x=x, y=y) + "\n\n" + verdict, side, "neutral reasoning, verdict last"))
+                out.append(Case(fmt, reason.format(x=x, y=y) + "\n\n" + verdict, side,
+                                "neutral reasoning, verdict last"))
                 if i < 3 and fmt != "summary":
                     tail = TRAILING[i]
                     line = verdict[:-1] + tail if verdict.endswith(".") else verdict + " " + tail.lstrip(" ,")
@@ -137,7 +140,8 @@ def cases() -> list[Case]:
                                 "reasoning leans the other way, verdict last"))
         for hedge in HEDGES:
             out.append(Case(fmt, hedge.format(x=x, y=y), "failure", "hedge"))
-            out.append(Case(fmt, NEUTRAL[0].format(x=x, y=y) + " " + hedge.format(x=y, y=x), "failure", "hedge"))
+            out.append(Case(fmt, NEUTRAL[0].format(x=x, y=y) + " " + hedge.format(x=y, y=x), "failure",
+                            "hedge"))
         for refusal in REFUSALS:
             out.append(Case(fmt, refusal, "failure", "refusal"))
         for tie in TIE_TEXT:

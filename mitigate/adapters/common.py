@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
-from mitigate.judge import Judge, Judgment
+from mitigate.judge import Judge, Judgment, judge_scale
 from mitigate.scale import Scale
 
 
@@ -42,7 +42,8 @@ class Outcome(BaseModel):
 
 def make_item(output: str, input: str | None = None, *, expected: str | None = None,
               context: str | None = None, item_id: str = "item", input_field: str = "source") -> Item:
-    """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to ``inputs[input_field]``.
+    """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to
+    ``inputs[input_field]``.
 
     ``expected`` becomes the item's reference, ``context`` ``inputs["context"]``. The default
     ``input_field="source"`` fills template slots named ``{{source}}``, ``{{document}}``,
@@ -58,14 +59,15 @@ def make_item(output: str, input: str | None = None, *, expected: str | None = N
     return Item(id=item_id or "item", output=output, inputs=inputs, reference=expected)
 
 
-def judge_scale(judge: Judge, scale: Scale | None = None) -> Scale:
-    """``scale`` when given, else the scale of the judge's prompt (every inner prompt must agree)."""
+def shown_scale(judge: Judge, scale: Scale | None = None) -> Scale:
+    """``scale`` when given, else the one scale the judge answers on (:func:`mitigate.judge.judge_scale`)."""
     if scale is not None:
         return scale
-    scales = {leaf.prompt.scale.model_dump_json(): leaf.prompt.scale for leaf in judge.leaves()}
-    if len(scales) != 1:
-        raise ConfigError(f"expected one answer scale across the judge's prompts; got {len(scales)}: pass scale=")
-    return next(iter(scales.values()))
+    found = judge_scale(judge)
+    if found is None:
+        raise ConfigError(f"expected a judge with a prompt scale; {type(judge).__name__} shows "
+                          "none: pass scale=")
+    return found
 
 
 def outcome(judgment: Judgment, scale: Scale, criterion: str | None = None) -> Outcome:
@@ -83,10 +85,12 @@ def outcome(judgment: Judgment, scale: Scale, criterion: str | None = None) -> O
     score = judgment.scores[criterion]
     if score is None or not math.isfinite(score):
         reasons = [f.reason for f in judgment.failures if f.criterion == criterion] or ["no score"]
-        return Outcome(score=None, normalized=None, raw=raw, error=f"the judge's answer held no score: {reasons[0]}",
+        return Outcome(score=None, normalized=None, raw=raw,
+                       error=f"the judge's answer held no score: {reasons[0]}",
                        scale=scale, criterion=criterion)
     if not scale.contains(score):
-        return Outcome(score=None, normalized=None, raw=raw, error=f"expected a score within {scale.min:g} to "
+        return Outcome(score=None, normalized=None, raw=raw,
+                       error=f"expected a score within {scale.min:g} to "
                        f"{scale.max:g}; the judge gave {score:g}", scale=scale, criterion=criterion)
     return Outcome(score=score, normalized=scale.normalise(score), raw=raw, error=None, scale=scale,
                    criterion=criterion)

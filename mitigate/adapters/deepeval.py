@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mitigate.adapters.common import Outcome, judge_scale, make_item, outcome
+from mitigate.adapters.common import Outcome, make_item, outcome, shown_scale
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import Judge
-from mitigate.registry import run_sync
+from mitigate.registry import run_coroutine
 from mitigate.scale import Scale
 
 
@@ -37,7 +37,7 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
     if not 0.0 <= threshold <= 1.0:
         raise ConfigError(f"expected a threshold between 0 and 1 (the score mapped over the judge's scale); "
                           f"got {threshold}")
-    shown = judge_scale(judge, scale)
+    shown = shown_scale(judge, scale)
 
     class MitigatedJudgeMetric(BaseMetric):
         """A mitigate judge as a DeepEval metric (see :mod:`mitigate.adapters.deepeval`)."""
@@ -53,7 +53,8 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
 
         def _item(self, test_case: Any) -> Any:
             context = getattr(test_case, "context", None)
-            return make_item(test_case.actual_output or "", test_case.input, expected=test_case.expected_output,
+            return make_item(test_case.actual_output or "", test_case.input,
+                             expected=test_case.expected_output,
                              context="\n".join(context) if context else None, input_field=input_field,
                              item_id=str(getattr(test_case, "name", None) or "test_case"))
 
@@ -68,12 +69,12 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
             self.error = None
             self.raw_score = got.score
             self.score = got.normalized
-            self.success = self.score >= self.threshold
+            self.success = self.score >= threshold
             return self.score
 
         def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
             """Judge ``test_case`` (synchronously); the 0-1 score, or ParseError when the judge gave none."""
-            judgment = run_sync(judge.judge(self._item(test_case)), what=f"{name}.measure()",
+            judgment = run_coroutine(judge.judge(self._item(test_case)), what=f"{name}.measure()",
                                 instead="metric.a_measure(test_case)")
             return self._record(outcome(judgment, shown, criterion))
 
@@ -83,7 +84,7 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
 
         def is_successful(self) -> bool:
             """True when the last measure gave a score at or above the threshold."""
-            return bool(self.error is None and self.score is not None and self.score >= self.threshold)
+            return bool(self.error is None and self.score is not None and self.score >= threshold)
 
         @property
         def __name__(self) -> str:  # DeepEval names metrics by this property

@@ -21,14 +21,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mitigate.adapters.common import judge_scale, make_item, outcome
+from mitigate.adapters.common import make_item, outcome, shown_scale
 from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, save_recorded
 from mitigate.errors import DataError
 from mitigate.judge import Judge
 from mitigate.scale import Scale
 
 GRADES = {"C": 1.0, "P": 0.5, "I": 0.0}
-"""inspect's letter grades (CORRECT, PARTIAL, INCORRECT) as scores on 0-1, as its ``value_to_float`` reads them.
+"""inspect's letter grades (CORRECT, PARTIAL, INCORRECT) as scores on 0-1, as its ``value_to_float`` reads
+them.
 
 NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero.
 """
@@ -46,7 +47,7 @@ def mitigated_scorer(judge: Judge, *, criterion: str | None = None, scale: Scale
     from inspect_ai.scorer import Score, Target, mean, scorer, stderr
     from inspect_ai.solver import TaskState
 
-    shown = judge_scale(judge, scale)
+    shown = shown_scale(judge, scale)
 
     @scorer(metrics=[mean(), stderr()], name=name)
     def build() -> Any:
@@ -56,7 +57,7 @@ def mitigated_scorer(judge: Judge, *, criterion: str | None = None, scale: Scale
                              item_id=str(state.sample_id), input_field=input_field)
             got = outcome(await judge.judge(item), shown, criterion)
             meta = {"criterion": got.criterion, "scale": [shown.min, shown.max], "normalized": got.normalized}
-            if not got.ok:
+            if not got.ok or got.score is None:
                 return Score.unscored(reason="grader_failed", answer=state.output.completion,
                                       explanation=got.raw, metadata={**meta, "error": got.error})
             return Score(value=got.score, answer=state.output.completion, explanation=got.raw, metadata=meta)
@@ -147,5 +148,6 @@ def read_inspect_log(path: str | Path, *, criterion: str | None = None, judge: s
 
 
 def inspect_log_to_recorded(path: str | Path, out: str | Path, **kwargs: Any) -> Path:
-    """Write the judgments of an inspect eval log as a recorded-judgments file (see :func:`read_inspect_log`)."""
+    """Write the judgments of an inspect eval log as a recorded-judgments file (see
+    :func:`read_inspect_log`)."""
     return save_recorded(list(read_inspect_log(path, **kwargs).values()), out)

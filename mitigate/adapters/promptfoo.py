@@ -30,15 +30,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mitigate.adapters.common import judge_scale, make_item, outcome
+from mitigate.adapters.common import make_item, outcome, shown_scale
 from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, save_recorded
 from mitigate.errors import ConfigError, DataError, ParseError
 from mitigate.judge import Judge
-from mitigate.registry import run_sync
+from mitigate.registry import run_coroutine
 from mitigate.scale import Scale
 
 GRADER_ERROR = re.compile(
-    r"(Error running (Python|Ruby|JavaScript)|(Python|Ruby|JavaScript) code execution failed|Could not extract JSON"
+    r"(Error running (Python|Ruby|JavaScript)|(Python|Ruby|JavaScript) code execution failed|Could not "
+    r"extract JSON"
     r"|Webhook error|Moderation API error|.{0,40}rubric evaluation failed|invalid JSON:|Error: )"
 )
 """Reasons with which promptfoo reports a grader that failed rather than graded (it records score 0 for them).
@@ -69,12 +70,13 @@ async def agrade(judge: Judge, output: Any, context: Mapping[str, Any], *, thres
                           f"got {threshold}")
     variables = context.get("vars") or {}
     if input_var is not None and input_var not in variables:
-        raise ConfigError(f"expected the test var {input_var!r} (input_var); the test has {sorted(variables)}")
+        raise ConfigError(f"expected the test var {input_var!r} (input_var); the test has "
+                          f"{sorted(variables)}")
     given = variables[input_var] if input_var is not None else context.get("prompt")
     expected = variables.get(expected_var) if expected_var is not None else None
     item = make_item(_text(output), None if given is None else _text(given),
                      expected=None if expected is None else _text(expected), input_field=input_field)
-    got = outcome(await judge.judge(item), judge_scale(judge, scale), criterion)
+    got = outcome(await judge.judge(item), shown_scale(judge, scale), criterion)
     if not got.ok:
         raise ParseError(f"mitigated judge: {got.error}; raw answer: {got.raw!r}", raw=got.raw,
                          criterion=got.criterion)
@@ -82,20 +84,24 @@ async def agrade(judge: Judge, output: Any, context: Mapping[str, Any], *, thres
     return {"pass": got.normalized >= threshold, "score": got.normalized, "reason": got.raw}
 
 
-def make_assert(judge: Judge, *, threshold: float = 0.5, criterion: str | None = None, scale: Scale | None = None,
+def make_assert(judge: Judge, *, threshold: float = 0.5, criterion: str | None = None,
+                scale: Scale | None = None,
                 input_var: str | None = None, expected_var: str | None = None,
                 input_field: str = "source") -> Callable[[Any, Mapping[str, Any]], GradingResult]:
-    """A ``get_assert(output, context)`` for a promptfoo Python assertion, grading with ``judge`` (see :func:`agrade`)."""
+    """A ``get_assert(output, context)`` for a promptfoo Python assertion, grading with ``judge`` (see
+    :func:`agrade`)."""
 
     def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
-        return run_sync(agrade(judge, output, context, threshold=threshold, criterion=criterion, scale=scale,
+        return run_coroutine(agrade(judge, output, context, threshold=threshold, criterion=criterion,
+                                    scale=scale,
                                input_var=input_var, expected_var=expected_var, input_field=input_field),
                         what="get_assert()", instead="agrade(judge, output, context)")
 
     return get_assert
 
 
-CONFIG_KEYS = ("prompt", "backend", "base_url", "pipeline", "threshold", "criterion", "input_var", "expected_var",
+CONFIG_KEYS = ("prompt", "backend", "base_url", "pipeline", "threshold", "criterion", "input_var",
+               "expected_var",
                "scale")
 """The keys :func:`get_assert` reads from the assertion's ``config``."""
 
@@ -113,15 +119,16 @@ def judge_from_config(config: Mapping[str, Any]) -> Judge:
         raise ConfigError(f"expected assertion config keys among {list(CONFIG_KEYS)}; got unknown {unknown}")
     for key in ("prompt", "backend"):
         if not isinstance(config.get(key), str) or not config[key]:
-            raise ConfigError(f"expected the assertion config to name a {key!r} (text); got {config.get(key)!r}")
+            raise ConfigError(f"expected the assertion config to name a {key!r} (text); got "
+                              f"{config.get(key)!r}")
     name = config["prompt"]
     if name in list_prompts():
         prompt = get_prompt(name)
     else:
         path = Path(name)
         if not path.is_file():
-            raise ConfigError(f"expected 'prompt' to be a built-in prompt ({list_prompts()}) or a template file; "
-                              f"got {name!r}")
+            raise ConfigError(f"expected 'prompt' to be a built-in prompt ({list_prompts()}) or a template "
+                              f"file; got {name!r}")
         prompt = JudgePrompt.from_template(path.read_text(encoding="utf-8"))
     kwargs = {"base_url": config["base_url"]} if config.get("base_url") else {}
     lm = get_lm(config["backend"], **kwargs)
@@ -134,7 +141,8 @@ async def _grade_from_config(output: Any, context: Mapping[str, Any]) -> Grading
     bounds = config.get("scale")
     try:
         return await agrade(
-            judge, output, context, threshold=float(config.get("threshold", 0.5)), criterion=config.get("criterion"),
+            judge, output, context, threshold=float(config.get("threshold", 0.5)),
+            criterion=config.get("criterion"),
             scale=Scale(min=bounds[0], max=bounds[1]) if bounds else None, input_var=config.get("input_var"),
             expected_var=config.get("expected_var"),
         )
@@ -145,8 +153,9 @@ async def _grade_from_config(output: Any, context: Mapping[str, Any]) -> Grading
 
 
 def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
-    """promptfoo's entry point when this module is the assertion file: the judge comes from ``context["config"]``."""
-    return run_sync(_grade_from_config(output, context), what="get_assert()",
+    """promptfoo's entry point when this module is the assertion file: the judge comes from
+    ``context["config"]``."""
+    return run_coroutine(_grade_from_config(output, context), what="get_assert()",
                     instead="agrade(judge_from_config(config), output, context)")
 
 
@@ -156,12 +165,14 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
 
 
 def _results(doc: Any, file: Path) -> list[Any]:
-    """The per-output result list of a promptfoo output file (``results.results``; older files: ``results``)."""
+    """The per-output result list of a promptfoo output file (``results.results``; older files:
+    ``results``)."""
     block = doc.get("results") if isinstance(doc, dict) else None
     rows = block.get("results") if isinstance(block, dict) else block
     if not isinstance(rows, list):
-        raise DataError(f"expected a promptfoo results file (JSON with results.results, as 'promptfoo eval -o "
-                        f"results.json' writes) at {file}; got {type(doc).__name__} without that list", path=str(file))
+        raise DataError("expected a promptfoo results file (JSON with results.results, as 'promptfoo eval "
+                        f"-o results.json' writes) at {file}; got {type(doc).__name__} without that list",
+                        path=str(file))
     return rows
 
 
@@ -212,7 +223,8 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
         provider_name = str(provider.get("label") or provider.get("id") or "")
         if id_var is not None:
             if id_var not in variables:
-                raise DataError(f"{file}: result {index} has no var {id_var!r} (id_var); it has {sorted(variables)}",
+                raise DataError(f"{file}: result {index} has no var {id_var!r} (id_var); it has "
+                                f"{sorted(variables)}",
                                 path=str(file))
             item_id = str(variables[id_var])
         else:
@@ -240,7 +252,8 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
                 error, score = f"the grader failed: {reason_head}", None
             elif not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score):
                 error, score = f"expected a numeric score; got {score!r}", None
-            rows.append(RecordedRow(item_id=item_id, judge=_judge_name(assertion, provider_name), criterion=crit,
+            rows.append(RecordedRow(item_id=item_id, judge=_judge_name(assertion, provider_name),
+                                    criterion=crit,
                                     score=None if score is None else float(score), error=error,
                                     raw=str(component.get("reason") or ""), meta=meta))
     if not rows:
@@ -251,5 +264,6 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
 
 
 def promptfoo_results_to_recorded(path: str | Path, out: str | Path, **kwargs: Any) -> Path:
-    """Write the graded assertions of a promptfoo results file as recorded judgments (see :func:`read_promptfoo_results`)."""
+    """Write the graded assertions of a promptfoo results file as recorded judgments (see
+    :func:`read_promptfoo_results`)."""
     return save_recorded(list(read_promptfoo_results(path, **kwargs).values()), out)

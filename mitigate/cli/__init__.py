@@ -15,7 +15,7 @@ traceback of an error instead of its line.
 
 A command module imports at its top what its command always needs, and inside the command what
 only some of its options need (the strategies for ``--pipeline``, plots, writers of ``--out``);
-tests/test_cli_imports.py pins what ``mitigate --help``, each command's ``--help`` and ``judge`` load.
+tests/cli/test_cli_imports.py pins what ``mitigate --help``, each command's ``--help`` and ``judge`` load.
 Help texts that list registered names (:func:`~mitigate.cli.options.registered_names`) are filled
 when that help is printed.
 """

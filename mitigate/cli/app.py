@@ -1,4 +1,5 @@
-"""The ``mitigate`` command group: the Typer app, its one-line error handling, how a command is declared and loaded.
+"""The ``mitigate`` command group: the Typer app, its one-line error handling, how a command is declared and
+loaded.
 
 A command is a function of one typed, frozen options value (its options class, made of the
 groups in :mod:`mitigate.cli.options`); :func:`command` registers it with the fields of that value
@@ -18,12 +19,15 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 import click
 import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
+
+if TYPE_CHECKING:  # typer vendors its own click; its commands are that click's
+    from typer._click import Command as VendoredCommand
 
 from mitigate.cli.commands import COMMANDS
 from mitigate.cli.config import CONFIG, PLUGIN, SAVE_CONFIG, read_config, write_config
@@ -42,7 +46,8 @@ from mitigate.cli.options.names import fill_registered_names
 
 
 def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
-    """(usage errors, "no arguments: show help") classes: click's, and those of the click copy recent typer ships."""
+    """(usage errors, "no arguments: show help") classes: click's, and those of the click copy recent typer
+    ships."""
     found: list[type[Exception]] = [click.ClickException]
     help_only: list[type[Exception]] = [click.exceptions.NoArgsIsHelpError]
     vendored = next((c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"), None)
@@ -66,8 +71,10 @@ class OneLineErrors(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
-        """Run the command; print one line per error and exit with :data:`EXIT_REFUSED` or :data:`EXIT_FAILED`."""
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
+        """Run the command; print one line per error and exit with :data:`EXIT_REFUSED` or
+        :data:`EXIT_FAILED`."""
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
         argv = [a for a in argv if a != "--debug"]
@@ -77,7 +84,7 @@ class OneLineErrors(TyperGroup):
                 warnings.showwarning = show_warning
             try:
                 rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
-                                  standalone_mode=False, **extra)
+                                  standalone_mode=False, windows_expand_args=windows_expand_args, **extra)
                 code = rv if isinstance(rv, int) else 0
             except _NO_ARGS as exc:
                 ctx = getattr(exc, "ctx", None)
@@ -108,7 +115,8 @@ DEFINED: dict[str, CommandInfo | typer.Typer] = {}
 
 
 class LazyCommands(OneLineErrors):
-    """The ``mitigate`` group: its commands are those of :data:`~mitigate.cli.commands.COMMANDS`, each imported
+    """The ``mitigate`` group: its commands are those of :data:`~mitigate.cli.commands.COMMANDS`, each
+    imported
     from its module when it is first asked for (pip's ``commands_dict`` and ``import_module``).
 
     The group's own help lists each command with the summary the table holds, importing none.
@@ -116,7 +124,7 @@ class LazyCommands(OneLineErrors):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._loaded: dict[str, click.Command] = {}
+        self._loaded: dict[str, VendoredCommand] = {}
         self._listing = False
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -124,7 +132,8 @@ class LazyCommands(OneLineErrors):
         return list(COMMANDS)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        """The command ``cmd_name``, its module imported now; a stand-in with its summary while the group's help
+        """The command ``cmd_name``, its module imported now; a stand-in with its summary while the group's
+        help
         is written; None for a name that is no command."""
         entry = COMMANDS.get(cmd_name)
         if entry is None:
@@ -135,7 +144,8 @@ class LazyCommands(OneLineErrors):
             importlib.import_module(entry.module)
             defined = DEFINED.get(cmd_name)
             if defined is None:
-                raise RuntimeError(f"{entry.module} defines no command {cmd_name!r} (mitigate.cli.commands names it)")
+                raise RuntimeError(f"{entry.module} defines no command {cmd_name!r} "
+                                   "(mitigate.cli.commands names it)")
             if isinstance(defined, typer.Typer):
                 self._loaded[cmd_name] = typer.main.get_command(defined)
             else:
@@ -153,7 +163,8 @@ class LazyCommands(OneLineErrors):
 
 
 def command_group(name: str, help: str) -> typer.Typer:
-    """A group of subcommands (``mitigate data ...``) named ``name`` in :data:`~mitigate.cli.commands.COMMANDS`;
+    """A group of subcommands (``mitigate data ...``) named ``name`` in
+    :data:`~mitigate.cli.commands.COMMANDS`;
     its commands are declared with ``command(..., group=<it>)``."""
     group = typer.Typer(name=name, no_args_is_help=True, help=help, add_completion=False)
     DEFINED[name] = group
@@ -169,7 +180,8 @@ app = typer.Typer(
 )
 
 
-DEBUG = option("debug", "--debug", help="show the traceback of an error instead of one line (also: MITIGATE_DEBUG=1); "
+DEBUG = option("debug", "--debug",
+               help="show the traceback of an error instead of one line (also: MITIGATE_DEBUG=1); "
                "accepted anywhere on the command line")
 
 
@@ -200,7 +212,8 @@ class RegisteredNamesHelp(TyperCommand):
     first: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def grouped(self, ctx: Any, *, every: bool) -> list[tuple[str, list[Any]]]:
-        """(panel title, parameters) in the order help shows them: the first-shown groups, then the rest (under
+        """(panel title, parameters) in the order help shows them: the first-shown groups, then the rest
+        (under
         "More options" when ``every``, else left out), then Help; arguments are always shown, first."""
         params = [p for p in self.get_params(ctx) if not getattr(p, "hidden", False)]
         helps = [p for p in params if p.name in ("help", "help_all")]
@@ -208,7 +221,8 @@ class RegisteredNamesHelp(TyperCommand):
         options = [p for p in params if p not in helps and p not in arguments]
         if not self.first:
             if all(p.name != "help_all" for p in helps):  # --help alone: an option like the others
-                return [(title, ps) for title, ps in (("Arguments", arguments), ("Options", options + helps)) if ps]
+                return [(title, ps) for title, ps in (("Arguments", arguments), ("Options", options + helps))
+                        if ps]
             return [("Arguments", arguments), ("Options", options), (HELP_PANEL, helps)]
         by_name = {p.name: p for p in options}
         panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
@@ -222,7 +236,8 @@ class RegisteredNamesHelp(TyperCommand):
         return [(title, ps) for title, ps in panels if ps]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """The help: the first-shown options grouped (every option with ``--help-all``), registered names filled."""
+        """The help: the first-shown options grouped (every option with ``--help-all``), registered names
+        filled."""
         for param in self.params:
             text = getattr(param, "help", None)
             if isinstance(text, str) and "{registered" in text:
@@ -230,16 +245,20 @@ class RegisteredNamesHelp(TyperCommand):
         every = bool(ctx.meta.get(HELP_ALL))
         panels = self.grouped(ctx, every=every)
         shown = {id(p) for _, ps in panels for p in ps}
-        saved = [(p, getattr(p, "rich_help_panel", None), p.hidden) for p in self.get_params(ctx)]
+        # click options, typer options and arguments: all hideable
+        shown_params: list[Any] = self.get_params(ctx)
+        saved = [(p, getattr(p, "rich_help_panel", None), p.hidden) for p in shown_params]
         epilog, params = self.epilog, self.params
         try:  # in the order of the panels (help lists a panel's options in parameter order)
-            self.params = [p for _, ps in panels for p in ps if p in params] + [p for p in params if id(p) not in shown]
+            self.params = [p for _, ps in panels for p in ps if p in params] + [p for p in params
+                                                                                if id(p) not in shown]
             for title, ps in panels:
                 for p in ps:
                     p.rich_help_panel = None if title == "Arguments" else title
             for p, _, _ in saved:
                 p.hidden = p.hidden or id(p) not in shown
-            options = [p for p, _, _ in saved if p.param_type_name == "option" and p.name not in ("help", "help_all")]
+            options = [p for p, _, _ in saved if p.param_type_name == "option"
+                       and p.name not in ("help", "help_all")]
             if self.first and not every:
                 hidden = sum(1 for p in options if id(p) not in shown)
                 self.epilog = (f"{len(options) - hidden} of {len(options)} options shown. Every option: "
@@ -260,7 +279,8 @@ def _help_all(ctx: Any, value: bool) -> None:
         ctx.exit()
 
 
-HELP_ALL_OPTION = option("help_all", "--help-all", help="show every option and exit (--help shows those needed first)",
+HELP_ALL_OPTION = option("help_all", "--help-all",
+                         help="show every option and exit (--help shows those needed first)",
                          is_eager=True, expose_value=False, callback=_help_all)
 
 OptionsT = TypeVar("OptionsT")
@@ -300,10 +320,11 @@ def command(name: str, options: type[OptionsT], *, config: bool = True, group: t
     (:mod:`mitigate.cli.config`): the file's options apply where the command line leaves an
     option at its default.
     """
-    fields = parameters(options)
+    fields = parameters(options)  # type: ignore[arg-type]  # a class is hashable (mypy reads its instances')
     clash = sorted({p.name for p in fields} & set(EXTRA_PARAMETERS))
     if clash:
-        raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds those parameters")
+        raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds "
+                        "those parameters")
     params = [_parameter(p.name, Annotated[typer_annotation(p.type), p.opt.parameter(p.override)],
                          inspect.Parameter.empty if p.default is dataclasses.MISSING else p.default)
               for p in fields]
@@ -360,5 +381,6 @@ def main() -> None:  # pragma: no cover - console entry
     typer.main.get_command(app).main(prog_name="mitigate")
 
 
-__all__ = ["EXIT_FAILED", "EXIT_REFUSED", "LazyCommands", "OneLineErrors", "RegisteredNamesHelp", "app", "command",
+__all__ = ["EXIT_FAILED", "EXIT_REFUSED", "LazyCommands", "OneLineErrors", "RegisteredNamesHelp", "app",
+           "command",
            "command_group", "main"]

@@ -23,7 +23,7 @@ from mitigate.cli.options import LMRunOptions, parse_pairs
 from mitigate.cli.options.backend import base_urls_given, registered_backend
 from mitigate.data.registry import load
 from mitigate.data.schema import Benchmark, Item
-from mitigate.data.split import labelled as has_label
+from mitigate.data.split import labelled as is_labelled
 from mitigate.data.split import select_items
 from mitigate.errors import ConfigError, TemplateError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
@@ -81,7 +81,7 @@ def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bo
     search can learn from), chosen in the same order.
     """
     bench, crit = load_benchmark(benchmark, criterion)
-    pool = [it for it in bench.items if has_label(it, crit)] if labelled else list(bench.items)
+    pool = [it for it in bench.items if is_labelled(it, crit)] if labelled else list(bench.items)
     return Task(bench, crit, tuple(choose_items(pool, limit)))
 
 
@@ -108,14 +108,16 @@ def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
 
 
 def template_origin(prompt: Path | str | None, system: Path | None = None, option: str = "--prompt") -> str:
-    """How an error names the template being read: ``--prompt FILE`` (and its ``--system`` file), or the built-in."""
+    """How an error names the template being read: ``--prompt FILE`` (and its ``--system`` file), or the
+    built-in."""
     named = f"{option} {prompt}" if prompt is not None else "the built-in prompt"
     return named + (f" (with --system {system})" if system is not None else "")
 
 
 @contextmanager
 def naming_template(origin: str) -> Iterator[None]:
-    """A TemplateError raised while a template is read names the template first (``template --prompt X: ...``)."""
+    """A TemplateError raised while a template is read names the template first (``template --prompt X:
+    ...``)."""
     try:
         yield
     except TemplateError as exc:
@@ -123,17 +125,19 @@ def naming_template(origin: str) -> Iterator[None]:
 
 
 def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
-    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the item's
+    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the
+    item's
     texts as what the judge was shown (a value they hold and the answer quotes back is not read); None without
     --prompt."""
     if o.prompt is None:
         return None
     template = template_text(o.prompt, o.benchmark, criterion)
     with naming_template(template_origin(o.prompt)):
-        jp = JudgePrompt.from_template(template, criterion=criterion,
-                                       **({"answer": "pairwise"} if bench.pairwise else {}))
+        jp = JudgePrompt.from_template(template, criterion=criterion, answer="pairwise" if bench.pairwise
+                                       else None)
     texts = {item.id: item.texts() for item in bench.items}
-    return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,), judged=texts.get(item_id, ()))
+    return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,),
+                                                     judged=texts.get(item_id, ()))
 
 
 def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
@@ -181,8 +185,9 @@ def constants_of(values: list[str] | None) -> dict[str, str]:
     return {k: read_text_file(Path(v[1:]), "--const") if v.startswith("@") else v for k, v in out.items()}
 
 
-def read_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
-                  criterion: str | None = None, answer: str | None = None, origin: str = "the template") -> JudgePrompt:
+def prompt_from_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
+                  criterion: str | None = None, answer: str | None = None,
+                         origin: str = "the template") -> JudgePrompt:
     """The template read into a prompt, with the command's overrides (``--const``, ``--output-slot``,
     ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read.
 
@@ -199,7 +204,8 @@ def read_template(text: str, o: Any, *, system: str | None, scale: tuple[float, 
 
 
 def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | None) -> JudgePrompt:
-    """``jp`` with its answer line (``--answer-format``: a line with {value}, or json:KEY) and reasoning replaced."""
+    """``jp`` with its answer line (``--answer-format``: a line with {value}, or json:KEY) and reasoning
+    replaced."""
     if line is None and reasoning is None:
         return jp
     update: dict[str, Any] = {"inferred": False}
@@ -214,13 +220,15 @@ def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | No
 
 
 def adds_reasoning(pipeline: Mitigation | None) -> bool:
-    """Whether a step of ``pipeline`` asks the judge to reason before its answer (its ``adds_reasoning`` tag)."""
+    """Whether a step of ``pipeline`` asks the judge to reason before its answer (its ``adds_reasoning``
+    tag)."""
     return pipeline is not None and pipeline.tags.adds_reasoning
 
 
 def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigation | None) -> dict[str, str]:
     """``answer_mode`` of the options; ``--scoring auto`` reads the text (parse) when the template or the
-    pipeline asks for reasoning before the answer, since a logprob read takes the first token the judge writes."""
+    pipeline asks for reasoning before the answer, since a logprob read takes the first token the judge
+    writes."""
     scoring = o.scoring
     if scoring == "auto" and (prompt.format.reasoning == "before" or adds_reasoning(pipeline)):
         scoring = "parse"
@@ -239,19 +247,24 @@ def build_judge(o: LMRunOptions, task: Task, pipeline: Mitigation | None = None,
     bench, crit = task.benchmark, task.criterion
     system = read_text_file(o.system_file, "--system") if o.system_file is not None else None
     if bench.pairwise and o.prompt is None:
-        raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template that "
-                          "shows {{output}} and {{output_b}} and asks which is better; got none")
+        raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template "
+                          "that shows {{output}} and {{output_b}} and asks which is better; got none")
     answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
-    jp = read_template(template_text(o.prompt, o.benchmark, crit), o, system=system, scale=o.scale_range,
-                       criterion=crit, answer=answer.get("answer"), origin=template_origin(o.prompt, o.system_file))
+    jp = prompt_from_template(template_text(o.prompt, o.benchmark, crit), o, system=system,
+                              scale=o.scale_range,
+                       criterion=crit, answer=answer.get("answer"),
+                              origin=template_origin(o.prompt, o.system_file))
     lm = build_backend(o, declared=declared)
-    config = JudgeConfig(temperature=o.temperature, n=o.samples_per_item, reducer=o.reducer_name,
-                         max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipeline))
+    # the options' strings (checked when the options were built) validated as the config's literals
+    config = JudgeConfig.model_validate({"temperature": o.temperature, "n": o.samples_per_item,
+                                         "reducer": o.reducer_name, "max_tokens": o.max_tokens,
+                                         **scoring_for(o, lm, jp, pipeline)})
     return PromptJudge(jp, lm, config)
 
 
 def with_pipeline(judge: Judge, text: str | None) -> Judge:
-    """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None: unchanged)."""
+    """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None:
+    unchanged)."""
     if text is None:
         return judge
     from mitigate.strategies import parse_pipeline
@@ -288,7 +301,8 @@ def batch_session(enabled: bool, folder: Path | None, retries: int, progress: bo
 
 
 class RewriterOptions:
-    """The judge's backend options with the rewriter's spec: the rewriter gets the same deadline, caps and cache."""
+    """The judge's backend options with the rewriter's spec: the rewriter gets the same deadline, caps and
+    cache."""
 
     def __init__(self, o: Any) -> None:
         self._o = o
@@ -297,5 +311,5 @@ class RewriterOptions:
         self.transport = None
         self.guided = None
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._o, name)

@@ -1,4 +1,5 @@
-"""``mitigate list KIND [NAME]`` (and ``mitigate mitigations``, ``selectors``, ``measures`` ...): what is registered.
+"""``mitigate list KIND [NAME]`` (and ``mitigate mitigations``, ``selectors``, ``measures`` ...): what is
+registered.
 
 Everything is read from the registry (:mod:`mitigate.registry`), so a plugin's components
 (``--plugin``, or an installed ``mitigate.plugins`` entry point) are listed beside the
@@ -51,10 +52,12 @@ def to_jsonable_python(value: Any) -> Any:
 
 
 def kind_of(text: str) -> str:
-    """The registry kind ``text`` names ("mitigation", "mitigations"); ConfigError listing the kinds otherwise."""
+    """The registry kind ``text`` names ("mitigation", "mitigations"); ConfigError listing the kinds
+    otherwise."""
     kind = ALIASES.get(text, text)
     if kind not in KIND_PACKAGES:
-        raise ConfigError(f"expected a kind of component, one of {sorted(KIND_PACKAGES)} (or its plural); got {text!r}")
+        raise ConfigError(f"expected a kind of component, one of {sorted(KIND_PACKAGES)} (or its plural); "
+                          f"got {text!r}")
     return kind
 
 
@@ -75,7 +78,8 @@ def _type_name(annotation: Any) -> str:
 
 
 def parameter_docs(cls: type) -> dict[str, str]:
-    """Each parameter's sentence from the ``Parameters:`` (or ``Args:``) block of a class docstring, on one line."""
+    """Each parameter's sentence from the ``Parameters:`` (or ``Args:``) block of a class docstring, on one
+    line."""
     doc = inspect.cleandoc(cls.__doc__ or "")
     found: dict[str, str] = {}
     block = re.search(r"^(?:Parameters|Args):\n((?:[ \t]+.*\n?|\n)+)", doc, re.M)
@@ -128,7 +132,8 @@ def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
     elif kind == "prompt":
         row.update(summary=f"built-in judge prompt {obj.name} (print it with: mitigate prompts {name})")
     elif kind == "released-judge":
-        row.update(summary=f"a released judge's outputs: {to_jsonable_python(obj._asdict() if hasattr(obj, '_asdict') else obj)}")
+        row.update(summary="a released judge's outputs: "
+                           f"{to_jsonable_python(obj._asdict() if hasattr(obj, '_asdict') else obj)}")
     elif kind == "benchmark":
         row["summary"] = (row["summary"] + " " if row["summary"] else "") + f"(use: -b {name})"
     return row
@@ -153,7 +158,8 @@ def _text_detail(row: dict[str, Any]) -> str:
             if p.get("description"):
                 lines.append(f"      {p['description']}")
     if row["kind"] == "mitigation":
-        lines.append(f"  use: --pipeline \"{row['name']}(k=v, ...)\" (values are JSON; bare words are strings)")
+        lines.append(f"  use: --pipeline \"{row['name']}(k=v, ...)\" (values are JSON; bare words "
+                     "are strings)")
     return "\n".join(lines)
 
 
@@ -209,7 +215,7 @@ class ListOptions(KindOptions):
 
 @command("list", ListOptions, config=False)
 def list_cmd(options: ListOptions) -> None:
-    """List registered components (mitigations, selectors, measures, engines, backends, benchmarks ...), or show one."""
+    """List registered components (mitigations, selectors, measures, engines, backends ...), or show one."""
     typer.echo(catalog(options.kind, options.name, options.json))
 
 
@@ -218,7 +224,8 @@ def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
         typer.echo(catalog(kind, options.name, options.json))
 
     papers = " with their papers" if kind in COMPONENT_KINDS else ""
-    show.__doc__ = f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."
+    show.__doc__ = (f"List the registered {plural}{papers}, or show one in detail (= mitigate list "
+                    f"{kind} [NAME]).")
     show.__name__ = f"{plural.replace('-', '_')}_cmd"
     return command(plural, KindOptions, config=False)(show)
 

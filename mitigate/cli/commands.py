@@ -1,9 +1,10 @@
-"""The commands of ``mitigate``: each name, the module that defines it, and the line ``mitigate --help`` shows.
+"""The commands of ``mitigate``: each name, the module that defines it, and the line ``mitigate --help``
+shows.
 
 The group (:class:`mitigate.cli.app.LazyCommands`) imports a command's module only when that
 command is asked for, so listing the commands imports none of them (pip's ``commands_dict``). A
 new command is a module that declares it with :func:`mitigate.cli.app.command` and a line here;
-tests/test_cli_imports.py checks that each summary is the first paragraph of its command's help.
+tests/cli/test_cli_imports.py checks that each summary is the first paragraph of its command's help.
 """
 
 from __future__ import annotations
@@ -22,39 +23,51 @@ class Entry(NamedTuple):
 
 def _kind(plural: str, kind: str, papers: bool) -> Entry:
     with_papers = " with their papers" if papers else ""
-    return Entry("mitigate.cli.catalog", f"List the registered {plural}{with_papers}, or show one in detail (= mitigate "
+    return Entry("mitigate.cli.catalog",
+                 f"List the registered {plural}{with_papers}, or show one in detail (= mitigate "
                                          f"list {kind} [NAME]).")
 
 
 COMMANDS: dict[str, Entry] = {
-    "compare": Entry("mitigate.cli.compare", "Compare mitigation pipelines, recorded and released judges on a "
-                                             "benchmark: accuracy and bias side by side."),
-    "diff": Entry("mitigate.cli.diff", "Judge B against judge A on the same items: B − A with paired intervals and p; "
-                                       "exit 1 when B is worse."),
-    "estimate": Entry("mitigate.cli.estimate", "Estimate each system's mean human label from a judge on every item "
-                                               "and human labels on a few."),
-    "judge": Entry("mitigate.cli.judge", "Judge the first items of a benchmark and print each judgment beside the "
-                                         "human score."),
-    "probe": Entry("mitigate.cli.probe", "Run the bias battery: judge items as they are, again (the noise floor) and "
-                                         "under each probe; print the table."),
-    "prompts": Entry("mitigate.cli.prompts", "List the built-in judge prompts, print one, 'inspect FILE' (what "
-                                             "mitigate reads from a template), or\n'render FILE|NAME' (the exact "
-                                             "requests a pipeline sends for one item; no LM call)."),
-    "report": Entry("mitigate.cli.report", "Re-render report.md and the plots of a comparison from its results.json "
-                                           "(with --html, report.html too)."),
-    "search": Entry("mitigate.cli.search", "Search the demo set that maximises agreement (+ consistency - bias) on "
-                                           "dev; report it on held-out test."),
-    "list": Entry("mitigate.cli.catalog", "List registered components (mitigations, selectors, measures, engines, "
-                                          "backends, benchmarks ...), or show one."),
+    "compare": Entry("mitigate.cli.compare",
+                     "Compare pipelines, recorded and released judges on a benchmark: "
+                     "accuracy and bias side by side."),
+    "diff": Entry("mitigate.cli.diff",
+                  "Judge B against judge A on the same items: B − A with paired "
+                  "intervals and p; exit 1 if B is worse."),
+    "estimate": Entry("mitigate.cli.estimate",
+                      "Estimate each system's mean human label from a judge on every item "
+                      "and human labels on a few."),
+    "judge": Entry("mitigate.cli.judge",
+                   "Judge the first items of a benchmark and print each judgment beside the "
+                   "human score."),
+    "probe": Entry("mitigate.cli.probe",
+                   "Run the bias battery: items judged as they are, again (noise floor), "
+                   "under each probe; a table."),
+    "prompts": Entry("mitigate.cli.prompts",
+                     "List the built-in judge prompts, print one, 'inspect FILE' (what "
+                     "mitigate reads from a template), or\n'render FILE|NAME' (the "
+                     "exact requests a pipeline sends for one item; no LM call)."),
+    "report": Entry("mitigate.cli.report",
+                    "Re-render report.md and the plots of a comparison from its "
+                    "results.json (--html: report.html too)."),
+    "search": Entry("mitigate.cli.search",
+                    "Search the demo set maximising agreement (+ consistency - bias) on "
+                    "dev; report it on held-out test."),
+    "list": Entry("mitigate.cli.catalog",
+                  "List registered components (mitigations, selectors, measures, "
+                  "engines, backends ...), or show one."),
     "mitigations": _kind("mitigations", "mitigation", papers=True),
     "selectors": _kind("selectors", "selector", papers=True),
     "measures": _kind("measures", "measure", papers=True),
     "engines": _kind("engines", "engine", papers=True),
     "backends": _kind("backends", "backend", papers=False),
     "benchmarks": _kind("benchmarks", "benchmark", papers=False),
-    "check-plugin": Entry("mitigate.cli.plugins", "Import a plugin module and run mitigate's contract checks on every "
-                                                  "component it registers; exit 1 on a failure."),
-    "data": Entry("mitigate.cli.data", "Download the built-in benchmarks (pinned by SHA-256), see which are present, "
-                                       "and convert harness judge logs into recorded judgments."),
+    "check-plugin": Entry("mitigate.cli.plugins",
+                          "Import a plugin module and run mitigate's contract checks on what it "
+                          "registers; exit 1 on a failure."),
+    "data": Entry("mitigate.cli.data",
+                  "Download the built-in benchmarks (pinned by SHA-256), see which are present, "
+                  "and convert harness judge logs into recorded judgments."),
 }
 """Every command, in the order ``mitigate --help`` lists them: the work first, then discovery."""

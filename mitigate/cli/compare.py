@@ -57,11 +57,13 @@ from mitigate.judge import Judge, PromptJudge
 from mitigate.paths import write_output
 from mitigate.strategies import parse_pipeline
 
-# Imported where used: the bias probes (--probes), the threshold section (--threshold), the split of a dry run.
+# Imported where used: the bias probes (--probes), the threshold section (--threshold), the split of a dry
+# run.
 
 
 @dataclass(frozen=True)
-class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOptions, RunOptions, BatchOptions,
+class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOptions, RunOptions,
+                     BatchOptions,
                      StatsOptions, ProbeBattery, ThresholdOptions):
     """``mitigate compare``: pipelines, recorded and released judges on one benchmark, side by side."""
 
@@ -74,8 +76,9 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
-        "a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or @file.json, optionally named for "
-        "the report: \"NAME=pipeline\"; repeat for several (the first entry is the reference)"))] = None
+        "a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or @file.json, optionally "
+        "named for the report: \"NAME=pipeline\"; repeat for several (the first entry is "
+        "the reference)"))] = None
     recorded: Annotated[list[Path] | None, RECORDED] = None
     released: Annotated[list[str] | None, RELEASED] = None
     train: Annotated[str | None, TRAIN] = None
@@ -90,13 +93,16 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
     restart: Annotated[bool, RESTART, Override(help="discard existing journals in --out")] = False
     dry_run: DryRun = False
 
-    backend: Annotated[Backend, Override(help="LM for the pipelines: openai:<model>, anthropic:<model>, dspy:<model>, "
+    backend: Annotated[Backend,
+                       Override(help="LM for the pipelines: openai:<model>, anthropic:<model>, dspy:<model>, "
                                               "local, local:<path.gguf>")] = DEFAULT_BACKEND
     temperature: Annotated[Temperature, Override(help="sampling temperature of the base judge")] = 0.0
-    batch: Annotated[bool, BATCH, Override(help=BATCH_HELP + "; the pipelines' requests share batches")] = False
+    batch: Annotated[bool, BATCH,
+                     Override(help=BATCH_HELP + "; the pipelines' requests share batches")] = False
 
     def check(self) -> None:
-        """``--batch`` needs a backend with a batch API (when a pipeline calls one); a ``--train`` fraction in (0, 1)."""
+        """``--batch`` needs a backend with a batch API (when a pipeline calls one); a ``--train`` fraction in
+        (0, 1)."""
         check_batch(self.backend, self.batch, self.batch_retries, folder=self.out,
                     calls_lm=bool(self.pipeline))  # released or recorded judges alone make no call
         self.train_split  # noqa: B018 - a bad --train fraction is refused here
@@ -116,7 +122,7 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
 
 @command("compare", CompareOptions)
 def compare_cmd(options: CompareOptions) -> None:
-    """Compare mitigation pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
+    """Compare pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
     check_run_folder(options.out)
     asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
@@ -130,7 +136,8 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
                           "--released judge; got none")
     labelled = [split_label(text) for text in pipelines]  # "NAME=pipeline": NAME is what the report shows
-    parsed = [(label or text.strip() or "baseline", parse_pipeline(text))  # bad text fails before data or calls
+    # bad text fails before data or calls
+    parsed = [(label or text.strip() or "baseline", parse_pipeline(text))
               for label, text in labelled]
     chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines))
     bench, crit = load_benchmark(o.benchmark, o.criterion)  # the items are chosen once, by the plan
@@ -141,7 +148,8 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         # a dry run needs no SDK, key or model file; the base judge reads answers as the first entry does
         base = build_judge(o, Task(bench, crit, ()), parsed[0][1], declared=o.dry_run)
         lm = base.lm
-        for k, (name, pipe) in enumerate(parsed):  # --scoring auto reads the text of an entry asking for reasoning
+        # --scoring auto reads the text of an entry asking for reasoning
+        for k, (name, pipe) in enumerate(parsed):
             own = base if k == 0 else base.with_config(**scoring_for(o, lm, base.prompt, pipe))
             entries.append(Entry.from_pipeline(name, own, pipe))
     read = recorded_reader(o, crit, bench) if recorded else None
@@ -186,7 +194,8 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
 
             section = threshold_section(result, o.threshold, o.require_pass_rate)
             plots = [p.name for p in paths if p.suffix == ".png"]
-            write_output(o.out / "report.md", render_markdown(result, plots) + "\n" + section + "\n", "the report")
+            write_output(o.out / "report.md", render_markdown(result, plots) + "\n" + section + "\n",
+                         "the report")
     typer.echo(render_summary(result))
     if section is not None:
         typer.echo(section)
@@ -199,7 +208,8 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
 
 
 def _dry_run(plan: ComparePlan, base: PromptJudge | None) -> str:
-    """Every entry's requests for the first item it would judge; entries fitted first when that needs no LM call."""
+    """Every entry's requests for the first item it would judge; entries fitted first when that needs no LM
+    call."""
     shown: list[tuple[str, Judge]] = []
     notes: list[str] = []
     for e in plan.entries:
@@ -210,8 +220,8 @@ def _dry_run(plan: ComparePlan, base: PromptJudge | None) -> str:
         if judge is None:  # still to be fitted (the plan refused it without a train split)
             assert e.pipeline is not None and e.base is not None and plan.train is not None
             if e.pipeline.tags.calls_judge_while_fitting:
-                notes.append(f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted requests "
-                             "cannot be shown without LM calls (a dry run makes none)")
+                notes.append(f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted "
+                             "requests cannot be shown without LM calls (a dry run makes none)")
                 continue
             judge = e.pipeline.compile(e.base, plan.train, progress=False)
         shown.append((e.name, judge))
@@ -229,8 +239,8 @@ def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) 
     from mitigate.probes import check_rewriter, resolve_probes
 
     if not has_pipelines:
-        raise ConfigError("--probes runs the bias battery over pipeline entries; expected at least one --pipeline; "
-                          "got none (recorded and released judges cannot judge probed texts)")
+        raise ConfigError("--probes runs the bias battery over pipeline entries; expected at least one "
+                          "--pipeline; got none (recorded and released judges cannot judge probed texts)")
     chosen = resolve_probes(text, rewriter=rewriter is not None)
     if rewriter is None:
         check_rewriter(chosen, None)

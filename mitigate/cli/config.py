@@ -37,12 +37,15 @@ from mitigate.cli.options.declare import option, parameters, typer_annotation
 from mitigate.errors import ConfigError
 from mitigate.paths import write_output
 
-CONFIG = option("config_file", "--config", "-f", help="read options from this TOML (or .json) file: keys are the "
-                "option names (max-tokens = 64), entry tables name compared judges; options given on the command line "
-                "override it")
-SAVE_CONFIG = option("save_config", "--save-config", help="write the options of this command line (with those of -f) "
+CONFIG = option("config_file", "--config", "-f",
+                help="read options from this TOML (or .json) file: keys are the "
+                "option names (max-tokens = 64), entry tables name compared judges; options given on the "
+                "command line override it")
+SAVE_CONFIG = option("save_config", "--save-config",
+                     help="write the options of this command line (with those of -f) "
                      "to this TOML file and exit without running")
-PLUGIN = option("plugin", "--plugin", help="import this module first; the components it registers (mitigations, "
+PLUGIN = option("plugin", "--plugin",
+                help="import this module first; the components it registers (mitigations, "
                 "selectors, measures ...) can then be named like built-in ones; repeat for several")
 
 ENTRY_FIELDS = ("pipeline", "recorded", "released")
@@ -76,7 +79,8 @@ class ConfigFile:
 
 
 def option_fields(options: type) -> dict[str, Any]:
-    """Field name -> type of an options dataclass, as the command line reads it: the keys a config file may hold.
+    """Field name -> type of an options dataclass, as the command line reads it: the keys a config file may
+    hold.
 
     A choice (a ``Literal``) is read as text, and refused by the options' own check, in the same
     words as on the command line.
@@ -88,12 +92,14 @@ def option_fields(options: type) -> dict[str, Any]:
 
 
 def takes_entries(fields: Mapping[str, Any]) -> bool:
-    """Whether a command's options compare several judges (a ``pipeline`` list), so a file may hold ``[[entry]]``."""
+    """Whether a command's options compare several judges (a ``pipeline`` list), so a file may hold
+    ``[[entry]]``."""
     return "pipeline" in fields and get_origin(_strip_none(fields["pipeline"])) is list
 
 
 def read_config(path: Path, options: type, command: str) -> ConfigFile:
-    """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields and types."""
+    """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields and
+    types."""
     if not path.is_file():
         raise ConfigError(f"expected a config file (TOML, or .json) for -f; {path} "
                           f"{'is a folder' if path.exists() else 'does not exist'}", path=str(path))
@@ -115,8 +121,8 @@ def read_config(path: Path, options: type, command: str) -> ConfigFile:
             continue  # after the plain keys, so its lists follow theirs
         elif key in fields:
             if key in values:
-                raise ConfigError(f"{where(raw_key)}: {raw_key!r} is given twice (as {key.replace('_', '-')!r} "
-                                  f"and {key!r}); expected it once")
+                raise ConfigError(f"{where(raw_key)}: {raw_key!r} is given twice (as "
+                                  f"{key.replace('_', '-')!r} and {key!r}); expected it once")
             values[key] = _convert(value, fields[key], where(raw_key), raw_key, path.parent)
         else:
             known = sorted(k.replace("_", "-") for k in fields) + ["command", "plugins"]
@@ -184,7 +190,8 @@ class _Where:
         return None
 
 
-_NOUNS = {str: "a string", int: "an integer", float: "a number", bool: "true or false", Path: "a path (a string)"}
+_NOUNS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+          Path: "a path (a string)"}
 
 
 def _noun(tp: Any) -> str:
@@ -242,13 +249,16 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
 
 
 def path_prefixes() -> tuple[str, ...]:
-    """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms (``jsonl:data.jsonl``,
-    ``llmbar:<path>``, which released judges share: ``llmbar:LLMBar#GPT-4/*``) and the backends' (``local:model.gguf``,
+    """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms
+    (``jsonl:data.jsonl``,
+    ``llmbar:<path>``, which released judges share: ``llmbar:LLMBar#GPT-4/*``) and the backends'
+    (``local:model.gguf``,
     ``replay:answers.jsonl``)."""
     from mitigate.data.registry import PATH_LOADERS  # here: only a config file's paths need them
     from mitigate.registry import registered
 
-    backends = [kind for kind, b in registered("backend").items() if any(f.startswith(f"{kind}:<path") for f in b.forms)]
+    backends = [kind for kind, b in registered("backend").items()
+                if any(f.startswith(f"{kind}:<path") for f in b.forms)]
     return (*PATH_LOADERS, *backends)
 
 
@@ -269,7 +279,8 @@ def spec_path(value: str) -> tuple[str, str, str] | None:
 
 
 def with_paths_from(value: str, base: Path, where: str, key: str) -> str:
-    """``value`` from a config file with the relative path it names (:func:`spec_path`) read from ``base``, the
+    """``value`` from a config file with the relative path it names (:func:`spec_path`) read from ``base``,
+    the
     file's folder; a named path that does not exist is refused, naming that folder."""
     parts = spec_path(value)
     if parts is None or Path(parts[1]).expanduser().is_absolute():
@@ -277,8 +288,8 @@ def with_paths_from(value: str, base: Path, where: str, key: str) -> str:
     before, path, after = parts
     full = Path(os.path.normpath(base / Path(path).expanduser()))
     if not full.exists():
-        raise ConfigError(f"{where}: {key} = {value!r} names {full}, which does not exist (relative paths in a "
-                          f"config file are read from the file's folder, {base})")
+        raise ConfigError(f"{where}: {key} = {value!r} names {full}, which does not exist (relative paths in "
+                          f"a config file are read from the file's folder, {base})")
     return f"{before}{full}{after}"
 
 
@@ -293,7 +304,8 @@ def with_paths_to(value: str, base: Path) -> str:
 
 def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any],
                  where: _Where, base: Path) -> None:
-    """``[[entry]]`` tables: each adds its pipeline (named ``name=...`` when it has a name), recorded file or released judge."""
+    """``[[entry]]`` tables: each adds its pipeline (named ``name=...`` when it has a name), recorded file or
+    released judge."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ConfigError(f"{where('entry')}: expected [[entry]] tables (pipeline = ..., name = ...); "
                           f"got {entries!r}")
@@ -301,12 +313,12 @@ def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any]
         at = where(next(iter(entry), "entry"), "entry", n)
         unknown = sorted(set(entry) - {"name", *ENTRY_FIELDS})
         if unknown:
-            raise ConfigError(f"{where(unknown[0], 'entry', n)}: unknown key {unknown[0]!r} in [[entry]] {n + 1}; "
-                              f"expected name and one of {list(ENTRY_FIELDS)}")
+            raise ConfigError(f"{where(unknown[0], 'entry', n)}: unknown key {unknown[0]!r} in [[entry]] "
+                              f"{n + 1}; expected name and one of {list(ENTRY_FIELDS)}")
         kinds = [k for k in ENTRY_FIELDS if k in entry and k in fields]
         if len(kinds) != 1:
-            raise ConfigError(f"{at}: expected [[entry]] {n + 1} to hold exactly one of {list(ENTRY_FIELDS)}; "
-                              f"got {kinds or 'none'}")
+            raise ConfigError(f"{at}: expected [[entry]] {n + 1} to hold exactly one of "
+                              f"{list(ENTRY_FIELDS)}; got {kinds or 'none'}")
         kind = kinds[0]
         at = where(kind, "entry", n)
         item_type = get_args(next(a for a in get_args(fields[kind]) if a is not type(None)))[0]
@@ -314,12 +326,13 @@ def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any]
         name = entry.get("name")
         if name is not None:
             if kind != "pipeline":
-                raise ConfigError(f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; the "
-                                  f"judges of a {kind} entry are named by their file; got name = {name!r}")
+                raise ConfigError(f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; "
+                                  f"the judges of a {kind} entry are named by their file; got "
+                                  f"name = {name!r}")
             name = _convert(name, str, where("name", "entry", n), "name", base)
             if split_label(f"{name}=baseline") != (name.strip(), "baseline"):
-                raise ConfigError(f"{where('name', 'entry', n)}: expected a non-empty display name without '(' or "
-                                  f"'|', not starting with '@'; got {name!r}")
+                raise ConfigError(f"{where('name', 'entry', n)}: expected a non-empty display name without "
+                                  f"'(' or '|', not starting with '@'; got {name!r}")
             value = f"{name.strip()}={value}"
         values[kind] = [*(values.get(kind) or []), value]
 
@@ -328,7 +341,8 @@ def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any]
 
 
 def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterable[str], command: str) -> Path:
-    """Write the ``keys`` of the built ``options`` (and ``plugins``) as a TOML config that ``-f`` reads back equal.
+    """Write the ``keys`` of the built ``options`` (and ``plugins``) as a TOML config that ``-f`` reads back
+    equal.
 
     Compared judges (the ``pipeline``, ``recorded`` and ``released`` lists of a command that
     has a ``--pipeline`` list) are written as ``[[entry]]`` tables; relative paths are
@@ -338,7 +352,8 @@ def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterabl
     chosen = [k for k in fields if k in set(keys)]
     base = path.parent
     entries = takes_entries(fields)
-    lines = [f"# mitigate {command} options (written by --save-config); run with: mitigate {command} -f {path.name}",
+    lines = [f"# mitigate {command} options (written by --save-config); run with: mitigate {command} "
+             f"-f {path.name}",
              f"command = {_toml(command, base)}"]
     plugin_list = list(dict.fromkeys(plugins))
     if plugin_list:

@@ -1,4 +1,5 @@
-"""``mitigate data``: download the built-in benchmarks (pinned by SHA-256), list what is present, convert judge logs.
+"""``mitigate data``: download the built-in benchmarks (pinned by SHA-256), list what is present, convert
+judge logs.
 
 ``data fetch`` exits 0 when every file is in place and verified, 1 when a download failed (the
 error line names the URL to fetch by hand and where to save it), 2 when the command line was
@@ -22,15 +23,19 @@ from mitigate.cli.options.results import OUT
 from mitigate.cli.options.task import CRITERION, JUDGE
 from mitigate.errors import ConfigError
 
-data_app = command_group("data", help="Download the built-in benchmarks (pinned by SHA-256), see which are present, "
+data_app = command_group("data",
+                         help="Download the built-in benchmarks (pinned by SHA-256), see which are present, "
                          "and convert harness judge logs into recorded judgments.")
 
-DATA_DIR = option("data_dir", "--dir", help="data folder (default: $MITIGATE_DATA_DIR, else the folder mitigate reads, "
+DATA_DIR = option("data_dir", "--dir",
+                  help="data folder (default: $MITIGATE_DATA_DIR, else the folder mitigate reads, "
                   "else ~/.local/share/mitigate/data)")
 URLS = option("urls", "--urls", help="print URL and destination of every missing or corrupt file")
 ALL = option("all_", "--all", help="download every built-in benchmark")
 SOURCE = option("source", "--from", help="inspect or promptfoo")
-ID_KEY = option("id_key", help="inspect: the sample metadata key holding the item id; promptfoo: the test var holding it")
+ID_KEY = option("id_key",
+                help="inspect: the sample metadata key holding the item id; promptfoo: the test "
+                     "var holding it")
 
 DataDir = Annotated[Path | None, DATA_DIR]
 DataUrl = Annotated[str | None, BASE_URL, Override(help="fetch from this base URL instead of GitHub's raw host "
@@ -60,7 +65,8 @@ class DataFetchOptions(CommandOptions):
     all_: Annotated[bool, ALL] = False
     data_dir: DataDir = None
     base_url: DataUrl = None
-    timeout: Annotated[float, TIMEOUT, Override(help="seconds to wait for the server before giving up")] = 60.0
+    timeout: Annotated[float, TIMEOUT,
+                       Override(help="seconds to wait for the server before giving up")] = 60.0
 
 
 @dataclass(frozen=True)
@@ -69,11 +75,13 @@ class DataConvertOptions(CommandOptions):
 
     COMMAND: ClassVar[str] = "data convert"
 
-    file: Annotated[Path, argument("file", help="an inspect-ai eval log (.eval/.json) or a promptfoo results.json")]
+    file: Annotated[Path,
+                    argument("file", help="an inspect-ai eval log (.eval/.json) or a promptfoo results.json")]
     source: Annotated[str, SOURCE]
     out: Annotated[Path, OUT, Override(help="the recorded-judgments file to write (.jsonl or .csv)")]
     id_key: Annotated[str | None, ID_KEY] = None
-    criterion: Annotated[str | None, CRITERION, Override(flags=("--criterion",), help="the criterion the judgments "
+    criterion: Annotated[str | None, CRITERION,
+                         Override(flags=("--criterion",), help="the criterion the judgments "
                                                                                       "are on")] = None
     judge: Annotated[str | None, JUDGE] = None
 
@@ -137,7 +145,8 @@ def data_convert(options: DataConvertOptions) -> None:
         from mitigate.adapters.promptfoo import read_promptfoo_results
 
         if o.judge is not None:
-            raise ConfigError("expected --judge only with --from inspect; promptfoo judges are named by assertion")
+            raise ConfigError("expected --judge only with --from inspect; promptfoo judges are named "
+                              "by assertion")
         runs = read_promptfoo_results(o.file, id_var=o.id_key, criterion=o.criterion)
     else:
         raise ConfigError(f"expected --from inspect or promptfoo; got {o.source!r}")

@@ -48,21 +48,26 @@ if TYPE_CHECKING:
 
 # Imported where used: what recorded, released and live judges each need, the bias probes (--probes).
 
-FAIL_ON = option("fail_on", "--fail-on", help="measures that fail the run when B is significantly worse, each with an "
+FAIL_ON = option("fail_on", "--fail-on",
+                 help="measures that fail the run when B is significantly worse, each with an "
                  "optional level: 'agreement' (Spearman with humans, or accuracy for verdicts), spearman, "
-                 "spearman-document, length-bias, failure-rate; accuracy, position-consistency, length-lean for "
-                 "pairwise judges; e.g. spearman:0.01,failure-rate (level 0.05 by default)")
-CORRECTION = option("correction", help="multiple-comparison adjustment of the gated p-values: holm (step-down), "
+                 "spearman-document, length-bias, failure-rate; accuracy, position-consistency, length-lean "
+                 "for pairwise judges; e.g. spearman:0.01,failure-rate (level 0.05 by default)")
+CORRECTION = option("correction",
+                    help="multiple-comparison adjustment of the gated p-values: holm (step-down), "
                     "bonferroni or none")
-SCALE_MAP = option("scale_map", "--scale-map", help="none (judges on different scales are refused) or linear (B's "
+SCALE_MAP = option("scale_map", "--scale-map",
+                   help="none (judges on different scales are refused) or linear (B's "
                    "scores mapped onto A's range)")
 N_PERM = option("n_perm", help="permutations of each paired test", accepts=(Interval(int, 1, None),))
-SHOW = option("show", help="item changes and slices listed in the text output", accepts=(Interval(int, 0, None),))
+SHOW = option("show", help="item changes and slices listed in the text output",
+              accepts=(Interval(int, 0, None),))
 JUNIT = option("junit", help="also write the gate as JUnit XML (one testcase per gated measure) to this file")
 
 
 @dataclass(frozen=True)
-class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOptions, StatsOptions, ProbeBattery):
+class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOptions, StatsOptions,
+                  ProbeBattery):
     """``mitigate diff``: two judges on the same items, B − A with intervals, and a gate for CI."""
 
     COMMAND: ClassVar[str] = "diff"
@@ -76,37 +81,45 @@ class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOpt
 
     benchmark: Benchmark = DEFAULT_BENCHMARK
     criterion: Annotated[list[str] | None, CRITERION, Override(help=(
-        "criterion to compare; repeat for several, or 'all' for every criterion both judges answered (default: the "
-        "benchmark's first)"))] = None
+        "criterion to compare; repeat for several, or 'all' for every criterion both judges answered "
+        "(default: the benchmark's first)"))] = None
     limit: Annotated[Limit, Override(help="compare on the first N items, document by document (0 = all)")] = 0
     recorded: Annotated[list[Path] | None, RECORDED, Override(help=(
-        "a recorded-judgments file: give two (A then B), or one holding exactly two judges (file order); FILE#JUDGE "
-        "picks one judge of a file"))] = None
-    released: Annotated[list[str] | None, RELEASED, Override(help="a released judge, e.g. chatgpt-rts; give two (A "
+        "a recorded-judgments file: give two (A then B), or one holding exactly two judges (file order); "
+        "FILE#JUDGE picks one judge of a file"))] = None
+    released: Annotated[list[str] | None, RELEASED,
+                        Override(help="a released judge, e.g. chatgpt-rts; give two (A "
                                                                   "then B)")] = None
     pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
-        "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared by both judges"))] = None
-    prompt: Annotated[list[Path] | None, PROMPT, Override(help="a judge template file; give two (A then B) to compare "
+        "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared "
+        "by both judges"))] = None
+    prompt: Annotated[list[Path] | None, PROMPT,
+                      Override(help="a judge template file; give two (A then B) to compare "
                                                                "templates, or one shared")] = None
-    backend: Annotated[list[str] | None, BACKEND, Override(help="the judge LM; give two (A then B) to compare "
-                                                                "backends, or one shared (default: local)")] = None
+    backend: Annotated[list[str] | None, BACKEND,
+                       Override(help="the judge LM; give two (A then B) to compare "
+                                                                "backends, or one shared "
+                                                                "(default: local)")] = None
     samples: Annotated[Samples, Override(help="samples per item of each live judge")] = 1
     fail_on: Annotated[str, FAIL_ON] = "agreement,failure-rate"
     correction: Annotated[Literal["holm", "bonferroni", "none"], CORRECTION] = "holm"
     scale_map: Annotated[Literal["none", "linear"], SCALE_MAP] = "none"
     n_perm: Annotated[int, N_PERM] = 2000
     show: Annotated[int, SHOW] = 10
-    json: Annotated[bool, JSON, Override(help="print the report as JSON (measures with a, b, delta, low, high, p) "
+    json: Annotated[bool, JSON,
+                    Override(help="print the report as JSON (measures with a, b, delta, low, high, p) "
                                               "instead of text")] = False
     junit: Annotated[Path | None, JUNIT] = None
-    out: Annotated[Path | None, OUT, Override(help="folder for the live judges' journals (a rerun resumes) and "
+    out: Annotated[Path | None, OUT,
+                   Override(help="folder for the live judges' journals (a rerun resumes) and "
                                                    "diff.json")] = None
 
     base_url: Annotated[BaseUrl, Override(help="server URL of the openai, anthropic or dspy backend")] = None
     probes: Annotated[str | None, PROBES, Override(help=(
-        "live judges: also run these bias probes on both and add a probe slice (robustness rate of A and B), e.g. "
-        "authority,format,option-order"))] = None
-    probe_tolerance: Annotated[float, PROBE_TOLERANCE, Override(help="with --probes: score changes up to this size "
+        "live judges: also run these bias probes on both and add a probe slice (robustness rate of A and B), "
+        "e.g. authority,format,option-order"))] = None
+    probe_tolerance: Annotated[float, PROBE_TOLERANCE,
+                               Override(help="with --probes: score changes up to this size "
                                                                      "count as unchanged")] = 0.0
 
     def check(self) -> None:
@@ -123,13 +136,13 @@ class Side:
         self.backend = backend
         self.prompt = prompt
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._o, name)
 
 
 @command("diff", DiffOptions)
 def diff_cmd(options: DiffOptions) -> None:
-    """Judge B against judge A on the same items: B − A with paired intervals and p; exit 1 when B is worse."""
+    """Judge B against judge A on the same items: B − A with paired intervals and p; exit 1 if B is worse."""
     if options.junit is not None:
         writable_file(options.junit, "--junit")
     if options.out is not None:
@@ -139,8 +152,9 @@ def diff_cmd(options: DiffOptions) -> None:
 
 def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     """What differs between A and B (the option given twice) and its two values; ConfigError otherwise."""
-    given = {"--recorded": list(o.recorded or []), "--released": list(o.released or []),
-             "--pipeline": list(o.pipeline or []), "--prompt": list(o.prompt or []), "--backend": list(o.backend or [])}
+    given: dict[str, list[Any]] = {"--recorded": list(o.recorded or []), "--released": list(o.released or []),
+             "--pipeline": list(o.pipeline or []), "--prompt": list(o.prompt or []),
+                                   "--backend": list(o.backend or [])}
     many = [k for k, v in given.items() if len(v) > 2]
     if many:
         raise ConfigError(f"expected two judges, A and B; got {len(given[many[0]])} values of {many[0]}")
@@ -148,8 +162,9 @@ def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     if replayed:
         live = [k for k in ("--pipeline", "--prompt", "--backend") if given[k]]
         if len(replayed) > 1 or live:
-            raise ConfigError(f"expected the two judges from one source (two --recorded files, two --released "
-                              f"judges, or live judges); got {', '.join(replayed + live)} together")
+            raise ConfigError("expected the two judges from one source (two --recorded files, two "
+                              "--released judges, or live judges); got "
+                              f"{', '.join(replayed + live)} together")
         key = replayed[0]
         if key == "--recorded" and len(given[key]) == 1:
             return key, given[key]  # one file holding two judges
@@ -159,13 +174,15 @@ def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     twice = [k for k in ("--pipeline", "--prompt", "--backend") if len(given[k]) == 2]
     if len(twice) != 1:
         what = f"{', '.join(twice)} each twice" if twice else "no option twice"
-        raise ConfigError("expected judges A and B to differ in one thing: --recorded A --recorded B, --released A "
-                          f"--released B, or one of --pipeline, --prompt, --backend given twice; got {what}")
+        raise ConfigError("expected judges A and B to differ in one thing: --recorded A --recorded B, "
+                          "--released A --released B, or one of --pipeline, --prompt, --backend given "
+                          f"twice; got {what}")
     return twice[0], given[twice[0]]
 
 
 def _recorded_runs(paths: list[Path], criterion: str) -> list[Any]:
-    """The two recorded runs: one judge per file (FILE#JUDGE picks one), or one file with exactly two judges."""
+    """The two recorded runs: one judge per file (FILE#JUDGE picks one), or one file with exactly two
+    judges."""
     from mitigate.data.recorded import load_recorded_runs
 
     def runs_of(path: Path) -> tuple[dict[str, Any], str | None]:
@@ -185,8 +202,8 @@ def _recorded_runs(paths: list[Path], criterion: str) -> list[Any]:
             chosen.append(runs[judge])
         elif len(paths) == 1:
             if len(answering) != 2:
-                raise ConfigError(f"expected one --recorded file to hold exactly two judges answering {criterion!r} "
-                                  f"(A then B, in file order); {path} holds {list(answering)}")
+                raise ConfigError("expected one --recorded file to hold exactly two judges answering "
+                                  f"{criterion!r} (A then B, in file order); {path} holds {list(answering)}")
             chosen.extend(answering.values())
         else:
             if len(answering) != 1:
@@ -206,12 +223,13 @@ def _criteria(o: DiffOptions, bench: Any) -> list[str]:
 
 
 async def _live(o: DiffOptions, task: "Task", key: str, values: list[Any]) -> tuple[list[Any], list[str]]:
-    """The two live judges for ``task`` (built from the shared options and the differing one) and their names."""
+    """The two live judges for ``task`` (built from the shared options and the differing one) and their
+    names."""
     from mitigate.cli.build import build_judge
     from mitigate.strategies import parse_pipeline
 
     shared_backend = (o.backend or [DEFAULT_BACKEND])[0]
-    shared_prompt = (o.prompt or [None])[0]
+    shared_prompt = o.prompt[0] if o.prompt else None
     shared_pipeline = (o.pipeline or ["baseline"])[0]
     judges = []
     names = []
@@ -245,9 +263,9 @@ def _check_covered(judges: list[Any], names: list[str], items: Any, criterion: s
         covers = getattr(judge, "covers", None)
         missing = covers(items) if covers is not None else []
         if missing:
-            raise ConfigError(f"expected judge {name!r} to have an answer on {criterion!r} for every item compared; "
-                              f"{len(missing)} of {len(items)} have none, e.g. {missing[:3]} (check the item ids, "
-                              "or pass --limit)")
+            raise ConfigError(f"expected judge {name!r} to have an answer on {criterion!r} for every item "
+                              f"compared; {len(missing)} of {len(items)} have none, e.g. {missing[:3]} "
+                              "(check the item ids, or pass --limit)")
 
 
 def _kind(judgments: "list[Judgment]") -> str | None:
@@ -268,8 +286,8 @@ async def _diff(o: DiffOptions) -> None:
     key, values = _sides(o)
     live = key not in ("--recorded", "--released")
     if o.probes is not None and not live:
-        raise ConfigError("--probes judges probed items; expected live judges (--prompt, --pipeline or --backend "
-                          "twice), got replayed answers")
+        raise ConfigError("--probes judges probed items; expected live judges (--prompt, --pipeline or "
+                          "--backend twice), got replayed answers")
     first = load_task(o.benchmark, None, o.limit)
     bench = first.benchmark
     fail_on = parse_fail_on(o.fail_on, "pairwise" if bench.pairwise else "score")
@@ -298,25 +316,28 @@ async def _diff(o: DiffOptions) -> None:
         finally:
             for lm in dict.fromkeys(lms):
                 await lm.aclose()
-        kinds = {_kind(ja), _kind(jb)} - {None}
+        kinds = {k for k in (_kind(ja), _kind(jb)) if k is not None}
         if len(kinds) > 1:
             raise ConfigError(f"expected two judges answering alike; {names[0]!r} and {names[1]!r} answer "
                               f"{' and '.join(sorted(kinds))} on {crit!r}")
         human = bench.scale_for(crit)
         scales = tuple(judge_scale(j) or human for j in judges)
         rep = diff_judgments(task.items, ja, jb, criterion=crit, names=(names[0], names[1]),
-                             task="pairwise" if bench.pairwise else "score", scales=scales,  # type: ignore[arg-type]
-                             scale_map=o.scale_map,  # type: ignore[arg-type]
+                             task="pairwise" if bench.pairwise else "score",
+                             scales=scales,  # type: ignore[arg-type]
+                             scale_map=o.scale_map,
                              n_boot=o.n_boot, n_perm=o.n_perm, seed=o.seed)
         if probe_reports and probe_reports[-1][0] == crit:
             from mitigate.harness.diff import probe_slices
 
-            rep = rep.model_copy(update={"slices": rep.slices + tuple(probe_slices(crit, probe_reports[-1][1]))})
+            rep = rep.model_copy(update={"slices": rep.slices
+                                         + tuple(probe_slices(crit, probe_reports[-1][1]))})
         reports.append(rep)
     if not reports:
-        raise ConfigError(f"expected a criterion to compare; benchmark {bench.name!r} declares none (pass -c)")
+        raise ConfigError(f"expected a criterion to compare; benchmark {bench.name!r} declares "
+                          "none (pass -c)")
     report = DiffReport.merged(reports)
-    report = report.model_copy(update={"gate": gate(report, fail_on, o.correction),  # type: ignore[arg-type]
+    report = report.model_copy(update={"gate": gate(report, fail_on, o.correction),
                                        "extra": {"benchmark": bench.name, "compared": key}})
     _emit(o, report)
 
@@ -334,9 +355,11 @@ async def _probe_both(o: DiffOptions, task: "Task", judges: list[Any], names: li
     try:
         out = []
         for judge, name, original in zip(judges, names, originals, strict=True):
-            out.append(await run_probes(judge, task.items, chosen, criterion=task.criterion, rewriter=rewriter,
+            out.append(await run_probes(judge, task.items, chosen, criterion=task.criterion,
+                                        rewriter=rewriter,
                                         original=original, concurrency=o.concurrency, progress=o.progress,
-                                        tolerance=o.probe_tolerance, n_boot=o.n_boot, seed=o.seed, label=name))
+                                        tolerance=o.probe_tolerance, n_boot=o.n_boot, seed=o.seed,
+                                        label=name))
         return out[0], out[1]
     finally:
         if rewriter is not None:

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import typer
 
+from mitigate.deprecated import renamed
 from mitigate.errors import MitigateError, RunStoppedError
 
 EXIT_REFUSED = 2
@@ -28,20 +29,23 @@ DEBUG_ENV = "MITIGATE_DEBUG"
 """The environment variable that, set to anything but "" or "0", shows tracebacks (as ``--debug`` does)."""
 
 
-def one_line(text: str) -> str:
-    """``text`` on one line (a message listing files over several lines stays readable)."""
+def flat_message(text: str) -> str:
+    """A message on one line: its lines joined by " ; " and its runs of spaces collapsed.
+
+    (:func:`mitigate.paths.one_line` is the other way to put a text on one line: it escapes control
+    characters, for ids and texts quoted in a table.)"""
     return " ".join(str(text).replace("\n", " ; ").split()).replace(" ; ;", " ;")
 
 
 def say_error(message: str) -> None:
     """Print ``error: <message>`` on one line of stderr."""
-    typer.secho(f"error: {one_line(message)}", fg=typer.colors.RED, err=True)
+    typer.secho(f"error: {flat_message(message)}", fg=typer.colors.RED, err=True)
 
 
 def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: TextIO | None = None, line: str | None = None) -> None:
     """Warnings as one line, ``warning: <message>`` (no source line, no file:line of our code)."""
-    typer.secho(f"warning: {one_line(str(message))}", fg=typer.colors.YELLOW, err=True)
+    typer.secho(f"warning: {flat_message(str(message))}", fg=typer.colors.YELLOW, err=True)
 
 
 def report_error(exc: BaseException) -> int:
@@ -62,8 +66,8 @@ def report_error(exc: BaseException) -> int:
         say_error(f"invalid value for {where}: {first.get('msg', exc)}; got {first.get('input')!r}")
         return EXIT_REFUSED
     if isinstance(exc, RecursionError):
-        say_error("expected input nested at most a few hundred levels deep; got input nested too deep to read "
-                  "(a JSON value nested thousands of levels?)")
+        say_error("expected input nested at most a few hundred levels deep; got input nested too deep to "
+                  "read (a JSON value nested thousands of levels?)")
         return EXIT_REFUSED
     if isinstance(exc, UnicodeError):
         say_error(f"expected UTF-8 text; got {exc}")
@@ -78,8 +82,8 @@ def report_error(exc: BaseException) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         say_error(f"{exc.strerror or type(exc).__name__}{where}")
         return EXIT_FAILED
-    say_error(f"unexpected {type(exc).__name__}: {exc} (a bug in mitigate; rerun with --debug for the traceback "
-              "and report it)")
+    say_error(f"unexpected {type(exc).__name__}: {exc} (a bug in mitigate; rerun with --debug for the "
+              "traceback and report it)")
     return EXIT_FAILED
 
 
@@ -107,3 +111,6 @@ def fail_when_all_failed(result: Any) -> None:
         say_error(f"no item could be scored: all {items} answers failed to parse ({tally.errors} items ended in an "
                   f"LM error){looked}")
         raise typer.Exit(code=EXIT_FAILED)
+
+
+one_line = renamed(flat_message, "mitigate.cli.errors.one_line", "mitigate.cli.errors.flat_message")

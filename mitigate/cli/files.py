@@ -18,13 +18,16 @@ def read_text_file(path: Path, option: str) -> str:
         with open_regular(path, "rb", option) as handle:  # and checked again on the open file (never blocks)
             data = handle.read()
     except OSError as exc:
-        raise ConfigError(f"expected {option} to name a readable file; {path}: {exc.strerror}", path=str(path)) from None
+        raise ConfigError(f"expected {option} to name a readable file; {path}: {exc.strerror}",
+                          path=str(path)) from None
     try:
         return data.decode("utf-8").removeprefix("\ufeff")  # a BOM is an encoding mark, not prompt text
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"expected {option} to be UTF-8 text; {path}:{line} holds the byte {data[exc.start]:#04x}, "
-                          "which is not UTF-8 (re-save the file as UTF-8)", path=str(path), line=line) from None
+        raise ConfigError(f"expected {option} to be UTF-8 text; {path}:{line} holds the byte "
+                          f"{data[exc.start]:#04x}, "
+                          "which is not UTF-8 (re-save the file as UTF-8)", path=str(path),
+                          line=line) from None
 
 
 def writable_dir(path: Path, option: str) -> Path:
@@ -57,7 +60,7 @@ def run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | Non
     if path is None:
         yield None
         return
-    from mitigate.run.journal import RunLock  # lazy: the runner is not loaded for --help (issue 29)
+    from mitigate.run.journal import RunLock  # lazy: the runner is not loaded for --help
 
     writable_dir(path, option)
     check_run_folder(path)
@@ -73,15 +76,19 @@ OUTPUTS = ("results.json", "results.sqlite", "report.md", "report.html", "*.png"
 
 
 def check_run_folder(folder: Path) -> None:
-    """Refuse, before any work, a file of ``folder`` that mitigate would block on, fill the memory with, or replace:
-    a FIFO, socket, device or folder where it keeps a file it reads back (:data:`READ_BACK`; a symlink to a regular
-    file is followed), or a FIFO, socket, block device or folder where it writes an output (:data:`OUTPUTS`)."""
+    """Refuse, before any work, a file of ``folder`` that mitigate would block on, fill the memory with, or
+    replace:
+    a FIFO, socket, device or folder where it keeps a file it reads back (:data:`READ_BACK`; a symlink to a
+    regular
+    file is followed), or a FIFO, socket, block device or folder where it writes an output
+    (:data:`OUTPUTS`)."""
     for pattern in (*READ_BACK, *OUTPUTS):
         for found in sorted(folder.glob(pattern)):
             if pattern in READ_BACK:
                 kind = path_kind(found)
                 if kind != "a regular file":
-                    raise ConfigError(f"expected {found} to be a regular file mitigate reads back; it is {kind} "
+                    raise ConfigError(f"expected {found} to be a regular file mitigate reads back; "
+                                      f"it is {kind} "
                                       "(remove it, or use another folder)", path=str(found))
             else:
                 output_target(found, "the output")
@@ -89,15 +96,16 @@ def check_run_folder(folder: Path) -> None:
 
 @contextmanager
 def writing_after_run(kept: str | None) -> Iterator[None]:
-    """Around the outputs a command writes after its LM calls: a failure there (a full disk, a path that cannot
+    """Around the outputs a command writes after its LM calls: a failure there (a full disk, a path that
+    cannot
     be written) exits 1, not 2 (the input was not refused: the work was done), in one line saying where the
     judgments are kept and how to get the files without new LM calls."""
     try:
         yield
     except (MitigateError, OSError) as exc:
         reason = exc.message if isinstance(exc, MitigateError) else f"{exc.strerror or type(exc).__name__}"
-        keep = (f"the judgments are kept in {kept}: fix that (free the space, change the path) and rerun the same "
-                "command to write the files without new LM calls" if kept else
-                "the judgments were kept nowhere (--no-cache and no --run-dir): rerun the command once the files "
-                "can be written")
+        keep = (f"the judgments are kept in {kept}: fix that (free the space, change the path) and rerun the "
+                "same command to write the files without new LM calls" if kept else
+                "the judgments were kept nowhere (--no-cache and no --run-dir): rerun the command once the "
+                "files can be written")
         raise RunStoppedError(f"{reason}; the run finished and {keep}") from None

@@ -56,7 +56,8 @@ summary."""
 @dataclass(frozen=True)
 class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, BatchOptions,
                    ThresholdOptions):
-    """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
+    """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human
+    score."""
 
     COMMAND: ClassVar[str] = "judge"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -82,7 +83,8 @@ class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOpti
 
     def check(self) -> None:
         """``--batch`` needs ``--run-dir`` and a backend with a batch API; ``--scale`` is MIN,MAX."""
-        check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir, folder_option="--run-dir")
+        check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir,
+                    folder_option="--run-dir")
         parse_scale(self.scale)
 
     @property
@@ -120,7 +122,8 @@ async def _judge(o: JudgeOptions) -> None:
     outputs = Outputs(o, task, lm.spec)
     try:
         judge_obj = with_pipeline(base, o.pipeline)
-        preflight(judge_obj, task.items)  # every item fits the prompt: checked before anything is printed or called
+        # every item fits the prompt: checked before anything is printed or called
+        preflight(judge_obj, task.items)
         typer.echo(f"{task.benchmark.summary()}\njudging {len(task.items)} items on {task.criterion!r} with "
                    f"{lm.spec}", err=True)
         journal = o.run_dir / "journal.jsonl" if o.run_dir else None
@@ -262,15 +265,17 @@ class Outputs:
             raise self.errors[0]
 
 
-def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float, require: float | None) -> None:
-    """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be met."""
+def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float,
+                   require: float | None) -> None:
+    """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be
+    met."""
     from mitigate.harness.threshold import threshold_report, threshold_text
 
     report = threshold_report(judgments, criterion, threshold, require=require)
     typer.echo(threshold_text(report))
     if report.decision not in (None, "pass"):
-        say_error(f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at {criterion} >= "
-                  f"{threshold:g}: {report.decision}, required {require:g}")
+        say_error(f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at "
+                  f"{criterion} >= {threshold:g}: {report.decision}, required {require:g}")
         raise typer.Exit(code=EXIT_FAILED)
 
 

@@ -1,7 +1,8 @@
-"""docs/cli.md, written from the commands themselves: every command's every option, grouped as ``--help-all`` shows them.
+"""docs/cli.md, written from the commands themselves: every command's every option, grouped as ``--help-all``
+shows them.
 
 ``python -m mitigate.cli.reference docs/cli.md`` rewrites the file; ``--check docs/cli.md``
-exits 1 when the file is not what the commands give now (tests/test_cli_reference.py runs it,
+exits 1 when the file is not what the commands give now (tests/cli/test_cli_reference.py runs it,
 so an option added, renamed or re-worded without regenerating the file fails the suite).
 The text is independent of the terminal: tables, not the boxes ``--help`` draws, and only the
 components mitigate itself registers (not a plugin's or a test's).
@@ -11,15 +12,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 
 from mitigate.cli import app
 from mitigate.cli.app import RegisteredNamesHelp
 from mitigate.cli.options import fill_registered_names
 from mitigate.paths import write_output
+
+if TYPE_CHECKING:  # typer vendors its own click; its commands are that click's
+    from typer._click import Command as VendoredCommand
 
 __all__ = ["main", "markdown"]
 
@@ -33,7 +36,8 @@ it by hand.
 
 
 def _cell(text: str) -> str:
-    """One table cell: on one line, its pipes escaped and ``<path>`` kept as text (not read as an HTML tag)."""
+    """One table cell: on one line, its pipes escaped and ``<path>`` kept as text (not read as an HTML
+    tag)."""
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -58,9 +62,10 @@ def _default(param: Any) -> str:
     return f"`{value}`"
 
 
-def _command(name: str, command: click.Command, parent: click.Context) -> list[str]:
-    ctx = click.Context(command, info_name=name, parent=parent)
-    out = [f"## mitigate {name}", "", _cell(command.help or ""), "", f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`"
+def _command(name: str, command: VendoredCommand, parent: typer.Context) -> list[str]:
+    ctx = typer.Context(command, info_name=name, parent=parent)
+    out = [f"## mitigate {name}", "", _cell(command.help or ""), "",
+           f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`"
            .replace("Usage: `", f"Usage: `mitigate {name} "), ""]
     panels = (command.grouped(ctx, every=True) if isinstance(command, RegisteredNamesHelp)
               else [("Options", [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)])])
@@ -76,7 +81,7 @@ def _command(name: str, command: click.Command, parent: click.Context) -> list[s
 def markdown() -> str:
     """docs/cli.md as the commands give it now."""
     group = typer.main.get_command(app)
-    root = click.Context(group, info_name="mitigate")
+    root = typer.Context(group, info_name="mitigate")
     lines = [HEAD]
     names = group.list_commands(root)  # type: ignore[attr-defined]
     lines += ["Commands: " + ", ".join(f"[{n}](#mitigate-{n})" for n in names), ""]
@@ -88,7 +93,8 @@ def markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mitigate.cli.reference [--check] FILE``: write FILE, or check that it is current (exit 1 if not)."""
+    """``python -m mitigate.cli.reference [--check] FILE``: write FILE, or check that it is current (exit 1 if
+    not)."""
     args = list(sys.argv[1:] if argv is None else argv)
     check = "--check" in args
     paths = [a for a in args if a != "--check"]
@@ -98,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     path, text = Path(paths[0]), markdown()
     if check:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            print(f"{path} is not current; regenerate it: python -m mitigate.cli.reference {path}", file=sys.stderr)
+            print(f"{path} is not current; regenerate it: python -m mitigate.cli.reference {path}",
+                  file=sys.stderr)
             return 1
         return 0
     write_output(path, text, "the CLI reference")

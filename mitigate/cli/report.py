@@ -1,4 +1,5 @@
-"""``mitigate report``: re-render report.md, the plots and (``--html``) report.html of a comparison from its results.json."""
+"""``mitigate report``: re-render report.md, the plots and (``--html``) report.html of a comparison from its
+results.json."""
 
 # no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
@@ -17,18 +18,21 @@ from mitigate.harness.report import render_report
 
 @dataclass(frozen=True)
 class ReportOptions(CommandOptions):
-    """``mitigate report``: re-render a comparison's report from its results.json (``--html``: report.html too)."""
+    """``mitigate report``: re-render a comparison's report from its results.json (``--html``: report.html
+    too)."""
 
     COMMAND: ClassVar[str] = "report"
 
     folder: Annotated[Path, argument("folder", help="a folder written by 'mitigate compare'")]
-    html: Annotated[bool, option("html", "--html", help="also rebuild report.html (self-contained, with the per-item "
+    html: Annotated[bool,
+                    option("html", "--html",
+                           help="also rebuild report.html (self-contained, with the per-item "
                                  "view)")] = False
 
 
 @command("report", ReportOptions)
 def report_cmd(options: ReportOptions) -> None:
-    """Re-render report.md and the plots of a comparison from its results.json (with --html, report.html too)."""
+    """Re-render report.md and the plots of a comparison from its results.json (--html: report.html too)."""
     folder = options.folder
     if not folder.is_dir():
         raise ConfigError(f"expected a folder written by 'mitigate compare'; {folder} "

@@ -1,4 +1,5 @@
-"""``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, reported on test."""
+"""``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, reported on
+test."""
 
 # no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
@@ -30,7 +31,7 @@ from mitigate.cli.options.run import PIPELINE, DryRun
 from mitigate.cli.options.task import Criterion, Limit
 from mitigate.constraints import Interval, Options
 from mitigate.errors import ConfigError
-from mitigate.registry import lookup, names, registered, run_sync
+from mitigate.registry import lookup, names, registered, run_coroutine
 from mitigate.search import Objective, asearch
 from mitigate.strategies import PerturbedDemosPreset, parse_pipeline
 
@@ -43,16 +44,21 @@ DEFAULT_ENGINE = "random"
 """The search engine unless ``--engine`` says (random search over the selectors' draws)."""
 
 ENGINE = option("engine", help=f"search engine: {registered_names('engine')}")
-BUDGET = option("budget", help="distinct LM requests the search may make (cache hits count too, so a rerun retraces "
+BUDGET = option("budget",
+                help="distinct LM requests the search may make (cache hits count too, so a rerun retraces "
                 "the same search)", accepts=(Interval(int, 1, None),))
 K = option("k", "--k", help="demos per set; repeat for several sizes", accepts=(Interval(int, 1, None),))
-SELECTOR = option("selector", "--selector", help=f"candidate generator: {registered_names('selector')} (fixed needs "
+SELECTOR = option("selector", "--selector",
+                  help=f"candidate generator: {registered_names('selector')} (fixed needs "
                   "ids: use the Python API); repeat for several (default: random and stratified)")
-PERTURBED = option("perturbed", help="also search demos shown under reordered guidelines (Ghazarian et al. 2024)")
+PERTURBED = option("perturbed",
+                   help="also search demos shown under reordered guidelines (Ghazarian et al. 2024)")
 AGREEMENT = option("agreement", help="spearman, kendall, pearson or accuracy (exact match)")
-CONSISTENCY_WEIGHT = option("consistency_weight", help="lambda: weight of consistency under guideline perturbation",
+CONSISTENCY_WEIGHT = option("consistency_weight",
+                            help="lambda: weight of consistency under guideline perturbation",
                             accepts=(Interval(float, 0.0, None),))
-CONSISTENCY = option("consistency", help="kappa (chance-corrected; a judge giving one answer to everything cannot "
+CONSISTENCY = option("consistency",
+                     help="kappa (chance-corrected; a judge giving one answer to everything cannot "
                      "win) or raw (the paper's share)")
 BIAS_WEIGHT = option("bias_weight", help="mu: weight of |BiasScore| (needs --likelihood)",
                      accepts=(Interval(float, 0.0, None),))
@@ -80,18 +86,23 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
     consistency_weight: Annotated[float, CONSISTENCY_WEIGHT] = 0.0
     consistency: Annotated[Consistency, CONSISTENCY] = "kappa"
     bias_weight: Annotated[float, BIAS_WEIGHT] = 0.0
-    likelihood: Annotated[str, LIKELIHOOD, Override(help="backend computing LS for BiasScore")] = DEFAULT_BACKEND
+    likelihood: Annotated[str, LIKELIHOOD,
+                          Override(help="backend computing LS for BiasScore")] = DEFAULT_BACKEND
     splits: Annotated[str, SPLITS] = "0.5,0.25,0.25"
-    out: Annotated[Path, OUT, Override(help="where to write the winning pipeline spec (load it with 'mitigate judge "
+    out: Annotated[Path, OUT,
+                   Override(help="where to write the winning pipeline spec (load it with 'mitigate judge "
                                             "--pipeline @<file>')")] = Path("search_pipeline.json")
     plot: Annotated[bool, PLOT] = True
-    pipeline: Annotated[str, PIPELINE, Override(help="mitigations wrapping the judge before demos are searched: "
-                                                     "pipeline text or @file.json; the saved spec holds them followed "
-                                                     "by the winner")] = "baseline"
+    pipeline: Annotated[str, PIPELINE,
+                        Override(help="mitigations wrapping the judge before demos are searched: "
+                                                     "pipeline text or @file.json; the saved spec holds them "
+                                                     "followed by the winner")] = "baseline"
     dry_run: DryRun = False
 
-    criterion: Annotated[Criterion, Override(help="criterion to optimise (default: the benchmark's first)")] = None
-    limit: Annotated[Limit, Override(help="use only the first N labelled items, document by document, so each "
+    criterion: Annotated[Criterion,
+                         Override(help="criterion to optimise (default: the benchmark's first)")] = None
+    limit: Annotated[Limit,
+                     Override(help="use only the first N labelled items, document by document, so each "
                                           "document keeps every system's output (0 = all)")] = 0
     backend: Annotated[Backend, Override(help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
                                               "local:<path.gguf>")] = DEFAULT_BACKEND
@@ -122,13 +133,14 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
 
 
 def default_selectors() -> list[str]:
-    """The selectors a search draws candidates from when no ``--selector`` is given: those tagged ``random_draws``."""
+    """The selectors a search draws candidates from when no ``--selector`` is given: those tagged
+    ``random_draws``."""
     return [name for name, cls in registered("selector").items() if cls.declared_tags.random_draws]
 
 
 @command("search", SearchOptions)
 def search_cmd(options: SearchOptions) -> None:
-    """Search the demo set that maximises agreement (+ consistency - bias) on dev; report it on held-out test."""
+    """Search the demo set maximising agreement (+ consistency - bias) on dev; report it on held-out test."""
     writable_file(options.out, "--out")
     _search(options)
 
@@ -142,15 +154,17 @@ def _search(o: SearchOptions) -> None:
     if o.dry_run:
         try:
             typer.echo(dry_run_text([(o.pipeline, judge)], base, task.items)
-                       + "\n\n(the search adds each candidate demo set to these prompts; no LM call was made)")
+                       + "\n\n(the search adds each candidate demo set to these prompts; no LM "
+                         "call was made)")
         finally:
-            run_sync(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
+            run_coroutine(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
         return
     classes = [lookup("selector", n) for n in o.selector or default_selectors()]
     selectors = [cls(seed=o.seed) if "seed" in cls.model_fields else cls() for cls in classes]
     agreement = o.agreement
     if task.benchmark.pairwise and agreement != "accuracy":  # verdicts against gold preferences: exact match
-        typer.echo(f"pairwise benchmark: agreement is accuracy against the gold preferences (not {agreement})",
+        typer.echo("pairwise benchmark: agreement is accuracy against the gold preferences (not "
+                   f"{agreement})",
                    err=True)
         agreement = "accuracy"
     objective = Objective(agreement=agreement, consistency_weight=o.consistency_weight,
@@ -167,8 +181,8 @@ def _search(o: SearchOptions) -> None:
         common["likelihood"] = o.likelihood
     if lookup("engine", o.engine).declared_tags.uses_selectors or o.selector or o.perturbed:
         common.update(selectors=selectors, perturbations=templates)  # an engine that takes none refuses them
-    typer.echo(f"{task.benchmark.summary()}\nsearching demos for {task.criterion!r} on {len(task.items)} labelled "
-               f"items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls", err=True)
+    typer.echo(f"{task.benchmark.summary()}\nsearching demos for {task.criterion!r} on {len(task.items)} "
+               f"labelled items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls", err=True)
     result = _run(judge, data, o.engine, common)
     typer.echo(result.summary())
     with writing_after_run("the LM cache" if o.cache else None):
@@ -181,12 +195,13 @@ def _search(o: SearchOptions) -> None:
         if o.plot:
             from mitigate.harness.plots import plot_search  # only with --plot (matplotlib)
 
-            typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs baseline "
-                       "on test)", err=True)
+            typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs "
+                       "baseline on test)", err=True)
 
 
 def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:
-    """The search, and the judge's backend closed in the same event loop (its HTTP session belongs to that loop)."""
+    """The search, and the judge's backend closed in the same event loop (its HTTP session belongs to that
+    loop)."""
     async def searched() -> Any:
         try:
             return await asearch(judge, data, engine=engine, **common)
@@ -194,4 +209,4 @@ def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:
             for lm in {id(leaf.lm): leaf.lm for leaf in judge.leaves()}.values():
                 await lm.aclose()
 
-    return run_sync(searched(), what="mitigate search", instead="asearch(...)")
+    return run_coroutine(searched(), what="mitigate search", instead="asearch(...)")

@@ -24,7 +24,8 @@ _ESCAPED = (*FORMULA_START, "'")
 
 
 def csv_cell(value: Any) -> Any:
-    """``value`` as a CSV cell: a text starting like a formula (or like an escaped one) gets a leading apostrophe."""
+    """``value`` as a CSV cell: a text starting like a formula (or like an escaped one) gets a leading
+    apostrophe."""
     if isinstance(value, str) and (value.startswith(FORMULA_START)
                                    or value.startswith("'") and value[1:2] != "" and value[1:2] in _ESCAPED):
         return "'" + value
@@ -32,7 +33,8 @@ def csv_cell(value: Any) -> Any:
 
 
 def csv_value(text: str) -> str:
-    """The text a cell written by :func:`csv_cell` held: one leading apostrophe before a formula start is dropped."""
+    """The text a cell written by :func:`csv_cell` held: one leading apostrophe before a formula start is
+    dropped."""
     if text.startswith("'") and text[1:2] != "" and text[1:2] in _ESCAPED:
         return text[1:]
     return text

@@ -1,4 +1,5 @@
-"""FairEval (Wang et al. 2023, "Large language models are not fair evaluators"), read from a copy of its repository.
+"""FairEval (Wang et al. 2023, "Large language models are not fair evaluators"), read from a copy of its
+repository.
 
 Layout (github.com/i-Eval/FairEval; point mitigate at the repository folder):
 
@@ -44,7 +45,8 @@ def _by_question(path: Path) -> dict[int, dict[str, Any]]:
 
 
 def load_faireval(path: str | Path) -> Benchmark:
-    """The 80 FairEval questions with ChatGPT's (A) and Vicuna-13B's (B) answers and the human verdict as gold."""
+    """The 80 FairEval questions with ChatGPT's (A) and Vicuna-13B's (B) answers and the human verdict as
+    gold."""
     repo = Path(path)
     files = {"question": repo / "question.jsonl", "a": repo / "answer" / "answer_gpt35.jsonl",
              "b": repo / "answer" / "answer_vicuna-13b.jsonl",
@@ -74,5 +76,5 @@ def load_faireval(path: str | Path) -> Benchmark:
                           preference={RELEASE_CRITERION: gold},
                           meta={"category": str(questions[qid].get("category", ""))}))
     return Benchmark(name="faireval", items=tuple(items), criteria=(RELEASE_CRITERION,),
-                     description="FairEval: Vicuna-80 questions, ChatGPT (A) vs Vicuna-13B (B), human verdicts "
-                                 "(ties kept)")
+                     description="FairEval: Vicuna-80 questions, ChatGPT (A) vs Vicuna-13B (B), human "
+                                 "verdicts (ties kept)")

@@ -129,7 +129,8 @@ class SourceStatus(BaseModel):
 
     @property
     def state(self) -> FileState:
-        """``present`` when every file is, ``corrupt`` when any file has a wrong checksum, else ``missing``."""
+        """``present`` when every file is, ``corrupt`` when any file has a wrong checksum, else
+        ``missing``."""
         if self.count("corrupt"):
             return "corrupt"
         return "present" if self.count("present") == len(self.files) else "missing"
@@ -142,7 +143,8 @@ class SourceStatus(BaseModel):
             "missing": f"{total - self.count('present')} of {total} files missing",
             "corrupt": f"{self.count('corrupt')} of {total} files fail their SHA-256 check",
         }[self.state]
-        return f"{', '.join(self.source.benchmarks):<48} {self.source.name + '/':<24} {self.state:<8} {detail}"
+        return (f"{', '.join(self.source.benchmarks):<48} {self.source.name + '/':<24} "
+                f"{self.state:<8} {detail}")
 
 
 @functools.cache
@@ -167,11 +169,13 @@ def source_for(name: str) -> Source:
         if name in source.benchmarks:
             return source
     names = [b for s in table.values() for b in s.benchmarks]
-    raise DataError(f"expected a built-in benchmark name, one of {names} (or a folder: {list(table)}); got {name!r}")
+    raise DataError(f"expected a built-in benchmark name, one of {names} (or a folder: {list(table)}); "
+                    f"got {name!r}")
 
 
 def target_dir(root: str | Path | None = None) -> Path:
-    """The folder to download into: ``root``, else the data folder mitigate reads, else the user data folder."""
+    """The folder to download into: ``root``, else the data folder mitigate reads, else the user data
+    folder."""
     if root is not None:
         return Path(root)
     return data_dir() or user_data_dir()
@@ -325,6 +329,6 @@ def _derive(derived: DerivedFile, origin: Path, dest: Path) -> None:
     text = "".join(json.dumps(row) + "\n" for row in convert(origin.read_bytes())).encode("utf-8")
     got = hashlib.sha256(text).hexdigest()
     if got != derived.sha256:
-        raise DownloadError(f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; nothing "
-                            f"was written to {dest}", kind="integrity", dest=str(dest))
+        raise DownloadError(f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; "
+                            f"nothing was written to {dest}", kind="integrity", dest=str(dest))
     write_output(dest, text, f"the derived file made from {origin} to")

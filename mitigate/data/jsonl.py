@@ -31,7 +31,8 @@ from mitigate.scale import Scale
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "system_b", "reference", "human", "annotators",
+ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "system_b", "reference", "human",
+            "annotators",
             "preference", "meta")
 """The keys a generic-format row may hold; any other key is an error (it is usually a typo)."""
 
@@ -193,8 +194,8 @@ def read_text(path: Path, *, error: type[DataError] = DataError, translate_newli
 def _lone_surrogate(value: Any) -> str | None:
     """The first lone surrogate character in a parsed JSON value (keys included), or None."""
     if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        return None if found is None else found.group()
+        match = _SURROGATE.search(value)
+        return None if match is None else match.group()
     if isinstance(value, dict):
         items: Any = (*value.keys(), *value.values())
     elif isinstance(value, list):
@@ -216,7 +217,8 @@ def row_error(path: Path, line: int, message: str, *, error: type[DataError] = D
 def number(value: Any, path: Path, line: int, what: str) -> float:
     """``value`` as a finite float, or a DataError saying ``what`` should have been a number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise row_error(path, line, f"expected a number for {what}; got {type(value).__name__} {_clip(repr(value))}")
+        raise row_error(path, line,
+                        f"expected a number for {what}; got {type(value).__name__} {_clip(repr(value))}")
     result = float(value)
     if not math.isfinite(result):
         raise row_error(path, line, f"expected a finite number for {what}; got {value!r}")
@@ -265,7 +267,9 @@ def load_jsonl(
     seen_criteria: dict[str, None] = {}
     for line, _, item in rows:
         if item.id in first_line:
-            raise row_error(file, line, f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}")
+            raise row_error(file, line,
+                            f"expected a unique 'id'; got {item.id!r}, already used on line "
+                            f"{first_line[item.id]}")
         first_line[item.id] = line
         note_criteria(item, seen_criteria)
         items.append(item)
@@ -341,26 +345,31 @@ def _scale_value(value: Any, where: str) -> Scale:
             return value
     except (ValueError, ScaleError) as exc:
         raise DataError(f"expected a valid scale for {where}; got {_clip(repr(value))}: {exc}") from None
-    raise DataError(f"expected a scale [min, max] or {{\"min\": .., \"max\": ..}} for {where}; got {_clip(repr(value))}")
+    raise DataError(f"expected a scale [min, max] or {{\"min\": .., \"max\": ..}} for {where}; got "
+                    f"{_clip(repr(value))}")
 
 
 def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
     """The checked header ``{"benchmark": {...}}``: name, criteria, scale, scales, description."""
     if not isinstance(value, dict):
-        raise row_error(path, line, f"expected the header 'benchmark' to be an object; got {type(value).__name__}")
+        raise row_error(path, line,
+                        f"expected the header 'benchmark' to be an object; got {type(value).__name__}")
     unknown = [k for k in value if k not in HEADER_KEYS]
     if unknown:
-        raise row_error(path, line, f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}")
+        raise row_error(path, line,
+                        f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}")
     out: dict[str, Any] = {}
     for key in ("name", "description"):
         if key in value:
             if not isinstance(value[key], str):
-                raise row_error(path, line, f"expected a string header '{key}'; got {type(value[key]).__name__}")
+                raise row_error(path, line,
+                                f"expected a string header '{key}'; got {type(value[key]).__name__}")
             out[key] = value[key]
     if "criteria" in value:
         crits = value["criteria"]
         if not isinstance(crits, list) or not all(isinstance(c, str) and c for c in crits):
-            raise row_error(path, line, f"expected header 'criteria' to be a list of names; got {_clip(repr(crits))}")
+            raise row_error(path, line,
+                            f"expected header 'criteria' to be a list of names; got {_clip(repr(crits))}")
         out["criteria"] = crits
     try:
         if "scale" in value:
@@ -385,7 +394,8 @@ def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict
         elif scale is not None:
             common = Scale.of(scale)
     except ScaleError as exc:
-        raise DataError(f"expected scale=(min, max), a Scale or a mapping criterion -> scale for {path}; {exc}") from None
+        raise DataError("expected scale=(min, max), a Scale or a mapping criterion -> scale for "
+                        f"{path}; {exc}") from None
     return common, per
 
 
@@ -407,24 +417,34 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
         if value is None and key != "output":
             continue
         if not isinstance(value, str):
-            raise row_error(path, line, f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}")
+            raise row_error(path, line,
+                            f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}")
         fields[key] = value
     inputs = row.get("inputs", {})
     if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
-        raise row_error(path, line, f"expected 'inputs' to be an object of named texts in row {item_id!r}; got {_clip(repr(inputs))}")
+        raise row_error(path, line,
+                        f"expected 'inputs' to be an object of named texts in row {item_id!r}; got "
+                        f"{_clip(repr(inputs))}")
     fields["inputs"] = inputs
     human = row.get("human", {})
     if not isinstance(human, dict):
-        raise row_error(path, line, f"expected 'human' to be an object criterion -> score in row {item_id!r}; got {type(human).__name__}")
-    fields["human"] = {c: _in_scale(number(v, path, line, f"human score {c!r}"), per.get(c, common), path, line, c)
+        raise row_error(path, line,
+                        f"expected 'human' to be an object criterion -> score in row {item_id!r}; got "
+                        f"{type(human).__name__}")
+    fields["human"] = {c: _in_scale(number(v, path, line, f"human score {c!r}"), per.get(c, common), path,
+                                    line, c)
                        for c, v in human.items()}
     annotators = row.get("annotators", {})
     if not isinstance(annotators, dict):
-        raise row_error(path, line, f"expected 'annotators' to be an object criterion -> list of scores in row {item_id!r}; got {type(annotators).__name__}")
+        raise row_error(path, line,
+                        "expected 'annotators' to be an object criterion -> list of scores in row "
+                        f"{item_id!r}; got {type(annotators).__name__}")
     parsed: dict[str, tuple[float | None, ...]] = {}
     for criterion, scores in annotators.items():
         if not isinstance(scores, list):
-            raise row_error(path, line, f"expected a list of scores for annotators {criterion!r}; got {type(scores).__name__}")
+            raise row_error(path, line,
+                            f"expected a list of scores for annotators {criterion!r}; got "
+                            f"{type(scores).__name__}")
         parsed[criterion] = tuple(
             None if s is None else _in_scale(number(s, path, line, f"annotator score {criterion!r}"),
                                              per.get(criterion, common), path, line, criterion)
@@ -433,18 +453,21 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
     fields["annotators"] = parsed
     preference = row.get("preference", {})
     if not isinstance(preference, dict):
-        raise row_error(path, line, f"expected 'preference' to be an object criterion -> \"A\", \"B\" or \"tie\" in row "
+        raise row_error(path, line,
+                        f"expected 'preference' to be an object criterion -> \"A\", \"B\" or \"tie\" in row "
                                     f"{item_id!r}; got {type(preference).__name__}")
     if preference and "output_b" not in fields:
-        raise row_error(path, line, f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
+        raise row_error(path, line,
+                        f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
                                     "(a pairwise item compares output = A with output_b = B); got none")
     prefs: dict[str, str] = {}
     for criterion, value in preference.items():
-        key = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
-        if key is None:
-            raise row_error(path, line, f"expected the preference for {criterion!r} to be \"A\", \"B\" or \"tie\"; "
+        gold = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
+        if gold is None:
+            raise row_error(path, line,
+                            f"expected the preference for {criterion!r} to be \"A\", \"B\" or \"tie\"; "
                                         f"got {_clip(repr(value))}")
-        prefs[criterion] = key
+        prefs[criterion] = gold
     fields["preference"] = prefs
     meta = row.get("meta", {})
     if not isinstance(meta, dict):
@@ -457,8 +480,8 @@ def _in_scale(value: float, scale: Scale, path: Path, line: int, criterion: str)
     if not scale.contains(value):
         raise row_error(
             path, line,
-            f"expected {criterion!r} scores within the human scale {scale.describe()} (declare the scale in the "
-            f"header line or pass scale= to load_jsonl for another); got {value:g}",
+            f"expected {criterion!r} scores within the human scale {scale.describe()} (declare the scale in "
+            f"the header line or pass scale= to load_jsonl for another); got {value:g}",
         )
     return value
 
@@ -487,7 +510,8 @@ def item_to_row(item: Item) -> dict[str, Any]:
 
 
 def header_row(benchmark: Benchmark) -> dict[str, Any]:
-    """The header line ``{"benchmark": {...}}`` that lets :func:`load_jsonl` restore name, criteria and scales."""
+    """The header line ``{"benchmark": {...}}`` that lets :func:`load_jsonl` restore name, criteria and
+    scales."""
     head: dict[str, Any] = {"name": benchmark.name, "criteria": list(benchmark.criteria),
                             "scale": benchmark.scale.model_dump(mode="json")}
     if benchmark.scales:
@@ -498,7 +522,8 @@ def header_row(benchmark: Benchmark) -> dict[str, Any]:
 
 
 def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
-    """Write ``benchmark`` in the generic format (a header line, then one row per item, UTF-8); return the path.
+    """Write ``benchmark`` in the generic format (a header line, then one row per item, UTF-8); return the
+    path.
 
     The header keeps the name, criteria and label scales, so :func:`load_jsonl` restores them.
     ``meta`` values must be JSON-serialisable.

@@ -1,4 +1,5 @@
-"""JudgeBench (Tan et al. 2024, "JudgeBench: a benchmark for evaluating LLM-based judges"), read from a copy of its repository.
+"""JudgeBench (Tan et al. 2024, "JudgeBench: a benchmark for evaluating LLM-based judges"), read from a copy
+of its repository.
 
 Layout (github.com/ScalerLab/JudgeBench; point mitigate at the repository folder):
 
@@ -57,7 +58,8 @@ _DATA_NAME = re.compile(r"dataset=judgebench,response_model=(?P<rm>.+)\.jsonl$")
 
 
 def category(source: str) -> str:
-    """The paper's category of a pair's source: knowledge (MMLU-Pro), reasoning, math (LiveBench) or coding."""
+    """The paper's category of a pair's source: knowledge (MMLU-Pro), reasoning, math (LiveBench) or
+    coding."""
     s = source.lower()
     if s.startswith("mmlu"):
         return "knowledge"
@@ -73,7 +75,8 @@ def category(source: str) -> str:
 def _repo(path: str | Path) -> Path:
     p = Path(path)
     if not (p / "data").is_dir():
-        raise DataError(f"expected a JudgeBench repository folder with data/ (and outputs/); got {p}. {_HINT}")
+        raise DataError("expected a JudgeBench repository folder with data/ (and outputs/); got "
+                        f"{p}. {_HINT}")
     return p
 
 
@@ -81,7 +84,7 @@ def _gold(value: Any, path: Path, line: int) -> Literal["A", "B"]:
     got = _LABEL.get(value) if isinstance(value, str) else None
     if got not in ("A", "B"):
         raise DataError(f"{path}:{line}: expected 'label' \"A>B\" or \"B>A\"; got {value!r}", path=str(path))
-    return got  # type: ignore[return-value]
+    return got
 
 
 def _item(row: Any, path: Path, line: int) -> Item:
@@ -111,8 +114,8 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
     if p.is_file():
         m = _DATA_NAME.search(p.name)
         if m is None or p.parent.name != "data":
-            raise DataError(f"expected a JudgeBench folder or a data file data/dataset=judgebench,response_model="
-                            f"<model>.jsonl; got {p}")
+            raise DataError("expected a JudgeBench folder or a data file "
+                            f"data/dataset=judgebench,response_model=<model>.jsonl; got {p}")
         if response_model not in (None, m.group("rm")):
             raise DataError(f"expected response_model {m.group('rm')!r} for the data file {p.name}; got "
                             f"{response_model!r}")
@@ -135,11 +138,13 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
             items[item.id] = item
     name = "judgebench" if response_model is None else f"judgebench:{response_model}"
     return Benchmark(name=name, items=tuple(items.values()), criteria=(RELEASE_CRITERION,),
-                     description="JudgeBench response pairs; gold = the objectively correct response; no ties")
+                     description="JudgeBench response pairs; gold = the objectively correct "
+                                 "response; no ties")
 
 
 def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:
-    """How a judge's answers are read: its prompt template, a declared reader, or the template files it lacks."""
+    """How a judge's answers are read: its prompt template, a declared reader, or the template files it
+    lacks."""
     if judge_name == "reward_model":
         return TemplateSource(key="declared:reward-scores", answer="pairwise")
     names = JUDGE_TEMPLATES.get(judge_name)
@@ -152,7 +157,8 @@ def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:
     if missing:
         return missing
     system_text = (folder / f"{system}.jinja2").read_text(encoding="utf-8") if system else None
-    return TemplateSource(key=f"judgebench:{judge_name}", text=(folder / f"{user}.jinja2").read_text(encoding="utf-8"),
+    return TemplateSource(key=f"judgebench:{judge_name}",
+                          text=(folder / f"{user}.jinja2").read_text(encoding="utf-8"),
                           system=system_text, answer="pairwise", labels=("A", "B"),
                           path=f"utils/templates/{user}.jinja2")
 
@@ -173,30 +179,36 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
         raise DataError(f"{where}: expected 'judgments': one or two entries (as given, then swapped); got "
                         f"{str(judgments)[:60]!r}", path=str(file))
     out = []
-    for order, entry in zip(("original", "swapped"), judgments, strict=False):
+    orders: tuple[Literal["original", "swapped"], ...] = ("original", "swapped")
+    for order, entry in zip(orders, judgments, strict=False):
         if entry is None:  # the release recorded no judgment at all for this order
-            out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order, raw="", template=template,
+            out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order, raw="",
+                                      template=template,
                                       line=line))
             continue
         if not isinstance(entry, dict):
-            raise DataError(f"{where}: expected a judgment object; got {type(entry).__name__}", path=str(file))
+            raise DataError(f"{where}: expected a judgment object; got {type(entry).__name__}",
+                            path=str(file))
         decision = _decision(entry.get("decision"), where)
         if order == "swapped" and decision is not None:
             decision = _FLIP[decision]
-        inner = entry.get("judgment") if isinstance(entry.get("judgment"), dict) else {}
+        given = entry.get("judgment")
+        inner = given if isinstance(given, dict) else {}
         raw = inner.get("response") or ""
         scores = inner.get("scores")
         pair: tuple[float, float] | None = None
         if isinstance(scores, list) and len(scores) == 2 and all(isinstance(s, int | float) for s in scores):
-            pair = (float(scores[0]), float(scores[1])) if order == "original" else (float(scores[1]), float(scores[0]))
-        out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order,  # type: ignore[arg-type]
+            pair = (float(scores[0]), float(scores[1])) if order == "original" else (float(scores[1]),
+                                                                                     float(scores[0]))
+        out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order,
                                   raw=raw if isinstance(raw, str) else "", scores=pair, template=template,
                                   release_verdict=decision, line=line))
     return out
 
 
 def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseRelease:
-    """The JudgeBench release at ``path``: the pairs of every data file, and every judge output file's raw answers.
+    """The JudgeBench release at ``path``: the pairs of every data file, and every judge output file's raw
+    answers.
 
     ``judges`` is a glob over the released judge names (``"arena_hard/*"``).
     """
@@ -220,7 +232,8 @@ def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseR
         for line, row in read_json_lines(file):
             if not isinstance(row, dict) or row.get("pair_id") not in known:
                 raise DataError(f"{file}:{line}: expected a pair of the data files (a known pair_id); got "
-                                f"{str(row.get('pair_id') if isinstance(row, dict) else row)[:60]!r}", path=str(file))
+                                f"{str(row.get('pair_id') if isinstance(row, dict) else row)[:60]!r}",
+                                path=str(file))
             answers += _answers(row, judge, src.key, file, line)
         info[judge] = {"model": m.group("jm"), "strategy": m.group("jn"), "response_model": m.group("rm")}
     release = PairwiseRelease(source=f"judgebench:{path}", benchmark=bench, answers=tuple(answers),
@@ -229,7 +242,8 @@ def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseR
     if lacking:
         files = sorted({f for j in lacking for f in missing[j]})
         raise DataError(f"expected the prompt templates the answers of {lacking[0]}"
-                        f"{f' (and {len(lacking) - 1} more judges)' if len(lacking) > 1 else ''} are read with; "
-                        f"{repo} lacks {', '.join(files)} (a copy without utils/templates/; {_HINT})", path=str(repo))
+                        f"{f' (and {len(lacking) - 1} more judges)' if len(lacking) > 1 else ''} are read "
+                        f"with; {repo} lacks {', '.join(files)} (a copy without utils/templates/; {_HINT})",
+                        path=str(repo))
     used = {a.template for a in release.answers}
     return release.model_copy(update={"templates": {k: v for k, v in release.templates.items() if k in used}})

@@ -44,11 +44,13 @@ __all__ = ["PREFERENCE_VALUE", "AddedLabels", "LabelFile", "add_label_files", "a
 PREFERENCE_VALUE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 """A gold preference as a number: the share of the first text's (``output``'s) win."""
 
-_PREFERENCE_TEXT = {"a": "A", "b": "B", "tie": "tie", "1": "A", "1.0": "A", "0": "B", "0.0": "B", "0.5": "tie"}
+_PREFERENCE_TEXT = {"a": "A", "b": "B", "tie": "tie", "1": "A", "1.0": "A", "0": "B", "0.0": "B",
+                    "0.5": "tie"}
 
 
 def label_value(item: Item, criterion: str) -> float | None:
-    """The item's label on ``criterion`` as a number (a preference as A 1, B 0, tie 0.5); None when unlabelled."""
+    """The item's label on ``criterion`` as a number (a preference as A 1, B 0, tie 0.5); None when
+    unlabelled."""
     if item.pairwise:
         gold = item.preference.get(criterion)
         return None if gold is None else PREFERENCE_VALUE[gold]
@@ -57,7 +59,8 @@ def label_value(item: Item, criterion: str) -> float | None:
 
 
 class LabelFile(BaseModel):
-    """What a labels file holds: item id -> label (a number, or ``A``/``B``/``tie``), and the weights given."""
+    """What a labels file holds: item id -> label (a number, or ``A``/``B``/``tie``), and the weights
+    given."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     path: str
@@ -77,40 +80,48 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
         out = []
         try:
             if reader.fieldnames is None or "id" not in reader.fieldnames or "label" not in reader.fieldnames:
-                raise row_error(file, 1, "expected a header with the columns 'id' and 'label' (and optionally "
+                raise row_error(file, 1,
+                                "expected a header with the columns 'id' and 'label' (and optionally "
                                          f"'weight'); got {str(reader.fieldnames)[:200]}")
             for row in reader:
                 out.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
         except csv.Error as exc:
-            raise row_error(file, reader.line_num + 1, f"expected CSV rows; got a row the csv reader refuses ({exc})") from None
+            raise row_error(file, reader.line_num + 1,
+                            f"expected CSV rows; got a row the csv reader refuses ({exc})") from None
         return out
     rows = []
     for line, row in read_json_lines(file):
         if not isinstance(row, dict):
-            raise row_error(file, line, f"expected a JSON object with 'id' and 'label'; got {type(row).__name__}")
+            raise row_error(file, line,
+                            f"expected a JSON object with 'id' and 'label'; got {type(row).__name__}")
         rows.append((line, row))
     return rows
 
 
-def _label(value: Any, scale: Scale, pairwise: bool, file: Path, line: int, criterion: str) -> float | str | None:
+def _label(value: Any, scale: Scale, pairwise: bool, file: Path, line: int,
+           criterion: str) -> float | str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if pairwise:
-        key = (f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value))
+        key = (f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool)
+               else str(value))
         gold = _PREFERENCE_TEXT.get(key.strip().lower())
         if gold is None:
-            raise row_error(file, line, f"expected a pairwise label of A, B or tie (or 1, 0, 0.5) on {criterion!r}; "
+            raise row_error(file, line,
+                            f"expected a pairwise label of A, B or tie (or 1, 0, 0.5) on {criterion!r}; "
                                         f"got {value!r}")
         return gold
     if isinstance(value, bool):
-        raise row_error(file, line, f"expected a number on {criterion!r}'s scale {scale.describe()}; got {value!r}")
+        raise row_error(file, line,
+                        f"expected a number on {criterion!r}'s scale {scale.describe()}; got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):
         raise row_error(file, line, f"expected a number on {criterion!r}'s scale {scale.describe()}; got "
                                     f"{str(value)[:60]!r}") from None
     if not math.isfinite(number) or not scale.contains(number):
-        raise row_error(file, line, f"expected a label on {criterion!r}'s scale {scale.describe()}; got {number:g} "
+        raise row_error(file, line,
+                        f"expected a label on {criterion!r}'s scale {scale.describe()}; got {number:g} "
                                     "(labels on another scale cannot be mixed with the benchmark's)")
     return number
 
@@ -130,7 +141,8 @@ def _weight(value: Any, file: Path, line: int) -> float | None:
 
 def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: bool = False) -> LabelFile:
     """Read a labels file (see the module docstring); DataError ``file:line:`` for a bad row."""
-    file = check_input_file(Path(path), "a labels file (CSV with id,label[,weight] or JSON lines)", error=DataError)
+    file = check_input_file(Path(path), "a labels file (CSV with id,label[,weight] or JSON lines)",
+                            error=DataError)
     labels: dict[str, float | str] = {}
     weights: dict[str, float] = {}
     seen: dict[str, int] = {}
@@ -142,7 +154,8 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
         if not isinstance(item_id, str) or not item_id:
             raise row_error(file, line, f"expected a non-empty 'id'; got {item_id!r}")
         if item_id in seen:
-            raise row_error(file, line, f"expected each item once; got {item_id!r} again (first on line {seen[item_id]})")
+            raise row_error(file, line,
+                            f"expected each item once; got {item_id!r} again (first on line {seen[item_id]})")
         seen[item_id] = line
         label = _label(row.get("label"), scale, pairwise, file, line, criterion)
         weight = _weight(row.get("weight"), file, line)
@@ -153,12 +166,13 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
         if label is not None:
             labels[item_id] = label
     if weights and unlabelled_selected:
-        raise DataError(f"{file}: {len(unlabelled_selected)} of {len(weights)} selected items have no label (first "
-                        f"{unlabelled_selected[0]!r}); expected every selected item labelled, since an unlabelled one "
-                        "would bias the weighted estimate", path=str(file))
+        raise DataError(f"{file}: {len(unlabelled_selected)} of {len(weights)} selected items have no label "
+                        f"(first {unlabelled_selected[0]!r}); expected every selected item labelled, since "
+                        "an unlabelled one would bias the weighted estimate", path=str(file))
     if weights and len(weights) != len(seen):
         missing = next(i for i in seen if i not in weights)
-        raise DataError(f"{file}: expected a weight on every row of a selection file; item {missing!r} has none",
+        raise DataError(f"{file}: expected a weight on every row of a selection file; item "
+                        f"{missing!r} has none",
                         path=str(file))
     return LabelFile(path=str(file), labels=labels, weights=weights)
 
@@ -184,14 +198,14 @@ def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | 
         if it.pairwise:
             old = it.preference.get(criterion)
             if old is not None and old != new:
-                raise DataError(f"item {it.id!r} already has the preference {old!r} on {criterion!r}; the labels file "
-                                f"says {new!r}", item_id=it.id)
+                raise DataError(f"item {it.id!r} already has the preference {old!r} on {criterion!r}; the "
+                                f"labels file says {new!r}", item_id=it.id)
             items.append(it.model_copy(update={"preference": {**it.preference, criterion: new}}))
         else:
             old_score = it.human.get(criterion)
             if old_score is not None and math.isfinite(old_score) and abs(old_score - float(new)) > 1e-9:
-                raise DataError(f"item {it.id!r} already has the label {old_score:g} on {criterion!r}; the labels file "
-                                f"says {float(new):g}", item_id=it.id)
+                raise DataError(f"item {it.id!r} already has the label {old_score:g} on {criterion!r}; the "
+                                f"labels file says {float(new):g}", item_id=it.id)
             items.append(it.model_copy(update={"human": {**it.human, criterion: float(new)}}))
     return bench.model_copy(update={"items": tuple(items)})
 
@@ -237,13 +251,17 @@ def add_label_files(bench: Benchmark, criterion: str, paths: Sequence[str | Path
 
 def _without_label(item: Item, criterion: str) -> Item:
     if item.pairwise:
-        return item.model_copy(update={"preference": {k: v for k, v in item.preference.items() if k != criterion}})
+        return item.model_copy(update={"preference": {k: v for k, v in item.preference.items()
+                                                      if k != criterion}})
     return item.model_copy(update={"human": {k: v for k, v in item.human.items() if k != criterion},
-                                   "annotators": {k: v for k, v in item.annotators.items() if k != criterion}})
+                                   "annotators": {k: v for k, v in item.annotators.items()
+                                                  if k != criterion}})
 
 
-def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = None, fraction: float | None = None,
-                seed: int = 0, group: Callable[[Item], str] | None = None) -> tuple[Benchmark, dict[str, float]]:
+def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = None,
+                fraction: float | None = None,
+                seed: int = 0, group: Callable[[Item], str] | None = None) -> tuple[Benchmark,
+                                                                                    dict[str, float]]:
     """Keep a seeded random draw of the labels on ``criterion`` and hide the rest.
 
     Exactly one of ``per_group`` (labels kept per group, all when a group has fewer) and
@@ -253,9 +271,10 @@ def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = Non
     :func:`label_value`): the truth an experiment compares with.
     """
     if (per_group is None) == (fraction is None):
-        raise ConfigError("expected exactly one of per_group (labels kept per group) and fraction (share kept); got "
-                          f"per_group={per_group!r}, fraction={fraction!r}")
-    if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 0):
+        raise ConfigError("expected exactly one of per_group (labels kept per group) and fraction (share "
+                          f"kept); got per_group={per_group!r}, fraction={fraction!r}")
+    if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int)
+                                  or per_group < 0):
         raise ConfigError(f"The 'per_group' parameter must be an int >= 0. Got {per_group!r} instead.")
     if fraction is not None and not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
         raise ConfigError(f"The 'fraction' parameter must be a float in (0, 1]. Got {fraction!r} instead.")
@@ -271,7 +290,9 @@ def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = Non
     keep: set[str] = set()
     for name in sorted(groups):
         ids = groups[name]
-        count = per_group if per_group is not None else max(1, round(len(ids) * float(fraction)))  # type: ignore[arg-type]
+        count = per_group if per_group is not None else max(1,
+                                                            round(len(ids) * float(fraction)))  # type: ignore[arg-type]
         keep.update(rng.sample(ids, min(count, len(ids))))
-    items = tuple(it if it.id in keep or it.id not in truth else _without_label(it, criterion) for it in bench.items)
+    items = tuple(it if it.id in keep or it.id not in truth else _without_label(it, criterion)
+                  for it in bench.items)
     return bench.model_copy(update={"items": items}), truth

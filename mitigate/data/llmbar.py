@@ -1,4 +1,5 @@
-"""LLMBar (Zeng et al. 2024, "Evaluating large language models at evaluating instruction following"), read from a copy of its repository.
+"""LLMBar (Zeng et al. 2024, "Evaluating large language models at evaluating instruction following"), read
+from a copy of its repository.
 
 Layout (github.com/princeton-nlp/LLMBar; point mitigate at the repository folder, its
 ``Dataset/`` folder, or one set's folder):
@@ -52,11 +53,12 @@ _WINNER: dict[Any, Literal["A", "B"] | None] = {"1": "A", "2": "B", 1: "A", 2: "
 
 
 def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
-    """(Dataset folder, repository folder or None, the set names under the Dataset folder a path points at)."""
+    """(Dataset folder, repository folder or None, the set names under the Dataset folder a path points
+    at)."""
     p = Path(path)
     if not p.exists():
-        raise DataError(f"expected an LLMBar folder (the repository, its Dataset/ or one set); {p} does not exist. "
-                        f"{_HINT}")
+        raise DataError(f"expected an LLMBar folder (the repository, its Dataset/ or one set); {p} does not "
+                        f"exist. {_HINT}")
     if (p / "dataset.json").is_file():  # one set: find the Dataset folder above it
         for parent in p.resolve().parents:
             if parent.name == "Dataset":
@@ -68,12 +70,14 @@ def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
     found = sorted(f.parent.relative_to(dataset).as_posix() for f in dataset.rglob("dataset.json")
                    if "evaluators" not in f.relative_to(dataset).parts)
     if not found:
-        raise DataError(f"expected LLMBar sets (folders holding dataset.json) under {dataset}; found none. {_HINT}")
+        raise DataError(f"expected LLMBar sets (folders holding dataset.json) under {dataset}; found "
+                        f"none. {_HINT}")
     return dataset, repo, found
 
 
 def llmbar_sets(path: str | Path) -> list[str]:
-    """Every set (folder holding a ``dataset.json``) of the LLMBar copy at ``path``, e.g. ``"LLMBar/Natural"``."""
+    """Every set (folder holding a ``dataset.json``) of the LLMBar copy at ``path``, e.g.
+    ``"LLMBar/Natural"``."""
     return _layout(path)[2]
 
 
@@ -102,11 +106,12 @@ def _read_json(path: Path) -> Any:
 
 def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal["A", "B"]]:
     if not isinstance(row, dict):
-        raise DataError(f"{path}: instance {index}: expected an object with input, output_1, output_2 and label; "
-                        f"got {type(row).__name__}", path=str(path))
+        raise DataError(f"{path}: instance {index}: expected an object with input, output_1, output_2 and "
+                        f"label; got {type(row).__name__}", path=str(path))
     texts = [row.get(k) for k in ("input", "output_1", "output_2")]
     if not all(isinstance(t, str) for t in texts):
-        bad = [k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True) if not isinstance(t, str)]
+        bad = [k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True)
+               if not isinstance(t, str)]
         raise DataError(f"{path}: instance {index}: expected strings 'input', 'output_1' and 'output_2'; "
                         f"{bad} are not", path=str(path))
     label = row.get("label")
@@ -127,7 +132,8 @@ def _set_items(dataset: Path, name: str) -> list[Item]:
     for index, row in enumerate(rows):
         instruction, out_1, out_2, gold = _instance(row, path, index)
         item_id = f"{name}/{index}"
-        items.append(Item(id=item_id, doc_id=item_id, inputs={"input": instruction}, output=out_1, output_b=out_2,
+        items.append(Item(id=item_id, doc_id=item_id, inputs={"input": instruction}, output=out_1,
+                          output_b=out_2,
                           preference={RELEASE_CRITERION: gold}, meta={"set": name, "index": index}))
     return items
 
@@ -144,8 +150,8 @@ def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) ->
     items = [it for name in chosen for it in _set_items(dataset, name)]
     label = "llmbar" if chosen == [s for s in LLMBAR_SETS if s in found] else "llmbar:" + ",".join(chosen)
     return Benchmark(name=label, items=tuple(items), criteria=(RELEASE_CRITERION,),
-                     description=f"LLMBar pairwise instances ({', '.join(chosen)}); gold = the objectively better "
-                                 "output (label 1 -> A, 2 -> B); no ties")
+                     description=f"LLMBar pairwise instances ({', '.join(chosen)}); gold = the objectively "
+                                 "better output (label 1 -> A, 2 -> B); no ties")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,7 +160,8 @@ def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) ->
 
 def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[TemplateSource], list[str]]:
     """The template of each call of a judge's strategy (from its config), or a declared format when absent."""
-    config = None if repo is None else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json"
+    config = (None if repo is None
+              else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json")
     rating = strategy.startswith("Rating")
     if config is None or not config.is_file():
         key = f"declared:{'rating' if rating else 'output-ab'}{'-cot' if 'CoT' in strategy else ''}"
@@ -163,13 +170,15 @@ def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[Templ
     modules = _read_json(config)
     if not isinstance(modules, list) or not all(isinstance(m, dict) and isinstance(m.get("prompt"), str)
                                                 for m in modules):
-        raise DataError(f"{config}: expected a JSON list of calls, each with a 'prompt' file name", path=str(config))
+        raise DataError(f"{config}: expected a JSON list of calls, each with a 'prompt' file name",
+                        path=str(config))
     out = []
     for m in modules:
         rel = f"LLMEvaluator/evaluators/prompts/{m['prompt']}"
         file = repo / rel  # type: ignore[operator]
         if not file.is_file():
-            raise DataError(f"{config}: names the prompt {m['prompt']!r}, which is missing at {file}", path=str(config))
+            raise DataError(f"{config}: names the prompt {m['prompt']!r}, which is missing at {file}",
+                            path=str(config))
         answer: Literal["pairwise", "score"] = "score" if m["prompt"].startswith("rating/") else "pairwise"
         out.append(TemplateSource(key=m["prompt"], text=_cached_text(str(file)), answer=answer, path=rel))
     return out, [m["prompt"] for m in modules]
@@ -188,19 +197,22 @@ def _completion(value: Any, where: str) -> str:
 
 def _order_answers(entry: Any, where: str) -> dict[str, tuple[str, Literal["A", "B"] | None]]:
     if not isinstance(entry, dict):
-        raise DataError(f"{where}: expected an object with 'swap = False' and 'swap = True'; got {type(entry).__name__}")
+        raise DataError(f"{where}: expected an object with 'swap = False' and 'swap = True'; got "
+                        f"{type(entry).__name__}")
     out = {}
     for order, key in (("original", "swap = False"), ("swapped", "swap = True")):
         got = entry.get(key)
         if not isinstance(got, dict):
-            raise DataError(f"{where}: expected {key!r} with a completion and a winner; got {str(got)[:60]!r}")
+            raise DataError(f"{where}: expected {key!r} with a completion and a winner; got "
+                            f"{str(got)[:60]!r}")
         if not isinstance(got.get("winner"), str | int | None) or got.get("winner") not in _WINNER:
             raise DataError(f"{where}: expected {key!r} winner '1', '2' or null; got {got.get('winner')!r}")
         out[order] = (_completion(got.get("completion"), f"{where} {key!r}"), _WINNER[got.get("winner")])
     return out
 
 
-def _strategy_answers(rows: list[Any], set_name: str, judge: str, strategy: str, templates: list[TemplateSource],
+def _strategy_answers(rows: list[Any], set_name: str, judge: str, strategy: str,
+                      templates: list[TemplateSource],
                       path: Path) -> list[ReleasedAnswer]:
     out: list[ReleasedAnswer] = []
     rating = strategy.startswith("Rating")
@@ -210,22 +222,26 @@ def _strategy_answers(rows: list[Any], set_name: str, judge: str, strategy: str,
         where = f"{path}: instance {index}"
         results = row.get("results") if isinstance(row, dict) else None
         if not isinstance(results, list) or not results:
-            raise DataError(f"{where}: expected a non-empty 'results' list; got {str(results)[:60]!r}", path=str(path))
+            raise DataError(f"{where}: expected a non-empty 'results' list; got {str(results)[:60]!r}",
+                            path=str(path))
         item_id = f"{set_name}/{index}"
         if rating:
             last = results[-1]
             if not isinstance(last, dict):
-                raise DataError(f"{where}: expected the rating entry with score_1 and score_2", path=str(path))
+                raise DataError(f"{where}: expected the rating entry with score_1 and score_2",
+                                path=str(path))
             for part, key in (("score_a", "score_1"), ("score_b", "score_2")):
                 out.append(ReleasedAnswer(item_id=item_id, judge=judge, part=part,  # type: ignore[arg-type]
-                                          raw=_completion(last.get(key), f"{where} {key!r}"), template=final_t))
+                                          raw=_completion(last.get(key), f"{where} {key!r}"),
+                                          template=final_t))
             continue
         stages = [r for r in results if isinstance(r, dict)] if swap else [results[-1]]
         for stage_no, entry in enumerate(stages, start=1):
             template = templates[min(stage_no, len(templates)) - 1].key if swap else final_t
             for order, (raw, winner) in _order_answers(entry, where).items():
                 out.append(ReleasedAnswer(item_id=item_id, judge=judge, order=order,  # type: ignore[arg-type]
-                                          stage=stage_no, final=stage_no == len(stages), raw=raw, template=template,
+                                          stage=stage_no, final=stage_no == len(stages), raw=raw,
+                                          template=template,
                                           release_verdict=winner))
     return out
 
@@ -239,7 +255,8 @@ def _stats(path: Path) -> dict[str, str | float]:
 
 def read_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None,
                 judges: str | None = None) -> PairwiseRelease:
-    """The LLMBar release at ``path``: benchmark, every raw judge answer, templates and the paper's statistics.
+    """The LLMBar release at ``path``: benchmark, every raw judge answer, templates and the paper's
+    statistics.
 
     Released judges are named ``"<model>/<strategy>"`` (``"GPT-4/CoT"``); ``judges`` is a glob
     over those names (``"GPT-4/*"``). ``sets`` as in :func:`load_llmbar`. A judge that answered
@@ -267,8 +284,10 @@ def read_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None,
             answers += _strategy_answers(rows, set_name, judge, strategy, srcs, result)
             names.setdefault(judge, {"model": model, "strategy": strategy})
             stats[f"{set_name}|{judge}"] = _stats(result.parent / "statistics.json")
-    used = {a.template for a in answers}  # auxiliary calls (Metrics questions, Reference outputs) judge nothing
+    # auxiliary calls (Metrics questions, Reference outputs) judge nothing
+    used = {a.template for a in answers}
     templates = {k: v for k, v in templates.items() if k in used}
-    release = PairwiseRelease(source=f"llmbar:{path}", benchmark=bench, answers=tuple(answers), templates=templates,
+    release = PairwiseRelease(source=f"llmbar:{path}", benchmark=bench, answers=tuple(answers),
+                              templates=templates,
                               judges=tuple(names), judge_info=names, release_stats=stats)
     return release.select(judges)

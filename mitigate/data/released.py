@@ -36,6 +36,9 @@ the pairwise benchmark :func:`load_head_to_head_benchmark` (``summeval-h2h``).
 
 Left out: the ``gpt-4-0314`` files ``*_old.txt`` / ``*_mcq_old.txt`` (early runs for single
 systems) and the empty ``fluency_cap.txt``.
+
+Size: over 600 lines because Shen et al.'s release has many layouts (RTS, MCQ, head-to-head), each
+read here with the answer format it was written in.
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ ChatGPT and 45 GPT-4 RTS answers). Those are the judges' real answers, so they a
 rather than counted as parse failures; nothing is rounded.
 """
 
-_STARS = re.compile(r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seven|eight|nine|ten)[- ]stars?\b")
+_STARS = re.compile(
+    r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seven|eight|nine|ten)[- ]stars?\b")
 
 MCQ_SCALE = Scale(min=1, max=5, letters={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})
 """The MCQ options of Shen et al.: A->1 ... E->5."""
@@ -98,7 +102,8 @@ H2H_PAIRS: tuple[tuple[str, str], ...] = (
 
 
 def released_judges() -> list[str]:
-    """The names :func:`load_released` accepts, e.g. ``"chatgpt-rts"``, ``"gpt4-rts"``, ``"llama2-70b-rts"``."""
+    """The names :func:`load_released` accepts, e.g. ``"chatgpt-rts"``, ``"gpt4-rts"``,
+    ``"llama2-70b-rts"``."""
     return [name for name, files in registered("released-judge").items() if files.method != "h2h"]
 
 
@@ -143,7 +148,8 @@ class ReleasedSample(BaseModel):
 
 
 class ReleasedJudgment(BaseModel):
-    """All released responses of one judge for one item and dimension; ``primary`` indexes the headline sample."""
+    """All released responses of one judge for one item and dimension; ``primary`` indexes the headline
+    sample."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     item_id: str
@@ -201,8 +207,8 @@ class ReleasedRun(BaseModel):
         per_item = self.judgments.get(item_id)
         if per_item is None:
             raise DataError(
-                f"expected an item id of the released run {self.judge!r} (e.g. {next(iter(self.judgments), '')!r}); "
-                f"got {item_id!r}", item_id=item_id,
+                f"expected an item id of the released run {self.judge!r} (e.g. "
+                f"{next(iter(self.judgments), '')!r}); got {item_id!r}", item_id=item_id,
             )
         if criterion not in per_item:
             raise DataError(
@@ -242,8 +248,8 @@ class ReleasedRun(BaseModel):
         samples = sum(c["samples"] for c in counts.values())
         per = ", ".join(f"{c}={v['failures']}" for c, v in counts.items())
         return (
-            f"{self.judge} ({self.model}, {self.method}): {len(self)} judgments over {len(self.judgments)} items, "
-            f"{samples} samples; parse failures {self.parse_failures()} ({per})"
+            f"{self.judge} ({self.model}, {self.method}): {len(self)} judgments over {len(self.judgments)} "
+            f"items, {samples} samples; parse failures {self.parse_failures()} ({per})"
         )
 
 
@@ -280,25 +286,33 @@ def _read_judge_file(path: Path, system: str, criterion: str, method: str) -> li
     per_doc: dict[str, list[ReleasedSample]] = {}
     for line, row in read_json_lines(path, error=ReplayFormatError):
         if not isinstance(row, dict):
-            raise row_error(path, line, f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}", error=ReplayFormatError)
+            raise row_error(path, line, f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}",
+                            error=ReplayFormatError)
         doc_id, resp = row.get("id"), row.get("resp")
         if not isinstance(doc_id, str) or not doc_id:
-            raise row_error(path, line, f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}", error=ReplayFormatError)
+            raise row_error(path, line,
+                            f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}",
+                            error=ReplayFormatError)
         if not isinstance(resp, str):
-            raise row_error(path, line, f"expected a string 'resp' (the judge's response); got {type(resp).__name__}", error=ReplayFormatError)
+            raise row_error(path, line,
+                            f"expected a string 'resp' (the judge's response); got {type(resp).__name__}",
+                            error=ReplayFormatError)
         score, error = _parse(resp, method)
         samples = per_doc.setdefault(doc_id, [])
         samples.append(ReleasedSample(
             run=len(samples), raw=resp, score=score, error=error, line=line,
-            prompt_len=_optional_int(row, "prompt_len", path, line), total_len=_optional_int(row, "total_len", path, line),
+            prompt_len=_optional_int(row, "prompt_len", path, line),
+            total_len=_optional_int(row, "total_len", path, line),
         ))
     if not per_doc:
-        raise DataError(f"{path}: expected one JSON line per judged summary; the file is empty", path=str(path))
+        raise DataError(f"{path}: expected one JSON line per judged summary; the file is empty",
+                        path=str(path))
     runs = max(len(s) for s in per_doc.values())
     complete = [r for r in range(runs) if all(len(s) > r for s in per_doc.values())]
     primary = complete[-1] if complete else 0
     return [
-        ReleasedJudgment(item_id=f"{system}/{doc_id}", criterion=criterion, samples=tuple(samples), primary=primary)
+        ReleasedJudgment(item_id=f"{system}/{doc_id}", criterion=criterion, samples=tuple(samples),
+                         primary=primary)
         for doc_id, samples in per_doc.items()
     ]
 
@@ -425,10 +439,13 @@ def h2h_files() -> list[str]:
 
 def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str, order: str) -> H2HRecord:
     if not isinstance(row, dict):
-        raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}", error=ReplayFormatError)
+        raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}",
+                        error=ReplayFormatError)
     doc_id, resp = row.get("id"), row.get("resp")
     if not isinstance(doc_id, str) or not doc_id or not isinstance(resp, str):
-        raise row_error(path, line, f"expected a string 'id' and 'resp'; got id={doc_id!r}, resp of type {type(resp).__name__}",
+        raise row_error(path, line,
+                        f"expected a string 'id' and 'resp'; got id={doc_id!r}, resp of type "
+                        f"{type(resp).__name__}",
                         error=ReplayFormatError)
     humans = []
     for key in ("human_score_1", "human_score_2"):
@@ -570,7 +587,8 @@ def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
         key = h2h_item_id(r)
         id_a, id_b = r.item_ids
         if id_a not in summaries or id_b not in summaries:
-            raise DataError(f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head item {key!r}; "
+            raise DataError(f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head "
+                            f"item {key!r}; "
                             "the annotations lack one", item_id=key)
         entry = items.setdefault(key, {
             "id": key, "system": r.system_1, "system_b": r.system_2, "doc_id": r.doc_id,

@@ -140,7 +140,8 @@ _COPY_NAMES = {"llmbar": "LLMBar", "judgebench": "JudgeBench", "faireval": "Fair
 
 
 def release_copy(layout: str) -> Path | None:
-    """Where a copy of the release ``layout`` ("llmbar", "judgebench", "faireval") is on this machine; None if none.
+    """Where a copy of the release ``layout`` ("llmbar", "judgebench", "faireval") is on this machine; None if
+    none.
 
     ``$MITIGATE_<LAYOUT>_DIR`` (``MITIGATE_LLMBAR_DIR`` ...) when set, else ``<data folder>/<Name>``, else
     ``/work/ext/<Name>`` (``LLMBar``, ``JudgeBench``, ``FairEval``), the first that is a folder. Benchmarks

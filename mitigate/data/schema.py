@@ -48,8 +48,8 @@ class Item(BaseModel):
             raise DataError("an item needs a non-empty 'id'; got an empty string")
         if self.preference and self.output_b is None:
             raise DataError(
-                f"item {self.id!r} has a gold 'preference' but no 'output_b'; expected a pairwise item with two "
-                "texts (output = A, output_b = B)", item_id=self.id,
+                f"item {self.id!r} has a gold 'preference' but no 'output_b'; expected a pairwise item with "
+                "two texts (output = A, output_b = B)", item_id=self.id,
             )
         return self
 
@@ -59,7 +59,8 @@ class Item(BaseModel):
         return self.output_b is not None
 
     def texts(self) -> tuple[str, ...]:
-        """Every text the item holds (outputs, inputs, reference): what a judge's answer may quote back, never its verdict."""
+        """Every text the item holds (outputs, inputs, reference): what a judge's answer may quote back, never
+        its verdict."""
         return (self.output, *([self.output_b] if self.output_b is not None else []), *self.inputs.values(),
                 *([self.reference] if self.reference is not None else []))
 

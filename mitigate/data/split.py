@@ -53,7 +53,8 @@ def split_items(
 ) -> Split:
     """A seeded train/dev/test split of ``data`` with the given ``fractions``.
 
-    With ``criterion``, only items labelled on it (a finite human score or a gold preference) are kept. Items are
+    With ``criterion``, only items labelled on it (a finite human score or a gold preference) are kept. Items
+    are
     split by group so that outputs about the same source never straddle two splits
     (``group_by="auto"``: by ``doc_id`` when every item has one). Groups are shuffled
     with ``seed`` and filled into train, dev, test in turn until each reaches its share.
@@ -71,8 +72,8 @@ def split_items(
     if any(not p for p in parts):
         sizes = [len(p) for p in parts]
         raise DataError(
-            f"expected train, dev and test splits that are not empty; got sizes {sizes} from {len(items)} items in "
-            f"{groups} groups (use more data or other fractions)"
+            f"expected train, dev and test splits that are not empty; got sizes {sizes} from {len(items)} "
+            f"items in {groups} groups (use more data or other fractions)"
         )
     return Split(train=tuple(parts[0]), dev=tuple(parts[1]), test=tuple(parts[2]), scale=scale)
 
@@ -107,7 +108,8 @@ def split_by_document(items: Sequence[Item], fractions: Sequence[float], *, seed
 
 def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
                      criterion: str | None = None) -> tuple[Benchmark, Benchmark]:
-    """Split ``bench`` into train and test by document (:func:`split_by_document`), so no source text is on both sides.
+    """Split ``bench`` into train and test by document (:func:`split_by_document`), so no source text is on
+    both sides.
 
     With ``criterion``, train keeps only items labelled on it (a finite human score or a gold
     preference): fitting learns from labels. Both sides keep the benchmark's item order.
@@ -119,8 +121,8 @@ def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
     if criterion is not None:
         train = [it for it in train if labelled(it, criterion)]
     if not train or not test:
-        raise DataError(f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} test items "
-                        f"of {bench.name!r} ({groups} documents); expected both to be non-empty")
+        raise DataError(f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} "
+                        f"test items of {bench.name!r} ({groups} documents); expected both to be non-empty")
     keep_order = {it.id: i for i, it in enumerate(bench.items)}
     train.sort(key=lambda it: keep_order[it.id])
     test.sort(key=lambda it: keep_order[it.id])
@@ -132,6 +134,11 @@ def labelled(item: Item, criterion: str) -> bool:
     """Whether ``item`` carries a label on ``criterion``: a finite human score or a gold preference."""
     value = item.human.get(criterion)
     return (value is not None and math.isfinite(value)) or criterion in item.preference
+
+
+def labelled_items(items: Sequence[Item], criterion: str) -> list[Item]:
+    """The items of ``items`` carrying a label on ``criterion`` (see :func:`labelled`), in order."""
+    return [it for it in items if labelled(it, criterion)]
 
 
 def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:

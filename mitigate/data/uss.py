@@ -70,7 +70,8 @@ def _parse_ratings(raw: str, path: Path, line: int) -> tuple[float, ...]:
     for part in raw.split(","):
         part = part.strip()
         if not part.isdigit() or not 1 <= int(part) <= 5:
-            raise row_error(path, line, f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}")
+            raise row_error(path, line,
+                            f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}")
         values.append(float(part))
     return tuple(values)
 
@@ -90,13 +91,16 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
         if len(fields) < 4:
             raise row_error(
                 path, number,
-                f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: {text[:60]!r}",
+                f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: "
+                f"{text[:60]!r}",
             )
-        role, utterance, action, ratings_text = fields[0].strip(), fields[1].strip(), fields[2].strip(), fields[3]
+        role, utterance, action = (f.strip() for f in fields[:3])
+        ratings_text = fields[3]
         if role not in ("USER", "SYSTEM"):
             raise row_error(path, number, f"expected role USER or SYSTEM; got {role!r}")
         if current and current[-1].role == "USER" and current[-1].text == "OVERALL":
-            raise row_error(path, number, "expected a blank line after the USER OVERALL line; got another turn")
+            raise row_error(path, number,
+                            "expected a blank line after the USER OVERALL line; got another turn")
         ratings: tuple[float, ...] = ()
         if role == "USER":
             ratings = _parse_ratings(ratings_text, path, number)
@@ -108,7 +112,8 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
         if not (last.role == "USER" and last.text == "OVERALL"):
             raise row_error(
                 path, dialogue[0].line,
-                f"expected the dialogue starting here to end with a 'USER<TAB>OVERALL' line; it ends at line {last.line} with {last.role} {last.text[:40]!r}",
+                "expected the dialogue starting here to end with a 'USER<TAB>OVERALL' line; it ends at line "
+                f"{last.line} with {last.role} {last.text[:40]!r}",
             )
     return dialogues
 
@@ -129,9 +134,11 @@ def load_uss(
     """
     key = ALIASES.get(corpus.lower(), corpus.lower())
     if key not in CORPORA:
-        raise ConfigError(f"The 'corpus' parameter of load_uss must be one of {sorted(CORPORA)}. Got {corpus!r} instead.")
+        raise ConfigError(f"The 'corpus' parameter of load_uss must be one of {sorted(CORPORA)}. Got "
+                          f"{corpus!r} instead.")
     if level not in ("dialogue", "turn"):
-        raise ConfigError(f"The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got {level!r} instead.")
+        raise ConfigError("The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got "
+                          f"{level!r} instead.")
     return _load(str(resolve_root(root)), key, level)
 
 
@@ -150,7 +157,8 @@ def _load(root: str, corpus: str, level: str) -> Benchmark:
             items.append(Item(
                 id=dialogue_id, doc_id=dialogue_id, output=text, inputs={"dialogue": text},
                 human={CRITERION: mean(overall.ratings)}, annotators={CRITERION: overall.ratings},
-                meta={"label": majority_label(overall.ratings), "corpus": corpus, "line": turns[0].line if turns else overall.line,
+                meta={"label": majority_label(overall.ratings), "corpus": corpus, "line": turns[0].line
+                      if turns else overall.line,
                       "n_turns": len(turns)},
             ))
             continue

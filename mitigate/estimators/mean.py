@@ -20,7 +20,8 @@ labelled items are a random draw from the group. The methods differ in the predi
   them are labelled, else the common one). This is PPI++ with power tuning (Angelopoulos,
   Duchi & Zrnic 2023): the paper's estimator ``mean(Y) + lam * (mean(f unlabelled) -
   mean(f labelled))`` with its tuned ``lam = Cov(Y, f) / ((1 + n / N_u) Var(f))`` (both
-  taken on the labelled items) is this estimator exactly, with ``lam = b * N_u / N`` (``N_u`` the unlabelled count); the fitted
+  taken on the labelled items) is this estimator exactly, with ``lam = b * N_u / N`` (``N_u`` the unlabelled
+  count); the fitted
   slope minimises the residual variance, so the tuned variance is never above the
   labels-alone one (``b = 0``), and a useless judge gets ``b`` near 0. ``lam`` is reported.
   With several groups the slope may be tuned once over all of them (:func:`shared_slope`,
@@ -67,12 +68,15 @@ estimator: unbiased only approximately), and a note says so.
 What cannot be estimated is refused with a :class:`~mitigate.errors.DataError` naming the
 group: no labelled item, a single label, fewer labels than the method fits, labels (or
 residuals) without any spread, a weight below 1 or on an unlabelled item, a round of one label.
+
+Size: over 600 lines because the four estimators (ppi, calibrated, human, judge) share the interval,
+round and selection-weight code.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -95,7 +99,8 @@ Target = Literal["items", "population"]
 TARGETS: tuple[str, ...] = ("items", "population")
 
 MIN_LABELS = {"human": 2, "ppi": 3, "calibrated": 3, "judge": 0}
-"""Fewest labels per group each method needs: one more than the coefficients it fits (the judge-only needs none)."""
+"""Fewest labels per group each method needs: one more than the coefficients it fits (the judge-only needs
+none)."""
 
 _FLAT = 1e-12
 """Relative size below which a spread counts as none."""
@@ -174,7 +179,8 @@ class RegressionFit(NamedTuple):
 
 
 def t_quantile(confidence: float, df: float | np.ndarray) -> np.ndarray:
-    """The two-sided Student-t quantile for ``confidence`` at ``df`` degrees of freedom (normal when infinite)."""
+    """The two-sided Student-t quantile for ``confidence`` at ``df`` degrees of freedom (normal when
+    infinite)."""
     from scipy import stats  # lazy: scipy is slow to import
 
     df_arr = np.asarray(df, dtype=float)
@@ -221,7 +227,8 @@ def regression_fit(y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int,
     return RegressionFit(estimate, variance, df, beta, s2, resid)
 
 
-def _slope_column(f_lab: np.ndarray, f_all_mean: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _slope_column(f_lab: np.ndarray, f_all_mean: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray,
+                                                                                       np.ndarray]:
     """The centred judge column on the labelled items and its mean over all items; zeroed where it is flat."""
     col = f_lab - ref[..., None]
     spread = col.max(-1) - col.min(-1)
@@ -262,7 +269,8 @@ def _as_array(values: Sequence[float | None] | np.ndarray, name: str) -> np.ndar
     try:
         arr = np.array([math.nan if v is None else v for v in values], dtype=float)
     except (TypeError, ValueError):
-        raise DataError(f"expected numbers (or None for a missing value) in {name}; got {list(values)[:5]!r}") from None
+        raise DataError(f"expected numbers (or None for a missing value) in {name}; got "
+                        f"{list(values)[:5]!r}") from None
     if arr.ndim != 1:
         raise DataError(f"expected one value per item in {name}; got an array of shape {arr.shape}")
     if np.isinf(arr).any():
@@ -277,10 +285,12 @@ def check_settings(method: str, confidence: float, target: str, calibration: str
     if target not in TARGETS:
         raise ConfigError(f"The 'target' parameter must be one of {list(TARGETS)}. Got {target!r} instead.")
     if calibration not in CALIBRATIONS:
-        raise ConfigError(f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got {calibration!r} "
+        raise ConfigError(f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got "
+                          f"{calibration!r} "
                           "instead.")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise ConfigError(f"The 'confidence' parameter must be a float in (0, 1), e.g. 0.95. Got {confidence!r} "
+        raise ConfigError("The 'confidence' parameter must be a float in (0, 1), e.g. 0.95. Got "
+                          f"{confidence!r} "
                           "instead.")
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise ConfigError(f"The 'folds' parameter must be an int >= 2. Got {folds!r} instead.")
@@ -334,7 +344,8 @@ def estimate_mean(
     if n_judged < N and method != "human":
         notes.append(f"{N - n_judged} of {N} items have no judge value (parse failure or error): "
                      + ("the judge-only mean leaves them out" if method == "judge" else
-                        "they stay in the estimate, predicted from the labels of such items (or the intercept)"))
+                        "they stay in the estimate, predicted from the labels of such items (or "
+                        "the intercept)"))
     common = {"method": method, "confidence": float(confidence), "target": target, "n": N, "n_labelled": n,
               "n_judged": n_judged}
     if method == "judge":
@@ -344,8 +355,8 @@ def estimate_mean(
                         f"mean with {method!r} ({Remedies.after('label some of its items', fix.regroup, ', or ')})")
     need = 2 if method == "ppi" and slope is not None else MIN_LABELS[method]
     if n == 1:
-        raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label shows no "
-                        "spread, so no interval can be formed)")
+        raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label "
+                        "shows no spread, so no interval can be formed)")
     if n < need:
         raise DataError(Remedies.after(f"{where} has {n} labels; {method!r} needs at least {need} (it fits {need - 1} "
                                        "coefficients and needs one more for the spread)", fix.fewer_coefficients))
@@ -355,7 +366,8 @@ def estimate_mean(
                                        "spread to build an interval from", fix.more_labels))
     rnd = _round_of(rounds, w, labelled, where)
     if (rnd > 0).any():
-        raw = _by_rounds(y, f, w, rnd, method, calibration, folds, seed, where, notes)  # type: ignore[arg-type]
+        raw = _by_rounds(y, f, w, rnd, method, calibration,  # type: ignore[arg-type]
+                         folds, seed, where, notes)
     elif method == "calibrated":
         raw = _calibrated(y, f, calibration, folds, seed, notes)
     else:
@@ -365,8 +377,10 @@ def estimate_mean(
         variance += _label_spread(y, w, rnd) / N
     out = _finish(raw.estimate, variance, raw.df, where, common, notes, lam=raw.lam, fitted=raw.fitted)
     if bounds is not None and (out.low < bounds[0] or out.high > bounds[1]):
-        out = out.model_copy(update={"low": max(out.low, float(bounds[0])), "high": min(out.high, float(bounds[1])),
-                                     "notes": (*out.notes, f"interval cut to the labels' scale [{bounds[0]:g}, "
+        out = out.model_copy(update={"low": max(out.low, float(bounds[0])),
+                                     "high": min(out.high, float(bounds[1])),
+                                     "notes": (*out.notes,
+                                               f"interval cut to the labels' scale [{bounds[0]:g}, "
                                                            f"{bounds[1]:g}]")})
     return out
 
@@ -383,7 +397,8 @@ class _Raw(NamedTuple):
 
 def _round_of(rounds: Sequence[int] | np.ndarray | None, w: np.ndarray | None, labelled: np.ndarray,
               where: str) -> np.ndarray:
-    """Each item's selection round (0: labelled before any round, or unlabelled), checked against the weights."""
+    """Each item's selection round (0: labelled before any round, or unlabelled), checked against the
+    weights."""
     N = len(labelled)
     weighted = np.zeros(N, dtype=bool) if w is None else np.isfinite(w)
     if rounds is None:
@@ -393,18 +408,21 @@ def _round_of(rounds: Sequence[int] | np.ndarray | None, w: np.ndarray | None, l
         if rnd.shape != (N,) or not np.issubdtype(rnd.dtype, np.integer) or (rnd < 0).any():
             raise DataError(f"expected one selection round (an int >= 0) per item; got {rounds!r}"[:300])
         if ((rnd > 0) != weighted).any():
-            raise DataError(f"{where}: expected a selection weight exactly on the items of a selection round (round >= 1)")
+            raise DataError(f"{where}: expected a selection weight exactly on the items of a selection round "
+                            "(round >= 1)")
     if (weighted & ~labelled).any():
-        raise DataError(f"{where}: {int((weighted & ~labelled).sum())} items carry a selection weight but no label; "
-                        "expected every selected item labelled (an unlabelled selected item would bias the weights)")
+        raise DataError(f"{where}: {int((weighted & ~labelled).sum())} items carry a selection weight but no "
+                        "label; expected every selected item labelled (an unlabelled selected item would "
+                        "bias the weights)")
     if weighted.any() and (w[weighted] < 1 - 1e-9).any():  # type: ignore[index]
-        raise DataError(f"{where}: expected selection weights >= 1 (the inverse of an inclusion probability); got "
-                        f"{float(np.min(w[weighted])):g}")  # type: ignore[index]
+        raise DataError(f"{where}: expected selection weights >= 1 (the inverse of an inclusion "
+                        f"probability); got {float(np.min(w[weighted])):g}")  # type: ignore[index]
     return rnd
 
 
 def _label_spread(y: np.ndarray, w: np.ndarray | None, rnd: np.ndarray) -> float:
-    """The labels' variance for the population target: of the labels drawn at random, else weighted by 1/probability."""
+    """The labels' variance for the population target: of the labels drawn at random, else weighted by
+    1/probability."""
     plain = np.isfinite(y) & (rnd == 0)
     if plain.sum() >= 2:
         return float(y[plain].var(ddof=1))
@@ -416,36 +434,44 @@ def _label_spread(y: np.ndarray, w: np.ndarray | None, rnd: np.ndarray) -> float
     return float((weights * (values - mean) ** 2).sum() / weights.sum() * k / (k - 1))
 
 
-def _finish(estimate: float, variance: float, df: float, where: str, common: dict[str, object], notes: list[str],
+def _finish(estimate: float, variance: float, df: float, where: str, common: Mapping[str, object],
+            notes: list[str],
             *, lam: float | None = None, fitted: bool = False) -> MeanEstimate:
     if not (math.isfinite(variance) and df >= 1):
-        raise DataError(f"{where}: too few labels for an interval with {common['method']!r} ({common['n_labelled']} "
+        raise DataError(f"{where}: too few labels for an interval with {common['method']!r} "
+                        f"({common['n_labelled']} "
                         "labels); label more of its items")
     if variance <= 0 and common["n_labelled"] != common["n"]:
         what = ("the judge's values, as fitted, predict each of its labels exactly" if fitted
                 else "its residuals show no spread")
-        raise DataError(f"{where}: {what}, which leaves no spread to build an interval from; label more of its items")
+        raise DataError(f"{where}: {what}, which leaves no spread to build an interval from; label more "
+                        "of its items")
     se = math.sqrt(max(variance, 0.0))
     half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
-    return MeanEstimate(estimate=float(estimate), low=float(estimate - half), high=float(estimate + half), se=se,
-                        df=float(df), bias_corrected=True, lam=lam, notes=tuple(notes), **common)  # type: ignore[arg-type]
+    return MeanEstimate(estimate=float(estimate), low=float(estimate - half), high=float(estimate + half),
+                        se=se,
+                        df=float(df), bias_corrected=True, lam=lam, notes=tuple(notes),
+                        **common)  # type: ignore[arg-type]
 
 
-def _judge_only(values: np.ndarray, where: str, common: dict[str, object], notes: list[str]) -> MeanEstimate:
+def _judge_only(values: np.ndarray, where: str, common: Mapping[str, object],
+                notes: list[str]) -> MeanEstimate:
     if len(values) < 2:
-        raise DataError(f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only mean and "
-                        "its interval")
+        raise DataError(f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only "
+                        "mean and its interval")
     se = float(values.std(ddof=1)) / math.sqrt(len(values))
     df = float(len(values) - 1)
     half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
     mean = float(values.mean())
-    notes = [*notes, "not bias-corrected: the judge's own mean, with the spread of its values as the interval"]
+    notes = [*notes,
+             "not bias-corrected: the judge's own mean, with the spread of its values as the interval"]
     return MeanEstimate(estimate=mean, low=mean - half, high=mean + half, se=se, df=df, bias_corrected=False,
                         notes=tuple(notes), **common)  # type: ignore[arg-type]
 
 
 def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.ndarray, bool]:
-    """The ppi columns for every item: intercept, centred judge value (0 without one), and a no-judge-value intercept.
+    """The ppi columns for every item: intercept, centred judge value (0 without one), and a no-judge-value
+    intercept.
 
     The last column is there only when some item lacks a judge value; the second is zeroed
     when the judge values of ``fit_rows`` do not vary. Returns the columns and whether the
@@ -461,8 +487,10 @@ def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.nda
     return np.stack(cols, -1), bool(keep)
 
 
-def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str], slope: Slope | None = None) -> _Raw:
-    """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random); ``slope``: a shared one."""
+def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str],
+                slope: Slope | None = None) -> _Raw:
+    """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random); ``slope``: a shared
+    one."""
     labelled = np.isfinite(y)
     N = len(y)
     if method == "ppi" and slope is not None:
@@ -475,8 +503,8 @@ def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str], slo
         ref = float(f[lab_judged].mean()) if lab_judged.any() else 0.0
         X, keep = _ppi_design(f, labelled, ref)
         if not keep:
-            notes.append("the judge's values do not vary on the labelled items (or too few are judged): its slope is "
-                         "set to 0, so the estimate is the labels-alone one")
+            notes.append("the judge's values do not vary on the labelled items (or too few are judged): its "
+                         "slope is set to 0, so the estimate is the labels-alone one")
     fit = regression_fit(y[labelled], X[labelled], X.mean(0), N)
     lam = float(fit.beta[1]) * (N - int(labelled.sum())) / N if method == "ppi" else None
     return _Raw(float(fit.estimate), float(fit.variance), float(fit.df), lam, keep)
@@ -490,7 +518,8 @@ class Slope(NamedTuple):
 
 
 def shared_slope(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> Slope | None:
-    """The slope of the labels on the judge values within groups, pooled over ``groups`` ((labels, judge) arrays).
+    """The slope of the labels on the judge values within groups, pooled over ``groups`` ((labels, judge)
+    arrays).
 
     The least-squares slope with one intercept per group: power tuning with one ``lam`` for
     every group (PPI++'s "overall" tuning of a vector of means), which estimates the slope from
@@ -520,7 +549,8 @@ def shared_slope(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> Slope | Non
 
 
 def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
-    """``ppi`` with the slope given: intercepts fitted on the group's labels, the slope's uncertainty added."""
+    """``ppi`` with the slope given: intercepts fitted on the group's labels, the slope's uncertainty
+    added."""
     labelled = np.isfinite(y)
     judged = np.isfinite(f)
     N, n = len(y), int(labelled.sum())
@@ -530,12 +560,15 @@ def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
     fit = regression_fit(y[labelled] - slope.value * centred[labelled], X[labelled], X.mean(0), N)
     n_u = N - n
     gap = (centred[~labelled].mean() - centred[labelled].mean()) * n_u / N if n_u else 0.0
-    return _Raw(float(fit.estimate) + slope.value * float(centred.mean()), float(fit.variance) + gap ** 2 * slope.variance,
+    return _Raw(float(fit.estimate) + slope.value * float(centred.mean()), float(fit.variance)
+                + gap ** 2 * slope.variance,
                 float(fit.df), slope.value * n_u / N, slope.value != 0)
 
 
-def _predictor(y: np.ndarray, f: np.ndarray, method: str, calibration: str) -> Callable[[np.ndarray], np.ndarray]:
-    """The prediction of ``method`` fitted on labelled items (``y``, ``f``; ``f`` NaN where no judge value)."""
+def _predictor(y: np.ndarray, f: np.ndarray, method: str, calibration: str) -> Callable[[np.ndarray],
+                                                                                        np.ndarray]:
+    """The prediction of ``method`` fitted on labelled items (``y``, ``f``; ``f`` NaN where no judge
+    value)."""
     judged = np.isfinite(f)
     mean_all = float(y.mean())
     mean_failed = float(y[~judged].mean()) if (~judged).any() else mean_all
@@ -574,7 +607,8 @@ def crossfit(y_l: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, calibration: str
     return resid, pred_u, k
 
 
-def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed: int, notes: list[str]) -> _Raw:
+def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed: int,
+                notes: list[str]) -> _Raw:
     """``calibrated`` on the labelled items of ``y`` (labels drawn at random)."""
     labelled = np.isfinite(y)
     N, n = len(y), int(labelled.sum())
@@ -588,12 +622,13 @@ def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed
 
 def _round_estimate(y: np.ndarray, pred: np.ndarray, before: np.ndarray, chosen: np.ndarray,
                     pi: np.ndarray, where: str) -> _Raw:
-    """One selection round's estimate given the labels before it: those exactly, the others predicted, the round's
+    """One selection round's estimate given the labels before it: those exactly, the others predicted, the
+    round's
     residuals weighted by 1 / probability (Horvitz-Thompson); Hájek's variance for a fixed-size draw."""
     N, m = len(y), int(chosen.sum())
     if m < 2:
-        raise DataError(f"{where}: a selection round of {m} item; expected at least 2 weighted labels per round for "
-                        "an interval")
+        raise DataError(f"{where}: a selection round of {m} item; expected at least 2 weighted labels per "
+                        "round for an interval")
     z = y[chosen] - pred[chosen]
     total = y[before].sum() + pred[~before].sum() + (z / pi).sum()
     c = 1.0 - pi
@@ -604,7 +639,8 @@ def _round_estimate(y: np.ndarray, pred: np.ndarray, before: np.ndarray, chosen:
 
 
 def _combine(a: _Raw, count: int, b: _Raw, m: int) -> _Raw:
-    """``a`` (from ``count`` labels) and ``b`` (from ``m`` more), uncorrelated, weighted by their label counts.
+    """``a`` (from ``count`` labels) and ``b`` (from ``m`` more), uncorrelated, weighted by their label
+    counts.
 
     Degrees of freedom by Welch-Satterthwaite.
     """
@@ -642,9 +678,9 @@ def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, met
         if int(fit_on.sum()) < MIN_LABELS[method]:
             fit_on = before | chosen
         if raw is None:
-            notes.append(f"fewer than {MIN_LABELS[method]} labels (or labels without spread) before the first "
-                         "selection round: its prediction is fitted on the round's own labels (approximately "
-                         "unbiased)")
+            notes.append(f"fewer than {MIN_LABELS[method]} labels (or labels without spread) before the "
+                         "first selection round: its prediction is fitted on the round's own labels "
+                         "(approximately unbiased)")
         pred = _predictor(y[fit_on], f[fit_on], method, calibration)(f)
         this = _round_estimate(y, pred, before, chosen, 1.0 / w[chosen], where)
         m = int(chosen.sum())
@@ -652,8 +688,9 @@ def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, met
         count += m
     assert raw is not None
     rounds = int(rnd.max())
-    notes.append(f"{int((rnd > 0).sum())} labels from {rounds} selection round{'s' if rounds > 1 else ''}, weighted by "
-                 f"their inverse inclusion probabilities, combined with the {int(pilot.sum())} labels drawn at random")
+    notes.append(f"{int((rnd > 0).sum())} labels from {rounds} selection round{'s' if rounds > 1 else ''}, "
+                 f"weighted by their inverse inclusion probabilities, combined with the {int(pilot.sum())} "
+                 "labels drawn at random")
     return _Raw(raw.estimate, raw.variance, raw.df)
 
 
@@ -671,9 +708,12 @@ class Spread(NamedTuple):
     s2_labels: float
 
 
-def pilot_spread(labels: Sequence[float | None] | np.ndarray, judge: Sequence[float | None] | np.ndarray, method: str,
-                 *, calibration: str = "isotonic", folds: int = 5, seed: int = 0, slope: Slope | None = None) -> Spread:
-    """The spread of the labelled items under ``method`` (``human``, ``ppi`` or ``calibrated``), labels drawn at random.
+def pilot_spread(labels: Sequence[float | None] | np.ndarray, judge: Sequence[float | None] | np.ndarray,
+                 method: str,
+                 *, calibration: str = "isotonic", folds: int = 5, seed: int = 0,
+                 slope: Slope | None = None) -> Spread:
+    """The spread of the labelled items under ``method`` (``human``, ``ppi`` or ``calibrated``), labels drawn
+    at random.
 
     ``slope``: for ``ppi``, the slope shared over groups (only the intercepts are then fitted).
     Needs at least ``MIN_LABELS[method]`` labels (the caller refuses fewer).

@@ -58,11 +58,13 @@ def half_width_at(n: np.ndarray | int, s2: float, p: int, N: int, confidence: fl
 
 def labels_needed(half_width: float, s2: float, p: int, N: int, labelled: int, confidence: float, *,
                   s2_labels: float = 0.0, population: bool = False, method: str = "") -> MethodPlan:
-    """The fewest labels (at least ``labelled`` and ``p + 1``, at most ``N``) predicted to reach ``half_width``."""
+    """The fewest labels (at least ``labelled`` and ``p + 1``, at most ``N``) predicted to reach
+    ``half_width``."""
     now = half_width_at(labelled, s2, p, N, confidence, s2_labels=s2_labels, population=population)
     now_value = float(now) if np.isfinite(now) else None
     if not math.isfinite(s2):
-        return MethodPlan(method=method, labelled=labelled, note="the pilot's spread is unknown (too few labels)")
+        return MethodPlan(method=method, labelled=labelled,
+                          note="the pilot's spread is unknown (too few labels)")
     sizes = np.arange(max(labelled, p + 1), N + 1)
     widths = half_width_at(sizes, s2, p, N, confidence, s2_labels=s2_labels, population=population)
     hits = np.nonzero(widths <= half_width + 1e-12)[0]

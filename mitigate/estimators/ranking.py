@@ -1,4 +1,5 @@
-"""Groups ranked by their estimates, with simultaneous intervals for the ranks, separable pairs and Kendall's tau.
+"""Groups ranked by their estimates, with simultaneous intervals for the ranks, separable pairs and Kendall's
+tau.
 
 Ranks come from simultaneous intervals: each group's interval is widened to the Bonferroni
 level ``1 - (1 - confidence) / K`` for ``K`` groups, so all ``K`` hold at once with
@@ -35,7 +36,8 @@ __all__ = ["GroupRank", "Ranking", "kendall_tau", "rank_estimates", "rank_interv
 
 
 class GroupRank(BaseModel):
-    """One group's place: ``rank`` by its estimate (1 = highest), ``low``..``high`` its simultaneous rank interval."""
+    """One group's place: ``rank`` by its estimate (1 = highest), ``low``..``high`` its simultaneous rank
+    interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     group: str

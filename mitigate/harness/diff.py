@@ -18,7 +18,8 @@ criterion and returns a :class:`DiffReport`:
 
 Resampling respects clusters: when several items share a document (SummEval's 12 systems per
 article), the bootstrap resamples documents and the permutation test flips the sign of whole
-documents (:mod:`mitigate.measures.paired`, the paired tests compare uses too, with ``clusters``); otherwise items.
+documents (:mod:`mitigate.measures.paired`, the paired tests compare uses too, with ``clusters``); otherwise
+items.
 
 Failures are never dropped silently. A failure is an item without a value: a parse failure, an
 abstention or an LM error. The failure rate counts them for each judge; accuracy counts a failed
@@ -26,9 +27,11 @@ verdict as wrong (so abstaining cannot raise it); position consistency counts a 
 order as inconsistent; the correlations and the mean score are computed on the items both judges
 scored (a correlation has no value for a missing score), and each says how many items that left.
 
-:func:`gate` decides: B is **worse** on a gated measure when B − A points the worse way and the
-two-sided p, adjusted for the number of gated measures (Holm's step-down by default), is below the
-measure's level. :func:`junit_xml` writes the decision for CI systems.
+:func:`~mitigate.harness.diff_gate.gate` (in :mod:`mitigate.harness.diff_gate`, importable from here
+too) decides whether B is worse; :func:`~mitigate.harness.diff_gate.junit_xml` writes that for CI systems.
+
+Size: over 600 lines because the measures of both tasks (scores and verdicts) and their slices share
+private helpers; the gate is in :mod:`mitigate.harness.diff_gate`.
 """
 
 from __future__ import annotations
@@ -36,13 +39,23 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal
-from xml.etree import ElementTree as ET
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
+from mitigate.harness.diff_gate import (
+    AGREEMENT,
+    DEFAULT_FAIL_ON,
+    MEASURE_NAMES,
+    GateCheck,
+    GateResult,
+    Task,
+    gate,
+    junit_xml,
+    parse_fail_on,
+)
 from mitigate.judge import Judgment
 from mitigate.measures import verdicts_as_text, word_count
 from mitigate.measures.paired import paired_mean_difference, paired_statistic_difference
@@ -51,6 +64,7 @@ from mitigate.measures.stats import spearman
 from mitigate.scale import Scale
 
 __all__ = [
+    "DEFAULT_FAIL_ON",
     "MEASURE_NAMES",
     "as_json",
     "map_scores",
@@ -68,21 +82,9 @@ __all__ = [
     "probe_slices",
 ]
 
-Task = Literal["score", "pairwise"]
 Better = Literal["higher", "lower", "none"]
-
-MEASURE_NAMES: dict[Task, tuple[str, ...]] = {
-    "score": ("spearman", "spearman-document", "length-bias", "failure-rate", "mean-score"),
-    "pairwise": ("accuracy", "position-consistency", "length-lean", "failure-rate"),
-}
-"""The measures :func:`diff_judgments` computes, by task (the names ``--fail-on`` takes)."""
-
-DEFAULT_FAIL_ON = "agreement,failure-rate"
-"""What the gate checks by default: agreement with humans (Spearman, or accuracy for verdicts) and the failure rate."""
-
-AGREEMENT = {"score": "spearman", "pairwise": "accuracy"}
-"""What ``agreement`` in ``--fail-on`` names, by task."""
-
+Change = Literal["up", "down", "flipped", "failed in B", "recovered in B"]
+SliceKind = Literal["system", "document", "length", "probe", "criterion"]
 
 class DiffMeasure(BaseModel):
     """One measure of judges A and B on the same items: ``a``, ``b``, ``delta`` = b − a, its interval and p.
@@ -137,7 +139,7 @@ class ItemChange(BaseModel):
     b: float | str | None = None
     move: float | None = None
     human: float | str | None = None
-    change: Literal["up", "down", "flipped", "failed in B", "recovered in B"]
+    change: Change
 
 
 class SliceRow(BaseModel):
@@ -150,7 +152,7 @@ class SliceRow(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    kind: Literal["system", "document", "length", "probe", "criterion"]
+    kind: SliceKind
     key: str
     criterion: str
     measure: str
@@ -162,31 +164,9 @@ class SliceRow(BaseModel):
     mean_move: float | None = None
 
 
-class GateCheck(BaseModel):
-    """One gated measure's decision: its level, raw and adjusted p, and whether B is significantly worse."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    measure: str
-    criterion: str
-    level: float
-    p: float | None
-    p_adjusted: float | None
-    worse: bool
-    line: str
-
-
-class GateResult(BaseModel):
-    """The gate: every check, the correction used, and the one-line reason when B is worse."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    checks: tuple[GateCheck, ...]
-    correction: Literal["holm", "bonferroni", "none"] = "holm"
-    failed: bool
-    reason: str = ""
-
-
 class DiffReport(BaseModel):
-    """Everything :func:`diff_judgments` found for one criterion (several reports merge with :meth:`merged`)."""
+    """Everything :func:`diff_judgments` found for one criterion (several reports merge with
+    :meth:`merged`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     a: str
@@ -219,7 +199,8 @@ class DiffReport(BaseModel):
         crits = tuple(c for r in reports for c in r.criteria)
         slices = [s for r in reports for s in r.slices]
         if len(reports) > 1:
-            slices += [SliceRow(kind="criterion", key=m.criterion, criterion=m.criterion, measure=m.name, n=m.n,
+            slices += [SliceRow(kind="criterion", key=m.criterion, criterion=m.criterion, measure=m.name,
+                                n=m.n,
                                 a=m.a, b=m.b, delta=m.delta)
                        for r in reports for m in r.measures if m.name == AGREEMENT[r.task]]
         return first.model_copy(update={
@@ -237,7 +218,8 @@ def _f(v: float) -> float | None:
 
 
 def clusters_of(items: Sequence[Item]) -> tuple[list[str], str]:
-    """The resampling unit of each item and its name: the document when items share documents, else the item."""
+    """The resampling unit of each item and its name: the document when items share documents, else the
+    item."""
     docs = [it.doc_id for it in items]
     if docs and all(d is not None for d in docs) and len(set(docs)) < len(docs):
         return [str(d) for d in docs], "documents"
@@ -254,7 +236,8 @@ def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clus
                            dropped=dropped + int((~keep).sum()), better=better, unit=unit, how=how,
                            reason=reason or "no item has a value for both judges")
     d = paired_mean_difference(b, a, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
-    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed), low=d.low, high=d.high,
+    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed), low=d.low,
+                       high=d.high,
                        p=d.p_value, n=int(keep.sum()), dropped=dropped + int((~keep).sum()), better=better,
                        unit=unit, how=how, test=d.test)
 
@@ -262,7 +245,8 @@ def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clus
 def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: np.ndarray,
                   stat: Callable[[np.ndarray, np.ndarray], float], clusters: Sequence[str], *, better: Better,
                   unit: str, how: str, n_boot: int, n_perm: int, seed: int) -> DiffMeasure:
-    """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the difference.
+    """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the
+    difference.
 
     The interval is the percentile interval of the resampled differences and p the two-sided bootstrap
     p of the same resamples (:func:`~mitigate.measures.paired.paired_statistic_difference` with
@@ -312,9 +296,11 @@ def _score_of(j: Judgment | None, criterion: str) -> float:
     return math.nan if v is None else float(v)
 
 
-def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[Judgment], names: tuple[str, str]
+def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[Judgment],
+                      names: tuple[str, str]
                       ) -> tuple[list[Judgment], list[Judgment]]:
-    """Each judge's judgments in item order; ConfigError naming the judge and the items when they do not match."""
+    """Each judge's judgments in item order; ConfigError naming the judge and the items when they do not
+    match."""
     ids = [it.id for it in items]
     out = []
     for name, js in zip(names, (a, b), strict=True):
@@ -324,7 +310,8 @@ def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[
         if missing or extra:
             parts = ([f"no judgment for {len(missing)} items, e.g. {missing[:3]}"] if missing else []) + (
                 [f"{len(extra)} judgments of items not compared, e.g. {extra[:3]}"] if extra else [])
-            raise ConfigError(f"expected judge {name!r} to have judged exactly the {len(ids)} items compared; got "
+            raise ConfigError(f"expected judge {name!r} to have judged exactly the {len(ids)} items "
+                              "compared; got "
                               + " and ".join(parts))
         out.append([by_id[i] for i in ids])
     return out[0], out[1]
@@ -361,8 +348,8 @@ def diff_judgments(
     clusters, unit = clusters_of(items)
     notes: list[str] = []
     if unit == "documents":
-        notes.append(f"intervals and bootstrap p resample the {len(set(clusters))} documents, and the sign-flip tests "
-                     "flip whole documents (several items share a document)")
+        notes.append(f"intervals and bootstrap p resample the {len(set(clusters))} documents, and the "
+                     "sign-flip tests flip whole documents (several items share a document)")
     if task == "pairwise":
         measures, changes = _pairwise(items, ja, jb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm,
                                       seed=seed)
@@ -373,12 +360,15 @@ def diff_judgments(
         if scales is not None and (scales[0].min, scales[0].max) != (scales[1].min, scales[1].max):
             if scale_map != "linear":
                 raise ConfigError(
-                    f"judge {names[0]!r} answers on {scales[0].describe()} and {names[1]!r} on {scales[1].describe()}; "
-                    "expected the same scale, or a mapping (--scale-map linear maps B's scores onto A's range)")
+                    f"judge {names[0]!r} answers on {scales[0].describe()} and {names[1]!r} on "
+                    f"{scales[1].describe()}; "
+                    "expected the same scale, or a mapping (--scale-map linear maps B's scores "
+                    "onto A's range)")
             sb = map_scores(sb, scales[1], scales[0])
             notes.append(f"{names[1]}'s scores were mapped linearly from {scales[1].describe()} onto "
                          f"{scales[0].describe()}")
-        measures, changes = _scores(items, ja, jb, sa, sb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm,
+        measures, changes = _scores(items, ja, jb, sa, sb, criterion, clusters, unit, n_boot=n_boot,
+                                    n_perm=n_perm,
                                     seed=seed)
         slices = _slices_scores(items, sa, sb, criterion)
     return DiffReport(a=names[0], b=names[1], criteria=(criterion,), task=task, n_items=len(items), unit=unit,
@@ -390,21 +380,26 @@ def _failed(values: np.ndarray) -> np.ndarray:
     return (~np.isfinite(values)).astype(float)
 
 
-def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], sa: np.ndarray, sb: np.ndarray,
+def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], sa: np.ndarray,
+            sb: np.ndarray,
             criterion: str, clusters: Sequence[str], unit: str, *, n_boot: int, n_perm: int, seed: int
             ) -> tuple[list[DiffMeasure], list[ItemChange]]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
     words = np.array([word_count(it.output) for it in items], dtype=float)
-    kw = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
+    kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
     out = [
         _stat_measure("spearman", criterion, sa, sb, human, spearman, clusters, better="higher", unit=unit,
                       how="item-level Spearman with the human scores, on the items both judges "
-                      "scored and humans labelled (a failed item is left out here and counted in failure-rate)", **kw),
+                      "scored and humans labelled (a failed item is left out here and counted in "
+                      "failure-rate)", **kw),
         _document_measure(items, sa, sb, human, criterion, **kw),
-        _stat_measure("length-bias", criterion, sa, sb, words, _abs_spearman, clusters, better="lower", unit=unit,
+        _stat_measure("length-bias", criterion, sa, sb, words, _abs_spearman, clusters, better="lower",
+                      unit=unit,
                       how="|Spearman(score, output length in words)| on the items both judges scored", **kw),
-        _share_measure("failure-rate", criterion, _failed(sa), _failed(sb), clusters, better="lower", unit=unit,
-                       how="share of items without a score (parse failure, abstention or LM error), of all items",
+        _share_measure("failure-rate", criterion, _failed(sa), _failed(sb), clusters, better="lower",
+                       unit=unit,
+                       how="share of items without a score (parse failure, abstention or LM error), "
+                           "of all items",
                        **kw),
     ]
     both = np.isfinite(sa) & np.isfinite(sb)
@@ -415,7 +410,8 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
                                better="none", unit=unit, test=d.test, how="mean score on the items both judges "
                                "scored (a shift, neither better nor worse; never gated)"))
     else:
-        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None, better="none",
+        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None,
+                               better="none",
                                unit=unit, dropped=len(items), reason="no item was scored by both judges"))
     changes: list[ItemChange] = []
     for it, x, y, h in zip(items, sa, sb, human, strict=True):
@@ -424,7 +420,8 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
             continue
         if not fx and not fy:
             continue
-        change = ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x else "down")
+        change: Change = ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x
+                                                                                       else "down")
         changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id,
                                   a=_f(x), b=_f(y), move=_f(y - x) if fx and fy else None, human=_f(h),
                                   change=change))
@@ -432,14 +429,16 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
     return out, changes
 
 
-def _document_measure(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, human: np.ndarray, criterion: str, *,
+def _document_measure(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, human: np.ndarray,
+                      criterion: str, *,
                       n_boot: int, n_perm: int, seed: int) -> DiffMeasure:
     """Mean over documents of the Spearman across each document's items, for A and B, paired by document."""
-    how = ("mean over documents of the Spearman across the document's items (SummEval's summary level), on the items "
-           "both judges scored; documents where either is undefined are left out")
+    how = ("mean over documents of the Spearman across the document's items (SummEval's summary level), on "
+           "the items both judges scored; documents where either is undefined are left out")
     docs = [it.doc_id for it in items]
     if any(d is None for d in docs) or len(set(docs)) == len(docs):
-        return DiffMeasure(name="spearman-document", criterion=criterion, a=None, b=None, delta=None, unit="documents",
+        return DiffMeasure(name="spearman-document", criterion=criterion, a=None, b=None, delta=None,
+                           unit="documents",
                            how=how, reason="needs items grouped by document (several items per doc_id)")
     both = np.isfinite(sa) & np.isfinite(sb) & np.isfinite(human)
     names = [str(d) for d in docs]
@@ -464,48 +463,57 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
             if judgment.error is not None:
                 v[k] = None
     gold = [it.preference.get(criterion) for it in items]
-    kw = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
+    kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
 
     def correct(vs: Sequence[str | None]) -> np.ndarray:
         return np.array([math.nan if g is None else float(v is not None and v == g) for v, g in zip(vs, gold,
                                                                                                      strict=True)])
 
     no_gold = sum(g is None for g in gold)
-    out = [_share_measure("accuracy", criterion, correct(va), correct(vb), clusters, better="higher", unit=unit,
-                          how="share of verdicts equal to gold over the items with a gold preference; a failed verdict "
-                          "counts as wrong", dropped=0, **kw,
-                          reason=None if no_gold < len(items) else "no item has a gold preference on this criterion")]
+    out = [_share_measure("accuracy", criterion, correct(va), correct(vb), clusters, better="higher",
+                          unit=unit,
+                          how="share of verdicts equal to gold over the items with a gold preference; a "
+                          "failed verdict counts as wrong", dropped=0, **kw,
+                          reason=None if no_gold < len(items)
+                          else "no item has a gold preference on this criterion")]
     out.append(_consistency(ja, jb, criterion, clusters, unit, **kw))
     longer = _longer(items)
     lean_a = np.array([_prefers_longer(v, side) for v, side in zip(va, longer, strict=True)])
     lean_b = np.array([_prefers_longer(v, side) for v, side in zip(vb, longer, strict=True)])
     out.append(_stat_measure("length-lean", criterion, lean_a, lean_b, np.zeros(len(items)), _lean, clusters,
-                             better="lower", unit=unit, how="|P(prefer the longer text) - 0.5| over the pairs of "
-                             "unequal length where both judges preferred one text (ties and failures left out)", **kw))
+                             better="lower", unit=unit,
+                             how="|P(prefer the longer text) - 0.5| over the pairs of "
+                             "unequal length where both judges preferred one text (ties and "
+                             "failures left out)", **kw))
     fail_a = np.array([float(v is None) for v in va])
     fail_b = np.array([float(v is None) for v in vb])
     out.append(_share_measure("failure-rate", criterion, fail_a, fail_b, clusters, better="lower", unit=unit,
-                              how="share of items without a verdict (parse failure, abstention or LM error), of all "
-                              "items", **kw))
+                              how="share of items without a verdict (parse failure, abstention or LM error), "
+                              "of all items", **kw))
     changes = []
     for it, x, y, g in zip(items, va, vb, gold, strict=True):
         if x == y:
             continue
-        change = "flipped" if x is not None and y is not None else ("failed in B" if y is None else "recovered in B")
-        changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id, a=x, b=y,
+        change: Change = ("flipped" if x is not None and y is not None
+                          else "failed in B" if y is None else "recovered in B")
+        changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id, a=x,
+                                  b=y,
                                   human=g, change=change))
     return out, changes
 
 
-def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str, clusters: Sequence[str], unit: str,
+def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str, clusters: Sequence[str],
+                 unit: str,
                  **kw: Any) -> DiffMeasure:
-    how = ("share of pairs whose two presentation orders prefer the same text, over the pairs both judges saw in both "
-           "orders; a failed order counts as inconsistent")
+    how = ("share of pairs whose two presentation orders prefer the same text, over the pairs both judges "
+           "saw in both orders; a failed order counts as inconsistent")
     oa, ob = verdict_orders(ja), verdict_orders(jb)
     if oa is None or ob is None:
         who = [n for n, o in (("A", oa), ("B", ob)) if o is None]
-        return DiffMeasure(name="position-consistency", criterion=criterion, a=None, b=None, delta=None, unit=unit,
-                           how=how, reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
+        return DiffMeasure(name="position-consistency", criterion=criterion, a=None, b=None, delta=None,
+                           unit=unit,
+                           how=how,
+                           reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
                            "(position swap, or recorded rows with order 'swapped')")
 
     def consistent(orders: tuple[list[str | None], list[str | None]], js: Sequence[Judgment]) -> np.ndarray:
@@ -558,7 +566,7 @@ def _slice_order(kind: str, labels: Sequence[Hashable | None]) -> list[Hashable 
 
 def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
-    keys: dict[str, Sequence[Hashable | None]] = {
+    keys: dict[SliceKind, Sequence[Hashable | None]] = {
         "system": [it.system for it in items], "document": [it.doc_id for it in items],
         "length": _length_buckets(items),
     }
@@ -572,7 +580,8 @@ def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criter
             ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
             both = np.isfinite(x) & np.isfinite(y)
             moved = int((both & (np.abs(y - x) > 1e-9)).sum() + (np.isfinite(x) != np.isfinite(y)).sum())
-            rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="spearman", n=len(idx), a=ra,
+            rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="spearman", n=len(idx),
+                                 a=ra,
                                  b=rb, delta=None if ra is None or rb is None else rb - ra, changed=moved,
                                  mean_move=_f(float((y - x)[both].mean())) if both.any() else None))
     return rows
@@ -582,7 +591,7 @@ def _slices_pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence
                      ) -> list[SliceRow]:
     va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
     gold = [it.preference.get(criterion) for it in items]
-    keys: dict[str, Sequence[Hashable | None]] = {
+    keys: dict[SliceKind, Sequence[Hashable | None]] = {
         "system": [f"{it.system} vs {it.system_b}" if it.system else None for it in items],
         "document": [it.doc_id for it in items], "length": _length_buckets(items),
     }
@@ -597,7 +606,8 @@ def _slices_pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence
             acc_a = sum(va[k] == gold[k] for k in idx) / len(idx)
             acc_b = sum(vb[k] == gold[k] for k in idx) / len(idx)
             rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="accuracy", n=len(idx),
-                                 a=acc_a, b=acc_b, delta=acc_b - acc_a, changed=sum(va[k] != vb[k] for k in idx)))
+                                 a=acc_a, b=acc_b, delta=acc_b - acc_a,
+                                 changed=sum(va[k] != vb[k] for k in idx)))
     return rows
 
 
@@ -618,113 +628,6 @@ def probe_slices(criterion: str, reports: tuple[Any, Any]) -> list[SliceRow]:
                             n=min(x.n, y.n), a=_f(x.value), b=_f(y.value), delta=_f(y.value - x.value),
                             changed=int(round((1 - y.value) * y.n)) if y.ok else 0))
     return out
-
-
-# --------------------------------------------------------------------------- the gate
-
-
-def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
-    """``--fail-on`` text (``"spearman:0.05,failure-rate"``) as (measure, level) pairs; ConfigError for a bad one.
-
-    ``agreement`` names Spearman (scores) or accuracy (verdicts); a level defaults to 0.05.
-    """
-    known = MEASURE_NAMES[task]
-    out: list[tuple[str, float]] = []
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
-        name, sep, level_text = part.partition(":")
-        name = AGREEMENT[task] if name.strip() == "agreement" else name.strip()
-        if name not in known:
-            other = "pairwise" if task == "score" else "score"
-            hint = f" ({name!r} applies to {other} judges)" if name in MEASURE_NAMES[other] else ""
-            raise ConfigError(f"expected --fail-on measures among {['agreement', *known]}; got {name!r}{hint}")
-        if name == "mean-score":
-            raise ConfigError("expected --fail-on measures with a worse direction; 'mean-score' is a shift, "
-                              "neither better nor worse")
-        level = 0.05
-        if sep:
-            try:
-                level = float(level_text)
-            except ValueError:
-                raise ConfigError(f"expected --fail-on levels as numbers, e.g. spearman:0.05; got {part!r}") from None
-            if not 0 < level < 1:
-                raise ConfigError(f"expected a --fail-on level strictly between 0 and 1; got {part!r}")
-        if any(n == name for n, _ in out):
-            raise ConfigError(f"expected each --fail-on measure once; got {name!r} twice")
-        out.append((name, level))
-    if not out:
-        raise ConfigError(f"expected at least one --fail-on measure, e.g. {DEFAULT_FAIL_ON}; got {text!r}")
-    return out
-
-
-def _adjust(ps: Sequence[float], correction: str) -> list[float]:
-    m = len(ps)
-    if correction == "none" or m == 0:
-        return list(ps)
-    if correction == "bonferroni":
-        return [min(1.0, p * m) for p in ps]
-    order = sorted(range(m), key=lambda i: ps[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * ps[i]))
-        adjusted[i] = running
-    return adjusted
-
-
-def _fmt(v: float | None, digits: int = 3) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
-def gate(report: DiffReport, fail_on: Sequence[tuple[str, float]],
-         correction: Literal["holm", "bonferroni", "none"] = "holm") -> GateResult:
-    """Decide whether B is significantly worse than A on the gated measures (every criterion of the report).
-
-    ConfigError when a gated measure could not be computed (its reason named): the gate cannot
-    vouch for what it did not measure.
-    """
-    chosen = []
-    for name, level in fail_on:
-        found = [m for m in report.measures if m.name == name]
-        for m in found:
-            if not m.ok:
-                raise ConfigError(f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; expected a "
-                                  "measure both judges' answers support (choose others with --fail-on)")
-            chosen.append((m, level))
-    if not chosen:
-        raise ConfigError(f"expected --fail-on measures the report holds; got {[n for n, _ in fail_on]}")
-    adjusted = _adjust([float(m.p) for m, _ in chosen], correction)  # type: ignore[arg-type]
-    checks = []
-    for (m, level), p_adj in zip(chosen, adjusted, strict=True):
-        worse = m.worse_direction() and p_adj < level
-        line = (f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on {m.name} "
-                f"({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} [{_fmt(m.low)}, {_fmt(m.high)}], "
-                f"p={_fmt(m.p, 4)}" + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
-                + f" {'<' if p_adj < level else '>='} {level:g}")
-        checks.append(GateCheck(measure=m.name, criterion=m.criterion, level=level, p=m.p, p_adjusted=p_adj,
-                                worse=worse, line=line))
-    failing = [c.line for c in checks if c.worse]
-    return GateResult(checks=tuple(checks), correction=correction, failed=bool(failing), reason="; ".join(failing))
-
-
-def junit_xml(report: DiffReport) -> str:
-    """The gate as JUnit XML: one testsuite, one testcase per gated measure, a ``failure`` where B is worse."""
-    if report.gate is None:
-        raise ConfigError("expected a diff report with a gate decision (gate(report, ...)) for JUnit output")
-    checks = report.gate.checks
-    suite = ET.Element("testsuite", name=f"mitigate diff: {report.a} -> {report.b}", tests=str(len(checks)),
-                       failures=str(sum(c.worse for c in checks)), errors="0", skipped="0")
-    props = ET.SubElement(suite, "properties")
-    for key, value in (("a", report.a), ("b", report.b), ("items", report.n_items),
-                       ("resampled", f"{report.n_units} {report.unit}"), ("correction", report.gate.correction)):
-        ET.SubElement(props, "property", name=key, value=str(value))
-    for c in checks:
-        case = ET.SubElement(suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure, time="0")
-        if c.worse:
-            ET.SubElement(case, "failure", message=c.line, type="regression").text = c.line
-        else:
-            ET.SubElement(case, "system-out").text = c.line
-    ET.indent(suite)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
 
 def as_json(report: DiffReport) -> dict[str, Any]:

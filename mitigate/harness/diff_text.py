@@ -1,4 +1,5 @@
-"""The text ``mitigate diff`` prints: the measures table, the gate, the largest item changes and the slices."""
+"""The text ``mitigate diff`` prints: the measures table, the gate, the largest item changes and the
+slices."""
 
 from __future__ import annotations
 
@@ -73,15 +74,18 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
                   f"({summary})"]
     if report.changes and show:
         rows = [[c.item_id, c.criterion, c.system or "-", _n(c.a, 2), _n(c.b, 2),
-                 "-" if c.move is None else f"{c.move:+g}", _n(c.human, 2), c.change] for c in report.changes[:show]]
-        lines += ["", *md_table(["item", "criterion", "system", "A", "B", "move", "human/gold", "change"], rows)]
+                 "-" if c.move is None else f"{c.move:+g}", _n(c.human, 2), c.change]
+                for c in report.changes[:show]]
+        lines += ["",
+                  *md_table(["item", "criterion", "system", "A", "B", "move", "human/gold", "change"], rows)]
     for kind in ("criterion", "system", "length", "probe", "document"):
         part = [s for s in report.slices if s.kind == kind]
         if not part:
             continue
         total = len(part)
         if kind in ("system", "document"):  # possibly many: the largest drops first
-            part = sorted(part, key=lambda s: (s.delta is None, s.delta if s.delta is not None else 0.0))[:show]
+            part = sorted(part,
+                          key=lambda s: (s.delta is None, s.delta if s.delta is not None else 0.0))[:show]
         cut = f" (the {len(part)} largest drops of {total})" if len(part) < total else ""
         lines += ["", f"By {kind}{cut}:", "",
                   *md_table(["slice", "key", "criterion", "measure", "n", "A", "B", "B - A", "changed"],

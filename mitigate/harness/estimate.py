@@ -1,4 +1,5 @@
-"""The number a user reports: each system's bias-corrected mean from a judge on every item and a few human labels.
+"""The number a user reports: each system's bias-corrected mean from a judge on every item and a few human
+labels.
 
 :func:`estimate` takes a benchmark whose items carry human labels on some items only, a
 criterion, and the judge's values (recorded judgments, judgments of a live run, or a mapping
@@ -24,6 +25,9 @@ first-named system, ``by="none"`` the share of wins of the ``output`` text. A 0/
 Items the judge gave no value (a parse failure, an error, an item with no recorded answer)
 are never dropped: they stay in their group, the corrected methods predict them from the
 labels of such items, and every result counts them in ``n_judged`` with a note.
+
+Size: over 600 lines because the estimate, the label plan and the selection all read one value,
+:class:`EstimateColumns`, built here.
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ from mitigate.judge import Judgment
 from mitigate.paths import write_output
 from mitigate.scale import Scale
 
-__all__ = ["BY", "EstimateColumns", "columns", "columns_from_items", "estimate", "estimate_columns", "judge_values",
+__all__ = ["BY", "EstimateColumns", "columns", "columns_from_items", "estimate", "estimate_columns",
+           "judge_values",
            "plan_labels", "resolve_by", "select_for_labelling", "write_selection"]
 
 By = Literal["auto", "system", "pair", "none"]
@@ -118,19 +123,23 @@ class EstimateColumns(BaseModel):
         return list(dict.fromkeys(self.groups))
 
     def arrays(self, group: str) -> GroupArrays:
-        """One group's labels, judge values, weights (NaN where missing) and rounds, and the rows they came from."""
+        """One group's labels, judge values, weights (NaN where missing) and rounds, and the rows they came
+        from."""
         rows = [i for i, g in enumerate(self.groups) if g == group]
         y = np.array([math.nan if self.labels[i] is None else self.labels[i] for i in rows], dtype=float)
-        f = np.array([math.nan if self.judge_values[i] is None else self.judge_values[i] for i in rows], dtype=float)
+        f = np.array([math.nan if self.judge_values[i] is None else self.judge_values[i] for i in rows],
+                     dtype=float)
         w = r = None
         if self.weights and any(self.weights[i] is not None for i in rows):
-            w = np.array([math.nan if self.weights[i] is None else self.weights[i] for i in rows], dtype=float)
+            w = np.array([math.nan if self.weights[i] is None else self.weights[i] for i in rows],
+                         dtype=float)
             r = np.array([self.rounds[i] if self.rounds else int(self.weights[i] is not None) for i in rows])
         return GroupArrays(y, f, w, r, rows)
 
 
 class GroupArrays(NamedTuple):
-    """One group's columns as arrays: labels, judge values, weights and rounds (None without a selection round)."""
+    """One group's columns as arrays: labels, judge values, weights and rounds (None without a selection
+    round)."""
 
     labels: np.ndarray
     judge: np.ndarray
@@ -151,7 +160,8 @@ def _value_of(j: Judgment, criterion: str) -> float | None:
     return next(iter(j.scores.values())) if len(j.scores) == 1 else None
 
 
-def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judgment] | Any, items: Sequence[Item],
+def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judgment] | Any,
+                 items: Sequence[Item],
                  criterion: str) -> tuple[list[float | None], dict[str, int]]:
     """The judge's value for each of ``items`` on ``criterion``, and the count of missing ones by reason.
 
@@ -177,8 +187,8 @@ def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judg
         try:
             by_id = {j.item_id: j for j in judgments}
         except (TypeError, AttributeError):
-            raise ConfigError("expected the judge as a mapping item id -> value, a RecordedRun or a sequence of "
-                              f"Judgments; got {type(judge).__name__}") from None
+            raise ConfigError("expected the judge as a mapping item id -> value, a RecordedRun or a sequence "
+                              f"of Judgments; got {type(judge).__name__}") from None
     values: list[float | None] = []
     missing: dict[str, int] = {}
     for it in items:
@@ -192,7 +202,8 @@ def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judg
         elif got is None:
             reason = "no answer"
         elif isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
-            raise DataError(f"expected a finite number (or None) as the judge value of item {it.id!r}; got {got!r}",
+            raise DataError("expected a finite number (or None) as the judge value of item "
+                            f"{it.id!r}; got {got!r}",
                             item_id=it.id)
         else:
             value = float(got)
@@ -207,25 +218,29 @@ def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judg
 
 
 def resolve_by(items: Sequence[Item], by: str) -> str:
-    """``by`` with ``auto`` made concrete; ConfigError for an unknown grouping or one the items cannot take."""
+    """``by`` with ``auto`` made concrete; ConfigError for an unknown grouping or one the items cannot
+    take."""
     if by not in BY:
         raise ConfigError(f"The 'by' parameter must be one of {list(BY)}. Got {by!r} instead.")
     pairwise = bool(items) and all(it.pairwise for it in items)
-    named = bool(items) and all(it.system is not None and (not pairwise or it.system_b is not None) for it in items)
+    named = bool(items) and all(it.system is not None and (not pairwise or it.system_b is not None)
+                                for it in items)
     if by == "auto":
         return "system" if named else "none"
     if by == "pair" and not pairwise:
-        raise ConfigError("--by pair groups pairwise items by their two systems; the items are not pairwise (use "
-                          "--by system or --by none)")
+        raise ConfigError("--by pair groups pairwise items by their two systems; the items are not pairwise "
+                          "(use --by system or --by none)")
     if by in ("system", "pair") and not named:
         lacking = sum(1 for it in items if it.system is None or (pairwise and it.system_b is None))
-        raise ConfigError(f"--by {by} needs the system on every item{' (system and system_b)' if pairwise else ''}; "
-                          f"{lacking} of {len(items)} items have none (use --by none)")
+        raise ConfigError(f"--by {by} needs the system on every "
+                          f"item{' (system and system_b)' if pairwise else ''}; {lacking} of {len(items)} "
+                          "items have none (use --by none)")
     return by
 
 
 def _expand(items: Sequence[Item], by: str, pairwise: bool) -> list[tuple[int, str, bool]]:
-    """(item index, group, flipped) per row: a pairwise item's value is flipped for its second system's group."""
+    """(item index, group, flipped) per row: a pairwise item's value is flipped for its second system's
+    group."""
     rows: list[tuple[int, str, bool]] = []
     for k, it in enumerate(items):
         if by == "none":
@@ -240,9 +255,11 @@ def _expand(items: Sequence[Item], by: str, pairwise: bool) -> list[tuple[int, s
     return rows
 
 
-def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[float | None], *, by: str = "auto",
+def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[float | None], *,
+                       by: str = "auto",
                        weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None,
-                       truth: Mapping[str, float] | None = None, benchmark: str = "", judge: str = "", label_scale: Scale | None = None,
+                       truth: Mapping[str, float] | None = None, benchmark: str = "", judge: str = "",
+                       label_scale: Scale | None = None,
                        judge_scale: Scale | None = None, judge_missing: Mapping[str, int] | None = None
                        ) -> EstimateColumns:
     """The estimate's rows from ``items`` and the judge's ``values`` (one per item, None where missing).
@@ -264,10 +281,11 @@ def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[f
     weights = dict(weights or {})
     unknown = [i for i in weights if i not in set(ids)]
     if unknown:
-        raise DataError(f"expected selection weights for items of the benchmark; {unknown[0]!r} is not one of them")
+        raise DataError(f"expected selection weights for items of the benchmark; {unknown[0]!r} is "
+                        "not one of them")
     if weights and pairwise and by == "system":
-        raise ConfigError("selection weights belong to one group per item; with pairwise items --by system counts "
-                          "each item in two groups (use --by pair or --by none)")
+        raise ConfigError("selection weights belong to one group per item; with pairwise items --by system "
+                          "counts each item in two groups (use --by pair or --by none)")
     rows = _expand(items, by, pairwise)
 
     def flip(v: float | None, flipped: bool) -> float | None:
@@ -277,7 +295,8 @@ def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[f
     return EstimateColumns(
         benchmark=benchmark, criterion=criterion, judge=judge, by=by, pairwise=pairwise,
         label_scale=label_scale or (Scale(min=0, max=1, step=0.5) if pairwise else Scale()),
-        judge_scale=judge_scale, ids=tuple(items[k].id for k, _, _ in rows), groups=tuple(g for _, g, _ in rows),
+        judge_scale=judge_scale, ids=tuple(items[k].id for k, _, _ in rows),
+        groups=tuple(g for _, g, _ in rows),
         labels=tuple(flip(v, fl) for v, (_, _, fl) in zip(labels, rows, strict=True)),
         judge_values=tuple(flip(values[k], fl) for k, _, fl in rows),
         weights=tuple(weights.get(items[k].id) for k, _, _ in rows) if weights else (),
@@ -314,8 +333,8 @@ def columns(benchmark: Benchmark, criterion: str, judge: Any, *, by: str = "auto
 # estimating
 
 
-def _beside(a: GroupArrays, method: str, confidence: float, target: str, group: str, unavailable: dict[str, str],
-            **kw: Any) -> MeanEstimate | None:
+def _beside(a: GroupArrays, method: Method, confidence: float, target: Target, group: str,
+            unavailable: dict[str, str], **kw: Any) -> MeanEstimate | None:
     try:
         return _one(a, method, confidence, target, group, **kw)
     except DataError as exc:
@@ -323,22 +342,24 @@ def _beside(a: GroupArrays, method: str, confidence: float, target: str, group: 
         return None
 
 
-def _one(a: GroupArrays, method: str, confidence: float, target: str, group: str, *, scale: Scale,
+def _one(a: GroupArrays, method: Method, confidence: float, target: Target, group: str, *, scale: Scale,
          slope: Slope | None = None, **kw: Any) -> MeanEstimate:
     corrected = method != "judge"
     weighted = corrected and a.weights is not None
-    return estimate_mean(a.labels, a.judge, method=method, confidence=confidence, target=target,  # type: ignore[arg-type]
+    return estimate_mean(a.labels, a.judge, method=method, confidence=confidence, target=target,
                          weights=a.weights if weighted else None, rounds=a.rounds if weighted else None,
                          group=group, bounds=(scale.min, scale.max) if corrected else None,
                          slope=slope if method == "ppi" else None, **kw)
 
 
 TUNE: tuple[str, ...] = ("overall", "group")
-"""How ``ppi`` tunes the judge's weight: one slope over all groups (each keeping its intercept), or one per group."""
+"""How ``ppi`` tunes the judge's weight: one slope over all groups (each keeping its intercept), or one per
+group."""
 
 
 def tuned_slope(cols: EstimateColumns, method: str, tune: str) -> Slope | None:
-    """The judge slope ``ppi`` shares over the groups (``tune="overall"``, two groups or more); None otherwise."""
+    """The judge slope ``ppi`` shares over the groups (``tune="overall"``, two groups or more); None
+    otherwise."""
     if tune not in TUNE:
         raise ConfigError(f"The 'tune' parameter must be one of {list(TUNE)}. Got {tune!r} instead.")
     names = cols.group_names()
@@ -368,14 +389,17 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
         a = cols.arrays(name)
         main = _one(a, method, confidence, target, name, slope=slope, **kw)
         unavailable: dict[str, str] = {}
-        human = main if method == "human" else _beside(a, "human", confidence, target, name, unavailable, **kw)
-        judge = main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable, **kw)
+        human = main if method == "human" else _beside(a, "human", confidence, target, name, unavailable,
+                                                       **kw)
+        judge = main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable,
+                                                       **kw)
         w = a.weights
         truth = None
         if cols.truth:
-            known = [cols.truth[i] for i in a.rows if cols.truth[i] is not None]
+            known = [t for i in a.rows if (t := cols.truth[i]) is not None]
             truth = float(np.mean(known)) if known else None
-        groups.append(GroupResult(group=name, estimate=main, human=human, judge=judge, unavailable=unavailable,
+        groups.append(GroupResult(group=name, estimate=main, human=human, judge=judge,
+                                  unavailable=unavailable,
                                   truth=truth, n_weighted=0 if w is None else int(np.isfinite(w).sum())))
     ranking = None
     if len(groups) >= 2:
@@ -415,8 +439,10 @@ def _notes(cols: EstimateColumns, method: str, remedies: Remedies, slope: Slope 
 def estimate(benchmark: Benchmark, criterion: str, judge: Any, *, method: Method = "ppi", by: str = "auto",
              confidence: float = 0.95, target: Target = "items", weights: Mapping[str, float] | None = None,
              rounds: Mapping[str, int] | None = None, calibration: Calibration = "isotonic", folds: int = 5,
-             seed: int = 0, truth: Mapping[str, float] | None = None, tune: str = "overall") -> EstimateResult:
-    """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the module docstring).
+             seed: int = 0, truth: Mapping[str, float] | None = None,
+             tune: str = "overall") -> EstimateResult:
+    """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the
+    module docstring).
 
     ``judge``: a RecordedRun, judgments, or item id -> value. ``method``: ``ppi`` (default),
     ``calibrated``, ``human`` or ``judge``; ``by``: ``auto``, ``system``, ``pair`` or ``none``;
@@ -428,7 +454,8 @@ def estimate(benchmark: Benchmark, criterion: str, judge: Any, *, method: Method
     >>> result.to_pandas()                                                        # doctest: +SKIP
     """
     cols = columns(benchmark, criterion, judge, by=by, weights=weights, rounds=rounds, truth=truth)
-    return estimate_columns(cols, method=method, confidence=confidence, target=target, calibration=calibration,
+    return estimate_columns(cols, method=method, confidence=confidence, target=target,
+                            calibration=calibration,
                             folds=folds, seed=seed, tune=tune)
 
 
@@ -440,10 +467,12 @@ PLANNED: tuple[str, ...] = ("human", "ppi", "calibrated")
 """The methods a plan covers (the judge alone does not improve with labels)."""
 
 
-def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float = 0.95, target: Target = "items",
+def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float = 0.95,
+                target: Target = "items",
                 calibration: Calibration = "isotonic", folds: int = 5, seed: int = 0, tune: str = "overall"
                 ) -> LabelPlan:
-    """How many labels each group needs, per method, for an interval of ±``half_width`` (predicted from its labels)."""
+    """How many labels each group needs, per method, for an interval of ±``half_width`` (predicted from its
+    labels)."""
     if isinstance(half_width, bool) or not isinstance(half_width, (int, float)) or not half_width > 0:
         raise ConfigError(f"The 'half_width' parameter must be a number > 0. Got {half_width!r} instead.")
     check_settings("ppi", confidence, target, calibration, folds)
@@ -455,7 +484,8 @@ def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float =
         plans = {}
         for method in PLANNED:
             if labelled < MIN_LABELS[method]:
-                plans[method] = labels_needed(half_width, math.nan, 1, len(y), labelled, confidence, method=method)
+                plans[method] = labels_needed(half_width, math.nan, 1, len(y), labelled, confidence,
+                                              method=method)
                 plans[method] = plans[method].model_copy(update={
                     "note": f"needs at least {MIN_LABELS[method]} labels to plan from"})
                 continue
@@ -472,7 +502,8 @@ def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float =
 # active selection
 
 
-def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi", floor: float = DEFAULT_FLOOR,
+def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi",
+                         floor: float = DEFAULT_FLOOR,
                          seed: int = 0, confidence: float = 0.95, calibration: Calibration = "isotonic",
                          folds: int = 5, tune: str = "overall") -> Selection:
     """The ``n`` unlabelled items worth labelling next, with their inclusion probabilities and weights.
@@ -482,13 +513,14 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
     Label every item chosen, then estimate with the file's weights (``--labels FILE``).
     """
     if method == "judge":
-        raise ConfigError("--select chooses labels for a bias-corrected method; expected --method ppi, calibrated or "
-                          "human; got judge")
+        raise ConfigError("--select chooses labels for a bias-corrected method; expected --method ppi, "
+                          "calibrated or human; got judge")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"The 'n' parameter of select_for_labelling must be an int >= 1. Got {n!r} instead.")
+        raise ConfigError("The 'n' parameter of select_for_labelling must be an int >= 1. Got "
+                          f"{n!r} instead.")
     if cols.pairwise and cols.by == "system":
-        raise ConfigError("--select draws each item from one group; with pairwise items --by system counts each item "
-                          "in two groups (use --by pair or --by none)")
+        raise ConfigError("--select draws each item from one group; with pairwise items --by system counts "
+                          "each item in two groups (use --by pair or --by none)")
     check_settings(method, confidence, "items", calibration, folds)
     names = cols.group_names()
     data = {g: cols.arrays(g) for g in names}
@@ -496,7 +528,8 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
     spreads: dict[str, Any] = {}
     for g, (y, f, *_) in data.items():
         if int(np.isfinite(y).sum()) >= MIN_LABELS[method]:
-            spreads[g] = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed, slope=slope)
+            spreads[g] = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed,
+                                      slope=slope)
     known = [s.s2 for s in spreads.values() if math.isfinite(s.s2) and s.s2 > 0]
     pooled = float(np.mean(known)) if known else 1.0
 
@@ -523,7 +556,8 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
         for k in systematic_draw(pi, rng):
             rows.append(SelectionRow(id=cols.ids[idx[pool[k]]], group=g, probability=float(pi[k]),
                                      weight=float(1.0 / pi[k])))
-    return Selection(method=method, floor=floor, seed=seed, rows=tuple(rows), per_group={g: given[g] for g in names})
+    return Selection(method=method, floor=floor, seed=seed, rows=tuple(rows),
+                     per_group={g: given[g] for g in names})
 
 
 SELECTION_FIRST = ("id", "label", "weight", "probability", "group")
@@ -552,7 +586,8 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _cell(column: str, value: Any) -> Any:
-    """A CSV cell; a text a spreadsheet would run as a formula gets a leading apostrophe (the item's texts are untrusted).
+    """A CSV cell; a text a spreadsheet would run as a formula gets a leading apostrophe (the item's texts are
+    untrusted).
 
     The columns read back (``id``, ``label``, ``weight``) are left as they are.
     """

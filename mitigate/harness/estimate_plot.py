@@ -1,4 +1,5 @@
-"""The plot of an estimate: each group's interval, ranked, beside the labels-alone and judge-alone ones (matplotlib).
+"""The plot of an estimate: each group's interval, ranked, beside the labels-alone and judge-alone ones
+(matplotlib).
 
 One row per group, highest estimate on top: the chosen method's interval (thick), the
 labels-alone interval (thin, just below), the judge-alone mean (a hollow marker, only when
@@ -48,10 +49,12 @@ def plot_estimate(result: EstimateResult, path: str | Path) -> Path:
             ax.plot([g.judge.estimate], [row], "D", mfc="none", color="tab:red", markersize=6,
                     label="judge alone (not corrected)" if row == 0 else None)
         if g.truth is not None:
-            ax.plot([g.truth], [row], "x", color="black", markersize=7, label="all labels" if row == 0 else None)
+            ax.plot([g.truth], [row], "x", color="black", markersize=7, label="all labels" if row == 0
+                    else None)
         if result.ranking is not None:
             r = result.ranking.rank_of(name)
-            ax.annotate(f"rank {r.rank} [{r.low}-{r.high}]", xy=(1.01, row), xycoords=("axes fraction", "data"),
+            ax.annotate(f"rank {r.rank} [{r.low}-{r.high}]", xy=(1.01, row),
+                        xycoords=("axes fraction", "data"),
                         va="center", fontsize=8)
     ax.set_yticks(range(len(order)), list(reversed(order)))
     ax.set_xlabel(f"mean {result.criterion} ({result.confidence:.0%} intervals)")

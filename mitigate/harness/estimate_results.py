@@ -1,4 +1,5 @@
-"""What ``mitigate estimate`` produces, as values: per-group estimates with a ranking, label plans and selections.
+"""What ``mitigate estimate`` produces, as values: per-group estimates with a ranking, label plans and
+selections.
 
 :class:`EstimateResult` is what :func:`mitigate.harness.estimate.estimate` returns:
 ``to_json()`` is the object ``mitigate estimate --json`` prints, ``to_pandas()`` one row per
@@ -19,7 +20,8 @@ from mitigate.estimators.planning import MethodPlan
 from mitigate.estimators.ranking import Ranking
 from mitigate.scale import Scale
 
-__all__ = ["METHOD_TITLES", "EstimateResult", "GroupResult", "LabelPlan", "PlanGroup", "Selection", "SelectionRow"]
+__all__ = ["METHOD_TITLES", "EstimateResult", "GroupResult", "LabelPlan", "PlanGroup", "Selection",
+           "SelectionRow"]
 
 METHOD_TITLES = {
     "ppi": "PPI++ with power tuning",
@@ -29,7 +31,8 @@ METHOD_TITLES = {
 }
 """How each method is named in the table's heading."""
 
-TARGET_TITLES = {"items": "the mean over each group's items", "population": "the mean of the population the items "
+TARGET_TITLES = {"items": "the mean over each group's items",
+                 "population": "the mean of the population the items "
                  "come from"}
 
 
@@ -38,7 +41,8 @@ def _round(value: float | None, digits: int = 6) -> float | None:
 
 
 def aligned(rows: list[list[str]]) -> list[str]:
-    """Rows of cells as text lines: the first column left-aligned, the others right-aligned, two spaces apart."""
+    """Rows of cells as text lines: the first column left-aligned, the others right-aligned, two spaces
+    apart."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
             for r in rows]
@@ -82,7 +86,8 @@ class GroupResult(BaseModel):
 
 
 class EstimateResult(BaseModel):
-    """Every group's estimate of the mean label on ``criterion``, the ranking of the groups, and what was assumed."""
+    """Every group's estimate of the mean label on ``criterion``, the ranking of the groups, and what was
+    assumed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     benchmark: str
@@ -111,7 +116,8 @@ class EstimateResult(BaseModel):
         groups = []
         for g in self.groups:
             e = g.estimate
-            row: dict[str, Any] = {"group": g.group, "n": e.n, "n_labelled": e.n_labelled, "estimate": _round(e.estimate),
+            row: dict[str, Any] = {"group": g.group, "n": e.n, "n_labelled": e.n_labelled,
+                                   "estimate": _round(e.estimate),
                                    "low": _round(e.low), "high": _round(e.high), "se": _round(e.se),
                                    "n_judged": e.n_judged}
             if e.lam is not None:
@@ -127,27 +133,32 @@ class EstimateResult(BaseModel):
                 row["all_labels_mean"] = _round(g.truth)
             row["notes"] = [*e.notes, *(f"{k}: {v}" for k, v in g.unavailable.items())]
             groups.append(row)
-        out: dict[str, Any] = {"criterion": self.criterion, "method": self.method, "confidence": self.confidence,
+        out: dict[str, Any] = {"criterion": self.criterion, "method": self.method,
+                               "confidence": self.confidence,
                                "groups": groups, "benchmark": self.benchmark, "judge": self.judge,
                                "target": self.target, "by": self.by, "bias_corrected": self.method != "judge"}
         if self.ranking is not None:
-            out["ranking"] = {"order": list(self.ranking.order), "simultaneous_confidence": self.ranking.confidence,
+            out["ranking"] = {"order": list(self.ranking.order),
+                              "simultaneous_confidence": self.ranking.confidence,
                               "separable": [list(p) for p in self.ranking.separable],
                               "kendall_tau": {k: _round(v) for k, v in self.ranking.kendall.items()}}
         out["notes"] = list(self.notes)
         return out
 
     def rows(self) -> list[dict[str, Any]]:
-        """One flat row per group: the estimate and interval, the labels-alone and judge-alone ones, the rank."""
+        """One flat row per group: the estimate and interval, the labels-alone and judge-alone ones, the
+        rank."""
         out = []
         for g in self.groups:
             e = g.estimate
-            row: dict[str, Any] = {"group": g.group, "n": e.n, "n_labelled": e.n_labelled, "n_judged": e.n_judged,
+            row: dict[str, Any] = {"group": g.group, "n": e.n, "n_labelled": e.n_labelled,
+                                   "n_judged": e.n_judged,
                                    "method": e.method, "estimate": e.estimate, "low": e.low, "high": e.high,
                                    "se": e.se, "lambda": e.lam}
             for name, other in (("human", g.human), ("judge", g.judge)):
                 row.update({f"{name}_estimate": other.estimate if other else None,
-                            f"{name}_low": other.low if other else None, f"{name}_high": other.high if other else None})
+                            f"{name}_low": other.low if other else None, f"{name}_high": other.high if other
+                            else None})
             if self.ranking is not None:
                 r = self.ranking.rank_of(g.group)
                 row.update(rank=r.rank, rank_low=r.low, rank_high=r.high)
@@ -163,7 +174,8 @@ class EstimateResult(BaseModel):
         return frame(rows, list(rows[0]) if rows else [])
 
     def table(self) -> str:
-        """The text ``mitigate estimate`` prints: a heading, one line per group (ranked), the ranking's notes."""
+        """The text ``mitigate estimate`` prints: a heading, one line per group (ranked), the ranking's
+        notes."""
         pct = f"{self.confidence:.0%}"
         lines = [f"{self.benchmark} · {self.criterion} · judge {self.judge} · {self.method} "
                  f"({METHOD_TITLES[self.method]})",
@@ -190,7 +202,8 @@ class EstimateResult(BaseModel):
             for key, other in (("human", g.human), ("judge", g.judge)):
                 if key == self.method:
                     continue
-                cells.append("-" if other is None else f"{other.estimate:.3f} [{other.low:.3f}, {other.high:.3f}]")
+                cells.append("-" if other is None
+                             else f"{other.estimate:.3f} [{other.low:.3f}, {other.high:.3f}]")
             if any(x.truth is not None for x in self.groups):
                 cells.append("-" if g.truth is None else f"{g.truth:.3f}")
             body.append(cells)
@@ -198,9 +211,10 @@ class EstimateResult(BaseModel):
         if self.ranking is not None:
             rk = self.ranking
             pairs = ", ".join(f"{a} > {b}" for a, b in rk.separable) or "none"
-            lines.append(f"ranks: intervals hold jointly at {rk.confidence:.0%} (Bonferroni over {len(rk.order)} groups); "
-                         f"separable pairs: {pairs}")
-            taus = ", ".join(f"{k.replace('_', ' ')} {'-' if v is None else f'{v:.2f}'}" for k, v in rk.kendall.items())
+            lines.append(f"ranks: intervals hold jointly at {rk.confidence:.0%} (Bonferroni over "
+                         f"{len(rk.order)} groups); separable pairs: {pairs}")
+            taus = ", ".join(f"{k.replace('_', ' ')} {'-' if v is None else f'{v:.2f}'}" for k,
+                             v in rk.kendall.items())
             if taus:
                 lines.append(f"Kendall tau between this ranking and: {taus}")
         notes = list(dict.fromkeys([*self.notes, *(n for g in self.groups for n in g.estimate.notes)]))
@@ -233,7 +247,8 @@ class LabelPlan(BaseModel):
         return list(self.groups[0].plans) if self.groups else []
 
     def more(self, method: str) -> int | None:
-        """Labels to add over every group with ``method``; None when some group cannot reach the half-width."""
+        """Labels to add over every group with ``method``; None when some group cannot reach the
+        half-width."""
         counts = [g.plans[method].more for g in self.groups]
         return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
 
@@ -241,7 +256,8 @@ class LabelPlan(BaseModel):
         """The ``plan`` object of ``--json``."""
         return {"half_width": self.half_width, "confidence": self.confidence, "target": self.target,
                 "groups": [{"group": g.group, "n": g.n, "n_labelled": g.labelled,
-                            **{m: {"needed": p.needed, "more": p.more, "half_width_now": _round(p.half_width_now),
+                            **{m: {"needed": p.needed, "more": p.more,
+                                   "half_width_now": _round(p.half_width_now),
                                    **({"note": p.note} if p.note else {})} for m, p in g.plans.items()}}
                            for g in self.groups],
                 "more": {m: self.more(m) for m in self.methods}}
@@ -259,12 +275,14 @@ class LabelPlan(BaseModel):
             body.append(cells)
         body.append(["all", str(sum(g.n for g in self.groups)), str(sum(g.labelled for g in self.groups)),
                      *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods)])
-        lines = [f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the labels so far):"]
+        lines = [f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the "
+                 "labels so far):"]
         return "\n".join(lines + aligned([header, *body]))
 
 
 class SelectionRow(BaseModel):
-    """One item chosen for labelling: its group, inclusion probability and the weight (1 / probability) its label gets."""
+    """One item chosen for labelling: its group, inclusion probability and the weight (1 / probability) its
+    label gets."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str

@@ -143,7 +143,8 @@ def _table_html(block: list[str], images: dict[str, str]) -> str:
 
     head = "".join(cell("th", c, k) for k, c in enumerate(rows[0]))
     trs = "".join("<tr>" + "".join(cell("td", c, k) for k, c in enumerate(r)) + "</tr>" for r in body)
-    return f'<div class="scroll"><table class="summary"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
+    return ('<div class="scroll"><table '
+            f'class="summary"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>')
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,7 +166,8 @@ def _score(j: Judgment, criterion: str) -> float | None:
 
 
 def _orders(j: Judgment) -> dict[str, str | None]:
-    """Order -> the text (A, B, tie) the verdict given in that order prefers; empty when not judged in both orders."""
+    """Order -> the text (A, B, tie) the verdict given in that order prefers; empty when not judged in both
+    orders."""
     orders = j.meta.get("orders")
     if not isinstance(orders, dict):
         return {}
@@ -173,7 +175,7 @@ def _orders(j: Judgment) -> dict[str, str | None]:
     for order in ("original", "swapped"):
         if order in orders:
             try:
-                out[order] = presented_to_text(orders[order], order)  # type: ignore[arg-type]
+                out[order] = presented_to_text(orders[order], order)
             except MitigateError:  # an unreadable recorded verdict is shown as none
                 out[order] = None
     return out
@@ -215,7 +217,8 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
             else:
                 disagreement = float(bool(given) and rec.gold is not None and given[0] != rec.gold)
         else:
-            normed = [_normalised(_score(j, result.criterion), e) for j, e in zip(judgments, result.entries, strict=True)]
+            normed = [_normalised(_score(j, result.criterion), e) for j,
+                      e in zip(judgments, result.entries, strict=True)]
             vals = [v for v in normed if v is not None]
             if len(result.entries) > 1:
                 disagreement = max(vals) - min(vals) if len(vals) > 1 else 0.0
@@ -264,7 +267,8 @@ def _prompt_html(j: Judgment) -> str:
 
 
 def _reads_probabilities(describe: Any) -> bool:
-    """True when some prompt judge of the entry reads its score from token probabilities (``scoring="expected"``)."""
+    """True when some prompt judge of the entry reads its score from token probabilities
+    (``scoring="expected"``)."""
     if isinstance(describe, dict):
         config = describe.get("config")
         if isinstance(config, dict) and config.get("scoring") == "expected":
@@ -279,7 +283,8 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     rows = []
     if _reads_probabilities(e.describe) and result.task != "pairwise":
         rows.append(("how scored", "the probability-weighted score over the scale, read from the token "
-                                   "probabilities at the score position; the raw answer is the text generated"))
+                                   "probabilities at the score position; the raw answer is the "
+                                   "text generated"))
     o = _orders(j)
     if o:
         rows.append(("verdict by order", "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
@@ -289,7 +294,8 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
             rows.append((f"samples ({crit})", ", ".join(_num(s) for s in samples)))
     vs = j.meta.get("verdict_samples")
     if isinstance(vs, dict):
-        rows.append(("verdict samples", "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items())))
+        rows.append(("verdict samples",
+                     "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items())))
     per = j.meta.get("perturbations")
     if isinstance(per, dict):
         rows.append(("under perturbed guidelines", ", ".join(f"{k}: {v if v is not None else 'none'}"
@@ -305,8 +311,10 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     return (f'<div class="entry"><h4>{_e(e.name)}</h4>'
             + (f"<table class='kv'>{table}</table>" if table else "")
             + (f"<ul class='failures'>{failures}</ul>" if failures else "")
-            + f"<details open><summary>raw answer{'s' if len(j.raw) != 1 else ''} ({len(j.raw)})</summary>{raws}</details>"
-            + f'<details class="prompt"><summary>prompt of the first request</summary>{_prompt_html(j)}</details></div>')
+            + f"<details open><summary>raw answer{'s' if len(j.raw) != 1 else ''} "
+              f"({len(j.raw)})</summary>{raws}</details>"
+            + '<details class="prompt"><summary>prompt of the first '
+              f'request</summary>{_prompt_html(j)}</details></div>')
 
 
 def _label(result: CompareResult, rec: ItemRecord) -> str:
@@ -323,7 +331,8 @@ def _item_text(rec: ItemRecord) -> str:
         texts.append(("B", rec.output_b))
     if not texts:
         return ""
-    return "".join(f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>' for k, v in texts)
+    return "".join(f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>' for k,
+                   v in texts)
 
 
 def _per_item_html(result: CompareResult) -> str:
@@ -347,18 +356,22 @@ def _per_item_html(result: CompareResult) -> str:
         if pairwise and (rec.system or rec.system_b):
             system = f"{rec.system or '?'} vs {rec.system_b or '?'}"
         human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
-        cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in zip(result.entries, r["judgments"],
+        cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e,
+                        j in zip(result.entries, r["judgments"],
                                                                                  strict=True))
-        details = "".join(_details_html(result, e, j) for e, j in zip(result.entries, r["judgments"], strict=True))
+        details = "".join(_details_html(result, e, j) for e,
+                          j in zip(result.entries, r["judgments"], strict=True))
         search = " ".join([rec.id, rec.doc_id or "", system]).lower()
         bodies.append(
             f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
             f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
-            f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" data-search="{_e(search)}">'
-            f'<tr class="row"><td class="idc"><button class="toggle" type="button" aria-expanded="false">▸</button> '
-            f'<span class="id">{_e(rec.id)}</span></td><td class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td>'
-            f'<td class="num">{_e(_label(result, rec))}</td>{cells}<td class="num">{r["disagreement"]:.2f}</td></tr>'
-            f'<tr class="detail" hidden><td colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
+            f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" '
+            f'data-search="{_e(search)}"><tr class="row"><td class="idc"><button class="toggle" '
+            f'type="button" aria-expanded="false">▸</button> <span class="id">{_e(rec.id)}</span></td><td '
+            f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td><td '
+            f'class="num">{_e(_label(result, rec))}</td>{cells}<td '
+            f'class="num">{r["disagreement"]:.2f}</td></tr><tr class="detail" hidden><td '
+            f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
     scale_note = ("Verdicts are the text preferred (A, B or tie); in brackets the verdict of each order "
                   "(original / swapped) where the judge saw both." if pairwise else
                   "Scores on each entry's own scale; disagreement is the spread of the entries' scores, each "
@@ -366,8 +379,8 @@ def _per_item_html(result: CompareResult) -> str:
     return (
         '<section id="per-item"><h2>Per item</h2>'
         f'<p>{_e(scale_note)} ✗n: parse failures. Click a row for samples, raw answers, failures and the '
-        'exact prompt. The address keeps the view (e.g. <code>#filter=failures&amp;sort=disagreement</code>).</p>'
-        '<div class="controls">'
+        'exact prompt. The address keeps the view (e.g. '
+        '<code>#filter=failures&amp;sort=disagreement</code>).</p><div class="controls">'
         f'<label>show <select id="filter">{options}</select></label> '
         f'<label>sort by <select id="sort">{sorts}</select></label> '
         '<label>search <input id="search" type="search" placeholder="item, document, system"></label> '
@@ -378,24 +391,34 @@ def _per_item_html(result: CompareResult) -> str:
 
 
 _STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 48px;color:#1d1d1f}
-h1{font-size:22px;margin:18px 0 6px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
+body{
+  font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;
+  padding:0 16px 48px;color:#1d1d1f;}
+h1{font-size:22px;margin:18px 0 6px}
+h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
 h3{font-size:15px;margin:18px 0 6px}h4{margin:8px 0 4px}
-table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #d6d6d6;padding:3px 7px;vertical-align:top;text-align:left}
+table{border-collapse:collapse;margin:6px 0}
+th,td{border:1px solid #d6d6d6;padding:3px 7px;vertical-align:top;text-align:left}
 #items{width:100%}#items td{overflow-wrap:anywhere}#items td.doc,#items td.idc{max-width:230px}
 th{background:#f3f4f6}td.num,th.num{text-align:right}.scroll{overflow-x:auto}
 table.summary strong{color:#0b5d1e}
 #warnings+ul li{background:#fff4e5;border-left:4px solid #e67e22;padding:3px 8px;margin:3px 0;list-style:none}
-#bottom-line+ul li{background:#eef6ff;border-left:4px solid #3b6ea8;padding:3px 8px;margin:3px 0;list-style:none}
+#bottom-line+ul li{
+  background:#eef6ff;border-left:4px solid #3b6ea8;padding:3px 8px;margin:3px 0;list-style:none;}
 #warnings+ul,#bottom-line+ul{padding-left:0}
 img{max-width:100%;border:1px solid #eee;margin:6px 0}
-.controls{display:flex;gap:14px;flex-wrap:wrap;align-items:center;margin:8px 0;padding:6px 8px;background:#f7f7f9;border:1px solid #e3e3e8}
+.controls{
+  display:flex;gap:14px;flex-wrap:wrap;align-items:center;margin:8px 0;padding:6px 8px;background:#f7f7f9;
+  border:1px solid #e3e3e8;}
 #shown{color:#555}#items th[data-sort]{cursor:pointer;text-decoration:underline dotted}
 #items tr.row:hover{background:#fafbff}.toggle{border:0;background:none;cursor:pointer;padding:0 2px}
 .bad{color:#b42318;font-weight:600}.flag{background:#fde68a;border-radius:3px;padding:0 4px;font-size:12px}
 .orders{color:#666;font-size:12px}.orders.flip{color:#b42318;font-weight:600}.muted{color:#777}
-pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;margin:4px 0;max-height:320px;overflow:auto;font-size:12px}
-.entry{border-left:3px solid #3b6ea8;padding-left:8px;margin:8px 0}.msg .role{font-size:11px;color:#555;text-transform:uppercase}
+pre{
+  white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;margin:4px 0;max-height:320px;
+  overflow:auto;font-size:12px;}
+.entry{border-left:3px solid #3b6ea8;padding-left:8px;margin:8px 0}
+.msg .role{font-size:11px;color:#555;text-transform:uppercase}
 table.kv th{width:190px;font-weight:500}
 body.only-items>:not(#per-item){display:none}
 """
@@ -404,9 +427,11 @@ _SCRIPT = """
 (function(){
   var table=document.getElementById('items');if(!table){return;}
   var bodies=Array.prototype.slice.call(table.querySelectorAll('tbody.item'));
-  var filter=document.getElementById('filter'),sort=document.getElementById('sort'),search=document.getElementById('search');
+  var filter=document.getElementById('filter'),sort=document.getElementById('sort'),
+    search=document.getElementById('search');
   var shown=document.getElementById('shown');
-  function params(){var out={};var h=(location.hash||'').replace(/^#/,'');var q=(location.search||'').replace(/^\\?/,'');
+  function params(){var out={};var h=(location.hash||'').replace(/^#/,'');
+    var q=(location.search||'').replace(/^\\?/,'');
     [q,h].forEach(function(s){s.split('&').forEach(function(kv){if(!kv){return;}var p=kv.split('=');
       out[decodeURIComponent(p[0])]=decodeURIComponent((p[1]||'').replace(/\\+/g,' '));});});return out;}
   function keep(b,f,q){
@@ -419,8 +444,11 @@ _SCRIPT = """
   function apply(){
     var f=filter.value,s=sort.value,q=search.value.trim().toLowerCase();
     var order=bodies.slice();
-    if(s==='disagreement'){order.sort(function(a,b){return parseFloat(b.dataset.disagreement)-parseFloat(a.dataset.disagreement)||a.dataset.index-b.dataset.index;});}
-    else if(s==='human'){order.sort(function(a,b){return parseFloat(a.dataset.human)-parseFloat(b.dataset.human)||a.dataset.index-b.dataset.index;});}
+    if(s==='disagreement'){order.sort(function(a,b){
+      return parseFloat(b.dataset.disagreement)-parseFloat(a.dataset.disagreement)
+        ||a.dataset.index-b.dataset.index;});}
+    else if(s==='human'){order.sort(function(a,b){
+      return parseFloat(a.dataset.human)-parseFloat(b.dataset.human)||a.dataset.index-b.dataset.index;});}
     else{order.sort(function(a,b){return a.dataset.index-b.dataset.index;});}
     var n=0;order.forEach(function(b){table.appendChild(b);var k=keep(b,f,q);b.hidden=!k;if(k){n++;}});
     shown.textContent=n+' of '+bodies.length+' items shown';
@@ -432,15 +460,21 @@ _SCRIPT = """
     if(p.sort&&sort.querySelector('option[value="'+p.sort.replace(/"/g,'')+'"]')){sort.value=p.sort;}
     if(p.q!==undefined){search.value=p.q;}
     apply();
-    if(p.open){bodies.forEach(function(b){if(!b.hidden&&(p.open==='1'||b.querySelector('.id').textContent===p.open)){toggle(b,true);if(p.prompt==='1'){Array.prototype.forEach.call(b.querySelectorAll('details.prompt'),function(d){d.open=true;});}}});}
+    if(p.open){bodies.forEach(function(b){
+      if(!b.hidden&&(p.open==='1'||b.querySelector('.id').textContent===p.open)){toggle(b,true);
+        if(p.prompt==='1'){Array.prototype.forEach.call(b.querySelectorAll('details.prompt'),function(d){
+          d.open=true;});}}});}
     document.body.classList.toggle('only-items',p.view==='items');}
   function toggle(b,open){var d=b.querySelector('tr.detail');var btn=b.querySelector('.toggle');
-    var o=open===undefined?d.hidden:open;d.hidden=!o;btn.textContent=o?'\\u25be':'\\u25b8';btn.setAttribute('aria-expanded',o?'true':'false');}
+    var o=open===undefined?d.hidden:open;d.hidden=!o;btn.textContent=o?'\\u25be':'\\u25b8';
+      btn.setAttribute('aria-expanded',o?'true':'false');}
   bodies.forEach(function(b){b.querySelector('tr.row').addEventListener('click',function(){toggle(b);});});
-  filter.addEventListener('change',apply);sort.addEventListener('change',apply);search.addEventListener('input',apply);
+  filter.addEventListener('change',apply);sort.addEventListener('change',apply);
+    search.addEventListener('input',apply);
   Array.prototype.forEach.call(table.querySelectorAll('th[data-sort]'),function(th){
     th.addEventListener('click',function(){sort.value=th.getAttribute('data-sort');apply();});});
-  window.addEventListener('hashchange',function(){var p=params();if(p.filter!==filter.value||p.sort!==sort.value){load();}});
+  window.addEventListener('hashchange',function(){var p=params();
+    if(p.filter!==filter.value||p.sort!==sort.value){load();}});
   load();
 })();
 """

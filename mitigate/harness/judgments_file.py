@@ -2,8 +2,8 @@
 
 ``mitigate judge --out FILE`` writes this; in Python::
 
-    from mitigate.run.runner import run
-    from mitigate.harness.judgments_file import write_judgments
+    from mitigate.harness import write_judgments
+    from mitigate.run import run
 
     result = await run(judge, bench.items)            # or run_sync(judge, items) from plain code
     write_judgments(result, "judgments.jsonl", items=bench.items, criterion="coherence")
@@ -26,7 +26,7 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from mitigate.data.csv_cells import csv_cell
 from mitigate.data.schema import Item
@@ -38,15 +38,18 @@ from mitigate.run.runner import RunResult
 
 __all__ = ["COLUMNS", "JudgmentsWriter", "check_out_path", "is_csv", "judgment_row", "write_judgments"]
 
-COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold", "samples", "ok", "failures", "raw",
-           "error", "flags", "needs_human", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "calls",
+COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold", "samples", "ok", "failures",
+           "raw",
+           "error", "flags", "needs_human", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
+           "calls",
            "cached_calls", "cost_usd")
 """The columns of a judgments file, in order."""
 
 NEEDS_HUMAN = "needs_human"
 
 
-def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | None = None) -> dict[str, Any]:
+def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | None = None) -> dict[str,
+                                                                                                     Any]:
     """One judgment as a row (see the module docstring); ``item`` adds its human label and gold preference."""
     crit = criterion or (next(iter(judgment.scores)) if len(judgment.scores) == 1 else None)
     score = judgment.scores.get(crit) if crit is not None else None
@@ -76,7 +79,8 @@ def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | 
 
 
 def _cell(value: Any) -> Any:
-    """A CSV cell: lists and objects as JSON text, None as empty, a text starting like a formula neutralised."""
+    """A CSV cell: lists and objects as JSON text, None as empty, a text starting like a formula
+    neutralised."""
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
     return "" if value is None else csv_cell(value)

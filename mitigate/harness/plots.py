@@ -1,4 +1,5 @@
-"""The plots of a comparison and of a search (matplotlib, Agg backend), and the per-system / per-pair tables they share with the report.
+"""The plots of a comparison and of a search (matplotlib, Agg backend), and the per-system / per-pair tables
+they share with the report.
 
 ``histograms.png`` (score histogram per entry and for the humans), ``ls_vs_us.png`` (LS
 against US with the fitted slope, when likelihood was computed), ``per_system.png`` (P_i per
@@ -35,18 +36,20 @@ def human_quality(result: CompareResult) -> dict[str, float]:
     return {k: float(np.mean(v)) for k, v in sums.items()}
 
 
-PAIR_KEYS = ("position_consistency", "preference_fairness")
+PAIR_KEYS = ("position-consistency", "preference-fairness")
 
 
 def pair_tables(result: CompareResult) -> dict[str, dict[str, dict[str, Any]]]:
-    """Entry name -> measure -> system pair -> row, for the entries whose pairwise measures hold per-pair tables."""
+    """Entry name -> measure -> system pair -> row, for the entries whose pairwise measures hold per-pair
+    tables."""
     tables = {e.name: {k: e.measures[k].extra.get("per_group", {}) for k in PAIR_KEYS if k in e.measures}
               for e in result.entries}
     return {name: t for name, t in tables.items() if any(t.values())}
 
 
 def has_consistency(result: CompareResult) -> bool:
-    return any(e.measures.get("perturbation_consistency") is not None and e.measures["perturbation_consistency"].ok
+    return any(e.measures.get("perturbation-consistency") is not None
+               and e.measures["perturbation-consistency"].ok
                for e in result.entries)
 
 
@@ -61,7 +64,8 @@ def _plt() -> Any:
 
 
 def save_figure(fig: Any, path: Path) -> Path:
-    """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as outputs are)."""
+    """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as
+    outputs are)."""
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
     _plt().close(fig)
@@ -92,7 +96,8 @@ def planned_plots(result: CompareResult) -> list[str]:
     names = ["histograms.png"]
     if result.likelihood is not None:
         names.append("ls_vs_us.png")
-    if any(m.ok for e in result.entries for m in e.per_system.values()):  # nothing to draw when every P_i is n/a
+    # nothing to draw when every P_i is n/a
+    if any(m.ok for e in result.entries for m in e.per_system.values()):
         names.append("per_system.png")
     if has_consistency(result):
         names.append("consistency.png")
@@ -102,7 +107,8 @@ def planned_plots(result: CompareResult) -> list[str]:
 
 
 def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
-    """Write the PNG plots for ``result`` (those :func:`planned_plots` names) into ``folder``; returns their paths."""
+    """Write the PNG plots for ``result`` (those :func:`planned_plots` names) into ``folder``; returns their
+    paths."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     draw = {"histograms.png": _histograms, "ls_vs_us.png": _ls_vs_us, "per_system.png": _per_system_plot,
@@ -155,7 +161,7 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
                     va="center", fontsize=9, color="#c0392b")
             ax.set_xticks([])
             ax.set_yticks([])
-        bias = e.measures.get("bias_score")
+        bias = e.measures.get("bias-score")
         title = _short(e.name)
         if ok.sum() >= 2 and np.ptp(ls[ok]) > 0:
             slope, intercept = np.polyfit(ls[ok], us[ok], 1)
@@ -185,12 +191,14 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
     x = np.arange(len(systems))
     for k, e in enumerate(entries):
         vals = [e.per_system[s].value if s in e.per_system else math.nan for s in systems]
-        meta = e.measures.get("meta_spearman")
+        meta = e.measures.get("meta-spearman")
         label = _short(e.name) + (f" (M={meta.value:.2f})" if meta is not None and meta.ok else "")
-        ax.bar(x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width, label=label)
+        ax.bar(x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width,
+               label=label)
         for xi, v in zip(x, vals, strict=True):
             if not math.isfinite(v):
-                ax.text(xi + (k - (len(entries) - 1) / 2) * width, 0, "n/a", ha="center", va="bottom", fontsize=6,
+                ax.text(xi + (k - (len(entries) - 1) / 2) * width, 0, "n/a", ha="center", va="bottom",
+                        fontsize=6,
                         rotation=90)
     ax.set_xticks(x)
     ax.set_xticklabels([f"{s}\nQ={quality[s]:.2f}" for s in systems], fontsize=8)
@@ -203,7 +211,8 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
 
 
 def _per_pair_plot(result: CompareResult, path: Path) -> Path:
-    """Position consistency and preference fairness per system pair, with their intervals, one bar per entry."""
+    """Position consistency and preference fairness per system pair, with their intervals, one bar per
+    entry."""
     plt = _plt()
     tables = pair_tables(result)
     pairs = list(dict.fromkeys(p for t in tables.values() for rows in t.values() for p in rows))
@@ -219,7 +228,8 @@ def _per_pair_plot(result: CompareResult, path: Path) -> Path:
                              for p in pairs], dtype=float)
             low = np.array([rows[p]["ci_low"] if p in rows and rows[p].get("ci_low") is not None else math.nan
                             for p in pairs], dtype=float)
-            high = np.array([rows[p]["ci_high"] if p in rows and rows[p].get("ci_high") is not None else math.nan
+            high = np.array([rows[p]["ci_high"] if p in rows and rows[p].get("ci_high") is not None
+                             else math.nan
                              for p in pairs], dtype=float)
             err = np.nan_to_num(np.vstack([vals - low, high - vals]), nan=0.0)
             ax.bar(x + (k - (len(tables) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width,
@@ -240,7 +250,7 @@ def _consistency_plot(result: CompareResult, path: Path) -> Path:
     plt = _plt()
     names, vals, lows, highs = [], [], [], []
     for e in result.entries:
-        m = e.measures.get("perturbation_consistency")
+        m = e.measures.get("perturbation-consistency")
         if m is None or not m.ok:
             continue
         names.append(_short(e.name, 20))
@@ -253,13 +263,15 @@ def _consistency_plot(result: CompareResult, path: Path) -> Path:
     ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share of items with one score\nunder every perturbation")
-    ax.set_title(f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}", fontsize=11)
+    ax.set_title(f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}",
+                 fontsize=11)
     fig.tight_layout()
     return save_figure(fig, path)
 
 
 def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]], list[int], list[float]]:
-    """(trials with a defined objective as (index, value), indices of undefined ones, best so far per trial)."""
+    """(trials with a defined objective as (index, value), indices of undefined ones, best so far per
+    trial)."""
     ok = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
     bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
     best: list[float] = []
@@ -271,7 +283,8 @@ def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]
 
 
 def plot_search(result: Any, path: str | Path) -> Path:
-    """A PNG of a demo search (a :class:`mitigate.selectors.search.SearchResult`): what it tried and what held.
+    """A PNG of a demo search (a :class:`mitigate.selectors.search.SearchResult`): what it tried and what
+    held.
 
     Left: the dev objective of every trial in the order tried, the best so far as a step
     line and the baseline as a dashed line; a trial whose objective is undefined (a
@@ -298,7 +311,8 @@ def plot_search(result: Any, path: str | Path) -> Path:
     base = result.baseline_dev.value
     if math.isfinite(base):
         ax.axhline(base, color="grey", linestyle="--", label="baseline (dev)")
-    ax.plot([result.best_index], [values[result.best_index]] if math.isfinite(values[result.best_index]) else [floor],
+    ax.plot([result.best_index], [values[result.best_index]] if math.isfinite(values[result.best_index])
+            else [floor],
             "*", markersize=14, color="tab:orange", label="winner")
     from matplotlib.ticker import MaxNLocator
 
@@ -317,7 +331,8 @@ def plot_search(result: Any, path: str | Path) -> Path:
             continue
         bx.bar(i, v.value, color=color, alpha=0.8 if label.endswith("test") else 0.45)
         if v.ci_low is not None and v.ci_high is not None:
-            bx.errorbar(i, v.value, yerr=[[v.value - v.ci_low], [v.ci_high - v.value]], color="black", capsize=4)
+            bx.errorbar(i, v.value, yerr=[[v.value - v.ci_low], [v.ci_high - v.value]], color="black",
+                        capsize=4)
     bx.axhline(0, color="black", linewidth=0.5)
     bx.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
     g = result.test_gain

@@ -53,7 +53,8 @@ from mitigate.probes import Probe, ProbedItem, ProbeRecord, PromptProbe, check_r
 from mitigate.probes.prompt_probe import NO_TARGET
 from mitigate.run.runner import run
 
-__all__ = ["RERUN_SEED_OFFSET", "ProbeReport", "ProbeRow", "probe_entry", "probe_section", "render_probe_table", "rerun_judge",
+__all__ = ["RERUN_SEED_OFFSET", "ProbeReport", "ProbeRow", "probe_entry", "probe_section",
+           "render_probe_table", "rerun_judge",
            "run_probes"]
 
 RERUN_SEED_OFFSET = 7919
@@ -109,7 +110,8 @@ class ProbeReport(BaseModel):
 
 
 def rerun_judge(judge: Judge) -> Judge:
-    """``judge`` with every prompt judge's request seed shifted by :data:`RERUN_SEED_OFFSET` (settings unchanged)."""
+    """``judge`` with every prompt judge's request seed shifted by :data:`RERUN_SEED_OFFSET` (settings
+    unchanged)."""
 
     def reseed(leaf: PromptJudge) -> Judge:
         return leaf.with_config(seed=(leaf.config.seed or 0) + RERUN_SEED_OFFSET)
@@ -164,7 +166,8 @@ async def run_probes(
         raise ConfigError("expected at least one item to probe; got none")
     if not probes:
         raise ConfigError("expected at least one probe; got none")
-    check_param("run_probes", "tolerance", tolerance, [Interval(float, 0.0)])  # before any call, not at the measures
+    # before any call, not at the measures
+    check_param("run_probes", "tolerance", tolerance, [Interval(float, 0.0)])
     kinds = {it.pairwise for it in items}
     if len(kinds) > 1:
         raise ConfigError("expected items that are all pairwise or all single texts; got a mix")
@@ -175,8 +178,8 @@ async def run_probes(
         if isinstance(p, PromptProbe):
             p.perturb(judge)
     if original is None:
-        first = await run(judge, items, concurrency=concurrency, progress=progress, desc=f"{label}: original")
-        original = first.judgments
+        original = (await run(judge, items, concurrency=concurrency, progress=progress,
+                              desc=f"{label}: original")).judgments
     elif len(original) != len(items):
         raise ConfigError(f"expected one original judgment per item ({len(items)}); got {len(original)}")
     again = await run(rerun_judge(judge), items, concurrency=concurrency, progress=progress, check=False,
@@ -196,8 +199,8 @@ async def run_probes(
             probed: list[ProbedItem] = [await p.aprobe(it, rewriter) for it in items]
             records.extend(pi.record for pi in probed)
             todo = [pi.item for pi in probed if pi.item is not None]
-            judged = (await run(judge, todo, concurrency=concurrency, progress=progress, check=True,
-                                desc=f"{label}: {p.name}")).judgments if todo else ()
+            judged = list((await run(judge, todo, concurrency=concurrency, progress=progress, check=True,
+                                     desc=f"{label}: {p.name}")).judgments) if todo else []
             failed = sum(1 for pi in probed if pi.item is None)
         side = p.side
         effect = probe_effect(
@@ -214,28 +217,35 @@ async def run_probes(
                         ci=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
     return ProbeReport(judge=label, criterion=criterion, task=task, n_items=len(items), temperatures=temps,
                        floor_note=floor_note(temps, floor), tolerance=tolerance, alpha=alpha,
-                       tolerance_note=tolerance_note(first, tolerance), constant_note=constant_note(first, task),
+                       tolerance_note=tolerance_note(first, tolerance),
+                       constant_note=constant_note(first, task),
                        noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
 
 
-async def _judge_prompt_probe(p: PromptProbe, judge: Judge, items: Sequence[Item], values: Sequence[float | None],
-                              task: Literal["score", "pairwise"], *, concurrency: int, progress: bool, desc: str
+async def _judge_prompt_probe(p: PromptProbe, judge: Judge, items: Sequence[Item],
+                              values: Sequence[float | None],
+                              task: Literal["score", "pairwise"], *, concurrency: int, progress: bool,
+                              desc: str
                               ) -> tuple[list[Judgment], list[ProbeRecord]]:
-    """Judge ``items`` under ``p``'s perturbed prompt: one perturbed judge per target (what the change argues for,
-    from each item's original value), and one record per item (a recorded failure where there is no target)."""
+    """Judge ``items`` under ``p``'s perturbed prompt: one perturbed judge per target (what the change argues
+    for,
+    from each item's original value), and one record per item (a recorded failure where there is no
+    target)."""
     prompt = judge.leaves()[0].prompt
     groups: dict[Any, list[int]] = {}
     records: dict[int, ProbeRecord] = {}
     for k, value in enumerate(values):
         target = p.target(value, prompt, task)
         if target == NO_TARGET:
-            records[k] = p.record(items[k], prompt, error="the original judgment gave no value to argue against")
+            records[k] = p.record(items[k], prompt,
+                                  error="the original judgment gave no value to argue against")
         else:
             groups.setdefault(target, []).append(k)
     judged: list[Judgment] = []
     for target, index in groups.items():
         group = [items[k] for k in index]
-        result = await run(p.perturb(judge, target), group, concurrency=concurrency, progress=progress, check=True,
+        result = await run(p.perturb(judge, target), group, concurrency=concurrency, progress=progress,
+                           check=True,
                            desc=desc)
         judged.extend(result.judgments)
         records.update({k: p.record(items[k], prompt, target) for k in index})
@@ -254,15 +264,17 @@ def constant_note(values: Sequence[float | None], task: str) -> str:
 
 
 def tolerance_note(values: Sequence[float | None], tolerance: float) -> str:
-    """A warning when scores take values off the integers and every change, however small, counts as a flip."""
+    """A warning when scores take values off the integers and every change, however small, counts as a
+    flip."""
     if tolerance > 0:
         return ""
     off = sum(1 for v in values if v is not None and math.isfinite(v) and abs(v - round(v)) > 1e-9)
     if not off:
         return ""
-    return (f"{off} of the original scores are not whole numbers (continuous scores, e.g. probability-weighted) and "
-            "the tolerance is 0, so a change in the second decimal counts as a flip; set a tolerance "
-            "(--tolerance, or --probe-tolerance on compare) to count only changes a reader would notice")
+    return (f"{off} of the original scores are not whole numbers (continuous scores, e.g. "
+            "probability-weighted) and the tolerance is 0, so a change in the second decimal counts as a "
+            "flip; set a tolerance (--tolerance, or --probe-tolerance on compare) to count only changes a "
+            "reader would notice")
 
 
 def floor_note(temperatures: Sequence[float], floor: Measure) -> str:
@@ -270,17 +282,20 @@ def floor_note(temperatures: Sequence[float], floor: Measure) -> str:
     if not temperatures or max(temperatures) > 0 or not floor.ok:
         return ""
     if floor.value == 0:
-        return ("Every judge call is greedy (temperature 0) and the rerun repeated every verdict: the floor is 0, as "
-                "it must be on a deterministic backend, so any probe flip counts against it")
+        return ("Every judge call is greedy (temperature 0) and the rerun repeated every verdict: the floor "
+                "is 0, as it must be on a deterministic backend, so any probe flip counts against it")
     return (f"Every judge call is greedy (temperature 0), yet the rerun changed {floor.count} of {floor.n} "
-            "verdicts: this backend is not deterministic (numerics of batching or prefix reuse can do this), so the "
-            "floor is not 0 and probe flips count only above it")
+            "verdicts: this backend is not deterministic (numerics of batching or prefix reuse can do this), "
+            "so the floor is not 0 and probe flips count only above it")
 
 
 async def probe_entry(judge: Judge, items: Sequence[Item], probes: Sequence[Probe], *, criterion: str,
-                      original: Sequence[Judgment], out: Path, rewriter: LM | None = None, **kw: Any) -> dict[str, Any]:
-    """:func:`run_probes` for one ``compare`` entry: the report as JSON without its rewrites, which go to ``out``."""
-    report = await run_probes(judge, items, probes, criterion=criterion, rewriter=rewriter, original=original, **kw)
+                      original: Sequence[Judgment], out: Path, rewriter: LM | None = None,
+                      **kw: Any) -> dict[str, Any]:
+    """:func:`run_probes` for one ``compare`` entry: the report as JSON without its rewrites, which go to
+    ``out``."""
+    report = await run_probes(judge, items, probes, criterion=criterion, rewriter=rewriter, original=original,
+                              **kw)
     write_output(out, "".join(r.model_dump_json() + "\n" for r in report.records), "the probe records")
     return {**report.model_dump(mode="json", exclude={"records"}), "records_file": f"probes/{out.name}"}
 
@@ -323,14 +338,15 @@ def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
     unit = "preference for the probed text, -1..1" if rep.task == "pairwise" else "score"
     lines = [
         f"Noise floor (flip rate of an unperturbed rerun, same sampling settings): {_ci(rep.noise)} "
-        f"over {rep.noise.n} items" + (f" ({rep.noise.n_failed} without a value)" if rep.noise.n_failed else "")
+        f"over {rep.noise.n} items"
+        + (f" ({rep.noise.n_failed} without a value)" if rep.noise.n_failed else "")
         + (f". {rep.floor_note}." if rep.floor_note else "."),
         *(["", f"Score changes up to {rep.tolerance:g} count as unchanged."] if rep.tolerance > 0 else []),
         *(["", f"Warning: {rep.tolerance_note}."] if rep.tolerance_note else []),
         *(["", f"Warning: {rep.constant_note}."] if rep.constant_note else []),
         "",
-        f"| probe | predicts | n | robustness rate | flip rate | shift ({unit}) [95% CI] | in predicted direction "
-        "| p (probe vs rerun) | reading |",
+        f"| probe | predicts | n | robustness rate | flip rate | shift ({unit}) [95% CI] | in predicted "
+        "direction | p (probe vs rerun) | reading |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rep.rows:
@@ -351,8 +367,8 @@ def probe_section(reports: Sequence[tuple[str, dict[str, Any] | ProbeReport]]) -
         return []
     out = ["## Bias probes", "",
            "Each probe rewrites the judged text in a way a fair judge should ignore (see `mitigate.probes`); "
-           "robustness rate = share of verdicts unchanged (CALM); p tests whether the probe changes verdicts more "
-           "often than rerunning the same items does (exact one-sided McNemar).", ""]
+           "robustness rate = share of verdicts unchanged (CALM); p tests whether the probe changes verdicts "
+           "more often than rerunning the same items does (exact one-sided McNemar).", ""]
     for name, rep in reports:
         out += [f"### {name}", "", render_probe_table(rep), ""]
     return out

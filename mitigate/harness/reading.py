@@ -26,14 +26,16 @@ __all__ = ["MIN_DOCUMENTS", "MIN_ITEMS", "bottom_lines", "chosen_demos", "plain_
 
 
 _FIRST_SECOND: dict[str, tuple[str, str]] = {
-    "bias_score": ("the likelihood LS is the same for every item", "the judge-minus-human gap US is the same for "
+    "bias-score": ("the likelihood LS is the same for every item",
+                   "the judge-minus-human gap US is the same for "
                    "every item"),
-    "length_spearman": ("the judge gave every item the same score", "every output has the same length"),
-    "meta_spearman": ("every system has the same human quality", "every system has the same P_i"),
+    "length-spearman": ("the judge gave every item the same score", "every output has the same length"),
+    "meta-spearman": ("every system has the same human quality", "every system has the same P_i"),
 }
 """Measure key -> what a constant first / second input of its correlation means."""
 
-_DEFAULT_FIRST_SECOND = ("the judge gave every item the same score", "the human labels are all equal on these items")
+_DEFAULT_FIRST_SECOND = ("the judge gave every item the same score",
+                         "the human labels are all equal on these items")
 
 
 def plain_reason(reason: str | None, key: str = "") -> str:
@@ -73,9 +75,11 @@ def bottom_lines(result: CompareResult) -> list[str]:
     ``n`` either way.
     """
     if len(result.entries) < 2:
-        return [f"Only one entry ({result.entries[0].name}): nothing to compare it with."] if result.entries else []
+        return [f"Only one entry ({result.entries[0].name}): nothing to "
+                "compare it with."] if result.entries else []
     ref = result.entries[0].name
-    what = "accuracy against the gold preferences" if result.task == "pairwise" else "item-level Spearman with humans"
+    what = "accuracy against the gold preferences" if result.task == "pairwise" else ("item-level "
+                                                                                      "Spearman with humans")
     docs = len({it.doc_id for it in result.items if it.doc_id is not None})
     out = []
     for e in result.entries[1:]:
@@ -102,8 +106,9 @@ def bottom_lines(result: CompareResult) -> list[str]:
         few = [f"{c.n} items" if c.n < MIN_ITEMS else "", f"{docs} document{'s' if docs != 1 else ''}"
                if 0 < docs < MIN_DOCUMENTS else ""]
         if any(few):
-            out.append(f"{e.name}: no claim against {ref} at this n ({diff}; {' from '.join(f for f in few if f)} "
-                       f"are too few: a difference is claimed from {MIN_ITEMS} items and {MIN_DOCUMENTS} documents "
+            out.append(f"{e.name}: no claim against {ref} at this n ({diff}; "
+                       f"{' from '.join(f for f in few if f)} are too few: a difference is claimed from "
+                       f"{MIN_ITEMS} items and {MIN_DOCUMENTS} documents "
                        "on).")
             continue
         if verdict > 0:
@@ -134,13 +139,13 @@ def warnings(result: CompareResult) -> list[str]:
     out: list[str] = []
     n = len(result.items)
     if n < MIN_ITEMS:
-        out.append(f"Only {n} items were judged: with fewer than {MIN_ITEMS} items the intervals are wide and "
-                   "unstable; read differences as anecdotes, not findings.")
+        out.append(f"Only {n} items were judged: with fewer than {MIN_ITEMS} items the intervals are wide "
+                   "and unstable; read differences as anecdotes, not findings.")
     docs = {it.doc_id for it in result.items if it.doc_id is not None}
     if docs and len(docs) < MIN_DOCUMENTS:
-        out.append(f"The items come from {len(docs)} document{'s' if len(docs) != 1 else ''}: per-document and "
-                   f"system-level correlations and #CP rest on fewer than {MIN_DOCUMENTS} documents, and their "
-                   "intervals say little (judge more documents with a larger --limit).")
+        out.append(f"The items come from {len(docs)} document{'s' if len(docs) != 1 else ''}: per-document "
+                   f"and system-level correlations and #CP rest on fewer than {MIN_DOCUMENTS} documents, and "
+                   "their intervals say little (judge more documents with a larger --limit).")
     zero: dict[str, list[str]] = {}
     for e in result.entries:
         keys = [k for k, m in e.measures.items() if m.ok and m.ci_low is not None and m.ci_high is not None
@@ -148,16 +153,19 @@ def warnings(result: CompareResult) -> list[str]:
         if keys:
             zero[e.name] = keys
     if zero:
-        labels = list(dict.fromkeys(MEASURES[k].label if k in MEASURES else k for keys in zero.values() for k in keys))
+        labels = list(dict.fromkeys(MEASURES[k].label if k in MEASURES else k for keys in zero.values()
+                                    for k in keys))
         counts = ", ".join(f"{name} {len(keys)}" for name, keys in zero.items())
-        out.append(f"Intervals of zero width ({counts}: {', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}): "
-                   "every resample gave the same value because there is too little to resample, not because the "
-                   "value is certain.")
+        out.append(f"Intervals of zero width ({counts}: "
+                   f"{', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}): "
+                   "every resample gave the same value because there is too little to resample, not because "
+                   "the value is certain.")
     if result.task == "score":
         hs = result.human_scale
         for e in result.entries:
             if (e.scale.min, e.scale.max) != (hs.min, hs.max):
-                out.append(f"{e.name} answers on {e.scale.describe()} but the human labels are on {hs.describe()}: "
+                out.append(f"{e.name} answers on {e.scale.describe()} but the human labels are on "
+                           f"{hs.describe()}: "
                            "correlations are unaffected, but score distributions, shares of the scale and "
                            "score differences are not on the same footing.")
     seen: dict[tuple[Any, ...], str] = {}
@@ -166,8 +174,8 @@ def warnings(result: CompareResult) -> list[str]:
         if not any(a is not None for a in answers):
             continue
         if answers in seen:
-            out.append(f"{e.name} gave exactly the same answer as {seen[answers]} on every item: the two entries "
-                       "may be the same judge, and their difference is 0 by construction.")
+            out.append(f"{e.name} gave exactly the same answer as {seen[answers]} on every item: the two "
+                       "entries may be the same judge, and their difference is 0 by construction.")
         else:
             seen[answers] = e.name
     return out
@@ -177,7 +185,8 @@ def _demo_text(demo: dict[str, Any], width: int = 70) -> str:
     item = demo.get("item") or {}
     label = demo.get("verdict") if demo.get("verdict") is not None else demo.get("score")
     if isinstance(label, dict):
-        label = ", ".join(f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k, v in label.items())
+        label = ", ".join(f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k,
+                          v in label.items())
     elif isinstance(label, int | float):
         label = f"{label:g}"
     text = " ".join(str(item.get("output") or "").split())
@@ -193,9 +202,11 @@ def _walk_demos(spec: Any) -> list[tuple[str, Any]]:
     if isinstance(spec, dict):
         params = spec.get("params")
         if isinstance(params, dict) and "demos_" in params:
-            per_item = params.get("demos_") is None and params.get("selector") is not None and not params.get("demos")
+            per_item = (params.get("demos_") is None and params.get("selector") is not None
+                        and not params.get("demos"))
             found.append((str(spec.get("name", "demos")), None if per_item else (params.get("demos_")
-                                                                                   or params.get("demos") or [])))
+                                                                                   or params.get("demos")
+                                                                                 or [])))
         for v in spec.values():
             found += _walk_demos(v)
     elif isinstance(spec, list):

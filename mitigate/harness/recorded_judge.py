@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mitigate.data.recorded import RecordedJudgment, RecordedRow, RecordedRun
+from mitigate.data.recorded import Order, RecordedJudgment, RecordedRow, RecordedRun
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, Reducer, reduce_samples
@@ -58,11 +58,12 @@ class RecordedJudge(Judge):
 
     def __init__(self, run: RecordedRun, criterion: str, *, reducer: Reducer = "mean") -> None:
         if not isinstance(run, RecordedRun):
-            raise ConfigError(f"expected a RecordedRun (mitigate.data.recorded.load_recorded); got {type(run).__name__}")
+            raise ConfigError("expected a RecordedRun (mitigate.data.recorded.load_recorded); got "
+                              f"{type(run).__name__}")
         if criterion not in run.criteria:
             raise ConfigError(
-                f"expected a criterion the recorded judge {run.judge!r} answered, one of {list(run.criteria)}; "
-                f"got {criterion!r}"
+                f"expected a criterion the recorded judge {run.judge!r} answered, one of "
+                f"{list(run.criteria)}; got {criterion!r}"
             )
         self.recorded = run
         self.criterion = criterion
@@ -94,13 +95,13 @@ class RecordedJudge(Judge):
         recorded = self.recorded.get(item.id, self.criterion)
         if recorded is None:
             raise DataError(
-                f"expected a recorded answer of {self.recorded.judge!r} on {self.criterion!r} for item {item.id!r} "
-                f"({self.recorded.source}); it has none",
+                f"expected a recorded answer of {self.recorded.judge!r} on {self.criterion!r} for item "
+                f"{item.id!r} ({self.recorded.source}); it has none",
                 item_id=item.id, criterion=self.criterion,
             )
         return self.to_judgment(recorded)
 
-    def _primary(self, recorded: RecordedJudgment) -> tuple[list[RecordedRow], str]:
+    def _primary(self, recorded: RecordedJudgment) -> tuple[list[RecordedRow], Order]:
         variant = self.recorded.primary_variant
         rows = recorded.select(variant, "original")
         if rows:
@@ -120,7 +121,8 @@ class RecordedJudge(Judge):
         rows, order = self._primary(recorded)
         crit = self.criterion
         failures = tuple(
-            ParseFailure(criterion=crit, raw=r.raw, reason=r.error or "the recorded answer held no score or verdict",
+            ParseFailure(criterion=crit, raw=r.raw, reason=r.error
+                         or "the recorded answer held no score or verdict",
                          sample=r.sample)
             for r in rows if r.failed
         )
@@ -137,7 +139,8 @@ class RecordedJudge(Judge):
             # every unparsed answer counts, the swapped order's too (the headline verdict reads one order)
             counted = {id(r) for r in rows}
             failures += tuple(
-                ParseFailure(criterion=crit, raw=r.raw, reason=r.error or "the recorded answer held no verdict",
+                ParseFailure(criterion=crit, raw=r.raw, reason=r.error
+                             or "the recorded answer held no verdict",
                              sample=r.sample)
                 for rs in by_order.values() for r in rs if r.failed and id(r) not in counted
             )
@@ -148,7 +151,8 @@ class RecordedJudge(Judge):
                 meta["perturbations"] = {v: _majority([r.verdict for r in recorded.select(v, order)
                                                        if r.verdict is not None]) for v in variants}
             return Judgment(
-                item_id=recorded.item_id, verdict=_TO_POSITION[verdict_text] if verdict_text else None,  # type: ignore[arg-type]
+                item_id=recorded.item_id, verdict=_TO_POSITION[verdict_text] if verdict_text
+                else None,  # type: ignore[arg-type]
                 raw=tuple(r.raw for r in rows), failures=failures, calls=0, cost_usd=0.0, meta=meta,
             )
         if len(variants) > 1:

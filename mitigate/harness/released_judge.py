@@ -33,7 +33,8 @@ __all__ = ["ReleasedJudge"]
 
 
 class ReleasedJudge(RecordedJudge):
-    """Replays one released judge (e.g. ``"chatgpt-rts"``, or the pairwise ``"chatgpt-h2h"``) on one criterion.
+    """Replays one released judge (e.g. ``"chatgpt-rts"``, or the pairwise ``"chatgpt-h2h"``) on one
+    criterion.
 
     The releases are recorded judgments (:func:`mitigate.data.released.released_recorded`), so
     this is a :class:`~mitigate.harness.recorded_judge.RecordedJudge` over them. For a score
@@ -48,7 +49,8 @@ class ReleasedJudge(RecordedJudge):
 
     def __init__(self, judge_name: str, criterion: str, *, root: str | Path | None = None) -> None:
         if judge_name not in released_names():
-            raise ConfigError(f"expected a released judge name, one of {released_names()}; got {judge_name!r}")
+            raise ConfigError(f"expected a released judge name, one of {released_names()}; got "
+                              f"{judge_name!r}")
         self.judge_name = judge_name
         self.run: ReleasedRun | None = None
         if judge_name == H2H_JUDGE:
@@ -83,7 +85,8 @@ class ReleasedJudge(RecordedJudge):
             return judgment
         released = self.run.get(item.id, self.criterion)
         sample = released.sample
-        info = {"judge": self.judge_name, "model": self.run.model, "method": self.run.method, "line": sample.line,
+        info = {"judge": self.judge_name, "model": self.run.model, "method": self.run.method,
+                "line": sample.line,
                 "primary": released.primary, "runs": list(released.scores)}
         return judgment.model_copy(update={"meta": {**judgment.meta, "released": info}})
 

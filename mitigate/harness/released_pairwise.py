@@ -63,7 +63,8 @@ LAYOUTS: dict[str, Callable[..., PairwiseRelease]] = {"llmbar": read_llmbar, "ju
 """Release layout -> reader (``<layout>:<path>``)."""
 
 _DECLARED: dict[str, tuple[AnswerFormat, Scale]] = {
-    "declared:output-ab": (AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b")), Scale(min=1, max=5)),
+    "declared:output-ab": (AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b")),
+                           Scale(min=1, max=5)),
     "declared:output-ab-cot": (AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b"),
                                             reasoning="before"), Scale(min=1, max=5)),
     "declared:rating": (AnswerFormat(kind="score", line="{value}"), Scale(min=0, max=9)),
@@ -87,7 +88,8 @@ class ParsedAnswer(BaseModel):
 
 
 class ReleaseParse(BaseModel):
-    """A release with every answer read: ``parsed[i]`` reads ``release.answers[i]``; ``formats`` the format per template."""
+    """A release with every answer read: ``parsed[i]`` reads ``release.answers[i]``; ``formats`` the format
+    per template."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     release: PairwiseRelease
@@ -113,13 +115,14 @@ def answer_reader(src: TemplateSource) -> tuple[str, Callable[..., ParsedAnswer]
         try:
             fmt, scale, echoes = _prompt_format(src.text, src.system, src.answer, src.labels)
         except MitigateError as exc:
-            raise ConfigError(f"expected the released prompt {src.path or key!r} to be readable as a judge template; "
-                              f"got: {exc}") from None
+            raise ConfigError(f"expected the released prompt {src.path or key!r} to be readable as a judge "
+                              f"template; got: {exc}") from None
     elif key in _DECLARED:
         fmt, scale = _DECLARED[key]
         echoes = ()
     else:
-        raise ConfigError(f"expected a template text or a declared format in {sorted(_DECLARED)}; got {key!r}")
+        raise ConfigError("expected a template text or a declared format in "
+                          f"{sorted(_DECLARED)}; got {key!r}")
 
     def read(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
         try:
@@ -146,7 +149,8 @@ def _judged(item: Item | None, answer: ReleasedAnswer) -> tuple[str, ...]:
 
 def _reward(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
     if answer.scores is None:
-        return ParsedAnswer(error="the release holds no rewards for this answer", reader="declared:reward-scores")
+        return ParsedAnswer(error="the release holds no rewards for this answer",
+                            reader="declared:reward-scores")
     a, b = answer.scores
     return ParsedAnswer(verdict="A" if a > b else "B" if b > a else "tie", reader="declared:reward-scores")
 
@@ -177,7 +181,8 @@ def parse_release(release: PairwiseRelease) -> ReleaseParse:
 # recorded judgments
 
 
-def _rating_row(item_id: str, judge: str, parts: dict[str, tuple[ReleasedAnswer, ParsedAnswer]]) -> RecordedRow:
+def _rating_row(item_id: str, judge: str,
+                parts: dict[str, tuple[ReleasedAnswer, ParsedAnswer]]) -> RecordedRow:
     (raw_a, got_a), (raw_b, got_b) = parts["score_a"], parts["score_b"]
     meta: dict[str, Any] = {"raw_score_a": raw_a.raw, "raw_score_b": raw_b.raw, "reader": got_a.reader,
                             "scores": [got_a.score, got_b.score]}
@@ -189,7 +194,8 @@ def _rating_row(item_id: str, judge: str, parts: dict[str, tuple[ReleasedAnswer,
                            error=f"the rating of output {which[0]} did not parse: {reason}")
     a, b = got_a.score, got_b.score
     verdict: Text = "A" if a > b else "B" if b > a else "tie"
-    return RecordedRow(item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, verdict=verdict, meta=meta)
+    return RecordedRow(item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, verdict=verdict,
+                       meta=meta)
 
 
 def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
@@ -211,7 +217,8 @@ def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
             continue
         rows.append(RecordedRow(
             item_id=answer.item_id, judge=answer.judge, criterion=RELEASE_CRITERION, verdict=got.verdict,
-            error=got.error if got.verdict is None else None, raw=answer.raw, order=answer.order, line=answer.line,
+            error=got.error if got.verdict is None else None, raw=answer.raw, order=answer.order,
+            line=answer.line,
             meta={"release_verdict": answer.release_verdict, "stage": answer.stage, "reader": got.reader,
                   **({"scores": list(answer.scores)} if answer.scores is not None else {})},
         ))
@@ -243,7 +250,8 @@ def load_released_pairwise(spec: str, **kw: Any) -> dict[str, RecordedRun]:
 
 
 def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[str, Any]]:
-    """Per released judge and template: answers, how many mitigate read, and agreement with the release's reading.
+    """Per released judge and template: answers, how many mitigate read, and agreement with the release's
+    reading.
 
     ``agree``/``compared`` count verdict answers where both readings exist; ``both_none`` those
     neither read; ``only_release`` / ``only_mitigate`` where one side read a verdict and the
@@ -252,7 +260,8 @@ def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[st
     out: dict[str, dict[str, Any]] = {}
     for answer, got in zip(parse.release.answers, parse.parsed, strict=True):
         row = out.setdefault(f"{answer.judge}|{answer.template}", {
-            "judge": answer.judge, "template": answer.template, "format": parse.formats.get(answer.template, ""),
+            "judge": answer.judge, "template": answer.template,
+            "format": parse.formats.get(answer.template, ""),
             "answers": 0, "parsed": 0, "failed": 0, "compared": 0, "agree": 0, "both_none": 0,
             "only_release": 0, "only_mitigate": 0, "differ": 0, "examples": {}})
         row["answers"] += 1
@@ -269,6 +278,7 @@ def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[st
         if kind != "agree":
             bucket = row["examples"].setdefault(kind, [])
             if len(bucket) < examples:
-                bucket.append({"item_id": answer.item_id, "order": answer.order, "mitigate": mine, "release": theirs,
+                bucket.append({"item_id": answer.item_id, "order": answer.order, "mitigate": mine,
+                               "release": theirs,
                                "error": got.error, "raw_tail": answer.raw[-240:]})
     return out

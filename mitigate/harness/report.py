@@ -17,7 +17,8 @@
   fairness follows), the demos each entry shows, and only the plots that were written.
 - ``report.html`` (:mod:`mitigate.harness.html_report`): the same as one self-contained page,
   with a per-item view of every judgment.
-- Plots (:mod:`mitigate.harness.plots`; matplotlib, Agg backend): ``histograms.png`` (score histogram per entry and for the
+- Plots (:mod:`mitigate.harness.plots`; matplotlib, Agg backend): ``histograms.png`` (score histogram per
+  entry and for the
   humans), ``ls_vs_us.png`` (LS against US with the fitted slope, when likelihood was
   computed), ``per_system.png`` (P_i per system, systems ordered by human quality),
   ``consistency.png`` (consistency under perturbation, when measured) and, for pairwise
@@ -48,7 +49,8 @@ from mitigate.harness.tables import best_indices, md_cell, md_table
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.paths import open_regular, write_output
 
-__all__ = ["dump_results", "load_results", "render_markdown", "render_report", "render_summary", "write_report"]
+__all__ = ["dump_results", "load_results", "render_markdown", "render_report", "render_summary",
+           "write_report"]
 
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"
@@ -73,7 +75,8 @@ def _strict(value: Any) -> Any:
 
 def dump_results(result: CompareResult) -> str:
     """``result`` as strict JSON text (undefined values as null)."""
-    return json.dumps(_strict(result.model_dump(mode="json")), indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+    return json.dumps(_strict(result.model_dump(mode="json")), indent=1, allow_nan=False,
+                      ensure_ascii=False) + "\n"
 
 
 def load_results(path: str | Path) -> CompareResult:
@@ -82,12 +85,14 @@ def load_results(path: str | Path) -> CompareResult:
     if p.is_dir():
         p = p / RESULTS_FILE
     if not (p.exists() or p.is_symlink()):
-        raise DataError(f"expected a {RESULTS_FILE} written by 'mitigate compare' at {p}; found none", path=str(p))
+        raise DataError(f"expected a {RESULTS_FILE} written by 'mitigate compare' at {p}; found none",
+                        path=str(p))
     try:
         with open_regular(p, "r", f"the {RESULTS_FILE}") as fh:  # a FIFO or a device is refused, never read
             data = json.load(fh)
     except OSError as exc:
-        raise DataError(f"expected a readable {RESULTS_FILE} at {p}; got {exc.strerror or type(exc).__name__}",
+        raise DataError(f"expected a readable {RESULTS_FILE} at {p}; got "
+                        f"{exc.strerror or type(exc).__name__}",
                         path=str(p)) from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{p}: expected JSON written by 'mitigate compare'; got invalid JSON ({exc})",
@@ -100,7 +105,8 @@ def load_results(path: str | Path) -> CompareResult:
 
 
 def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
-    """Write ``results.json``, ``report.md``, ``report.html`` and the plots into ``folder``; returns the paths written."""
+    """Write ``results.json``, ``report.md``, ``report.html`` and the plots into ``folder``; returns the paths
+    written."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
@@ -108,9 +114,12 @@ def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
     return [path, *render_report(out, html=True, result=result)]
 
 
-def render_report(folder: str | Path, *, html: bool = False, result: CompareResult | None = None) -> list[Path]:
-    """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from ``results.json``
-    (or from ``result``, when the caller holds it: a results.json written through a device cannot be read back).
+def render_report(folder: str | Path, *, html: bool = False,
+                  result: CompareResult | None = None) -> list[Path]:
+    """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from
+    ``results.json``
+    (or from ``result``, when the caller holds it: a results.json written through a device cannot be read
+    back).
 
     The plots are drawn first, so the markdown links only the plots that were written and the
     HTML report holds them inline.
@@ -144,14 +153,15 @@ def _fmt(v: float | None, digits: int = 3) -> str:
 def _value_text(key: str, m: Measure) -> str:
     if not m.ok:
         return "n/a"
-    if key == "correct_preferences":
+    if key == "correct-preferences":
         pairs = m.extra.get("n_pairs")
         return f"{m.value:g}/{pairs}" if pairs else f"{m.value:g}"
     return _fmt(m.value)
 
 
 def _of_all_text(m: Measure) -> str:
-    """"0.771 of 419": the share over every item, dropped ones counted against the judge ("" if not a share)."""
+    """"0.771 of 419": the share over every item, dropped ones counted against the judge ("" if not a
+    share)."""
     if m.of_all is None or not m.ok:
         return ""
     return f"{_fmt(m.of_all)} of {m.n_all}"
@@ -160,7 +170,7 @@ def _of_all_text(m: Measure) -> str:
 def _ci_text(m: Measure, key: str = "") -> str:
     if m.ci_low is None or m.ci_high is None:
         return ""
-    if key == "correct_preferences":
+    if key == "correct-preferences":
         return f" [{m.ci_low:.3g}, {m.ci_high:.3g}]"
     return f" [{_fmt(m.ci_low)}, {_fmt(m.ci_high)}]"
 
@@ -176,7 +186,8 @@ def _header(info: MeasureInfo) -> str:
 def _shown_columns(result: CompareResult) -> list[str]:
     """Headline measures of the result's task with a value for at least one entry."""
     return [k for k, cls in measure_table(result.task).items()
-            if cls.info.headline and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
+            if cls.info.headline
+            and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
 
 
 def _delta_info(result: CompareResult) -> MeasureInfo:
@@ -206,13 +217,15 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
 
 
 def render_summary(result: CompareResult) -> str:
-    """The report's opening, up to its table of every measure: the bottom line, warnings, the accuracy-and-bias
+    """The report's opening, up to its table of every measure: the bottom line, warnings, the
+    accuracy-and-bias
     table and (on a partly labelled benchmark) the corrected estimates. What ``mitigate compare`` prints."""
     return "\n".join(_summary_lines(result)) + "\n"
 
 
 def _labels_text(result: CompareResult) -> str:
-    """What the report says of the labels when only some items (or none) carry one; "" when every item does."""
+    """What the report says of the labels when only some items (or none) carry one; "" when every item
+    does."""
     n_labelled = result.settings.get("n_labelled")
     n_items = len(result.items)
     if n_labelled is None or n_labelled == n_items:
@@ -223,8 +236,9 @@ def _labels_text(result: CompareResult) -> str:
                 "measured here.")
     which = ("accuracy against gold, in both orders and the swap gain" if result.task == "pairwise" else
              "the correlations with the human scores, #CP, P_i, the meta-correlation and BiasScore")
-    return (f" Only {n_labelled} of the {n_items} items carry {label} on {result.criterion!r}: agreement with "
-            f"humans ({which}, and the difference against the first entry) is computed on those {n_labelled} "
+    return (f" Only {n_labelled} of the {n_items} items carry {label} on {result.criterion!r}: agreement "
+            f"with humans ({which}, and the difference against the first entry) is computed on those "
+            f"{n_labelled} "
             "alone, and an unlabelled item is not counted as a failure; the other measures use every item.")
 
 
@@ -233,26 +247,30 @@ def _summary_lines(result: CompareResult) -> list[str]:
     lines: list[str] = [f"# Comparison: {result.benchmark} / {result.criterion}", ""]
     n_items = len(result.items)
     limit = s.get("limit")
-    scope = f"the first {n_items} items in document-major order (limit {limit})" if limit else f"all {n_items} items"
+    scope = (f"the first {n_items} items in document-major order (limit {limit})" if limit
+             else f"all {n_items} items")
     labels = ("gold preferences (A, B or tie)" if result.task == "pairwise"
               else f"human scores on {result.human_scale.describe()}")
     lines.append(
         f"{len(result.entries)} entries judged {scope}; {labels}. "
-        f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed {s.get('seed', 0)}); "
-        f"`n` counts items a measure used and `failed` those it dropped for a missing score."
+        f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed "
+        f"{s.get('seed', 0)}); `n` counts items a measure used and `failed` those it dropped for a "
+        "missing score."
     )
     if any(m.of_all is not None for e in result.entries for m in e.measures.values()):
-        lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of all\" "
-                      "gives it over every item, each dropped one counted against the judge, as papers that report "
-                      "shares of all items count (LLMBar's order consistency 323/419).")
+        lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of "
+                      "all\" gives it over every item, each dropped one counted against the judge, as papers "
+                      "that report shares of all items count (LLMBar's order consistency 323/419).")
     lines[-1] += _labels_text(result)
     train = s.get("train")
     if train:
         fitted = [e.name for e in result.entries if e.fitted and e.fitted.get("fitted")]
-        lines += ["", f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) were "
-                      f"fitted on {train.get('n_items')} labelled training items ({train.get('source')}; "
-                      f"{train.get('n_documents')} documents, none of them among the judged items; ids in "
-                      f"`{train.get('file', 'results.json')}`); the others were used as given."]
+        lines += ["",
+                  f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) "
+                      f"were fitted on {train.get('n_items')} labelled training items "
+                      f"({train.get('source')}; {train.get('n_documents')} documents, none of them among the "
+                      f"judged items; ids in `{train.get('file', 'results.json')}`); the others were "
+                      "used as given."]
     if s.get("not_fitted"):
         lines += ["", "Not compared, because fitting on the training items failed:", ""]
         lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
@@ -267,9 +285,10 @@ def _summary_lines(result: CompareResult) -> list[str]:
                   + "; ".join(f"{e.name}: {e.scoring}" for e in result.entries if e.scoring) + "."]
     same = [e for e in result.entries if e.identical_to]
     if same:
-        lines += ["", "Identical by construction (the same prompts, backend, settings and fan-out as an earlier entry, "
-                      "so the same requests read the same way; their difference is 0 by construction, not a "
-                      "measurement):", ""]
+        lines += ["",
+                  "Identical by construction (the same prompts, backend, settings and fan-out as an earlier "
+                      "entry, so the same requests read the same way; their difference is 0 by construction, "
+                      "not a measurement):", ""]
         lines += [f"- {e.name} = {e.identical_to}" for e in same]
     lines += ["", "## Accuracy and bias", "",
               "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
@@ -278,11 +297,12 @@ def _summary_lines(result: CompareResult) -> list[str]:
     delta_info = _delta_info(result)
     has_delta = any(e.comparison is not None for e in result.entries)
     # a swap gain without gold ties is <= 0 by construction: neither "higher is better" nor a best value
-    unsigned = {k for k in cols if k == "swap_gain" and all(
+    unsigned = {k for k in cols if k == "swap-gain" and all(
         e.measures[k].extra.get("nonpositive_by_construction") for e in result.entries
         if e.measures.get(k) is not None and e.measures[k].ok)}
     head = ["entry", "n ok", "parse failures", "errors",
-            *(f"{MEASURES[k].label} (≤ 0 by construction: no gold ties)" if k in unsigned else _header(MEASURES[k])
+            *(f"{MEASURES[k].label} (≤ 0 by construction: no gold ties)" if k in unsigned
+              else _header(MEASURES[k])
               for k in cols)]
     if has_delta:
         head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
@@ -303,7 +323,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
             if not m.ok:
                 notes.append(f"- {e.name} / {MEASURES[k].label}: {plain_reason(m.reason, k)}")
             of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
-            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), counted wrong"
+            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), "
+                         "counted wrong"
                          if m.ok and m.extra.get("abstained") else "")
             cells.append(text + _ci_text(m, k) + of_all + abstained)
         if has_delta:
@@ -329,9 +350,9 @@ def _summary_lines(result: CompareResult) -> list[str]:
             else f"humans (reference, {result.human_scale.describe()})"), "", "", ""]
     any_ref = False
     for k in cols:
-        m = result.human.get(k)
-        if m is not None and m.ok:
-            ref.append(f"*{_value_text(k, m)}*{_ci_text(m)}")
+        reference = result.human.get(k)
+        if reference is not None and reference.ok:
+            ref.append(f"*{_value_text(k, reference)}*{_ci_text(reference)}")
             any_ref = True
         else:
             ref.append("")
@@ -348,7 +369,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
             if len(set(reasons.values())) == 1:
                 lines.append(f"- {MEASURES[k].label}: {next(iter(reasons.values()))}")
             else:
-                lines.append(f"- {MEASURES[k].label}: " + "; ".join(f"{name}: {why}" for name, why in reasons.items()))
+                lines.append(f"- {MEASURES[k].label}: "
+                             + "; ".join(f"{name}: {why}" for name, why in reasons.items()))
     if notes:
         lines += ["", "Values shown as n/a:", "", *notes]
     reading = [f"- {MEASURES[k].label}: {MEASURES[k].note}" for k in cols if MEASURES[k].note]
@@ -370,20 +392,23 @@ def _estimates_section(result: CompareResult) -> list[str]:
     what = "win rate" if result.task == "pairwise" else "mean human score"
     out = ["", "## Corrected estimates per system", "",
            f"{result.settings.get('n_labelled')} of the {len(result.items)} items carry a label on "
-           f"{result.criterion!r}. Each entry's estimate of each system's {what} is its judge's value on every item "
-           f"corrected by the labelled items ({METHOD_TITLES.get(method, method)}, `{method}`; 95% intervals of the "
-           "mean over each system's items, as `mitigate estimate` computes them, docs/estimate.md). The judge's raw "
-           "mean is not corrected (on the judge's own scale); the labels alone are the labelled items' mean."]
+           f"{result.criterion!r}. Each entry's estimate of each system's {what} is its judge's value on "
+           f"every item corrected by the labelled items ({METHOD_TITLES.get(method, method)}, `{method}`; "
+           "95% intervals of the mean over each system's items, as `mitigate estimate` computes them, "
+           "docs/estimate.md). The judge's raw mean is not corrected (on the judge's own scale); the labels "
+           "alone are the labelled items' mean."]
     for e in result.entries:
         est = e.estimate
         if est is None:
             out += ["", f"### {e.name}", "", f"No corrected estimate: {e.estimate_note or 'not computed'}."]
             continue
-        rows = [[g.group, str(g.n), str(g.n_labelled), "n/a" if g.judge is None else f"{g.judge.estimate:.3f}",
+        rows = [[g.group, str(g.n), str(g.n_labelled), "n/a" if g.judge is None
+                 else f"{g.judge.estimate:.3f}",
                  _interval_text(g.estimate), _interval_text(g.human)] for g in est.groups]
         out += ["", f"### {e.name}", "",
                 *md_table(["system" if est.by != "none" else "group", "items", "labelled", "raw mean (judge)",
-                           f"{'not corrected' if est.method == 'judge' else 'corrected'}, {est.method} [95% CI]", "labels alone [95% CI]"], rows,
+                           f"{'not corrected' if est.method == 'judge' else 'corrected'}, "
+                           f"{est.method} [95% CI]", "labels alone [95% CI]"], rows,
                           ["left", "right", "right", "right", "right", "right"])]
         notes = list(dict.fromkeys([*est.notes, *(n for g in est.groups for n in g.estimate.notes)]))
         if notes:
@@ -395,18 +420,18 @@ def _details(result: CompareResult) -> list[str]:
     out = ["", "## Every measure", ""]
     for e in result.entries:
         sm = e.summary
-        acc = e.measures.get("preference_accuracy")
+        acc = e.measures.get("preference-accuracy")
         n_abs = int(acc.extra.get("abstained") or 0) if acc is not None else 0
         outcome = ""
         if n_abs:
             # every item is one outcome: a value, an abstention, no value after a parse failure, or an error
             outcome = (f" Items by outcome: {sm.ok} with a verdict, {n_abs} abstained, "
-                       f"{sm.items - sm.ok - n_abs - sm.errors} without one after parse failures, {sm.errors} errors "
-                       f"(= {sm.items}).")
+                       f"{sm.items - sm.ok - n_abs - sm.errors} without one after parse failures, "
+                       f"{sm.errors} errors (= {sm.items}).")
         out += [f"### {e.name}", "",
-                f"Kind: {e.kind}; {_answers_text(result, e)}; {sm.items} items, {sm.ok} ok, {sm.parse_failures} "
-                f"parse failures{' (both orders)' if result.task == 'pairwise' else ''}, {sm.errors} errors; "
-                f"{sm.calls} LM calls ({sm.cached_calls} from cache)." + outcome
+                f"Kind: {e.kind}; {_answers_text(result, e)}; {sm.items} items, {sm.ok} ok, "
+                f"{sm.parse_failures} parse failures{' (both orders)' if result.task == 'pairwise' else ''}, "
+                f"{sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache)." + outcome
                 + _fitted_text(e), "",
                 "| measure | direction | value | 95% CI | n | failed | of all | note |",
                 "|---|---|---:|---|---:|---:|---:|---|"]
@@ -423,10 +448,11 @@ def _details(result: CompareResult) -> list[str]:
 
 
 def _answers_text(result: CompareResult, e: EntryResult) -> str:
-    """What the entry's answers are: a scale for a score judge; verdicts (and the order(s) counted) for pairwise."""
+    """What the entry's answers are: a scale for a score judge; verdicts (and the order(s) counted) for
+    pairwise."""
     if result.task != "pairwise":
         return f"scale {e.scale.describe()}"
-    acc = e.measures.get("preference_accuracy")
+    acc = e.measures.get("preference-accuracy")
     orders = acc.extra.get("orders") if acc is not None else None
     return "verdicts first / second / tie" + (f"; its verdict counts {orders}" if orders else "")
 
@@ -435,7 +461,8 @@ def _fitted_text(e: EntryResult) -> str:
     if not e.fitted:
         return ""
     if e.fitted.get("fitted"):
-        return f" Fitted on the {e.fitted.get('n_items')} items of {e.fitted.get('train')} (its spec holds what it learned)."
+        return (f" Fitted on the {e.fitted.get('n_items')} items of {e.fitted.get('train')} (its spec holds "
+                "what it learned).")
     return f" Not fitted here: {e.fitted.get('why')}."
 
 
@@ -453,8 +480,10 @@ def _per_system(result: CompareResult) -> list[str]:
             cells.append("n/a" if m is None or not m.ok else f"{_fmt(m.value)} (n={m.n})")
         rows.append(cells)
     out = ["## Per-system correlation P_i (Spearman with humans, per system)", "",
-           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = corr(Q_i, P_i).", "",
-           *md_table(["system", "Q_i", *(e.name for e in entries)], rows, ["left", *["right"] * (len(entries) + 1)]),
+           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = "
+           "corr(Q_i, P_i).", "",
+           *md_table(["system", "Q_i", *(e.name for e in entries)], rows,
+                     ["left", *["right"] * (len(entries) + 1)]),
            ""]
     return out
 
@@ -477,7 +506,7 @@ def _per_pair(result: CompareResult) -> list[str]:
         return _fmt(row["value"]) + ci
 
     for name, t in tables.items():
-        pc, pf = t.get("position_consistency", {}), t.get("preference_fairness", {})
+        pc, pf = t.get("position-consistency", {}), t.get("preference-fairness", {})
         for pair in dict.fromkeys([*pc, *pf]):
             a, b = pc.get(pair), pf.get(pair)
             n = (a or b or {}).get("n", 0)
@@ -519,7 +548,9 @@ def _comparisons(result: CompareResult) -> list[str]:
         if c.test_reason:
             note = "; ".join(filter(None, [note, f"bootstrap test: {c.test_reason}"]))
         if c.decided_n is not None:
-            note = "; ".join(filter(None, [note, f"abstentions counted not correct; on the {c.decided_n} items both "
+            note = "; ".join(filter(None,
+                                    [note,
+                                     f"abstentions counted not correct; on the {c.decided_n} items both "
                                                  f"decided: {_fmt(c.decided_observed)}"]))
         out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.test or "", c.n,
                                                            note)) + " |")
@@ -543,8 +574,10 @@ def _demos_section(result: CompareResult) -> list[str]:
     blocks = [(e, lines) for e, lines in blocks if lines]
     if not blocks:
         return []
-    out = ["## Demos", "", "The demonstrations each entry's prompts show (for a fitted entry, the ones fitting chose "
+    out = ["## Demos", "",
+           "The demonstrations each entry's prompts show (for a fitted entry, the ones fitting chose "
            "from the training items; the texts are cut at 70 characters).", ""]
     for e, lines in blocks:
-        out += [f"### {e.name}", "", *(f"- {line}" if not line.startswith("  ") else line for line in lines), ""]
+        out += [f"### {e.name}", "", *(f"- {line}" if not line.startswith("  ") else line for line in lines),
+                ""]
     return out

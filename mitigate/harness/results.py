@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mitigate.errors import ConfigError
 from mitigate.harness.estimate_results import EstimateResult
 from mitigate.judge import Judgment
-from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
+from mitigate.measures import Measure, MeasureInfo, Task, current_measure_names, verdicts_as_text
 from mitigate.run.runner import RunSummary, frame
 from mitigate.scale import Scale
 
@@ -39,7 +39,8 @@ COMPARISON_COLUMNS = ("entry", "against", "measure", "observed", "low", "high", 
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
 
-DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy", headline=True)
+DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy",
+                                  headline=True)
 """How the comparison against the first entry is shown on a pairwise benchmark."""
 
 
@@ -93,7 +94,7 @@ class Comparison(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     against: str
-    measure: str = "spearman_item"
+    measure: str = "spearman-item"
     observed: float
     ci_low: float | None = None
     ci_high: float | None = None
@@ -104,7 +105,8 @@ class Comparison(BaseModel):
     test_reason: str | None = None
     reason: str | None = None
     decided_observed: float | None = None
-    """Pairwise, when either entry abstained on some items (a majority panel): the difference on the items both
+    """Pairwise, when either entry abstained on some items (a majority panel): the difference on the items
+    both
     decided, shown beside ``observed`` (which counts an abstention as not correct, on every item)."""
     decided_n: int | None = None
     """How many items ``decided_observed`` rests on."""
@@ -135,11 +137,17 @@ class EntryResult(BaseModel):
     identical_to: str | None = None
     probes: dict[str, Any] | None = None
     estimate: EstimateResult | None = None
-    """On a partly labelled benchmark: the bias-corrected estimate per system (with the judge's raw mean and the
+    """On a partly labelled benchmark: the bias-corrected estimate per system (with the judge's raw mean and
+    the
     labels alone beside it); None otherwise, or when it cannot be made (``estimate_note`` says why)."""
     estimate_note: str | None = None
 
-    @field_validator("measures", "per_system", mode="before")
+    @field_validator("measures", mode="before")
+    @classmethod
+    def _revive_measures(cls, v: Any) -> Any:
+        return current_measure_names(_revive_nan(v))
+
+    @field_validator("per_system", mode="before")
     @classmethod
     def _revive(cls, v: Any) -> Any:
         return _revive_nan(v)
@@ -149,7 +157,8 @@ class EntryResult(BaseModel):
         return [score_of(j, criterion) for j in self.judgments]
 
     def verdicts(self) -> list[str | None]:
-        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if none)."""
+        """The judge's pairwise verdict per item as the text preferred (``"A"``, ``"B"``, ``"tie"``; None if
+        none)."""
         return verdicts_as_text(self.judgments)
 
 
@@ -171,7 +180,7 @@ class CompareResult(BaseModel):
     @field_validator("human", mode="before")
     @classmethod
     def _revive(cls, v: Any) -> Any:
-        return _revive_nan(v)
+        return current_measure_names(_revive_nan(v))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry.
@@ -190,16 +199,20 @@ class CompareResult(BaseModel):
         return out
 
     def estimate_rows(self) -> list[dict[str, Any]]:
-        """One row per entry and system with a corrected estimate: ``entry``, ``system``, ``n``, ``n_labelled``,
-        ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on the judge's scale) and the
-        labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty unless the benchmark is partly labelled.
+        """One row per entry and system with a corrected estimate: ``entry``, ``system``, ``n``,
+        ``n_labelled``,
+        ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on the judge's scale)
+        and the
+        labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty unless the benchmark is partly
+        labelled.
         """
         out = []
         for e in self.entries:
             if e.estimate is None:
                 continue
             for row in e.estimate.rows():
-                out.append({"entry": e.name, "system": row["group"], "n": row["n"], "n_labelled": row["n_labelled"],
+                out.append({"entry": e.name, "system": row["group"], "n": row["n"],
+                            "n_labelled": row["n_labelled"],
                             "method": row["method"], "estimate": row["estimate"], "low": row["low"],
                             "high": row["high"], "raw_mean": row["judge_estimate"],
                             "labels_mean": row["human_estimate"], "labels_low": row["human_low"],

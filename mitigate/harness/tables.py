@@ -25,7 +25,8 @@ def md_cell(text: object) -> str:
     return s.replace("\\|", "|").replace("|", "\\|").strip()
 
 
-def md_table(header: Sequence[object], rows: Sequence[Sequence[object]], align: Sequence[str] | None = None) -> list[str]:
+def md_table(header: Sequence[object], rows: Sequence[Sequence[object]],
+             align: Sequence[str] | None = None) -> list[str]:
     """The lines of a markdown table; ``align`` per column is "left" (default) or "right".
 
     Every row must have as many cells as the header (ValueError otherwise): a short row
@@ -45,7 +46,8 @@ def md_table(header: Sequence[object], rows: Sequence[Sequence[object]], align: 
 
 
 def split_row(line: str) -> list[str]:
-    """The cells of one markdown table row (``| a | b \\| c |`` -> ``["a", "b | c"]``), unescaped and stripped."""
+    """The cells of one markdown table row (``| a | b \\| c |`` -> ``["a", "b | c"]``), unescaped and
+    stripped."""
     body = line.strip()
     if body.startswith("|"):
         body = body[1:]

@@ -48,7 +48,8 @@ def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
 
 
 class ItemPass(BaseModel):
-    """One item: its scored samples, how many pass, its pass rate, and whether the samples straddle the threshold."""
+    """One item: its scored samples, how many pass, its pass rate, and whether the samples straddle the
+    threshold."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     item_id: str
@@ -97,7 +98,8 @@ def _samples(j: Judgment, criterion: str) -> tuple[float, ...]:
 def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: float, *,
                      require: float | None = None, alpha: float = 0.05, n_boot: int = 2000,
                      seed: int = 0) -> ThresholdReport:
-    """Pass rates at ``score >= threshold`` per item and overall, straddling items, and the decision against ``require``."""
+    """Pass rates at ``score >= threshold`` per item and overall, straddling items, and the decision against
+    ``require``."""
     if not judgments:
         raise ConfigError("expected judgments to apply a pass threshold to; got none")
     if require is not None and not 0 < require <= 1:
@@ -106,7 +108,8 @@ def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: f
     for j in judgments:
         s = _samples(j, criterion)
         passes = sum(v >= threshold for v in s)
-        items.append(ItemPass(item_id=j.item_id, samples=s, passes=passes, pass_rate=passes / len(s) if s else 0.0,
+        items.append(ItemPass(item_id=j.item_id, samples=s, passes=passes, pass_rate=passes / len(s) if s
+                              else 0.0,
                               straddles=0 < passes < len(s), failed=not s))
     rates = np.array([it.pass_rate for it in items])
     most = max(len(it.samples) for it in items)
@@ -118,7 +121,7 @@ def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: f
     elif n_boot > 0:
         interval = "bootstrap"
         low, high = bootstrap_ci(batched_nanmean, rates, n_boot=n_boot, alpha=alpha, seed=seed)
-    decision = None
+    decision: Literal["pass", "fail", "undecided"] | None = None
     if require is not None:
         if not (math.isfinite(low) and math.isfinite(high)):
             decision = "undecided"
@@ -134,29 +137,35 @@ def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: f
 def threshold_text(report: ThresholdReport, *, show: int = 10) -> str:
     """The gate in words: the overall pass rate with its interval, the decision, and the straddling items."""
     r = report
-    ci = f" [{r.low:.3f}, {r.high:.3f}] ({r.interval}, 95%)" if r.low is not None and r.high is not None else ""
-    lines = [f"Pass threshold: {r.criterion} >= {r.threshold:g}. Pass rate {r.pass_rate:.3f}{ci} over {r.n_items} "
-             f"items, {r.samples_per_item} sample(s) per item"
+    ci = (f" [{r.low:.3f}, {r.high:.3f}] ({r.interval}, 95%)" if r.low is not None and r.high is not None
+          else "")
+    lines = [f"Pass threshold: {r.criterion} >= {r.threshold:g}. Pass rate {r.pass_rate:.3f}{ci} over "
+             f"{r.n_items} items, {r.samples_per_item} sample(s) per item"
              + (f"; {r.n_failed} items without a score count as not passing" if r.n_failed else "") + "."]
     if r.require is not None:
-        verdict = {"pass": "PASS: the interval's lower end is at or above", "fail": "FAIL: the interval's upper end "
-                   "is below", "undecided": "UNDECIDED (fails the gate): the interval holds"}[r.decision or "undecided"]
+        verdict = {"pass": "PASS: the interval's lower end is at or above",
+                   "fail": "FAIL: the interval's upper end "
+                   "is below", "undecided": "UNDECIDED (fails the gate): the interval holds"}[r.decision
+                                                                                              or "undecided"]
         lines.append(f"{verdict} the required pass rate {r.require:g}.")
     straddle = r.straddling
     if r.samples_per_item > 1:
-        lines.append(f"{len(straddle)} of {r.n_items} items straddle the threshold (their samples fall on both sides)"
-                     + (": " + ", ".join(f"{it.item_id} ({it.passes}/{len(it.samples)})" for it in straddle[:show])
+        lines.append(f"{len(straddle)} of {r.n_items} items straddle the threshold (their samples fall "
+                     "on both sides)"
+                     + (": "
+                        + ", ".join(f"{it.item_id} ({it.passes}/{len(it.samples)})" for it in straddle[:show])
                         + (" ..." if len(straddle) > show else "") if straddle else "") + ".")
     return "\n".join(lines)
 
 
 def threshold_section(result: object, threshold: float, require: float | None = None) -> str:
-    """A "Pass threshold" markdown section of a compare report: one line per score entry (pairwise entries skipped)."""
+    """A "Pass threshold" markdown section of a compare report: one line per score entry (pairwise entries
+    skipped)."""
     entries = getattr(result, "entries", ())
     criterion = str(getattr(result, "criterion", ""))
     lines = ["## Pass threshold", "",
-             f"A score of {threshold:g} or more passes. Pass rate = mean over items of the share of each item's "
-             "samples that pass; an item without a score counts as not passing.", ""]
+             f"A score of {threshold:g} or more passes. Pass rate = mean over items of the share of each "
+             "item's samples that pass; an item without a score counts as not passing.", ""]
     for e in entries:
         if not e.judgments or all(j.verdict is not None for j in e.judgments):
             continue

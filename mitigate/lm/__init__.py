@@ -34,5 +34,6 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["LM", "Choice", "FakeLM", "LMRequest", "LMResponse", "Message", "TokenLogprob", "Usage", "declare", "get",
+__all__ = ["LM", "Choice", "FakeLM", "LMRequest", "LMResponse", "Message", "TokenLogprob", "Usage", "declare",
+           "get",
            "wrap"]

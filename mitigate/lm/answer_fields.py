@@ -52,13 +52,15 @@ class AnswerFields:
         return value
 
     def count(self, value: Any, field: str) -> int:
-        """A token count: a whole number >= 0 (a missing or null one is 0, as the APIs leave out what is none)."""
+        """A token count: a whole number >= 0 (a missing or null one is 0, as the APIs leave out what is
+        none)."""
         if value is None:
             return 0
         if isinstance(value, int) and not isinstance(value, bool):
             if 0 <= value < _LARGEST_COUNT:
                 return value
-        elif isinstance(value, float) and math.isfinite(value) and value.is_integer() and 0 <= value < _LARGEST_COUNT:
+        elif (isinstance(value, float) and math.isfinite(value) and value.is_integer()
+              and 0 <= value < _LARGEST_COUNT):
             return int(value)
         raise self.error(field, f"a whole number from 0 to {_LARGEST_COUNT:,}", value)
 
@@ -76,18 +78,21 @@ class AnswerFields:
 
     def logprob(self, value: Any, field: str) -> float:
         """A log-probability: a finite number <= 0 (a tiny positive rounding error is read as 0)."""
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value <= 1e-6:
+        if isinstance(value, int | float) and not isinstance(value,
+                                                             bool) and math.isfinite(value) and value <= 1e-6:
             return min(float(value), 0.0)
         raise self.error(field, "a finite number <= 0", value)
 
     def openai_usage(self, value: Any) -> Usage:
-        """An OpenAI ``usage`` object (``prompt_tokens_details.cached_tokens``: the prompt tokens read from a cache)."""
+        """An OpenAI ``usage`` object (``prompt_tokens_details.cached_tokens``: the prompt tokens read from a
+        cache)."""
         usage = self.mapping(value, "usage")
         details = self.mapping(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
         prompt = self.count(usage.get("prompt_tokens"), "usage.prompt_tokens")
         cached = self.count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
         if cached > prompt:
-            raise self.error("usage.prompt_tokens_details.cached_tokens", f"at most prompt_tokens ({prompt})", cached)
+            raise self.error("usage.prompt_tokens_details.cached_tokens", f"at most prompt_tokens ({prompt})",
+                             cached)
         return Usage(prompt_tokens=prompt, completion_tokens=self.count(usage.get("completion_tokens"),
                                                                          "usage.completion_tokens"),
                      cached_prompt_tokens=cached)

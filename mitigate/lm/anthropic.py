@@ -26,7 +26,8 @@ Prompt caching
     ``cache_control`` breakpoint: a :class:`~mitigate.lm.prompt_cache.PrefixPlanner` learns
     the prefix the judge's requests share (instructions, guideline, demos) and the backend
     splits the system text or the message there into text blocks, the first marked. Only
-    prefixes at least as long as the model's minimum (:func:`~mitigate.lm.prompt_cache.anthropic_min_cache_tokens`,
+    prefixes at least as long as the model's minimum
+    (:func:`~mitigate.lm.prompt_cache.anthropic_min_cache_tokens`,
     or ``cache_min_tokens=``) are marked; requests without such a prefix are sent as plain
     strings, as before. ``prompt_cache="off"`` sends no breakpoints.
 
@@ -212,7 +213,8 @@ class AnthropicLM(LM):
         return tool_answer_fields(request)
 
     def check(self, request: LMRequest) -> None:
-        """Reject logprobs (not offered), temperatures above Anthropic's maximum of 1 and requests over the limits."""
+        """Reject logprobs (not offered), temperatures above Anthropic's maximum of 1 and requests over the
+        limits."""
         check_request_size(request, self.limits, backend=self.spec)
         super().check(request)
         if request.temperature > 1.0:
@@ -229,7 +231,8 @@ class AnthropicLM(LM):
                 "api_key": self._api_key.get_secret_value(),
                 "max_retries": 0,
                 "timeout": self.read_timeout,
-                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=self.read_timeout, follow_redirects=False,
+                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=self.read_timeout,
+                                                                 follow_redirects=False,
                                                                  cookies=no_cookies()),
             }
             if self.base_url is not None:
@@ -300,7 +303,8 @@ class AnthropicLM(LM):
         if system is not None and 0 in cuts:
             out["system"] = _blocks(system, cuts[0])
         out["messages"] = [
-            {**m, "content": _blocks(m["content"], cuts[k + first_message])} if k + first_message in cuts else m
+            {**m, "content": _blocks(m["content"], cuts[k + first_message])} if k + first_message in cuts
+            else m
             for k, m in enumerate(messages)
         ]
         return out
@@ -314,7 +318,8 @@ class AnthropicLM(LM):
 
     async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], tokens: int, clock: Any,
                    exchange: Exchange) -> Any:
-        """One call within what is left of the request's deadline: the answer read up to the size cap and checked to
+        """One call within what is left of the request's deadline: the answer read up to the size cap and
+        checked to
         be a Message (a typed LMCallError if not)."""
         limiter = self.limiter
         ticket = await limiter.acquire(tokens, where=self.identity()) if limiter is not None else None
@@ -334,7 +339,8 @@ class AnthropicLM(LM):
         return self.parse_message(decode_json_object(data, where=self.identity(), backend=self.spec,
                                                      expected="a JSON Messages API message"))
 
-    async def _post(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], exchange: Exchange) -> bytes:
+    async def _post(self, client: anthropic.AsyncAnthropic, params: dict[str, Any],
+                    exchange: Exchange) -> bytes:
         """POST the message (redirects not followed); the body, read up to the size cap."""
         where = self.identity()
         try:
@@ -351,7 +357,8 @@ class AnthropicLM(LM):
             exchange.status, exchange.headers = resp.status_code, resp.headers
             history = getattr(resp.http_response, "history", None)
             if history:
-                raise http_error(where, history[0].status_code, history[0].headers, "", api_key_env=self.api_key_env,
+                raise http_error(where, history[0].status_code, history[0].headers, "",
+                                 api_key_env=self.api_key_env,
                                  backend=self.spec)
             return await read_capped(counted(resp.iter_bytes(), exchange), self.limits.max_response_bytes,
                                      where=where, backend=self.spec)
@@ -371,12 +378,14 @@ class AnthropicLM(LM):
         try:
             return self.scrubber.response(await self._complete(request))
         except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
-            raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed; its chain is kept unless it shows a key
+            # the same error, scrubbed; its chain is kept unless it shows a key
+            raise self.scrubber.error(exc)  # noqa: B904
 
     async def _complete(self, request: LMRequest) -> LMResponse:
         client = self._get_client()
         params = self.message_params(request)
-        tokens = estimate_tokens(request) // request.n if self.limiter is not None and self.limiter.tracks_tokens else 0
+        tokens = (estimate_tokens(request) // request.n if self.limiter is not None
+                  and self.limiter.tracks_tokens else 0)
         clock = request_clock()
         exchange = Exchange()
         try:
@@ -397,24 +406,30 @@ class AnthropicLM(LM):
         try:
             message = anthropic.types.Message.model_validate(dict(raw))
         except ValidationError as exc:
-            first = exc.errors()[0] if exc.errors() else {}
-            field = _field_of(first.get("loc", ()), raw) or "the message"
-            kind = f"a message without {field}" if first.get("type") == "missing" else f"a malformed {field}"
-            said = str(first.get("msg") or "")[:120]
+            errors = exc.errors()
+            loc, err_type, said = (errors[0]["loc"], errors[0]["type"], errors[0]["msg"]) if errors else ((),
+                                                                                                          "",
+                                                                                                          "")
+            field = _field_of(loc, raw) or "the message"
+            kind = f"a message without {field}" if err_type == "missing" else f"a malformed {field}"
+            said = said[:120]
             shown = self.scrubber.text(str(dict(raw)))[:160]
-            raise self.scrubber.error(malformed(self.identity(), kind, f"a Messages API message ({said}); got "
+            raise self.scrubber.error(malformed(self.identity(), kind,
+                                                f"a Messages API message ({said}); got "
                                                 f"{shown!r}", backend=self.spec)) from None
         fields = AnswerFields(self.identity(), self.spec)
         usage = message.usage
         try:
-            for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            for name in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                         "cache_creation_input_tokens"):
                 fields.count(getattr(usage, name, None), f"usage.{name}")
         except MitigateError as exc:
             raise self.scrubber.error(exc) from None
         return message
 
     def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
-        """The list-price cost of ``usage`` on this model (None for a non-default endpoint or an unknown model)."""
+        """The list-price cost of ``usage`` on this model (None for a non-default endpoint or an unknown
+        model)."""
         return pricing.cost(self.model, usage, batch=batch) if self.base_url is None else None
 
     def response_from(self, raws: Sequence[Any], *, batch: bool = False) -> LMResponse:
@@ -424,7 +439,8 @@ class AnthropicLM(LM):
         model = self.model
         for raw in raws:
             text = answer_text(raw.content)
-            choices.append(Choice(text=text, finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason)))
+            choices.append(Choice(text=text,
+                                  finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason)))
             u = raw.usage
             cache_read = getattr(u, "cache_read_input_tokens", None) or 0
             cache_write = getattr(u, "cache_creation_input_tokens", None) or 0
@@ -444,7 +460,8 @@ class AnthropicLM(LM):
         return sdk_error(
             exc, where=self.identity(), detail=str(exc), timeout=self.read_timeout, backend=self.spec,
             api_key_env=self.api_key_env, status_error=anthropic.APIStatusError,
-            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError, phase=phase,
+            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError,
+            phase=phase,
         )
 
     async def aclose(self) -> None:
@@ -458,7 +475,8 @@ class AnthropicLM(LM):
 
 
 def _field_of(loc: Sequence[Any], raw: Any) -> str:
-    """The answer field a validation error's location points at, as ``usage.input_tokens`` or ``content.0.text``
+    """The answer field a validation error's location points at, as ``usage.input_tokens`` or
+    ``content.0.text``
     (the type tags pydantic adds to a location, such as ``literal[...]`` or ``str``, left out)."""
     parts: list[str] = []
     here = raw
@@ -475,7 +493,8 @@ def _field_of(loc: Sequence[Any], raw: Any) -> str:
     return ".".join(parts)
 
 
-_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "union", "literal", "tagged-union"})
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "union", "literal",
+                        "tagged-union"})
 
 
 def _segments(system: str | None, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:

@@ -171,7 +171,8 @@ class LM(ABC):
         return frozenset()
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The answer constraint of ``request`` as this backend sends it (request fields by name; empty without one).
+        """The answer constraint of ``request`` as this backend sends it (request fields by name; empty
+        without one).
 
         The default names the notation for the mode: ``grammar`` (GBNF) and ``regex`` for
         "format" (a backend takes one of them), ``json_schema`` for "json". Backends override
@@ -197,7 +198,8 @@ class LM(ABC):
         if request.wants_logprobs() and not self.supports_logprobs:
             raise CapabilityError(
                 f"backend {self.spec!r} cannot return token logprobs; expected a request without "
-                f"logprobs/top_logprobs, got logprobs={request.logprobs}, top_logprobs={request.top_logprobs}",
+                f"logprobs/top_logprobs, got logprobs={request.logprobs}, "
+                f"top_logprobs={request.top_logprobs}",
                 backend=self.spec,
             )
         if request.stop and not self.supports_stop:
@@ -226,7 +228,8 @@ class LM(ABC):
 
 
 def openai_style_options(request: LMRequest) -> dict[str, Any]:
-    """The optional sampling fields of an OpenAI-style chat request (n, stop, seed, logprobs), set only when used.
+    """The optional sampling fields of an OpenAI-style chat request (n, stop, seed, logprobs), set only when
+    used.
 
     Shared by the OpenAI body and the DSPy/LiteLLM call, which take the same names.
     """

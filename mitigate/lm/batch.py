@@ -61,7 +61,8 @@ class BatchLimits(BaseModel):
 
 
 class BatchState(BaseModel):
-    """A provider batch's status and request counts, as last polled (``message``: why it failed, if it did)."""
+    """A provider batch's status and request counts, as last polled (``message``: why it failed, if it
+    did)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     batch_id: str
@@ -103,7 +104,8 @@ Group = tuple[str, list[Line]]
 
 def pack(groups: Sequence[Group], limits: BatchLimits, *, size: Callable[[Line], int] | None = None,
          overhead: int = 0) -> list[list[Group]]:
-    """Split requests into chunks that each respect ``limits`` (lines and bytes); a request's lines stay together.
+    """Split requests into chunks that each respect ``limits`` (lines and bytes); a request's lines stay
+    together.
 
     ``size(line)`` gives a line's bytes (default: its JSON length plus a newline); ``overhead``
     is added once per chunk. A request over the byte limit on its own raises :class:`ConfigError`.
@@ -115,8 +117,9 @@ def pack(groups: Sequence[Group], limits: BatchLimits, *, size: Callable[[Line],
     for key, lines in groups:
         n_bytes = sum(measure(line) for line in lines)
         if n_bytes + overhead > limits.max_bytes or len(lines) > limits.max_requests:
-            raise ConfigError(f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} bytes; "
-                              f"expected at most {limits.max_requests} lines and {limits.max_bytes - overhead} "
+            raise ConfigError(f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} "
+                              f"bytes; expected at most {limits.max_requests} lines and "
+                              f"{limits.max_bytes - overhead} "
                               "bytes (the provider's batch size limit)")
         if current and (count + len(lines) > limits.max_requests or used + n_bytes > limits.max_bytes):
             chunks.append(current)

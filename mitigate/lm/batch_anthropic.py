@@ -52,7 +52,7 @@ class AnthropicBatchAPI(BatchAPI):
     per_sample = True
     limits = BatchLimits(max_requests=100_000, max_bytes=256 * 1024 * 1024)
 
-    def __init__(self, lm: AnthropicLM) -> None:  # type: ignore[override]
+    def __init__(self, lm: AnthropicLM) -> None:
         super().__init__(lm)
         self.backend = lm
 
@@ -63,7 +63,8 @@ class AnthropicBatchAPI(BatchAPI):
             raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: anthropic.AnthropicError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.read_timeout,
+        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc),
+                         timeout=self.backend.read_timeout,
                          backend=self.backend.spec, api_key_env=self.backend.api_key_env,
                          status_error=anthropic.APIStatusError, timeout_error=anthropic.APITimeoutError,
                          connection_error=anthropic.APIConnectionError)
@@ -86,7 +87,7 @@ class AnthropicBatchAPI(BatchAPI):
     async def submit(self, local_id: str, lines: Sequence[Line]) -> str:
         """Create the batch (the API takes no tag; see :meth:`find`)."""
         client = self._client()
-        requests = [{"custom_id": cid, "params": body} for cid, body in lines]
+        requests: list[Any] = [{"custom_id": cid, "params": body} for cid, body in lines]  # JSON bodies
         batch = await self._call("batch create", lambda: client.messages.batches.create(requests=requests))
         return str(batch.id)
 
@@ -117,7 +118,8 @@ class AnthropicBatchAPI(BatchAPI):
         client = self._client()
         batch = await self._call("batch retrieve", lambda: client.messages.batches.retrieve(batch_id))
         c = batch.request_counts
-        return BatchState(batch_id=batch_id, status=batch.processing_status, ended=batch.processing_status == "ended",
+        return BatchState(batch_id=batch_id, status=batch.processing_status,
+                          ended=batch.processing_status == "ended",
                           total=c.processing + c.succeeded + c.errored + c.canceled + c.expired,
                           succeeded=c.succeeded, failed=c.errored + c.canceled + c.expired)
 

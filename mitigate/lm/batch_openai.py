@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, Final, TypeVar
 
 import openai
 
@@ -27,7 +28,7 @@ from mitigate.lm.openai import OpenAILM
 
 T = TypeVar("T")
 
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Final = "/v1/chat/completions"
 TAG = "mitigate_batch"
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 
@@ -39,7 +40,7 @@ class OpenAIBatchAPI(BatchAPI):
     per_sample = False
     limits = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
 
-    def __init__(self, lm: OpenAILM) -> None:  # type: ignore[override]
+    def __init__(self, lm: OpenAILM) -> None:
         super().__init__(lm)
         self.backend = lm
 
@@ -50,7 +51,8 @@ class OpenAIBatchAPI(BatchAPI):
             raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: openai.OpenAIError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc), timeout=self.backend.read_timeout,
+        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc),
+                         timeout=self.backend.read_timeout,
                          backend=self.backend.spec, api_key_env=self.backend.api_key_env,
                          status_error=openai.APIStatusError, timeout_error=openai.APITimeoutError,
                          connection_error=openai.APIConnectionError)
@@ -115,7 +117,7 @@ class OpenAIBatchAPI(BatchAPI):
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            content = await self._call("file content", lambda fid=file_id: client.files.content(fid))
+            content = await self._call("file content", partial(client.files.content, file_id))
             for text in content.text.splitlines():
                 if not text.strip():
                     continue

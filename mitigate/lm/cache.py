@@ -77,7 +77,8 @@ class CacheMiss(BaseException):
 
 @contextlib.contextmanager
 def cache_only() -> Iterator[None]:
-    """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or raises
+    """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or
+    raises
     :class:`CacheMiss`; no backend is called."""
     token = _CACHE_ONLY.set(True)
     try:
@@ -113,7 +114,8 @@ class LMCache:
         except OSError as exc:
             raise ConfigError(f"expected a writable cache directory at {target.parent}; got {exc}") from exc
         if target.is_dir():
-            raise ConfigError(f"expected an SQLite LM cache file at {target}; got a directory", path=str(target))
+            raise ConfigError(f"expected an SQLite LM cache file at {target}; got a directory",
+                              path=str(target))
         kind = path_kind(target)
         if kind not in (None, "a regular file"):  # a FIFO or a device: refused by what it is, never opened
             raise ConfigError(f"expected an SQLite LM cache file at {target}; it is {kind}", path=str(target))
@@ -122,15 +124,17 @@ class LMCache:
         self._damaged: str | None = None  # why the file is unusable (then every look-up is a miss)
         self._warned: set[str] = set()  # the causes reported so far (each once)
         try:
-            self._conn = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False, isolation_level=None)
+            self._conn = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False,
+                                         isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
         except sqlite3.OperationalError as exc:  # cannot open or write the file at all: the user must act
             cause = _trouble(exc)
             said = _TROUBLE[cause] if cause in _TROUBLE else str(exc)
-            raise ConfigError(f"expected a readable and writable SQLite LM cache at {target}; could not open it: "
-                              f"{said} ({exc}); pass --no-cache to run without one", path=str(target)) from exc
+            raise ConfigError(f"expected a readable and writable SQLite LM cache at {target}; could not open "
+                              f"it: {said} ({exc}); pass --no-cache to run without one",
+                              path=str(target)) from exc
         except sqlite3.DatabaseError as exc:  # the file is damaged (not a database, malformed): run uncached
             self._damaged = str(exc)
             self._warn(exc)
@@ -152,7 +156,8 @@ class LMCache:
         return self._damaged is not None
 
     def _warn(self, exc: BaseException) -> None:
-        """Report each cause once per cache object (the run goes on): damage (damaged parts are misses), or a cause
+        """Report each cause once per cache object (the run goes on): damage (damaged parts are misses), or a
+        cause
         that is not damage (a full disk ...: the answers concerned are not cached)."""
         cause = _trouble(exc)
         if cause in self._warned:
@@ -166,12 +171,13 @@ class LMCache:
                 stacklevel=3,
             )
         else:
-            warnings.warn(f"the LM cache {self.path} could not be used: {_TROUBLE[cause]} ({exc}); the answers "
-                          "concerned are not cached, the run goes on and the file is left as it is",
+            warnings.warn(f"the LM cache {self.path} could not be used: {_TROUBLE[cause]} ({exc}); the "
+                          "answers concerned are not cached, the run goes on and the file is left as it is",
                           CacheUnavailableWarning, stacklevel=3)
 
     def _guarded(self, default: T, op: Callable[[], T]) -> T:
-        """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a full disk,
+        """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a
+        full disk,
         an I/O error, or stays locked."""
         if self._damaged is not None:
             return default
@@ -189,7 +195,8 @@ class LMCache:
             row = self._conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
-            return row[0] if isinstance(row[0], str) else repr(row[0])  # a non-text entry fails to decode: a miss
+            # a non-text entry fails to decode: a miss
+            return row[0] if isinstance(row[0], str) else repr(row[0])
 
         return self._guarded(None, op)
 
@@ -242,7 +249,8 @@ class LMCache:
 
 
 _TROUBLE = {
-    "full": "no space left on the device (ENOSPC: SQLite reports the database or disk is full); free some space",
+    "full": "no space left on the device (ENOSPC: SQLite reports the database or disk is full); "
+            "free some space",
     "io": "a disk I/O error",
     "busy": "another process held its lock for more than 30 s",
     "readonly": "the file or its folder is read-only",
@@ -254,12 +262,15 @@ _CODES = {getattr(sqlite3, name): cause for name, cause in (
 
 
 def _trouble(exc: BaseException) -> str:
-    """Why SQLite failed, as a key of :data:`_TROUBLE` or ``"damaged"`` (malformed pages, not a database ...)."""
+    """Why SQLite failed, as a key of :data:`_TROUBLE` or ``"damaged"`` (malformed pages, not a database
+    ...)."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int) and (code & 0xFF) in _CODES:  # an extended code keeps its primary code in the low byte
+    # an extended code keeps its primary code in the low byte
+    if isinstance(code, int) and (code & 0xFF) in _CODES:
         return _CODES[code & 0xFF]
     text = str(exc).lower()
-    for words, cause in (("disk is full", "full"), ("no space", "full"), ("disk i/o", "io"), ("locked", "busy"),
+    for words, cause in (("disk is full", "full"), ("no space", "full"), ("disk i/o", "io"),
+                         ("locked", "busy"),
                          ("readonly", "readonly"), ("read-only", "readonly")):
         if words in text:
             return cause
@@ -288,7 +299,8 @@ class CachedLM(WrapperLM):
     ) -> tuple[T, bool]:
         """The decoded payload for ``key`` and whether it came without a call (stored, or a coalesced call).
 
-        A stored payload that ``decode`` rejects is a miss: the call is made and its answer replaces the entry.
+        A stored payload that ``decode`` rejects is a miss: the call is made and its answer replaces the
+        entry.
         """
         replace = False
         while True:

@@ -48,10 +48,12 @@ class AnswerConstraint(BaseModel):
 
 
 def tool_answer_fields(request: LMRequest) -> dict[str, Any]:
-    """The ``tools`` / ``tool_choice`` that make a model answer through the constraint's schema (Anthropic's forced
+    """The ``tools`` / ``tool_choice`` that make a model answer through the constraint's schema (Anthropic's
+    forced
     tool call; empty without a constraint)."""
     c = request.constraint
     if c is None:
         return {}
-    tool = {"name": c.name, "description": f"Record the judge's answer: {c.describe}", "input_schema": c.json_schema}
+    tool = {"name": c.name, "description": f"Record the judge's answer: {c.describe}",
+            "input_schema": c.json_schema}
     return {"tools": [tool], "tool_choice": {"type": "tool", "name": c.name}}

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mitigate.lm.retry import RetryPolicy
 
-_CLOCK: contextvars.ContextVar[RequestClock | None] = contextvars.ContextVar("mitigate_request_clock", default=None)
+_CLOCK: contextvars.ContextVar[RequestClock | None] = contextvars.ContextVar("mitigate_request_clock",
+                                                                             default=None)
 
 
 class RequestClock:
@@ -49,7 +50,8 @@ class RequestClock:
         return self.spent + (time.monotonic() - self._since if self._active else 0.0)
 
     def begin(self, deadline: float) -> float:
-        """Start an exchange with the server: the seconds it may take, what is left of ``deadline`` (bound it with
+        """Start an exchange with the server: the seconds it may take, what is left of ``deadline`` (bound it
+        with
         ``asyncio.timeout``); TimeoutError when nothing is left. Pair with :meth:`end` (in a ``finally``)."""
         now = time.monotonic()
         left = deadline - self.spent - (now - self._since if self._active else 0.0)

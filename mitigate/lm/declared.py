@@ -1,4 +1,5 @@
-"""A backend as its declared facts, with no client: the requests a judge would send, rendered and checked, never sent.
+"""A backend as its declared facts, with no client: the requests a judge would send, rendered and checked,
+never sent.
 
 Commands that make no LM call (``mitigate prompts render``, ``--dry-run``) still need a few
 facts about the backend: whether it returns token logprobs (``--scoring auto`` and expected
@@ -59,7 +60,8 @@ class DeclaredLM(LM):
     network backend (``--max-prompt-chars``, ``--max-samples``).
     """
 
-    def __init__(self, provider: str, model: str, facts: BackendFacts, options: Mapping[str, Any] | None = None,
+    def __init__(self, provider: str, model: str, facts: BackendFacts,
+                 options: Mapping[str, Any] | None = None,
                  *, limits: Any | None = None) -> None:
         self.provider = provider
         self.model = model
@@ -88,7 +90,8 @@ class DeclaredLM(LM):
         return self.facts.fields(request, self.options)
 
     def check(self, request: LMRequest) -> None:
-        """The backend's refusals: an unsupported constraint, logprobs, stop or temperature, an oversized request."""
+        """The backend's refusals: an unsupported constraint, logprobs, stop or temperature, an oversized
+        request."""
         if self.limits is not None:
             from mitigate.lm.http import check_request_size
 
@@ -102,5 +105,5 @@ class DeclaredLM(LM):
     async def complete(self, request: LMRequest) -> LMResponse:
         """Never sends: a declared backend only renders and checks requests."""
         raise CapabilityError(
-            f"backend {self.spec!r} was declared for rendering requests only (no client was built); expected a "
-            "backend from mitigate.lm.get() to send a request", backend=self.spec)
+            f"backend {self.spec!r} was declared for rendering requests only (no client was built); expected "
+            "a backend from mitigate.lm.get() to send a request", backend=self.spec)

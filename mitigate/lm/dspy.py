@@ -68,12 +68,14 @@ from mitigate.lm.http import (
 from mitigate.lm.scrub import Scrubber
 
 ENV_KEY_MIN_CHARS = 8
-"""A ``*_API_KEY`` variable's value is treated as a secret from this length on (shorter ones are no real keys)."""
+"""A ``*_API_KEY`` variable's value is treated as a secret from this length on (shorter ones are no real
+keys)."""
 
 
 def environment_keys() -> tuple[str, ...]:
     """The values of the ``*_API_KEY`` environment variables LiteLLM may send (8 characters or more)."""
-    return tuple(v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= ENV_KEY_MIN_CHARS)
+    return tuple(v for k, v in os.environ.items() if k.upper().endswith("API_KEY")
+                 and len(v) >= ENV_KEY_MIN_CHARS)
 
 
 def _silence_messages_deprecation() -> None:
@@ -118,7 +120,8 @@ def _token_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
         TokenLogprob(
             token=str(_get(t, "token")),
             logprob=float(_get(t, "logprob")),
-            top=tuple((str(_get(a, "token")), float(_get(a, "logprob"))) for a in (_get(t, "top_logprobs") or [])),
+            top=tuple((str(_get(a, "token")), float(_get(a, "logprob")))
+                      for a in (_get(t, "top_logprobs") or [])),
         )
         for t in content
     )
@@ -164,7 +167,8 @@ class DSPyLM(LM):
 
     def __init__(
         self, model: str, *, api_base: str | None = None, api_key: str | None = None,
-        base_url: str | None = None, timeout: float | None = None, limits: Limits | None = None, **lm_kwargs: Any,
+        base_url: str | None = None, timeout: float | None = None, limits: Limits | None = None,
+        **lm_kwargs: Any,
     ) -> None:
         self.model = validate_spec_part("DSPy/LiteLLM model id", model)
         self.limits = check_limits(limits, backend=f"dspy:{model}")
@@ -196,7 +200,8 @@ class DSPyLM(LM):
 
     def _kwargs(self, request: LMRequest) -> dict[str, Any]:
         """Per-call sampling arguments for ``dspy.LM``."""
-        return {"temperature": request.temperature, "max_tokens": request.max_tokens, **openai_style_options(request)}
+        return {"temperature": request.temperature, "max_tokens": request.max_tokens,
+                **openai_style_options(request)}
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run ``request`` through ``dspy.LM`` (see the module docstring)."""
@@ -227,15 +232,16 @@ class DSPyLM(LM):
                 raise self._translate(exc) from exc
             return self.scrubber.response(self._response(request, list(outputs or []), lm))
         except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
-            raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed; its chain is kept unless it shows a key
+            # the same error, scrubbed; its chain is kept unless it shows a key
+            raise self.scrubber.error(exc)  # noqa: B904
 
     def _response(self, request: LMRequest, outputs: list[Any], lm: Any) -> LMResponse:
         if not outputs:
             raise malformed(self.identity(), "no choices", "at least one output", backend=self.spec)
         if len(outputs) != request.n:
             raise CapabilityError(
-                f"{self.identity()} was asked for n={request.n} samples and returned {len(outputs)}; expected "
-                "exactly n outputs",
+                f"{self.identity()} was asked for n={request.n} samples and returned {len(outputs)}; "
+                "expected exactly n outputs",
                 backend=self.spec,
             )
         choices = []
@@ -246,8 +252,8 @@ class DSPyLM(LM):
                 logprobs = None if isinstance(out, str) else _token_logprobs(_get(out, "logprobs"))
                 if logprobs is None:
                     raise CapabilityError(
-                        f"{self.identity()} returned no token logprobs although the request asked for them; this "
-                        "provider/model (through LiteLLM) does not provide logprobs",
+                        f"{self.identity()} returned no token logprobs although the request asked for them; "
+                        "this provider/model (through LiteLLM) does not provide logprobs",
                         backend=self.spec,
                     )
             if not isinstance(text, str):
@@ -257,21 +263,26 @@ class DSPyLM(LM):
         fields = AnswerFields(self.identity(), self.spec)
         raw_usage = entry.get("usage") or {}
         details = _get(raw_usage, "prompt_tokens_details") or {}
-        usage = Usage(  # LiteLLM reports OpenAI's cached_tokens, and Anthropic's cache reads and writes as well
+        # LiteLLM reports OpenAI's cached_tokens, and Anthropic's cache reads and writes as well
+        usage = Usage(
             prompt_tokens=fields.count(_get(raw_usage, "prompt_tokens"), "usage.prompt_tokens"),
             completion_tokens=fields.count(_get(raw_usage, "completion_tokens"), "usage.completion_tokens"),
-            cached_prompt_tokens=fields.count(_get(details, "cached_tokens") or _get(raw_usage, "cache_read_input_tokens"),
+            cached_prompt_tokens=fields.count(_get(details, "cached_tokens")
+                                              or _get(raw_usage, "cache_read_input_tokens"),
                                               "usage.cached_tokens"),
             cache_write_tokens=fields.count(_get(details, "cache_creation_tokens")
-                                            or _get(raw_usage, "cache_creation_input_tokens"), "usage.cache_creation_tokens"),
+                                            or _get(raw_usage, "cache_creation_input_tokens"),
+                                            "usage.cache_creation_tokens"),
         )
         cost = entry.get("cost")
         if cost is None and self.api_base is None:
             cost = pricing.cost(self.model, usage)
-        elif cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9):
+        elif cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)
+                                   or not 0 <= cost < 1e9):
             raise fields.error("cost", "a number of dollars >= 0", cost)
         model = fields.optional_text(entry.get("response_model"), "model") or self.model
-        return LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=None if cost is None else float(cost))
+        return LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=None if cost is None
+                          else float(cost))
 
     def _translate(self, exc: Exception) -> MitigateError:
         """Map DSPy/LiteLLM errors to TransientLMError (retryable) or LMCallError, without the key."""

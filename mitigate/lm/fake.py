@@ -83,7 +83,8 @@ class FakeLM(LM):
     supports_stop = True
 
     def __init__(
-        self, responses: Script, *, logprobs: bool = False, model: str = "", constraint_modes: Sequence[str] = (),
+        self, responses: Script, *, logprobs: bool = False, model: str = "",
+        constraint_modes: Sequence[str] = (),
         loglikelihood: Callable[[str, str], float] | None = None,
     ) -> None:
         if callable(responses):
@@ -112,7 +113,8 @@ class FakeLM(LM):
         self.likelihood_requests: list[tuple[str, str]] = []
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """The scripted log-likelihood of ``continuation`` after ``context``; CapabilityError when none was given."""
+        """The scripted log-likelihood of ``continuation`` after ``context``; CapabilityError when none was
+        given."""
         if self._loglikelihood is None:
             return await super().loglikelihood(context, continuation)
         self.likelihood_requests.append((context, continuation))

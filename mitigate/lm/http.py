@@ -47,7 +47,8 @@ def check_base_url(url: str, *, backend: str) -> str:
     of being retried as a connection failure on every call.
     """
     if not isinstance(url, str):
-        raise ConfigError(f"expected the base URL of {backend} as a str; got {type(url).__name__}", backend=backend)
+        raise ConfigError(f"expected the base URL of {backend} as a str; got {type(url).__name__}",
+                          backend=backend)
     try:
         shown = public_url(url)
     except ValueError:  # a port that is not a number: the URL as given, minus anything before an '@'
@@ -68,24 +69,27 @@ def check_base_url(url: str, *, backend: str) -> str:
         ) from None
     if parts.username is not None or parts.password is not None:
         raise ConfigError(
-            f"expected the base URL of {backend} without credentials (user:password@); got {shown!r} with them: "
-            "they are not sent; pass the key through the API key variable instead",
+            f"expected the base URL of {backend} without credentials (user:password@); got {shown!r} with "
+            "them: they are not sent; pass the key through the API key variable instead",
             backend=backend,
         )
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            f"expected the base URL of {backend} as http(s)://host[:port][/path], e.g. http://localhost:8000/v1; "
-            f"got {shown!r}",
+            f"expected the base URL of {backend} as http(s)://host[:port][/path], e.g. "
+            f"http://localhost:8000/v1; got {shown!r}",
             backend=backend,
         )
     return url.rstrip("/")
 
 
 def no_cookies() -> Any:
-    """A cookie jar (``http.cookiejar.CookieJar``) that keeps nothing, for the SDKs' HTTP clients: an API call needs
-    no cookie, and one kept from a hostile answer (a value the client cannot encode) would break every later request
+    """A cookie jar (``http.cookiejar.CookieJar``) that keeps nothing, for the SDKs' HTTP clients: an API call
+    needs
+    no cookie, and one kept from a hostile answer (a value the client cannot encode) would break every later
+    request
     of the backend."""
-    import http.cookiejar  # here: it loads urllib.request, which the direct transport never needs (a faster start)
+    # here: it loads urllib.request, which the direct transport never needs (a faster start)
+    import http.cookiejar
 
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
@@ -115,7 +119,8 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 
 def _host_of(url: str) -> str:
-    """The scheme, host and port of ``url`` (credentials, path and query dropped); the text itself, cut, if it is not
+    """The scheme, host and port of ``url`` (credentials, path and query dropped); the text itself, cut, if it
+    is not
     a URL."""
     try:
         parts = urlsplit(url)
@@ -138,16 +143,19 @@ def http_error(
 ) -> LMCallError:
     """The error for an HTTP status other than 2xx: retryable statuses give TransientLMError (with the
     server's Retry-After), a redirect LMCallError naming both servers (API calls are never redirected),
-    a status outside 100-599 a malformed answer, others LMCallError (with a hint to check the key on 401/403)."""
+    a status outside 100-599 a malformed answer, others LMCallError (with a hint to check the key on
+    401/403)."""
     if not 100 <= status <= 599:
-        return not_http(where, "a status line that is not HTTP", "an HTTP status from 100 to 599", str(status),
+        return not_http(where, "a status line that is not HTTP", "an HTTP status from 100 to 599",
+                        str(status),
                         backend=backend)
     if 300 <= status <= 399:
         location = _header(headers, "location")
         to = f"to {_host_of(location)}" if location else "without a Location"
         return LMCallError(
-            f"{where} answered HTTP {status}, a redirect {to}; API calls are not redirected (an answer from another "
-            f"server would be stored under this one's name): expected an answer from {_origin(where)}; point --base-url "
+            f"{where} answered HTTP {status}, a redirect {to}; API calls are not redirected (an answer from "
+            "another server would be stored under this one's name): expected an answer from "
+            f"{_origin(where)}; point --base-url "
             "at the server that answers", status=status, backend=backend, reason="redirect")
     if is_retryable_status(status):
         return TransientLMError(
@@ -161,17 +169,21 @@ def http_error(
 
 
 Phase = Literal["answer", "body"]
-"""Where an exchange was when a client exception came: waiting for the ``answer`` (connecting, sending, reading the
+"""Where an exchange was when a client exception came: waiting for the ``answer`` (connecting, sending,
+reading the
 status line and headers) or reading its ``body``."""
 
-_CLIENT_MODULES = ("aiohttp", "httpx", "httpcore", "h11", "h2", "openai", "anthropic", "litellm", "ssl", "asyncio",
+_CLIENT_MODULES = ("aiohttp", "httpx", "httpcore", "h11", "h2", "openai", "anthropic", "litellm", "ssl",
+                   "asyncio",
                    "socket")
 _TIMEOUT_NAMES = ("Timeout",)
 _NOT_HTTP_STATUS = ("status line", "expected http/", "invalid status", "bad status", "status code")
 _NOT_DECODABLE = ("decompress", "decodingerror", "content-encoding", "content encoding", "can not decode")
-_NOT_HTTP_FRAMING = ("chunk size", "chunk header", "chunk extension", "bad content-length", "in content-length",
+_NOT_HTTP_FRAMING = ("chunk size", "chunk header", "chunk extension", "bad content-length",
+                     "in content-length",
                      "transfer-encoding can't", "invalid chunk", "illegal chunk", "content-length can't")
-_NOT_HTTP_HEADERS = ("receive buffer too long", "got more than", "too many headers", "header", "line too long",
+_NOT_HTTP_HEADERS = ("receive buffer too long", "got more than", "too many headers", "header",
+                     "line too long",
                      "malformed data", "illegal request line", "bad http message")
 _SHORT_BODY = ("not enough data", "complete message body", "payload is not completed", "incomplete chunked",
                "incompleteread")
@@ -196,17 +208,20 @@ def _said(exc: BaseException) -> str:
 
 
 def is_client_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an error it was raised from) comes from the HTTP client or the network, not from a bug."""
+    """Whether ``exc`` (or an error it was raised from) comes from the HTTP client or the network, not from a
+    bug."""
     for e in _chain(exc):
         if isinstance(e, OSError | TimeoutError | EOFError | asyncio.IncompleteReadError):
             return True
         module = type(e).__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: the same clients
-        if module in _CLIENT_MODULES and not isinstance(e, TypeError | AttributeError | NameError | AssertionError):
+        programming = TypeError | AttributeError | NameError | AssertionError
+        if module in _CLIENT_MODULES and not isinstance(e, programming):
             return True
     return False
 
 
-def transport_error(exc: BaseException, *, where: str, backend: str, timeout: float, phase: Phase) -> MitigateError:
+def transport_error(exc: BaseException, *, where: str, backend: str, timeout: float,
+                    phase: Phase) -> MitigateError:
     """What a client exception says happened, as one typed error naming the server.
 
     * nothing came for ``timeout`` seconds: TransientLMError, ``reason="timeout"``;
@@ -242,20 +257,25 @@ def transport_error(exc: BaseException, *, where: str, backend: str, timeout: fl
                                 f"(retryable): {short}", backend=backend, reason="cut")
     headers = first(*_NOT_HTTP_HEADERS)
     if headers is not None:
-        return not_http(where, "headers that are not HTTP or too large", "HTTP headers within the client's limits",
+        return not_http(where, "headers that are not HTTP or too large",
+                        "HTTP headers within the client's limits",
                         headers, backend=backend)
     protocol = next((text for e, text in said if "ProtocolError" in type(e).__name__
-                     or type(e).__name__ in ("ClientResponseError", "BadHttpMessage", "HttpProcessingError")), None)
+                     or type(e).__name__ in ("ClientResponseError", "BadHttpMessage", "HttpProcessingError")),
+                    None)
     closed = first("disconnected", "closed", "reset", "broken pipe", "eof") or next(
-        (text for e, text in said if isinstance(e, ConnectionResetError | ConnectionAbortedError | BrokenPipeError
+        (text for e, text in said
+         if isinstance(e, ConnectionResetError | ConnectionAbortedError | BrokenPipeError
                                                 | EOFError | asyncio.IncompleteReadError)
          or type(e).__name__ == "ReadError"), None)
-    timed = next((text for e, text in said if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__), None)
+    timed = next((text for e, text in said if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__),
+                 None)
     if protocol is not None and closed is None and timed is None:
-        return not_http(where, "an answer that is not HTTP", "an HTTP/1.1 response", protocol, backend=backend)
+        return not_http(where, "an answer that is not HTTP", "an HTTP/1.1 response", protocol,
+                        backend=backend)
     if phase == "body" and closed is not None:
-        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came (retryable): "
-                                f"{closed}", backend=backend, reason="cut")
+        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came "
+                                f"(retryable): {closed}", backend=backend, reason="cut")
     refused = next((text for e, text in said if isinstance(e, ConnectionRefusedError | socket.gaierror)
                     or "Connector" in type(e).__name__ or type(e).__name__ == "ConnectError"), None)
     if refused is not None:
@@ -268,8 +288,8 @@ def transport_error(exc: BaseException, *, where: str, backend: str, timeout: fl
         return TransientLMError(f"{where} sent nothing for {timeout:g} s (--timeout; retryable): {timed}",
                                 backend=backend, reason="timeout")
     if phase == "body":
-        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came (retryable): "
-                                f"{said[0][1]}", backend=backend, reason="cut")
+        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came "
+                                f"(retryable): {said[0][1]}", backend=backend, reason="cut")
     os_error = next((text for e, text in said if isinstance(e, OSError)), None)
     if os_error is not None:
         return TransientLMError(f"{where} connection failed (retryable): {os_error}", backend=backend,
@@ -278,7 +298,8 @@ def transport_error(exc: BaseException, *, where: str, backend: str, timeout: fl
 
 
 def not_http(where: str, what: str, expected: str, got: str, *, backend: str) -> LMCallError:
-    """The error of an answer whose status line or headers are not HTTP (not retried: the server answers so again)."""
+    """The error of an answer whose status line or headers are not HTTP (not retried: the server answers so
+    again)."""
     return LMCallError(f"{where} answered with {what}; expected {expected}; got {got}", backend=backend,
                        reason="malformed", kind=what)
 
@@ -304,8 +325,9 @@ def sdk_error(
     """
     if isinstance(exc, status_error):
         response = getattr(exc, "response", None)
-        return http_error(where, exc.status_code, getattr(response, "headers", None), detail,  # type: ignore[attr-defined]
-                          api_key_env=api_key_env, backend=backend)
+        return http_error(where, exc.status_code,  # type: ignore[attr-defined]
+                          getattr(response, "headers", None), detail, api_key_env=api_key_env,
+                          backend=backend)
     if isinstance(exc, timeout_error | connection_error) or is_client_failure(exc):
         return transport_error(exc, where=where, backend=backend, timeout=timeout, phase=phase)
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
@@ -373,13 +395,15 @@ def check_limits(limits: Limits | None, *, backend: str) -> Limits:
     if limits is None:
         return Limits()
     if not isinstance(limits, Limits):
-        raise ConfigError(f"expected limits= of {backend} as a mitigate.lm.http.Limits; got {type(limits).__name__}",
+        raise ConfigError(f"expected limits= of {backend} as a mitigate.lm.http.Limits; got "
+                          f"{type(limits).__name__}",
                           backend=backend)
     return limits
 
 
 def check_request_size(request: LMRequest, limits: Limits, *, backend: str) -> None:
-    """Refuse, before sending, a request asking for more samples or holding a longer prompt than ``limits`` allow."""
+    """Refuse, before sending, a request asking for more samples or holding a longer prompt than ``limits``
+    allow."""
     if request.n > limits.max_samples:
         raise ConfigError(
             f"{backend} was asked for n={request.n} samples in one request; expected at most "
@@ -387,23 +411,28 @@ def check_request_size(request: LMRequest, limits: Limits, *, backend: str) -> N
     chars = sum(len(m.content) for m in request.messages)
     if chars > limits.max_prompt_chars:
         raise DataError(
-            f"the prompt for {backend} is {chars:,} characters (about {chars // 4:,} tokens); expected at most "
-            f"max_prompt_chars={limits.max_prompt_chars:,} (--max-prompt-chars); it was not sent", backend=backend)
+            f"the prompt for {backend} is {chars:,} characters (about {chars // 4:,} tokens); expected at "
+            f"most max_prompt_chars={limits.max_prompt_chars:,} (--max-prompt-chars); it was not sent",
+            backend=backend)
 
 
-def deadline_error(where: str, deadline: float, *, backend: str, got: int = 0, attempts: int = 1) -> LMCallError:
-    """The error of a request whose attempts together did not finish within its deadline (not retried: a hung server
+def deadline_error(where: str, deadline: float, *, backend: str, got: int = 0,
+                   attempts: int = 1) -> LMCallError:
+    """The error of a request whose attempts together did not finish within its deadline (not retried: a hung
+    server
     stays hung); see :mod:`mitigate.lm.deadline`."""
     so_far = f"; {got:,} bytes of the answer had come" if got else "; no answer had come"
     over = f" over {attempts} attempts" if attempts > 1 else ""
     return LMCallError(
-        f"{where} did not finish answering within the deadline of {deadline:g} s (time on the server, connect to last "
-        f"byte{over}){so_far}: the server is hung or trickling its answer (--deadline sets the limit)",
+        f"{where} did not finish answering within the deadline of {deadline:g} s (time on the server, "
+        f"connect to last byte{over}){so_far}: the server is hung or trickling its answer (--deadline "
+        "sets the limit)",
         backend=backend, reason="deadline")
 
 
 class Exchange:
-    """What one exchange with a server showed so far: its HTTP ``status`` (0 before one came), ``headers`` and the
+    """What one exchange with a server showed so far: its HTTP ``status`` (0 before one came), ``headers`` and
+    the
     bytes of the body read (``got``); the rate limiter and the deadline's message read it."""
 
     __slots__ = ("got", "headers", "status")
@@ -438,7 +467,8 @@ async def read_head(chunks: AsyncIterator[bytes], limit: int = ERROR_BODY_BYTES)
 
 
 def malformed(where: str, kind: str, detail: str, *, backend: str) -> LMCallError:
-    """The error of an HTTP 200 whose body is not a usable answer; ``kind`` groups repeats for the circuit breaker."""
+    """The error of an HTTP 200 whose body is not a usable answer; ``kind`` groups repeats for the circuit
+    breaker."""
     return LMCallError(f"{where} answered HTTP 200 with {kind}; expected {detail}", backend=backend,
                        reason="malformed", kind=kind)
 
@@ -449,15 +479,17 @@ def _looks(data: bytes) -> str:
 
 
 async def read_capped(chunks: AsyncIterator[bytes], cap: int, *, where: str, backend: str) -> bytes:
-    """The body from ``chunks``; reading stops, with a non-retryable LMCallError, once it passes ``cap`` bytes."""
+    """The body from ``chunks``; reading stops, with a non-retryable LMCallError, once it passes ``cap``
+    bytes."""
     parts: list[bytes] = []
     size = 0
     async for chunk in chunks:
         size += len(chunk)
         if size > cap:
             raise LMCallError(
-                f"{where} answered with a body of more than {cap:,} bytes; expected at most max_response_bytes="
-                f"{cap:,} (--max-response-bytes); reading stopped there", backend=backend, reason="malformed",
+                f"{where} answered with a body of more than {cap:,} bytes; expected at most "
+                f"max_response_bytes={cap:,} (--max-response-bytes); reading stopped there", backend=backend,
+                reason="malformed",
                 kind="an answer body over the size cap")
         parts.append(chunk)
     return b"".join(parts)

@@ -64,6 +64,9 @@ How it works, and the choices made:
   samples one after another with seeds ``seed, seed + 1, ...`` (``seed`` is the request's,
   else the backend's). Reported logprobs are the model's raw log-softmax (temperature 1),
   whatever the sampling temperature.
+
+Size: over 600 lines because one backend holds model loading, chat templates, grammar constraints,
+logprobs and the scoring of multi-token numbers.
 """
 
 from __future__ import annotations
@@ -306,7 +309,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
 
 
 def grammar_fields(request: LMRequest) -> dict[str, Any]:
-    """How the embedded backend takes a request's constraint: its GBNF grammar (mode "format") or the JSON schema a
+    """How the embedded backend takes a request's constraint: its GBNF grammar (mode "format") or the JSON
+    schema a
     grammar is compiled from (mode "json"); empty without one."""
     c = request.constraint
     if c is None:
@@ -443,7 +447,8 @@ class LlamaCppLM(LM):
     # ------------------------------------------------------------------ KV state
 
     def _keep_prefix(self, loaded: _Loaded, tokens: list[int], limit: int) -> int:
-        """Keep at most ``limit`` tokens of the cached history that ``tokens`` starts with; return how many."""
+        """Keep at most ``limit`` tokens of the cached history that ``tokens`` starts with; return how
+        many."""
         llm = loaded.llm
         llama_cpp = _require_llama_cpp()
         keep = 0
@@ -532,8 +537,9 @@ class LlamaCppLM(LM):
                 break
         else:
             raise LMCallError(
-                f"the chat template of {loaded.name!r} rewrites message text, so the text cannot be kept apart from "
-                "the template's special tokens; expected a template that inserts each message's content as it is",
+                f"the chat template of {loaded.name!r} rewrites message text, so the text cannot be kept "
+                "apart from the template's special tokens; expected a template that inserts each message's "
+                "content as it is",
                 backend=self.spec,
             )
         llm = loaded.llm
@@ -597,7 +603,8 @@ class LlamaCppLM(LM):
                     break
                 generated.append(token)
                 if want_lp:
-                    row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(loaded.n_vocab,))
+                    row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
+                                                shape=(loaded.n_vocab,))
                     lp = _log_softmax(row)
                     top: tuple[tuple[str, float], ...] = ()
                     if k > 0:

@@ -85,6 +85,9 @@ Errors
     the API says (:mod:`mitigate.lm.answer_fields`), is a malformed LMCallError naming the
     field and the server; a connection closed mid-answer is retryable. Everything returned or
     raised has the key taken out first (:mod:`mitigate.lm.scrub`).
+
+Size: over 600 lines because one backend holds the request body, the SDK and HTTP paths, guided
+decoding for several servers and the error mapping.
 """
 
 from __future__ import annotations
@@ -151,14 +154,16 @@ TRANSPORTS = ("auto", "direct", "sdk", "aiohttp", "httpx")
 
 
 def _sdk() -> Any:
-    """The ``openai`` SDK module, imported on first use (the direct transport never needs it: a faster start)."""
+    """The ``openai`` SDK module, imported on first use (the direct transport never needs it: a faster
+    start)."""
     import openai
 
     return openai
 
 
 def _raw_response_class() -> Any:
-    """``httpx.Response``: for it the SDK returns its raw HTTP response (with the rate-limit headers); None without
+    """``httpx.Response``: for it the SDK returns its raw HTTP response (with the rate-limit headers); None
+    without
     httpx."""
     try:
         import httpx
@@ -168,7 +173,8 @@ def _raw_response_class() -> Any:
 
 GuidedServer = Literal["openai", "vllm", "vllm-legacy", "sglang", "llamacpp"]
 _GUIDED = ("openai", "vllm", "vllm-legacy", "sglang", "llamacpp")
-_STRUCTURED_PREFIXES = ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+_STRUCTURED_PREFIXES = ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4",
+                        "chatgpt-4o")
 _NO_STRUCTURED = ("gpt-4o-2024-05-13", "o1-mini", "o1-preview")
 
 
@@ -179,7 +185,8 @@ def structured_outputs_model(model: str) -> bool:
 
 
 def constraint_modes_for(model: str, base_url: str | None, guided: str | None) -> frozenset[str]:
-    """The answer-constraint modes of ``model``: "json" on structured-outputs models of the official API and on
+    """The answer-constraint modes of ``model``: "json" on structured-outputs models of the official API and
+    on
     declared servers; "format" too on named guided-decoding servers; none on an undeclared server."""
     if base_url is None:
         return frozenset({"json"}) if structured_outputs_model(model) else frozenset()
@@ -291,35 +298,39 @@ class OpenAILM(LM):
             raise ConfigError(
                 f"expected transport to be 'auto', 'direct', 'sdk', 'aiohttp' or 'httpx'; got {transport!r}"
             )
-        if transport == "auto":  # the cheapest client that behaves the same; the SDK only for a client of yours
+        # the cheapest client that behaves the same; the SDK only for a client of yours
+        if transport == "auto":
             transport = "direct" if http_client is None and importlib.util.find_spec("aiohttp") else "sdk"
         if transport == "direct" and importlib.util.find_spec("aiohttp") is None:
-            raise ConfigError("transport='direct' needs aiohttp; expected it installed (pip install 'mitigate[openai]' "
-                              "or pip install aiohttp)")
+            raise ConfigError("transport='direct' needs aiohttp; expected it installed (pip install "
+                              "'mitigate[openai]' or pip install aiohttp)")
         if transport != "direct" and importlib.util.find_spec("openai") is None:
             raise BackendSpecError(
-                f"backend spec 'openai:{model}' needs the 'openai' package (or aiohttp for its direct client), and "
-                "neither is installed; expected them importable (pip install 'mitigate[openai]')",
+                f"backend spec 'openai:{model}' needs the 'openai' package (or aiohttp for its direct "
+                "client), and neither is installed; expected them importable (pip install "
+                "'mitigate[openai]')",
                 spec=f"openai:{model}",
             )
         if transport == "aiohttp" and not _aiohttp_available():
             raise ConfigError(
-                "transport='aiohttp' needs aiohttp and an openai SDK with DefaultAioHttpClient; expected both "
-                "installed (pip install 'openai[aiohttp]'); one is missing"
+                "transport='aiohttp' needs aiohttp and an openai SDK with DefaultAioHttpClient; expected "
+                "both installed (pip install 'openai[aiohttp]'); one is missing"
             )
         self.transport = transport
         self._api_key = SecretStr(key)
         self.scrubber = Scrubber((key,))
         """Takes the key out of everything this backend returns or raises."""
         self._http_client = http_client
-        self._client: openai.AsyncOpenAI | None = None  # the SDK client (transports other than direct, batches)
+        # the SDK client (transports other than direct, batches)
+        self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._session: Any = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self._session_keeper: asyncio.Task[None] | None = None
 
     def constraint_modes(self) -> frozenset[str]:
-        """"json" on structured-outputs models and declared servers; "format" on named guided-decoding servers."""
+        """"json" on structured-outputs models and declared servers; "format" on named guided-decoding
+        servers."""
         return constraint_modes_for(self.model, self.base_url, self.guided)
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
@@ -327,7 +338,8 @@ class OpenAILM(LM):
         return constraint_fields(request, self.guided)
 
     def check(self, request: LMRequest) -> None:
-        """The base checks and the request's size (:class:`~mitigate.lm.http.Limits`), with a hint on how to declare
+        """The base checks and the request's size (:class:`~mitigate.lm.http.Limits`), with a hint on how to
+        declare
         a server's guided decoding."""
         check_request_size(request, self.limits, backend=self.spec)
         try:
@@ -407,7 +419,8 @@ class OpenAILM(LM):
         return body
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Run one chat completion within what is left of the request's deadline, paced by the rate limiter. See the
+        """Run one chat completion within what is left of the request's deadline, paced by the rate limiter.
+        See the
         module docstring for the mapping and errors."""
         self.check(request)
         limiter = self.limiter
@@ -425,19 +438,23 @@ class OpenAILM(LM):
                 finally:
                     clock.end()
             except TimeoutError:
-                raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=exchange.got,
+                raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec,
+                                     got=exchange.got,
                                      attempts=clock.attempts) from None
             finally:
                 if limiter is not None and ticket is not None:
                     status = exchange.status
                     limiter.release(ticket, status=status, headers=exchange.headers,
-                                    retry_after=parse_retry_after(exchange.headers) if status == 429 else None)
+                                    retry_after=parse_retry_after(exchange.headers) if status == 429
+                                    else None)
             return self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
-            raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed; its chain is kept unless it shows a key
+            # the same error, scrubbed; its chain is kept unless it shows a key
+            raise self.scrubber.error(exc)  # noqa: B904
 
     async def _post_sdk(self, body: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
-        """POST the body through the SDK client (redirects not followed); the answer is read up to the size cap."""
+        """POST the body through the SDK client (redirects not followed); the answer is read up to the size
+        cap."""
         client = self._get_client()
         openai = _sdk()
         where = self.identity()
@@ -468,24 +485,29 @@ class OpenAILM(LM):
         finally:
             with contextlib.suppress(Exception):
                 await resp.aclose()
-        return decode_json_object(data, where=where, backend=self.spec, expected="a JSON chat.completion object")
+        return decode_json_object(data, where=where, backend=self.spec,
+                                  expected="a JSON chat.completion object")
 
     def chat_body(self, request: LMRequest) -> dict[str, Any]:
         """The JSON body of ``POST /chat/completions`` for ``request`` (also a batch line's ``body``)."""
         self.check(request)
         return self._body(request)
 
-    def parse_chat_completion(self, request: LMRequest, raw: dict[str, Any], *, batch: bool = False) -> LMResponse:
-        """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse` (the key taken
+    def parse_chat_completion(self, request: LMRequest, raw: dict[str, Any], *,
+                              batch: bool = False) -> LMResponse:
+        """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse` (the
+        key taken
         out of it, and out of the error of a malformed one)."""
         try:
             response = self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:
             raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed
-        return response.model_copy(update={"cost_usd": self.cost_of(response.usage, batch=True)}) if batch else response
+        return response.model_copy(update={"cost_usd": self.cost_of(response.usage,
+                                                                    batch=True)}) if batch else response
 
     def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
-        """The list-price cost of ``usage`` on this model (None on a ``base_url`` server or an unknown model)."""
+        """The list-price cost of ``usage`` on this model (None on a ``base_url`` server or an unknown
+        model)."""
         return pricing.cost(self.model, usage, batch=batch) if self.base_url is None else None
 
     def sdk_client(self) -> openai.AsyncOpenAI:
@@ -493,7 +515,8 @@ class OpenAILM(LM):
         return self._get_client()
 
     def _response(self, request: LMRequest, raw: dict[str, Any]) -> LMResponse:
-        """Turn a chat.completion JSON object into an :class:`LMResponse`; a field that is not what the API says is a
+        """Turn a chat.completion JSON object into an :class:`LMResponse`; a field that is not what the API
+        says is a
         typed malformed LMCallError naming it (:mod:`mitigate.lm.answer_fields`)."""
         where = self.identity()
         fields = AnswerFields(where, self.spec)
@@ -527,7 +550,8 @@ class OpenAILM(LM):
         cost = pricing.cost(self.model, usage) if self.base_url is None else None
         return LMResponse(choices=tuple(choices), usage=usage, model=model or self.model, cost_usd=cost)
 
-    def _logprobs(self, request: LMRequest, rc: dict[str, Any], fields: AnswerFields) -> tuple[TokenLogprob, ...]:
+    def _logprobs(self, request: LMRequest, rc: dict[str, Any], fields: AnswerFields) -> tuple[TokenLogprob,
+                                                                                               ...]:
         """A choice's token logprobs (``logprobs.content``); CapabilityError when the server sent none."""
         content = fields.mapping(rc.get("logprobs"), "choices[].logprobs").get("content")
         if content is None:
@@ -548,11 +572,13 @@ class OpenAILM(LM):
             alternatives = []
             for a in top:
                 a = fields.mapping(a, "choices[].logprobs.content[].top_logprobs[]")
-                alternatives.append((fields.text(a.get("token"), "choices[].logprobs.content[].top_logprobs[].token"),
+                alternatives.append((fields.text(a.get("token"),
+                                                 "choices[].logprobs.content[].top_logprobs[].token"),
                                      fields.logprob(a.get("logprob"),
                                                     "choices[].logprobs.content[].top_logprobs[].logprob")))
             out.append(TokenLogprob(token=fields.text(t.get("token"), "choices[].logprobs.content[].token"),
-                                    logprob=fields.logprob(t.get("logprob"), "choices[].logprobs.content[].logprob"),
+                                    logprob=fields.logprob(t.get("logprob"),
+                                                           "choices[].logprobs.content[].logprob"),
                                     top=tuple(alternatives)))
         return tuple(out)
 
@@ -582,7 +608,8 @@ class OpenAILM(LM):
                     detail = await read_head(resp.content.iter_any())
                     raise http_error(where, resp.status, resp.headers, detail, api_key_env=self.api_key_env,
                                      backend=self.spec)
-                data = await read_capped(counted(resp.content.iter_any(), exchange), self.limits.max_response_bytes,
+                data = await read_capped(counted(resp.content.iter_any(), exchange),
+                                         self.limits.max_response_bytes,
                                          where=where, backend=self.spec)
         except MitigateError:
             raise
@@ -591,7 +618,8 @@ class OpenAILM(LM):
                 raise
             raise transport_error(exc, where=where, backend=self.spec, timeout=self.read_timeout,
                                   phase=phase) from exc
-        return decode_json_object(data, where=where, backend=self.spec, expected="a JSON chat.completion object")
+        return decode_json_object(data, where=where, backend=self.spec,
+                                  expected="a JSON chat.completion object")
 
     def _translate(self, exc: BaseException, phase: Literal["answer", "body"] = "answer") -> MitigateError:
         """Map an SDK error (or a client exception under it) to a typed error."""

@@ -15,7 +15,8 @@ while (a) the server asked for a pause (a 429's ``Retry-After``, or the reset ti
 last headers say no requests are left in this window, or (c) not enough tokens are left for
 this request's estimate (prompt characters / 4 plus ``max_tokens``); budgets are a token
 bucket set from each answer's headers, less what was sent since, and coming back at the
-rate the headers imply (the spent part of the limit over the time until it resets); and it keeps the calls in flight under an adaptive cap: a 429
+rate the headers imply (the spent part of the limit over the time until it resets); and it keeps the calls in
+flight under an adaptive cap: a 429
 halves the cap (once per congestion episode: the other calls already in flight when it
 happened do not halve it again) and pauses every caller until the server's retry time, and
 each run of successful calls as long as the cap raises it by one (additive increase,
@@ -329,7 +330,8 @@ class AdaptiveLimiter:
                                             (snap.tokens_reset, snap.tokens_remaining))
                           if r is not None and left is not None and left <= 0]
                 pause = max(resets) if resets else None
-            self._paused_until = max(self._paused_until, now + (self.default_pause if pause is None else pause))
+            self._paused_until = max(self._paused_until, now
+                                     + (self.default_pause if pause is None else pause))
         elif (status is None or 200 <= status < 400) and self.cap is not None:
             self._successes += 1
             if self._successes >= self.cap:

@@ -117,7 +117,8 @@ def get(spec: str, **kwargs: Any) -> LM:
 
 
 def declare(spec: str, **kwargs: Any) -> LM:
-    """The backend named by ``spec`` as its declared facts (:class:`~mitigate.lm.declared.DeclaredLM`), unbuilt.
+    """The backend named by ``spec`` as its declared facts (:class:`~mitigate.lm.declared.DeclaredLM`),
+    unbuilt.
 
     It renders and checks requests as the backend would (logprobs, ``n``, answer constraints
     and their fields, request-size limits) and never sends one, so commands that make no LM
@@ -133,7 +134,8 @@ def declare(spec: str, **kwargs: Any) -> LM:
     if backend.facts is None:  # nothing declared: only the built backend knows what it takes
         return get(spec, **kwargs)
     if kind == "local" and sep and not rest:
-        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'",
+        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or "
+                               "'local:<path.gguf>'",
                                spec=spec)
     if kind == "fake":
         rest = rest or str(kwargs.get("model") or "")
@@ -155,7 +157,8 @@ def _resolve(spec: str, kwargs: dict[str, Any]) -> tuple[Backend, str, str, bool
     bad = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
     if bad is not None:
         raise BackendSpecError(
-            f"expected a backend spec without line breaks or control characters; got {spec!r} (contains {bad!r})",
+            f"expected a backend spec without line breaks or control characters; got {spec!r} "
+            f"(contains {bad!r})",
             spec=spec,
         )
     kind, sep, rest = text.partition(":")
@@ -168,7 +171,8 @@ def _resolve(spec: str, kwargs: dict[str, Any]) -> tuple[Backend, str, str, bool
         if not backend.network:
             network = ", ".join(name for name, b in backends.items() if b.network)
             raise BackendSpecError(
-                f"a request timeout applies to the network backends ({network}); got it for backend spec {spec!r}",
+                f"a request timeout applies to the network backends ({network}); got it for backend "
+                f"spec {spec!r}",
                 spec=spec,
             )
         check_timeout(kwargs["timeout"], backend=text)
@@ -195,7 +199,8 @@ def _dspy(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
 
 def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
     if sep and not rest:
-        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'",
+        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or "
+                               "'local:<path.gguf>'",
                                spec=spec)
     llamacpp = _module("llamacpp", spec)
     return llamacpp.LlamaCppLM(model_path=rest or None, **kwargs) if sep else llamacpp.LlamaCppLM(**kwargs)
@@ -218,7 +223,8 @@ def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
 
 
 def _server_identity(url_option: str, env: str | None = None) -> Callable[[str, Mapping[str, Any]], str]:
-    """``identity(spec, options)``: the spec, plus ``@<server url>`` when the options (or ``env``) name a server."""
+    """``identity(spec, options)``: the spec, plus ``@<server url>`` when the options (or ``env``) name a
+    server."""
     def identity(spec: str, options: Mapping[str, Any]) -> str:
         url = options.get(url_option) or (os.environ.get(env) if env else None)
         if not url:
@@ -257,7 +263,8 @@ add("backend", "openai", Backend(
     ("openai:<model>",), _openai, network=True, needs="model", options=("transport", "guided"), batch=True,
     about="the OpenAI API and OpenAI-compatible servers such as vLLM",
     facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=_openai_modes, fields=_openai_fields,
-                       identity=_server_identity("base_url", "OPENAI_BASE_URL"), options=("base_url", "guided"))))
+                       identity=_server_identity("base_url", "OPENAI_BASE_URL"),
+                       options=("base_url", "guided"))))
 add("backend", "anthropic", Backend(
     ("anthropic:<model>",), _anthropic, network=True, needs="model", batch=True, about="the Anthropic API",
     facts=BackendFacts(supports_logprobs=False, supports_n=True, max_temperature=1.0,
@@ -270,13 +277,16 @@ add("backend", "dspy", Backend(
                        identity=_server_identity("base_url"), options=("base_url",))))
 add("backend", "local", Backend(
     ("local", "local:<path.gguf>"), _local,
-    facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=lambda model, options: frozenset({"format", "json"}),
+    facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=lambda model,
+                       options: frozenset({"format", "json"}),
                        fields=_grammar_fields)))
 add("backend", "replay", Backend(
-    ("replay:<path.jsonl>",), _replay, needs="path", facts=BackendFacts(supports_logprobs=True, supports_n=True)))
+    ("replay:<path.jsonl>",), _replay, needs="path",
+    facts=BackendFacts(supports_logprobs=True, supports_n=True)))
 add("backend", "fake", Backend(
     ("fake",), _fake,
-    facts=BackendFacts(supports_logprobs=False, supports_n=True, modes=_fake_modes, options=("constraint_modes",))))
+    facts=BackendFacts(supports_logprobs=False, supports_n=True, modes=_fake_modes,
+                       options=("constraint_modes",))))
 
 
 def wrap(
@@ -299,7 +309,8 @@ def wrap(
     elif isinstance(retry, RetryPolicy):
         out = RetryingLM(out, retry)
     elif retry not in (False, None):
-        raise ConfigError(f"expected retry to be True, False, None or a RetryPolicy; got {type(retry).__name__}")
+        raise ConfigError("expected retry to be True, False, None or a RetryPolicy; got "
+                          f"{type(retry).__name__}")
     if cache is True:
         out = CachedLM(out, LMCache())
     elif isinstance(cache, LMCache):
@@ -307,5 +318,6 @@ def wrap(
     elif isinstance(cache, str | Path):
         out = CachedLM(out, LMCache(cache))
     elif cache is not False:
-        raise ConfigError(f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}")
+        raise ConfigError("expected cache to be True, False, a path or an LMCache; got "
+                          f"{type(cache).__name__}")
     return out

@@ -77,7 +77,8 @@ def _parse_prompt(value: Any, path: Path, line: int) -> tuple[Message, ...]:
                 f"got an invalid message ({exc.errors()[0]['msg']})",
             ) from exc
     raise _error(
-        path, line, f'expected "prompt" to be a string or a non-empty list of messages; got {type(value).__name__}'
+        path, line,
+        f'expected "prompt" to be a string or a non-empty list of messages; got {type(value).__name__}'
     )
 
 
@@ -89,7 +90,8 @@ def _parse_samples(value: Any, path: Path, line: int) -> tuple[str, ...]:
     raise _error(
         path,
         line,
-        f'expected "response" of a prompt line to be a string or a non-empty list of strings; got {value!r:.60}',
+        'expected "response" of a prompt line to be a string or a non-empty list of strings; got '
+        f'{value!r:.60}',
     )
 
 
@@ -124,18 +126,21 @@ class ReplayLM(LM):
 
     def _load(self) -> None:
         with open_regular(self.path, "rb", "the replay file") as fh:  # a FIFO or a device is refused unread
-            for number, raw_bytes in enumerate(read_lines(fh, f"the replay file {self.path}", path=self.path), 1):
+            for number, raw_bytes in enumerate(read_lines(fh, f"the replay file {self.path}", path=self.path),
+                                               1):
                 try:
                     raw = raw_bytes.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise _error(self.path, number, f"expected UTF-8 text; got a byte that is not UTF-8 at column "
+                    raise _error(self.path, number,
+                                 f"expected UTF-8 text; got a byte that is not UTF-8 at column "
                                                     f"{exc.start + 1}") from None
                 if not raw.strip():
                     continue
                 try:
                     obj = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    raise _error(self.path, number, f"expected a JSON object; got invalid JSON ({exc.msg})") from exc
+                    raise _error(self.path, number,
+                                 f"expected a JSON object; got invalid JSON ({exc.msg})") from exc
                 if not isinstance(obj, dict):
                     raise _error(self.path, number, f"expected a JSON object; got {type(obj).__name__}")
                 if "response" not in obj:
@@ -162,14 +167,16 @@ class ReplayLM(LM):
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise _error(
-                self.path, number, f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}'
+                self.path, number,
+                f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}'
             ) from exc
         if not response.choices:
             raise _error(self.path, number, 'expected "response" to hold at least one choice; got none')
         previous = self._by_key.get(key)
         if previous is not None and previous[0] != response:
             raise _error(
-                self.path, number, f"key {key} was already recorded with a different answer on line {previous[1]}"
+                self.path, number,
+                f"key {key} was already recorded with a different answer on line {previous[1]}"
             )
         self._by_key[key] = (response, number)
 
@@ -183,7 +190,8 @@ class ReplayLM(LM):
             raise _error(
                 self.path,
                 number,
-                f"this prompt (item_id={item_id!r}) was already given a different answer on line {previous[1]}",
+                f"this prompt (item_id={item_id!r}) was already given a different answer on line "
+                f"{previous[1]}",
             )
         self._by_prompt[key] = (samples, number, None if item_id is None else str(item_id))
 
@@ -196,8 +204,8 @@ class ReplayLM(LM):
             response = found[0]
             if request.wants_logprobs() and any(c.logprobs is None for c in response.choices):
                 raise CapabilityError(
-                    f"{self.path}:{found[1]}: the request asks for token logprobs but the recorded answer has "
-                    "none; record it again with logprobs requested",
+                    f"{self.path}:{found[1]}: the request asks for token logprobs but the recorded answer "
+                    "has none; record it again with logprobs requested",
                     backend=self.spec,
                 )
             return response
@@ -206,8 +214,10 @@ class ReplayLM(LM):
         if by_prompt is None:
             last = request.messages[-1].content.replace("\n", " ")
             raise LMCallError(
-                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); expected a line "
-                f'with "key": "{key}" or a "prompt" equal to the request messages. Last message: {last[:80]!r}',
+                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); "
+                "expected a line "
+                f'with "key": "{key}" or a "prompt" equal to the request messages. Last message: '
+                f'{last[:80]!r}',
                 key=key,
                 prompt_key=pkey,
                 path=str(self.path),
@@ -221,8 +231,8 @@ class ReplayLM(LM):
             )
         if request.n > len(samples):
             raise LMCallError(
-                f"{self.path}:{number} (item_id={item_id!r}) holds {len(samples)} recorded answers; the request "
-                f"asked for n={request.n}",
+                f"{self.path}:{number} (item_id={item_id!r}) holds {len(samples)} recorded answers; the "
+                f"request asked for n={request.n}",
                 key=key,
                 path=str(self.path),
             )

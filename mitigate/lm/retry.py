@@ -33,7 +33,8 @@ class RetryPolicy(BaseModel):
     server's ``Retry-After``. A ``Retry-After`` longer than ``max_delay`` ends the retries
     at once (the server asked for a longer pause than this policy allows). A connection that
     cannot be made while the backend has never answered (a wrong URL or port, a server that is
-    not running, or one that closes every connection) gets at most ``connect_attempts`` attempts: it fails in about a second instead
+    not running, or one that closes every connection) gets at most ``connect_attempts`` attempts: it fails in
+    about a second instead
     of a minute; once the server has answered, a dropped connection gets every attempt.
     """
 
@@ -48,7 +49,8 @@ class RetryPolicy(BaseModel):
     def _ordered(self) -> RetryPolicy:
         if self.max_delay < self.base_delay:
             raise ValueError(
-                f"expected max_delay >= base_delay; got base_delay={self.base_delay}, max_delay={self.max_delay}"
+                f"expected max_delay >= base_delay; got base_delay={self.base_delay}, "
+                f"max_delay={self.max_delay}"
             )
         return self
 

@@ -33,7 +33,8 @@ class Scrubber:
     __slots__ = ("secrets",)
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
-        found = {s for s in secrets if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS and "\x00" not in s}
+        found = {s for s in secrets if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS
+                 and "\x00" not in s}
         self.secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))  # a longer one first
 
     def __bool__(self) -> bool:
@@ -66,7 +67,8 @@ class Scrubber:
         return value
 
     def response(self, response: LMResponse) -> LMResponse:
-        """``response`` with every secret replaced in what came from the server (texts, reasons, tokens, model)."""
+        """``response`` with every secret replaced in what came from the server (texts, reasons, tokens,
+        model)."""
         if not self.secrets:
             return response
         shown = [response.model]
@@ -105,7 +107,8 @@ class Scrubber:
         return exc
 
     def chained(self, error: _E, cause: BaseException) -> _E:
-        """``error`` as raised from ``cause``, scrubbed (:meth:`error`): the cause stays in its chain only when it
+        """``error`` as raised from ``cause``, scrubbed (:meth:`error`): the cause stays in its chain only
+        when it
         shows no secret. Raise what it returns."""
         error.__cause__ = cause
         self.error(error)

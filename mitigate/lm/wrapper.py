@@ -1,4 +1,5 @@
-"""The base class of LM wrappers (retry, cache, budget, replay recording): delegate everything to an inner LM."""
+"""The base class of LM wrappers (retry, cache, budget, replay recording): delegate everything to an inner
+LM."""
 
 from __future__ import annotations
 

@@ -66,7 +66,8 @@ def _pivot(
     for k, (r, c) in enumerate(zip(row_labels, col_labels, strict=True)):
         key = (r_index[r], c_index[c])
         if key in seen:
-            raise DataError(f"expected one item per (document, system); got two for document {r!r}, system {c!r}")
+            raise DataError(f"expected one item per (document, system); got two for document {r!r}, "
+                            f"system {c!r}")
         seen.add(key)
         for mat, col in zip(mats, columns, strict=True):
             mat[key] = col[k]
@@ -97,7 +98,8 @@ def item_correlation(
     """Pooled item-level correlation: one correlation over all items.
 
     Every paper reports this level; it is the one Shen et al. 2023 report for SummEval,
-    pooling the 1,200 summaries (their section 4.2.2). ``method`` is ``"kendall"`` (tau-b), ``"spearman"`` or ``"pearson"``. Missing pairs are
+    pooling the 1,200 summaries (their section 4.2.2). ``method`` is ``"kendall"`` (tau-b), ``"spearman"`` or
+    ``"pearson"``. Missing pairs are
     dropped; fewer than 3 pairs or a constant side gives NaN.
     """
     fn = correlation_function(method)
@@ -105,7 +107,7 @@ def item_correlation(
     h = as_float_array(human, "human")
     x, y = complete_pairs(j, h)
     failed = len(j) - len(x)
-    name = f"{method}_item"
+    name = f"{method}-item"
     reason = why_no_correlation(x, y)
     if reason is not None:
         return undefined(name, len(x), failed, reason)
@@ -149,12 +151,14 @@ def document_correlation(
             used += int(complete[idx].sum())
         else:
             n_undefined += 1
-    name = f"{method}_document"
+    name = f"{method}-document"
     extra = {"n_documents": len(per_doc), "n_documents_undefined": n_undefined}
     if not per_doc:
-        return undefined(name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)", **extra)
+        return undefined(name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)",
+                         **extra)
     values = np.array(per_doc)
-    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
     return finish(name, float(values.mean()), used, failed, interval=interval, extra=extra)
 
 
@@ -165,7 +169,8 @@ def _system_means(jm: np.ndarray, hm: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _complete_matrices(
-    judge: Scores, human: Scores, systems: Sequence[Hashable | None], doc_ids: Sequence[Hashable | None] | None
+    judge: Scores, human: Scores, systems: Sequence[Hashable | None],
+    doc_ids: Sequence[Hashable | None] | None
 ) -> tuple[list[Hashable], list[Hashable], np.ndarray, np.ndarray, int, int]:
     j = as_float_array(judge, "judge")
     h = as_float_array(human, "human")
@@ -195,8 +200,9 @@ def system_correlation(
     fn = correlation_function(method)
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
     qj, qh = _system_means(jm, hm)
-    extra = {"systems": {str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)}}
-    name = f"{method}_system"
+    extra = {"systems": {str(c): {"judge": float(a), "human": float(b)} for c, a,
+                         b in zip(cols, qj, qh, strict=True)}}
+    name = f"{method}-system"
     x, y = complete_pairs(qj, qh)
     reason = why_no_correlation(x, y)
     if reason is not None:
@@ -243,7 +249,8 @@ def meta_correlation(
     Q_i is system i's quality (its mean human score) and P_i the judge-human correlation
     over its items (``method``). ``meta_method`` (default: ``method``, as in the authors'
     released script, which uses one coefficient for both) correlates the two across
-    systems; a negative M means the judge agrees with humans less on better systems. Systems with undefined P_i are left out. Pairwise deletion throughout.
+    systems; a negative M means the judge agrees with humans less on better systems. Systems with undefined
+    P_i are left out. Pairwise deletion throughout.
     """
     fn = correlation_function(method)
     meta_fn = correlation_function(meta_method or method)
@@ -257,7 +264,8 @@ def meta_correlation(
         return q, p
 
     q, p = parts(jm, hm)
-    extra = {"systems": {str(c): {"quality": float(a), "P": float(b)} for c, a, b in zip(cols, q, p, strict=True)}}
+    extra = {"systems": {str(c): {"quality": float(a), "P": float(b)} for c, a,
+                         b in zip(cols, q, p, strict=True)}}
     name = f"meta_{meta_method or method}"
     x, y = complete_pairs(q, p)
     reason = why_no_correlation(x, y)
@@ -275,7 +283,8 @@ def accuracy(
     predicted: Labels, gold: Labels, *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Share of items whose predicted label equals the gold label (:func:`~mitigate.measures.base.labels_equal`).
+    """Share of items whose predicted label equals the gold label
+    (:func:`~mitigate.measures.base.labels_equal`).
 
     For categorical outputs (MCQ letters, verdicts, integer grades). Items without a gold
     label are left out; those with a gold label but no prediction (a parse failure) are
@@ -285,7 +294,8 @@ def accuracy(
     pred = list(predicted)
     gold_l = list(gold)
     if len(pred) != len(gold_l):
-        raise DataError(f"expected predicted and gold labels of equal length; got {len(pred)} and {len(gold_l)}")
+        raise DataError(f"expected predicted and gold labels of equal length; got {len(pred)} and "
+                        f"{len(gold_l)}")
     hits = np.array([float(labels_equal(p, g)) for p, g in zip(pred, gold_l, strict=True)
                      if not is_missing(p) and not is_missing(g)])
     failed = len(pred) - len(hits)
@@ -327,7 +337,7 @@ def correct_preferences(
     ``extra["pairs"]`` the per-pair table. The bootstrap resamples documents.
     """
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
-    name = "correct_preferences"
+    name = "correct-preferences"
     if len(cols) < 2:
         return undefined(name, used, failed, f"needs at least 2 systems; got {len(cols)}")
 
@@ -353,7 +363,8 @@ def correct_preferences(
 
     correct, comparable, table = count(jm, hm)
     if comparable == 0:
-        return undefined(name, used, failed, "no pair of systems shares a document scored by judge and humans",
+        return undefined(name, used, failed,
+                         "no pair of systems shares a document scored by judge and humans",
                     pairs=table)
     extra = {"n_pairs": comparable, "share": correct / comparable, "pairs": table}
 
@@ -382,15 +393,15 @@ class _Correlation(ReportedMeasure):
             return item_correlation(entry.scores, entry.human, method, **entry.ci)
         if self.level == "document":
             if not entry.has_docs:
-                return undefined(f"{method}_document", 0, 0, "items carry no doc_id")
+                return undefined(f"{method}-document", 0, 0, "items carry no doc_id")
             return document_correlation(entry.scores, entry.human, entry.docs, method, **entry.ci)
         if not entry.has_systems:
-            return undefined(f"{method}_system", 0, 0, "items carry no system label")
+            return undefined(f"{method}-system", 0, 0, "items carry no system label")
         return system_correlation(entry.scores, entry.human, entry.systems, method,
                                   doc_ids=entry.docs if entry.has_docs else None, **entry.ci)
 
 
-@register("measure", "spearman_item")
+@register("measure", "spearman-item")
 class SpearmanItem(_Correlation):
     """Spearman between judge and human scores, pooled over every item (:func:`item_correlation`)."""
 
@@ -398,7 +409,7 @@ class SpearmanItem(_Correlation):
     level, method = "item", "spearman"
 
 
-@register("measure", "kendall_item")
+@register("measure", "kendall-item")
 class KendallItem(_Correlation):
     """Kendall tau-b between judge and human scores, pooled over every item."""
 
@@ -406,7 +417,7 @@ class KendallItem(_Correlation):
     level, method = "item", "kendall"
 
 
-@register("measure", "pearson_item")
+@register("measure", "pearson-item")
 class PearsonItem(_Correlation):
     """Pearson between judge and human scores, pooled over every item."""
 
@@ -414,7 +425,7 @@ class PearsonItem(_Correlation):
     level, method = "item", "pearson"
 
 
-@register("measure", "spearman_document")
+@register("measure", "spearman-document")
 class SpearmanDocument(_Correlation):
     """Spearman across each document's outputs, averaged over documents (:func:`document_correlation`)."""
 
@@ -422,7 +433,7 @@ class SpearmanDocument(_Correlation):
     level, method = "document", "spearman"
 
 
-@register("measure", "kendall_document")
+@register("measure", "kendall-document")
 class KendallDocument(_Correlation):
     """Kendall tau-b across each document's outputs, averaged over documents."""
 
@@ -430,7 +441,7 @@ class KendallDocument(_Correlation):
     level, method = "document", "kendall"
 
 
-@register("measure", "pearson_document")
+@register("measure", "pearson-document")
 class PearsonDocument(_Correlation):
     """Pearson across each document's outputs, averaged over documents."""
 
@@ -438,7 +449,7 @@ class PearsonDocument(_Correlation):
     level, method = "document", "pearson"
 
 
-@register("measure", "spearman_system")
+@register("measure", "spearman-system")
 class SpearmanSystem(_Correlation):
     """Spearman between the systems' mean judge and human scores (:func:`system_correlation`)."""
 
@@ -446,7 +457,7 @@ class SpearmanSystem(_Correlation):
     level, method = "system", "spearman"
 
 
-@register("measure", "kendall_system")
+@register("measure", "kendall-system")
 class KendallSystem(_Correlation):
     """Kendall tau-b between the systems' mean judge and human scores."""
 
@@ -454,7 +465,7 @@ class KendallSystem(_Correlation):
     level, method = "system", "kendall"
 
 
-@register("measure", "pearson_system")
+@register("measure", "pearson-system")
 class PearsonSystem(_Correlation):
     """Pearson between the systems' mean judge and human scores."""
 
@@ -462,7 +473,7 @@ class PearsonSystem(_Correlation):
     level, method = "system", "pearson"
 
 
-@register("measure", "correct_preferences")
+@register("measure", "correct-preferences")
 class CorrectPreferences(ReportedMeasure):
     """#CP: system pairs the judge orders as the humans do (Shen et al. 2023; :func:`correct_preferences`)."""
 
@@ -473,11 +484,11 @@ class CorrectPreferences(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """#CP; needs items with both a system and a doc_id."""
         if not (entry.has_systems and entry.has_docs):
-            return undefined("correct_preferences", 0, 0, "#CP needs items with both system and doc_id")
+            return undefined("correct-preferences", 0, 0, "#CP needs items with both system and doc_id")
         return correct_preferences(entry.scores, entry.human, entry.systems, entry.docs, **entry.ci)
 
 
-@register("measure", "meta_spearman")
+@register("measure", "meta-spearman")
 class MetaSpearman(ReportedMeasure):
     """Meta-correlation M = Spearman(Q_i, P_i) over systems (Shen et al. 2023; :func:`meta_correlation`)."""
 
@@ -490,6 +501,6 @@ class MetaSpearman(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """M with Spearman; needs system labels."""
         if not entry.has_systems:
-            return undefined("meta_spearman", 0, 0, "items carry no system label")
+            return undefined("meta-spearman", 0, 0, "items carry no system label")
         return meta_correlation(entry.scores, entry.human, entry.systems, "spearman",
                                 doc_ids=entry.docs if entry.has_docs else None, **entry.ci)

@@ -17,7 +17,7 @@ Conventions shared by all measures (the family modules follow them):
 
 A measure ``mitigate compare`` reports for every entry is a :class:`ReportedMeasure`
 subclass registered as kind ``"measure"`` (:func:`mitigate.registry.register`) under the
-key its result carries (``"spearman_item"``), next to the function that computes it. It
+key its result carries (``"spearman-item"``), next to the function that computes it. It
 declares how it is shown (:class:`MeasureInfo`) and how it is computed from one entry's
 run (:meth:`ReportedMeasure.compute` on :class:`EntryData`), so adding a measure to the
 comparison table touches one file. :func:`measure_table` reads the table back.
@@ -44,6 +44,7 @@ from mitigate.scale import Scale
 
 __all__ = [
     "GROUPS",
+    "current_measure_names",
     "MEASURES",
     "Direction",
     "EntryData",
@@ -351,7 +352,8 @@ class EntryData:
 
     @cached_property
     def gold(self) -> list[str | None]:
-        """The gold preference of each pairwise item on the criterion (``"A"``, ``"B"``, ``"tie"``; None if absent)."""
+        """The gold preference of each pairwise item on the criterion (``"A"``, ``"B"``, ``"tie"``; None if
+        absent)."""
         return [item.preference.get(self.criterion) for item in self.items]
 
 
@@ -370,12 +372,14 @@ class ReportedMeasure(Component):
     on_humans: ClassVar[bool] = False
     task: ClassVar[Task] = "score"
     uses_labels: ClassVar[bool | None] = None
-    """Whether :meth:`compute` reads the human labels (scores or gold preferences); None: it does exactly when its
+    """Whether :meth:`compute` reads the human labels (scores or gold preferences); None: it does exactly when
+    its
     group is ``accuracy`` (agreement with humans). A measure outside that group that reads them says True."""
 
     @classmethod
     def reads_labels(cls) -> bool:
-        """Whether the measure reads the human labels: on a partly labelled benchmark, compare computes it on the
+        """Whether the measure reads the human labels: on a partly labelled benchmark, compare computes it on
+        the
         labelled items only (see :attr:`uses_labels`)."""
         return cls.info.group == "accuracy" if cls.uses_labels is None else cls.uses_labels
 
@@ -387,6 +391,24 @@ class ReportedMeasure(Component):
     def examples(cls) -> list[ReportedMeasure]:
         """Instances for the contract battery."""
         return [cls()]
+
+
+def current_measure_names(measures: Any) -> Any:
+    """A measures mapping read from an older ``results.json``: snake_case keys of registered measures (names
+    before they were kebab-case, ``spearman_item``) under their names now (``spearman-item``); anything else
+    as it came."""
+    if not isinstance(measures, Mapping):
+        return measures
+    known = measure_table()
+    out: dict[Any, Any] = {}
+    for key, value in measures.items():
+        new = key.replace("_", "-") if isinstance(key, str) else key
+        if new != key and new in known:
+            if isinstance(value, Mapping) and value.get("name") == key:
+                value = {**value, "name": new}
+            key = new
+        out[key] = value
+    return out
 
 
 def measure_table(task: Task | None = None) -> dict[str, type[ReportedMeasure]]:

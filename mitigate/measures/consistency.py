@@ -85,9 +85,10 @@ def perturbation_consistency(
         complete.append(list(row))
         same.append(float(all(labels_equal(row[0], v) for v in row[1:])))
     failed = len(ids) - len(same)
-    name = "perturbation_consistency"
+    name = "perturbation-consistency"
     if not same:
-        return undefined(name, 0, failed, "no item has an output under every perturbation", perturbations=names)
+        return undefined(name, 0, failed, "no item has an output under every perturbation",
+                         perturbations=names)
     arr = np.array(same)
     interval = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     value, chance, kappa = consistency_kappa(complete)
@@ -111,7 +112,8 @@ def consistency_kappa(rows: Sequence[Sequence[Any]]) -> tuple[float, float, floa
 
 
 def chance_consistency(rows: Sequence[Sequence[Any]]) -> float:
-    """The consistency expected by chance: per answer, the product over prompts of that prompt's share of it, summed.
+    """The consistency expected by chance: per answer, the product over prompts of that prompt's share of it,
+    summed.
 
     ``rows`` holds one row per item with its output under every prompt (same column order
     in every row, no missing values). NaN for no rows. 1.0 means every prompt gave one
@@ -159,7 +161,8 @@ def accuracy_under_perturbation(
     failed = mat.size - used
     name = "accuracy_under_perturbation"
     if any(v["n"] == 0 for v in per.values()):
-        return undefined(name, used, failed, "a perturbation has no item with both an output and a gold label",
+        return undefined(name, used, failed,
+                         "a perturbation has no item with both an output and a gold label",
                     per_perturbation=per)
     value = float(np.mean([v["accuracy"] for v in per.values()]))
 
@@ -192,7 +195,7 @@ def perturbation_outputs(judgments: Sequence[Judgment]) -> dict[str, dict[str, A
     return outputs
 
 
-@register("measure", "perturbation_consistency")
+@register("measure", "perturbation-consistency")
 class PerturbationConsistency(ReportedMeasure):
     """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`)."""
 
@@ -208,6 +211,7 @@ class PerturbationConsistency(ReportedMeasure):
         """Consistency over ``meta["perturbations"]``; NaN when fewer than 2 perturbations were recorded."""
         outputs = perturbation_outputs(entry.judgments)
         if len(outputs) < 2:
-            return undefined("perturbation_consistency", 0, 0,
-                             "no judgment carries scores under 2 or more perturbations in meta['perturbations']")
+            return undefined("perturbation-consistency", 0, 0,
+                             "no judgment carries scores under 2 or more perturbations in "
+                             "meta['perturbations']")
         return perturbation_consistency(outputs, **entry.ci)

@@ -93,7 +93,7 @@ def scale_coverage(
         return len(np.unique(nearest_points(x, s))) / points
 
     return _distribution_measure(
-        "scale_coverage", scores, s, stat, lambda x: {"histogram": score_histogram(x, s), "n_points": points},
+        "scale-coverage", scores, s, stat, lambda x: {"histogram": score_histogram(x, s), "n_points": points},
         ci=ci, n_boot=n_boot, alpha=alpha, seed=seed,
     )
 
@@ -102,7 +102,8 @@ def round_number_excess(
     scores: Scores, scale: Scale | tuple[float, float], multiple: int = 5, *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Excess of round numbers (Stureborg et al. 2024): how much more often scores are multiples of ``multiple``.
+    """Excess of round numbers (Stureborg et al. 2024): how much more often scores are multiples of
+    ``multiple``.
 
     Observed share = share of scores that are whole multiples of ``multiple`` (5 counts 5,
     10, 15 ...; use ``multiple=10`` for tens). Expected share = the share of the scale's
@@ -111,7 +112,8 @@ def round_number_excess(
     ``value`` = observed - expected (0 = no excess); ``extra`` has both and their ratio.
     """
     if multiple < 1:
-        raise ConfigError(f"The 'multiple' parameter of round_number_excess must be an int >= 1. Got {multiple} instead.")
+        raise ConfigError("The 'multiple' parameter of round_number_excess must be an int >= 1. Got "
+                          f"{multiple} instead.")
     s = Scale.of(scale)
     ints = np.array(s.integer_points(), dtype=float)
     if len(ints) == 0:
@@ -153,7 +155,7 @@ def score_entropy(
     def extra(x: np.ndarray) -> dict[str, Any]:
         return {"max_bits": max_bits, "normalised": stat(x) / max_bits if max_bits else math.nan}
 
-    return _distribution_measure("score_entropy", scores, s, stat, extra, ci=ci, n_boot=n_boot, alpha=alpha,
+    return _distribution_measure("score-entropy", scores, s, stat, extra, ci=ci, n_boot=n_boot, alpha=alpha,
                                  seed=seed)
 
 
@@ -225,7 +227,8 @@ def anchoring(
     names, jm = _criterion_matrix(judge, "judge")
     hnames, hm = _criterion_matrix(human, "human")
     if names != hnames:
-        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}")
+        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} "
+                        f"and {hnames}")
     if len(names) < 2:
         raise ConfigError(f"anchoring needs at least 2 criteria; got {names}")
     if jm.shape != hm.shape:
@@ -242,7 +245,8 @@ def anchoring(
     }
     name = f"anchoring_{method}"
     if not (math.isfinite(jmean) and math.isfinite(hmean)):
-        return undefined(name, len(jm), failed, "no pair of criteria has a defined correlation for judge and humans",
+        return undefined(name, len(jm), failed,
+                         "no pair of criteria has a defined correlation for judge and humans",
                     **extra)
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
@@ -272,7 +276,8 @@ def correlation_by_position(
     names, jm = _criterion_matrix(judge, "judge")
     hnames, hm = _criterion_matrix(human, "human")
     if names != hnames:
-        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}")
+        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} "
+                        f"and {hnames}")
     if jm.shape != hm.shape:
         raise DataError(f"expected as many judge as human items; got {jm.shape[0]} and {hm.shape[0]}")
     n_items = jm.shape[0]
@@ -291,7 +296,8 @@ def correlation_by_position(
     complete = np.isfinite(jm) & np.isfinite(hm) & np.isfinite(pm)
     failed = int((~complete).sum())
 
-    def table(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
+    def table(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> tuple[dict[int, float],
+                                                                    dict[str, dict[int, float]]]:
         ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(p)
         detail: dict[str, dict[int, float]] = {}
         collected: dict[int, list[float]] = {}
@@ -329,7 +335,7 @@ def correlation_by_position(
 # reported per entry by compare
 
 
-@register("measure", "scale_coverage")
+@register("measure", "scale-coverage")
 class ScaleCoverage(ReportedMeasure):
     """Share of the scale's points the judge used (:func:`scale_coverage`)."""
 
@@ -343,7 +349,7 @@ class ScaleCoverage(ReportedMeasure):
         return scale_coverage(entry.scores, entry.scale, **entry.ci)
 
 
-@register("measure", "score_entropy")
+@register("measure", "score-entropy")
 class ScoreEntropy(ReportedMeasure):
     """Entropy in bits of the judge's scores over the scale's points (:func:`score_entropy`)."""
 
@@ -357,7 +363,7 @@ class ScoreEntropy(ReportedMeasure):
         return score_entropy(entry.scores, entry.scale, **entry.ci)
 
 
-@register("measure", "round_number_excess_5")
+@register("measure", "round-number-excess-5")
 class RoundNumberExcess5(ReportedMeasure):
     """Excess share of multiples of 5 over a uniform spread (:func:`round_number_excess`)."""
 
@@ -369,6 +375,7 @@ class RoundNumberExcess5(ReportedMeasure):
         """Multiples of 5; NaN on scales with fewer than 10 integer points."""
         if len(entry.scale.integer_points()) < 10:
             return undefined(
-                "round_number_excess_5", 0, 0,
-                f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more integer points)")
+                "round-number-excess-5", 0, 0,
+                f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more "
+                "integer points)")
         return round_number_excess(entry.scores, entry.scale, 5, **entry.ci)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,12 +34,14 @@ L2 = 1e-3
 """Ridge penalty of the GLM (on θ and φ), as a share of the number of pairs."""
 
 
-def _sigmoid(x: np.ndarray | float) -> np.ndarray | float:
+def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50) -> tuple[float, float]:
-    """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` by Newton's method with soft targets ``pref`` in [0, 1]."""
+def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50) -> tuple[float,
+                                                                                                   float]:
+    """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` by Newton's method with soft targets ``pref`` in [0,
+    1]."""
     x = np.tanh(delta / scale) if scale > 0 else np.zeros_like(delta)
     design = np.column_stack([np.ones_like(x), x])
     w = np.zeros(2)
@@ -71,7 +74,8 @@ def length_controlled_win_rate(
     pref = as_float_array(preference, "preference")
     la, lb = as_float_array(length_a, "length_a"), as_float_array(length_b, "length_b")
     if not len(pref) == len(la) == len(lb):
-        raise DataError(f"expected one length of each output per preference; got {len(pref)}, {len(la)}, {len(lb)}")
+        raise DataError(f"expected one length of each output per preference; got {len(pref)}, "
+                        f"{len(la)}, {len(lb)}")
     ok = np.isfinite(pref) & np.isfinite(la) & np.isfinite(lb)
     bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
     if len(bad):
@@ -80,22 +84,25 @@ def length_controlled_win_rate(
     failed = int((~ok).sum())
     pref, delta = pref[ok], (la - lb)[ok]
     if len(pref) < 3:
-        return undefined(name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3")
+        return undefined(name, len(pref), failed,
+                         f"only {len(pref)} pairs have a preference; expected at least 3")
     sigma = float(np.std(delta))
 
     def lc(p: np.ndarray, d: np.ndarray) -> float:
-        return float(_sigmoid(fit_length_glm(p, d, sigma)[0]))
+        return float(_sigmoid(np.asarray(fit_length_glm(p, d, sigma)[0])))
 
     theta, phi = fit_length_glm(pref, delta, sigma)
-    extra = {"raw_win_rate": float(pref.mean()), "theta": theta, "phi": phi, "sigma": sigma,
+    extra: dict[str, Any] = {"raw_win_rate": float(pref.mean()), "theta": theta, "phi": phi, "sigma": sigma,
              "mean_length_diff": float(delta.mean()), "n_ties": int(np.sum(pref == 0.5))}
     interval = None
     if ci:
         interval = bootstrap_ci(lc, pref, delta, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
         raw_ci = bootstrap_ci(lambda p: float(np.mean(p)), pref, n_boot=n_boot, alpha=alpha, seed=seed)
         extra["raw_ci"] = [float(raw_ci[0]), float(raw_ci[1])]
-    reason = None if sigma > 0 else "every pair has the same length difference; the length effect is not identified"
-    return finish(name, float(_sigmoid(theta)), len(pref), failed, interval=interval, extra=extra, reason=reason)
+    reason = None if sigma > 0 else ("every pair has the same length difference; the length effect is "
+                                     "not identified")
+    return finish(name, float(_sigmoid(np.asarray(theta))), len(pref), failed, interval=interval, extra=extra,
+                  reason=reason)
 
 
 def pairs_against(
@@ -105,7 +112,8 @@ def pairs_against(
     """Pointwise scores turned into pairs ``system`` vs ``baseline`` on the same document.
 
     ``baseline=None`` pairs ``system`` with every other system on each document (its win rate
-    against the field). Returns ``(preference, length_a, length_b)`` for every such pair: preference 1 when ``system``'s score is higher, 0 when lower, 0.5 when equal, NaN
+    against the field). Returns ``(preference, length_a, length_b)`` for every such pair: preference 1 when
+    ``system``'s score is higher, 0 when lower, 0.5 when equal, NaN
     when either score is missing. Feed them to :func:`length_controlled_win_rate`.
     """
     s = as_float_array(scores, "scores")
@@ -118,7 +126,8 @@ def pairs_against(
         if sy is not None and d is not None:
             index[(sy, d)] = i
     pref, la, lb = [], [], []
-    others = [baseline] if baseline is not None else [x for x in dict.fromkeys(systems) if x not in (None, system)]
+    others = [baseline] if baseline is not None else [x for x in dict.fromkeys(systems)
+                                                      if x not in (None, system)]
     for d in dict.fromkeys(d for d in docs if d is not None):
         a = index.get((system, d))
         for other in others:

@@ -10,7 +10,7 @@ Conventions: :mod:`mitigate.measures.base`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -141,7 +141,7 @@ def bias_score(
     BiasScore). Positive means likely texts are overrated.
     """
     m = item_correlation(ls, us, "spearman", ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
-    return m.model_copy(update={"name": "bias_score"})
+    return m.model_copy(update={"name": "bias-score"})
 
 
 def _grouped_means(values: np.ndarray, groups: np.ndarray) -> dict[float, dict[str, float]]:
@@ -156,7 +156,8 @@ def familiarity(
     perplexities: Scores, judge: Scores, human: Scores, scale: Scale | tuple[float, float], *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Familiarity bias (Stureborg et al. 2024): mean perplexity of outputs per judge rating beside per human rating.
+    """Familiarity bias (Stureborg et al. 2024): mean perplexity of outputs per judge rating beside per human
+    rating.
 
     Judge scores and mean human scores are rounded to the nearest point of ``scale``
     (halves go up: a human mean of 3.5 counts as 4), then outputs are grouped by rating
@@ -168,7 +169,8 @@ def familiarity(
     favours familiar text more than humans.
     """
     s = Scale.of(scale)
-    p, j, h = (as_float_array(a, n) for a, n in ((perplexities, "perplexities"), (judge, "judge"), (human, "human")))
+    p, j, h = (as_float_array(a, n) for a,
+               n in ((perplexities, "perplexities"), (judge, "judge"), (human, "human")))
     if not len(p) == len(j) == len(h):
         raise DataError(f"expected equal lengths; got perplexities={len(p)}, judge={len(j)}, human={len(h)}")
     pc, jc, hc = complete_pairs(p, j, h)
@@ -176,7 +178,7 @@ def familiarity(
     name = "familiarity"
     if len(pc) == 0:
         return undefined(name, 0, failed, "no item has a perplexity, a judge score and a human score")
-    extra = {
+    extra: dict[str, Any] = {
         "judge": _grouped_means(pc, nearest_points(jc, s)),
         "human": _grouped_means(pc, nearest_points(hc, s)),
     }
@@ -186,7 +188,7 @@ def familiarity(
         return undefined(name, len(pc), failed, f"Spearman with perplexity undefined: {rj or rh}", **extra)
     sj = float(spearman_rows(pc, jc))
     sh = float(spearman_rows(pc, hc))
-    extra.update({"spearman_judge": sj, "spearman_human": sh})
+    extra["spearman_judge"], extra["spearman_human"] = sj, sh
 
     @batched
     def stat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -200,7 +202,7 @@ def familiarity(
 # reported per entry by compare
 
 
-@register("measure", "bias_score")
+@register("measure", "bias-score")
 class BiasScore(ReportedMeasure):
     """BiasScore = Spearman(LS, US) (Ohi et al. 2024; :func:`bias_score`)."""
 
@@ -213,6 +215,6 @@ class BiasScore(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """BiasScore from the entry's LS; NaN when likelihood was not computed."""
         if entry.ls is None:
-            return undefined("bias_score", 0, 0, "likelihood (LS) was not computed; run with likelihood on")
+            return undefined("bias-score", 0, 0, "likelihood (LS) was not computed; run with likelihood on")
         us = unfairness_scores(entry.scores, entry.human)
         return bias_score(np.asarray(entry.ls, dtype=float), us, **entry.ci)

@@ -164,7 +164,8 @@ def cluster_interval(fn: Callable[..., float], arrays: Sequence[np.ndarray], clu
 
 def _cluster_resamples(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *,
                        n_boot: int, seed: int) -> np.ndarray:
-    """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for ``fn``)."""
+    """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for
+    ``fn``)."""
     mats = _padded(arrays, clusters)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(mats[0]), size=(n_boot, len(mats[0])))
@@ -194,8 +195,9 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
     x_all = as_float_array(a, "a")
     y_all = as_float_array(b, "b")
     if len(x_all) != len(y_all) or (clusters is not None and len(clusters) != len(x_all)):
-        raise ConfigError(f"expected one value per item from both judges (and one cluster each); got {len(y_all)} "
-                          f"and {len(x_all)}" + ("" if clusters is None else f", {len(clusters)} clusters"))
+        raise ConfigError("expected one value per item from both judges (and one cluster each); got "
+                          f"{len(y_all)} and {len(x_all)}"
+                          + ("" if clusters is None else f", {len(clusters)} clusters"))
     keep = np.isfinite(x_all) & np.isfinite(y_all)
     x, y = x_all[keep], y_all[keep]
     if len(x) < max(min_n, 1):
@@ -209,7 +211,8 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
         if math.isfinite(lo) and math.isfinite(hi):
             low, high = lo, hi
     elif n_boot > 0:
-        low, high = cluster_interval(_mean_difference, [y, x], groups, n_boot=n_boot, seed=seed)  # type: ignore[arg-type]
+        low, high = cluster_interval(_mean_difference, [y, x], groups,  # type: ignore[arg-type]
+                                     n_boot=n_boot, seed=seed)
     return PairedDifference(observed=test.observed, a=float(x.mean()), b=float(y.mean()), low=low, high=high,
                             p_value=_finite(test.p_value), n=len(x), test="paired sign-flip permutation")
 
@@ -233,11 +236,13 @@ def _batched_difference(stat: str) -> Callable[..., np.ndarray] | None:
 
 def paired_statistic_difference(
     b: Sequence[float | None] | np.ndarray, a: Sequence[float | None] | np.ndarray,
-    reference: Sequence[float | None] | np.ndarray, stat: str | Callable[[np.ndarray, np.ndarray], float] = "spearman",
+    reference: Sequence[float | None] | np.ndarray,
+    stat: str | Callable[[np.ndarray, np.ndarray], float] = "spearman",
     *, test: PairedTest = "permutation", clusters: Sequence[Any] | None = None, n_boot: int = 1000,
     n_perm: int = 5000, seed: int = 0, min_n: int = 3,
 ) -> PairedDifference:
-    """``stat(b, reference) - stat(a, reference)`` on the items where all three are finite, with interval and p.
+    """``stat(b, reference) - stat(a, reference)`` on the items where all three are finite, with interval and
+    p.
 
     ``stat``: a correlation name (``"spearman"``, ``"pearson"``, ``"kendall"``) or a function
     ``f(judge, reference) -> float``. ``test``: ``"permutation"`` (swap A and B per item or per
@@ -263,8 +268,8 @@ def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callab
     name = "paired permutation"
     if len(x) < min_n:
         return PairedDifference(observed=math.nan, n=len(x), test=name,
-                                reason=f"needs at least {min_n} items with a value from both and the reference; "
-                                       f"got {len(x)}")
+                                reason=f"needs at least {min_n} items with a value from both and the "
+                                       f"reference; got {len(x)}")
     perm = paired_permutation_test(y, x, h, stat, n_perm=n_perm, seed=seed, groups=groups)
     a_value, b_value = _finite(perm.observed_b), _finite(perm.observed_a)
     if not math.isfinite(perm.observed):
@@ -278,15 +283,17 @@ def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callab
                                          n_boot=n_boot, seed=seed)
         else:
             diff = _batched_difference(stat) if isinstance(stat, str) else None
-            lo, hi = bootstrap_ci(diff or (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)), x, y, h, n_boot=n_boot,
-                                  seed=seed)
+            difference: Callable[..., Any] = diff if diff is not None else (lambda a_, b_,
+                                                                            h_: fn(b_, h_) - fn(a_, h_))
+            lo, hi = bootstrap_ci(difference, x, y, h, n_boot=n_boot, seed=seed)
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi
     return PairedDifference(observed=perm.observed, a=a_value, b=b_value, low=low, high=high,
                             p_value=_finite(perm.p_value), n=len(x), test=name)
 
 
-def _bootstrap(x: np.ndarray, y: np.ndarray, h: np.ndarray, fn: Callable[..., float], groups: list[Any] | None,
+def _bootstrap(x: np.ndarray, y: np.ndarray, h: np.ndarray, fn: Callable[..., float],
+               groups: list[Any] | None,
                *, n_boot: int, n_perm: int, seed: int, min_n: int) -> PairedDifference:
     name = "paired bootstrap"
     with warnings.catch_warnings():
@@ -295,7 +302,8 @@ def _bootstrap(x: np.ndarray, y: np.ndarray, h: np.ndarray, fn: Callable[..., fl
     if sa is None or sb is None:
         why = "the statistic is undefined for at least one judge (constant scores?)"
         if len(x) < min_n:
-            why = f"needs at least {min_n} items with a value from both judges and the reference; got {len(x)}"
+            why = (f"needs at least {min_n} items with a value from both judges and the reference; "
+                   f"got {len(x)}")
         return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
 
     def diff(y_: np.ndarray, x_: np.ndarray, h_: np.ndarray) -> float:

@@ -23,6 +23,9 @@ Also here: accuracy against gold (3-way, a tie verdict is right only on a gold t
 towards the longer text, and the gain of position swap over one order. The older
 :func:`position_bias` (flip rate and first-position share, as Shen et al. 2023 and LLMBar report)
 stays. Conventions: :mod:`mitigate.measures.base`.
+
+Size: over 600 lines because it holds one function per published pairwise measure with its
+registered reporter; each is short.
 """
 
 from __future__ import annotations
@@ -116,12 +119,14 @@ def presented_to_text(verdict: str | None, order: Literal["original", "swapped"]
 
 
 def verdicts_as_text(judgments: Sequence[Judgment]) -> list[str | None]:
-    """Each judgment's verdict as the text it prefers: a Judgment's verdict is relative to the item's own order."""
+    """Each judgment's verdict as the text it prefers: a Judgment's verdict is relative to the item's own
+    order."""
     return [presented_to_text(j.verdict, "original") for j in judgments]
 
 
 def abstained(judgment: Judgment) -> bool:
-    """Whether the judge abstained on the item (a majority panel without a majority): a counted outcome, no verdict."""
+    """Whether the judge abstained on the item (a majority panel without a majority): a counted outcome, no
+    verdict."""
     return judgment.verdict is None and judgment.error is None and ABSTAIN_FLAG in judgment.flags
 
 
@@ -137,7 +142,8 @@ def pair_category(original: str, swapped: str) -> Category:
     return "primacy" if "first" in (o, s) else "recency"
 
 
-def _pairs(original: Sequence[str | None], swapped: Sequence[str | None]) -> tuple[list[str | None], list[str | None]]:
+def _pairs(original: Sequence[str | None], swapped: Sequence[str | None]) -> tuple[list[str | None],
+                                                                                   list[str | None]]:
     o = [_verdict(v, "original") for v in original]
     s = [_verdict(v, "swapped") for v in swapped]
     if len(o) != len(s):
@@ -188,7 +194,8 @@ def position_bias(
         "tie_share": all_verdicts.count("tie") / len(all_verdicts),
     }
     extra["consistency_of_all"] = (len(flips) - int(flips.sum())) / len(o)
-    interval = resample_interval(batched_nanmean, flips, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = resample_interval(batched_nanmean, flips, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
     return share(name, flips, failed, failure_counts_as_hit=True, interval=interval, extra=extra)
 
 
@@ -226,16 +233,18 @@ def position_consistency(
     """
     o, s = _pairs(original, swapped)
     g = _groups(groups, len(o))
-    cats = [pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)]
+    cats = [pair_category(a, b) if a is not None and b is not None else None for a,
+            b in zip(o, s, strict=True)]
     used = [c for c in cats if c is not None]
     failed = len(cats) - len(used)
-    name = "position_consistency"
+    name = "position-consistency"
     if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders")
     hits = np.array([float(c == "consistent") for c in used])
     extra: dict[str, Any] = {"primacy": used.count("primacy"), "recency": used.count("recency")}
     if g is not None:
-        extra["per_group"] = _by_group(position_consistency, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
+        extra["per_group"] = _by_group(position_consistency, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha,
+                                       seed=seed)
     interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return share(name, hits, failed, interval=interval, extra=extra)
 
@@ -255,7 +264,8 @@ def preference_fairness(
     groups: Sequence[Hashable | None] | None = None,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Preference fairness PF (Shi et al. 2024) in [-1, 1]: 0 fair, > 0 favours the later position, < 0 the first.
+    """Preference fairness PF (Shi et al. 2024) in [-1, 1]: 0 fair, > 0 favours the later position, < 0 the
+    first.
 
     With P primacy-preferred and R recency-preferred pairs among the n pairs judged in both
     orders (:func:`pair_category`), the raw score R * R/(P+R) - P * P/(P+R) is scaled by its
@@ -265,10 +275,11 @@ def preference_fairness(
     """
     o, s = _pairs(original, swapped)
     g = _groups(groups, len(o))
-    cats = [pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)]
+    cats = [pair_category(a, b) if a is not None and b is not None else None for a,
+            b in zip(o, s, strict=True)]
     used = [c for c in cats if c is not None]
     failed = len(cats) - len(used)
-    name = "preference_fairness"
+    name = "preference-fairness"
     if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders")
     primacy = np.array([float(c == "primacy") for c in used])
@@ -277,7 +288,8 @@ def preference_fairness(
     extra: dict[str, Any] = {"primacy": int(primacy.sum()), "recency": int(recency.sum()),
                              "pf_all_pairs": value * len(used) / len(cats)}
     if g is not None:
-        extra["per_group"] = _by_group(preference_fairness, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
+        extra["per_group"] = _by_group(preference_fairness, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha,
+                                       seed=seed)
     interval = (resample_interval(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed)
                 if ci else None)
     return finish(name, value, len(used), failed, interval=interval, extra=extra)
@@ -287,11 +299,13 @@ def repetition_stability(
     trials: Sequence[Sequence[str | None]], *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Repetition stability (Shi et al. 2024): per instance, the share of trials giving its most frequent verdict.
+    """Repetition stability (Shi et al. 2024): per instance, the share of trials giving its most frequent
+    verdict.
 
     ``trials`` holds, per instance (one pair in one presentation order), the verdicts of the
     repeated judgments (any labels; None for a failed parse, which is dropped). Instances judged
-    once are not used; repeated ones with fewer than 2 parsed trials are counted in ``n_failed``. ``value`` is the mean over
+    once are not used; repeated ones with fewer than 2 parsed trials are counted in ``n_failed``. ``value`` is
+    the mean over
     the instances; 1 means every repetition agreed, 1/k the floor for k distinct verdicts.
     """
     repeated = [list(row) for row in trials if len(row) >= 2]
@@ -303,13 +317,14 @@ def repetition_stability(
             failed += 1
             continue
         per.append(max(Counter(got).values()) / len(got))
-    name = "repetition_stability"
+    name = "repetition-stability"
     if not per:
         reason = ("no instance was judged more than once" if not repeated
                   else "no repeated instance has 2 or more parsed verdicts")
         return undefined(name, 0, failed, reason)
     values = np.array(per)
-    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
     return finish(name, float(values.mean()), len(per), failed, interval=interval,
                   extra={"trials_per_instance": float(np.mean([len(r) for r in repeated]))})
 
@@ -332,7 +347,7 @@ def preference_accuracy(
     labelled = [(a, b) for a, b in zip(v, g, strict=True) if b is not None]
     used = [(a, b) for a, b in labelled if a is not None]
     failed = len(labelled) - len(used)
-    name = "preference_accuracy"
+    name = "preference-accuracy"
     if not used:
         return undefined(name, 0, failed, "no item has both a verdict and a gold preference")
     hits = np.array([float(a == b) for a, b in used])
@@ -373,14 +388,14 @@ def longer_preference(
             skipped["equal_length"] += 1
         else:
             hits.append(float((verdict == "A") == (la > lb)))
-    name = "longer_preference"
+    name = "longer-preference"
     # only a missing verdict is a failure; a tie or two texts of equal length are outside the measure
     failed = skipped["no_verdict"]
     if not hits:
         why = "no decisive verdict on two texts of different length"
         if skipped["equal_length"]:
-            why = (f"n/a: the {skipped['equal_length']} decisive verdicts are all on two texts of equal length "
-                   f"(no longer text to prefer; not failures), {skipped['tie']} ties")
+            why = (f"n/a: the {skipped['equal_length']} decisive verdicts are all on two texts of equal "
+                   f"length (no longer text to prefer; not failures), {skipped['tie']} ties")
         return undefined(name, 0, failed, why, **skipped)
     arr = np.array(hits)
     interval = None
@@ -391,8 +406,10 @@ def longer_preference(
                   extra={"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped})
 
 
-def reconcile(original: str | None, swapped: str | None, on_flip: Literal["tie", "abstain"] = "tie") -> str | None:
-    """The verdict position swap keeps, as a text preference: the same text in both orders, else a tie (or None).
+def reconcile(original: str | None, swapped: str | None,
+              on_flip: Literal["tie", "abstain"] = "tie") -> str | None:
+    """The verdict position swap keeps, as a text preference: the same text in both orders, else a tie (or
+    None).
 
     ``original`` and ``swapped`` are presented verdicts; this is the rule of
     :class:`mitigate.strategies.position_swap.PositionSwap`.
@@ -432,7 +449,7 @@ def swap_gain(
             continue
         one.append(float(presented_to_text(a, "original") == want))
         both.append(float(reconcile(a, b, on_flip) == want))
-    name = "swap_gain"
+    name = "swap-gain"
     if not one:
         return undefined(name, 0, failed, "no pair has verdicts in both orders and a gold preference")
     x, y = np.array(both), np.array(one)
@@ -476,7 +493,7 @@ def accuracy_both_orders(
             hit = float(presented_to_text(verdict, order) == want)  # type: ignore[arg-type]
             hits.append(hit)
             per_order[order].append(hit)
-    name = "accuracy_both_orders"
+    name = "accuracy-both-orders"
     if not hits:
         return undefined(name, 0, failed, "no verdict in either order on an item with a gold preference")
     arr = np.array(hits)
@@ -490,7 +507,8 @@ def accuracy_both_orders(
 
 
 def verdict_orders(judgments: Sequence[Judgment]) -> tuple[list[str | None], list[str | None]] | None:
-    """The presented verdicts in both orders, from ``meta["orders"]`` (as position swap and recorded judges write it).
+    """The presented verdicts in both orders, from ``meta["orders"]`` (as position swap and recorded judges
+    write it).
 
     None when no judgment carries both orders.
     """
@@ -531,17 +549,20 @@ def _pair_groups(entry: EntryData) -> list[str | None] | None:
 
 
 ABSTAIN_FLAG = "no_majority"
-"""The flag of a judgment whose judge abstained (a majority panel without a majority; see strategies.panel)."""
+"""The flag of a judgment whose judge abstained (a majority panel without a majority; see
+strategies.panel)."""
 
 
-@register("measure", "preference_accuracy")
+@register("measure", "preference-accuracy")
 class PreferenceAccuracy(ReportedMeasure):
     """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`)."""
 
-    info = MeasureInfo(label="accuracy (judge's verdict)", direction="higher", group="accuracy", headline=True,
-                       note="3-way: a tie verdict is right only where the gold preference is a tie. The judge's "
-                            "own verdict per item: the order judged for a one-order or recorded judge (the "
-                            "original), the reconciled verdict of a position-swap judge; the details say which.")
+    info = MeasureInfo(label="accuracy (judge's verdict)", direction="higher", group="accuracy",
+                       headline=True,
+                       note="3-way: a tie verdict is right only where the gold preference is a tie. The "
+                            "judge's own verdict per item: the order judged for a one-order or recorded "
+                            "judge (the original), the reconciled verdict of a position-swap judge; the "
+                            "details say which.")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
@@ -557,11 +578,13 @@ class PreferenceAccuracy(ReportedMeasure):
             return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
         # an abstention is a verdict that matches no gold preference (so it counts, as wrong)
         verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstentions, strict=True)]
-        labelled = [a for a, g in zip(abstentions, entry.gold, strict=True) if _preference(g, "gold") is not None]
+        labelled = [a for a, g in zip(abstentions, entry.gold, strict=True)
+                    if _preference(g, "gold") is not None]
         m = preference_accuracy([None if v == "abstain" else v for v in verdicts], entry.gold, **entry.ci)
         hits = [float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
                 for v, g in zip(verdicts, entry.gold, strict=True)
-                if _preference(g, "gold") is not None and (v == "abstain" or _preference(v, "verdicts") is not None)]
+                if _preference(g, "gold") is not None
+                and (v == "abstain" or _preference(v, "verdicts") is not None)]
         n_abs = sum(labelled)
         if not hits:
             return m
@@ -569,8 +592,9 @@ class PreferenceAccuracy(ReportedMeasure):
         interval = (resample_interval(batched_nanmean, arr, n_boot=entry.ci.get("n_boot", 1000),
                                       alpha=entry.ci.get("alpha", 0.05), seed=entry.ci.get("seed", 0))
                     if entry.ci.get("ci") else None)
-        # an abstention is in ``arr`` (counted wrong), so it is not a dropped item as well: only parse failures are
-        out = share("preference_accuracy", arr, m.n_failed - n_abs, interval=interval,
+        # an abstention is in ``arr`` (counted wrong), so it is not a dropped item as well: only parse
+        # failures are
+        out = share("preference-accuracy", arr, m.n_failed - n_abs, interval=interval,
                     extra={**m.extra, "orders": verdict_order_text(entry.judgments), "abstained": n_abs,
                            "abstention_rate": n_abs / len(arr),
                            "accuracy_when_decided": m.value if m.ok else None})
@@ -578,7 +602,8 @@ class PreferenceAccuracy(ReportedMeasure):
 
 
 def verdict_order_text(judgments: Sequence[Judgment]) -> str:
-    """Which order(s) the judgments' own verdicts count: "both orders, reconciled", "original order only", ..."""
+    """Which order(s) the judgments' own verdicts count: "both orders, reconciled", "original order only",
+    ..."""
     if any("position_consistent" in j.meta for j in judgments):
         return "both orders, reconciled"
     recorded = {j.meta["recorded"].get("order") for j in judgments
@@ -588,7 +613,7 @@ def verdict_order_text(judgments: Sequence[Judgment]) -> str:
     return "one order, as presented"
 
 
-@register("measure", "accuracy_both_orders")
+@register("measure", "accuracy-both-orders")
 class AccuracyBothOrders(ReportedMeasure):
     """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`)."""
 
@@ -599,11 +624,11 @@ class AccuracyBothOrders(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "accuracy_both_orders",
+        return _from_both_orders(entry, "accuracy-both-orders",
                                  lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci))
 
 
-@register("measure", "swap_gain")
+@register("measure", "swap-gain")
 class SwapGain(ReportedMeasure):
     """Accuracy of the position-swapped verdict minus that of the original order alone (:func:`swap_gain`)."""
 
@@ -614,16 +639,17 @@ class SwapGain(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "swap_gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
+        return _from_both_orders(entry, "swap-gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
 
 
-@register("measure", "longer_preference")
+@register("measure", "longer-preference")
 class LongerPreference(ReportedMeasure):
     """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`)."""
 
     info = MeasureInfo(label="longer pref. (P-½)", direction="zero", group="bias", headline=True,
-                       note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on texts of "
-                            "different length in words; the humans row gives the gold preferences' own lean.")
+                       note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on "
+                            "texts of different length in words; the humans row gives the gold "
+                            "preferences' own lean.")
     task = "pairwise"
     on_humans = True
 
@@ -633,9 +659,10 @@ class LongerPreference(ReportedMeasure):
                                  [word_count(i.output_b or "") for i in entry.items], **entry.ci)
 
 
-@register("measure", "preference_fairness")
+@register("measure", "preference-fairness")
 class PreferenceFairness(ReportedMeasure):
-    """Shi et al.'s preference fairness over both orders (:func:`preference_fairness`), per system pair too."""
+    """Shi et al.'s preference fairness over both orders (:func:`preference_fairness`), per system pair
+    too."""
 
     paper = "Shi et al. 2024"
 
@@ -646,41 +673,42 @@ class PreferenceFairness(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "preference_fairness", lambda o, s: preference_fairness(
+        return _from_both_orders(entry, "preference-fairness", lambda o, s: preference_fairness(
             o, s, groups=_pair_groups(entry), **entry.ci))
 
 
-@register("measure", "position_consistency")
+@register("measure", "position-consistency")
 class PositionConsistency(ReportedMeasure):
     """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too."""
 
     paper = "Shi et al. 2024"
 
     info = MeasureInfo(label="position consistency", direction="higher", group="consistency", headline=True,
-                       note="share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).")
+                       note="share of pairs whose verdicts in both orders prefer the same text (Shi "
+                            "et al. 2024).")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "position_consistency", lambda o, s: position_consistency(
+        return _from_both_orders(entry, "position-consistency", lambda o, s: position_consistency(
             o, s, groups=_pair_groups(entry), **entry.ci))
 
 
-@register("measure", "repetition_stability")
+@register("measure", "repetition-stability")
 class RepetitionStability(ReportedMeasure):
     """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts."""
 
     paper = "Shi et al. 2024"
 
     info = MeasureInfo(label="repetition stability", direction="higher", group="consistency", headline=True,
-                       note="share of repeated judgments of one pair in one order that give its most frequent "
-                            "verdict (Shi et al. 2024).")
+                       note="share of repeated judgments of one pair in one order that give its most "
+                            "frequent verdict (Shi et al. 2024).")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["verdict_samples"]``; NaN when no pair was judged more than once."""
         trials = verdict_samples(entry.judgments)
         if not trials:
-            return undefined("repetition_stability", 0, 0,
+            return undefined("repetition-stability", 0, 0,
                              "no judgment holds repeated verdicts (meta['verdict_samples'])")
         return repetition_stability(trials, **entry.ci)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-def _alpha(mat: np.ndarray, level: str) -> tuple[float, str | None]:
+def _alpha(mat: np.ndarray, level: Any) -> tuple[float, str | None]:
     import krippendorff
 
     if mat.shape[0] < 2:
@@ -76,7 +77,8 @@ def krippendorff_alpha(
     if not rows:
         raise DataError("expected at least one row of ratings; got none")
     if len({len(r) for r in rows}) > 1:
-        raise DataError(f"expected every row to rate the same items; got row lengths {[len(r) for r in rows]}")
+        raise DataError("expected every row to rate the same items; got row lengths "
+                        f"{[len(r) for r in rows]}")
     mat = np.vstack(rows)
     failed = int((~np.isfinite(mat)).sum())
     used = int((np.isfinite(mat).sum(axis=0) >= 2).sum())
@@ -96,19 +98,21 @@ def alpha_across_samples(
     samples: Sequence[Scores] | np.ndarray, level: str = "interval", *,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Inter-sample agreement: Krippendorff's alpha across N samples of one judge (rows: samples, columns: items).
+    """Inter-sample agreement: Krippendorff's alpha across N samples of one judge (rows: samples, columns:
+    items).
 
     Samples of one judge share its scale; settings on different scales go through
     :func:`alpha_across_settings`, which bins them to a common scale first.
     """
     m = krippendorff_alpha(samples, level, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
-    return m.model_copy(update={"name": "alpha_across_samples"})
+    return m.model_copy(update={"name": "alpha-across-samples"})
 
 
 def bin_to_scale(
     values: Scores, source: Scale | tuple[float, float], target: Scale | tuple[float, float],
 ) -> np.ndarray:
-    """Scores on ``source`` binned onto the coarser ``target`` scale, as Stureborg et al. 2024 bin wider scales to 1-5.
+    """Scores on ``source`` binned onto the coarser ``target`` scale, as Stureborg et al. 2024 bin wider
+    scales to 1-5.
 
     The source's points are split, in order, into as many equal-width bins as the target
     has points: 1-100 onto 1-5 gives 1-20 -> 1, 21-40 -> 2, ..., 81-100 -> 5; 1-10 onto 1-5
@@ -119,8 +123,9 @@ def bin_to_scale(
     src, tgt = Scale.of(source), Scale.of(target)
     n_src, n_tgt = len(src.points()), len(tgt.points())
     if n_tgt > n_src:
-        raise ConfigError(f"expected a target scale no finer than the source to bin onto; got {tgt.describe()} "
-                          f"({n_tgt} points) for scores on {src.describe()} ({n_src} points)")
+        raise ConfigError("expected a target scale no finer than the source to bin onto; got "
+                          f"{tgt.describe()} ({n_tgt} points) for scores on {src.describe()} "
+                          f"({n_src} points)")
     x = as_float_array(values, "values")
     finite = np.isfinite(x)
     outside = finite & ((x < src.min - 1e-9) | (x > src.max + 1e-9))
@@ -158,8 +163,8 @@ def alpha_across_settings(
         if len({v for v in inferred.values() if v is not None}) > 1:
             seen = ", ".join(f"{k}: up to {_observed_max(r):g} (looks 1-{inferred[k]})"
                              for k, r in zip(names, rows, strict=True) if inferred[k] is not None)
-            raise DataError(f"expected the settings on one scale, or scales={{setting: scale}} to bin them onto the "
-                            f"coarsest; got scores that look to be on different scales ({seen})")
+            raise DataError("expected the settings on one scale, or scales={setting: scale} to bin them "
+                            f"onto the coarsest; got scores that look to be on different scales ({seen})")
     if scales is not None:
         missing = [k for k in names if k not in scales]
         if missing:
@@ -168,11 +173,13 @@ def alpha_across_settings(
         described = {k: s.describe() for k, s in own.items()}
         if len({(s.min, s.max, s.step) for s in own.values()}) > 1:
             common = min(own.values(), key=lambda s: len(s.points()))
-            rows = [r if own[k] == common else bin_to_scale(r, own[k], common) for k, r in zip(names, rows, strict=True)]
+            rows = [r if own[k] == common else bin_to_scale(r, own[k], common) for k,
+                    r in zip(names, rows, strict=True)]
             binned_to = common.describe()
     m = krippendorff_alpha(rows, level, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
     return m.model_copy(update={"name": "alpha_across_settings",
-                                "extra": {**m.extra, "settings": names, "scales": described, "binned_to": binned_to}})
+                                "extra": {**m.extra, "settings": names, "scales": described,
+                                          "binned_to": binned_to}})
 
 
 def _observed_max(scores: Scores) -> float:
@@ -182,7 +189,8 @@ def _observed_max(scores: Scores) -> float:
 
 
 def _inferred_top(scores: Scores) -> int | None:
-    """The top of the smallest common scale (5, 10, 100) holding ``scores``; None when none does or none is scored."""
+    """The top of the smallest common scale (5, 10, 100) holding ``scores``; None when none does or none is
+    scored."""
     top = _observed_max(scores)
     if not math.isfinite(top):
         return None
@@ -204,7 +212,7 @@ def sample_rows(judgments: Sequence[Judgment], criterion: str) -> np.ndarray:
     return mat
 
 
-@register("measure", "alpha_across_samples")
+@register("measure", "alpha-across-samples")
 class AlphaAcrossSamples(ReportedMeasure):
     """Krippendorff's alpha across repeated samples of the judge (:func:`alpha_across_samples`)."""
 
@@ -220,6 +228,6 @@ class AlphaAcrossSamples(ReportedMeasure):
         """Alpha over the judgments' samples; NaN when every judgment holds at most one."""
         mat = sample_rows(entry.judgments, entry.criterion)
         if mat.shape[0] < 2:
-            return undefined("alpha_across_samples", 0, 0,
+            return undefined("alpha-across-samples", 0, 0,
                              "every judgment holds at most 1 sample (set n > 1 to measure it)")
         return alpha_across_samples(list(mat), **entry.ci)

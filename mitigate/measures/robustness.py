@@ -104,7 +104,8 @@ def robustness_rate(
     original: Scores, probed: Scores, *, tolerance: float = 0.0, ci: bool = False, n_boot: int = 1000,
     alpha: float = 0.05, seed: int = 0, name: str = "robustness_rate",
 ) -> Measure:
-    """CALM's robustness rate: the share of items whose value the probe left unchanged (see the module docstring).
+    """CALM's robustness rate: the share of items whose value the probe left unchanged (see the module
+    docstring).
 
     ``of_all`` counts an item where either run failed as changed.
     """
@@ -119,7 +120,8 @@ def robustness_rate(
 
 def noise_floor(original: Scores, rerun: Scores, *, tolerance: float = 0.0, ci: bool = False,
                 n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> Measure:
-    """The judge's own flip rate: the share of items whose value changed on an unperturbed rerun (1 − RR(y, r))."""
+    """The judge's own flip rate: the share of items whose value changed on an unperturbed rerun (1 − RR(y,
+    r))."""
     _check_tolerance(tolerance)
     y, r, failed = _pair(original, rerun)
     if len(y) == 0:
@@ -129,7 +131,8 @@ def noise_floor(original: Scores, rerun: Scores, *, tolerance: float = 0.0, ci: 
     return share("noise_floor", flips, failed, failure_counts_as_hit=True, interval=interval)
 
 
-def score_shift(original: Scores, probed: Scores, *, ci: bool = False, n_boot: int = 1000, alpha: float = 0.05,
+def score_shift(original: Scores, probed: Scores, *, ci: bool = False, n_boot: int = 1000,
+                alpha: float = 0.05,
                 seed: int = 0, name: str = "mean_shift") -> Measure:
     """mean(probed − original) over the items with both values, with a paired bootstrap interval."""
     y, p, failed = _pair(original, probed)
@@ -140,7 +143,8 @@ def score_shift(original: Scores, probed: Scores, *, ci: bool = False, n_boot: i
     return finish(name, float(d.mean()), len(d), failed, interval=interval)
 
 
-def directional_share(original: Scores, probed: Scores, direction: Direction, *, tolerance: float = 0.0) -> Measure:
+def directional_share(original: Scores, probed: Scores, direction: Direction, *,
+                      tolerance: float = 0.0) -> Measure:
     """Of the items the probe changed, the share that moved in ``direction`` (``up``: probed > original)."""
     _check_tolerance(tolerance)
     if direction not in ("up", "down", "any"):
@@ -175,7 +179,8 @@ def flip_test(original: Scores, probed: Scores, rerun: Scores, *, tolerance: flo
     and ``c`` (rerun changed, probe did not), and both flip rates.
     """
     _check_tolerance(tolerance)
-    y, p, r = (as_float_array(v, k) for v, k in ((original, "original"), (probed, "probed"), (rerun, "rerun")))
+    y, p, r = (as_float_array(v, k) for v,
+               k in ((original, "original"), (probed, "probed"), (rerun, "rerun")))
     if not len(y) == len(p) == len(r):
         raise DataError(f"expected one value per item in each run; got {len(y)}, {len(p)} and {len(r)}")
     ok = np.isfinite(y) & np.isfinite(p) & np.isfinite(r)
@@ -223,11 +228,11 @@ def probe_effect(
     if not 0 < alpha < 1:
         raise ConfigError(f"The 'alpha' parameter of probe_effect must be in (0, 1). Got {alpha!r} instead.")
     ci = n_boot > 0
-    kw = {"n_boot": max(n_boot, 1), "alpha": alpha, "seed": seed, "ci": ci}
-    rr = robustness_rate(original, probed, tolerance=tolerance, **kw)
-    floor = noise_floor(original, rerun, tolerance=tolerance, **kw)
-    shift = score_shift(original, probed, **kw)
-    noise_shift = score_shift(original, rerun, name="noise_shift", **kw)
+    boot = max(n_boot, 1)
+    rr = robustness_rate(original, probed, tolerance=tolerance, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    floor = noise_floor(original, rerun, tolerance=tolerance, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    shift = score_shift(original, probed, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    noise_shift = score_shift(original, rerun, name="noise_shift", ci=ci, n_boot=boot, alpha=alpha, seed=seed)
     directional = directional_share(original, probed, direction, tolerance=tolerance)
     test = flip_test(original, probed, rerun, tolerance=tolerance)
     if test.ok:
@@ -246,12 +251,14 @@ def probe_effect(
     else:
         reading = "overlooked the error" if ideal == "down" else "not moved above noise"
     return ProbeEffect(probe=probe, direction=direction, ideal=ideal, alpha=alpha, robustness=rr, noise=floor,
-                       shift=shift, noise_shift=noise_shift, directional=directional, test=test, detected=detected,
+                       shift=shift, noise_shift=noise_shift, directional=directional, test=test,
+                       detected=detected,
                        reading=reading)
 
 
 def effects_table(effects: Sequence[ProbeEffect]) -> list[dict[str, object]]:
-    """One plain row per effect (for JSON and tables): RR, floor, shift with interval, directional share, p."""
+    """One plain row per effect (for JSON and tables): RR, floor, shift with interval, directional share,
+    p."""
     rows: list[dict[str, object]] = []
     for e in effects:
         rows.append({

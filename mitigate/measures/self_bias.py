@@ -1,4 +1,5 @@
-"""Self-bias: self-preference and length preference (Liu et al. 2024), source sensitivity (Stureborg et al. 2024).
+"""Self-bias: self-preference and length preference (Liu et al. 2024), source sensitivity (Stureborg et al.
+2024).
 
 Liu et al. find that evaluators favour their own outputs and longer outputs; Stureborg
 et al. that judges should keep the source document in the prompt, since scores move
@@ -60,7 +61,8 @@ def self_preference(
     texts: Sequence[Hashable | None] | None = None,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """Self-preference (Liu et al. 2024): the evaluator x generator matrix of mean scores, min-max normalised per row.
+    """Self-preference (Liu et al. 2024): the evaluator x generator matrix of mean scores, min-max normalised
+    per row.
 
     Inputs are parallel lists: each judgment's score, the evaluator that gave it and the
     generator that wrote the judged text. ``extra["matrix"]`` holds the mean score per
@@ -106,15 +108,16 @@ def self_preference(
     used = int(ok.sum())
     if not per:
         return undefined(name, used, failed,
-                         "no evaluator is also a generator with a defined normalised row and other generators", **extra)
+                         "no evaluator is also a generator with a defined normalised row and "
+                         "other generators", **extra)
 
     interval = None
     if ci:
         if texts is None and len(ev_names) > 1:
             raise ConfigError(
                 f"expected texts= (the id of the judged text, one per judgment) to bootstrap self-preference "
-                f"over {len(ev_names)} evaluators: the bootstrap resamples texts, keeping each text's judgments "
-                f"by every evaluator together; got texts=None")
+                f"over {len(ev_names)} evaluators: the bootstrap resamples texts, keeping each text's "
+                f"judgments by every evaluator together; got texts=None")
         text_ids = check_labels(texts, len(x), "text id") if texts is not None else list(range(len(x)))
         groups: dict[Hashable, list[int]] = {}
         for i, t in enumerate(text_ids):
@@ -142,7 +145,7 @@ def length_correlation(
     """
     values = [word_count(v) if isinstance(v, str) else v for v in lengths]
     m = item_correlation(scores, values, "spearman", ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
-    return m.model_copy(update={"name": "length_spearman"})
+    return m.model_copy(update={"name": "length-spearman"})
 
 
 def source_sensitivity(
@@ -181,7 +184,8 @@ def source_sensitivity(
         extra[f"{method}_with_source"] = item_correlation(a, human, method).value
         extra[f"{method}_without_source"] = item_correlation(b, human, method).value
     absdiff = np.abs(diff)
-    interval = resample_interval(batched_nanmean, absdiff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = resample_interval(batched_nanmean, absdiff, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
     return finish(name, float(absdiff.mean()), len(x), failed, interval=interval, extra=extra)
 
 
@@ -189,7 +193,7 @@ def source_sensitivity(
 # reported per entry by compare
 
 
-@register("measure", "length_spearman")
+@register("measure", "length-spearman")
 class LengthSpearman(ReportedMeasure):
     """Spearman(score, output length in words) (Liu et al. 2024; :func:`length_correlation`)."""
 

@@ -36,7 +36,8 @@ MIN_ITEMS = 30
 """Below this many judged items an interval is too unstable to carry a conclusion: a report makes no claim."""
 
 MIN_DOCUMENTS = 5
-"""Below this many documents, per-document and system-level measures (and any claim resting on them) say little."""
+"""Below this many documents, per-document and system-level measures (and any claim resting on them) say
+little."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -312,7 +313,8 @@ def bootstrap_ci(
     ``(nan, nan)``.
     """
     if n_boot < 1:
-        raise ConfigError(f"The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got {n_boot} instead.")
+        raise ConfigError("The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got "
+                          f"{n_boot} instead.")
     if not 0 < alpha < 1:
         raise ConfigError(f"The 'alpha' parameter of bootstrap_ci must be in (0, 1). Got {alpha} instead.")
     if not arrays:
@@ -402,7 +404,8 @@ def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
 
 
 def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> np.ndarray:
-    """A (n_perm, n) boolean array: which items swap in each permutation (whole groups together with ``codes``)."""
+    """A (n_perm, n) boolean array: which items swap in each permutation (whole groups together with
+    ``codes``)."""
     if codes is None:
         return rng.random((n_perm, n)) < 0.5
     per_group = rng.random((n_perm, int(codes.max()) + 1 if len(codes) else 0)) < 0.5
@@ -475,7 +478,8 @@ def paired_permutation_test(
             else:
                 null = rows(pa, h) - rows(pb, h)
         else:
-            null = np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x, y in zip(pa, pb, strict=True)])
+            null = np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x,
+                             y in zip(pa, pb, strict=True)])
     return PermutationResult(
         observed=observed, p_value=_two_sided_p(observed, null), n=len(a), n_perm=n_perm,
         observed_a=sa, observed_b=sb,

@@ -43,7 +43,8 @@ from mitigate.measures.base import Measure, Scores, finish, undefined, word_coun
 from mitigate.measures.length_control import L2
 from mitigate.measures.stats import as_float_array, bootstrap_ci
 
-__all__ = ["STYLE_FEATURES", "fit_logit", "score_style_regression", "style_controlled_win_rate", "style_features",
+__all__ = ["STYLE_FEATURES", "fit_logit", "score_style_regression", "style_controlled_win_rate",
+           "style_features",
            "squashed", "style_matrix"]
 
 STYLE_FEATURES: tuple[str, ...] = ("length", "headers", "bold", "lists")
@@ -71,11 +72,13 @@ def _check_features(features: Sequence[str]) -> list[str]:
 def style_matrix(texts: Sequence[str], features: Sequence[str] = STYLE_FEATURES) -> np.ndarray:
     """One row per text, one column per feature (in ``features`` order)."""
     cols = _check_features(features)
-    return np.array([[style_features(t)[f] for f in cols] for t in texts], dtype=float).reshape(len(texts), len(cols))
+    return np.array([[style_features(t)[f] for f in cols] for t in texts], dtype=float).reshape(len(texts),
+                                                                                                len(cols))
 
 
 def fit_logit(pref: np.ndarray, x: np.ndarray, *, iters: int = 50) -> np.ndarray:
-    """``[θ, φ_1, ...]`` of ``logit P = θ + x·φ`` by Newton's method with soft targets in [0, 1] and a small L2 penalty."""
+    """``[θ, φ_1, ...]`` of ``logit P = θ + x·φ`` by Newton's method with soft targets in [0, 1] and a small
+    L2 penalty."""
     design = np.column_stack([np.ones(len(pref)), x])
     w = np.zeros(design.shape[1])
     lam = L2 * len(pref)
@@ -97,7 +100,8 @@ def _as_rows(features: Sequence[Mapping[str, float]] | np.ndarray, cols: list[st
             raise DataError(f"expected {what} with one column per feature {cols}; got shape {arr.shape}")
         return arr
     try:
-        return np.array([[float(row[c]) for c in cols] for row in features], dtype=float).reshape(len(features),
+        return np.array([[float(row[c]) for c in cols] for row in features],
+                        dtype=float).reshape(len(features),
                                                                                                   len(cols))
     except KeyError as exc:
         raise DataError(f"expected {what} holding the features {cols}; a row lacks {exc.args[0]!r}") from None
@@ -108,7 +112,8 @@ def style_controlled_win_rate(
     features_b: Sequence[Mapping[str, float]] | np.ndarray, *, features: Sequence[str] = STYLE_FEATURES,
     ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
 ) -> Measure:
-    """The win rate of A over B read at equal style (see the module docstring), with each feature's coefficient.
+    """The win rate of A over B read at equal style (see the module docstring), with each feature's
+    coefficient.
 
     ``preference``: 1 A preferred, 0 B, 0.5 tie (None/NaN: dropped, counted in ``n_failed``);
     ``features_a``/``features_b``: per pair, the :func:`style_features` of each text (or a
@@ -120,7 +125,8 @@ def style_controlled_win_rate(
     pref = as_float_array(preference, "preference")
     fa, fb = _as_rows(features_a, cols, "features_a"), _as_rows(features_b, cols, "features_b")
     if not len(pref) == len(fa) == len(fb):
-        raise DataError(f"expected one feature row of each text per preference; got {len(pref)}, {len(fa)}, {len(fb)}")
+        raise DataError(f"expected one feature row of each text per preference; got {len(pref)}, "
+                        f"{len(fa)}, {len(fb)}")
     ok = np.isfinite(pref) & np.isfinite(fa).all(axis=1) & np.isfinite(fb).all(axis=1)
     bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
     if len(bad):
@@ -129,7 +135,8 @@ def style_controlled_win_rate(
     failed = int((~ok).sum())
     pref, delta = pref[ok], (fa - fb)[ok]
     if len(pref) < 3:
-        return undefined(name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3")
+        return undefined(name, len(pref), failed,
+                         f"only {len(pref)} pairs have a preference; expected at least 3")
     sigma = delta.std(axis=0)
     keep = sigma > 0
     used = [c for c, k in zip(cols, keep, strict=True) if k]
@@ -157,7 +164,8 @@ def squashed(matrix: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray
 
 
 def score_style_regression(
-    scores: Scores, texts: Sequence[str], *, human: Scores | None = None, features: Sequence[str] = STYLE_FEATURES,
+    scores: Scores, texts: Sequence[str], *, human: Scores | None = None,
+    features: Sequence[str] = STYLE_FEATURES,
 ) -> Measure:
     """OLS of the judge's score (or score − human) on the squashed style features; ``value`` = R².
 

@@ -18,6 +18,11 @@ declares the direction the targeted bias predicts. One family per module:
 
 :mod:`mitigate.harness.probe` runs a judge over the original and the probed items, with a
 rerun for the noise floor; :mod:`mitigate.measures.robustness` holds the measures.
+
+"Probe" here always means a component of kind ``"probe"`` (``--probes`` on the command line). The
+mitigation ``perturbation-probe`` (:class:`mitigate.strategies.perturbed_demos.PerturbationProbe`)
+is not one: it is a judge wrapper that re-judges each item under perturbed scoring guidelines to
+measure consistency (Ghazarian et al. 2024), named in ``--pipeline`` like any mitigation.
 """
 
 from mitigate.probes.authority import Authority

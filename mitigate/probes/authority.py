@@ -23,7 +23,8 @@ CITATIONS = (
     "Information Synthesis, 233-241.)",
     "(Reference: Okafor, B., Hale, S. and Ruiz, D. (2020). What readers need from a short report. "
     "Review of Communication Methods, 7(4), 55-72.)",
-    "(Cited from: Brennan, A. (2018). Reliable reporting: a handbook, 3rd edition. Eastfield Academic Press, p. 142.)",
+    "(Cited from: Brennan, A. (2018). Reliable reporting: a handbook, 3rd edition. Eastfield Academic "
+    "Press, p. 142.)",
 )
 """Invented references (own wording; no real authors or venues)."""
 

@@ -46,13 +46,15 @@ __all__ = [
 ]
 
 Direction = Literal["up", "down", "any"]
-"""Which way the probed bias moves a judge: ``up`` (higher score / prefers the probed side), ``down``, ``any``."""
+"""Which way the probed bias moves a judge: ``up`` (higher score / prefers the probed side), ``down``,
+``any``."""
 
 Side = Literal["a", "b"]
 """Which text of a pairwise item a probe rewrites: ``a`` (``output``) or ``b`` (``output_b``)."""
 
 Level = Literal["text", "prompt"]
-"""What a probe perturbs: the judged ``text`` (the item), or the judge's ``prompt`` (the rubric, the user turn)."""
+"""What a probe perturbs: the judged ``text`` (the item), or the judge's ``prompt`` (the rubric, the user
+turn)."""
 
 
 class ProbeRecord(BaseModel):
@@ -127,8 +129,8 @@ class Probe(Component):
         if self.side == "b":
             if not item.pairwise:
                 raise ConfigError(
-                    f"probe {self.registry_name!r} with side='b' rewrites the second text of a pairwise item; "
-                    f"item {item.id!r} has only one text (use side='a')"
+                    f"probe {self.registry_name!r} with side='b' rewrites the second text of a pairwise "
+                    f"item; item {item.id!r} has only one text (use side='a')"
                 )
             return "output_b"
         return "output"
@@ -208,7 +210,8 @@ def resolve_probes(spec: str | Sequence[str | Probe], *, rewriter: bool = False)
             out.append(p)
             continue
         if p == "all":
-            raise ConfigError("expected 'all' on its own or a comma-separated list of probe names; got 'all' in a list")
+            raise ConfigError("expected 'all' on its own or a comma-separated list of probe names; got "
+                              "'all' in a list")
         if p not in known:
             raise ConfigError(f"unknown probe {p!r}; expected 'all' or some of {known}")
         out.append(registered("probe")[p]())

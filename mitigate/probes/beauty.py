@@ -22,7 +22,8 @@ EMOJI = ("\u2728", "\u2705", "\U0001f4cc", "\U0001f680")
 
 @register("probe", "beauty")
 class Beauty(RuleProbe):
-    """Reformat the text as markdown: a header, one bullet per sentence with bold lead words, emoji (``emoji``)."""
+    """Reformat the text as markdown: a header, one bullet per sentence with bold lead words, emoji
+    (``emoji``)."""
 
     emoji: bool = True
     bold_words: int = 3

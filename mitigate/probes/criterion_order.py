@@ -25,7 +25,8 @@ __all__ = ["CriterionOrder"]
 
 @register("probe", "criterion-order")
 class CriterionOrder(PromptProbe):
-    """Ask a multi-criterion prompt's criteria in another order: ``reverse`` (default) or a seeded ``shuffle``."""
+    """Ask a multi-criterion prompt's criteria in another order: ``reverse`` (default) or a seeded
+    ``shuffle``."""
 
     order: Literal["reverse", "shuffle"] = "reverse"
     predicts: ClassVar[Direction] = "any"
@@ -51,12 +52,13 @@ class CriterionOrder(PromptProbe):
     def _leaf(self, leaf: PromptJudge) -> Judge:
         names = [c.name for c in leaf.prompt.criteria]
         if len(names) < 2:
-            raise ConfigError(f"criterion-order reorders the criteria of a prompt scoring several; expected two or "
-                              f"more criteria; got {names or 'none'}")
+            raise ConfigError("criterion-order reorders the criteria of a prompt scoring several; expected "
+                              f"two or more criteria; got {names or 'none'}")
         if self._rebuilt(leaf, names) != leaf.prompt:
             raise ConfigError(
-                f"criterion-order reorders criteria a prompt lists as separate parts (the multi-attribute rating "
-                f"prompt); expected such a prompt; got a free-form template that names {names} in its own words")
+                "criterion-order reorders criteria a prompt lists as separate parts (the multi-attribute "
+                f"rating prompt); expected such a prompt; got a free-form template that names {names} in "
+                "its own words")
         return leaf.with_prompt(self._rebuilt(leaf, self.new_order(names)))
 
     def perturb(self, judge: Judge, target: Hashable = None) -> Judge:
@@ -64,8 +66,10 @@ class CriterionOrder(PromptProbe):
         return judge.map_leaves(self._leaf)
 
     def apply_prompt(self, prompt: JudgePrompt, target: Hashable = None) -> JudgePrompt:
-        """Refused on a bare prompt: the multi-criterion prompt is rebuilt through its judge (:meth:`perturb`)."""
-        raise ConfigError("criterion-order rebuilds the multi-criterion prompt of a judge; expected probe.perturb(judge)")
+        """Refused on a bare prompt: the multi-criterion prompt is rebuilt through its judge
+        (:meth:`perturb`)."""
+        raise ConfigError("criterion-order rebuilds the multi-criterion prompt of a judge; expected "
+                          "probe.perturb(judge)")
 
     def change(self, prompt: JudgePrompt, target: Hashable = None) -> tuple[str, str, str]:
         """The criteria order before and after."""

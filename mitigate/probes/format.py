@@ -41,7 +41,8 @@ def _unmark(line: str) -> str:
 
 
 def to_plain(text: str) -> str:
-    """Markdown as plain running text: marks removed, each header, list item or line one sentence, in order."""
+    """Markdown as plain running text: marks removed, each header, list item or line one sentence, in
+    order."""
     parts = []
     for raw in text.splitlines():
         line = _unmark(_ITEM.sub("", _HEADER.sub("", raw))).strip()
@@ -67,7 +68,8 @@ class Format(RuleProbe):
                                        "to": [Options("auto", "plain", "bullets", "prose")]}
 
     def rewrite(self, text: str, rng: random.Random) -> tuple[str, str]:
-        """``(probed text, what changed)``; the probed text equals ``text`` when there is nothing to convert."""
+        """``(probed text, what changed)``; the probed text equals ``text`` when there is nothing to
+        convert."""
         target = self.to
         if target == "auto":
             target = "plain" if has_markdown(text) else "bullets"

@@ -1,7 +1,8 @@
 """Rubric-option order (Ghazarian et al. 2024): the template's score options listed in another order.
 
 The judged text is unchanged; the prompt's scoring guideline is reordered with the guideline
-perturbation machinery of :mod:`mitigate.prompt.perturb` (:class:`~mitigate.prompt.perturb.OrderPerturbation`).
+perturbation machinery of :mod:`mitigate.prompt.perturb`
+(:class:`~mitigate.prompt.perturb.OrderPerturbation`).
 Each option moves as a whole, its score label ("Score 2: ", "B: ... Score: Two") with its
 description, so every option still means what it meant; only the order the judge reads them
 in changes. A prompt without a parsed guideline (no options) is refused in one line.
@@ -38,8 +39,9 @@ class OptionOrder(PromptProbe):
             n = len(guideline_of(prompt).options)
         except TemplateError:
             raise ConfigError(
-                "option-order reorders the template's score options; expected a template whose options were read "
-                "('Score 1: ...', 'A: ...'; see mitigate prompts inspect); got one with no options") from None
+                "option-order reorders the template's score options; expected a template whose options were "
+                "read ('Score 1: ...', 'A: ...'; see mitigate prompts inspect); got one "
+                "with no options") from None
         if self.order == "reverse":
             return OrderPerturbation(order=tuple(range(n - 1, -1, -1)))
         return order_perturbations(prompt, max_n=1, seed=self.seed)[0]

@@ -37,12 +37,14 @@ Task = Literal["score", "pairwise"]
 
 
 class PromptProbe(Probe):
-    """A probe that perturbs the judge's prompt, not the judged text; subclasses implement :meth:`apply_prompt`."""
+    """A probe that perturbs the judge's prompt, not the judged text; subclasses implement
+    :meth:`apply_prompt`."""
 
     level: ClassVar[Level] = "prompt"
 
     def target(self, value: float | None, prompt: JudgePrompt, task: Task) -> Hashable:
-        """What the change argues for on an item whose original value is ``value`` (None: the same for all items).
+        """What the change argues for on an item whose original value is ``value`` (None: the same for all
+        items).
 
         A probe whose change depends on the original verdict returns it here; ``value`` is the
         original score (or, pairwise, the preference for the first text: +1, 0, -1). An item
@@ -68,15 +70,17 @@ class PromptProbe(Probe):
                ) -> ProbeRecord:
         """The review record of one item judged under the perturbed prompt."""
         if error is not None:
-            return ProbeRecord(probe=self.name, item_id=item.id, field="prompt", original="", probed="", error=error)
+            return ProbeRecord(probe=self.name, item_id=item.id, field="prompt", original="", probed="",
+                               error=error)
         before, after, added = self.change(prompt, target)
         return ProbeRecord(probe=self.name, item_id=item.id, field="prompt", original=before, probed=after,
                            added=added)
 
     async def aprobe(self, item: Item, rewriter: LM | None = None) -> ProbedItem:
         """Refused: a prompt probe changes the judge, not the item (:meth:`perturb`)."""
-        raise ConfigError(f"probe {self.registry_name!r} perturbs the judge's prompt, not the judged text; expected "
-                          "it to be run by run_probes (or probe.perturb(judge)); got a call to rewrite an item")
+        raise ConfigError(f"probe {self.registry_name!r} perturbs the judge's prompt, not the judged text; "
+                          "expected it to be run by run_probes (or probe.perturb(judge)); got a call to "
+                          "rewrite an item")
 
 
 NO_TARGET = "<no original value>"

@@ -29,8 +29,8 @@ __all__ = ["Assertiveness", "FactualError", "Fallacy", "LMProbe", "Sentiment"]
 
 FRAME = (
     "You edit texts for a robustness test. {task}\n"
-    "Keep the language, the rough length and every other detail as they are. Reply with the edited text only, "
-    "with no comment before or after it.\n\nText:\n{text}"
+    "Keep the language, the rough length and every other detail as they are. Reply with the edited text "
+    "only, with no comment before or after it.\n\nText:\n{text}"
 )
 """The request every LM-assisted probe sends (this project's wording); ``task`` is the probe's edit."""
 
@@ -67,11 +67,12 @@ class LMProbe(Probe):
                          temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
 
     async def aprobe(self, item: Item, rewriter: LM | None = None) -> ProbedItem:
-        """Ask ``rewriter`` for the probed text; a ConfigError without one, a recorded failure for a bad answer."""
+        """Ask ``rewriter`` for the probed text; a ConfigError without one, a recorded failure for a bad
+        answer."""
         if rewriter is None:
             raise ConfigError(
-                f"probe {self.registry_name!r} rewrites the judged text with an LM; expected a rewriter backend "
-                "(rewriter=mitigate.lm.get(...), or --rewriter SPEC); got none"
+                f"probe {self.registry_name!r} rewrites the judged text with an LM; expected a rewriter "
+                "backend (rewriter=mitigate.lm.get(...), or --rewriter SPEC); got none"
             )
         field = self.field_for(item)
         original = item.field(field)
@@ -100,7 +101,8 @@ class Sentiment(LMProbe):
 
     tone: Literal["cheerful", "gloomy"] = "cheerful"
     family: ClassVar[str] = "sentiment"
-    parameter_constraints: ClassVar = {**LMProbe.parameter_constraints, "tone": [Options("cheerful", "gloomy")]}
+    parameter_constraints: ClassVar = {**LMProbe.parameter_constraints,
+                                       "tone": [Options("cheerful", "gloomy")]}
 
     def direction(self) -> Direction:
         """``up`` for a cheerful tone, ``down`` for a gloomy one."""
@@ -108,8 +110,10 @@ class Sentiment(LMProbe):
 
     def task(self) -> str:
         """The tone edit."""
-        mood = "upbeat, warm and enthusiastic" if self.tone == "cheerful" else "downcast, weary and pessimistic"
-        return f"Change only the emotional tone of the text so that it sounds {mood}, without adding or removing facts."
+        mood = "upbeat, warm and enthusiastic" if self.tone == "cheerful" else ("downcast, weary "
+                                                                                "and pessimistic")
+        return (f"Change only the emotional tone of the text so that it sounds {mood}, without adding or "
+                "removing facts.")
 
 
 @register("probe", "assertiveness")
@@ -121,8 +125,8 @@ class Assertiveness(LMProbe):
 
     def task(self) -> str:
         """The confidence edit."""
-        return ("Make the text sound completely confident and authoritative: remove hedges such as 'may', 'might' "
-                "or 'it seems', and state each point as certain, without adding or removing facts.")
+        return ("Make the text sound completely confident and authoritative: remove hedges such as 'may', "
+                "'might' or 'it seems', and state each point as certain, without adding or removing facts.")
 
 
 @register("probe", "fallacy")
@@ -135,13 +139,15 @@ class Fallacy(LMProbe):
 
     def task(self) -> str:
         """The fallacy edit."""
-        return ("Add exactly one sentence containing a reasoning error, for example a conclusion that does not follow "
-                "from the facts given or a claim that one event caused another merely because it came first.")
+        return ("Add exactly one sentence containing a reasoning error, for example a conclusion that does "
+                "not follow from the facts given or a claim that one event caused another merely because "
+                "it came first.")
 
 
 @register("probe", "factual-error")
 class FactualError(LMProbe):
-    """Change one fact (a number, a name, a date) so the text contradicts its source; a fair judge scores it lower."""
+    """Change one fact (a number, a name, a date) so the text contradicts its source; a fair judge scores it
+    lower."""
 
     predicts: ClassVar[Direction] = "down"
     ideal: ClassVar[Literal["unchanged", "down"]] = "down"
@@ -149,5 +155,5 @@ class FactualError(LMProbe):
 
     def task(self) -> str:
         """The factual edit."""
-        return ("Change exactly one factual detail (a number, a name, a place or a date) so that it becomes wrong, "
-                "and leave everything else word for word.")
+        return ("Change exactly one factual detail (a number, a name, a place or a date) so that it becomes "
+                "wrong, and leave everything else word for word.")

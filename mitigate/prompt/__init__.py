@@ -1,4 +1,5 @@
-"""The judge prompt: its value, how a template is read into it, its answer format, its perturbations, the built-in ones.
+"""The judge prompt: its value, how a template is read into it, its answer format, its perturbations, the
+built-in ones.
 
 Layout: :mod:`.parts` (criterion, scoring option, guideline, demonstration, message),
 :mod:`.judge_prompt` (the frozen prompt value and how it renders), :mod:`.read` (reading a

@@ -19,7 +19,8 @@ for _file in sorted(_FOLDER.iterdir(), key=lambda f: f.name):
 
 
 def list_prompts() -> list[str]:
-    """Names of the built-in prompts (the ``prompt`` kind of the registry: file stems with '_' shown as '-')."""
+    """Names of the built-in prompts (the ``prompt`` kind of the registry: file stems with '_' shown as
+    '-')."""
     return names("prompt")
 
 
@@ -42,7 +43,7 @@ def default_prompt_for(benchmark: str, criterion: str) -> str:
     name = f"{family}-{criterion.replace('_', '-')}"
     if name not in list_prompts():
         raise ConfigError(
-            f"no built-in prompt for benchmark {benchmark!r} and criterion {criterion!r} (looked for {name!r}); "
-            f"pass --prompt FILE, or use one of {list_prompts()}"
+            f"no built-in prompt for benchmark {benchmark!r} and criterion {criterion!r} (looked for "
+            f"{name!r}); pass --prompt FILE, or use one of {list_prompts()}"
         )
     return name

@@ -91,7 +91,8 @@ class JudgePrompt(BaseModel):
     output_slot: str = "output"
     slot_fields: dict[str, str] = Field(default_factory=dict)
     demos: tuple[Demo, ...] = ()
-    demo_template: str = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"  # DEFAULT_DEMO_TEMPLATE
+    # DEFAULT_DEMO_TEMPLATE
+    demo_template: str = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
     demo_header: str = "Examples:\n\n"
     demo_separator: str = "\n\n"
     layout: Layout = "invariant_first"
@@ -100,17 +101,22 @@ class JudgePrompt(BaseModel):
     @field_validator("demo_template")
     @classmethod
     def _plain_demo_fields(cls, value: str) -> str:
-        """A demo template fills only its named fields, as they are: ``{output}``, never ``{output.__class__}``,
-        ``{inputs[0]}`` or ``{score:>999999999}`` (format-string tricks that read internals or build any size)."""
+        """A demo template fills only its named fields, as they are: ``{output}``, never
+        ``{output.__class__}``,
+        ``{inputs[0]}`` or ``{score:>999999999}`` (format-string tricks that read internals or build any
+        size)."""
         try:
-            fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(value) if name is not None]
+            fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(value)
+                      if name is not None]
         except ValueError as exc:
-            raise TemplateError(f"expected demo_template to be a format string; got {value!r} ({exc})") from None
+            raise TemplateError("expected demo_template to be a format string; got "
+                                f"{value!r} ({exc})") from None
         for name, spec, conv in fields:
             if name not in DEMO_FIELDS or spec or conv:
                 shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
-                raise TemplateError(f"expected demo_template fields among {', '.join('{' + f + '}' for f in DEMO_FIELDS)}"
-                                    f", each plain (no attribute, index, conversion or format spec); got {shown}")
+                raise TemplateError("expected demo_template fields among "
+                                    f"{', '.join('{' + f + '}' for f in DEMO_FIELDS)}, each plain (no "
+                                    f"attribute, index, conversion or format spec); got {shown}")
         return value
 
     @model_validator(mode="after")
@@ -126,14 +132,15 @@ class JudgePrompt(BaseModel):
         marks = sum(m.template.count(GUIDELINE_MARK) for m in self.messages)
         if (self.guideline is None) != (marks == 0) or marks > 1:
             raise TemplateError(
-                f"expected one guideline mark when a guideline is set and none otherwise; got {marks} mark(s) "
-                f"and guideline={'set' if self.guideline else 'None'}"
+                f"expected one guideline mark when a guideline is set and none otherwise; got {marks} "
+                f"mark(s) and guideline={'set' if self.guideline else 'None'}"
             )
         return self
 
     @property
     def answer(self) -> AnswerKind:
-        """The answer kind ("score", "mcq" or "pairwise"), read from :attr:`answer_format` (its sole owner)."""
+        """The answer kind ("score", "mcq" or "pairwise"), read from :attr:`answer_format` (its sole
+        owner)."""
         return self.answer_format.kind
 
     @property
@@ -146,7 +153,8 @@ class JudgePrompt(BaseModel):
         return self.model_copy(update={"answer_format": answer_format})
 
     def answer_stub(self, index: int = -1) -> str:
-        """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:", "## Which is best, ...?").
+        """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:", "## Which
+        is best, ...?").
 
         The short trailing lines after the message's last slot that end with ":" or "?" (with
         any whitespace after them): where the judge's answer starts. Text a mitigation adds to
@@ -193,7 +201,8 @@ class JudgePrompt(BaseModel):
     def with_guideline(self, guideline: Guideline) -> JudgePrompt:
         """A copy with another guideline (same mark); the prompt must have had one."""
         if self.guideline is None:
-            raise TemplateError("this prompt has no parsed guideline to replace; expected one from from_template")
+            raise TemplateError("this prompt has no parsed guideline to replace; expected one from "
+                                "from_template")
         return self.model_copy(update={"guideline": guideline})
 
     def with_demos(self, demos: Sequence[Demo]) -> JudgePrompt:
@@ -223,7 +232,8 @@ class JudgePrompt(BaseModel):
         return self.model_copy(update={"criteria": tuple(criteria)})
 
     def with_scale(self, scale: Scale) -> JudgePrompt:
-        """A copy on another answer scale; demos it holds move with it (linearly, see :meth:`Demo.on_scale`)."""
+        """A copy on another answer scale; demos it holds move with it (linearly, see
+        :meth:`Demo.on_scale`)."""
         demos = tuple(d.labelled_on(self.scale).on_scale(scale) for d in self.demos)
         return self.model_copy(update={"scale": scale, "demos": demos})
 
@@ -266,9 +276,10 @@ class JudgePrompt(BaseModel):
         for name in self.source.unset if self.source is not None else ():
             if field_text(item, name) is not None:
                 raise TemplateError(
-                    f"the template's Jinja tests {name!r}, which no constant gave, so it was read as false when the "
-                    f"template was read; item {item.id!r} has a field {name!r} the prompt would leave out: expected "
-                    f"--const {name}=... (constants={{{name!r}: ...}}, one value for every item), or {{{{{name}}}}} "
+                    f"the template's Jinja tests {name!r}, which no constant gave, so it was read as false "
+                    f"when the template was read; item {item.id!r} has a field {name!r} the prompt would "
+                    f"leave out: expected --const {name}=... (constants={{{name!r}: ...}}, one value for "
+                    f"every item), or {{{{{name}}}}} "
                     "outside the condition (Jinja is rendered once, before judging)", item_id=item.id)
         guideline_text = self.guideline.render() if self.guideline else ""
         place = self.demo_place() if self.demos else None
@@ -284,16 +295,19 @@ class JudgePrompt(BaseModel):
                 template = template[:at] + mark + template[at:]
                 demos_text = self.render_demos(newline=nl)
             template = template.replace(GUIDELINE_MARK, guideline_text)
-            # demos are texts like the judged one: inserted verbatim after the slots are filled, never templated
+            # demos are texts like the judged one: inserted verbatim after the slots are filled, never
+            # templated
             content = demos_text.join(self._fill(part, item) for part in template.split(DEMOS_MARK))
             out.append(Message(role=m.role, content=content))
         if self.demos and place is None:  # no slot anywhere: demos go before the last message's text
             last = out[-1]
-            out[-1] = Message(role=last.role, content=self.render_demos() + self.demo_separator + last.content)
+            out[-1] = Message(role=last.role, content=self.render_demos() + self.demo_separator
+                              + last.content)
         return tuple(out)
 
     def demo_place(self) -> tuple[int, int, bool] | str | None:
-        """Where the demos block goes: (message index, offset in its template, whether right after the guideline).
+        """Where the demos block goes: (message index, offset in its template, whether right after the
+        guideline).
 
         The judged item is shown in the message holding the judged text's slot (else the first
         message holding a slot). Layout "invariant_first": the block goes before the item's first
@@ -319,9 +333,9 @@ class JudgePrompt(BaseModel):
             at = self.messages[g].template.index(GUIDELINE_MARK) + len(GUIDELINE_MARK)
             if g > idx or (g == idx and at > where.insert_at):
                 heading = template[where.start:].split("\n", 1)[0].strip()
-                return (f"layout 'as_written' puts the demos right after the guideline, which stands after the "
-                        f"judged item's first heading {heading!r}; expected layout 'invariant_first' for this "
-                        "template")
+                return ("layout 'as_written' puts the demos right after the guideline, which stands after "
+                        f"the judged item's first heading {heading!r}; expected layout 'invariant_first' for "
+                        "this template")
             return g, at, True
         return idx, where.insert_at, False
 
@@ -344,15 +358,17 @@ class JudgePrompt(BaseModel):
             return ""
         for demo in self.demos:
             _check_demo_fits(demo, self)
-        parts = [self._pairwise_demo(d, newline) if self.answer == "pairwise" else self._scored_demo(d, newline)
+        parts = [self._pairwise_demo(d, newline) if self.answer == "pairwise"
+                 else self._scored_demo(d, newline)
                  for d in self.demos]
         header = self.demo_header
         fmt = self.format
-        if (header == "Examples:\n\n" and fmt.reasoning != "none" and self.demo_template == DEFAULT_DEMO_TEMPLATE
+        if (header == "Examples:\n\n" and fmt.reasoning != "none"
+            and self.demo_template == DEFAULT_DEMO_TEMPLATE
                 and any(not d.reason for d in self.demos)):
             where = "first" if fmt.reasoning == "before" else "after the answer line"
-            header = ("Examples (each shows only its final answer; in your own answer, write the reasoning the "
-                      f"instructions ask for {where}):\n\n")
+            header = ("Examples (each shows only its final answer; in your own answer, write the reasoning "
+                      f"the instructions ask for {where}):\n\n")
         return header.replace("\n", newline) + self.demo_separator.replace("\n", newline).join(parts)
 
     def item_section(self) -> tuple[int, int, int] | None:
@@ -373,7 +389,8 @@ class JudgePrompt(BaseModel):
         return where
 
     def _section_span(self) -> tuple[int, int, int] | None:
-        """The item section as :meth:`item_section` finds it, whatever it holds; None when slots span messages."""
+        """The item section as :meth:`item_section` finds it, whatever it holds; None when slots span
+        messages."""
         holders = [i for i, m in enumerate(self.messages) if SLOT_RE.search(m.template)]
         if len(holders) != 1:
             return None
@@ -381,7 +398,8 @@ class JudgePrompt(BaseModel):
         return None if where is None else (holders[0], where.start, where.end)
 
     def _demo_section(self) -> str | None:
-        """The item section a demo repeats: the template's, without a guideline paragraph that stands between two
+        """The item section a demo repeats: the template's, without a guideline paragraph that stands between
+        two
         slots (its heading and options belong to the prompt, not to each item); None when there is none."""
         where = self._section_span()
         if where is None:
@@ -399,7 +417,8 @@ class JudgePrompt(BaseModel):
         return section
 
     def _demo_item_text(self, demo: Demo, nl: str = "\n") -> tuple[str, str]:
-        """The demo's item shown under the template's own headings (its item section filled with the demo's texts),
+        """The demo's item shown under the template's own headings (its item section filled with the demo's
+        texts),
         and what separates it from the answer (a blank line when the section has blank lines)."""
         section = self._demo_section()
         if section is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
@@ -416,8 +435,8 @@ class JudgePrompt(BaseModel):
             if value is None:
                 raise TemplateError(
                     f"demo {demo.item.id!r} has no text for the template's slot {{{{{name}}}}} (item field "
-                    f"{self._field_for(name)!r}); a demo shows every input the judged item shows: expected an item "
-                    f"with {['output', *demo.item.inputs]} holding it"
+                    f"{self._field_for(name)!r}); a demo shows every input the judged item shows: expected "
+                    f"an item with {['output', *demo.item.inputs]} holding it"
                 )
             return value
 
@@ -425,7 +444,8 @@ class JudgePrompt(BaseModel):
         return SLOT_RE.sub(repl, section), nl * 2 if spaced else nl
 
     def _with_reason(self, answer: str, reason: str | None, nl: str = "\n") -> str:
-        """The answer line with the demo's reason placed where the format wants reasoning (none: not shown)."""
+        """The answer line with the demo's reason placed where the format wants reasoning (none: not
+        shown)."""
         fmt = self.format
         if not reason or fmt.reasoning == "none" or fmt.json_key is not None:
             return answer
@@ -435,11 +455,13 @@ class JudgePrompt(BaseModel):
         return f"{answer}{nl}{reason}"
 
     def _scored_demo(self, demo: Demo, nl: str = "\n") -> str:
-        """One demonstration of a prompt that scores: the item under the template's headings, then its gold answer."""
+        """One demonstration of a prompt that scores: the item under the template's headings, then its gold
+        answer."""
         assert demo.score is not None
         fmt = self.format
         guideline = f"Scoring guideline:{nl}{demo.guideline.render()}{nl}" if demo.guideline else ""
-        if self.demo_template != DEFAULT_DEMO_TEMPLATE:  # a demo template of the user's own: filled as written
+        # a demo template of the user's own: filled as written
+        if self.demo_template != DEFAULT_DEMO_TEMPLATE:
             crit_name = self.criteria[0].name if self.criteria else "score"
             label = "Answer" if self.answer == "mcq" and self.scale.letters else (
                 "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score")
@@ -471,15 +493,16 @@ class JudgePrompt(BaseModel):
         return f"{text}{sep}{guideline}{self._with_reason(answer, demo.reason, nl)}"
 
     def _pairwise_demo(self, demo: Demo, nl: str = "\n") -> str:
-        """One pairwise demonstration: the two outputs (and every input) under the template's headings, then the gold
+        """One pairwise demonstration: the two outputs (and every input) under the template's headings, then
+        the gold
         verdict in the prompt's answer format."""
         _check_demo_fits(demo, self)
         assert demo.verdict is not None
         fmt = self.format
         if fmt.two_scores:
             raise TemplateError(
-                "this pairwise prompt answers with two scores (one per output), which a demo's verdict cannot show; "
-                "expected a format naming the better output (e.g. [[A]] or Output (a))"
+                "this pairwise prompt answers with two scores (one per output), which a demo's verdict "
+                "cannot show; expected a format naming the better output (e.g. [[A]] or Output (a))"
             )
         answer = fmt.render(demo.verdict, self.scale, reason=demo.reason)
         if fmt.line.strip() == VALUE and fmt.json_key is None:  # a bare label would read as a stray word
@@ -560,7 +583,8 @@ def field_text(item: Item, field: str) -> str | None:
 
 
 def answer_label(name: str) -> str:
-    """A criterion name as written in answer lines ("coherence" -> "Coherence"); parsing is case-insensitive."""
+    """A criterion name as written in answer lines ("coherence" -> "Coherence"); parsing is
+    case-insensitive."""
     return name[:1].upper() + name[1:]
 
 
@@ -569,13 +593,15 @@ def _title(name: str) -> str:
 
 
 def _heading(name: str) -> str:
-    """A slot name as a heading that keeps its case ("response_B" -> "Response B", "output_1" -> "Output 1")."""
+    """A slot name as a heading that keeps its case ("response_B" -> "Response B", "output_1" -> "Output
+    1")."""
     text = name.replace("_", " ").strip()
     return text[:1].upper() + text[1:]
 
 
 def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
-    """TemplateError unless ``demo`` answers the way ``prompt`` does (a verdict for pairwise, else a score)."""
+    """TemplateError unless ``demo`` answers the way ``prompt`` does (a verdict for pairwise, else a
+    score)."""
     if prompt.answer == "pairwise" and demo.verdict is None:
         raise TemplateError(
             f"a pairwise prompt's demos show a gold verdict; demo {demo.item.id!r} shows a score "
@@ -583,13 +609,14 @@ def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
         )
     if prompt.answer == "pairwise" and demo.guideline is not None:
         raise TemplateError(
-            f"a pairwise prompt's demos show the two outputs and a verdict; demo {demo.item.id!r} carries a guideline "
-            "of its own (guideline demos are for prompts that score one output): expected guideline=None"
+            f"a pairwise prompt's demos show the two outputs and a verdict; demo {demo.item.id!r} carries a "
+            "guideline of its own (guideline demos are for prompts that score one output): expected "
+            "guideline=None"
         )
     if prompt.answer != "pairwise" and demo.score is None:
         raise TemplateError(
-            f"a prompt answering {prompt.answer!r} shows demos with a gold score; demo {demo.item.id!r} shows the "
-            f"verdict {demo.verdict!r}"
+            f"a prompt answering {prompt.answer!r} shows demos with a gold score; demo {demo.item.id!r} "
+            f"shows the verdict {demo.verdict!r}"
         )
 
 

@@ -19,7 +19,8 @@ from mitigate.lm.base import Role
 from mitigate.parse.common import Verdict
 from mitigate.scale import Scale
 
-__all__ = ["DEFAULT_DEMO_TEMPLATE", "DEMOS_MARK", "GUIDELINE_MARK", "SLOT_RE", "Criterion", "Demo", "Guideline",
+__all__ = ["DEFAULT_DEMO_TEMPLATE", "DEMOS_MARK", "GUIDELINE_MARK", "SLOT_RE", "Criterion", "Demo",
+           "Guideline",
            "Layout", "PromptMessage", "ScoreOption", "format_number", "rescale_score", "slot_names"]
 
 SLOT_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*\}\}")
@@ -138,12 +139,13 @@ class Demo(BaseModel):
     def _check(self) -> Demo:
         if (self.score is None) == (self.verdict is None):
             raise TemplateError(
-                f"a demo shows either a gold score or (for a pairwise prompt) a gold verdict; demo {self.item.id!r} "
-                f"got {'both' if self.score is not None else 'neither'}"
+                "a demo shows either a gold score or (for a pairwise prompt) a gold verdict; demo "
+                f"{self.item.id!r} got {'both' if self.score is not None else 'neither'}"
             )
         if self.verdict is not None and self.item.output_b is None:
             raise TemplateError(
-                f"a demo with a verdict compares two outputs; expected item {self.item.id!r} to have output_b, got None"
+                f"a demo with a verdict compares two outputs; expected item {self.item.id!r} to have "
+                "output_b, got None"
             )
         return self
 
@@ -165,7 +167,8 @@ class Demo(BaseModel):
         """
         if criterion not in item.human:
             raise DataError(
-                f"item {item.id!r} has no human score for {criterion!r}; expected one of {sorted(item.human)}",
+                f"item {item.id!r} has no human score for {criterion!r}; expected one of "
+                f"{sorted(item.human)}",
                 item_id=item.id,
             )
         score = item.human[criterion]
@@ -175,7 +178,8 @@ class Demo(BaseModel):
         return cls(item=item, score=score, reason=reason, scale=human_scale)
 
     def on_scale(self, scale: Scale, *, who: str = "the prompt") -> Demo:
-        """This demo with its gold score(s) on ``scale`` (see :func:`rescale_score`); a verdict demo is unchanged.
+        """This demo with its gold score(s) on ``scale`` (see :func:`rescale_score`); a verdict demo is
+        unchanged.
 
         A demo whose ``scale`` differs from ``scale`` is mapped linearly; one with no scale
         of its own is taken to be on ``scale`` already and must lie within it (TemplateError
@@ -188,10 +192,12 @@ class Demo(BaseModel):
 
         def move(value: float) -> float:
             if not src.contains(value):
-                where = f"its scale {src.describe()}" if self.scale is not None else f"{who}'s scale {scale.describe()}"
+                where = f"its scale {src.describe()}" if self.scale is not None else (f"{who}'s scale "
+                                                                                      f"{scale.describe()}")
                 raise TemplateError(
-                    f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; expected a score "
-                    "within it (give Demo(scale=<the label scale>) to map labels from another scale linearly)"
+                    f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; "
+                    "expected a score within it (give Demo(scale=<the label scale>) to map labels from "
+                    "another scale linearly)"
                 )
             return rescale_score(value, src, scale)
 
@@ -203,7 +209,8 @@ class Demo(BaseModel):
         return self.model_copy(update={"score": score, "label": gold})
 
     def labelled_on(self, scale: Scale) -> Demo:
-        """This demo with its gold score declared to be on ``scale`` (when it declares no scale of its own)."""
+        """This demo with its gold score declared to be on ``scale`` (when it declares no scale of its
+        own)."""
         if self.score is None or self.scale is not None:
             return self
         return self.model_copy(update={"scale": scale})
@@ -224,8 +231,10 @@ Layout = Literal["invariant_first", "as_written"]
 
 
 def rescale_score(value: float, old: Scale, new: Scale) -> float:
-    """``value`` moved from scale ``old`` onto ``new``: the linear map of ``old``'s range onto ``new``'s, rounded half up
-    to ``new``'s step (1-10 -> 1-5: 8 -> 4.11 -> 4; 1-5 -> 1-100: 4 -> 75.25 -> 75; 1-5 -> 1-5 step 1: 4.25 -> 4).
+    """``value`` moved from scale ``old`` onto ``new``: the linear map of ``old``'s range onto ``new``'s,
+    rounded half up
+    to ``new``'s step (1-10 -> 1-5: 8 -> 4.11 -> 4; 1-5 -> 1-100: 4 -> 75.25 -> 75; 1-5 -> 1-5 step 1: 4.25 ->
+    4).
     A scale with a letter map (MCQ) keeps its numeric range; the letter shown is the nearest.
     """
     if old.max == old.min:

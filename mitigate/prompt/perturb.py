@@ -131,7 +131,8 @@ def original_order(guideline: Guideline) -> Guideline:
 
 def _check_positive(value: int | None, what: str, owner: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got {value!r} instead.")
+        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got "
+                          f"{value!r} instead.")
 
 
 # --------------------------------------------------------------------------- perturbations
@@ -212,18 +213,20 @@ class LengthenPerturbation(Perturbation):
     @classmethod
     def _check_option(cls, v: int) -> int:
         if v < 0:
-            raise ConfigError(f"The 'option' parameter of LengthenPerturbation must be an int >= 0. Got {v} instead.")
+            raise ConfigError("The 'option' parameter of LengthenPerturbation must be an int >= 0. Got "
+                              f"{v} instead.")
         return v
 
     @field_validator("text")
     @classmethod
     def _check_text(cls, v: str) -> str:
         if not v.strip():
-            raise ConfigError("The 'text' parameter of LengthenPerturbation must be a non-empty description. Got ''.")
+            raise ConfigError("The 'text' parameter of LengthenPerturbation must be a non-empty "
+                              "description. Got ''.")
         if "\n" in v or "\r" in v:
             raise ConfigError(
-                "The 'text' parameter of LengthenPerturbation must be one line (a guideline option is one line). "
-                f"Got {v[:60]!r}... with a line break instead."
+                "The 'text' parameter of LengthenPerturbation must be one line (a guideline option is one "
+                f"line). Got {v[:60]!r}... with a line break instead."
             )
         return v
 
@@ -241,7 +244,8 @@ class LengthenPerturbation(Perturbation):
                 f"0..{len(options) - 1}"
             )
         return guideline.model_copy(
-            update={"options": tuple(o.with_description(self.text) if o.position == self.option else o for o in options)}
+            update={"options": tuple(o.with_description(self.text) if o.position == self.option else o
+                                     for o in options)}
         )
 
 
@@ -322,8 +326,8 @@ def _resolve_lengthened(guideline: Guideline, lengthened: Mapping[str, str]) -> 
     unknown = [k for k in lengthened if k not in labels]
     if unknown:
         raise ConfigError(
-            f"lengthened descriptions were given for option labels {unknown} that the guideline does not have; "
-            f"the labels available are {labels}"
+            f"lengthened descriptions were given for option labels {unknown} that the guideline does not "
+            f"have; the labels available are {labels}"
         )
     return [
         LengthenPerturbation(option=o.position, text=lengthened[o.label])
@@ -333,7 +337,8 @@ def _resolve_lengthened(guideline: Guideline, lengthened: Mapping[str, str]) -> 
 
 
 def lengthen_perturbations(
-    guideline: Guideline | JudgePrompt, lengthened: Mapping[str, str] | None, max_n: int | None = None, seed: int = 0
+    guideline: Guideline | JudgePrompt, lengthened: Mapping[str, str] | None, max_n: int | None = None,
+    seed: int = 0
 ) -> list[LengthenPerturbation]:
     """One :class:`LengthenPerturbation` per option label in ``lengthened`` (guideline order).
 
@@ -346,7 +351,8 @@ def lengthen_perturbations(
     if not lengthened:
         raise ConfigError(
             "length perturbations need lengthened option descriptions: pass lengthened={label: text} "
-            "(write them, or produce them once with mitigate.prompt.perturb.lengthen_guideline(guideline, lm) and store them)"
+            "(write them, or produce them once with mitigate.prompt.perturb.lengthen_guideline(guideline, "
+            "lm) and store them)"
         )
     out = _resolve_lengthened(gl, lengthened)
     if max_n is not None and max_n < len(out):
@@ -377,7 +383,8 @@ def perturbation_set(
     """
     _check_positive(n, "n", "perturbation_set")
     if kind not in ("order", "length", "both"):
-        raise ConfigError(f"The 'kind' parameter of perturbation_set must be 'order', 'length' or 'both'. Got {kind!r}.")
+        raise ConfigError("The 'kind' parameter of perturbation_set must be 'order', 'length' or 'both'. "
+                          f"Got {kind!r}.")
     gl = guideline_of(guideline)
     if kind == "order":
         return list(order_perturbations(gl, max_n=n, seed=seed))
@@ -467,8 +474,8 @@ async def rewrite_lengthen(
         )
     if len(text) <= len(option.description):
         raise ParseError(
-            f"expected a description longer than the original ({len(option.description)} characters) for option "
-            f"{option.label!r}; got {len(text)} characters: {text[:80]!r}",
+            f"expected a description longer than the original ({len(option.description)} characters) for "
+            f"option {option.label!r}; got {len(text)} characters: {text[:80]!r}",
             raw=raw,
         )
     return Rewrite(
@@ -494,7 +501,8 @@ async def lengthen_guideline(
     Returns ``(lengthened, records)``: ``lengthened`` maps label -> text, ready to store and to
     pass as ``lengthened=`` to :func:`perturbation_set`, :class:`PerturbationProbe
     <mitigate.strategies.perturbed_demos.PerturbationProbe>` or :class:`Demos
-    <mitigate.strategies.demos.Demos>` (``display="perturbed"``, e.g. ``perturbed-demos``); ``records`` keeps every
+    <mitigate.strategies.demos.Demos>` (``display="perturbed"``, e.g. ``perturbed-demos``); ``records`` keeps
+    every
     :class:`Rewrite` (original text, model, raw answer) for review. The criterion name sent to
     the LM is taken from the prompt when a prompt is given.
     """

@@ -46,6 +46,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -132,7 +133,8 @@ class _Parked:
 
 
 class BatchSession:
-    """Collects parked requests from one or more runs and carries them through batches (see the module docstring).
+    """Collects parked requests from one or more runs and carries them through batches (see the module
+    docstring).
 
     ``directory`` holds the :class:`~mitigate.lm.batch.BatchStore` (default:
     ``options.directory``). Share one session between runs that go together (``compare``
@@ -143,8 +145,8 @@ class BatchSession:
         self.options = options or BatchOptions()
         folder = directory if directory is not None else self.options.directory
         if folder is None:
-            raise ConfigError("batch mode needs a folder for its batch record (to resume a killed run); expected "
-                              "a journal / --run-dir or BatchOptions(directory=...); got none")
+            raise ConfigError("batch mode needs a folder for its batch record (to resume a killed run); "
+                              "expected a journal / --run-dir or BatchOptions(directory=...); got none")
         self.store = BatchStore(folder)
         self.stats = BatchStats()
         self.states: dict[str, BatchState] = {}
@@ -208,7 +210,8 @@ class BatchSession:
     # ------------------------------------------------------------------ running
 
     async def gather(self, coros: Iterable[Awaitable[T]], *, return_exceptions: bool = False) -> list[Any]:
-        """Run the coroutines or tasks (items of a run) while the session carries their requests through batches.
+        """Run the coroutines or tasks (items of a run) while the session carries their requests through
+        batches.
 
         Raises the session's own failure (e.g. polling that kept failing) after the
         coroutines finish; their parked requests fail with it. ``return_exceptions`` as in
@@ -414,7 +417,7 @@ class BatchSession:
             api = self._apis[record.identity]
             assert record.batch_id is not None
             batch_id = record.batch_id
-            state = await self._retrying("poll", lambda a=api, b=batch_id: a.poll(b))
+            state = await self._retrying("poll", partial(api.poll, batch_id))
             before = self.states.get(record.local)
             if before is None or (before.status, before.done) != (state.status, state.done):
                 changed = True
@@ -428,7 +431,8 @@ class BatchSession:
     async def _collect(self, api: BatchAPI, record: BatchRecord, state: BatchState) -> None:
         results = await self._retrying("results", lambda: api.results(state))
         requests = self.store.requests(record)
-        expected = {cid for key, req in requests.items() for cid in custom_ids(key, req.n, per_sample=api.per_sample)}
+        expected = {cid for key, req in requests.items()
+                    for cid in custom_ids(key, req.n, per_sample=api.per_sample)}
         if results and not expected & results.keys():
             # an adopted batch whose results are someone else's: forget it and submit ours
             self.store.disown(record)
@@ -445,8 +449,8 @@ class BatchSession:
             elif any(g is None for g in got):
                 failures[key] = (BatchItemError(kind="failed", message=state.message) if state.message else
                                  BatchItemError(kind="missing", retryable=True,
-                                                message=f"batch {state.batch_id} ({state.status}) returned no "
-                                                        "result for this request"))
+                                                message=f"batch {state.batch_id} ({state.status}) returned "
+                                                        "no result for this request"))
             else:
                 try:
                     answers[key] = api.response(request, [g for g in got if isinstance(g, dict)])
@@ -455,7 +459,8 @@ class BatchSession:
         cache = self._caches.get(record.identity)
         if cache is None:
             cache = self._default_cache()
-        payloads = [(key, resp.model_copy(update={"cached": False}).model_dump_json()) for key, resp in answers.items()]
+        payloads = [(key, resp.model_copy(update={"cached": False}).model_dump_json()) for key,
+                    resp in answers.items()]
         await asyncio.to_thread(_store_all, cache, payloads, record.identity, record.model)
         self.store.collected(record, state.status, {k: f"{e.kind}: {e.message}" for k, e in failures.items()})
         self.stats.collected_batches += 1
@@ -528,17 +533,22 @@ def batch_api_for(lm: LM) -> BatchAPI:
     """
     backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
     if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
-        raise BackendSpecError(f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which is not "
-                               f"installed; expected it importable (pip install 'mitigate[{backend.provider}]')",
+        raise BackendSpecError(f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which "
+                               "is not installed; expected it importable (pip install "
+                               f"'mitigate[{backend.provider}]')",
                                spec=lm.spec)
     if backend.provider == "openai":
         from mitigate.lm.batch_openai import OpenAIBatchAPI
+        from mitigate.lm.openai import OpenAILM
 
-        return OpenAIBatchAPI(backend)
+        if isinstance(backend, OpenAILM):
+            return OpenAIBatchAPI(backend)
     if backend.provider == "anthropic":
+        from mitigate.lm.anthropic import AnthropicLM
         from mitigate.lm.batch_anthropic import AnthropicBatchAPI
 
-        return AnthropicBatchAPI(backend)
+        if isinstance(backend, AnthropicLM):
+            return AnthropicBatchAPI(backend)
     raise ConfigError(
         f"batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend (the providers with a batch "
         f"API); got {lm.spec!r}. Run without --batch for this backend."
@@ -559,7 +569,8 @@ def session_for(batch: BatchOptions | BatchSession | bool, folder: Path | None, 
     if isinstance(batch, BatchSession):
         return batch, False
     if batch is not True and not isinstance(batch, BatchOptions):
-        raise ConfigError(f"expected batch to be True, BatchOptions or a BatchSession; got {type(batch).__name__}")
+        raise ConfigError("expected batch to be True, BatchOptions or a BatchSession; got "
+                          f"{type(batch).__name__}")
     options = batch if isinstance(batch, BatchOptions) else BatchOptions()
     if not progress:
         options = options.model_copy(update={"progress": False})

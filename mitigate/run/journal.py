@@ -1,4 +1,5 @@
-"""The run journal: an append-only JSONL record of finished judgments that a killed run resumes from, and its lock.
+"""The run journal: an append-only JSONL record of finished judgments that a killed run resumes from, and its
+lock.
 
 The first line names the judge's fingerprint; each later line is one finished
 :class:`~mitigate.judge.Judgment`, written to the OS as soon as it is known and fsync'd at
@@ -84,7 +85,8 @@ class RunLock:
         return cls(journal.with_name(journal.name + ".lock"))
 
     def acquire(self) -> None:
-        """Take the lock; RunBusyError when another process holds it, ConfigError when it cannot be written."""
+        """Take the lock; RunBusyError when another process holds it, ConfigError when it cannot be
+        written."""
         if fcntl is None or self._key is not None:  # pragma: no cover - no locking off POSIX
             return
         try:
@@ -92,8 +94,10 @@ class RunLock:
             key = str(self.path.resolve())
         except OSError as exc:
             blocker = next((p for p in self.path.parents if p.exists()), None)
-            reason = f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else _os_reason(exc)
-            raise ConfigError(f"expected a writable folder for {self.path}; {reason}", path=str(self.path)) from None
+            reason = (f"{blocker} is a file" if blocker is not None and not blocker.is_dir()
+                      else _os_reason(exc))
+            raise ConfigError(f"expected a writable folder for {self.path}; {reason}",
+                              path=str(self.path)) from None
         with self._guard:
             held = self._held.get(key)
             if held is not None:
@@ -101,7 +105,8 @@ class RunLock:
                 self._key = key
                 return
             try:
-                fh = open_regular(self.path, "a+", "the lock file")  # a FIFO or a device is refused, never opened
+                # a FIFO or a device is refused, never opened
+                fh = open_regular(self.path, "a+", "the lock file")
             except OSError as exc:
                 raise ConfigError(f"expected to create the lock file {self.path}; got {_os_reason(exc)}",
                                   path=str(self.path)) from None
@@ -181,8 +186,10 @@ class Journal:
         if self.path.is_dir():
             raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
         kind = path_kind(self.path)
-        if kind not in (None, "a regular file") and not kind.startswith("unreadable"):  # unreadable: said below
-            raise ConfigError(f"expected the journal {self.path} to be a regular file; it is {kind}", path=str(self.path))
+        # unreadable: said below
+        if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
+            raise ConfigError(f"expected the journal {self.path} to be a regular file; it is {kind}",
+                              path=str(self.path))
         self._lock = RunLock.for_journal(self.path)
         self._lock.acquire()
         try:
@@ -194,7 +201,8 @@ class Journal:
                 self._write_line({"journal": JOURNAL_VERSION, "judge": fingerprint})
         except OSError as exc:
             self._lock.release()
-            raise ConfigError(f"expected a readable and writable journal at {self.path}; got {_os_reason(exc)}",
+            raise ConfigError(f"expected a readable and writable journal at {self.path}; got "
+                              f"{_os_reason(exc)}",
                               path=str(self.path)) from None
         except BaseException:
             self._lock.release()
@@ -257,15 +265,16 @@ class Journal:
         if header.get("judge") != self.fingerprint:
             raise ConfigError(
                 f"journal {self.path} was written by another judge configuration (fingerprint "
-                f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run folder or restart.",
+                f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run "
+                "folder or restart.",
                 path=str(self.path),
             )
         self._index(hashes, starts, states)
         if self.rejected:
             first = next(iter(self.rejected.values()))
             warnings.warn(
-                f"journal {self.path}: {len(self.rejected)} judgment line(s) hold a score that is not on the judge's "
-                f"scale ({first}); read as damaged, their items are judged again",
+                f"journal {self.path}: {len(self.rejected)} judgment line(s) hold a score that is not on the "
+                f"judge's scale ({first}); read as damaged, their items are judged again",
                 JournalDamageWarning, stacklevel=3,
             )
 
@@ -305,7 +314,8 @@ class Journal:
         return found if isinstance(found, Judgment) and found.item_id == item_id else None
 
     def _out_of_bounds(self, judgment: Judgment) -> str | None:
-        """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None if none."""
+        """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None
+        if none."""
         values = [(name, v) for name, v in judgment.scores.items()]
         values += [(name, v) for name, samples in judgment.samples.items() for v in samples]
         for name, value in values:
@@ -351,8 +361,8 @@ class Journal:
                 self._last_sync = now
         except OSError as exc:
             raise RunStoppedError(
-                f"could not write to the journal {self.path}: {_os_reason(exc)}; the judgments written before "
-                "are kept, rerun the same command to resume once the disk is writable",
+                f"could not write to the journal {self.path}: {_os_reason(exc)}; the judgments written "
+                "before are kept, rerun the same command to resume once the disk is writable",
                 path=str(self.path),
             ) from None
 

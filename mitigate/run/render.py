@@ -1,4 +1,5 @@
-"""The exact requests a judge sends for one item, as text a person reads: ``mitigate prompts render`` and ``--dry-run``.
+"""The exact requests a judge sends for one item, as text a person reads: ``mitigate prompts render`` and
+``--dry-run``.
 
 :func:`render_requests` prints every :class:`~mitigate.judge.PlannedRequest` of
 ``judge.requests(item)`` (every call of every fan-out) with its messages, its answer
@@ -23,14 +24,16 @@ __all__ = ["placeholder_item", "render_judge", "render_requests", "transcript"]
 
 
 def placeholder_item(judge: Judge, item_id: str = "example") -> Item:
-    """An item whose every slot the judge's prompts show holds ``<slot name>``: for rendering with no benchmark."""
+    """An item whose every slot the judge's prompts show holds ``<slot name>``: for rendering with no
+    benchmark."""
     slots: set[str] = set()
     pairwise = False
     for leaf in judge.leaves():
         slots |= leaf.prompt.slots()
         pairwise = pairwise or leaf.prompt.answer == "pairwise"
     inputs = {s: f"<{s}>" for s in sorted(slots) if s not in ("output", "output_b", "reference")}
-    return Item(id=item_id, output="<output>", output_b="<output_b>" if pairwise or "output_b" in slots else None,
+    return Item(id=item_id, output="<output>", output_b="<output_b>" if pairwise or "output_b" in slots
+                else None,
                 reference="<reference>" if "reference" in slots else None, inputs=inputs)
 
 
@@ -62,17 +65,20 @@ def _constraint_lines(p: PlannedRequest) -> list[str]:
 
 
 def render_requests(planned: Sequence[PlannedRequest], baseline: PromptJudge | None, item: Item) -> str:
-    """Every planned request as text (see the module docstring); diffs against ``baseline``'s prompt when given."""
+    """Every planned request as text (see the module docstring); diffs against ``baseline``'s prompt when
+    given."""
     if not planned:
         return f"no LM request for item {item.id!r} (this judge replays recorded answers)"
     out: list[str] = []
     total = len(planned)
     for i, p in enumerate(planned, 1):
         r = p.request
-        head = f"=== request {i} of {total}: {p.label} (item {p.item_id!r}{', outputs swapped' if p.swapped else ''})"
+        head = (f"=== request {i} of {total}: {p.label} (item "
+                f"{p.item_id!r}{', outputs swapped' if p.swapped else ''})")
         out.append(head)
-        out.append(f"backend: {p.backend}   temperature: {r.temperature:g}   n: {r.n}   max tokens: {r.max_tokens}   "
-                   f"logprobs: {'top-' + str(r.top_logprobs) if r.logprobs or r.top_logprobs else 'no'}"
+        out.append(f"backend: {p.backend}   temperature: {r.temperature:g}   n: {r.n}   max tokens: "
+                   f"{r.max_tokens}   logprobs: "
+                   f"{'top-' + str(r.top_logprobs) if r.logprobs or r.top_logprobs else 'no'}"
                    + (f"   seed: {r.seed}" if r.seed is not None else "")
                    + (f"   stop: {list(r.stop)}" if r.stop else ""))
         out.append(f"answer read: {p.reads}")
@@ -86,7 +92,8 @@ def render_requests(planned: Sequence[PlannedRequest], baseline: PromptJudge | N
         if baseline is not None:
             base_item = _swapped(item) if p.swapped else item
             base = transcript(baseline.prompt.render(base_item))
-            diff = list(difflib.unified_diff(base, transcript(r.messages), "unmitigated prompt", f"request {i}",
+            diff = list(difflib.unified_diff(base, transcript(r.messages), "unmitigated prompt",
+                                             f"request {i}",
                                              n=2, lineterm=""))
             if diff:
                 out.append("--- diff against the unmitigated prompt")

@@ -43,6 +43,9 @@ Failing fast
     (about one LM latency of a healthy run). A run whose LM objects already answered a judgment
     in this process (the second pipeline of a compare, a search's next candidate) skips this
     warm-up; batch mode has none either (every request goes in the first batch).
+
+Size: over 600 lines because the run loop keeps what it decides on a failure beside it (preflight,
+the circuit breaker, resuming from the journal).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from mitigate.errors import ConfigError, DataError, MitigateError, RunStoppedErr
 from mitigate.judge import Judge, Judgment
 from mitigate.lm.cache import CachedLM, CacheMiss, cache_only
 from mitigate.lm.wrapper import WrapperLM
+from mitigate.registry import run_coroutine
 from mitigate.run.batch_session import BatchOptions, BatchSession, session_for
 from mitigate.run.breaker import PERMANENT_STATUS, STOP_AFTER, CircuitBreaker, permanent_cause
 from mitigate.run.journal import Journal
@@ -97,7 +101,8 @@ class RunResult(BaseModel):
 
     def rows(self, items: Sequence[Item] | None = None, criterion: str | None = None,
              entry: str | None = None) -> list[dict[str, Any]]:
-        """Every judgment in long form (:meth:`Judgment.rows`), with the item's document, system and human label.
+        """Every judgment in long form (:meth:`Judgment.rows`), with the item's document, system and human
+        label.
 
         ``items`` (the judged items, matched by id) fills ``document``, ``system`` and
         ``human`` (the human score on ``criterion``, or the gold preference of a pairwise
@@ -122,18 +127,21 @@ class RunResult(BaseModel):
         return frame(self.rows(items, criterion, entry))
 
 
-FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "score", "verdict", "human", "raw",
+FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "score", "verdict", "human",
+                 "raw",
                  "failure", "flags")
 """The columns of the long-form tables of judge and compare results."""
 
 
 def frame(rows: Sequence[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS) -> Any:
-    """``rows`` as a pandas DataFrame with ``columns`` (default :data:`FRAME_COLUMNS`); a one-line ConfigError when
+    """``rows`` as a pandas DataFrame with ``columns`` (default :data:`FRAME_COLUMNS`); a one-line ConfigError
+    when
     pandas is missing."""
     try:
         import pandas as pd
     except ImportError:
-        raise ConfigError("to_pandas() needs pandas; it is not installed (pip install 'mitigate[pandas]')") from None
+        raise ConfigError("to_pandas() needs pandas; it is not installed (pip install "
+                          "'mitigate[pandas]')") from None
     return pd.DataFrame(list(rows), columns=list(columns))
 
 
@@ -658,5 +666,6 @@ async def run(
 
 
 def run_sync(judge: Judge, items: Sequence[Item], **kwargs: Any) -> RunResult:
-    """:func:`run` from synchronous code."""
-    return asyncio.run(run(judge, items, **kwargs))
+    """:func:`run` from synchronous code (a ConfigError inside a running event loop: await :func:`run`
+    there)."""
+    return run_coroutine(run(judge, items, **kwargs), what="run_sync()", instead="run(judge, items)")

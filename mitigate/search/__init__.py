@@ -1,6 +1,7 @@
 """Search for the demonstration set (and optionally the perturbation set) that maximises an objective.
 
-:func:`search` / :func:`asearch` split the labelled data by document (:func:`~mitigate.data.split.split_items`, the split ``compare`` uses too), let an engine
+:func:`search` / :func:`asearch` split the labelled data by document
+(:func:`~mitigate.data.split.split_items`, the split ``compare`` uses too), let an engine
 propose demo sets drawn by the selectors of :mod:`mitigate.selectors`, score each on dev with
 the :class:`Objective` (agreement + λ·consistency − μ·|BiasScore|), and report the winner on
 held-out test beside the zero-shot baseline (:class:`SearchResult`), within a budget of
@@ -29,7 +30,9 @@ ENGINES: tuple[str, ...] = tuple(registered("engine"))
 """The registered search engine names :func:`search` accepts."""
 
 __all__ = [
-    "ENGINES", "BudgetExhaustedError", "BudgetedLM", "CallBudget", "Engine", "Gain", "Objective", "ObjectiveValue",
-    "Outcome", "SearchResult", "SearchSpace", "Session", "Split", "Trial", "asearch", "dspy_search", "engine_from",
+    "ENGINES", "BudgetExhaustedError", "BudgetedLM", "CallBudget", "Engine", "Gain", "Objective",
+    "ObjectiveValue",
+    "Outcome", "SearchResult", "SearchSpace", "Session", "Split", "Trial", "asearch", "dspy_search",
+    "engine_from",
     "instrument", "judgment_score", "load_pipeline", "search", "split_items",
 ]

@@ -141,7 +141,8 @@ class ObjectiveValue(BaseModel):
 
 
 class Gain(BaseModel):
-    """A paired difference of the objective between two judges on the same items, with a bootstrap interval."""
+    """A paired difference of the objective between two judges on the same items, with a bootstrap
+    interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float
@@ -211,7 +212,7 @@ class Objective(Component):
 
     def describe(self) -> str:
         """The formula with its weights, e.g. ``spearman + 0.5·consistency − 1·|BiasScore|``."""
-        out = self.agreement
+        out: str = self.agreement
         if self.consistency_weight:
             term = "consistency" if self.consistency == "raw" else "κ(consistency)"
             out += f" + {self.consistency_weight:g}·{term}"
@@ -230,14 +231,17 @@ class Objective(Component):
         return self.bias_weight > 0
 
     # ------------------------------------------------------------------ computing
-    def _arrays(self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, ls: LS) -> _Arrays:
+    def _arrays(self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str,
+                ls: LS) -> _Arrays:
         if len(judgments) != len(items):
-            raise DataError(f"expected one judgment per item; got {len(judgments)} judgments for {len(items)} items")
+            raise DataError(f"expected one judgment per item; got {len(judgments)} judgments for "
+                            f"{len(items)} items")
         for j, it in zip(judgments, items, strict=True):
             if j.item_id != it.id:
                 raise DataError(f"expected judgments in item order; judgment {j.item_id!r} stands where item "
                                 f"{it.id!r} is", item_id=it.id)
-        scores = np.array([math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments], float)
+        scores = np.array([math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments],
+                          float)
         human = measures.human_scores(items, criterion)
         pairwise = False
         for i, it in enumerate(items):  # a gold preference: the code of the verdict that agrees with it
@@ -247,7 +251,8 @@ class Objective(Component):
         if ls is None:
             ls_arr = np.full(len(items), np.nan)
         elif isinstance(ls, Mapping):
-            ls_arr = np.array([float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items], float)
+            ls_arr = np.array([float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items],
+                              float)
         else:
             if len(ls) != len(items):
                 raise DataError(f"expected one LS per item ({len(items)}); got {len(ls)}")
@@ -320,7 +325,7 @@ class Objective(Component):
                     for name, out in per.items():
                         outputs.setdefault(str(name), {})[j.item_id] = out
             if len(outputs) < 2:
-                consistency = Measure(name="perturbation_consistency", value=math.nan, n=0,
+                consistency = Measure(name="perturbation-consistency", value=math.nan, n=0,
                                       reason="no judgment records outputs under 2 or more perturbations in "
                                              "meta['perturbations'] (wrap the judge in a PerturbationProbe)")
             else:
@@ -328,8 +333,8 @@ class Objective(Component):
                 if self.consistency == "kappa" and consistency.ok:
                     kappa = float(consistency.extra["kappa"])
                     why = None if math.isfinite(kappa) else (
-                        "kappa is undefined: every perturbation gave one same answer to every item (a collapsed "
-                        "judge; chance agreement is 1)")
+                        "kappa is undefined: every perturbation gave one same answer to every item (a "
+                        "collapsed judge; chance agreement is 1)")
                     consistency = consistency.model_copy(update={
                         "name": "perturbation_consistency_kappa", "value": kappa, "reason": why,
                         "extra": {**consistency.extra, "raw": consistency.value}})
@@ -338,7 +343,7 @@ class Objective(Component):
                 reasons.append(f"consistency: {consistency.reason}")
         if self.bias_weight:
             if not np.isfinite(a.ls).any():
-                bias = Measure(name="bias_score", value=math.nan, n=0,
+                bias = Measure(name="bias-score", value=math.nan, n=0,
                                reason="no LS was given for these items (pass ls= or a likelihood backend)")
             else:
                 bias = measures.bias_score(a.ls, measures.unfairness_scores(a.scores, a.human))
@@ -361,14 +366,16 @@ class Objective(Component):
         return ObjectiveValue(
             value=float(value), agreement=agreement, consistency=consistency, bias=bias,
             n=int(scored.sum()), n_failed=int((labelled & ~scored).sum()), coverage=coverage,
-            ci_low=low, ci_high=high, reason="; ".join(reasons) if not math.isfinite(value) and reasons else None,
+            ci_low=low, ci_high=high, reason="; ".join(reasons) if not math.isfinite(value) and reasons
+            else None,
         )
 
     def gain(
         self, better: Sequence[Judgment], base: Sequence[Judgment], items: Sequence[Item], criterion: str, *,
         ls: LS = None, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
     ) -> Gain:
-        """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none when n_boot=0)."""
+        """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none when
+        n_boot=0)."""
         a = self._arrays(better, items, criterion, ls)
         b = self._arrays(base, items, criterion, ls)
         idx = np.arange(len(items))
@@ -380,7 +387,8 @@ class Objective(Component):
         lo, hi = bootstrap_ci(lambda i: self._point(a, i.astype(int)) - self._point(b, i.astype(int)), idx,
                               n_boot=n_boot, alpha=alpha, seed=seed)
         finite = math.isfinite(lo) and math.isfinite(hi)
-        return Gain(value=float(value), ci_low=lo if finite else None, ci_high=hi if finite else None, n=len(items))
+        return Gain(value=float(value), ci_low=lo if finite else None, ci_high=hi if finite else None,
+                    n=len(items))
 
     def item_metric(self, predicted: float | None, human: float, scale: Scale,
                     consistent: float | None = None) -> float:

@@ -81,7 +81,8 @@ class SearchResult(BaseModel):
 
     @property
     def beats_baseline(self) -> bool:
-        """Whether the winner is better than the baseline on held-out test: a gain above 0 whose interval excludes 0,
+        """Whether the winner is better than the baseline on held-out test: a gain above 0 whose interval
+        excludes 0,
         on enough test items and documents to carry a conclusion.
 
         A gain without an interval (``n_boot=0``), a NaN gain, a gain of 0 or below, an interval
@@ -109,8 +110,8 @@ class SearchResult(BaseModel):
         elif g.ci_low <= 0:
             why = f"the test gain's interval [{g.ci_low:+.3f}, {g.ci_high:+.3f}] includes 0"
         else:
-            why = (f"the test gain {g.value:+.3f} [{g.ci_low:+.3f}, {g.ci_high:+.3f}] excludes 0, but rests on too "
-                   "little test data to establish it (see the warnings)")
+            why = (f"the test gain {g.value:+.3f} [{g.ci_low:+.3f}, {g.ci_high:+.3f}] excludes 0, but rests "
+                   "on too little test data to establish it (see the warnings)")
         return f"{NO_WINNER} ({why})"
 
     def warnings(self) -> list[str]:
@@ -118,12 +119,13 @@ class SearchResult(BaseModel):
         n = len(self.split.get("test", ()))
         out = []
         if n < MIN_ITEMS:
-            out.append(f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are too "
-                       "unstable to carry a conclusion (use more labelled data: --limit, or other --splits)")
+            out.append(f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are "
+                       "too unstable to carry a conclusion (use more labelled data: --limit, or "
+                       "other --splits)")
         if self.test_documents is not None and self.test_documents < MIN_DOCUMENTS:
             out.append(f"the test items come from {self.test_documents} document"
-                       f"{'s' if self.test_documents != 1 else ''}, fewer than {MIN_DOCUMENTS}: the test gain rests "
-                       "on too few sources")
+                       f"{'s' if self.test_documents != 1 else ''}, fewer than {MIN_DOCUMENTS}: the test "
+                       "gain rests on too few sources")
         return out
 
     @property
@@ -149,7 +151,8 @@ class SearchResult(BaseModel):
         backend = "" if self.calls_backend is None else f" ({self.calls_backend} reached the backend)"
         return "\n".join([
             f"search engine {self.engine}: objective {self.objective.describe()} on {self.criterion!r}; "
-            f"{len(self.trials)} trials, {self.calls_search}/{self.budget} LM calls{backend}, stopped: {self.stopped}",
+            f"{len(self.trials)} trials, {self.calls_search}/{self.budget} LM calls{backend}, stopped: "
+            f"{self.stopped}",
             f"winner: {self.best.label} demos={list(self.best.demo_ids)}",
             f"dev   winner {self.dev.line()}",
             f"dev   baseline {self.baseline_dev.line()}",
@@ -169,9 +172,9 @@ class SearchResult(BaseModel):
         gain = f(g.value)
         if g.ci_low is not None and g.ci_high is not None:
             gain += f" [{f(g.ci_low)}, {f(g.ci_high)}]"
-        return (f"SearchResult(engine={self.engine!r}, trials={len(self.trials)}, winner={self.best.label!r}, "
-                f"dev={f(self.dev.value)}, test={f(self.test.value)}, test_gain={gain}, "
-                f"calls={self.calls_search}/{self.budget})")
+        return (f"SearchResult(engine={self.engine!r}, trials={len(self.trials)}, "
+                f"winner={self.best.label!r}, dev={f(self.dev.value)}, test={f(self.test.value)}, "
+                f"test_gain={gain}, calls={self.calls_search}/{self.budget})")
 
     def __str__(self) -> str:
         """:meth:`summary`."""
@@ -207,7 +210,8 @@ class SearchResult(BaseModel):
                 "baseline_test": self.baseline_test.model_dump(mode="json"),
                 "test_gain": self.test_gain.model_dump(mode="json"), "budget": self.budget,
                 "calls_search": self.calls_search, "calls_backend": self.calls_backend,
-                "calls_test": self.calls_test, "stopped": self.stopped, "seed": self.seed, "split": {k: list(v) for k, v in self.split.items()},
+                "calls_test": self.calls_test, "stopped": self.stopped, "seed": self.seed,
+                "split": {k: list(v) for k, v in self.split.items()},
             },
         }
         write_output(out, json.dumps(payload, indent=1, default=_json_default), "--out")

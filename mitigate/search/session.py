@@ -1,4 +1,5 @@
-"""The machinery every search engine shares: the budgeted judge, candidates, evaluation on dev, and the report.
+"""The machinery every search engine shares: the budgeted judge, candidates, evaluation on dev, and the
+report.
 
 Budget and cache
     The budget counts the **distinct** LM requests the search makes, whether the cache or
@@ -68,8 +69,10 @@ MAX_MISSES = 200
 """Draws in a row that give nothing new before a sampling engine stops ("exhausted")."""
 
 
-def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True) -> tuple[Judge, list[LMCache]]:
-    """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without cache).
+def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True) -> tuple[Judge,
+                                                                                                     list[LMCache]]:
+    """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without
+    cache).
 
     A leaf LM that is already a :class:`CachedLM` keeps its cache, with the budget placed
     outside it. Returns the new judge and the caches this function opened (to close).
@@ -85,7 +88,8 @@ def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCa
         shared = LMCache(cache)
         opened.append(shared)
     elif cache is not False:
-        raise ConfigError(f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}")
+        raise ConfigError("expected cache to be True, False, a path or an LMCache; got "
+                          f"{type(cache).__name__}")
     wrapped: dict[int, LM] = {}
 
     def wrap(lm: LM) -> LM:
@@ -102,7 +106,8 @@ def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCa
 
 
 class Candidate:
-    """A candidate pipeline before evaluation: its label, mitigation (None: the baseline), selector and demo ids.
+    """A candidate pipeline before evaluation: its label, mitigation (None: the baseline), selector and demo
+    ids.
 
     ``key`` identifies it: a demo set already tried in another order is the same candidate.
     """
@@ -125,7 +130,8 @@ class Candidate:
 
 
 def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
-    """``Demos(demos=demos)`` shown plain, or the perturbation template's display holding ``demos`` (Ghazarian et al. 2024)."""
+    """``Demos(demos=demos)`` shown plain, or the perturbation template's display holding ``demos`` (Ghazarian
+    et al. 2024)."""
     if template is None:
         return Demos(demos=tuple(demos), k=len(demos))
     if not isinstance(template, Demos) or template.display == "plain":
@@ -170,7 +176,8 @@ class Session:
         if not leaves:
             raise ConfigError(f"search needs a judge with at least one prompt; got {type(judge).__name__}")
         self.prompt_scale = leaves[0].prompt.scale
-        self.bar = tqdm(total=budget, desc=f"search ({engine})", unit="call", disable=not progress, leave=False)
+        self.bar = tqdm(total=budget, desc=f"search ({engine})", unit="call", disable=not progress,
+                        leave=False)
 
     def close(self) -> None:
         """Close the progress bar and the caches this session opened."""
@@ -211,7 +218,8 @@ class Session:
         if refused:
             return None
         value = self.objective.evaluate(judgments, self.split.dev, self.criterion, ls=self.ls)
-        trial = Trial(index=len(self.trials), label=cand.label, selector=cand.selector, demo_ids=cand.demo_ids,
+        trial = Trial(index=len(self.trials), label=cand.label, selector=cand.selector,
+                      demo_ids=cand.demo_ids,
                       pipeline=cand.spec, dev=value, calls=calls, meta=cand.meta)
         self.seen[cand.key] = trial.index
         self.trials.append(trial)
@@ -232,11 +240,13 @@ class Session:
         self.budget.limit = None
         best = self.best_index()
         base = 0  # the baseline is always the first trial
-        base_test, _, _ = await self.run(self.judge_for(from_spec(self.trials[base].pipeline)), self.split.test)
+        base_test, _, _ = await self.run(self.judge_for(from_spec(self.trials[base].pipeline)),
+                                         self.split.test)
         if best == base:
             best_test = base_test
         else:
-            best_test, _, _ = await self.run(self.judge_for(from_spec(self.trials[best].pipeline)), self.split.test)
+            best_test, _, _ = await self.run(self.judge_for(from_spec(self.trials[best].pipeline)),
+                                             self.split.test)
         test_calls = self.budget.used - spent
         boot = {"n_boot": self.n_boot, "seed": self.seed}
         ci = self.n_boot > 0
@@ -251,8 +261,10 @@ class Session:
             baseline_test=obj.evaluate(base_test, test_items, crit, ls=self.ls, ci=ci, **boot),
             test_gain=obj.gain(best_test, base_test, test_items, crit, ls=self.ls, n_boot=self.n_boot,
                                seed=self.seed),
-            calls_search=spent, calls_backend=backend, calls_test=test_calls, stopped=stopped, meta=meta or {},
-            test_documents=len({it.doc_id for it in test_items}) if all(it.doc_id for it in test_items) else None,
+            calls_search=spent, calls_backend=backend, calls_test=test_calls, stopped=stopped, meta=meta
+            or {},
+            test_documents=len({it.doc_id for it in test_items}) if all(it.doc_id for it in test_items)
+            else None,
         )
 
 
@@ -262,7 +274,8 @@ class SearchSpace(NamedTuple):
     ``selectors`` are fitted on the train split, except those that judge the pool (HighestRS)
     until :func:`fit_judged_selectors` runs; ``templates`` hold ``None`` (plain demos) and/or
     perturbation templates (a :class:`~mitigate.strategies.Demos` with ``display="perturbed"``, as
-    ``perturbed-demos`` builds: demos shown under perturbed guidelines); ``likelihood`` is the LS backend for fitting HighestRS.
+    ``perturbed-demos`` builds: demos shown under perturbed guidelines); ``likelihood`` is the LS backend for
+    fitting HighestRS.
     """
 
     selectors: list[Selector]
@@ -294,8 +307,10 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
     return out
 
 
-async def fit_judged_selectors(s: Session, selectors: list[Selector], likelihood: str | LM | None) -> list[Selector]:
-    """Fit the unfitted selectors that judge the pool (HighestRS) on the train split, with the session's judge.
+async def fit_judged_selectors(s: Session, selectors: list[Selector],
+                               likelihood: str | LM | None) -> list[Selector]:
+    """Fit the unfitted selectors that judge the pool (HighestRS) on the train split, with the session's
+    judge.
 
     The judge's calls count in the budget; LS comes from ``likelihood`` when it is an LM
     object, else from the selector's own ``likelihood`` spec.
@@ -306,8 +321,9 @@ async def fit_judged_selectors(s: Session, selectors: list[Selector], likelihood
             cost = s.cost(None, s.split.train)
             remaining = s.budget.remaining
             if remaining is not None and cost > remaining:
-                raise ConfigError(f"fitting {type(sel).__name__} judges the train split (up to {cost} LM calls), but "
-                                  f"only {remaining} of the budget are left; raise the budget or pass it fitted")
+                raise ConfigError(f"fitting {type(sel).__name__} judges the train split (up to {cost} LM "
+                                  f"calls), but only {remaining} of the budget are left; raise the budget or "
+                                  "pass it fitted")
             before = s.budget.used
             lm = likelihood if isinstance(likelihood, LM) else None
             ctx = FitContext(criterion=s.criterion, lm=lm, progress=False)  # the search shows its own bar
@@ -333,7 +349,8 @@ def as_split(data: Benchmark | Split | Sequence[Item], fractions: tuple[float, f
 
 
 def search_criterion(data: Benchmark | Split | Sequence[Item], judge: Judge, criterion: str | None) -> str:
-    """The human label a search optimises against: ``criterion``, the benchmark's only one, or the judge's only one."""
+    """The human label a search optimises against: ``criterion``, the benchmark's only one, or the judge's
+    only one."""
     if criterion is not None:
         return criterion
     if isinstance(data, Benchmark) and len(data.criteria) == 1:
@@ -341,7 +358,8 @@ def search_criterion(data: Benchmark | Split | Sequence[Item], judge: Judge, cri
     names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
     if len(names) == 1:
         return names[0]
-    raise ConfigError(f"search needs criterion=... (the human label to optimise against); the judge scores {names}")
+    raise ConfigError("search needs criterion=... (the human label to optimise against); the judge "
+                      f"scores {names}")
 
 
 def demo_counts(k: int | Sequence[int]) -> list[int]:
@@ -355,12 +373,14 @@ def demo_counts(k: int | Sequence[int]) -> list[int]:
 
 async def likelihoods(objective: Objective, ls: Mapping[str, float] | None, likelihood: str | LM | None,
                       split: Split, judge: Judge) -> Mapping[str, float] | None:
-    """LS per dev and test item when the objective counts BiasScore: ``ls`` as given, else computed with ``likelihood``."""
+    """LS per dev and test item when the objective counts BiasScore: ``ls`` as given, else computed with
+    ``likelihood``."""
     if not objective.needs_likelihood or ls is not None:
         return ls
     if likelihood is None:
-        raise ConfigError("the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass ls= "
-                          "(item id -> log-likelihood) or likelihood='local' (a backend with loglikelihood)")
+        raise ConfigError("the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass "
+                          "ls= (item id -> log-likelihood) or likelihood='local' (a backend with "
+                          "loglikelihood)")
     scorer = LikelihoodScorer(likelihood)
     items = [*split.dev, *split.test]
     task = next((leaf.prompt.task for leaf in judge.leaves()), "")

@@ -27,12 +27,12 @@ from mitigate.selectors.base import (
     demo_item,
     demo_of,
     example_pool,
-    has_label,
-    labelled,
     registered_selectors,
     resolve_criterion,
     selector_from_spec,
 )
+from mitigate.selectors.base import has_label as has_label  # deprecated: mitigate.data.split.labelled
+from mitigate.selectors.base import labelled as labelled  # deprecated: mitigate.data.split.labelled_items
 from mitigate.selectors.fixed import Fixed
 from mitigate.selectors.highest_rs import HighestRS, judge_score, rank_by_rs
 from mitigate.selectors.knn import KNN, item_text
@@ -40,8 +40,8 @@ from mitigate.selectors.random import Random
 from mitigate.selectors.stratified import Stratified, balanced_quotas, stratified_pick
 
 __all__ = [
-    "GOLD_VERDICT", "KNN", "Fixed", "HighestRS", "demo_item", "demo_of", "has_label", "Random", "Selector",
+    "GOLD_VERDICT", "KNN", "Fixed", "HighestRS", "demo_item", "demo_of", "Random", "Selector",
     "Stratified", "balanced_quotas", "example_pool",
-    "item_text", "judge_score", "labelled", "rank_by_rs", "registered_selectors", "resolve_criterion",
+    "item_text", "judge_score", "rank_by_rs", "registered_selectors", "resolve_criterion",
     "selector_from_spec", "stratified_pick",
 ]

@@ -38,11 +38,13 @@ from the strategies.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled as _labelled_item
+from mitigate.data.split import labelled_items
+from mitigate.deprecated import renamed
 from mitigate.errors import ConfigError, DataError
 from mitigate.fitting import FitContext, Fittable
 from mitigate.judge import Judge
@@ -81,19 +83,12 @@ def selector_from_spec(spec: dict[str, Any] | Selector) -> Selector:
     return sel
 
 
-def labelled(items: Sequence[Item], criterion: str) -> list[Item]:
-    """The items carrying a label for ``criterion``, in order: a finite human score, or (pairwise) a gold preference."""
-    return [it for it in items if (criterion in it.human and math.isfinite(it.human[criterion]))
-            or (it.output_b is not None and criterion in it.preference)]
 
 
 GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 """The verdict a demo shows for a gold preference (``A``: the item's ``output``, shown first)."""
 
 
-def has_label(item: Item, criterion: str) -> bool:
-    """Whether ``item`` has a human score or a gold preference for ``criterion``."""
-    return bool(labelled([item], criterion))
 
 
 def demo_item(item: Item) -> Item:
@@ -110,7 +105,8 @@ def demo_item(item: Item) -> Item:
 
 def demo_of(item: Item, criterion: str, *, human_scale: Scale | None = None,
             prompt_scale: Scale | None = None) -> Demo:
-    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a verdict."""
+    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a
+    verdict."""
     if criterion not in item.human and criterion in item.preference:
         return Demo(item=item, verdict=GOLD_VERDICT[item.preference[criterion]])
     return Demo.from_item(item, criterion, human_scale=human_scale, prompt_scale=prompt_scale)
@@ -134,14 +130,15 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
             if len(known) != 1:
                 raise ConfigError(
                     f"cannot tell which human label to show in demos: benchmark {train.name!r} has criteria "
-                    f"{list(train.criteria)} and the judge's prompts score {names}; name one with criterion=..."
+                    f"{list(train.criteria)} and the judge's prompts score {names}; name one with "
+                    "criterion=..."
                 )
             criterion = known[0]
-    if not labelled(train.items, criterion):
+    if not labelled_items(train.items, criterion):
         found = sorted({c for it in train.items for c in (*it.human, *it.preference)})
         raise DataError(
-            f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark {train.name!r}; "
-            f"its items have labels for {found or 'nothing'}",
+            f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark "
+            f"{train.name!r}; its items have labels for {found or 'nothing'}",
             criterion=criterion,
         )
     return criterion
@@ -217,15 +214,16 @@ class Selector(Component, Fittable):
         else:
             items, scale = list(pool), None
             if not all(isinstance(it, Item) for it in items):
-                raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got {type(pool).__name__}")
+                raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got "
+                                  f"{type(pool).__name__}")
             if criterion is None:
                 criterion = _criterion_of_judge(name, items, judge, "a list of items")
-        kept = labelled(items, criterion)
+        kept = labelled_items(items, criterion)
         if not kept:
             found = sorted({c for it in items for c in (*it.human, *it.preference)})
             raise ConfigError(
-                f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got none among "
-                f"{len(items)} "
+                f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got "
+                f"none among {len(items)} "
                 f"items (their labels: {found or 'none'})"
             )
         ids = [it.id for it in kept]
@@ -268,7 +266,8 @@ class Selector(Component, Fittable):
         name = type(self).__name__
         check_param(name, "k", k, [Interval(int, 1)])
         if not self.is_fitted:
-            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` before select()")
+            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` "
+                              "before select()")
         if query is not None and not isinstance(query, Item):
             raise ConfigError(f"{name}.select expected query to be an Item or None; "
                               f"got {type(query).__name__}")
@@ -291,8 +290,8 @@ class Selector(Component, Fittable):
         if k > len(candidates):
             extra = " (the query item itself is left out)" if len(candidates) < len(self.pool_) else ""
             raise ConfigError(
-                f"The 'k' parameter of {name} asks for {k} demos, but the fitted pool has only {len(candidates)} "
-                f"items with a human {self.criterion_!r} score{extra}."
+                f"The 'k' parameter of {name} asks for {k} demos, but the fitted pool has only "
+                f"{len(candidates)} items with a human {self.criterion_!r} score{extra}."
             )
         return self._pick(k, candidates, query)
 
@@ -302,9 +301,11 @@ class Selector(Component, Fittable):
 
 
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
-    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly one."""
-    names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-    known = [n for n in names if labelled(items, n)]
+    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly
+    one."""
+    names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves()
+                                                        for c in leaf.prompt.criteria))
+    known = [n for n in names if labelled_items(items, n)]
     if len(known) != 1:
         labels = sorted({c for it in items for c in (*it.human, *it.preference)})
         raise ConfigError(
@@ -322,4 +323,9 @@ def example_pool() -> list[Item]:
         ("ex-3", "The cat slept on the warm mat.", 5.0),
         ("ex-4", "Stocks fell sharply on Monday.", 3.0),
     ]
-    return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t, s in texts]
+    return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t,
+            s in texts]
+
+
+has_label = renamed(_labelled_item, "mitigate.selectors.has_label", "mitigate.data.split.labelled")
+labelled = renamed(labelled_items, "mitigate.selectors.labelled", "mitigate.data.split.labelled_items")

@@ -1,4 +1,5 @@
-"""Demonstrations the user names: :class:`Fixed` (selector ``"fixed"``), the pool items with the given ids, in order.
+"""Demonstrations the user names: :class:`Fixed` (selector ``"fixed"``), the pool items with the given ids, in
+order.
 
 (The mitigation that shows a fixed list of demos, the ``fixed-demos`` preset, is
 ``Demos(demos=...)`` of :mod:`mitigate.strategies.demos`.)
@@ -36,7 +37,8 @@ class Fixed(Selector):
     """
 
     ids: tuple[str, ...]
-    parameter_constraints: ClassVar = {"ids": [Satisfies(_unique_ids, "a non-empty list of unique ids of pool items")]}
+    parameter_constraints: ClassVar = {"ids": [Satisfies(_unique_ids,
+                                                         "a non-empty list of unique ids of pool items")]}
 
     @classmethod
     def examples(cls) -> list[Selector]:

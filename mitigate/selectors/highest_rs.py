@@ -51,7 +51,8 @@ def rank_by_rs(
     """
     items = list(items)
     if not (len(items) == len(ls) == len(us)):
-        raise DataError(f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, {len(us)} US")
+        raise DataError(f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, "
+                        f"{len(us)} US")
     rs = measures.rs_scores(ls, us)
     ranked = [(item, float(r)) for item, r in zip(items, rs, strict=True) if math.isfinite(r)]
     return sorted(ranked, key=lambda pair: -pair[1])
@@ -70,7 +71,8 @@ def judge_score(judgment: Judgment, criterion: str) -> float | None:
     if not scores:
         return None
     raise ConfigError(
-        f"the judge scored {sorted(scores)} for item {judgment.item_id!r}; expected a score for {criterion!r} "
+        f"the judge scored {sorted(scores)} for item {judgment.item_id!r}; expected a score for "
+        f"{criterion!r} "
         "(name the criterion the judge scores with criterion=...)",
         item_id=judgment.item_id,
     )
@@ -173,8 +175,8 @@ class HighestRS(Selector):
         for item in items:
             if item.id not in (fitted.rs_ or {}) and item.id not in excluded:
                 excluded[item.id] = (
-                    "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave every "
-                    "judged item the same score)"
+                    "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave "
+                    "every judged item the same score)"
                 )
         update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded,
                                   "n_excluded_": len(excluded)}
@@ -202,8 +204,8 @@ class HighestRS(Selector):
             if self.pool_size is not None and self.pool_size > len(kept):
                 where = f"benchmark {pool.name!r}" if isinstance(pool, Benchmark) else "the pool"
                 raise ConfigError(
-                    f"The 'pool_size' parameter of {type(self).__name__} asks for {self.pool_size} items, but {where} "
-                    f"has only {len(kept)} labelled items."
+                    f"The 'pool_size' parameter of {type(self).__name__} asks for {self.pool_size} items, "
+                    f"but {where} has only {len(kept)} labelled items."
                 )
             return kept
         keep = sorted(random.Random(self.seed).sample(range(len(kept)), self.pool_size))
@@ -218,8 +220,10 @@ class HighestRS(Selector):
         js = [math.nan if (v := judge_scores.get(it.id)) is None else float(v) for it in items]
         return self._ranked(state, items, ls_list, js)
 
-    def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float], scores: list[float]) -> Self:
-        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]), scaling=self.scaling)
+    def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float],
+                scores: list[float]) -> Self:
+        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]),
+                                        scaling=self.scaling)
         ranked = rank_by_rs(items, ls, list(us))
         return self.model_copy(update={
             **state,
@@ -238,9 +242,9 @@ class HighestRS(Selector):
             n_pool = self.n_pool_ if self.n_pool_ is not None else len(self.pool_ or ())
             failures = "" if self.n_parse_failures_ is None else f"{self.n_parse_failures_} parse failures; "
             raise ConfigError(
-                f"The 'k' parameter of HighestRS asks for {k} demos, but only {len(ranked)} of the pool's {n_pool} "
-                f"items have an RS ({failures}LS and a judge score are needed, and US needs varied scores; reasons "
-                "per item in the error's 'excluded' context).",
+                f"The 'k' parameter of HighestRS asks for {k} demos, but only {len(ranked)} of the pool's "
+                f"{n_pool} items have an RS ({failures}LS and a judge score are needed, and US needs varied "
+                "scores; reasons per item in the error's 'excluded' context).",
                 excluded=dict(self.excluded_ or {}),
             )
         return ranked[:k]

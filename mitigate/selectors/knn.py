@@ -76,7 +76,8 @@ class KNN(Selector):
     ngram_max: int = 2
     nearest_last: bool = False
     parameter_constraints: ClassVar = {
-        "fields": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0 and all(isinstance(f, str) for f in v),
+        "fields": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0
+                             and all(isinstance(f, str) for f in v),
                              "a non-empty list of item field names")],
         "embedding": [Options("tfidf"),
                       Satisfies(lambda v: isinstance(v, str) and v.startswith("sentence-transformers:"),
@@ -123,7 +124,8 @@ class KNN(Selector):
             try:
                 matrix = vec.fit_transform(texts)
             except ValueError as exc:  # every text empty or only stop words
-                raise ConfigError(f"KNN could not build a TF-IDF vocabulary from the pool's {list(self.fields)}: {exc}") from exc
+                raise ConfigError("KNN could not build a TF-IDF vocabulary from the pool's "
+                                  f"{list(self.fields)}: {exc}") from exc
             embed = vec.transform
         else:
             model = _sentence_model(self.embedding.split(":", 1)[1])
@@ -138,12 +140,14 @@ class KNN(Selector):
     def neighbours(self, query: Item) -> list[tuple[Item, float]]:
         """Every pool item with its cosine distance to ``query``, nearest first (ties in pool order)."""
         if not self.is_fitted:
-            raise ConfigError("KNN is not fitted; expected `sel = sel.fit(pool, criterion=...)` before neighbours()")
+            raise ConfigError("KNN is not fitted; expected `sel = sel.fit(pool, criterion=...)` before "
+                              "neighbours()")
         assert self.pool_ is not None
         index = self._index()
         vector = index.embed([item_text(query, self.fields)])
         dist, idx = index.nn.kneighbors(vector, n_neighbors=len(self.pool_))
-        pairs = sorted(zip(dist[0].tolist(), idx[0].tolist(), strict=True), key=lambda p: (round(p[0], 12), p[1]))
+        pairs = sorted(zip(dist[0].tolist(), idx[0].tolist(), strict=True),
+                       key=lambda p: (round(p[0], 12), p[1]))
         return [(self.pool_[i], float(d)) for d, i in pairs]
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
@@ -159,8 +163,8 @@ def _sentence_model(folder: str) -> Any:
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise ModelPathError(
-            f"KNN embedding 'sentence-transformers:{folder}' expected a local model folder; {path} is not a folder "
-            "(use embedding='tfidf', which needs no model)"
+            f"KNN embedding 'sentence-transformers:{folder}' expected a local model folder; {path} is not a "
+            "folder (use embedding='tfidf', which needs no model)"
         )
     try:
         from sentence_transformers import SentenceTransformer

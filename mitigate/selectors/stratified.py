@@ -25,7 +25,7 @@ from typing import ClassVar, Literal, Self
 from mitigate.data.schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.fitting import FitContext
-from mitigate.judge import Judge
+from mitigate.judge import Judge, judge_scale
 from mitigate.registry import Interval, Options, Tags, register
 from mitigate.scale import Scale
 from mitigate.selectors.base import Selector
@@ -57,7 +57,8 @@ def stratified_pick(
     ]
     if len(eligible) < m:
         raise ConfigError(
-            f"expected at least m={m} training items with human scores for {list(criteria)}; got {len(eligible)}"
+            f"expected at least m={m} training items with human scores for {list(criteria)}; got "
+            f"{len(eligible)}"
         )
     if scale is not None:
         on_scale = [it for it in eligible if all(_on_scale(it.human[c], scale) for c in criteria)]
@@ -119,8 +120,8 @@ class Stratified(Selector):
             strata of the sorted pool, :func:`stratified_pick`).
         scale: when given, gold scores are snapped to this scale's points to form the
             labels (e.g. crowd means 3.67 and 4.33 count as 4); otherwise each distinct
-            score is its own label. With ``by="range"`` and no ``scale``, the scale of the
-            judge's first prompt at fit is used (fitted as ``judge_scale_``): gold scores that
+            score is its own label. With ``by="range"`` and no ``scale``, the scale the
+            judge answers on at fit is used (fitted as ``judge_scale_``): gold scores that
             are points of the judge's scale are preferred (Ghazarian et al.'s demos).
     """
 
@@ -137,13 +138,13 @@ class Stratified(Selector):
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
         """As :meth:`Selector.learn`; with ``by="range"`` and no ``scale``, also the judge's prompt scale."""
         state = self.fit_state(train, ctx.criterion, judge)
-        leaves = judge.leaves() if judge is not None else []
-        if self.by == "range" and self.scale is None and leaves:
-            state["judge_scale_"] = leaves[0].prompt.scale
+        if self.by == "range" and self.scale is None and judge is not None:
+            state["judge_scale_"] = judge_scale(judge)
         return self.model_copy(update=state)
 
     def label_of(self, item: Item) -> float:
-        """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise item
+        """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise
+        item
         its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
         assert self.criterion_ is not None
         if self.criterion_ not in item.human:
@@ -155,7 +156,8 @@ class Stratified(Selector):
         """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
         assert self.criterion_ is not None
         if self.by == "range" and all(self.criterion_ in it.human for it in candidates):
-            return stratified_pick(candidates, [self.criterion_], k, self.scale or self.judge_scale_, self.seed)
+            return stratified_pick(candidates, [self.criterion_], k, self.scale or self.judge_scale_,
+                                   self.seed)
         rng = _random.Random(self.seed)
         groups: dict[float, list[Item]] = {}
         for it in sorted(candidates, key=lambda it: it.id):

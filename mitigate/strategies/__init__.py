@@ -9,13 +9,18 @@ and specs work.
 | ``perturbed-demos`` | preset of :class:`Demos` (:class:`PerturbedDemosPreset`) | Ghazarian et al. 2024 |
 | ``perturbation-probe`` | :class:`PerturbationProbe` (measurement) | Ghazarian et al. 2024 |
 | ``consistency-hint``, ``self-consistency`` | baselines of Ghazarian et al. 2024 | |
-| ``highest-rs-demos``, ``random-demos`` | presets of :class:`Demos` (:class:`HighestRSDemosPreset`, :class:`RandomDemosPreset`) | Ohi et al. 2024 |
-| ``demos``; presets ``fixed-demos``, ``per-item-demos`` | :class:`Demos` (:class:`FixedDemosPreset`, :class:`PerItemDemosPreset`) | |
-| ``single-attribute``, ``multi-attribute`` | :class:`SingleAttribute`, :class:`MultiAttribute` | Stureborg et al. 2024 |
-| ``sampling``, ``expected-score``, ``granularity`` | :class:`Sampling`, :class:`ExpectedScore`, :class:`Granularity` | Stureborg et al. 2024 |
+| ``highest-rs-demos``, ``random-demos`` | presets of :class:`Demos` (:class:`HighestRSDemosPreset`,
+:class:`RandomDemosPreset`) | Ohi et al. 2024 |
+| ``demos``; presets ``fixed-demos``, ``per-item-demos`` | :class:`Demos` (:class:`FixedDemosPreset`,
+:class:`PerItemDemosPreset`) | |
+| ``single-attribute``, ``multi-attribute`` | :class:`SingleAttribute`, :class:`MultiAttribute` | Stureborg et
+al. 2024 |
+| ``sampling``, ``expected-score``, ``granularity`` | :class:`Sampling`, :class:`ExpectedScore`,
+:class:`Granularity` | Stureborg et al. 2024 |
 | ``agreement-gate`` | :class:`AgreementGate` | Shen et al. 2023 |
 | ``position-swap`` | :class:`PositionSwap` | pairwise position bias |
-| ``contextual-calibration``, ``batch-calibration`` | :class:`ContextualCalibration`, :class:`BatchCalibration` | Zhao et al. 2021; Zhou et al. 2024 |
+| ``contextual-calibration``, ``batch-calibration`` | :class:`ContextualCalibration`,
+:class:`BatchCalibration` | Zhao et al. 2021; Zhou et al. 2024 |
 | ``length-control`` | :class:`LengthControl` | Dubois et al. 2024 |
 | ``style-control`` | :class:`StyleControl` | Arena-Hard style control (Li et al. 2024) |
 | ``selective`` | :class:`SelectiveEvaluation` (and :class:`CascadeJudge`) | Jung et al. 2024 |
@@ -27,7 +32,8 @@ and specs work.
 
 Every demo mitigation is one class, :class:`~mitigate.strategies.demos.Demos`, that shows
 what a selector of :mod:`mitigate.selectors` picks; the named demo mitigations are registered
-presets of it (:class:`mitigate.registry.Preset`) whose specs build a ``Demos``. Prompt edits shared by several mitigations live in
+presets of it (:class:`mitigate.registry.Preset`) whose specs build a ``Demos``. Prompt edits shared by
+several mitigations live in
 :mod:`mitigate.strategies.edits`.
 """
 

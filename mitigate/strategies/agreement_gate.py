@@ -103,7 +103,8 @@ class AgreementJudge(CompositeJudge):
         if mcq.meta:
             meta["mcq_meta"] = mcq.meta
         return merge_judgments(
-            item.id, [rts, mcq], scores=dict(rts.scores), samples=dict(rts.samples), failures=failures, meta=meta
+            item.id, [rts, mcq], scores=dict(rts.scores), samples=dict(rts.samples), failures=failures,
+            meta=meta
         )
 
 
@@ -154,7 +155,8 @@ class GateReport(BaseModel):
         for d in self.decisions:
             if d.system == system:
                 return d
-        raise DataError(f"expected one of the gated systems {[d.system for d in self.decisions]}; got {system!r}")
+        raise DataError(f"expected one of the gated systems {[d.system for d in self.decisions]}; "
+                        f"got {system!r}")
 
 
 @register("mitigation", "agreement-gate")
@@ -194,9 +196,9 @@ class AgreementGate(Mitigation):
         """
         if any(leaf.config.scoring == "expected" for leaf in judge.leaves()):
             raise ConfigError(
-                "AgreementGate's RTS form asks for a reason before the score, but this judge scores by expected "
-                "value over the first scale number it generates (ExpectedScore); expected a judge with "
-                "scoring='parse' (place ExpectedScore in another pipeline)"
+                "AgreementGate's RTS form asks for a reason before the score, but this judge scores by "
+                "expected value over the first scale number it generates (ExpectedScore); expected a judge "
+                "with scoring='parse' (place ExpectedScore in another pipeline)"
             )
         return AgreementJudge(
             {"rts": judge.map_prompts(rts_form), "mcq": judge.map_prompts(mcq_form)},
@@ -230,7 +232,8 @@ class AgreementGate(Mitigation):
                 )
             if item.system is None:
                 raise DataError(
-                    f"the agreement gate decides per system; expected item {item.id!r} to name its system, got None",
+                    f"the agreement gate decides per system; expected item {item.id!r} to name its "
+                    "system, got None",
                     item_id=item.id,
                 )
             r_score, m_score = _form_scores(j, crit)
@@ -244,7 +247,8 @@ class AgreementGate(Mitigation):
             d = by_system[s]
             flags = tuple(dict.fromkeys((*j.flags, NEEDS_HUMAN))) if d.needs_human else j.flags
             gate_meta = {"system": s, "r": None if math.isnan(d.r) else d.r, "decision": d.decision}
-            flagged.append(j.model_copy(update={"flags": flags, "meta": {**j.meta, "agreement_gate": gate_meta}}))
+            flagged.append(j.model_copy(update={"flags": flags,
+                                                "meta": {**j.meta, "agreement_gate": gate_meta}}))
         return GateReport(
             criterion=crit, tolerance=self.tolerance, method=self.method, min_items=self.min_items,
             decisions=tuple(decisions), judgments=tuple(flagged),
@@ -340,7 +344,8 @@ class ReleasedGateReport(BaseModel):
     parse_failures: dict[str, int] = Field(default_factory=dict)
 
 
-def released_gate_judgments(criterion: str, items: Sequence[Item], *, root: str | Path | None = None) -> list[Judgment]:
+def released_gate_judgments(criterion: str, items: Sequence[Item], *,
+                            root: str | Path | None = None) -> list[Judgment]:
     """Judgments shaped like :class:`AgreementJudge` output, from the released ChatGPT RTS and MCQ answers.
 
     ``scores[criterion]`` is the RTS score; ``meta["rts"]`` / ``meta["mcq"]`` both forms'
@@ -406,8 +411,10 @@ def gate_released(
         predict = measures.item_correlation([r_by[s] for s in order], [p.get(s, math.nan) for s in order],
                                            predict_method)
         predict = predict.model_copy(update={"name": f"{predict_method}_R_vs_P"})
-        accepted = [p[s] for s in order if not report.decision(s).needs_human and math.isfinite(p.get(s, math.nan))]
-        flagged = [p[s] for s in order if report.decision(s).needs_human and math.isfinite(p.get(s, math.nan))]
+        accepted = [p[s] for s in order if not report.decision(s).needs_human
+                    and math.isfinite(p.get(s, math.nan))]
+        flagged = [p[s] for s in order if report.decision(s).needs_human
+                   and math.isfinite(p.get(s, math.nan))]
         fails = {"rts": sum(1 for j in judgments if j.meta["rts"][c] is None),
                  "mcq": sum(1 for j in judgments if j.meta["mcq"][c] is None)}
         out[c] = ReleasedGateReport(

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, SerializeAsAny
 
 from mitigate.data.schema import Benchmark
 from mitigate.errors import ConfigError, NotRecommendedWarning
@@ -125,7 +125,7 @@ class Pipeline(Mitigation):
                 flat.append(s)
             else:
                 raise ConfigError(f"expected Mitigation steps in a Pipeline; got {type(s).__name__}")
-        super().__init__(steps=tuple(flat), **kw)
+        BaseModel.__init__(self, steps=tuple(flat), **kw)  # the field is Pipeline's, not Mitigation's
 
     def __or__(self, other: Mitigation) -> Pipeline:
         return Pipeline(steps=(*self.steps, other))
@@ -151,7 +151,8 @@ class Pipeline(Mitigation):
         return out | Tags(needs_judge=out.needs_fitting)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Pipeline:
-        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps before it.
+        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps
+        before it.
 
         The one way to fit any pipeline (``mitigate compare --train`` uses it), as
         scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
@@ -184,12 +185,13 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
     if isinstance(spec, dict) and spec.get("name") == "pipeline":
         extra = sorted(set(spec) - {"name", "steps"})
         if extra:
-            raise ConfigError(f"expected a pipeline spec with keys 'name' and 'steps'; got extra keys {extra}")
+            raise ConfigError("expected a pipeline spec with keys 'name' and 'steps'; got extra "
+                              f"keys {extra}")
         steps = spec.get("steps", [])
         if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
             raise ConfigError(f"expected the 'steps' of a pipeline spec to be a list of specs; got {steps!r}")
         return Pipeline(steps=[from_spec(s) for s in steps])
-    return build("mitigation", spec)  # type: ignore[no-any-return]
+    return build("mitigation", spec)
 
 
 def load_pipeline(path: str | Path) -> Mitigation:
@@ -208,14 +210,16 @@ def load_pipeline(path: str | Path) -> Mitigation:
     if isinstance(data, dict) and "pipeline" in data and "name" not in data:
         search = data.get("search")
         if isinstance(search, dict) and search.get("beats_baseline") is False:
-            warnings.warn(f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds the "
-                          "search's dev winner, not a recommendation", NotRecommendedWarning, stacklevel=2)
+            warnings.warn(f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds "
+                          "the search's dev winner, not a recommendation", NotRecommendedWarning,
+                          stacklevel=2)
         data = data["pipeline"]
     return from_spec(data)
 
 
 def parse_pipeline(text: str) -> Pipeline:
-    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings), or ``"@file.json"``.
+    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings), or
+    ``"@file.json"``.
 
     ``"@path"`` loads a spec file (:func:`load_pipeline`). ``"baseline"`` or an empty string
     is the empty pipeline.
@@ -232,7 +236,8 @@ def parse_pipeline(text: str) -> Pipeline:
         name, _, rest = part.partition("(")
         name = name.strip()
         if not rest and name.endswith(".json"):
-            raise ConfigError(f"expected pipeline text or @file.json; got {name!r} (write @{name} to load a spec file)")
+            raise ConfigError(f"expected pipeline text or @file.json; got {name!r} (write @{name} to load "
+                              "a spec file)")
         params: dict[str, Any] = {}
         if rest:
             if not rest.endswith(")"):
@@ -274,7 +279,8 @@ def _split_args(text: str) -> list[str]:
 
 
 async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: bool = True) -> list[Judgment]:
-    """Run the child judge calls of a fan-out (concurrently or in order); re-raise the first error once all finished."""
+    """Run the child judge calls of a fan-out (concurrently or in order); re-raise the first error once all
+    finished."""
     if concurrent:
         results = await asyncio.gather(*(c() for c in calls), return_exceptions=True)
     else:
@@ -284,7 +290,9 @@ async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: boo
                 results.append(await c())
             except Exception as exc:  # re-raised below, after the others ran
                 results.append(exc)
+    judgments: list[Judgment] = []
     for r in results:
         if isinstance(r, BaseException):
             raise r
-    return list(results)
+        judgments.append(r)
+    return judgments

@@ -32,7 +32,8 @@ __all__ = ["ConsistencyHint", "SelfConsistency"]
 
 def _instruction(text: object) -> bool:
     """True for a non-empty instruction without template slots or the guideline mark."""
-    return isinstance(text, str) and bool(text.strip()) and not SLOT_RE.search(text) and GUIDELINE_MARK not in text
+    return isinstance(text,
+                      str) and bool(text.strip()) and not SLOT_RE.search(text) and GUIDELINE_MARK not in text
 
 
 @register("mitigation", "consistency-hint")
@@ -53,17 +54,20 @@ class ConsistencyHint(PromptMitigation):
 
     text: str = DEFAULT_HINT
     parameter_constraints: ClassVar = {
-        "text": [Satisfies(_instruction, "a non-empty instruction (it must not contain template slots such as "
+        "text": [Satisfies(_instruction,
+                           "a non-empty instruction (it must not contain template slots such as "
                                          "{{output}})")],
     }
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """A copy with the hint after the guideline (or at the end of the last message); unchanged when it has it.
+        """A copy with the hint after the guideline (or at the end of the last message); unchanged when it has
+        it.
 
         The default text speaks of score options, so it goes only to a prompt that lists
         some; a pairwise prompt gets :data:`~mitigate.strategies.edits.PAIRWISE_HINT` (order
         and length of the two outputs, no score) and a prompt without options
-        :data:`~mitigate.strategies.edits.NO_OPTIONS_HINT` (:func:`~mitigate.strategies.edits.consistency_hint`).
+        :data:`~mitigate.strategies.edits.NO_OPTIONS_HINT`
+        (:func:`~mitigate.strategies.edits.consistency_hint`).
         A text of your own is added as written.
         """
         text = consistency_hint(prompt) if self.text == DEFAULT_HINT else self.text
@@ -113,8 +117,9 @@ class SelfConsistency(Mitigation):
     def _leaf(self, leaf: PromptJudge) -> Judge:
         if self.cot and leaf.config.scoring == "expected":
             raise ConfigError(
-                "SelfConsistency(cot=True) asks for reasoning before the score, but this judge scores by expected "
-                "value over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
+                "SelfConsistency(cot=True) asks for reasoning before the score, but this judge scores by "
+                "expected value over the first scale number it generates (ExpectedScore); expected cot=False "
+                "with ExpectedScore"
             )
         judge = leaf.with_prompt(set_cot(allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)"), True,
                                          lead=DEFAULT_COT)) if self.cot else leaf

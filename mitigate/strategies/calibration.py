@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 FLOOR = 1e-3
-"""The smallest prior probability divided by: an answer the prior never gives is not blown up without bound."""
+"""The smallest prior probability divided by: an answer the prior never gives is not blown up without
+bound."""
 
 CONTENT_FREE = ("N/A", "", "[MASK]")
 """Zhao et al. (2021)'s content-free inputs."""
@@ -62,7 +63,8 @@ def _clean(token: str) -> str:
 def verdict_distribution(
     positions: Sequence[TokenLogprob], labels: tuple[str, str] = ("1", "2"), tie: str | None = None
 ) -> dict[str, float]:
-    """Probability of "first", "second" (and "tie") at the first position that generated a label, renormalised.
+    """Probability of "first", "second" (and "tie") at the first position that generated a label,
+    renormalised.
 
     ``labels`` name the two outputs as the prompt does ("1"/"2", "A"/"B"); ``tie`` the tie
     option, if any. Raises :class:`ParseError` when no generated token is a label.
@@ -119,15 +121,16 @@ class CalibratedJudge(Judge):
         why = asks_for_reasoning(leaf.prompt)
         if why is not None:
             raise ConfigError(
-                f"{method} calibration reads the probabilities of the judge's first answer token, so it needs a direct "
-                f"answer; got a prompt that asks for {why}"
+                f"{method} calibration reads the probabilities of the judge's first answer token, so it "
+                f"needs a direct answer; got a prompt that asks for {why}"
             )
         self.leaf, self.prior, self.method = leaf, prior, method
         self.top_logprobs, self.labels, self.tie = top_logprobs, labels, tie
         self.support = answer_support(leaf, labels, tie)
         if prior is not None and len(prior) != len(self.support):
             raise ConfigError(
-                f"expected a prior over the {len(self.support)} answers {list(self.support)}; got {len(prior)} values "
+                f"expected a prior over the {len(self.support)} answers {list(self.support)}; got "
+                f"{len(prior)} values "
                 "(was the calibration fitted on another prompt?)"
             )
 
@@ -165,7 +168,8 @@ class CalibratedJudge(Judge):
 
     def request(self, item: Item) -> LMRequest:
         """The leaf's request for ``item`` with token logprobs asked for."""
-        return self.leaf.request(item).model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
+        return self.leaf.request(item).model_copy(update={"logprobs": True,
+                                                          "top_logprobs": self.top_logprobs})
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The one request, with logprobs; its answer is read as a calibrated distribution."""
@@ -201,7 +205,8 @@ class CalibratedJudge(Judge):
             "calls": 0 if response.cached else 1, "cached_calls": 1 if response.cached else 0,
         }
         if self.leaf.prompt.answer == "pairwise":
-            mean_q = {y: sum(q[y] for q in cal_dists) / len(cal_dists) for y in self.support} if cal_dists else {}
+            mean_q = {y: sum(q[y] for q in cal_dists) / len(cal_dists)
+                      for y in self.support} if cal_dists else {}
             verdict = _most_probable(mean_q) if mean_q else None
             meta["calibration"]["mean_q"] = mean_q or None
             return Judgment(verdict=verdict, meta=meta, **common)  # type: ignore[arg-type]
@@ -223,11 +228,13 @@ def _most_probable(dist: dict[str, float]) -> str:
     return best[0] if len(best) == 1 else "tie"
 
 
-_LABELS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, str) and x for x in v)
+_LABELS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) == 2
+                    and all(isinstance(x, str) and x for x in v)
                     and v[0] != v[1], "a pair of two different non-empty strings")
 _PRIORS = Satisfies(
     lambda v: isinstance(v, (tuple, list)) and all(
-        isinstance(p, (tuple, list)) and p and all(isinstance(x, (int, float)) and x >= 0 for x in p) for p in v),
+        isinstance(p, (tuple, list)) and p and all(isinstance(x, (int, float)) and x >= 0 for x in p)
+        for p in v),
     "a tuple of prior distributions (one tuple of non-negative floats per leaf judge)")
 
 
@@ -253,22 +260,23 @@ class _Calibration(Mitigation):
         return self.priors_ is not None
 
     def _leaf_judge(self, leaf: PromptJudge, prior: tuple[float, ...] | None) -> CalibratedJudge:
-        return CalibratedJudge(leaf, prior, method=self.method, top_logprobs=self.top_logprobs, labels=self.labels,
+        return CalibratedJudge(leaf, prior, method=self.method, top_logprobs=self.top_logprobs,
+                               labels=self.labels,
                                tie=self.tie)
 
     def wrap(self, judge: Judge) -> Judge:
         """The judge with every leaf read through its calibrated answer distribution."""
         if self.priors_ is None:
             raise ConfigError(
-                f"{type(self).__name__} is not fitted; expected `m = m.fit(train, judge)` first (it estimates the "
-                "judge's answer prior)"
+                f"{type(self).__name__} is not fitted; expected `m = m.fit(train, judge)` first (it "
+                "estimates the judge's answer prior)"
             )
         priors = iter(self.priors_)
         n_leaves = len(judge.leaves())
         if n_leaves != len(self.priors_):
             raise ConfigError(
-                f"{type(self).__name__} was fitted on a judge with {len(self.priors_)} prompt judges; this one has "
-                f"{n_leaves} (fit it on the judge it wraps)"
+                f"{type(self).__name__} was fitted on a judge with {len(self.priors_)} prompt judges; this "
+                f"one has {n_leaves} (fit it on the judge it wraps)"
             )
         return judge.map_leaves(lambda leaf: self._leaf_judge(leaf, tuple(next(priors))))
 
@@ -292,8 +300,9 @@ class _Calibration(Mitigation):
                 reasons = {f.reason for j in result.judgments for f in j.failures} | {
                     j.error for j in result.judgments if j.error}
                 raise ConfigError(
-                    f"{type(self).__name__}.fit read no answer distribution from the judge on {len(items)} inputs; "
-                    f"expected token logprobs at a direct answer (got: {sorted(str(r) for r in reasons)[:2]})"
+                    f"{type(self).__name__}.fit read no answer distribution from the judge on {len(items)} "
+                    "inputs; expected token logprobs at a direct answer (got: "
+                    f"{sorted(str(r) for r in reasons)[:2]})"
                 )
             priors.append(tuple(sum(d[y] for d in dists) / len(dists) for y in reader.support))
         return self.model_copy(update={"priors_": tuple(priors)})
@@ -331,7 +340,8 @@ class ContextualCalibration(_Calibration):
     def fit_items(self, train: Benchmark) -> list[Item]:
         """One content-free copy of the first training item per text in ``content_free``."""
         if not train.items:
-            raise ConfigError("ContextualCalibration.fit needs one training item to copy the fields of; got none")
+            raise ConfigError("ContextualCalibration.fit needs one training item to copy the fields "
+                              "of; got none")
         first = train.items[0]
         out = []
         for i, text in enumerate(self.content_free):
@@ -358,7 +368,8 @@ class BatchCalibration(_Calibration):
 
     method: ClassVar[str] = "batch"
     max_items: int | None = None
-    parameter_constraints: ClassVar = {**_Calibration.parameter_constraints, "max_items": [Interval(int, 1), None]}
+    parameter_constraints: ClassVar = {**_Calibration.parameter_constraints,
+                                       "max_items": [Interval(int, 1), None]}
 
     @classmethod
     def examples(cls) -> list[Mitigation]:

@@ -13,11 +13,16 @@ equivalent ``demos(...)`` spec builds, and its spec is that ``demos`` spec:
 
 | preset | builds |
 |---|---|
-| ``random-demos(k, seed, criterion)`` | ``Demos(selector=Random(seed), k, criterion)`` (Ohi et al.'s control) |
-| ``highest-rs-demos(k, likelihood, criterion, pool_size, seed, task)`` | ``Demos(selector=HighestRS(...), k, criterion)`` (Ohi et al. 2024) |
-| ``perturbed-demos(demos, m, n, kind, lengthened, seed, ablation, perturbed)`` | ``Demos(selector=Stratified(by="range", seed) or demos, k=m, display="perturbed" or "guideline", placement="append", ...)`` (Ghazarian et al. 2024) |
+| ``random-demos(k, seed, criterion)`` | ``Demos(selector=Random(seed), k, criterion)`` (Ohi et al.'s control)
+|
+| ``highest-rs-demos(k, likelihood, criterion, pool_size, seed, task)`` | ``Demos(selector=HighestRS(...), k,
+criterion)`` (Ohi et al. 2024) |
+| ``perturbed-demos(demos, m, n, kind, lengthened, seed, ablation, perturbed)`` |
+``Demos(selector=Stratified(by="range", seed) or demos, k=m, display="perturbed" or "guideline",
+placement="append", ...)`` (Ghazarian et al. 2024) |
 | ``fixed-demos(demos)`` | ``Demos(demos=demos, k=len(demos))`` |
-| ``per-item-demos(selector, k)`` | ``Demos(selector=<fitted selector>, k, per_item=True, placement="append")`` |
+| ``per-item-demos(selector, k)`` | ``Demos(selector=<fitted selector>, k, per_item=True,
+placement="append")`` |
 
 The first three live beside their papers' notes (:mod:`mitigate.strategies.highest_rs`,
 :mod:`mitigate.strategies.perturbed_demos`); the last two here.
@@ -42,6 +47,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
 
 from mitigate.data.schema import Benchmark, Item
+from mitigate.data.split import labelled, labelled_items
 from mitigate.errors import ConfigError, TemplateError
 from mitigate.fitting import FitContext
 from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, PromptJudge
@@ -52,8 +58,6 @@ from mitigate.selectors import (
     KNN,
     Selector,
     example_pool,
-    has_label,
-    labelled,
     resolve_criterion,
     selector_from_spec,
 )
@@ -88,7 +92,7 @@ SelectorField = Annotated[Selector, BeforeValidator(_as_selector), PlainSerializ
 """A selector parameter: given as a Selector, its spec or its name; serialised as its spec."""
 
 
-def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float]:
+def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float] | None:
     """The gold score ``demo`` shows in ``prompt``: its criterion's entry when the demo holds several."""
     if not isinstance(demo.score, dict):
         return demo.score
@@ -124,7 +128,7 @@ def demo_criteria(train: Benchmark, judge: Judge | None, criterion: str | None) 
     """
     if criterion is None and len(train.criteria) != 1 and judge is not None:
         names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-        known = [n for n in names if labelled(train.items, n)]
+        known = [n for n in names if labelled_items(train.items, n)]
         if known:
             return known
     return [resolve_criterion(train, judge, criterion)]
@@ -160,17 +164,18 @@ class Display(BaseModel):
     ablation: bool = False
 
     def show(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
-        """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not plain)."""
+        """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
+        plain)."""
         scored = [d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
                   for d in demos]
         if self.mode == "plain":
             return scored
         if prompt.answer == "pairwise":
             raise ConfigError(
-                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. perturbed-demos) "
-                "show one output and its gold score under each guideline version; expected a prompt that scores one "
-                "output, got a pairwise prompt (show pairwise demos plainly: Demos(demos=(Demo(item=..., "
-                "verdict='first'), ...), k=...))"
+                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. "
+                "perturbed-demos) show one output and its gold score under each guideline version; expected "
+                "a prompt that scores one output, got a pairwise prompt (show pairwise demos plainly: "
+                "Demos(demos=(Demo(item=..., verdict='first'), ...), k=...))"
             )
         base = original_order(guideline_of(prompt))
         if self.mode == "guideline":
@@ -184,7 +189,8 @@ class Display(BaseModel):
             else:
                 shown = [p.apply(base) for p in perts]
                 per_demo = [shown for _ in scored]
-        return [d.model_copy(update={"guideline": gl}) for d, gls in zip(scored, per_demo, strict=True) for gl in gls]
+        return [d.model_copy(update={"guideline": gl}) for d, gls in zip(scored, per_demo, strict=True)
+                for gl in gls]
 
 
 def _fitted_selector(value: Any) -> bool:
@@ -247,16 +253,16 @@ class Demos(Mitigation):
     @model_validator(mode="after")
     def _check(self) -> Self:
         if (self.selector is None) == (not self.demos):
-            raise ConfigError("Demos expected either selector=... (demos chosen at fit) or demos=(...) (given "
-                              f"demos); got {'both' if self.demos else 'neither'}")
+            raise ConfigError("Demos expected either selector=... (demos chosen at fit) or demos=(...) "
+                              f"(given demos); got {'both' if self.demos else 'neither'}")
         if self.demos and len(self.demos) != self.k:
             raise ConfigError(f"The 'demos' parameter of Demos must hold exactly k={self.k} demos. Got "
                               f"{len(self.demos)} instead (pass k={len(self.demos)}).")
         if self.display == "perturbed":
             require_lengthened("Demos", self.kind, self.lengthened)
         if self.ablation and self.display != "perturbed":
-            raise ConfigError("The 'ablation' parameter of Demos needs display='perturbed'. Got ablation=True with "
-                              f"display={self.display!r} instead.")
+            raise ConfigError("The 'ablation' parameter of Demos needs display='perturbed'. Got "
+                              f"ablation=True with display={self.display!r} instead.")
         if self.chooses_per_item and self.display != "plain":
             why = (f"chooses per item with {type(self.selector).__name__}" if self.selector is not None
                    else "chooses per item")
@@ -269,7 +275,8 @@ class Demos(Mitigation):
         """Given demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
         pool = example_pool()
         given = (Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))
-        return [cls(demos=given, display="perturbed", n=2, seed=1), cls(selector="stratified", k=2),
+        return [cls(demos=given, display="perturbed", n=2, seed=1),
+                cls.model_validate({"selector": "stratified", "k": 2}),
                 cls(selector=KNN.examples()[0], k=2)]
 
     # ------------------------------------------------------------------ state
@@ -280,7 +287,8 @@ class Demos(Mitigation):
 
     @property
     def tags(self) -> Tags:
-        """Learns at fit when a selector chooses; calls the judge then when that selector does (and is unfitted)."""
+        """Learns at fit when a selector chooses; calls the judge then when that selector does (and is
+        unfitted)."""
         if self.selector is None:
             return Tags()
         sel = self.selector.tags
@@ -289,9 +297,12 @@ class Demos(Mitigation):
 
     @property
     def label(self) -> str:
-        """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the default."""
-        source = "given" if self.selector is None else (self.selector.registry_name or type(self.selector).__name__)
-        extra = ("" if self.display == "plain" else f", {self.display}") + (", per item" if self.chooses_per_item else "")
+        """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the
+        default."""
+        source = "given" if self.selector is None else (self.selector.registry_name
+                                                        or type(self.selector).__name__)
+        extra = ("" if self.display == "plain" else f", {self.display}") + (", per item"
+                                                                            if self.chooses_per_item else "")
         return f"demos({source}, k={self.k}{extra})"
 
     @property
@@ -304,7 +315,8 @@ class Demos(Mitigation):
     @property
     def display_spec(self) -> Display:
         """How the demos are shown (:class:`Display`), from the display parameters."""
-        return Display(mode=self.display, kind=self.kind, n=self.n, lengthened=self.lengthened, seed=self.seed,
+        return Display(mode=self.display, kind=self.kind, n=self.n, lengthened=self.lengthened,
+                       seed=self.seed,
                        ablation=self.ablation)
 
     @property
@@ -341,7 +353,8 @@ class Demos(Mitigation):
 
     # ------------------------------------------------------------------ fit
     async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy: the selector fitted on ``train`` (the items labelled for the criterion) picks the demos.
+        """A fitted copy: the selector fitted on ``train`` (the items labelled for the criterion) picks the
+        demos.
 
         ``judge`` is the judge the demos will be shown to; it tells which criterion the
         demos show when neither this mitigation nor the benchmark says, and selectors that
@@ -361,18 +374,20 @@ class Demos(Mitigation):
 
     def _training_pool(self, train: Benchmark, judge: Judge | None,
                        criterion: str | None) -> tuple[list[str], Benchmark]:
-        """The criteria the demos show and the training items labelled for all of them (what the selector fits on)."""
+        """The criteria the demos show and the training items labelled for all of them (what the selector fits
+        on)."""
         if not isinstance(train, Benchmark):
             raise ConfigError(f"Demos.fit expected the training items as a Benchmark; "
                               f"got {type(train).__name__}")
         criteria = demo_criteria(train, judge, criterion)
         items = train.items
         for c in criteria:
-            items = tuple(labelled(items, c))
+            items = tuple(labelled_items(items, c))
         if self.k > len(items):
             raise ConfigError(
                 f"The 'k' parameter of Demos asks for {self.k} demos, but benchmark {train.name!r} has only "
-                f"{len(items)} item{'' if len(items) == 1 else 's'} with a human {' and '.join(repr(c) for c in criteria)} "
+                f"{len(items)} item{'' if len(items) == 1 else 's'} with a human "
+                f"{' and '.join(repr(c) for c in criteria)} "
                 "score."
             )
         return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
@@ -383,7 +398,7 @@ class Demos(Mitigation):
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
         if isinstance(train, Benchmark):
-            update["n_unlabelled_"] = sum(1 for it in train.items if not has_label(it, criteria[0]))
+            update["n_unlabelled_"] = sum(1 for it in train.items if not labelled(it, criteria[0]))
         if not self.chooses_per_item:
             fitted = fitted.with_choice(self.k)
             demos = fitted.select(self.k)
@@ -459,7 +474,8 @@ class FixedDemosPreset(Preset):
 
     demos: tuple[Demo, ...]
     parameter_constraints: ClassVar = {
-        "demos": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0, "a non-empty list of Demo values")],
+        "demos": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0,
+                            "a non-empty list of Demo values")],
     }
 
     @classmethod
@@ -475,7 +491,8 @@ class FixedDemosPreset(Preset):
 
 @register("mitigation", "per-item-demos")
 class PerItemDemosPreset(Preset):
-    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that item.
+    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that
+    item.
 
     Parameters:
         selector: a fitted selector (any; meant for query-dependent ones such as

@@ -27,6 +27,9 @@
 - :func:`multi_criterion_prompt`: the built-in rating template (our own wording) that scores
   one or several criteria in one answer, and :func:`is_multi_criterion_template`, which
   recognises it exactly.
+
+Size: over 600 lines because every prompt edit mitigations share lives here, so that no mitigation
+imports another; each edit is short.
 """
 
 from __future__ import annotations
@@ -85,21 +88,23 @@ DEFAULT_HINT = (
 
 PAIRWISE_HINT = (
     "Important: the order in which the two outputs are shown, and how long each is, say nothing about which "
-    "is better. Decide only from what each output says; you would give the same verdict if they were shown in "
-    "the other order."
+    "is better. Decide only from what each output says; you would give the same verdict if they were shown "
+    "in the other order."
 )
-"""What :class:`ConsistencyHint` says by default on a pairwise prompt (no options and no score to speak of)."""
+"""What :class:`ConsistencyHint` says by default on a pairwise prompt (no options and no score to speak
+of)."""
 
 NO_OPTIONS_HINT = (
-    "Important: how long the text is, and where things stand in this prompt, say nothing about which answer is "
-    "right. Decide only from what the text says; you would give the same answer if it were presented in "
+    "Important: how long the text is, and where things stand in this prompt, say nothing about which answer "
+    "is right. Decide only from what the text says; you would give the same answer if it were presented in "
     "another way."
 )
 """What :class:`ConsistencyHint` says by default on a prompt that lists no score options."""
 
 
 def consistency_hint(prompt: JudgePrompt) -> str:
-    """The default consistency hint for ``prompt``: about its options only when it lists some, never a score on a pairwise one."""
+    """The default consistency hint for ``prompt``: about its options only when it lists some, never a score
+    on a pairwise one."""
     if prompt.answer == "pairwise":
         return PAIRWISE_HINT
     if prompt.guideline is None:
@@ -112,7 +117,8 @@ DEFAULT_COT = "Think step by step first and explain your reasoning."
 
 
 def self_consistency_instruction(prompt: JudgePrompt) -> str:
-    """SelfConsistency's chain-of-thought paragraph for ``prompt``: :data:`DEFAULT_COT`, what to compare, the answer line."""
+    """SelfConsistency's chain-of-thought paragraph for ``prompt``: :data:`DEFAULT_COT`, what to compare, the
+    answer line."""
     if prompt.answer == "pairwise":
         what = "Compare the two outputs point by point."
     elif prompt.guideline is not None:
@@ -148,7 +154,8 @@ def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
     if prompt.guideline is None or _guideline_inside_item(prompt):
         return append_instruction(prompt, text)
     msgs = tuple(
-        PromptMessage(role=m.role, template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + text))
+        PromptMessage(role=m.role,
+                      template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + text))
         if GUIDELINE_MARK in m.template
         else m
         for m in prompt.messages
@@ -167,7 +174,8 @@ def _guideline_inside_item(prompt: JudgePrompt) -> bool:
 
 
 def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
-    """The first phrase of ``prompt``'s own message templates that ``pattern`` matches (None when none does)."""
+    """The first phrase of ``prompt``'s own message templates that ``pattern`` matches (None when none
+    does)."""
     for message in prompt.messages:
         found = pattern.search(message.template)
         if found:
@@ -176,10 +184,12 @@ def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
 
 
 STUB_REASONING = "reasoning first, then the answer"
-"""What words of an answer stub that ask for the answer alone ("scores ONLY") become when reasoning is added."""
+"""What words of an answer stub that ask for the answer alone ("scores ONLY") become when reasoning is
+added."""
 
 
-def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *, added: Sequence[str] = ()) -> JudgePrompt:
+def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *,
+                    added: Sequence[str] = ()) -> JudgePrompt:
     """``prompt`` made fit for an added request to reason before the answer, or a one-line ConfigError.
 
     The template's own words are read by :func:`~mitigate.prompt.answer.infer.reasoning_ban`
@@ -200,8 +210,9 @@ def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *, add
     if found is None and prompt.format.reasoning == "after" and not core.format.json_key:
         found = "the answer first, then the explanation"
         raise ConfigError(
-            f"{who} asks for reasoning before the answer, but the template asks for {found}; expected a template "
-            "whose answer instruction allows text before the answer line (or leave the reasoning request out)"
+            f"{who} asks for reasoning before the answer, but the template asks for {found}; expected a "
+            "template whose answer instruction allows text before the answer line (or leave the reasoning "
+            "request out)"
         )
     if found is None:
         return prompt
@@ -218,8 +229,8 @@ def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *, add
             return out
         found = reasoning_ban(again) or found
     raise ConfigError(
-        f"{who} asks for reasoning before the answer, but the template says {found!r}; expected a template whose "
-        "answer instruction allows text before the answer line (or leave the reasoning request out)"
+        f"{who} asks for reasoning before the answer, but the template says {found!r}; expected a template "
+        "whose answer instruction allows text before the answer line (or leave the reasoning request out)"
     )
 
 
@@ -265,7 +276,8 @@ def _split_tail(template: str) -> tuple[str, dict[str, str]]:
 
 
 def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
-    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest (whitespace, answer stub)."""
+    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest (whitespace,
+    answer stub)."""
     template = prompt.messages[idx].template
     stub = prompt.answer_stub(idx)
     body = template[: len(template) - len(stub)].rstrip()
@@ -301,7 +313,8 @@ def _with_template(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
 
 
 def addenda(prompt: JudgePrompt) -> dict[str, str]:
-    """The managed instruction paragraphs at the end of ``prompt``'s last user message (before its stub), by lead."""
+    """The managed instruction paragraphs at the end of ``prompt``'s last user message (before its stub), by
+    lead."""
     idx = _target_index(prompt)
     return _split_tail(_split_end(prompt, idx)[0])[1]
 
@@ -390,7 +403,8 @@ def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD, who: str | N
 
 
 def _stated_reasoning(prompt: JudgePrompt) -> Literal["none", "before", "after"]:
-    """The reasoning ``prompt``'s own text asks for, without the managed paragraphs (what from_template would read)."""
+    """The reasoning ``prompt``'s own text asks for, without the managed paragraphs (what from_template would
+    read)."""
     fmt = prompt.format
     if not fmt.inferred:
         return "none"
@@ -444,7 +458,8 @@ def _num(x: float) -> str:
 
 
 def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
-    """The answer-scale paragraph Granularity adds to free-form templates (one line, starts with ``SCALE_LEAD``).
+    """The answer-scale paragraph Granularity adds to free-form templates (one line, starts with
+    ``SCALE_LEAD``).
 
     It states the range and, when the answer format is not the plain "Score: N", the answer
     line the number goes in; with word modifiers, examples written in that line.
@@ -459,7 +474,8 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         mid = _num(round((scale.min + scale.max) / 2))
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
-            f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when the text is '
+            f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
+            'the text is '
             "a little below or a little above that point."
         )
     return text
@@ -507,7 +523,8 @@ def multi_criterion_prompt(
     Kept from ``base``: its system messages (those without a guideline), its input and
     output slots (shown as "<Slot>:" blocks in the order they first appear), scale, task,
     slot mapping and demos; a chain-of-thought paragraph added by ``Sampling(cot=True)`` or
-    ``SelfConsistency`` is carried over (reworded for the new criteria). Dropped: the user messages' own wording
+    ``SelfConsistency`` is carried over (reworded for the new criteria). Dropped: the user messages' own
+    wording
     and the guideline (a scoring guideline describes one criterion). ``order`` (criterion
     names) sets the order the criteria are listed and answered in; the returned prompt's
     ``criteria`` are in that order. With one criterion the answer is the base's own answer
@@ -517,7 +534,8 @@ def multi_criterion_prompt(
     """
     if base.answer != "score":
         raise ConfigError(
-            f"expected a prompt answering with a score to build a rating template from; got answer={base.answer!r}"
+            "expected a prompt answering with a score to build a rating template from; got "
+            f"answer={base.answer!r}"
         )
     crits = list(criteria)
     if not crits:
@@ -536,9 +554,9 @@ def multi_criterion_prompt(
             if not isinstance(demo.score, dict) or any(n not in demo.score for n in names):
                 raise ConfigError(
                     f"a prompt scoring {names} in one answer needs demos scored on every one of them; demo "
-                    f"{demo.item.id!r} has {demo.score!r}. Demo mitigations show one criterion's score: place them "
-                    "after SingleAttribute (one call per criterion), or build the prompt with demos scored on every "
-                    "criterion (Demo(score={criterion: value, ...}))"
+                    f"{demo.item.id!r} has {demo.score!r}. Demo mitigations show one criterion's score: "
+                    "place them after SingleAttribute (one call per criterion), or build the prompt with "
+                    "demos scored on every criterion (Demo(score={criterion: value, ...}))"
                 )
 
     systems = [m for m in base.messages if m.role == "system" and GUIDELINE_MARK not in m.template]
@@ -564,7 +582,8 @@ def multi_criterion_prompt(
         answer_format = AnswerFormat.default("score")
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
-        # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"); worded so that
+        # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"); worded so
+        # that
         # it reads the same with or without a chain of thought before it
         answer_format = base.format.for_criterion(crits[0].name, [c.name for c in base.criteria])
         answer = answer_format.with_reasoning("before").instruction(base.scale)

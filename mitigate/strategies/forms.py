@@ -67,7 +67,8 @@ from mitigate.strategies.edits import (
 
 __all__ = ["RTS_LEAD", "answer_instruction", "mcq_form", "mcq_instruction", "rts_form", "rts_instruction"]
 
-_ANSWER_VERB = re.compile(r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b")
+_ANSWER_VERB = re.compile(
+    r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b")
 _ANSWER_NOUN = re.compile(r"(?i)\b(score|rating|number|letter|grade|digit|option)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MAX_LISTED_POINTS = 10
@@ -84,7 +85,8 @@ def _or_list(words: list[str]) -> str:
 def _check_single(prompt: JudgePrompt, form: str) -> None:
     if prompt.answer == "pairwise":
         raise TemplateError(
-            f"the {form} form scores one output; expected a prompt with answer 'score' or 'mcq', got 'pairwise'"
+            f"the {form} form scores one output; expected a prompt with answer 'score' or 'mcq', "
+            "got 'pairwise'"
         )
     if len(prompt.criteria) > 1:
         raise TemplateError(
@@ -116,11 +118,13 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
 def _is_added(paragraph: str) -> bool:
     """True for a one-line paragraph another mitigation put at the end of the prompt."""
     text = paragraph.strip()
-    return "\n" not in text and (text.startswith(MANAGED_LEADS) or text in (DEFAULT_HINT, NO_OPTIONS_HINT, PAIRWISE_HINT))
+    return "\n" not in text and (text.startswith(MANAGED_LEADS)
+                                 or text in (DEFAULT_HINT, NO_OPTIONS_HINT, PAIRWISE_HINT))
 
 
 def _added_tail(template: str) -> int:
-    """Where the trailing paragraphs added by other mitigations begin in ``template`` (else the end of its text)."""
+    """Where the trailing paragraphs added by other mitigations begin in ``template`` (else the end of its
+    text)."""
     body = template.rstrip()
     while True:
         breaks = list(_PARAGRAPH_BREAK.finditer(body))
@@ -130,7 +134,8 @@ def _added_tail(template: str) -> int:
 
 
 def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) -> JudgePrompt:
-    """``form`` (the form's prompt: its answer format set) with ``prompt``'s closing answer instruction replaced by
+    """``form`` (the form's prompt: its answer format set) with ``prompt``'s closing answer instruction
+    replaced by
     (or followed by) ``instruction``, before the answer stub.
 
     Paragraphs added by other mitigations stay after it, reworded for the form's answer.
@@ -151,14 +156,15 @@ def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) 
 
 
 def _option_score(option: ScoreOption, scale: Scale) -> float:
-    """An option's score: its own, or the letter's score in ``scale.letters``; TemplateError when neither says."""
+    """An option's score: its own, or the letter's score in ``scale.letters``; TemplateError when neither
+    says."""
     if option.score is not None:
         return option.score
     score = (scale.letters or {}).get(option.label.upper())
     if score is None:
         raise TemplateError(
-            f"option {option.label!r} ({option.description[:40]!r}) states no score, so the RTS/MCQ forms cannot "
-            "pair it with one; expected JudgePrompt.from_template(..., letters={'A': <score>, ...})"
+            f"option {option.label!r} ({option.description[:40]!r}) states no score, so the RTS/MCQ forms "
+            "cannot pair it with one; expected JudgePrompt.from_template(..., letters={'A': <score>, ...})"
         )
     return score
 
@@ -171,7 +177,8 @@ def _points_text(scale: Scale) -> str:
 
 
 def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
-    """The answer instruction of the RTS form for ``scale`` (our wording), asking for ``answer_format``'s line.
+    """The answer instruction of the RTS form for ``scale`` (our wording), asking for ``answer_format``'s
+    line.
 
     None (or the plain "Score: N" format) asks for a final line "Score: " followed by the
     scale's points; another format asks for its own line ("[RESULT] N", "Rating: [[N]]").
@@ -205,12 +212,14 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
         scores = [_option_score(o, prompt.scale) for o in guideline.options]
         guideline = Guideline(
             options=tuple(
-                o.model_copy(update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ", "tail": ""})
+                o.model_copy(update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ",
+                                     "tail": ""})
                 for o, v in zip(guideline.options, scores, strict=True)
             ),
             separators=guideline.separators,
         )
-    fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning("before")
+    fmt = (prompt.format if prompt.answer == "score"
+           else AnswerFormat.default("score")).with_reasoning("before")
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
     instruction = rts_instruction(scale, fmt)
     return allow_reasoning(_with_instruction(prompt, form, instruction), "the RTS form (reason, then score)",
@@ -250,9 +259,9 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     gl = prompt.guideline
     if gl is None:
         raise TemplateError(
-            "the MCQ form needs guideline options (one line per score, e.g. 'Score 1 means ...') to turn into "
-            "choices A, B, C ...; expected a prompt whose guideline was parsed by JudgePrompt.from_template, got "
-            "guideline=None"
+            "the MCQ form needs guideline options (one line per score, e.g. 'Score 1 means ...') to turn "
+            "into choices A, B, C ...; expected a prompt whose guideline was parsed by "
+            "JudgePrompt.from_template, got guideline=None"
         )
     if len(gl.options) > len(string.ascii_uppercase):
         raise TemplateError(

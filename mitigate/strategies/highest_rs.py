@@ -96,7 +96,8 @@ class HighestRSDemosPreset(Preset):
 
     def build(self) -> Demos:
         """``Demos(selector=HighestRS(...), k=k, criterion=criterion)``."""
-        selector = HighestRS(likelihood=self.likelihood, task=self.task, pool_size=self.pool_size, seed=self.seed,
+        selector = HighestRS(likelihood=self.likelihood, task=self.task, pool_size=self.pool_size,
+                             seed=self.seed,
                              scaling=self.scaling)
         return Demos(selector=selector, k=self.k, criterion=self.criterion)
 
@@ -126,7 +127,8 @@ class RandomDemosPreset(Preset):
     def examples(cls) -> list[Any]:
         """The unfitted Demos, and one fitted on the example pool."""
         unfitted = cls(k=1, criterion="score").build()
-        return [unfitted, unfitted.fit(Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",)))]
+        return [unfitted,
+                unfitted.fit(Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",)))]
 
     def build(self) -> Demos:
         """``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``."""

@@ -35,7 +35,8 @@ __all__ = ["LengthControl", "LengthControlledJudge"]
 
 
 class LengthControlledJudge(CompositeJudge):
-    """Its child's judgment with each score moved to what the fitted regression predicts at the mean length."""
+    """Its child's judgment with each score moved to what the fitted regression predicts at the mean
+    length."""
 
     kind = "length-control"
     requests_are_children = True
@@ -44,7 +45,8 @@ class LengthControlledJudge(CompositeJudge):
         """None: the adjusted score is not clipped to the scale."""
         return None
 
-    def __init__(self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float, std: float) -> None:
+    def __init__(self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float,
+                 std: float) -> None:
         super().__init__(children)
         self.slopes, self.mean, self.std = slopes, mean, std
 
@@ -72,14 +74,15 @@ _SLOPES = Satisfies(lambda v: isinstance(v, dict) and all(isinstance(k, str) and
 
 def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
     """ConfigError (one line, before any judgment) when ``name``, which adjusts pointwise scores, is fitted on
-    pairwise items or around a judge that answers with a verdict: there would be no score to regress or adjust."""
+    pairwise items or around a judge that answers with a verdict: there would be no score to regress or
+    adjust."""
     pairwise = any(it.pairwise for it in train.items)
     verdicts = any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()) if not pairwise else True
     if pairwise or verdicts:
         got = "a pairwise benchmark" if pairwise else "a judge that answers with a verdict (A or B)"
         raise ConfigError(
-            f"{name} adjusts pointwise scores; expected a benchmark of single outputs with a judge that scores them; "
-            f"got {got}. For pairwise verdicts read the length- or style-controlled win rate "
+            f"{name} adjusts pointwise scores; expected a benchmark of single outputs with a judge that "
+            f"scores them; got {got}. For pairwise verdicts read the length- or style-controlled win rate "
             "(measures.length_controlled_win_rate, measures.style_controlled_win_rate) instead")
 
 
@@ -122,10 +125,12 @@ class LengthControl(Mitigation):
         """A judge reporting length-controlled scores."""
         if self.slopes_ is None:
             raise ConfigError("LengthControl is not fitted; expected `m = m.fit(train, judge)` first")
-        return LengthControlledJudge({"inner": judge}, slopes=dict(self.slopes_), mean=self.mean_, std=self.std_)
+        return LengthControlledJudge({"inner": judge}, slopes=dict(self.slopes_), mean=self.mean_,
+                                     std=self.std_)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over ``train``."""
+        """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over
+        ``train``."""
         refuse_pairwise("LengthControl", train, judge)
         items = list(train.items)
         if len(items) < 3:
@@ -138,17 +143,20 @@ class LengthControl(Mitigation):
         slopes: dict[str, float] = {}
         criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
         if not criteria:
-            raise ConfigError(f"LengthControl.fit needs scores to regress; the judge scored none of the {len(items)} "
+            raise ConfigError("LengthControl.fit needs scores to regress; the judge scored none of the "
+                              f"{len(items)} "
                               "training items (every judgment failed, or it answers without scores)")
         for c in criteria:
-            y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float)
+            y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments],
+                         dtype=float)
             if self.reference == "human":
                 y = y - np.array([it.human.get(c, np.nan) for it in items], dtype=float)
             ok = np.isfinite(y)
             if ok.sum() < 3 or np.var(z[ok]) == 0:
                 raise ConfigError(
-                    f"LengthControl.fit needs at least 3 training items with a score{' and a human label' if self.reference == 'human' else ''} "
-                    f"for {c!r} and outputs of different lengths; got {int(ok.sum())}"
+                    "LengthControl.fit needs at least 3 training items with a "
+                    f"score{' and a human label' if self.reference == 'human' else ''} for {c!r} and outputs "
+                    f"of different lengths; got {int(ok.sum())}"
                 )
             zz, yy = z[ok], y[ok]
             slopes[c] = float(np.cov(zz, yy, bias=True)[0, 1] / np.var(zz))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -59,13 +60,15 @@ OUTCOMES = ("first", "second", "tie", "failed")
 """What one sample can come to, for the entropy."""
 
 
-def balanced_verdict(original: Sequence[str | None], swapped: Sequence[str | None]) -> tuple[Verdict | None, float]:
+def balanced_verdict(original: Sequence[str | None], swapped: Sequence[str | None]) -> tuple[Verdict | None,
+                                                                                             float]:
     """The verdict averaged over both orders, and its mean value (first = +1, tie = 0, second = −1).
 
     ``swapped`` verdicts are in swapped positions and are mapped back first. None entries
     (no verdict) are left out of the average; no verdict at all gives ``(None, nan)``.
     """
-    values = [_VALUE[v] for v in original if v is not None] + [_VALUE[_BACK[v]] for v in swapped if v is not None]
+    values = [_VALUE[v] for v in original if v is not None] + [_VALUE[_BACK[v]] for v in swapped
+                                                               if v is not None]
     if not values:
         return None, math.nan
     mean = float(np.mean(values))
@@ -106,28 +109,31 @@ class MultipleEvidenceJudge(CompositeJudge):
     def _check_pairwise(self) -> None:
         for leaf in self.leaves():
             if leaf.prompt.answer != "pairwise":
-                raise ConfigError(f"MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a prompt "
-                                  f"answering {leaf.prompt.answer!r}")
+                raise ConfigError("MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
+                                  f"prompt answering {leaf.prompt.answer!r}")
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The k samples on the item as given (``o*``), then the k on its swapped copy (``s*``)."""
         self._check_pairwise()
         swapped = swap_item(item)
         return [r for n in self.children for r in (
-            self.child_requests(n, swapped, swapped=True) if n.startswith("s") else self.child_requests(n, item))]
+            self.child_requests(n, swapped, swapped=True) if n.startswith("s")
+            else self.child_requests(n, item))]
 
     async def judge(self, item: Item) -> Judgment:
         """Both orders, k samples each; the balanced verdict, its entropy and the human flag."""
         for leaf in self.leaves():
             if leaf.prompt.answer != "pairwise":
-                raise ConfigError(f"MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a prompt "
-                                  f"answering {leaf.prompt.answer!r}")
+                raise ConfigError("MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
+                                  f"prompt answering {leaf.prompt.answer!r}")
         swapped = swap_item(item)
         names = list(self.children)
         parts = await gather_children(
-            [lambda n=n: self.children[n].judge(swapped if n.startswith("s") else item) for n in names])
-        orig = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True) if n.startswith("o")]
-        swap = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True) if n.startswith("s")]
+            [partial(self.children[n].judge, swapped if n.startswith("s") else item) for n in names])
+        orig = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True)
+                if n.startswith("o")]
+        swap = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True)
+                if n.startswith("s")]
         verdict, mean = balanced_verdict(orig, swap)
         entropy = verdict_entropy(orig, swap)
         flags = [f for p in parts for f in p.flags]
@@ -142,7 +148,8 @@ class MultipleEvidenceJudge(CompositeJudge):
 
 @register("mitigation", "multiple-evidence")
 class MultipleEvidence(Mitigation):
-    """Multiple-evidence + balanced-position calibration, with the entropy human-in-the-loop rule (Wang et al. 2023).
+    """Multiple-evidence + balanced-position calibration, with the entropy human-in-the-loop rule (Wang et al.
+    2023).
 
     Parameters:
         k: reasoning samples per order (2k calls per item).
@@ -191,7 +198,8 @@ class MultipleEvidence(Mitigation):
 
     def _sample(self, judge: Judge, i: int) -> Judge:
         def leaf_fn(leaf: PromptJudge) -> Judge:
-            prompt = set_cot(leaf.prompt, True, who="MultipleEvidence")  # the answer format's reasoning becomes "before" with it
+            # the answer format's reasoning becomes "before" with it
+            prompt = set_cot(leaf.prompt, True, who="MultipleEvidence")
             return leaf.with_prompt(prompt).with_config(temperature=self.temperature, n=1, seed=self.seed + i,
                                                         max_tokens=self.max_tokens)
         return judge.map_leaves(leaf_fn)
@@ -207,8 +215,8 @@ class MultipleEvidence(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """A judge running k reasoning samples per order and balancing them."""
         if not self.is_fitted:
-            raise ConfigError("MultipleEvidence is not fitted; expected `m = m.fit(train, judge)` first (it sets the "
-                              "entropy threshold for human review), or human_share=0")
+            raise ConfigError("MultipleEvidence is not fitted; expected `m = m.fit(train, judge)` first (it "
+                              "sets the entropy threshold for human review), or human_share=0")
         return self._judge(judge, self.entropy_threshold_ if self.human_share > 0 else None)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:

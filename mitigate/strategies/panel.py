@@ -29,11 +29,13 @@ import asyncio
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, Verdict, merge_judgments
+from mitigate.lm.base import LM
 from mitigate.lm.registry import get, wrap
 from mitigate.registry import Interval, Options, Satisfies, register
 from mitigate.strategies.base import Mitigation
@@ -49,7 +51,8 @@ NO_MAJORITY = "no_majority"
 _VERDICT_VALUE: dict[str, float] = {"first": 1.0, "tie": 0.5, "second": 0.0}
 
 
-def reduce_panel(values: Sequence[float | None], reducer: PanelReducer, quorum: int | None = None) -> float | None:
+def reduce_panel(values: Sequence[float | None], reducer: PanelReducer,
+                 quorum: int | None = None) -> float | None:
     """The panel's value from one value per member (None for a failed member), or None when it has none.
 
     ``majority`` needs a value given by more than half of ``len(values)`` (failed members
@@ -130,7 +133,8 @@ class PanelJudge(CompositeJudge):
             members[c] = dict(zip(names, values, strict=True))
         verdict: Verdict | None = None
         if pairwise:
-            votes = [_VERDICT_VALUE[p.verdict] if p.verdict is not None and p.error is None else None for p in parts]
+            votes = [_VERDICT_VALUE[p.verdict] if p.verdict is not None and p.error is None else None
+                     for p in parts]
             failed |= {n for n, v in zip(names, votes, strict=True) if v is None}
             verdict = _as_verdict(reduce_panel(votes, self.reducer, self.quorum))
             members["verdict"] = {n: p.verdict for n, p in zip(names, parts, strict=True)}
@@ -142,17 +146,26 @@ class PanelJudge(CompositeJudge):
         ) and len(failed) < len(names):
             flags.append(NO_MAJORITY)
         meta = {"panel": {"reducer": self.reducer, "quorum": self.quorum, "members": members,
-                          "failed": [n for n in names if n in failed], "errors": errors, "n_members": len(names)}}
+                          "failed": [n for n in names if n in failed], "errors": errors,
+                          "n_members": len(names)}}
         merged = merge_judgments(item.id, parts, scores=scores, samples=samples, verdict=verdict,
                                  flags=tuple(dict.fromkeys(flags)), meta=meta)
         if len(errors) < len(names):
-            merged = merged.model_copy(update={"error": None})  # failed members are reported in meta, not as a failed call
+            # failed members are reported in meta, not as a failed call
+            merged = merged.model_copy(update={"error": None})
         return merged
 
 
-_SPECS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) > 0 and all(isinstance(s, str) and s.strip()
-                                                                                for s in v) and len(set(v)) == len(v),
+_SPECS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) > 0
+                   and all(isinstance(s, str) and s.strip()
+                                                                                for s in v)
+                   and len(set(v)) == len(v),
                    "a non-empty tuple of distinct backend spec strings")
+
+
+def _on_lm(lm: LM, leaf: PromptJudge) -> PromptJudge:
+    """``leaf`` asking ``lm`` instead of its own LM (a panel member)."""
+    return PromptJudge(leaf.prompt, lm, leaf.config)
 
 
 @register("mitigation", "panel")
@@ -194,7 +207,7 @@ class Panel(Mitigation):
         members: dict[str, Judge] = {"base": judge} if self.include_base else {}
         for spec in self.backends:
             lm = wrap(get(spec))
-            members[spec] = judge.map_leaves(lambda leaf, lm=lm: PromptJudge(leaf.prompt, lm, leaf.config))
+            members[spec] = judge.map_leaves(partial(_on_lm, lm))
         if self.quorum is not None and self.quorum > len(members):
             raise ConfigError(f"The panel's quorum {self.quorum} exceeds its {len(members)} members")
         return PanelJudge(members, reducer=self.reducer, quorum=self.quorum)

@@ -1,4 +1,5 @@
-"""Guideline-perturbation consistency (Ghazarian et al. 2024): the probe that measures it and the demos that mitigate it.
+"""Guideline-perturbation consistency (Ghazarian et al. 2024): the probe that measures it and the demos that
+mitigate it.
 
 Ghazarian et al. 2024, "Assessment and mitigation of inconsistencies in LLM-based
 evaluations", find that an LLM judge's answer changes when the options of its scoring
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
@@ -96,7 +98,8 @@ class PerturbationProbeJudge(CompositeJudge):
 
     def __init__(self, children: dict[str, Judge], perturbations: dict[str, Perturbation]) -> None:
         if ORIGINAL not in children:
-            raise ConfigError(f"a perturbation probe needs a child named {ORIGINAL!r}; got {sorted(children)}")
+            raise ConfigError(f"a perturbation probe needs a child named {ORIGINAL!r}; got "
+                              f"{sorted(children)}")
         super().__init__(children)
         self.perturbations = dict(perturbations)
 
@@ -117,8 +120,8 @@ class PerturbationProbeJudge(CompositeJudge):
             if name != ORIGINAL and [leaf.prompt for leaf in child.leaves()] == original:
                 raise ConfigError(
                     f"a mitigation placed after PerturbationProbe made the {name!r} prompts identical to the "
-                    "original ones (e.g. MultiAttribute drops the guideline); expected the perturbed guideline to "
-                    "survive: place PerturbationProbe after such mitigations"
+                    "original ones (e.g. MultiAttribute drops the guideline); expected the perturbed "
+                    "guideline to survive: place PerturbationProbe after such mitigations"
                 )
         return mapped
 
@@ -146,7 +149,8 @@ class PerturbationProbeJudge(CompositeJudge):
         meta: dict[str, Any] = {**original.meta, "perturbations": outputs}
         if len(original.scores) > 1:
             meta["perturbations_by_criterion"] = {
-                c: {name: (by_name[name].scores.get(c) if name in by_name and by_name[name].error is None else None)
+                c: {name: (by_name[name].scores.get(c) if name in by_name and by_name[name].error is None
+                           else None)
                     for name in names}
                 for c in original.scores
             }
@@ -166,7 +170,8 @@ class PerturbationProbeJudge(CompositeJudge):
 def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge, Guideline]]:
     leaves = judge.leaves()
     if not leaves:
-        raise ConfigError(f"{owner} needs a judge with at least one prompt; got {type(judge).__name__} with none")
+        raise ConfigError(f"{owner} needs a judge with at least one prompt; got "
+                          f"{type(judge).__name__} with none")
     return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
 
 
@@ -174,6 +179,8 @@ def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge,
 class PerturbationProbe(Mitigation):
     """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
 
+    Not a bias probe (registry kind ``"probe"``, :mod:`mitigate.probes`, rewrites of the judged
+    text): a mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline``.
     Wraps a judge into a :class:`PerturbationProbeJudge` that scores each item under the
     test prompt's own guideline *and* under each perturbed version of it, keeps the
     original's score as the judgment's score, and records every version's output in
@@ -218,13 +225,14 @@ class PerturbationProbe(Mitigation):
         for leaf, gl in pairs[1:]:
             if len(gl.options) != len(first.options):
                 raise ConfigError(
-                    "PerturbationProbe needs every inner prompt's guideline to have the same number of options; "
-                    f"got {len(first.options)} and {len(gl.options)} ({leaf!r})"
+                    "PerturbationProbe needs every inner prompt's guideline to have the same number of "
+                    f"options; got {len(first.options)} and {len(gl.options)} ({leaf!r})"
                 )
             if self.kind != "order" and original_order(gl).render() != original_order(first).render():
                 raise ConfigError(
-                    f"PerturbationProbe(kind={self.kind!r}) needs every inner prompt to share one guideline text, "
-                    "since lengthened descriptions belong to one guideline; probe each criterion's judge separately"
+                    f"PerturbationProbe(kind={self.kind!r}) needs every inner prompt to share one guideline "
+                    "text, since lengthened descriptions belong to one guideline; probe each criterion's "
+                    "judge separately"
                 )
         base = original_order(first)
         perts = [p for p in perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
@@ -233,7 +241,8 @@ class PerturbationProbe(Mitigation):
         if len(set(names)) != len(names) or ORIGINAL in names:
             raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
         if not perts:
-            raise ConfigError("PerturbationProbe found no perturbation that changes the guideline; nothing to measure")
+            raise ConfigError("PerturbationProbe found no perturbation that changes the guideline; "
+                              "nothing to measure")
         return perts
 
     def wrap(self, judge: Judge) -> Judge:
@@ -241,7 +250,7 @@ class PerturbationProbe(Mitigation):
         perts = self.perturbations_for(judge)
         children: dict[str, Judge] = {ORIGINAL: judge}
         for p in perts:
-            children[p.name] = judge.map_prompts(lambda prompt, p=p: apply_to_prompt(p, prompt))
+            children[p.name] = judge.map_prompts(partial(apply_to_prompt, p))
         return PerturbationProbeJudge(children, {p.name: p for p in perts})
 
 
@@ -282,7 +291,8 @@ class PerturbedDemosPreset(Preset):
     :class:`~mitigate.selectors.Stratified` selector (``by="range"``,
     :func:`~mitigate.selectors.stratified_pick`) draws ``m`` items over the gold-score range
     of the judge's criterion, preferring gold scores that are points of the judge's scale
-    (seeded; the scale is taken from the judge's prompt at fit). When the judge scores several criteria (e.g. after a single-attribute split)
+    (seeded; the scale is taken from the judge's prompt at fit). When the judge scores several criteria (e.g.
+    after a single-attribute split)
     each demo holds every criterion's human score and each inner prompt shows its own.
 
     The guideline the demos are shown under is the prompt's guideline with its options put
@@ -300,7 +310,8 @@ class PerturbedDemosPreset(Preset):
     seed: int = 0
     ablation: bool = False
     perturbed: bool = True
-    parameter_constraints: ClassVar = {"m": [Interval(int, 1)], "perturbed": [bool], **PERTURBATION_CONSTRAINTS}
+    parameter_constraints: ClassVar = {"m": [Interval(int, 1)], "perturbed": [bool],
+                                       **PERTURBATION_CONSTRAINTS}
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -309,8 +320,8 @@ class PerturbedDemosPreset(Preset):
             require_lengthened(owner, self.kind, self.lengthened)
         if self.ablation and not self.perturbed:
             raise ConfigError(
-                f"The 'ablation' parameter of {owner} needs perturbed=True (one random perturbation per demo). "
-                "Got ablation=True with perturbed=False instead."
+                f"The 'ablation' parameter of {owner} needs perturbed=True (one random perturbation per "
+                "demo). Got ablation=True with perturbed=False instead."
             )
         if self.demos and len(self.demos) != self.m:
             raise ConfigError(
@@ -321,7 +332,8 @@ class PerturbedDemosPreset(Preset):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """The Demos of two small given demos: perturbed, ablation, and the unperturbed control; and unfitted."""
+        """The Demos of two small given demos: perturbed, ablation, and the unperturbed control; and
+        unfitted."""
         demos = (
             Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0, scale=Scale(min=1, max=5)),
             Demo(item=Item(id="demo-high", output="A clear text."), score=5.0, scale=Scale(min=1, max=5)),
@@ -332,6 +344,7 @@ class PerturbedDemosPreset(Preset):
     def build(self) -> Demos:
         """The :class:`Demos` these parameters stand for (see the class docstring)."""
         selector = None if self.demos else Stratified(by="range", seed=self.seed)
-        return Demos(selector=selector, demos=self.demos, k=self.m, display="perturbed" if self.perturbed else "guideline",
+        return Demos(selector=selector, demos=self.demos, k=self.m, display="perturbed" if self.perturbed
+                     else "guideline",
                      placement="append", kind=self.kind, n=self.n, lengthened=self.lengthened, seed=self.seed,
                      ablation=self.ablation)

@@ -29,7 +29,8 @@ def swap_item(item: Item) -> Item:
     """A copy of a pairwise ``item`` with ``output`` and ``output_b`` exchanged."""
     if item.output_b is None:
         raise DataError(
-            f"position swap needs a pairwise item with 'output' and 'output_b'; item {item.id!r} has no output_b",
+            f"position swap needs a pairwise item with 'output' and 'output_b'; item {item.id!r} "
+            "has no output_b",
             item_id=item.id,
         )
     return item.model_copy(update={"output": item.output_b, "output_b": item.output})
@@ -65,7 +66,8 @@ class PositionSwapJudge(CompositeJudge):
         answers = sorted({leaf.prompt.answer for leaf in self.leaves()})
         if answers != ["pairwise"]:
             raise ConfigError(
-                f"PositionSwap needs pairwise prompt judges (answer='pairwise'); got prompts answering {answers}"
+                "PositionSwap needs pairwise prompt judges (answer='pairwise'); got prompts "
+                f"answering {answers}"
             )
 
     def requests(self, item: Item) -> list[PlannedRequest]:

@@ -123,8 +123,9 @@ class Sampling(Mitigation):
     def _leaf(self, leaf: PromptJudge) -> Judge:
         if self.cot and leaf.config.scoring == "expected":
             raise ConfigError(
-                "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected value "
-                "over the first scale number it generates (ExpectedScore); expected cot=False with ExpectedScore"
+                "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected "
+                "value over the first scale number it generates (ExpectedScore); expected cot=False with "
+                "ExpectedScore"
             )
         prompt = set_cot(allow_reasoning(leaf.prompt) if self.cot else leaf.prompt, self.cot)
         changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
@@ -178,9 +179,9 @@ class ExpectedScore(Mitigation):
         why = asks_for_reasoning(leaf.prompt)
         if why is not None:
             raise ConfigError(
-                "ExpectedScore reads the first scale number the judge generates, so it needs a direct answer; "
-                f"got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain of thought "
-                "or the RTS form)"
+                "ExpectedScore reads the first scale number the judge generates, so it needs a direct "
+                f"answer; got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain "
+                "of thought or the RTS form)"
             )
         changes: dict[str, Any] = {"scoring": "expected", "top_logprobs": self.top_logprobs}
         if leaf.config.constrain == "auto" and "format" in leaf.lm.constraint_modes():
@@ -196,9 +197,9 @@ def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
     if fmt.reasoning == "before":
         warnings.warn(
             f"ExpectedScore reads the probabilities of the first scale number the judge generates, but the "
-            f"prompt's own answer format is {fmt.describe()}: if the judge reasons first, that number is not its "
-            "score. Expected a prompt that asks for the score directly, or a backend that can constrain the answer "
-            "(constrain='answer')",
+            f"prompt's own answer format is {fmt.describe()}: if the judge reasons first, that number is not "
+            "its score. Expected a prompt that asks for the score directly, or a backend that can constrain "
+            "the answer (constrain='answer')",
             PromptConflictWarning,
             stacklevel=4,
         )
@@ -247,13 +248,18 @@ def _rescale(value: float, old: Scale, new: Scale) -> float:
 def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
     """Move each numeric guideline anchor to the matching point of the new scale ("Score 3" -> "Score 6")."""
     options = []
+    scores: list[float] = []
     for opt in guideline.options:
+        if opt.score is None:
+            raise ConfigError("expected every guideline option to state its score to move it to "
+                              f"{new.describe()}; option {opt.label!r} states none")
         if not old.contains(opt.score):
             raise ConfigError(
-                f"expected guideline scores within the prompt's scale {old.describe()}; got option {opt.label!r} "
-                f"with score {_num(opt.score)}"
+                f"expected guideline scores within the prompt's scale {old.describe()}; got option "
+                f"{opt.label!r} with score {_num(opt.score)}"
             )
         score = _rescale(opt.score, old, new)
+        scores.append(score)
         update: dict[str, Any] = {"score": score}
         if opt.label == _num(opt.score) and score != opt.score:
             update["label"] = _num(score)
@@ -261,7 +267,6 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
                 rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", _num(score), opt.head, count=1
             )
         options.append(opt.model_copy(update=update))
-    scores = [o.score for o in options]
     if len(set(scores)) != len(scores):
         raise ConfigError(
             f"expected the guideline's {len(scores)} anchors to stay distinct on the scale {new.describe()}; "
@@ -285,7 +290,8 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
             a, b = mention.span
             text = text[:a] + now + text[b:]
     # the top score named as such: "a reference answer that gets a score of 5", "Reference Answer (Score 5)"
-    top = re.compile(rf"(\b(?:score|rating|grade)\s+of\s+|\(\s*(?:score|rating|grade)\s+){re.escape(hi)}(?![\d.]\d|\d)",
+    top = re.compile(
+        rf"(\b(?:score|rating|grade)\s+of\s+|\(\s*(?:score|rating|grade)\s+){re.escape(hi)}(?![\d.]\d|\d)",
                      re.IGNORECASE)
     text = top.sub(lambda m: m.group(1) + nhi, text)
     span = re.compile(rf"(?<![\d.]){re.escape(lo)}(\s*(?:-|–|—|to)\s*){re.escape(hi)}(?!\d|\.\d)")

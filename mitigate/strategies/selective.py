@@ -79,7 +79,8 @@ CONFIDENCES: tuple[str, ...] = ("samples", "probability", "both-orders", "rts-mc
 
 
 def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
-    """The exact one-sided (Clopper-Pearson) 1 − δ upper confidence bound of a binomial rate, ``errors`` of ``n``.
+    """The exact one-sided (Clopper-Pearson) 1 − δ upper confidence bound of a binomial rate, ``errors`` of
+    ``n``.
 
     The largest r with P(Binomial(n, r) <= errors) >= δ; 1.0 when ``errors == n``.
     """
@@ -126,7 +127,8 @@ def fixed_sequence_threshold(
     conf: Sequence[float] | np.ndarray, agreed: Sequence[bool] | np.ndarray, *, target: float, delta: float,
     grid: int = 1000, min_accepted: int = 30,
 ) -> Guarantee:
-    """λ̂ such that agreement among items with confidence >= λ̂ is >= ``target`` with probability >= 1 − ``delta``.
+    """λ̂ such that agreement among items with confidence >= λ̂ is >= ``target`` with probability >= 1 −
+    ``delta``.
 
     ``conf`` are confidences in [0, 1] (NaN: no judgment, never accepted); ``agreed`` whether
     each calibration judgment agreed with the human. Thresholds are ``grid + 1`` evenly
@@ -148,7 +150,8 @@ def fixed_sequence_threshold(
         raise ConfigError(f"expected target and delta in (0, 1); got target={target}, delta={delta}")
     finite = c[np.isfinite(c)]
     if len(finite) and (finite.min() < 0 or finite.max() > 1):
-        raise DataError(f"expected confidences in [0, 1]; got values from {finite.min():g} to {finite.max():g}")
+        raise DataError(f"expected confidences in [0, 1]; got values from {finite.min():g} to "
+                        f"{finite.max():g}")
     alpha = 1.0 - target
     ok = np.isfinite(c)
     best: tuple[float, int, int, float] | None = None
@@ -184,12 +187,14 @@ def _criterion(j: Judgment, criterion: str | None) -> str:
         return criterion
     names = list(j.scores) or list(j.samples)
     if len(names) != 1:
-        raise ConfigError(f"judgment {j.item_id!r} has scores for {names}; name the criterion (criterion=...)")
+        raise ConfigError(f"judgment {j.item_id!r} has scores for {names}; name the criterion "
+                          "(criterion=...)")
     return names[0]
 
 
 def confidence(j: Judgment, source: Confidence, criterion: str | None = None) -> float:
-    """The judgment's confidence in [0, 1] from ``source`` (NaN when it has none: a failed or missing judgment).
+    """The judgment's confidence in [0, 1] from ``source`` (NaN when it has none: a failed or missing
+    judgment).
 
     - ``samples``: the share of samples (or panel members) that gave the most common answer;
       failed samples stay in the count. For a verdict, the per-member verdicts of a panel.
@@ -208,8 +213,9 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
         if j.verdict is not None or "verdict" in panel:
             votes = list(panel.get("verdict", {}).values())
             if not votes:
-                raise DataError(f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' confidence "
-                                "needs a panel of verdicts (use 'both-orders' or 'meta' for a single pairwise judge)")
+                raise DataError(f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' "
+                                "confidence needs a panel of verdicts (use 'both-orders' or 'meta' for a "
+                                "single pairwise judge)")
             given = [v for v in votes if v is not None]
             return Counter(given).most_common(1)[0][1] / len(votes) if given else math.nan
         values = j.samples.get(_criterion(j, criterion), ())
@@ -221,20 +227,20 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
         cal = meta.get("calibration", {})
         dist = cal.get("mean_q") or cal.get("q") or cal.get("p")
         if not dist:
-            raise DataError(f"judgment {j.item_id!r} holds no answer distribution; 'probability' confidence needs "
-                            "a calibrated logprob judge (contextual-calibration or batch-calibration)")
+            raise DataError(f"judgment {j.item_id!r} holds no answer distribution; 'probability' confidence "
+                            "needs a calibrated logprob judge (contextual-calibration or batch-calibration)")
         return float(max(dist.values()))
     if source == "both-orders":
         if "position_consistent" not in meta:
-            raise DataError(f"judgment {j.item_id!r} has no meta['position_consistent']; 'both-orders' confidence "
-                            "needs a position-swap judge")
+            raise DataError(f"judgment {j.item_id!r} has no meta['position_consistent']; 'both-orders' "
+                            "confidence needs a position-swap judge")
         pc = meta["position_consistent"]
         return math.nan if pc is None else float(bool(pc))
     if source == "rts-mcq":
         rts, mcq = meta.get("rts"), meta.get("mcq")
         if not isinstance(rts, dict) or not isinstance(mcq, dict):
-            raise DataError(f"judgment {j.item_id!r} has no RTS and MCQ scores; 'rts-mcq' confidence needs an "
-                            "agreement-gate judge")
+            raise DataError(f"judgment {j.item_id!r} has no RTS and MCQ scores; 'rts-mcq' confidence needs "
+                            "an agreement-gate judge")
         c = _criterion(j, criterion)
         r, m = rts.get(c), mcq.get(c)
         return math.nan if r is None or m is None else 1.0 / (1.0 + abs(r - m))
@@ -258,14 +264,12 @@ def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
         return None
     if criterion is None:
         if len(prefs) > 1:
-            raise DataError(f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a criterion to "
-                            "pick one", item_id=item.id)
+            raise DataError(f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a "
+                            "criterion to pick one", item_id=item.id)
         (pref,) = prefs.values()
-    else:
-        pref = prefs.get(criterion)
-        if pref is None:
-            return None
-    return _VERDICT_OF_PREFERENCE[pref]
+        return _VERDICT_OF_PREFERENCE[pref]
+    given = prefs.get(criterion)
+    return None if given is None else _VERDICT_OF_PREFERENCE[given]
 
 
 _VERDICT_OF_PREFERENCE = {"A": "first", "B": "second", "tie": "tie"}
@@ -301,10 +305,12 @@ class SelectiveJudge(CompositeJudge):
     kind = "selective"
     requests_are_children = True
 
-    def __init__(self, children: dict[str, Judge], *, threshold: float | None, source: Confidence, criterion: str | None,
+    def __init__(self, children: dict[str, Judge], *, threshold: float | None, source: Confidence,
+                 criterion: str | None,
                  on_escalate: str) -> None:
         super().__init__(children)
-        self.threshold, self.source, self.criterion, self.on_escalate = threshold, source, criterion, on_escalate
+        self.threshold, self.source = threshold, source
+        self.criterion, self.on_escalate = criterion, on_escalate
 
     def params(self) -> dict[str, Any]:
         """Threshold, confidence source, criterion and what escalation does."""
@@ -319,7 +325,8 @@ class SelectiveJudge(CompositeJudge):
 
 def decide(j: Judgment, threshold: float | None, source: Confidence, criterion: str | None,
            on_escalate: str) -> Judgment:
-    """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None), with ``meta["selective"]``."""
+    """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None), with
+    ``meta["selective"]``."""
     conf = confidence(j, source, criterion)
     accept = threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12
     info = {"confidence": None if math.isnan(conf) else conf, "threshold": threshold,
@@ -398,8 +405,8 @@ class SelectiveEvaluation(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """A judge whose judgments are accepted or escalated by the calibrated threshold."""
         if self.guarantee_ is None:
-            raise ConfigError("SelectiveEvaluation is not fitted; expected `m = m.fit(calibration, judge)` first "
-                              "(it calibrates the confidence threshold on labelled items)")
+            raise ConfigError("SelectiveEvaluation is not fitted; expected `m = m.fit(calibration, judge)` "
+                              "first (it calibrates the confidence threshold on labelled items)")
         return SelectiveJudge({"inner": judge}, threshold=self.guarantee_.threshold, source=self.confidence,
                               criterion=self.criterion, on_escalate=self.on_escalate)
 
@@ -410,15 +417,17 @@ class SelectiveEvaluation(Mitigation):
         for j in judgments:
             item = by_id.get(j.item_id)
             if item is None:
-                raise DataError(f"expected an item for every judgment; {j.item_id!r} has none", item_id=j.item_id)
+                raise DataError(f"expected an item for every judgment; {j.item_id!r} has none",
+                                item_id=j.item_id)
             a = agrees(j, item, tolerance=self.tolerance, criterion=self.criterion)
             if a is None:
                 continue  # no human label: cannot calibrate on it
             conf.append(confidence(j, self.confidence, self.criterion))
             agreed.append(a)
         if not conf:
-            raise ConfigError("SelectiveEvaluation.fit found no training item with a human label to calibrate on; "
-                              "expected human scores for the criterion, or gold preferences for pairwise items")
+            raise ConfigError("SelectiveEvaluation.fit found no training item with a human label to "
+                              "calibrate on; expected human scores for the criterion, or gold preferences "
+                              "for pairwise items")
         g = fixed_sequence_threshold(conf, agreed, target=self.target, delta=self.delta, grid=self.grid,
                                      min_accepted=self.min_accepted)
         return self.model_copy(update={"guarantee_": g})
@@ -446,8 +455,8 @@ class CascadeJudge(CompositeJudge):
     def __init__(self, children: dict[str, Judge], *, stages: Sequence[SelectiveEvaluation]) -> None:
         super().__init__(children)
         if len(stages) != len(children) or not all(s.is_fitted for s in stages):
-            raise ConfigError(f"expected one fitted SelectiveEvaluation per cascade stage; got {len(stages)} for "
-                              f"{len(children)} judges")
+            raise ConfigError(f"expected one fitted SelectiveEvaluation per cascade stage; got {len(stages)} "
+                              f"for {len(children)} judges")
         self.stages = list(stages)
 
     def params(self) -> dict[str, Any]:
@@ -464,7 +473,8 @@ class CascadeJudge(CompositeJudge):
                 cond = ("sent only when " + " and ".join(before) + " escalate(s) (depends on their answers)")
             out.extend(self.child_requests(name, item, condition=cond))
             g = stage.guarantee_
-            threshold = "never trusts" if g is None or g.threshold is None else f"confidence < {g.threshold:.3g}"
+            threshold = "never trusts" if g is None or g.threshold is None else ("confidence < "
+                                                                                 f"{g.threshold:.3g}")
             before.append(f"stage {name!r} ({threshold})")
         return out
 
@@ -475,7 +485,8 @@ class CascadeJudge(CompositeJudge):
         for (name, child), stage in zip(self.children.items(), self.stages, strict=True):
             g = stage.guarantee_
             assert g is not None
-            j = decide(await child.judge(item), g.threshold, stage.confidence, stage.criterion, stage.on_escalate)
+            j = decide(await child.judge(item), g.threshold, stage.confidence, stage.criterion,
+                       stage.on_escalate)
             costs.append(j)
             out = j.model_copy(update={"meta": {**j.meta, "cascade": {"stage": name,
                                                                       "stages_called": len(costs)}}})

@@ -17,7 +17,8 @@ where a criterion sits in the output. Their remedy is to score one criterion per
 
 How a child prompt is made to ask for one criterion
     *Prompts built by* ``multi_criterion_prompt`` (recognised exactly by
-    :func:`~mitigate.strategies.edits.is_multi_criterion_template`) are rebuilt for the single criterion, so the child
+    :func:`~mitigate.strategies.edits.is_multi_criterion_template`) are rebuilt for the single criterion, so
+    the child
     text names only that criterion and asks for ``Score: N``.
     *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
     criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
@@ -34,6 +35,7 @@ How a child prompt is made to ask for one criterion
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
@@ -84,7 +86,7 @@ class SingleAttributeJudge(CompositeJudge):
         """Judge ``item`` once per criterion and merge the per-criterion scores."""
         names = list(self.children)
         parts = await gather_children(
-            [lambda c=self.children[n]: c.judge(item) for n in names], concurrent=self.concurrent
+            [partial(self.children[n].judge, item) for n in names], concurrent=self.concurrent
         )
         scores: dict[str, float | None] = {}
         samples: dict[str, tuple[float | None, ...]] = {}
@@ -133,7 +135,8 @@ class SingleAttribute(Mitigation):
         prompt = leaf.prompt
         if len(prompt.criteria) < 2 or prompt.answer == "pairwise":
             return leaf.with_prompt(prompt)
-        children: dict[str, Judge] = {c.name: leaf.with_prompt(self.child_prompt(prompt, c)) for c in prompt.criteria}
+        children: dict[str, Judge] = {c.name: leaf.with_prompt(self.child_prompt(prompt, c))
+                                      for c in prompt.criteria}
         return SingleAttributeJudge(children, concurrent=self.concurrent)
 
     def child_prompt(self, prompt: JudgePrompt, criterion: Criterion) -> JudgePrompt:
@@ -142,8 +145,8 @@ class SingleAttribute(Mitigation):
             return multi_criterion_prompt(prompt, [criterion])
         if self.on_free_form == "error":
             raise ConfigError(
-                "SingleAttribute(on_free_form='error') expected a prompt built by multi_criterion_prompt; got a "
-                f"free-form template scoring {[c.name for c in prompt.criteria]}"
+                "SingleAttribute(on_free_form='error') expected a prompt built by multi_criterion_prompt; "
+                f"got a free-form template scoring {[c.name for c in prompt.criteria]}"
             )
         child = prompt.with_criteria([criterion])
         fmt = prompt.format.for_criterion(criterion.name, [c.name for c in prompt.criteria])
@@ -241,7 +244,8 @@ class MultiAttribute(Mitigation):
     @classmethod
     def examples(cls) -> list[Mitigation]:
         """The default, and an explicit criteria list with a reversed order."""
-        crits = (Criterion(name="coherence", definition="how well organised it is"), Criterion(name="fluency"))
+        crits = (Criterion(name="coherence", definition="how well organised it is"),
+                 Criterion(name="fluency"))
         return [cls(), cls(criteria=crits, order=("fluency", "coherence"))]
 
     def wrap(self, judge: Judge) -> Judge:
@@ -259,9 +263,9 @@ class MultiAttribute(Mitigation):
         least = MIN_TOKENS_PER_LINE * len(crits)
         if leaf.config.max_tokens is not None and leaf.config.max_tokens < least:
             raise ConfigError(
-                f"multi-attribute asks for {len(crits)} answer lines ('{names[0]}: N' and so on), at least {least} "
-                f"tokens; the judge's max_tokens is {leaf.config.max_tokens}: raise max_tokens (e.g. to "
-                f"{max(48, 12 * len(crits))}) or score the criteria one per call"
+                f"multi-attribute asks for {len(crits)} answer lines ('{names[0]}: N' and so on), at least "
+                f"{least} tokens; the judge's max_tokens is {leaf.config.max_tokens}: raise max_tokens (e.g. "
+                f"to {max(48, 12 * len(crits))}) or score the criteria one per call"
             )
         prompt = multi_criterion_prompt(leaf.prompt, crits, self.order or None)
         return MultiAttributeJudge(leaf.with_prompt(prompt), [c.name for c in prompt.criteria])

@@ -14,7 +14,8 @@ differences between the two answers; the tanh-of-standardised-feature normalisat
 AlpacaEval's length-controlled form (Dubois et al. 2024), here applied to each feature of one
 output instead of the length difference of a pair. It is fitted on pointwise scores only: a
 pairwise benchmark or a judge answering with verdicts is refused in one line (for pairwise
-verdicts, read :func:`~mitigate.measures.style.style_controlled_win_rate`). The fitted coefficients ``coefficients_`` are in the
+verdicts, read :func:`~mitigate.measures.style.style_controlled_win_rate`). The fitted coefficients
+``coefficients_`` are in the
 spec (so the report shows them). A feature that never varies on the training items gets no
 coefficient. ``reference="human"`` regresses the excess over the human score instead (a style
 preference humans share is kept). Adjusted scores are not clipped or rounded to the scale.
@@ -41,7 +42,8 @@ __all__ = ["StyleControl", "StyleControlledJudge"]
 
 
 class StyleControlledJudge(CompositeJudge):
-    """Its child's judgment with each score moved to what the fitted style regression predicts at the mean style."""
+    """Its child's judgment with each score moved to what the fitted style regression predicts at the mean
+    style."""
 
     kind = "style-control"
     requests_are_children = True
@@ -69,7 +71,8 @@ class StyleControlledJudge(CompositeJudge):
         """The child's judgment with style-controlled scores (raw ones in ``meta["style_control"]``)."""
         j = await self.children["inner"].judge(item)
         z = self.z(item)
-        scores = {c: (None if v is None else v - sum(b * z.get(k, 0.0) for k, b in self.coefficients.get(c, {}).items()))
+        scores = {c: (None if v is None
+                      else v - sum(b * z.get(k, 0.0) for k, b in self.coefficients.get(c, {}).items()))
                   for c, v in j.scores.items()}
         meta = {**j.meta, "style_control": {"raw": dict(j.scores), "z": z}}
         return j.model_copy(update={"scores": scores, "meta": meta})
@@ -83,14 +86,17 @@ def _is_coefficients(v: Any) -> bool:
 
 
 def _is_stats(v: Any) -> bool:
-    return isinstance(v, dict) and all(k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x) and x >= 0
+    return isinstance(v, dict) and all(k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x)
+                                       and x >= 0
                                        for k, x in v.items()) if v else isinstance(v, dict)
 
 
 @register("mitigation", "style-control")
 class StyleControl(Mitigation):
-    """Remove a pointwise judge's slopes on length, markdown headers, bold and lists, fitted on a training split
-    (Arena-Hard's style covariates in AlpacaEval's tanh-standardised length-control form; see the module docstring).
+    """Remove a pointwise judge's slopes on length, markdown headers, bold and lists, fitted on a training
+    split
+    (Arena-Hard's style covariates in AlpacaEval's tanh-standardised length-control form; see the module
+    docstring).
 
     Parameters:
         reference: "none" regresses the judge's score on the style features; "human"
@@ -111,9 +117,11 @@ class StyleControl(Mitigation):
     sd_: dict[str, float] = {}
     parameter_constraints: ClassVar = {
         "reference": [Options("none", "human")],
-        "features": [Satisfies(lambda v: len(v) > 0 and len(set(v)) == len(v) and all(f in STYLE_FEATURES for f in v),
+        "features": [Satisfies(lambda v: len(v) > 0 and len(set(v)) == len(v)
+                               and all(f in STYLE_FEATURES for f in v),
                                f"a non-empty tuple of distinct features among {list(STYLE_FEATURES)}")],
-        "coefficients_": [Satisfies(_is_coefficients, "a dict of criterion -> {feature: finite slope}"), None],
+        "coefficients_": [Satisfies(_is_coefficients, "a dict of criterion -> {feature: finite slope}"),
+                          None],
         "mean_": [Satisfies(_is_stats, "a dict of feature -> finite value >= 0")],
         "sd_": [Satisfies(_is_stats, "a dict of feature -> finite value >= 0")],
     }
@@ -134,11 +142,13 @@ class StyleControl(Mitigation):
         """A judge reporting style-controlled scores."""
         if self.coefficients_ is None:
             raise ConfigError("StyleControl is not fitted; expected `m = m.fit(train, judge)` first")
-        return StyleControlledJudge({"inner": judge}, coefficients={c: dict(r) for c, r in self.coefficients_.items()},
+        return StyleControlledJudge({"inner": judge},
+                                    coefficients={c: dict(r) for c, r in self.coefficients_.items()},
                                     mean=dict(self.mean_), sd=dict(self.sd_))
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: the judge's score (or excess over humans) regressed on the style features over ``train``."""
+        """A fitted copy: the judge's score (or excess over humans) regressed on the style features over
+        ``train``."""
         refuse_pairwise("StyleControl", train, judge)
         items = list(train.items)
         if len(items) < 3:
@@ -151,17 +161,20 @@ class StyleControl(Mitigation):
         sd: dict[str, float] = {}
         criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
         if not criteria:
-            raise ConfigError(f"StyleControl.fit needs scores to regress; the judge scored none of the {len(items)} "
+            raise ConfigError("StyleControl.fit needs scores to regress; the judge scored none of the "
+                              f"{len(items)} "
                               "training items (every judgment failed, or it answers without scores)")
         for c in criteria:
-            y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float)
-            human = np.array([it.human.get(c, np.nan) for it in items], dtype=float) if self.reference == "human" else None
+            y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments],
+                         dtype=float)
+            human = np.array([it.human.get(c, np.nan) for it in items],
+                             dtype=float) if self.reference == "human" else None
             m = score_style_regression(y, texts, human=human, features=self.features)
             if m.n < 3 or not m.extra.get("coefficients"):
                 raise ConfigError(
                     f"StyleControl.fit needs at least 3 training items with a score"
-                    f"{' and a human label' if self.reference == 'human' else ''} for {c!r} and outputs whose style "
-                    f"varies; got {m.n} ({m.reason or 'no feature varies'})"
+                    f"{' and a human label' if self.reference == 'human' else ''} for {c!r} and outputs "
+                    f"whose style varies; got {m.n} ({m.reason or 'no feature varies'})"
                 )
             coefficients[c] = m.extra["coefficients"]
             mean, sd = m.extra["mean"], m.extra["sd"]

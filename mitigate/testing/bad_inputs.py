@@ -1,6 +1,6 @@
 """A table of bad command lines: every one must end in one ``error:`` line and a non-zero exit.
 
-Shared by the test suite (``tests/test_cli_errors.py``, in-process) and the reliability
+Shared by the test suite (``tests/cli/test_cli_errors.py``, in-process) and the reliability
 benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each
 :class:`BadInput` is a command line with placeholders: ``{d}`` is a folder prepared by
 :func:`make_fixtures` (good and damaged benchmarks, prompts, a file where a folder is expected
@@ -23,12 +23,14 @@ _ROWS = [
      "output": f"Summary {i}.", "human": {"fluency": 1.0 + i % 5}}
     for i in range(12)
 ]
-_PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
+_PROMPT = ("Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: "
+           "{{summary}}\n\nScore:")
 
 
 @dataclass(frozen=True)
 class BadInput:
-    """One bad command line: ``args`` (with ``{d}``/``{url}`` placeholders) and a fragment of the expected error."""
+    """One bad command line: ``args`` (with ``{d}``/``{url}`` placeholders) and a fragment of the expected
+    error."""
 
     name: str
     args: tuple[str, ...]
@@ -46,7 +48,8 @@ def make_fixtures(folder: Path) -> Path:
     (d / "latin1.txt").write_bytes(_PROMPT.replace("fluency", "fluency \xe9").encode("latin-1"))
     good = json.dumps(_ROWS[0])
     (d / "latin1.jsonl").write_bytes((good + "\n").encode() + b'{"id": "y", "output": "caf\xe9"}\n')
-    (d / "surrogate.jsonl").write_text(good + '\n{"id": "y", "output": "half a pair \\ud800"}\n', encoding="utf-8")
+    (d / "surrogate.jsonl").write_text(good + '\n{"id": "y", "output": "half a pair \\ud800"}\n',
+                                       encoding="utf-8")
     (d / "bad_json.jsonl").write_text(good + '\n{"id": "y", "output": \n', encoding="utf-8")
     (d / "no_id.jsonl").write_text(good + '\n{"output": "no id"}\n', encoding="utf-8")
     (d / "empty.jsonl").write_text("", encoding="utf-8")
@@ -65,7 +68,8 @@ def make_fixtures(folder: Path) -> Path:
     (d / "recorded_bad_score.jsonl").write_text(
         json.dumps(rec[0]) + "\n" + json.dumps({**rec[1], "score": "high"}) + "\n", encoding="utf-8")
     (d / "recorded_part.jsonl").write_text(json.dumps(rec[0]) + "\n", encoding="utf-8")
-    (d / "recorded_latin1.jsonl").write_bytes(b'{"item_id": "caf\xe9", "judge": "j", "criterion": "fluency"}\n')
+    (d / "recorded_latin1.jsonl").write_bytes(b'{"item_id": "caf\xe9", "judge": "j", "criterion": '
+                                              b'"fluency"}\n')
     (d / "deep.jsonl").write_text(good + "\n" + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
     (d / "long.jsonl").write_text(json.dumps({**_ROWS[0], "output": "word " * 3000}) + "\n", encoding="utf-8")
     fifo = d / "fifo"
@@ -80,7 +84,8 @@ _J = ("judge", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/
       "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache")
 """A judge command line that would work: each judge case overrides one option (the last value wins)."""
 _C = ("compare", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
-      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache", "--out", "{d}/cmp")
+      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache", "--out",
+      "{d}/cmp")
 _S = ("search", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
       "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache",
       "--out", "{d}/search/pipeline.json", "--budget", "5", "--no-plot")
@@ -143,7 +148,8 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _j("transport on an anthropic backend", "--transport applies", "--backend", "anthropic:claude-x",
        "--transport", "direct"),
     _j("unknown guided decoding", "'--guided' parameter", "--guided", "outlines"),
-    _j("guided on the local backend", "--guided applies", "--backend", "local", "--base-url", "", "--guided", "vllm"),
+    _j("guided on the local backend", "--guided applies", "--backend", "local", "--base-url", "", "--guided",
+       "vllm"),
     _j("guided server without a url", "expected --base-url", "--base-url", "", "--guided", "sglang"),
     _j("batch without a run dir", "--batch needs --run-dir", "--batch"),
     _j("batch on the local backend", "batch mode needs", "--backend", "local", "--base-url", "",
@@ -201,26 +207,33 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _c("compare unfitted entry without train", "--train", "-p", "random-demos(k=2)"),
     _c("compare missing recorded file", "no such file", "--recorded", "{d}/missing.jsonl"),
     _c("compare recorded not utf-8", "recorded_latin1.jsonl:1", "--recorded", "{d}/recorded_latin1.jsonl"),
-    _c("compare recorded bad score", "recorded_bad_score.jsonl:2", "--recorded", "{d}/recorded_bad_score.jsonl"),
-    _c("compare recorded not covering the items", "recorded_part.jsonl", "--recorded", "{d}/recorded_part.jsonl"),
-    _c("compare recorded unknown criterion", "criterion", "--recorded", "{d}/recorded.jsonl", "-c", "coherence"),
+    _c("compare recorded bad score", "recorded_bad_score.jsonl:2", "--recorded",
+       "{d}/recorded_bad_score.jsonl"),
+    _c("compare recorded not covering the items", "recorded_part.jsonl", "--recorded",
+       "{d}/recorded_part.jsonl"),
+    _c("compare recorded unknown criterion", "criterion", "--recorded", "{d}/recorded.jsonl", "-c",
+       "coherence"),
     _c("compare released on another benchmark", "released", "--released", "chatgpt-h2h"),
     _c("compare released repository missing", "does not exist", "--released", "llmbar:{d}/no_llmbar_copy"),
     _c("compare released layout without a path", "expected '<layout>:<path>", "--released", "judgebench:"),
-    _c("compare config unknown key", "config_unknown_key.toml:2: unknown key 'limitt'", "-p", "baseline", "-f",
+    _c("compare config unknown key", "config_unknown_key.toml:2: unknown key 'limitt'", "-p", "baseline",
+       "-f",
        "{d}/config_unknown_key.toml"),
-    _c("compare config wrong type", "config_wrong_type.toml:1: expected 'limit' to be an integer", "-p", "baseline",
+    _c("compare config wrong type", "config_wrong_type.toml:1: expected 'limit' to be an integer", "-p",
+       "baseline",
        "-f", "{d}/config_wrong_type.toml"),
     _c("compare config not toml", "config_not_toml.toml:1: expected valid TOML", "-p", "baseline", "-f",
        "{d}/config_not_toml.toml"),
     _c("compare config missing", "expected a config file", "-p", "baseline", "-f", "{d}/no_such_config.toml"),
-    _c("compare plugin not found", "plugin module 'no_such_plugin' was not found", "-p", "baseline", "--plugin",
+    _c("compare plugin not found", "plugin module 'no_such_plugin' was not found", "-p", "baseline",
+       "--plugin",
        "no_such_plugin"),
     _j("judge refused option names the one it meant", "did you mean '1-100'", "--pipeline",
        "granularity(scale=100)"),
     BadInput("compare pairwise without a prompt", ("compare", "-b", "jsonl:{d}/pairs.jsonl", "-c", "fluency",
                                                    "--backend", "openai:stub-model", "--base-url", "{url}",
-                                                   "--no-progress", "--no-cache", "--out", "{d}/cmp", "-p", "baseline"),
+                                                   "--no-progress", "--no-cache", "--out", "{d}/cmp", "-p",
+                                                   "baseline"),
              "pairwise"),
     _j("judge out is a folder", "is a directory", "--out", "{d}/empty_folder"),
     _j("judge out under a file", "--out", "--out", "{d}/a_file/rows.jsonl"),
@@ -243,9 +256,11 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _j("judge prompt is /dev/zero", "is a character device", "--prompt", "/dev/zero"),
     _j("judge system is a FIFO", "is a FIFO", "--system", "{d}/fifo"),
     _j("judge data nested too deep", "nested too deep", "-b", "jsonl:{d}/deep.jsonl"),
-    _j("judge credentials in the base url", "without credentials", "--base-url", "http://user:pw@127.0.0.1:9/v1"),
+    _j("judge credentials in the base url", "without credentials", "--base-url",
+       "http://user:pw@127.0.0.1:9/v1"),
     _j("judge a billion samples", "--max-samples", "--samples", "1000000000"),
-    _j("judge prompt over the size cap", "max_prompt_chars", "-b", "jsonl:{d}/long.jsonl", "--max-prompt-chars",
+    _j("judge prompt over the size cap", "max_prompt_chars", "-b", "jsonl:{d}/long.jsonl",
+       "--max-prompt-chars",
        "5000"),
     _j("judge zero deadline", "'--deadline' parameter", "--deadline", "0"),
     _j("judge zero response cap", "'--max-response-bytes' parameter", "--max-response-bytes", "0"),

@@ -49,6 +49,8 @@ What is checked
     engines: a tiny search with a scripted judge stays within its budget, reports the
     baseline as the first trial and names the engine, or the engine refuses with a
     ConfigError before any LM call.
+
+Size: over 600 lines because it holds one named check per contract; each check is short.
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ def example_judge(criteria: Sequence[str] = ("coherence",), lm: FakeLM | None = 
 
 
 def example_pairwise_judge(lm: FakeLM) -> Any:
-    """A pairwise judge on :data:`PAIRWISE`, each pair judged in both orders (``position-swap``), with ``lm``."""
+    """A pairwise judge on :data:`PAIRWISE`, each pair judged in both orders (``position-swap``), with
+    ``lm``."""
     swap = registered("mitigation")["position-swap"]()
     return swap.wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
 
@@ -139,7 +142,8 @@ def example_pairwise_train(n: int = 12) -> Benchmark:
     """A small pairwise benchmark with gold preferences on ``coherence``."""
     items = tuple(
         Item(id=f"pair-{i}", output=f"Summary {i} A" + " and more" * (i % 3), output_b=f"Summary {i} B",
-             inputs={"source": f"Article {i}."}, doc_id=f"d{i // 3}", preference={"coherence": "A" if i % 2 else "B"})
+             inputs={"source": f"Article {i}."}, doc_id=f"d{i // 3}",
+             preference={"coherence": "A" if i % 2 else "B"})
         for i in range(n)
     )
     return Benchmark(name="checks-pairwise", items=items, criteria=("coherence",))
@@ -151,7 +155,8 @@ def example_train(n: int = 12) -> Benchmark:
     items = tuple(
         Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}." + " More." * (i % 3),
              inputs={"source": f"Article {i}."},
-             system=f"S{i % 3}", doc_id=f"d{i // 3}", human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)})
+             system=f"S{i % 3}", doc_id=f"d{i // 3}",
+             human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)})
         for i in range(n)
     )
     return Benchmark(name="checks", items=items, criteria=("coherence",), scale=Scale(min=1, max=5))
@@ -185,10 +190,11 @@ def check_is_frozen_value(component: Any) -> None:
 def check_is_registered(component: Any) -> None:
     """Registered under its name, so the registry finds its class."""
     cls = type(component)
-    assert cls.registry_name, f"{cls.__name__} is not registered (decorate it with @register(<kind>, '<name>'))"
+    assert cls.registry_name, (f"{cls.__name__} is not registered (decorate it with "
+                               "@register(<kind>, '<name>'))")
     assert registered(_kind(component)).get(cls.registry_name) is cls, (
-        f"the registry maps {cls.registry_name!r} to {registered(_kind(component)).get(cls.registry_name)!r}, "
-        f"not {cls.__name__}")
+        f"the registry maps {cls.registry_name!r} to "
+        f"{registered(_kind(component)).get(cls.registry_name)!r}, not {cls.__name__}")
 
 
 def check_spec_round_trips(component: Any) -> None:
@@ -219,10 +225,12 @@ class _Unacceptable:
 
 
 def check_constraints_refuse_bad_values(component: Any) -> None:
-    """Each declared constraint names a field, and a value none accepts is refused in scikit-learn's wording."""
+    """Each declared constraint names a field, and a value none accepts is refused in scikit-learn's
+    wording."""
     cls = type(component)
     for name in cls.parameter_constraints:
-        assert name in cls.model_fields, f"{cls.__name__} declares constraints for {name!r}, which is not a field"
+        assert name in cls.model_fields, (f"{cls.__name__} declares constraints for {name!r}, which "
+                                          "is not a field")
         try:
             component.with_params(**{name: _Unacceptable()})
         except ConfigError as exc:
@@ -245,7 +253,8 @@ def fitting_lm() -> FakeLM:
             return "[[A]]" if sum(map(ord, text)) % 2 else "[[B]]"
         return f"Score: {1 + sum(map(ord, text)) % 5}"
 
-    return FakeLM(answer, logprobs=True, loglikelihood=lambda context, continuation: -float(len(continuation)))
+    return FakeLM(answer, logprobs=True, loglikelihood=lambda context,
+                  continuation: -float(len(continuation)))
 
 
 def _fit_context(lm: FakeLM, **fields: Any) -> FitContext:
@@ -266,7 +275,7 @@ def check_tags_are_declared(component: Any) -> None:
     tags = component.tags
     assert isinstance(tags, Tags), f"{type(component).__name__}.tags is a {type(tags).__name__}, not Tags"
     try:
-        tags.needs_fitting = tags.needs_fitting  # type: ignore[misc]
+        tags.needs_fitting = tags.needs_fitting
     except (ValueError, TypeError, AttributeError):
         return
     raise AssertionError(f"{type(component).__name__}.tags could be changed")
@@ -299,7 +308,8 @@ def check_unfitted_use_is_refused(mitigation: Mitigation) -> None:
 
 
 def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
-    """``fit`` against a judge on a fake LM agrees with the tags, and leaves the original and the training data alone.
+    """``fit`` against a judge on a fake LM agrees with the tags, and leaves the original and the training
+    data alone.
 
     Every mitigation is fitted, those that call the judge while fitting included. Tags
     ``needs_fitting`` false: ``fit`` returns the mitigation itself. Otherwise a fitted value of
@@ -315,7 +325,8 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
     assert mitigation.model_dump() == before, f"{name}.fit changed the original"
     assert train.model_dump() == train_before, f"{name}.fit changed the training data"
     if not tags.needs_fitting:
-        assert fitted is mitigation, f"{name}'s tags say it learns nothing at fit, but fit returned a new value"
+        assert fitted is mitigation, (f"{name}'s tags say it learns nothing at fit, but fit "
+                                      "returned a new value")
     else:
         assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
         assert fitted.is_fitted, f"{name}.fit returned an unfitted value"
@@ -423,7 +434,8 @@ def _query(selector: Selector) -> Item:
 
 
 def check_select_is_deterministic_and_hides_the_query(selector: Selector) -> None:
-    """The same fitted selector, ``k`` and query give the same demos, never the query itself, with human scores."""
+    """The same fitted selector, ``k`` and query give the same demos, never the query itself, with human
+    scores."""
     query = _query(selector)
     first = selector.select(2, query=query)
     ids = [d.item.id for d in first]
@@ -433,7 +445,8 @@ def check_select_is_deterministic_and_hides_the_query(selector: Selector) -> Non
         "the rebuilt selector chooses other demos")
     assert query.id not in ids, "the judged item was shown as its own demo"
     crit = selector.criterion_
-    assert all(not isinstance(d.score, dict) and math.isclose(d.score, d.item.human[str(crit)]) for d in first), (
+    assert all(isinstance(d.score, float | int) and math.isclose(d.score, d.item.human[str(crit)])
+               for d in first), (
         "demos must show the human score")
 
 
@@ -442,13 +455,15 @@ def check_k_is_validated(selector: Selector) -> None:
     try:
         selector.select(0, query=_query(selector))
     except ConfigError as exc:
-        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must be an int >= 1"), str(exc)
+        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must "
+                                   "be an int >= 1"), str(exc)
         return
     raise AssertionError(f"{type(selector).__name__}.select(0) was accepted")
 
 
 def check_selector_fit_returns_a_copy(selector: Selector) -> None:
-    """``fit`` on the parameters alone returns a new fitted value (or says what more it needs); unfitted select is refused."""
+    """``fit`` on the parameters alone returns a new fitted value (or says what more it needs); unfitted
+    select is refused."""
     unfitted = selector.unfitted()
     try:
         unfitted.select(1, query=_query(selector))
@@ -462,9 +477,11 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
     calls = lm.calls + len(lm.likelihood_requests)
     if unfitted.tags.calls_judge_while_fitting:
-        assert calls > 0, f"{type(selector).__name__}'s tags say it calls the judge while fitting; it made no LM call"
+        assert calls > 0, (f"{type(selector).__name__}'s tags say it calls the judge while fitting; it "
+                           "made no LM call")
     else:
-        assert calls == 0, f"{type(selector).__name__}'s tags say it calls no judge while fitting; it made {calls}"
+        assert calls == 0, (f"{type(selector).__name__}'s tags say it calls no judge while fitting; it "
+                            f"made {calls}")
 
 
 def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
@@ -494,11 +511,14 @@ def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
 
 
 def _scripted_split() -> Split:
-    train = [Item(id=f"t{i}", output=f"Train text {i}.", inputs={"source": "A."}, human={"coherence": float(1 + i % 5)})
+    train = [Item(id=f"t{i}", output=f"Train text {i}.", inputs={"source": "A."},
+                  human={"coherence": float(1 + i % 5)})
              for i in range(6)]
-    dev = [Item(id=f"v{i}", output=f"Dev text {i}.", inputs={"source": "A."}, human={"coherence": float(1 + i % 5)})
+    dev = [Item(id=f"v{i}", output=f"Dev text {i}.", inputs={"source": "A."},
+                human={"coherence": float(1 + i % 5)})
            for i in range(5)]
-    test = [Item(id=f"e{i}", output=f"Test text {i}.", inputs={"source": "A."}, human={"coherence": float(1 + i % 5)})
+    test = [Item(id=f"e{i}", output=f"Test text {i}.", inputs={"source": "A."},
+                 human={"coherence": float(1 + i % 5)})
             for i in range(5)]
     return Split(train=tuple(train), dev=tuple(dev), test=tuple(test))
 
@@ -514,7 +534,8 @@ def check_engine_runs_within_its_budget(engine: Engine) -> None:
     lm = FakeLM(_scripted_answer)
     budget = 25
     try:
-        result = asyncio.run(asearch(example_judge(lm=lm), _scripted_split(), engine=engine, k=2, budget=budget,
+        result = asyncio.run(asearch(example_judge(lm=lm), _scripted_split(), engine=engine, k=2,
+                                     budget=budget,
                                      n_boot=0, cache=False, progress=False))
     except ConfigError:
         assert lm.calls == 0, f"the {engine.registry_name} engine refused after {lm.calls} LM calls"
@@ -527,25 +548,29 @@ def check_engine_runs_within_its_budget(engine: Engine) -> None:
 
 # --------------------------------------------------------------------------- probes
 
-_PROBE_ITEM = Item(id="probe-check", output="The mayor opened the bridge. Traffic eased at once. Shops reopened.",
+_PROBE_ITEM = Item(id="probe-check",
+                   output="The mayor opened the bridge. Traffic eased at once. Shops reopened.",
                    output_b="A bridge opened.", inputs={"source": "An article about a bridge."})
 
 
 _OPTIONS_TEMPLATE = ("Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
-                     "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: {{output}}\n\nScore:")
+                     "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: "
+                     "{{output}}\n\nScore:")
 
 
 def _prompt_probe_judges() -> list[PromptJudge]:
-    """Judges a prompt probe may apply to: one whose prompt lists options, one scoring two criteria in one call."""
+    """Judges a prompt probe may apply to: one whose prompt lists options, one scoring two criteria in one
+    call."""
     lm = FakeLM(lambda request: "Score: 2")
     with_options = PromptJudge(JudgePrompt.from_template(_OPTIONS_TEMPLATE, criterion="coherence"), lm)
     multi = registered("mitigation")["multi-attribute"](
         criteria=(Criterion(name="coherence"), Criterion(name="fluency"))).wrap(with_options)
-    return [with_options, multi]  # type: ignore[list-item]
+    return [with_options, multi]
 
 
 def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
-    """A probe of the prompt changes the requests (never the item), records it, and refuses what it cannot apply to."""
+    """A probe of the prompt changes the requests (never the item), records it, and refuses what it cannot
+    apply to."""
     from mitigate.probes import PromptProbe  # the probes package is loaded: ``probe`` is one of its values
 
     assert isinstance(probe, PromptProbe)
@@ -562,14 +587,17 @@ def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
             continue
         applied += 1
         changed = [r.request.model_dump() for r in perturbed.requests(_PROBE_ITEM)]
-        again = [r.request.model_dump() for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(
+        again = [r.request.model_dump()
+                 for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(
             _PROBE_ITEM)]
         assert changed != original, f"{type(probe).__name__} left the requests unchanged"
         assert again == changed, f"{type(probe).__name__} perturbs differently from the same spec"
-        assert [r.request.model_dump() for r in judge.requests(_PROBE_ITEM)] == original, "the judge was changed"
+        assert [r.request.model_dump()
+                for r in judge.requests(_PROBE_ITEM)] == original, "the judge was changed"
         record = probe.record(_PROBE_ITEM, prompt, target)
         assert record.ok and record.field == "prompt" and record.probed and record.probed != record.original
-    assert applied, f"{type(probe).__name__} applied to no judge of the check (a prompt with options, two criteria)"
+    assert applied, (f"{type(probe).__name__} applied to no judge of the check (a prompt with options, "
+                     "two criteria)")
     assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item"
     assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
 
@@ -597,21 +625,26 @@ def check_probe_rewrites_and_records(probe: Probe) -> None:
     first = asyncio.run(probe.aprobe(_PROBE_ITEM, rewriter))
     again = asyncio.run(_rebuild(probe, probe.spec()).aprobe(_PROBE_ITEM, rewriter))
     assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item it was given"
-    assert first.item is not None and first.record.ok, f"{type(probe).__name__} did not rewrite: {first.record.error}"
+    assert first.item is not None and first.record.ok, (f"{type(probe).__name__} did not rewrite: "
+                                                        f"{first.record.error}")
     field = first.record.field
     assert first.record.original == _PROBE_ITEM.field(field), "the record does not hold the original text"
-    assert first.item.field(field) == first.record.probed != first.record.original, "the probed text is not recorded"
+    assert first.item.field(field) == first.record.probed != first.record.original, ("the probed text is "
+                                                                                     "not recorded")
     others = {k: v for k, v in first.item.model_dump().items() if k != field}
-    assert others == {k: v for k, v in before.items() if k != field}, "the probe changed more than the judged text"
+    assert others == {k: v for k, v in before.items()
+                      if k != field}, "the probe changed more than the judged text"
     assert again.record == first.record, f"{type(probe).__name__} rewrote differently from the same spec"
     if probe.needs_rewriter:
-        assert first.record.model and first.record.raw, "an LM rewrite must record the model and its raw answer"
+        assert first.record.model and first.record.raw, ("an LM rewrite must record the model and "
+                                                         "its raw answer")
     assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
 
 
 # --------------------------------------------------------------------------- the battery
 
-COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips, check_unknown_parameter_is_refused,
+COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips,
+          check_unknown_parameter_is_refused,
           check_constraints_refuse_bad_values, check_tags_are_declared)
 MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused,
               check_fit_returns_a_fitted_copy, check_fitted_value_does_not_carry_the_training_set,

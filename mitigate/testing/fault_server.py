@@ -1,4 +1,5 @@
-"""A misbehaving HTTP server on 127.0.0.1 for tests and benchmarks: hangs, trickles, closes, floods, redirects,
+"""A misbehaving HTTP server on 127.0.0.1 for tests and benchmarks: hangs, trickles, closes, floods,
+redirects,
 echoes the client's key or answers garbage.
 
 :class:`FaultServer` answers every request the way its ``mode`` says (see the class). Every loop
@@ -28,7 +29,8 @@ BODIES: dict[str, bytes] = {
     "truncated": b'{"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "mess',
     "html": b"<html><body><h1>502 Bad Gateway</h1></body></html>",
     "empty": b"",
-    "content_null": json.dumps({**_OK, "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
+    "content_null": json.dumps({**_OK,
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
                                                       "finish_reason": "stop"}]}).encode(),
     "no_choices": json.dumps({**_OK, "choices": []}).encode(),
     "deep": b"[" * 20_000 + b"]" * 20_000,
@@ -36,7 +38,8 @@ BODIES: dict[str, bytes] = {
                                         "stop_reason": "end_turn",
                                         "usage": {"input_tokens": 3, "output_tokens": 1}}).encode(),
     "echo_key": json.dumps({**_OK, "choices": [{"index": 0, "message": {
-        "role": "assistant", "content": f"Score: 4 (your key is {KEY})"}, "finish_reason": "stop"}]}).encode(),
+        "role": "assistant", "content": f"Score: 4 (your key is {KEY})"},
+                                                "finish_reason": "stop"}]}).encode(),
     "anthropic_echo_key": json.dumps({"id": "m1", "type": "message", "role": "assistant", "model": "m",
                                       "stop_reason": "end_turn", "content": [
                                           {"type": "text", "text": f"Score: 4 (your key is {KEY})"}],
@@ -45,19 +48,24 @@ BODIES: dict[str, bytes] = {
 """HTTP 200 bodies by mode name."""
 
 ECHO_MODES = ("echo", "echo_text", "echo_error", "echo_status", "echo_escaped")
-"""Modes that send the client's key back: in every field of a valid answer (``echo``), as a 200 body that is not
-JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP (``echo_status``), and
+"""Modes that send the client's key back: in every field of a valid answer (``echo``), as a 200 body that is
+not
+JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP (``echo_status``),
+and
 JSON-escaped (``\\u`` escapes) in every field of a valid answer (``echo_escaped``)."""
 
 
 def chat_answer(text: str, *, model: str = "m", finish: Any = "stop", usage: Any = None) -> dict[str, Any]:
     """An OpenAI chat.completion object answering ``text``."""
     return {"id": "c1", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-            "usage": usage if usage is not None else {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": finish}],
+            "usage": usage if usage is not None
+            else {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
 
 
-def message_answer(text: str, *, model: str = "m", stop: Any = "end_turn", usage: Any = None) -> dict[str, Any]:
+def message_answer(text: str, *, model: str = "m", stop: Any = "end_turn", usage: Any = None) -> dict[str,
+                                                                                                      Any]:
     """An Anthropic Messages API message answering ``text``."""
     return {"id": "m1", "type": "message", "role": "assistant", "model": model, "stop_reason": stop,
             "content": [{"type": "text", "text": text}],
@@ -81,7 +89,8 @@ class FaultServer:
     """Answers every request the way ``mode`` says.
 
     * a key of :data:`BODIES`: HTTP 200 with that body;
-    * ``hang``: never answers (for ``hold`` seconds, 30); ``trickle``: a 200 head, then one byte every ``interval``
+    * ``hang``: never answers (for ``hold`` seconds, 30); ``trickle``: a 200 head, then one byte every
+      ``interval``
       seconds (0.1) for ``hold`` seconds;
     * ``close``: closes the socket; ``reset``: half of an answer's body, then a TCP reset;
       ``short``: a body shorter than its Content-Length, then the connection closed;
@@ -143,7 +152,8 @@ class FaultServer:
             self._threads.append(thread)
 
     def _read_request(self, conn: socket.socket) -> tuple[str, str] | None:
-        """The request's path and the key it carried ("" for none); None when the client went away. A Cookie header
+        """The request's path and the key it carried ("" for none); None when the client went away. A Cookie
+        header
         it carried goes to ``cookies``."""
         deadline = time.monotonic() + 5
         data = self._receive(conn, b"", lambda got: b"\r\n\r\n" in got, deadline)
@@ -161,8 +171,10 @@ class FaultServer:
         parts = lines[0].split(" ")
         return (parts[1] if len(parts) > 1 else "/"), key
 
-    def _receive(self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool], deadline: float) -> bytes | None:
-        """``data`` and what comes after it until ``done`` (or the deadline, or a stop); None when the client left."""
+    def _receive(self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool],
+                 deadline: float) -> bytes | None:
+        """``data`` and what comes after it until ``done`` (or the deadline, or a stop); None when the client
+        left."""
         while not done(data) and time.monotonic() < deadline and not self._stop.is_set():
             try:
                 chunk = conn.recv(65536)
@@ -202,14 +214,16 @@ class FaultServer:
             self._stop.wait(self.hold)
             return False
         if mode == "trickle":
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                         b"100000\r\n\r\n")
             for _ in range(int(self.hold / self.interval)):
                 if self._stop.wait(self.interval):
                     break
                 conn.sendall(b" ")
             return False
         if mode == "huge":
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n"
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                         b"200000000\r\n\r\n"
                          b'{"pad": "')
             chunk = b"x" * 65536
             for _ in range(200_000_000 // len(chunk)):
@@ -224,7 +238,8 @@ class FaultServer:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return False
         if mode == "redirect":
-            conn.sendall(http_reply(b"", status="307 Temporary Redirect", headers=(("Location", self.location),)))
+            conn.sendall(http_reply(b"", status="307 Temporary Redirect",
+                                    headers=(("Location", self.location),)))
             return True
         if mode == "raw":
             conn.sendall(self.reply)
@@ -246,7 +261,8 @@ class FaultServer:
     @classmethod
     def _echo(cls, mode: str, path: str, key: str) -> bytes:
         """The answer of an echo ``mode``, carrying ``key`` everywhere the mode puts it."""
-        echo = (("X-Echo", key), ("X-Request-Id", key), ("Retry-After", key), ("x-ratelimit-remaining-requests", key))
+        echo = (("X-Echo", key), ("X-Request-Id", key), ("Retry-After", key),
+                ("x-ratelimit-remaining-requests", key))
         if mode == "echo_status":
             return f"HTTP/1.1 {key} {key}\r\nX-Echo: {key}\r\n\r\nyour key is {key}".encode()
         if mode == "echo_text":
@@ -255,8 +271,10 @@ class FaultServer:
         if mode == "echo_error":
             body = json.dumps({"error": {"message": f"bad key {key}", "type": key, "code": key}}).encode()
             return http_reply(body, status=f"400 Bad {key}", headers=echo)
-        anthropic = path.rstrip("/").endswith("/messages")  # its stop_reason is an enum: a key there is malformed
-        answer = cls._valid(path, f"Score: 4 (your key is {key})", model=key, finish="end_turn" if anthropic else key)
+        # its stop_reason is an enum: a key there is malformed
+        anthropic = path.rstrip("/").endswith("/messages")
+        answer = cls._valid(path, f"Score: 4 (your key is {key})", model=key, finish="end_turn" if anthropic
+                            else key)
         answer["id"] = key
         if mode == "echo_escaped":
             body = json.dumps(answer).replace(key, _escaped(key)).encode()

@@ -1,6 +1,6 @@
 """Known template-injection payloads, and the command lines that read a template: every pair must be refused.
 
-Shared by the test suite (``tests/test_template_sandbox.py``, in-process) and the reliability
+Shared by the test suite (``tests/prompt/test_template_sandbox.py``, in-process) and the reliability
 benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each
 :class:`Payload` is Jinja that a downloaded template could hold: walks from a Jinja global or
 an object to Python's internals (through ``cycler``, ``joiner``, ``namespace``, ``lipsum``,
@@ -28,7 +28,8 @@ __all__ = ["PAYLOADS", "TEMPLATE_COMMANDS", "Payload", "hostile_template", "temp
 
 @dataclass(frozen=True)
 class Payload:
-    """One template-injection payload (Jinja, with ``MARKER`` for a file it tries to create) and the refusal it gets."""
+    """One template-injection payload (Jinja, with ``MARKER`` for a file it tries to create) and the refusal
+    it gets."""
 
     name: str
     jinja: str
@@ -51,21 +52,26 @@ PAYLOADS: tuple[Payload, ...] = (
             '"touch MARKER") }}', _ATTR),
     Payload("self builtins import", '{{ self.__init__.__globals__.__builtins__.__import__("os").system('
             '"touch MARKER") }}', _ATTR),
-    Payload("flask config", "{{ config.__class__.__init__.__globals__['os'].popen('touch MARKER').read() }}", _ATTR),
+    Payload("flask config", "{{ config.__class__.__init__.__globals__['os'].popen('touch MARKER').read() }}",
+            _ATTR),
     Payload("flask url_for", '{{ url_for.__globals__.os.system("touch MARKER") }}', _ATTR),
     Payload("flask request application", "{{ request.application.__globals__.__builtins__.__import__('os')"
             ".popen('touch MARKER').read() }}", _ATTR),
-    Payload("str class mro subclasses", "{% for c in ''.__class__.__mro__[1].__subclasses__() %}{% if c.__name__ "
+    Payload("str class mro subclasses",
+            "{% for c in ''.__class__.__mro__[1].__subclasses__() %}{% if c.__name__ "
             "== 'Popen' %}{{ c(['touch', 'MARKER']) }}{% endif %}{% endfor %}", _ATTR),
     Payload("tuple class base", "{{ ().__class__.__base__.__subclasses__() }}", _ATTR),
-    Payload("loop internals", "{% for i in [1] %}{{ loop.__class__.__init__.__globals__ }}{% endfor %}", _ATTR),
-    Payload("set alias then walk", "{% set x = cycler %}{{ x.__init__.__globals__.os.system('touch MARKER') }}",
+    Payload("loop internals", "{% for i in [1] %}{{ loop.__class__.__init__.__globals__ }}{% endfor %}",
+            _ATTR),
+    Payload("set alias then walk",
+            "{% set x = cycler %}{{ x.__init__.__globals__.os.system('touch MARKER') }}",
             _ATTR),
     Payload("range method self", "{{ range.__self__ }}", _ATTR),
     Payload("plain attribute of a function", "{{ range.func_globals }}", "of a function"),
     # filters that reach attributes or call
     Payload("attr filter", '{{ ()|attr("__class__")|attr("__base__")|attr("__subclasses__")() }}', "|attr"),
-    Payload("attr filter hex escapes", '{{ lipsum|attr("\\x5f\\x5fglobals\\x5f\\x5f")|attr("__getitem__")("os")'
+    Payload("attr filter hex escapes",
+            '{{ lipsum|attr("\\x5f\\x5fglobals\\x5f\\x5f")|attr("__getitem__")("os")'
             '|attr("popen")("touch MARKER")|attr("read")() }}', "|attr"),
     Payload("map attribute", '{{ [range]|map(attribute="__globals__")|list }}', "|map"),
     Payload("filter block", "{% filter system %}touch MARKER{% endfilter %}", "|system"),
@@ -98,7 +104,8 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("recursive loop", "{% for x in [[1]] recursive %}{{ loop(x) }}{% endfor %}", "recursive loop"),
     Payload("call block", "{% call range(3) %}x{% endcall %}", "macro"),
     Payload("include a file", '{% include "/etc/passwd" %}', "another template"),
-    Payload("import a template", '{% import "os" as os %}{{ os.system("touch MARKER") }}', "another template"),
+    Payload("import a template", '{% import "os" as os %}{{ os.system("touch MARKER") }}',
+            "another template"),
     Payload("extends", '{% extends "base.html" %}', "another template"),
     Payload("nesting too deep to parse", "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nested too deep"),
 )
@@ -113,7 +120,8 @@ def hostile_template(payload: Payload, marker: Path | str) -> str:
     return _TEMPLATE.format(payload=payload.jinja.replace("MARKER", str(marker)))
 
 
-_COMMON = ("-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{prompt}", "--backend", "openai:stub-model",
+_COMMON = ("-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{prompt}", "--backend",
+           "openai:stub-model",
            "--base-url", "{url}", "--no-progress", "--no-cache")
 TEMPLATE_COMMANDS: dict[str, tuple[str, ...]] = {
     "prompts inspect": ("prompts", "inspect", "{prompt}"),

@@ -10,7 +10,8 @@ OpenAI
     batch goes ``validating`` -> ``in_progress`` -> ``finalizing`` -> ``completed`` (or
     ``failed`` when its file does not validate, ``expired`` past its window, ``cancelled``).
     Results are two JSONL files matched by ``custom_id``: the output file holds the
-    requests answered with ``response.status_code`` 200, the error file holds those that failed: an HTTP error in ``response`` or, for requests never
+    requests answered with ``response.status_code`` 200, the error file holds those that failed: an HTTP error
+    in ``response`` or, for requests never
     run, ``error.code`` ``batch_expired`` / ``batch_cancelled``.
     Input limits: ``max_requests`` lines and ``max_bytes`` bytes per file (50,000 and 200 MB
     on the real API); an over-limit or malformed file fails validation.
@@ -69,14 +70,16 @@ def _anthropic_error_type(status: int) -> str:
 
 def _error(status: int, message: str, *, anthropic: bool = False) -> Reply:
     if anthropic:
-        return status, {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}}, {}
+        return status, {"type": "error",
+                        "error": {"type": _anthropic_error_type(status), "message": message}}, {}
     return status, {"error": {"message": message, "type": "invalid_request_error", "code": None}}, {}
 
 
 def _error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
     if anthropic:
         return {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}}
-    return {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error",
+    return {"error": {"message": message, "type": "server_error" if status >= 500
+                      else "invalid_request_error",
                       "code": None}}
 
 
@@ -252,7 +255,8 @@ class BatchEmulator:
             "request_counts": {"total": len(b.requests) if b.status != "failed" else 0,
                                "completed": b.succeeded, "failed": failed},
         }
-        for stamp in ("in_progress", "finalizing", "completed", "failed", "expired", "cancelling", "cancelled"):
+        for stamp in ("in_progress", "finalizing", "completed", "failed", "expired", "cancelling",
+                      "cancelled"):
             view[f"{stamp}_at"] = int(b.stamps[stamp]) if stamp in b.stamps else None
         return view
 
@@ -298,7 +302,8 @@ class BatchEmulator:
         requests: list[tuple[str, dict[str, Any]]] = []
         if len(content) > self.openai_max_bytes:
             return [], [{"code": "file_too_large", "line": None, "param": None,
-                         "message": f"input file has {len(content)} bytes; the limit is {self.openai_max_bytes}"}]
+                         "message": f"input file has {len(content)} bytes; the limit is "
+                                    f"{self.openai_max_bytes}"}]
         seen: set[str] = set()
         for n, line in enumerate(content.decode("utf-8", "replace").splitlines(), start=1):
             try:
@@ -320,7 +325,8 @@ class BatchEmulator:
             errors.append({"code": "too_many_requests", "line": None, "param": None,
                            "message": f"{len(requests)} requests; the limit is {self.openai_max_requests}"})
         if not requests and not errors:
-            errors.append({"code": "empty_file", "line": None, "param": None, "message": "the input file is empty"})
+            errors.append({"code": "empty_file", "line": None, "param": None,
+                           "message": "the input file is empty"})
         return requests, errors
 
     # ------------------------------------------------------------------ Anthropic batches
@@ -333,7 +339,8 @@ class BatchEmulator:
             "ended_at": _iso(b.ended_at) if b.ended_at else None, "created_at": _iso(b.created_at),
             "expires_at": _iso(b.created_at + 86400), "archived_at": None,
             "cancel_initiated_at": _iso(b.cancel_requested) if b.cancel_requested else None,
-            "results_url": (f"{self.url_root}/v1/messages/batches/{b.id}/results" if b.status == "ended" else None),
+            "results_url": (f"{self.url_root}/v1/messages/batches/{b.id}/results" if b.status == "ended"
+                            else None),
         }
 
     url_root = ""
@@ -344,12 +351,14 @@ class BatchEmulator:
             return 200, self._page("anthropic", query, self._anthropic_view, after_key="after_id"), {}
         if batch_id is None:
             if method != "POST" or not isinstance(body, dict) or not isinstance(body.get("requests"), list):
-                return _error(400, "expected POST /v1/messages/batches with a 'requests' list", anthropic=True)
+                return _error(400, "expected POST /v1/messages/batches with a 'requests' list",
+                              anthropic=True)
             reqs = body["requests"]
             size = len(json.dumps(body))
             if not reqs or len(reqs) > self.anthropic_max_requests or size > self.anthropic_max_bytes:
                 return _error(400, f"a batch holds 1 to {self.anthropic_max_requests} requests and at most "
-                                   f"{self.anthropic_max_bytes} bytes; got {len(reqs)} requests, {size} bytes",
+                                   f"{self.anthropic_max_bytes} bytes; got {len(reqs)} requests, "
+                                   f"{size} bytes",
                               anthropic=True)
             seen: set[str] = set()
             parsed: list[tuple[str, dict[str, Any]]] = []
@@ -411,7 +420,8 @@ class BatchEmulator:
         with self._lock:
             self.batches[b.id] = b
             self._order.append(b.id)
-            self._created.append({"provider": b.provider, "id": b.id, "custom_ids": [c for c, _ in b.requests]})
+            self._created.append({"provider": b.provider, "id": b.id,
+                                  "custom_ids": [c for c, _ in b.requests]})
         task = asyncio.get_running_loop().create_task(self._process(b))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -40,10 +40,8 @@ It counts requests, keeps every parsed request body, and records the credential 
 (``Authorization`` and ``x-api-key``) it received: tests use those to check that keys
 reach the server while never being written anywhere else.
 
-Token logprobs are synthetic but deterministic: the reply is split into tokens (each digit
-its own token, runs of letters, single punctuation marks, runs of whitespace); the chosen
-token gets probability 0.7 and the alternatives share the rest (neighbouring digits for a
-digit token, so a score's top-k alternatives are other scores).
+Token logprobs are synthetic but deterministic (:mod:`mitigate.testing.stub_answers`, with the
+other pieces of an answer: word counts, stop sequences, forced function calls).
 
 Example::
 
@@ -51,6 +49,10 @@ Example::
         lm = OpenAILM("stub-model", base_url=server.base_url)
         ...
         assert server.request_count == 1
+
+Size: over 600 lines because one fake provider holds the HTTP transport, both providers' shapes,
+prompt caching and rate limits; answers come from :mod:`mitigate.testing.stub_answers`, batches from
+:mod:`mitigate.testing.stub_batches`.
 """
 
 from __future__ import annotations
@@ -61,7 +63,6 @@ import datetime as dt
 import hashlib
 import json
 import math
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -69,11 +70,15 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl
 
+from mitigate.testing.stub_answers import (
+    apply_stop,
+    count_words,
+    forced_function,
+    synthetic_logprobs,
+    tokenize,
+    words,
+)
 from mitigate.testing.stub_batches import BatchEmulator, FailHook
-
-_TOKEN_RE = re.compile(r"\d|[^\W\d_]+|\s+|[^\w\s]|_")
-_CHOSEN_P = 0.7
-_ALT_PS = (0.15, 0.08, 0.04, 0.02, 0.005, 0.003, 0.001, 0.0005, 0.0003, 0.0001)
 
 _REASONS = {
     200: "OK",
@@ -89,63 +94,6 @@ _REASONS = {
 }
 
 
-def tokenize(text: str) -> list[str]:
-    """Split ``text`` into the stub's tokens (digits one by one, words, punctuation, whitespace runs)."""
-    return _TOKEN_RE.findall(text)
-
-
-def _alternatives(token: str) -> list[str]:
-    """Deterministic alternative tokens for ``token``: neighbouring digits for a digit, variants otherwise."""
-    if token.isdigit() and len(token) == 1:
-        d = int(token)
-        order = [d + 1, d - 1, d + 2, d - 2, d + 3, d - 3, d + 4, d - 4, d + 5, d - 5]
-        return [str(x) for x in order if 0 <= x <= 9]
-    return [f"{token}~{i}" for i in range(1, len(_ALT_PS) + 1)]
-
-
-def synthetic_logprobs(text: str, top_k: int) -> list[dict[str, Any]]:
-    """The OpenAI ``logprobs.content`` list the stub returns for ``text`` with ``top_k`` alternatives."""
-    content: list[dict[str, Any]] = []
-    for token in tokenize(text):
-        chosen = math.log(_CHOSEN_P)
-        top = [{"token": token, "logprob": chosen, "bytes": list(token.encode())}]
-        for alt, p in zip(_alternatives(token), _ALT_PS, strict=False):
-            if len(top) >= top_k:
-                break
-            top.append({"token": alt, "logprob": math.log(p), "bytes": list(alt.encode())})
-        content.append(
-            {
-                "token": token,
-                "logprob": chosen,
-                "bytes": list(token.encode()),
-                "top_logprobs": top[:top_k],
-            }
-        )
-    return content
-
-
-def _count_words(value: Any) -> int:
-    """A rough token count of any JSON value's text (whitespace-separated words)."""
-    if isinstance(value, str):
-        return len(value.split())
-    if isinstance(value, list):
-        return sum(_count_words(v) for v in value)
-    if isinstance(value, dict):
-        return sum(_count_words(v) for k, v in value.items() if k in ("content", "text", "system"))
-    return 0
-
-
-def _words(value: Any) -> list[str]:
-    """The stub's tokens of a JSON value's text, in order (what :func:`_count_words` counts)."""
-    if isinstance(value, str):
-        return value.split()
-    if isinstance(value, list):
-        return [w for v in value for w in _words(v)]
-    if isinstance(value, dict):
-        return [w for k, v in value.items() if k in ("content", "text", "system") for w in _words(v)]
-    return []
-
-
 def _cache_blocks(body: dict[str, Any]) -> list[tuple[list[str], bool]]:
     """An Anthropic request's content blocks in cache order (system, then messages): (tokens, breakpoint)."""
     blocks: list[tuple[list[str], bool]] = []
@@ -156,7 +104,8 @@ def _cache_blocks(body: dict[str, Any]) -> list[tuple[list[str], bool]]:
         elif isinstance(content, list):
             for block in content:
                 if isinstance(block, dict):
-                    blocks.append((_words(block.get("text", "")), isinstance(block.get("cache_control"), dict)))
+                    blocks.append((words(block.get("text", "")),
+                                   isinstance(block.get("cache_control"), dict)))
 
     add(body.get("system", ""))
     for message in body.get("messages") or []:
@@ -171,18 +120,6 @@ def _duration(seconds: float) -> str:
         return f"{max(0, int(seconds * 1000))}ms"
     minutes, rest = divmod(seconds, 60.0)
     return f"{int(minutes)}m{rest:.0f}s" if minutes else f"{rest:.3g}s"
-
-
-def _apply_stop(text: str, stop: Any) -> tuple[str, bool]:
-    """Cut ``text`` at the first stop sequence; return the text and whether a stop matched."""
-    stops = [stop] if isinstance(stop, str) else list(stop or [])
-    cut = len(text)
-    for s in stops:
-        if s:
-            i = text.find(s)
-            if 0 <= i < cut:
-                cut = i
-    return text[:cut], cut < len(text)
 
 
 class StubOpenAIServer:
@@ -493,7 +430,8 @@ class StubOpenAIServer:
                     raw = await reader.readexactly(length) if length else b""
                 close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
                 path, _, query = target.partition("?")
-                status, payload, extra = await self._respond(method, path, headers, raw, dict(parse_qsl(query)))
+                status, payload, extra = await self._respond(method, path, headers, raw,
+                                                             dict(parse_qsl(query)))
                 await self._send(writer, status, payload, extra, close)
                 if close:
                     return
@@ -560,9 +498,11 @@ class StubOpenAIServer:
             if anthropic_route:
                 kind = "rate_limit_error" if self.fail_status == 429 else "api_error"
                 return self.fail_status, {"type": "error", "error": {"type": kind, "message": message}}, extra
-            return self.fail_status, {"error": {"message": message, "type": "stub_error", "code": None}}, extra
+            return self.fail_status, {"error": {"message": message, "type": "stub_error",
+                                                "code": None}}, extra
         if method == "GET" and path.endswith("/models"):
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]}, {}
+            return 200, {"object": "list",
+                         "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]}, {}
         routed = await self.batch.route(method, path, query or {}, headers, raw, body)
         if routed is not None:
             return routed
@@ -576,13 +516,16 @@ class StubOpenAIServer:
                 return limited
             answer = self._messages(body) if anthropic_route else self._chat(body)
             return 200, answer, limited[2]
-        return 404, {"error": {"message": f"no route for {path}; expected /v1/chat/completions or /v1/messages"}}, {}
+        return 404, {"error": {"message": f"no route for {path}; expected /v1/chat/completions or "
+                                          "/v1/messages"}}, {}
 
     async def _answer(self, provider: str, body: dict[str, Any]) -> dict[str, Any]:
-        """One batched request's answer: the same as a live call's (no rate limits: batches have their own pool)."""
+        """One batched request's answer: the same as a live call's (no rate limits: batches have their own
+        pool)."""
         return self._messages(body) if provider == "anthropic" else self._chat(body)
 
-    def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> tuple[int, dict[str, Any],
+                                                                          dict[str, str]]:
         """Take a live request from the budgets; (200, {}, headers) or a 429 answer with headers.
 
         Budgets are token buckets, as the providers describe theirs: a full bucket holds the
@@ -590,13 +533,14 @@ class StubOpenAIServer:
         """
         if self.rate_limit_requests is None and self.rate_limit_tokens is None:
             return 200, {}, {}
-        need = _count_words(body.get("messages", [])) + _count_words(body.get("system", ""))
+        need = count_words(body.get("messages", [])) + count_words(body.get("system", ""))
         need += int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         with self._lock:
             now = time.monotonic()
             elapsed, self._window_start = now - self._window_start, now
             waits = [0.0]
-            for kind, limit, want in (("requests", self.rate_limit_requests, 1), ("tokens", self.rate_limit_tokens, need)):
+            for kind, limit, want in (("requests", self.rate_limit_requests, 1),
+                                      ("tokens", self.rate_limit_tokens, need)):
                 if limit is None:
                     continue
                 rate = limit / self.rate_limit_window
@@ -617,7 +561,8 @@ class StubOpenAIServer:
         message = "stub rate limit reached"
         if anthropic:
             return 429, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}, headers
-        return 429, {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}}, headers
+        return 429, {"error": {"message": message, "type": "requests",
+                               "code": "rate_limit_exceeded"}}, headers
 
     def _limit_headers(self, anthropic: bool) -> dict[str, str]:
         """The provider's rate-limit headers for the current buckets (call with the lock held)."""
@@ -649,17 +594,18 @@ class StubOpenAIServer:
         return True
 
     def _openai_cached(self, body: dict[str, Any], prompt_tokens: int) -> int:
-        """Prompt tokens served from the emulated OpenAI prefix cache (and remember this prompt's prefixes)."""
+        """Prompt tokens served from the emulated OpenAI prefix cache (and remember this prompt's
+        prefixes)."""
         if self.cached_tokens:
             return min(self.cached_tokens, prompt_tokens)
         if not self.prompt_cache or prompt_tokens < self.openai_cache_min_tokens:
             return 0
-        words = _words(body.get("messages", []))
+        prompt_words = words(body.get("messages", []))
         digest = hashlib.sha256(str(body.get("model")).encode())
         now = time.monotonic()
         cached, done = 0, 0
-        for bound in range(self.openai_cache_min_tokens, len(words) + 1, self.openai_cache_step):
-            digest.update(("\x1f".join(words[done:bound]) + "\x1f").encode())
+        for bound in range(self.openai_cache_min_tokens, len(prompt_words) + 1, self.openai_cache_step):
+            digest.update(("\x1f".join(prompt_words[done:bound]) + "\x1f").encode())
             done = bound
             key = "o:" + digest.copy().hexdigest()
             if self._cache_lookup(key, now):
@@ -701,7 +647,7 @@ class StubOpenAIServer:
         choices = []
         completion_tokens = 0
         for index in range(n):
-            text, _ = _apply_stop(self._text(body), body.get("stop"))
+            text, _ = apply_stop(self._text(body), body.get("stop"))
             max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
             tokens = tokenize(text)
             finish = "stop"
@@ -711,10 +657,11 @@ class StubOpenAIServer:
                 finish = "length"
             completion_tokens += len(tokens)
             message: dict[str, Any] = {"role": "assistant", "content": text}
-            forced = _forced_function(body)
+            forced = forced_function(body)
             if forced is not None:  # a request that forces a tool call gets one, its arguments the reply text
                 message = {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"call_{index}", "type": "function", "function": {"name": forced, "arguments": text}}]}
+                    {"id": f"call_{index}", "type": "function",
+                     "function": {"name": forced, "arguments": text}}]}
                 finish = "tool_calls"
             choice: dict[str, Any] = {
                 "index": index,
@@ -723,7 +670,7 @@ class StubOpenAIServer:
                 "logprobs": {"content": synthetic_logprobs(text, top_k)} if want_lp else None,
             }
             choices.append(choice)
-        prompt_tokens = _count_words(body.get("messages", []))
+        prompt_tokens = count_words(body.get("messages", []))
         return {
             "id": f"chatcmpl-stub-{self.request_count}",
             "object": "chat.completion",
@@ -739,7 +686,7 @@ class StubOpenAIServer:
         }
 
     def _messages(self, body: dict[str, Any]) -> dict[str, Any]:
-        text, stopped = _apply_stop(self._text(body), body.get("stop_sequences"))
+        text, stopped = apply_stop(self._text(body), body.get("stop_sequences"))
         tokens = tokenize(text)
         stop_reason = "stop_sequence" if stopped else "end_turn"
         max_tokens = body.get("max_tokens")
@@ -747,7 +694,7 @@ class StubOpenAIServer:
             text = "".join(tokens[: int(max_tokens)])
             tokens = tokens[: int(max_tokens)]
             stop_reason = "max_tokens"
-        prompt_tokens = _count_words(body.get("messages", [])) + _count_words(body.get("system", ""))
+        prompt_tokens = count_words(body.get("messages", [])) + count_words(body.get("system", ""))
         cached, written = self._anthropic_cached(body, prompt_tokens)
         return {
             "id": f"msg_stub_{self.request_count}",
@@ -764,19 +711,6 @@ class StubOpenAIServer:
                 "cache_creation_input_tokens": written,
             },
         }
-
-
-def _forced_function(body: dict[str, Any]) -> str | None:
-    """The function name a chat request forces with ``tool_choice`` (or its only tool when ``"required"``); else None."""
-    choice = body.get("tool_choice")
-    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
-        name = choice["function"].get("name")
-        return name if isinstance(name, str) else None
-    tools = body.get("tools")
-    if choice == "required" and isinstance(tools, list) and len(tools) == 1 and isinstance(tools[0], dict):
-        name = (tools[0].get("function") or {}).get("name")
-        return name if isinstance(name, str) else None
-    return None
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
@@ -809,7 +743,8 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m mitigate.testing", description=main.__doc__)
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="port on 127.0.0.1 (default: a free one, printed)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
     parser.add_argument("--reply", default="Score: 4", help="the completion text")
     parser.add_argument("--fail-first", type=int, default=0)

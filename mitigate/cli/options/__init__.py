@@ -52,10 +52,12 @@ from mitigate.cli.options.run import RunOptions
 from mitigate.cli.options.task import DEFAULT_BENCHMARK, TaskOptions
 
 __all__ = [
-    "DEFAULT_BACKEND", "DEFAULT_BENCHMARK", "AnswerOptions", "BackendOptions", "BatchOptions", "CommandOptions",
+    "DEFAULT_BACKEND", "DEFAULT_BENCHMARK", "AnswerOptions", "BackendOptions", "BatchOptions",
+    "CommandOptions",
     "LMRunOptions", "Override", "ProbeBattery", "PromptOptions", "ReducedAnswerOptions", "RunOptions",
     "SampledAnswerOptions", "ServerOptions", "StatsOptions",
-    "TaskOptions", "TemplateOverrides", "ThresholdOptions", "argument", "backend_kind", "check", "check_backend",
+    "TaskOptions", "TemplateOverrides", "ThresholdOptions", "argument", "backend_kind", "check",
+    "check_backend",
     "check_batch", "fill_registered_names", "option", "parameters", "parse_pairs", "parse_scale",
     "registered_names",
 ]

@@ -11,7 +11,7 @@ batch API.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args
+from typing import Annotated, Any, Literal, Protocol, get_args
 
 from mitigate.cli.options.declare import CommandOptions, option
 from mitigate.constraints import Interval
@@ -36,7 +36,8 @@ Transport = Literal["auto", "direct", "sdk", "aiohttp", "httpx"]
 ServerGuided = Literal["vllm", "vllm-legacy", "sglang", "llamacpp"]
 """The guided decoding of an OpenAI-compatible server: they need ``--base-url``."""
 Guided = Literal["openai", ServerGuided]
-"""``--guided``: how an openai: backend sends an answer constraint (:data:`mitigate.lm.openai.GuidedServer`)."""
+"""``--guided``: how an openai: backend sends an answer constraint
+(:data:`mitigate.lm.openai.GuidedServer`)."""
 
 BACKEND = option("backend", "--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
                  "local:<path.gguf>, replay:<path>, fake")
@@ -48,28 +49,33 @@ TIMEOUT = option("timeout", help="seconds an attempt may go without anything fro
                  "the answer starts, between two pieces of it); past it the attempt is retried within --deadline "
                  "(openai, anthropic, dspy; default: the deadline)",
                  accepts=(Interval(float, 0.0, None, closed="neither"), None))
-DEADLINE = option("deadline", help="seconds one request may spend on the server over all its attempts, connect to "
-                  "last byte (openai, anthropic, dspy); past it the request fails, not retried: the server is hung or "
-                  "trickling its answer; counts for --stop-after",
+DEADLINE = option("deadline",
+                  help="seconds one request may spend on the server over all its attempts, connect to "
+                  "last byte (openai, anthropic, dspy); past it the request fails, not retried: the server "
+                  "is hung or trickling its answer; counts for --stop-after",
                   accepts=(Interval(float, 0.0, None, closed="neither"),))
-MAX_RESPONSE_BYTES = option("max_response_bytes", help="largest answer body read, in bytes (openai, anthropic); "
+MAX_RESPONSE_BYTES = option("max_response_bytes",
+                            help="largest answer body read, in bytes (openai, anthropic); "
                             "reading stops past it", accepts=(Interval(int, 1, None),))
-MAX_PROMPT_CHARS = option("max_prompt_chars", help="longest prompt sent, in characters (about 4 per token; openai, "
+MAX_PROMPT_CHARS = option("max_prompt_chars",
+                          help="longest prompt sent, in characters (about 4 per token; openai, "
                           "anthropic, dspy); a longer one is refused before any request",
                           accepts=(Interval(int, 1, None),))
-MAX_SAMPLES = option("max_samples", help="most --samples asked for in one request; more is refused before any "
+MAX_SAMPLES = option("max_samples",
+                     help="most --samples asked for in one request; more is refused before any "
                      "request", accepts=(Interval(int, 1, None),))
 PATIENCE = option("patience", help="longest wait between retries, in seconds; a server asking for a longer "
                   "Retry-After stops the run", accepts=(Interval(float, 0.0, None, closed="neither"),))
-TRANSPORT = option("transport", help="HTTP client of an openai: backend: auto (direct when aiohttp is installed), "
-                   "direct (plain aiohttp, the least CPU per call), sdk (the openai SDK), or the SDK over aiohttp or "
-                   "httpx")
+TRANSPORT = option("transport",
+                   help="HTTP client of an openai: backend: auto (direct when aiohttp is installed), "
+                   "direct (plain aiohttp, the least CPU per call), sdk (the openai SDK), or the SDK over "
+                   "aiohttp or httpx")
 GUIDED = option("guided", help="how an openai: backend sends an answer constraint (--constrain): openai "
                 "(response_format JSON schema), or the guided decoding of the OpenAI-compatible server at "
-                "--base-url: vllm (structured_outputs), vllm-legacy (guided_regex), sglang (regex) or llamacpp "
-                "(grammar)")
-BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or anthropic:, half the price, results "
-              "within 24 h); resumable: rerun the same command to pick up the same batches")
+                "--base-url: vllm (structured_outputs), vllm-legacy (guided_regex), sglang (regex) or "
+                "llamacpp (grammar)")
+BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or anthropic:, half the price, "
+              "results within 24 h); resumable: rerun the same command to pick up the same batches")
 BATCH = option("batch", help=BATCH_HELP)
 BATCH_RETRIES = option("batch_retries", help="follow-up batches for requests that failed or expired",
                        accepts=(Interval(int, 0, None),))
@@ -98,7 +104,8 @@ def backend_kind(spec: str) -> str:
 
 
 def registered_backend(spec: str) -> Any:
-    """The registry's :class:`~mitigate.lm.registry.Backend` of the spec's kind; None for a kind not registered
+    """The registry's :class:`~mitigate.lm.registry.Backend` of the spec's kind; None for a kind not
+    registered
     (refused with the accepted forms when the backend is built)."""
     from mitigate.registry import (
         registered,  # here: loading a command registers its options without the registry
@@ -113,7 +120,23 @@ def _backends(has: str) -> list[tuple[str, Any]]:
     return [(name, b) for name, b in registered("backend").items() if getattr(b, has)]
 
 
-def check_backend(o: "LMRunOptions", backend: str) -> None:
+class BackendChoices(Protocol):
+    """The options :func:`check_backend` checks against the backend they go with."""
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def transport(self) -> str | None: ...
+
+    @property
+    def guided(self) -> str | None: ...
+
+
+def check_backend(o: BackendChoices, backend: str) -> None:
     """The options that apply to some backends only, against ``backend`` (what the registry says it takes)."""
     found = registered_backend(backend)
     for flag, value in (("--base-url", base_urls_given(o.base_url)), ("--timeout", o.timeout)):
@@ -141,17 +164,18 @@ def check_batch(backend: str, batch: bool, retries: int, *, calls_lm: bool = Tru
     """
     if not batch:
         if retries:
-            raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {retries} without --batch")
+            raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {retries} "
+                              "without --batch")
         return
     found = registered_backend(backend)
     if calls_lm and (found is None or not found.batch):
         forms = " or ".join(repr(f) for _, b in _backends("batch") for f in b.forms)
         article = "an" if forms[1:2] in tuple("aeiou") else "a"
-        raise ConfigError(f"batch mode needs {article} {forms} backend (--batch goes through the provider's batch "
-                          f"API); got --backend {backend!r}")
+        raise ConfigError(f"batch mode needs {article} {forms} backend (--batch goes through the provider's "
+                          f"batch API); got --backend {backend!r}")
     if folder_option is not None and folder is None:
-        raise ConfigError(f"--batch needs {folder_option} (the batch record lives there, so a killed run resumes); "
-                          "got none")
+        raise ConfigError(f"--batch needs {folder_option} (the batch record lives there, so a killed run "
+                          "resumes); got none")
 
 
 # --------------------------------------------------------------------------- the groups
@@ -172,7 +196,8 @@ class ServerOptions(CommandOptions):
     guided: Annotated[Guided | None, GUIDED] = None
 
     def check_group(self) -> None:
-        """More samples per item (``--samples``, where the command has it) than one request may ask for are refused."""
+        """More samples per item (``--samples``, where the command has it) than one request may ask for are
+        refused."""
         samples = getattr(self, "samples", 1)
         if samples > self.max_samples:
             raise ConfigError(f"expected --samples at most --max-samples ({self.max_samples}); got --samples "
@@ -181,7 +206,8 @@ class ServerOptions(CommandOptions):
 
 @dataclass(frozen=True)
 class BackendOptions(ServerOptions):
-    """The judge's one backend (``--backend``) and its server options, checked against what the backend takes."""
+    """The judge's one backend (``--backend``) and its server options, checked against what the backend
+    takes."""
 
     backend: Backend = DEFAULT_BACKEND
 
@@ -197,14 +223,15 @@ class BackendOptions(ServerOptions):
 
 @dataclass(frozen=True)
 class BatchOptions(CommandOptions):
-    """``--batch``: the LM calls through the provider's batch API (checked by the command: it knows the folder)."""
+    """``--batch``: the LM calls through the provider's batch API (checked by the command: it knows the
+    folder)."""
 
     batch: Annotated[bool, BATCH] = False
     batch_retries: Annotated[int, BATCH_RETRIES] = 0
 
 
 class LMRunOptions(Protocol):
-    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read."""
+    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read.
 
     COMMAND: ClassVar[str]
     benchmark: str

@@ -13,7 +13,7 @@ class uses it in its annotation and gives the type and default the command holds
 
 What a command shows differently is an :class:`Override` of the declaration (its help text, its
 short flag), never a second declaration: :data:`DECLARED` records every declaration by its flag,
-and tests/test_cli_options_declared.py fails when a flag is declared twice.
+and tests/cli/test_cli_options_declared.py fails when a flag is declared twice.
 
 :func:`parameters` reads an options class into its :class:`Param` values, in the order ``--help``
 lists them (the class's own fields, then its groups' in the order it names them); the command
@@ -41,7 +41,8 @@ __all__ = ["DECLARED", "CommandOptions", "Opt", "Override", "Param", "argument",
            "parameters", "typer_annotation"]
 
 DECLARED: dict[str, list[Opt]] = {}
-"""Each flag (``--limit``) -> its declarations, in import order: one each. (Arguments are positional, named per
+"""Each flag (``--limit``) -> its declarations, in import order: one each. (Arguments are positional, named
+per
 command: two commands' NAME are not one thing.)"""
 
 
@@ -51,7 +52,8 @@ class Opt:
 
     ``name`` is the field name every options class holds it under (and the key of a config
     file); ``flags`` the flags given to the command line, the long one among them (none: ``--name``,
-    and ``--name/--no-name`` for a boolean); ``accepts`` the forms a value may take (each element of a list value is
+    and ``--name/--no-name`` for a boolean); ``accepts`` the forms a value may take (each element of a list
+    value is
     checked), refused in one line naming the flag; a ``Literal`` field's values are accepted without
     being listed here. ``settings`` go to ``typer.Option`` as they are (``is_eager``, ``callback`` ...).
     """
@@ -102,9 +104,11 @@ def _where() -> str:
 
 
 def option(name: str, *flags: str, help: str, accepts: Iterable[ConstraintLike] = (), **settings: Any) -> Opt:
-    """Declare the option ``name`` (its one declaration): ``flags`` (none: ``--name``), help text, accepted values."""
+    """Declare the option ``name`` (its one declaration): ``flags`` (none: ``--name``), help text, accepted
+    values."""
     if flags and not any(f.startswith("--") for f in flags):
-        raise TypeError(f"option {name!r} is declared with {flags} and no long flag; expected one such as --x")
+        raise TypeError(f"option {name!r} is declared with {flags} and no long flag; expected "
+                        "one such as --x")
     opt = Opt(name, tuple(flags), help, tuple(accepts), settings=tuple(settings.items()), where=_where())
     DECLARED.setdefault(opt.flag, []).append(opt)
     return opt
@@ -132,7 +136,8 @@ class Param:
 
     @property
     def accepts(self) -> tuple[ConstraintLike, ...]:
-        """What a value may be: the declared forms, or a ``Literal``'s values (and None where the type allows it)."""
+        """What a value may be: the declared forms, or a ``Literal``'s values (and None where the type allows
+        it)."""
         if self.opt.accepts:
             return self.opt.accepts
         values = choices(self.type)
@@ -180,9 +185,11 @@ def typer_annotation(tp: Any) -> Any:
 
 def _own_fields(cls: type) -> list[str]:
     """The fields ``cls`` adds (not those it only redeclares), in its order."""
-    inherited = {f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
+    inherited = {f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base)
+                 for f in dataclasses.fields(base)}
     own = inspect.get_annotations(cls)
-    return [name for name, annotation in own.items() if name not in inherited and not _is_classvar(annotation)]
+    return [name for name, annotation in own.items() if name not in inherited
+            and not _is_classvar(annotation)]
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -191,7 +198,8 @@ def _is_classvar(annotation: Any) -> bool:
 
 
 def _display_order(cls: type) -> list[str]:
-    """The fields of ``cls`` in the order help lists them: its own, then each group's, in the order it names them."""
+    """The fields of ``cls`` in the order help lists them: its own, then each group's, in the order it names
+    them."""
     order = _own_fields(cls)
     for base in cls.__bases__:
         if dataclasses.is_dataclass(base):
@@ -223,24 +231,25 @@ def parameters(cls: type) -> tuple[Param, ...]:
         if name not in fields:
             continue
         field = fields[name]
-        tp, metadata = hints[name], ()
+        tp, metadata = hints[name], tuple[Any, ...]()
         if get_origin(tp) is Annotated:
             tp, metadata = get_args(tp)[0], get_args(tp)[1:]
         opts = [m for m in metadata if isinstance(m, Opt)]
         overrides = [m for m in metadata if isinstance(m, Override)]
         if len(opts) != 1 or len(overrides) > 1:
-            raise TypeError(f"{cls.__name__}.{name} must name one declared option (Annotated[type, option(...)]) and "
-                            f"at most one Override; got {len(opts)} and {len(overrides)}")
+            raise TypeError(f"{cls.__name__}.{name} must name one declared option (Annotated[type, "
+                            f"option(...)]) and at most one Override; got {len(opts)} and {len(overrides)}")
         opt, override = opts[0], (overrides[0] if overrides else None)
         if opt.name != name:
-            raise TypeError(f"{cls.__name__}.{name} uses the declaration of {opt.name!r}; expected the field named "
-                            f"{opt.name!r}")
+            raise TypeError(f"{cls.__name__}.{name} uses the declaration of {opt.name!r}; expected the field "
+                            f"named {opt.name!r}")
         if override is not None and override.flags is not None and not opt.is_argument and (
                 Opt(name, override.flags, "").flag != opt.flag):
-            raise TypeError(f"{cls.__name__}.{name}: an Override may change the short flag of {opt.flag}, not "
-                            f"rename it; got {override.flags}")
+            raise TypeError(f"{cls.__name__}.{name}: an Override may change the short flag of {opt.flag}, "
+                            f"not rename it; got {override.flags}")
         default = field.default if field.default is not dataclasses.MISSING else (
-            field.default_factory() if field.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            field.default_factory() if field.default_factory is not dataclasses.MISSING
+            else dataclasses.MISSING)
         out.append(Param(name, tp, default, opt, override))
     return tuple(out)
 
@@ -249,7 +258,8 @@ def parameters(cls: type) -> tuple[Param, ...]:
 
 
 def check(command: str, option: str, value: object, *constraints: ConstraintLike) -> object:
-    """``value`` when a constraint accepts it; ConfigError "The '--x' parameter of mitigate cmd must be ..." otherwise."""
+    """``value`` when a constraint accepts it; ConfigError "The '--x' parameter of mitigate cmd must be ..."
+    otherwise."""
     return check_param(f"mitigate {command}", option, value, constraints)
 
 
@@ -269,7 +279,8 @@ class CommandOptions:
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
-        for param in parameters(type(self)):
+        # a class object is hashable; mypy reads the options' own __hash__ (None: mutable-looking dataclass)
+        for param in parameters(type(self)):  # type: ignore[arg-type]
             value = getattr(self, param.name)
             if not param.accepts or (value is None and param.default is None):
                 continue

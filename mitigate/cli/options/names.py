@@ -1,4 +1,5 @@
-"""Help texts that name what is registered: a stand-in written when the option is declared, filled when help is printed.
+"""Help texts that name what is registered: a stand-in written when the option is declared, filled when help
+is printed.
 
 A help text such as ``--engine``'s lists the search engines registered now, plugins' included.
 Looking them up when the option is declared would import the registry and the package of that
@@ -14,7 +15,8 @@ __all__ = ["fill_registered_names", "registered_names"]
 
 
 def registered_names(kind: str | None = None) -> str:
-    """A help text's stand-in for the names registered for ``kind`` ("engine", "selector" ...; None: the kinds)."""
+    """A help text's stand-in for the names registered for ``kind`` ("engine", "selector" ...; None: the
+    kinds)."""
     return "{registered}" if kind is None else f"{{registered:{kind}}}"
 
 
@@ -22,7 +24,8 @@ _REGISTERED = re.compile(r"\{registered(?::([a-z-]+))?\}")
 
 
 def fill_registered_names(text: str, *, shipped: bool = False) -> str:
-    """``text`` with each :func:`registered_names` stand-in replaced by the names registered now, comma-separated.
+    """``text`` with each :func:`registered_names` stand-in replaced by the names registered now,
+    comma-separated.
 
     Benchmarks include their ``<prefix>:<path>`` forms. ``shipped``: only what mitigate itself
     registers (not plugins' or tests' components), for the generated docs/cli.md.

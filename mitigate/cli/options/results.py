@@ -1,4 +1,5 @@
-"""What a command measures and where it writes it: ``--out``, ``--json``, ``--plot``, the bootstrap and seed, the
+"""What a command measures and where it writes it: ``--out``, ``--json``, ``--plot``, the bootstrap and seed,
+the
 pass threshold, the bias probes it adds, and the likelihood model behind BiasScore."""
 
 # no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
@@ -12,21 +13,26 @@ from mitigate.errors import ConfigError
 
 __all__ = ["ProbeBattery", "StatsOptions", "ThresholdOptions"]
 
-OUT = option("out", "--out", "-o", help="also write one row per item (scores, verdicts, failures with raw text, flags, "
+OUT = option("out", "--out", "-o",
+             help="also write one row per item (scores, verdicts, failures with raw text, flags, "
              "usage) to this file: JSON lines, or CSV when it ends in .csv")
-N_BOOT = option("n_boot", help="bootstrap resamples per interval (0: none)", accepts=(Interval(int, 0, None),))
+N_BOOT = option("n_boot", help="bootstrap resamples per interval (0: none)",
+                accepts=(Interval(int, 0, None),))
 SEED = option("seed", help="seed of the bootstrap and permutation tests")
-THRESHOLD = option("threshold", help="pass threshold: a score at or above it passes; reports the pass rate over the "
+THRESHOLD = option("threshold",
+                   help="pass threshold: a score at or above it passes; reports the pass rate over the "
                    "samples per item and overall, and the items whose samples straddle it")
 REQUIRE_PASS_RATE = option("require_pass_rate", "--require-pass-rate", help="with --threshold: the pass rate "
-                           "required; the gate passes only when the 95% interval's lower end reaches it (judge exits 1 "
-                           "otherwise)", accepts=(Interval(float, 0.0, 1.0, closed="right"),))
-PROBES = option("probes", "--probes", help="also run the bias battery over every pipeline entry: 'all' or probe names "
+                           "required; the gate passes only when the 95% interval's lower end reaches it "
+                           "(judge exits 1 otherwise)", accepts=(Interval(float, 0.0, 1.0, closed="right"),))
+PROBES = option("probes", "--probes",
+                help="also run the bias battery over every pipeline entry: 'all' or probe names "
                 "such as authority,bandwagon (see 'mitigate probe'); adds a 'Bias probes' table per entry")
 REWRITER = option("rewriter", help="LM spec writing the LM-assisted probes' rewrites")
-PROBE_TOLERANCE = option("probe_tolerance", "--probe-tolerance", help="with --probes: score changes up to this size "
-                         "count as unchanged (0: CALM's robustness rate; set it for continuous scores such as "
-                         "--scoring expected)", accepts=(Interval(float, 0.0, None),))
+PROBE_TOLERANCE = option("probe_tolerance", "--probe-tolerance",
+                         help="with --probes: score changes up to this size "
+                         "count as unchanged (0: CALM's robustness rate; set it for continuous scores such "
+                         "as --scoring expected)", accepts=(Interval(float, 0.0, None),))
 JSON = option("json", "--json", help="print JSON instead of text")
 PLOT = option("plot", help="also write a PNG of the search beside --out")
 LIKELIHOOD = option("likelihood", help="compute LS with the embedded model and report BiasScore")
@@ -68,8 +74,10 @@ class ProbeBattery(CommandOptions):
     probe_tolerance: Annotated[float, PROBE_TOLERANCE] = 0.0
 
     def check_group(self) -> None:
-        """``--rewriter`` and ``--probe-tolerance`` apply with ``--probes``: given without it, each is refused."""
-        for flag, value in (("--rewriter", self.rewriter), ("--probe-tolerance", self.probe_tolerance or None)):
+        """``--rewriter`` and ``--probe-tolerance`` apply with ``--probes``: given without it, each is
+        refused."""
+        for flag, value in (("--rewriter", self.rewriter),
+                            ("--probe-tolerance", self.probe_tolerance or None)):
             if value is not None and self.probes is None:
                 raise ConfigError(f"{flag} applies with --probes; got {flag} {value!r} without --probes")
 

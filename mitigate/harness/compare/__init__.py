@@ -148,7 +148,8 @@ __all__ = [
 
 
 def report(result: CompareResult, out: str | Path) -> list[Path]:
-    """The report stage: ``results.json``, ``report.md``, ``report.html`` and the plots in ``out``; the paths written.
+    """The report stage: ``results.json``, ``report.md``, ``report.html`` and the plots in ``out``; the paths
+    written.
 
     (:func:`mitigate.harness.report.write_report`; ``mitigate report`` re-renders them from results.json.)
     """
@@ -168,7 +169,8 @@ def _given(fn: Any, values: Mapping[str, Any]) -> list[str]:
     """The keyword options of ``fn`` whose values differ from their defaults."""
     params = inspect.signature(fn).parameters
     return [k for k, v in values.items() if k in params and params[k].default is not inspect.Parameter.empty
-            and not (v is params[k].default or (type(v) is type(params[k].default) and v == params[k].default))]
+            and not (v is params[k].default
+                     or (type(v) is type(params[k].default) and v == params[k].default))]
 
 
 async def compare(
@@ -218,7 +220,8 @@ async def compare(
       batch APIs; the entries then run at once through one session (record in
       ``out_dir/batches``), so their requests share batches.
     - ``train``: fit on train, compare on test. A fraction (e.g. 0.5) splits the benchmark by
-      document with ``seed`` (:func:`~mitigate.data.split.train_test_split`), or a benchmark (name or loaded) that
+      document with ``seed`` (:func:`~mitigate.data.split.train_test_split`), or a benchmark (name or loaded)
+      that
       shares no item or document with the judged one is the training set. Every entry whose
       pipeline must learn from data (random, stratified, highest-RS or perturbed demos) is
       fitted on its labelled items with ``Pipeline.afit`` before judging the test items;
@@ -276,7 +279,8 @@ def check_compare(benchmark: str | Benchmark | CompareConfig, criterion: str | N
         extra = [k for k, v in (("criterion", criterion), ("entries", entries)) if v is not None]
         extra += _given(check_compare, {"limit": limit, "seed": seed, "train": train})
         if extra:
-            raise ConfigError(f"check_compare(CompareConfig) takes every option from it; got {', '.join(extra)} "
+            raise ConfigError("check_compare(CompareConfig) takes every option from it; got "
+                              f"{', '.join(extra)} "
                               "beside it")
         return plan(benchmark)
     config = CompareConfig.model_validate({"benchmark": benchmark, "criterion": criterion, "entries": entries,

@@ -138,7 +138,8 @@ _CONSTRAINTS: dict[str, list[Any]] = {
     "restart": [bool],
     "report": [bool],
 }
-"""The scalar parameters, checked with one wording: "The 'concurrency' parameter of compare must be an int >= 1. Got 0
+"""The scalar parameters, checked with one wording: "The 'concurrency' parameter of compare must be an int >=
+1. Got 0
 instead." """
 
 
@@ -158,7 +159,8 @@ def _normalised(data: dict[str, Any]) -> dict[str, Any]:
     if "likelihood" in data and data["likelihood"] is None:
         data["likelihood"] = False
     if "likelihood" in data and not isinstance(data["likelihood"], bool | LikelihoodScorer):
-        raise ConfigError(f"expected likelihood=True or a LikelihoodScorer; got {type(data['likelihood']).__name__}")
+        raise ConfigError("expected likelihood=True or a LikelihoodScorer; got "
+                          f"{type(data['likelihood']).__name__}")
     if data.get("probes") is None:
         data.pop("probes", None)
     elif not isinstance(data["probes"], tuple):

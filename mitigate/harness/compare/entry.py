@@ -1,4 +1,5 @@
-"""One named judge of a comparison (:class:`Entry`) and what is read off entries: names, scales, how they answer.
+"""One named judge of a comparison (:class:`Entry`) and what is read off entries: names, scales, how they
+answer.
 
 An entry is a prompt judge wrapped by a mitigation pipeline, a recorded judge replaying
 judgments a user already has, or a released judge replaying a real judge's released answers.
@@ -21,7 +22,7 @@ from mitigate.data.recorded import AnswerReader, RecordedRun, load_recorded, loa
 from mitigate.errors import ConfigError, MitigateError
 from mitigate.harness.recorded_judge import RecordedJudge
 from mitigate.harness.released_judge import ReleasedJudge
-from mitigate.judge import Judge
+from mitigate.judge import Judge, judge_scale
 from mitigate.scale import Scale
 from mitigate.strategies import Mitigation, Pipeline, parse_pipeline
 
@@ -71,18 +72,20 @@ class Entry(BaseModel):
     def ready_judge(self) -> Judge:
         """The judge that judges the items; ConfigError for an entry still to be fitted."""
         if self.judge is None:
-            raise ConfigError(f"entry {self.name!r} learns from data and has no judge until it is fitted; expected "
-                              "a fitted entry (the fit stage gives it one)")
+            raise ConfigError(f"entry {self.name!r} learns from data and has no judge until it is fitted; "
+                              "expected a fitted entry (the fit stage gives it one)")
         return self.judge
 
     def fitted(self, pipeline: Mitigation) -> Entry:
-        """This entry with its pipeline replaced by the fitted ``pipeline``: its spec, and the judge it makes of ``base``.
+        """This entry with its pipeline replaced by the fitted ``pipeline``: its spec, and the judge it makes
+        of ``base``.
 
         The one place an entry is fitted: the fitted pipeline, its spec and the judge it wraps
         stay together, so the report shows what each judge learned.
         """
         if self.base is None:
-            raise ConfigError(f"entry {self.name!r} has no base judge to wrap; only a pipeline entry is fitted")
+            raise ConfigError(f"entry {self.name!r} has no base judge to wrap; only a pipeline "
+                              "entry is fitted")
         return self.model_copy(update={"judge": pipeline.wrap(self.base), "pipeline": pipeline,
                                        "spec": pipeline.spec()})
 
@@ -101,7 +104,8 @@ class Entry(BaseModel):
         elif isinstance(pipeline, Mitigation):
             pipe = pipeline if isinstance(pipeline, Pipeline) else Pipeline([pipeline])
         else:
-            raise ConfigError(f"expected a Pipeline, a Mitigation or pipeline text; got {type(pipeline).__name__}")
+            raise ConfigError("expected a Pipeline, a Mitigation or pipeline text; got "
+                              f"{type(pipeline).__name__}")
         label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
         judge = None if pipe.tags.needs_fitting and not pipe.is_fitted else pipe.wrap(base)
         return cls(name=label, judge=judge, kind="pipeline", spec=pipe.spec(), pipeline=pipe, base=base)
@@ -111,7 +115,8 @@ class Entry(BaseModel):
                       root: str | Path | None = None) -> Entry:
         """A :class:`~mitigate.harness.released_judge.ReleasedJudge` entry (named after the judge)."""
         judge = ReleasedJudge(judge_name, criterion, root=root)
-        return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale)
+        return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(),
+                   scale=judge.scale)
 
     @classmethod
     def from_recorded(cls, recorded: Any, criterion: str, *, judge: str | None = None,
@@ -123,7 +128,8 @@ class Entry(BaseModel):
         """
         run = recorded if isinstance(recorded, RecordedRun) else load_recorded(recorded, judge)
         replay = RecordedJudge(run, criterion)
-        return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(), scale=replay.scale)
+        return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(),
+                   scale=replay.scale)
 
     @classmethod
     def all_released(cls, spec: str, criterion: str) -> list[Entry]:
@@ -138,7 +144,8 @@ class Entry(BaseModel):
             return [cls.from_released(spec, criterion)]
         runs = [r for r in load_released_pairwise(spec).values() if criterion in r.criteria]
         if not runs:
-            raise ConfigError(f"expected released judgments on {criterion!r} in {spec}; they answer 'overall'")
+            raise ConfigError(f"expected released judgments on {criterion!r} in {spec}; they "
+                              "answer 'overall'")
         return [cls.from_recorded(run, criterion) for run in runs]
 
     @classmethod
@@ -150,7 +157,8 @@ class Entry(BaseModel):
         """
         runs = [r for r in load_recorded_runs(path, read).values() if criterion in r.criteria]
         if not runs:
-            raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered other criteria")
+            raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered "
+                              "other criteria")
         return [cls.from_recorded(run, criterion) for run in runs]
 
 
@@ -170,15 +178,17 @@ def as_entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> tuple[Entry, .
     else:
         out = list(entries)
     if not out:
-        raise ConfigError("expected at least one entry (a pipeline, a recorded or a released judge) to compare; got none")
+        raise ConfigError("expected at least one entry (a pipeline, a recorded or a released judge) to "
+                          "compare; got none")
     for e in out:
         if not isinstance(e, Entry):
-            raise ConfigError(f"expected Entry objects (Entry.from_pipeline / from_recorded / from_released); got "
-                              f"{type(e).__name__}")
+            raise ConfigError("expected Entry objects (Entry.from_pipeline / from_recorded / "
+                              f"from_released); got {type(e).__name__}")
     names = [e.name for e in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ConfigError(f"expected unique entry names; {dup} appear more than once (name them with name=...)")
+        raise ConfigError(f"expected unique entry names; {dup} appear more than once (name them "
+                          "with name=...)")
     return tuple(out)
 
 
@@ -202,20 +212,9 @@ def journal_names(names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def judge_scale(judge: Judge) -> Scale | None:
-    """The answer scale of a judge: its ``scale`` attribute, else the scale of its first inner prompt judge."""
-    scale = getattr(judge, "scale", None)
-    if isinstance(scale, Scale):
-        return scale
-    try:
-        leaves = judge.leaves()
-    except ConfigError:
-        return None
-    return leaves[0].prompt.scale if leaves else None
-
-
 def scoring_of(entry: Entry) -> str:
-    """How an entry's answers become scores, in words: a logprob read, a parse of the text, or replayed answers."""
+    """How an entry's answers become scores, in words: a logprob read, a parse of the text, or replayed
+    answers."""
     if entry.kind in ("recorded", "released"):
         return f"{entry.kind} answers, replayed"
     try:

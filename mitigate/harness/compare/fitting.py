@@ -1,4 +1,5 @@
-"""The fit stage: every entry that learns from data fitted on the training items (:func:`fit` -> :class:`FittedPlan`).
+"""The fit stage: every entry that learns from data fitted on the training items (:func:`fit` ->
+:class:`FittedPlan`).
 
 Each such entry's pipeline is fitted through the fit protocol (``Pipeline.afit(train,
 judge, FitContext)``, :mod:`mitigate.fitting`) against the base judge it will wrap, and the
@@ -28,7 +29,8 @@ TRAIN_FILE = "train.jsonl"
 
 
 class FittedPlan(BaseModel):
-    """A plan whose entries can all judge: ``entries`` (those that failed to fit left out), and what fitting did.
+    """A plan whose entries can all judge: ``entries`` (those that failed to fit left out), and what fitting
+    did.
 
     ``fit_info`` maps an entry's name to what the report says of its fit (fitted on which
     items, used as given, or the error that left it out); ``train_info`` is the plan's, with

@@ -1,4 +1,5 @@
-"""The judge stage: every entry over the planned items, then LS and the bias probes (:func:`judge` -> :class:`Judged`).
+"""The judge stage: every entry over the planned items, then LS and the bias probes (:func:`judge` ->
+:class:`Judged`).
 
 Every LM call of a comparison after fitting happens here. First each entry's prompts are
 rendered for every item (:func:`mitigate.run.runner.preflight`, once per entry, before the
@@ -50,7 +51,8 @@ class Judged(BaseModel):
 
 
 async def judge(fitted: FittedPlan) -> Judged:
-    """Run every entry of ``fitted`` over the planned items, then LS and the probes (see the module docstring)."""
+    """Run every entry of ``fitted`` over the planned items, then LS and the probes (see the module
+    docstring)."""
     plan = fitted.plan
     config = plan.config
     out = plan.out
@@ -60,12 +62,14 @@ async def judge(fitted: FittedPlan) -> Judged:
         preflight(j, items)
     journals = [out / "journals" / f"{plan.journals[e.name]}.jsonl" for e in fitted.entries]
     if config.batch:
-        runs = await _run_batched(judges, [e.name for e in fitted.entries], items, journals, config.batch, out,
+        runs = await _run_batched(judges, [e.name for e in fitted.entries], items, journals, config.batch,
+                                  out,
                                   restart=config.restart, progress=config.progress)
     else:
         runs = []
         for e, j, journal in zip(fitted.entries, judges, journals, strict=True):
-            runs.append(await run(j, items, concurrency=config.concurrency, journal=journal, restart=config.restart,
+            runs.append(await run(j, items, concurrency=config.concurrency, journal=journal,
+                                  restart=config.restart,
                                   progress=config.progress, desc=e.name, check=False))
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
@@ -83,20 +87,23 @@ async def judge(fitted: FittedPlan) -> Judged:
             probes[e.name] = await probe_entry(
                 e.ready_judge, items, config.probes, criterion=config.criterion, original=result.judgments,
                 out=out / "probes" / f"{plan.journals[e.name]}.jsonl", rewriter=config.rewriter,
-                concurrency=config.concurrency, progress=config.progress, n_boot=config.n_boot, seed=config.seed,
+                concurrency=config.concurrency, progress=config.progress, n_boot=config.n_boot,
+                seed=config.seed,
                 label=e.name, tolerance=config.probe_tolerance)
     return Judged(fitted=fitted, runs=tuple(runs), ls=None if ls is None else tuple(ls), ls_info=ls_info,
                   probes=probes)
 
 
-async def _run_batched(judges: Sequence[Judge], names: Sequence[str], items: Sequence[Any], journals: Sequence[Path],
+async def _run_batched(judges: Sequence[Judge], names: Sequence[str], items: Sequence[Any],
+                       journals: Sequence[Path],
                        batch: BatchOptions | BatchSession | bool, out: Path, *, restart: bool,
                        progress: bool) -> list[RunResult]:
     """Every entry at once through one batch session, so their requests share batches."""
     session, owned = session_for(batch, out / "batches", progress=progress)
     try:
         return list(await asyncio.gather(*(
-            run(j, items, journal=journal, restart=restart, progress=progress, desc=name, batch=session, check=False)
+            run(j, items, journal=journal, restart=restart, progress=progress, desc=name, batch=session,
+                check=False)
             for j, name, journal in zip(judges, names, journals, strict=True))))
     finally:
         if owned:

@@ -55,7 +55,8 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
     known: dict[str, float] = {}
     if cache is not None and (cache.exists() or cache.is_symlink()):
         with open_regular(cache, "rb", "the likelihood cache") as fh:  # a FIFO or a device is refused unread
-            lines = [raw.decode("utf-8") for raw in read_lines(fh, f"the likelihood cache {cache}", path=cache)]
+            lines = [raw.decode("utf-8")
+                     for raw in read_lines(fh, f"the likelihood cache {cache}", path=cache)]
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue

@@ -1,4 +1,5 @@
-"""The measure stage: every entry's measures, its difference from the first, its corrected estimates (:func:`measure`).
+"""The measure stage: every entry's measures, its difference from the first, its corrected estimates
+(:func:`measure`).
 
 From the judge stage's runs, :func:`measure` computes, per entry, every registered reported
 measure of the task (:func:`entry_measures`), the per-system correlation P_i, the score (or
@@ -54,7 +55,8 @@ from mitigate.scale import Scale
 __all__ = ["ABSTAINED", "REMEDIES", "entry_estimate", "entry_measures", "measure", "verdicts_or_abstentions"]
 
 ABSTAINED = "abstain"
-"""A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not correct."""
+"""A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not
+correct."""
 
 REMEDIES = Remedies(regroup="", fewer_coefficients="label more of its items (--labels FILE)",
                     more_labels="label more of its items (--labels FILE)", per_group_slope="")
@@ -98,17 +100,22 @@ def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float
 
 
 def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
-    """1.0 where the verdict equals gold, 0.0 where not (an abstention included), NaN where either is missing."""
-    return np.array([math.nan if v is None or g is None else float(v == g) for v, g in zip(verdicts, gold, strict=True)])
+    """1.0 where the verdict equals gold, 0.0 where not (an abstention included), NaN where either is
+    missing."""
+    return np.array([math.nan if v is None or g is None else float(v == g) for v,
+                     g in zip(verdicts, gold, strict=True)])
 
 
 def verdicts_or_abstentions(judgments: Sequence[Judgment]) -> list[str | None]:
-    """Each judgment's verdict as the text it prefers, :data:`ABSTAINED` where the judge abstained, None where it
+    """Each judgment's verdict as the text it prefers, :data:`ABSTAINED` where the judge abstained, None where
+    it
     gave none (a parse failure, an error)."""
-    return [ABSTAINED if abstained(j) else v for j, v in zip(judgments, verdicts_as_text(judgments), strict=True)]
+    return [ABSTAINED if abstained(j) else v for j,
+            v in zip(judgments, verdicts_as_text(judgments), strict=True)]
 
 
-def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | None], gold: Sequence[str | None], *,
+def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | None],
+                        gold: Sequence[str | None], *,
                         n_boot: int, n_perm: int, seed: int) -> Comparison:
     """Accuracy of ``b`` minus that of ``a`` against gold, paired, on the items both judged.
 
@@ -160,14 +167,16 @@ def entry_measures(
     only some items are labelled on ``criterion``, the measures that read labels (and P_i) are
     computed on the labelled items alone.
     """
-    scores = np.array([math.nan if (s := score_of(j, criterion)) is None else s for j in judgments], dtype=float)
+    scores = np.array([math.nan if (s := score_of(j, criterion)) is None else s for j in judgments],
+                      dtype=float)
     verdicts = verdicts_as_text(judgments) if task == "pairwise" else []
     data = EntryData(scores=scores, items=items, criterion=criterion, scale=scale, judgments=judgments,
                      ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed,
                      verdicts=verdicts, task=task)
     rows = _labelled_rows(items, criterion)
     on_labels = data if rows is None else _subset(data, rows)
-    out = {key: cls().compute(on_labels if cls.reads_labels() else data) for key, cls in measure_table(task).items()}
+    out = {key: cls().compute(on_labels if cls.reads_labels() else data) for key,
+           cls in measure_table(task).items()}
     per_system: dict[str, Measure] = {}
     if task == "score" and on_labels.has_systems:
         per_system = per_system_correlation(on_labels.scores, on_labels.human, on_labels.systems, "spearman",
@@ -179,7 +188,8 @@ def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criteri
                    benchmark: str, name: str, label_scale: Scale, judge_scale: Scale | None, seed: int = 0,
                    weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None
                    ) -> tuple[EstimateResult | None, str | None]:
-    """One entry's bias-corrected estimate per system (by ``auto``: per system when every item names one), or why not.
+    """One entry's bias-corrected estimate per system (by ``auto``: per system when every item names one), or
+    why not.
 
     The judge's value on every item and the labels on some, through
     :func:`~mitigate.harness.estimate.columns_from_items` and
@@ -198,7 +208,8 @@ def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criteri
 
 def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int,
                      seed: int, task: Task = "score") -> dict[str, Measure]:
-    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference row.
+    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference
+    row.
 
     On a pairwise benchmark they are computed on the gold preferences; on a partly labelled one,
     on the labelled items.
@@ -252,15 +263,18 @@ def measure(judged: Judged) -> CompareResult:
         estimate = why = None
         if estimating:
             estimate, why = entry_estimate(
-                result.judgments, items, criterion, method=config.estimate, benchmark=plan.judged.name,  # type: ignore[arg-type]
+                result.judgments, items, criterion, method=config.estimate,  # type: ignore[arg-type]
+                benchmark=plan.judged.name,
                 name=e.name, label_scale=Scale(min=0, max=1, step=0.5) if task == "pairwise" else human_scale,
                 judge_scale=None if task == "pairwise" else scale, seed=seed, weights=plan.label_weights,
                 rounds=plan.label_rounds)
         results.append(EntryResult(
             name=e.name, kind=e.kind, spec=e.spec, describe=e.ready_judge.describe(), scale=scale,
             summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
-            histogram=histogram, comparison=comparison, fitted=fitted.fit_info.get(e.name), scoring=scoring_of(e),
-            identical_to=same.get(e.name), probes=judged.probes.get(e.name), estimate=estimate, estimate_note=why,
+            histogram=histogram, comparison=comparison, fitted=fitted.fit_info.get(e.name),
+            scoring=scoring_of(e),
+            identical_to=same.get(e.name), probes=judged.probes.get(e.name), estimate=estimate,
+            estimate_note=why,
         ))
     records = tuple(
         ItemRecord(id=it.id, system=it.system, doc_id=it.doc_id,
@@ -272,7 +286,8 @@ def measure(judged: Judged) -> CompareResult:
     )
     return CompareResult(
         benchmark=plan.judged.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
-        entries=tuple(results), human=_human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed,
+        entries=tuple(results),
+        human=_human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed,
                                                         task=task),
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
         likelihood=judged.ls_info,

@@ -1,4 +1,5 @@
-"""The plan stage: what a comparison will judge, checked before any LM call (:func:`plan` -> :class:`ComparePlan`).
+"""The plan stage: what a comparison will judge, checked before any LM call (:func:`plan` ->
+:class:`ComparePlan`).
 
 :func:`plan` loads the benchmark, checks the criterion, splits off the training items (a
 fraction by document, or a separate training benchmark), chooses the items to judge (the
@@ -33,8 +34,8 @@ from mitigate.measures import Task
 
 __all__ = ["ComparePlan", "plan", "recorded_outside", "train_and_test"]
 
-NEEDS_TRAIN = ("learns from data (its demos come from a training pool) and must be fitted first; expected a train "
-               "split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK")
+NEEDS_TRAIN = ("learns from data (its demos come from a training pool) and must be fitted first; expected a "
+               "train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK")
 """What an entry that must be fitted, with no train split, is refused with (after its name)."""
 
 
@@ -79,7 +80,8 @@ class ComparePlan(BaseModel):
     def out(self) -> Path:
         """The output folder; ConfigError when the config has none (a plan made only to be checked)."""
         if self.config.out_dir is None:
-            raise ConfigError("expected out_dir (the folder for journals and reports) to run a comparison; got none")
+            raise ConfigError("expected out_dir (the folder for journals and reports) to run a "
+                              "comparison; got none")
         return self.config.out_dir
 
     @property
@@ -88,15 +90,16 @@ class ComparePlan(BaseModel):
         return 0 < self.n_labelled < len(self.items)
 
     def with_options(self, **options: Any) -> ComparePlan:
-        """This plan with run options changed (out_dir, concurrency, batch, probes ...), checked like a new config.
+        """This plan with run options changed (out_dir, concurrency, batch, probes ...), checked like a new
+        config.
 
         The fields a plan is made from (:data:`~mitigate.harness.compare.config.PLANNING_FIELDS`)
         cannot change: that needs a new plan.
         """
         planned = sorted(k for k in options if k in PLANNING_FIELDS)
         if planned:
-            raise ConfigError(f"changing {', '.join(map(repr, planned))} changes what is judged; expected only run "
-                              "options here (make a new plan from the changed CompareConfig)")
+            raise ConfigError(f"changing {', '.join(map(repr, planned))} changes what is judged; expected "
+                              "only run options here (make a new plan from the changed CompareConfig)")
         return self.model_copy(update={"config": self.config.with_options(**options)})
 
 
@@ -106,10 +109,13 @@ def _benchmark(benchmark: str | Benchmark) -> Benchmark:
 
 def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, criterion: str,
                    seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
-    """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of them."""
+    """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of
+    them."""
     if train is None:
         return None, bench, None
-    if isinstance(train, float | int) and not isinstance(train, bool):
+    if isinstance(train, bool):
+        raise ConfigError(f"expected train as a fraction, a benchmark name or a Benchmark; got {train!r}")
+    if isinstance(train, float | int):
         fit, test = train_test_split(bench, float(train), seed=seed, criterion=criterion)
         docs = {it.doc_id for it in fit.items if it.doc_id is not None}
         return fit, test, {"source": f"{bench.name}, fraction {train:g} by document (seed {seed})",
@@ -120,12 +126,14 @@ def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, crit
     if not fit.items:
         raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
     shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
-    shared_docs = sorted({it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items if it.doc_id})
+    shared_docs = sorted({it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items
+                                                                         if it.doc_id})
     if shared_ids or shared_docs:
         shared = shared_docs or shared_ids
         raise ConfigError(
-            f"expected a training benchmark that shares no item or document with {bench.name!r}; {len(shared)} are "
-            f"in both, e.g. {shared[:3]} (split one benchmark with a train fraction instead)"
+            f"expected a training benchmark that shares no item or document with {bench.name!r}; "
+            f"{len(shared)} are in both, e.g. {shared[:3]} (split one benchmark with a train "
+            "fraction instead)"
         )
     docs = {it.doc_id for it in fit.items if it.doc_id is not None}
     return fit, bench, {"source": fit.name, "n_items": len(fit), "n_documents": len(docs) or len(fit),
@@ -143,18 +151,20 @@ def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], bench
         if isinstance(e.judge, ReleasedJudge):
             covered = "'summeval-h2h'" if e.judge.run is None else "the 1,200 items of 'summeval'"
             raise ConfigError(
-                f"the released judge {e.judge.judge_name!r} has answers for {covered} only; {len(missing)} of "
-                f"{len(items)} items here have none, e.g. {missing[:2]}"
+                f"the released judge {e.judge.judge_name!r} has answers for {covered} only; {len(missing)} "
+                f"of {len(items)} items here have none, e.g. {missing[:2]}"
             )
         raise ConfigError(
-            f"the recorded judge {e.name!r} ({e.judge.recorded.source}) has no answer on {e.judge.criterion!r} for "
-            f"{len(missing)} of the {len(items)} items of {benchmark!r}, e.g. {missing[:3]}; expected one for every "
+            f"the recorded judge {e.name!r} ({e.judge.recorded.source}) has no answer on "
+            f"{e.judge.criterion!r} for {len(missing)} of the {len(items)} items of {benchmark!r}, e.g. "
+            f"{missing[:3]}; expected one for every "
             "item judged (check the item ids, or pass --limit)"
         )
 
 
 def recorded_outside(benchmark: Benchmark, criterion: str, entries: Sequence[Entry]) -> str | None:
-    """One warning line counting recorded answers on ``criterion`` for items the benchmark does not hold; None if none.
+    """One warning line counting recorded answers on ``criterion`` for items the benchmark does not hold; None
+    if none.
 
     Such rows are not compared (there is no item to compare them on); saying how many keeps a
     mismatched file from passing unseen.
@@ -194,9 +204,9 @@ def _warn_scale_mismatch(bench: Benchmark, criterion: str, entries: Sequence[Ent
         seen.setdefault((scale.min, scale.max), []).append(e.name)
     for (lo, hi), names in seen.items():
         warnings.warn(
-            f"benchmark {bench.name!r} labels {criterion!r} on {human.describe()}, but entries {names} ask for "
-            f"{lo:g} to {hi:g}: demos from it are mapped linearly onto the prompt's scale, and absolute differences "
-            "from the human scores compare two scales (rank correlations do not)",
+            f"benchmark {bench.name!r} labels {criterion!r} on {human.describe()}, but entries {names} ask "
+            f"for {lo:g} to {hi:g}: demos from it are mapped linearly onto the prompt's scale, and absolute "
+            "differences from the human scores compare two scales (rank correlations do not)",
             PromptConflictWarning, stacklevel=4,
         )
 
@@ -228,7 +238,8 @@ def plan(config: CompareConfig) -> ComparePlan:
     weights, rounds = _file_labels(added, config.labels, items, bench) if added is not None else ({}, {})
     return ComparePlan(
         config=config, benchmark=full, judged=bench, train=fit_on, train_info=train_info, items=tuple(items),
-        task="pairwise" if bench.pairwise else "score", journals=journal_names([e.name for e in config.entries]),
+        task="pairwise" if bench.pairwise else "score",
+        journals=journal_names([e.name for e in config.entries]),
         outside=recorded_outside(full, criterion, config.entries),
         n_labelled=sum(1 for it in items if labelled(it, criterion)), label_weights=weights, label_rounds=rounds,
     )

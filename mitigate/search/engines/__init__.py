@@ -1,4 +1,5 @@
-"""The search engines, one per module, behind one small protocol (:class:`~mitigate.search.engines.base.Engine`).
+"""The search engines, one per module, behind one small protocol
+(:class:`~mitigate.search.engines.base.Engine`).
 
 Importing this package registers every engine (kind ``"engine"`` in :mod:`mitigate.registry`):
 ``random`` (:mod:`.random`), ``greedy`` (:mod:`.greedy`), and DSPy's ``dspy-labeled``,
@@ -14,5 +15,6 @@ from mitigate.search.engines.greedy import GreedyEngine
 from mitigate.search.engines.dspy import OPTIMIZERS, DSPyBootstrapRS, DSPyEngine, DSPyLabeled, DSPyMIPRO
 # isort: on
 
-__all__ = ["OPTIMIZERS", "DSPyBootstrapRS", "DSPyEngine", "DSPyLabeled", "DSPyMIPRO", "Engine", "GreedyEngine",
+__all__ = ["OPTIMIZERS", "DSPyBootstrapRS", "DSPyEngine", "DSPyLabeled", "DSPyMIPRO", "Engine",
+           "GreedyEngine",
            "Outcome", "RandomEngine"]

@@ -38,7 +38,8 @@ class Engine(Component):
     declared_tags: ClassVar[Tags] = Tags(uses_selectors=True)
 
     def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
-        """The engine ready to run on ``split`` (e.g. settings derived from the judge); ConfigError for what it
+        """The engine ready to run on ``split`` (e.g. settings derived from the judge); ConfigError for what
+        it
         cannot do, raised before any LM call. Default: itself."""
         return self
 

@@ -1,4 +1,5 @@
-"""DSPy's few-shot optimizers as search engines, one registered engine each (``dspy`` is optional and loaded only when one runs).
+"""DSPy's few-shot optimizers as search engines, one registered engine each (``dspy`` is optional and loaded
+only when one runs).
 
 - ``"dspy-labeled"`` (:class:`DSPyLabeled`) — ``LabeledFewShot(k)``: ``k`` labelled train
   examples (the train split is shuffled with the search's seed first, since the optimizer's
@@ -37,8 +38,8 @@ OPTIMIZERS: tuple[str, ...] = ("labeled", "bootstrap-rs", "mipro")
 
 def _require(package: str, why: str) -> None:
     if importlib.util.find_spec(package) is None:
-        raise ConfigError(f"{why} needs the {package} package, which is not installed; expected it to be importable "
-                          "(pip install 'mitigate[dspy]')")
+        raise ConfigError(f"{why} needs the {package} package, which is not installed; expected it to be "
+                          "importable (pip install 'mitigate[dspy]')")
 
 
 class DSPyEngine(Engine):
@@ -52,8 +53,8 @@ class DSPyEngine(Engine):
         _require("dspy", f"the {self.registry_name} engine")
         train = [it for it in split.train if criterion in it.human and math.isfinite(it.human[criterion])]
         if max(ks) > len(train):
-            raise ConfigError(f"The 'k' parameter of search asks for {max(ks)} demos, but the train split has only "
-                              f"{len(train)} labelled items")
+            raise ConfigError(f"The 'k' parameter of search asks for {max(ks)} demos, but the train split "
+                              f"has only {len(train)} labelled items")
         return self
 
     async def run(self, session: Session, space: SearchSpace) -> Outcome:
@@ -112,8 +113,8 @@ class DSPyMIPRO(DSPyEngine):
 
         found = dspy_lm_of(judge)
         if found is None:
-            raise ConfigError("the dspy-mipro engine needs prompt_model=dspy.LM(...) pointed at the judge's model "
-                              "(MIPROv2 writes instruction proposals with it); the judge's backend is not a DSPyLM "
-                              "to borrow it from")
+            raise ConfigError("the dspy-mipro engine needs prompt_model=dspy.LM(...) pointed at the judge's "
+                              "model (MIPROv2 writes instruction proposals with it); the judge's backend is "
+                              "not a DSPyLM to borrow it from")
         return ready.model_copy(update={"prompt_model": found})
 

@@ -1,4 +1,5 @@
-"""The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``: loaded only when a DSPy engine runs).
+"""The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``: loaded only when a
+DSPy engine runs).
 
 :func:`optimize` runs one of DSPy's few-shot optimizers over the judge and maps the demos it
 chooses back to :class:`~mitigate.prompt.Demo` objects (see :mod:`mitigate.search.engines.dspy`
@@ -106,10 +107,12 @@ class ProgramContext:
         if item_id not in self.items:
             raise ConfigError(f"a DSPy demo names item {item_id!r}, which is not in the train split")
         s = self.session
-        return Demo.from_item(self.items[item_id], s.criterion, human_scale=s.split.scale, prompt_scale=s.prompt_scale)
+        return Demo.from_item(self.items[item_id], s.criterion, human_scale=s.split.scale,
+                              prompt_scale=s.prompt_scale)
 
     def judge(self, item: Item, demos: Sequence[Demo]) -> Judgment | None:
-        """Judge ``item`` with ``demos`` through the session's judge; None when the budget or the LM refused."""
+        """Judge ``item`` with ``demos`` through the session's judge; None when the budget or the LM
+        refused."""
         s = self.session
         judge = s.judge_for(Demos(demos=tuple(demos), k=len(demos)) if demos else None)
         try:
@@ -152,7 +155,8 @@ class JudgeProgram(dspy.Module):
         pred = dspy.Prediction(score=score, consistent=same)
         trace = dspy.settings.trace
         if trace is not None:
-            trace.append((self.predict, {"item_id": item_id, "text": text if text is not None else item.output},
+            trace.append((self.predict,
+                          {"item_id": item_id, "text": text if text is not None else item.output},
                           dspy.Prediction(score=score)))
         return pred
 
@@ -228,7 +232,8 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
 
 
 def _example(item: Item, s: Session) -> Any:
-    """A ``dspy.Example`` for an item: inputs ``item_id`` and ``text``, label ``score`` on the prompt's scale."""
+    """A ``dspy.Example`` for an item: inputs ``item_id`` and ``text``, label ``score`` on the prompt's
+    scale."""
     human = item.human[s.criterion]
     if s.split.scale is not None and s.split.scale != s.prompt_scale:
         p = s.prompt_scale
@@ -250,7 +255,8 @@ def _metric(objective: Objective, s: Session) -> Any:
     return metric
 
 
-def _compile(optimizer: str, program: JudgeProgram, trainset: list[Any], devset: list[Any], metric: Any, k: int,
+def _compile(optimizer: str, program: JudgeProgram, trainset: list[Any], devset: list[Any], metric: Any,
+             k: int,
              s: Session, engine: Any, seed: int, concurrency: int) -> tuple[Any, dict[str, Any]]:
     """Run the optimizer; returns the compiled program and the settings it ran with."""
     per_eval = max(1, len(devset))

@@ -81,7 +81,8 @@ class GreedyEngine(Engine):
                 if any(d.item.id == demo.item.id for d in current):
                     continue
                 demos = [*current, demo]
-                cand = Candidate(f"greedy: step {step} + {demo.item.id}", with_demos(template, demos), "greedy",
+                cand = Candidate(f"greedy: step {step} + {demo.item.id}", with_demos(template, demos),
+                                 "greedy",
                                  [d.item.id for d in demos])
                 trial = await s.evaluate(cand)
                 if trial is None:

@@ -1,0 +1,192 @@
+"""report.html in a real headless browser (Debian's Chromium): it renders, and its per-item view filters and
+sorts.
+
+The browser is driven directly: ``--dump-dom`` prints the document after the page's script
+ran (the view is chosen by the address, ``#filter=...&sort=...``), ``--screenshot`` draws
+it. No network: the page is a local file whose Content-Security-Policy forbids any fetch,
+and the browser runs with its background networking off. Skipped, with the reason, only
+where no Chromium is installed (``.ci/run`` installs Debian's package where apt-get exists).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from mitigate import Item, JudgePrompt, PromptJudge
+from mitigate.data.schema import Benchmark
+from mitigate.harness.compare import Entry, compare
+from mitigate.lm.base import LMRequest
+from mitigate.lm.fake import FakeLM
+from tests.report_fixture import run_compare
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _browser() -> str | None:
+    named = os.environ.get("MITIGATE_BROWSER")
+    if named:
+        return shutil.which(named) or (named if Path(named).is_file() else None)
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+BROWSER = _browser()
+pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
+
+
+def _run(page: Path, fragment: str, tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    assert BROWSER is not None
+    profile = tmp / f"profile-{abs(hash((fragment, extra)))}"
+    args = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-extensions", "--no-first-run", "--no-default-browser-check", "--mute-audio",
+            f"--user-data-dir={profile}", "--virtual-time-budget=5000", *extra,
+            page.resolve().as_uri() + fragment]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def dump_dom(page: Path, fragment: str, tmp: Path) -> str:
+    """The document after the page's script ran, opened at ``page`` + ``fragment``."""
+    return _run(page, fragment, tmp, "--dump-dom").stdout
+
+
+class _Items(HTMLParser):
+    """The per-item view as the browser left it: each item's attributes and whether its detail row is open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[dict[str, str | None]] = []
+        self.summary_rows = 0
+        self.scripts = 0
+        self.shown = ""
+        self._in_shown = False
+        self._in_summary = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "script":
+            self.scripts += 1
+        if tag == "tbody" and a.get("class") == "item":
+            self.items.append({**a, "open": None})
+        if tag == "tr" and a.get("class") == "detail" and self.items:
+            self.items[-1]["open"] = "no" if "hidden" in a else "yes"
+        if tag == "table" and a.get("class") == "summary":
+            self._in_summary = True
+        if tag == "tr" and self._in_summary:
+            self.summary_rows += 1
+        if a.get("id") == "shown":
+            self._in_shown = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._in_summary = False
+        if tag == "span":
+            self._in_shown = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_shown:
+            self.shown += data
+
+
+def parse(dom: str) -> _Items:
+    p = _Items()
+    p.feed(dom)
+    return p
+
+
+def visible(view: _Items) -> list[dict[str, str | None]]:
+    return [it for it in view.items if "hidden" not in it]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("browser")
+    run_compare(out)
+    return out / "report.html"
+
+
+def test_the_tables_and_the_per_item_view_render(report: Path, tmp_path: Path) -> None:
+    dom = dump_dom(report, "", tmp_path)
+    view = parse(dom)
+    assert view.summary_rows >= 5  # the accuracy table (header, 3 entries, humans) and more
+    assert len(view.items) == 12 and len(visible(view)) == 12
+    assert view.shown == "12 of 12 items shown"
+    assert view.scripts == 1  # the judged text's <script> stayed text
+    assert "&lt;script&gt;alert('x')&lt;/script&gt;" in dom
+    assert "Bottom line" in dom and "Warnings" in dom and "Per item" in dom
+
+
+def test_filtering_by_parse_failures_and_flags_and_sorting_by_disagreement(report: Path,
+                                                                           tmp_path: Path) -> None:
+    failures = parse(dump_dom(report, "#filter=failures", tmp_path))
+    assert failures.shown == "3 of 12 items shown"
+    assert [it["data-failure"] for it in visible(failures)] == ["1", "1", "1"]
+    flagged = parse(dump_dom(report, "#filter=flagged&sort=disagreement", tmp_path))
+    shown = visible(flagged)
+    assert len(shown) == 4 and all(it["data-flagged"] == "1" for it in shown)
+    keys = [float(it["data-disagreement"] or 0) for it in shown]
+    assert keys == sorted(keys, reverse=True)
+    ordered = parse(dump_dom(report, "#sort=disagreement", tmp_path))
+    every = [float(it["data-disagreement"] or 0) for it in ordered.items]
+    assert every == sorted(every, reverse=True) and len(set(every)) > 1
+
+
+def test_a_search_opens_one_item_with_its_prompt(report: Path, tmp_path: Path) -> None:
+    dom = dump_dom(report, "#q=s2%2Fd3&open=1", tmp_path)
+    view = parse(dom)
+    shown = visible(view)
+    assert [it["data-index"] for it in shown] == ["11"] and shown[0]["open"] == "yes"
+    assert view.shown == "1 of 12 items shown"
+    assert "Rate the text from 1 to 5." in dom and "prompt not recorded" in dom
+
+
+PAIRWISE = ("Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
+            "Answer with 1, 2 or tie.")
+
+
+def _pairwise_answer(request: LMRequest) -> str:
+    text = request.messages[-1].content
+    a = text.split("Response 1: ")[1].split("\n")[0]
+    b = text.split("Response 2: ")[1].split("\n")[0]
+    if "flip" in a + b:
+        return "1"  # always the first shown: its verdict flips with the order
+    return "1" if len(a) > len(b) else "2"
+
+
+def test_order_flips_filter_on_a_pairwise_comparison(tmp_path: Path) -> None:
+    items = []
+    for k in range(8):
+        long, short = f"a careful and complete answer {k}" + (" flip" if k < 3 else ""), f"short {k}"
+        items.append(Item(id=f"p{k}", output=long, output_b=short, preference={"help": "A"}))
+    bench = Benchmark(name="pw", items=tuple(items), criteria=("help",))
+    judge = PromptJudge(JudgePrompt.from_template(PAIRWISE, criterion="help"), FakeLM(_pairwise_answer))
+    out = tmp_path / "pw"
+    asyncio.run(compare(bench, "help", [Entry.from_pipeline("swap", judge, "position-swap")], out_dir=out,
+                        progress=False, n_boot=20, n_perm=50))
+    view = parse(dump_dom(out / "report.html", "#filter=flips", tmp_path))
+    assert [it["data-index"] for it in visible(view)] == ["0", "1", "2"]
+    assert view.shown == "3 of 8 items shown"
+
+
+def test_a_screenshot_is_drawn(report: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "shot.png"
+    _run(report, "#filter=failures&open=1", tmp_path, f"--screenshot={shot}", "--window-size=1280,1600",
+         "--hide-scrollbars")
+    data = shot.read_bytes()
+    assert data.startswith(PNG) and len(data) > 20_000
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1280, 1600)
+    assert re.search(rb"IDAT", data)
