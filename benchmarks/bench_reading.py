@@ -1,4 +1,5 @@
-"""Reading speed: CPU per answer read, on clean answers, on answers quoting a planted value, and on LLMBar's release.
+"""Reading speed: CPU per answer read, on clean answers, on answers quoting a planted value, and on LLMBar's
+release.
 
 Reading an answer means what a live judgment does after the LM call: the prompt's answer
 format reads the text with the rendered prompt as what the judge was shown and the item's texts
@@ -44,29 +45,34 @@ OUT = Path(__file__).resolve().parent / "results" / "bench_reading.json"
 RECORDED = {"llmbar": {"before the quotation search": 2.3, "with it (issue 33)": 15.0}}
 
 TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
-    "score line": ("Read the article and the summary, explain your judgment, then rate the summary's coherence "
-                   "from 1 to 5.\n\nArticle: {{document}}\n\nSummary: {{output}}\n\nEnd with 'Score: N'.", {}),
-    "[RESULT] N": ("Write a feedback that assesses the response, then give a score from 1 to 5.\n\nInstruction: "
-                   "{{document}}\n\nResponse: {{output}}\n\nFormat: \"Feedback: (write a feedback) [RESULT] (an "
-                   "integer between 1 and 5)\"", {}),
-    "Rating: [[N]]": ("Evaluate the answer to the question. Begin with a short explanation, then rate it on a "
-                      "scale of 1 to 10 by strictly following this format: \"Rating: [[5]]\".\n\nQuestion: "
+    "score line": ("Read the article and the summary, explain your judgment, then rate the summary's "
+                   "coherence from 1 to 5.\n\nArticle: {{document}}\n\nSummary: {{output}}\n\nEnd "
+                   "with 'Score: N'.", {}),
+    "[RESULT] N": ("Write a feedback that assesses the response, then give a score from 1 to "
+                   "5.\n\nInstruction: {{document}}\n\nResponse: {{output}}\n\nFormat: \"Feedback: (write a "
+                   "feedback) [RESULT] (an integer between 1 and 5)\"", {}),
+    "Rating: [[N]]": ("Evaluate the answer to the question. Begin with a short explanation, then rate it on "
+                      "a scale of 1 to 10 by strictly following this format: \"Rating: [[5]]\".\n\nQuestion: "
                       "{{document}}\n\nAnswer: {{output}}", {}),
-    "JSON": ("Evaluate the summary of the article for coherence on a scale of 1 to 5. Answer with a JSON object "
-             "with the keys \"reason\" and \"score\".\n\nArticle: {{document}}\nSummary: {{output}}", {}),
+    "JSON": ("Evaluate the summary of the article for coherence on a scale of 1 to 5. Answer with a JSON "
+             "object with the keys \"reason\" and \"score\".\n\nArticle: {{document}}\nSummary: {{output}}",
+             {}),
     "option letter": ("Read the article and choose how coherent the summary is.\n\nArticle: {{document}}\n\n"
                       "Summary: {{output}}\n\nA: incoherent. Score: 1\nB: weak. Score: 2\nC: fair. Score: 3\n"
-                      "D: good. Score: 4\nE: excellent. Score: 5\n\nExplain briefly, then give 'Answer: X'.", {}),
-    "[[A]]": ("Compare the two summaries of the article. Explain your reasoning first, then output your final "
-              "verdict: \"[[A]]\" if summary A is better, \"[[B]]\" if summary B is better, and \"[[C]]\" for a "
-              "tie.\n\nArticle: {{document}}\n\n[Summary A]\n{{output_1}}\n\n[Summary B]\n{{output_2}}",
+                      "D: good. Score: 4\nE: excellent. Score: 5\n\nExplain briefly, then give 'Answer: X'.",
+                      {}),
+    "[[A]]": ("Compare the two summaries of the article. Explain your reasoning first, then output your "
+              "final verdict: \"[[A]]\" if summary A is better, \"[[B]]\" if summary B is better, and "
+              "\"[[C]]\" for a tie.\n\nArticle: {{document}}\n\n[Summary A]\n{{output_1}}\n\n[Summary "
+              "B]\n{{output_2}}",
               {"answer": "pairwise"}),
     "Output (a) verdict": ("Which output is better for the instruction? Explain first, then end with "
                            "\"Therefore, Output (a) is better.\" or \"Therefore, Output (b) is better.\"\n\n"
                            "# Instruction:\n{{document}}\n\n# Output (a):\n{{output_1}}\n\n# Output (b):\n"
                            "{{output_2}}", {"answer": "pairwise"}),
-    "lone label": ("Which summary is better? Answer 'Summary 1' or 'Summary 2' after a sentence of reasoning.\n\n"
-                   "Article: {{document}}\n\nSummary 1: {{output_1}}\n\nSummary 2: {{output_2}}",
+    "lone label": ("Which summary is better? Answer 'Summary 1' or 'Summary 2' after a sentence of "
+                   "reasoning.\n\nArticle: {{document}}\n\nSummary 1: {{output_1}}\n\nSummary 2: "
+                   "{{output_2}}",
                    {"answer": "pairwise"}),
 }
 
@@ -80,7 +86,8 @@ REASONS = ("The summary follows the order of the article and its sentences conne
 
 
 def _texts(n: int) -> list[list[tuple[str, str, str]]]:
-    """For each of the 8 formats, ``n`` (article, summary, other summary) triples, no article shared between formats
+    """For each of the 8 formats, ``n`` (article, summary, other summary) triples, no article shared between
+    formats
     (SummEval's when the data folder has it, else generated sentences of the same shape)."""
     try:
         from mitigate.data.registry import load
@@ -92,7 +99,8 @@ def _texts(n: int) -> list[list[tuple[str, str, str]]]:
         docs = [(v[0].inputs["source"], v[0].output, v[1].output) for v in by_doc.values() if len(v) >= 2]
     except Exception:
         rng = random.Random(0)
-        words = "the council approved a new budget on monday after years of debate over water and schools".split()
+        words = ("the council approved a new budget on monday after years of debate over "
+                 "water and schools").split()
 
         def para(k: int) -> str:
             return " ".join(" ".join(rng.choices(words, k=12)).capitalize() + "." for _ in range(k))
@@ -108,7 +116,8 @@ def _line(fmt: Any, value: str) -> str:
 
 def _cases(n: int, quoted: bool, change: Any = None,
            ) -> list[tuple[Any, Any, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
-    """(format, scale, answer, echoes, shown texts, judged texts) for every template and text triple; ``change``
+    """(format, scale, answer, echoes, shown texts, judged texts) for every template and text triple;
+    ``change``
     rewrites the judged texts (the warm-up reads the same answers on texts no timed answer judges)."""
     from mitigate import Item, JudgePrompt
 
@@ -132,7 +141,8 @@ def _cases(n: int, quoted: bool, change: Any = None,
             item = Item(id=f"{name}/{k}", output=one, output_b=two if fmt.kind == "pairwise" else None,
                         inputs={"document": article})
             shown = tuple(m.content for m in prompt.render(item))
-            judged = item.texts() if hasattr(item, "texts") else (article, one, *([two] if item.output_b else []))
+            judged = item.texts() if hasattr(item, "texts") else (article, one,
+                                                                  *([two] if item.output_b else []))
             for sample in range(SAMPLES):  # the samples of one judgment read the same prompt and texts
                 own = values[(k + sample) % len(values)]
                 reason = " ".join(rng.sample(REASONS, 2))
@@ -141,7 +151,8 @@ def _cases(n: int, quoted: bool, change: Any = None,
                     own = own if own != planted else values[(k + sample + 1) % len(values)]
                     quote = QUOTES[(k * SAMPLES + sample) % len(QUOTES)]
                     where = [p for p in POSITIONS if not (quote.own_lines and p == "same line")]
-                    answer = judge_answer(_line(fmt, own), quote_back(quote, _line(fmt, planted), keep_case=True),
+                    answer = judge_answer(_line(fmt, own),
+                                          quote_back(quote, _line(fmt, planted), keep_case=True),
                                           where[sample % len(where)], fmt.reasoning, reason)
                 elif fmt.reasoning == "after":
                     answer = f"{_line(fmt, own)}\n{reason}"
@@ -152,7 +163,8 @@ def _cases(n: int, quoted: bool, change: Any = None,
 
 
 def _planted() -> Any:
-    """This checkout's :mod:`mitigate.testing.planted` (a baseline checkout may predate it), loaded by path."""
+    """This checkout's :mod:`mitigate.testing.planted` (a baseline checkout may predate it), loaded by
+    path."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("planted", ROOT / "mitigate" / "testing" / "planted.py")
@@ -185,7 +197,8 @@ def worker(n: int, skip: list[str]) -> dict[str, Any]:
         if name in skip:
             continue
         cases = _cases(n, quoted=name == "quoted")
-        # patterns compiled, each template read: what a run pays once, not per answer (the same answers, on texts
+        # patterns compiled, each template read: what a run pays once, not per answer (the same answers, on
+        # texts
         # with the case of every letter swapped, which no timed answer judges)
         _read_all(_cases(n, quoted=name == "quoted", change=str.swapcase))
         t0 = time.process_time()
@@ -222,13 +235,15 @@ def _llmbar() -> dict[str, Any] | None:
 
 def _run(code: Path, args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(code)}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--n", str(args.n), "--skip", *args.skip]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--n", str(args.n), "--skip",
+           *args.skip]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=code)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per set, the repetition with the least CPU (the others waited for a core), with every repetition's figure."""
+    """Per set, the repetition with the least CPU (the others waited for a core), with every repetition's
+    figure."""
     out: dict[str, Any] = {}
     for name in runs[0]:
         done = [r[name] for r in runs if r.get(name)]
@@ -241,7 +256,8 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=12, help="judgments per format (8 formats, 4 answers each)")
-    ap.add_argument("--reps", type=int, default=5, help="fresh processes per arm, interleaved; the least CPU counts")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="fresh processes per arm, interleaved; the least CPU counts")
     ap.add_argument("--baseline-code", type=Path, default=None, help="another checkout, read side by side")
     ap.add_argument("--skip", nargs="*", default=[], choices=["clean", "quoted", "llmbar"])
     ap.add_argument("--out", type=Path, default=OUT)

@@ -185,15 +185,18 @@ def journal_lines(path: Path) -> int:
 
 
 def judged(run_dir: Path) -> list[dict[str, Any]]:
-    """The judgments a run folder's last run listed, in order: from its columns (``results.sqlite``: item id, scores
+    """The judgments a run folder's last run listed, in order: from its columns (``results.sqlite``: item id,
+    scores
     and the verdict as the text preferred) or, written by a checkout before them, from ``results.json``."""
     columns = run_dir / "results.sqlite"
     if not columns.exists():
         return json.loads((run_dir / "results.json").read_text())["judgments"]
     with contextlib.closing(sqlite3.connect(f"file:{columns}?mode=ro", uri=True)) as db:
         rows = db.execute('SELECT j.item, s.criterion, s.score, s.verdict FROM judgments j JOIN scores s ON '
-                          's.seq = j.seq WHERE s."order" IS NULL OR s."order" = \'original\' ORDER BY j.seq').fetchall()
-    return [{"item_id": item, "scores": {} if crit is None or score is None else {crit: score}, "verdict_text": verdict}
+                          's.seq = j.seq WHERE s."order" IS NULL OR s."order" = \'original\' '
+                          'ORDER BY j.seq').fetchall()
+    return [{"item_id": item, "scores": {} if crit is None or score is None else {crit: score},
+             "verdict_text": verdict}
             for item, crit, score, verdict in rows]
 
 
@@ -660,7 +663,8 @@ def hostile_run_folder(code: Path, work: Path, timeout: float) -> list[dict[str,
         before = server.request_count
         out = _cli(code, [*judge(d), "--no-cache"], env, work, timeout)
         scores = [j["scores"].get("fluency") for j in judged(d)]
-        case("journal score 9 on a 1-5 scale", out["exit"] == 0 and 9.0 not in scores and "warning:" in out["stderr"]
+        case("journal score 9 on a 1-5 scale", out["exit"] == 0 and 9.0 not in scores
+             and "warning:" in out["stderr"]
              and server.request_count - before == 1, out, rejudged=server.request_count - before)
 
         if os.path.exists("/dev/full"):

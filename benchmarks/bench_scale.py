@@ -20,7 +20,8 @@ outputs: the total minus reading).
 ``--code DIR`` runs another checkout's CLI (e.g. one before this work) for a side-by-side; that
 checkout may write no columns (shown as -). Writes ``benchmarks/results/scale.json``.
 
-    python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--latency 0] [--concurrency 64] [--code DIR]
+    python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--latency 0] [--concurrency 64] [--code
+    DIR]
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from mitigate.testing.stub_server import StubOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "scale.json"
-TEMPLATE = "Rate the fluency of the text from 1 to 5.\n\nSource: {{source}}\n\nText: {{output}}\n\nAnswer 'Score: N'."
+TEMPLATE = ("Rate the fluency of the text from 1 to 5.\n\nSource: {{source}}\n\nText: "
+            "{{output}}\n\nAnswer 'Score: N'.")
 REPLY = "The text reads well and says what it means. Score: 4"
 
 
@@ -48,12 +50,14 @@ def write_inputs(work: Path, n: int) -> Path:
     """A generic JSONL benchmark of ``n`` items (a header, then one row per item) and the prompt file."""
     path = work / f"items-{n}.jsonl"
     with path.open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"benchmark": {"name": "scale", "criteria": ["fluency"], "scale": [1, 5]}}) + "\n")
+        fh.write(json.dumps({"benchmark": {"name": "scale", "criteria": ["fluency"], "scale": [1, 5]}})
+                 + "\n")
         for k in range(n):
             fh.write(json.dumps({"id": f"t{k:07d}", "system": f"S{k % 4}", "doc_id": f"d{k // 4}",
-                                 "inputs": {"source": f"Report {k}: the council met on Tuesday and agreed the budget."},
-                                 "output": f"Text number {k}: the weather was mild and the streets were quiet for most "
-                                 "of the day.", "human": {"fluency": 1 + k % 5}}) + "\n")
+                                 "inputs": {"source": f"Report {k}: the council met on Tuesday and "
+                                                      "agreed the budget."},
+                                 "output": f"Text number {k}: the weather was mild and the streets were "
+                                 "quiet for most of the day.", "human": {"fluency": 1 + k % 5}}) + "\n")
     (work / "prompt.txt").write_text(TEMPLATE, encoding="utf-8")
     return path
 
@@ -69,8 +73,10 @@ def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]
     cache, run_dir, out = folder / "cache", folder / "run", folder / "judgments.jsonl"
     env = {**{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")},
            "PYTHONPATH": str(code), "OPENAI_API_KEY": "sk-bench", "MITIGATE_CACHE_DIR": str(cache)}
-    cmd = [sys.executable, "-m", "mitigate", "judge", "-b", f"jsonl:{items}", "--prompt", str(work / "prompt.txt"),
-           "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", str(c), "--no-progress",
+    cmd = [sys.executable, "-m", "mitigate", "judge", "-b", f"jsonl:{items}", "--prompt",
+           str(work / "prompt.txt"),
+           "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", str(c),
+           "--no-progress",
            "--run-dir", str(run_dir), "--out", str(out)]
     with open(os.devnull, "wb") as devnull, (folder.parent / f"stderr-{n}.txt").open("wb") as err:
         t0 = time.perf_counter()
@@ -99,7 +105,8 @@ def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]
         path.unlink(missing_ok=True)
     for path in cache.glob("*"):
         path.unlink()
-    return {"n": n, "wall": wall, "cpu": cpu, "cpu_ms_per_judgment": 1000 * cpu / n, "rss_mb": usage.ru_maxrss / 1024,
+    return {"n": n, "wall": wall, "cpu": cpu, "cpu_ms_per_judgment": 1000 * cpu / n,
+            "rss_mb": usage.ru_maxrss / 1024,
             "bytes_per_item": {k: (None if v is None else v / n) for k, v in disk.items()}}
 
 
@@ -108,8 +115,10 @@ def reading_cost(k: int = 2000) -> float:
     from mitigate import Item, JudgePrompt
 
     jp = JudgePrompt.from_template(TEMPLATE, criterion="fluency")
-    items = [Item(id=f"t{i}", output=f"Text number {i}: the weather was mild and the streets were quiet for most "
-                  "of the day.", inputs={"source": f"Report {i}: the council met on Tuesday and agreed the budget."})
+    items = [Item(id=f"t{i}",
+                  output=f"Text number {i}: the weather was mild and the streets were quiet for most "
+                  "of the day.",
+                  inputs={"source": f"Report {i}: the council met on Tuesday and agreed the budget."})
              for i in range(k)]
     shown = [tuple(m.content for m in jp.render(it)) for it in items]
     echoes = jp.echo_lines()
@@ -123,7 +132,8 @@ def reading_cost(k: int = 2000) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="items per run")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
+                    help="items per run")
     ap.add_argument("--latency", type=float, default=0.0, help="the stub judge's latency in seconds")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout whose CLI runs (default: this one)")
@@ -131,8 +141,9 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     read_ms = reading_cost()
-    print("| items | wall s | CPU ms / judgment (reading + rest) | peak RSS MB | journal B/item | cache B/item | "
-          "columns B/item | --out B/item | results.json B |\n|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| items | wall s | CPU ms / judgment (reading + rest) | peak RSS MB | journal B/item | cache "
+          "B/item | columns B/item | --out B/item | results.json B |\n|---|---|---|---|---|---|---|---|---|",
+          flush=True)
     with tempfile.TemporaryDirectory() as tmp, StubOpenAIServer(latency=args.latency, reply=REPLY,
                                                                 record=False) as server:
         for n in args.sizes:

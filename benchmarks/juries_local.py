@@ -1,4 +1,5 @@
-"""The new pairwise scoring and reference-first mitigations on a small local judge (Qwen2.5-Coder 0.5B by default).
+"""The new pairwise scoring and reference-first mitigations on a small local judge (Qwen2.5-Coder 0.5B by
+default).
 
 Two parts, each with the judge's answers cached on disk (a rerun costs nothing):
 
@@ -111,7 +112,8 @@ def _pick_systems(items: list[Item], criterion: str, k: int) -> list[str]:
     return [ranked[i] for i in idx]
 
 
-def round_robin(criterion: str, docs: int, systems: int, seed: int) -> tuple[list[Item], list[Item], dict[str, float]]:
+def round_robin(criterion: str, docs: int, systems: int, seed: int) -> tuple[list[Item], list[Item],
+                                                                             dict[str, float]]:
     """(single items, pairwise items, each chosen system's mean expert score over the chosen articles)."""
     bench = load("summeval")
     chosen = _pick_systems(list(bench.items), criterion, systems)
@@ -127,7 +129,8 @@ def round_robin(criterion: str, docs: int, systems: int, seed: int) -> tuple[lis
         for x, y in itertools.combinations(sorted(chosen), 2):
             a, b = by_doc[d][x], by_doc[d][y]
             ha, hb = a.human[criterion], b.human[criterion]
-            pairs.append(Item(id=f"{d}/{x}-{y}", output=a.output, output_b=b.output, inputs=dict(a.inputs), system=x,
+            pairs.append(Item(id=f"{d}/{x}-{y}", output=a.output, output_b=b.output, inputs=dict(a.inputs),
+                              system=x,
                               system_b=y, doc_id=d, preference={criterion: "A" if ha > hb else "B" if ha < hb
                                                                 else "tie"}))
     means = {s: float(np.mean([by_doc[d][s].human[criterion] for d in picked])) for s in chosen}
@@ -174,7 +177,8 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
     dist_verdict = [preference_verdict(p) if p else None for p in pooled]
     dist_rel = [verdict_relation(v) for v in dist_verdict]
     nb, seed = args.n_boot, args.seed
-    acc = {"first order only": _accuracy(first_text, gold), "hard, both orders agree": _accuracy(hard_verdict, gold),
+    acc = {"first order only": _accuracy(first_text, gold),
+           "hard, both orders agree": _accuracy(hard_verdict, gold),
            "distribution, pooled": _accuracy(dist_verdict, gold)}
     out: dict[str, Any] = {"criterion": crit, "systems": list(means), "system_expert_mean": means,
                            "articles": args.docs, "pairs": len(pairs), "singles": len(singles),
@@ -182,12 +186,14 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
                            "failed_pairs": sum(j.verdict is None for j in pj),
                            "accuracy": {k: boot_mean(v, nb, seed) for k, v in acc.items()},
                            "accuracy_distribution_minus_hard": paired_diff(acc["distribution, pooled"],
-                                                                          acc["hard, both orders agree"], nb, seed)}
+                                                                          acc["hard, both orders agree"], nb,
+                                                                           seed)}
     cycles: dict[str, Any] = {}
     for k in (3, 4):
         hard_k, dist_k = _cycle_rate_by_doc(pairs, hard_rel, k), _cycle_rate_by_doc(pairs, dist_rel, k)
         ok = np.isfinite(hard_k) & np.isfinite(dist_k)
-        cycles[f"NTR{k}"] = {"hard": boot_mean(hard_k[ok], nb, seed), "distribution": boot_mean(dist_k[ok], nb, seed),
+        cycles[f"NTR{k}"] = {"hard": boot_mean(hard_k[ok], nb, seed),
+                             "distribution": boot_mean(dist_k[ok], nb, seed),
                              "distribution_minus_hard": paired_diff(dist_k[ok], hard_k[ok], nb, seed),
                              "articles": int(ok.sum())}
     out["cycles"] = cycles
@@ -218,11 +224,15 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
         conflict[name] = {"value": m.value, "ci": [m.ci_low, m.ci_high], "n": m.n, "n_failed": m.n_failed,
                           "by_kind": m.extra.get("by_kind")}
         from mitigate.measures.pairwise_distribution import score_relation
-        hits[name] = np.array([np.nan if score_relation(a, b) is None or r is None else float(score_relation(a, b) != r)
+        hits[name] = np.array([np.nan if score_relation(a, b) is None or r is None
+                               else float(score_relation(a, b) != r)
                                for a, b, r in zip(xa, xb, rel, strict=True)])
-    both = np.isfinite(hits["parsed score, hard pair"]) & np.isfinite(hits["expected score, distribution pair"])
-    conflict["distribution minus hard (paired)"] = paired_diff(hits["expected score, distribution pair"][both],
-                                                               hits["parsed score, hard pair"][both], nb, seed)
+    both = np.isfinite(hits["parsed score, hard pair"]) & np.isfinite(hits["expected score, "
+                                                                           "distribution pair"])
+    conflict["distribution minus hard (paired)"] = paired_diff(hits["expected score, "
+                                                                    "distribution pair"][both],
+                                                               hits["parsed score, hard pair"][both], nb,
+                                                               seed)
     out["score_vs_pair_conflict"] = conflict
     bt: dict[str, Any] = {}
     for name, verdicts in (("hard, each order a comparison", None), ("distribution, pooled", dist_verdict)):
@@ -235,7 +245,8 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
                      for p, v in zip(pairs, verdicts, strict=True) if v]
         try:
             fit = fit_bradley_terry(comps, others={"expert mean": means})  # type: ignore[arg-type]
-            bt[name] = {"order": list(fit.ranking.order), "kendall_vs_expert_mean": fit.ranking.kendall["expert mean"],
+            bt[name] = {"order": list(fit.ranking.order),
+                        "kendall_vs_expert_mean": fit.ranking.kendall["expert mean"],
                         "rank_intervals": {r.group: [r.low, r.high] for r in fit.ranking.ranks},
                         "cycles": fit.cycles, "abilities": fit.abilities}
         except Exception as exc:
@@ -265,7 +276,8 @@ def part_reference(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
         per[name] = both
         out["arms"][name] = {"acc_both_orders": boot_mean(both, args.n_boot, args.seed),
                              "acc_first_order": boot_mean(_accuracy(o, gold), args.n_boot, args.seed),
-                             "position_consistent": float(np.mean([a == b and a is not None for a, b in zip(o, s,
+                             "position_consistent": float(np.mean([a == b and a is not None for a,
+                                                                   b in zip(o, s,
                                                                                                            strict=True)])),
                              "failed": sum(j.error is not None or bool(j.failures) for j in js),
                              "calls": sum(j.calls + j.cached_calls for j in js), "seconds": time.time() - t0}
@@ -277,7 +289,8 @@ def part_reference(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=("distribution", "reference", "both"), default="both")
-    ap.add_argument("--backend", default=None, help="LM spec (default: the fetched Qwen2.5-Coder 0.5B, local)")
+    ap.add_argument("--backend", default=None,
+                    help="LM spec (default: the fetched Qwen2.5-Coder 0.5B, local)")
     ap.add_argument("--size", default="0.5b")
     ap.add_argument("--criterion", default="coherence", choices=sorted(DEFINITIONS))
     ap.add_argument("--docs", type=int, default=12)

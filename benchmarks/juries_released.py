@@ -1,4 +1,5 @@
-"""Juries beyond a majority vote, on released judge answers: Dawid-Skene, minority veto, effective votes, Bradley-Terry.
+"""Juries beyond a majority vote, on released judge answers: Dawid-Skene, minority veto, effective votes,
+Bradley-Terry.
 
 No LM is called. Every verdict is a released raw answer read by mitigate
 (:mod:`mitigate.harness.released_pairwise`): LLMBar (Zeng et al. 2024; LLMBar proper, 419
@@ -31,7 +32,8 @@ percentile bootstraps over instances, paired for a difference (both arms resampl
    pairs x 100 documents, both orders, each verdict a comparison, ties half), per dimension,
    against Bradley-Terry on the experts' preferences and against the systems' mean expert score:
    Kendall's tau, Fisher intervals, simultaneous rank intervals, majority cycles.
-3. **Score-vs-pair conflict** (TrustJudge; :func:`mitigate.measures.pairwise_distribution.score_pair_conflict`):
+3. **Score-vs-pair conflict** (TrustJudge;
+:func:`mitigate.measures.pairwise_distribution.score_pair_conflict`):
    LLMBar's rating strategies (each output rated alone, 1-10) against the same model's pairwise
    verdicts in both orders (a pair counts as preferred only when both orders agree).
 
@@ -86,8 +88,10 @@ def _majority(votes: list[str | None], *, strict: bool) -> str | None:
 
 
 def _annotators(members: dict[str, Table]) -> tuple[list[str], list[list[str | None]]]:
-    """Every (member, order) as an annotator, its verdicts by text per instance; a member's second order only when it
-    ever differs from its first (a reward model's two orders are one answer, and two copies are not two annotators)."""
+    """Every (member, order) as an annotator, its verdicts by text per instance; a member's second order only
+    when it
+    ever differs from its first (a reward model's two orders are one answer, and two copies are not two
+    annotators)."""
     names, cols = [], []
     for m, t in members.items():
         names.append(f"{m} (original)")
@@ -119,11 +123,13 @@ def panel_rows(members: dict[str, Table], n_boot: int, seed: int, labels: int, d
     best = max(names, key=lambda m: correct[m].mean())
     ann, votes = _annotators(members)
     first_votes = [[members[m].orig[i] for m in names] for i in range(n)]
-    pooled = [[*(members[m].orig[i] for m in names), *(members[m].swap[i] for m in names if members[m].two_orders)]
+    pooled = [[*(members[m].orig[i] for m in names),
+               *(members[m].swap[i] for m in names if members[m].two_orders)]
               for i in range(n)]
     arms: dict[str, np.ndarray] = {f"best member ({best}, first order)": correct[best]}
     arms["majority, both orders pooled (strict)"] = hits([_majority(v, strict=True) for v in pooled], gold)
-    arms["majority, first order (split = tie)"] = hits([_majority(v, strict=False) for v in first_votes], gold)
+    arms["majority, first order (split = tie)"] = hits([_majority(v, strict=False) for v in first_votes],
+                                                       gold)
     everyone = np.arange(n)
     arms["Dawid-Skene (EM, no gold)"] = hits(_ds_predict(votes, ann, everyone, None, everyone), gold)
     fold = np.random.default_rng(seed).permutation(n) % 2
@@ -135,8 +141,11 @@ def panel_rows(members: dict[str, Table], n_boot: int, seed: int, labels: int, d
     arms["Dawid-Skene (supervised, 2 folds)"] = hits(crossfit, gold)
     vetoed = []
     for i in range(n):
-        j = Judgment(item_id=ids[i], verdict=_POS.get(_majority(first_votes[i], strict=False) or "", None),  # type: ignore[arg-type]
-                     meta={"panel": {"members": {"verdict": {m: _POS.get(members[m].orig[i] or "") for m in names}}}})
+        j = Judgment(item_id=ids[i],
+                     verdict=_POS.get(_majority(first_votes[i], strict=False) or "",
+                                      None),  # type: ignore[arg-type]
+                     meta={"panel": {"members": {"verdict": {m: _POS.get(members[m].orig[i] or "")
+                                                             for m in names}}}})
         vetoed.append(veto(j, (best,), 1, None))
     veto_text = [{"first": "A", "second": "B", "tie": "tie"}.get(j.verdict or "") for j in vetoed]
     arms[f"minority veto (vetoer {best}, over the first-order majority)"] = hits(veto_text, gold)
@@ -145,26 +154,32 @@ def panel_rows(members: dict[str, Table], n_boot: int, seed: int, labels: int, d
     out: dict[str, Any] = {"members": names, "n": n, "best_member": best,
                            "member_acc": {m: float(c.mean()) for m, c in correct.items()}, "arms": {}}
     for k, v in arms.items():
-        out["arms"][k] = {"acc": boot_mean(v, n_boot, seed), "minus_majority": paired_diff(v, arms[base_key], n_boot,
+        out["arms"][k] = {"acc": boot_mean(v, n_boot, seed),
+                          "minus_majority": paired_diff(v, arms[base_key], n_boot,
                                                                                            seed),
                           "minus_best": paired_diff(v, arms[best_key], n_boot, seed)}
     out["vetoed_share"] = float(np.mean(["vetoed" in j.flags for j in vetoed]))
     out["few_labels"] = few_labels(votes, ann, gold, arms[base_key], arms[best_key], labels, draws, seed)
-    neff = effective_votes(verdict_errors(first_votes, gold), members=names, ci=True, n_boot=n_boot, seed=seed)
-    out["effective_votes"] = {"value": neff.value, "ci": [neff.ci_low, neff.ci_high], "rho": neff.extra.get("rho"),
+    neff = effective_votes(verdict_errors(first_votes, gold), members=names, ci=True, n_boot=n_boot,
+                           seed=seed)
+    out["effective_votes"] = {"value": neff.value, "ci": [neff.ci_low, neff.ci_high],
+                              "rho": neff.extra.get("rho"),
                               "n_members": len(names), "reason": neff.reason}
     em = fit_dawid_skene(first_votes, names)
     out["member_balanced_accuracy"] = {
         m: {"dawid_skene_no_gold": em.balanced_accuracy(m),
-            "observed": float(np.mean([np.mean([v == g for v, g in zip(members[m].orig, gold, strict=True) if g == k])
+            "observed": float(np.mean([np.mean([v == g for v, g in zip(members[m].orig, gold, strict=True)
+                                                if g == k])
                                        for k in ("A", "B")]))} for m in names}
     out["member_confusion_no_gold"] = {m: em.member_matrix(m) for m in names}
     return out
 
 
-def few_labels(votes: list[list[str | None]], ann: list[str], gold: list[str], majority: np.ndarray, best: np.ndarray,
+def few_labels(votes: list[list[str | None]], ann: list[str], gold: list[str], majority: np.ndarray,
+               best: np.ndarray,
                k: int, draws: int, seed: int) -> dict[str, Any]:
-    """Supervised Dawid-Skene from ``k`` random labelled instances, applied to the rest; over ``draws`` draws."""
+    """Supervised Dawid-Skene from ``k`` random labelled instances, applied to the rest; over ``draws``
+    draws."""
     rng = np.random.default_rng(seed + 7)
     n = len(gold)
     acc, d_maj, d_best = [], [], []
@@ -178,13 +193,15 @@ def few_labels(votes: list[list[str | None]], ann: list[str], gold: list[str], m
 
     def summary(x: list[float]) -> dict[str, float]:
         a = np.array(x)
-        return {"mean": float(a.mean()), "p05": float(np.quantile(a, 0.05)), "p95": float(np.quantile(a, 0.95))}
+        return {"mean": float(a.mean()), "p05": float(np.quantile(a, 0.05)),
+                "p95": float(np.quantile(a, 0.95))}
 
     return {"labels": k, "draws": draws, "acc": summary(acc), "minus_majority": summary(d_maj),
             "minus_best": summary(d_best)}
 
 
-# --------------------------------------------------------------------------------------------- 2. Bradley-Terry
+# --------------------------------------------------------------------------------------------- 2.
+# Bradley-Terry
 
 
 def bradley_terry_h2h(n_boot: int, seed: int) -> dict[str, Any]:
@@ -224,16 +241,19 @@ def bradley_terry_h2h(n_boot: int, seed: int) -> dict[str, Any]:
                      "separable_pairs_bootstrap": len(boot.ranking.separable),
                      "rank_intervals": {r.group: [r.low, r.high] for r in fit.ranking.ranks},
                      "abilities": fit.abilities, "low": fit.low, "high": fit.high,
-                     "cycles": fit.cycles, "fisher_vs_bootstrap_se": {s: [fit.se[s], boot.se[s]] for s in fit.systems}}
+                     "cycles": fit.cycles,
+                     "fisher_vs_bootstrap_se": {s: [fit.se[s], boot.se[s]] for s in fit.systems}}
     return out
 
 
-# --------------------------------------------------------------------------------------------- 3. score vs pair
+# --------------------------------------------------------------------------------------------- 3. score vs
+# pair
 
 
 def score_vs_pair(lb: dict[str, Table], n_boot: int, seed: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for rating, pairwise in (("GPT-4/Rating", "GPT-4/Vanilla"), ("GPT-4/Rating_NoRules", "GPT-4/Vanilla_NoRules"),
+    for rating, pairwise in (("GPT-4/Rating", "GPT-4/Vanilla"),
+                             ("GPT-4/Rating_NoRules", "GPT-4/Vanilla_NoRules"),
                              ("ChatGPT/Rating", "ChatGPT/Vanilla"),
                              ("ChatGPT/Rating_NoRules", "ChatGPT/Vanilla_NoRules")):
         r, p = lb[rating], lb[pairwise]
@@ -282,14 +302,18 @@ def main() -> None:
     out["seconds"] = time.perf_counter() - t0
     write_json(args.out, out)
     for name, p in out["panels"].items():
-        print(f"\n{name} (n={p['n']}; n_eff {p['effective_votes']['value']:.2f}, rho {p['effective_votes']['rho']:.2f})")
+        print(f"\n{name} (n={p['n']}; n_eff {p['effective_votes']['value']:.2f}, rho "
+              f"{p['effective_votes']['rho']:.2f})")
         for arm, r in p["arms"].items():
-            print(f"  {arm:70s} {fmt_ci(r['acc'])}  -maj {fmt_ci(r['minus_majority'])}  -best {fmt_ci(r['minus_best'])}")
+            print(f"  {arm:70s} {fmt_ci(r['acc'])}  -maj {fmt_ci(r['minus_majority'])}  -best "
+                  f"{fmt_ci(r['minus_best'])}")
         f = p["few_labels"]
-        print(f"  DS supervised, {f['labels']} labels: {f['acc']['mean']:.3f} ({f['acc']['p05']:.3f}-{f['acc']['p95']:.3f})"
-              f" -maj {f['minus_majority']['mean']:+.3f} -best {f['minus_best']['mean']:+.3f}")
+        print(f"  DS supervised, {f['labels']} labels: {f['acc']['mean']:.3f} "
+              f"({f['acc']['p05']:.3f}-{f['acc']['p95']:.3f}) -maj {f['minus_majority']['mean']:+.3f} -best "
+              f"{f['minus_best']['mean']:+.3f}")
     for crit, r in out["bradley_terry_summeval_h2h"].items():
-        print(f"BT {crit}: tau {r['kendall']} separable {r['separable_pairs']} cycles {r['cycles']['cyclic_triples']}")
+        print(f"BT {crit}: tau {r['kendall']} separable {r['separable_pairs']} cycles "
+              f"{r['cycles']['cyclic_triples']}")
     for k, r in out["score_vs_pair_llmbar"].items():
         print(f"conflict {k}: both {r['both_orders']['value']:.3f} first {r['first_order']['value']:.3f}")
     print(f"{out['seconds']:.1f}s; wrote {args.out}")

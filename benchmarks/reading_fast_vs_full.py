@@ -1,4 +1,5 @@
-"""Every released answer read with the fast quotation search and with the full one (``fast=False``): how many differ.
+"""Every released answer read with the fast quotation search and with the full one (``fast=False``): how many
+differ.
 
 The tests (``tests/test_reading_fast_path.py``) read a sample of each release both ways; this reads
 all of them once: LLMBar's 88,912 answers through ``parse_release`` and Shen et al.'s 43,200
@@ -68,7 +69,8 @@ def _summeval_cases() -> list[tuple[JudgePrompt, str, tuple[str, ...], tuple[str
                 continue
             if (kind, judgment.criterion) not in prompts:
                 template, hints = SUMMEVAL_TEMPLATES[kind]
-                prompts[kind, judgment.criterion] = JudgePrompt.from_template(template.format(c=judgment.criterion),
+                prompts[kind,
+                        judgment.criterion] = JudgePrompt.from_template(template.format(c=judgment.criterion),
                                                                               **hints)
             prompt = prompts[kind, judgment.criterion]
             item = Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})

@@ -25,8 +25,10 @@ if TYPE_CHECKING:  # the names below are imported on first use (PEP 562): `impor
 __getattr__, __dir__ = lazy_exports(__name__, {
     "Benchmark": "mitigate.data.schema", "Item": "mitigate.data.schema", "MitigateError": "mitigate.errors",
     "Judge": "mitigate.judge", "JudgeConfig": "mitigate.judge", "Judgment": "mitigate.judge",
-    "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge", "AnswerFormat": "mitigate.prompt.answer.format",
-    "JudgePrompt": "mitigate.prompt.judge_prompt", "Criterion": "mitigate.prompt.parts", "Demo": "mitigate.prompt.parts",
+    "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge",
+    "AnswerFormat": "mitigate.prompt.answer.format",
+    "JudgePrompt": "mitigate.prompt.judge_prompt", "Criterion": "mitigate.prompt.parts",
+    "Demo": "mitigate.prompt.parts",
     "Guideline": "mitigate.prompt.parts", "ScoreOption": "mitigate.prompt.parts", "Scale": "mitigate.scale",
     "estimate": "mitigate.harness.estimate",
 })

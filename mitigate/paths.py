@@ -14,7 +14,8 @@ it.
   :data:`MAX_LINE_BYTES` (a sparse file of zeros cannot fill the memory).
 * :func:`write_output` is the one way mitigate writes an output file (results, reports, plots,
   ``--out``, probe records, training items; :func:`open_output` for one written as it is produced,
-  :func:`output_path` for a writer that needs a file name): atomically (a temporary file renamed over it) when the
+  :func:`output_path` for a writer that needs a file name): atomically (a temporary file renamed over it) when
+  the
   path is absent or a regular file; **a symlink is followed**: the file it points to is written and
   the link stays a link. A character device (``/dev/null``, ``/dev/stdout``) is written through, never
   replaced by a regular file; a FIFO, socket, block device or directory is refused.
@@ -201,7 +202,8 @@ def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | byte
     The one way mitigate writes an output. ``write`` is the text (or bytes), or a function writing to the
     open file (text, or binary with ``binary=True``). A regular file is replaced atomically (a reader sees the
     old file or the new one, never a part); an OSError becomes a one-line ConfigError naming the file
-    (``/dev/full``: "No space left on device"), and a failed write leaves the old file as it was. A writer that
+    (``/dev/full``: "No space left on device"), and a failed write leaves the old file as it was. A writer
+    that
     produces its text over time (rows as a run judges them) writes into :func:`open_output` instead, on which
     this is built.
     """
@@ -217,7 +219,8 @@ def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | byte
 @contextlib.contextmanager
 def open_output(path: Path | str, what: str = "the output file", *, newline: str | None = None,
                 durable: bool = True, binary: bool = False) -> Iterator[IO[Any]]:
-    """An output file open for writing (text, or binary with ``binary=True``), written as :func:`write_output` writes.
+    """An output file open for writing (text, or binary with ``binary=True``), written as :func:`write_output`
+    writes.
 
     A regular file (or a new one) is written under a temporary name beside it and renamed over it when
     the block ends without an error, so a reader sees the old file or the whole new one; an error in the
@@ -276,7 +279,8 @@ def open_output(path: Path | str, what: str = "the output file", *, newline: str
 
 @contextlib.contextmanager
 def output_path(path: Path | str, what: str = "the output file") -> Iterator[Path]:
-    """A temporary path beside ``path`` for a writer that needs a file name (SQLite), renamed over ``path`` when the
+    """A temporary path beside ``path`` for a writer that needs a file name (SQLite), renamed over ``path``
+    when the
     block ends without an error, as :func:`open_output` does for a regular file (a symlink followed).
 
     Such a file cannot be written through a device: a character device at ``path`` is refused in one line.

@@ -1,4 +1,5 @@
-"""compare with human labels for a slice: ``--labels FILE`` (and ``labels=``), and notes that name only its options.
+"""compare with human labels for a slice: ``--labels FILE`` (and ``labels=``), and notes that name only its
+options.
 
 The labels file is the one ``mitigate estimate --labels`` reads (``id,label[,weight]``); a
 labels file gives compare the same corrected estimates as the same labels written into the
@@ -34,11 +35,13 @@ CRIT = "helpfulness"
 
 
 def _task(tmp_path: Path, labelled: int = 8) -> tuple[Path, Path, dict[str, float]]:
-    """``write_task``'s benchmark and recorded judge, with the item it left unanswered answered (compare replays a
+    """``write_task``'s benchmark and recorded judge, with the item it left unanswered answered (compare
+    replays a
     judge only on items it answered)."""
     bench, recorded, truth = write_task(tmp_path, labelled=labelled)
     with recorded.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"item_id": "south-3", "judge": "small-judge", "criterion": CRIT, "score": 3.0}) + "\n")
+        handle.write(json.dumps({"item_id": "south-3", "judge": "small-judge", "criterion": CRIT,
+                                 "score": 3.0}) + "\n")
     return bench, recorded, truth
 
 
@@ -56,7 +59,8 @@ def _labels_file(path: Path, rows: dict[str, float | str], weights: dict[str, fl
 
 
 def _slice(truth: dict[str, float], bench: Path, per_system: int) -> dict[str, float]:
-    """Labels for the first ``per_system`` unlabelled items of each system (the benchmark file labels others)."""
+    """Labels for the first ``per_system`` unlabelled items of each system (the benchmark file labels
+    others)."""
     have = {it.id for it in load_jsonl(bench).items if CRIT in it.human}
     out: dict[str, float] = {}
     for system in ("north", "south", "east"):
@@ -93,7 +97,8 @@ def test_labels_file_gives_the_estimates_the_same_labels_in_the_rows_give(tmp_pa
 
 def _write_bench(bench: Benchmark, path: Path) -> Path:
     header = {"benchmark": {"name": bench.name, "criteria": list(bench.criteria), "scale": [1, 5]}}
-    rows = [{"id": it.id, "system": it.system, "doc_id": it.doc_id, "inputs": dict(it.inputs), "output": it.output,
+    rows = [{"id": it.id, "system": it.system, "doc_id": it.doc_id, "inputs": dict(it.inputs),
+             "output": it.output,
              **({"human": dict(it.human)} if it.human else {})} for it in bench.items]
     path.write_text("".join(json.dumps(r) + "\n" for r in [header, *rows]), encoding="utf-8")
     return path
@@ -113,13 +118,16 @@ def test_a_filled_selection_file_carries_its_weights_into_the_estimates(tmp_path
 
 
 @pytest.mark.parametrize(("rows", "extra", "expected"), [
-    ({"north-0": 3, "nowhere-1": 4}, (), "labels.csv: expected labels for items of 'toy'; 1 ids are not in it "
+    ({"north-0": 3, "nowhere-1": 4}, (),
+     "labels.csv: expected labels for items of 'toy'; 1 ids are not in it "
                                          "(first 'nowhere-1')"),
     ({"north-0": 9}, (), "expected a label on 'helpfulness''s scale 1 to 5; got 9"),
-    ({"east-25": 3, "east-26": 2}, ("--limit", "30"), "none of the 2 items labelled there is among the 30 items "
+    ({"east-25": 3, "east-26": 2}, ("--limit", "30"),
+     "none of the 2 items labelled there is among the 30 items "
                                                       "compared (first labelled 'east-25')"),
 ])
-def test_a_labels_file_compare_cannot_use_is_refused_in_one_line(tmp_path: Path, rows, extra, expected) -> None:
+def test_a_labels_file_compare_cannot_use_is_refused_in_one_line(tmp_path: Path, rows, extra,
+                                                                 expected) -> None:
     bench, recorded, _ = _task(tmp_path)
     labels = _labels_file(tmp_path / "labels.csv", rows)
     result = run("-b", f"jsonl:{bench}", "-c", CRIT, "--recorded", str(recorded), "--labels", str(labels),
@@ -130,19 +138,22 @@ def test_a_labels_file_compare_cannot_use_is_refused_in_one_line(tmp_path: Path,
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-# --------------------------------------------------------------------------- notes name compare's options only
+# --------------------------------------------------------------------------- notes name compare's options
+# only
 
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 
 
 def _bench(labels: dict[str, list[float]]) -> Benchmark:
-    """12 items per system; system S<k> labelled with ``labels[S<k>]`` on its first items, the rest unlabelled."""
+    """12 items per system; system S<k> labelled with ``labels[S<k>]`` on its first items, the rest
+    unlabelled."""
     items = []
     for s, given in labels.items():
         for d in range(12):
             human = {"q": given[d]} if d < len(given) else {}
-            items.append(Item(id=f"{s}/d{d}", system=s, doc_id=f"d{d}", output=f"q={1 + (d * 7) % 5} {s} d{d}",
+            items.append(Item(id=f"{s}/d{d}", system=s, doc_id=f"d{d}",
+                              output=f"q={1 + (d * 7) % 5} {s} d{d}",
                               human=human))
     return Benchmark(name="toy", items=tuple(items), criteria=("q",))
 
@@ -164,7 +175,8 @@ CASES = {  # labels per system, the method, and what the estimate then says
 async def test_compare_estimate_notes_name_only_options_compare_has(tmp_path: Path, case: str) -> None:
     labels, method, says = CASES[case]
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
-    result = await compare(CompareConfig(benchmark=_bench(labels), criterion="q", out_dir=tmp_path, progress=False,
+    result = await compare(CompareConfig(benchmark=_bench(labels), criterion="q", out_dir=tmp_path,
+                                         progress=False,
                                          entries=(Entry.from_pipeline("plain", judge, "baseline"),), n_boot=0,
                                          n_perm=50, estimate=method))
     e = result.entries[0]

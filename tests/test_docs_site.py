@@ -1,4 +1,5 @@
-"""The docs site's own machinery: the results pages cut from benchmarks/RESULTS.md keep every section and every
+"""The docs site's own machinery: the results pages cut from benchmarks/RESULTS.md keep every section and
+every
 number as written, and the nav of mkdocs.yml names only pages that exist (``mkdocs build --strict`` in .ci/run
 builds the site itself)."""
 
@@ -55,10 +56,12 @@ def test_a_section_no_topic_claims_goes_to_more_results(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "juries.md").write_text("# Juries\n")
     results.write_text("# Benchmark results\n\nIntro.\n\n## Panels of small judges\n\nA panel: 0.71 "
-                       "[see](../docs/juries.md#x), [script](bench_panels.py).\n\n## Runner overhead\n\n1.05x\n")
+                       "[see](../docs/juries.md#x), [script](bench_panels.py).\n\n## Runner "
+                       "overhead\n\n1.05x\n")
     pages = results_pages.pages(results, tmp_path / "docs")
     assert "## Panels of small judges" in pages["results/more.md"]
-    assert "[see](../juries.md#x)" in pages["results/more.md"]       # a docs page: linked from the results folder
+    # a docs page: linked from the results folder
+    assert "[see](../juries.md#x)" in pages["results/more.md"]
     assert "script" in pages["results/more.md"] and "bench_panels.py)" not in pages["results/more.md"]
     assert "## Runner overhead" in pages["results/speed.md"]
     assert "No section" in pages["results/reproduction.md"]          # every topic page exists for the nav

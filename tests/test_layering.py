@@ -296,8 +296,8 @@ def test_importing_the_selectors_does_not_import_the_strategies_or_the_search() 
 
 def test_importing_the_answer_format_imports_no_search_strategy_selector_or_runner() -> None:
     code = ("import sys, mitigate.prompt.answer; print(sorted({m.split('.')[1] for m in sys.modules "
-            "if m.startswith(('mitigate.search', 'mitigate.strategies', 'mitigate.selectors', 'mitigate.run', "
-            "'mitigate.harness', 'mitigate.cli'))}))")
+            "if m.startswith(('mitigate.search', 'mitigate.strategies', 'mitigate.selectors', "
+            "'mitigate.run', 'mitigate.harness', 'mitigate.cli'))}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]"

@@ -1,4 +1,5 @@
-"""solve-first and reference-revision: the judge's own reference, written first, shown under the template's headings.
+"""solve-first and reference-revision: the judge's own reference, written first, shown under the template's
+headings.
 
 The reference section is added to each prompt judge's prompt when it judges (the leaf keeps the
 template as written), so the composition battery's per-leaf checks do not see it; the last test
@@ -55,13 +56,17 @@ def _bare_item(prompt: JudgePrompt) -> Item:
 @pytest.mark.parametrize(("name", "heading"), [
     ("geval-summeval", "\n\nSummary:\n\nTHE FIRST OUTPUT\n\nYour own answer to the task:\n\n<the answer"),
     ("llmbar", "# Output (b):\nTHE SECOND OUTPUT\n\n# Your own answer to the task:\n<the answer"),
-    ("mtbench-pair", "[The End of Assistant B's Answer]\n\n[The Start of Your Own Answer To The Task]\n<the answer to "
+    ("mtbench-pair",
+     "[The End of Assistant B's Answer]\n\n[The Start of Your Own Answer To The Task]\n<the answer to "
                      "the first request>\n[The End of Your Own Answer To The Task]"),
     ("layout-xml", "</summary>\n\n<your_own_answer_to_the_task>\n\n<the answer to the first request>\n\n"
                    "</your_own_answer_to_the_task>"),
-    ("layout-xml-inline", "<your_own_answer_to_the_task><the answer to the first request></your_own_answer_to_the"),
-    ("layout-numbered-inline-tight", "2. Summary: THE FIRST OUTPUT\n3. Your own answer to the task: <the answer"),
-    ("layout-numbered", "\n\nYour own answer to the task:\n\n<the answer"),  # "3." is the template's own next heading
+    ("layout-xml-inline",
+     "<your_own_answer_to_the_task><the answer to the first request></your_own_answer_to_the"),
+    ("layout-numbered-inline-tight",
+     "2. Summary: THE FIRST OUTPUT\n3. Your own answer to the task: <the answer"),
+    # "3." is the template's own next heading
+    ("layout-numbered", "\n\nYour own answer to the task:\n\n<the answer"),
     ("flowjudge-with-inputs", "</output>\n\n<your_own_answer_to_the_task>\n<the answer"),
 ])
 def test_the_reference_stands_after_the_item_under_a_heading_in_the_templates_own_layout(name: str,
@@ -74,7 +79,8 @@ def test_the_reference_stands_after_the_item_under_a_heading_in_the_templates_ow
 
 def test_solve_first_shows_the_task_under_its_headings_and_never_the_judged_texts() -> None:
     first, _, _ = _judge_text("mtbench-pair", SolveFirst(task="Answer the user's question."))
-    assert "User Question:\n<question of the item>" in first and "The task: Answer the user's question." in first
+    assert ("User Question:\n<question of the item>" in first
+            and "The task: Answer the user's question." in first)
     assert "THE FIRST OUTPUT" not in first and "THE SECOND OUTPUT" not in first
 
 
@@ -89,7 +95,8 @@ def test_reference_revision_shows_the_judged_texts_under_their_headings() -> Non
 def test_a_templates_own_reference_slot_is_filled_never_doubled() -> None:
     _, text, _ = _judge_text("prometheus-absolute", SolveFirst())
     assert "###Reference Answer (Score 5):\n<the answer to the first request>" in text
-    assert "Your own answer to the task" not in text and "The reference answer in this prompt is the answer" in text
+    assert ("Your own answer to the task" not in text
+            and "The reference answer in this prompt is the answer" in text)
     prompt = _prompt("prometheus-absolute")
     with pytest.raises(ConfigError, match="own reference slot"):
         SolveFirst(on_reference_slot="refuse").wrap(PromptJudge(prompt, FakeLM(["x"])))
@@ -107,13 +114,15 @@ def test_the_judge_answers_first_then_judges_with_its_answer_as_the_reference() 
     j = run_sync(judge.judge(_bare_item(prompt)), what="test", instead="await")
     assert j.verdict == "second" and j.calls == 2 and j.meta["own_reference"]["text"] == ANSWER
     sent = lm.requests[1].messages[-1].content
-    assert f"# Your own answer to the task:\n{ANSWER}" in sent and "Write only your answer." in lm.requests[0].messages[-1].content
+    assert (f"# Your own answer to the task:\n{ANSWER}" in sent
+            and "Write only your answer." in lm.requests[0].messages[-1].content)
 
 
 def test_an_empty_first_answer_is_a_recorded_failure_and_no_judge_call_is_made() -> None:
     prompt = _prompt("llmbar")
     lm = FakeLM(["   "])
-    j = run_sync(ReferenceRevision().wrap(PromptJudge(prompt, lm)).judge(_bare_item(prompt)), what="t", instead="a")
+    j = run_sync(ReferenceRevision().wrap(PromptJudge(prompt, lm)).judge(_bare_item(prompt)), what="t",
+                 instead="a")
     assert j.verdict is None and "returned no text" in str(j.error) and len(lm.requests) == 1
 
 
@@ -155,7 +164,8 @@ def _answer(request: LMRequest) -> str:
 
 OWN_REFUSALS = ("demonstrations cannot show", "one reference per judged item", "cannot be combined with",
                 "no task input", "a later mitigation turned")
-"""Why a combination with an own reference may be refused: nothing else (the other step must refuse on its own)."""
+"""Why a combination with an own reference may be refused: nothing else (the other step must refuse on its
+own)."""
 
 
 def _alone(name: str, step: str) -> str:
@@ -210,7 +220,8 @@ def _refused(name: str, steps: tuple[Any, ...], exc: MitigateError) -> str:
     if any(reason in str(exc) for reason in OWN_REFUSALS):
         return "refused (own reference)"
     others = [s for s in steps if isinstance(s, str)]
-    assert others and all(_alone(name, s) == "refused" for s in others), f"{name} | {steps}: refused with {exc}"
+    assert others and all(_alone(name, s) == "refused"
+                          for s in others), f"{name} | {steps}: refused with {exc}"
     return "refused (the other step alone)"
 
 

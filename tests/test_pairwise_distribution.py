@@ -1,4 +1,5 @@
-"""Pairwise scoring that keeps the distribution: verdict probabilities from logprobs or samples, pooled over both orders."""
+"""Pairwise scoring that keeps the distribution: verdict probabilities from logprobs or samples, pooled over
+both orders."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from mitigate.testing.checks import PAIRWISE
 
 
 def _tokens(*parts: str | tuple[str, dict[str, float]]) -> tuple[TokenLogprob, ...]:
-    """Generated tokens; a (token, {alternative: probability}) part lists the top alternatives at that position."""
+    """Generated tokens; a (token, {alternative: probability}) part lists the top alternatives at that
+    position."""
     out = []
     for p in parts:
         if isinstance(p, tuple):
@@ -45,7 +47,8 @@ def test_labels_sharing_a_beginning_are_told_apart_where_they_differ() -> None:
     got = verdict_probabilities(toks, ("a", "b"), lead="Output (")
     assert got.probabilities == pytest.approx({"first": 0.45, "second": 0.55})
     long = _tokens("Assistant", ("ĠB", {"ĠB": 0.8, "ĠA": 0.2}))
-    assert verdict_probabilities(long, ("Assistant A", "Assistant B")).probabilities["second"] == pytest.approx(0.8)
+    assert verdict_probabilities(long,
+                                 ("Assistant A", "Assistant B")).probabilities["second"] == pytest.approx(0.8)
 
 
 def test_a_word_that_merely_starts_like_a_label_is_not_a_verdict() -> None:
@@ -76,7 +79,8 @@ def _item() -> Item:
 
 
 def _logprob_lm(p_first: dict[str, float]) -> FakeLM:
-    """Answers each order with its most probable label, the probabilities given by which summary is shown first."""
+    """Answers each order with its most probable label, the probabilities given by which summary is shown
+    first."""
     def answer(request: LMRequest) -> LMResponse:
         text = request.messages[-1].content
         order = "original" if "Summary A: summary one" in text else "swapped"
@@ -101,7 +105,8 @@ def test_a_position_biased_judge_is_pooled_to_its_preference_between_the_texts()
 
 def test_a_generated_label_that_is_not_the_texts_verdict_is_a_recorded_failure() -> None:
     def answer(request: LMRequest) -> LMResponse:
-        return LMResponse(choices=(Choice(text="[[A]]", logprobs=_tokens("[[", ("B", {"B": 0.9, "A": 0.1}), "]]")),))
+        return LMResponse(choices=(Choice(text="[[A]]",
+                                          logprobs=_tokens("[[", ("B", {"B": 0.9, "A": 0.1}), "]]")),))
     judge = PairwiseDistribution(source="logprobs").wrap(
         PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(answer, logprobs=True)))
     j = run_sync(judge.judge(_item()), what="test", instead="await")

@@ -1,4 +1,5 @@
-"""Panel reducers beyond majority: Dawid-Skene (supervised and EM), minority veto, and the effective number of votes."""
+"""Panel reducers beyond majority: Dawid-Skene (supervised and EM), minority veto, and the effective number of
+votes."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def test_supervised_dawid_skene_counts_each_members_confusion_from_gold() -> Non
     for name, acc in ACC.items():
         assert model.balanced_accuracy(name) == pytest.approx(acc, abs=0.03), name
     matrix = model.member_matrix("bad1")
-    assert matrix["A"]["B"] == pytest.approx(0.7, abs=0.04)  # a below-chance member mostly answers the other class
+    # a below-chance member mostly answers the other class
+    assert matrix["A"]["B"] == pytest.approx(0.7, abs=0.04)
     assert matrix["A"]["tie"] == pytest.approx(0.0, abs=1e-9)
 
 
@@ -125,7 +127,8 @@ def _by_gold(right: bool, except_every: int = 0) -> FakeLM:
 
 def _panel() -> PanelJudge:
     prompt = JudgePrompt.from_template(PAIRWISE)
-    return PanelJudge({"good": PromptJudge(prompt, _by_gold(True)), "bad1": PromptJudge(prompt, _by_gold(False, 5)),
+    return PanelJudge({"good": PromptJudge(prompt, _by_gold(True)),
+                       "bad1": PromptJudge(prompt, _by_gold(False, 5)),
                        "bad2": PromptJudge(prompt, _by_gold(False, 5))}, reducer="majority")
 
 
@@ -133,7 +136,8 @@ def test_dawid_skene_fitted_on_a_panel_reads_the_below_chance_members_backwards(
     train = _pairwise_items()
     panel = _panel()
     fitted = DawidSkene().fit(train, panel, progress=False)
-    assert fitted.is_fitted and fitted.model_.supervised and set(fitted.model_.members) == {"good", "bad1", "bad2"}
+    assert fitted.is_fitted and fitted.model_.supervised and set(fitted.model_.members) == {"good", "bad1",
+                                                                                            "bad2"}
     judge = fitted.wrap(panel)
     item = train.items[3]  # gold A; the two bad members outvote the good one
     from mitigate.registry import run_sync
@@ -169,14 +173,16 @@ def _judgment(verdict: str | None, members: dict[str, str | None], scores: dict[
         panel_members["score"] = member_scores
     else:
         panel_members["verdict"] = members
-    return Judgment(item_id="i", verdict=verdict, scores=scores or {}, meta={"panel": {"members": panel_members}})
+    return Judgment(item_id="i", verdict=verdict, scores=scores or {},
+                    meta={"panel": {"members": panel_members}})
 
 
 def test_a_named_member_vetoes_a_pass_it_fails() -> None:
     from mitigate.strategies.panel_reducers import veto
     j = _judgment("first", {"base": "second", "o1": "first", "o2": "first"})
     out = veto(j, ("base",), 1, None)
-    assert out.verdict == "tie" and "vetoed" in out.flags and out.meta["minority_veto"]["vetoed_by"] == ["base"]
+    assert (out.verdict == "tie" and "vetoed" in out.flags
+            and out.meta["minority_veto"]["vetoed_by"] == ["base"])
     assert veto(j, ("o1",), 1, None).verdict == "first"  # o1 agreed: no veto
     assert veto(j, (), 2, None).verdict == "first"  # one dissenter is not two
     s = _judgment(None, {}, scores={"score": 4.0}, member_scores={"base": 2.0, "o1": 5.0, "o2": 4.0})
@@ -206,26 +212,31 @@ def test_panel_measures_read_each_members_verdicts() -> None:
                       scale=Scale(), judgments=judgments, verdicts=["A"] * len(items.items), task="pairwise",
                       n_boot=0)
     n_eff = PanelEffectiveVotes().compute(entry)
-    assert n_eff.extra["n_members"] == 3 and n_eff.extra["pair_correlations"]["bad1 ~ bad2"] == pytest.approx(1.0)
+    assert (n_eff.extra["n_members"] == 3
+            and n_eff.extra["pair_correlations"]["bad1 ~ bad2"] == pytest.approx(1.0))
     conf = MemberConfusion().compute(entry)
     assert conf.extra["observed"]["good"]["balanced_accuracy"] == 1.0
     assert conf.extra["observed"]["bad1"]["balanced_accuracy"] < 0.3
     single = EntryData(scores=np.full(2, np.nan), items=items.items[:2], criterion="coherence", scale=Scale(),
-                       judgments=[Judgment(item_id="p0", verdict="first"), Judgment(item_id="p1", verdict="first")],
+                       judgments=[Judgment(item_id="p0", verdict="first"),
+                                  Judgment(item_id="p1", verdict="first")],
                        verdicts=["A", "A"], task="pairwise")
     assert "not a panel" in str(PanelEffectiveVotes().compute(single).reason)
     assert member_confusion([[None, None]], ["a", "b"]).reason == "no member answered any item"
 
 
-async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_confusion_matrix(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_confusion_matrix(
+        tmp_path) -> None:  # type: ignore[no-untyped-def]
     from mitigate.harness.compare import Entry, compare
     from mitigate.harness.report import render_markdown
 
     bench = _pairwise_items(20)
     entries = [Entry.from_pipeline("panel", _panel(), "baseline"),
-               Entry.from_pipeline("one judge", PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True)),
+               Entry.from_pipeline("one judge",
+                                   PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True)),
                                    "baseline")]
-    result = await compare(bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=100)
+    result = await compare(bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50,
+                           n_perm=100)
     panel, one = result.entries
     assert panel.measures["panel_effective_votes"].extra["n_members"] == 3
     assert panel.measures["member_confusion"].extra["observed"]["good"]["balanced_accuracy"] == 1.0

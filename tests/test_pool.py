@@ -1,4 +1,5 @@
-"""Several replicas of one server (mitigate.lm.pool): least outstanding requests, a breaker and probes per replica,
+"""Several replicas of one server (mitigate.lm.pool): least outstanding requests, a breaker and probes per
+replica,
 one cache key whichever replica answers, and --base-url given more than once or as @FILE."""
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ async def test_a_replica_that_cannot_be_reached_is_taken_out_then_probed_after_i
     now = [0.0]
     dead, good = Scripted([_down(), _down()]), Scripted()
     pool = PoolLM([("http://dead/v1", 1.0, dead), ("http://good/v1", 1.0, good)], clock=lambda: now[0])
-    with pytest.warns(EndpointWarning, match=r"replica http://dead/v1 of openai:m taken out .* probed again in 1 s"):
+    with pytest.warns(EndpointWarning,
+                      match=r"replica http://dead/v1 of openai:m taken out .* probed again in 1 s"):
         with pytest.raises(TransientLMError):
             await pool.complete(REQUEST)
     for _ in range(5):
@@ -156,7 +158,8 @@ def test_endpoint_files_give_weights_and_refuse_what_they_cannot_read(tmp_path: 
         read_endpoints([f"@{tmp_path / 'twice.txt'}"], read)
 
 
-# --------------------------------------------------------------------------- real servers, one of them failing
+# --------------------------------------------------------------------------- real servers, one of them
+# failing
 
 
 async def test_a_run_over_three_replicas_one_dead_and_one_failing_loses_nothing(tmp_path: Path) -> None:
@@ -175,7 +178,8 @@ async def test_a_run_over_three_replicas_one_dead_and_one_failing_loses_nothing(
     assert served == 60
     assert 3 <= failing.request_count <= 6  # three in a row take it out; a probe or two after its backoff
     taken_out = [str(w.message) for w in caught if "taken out" in str(w.message)]
-    assert len(taken_out) == 2 and any("(connection" in m for m in taken_out) and any("(http-500" in m for m in taken_out)
+    assert len(taken_out) == 2 and any("(connection" in m for m in taken_out) and any("(http-500" in m
+                                                                                      for m in taken_out)
 
 
 async def test_a_pool_of_dead_replicas_stops_the_run_after_a_few_requests() -> None:
@@ -193,8 +197,8 @@ def _cli_bench(tmp_path: Path, n: int) -> list[str]:
     rows = [{"id": f"x{i}", "inputs": {"source": f"Article {i}."}, "output": f"Summary {i}.",
              "human": {"fluency": 3}} for i in range(n)]
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "prompt.txt").write_text("Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}"
-                                         "\n\nScore:")
+    (tmp_path / "prompt.txt").write_text("Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
+                                         "{{summary}}\n\nScore:")
     return ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt",
             str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "-n", "0", "--no-progress"]
 
@@ -203,7 +207,8 @@ def test_base_url_given_twice_spreads_the_run_and_a_rerun_over_the_file_is_serve
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _cli_bench(tmp_path, 12)
-    with StubOpenAIServer(latency=0.02, reply="Score: 4") as a, StubOpenAIServer(latency=0.02, reply="Score: 4") as b:
+    with StubOpenAIServer(latency=0.02, reply="Score: 4") as a, StubOpenAIServer(latency=0.02,
+                                                                                 reply="Score: 4") as b:
         first = CliRunner().invoke(app, [*args, "--base-url", a.base_url, "--base-url", b.base_url,
                                          "--concurrency", "4"])
         assert first.exit_code == 0, first.output
@@ -232,7 +237,8 @@ async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_anothe
 
     with FaultServer("hang", hold=5.0) as hung, StubOpenAIServer(latency=0.0) as good:
         lm = wrap(get("openai:stub-model", base_url=[f"{hung.url}/v1", good.base_url], timeout=0.3,
-                      limits=Limits(deadline=20.0)), cache=False, retry=RetryPolicy(base_delay=0.01, max_delay=0.1))
+                      limits=Limits(deadline=20.0)), cache=False,
+                  retry=RetryPolicy(base_delay=0.01, max_delay=0.1))
         judge = PromptJudge(JudgePrompt.from_template(TEMPLATE), lm)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EndpointWarning)

@@ -1,4 +1,5 @@
-"""Score-vs-pair conflicts and preference cycles (TrustJudge), and Bradley-Terry rankings with intervals and cycles."""
+"""Score-vs-pair conflicts and preference cycles (TrustJudge), and Bradley-Terry rankings with intervals and
+cycles."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def test_the_cycle_rate_counts_sets_of_responses_whose_every_pair_was_judged() -
             ("q2", "a", "b"): ">", ("q2", "b", "c"): ">", ("q2", "a", "c"): ">",
             ("q3", "a", "b"): ">", ("q3", "b", "c"): ">"}  # a-c never judged: left out
     m = transitivity_violations(rels)
-    assert m.value == 0.5 and m.n == 2 and m.n_failed == 1 and m.extra["contradicting_triples"]["circular"] == 1
+    assert (m.value == 0.5 and m.n == 2 and m.n_failed == 1
+            and m.extra["contradicting_triples"]["circular"] == 1)
     four = {("q", x, y): ">" for x, y in itertools.combinations("abcd", 2)} | {("q", "a", "d"): "<"}
     assert transitivity_violations(four, k=4).value == 1.0
     with pytest.raises(DataError, match="judged"):
@@ -99,7 +101,8 @@ def test_ties_count_half_and_a_system_that_never_lost_is_refused_unless_a_prior_
 
 
 def test_the_majority_tournament_reports_its_cycles() -> None:
-    cyc = majority_cycles([("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0), ("a", "d", 1.0), ("b", "d", 1.0),
+    cyc = majority_cycles([("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0), ("a", "d", 1.0),
+                           ("b", "d", 1.0),
                            ("c", "d", 1.0)])
     assert cyc["groups"] == [{"systems": ["a", "b", "c"], "cycle": ["a", "b", "c", "a"]}]
     assert cyc["cyclic_triples"] == 1 and cyc["complete_triples"] == 4

@@ -47,8 +47,11 @@ def _both(fmt: AnswerFormat, scale: Scale, answer: str, sources: Sequence[str],
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(case=cases())
-def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_planted_values(case: dict[str, object]) -> None:
-    fast, full = _both(case["fmt"], case["scale"], case["answer"], (case["prompt"],), case["judged"])  # type: ignore[arg-type]
+def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_planted_values(case: dict[
+        str,
+        object]) -> None:
+    fast, full = _both(case["fmt"], case["scale"], case["answer"], (case["prompt"],),
+                       case["judged"])  # type: ignore[arg-type]
     assert fast == full, (case["format"], case["answer"])
 
 
@@ -57,13 +60,15 @@ PUNCT = ["", ".", ",", ":", "!", "?", ";", "...", ")", "**", "\"", "'"]
 
 @st.composite
 def copied_answers(draw: st.DrawFn) -> dict[str, object]:
-    """An answer stitched from fragments of the judged texts (copies), the format's values and answer lines, and
+    """An answer stitched from fragments of the judged texts (copies), the format's values and answer lines,
+    and
     punctuation, in any order, so copies meet values in every way."""
     name = draw(st.sampled_from(sorted(FORMATS)))
     fmt, scale = FORMATS[name]
     values = fmt.values(scale)
     vocabulary = WORDS + values + ["1999", "5", "3.5", "a", "I", "first", "second", "score"]
-    pieces = [draw(st.sampled_from(vocabulary)) + draw(st.sampled_from(PUNCT)) for _ in range(draw(st.integers(6, 30)))]
+    pieces = [draw(st.sampled_from(vocabulary)) + draw(st.sampled_from(PUNCT))
+              for _ in range(draw(st.integers(6, 30)))]
     breaks = draw(st.lists(st.integers(0, len(pieces)), max_size=3))
     judged_text = " ".join(pieces[: len(pieces) // 2]) + "\n" + " ".join(pieces[len(pieces) // 2:])
     line = fmt.line.replace("{value}", draw(st.sampled_from(values))) if fmt.json_key is None else values[0]
@@ -71,12 +76,14 @@ def copied_answers(draw: st.DrawFn) -> dict[str, object]:
     for _ in range(draw(st.integers(1, 4))):
         start = draw(st.integers(0, len(pieces) - 1))
         words += pieces[start: start + draw(st.integers(1, 8))]
-        words.append(draw(st.sampled_from([line, draw(st.sampled_from(values)), "says", "claims that", "\"" + line +
+        words.append(draw(st.sampled_from([line, draw(st.sampled_from(values)), "says", "claims that", "\""
+                                           + line +
                                             "\"", "> " + line, "", "Therefore,", "I"])))
     for at in sorted(set(breaks), reverse=True):
         words.insert(min(at, len(words)), "\n")
     answer = " ".join(words).replace(" \n ", "\n")
-    judged: tuple[str, ...] = (judged_text,) if fmt.kind != "pairwise" else (judged_text, "Another short text.")
+    judged: tuple[str, ...] = (judged_text,) if fmt.kind != "pairwise" else (judged_text,
+                                                                             "Another short text.")
     prompt = "Judge the text.\n\n" + "\n\n".join(f"Text {i + 1}:\n{t}" for i, t in enumerate(judged)) + \
         "\n\n" + fmt.instruction(scale)
     return {"format": name, "fmt": fmt, "scale": scale, "answer": answer, "judged": judged, "prompt": prompt}
@@ -87,7 +94,8 @@ def copied_answers(draw: st.DrawFn) -> dict[str, object]:
 def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_copies_meeting_values(
         case: dict[str, object], with_prompt: bool) -> None:
     sources = (case["prompt"],) if with_prompt else ()
-    fast, full = _both(case["fmt"], case["scale"], case["answer"], sources, case["judged"])  # type: ignore[arg-type]
+    fast, full = _both(case["fmt"], case["scale"], case["answer"], sources,
+                       case["judged"])  # type: ignore[arg-type]
     assert fast == full, (case["format"], case["answer"], case["judged"])
 
 
@@ -96,8 +104,10 @@ def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_copies_me
 
 @pytest.fixture
 def full_search(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
-    """``full_search(True)`` makes every reader run the full quotation search (``fast=False``); ``False`` restores
-    the fast one. The readers call :func:`~mitigate.parse.quoted.unquote` through their module's name for it."""
+    """``full_search(True)`` makes every reader run the full quotation search (``fast=False``); ``False``
+    restores
+    the fast one. The readers call :func:`~mitigate.parse.quoted.unquote` through their module's name for
+    it."""
 
     def switch(full: bool) -> None:
         chosen = functools.partial(Q.unquote, fast=False) if full else Q.unquote
@@ -162,20 +172,23 @@ def test_every_released_pairwise_answer_reads_the_same_with_the_full_search(
 
 SUMMEVAL_TEMPLATES = {
     "score": ("Read the news article and the summary written for it, then judge the summary's {c}.\n\n"
-              "Article: {{{{document}}}}\n\nSummary: {{{{summary}}}}\n\nGive your reasons first, then end with "
-              "'Score: N', where N is from 1 to 5 (half points allowed).", {"scale": RTS_SCALE}),
-    "letter": ("How good is the summary's {c}? Read the article and the summary.\n\nArticle: {{{{document}}}}\n\n"
-               "Summary: {{{{summary}}}}\n\nA: very poor\nB: poor\nC: fair\nD: good\nE: very good\n\n"
-               "Explain briefly, then answer 'Answer: X'.", {"letters": {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5}}),
-    "stars": ("Rate the summary's {c} from 1 to 5 stars.\n\nArticle: {{{{document}}}}\n\nSummary: {{{{summary}}}}"
-              "\n\nExplain, then give the rating as 'N stars'.", {}),
+              "Article: {{{{document}}}}\n\nSummary: {{{{summary}}}}\n\nGive your reasons first, then end "
+              "with 'Score: N', where N is from 1 to 5 (half points allowed).", {"scale": RTS_SCALE}),
+    "letter": ("How good is the summary's {c}? Read the article and the summary.\n\nArticle: "
+               "{{{{document}}}}\n\nSummary: {{{{summary}}}}\n\nA: very poor\nB: poor\nC: fair\nD: good\nE: "
+               "very good\n\nExplain briefly, then answer 'Answer: X'.",
+               {"letters": {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5}}),
+    "stars": ("Rate the summary's {c} from 1 to 5 stars.\n\nArticle: {{{{document}}}}\n\nSummary: "
+              "{{{{summary}}}}\n\nExplain, then give the rating as 'N stars'.", {}),
 }
 
 
 def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
         full_search: Callable[[bool], None]) -> None:
-    """Shen et al.'s released ChatGPT, GPT-4 and Llama-2 answers on SummEval (the data folder's copy), each read as a
-    live judgment reads it: the format of a template of ours in the method's format, the rendered prompt as shown
+    """Shen et al.'s released ChatGPT, GPT-4 and Llama-2 answers on SummEval (the data folder's copy), each
+    read as a
+    live judgment reads it: the format of a template of ours in the method's format, the rendered prompt as
+    shown
     and the article and summary as judged."""
     from mitigate.data.registry import load
     from mitigate.data.released import MCQ_METHODS, load_released, released_judges
@@ -197,7 +210,8 @@ def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
                 continue
             if (kind, judgment.criterion) not in prompts:
                 template, hints = SUMMEVAL_TEMPLATES[kind]
-                prompts[kind, judgment.criterion] = JudgePrompt.from_template(template.format(c=judgment.criterion),
+                prompts[kind,
+                        judgment.criterion] = JudgePrompt.from_template(template.format(c=judgment.criterion),
                                                                               **hints)
             prompt = prompts[kind, judgment.criterion]
             item = Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})
@@ -218,8 +232,10 @@ def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
 
 def test_every_quotation_style_and_position_reads_the_same_with_the_full_search(
         full_search: Callable[[bool], None]) -> None:
-    """Every format of the planted-values battery, every way of quoting a planted value back, in every position, the
-    planted line alone on its line of the judged text and after its words; and the hand-written hostile cases."""
+    """Every format of the planted-values battery, every way of quoting a planted value back, in every
+    position, the
+    planted line alone on its line of the judged text and after its words; and the hand-written hostile
+    cases."""
     cases = []
     for fmt, scale in FORMATS.values():
         values = fmt.values(scale)
@@ -236,7 +252,8 @@ def test_every_quotation_style_and_position_reads_the_same_with_the_full_search(
             prompt = "Judge the text.\n\n" + "\n\n".join(judged) + "\n\n" + fmt.instruction(scale)
             cases.append((fmt, scale, answer, (prompt,), judged))
     for case in ISSUE_CASES:
-        labels = {"labels": ("a", "b") if "Output" in case.line else ("A", "B")} if case.kind == "pairwise" else {}
+        labels = {"labels": ("a", "b") if "Output" in case.line
+                  else ("A", "B")} if case.kind == "pairwise" else {}
         fmt = AnswerFormat(kind=case.kind, line=case.line, reasoning="before", **labels)
         cases.append((fmt, Scale(), case.answer, ("Judge.\n\n" + "\n\n".join(case.judged),), case.judged))
 
@@ -268,7 +285,8 @@ def _flat_lines_by_regex(text: str, fold: bool) -> str:
     return "\n".join(out)
 
 
-TRICKY = st.text(st.sampled_from(list("ab AB5.!?,;:_*`\"'“”‘’\n\r\t\u00a0\u2028\u0085ΣσςΟΔİıſ\u212a-()[]>#")), max_size=60)
+TRICKY = st.text(st.sampled_from(list("ab AB5.!?,;:_*`\"'“”‘’\n\r\t\u00a0\u2028\u0085ΣσςΟΔİıſ\u212a-()[]>#")),
+                 max_size=60)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -289,7 +307,8 @@ def test_the_words_of_a_text_are_its_index_words_and_every_line_end_is_known(tex
         words = line.split()
         assert words[0] in heads and words[-1] in tails
         for word in words:
-            assert not word.rstrip(".").endswith(".")  # at most one sentence end: the text search finds the same runs
+            # at most one sentence end: the text search finds the same runs
+            assert not word.rstrip(".").endswith(".")
     assert C._words_of(text, fold) == where - {""}  # the index's words, read without building it
 
 
@@ -298,16 +317,19 @@ _REPORT_AS_WRITTEN = re.compile(R._REPORT_PATTERN, re.IGNORECASE)
 
 @settings(max_examples=2000, deadline=None)
 @given(text=st.lists(st.sampled_from(list("saySAYtmwroeqdSTtHhAaIi\u0130\u0131\u017f\u212a :\"'`\n.,") + [
-    "says", "SAYS", "wrote", "claims that", "ends with", "ENDS WITH", "ſays", "İnsists", "\u212aeeps", "mentioned:",
+    "says", "SAYS", "wrote", "claims that", "ends with", "ENDS WITH", "ſays", "İnsists", "\u212aeeps",
+    "mentioned:",
     " the text ", "I "]), max_size=30).map("".join))
 def test_reporting_verbs_are_found_where_the_case_insensitive_search_finds_them(text: str) -> None:
     assert [m.span() for m in R._verbs(text)] == [m.span() for m in _REPORT_AS_WRITTEN.finditer(text)]
 
 
 @settings(max_examples=1500, deadline=None)
-@given(source=st.lists(st.lists(st.sampled_from(["a", "b", "c", "a.", "b.", "5", "5."]), max_size=8), max_size=5),
+@given(source=st.lists(st.lists(st.sampled_from(["a", "b", "c", "a.", "b.", "5", "5."]), max_size=8),
+                       max_size=5),
        query=st.lists(st.sampled_from(["a", "b", "c", "a.", "b.", "5", "5."]), min_size=1, max_size=8))
-def test_a_run_is_as_long_by_text_search_as_by_the_pair_index(source: list[list[str]], query: list[str]) -> None:
+def test_a_run_is_as_long_by_text_search_as_by_the_pair_index(source: list[list[str]],
+                                                              query: list[str]) -> None:
     index = "\n".join(" " + " ".join(line) + " " for line in source if line)
     by_text, by_pairs = C._Corpus(index), C._Corpus(index)
     by_pairs._searches = C._PAIRS_AFTER  # the next search builds and uses the pair index
@@ -315,8 +337,10 @@ def test_a_run_is_as_long_by_text_search_as_by_the_pair_index(source: list[list[
         assert by_text.longest(query, i) == by_pairs.longest(query, i), (index, query, i)
 
 
-@pytest.mark.parametrize("judged", list(itertools.product(["...", "", " ", "_", "a", "\"\"", ",,,", "x\n...", "5"],
+@pytest.mark.parametrize("judged",
+                         list(itertools.product(["...", "", " ", "_", "a", "\"\"", ",,,", "x\n...", "5"],
                                                           repeat=2)))
 def test_whether_judged_texts_are_given_is_read_without_building_their_index(judged: tuple[str, str]) -> None:
     given = [x for x in judged if x and not x.isspace()]
-    assert (len(given) > 1 or any(C.has_alnum(C.lowered(x, True)) for x in given)) == bool(C.source_index(judged, True))
+    assert (len(given) > 1
+            or any(C.has_alnum(C.lowered(x, True)) for x in given)) == bool(C.source_index(judged, True))

@@ -76,8 +76,8 @@ def test_the_embedded_judge_is_read_as_getting_started_says(prompt, read):
     assert done.exit_code == 0, done.output
     assert f"answer read: {read}" in done.stdout
     readme = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
-    assert ("The built-in SummEval prompts (the quick start's included) ask for one sentence of justification "
-            "before \"Score: N\"") in readme
+    assert ("The built-in SummEval prompts (the quick start's included) ask for one sentence of "
+            "justification before \"Score: N\"") in readme
     assert "which is read from the text" in readme
     assert ("(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the "
             "model's next-token") in readme

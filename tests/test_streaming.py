@@ -141,7 +141,8 @@ def test_tally_counts_what_a_summary_of_the_judgments_says() -> None:
     judgments = [
         Judgment(item_id="a", scores={"s": 3.0}, calls=1, usage=Usage(prompt_tokens=5), cost_usd=0.5),
         Judgment(item_id="b", error="LMCallError: refused"),
-        Judgment(item_id="c", scores={"s": None}, failures=(ParseFailure(criterion="s", raw="x", reason="no score"),),
+        Judgment(item_id="c", scores={"s": None},
+                 failures=(ParseFailure(criterion="s", raw="x", reason="no score"),),
                  cached_calls=1, cost_usd=None),
     ]
     tally = Tally()
@@ -164,7 +165,8 @@ def _bench_file(path: Path, rows: list[dict]) -> Path:
 
 
 @pytest.mark.parametrize("limit", [0, 1, 4, 7])
-def test_a_scanned_file_gives_the_items_a_loaded_one_gives_in_document_order(tmp_path: Path, limit: int) -> None:
+def test_a_scanned_file_gives_the_items_a_loaded_one_gives_in_document_order(tmp_path: Path,
+                                                                             limit: int) -> None:
     rows = [{"id": f"x{i}", "doc_id": f"d{(i * 5) % 3}", "system": f"S{i % 2}", "output": f"o{i}",
              "human": {"flu": 1 + i % 5}} for i in range(10)]  # documents interleaved: the order groups them
     path = _bench_file(tmp_path / "b.jsonl", rows)
@@ -267,16 +269,18 @@ def test_open_output_puts_the_file_in_place_only_when_its_block_ends(tmp_path: P
 
 
 def _cli_bench(tmp_path: Path, n: int) -> list[str]:
-    rows = [{"id": f"x{i}", "doc_id": f"d{i % 2}", "inputs": {"source": f"Article {i}."}, "output": f"Summary {i}.",
+    rows = [{"id": f"x{i}", "doc_id": f"d{i % 2}", "inputs": {"source": f"Article {i}."},
+             "output": f"Summary {i}.",
              "human": {"fluency": 1.0 + i % 5}} for i in range(n)]
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "prompt.txt").write_text("Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}"
-                                         "\n\nScore:")
+    (tmp_path / "prompt.txt").write_text("Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
+                                         "{{summary}}\n\nScore:")
     return ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt",
             str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "-n", "0", "--no-progress"]
 
 
-def test_judge_writes_out_and_the_columns_in_item_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_writes_out_and_the_columns_in_item_order(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from mitigate.cli import app
@@ -285,7 +289,8 @@ def test_judge_writes_out_and_the_columns_in_item_order(tmp_path: Path, monkeypa
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _cli_bench(tmp_path, 6)
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        result = CliRunner().invoke(app, [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
+        result = CliRunner().invoke(app,
+                                    [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
                                           "--out", str(tmp_path / "out.jsonl"), "--concurrency", "3"])
     assert result.exit_code == 0, result.output
     order = ["x0", "x2", "x4", "x1", "x3", "x5"]  # document by document
@@ -311,7 +316,8 @@ def test_an_out_that_cannot_be_written_lets_the_run_finish_and_exits_1_naming_th
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _cli_bench(tmp_path, 4)
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        result = CliRunner().invoke(app, [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
+        result = CliRunner().invoke(app,
+                                    [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
                                           "--out", "/dev/full"])
         calls = server.request_count
     assert result.exit_code == 1
@@ -323,7 +329,8 @@ def test_an_out_that_cannot_be_written_lets_the_run_finish_and_exits_1_naming_th
     assert json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["ok"] == 4
 
 
-def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from mitigate.cli import app
@@ -333,7 +340,8 @@ def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(tmp_path: Path, m
     args = _cli_bench(tmp_path, 5)
     (tmp_path / "out.jsonl").write_text("before\n")
     with StubOpenAIServer(latency=0.0, fail_first=100, fail_status=401) as server:
-        result = CliRunner().invoke(app, [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
+        result = CliRunner().invoke(app,
+                                    [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
                                           "--out", str(tmp_path / "out.jsonl")])
     assert result.exit_code == 1 and "run stopped" in result.stderr
     assert (tmp_path / "out.jsonl").read_text() == "before\n"

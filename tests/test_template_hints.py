@@ -94,7 +94,8 @@ def test_an_old_module_path_still_gives_the_name_with_a_warning_naming_its_new_h
 
 
 def test_a_from_import_of_an_old_path_warns_once_per_name_and_gives_the_same_object() -> None:
-    with pytest.warns(DeprecationWarning, match=r"mitigate\.prompt\.item_layout\.item_layout moved: import it from "
+    with pytest.warns(DeprecationWarning,
+                      match=r"mitigate\.prompt\.item_layout\.item_layout moved: import it from "
                       r"mitigate\.prompt\.read\.layout"):
         from mitigate.prompt.item_layout import item_layout
     from mitigate.prompt.read.layout import item_layout as new

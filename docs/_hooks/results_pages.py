@@ -25,14 +25,16 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("reading", "Reading templates and answers", "published templates, parse rates and parse precision",
      ("Bring your own judge", "Answer reading", "Reading speed")),
     ("juries", "Juries, distributions and references",
-     "panels reduced by Dawid-Skene and minority veto, both orders' probabilities, Bradley-Terry, own references",
+     "panels reduced by Dawid-Skene and minority veto, both orders' probabilities, Bradley-Terry, "
+     "own references",
      ("Juries",)),
     ("probes-diff-estimates", "Probes, diff and estimates",
      "bias probes, judge diffs and corrected per-system estimates",
      ("Bias probes", "diff:", "Bias-corrected")),
     ("speed", "Speed and cost", "throughput, runner overhead, batching, prompt caching and prefix reuse",
      ("The same 1,000 judgments", "Runner overhead", "Batch APIs", "Prompt-prefix reuse")),
-    ("reliability", "Reliability and hostile input", "kills, fault storms, bad input, hostile servers and files",
+    ("reliability", "Reliability and hostile input",
+     "kills, fault storms, bad input, hostile servers and files",
      ("Reliability", "Hostile input", "Batch mode survives")),
 ]
 MORE = ("more", "More results", "sections not yet sorted into a topic")
@@ -66,7 +68,8 @@ def topic_of(heading: str) -> tuple[str, str, str]:
 
 
 def repoint_links(text: str, docs_dir: Path, results_file: Path) -> str:
-    """Links in RESULTS.md are relative to benchmarks/: into docs/ they go to the page, elsewhere plain text."""
+    """Links in RESULTS.md are relative to benchmarks/: into docs/ they go to the page, elsewhere plain
+    text."""
     docs = docs_dir.resolve()
 
     def one(match: re.Match[str]) -> str:
@@ -91,7 +94,8 @@ def pages(results_file: Path, docs_dir: Path) -> dict[str, str]:
     order = [(p, t, a) for p, t, a, _ in TOPICS] + [MORE]
     out: dict[str, str] = {}
     index = ["# Results\n", repoint_links(preamble, docs_dir, results_file), "",
-             "Generated from `benchmarks/RESULTS.md` (the file every run writes its numbers to), by topic:", ""]
+             "Generated from `benchmarks/RESULTS.md` (the file every run writes its numbers to), by topic:",
+             ""]
     for key in order:
         if key not in by_topic:
             continue
@@ -100,12 +104,13 @@ def pages(results_file: Path, docs_dir: Path) -> dict[str, str]:
         for heading, _ in by_topic[key]:
             index.append(f"    - {heading}")
         body = "".join(repoint_links(b, docs_dir, results_file) for _, b in by_topic[key])
-        out[f"results/{page}.md"] = (f"# {title}\n\nFrom `benchmarks/RESULTS.md`; every number comes from a run "
-                                     f"of the command beside it.\n\n{body}")
+        out[f"results/{page}.md"] = (f"# {title}\n\nFrom `benchmarks/RESULTS.md`; every number comes from a "
+                                     f"run of the command beside it.\n\n{body}")
     out["results/index.md"] = "\n".join(index) + "\n"
     # every topic page exists, so the nav may name them all; a topic with no section says so
     for page, title, about in order:
-        out.setdefault(f"results/{page}.md", f"# {title}\n\nNo section of `benchmarks/RESULTS.md` is here yet "
+        out.setdefault(f"results/{page}.md",
+                       f"# {title}\n\nNo section of `benchmarks/RESULTS.md` is here yet "
                                              f"({about}).\n")
     return out
 

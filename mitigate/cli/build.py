@@ -86,8 +86,10 @@ def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bo
 
 
 def stream_task(benchmark: str, criterion: str | None, limit: int) -> Task:
-    """:func:`load_task` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass and its
-    chosen items read again as they are judged (:func:`~mitigate.data.stream.open_benchmark`), never held whole;
+    """:func:`load_task` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass and
+    its
+    chosen items read again as they are judged (:func:`~mitigate.data.stream.open_benchmark`), never held
+    whole;
     any other benchmark is loaded whole."""
     from mitigate.data.stream import open_benchmark
 
@@ -170,7 +172,8 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
 
 def base_urls(values: list[str]) -> str | list[tuple[str, float]]:
     """``--base-url`` values: one URL as it is, else the replicas they name (URLs and ``@FILE`` lists of ``URL
-    [WEIGHT]`` lines, :func:`~mitigate.lm.pool.read_endpoints`), which the backend spreads its requests over."""
+    [WEIGHT]`` lines, :func:`~mitigate.lm.pool.read_endpoints`), which the backend spreads its requests
+    over."""
     if len(values) == 1 and not values[0].startswith("@"):
         return values[0]
     from mitigate.lm.pool import read_endpoints
@@ -275,7 +278,8 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
 
 
 def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Iterable[Item]) -> str:
-    """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM call)."""
+    """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM
+    call)."""
     first = iter(items)
     item = next(first, None)
     if hasattr(first, "close"):  # a file read as a stream: closed, not left to the collector

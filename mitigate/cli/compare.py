@@ -69,7 +69,8 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
 
     COMMAND: ClassVar[str] = "compare"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
-        "What to compare": ("benchmark", "criterion", "limit", "pipeline", "recorded", "released", "train", "labels"),
+        "What to compare": ("benchmark", "criterion", "limit", "pipeline", "recorded", "released", "train",
+                            "labels"),
         "The judge": ("backend", "base_url", "prompt"),
         "Results": ("out", "dry_run", "config_file", "save_config"),
     }
@@ -83,9 +84,10 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
     released: Annotated[list[str] | None, RELEASED] = None
     train: Annotated[str | None, TRAIN] = None
     labels: Annotated[list[Path] | None, LABELS, Override(help=(
-        "a labels file (CSV or JSON lines with id,label[,weight]; a filled selection file of mitigate estimate --select is one) "
-        "whose labels are added to the benchmark's: when some compared items are labelled and some not, each entry "
-        "gets its bias-corrected estimate per system beside its raw mean; repeat for several"))] = None
+        "a labels file (CSV or JSON lines with id,label[,weight]; a filled selection file of mitigate "
+        "estimate --select is one) whose labels are added to the benchmark's: when some compared items are "
+        "labelled and some not, each entry gets its bias-corrected estimate per system beside its raw mean; "
+        "repeat for several"))] = None
     out: Annotated[Path, OUT, Override(help="folder for journals, results.json, report.md and plots (a rerun "
                                             "resumes)")] = Path("reports/compare")
     samples: Annotated[Samples, Override(help="samples per item of the base judge")] = 1
@@ -159,7 +161,9 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     config = CompareConfig(
         benchmark=bench, criterion=crit, entries=tuple(entries), out_dir=o.out, concurrency=o.concurrency,
         limit=o.limit or None, likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed,
-        restart=o.restart, command=command_line, train=o.train_split, report=False, labels=tuple(o.labels or ()))  # written below, paths listed
+        # written below, paths listed
+        restart=o.restart, command=command_line, train=o.train_split, report=False,
+        labels=tuple(o.labels or ()))
     plan = check_compare(config)  # the one plan: checked before any output, then run as it is
     if o.dry_run:
         try:

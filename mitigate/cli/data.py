@@ -38,7 +38,8 @@ ID_KEY = option("id_key",
                      "var holding it")
 
 DataDir = Annotated[Path | None, DATA_DIR]
-DataUrl = Annotated[str | None, BASE_URL, Override(help="fetch from this base URL instead of GitHub's raw host "
+DataUrl = Annotated[str | None, BASE_URL,
+                    Override(help="fetch from this base URL instead of GitHub's raw host "
                                                       "(also $MITIGATE_DATA_URL)")]
 
 

@@ -88,7 +88,8 @@ def report_error(exc: BaseException) -> int:
 
 
 def fail_when_all_failed(result: Any) -> None:
-    """Exit :data:`EXIT_FAILED` with one line when every item of a run ended in an LM error, or none could be scored.
+    """Exit :data:`EXIT_FAILED` with one line when every item of a run ended in an LM error, or none could be
+    scored.
 
     ``result`` is a :class:`~mitigate.run.runner.RunResult`, or a finished
     :class:`~mitigate.run.runner.RunStream` (whose tally says the same without the judgments).
@@ -108,8 +109,8 @@ def fail_when_all_failed(result: Any) -> None:
         failure = tally.first_failure
         raw = " ".join(str(failure.raw).split())[:120] if failure is not None else ""
         looked = "" if failure is None else f"; the first answer ({failure.reason}): {raw!r}"
-        say_error(f"no item could be scored: all {items} answers failed to parse ({tally.errors} items ended in an "
-                  f"LM error){looked}")
+        say_error(f"no item could be scored: all {items} answers failed to parse ({tally.errors} items ended "
+                  f"in an LM error){looked}")
         raise typer.Exit(code=EXIT_FAILED)
 
 

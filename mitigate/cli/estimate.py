@@ -64,12 +64,16 @@ CONFIDENCE = option("confidence", help="confidence level of the intervals",
 TARGET = option("target",
                 help="items: the mean over each group's items had every one been labelled; population: the "
                 "mean of the distribution the items were drawn from (wider)")
-LABELS_PER_GROUP = option("labels_per_group", "--labels-per-group", help="experiment on a labelled benchmark: keep "
-                          "this many labels per group, drawn with --seed, and hide the rest (their mean is shown as "
-                          "'all labels')", accepts=(Interval(int, 2, None),))
-LABELLED_FRACTION = option("labelled_fraction", "--labelled-fraction", help="experiment: keep this share of each "
-                           "group's labels (drawn with --seed)", accepts=(Interval(float, 0.0, 1.0, closed="right"),))
-TUNE = option("tune", help="with --method ppi: overall (one judge slope fitted on every group's labels, each group "
+LABELS_PER_GROUP = option("labels_per_group", "--labels-per-group",
+                          help="experiment on a labelled benchmark: keep "
+                          "this many labels per group, drawn with --seed, and hide the rest (their mean is "
+                          "shown as 'all labels')", accepts=(Interval(int, 2, None),))
+LABELLED_FRACTION = option("labelled_fraction", "--labelled-fraction",
+                           help="experiment: keep this share of each "
+                           "group's labels (drawn with --seed)",
+                           accepts=(Interval(float, 0.0, 1.0, closed="right"),))
+TUNE = option("tune",
+              help="with --method ppi: overall (one judge slope fitted on every group's labels, each group "
               "keeping its own intercept) or group (one slope per group, from its own labels)")
 CALIBRATION = option("calibration", help="with --method calibrated: isotonic or linear")
 FOLDS = option("folds", help="with --method calibrated: cross-fitting folds",
@@ -219,8 +223,8 @@ def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple["Benchmark", 
         unit = "system pair" if bench.pairwise and by == "system" else "group"
         kept = f"labels per {unit}" if o.labels_per_group is not None else f"of each {unit}'s labels"
         amount = o.labels_per_group if o.labels_per_group is not None else f"{o.labelled_fraction:.0%}"
-        notes.append(f"an experiment: {amount} {kept} kept (seed {o.seed}), the other labels hidden; 'all labels' is "
-                     "the mean of every label")
+        notes.append(f"an experiment: {amount} {kept} kept (seed {o.seed}), the other labels hidden; 'all "
+                     "labels' is the mean of every label")
     added = add_label_files(bench, crit, o.labels or [])
     return added.benchmark, truth, added.weights, added.rounds, notes
 

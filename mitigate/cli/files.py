@@ -70,9 +70,12 @@ def run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | Non
 
 READ_BACK = ("journal.jsonl", "journal.jsonl.lock", "journals/*.jsonl", "journals/*.lock", "likelihood.jsonl",
              "batches/*.jsonl")
-"""Files of a run folder mitigate reads back (journals, their locks, caches, batch logs): regular files only."""
-OUTPUTS = ("results.json", "results.sqlite", "report.md", "report.html", "*.png", "train.jsonl", "probes/*.jsonl")
-"""Files of a run folder mitigate only writes: written as outputs are (a link followed, a device written through)."""
+"""Files of a run folder mitigate reads back (journals, their locks, caches, batch logs): regular files
+only."""
+OUTPUTS = ("results.json", "results.sqlite", "report.md", "report.html", "*.png", "train.jsonl",
+           "probes/*.jsonl")
+"""Files of a run folder mitigate only writes: written as outputs are (a link followed, a device written
+through)."""
 
 
 def check_run_folder(folder: Path) -> None:

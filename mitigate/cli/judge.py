@@ -128,7 +128,8 @@ async def _judge(o: JudgeOptions) -> None:
                    f"{lm.spec}", err=True)
         journal = o.run_dir / "journal.jsonl" if o.run_dir else None
         with outputs:
-            async with run_stream(judge_obj, task.items, concurrency=o.concurrency, journal=journal, check=False,
+            async with run_stream(judge_obj, task.items, concurrency=o.concurrency, journal=journal,
+                                  check=False,
                                   restart=o.restart, progress=o.progress, stop_after=o.stop_after,
                                   batch=session) as stream:
                 async for item, judgment in stream:
@@ -154,7 +155,8 @@ async def _judge(o: JudgeOptions) -> None:
 
 
 class Outputs:
-    """Where ``judge`` puts each judgment as the run yields it, so none is kept: the table printed on stdout (held
+    """Where ``judge`` puts each judgment as the run yields it, so none is kept: the table printed on stdout
+    (held
     in a temporary file until the run ends), ``--out`` and the results' columns in ``--run-dir``
     (:mod:`mitigate.run.columns`), both written as they come and put in place when the run ends.
 
@@ -181,12 +183,15 @@ class Outputs:
             stack = ExitStack()
             handle = stack.enter_context(open_output(check_out_path(o.out), "--out",
                                                      newline="" if is_csv(o.out) else None))
-            self.files["out"] = (stack, JudgmentsWriter(handle, csv_format=is_csv(o.out), criterion=self.task.criterion))
+            self.files["out"] = (stack,
+                                 JudgmentsWriter(handle, csv_format=is_csv(o.out),
+                                                 criterion=self.task.criterion))
         if o.run_dir is not None:
             from mitigate.run.columns import ColumnWriter
 
             stack = ExitStack()
-            about = {"benchmark": self.task.benchmark.name, "criterion": self.task.criterion, "backend": self.backend}
+            about = {"benchmark": self.task.benchmark.name, "criterion": self.task.criterion,
+                     "backend": self.backend}
             try:
                 writer = stack.enter_context(ColumnWriter(o.run_dir / RESULTS_COLUMNS, about,
                                                           criterion=self.task.criterion))
@@ -201,7 +206,8 @@ class Outputs:
             self._close_all(exc_type, exc, tb)
 
     def abandon(self) -> None:
-        """Close what :meth:`finish` did not put in place, leaving the files there were (their temporaries removed)."""
+        """Close what :meth:`finish` did not put in place, leaving the files there were (their temporaries
+        removed)."""
         if self.files:
             self._close_all(RuntimeError, RuntimeError("not finished"), None)
         if not self.table.closed:
@@ -232,7 +238,8 @@ class Outputs:
             except (MitigateError, OSError) as error:
                 self._failed(name, error)
         if self.o.threshold is not None:
-            self.kept.append(Judgment(item_id=judgment.item_id, scores=judgment.scores, samples=judgment.samples,
+            self.kept.append(Judgment(item_id=judgment.item_id, scores=judgment.scores,
+                                      samples=judgment.samples,
                                       error=judgment.error))
 
     def print_table(self) -> None:
@@ -243,7 +250,8 @@ class Outputs:
         self.table.close()
 
     def finish(self, summary: "RunSummary") -> None:
-        """Put the files in place and write ``results.json`` (the summary); then raise the first write that failed."""
+        """Put the files in place and write ``results.json`` (the summary); then raise the first write that
+        failed."""
         o = self.o
         for name in list(self.files):
             stack, _ = self.files.pop(name)
@@ -253,11 +261,13 @@ class Outputs:
                 self.errors.append(error)
             else:
                 shown = o.out if name == "out" else o.run_dir / RESULTS_COLUMNS if o.run_dir else name
-                typer.echo(f"wrote {shown} ({self.rows} {'rows' if name == 'out' else 'judgments as columns'})",
+                typer.echo(f"wrote {shown} ({self.rows} "
+                           f"{'rows' if name == 'out' else 'judgments as columns'})",
                            err=True)
         if o.run_dir:
             out = write_output(o.run_dir / "results.json", json.dumps({
-                "benchmark": self.task.benchmark.name, "criterion": self.task.criterion, "backend": self.backend,
+                "benchmark": self.task.benchmark.name, "criterion": self.task.criterion,
+                "backend": self.backend,
                 "summary": summary.model_dump(mode="json"), "columns": RESULTS_COLUMNS,
             }, indent=1), "the results file")
             typer.echo(f"wrote {out}", err=True)
@@ -280,7 +290,8 @@ def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: f
 
 
 def table_line(j: "Judgment", item: Item, task: Task) -> str:
-    """One judgment as a line of the table on stdout: item id, the judge's score (or FAILED), the human score, a
+    """One judgment as a line of the table on stdout: item id, the judge's score (or FAILED), the human score,
+    a
     detail (the error, the parse failure, or the answer's first line)."""
     if task.benchmark.pairwise:  # a verdict beside the gold preference
         gold = item.preference.get(task.criterion)
@@ -293,7 +304,8 @@ def table_line(j: "Judgment", item: Item, task: Task) -> str:
     score = j.scores.get(task.criterion)
     shown = "FAILED" if score is None else f"{score:g}"
     human_s = "-" if human is None else f"{human:.2f}"
-    detail = j.error or (j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else ""))
+    detail = j.error or (j.failures[0].reason if j.failures and score is None
+                         else first_line(j.raw[0] if j.raw else ""))
     return f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}"
 
 

@@ -97,7 +97,8 @@ def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
 
 
 def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, Any]]:
-    """:func:`read_json_lines` with the byte offset where each line starts: ``(line_number, offset, value)``, so a
+    """:func:`read_json_lines` with the byte offset where each line starts: ``(line_number, offset, value)``,
+    so a
     reader can come back to one line without keeping what it read."""
     for number, offset, line in read_text_lines_at(path, error=error):
         if line.strip():
@@ -105,7 +106,8 @@ def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Ite
 
 
 def json_value(line: str, path: Path, number: int, *, error: type[DataError] = DataError) -> Any:
-    """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one (invalid JSON,
+    """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one (invalid
+    JSON,
     nested too deep, a lone surrogate escape)."""
     try:
         value = json.loads(line)
@@ -142,7 +144,8 @@ def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
 
 
 def read_text_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, str]]:
-    """:func:`read_text_lines` with the byte offset where each line starts: ``(line_number, offset, text)``."""
+    """:func:`read_text_lines` with the byte offset where each line starts: ``(line_number, offset,
+    text)``."""
     check_input_file(path, "a data file", error=error)
     try:
         handle = open_regular(path, "rb", "a data file")  # checked again on the open file: never a FIFO
@@ -286,7 +289,8 @@ def load_jsonl(
 
 
 def note_criteria(item: Item, seen: dict[str, None]) -> None:
-    """Add the criteria ``item`` holds labels for to ``seen`` (an ordered set: the order of first appearance)."""
+    """Add the criteria ``item`` holds labels for to ``seen`` (an ordered set: the order of first
+    appearance)."""
     for criterion in (*item.human, *item.annotators, *item.preference):
         if criterion not in seen:
             seen[criterion] = None
@@ -324,11 +328,13 @@ class JsonlRows:
     def item(self, row: Any, line: int) -> Item:
         """One row read again (at ``line``, after the file was iterated once) as its item."""
         if self.common is None:
-            raise DataError(f"{self.path}: expected its rows read once before one is read again", path=str(self.path))
+            raise DataError(f"{self.path}: expected its rows read once before one is read again",
+                            path=str(self.path))
         return _row_to_item(row, self.path, line, self.common, self.per)
 
     def criteria(self, given: Sequence[str] | None, seen: Mapping[str, None]) -> tuple[str, ...]:
-        """The benchmark's criteria: ``given``, else the header's, else those ``seen`` in the rows, in order; plus
+        """The benchmark's criteria: ``given``, else the header's, else those ``seen`` in the rows, in order;
+        plus
         every criterion with a scale of its own."""
         chosen = tuple(given) if given is not None else tuple(self.header.get("criteria") or seen)
         return chosen + tuple(extra for extra in self.per if extra not in chosen)

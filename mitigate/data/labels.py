@@ -211,7 +211,8 @@ def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | 
 
 
 class AddedLabels(BaseModel):
-    """A benchmark with the labels of some files added: the selection weights and rounds they carried, and which
+    """A benchmark with the labels of some files added: the selection weights and rounds they carried, and
+    which
     items they labelled."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -226,7 +227,8 @@ class AddedLabels(BaseModel):
 
 def add_label_files(bench: Benchmark, criterion: str, paths: Sequence[str | Path]) -> AddedLabels:
     """``bench`` with the labels of every file in ``paths`` added on ``criterion`` (:func:`read_labels`,
-    :func:`apply_labels`); the weighted files (filled selection files) are selection rounds in the order given.
+    :func:`apply_labels`); the weighted files (filled selection files) are selection rounds in the order
+    given.
 
     DataError in one line for a bad row, a label off the criterion's scale, an id the benchmark
     lacks, a label that contradicts the benchmark's, or an item selected in two files.
@@ -242,7 +244,8 @@ def add_label_files(bench: Benchmark, criterion: str, paths: Sequence[str | Path
         if found.weighted:
             again = next((i for i in found.weights if i in weights), None)
             if again is not None:
-                raise DataError(f"item {again!r} is in two selection files; expected each selected item in one round")
+                raise DataError(f"item {again!r} is in two selection files; expected each selected item "
+                                "in one round")
             number = max(rounds.values(), default=0) + 1
             weights.update(found.weights)
             rounds.update(dict.fromkeys(found.weights, number))

@@ -430,7 +430,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 class RecordedRows:
-    """The rows of a recorded-judgments file (``.csv``, or JSON lines otherwise), checked and yielded one at a time.
+    """The rows of a recorded-judgments file (``.csv``, or JSON lines otherwise), checked and yielded one at a
+    time.
 
     Nothing read is kept, so a file of any length is read in constant memory; each iteration
     reads the file again. The header line of a JSON-lines file (its answer scales) is read into
@@ -441,7 +442,8 @@ class RecordedRows:
     def __init__(self, path: str | Path, read: AnswerReader | None = None) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise DataError(f"expected a recorded-judgments file (JSON lines or .csv) at {self.path}; no such file",
+            raise DataError(f"expected a recorded-judgments file (JSON lines or .csv) at {self.path}; "
+                            "no such file",
                             path=str(self.path))
         self.read = read
         self.common: Scale | None = None
@@ -475,7 +477,8 @@ def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> di
     file = reader.path
     rows = list(reader)
     if not rows:
-        raise DataError(f"{file}: expected at least one recorded judgment; the file holds none", path=str(file))
+        raise DataError(f"{file}: expected at least one recorded judgment; the file holds none",
+                        path=str(file))
     scales = dict(reader.per)
     if reader.common is not None:
         for c in dict.fromkeys(r.criterion for r in rows):

@@ -143,4 +143,5 @@ def summary_line(name: str, items: int, systems: int, documents: int, criteria: 
     else:
         label = f"human scale {scale.describe()}"
     kind = "pairwise items" if pairwise else "items"
-    return f"{name}: {items} {kind}, {systems} systems, {documents} documents, criteria={list(criteria)}, {label}"
+    return (f"{name}: {items} {kind}, {systems} systems, {documents} documents, "
+            f"criteria={list(criteria)}, {label}")

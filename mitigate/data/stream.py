@@ -64,8 +64,9 @@ class ItemStream:
 
     def _check_unchanged(self) -> None:
         if _stamp(self._rows.path) != self._stamp:
-            raise DataError(f"{self._rows.path} changed while it was being read; expected the benchmark file to stay "
-                            "as it was when its rows were checked: rerun the command", path=str(self._rows.path))
+            raise DataError(f"{self._rows.path} changed while it was being read; expected the benchmark file "
+                            "to stay as it was when its rows were checked: rerun the command",
+                            path=str(self._rows.path))
 
     def __iter__(self) -> Iterator[Item]:
         self._check_unchanged()
@@ -129,7 +130,8 @@ class StreamedBenchmark:
 
     @classmethod
     def of(cls, bench: Benchmark, limit: int) -> StreamedBenchmark:
-        """A benchmark loaded whole, with its first ``limit`` items (0: all) in document-major order chosen."""
+        """A benchmark loaded whole, with its first ``limit`` items (0: all) in document-major order
+        chosen."""
         return cls(name=bench.name, criteria=bench.criteria, scale=bench.scale, scales=dict(bench.scales),
                    description=bench.description, count=len(bench.items),
                    systems=len({i.system for i in bench.items if i.system is not None}),
@@ -181,17 +183,20 @@ def scan_jsonl(path: str | Path, limit: int = 0, *, name: str | None = None, sca
     del ids
     documents = _distinct(docs)
     order = None
-    if every_doc and runs != documents:  # some document's items are apart: group them, in order of first appearance
+    # some document's items are apart: group them, in order of first appearance
+    if every_doc and runs != documents:
         rank: dict[int, int] = {}
         for key in docs:
             rank.setdefault(key, len(rank))
         ranks = array("q", (rank[key] for key in docs))
         del rank
-        order = array("q", sorted(range(count), key=ranks.__getitem__))  # stable: a document's items keep their order
+        # stable: a document's items keep their order
+        order = array("q", sorted(range(count), key=ranks.__getitem__))
     chosen = count if not limit else min(limit, count)
     return StreamedBenchmark(
         name=name or rows.header.get("name") or file.stem, criteria=rows.criteria(criteria, seen_criteria),
-        scale=rows.common, scales=dict(rows.per), description=description or rows.header.get("description", ""),
+        scale=rows.common, scales=dict(rows.per), description=description
+        or rows.header.get("description", ""),
         count=count, systems=len(systems), documents=documents, pairwise=pairwise,
         items=ItemStream(rows, chosen, stamp, **({"order": order, "offsets": offsets, "lines": lines}
                                                  if order is not None else {})))
@@ -217,7 +222,8 @@ def _check_unique(rows: JsonlRows, hashes: array) -> None:
 
 
 def open_benchmark(name: str, limit: int = 0) -> StreamedBenchmark:
-    """The benchmark ``name`` (as :func:`~mitigate.data.registry.load` takes it) with its first ``limit`` items
+    """The benchmark ``name`` (as :func:`~mitigate.data.registry.load` takes it) with its first ``limit``
+    items
     chosen: a ``jsonl:<file>`` benchmark read as a stream (:func:`scan_jsonl`), any other loaded whole."""
     from mitigate.data.registry import load
 

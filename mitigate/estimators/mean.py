@@ -85,9 +85,11 @@ from pydantic import BaseModel, ConfigDict
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators.calibration import CALIBRATIONS, Calibration, fit_calibration
 
-__all__ = ["METHODS", "MIN_LABELS", "TARGETS", "MeanEstimate", "Method", "RegressionFit", "Remedies", "Slope", "Spread",
+__all__ = ["METHODS", "MIN_LABELS", "TARGETS", "MeanEstimate", "Method", "RegressionFit", "Remedies", "Slope",
+           "Spread",
            "Target",
-           "crossfit", "estimate_mean", "human_srs", "pilot_spread", "ppi_srs", "regression_fit", "shared_slope",
+           "crossfit", "estimate_mean", "human_srs", "pilot_spread", "ppi_srs", "regression_fit",
+           "shared_slope",
            "t_quantile"]
 
 Method = Literal["ppi", "calibrated", "human", "judge"]
@@ -107,7 +109,8 @@ _FLAT = 1e-12
 
 
 class Remedies(BaseModel):
-    """What a refusal or a note suggests doing instead, in the words of the interface the user called ("": nothing).
+    """What a refusal or a note suggests doing instead, in the words of the interface the user called ("":
+    nothing).
 
     The defaults name ``mitigate estimate``'s options; a caller that offers other choices
     (``mitigate compare`` has no grouping, method or tuning option) passes its own, so a
@@ -351,19 +354,22 @@ def estimate_mean(
     if method == "judge":
         return _judge_only(f[judged], where, common, notes)
     if n == 0:
-        raise DataError(f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to estimate its "
-                        f"mean with {method!r} ({Remedies.after('label some of its items', fix.regroup, ', or ')})")
+        raise DataError(f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to "
+                        f"estimate its mean with {method!r} "
+                        f"({Remedies.after('label some of its items', fix.regroup, ', or ')})")
     need = 2 if method == "ppi" and slope is not None else MIN_LABELS[method]
     if n == 1:
         raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label "
                         "shows no spread, so no interval can be formed)")
     if n < need:
-        raise DataError(Remedies.after(f"{where} has {n} labels; {method!r} needs at least {need} (it fits {need - 1} "
-                                       "coefficients and needs one more for the spread)", fix.fewer_coefficients))
+        raise DataError(Remedies.after(f"{where} has {n} labels; {method!r} needs at least {need} (it "
+                                       f"fits {need - 1} "
+                                       "coefficients and needs one more for the spread)",
+                                       fix.fewer_coefficients))
     exact = n == N and target == "items"
     if not exact and np.ptp(y[labelled]) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
-        raise DataError(Remedies.after(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which shows no "
-                                       "spread to build an interval from", fix.more_labels))
+        raise DataError(Remedies.after(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which "
+                                       "shows no spread to build an interval from", fix.more_labels))
     rnd = _round_of(rounds, w, labelled, where)
     if (rnd > 0).any():
         raw = _by_rounds(y, f, w, rnd, method, calibration,  # type: ignore[arg-type]

@@ -92,10 +92,12 @@ def rank_estimates(estimates: Mapping[str, MeanEstimate], confidence: float,
     compare with by Kendall's tau.
     """
     return rank_intervals({g: e.estimate for g, e in estimates.items()},
-                          lambda level: {g: e.interval(level) for g, e in estimates.items()}, confidence, others)
+                          lambda level: {g: e.interval(level) for g, e in estimates.items()}, confidence,
+                          others)
 
 
-def rank_intervals(points: Mapping[str, float], bounds_at: Callable[[float], Mapping[str, tuple[float, float]]],
+def rank_intervals(points: Mapping[str, float],
+                   bounds_at: Callable[[float], Mapping[str, tuple[float, float]]],
                    confidence: float, others: Mapping[str, Mapping[str, float]] | None = None) -> Ranking:
     """The ranking of ``points`` (group -> point estimate) with rank intervals jointly at ``confidence``.
 
@@ -104,7 +106,8 @@ def rank_intervals(points: Mapping[str, float], bounds_at: Callable[[float], Map
     t interval, a Bradley-Terry ability with its Fisher or bootstrap interval).
     """
     if not 0 < confidence < 1:
-        raise ConfigError(f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead.")
+        raise ConfigError("The 'confidence' parameter must be a float in (0, 1). Got "
+                          f"{confidence!r} instead.")
     groups = sorted(points, key=lambda g: (-points[g], g))
     k = len(groups)
     level = 1 - (1 - confidence) / max(k, 1)

@@ -406,8 +406,10 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
     if both.any():
         d = paired_mean_difference(sb, sa, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
         out.append(DiffMeasure(name="mean-score", criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed),
-                               low=d.low, high=d.high, p=d.p_value, n=int(both.sum()), dropped=int((~both).sum()),
-                               better="none", unit=unit, test=d.test, how="mean score on the items both judges "
+                               low=d.low, high=d.high, p=d.p_value, n=int(both.sum()),
+                               dropped=int((~both).sum()),
+                               better="none", unit=unit, test=d.test,
+                               how="mean score on the items both judges "
                                "scored (a shift, neither better nor worse; never gated)"))
     else:
         out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None,

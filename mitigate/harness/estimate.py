@@ -370,7 +370,8 @@ def tuned_slope(cols: EstimateColumns, method: str, tune: str) -> Slope | None:
 
 def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidence: float = 0.95,
                      target: Target = "items", calibration: Calibration = "isotonic", folds: int = 5,
-                     seed: int = 0, tune: str = "overall", remedies: Remedies | None = None) -> EstimateResult:
+                     seed: int = 0, tune: str = "overall",
+                     remedies: Remedies | None = None) -> EstimateResult:
     """Every group's estimate by ``method``, the labels-alone and judge-alone ones beside it, and the ranking.
 
     ``tune``: ``overall`` (default) gives ``ppi`` one judge slope fitted on every group's

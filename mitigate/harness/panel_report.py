@@ -1,4 +1,5 @@
-"""The report's "Panel members" section: each member's confusion matrix, estimated without gold and observed against it.
+"""The report's "Panel members" section: each member's confusion matrix, estimated without gold and observed
+against it.
 
 Read from the ``member_confusion`` measure an entry carries (a panel of judges; see
 :mod:`mitigate.measures.panel`): for every member, P(answer | true class) as unsupervised
@@ -40,10 +41,11 @@ def panel_members_section(result: CompareResult) -> list[str]:
     if not rows:
         return []
     return ["", "## Panel members", "",
-            "Each member's confusion matrix P(answer | true preference), estimated by unsupervised Dawid-Skene from "
-            "the members' verdicts alone (Dawid and Skene 1979), its balanced accuracy (the mean over true classes of "
-            "answering that class), and the balanced accuracy observed against the gold preferences. The estimate "
-            "assumes the members are better than chance on the whole; where most of them are worse, it describes "
-            "the flipped labelling (compare the two columns).", "",
-            "| entry | member | balanced acc. (estimated, no gold) | balanced acc. (observed) | P(answer given the true class) |",
+            "Each member's confusion matrix P(answer | true preference), estimated by unsupervised "
+            "Dawid-Skene from the members' verdicts alone (Dawid and Skene 1979), its balanced accuracy (the "
+            "mean over true classes of answering that class), and the balanced accuracy observed against the "
+            "gold preferences. The estimate assumes the members are better than chance on the whole; where "
+            "most of them are worse, it describes the flipped labelling (compare the two columns).", "",
+            "| entry | member | balanced acc. (estimated, no gold) | balanced acc. (observed) | P(answer "
+            "given the true class) |",
             "|---|---|---:|---:|---|", *rows, ""]

@@ -67,7 +67,8 @@ def bottom_lines(result: CompareResult) -> list[str]:
     """One sentence per entry after the first: does it differ from the first at this ``n``?
 
     It differs when the 95% interval of the difference excludes 0 and the paired test's
-    p-value (permutation, or bootstrap when the entries' values cannot be swapped) is below 0.05 (either alone when the other is missing); when the two disagree, no
+    p-value (permutation, or bootstrap when the entries' values cannot be swapped) is below 0.05 (either alone
+    when the other is missing); when the two disagree, no
     difference is claimed and the sentence says so. Below ``MIN_ITEMS`` compared items or
     ``MIN_DOCUMENTS`` documents no difference is claimed at all, whatever the tests say: the
     warnings of the same report tell the reader to discount such a difference, and a bottom
@@ -117,8 +118,8 @@ def bottom_lines(result: CompareResult) -> list[str]:
             out.append(f"{e.name} {worse} {ref} at this n ({diff}).")
         else:
             if has_ci and ci_side != 0:
-                basis = (f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} test "
-                         "does not reject it: not established")
+                basis = (f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} "
+                         "test does not reject it: not established")
             elif has_ci and p_side != 0:
                 basis = "p < 0.05 but the interval includes 0: not established"
             else:

@@ -517,9 +517,11 @@ def _per_pair(result: CompareResult) -> list[str]:
 
 
 def _test_names(result: CompareResult) -> str:
-    """The tests that gave the comparisons' p-values, in words (older results.json: the test compare then ran)."""
+    """The tests that gave the comparisons' p-values, in words (older results.json: the test compare then
+    ran)."""
     default = "paired sign-flip permutation" if result.task == "pairwise" else "paired permutation"
-    names = list(dict.fromkeys(e.comparison.test or default for e in result.entries if e.comparison is not None))
+    names = list(dict.fromkeys(e.comparison.test or default for e in result.entries
+                               if e.comparison is not None))
     return " or ".join(f"{n} test" for n in names)
 
 
@@ -532,9 +534,9 @@ def _comparisons(result: CompareResult) -> list[str]:
                    else ("Item-level Spearman", "Δ Spearman"))
     out = [f"## Against {first}", "",
            f"{what} of each entry minus that of the first entry, on items both scored; paired "
-           f"bootstrap interval and two-sided p from the {_test_names(result)} (column 'test'). The permutation "
-           "test swaps the two entries' values on each item, which is valid only when they answer in one "
-           "currency; otherwise p comes from the interval's own paired resamples.", "",
+           f"bootstrap interval and two-sided p from the {_test_names(result)} (column 'test'). The "
+           "permutation test swaps the two entries' values on each item, which is valid only when they "
+           "answer in one currency; otherwise p comes from the interval's own paired resamples.", "",
            f"| entry | {short} | 95% CI | p | test | n | note |", "|---|---:|---|---:|---|---:|---|"]
     for e in rows:
         c = e.comparison
@@ -542,7 +544,10 @@ def _comparisons(result: CompareResult) -> list[str]:
         ci = f"[{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
         p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
         if e.identical_to:
-            out.append("| " + " | ".join(md_cell(x) for x in (e.name, "—", "", "", "", c.n, f"identical to {e.identical_to} by construction")) + " |")
+            out.append("| "
+                       + " | ".join(md_cell(x)
+                                    for x in (e.name, "—", "", "", "", c.n,
+                                              f"identical to {e.identical_to} by construction")) + " |")
             continue
         note = plain_reason(c.reason) if c.reason else ""
         if c.test_reason:

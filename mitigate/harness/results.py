@@ -25,14 +25,16 @@ from mitigate.measures import Measure, MeasureInfo, Task, current_measure_names,
 from mitigate.run.runner import RunSummary, frame
 from mitigate.scale import Scale
 
-__all__ = ["COMPARISON_COLUMNS", "DELTA_ACCURACY_INFO", "DELTA_INFO", "ESTIMATE_COLUMNS", "CompareResult", "Comparison", "EntryResult",
+__all__ = ["COMPARISON_COLUMNS", "DELTA_ACCURACY_INFO", "DELTA_INFO", "ESTIMATE_COLUMNS", "CompareResult",
+           "Comparison", "EntryResult",
            "ItemRecord", "score_of"]
 
 ESTIMATE_COLUMNS = ("entry", "system", "n", "n_labelled", "method", "estimate", "low", "high", "raw_mean",
                     "labels_mean", "labels_low", "labels_high")
 """The columns of :meth:`CompareResult.estimate_rows` (and ``to_pandas("estimates")``)."""
 
-COMPARISON_COLUMNS = ("entry", "against", "measure", "observed", "low", "high", "p_value", "test", "test_reason", "n",
+COMPARISON_COLUMNS = ("entry", "against", "measure", "observed", "low", "high", "p_value", "test",
+                      "test_reason", "n",
                       "reason")
 """The columns of :meth:`CompareResult.comparison_rows` (and ``to_pandas("comparisons")``)."""
 
@@ -221,10 +223,13 @@ class CompareResult(BaseModel):
 
     def comparison_rows(self) -> list[dict[str, Any]]:
         """One row per entry compared with the first: the difference (``observed``, NaN when it has none), its
-        interval (``low``, ``high``), ``p_value``, the ``test`` that gave it and why the permutation test was not
+        interval (``low``, ``high``), ``p_value``, the ``test`` that gave it and why the permutation test was
+        not
         valid (``test_reason``), ``n`` and the ``reason`` a difference is missing."""
-        return [{"entry": e.name, "against": c.against, "measure": c.measure, "observed": c.observed, "low": c.ci_low,
-                 "high": c.ci_high, "p_value": c.p_value, "test": c.test, "test_reason": c.test_reason, "n": c.n,
+        return [{"entry": e.name, "against": c.against, "measure": c.measure, "observed": c.observed,
+                 "low": c.ci_low,
+                 "high": c.ci_high, "p_value": c.p_value, "test": c.test, "test_reason": c.test_reason,
+                 "n": c.n,
                  "reason": c.reason}
                 for e in self.entries if (c := e.comparison) is not None]
 

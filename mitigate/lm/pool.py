@@ -1,4 +1,5 @@
-"""Several replicas of one OpenAI-compatible server as one backend: least outstanding requests, health, a breaker each.
+"""Several replicas of one OpenAI-compatible server as one backend: least outstanding requests, health, a
+breaker each.
 
 ``get("openai:my-model", base_url=["http://a:8000/v1", "http://b:8000/v1"])`` (on the command line
 ``--base-url`` given more than once, or ``--base-url @endpoints.txt``) builds one backend per URL
@@ -57,7 +58,8 @@ FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
 """Longest wait before a replica taken out is probed again (below the retry layer's default patience)."""
 REQUEST_FAULTS = frozenset({400, 413, 422, 429})
-"""HTTP statuses that are the request's (or the load's) doing, not the replica's: they do not count against it."""
+"""HTTP statuses that are the request's (or the load's) doing, not the replica's: they do not count against
+it."""
 
 
 class EndpointWarning(UserWarning):
@@ -78,7 +80,8 @@ class Endpoint:
     """``time.monotonic()`` until which it is out; 0 when it is in."""
     backoff: float = 0.0
     probing: bool = False
-    """A request is probing it (it was out, its backoff has passed): no other goes to it until that one ends."""
+    """A request is probing it (it was out, its backoff has passed): no other goes to it until that one
+    ends."""
     served: int = 0
     failed: int = 0
     last_reason: str | None = None
@@ -91,8 +94,10 @@ class Endpoint:
 
 
 def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float, int]]:
-    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#`` comments
-    are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source`` and the line."""
+    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#``
+    comments
+    are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source`` and the
+    line."""
     out: list[tuple[str, float, int]] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
@@ -109,8 +114,8 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float,
             except ValueError:
                 weight = math.nan
             if not (math.isfinite(weight) and weight > 0):
-                raise ConfigError(f"{source}:{number}: expected a weight that is a positive number after the URL; "
-                                  f"got {parts[1]!r}")
+                raise ConfigError(f"{source}:{number}: expected a weight that is a positive number after the "
+                                  f"URL; got {parts[1]!r}")
         out.append((parts[0], weight, number))
     return out
 
@@ -134,8 +139,8 @@ def read_endpoints(values: Sequence[str], read_file: Callable[[Path, str], str])
             found = [(value, 1.0, "--base-url")]
         for url, weight, place in found:
             if url in where:
-                raise ConfigError(f"expected each replica once; {public_url(url)} is given at {where[url]} and at "
-                                  f"{place}")
+                raise ConfigError(f"expected each replica once; {public_url(url)} is given at {where[url]} "
+                                  f"and at {place}")
             where[url] = place
             out.append((url, weight))
     return out
@@ -167,7 +172,8 @@ class PoolLM(WrapperLM):
         if not endpoints:
             raise ConfigError("expected at least one replica for a pool; got none")
         if isinstance(trip_after, bool) or not isinstance(trip_after, int) or trip_after < 1:
-            raise ConfigError(f"The 'trip_after' parameter of PoolLM must be an int >= 1. Got {trip_after!r} instead.")
+            raise ConfigError("The 'trip_after' parameter of PoolLM must be an int >= 1. Got "
+                              f"{trip_after!r} instead.")
         specs = {lm.spec for _, _, lm in endpoints}
         if len(specs) != 1:
             raise ConfigError(f"expected replicas of one model; got backends {sorted(specs)}")
@@ -180,9 +186,11 @@ class PoolLM(WrapperLM):
         self._identity = f"{self.inner.spec}@" + ",".join(sorted({e.shown for e in self.endpoints}))
 
     @classmethod
-    def of(cls, endpoints: Sequence[tuple[str, float]], build: Callable[[str], LM], **options: object) -> PoolLM:
+    def of(cls, endpoints: Sequence[tuple[str, float]], build: Callable[[str], LM],
+           **options: object) -> PoolLM:
         """A pool of ``(url, weight)`` replicas, each backend built by ``build(url)``."""
-        return cls([(url, weight, build(url)) for url, weight in endpoints], **options)  # type: ignore[arg-type]
+        return cls([(url, weight, build(url)) for url, weight in endpoints],
+                   **options)  # type: ignore[arg-type]
 
     def identity(self) -> str:
         """The model's spec and the sorted set of the replicas' URLs: the same whichever replica answers."""
@@ -215,7 +223,8 @@ class PoolLM(WrapperLM):
         return best
 
     def _all_out(self, now: float) -> TransientLMError:
-        """The error of a request that finds every replica out: with their common cause when they share one (so
+        """The error of a request that finds every replica out: with their common cause when they share one
+        (so
         the run's breaker reads a pool of dead servers as one dead server), else reason "unavailable"."""
         waits = [max(0.0, e.down_until - now) for e in self.endpoints if not e.probing]
         shown = ", ".join(f"{e.shown} ({e.last_reason or 'probing'})" for e in self.endpoints)
@@ -236,7 +245,8 @@ class PoolLM(WrapperLM):
         back = bool(e.down_until)
         e.failures, e.down_until, e.backoff, e.probing, e.last_reason = 0, 0.0, 0.0, False, None
         if back:
-            warnings.warn(f"replica {e.shown} of {self.inner.spec} answered again: back in the pool", EndpointWarning,
+            warnings.warn(f"replica {e.shown} of {self.inner.spec} answered again: back in the pool",
+                          EndpointWarning,
                           stacklevel=4)
 
     def _failed(self, e: Endpoint, exc: MitigateError) -> None:
@@ -250,17 +260,20 @@ class PoolLM(WrapperLM):
         e.last_reason = cause
         was_probe, e.probing = e.probing or bool(e.down_until), False
         if was_probe or e.failures >= self.trip_after or cause == "connection":
-            e.backoff = FIRST_BACKOFF if not was_probe else min(self.max_backoff, max(FIRST_BACKOFF, 2 * e.backoff))
+            e.backoff = FIRST_BACKOFF if not was_probe else min(self.max_backoff,
+                                                                max(FIRST_BACKOFF, 2 * e.backoff))
             e.down_until = self._clock() + e.backoff
             if not was_probe:
-                warnings.warn(f"replica {e.shown} of {self.inner.spec} taken out of the pool after {e.failures} "
-                              f"failure{'s' if e.failures != 1 else ''} in a row ({cause}: {str(exc)[:160]}); "
-                              f"probed again in {e.backoff:g} s", EndpointWarning, stacklevel=4)
+                warnings.warn(f"replica {e.shown} of {self.inner.spec} taken out of the pool after "
+                              f"{e.failures} failure{'s' if e.failures != 1 else ''} in a row ({cause}: "
+                              f"{str(exc)[:160]}); probed again in {e.backoff:g} s", EndpointWarning,
+                              stacklevel=4)
 
     # -- the LM interface
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Send ``request`` to the replica with the fewest requests in flight for its weight (see the module docstring)."""
+        """Send ``request`` to the replica with the fewest requests in flight for its weight (see the module
+        docstring)."""
         self.check(request)
         e = self._pick()
         e.outstanding += 1
@@ -295,10 +308,12 @@ class PoolLM(WrapperLM):
         return value
 
     def stats(self) -> list[dict[str, object]]:
-        """Per replica: its URL (no credentials), weight, requests served and failed, failures by cause, and whether
+        """Per replica: its URL (no credentials), weight, requests served and failed, failures by cause, and
+        whether
         it is in the pool now."""
         now = self._clock()
-        return [{"url": e.shown, "weight": e.weight, "served": e.served, "failed": e.failed, "causes": dict(e.causes),
+        return [{"url": e.shown, "weight": e.weight, "served": e.served, "failed": e.failed,
+                 "causes": dict(e.causes),
                  "in": e.down_until <= now} for e in self.endpoints]
 
     async def aclose(self) -> None:

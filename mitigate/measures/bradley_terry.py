@@ -1,4 +1,5 @@
-"""Rank systems from pairwise verdicts with the Bradley-Terry model: abilities, intervals, rank intervals, cycles.
+"""Rank systems from pairwise verdicts with the Bradley-Terry model: abilities, intervals, rank intervals,
+cycles.
 
 Bradley and Terry (1952) model ``P(x beats y) = sigmoid(theta_x - theta_y)``; a tie counts as
 half a win for each side (as Chatbot Arena counts ties). :func:`fit_bradley_terry` finds the
@@ -36,14 +37,16 @@ from mitigate.estimators.ranking import Ranking, kendall_tau, rank_intervals
 from mitigate.measures.base import EntryData, Measure, MeasureInfo, ReportedMeasure, finish, undefined
 from mitigate.registry import register
 
-__all__ = ["BradleyTerryFit", "Comparison", "comparisons_from_verdicts", "fit_bradley_terry", "majority_cycles"]
+__all__ = ["BradleyTerryFit", "Comparison", "comparisons_from_verdicts", "fit_bradley_terry",
+           "majority_cycles"]
 
 Comparison = tuple[str, str, float]
 """(x, y, outcome): outcome 1.0 when x won, 0.0 when y won, 0.5 for a tie."""
 
 
 class BradleyTerryFit(BaseModel):
-    """Bradley-Terry abilities of systems (centred, log-odds units) with intervals, their ranking and the cycles.
+    """Bradley-Terry abilities of systems (centred, log-odds units) with intervals, their ranking and the
+    cycles.
 
     ``low``/``high``: each ability's interval at ``confidence`` (not simultaneous; the
     ranking's rank intervals are). ``se``: Fisher standard errors (``method="fisher"``) or the
@@ -133,9 +136,9 @@ def _check_estimable(systems: list[str], table: dict[tuple[int, int], list[float
         parts = _components(k, undirected)
         if len(parts) > 1:
             groups = sorted((sorted(systems[i] for i in p) for p in parts), key=len)
-            raise DataError(f"the comparisons split the systems into {len(parts)} groups never compared with each "
-                            f"other (e.g. {groups[0]}): Bradley-Terry cannot place them on one scale; expected "
-                            "comparisons connecting every system")
+            raise DataError(f"the comparisons split the systems into {len(parts)} groups never compared with "
+                            f"each other (e.g. {groups[0]}): Bradley-Terry cannot place them on one scale; "
+                            "expected comparisons connecting every system")
         beats: dict[int, set[int]] = defaultdict(set)
         for (i, j), (n, s) in table.items():
             if s > 0:
@@ -145,9 +148,9 @@ def _check_estimable(systems: list[str], table: dict[tuple[int, int], list[float
         parts = _components(k, beats)
         if len(parts) > 1:
             top = sorted(systems[i] for i in parts[-1])
-            raise DataError(f"some systems won (or lost) every comparison with the rest (e.g. {top}), so their "
-                            "Bradley-Terry abilities are infinite; expected more comparisons, or prior > 0 (a "
-                            "Gaussian prior on the abilities)")
+            raise DataError(f"some systems won (or lost) every comparison with the rest (e.g. {top}), so "
+                            "their Bradley-Terry abilities are infinite; expected more comparisons, or prior "
+                            "> 0 (a Gaussian prior on the abilities)")
 
 
 def _newton(k: int, table: dict[tuple[int, int], list[float]], prior: float,
@@ -194,7 +197,8 @@ def fit_bradley_terry(comparisons: Sequence[Comparison], *, confidence: float = 
     if not comparisons:
         raise DataError("expected pairwise comparisons to fit Bradley-Terry abilities on; got none")
     if not 0 < confidence < 1:
-        raise ConfigError(f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead.")
+        raise ConfigError("The 'confidence' parameter must be a float in (0, 1). Got "
+                          f"{confidence!r} instead.")
     if prior < 0:
         raise ConfigError(f"The 'prior' parameter must be a float >= 0. Got {prior!r} instead.")
     systems, table = _pair_table(comparisons)
@@ -210,7 +214,8 @@ def fit_bradley_terry(comparisons: Sequence[Comparison], *, confidence: float = 
 
         def bounds_at(level: float) -> dict[str, tuple[float, float]]:
             z = float(stats.norm.ppf(0.5 + level / 2))
-            return {s: (float(theta[i] - z * se[i]), float(theta[i] + z * se[i])) for i, s in enumerate(systems)}
+            return {s: (float(theta[i] - z * se[i]), float(theta[i] + z * se[i])) for i,
+                    s in enumerate(systems)}
     else:
         boots = _bootstrap(comparisons, systems, clusters, prior, n_boot, seed)
         se = boots.std(axis=0, ddof=1)
@@ -257,8 +262,8 @@ def _bootstrap(comparisons: Sequence[Comparison], systems: list[str], clusters: 
             row[index[s]] = v
         out.append(row)
     if len(out) < n_boot / 2:
-        raise DataError(f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more comparisons "
-                        "per system, or method='fisher'")
+        raise DataError(f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more "
+                        "comparisons per system, or method='fisher'")
     return np.array(out)
 
 
@@ -344,13 +349,15 @@ def comparisons_from_verdicts(systems_a: Sequence[str | None], systems_b: Sequen
 
 @register("measure", "bradley_terry")
 class BradleyTerryRanking(ReportedMeasure):
-    """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the gold preferences."""
+    """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the gold
+    preferences."""
 
     paper = "Bradley and Terry 1952"
     info = MeasureInfo(label="BT ranking tau", direction="higher", group="accuracy",
-                       note="Kendall tau-b between the systems ranked by Bradley-Terry on the judge's verdicts and on "
-                            "the gold preferences; the details hold both rankings with rank intervals and the "
-                            "judge's majority cycles. Needs items naming both systems (system, system_b).")
+                       note="Kendall tau-b between the systems ranked by Bradley-Terry on the judge's "
+                            "verdicts and on the gold preferences; the details hold both rankings with rank "
+                            "intervals and the judge's majority cycles. Needs items naming both systems "
+                            "(system, system_b).")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
@@ -368,7 +375,8 @@ class BradleyTerryRanking(ReportedMeasure):
             fit = fit_bradley_terry(judged, others={"gold": gold_fit.abilities} if gold_fit else None)
         except DataError as exc:
             return undefined("bradley_terry", len(judged), len(items) - len(judged), exc.message)
-        extra = {"judge": fit.model_dump(mode="json"), "gold": gold_fit.model_dump(mode="json") if gold_fit else None}
+        extra = {"judge": fit.model_dump(mode="json"), "gold": gold_fit.model_dump(mode="json") if gold_fit
+                 else None}
         tau = kendall_tau(fit.abilities, gold_fit.abilities) if gold_fit else None
         if tau is None:
             return undefined("bradley_terry", len(judged), len(items) - len(judged),

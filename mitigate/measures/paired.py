@@ -98,7 +98,8 @@ def _finite(v: float | None) -> float | None:
 
 
 def _between_points(values: np.ndarray, scale: Scale) -> bool:
-    """True when some finite value lies off ``scale``'s grid (a continuous score such as an expected value)."""
+    """True when some finite value lies off ``scale``'s grid (a continuous score such as an expected
+    value)."""
     return any(not scale.on_grid(float(v)) for v in values[np.isfinite(values)])
 
 
@@ -118,8 +119,8 @@ def swap_refusal(a: Sequence[float | None] | np.ndarray, b: Sequence[float | Non
     x, y = as_float_array(a, "a"), as_float_array(b, "b")
     off_a, off_b = _between_points(x, scale_a), _between_points(y, scale_b)
     if off_a != off_b:
-        return ("one entry's scores fall between the scale's points (continuous, e.g. an expected score) and the "
-                "other's sit on them")
+        return ("one entry's scores fall between the scale's points (continuous, e.g. an expected score) and "
+                "the other's sit on them")
     return None
 
 
@@ -202,7 +203,8 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
     x, y = x_all[keep], y_all[keep]
     if len(x) < max(min_n, 1):
         return PairedDifference(observed=math.nan, n=len(x), test="paired sign-flip permutation",
-                                reason=f"needs at least {max(min_n, 1)} items with a value from both; got {len(x)}")
+                                reason=f"needs at least {max(min_n, 1)} items with a value from both; "
+                                       f"got {len(x)}")
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
     test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
     low = high = None

@@ -53,7 +53,8 @@ _FLIP: dict[str, Relation] = {">": "<", "<": ">", "=": "="}
 
 
 def preference_verdict(p: Mapping[str, float], tie_margin: float = 0.0) -> Literal["A", "B", "tie"]:
-    """The verdict of a pooled preference {"A", "B", "tie"} -> probability: "tie" when the tie is the most probable or
+    """The verdict of a pooled preference {"A", "B", "tie"} -> probability: "tie" when the tie is the most
+    probable or
     ``|P(A) - P(B)| <= tie_margin``, else the more probable text."""
     a, b, t = p.get("A", 0.0), p.get("B", 0.0), p.get("tie", 0.0)
     if t > max(a, b) or abs(a - b) <= tie_margin:
@@ -72,7 +73,8 @@ def verdict_relation(verdict: str | None) -> Relation | None:
 
 
 def both_orders_relation(original: str | None, swapped: str | None) -> Relation | None:
-    """TrustJudge's relation from a pair judged in both orders, each verdict by text: ">" only when both prefer x
+    """TrustJudge's relation from a pair judged in both orders, each verdict by text: ">" only when both
+    prefer x
     ("A"), "<" only when both prefer y, "=" otherwise; None when either is missing."""
     if original is None or swapped is None:
         return None
@@ -84,7 +86,8 @@ def both_orders_relation(original: str | None, swapped: str | None) -> Relation 
 
 
 def score_relation(x: float | None, y: float | None, tolerance: float = 0.0) -> Relation | None:
-    """The relation two single scores imply: "=" within ``tolerance``, else ">" or "<"; None when either is missing."""
+    """The relation two single scores imply: "=" within ``tolerance``, else ">" or "<"; None when either is
+    missing."""
     if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
         return None
     if abs(x - y) <= tolerance:
@@ -95,7 +98,8 @@ def score_relation(x: float | None, y: float | None, tolerance: float = 0.0) -> 
 def score_pair_conflict(score_x: Sequence[float | None], score_y: Sequence[float | None],
                         relations: Sequence[Relation | None], *, tolerance: float = 0.0, ci: bool = False,
                         n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> Measure:
-    """The share of pairs whose pairwise relation differs from the one their scores imply (see the module docstring).
+    """The share of pairs whose pairwise relation differs from the one their scores imply (see the module
+    docstring).
 
     ``relations[i]`` is the judged relation of (x_i, y_i). Pairs missing a score or a relation
     are dropped (``n_failed``). ``extra`` counts the conflicts by (scores, pairwise) relation.
@@ -133,7 +137,8 @@ def _rel(a: int, b: int) -> Relation:
 
 
 def triple_violation(xy: Relation, yz: Relation, xz: Relation) -> Literal["circular", "equivalence"] | None:
-    """How the relations of (x, y), (y, z) and (x, z) contradict every ranking with ties; None when some ranking fits.
+    """How the relations of (x, y), (y, z) and (x, z) contradict every ranking with ties; None when some
+    ranking fits.
 
     "equivalence": two ties and one strict relation (x = y = z, x > z); "circular": otherwise.
     """
@@ -143,9 +148,12 @@ def triple_violation(xy: Relation, yz: Relation, xz: Relation) -> Literal["circu
     return "equivalence" if [xy, yz, xz].count("=") == 2 else "circular"
 
 
-def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashable], Relation | None], *, k: int = 3,
-                            ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> Measure:
-    """TrustJudge's non-transitivity ratio: the share of ``k``-sets of one question's responses holding a contradiction.
+def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashable], Relation | None], *,
+                            k: int = 3,
+                            ci: bool = False, n_boot: int = 1000, alpha: float = 0.05,
+                            seed: int = 0) -> Measure:
+    """TrustJudge's non-transitivity ratio: the share of ``k``-sets of one question's responses holding a
+    contradiction.
 
     ``relations`` maps (question, x, y) to the judged relation of the pair (x, y) (either
     orientation may be given; both given must agree after flipping, else a DataError). A set
@@ -163,8 +171,8 @@ def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashabl
             raise DataError(f"expected relations '>', '=', '<' or None; got {rel!r} for {(q, x, y)!r}")
         old = table[q].get((y, x))
         if old is not None and _FLIP[old] != rel:
-            raise DataError(f"question {q!r}: the pair ({x!r}, {y!r}) is judged {rel!r} one way and {old!r} the "
-                            "other; expected one relation per pair (reconcile the two orders first)")
+            raise DataError(f"question {q!r}: the pair ({x!r}, {y!r}) is judged {rel!r} one way and {old!r} "
+                            "the other; expected one relation per pair (reconcile the two orders first)")
         table[q][(x, y)] = rel
 
     def get(q: Hashable, x: Hashable, y: Hashable) -> Relation | None:
@@ -215,16 +223,19 @@ class PreferenceCycleRate(ReportedMeasure):
 
     paper = "Wang et al. 2025 (TrustJudge)"
     info = MeasureInfo(label="preference cycles (NTR3)", direction="lower", group="consistency",
-                       note="share of triples of one question's responses (doc_id; system, system_b), every pair "
-                            "judged, whose verdicts contradict every ranking with ties; needs round-robin items.")
+                       note="share of triples of one question's responses (doc_id; system, system_b), every "
+                            "pair judged, whose verdicts contradict every ranking with ties; needs "
+                            "round-robin items.")
     task = "pairwise"
     on_humans = True
 
     def compute(self, entry: EntryData) -> Measure:
-        """From the verdicts (on the humans row: the gold preferences) of items naming their question and responses."""
+        """From the verdicts (on the humans row: the gold preferences) of items naming their question and
+        responses."""
         items = entry.items
         if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
-            return undefined("transitivity_violations", 0, len(items), "the items do not all name their question "
+            return undefined("transitivity_violations", 0, len(items),
+                             "the items do not all name their question "
                              "(doc_id) and both responses (system, system_b)")
         rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {}
         for it, v in zip(items, entry.verdicts, strict=True):

@@ -1,4 +1,5 @@
-"""Panels of judges: each member modelled by its confusion matrix (Dawid-Skene), and what a panel's votes are worth.
+"""Panels of judges: each member modelled by its confusion matrix (Dawid-Skene), and what a panel's votes are
+worth.
 
 **Dawid and Skene (1979)** model every member (an "annotator") by a confusion matrix
 ``theta[m][k][l] = P(member m answers l | the true class is k)`` and the classes by a prior
@@ -162,10 +163,12 @@ class DawidSkeneModel(BaseModel):
     def member_matrix(self, member: str) -> dict[str, dict[str, float]]:
         """``member``'s confusion matrix as {class: {response: probability}}."""
         m = self.members.index(member)
-        return {k: dict(zip(self.responses, self.confusion[m][i], strict=True)) for i, k in enumerate(self.classes)}
+        return {k: dict(zip(self.responses, self.confusion[m][i], strict=True)) for i,
+                k in enumerate(self.classes)}
 
     def accuracy(self, member: str) -> dict[str, float]:
-        """Per class, the probability ``member`` answers that class (a verdict class's own label; a score exactly)."""
+        """Per class, the probability ``member`` answers that class (a verdict class's own label; a score
+        exactly)."""
         matrix = self.member_matrix(member)
         return {k: matrix[k].get(k, 0.0) for k in self.classes}
 
@@ -227,7 +230,8 @@ def fit_dawid_skene(
     max_iter: int = 200,
     tol: float = 1e-6,
 ) -> DawidSkeneModel:
-    """A Dawid-Skene model of the members from their ``votes`` (one row per item, one label or None per member).
+    """A Dawid-Skene model of the members from their ``votes`` (one row per item, one label or None per
+    member).
 
     With ``gold`` (one class label or None per item) it is supervised: counted from the items
     with a gold label. Without it, EM from the majority vote (see the module docstring).
@@ -259,11 +263,13 @@ def fit_dawid_skene(
             t[i, index[gold[i]]] = 1.0  # type: ignore[index]
         priors, theta = _m_step(t[rows], onehot[rows], smoothing)
         ll = float(np.sum(t[rows] * _log_joint(np.log(priors), np.log(theta), onehot[rows])))
-        return _model(kind, cls, responses, members, priors, theta, supervised=True, iterations=0, converged=True,
+        return _model(kind, cls, responses, members, priors, theta, supervised=True, iterations=0,
+                      converged=True,
                       ll=ll)
     # unsupervised: start from the members' (soft) majority, then EM
     match = np.array([responses.index(k) if k in responses else -1 for k in cls])
-    t = np.stack([onehot[:, :, r].sum(axis=1) if r >= 0 else np.zeros(len(votes)) for r in match], axis=1) + 1e-3
+    t = np.stack([onehot[:, :, r].sum(axis=1) if r >= 0 else np.zeros(len(votes)) for r in match],
+                 axis=1) + 1e-3
     t = t / t.sum(axis=1, keepdims=True)
     last, converged, it = -math.inf, False, 0
     for it in range(1, max_iter + 1):  # noqa: B007 - the last iteration count is reported
@@ -275,7 +281,8 @@ def fit_dawid_skene(
             break
         last = ll
     priors, theta = _m_step(t, onehot, smoothing)
-    return _model(kind, cls, responses, members, priors, theta, supervised=False, iterations=it, converged=converged,
+    return _model(kind, cls, responses, members, priors, theta, supervised=False, iterations=it,
+                  converged=converged,
                   ll=ll)
 
 
@@ -285,7 +292,8 @@ def _m_step(t: np.ndarray, onehot: np.ndarray, smoothing: float) -> tuple[np.nda
     totals = counts.sum(axis=2, keepdims=True)
     theta = np.divide(counts, totals, out=np.full_like(counts, 1.0 / counts.shape[2]), where=totals > 0)
     prior_counts = t.sum(axis=0) + smoothing
-    priors = prior_counts / prior_counts.sum() if prior_counts.sum() > 0 else np.full(t.shape[1], 1 / t.shape[1])
+    priors = prior_counts / prior_counts.sum() if prior_counts.sum() > 0 else np.full(t.shape[1],
+                                                                                      1 / t.shape[1])
     return np.clip(priors, 1e-12, None), np.clip(theta, 1e-12, None)
 
 
@@ -295,7 +303,8 @@ def _log_joint(log_prior: np.ndarray, log_theta: np.ndarray, onehot: np.ndarray)
 
 
 def _model(kind: Kind, cls: list[str], responses: list[str], members: Sequence[str], priors: np.ndarray,
-           theta: np.ndarray, *, supervised: bool, iterations: int, converged: bool, ll: float) -> DawidSkeneModel:
+           theta: np.ndarray, *, supervised: bool, iterations: int, converged: bool,
+           ll: float) -> DawidSkeneModel:
     return DawidSkeneModel(
         kind=kind, classes=tuple(cls), responses=tuple(responses), members=tuple(str(m) for m in members),
         priors=tuple(float(p) for p in priors),
@@ -326,7 +335,8 @@ def dawid_skene_posterior(model: DawidSkeneModel, votes: dict[str, str | None] |
         if v is None:
             continue
         if v not in model.responses:
-            raise DataError(f"expected a vote among {list(model.responses)}; member {model.members[m]!r} voted {v!r}")
+            raise DataError(f"expected a vote among {list(model.responses)}; member "
+                            f"{model.members[m]!r} voted {v!r}")
         l_idx = model.responses.index(v)
         logits = logits + np.log([model.confusion[m][k][l_idx] for k in range(len(model.classes))])
     p, _ = _log_norm(logits[None, :])
@@ -344,11 +354,13 @@ def observed_confusion(votes: Sequence[str | None], gold: Sequence[str | None]) 
     return out
 
 
-# --------------------------------------------------------------------------------------------- effective votes
+# --------------------------------------------------------------------------------------------- effective
+# votes
 
 
 def _mean_error_correlation(err: np.ndarray) -> tuple[float, list[float]]:
-    """Mean pairwise Pearson correlation of the columns of ``err`` (items x members, NaN missing), over defined pairs."""
+    """Mean pairwise Pearson correlation of the columns of ``err`` (items x members, NaN missing), over
+    defined pairs."""
     cors: list[float] = []
     m = err.shape[1]
     for a in range(m):
@@ -365,10 +377,12 @@ def _mean_error_correlation(err: np.ndarray) -> tuple[float, list[float]]:
 
 def _kish(n: int, rho: float) -> float:
     denom = 1 + (n - 1) * rho
-    return n / denom if math.isfinite(rho) and denom > 1e-9 else math.nan  # rounding must not make 0 a tiny positive
+    # rounding must not make 0 a tiny positive
+    return n / denom if math.isfinite(rho) and denom > 1e-9 else math.nan
 
 
-def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci: bool = False, n_boot: int = 1000,
+def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci: bool = False,
+                    n_boot: int = 1000,
                     alpha: float = 0.05, seed: int = 0, members: Sequence[str] | None = None) -> Measure:
     """Kish's effective number of votes of a panel: ``n / (1 + (n - 1) * rho)`` (see the module docstring).
 
@@ -389,7 +403,8 @@ def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci
     failed = int(err.shape[0] - used)
     names = list(members) if members is not None else [str(i) for i in range(n_members)]
     pairs = [(names[a], names[b]) for a in range(n_members) for b in range(a + 1, n_members)]
-    extra: dict[str, Any] = {"rho": rho, "n_members": n_members, "definition": "Kish: n / (1 + (n - 1) * rho)",
+    extra: dict[str, Any] = {"rho": rho, "n_members": n_members,
+                             "definition": "Kish: n / (1 + (n - 1) * rho)",
                              "pair_correlations": _pair_table(err, pairs, names)}
     if not math.isfinite(rho):
         return undefined("panel_effective_votes", used, failed, "no pair of members has a defined error "
@@ -397,7 +412,8 @@ def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci
     value = _kish(n_members, rho)
     if not math.isfinite(value):
         return undefined("panel_effective_votes", used, failed,
-                         f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined", **extra)
+                         f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined",
+                         **extra)
     interval = None
     if ci and used >= 3:
         rng = np.random.default_rng(seed)
@@ -421,17 +437,20 @@ def _pair_table(err: np.ndarray, pairs: list[tuple[str, str]], names: list[str])
 
 
 def verdict_errors(votes: Sequence[Sequence[str | None]], gold: Sequence[Hashable | None]) -> np.ndarray:
-    """Items x members: 1.0 where a member's verdict differs from the gold preference, 0.0 where equal, NaN missing."""
+    """Items x members: 1.0 where a member's verdict differs from the gold preference, 0.0 where equal, NaN
+    missing."""
     return np.array([[math.nan if v is None or g is None else float(v != g) for v in row]
                      for row, g in zip(votes, gold, strict=True)], dtype=float).reshape(len(votes), -1)
 
 
-# --------------------------------------------------------------------------------------------- member confusion
+# --------------------------------------------------------------------------------------------- member
+# confusion
 
 
 def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[str],
                      gold: Sequence[str | None] | None = None, *, kind: Kind = "verdict") -> Measure:
-    """Each member's confusion matrix estimated by unsupervised Dawid-Skene over these items, and observed against gold.
+    """Each member's confusion matrix estimated by unsupervised Dawid-Skene over these items, and observed
+    against gold.
 
     ``value`` is the lowest estimated balanced accuracy among the members (the panel's weakest
     member, as the votes alone say); ``extra["estimated"]`` holds every member's estimated matrix
@@ -456,7 +475,8 @@ def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[st
     return finish("member_confusion", value, len(answered), len(votes) - len(answered), extra=extra)
 
 
-# --------------------------------------------------------------------------------------------- reported measures
+# --------------------------------------------------------------------------------------------- reported
+# measures
 
 
 def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
@@ -468,16 +488,18 @@ def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
 
 @register("measure", "panel_effective_votes")
 class PanelEffectiveVotes(ReportedMeasure):
-    """Kish's effective number of votes of a panel from its members' verdict errors (Kohli 2026; :func:`effective_votes`)."""
+    """Kish's effective number of votes of a panel from its members' verdict errors (Kohli 2026;
+    :func:`effective_votes`)."""
 
     paper = "Kohli 2026; Kish 1965"
     info = MeasureInfo(label="panel n_eff", direction="higher", group="consistency",
-                       note="n / (1 + (n-1) * mean pairwise correlation of the members' errors against gold); "
-                            "n for independent members, 1 for members who err together.")
+                       note="n / (1 + (n-1) * mean pairwise correlation of the members' errors against "
+                            "gold); n for independent members, 1 for members who err together.")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
-        """From the members' verdicts in ``meta["panel"]`` and the gold preferences; NaN for a judge that is no panel."""
+        """From the members' verdicts in ``meta["panel"]`` and the gold preferences; NaN for a judge that is
+        no panel."""
         if (none := _not_a_panel(entry, "panel_effective_votes")) is not None:
             return none
         members, votes = panel_votes(entry.judgments, "verdict")
@@ -493,23 +515,27 @@ class PanelEffectiveVotesScore(ReportedMeasure):
                        note="as for verdicts, with each member's error its score minus the human score.")
 
     def compute(self, entry: EntryData) -> Measure:
-        """From the members' scores in ``meta["panel"]`` on the entry's criterion; NaN for a judge that is no panel."""
+        """From the members' scores in ``meta["panel"]`` on the entry's criterion; NaN for a judge that is no
+        panel."""
         if (none := _not_a_panel(entry, "panel_effective_votes")) is not None:
             return none
         names, rows = _member_scores(entry.judgments, entry.criterion)
         human = entry.human
-        err = np.array([[math.nan if v is None else v - h for v in row] for row, h in zip(rows, human, strict=True)],
+        err = np.array([[math.nan if v is None else v - h for v in row] for row,
+                        h in zip(rows, human, strict=True)],
                        dtype=float).reshape(len(rows), -1)
         return effective_votes(err, members=names, **entry.ci)
 
 
-def _member_scores(judgments: Sequence[Judgment], criterion: str) -> tuple[list[str], list[list[float | None]]]:
+def _member_scores(judgments: Sequence[Judgment], criterion: str) -> tuple[list[str],
+                                                                           list[list[float | None]]]:
     names: list[str] = []
     rows: list[dict[str, float | None]] = []
     for j in judgments:
         members = (j.meta.get("panel") or {}).get("members") or {}
         given = members.get(criterion) if isinstance(members, dict) else None
-        row = {str(n): (None if v is None else float(v)) for n, v in given.items()} if isinstance(given, dict) else {}
+        row = {str(n): (None if v is None else float(v)) for n, v in given.items()} if isinstance(given,
+                                                                                                  dict) else {}
         names += [n for n in row if n not in names]
         rows.append(row)
     return names, [[row.get(n) for n in names] for row in rows]
@@ -517,13 +543,15 @@ def _member_scores(judgments: Sequence[Judgment], criterion: str) -> tuple[list[
 
 @register("measure", "member_confusion")
 class MemberConfusion(ReportedMeasure):
-    """Each panel member's confusion matrix, estimated without gold (Dawid and Skene 1979) and observed against it."""
+    """Each panel member's confusion matrix, estimated without gold (Dawid and Skene 1979) and observed
+    against it."""
 
     paper = "Dawid and Skene 1979"
     info = MeasureInfo(label="weakest member (DS bal. acc.)", direction="higher", group="accuracy",
-                       note="the lowest balanced accuracy among the panel's members as unsupervised Dawid-Skene "
-                            "estimates it from their votes alone (valid when the members are better than chance on "
-                            "the whole); the details hold every member's matrix beside the observed one.")
+                       note="the lowest balanced accuracy among the panel's members as unsupervised "
+                            "Dawid-Skene estimates it from their votes alone (valid when the members are "
+                            "better than chance on the whole); the details hold every member's matrix beside "
+                            "the observed one.")
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:

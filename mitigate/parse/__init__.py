@@ -8,7 +8,8 @@ field, :mod:`.logprobs` a distribution over the scale from token log-probabiliti
 answer in the format its template prescribes. :mod:`.quoted` finds what in an answer is not the
 judge's own statement (reported speech, quotations of the texts it was shown), which no reader
 takes for the verdict (docs/answer_reading.md), from :mod:`.reported` (a third party's words,
-marked quotations) and :mod:`.copies` (runs of words copied from those texts); :mod:`.echoes` drops lines copying the prompt's
+marked quotations) and :mod:`.copies` (runs of words copied from those texts); :mod:`.echoes` drops lines
+copying the prompt's
 scoring options; :mod:`.common` holds the verdict type, error messages and normalisation.
 """
 

@@ -67,7 +67,8 @@ class AnswerLine:
         return re.compile(pattern, self._flags)
 
     def holds(self, span: str) -> bool:
-        """Whether ``span`` holds this line anywhere (a worded verdict line as a sentence, any other as a line)."""
+        """Whether ``span`` holds this line anywhere (a worded verdict line as a sentence, any other as a
+        line)."""
         pattern = self._verdict_pattern if self.kind == "pairwise" and worded(self.line) else self._pattern
         return pattern.search(normalise_answer(span) if self.kind == "score" else span) is not None
 
@@ -89,7 +90,8 @@ class AnswerLine:
         if self.kind != "score" and len(distinct) >= 3:  # scores may come with a per-aspect breakdown
             raise ParseError(
                 f"expected one answer in the format {self.shown}; got {len(distinct)} different ones "
-                f"({', '.join(dict.fromkeys(h.group('v').strip() for h in hits))}): an echoed list of the options?",
+                f"({', '.join(dict.fromkeys(h.group('v').strip() for h in hits))}): an echoed list of "
+                "the options?",
                 raw=text, expected=f"one answer {self.shown}",
             )
         chosen = hits[0] if self.first else hits[-1]
@@ -99,20 +101,24 @@ class AnswerLine:
     def _same_value(self, value: str) -> str:
         return value.strip() if self.case_sensitive else value.strip().lower()
 
-    def _one_in_sentence(self, work: str, chosen: re.Match[str], hits: Sequence[re.Match[str]], text: str) -> None:
-        """Raise when another hit with a different value shares ``chosen``'s sentence (two verdicts, no final one)."""
+    def _one_in_sentence(self, work: str, chosen: re.Match[str], hits: Sequence[re.Match[str]],
+                         text: str) -> None:
+        """Raise when another hit with a different value shares ``chosen``'s sentence (two verdicts, no final
+        one)."""
         start, end = sentence_bounds(work, chosen.start(), chosen.end())
         mine = self._same_value(chosen.group("v"))
         rival = [h.group("v").strip() for h in hits if h is not chosen and start <= h.start() < end
                  and self._same_value(h.group("v")) != mine]
         if rival:
             expected = f"one answer {self.shown}"
-            raise ParseError(f"expected {expected}; got {rival[0]!r} and {chosen.group('v').strip()!r} in one sentence "
-                             f"{' '.join(work[start:end].split())[:120]!r}, with no final one", raw=text,
+            raise ParseError(f"expected {expected}; got {rival[0]!r} and {chosen.group('v').strip()!r} in "
+                             f"one sentence {' '.join(work[start:end].split())[:120]!r}, with no final one",
+                             raw=text,
                              expected=expected)
 
     def _verdict(self, text: str) -> str | None:
-        """The label of the last verdict written in the template's own words (the first when the answer comes first).
+        """The label of the last verdict written in the template's own words (the first when the answer comes
+        first).
 
         The line may sit anywhere, be followed by more words ("Therefore, Output (b) is better as
         it ...") and drop a leading connective or the closing full stop. Its own clause decides: a
@@ -183,7 +189,8 @@ _QUALIFIED = re.compile(r"(?i)\b(?:but|however|yet)\b")
 """After a verdict line in its sentence: a reversal ("..., but it ignores the instruction"). A concession
 ("even though ...", "although ...") leaves the verdict standing."""
 _NOT_ONLY = re.compile(r"(?i)\bnot\s+only\b[^.!?\n]*?\bbut\s+also\b")
-# The verdict's reasons after it ("... is better as it is shorter, but ..."): a "but" inside them qualifies a reason,
+# The verdict's reasons after it ("... is better as it is shorter, but ..."): a "but" inside them qualifies a
+# reason,
 # not the verdict.
 _REASON_AFTER = re.compile(r"(?i)\b(?:as|because|since|given\s+that|considering\s+that)\b.*")
 _NEITHER = re.compile(r"(?i)\b(?:neither|nor)\b")
@@ -204,7 +211,8 @@ def own_clause(before: str) -> str:
 
 
 def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence (or line) of ``text`` around ``text[start:end]``: from after the last boundary to the next."""
+    """The sentence (or line) of ``text`` around ``text[start:end]``: from after the last boundary to the
+    next."""
     left = max(m.end() for m in (*BOUNDARY.finditer(text, 0, start), None) if m is not None) \
         if BOUNDARY.search(text, 0, start) else 0
     right = BOUNDARY.search(text, end)
@@ -215,7 +223,8 @@ BOUNDARY = re.compile(r"[.!?][\"'”’)]*(?=\s|$)|\n")
 
 
 def worded(line: str) -> bool:
-    """Whether a verdict line names its label with words around it ("Output ({value})"), not brackets alone."""
+    """Whether a verdict line names its label with words around it ("Output ({value})"), not brackets
+    alone."""
     head, tail = line.split(VALUE, 1)
     return bool(re.search(r"[A-Za-z]", head + tail))
 

@@ -1,4 +1,5 @@
-"""Deprecated: the readers that lived here are one module per answer kind now (import them from :mod:`mitigate.parse`).
+"""Deprecated: the readers that lived here are one module per answer kind now (import them from
+:mod:`mitigate.parse`).
 
 ``parse_score`` is in :mod:`mitigate.parse.score`, ``parse_mcq`` in :mod:`mitigate.parse.choice`,
 ``parse_pairwise`` and ``Verdict`` in :mod:`mitigate.parse.verdict`, ``parse_criteria`` in

@@ -45,7 +45,8 @@ def _normalised(low: str) -> str:
 
 
 def _tokens(text: str, fold: bool = True) -> list[tuple[str, int, int]]:
-    """The words of ``text`` (normalised, with their spans); tokens with no letter or digit (">", "-", "#") are left out."""
+    """The words of ``text`` (normalised, with their spans); tokens with no letter or digit (">", "-", "#")
+    are left out."""
     out = []
     for m in _WORD.finditer(text):
         norm = _norm(m.group(0), fold)
@@ -60,14 +61,16 @@ _DIGIT = re.compile(r"\d")
 
 
 def stands_in(run: str, index: str) -> bool:
-    """Whether the run of tokens ``run`` stands in a line of ``index`` (its last word with or without a sentence end)."""
+    """Whether the run of tokens ``run`` stands in a line of ``index`` (its last word with or without a
+    sentence end)."""
     last = run.rstrip(".")
     return f" {last} " in index or f" {last}. " in index
 
 
 @functools.lru_cache(maxsize=1024)
 def flat_lines(text: str, fold: bool = True) -> str:
-    """``text`` as :func:`_tokens` sees it, one line per line, each with a space at both ends (whole-token search).
+    """``text`` as :func:`_tokens` sees it, one line per line, each with a space at both ends (whole-token
+    search).
 
     The same normalisation as :func:`_norm`, done on the whole text: lower case, markdown and quotation
     marks dropped (:func:`lowered`), then word by word (:func:`_flat_word`): a word with no letter or
@@ -85,7 +88,8 @@ def _flat_line(line: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)  # bounded: words recur in every text
 def _flat_word(word: str) -> str:
     """A whitespace-delimited word of :func:`lowered` text, normalised: "" when it holds no letter, digit or
-    underscore; else without trailing commas, colons and semicolons, its trailing sentence end one full stop."""
+    underscore; else without trailing commas, colons and semicolons, its trailing sentence end one full
+    stop."""
     word = word.rstrip(",;:")
     if not _WORD_CHAR(word):
         return ""
@@ -107,7 +111,8 @@ _MARKS = "*`_\"“”‘’'"
 
 
 def _unmarked(text: str) -> str:
-    """``text`` without markdown emphasis and quotation marks (``text.translate(_DROP)``, faster on long texts)."""
+    """``text`` without markdown emphasis and quotation marks (``text.translate(_DROP)``, faster on long
+    texts)."""
     for mark in _MARKS:
         if mark in text:
             text = text.replace(mark, "")
@@ -157,7 +162,8 @@ class _Corpus:
         return self._pairs
 
     def longest(self, toks: Sequence[str], i: int) -> int:
-        """How many tokens from ``toks[i]`` on stand together in one line (the last with or without its sentence end,
+        """How many tokens from ``toks[i]`` on stand together in one line (the last with or without its
+        sentence end,
         the others exactly as written)."""
         if toks[i].rstrip(".") not in self.where:
             return 0
@@ -177,7 +183,8 @@ class _Corpus:
         size = 2
         while i + size < len(toks):
             exact, loose = toks[i + size - 1], toks[i + size].rstrip(".")
-            alive = [(n, k) for n, k in alive if k + size < len(self.lines[n]) and self.lines[n][k + size - 1] == exact
+            alive = [(n, k) for n, k in alive if k + size < len(self.lines[n])
+                     and self.lines[n][k + size - 1] == exact
                      and self.lines[n][k + size].rstrip(".") == loose]
             if not alive:
                 break
@@ -206,8 +213,10 @@ def _corpus(text: str, fold: bool) -> _Corpus:
 
 
 def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.Pattern[str] | None = None,
-                whole: Sequence[str] = (), *, hot: re.Pattern[str] | None = None) -> list[tuple[int, int, str]]:
-    """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end, normalised run).
+                whole: Sequence[str] = (), *,
+                hot: re.Pattern[str] | None = None) -> list[tuple[int, int, str]]:
+    """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end,
+    normalised run).
 
     Runs are found left to right, each as long as it can be, within one line of ``text`` and
     one line of a source (so a copied line never swallows the answer line after it). With
@@ -305,7 +314,8 @@ class _Sources:
         return bool(self.holding(word))
 
     def longest(self, words: Sequence[str], i: int) -> int:
-        """The longest run from ``words[i]`` in any source (see :meth:`_Corpus.longest`); 0 when none holds it."""
+        """The longest run from ``words[i]`` in any source (see :meth:`_Corpus.longest`); 0 when none holds
+        it."""
         return max((self.corpus(k).extend(words, i) for k in self.holding(words[i].rstrip("."))), default=0)
 
 
@@ -323,7 +333,8 @@ def _bare_word(word: str) -> str:
 
 def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sources: _Sources,
               together: Callable[[str], bool], offset: int) -> list[tuple[int, int, str]]:
-    """The runs of the stretches of ``line`` that hold a match of ``hot`` or a digit (see :func:`copied_runs`).
+    """The runs of the stretches of ``line`` that hold a match of ``hot`` or a digit (see
+    :func:`copied_runs`).
 
     Only the words around a match are looked at: a stretch holding a match meets a match of the
     line's own search, so each stretch is found from such a match, outwards.
@@ -345,7 +356,8 @@ def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sourc
             held[k] = sources.stands(word(k).rstrip("."))
         return held[k]
 
-    def neighbour(k: int, step: int) -> int | None:  # the nearest chunk holding a word, from k in direction step
+    # the nearest chunk holding a word, from k in direction step
+    def neighbour(k: int, step: int) -> int | None:
         k += step
         while 0 <= k < len(chunks):
             if word(k):
@@ -364,7 +376,8 @@ def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sourc
                 anchor = k if stands(k) else None
             else:  # a chunk with no word: inside a stretch only between two of its words
                 left, right = neighbour(k, -1), neighbour(k, 1)
-                anchor = left if left is not None and right is not None and stands(left) and stands(right) else None
+                anchor = (left if left is not None and right is not None and stands(left) and stands(right)
+                          else None)
             if anchor is None:
                 continue
             lo = hi = anchor
@@ -384,7 +397,8 @@ def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sourc
     for lo, hi in sorted(stretches):
         if _holds_value(line, starts[lo], starts[hi] + len(chunks[hi]), hot):
             toks = [(words[k], starts[k], starts[k] + len(chunks[k])) for k in range(lo, hi + 1) if word(k)]
-            runs += _stretch_runs(toks, [w for w, _, _ in toks], 0, len(toks), sources.longest, together, offset)
+            runs += _stretch_runs(toks, [w for w, _, _ in toks], 0, len(toks), sources.longest, together,
+                                  offset)
     return runs
 
 
@@ -401,7 +415,8 @@ def _holds_value(line: str, start: int, end: int, hot: re.Pattern[str]) -> bool:
 def _stretch_runs(toks: Sequence[tuple[str, int, int]], words: Sequence[str], i: int, j: int,
                   longest: Callable[[Sequence[str], int], int], together: Callable[[str], bool],
                   offset: int) -> list[tuple[int, int, str]]:
-    """The runs of the stretch ``words[i:j]``, left to right, each as long as it can be; adjacent runs that stand
+    """The runs of the stretch ``words[i:j]``, left to right, each as long as it can be; adjacent runs that
+    stand
     together in the whole prompt are one."""
     runs: list[tuple[int, int, str]] = []
     last: tuple[int, int] | None = None  # the previous run's token range, to join an adjacent one
@@ -423,7 +438,8 @@ def _stretch_runs(toks: Sequence[tuple[str, int, int]], words: Sequence[str], i:
 
 @functools.lru_cache(maxsize=512)
 def line_ends(text: str, fold: bool) -> tuple[frozenset[str], frozenset[str]]:
-    """The first and the last word of every line of ``text``'s index (:func:`flat_lines`), found without building
+    """The first and the last word of every line of ``text``'s index (:func:`flat_lines`), found without
+    building
     it: each line's first and last whitespace-delimited word that normalises to a word."""
     heads, tails = set(), set()
     for line in lowered(text, fold).splitlines():

@@ -44,7 +44,8 @@ def parse_criteria(text: str, names: Sequence[str], scale: Scale, *, quoted: Seq
     if not names:
         return {}
     wide = Scale(min=-1e6, max=1e6, step=0.001)
-    own_words = {w.lower() for n in names for w in re.findall(r"[A-Za-z]+", n)} | {"score", "rating", "out", "of"}
+    own_words = {w.lower() for n in names for w in re.findall(r"[A-Za-z]+", n)} | {"score", "rating", "out",
+                                                                                   "of"}
 
     def states(span: str) -> bool:
         return any(not isinstance(v, ParseError) for v in _criteria(span, names, wide).values())
@@ -61,12 +62,15 @@ def parse_criteria(text: str, names: Sequence[str], scale: Scale, *, quoted: Seq
             if not isinstance(value, ParseError) and not isinstance(mine, ParseError) and value != mine:
                 expected = f"one value for {name!r} on {scale.describe()}"
                 out[name] = ParseError(
-                    f"expected {expected}; got {_fmt(value)} and also {_fmt(mine)}, which the judged text holds as "
-                    "written: no way to tell which is the judge's own", raw=text, expected=expected, criterion=name)
+                    f"expected {expected}; got {_fmt(value)} and also {_fmt(mine)}, which the judged text "
+                    "holds as written: no way to tell which is the judge's own", raw=text, expected=expected,
+                    criterion=name)
     return out
 
 
-def _criteria(text: str, names: Sequence[str], scale: Scale, *, raw: str | None = None) -> dict[str, float | ParseError]:
+def _criteria(text: str, names: Sequence[str], scale: Scale, *, raw: str | None = None) -> dict[
+        str,
+        float | ParseError]:
     """:func:`parse_criteria` on ``text`` as it is (errors carry ``raw``, default ``text``)."""
     raw = text if raw is None else raw
     work = re.sub(r"[*`#]+", "", text)

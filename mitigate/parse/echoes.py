@@ -1,4 +1,5 @@
-"""Lines of an answer that copy the prompt's own scoring options: descriptions of a score, not a score given."""
+"""Lines of an answer that copy the prompt's own scoring options: descriptions of a score, not a score
+given."""
 
 from __future__ import annotations
 

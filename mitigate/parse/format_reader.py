@@ -1,4 +1,5 @@
-"""Reading a judge's answer in the format its template prescribes: the judge's own final statement, never a quote.
+"""Reading a judge's answer in the format its template prescribes: the judge's own final statement, never a
+quote.
 
 :class:`FormatReader` is an answer format as the readers need it (built once per
 :class:`~mitigate.prompt.answer.AnswerFormat`, which hands it its fields). :meth:`FormatReader.read`
@@ -44,18 +45,22 @@ class FormatReader:
     def __init__(self, fmt: Any, shown: str) -> None:
         self.fmt, self.shown = fmt, shown
 
-    # ------------------------------------------------------------------ what the format is made of (built once)
+    # ------------------------------------------------------------------ what the format is made of (built
+    # once)
     @functools.cached_property
     def answer_line(self) -> AnswerLine:
         """The format's own answer line, as :mod:`.answer_line` looks for it."""
-        return AnswerLine(line=self.fmt.line, value=self.value_regex, kind=self.fmt.kind, first=self.fmt.reasoning == "after",
-                          case_sensitive=self.fmt.case_sensitive, relations=self.fmt.relations, shown=self.shown)
+        return AnswerLine(line=self.fmt.line, value=self.value_regex, kind=self.fmt.kind,
+                          first=self.fmt.reasoning == "after",
+                          case_sensitive=self.fmt.case_sensitive, relations=self.fmt.relations,
+                          shown=self.shown)
 
     @functools.cached_property
     def value_regex(self) -> str:
         """A regex of one value: a label (or relation), a letter, or a number with an optional modifier."""
         if self.fmt.kind == "pairwise":
-            labels = sorted({re.escape(x) for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}, key=len,
+            labels = sorted({re.escape(x)
+                             for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}, key=len,
                             reverse=True)
             if self.fmt.relations:
                 return r"[^\]\s]{1,3}(?:\s*(?:>>|>|=|<|<<)\s*[^\]\s]{1,3})?"
@@ -67,11 +72,13 @@ class FormatReader:
     @functools.cached_property
     def hint(self) -> re.Pattern[str]:
         """What any answer of this format holds: a number (or number word), a label, or a letter."""
-        return value_hint(self.fmt.kind, tuple(self.fmt.labels) + ((self.fmt.tie,) if self.fmt.tie else ()), self.fmt.case_sensitive)
+        return value_hint(self.fmt.kind, tuple(self.fmt.labels) + ((self.fmt.tie,) if self.fmt.tie else ()),
+                          self.fmt.case_sensitive)
 
     @functools.cached_property
     def line_cues(self) -> tuple[str, ...]:
-        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general parser."""
+        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general
+        parser."""
         head = self.fmt.line.split(VALUE)[0]
         words = re.findall(r"[A-Za-z][A-Za-z ]{1,40}?(?=\s*[:=]\s*$)", head.strip())
         return tuple(w.strip() for w in words if w.strip())
@@ -105,13 +112,14 @@ class FormatReader:
                 return value  # the bare copy is the answer's only statement: the judge gave that value itself
             if other != value:
                 expected = f"one answer {self.shown}"
-                raise ParseError(f"expected {expected}; got {other!r} and also {value!r}, which the judged text "
-                                 f"holds as written: no way to tell which is the judge's own", raw=text,
+                raise ParseError(f"expected {expected}; got {other!r} and also {value!r}, which the judged "
+                                 f"text holds as written: no way to tell which is the judge's own", raw=text,
                                  expected=expected)
         return value
 
     def read_plain(self, work: str, text: str, scale: Scale, cues: Sequence[str]) -> float | Verdict:
-        """The value in ``work`` (the answer with what is not the judge's own blanked); errors carry ``text``."""
+        """The value in ``work`` (the answer with what is not the judge's own blanked); errors carry
+        ``text``."""
         if self.fmt.json_key is not None:
             found = json_value(work, self.fmt.json_key)
             if found is not None:
@@ -136,7 +144,8 @@ class FormatReader:
                 raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
             s1, s2 = (parse_score(f"Score: {obj[k]}", scale, raw=text) for k in ("score_1", "score_2"))
             return "first" if s1 > s2 else "second" if s2 > s1 else "tie"
-        key = self.fmt.json_key or ("verdict" if self.fmt.kind == "pairwise" else "answer" if self.fmt.kind == "mcq" else "score")
+        key = self.fmt.json_key or ("verdict" if self.fmt.kind == "pairwise" else "answer"
+                                    if self.fmt.kind == "mcq" else "score")
         if key not in obj:
             raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
         return self.accept(str(obj[key]), text, scale)
@@ -157,7 +166,8 @@ class FormatReader:
         return self.answer_line.holds(span)
 
     def bare(self, span: str) -> bool:
-        """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output (a)")."""
+        """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output
+        (a)")."""
         own = self._own_words
         for word in _BARE_WORDS.findall(normalise_answer(span)):
             if word.lower() in own or word[0].isdigit() or (self.fmt.kind == "mcq" and len(word) == 1):
@@ -174,7 +184,8 @@ class FormatReader:
         return parse_score(f"Score: {value.strip()}", scale, raw=text)
 
     def _final_letter(self, text: str, scale: Scale) -> str | None:
-        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line that is one letter.
+        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line that is
+        one letter.
 
         Only for an MCQ format whose line is the bare letter and whose reasoning comes first,
         and only a line holding nothing but one letter of ``scale.letters`` (markdown and a
@@ -221,7 +232,8 @@ class FormatReader:
         raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
 
     def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:
-        where = "last" if self.fmt.reasoning == "before" else "first"  # after a chain of thought the scores end the answer
+        # after a chain of thought the scores end the answer
+        where = "last" if self.fmt.reasoning == "before" else "first"
         expected = f"a {where} line with two scores from {scale.describe()} (one per output)"
         lines = [ln for ln in work.strip().splitlines() if ln.strip()]
         if not lines:
@@ -239,7 +251,8 @@ class FormatReader:
             if self.fmt.kind == "pairwise":
                 # a tie only where the template offers one (a named tie label, or A=B); a template that
                 # named no answer format said nothing against ties
-                offered = self.fmt.tie is not None or self.fmt.relations or not self.fmt.inferred or self.fmt.line.strip() == VALUE
+                offered = (self.fmt.tie is not None or self.fmt.relations or not self.fmt.inferred
+                           or self.fmt.line.strip() == VALUE)
                 return parse_pairwise(work, (self.fmt.labels[0], self.fmt.labels[1]), tie=self.fmt.tie,
                                       case_sensitive=self.fmt.case_sensitive, ties=offered,
                                       final=_FINAL[self.fmt.reasoning])  # type: ignore[arg-type]
@@ -258,7 +271,8 @@ _TWO_NUMBERS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)")
 
 @functools.lru_cache(maxsize=64)
 def value_hint(kind: str, labels: tuple[str, ...], case_sensitive: bool = False) -> re.Pattern[str]:
-    """What every answer of a kind holds: a number (or number word), a letter, or a label as the readers name it
+    """What every answer of a kind holds: a number (or number word), a letter, or a label as the readers name
+    it
     (a lower-case letter only in brackets, "(a)"; an upper-case letter only in its case, "A")."""
     if kind == "score":
         return re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
@@ -275,5 +289,6 @@ def value_hint(kind: str, labels: tuple[str, ...], case_sensitive: bool = False)
                 forms.append(rf"(?<![A-Za-z]){esc}(?![A-Za-z])")
         else:
             forms.append(rf"(?i:(?<![A-Za-z0-9]){esc}(?![A-Za-z0-9]))")
-    forms.append(r"(?i:\b(?:first|second|former|latter|tie|draw|equal\w*|neither)\b)")  # "the first one", a tie
+    # "the first one", a tie
+    forms.append(r"(?i:\b(?:first|second|former|latter|tie|draw|equal\w*|neither)\b)")
     return re.compile("|".join(forms))

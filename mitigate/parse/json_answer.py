@@ -14,7 +14,8 @@ _OPEN = re.compile(r"\{")
 
 
 def json_value(text: str, key: str) -> Any:
-    """The value under ``key`` in the last JSON object of ``text`` that has it (code fences allowed); None if none."""
+    """The value under ``key`` in the last JSON object of ``text`` that has it (code fences allowed); None if
+    none."""
     found = None
     for m in _OPEN.finditer(text):
         depth = 0
@@ -36,11 +37,13 @@ def json_value(text: str, key: str) -> Any:
 
 
 def json_object(text: str, expected: str) -> dict[str, Any]:
-    """``text`` (the whole reply) as a JSON object; a :class:`ParseError` naming ``expected`` when it is not one."""
+    """``text`` (the whole reply) as a JSON object; a :class:`ParseError` naming ``expected`` when it is not
+    one."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"expected {expected}; got invalid JSON ({exc.msg})", raw=text, expected=expected) from None
+        raise ParseError(f"expected {expected}; got invalid JSON ({exc.msg})", raw=text,
+                         expected=expected) from None
     if not isinstance(obj, dict):
         raise ParseError(f"expected {expected}; got {type(obj).__name__}", raw=text, expected=expected)
     return obj

@@ -1,4 +1,5 @@
-"""A score read from token log-probabilities: the distribution over the scale's points and its expected value."""
+"""A score read from token log-probabilities: the distribution over the scale's points and its expected
+value."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What in a judge's answer is not the judge's own statement: reported speech and quotations of what it was shown.
+"""What in a judge's answer is not the judge's own statement: reported speech and quotations of what it was
+shown.
 
 A judge reads texts written by the systems it judges, and those texts may hold answer-shaped
 values ("Score: 5", "[[B]]", "Therefore, Output (b) is better."). The verdict is the judge's
@@ -60,7 +61,8 @@ def _within(span: Span, marks: Sequence[Span]) -> bool:
 
 
 def _core(text: str, span: Span) -> Span:
-    """``span`` without its leading and trailing punctuation (so a quotation mark around it does not count)."""
+    """``span`` without its leading and trailing punctuation (so a quotation mark around it does not
+    count)."""
     start, end = span
     while start < end and not text[start].isalnum():
         start += 1
@@ -99,17 +101,21 @@ def blank(text: str, spans: Sequence[Span]) -> str:
     return "".join(chars)
 
 
-def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool, fast: bool = True) -> list[str]:
-    """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and demos)."""
+def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool,
+                    fast: bool = True) -> list[str]:
+    """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and
+    demos)."""
     return list(_template_parts_of(tuple(sources), tuple(judged), fold, fast))
 
 
 @functools.lru_cache(maxsize=64)  # the samples and criteria of one request read the same prompt and texts
-def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: bool, fast: bool) -> tuple[str, ...]:
+def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: bool,
+                       fast: bool) -> tuple[str, ...]:
     texts = sorted((j for j in judged if j and not j.isspace()), key=len, reverse=True)
     lines_of: dict[str, set[str]] = {}
 
-    def inside(flat: str) -> bool:  # a line of some judged text's index (with ``fast``, its end words asked first)
+    # a line of some judged text's index (with ``fast``, its end words asked first)
+    def inside(flat: str) -> bool:
         words = flat.split()
         for j in texts:
             heads, tails = line_ends(j, fold) if fast else ({words[0]}, {words[-1]}) if words else ((), ())
@@ -133,7 +139,8 @@ def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: 
 def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str], bool],
             sources: Sequence[str] = (), judged: Sequence[str] = (), fold: bool = True,
             hint: re.Pattern[str] | None = None, fast: bool = True) -> tuple[str, str]:
-    """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module docstring).
+    """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module
+    docstring).
 
     ``sources`` are the texts the judge was shown (the rendered prompt); ``judged`` the texts
     under judgment (they count as sources too). When ``judged`` is given, what the prompt holds
@@ -160,10 +167,12 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
         return seen[span]
 
     reported = reported_spans(text)
-    own: list[Span] = [s for s in reported if (hint is None or hint.search(text, *s)) and states(text[s[0]: s[1]])]
+    own: list[Span] = [s for s in reported if (hint is None or hint.search(text, *s))
+                       and states(text[s[0]: s[1]])]
     strict: list[Span] = []
     if any(x and not x.isspace() for x in [*sources, *judged]):
-        # whether the judged texts' index is non-empty, without building it: two texts or more (their lines joined), or
+        # whether the judged texts' index is non-empty, without building it: two texts or more (their lines
+        # joined), or
         # one holding a letter or digit (which every token has, and every chunk holding one is a token)
         given = [x for x in judged if x and not x.isspace()]
         judging = (len(given) > 1 or any(has_alnum(lowered(x, fold)) for x in given)) if fast else bool(
@@ -176,8 +185,10 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
         for start, end, norm in runs:
             piece = text[start:end]
             if " " not in norm and norm.isalnum():
-                # one plain word or number standing in a source ("5", "a") is no quotation, unless it is a whole
-                # line of a judged text (a bare answer "B" the judged text holds alone) and alone on its line of the
+                # one plain word or number standing in a source ("5", "a") is no quotation, unless it is a
+                # whole
+                # line of a judged text (a bare answer "B" the judged text holds alone) and alone on its line
+                # of the
                 # answer or marked as a quotation there
                 lines = f"\n{judged_index}\n"
                 if (f"\n {norm} \n" in lines or f"\n {norm}. \n" in lines) and states(text[start:end]):
@@ -187,7 +198,8 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
                         strict.append((start, end))
                 continue
             core = _core(text, (start, end))
-            # a copy that starts inside a third party's words is marked by the verb ("it claims Therefore, ...")
+            # a copy that starts inside a third party's words is marked by the verb ("it claims Therefore,
+            # ...")
             if _within(core, marks) or any(r0 <= core[0] < r1 for r0, r1 in reported):
                 if _DIGIT.search(piece) or states(piece):
                     own.append((start, end))

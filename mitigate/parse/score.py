@@ -52,7 +52,8 @@ NUM_RE = re.compile(rf"(?<![\w.$£€/\\-])(?<!\d,)(-?{_NUM})(?![\w%]|\.\d|-[A-Z
 _MASKS = [
     re.compile(rf"\b(?:scale|range)\s+(?:of|from)?\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}", re.I),
     re.compile(rf"\b(?:from|between)\s+{_SNUM}\s*(?:-|to|and)\s*{_SNUM}\b(?!\s*(?:/|out\s+of))", re.I),
-    re.compile(rf"\b{_SNUM}\s*(?:-|to)\s*{_SNUM}[\s-]*(?:point\s+|star\s+)?(?:scale|range|rating\s+scale)\b", re.I),
+    re.compile(rf"\b{_SNUM}\s*(?:-|to)\s*{_SNUM}[\s-]*(?:point\s+|star\s+)?(?:scale|range|rating\s+scale)\b",
+               re.I),
     re.compile(rf"\(\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}\s*\)"),
     re.compile(rf"\bscale\s+of\s+{_SNUM}\b", re.I),
     re.compile(rf"\b{_SNUM}[\s-]*point\s+(?:scale|likert)\b", re.I),
@@ -81,7 +82,8 @@ _GAP_WORDS = frozenset(
     "coherence consistency fluency relevance quality helpfulness accuracy overall i'd i'll id "
     "deserves deserve merits earns gets receives get receive earn".split()
 )
-_DENOM_RE = re.compile(rf"\s*(?:/|out\s+of|of\s+a\s+possible|of\s+a\s+maximum\s+of)\s*({_NUM})\b(?!/\d)", re.I)
+_DENOM_RE = re.compile(rf"\s*(?:/|out\s+of|of\s+a\s+possible|of\s+a\s+maximum\s+of)\s*({_NUM})\b(?!/\d)",
+                       re.I)
 _RANGE_RE = re.compile(rf"\s*(-|to|or)\s*({_NUM})\b", re.I)
 # A score the judge is *not* giving: "it's not a 5 out of 5", "keeps it from being a perfect 5",
 # "not engaging enough to score a 3", "falls short of a 4", "with a few tweaks it could be a perfect 5".
@@ -248,7 +250,8 @@ def _check_value(cand: _Candidate, text: str, scale: Scale, expected: str) -> fl
     if cand.range_:
         raise _fail(f"a range or alternatives {shown!r} instead of one score", text, expected)
     if cand.denominator is not None and not math.isclose(cand.denominator, scale.max):
-        raise _fail(f"a score out of {_fmt(cand.denominator)} ({cand.literal}/{_fmt(cand.denominator)})", text, expected)
+        raise _fail(f"a score out of {_fmt(cand.denominator)} ({cand.literal}/{_fmt(cand.denominator)})",
+                    text, expected)
     value = cand.value
     if not scale.contains(value):
         raise _fail(f"{shown}, outside the scale", text, expected)
@@ -289,13 +292,15 @@ def _leading(text: str) -> _Candidate | None:
 
 def read_score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: str | None = None,
                cues: Sequence[str] = ()) -> float:
-    """:func:`parse_score` on ``text``; errors quote ``text`` but keep ``raw`` (the whole response) on ``.raw``.
+    """:func:`parse_score` on ``text``; errors quote ``text`` but keep ``raw`` (the whole response) on
+    ``.raw``.
 
     ``cued`` says the text starts right after a score label ("Coherence: <text>").
     """
     expected = f"a score from {scale.describe()} (e.g. 'Score: {_example(scale)}')"
     if criterion is not None:
-        expected = f"a score from {scale.describe()} for {criterion!r} (e.g. '{criterion}: {_example(scale)}')"
+        expected = (f"a score from {scale.describe()} for {criterion!r} (e.g. '{criterion}: "
+                    f"{_example(scale)}')")
     prefix = "Score: " if cued else ""
     normal = _normalise(prefix + text)
     work = _mask(normal)

@@ -117,7 +117,8 @@ def parse_pairwise(
     """
     first, second = labels
     if not first or not second or first == second or (not case_sensitive and first.lower() == second.lower()):
-        hint = " (labels that differ only by case need case_sensitive=True)" if first and first != second else ""
+        hint = (" (labels that differ only by case need case_sensitive=True)" if first and first != second
+                else "")
         raise ConfigError(f"expected two different, non-empty pairwise labels; got {labels!r}{hint}")
     flags = 0 if case_sensitive else re.I
     expected = f"a verdict naming {first!r}, {second!r} or a tie (e.g. 'Summary {first} is better')"
@@ -148,7 +149,8 @@ def parse_pairwise(
         if re.match(rf"[(\[`]{{0,2}}\s*{esc}{sep}", work, flags):
             explicit.append((0, side))
         explicit.extend((m.start(), side) for m in re.finditer(rf"\[\[\s*{esc}\s*\]\]", work, flags))
-        explicit.extend((m.start(), side) for m in re.finditer(f"(?i:{_VERDICT_CUE})" + forms[side], work, flags))
+        explicit.extend((m.start(), side)
+                        for m in re.finditer(f"(?i:{_VERDICT_CUE})" + forms[side], work, flags))
         end = re.search(rf"(?:^|\n|[.!?:]\s+)[\s\"'`(\[]*{esc}[\"'`)\]]*\s*\.?\s*$", work, flags)
         if end is not None and len(work) > len(label) + 2:
             explicit.append((end.start() + 1, side))
@@ -158,13 +160,15 @@ def parse_pairwise(
         rivals = {s for p, s in explicit if s != side and start <= p < end}
         if rivals:  # "[[A]] [[B]]", "either [[A]] or [[B]] would do": two verdicts, no final one
             order = [v for v in ("first", "second", "tie") if v in rivals | {side}]
-            raise _fail(f"two verdicts in one sentence ({', '.join(order)}) with no final one", text, expected)
+            raise _fail(f"two verdicts in one sentence ({', '.join(order)}) with no final one", text,
+                        expected)
         return side
 
     pairs: tuple[tuple[Verdict, Verdict], ...] = (("first", "second"), ("second", "first"))
 
     def claims(part: str, overall: bool = False) -> set[Verdict]:
-        """Sides ``part`` claims; ``overall`` keeps only whole verdicts ("is better"), not an aspect ("more fluent")."""
+        """Sides ``part`` claims; ``overall`` keeps only whole verdicts ("is better"), not an aspect ("more
+        fluent")."""
         found: set[Verdict] = set()
         original = part
         kept = [x for x in _sentences(part) if not _HEDGED.search(x)]
@@ -175,7 +179,8 @@ def parse_pairwise(
                 if re.search(rf"^\W*{forms[side]}(?:'s\s+\w+)?\s+(?i:{_OVERALL})\W*$", part, flags):
                     found.add(side)
             return found
-        part = _NEITHER_TIE.sub(lambda m: " " * len(m.group(0)), part)  # "neither (a) nor (b) is better" names no side
+        # "neither (a) nor (b) is better" names no side
+        part = _NEITHER_TIE.sub(lambda m: " " * len(m.group(0)), part)
         for side, other in pairs:
             if re.search(rf"{forms[side]}(?:'s\s+\w+)?\s+(?i:{_COMPARATIVE})", part, flags) or re.search(
                 rf"(?i:\b(?:better|superior|preferable)\s+than\s+){forms[other]}", part, flags
@@ -183,7 +188,8 @@ def parse_pairwise(
                 found.add(side)
             if re.search(rf"{forms[side]}(?:'s\s+\w+)?\s+(?i:{_WORSE})", part, flags):
                 found.add(other)
-            if re.search(rf"(?i:{_BETTER_ONE}){forms[side]}", part, flags):  # "the better output ... is Output (a)"
+            # "the better output ... is Output (a)"
+            if re.search(rf"(?i:{_BETTER_ONE}){forms[side]}", part, flags):
                 found.add(side)
         if _TIE_PHRASES.search(original) or _NEITHER_TIE.search(original):
             found.add("tie")
@@ -225,6 +231,7 @@ def parse_pairwise(
     if len(claimed) > 1 or len(ends) > 1:
         raise conflict(claimed | ends)
     if claimed:
-        raise _fail(f"no final verdict (a claim for {claimed.pop()} only inside the reasoning)", text, expected)
+        raise _fail(f"no final verdict (a claim for {claimed.pop()} only inside the reasoning)", text,
+                    expected)
     raise _fail("no verdict", text, expected)
 

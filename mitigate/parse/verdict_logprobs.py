@@ -1,4 +1,5 @@
-"""The probability of each pairwise verdict, read from the token logprobs at the position where the judge names it.
+"""The probability of each pairwise verdict, read from the token logprobs at the position where the judge
+names it.
 
 A pairwise answer names one of the format's labels ("A" / "B", "Output (a)" / "Output (b)",
 "[[1]]" / "[[2]]", and a tie label when the format has one). The labels may share a beginning
@@ -31,7 +32,8 @@ from mitigate.lm.base import TokenLogprob
 __all__ = ["VerdictProbabilities", "verdict_probabilities"]
 
 class VerdictProbabilities(NamedTuple):
-    """The verdict distribution ({"first", "second"[, "tie"]} -> probability, summing to 1), the position it was read
+    """The verdict distribution ({"first", "second"[, "tie"]} -> probability, summing to 1), the position it
+    was read
     at, the label generated there, and the probability mass the labels had among the listed alternatives."""
 
     probabilities: dict[str, float]
@@ -57,7 +59,8 @@ def _matches(token: str, part: str) -> bool:
     return token.startswith(part) and not token[len(part)].isalnum()
 
 
-def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, str], tie: str | None = None, *,
+def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, str], tie: str | None = None,
+                          *,
                           lead: str = "", case_sensitive: bool = False, answer_first: bool = False
                           ) -> VerdictProbabilities:
     """The verdict distribution at the position where the judge names its verdict (see the module docstring).
@@ -85,8 +88,9 @@ def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, 
         text += _token_text(pos.token)
     raw = text
     if not found:
-        raise ParseError(f"expected a generated token naming one of {list(values)} after {lead + shared!r}; got none "
-                         f"in {raw[:120]!r}", raw=raw, expected=f"a verdict label among {list(values)}")
+        raise ParseError(f"expected a generated token naming one of {list(values)} after {lead + shared!r}; "
+                         f"got none in {raw[:120]!r}", raw=raw,
+                         expected=f"a verdict label among {list(values)}")
     i = found[0] if answer_first else found[-1]
     pos = positions[i]
     mass = dict.fromkeys(values.values(), 0.0)
@@ -103,10 +107,12 @@ def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, 
             mass[verdict] += p
     total = sum(mass.values())
     if total <= 0:
-        raise ParseError(f"expected probability on the labels {list(values)} at the verdict position; got none",
+        raise ParseError(f"expected probability on the labels {list(values)} at the verdict "
+                         "position; got none",
                          raw=raw)
     generated = _label_of(pos.token, parts, sensitive) or ""
-    return VerdictProbabilities({k: v / total for k, v in mass.items()}, i, generated, total / listed if listed else 0.0)
+    return VerdictProbabilities({k: v / total for k, v in mass.items()}, i, generated, total / listed
+                                if listed else 0.0)
 
 
 def _label_of(token: str, parts: dict[str, str], sensitive: bool) -> str | None:

@@ -573,7 +573,8 @@ _FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 
 
 def field_text(item: Item, field: str) -> str | None:
-    """The item's text for ``field`` as prompts read it (aliases such as document/source are tried); None if absent."""
+    """The item's text for ``field`` as prompts read it (aliases such as document/source are tried); None if
+    absent."""
     for name in (field, *_FIELD_ALIASES.get(field.lower(), ())):
         try:
             return item.field(name)

@@ -1,4 +1,5 @@
-"""The judgments of a run as columns on disk: written in batches as the run goes, read back as arrays or a frame.
+"""The judgments of a run as columns on disk: written in batches as the run goes, read back as arrays or a
+frame.
 
 ``mitigate judge --run-dir`` writes ``results.sqlite`` beside its journal (and ``results.json``
 with the summary); in Python, :class:`ColumnWriter` appends ``(item, judgment)`` pairs as a
@@ -66,22 +67,28 @@ JUDGMENT_COLUMNS = (
 )
 """The ``judgments`` table: one row per judgment (name, SQLite type)."""
 SCORE_COLUMNS = (
-    ("seq", "INTEGER NOT NULL"), ("criterion", "TEXT"), ("order", "TEXT"), ("score", "REAL"), ("verdict", "TEXT"),
+    ("seq", "INTEGER NOT NULL"), ("criterion", "TEXT"), ("order", "TEXT"), ("score", "REAL"),
+    ("verdict", "TEXT"),
     ("human", ""), ("samples", "TEXT"),
 )
-"""The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a gold
-preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed sample)."""
-NUMERIC = frozenset({"seq", "ok", "needs_human", "calls", "cached_calls", "prompt_tokens", "completion_tokens",
+"""The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
+gold
+preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
+sample)."""
+NUMERIC = frozenset({"seq", "ok", "needs_human", "calls", "cached_calls", "prompt_tokens",
+                     "completion_tokens",
                      "cached_prompt_tokens", "cost_usd", "score"})
 """Columns :meth:`Columns.column` returns as float arrays (NULL as NaN)."""
-_TABLE_OF = {name: "judgments" for name, _ in JUDGMENT_COLUMNS} | {name: "scores" for name, _ in SCORE_COLUMNS[1:]}
+_TABLE_OF = {name: "judgments" for name, _ in JUDGMENT_COLUMNS} | {name: "scores" for name,
+                                                                   _ in SCORE_COLUMNS[1:]}
 
 _SCHEMA = [
     "CREATE TABLE about (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE judgments ({})".format(", ".join(f'"{n}" {t}' for n, t in JUDGMENT_COLUMNS)),
     "CREATE TABLE scores ({})".format(", ".join(f'"{n}" {t}'.rstrip() for n, t in SCORE_COLUMNS)),
 ]
-_INDEXES = ["CREATE INDEX scores_seq ON scores (seq)", "CREATE INDEX judgments_item ON judgments (entry, item)"]
+_INDEXES = ["CREATE INDEX scores_seq ON scores (seq)",
+            "CREATE INDEX judgments_item ON judgments (entry, item)"]
 
 
 def _quoted(name: str) -> str:
@@ -112,12 +119,14 @@ class ColumnWriter:
         try:
             conn = sqlite3.connect(str(tmp), isolation_level=None)
             self._stack.callback(conn.close)
-            conn.execute("PRAGMA journal_mode=OFF")  # a file of its own under a temporary name: renamed when whole
+            # a file of its own under a temporary name: renamed when whole
+            conn.execute("PRAGMA journal_mode=OFF")
             conn.execute("PRAGMA synchronous=OFF")
             for statement in _SCHEMA:
                 conn.execute(statement)
             conn.executemany("INSERT INTO about VALUES (?, ?)",
-                             [(k, json.dumps(v)) for k, v in {"version": COLUMNS_VERSION, **self.about}.items()])
+                             [(k, json.dumps(v)) for k,
+                              v in {"version": COLUMNS_VERSION, **self.about}.items()])
         except sqlite3.Error as exc:
             self._stack.close()
             raise ConfigError(f"expected to write the results' columns {self.path}; got {exc}",
@@ -134,10 +143,12 @@ class ColumnWriter:
         self.rows += 1
         usage = judgment.usage
         rows = judgment.rows(self.criterion)
-        first = rows[0] if rows else {"raw": "\n\n".join(judgment.raw), "failure": judgment.error, "flags": ""}
+        first = rows[0] if rows else {"raw": "\n\n".join(judgment.raw), "failure": judgment.error,
+                                      "flags": ""}
         self._judgments.append((
             seq, entry, judgment.item_id, item.doc_id if item else None, item.system if item else None,
-            int(judgment.ok), judgment.error, first["failure"], first["flags"], int("needs_human" in judgment.flags),
+            int(judgment.ok), judgment.error, first["failure"], first["flags"],
+            int("needs_human" in judgment.flags),
             first["raw"], judgment.calls, judgment.cached_calls, usage.prompt_tokens,
             usage.completion_tokens, usage.cached_prompt_tokens, judgment.cost_usd,
         ))
@@ -160,7 +171,8 @@ class ColumnWriter:
             conn.execute("BEGIN")
             conn.executemany(f"INSERT INTO judgments VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
                              self._judgments)
-            conn.executemany(f"INSERT INTO scores VALUES ({', '.join('?' * len(SCORE_COLUMNS))})", self._scores)
+            conn.executemany(f"INSERT INTO scores VALUES ({', '.join('?' * len(SCORE_COLUMNS))})",
+                             self._scores)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise ConfigError(f"expected to write the results' columns {self.path}; got {exc}",
@@ -196,12 +208,12 @@ class Columns:
             self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
             about = dict(self._conn.execute("SELECT key, value FROM about").fetchall())
         except sqlite3.Error as exc:
-            raise DataError(f"expected {self.path} to be a results' columns file (SQLite, written by mitigate); "
-                            f"got {exc}", path=str(self.path)) from None
+            raise DataError(f"expected {self.path} to be a results' columns file (SQLite, written by "
+                            f"mitigate); got {exc}", path=str(self.path)) from None
         self.about: dict[str, Any] = {k: json.loads(v) for k, v in about.items()}
         if self.about.get("version") != COLUMNS_VERSION:
-            raise DataError(f"expected a results' columns file of version {COLUMNS_VERSION}; {self.path} is version "
-                            f"{self.about.get('version')!r}", path=str(self.path))
+            raise DataError(f"expected a results' columns file of version {COLUMNS_VERSION}; {self.path} is "
+                            f"version {self.about.get('version')!r}", path=str(self.path))
 
     def close(self) -> None:
         """Close the file."""

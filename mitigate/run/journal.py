@@ -51,7 +51,8 @@ JOURNAL_VERSION = 1
 
 
 def id_hash(item_id: str) -> int:
-    """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and the
+    """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and
+    the
     line read back tells them apart)."""
     return hash(item_id)
 
@@ -213,12 +214,14 @@ class Journal:
         return len(self._keys)
 
     def _load(self) -> None:
-        # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can leave a
+        # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can
+        # leave a
         # partial last line (no newline)
         hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
         size = complete = keep_end = tail_bad = 0
         header: dict[str, Any] | None = None
-        first_bad: tuple[int, str, bool] | None = None  # (line, reason, was it the first line) of unreadable lines
+        # (line, reason, was it the first line) of unreadable lines
+        first_bad: tuple[int, str, bool] | None = None
         seen = 0
         with open_regular(self.path, "rb", "the journal") as fh:
             for number, raw in enumerate(read_lines(fh, f"the journal {self.path}", path=self.path), start=1):
@@ -239,8 +242,8 @@ class Journal:
                     line, reason, was_first = first_bad
                     raise DataError(
                         f"{self.path}:{line}: expected {'a journal header' if was_first else 'a judgment'}; "
-                        f"got an unreadable line ({reason}) followed by good ones; delete that line to judge its item "
-                        "again, or rerun with --restart",
+                        f"got an unreadable line ({reason}) followed by good ones; delete that line to judge "
+                        "its item again, or rerun with --restart",
                         path=str(self.path), line=line,
                     )
                 keep_end, tail_bad = size, 0
@@ -298,12 +301,14 @@ class Journal:
         return self._offsets[at] if at < len(self._keys) and self._keys[at] == key else None
 
     def __contains__(self, item_id: object) -> bool:
-        """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads the line
+        """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads
+        the line
         and makes sure)."""
         return self._find(item_id) is not None
 
     def get(self, item_id: str) -> Judgment | None:
-        """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be judged)."""
+        """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be
+        judged)."""
         offset = self._find(item_id)
         if offset is None:
             return None

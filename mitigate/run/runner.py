@@ -1,4 +1,5 @@
-"""Run a judge over many items: bounded concurrency and memory, a crash-safe journal, progress and a usage tally.
+"""Run a judge over many items: bounded concurrency and memory, a crash-safe journal, progress and a usage
+tally.
 
 Two entry points. :func:`run` judges a collection of items and returns every judgment (a
 :class:`RunResult`): what a mitigation's fit, a search or a small comparison needs.
@@ -250,8 +251,8 @@ def preflight(judge: Judge, items: Iterable[Item]) -> None:
         item, chars, cap = first_long
         raise DataError(
             f"{too_long} of {count} items give a prompt longer than max_prompt_chars={cap:,} "
-            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} characters "
-            f"(about {chars // 4:,} tokens)", item_id=item.id)
+            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} "
+            f"characters (about {chars // 4:,} tokens)", item_id=item.id)
     if first_bad is not None:
         item, exc = first_bad
         raise DataError(
@@ -276,13 +277,16 @@ class RunStream:
     def __init__(
         self, judge: Judge, items: Iterable[Item], *, concurrency: int = 8, journal: Path | str | None = None,
         restart: bool = False, progress: bool = True, desc: str = "judging",
-        batch: BatchOptions | BatchSession | bool | None = None, stop_after: int = STOP_AFTER, check: bool = True,
+        batch: BatchOptions | BatchSession | bool | None = None, stop_after: int = STOP_AFTER,
+        check: bool = True,
         window: int | None = None,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead.")
+            raise ConfigError("The 'concurrency' parameter of run must be an int >= 1. Got "
+                              f"{concurrency!r} instead.")
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-            raise ConfigError(f"The 'window' parameter of run must be an int >= 1 or None. Got {window!r} instead.")
+            raise ConfigError("The 'window' parameter of run must be an int >= 1 or None. Got "
+                              f"{window!r} instead.")
         self.breaker = CircuitBreaker(stop_after)
         self.judge = judge
         self.items = items
@@ -309,7 +313,8 @@ class RunStream:
 
     @property
     def summary(self) -> RunSummary:
-        """The run's totals: final once the pairs are exhausted (or the run stopped), the totals so far before."""
+        """The run's totals: final once the pairs are exhausted (or the run stopped), the totals so far
+        before."""
         seconds = self._seconds if self._seconds is not None else time.perf_counter() - self._start
         note = _cost_note(self.judge) if self.tally.cost_usd is None else None
         return self.tally.summary(seconds, note)
@@ -375,11 +380,13 @@ class RunStream:
 
     def __aiter__(self) -> AsyncIterator[tuple[Item, Judgment]]:
         if not self._entered:
-            raise ConfigError("expected `async with run_stream(...) as stream:` before iterating over the stream")
+            raise ConfigError("expected `async with run_stream(...) as stream:` before iterating "
+                              "over the stream")
         return self._pairs()
 
     async def _pairs(self) -> AsyncIterator[tuple[Item, Judgment]]:
-        """Start items while fewer than ``window`` are in hand; yield the first in order once it is finished."""
+        """Start items while fewer than ``window`` are in hand; yield the first in order once it is
+        finished."""
         judge, jr, session = self.judge, self._jr, self._session
         if session is not None:  # every item starts at once and waits for its batch
             judge = session.wrap(judge)
@@ -471,8 +478,8 @@ class RunStream:
                     "nothing was judged")
             kept = f"; {done}: fix the cause and rerun to resume"
         error = RunStoppedError(
-            f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, with "
-            f"a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
+            f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, "
+            f"with a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
             cause=breaker.cause,
         )
         error.summary = summary  # type: ignore[attr-defined]
@@ -488,7 +495,8 @@ def _check_unique(items: Sequence[Item]) -> None:
 
 
 class _Worker:
-    """Judges one item at a time under the run's concurrency, warm-up and circuit breaker (see :func:`run_stream`).
+    """Judges one item at a time under the run's concurrency, warm-up and circuit breaker (see
+    :func:`run_stream`).
 
     Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
     stops after its first ``stop_after`` requests, not after ``concurrency`` of them), unless
@@ -578,7 +586,8 @@ class _Worker:
                         self.held += 1
                     else:
                         self.warm.release()
-                    while self.held > (0 if self.opened.is_set() else self.breaker.count):  # a success or another kind
+                    # a success or another kind
+                    while self.held > (0 if self.opened.is_set() else self.breaker.count):
                         self.held -= 1
                         self.warm.release()
             return await self.judge_one(item)
@@ -588,7 +597,8 @@ class _Worker:
             result = await self.one(item)
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # a journal that cannot be written, a bug: stop everything, then raise it
+        # a journal that cannot be written, a bug: stop everything, then raise it
+        except BaseException as exc:
             self.run._crashed.append(exc)
             self.stop.set()
             self.run.cancel_others()
@@ -599,7 +609,8 @@ class _Worker:
 
 
 def run_stream(judge: Judge, items: Iterable[Item], **options: Any) -> RunStream:
-    """Judge ``items`` as :func:`run` does, yielding ``(item, judgment)`` pairs in item order as they are ready.
+    """Judge ``items`` as :func:`run` does, yielding ``(item, judgment)`` pairs in item order as they are
+    ready.
 
     ``items`` is read one at a time, and at most ``window`` items (default :func:`window_for`)
     are in hand at once: started, or finished and waiting for a slower one before them. A
@@ -652,7 +663,8 @@ async def run(
     """
     listed = items if isinstance(items, Sequence) else list(items)
     judgments: list[Judgment] = []
-    stream = RunStream(judge, listed, concurrency=concurrency, journal=journal, restart=restart, progress=progress,
+    stream = RunStream(judge, listed, concurrency=concurrency, journal=journal, restart=restart,
+                       progress=progress,
                        desc=desc, batch=batch, stop_after=stop_after, check=check)
     try:
         async with stream:
@@ -660,7 +672,8 @@ async def run(
                 judgments.append(judgment)
     except RunStoppedError as error:
         if stream.stopped:
-            error.result = RunResult(judgments=tuple(judgments), summary=stream.summary)  # type: ignore[attr-defined]
+            error.result = RunResult(judgments=tuple(judgments),
+                                     summary=stream.summary)  # type: ignore[attr-defined]
         raise
     return RunResult(judgments=tuple(judgments), summary=stream.summary)
 

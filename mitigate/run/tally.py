@@ -1,4 +1,5 @@
-"""A run's totals: the summary of a run (:class:`RunSummary`) and the tally that counts it one judgment at a time.
+"""A run's totals: the summary of a run (:class:`RunSummary`) and the tally that counts it one judgment at a
+time.
 
 :class:`Tally` adds each judgment as it comes and keeps only counts, token sums, the cost and
 the first error and parse failure (what the end-of-run line and the "every item failed" check
@@ -48,8 +49,8 @@ class RunSummary(BaseModel):
             f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
             f"({self.cached_calls} from cache); tokens in/out {self.usage.prompt_tokens}/"
-            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a cache, "
-            f"{self.usage.cache_write_tokens} written to one); "
+            f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a "
+            f"cache, {self.usage.cache_write_tokens} written to one); "
             f"cost {cost}; {self.seconds:.1f}s"
         )
 
@@ -98,15 +99,18 @@ class Tally:
         """The totals so far as a :class:`RunSummary` (usage and cost count resumed judgments too)."""
         return RunSummary(
             items=self.items, judged_now=self.items - self.resumed, resumed=self.resumed, ok=self.ok,
-            parse_failures=self.parse_failures, errors=self.errors, calls=self.calls, cached_calls=self.cached_calls,
+            parse_failures=self.parse_failures, errors=self.errors, calls=self.calls,
+            cached_calls=self.cached_calls,
             usage=Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
-                        cached_prompt_tokens=self.cached_prompt_tokens, cache_write_tokens=self.cache_write_tokens),
+                        cached_prompt_tokens=self.cached_prompt_tokens,
+                        cache_write_tokens=self.cache_write_tokens),
             cost_usd=self.cost_usd, seconds=seconds, cost_note=cost_note if self.cost_usd is None else None,
         )
 
 
 def summarise(judgments: Iterable[Judgment], *, resumed: int = 0, seconds: float = 0.0) -> RunSummary:
-    """Totals over judgments (usage and cost are counted for resumed ones too); ``resumed`` of them were read back."""
+    """Totals over judgments (usage and cost are counted for resumed ones too); ``resumed`` of them were read
+    back."""
     tally = Tally()
     for j in judgments:
         tally.add(j)

@@ -26,9 +26,11 @@ al. 2024 |
 | ``selective`` | :class:`SelectiveEvaluation` (and :class:`CascadeJudge`) | Jung et al. 2024 |
 | ``panel`` | :class:`Panel` (:class:`PanelJudge` for any judges) | Verga et al. 2024 |
 | ``multiple-evidence`` | :class:`MultipleEvidence` | Wang et al. 2023 |
-| ``dawid-skene``, ``minority-veto`` | :class:`DawidSkene`, :class:`MinorityVeto` (panel reducers) | Dawid and Skene 1979; Jain et al. 2025 |
+| ``dawid-skene``, ``minority-veto`` | :class:`DawidSkene`, :class:`MinorityVeto` (panel reducers) | Dawid and
+Skene 1979; Jain et al. 2025 |
 | ``pairwise-distribution`` | :class:`PairwiseDistribution` | Wang et al. 2025 (TrustJudge) |
-| ``solve-first``, ``reference-revision`` | :class:`SolveFirst`, :class:`ReferenceRevision` | Krumdick et al. 2025; Zhang et al. 2025 (RevisEval) |
+| ``solve-first``, ``reference-revision`` | :class:`SolveFirst`, :class:`ReferenceRevision` | Krumdick et al.
+2025; Zhang et al. 2025 (RevisEval) |
 
 Every demo mitigation is one class, :class:`~mitigate.strategies.demos.Demos`, that shows
 what a selector of :mod:`mitigate.selectors` picks; the named demo mitigations are registered
@@ -80,13 +82,18 @@ from mitigate.strategies.style_control import StyleControl, StyleControlledJudge
 
 __all__ = [
     "AgreementGate", "AgreementJudge", "BatchCalibration", "CalibratedJudge", "CascadeJudge",
-    "ConsistencyHint", "ContextualCalibration", "DawidSkene", "DawidSkeneJudge", "Demos", "DistributionJudge", "ExpectedScore", "FitContext", "FixedDemosPreset",
+    "ConsistencyHint", "ContextualCalibration", "DawidSkene", "DawidSkeneJudge", "Demos", "DistributionJudge",
+    "ExpectedScore", "FitContext", "FixedDemosPreset",
     "GateDecision",
     "GateReport", "Granularity", "HighestRSDemosPreset", "LengthControl", "LengthControlledJudge",
-    "MinorityVeto", "MinorityVetoJudge", "Mitigation", "MultiAttribute", "OwnReferenceJudge", "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
-    "PairwiseDistribution", "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe", "PerturbationProbeJudge",
+    "MinorityVeto", "MinorityVetoJudge", "Mitigation", "MultiAttribute", "OwnReferenceJudge",
+    "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
+    "PairwiseDistribution", "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe",
+    "PerturbationProbeJudge",
     "PerturbedDemosPreset", "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation",
-    "RandomDemosPreset", "ReferenceRevision", "Sampling", "SelectiveEvaluation", "SelectiveJudge", "SelfConsistency",
-    "SingleAttribute", "SolveFirst", "StyleControl", "StyleControlledJudge", "fit_cascade", "from_spec", "gate_released", "load_pipeline", "mcq_form",
+    "RandomDemosPreset", "ReferenceRevision", "Sampling", "SelectiveEvaluation", "SelectiveJudge",
+    "SelfConsistency",
+    "SingleAttribute", "SolveFirst", "StyleControl", "StyleControlledJudge", "fit_cascade", "from_spec",
+    "gate_released", "load_pipeline", "mcq_form",
     "parse_pipeline", "registered", "rts_form",
 ]

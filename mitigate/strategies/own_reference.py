@@ -1,4 +1,5 @@
-"""The judge writes its own reference first, then judges against it: what solve-first and reference-revision share.
+"""The judge writes its own reference first, then judges against it: what solve-first and reference-revision
+share.
 
 Judges agree with experts mainly on questions they can answer themselves (Krumdick et al.
 2025), and a reference adapted to the response helps the judge (RevisEval, Zhang et al. 2025).
@@ -57,9 +58,11 @@ Policy = Literal["fill", "refuse"]
 
 _REFERENCE_NAME = re.compile(r"(?:^|_)(?:ref|reference|references|expected|ideal|gold|target|ground_?truth|"
                              r"correct|answer_?key)(?:_|$)", re.I)
-_LABELS: dict[Mode, str] = {"solve": "Your own answer to the task", "revise": "Reference answer (your revision)"}
+_LABELS: dict[Mode, str] = {"solve": "Your own answer to the task",
+                            "revise": "Reference answer (your revision)"}
 PLACEHOLDER = "<the answer to the first request>"
-"""What stands in the reference slot when the requests are listed ahead (the first answer is not known yet)."""
+"""What stands in the reference slot when the requests are listed ahead (the first answer is not known
+yet)."""
 
 
 def _field(prompt: JudgePrompt, slot: str) -> str:
@@ -67,7 +70,8 @@ def _field(prompt: JudgePrompt, slot: str) -> str:
 
 
 def reference_slots(prompt: JudgePrompt) -> list[str]:
-    """The template's own reference slots: named like a reference, or mapped to the item's ``reference`` field."""
+    """The template's own reference slots: named like a reference, or mapped to the item's ``reference``
+    field."""
     out = []
     for m in prompt.messages:
         for s in slot_names(m.template):
@@ -80,7 +84,8 @@ def reference_slots(prompt: JudgePrompt) -> list[str]:
 
 
 def task_slots(prompt: JudgePrompt) -> list[str]:
-    """The template's slots showing the task (neither a judged text nor a reference), in order of appearance."""
+    """The template's slots showing the task (neither a judged text nor a reference), in order of
+    appearance."""
     refs = set(reference_slots(prompt))
     out: list[str] = []
     for m in prompt.messages:
@@ -117,13 +122,15 @@ def _title_words(label: str) -> str:
 
 
 def _relabel(heading: str, label: str, number: int | None) -> str | None:
-    """``heading`` (a line or an inline prefix) with its words replaced by ``label``, its markup kept; None when it
+    """``heading`` (a line or an inline prefix) with its words replaced by ``label``, its markup kept; None
+    when it
     is no heading (prose)."""
     tag = _TAG.match(heading)
     if tag is not None:
         return f"{tag.group(1)}<{_snake(label)}>{tag.group(4)}"
     if heading.rstrip().endswith(">") and re.search(r"<[A-Za-z_][\w.-]*[^<>\n]*>\s*$", heading):
-        return re.sub(r"<([A-Za-z_][\w.-]*)([^<>\n]*)>(\s*)$", lambda m: f"<{_snake(label)}>{m.group(3)}", heading)
+        return re.sub(r"<([A-Za-z_][\w.-]*)([^<>\n]*)>(\s*)$", lambda m: f"<{_snake(label)}>{m.group(3)}",
+                      heading)
     start = _START_OF.search(heading)
     if start is not None:
         return heading[:start.start(3)] + _title_words(label) + heading[start.end(3):]
@@ -132,14 +139,16 @@ def _relabel(heading: str, label: str, number: int | None) -> str | None:
             (".", "?", "!", ",", ";")):
         return None
     lead = m.group("lead")
-    if m.group("num") is not None:  # the next number, or none where the template goes on numbering after the item
+    # the next number, or none where the template goes on numbering after the item
+    if m.group("num") is not None:
         lead = (lead.replace(m.group("num"), str(number), 1) if number is not None else
                 re.sub(r"\d+[.)]\s*", "", lead, count=1))
     return lead + label + m.group("trail")
 
 
 def _reclose(closer: str, label: str) -> str:
-    """A closing line or suffix (``</response>``, ``[The End of Assistant's Answer]``) renamed for the reference."""
+    """A closing line or suffix (``</response>``, ``[The End of Assistant's Answer]``) renamed for the
+    reference."""
     if _CLOSE_TAG.search(closer):
         return _CLOSE_TAG.sub(f"</{_snake(label)}>", closer, count=1)
     end = _END_OF.search(closer)
@@ -158,7 +167,8 @@ _NUMBERED = re.compile(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]")
 
 
 def _next_number(section: str, template: str) -> int | None:
-    """The number after the section's numbered headings, or None (no number) when the template uses it already."""
+    """The number after the section's numbered headings, or None (no number) when the template uses it
+    already."""
     found = [int(n) for n in _NUMBERED.findall(section)]
     if not found:
         return None
@@ -167,11 +177,13 @@ def _next_number(section: str, template: str) -> int | None:
 
 
 def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
-    """Where the reference section goes in ``template`` (after the item section) and its text (see the module docstring)."""
+    """Where the reference section goes in ``template`` (after the item section) and its text (see the module
+    docstring)."""
     layout = item_layout(template)
     slots = list(SLOT_RE.finditer(template))
     if layout is None or not slots:
-        raise ConfigError("expected a template showing the judged item in slots; found none to put a reference after")
+        raise ConfigError("expected a template showing the judged item in slots; found none to put a "
+                          "reference after")
     nl = "\r\n" if "\r\n" in template else "\n"
     section = template[layout.start:layout.end]
     last = [s for s in slots if s.start() < layout.end][-1]
@@ -184,7 +196,8 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     number = _next_number(section, template)
     spaced = re.search(r"\n[ \t]*\r?\n", section) is not None
     plain = f"{label}:{nl}{slot_text}"
-    if re.search(r"[^\W_]", prefix) or prefix.strip():  # words or markup before the slot on its line: inline label
+    # words or markup before the slot on its line: inline label
+    if re.search(r"[^\W_]", prefix) or prefix.strip():
         core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
         head = _relabel(prefix, label, number) if core.endswith(_LABEL_END) else None
         tail = _reclose(suffix, label) if not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or \
@@ -213,26 +226,28 @@ def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
     texts, them, only = (("the two texts to compare", "them", "those two texts") if pairwise else
                          ("the text to evaluate", "that text", "that text"))
     if mode == "solve":
-        return (f"{where} is the answer you wrote to the task yourself, before reading {texts}: use it as a reference "
-                f"when you check {them}, but judge only {only}, as instructed.")
+        return (f"{where} is the answer you wrote to the task yourself, before reading {texts}: use it as a "
+                f"reference when you check {them}, but judge only {only}, as instructed.")
     if pairwise:
-        return (f"{where} is a reference answer you wrote by revising the two texts to correct and complete them: use "
-                "it as a reference when you check the two texts to compare, but judge the two texts as they are, as "
-                "instructed.")
-    return (f"{where} is your revision of the text to evaluate, correcting and completing it: use it as a reference "
-            "when you check the text, but judge the text as it is, as instructed.")
+        return (f"{where} is a reference answer you wrote by revising the two texts to correct and complete "
+                "them: use it as a reference when you check the two texts to compare, but judge the two "
+                "texts as they are, as instructed.")
+    return (f"{where} is your revision of the text to evaluate, correcting and completing it: use it as a "
+            "reference when you check the text, but judge the text as it is, as instructed.")
 
 
 def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> tuple[JudgePrompt, list[str]]:
-    """``prompt`` carrying the judge's reference, and the slots the reference fills (see the module docstring)."""
+    """``prompt`` carrying the judge's reference, and the slots the reference fills (see the module
+    docstring)."""
     pairwise = prompt.answer == "pairwise"
     own = reference_slots(prompt)
     if own:
         if policy == "refuse":
             raise ConfigError(f"the template has its own reference slot {{{{{own[0]}}}}}; "
                               f"{'solve-first' if mode == 'solve' else 'reference-revision'} with "
-                              "on_reference_slot='refuse' adds no second reference: expected on_reference_slot="
-                              "'fill' (the judge's reference fills that slot) or a template without one")
+                              "on_reference_slot='refuse' adds no second reference: expected "
+                              "on_reference_slot='fill' (the judge's reference fills that slot) or a "
+                              "template without one")
         return append_instruction(prompt, _note(mode, pairwise, None)), own
     taken = prompt.slots()
     slot = "own_reference"
@@ -243,7 +258,8 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
     template = prompt.messages[holder].template
     at, block = reference_block(template, slot, label)
     messages = list(prompt.messages)
-    messages[holder] = PromptMessage(role=messages[holder].role, template=template[:at] + block + template[at:])
+    messages[holder] = PromptMessage(role=messages[holder].role, template=template[:at] + block
+                                     + template[at:])
     edited = prompt.model_copy(update={"messages": tuple(messages)})
     return append_instruction(edited, _note(mode, pairwise, label)), [slot]
 
@@ -252,7 +268,8 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
 
 
 def _words(heading: str) -> str | None:
-    """The words of a heading line or inline label ("# Instruction:" -> "Instruction"), None when it is no short label."""
+    """The words of a heading line or inline label ("# Instruction:" -> "Instruction"), None when it is no
+    short label."""
     text = _CLOSE_TAG.sub("", re.sub(r"<\|([^|\n]*)\|>", r"\1", heading)).strip()
     if _TAG.match(text):
         return None
@@ -281,7 +298,8 @@ def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
         if re.search(r"[^\W_]", prefix):
             return _words(prefix)
         for line in reversed(m.template[:start].splitlines()[-4:]):
-            if not line.strip() or (_markup_only(line) and not re.search(r"[^\W_]", line)) or _TAG.match(line):
+            if not line.strip() or (_markup_only(line)
+                                    and not re.search(r"[^\W_]", line)) or _TAG.match(line):
                 continue
             return _words(line)
     return None
@@ -299,16 +317,19 @@ def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
 
 
 def _text_slot(prompt: JudgePrompt, field: str) -> str | None:
-    return next((s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field), None)
+    return next((s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field),
+                None)
 
 
 def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
-    """The heading the template shows above the judged text ``field`` (output, output_b), else ``fallback``."""
+    """The heading the template shows above the judged text ``field`` (output, output_b), else
+    ``fallback``."""
     slot = _text_slot(prompt, field)
     return (_find_heading(prompt, slot) if slot is not None else None) or fallback
 
 
-def first_request(leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None, max_tokens: int) -> LMRequest:
+def first_request(leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None,
+                  max_tokens: int) -> LMRequest:
     """The request that writes the reference for ``item`` (see the module docstring)."""
     prompt = leaf.prompt
     pairwise = prompt.answer == "pairwise"
@@ -319,54 +340,57 @@ def first_request(leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None
     if mode == "solve":
         evaluated = "two responses to the same task are compared" if pairwise else "a response to the same task is " \
                                                                                       "evaluated"
-        intro = (f"Write your own answer to the task below, as well as you can. It will serve as a reference answer "
-                 f"when {evaluated}, so make it correct and complete.")
+        intro = ("Write your own answer to the task below, as well as you can. It will serve as a reference "
+                 f"answer when {evaluated}, so make it correct and complete.")
         if task:
             intro += f"\n\nThe task: {task}"
         closing = "Write only your answer."
     elif pairwise:
         if item.output_b is None:
-            raise DataError(f"reference-revision of a pairwise prompt needs both texts; item {item.id!r} has no "
-                            "output_b", item_id=item.id)
+            raise DataError(f"reference-revision of a pairwise prompt needs both texts; item {item.id!r} has "
+                            "no output_b", item_id=item.id)
         a = _text_heading(prompt, "output", "Response A")
         b = _text_heading(prompt, "output_b", "Response B")
         if a == b:
             a, b = "Response A", "Response B"
-        intro = ("Below are a task and two responses to it. Write a reference answer by revising them: keep what "
-                 "either does well, correct their mistakes and add what both miss. The reference will be used to "
-                 f"compare the two responses{on}.") if shown else (
+        intro = ("Below are a task and two responses to it. Write a reference answer by revising them: keep "
+                 "what either does well, correct their mistakes and add what both miss. The reference will "
+                 f"be used to compare the two responses{on}.") if shown else (
             "Below are two responses. Write a reference answer by revising them: keep what either does well, "
             f"correct their mistakes and add what both miss. The reference will be used to compare them{on}.")
         blocks += [f"{a}:\n{item.output}", f"{b}:\n{item.output_b}"]
         closing = "Write only the reference answer."
     else:
-        intro = ("Below are a task and a response to it. Revise the response into a reference answer: correct its "
-                 "mistakes and add what it misses, and keep what it already does well. The reference will be used "
-                 f"to evaluate the response{on}.") if shown else (
-            "Below is a response. Revise it into a reference answer: correct its mistakes and add what it misses, "
-            f"and keep what it already does well. The reference will be used to evaluate the response{on}.")
+        intro = ("Below are a task and a response to it. Revise the response into a reference answer: "
+                 "correct its mistakes and add what it misses, and keep what it already does well. The "
+                 f"reference will be used to evaluate the response{on}.") if shown else (
+            "Below is a response. Revise it into a reference answer: correct its mistakes and add what it "
+            "misses, and keep what it already does well. The reference will be used to evaluate the "
+            f"response{on}.")
         blocks.append(f"{_text_heading(prompt, 'output', 'Response')}:\n{item.output}")
         closing = "Write only the revised response."
     text = "\n\n".join([intro, *blocks, closing])
-    return LMRequest(messages=(Message(role="user", content=text),), temperature=0.0, n=1, max_tokens=max_tokens,
+    return LMRequest(messages=(Message(role="user", content=text),), temperature=0.0, n=1,
+                     max_tokens=max_tokens,
                      seed=leaf.config.seed)
 
 
 class OwnReferenceJudge(Judge):
-    """One prompt judge that first writes its own reference, then judges with it (see the module docstring)."""
+    """One prompt judge that first writes its own reference, then judges with it (see the module
+    docstring)."""
 
     def __init__(self, leaf: PromptJudge, *, mode: Mode, task: str | None = None, max_tokens: int = 512,
                  policy: Policy = "fill") -> None:
         if not isinstance(leaf, PromptJudge):
             raise ConfigError(f"expected a prompt judge to give its own reference; got {type(leaf).__name__}")
         if mode == "solve" and not task_slots(leaf.prompt):
-            raise ConfigError("solve-first asks the judge to answer the task first, but the template shows no task "
-                              "input besides the judged text(s); expected a slot such as {{instruction}}, "
-                              "{{question}} or {{source}}")
+            raise ConfigError("solve-first asks the judge to answer the task first, but the template shows "
+                              "no task input besides the judged text(s); expected a slot such as "
+                              "{{instruction}}, {{question}} or {{source}}")
         if leaf.prompt.demos:
-            raise ConfigError(f"{'solve-first' if mode == 'solve' else 'reference-revision'} adds the judge's own "
-                              "reference to the judged item, which demonstrations cannot show (each would need a "
-                              "reference of its own); expected a prompt without demos")
+            raise ConfigError(f"{'solve-first' if mode == 'solve' else 'reference-revision'} adds the "
+                              "judge's own reference to the judged item, which demonstrations cannot show "
+                              "(each would need a reference of its own); expected a prompt without demos")
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
         self.prompt, self.slots = with_reference(leaf.prompt, mode, policy)
 
@@ -382,12 +406,14 @@ class OwnReferenceJudge(Judge):
         """The leaf changed by ``fn``, giving its own reference again (``fn`` must return a prompt judge)."""
         new = fn(self.leaf)
         if isinstance(new, OwnReferenceJudge):
-            raise ConfigError(f"{self.name} and {new.name} would each show the judge a reference of its own; expected "
-                              "one of them (one reference per judged item)")
+            raise ConfigError(f"{self.name} and {new.name} would each show the judge a reference of its own; "
+                              "expected one of them (one reference per judged item)")
         if not isinstance(new, PromptJudge):
-            raise ConfigError(f"{self.name} shows one prompt judge its own reference; a later mitigation turned that "
-                              f"judge into a {type(new).__name__}, which {self.name} cannot be combined with")
-        return OwnReferenceJudge(new, mode=self.mode, task=self.task, max_tokens=self.max_tokens, policy=self.policy)
+            raise ConfigError(f"{self.name} shows one prompt judge its own reference; a later mitigation "
+                              f"turned that judge into a {type(new).__name__}, which {self.name} cannot be "
+                              "combined with")
+        return OwnReferenceJudge(new, mode=self.mode, task=self.task, max_tokens=self.max_tokens,
+                                 policy=self.policy)
 
     def describe(self) -> dict[str, Any]:
         """The leaf and the settings of the first call."""
@@ -409,8 +435,8 @@ class OwnReferenceJudge(Judge):
             field = _field(self.prompt, s)
             if check and s in reference_slots(self.leaf.prompt) and field_text(item, field) is not None:
                 raise DataError(f"item {item.id!r} brings its own reference for the template's {{{{{s}}}}}; "
-                                f"{self.name} would replace it with the judge's: expected items without one (or leave "
-                                f"{self.name} out)", item_id=item.id)
+                                f"{self.name} would replace it with the judge's: expected items without one "
+                                f"(or leave {self.name} out)", item_id=item.id)
             if field == "reference":
                 update["reference"] = answer
             else:
@@ -422,11 +448,14 @@ class OwnReferenceJudge(Judge):
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The first call, then the judge call with a placeholder where the first answer will stand."""
-        what = "the judge's own answer to the task" if self.mode == "solve" else "the judge's revision into a reference"
-        first = self.leaf.plan(self._first(item), item, f"free text: {what}, shown as the reference in the next "
+        what = ("the judge's own answer to the task" if self.mode == "solve"
+                else "the judge's revision into a reference")
+        first = self.leaf.plan(self._first(item), item,
+                               f"free text: {what}, shown as the reference in the next "
                                                         "request").under(self.mode)
         judge = PromptJudge(self.prompt, self.leaf.lm, self.leaf.config)
-        shown = self._with_answer(item, PLACEHOLDER, check=False)  # an item's own reference is refused when judging
+        # an item's own reference is refused when judging
+        shown = self._with_answer(item, PLACEHOLDER, check=False)
         cond = f"sent after the {self.mode} request; its answer stands where {PLACEHOLDER!r} is shown"
         return [first, *(r.model_copy(update={"item_id": item.id}).under("judge", condition=cond)
                          for r in judge.requests(shown))]
@@ -438,9 +467,11 @@ class OwnReferenceJudge(Judge):
         cost = 0.0 if response.cached else response.cost_usd
         calls, cached = (0, 1) if response.cached else (1, 0)
         if not answer:
-            return Judgment(item_id=item.id, error=f"{self.name}: the judge's {self.mode} call returned no text",
+            return Judgment(item_id=item.id,
+                            error=f"{self.name}: the judge's {self.mode} call returned no text",
                             usage=response.usage, cost_usd=cost, calls=calls, cached_calls=cached)
-        j = await PromptJudge(self.prompt, self.leaf.lm, self.leaf.config).judge(self._with_answer(item, answer))
+        j = await PromptJudge(self.prompt, self.leaf.lm,
+                              self.leaf.config).judge(self._with_answer(item, answer))
         return j.model_copy(update={
             "usage": j.usage + response.usage, "cost_usd": combine_costs([j.cost_usd, cost]),
             "calls": j.calls + calls, "cached_calls": j.cached_calls + cached,

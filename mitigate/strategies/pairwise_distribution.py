@@ -1,4 +1,5 @@
-"""Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one preference.
+"""Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one
+preference.
 
 A pairwise judge asked once per order gives two hard votes, and a position-biased judge's two
 votes often disagree. TrustJudge (Wang et al. 2025) keeps what the judge was unsure of instead:
@@ -51,7 +52,8 @@ _BY_TEXT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 
 def pool_orders(original: dict[str, float], swapped: dict[str, float], tie_margin: float = 0.0
                 ) -> tuple[dict[str, float], Verdict]:
-    """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by position, and its verdict.
+    """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by position,
+    and its verdict.
 
     ``swapped`` is by position as presented in the swapped order (its "first" is B).
     """
@@ -66,12 +68,14 @@ def check_readable(fmt: AnswerFormat) -> None:
     why = ("relations such as A>>B" if fmt.relations else "two scores" if fmt.two_scores
            else "a JSON object" if fmt.json_key is not None else None)
     if why is not None:
-        raise ConfigError(f"verdict logprobs are read at the label the judge writes; this format answers with {why} "
-                          f"({fmt.describe()}): expected a label format such as [[A]] / [[B]], or source='samples'")
+        raise ConfigError("verdict logprobs are read at the label the judge writes; this format answers "
+                          f"with {why} ({fmt.describe()}): expected a label format such as [[A]] / [[B]], or "
+                          "source='samples'")
 
 
 def read_verdict(positions: Any, fmt: AnswerFormat) -> Any:
-    """:func:`~mitigate.parse.verdict_logprobs.verdict_probabilities` told the format's labels, tie and answer line."""
+    """:func:`~mitigate.parse.verdict_logprobs.verdict_probabilities` told the format's labels, tie and answer
+    line."""
     lead = fmt.line.split("{value}", 1)[0] if "{value}" in fmt.line else ""
     return verdict_probabilities(positions, (fmt.labels[0], fmt.labels[1]), fmt.tie, lead=lead,
                                  case_sensitive=fmt.case_sensitive, answer_first=fmt.reasoning == "after")
@@ -85,12 +89,13 @@ def _most_common(verdicts: list[str]) -> str | None:
 
 
 class DistributionJudge(Judge):
-    """One pairwise prompt judge asked in both orders, its verdict probabilities pooled (see the module docstring)."""
+    """One pairwise prompt judge asked in both orders, its verdict probabilities pooled (see the module
+    docstring)."""
 
     def __init__(self, leaf: PromptJudge, *, source: Source, top_logprobs: int, tie_margin: float) -> None:
         if leaf.prompt.answer != "pairwise":
-            raise ConfigError(f"pairwise-distribution pools the verdicts of a pairwise judge; got a prompt answering "
-                              f"{leaf.prompt.answer!r}")
+            raise ConfigError("pairwise-distribution pools the verdicts of a pairwise judge; got a prompt "
+                              f"answering {leaf.prompt.answer!r}")
         if source == "logprobs":
             check_readable(leaf.prompt.format)
         self.leaf, self.source, self.top_logprobs, self.tie_margin = leaf, source, top_logprobs, tie_margin
@@ -102,10 +107,11 @@ class DistributionJudge(Judge):
         """The leaf changed by ``fn``, pooled again (``fn`` must return a prompt judge)."""
         new = fn(self.leaf)
         if not isinstance(new, PromptJudge):
-            raise ConfigError(f"pairwise-distribution reads one prompt judge's answers in both orders; a later "
-                              f"mitigation turned it into a {type(new).__name__} (place pairwise-distribution after "
-                              "it)")
-        return DistributionJudge(new, source=self.source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin)
+            raise ConfigError("pairwise-distribution reads one prompt judge's answers in both orders; a "
+                              f"later mitigation turned it into a {type(new).__name__} (place "
+                              "pairwise-distribution after it)")
+        return DistributionJudge(new, source=self.source, top_logprobs=self.top_logprobs,
+                                 tie_margin=self.tie_margin)
 
     def describe(self) -> dict[str, Any]:
         """The leaf, the source and the pooling settings."""
@@ -129,10 +135,10 @@ class DistributionJudge(Judge):
 
     def _reads(self) -> str:
         if self.source == "logprobs":
-            return (f"verdict probabilities from the top-{self.top_logprobs} logprobs at the verdict label; pooled "
-                    "with the other order's (swap undone)")
-        return (f"verdict probabilities as the shares of {self.leaf.config.n} sampled verdicts; pooled with the other "
-                "order's (swap undone)")
+            return (f"verdict probabilities from the top-{self.top_logprobs} logprobs at the verdict label; "
+                    "pooled with the other order's (swap undone)")
+        return (f"verdict probabilities as the shares of {self.leaf.config.n} sampled verdicts; pooled with "
+                "the other order's (swap undone)")
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The original order's request, then the swapped copy's."""
@@ -144,13 +150,14 @@ class DistributionJudge(Judge):
     def _check_samples(self) -> None:
         if self.source == "samples" and (self.leaf.config.n < 2 or self.leaf.config.temperature <= 0):
             raise ConfigError(
-                f"pairwise-distribution with samples needs several samples at a temperature above 0; the judge asks "
-                f"n={self.leaf.config.n} at temperature {self.leaf.config.temperature:g} (a later sampling step "
-                "changed them?): expected n >= 2 and temperature > 0")
+                "pairwise-distribution with samples needs several samples at a temperature above 0; the "
+                f"judge asks n={self.leaf.config.n} at temperature {self.leaf.config.temperature:g} (a later "
+                "sampling step changed them?): expected n >= 2 and temperature > 0")
 
     async def _order(self, item: Item, name: str) -> tuple[LMResponse, dict[str, float] | None, str | None,
                                                             list[ParseFailure]]:
-        """One order's response, its verdict distribution by position (None when unreadable), hard verdict, failures."""
+        """One order's response, its verdict distribution by position (None when unreadable), hard verdict,
+        failures."""
         request = self.request(item)
         response = await self.leaf.lm.complete(request)
         fmt, scale = self.leaf.prompt.format, self.leaf.prompt.scale
@@ -173,10 +180,11 @@ class DistributionJudge(Judge):
                                          raw=choice.text)
                     read = read_verdict(choice.logprobs, fmt)
                     if read.generated != verdict:
-                        raise ParseError(f"the label at the verdict position ({read.generated!r}) is not the verdict "
-                                         f"the answer's text gives ({verdict!r})", raw=choice.text)
+                        raise ParseError(f"the label at the verdict position ({read.generated!r}) is not the "
+                                         f"verdict the answer's text gives ({verdict!r})", raw=choice.text)
                 except ParseError as exc:
-                    failures.append(ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}",
+                    failures.append(ParseFailure(criterion=crit, raw=choice.text,
+                                                 reason=f"{name}: {exc.message}",
                                                  sample=idx))
                     continue
                 dists.append(read.probabilities)
@@ -214,13 +222,15 @@ class DistributionJudge(Judge):
             item_id=item.id, verdict=verdict, raw=tuple(c.text for r in (r1, r2) for c in r.choices),
             failures=tuple(f1 + f2), usage=usage,
             cost_usd=combine_costs([0.0 if r.cached else r.cost_usd for r in (r1, r2)]),
-            calls=sum(0 if r.cached else 1 for r in (r1, r2)), cached_calls=sum(1 if r.cached else 0 for r in (r1, r2)),
+            calls=sum(0 if r.cached else 1 for r in (r1, r2)),
+            cached_calls=sum(1 if r.cached else 0 for r in (r1, r2)),
             meta=meta)
 
 
 @register("mitigation", "pairwise-distribution")
 class PairwiseDistribution(Mitigation):
-    """Judge each pair in both orders and pool the verdict probabilities into one preference (Wang et al. 2025, TrustJudge).
+    """Judge each pair in both orders and pool the verdict probabilities into one preference (Wang et al.
+    2025, TrustJudge).
 
     Parameters:
         source: "logprobs" (verdict probabilities from token logprobs), "samples" (from the
@@ -264,4 +274,5 @@ class PairwiseDistribution(Mitigation):
             else self.source  # type: ignore[assignment]
         if source == "samples":
             leaf = leaf.with_config(n=self.samples, temperature=self.temperature)
-        return DistributionJudge(leaf, source=source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin)
+        return DistributionJudge(leaf, source=source, top_logprobs=self.top_logprobs,
+                                 tie_margin=self.tie_margin)

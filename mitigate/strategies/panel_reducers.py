@@ -52,7 +52,8 @@ def _criterion(judgment: Judgment, criterion: str | None) -> str | None:
 
 
 class DawidSkeneJudge(CompositeJudge):
-    """The inner judge (a panel, or one judge) with its members' answers reduced by a fitted Dawid-Skene model.
+    """The inner judge (a panel, or one judge) with its members' answers reduced by a fitted Dawid-Skene
+    model.
 
     A verdict is the most probable class (an exact tie between the two best classes is "tie");
     a score is the posterior mean of the classes (whole numbers). ``meta["dawid_skene"]`` holds
@@ -89,12 +90,13 @@ def reduce_dawid_skene(j: Judgment, model: DawidSkeneModel, criterion: str | Non
                           f"{sorted(j.scores)}: expected criterion=... on dawid-skene")
     names, rows = panel_votes([j], model.kind, crit)
     if set(names) != set(model.members):
-        raise ConfigError(f"the Dawid-Skene model was fitted on the members {list(model.members)}; this judge's "
-                          f"members are {names}: expected the panel it was fitted on")
+        raise ConfigError(f"the Dawid-Skene model was fitted on the members {list(model.members)}; this "
+                          f"judge's members are {names}: expected the panel it was fitted on")
     votes = dict(zip(names, rows[0], strict=True))
     posterior = dawid_skene_posterior(model, {m: votes.get(m) for m in model.members})
     before: Any = j.verdict if model.kind == "verdict" else j.scores.get(crit) if crit is not None else None
-    meta = {**j.meta, "dawid_skene": {"posterior": posterior, "before": before, "supervised": model.supervised}}
+    meta = {**j.meta,
+            "dawid_skene": {"posterior": posterior, "before": before, "supervised": model.supervised}}
     if model.kind == "verdict":
         verdict: Verdict | None = None
         if posterior is not None:
@@ -112,7 +114,8 @@ _SUPERVISED = Options(True, False, "auto")
 
 @register("mitigation", "dawid-skene")
 class DawidSkene(Mitigation):
-    """Reduce a panel's votes by each member's confusion matrix (Dawid and Skene 1979), fitted on a training split.
+    """Reduce a panel's votes by each member's confusion matrix (Dawid and Skene 1979), fitted on a training
+    split.
 
     Parameters:
         supervised: True fits the matrices from the training split's gold labels (the human
@@ -148,7 +151,8 @@ class DawidSkene(Mitigation):
         """Unfitted (auto), and fitted on a made-up two-member pairwise panel."""
         model = DawidSkeneModel(kind="verdict", classes=("A", "B"), responses=("A", "B", "tie"),
                                 members=("m1", "m2"), priors=(0.5, 0.5),
-                                confusion=(((0.9, 0.05, 0.05), (0.2, 0.7, 0.1)), ((0.6, 0.3, 0.1), (0.3, 0.6, 0.1))),
+                                confusion=(((0.9, 0.05, 0.05), (0.2, 0.7, 0.1)),
+                                           ((0.6, 0.3, 0.1), (0.3, 0.6, 0.1))),
                                 supervised=True)
         return [cls(), cls(supervised=False, smoothing=1.0, model_=model)]
 
@@ -160,23 +164,27 @@ class DawidSkene(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """``judge`` with its (members') answers reduced by the fitted model."""
         if self.model_ is None:
-            raise ConfigError("DawidSkene is not fitted; expected `m = m.fit(train, panel_judge)` first (it learns "
-                              "each member's confusion matrix from the panel's answers on a training split)")
+            raise ConfigError("DawidSkene is not fitted; expected `m = m.fit(train, panel_judge)` first (it "
+                              "learns each member's confusion matrix from the panel's answers on a "
+                              "training split)")
         return DawidSkeneJudge({"inner": judge}, model=self.model_, criterion=self.criterion)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: ``judge`` run over ``train``, the model fitted on its members' answers (and the labels)."""
+        """A fitted copy: ``judge`` run over ``train``, the model fitted on its members' answers (and the
+        labels)."""
         result = await run(judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress,
                            desc="fitting Dawid-Skene")
         return self.fit_judgments(result.judgments, train, criterion=ctx.criterion)
 
-    def fit_judgments(self, judgments: Sequence[Judgment], train: Benchmark, *, criterion: str | None = None) -> Self:
+    def fit_judgments(self, judgments: Sequence[Judgment], train: Benchmark, *,
+                      criterion: str | None = None) -> Self:
         """A fitted copy from judgments already made on ``train``'s items (matched by id)."""
         by_id = {it.id: it for it in train.items}
         rows = [(j, by_id.get(j.item_id)) for j in judgments]
         lost = [j.item_id for j, it in rows if it is None]
         if lost:
-            raise DataError(f"expected a training item for every judgment; {lost[0]!r} has none", item_id=lost[0])
+            raise DataError(f"expected a training item for every judgment; {lost[0]!r} has none",
+                            item_id=lost[0])
         kind: Kind = "verdict" if train.pairwise else "score"
         crit = criterion or self.criterion or (train.criteria[0] if len(train.criteria) == 1 else None)
         if crit is None and kind == "score":
@@ -186,11 +194,13 @@ class DawidSkene(Mitigation):
         has_gold = any(g is not None for g in gold)
         supervised = has_gold if self.supervised == "auto" else bool(self.supervised)
         if supervised and not has_gold:
-            raise ConfigError(f"DawidSkene(supervised=True) needs gold labels on the training items ({crit!r}); "
+            raise ConfigError("DawidSkene(supervised=True) needs gold labels on the training items "
+                              f"({crit!r}); "
                               "got none: expected human scores or preferences, or supervised=False")
         model = fit_dawid_skene(votes, members, kind=kind, gold=gold if supervised else None,
                                 smoothing=self.smoothing, max_iter=self.max_iter)
-        return self.model_copy(update={"model_": model, "criterion": self.criterion if kind == "verdict" else crit})
+        return self.model_copy(update={"model_": model, "criterion": self.criterion if kind == "verdict"
+                                       else crit})
 
 
 def _gold(item: Item, kind: Kind, criterion: str | None) -> str | None:
@@ -249,8 +259,8 @@ def veto(j: Judgment, vetoers: tuple[str, ...], min_vetoes: int, threshold: floa
     panel = j.meta.get("panel")
     members = panel.get("members") if isinstance(panel, dict) else None
     if not isinstance(members, dict):
-        raise ConfigError(f"minority-veto reads a panel's members; judgment {j.item_id!r} has none: expected a panel "
-                          "before it (panel(backends=[...]) | minority-veto(...))")
+        raise ConfigError(f"minority-veto reads a panel's members; judgment {j.item_id!r} has none: expected "
+                          "a panel before it (panel(backends=[...]) | minority-veto(...))")
     if j.verdict is not None or "verdict" in members:
         votes = members.get("verdict") or {}
         named = _vetoers(vetoers, votes)
@@ -268,27 +278,29 @@ def veto(j: Judgment, vetoers: tuple[str, ...], min_vetoes: int, threshold: floa
         raise ConfigError(f"minority-veto needs the criterion to read; judgment {j.item_id!r} scores "
                           f"{sorted(j.scores)}: expected criterion=...")
     if threshold is None:
-        raise ConfigError("minority-veto on scores needs the pass threshold; expected threshold=<score a pass "
-                          "reaches> (a verdict panel needs none)")
+        raise ConfigError("minority-veto on scores needs the pass threshold; expected threshold=<score a "
+                          "pass reaches> (a verdict panel needs none)")
     scores = members[crit]
     named = _vetoers(vetoers, scores)
     value = j.scores.get(crit)
     if value is None or value < threshold:
         return j
-    fails = [(m, float(scores[m])) for m in named if scores.get(m) is not None and float(scores[m]) < threshold]
+    fails = [(m, float(scores[m])) for m in named if scores.get(m) is not None
+             and float(scores[m]) < threshold]
     if len(fails) < min_vetoes:
         return j
     new = max(v for _, v in fails)
     info = {"vetoed_by": [m for m, _ in fails], "before": value}
-    return j.model_copy(update={"scores": {**j.scores, crit: new}, "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
+    return j.model_copy(update={"scores": {**j.scores, crit: new},
+                                "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
                                 "meta": {**j.meta, "minority_veto": info}})
 
 
 def _vetoers(vetoers: tuple[str, ...], votes: dict[str, Any]) -> list[str]:
     unknown = [v for v in vetoers if v not in votes]
     if unknown:
-        raise ConfigError(f"minority-veto names vetoers {unknown} that are not members of the panel; expected some "
-                          f"of {sorted(votes)}")
+        raise ConfigError(f"minority-veto names vetoers {unknown} that are not members of the panel; "
+                          f"expected some of {sorted(votes)}")
     return list(vetoers) if vetoers else list(votes)
 
 
@@ -335,7 +347,7 @@ class MinorityVeto(Mitigation):
             raise ConfigError("minority-veto re-reduces a panel's votes; expected a panel before it "
                               "(panel(backends=[...]) | minority-veto(...)); got a judge with no panel")
         if self.min_vetoes > 1 and self.vetoers and self.min_vetoes > len(self.vetoers):
-            raise ConfigError(f"minority-veto needs {self.min_vetoes} vetoes from {len(self.vetoers)} vetoers "
-                              f"{list(self.vetoers)}: expected min_vetoes <= the number of vetoers")
+            raise ConfigError(f"minority-veto needs {self.min_vetoes} vetoes from {len(self.vetoers)} "
+                              f"vetoers {list(self.vetoers)}: expected min_vetoes <= the number of vetoers")
         return MinorityVetoJudge({"inner": judge}, vetoers=self.vetoers, min_vetoes=self.min_vetoes,
                                  threshold=self.threshold, criterion=self.criterion)

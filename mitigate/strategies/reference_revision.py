@@ -22,7 +22,8 @@ __all__ = ["ReferenceRevision"]
 
 @register("mitigation", "reference-revision")
 class ReferenceRevision(Mitigation):
-    """The judge revises the judged text into a reference, then judges against it (Zhang et al. 2025, RevisEval).
+    """The judge revises the judged text into a reference, then judges against it (Zhang et al. 2025,
+    RevisEval).
 
     Parameters:
         max_tokens: the budget of the revision.
@@ -53,4 +54,5 @@ class ReferenceRevision(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        return OwnReferenceJudge(leaf, mode="revise", max_tokens=self.max_tokens, policy=self.on_reference_slot)
+        return OwnReferenceJudge(leaf, mode="revise", max_tokens=self.max_tokens,
+                                 policy=self.on_reference_slot)

@@ -22,7 +22,8 @@ __all__ = ["SolveFirst"]
 
 @register("mitigation", "solve-first")
 class SolveFirst(Mitigation):
-    """The judge answers the task first, then judges with its own answer as the reference (Krumdick et al. 2025).
+    """The judge answers the task first, then judges with its own answer as the reference (Krumdick et al.
+    2025).
 
     Parameters:
         task: one sentence saying what the task is ("Summarise the article."), shown in the
@@ -49,7 +50,8 @@ class SolveFirst(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Defaults, and a stated task with a short answer budget that refuses templates with a reference slot."""
+        """Defaults, and a stated task with a short answer budget that refuses templates with a reference
+        slot."""
         return [cls(), cls(task="Summarise the article.", max_tokens=200, on_reference_slot="refuse")]
 
     def wrap(self, judge: Judge) -> Judge:

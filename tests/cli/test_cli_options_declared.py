@@ -342,8 +342,10 @@ def test_which_backend_takes_which_option_is_read_from_the_registry(plugin_backe
                        match=r"--base-url applies to the openai, anthropic, dspy, cloudy backends; "
                                           r"got --backend 'nearby'"):
         JudgeOptions(backend="nearby", base_url=["http://x"])
-    with pytest.raises(ConfigError, match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
-                                          r"OpenAI API and OpenAI-compatible servers such as vLLM; a test provider\)"):
+    with pytest.raises(ConfigError,
+                       match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
+                                          r"OpenAI API and OpenAI-compatible servers such as vLLM; a "
+                                          r"test provider\)"):
         JudgeOptions(backend="nearby", transport="direct")
     with pytest.raises(ConfigError, match="batch mode needs an 'openai:<model>' or 'anthropic:<model>' or "
                                           "'cloudy:<model>' backend"):
@@ -373,7 +375,8 @@ def test_judge_sends_its_limits_to_every_network_backend_the_registry_names():
     from mitigate.cli.build import build_backend
     from mitigate.cli.judge import JudgeOptions
 
-    lm = build_backend(JudgeOptions(backend="openai:m", base_url=["http://127.0.0.1:9/v1"], deadline=7.0), declared=True)
+    lm = build_backend(JudgeOptions(backend="openai:m", base_url=["http://127.0.0.1:9/v1"], deadline=7.0),
+                       declared=True)
     assert lm.limits is not None and lm.limits.deadline == 7.0  # type: ignore[attr-defined]
     assert build_backend(JudgeOptions(backend="local"),
                          declared=True).limits is None  # type: ignore[attr-defined]

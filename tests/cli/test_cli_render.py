@@ -234,7 +234,8 @@ def test_render_of_a_published_template_read_from_its_package(tmp_path: Path) ->
     loader, hints, _ = REAL["prometheus-absolute"]
     (tmp_path / "p.txt").write_text(loader())
     (tmp_path / "rubric.txt").write_text(_hints(hints).constants["rubric"])
-    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const", f"rubric=@{tmp_path / 'rubric.txt'}",
+    result = _invoke(["prompts", "render", str(tmp_path / "p.txt"), "--const",
+                      f"rubric=@{tmp_path / 'rubric.txt'}",
                       "--pipeline", "sampling(cot=true, temperature=0.7, n=2) | position-swap"])
     # refused, one line
     assert result.exit_code == 2 and "PositionSwap needs pairwise prompt judges" in result.stderr

@@ -90,7 +90,8 @@ async def test_each_entry_gets_its_corrected_estimate_per_system_in_every_report
         assert e.estimate is not None and e.estimate_note is None
         values, missing = judge_values(e.judgments, hidden.items, "q")
         cols = columns_from_items(list(hidden.items), "q", values, benchmark="toy", judge=e.name,
-                                  label_scale=hidden.scale_for("q"), judge_scale=e.scale, judge_missing=missing)
+                                  label_scale=hidden.scale_for("q"), judge_scale=e.scale,
+                                  judge_missing=missing)
         # mitigate.harness.estimate's numbers, unchanged; the notes suggest only what compare offers
         assert e.estimate == estimate_columns(cols, method="ppi", remedies=REMEDIES)
         assert [g.group for g in e.estimate.groups] == ["S0", "S1", "S2"]

@@ -271,7 +271,8 @@ def test_a_plan_gives_each_group_and_method_the_labels_needed(tmp_path):
     plan = plan_labels(cols, 0.3)
     assert [g.group for g in plan.groups] == list(SYSTEMS) and plan.methods == ["human", "ppi", "calibrated"]
     for g in plan.groups:
-        assert g.plans["ppi"].needed is not None and g.plans["ppi"].needed <= g.plans["human"].needed  # type: ignore[operator]
+        assert (g.plans["ppi"].needed is not None
+                and g.plans["ppi"].needed <= g.plans["human"].needed)  # type: ignore[operator]
     assert plan.more("ppi") == sum(g.plans["ppi"].more for g in plan.groups)  # type: ignore[misc]
     assert "+" in plan.table() and json.dumps(plan.to_json())
 
@@ -347,7 +348,8 @@ def test_a_selection_csv_never_hands_a_spreadsheet_a_formula_from_the_judged_tex
                                         "inputs": {"question": "@SUM(A1)"}}) for it in bench.items)
     bench = bench.model_copy(update={"items": items})
     chosen = select_for_labelling(columns(bench, "quality", judge), 6, seed=1)
-    with write_selection(chosen, bench.items, tmp_path / "s.csv").open(newline="", encoding="utf-8") as handle:
+    with write_selection(chosen, bench.items, tmp_path / "s.csv").open(newline="",
+                                                                       encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert all(r["output"].startswith("'=HYPERLINK") and r["inputs.question"] == "'@SUM(A1)" for r in rows)
     assert all(not r["id"].startswith("'") for r in rows)

@@ -291,7 +291,8 @@ def test_a_direct_session_is_closed_when_asyncio_run_ends(tmp_path) -> None:
                 print(asyncio.run(judge.judge(Item(id=i, output="Paris."))).scores)
     '''))
     done = subprocess.run([sys.executable, "-W", "default", str(script)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("{'score': 4.0}") == 2
     assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr, done.stderr

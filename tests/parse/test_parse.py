@@ -1,4 +1,5 @@
-"""Tests for the strict readers in mitigate.parse: hand-written cases and the released SummEval judge outputs."""
+"""Tests for the strict readers in mitigate.parse: hand-written cases and the released SummEval judge
+outputs."""
 
 from __future__ import annotations
 

@@ -200,7 +200,8 @@ REAL: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
 
 
 def _hints(hints: dict[str, Any]) -> TemplateHints:
-    """The corpus entry's hints as one value, with constants named after Prometheus rubric constants resolved into
+    """The corpus entry's hints as one value, with constants named after Prometheus rubric constants resolved
+    into
     their text (as prometheus-eval does)."""
     out = dict(hints)
     consts = {}
@@ -277,9 +278,11 @@ def test_a_published_template_is_read_with_no_hints(name: str) -> None:
     body = "\n".join(m.content for m in messages)
     assert "FIRST OUTPUT" in body
     assert ("SECOND OUTPUT" in body) == (exp["kind"] == "pairwise")
-    assert not re.search(r"\{\{\s*\w+\s*\}\}|<\|im_start\|>|<\|start_header_id\|>", body)  # nothing unrendered
+    # nothing unrendered
+    assert not re.search(r"\{\{\s*\w+\s*\}\}|<\|im_start\|>|<\|start_header_id\|>", body)
     assert describe_template(text, _hints(hints))  # inspect works on it
-    assert prompt_from_spec(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt  # the spec round-trips
+    # the spec round-trips
+    assert prompt_from_spec(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt
 
 
 def test_the_corpus_holds_at_least_twenty_real_templates() -> None:
@@ -505,7 +508,8 @@ def _corpus(name: str) -> JudgePrompt:
         if name.startswith("autoevals-"):
             yaml = pytest.importorskip("yaml")
             rel = f"autoevals/templates/{name.removeprefix('autoevals-')}.yaml"
-            given = TemplateHints.of(given, letters=yaml.safe_load(_dist_text("autoevals", rel))["choice_scores"])
+            given = TemplateHints.of(given,
+                                     letters=yaml.safe_load(_dist_text("autoevals", rel))["choice_scores"])
         return JudgePrompt.from_template(load(), given)
     text, hints, _ = MIRRORS[name]
     return JudgePrompt.from_template(text, **hints)

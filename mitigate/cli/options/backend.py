@@ -11,7 +11,7 @@ batch API.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, get_args
+from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args
 
 from mitigate.cli.options.declare import CommandOptions, option
 from mitigate.constraints import Interval
@@ -24,7 +24,8 @@ from mitigate.lm.defaults import (
 )
 
 __all__ = [
-    "BASE_URL", "DEFAULT_BACKEND", "base_urls_given", "BackendOptions", "BatchOptions", "LMRunOptions", "ServerOptions", "backend_kind",
+    "BASE_URL", "DEFAULT_BACKEND", "base_urls_given", "BackendOptions", "BatchOptions", "LMRunOptions",
+    "ServerOptions", "backend_kind",
     "check_backend", "check_batch", "registered_backend",
 ]
 
@@ -41,13 +42,15 @@ Guided = Literal["openai", ServerGuided]
 
 BACKEND = option("backend", "--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
                  "local:<path.gguf>, replay:<path>, fake")
-BASE_URL = option("base_url", help="server URL for the openai, anthropic or dspy backend; given again (or @FILE: "
-                  "one URL a line, with an optional weight after it), requests are spread over those replicas of one "
-                  "server by least outstanding requests, a replica that keeps failing taken out and probed again; "
-                  "an empty value drops those given before it")
-TIMEOUT = option("timeout", help="seconds an attempt may go without anything from the server (connecting, before "
-                 "the answer starts, between two pieces of it); past it the attempt is retried within --deadline "
-                 "(openai, anthropic, dspy; default: the deadline)",
+BASE_URL = option("base_url",
+                  help="server URL for the openai, anthropic or dspy backend; given again (or @FILE: "
+                  "one URL a line, with an optional weight after it), requests are spread over those "
+                  "replicas of one server by least outstanding requests, a replica that keeps failing taken "
+                  "out and probed again; an empty value drops those given before it")
+TIMEOUT = option("timeout",
+                 help="seconds an attempt may go without anything from the server (connecting, before "
+                 "the answer starts, between two pieces of it); past it the attempt is retried within "
+                 "--deadline (openai, anthropic, dspy; default: the deadline)",
                  accepts=(Interval(float, 0.0, None, closed="neither"), None))
 DEADLINE = option("deadline",
                   help="seconds one request may spend on the server over all its attempts, connect to "
@@ -86,8 +89,10 @@ BaseUrl = Annotated[list[str] | None, BASE_URL]
 
 
 def base_urls_given(values: list[str] | str | None) -> list[str]:
-    """The ``--base-url`` values that count: those after the last empty one (an empty value drops the ones before
-    it, as a later single value replaced an earlier one); one string (options built in Python) is one value."""
+    """The ``--base-url`` values that count: those after the last empty one (an empty value drops the ones
+    before
+    it, as a later single value replaced an earlier one); one string (options built in Python) is one
+    value."""
     out: list[str] = []
     for value in [values] if isinstance(values, str) else values or ():
         out = [] if value == "" else [*out, value]
@@ -120,36 +125,20 @@ def _backends(has: str) -> list[tuple[str, Any]]:
     return [(name, b) for name, b in registered("backend").items() if getattr(b, has)]
 
 
-class BackendChoices(Protocol):
-    """The options :func:`check_backend` checks against the backend they go with."""
-
-    @property
-    def base_url(self) -> str | None: ...
-
-    @property
-    def timeout(self) -> float | None: ...
-
-    @property
-    def transport(self) -> str | None: ...
-
-    @property
-    def guided(self) -> str | None: ...
-
-
-def check_backend(o: BackendChoices, backend: str) -> None:
+def check_backend(o: "LMRunOptions", backend: str) -> None:
     """The options that apply to some backends only, against ``backend`` (what the registry says it takes)."""
     found = registered_backend(backend)
     for flag, value in (("--base-url", base_urls_given(o.base_url)), ("--timeout", o.timeout)):
         if value not in (None, "", []) and found is not None and not found.network:
-            raise ConfigError(f"{flag} applies to the {', '.join(name for name, _ in _backends('network'))} backends; "
-                              f"got --backend {backend!r}")
+            raise ConfigError(f"{flag} applies to the {', '.join(name for name, _ in _backends('network'))} "
+                              f"backends; got --backend {backend!r}")
     for flag, value in (("--transport", o.transport), ("--guided", o.guided)):
         if value is not None and (found is None or flag[2:] not in found.options):
             taking = [b for _, b in _backends("options") if flag[2:] in b.options]
             abouts = [b.about for b in taking if b.about]
             about = f" ({'; '.join(abouts)})" if abouts else ""
-            raise ConfigError(f"{flag} applies to {', '.join(f for b in taking for f in b.forms)} backends{about}; "
-                              f"got --backend {backend!r}")
+            raise ConfigError(f"{flag} applies to {', '.join(f for b in taking for f in b.forms)} "
+                              f"backends{about}; got --backend {backend!r}")
     if o.guided in get_args(ServerGuided) and not base_urls_given(o.base_url):
         raise ConfigError(f"--guided {o.guided} names the guided decoding of an OpenAI-compatible server; "
                           "expected --base-url with it; got none")
@@ -212,13 +201,14 @@ class BackendOptions(ServerOptions):
     backend: Backend = DEFAULT_BACKEND
 
     def check_group(self) -> None:
-        """The server options the backend does not take are refused (``--base-url`` for the local model ...), and
+        """The server options the backend does not take are refused (``--base-url`` for the local model ...),
+        and
         replicas (several ``--base-url``) with ``--batch``, which goes to one server."""
         check_backend(self, self.backend)
         urls = base_urls_given(self.base_url)
         if getattr(self, "batch", False) and urls and (len(urls) > 1 or urls[0].startswith("@")):
-            raise ConfigError("--batch sends the LM calls to one server's batch API; expected one --base-url with it; "
-                              f"got {' '.join(urls)}")
+            raise ConfigError("--batch sends the LM calls to one server's batch API; expected one --base-url "
+                              f"with it; got {' '.join(urls)}")
 
 
 @dataclass(frozen=True)
@@ -231,7 +221,7 @@ class BatchOptions(CommandOptions):
 
 
 class LMRunOptions(Protocol):
-    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read.
+    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read."""
 
     COMMAND: ClassVar[str]
     benchmark: str

@@ -36,9 +36,10 @@ RELEASED = option("released", "--released",
                   "judgebench:<path> (with -b llmbar:<path> / judgebench:<path>; '#GPT-4/*' after the path "
                   "picks judges); repeat for several; listed last")
 JUDGE = option("judge", help="inspect: a name for the judge (one scorer)")
-LABELS = option("labels", "--labels", help="a labels file (CSV or JSON lines with id,label[,weight]; a filled --select "
-                "file is one) whose labels are added to the benchmark's; repeat for several (filled --select files in "
-                "the order they were selected)")
+LABELS = option("labels", "--labels",
+                help="a labels file (CSV or JSON lines with id,label[,weight]; a filled --select "
+                "file is one) whose labels are added to the benchmark's; repeat for several (filled --select "
+                "files in the order they were selected)")
 
 Benchmark = Annotated[str, BENCHMARK]
 Criterion = Annotated[str | None, CRITERION]

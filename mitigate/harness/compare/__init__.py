@@ -236,8 +236,10 @@ async def compare(
       continuous scores, e.g. probability-weighted, need one).
     - ``estimate``: on a partly labelled benchmark, the method of each entry's corrected estimate per
       system (``ppi``, ``calibrated``, ``human``, ``judge``; None: none).
-    - ``labels``: labels files (``id``, ``label`` and optionally ``weight``: :func:`mitigate.data.labels.read_labels`)
-      whose labels are added to the benchmark's before anything is split or chosen; a partly labelled benchmark then
+    - ``labels``: labels files (``id``, ``label`` and optionally ``weight``:
+      :func:`mitigate.data.labels.read_labels`)
+      whose labels are added to the benchmark's before anything is split or chosen; a partly labelled
+      benchmark then
       gets the corrected estimates, a filled selection file's weights with them.
     - ``report``: write the reports into ``out_dir`` (default): ``results.json``, ``report.md``,
       ``report.html`` (self-contained, with the per-item view) and the plots, as

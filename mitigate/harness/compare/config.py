@@ -145,7 +145,8 @@ instead." """
 
 def _normalised(data: dict[str, Any]) -> dict[str, Any]:
     """What the fields accept beyond their exact types: entries as a mapping or a list, a path as text,
-    likelihood None (off), probes as a list, a whole-number probe tolerance, labels files as one path or a list."""
+    likelihood None (off), probes as a list, a whole-number probe tolerance, labels files as one path or a
+    list."""
     if "entries" in data:
         data["entries"] = as_entries(data["entries"])
     if isinstance(data.get("out_dir"), str):

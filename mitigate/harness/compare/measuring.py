@@ -7,7 +7,8 @@ verdict) histogram, and against the first entry the paired difference in item-le
 (pairwise: in accuracy), with a paired bootstrap interval and a paired p-value
 (:mod:`mitigate.measures.paired`): a permutation test where the two entries' values can be
 swapped (accuracy's 0/1, scores in one currency), the bootstrap test where they cannot (scores
-on different scales, or one entry's continuous and the other's on the scale's points). It returns the :class:`~mitigate.harness.results.CompareResult`.
+on different scales, or one entry's continuous and the other's on the scale's points). It returns the
+:class:`~mitigate.harness.results.CompareResult`.
 
 A partly labelled benchmark (some judged items carry a human label on the criterion, some
 not): the measures that read the labels (agreement with humans, the meta-correlation, BiasScore,
@@ -60,7 +61,8 @@ correct."""
 
 REMEDIES = Remedies(regroup="", fewer_coefficients="label more of its items (--labels FILE)",
                     more_labels="label more of its items (--labels FILE)", per_group_slope="")
-"""What compare's estimate notes suggest: compare groups by system with one method and one tuning, so only more labels."""
+"""What compare's estimate notes suggest: compare groups by system with one method and one tuning, so only
+more labels."""
 
 
 def _histogram(scores: Sequence[float | None], scale: Scale) -> dict[str, int]:
@@ -76,9 +78,12 @@ def _counts(labels: Sequence[str | None]) -> dict[str, int]:
 # against the first entry
 
 
-def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float | None], human: np.ndarray, *,
-                        n_boot: int, n_perm: int, seed: int, scales: tuple[Scale, Scale] | None = None) -> Comparison:
-    """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both scored.
+def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float | None], human: np.ndarray,
+                        *,
+                        n_boot: int, n_perm: int, seed: int,
+                        scales: tuple[Scale, Scale] | None = None) -> Comparison:
+    """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both
+    scored.
 
     The p-value is the paired permutation test (A's and B's scores swapped per item) when the two
     entries answer in one currency, and the paired bootstrap test otherwise
@@ -86,7 +91,8 @@ def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float
     scales); ``test`` and ``test_reason`` on the result say which and why.
     """
     why = None if scales is None else swap_refusal(a, b, *scales)
-    d = paired_statistic_difference(b, a, human, "spearman", test="permutation" if why is None else "bootstrap",
+    d = paired_statistic_difference(b, a, human, "spearman", test="permutation" if why is None
+                                    else "bootstrap",
                                     n_boot=n_boot, n_perm=n_perm, seed=seed)
     test = {"test": d.test, "test_reason": why}
     if d.n < 3:
@@ -95,7 +101,8 @@ def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float
     if not d.ok:
         return Comparison(against=first, observed=math.nan, n=d.n, **test, reason=d.reason or
                           "Spearman is undefined for at least one entry (constant scores)")
-    return Comparison(against=first, observed=d.observed, ci_low=d.low, ci_high=d.high, p_value=d.p_value, n=d.n,
+    return Comparison(against=first, observed=d.observed, ci_low=d.low, ci_high=d.high, p_value=d.p_value,
+                      n=d.n,
                       n_perm=n_perm if why is None else 0, **test)
 
 
@@ -127,7 +134,8 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
                                min_n=3)
     if d.n < 3:
         return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=d.n, test=d.test,
-                          reason=f"needs at least 3 items with a verdict from both entries and gold; got {d.n}")
+                          reason="needs at least 3 items with a verdict from both entries and "
+                                 f"gold; got {d.n}")
     decided: dict[str, Any] = {}
     if ABSTAINED in a or ABSTAINED in b:
         keep = [i for i, (va, vb) in enumerate(zip(a, b, strict=True)) if ABSTAINED not in (va, vb)]
@@ -198,10 +206,12 @@ def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criteri
     ``weights`` and ``rounds``: the selection weight and round of items labelled in a selection round.
     """
     values, missing = judge_values(judgments, items, criterion)
-    cols = columns_from_items(items, criterion, values, benchmark=benchmark, judge=name, label_scale=label_scale,
+    cols = columns_from_items(items, criterion, values, benchmark=benchmark, judge=name,
+                              label_scale=label_scale,
                               judge_scale=judge_scale, judge_missing=missing, weights=weights, rounds=rounds)
     try:
-        return estimate_columns(cols, method=method, seed=seed, remedies=REMEDIES), None  # type: ignore[arg-type]
+        return estimate_columns(cols, method=method, seed=seed,
+                                remedies=REMEDIES), None  # type: ignore[arg-type]
     except DataError as exc:
         return None, exc.message
 

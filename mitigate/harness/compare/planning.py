@@ -233,31 +233,33 @@ def plan(config: CompareConfig) -> ComparePlan:
     _check_recorded_cover(config.entries, items, bench.name)
     _warn_scale_mismatch(full, criterion, config.entries)
     if bench.pairwise and not any(criterion in it.preference for it in items):
-        raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference on "
-                        f"{criterion!r}")
+        raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference "
+                        f"on {criterion!r}")
     weights, rounds = _file_labels(added, config.labels, items, bench) if added is not None else ({}, {})
     return ComparePlan(
         config=config, benchmark=full, judged=bench, train=fit_on, train_info=train_info, items=tuple(items),
         task="pairwise" if bench.pairwise else "score",
         journals=journal_names([e.name for e in config.entries]),
         outside=recorded_outside(full, criterion, config.entries),
-        n_labelled=sum(1 for it in items if labelled(it, criterion)), label_weights=weights, label_rounds=rounds,
+        n_labelled=sum(1 for it in items if labelled(it, criterion)), label_weights=weights,
+        label_rounds=rounds,
     )
 
 
 def _file_labels(added: AddedLabels, paths: Sequence[Path], items: Sequence[Item], bench: Benchmark
                  ) -> tuple[dict[str, float], dict[str, int]]:
-    """The selection weights and rounds of the judged items; DataError when the labels files label none of them, or
+    """The selection weights and rounds of the judged items; DataError when the labels files label none of
+    them, or
     when they carry weights on a pairwise benchmark (whose items count in two systems' groups)."""
     files = ", ".join(str(p) for p in paths)
     ids = {it.id for it in items}
     if added.labelled and not ids.intersection(added.labelled):
-        raise DataError(f"{files}: none of the {len(added.labelled)} items labelled there is among the {len(items)} "
-                        f"items compared (first labelled {added.labelled[0]!r}); expected labels for the judged "
-                        "items (check the limit and the train split)")
+        raise DataError(f"{files}: none of the {len(added.labelled)} items labelled there is among the "
+                        f"{len(items)} items compared (first labelled {added.labelled[0]!r}); expected "
+                        "labels for the judged items (check the limit and the train split)")
     weights = {i: w for i, w in added.weights.items() if i in ids}
     if weights and bench.pairwise:
         raise DataError(f"{files}: expected labels without selection weights on the pairwise benchmark "
-                        f"{bench.name!r}; compare estimates each system's win rate, counting a pairwise item in both "
-                        "its systems' groups, and a selection weight belongs to one group")
+                        f"{bench.name!r}; compare estimates each system's win rate, counting a pairwise item "
+                        "in both its systems' groups, and a selection weight belongs to one group")
     return weights, {i: r for i, r in added.rounds.items() if i in ids}

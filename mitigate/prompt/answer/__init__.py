@@ -1,4 +1,5 @@
-"""The answer a judge prompt asks for: the format value, its constraints for backends, and its inference from a template.
+"""The answer a judge prompt asks for: the format value, its constraints for backends, and its inference from
+a template.
 
 :mod:`.format` holds :class:`AnswerFormat` (the value: how a judge answers, how a demo shows an
 answer, the sentence asking for it, and reading a reply through

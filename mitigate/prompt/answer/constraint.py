@@ -1,4 +1,5 @@
-"""An answer format as a constraint for a backend: a llama.cpp grammar, a regular expression and a JSON schema.
+"""An answer format as a constraint for a backend: a llama.cpp grammar, a regular expression and a JSON
+schema.
 
 :func:`answer_constraint` builds the three of the same shape (what
 :meth:`~mitigate.prompt.answer.AnswerFormat.constraint` returns); :func:`json_schema` the JSON
@@ -49,7 +50,8 @@ def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "f
     Every grammar is bounded, so a small model cannot loop before it reaches its answer:
 
     - ``reasoning="before"``: a reasoning part of at least 32 and at most
-      :func:`reasoning_budget` characters (two lines at most, starting with a letter, and holding none of the answer line's
+      :func:`reasoning_budget` characters (two lines at most, starting with a letter, and holding none of the
+      answer line's
       brackets ``[`` ``<`` ``{``, so an answer marker cannot be repeated inside it:
       ``[[A]] [[B]] ...`` or ``[RESULT] 5 [RESULT] 5``), then the answer line, then the end;
     - ``"after"``: the answer line first, then at most one capped line of explanation;
@@ -72,8 +74,10 @@ def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "f
         text_g = f'[^"\\\\\\n]{{0,{budget}}}'
         reason_g = " " + text_g + " " if fmt.reason_key else " "
         reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if fmt.reason_key else ""
-        answer_g = _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
-        answer_r = re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")" + re.escape("}")
+        answer_g = (_gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") "
+                    + _gbnf_lit("}"))
+        answer_r = (re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")"
+                    + re.escape("}"))
     else:
         head, tail = fmt.line.split(VALUE, 1)
         answer_g = " ".join(p for p in (_gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p)
@@ -103,9 +107,11 @@ def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "f
 
 
 def json_schema(fmt: AnswerFormat, scale: Scale) -> dict[str, Any]:
-    """The answer as a JSON object: an explanation field first when the format reasons first, then the value."""
+    """The answer as a JSON object: an explanation field first when the format reasons first, then the
+    value."""
     values = fmt.values(scale)
-    key = fmt.json_key or ("verdict" if fmt.kind == "pairwise" else "answer" if fmt.kind == "mcq" else "score")
+    key = fmt.json_key or ("verdict" if fmt.kind == "pairwise" else "answer" if fmt.kind == "mcq"
+                           else "score")
     props: dict[str, Any] = {}
     reason = fmt.reason_key or ("reasoning" if fmt.reasoning != "none" else None)
     if reason is not None:

@@ -95,7 +95,8 @@ class AnswerFormat(BaseModel):
             raise TemplateError(f"an answer line needs a {VALUE} placeholder; got {self.line!r}")
         if self.kind == "pairwise" and len(self.labels) != 2:
             raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
-        if self.kind == "pairwise" and len({x if self.case_sensitive else x.lower() for x in self.labels}) != 2:
+        if self.kind == "pairwise" and len({x if self.case_sensitive else x.lower()
+                                            for x in self.labels}) != 2:
             raise TemplateError(f"the two pairwise labels must differ; got {list(self.labels)}")
         return self
 
@@ -110,7 +111,8 @@ class AnswerFormat(BaseModel):
         return cls(kind=kind, inferred=False)
 
     def with_reasoning(self, reasoning: Reasoning) -> AnswerFormat:
-        """A copy asking for reasoning ``"before"`` the answer (chain of thought), ``"after"`` it, or ``"none"``."""
+        """A copy asking for reasoning ``"before"`` the answer (chain of thought), ``"after"`` it, or
+        ``"none"``."""
         return self.model_copy(update={"reasoning": reasoning})
 
     @property
@@ -122,7 +124,8 @@ class AnswerFormat(BaseModel):
     def describe(self) -> str:
         """A short human description, e.g. '"[RESULT] N" after reasoning' (for inspect and errors)."""
         shape = self.shape()
-        where = {"none": "alone", "before": "after reasoning", "after": "first, then reasoning"}[self.reasoning]
+        where = {"none": "alone", "before": "after reasoning",
+                 "after": "first, then reasoning"}[self.reasoning]
         what = f'"{shape}" {where}'
         if self.kind == "pairwise":
             options = list(self.labels) + ([self.tie] if self.tie else [])
@@ -143,7 +146,8 @@ class AnswerFormat(BaseModel):
                 if self.relations:
                     return f"{self.labels[0]}={self.labels[1]}"
                 if self.tie is None:
-                    raise ConfigError(f"this pairwise format has no tie label; cannot show a tie in {self.describe()}")
+                    raise ConfigError("this pairwise format has no tie label; cannot show a tie in "
+                                      f"{self.describe()}")
                 return self.tie
             raise ConfigError(f"expected a verdict first/second/tie; got {value!r}")
         if isinstance(value, str):
@@ -170,7 +174,8 @@ class AnswerFormat(BaseModel):
         return self.line.replace(VALUE, text)
 
     def shape(self) -> str:
-        """The answer line with a placeholder for the value: 'Score: N', '[RESULT] N', 'Output (X)', 'N1 N2'."""
+        """The answer line with a placeholder for the value: 'Score: N', '[RESULT] N', 'Output (X)', 'N1
+        N2'."""
         if self.two_scores:
             return "N1 N2"
         if self.json_key is not None:
@@ -184,7 +189,8 @@ class AnswerFormat(BaseModel):
                  "after": "Start your answer with a line"}
         if self.two_scores:
             a, b = self.labels
-            return (f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for output {a!r} '
+            return (f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for '
+                    f'output {a!r} '
                     f"and N2 for output {b!r}.")
         if self.kind == "pairwise":
             a, b = self.labels
@@ -193,22 +199,26 @@ class AnswerFormat(BaseModel):
                 options = f"one of {a}>>{b}, {a}>{b}, {a}={b}, {b}>{a}, {b}>>{a}"
             what, noun, choices = f"with X being {options}", "your verdict", options
         elif self.kind == "mcq":
-            what, noun, choices = (f"with X one of the option letters {scale.describe()}", "the option letter",
+            what, noun, choices = (f"with X one of the option letters {scale.describe()}",
+                                   "the option letter",
                                    f"one of {scale.describe()}")
         else:
             what, noun, choices = f"with N a score from {scale.describe()}", "the score", f"from {scale.describe()}"
         if self.json_key is None and self.line.strip() == VALUE:
             # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
-            bare = {"none": f"Answer with only {noun}", "before": f"End your answer with a final line holding only {noun}",
+            bare = {"none": f"Answer with only {noun}",
+                    "before": f"End your answer with a final line holding only {noun}",
                     "after": f"Start your answer with a line holding only {noun}"}
             return f"{bare[self.reasoning]}, {choices}."
         if self.json_key is not None:
             reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
-            return f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your answer, {what}.'
+            return (f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your '
+                    f'answer, {what}.')
         return f'{where[self.reasoning]} "{self.shape()}", {what}.'
 
     def request(self, scale: Scale) -> str:
-        """:meth:`instruction` as a mitigation adds it: a format the template did not name allows text before it.
+        """:meth:`instruction` as a mitigation adds it: a format the template did not name allows text before
+        it.
 
         A default format (``inferred=False``) says nothing about reasoning, so the added
         request asks for the answer as the final line rather than for the answer alone.
@@ -250,18 +260,21 @@ class AnswerFormat(BaseModel):
         return [_fmt(p) for p in scale.points()]
 
     def cues(self) -> tuple[str, ...]:
-        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general parser."""
+        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general
+        parser."""
         return self.reader().line_cues
 
     # ------------------------------------------------------------------ reading
     def reader(self) -> FormatReader:
-        """How an answer in this format is read (:class:`~mitigate.parse.format_reader.FormatReader`, built once
+        """How an answer in this format is read (:class:`~mitigate.parse.format_reader.FormatReader`, built
+        once
         per format)."""
         return _reader(self)
 
     def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
              quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> float | Verdict:
-        """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it is ambiguous.
+        """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it
+        is ambiguous.
 
         The verdict is the judge's own final statement in this format. ``echoes`` are lines of
         the prompt (its scoring options) that a judge may copy into its answer; such copied
@@ -286,7 +299,8 @@ class AnswerFormat(BaseModel):
         return _constraint.answer_constraint(self, scale, mode, max_tokens=max_tokens)
 
     def json_schema(self, scale: Scale) -> dict[str, Any]:
-        """The answer as a JSON object: an explanation field first when the format reasons first, then the value."""
+        """The answer as a JSON object: an explanation field first when the format reasons first, then the
+        value."""
         return _constraint.json_schema(self, scale)
 
 

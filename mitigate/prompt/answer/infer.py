@@ -49,7 +49,8 @@ _ANSWER_FIRST = re.compile(
     re.IGNORECASE,
 )
 _JSON = re.compile(r"\bJSON\b")
-_JSON_KEY = re.compile(r"[\"'`](score|rating|grade|verdict|winner|preference|result|answer)[\"'`]", re.IGNORECASE)
+_JSON_KEY = re.compile(r"[\"'`](score|rating|grade|verdict|winner|preference|result|answer)[\"'`]",
+                       re.IGNORECASE)
 _JSON_REASON_KEY = re.compile(r"[\"'`](reason|reasoning|explanation|feedback|rationale|justification)[\"'`]",
                               re.IGNORECASE)
 _CUE_WORDS = r"(?:final\s+)?(?:score|rating|grade|answer|verdict|result)"
@@ -75,12 +76,14 @@ def infer_answer_format(
     pair_labels = tuple(labels) if labels else ("1", "2")
     base: dict[str, Any] = {"kind": kind, "reasoning": reasoning}
     if kind == "pairwise":
-        if tie is None:  # "Answer with 1, 2 or tie": the template offers a tie, so the constraint must allow it
+        # "Answer with 1, 2 or tie": the template offers a tie, so the constraint must allow it
+        if tie is None:
             a, b = (re.escape(x) for x in pair_labels)
             offered = re.search(rf"[\"'“(\[]*\b{a}\b[\"'”)\]]*\s*[,/]\s*[\"'“(\[]*\b{b}\b[\"'”)\]]*\s*,?\s*(?:or|/)\s*"
                                 rf"[\"'“]?(tie|draw|equal)\b", instructions, re.I)
             tie = offered.group(1) if offered else None
-        base.update(labels=pair_labels, tie=tie, case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels))
+        base.update(labels=pair_labels, tie=tie,
+                    case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels))
 
     # JSON answers
     if _JSON.search(instructions) and (key := _JSON_KEY.search(instructions)) is not None:
@@ -89,13 +92,15 @@ def infer_answer_format(
                                "reason_key": reason.group(1) if reason else None,
                                "reasoning": "before" if reason else "none"})
     # two scores on one line (the lmsys pairwise judge)
-    if kind == "pairwise" and re.search(r"\b(?:two|both)\s+(?:values|scores)\b", instructions, re.I) and re.search(
+    if kind == "pairwise" and re.search(r"\b(?:two|both)\s+(?:values|scores)\b", instructions,
+                                        re.I) and re.search(
             r"\bsingle\s+line\b|\bfirst\s+line\b", instructions, re.I):
         return AnswerFormat(**{**base, "two_scores": True, "line": VALUE,
                                "reasoning": "after" if _ANSWER_FIRST.search(instructions) else reasoning})
     # [RESULT] marker (Prometheus)
     if "[RESULT]" in instructions:
-        return AnswerFormat(**{**base, "line": "[RESULT] {value}", "reasoning": "before" if reasoning != "none" or
+        return AnswerFormat(**{**base, "line": "[RESULT] {value}", "reasoning": "before"
+                               if reasoning != "none" or
                                re.search(r"feedback", instructions, re.I) else "none"})
     # XML-style tags (<score>...</score>)
     tag = re.search(r"<(score|rating|answer|verdict|result)>", instructions, re.I)
@@ -103,7 +108,8 @@ def infer_answer_format(
                                      instructions, re.I):
         name = tag.group(1)
         return AnswerFormat(**{**base, "line": f"<{name}>{{value}}</{name}>",
-                               "reasoning": "before" if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback",
+                               "reasoning": "before"
+                               if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback",
                                                                   instructions, re.I) else reasoning})
     # Arena-Hard relations [[A>>B]]
     if kind == "pairwise" and re.search(r"\[\[\s*\w{1,3}\s*>>?\s*\w{1,3}\s*\]\]", instructions):
@@ -115,11 +121,13 @@ def infer_answer_format(
     # double brackets: [[A]] verdicts, [[rating]] / Rating: [[5]]
     bracket = re.search(r"\[\[\s*([A-Za-z]{1,2}|\d+(?:\.\d+)?|rating|score)\s*\]\]", instructions)
     if bracket is not None:
-        example = re.search(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)", instructions,
+        example = re.search(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)",
+                            instructions,
                             re.IGNORECASE)
         head = example.group(1) if example else ""
         if kind == "pairwise":
-            tie_m = re.search(r"\[\[\s*([A-Za-z])\s*\]\]\s*(?:\"|'|”)?\s*(?:for|if|when)\s+(?:a\s+)?tie", instructions,
+            tie_m = re.search(r"\[\[\s*([A-Za-z])\s*\]\]\s*(?:\"|'|”)?\s*(?:for|if|when)\s+(?:a\s+)?tie",
+                              instructions,
                               re.I)
             return AnswerFormat(**{**base, "line": "[[{value}]]", "tie": tie_m.group(1) if tie_m else tie})
         return AnswerFormat(**{**base, "line": head + "[[{value}]]"})
@@ -127,7 +135,8 @@ def infer_answer_format(
     if kind == "score" and re.search(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b|\bnumber\s+of\s+stars\b",
                                      instructions, re.I):
         return AnswerFormat(**{**base, "line": "{value} stars"})
-    # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "Therefore, Output (b) is better."
+    # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "Therefore, Output (b) is
+    # better."
     if kind == "pairwise":
         sentence = _verdict_sentence(instructions, pair_labels)
         if sentence is not None:
@@ -155,11 +164,13 @@ def infer_answer_format(
     # an answer stub ending the prompt: "- Coherence:", "Score:", "Rating:"
     stub = _answer_stub(texts[-1] if texts else "", criterion)
     if stub is not None:
-        # what the text asks for stands: "First write a short critique ... Then rate" before "Rating:" is reasoning first
+        # what the text asks for stands: "First write a short critique ... Then rate" before "Rating:" is
+        # reasoning first
         return AnswerFormat(**{**base, "line": stub + " {value}"})
     if kind == "mcq":
         return AnswerFormat(**{**base, "line": VALUE}) if re.search(
-            r"\b(?:letter|option|character|choice)\b", instructions, re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
+            r"\b(?:letter|option|character|choice)\b", instructions,
+            re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
                                                                               "inferred": False})
     if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
                  r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):
@@ -177,7 +188,8 @@ def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
     "Therefore, Output ({value}) is better."; None when the template quotes no such pair.
     """
     a, b = labels
-    for m in re.finditer(r"[\"“]([^\"“”\n]{1,160})[\"”]\s*,?\s*(?:or|and)\s*[\"“]([^\"“”\n]{1,160})[\"”]", text):
+    for m in re.finditer(r"[\"“]([^\"“”\n]{1,160})[\"”]\s*,?\s*(?:or|and)\s*[\"“]([^\"“”\n]{1,160})[\"”]",
+                         text):
         one, two = m.group(1), m.group(2)
         n = 0
         while n < min(len(one), len(two)) and one[n] == two[n]:
@@ -185,7 +197,8 @@ def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
         k = 0
         while k < min(len(one), len(two)) - n and one[len(one) - 1 - k] == two[len(two) - 1 - k]:
             k += 1
-        # the prefix may have eaten the start of a label ("Summary 1" / "Summary 12" never occur; labels differ)
+        # the prefix may have eaten the start of a label ("Summary 1" / "Summary 12" never occur; labels
+        # differ)
         mid_one, mid_two = one[n: len(one) - k], two[n: len(two) - k]
         if (mid_one, mid_two) == (a, b) and re.search(r"[A-Za-z]", one[:n] + one[len(one) - k:]) \
                 and re.search(r"\s", one.strip()):
@@ -194,7 +207,8 @@ def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
 
 
 def stated_reasoning(texts: Sequence[str]) -> Reasoning:
-    """Whether a template's ``texts`` ask for reasoning "before" the answer, "after" it, or "none" (the answer alone)."""
+    """Whether a template's ``texts`` ask for reasoning "before" the answer, "after" it, or "none" (the answer
+    alone)."""
     return _reasoning(_SLOT_VALUES.sub(" ", "\n".join(texts)))
 
 
@@ -202,7 +216,8 @@ _NO_OTHER_TEXT = re.compile(r"\bno\s+other\s+text\b|\b(?:number|rating|digit)\s+
 
 
 def reasoning_ban(texts: Sequence[str]) -> str | None:
-    """The words of a template that ask for the answer alone ("Do NOT provide any explanation", "only the score").
+    """The words of a template that ask for the answer alone ("Do NOT provide any explanation", "only the
+    score").
 
     None when the template says nothing of the kind. A chain-of-thought request contradicts
     such words; a template that first asks for reasoning and then for "only the score" on the
@@ -234,10 +249,12 @@ def _reasoning(text: str) -> Reasoning:
 # Words naming the reasoning part of an answer, and words naming its value part.
 _REASON_PART = re.compile(
     r"\b(?:analy[sz]\w*|explain\w*|explanation|reason(?:s|ing)?|rationale|justif\w+|feedback|critique|"
-    r"comment(?:s|ary)?|assess\w*|evaluat\w*|compar\w+|discuss\w*|think\w*|thought\w*|review)\b", re.IGNORECASE)
+    r"comment(?:s|ary)?|assess\w*|evaluat\w*|compar\w+|discuss\w*|think\w*|thought\w*|review)\b",
+    re.IGNORECASE)
 _VALUE_PART = re.compile(r"\b(?:score|rating|grade|verdict|label|number|letter|choice|decision|stars?)\b",
                          re.IGNORECASE)
-# An instruction ordering two parts: "<first part> then <second part>" (or "followed by", "after that", "next").
+# An instruction ordering two parts: "<first part> then <second part>" (or "followed by", "after that",
+# "next").
 _THEN = re.compile(r"\b(?:and\s+)?(?:then|followed\s+by|after\s+that|afterwards|next)\b", re.IGNORECASE)
 _OPENING = re.compile(r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b|\bfirst\b",
                       re.IGNORECASE)
@@ -249,7 +266,8 @@ def _stated_order(text: str) -> Reasoning | None:
 
     A sentence orders them when it says what the answer starts with ("starting with 'Analysis:' ...",
     "give your rating first") and what comes then ("... then give the numeric rating on the next line"):
-    the part named in the clause of the opening is first. Reasoning words ("analysis", "explain", "feedback", "compare" ...) and value
+    the part named in the clause of the opening is first. Reasoning words ("analysis", "explain", "feedback",
+    "compare" ...) and value
     words ("score", "rating", "verdict", "label" ...) tell the parts apart.
     """
     for sentence in re.split(r"(?<=[.!?])\s+|\n", text):

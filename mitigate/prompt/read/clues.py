@@ -67,7 +67,8 @@ _SCALE_PATTERNS = [
 ]
 
 _CRITERION_LINE = re.compile(
-    rf"^[ \t]*(?:[-*•]\s*)?(?P<name>[A-Z][A-Za-z /&'-]{{1,40}}?)\s*\((?P<lo>{_NUM})\s*(?:-|–|to)\s*(?P<hi>{_NUM})\)"
+    r"^[ \t]*(?:[-*•]\s*)?(?P<name>[A-Z][A-Za-z "
+    rf"/&'-]{{1,40}}?)\s*\((?P<lo>{_NUM})\s*(?:-|–|to)\s*(?P<hi>{_NUM})\)"
     rf"[ \t]*(?:[-–—:][ \t]*)?(?P<def>[^\n]*)(?:\n(?P<next>[^\n]+))?",
     re.MULTILINE,
 )
@@ -87,8 +88,8 @@ _RATE_ITS_X = re.compile(
     re.I,
 )
 _NOT_NAMES = frozenset(
-    "the a an one two this that its their each quality overall following given response summary text output answer "
-    "performance model models responses outputs".split()
+    "the a an one two this that its their each quality overall following given response summary text output "
+    "answer performance model models responses outputs".split()
 )
 
 
@@ -112,7 +113,8 @@ def find_scales(text: str) -> list[ScaleStatement]:
 
 @dataclass(frozen=True)
 class ScaleMention:
-    """One number of the text that states an end of a scale: ``end`` is "lo" or "hi", ``span`` where it is written."""
+    """One number of the text that states an end of a scale: ``end`` is "lo" or "hi", ``span`` where it is
+    written."""
 
     value: float
     end: str
@@ -149,7 +151,8 @@ def scale_mentions(text: str) -> list[ScaleMention]:
         for m in pattern.finditer(text):
             end = "hi" if re.fullmatch(_TOP_WORDS, m.group("w"), re.I) else "lo"
             found.setdefault(m.span("v"), ScaleMention(float(m.group("v")), end, m.span("v")))
-    # "where 1 is useless and 10 is flawless", "1 = no help, 5 = full help": an end of a stated scale named by a word
+    # "where 1 is useless and 10 is flawless", "1 = no help, 5 = full help": an end of a stated scale named by
+    # a word
     ends = {**{st.lo: "lo" for st in find_scales(text)}, **{st.hi: "hi" for st in find_scales(text)}}
     for m in _NAMED_END.finditer(text):
         value = float(m.group("v"))
@@ -220,7 +223,8 @@ def find_criterion(text: str) -> FoundCriterion | None:
 
 
 def guess_output_slot(slots: Sequence[str]) -> str | None:
-    """The slot holding the judged text: a known name, or one starting or ending with one ("model_response")."""
+    """The slot holding the judged text: a known name, or one starting or ending with one
+    ("model_response")."""
     lowered = {s.lower(): s for s in slots}
     for name in OUTPUT_SLOT_NAMES:
         if name in lowered:
@@ -258,7 +262,8 @@ def find_pair(slots: Sequence[str]) -> tuple[str, str] | None:
 
 _HEADING_LABEL = [
     re.compile(r"\"model_identifier\"\s*:\s*\"(?P<l>[^\"]{1,3})\""),
-    re.compile(r"(?:\[|<\|)The Start of (?:Assistant|Response|Model|Answer)\s+(?P<l>[A-Za-z0-9]{1,2})'s", re.I),
+    re.compile(r"(?:\[|<\|)The Start of (?:Assistant|Response|Model|Answer)\s+(?P<l>[A-Za-z0-9]{1,2})'s",
+               re.I),
     re.compile(r"\b(?:Output|Response|Assistant|Answer|Summary|Model|Candidate|Completion|Text)\s*"
                r"[`(\[#]?\s*(?P<l>[A-Za-z0-9]{1,2})\s*[`)\]]?\s*(?:'s\s+\w+\s*)?(?:\]|:|\n|$)", re.M),
 ]

@@ -44,7 +44,8 @@ def describe_template(text: str, hints: TemplateHints | None = None, /, *, syste
     lines = ["Recovered from the template:", *(f"  {e}" for e in evidence)]
     if prompt.guideline is not None:
         lines.append("Scoring options:")
-        lines += [f"  [{o.label}] " + (f"score {format_number(o.score)}: " if o.score is not None else "(no score) ")
+        lines += [f"  [{o.label}] "
+                  + (f"score {format_number(o.score)}: " if o.score is not None else "(no score) ")
                   + o.description[:90] for o in prompt.guideline.options]
     lines.append("Answers:")
     lines.append(f"  format: {fmt.describe()}")

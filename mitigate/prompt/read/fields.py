@@ -42,7 +42,8 @@ _WORD_NUMBERS = {
     "eight": 8, "nine": 9, "ten": 10,
 }
 
-# Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "- A score of 1 (no) means ...", "score2_description: ...",
+# Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "- A score of 1 (no) means
+# ...", "score2_description: ...",
 # "- 5: ...", "5 - ...", "A: ... Score: One.", "(A) ..."
 _OPT_SCORE_WORD = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?(?:(?:an?\s+)?(?:score|rating|point)s?\s+(?:of\s+)?(?P<num>\d+(?:\.\d+)?)"
@@ -61,7 +62,8 @@ _OPT_LETTER = re.compile(
 _OPT_LETTER_PLAIN = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?\((?P<letter>[A-J])\)\s+)(?P<desc>\S.*?)(?P<tail>\s*)$"
 )
-_NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure|rules?|requirements?|notes?)\b", re.IGNORECASE)
+_NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure|rules?|requirements?|notes?)\b",
+                                re.IGNORECASE)
 
 
 def _first_paragraph(text: str) -> str:
@@ -188,13 +190,15 @@ _CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {("Y", "N"): {"Y": 1.0
 
 
 def choice_text(text: str) -> str:
-    """The words of ``text`` that ask for a choice letter ("print only the single character Y or N"), or ""."""
+    """The words of ``text`` that ask for a choice letter ("print only the single character Y or N"), or
+    ""."""
     m = _CHOICE.search(text)
     return m.group(0) if m else ""
 
 
 def _choice_letters(text: str) -> list[str] | None:
-    """The letters a template asks the judge to answer with ("the single character Y or N" -> [Y, N]), or None."""
+    """The letters a template asks the judge to answer with ("the single character Y or N" -> [Y, N]), or
+    None."""
     m = _CHOICE.search(text)
     if m is None:
         return None
@@ -218,7 +222,8 @@ def _guess_labels(text: str) -> tuple[str, str] | None:
 
 def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | None = None,
                 ) -> tuple[dict[str, Any], list[str]]:
-    """The fields of the judge prompt read from ``text`` (keyword arguments of ``JudgePrompt``), and the evidence.
+    """The fields of the judge prompt read from ``text`` (keyword arguments of ``JudgePrompt``), and the
+    evidence.
 
     ``system`` is an optional system message; ``hints`` override what is read (see
     :class:`~mitigate.prompt.read.hints.TemplateHints`). One line of evidence per recovered field
@@ -249,7 +254,8 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
 
     # the judged text (and the second one of a pairwise template)
     pair = find_pair(all_slots) if answer in (None, "pairwise") and output_slot is None else None
-    if answer == "pairwise" and pair is None and not (output_slot and any(f == "output_b" for f in fields.values())):
+    if answer == "pairwise" and pair is None and not (output_slot
+                                                      and any(f == "output_b" for f in fields.values())):
         raise TemplateError(
             "a pairwise prompt needs two slots for the judged texts (e.g. {{output_1}} and {{output_2}}, or "
             f"{{{{output}}}} and {{{{output_b}}}}); found slots {sorted(set(all_slots)) or 'none'}"
@@ -305,8 +311,8 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
             evidence.append(f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}, scored "
                             + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items()))
         else:
-            evidence.append(f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}: pass letters={{...}} "
-                            "to score them")
+            evidence.append(f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}: pass "
+                            "letters={...} to score them")
     if answer_format is not None:
         kind = answer_format.kind
 
@@ -328,7 +334,8 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
             base = final_scale or Scale(min=min(letter_map.values()), max=max(letter_map.values())) if min(
                 letter_map.values()) < max(letter_map.values()) else Scale(min=0, max=1)
             final_scale = Scale.model_validate({**base.model_dump(), "letters": letter_map})
-            how_scale = how_scale or ("letter scores given" if letters is not None else "from the options' scores")
+            how_scale = how_scale or ("letter scores given" if letters is not None
+                                      else "from the options' scores")
         else:
             evidence.append(f"options {', '.join(o.label for o in guideline.options)} state no scores: pass "
                             "letters={...} to score them (answers are read, but cannot become scores)")
@@ -368,9 +375,11 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
         evidence.append("criterion: none named ('score')")
 
     if guideline is not None:
-        shown = ", ".join(o.label if o.score is None or o.label == format_number(o.score) else f"{o.label}={format_number(o.score)}"
+        shown = ", ".join(o.label if o.score is None or o.label == format_number(o.score)
+                          else f"{o.label}={format_number(o.score)}"
                           for o in guideline.options)
-        evidence.append(f"options: {len(guideline.options)} ({shown}), first {guideline.options[0].text.strip()[:60]!r}")
+        evidence.append(f"options: {len(guideline.options)} ({shown}), first "
+                        f"{guideline.options[0].text.strip()[:60]!r}")
     else:
         evidence.append("options: none found")
 
@@ -387,7 +396,8 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
             pair_names, how_labels = ("1", "2"), "default"
         evidence.append(f"pairwise: outputs named {pair_names[0]!r} and {pair_names[1]!r} ({how_labels})")
     if answer_format is None:
-        fmt = infer_answer_format(templates, kind=kind, labels=pair_names or (), tie=tie, criterion=crits[0].name)
+        fmt = infer_answer_format(templates, kind=kind, labels=pair_names or (), tie=tie,
+                                  criterion=crits[0].name)
         evidence.append(f"answer: {kind}, format {fmt.describe()}")
     else:
         fmt = answer_format
@@ -395,7 +405,8 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
 
     task = _first_paragraph(read.messages[0][1])
     return {
-        "messages": tuple(PromptMessage(role=r, template=t) for (r, _), t in zip(read.messages, templates, strict=True)),
+        "messages": tuple(PromptMessage(role=r, template=t) for (r, _),
+                          t in zip(read.messages, templates, strict=True)),
         "task": task,
         "criteria": crits,
         "scale": final_scale,

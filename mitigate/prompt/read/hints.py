@@ -55,7 +55,8 @@ class TemplateHints(BaseModel):
     @field_validator("scale", mode="before")
     @classmethod
     def _scale(cls, value: Any) -> Any:
-        return value if value is None or isinstance(value, Mapping) else Scale.of(value)  # a spec: validated as one
+        # a spec: validated as one
+        return value if value is None or isinstance(value, Mapping) else Scale.of(value)
 
     @field_validator("criterion", mode="before")
     @classmethod
@@ -80,7 +81,8 @@ class TemplateHints(BaseModel):
             raise TypeError(f"expected the template hints as a TemplateHints; got {type(hints).__name__}")
         unknown = sorted(set(overrides) - set(cls.model_fields))
         if unknown:
-            raise TypeError(f"expected template hints among {', '.join(cls.model_fields)}; got {', '.join(unknown)}")
+            raise TypeError(f"expected template hints among {', '.join(cls.model_fields)}; got "
+                            f"{', '.join(unknown)}")
         if not overrides:
             return hints if hints is not None else _NONE
         values = {**(hints.given() if hints is not None else {}), **overrides}

@@ -54,7 +54,8 @@ _MARKUP_RE = re.compile(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]|[^\
 """Tags, ``<|...|>`` markers, bracketed labels and punctuation: what a markup-only line consists of."""
 
 _CLOSER_RE = re.compile(r"^\s*(?:</[A-Za-z_][^<>\n]*>|[\[<]\|?[^\]>\n]*\bend\b[^\]>\n]*\|?[\]>])\s*$", re.I)
-"""A closing line that may stand after a blank line: ``</summary>``, ``[END DATA]``, ``<|The End of ...|>``."""
+"""A closing line that may stand after a blank line: ``</summary>``, ``[END DATA]``, ``<|The End of
+...|>``."""
 
 _OPEN_TAG_RE = re.compile(r"^\s*<([A-Za-z_][\w.-]*)(?:\s[^<>\n]*)?>\s*$")
 _OPENER_RE = re.compile(r"^\s*(?:<[A-Za-z_][^<>/\n]*>|[\[<]\|?[^\]>\n]*\b(?:begin|start)\b[^\]>\n]*\|?[\]>])\s*$", re.I)
@@ -104,7 +105,8 @@ def _marked(text: str) -> bool:
 
 
 def _markup_only(text: str) -> bool:
-    """True for a line of tags, bracketed labels and delimiters only ("<inputs>", "[BEGIN DATA]", "***", "{")."""
+    """True for a line of tags, bracketed labels and delimiters only ("<inputs>", "[BEGIN DATA]", "***",
+    "{")."""
     s = text.strip()
     return bool(s) and not _marked(s) and not _MARKUP_RE.sub("", s)
 
@@ -118,7 +120,8 @@ def _ends_label(text: str) -> bool:
 
 
 def _is_label(text: str) -> bool:
-    """A heading line: short, and a label ("Source Text:", "## Article", "<article>", "1. Source text") not a sentence."""
+    """A heading line: short, and a label ("Source Text:", "## Article", "<article>", "1. Source text") not a
+    sentence."""
     s = text.strip()
     if not s or len(s) > _LABEL_LEN or _marked(s):
         return False
@@ -135,7 +138,8 @@ def _is_lead_in(text: str) -> bool:
 
 
 def _inline_label(prefix: str) -> bool:
-    """True when the words before a slot on its line are a label ("Article: ", "<article>", '"input": \"\"\"')."""
+    """True when the words before a slot on its line are a label ("Article: ", "<article>", '"input":
+    \"\"\"')."""
     core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
     return core.endswith(_INLINE_LABEL_END)
 
@@ -161,7 +165,8 @@ def _label_lines_between(lines: list[_Line]) -> int:
 
 @lru_cache(maxsize=256)
 def item_layout(template: str) -> ItemLayout | None:
-    """The item section, lead-in and insertion point of ``template`` (see the module docstring); None without a slot."""
+    """The item section, lead-in and insertion point of ``template`` (see the module docstring); None without
+    a slot."""
     slots = list(SLOT_RE.finditer(template))
     if not slots:
         return None
@@ -196,7 +201,8 @@ def item_layout(template: str) -> ItemLayout | None:
     return ItemLayout(start=lines[top].start, end=end, insert_at=insert_at, problem=problem)
 
 
-def _sentence_problem(template: str, line: _Line, first: re.Match[str], slots: list[re.Match[str]]) -> str | None:
+def _sentence_problem(template: str, line: _Line, first: re.Match[str],
+                      slots: list[re.Match[str]]) -> str | None:
     """Why the first slot has no heading to stand after: it sits inside a sentence (None when it does not)."""
     prefix = template[line.start:first.start()]
     following = [s for s in slots if s.start() > first.start() and s.start() <= line.end]
@@ -207,9 +213,9 @@ def _sentence_problem(template: str, line: _Line, first: re.Match[str], slots: l
         return None
     shown = line.text.strip()
     shown = shown if len(shown) <= 90 else shown[:87] + "..."
-    return (f"the template's first slot {first.group(0)} stands inside the sentence {shown!r}, so the judged item "
-            "has no heading to put text before; expected the slot on a line of its own or after a heading such "
-            "as 'Summary:'")
+    return (f"the template's first slot {first.group(0)} stands inside the sentence {shown!r}, so the judged "
+            "item has no heading to put text before; expected the slot on a line of its own or after a "
+            "heading such as 'Summary:'")
 
 
 def _extend_heading(lines: list[_Line], top: int, used: int, cap: int | None, last_slot_line: int) -> int:
@@ -246,7 +252,8 @@ def _closes_after(lines: list[_Line], last_slot_line: int, tag: str) -> bool:
 
 
 def _section_end(lines: list[_Line], last: int) -> int:
-    """The end of the item section: the last slot's line, then closing markup (adjacent, or a closer past blanks)."""
+    """The end of the item section: the last slot's line, then closing markup (adjacent, or a closer past
+    blanks)."""
     end = lines[last].end
     i = last + 1
     while i < len(lines):

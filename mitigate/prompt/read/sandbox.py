@@ -81,7 +81,8 @@ _MAPPING_METHODS = frozenset({"items", "keys", "values"})
 _LOOP_FIELDS = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth",
                           "depth0", "previtem", "nextitem", "cycle", "changed"})
 _LOOP_METHODS = frozenset({"cycle", "changed"})
-_STEP_FILTER = "mitigate_loop_step"  # wraps every loop's iterable (added after the checks; not usable by templates)
+# wraps every loop's iterable (added after the checks; not usable by templates)
+_STEP_FILTER = "mitigate_loop_step"
 _READS_OTHER_FILES = (nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)
 
 
@@ -132,23 +133,23 @@ class _Sandbox(SandboxedEnvironment):
         """Count loop steps and check the clock."""
         self.steps += steps
         if self.steps > MAX_LOOP_STEPS:
-            raise TemplateSandboxError(f"the template's loops ran more than {MAX_LOOP_STEPS:,} steps (the sandbox's "
-                                       "bound on a render)")
+            raise TemplateSandboxError(f"the template's loops ran more than {MAX_LOOP_STEPS:,} steps (the "
+                                       "sandbox's bound on a render)")
         if time.monotonic() - self.started > MAX_SECONDS:
-            raise TemplateSandboxError(f"the template took more than {MAX_SECONDS:g} s to render (the sandbox's "
-                                       "bound on a render)")
+            raise TemplateSandboxError(f"the template took more than {MAX_SECONDS:g} s to render (the "
+                                       "sandbox's bound on a render)")
 
     @staticmethod
     def check_size(size: int, what: str) -> None:
         if size > MAX_VALUE_CHARS:
-            raise TemplateSandboxError(f"the template builds {what} of {size:,} characters or items; the sandbox "
-                                       f"allows at most {MAX_VALUE_CHARS:,}")
+            raise TemplateSandboxError(f"the template builds {what} of {size:,} characters or items; the "
+                                       f"sandbox allows at most {MAX_VALUE_CHARS:,}")
 
     @staticmethod
     def check_bits(bits: int, what: str) -> None:
         if bits > MAX_INT_BITS:
-            raise TemplateSandboxError(f"the template builds {what}, a number of about {bits:,} bits; the sandbox "
-                                       f"allows at most {MAX_INT_BITS:,}")
+            raise TemplateSandboxError(f"the template builds {what}, a number of about {bits:,} bits; the "
+                                       f"sandbox allows at most {MAX_INT_BITS:,}")
 
     def check_value(self, value: Any, what: str) -> Any:
         """``value`` when it is within the sandbox's size limits."""
@@ -175,7 +176,9 @@ class _Sandbox(SandboxedEnvironment):
                                        "formatting (a width such as %999999999d would build any size)")
         sized = (str, bytes, list, tuple)
         if operator == "*":
-            if isinstance(left, sized) and isinstance(right, int) or isinstance(right, sized) and isinstance(left, int):
+            if isinstance(left, sized) and isinstance(right, int) or isinstance(right,
+                                                                                sized) and isinstance(left,
+                                                                                                      int):
                 seq, times = (left, right) if isinstance(left, sized) else (right, left)
                 self.check_size(len(seq) * max(int(times), 0), what)
             elif isinstance(left, int) and isinstance(right, int):
@@ -190,15 +193,17 @@ class _Sandbox(SandboxedEnvironment):
         except OverflowError:
             raise TemplateSandboxError(f"the template builds a number too large for {operator!r}") from None
 
-    # ----------------------------------------------------------------------------- what may be read and called
+    # ----------------------------------------------------------------------------- what may be read and
+    # called
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         return not attr.startswith("_")
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if attribute.startswith("_"):
-            raise TemplateSandboxError(f"the template reads the attribute {attribute!r}; the sandbox refuses names "
-                                       "starting with '_' (Python internals such as __class__ or __globals__)")
+            raise TemplateSandboxError(f"the template reads the attribute {attribute!r}; the sandbox refuses "
+                                       "names starting with '_' (Python internals such as __class__ or "
+                                       "__globals__)")
         if isinstance(obj, Undefined):
             return getattr(obj, attribute)  # an undefined name: Jinja's own error (or refusal) for it
         if isinstance(obj, Mapping):
@@ -209,8 +214,8 @@ class _Sandbox(SandboxedEnvironment):
             return self.undefined(obj=obj, name=attribute)
         if isinstance(obj, LoopContext) and attribute in _LOOP_FIELDS:
             return getattr(obj, attribute)
-        raise TemplateSandboxError(f"the template reads the attribute {attribute!r} of {_kind(obj)}; the sandbox "
-                                   "reads attributes of mappings (their keys) and of 'loop' only")
+        raise TemplateSandboxError(f"the template reads the attribute {attribute!r} of {_kind(obj)}; the "
+                                   "sandbox reads attributes of mappings (their keys) and of 'loop' only")
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         if isinstance(obj, Undefined):
@@ -222,8 +227,8 @@ class _Sandbox(SandboxedEnvironment):
                 return obj[argument]
             except (TypeError, LookupError):
                 return self.undefined(obj=obj, name=argument)
-        raise TemplateSandboxError(f"the template indexes {_kind(obj)}; the sandbox indexes strings, lists and "
-                                   "mappings only")
+        raise TemplateSandboxError(f"the template indexes {_kind(obj)}; the sandbox indexes strings, lists "
+                                   "and mappings only")
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         owner = getattr(__obj, "__self__", None)
@@ -243,8 +248,8 @@ class _Sandbox(SandboxedEnvironment):
             self.check_bits(a.bit_length(), "a range bound")
         numbers = range(*args)
         if len(numbers) > MAX_RANGE:
-            raise TemplateSandboxError(f"the template calls range{args!r}, {len(numbers):,} numbers; the sandbox "
-                                       f"gives at most {MAX_RANGE:,}")
+            raise TemplateSandboxError(f"the template calls range{args!r}, {len(numbers):,} numbers; the "
+                                       f"sandbox gives at most {MAX_RANGE:,}")
         return numbers
 
     @pass_context
@@ -255,14 +260,16 @@ class _Sandbox(SandboxedEnvironment):
 
     def _checked_filter(self, name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         """``func`` with its arguments checked before it runs and its result after."""
-        skip = 0 if getattr(func, "jinja_pass_arg", None) is None else 1  # the environment or eval context first
+        # the environment or eval context first
+        skip = 0 if getattr(func, "jinja_pass_arg", None) is None else 1
 
         @functools.wraps(func)  # keeps Jinja's pass_environment / pass_eval_context mark
         def checked(*args: Any, **kwargs: Any) -> Any:
             self.tick(0)
             values = list(args)
             if name == "join" and len(values) > skip and not isinstance(values[skip], Undefined):
-                values[skip] = list(values[skip])  # a lazy iterable: the check and the join see the same items
+                # a lazy iterable: the check and the join see the same items
+                values[skip] = list(values[skip])
             self._check_filter_args(name, values[skip:], kwargs)
             return self.check_value(func(*values, **kwargs), f"a value with |{name}")
 
@@ -297,8 +304,8 @@ def refusals(tree: nodes.Template, text: str) -> None:
         rule: str | None = None
         priority = 1
         if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
-            rule, priority = (f"reads the attribute {node.attr!r}; names starting with '_' are Python internals "
-                              "(__class__, __globals__ ...) and never readable"), 0
+            rule, priority = (f"reads the attribute {node.attr!r}; names starting with '_' are Python "
+                              "internals (__class__, __globals__ ...) and never readable"), 0
         elif isinstance(node, nodes.Filter) and node.name not in FILTERS:
             rule = f"uses the filter |{node.name}; the sandbox's filters are {', '.join(FILTERS)}"
         elif isinstance(node, nodes.Test) and node.name not in TESTS:
@@ -353,8 +360,8 @@ class SandboxedTemplate:
             raise TemplateError(f"expected a valid Jinja template; got a syntax error at line {exc.lineno}: "
                                 f"{exc.message}") from None
         except RecursionError:
-            raise TemplateSandboxError("the template's Jinja is nested too deep to read (the sandbox reads a few "
-                                       "hundred levels)") from None
+            raise TemplateSandboxError("the template's Jinja is nested too deep to read (the sandbox reads a "
+                                       "few hundred levels)") from None
         refusals(self.tree, text)
         self.names: set[str] = meta.find_undeclared_variables(self.tree) - set(self.env.globals)
         _count_loop_steps(self.tree, self.env)
@@ -370,8 +377,8 @@ class SandboxedTemplate:
             for piece in template.generate(dict(context)):
                 size += len(piece)
                 if size > MAX_OUTPUT_CHARS:
-                    raise TemplateSandboxError(f"the template renders more than {MAX_OUTPUT_CHARS:,} characters "
-                                               "(the sandbox's bound on a rendered template)")
+                    raise TemplateSandboxError(f"the template renders more than {MAX_OUTPUT_CHARS:,} "
+                                               "characters (the sandbox's bound on a rendered template)")
                 out.append(piece)
             return "".join(out)
         except TemplateError:

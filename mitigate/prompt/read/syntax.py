@@ -217,7 +217,8 @@ class _Slot(str):
 
 
 def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.read.sandbox`), with the names it uses given as
+    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.read.sandbox`), with the names it uses
+    given as
     the module docstring says: a constant, a plain slot, or else unset (false when tested, refused otherwise);
     and the unset names a condition tested."""
     try:
@@ -227,14 +228,15 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
         from mitigate.prompt.read.sandbox import SandboxedTemplate
     except ImportError as exc:  # pragma: no cover - jinja2 ships with llama-cpp-python and dspy
         raise TemplateError(
-            "this template uses Jinja ({% ... %} or {{ expr }}); expected jinja2 to be installed to render it "
-            "(pip install jinja2)"
+            "this template uses Jinja ({% ... %} or {{ expr }}); expected jinja2 to be installed to render "
+            "it (pip install jinja2)"
         ) from exc
 
     tested: list[str] = []
 
     class Unset(jinja2.StrictUndefined):
-        """A name nobody gave: false when a condition tests it (as Jinja reads it); any other use is refused."""
+        """A name nobody gave: false when a condition tests it (as Jinja reads it); any other use is
+        refused."""
 
         def __bool__(self) -> bool:
             if self._undefined_obj is missing and self._undefined_name not in tested:
@@ -245,8 +247,8 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
         def _undefined_message(self) -> str:
             if self._undefined_obj is missing and self._undefined_name is not None:
                 return _jinja_refusal(text, self._undefined_name)
-            return (f"the template's Jinja needs a value nobody gave: {super()._undefined_message}; pass it in "
-                    "constants={...}")
+            return (f"the template's Jinja needs a value nobody gave: {super()._undefined_message}; pass it "
+                    "in constants={...}")
 
     template = SandboxedTemplate(text, undefined=Unset)
     plain = {m.group(1).strip() for m in DOUBLE_SLOT_RE.finditer(text)}
@@ -260,9 +262,9 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
     rendered = template.render(context)
     if tested:
         warnings.warn(
-            f"the template's Jinja tests {', '.join(repr(n) for n in tested)}, which no constant gives: read as "
-            "Jinja reads a name nobody gave (false), so what the test guards is left out; pass --const NAME=VALUE "
-            "(constants={...}) to set it",
+            f"the template's Jinja tests {', '.join(repr(n) for n in tested)}, which no constant gives: read "
+            "as Jinja reads a name nobody gave (false), so what the test guards is left out; pass --const "
+            "NAME=VALUE (constants={...}) to set it",
             TemplateReadWarning, stacklevel=5,
         )
     return rendered, tested
@@ -273,22 +275,24 @@ def _used_beyond_output(text: str, name: str) -> bool:
     esc = re.escape(name)
     for m in re.finditer(r"\{%(.*?)%\}|\{\{(.*?)\}\}", text, re.S):
         body = m.group(1) if m.group(1) is not None else m.group(2)
-        if re.search(rf"(?<![\w.]){esc}(?!\w)", body) and not (m.group(2) is not None and body.strip() == name):
+        if re.search(rf"(?<![\w.]){esc}(?!\w)", body) and not (m.group(2) is not None
+                                                               and body.strip() == name):
             return True
     return False
 
 
 def _jinja_refusal(text: str, name: str) -> str:
-    """The refusal of a name nobody gave, showing the first construct that uses it other than by testing it."""
+    """The refusal of a name nobody gave, showing the first construct that uses it other than by testing
+    it."""
     esc = re.escape(name)
     uses = [m.group(0) for m in re.finditer(r"\{%.*?%\}|\{\{.*?\}\}", text, re.S)
             if re.search(rf"(?<![\w.]){esc}(?!\w)", m.group(0))]
     tests = re.compile(rf"\{{%-?\s*(?:el)?if\s+(?:not\s+)?{esc}\s*-?%\}}")
     shown = next((u for u in uses if not tests.fullmatch(u)), uses[0] if uses else name)
     return (
-        f"the template's Jinja construct {shown} needs a value for {name!r}, which is neither a constant nor a "
-        f"plain slot; expected constants={{{name!r}: ...}} (--const {name}=...; Jinja is rendered once, before "
-        "judging, so it cannot use a judged item's fields)"
+        f"the template's Jinja construct {shown} needs a value for {name!r}, which is neither a constant nor "
+        f"a plain slot; expected constants={{{name!r}: ...}} (--const {name}=...; Jinja is rendered once, "
+        "before judging, so it cannot use a judged item's fields)"
     )
 
 
@@ -332,12 +336,14 @@ def read_template(
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
     source = TemplateSource(layout=layout, syntax=syntax, spellings=spellings, markup=markup,
-                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)), unset=tuple(unset))
+                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)),
+                            unset=tuple(unset))
     return ReadTemplate(messages=out, source=source)
 
 
 def _format_to_double(text: str) -> str:
-    """A ``str.format`` template in canonical form: ``{{``/``}}`` become literal braces, fields become slots."""
+    """A ``str.format`` template in canonical form: ``{{``/``}}`` become literal braces, fields become
+    slots."""
     out: list[str] = []
     for literal, name, _spec, _conv in string.Formatter().parse(text):
         out.append(literal)
@@ -348,5 +354,6 @@ def _format_to_double(text: str) -> str:
 
 def placeholder_hint(text: str) -> str:
     """What placeholder-like spans a text holds, for an error naming what was seen."""
-    spans = sorted(set(re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]", text)))[:8]
+    spans = sorted(set(re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]",
+                                  text)))[:8]
     return ", ".join(spans) if spans else "none"
