@@ -48,6 +48,7 @@ from mitigate.measures.stats import (
     correlation_function,
     paired_permutation_test,
     permutation_test_mean_diff,
+    row_chunks,
 )
 
 __all__ = ["PairedDifference", "PairedTest", "cluster_interval", "paired_mean_difference",
@@ -135,10 +136,11 @@ def _cluster_resamples(fn: Callable[..., float], arrays: Sequence[np.ndarray], c
     """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for ``fn``)."""
     mats = _padded(arrays, clusters)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(mats[0]), size=(n_boot, len(mats[0])))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return np.array([fn(*[m[i].reshape(-1) for m in mats]) for i in idx], dtype=float)
+        return np.concatenate([np.array([fn(*[m[i].reshape(-1) for m in mats])
+                                         for i in rng.integers(0, len(mats[0]), size=(rows, len(mats[0])))],
+                                        dtype=float) for rows in row_chunks(n_boot, len(mats[0]))])
 
 
 def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:

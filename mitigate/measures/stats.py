@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -278,6 +278,20 @@ def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.n
 # bootstrap
 
 
+CHUNK_CELLS = 1 << 21
+"""Resampled values held at once by the bootstrap and the permutation tests (rows x items): about 16 MB an array."""
+
+
+def row_chunks(total: int, width: int, cells: int | None = None) -> list[int]:
+    """``total`` resample rows of ``width`` items split into blocks of at most ``cells`` values (at least one row each).
+
+    Drawing a ``(total, width)`` block from a numpy Generator, or these blocks one after the other, gives the same
+    numbers, so a resampling statistic is identical while its memory stays bounded whatever the number of items.
+    """
+    step = max(1, (CHUNK_CELLS if cells is None else cells) // max(width, 1))
+    return [min(step, total - k) for k in range(0, total, step)]
+
+
 def _percentile_interval(values: np.ndarray, alpha: float, min_valid_share: float) -> tuple[float, float]:
     finite = values[np.isfinite(values)]
     if len(values) == 0 or len(finite) < min_valid_share * len(values) or len(finite) == 0:
@@ -341,21 +355,24 @@ def bootstrap_ci(
     if any(len(a) == 0 for a in arrs):
         return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
-    if paired:
-        idx = rng.integers(0, len(arrs[0]), size=(n_boot, len(arrs[0])))
-        indices = [idx] * len(arrs)
-    else:
-        indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
+    is_batched = getattr(fn, "batched", False)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        if getattr(fn, "batched", False):
-            values = np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
-        else:
-            values = np.array(
-                [float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)])) for b in range(n_boot)],
-                dtype=float,
-            )
-    return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
+        if not paired:
+            indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
+            values = (np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float) if is_batched
+                      else np.array([float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)]))
+                                     for b in range(n_boot)], dtype=float))
+            return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
+        n = len(arrs[0])
+        parts = []
+        for rows in row_chunks(n_boot, n):  # the same draws as one (n_boot, n) block, a block of rows at a time
+            idx = rng.integers(0, n, size=(rows, n))
+            if is_batched:
+                parts.append(np.asarray(fn(*[a[idx] for a in arrs]), dtype=float).reshape(-1))
+            else:
+                parts.append(np.array([float(fn(*[a[i] for a in arrs])) for i in idx], dtype=float))
+    return _percentile_interval(np.concatenate(parts), alpha, min_valid_share)
 
 
 # ---------------------------------------------------------------------------------------
@@ -401,12 +418,14 @@ def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> np.ndarray:
-    """A (n_perm, n) boolean array: which items swap in each permutation (whole groups together with ``codes``)."""
-    if codes is None:
-        return rng.random((n_perm, n)) < 0.5
-    per_group = rng.random((n_perm, int(codes.max()) + 1 if len(codes) else 0)) < 0.5
-    return per_group[:, codes]
+def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> Iterator[np.ndarray]:
+    """Blocks of a (n_perm, n) boolean array, rows in order: which items swap in each permutation (whole groups
+    together with ``codes``). The blocks hold the draws one (n_perm, n) array would, a bounded number at a time."""
+    for rows in row_chunks(n_perm, n):
+        if codes is None:
+            yield rng.random((rows, n)) < 0.5
+        else:
+            yield (rng.random((rows, int(codes.max()) + 1 if len(codes) else 0)) < 0.5)[:, codes]
 
 
 def _two_sided_p(observed: float, null: np.ndarray) -> float:
@@ -458,24 +477,24 @@ def paired_permutation_test(
             reason=f"the statistic is undefined for at least one judge on {len(a)} complete items",
         )
     rng = np.random.default_rng(seed)
-    swap = _swaps(rng, n_perm, len(a), None if groups is None else _group_codes(groups, keep))
-    pa = np.where(swap, b, a)
-    pb = np.where(swap, a, b)
+    parts = []
+    if stat == "spearman":
+        values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
+        ca, cb = codes[: len(a)], codes[len(a):]
+        hr = rank_rows(h)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        if isinstance(stat, str) and stat in ("pearson", "spearman"):
-            rows = ROW_CORRELATIONS[stat]
+        for swap in _swaps(rng, n_perm, len(a), None if groups is None else _group_codes(groups, keep)):
             if stat == "spearman":
-                values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
-                ca, cb = codes[: len(a)], codes[len(a):]
-                hr = rank_rows(h)
                 ra = ranks_from_codes(np.where(swap, cb, ca), len(values))
                 rb = ranks_from_codes(np.where(swap, ca, cb), len(values))
-                null = pearson_rows(ra, hr) - pearson_rows(rb, hr)
+                parts.append(pearson_rows(ra, hr) - pearson_rows(rb, hr))
+            elif stat == "pearson":
+                parts.append(pearson_rows(np.where(swap, b, a), h) - pearson_rows(np.where(swap, a, b), h))
             else:
-                null = rows(pa, h) - rows(pb, h)
-        else:
-            null = np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x, y in zip(pa, pb, strict=True)])
+                parts.append(np.array([float(stat_fn(x, h)) - float(stat_fn(y, h))
+                                       for x, y in zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)]))
+    null = np.concatenate(parts)
     return PermutationResult(
         observed=observed, p_value=_two_sided_p(observed, null), n=len(a), n_perm=n_perm,
         observed_a=sa, observed_b=sb,
@@ -514,8 +533,8 @@ def permutation_test_mean_diff(
         d = a - b
         observed = float(d.mean())
         codes = None if groups is None else _group_codes(groups, keep)
-        signs = np.where(_swaps(rng, n_perm, len(d), codes), -1.0, 1.0)
-        null = (signs * d).mean(axis=1)
+        null = np.concatenate([(np.where(swap, -1.0, 1.0) * d).mean(axis=1)
+                               for swap in _swaps(rng, n_perm, len(d), codes)])
         return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(d),
                                  n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))
     a = as_float_array(x, "x")
@@ -527,8 +546,10 @@ def permutation_test_mean_diff(
                                  reason=f"each sample needs a value; got {len(a)} and {len(b)}")
     pooled = np.concatenate([a, b])
     observed = float(a.mean() - b.mean())
-    perm = np.argsort(rng.random((n_perm, len(pooled))), axis=1)
-    shuffled = pooled[perm]
-    null = shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a):].mean(axis=1)
+    parts = []
+    for rows in row_chunks(n_perm, len(pooled)):
+        shuffled = pooled[np.argsort(rng.random((rows, len(pooled))), axis=1)]
+        parts.append(shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a):].mean(axis=1))
+    null = np.concatenate(parts)
     return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(pooled),
                              n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))
