@@ -60,3 +60,29 @@ def test_blocks_cover_every_resample_and_bound_the_values_held() -> None:
         blocks = stats.row_chunks(total, width)
         assert sum(blocks) == total and min(blocks) >= 1
         assert max(blocks) * width <= max(stats.CHUNK_CELLS, width)
+
+
+@pytest.mark.parametrize("levels", [(5, 5), (3, 9), (2, 2), (10, 4)])
+def test_kendall_resampled_from_contingency_tables_equals_scipy_to_the_last_bit(levels: tuple[int, int],
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(sum(levels))
+    n = 301
+    h = rng.integers(0, levels[1], n).astype(float) / 2
+    j = np.clip(h * 2 + rng.integers(-2, 3, n), 0, levels[0] - 1).astype(float)
+    j[::13] = np.nan
+    idx = np.random.default_rng(9).integers(0, n, size=(40, n))
+    x, y = stats.complete_pairs(j, h)
+    idx = idx[:, : len(x)] % len(x)
+    tables = stats._kendall_on_codes(len(np.unique(x)), len(np.unique(y)))(
+        np.unique(x, return_inverse=True)[1][idx], np.unique(y, return_inverse=True)[1][idx])
+    looped = np.array([stats.kendall(x[i], y[i]) for i in idx])
+    assert repr(tables.tolist()) == repr(looped.tolist())
+    fast = stats.bootstrap_ci("kendall", j, h, n_boot=300, seed=4)
+    monkeypatch.setattr(stats, "KENDALL_TABLE_CELLS", 0)  # every resample through scipy
+    assert stats.bootstrap_ci("kendall", j, h, n_boot=300, seed=4) == fast
+
+
+def test_kendall_of_a_constant_resample_is_nan_as_scipy_says() -> None:
+    stat = stats._kendall_on_codes(2, 2)
+    out = stat(np.array([[0, 0, 0, 0], [0, 1, 0, 1]]), np.array([[0, 1, 1, 0], [0, 1, 0, 1]]))
+    assert np.isnan(out[0]) and out[1] == 1.0

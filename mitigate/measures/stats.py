@@ -265,6 +265,42 @@ def _spearman_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], n
     return batched(stat)
 
 
+KENDALL_TABLE_CELLS = 4096
+"""Largest table of distinct judge x human values for which Kendall's tau-b is resampled from contingency tables
+(scores on a scale); above it (continuous values) each resample goes through scipy."""
+
+
+def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Kendall's tau-b of rows of value codes, from each row's kx x ky contingency table.
+
+    The same integer counts scipy's ``kendalltau`` computes (discordant pairs, ties in x, in y and in both) and
+    the same float formula, so every value equals scipy's to the last bit; a table costs O(kx * ky) per resample
+    instead of a sort of the items.
+    """
+    def stat(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+        flat_x = np.asarray(cx, dtype=np.int64).reshape(-1, cx.shape[-1])
+        flat_y = np.asarray(cy, dtype=np.int64).reshape(-1, cy.shape[-1])
+        m, n = flat_x.shape
+        cells = kx * ky
+        joint = flat_x * ky + flat_y + (np.arange(m, dtype=np.int64) * cells)[:, None]
+        t = np.bincount(joint.ravel(), minlength=m * cells).reshape(m, kx, ky)
+        below = np.cumsum(t, axis=2) - t  # per cell: the count at the same x with a smaller y
+        later = np.cumsum(below[:, ::-1, :], axis=1)[:, ::-1, :] - below  # ... summed over larger x
+        dis = (t * later).sum(axis=(1, 2))
+        ntie = (t * (t - 1) // 2).sum(axis=(1, 2))
+        a, b = t.sum(axis=2), t.sum(axis=1)
+        xtie = (a * (a - 1) // 2).sum(axis=1)
+        ytie = (b * (b - 1) // 2).sum(axis=1)
+        tot = n * (n - 1) // 2
+        con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+        tau = np.minimum(1.0, np.maximum(-1.0, tau))
+        return np.where((xtie == tot) | (ytie == tot), np.nan, tau).reshape(cx.shape[:-1])
+
+    return batched(stat)
+
+
 def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     rows = ROW_CORRELATIONS[method]
 
@@ -345,6 +381,14 @@ def bootstrap_ci(
                 _spearman_on_codes(len(ux), len(uy)), cx, cy, n_boot=n_boot, alpha=alpha, seed=seed,
                 paired=True, min_valid_share=min_valid_share,
             )
+        if fn == "kendall":
+            ux, cx = np.unique(x, return_inverse=True)
+            uy, cy = np.unique(y, return_inverse=True)
+            if len(ux) * len(uy) <= KENDALL_TABLE_CELLS:
+                return bootstrap_ci(
+                    _kendall_on_codes(len(ux), len(uy)), cx, cy, n_boot=n_boot, alpha=alpha, seed=seed,
+                    paired=True, min_valid_share=min_valid_share,
+                )
         return bootstrap_ci(
             _correlation_batched(fn), x, y, n_boot=n_boot, alpha=alpha, seed=seed, paired=True,
             min_valid_share=min_valid_share,
