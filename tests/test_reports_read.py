@@ -22,7 +22,7 @@ from mitigate.errors import ConfigError
 from mitigate.harness.compare import CompareResult, Entry, compare
 from mitigate.harness.html_report import item_view, markdown_to_html
 from mitigate.harness.reading import bottom_lines, plain_reason, warnings
-from mitigate.harness.report import dump_results, load_results, render_report
+from mitigate.harness.report import dump_results, load_results, render_report, write_results
 from mitigate.harness.tables import best_indices, md_cell, md_table, split_row
 from mitigate.judge import Judgment
 from mitigate.lm.fake import FakeLM
@@ -199,6 +199,25 @@ def test_compare_with_out_dir_writes_both_reports_and_report_false_writes_none(w
     run_compare(tmp_path, report=False)
     assert not (tmp_path / "report.md").exists() and not (tmp_path / "report.html").exists()
     assert (tmp_path / "journals").is_dir()
+
+
+def test_results_json_is_written_an_item_at_a_time_as_the_one_dump_would_write_it(written, tmp_path) -> None:
+    folder, result = written
+    assert (folder / "results.json").read_text() == dump_results(result)
+    empty = result.model_copy(update={"items": (), "entries": (result.entries[0].model_copy(
+        update={"judgments": (), "measures": {}}),)})
+    with (tmp_path / "empty.json").open("w") as fh:
+        write_results(empty, fh)
+    assert (tmp_path / "empty.json").read_text() == dump_results(empty)
+    pairwise = asyncio.run(compare(
+        Benchmark(name="pw", criteria=("help",), items=tuple(
+            Item(id=f"p{k}", output=f"long answer {k} " * (1 + k % 3), output_b=f"short {k}",
+                 preference={"help": "AB"[k % 2]}) for k in range(6))),
+        "help", [Entry.from_pipeline("pos", PromptJudge(JudgePrompt.from_template(
+            "Which is better?\nA: {{output}}\nB: {{output_b}}\nAnswer A or B.", criterion="help"),
+            FakeLM(lambda r: "A")), "position-swap")], out_dir=tmp_path / "pw", progress=False, n_boot=20,
+        n_perm=50))
+    assert (tmp_path / "pw" / "results.json").read_text() == dump_results(pairwise)
 
 
 def test_report_command_rebuilds_the_html_report_only_with_html(written, tmp_path) -> None:

@@ -314,8 +314,8 @@ def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.n
 # bootstrap
 
 
-CHUNK_CELLS = 1 << 21
-"""Resampled values held at once by the bootstrap and the permutation tests (rows x items): about 16 MB an array."""
+CHUNK_CELLS = 1 << 19
+"""Resampled values held at once by the bootstrap and the permutation tests (rows x items): about 4 MB an array."""
 
 
 def row_chunks(total: int, width: int, cells: int | None = None) -> list[int]:
