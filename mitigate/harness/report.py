@@ -50,10 +50,11 @@ from mitigate.harness.tables import best_indices, md_cell, md_table
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.paths import open_regular, write_output
 
-__all__ = ["dump_results", "load_results", "render_markdown", "render_report", "render_summary", "write_report",
-           "write_results"]
+__all__ = ["COLUMNS_FILE", "dump_results", "load_results", "render_markdown", "render_report", "render_summary",
+           "write_columns", "write_report", "write_results"]
 
 RESULTS_FILE = "results.json"
+COLUMNS_FILE = "results.sqlite"
 REPORT_FILE = "report.md"
 
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "zero": "→ 0"}
@@ -150,13 +151,35 @@ def load_results(path: str | Path) -> CompareResult:
                         path=str(p)) from None
 
 
+def write_columns(result: CompareResult, path: str | Path) -> Path:
+    """Every entry's judgments as columns (``results.sqlite``, :mod:`mitigate.run.columns`): one row per entry and
+    item, ``entry`` naming the entry, written as they are read (the long-form table of :meth:`CompareResult.rows`)."""
+    from mitigate.data.schema import Item
+    from mitigate.run.columns import ColumnWriter
+
+    crit = result.criterion
+    pairwise = result.task == "pairwise"
+    items = [Item.model_construct(  # what the columns read of an item: its names and its label on the criterion
+        id=r.id, output=r.output or "", output_b=(r.output_b or "") if pairwise else None, system=r.system,
+        doc_id=r.doc_id, human={} if r.human is None else {crit: r.human},
+        preference={} if r.gold is None else {crit: r.gold}) for r in result.items]
+    about = {"benchmark": result.benchmark, "criterion": crit, "task": result.task,
+             "entries": [e.name for e in result.entries]}
+    with ColumnWriter(path, about, criterion=crit) as columns:
+        for e in result.entries:
+            for item, judgment in zip(items, e.judgments, strict=True):
+                columns.append(item, judgment, entry=e.name)
+    return Path(path)
+
+
 def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
-    """Write ``results.json``, ``report.md``, ``report.html`` and the plots into ``folder``; returns the paths written."""
+    """Write ``results.json``, ``results.sqlite`` (the judgments as columns), ``report.md``, ``report.html`` and the
+    plots into ``folder``; returns the paths written."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
     write_output(path, lambda fh: write_results(result, fh), "the results file")
-    return [path, *render_report(out, html=True, result=result)]
+    return [path, write_columns(result, out / COLUMNS_FILE), *render_report(out, html=True, result=result)]
 
 
 def render_report(folder: str | Path, *, html: bool = False, result: CompareResult | None = None) -> list[Path]:

@@ -14,6 +14,7 @@ there is none (``estimate_note``); :meth:`CompareResult.to_pandas` gives them as
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -198,13 +199,23 @@ class CompareResult(BaseModel):
                             "labels_high": row["human_high"]})
         return out
 
-    def to_pandas(self, table: Literal["judgments", "estimates"] = "judgments") -> Any:
+    def to_pandas(self, table: Literal["judgments", "estimates"] = "judgments", *,
+                  folder: str | Path | None = None) -> Any:
         """A pandas DataFrame (needs the ``pandas`` extra): :meth:`rows` (``table="judgments"``, one row per
-        entry, item and order), or :meth:`estimate_rows` (``table="estimates"``, one row per entry and system)."""
+        entry, item and order), or :meth:`estimate_rows` (``table="estimates"``, one row per entry and system).
+
+        ``folder``: the comparison's folder; the judgments are then read from its columns (``results.sqlite``,
+        :class:`~mitigate.run.columns.Columns`) rather than built from the judgments held in this result.
+        """
         if table == "estimates":
             return frame(self.estimate_rows(), list(ESTIMATE_COLUMNS))
         if table != "judgments":
             raise ConfigError(f"expected table='judgments' or 'estimates'; got {table!r}")
+        if folder is not None:
+            from mitigate.run.columns import Columns
+
+            with Columns(Path(folder) / "results.sqlite") as columns:
+                return columns.to_pandas()
         return frame(self.rows())
 
     def entry(self, name: str) -> EntryResult:
