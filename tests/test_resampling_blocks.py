@@ -86,3 +86,18 @@ def test_kendall_of_a_constant_resample_is_nan_as_scipy_says() -> None:
     stat = stats._kendall_on_codes(2, 2)
     out = stat(np.array([[0, 0, 0, 0], [0, 1, 0, 1]]), np.array([[0, 1, 1, 0], [0, 1, 0, 1]]))
     assert np.isnan(out[0]) and out[1] == 1.0
+
+
+def test_compare_reports_the_numbers_the_implementation_before_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measures, per-system values, comparisons, human rows and corrected estimates of three small comparisons equal
+    what the code before block resampling, table-based Kendall and streamed results reported (the fixture), with
+    resampling blocks as large as the data and as small as a few rows."""
+    import json
+    from pathlib import Path
+
+    from compare_numbers import reported
+
+    before = json.loads((Path(__file__).parent / "fixtures" / "compare_numbers.json").read_text())
+    assert reported() == before
+    monkeypatch.setattr(stats, "CHUNK_CELLS", 500)
+    assert reported() == before
