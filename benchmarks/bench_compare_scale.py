@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import write_inputs
+from bench_scale import run_measured, write_inputs
 
 from mitigate.testing.stub_server import StubOpenAIServer
 
@@ -87,15 +87,7 @@ def run_compare(code: Path, url: str, n: int, entries: int, work: Path, browser:
            "--out", str(folder / "out")]
     for p in PIPELINES[:entries]:
         cmd += ["--pipeline", p]
-    with open(os.devnull, "wb") as devnull, (folder / "stderr.txt").open("wb") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, cwd=code, stdout=devnull, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-    exit_code = os.waitstatus_to_exitcode(status)
-    if exit_code != 0:
-        raise RuntimeError(f"compare over {n} items exited {exit_code}: "
-                           f"{(folder / 'stderr.txt').read_text(errors='replace')[-800:]}")
+    wall, usage = run_measured(cmd, env, code, folder / "stderr.txt", f"compare over {n} items")
     out = folder / "out"
     sizes = {name: (out / name).stat().st_size if (out / name).exists() else None
              for name in ("results.json", "results.sqlite", "report.html")}

@@ -62,6 +62,22 @@ def size_of(*paths: Path) -> int:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
+def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, stderr: Path, what: str) -> tuple[float, Any]:
+    """Run ``cmd`` (stdout to /dev/null, stderr to ``stderr``): its wall seconds and its ``wait4`` resource usage.
+
+    RuntimeError naming ``what`` and the end of stderr when it exits non-zero.
+    """
+    with open(os.devnull, "wb") as devnull, stderr.open("wb") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=devnull, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    exit_code = os.waitstatus_to_exitcode(status)
+    if exit_code != 0:
+        raise RuntimeError(f"{what} exited {exit_code}: {stderr.read_text(errors='replace')[-800:]}")
+    return wall, usage
+
+
 def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]:
     """One ``mitigate judge`` over ``n`` items; its wall, CPU, peak RSS and bytes on disk per item."""
     items = write_inputs(work, n)
@@ -72,15 +88,7 @@ def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]
     cmd = [sys.executable, "-m", "mitigate", "judge", "-b", f"jsonl:{items}", "--prompt", str(work / "prompt.txt"),
            "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", str(c), "--no-progress",
            "--run-dir", str(run_dir), "--out", str(out)]
-    with open(os.devnull, "wb") as devnull, (folder.parent / f"stderr-{n}.txt").open("wb") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, cwd=code, stdout=devnull, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-    code_ = os.waitstatus_to_exitcode(status)
-    if code_ != 0:
-        raise RuntimeError(f"judge over {n} items exited {code_}: "
-                           f"{(folder.parent / f'stderr-{n}.txt').read_text(errors='replace')[-800:]}")
+    wall, usage = run_measured(cmd, env, code, folder.parent / f"stderr-{n}.txt", f"judge over {n} items")
     scored = 0
     with out.open(encoding="utf-8") as fh:
         for line in fh:
