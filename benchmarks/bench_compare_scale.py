@@ -109,7 +109,7 @@ def run_compare(code: Path, url: str, n: int, entries: int, work: Path, browser:
 def _fmt(row: dict[str, Any]) -> str:
     b = row["bytes"]
     mb = {k: "-" if v is None else f"{v / 1e6:.1f}" for k, v in b.items()}
-    browser = f"{row['browser_s']:.1f}" if "browser_s" in row else "-"
+    browser = f"{row['browser_s']:.1f} (+{row['browser_start_s']:.1f} start)" if "browser_s" in row else "-"
     return (f"| {Path(row['code']).name} | {row['n']:,} × {row['entries']} | {row['wall']:.1f} | {row['rss_mb']:.0f} | "
             f"{mb['results.json']} | {mb['results.sqlite']} | {mb['report.html']} | {browser} |")
 
@@ -126,7 +126,7 @@ def main() -> None:
     codes = ([args.baseline.resolve()] if args.baseline else []) + [args.code.resolve()]
     rows = []
     print("| code | items × entries | wall s | peak RSS MB | results.json MB | results.sqlite MB | report.html MB | "
-          "open in Chromium s |\n|---|---|---|---|---|---|---|---|", flush=True)
+          "open in Chromium s (+ its start) |\n|---|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory() as tmp, StubOpenAIServer(latency=0.0, reply=reply, record=False) as server:
         for n in args.sizes:
             pair = []
