@@ -371,7 +371,7 @@ def _search(rec: ItemRecord, system: str) -> str:
 def _keys(result: CompareResult, r: dict[str, Any]) -> list[Any]:
     """What the view sorts, filters and searches an item by, without its HTML (a large report's index)."""
     rec: ItemRecord = r["record"]
-    human = rec.human if result.task != "pairwise" and rec.human is not None else -1e9
+    human = 0 if result.task == "pairwise" else rec.human if rec.human is not None else -1e9  # as data-human says
     return [r["index"], round(r["disagreement"], 6), human, int(r["flip"]), int(r["failure"]), int(r["flagged"]),
             _search(rec, _system(rec, result.task == "pairwise")), rec.id]
 
