@@ -98,6 +98,20 @@ def test_compare_reports_the_numbers_the_implementation_before_reported(monkeypa
     from compare_numbers import reported
 
     before = json.loads((Path(__file__).parent / "fixtures" / "compare_numbers.json").read_text())
-    assert reported() == before
+    assert _known(reported(), before) == before
     monkeypatch.setattr(stats, "CHUNK_CELLS", 500)
-    assert reported() == before
+    assert _known(reported(), before) == before
+
+
+def _known(now: dict, before: dict) -> dict:
+    """``now`` with only the measures ``before`` holds (another test module may register a measure of its own);
+    a measure ``before`` holds and ``now`` lacks stays missing, so the comparison fails."""
+    out = {}
+    for name, run in now.items():
+        entries = {}
+        for entry, numbers in run["entries"].items():
+            known = before.get(name, {}).get("entries", {}).get(entry, {}).get("measures", {})
+            entries[entry] = {**numbers, "measures": {k: v for k, v in numbers["measures"].items() if k in known}}
+        known_human = before.get(name, {}).get("human", {})
+        out[name] = {**run, "entries": entries, "human": {k: v for k, v in run["human"].items() if k in known_human}}
+    return out
