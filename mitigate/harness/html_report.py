@@ -11,7 +11,10 @@ none). The view sorts and filters without a server: by how much the entries disa
 flips, parse failures, flags, or a text search. The address carries the view, so
 ``report.html#filter=failures&sort=disagreement`` opens on the items with a parse failure
 (``q=`` searches, ``open=1`` opens every item shown and ``open=<item id>`` one of them,
-``prompt=1`` opens their prompts too, ``view=items`` shows the per-item view alone).
+``prompt=1`` opens their prompts too, ``view=items`` shows the per-item view alone, ``page=N`` its
+N-th page of :data:`PAGE_ITEMS` items). Above :data:`INLINE_ITEMS` items the view travels as
+gzip-compressed blocks inside the page's one script, with an index the view sorts and filters by;
+a page unpacks only the blocks it shows, so a report of 100,000 items stays a few MB.
 
 Everything that comes from the user (entry names, item ids and texts, raw answers, prompts)
 is HTML-escaped; the script reads only attributes this module writes.
