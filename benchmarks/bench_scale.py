@@ -1,4 +1,4 @@
-"""`mitigate judge` at 10k, 100k and 1M items: wall, CPU per judgment, peak RSS and bytes on disk per item.
+"""`mitigate judge` at 10k, 50k, 100k and 1M items: wall, CPU per judgment, peak RSS and bytes on disk per item.
 
 One stub judge (:class:`mitigate.testing.stub_server.StubOpenAIServer`, answering ``Score: 4``
 after ``--latency`` seconds, 0 by default, and keeping no request bodies) listens on 127.0.0.1
@@ -20,8 +20,7 @@ outputs: the total minus reading).
 ``--code DIR`` runs another checkout's CLI (e.g. one before this work) for a side-by-side; that
 checkout may write no columns (shown as -). Writes ``benchmarks/results/scale.json``.
 
-    python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--latency 0] [--concurrency 64] [--code
-    DIR]
+    python benchmarks/bench_scale.py [--sizes 10000 50000 100000 1000000] [--latency 0] [--concurrency 64] [--code DIR]
 """
 
 from __future__ import annotations
@@ -66,6 +65,22 @@ def size_of(*paths: Path) -> int:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
+def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, stderr: Path, what: str) -> tuple[float, Any]:
+    """Run ``cmd`` (stdout to /dev/null, stderr to ``stderr``): its wall seconds and its ``wait4`` resource usage.
+
+    RuntimeError naming ``what`` and the end of stderr when it exits non-zero.
+    """
+    with open(os.devnull, "wb") as devnull, stderr.open("wb") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=devnull, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    exit_code = os.waitstatus_to_exitcode(status)
+    if exit_code != 0:
+        raise RuntimeError(f"{what} exited {exit_code}: {stderr.read_text(errors='replace')[-800:]}")
+    return wall, usage
+
+
 def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]:
     """One ``mitigate judge`` over ``n`` items; its wall, CPU, peak RSS and bytes on disk per item."""
     items = write_inputs(work, n)
@@ -78,15 +93,7 @@ def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]
            "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", str(c),
            "--no-progress",
            "--run-dir", str(run_dir), "--out", str(out)]
-    with open(os.devnull, "wb") as devnull, (folder.parent / f"stderr-{n}.txt").open("wb") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, cwd=code, stdout=devnull, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-    code_ = os.waitstatus_to_exitcode(status)
-    if code_ != 0:
-        raise RuntimeError(f"judge over {n} items exited {code_}: "
-                           f"{(folder.parent / f'stderr-{n}.txt').read_text(errors='replace')[-800:]}")
+    wall, usage = run_measured(cmd, env, code, folder.parent / f"stderr-{n}.txt", f"judge over {n} items")
     scored = 0
     with out.open(encoding="utf-8") as fh:
         for line in fh:
@@ -132,8 +139,7 @@ def reading_cost(k: int = 2000) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
-                    help="items per run")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000, 1_000_000], help="items per run")
     ap.add_argument("--latency", type=float, default=0.0, help="the stub judge's latency in seconds")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout whose CLI runs (default: this one)")

@@ -32,7 +32,7 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
      "bias probes, judge diffs and corrected per-system estimates",
      ("Bias probes", "diff:", "Bias-corrected")),
     ("speed", "Speed and cost", "throughput, runner overhead, batching, prompt caching and prefix reuse",
-     ("The same 1,000 judgments", "Runner overhead", "Batch APIs", "Prompt-prefix reuse")),
+     ("The same 1,000 judgments", "Runner overhead", "Batch APIs", "Prompt-prefix reuse", "A million judgments")),
     ("reliability", "Reliability and hostile input",
      "kills, fault storms, bad input, hostile servers and files",
      ("Reliability", "Hostile input", "Batch mode survives")),

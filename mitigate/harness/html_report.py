@@ -11,7 +11,10 @@ none). The view sorts and filters without a server: by how much the entries disa
 flips, parse failures, flags, or a text search. The address carries the view, so
 ``report.html#filter=failures&sort=disagreement`` opens on the items with a parse failure
 (``q=`` searches, ``open=1`` opens every item shown and ``open=<item id>`` one of them,
-``prompt=1`` opens their prompts too, ``view=items`` shows the per-item view alone).
+``prompt=1`` opens their prompts too, ``view=items`` shows the per-item view alone, ``page=N`` its
+N-th page of :data:`PAGE_ITEMS` items). Above :data:`INLINE_ITEMS` items the view travels as
+gzip-compressed blocks inside the page's one script, with an index the view sorts and filters by;
+a page unpacks only the blocks it shows, so a report of 100,000 items stays a few MB.
 
 Everything that comes from the user (entry names, item ids and texts, raw answers, prompts)
 is HTML-escaped; the script reads only attributes this module writes.
@@ -21,9 +24,11 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import math
 import re
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +180,7 @@ def _orders(j: Judgment) -> dict[str, str | None]:
     for order in ("original", "swapped"):
         if order in orders:
             try:
-                out[order] = presented_to_text(orders[order], order)
+                out[order] = presented_to_text(orders[order], order)  # type: ignore[arg-type]
             except MitigateError:  # an unreadable recorded verdict is shown as none
                 out[order] = None
     return out
@@ -335,7 +340,89 @@ def _item_text(rec: ItemRecord) -> str:
                    v in texts)
 
 
-def _per_item_html(result: CompareResult) -> str:
+INLINE_ITEMS = 1000
+"""Up to this many items the per-item view is plain HTML in the page; above it, compressed blocks the page's
+script
+unpacks a page at a time (so a report of 100,000 items stays a few MB and opens in seconds)."""
+
+BLOCK_ITEMS = 100
+"""Items per compressed block of a large report's per-item view (a page of the view unpacks only its
+blocks)."""
+
+PAGE_ITEMS = 100
+"""Items the per-item view shows per page."""
+
+
+def _item_body(result: CompareResult, r: dict[str, Any], ncols: int) -> str:
+    """One item's ``<tbody>``: its row (labels, each entry's answer, disagreement) and its hidden detail
+    row."""
+    rec: ItemRecord = r["record"]
+    pairwise = result.task == "pairwise"
+    system = _system(rec, pairwise)
+    human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
+    cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in zip(result.entries, r["judgments"],
+                                                                             strict=True))
+    details = "".join(_details_html(result, e, j) for e,
+                      j in zip(result.entries, r["judgments"], strict=True))
+    return (
+        f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
+        f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
+        f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" '
+        f'data-search="{_e(_search(rec, system))}"><tr class="row"><td class="idc"><button class="toggle" '
+        f'type="button" aria-expanded="false">▸</button> <span class="id">{_e(rec.id)}</span></td><td '
+        f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td><td '
+        f'class="num">{_e(_label(result, rec))}</td>{cells}<td '
+        f'class="num">{r["disagreement"]:.2f}</td></tr><tr class="detail" hidden><td '
+        f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
+
+
+def _system(rec: ItemRecord, pairwise: bool) -> str:
+    if pairwise and (rec.system or rec.system_b):
+        return f"{rec.system or '?'} vs {rec.system_b or '?'}"
+    return rec.system or "–"
+
+
+def _search(rec: ItemRecord, system: str) -> str:
+    return " ".join([rec.id, rec.doc_id or "", system]).lower()
+
+
+def _keys(result: CompareResult, r: dict[str, Any]) -> list[Any]:
+    """What the view sorts, filters and searches an item by, without its HTML (a large report's index)."""
+    rec: ItemRecord = r["record"]
+    # as data-human says
+    human = 0 if result.task == "pairwise" else rec.human if rec.human is not None else -1e9
+    return [r["index"], round(r["disagreement"], 6), human, int(r["flip"]), int(r["failure"]),
+            int(r["flagged"]),
+            _search(rec, _system(rec, result.task == "pairwise")), rec.id]
+
+
+def _packed(parts: Iterable[str]) -> str:
+    """The texts as one JSON array, gzip-compressed and base64-encoded (the page unpacks it with
+    DecompressionStream),
+    compressed as it is written so the uncompressed text is never held whole."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunks = [z.compress(b"[")]
+    for k, part in enumerate(parts):
+        chunks.append(z.compress(((", " if k else "")
+                                  + json.dumps(part, ensure_ascii=False)).encode("utf-8")))
+    chunks.append(z.compress(b"]"))
+    chunks.append(z.flush())
+    return base64.b64encode(b"".join(chunks)).decode("ascii")
+
+
+def _per_item_data(result: CompareResult, rows: list[dict[str, Any]], ncols: int, block: int) -> str:
+    """A large report's per-item view as script data: the index of every item and its HTML in compressed
+    blocks."""
+    keys = _packed(json.dumps(_keys(result, r)) for r in rows)
+    blocks = [_packed(_item_body(result, r, ncols) for r in rows[k:k + block])
+              for k in range(0, len(rows), block)]
+    return json.dumps({"keys": keys, "block": block, "blocks": blocks})
+
+
+def _per_item_html(result: CompareResult, *, inline_items: int = INLINE_ITEMS,
+                   block_items: int = BLOCK_ITEMS) -> tuple[str, str]:
+    """The per-item view's section and its script data (``null`` when the items are plain HTML in the
+    section)."""
     rows = item_view(result)
     pairwise = result.task == "pairwise"
     counts = {"all": len(rows), "disagree": sum(r["disagreement"] > 0 for r in rows),
@@ -349,76 +436,59 @@ def _per_item_html(result: CompareResult) -> str:
             + "".join(f"<th>{_e(e.name)}</th>" for e in result.entries)
             + '<th class="num" data-sort="disagreement">disagreement</th>')
     ncols = 5 + len(result.entries)
-    bodies = []
-    for r in rows:
-        rec: ItemRecord = r["record"]
-        system = rec.system or "–"
-        if pairwise and (rec.system or rec.system_b):
-            system = f"{rec.system or '?'} vs {rec.system_b or '?'}"
-        human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
-        cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e,
-                        j in zip(result.entries, r["judgments"],
-                                                                                 strict=True))
-        details = "".join(_details_html(result, e, j) for e,
-                          j in zip(result.entries, r["judgments"], strict=True))
-        search = " ".join([rec.id, rec.doc_id or "", system]).lower()
-        bodies.append(
-            f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
-            f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
-            f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" '
-            f'data-search="{_e(search)}"><tr class="row"><td class="idc"><button class="toggle" '
-            f'type="button" aria-expanded="false">▸</button> <span class="id">{_e(rec.id)}</span></td><td '
-            f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td><td '
-            f'class="num">{_e(_label(result, rec))}</td>{cells}<td '
-            f'class="num">{r["disagreement"]:.2f}</td></tr><tr class="detail" hidden><td '
-            f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
+    packed = len(rows) > inline_items
+    bodies = "" if packed else "".join(_item_body(result, r, ncols) for r in rows)
+    data = _per_item_data(result, rows, ncols, block_items) if packed else "null"
     scale_note = ("Verdicts are the text preferred (A, B or tie); in brackets the verdict of each order "
                   "(original / swapped) where the judge saw both." if pairwise else
                   "Scores on each entry's own scale; disagreement is the spread of the entries' scores, each "
                   "scaled to 0–1 by its own scale (with one entry: its distance from the human label).")
-    return (
+    search_note = (f" With more than {inline_items:,} items the search looks in the item, document and "
+                   "system names." if packed else "")
+    section = (
         '<section id="per-item"><h2>Per item</h2>'
         f'<p>{_e(scale_note)} ✗n: parse failures. Click a row for samples, raw answers, failures and the '
-        'exact prompt. The address keeps the view (e.g. '
-        '<code>#filter=failures&amp;sort=disagreement</code>).</p><div class="controls">'
+        f'exact prompt. {PAGE_ITEMS} items a page.{_e(search_note)} The address keeps the view (e.g. '
+        '<code>#filter=failures&amp;sort=disagreement</code>).</p>'
+        '<div class="controls">'
         f'<label>show <select id="filter">{options}</select></label> '
         f'<label>sort by <select id="sort">{sorts}</select></label> '
         '<label>search <input id="search" type="search" placeholder="item, document, system"></label> '
-        f'<span id="shown">{len(rows)} of {len(rows)} items shown</span></div>'
-        f'<div class="scroll"><table id="items"><thead><tr>{head}</tr></thead>{"".join(bodies)}</table></div>'
+        f'<span id="shown">{len(rows)} of {len(rows)} items shown</span>'
+        '<span class="pager"><button id="prev" type="button">◂ previous</button> <span id="page"></span> '
+        '<button id="next" type="button">next ▸</button></span></div>'
+        f'<div class="scroll"><table id="items"><thead><tr>{head}</tr></thead>{bodies}</table></div>'
         "</section>"
     )
+    return section, data
 
 
 _STYLE = """
-body{
-  font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;
-  padding:0 16px 48px;color:#1d1d1f;}
-h1{font-size:22px;margin:18px 0 6px}
-h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;
+  padding:0 16px 48px;color:#1d1d1f}
+h1{font-size:22px;margin:18px 0 6px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd;
+  padding-bottom:3px}
 h3{font-size:15px;margin:18px 0 6px}h4{margin:8px 0 4px}
-table{border-collapse:collapse;margin:6px 0}
-th,td{border:1px solid #d6d6d6;padding:3px 7px;vertical-align:top;text-align:left}
+table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #d6d6d6;padding:3px 7px;
+  vertical-align:top;text-align:left}
 #items{width:100%}#items td{overflow-wrap:anywhere}#items td.doc,#items td.idc{max-width:230px}
 th{background:#f3f4f6}td.num,th.num{text-align:right}.scroll{overflow-x:auto}
 table.summary strong{color:#0b5d1e}
 #warnings+ul li{background:#fff4e5;border-left:4px solid #e67e22;padding:3px 8px;margin:3px 0;list-style:none}
-#bottom-line+ul li{
-  background:#eef6ff;border-left:4px solid #3b6ea8;padding:3px 8px;margin:3px 0;list-style:none;}
+#bottom-line+ul li{background:#eef6ff;border-left:4px solid #3b6ea8;padding:3px 8px;margin:3px 0;
+  list-style:none}
 #warnings+ul,#bottom-line+ul{padding-left:0}
 img{max-width:100%;border:1px solid #eee;margin:6px 0}
-.controls{
-  display:flex;gap:14px;flex-wrap:wrap;align-items:center;margin:8px 0;padding:6px 8px;background:#f7f7f9;
-  border:1px solid #e3e3e8;}
+.controls{display:flex;gap:14px;flex-wrap:wrap;align-items:center;margin:8px 0;padding:6px 8px;
+  background:#f7f7f9;border:1px solid #e3e3e8}
 #shown{color:#555}#items th[data-sort]{cursor:pointer;text-decoration:underline dotted}
 #items tr.row:hover{background:#fafbff}.toggle{border:0;background:none;cursor:pointer;padding:0 2px}
 .bad{color:#b42318;font-weight:600}.flag{background:#fde68a;border-radius:3px;padding:0 4px;font-size:12px}
 .orders{color:#666;font-size:12px}.orders.flip{color:#b42318;font-weight:600}.muted{color:#777}
-pre{
-  white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;margin:4px 0;max-height:320px;
-  overflow:auto;font-size:12px;}
-.entry{border-left:3px solid #3b6ea8;padding-left:8px;margin:8px 0}
-.msg .role{font-size:11px;color:#555;text-transform:uppercase}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;margin:4px 0;
+  max-height:320px;overflow:auto;font-size:12px}
+.entry{border-left:3px solid #3b6ea8;padding-left:8px;margin:8px 0}.msg .role{font-size:11px;color:#555;
+  text-transform:uppercase}
 table.kv th{width:190px;font-weight:500}
 body.only-items>:not(#per-item){display:none}
 """
@@ -426,65 +496,107 @@ body.only-items>:not(#per-item){display:none}
 _SCRIPT = """
 (function(){
   var table=document.getElementById('items');if(!table){return;}
-  var bodies=Array.prototype.slice.call(table.querySelectorAll('tbody.item'));
+  var PAGE=PAGE_ITEMS,packed=ITEMS;
   var filter=document.getElementById('filter'),sort=document.getElementById('sort'),
     search=document.getElementById('search');
-  var shown=document.getElementById('shown');
+  var shown=document.getElementById('shown'),pageText=document.getElementById('page');
+  var prev=document.getElementById('prev'),next=document.getElementById('next');
+  var recs=[],blocks={},page=0,ready;
+  function unpack(b64){var bin=atob(b64),u=new Uint8Array(bin.length);for(var i=0;i<bin.length;i++){
+    u[i]=bin.charCodeAt(i);}
+    return new Response(new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip')))
+      .text().then(JSON.parse);}
+  function wire(r,el){r.el=el;el.querySelector('tr.row').addEventListener('click',function(){toggle(el);});}
+  if(packed){
+    ready=(typeof DecompressionStream==='undefined')?Promise.reject(new Error('no DecompressionStream')):
+      unpack(packed.keys).then(function(keys){
+      recs=keys.map(function(k){k=JSON.parse(k);return {i:k[0],d:k[1],h:k[2],flip:k[3],fail:k[4],flag:k[5],
+        s:k[6],id:k[7],el:null};});});
+  }else{
+    Array.prototype.forEach.call(table.querySelectorAll('tbody.item'),function(b){
+      var r={i:+b.dataset.index,d:parseFloat(b.dataset.disagreement),h:parseFloat(b.dataset.human),
+        flip:+b.dataset.flip,
+        fail:+b.dataset.failure,flag:+b.dataset.flagged,s:b.dataset.search,
+          id:b.querySelector('.id').textContent};
+      wire(r,b);recs.push(r);});
+    ready=Promise.resolve();}
+  function fill(list){
+    var need={};list.forEach(function(r){if(!r.el){need[Math.floor(r.i/packed.block)]=1;}});
+    return Promise.all(Object.keys(need).map(function(k){
+      if(blocks[k]){return blocks[k];}
+      blocks[k]=unpack(packed.blocks[k]).then(function(html){var tpl=document.createElement('template');
+        html.forEach(function(h,j){var r=recs[k*packed.block+j];if(!r.el){tpl.innerHTML=h;wire(r,
+          tpl.content.firstElementChild);}});});
+      return blocks[k];}));}
   function params(){var out={};var h=(location.hash||'').replace(/^#/,'');
     var q=(location.search||'').replace(/^\\?/,'');
     [q,h].forEach(function(s){s.split('&').forEach(function(kv){if(!kv){return;}var p=kv.split('=');
       out[decodeURIComponent(p[0])]=decodeURIComponent((p[1]||'').replace(/\\+/g,' '));});});return out;}
-  function keep(b,f,q){
-    if(f==='disagree'&&!(parseFloat(b.dataset.disagreement)>0)){return false;}
-    if(f==='flips'&&b.dataset.flip!=='1'){return false;}
-    if(f==='failures'&&b.dataset.failure!=='1'){return false;}
-    if(f==='flagged'&&b.dataset.flagged!=='1'){return false;}
-    if(q&&b.dataset.search.indexOf(q)<0&&b.textContent.toLowerCase().indexOf(q)<0){return false;}
+  function keep(r,f,q){
+    if(f==='disagree'&&!(r.d>0)){return false;}
+    if(f==='flips'&&r.flip!==1){return false;}
+    if(f==='failures'&&r.fail!==1){return false;}
+    if(f==='flagged'&&r.flag!==1){return false;}
+    if(q&&r.s.indexOf(q)<0&&!(r.el&&!packed&&r.el.textContent.toLowerCase().indexOf(q)>=0)){return false;}
     return true;}
   function apply(){
     var f=filter.value,s=sort.value,q=search.value.trim().toLowerCase();
-    var order=bodies.slice();
-    if(s==='disagreement'){order.sort(function(a,b){
-      return parseFloat(b.dataset.disagreement)-parseFloat(a.dataset.disagreement)
-        ||a.dataset.index-b.dataset.index;});}
-    else if(s==='human'){order.sort(function(a,b){
-      return parseFloat(a.dataset.human)-parseFloat(b.dataset.human)||a.dataset.index-b.dataset.index;});}
-    else{order.sort(function(a,b){return a.dataset.index-b.dataset.index;});}
-    var n=0;order.forEach(function(b){table.appendChild(b);var k=keep(b,f,q);b.hidden=!k;if(k){n++;}});
-    shown.textContent=n+' of '+bodies.length+' items shown';
-    table.setAttribute('data-filter',f);table.setAttribute('data-sort',s);
-    var h='filter='+encodeURIComponent(f)+'&sort='+encodeURIComponent(s)+(q?'&q='+encodeURIComponent(q):'');
-    try{if(history.replaceState&&location.hash!=='#'+h){history.replaceState(null,'','#'+h);}}catch(err){}}
+    var order=recs.slice();
+    if(s==='disagreement'){order.sort(function(a,b){return b.d-a.d||a.i-b.i;});}
+    else if(s==='human'){order.sort(function(a,b){return a.h-b.h||a.i-b.i;});}
+    else{order.sort(function(a,b){return a.i-b.i;});}
+    var kept=order.filter(function(r){return keep(r,f,q);});
+    var pages=Math.max(1,Math.ceil(kept.length/PAGE));page=Math.min(Math.max(page,0),pages-1);
+    var slice=kept.slice(page*PAGE,(page+1)*PAGE),on={};slice.forEach(function(r){on[r.i]=1;});
+    return fill(slice).then(function(){
+      order.forEach(function(r){if(!r.el){return;}
+        if(on[r.i]||!packed){table.appendChild(r.el);r.el.hidden=!on[r.i];}
+        else if(r.el.parentNode){r.el.parentNode.removeChild(r.el);}});
+      shown.textContent=kept.length+' of '+recs.length+' items shown';
+      pageText.textContent='page '+(page+1)+' of '+pages;prev.disabled=page===0;next.disabled=page>=pages-1;
+      table.setAttribute('data-filter',f);table.setAttribute('data-sort',s);table.setAttribute('data-page',
+        page+1);
+      var h='filter='+encodeURIComponent(f)+'&sort='+encodeURIComponent(s)+
+        (q?'&q='+encodeURIComponent(q):'')+(page?'&page='+(page+1):'');
+      try{if(history.replaceState&&location.hash!=='#'+h){history.replaceState(null,'','#'+h);}}catch(err){}
+      return slice;});}
   function load(){var p=params();
     if(p.filter&&filter.querySelector('option[value="'+p.filter.replace(/"/g,'')+'"]')){filter.value=p.filter;}
     if(p.sort&&sort.querySelector('option[value="'+p.sort.replace(/"/g,'')+'"]')){sort.value=p.sort;}
     if(p.q!==undefined){search.value=p.q;}
-    apply();
-    if(p.open){bodies.forEach(function(b){
-      if(!b.hidden&&(p.open==='1'||b.querySelector('.id').textContent===p.open)){toggle(b,true);
-        if(p.prompt==='1'){Array.prototype.forEach.call(b.querySelectorAll('details.prompt'),function(d){
-          d.open=true;});}}});}
-    document.body.classList.toggle('only-items',p.view==='items');}
+    page=(parseInt(p.page,10)||1)-1;
+    document.body.classList.toggle('only-items',p.view==='items');
+    return ready.then(apply).then(function(slice){
+      if(p.open){slice.forEach(function(r){if(p.open==='1'||r.id===p.open){toggle(r.el,true);
+        if(p.prompt==='1'){Array.prototype.forEach.call(r.el.querySelectorAll('details.prompt'),function(d){
+        d.open=true;});}}});}
+    },function(err){
+      shown.textContent='the per-item view could not be unpacked in this browser ('+err.message+')';});}
   function toggle(b,open){var d=b.querySelector('tr.detail');var btn=b.querySelector('.toggle');
     var o=open===undefined?d.hidden:open;d.hidden=!o;btn.textContent=o?'\\u25be':'\\u25b8';
       btn.setAttribute('aria-expanded',o?'true':'false');}
-  bodies.forEach(function(b){b.querySelector('tr.row').addEventListener('click',function(){toggle(b);});});
-  filter.addEventListener('change',apply);sort.addEventListener('change',apply);
-    search.addEventListener('input',apply);
+  function again(){page=0;apply();}
+  filter.addEventListener('change',again);sort.addEventListener('change',again);
+    search.addEventListener('input',again);
+  prev.addEventListener('click',function(){page--;apply();});next.addEventListener('click',function(){page++;
+    apply();});
   Array.prototype.forEach.call(table.querySelectorAll('th[data-sort]'),function(th){
-    th.addEventListener('click',function(){sort.value=th.getAttribute('data-sort');apply();});});
+    th.addEventListener('click',function(){sort.value=th.getAttribute('data-sort');again();});});
   window.addEventListener('hashchange',function(){var p=params();
-    if(p.filter!==filter.value||p.sort!==sort.value){load();}});
+    if(p.filter!==filter.value||p.sort!==sort.value||(parseInt(p.page,10)||1)!==page+1){load();}});
   load();
 })();
-"""
+""".replace("PAGE_ITEMS", str(PAGE_ITEMS))
 
 
-def render_html(result: CompareResult, markdown: str, plots: Sequence[str | Path] = ()) -> str:
+def render_html(result: CompareResult, markdown: str, plots: Sequence[str | Path] = (), *,
+                inline_items: int = INLINE_ITEMS, block_items: int = BLOCK_ITEMS) -> str:
     """The self-contained HTML page of a comparison: ``markdown`` (the report.md text) and the per-item view.
 
     ``plots`` are the PNG files written beside it; each one the markdown links is inlined as
-    base64, and a link to a plot not among them is dropped.
+    base64, and a link to a plot not among them is dropped. Above ``inline_items`` items the per-item view
+    travels as compressed blocks of ``block_items`` items the page unpacks a page at a time
+    (:data:`INLINE_ITEMS`).
     """
     images: dict[str, str] = {}
     for p in plots:
@@ -492,7 +604,8 @@ def render_html(result: CompareResult, markdown: str, plots: Sequence[str | Path
         if path.is_file():
             images[path.name] = base64.b64encode(path.read_bytes()).decode("ascii")
     head, sep, rest = markdown.partition("\n## Every measure")
-    body = markdown_to_html(head, images) + "\n" + _per_item_html(result)
+    items, data = _per_item_html(result, inline_items=inline_items, block_items=block_items)
+    body = markdown_to_html(head, images) + "\n" + items
     if sep:
         body += "\n" + markdown_to_html("## Every measure" + rest, images)
     title = f"Comparison: {result.benchmark} / {result.criterion}"
@@ -502,5 +615,5 @@ def render_html(result: CompareResult, markdown: str, plots: Sequence[str | Path
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>\n{body}\n"
-        f"<script>{_SCRIPT}</script>\n</body></html>\n"
+        f"<script>var ITEMS={data};{_SCRIPT}</script>\n</body></html>\n"
     )

@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from pydantic import BaseModel
 
 from mitigate.errors import DataError
 from mitigate.estimators.mean import MeanEstimate
@@ -49,10 +51,11 @@ from mitigate.harness.tables import best_indices, md_cell, md_table
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.paths import open_regular, write_output
 
-__all__ = ["dump_results", "load_results", "render_markdown", "render_report", "render_summary",
-           "write_report"]
+__all__ = ["COLUMNS_FILE", "dump_results", "load_results", "render_markdown", "render_report", "render_summary",
+           "write_columns", "write_report", "write_results"]
 
 RESULTS_FILE = "results.json"
+COLUMNS_FILE = "results.sqlite"
 REPORT_FILE = "report.md"
 
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "zero": "→ 0"}
@@ -77,6 +80,54 @@ def dump_results(result: CompareResult) -> str:
     """``result`` as strict JSON text (undefined values as null)."""
     return json.dumps(_strict(result.model_dump(mode="json")), indent=1, allow_nan=False,
                       ensure_ascii=False) + "\n"
+
+
+_STREAMED = frozenset({"items", "entries", "judgments"})
+"""The long fields of a result (one element per item, or per entry) that :func:`write_results` writes one element at
+a time."""
+
+
+def _dumps(value: Any, depth: int) -> str:
+    """``value`` as ``json.dumps(..., indent=1)`` writes it nested ``depth`` levels deep."""
+    text = json.dumps(_strict(value), indent=1, allow_nan=False, ensure_ascii=False)
+    return text.replace("\n", "\n" + " " * depth)  # JSON strings hold no raw newline: only the layout's
+
+
+def _write_model(write: Callable[[str], Any], model: BaseModel, depth: int) -> None:
+    names = list(type(model).model_fields)
+    long = [n for n in names if n in _STREAMED and isinstance(getattr(model, n), tuple)]
+    rest = model.model_dump(mode="json", exclude=set(long))
+    pad = " " * (depth + 1)
+    write("{")
+    for k, name in enumerate(names):
+        write(("," if k else "") + "\n" + pad + json.dumps(name, ensure_ascii=False) + ": ")
+        if name in long:
+            _write_list(write, getattr(model, name), depth + 1)
+        else:
+            write(_dumps(rest[name], depth + 1))
+    write("\n" + " " * depth + "}")
+
+
+def _write_list(write: Callable[[str], Any], values: Sequence[Any], depth: int) -> None:
+    if not values:
+        write("[]")
+        return
+    pad = " " * (depth + 1)
+    write("[")
+    for k, value in enumerate(values):
+        write(("," if k else "") + "\n" + pad)
+        if isinstance(value, EntryResult):
+            _write_model(write, value, depth + 1)
+        else:
+            write(_dumps(value.model_dump(mode="json") if isinstance(value, BaseModel) else value, depth + 1))
+    write("\n" + " " * depth + "]")
+
+
+def write_results(result: CompareResult, fh: IO[str]) -> None:
+    """Write ``result`` into ``fh`` as :func:`dump_results` gives it, one item and one judgment at a time, so the
+    text (tens of MB at tens of thousands of items) is never held whole."""
+    _write_model(fh.write, result, 0)
+    fh.write("\n")
 
 
 def load_results(path: str | Path) -> CompareResult:
@@ -104,14 +155,35 @@ def load_results(path: str | Path) -> CompareResult:
                         path=str(p)) from None
 
 
+def write_columns(result: CompareResult, path: str | Path) -> Path:
+    """Every entry's judgments as columns (``results.sqlite``, :mod:`mitigate.run.columns`): one row per entry and
+    item, ``entry`` naming the entry, written as they are read (the long-form table of :meth:`CompareResult.rows`)."""
+    from mitigate.data.schema import Item
+    from mitigate.run.columns import ColumnWriter
+
+    crit = result.criterion
+    pairwise = result.task == "pairwise"
+    items = [Item.model_construct(  # what the columns read of an item: its names and its label on the criterion
+        id=r.id, output=r.output or "", output_b=(r.output_b or "") if pairwise else None, system=r.system,
+        doc_id=r.doc_id, human={} if r.human is None else {crit: r.human},
+        preference={} if r.gold is None else {crit: r.gold}) for r in result.items]
+    about = {"benchmark": result.benchmark, "criterion": crit, "task": result.task,
+             "entries": [e.name for e in result.entries]}
+    with ColumnWriter(path, about, criterion=crit) as columns:
+        for e in result.entries:
+            for item, judgment in zip(items, e.judgments, strict=True):
+                columns.append(item, judgment, entry=e.name)
+    return Path(path)
+
+
 def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
-    """Write ``results.json``, ``report.md``, ``report.html`` and the plots into ``folder``; returns the paths
-    written."""
+    """Write ``results.json``, ``results.sqlite`` (the judgments as columns), ``report.md``, ``report.html`` and the
+    plots into ``folder``; returns the paths written."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
-    write_output(path, dump_results(result), "the results file")
-    return [path, *render_report(out, html=True, result=result)]
+    write_output(path, lambda fh: write_results(result, fh), "the results file")
+    return [path, write_columns(result, out / COLUMNS_FILE), *render_report(out, html=True, result=result)]
 
 
 def render_report(folder: str | Path, *, html: bool = False,

@@ -14,6 +14,7 @@ there is none (``estimate_note``); :meth:`CompareResult.to_pandas` gives them as
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -233,16 +234,26 @@ class CompareResult(BaseModel):
                  "reason": c.reason}
                 for e in self.entries if (c := e.comparison) is not None]
 
-    def to_pandas(self, table: Literal["judgments", "estimates", "comparisons"] = "judgments") -> Any:
+    def to_pandas(self, table: Literal["judgments", "estimates", "comparisons"] = "judgments", *,
+                  folder: str | Path | None = None) -> Any:
         """A pandas DataFrame (needs the ``pandas`` extra): :meth:`rows` (``table="judgments"``, one row per
         entry, item and order), :meth:`estimate_rows` (``table="estimates"``, one row per entry and system) or
-        :meth:`comparison_rows` (``table="comparisons"``, one row per entry compared with the first)."""
+        :meth:`comparison_rows` (``table="comparisons"``, one row per entry compared with the first).
+
+        ``folder``: the comparison's folder; the judgments are then read from its columns (``results.sqlite``,
+        :class:`~mitigate.run.columns.Columns`) rather than built from the judgments held in this result.
+        """
         if table == "estimates":
             return frame(self.estimate_rows(), list(ESTIMATE_COLUMNS))
         if table == "comparisons":
             return frame(self.comparison_rows(), list(COMPARISON_COLUMNS))
         if table != "judgments":
             raise ConfigError(f"expected table='judgments', 'estimates' or 'comparisons'; got {table!r}")
+        if folder is not None:
+            from mitigate.run.columns import Columns
+
+            with Columns(Path(folder) / "results.sqlite") as columns:
+                return columns.to_pandas()
         return frame(self.rows())
 
     def entry(self, name: str) -> EntryResult:

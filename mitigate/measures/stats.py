@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -266,6 +266,42 @@ def _spearman_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], n
     return batched(stat)
 
 
+KENDALL_TABLE_CELLS = 4096
+"""Largest table of distinct judge x human values for which Kendall's tau-b is resampled from contingency tables
+(scores on a scale); above it (continuous values) each resample goes through scipy."""
+
+
+def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Kendall's tau-b of rows of value codes, from each row's kx x ky contingency table.
+
+    The same integer counts scipy's ``kendalltau`` computes (discordant pairs, ties in x, in y and in both) and
+    the same float formula, so every value equals scipy's to the last bit; a table costs O(kx * ky) per resample
+    instead of a sort of the items.
+    """
+    def stat(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+        flat_x = np.asarray(cx, dtype=np.int64).reshape(-1, cx.shape[-1])
+        flat_y = np.asarray(cy, dtype=np.int64).reshape(-1, cy.shape[-1])
+        m, n = flat_x.shape
+        cells = kx * ky
+        joint = flat_x * ky + flat_y + (np.arange(m, dtype=np.int64) * cells)[:, None]
+        t = np.bincount(joint.ravel(), minlength=m * cells).reshape(m, kx, ky)
+        below = np.cumsum(t, axis=2) - t  # per cell: the count at the same x with a smaller y
+        later = np.cumsum(below[:, ::-1, :], axis=1)[:, ::-1, :] - below  # ... summed over larger x
+        dis = (t * later).sum(axis=(1, 2))
+        ntie = (t * (t - 1) // 2).sum(axis=(1, 2))
+        a, b = t.sum(axis=2), t.sum(axis=1)
+        xtie = (a * (a - 1) // 2).sum(axis=1)
+        ytie = (b * (b - 1) // 2).sum(axis=1)
+        tot = n * (n - 1) // 2
+        con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+        tau = np.minimum(1.0, np.maximum(-1.0, tau))
+        return np.where((xtie == tot) | (ytie == tot), np.nan, tau).reshape(cx.shape[:-1])
+
+    return batched(stat)
+
+
 def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     rows = ROW_CORRELATIONS[method]
 
@@ -277,6 +313,20 @@ def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.n
 
 # ---------------------------------------------------------------------------------------
 # bootstrap
+
+
+CHUNK_CELLS = 1 << 19
+"""Resampled values held at once by the bootstrap and the permutation tests (rows x items): about 4 MB an array."""
+
+
+def row_chunks(total: int, width: int, cells: int | None = None) -> list[int]:
+    """``total`` resample rows of ``width`` items split into blocks of at most ``cells`` values (at least one row each).
+
+    Drawing a ``(total, width)`` block from a numpy Generator, or these blocks one after the other, gives the same
+    numbers, so a resampling statistic is identical while its memory stays bounded whatever the number of items.
+    """
+    step = max(1, (CHUNK_CELLS if cells is None else cells) // max(width, 1))
+    return [min(step, total - k) for k in range(0, total, step)]
 
 
 def _percentile_interval(values: np.ndarray, alpha: float, min_valid_share: float) -> tuple[float, float]:
@@ -333,6 +383,14 @@ def bootstrap_ci(
                 _spearman_on_codes(len(ux), len(uy)), cx, cy, n_boot=n_boot, alpha=alpha, seed=seed,
                 paired=True, min_valid_share=min_valid_share,
             )
+        if fn == "kendall":
+            ux, cx = np.unique(x, return_inverse=True)
+            uy, cy = np.unique(y, return_inverse=True)
+            if len(ux) * len(uy) <= KENDALL_TABLE_CELLS:
+                return bootstrap_ci(
+                    _kendall_on_codes(len(ux), len(uy)), cx, cy, n_boot=n_boot, alpha=alpha, seed=seed,
+                    paired=True, min_valid_share=min_valid_share,
+                )
         return bootstrap_ci(
             _correlation_batched(fn), x, y, n_boot=n_boot, alpha=alpha, seed=seed, paired=True,
             min_valid_share=min_valid_share,
@@ -343,21 +401,24 @@ def bootstrap_ci(
     if any(len(a) == 0 for a in arrs):
         return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
-    if paired:
-        idx = rng.integers(0, len(arrs[0]), size=(n_boot, len(arrs[0])))
-        indices = [idx] * len(arrs)
-    else:
-        indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
+    is_batched = getattr(fn, "batched", False)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        if getattr(fn, "batched", False):
-            values = np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
-        else:
-            values = np.array(
-                [float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)])) for b in range(n_boot)],
-                dtype=float,
-            )
-    return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
+        if not paired:
+            indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
+            values = (np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float) if is_batched
+                      else np.array([float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)]))
+                                     for b in range(n_boot)], dtype=float))
+            return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
+        n = len(arrs[0])
+        parts = []
+        for rows in row_chunks(n_boot, n):  # the same draws as one (n_boot, n) block, a block of rows at a time
+            idx = rng.integers(0, n, size=(rows, n))
+            if is_batched:
+                parts.append(np.asarray(fn(*[a[idx] for a in arrs]), dtype=float).reshape(-1))
+            else:
+                parts.append(np.array([float(fn(*[a[i] for a in arrs])) for i in idx], dtype=float))
+    return _percentile_interval(np.concatenate(parts), alpha, min_valid_share)
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,13 +464,14 @@ def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> np.ndarray:
-    """A (n_perm, n) boolean array: which items swap in each permutation (whole groups together with
-    ``codes``)."""
-    if codes is None:
-        return rng.random((n_perm, n)) < 0.5
-    per_group = rng.random((n_perm, int(codes.max()) + 1 if len(codes) else 0)) < 0.5
-    return per_group[:, codes]
+def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> Iterator[np.ndarray]:
+    """Blocks of a (n_perm, n) boolean array, rows in order: which items swap in each permutation (whole groups
+    together with ``codes``). The blocks hold the draws one (n_perm, n) array would, a bounded number at a time."""
+    for rows in row_chunks(n_perm, n):
+        if codes is None:
+            yield rng.random((rows, n)) < 0.5
+        else:
+            yield (rng.random((rows, int(codes.max()) + 1 if len(codes) else 0)) < 0.5)[:, codes]
 
 
 def _two_sided_p(observed: float, null: np.ndarray) -> float:
@@ -461,25 +523,24 @@ def paired_permutation_test(
             reason=f"the statistic is undefined for at least one judge on {len(a)} complete items",
         )
     rng = np.random.default_rng(seed)
-    swap = _swaps(rng, n_perm, len(a), None if groups is None else _group_codes(groups, keep))
-    pa = np.where(swap, b, a)
-    pb = np.where(swap, a, b)
+    parts = []
+    if stat == "spearman":
+        values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
+        ca, cb = codes[: len(a)], codes[len(a):]
+        hr = rank_rows(h)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        if isinstance(stat, str) and stat in ("pearson", "spearman"):
-            rows = ROW_CORRELATIONS[stat]
+        for swap in _swaps(rng, n_perm, len(a), None if groups is None else _group_codes(groups, keep)):
             if stat == "spearman":
-                values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
-                ca, cb = codes[: len(a)], codes[len(a):]
-                hr = rank_rows(h)
                 ra = ranks_from_codes(np.where(swap, cb, ca), len(values))
                 rb = ranks_from_codes(np.where(swap, ca, cb), len(values))
-                null = pearson_rows(ra, hr) - pearson_rows(rb, hr)
+                parts.append(pearson_rows(ra, hr) - pearson_rows(rb, hr))
+            elif stat == "pearson":
+                parts.append(pearson_rows(np.where(swap, b, a), h) - pearson_rows(np.where(swap, a, b), h))
             else:
-                null = rows(pa, h) - rows(pb, h)
-        else:
-            null = np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x,
-                             y in zip(pa, pb, strict=True)])
+                parts.append(np.array([float(stat_fn(x, h)) - float(stat_fn(y, h))
+                                       for x, y in zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)]))
+    null = np.concatenate(parts)
     return PermutationResult(
         observed=observed, p_value=_two_sided_p(observed, null), n=len(a), n_perm=n_perm,
         observed_a=sa, observed_b=sb,
@@ -518,8 +579,8 @@ def permutation_test_mean_diff(
         d = a - b
         observed = float(d.mean())
         codes = None if groups is None else _group_codes(groups, keep)
-        signs = np.where(_swaps(rng, n_perm, len(d), codes), -1.0, 1.0)
-        null = (signs * d).mean(axis=1)
+        null = np.concatenate([(np.where(swap, -1.0, 1.0) * d).mean(axis=1)
+                               for swap in _swaps(rng, n_perm, len(d), codes)])
         return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(d),
                                  n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))
     a = as_float_array(x, "x")
@@ -531,8 +592,10 @@ def permutation_test_mean_diff(
                                  reason=f"each sample needs a value; got {len(a)} and {len(b)}")
     pooled = np.concatenate([a, b])
     observed = float(a.mean() - b.mean())
-    perm = np.argsort(rng.random((n_perm, len(pooled))), axis=1)
-    shuffled = pooled[perm]
-    null = shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a):].mean(axis=1)
+    parts = []
+    for rows in row_chunks(n_perm, len(pooled)):
+        shuffled = pooled[np.argsort(rng.random((rows, len(pooled))), axis=1)]
+        parts.append(shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a):].mean(axis=1))
+    null = np.concatenate(parts)
     return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(pooled),
                              n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))

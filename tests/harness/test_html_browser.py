@@ -22,7 +22,7 @@ import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import Entry, compare
+from mitigate.harness.compare import CompareResult, Entry, compare
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from tests.report_fixture import run_compare
@@ -190,3 +190,83 @@ def test_a_screenshot_is_drawn(report: Path, tmp_path: Path) -> None:
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (1280, 1600)
     assert re.search(rb"IDAT", data)
+
+
+# ----------------------------------------------------------------------------- a large report, in pages
+
+
+def _packed_page(report: Path, tmp: Path) -> Path:
+    """The fixture's report rebuilt with its per-item view as compressed blocks of 5 items (as a large one is)."""
+    from mitigate.harness.html_report import render_html
+    from mitigate.harness.report import load_results
+
+    folder = report.parent
+    page = tmp / "packed.html"
+    md = (folder / "report.md").read_text()
+    page.write_text(render_html(load_results(folder), md, sorted(folder.glob("*.png")), inline_items=0,
+                                block_items=5))
+    return page
+
+
+def _view_of(dom: str) -> list[tuple[str | None, str | None]]:
+    return [(it["data-index"], it["open"]) for it in visible(parse(dom))]
+
+
+@pytest.mark.parametrize("fragment", ["", "#filter=failures", "#filter=flagged&sort=disagreement",
+                                      "#sort=human", "#q=s2%2Fd3&open=1", "#open=S1%2Fd2"])
+def test_a_packed_per_item_view_shows_what_the_plain_one_shows(report: Path, tmp_path: Path, fragment: str) -> None:
+    packed = _packed_page(report, tmp_path)
+    text = packed.read_text()
+    assert text.count("<script>") == 1 and '<tbody class="item"' not in text  # the items travel packed
+    plain, unpacked = dump_dom(report, fragment, tmp_path), dump_dom(packed, fragment, tmp_path)
+    assert _view_of(unpacked) == _view_of(plain) and _view_of(plain)
+    assert parse(unpacked).shown == parse(plain).shown
+
+
+def _large_result(n: int, entries: int = 2) -> CompareResult:
+    from mitigate.harness.results import EntryResult, ItemRecord
+    from mitigate.judge import Judgment
+    from mitigate.run.tally import RunSummary
+    from mitigate.scale import Scale
+
+    scale = Scale(min=1, max=5)
+    records = tuple(ItemRecord(id=f"t{k:06d}", system=f"S{k % 4}", doc_id=f"d{k // 4}", human=float(1 + k % 5),
+                               words=12, output=f"Text number {k}: the weather was mild and the streets were quiet.")
+                    for k in range(n))
+    summary = RunSummary(items=n, judged_now=n, resumed=0, ok=n, parse_failures=0, errors=0, calls=n, cached_calls=0)
+    out = []
+    for e in range(entries):
+        judgments = tuple(
+            Judgment(item_id=r.id, scores={"quality": float(1 + (k * (e + 3)) % 5)},
+                     raw=(f"Score: {1 + (k * (e + 3)) % 5}",), flags=("needs_human",) if k % 97 == 0 else ())
+            for k, r in enumerate(records))
+        out.append(EntryResult(name=f"judge {e}", kind="judge", scale=scale, summary=summary, judgments=judgments,
+                               measures={}))
+    return CompareResult(benchmark="large", criterion="quality", human_scale=scale, items=records,
+                         entries=tuple(out))
+
+
+def test_a_large_report_opens_on_its_summary_and_pages_through_its_items(tmp_path: Path) -> None:
+    from mitigate.harness.html_report import PAGE_ITEMS, render_html
+
+    n = 20_000
+    page = tmp_path / "report.html"
+    md = "# Comparison\n\n## Bottom line\n\n- judge 1 agrees more\n\n| entry | ρ |\n|---|---:|\n| judge 0 | 0.1 |\n"
+    page.write_text(render_html(_large_result(n), md))
+    assert page.stat().st_size < 5_000_000  # 20,000 items x 2 entries; plain HTML would be some 30 MB
+    done = _run(page, "", tmp_path, "--dump-dom", "--enable-logging=stderr", "--v=0")
+    assert "Uncaught" not in done.stderr, done.stderr[-2000:]
+    first = parse(done.stdout)
+    assert first.summary_rows >= 2 and "judge 1 agrees more" in done.stdout
+    assert [it["data-index"] for it in first.items] == [str(k) for k in range(PAGE_ITEMS)]
+    assert first.shown == f"{n:,} of {n:,} items shown".replace(",", "")
+    assert f"page 1 of {n // PAGE_ITEMS}" in done.stdout
+    third = parse(dump_dom(page, "#filter=flagged&sort=disagreement&page=3", tmp_path))
+    flagged = [k for k in range(n) if k % 97 == 0]
+    assert third.shown == f"{len(flagged)} of {n} items shown"
+    keys = [(-float(it["data-disagreement"] or 0), int(it["data-index"] or 0)) for it in third.items]
+    ranked = sorted(keys)
+    assert keys == ranked and len(keys) == min(PAGE_ITEMS, len(flagged) - 2 * PAGE_ITEMS)
+    assert all(int(it["data-index"] or 0) in flagged and it["data-flagged"] == "1" for it in third.items)
+    last = parse(dump_dom(page, f"#page={n // PAGE_ITEMS}&open=t019999", tmp_path))
+    assert [(it["data-index"], it["open"]) for it in last.items][-1] == ("19999", "yes")

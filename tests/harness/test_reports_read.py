@@ -7,6 +7,7 @@ tests/harness/test_html_browser.py opens it in a real headless browser.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from mitigate.errors import ConfigError
 from mitigate.harness.compare import CompareResult, Entry, compare
 from mitigate.harness.html_report import item_view, markdown_to_html
 from mitigate.harness.reading import bottom_lines, plain_reason, warnings
-from mitigate.harness.report import dump_results, load_results, render_report
+from mitigate.harness.report import dump_results, load_results, render_report, write_results
 from mitigate.harness.tables import best_indices, md_cell, md_table, split_row
 from mitigate.judge import Judgment
 from mitigate.lm.fake import FakeLM
@@ -212,6 +213,37 @@ def test_compare_with_out_dir_writes_both_reports_and_report_false_writes_none(w
     assert (tmp_path / "journals").is_dir()
 
 
+def test_results_json_is_written_an_item_at_a_time_as_the_one_dump_would_write_it(written, tmp_path) -> None:
+    folder, result = written
+    assert (folder / "results.json").read_text() == dump_results(result)
+    empty = result.model_copy(update={"items": (), "entries": (result.entries[0].model_copy(
+        update={"judgments": (), "measures": {}}),)})
+    with (tmp_path / "empty.json").open("w") as fh:
+        write_results(empty, fh)
+    assert (tmp_path / "empty.json").read_text() == dump_results(empty)
+    pairwise = asyncio.run(compare(
+        Benchmark(name="pw", criteria=("help",), items=tuple(
+            Item(id=f"p{k}", output=f"long answer {k} " * (1 + k % 3), output_b=f"short {k}",
+                 preference={"help": "AB"[k % 2]}) for k in range(6))),
+        "help", [Entry.from_pipeline("pos", PromptJudge(JudgePrompt.from_template(
+            "Which is better?\nA: {{output}}\nB: {{output_b}}\nAnswer A or B.", criterion="help"),
+            FakeLM(lambda r: "A")), "position-swap")], out_dir=tmp_path / "pw", progress=False, n_boot=20,
+        n_perm=50))
+    assert (tmp_path / "pw" / "results.json").read_text() == dump_results(pairwise)
+    if sys.modules.get("pandas") or _has_pandas():
+        import pandas as pd
+
+        pd.testing.assert_frame_equal(pairwise.to_pandas(folder=tmp_path / "pw"), pairwise.to_pandas())
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def test_report_command_rebuilds_the_html_report_only_with_html(written, tmp_path) -> None:
     folder, _ = written
     (tmp_path / "results.json").write_bytes((folder / "results.json").read_bytes())
@@ -373,3 +405,20 @@ def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path:
                 if ln.startswith("- α samples"))
     assert "one: every judgment holds at most 1 sample" in line
     assert "three: every value is the same" in line
+
+
+def test_compare_writes_its_judgments_as_columns_and_to_pandas_reads_them(written) -> None:
+    pd = pytest.importorskip("pandas")
+    from mitigate.run.columns import Columns
+
+    folder, result = written
+    from_columns = result.to_pandas(folder=folder)
+    pd.testing.assert_frame_equal(from_columns, result.to_pandas())
+    assert set(from_columns["entry"]) == set(NAMES) and len(from_columns) == 3 * 12
+    with Columns(folder / "results.sqlite") as cols:
+        assert cols.about["entries"] == list(NAMES) and cols.about["criterion"] == "quality"
+        for e in result.entries:
+            scores = cols.column("score", entry=e.name)
+            want = [math.nan if s is None else s for s in e.scores("quality")]
+            assert repr(scores.tolist()) == repr(want)
+        assert cols.column("human", entry=NAMES[0]).tolist() == [it.human for it in result.items]
