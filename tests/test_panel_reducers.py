@@ -238,9 +238,9 @@ async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_c
     result = await compare(bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50,
                            n_perm=100)
     panel, one = result.entries
-    assert panel.measures["panel_effective_votes"].extra["n_members"] == 3
-    assert panel.measures["member_confusion"].extra["observed"]["good"]["balanced_accuracy"] == 1.0
-    assert not one.measures["member_confusion"].ok
+    assert panel.measures["panel-effective-votes"].extra["n_members"] == 3
+    assert panel.measures["member-confusion"].extra["observed"]["good"]["balanced_accuracy"] == 1.0
+    assert not one.measures["member-confusion"].ok
     text = render_markdown(result)
     section = text.split("## Panel members", 1)[1].split("\n## ", 1)[0]
     assert "| panel | good |" in section and "| panel | bad1 |" in section and "one judge" not in section

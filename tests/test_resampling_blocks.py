@@ -95,7 +95,7 @@ def test_compare_reports_the_numbers_the_implementation_before_reported(monkeypa
     import json
     from pathlib import Path
 
-    from compare_numbers import reported
+    from tests.compare_numbers import reported
 
     before = json.loads((Path(__file__).parent / "fixtures" / "compare_numbers.json").read_text())
     assert _known(reported(), before) == before
