@@ -4,7 +4,8 @@
 first entry, human reference rows, histograms and corrected estimates as plain JSON (the run
 summaries' timings left out). ``tests/fixtures/compare_numbers.json`` holds what the implementation
 before the columnar, block-resampled measures reported (written by running this module with that
-checkout first on ``PYTHONPATH``: ``python tests/compare_numbers.py OUT``); the test in
+checkout first on ``PYTHONPATH``: ``python -m tests.compare_numbers OUT`` from its root; run as a file, the
+tests/selectors folder would shadow the standard library's selectors); the test in
 ``test_resampling_blocks.py`` asserts the present code reports the same, to the last digit.
 """
 
