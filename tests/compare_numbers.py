@@ -23,7 +23,7 @@ from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.data.labels import hide_labels
 from mitigate.data.schema import Benchmark
 from mitigate.harness.compare import Entry, compare
-from mitigate.harness.report import _strict
+from mitigate.harness.results_file import _strict
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 
@@ -38,7 +38,8 @@ def _q(request: LMRequest) -> int:
 def _score_bench(docs: int = 24, systems: int = 4) -> Benchmark:
     return Benchmark(name="toy", criteria=("q",), items=tuple(
         Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}", output=f"q={1 + (d * 7 + s * 3) % 5} d{d} s{s} "
-             + "w " * ((d + 2 * s) % 7), human={"q": min(5.0, float(1 + (d * 3 + s * 2) % 5) + 0.5 * (s % 2))})
+             + "w " * ((d + 2 * s) % 7),
+             human={"q": min(5.0, float(1 + (d * 3 + s * 2) % 5) + 0.5 * (s % 2))})
         for d in range(docs) for s in range(systems)))
 
 
@@ -69,7 +70,8 @@ async def _all(folder: Path) -> dict[str, Any]:
     score_judge = PromptJudge(JudgePrompt.from_template(SCORE, criterion="q"),
                               FakeLM(lambda r: "nothing" if _q(r) == 3 and "s1 " in r.messages[-1].content
                                      else f"Score: {_q(r)}"))
-    other = PromptJudge(JudgePrompt.from_template(SCORE, criterion="q"), FakeLM(lambda r: f"Score: {6 - _q(r)}"))
+    other = PromptJudge(JudgePrompt.from_template(SCORE, criterion="q"),
+                        FakeLM(lambda r: f"Score: {6 - _q(r)}"))
     entries = [Entry.from_pipeline("plain", score_judge, "baseline"), Entry(name="reversed", judge=other),
                Entry.from_pipeline("hint", score_judge, "consistency-hint")]
     kw: dict[str, Any] = {"progress": False, "n_boot": 200, "n_perm": 300, "seed": 1}

@@ -1,4 +1,5 @@
-"""Bootstrap intervals and permutation tests drawn a block of resamples at a time give the numbers one block gives.
+"""Bootstrap intervals and permutation tests drawn a block of resamples at a time give the numbers one block
+gives.
 
 The resampling statistics hold at most ``stats.CHUNK_CELLS`` resampled values at once, so their
 memory stays bounded at any number of items; each test below computes the same statistic with the
@@ -39,7 +40,8 @@ def _all(a: np.ndarray, b: np.ndarray, h: np.ndarray, docs: list[str]) -> list[o
         stats.permutation_test_mean_diff(a, b, n_perm=300, seed=5, paired=True, groups=docs).model_dump(),
         paired_mean_difference(b, a, n_boot=200, n_perm=300, seed=6).model_dump(),
         paired_statistic_difference(b, a, h, "spearman", n_boot=200, n_perm=300, seed=7).model_dump(),
-        paired_statistic_difference(b, a, h, "spearman", test="bootstrap", clusters=docs, n_boot=100, n_perm=150,
+        paired_statistic_difference(b, a, h, "spearman", test="bootstrap", clusters=docs, n_boot=100,
+                                    n_perm=150,
                                     seed=7).model_dump(),
     ]
 
@@ -88,9 +90,12 @@ def test_kendall_of_a_constant_resample_is_nan_as_scipy_says() -> None:
     assert np.isnan(out[0]) and out[1] == 1.0
 
 
-def test_compare_reports_the_numbers_the_implementation_before_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Measures, per-system values, comparisons, human rows and corrected estimates of three small comparisons equal
-    what the code before block resampling, table-based Kendall and streamed results reported (the fixture), with
+def test_compare_reports_the_numbers_the_implementation_before_reported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measures, per-system values, comparisons, human rows and corrected estimates of three small comparisons
+    equal
+    what the code before block resampling, table-based Kendall and streamed results reported (the fixture),
+    with
     resampling blocks as large as the data and as small as a few rows."""
     import json
     from pathlib import Path
@@ -104,14 +109,17 @@ def test_compare_reports_the_numbers_the_implementation_before_reported(monkeypa
 
 
 def _known(now: dict, before: dict) -> dict:
-    """``now`` with only the measures ``before`` holds (another test module may register a measure of its own);
+    """``now`` with only the measures ``before`` holds (another test module may register a measure of its
+    own);
     a measure ``before`` holds and ``now`` lacks stays missing, so the comparison fails."""
     out = {}
     for name, run in now.items():
         entries = {}
         for entry, numbers in run["entries"].items():
             known = before.get(name, {}).get("entries", {}).get(entry, {}).get("measures", {})
-            entries[entry] = {**numbers, "measures": {k: v for k, v in numbers["measures"].items() if k in known}}
+            entries[entry] = {**numbers,
+                              "measures": {k: v for k, v in numbers["measures"].items() if k in known}}
         known_human = before.get(name, {}).get("human", {})
-        out[name] = {**run, "entries": entries, "human": {k: v for k, v in run["human"].items() if k in known_human}}
+        out[name] = {**run, "entries": entries,
+                     "human": {k: v for k, v in run["human"].items() if k in known_human}}
     return out

@@ -18,6 +18,10 @@ a page unpacks only the blocks it shows, so a report of 100,000 items stays a fe
 
 Everything that comes from the user (entry names, item ids and texts, raw answers, prompts)
 is HTML-escaped; the script reads only attributes this module writes.
+
+Size: over 600 lines because the page's style sheet and script (about a hundred lines of CSS and
+JavaScript that must travel inside the one self-contained file) live beside the Python that writes
+the markup they read.
 """
 
 from __future__ import annotations
@@ -561,7 +565,8 @@ _SCRIPT = """
       try{if(history.replaceState&&location.hash!=='#'+h){history.replaceState(null,'','#'+h);}}catch(err){}
       return slice;});}
   function load(){var p=params();
-    if(p.filter&&filter.querySelector('option[value="'+p.filter.replace(/"/g,'')+'"]')){filter.value=p.filter;}
+    if(p.filter&&filter.querySelector('option[value="'+p.filter.replace(/"/g,'')+'"]')){
+      filter.value=p.filter;}
     if(p.sort&&sort.querySelector('option[value="'+p.sort.replace(/"/g,'')+'"]')){sort.value=p.sort;}
     if(p.q!==undefined){search.value=p.q;}
     page=(parseInt(p.page,10)||1)-1;

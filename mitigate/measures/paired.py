@@ -227,9 +227,12 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
 # a statistic against a reference, of B minus A
 
 
-def _batched_difference(stat: str, *arrays: np.ndarray) -> tuple[Callable[..., np.ndarray] | None, tuple[Any, ...]]:
-    """``stat(b, ref) - stat(a, ref)`` on every resample at once, for the named correlations that batch, and the
-    arrays to resample for it: for Spearman the value codes of (a, b) and of ref, ranked by counting (the ranks
+def _batched_difference(stat: str, *arrays: np.ndarray) -> tuple[Callable[..., np.ndarray] | None,
+                                                                 tuple[Any, ...]]:
+    """``stat(b, ref) - stat(a, ref)`` on every resample at once, for the named correlations that batch, and
+    the
+    arrays to resample for it: for Spearman the value codes of (a, b) and of ref, ranked by counting (the
+    ranks
     sorting gives, exactly, at a fraction of its cost)."""
     rows = ROW_CORRELATIONS.get(stat)
     if rows is None:
@@ -242,7 +245,8 @@ def _batched_difference(stat: str, *arrays: np.ndarray) -> tuple[Callable[..., n
         @batched
         def ranked(ca: np.ndarray, cb: np.ndarray, c: np.ndarray) -> np.ndarray:
             hr = ranks_from_codes(c, len(levels))
-            return pearson_rows(ranks_from_codes(cb, len(values)), hr) - pearson_rows(ranks_from_codes(ca, len(values)), hr)
+            return pearson_rows(ranks_from_codes(cb, len(values)),
+                                hr) - pearson_rows(ranks_from_codes(ca, len(values)), hr)
 
         return ranked, (codes[: len(a)], codes[len(a):], ch)
 
@@ -302,7 +306,8 @@ def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callab
                                          n_boot=n_boot, seed=seed)
         else:
             diff, arrays = _batched_difference(stat, x, y, h) if isinstance(stat, str) else (None, (x, y, h))
-            lo, hi = bootstrap_ci(diff or (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)), *arrays, n_boot=n_boot,
+            lo, hi = bootstrap_ci(diff or (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)), *arrays,
+                                  n_boot=n_boot,
                                   seed=seed)
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi

@@ -10,6 +10,9 @@ when the statistic is one of the named correlations (``"pearson"``, ``"spearman"
 function marked as batched (see :func:`bootstrap_ci`). Spearman ranks are recomputed
 inside every resample, so ties are handled exactly as :func:`scipy.stats.spearmanr` does.
 
+Size: over 600 lines because the correlations and the resampling tests share their batched,
+bounded-block forms (one set of rank and block helpers); split, each half would import the other.
+
 scipy is imported only inside the functions that call it (Kendall's tau-b), so importing
 this module stays cheap.
 """
@@ -267,15 +270,18 @@ def _spearman_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], n
 
 
 KENDALL_TABLE_CELLS = 4096
-"""Largest table of distinct judge x human values for which Kendall's tau-b is resampled from contingency tables
+"""Largest table of distinct judge x human values for which Kendall's tau-b is resampled from contingency
+tables
 (scores on a scale); above it (continuous values) each resample goes through scipy."""
 
 
 def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Kendall's tau-b of rows of value codes, from each row's kx x ky contingency table.
 
-    The same integer counts scipy's ``kendalltau`` computes (discordant pairs, ties in x, in y and in both) and
-    the same float formula, so every value equals scipy's to the last bit; a table costs O(kx * ky) per resample
+    The same integer counts scipy's ``kendalltau`` computes (discordant pairs, ties in x, in y and in both)
+    and
+    the same float formula, so every value equals scipy's to the last bit; a table costs O(kx * ky) per
+    resample
     instead of a sort of the items.
     """
     def stat(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
@@ -316,14 +322,18 @@ def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.n
 
 
 CHUNK_CELLS = 1 << 19
-"""Resampled values held at once by the bootstrap and the permutation tests (rows x items): about 4 MB an array."""
+"""Resampled values held at once by the bootstrap and the permutation tests (rows x items): about 4 MB an
+array."""
 
 
 def row_chunks(total: int, width: int, cells: int | None = None) -> list[int]:
-    """``total`` resample rows of ``width`` items split into blocks of at most ``cells`` values (at least one row each).
+    """``total`` resample rows of ``width`` items split into blocks of at most ``cells`` values (at least one
+    row each).
 
-    Drawing a ``(total, width)`` block from a numpy Generator, or these blocks one after the other, gives the same
-    numbers, so a resampling statistic is identical while its memory stays bounded whatever the number of items.
+    Drawing a ``(total, width)`` block from a numpy Generator, or these blocks one after the other, gives the
+    same
+    numbers, so a resampling statistic is identical while its memory stays bounded whatever the number of
+    items.
     """
     step = max(1, (CHUNK_CELLS if cells is None else cells) // max(width, 1))
     return [min(step, total - k) for k in range(0, total, step)]
@@ -406,13 +416,15 @@ def bootstrap_ci(
         warnings.simplefilter("ignore")
         if not paired:
             indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
-            values = (np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float) if is_batched
+            values = (np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
+                      if is_batched
                       else np.array([float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)]))
                                      for b in range(n_boot)], dtype=float))
             return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
         n = len(arrs[0])
         parts = []
-        for rows in row_chunks(n_boot, n):  # the same draws as one (n_boot, n) block, a block of rows at a time
+        # the same draws as one (n_boot, n) block, a block of rows at a time
+        for rows in row_chunks(n_boot, n):
             idx = rng.integers(0, n, size=(rows, n))
             if is_batched:
                 parts.append(np.asarray(fn(*[a[idx] for a in arrs]), dtype=float).reshape(-1))
@@ -465,8 +477,10 @@ def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
 
 
 def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> Iterator[np.ndarray]:
-    """Blocks of a (n_perm, n) boolean array, rows in order: which items swap in each permutation (whole groups
-    together with ``codes``). The blocks hold the draws one (n_perm, n) array would, a bounded number at a time."""
+    """Blocks of a (n_perm, n) boolean array, rows in order: which items swap in each permutation (whole
+    groups
+    together with ``codes``). The blocks hold the draws one (n_perm, n) array would, a bounded number at a
+    time."""
     for rows in row_chunks(n_perm, n):
         if codes is None:
             yield rng.random((rows, n)) < 0.5
@@ -539,7 +553,8 @@ def paired_permutation_test(
                 parts.append(pearson_rows(np.where(swap, b, a), h) - pearson_rows(np.where(swap, a, b), h))
             else:
                 parts.append(np.array([float(stat_fn(x, h)) - float(stat_fn(y, h))
-                                       for x, y in zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)]))
+                                       for x,
+                                       y in zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)]))
     null = np.concatenate(parts)
     return PermutationResult(
         observed=observed, p_value=_two_sided_p(observed, null), n=len(a), n_perm=n_perm,
