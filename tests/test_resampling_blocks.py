@@ -65,8 +65,8 @@ def test_blocks_cover_every_resample_and_bound_the_values_held() -> None:
 
 
 @pytest.mark.parametrize("levels", [(5, 5), (3, 9), (2, 2), (10, 4)])
-def test_kendall_resampled_from_contingency_tables_equals_scipy_to_the_last_bit(levels: tuple[int, int],
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kendall_resampled_from_contingency_tables_equals_scipy_to_the_last_bit(
+        levels: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(sum(levels))
     n = 301
     h = rng.integers(0, levels[1], n).astype(float) / 2
