@@ -25,6 +25,14 @@ text; explicit arguments to :meth:`~mitigate.prompt.JudgePrompt.from_template` o
 
 The ``line`` is the answer as written, with ``{value}`` where the score, letter or verdict
 label goes (``"[RESULT] {value}"``, ``"Rating: [[{value}]]"``, ``"Output ({value})"``).
+
+A template may itself write the start of the answer line as its last line and leave the
+judge to complete it (G-Eval's ``Evaluation Form (scores ONLY):`` / ``- Fluency (1-3):``, a
+closing ``Score:``). That start is the format's ``stub``: the judge's answer is the rest of
+the line (``3``), the constraint constrains only that rest (:attr:`AnswerFormat.continuation`),
+a demo shows the whole line completed (``- Fluency (1-3): 3``: the line the judge is left to
+complete, as every demo completes it), and the reader takes the bare value as well as the
+line repeated in full or by its label (:mod:`mitigate.parse.stub`).
 """
 
 from __future__ import annotations
@@ -54,6 +62,18 @@ DEFAULT_SCORE_LINE = "Score: {value}"
 """The answer line a prompt gets when its template names none (what mitigate's own prompts ask for)."""
 
 
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|\(?[A-Za-z0-9]\))\s+")
+"""A list marker opening a stub line: "- ", "* ", "3. ", "(a) "."""
+
+
+def _label(stub: str) -> str:
+    """The label of an answer stub or cue: no list marker, no bracketed range, no colon ("- Fluency (1-3):" ->
+    "Fluency")."""
+    text = _LIST_MARKER.sub("", stub.strip(), count=1)
+    text = re.sub(r"\s*[\[(][^\[\]()]{0,24}[\])]\s*", " ", text)
+    return " ".join(text.rstrip().rstrip(":").split()).strip("*_ ")
+
+
 def _fmt(v: float) -> str:
     r = round(float(v), 6)
     return str(int(r)) if r == int(r) else f"{r:g}"
@@ -74,6 +94,9 @@ class AnswerFormat(BaseModel):
     - ``reasoning``: "before" (explanation, then the answer on the last line), "after"
       (answer first, then explanation) or "none" (the answer alone).
     - ``inferred``: False when the template named no format and this is the default.
+    - ``stub``: the start of ``line`` that the template itself writes as its last line
+      ("- Fluency (1-3):", "Score:"), which the judge's answer completes; empty when the
+      template leaves the whole line to the judge.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,11 +111,18 @@ class AnswerFormat(BaseModel):
     case_sensitive: bool = False
     reasoning: Reasoning = "none"
     inferred: bool = True
+    stub: str = ""
 
     @model_validator(mode="after")
     def _check(self) -> AnswerFormat:
         if self.json_key is None and VALUE not in self.line:
             raise TemplateError(f"an answer line needs a {VALUE} placeholder; got {self.line!r}")
+        if self.stub and (self.json_key is not None or self.two_scores or not self.stub.strip()
+                          or "\n" in self.stub or not self.line.split(VALUE, 1)[0].startswith(self.stub)):
+            raise TemplateError(f"an answer stub is the start of the answer line before {VALUE}, on one line; got stub "
+                                f"{self.stub!r} for the line {self.line!r}"
+                                + (" (a JSON or two-scores answer has no stub)" if self.json_key is not None
+                                   or self.two_scores else ""))
         if self.kind == "pairwise" and len(self.labels) != 2:
             raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
         if self.kind == "pairwise" and len({x if self.case_sensitive else x.lower() for x in self.labels}) != 2:
@@ -113,6 +143,44 @@ class AnswerFormat(BaseModel):
         """A copy asking for reasoning ``"before"`` the answer (chain of thought), ``"after"`` it, or ``"none"``."""
         return self.model_copy(update={"reasoning": reasoning})
 
+    def with_stub(self, stub: str) -> AnswerFormat:
+        """A copy whose answer line starts with ``stub``, the template's last line (empty: no stub, as
+        :meth:`without_stub`).
+
+        What the judge writes is kept: "Rating: [[{value}]]" with the stub "Rating:" is completed
+        by " [[N]]", and a stub renamed ("- Coherence:" to "- Fluency:") keeps its continuation; a
+        line that does not start with the stub's label is replaced by the stub and the value
+        ("- Fluency (1-3): {value}"), since the judge completes the stub.
+        """
+        stub = stub.strip()
+        if not stub:
+            return self.without_stub()
+        if self.stub:
+            rest = self.continuation
+        else:
+            cue = re.match(r"\s*([^\[\](){}<>:\n]{1,40}):[ \t]*", self.line.split(VALUE, 1)[0])
+            rest = self.line[cue.end():] if cue is not None and _label(cue.group(1)).lower() == \
+                _label(stub).lower() else VALUE
+        line = stub + (rest if rest[:1].isspace() else " " + rest)
+        return AnswerFormat.model_validate({**self.model_dump(), "line": line, "stub": stub})
+
+    def without_stub(self) -> AnswerFormat:
+        """A copy for a prompt that does not end with the stub: the whole line is the judge's, without the stub's list
+        marker ("- Fluency (1-3): {value}" becomes "Fluency (1-3): {value}")."""
+        if not self.stub:
+            return self
+        return self.model_copy(update={"stub": "", "line": _LIST_MARKER.sub("", self.line, count=1)})
+
+    @property
+    def continuation(self) -> str:
+        """What the judge writes of the answer line: the line after the template's stub (the whole line without one)."""
+        return self.line[len(self.stub):] if self.stub else self.line
+
+    @property
+    def stub_label(self) -> str:
+        """The stub's label, without list marker, range and colon ("Fluency" of "- Fluency (1-3):"); "" without a stub."""
+        return _label(self.stub) if self.stub else ""
+
     @property
     def is_default_score_line(self) -> bool:
         """True for the plain "Score: N" line (what mitigate's built-in prompts and mitigations ask for)."""
@@ -124,6 +192,9 @@ class AnswerFormat(BaseModel):
         shape = self.shape()
         where = {"none": "alone", "before": "after reasoning", "after": "first, then reasoning"}[self.reasoning]
         what = f'"{shape}" {where}'
+        if self.stub:
+            what += (f', completing the template\'s last line "{self.stub}"' if self.reasoning != "before" else
+                     f', the template ending with "{self.stub}"')
         if self.kind == "pairwise":
             options = list(self.labels) + ([self.tie] if self.tie else [])
             if self.relations:
@@ -197,6 +268,15 @@ class AnswerFormat(BaseModel):
                                    f"one of {scale.describe()}")
         else:
             what, noun, choices = f"with N a score from {scale.describe()}", "the score", f"from {scale.describe()}"
+        if self.stub and self.reasoning != "before":
+            # the template writes the line's start last: the judge completes it (after reasoning: the whole line)
+            rest = self.continuation.strip()
+            told = noun if rest == VALUE else f'"{rest.replace(VALUE, "N" if self.kind == "score" else "X")}"'
+            told += "" if rest == VALUE else f", {what}"
+            only = "only " if self.reasoning == "none" else ""
+            after = "" if self.reasoning == "none" else ", then explain it on the lines after"
+            return f'Complete the last line "{self.stub}" with {only}{told}{", " + choices if rest == VALUE else ""}' \
+                   f"{after}."
         if self.json_key is None and self.line.strip() == VALUE:
             # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
             bare = {"none": f"Answer with only {noun}", "before": f"End your answer with a final line holding only {noun}",
