@@ -52,7 +52,7 @@ from mitigate.errors import MitigateError, TemplateError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt.answer import reasoning_ban, stated_reasoning
+from mitigate.prompt.answer import VALUE, closing_stub, reasoning_ban, stated_reasoning
 from mitigate.prompt.judge_prompt import JudgePrompt, field_text
 from mitigate.prompt.parts import DEFAULT_DEMO_TEMPLATE, SLOT_RE, Demo
 from mitigate.prompt.read.clues import find_scales
@@ -441,6 +441,21 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
                                                              else scale.max)
             sep = " " if fmt.line.startswith("[RESULT]") else "\n"
             assert re.fullmatch(con.regex, f"The reply is clear and complete.{sep}{fmt.render(value, scale)}")
+    # 10. a prompt that ends with an answer stub leaves the judge to complete it: the format's stub is that last line,
+    # a demo shows it completed, and the constraint generates only its continuation, never the stub again
+    last = prompt.render(item)[-1].content
+    closing = closing_stub([last], prompt.criteria[0].name if prompt.criteria else None)
+    if fmt.kind != "pairwise" and fmt.json_key is None and not fmt.two_scores and closing is not None \
+            and len(prompt.criteria) == 1:
+        assert fmt.stub == closing, (fmt.stub, closing)
+    if fmt.stub:
+        assert last.rstrip().splitlines()[-1].strip() == fmt.stub, (last[-80:], fmt.stub)
+        if fmt.kind != "mcq" or scale.letters:
+            con = fmt.constraint(scale, max_tokens=leaf_cfg.max_tokens)
+            value = next(iter(scale.letters)) if fmt.kind == "mcq" else scale.max
+            if fmt.reasoning != "before":
+                assert re.fullmatch(con.regex, fmt.continuation.replace(VALUE, fmt.value_text(value, scale)))
+                assert not re.fullmatch(con.regex, fmt.render(value, scale)), con.regex
     # 8. outside inserted spans the template's lines are unchanged (multi-attribute writes its own template: skipped)
     if own_template or (is_multi_criterion_template(prompt) and not is_multi_criterion_template(base)):
         return
@@ -870,7 +885,7 @@ def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and
     shown = prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
     heading = bare.index("Source Text:")
-    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\nCoherence: 2\r\n\r\n"
+    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- Coherence: 2\r\n\r\n"
     assert lead_in < heading and shown == bare[:lead_in] + block + bare[lead_in:]
     assert bare[heading:].startswith("Source Text:\r\n\r\nITEM ARTICLE\r\n\r\nSummary:\r\n\r\nITEM SUMMARY")
 
@@ -908,7 +923,7 @@ def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
     item = _item(prompt)
     bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
-    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\nClarity: 3\r\n\r\n"
+    block = "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- Clarity: 3\r\n\r\n"
     assert shown == bare[:lead_in] + block + bare[lead_in:]
     check_demo_layout(prompt.with_demos([demo]), item)
 

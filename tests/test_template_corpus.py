@@ -207,6 +207,7 @@ def _check(prompt: JudgePrompt, exp: dict[str, Any]) -> None:
         assert fmt.labels == exp["labels"]
     if "line" in exp:
         assert fmt.line == exp["line"]
+    assert fmt.stub == exp.get("stub", "")  # the template's last line, when the judge completes it
     if "reasoning" in exp:
         assert fmt.reasoning == exp["reasoning"]
     if "case_sensitive" in exp:
@@ -297,7 +298,7 @@ Summary:
 
 Evaluation Form (scores ONLY):
 
-- Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="Coherence: {value}",
+- Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="- Coherence: {value}", stub="- Coherence:",
                         reasoning="none", output="Summary")),
     # mirrors G-Eval's Topical-Chat engagingness prompt: "Name (1-3)" with no dash, definition on the same line
     "geval-topicalchat-engagingness": ("""You will see a conversation and one possible next reply.
@@ -317,7 +318,7 @@ Response:
 
 Evaluation Form (scores ONLY):
 - Engagingness:""", {}, dict(kind="score", criterion="engagingness", scale=(1, 3), options=["1", "2", "3"],
-                              line="Engagingness: {value}")),
+                              line="- Engagingness: {value}", stub="- Engagingness:")),
     # mirrors G-Eval's Topical-Chat groundedness prompt: a (0-1) scale
     "geval-topicalchat-groundedness": ("""Rate whether the reply uses the given fact.
 
@@ -332,7 +333,8 @@ Response:
 {{response}}
 
 Evaluation Form (scores ONLY):
-- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1), line="Groundedness: {value}")),
+- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1), line="- Groundedness: {value}",
+                             stub="- Groundedness:")),
     # mirrors MT-Bench's single-answer grading prompt ("[[rating]]", "Rating: [[5]]", 1 to 10)
     "mtbench-single": ("""[Instruction]
 Act as a fair judge of how well the assistant below answers the user. Start with a brief explanation of \
@@ -452,7 +454,7 @@ Analyze the summary's fluency step by step, then give the rating on the last lin
 
 Question: {{question}}
 Answer: {{answer}}
-Rating:""", {}, dict(kind="score", scale=(0, 9), line="Rating: {value}")),
+Rating:""", {}, dict(kind="score", scale=(0, 9), line="Rating: {value}", stub="Rating:")),
 }
 
 

@@ -300,7 +300,9 @@ class AnswerFormat(BaseModel):
         """A copy whose answer line names criterion ``name`` where it named one of ``others``.
 
         A multi-criterion template's answer stub names its first criterion ("Coherence: N");
-        the call that scores only fluency answers "Fluency: N". Other lines are kept.
+        the call that scores only fluency answers "Fluency: N". Other lines are kept. A stub the
+        template ends with ("- Coherence:") is renamed with the line; the prompt's last line must
+        then be renamed too (:meth:`~mitigate.prompt.JudgePrompt.with_answer_format` does it).
         """
         if self.json_key is not None or self.kind != "score" or VALUE not in self.line:
             return self
@@ -308,11 +310,14 @@ class AnswerFormat(BaseModel):
         for other in others:
             if other.lower() == name.lower() or other.lower() == "score":
                 continue
-            found = re.search(rf"(?<![A-Za-z]){re.escape(other)}(?![A-Za-z])", head, re.IGNORECASE)
+            pattern = re.compile(rf"(?<![A-Za-z]){re.escape(other)}(?![A-Za-z])", re.IGNORECASE)
+            found = pattern.search(head)
             if found is not None:
                 label = name[:1].upper() + name[1:]
                 head = head[: found.start()] + label + head[found.end():]
-                return self.model_copy(update={"line": head + VALUE + tail})
+                # a stub holds the label too: the template's last line is renamed with it (see rename_stub)
+                stub = pattern.sub(label, self.stub, count=1) if self.stub else ""
+                return self.model_copy(update={"line": head + VALUE + tail, "stub": stub})
         return self
 
     # ------------------------------------------------------------------ values
