@@ -452,7 +452,7 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
     fmt = fmt or AnswerFormat.default()
     lo, hi = _num(scale.min), _num(scale.max)
     text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best"
-    if fmt.stub and fmt.reasoning != "before":
+    if fmt.stub and fmt.reasoning != "before" and not fmt.is_default_score_line:
         text += f', completing the last line "{fmt.stub}"'
     elif not fmt.is_default_score_line:
         text += f', written as "{fmt.shape()}"'
