@@ -276,6 +276,60 @@ Give your answer as "Score: N".""",
 2. Summary: {{summary}}
 
 Give your answer as "Score: N".""",
+    # G-Eval's fluency form: the stub names the criterion with its range, and ends the template with no line break
+    "layout-geval-range-stub": """You will read a short news article and a one-paragraph summary of it.
+
+Your task is to rate how readable the summary is.
+
+Evaluation Criteria:
+
+Readability (1-3): whether each sentence of the summary can be read without stumbling over its grammar or wording.
+
+- 1: Poor. Most sentences need a second reading.
+- 2: Fair. A few sentences are awkward.
+- 3: Good. Every sentence reads smoothly.
+
+
+Example:
+
+
+Summary:
+
+{{Summary}}
+
+
+Evaluation Form (scores ONLY):
+
+- Readability (1-3):""",
+    # the stub names the criterion alone and keeps the space after its colon
+    "layout-geval-stub-space": """You will read the history of a chat and one candidate reply.
+
+Evaluation Criteria:
+
+Warmth (1-5) - how friendly and considerate the reply sounds to the person it answers.
+
+Chat History:
+
+{{history}}
+
+Reply:
+
+{{reply}}
+
+Evaluation Form (scores ONLY):
+
+- Warmth: """,
+    # a score stub with its range, on a line of its own followed by a line break
+    "layout-score-range-stub": """Rate how well the answer is supported by the passage, from 1 (not at all) to 5 (fully).
+
+Passage:
+{{passage}}
+
+Answer:
+{{answer}}
+
+Score (1-5):
+""",
     "layout-markdown-pair": """Decide which answer serves the question better. Reply with "[[A]]" or "[[B]]" only.
 
 ## Question
@@ -319,7 +373,7 @@ GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items() if (text :
 TEMPLATES = sorted(CORPUS) + sorted(OWN) + sorted(GEVAL_REPO_TEXTS)
 PAIR_TEMPLATES = ["prometheus-absolute", "alpacaeval-self-taught-mt-bench-pair", "autoevals-factuality",
                   "geval-summeval", "own-mtbench-critique", "own-geval-score-of-no", "own-llmbar-rules", "own-json",
-                  "own-score-tag", "own-yes-no", "mtbench-pair"]
+                  "own-score-tag", "own-yes-no", "mtbench-pair", "layout-geval-range-stub"]
 
 
 def _template(name: str) -> JudgePrompt:

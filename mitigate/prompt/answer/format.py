@@ -155,14 +155,24 @@ class AnswerFormat(BaseModel):
         stub = stub.strip()
         if not stub:
             return self.without_stub()
-        if self.stub:
-            rest = self.continuation
-        else:
-            cue = re.match(r"\s*([^\[\](){}<>:\n]{1,40}):[ \t]*", self.line.split(VALUE, 1)[0])
-            rest = self.line[cue.end():] if cue is not None and _label(cue.group(1)).lower() == \
-                _label(stub).lower() else VALUE
+        rest = self.continuation if self.stub else self._after_label(stub)
+        rest = VALUE if rest is None else rest
         line = stub + (rest if rest[:1].isspace() else " " + rest)
         return AnswerFormat.model_validate({**self.model_dump(), "line": line, "stub": stub})
+
+    def names_stub(self, stub: str) -> bool:
+        """Whether this format's line is the answer ``stub`` asks for: it starts with the stub, or with the stub's label
+        ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
+        return self.json_key is None and not self.two_scores and VALUE in self.line and (
+            self.line.startswith(stub.strip()) or self._after_label(stub) is not None)
+
+    def _after_label(self, stub: str) -> str | None:
+        """The line after its opening cue when that cue has the stub's label ("[[{value}]]" of "Rating: [[{value}]]"
+        for "Rating:"); None when the line opens otherwise."""
+        cue = re.match(r"\s*([^\[\](){}<>:\n]{1,40}):[ \t]*", self.line.split(VALUE, 1)[0])
+        if cue is None or _label(cue.group(1)).lower() != _label(stub).lower():
+            return None
+        return self.line[cue.end():]
 
     def without_stub(self) -> AnswerFormat:
         """A copy for a prompt that does not end with the stub: the whole line is the judge's, without the stub's list
