@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
+from test_composition_battery import DEMO_PRESETS, _preset, _train, check_demo_layout
+from test_template_corpus import geval_repo_prompt
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli.build import with_format_overrides
@@ -30,10 +30,6 @@ from mitigate.strategies import MultiAttribute, SingleAttribute
 from mitigate.strategies.edits import COT_LEAD, STUB_REASONING, addenda
 from mitigate.strategies.forms import mcq_form, rts_form
 from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_composition_battery import DEMO_PRESETS, _preset, _train, check_demo_layout  # noqa: E402
-from test_template_corpus import geval_repo_prompt  # noqa: E402
 
 FLUENCY = """You will read a news article and a short summary of it.
 
