@@ -245,9 +245,9 @@ def test_single_attribute_renames_the_stub_in_each_criterions_call() -> None:
 def test_multi_attribute_asks_for_the_whole_line_in_its_own_template() -> None:
     (leaf,) = MultiAttribute().wrap(PromptJudge(_fluency(), FakeLM([]))).leaves()
     fmt = leaf.prompt.format
-    assert (fmt.stub, fmt.line) == ("", "Fluency (1-3): {value}")
+    assert (fmt.stub, fmt.line) == ("", "Fluency: {value}")
     assert leaf.prompt.render(_item(leaf.prompt))[0].content.endswith(
-        'End your answer with a final line "Fluency (1-3): N", with N a score from 1 to 3.')
+        'End your answer with a final line "Fluency: N", with N a score from 1 to 3.')
 
 
 def test_the_agreement_gates_mcq_form_completes_its_answer_stub_with_the_letter() -> None:

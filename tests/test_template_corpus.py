@@ -616,7 +616,9 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         for foreign in ('"Score: N"', "'Score: <score>'", '"Score: "'):
             assert foreign not in everything or foreign in "\n".join(m.template for m in prompt.messages)
     if asks and fmt.json_key is None and not fmt.two_scores and fmt.line.strip() != "{value}":
-        assert (new.shape() if not fmt.is_default_score_line else '"Score: ') in body
+        # a template ending with the line's start (a stub) is asked to complete that line, unless reasoning comes first
+        named = f'"{new.stub}"' if new.stub and new.reasoning != "before" else new.shape()
+        assert (named if not fmt.is_default_score_line else '"Score: ') in body
     if mitigation == "demos":
         gold = _demo(prompt)
         # a JSON format's explanation field says the demo shows no reasoning rather than leaving it empty

@@ -55,7 +55,7 @@ class FormatReader:
     @functools.cached_property
     def completion(self) -> StubCompletion | None:
         """How the answer completes the template's answer stub (:mod:`.stub`); None for a format without one."""
-        if not getattr(self.fmt, "stub", ""):
+        if not self.fmt.stub:
             return None
         return StubCompletion(label=self.fmt.stub_label, continuation=self.fmt.continuation, value=self.value_regex,
                               shown=self.shown)
@@ -83,7 +83,7 @@ class FormatReader:
         """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general parser."""
         head = self.fmt.line.split(VALUE)[0]
         words = re.findall(r"[A-Za-z][A-Za-z ]{1,40}?(?=\s*[:=]\s*$)", head.strip())
-        label = getattr(self.fmt, "stub_label", "")
+        label = self.fmt.stub_label
         return tuple(dict.fromkeys([w.strip() for w in words if w.strip()] + ([label] if label else [])))
 
     @functools.cached_property

@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from mitigate.errors import ParseError
 from mitigate.parse.answer_line import VALUE, loose
 
-__all__ = ["StubCompletion"]
+__all__ = ["LIST_MARKER", "RANGE", "StubCompletion"]
 
+LIST_MARKER = r"(?:[-*•+]|\d{1,2}[.)]|\(?[A-Za-z0-9]\))"
+"""A list marker opening a stub line: "-", "*", "3.", "(c)"."""
+RANGE = r"(?:[\[(][^\[\]()\n]{0,24}[\])])"
+"""A bracketed range after a stub's label: "(1-3)", "[1-10]"."""
 _MARKUP = r"[*_`]*"
-_LIST_MARKER = r"(?:[-*•+]|\d{1,2}[.)]|\(?[A-Za-z0-9]\))?"
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class StubCompletion:
         head, tail = self._parts
         label = loose(self.label)
         return re.compile(
-            rf"[ \t>]*{_LIST_MARKER}[ \t]*{_MARKUP}{label}{_MARKUP}[ \t]*(?:[\[(][^\[\]()\n]{{0,24}}[\])])?[ \t]*"
+            rf"[ \t>]*{LIST_MARKER}?[ \t]*{_MARKUP}{label}{_MARKUP}[ \t]*{RANGE}?[ \t]*"
             rf"{_MARKUP}[ \t]*[:=][ \t]*{_MARKUP}[ \t]*{head}(?P<v>{self.value}){tail}{_MARKUP}[ \t]*[.!]?[ \t]*",
             re.IGNORECASE)
 

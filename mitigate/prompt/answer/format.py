@@ -50,6 +50,7 @@ from mitigate.lm.constraint import AnswerConstraint, ConstraintMode
 from mitigate.parse.answer_line import VALUE
 from mitigate.parse.common import Verdict
 from mitigate.parse.format_reader import FormatReader
+from mitigate.parse.stub import LIST_MARKER, RANGE
 from mitigate.prompt.answer import constraint as _constraint
 from mitigate.scale import Scale
 
@@ -62,15 +63,13 @@ DEFAULT_SCORE_LINE = "Score: {value}"
 """The answer line a prompt gets when its template names none (what mitigate's own prompts ask for)."""
 
 
-_LIST_MARKER = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|\(?[A-Za-z0-9]\))\s+")
-"""A list marker opening a stub line: "- ", "* ", "3. ", "(a) "."""
+_OPENING_MARKER = re.compile(rf"^\s*{LIST_MARKER}\s+")
 
 
 def _label(stub: str) -> str:
     """The label of an answer stub or cue: no list marker, no bracketed range, no colon ("- Fluency (1-3):" ->
     "Fluency")."""
-    text = _LIST_MARKER.sub("", stub.strip(), count=1)
-    text = re.sub(r"\s*[\[(][^\[\]()]{0,24}[\])]\s*", " ", text)
+    text = re.sub(rf"\s*{RANGE}\s*", " ", _OPENING_MARKER.sub("", stub.strip(), count=1))
     return " ".join(text.rstrip().rstrip(":").split()).strip("*_ ")
 
 
@@ -175,11 +174,12 @@ class AnswerFormat(BaseModel):
         return self.line[cue.end():]
 
     def without_stub(self) -> AnswerFormat:
-        """A copy for a prompt that does not end with the stub: the whole line is the judge's, without the stub's list
-        marker ("- Fluency (1-3): {value}" becomes "Fluency (1-3): {value}")."""
+        """A copy for a prompt that does not end with the stub: the whole line is the judge's, opened by the stub's
+        label alone ("- Fluency (1-3): {value}" becomes "Fluency: {value}"; a range stated there would outlive a
+        rescale)."""
         if not self.stub:
             return self
-        return self.model_copy(update={"stub": "", "line": _LIST_MARKER.sub("", self.line, count=1)})
+        return self.model_copy(update={"stub": "", "line": f"{self.stub_label}:{self.continuation}"})
 
     @property
     def continuation(self) -> str:
@@ -281,12 +281,11 @@ class AnswerFormat(BaseModel):
         if self.stub and self.reasoning != "before":
             # the template writes the line's start last: the judge completes it (after reasoning: the whole line)
             rest = self.continuation.strip()
-            told = noun if rest == VALUE else f'"{rest.replace(VALUE, "N" if self.kind == "score" else "X")}"'
-            told += "" if rest == VALUE else f", {what}"
             only = "only " if self.reasoning == "none" else ""
-            after = "" if self.reasoning == "none" else ", then explain it on the lines after"
-            return f'Complete the last line "{self.stub}" with {only}{told}{", " + choices if rest == VALUE else ""}' \
-                   f"{after}."
+            goes = f"{only}{noun}, {choices}" if rest == VALUE else \
+                f'{only}"{rest.replace(VALUE, "N" if self.kind == "score" else "X")}", {what}'
+            then = "" if self.reasoning == "none" else ", then explain it on the lines after"
+            return f'Complete the last line "{self.stub}" with {goes}{then}.'
         if self.json_key is None and self.line.strip() == VALUE:
             # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
             bare = {"none": f"Answer with only {noun}", "before": f"End your answer with a final line holding only {noun}",
@@ -325,7 +324,7 @@ class AnswerFormat(BaseModel):
             if found is not None:
                 label = name[:1].upper() + name[1:]
                 head = head[: found.start()] + label + head[found.end():]
-                # a stub holds the label too: the template's last line is renamed with it (see rename_stub)
+                # a stub holds the label too: the template's last line is renamed with it (JudgePrompt.with_answer_format)
                 stub = pattern.sub(label, self.stub, count=1) if self.stub else ""
                 return self.model_copy(update={"line": head + VALUE + tail, "stub": stub})
         return self

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from mitigate.parse.stub import LIST_MARKER, RANGE
 from mitigate.prompt.answer.format import VALUE, AnswerFormat, AnswerKind, Reasoning
 
 __all__ = ["closing_stub", "infer_answer_format", "reasoning_ban", "stated_reasoning"]
@@ -98,9 +99,8 @@ def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | No
     names = _CUE_WORDS + "|overall\\s+(?:score|rating|grade)"
     if criterion and criterion.lower() != "score":
         names += "|" + re.escape(criterion).replace("_", "[ _]").replace("\\ ", "\\s+")
-    marker = r"(?:[-*•+]|\d{1,2}[.)]|\(?[A-Za-z0-9]\))?\s*"
-    found = re.fullmatch(rf"{marker}(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?\s*(?:[\[(][^\[\]()\n]{{0,24}}[\])])?\s*:"
-                         r"(?:\*\*)?", tail, re.IGNORECASE)
+    found = re.fullmatch(rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?\s*{RANGE}?\s*:(?:\*\*)?", tail,
+                         re.IGNORECASE)
     return tail if found else None
 
 
