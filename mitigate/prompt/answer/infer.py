@@ -75,7 +75,7 @@ def infer_answer_format(
     the format's ``stub`` is that line, and its answer line is the stub followed by the value (or
     by the rest of a line the text names with the same label: "Rating: [[N]]" after "Rating:").
     """
-    fmt = _line_format(texts, kind=kind, labels=labels, tie=tie, criterion=criterion)
+    fmt = _line_format(texts, kind, labels, tie, criterion)
     stub = closing_stub(texts, criterion) if kind != "pairwise" else None
     if stub is None or fmt.json_key is not None or fmt.two_scores:
         return fmt
@@ -104,14 +104,8 @@ def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | No
     return tail if found else None
 
 
-def _line_format(
-    texts: Sequence[str],
-    *,
-    kind: AnswerKind,
-    labels: Sequence[str] = (),
-    tie: str | None = None,
-    criterion: str | None = None,
-) -> AnswerFormat:
+def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], tie: str | None,
+                 criterion: str | None) -> AnswerFormat:
     """The answer format the text names (its answer line), before a closing stub is taken into account."""
     text = "\n".join(texts)
     instructions = _SLOT_VALUES.sub(" ", text)
