@@ -18,7 +18,10 @@ composition" contract, on the exact text it sends:
 6. a change of answer kind (MCQ) replaces the answer stub;
 7. the answer constraint allows the reasoning the prompt asks for, and is bounded;
 8. outside inserted spans the template's lines are unchanged;
-9. nothing is inserted inside the judged item's section.
+9. nothing is inserted inside the judged item's section;
+10. a prompt that ends with the start of its answer line (an answer stub: "- Fluency (1-3):",
+    "Score:") has that line as its format's stub, still ends with it, and its constraint generates
+    only the continuation (the value), never the stub again.
 
 A pipeline that cannot be made coherent must be refused with a one-line
 :class:`~mitigate.errors.MitigateError` (counted, never a crash). Templates: the published ones
@@ -29,7 +32,8 @@ numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice 
 the item layouts (G-Eval's ``Heading:`` / blank / slot under an ``Example:`` lead-in and its
 dialogue form, Markdown headings, XML tags on their own lines and inline, numbered headings),
 each with and without blank lines, a first slot inside a sentence (demos refused) and a rubric
-between two slots; and G-Eval's own SummEval prompts when a copy of its repository is here
+between two slots; answer stubs in G-Eval's layout ("- Readability (1-3):" with no line break
+after it, "- Warmth: " with a space, "Score (1-5):" with a line break); and G-Eval's own SummEval prompts when a copy of its repository is here
 (``MITIGATE_GEVAL_REPO``, default the ``fetch`` snapshot under /work/.mirror; never copied).
 Every demo preset (random, stratified, KNN per item, highest-RS, perturbed, a searched set,
 pairwise) is also fitted and checked on every layout.
