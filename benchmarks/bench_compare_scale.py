@@ -1,4 +1,5 @@
-"""`mitigate compare` at scale: wall, peak RSS, report sizes and the time report.html takes to open in Chromium.
+"""`mitigate compare` at scale: wall, peak RSS, report sizes and the time report.html takes to open in
+Chromium.
 
 One stub judge (:class:`mitigate.testing.stub_server.StubOpenAIServer`, latency 0, keeping no
 request bodies) answers ``Score: N`` with N from 1 to 5 read off a hash of the request's last
@@ -57,10 +58,12 @@ def reply(body: dict[str, Any]) -> str:
 
 
 def browser_seconds(browser: str, page: Path, work: Path) -> tuple[float, str]:
-    """Wall seconds of a headless Chromium that loads ``page`` and dumps its DOM after the page's script ran."""
+    """Wall seconds of a headless Chromium that loads ``page`` and dumps its DOM after the page's script
+    ran."""
     profile = work / f"profile-{time.monotonic_ns()}"
     args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-extensions",
             "--no-first-run", "--no-default-browser-check", "--mute-audio", f"--user-data-dir={profile}",
             "--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()]
     t0 = time.perf_counter()
@@ -72,8 +75,10 @@ def browser_seconds(browser: str, page: Path, work: Path) -> tuple[float, str]:
     return wall, done.stdout
 
 
-def run_compare(code: Path, url: str, n: int, entries: int, work: Path, browser: str | None) -> dict[str, Any]:
-    """One ``mitigate compare`` over ``n`` items and ``entries`` entries: wall, peak RSS, sizes, browser open."""
+def run_compare(code: Path, url: str, n: int, entries: int, work: Path, browser: str | None) -> dict[str,
+                                                                                                     Any]:
+    """One ``mitigate compare`` over ``n`` items and ``entries`` entries: wall, peak RSS, sizes, browser
+    open."""
     items = work / f"items-{n}.jsonl"
     if not items.exists():
         write_inputs(work, n)
@@ -82,8 +87,10 @@ def run_compare(code: Path, url: str, n: int, entries: int, work: Path, browser:
     folder.mkdir(parents=True)
     env = {**{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")},
            "PYTHONPATH": str(code), "OPENAI_API_KEY": "sk-bench", "MITIGATE_CACHE_DIR": str(folder / "cache")}
-    cmd = [sys.executable, "-m", "mitigate", "compare", "-b", f"jsonl:{items}", "--prompt", str(work / "prompt.txt"),
-           "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", "64", "--no-progress",
+    cmd = [sys.executable, "-m", "mitigate", "compare", "-b", f"jsonl:{items}", "--prompt",
+           str(work / "prompt.txt"),
+           "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", "64",
+           "--no-progress",
            "--out", str(folder / "out")]
     for p in PIPELINES[:entries]:
         cmd += ["--pipeline", p]
@@ -110,8 +117,9 @@ def _fmt(row: dict[str, Any]) -> str:
     b = row["bytes"]
     mb = {k: "-" if v is None else f"{v / 1e6:.1f}" for k, v in b.items()}
     browser = f"{row['browser_s']:.1f} (+{row['browser_start_s']:.1f} start)" if "browser_s" in row else "-"
-    return (f"| {Path(row['code']).name} | {row['n']:,} × {row['entries']} | {row['wall']:.1f} | {row['rss_mb']:.0f} | "
-            f"{mb['results.json']} | {mb['results.sqlite']} | {mb['report.html']} | {browser} |")
+    return (f"| {Path(row['code']).name} | {row['n']:,} × {row['entries']} | {row['wall']:.1f} | "
+            f"{row['rss_mb']:.0f} | {mb['results.json']} | {mb['results.sqlite']} | {mb['report.html']} "
+            f"| {browser} |")
 
 
 def main() -> None:
@@ -120,14 +128,17 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=2, choices=(1, 2, 3), help="entries compared")
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout whose CLI runs (default: this one)")
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout run first at each size")
-    ap.add_argument("--browser", default=shutil.which("chromium") or "", help="Chromium to open report.html ('' none)")
+    ap.add_argument("--browser", default=shutil.which("chromium") or "",
+                    help="Chromium to open report.html ('' none)")
     ap.add_argument("--out", type=Path, default=OUT, help="where the JSON goes")
     args = ap.parse_args()
     codes = ([args.baseline.resolve()] if args.baseline else []) + [args.code.resolve()]
     rows = []
-    print("| code | items × entries | wall s | peak RSS MB | results.json MB | results.sqlite MB | report.html MB | "
-          "open in Chromium s (+ its start) |\n|---|---|---|---|---|---|---|---|", flush=True)
-    with tempfile.TemporaryDirectory() as tmp, StubOpenAIServer(latency=0.0, reply=reply, record=False) as server:
+    print("| code | items × entries | wall s | peak RSS MB | results.json MB | results.sqlite MB | "
+          "report.html MB | open in Chromium s (+ its start) |\n|---|---|---|---|---|---|---|---|",
+          flush=True)
+    with tempfile.TemporaryDirectory() as tmp, StubOpenAIServer(latency=0.0, reply=reply,
+                                                                record=False) as server:
         for n in args.sizes:
             pair = []
             for code in codes:
@@ -142,11 +153,14 @@ def main() -> None:
                 if "browser_s" in new:
                     ratio["browser"] = new["browser_s"] / max(base["browser_s"], 1e-9)
                 new["ratio_to_baseline"] = ratio
-                print("ratio this / baseline: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items()), flush=True)
+                print("ratio this / baseline: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items()),
+                      flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "command": "python benchmarks/bench_compare_scale.py " + " ".join(sys.argv[1:]), "entries": args.entries,
-        "pipelines": list(PIPELINES[:args.entries]), "python": platform.python_version(), "cpus": os.cpu_count(),
+        "command": "python benchmarks/bench_compare_scale.py " + " ".join(sys.argv[1:]),
+        "entries": args.entries,
+        "pipelines": list(PIPELINES[:args.entries]), "python": platform.python_version(),
+        "cpus": os.cpu_count(),
         "load_avg_after": os.getloadavg(), "rows": rows,
     }, indent=1))
     print(f"load average {os.getloadavg()}; wrote {args.out}")

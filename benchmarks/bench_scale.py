@@ -1,4 +1,5 @@
-"""`mitigate judge` at 10k, 50k, 100k and 1M items: wall, CPU per judgment, peak RSS and bytes on disk per item.
+"""`mitigate judge` at 10k, 50k, 100k and 1M items: wall, CPU per judgment, peak RSS and bytes on disk per
+item.
 
 One stub judge (:class:`mitigate.testing.stub_server.StubOpenAIServer`, answering ``Score: 4``
 after ``--latency`` seconds, 0 by default, and keeping no request bodies) listens on 127.0.0.1
@@ -20,7 +21,8 @@ outputs: the total minus reading).
 ``--code DIR`` runs another checkout's CLI (e.g. one before this work) for a side-by-side; that
 checkout may write no columns (shown as -). Writes ``benchmarks/results/scale.json``.
 
-    python benchmarks/bench_scale.py [--sizes 10000 50000 100000 1000000] [--latency 0] [--concurrency 64] [--code DIR]
+    python benchmarks/bench_scale.py [--sizes 10000 50000 100000 1000000] [--latency 0] [--concurrency 64]
+    [--code DIR]
 """
 
 from __future__ import annotations
@@ -65,8 +67,10 @@ def size_of(*paths: Path) -> int:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
-def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, stderr: Path, what: str) -> tuple[float, Any]:
-    """Run ``cmd`` (stdout to /dev/null, stderr to ``stderr``): its wall seconds and its ``wait4`` resource usage.
+def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, stderr: Path, what: str) -> tuple[float,
+                                                                                                   Any]:
+    """Run ``cmd`` (stdout to /dev/null, stderr to ``stderr``): its wall seconds and its ``wait4`` resource
+    usage.
 
     RuntimeError naming ``what`` and the end of stderr when it exits non-zero.
     """
@@ -139,7 +143,8 @@ def reading_cost(k: int = 2000) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000, 1_000_000], help="items per run")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000, 1_000_000],
+                    help="items per run")
     ap.add_argument("--latency", type=float, default=0.0, help="the stub judge's latency in seconds")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout whose CLI runs (default: this one)")

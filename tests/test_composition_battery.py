@@ -19,7 +19,10 @@ composition" contract, on the exact text it sends:
 6. a change of answer kind (MCQ) replaces the answer stub;
 7. the answer constraint allows the reasoning the prompt asks for, and is bounded;
 8. outside inserted spans the template's lines are unchanged;
-9. nothing is inserted inside the judged item's section.
+9. nothing is inserted inside the judged item's section;
+10. a prompt that ends with the start of its answer line (an answer stub: "- Fluency (1-3):",
+    "Score:") has that line as its format's stub, still ends with it, and its constraint generates
+    only the continuation (the value), never the stub again.
 
 A pipeline that cannot be made coherent must be refused with a one-line
 :class:`~mitigate.errors.MitigateError` (counted, never a crash). Templates: the published ones
@@ -30,7 +33,9 @@ numbered rules, a JSON-answer prompt, a ``<score>`` tag prompt and a Y/N choice 
 the item layouts (G-Eval's ``Heading:`` / blank / slot under an ``Example:`` lead-in and its
 dialogue form, Markdown headings, XML tags on their own lines and inline, numbered headings),
 each with and without blank lines, a first slot inside a sentence (demos refused) and a rubric
-between two slots; and G-Eval's own SummEval prompts when a copy of its repository is here
+between two slots; answer stubs in G-Eval's layout ("- Readability (1-3):" with no line break
+after it, "- Warmth: " with a space, "Score (1-5):" with a line break); and G-Eval's own SummEval prompts when
+a copy of its repository is here
 (``MITIGATE_GEVAL_REPO``, default the ``fetch`` snapshot under /work/.mirror; never copied).
 Every demo preset (random, stratified, KNN per item, highest-RS, perturbed, a searched set,
 pairwise) is also fitted and checked on every layout.
@@ -52,7 +57,7 @@ from mitigate.errors import MitigateError, TemplateError
 from mitigate.judge import Judge
 from mitigate.lm.base import LM, LMRequest, LMResponse
 from mitigate.lm.fake import FakeLM
-from mitigate.prompt.answer import reasoning_ban, stated_reasoning
+from mitigate.prompt.answer import VALUE, closing_stub, reasoning_ban, stated_reasoning
 from mitigate.prompt.judge_prompt import JudgePrompt, field_text
 from mitigate.prompt.parts import DEFAULT_DEMO_TEMPLATE, SLOT_RE, Demo
 from mitigate.prompt.read.clues import find_scales
@@ -277,6 +282,61 @@ Give your answer as "Score: N".""",
 2. Summary: {{summary}}
 
 Give your answer as "Score: N".""",
+    # G-Eval's fluency form: the stub names the criterion with its range, and ends the template with no line
+    # break
+    "layout-geval-range-stub": """You will read a short news article and a one-paragraph summary of it.
+
+Your task is to rate how readable the summary is.
+
+Evaluation Criteria:
+
+Readability (1-3): whether each sentence of the summary can be read without stumbling over its grammar or wording.
+
+- 1: Poor. Most sentences need a second reading.
+- 2: Fair. A few sentences are awkward.
+- 3: Good. Every sentence reads smoothly.
+
+
+Example:
+
+
+Summary:
+
+{{Summary}}
+
+
+Evaluation Form (scores ONLY):
+
+- Readability (1-3):""",
+    # the stub names the criterion alone and keeps the space after its colon
+    "layout-geval-stub-space": """You will read the history of a chat and one candidate reply.
+
+Evaluation Criteria:
+
+Warmth (1-5) - how friendly and considerate the reply sounds to the person it answers.
+
+Chat History:
+
+{{history}}
+
+Reply:
+
+{{reply}}
+
+Evaluation Form (scores ONLY):
+
+- Warmth: """,
+    # a score stub with its range, on a line of its own followed by a line break
+    "layout-score-range-stub": """Rate how well the answer is supported by the passage, from 1 (not at all) to 5 (fully).
+
+Passage:
+{{passage}}
+
+Answer:
+{{answer}}
+
+Score (1-5):
+""",
     "layout-markdown-pair": """Decide which answer serves the question better. Reply with "[[A]]" or "[[B]]" only.
 
 ## Question
@@ -323,7 +383,7 @@ TEMPLATES = sorted(CORPUS) + sorted(OWN) + sorted(GEVAL_REPO_TEXTS)
 PAIR_TEMPLATES = ["prometheus-absolute", "alpacaeval-self-taught-mt-bench-pair", "autoevals-factuality",
                   "geval-summeval", "own-mtbench-critique", "own-geval-score-of-no", "own-llmbar-rules",
                   "own-json",
-                  "own-score-tag", "own-yes-no", "mtbench-pair"]
+                  "own-score-tag", "own-yes-no", "mtbench-pair", "layout-geval-range-stub"]
 
 
 def _template(name: str) -> JudgePrompt:
@@ -452,6 +512,22 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
                                                              else scale.max)
             sep = " " if fmt.line.startswith("[RESULT]") else "\n"
             assert re.fullmatch(con.regex, f"The reply is clear and complete.{sep}{fmt.render(value, scale)}")
+    # 10. a prompt that ends with an answer stub leaves the judge to complete it: the format's stub is that
+    # last line,
+    # a demo shows it completed, and the constraint generates only its continuation, never the stub again
+    last = prompt.render(item)[-1].content
+    closing = closing_stub([last], prompt.criteria[0].name if prompt.criteria else None)
+    if fmt.kind != "pairwise" and fmt.json_key is None and not fmt.two_scores and closing is not None \
+            and len(prompt.criteria) == 1:
+        assert fmt.stub == closing, (fmt.stub, closing)
+    if fmt.stub:
+        assert last.rstrip().splitlines()[-1].strip() == fmt.stub, (last[-80:], fmt.stub)
+        if fmt.kind != "mcq" or scale.letters:
+            con = fmt.constraint(scale, max_tokens=leaf_cfg.max_tokens)
+            value = next(iter(scale.letters)) if fmt.kind == "mcq" else scale.max
+            if fmt.reasoning != "before":
+                assert re.fullmatch(con.regex, fmt.continuation.replace(VALUE, fmt.value_text(value, scale)))
+                assert not re.fullmatch(con.regex, fmt.render(value, scale)), con.regex
     # 8. outside inserted spans the template's lines are unchanged (multi-attribute writes its own template:
     # skipped)
     if own_template or (is_multi_criterion_template(prompt) and not is_multi_criterion_template(base)):
@@ -903,8 +979,8 @@ def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and
     shown = prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
     heading = bare.index("Source Text:")
-    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO "
-             "SUMMARY\r\n\r\nCoherence: 2\r\n\r\n")
+    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
+             "Coherence: 2\r\n\r\n")
     assert lead_in < heading and shown == bare[:lead_in] + block + bare[lead_in:]
     assert bare[heading:].startswith("Source Text:\r\n\r\nITEM ARTICLE\r\n\r\nSummary:\r\n\r\nITEM SUMMARY")
 
@@ -943,8 +1019,8 @@ def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
     item = _item(prompt)
     bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
-    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO "
-             "SUMMARY\r\n\r\nClarity: 3\r\n\r\n")
+    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
+             "Clarity: 3\r\n\r\n")
     assert shown == bare[:lead_in] + block + bare[lead_in:]
     check_demo_layout(prompt.with_demos([demo]), item)
 

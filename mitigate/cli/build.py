@@ -219,7 +219,10 @@ def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | No
             update.update(line=line, json_key=None)
     if reasoning is not None:
         update["reasoning"] = reasoning
-    return jp.with_answer_format(AnswerFormat(**(jp.format.model_dump() | update)))
+    stub = jp.format.stub
+    fmt = AnswerFormat(**(jp.format.model_dump() | update | {"stub": ""}))
+    # a template ending with an answer stub ("- Fluency (1-3):") is still completed by a line naming its label
+    return jp.with_answer_format(fmt.with_stub(stub) if stub and fmt.names_stub(stub) else fmt)
 
 
 def adds_reasoning(pipeline: Mitigation | None) -> bool:

@@ -26,6 +26,7 @@ from mitigate.parse.echoes import strip_echoed_lines
 from mitigate.parse.json_answer import json_object, json_value
 from mitigate.parse.quoted import unquote
 from mitigate.parse.score import parse_score
+from mitigate.parse.stub import StubCompletion
 from mitigate.parse.verdict import parse_pairwise
 from mitigate.scale import Scale
 
@@ -56,6 +57,16 @@ class FormatReader:
                           shown=self.shown)
 
     @functools.cached_property
+    def completion(self) -> StubCompletion | None:
+        """How the answer completes the template's answer stub (:mod:`.stub`); None for a format without
+        one."""
+        if not self.fmt.stub:
+            return None
+        return StubCompletion(label=self.fmt.stub_label, continuation=self.fmt.continuation,
+                              value=self.value_regex,
+                              shown=self.shown)
+
+    @functools.cached_property
     def value_regex(self) -> str:
         """A regex of one value: a label (or relation), a letter, or a number with an optional modifier."""
         if self.fmt.kind == "pairwise":
@@ -81,7 +92,8 @@ class FormatReader:
         parser."""
         head = self.fmt.line.split(VALUE)[0]
         words = re.findall(r"[A-Za-z][A-Za-z ]{1,40}?(?=\s*[:=]\s*$)", head.strip())
-        return tuple(w.strip() for w in words if w.strip())
+        label = self.fmt.stub_label
+        return tuple(dict.fromkeys([w.strip() for w in words if w.strip()] + ([label] if label else [])))
 
     @functools.cached_property
     def _own_words(self) -> frozenset[str]:
@@ -127,6 +139,11 @@ class FormatReader:
         elif self.fmt.two_scores:
             return self._two_scores(work, text, scale)
         else:
+            if self.completion is not None and self.fmt.reasoning != "before":
+                # the answer starts where the template's stub stops: its first line completes the stub
+                value = self.completion.find(work, raw=text)
+                if value is not None:
+                    return self.accept(value, text, scale)
             value = self.answer_line.find(work)
             if value is not None:
                 return self.accept(value, text, scale)

@@ -149,8 +149,22 @@ class JudgePrompt(BaseModel):
         return self.answer_format
 
     def with_answer_format(self, answer_format: AnswerFormat) -> JudgePrompt:
-        """A copy answering in ``answer_format`` (its kind becomes the prompt's ``answer``)."""
-        return self.model_copy(update={"answer_format": answer_format})
+        """A copy answering in ``answer_format`` (its kind becomes the prompt's ``answer``).
+
+        When the prompt ends with its format's stub ("- Coherence:") and ``answer_format`` has
+        another stub ("- Fluency:", a criterion renamed), that last line is rewritten to it, so
+        the judge still completes the line its format reads.
+        """
+        old, new = self.answer_format.stub, answer_format.stub
+        update: dict[str, Any] = {"answer_format": answer_format}
+        if old and new and old != new:
+            template = self.messages[-1].template
+            found = re.search(rf"{re.escape(old)}(?=\s*\Z)", template)
+            if found is not None:
+                last = PromptMessage(role=self.messages[-1].role,
+                                     template=template[: found.start()] + new + template[found.end():])
+                update["messages"] = (*self.messages[:-1], last)
+        return self.model_copy(update=update)
 
     def answer_stub(self, index: int = -1) -> str:
         """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:", "## Which

@@ -467,7 +467,9 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
     fmt = fmt or AnswerFormat.default()
     lo, hi = _num(scale.min), _num(scale.max)
     text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best"
-    if not fmt.is_default_score_line:
+    if fmt.stub and fmt.reasoning != "before" and not fmt.is_default_score_line:
+        text += f', completing the last line "{fmt.stub}"'
+    elif not fmt.is_default_score_line:
         text += f', written as "{fmt.shape()}"'
     text += "."
     if scale.modifiers:
@@ -585,7 +587,9 @@ def multi_criterion_prompt(
         # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"); worded so
         # that
         # it reads the same with or without a chain of thought before it
-        answer_format = base.format.for_criterion(crits[0].name, [c.name for c in base.criteria])
+        # the template's closing stub is not in the new prompt: the whole line is the judge's to write
+        answer_format = base.format.for_criterion(crits[0].name,
+                                                  [c.name for c in base.criteria]).without_stub()
         answer = answer_format.with_reasoning("before").instruction(base.scale)
     blocks = [f"{_title(s)}:\n{{{{{s}}}}}" for s in inputs] + [f"{out_title}:\n{{{{{base.output_slot}}}}}"]
     user = "\n\n".join([intro, listed, scale_sentence(base.scale, each=several), *blocks, answer])

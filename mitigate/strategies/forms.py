@@ -45,7 +45,7 @@ import re
 import string
 
 from mitigate.errors import TemplateError
-from mitigate.prompt.answer import AnswerFormat
+from mitigate.prompt.answer import AnswerFormat, closing_stub
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import GUIDELINE_MARK, SLOT_RE, Guideline, ScoreOption
 from mitigate.scale import Scale
@@ -226,8 +226,13 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
                            added=(instruction,))
 
 
-def mcq_instruction(letters: list[str]) -> str:
-    """The answer instruction of the MCQ form for option ``letters`` (our wording)."""
+def mcq_instruction(letters: list[str], stub: str = "") -> str:
+    """The answer instruction of the MCQ form for option ``letters`` (our wording); with ``stub`` (the prompt
+    ends with
+    "Answer:"), it asks for that line to be completed."""
+    if stub:
+        return (f"Choose the option whose description fits best. Complete the last line \"{stub}\" with only "
+                f"the option's letter ({_or_list(letters)}).")
     return (
         "Choose the option whose description fits best. Reply with a single line \"Answer: \" followed by "
         f"the option's letter ({_or_list(letters)})."
@@ -285,8 +290,18 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
         letters[letter] = float(score)
     scale = Scale.model_validate(prompt.scale.model_dump() | {"letters": letters})
     form = prompt.model_copy(update={"guideline": Guideline(options=tuple(options), separators=gl.separators),
-                                     "scale": scale}).with_answer_format(AnswerFormat.default("mcq"))
-    return _letter_stub(_with_instruction(prompt, form, mcq_instruction(list(letters))))
+                                     "scale": scale})
+    plain = AnswerFormat.default("mcq")
+    out = _letter_stub(_with_instruction(prompt, form.with_answer_format(plain),
+                                         mcq_instruction(list(letters))))
+    stub = closing_stub([out.messages[-1].template])
+    if stub is None:
+        return out
+    # the prompt ends with "Answer:": the judge completes it with the letter, as the instruction says
+    stubbed = plain.with_stub(stub).model_copy(update={"inferred": True})
+    return _letter_stub(_with_instruction(prompt, form.with_answer_format(stubbed),
+                                          mcq_instruction(list(letters),
+                                                                                                     stub)))
 
 
 def _letter_stub(form: JudgePrompt) -> JudgePrompt:

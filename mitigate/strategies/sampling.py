@@ -368,6 +368,10 @@ class Granularity(PromptMitigation):
         out = out.map_templates(
             lambda m: PromptMessage(role=m.role, template=_rewrite_mentions(m.template, old, new))
         )
+        # the closing stub was rewritten with the template ("- Fluency (1-10):"): the format follows
+        if out.format.stub:
+            out = out.model_copy(update={"answer_format": out.format.with_stub(_rewrite_mentions(out.format.stub, old,
+                                                                                                  new))})
         return set_addendum(out, SCALE_LEAD, scale_note(new, out.format))
 
 

@@ -123,8 +123,10 @@ def test_guided_sends_the_answer_constraint_in_the_servers_own_field(tmp_path, m
     assert vllm.exit_code == 0 and sglang.exit_code == 0, vllm.output + sglang.output
     assert "judge=4" in vllm.stdout
     first, last = bodies[0], bodies[-1]
-    assert "Score" in first["structured_outputs"]["regex"] and "regex" not in first
-    assert "Score" in last["regex"] and "structured_outputs" not in last
+    # the prompt ends with the stub "Score:": the guided regex is the value that completes it, in each
+    # server's field
+    assert first["structured_outputs"]["regex"] == "[ ]?(?:1|2|3|4|5)" and "regex" not in first
+    assert last["regex"] == "[ ]?(?:1|2|3|4|5)" and "structured_outputs" not in last
 
 
 def test_a_named_server_without_guided_decoding_is_told_about_guided(tmp_path, monkeypatch):

@@ -246,4 +246,5 @@ def test_render_of_a_published_template_read_from_its_package(tmp_path: Path) ->
     out = result.stdout
     assert "request 1 of 2: rts" in out and "request 2 of 2: mcq" in out
     assert '"[RESULT] N" after reasoning' in out and 'answer ::= "[RESULT] "' in out
-    assert 'root ::= "Answer: " ("A" | "B" | "C" | "D" | "E")' in out
+    # the MCQ form ends with "Answer: ": the judge completes it with the letter alone, never "Answer:" again
+    assert 'root ::= " "? ("A" | "B" | "C" | "D" | "E")' in out and 'Complete the last line "Answer:"' in out

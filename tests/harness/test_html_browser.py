@@ -196,7 +196,8 @@ def test_a_screenshot_is_drawn(report: Path, tmp_path: Path) -> None:
 
 
 def _packed_page(report: Path, tmp: Path) -> Path:
-    """The fixture's report rebuilt with its per-item view as compressed blocks of 5 items (as a large one is)."""
+    """The fixture's report rebuilt with its per-item view as compressed blocks of 5 items (as a large one
+    is)."""
     from mitigate.harness.html_report import render_html
     from mitigate.harness.report import load_results
 
@@ -214,7 +215,8 @@ def _view_of(dom: str) -> list[tuple[str | None, str | None]]:
 
 @pytest.mark.parametrize("fragment", ["", "#filter=failures", "#filter=flagged&sort=disagreement",
                                       "#sort=human", "#q=s2%2Fd3&open=1", "#open=S1%2Fd2"])
-def test_a_packed_per_item_view_shows_what_the_plain_one_shows(report: Path, tmp_path: Path, fragment: str) -> None:
+def test_a_packed_per_item_view_shows_what_the_plain_one_shows(report: Path, tmp_path: Path,
+                                                               fragment: str) -> None:
     packed = _packed_page(report, tmp_path)
     text = packed.read_text()
     assert text.count("<script>") == 1 and '<tbody class="item"' not in text  # the items travel packed
@@ -230,17 +232,21 @@ def _large_result(n: int, entries: int = 2) -> CompareResult:
     from mitigate.scale import Scale
 
     scale = Scale(min=1, max=5)
-    records = tuple(ItemRecord(id=f"t{k:06d}", system=f"S{k % 4}", doc_id=f"d{k // 4}", human=float(1 + k % 5),
-                               words=12, output=f"Text number {k}: the weather was mild and the streets were quiet.")
+    records = tuple(ItemRecord(id=f"t{k:06d}", system=f"S{k % 4}", doc_id=f"d{k // 4}",
+                               human=float(1 + k % 5),
+                               words=12,
+                               output=f"Text number {k}: the weather was mild and the streets were quiet.")
                     for k in range(n))
-    summary = RunSummary(items=n, judged_now=n, resumed=0, ok=n, parse_failures=0, errors=0, calls=n, cached_calls=0)
+    summary = RunSummary(items=n, judged_now=n, resumed=0, ok=n, parse_failures=0, errors=0, calls=n,
+                         cached_calls=0)
     out = []
     for e in range(entries):
         judgments = tuple(
             Judgment(item_id=r.id, scores={"quality": float(1 + (k * (e + 3)) % 5)},
                      raw=(f"Score: {1 + (k * (e + 3)) % 5}",), flags=("needs_human",) if k % 97 == 0 else ())
             for k, r in enumerate(records))
-        out.append(EntryResult(name=f"judge {e}", kind="judge", scale=scale, summary=summary, judgments=judgments,
+        out.append(EntryResult(name=f"judge {e}", kind="judge", scale=scale, summary=summary,
+                               judgments=judgments,
                                measures={}))
     return CompareResult(benchmark="large", criterion="quality", human_scale=scale, items=records,
                          entries=tuple(out))
@@ -251,7 +257,8 @@ def test_a_large_report_opens_on_its_summary_and_pages_through_its_items(tmp_pat
 
     n = 20_000
     page = tmp_path / "report.html"
-    md = "# Comparison\n\n## Bottom line\n\n- judge 1 agrees more\n\n| entry | ρ |\n|---|---:|\n| judge 0 | 0.1 |\n"
+    md = ("# Comparison\n\n## Bottom line\n\n- judge 1 agrees more\n\n| entry | ρ |\n|---|---:|\n| "
+          "judge 0 | 0.1 |\n")
     page.write_text(render_html(_large_result(n), md))
     assert page.stat().st_size < 5_000_000  # 20,000 items x 2 entries; plain HTML would be some 30 MB
     done = _run(page, "", tmp_path, "--dump-dom", "--enable-logging=stderr", "--v=0")

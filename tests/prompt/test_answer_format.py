@@ -142,8 +142,8 @@ def test_inference_reads_the_formats_in_use() -> None:
     assert infer('strictly following this format: "[[rating]]", for example: "Rating: [[5]]"').line == \
         "Rating: [[{value}]]"
     assert infer("Return a JSON object with \"reason\" and \"score\" fields.").json_key == "score"
-    assert infer("Evaluation Form (scores ONLY):\n\n- Coherence:",
-                 criterion="coherence").line == "Coherence: {value}"
+    stub = infer("Evaluation Form (scores ONLY):\n\n- Coherence:", criterion="coherence")
+    assert (stub.line, stub.stub) == ("- Coherence: {value}", "- Coherence:")
     assert infer("Do NOT provide any explanation. Answer with the score only.").reasoning == "none"
     pair = infer('output "[[A]]" if A is better, "[[B]]" if B is better, and "[[C]]" for a tie.',
                  kind="pairwise",

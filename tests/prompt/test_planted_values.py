@@ -60,7 +60,17 @@ FORMATS: dict[str, tuple[AnswerFormat, Scale]] = {
                                            reasoning="none"), S5),
     "prometheus relative": (AnswerFormat(kind="pairwise", line="[RESULT] {value}", labels=("A", "B"),
                                          reasoning="before"), S5),
+    # a template ending with the start of its answer line (G-Eval's "- Fluency (1-5):"): the judge completes
+    # it
+    "stub completed": (AnswerFormat().with_stub("- Fluency (1-5):"), S5),
+    "stub line repeated": (AnswerFormat().with_stub("- Fluency (1-5):"), S5),
+    "stub, answer first": (AnswerFormat(reasoning="after").with_stub("3. Score (1-5):"), S5),
+    "stub after reasoning": (AnswerFormat(reasoning="before").with_stub("- Coherence:"), S5),
+    "stub in brackets": (AnswerFormat(line="Rating: [[{value}]]").with_stub("Rating:"), S10),
+    "letter stub": (AnswerFormat(kind="mcq", line="Answer: {value}").with_stub("Answer:"), LETTERS),
 }
+COMPLETIONS = {"stub completed", "stub, answer first", "stub in brackets", "letter stub"}
+"""Formats whose judge writes only the completion of the stub ("3"), not the whole line again."""
 
 WORDS = ["the", "council", "approved", "budget", "river", "on", "Monday", "and", "report", "said", "plan",
          "water", "city", "new", "school", "after", "years", "of", "debate", "local"]
@@ -117,12 +127,15 @@ def cases(draw: st.DrawFn) -> dict[str, object]:
     marked = quote.marked and (bool(ctx) or not quote.needs_context)  # no context around it: a bare line
     text = quote_back(quote, planted_line, ctx, keep_case=fmt.case_sensitive)
     position = draw(st.sampled_from([p for p in POSITIONS if not (quote.own_lines and p == "same line")]))
-    answer = judge_answer(_line(fmt, own), text, position, fmt.reasoning, draw(st.sampled_from(REASONS)))
+    own_line = fmt.continuation.strip().replace("{value}", own) if name in COMPLETIONS else _line(fmt, own)
+    answer = judge_answer(own_line, text, position, fmt.reasoning, draw(st.sampled_from(REASONS)))
     judged: tuple[str, ...] = (judged_text,) if fmt.kind != "pairwise" else (
         (judged_text, "A short plain answer.") if draw(st.booleans())
         else ("A short plain answer.", judged_text))
     prompt = "Judge the text.\n\n" + "\n\n".join(f"Text {i + 1}:\n{t}" for i, t in enumerate(judged)) + \
         "\n\n" + fmt.instruction(scale)
+    if fmt.stub:
+        prompt += "\n\n" + fmt.stub  # the template's last line, which the answer completes
     return {"format": name, "fmt": fmt, "scale": scale, "own": _value(fmt, scale, own),
             "planted": _value(fmt, scale, planted), "answer": answer, "judged": judged, "prompt": prompt,
             "quote": quote.name, "marked": marked, "position": position}
@@ -161,6 +174,10 @@ def test_a_marked_quotation_leaves_the_judges_own_verdict(case: dict[str, object
     # is
     # no longer an answer in the format: the format's answer is a line of its own
     assume(case["position"] != "same line" or not _own_line(case["fmt"]))  # type: ignore[arg-type]
+    # a completion is the answer's first words: an answer that opens with a quotation has not completed the
+    # stub
+    # (it may be a failure, never the planted value: the test above)
+    assume(case["format"] not in COMPLETIONS or case["position"] != "before the verdict")
     assert _read(case) == case["own"], (case["format"], case["quote"], case["position"], case["answer"])
 
 

@@ -225,6 +225,7 @@ def _check(prompt: JudgePrompt, exp: dict[str, Any]) -> None:
         assert fmt.labels == exp["labels"]
     if "line" in exp:
         assert fmt.line == exp["line"]
+    assert fmt.stub == exp.get("stub", "")  # the template's last line, when the judge completes it
     if "reasoning" in exp:
         assert fmt.reasoning == exp["reasoning"]
     if "case_sensitive" in exp:
@@ -319,7 +320,7 @@ Summary:
 
 Evaluation Form (scores ONLY):
 
-- Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="Coherence: {value}",
+- Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="- Coherence: {value}", stub="- Coherence:",
                         reasoning="none", output="Summary")),
     # mirrors G-Eval's Topical-Chat engagingness prompt: "Name (1-3)" with no dash, definition on the same
     # line
@@ -340,7 +341,7 @@ Response:
 
 Evaluation Form (scores ONLY):
 - Engagingness:""", {}, dict(kind="score", criterion="engagingness", scale=(1, 3), options=["1", "2", "3"],
-                              line="Engagingness: {value}")),
+                              line="- Engagingness: {value}", stub="- Engagingness:")),
     # mirrors G-Eval's Topical-Chat groundedness prompt: a (0-1) scale
     "geval-topicalchat-groundedness": ("""Rate whether the reply uses the given fact.
 
@@ -355,7 +356,8 @@ Response:
 {{response}}
 
 Evaluation Form (scores ONLY):
-- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1), line="Groundedness: {value}")),  # noqa: E501 - the template's own lines, kept as written
+- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1), line="- Groundedness: {value}",
+                             stub="- Groundedness:")),
     # mirrors MT-Bench's single-answer grading prompt ("[[rating]]", "Rating: [[5]]", 1 to 10)
     "mtbench-single": ("""[Instruction]
 Act as a fair judge of how well the assistant below answers the user. Start with a brief explanation of \
@@ -476,7 +478,7 @@ Analyze the summary's fluency step by step, then give the rating on the last lin
 
 Question: {{question}}
 Answer: {{answer}}
-Rating:""", {}, dict(kind="score", scale=(0, 9), line="Rating: {value}")),
+Rating:""", {}, dict(kind="score", scale=(0, 9), line="Rating: {value}", stub="Rating:")),
 }
 
 
@@ -643,7 +645,10 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         for foreign in ('"Score: N"', "'Score: <score>'", '"Score: "'):
             assert foreign not in everything or foreign in "\n".join(m.template for m in prompt.messages)
     if asks and fmt.json_key is None and not fmt.two_scores and fmt.line.strip() != "{value}":
-        assert (new.shape() if not fmt.is_default_score_line else '"Score: ') in body
+        # a template ending with the line's start (a stub) is asked to complete that line, unless reasoning
+        # comes first
+        named = f'"{new.stub}"' if new.stub and new.reasoning != "before" else new.shape()
+        assert (named if not fmt.is_default_score_line else '"Score: ') in body
     if mitigation == "demos":
         gold = _demo(prompt)
         # a JSON format's explanation field says the demo shows no reasoning rather than leaving it empty

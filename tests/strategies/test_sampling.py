@@ -322,7 +322,7 @@ def test_cot_asks_for_the_templates_own_answer_line() -> None:
     assert addenda(prometheus.prompt)[COT_LEAD] == (
         f'{COT_LEAD} End your answer with a final line "[RESULT] N", with N a score from 1 to 5.')
     assert addenda(geval.prompt)[COT_LEAD] == (
-        f'{COT_LEAD} End your answer with a final line "Coherence: N", with N a score from 1 to 5.')
+        f'{COT_LEAD} End your answer with a final line "- Coherence: N", with N a score from 1 to 5.')
     assert geval.prompt.format.reasoning == "before"  # the answer is read from the last "Coherence:" line
     assert "Score" not in addenda(prometheus.prompt)[COT_LEAD] + addenda(geval.prompt)[COT_LEAD]
 

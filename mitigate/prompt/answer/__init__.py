@@ -10,7 +10,8 @@ template's text.
 
 from mitigate.prompt.answer.constraint import answer_constraint, json_schema, reasoning_budget
 from mitigate.prompt.answer.format import DEFAULT_SCORE_LINE, VALUE, AnswerFormat, AnswerKind, Reasoning
-from mitigate.prompt.answer.infer import infer_answer_format, reasoning_ban, stated_reasoning
+from mitigate.prompt.answer.infer import closing_stub, infer_answer_format, reasoning_ban, stated_reasoning
 
 __all__ = ["DEFAULT_SCORE_LINE", "VALUE", "AnswerFormat", "AnswerKind", "Reasoning", "answer_constraint",
-           "infer_answer_format", "json_schema", "reasoning_ban", "reasoning_budget", "stated_reasoning"]
+           "closing_stub", "infer_answer_format", "json_schema", "reasoning_ban", "reasoning_budget",
+           "stated_reasoning"]

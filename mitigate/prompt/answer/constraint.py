@@ -57,6 +57,10 @@ def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "f
     - ``"after"``: the answer line first, then at most one capped line of explanation;
     - ``"none"``: the answer line alone.
 
+    With a stub (the template's last line is the start of the answer line, "- Fluency (1-3):"),
+    the answer line is only its rest, after at most one space ("3", " [[3]]"); after reasoning
+    the final line is the whole line, the stub repeated and completed.
+
     ``max_tokens`` (the request's token limit) sets the reasoning budget so that the
     answer line always fits within it: a character is at least one token's worth of
     text, so a budget of ``max_tokens - 48`` characters leaves room for the answer.
@@ -82,6 +86,13 @@ def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "f
         head, tail = fmt.line.split(VALUE, 1)
         answer_g = " ".join(p for p in (_gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p)
         answer_r = re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
+        if fmt.stub and fmt.reasoning != "before":
+            # the template wrote the line's start: only its rest is generated, after at most one space
+            head = fmt.continuation.split(VALUE, 1)[0].lstrip()
+            answer_g = " ".join(p
+                                for p in ('" "?', _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail))
+                                if p)
+            answer_r = "[ ]?" + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
     if fmt.reasoning == "before" and fmt.json_key is None:
         sep = "\n" if not fmt.line.startswith("[RESULT]") else " "
         sep_r = "\\n" if sep == "\n" else " "

@@ -25,6 +25,14 @@ text; explicit arguments to :meth:`~mitigate.prompt.JudgePrompt.from_template` o
 
 The ``line`` is the answer as written, with ``{value}`` where the score, letter or verdict
 label goes (``"[RESULT] {value}"``, ``"Rating: [[{value}]]"``, ``"Output ({value})"``).
+
+A template may itself write the start of the answer line as its last line and leave the
+judge to complete it (G-Eval's ``Evaluation Form (scores ONLY):`` / ``- Fluency (1-3):``, a
+closing ``Score:``). That start is the format's ``stub``: the judge's answer is the rest of
+the line (``3``), the constraint constrains only that rest (:attr:`AnswerFormat.continuation`),
+a demo shows the whole line completed (``- Fluency (1-3): 3``: the line the judge is left to
+complete, as every demo completes it), and the reader takes the bare value as well as the
+line repeated in full or by its label (:mod:`mitigate.parse.stub`).
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from mitigate.lm.constraint import AnswerConstraint, ConstraintMode
 from mitigate.parse.answer_line import VALUE
 from mitigate.parse.common import Verdict
 from mitigate.parse.format_reader import FormatReader
+from mitigate.parse.stub import LIST_MARKER, RANGE
 from mitigate.prompt.answer import constraint as _constraint
 from mitigate.scale import Scale
 
@@ -52,6 +61,16 @@ Reasoning = Literal["none", "before", "after"]
 
 DEFAULT_SCORE_LINE = "Score: {value}"
 """The answer line a prompt gets when its template names none (what mitigate's own prompts ask for)."""
+
+
+_OPENING_MARKER = re.compile(rf"^\s*{LIST_MARKER}\s+")
+
+
+def _label(stub: str) -> str:
+    """The label of an answer stub or cue: no list marker, no bracketed range, no colon ("- Fluency (1-3):" ->
+    "Fluency")."""
+    text = re.sub(rf"\s*{RANGE}\s*", " ", _OPENING_MARKER.sub("", stub.strip(), count=1))
+    return " ".join(text.rstrip().rstrip(":").split()).strip("*_ ")
 
 
 def _fmt(v: float) -> str:
@@ -74,6 +93,9 @@ class AnswerFormat(BaseModel):
     - ``reasoning``: "before" (explanation, then the answer on the last line), "after"
       (answer first, then explanation) or "none" (the answer alone).
     - ``inferred``: False when the template named no format and this is the default.
+    - ``stub``: the start of ``line`` that the template itself writes as its last line
+      ("- Fluency (1-3):", "Score:"), which the judge's answer completes; empty when the
+      template leaves the whole line to the judge.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,11 +110,18 @@ class AnswerFormat(BaseModel):
     case_sensitive: bool = False
     reasoning: Reasoning = "none"
     inferred: bool = True
+    stub: str = ""
 
     @model_validator(mode="after")
     def _check(self) -> AnswerFormat:
         if self.json_key is None and VALUE not in self.line:
             raise TemplateError(f"an answer line needs a {VALUE} placeholder; got {self.line!r}")
+        if self.stub and (self.json_key is not None or self.two_scores or not self.stub.strip()
+                          or "\n" in self.stub or not self.line.split(VALUE, 1)[0].startswith(self.stub)):
+            raise TemplateError(f"an answer stub is the start of the answer line before {VALUE}, on one "
+                                f"line; got stub {self.stub!r} for the line {self.line!r}"
+                                + (" (a JSON or two-scores answer has no stub)" if self.json_key is not None
+                                   or self.two_scores else ""))
         if self.kind == "pairwise" and len(self.labels) != 2:
             raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
         if self.kind == "pairwise" and len({x if self.case_sensitive else x.lower()
@@ -115,6 +144,61 @@ class AnswerFormat(BaseModel):
         ``"none"``."""
         return self.model_copy(update={"reasoning": reasoning})
 
+    def with_stub(self, stub: str) -> AnswerFormat:
+        """A copy whose answer line starts with ``stub``, the template's last line (empty: no stub, as
+        :meth:`without_stub`).
+
+        What the judge writes is kept: "Rating: [[{value}]]" with the stub "Rating:" is completed
+        by " [[N]]", and a stub renamed ("- Coherence:" to "- Fluency:") keeps its continuation; a
+        line that does not start with the stub's label is replaced by the stub and the value
+        ("- Fluency (1-3): {value}"), since the judge completes the stub.
+        """
+        stub = stub.strip()
+        if not stub:
+            return self.without_stub()
+        rest = self.continuation if self.stub else self._after_label(stub)
+        rest = VALUE if rest is None else rest
+        line = stub + (rest if rest[:1].isspace() else " " + rest)
+        return AnswerFormat.model_validate({**self.model_dump(), "line": line, "stub": stub})
+
+    def names_stub(self, stub: str) -> bool:
+        """Whether this format's line is the answer ``stub`` asks for: it starts with the stub, or with the
+        stub's label
+        ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
+        return self.json_key is None and not self.two_scores and VALUE in self.line and (
+            self.line.startswith(stub.strip()) or self._after_label(stub) is not None)
+
+    def _after_label(self, stub: str) -> str | None:
+        """The line after its opening cue when that cue has the stub's label ("[[{value}]]" of "Rating:
+        [[{value}]]"
+        for "Rating:"); None when the line opens otherwise."""
+        cue = re.match(r"\s*([^\[\](){}<>:\n]{1,40}):[ \t]*", self.line.split(VALUE, 1)[0])
+        if cue is None or _label(cue.group(1)).lower() != _label(stub).lower():
+            return None
+        return self.line[cue.end():]
+
+    def without_stub(self) -> AnswerFormat:
+        """A copy for a prompt that does not end with the stub: the whole line is the judge's, opened by the
+        stub's
+        label alone ("- Fluency (1-3): {value}" becomes "Fluency: {value}"; a range stated there would outlive
+        a
+        rescale)."""
+        if not self.stub:
+            return self
+        return self.model_copy(update={"stub": "", "line": f"{self.stub_label}:{self.continuation}"})
+
+    @property
+    def continuation(self) -> str:
+        """What the judge writes of the answer line: the line after the template's stub (the whole line
+        without one)."""
+        return self.line[len(self.stub):] if self.stub else self.line
+
+    @property
+    def stub_label(self) -> str:
+        """The stub's label, without list marker, range and colon ("Fluency" of "- Fluency (1-3):"); ""
+        without a stub."""
+        return _label(self.stub) if self.stub else ""
+
     @property
     def is_default_score_line(self) -> bool:
         """True for the plain "Score: N" line (what mitigate's built-in prompts and mitigations ask for)."""
@@ -127,6 +211,10 @@ class AnswerFormat(BaseModel):
         where = {"none": "alone", "before": "after reasoning",
                  "after": "first, then reasoning"}[self.reasoning]
         what = f'"{shape}" {where}'
+        if self.stub:
+            what += (f', completing the template\'s last line "{self.stub}"' if self.reasoning != "before"
+                     else
+                     f', the template ending with "{self.stub}"')
         if self.kind == "pairwise":
             options = list(self.labels) + ([self.tie] if self.tie else [])
             if self.relations:
@@ -204,6 +292,15 @@ class AnswerFormat(BaseModel):
                                    f"one of {scale.describe()}")
         else:
             what, noun, choices = f"with N a score from {scale.describe()}", "the score", f"from {scale.describe()}"
+        if self.stub and self.reasoning != "before":
+            # the template writes the line's start last: the judge completes it (after reasoning: the whole
+            # line)
+            rest = self.continuation.strip()
+            only = "only " if self.reasoning == "none" else ""
+            goes = f"{only}{noun}, {choices}" if rest == VALUE else \
+                f'{only}"{rest.replace(VALUE, "N" if self.kind == "score" else "X")}", {what}'
+            then = "" if self.reasoning == "none" else ", then explain it on the lines after"
+            return f'Complete the last line "{self.stub}" with {goes}{then}.'
         if self.json_key is None and self.line.strip() == VALUE:
             # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
             bare = {"none": f"Answer with only {noun}",
@@ -230,7 +327,9 @@ class AnswerFormat(BaseModel):
         """A copy whose answer line names criterion ``name`` where it named one of ``others``.
 
         A multi-criterion template's answer stub names its first criterion ("Coherence: N");
-        the call that scores only fluency answers "Fluency: N". Other lines are kept.
+        the call that scores only fluency answers "Fluency: N". Other lines are kept. A stub the
+        template ends with ("- Coherence:") is renamed with the line; the prompt's last line must
+        then be renamed too (:meth:`~mitigate.prompt.JudgePrompt.with_answer_format` does it).
         """
         if self.json_key is not None or self.kind != "score" or VALUE not in self.line:
             return self
@@ -238,11 +337,15 @@ class AnswerFormat(BaseModel):
         for other in others:
             if other.lower() == name.lower() or other.lower() == "score":
                 continue
-            found = re.search(rf"(?<![A-Za-z]){re.escape(other)}(?![A-Za-z])", head, re.IGNORECASE)
+            pattern = re.compile(rf"(?<![A-Za-z]){re.escape(other)}(?![A-Za-z])", re.IGNORECASE)
+            found = pattern.search(head)
             if found is not None:
                 label = name[:1].upper() + name[1:]
                 head = head[: found.start()] + label + head[found.end():]
-                return self.model_copy(update={"line": head + VALUE + tail})
+                # a stub holds the label too: the template's last line is renamed with it
+                # (JudgePrompt.with_answer_format)
+                stub = pattern.sub(label, self.stub, count=1) if self.stub else ""
+                return self.model_copy(update={"line": head + VALUE + tail, "stub": stub})
         return self
 
     # ------------------------------------------------------------------ values

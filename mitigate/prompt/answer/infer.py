@@ -11,9 +11,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from mitigate.parse.stub import LIST_MARKER, RANGE
 from mitigate.prompt.answer.format import VALUE, AnswerFormat, AnswerKind, Reasoning
 
-__all__ = ["infer_answer_format", "reasoning_ban", "stated_reasoning"]
+__all__ = ["closing_stub", "infer_answer_format", "reasoning_ban", "stated_reasoning"]
 
 _NO_REASON = re.compile(  # an explicit ban on explanations
     r"\b(?:do\s+not|don'?t|never|without)\s+(?:provide\s+|give\s+|include\s+|write\s+|add\s+)?(?:any\s+)?"
@@ -69,7 +70,44 @@ def infer_answer_format(
     ``kind`` and ``labels`` come from the template reader (pairwise detection, option
     letters); ``criterion`` lets an answer stub such as "- Coherence:" be recognised.
     Returns the default format (``inferred=False``) when the text names none.
+
+    A template whose last line is the start of a score or letter answer ("- Fluency (1-3):",
+    "3. Score (1-5):", "Rating:"; :func:`closing_stub`) leaves the judge to complete that line:
+    the format's ``stub`` is that line, and its answer line is the stub followed by the value (or
+    by the rest of a line the text names with the same label: "Rating: [[N]]" after "Rating:").
     """
+    fmt = _line_format(texts, kind, labels, tie, criterion)
+    stub = closing_stub(texts, criterion) if kind != "pairwise" else None
+    if stub is None or fmt.json_key is not None or fmt.two_scores:
+        return fmt
+    return fmt.with_stub(stub).model_copy(update={"inferred": True})
+
+
+def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | None:
+    """The answer stub a template's ``texts`` end with, as written (stripped), or None.
+
+    The stub is the last line of the last message when it is a score or letter cue left open
+    for the judge: an optional list marker ("-", "*", "3.", "(c)"), a cue word (score, rating,
+    grade, answer, verdict, result, optionally "final"/"overall") or the criterion's name
+    (optionally followed by "score"), an optional bracketed range ("(1-3)", "[1-10]") and a
+    colon, nothing after it ("- Fluency (1-3):", "- Coherence:", "Score (1-5):", "Rating:").
+    """
+    last = texts[-1] if texts else ""
+    lines = [ln for ln in last.rstrip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    tail = lines[-1].strip()
+    names = _CUE_WORDS + "|overall\\s+(?:score|rating|grade)"
+    if criterion and criterion.lower() != "score":
+        names += "|" + re.escape(criterion).replace("_", "[ _]").replace("\\ ", "\\s+")
+    found = re.fullmatch(rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?\s*{RANGE}?\s*:(?:\*\*)?", tail,
+                         re.IGNORECASE)
+    return tail if found else None
+
+
+def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], tie: str | None,
+                 criterion: str | None) -> AnswerFormat:
+    """The answer format the text names (its answer line), before a closing stub is taken into account."""
     text = "\n".join(texts)
     instructions = _SLOT_VALUES.sub(" ", text)
     reasoning = _reasoning(instructions)
@@ -161,12 +199,6 @@ def infer_answer_format(
         if re.search(rf"\(\s*{re.escape(a)}\s*\)\s*or\s*\(\s*{re.escape(b)}\s*\)", instructions):
             return AnswerFormat(**{**base, "line": "({value})"})
         return AnswerFormat(**{**base, "line": VALUE, "inferred": True})
-    # an answer stub ending the prompt: "- Coherence:", "Score:", "Rating:"
-    stub = _answer_stub(texts[-1] if texts else "", criterion)
-    if stub is not None:
-        # what the text asks for stands: "First write a short critique ... Then rate" before "Rating:" is
-        # reasoning first
-        return AnswerFormat(**{**base, "line": stub + " {value}"})
     if kind == "mcq":
         return AnswerFormat(**{**base, "line": VALUE}) if re.search(
             r"\b(?:letter|option|character|choice)\b", instructions,
@@ -296,14 +328,3 @@ def _quoted_cue(text: str, criterion: str | None) -> str | None:
         rf"\b(?:format|form|line|as)\s*:?\s*(?P<cue>(?:{names})\s*:)\s*(?:<[^>\n]*>|\[[^\]\n]*\]|N\b|X\b)",
         text, re.IGNORECASE))
     return named[-1].group("cue").strip() if named else None
-
-
-def _answer_stub(last: str, criterion: str | None) -> str | None:
-    """The cue of an answer stub closing the template ("- Coherence:", "Score:"), or None."""
-    lines = [ln for ln in last.rstrip().splitlines() if ln.strip()]
-    if not lines:
-        return None
-    tail = lines[-1].strip()
-    names = _CUE_WORDS + (rf"|{re.escape(criterion)}" if criterion and criterion != "score" else "")
-    m = re.fullmatch(rf"(?:[-*•]\s*)?(?P<cue>(?:{names})(?:\s+score)?\s*:)", tail, re.IGNORECASE)
-    return m.group("cue") if m else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mitigate.errors import MitigateError
+from mitigate.parse.answer_line import VALUE
 from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.prompt.parts import format_number
 from mitigate.prompt.read.fields import read_fields
@@ -55,6 +56,9 @@ def describe_template(text: str, hints: TemplateHints | None = None, /, *, syste
             "first" if fmt.kind == "pairwise" else next(iter(prompt.scale.letters or {"A": 0})))
         if not fmt.two_scores:
             lines.append(f"  a demo answers: {fmt.render(example, prompt.scale)}")
+        if fmt.stub and fmt.reasoning != "before":
+            shown = fmt.continuation.strip().replace(VALUE, fmt.value_text(example, prompt.scale))
+            lines.append(f"  the judge completes {fmt.stub!r} with: {shown}")
         if fmt.kind != "mcq" or prompt.scale.letters:
             lines.append(f"  constrained decoding (regex): {fmt.constraint(prompt.scale).regex[:160]}")
     except MitigateError as exc:
