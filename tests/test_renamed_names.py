@@ -27,6 +27,16 @@ def test_every_registered_measure_name_is_kebab_case() -> None:
     assert [n for n in registered("measure") if n != n.lower() or "_" in n] == []
 
 
+def test_importing_every_measure_warns_of_no_deprecated_name() -> None:
+    import subprocess
+    import sys
+
+    code = "import mitigate.measures, mitigate.registry; mitigate.registry.registered('measure')"
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr.strip().splitlines()[-1:]
+
+
 def test_a_snake_case_measure_name_is_found_with_a_warning_naming_the_new_one() -> None:
     with pytest.warns(DeprecationWarning, match="'spearman_item' is deprecated; use 'spearman-item'"):
         assert lookup("measure", "spearman_item") is lookup("measure", "spearman-item")

@@ -26,7 +26,7 @@ def panel_members_section(result: CompareResult) -> list[str]:
     """Markdown lines of the section (empty when no entry is a panel with member answers)."""
     rows: list[str] = []
     for e in result.entries:
-        m = e.measures.get("member_confusion")
+        m = e.measures.get("member-confusion")
         if m is None or not m.ok:
             continue
         estimated: dict[str, Any] = m.extra.get("estimated") or {}

@@ -347,7 +347,7 @@ def comparisons_from_verdicts(systems_a: Sequence[str | None], systems_b: Sequen
     return out, rows
 
 
-@register("measure", "bradley_terry")
+@register("measure", "bradley-terry")
 class BradleyTerryRanking(ReportedMeasure):
     """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the gold
     preferences."""
@@ -368,17 +368,17 @@ class BradleyTerryRanking(ReportedMeasure):
         judged, rows = comparisons_from_verdicts(a, b, entry.verdicts)
         gold, _ = comparisons_from_verdicts(a, b, list(entry.gold))
         if len({s for c in judged for s in c[:2]}) < 3:
-            return undefined("bradley_terry", len(judged), len(items) - len(judged),
+            return undefined("bradley-terry", len(judged), len(items) - len(judged),
                              "fewer than three systems are compared (items need system and system_b)")
         try:
             gold_fit = fit_bradley_terry(gold) if gold else None
             fit = fit_bradley_terry(judged, others={"gold": gold_fit.abilities} if gold_fit else None)
         except DataError as exc:
-            return undefined("bradley_terry", len(judged), len(items) - len(judged), exc.message)
+            return undefined("bradley-terry", len(judged), len(items) - len(judged), exc.message)
         extra = {"judge": fit.model_dump(mode="json"), "gold": gold_fit.model_dump(mode="json") if gold_fit
                  else None}
         tau = kendall_tau(fit.abilities, gold_fit.abilities) if gold_fit else None
         if tau is None:
-            return undefined("bradley_terry", len(judged), len(items) - len(judged),
+            return undefined("bradley-terry", len(judged), len(items) - len(judged),
                              "no gold preferences to rank the systems by, or a constant ranking", **extra)
-        return finish("bradley_terry", tau, len(judged), len(items) - len(judged), extra=extra)
+        return finish("bradley-terry", tau, len(judged), len(items) - len(judged), extra=extra)

@@ -217,7 +217,7 @@ def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashabl
                  extra={"k": k, "contradicting_triples": kinds, "questions": len(per_question)})
 
 
-@register("measure", "preference_cycle_rate")
+@register("measure", "preference-cycle-rate")
 class PreferenceCycleRate(ReportedMeasure):
     """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3)."""
 
@@ -241,7 +241,7 @@ class PreferenceCycleRate(ReportedMeasure):
         for it, v in zip(items, entry.verdicts, strict=True):
             rels[(it.doc_id, it.system, it.system_b)] = verdict_relation(v)
         m = transitivity_violations(rels, **entry.ci)
-        return m.model_copy(update={"name": "preference_cycle_rate"})
+        return m.model_copy(update={"name": "preference-cycle-rate"})
 
 
 def pooled_relations(preferences: Sequence[Mapping[str, Any] | None], tie_margin: float = 0.0

@@ -395,7 +395,7 @@ def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci
     err = np.array([[math.nan if v is None else float(v) for v in row] for row in errors], dtype=float) \
         if not isinstance(errors, np.ndarray) else errors.astype(float)
     if err.ndim != 2 or err.shape[1] < 2:
-        return undefined("panel_effective_votes", int(err.shape[0]) if err.ndim else 0, 0,
+        return undefined("panel-effective-votes", int(err.shape[0]) if err.ndim else 0, 0,
                          "a panel needs at least two members to have an effective number of votes")
     n_members = err.shape[1]
     rho, cors = _mean_error_correlation(err)
@@ -407,11 +407,11 @@ def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci
                              "definition": "Kish: n / (1 + (n - 1) * rho)",
                              "pair_correlations": _pair_table(err, pairs, names)}
     if not math.isfinite(rho):
-        return undefined("panel_effective_votes", used, failed, "no pair of members has a defined error "
+        return undefined("panel-effective-votes", used, failed, "no pair of members has a defined error "
                          "correlation (each needs 3 items both answered, with errors that vary)", **extra)
     value = _kish(n_members, rho)
     if not math.isfinite(value):
-        return undefined("panel_effective_votes", used, failed,
+        return undefined("panel-effective-votes", used, failed,
                          f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined",
                          **extra)
     interval = None
@@ -424,7 +424,7 @@ def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci
         vals_a = np.array([v for v in vals if math.isfinite(v)])
         if len(vals_a) >= n_boot / 2:
             interval = (float(np.quantile(vals_a, alpha / 2)), float(np.quantile(vals_a, 1 - alpha / 2)))
-    return finish("panel_effective_votes", value, used, failed, interval=interval, extra=extra)
+    return finish("panel-effective-votes", value, used, failed, interval=interval, extra=extra)
 
 
 def _pair_table(err: np.ndarray, pairs: list[tuple[str, str]], names: list[str]) -> dict[str, float | None]:
@@ -459,7 +459,7 @@ def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[st
     """
     answered = [row for row in votes if any(v is not None for v in row)]
     if not answered:
-        return undefined("member_confusion", 0, len(votes), "no member answered any item")
+        return undefined("member-confusion", 0, len(votes), "no member answered any item")
     model = fit_dawid_skene(answered, members, kind=kind)
     estimated = {m: {"matrix": model.member_matrix(m), "balanced_accuracy": model.balanced_accuracy(m)}
                  for m in model.members}
@@ -472,7 +472,7 @@ def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[st
             observed[m] = {"counts": counts, "balanced_accuracy": float(np.mean(rates)) if rates else None}
         extra["observed"] = observed
     value = min(e["balanced_accuracy"] for e in estimated.values())
-    return finish("member_confusion", value, len(answered), len(votes) - len(answered), extra=extra)
+    return finish("member-confusion", value, len(answered), len(votes) - len(answered), extra=extra)
 
 
 # --------------------------------------------------------------------------------------------- reported
@@ -486,7 +486,7 @@ def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
     return undefined(name, 0, len(entry.judgments), "the entry is not a panel of judges")
 
 
-@register("measure", "panel_effective_votes")
+@register("measure", "panel-effective-votes")
 class PanelEffectiveVotes(ReportedMeasure):
     """Kish's effective number of votes of a panel from its members' verdict errors (Kohli 2026;
     :func:`effective_votes`)."""
@@ -500,13 +500,13 @@ class PanelEffectiveVotes(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """From the members' verdicts in ``meta["panel"]`` and the gold preferences; NaN for a judge that is
         no panel."""
-        if (none := _not_a_panel(entry, "panel_effective_votes")) is not None:
+        if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
             return none
         members, votes = panel_votes(entry.judgments, "verdict")
         return effective_votes(verdict_errors(votes, entry.gold), members=members, **entry.ci)
 
 
-@register("measure", "panel_effective_votes_score")
+@register("measure", "panel-effective-votes-score")
 class PanelEffectiveVotesScore(ReportedMeasure):
     """Kish's effective number of votes of a score panel from its members' errors against the human scores."""
 
@@ -517,7 +517,7 @@ class PanelEffectiveVotesScore(ReportedMeasure):
     def compute(self, entry: EntryData) -> Measure:
         """From the members' scores in ``meta["panel"]`` on the entry's criterion; NaN for a judge that is no
         panel."""
-        if (none := _not_a_panel(entry, "panel_effective_votes")) is not None:
+        if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
             return none
         names, rows = _member_scores(entry.judgments, entry.criterion)
         human = entry.human
@@ -541,7 +541,7 @@ def _member_scores(judgments: Sequence[Judgment], criterion: str) -> tuple[list[
     return names, [[row.get(n) for n in names] for row in rows]
 
 
-@register("measure", "member_confusion")
+@register("measure", "member-confusion")
 class MemberConfusion(ReportedMeasure):
     """Each panel member's confusion matrix, estimated without gold (Dawid and Skene 1979) and observed
     against it."""
@@ -556,7 +556,7 @@ class MemberConfusion(ReportedMeasure):
 
     def compute(self, entry: EntryData) -> Measure:
         """From the members' verdicts in ``meta["panel"]``; NaN for a judge that is no panel."""
-        if (none := _not_a_panel(entry, "member_confusion")) is not None:
+        if (none := _not_a_panel(entry, "member-confusion")) is not None:
             return none
         members, votes = panel_votes(entry.judgments, "verdict")
         return member_confusion(votes, members, [g if g in ("A", "B", "tie") else None for g in entry.gold])

@@ -133,7 +133,7 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
     d = paired_mean_difference(_correct(b, gold), _correct(a, gold), n_boot=n_boot, n_perm=n_perm, seed=seed,
                                min_n=3)
     if d.n < 3:
-        return Comparison(against=first, measure="preference_accuracy", observed=math.nan, n=d.n, test=d.test,
+        return Comparison(against=first, measure="preference-accuracy", observed=math.nan, n=d.n, test=d.test,
                           reason="needs at least 3 items with a verdict from both entries and "
                                  f"gold; got {d.n}")
     decided: dict[str, Any] = {}
@@ -142,7 +142,7 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
         dx, dy = complete_pairs(_correct([a[i] for i in keep], [gold[i] for i in keep]),
                                 _correct([b[i] for i in keep], [gold[i] for i in keep]))
         decided = {"decided_observed": float(np.mean(dy - dx)) if len(dx) else None, "decided_n": len(dx)}
-    return Comparison(against=first, measure="preference_accuracy", observed=d.observed, ci_low=d.low,
+    return Comparison(against=first, measure="preference-accuracy", observed=d.observed, ci_low=d.low,
                       ci_high=d.high, p_value=d.p_value, n=d.n, n_perm=n_perm, test=d.test, **decided)
 
 

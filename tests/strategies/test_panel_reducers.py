@@ -140,9 +140,9 @@ def test_dawid_skene_fitted_on_a_panel_reads_the_below_chance_members_backwards(
                                                                                             "bad2"}
     judge = fitted.wrap(panel)
     item = train.items[3]  # gold A; the two bad members outvote the good one
-    from mitigate.registry import run_sync
-    plain = run_sync(panel.judge(item), what="test", instead="await")
-    reduced = run_sync(judge.judge(item), what="test", instead="await")
+    from mitigate.registry import run_coroutine
+    plain = run_coroutine(panel.judge(item), what="test", instead="await")
+    reduced = run_coroutine(judge.judge(item), what="test", instead="await")
     assert plain.verdict == "second" and reduced.verdict == "first"
     assert reduced.meta["dawid_skene"]["posterior"]["A"] > 0.9
 
@@ -152,9 +152,9 @@ def test_dawid_skene_refuses_use_before_fitting_and_a_panel_of_other_members() -
         DawidSkene().wrap(_panel())
     fitted = DawidSkene().fit(_pairwise_items(), _panel(), progress=False)
     other = PanelJudge({"x": PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True))})
-    from mitigate.registry import run_sync
+    from mitigate.registry import run_coroutine
     with pytest.raises(ConfigError, match="fitted on the members"):
-        run_sync(fitted.wrap(other).judge(_pairwise_items().items[0]), what="test", instead="await")
+        run_coroutine(fitted.wrap(other).judge(_pairwise_items().items[0]), what="test", instead="await")
 
 
 def test_unsupervised_dawid_skene_needs_no_labels_and_supervised_true_refuses_a_split_without_them() -> None:
@@ -238,9 +238,9 @@ async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_c
     result = await compare(bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50,
                            n_perm=100)
     panel, one = result.entries
-    assert panel.measures["panel_effective_votes"].extra["n_members"] == 3
-    assert panel.measures["member_confusion"].extra["observed"]["good"]["balanced_accuracy"] == 1.0
-    assert not one.measures["member_confusion"].ok
+    assert panel.measures["panel-effective-votes"].extra["n_members"] == 3
+    assert panel.measures["member-confusion"].extra["observed"]["good"]["balanced_accuracy"] == 1.0
+    assert not one.measures["member-confusion"].ok
     text = render_markdown(result)
     section = text.split("## Panel members", 1)[1].split("\n## ", 1)[0]
     assert "| panel | good |" in section and "| panel | bad1 |" in section and "one judge" not in section

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_estimate_cli import write_task
+from tests.cli.test_estimate_cli import write_task
 from typer.testing import CliRunner
 
 from mitigate import JudgePrompt, PromptJudge

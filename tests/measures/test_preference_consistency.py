@@ -119,7 +119,7 @@ def test_the_registered_measures_read_round_robin_items() -> None:
                         verdicts=[{"A": "B", "B": "A"}[v] for v in gold], n_boot=0)
     assert BradleyTerryRanking().compute(flipped).value == pytest.approx(-1.0)
     cycles = PreferenceCycleRate().compute(entry)
-    assert cycles.name == "preference_cycle_rate" and 0 <= cycles.value <= 1 and cycles.n == 60
+    assert cycles.name == "preference-cycle-rate" and 0 <= cycles.value <= 1 and cycles.n == 60
     bare = [i.model_copy(update={"doc_id": None}) for i in items]
     no_doc = EntryData(scores=entry.scores, items=bare, criterion="overall", scale=Scale(), verdicts=gold,
                        task="pairwise")
