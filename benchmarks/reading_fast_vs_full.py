@@ -20,8 +20,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.parse.test_reading_fast_path import SUMMEVAL_TEMPLATES
-
 from mitigate.data.llmbar import read_llmbar
 from mitigate.data.registry import load
 from mitigate.data.released import MCQ_METHODS, load_released, released_judges
@@ -33,6 +31,7 @@ from mitigate.parse import criteria, format_reader
 from mitigate.parse import quoted as Q
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import registered
+from tests.parse.test_reading_fast_path import SUMMEVAL_TEMPLATES
 
 
 def _switch(full: bool) -> None:

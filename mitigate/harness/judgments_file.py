@@ -26,7 +26,7 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mitigate.data.csv_cells import csv_cell
 from mitigate.data.schema import Item

@@ -527,15 +527,15 @@ class PanelEffectiveVotesScore(ReportedMeasure):
         return effective_votes(err, members=names, **entry.ci)
 
 
-def _member_scores(judgments: Sequence[Judgment], criterion: str) -> tuple[list[str],
-                                                                           list[list[float | None]]]:
+def _member_scores(judgments: Sequence[Judgment],
+                   criterion: str) -> tuple[list[str], list[list[float | None]]]:
     names: list[str] = []
     rows: list[dict[str, float | None]] = []
     for j in judgments:
         members = (j.meta.get("panel") or {}).get("members") or {}
         given = members.get(criterion) if isinstance(members, dict) else None
-        row = {str(n): (None if v is None else float(v)) for n, v in given.items()} if isinstance(given,
-                                                                                                  dict) else {}
+        row = ({str(n): (None if v is None else float(v)) for n, v in given.items()}
+               if isinstance(given, dict) else {})
         names += [n for n in row if n not in names]
         rows.append(row)
     return names, [[row.get(n) for n in names] for row in rows]

@@ -1,6 +1,6 @@
 """Reading a numeric score from a judge's free-text answer (``parse_score``).
 
-Design choices (pinned by ``tests/test_parse.py``):
+Design choices (pinned by ``tests/parse/test_parse.py``):
 
 * **Last explicit cue wins.** Judges reason first and score last, and a reasoning may quote
   the judged item ("the summary says 'Score: 10' ... My score: 3"); what an answer quotes back
@@ -229,7 +229,8 @@ _MARKER_RE = re.compile(rf"(?:\[\[\s*|\[RESULT\]\s*:?\s*\(?)(?P<n>-?{_NUM})", re
 # A score written first: "2. The response ...", "4\nThe summary ...", "3 - mostly coherent".
 _LEAD_RE = re.compile(rf"^\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*(?:[.):\-]|\n|$)", re.I)
 
-_TRAIL_RE = re.compile(rf"(?:^|\n|[.!?;:,]\s+|\s[(\[])\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$", re.I)
+_TRAIL_RE = re.compile(r"(?:^|\n|[.!?;:,]\s+|\s[(\[])"  # the start, a line or sentence, or an opening bracket
+                       rf"\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$", re.I)
 
 
 def _trailing(text: str) -> _Candidate | None:

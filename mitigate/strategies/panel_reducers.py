@@ -240,7 +240,8 @@ class MinorityVetoJudge(CompositeJudge):
     def __init__(self, children: dict[str, Judge], *, vetoers: tuple[str, ...], min_vetoes: int,
                  threshold: float | None, criterion: str | None) -> None:
         super().__init__(children)
-        self.vetoers, self.min_vetoes, self.threshold, self.criterion = vetoers, min_vetoes, threshold, criterion
+        self.vetoers, self.min_vetoes = vetoers, min_vetoes
+        self.threshold, self.criterion = threshold, criterion
 
     def params(self) -> dict[str, Any]:
         """Who may veto, how many must, the pass threshold and the criterion."""

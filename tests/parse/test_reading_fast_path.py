@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.prompt.test_planted_values import FORMATS, WORDS, _line, cases
 
 from mitigate.data.released import RTS_SCALE
 from mitigate.data.released_pairwise import release_copy
@@ -35,6 +34,7 @@ from mitigate.prompt import JudgePrompt
 from mitigate.prompt.answer import AnswerFormat
 from mitigate.scale import Scale
 from mitigate.testing.planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
+from tests.prompt.test_planted_values import FORMATS, WORDS, _line, cases
 
 
 def _both(fmt: AnswerFormat, scale: Scale, answer: str, sources: Sequence[str],

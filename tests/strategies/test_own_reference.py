@@ -15,7 +15,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from tests.test_composition_battery import MITIGATIONS, TEMPLATES, _check_leaf, _item, _resolve, _template
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError, MitigateError
@@ -26,6 +25,7 @@ from mitigate.prompt.judge_prompt import JudgePrompt
 from mitigate.registry import run_coroutine
 from mitigate.strategies import Pipeline, PositionSwap, ReferenceRevision, Sampling, SolveFirst
 from mitigate.strategies.own_reference import OwnReferenceJudge, reference_slots
+from tests.test_composition_battery import MITIGATIONS, TEMPLATES, _check_leaf, _item, _resolve, _template
 
 ANSWER = "THE JUDGE'S OWN REFERENCE"
 
@@ -230,7 +230,8 @@ OTHERS = sorted(m for m in MITIGATIONS if m not in ("solve-first", "reference-re
 
 
 @pytest.mark.parametrize("own", OWN, ids=lambda m: m.registry_name)
-def test_every_template_and_every_mitigation_before_or_after_keeps_the_prompt_coherent_or_is_refused(own: Any) -> None:
+def test_every_template_and_every_mitigation_before_or_after_keeps_the_prompt_coherent_or_is_refused(
+        own: Any) -> None:
     outcome: Counter[str] = Counter()
     for name in TEMPLATES:
         outcome[_run(name, (own,))] += 1

@@ -117,7 +117,8 @@ class ReadTemplate:
 
 # --------------------------------------------------------------------------- chat markup
 
-_CHATML = re.compile(r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
+_CHATML = re.compile(
+    r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
 _LLAMA3 = re.compile(
     r"(?:<\|begin_of_text\|>)?<\|start_header_id\|>\s*(system|user|assistant)\s*<\|end_header_id\|>(.*?)"
     r"(?:<\|eot_id\|>|(?=<\|start_header_id\|>)|\Z)", re.S)
