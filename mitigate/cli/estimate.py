@@ -109,13 +109,13 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
 
     recorded: Annotated[Path | None, RECORDED,
                         Override(help="the judge's recorded judgments (JSON lines or .csv, see "
-                                                             "docs/recorded_format.md)")] = None
+                                 "docs/recorded_format.md)")] = None
     judge: Annotated[str | None, JUDGE,
                      Override(help="with --recorded: which judge of the file (needed when it holds "
-                                                      "several)")] = None
+                              "several)")] = None
     released: Annotated[str | None, RELEASED,
                         Override(help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts "
-                                                            "(summeval), chatgpt-h2h (summeval-h2h)")] = None
+                                 "(summeval), chatgpt-h2h (summeval-h2h)")] = None
     pipeline: Annotated[str | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
         "judge every item live with this pipeline (e.g. baseline, \"name(k=v) | name2\" or @file.json) on "
         "--backend"))] = None
@@ -146,11 +146,11 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     limit: Annotated[Limit, Override(help="only the first N items, document by document (0 = all)")] = 0
     backend: Annotated[Backend,
                        Override(help="LM of --pipeline: openai:<model>, anthropic:<model>, dspy:<model>, "
-                                              "local, local:<path.gguf>")] = DEFAULT_BACKEND
+                                "local, local:<path.gguf>")] = DEFAULT_BACKEND
     prompt: Annotated[Prompt,
                       Override(help="judge prompt template file (default: the built-in prompt for the "
-                                            "criterion); with --recorded, reads rows that hold only the "
-                                            "judge's raw text")] = None
+                               "criterion); with --recorded, reads rows that hold only the "
+                               "judge's raw text")] = None
     samples: Annotated[Samples, Override(help="samples per item of the live judge")] = 1
 
     def check(self) -> None:

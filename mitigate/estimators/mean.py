@@ -387,7 +387,7 @@ def estimate_mean(
                                      "high": min(out.high, float(bounds[1])),
                                      "notes": (*out.notes,
                                                f"interval cut to the labels' scale [{bounds[0]:g}, "
-                                                           f"{bounds[1]:g}]")})
+                                               f"{bounds[1]:g}]")})
     return out
 
 

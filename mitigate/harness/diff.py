@@ -469,7 +469,7 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
 
     def correct(vs: Sequence[str | None]) -> np.ndarray:
         return np.array([math.nan if g is None else float(v is not None and v == g) for v, g in zip(vs, gold,
-                                                                                                     strict=True)])
+                                                                                                    strict=True)])
 
     no_gold = sum(g is None for g in gold)
     out = [_share_measure("accuracy", criterion, correct(va), correct(vb), clusters, better="higher",

@@ -299,7 +299,7 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     per = j.meta.get("perturbations")
     if isinstance(per, dict):
         rows.append(("under perturbed guidelines", ", ".join(f"{k}: {v if v is not None else 'none'}"
-                                                              for k, v in per.items())))
+                                                             for k, v in per.items())))
     if j.flags:
         rows.append(("flags", ", ".join(j.flags)))
     if j.error:
@@ -358,7 +358,7 @@ def _per_item_html(result: CompareResult) -> str:
         human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
         cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e,
                         j in zip(result.entries, r["judgments"],
-                                                                                 strict=True))
+                                 strict=True))
         details = "".join(_details_html(result, e, j) for e,
                           j in zip(result.entries, r["judgments"], strict=True))
         search = " ".join([rec.id, rec.doc_id or "", system]).lower()

@@ -206,7 +206,7 @@ def _walk_demos(spec: Any) -> list[tuple[str, Any]]:
             per_item = (params.get("demos_") is None and params.get("selector") is not None
                         and not params.get("demos"))
             found.append((str(spec.get("name", "demos")), None if per_item else (params.get("demos_")
-                                                                                   or params.get("demos")
+                                                                                 or params.get("demos")
                                                                                  or [])))
         for v in spec.values():
             found += _walk_demos(v)

@@ -94,5 +94,5 @@ class AnswerFields:
             raise self.error("usage.prompt_tokens_details.cached_tokens", f"at most prompt_tokens ({prompt})",
                              cached)
         return Usage(prompt_tokens=prompt, completion_tokens=self.count(usage.get("completion_tokens"),
-                                                                         "usage.completion_tokens"),
+                                                                        "usage.completion_tokens"),
                      cached_prompt_tokens=cached)

@@ -102,7 +102,7 @@ def _as_rows(features: Sequence[Mapping[str, float]] | np.ndarray, cols: list[st
     try:
         return np.array([[float(row[c]) for c in cols] for row in features],
                         dtype=float).reshape(len(features),
-                                                                                                  len(cols))
+                                             len(cols))
     except KeyError as exc:
         raise DataError(f"expected {what} holding the features {cols}; a row lacks {exc.args[0]!r}") from None
 

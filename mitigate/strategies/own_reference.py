@@ -452,7 +452,7 @@ class OwnReferenceJudge(Judge):
                 else "the judge's revision into a reference")
         first = self.leaf.plan(self._first(item), item,
                                f"free text: {what}, shown as the reference in the next "
-                                                        "request").under(self.mode)
+                               "request").under(self.mode)
         judge = PromptJudge(self.prompt, self.leaf.lm, self.leaf.config)
         # an item's own reference is refused when judging
         shown = self._with_answer(item, PLACEHOLDER, check=False)

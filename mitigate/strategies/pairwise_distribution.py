@@ -155,7 +155,7 @@ class DistributionJudge(Judge):
                 "sampling step changed them?): expected n >= 2 and temperature > 0")
 
     async def _order(self, item: Item, name: str) -> tuple[LMResponse, dict[str, float] | None, str | None,
-                                                            list[ParseFailure]]:
+                                                           list[ParseFailure]]:
         """One order's response, its verdict distribution by position (None when unreadable), hard verdict,
         failures."""
         request = self.request(item)

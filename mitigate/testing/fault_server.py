@@ -31,7 +31,7 @@ BODIES: dict[str, bytes] = {
     "empty": b"",
     "content_null": json.dumps({**_OK,
                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
-                                                      "finish_reason": "stop"}]}).encode(),
+                                             "finish_reason": "stop"}]}).encode(),
     "no_choices": json.dumps({**_OK, "choices": []}).encode(),
     "deep": b"[" * 20_000 + b"]" * 20_000,
     "anthropic_no_content": json.dumps({"id": "m1", "type": "message", "role": "assistant", "model": "m",

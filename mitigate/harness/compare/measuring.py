@@ -298,7 +298,7 @@ def measure(judged: Judged) -> CompareResult:
         benchmark=plan.judged.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
         entries=tuple(results),
         human=_human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed,
-                                                        task=task),
+                               task=task),
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
         likelihood=judged.ls_info,
         settings={"limit": config.limit, "n_items": len(items), "n_labelled": plan.n_labelled,

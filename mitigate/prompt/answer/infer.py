@@ -111,7 +111,7 @@ def infer_answer_format(
         return AnswerFormat(**{**base, "line": f"<{name}>{{value}}</{name}>",
                                "reasoning": "before"
                                if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback",
-                                                                  instructions, re.I) else reasoning})
+                                            instructions, re.I) else reasoning})
     # Arena-Hard relations [[A>>B]]
     if kind == "pairwise" and re.search(r"\[\[\s*\w{1,3}\s*>>?\s*\w{1,3}\s*\]\]", instructions):
         found = re.search(r"(?:\"|')?((?:[A-Za-z ]+:\s*)?)\[\[\s*\w{1,3}\s*>>?", instructions)
@@ -172,7 +172,7 @@ def infer_answer_format(
         return AnswerFormat(**{**base, "line": VALUE}) if re.search(
             r"\b(?:letter|option|character|choice)\b", instructions,
             re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
-                                                                              "inferred": False})
+                                       "inferred": False})
     if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
                  r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):
         return AnswerFormat(**{**base, "line": VALUE, "reasoning": "none"})
