@@ -61,8 +61,8 @@ class DataFetchOptions(CommandOptions):
 
     COMMAND: ClassVar[str] = "data fetch"
 
-    names: Annotated[list[str] | None, argument("names", help="benchmarks to download (e.g. summeval "
-                                                              "tmu-gfm)")] = None
+    names: Annotated[list[str] | None,
+                     argument("names", help="benchmarks to download (e.g. summeval tmu-gfm)")] = None
     all_: Annotated[bool, ALL] = False
     data_dir: DataDir = None
     base_url: DataUrl = None

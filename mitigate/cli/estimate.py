@@ -201,9 +201,8 @@ def _group_key(by: str, pairwise: bool) -> Any:
     return lambda it: str(it.system)
 
 
-def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple["Benchmark", dict[str, float] | None,
-                                                                  dict[str, float], dict[str, int],
-                                                                   list[str]]:
+def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple[
+        "Benchmark", dict[str, float] | None, dict[str, float], dict[str, int], list[str]]:
     """The benchmark of the chosen items with labels hidden (an experiment) and labels files added.
 
     Returns it, the labels before hiding (None when none were hidden), the selection weights

@@ -262,9 +262,8 @@ def _without_label(item: Item, criterion: str) -> Item:
 
 
 def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = None,
-                fraction: float | None = None,
-                seed: int = 0, group: Callable[[Item], str] | None = None) -> tuple[Benchmark,
-                                                                                    dict[str, float]]:
+                fraction: float | None = None, seed: int = 0,
+                group: Callable[[Item], str] | None = None) -> tuple[Benchmark, dict[str, float]]:
     """Keep a seeded random draw of the labels on ``criterion`` and hide the rest.
 
     Exactly one of ``per_group`` (labels kept per group, all when a group has fewer) and

@@ -356,11 +356,10 @@ def _per_item_html(result: CompareResult) -> str:
         if pairwise and (rec.system or rec.system_b):
             system = f"{rec.system or '?'} vs {rec.system_b or '?'}"
         human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
-        cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e,
-                        j in zip(result.entries, r["judgments"],
-                                 strict=True))
-        details = "".join(_details_html(result, e, j) for e,
-                          j in zip(result.entries, r["judgments"], strict=True))
+        cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>"
+                        for e, j in zip(result.entries, r["judgments"], strict=True))
+        details = "".join(_details_html(result, e, j)
+                          for e, j in zip(result.entries, r["judgments"], strict=True))
         search = " ".join([rec.id, rec.doc_id or "", system]).lower()
         bodies.append(
             f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '

@@ -48,8 +48,8 @@ COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold"
 NEEDS_HUMAN = "needs_human"
 
 
-def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | None = None) -> dict[str,
-                                                                                                     Any]:
+def judgment_row(judgment: Judgment, item: Item | None = None,
+                 criterion: str | None = None) -> dict[str, Any]:
     """One judgment as a row (see the module docstring); ``item`` adds its human label and gold preference."""
     crit = criterion or (next(iter(judgment.scores)) if len(judgment.scores) == 1 else None)
     score = judgment.scores.get(crit) if crit is not None else None

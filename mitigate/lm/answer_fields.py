@@ -78,8 +78,8 @@ class AnswerFields:
 
     def logprob(self, value: Any, field: str) -> float:
         """A log-probability: a finite number <= 0 (a tiny positive rounding error is read as 0)."""
-        if isinstance(value, int | float) and not isinstance(value,
-                                                             bool) and math.isfinite(value) and value <= 1e-6:
+        if (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                and value <= 1e-6):
             return min(float(value), 0.0)
         raise self.error(field, "a finite number <= 0", value)
 

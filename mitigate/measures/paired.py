@@ -285,8 +285,8 @@ def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callab
                                          n_boot=n_boot, seed=seed)
         else:
             diff = _batched_difference(stat) if isinstance(stat, str) else None
-            difference: Callable[..., Any] = diff if diff is not None else (lambda a_, b_,
-                                                                            h_: fn(b_, h_) - fn(a_, h_))
+            difference: Callable[..., Any] = (diff if diff is not None
+                                              else (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)))
             lo, hi = bootstrap_ci(difference, x, y, h, n_boot=n_boot, seed=seed)
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi

@@ -292,8 +292,8 @@ def _m_step(t: np.ndarray, onehot: np.ndarray, smoothing: float) -> tuple[np.nda
     totals = counts.sum(axis=2, keepdims=True)
     theta = np.divide(counts, totals, out=np.full_like(counts, 1.0 / counts.shape[2]), where=totals > 0)
     prior_counts = t.sum(axis=0) + smoothing
-    priors = prior_counts / prior_counts.sum() if prior_counts.sum() > 0 else np.full(t.shape[1],
-                                                                                      1 / t.shape[1])
+    priors = (prior_counts / prior_counts.sum() if prior_counts.sum() > 0
+              else np.full(t.shape[1], 1 / t.shape[1]))
     return np.clip(priors, 1e-12, None), np.clip(theta, 1e-12, None)
 
 

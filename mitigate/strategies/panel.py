@@ -157,8 +157,7 @@ class PanelJudge(CompositeJudge):
 
 
 _SPECS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) > 0
-                   and all(isinstance(s, str) and s.strip()
-                           for s in v)
+                   and all(isinstance(s, str) and s.strip() for s in v)
                    and len(set(v)) == len(v),
                    "a non-empty tuple of distinct backend spec strings")
 

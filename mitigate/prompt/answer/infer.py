@@ -169,10 +169,9 @@ def infer_answer_format(
         # reasoning first
         return AnswerFormat(**{**base, "line": stub + " {value}"})
     if kind == "mcq":
-        return AnswerFormat(**{**base, "line": VALUE}) if re.search(
-            r"\b(?:letter|option|character|choice)\b", instructions,
-            re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
-                                       "inferred": False})
+        if re.search(r"\b(?:letter|option|character|choice)\b", instructions, re.I):
+            return AnswerFormat(**{**base, "line": VALUE})
+        return AnswerFormat(**{**base, "line": "Answer: {value}", "inferred": False})
     if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
                  r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):
         return AnswerFormat(**{**base, "line": VALUE, "reasoning": "none"})
