@@ -461,8 +461,9 @@ def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[st
     if not answered:
         return undefined("member-confusion", 0, len(votes), "no member answered any item")
     model = fit_dawid_skene(answered, members, kind=kind)
-    estimated = {m: {"matrix": model.member_matrix(m), "balanced_accuracy": model.balanced_accuracy(m)}
-                 for m in model.members}
+    estimated: dict[str, dict[str, Any]] = {
+        m: {"matrix": model.member_matrix(m), "balanced_accuracy": model.balanced_accuracy(m)}
+        for m in model.members}
     extra: dict[str, Any] = {"estimated": estimated, "model": model.model_dump(mode="json")}
     if gold is not None:
         observed: dict[str, Any] = {}

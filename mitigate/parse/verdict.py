@@ -154,9 +154,9 @@ def parse_pairwise(
         explicit.extend((m.start(), side) for m in re.finditer(rf"\[\[\s*{esc}\s*\]\]", work, flags))
         explicit.extend((m.start(), side)
                         for m in re.finditer(f"(?i:{_VERDICT_CUE})" + forms[side], work, flags))
-        end = re.search(rf"(?:^|\n|[.!?:]\s+)[\s\"'`(\[]*{esc}[\"'`)\]]*\s*\.?\s*$", work, flags)
-        if end is not None and len(work) > len(label) + 2:
-            explicit.append((end.start() + 1, side))
+        last = re.search(rf"(?:^|\n|[.!?:]\s+)[\s\"'`(\[]*{esc}[\"'`)\]]*\s*\.?\s*$", work, flags)
+        if last is not None and len(work) > len(label) + 2:
+            explicit.append((last.start() + 1, side))
     if explicit:
         pos, side = max(explicit, key=lambda p: p[0])
         start, end = _sentence_span(work, pos)

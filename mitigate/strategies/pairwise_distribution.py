@@ -270,8 +270,8 @@ class PairwiseDistribution(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        source: Source = ("logprobs" if leaf.lm.supports_logprobs else "samples") if self.source == "auto" \
-            else self.source  # type: ignore[assignment]
+        source: Source = self.source if self.source != "auto" else (
+            "logprobs" if leaf.lm.supports_logprobs else "samples")
         if source == "samples":
             leaf = leaf.with_config(n=self.samples, temperature=self.temperature)
         return DistributionJudge(leaf, source=source, top_logprobs=self.top_logprobs,

@@ -271,7 +271,7 @@ def veto(j: Judgment, vetoers: tuple[str, ...], min_vetoes: int, threshold: floa
         against = [m for m in named if votes.get(m) == other]
         if len(against) < min_vetoes:
             return j
-        info = {"vetoed_by": against, "before": j.verdict}
+        info: dict[str, Any] = {"vetoed_by": against, "before": j.verdict}
         return j.model_copy(update={"verdict": "tie", "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
                                     "meta": {**j.meta, "minority_veto": info}})
     crit = _criterion(j, criterion)
