@@ -42,7 +42,7 @@ from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mitigate.cli.build import Task
+    from mitigate.cli.build import LoadedTask
     from mitigate.harness.diff import DiffReport
     from mitigate.judge import Judge, Judgment
 
@@ -222,7 +222,8 @@ def _criteria(o: DiffOptions, bench: Any) -> list[str]:
     return wanted or ([bench.criteria[0]] if bench.criteria else [])
 
 
-async def _live(o: DiffOptions, task: "Task", key: str, values: list[Any]) -> tuple[list[Any], list[str]]:
+async def _live(o: DiffOptions, task: "LoadedTask", key: str,
+                values: list[Any]) -> tuple[list[Any], list[str]]:
     """The two live judges for ``task`` (built from the shared options and the differing one) and their
     names."""
     from mitigate.cli.build import build_judge
@@ -244,7 +245,8 @@ async def _live(o: DiffOptions, task: "Task", key: str, values: list[Any]) -> tu
     return judges, names
 
 
-async def _judge_both(o: DiffOptions, task: "Task", judges: list[Any], names: list[str]) -> list[list[Any]]:
+async def _judge_both(o: DiffOptions, task: "LoadedTask", judges: list[Any],
+                      names: list[str]) -> list[list[Any]]:
     from mitigate.run.runner import preflight, run
 
     out = []
@@ -342,7 +344,7 @@ async def _diff(o: DiffOptions) -> None:
     _emit(o, report)
 
 
-async def _probe_both(o: DiffOptions, task: "Task", judges: list[Any], names: list[str],
+async def _probe_both(o: DiffOptions, task: "LoadedTask", judges: list[Any], names: list[str],
                       originals: tuple[list[Any], list[Any]]) -> tuple[Any, Any]:
     from mitigate.cli.build import RewriterOptions, build_backend
     from mitigate.harness.probe import run_probes

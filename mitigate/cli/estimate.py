@@ -32,7 +32,7 @@ from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mitigate.cli.build import Task
+    from mitigate.cli.build import LoadedTask
     from mitigate.data.schema import Benchmark, Item
 
 # Imported where used: the data, the judges, the estimators and the harness (numpy, pydantic), so the
@@ -201,7 +201,7 @@ def _group_key(by: str, pairwise: bool) -> Any:
     return lambda it: str(it.system)
 
 
-def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple[
+def _labelled_benchmark(o: EstimateOptions, task: "LoadedTask") -> tuple[
         "Benchmark", dict[str, float] | None, dict[str, float], dict[str, int], list[str]]:
     """The benchmark of the chosen items with labels hidden (an experiment) and labels files added.
 
@@ -228,7 +228,7 @@ def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple[
     return added.benchmark, truth, added.weights, added.rounds, notes
 
 
-def _judge_source(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:
+def _judge_source(o: EstimateOptions, task: "LoadedTask", items: list["Item"]) -> Any:
     """The judge's values: a recorded or released run, or the judgments of a live run over ``items``."""
     if o.recorded is not None:
         from mitigate.cli.build import recorded_reader
@@ -254,8 +254,8 @@ def _judge_source(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:
     return asyncio.run(_judge_live(o, task, items))
 
 
-async def _judge_live(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:
-    from mitigate.cli.build import Task as BuildTask
+async def _judge_live(o: EstimateOptions, task: "LoadedTask", items: list["Item"]) -> Any:
+    from mitigate.cli.build import LoadedTask as BuildTask
     from mitigate.cli.build import build_judge, with_pipeline
     from mitigate.cli.errors import fail_when_all_failed
     from mitigate.run.runner import preflight, run
