@@ -3,7 +3,7 @@
 :func:`read_fields` recovers the task, criteria, scale, guideline options, pairwise labels and
 answer format from a template's text (see :mod:`mitigate.prompt.read.syntax` for the
 placeholder forms and :mod:`mitigate.prompt.read.clues` for the structure found in
-the text); :func:`mitigate.prompt.judge_prompt.read_prompt` builds the prompt from them.
+the text); :func:`mitigate.prompt.read.evidence.read_prompt` builds the prompt from them.
 """
 
 from __future__ import annotations
