@@ -86,10 +86,11 @@ Summary A:
 Summary B:
 {{{{output_b}}}}
 
-Which summary is better on {criterion}? Answer "[[A]]" if summary A is better, "[[B]]" if summary B is better."""
+Which summary is better on {criterion}? Answer "[[A]]" if summary A is better, "[[B]]" if summary B is \
+better."""
 
-LLMBAR_STYLE = """You judge which of two outputs follows the instruction better. Judge by whether the output does \
-exactly what the instruction asks; length and style matter less.
+LLMBAR_STYLE = """You judge which of two outputs follows the instruction better. Judge by whether the \
+output does exactly what the instruction asks; length and style matter less.
 
 # Instruction:
 {{input}}

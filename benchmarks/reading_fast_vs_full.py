@@ -1,7 +1,7 @@
 """Every released answer read with the fast quotation search and with the full one (``fast=False``): how many
 differ.
 
-The tests (``tests/test_reading_fast_path.py``) read a sample of each release both ways; this reads
+The tests (``tests/parse/test_reading_fast_path.py``) read a sample of each release both ways; this reads
 all of them once: LLMBar's 88,912 answers through ``parse_release`` and Shen et al.'s 43,200
 released SummEval answers with the test module's templates (imported from it: one definition).
 Prints the CPU of each pass and the count of answers whose reading differs (value, verdict or
@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from test_reading_fast_path import SUMMEVAL_TEMPLATES
 
 from mitigate.data.llmbar import read_llmbar
 from mitigate.data.registry import load
@@ -34,6 +31,7 @@ from mitigate.parse import criteria, format_reader
 from mitigate.parse import quoted as Q
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import registered
+from tests.parse.test_reading_fast_path import SUMMEVAL_TEMPLATES
 
 
 def _switch(full: bool) -> None:

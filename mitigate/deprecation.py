@@ -1,18 +1,43 @@
-"""Old import paths kept working: a module whose names moved answers each with a warning naming the new home.
+"""Old names and import paths kept working: each use warns with a DeprecationWarning naming the new one.
 
-A module that moved (or whose names were spread over several new modules) keeps a file at its old
-path holding only ``__getattr__ = moved(__name__, ...)``: ``from old.path import name`` still
-gives the very object, with a :class:`DeprecationWarning` that names where to import it from now.
+- :func:`renamed` wraps a function under its old name; :func:`warn_renamed` is the warning alone,
+  for names read from text (a measure name in a config file or on the command line).
+- :func:`moved` is a module ``__getattr__`` for names whose module changed: a module that moved
+  (or whose names were spread over several new modules) keeps a file at its old path holding only
+  ``__getattr__ = moved(__name__, ...)``, and a module that lost a few names to another one ends
+  with the same line for those. ``from old.path import name`` still gives the very object, with a
+  warning that names where to import it from now.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["moved"]
+__all__ = ["moved", "renamed", "warn_renamed"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old`` is deprecated and ``new`` is its name now."""
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed(func: Callable[_P, _R], old: str, new: str) -> Callable[_P, _R]:
+    """``func`` under its old name ``old``: it runs ``func`` after a DeprecationWarning naming ``new``."""
+
+    @functools.wraps(func)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        warn_renamed(old, new)
+        return func(*args, **kwargs)
+
+    wrapper.__doc__ = f"Deprecated name of :func:`{new}` (same call; warns)."
+    return wrapper
 
 
 def moved(old: str, homes: str | Mapping[str, str], public: str | None = None) -> Callable[[str], Any]:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any],
-                                                                  Callable[[], list[str]]]:
+def lazy_exports(package: str,
+                 where: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``: ``where`` maps each public name to the module defining
     it.
 

@@ -531,8 +531,8 @@ class PromptJudge(Judge):
         )
 
     def _parse_choice(self, choice: Choice, names: list[str], *, as_json: bool = False,
-                      quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> dict[str,
-                                                                                      float | ParseError]:
+                      quoted: Sequence[str] = (),
+                      judged: Sequence[str] = ()) -> dict[str, float | ParseError]:
         scale = self.prompt.scale
         try:
             if self.config.scoring == "expected":

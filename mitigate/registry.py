@@ -57,7 +57,7 @@ from mitigate.constraints import (
     check_param,
     describe_constraints,
 )
-from mitigate.deprecated import renamed, warn_renamed
+from mitigate.deprecation import renamed, warn_renamed
 from mitigate.errors import ConfigError
 
 __all__ = [

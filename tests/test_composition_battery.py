@@ -290,7 +290,7 @@ Your task is to rate how readable the summary is.
 
 Evaluation Criteria:
 
-Readability (1-3): whether each sentence of the summary can be read without stumbling over its grammar or wording.
+Readability (1-3): whether each sentence of the summary reads without stumbling over its grammar or wording.
 
 - 1: Poor. Most sentences need a second reading.
 - 2: Fair. A few sentences are awkward.
@@ -327,7 +327,7 @@ Evaluation Form (scores ONLY):
 
 - Warmth: """,
     # a score stub with its range, on a line of its own followed by a line break
-    "layout-score-range-stub": """Rate how well the answer is supported by the passage, from 1 (not at all) to 5 (fully).
+    "layout-score-range-stub": """Rate how well the passage supports the answer, from 1 (none) to 5 (fully).
 
 Passage:
 {{passage}}

@@ -47,8 +47,8 @@ BLOCK_TIMEOUT = 480
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
                     re.MULTILINE | re.DOTALL)
 _DIRECTIVE = re.compile(r"<!--\s*example:\s*(?P<verb>skip)\s*(?P<reason>.*?)\s*-->\s*$")
-_BUILTIN_DATA = re.compile(r"(?<![\w.-])(summeval|summeval-h2h|summeval-bartscore|uss-sgd|uss-multiwoz|uss-redial|"
-                           r"uss-ccpe|webnlg|tmu-gfm)(?![\w.-])|--released|load\(\"")
+_BUILTIN_DATA = re.compile(r"(?<![\w.-])(summeval|summeval-h2h|summeval-bartscore|uss-sgd|uss-multiwoz"
+                           r"|uss-redial|uss-ccpe|webnlg|tmu-gfm)(?![\w.-])|--released|load\(\"")
 _LOCAL_MODEL = re.compile(r"--backend local\b|lm\.get\(\"local|fetch-judge-model|local:")
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
 _INLINE_IMPORT = re.compile(r"(?:from|import)\s+([A-Za-z_]\w*)[\w.]*\s+import\b")

@@ -27,6 +27,16 @@ def test_every_registered_measure_name_is_kebab_case() -> None:
     assert [n for n in registered("measure") if n != n.lower() or "_" in n] == []
 
 
+def test_importing_every_measure_warns_of_no_deprecated_name() -> None:
+    import subprocess
+    import sys
+
+    code = "import mitigate.measures, mitigate.registry; mitigate.registry.registered('measure')"
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr.strip().splitlines()[-1:]
+
+
 def test_a_snake_case_measure_name_is_found_with_a_warning_naming_the_new_one() -> None:
     with pytest.warns(DeprecationWarning, match="'spearman_item' is deprecated; use 'spearman-item'"):
         assert lookup("measure", "spearman_item") is lookup("measure", "spearman-item")
@@ -102,6 +112,28 @@ def test_the_cli_message_flattener_has_its_own_name() -> None:
     assert escaped("a\nb") == "a\\nb"
     with pytest.warns(DeprecationWarning, match="use mitigate.cli.errors.flat_message"):
         assert one_line("a\nb") == "a ; b"
+
+
+def test_the_template_report_is_found_at_its_old_home_with_a_warning_naming_the_new_one() -> None:
+    import mitigate.prompt as prompt_package
+    from mitigate.prompt import judge_prompt
+
+    for name in ("describe_template", "read_prompt"):
+        new_home = r"mitigate.prompt \(defined in mitigate.prompt.read.evidence\)"
+        with pytest.warns(DeprecationWarning, match=rf"judge_prompt.{name} moved: import it from {new_home}"):
+            assert getattr(judge_prompt, name) is getattr(prompt_package, name)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        judge_prompt.no_such_name  # noqa: B018
+
+
+def test_renames_and_moves_are_one_module_and_its_old_path_still_answers() -> None:
+    import mitigate.deprecation as deprecation
+
+    assert {"moved", "renamed", "warn_renamed"} <= set(deprecation.__all__)
+    with pytest.warns(DeprecationWarning, match=r"mitigate.deprecated.renamed moved: import it from "
+                                                r"mitigate.deprecation$"):
+        from mitigate.deprecated import renamed
+    assert renamed is deprecation.renamed
 
 
 def _prompt_judge(scale: tuple[float, float]) -> PromptJudge:

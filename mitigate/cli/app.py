@@ -250,8 +250,8 @@ class RegisteredNamesHelp(TyperCommand):
         saved = [(p, getattr(p, "rich_help_panel", None), p.hidden) for p in shown_params]
         epilog, params = self.epilog, self.params
         try:  # in the order of the panels (help lists a panel's options in parameter order)
-            self.params = [p for _, ps in panels for p in ps if p in params] + [p for p in params
-                                                                                if id(p) not in shown]
+            self.params = ([p for _, ps in panels for p in ps if p in params]
+                           + [p for p in params if id(p) not in shown])
             for title, ps in panels:
                 for p in ps:
                     p.rich_help_panel = None if title == "Arguments" else title

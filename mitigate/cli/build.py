@@ -58,6 +58,14 @@ class Task:
     items: tuple[Item, ...] | ItemStream
 
 
+@dataclass(frozen=True)
+class LoadedTask(Task):
+    """A task loaded whole (:func:`load_task`): the benchmark in memory and the chosen items as a tuple."""
+
+    benchmark: Benchmark
+    items: tuple[Item, ...]
+
+
 def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
     """The first ``limit`` items (0: all), document by document: the one item order of every command."""
     return select_items(items, limit or None)
@@ -74,7 +82,7 @@ def load_benchmark(benchmark: str, criterion: str | None) -> tuple[Benchmark, st
     return bench, crit
 
 
-def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> Task:
+def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> LoadedTask:
     """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
 
     ``labelled``: only items with a human score or a gold preference for the criterion (what a
@@ -82,7 +90,7 @@ def load_task(benchmark: str, criterion: str | None, limit: int, *, labelled: bo
     """
     bench, crit = load_benchmark(benchmark, criterion)
     pool = [it for it in bench.items if is_labelled(it, crit)] if labelled else list(bench.items)
-    return Task(bench, crit, tuple(choose_items(pool, limit)))
+    return LoadedTask(bench, crit, tuple(choose_items(pool, limit)))
 
 
 def stream_task(benchmark: str, criterion: str | None, limit: int) -> Task:

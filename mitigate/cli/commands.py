@@ -25,7 +25,7 @@ def _kind(plural: str, kind: str, papers: bool) -> Entry:
     with_papers = " with their papers" if papers else ""
     return Entry("mitigate.cli.catalog",
                  f"List the registered {plural}{with_papers}, or show one in detail (= mitigate "
-                                         f"list {kind} [NAME]).")
+                 f"list {kind} [NAME]).")
 
 
 COMMANDS: dict[str, Entry] = {

@@ -97,7 +97,7 @@ class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOp
 
     backend: Annotated[Backend,
                        Override(help="LM for the pipelines: openai:<model>, anthropic:<model>, dspy:<model>, "
-                                              "local, local:<path.gguf>")] = DEFAULT_BACKEND
+                                "local, local:<path.gguf>")] = DEFAULT_BACKEND
     temperature: Annotated[Temperature, Override(help="sampling temperature of the base judge")] = 0.0
     batch: Annotated[bool, BATCH,
                      Override(help=BATCH_HELP + "; the pipelines' requests share batches")] = False

@@ -40,7 +40,7 @@ ID_KEY = option("id_key",
 DataDir = Annotated[Path | None, DATA_DIR]
 DataUrl = Annotated[str | None, BASE_URL,
                     Override(help="fetch from this base URL instead of GitHub's raw host "
-                                                      "(also $MITIGATE_DATA_URL)")]
+                             "(also $MITIGATE_DATA_URL)")]
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ class DataFetchOptions(CommandOptions):
 
     COMMAND: ClassVar[str] = "data fetch"
 
-    names: Annotated[list[str] | None, argument("names", help="benchmarks to download (e.g. summeval "
-                                                              "tmu-gfm)")] = None
+    names: Annotated[list[str] | None,
+                     argument("names", help="benchmarks to download (e.g. summeval tmu-gfm)")] = None
     all_: Annotated[bool, ALL] = False
     data_dir: DataDir = None
     base_url: DataUrl = None
@@ -83,7 +83,7 @@ class DataConvertOptions(CommandOptions):
     id_key: Annotated[str | None, ID_KEY] = None
     criterion: Annotated[str | None, CRITERION,
                          Override(flags=("--criterion",), help="the criterion the judgments "
-                                                                                      "are on")] = None
+                                  "are on")] = None
     judge: Annotated[str | None, JUDGE] = None
 
 

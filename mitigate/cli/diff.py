@@ -42,7 +42,7 @@ from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mitigate.cli.build import Task
+    from mitigate.cli.build import LoadedTask
     from mitigate.harness.diff import DiffReport
     from mitigate.judge import Judge, Judgment
 
@@ -89,17 +89,17 @@ class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOpt
         "FILE#JUDGE picks one judge of a file"))] = None
     released: Annotated[list[str] | None, RELEASED,
                         Override(help="a released judge, e.g. chatgpt-rts; give two (A "
-                                                                  "then B)")] = None
+                                 "then B)")] = None
     pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
         "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared "
         "by both judges"))] = None
     prompt: Annotated[list[Path] | None, PROMPT,
                       Override(help="a judge template file; give two (A then B) to compare "
-                                                               "templates, or one shared")] = None
+                               "templates, or one shared")] = None
     backend: Annotated[list[str] | None, BACKEND,
                        Override(help="the judge LM; give two (A then B) to compare "
-                                                                "backends, or one shared "
-                                                                "(default: local)")] = None
+                                "backends, or one shared "
+                                "(default: local)")] = None
     samples: Annotated[Samples, Override(help="samples per item of each live judge")] = 1
     fail_on: Annotated[str, FAIL_ON] = "agreement,failure-rate"
     correction: Annotated[Literal["holm", "bonferroni", "none"], CORRECTION] = "holm"
@@ -108,11 +108,11 @@ class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOpt
     show: Annotated[int, SHOW] = 10
     json: Annotated[bool, JSON,
                     Override(help="print the report as JSON (measures with a, b, delta, low, high, p) "
-                                              "instead of text")] = False
+                             "instead of text")] = False
     junit: Annotated[Path | None, JUNIT] = None
     out: Annotated[Path | None, OUT,
                    Override(help="folder for the live judges' journals (a rerun resumes) and "
-                                                   "diff.json")] = None
+                            "diff.json")] = None
 
     base_url: Annotated[BaseUrl, Override(help="server URL of the openai, anthropic or dspy backend")] = None
     probes: Annotated[str | None, PROBES, Override(help=(
@@ -120,7 +120,7 @@ class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOpt
         "e.g. authority,format,option-order"))] = None
     probe_tolerance: Annotated[float, PROBE_TOLERANCE,
                                Override(help="with --probes: score changes up to this size "
-                                                                     "count as unchanged")] = 0.0
+                                        "count as unchanged")] = 0.0
 
     def check(self) -> None:
         """The server options each live judge's backend does not take are refused."""
@@ -222,7 +222,8 @@ def _criteria(o: DiffOptions, bench: Any) -> list[str]:
     return wanted or ([bench.criteria[0]] if bench.criteria else [])
 
 
-async def _live(o: DiffOptions, task: "Task", key: str, values: list[Any]) -> tuple[list[Any], list[str]]:
+async def _live(o: DiffOptions, task: "LoadedTask", key: str,
+                values: list[Any]) -> tuple[list[Any], list[str]]:
     """The two live judges for ``task`` (built from the shared options and the differing one) and their
     names."""
     from mitigate.cli.build import build_judge
@@ -244,7 +245,8 @@ async def _live(o: DiffOptions, task: "Task", key: str, values: list[Any]) -> tu
     return judges, names
 
 
-async def _judge_both(o: DiffOptions, task: "Task", judges: list[Any], names: list[str]) -> list[list[Any]]:
+async def _judge_both(o: DiffOptions, task: "LoadedTask", judges: list[Any],
+                      names: list[str]) -> list[list[Any]]:
     from mitigate.run.runner import preflight, run
 
     out = []
@@ -342,7 +344,7 @@ async def _diff(o: DiffOptions) -> None:
     _emit(o, report)
 
 
-async def _probe_both(o: DiffOptions, task: "Task", judges: list[Any], names: list[str],
+async def _probe_both(o: DiffOptions, task: "LoadedTask", judges: list[Any], names: list[str],
                       originals: tuple[list[Any], list[Any]]) -> tuple[Any, Any]:
     from mitigate.cli.build import RewriterOptions, build_backend
     from mitigate.harness.probe import run_probes

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import typer
 
-from mitigate.deprecated import renamed
+from mitigate.deprecation import renamed
 from mitigate.errors import MitigateError, RunStoppedError
 
 EXIT_REFUSED = 2

@@ -32,7 +32,7 @@ from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mitigate.cli.build import Task
+    from mitigate.cli.build import LoadedTask
     from mitigate.data.schema import Benchmark, Item
 
 # Imported where used: the data, the judges, the estimators and the harness (numpy, pydantic), so the
@@ -109,13 +109,13 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
 
     recorded: Annotated[Path | None, RECORDED,
                         Override(help="the judge's recorded judgments (JSON lines or .csv, see "
-                                                             "docs/recorded_format.md)")] = None
+                                 "docs/recorded_format.md)")] = None
     judge: Annotated[str | None, JUDGE,
                      Override(help="with --recorded: which judge of the file (needed when it holds "
-                                                      "several)")] = None
+                              "several)")] = None
     released: Annotated[str | None, RELEASED,
                         Override(help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts "
-                                                            "(summeval), chatgpt-h2h (summeval-h2h)")] = None
+                                 "(summeval), chatgpt-h2h (summeval-h2h)")] = None
     pipeline: Annotated[str | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
         "judge every item live with this pipeline (e.g. baseline, \"name(k=v) | name2\" or @file.json) on "
         "--backend"))] = None
@@ -146,11 +146,11 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     limit: Annotated[Limit, Override(help="only the first N items, document by document (0 = all)")] = 0
     backend: Annotated[Backend,
                        Override(help="LM of --pipeline: openai:<model>, anthropic:<model>, dspy:<model>, "
-                                              "local, local:<path.gguf>")] = DEFAULT_BACKEND
+                                "local, local:<path.gguf>")] = DEFAULT_BACKEND
     prompt: Annotated[Prompt,
                       Override(help="judge prompt template file (default: the built-in prompt for the "
-                                            "criterion); with --recorded, reads rows that hold only the "
-                                            "judge's raw text")] = None
+                               "criterion); with --recorded, reads rows that hold only the "
+                               "judge's raw text")] = None
     samples: Annotated[Samples, Override(help="samples per item of the live judge")] = 1
 
     def check(self) -> None:
@@ -201,9 +201,8 @@ def _group_key(by: str, pairwise: bool) -> Any:
     return lambda it: str(it.system)
 
 
-def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple["Benchmark", dict[str, float] | None,
-                                                                  dict[str, float], dict[str, int],
-                                                                   list[str]]:
+def _labelled_benchmark(o: EstimateOptions, task: "LoadedTask") -> tuple[
+        "Benchmark", dict[str, float] | None, dict[str, float], dict[str, int], list[str]]:
     """The benchmark of the chosen items with labels hidden (an experiment) and labels files added.
 
     Returns it, the labels before hiding (None when none were hidden), the selection weights
@@ -229,7 +228,7 @@ def _labelled_benchmark(o: EstimateOptions, task: "Task") -> tuple["Benchmark", 
     return added.benchmark, truth, added.weights, added.rounds, notes
 
 
-def _judge_source(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:
+def _judge_source(o: EstimateOptions, task: "LoadedTask", items: list["Item"]) -> Any:
     """The judge's values: a recorded or released run, or the judgments of a live run over ``items``."""
     if o.recorded is not None:
         from mitigate.cli.build import recorded_reader
@@ -255,8 +254,8 @@ def _judge_source(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:
     return asyncio.run(_judge_live(o, task, items))
 
 
-async def _judge_live(o: EstimateOptions, task: "Task", items: list["Item"]) -> Any:
-    from mitigate.cli.build import Task as BuildTask
+async def _judge_live(o: EstimateOptions, task: "LoadedTask", items: list["Item"]) -> Any:
+    from mitigate.cli.build import LoadedTask as BuildTask
     from mitigate.cli.build import build_judge, with_pipeline
     from mitigate.cli.errors import fail_when_all_failed
     from mitigate.run.runner import preflight, run

@@ -57,27 +57,27 @@ class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOpti
 
     probes: Annotated[str, PROBES,
                       Override(help="'all' (every rule-based probe, plus the LM-assisted ones with "
-                                                 "--rewriter) or names such as authority,bandwagon")] = "all"
+                               "--rewriter) or names such as authority,bandwagon")] = "all"
     rewriter: Annotated[Rewriter,
                         Override(help="LM spec that writes the LM-assisted probes' rewrites (sentiment, "
-                                                "assertiveness, fallacy, factual-error)")] = None
+                                 "assertiveness, fallacy, factual-error)")] = None
     side: Annotated[Literal["a", "b"], SIDE] = "a"
     pipeline: Annotated[str | None, PIPELINE,
                         Override(help="mitigations wrapping the judge (pipeline text or "
-                                                            "@file.json); they must not need fitting")] = None
+                                 "@file.json); they must not need fitting")] = None
     tolerance: Annotated[float, TOLERANCE] = 0.0
     alpha: Annotated[float, ALPHA] = 0.05
     out: Annotated[Path | None, OUT,
                    Override(help="write the whole report (every rewrite included) to this JSON "
-                                                   "file")] = None
+                            "file")] = None
 
     limit: Annotated[Limit, Override(help="probe the first N items, document by document (0 = all)")] = 20
     backend: Annotated[Backend,
                        Override(help="the judge's LM: openai:<model>, anthropic:<model>, dspy:<model>, "
-                                              "local, local:<path.gguf>, replay:<path>")] = DEFAULT_BACKEND
+                                "local, local:<path.gguf>, replay:<path>")] = DEFAULT_BACKEND
     temperature: Annotated[Temperature,
                            Override(help="sampling temperature (the rerun for the noise floor uses the "
-                                                      "same)")] = 0.0
+                                    "same)")] = 0.0
     seed: Annotated[Seed, Override(help="seed of the probes' wording and of the bootstrap")] = 0
 
 

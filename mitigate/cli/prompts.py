@@ -52,14 +52,14 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
                                                       "'render'")] = None
     file: Annotated[Path | None,
                     argument("file", help="with 'inspect': the template file to read; with 'render': a "
-                                                       "template file or a built-in prompt name")] = None
+                             "template file or a built-in prompt name")] = None
     pipeline: Annotated[str | None, PIPELINE,
                         Override(help="with 'render': the mitigations wrapping the judge "
-                                                            "(pipeline text or @file.json)")] = None
+                                 "(pipeline text or @file.json)")] = None
     benchmark: Annotated[str | None, BENCHMARK,
                          Override(help="with 'render': take the item from this benchmark "
-                                                              "(default: an item whose slots show "
-                                                              "their names)")] = None
+                                  "(default: an item whose slots show "
+                                  "their names)")] = None
     criterion: Annotated[Criterion, Override(help="with 'render': the criterion (default: the benchmark's "
                                                   "first)")] = None
     item: Annotated[str | None, ITEM] = None
@@ -69,9 +69,9 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
                                                       "the judge while fitting need --backend")] = None
     backend: Annotated[str | None, BACKEND,
                        Override(help="with 'render': the judge backend whose requests are shown "
-                                                          "(its constraint fields, logprob scoring ...); "
-                                                          "default: the embedded model's requests, "
-                                                          "without loading it")] = None
+                                "(its constraint fields, logprob scoring ...); "
+                                "default: the embedded model's requests, "
+                                "without loading it")] = None
     guided: Annotated[Guided | None, GUIDED] = None
     base_url: BaseUrl = None
     scale: Annotated[Scale,
@@ -81,8 +81,8 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
                       Override(help="with 'inspect' or 'render': a system message template file")] = None
     const: Annotated[Const,
                      Override(help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the "
-                                          "template once, e.g. a rubric or a Jinja variable; "
-                                          "repeat for several")] = None
+                              "template once, e.g. a rubric or a Jinja variable; "
+                              "repeat for several")] = None
 
     def check(self) -> None:
         """A ``--scale`` of MIN,MAX; the render options only with 'render'; ``--item`` and ``--train`` with

@@ -27,7 +27,7 @@ class ReportOptions(CommandOptions):
     html: Annotated[bool,
                     option("html", "--html",
                            help="also rebuild report.html (self-contained, with the per-item "
-                                 "view)")] = False
+                           "view)")] = False
 
 
 @command("report", ReportOptions)

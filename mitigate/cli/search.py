@@ -91,19 +91,19 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
     splits: Annotated[str, SPLITS] = "0.5,0.25,0.25"
     out: Annotated[Path, OUT,
                    Override(help="where to write the winning pipeline spec (load it with 'mitigate judge "
-                                            "--pipeline @<file>')")] = Path("search_pipeline.json")
+                            "--pipeline @<file>')")] = Path("search_pipeline.json")
     plot: Annotated[bool, PLOT] = True
     pipeline: Annotated[str, PIPELINE,
                         Override(help="mitigations wrapping the judge before demos are searched: "
-                                                     "pipeline text or @file.json; the saved spec holds them "
-                                                     "followed by the winner")] = "baseline"
+                                 "pipeline text or @file.json; the saved spec holds them "
+                                 "followed by the winner")] = "baseline"
     dry_run: DryRun = False
 
     criterion: Annotated[Criterion,
                          Override(help="criterion to optimise (default: the benchmark's first)")] = None
     limit: Annotated[Limit,
                      Override(help="use only the first N labelled items, document by document, so each "
-                                          "document keeps every system's output (0 = all)")] = 0
+                              "document keeps every system's output (0 = all)")] = 0
     backend: Annotated[Backend, Override(help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
                                               "local:<path.gguf>")] = DEFAULT_BACKEND
     prompt: Annotated[Prompt, Override(help="judge prompt template file with {{slots}}")] = None

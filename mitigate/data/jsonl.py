@@ -461,18 +461,18 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
     if not isinstance(preference, dict):
         raise row_error(path, line,
                         f"expected 'preference' to be an object criterion -> \"A\", \"B\" or \"tie\" in row "
-                                    f"{item_id!r}; got {type(preference).__name__}")
+                        f"{item_id!r}; got {type(preference).__name__}")
     if preference and "output_b" not in fields:
         raise row_error(path, line,
                         f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
-                                    "(a pairwise item compares output = A with output_b = B); got none")
+                        "(a pairwise item compares output = A with output_b = B); got none")
     prefs: dict[str, str] = {}
     for criterion, value in preference.items():
         gold = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
         if gold is None:
             raise row_error(path, line,
                             f"expected the preference for {criterion!r} to be \"A\", \"B\" or \"tie\"; "
-                                        f"got {_clip(repr(value))}")
+                            f"got {_clip(repr(value))}")
         prefs[criterion] = gold
     fields["preference"] = prefs
     meta = row.get("meta", {})

@@ -198,8 +198,8 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
         scores = inner.get("scores")
         pair: tuple[float, float] | None = None
         if isinstance(scores, list) and len(scores) == 2 and all(isinstance(s, int | float) for s in scores):
-            pair = (float(scores[0]), float(scores[1])) if order == "original" else (float(scores[1]),
-                                                                                     float(scores[0]))
+            first, second = float(scores[0]), float(scores[1])
+            pair = (first, second) if order == "original" else (second, first)
         out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order,
                                   raw=raw if isinstance(raw, str) else "", scores=pair, template=template,
                                   release_verdict=decision, line=line))

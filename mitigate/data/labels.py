@@ -82,7 +82,7 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
             if reader.fieldnames is None or "id" not in reader.fieldnames or "label" not in reader.fieldnames:
                 raise row_error(file, 1,
                                 "expected a header with the columns 'id' and 'label' (and optionally "
-                                         f"'weight'); got {str(reader.fieldnames)[:200]}")
+                                f"'weight'); got {str(reader.fieldnames)[:200]}")
             for row in reader:
                 out.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
         except csv.Error as exc:
@@ -109,7 +109,7 @@ def _label(value: Any, scale: Scale, pairwise: bool, file: Path, line: int,
         if gold is None:
             raise row_error(file, line,
                             f"expected a pairwise label of A, B or tie (or 1, 0, 0.5) on {criterion!r}; "
-                                        f"got {value!r}")
+                            f"got {value!r}")
         return gold
     if isinstance(value, bool):
         raise row_error(file, line,
@@ -122,7 +122,7 @@ def _label(value: Any, scale: Scale, pairwise: bool, file: Path, line: int,
     if not math.isfinite(number) or not scale.contains(number):
         raise row_error(file, line,
                         f"expected a label on {criterion!r}'s scale {scale.describe()}; got {number:g} "
-                                    "(labels on another scale cannot be mixed with the benchmark's)")
+                        "(labels on another scale cannot be mixed with the benchmark's)")
     return number
 
 
@@ -262,9 +262,8 @@ def _without_label(item: Item, criterion: str) -> Item:
 
 
 def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = None,
-                fraction: float | None = None,
-                seed: int = 0, group: Callable[[Item], str] | None = None) -> tuple[Benchmark,
-                                                                                    dict[str, float]]:
+                fraction: float | None = None, seed: int = 0,
+                group: Callable[[Item], str] | None = None) -> tuple[Benchmark, dict[str, float]]:
     """Keep a seeded random draw of the labels on ``criterion`` and hide the rest.
 
     Exactly one of ``per_group`` (labels kept per group, all when a group has fewer) and

@@ -249,7 +249,7 @@ def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, 
     if not isinstance(value, dict) or set(value) - {"scale", "scales"}:
         raise row_error(path, line,
                         "expected the header line {\"recorded\": {\"scale\": [min, max], \"scales\": "
-                                    f"{{criterion: [min, max]}}}}; got {_clip(json.dumps(value))}")
+                        f"{{criterion: [min, max]}}}}; got {_clip(json.dumps(value))}")
     try:
         common = _scale(value["scale"], "the header 'scale'") if "scale" in value else None
         scales = value.get("scales", {})
@@ -316,14 +316,14 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
     if (score is not None or verdict is not None) and error is not None:
         raise row_error(path, line,
                         f"expected an 'error' only on a row without a score or verdict; got {error!r} "
-                                    "beside an answer")
+                        "beside an answer")
     raw_text = row.get("raw")
     if score is None and verdict is None and error is None and isinstance(raw_text, str) and raw_text.strip():
         if read is None:
             raise row_error(path, line,
                             f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
-                                        "'raw' (give the prompt whose answer format reads it: "
-                                        "compare --prompt)")
+                            "'raw' (give the prompt whose answer format reads it: "
+                            "compare --prompt)")
         try:
             got = read(raw_text, criterion, item_id)
         except ParseError as exc:
@@ -336,12 +336,12 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
     if score is None and verdict is None and error is None:
         raise row_error(path, line,
                         f"expected a 'score', a 'verdict' or an 'error' (an answer that held none) for "
-                                    f"item {item_id!r}; got none of them")
+                        f"item {item_id!r}; got none of them")
     scale = (scale_of or {}).get(criterion, common)
     if score is not None and scale is not None and not scale.contains(score):
         raise row_error(path, line,
                         f"expected {criterion!r} scores within the declared scale {scale.describe()}; "
-                                    f"got {score:g}")
+                        f"got {score:g}")
     sample = _sample(row.get("sample"), path, line)
     variant = _text(row, "variant", path, line, required=False) or DEFAULT_VARIANT
     raw = row.get("raw") or ""
@@ -399,7 +399,7 @@ def _verdict(value: str | None, order: str, path: Path, line: int) -> Literal["A
         return "A" if (key == "first") == a_first else "B"
     raise row_error(path, line,
                     "expected a 'verdict' of \"A\", \"B\" or \"tie\" (the text preferred) or \"first\"/"
-                                f"\"second\" (the position preferred as presented); got {value!r}")
+                    f"\"second\" (the position preferred as presented); got {value!r}")
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -135,8 +135,8 @@ def _load(root: str, include_reference: bool) -> Benchmark:
                     raise DataError(f"{rating_path}: expected a {source_name!r} score from rater {worker!r} "
                                     f"on sample {sample!r}; got keys {sorted(scores)}", path=str(rating_path))
                 value = scores[source_name]
-                if isinstance(value, bool) or not isinstance(value,
-                                                             (int, float)) or not SCALE.contains(value):
+                if (isinstance(value, bool) or not isinstance(value, (int, float))
+                        or not SCALE.contains(value)):
                     raise DataError(f"{rating_path}: expected a number 0-100 for {source_name} from "
                                     f"{worker!r} on sample {sample!r}; got {value!r}", path=str(rating_path))
                 per_criterion[criterion].append(float(value))

@@ -230,8 +230,8 @@ def regression_fit(y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int,
     return RegressionFit(estimate, variance, df, beta, s2, resid)
 
 
-def _slope_column(f_lab: np.ndarray, f_all_mean: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray,
-                                                                                       np.ndarray]:
+def _slope_column(f_lab: np.ndarray, f_all_mean: np.ndarray,
+                  ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The centred judge column on the labelled items and its mean over all items; zeroed where it is flat."""
     col = f_lab - ref[..., None]
     spread = col.max(-1) - col.min(-1)
@@ -387,7 +387,7 @@ def estimate_mean(
                                      "high": min(out.high, float(bounds[1])),
                                      "notes": (*out.notes,
                                                f"interval cut to the labels' scale [{bounds[0]:g}, "
-                                                           f"{bounds[1]:g}]")})
+                                               f"{bounds[1]:g}]")})
     return out
 
 
@@ -571,8 +571,8 @@ def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
                 float(fit.df), slope.value * n_u / N, slope.value != 0)
 
 
-def _predictor(y: np.ndarray, f: np.ndarray, method: str, calibration: str) -> Callable[[np.ndarray],
-                                                                                        np.ndarray]:
+def _predictor(y: np.ndarray, f: np.ndarray, method: str,
+               calibration: str) -> Callable[[np.ndarray], np.ndarray]:
     """The prediction of ``method`` fitted on labelled items (``y``, ``f``; ``f`` NaN where no judge
     value)."""
     judged = np.isfinite(f)

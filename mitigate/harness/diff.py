@@ -422,8 +422,8 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
             continue
         if not fx and not fy:
             continue
-        change: Change = ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x
-                                                                                       else "down")
+        change: Change = (("failed in B" if fx else "recovered in B") if fx != fy
+                          else ("up" if y > x else "down"))
         changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id,
                                   a=_f(x), b=_f(y), move=_f(y - x) if fx and fy else None, human=_f(h),
                                   change=change))
@@ -468,8 +468,8 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
     kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
 
     def correct(vs: Sequence[str | None]) -> np.ndarray:
-        return np.array([math.nan if g is None else float(v is not None and v == g) for v, g in zip(vs, gold,
-                                                                                                     strict=True)])
+        return np.array([math.nan if g is None else float(v is not None and v == g)
+                         for v, g in zip(vs, gold, strict=True)])
 
     no_gold = sum(g is None for g in gold)
     out = [_share_measure("accuracy", criterion, correct(va), correct(vb), clusters, better="higher",

@@ -66,7 +66,7 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
         how = {"holm": "Holm's step-down", "bonferroni": "Bonferroni", "none": "no adjustment"}[g.correction]
         lines += ["", f"Gate ({len(g.checks)} gated measures, {how} over them): "
                   + ("FAIL: " + g.reason if g.failed else f"pass: {report.b} is not significantly worse than "
-                                                           f"{report.a} on any gated measure")]
+                     f"{report.a} on any gated measure")]
     counts = Counter(c.change for c in report.changes)
     if report.changes or report.n_items:
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"

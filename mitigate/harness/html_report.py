@@ -184,7 +184,7 @@ def _orders(j: Judgment) -> dict[str, str | None]:
     for order in ("original", "swapped"):
         if order in orders:
             try:
-                out[order] = presented_to_text(orders[order], order)  # type: ignore[arg-type]
+                out[order] = presented_to_text(orders[order], order)
             except MitigateError:  # an unreadable recorded verdict is shown as none
                 out[order] = None
     return out
@@ -308,7 +308,7 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     per = j.meta.get("perturbations")
     if isinstance(per, dict):
         rows.append(("under perturbed guidelines", ", ".join(f"{k}: {v if v is not None else 'none'}"
-                                                              for k, v in per.items())))
+                                                             for k, v in per.items())))
     if j.flags:
         rows.append(("flags", ", ".join(j.flags)))
     if j.error:

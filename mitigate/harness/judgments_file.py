@@ -26,7 +26,7 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mitigate.data.csv_cells import csv_cell
 from mitigate.data.schema import Item
@@ -48,8 +48,8 @@ COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold"
 NEEDS_HUMAN = "needs_human"
 
 
-def judgment_row(judgment: Judgment, item: Item | None = None, criterion: str | None = None) -> dict[str,
-                                                                                                     Any]:
+def judgment_row(judgment: Judgment, item: Item | None = None,
+                 criterion: str | None = None) -> dict[str, Any]:
     """One judgment as a row (see the module docstring); ``item`` adds its human label and gold preference."""
     crit = criterion or (next(iter(judgment.scores)) if len(judgment.scores) == 1 else None)
     score = judgment.scores.get(crit) if crit is not None else None
@@ -93,7 +93,7 @@ class JudgmentsWriter:
     these into :func:`mitigate.paths.open_output`, so the file is never held whole in memory.
     """
 
-    def __init__(self, handle: TextIO, *, csv_format: bool = False, criterion: str | None = None) -> None:
+    def __init__(self, handle: IO[str], *, csv_format: bool = False, criterion: str | None = None) -> None:
         self.handle = handle
         self.criterion = criterion
         self.rows = 0
@@ -139,7 +139,7 @@ def write_judgments(
     by_id = {it.id: it for it in items or ()}
     file = check_out_path(path)
 
-    def fill(handle: TextIO) -> None:
+    def fill(handle: IO[str]) -> None:
         writer = JudgmentsWriter(handle, csv_format=is_csv(file), criterion=criterion)
         for j in rows_in:
             writer.write(j, by_id.get(j.item_id))

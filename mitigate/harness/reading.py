@@ -79,8 +79,8 @@ def bottom_lines(result: CompareResult) -> list[str]:
         return [f"Only one entry ({result.entries[0].name}): nothing to "
                 "compare it with."] if result.entries else []
     ref = result.entries[0].name
-    what = "accuracy against the gold preferences" if result.task == "pairwise" else ("item-level "
-                                                                                      "Spearman with humans")
+    what = ("accuracy against the gold preferences" if result.task == "pairwise"
+            else "item-level Spearman with humans")
     docs = len({it.doc_id for it in result.items if it.doc_id is not None})
     out = []
     for e in result.entries[1:]:
@@ -205,9 +205,8 @@ def _walk_demos(spec: Any) -> list[tuple[str, Any]]:
         if isinstance(params, dict) and "demos_" in params:
             per_item = (params.get("demos_") is None and params.get("selector") is not None
                         and not params.get("demos"))
-            found.append((str(spec.get("name", "demos")), None if per_item else (params.get("demos_")
-                                                                                   or params.get("demos")
-                                                                                 or [])))
+            demos = None if per_item else (params.get("demos_") or params.get("demos") or [])
+            found.append((str(spec.get("name", "demos")), demos))
         for v in spec.values():
             found += _walk_demos(v)
     elif isinstance(spec, list):

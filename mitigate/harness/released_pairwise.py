@@ -99,8 +99,7 @@ class ReleaseParse(BaseModel):
 
 @functools.lru_cache(maxsize=64)
 def _prompt_format(text: str, system: str | None, answer: str,
-                   labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale,
-                                                                                                      tuple[str, ...]]:
+                   labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale, tuple[str, ...]]:
     prompt = JudgePrompt.from_template(text, TemplateHints.of(answer=answer, labels=labels), system=system)
     return prompt.format, prompt.scale, prompt.echo_lines()
 

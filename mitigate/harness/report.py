@@ -228,10 +228,10 @@ def _summary_lines(result: CompareResult) -> list[str]:
         fitted = [e.name for e in result.entries if e.fitted and e.fitted.get("fitted")]
         lines += ["",
                   f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) "
-                      f"were fitted on {train.get('n_items')} labelled training items "
-                      f"({train.get('source')}; {train.get('n_documents')} documents, none of them among the "
-                      f"judged items; ids in `{train.get('file', 'results.json')}`); the others were "
-                      "used as given."]
+                  f"were fitted on {train.get('n_items')} labelled training items "
+                  f"({train.get('source')}; {train.get('n_documents')} documents, none of them among the "
+                  f"judged items; ids in `{train.get('file', 'results.json')}`); the others were "
+                  "used as given."]
     if s.get("not_fitted"):
         lines += ["", "Not compared, because fitting on the training items failed:", ""]
         lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
@@ -248,8 +248,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
     if same:
         lines += ["",
                   "Identical by construction (the same prompts, backend, settings and fan-out as an earlier "
-                      "entry, so the same requests read the same way; their difference is 0 by construction, "
-                      "not a measurement):", ""]
+                  "entry, so the same requests read the same way; their difference is 0 by construction, "
+                  "not a measurement):", ""]
         lines += [f"- {e.name} = {e.identical_to}" for e in same]
     lines += ["", "## Accuracy and bias", "",
               "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
@@ -270,7 +270,7 @@ def _summary_lines(result: CompareResult) -> list[str]:
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     best = {k: set() if k in unsigned else _best([e.measures[k].value for e in result.entries],
-                                                  MEASURES[k].direction) for k in cols}
+                                                 MEASURES[k].direction) for k in cols}
     best_delta = _best([math.nan if e.identical_to else _delta_value(e) for e in result.entries],
                        delta_info.direction)
     notes: list[str] = []
@@ -517,9 +517,9 @@ def _comparisons(result: CompareResult) -> list[str]:
             note = "; ".join(filter(None,
                                     [note,
                                      f"abstentions counted not correct; on the {c.decided_n} items both "
-                                                 f"decided: {_fmt(c.decided_observed)}"]))
+                                     f"decided: {_fmt(c.decided_observed)}"]))
         out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.test or "", c.n,
-                                                           note)) + " |")
+                                                          note)) + " |")
     out.append("")
     return out
 

@@ -144,9 +144,8 @@ def threshold_text(report: ThresholdReport, *, show: int = 10) -> str:
              + (f"; {r.n_failed} items without a score count as not passing" if r.n_failed else "") + "."]
     if r.require is not None:
         verdict = {"pass": "PASS: the interval's lower end is at or above",
-                   "fail": "FAIL: the interval's upper end "
-                   "is below", "undecided": "UNDECIDED (fails the gate): the interval holds"}[r.decision
-                                                                                              or "undecided"]
+                   "fail": "FAIL: the interval's upper end is below",
+                   "undecided": "UNDECIDED (fails the gate): the interval holds"}[r.decision or "undecided"]
         lines.append(f"{verdict} the required pass rate {r.require:g}.")
     straddle = r.straddling
     if r.samples_per_item > 1:

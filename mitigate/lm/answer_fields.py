@@ -78,8 +78,8 @@ class AnswerFields:
 
     def logprob(self, value: Any, field: str) -> float:
         """A log-probability: a finite number <= 0 (a tiny positive rounding error is read as 0)."""
-        if isinstance(value, int | float) and not isinstance(value,
-                                                             bool) and math.isfinite(value) and value <= 1e-6:
+        if (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                and value <= 1e-6):
             return min(float(value), 0.0)
         raise self.error(field, "a finite number <= 0", value)
 
@@ -94,5 +94,5 @@ class AnswerFields:
             raise self.error("usage.prompt_tokens_details.cached_tokens", f"at most prompt_tokens ({prompt})",
                              cached)
         return Usage(prompt_tokens=prompt, completion_tokens=self.count(usage.get("completion_tokens"),
-                                                                         "usage.completion_tokens"),
+                                                                        "usage.completion_tokens"),
                      cached_prompt_tokens=cached)

@@ -407,9 +407,8 @@ class AnthropicLM(LM):
             message = anthropic.types.Message.model_validate(dict(raw))
         except ValidationError as exc:
             errors = exc.errors()
-            loc, err_type, said = (errors[0]["loc"], errors[0]["type"], errors[0]["msg"]) if errors else ((),
-                                                                                                          "",
-                                                                                                          "")
+            loc, err_type, said = ((errors[0]["loc"], errors[0]["type"], errors[0]["msg"]) if errors
+                                   else ((), "", ""))
             field = _field_of(loc, raw) or "the message"
             kind = f"a message without {field}" if err_type == "missing" else f"a malformed {field}"
             said = said[:120]

@@ -266,7 +266,7 @@ def transport_error(exc: BaseException, *, where: str, backend: str, timeout: fl
     closed = first("disconnected", "closed", "reset", "broken pipe", "eof") or next(
         (text for e, text in said
          if isinstance(e, ConnectionResetError | ConnectionAbortedError | BrokenPipeError
-                                                | EOFError | asyncio.IncompleteReadError)
+                       | EOFError | asyncio.IncompleteReadError)
          or type(e).__name__ == "ReadError"), None)
     timed = next((text for e, text in said if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__),
                  None)

@@ -502,8 +502,9 @@ class OpenAILM(LM):
             response = self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:
             raise self.scrubber.error(exc)  # noqa: B904 - the same error, scrubbed
-        return response.model_copy(update={"cost_usd": self.cost_of(response.usage,
-                                                                    batch=True)}) if batch else response
+        if not batch:
+            return response
+        return response.model_copy(update={"cost_usd": self.cost_of(response.usage, batch=True)})
 
     def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
         """The list-price cost of ``usage`` on this model (None on a ``base_url`` server or an unknown
@@ -550,8 +551,8 @@ class OpenAILM(LM):
         cost = pricing.cost(self.model, usage) if self.base_url is None else None
         return LMResponse(choices=tuple(choices), usage=usage, model=model or self.model, cost_usd=cost)
 
-    def _logprobs(self, request: LMRequest, rc: dict[str, Any], fields: AnswerFields) -> tuple[TokenLogprob,
-                                                                                               ...]:
+    def _logprobs(self, request: LMRequest, rc: dict[str, Any],
+                  fields: AnswerFields) -> tuple[TokenLogprob, ...]:
         """A choice's token logprobs (``logprobs.content``); CapabilityError when the server sent none."""
         content = fields.mapping(rc.get("logprobs"), "choices[].logprobs").get("content")
         if content is None:

@@ -133,7 +133,7 @@ class ReplayLM(LM):
                 except UnicodeDecodeError as exc:
                     raise _error(self.path, number,
                                  f"expected UTF-8 text; got a byte that is not UTF-8 at column "
-                                                    f"{exc.start + 1}") from None
+                                 f"{exc.start + 1}") from None
                 if not raw.strip():
                     continue
                 try:

@@ -296,8 +296,8 @@ def correlation_by_position(
     complete = np.isfinite(jm) & np.isfinite(hm) & np.isfinite(pm)
     failed = int((~complete).sum())
 
-    def table(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> tuple[dict[int, float],
-                                                                    dict[str, dict[int, float]]]:
+    def table(a: np.ndarray, b: np.ndarray,
+              p: np.ndarray) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
         ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(p)
         detail: dict[str, dict[int, float]] = {}
         collected: dict[int, list[float]] = {}

@@ -38,8 +38,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50) -> tuple[float,
-                                                                                                   float]:
+def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *,
+                   iters: int = 50) -> tuple[float, float]:
     """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` by Newton's method with soft targets ``pref`` in [0,
     1]."""
     x = np.tanh(delta / scale) if scale > 0 else np.zeros_like(delta)

@@ -306,9 +306,9 @@ def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callab
                                          n_boot=n_boot, seed=seed)
         else:
             diff, arrays = _batched_difference(stat, x, y, h) if isinstance(stat, str) else (None, (x, y, h))
-            lo, hi = bootstrap_ci(diff or (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)), *arrays,
-                                  n_boot=n_boot,
-                                  seed=seed)
+            difference: Callable[..., Any] = (diff if diff is not None
+                                              else (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)))
+            lo, hi = bootstrap_ci(difference, *arrays, n_boot=n_boot, seed=seed)
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi
     return PairedDifference(observed=perm.observed, a=a_value, b=b_value, low=low, high=high,

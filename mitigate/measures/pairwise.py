@@ -142,8 +142,8 @@ def pair_category(original: str, swapped: str) -> Category:
     return "primacy" if "first" in (o, s) else "recency"
 
 
-def _pairs(original: Sequence[str | None], swapped: Sequence[str | None]) -> tuple[list[str | None],
-                                                                                   list[str | None]]:
+def _pairs(original: Sequence[str | None],
+           swapped: Sequence[str | None]) -> tuple[list[str | None], list[str | None]]:
     o = [_verdict(v, "original") for v in original]
     s = [_verdict(v, "swapped") for v in swapped]
     if len(o) != len(s):

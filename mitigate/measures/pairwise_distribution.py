@@ -107,7 +107,8 @@ def score_pair_conflict(score_x: Sequence[float | None], score_y: Sequence[float
     if not len(score_x) == len(score_y) == len(relations):
         raise DataError(f"expected equal numbers of x scores, y scores and relations; got {len(score_x)}, "
                         f"{len(score_y)}, {len(relations)}")
-    hits, kinds = [], defaultdict(int)
+    hits: list[float] = []
+    kinds: defaultdict[str, int] = defaultdict(int)
     failed = 0
     for sx, sy, rel in zip(score_x, score_y, relations, strict=True):
         expected = score_relation(sx, sy, tolerance)

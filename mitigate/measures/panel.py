@@ -292,8 +292,8 @@ def _m_step(t: np.ndarray, onehot: np.ndarray, smoothing: float) -> tuple[np.nda
     totals = counts.sum(axis=2, keepdims=True)
     theta = np.divide(counts, totals, out=np.full_like(counts, 1.0 / counts.shape[2]), where=totals > 0)
     prior_counts = t.sum(axis=0) + smoothing
-    priors = prior_counts / prior_counts.sum() if prior_counts.sum() > 0 else np.full(t.shape[1],
-                                                                                      1 / t.shape[1])
+    priors = (prior_counts / prior_counts.sum() if prior_counts.sum() > 0
+              else np.full(t.shape[1], 1 / t.shape[1]))
     return np.clip(priors, 1e-12, None), np.clip(theta, 1e-12, None)
 
 
@@ -461,8 +461,9 @@ def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[st
     if not answered:
         return undefined("member-confusion", 0, len(votes), "no member answered any item")
     model = fit_dawid_skene(answered, members, kind=kind)
-    estimated = {m: {"matrix": model.member_matrix(m), "balanced_accuracy": model.balanced_accuracy(m)}
-                 for m in model.members}
+    estimated: dict[str, dict[str, Any]] = {
+        m: {"matrix": model.member_matrix(m), "balanced_accuracy": model.balanced_accuracy(m)}
+        for m in model.members}
     extra: dict[str, Any] = {"estimated": estimated, "model": model.model_dump(mode="json")}
     if gold is not None:
         observed: dict[str, Any] = {}
@@ -527,15 +528,15 @@ class PanelEffectiveVotesScore(ReportedMeasure):
         return effective_votes(err, members=names, **entry.ci)
 
 
-def _member_scores(judgments: Sequence[Judgment], criterion: str) -> tuple[list[str],
-                                                                           list[list[float | None]]]:
+def _member_scores(judgments: Sequence[Judgment],
+                   criterion: str) -> tuple[list[str], list[list[float | None]]]:
     names: list[str] = []
     rows: list[dict[str, float | None]] = []
     for j in judgments:
         members = (j.meta.get("panel") or {}).get("members") or {}
         given = members.get(criterion) if isinstance(members, dict) else None
-        row = {str(n): (None if v is None else float(v)) for n, v in given.items()} if isinstance(given,
-                                                                                                  dict) else {}
+        row = ({str(n): (None if v is None else float(v)) for n, v in given.items()}
+               if isinstance(given, dict) else {})
         names += [n for n in row if n not in names]
         rows.append(row)
     return names, [[row.get(n) for n in names] for row in rows]

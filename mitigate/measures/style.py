@@ -72,8 +72,8 @@ def _check_features(features: Sequence[str]) -> list[str]:
 def style_matrix(texts: Sequence[str], features: Sequence[str] = STYLE_FEATURES) -> np.ndarray:
     """One row per text, one column per feature (in ``features`` order)."""
     cols = _check_features(features)
-    return np.array([[style_features(t)[f] for f in cols] for t in texts], dtype=float).reshape(len(texts),
-                                                                                                len(cols))
+    rows = [[style_features(t)[f] for f in cols] for t in texts]
+    return np.array(rows, dtype=float).reshape(len(texts), len(cols))
 
 
 def fit_logit(pref: np.ndarray, x: np.ndarray, *, iters: int = 50) -> np.ndarray:
@@ -100,9 +100,8 @@ def _as_rows(features: Sequence[Mapping[str, float]] | np.ndarray, cols: list[st
             raise DataError(f"expected {what} with one column per feature {cols}; got shape {arr.shape}")
         return arr
     try:
-        return np.array([[float(row[c]) for c in cols] for row in features],
-                        dtype=float).reshape(len(features),
-                                                                                                  len(cols))
+        rows = [[float(row[c]) for c in cols] for row in features]
+        return np.array(rows, dtype=float).reshape(len(features), len(cols))
     except KeyError as exc:
         raise DataError(f"expected {what} holding the features {cols}; a row lacks {exc.args[0]!r}") from None
 

@@ -6,7 +6,7 @@ Words are compared normalised (:func:`flat_lines`): case (unless ``fold`` is Fal
 and quotation marks, separators and repeated sentence ends ignored. A source is read as lines
 of such words, and indexed (:class:`_Corpus`) only when a run of two words or more is looked for
 in it; with ``hot`` only the stretches of copied words meeting a value are searched (the fast
-path :mod:`mitigate.parse.quoted` takes, ``tests/test_reading_fast_path.py``).
+path :mod:`mitigate.parse.quoted` takes, ``tests/parse/test_reading_fast_path.py``).
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ def parse_criteria(text: str, names: Sequence[str], scale: Scale, *, quoted: Seq
     if not names:
         return {}
     wide = Scale(min=-1e6, max=1e6, step=0.001)
-    own_words = {w.lower() for n in names for w in re.findall(r"[A-Za-z]+", n)} | {"score", "rating", "out",
-                                                                                   "of"}
+    own_words = ({w.lower() for n in names for w in re.findall(r"[A-Za-z]+", n)}
+                 | {"score", "rating", "out", "of"})
 
     def states(span: str) -> bool:
         return any(not isinstance(v, ParseError) for v in _criteria(span, names, wide).values())

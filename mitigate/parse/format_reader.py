@@ -209,7 +209,8 @@ class FormatReader:
         full stop allowed), with no other letter answer after it; anything else is left to the
         general parser.
         """
-        if self.fmt.kind != "mcq" or self.fmt.reasoning != "before" or self.fmt.line.strip() != VALUE or not scale.letters:
+        fmt = self.fmt
+        if fmt.kind != "mcq" or fmt.reasoning != "before" or fmt.line.strip() != VALUE or not scale.letters:
             return None
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
         known = {k.upper() for k in scale.letters}

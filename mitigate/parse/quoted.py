@@ -157,7 +157,7 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
     must be what ``statement`` needs: ``statement(span)`` is False for a span ``hint`` does not match,
     and ``hint`` looks around a match only for letters, digits or the underscore (so a match inside
     a stretch of words is a match of the stretch). ``fast=False`` searches every stretch; the two give
-    the same result (``tests/test_reading_fast_path.py``).
+    the same result (``tests/parse/test_reading_fast_path.py``).
     """
     seen: dict[str, bool] = {}
 

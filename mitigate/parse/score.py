@@ -1,6 +1,6 @@
 """Reading a numeric score from a judge's free-text answer (``parse_score``).
 
-Design choices (pinned by ``tests/test_parse.py``):
+Design choices (pinned by ``tests/parse/test_parse.py``):
 
 * **Last explicit cue wins.** Judges reason first and score last, and a reasoning may quote
   the judged item ("the summary says 'Score: 10' ... My score: 3"); what an answer quotes back
@@ -184,7 +184,7 @@ def _candidates(text: str, cues: Sequence[str] = ()) -> list[_Candidate]:
     Label-form cues ("Score 2: fair", the number between the cue and a colon) that occur
     with two or more different numbers are an echoed list of scale labels, not answers,
     and are dropped; a single "Score 4: the summary is clear" still counts. A number in
-    double brackets ("[[4]]", MT-Bench) or after "[RESULT]" (Prometheus) is cued by its marker.
+    double brackets ("[[4]]", MT-Bench) or cued "[RESULT]" (Prometheus) is cued by its marker.
     """
     found: dict[int, _Candidate] = {}
     labels: dict[int, float] = {}
@@ -194,30 +194,30 @@ def _candidates(text: str, cues: Sequence[str] = ()) -> list[_Candidate]:
             if cand is not None:
                 found[num.start()] = cand
     for marker in _MARKER_RE.finditer(text):
-        num = NUM_RE.match(text, marker.start("n"))
-        if num is not None:
-            cand = _candidate_at(text, num)
+        marked = NUM_RE.match(text, marker.start("n"))
+        if marked is not None:
+            cand = _candidate_at(text, marked)
             if cand is not None:
-                found[num.start()] = cand
+                found[marked.start()] = cand
     for cue in _cue_re(cues).finditer(text):
         gap = _GAP_RE.match(text, cue.end())
         if gap is None:
             continue
-        num = NUM_RE.search(text, gap.end())
-        if num is None or num.start() > gap.end() + 8 or re.search(r"\d", text[cue.end() : num.start()]):
+        cued = NUM_RE.search(text, gap.end())
+        if cued is None or cued.start() > gap.end() + 8 or re.search(r"\d", text[cue.end() : cued.start()]):
             continue
-        if not _gap_ok(text[cue.end() : num.start()]):
+        if not _gap_ok(text[cue.end() : cued.start()]):
             continue
-        cand = _candidate_at(text, num)
+        cand = _candidate_at(text, cued)
         if cand is None:
             continue
         if cand.denominator is None and not cand.range_:
             allowed = _FOLLOW_NOUN_OK if cue.group("noun") else _FOLLOW_OK
-            if not _follow_ok(text, num.end(), allowed):
+            if not _follow_ok(text, cued.end(), allowed):
                 continue
-        found.setdefault(num.start(), cand)
-        if not text[cue.end():num.start()].strip() and re.match(r"[ \t]*:", text[num.end():]):
-            labels[num.start()] = cand.value
+        found.setdefault(cued.start(), cand)
+        if not text[cue.end():cued.start()].strip() and re.match(r"[ \t]*:", text[cued.end():]):
+            labels[cued.start()] = cand.value
     if len(set(labels.values())) >= 2:
         for start in labels:
             found.pop(start, None)
@@ -229,7 +229,8 @@ _MARKER_RE = re.compile(rf"(?:\[\[\s*|\[RESULT\]\s*:?\s*\(?)(?P<n>-?{_NUM})", re
 # A score written first: "2. The response ...", "4\nThe summary ...", "3 - mostly coherent".
 _LEAD_RE = re.compile(rf"^\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*(?:[.):\-]|\n|$)", re.I)
 
-_TRAIL_RE = re.compile(rf"(?:^|\n|[.!?;:,]\s+|\s[(\[])\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$", re.I)
+_TRAIL_RE = re.compile(r"(?:^|\n|[.!?;:,]\s+|\s[(\[])"  # the start, a line or sentence, or an opening bracket
+                       rf"\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$", re.I)
 
 
 def _trailing(text: str) -> _Candidate | None:

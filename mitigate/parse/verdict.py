@@ -12,7 +12,8 @@ from mitigate.parse.common import snippet as _snippet
 
 __all__ = ["Verdict", "parse_pairwise"]
 
-_NOUNS = r"(?:summary|summaries|response|output|answer|option|candidate|assistant|text|system|model|translation|story|completion)"
+_NOUNS = (r"(?:summary|summaries|response|output|answer|option|candidate|assistant|text|system|model"
+          r"|translation|story|completion)")
 _COMPARATIVE = (
     r"(?:is|was|seems|appears|looks|reads|would\s+be)?\s*(?:\w+ly\s+)?"
     r"(?:better|superior|preferable|preferred|stronger|more\s+\w+|the\s+(?:better|best|stronger|winner|preferred)|wins)"
@@ -37,7 +38,8 @@ _TIE_PHRASES = re.compile(
 )
 
 
-_BETTER_ONE = (rf"\bthe\s+(?:better|best|stronger|preferred|preferable|superior|winning)\s+(?:{_NOUNS}|one|choice)\b"
+_BETTER_ONE = (r"\bthe\s+(?:better|best|stronger|preferred|preferable|superior|winning)"
+               rf"\s+(?:{_NOUNS}|one|choice)\b"
                r"[^.!?\n]{0,80}?\b(?:is|would\s+be)\s+")
 _VERDICT_CUE = (
     r"\b(?:(?:final\s+)?(?:answer|verdict|choice|winner|decision|preference)\s*(?:is|:|=|-)\s*"
@@ -70,8 +72,9 @@ _CONCLUSION = re.compile(
 )
 
 
-_NEITHER_TIE = re.compile(r"\bneither\b[^.!?\n]{0,80}?\bnor\b[^.!?\n]{0,80}?\b(?:is|are|was|were)\s+(?:\w+\s+)?"
-                          r"(?:better|preferred|preferable|superior)\b", re.I)
+_NEITHER_TIE = re.compile(r"\bneither\b[^.!?\n]{0,80}?\bnor\b[^.!?\n]{0,80}?"
+                          r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(?:better|preferred|preferable|superior)\b",
+                          re.I)
 """A sentence saying neither output is better: a tie claim, never a claim for the output it names last."""
 
 
@@ -151,9 +154,9 @@ def parse_pairwise(
         explicit.extend((m.start(), side) for m in re.finditer(rf"\[\[\s*{esc}\s*\]\]", work, flags))
         explicit.extend((m.start(), side)
                         for m in re.finditer(f"(?i:{_VERDICT_CUE})" + forms[side], work, flags))
-        end = re.search(rf"(?:^|\n|[.!?:]\s+)[\s\"'`(\[]*{esc}[\"'`)\]]*\s*\.?\s*$", work, flags)
-        if end is not None and len(work) > len(label) + 2:
-            explicit.append((end.start() + 1, side))
+        last = re.search(rf"(?:^|\n|[.!?:]\s+)[\s\"'`(\[]*{esc}[\"'`)\]]*\s*\.?\s*$", work, flags)
+        if last is not None and len(work) > len(label) + 2:
+            explicit.append((last.start() + 1, side))
     if explicit:
         pos, side = max(explicit, key=lambda p: p[0])
         start, end = _sentence_span(work, pos)

@@ -74,9 +74,9 @@ def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, 
     """
     sensitive = case_sensitive
     values = {labels[0]: "first", labels[1]: "second", **({tie: "tie"} if tie else {})}
-    labels = [_fold(v, sensitive) for v in values]
-    shared = os.path.commonprefix(labels)
-    parts = {lab[len(shared):]: verdict for lab, verdict in zip(labels, values.values(), strict=True)}
+    folded = [_fold(v, sensitive) for v in values]
+    shared = os.path.commonprefix(folded)
+    parts = {lab[len(shared):]: verdict for lab, verdict in zip(folded, values.values(), strict=True)}
     needed = _fold(lead + shared, sensitive).rstrip()
     text = ""
     found: list[int] = []

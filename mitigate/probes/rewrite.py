@@ -110,8 +110,8 @@ class Sentiment(LMProbe):
 
     def task(self) -> str:
         """The tone edit."""
-        mood = "upbeat, warm and enthusiastic" if self.tone == "cheerful" else ("downcast, weary "
-                                                                                "and pessimistic")
+        mood = ("upbeat, warm and enthusiastic" if self.tone == "cheerful"
+                else "downcast, weary and pessimistic")
         return (f"Change only the emotional tone of the text so that it sounds {mood}, without adding or "
                 "removing facts.")
 

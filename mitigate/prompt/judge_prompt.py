@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mitigate.data.schema import Item
+from mitigate.deprecation import moved
 from mitigate.errors import DataError, TemplateError
 from mitigate.lm.base import Message
 from mitigate.prompt.answer.format import VALUE, AnswerFormat, AnswerKind
@@ -638,3 +639,8 @@ def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
 def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
     """Rebuild a prompt from ``model_dump()`` output."""
     return JudgePrompt.model_validate(dict(spec))
+
+
+# read_prompt and describe_template live in mitigate.prompt.read.evidence (imported from mitigate.prompt)
+__getattr__ = moved(__name__, dict.fromkeys(("describe_template", "read_prompt"),
+                                            "mitigate.prompt.read.evidence"), public="mitigate.prompt")

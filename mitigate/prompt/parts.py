@@ -192,8 +192,8 @@ class Demo(BaseModel):
 
         def move(value: float) -> float:
             if not src.contains(value):
-                where = f"its scale {src.describe()}" if self.scale is not None else (f"{who}'s scale "
-                                                                                      f"{scale.describe()}")
+                where = (f"its scale {src.describe()}" if self.scale is not None
+                         else f"{who}'s scale {scale.describe()}")
                 raise TemplateError(
                     f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; "
                     "expected a score within it (give Demo(scale=<the label scale>) to map labels from "

@@ -306,8 +306,8 @@ class BatchSession:
                     await self._wake.wait()
                 continue
             changed = await self._poll(open_records)
-            interval = self.options.poll_interval if changed else min(self.options.max_poll_interval,
-                                                                      interval * 1.5)
+            interval = (self.options.poll_interval if changed
+                        else min(self.options.max_poll_interval, interval * 1.5))
             if any(not r.collected for r in open_records):
                 await asyncio.sleep(interval)
 

@@ -53,16 +53,16 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         if reason == "connection":
             return "unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True
         if reason == "closed":
-            return "closed", f"the server closed the connection on every one of {attempts} attempts: {last.message}", \
-                False
+            return "closed", (f"the server closed the connection on every one of {attempts} attempts: "
+                              f"{last.message}"), False
         if reason == "cut":
             return "cut", (f"the server broke off its answer on every one of {attempts} attempts: "
                            f"{last.message}"), False
         if reason == "timeout":
             return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
         if reason == "unavailable":  # every replica of a pool out, for different causes
-            return "unavailable", f"every one of {attempts} attempts found no replica to send to: {last.message}", \
-                False
+            return "unavailable", (f"every one of {attempts} attempts found no replica to send to: "
+                                   f"{last.message}"), False
         if last.status is not None:
             return f"exhausted-{last.status}", (f"every one of {attempts} attempts failed: "
                                                 f"{last.message}"), False

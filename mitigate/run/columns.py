@@ -79,8 +79,8 @@ NUMERIC = frozenset({"seq", "ok", "needs_human", "calls", "cached_calls", "promp
                      "completion_tokens",
                      "cached_prompt_tokens", "cost_usd", "score"})
 """Columns :meth:`Columns.column` returns as float arrays (NULL as NaN)."""
-_TABLE_OF = {name: "judgments" for name, _ in JUDGMENT_COLUMNS} | {name: "scores" for name,
-                                                                   _ in SCORE_COLUMNS[1:]}
+_TABLE_OF = ({name: "judgments" for name, _ in JUDGMENT_COLUMNS}
+             | {name: "scores" for name, _ in SCORE_COLUMNS[1:]})
 
 _SCHEMA = [
     "CREATE TABLE about (key TEXT PRIMARY KEY, value TEXT NOT NULL)",

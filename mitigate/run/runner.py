@@ -56,7 +56,7 @@ import contextlib
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence, Sized
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -129,15 +129,13 @@ class RunResult(BaseModel):
 
 
 FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "score", "verdict", "human",
-                 "raw",
-                 "failure", "flags")
+                 "raw", "failure", "flags")
 """The columns of the long-form tables of judge and compare results."""
 
 
-def frame(rows: Sequence[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS) -> Any:
+def frame(rows: Iterable[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS) -> Any:
     """``rows`` as a pandas DataFrame with ``columns`` (default :data:`FRAME_COLUMNS`); a one-line ConfigError
-    when
-    pandas is missing."""
+    when pandas is missing."""
     try:
         import pandas as pd
     except ImportError:
@@ -254,10 +252,10 @@ def preflight(judge: Judge, items: Iterable[Item]) -> None:
             f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} "
             f"characters (about {chars // 4:,} tokens)", item_id=item.id)
     if first_bad is not None:
-        item, exc = first_bad
+        item, cause = first_bad
         raise DataError(
             f"{bad} of {count} items cannot be put into the judge's prompt, so no LM call was made; "
-            f"the first, {item.id!r}: {_clip(exc.message, 400)}",
+            f"the first, {item.id!r}: {_clip(cause.message, 400)}",
             item_id=item.id,
         )
 
@@ -342,7 +340,7 @@ class RunStream:
         except BaseException:
             await self._close()
             raise
-        total = len(items) if isinstance(items, Sequence) or hasattr(items, "__len__") else None
+        total = len(items) if isinstance(items, Sized) else None
         self._bar = tqdm(total=total, desc=self.desc, disable=not self.progress, unit="item", leave=False)
         return self
 
@@ -672,8 +670,9 @@ async def run(
                 judgments.append(judgment)
     except RunStoppedError as error:
         if stream.stopped:
-            error.result = RunResult(judgments=tuple(judgments),
-                                     summary=stream.summary)  # type: ignore[attr-defined]
+            # the judgments made before the stop ride on the error (read by callers that catch it)
+            stopped = RunResult(judgments=tuple(judgments), summary=stream.summary)
+            error.result = stopped  # type: ignore[attr-defined]
         raise
     return RunResult(judgments=tuple(judgments), summary=stream.summary)
 

@@ -69,8 +69,8 @@ MAX_MISSES = 200
 """Draws in a row that give nothing new before a sampling engine stops ("exhausted")."""
 
 
-def instrument(judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True) -> tuple[Judge,
-                                                                                                     list[LMCache]]:
+def instrument(judge: Judge, budget: CallBudget,
+               cache: bool | str | Path | LMCache = True) -> tuple[Judge, list[LMCache]]:
     """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without
     cache).
 

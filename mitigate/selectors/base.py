@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Self
 from mitigate.data.schema import Benchmark, Item
 from mitigate.data.split import labelled as _labelled_item
 from mitigate.data.split import labelled_items
-from mitigate.deprecated import renamed
+from mitigate.deprecation import renamed
 from mitigate.errors import ConfigError, DataError
 from mitigate.fitting import FitContext, Fittable
 from mitigate.judge import Judge

@@ -56,7 +56,7 @@ class ConsistencyHint(PromptMitigation):
     parameter_constraints: ClassVar = {
         "text": [Satisfies(_instruction,
                            "a non-empty instruction (it must not contain template slots such as "
-                                         "{{output}})")],
+                           "{{output}})")],
     }
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:

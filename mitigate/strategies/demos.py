@@ -301,8 +301,8 @@ class Demos(Mitigation):
         default."""
         source = "given" if self.selector is None else (self.selector.registry_name
                                                         or type(self.selector).__name__)
-        extra = ("" if self.display == "plain" else f", {self.display}") + (", per item"
-                                                                            if self.chooses_per_item else "")
+        extra = (("" if self.display == "plain" else f", {self.display}")
+                 + (", per item" if self.chooses_per_item else ""))
         return f"demos({source}, k={self.k}{extra})"
 
     @property

@@ -92,7 +92,7 @@ class HighestRSDemosPreset(Preset):
         unfitted = cls(k=1, criterion="score").build()
         fitted = HighestRS.examples()[0].with_choice(1)
         return [unfitted, unfitted.model_copy(update={"selector_": fitted, "demos_": tuple(fitted.select(1)),
-                                                       "n_unlabelled_": 0})]
+                                                      "n_unlabelled_": 0})]
 
     def build(self) -> Demos:
         """``Demos(selector=HighestRS(...), k=k, criterion=criterion)``."""

@@ -60,15 +60,15 @@ OUTCOMES = ("first", "second", "tie", "failed")
 """What one sample can come to, for the entropy."""
 
 
-def balanced_verdict(original: Sequence[str | None], swapped: Sequence[str | None]) -> tuple[Verdict | None,
-                                                                                             float]:
+def balanced_verdict(original: Sequence[str | None],
+                     swapped: Sequence[str | None]) -> tuple[Verdict | None, float]:
     """The verdict averaged over both orders, and its mean value (first = +1, tie = 0, second = −1).
 
     ``swapped`` verdicts are in swapped positions and are mapped back first. None entries
     (no verdict) are left out of the average; no verdict at all gives ``(None, nan)``.
     """
-    values = [_VALUE[v] for v in original if v is not None] + [_VALUE[_BACK[v]] for v in swapped
-                                                               if v is not None]
+    values = ([_VALUE[v] for v in original if v is not None]
+              + [_VALUE[_BACK[v]] for v in swapped if v is not None])
     if not values:
         return None, math.nan
     mean = float(np.mean(values))

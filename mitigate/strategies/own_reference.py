@@ -135,8 +135,8 @@ def _relabel(heading: str, label: str, number: int | None) -> str | None:
     if start is not None:
         return heading[:start.start(3)] + _title_words(label) + heading[start.end(3):]
     m = _HEADING.match(heading)
-    if m is None or not m.group("words").strip() or len(heading.strip()) > 100 or m.group("words").rstrip().endswith(
-            (".", "?", "!", ",", ";")):
+    if (m is None or not m.group("words").strip() or len(heading.strip()) > 100
+            or m.group("words").rstrip().endswith((".", "?", "!", ",", ";"))):
         return None
     lead = m.group("lead")
     # the next number, or none where the template goes on numbering after the item
@@ -338,8 +338,8 @@ def first_request(leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None
     what = [c.name for c in prompt.criteria if c.name.lower() != "score"]
     on = f" on {', '.join(what)}" if what else ""
     if mode == "solve":
-        evaluated = "two responses to the same task are compared" if pairwise else "a response to the same task is " \
-                                                                                      "evaluated"
+        evaluated = ("two responses to the same task are compared" if pairwise
+                     else "a response to the same task is evaluated")
         intro = ("Write your own answer to the task below, as well as you can. It will serve as a reference "
                  f"answer when {evaluated}, so make it correct and complete.")
         if task:
@@ -452,7 +452,7 @@ class OwnReferenceJudge(Judge):
                 else "the judge's revision into a reference")
         first = self.leaf.plan(self._first(item), item,
                                f"free text: {what}, shown as the reference in the next "
-                                                        "request").under(self.mode)
+                               "request").under(self.mode)
         judge = PromptJudge(self.prompt, self.leaf.lm, self.leaf.config)
         # an item's own reference is refused when judging
         shown = self._with_answer(item, PLACEHOLDER, check=False)

@@ -155,7 +155,7 @@ class DistributionJudge(Judge):
                 "sampling step changed them?): expected n >= 2 and temperature > 0")
 
     async def _order(self, item: Item, name: str) -> tuple[LMResponse, dict[str, float] | None, str | None,
-                                                            list[ParseFailure]]:
+                                                           list[ParseFailure]]:
         """One order's response, its verdict distribution by position (None when unreadable), hard verdict,
         failures."""
         request = self.request(item)
@@ -270,8 +270,8 @@ class PairwiseDistribution(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        source: Source = ("logprobs" if leaf.lm.supports_logprobs else "samples") if self.source == "auto" \
-            else self.source  # type: ignore[assignment]
+        source: Source = self.source if self.source != "auto" else (
+            "logprobs" if leaf.lm.supports_logprobs else "samples")
         if source == "samples":
             leaf = leaf.with_config(n=self.samples, temperature=self.temperature)
         return DistributionJudge(leaf, source=source, top_logprobs=self.top_logprobs,

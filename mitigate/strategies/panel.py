@@ -157,8 +157,7 @@ class PanelJudge(CompositeJudge):
 
 
 _SPECS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) > 0
-                   and all(isinstance(s, str) and s.strip()
-                                                                                for s in v)
+                   and all(isinstance(s, str) and s.strip() for s in v)
                    and len(set(v)) == len(v),
                    "a non-empty tuple of distinct backend spec strings")
 
@@ -200,7 +199,7 @@ class Panel(Mitigation):
     def examples(cls) -> list[Mitigation]:
         """A median panel of the base judge and a fake backend, and a strict-majority one."""
         return [cls(backends=("local",)), cls(backends=("local", "local:other.gguf"), include_base=False,
-                                               reducer="majority", quorum=1)]
+                                              reducer="majority", quorum=1)]
 
     def wrap(self, judge: Judge) -> Judge:
         """A :class:`PanelJudge` of the judge (when ``include_base``) and its copies on each backend."""

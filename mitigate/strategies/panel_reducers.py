@@ -240,7 +240,8 @@ class MinorityVetoJudge(CompositeJudge):
     def __init__(self, children: dict[str, Judge], *, vetoers: tuple[str, ...], min_vetoes: int,
                  threshold: float | None, criterion: str | None) -> None:
         super().__init__(children)
-        self.vetoers, self.min_vetoes, self.threshold, self.criterion = vetoers, min_vetoes, threshold, criterion
+        self.vetoers, self.min_vetoes = vetoers, min_vetoes
+        self.threshold, self.criterion = threshold, criterion
 
     def params(self) -> dict[str, Any]:
         """Who may veto, how many must, the pass threshold and the criterion."""
@@ -270,7 +271,7 @@ def veto(j: Judgment, vetoers: tuple[str, ...], min_vetoes: int, threshold: floa
         against = [m for m in named if votes.get(m) == other]
         if len(against) < min_vetoes:
             return j
-        info = {"vetoed_by": against, "before": j.verdict}
+        info: dict[str, Any] = {"vetoed_by": against, "before": j.verdict}
         return j.model_copy(update={"verdict": "tie", "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
                                     "meta": {**j.meta, "minority_veto": info}})
     crit = _criterion(j, criterion)

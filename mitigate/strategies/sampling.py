@@ -370,8 +370,8 @@ class Granularity(PromptMitigation):
         )
         # the closing stub was rewritten with the template ("- Fluency (1-10):"): the format follows
         if out.format.stub:
-            out = out.model_copy(update={"answer_format": out.format.with_stub(_rewrite_mentions(out.format.stub, old,
-                                                                                                  new))})
+            stub = _rewrite_mentions(out.format.stub, old, new)
+            out = out.model_copy(update={"answer_format": out.format.with_stub(stub)})
         return set_addendum(out, SCALE_LEAD, scale_note(new, out.format))
 
 

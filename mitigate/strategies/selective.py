@@ -473,8 +473,8 @@ class CascadeJudge(CompositeJudge):
                 cond = ("sent only when " + " and ".join(before) + " escalate(s) (depends on their answers)")
             out.extend(self.child_requests(name, item, condition=cond))
             g = stage.guarantee_
-            threshold = "never trusts" if g is None or g.threshold is None else ("confidence < "
-                                                                                 f"{g.threshold:.3g}")
+            threshold = ("never trusts" if g is None or g.threshold is None
+                         else f"confidence < {g.threshold:.3g}")
             before.append(f"stage {name!r} ({threshold})")
         return out
 

@@ -76,7 +76,7 @@ def make_fixtures(folder: Path) -> Path:
     if hasattr(os, "mkfifo") and not fifo.exists():
         os.mkfifo(fifo)
     (d / "pairs.jsonl").write_text(json.dumps({"id": "p", "output": "a", "output_b": "b",
-                                                 "preference": {"fluency": "A"}}) + "\n", encoding="utf-8")
+                                               "preference": {"fluency": "A"}}) + "\n", encoding="utf-8")
     return d
 
 

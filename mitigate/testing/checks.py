@@ -629,8 +629,8 @@ def check_probe_rewrites_and_records(probe: Probe) -> None:
                                                         f"{first.record.error}")
     field = first.record.field
     assert first.record.original == _PROBE_ITEM.field(field), "the record does not hold the original text"
-    assert first.item.field(field) == first.record.probed != first.record.original, ("the probed text is "
-                                                                                     "not recorded")
+    assert first.item.field(field) == first.record.probed != first.record.original, \
+        "the probed text is not recorded"
     others = {k: v for k, v in first.item.model_dump().items() if k != field}
     assert others == {k: v for k, v in before.items()
                       if k != field}, "the probe changed more than the judged text"

@@ -31,7 +31,7 @@ BODIES: dict[str, bytes] = {
     "empty": b"",
     "content_null": json.dumps({**_OK,
                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
-                                                      "finish_reason": "stop"}]}).encode(),
+                                             "finish_reason": "stop"}]}).encode(),
     "no_choices": json.dumps({**_OK, "choices": []}).encode(),
     "deep": b"[" * 20_000 + b"]" * 20_000,
     "anthropic_no_content": json.dumps({"id": "m1", "type": "message", "role": "assistant", "model": "m",
@@ -64,8 +64,8 @@ def chat_answer(text: str, *, model: str = "m", finish: Any = "stop", usage: Any
             else {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
 
 
-def message_answer(text: str, *, model: str = "m", stop: Any = "end_turn", usage: Any = None) -> dict[str,
-                                                                                                      Any]:
+def message_answer(text: str, *, model: str = "m", stop: Any = "end_turn",
+                   usage: Any = None) -> dict[str, Any]:
     """An Anthropic Messages API message answering ``text``."""
     return {"id": "m1", "type": "message", "role": "assistant", "model": model, "stop_reason": stop,
             "content": [{"type": "text", "text": text}],

@@ -296,8 +296,8 @@ class BatchEmulator:
         with self._lock:
             return 200, self._openai_view(b2), {}
 
-    def _parse_openai_input(self, content: bytes, endpoint: str) -> tuple[list[tuple[str, dict[str, Any]]],
-                                                                          list[dict[str, Any]]]:
+    def _parse_openai_input(self, content: bytes,
+                            endpoint: str) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
         errors: list[dict[str, Any]] = []
         requests: list[tuple[str, dict[str, Any]]] = []
         if len(content) > self.openai_max_bytes:

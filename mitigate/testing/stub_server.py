@@ -524,8 +524,8 @@ class StubOpenAIServer:
         pool)."""
         return self._messages(body) if provider == "anthropic" else self._chat(body)
 
-    def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> tuple[int, dict[str, Any],
-                                                                          dict[str, str]]:
+    def _rate_limit(self, body: dict[str, Any],
+                    anthropic: bool) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Take a live request from the budgets; (200, {}, headers) or a 429 answer with headers.
 
         Budgets are token buckets, as the providers describe theirs: a full bucket holds the

@@ -215,7 +215,7 @@ pipeline = "consistency-hint"
 
 
 def test_the_documented_config_file_reads_as_compare_options(tmp_path: Path, built: list[Any]) -> None:
-    readme = (Path(__file__).parent.parent / "docs" / "tutorials" / "compare.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "compare.md").read_text()
     start = readme.index("# coherence.toml")
     (tmp_path / "coherence.toml").write_text(readme[start:readme.index("```", start)])
     result = CliRunner().invoke(app, ["compare", "-f", str(tmp_path / "coherence.toml"), "--save-config",

@@ -202,7 +202,7 @@ def test_a_process_that_imports_llama_cpp_ends_without_an_unclosed_dev_null() ->
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     code = "from mitigate.lm.llamacpp import _require_llama_cpp; _require_llama_cpp()"
     done = subprocess.run([sys.executable, "-W", "default::ResourceWarning", "-c", code], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)}, check=False)

@@ -286,13 +286,14 @@ def test_a_direct_session_is_closed_when_asyncio_run_ends(tmp_path) -> None:
         os.environ["OPENAI_API_KEY"] = "sk-test"
         with StubOpenAIServer(reply="Score: 4") as server:
             prompt = JudgePrompt.from_template("Rate it from 1 to 5.\\n\\n{{output}}\\n\\nAnswer 'Score: N'.")
-            judge = PromptJudge(prompt, lm.wrap(lm.get("openai:stub-model", base_url=server.base_url)), JudgeConfig())
+            model = lm.wrap(lm.get("openai:stub-model", base_url=server.base_url))
+            judge = PromptJudge(prompt, model, JudgeConfig())
             for i in ("1", "2"):
                 print(asyncio.run(judge.judge(Item(id=i, output="Paris."))).scores)
     '''))
     done = subprocess.run([sys.executable, "-W", "default", str(script)], capture_output=True, text=True,
                           timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("{'score': 4.0}") == 2
     assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr, done.stderr

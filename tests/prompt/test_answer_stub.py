@@ -65,7 +65,7 @@ COHERENCE = """You will be given a summary of a news article.
 
 Evaluation Criteria:
 
-Coherence (1-5) - whether the sentences build on each other into an organised whole rather than a heap of facts.
+Coherence (1-5) - whether the sentences build on each other into an organised whole, not a heap of facts.
 
 Source Text:
 

@@ -320,8 +320,8 @@ Summary:
 
 Evaluation Form (scores ONLY):
 
-- Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="- Coherence: {value}", stub="- Coherence:",
-                        reasoning="none", output="Summary")),
+- Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="- Coherence: {value}",
+                        stub="- Coherence:", reasoning="none", output="Summary")),
     # mirrors G-Eval's Topical-Chat engagingness prompt: "Name (1-3)" with no dash, definition on the same
     # line
     "geval-topicalchat-engagingness": ("""You will see a conversation and one possible next reply.
@@ -356,8 +356,8 @@ Response:
 {{response}}
 
 Evaluation Form (scores ONLY):
-- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1), line="- Groundedness: {value}",
-                             stub="- Groundedness:")),
+- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1),
+                             line="- Groundedness: {value}", stub="- Groundedness:")),
     # mirrors MT-Bench's single-answer grading prompt ("[[rating]]", "Rating: [[5]]", 1 to 10)
     "mtbench-single": ("""[Instruction]
 Act as a fair judge of how well the assistant below answers the user. Start with a brief explanation of \

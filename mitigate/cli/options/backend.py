@@ -11,7 +11,7 @@ batch API.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args
+from typing import Annotated, Any, Literal, Protocol, get_args
 
 from mitigate.cli.options.declare import CommandOptions, option
 from mitigate.constraints import Interval
@@ -125,15 +125,31 @@ def _backends(has: str) -> list[tuple[str, Any]]:
     return [(name, b) for name, b in registered("backend").items() if getattr(b, has)]
 
 
-def check_backend(o: "LMRunOptions", backend: str) -> None:
+class BackendChoices(Protocol):
+    """The options :func:`check_backend` checks against the backend they go with."""
+
+    @property
+    def base_url(self) -> list[str] | None: ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def transport(self) -> str | None: ...
+
+    @property
+    def guided(self) -> str | None: ...
+
+
+def check_backend(o: BackendChoices, backend: str) -> None:
     """The options that apply to some backends only, against ``backend`` (what the registry says it takes)."""
     found = registered_backend(backend)
     for flag, value in (("--base-url", base_urls_given(o.base_url)), ("--timeout", o.timeout)):
         if value not in (None, "", []) and found is not None and not found.network:
             raise ConfigError(f"{flag} applies to the {', '.join(name for name, _ in _backends('network'))} "
                               f"backends; got --backend {backend!r}")
-    for flag, value in (("--transport", o.transport), ("--guided", o.guided)):
-        if value is not None and (found is None or flag[2:] not in found.options):
+    for flag, choice in (("--transport", o.transport), ("--guided", o.guided)):
+        if choice is not None and (found is None or flag[2:] not in found.options):
             taking = [b for _, b in _backends("options") if flag[2:] in b.options]
             abouts = [b.about for b in taking if b.about]
             about = f" ({'; '.join(abouts)})" if abouts else ""
@@ -221,30 +237,77 @@ class BatchOptions(CommandOptions):
 
 
 class LMRunOptions(Protocol):
-    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read."""
+    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read.
 
-    COMMAND: ClassVar[str]
-    benchmark: str
-    criterion: str | None
-    limit: int
-    backend: str
-    base_url: list[str] | None
-    timeout: float | None
-    deadline: float
-    max_response_bytes: int
-    max_prompt_chars: int
-    max_samples: int
-    patience: float
-    prompt: Path | None
-    temperature: float
-    scoring: str
-    constrain: str
-    max_tokens: int
-    concurrency: int
-    cache: bool
-    progress: bool
-    transport: str | None
-    guided: str | None
+    Read-only (the options are frozen), so each is a property here; a command's options may narrow a type
+    (``constrain`` a Literal where this says ``str``).
+    """
+
+    @property
+    def COMMAND(self) -> str: ...
+
+    @property
+    def benchmark(self) -> str: ...
+
+    @property
+    def criterion(self) -> str | None: ...
+
+    @property
+    def limit(self) -> int: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def base_url(self) -> list[str] | None: ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def deadline(self) -> float: ...
+
+    @property
+    def max_response_bytes(self) -> int: ...
+
+    @property
+    def max_prompt_chars(self) -> int: ...
+
+    @property
+    def max_samples(self) -> int: ...
+
+    @property
+    def patience(self) -> float: ...
+
+    @property
+    def prompt(self) -> Path | None: ...
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def scoring(self) -> str: ...
+
+    @property
+    def constrain(self) -> str: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    @property
+    def concurrency(self) -> int: ...
+
+    @property
+    def cache(self) -> bool: ...
+
+    @property
+    def progress(self) -> bool: ...
+
+    @property
+    def transport(self) -> str | None: ...
+
+    @property
+    def guided(self) -> str | None: ...
 
     @property
     def samples_per_item(self) -> int:

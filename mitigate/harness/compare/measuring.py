@@ -30,7 +30,7 @@ import numpy as np
 from mitigate.data.schema import Item
 from mitigate.data.split import labelled
 from mitigate.errors import DataError
-from mitigate.estimators.mean import Remedies
+from mitigate.estimators.mean import Method, Remedies
 from mitigate.harness.compare.entry import identical_entries, judge_scale, scoring_of
 from mitigate.harness.compare.judging import Judged
 from mitigate.harness.estimate import columns_from_items, estimate_columns, judge_values
@@ -91,19 +91,17 @@ def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float
     scales); ``test`` and ``test_reason`` on the result say which and why.
     """
     why = None if scales is None else swap_refusal(a, b, *scales)
-    d = paired_statistic_difference(b, a, human, "spearman", test="permutation" if why is None
-                                    else "bootstrap",
+    d = paired_statistic_difference(b, a, human, "spearman",
+                                    test="permutation" if why is None else "bootstrap",
                                     n_boot=n_boot, n_perm=n_perm, seed=seed)
-    test = {"test": d.test, "test_reason": why}
     if d.n < 3:
-        return Comparison(against=first, observed=math.nan, n=d.n, **test,
+        return Comparison(against=first, observed=math.nan, n=d.n, test=d.test, test_reason=why,
                           reason=f"needs at least 3 items scored by both entries and humans; got {d.n}")
     if not d.ok:
-        return Comparison(against=first, observed=math.nan, n=d.n, **test, reason=d.reason or
-                          "Spearman is undefined for at least one entry (constant scores)")
+        return Comparison(against=first, observed=math.nan, n=d.n, test=d.test, test_reason=why,
+                          reason=d.reason or "Spearman is undefined for at least one entry (constant scores)")
     return Comparison(against=first, observed=d.observed, ci_low=d.low, ci_high=d.high, p_value=d.p_value,
-                      n=d.n,
-                      n_perm=n_perm if why is None else 0, **test)
+                      n=d.n, n_perm=n_perm if why is None else 0, test=d.test, test_reason=why)
 
 
 def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
@@ -192,7 +190,7 @@ def entry_measures(
     return out, per_system
 
 
-def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, *, method: str,
+def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, *, method: Method,
                    benchmark: str, name: str, label_scale: Scale, judge_scale: Scale | None, seed: int = 0,
                    weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None
                    ) -> tuple[EstimateResult | None, str | None]:
@@ -210,8 +208,7 @@ def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criteri
                               label_scale=label_scale,
                               judge_scale=judge_scale, judge_missing=missing, weights=weights, rounds=rounds)
     try:
-        return estimate_columns(cols, method=method, seed=seed,
-                                remedies=REMEDIES), None  # type: ignore[arg-type]
+        return estimate_columns(cols, method=method, seed=seed, remedies=REMEDIES), None
     except DataError as exc:
         return None, exc.message
 
@@ -250,7 +247,7 @@ def measure(judged: Judged) -> CompareResult:
     human = human_scores(items, criterion)
     gold = [it.preference.get(criterion) for it in items]
     human_scale = plan.judged.scale_for(criterion)
-    estimating = plan.partly_labelled and config.estimate is not None
+    estimate_method = config.estimate if plan.partly_labelled else None
     results: list[EntryResult] = []
     for k, (e, result) in enumerate(zip(entries, runs, strict=True)):
         scale = e.scale or judge_scale(e.ready_judge) or human_scale
@@ -271,10 +268,9 @@ def measure(judged: Judged) -> CompareResult:
                 comparison = spearman_comparison(entries[0].name, first, scores, human, n_boot=n_boot,
                                                  n_perm=n_perm, seed=seed, scales=(results[0].scale, scale))
         estimate = why = None
-        if estimating:
+        if estimate_method is not None:
             estimate, why = entry_estimate(
-                result.judgments, items, criterion, method=config.estimate,  # type: ignore[arg-type]
-                benchmark=plan.judged.name,
+                result.judgments, items, criterion, method=estimate_method, benchmark=plan.judged.name,
                 name=e.name, label_scale=Scale(min=0, max=1, step=0.5) if task == "pairwise" else human_scale,
                 judge_scale=None if task == "pairwise" else scale, seed=seed, weights=plan.label_weights,
                 rounds=plan.label_rounds)
@@ -298,7 +294,7 @@ def measure(judged: Judged) -> CompareResult:
         benchmark=plan.judged.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
         entries=tuple(results),
         human=_human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed,
-                                                        task=task),
+                               task=task),
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
         likelihood=judged.ls_info,
         settings={"limit": config.limit, "n_items": len(items), "n_labelled": plan.n_labelled,
@@ -306,5 +302,5 @@ def measure(judged: Judged) -> CompareResult:
                   "command": config.command, "train": fitted.train_info,
                   "not_fitted": {k: v["error"] for k, v in fitted.fit_info.items() if v.get("error")},
                   "journals": {e.name: f"journals/{plan.journals[e.name]}.jsonl" for e in entries},
-                  **({"estimate": config.estimate} if estimating else {})},
+                  **({"estimate": estimate_method} if estimate_method is not None else {})},
     )

@@ -126,8 +126,8 @@ def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, crit
     if not fit.items:
         raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
     shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
-    shared_docs = sorted({it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items
-                                                                         if it.doc_id})
+    shared_docs = sorted({it.doc_id for it in fit.items if it.doc_id}
+                         & {it.doc_id for it in bench.items if it.doc_id})
     if shared_ids or shared_docs:
         shared = shared_docs or shared_ids
         raise ConfigError(

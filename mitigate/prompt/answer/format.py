@@ -267,8 +267,9 @@ class AnswerFormat(BaseModel):
         if self.two_scores:
             return "N1 N2"
         if self.json_key is not None:
-            return "{" + (f'"{self.reason_key}": "...", ' if self.reason_key else "") + f'"{self.json_key}": ' \
-                + ("N" if self.kind == "score" else '"X"') + "}"
+            reason = f'"{self.reason_key}": "...", ' if self.reason_key else ""
+            value = "N" if self.kind == "score" else '"X"'
+            return "{" + reason + f'"{self.json_key}": ' + value + "}"
         return self.line.replace(VALUE, "N" if self.kind == "score" else "X")
 
     def instruction(self, scale: Scale) -> str:
@@ -291,7 +292,8 @@ class AnswerFormat(BaseModel):
                                    "the option letter",
                                    f"one of {scale.describe()}")
         else:
-            what, noun, choices = f"with N a score from {scale.describe()}", "the score", f"from {scale.describe()}"
+            what, noun, choices = (f"with N a score from {scale.describe()}", "the score",
+                                   f"from {scale.describe()}")
         if self.stub and self.reasoning != "before":
             # the template writes the line's start last: the judge completes it (after reasoning: the whole
             # line)

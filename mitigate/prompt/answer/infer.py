@@ -100,8 +100,8 @@ def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | No
     names = _CUE_WORDS + "|overall\\s+(?:score|rating|grade)"
     if criterion and criterion.lower() != "score":
         names += "|" + re.escape(criterion).replace("_", "[ _]").replace("\\ ", "\\s+")
-    found = re.fullmatch(rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?\s*{RANGE}?\s*:(?:\*\*)?", tail,
-                         re.IGNORECASE)
+    found = re.fullmatch(rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?"
+                         rf"\s*{RANGE}?\s*:(?:\*\*)?", tail, re.IGNORECASE)
     return tail if found else None
 
 
@@ -117,7 +117,8 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
         # "Answer with 1, 2 or tie": the template offers a tie, so the constraint must allow it
         if tie is None:
             a, b = (re.escape(x) for x in pair_labels)
-            offered = re.search(rf"[\"'“(\[]*\b{a}\b[\"'”)\]]*\s*[,/]\s*[\"'“(\[]*\b{b}\b[\"'”)\]]*\s*,?\s*(?:or|/)\s*"
+            offered = re.search(rf"[\"'“(\[]*\b{a}\b[\"'”)\]]*\s*[,/]\s*"
+                                rf"[\"'“(\[]*\b{b}\b[\"'”)\]]*\s*,?\s*(?:or|/)\s*"
                                 rf"[\"'“]?(tie|draw|equal)\b", instructions, re.I)
             tie = offered.group(1) if offered else None
         base.update(labels=pair_labels, tie=tie,
@@ -142,13 +143,13 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
                                re.search(r"feedback", instructions, re.I) else "none"})
     # XML-style tags (<score>...</score>)
     tag = re.search(r"<(score|rating|answer|verdict|result)>", instructions, re.I)
-    if tag is not None and re.search(rf"\b(?:inside|within|in|between)\s+(?:the\s+)?<{tag.group(1)}>\s*(?:tags?)?",
-                                     instructions, re.I):
+    if tag is not None and re.search(r"\b(?:inside|within|in|between)\s+(?:the\s+)?"
+                                     rf"<{tag.group(1)}>\s*(?:tags?)?", instructions, re.I):
         name = tag.group(1)
         return AnswerFormat(**{**base, "line": f"<{name}>{{value}}</{name}>",
                                "reasoning": "before"
                                if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback",
-                                                                  instructions, re.I) else reasoning})
+                                            instructions, re.I) else reasoning})
     # Arena-Hard relations [[A>>B]]
     if kind == "pairwise" and re.search(r"\[\[\s*\w{1,3}\s*>>?\s*\w{1,3}\s*\]\]", instructions):
         found = re.search(r"(?:\"|')?((?:[A-Za-z ]+:\s*)?)\[\[\s*\w{1,3}\s*>>?", instructions)
@@ -170,8 +171,8 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
             return AnswerFormat(**{**base, "line": "[[{value}]]", "tie": tie_m.group(1) if tie_m else tie})
         return AnswerFormat(**{**base, "line": head + "[[{value}]]"})
     # a star rating: "how many stars", "1 to 5 stars"
-    if kind == "score" and re.search(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b|\bnumber\s+of\s+stars\b",
-                                     instructions, re.I):
+    if kind == "score" and re.search(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b"
+                                     r"|\bnumber\s+of\s+stars\b", instructions, re.I):
         return AnswerFormat(**{**base, "line": "{value} stars"})
     # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "Therefore, Output (b) is
     # better."
@@ -187,23 +188,22 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
     if kind == "pairwise":
         a, b = pair_labels
         q_open, q_close = "[\"'“‘`]?", "[\"'”’`]?"
-        form = re.search(rf"\b([A-Z][a-z]+)\s*\(\s*{re.escape(a)}\s*\){q_close}\s*(?:or|and|,)\s*{q_open}(?:\1\s*)?"
-                         rf"\(\s*{re.escape(b)}\s*\)", instructions)
+        form = re.search(rf"\b([A-Z][a-z]+)\s*\(\s*{re.escape(a)}\s*\){q_close}"
+                         rf"\s*(?:or|and|,)\s*{q_open}(?:\1\s*)?\(\s*{re.escape(b)}\s*\)", instructions)
         if form is not None:
             return AnswerFormat(**{**base, "line": form.group(1) + " ({value})"})
         # "Answer 'Summary 1' or 'Summary 2'": the label after a word the answer repeats
-        named = re.search(rf"{q_open}\b([A-Z][a-z]+)\s+{re.escape(a)}\b{q_close}\s*or\s*{q_open}\1\s+{re.escape(b)}\b",
-                          instructions)
+        named = re.search(rf"{q_open}\b([A-Z][a-z]+)\s+{re.escape(a)}\b{q_close}"
+                          rf"\s*or\s*{q_open}\1\s+{re.escape(b)}\b", instructions)
         if named is not None:
             return AnswerFormat(**{**base, "line": named.group(1) + " {value}"})
         if re.search(rf"\(\s*{re.escape(a)}\s*\)\s*or\s*\(\s*{re.escape(b)}\s*\)", instructions):
             return AnswerFormat(**{**base, "line": "({value})"})
         return AnswerFormat(**{**base, "line": VALUE, "inferred": True})
     if kind == "mcq":
-        return AnswerFormat(**{**base, "line": VALUE}) if re.search(
-            r"\b(?:letter|option|character|choice)\b", instructions,
-            re.I) else AnswerFormat(**{**base, "line": "Answer: {value}",
-                                                                              "inferred": False})
+        if re.search(r"\b(?:letter|option|character|choice)\b", instructions, re.I):
+            return AnswerFormat(**{**base, "line": VALUE})
+        return AnswerFormat(**{**base, "line": "Answer: {value}", "inferred": False})
     if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
                  r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):
         return AnswerFormat(**{**base, "line": VALUE, "reasoning": "none"})
@@ -288,8 +288,8 @@ _VALUE_PART = re.compile(r"\b(?:score|rating|grade|verdict|label|number|letter|c
 # An instruction ordering two parts: "<first part> then <second part>" (or "followed by", "after that",
 # "next").
 _THEN = re.compile(r"\b(?:and\s+)?(?:then|followed\s+by|after\s+that|afterwards|next)\b", re.IGNORECASE)
-_OPENING = re.compile(r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b|\bfirst\b",
-                      re.IGNORECASE)
+_OPENING = re.compile(r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b"
+                      r"|\bfirst\b", re.IGNORECASE)
 
 
 def _stated_order(text: str) -> Reasoning | None:

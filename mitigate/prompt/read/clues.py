@@ -73,7 +73,8 @@ _CRITERION_LINE = re.compile(
     re.MULTILINE,
 )
 _NAMED_CRITERION = re.compile(
-    r"^[ \t]*(?:#+\s*)?(?:evaluation\s+)?(?:criterion|criteria|metric|aspect|dimension)\s*:\s*(?P<name>[A-Za-z][\w /&-]{1,40}?)\s*$",
+    r"^[ \t]*(?:#+\s*)?(?:evaluation\s+)?(?:criterion|criteria|metric|aspect|dimension)\s*:"
+    r"\s*(?P<name>[A-Za-z][\w /&-]{1,40}?)\s*$",
     re.I | re.MULTILINE,
 )
 _RATE_THE_X_OF = re.compile(

@@ -3,7 +3,7 @@
 :func:`read_fields` recovers the task, criteria, scale, guideline options, pairwise labels and
 answer format from a template's text (see :mod:`mitigate.prompt.read.syntax` for the
 placeholder forms and :mod:`mitigate.prompt.read.clues` for the structure found in
-the text); :func:`mitigate.prompt.judge_prompt.read_prompt` builds the prompt from them.
+the text); :func:`mitigate.prompt.read.evidence.read_prompt` builds the prompt from them.
 """
 
 from __future__ import annotations
@@ -327,12 +327,13 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
         if others:
             how_scale += "; other ranges stated: " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in others)
     if kind == "mcq" and guideline is not None:
+        scored = [(o.label.upper(), o.score) for o in guideline.options]
         letter_map = dict(letters) if letters is not None else (
-            {o.label.upper(): float(o.score) for o in guideline.options} if all(
-                o.score is not None for o in guideline.options) else None)
+            {label: float(score) for label, score in scored if score is not None}
+            if all(score is not None for _, score in scored) else None)
         if letter_map:
-            base = final_scale or Scale(min=min(letter_map.values()), max=max(letter_map.values())) if min(
-                letter_map.values()) < max(letter_map.values()) else Scale(min=0, max=1)
+            lo, hi = min(letter_map.values()), max(letter_map.values())
+            base = (final_scale or Scale(min=lo, max=hi)) if lo < hi else Scale(min=0, max=1)
             final_scale = Scale.model_validate({**base.model_dump(), "letters": letter_map})
             how_scale = how_scale or ("letter scores given" if letters is not None
                                       else "from the options' scores")
@@ -387,7 +388,7 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
     pair_names: tuple[str, str] | None = None
     if kind == "pairwise":
         if labels is not None:
-            pair_names, how_labels = tuple(labels), "given"  # type: ignore[assignment]
+            pair_names, how_labels = labels, "given"
         elif pair is not None and (found := pair_labels(joined, pair[0], pair[1])) is not None:
             pair_names, how_labels = found, "from the headings before the two texts"
         elif (guessed := _guess_labels(joined)) is not None:

@@ -58,7 +58,8 @@ _CLOSER_RE = re.compile(r"^\s*(?:</[A-Za-z_][^<>\n]*>|[\[<]\|?[^\]>\n]*\bend\b[^
 ...|>``."""
 
 _OPEN_TAG_RE = re.compile(r"^\s*<([A-Za-z_][\w.-]*)(?:\s[^<>\n]*)?>\s*$")
-_OPENER_RE = re.compile(r"^\s*(?:<[A-Za-z_][^<>/\n]*>|[\[<]\|?[^\]>\n]*\b(?:begin|start)\b[^\]>\n]*\|?[\]>])\s*$", re.I)
+_OPENER_RE = re.compile(r"^\s*(?:<[A-Za-z_][^<>/\n]*>"  # a tag
+                        r"|[\[<]\|?[^\]>\n]*\b(?:begin|start)\b[^\]>\n]*\|?[\]>])\s*$", re.I)
 """An opening line: ``<summary>``, ``[BEGIN DATA]``, ``[The Start of Assistant's Answer]``."""
 _INLINE_LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
 

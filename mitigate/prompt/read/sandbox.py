@@ -176,11 +176,10 @@ class _Sandbox(SandboxedEnvironment):
                                        "formatting (a width such as %999999999d would build any size)")
         sized = (str, bytes, list, tuple)
         if operator == "*":
-            if isinstance(left, sized) and isinstance(right, int) or isinstance(right,
-                                                                                sized) and isinstance(left,
-                                                                                                      int):
-                seq, times = (left, right) if isinstance(left, sized) else (right, left)
-                self.check_size(len(seq) * max(int(times), 0), what)
+            if isinstance(left, sized) and isinstance(right, int):
+                self.check_size(len(left) * max(right, 0), what)
+            elif isinstance(right, sized) and isinstance(left, int):
+                self.check_size(len(right) * max(left, 0), what)
             elif isinstance(left, int) and isinstance(right, int):
                 self.check_bits(left.bit_length() + right.bit_length(), what)
         elif operator == "+" and isinstance(left, sized) and isinstance(right, sized):

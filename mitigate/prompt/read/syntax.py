@@ -117,7 +117,8 @@ class ReadTemplate:
 
 # --------------------------------------------------------------------------- chat markup
 
-_CHATML = re.compile(r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
+_CHATML = re.compile(
+    r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
 _LLAMA3 = re.compile(
     r"(?:<\|begin_of_text\|>)?<\|start_header_id\|>\s*(system|user|assistant)\s*<\|end_header_id\|>(.*?)"
     r"(?:<\|eot_id\|>|(?=<\|start_header_id\|>)|\Z)", re.S)
@@ -238,7 +239,9 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
         """A name nobody gave: false when a condition tests it (as Jinja reads it); any other use is
         refused."""
 
-        def __bool__(self) -> bool:
+        # jinja2 types StrictUndefined.__bool__ as its always-raising error helper (NoReturn); here a
+        # condition on an unset name is false on purpose
+        def __bool__(self) -> bool:  # type: ignore[override]
             if self._undefined_obj is missing and self._undefined_name not in tested:
                 tested.append(str(self._undefined_name))
             return False
@@ -331,7 +334,9 @@ def read_template(
                 spellings.setdefault(m.group(1).strip(), m.group(0))
         for name, value in constants.items():
             if syntax != "jinja":
-                t = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", lambda _m, v=value: str(v), t)
+                # the value as written (re.sub reads escapes in a replacement: backslashes doubled)
+                literal = str(value).replace("\\", "\\\\")
+                t = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", literal, t)
         out.append((role, t))
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}

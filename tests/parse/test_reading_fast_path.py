@@ -3,7 +3,7 @@
 :func:`mitigate.parse.quoted.unquote` searches for copied runs only in the stretches of copied
 words that meet a value of the format (``fast=True``, what every reader does); ``fast=False``
 searches every stretch. Both must give the same ``(own, strict)`` texts, hence the same reading,
-on every answer: the planted-value answers of ``tests/test_planted_values.py``, answers built from
+on every answer: the planted-value answers of ``tests/prompt/test_planted_values.py``, answers built from
 fragments of the judged texts with values spliced in, and (when a copy is present) LLMBar's
 released answers. The shortcuts underneath are checked against the code they replaced: word-by-word
 normalisation against the three regular expressions it replaced, the reporting-verb search against
@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_planted_values import FORMATS, WORDS, _line, cases
 
 from mitigate.data.released import RTS_SCALE
 from mitigate.data.released_pairwise import release_copy
@@ -35,6 +34,7 @@ from mitigate.prompt import JudgePrompt
 from mitigate.prompt.answer import AnswerFormat
 from mitigate.scale import Scale
 from mitigate.testing.planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
+from tests.prompt.test_planted_values import FORMATS, WORDS, _line, cases
 
 
 def _both(fmt: AnswerFormat, scale: Scale, answer: str, sources: Sequence[str],

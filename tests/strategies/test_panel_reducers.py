@@ -140,9 +140,9 @@ def test_dawid_skene_fitted_on_a_panel_reads_the_below_chance_members_backwards(
                                                                                             "bad2"}
     judge = fitted.wrap(panel)
     item = train.items[3]  # gold A; the two bad members outvote the good one
-    from mitigate.registry import run_sync
-    plain = run_sync(panel.judge(item), what="test", instead="await")
-    reduced = run_sync(judge.judge(item), what="test", instead="await")
+    from mitigate.registry import run_coroutine
+    plain = run_coroutine(panel.judge(item), what="test", instead="await")
+    reduced = run_coroutine(judge.judge(item), what="test", instead="await")
     assert plain.verdict == "second" and reduced.verdict == "first"
     assert reduced.meta["dawid_skene"]["posterior"]["A"] > 0.9
 
@@ -152,9 +152,9 @@ def test_dawid_skene_refuses_use_before_fitting_and_a_panel_of_other_members() -
         DawidSkene().wrap(_panel())
     fitted = DawidSkene().fit(_pairwise_items(), _panel(), progress=False)
     other = PanelJudge({"x": PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True))})
-    from mitigate.registry import run_sync
+    from mitigate.registry import run_coroutine
     with pytest.raises(ConfigError, match="fitted on the members"):
-        run_sync(fitted.wrap(other).judge(_pairwise_items().items[0]), what="test", instead="await")
+        run_coroutine(fitted.wrap(other).judge(_pairwise_items().items[0]), what="test", instead="await")
 
 
 def test_unsupervised_dawid_skene_needs_no_labels_and_supervised_true_refuses_a_split_without_them() -> None:

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 
 import pytest
-from test_estimate_cli import write_task
 from typer.testing import CliRunner
 
 from mitigate import JudgePrompt, PromptJudge
@@ -30,6 +29,7 @@ from mitigate.harness.compare import CompareConfig, Entry, compare
 from mitigate.harness.report import render_markdown
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
+from tests.cli.test_estimate_cli import write_task
 
 CRIT = "helpfulness"
 
@@ -111,8 +111,8 @@ def test_a_filled_selection_file_carries_its_weights_into_the_estimates(tmp_path
     result = run("-b", f"jsonl:{bench}", "-c", CRIT, "--recorded", str(recorded), "--labels", str(labels),
                  "--out", str(tmp_path / "out"), "--n-boot", "0")
     assert result.exit_code == 0, result.output
-    groups = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["entries"][0]["estimate"][
-        "groups"]
+    saved = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    groups = saved["entries"][0]["estimate"]["groups"]
     assert [g["n_weighted"] for g in groups] == [3, 3, 3]
     assert "weighted by 1 / their inclusion probability" in result.stdout
 

@@ -231,7 +231,7 @@ def test_a_bad_endpoints_file_and_batch_over_replicas_are_refused_in_one_line(tm
     assert batch.exit_code == 2 and "expected one --base-url with it" in batch.stderr
 
 
-async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_another_within_its_deadline() -> None:
+async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_another_in_its_deadline() -> None:
     from mitigate.lm.http import Limits
     from mitigate.testing.fault_server import FaultServer
 

@@ -321,8 +321,8 @@ def test_an_out_that_cannot_be_written_lets_the_run_finish_and_exits_1_naming_th
                                           "--out", "/dev/full"])
         calls = server.request_count
     assert result.exit_code == 1
-    assert "--out /dev/full" in result.stderr and f"kept in the journal {tmp_path / 'run' / 'journal.jsonl'}" \
-        in result.stderr
+    journal = tmp_path / "run" / "journal.jsonl"
+    assert "--out /dev/full" in result.stderr and f"kept in the journal {journal}" in result.stderr
     assert calls == 4
     with Columns(tmp_path / "run" / "results.sqlite") as columns:
         assert len(columns) == 4

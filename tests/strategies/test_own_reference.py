@@ -15,7 +15,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from test_composition_battery import MITIGATIONS, TEMPLATES, _check_leaf, _item, _resolve, _template
 
 from mitigate.data.schema import Item
 from mitigate.errors import ConfigError, DataError, MitigateError
@@ -23,9 +22,10 @@ from mitigate.judge import CompositeJudge, Judge, PromptJudge
 from mitigate.lm.base import LMRequest
 from mitigate.lm.fake import FakeLM
 from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.registry import run_sync
+from mitigate.registry import run_coroutine
 from mitigate.strategies import Pipeline, PositionSwap, ReferenceRevision, Sampling, SolveFirst
 from mitigate.strategies.own_reference import OwnReferenceJudge, reference_slots
+from tests.test_composition_battery import MITIGATIONS, TEMPLATES, _check_leaf, _item, _resolve, _template
 
 ANSWER = "THE JUDGE'S OWN REFERENCE"
 
@@ -103,7 +103,7 @@ def test_a_templates_own_reference_slot_is_filled_never_doubled() -> None:
     own = _item(prompt)  # brings a value for {{reference_answer}}
     judge = SolveFirst().wrap(PromptJudge(prompt, FakeLM([ANSWER])))
     with pytest.raises(DataError, match="brings its own reference"):
-        run_sync(judge.judge(own), what="test", instead="await")
+        run_coroutine(judge.judge(own), what="test", instead="await")
 
 
 def test_the_judge_answers_first_then_judges_with_its_answer_as_the_reference() -> None:
@@ -111,7 +111,7 @@ def test_the_judge_answers_first_then_judges_with_its_answer_as_the_reference() 
     lm = FakeLM([ANSWER, "Output (b)"])
     judge = (SolveFirst() | PositionSwap()).wrap(PromptJudge(prompt, FakeLM(["unused"])))
     judge = SolveFirst().wrap(PromptJudge(prompt, lm))
-    j = run_sync(judge.judge(_bare_item(prompt)), what="test", instead="await")
+    j = run_coroutine(judge.judge(_bare_item(prompt)), what="test", instead="await")
     assert j.verdict == "second" and j.calls == 2 and j.meta["own_reference"]["text"] == ANSWER
     sent = lm.requests[1].messages[-1].content
     assert (f"# Your own answer to the task:\n{ANSWER}" in sent
@@ -121,7 +121,7 @@ def test_the_judge_answers_first_then_judges_with_its_answer_as_the_reference() 
 def test_an_empty_first_answer_is_a_recorded_failure_and_no_judge_call_is_made() -> None:
     prompt = _prompt("llmbar")
     lm = FakeLM(["   "])
-    j = run_sync(ReferenceRevision().wrap(PromptJudge(prompt, lm)).judge(_bare_item(prompt)), what="t",
+    j = run_coroutine(ReferenceRevision().wrap(PromptJudge(prompt, lm)).judge(_bare_item(prompt)), what="t",
                  instead="a")
     assert j.verdict is None and "returned no text" in str(j.error) and len(lm.requests) == 1
 
@@ -230,7 +230,8 @@ OTHERS = sorted(m for m in MITIGATIONS if m not in ("solve-first", "reference-re
 
 
 @pytest.mark.parametrize("own", OWN, ids=lambda m: m.registry_name)
-def test_every_template_and_every_mitigation_before_or_after_keeps_the_prompt_coherent_or_is_refused(own: Any) -> None:
+def test_every_template_and_every_mitigation_before_or_after_keeps_the_prompt_coherent_or_is_refused(
+        own: Any) -> None:
     outcome: Counter[str] = Counter()
     for name in TEMPLATES:
         outcome[_run(name, (own,))] += 1

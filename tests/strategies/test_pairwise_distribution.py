@@ -15,7 +15,7 @@ from mitigate.lm.base import Choice, LMRequest, LMResponse, TokenLogprob
 from mitigate.lm.fake import FakeLM
 from mitigate.parse.verdict_logprobs import verdict_probabilities
 from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.registry import run_sync
+from mitigate.registry import run_coroutine
 from mitigate.strategies import PairwiseDistribution, Sampling
 from mitigate.strategies.pairwise_distribution import DistributionJudge, pool_orders
 from mitigate.testing.checks import PAIRWISE
@@ -96,7 +96,7 @@ def test_a_position_biased_judge_is_pooled_to_its_preference_between_the_texts()
     # but less strongly once summary one is second -> pooled P(one) = (0.9 + 0.4) / 2 = 0.65
     lm = _logprob_lm({"original": 0.9, "swapped": 0.6})
     judge = PairwiseDistribution().wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
-    j = run_sync(judge.judge(_item()), what="test", instead="await")
+    j = run_coroutine(judge.judge(_item()), what="test", instead="await")
     assert j.verdict == "first" and j.meta["preference"]["A"] == pytest.approx(0.65)
     assert j.meta["orders"] == {"original": "first", "swapped": "first"}  # the hard votes flip with the order
     assert j.meta["position_consistent"] is False and j.meta["source"] == "logprobs"
@@ -109,7 +109,7 @@ def test_a_generated_label_that_is_not_the_texts_verdict_is_a_recorded_failure()
                                           logprobs=_tokens("[[", ("B", {"B": 0.9, "A": 0.1}), "]]")),))
     judge = PairwiseDistribution(source="logprobs").wrap(
         PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(answer, logprobs=True)))
-    j = run_sync(judge.judge(_item()), what="test", instead="await")
+    j = run_coroutine(judge.judge(_item()), what="test", instead="await")
     assert j.verdict is None and len(j.failures) == 2 and "not the verdict" in j.failures[0].reason
 
 
@@ -117,7 +117,7 @@ def test_without_logprobs_the_verdict_shares_of_samples_are_pooled() -> None:
     answers = iter(["[[A]]", "[[A]]", "[[A]]", "[[B]]", "[[B]]", "[[B]]", "[[A]]", "not a verdict"])
     lm = FakeLM(lambda r: next(answers))
     judge = PairwiseDistribution(samples=4).wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
-    j = run_sync(judge.judge(_item()), what="test", instead="await")
+    j = run_coroutine(judge.judge(_item()), what="test", instead="await")
     # original: A A A B -> first 3/4; swapped: B B A (one failure) -> second 2/3 = A (summary one) again
     assert j.meta["source"] == "samples" and lm.requests[0].n == 4 and lm.requests[0].temperature == 0.7
     assert j.meta["preference"]["A"] == pytest.approx((0.75 + 2 / 3) / 2) and j.verdict == "first"
@@ -128,7 +128,7 @@ def test_without_logprobs_the_verdict_shares_of_samples_are_pooled() -> None:
 
 
 def test_logprobs_cannot_be_read_from_relation_verdicts_and_a_score_prompt_is_refused() -> None:
-    from test_composition_battery import _template
+    from tests.test_composition_battery import _template
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         arena = _template("arenahard")
