@@ -6,7 +6,7 @@ summaries' timings left out). ``tests/fixtures/compare_numbers.json`` holds what
 before the columnar, block-resampled measures reported (written by running this module with that
 checkout first on ``PYTHONPATH``: ``python -m tests.compare_numbers OUT`` from its root; run as a file, the
 tests/selectors folder would shadow the standard library's selectors); the test in
-``test_resampling_blocks.py`` asserts the present code reports the same, to the last digit.
+``tests/measures/test_resampling_blocks.py`` asserts the present code reports the same, to the last digit.
 """
 
 from __future__ import annotations

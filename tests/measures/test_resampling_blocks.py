@@ -102,7 +102,7 @@ def test_compare_reports_the_numbers_the_implementation_before_reported(
 
     from tests.compare_numbers import reported
 
-    before = json.loads((Path(__file__).parent / "fixtures" / "compare_numbers.json").read_text())
+    before = json.loads((Path(__file__).parents[1] / "fixtures" / "compare_numbers.json").read_text())
     assert _known(reported(), before) == before
     monkeypatch.setattr(stats, "CHUNK_CELLS", 500)
     assert _known(reported(), before) == before
