@@ -21,17 +21,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mitigate.data.llmbar import read_llmbar
-from mitigate.data.registry import load
-from mitigate.data.released import MCQ_METHODS, load_released, released_judges
 from mitigate.data.released_pairwise import release_copy
-from mitigate.data.schema import Item
 from mitigate.errors import ParseError
 from mitigate.harness.released_pairwise import parse_release
 from mitigate.parse import criteria, format_reader
 from mitigate.parse import quoted as Q
 from mitigate.prompt import JudgePrompt
-from mitigate.registry import registered
-from tests.parse.test_reading_fast_path import SUMMEVAL_TEMPLATES
+from tests.parse.test_reading_fast_path import summeval_cases
 
 
 def _switch(full: bool) -> None:
@@ -54,28 +50,6 @@ def _both(name: str, read: Any) -> None:
     print(f"{name}: {len(got[False])} answers, {read_ok} read, {differ} read differently", flush=True)
 
 
-def _summeval_cases() -> list[tuple[JudgePrompt, str, tuple[str, ...], tuple[str, ...]]]:
-    texts = {it.id: it for it in load("summeval").items}
-    cases, prompts = [], {}
-    for name in released_judges():
-        run = load_released(name)
-        method = registered("released-judge")[run.judge].method
-        kind = "letter" if method in MCQ_METHODS else "stars" if "star" in method else "score"
-        for judgment in run.iter_judgments():
-            it = texts.get(judgment.item_id)
-            if it is None:
-                continue
-            if (kind, judgment.criterion) not in prompts:
-                template, hints = SUMMEVAL_TEMPLATES[kind]
-                prompts[kind,
-                        judgment.criterion] = JudgePrompt.from_template(template.format(c=judgment.criterion),
-                                                                              **hints)
-            prompt = prompts[kind, judgment.criterion]
-            item = Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})
-            cases.append((prompt, judgment.raw, tuple(m.content for m in prompt.render(item)), item.texts()))
-    return cases
-
-
 def _read(prompt: JudgePrompt, raw: str, shown: tuple[str, ...], judged: tuple[str, ...]) -> object:
     try:
         return prompt.format.read(raw, prompt.scale, echoes=prompt.echo_lines(), quoted=shown, judged=judged)
@@ -89,7 +63,7 @@ def main() -> None:
         release = read_llmbar(path, sets="all")
         _both("llmbar", lambda: [("failure", p.error) if p.error else (p.verdict, p.score)
                                  for p in parse_release(release).parsed])
-    cases = _summeval_cases()
+    cases = summeval_cases()
     _both("summeval", lambda: [_read(*case) for case in cases])
 
 

@@ -183,6 +183,35 @@ SUMMEVAL_TEMPLATES = {
 }
 
 
+def summeval_cases(step: int = 1) -> list[tuple[JudgePrompt, str, tuple[str, ...], tuple[str, ...]]]:
+    """Every ``step``-th released SummEval answer of each judge in the data folder as (prompt in the method's
+    format, raw answer, the rendered prompt as shown, the texts as judged);
+    raises DataError without the data."""
+    from mitigate.data.registry import load
+    from mitigate.data.released import MCQ_METHODS, load_released, released_judges
+    from mitigate.registry import registered
+
+    texts = {it.id: it for it in load("summeval").items}
+    runs = [load_released(name) for name in released_judges()]
+    cases = []
+    prompts: dict[tuple[str, str], JudgePrompt] = {}
+    for run in runs:
+        method = registered("released-judge")[run.judge].method
+        kind = "letter" if method in MCQ_METHODS else "stars" if "star" in method else "score"
+        for judgment in run.iter_judgments()[::step]:
+            it = texts.get(judgment.item_id)
+            if it is None:
+                continue
+            if (kind, judgment.criterion) not in prompts:
+                template, hints = SUMMEVAL_TEMPLATES[kind]
+                prompts[kind, judgment.criterion] = JudgePrompt.from_template(
+                    template.format(c=judgment.criterion), **hints)
+            prompt = prompts[kind, judgment.criterion]
+            item = Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})
+            cases.append((prompt, judgment.raw, tuple(m.content for m in prompt.render(item)), item.texts()))
+    return cases
+
+
 def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
         full_search: Callable[[bool], None]) -> None:
     """Shen et al.'s released ChatGPT, GPT-4 and Llama-2 answers on SummEval (the data folder's copy), each
@@ -190,33 +219,10 @@ def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
     live judgment reads it: the format of a template of ours in the method's format, the rendered prompt as
     shown
     and the article and summary as judged."""
-    from mitigate.data.registry import load
-    from mitigate.data.released import MCQ_METHODS, load_released, released_judges
-    from mitigate.registry import registered
-
     try:
-        texts = {it.id: it for it in load("summeval").items}
-        runs = [load_released(name) for name in released_judges()]
+        cases = summeval_cases(step=7)
     except DataError as exc:
         pytest.skip(f"no SummEval release in the data folder ({exc})")
-    cases = []
-    prompts: dict[tuple[str, str], JudgePrompt] = {}
-    for run in runs:
-        method = registered("released-judge")[run.judge].method
-        kind = "letter" if method in MCQ_METHODS else "stars" if "star" in method else "score"
-        for judgment in run.iter_judgments()[::7]:
-            it = texts.get(judgment.item_id)
-            if it is None:
-                continue
-            if (kind, judgment.criterion) not in prompts:
-                template, hints = SUMMEVAL_TEMPLATES[kind]
-                prompts[kind,
-                        judgment.criterion] = JudgePrompt.from_template(template.format(c=judgment.criterion),
-                                                                              **hints)
-            prompt = prompts[kind, judgment.criterion]
-            item = Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})
-            shown = tuple(m.content for m in prompt.render(item))
-            cases.append((prompt, judgment.raw, shown, item.texts()))
 
     def readings() -> list[object]:
         return [_outcome(p.format.read, raw, p.scale, echoes=p.echo_lines(), quoted=shown, judged=judged)
