@@ -24,8 +24,6 @@ judge over the training items::
 
 from __future__ import annotations
 
-import inspect
-import warnings
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Self, TypeVar
 
@@ -197,28 +195,3 @@ class Fittable:
         :class:`~mitigate.judge.Judge`, or None when the tags allow fitting without one.
         """
         return self
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass overriding ``afit`` (the earlier protocol) keeps working, with a DeprecationWarning."""
-        super().__init_subclass__(**kwargs)
-        legacy = cls.__dict__.get("afit")
-        if legacy is None:
-            return
-        code = getattr(legacy, "__code__", None)
-        warnings.warn_explicit(
-            f"{cls.__qualname__} overrides afit(train, judge, **options); implement "
-            "`async def learn(self, train, judge, ctx: FitContext)` instead (afit and fit are written once "
-            "on Fittable, with the judge check)", DeprecationWarning,
-            filename=code.co_filename if code else "<unknown>", lineno=code.co_firstlineno if code else 0,
-            module=cls.__module__,
-        )
-        params = inspect.signature(legacy).parameters
-        takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        names = [n for n in FitContext.model_fields if takes_all or n in params]
-
-        async def learn(self: Any, train: Any, judge: Any, ctx: FitContext) -> Any:
-            return await legacy(self, train, judge, **{n: getattr(ctx, n) for n in names})
-
-        learn.__doc__ = legacy.__doc__
-        cls.learn = learn  # type: ignore[method-assign]
-        cls.afit = Fittable.afit  # type: ignore[method-assign]

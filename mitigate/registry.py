@@ -57,7 +57,6 @@ from mitigate.constraints import (
     check_param,
     describe_constraints,
 )
-from mitigate.deprecation import renamed, warn_renamed
 from mitigate.errors import ConfigError
 
 __all__ = [
@@ -212,9 +211,6 @@ def register(kind: str, name: str) -> Callable[[T], T]:
     """
     if kind not in KIND_PACKAGES:
         raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
-    if kind == "measure" and "_" in name:  # a plugin written when measure names were snake_case
-        warn_renamed(f"the measure name {name!r}", f"{name.replace('_', '-')!r} (names are kebab-case)")
-        name = name.replace("_", "-")
 
     def deco(obj: T) -> T:
         table = _REGISTRY.setdefault(kind, {})
@@ -269,14 +265,8 @@ def registered(kind: str) -> dict[str, Any]:
 
 def lookup(kind: str, name: str) -> Any:
     """The ``kind`` component registered as ``name``; ConfigError naming the known ones when absent.
-
-    Names are kebab-case; a snake_case name whose kebab-case form is registered (a measure's name
-    before measures were kebab-case: ``spearman_item``) is found, with a DeprecationWarning naming it.
     """
     table = registered(kind)
-    if isinstance(name, str) and name not in table and "_" in name and name.replace("_", "-") in table:
-        warn_renamed(f"the {kind} name {name!r}", repr(name.replace("_", "-")))
-        name = name.replace("_", "-")
     if not isinstance(name, str) or name not in table:
         raise ConfigError(f"unknown {kind} {name!r}; expected one of {sorted(table)}")
     return table[name]
@@ -369,8 +359,6 @@ class Component(BaseModel):
     designs)."""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
     declared_tags: ClassVar[Tags] = Tags()
-    retired_fields: ClassVar[frozenset[str]] = frozenset()
-    """Fields that specs written by earlier versions hold and this class no longer has: dropped on load."""
 
     @property
     def tags(self) -> Tags:
@@ -382,8 +370,6 @@ class Component(BaseModel):
     @classmethod
     def _validate(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
         if isinstance(data, Mapping):
-            if cls.retired_fields:
-                data = {k: v for k, v in data.items() if k not in cls.retired_fields}
             cls._check_parameters(data)
         try:
             return handler(data)
@@ -460,5 +446,3 @@ def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> 
         f"{instead}` there"
     )
 
-
-run_sync = renamed(run_coroutine, "mitigate.registry.run_sync", "mitigate.registry.run_coroutine")

@@ -263,31 +263,6 @@ async def test_compile_inside_a_running_loop_points_to_acompile_when_fitting_cal
     assert len(demos.leaves()[0].prompt.demos) == 2
 
 
-def test_a_subclass_overriding_afit_keeps_working_with_a_deprecation_warning() -> None:
-    with pytest.warns(DeprecationWarning, match=r"OldStyle overrides afit\(train, judge, \*\*options\); "
-                                                r"implement `async def learn\(self, train, judge, ctx: "
-                                                r"FitContext\)`"):
-        class OldStyle(PromptMitigation):
-            declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
-            seen_: tuple[bool, int] | None = None
-
-            async def afit(self, train: Benchmark, judge: Judge | None = None, *, progress: bool = True,
-                           concurrency: int = 8) -> Self:
-                return self.model_copy(update={"seen_": (progress, concurrency)})
-
-    fitted = OldStyle().fit(example_train(), None, progress=False, concurrency=3)
-    assert fitted.seen_ == (False, 3)
-    with pytest.raises(ConfigError, match="OldStyle.fit has no option 'lm2'"):  # options are still checked
-        OldStyle().fit(example_train(), None, lm2=None)
-
-
-def test_a_spec_written_when_demos_kept_their_training_ids_still_loads() -> None:
-    fitted = parse_pipeline("random-demos(k=2)").steps[0].fit(example_train(), example_judge())
-    old = fitted.spec()
-    old["params"]["fitted_on_"] = [it.id for it in example_train().items]
-    assert from_spec(old) == fitted
-
-
 @register("mitigation", "test-keeps-its-training-items")
 class KeepsTrainingItems(PromptMitigation):
     """Breaks the contract on purpose: keeps the ids of every training item."""

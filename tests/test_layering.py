@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "deprecation", "deprecated", "exports", "constraints", "scale", "registry", "paths"),
+    ("errors", "exports", "constraints", "scale", "registry", "paths"),
     ("lm",),
     ("parse",),
     ("data",),

@@ -15,7 +15,6 @@ from typing import Any, TextIO
 
 import typer
 
-from mitigate.deprecation import renamed
 from mitigate.errors import MitigateError, RunStoppedError
 
 EXIT_REFUSED = 2
@@ -113,5 +112,3 @@ def fail_when_all_failed(result: Any) -> None:
                   f"in an LM error){looked}")
         raise typer.Exit(code=EXIT_FAILED)
 
-
-one_line = renamed(flat_message, "mitigate.cli.errors.one_line", "mitigate.cli.errors.flat_message")

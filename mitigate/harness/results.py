@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mitigate.errors import ConfigError
 from mitigate.harness.estimate_results import EstimateResult
 from mitigate.judge import Judgment
-from mitigate.measures import Measure, MeasureInfo, Task, current_measure_names, verdicts_as_text
+from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
 from mitigate.run.runner import RunSummary, frame
 from mitigate.scale import Scale
 
@@ -145,12 +145,7 @@ class EntryResult(BaseModel):
     labels alone beside it); None otherwise, or when it cannot be made (``estimate_note`` says why)."""
     estimate_note: str | None = None
 
-    @field_validator("measures", mode="before")
-    @classmethod
-    def _revive_measures(cls, v: Any) -> Any:
-        return current_measure_names(_revive_nan(v))
-
-    @field_validator("per_system", mode="before")
+    @field_validator("measures", "per_system", mode="before")
     @classmethod
     def _revive(cls, v: Any) -> Any:
         return _revive_nan(v)
@@ -183,7 +178,7 @@ class CompareResult(BaseModel):
     @field_validator("human", mode="before")
     @classmethod
     def _revive(cls, v: Any) -> Any:
-        return current_measure_names(_revive_nan(v))
+        return _revive_nan(v)
 
     def rows(self) -> list[dict[str, Any]]:
         """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry.

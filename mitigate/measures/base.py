@@ -44,7 +44,6 @@ from mitigate.scale import Scale
 
 __all__ = [
     "GROUPS",
-    "current_measure_names",
     "MEASURES",
     "Direction",
     "EntryData",
@@ -391,24 +390,6 @@ class ReportedMeasure(Component):
     def examples(cls) -> list[ReportedMeasure]:
         """Instances for the contract battery."""
         return [cls()]
-
-
-def current_measure_names(measures: Any) -> Any:
-    """A measures mapping read from an older ``results.json``: snake_case keys of registered measures (names
-    before they were kebab-case, ``spearman_item``) under their names now (``spearman-item``); anything else
-    as it came."""
-    if not isinstance(measures, Mapping):
-        return measures
-    known = measure_table()
-    out: dict[Any, Any] = {}
-    for key, value in measures.items():
-        new = key.replace("_", "-") if isinstance(key, str) else key
-        if new != key and new in known:
-            if isinstance(value, Mapping) and value.get("name") == key:
-                value = {**value, "name": new}
-            key = new
-        out[key] = value
-    return out
 
 
 def measure_table(task: Task | None = None) -> dict[str, type[ReportedMeasure]]:

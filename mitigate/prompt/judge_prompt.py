@@ -28,7 +28,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mitigate.data.schema import Item
-from mitigate.deprecation import moved
 from mitigate.errors import DataError, TemplateError
 from mitigate.lm.base import Message
 from mitigate.prompt.answer.format import VALUE, AnswerFormat, AnswerKind
@@ -640,7 +639,3 @@ def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
     """Rebuild a prompt from ``model_dump()`` output."""
     return JudgePrompt.model_validate(dict(spec))
 
-
-# read_prompt and describe_template live in mitigate.prompt.read.evidence (imported from mitigate.prompt)
-__getattr__ = moved(__name__, dict.fromkeys(("describe_template", "read_prompt"),
-                                            "mitigate.prompt.read.evidence"), public="mitigate.prompt")

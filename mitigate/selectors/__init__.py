@@ -31,8 +31,6 @@ from mitigate.selectors.base import (
     resolve_criterion,
     selector_from_spec,
 )
-from mitigate.selectors.base import has_label as has_label  # deprecated: mitigate.data.split.labelled
-from mitigate.selectors.base import labelled as labelled  # deprecated: mitigate.data.split.labelled_items
 from mitigate.selectors.fixed import Fixed
 from mitigate.selectors.highest_rs import HighestRS, judge_score, rank_by_rs
 from mitigate.selectors.knn import KNN, item_text

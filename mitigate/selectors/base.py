@@ -42,9 +42,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from mitigate.data.schema import Benchmark, Item
-from mitigate.data.split import labelled as _labelled_item
 from mitigate.data.split import labelled_items
-from mitigate.deprecation import renamed
 from mitigate.errors import ConfigError, DataError
 from mitigate.fitting import FitContext, Fittable
 from mitigate.judge import Judge
@@ -60,8 +58,6 @@ __all__ = [
     "demo_item",
     "demo_of",
     "example_pool",
-    "has_label",
-    "labelled",
     "registered_selectors",
     "resolve_criterion",
     "selector_from_spec",
@@ -326,6 +322,3 @@ def example_pool() -> list[Item]:
     return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t,
             s in texts]
 
-
-has_label = renamed(_labelled_item, "mitigate.selectors.has_label", "mitigate.data.split.labelled")
-labelled = renamed(labelled_items, "mitigate.selectors.labelled", "mitigate.data.split.labelled_items")

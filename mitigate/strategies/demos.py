@@ -40,7 +40,6 @@ the fit call.
 from __future__ import annotations
 
 import random
-import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -239,7 +238,6 @@ class Demos(Mitigation):
     selector_: SelectorField | None = None
     demos_: tuple[Demo, ...] | None = None
     n_unlabelled_: int | None = None
-    retired_fields: ClassVar[frozenset[str]] = frozenset({"fitted_on_"})
     parameter_constraints: ClassVar = {
         "selector": [IsInstance(Selector, dict, str, noun="a selector, its spec or its name"), None],
         "k": [Interval(int, 1)],
@@ -339,17 +337,6 @@ class Demos(Mitigation):
                 "Demos is not fitted; expected `m = m.fit(train, judge)` before wrap()/apply() (or pass "
                 "demos=(Demo(...), ...) to show given demos)"
             )
-
-    @property
-    def fitted_on_(self) -> None:
-        """Deprecated: a fitted Demos no longer keeps the ids of the training items (always None)."""
-        warnings.warn(
-            "Demos.fitted_on_ is no longer kept (a fitted value does not carry its training data); use "
-            "selector_.n_pool_ for how many labelled items the demos were chosen from, and the run's "
-            "train.jsonl (or results.json settings.train.ids) for their ids",
-            DeprecationWarning, stacklevel=2,
-        )
-        return None
 
     # ------------------------------------------------------------------ fit
     async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:

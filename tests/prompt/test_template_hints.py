@@ -10,8 +10,6 @@ the old paths still give every name, with a warning naming the new home.
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from mitigate.errors import ConfigError, ScaleError
@@ -65,38 +63,3 @@ def test_a_hint_of_the_wrong_kind_is_refused_naming_the_field() -> None:
         JudgePrompt.from_template(SCORED, answer="rating")
     with pytest.raises(ScaleError):
         JudgePrompt.from_template(SCORED, scale=(3, 3))
-
-
-@pytest.mark.parametrize(("old", "name", "new"), [
-    ("mitigate.parse.answers", "parse_score", "mitigate.parse.score"),
-    ("mitigate.parse.answers", "parse_pairwise", "mitigate.parse.verdict"),
-    ("mitigate.parse.answers", "parse_mcq", "mitigate.parse.choice"),
-    ("mitigate.parse.answers", "parse_criteria", "mitigate.parse.criteria"),
-    ("mitigate.parse.answers", "expected_score", "mitigate.parse.logprobs"),
-    ("mitigate.parse.answers", "strip_echoed_lines", "mitigate.parse.echoes"),
-    ("mitigate.prompt.answer_format", "AnswerFormat", "mitigate.prompt.answer.format"),
-    ("mitigate.prompt.answer_format", "infer_answer_format", "mitigate.prompt.answer.infer"),
-    ("mitigate.prompt.answer_format", "reasoning_budget", "mitigate.prompt.answer.constraint"),
-    ("mitigate.prompt.template_reader", "scale_mentions", "mitigate.prompt.read.clues"),
-    ("mitigate.prompt.item_layout", "item_layout", "mitigate.prompt.read.layout"),
-    ("mitigate.prompt.template_syntax", "TemplateSource", "mitigate.prompt.read.syntax"),
-    ("mitigate.prompt.template_syntax", "_render_jinja", "mitigate.prompt.read.syntax"),
-    ("mitigate.prompt.sandbox", "SandboxedTemplate", "mitigate.prompt.read.sandbox"),
-])
-def test_an_old_module_path_still_gives_the_name_with_a_warning_naming_its_new_home(old: str, name: str,
-                                                                                    new: str) -> None:
-    module = importlib.import_module(old)
-    with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
-        got = getattr(module, name)
-    assert got is getattr(importlib.import_module(new), name)
-    with pytest.raises(AttributeError):
-        module.no_such_name  # noqa: B018 - the attribute lookup is the test
-
-
-def test_a_from_import_of_an_old_path_warns_once_per_name_and_gives_the_same_object() -> None:
-    with pytest.warns(DeprecationWarning,
-                      match=r"mitigate\.prompt\.item_layout\.item_layout moved: import it from "
-                      r"mitigate\.prompt\.read\.layout"):
-        from mitigate.prompt.item_layout import item_layout
-    from mitigate.prompt.read.layout import item_layout as new
-    assert item_layout is new

@@ -83,8 +83,6 @@ def test_demos_with_a_selector_name_fits_and_shows_what_the_selector_picks() -> 
     assert sorted(d.score for d in fitted.demos_) == [1.0, 2.0, 3.0, 4.0, 5.0]  # one per label
     assert fitted.selector_.n_pool_ == len(train().items)
     assert fitted.selector_.pool_ is None  # it keeps its choice, not the training set
-    with pytest.warns(DeprecationWarning, match="fitted_on_ is no longer kept"):
-        assert fitted.fitted_on_ is None
     assert m.demos_ is None and fitted.is_fitted
     prompt = fitted.apply(judge().prompt)
     assert ids(prompt.demos) == ids(expected)
