@@ -12,7 +12,7 @@ This script uses the answers ChatGPT (gpt-3.5-turbo-0301) gave in both forms for
 SummEval summaries (12 systems x 100 documents). No LM is called. For each dimension it reports:
 
 - R_i per system: the ``--method`` correlation (default Spearman) of RTS and MCQ scores over
-  the system's 100 summaries, computed by :func:`mitigate.strategies.agreement_gate.gate_released`;
+  the system's 100 summaries, computed by :func:`mitigate.strategies._agreement_gate.gate_released`;
 - the gate's decision per system at tolerance r (``--tolerance``, default 0.5), and the sweep
   r in {0.3, 0.5, 0.7}: which systems go to human review, and the mean P_i of accepted and
   flagged systems;
@@ -41,8 +41,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
 import mitigate.measures as M
-from mitigate.data.summeval import CRITERIA, load_summeval
-from mitigate.strategies.agreement_gate import AgreementGate, gate_released
+from mitigate.data import CRITERIA, load_summeval
+from mitigate.strategies import AgreementGate, gate_released
 
 SWEEP = (0.3, 0.5, 0.7)
 PAPER_SIGNIFICANT = {"rts": ("consistency", "fluency"), "mcq": ("coherence", "consistency")}

@@ -1,6 +1,6 @@
 """What batch APIs and prompt caching save on one 1,000-item comparison with demos (3 pipelines).
 
-The comparison: ``mitigate.harness.compare.compare`` over the first 1,000 SummEval summaries
+The comparison: ``mitigate.harness._compare.compare`` over the first 1,000 SummEval summaries
 (document by document) on coherence, with the built-in G-Eval-style prompt and three
 pipelines that show demonstrations drawn from the other 600 summaries (with their source
 articles): ``random-demos(k=4)``, ``random-demos(k=8, seed=1)`` and ``perturbed-demos(m=2)``
@@ -18,7 +18,7 @@ model's minimum length). Arms, per provider:
 - batch: the provider's batch API (``run(..., batch=...)``), no prompt caching;
 - batch + caching: the batch API with the prompt cache.
 
-Costs are **list prices** from ``mitigate.lm.pricing`` (gpt-4o-mini and claude-3-5-haiku as
+Costs are **list prices** from ``mitigate.lm._pricing`` (gpt-4o-mini and claude-3-5-haiku as
 published 2025-06: regular, cached-read, cache-write and batch tokens each at its own price)
 applied to the stub's usage: what these runs would cost on paper, not measured bills. The
 stub processes a batch's requests one after another, so cache hits inside a batch are as good
@@ -44,21 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from mitigate import JudgePrompt, PromptJudge
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import Entry, compare, select_items
+from mitigate.data import Benchmark, load, select_items
+from mitigate.harness import Entry, compare
 from mitigate.judge import JudgeConfig
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.base import Usage
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.pricing import breakdown, lookup
-from mitigate.lm.prompt_cache import anthropic_min_cache_tokens
-from mitigate.lm.registry import wrap
-from mitigate.prompt.builtin import default_prompt_for, prompt_text
-from mitigate.run.batch_session import BatchOptions
-from mitigate.strategies.base import Pipeline
-from mitigate.strategies.highest_rs import RandomDemosPreset
-from mitigate.strategies.perturbed_demos import PerturbedDemosPreset
+from mitigate.lm import AnthropicLM, OpenAILM, Usage, wrap
+from mitigate.lm._pricing import breakdown, lookup
+from mitigate.lm._prompt_cache import anthropic_min_cache_tokens
+from mitigate.prompt import default_prompt_for, prompt_text
+from mitigate.run import BatchConfig
+from mitigate.strategies import PerturbedDemosPreset, Pipeline, RandomDemosPreset
 from mitigate.testing import StubOpenAIServer
 
 OUT = Path(__file__).resolve().parent / "results" / "batch_cost.json"
@@ -102,7 +96,7 @@ async def arm(provider: str, batch: bool, caching: bool, test: Benchmark, train:
         start = time.perf_counter()
         result = await compare(test, CRITERION, entries, out_dir=Path(tmp) / "out", concurrency=64, n_boot=0,
                                progress=False,
-                               batch=BatchOptions(poll_interval=0.05, settle=0.1, progress=False) if batch
+                               batch=BatchConfig(poll_interval=0.05, settle=0.1, progress=False) if batch
                                else None)
         seconds = time.perf_counter() - start
         await lm.aclose()
@@ -166,7 +160,7 @@ def main() -> None:
     OUT.write_text(json.dumps({
         "command": "python benchmarks/bench_batch_cost.py " + " ".join(sys.argv[1:]),
         "python": platform.python_version(), "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
-        "note": "list_price_usd: mitigate.lm.pricing list prices (2025-06) applied to the stub server's "
+        "note": "list_price_usd: mitigate.lm._pricing list prices (2025-06) applied to the stub server's "
                 "token counts (one token per word); not measured bills. cached_share: cached prompt tokens / "
                 "prompt tokens.",
         "items": len(test_items), "pipelines": list(pipelines(train, PromptJudge(prompt, OpenAILM(

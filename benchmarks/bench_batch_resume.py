@@ -2,7 +2,7 @@
 
 Each trial starts a fresh stub server (``mitigate.testing``, OpenAI or Anthropic batch
 endpoints, in this process) and judges ``--items`` items in batch mode in a child process
-(``mitigate.run.runner.run(..., batch=...)``, batches of at most ``--max-requests``), killing the
+(``mitigate.run._runner.run(..., batch=...)``, batches of at most ``--max-requests``), killing the
 child with SIGKILL one to three times at random moments of a randomly chosen phase:
 
 - ``submission``: after the server has received a batch-create call and before it answers
@@ -52,9 +52,9 @@ CHILD = """
 import asyncio, json, sys
 from pathlib import Path
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.run.batch_session import BatchOptions
-from mitigate.lm.registry import get, wrap
-from mitigate.run.runner import run
+from mitigate.run._batch_session import BatchConfig
+from mitigate.lm._registry import get, wrap
+from mitigate.run._runner import run
 
 provider, url, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 n, max_requests = int(sys.argv[4]), int(sys.argv[5])
@@ -63,7 +63,7 @@ base = (get("openai:stub-model", base_url=url + "/v1") if provider == "openai"
 lm = wrap(base, cache=folder / "cache.sqlite")
 judge = PromptJudge(JudgePrompt.from_template(sys.argv[6]), lm)
 items = [Item(id=f"it{i}", output=f"t{i}") for i in range(n)]
-options = BatchOptions(poll_interval=0.02, max_poll_interval=0.05, settle=0.02, max_requests=max_requests,
+options = BatchConfig(poll_interval=0.02, max_poll_interval=0.05, settle=0.02, max_requests=max_requests,
                        progress=False)
 result = asyncio.run(run(judge, items, journal=folder / "journal.jsonl", progress=False, batch=options))
 print(json.dumps({"ok": result.summary.ok, "errors": result.summary.errors}))

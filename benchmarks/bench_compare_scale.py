@@ -1,7 +1,7 @@
 """`mitigate compare` at scale: wall, peak RSS, report sizes and the time report.html takes to open in
 Chromium.
 
-One stub judge (:class:`mitigate.testing.stub_server.StubOpenAIServer`, latency 0, keeping no
+One stub judge (:class:`mitigate.testing._stub_server.StubOpenAIServer`, latency 0, keeping no
 request bodies) answers ``Score: N`` with N from 1 to 5 read off a hash of the request's last
 message, so scores vary by item and differ between entries whose prompts differ. Each size is
 one ``mitigate compare`` process, as a user runs it: the generic JSONL benchmark of
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import run_measured, write_inputs
 
-from mitigate.testing.stub_server import StubOpenAIServer
+from mitigate.testing import StubOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "compare_scale.json"

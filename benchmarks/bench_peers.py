@@ -1,6 +1,6 @@
 """The same 1,000 judgments through mitigate and through its peers: wall, client CPU and peak RSS.
 
-One stub judge (:class:`mitigate.testing.stub_server.StubOpenAIServer`) listens on 127.0.0.1
+One stub judge (:class:`mitigate.testing._stub_server.StubOpenAIServer`) listens on 127.0.0.1
 and answers every chat request after ``--latency`` seconds (0.2 by default), in the format
 each tool asks for: ``Score: 4`` as text, a JSON object for a ``response_format`` request
 (built from its JSON schema), the forced tool call for a ``tool_choice`` request. Each tool
@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mitigate.testing.stub_server import StubOpenAIServer
+from mitigate.testing import StubOpenAIServer
 
 OUT = Path(__file__).resolve().parent / "results" / "peers.json"
 CACHE = Path(os.environ.get("MITIGATE_BENCH_CACHE", Path.home() / ".cache" / "mitigate" / "bench_peers"))

@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.llamacpp import LlamaCppLM
+from mitigate.lm import LMRequest, Message
+from mitigate.lm._llamacpp import LlamaCppLM
 
 RESULTS = Path(__file__).resolve().parent / "results" / "prefix_reuse.json"
 

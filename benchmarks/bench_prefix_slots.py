@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_prefix_reuse import ARTICLES, DEMOS, GUIDELINE, INSTRUCTIONS, ITEM_SUMMARIES, save_run
 
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.llamacpp import LlamaCppLM
+from mitigate.lm import LMRequest, Message
+from mitigate.lm._llamacpp import LlamaCppLM
 
 RESULTS = Path(__file__).resolve().parent / "results" / "prefix_slots.json"
 ORDERS = [(0, 1, 2, 3, 4), (4, 2, 0, 3, 1), (2, 4, 1, 0, 3)]

@@ -12,7 +12,7 @@ a value the answer quotes back from them is never the verdict. Sets:
   in our own words and the format's answer line, judged on SummEval articles and summaries (the
   data folder's copy; generated sentences when absent);
 - ``quoted``: the same, with the format's answer line planted in the judged text and quoted back
-  in the answer (every quotation style of :data:`mitigate.testing.planted.QUOTES`);
+  in the answer (every quotation style of :data:`mitigate.testing._planted.QUOTES`);
 - ``llmbar``: ``parse_release`` over every released LLMBar answer (88,912) when a copy is present
   (``$MITIGATE_LLMBAR_DIR``, the data folder, or ``/work/ext/LLMBar``).
 
@@ -90,7 +90,7 @@ def _texts(n: int) -> list[list[tuple[str, str, str]]]:
     formats
     (SummEval's when the data folder has it, else generated sentences of the same shape)."""
     try:
-        from mitigate.data.registry import load
+        from mitigate.data import load
 
         items = [it for it in load("summeval").items if it.inputs.get("source")]
         by_doc: dict[str, list[Any]] = {}
@@ -163,7 +163,7 @@ def _cases(n: int, quoted: bool, change: Any = None,
 
 
 def _planted() -> Any:
-    """This checkout's :mod:`mitigate.testing.planted` (a baseline checkout may predate it), loaded by
+    """This checkout's :mod:`mitigate.testing._planted` (a baseline checkout may predate it), loaded by
     path."""
     import importlib.util
 
@@ -212,17 +212,17 @@ def worker(n: int, skip: list[str]) -> dict[str, Any]:
 
 
 def _llmbar() -> dict[str, Any] | None:
-    from mitigate.harness.released_pairwise import parse_release
+    from mitigate.replay._released_pairwise import parse_release
 
     try:
-        from mitigate.data.released_pairwise import release_copy
+        from mitigate.data._released_pairwise import release_copy
 
         path = release_copy("llmbar")
     except ImportError:
         path = Path(os.environ.get("MITIGATE_LLMBAR_DIR", "/work/ext/LLMBar"))
     if path is None or not Path(path).is_dir():
         return None
-    from mitigate.data.llmbar import read_llmbar
+    from mitigate.data import read_llmbar
 
     release = read_llmbar(Path(path), sets="all")
     t0 = time.process_time()

@@ -33,9 +33,8 @@ from pathlib import Path
 import aiohttp
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.registry import wrap
-from mitigate.run.runner import run
+from mitigate.lm import OpenAILM, wrap
+from mitigate.run import run
 
 OUT = Path(__file__).resolve().parent / "results" / "runner_overhead.json"
 TEMPLATE = "Rate the fluency of the text from 1 to 5.\n\nText: {{output}}\n\nAnswer 'Score: N'."

@@ -1,7 +1,7 @@
 """`mitigate judge` at 10k, 50k, 100k and 1M items: wall, CPU per judgment, peak RSS and bytes on disk per
 item.
 
-One stub judge (:class:`mitigate.testing.stub_server.StubOpenAIServer`, answering ``Score: 4``
+One stub judge (:class:`mitigate.testing._stub_server.StubOpenAIServer`, answering ``Score: 4``
 after ``--latency`` seconds, 0 by default, and keeping no request bodies) listens on 127.0.0.1
 in this process; each size is one ``mitigate judge`` process, as a user runs it: a generic JSONL
 benchmark of that many items, a prompt file, the ``openai:`` backend at ``--base-url``, ``-n 0``
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mitigate.testing.stub_server import StubOpenAIServer
+from mitigate.testing import StubOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "scale.json"

@@ -44,12 +44,11 @@ from evidence_common import RESULTS_DIR, clean, default_backend, fmt, measure_js
 from sampling_grid_summeval import direct_prompt
 
 from mitigate import measures as M
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark, load
 from mitigate.errors import ConfigError
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.registry import get, wrap
-from mitigate.run.runner import run
+from mitigate.lm import get, wrap
+from mitigate.run import run
 from mitigate.strategies import (
     BatchCalibration,
     ContextualCalibration,

@@ -39,13 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evidence_common import RESULTS_DIR, RUNS_DIR, Timer, clean, default_backend, score_counts, write_summary
 
-from mitigate.data.registry import load
-from mitigate.harness.compare import select_items
+from mitigate.data import load, select_items
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.registry import get, wrap
-from mitigate.measures.stats import bootstrap_ci, spearman
-from mitigate.prompt.builtin import get_prompt
-from mitigate.run.runner import run
+from mitigate.lm import get, wrap
+from mitigate.measures import bootstrap_ci, spearman
+from mitigate.prompt import get_prompt
+from mitigate.run import run
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "unconstrained": {"constrain": "off", "max_tokens": 128},

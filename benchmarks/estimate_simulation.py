@@ -36,7 +36,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
 from mitigate.errors import DataError
-from mitigate.estimators.mean import estimate_mean, human_srs, ppi_srs, t_quantile
+from mitigate.estimators import estimate_mean
+from mitigate.estimators._mean import human_srs, ppi_srs, t_quantile
 
 JUDGES = ("good", "noisy", "biased", "uncorrelated", "adversarial", "heteroscedastic")
 LABEL_COUNTS = (5, 10, 20, 100)

@@ -42,12 +42,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
-from mitigate.data.released import released_recorded
-from mitigate.data.summeval import CRITERIA, load_summeval
+from mitigate.data import CRITERIA, load_summeval, released_recorded
 from mitigate.errors import DataError
-from mitigate.estimators.mean import estimate_mean, shared_slope
-from mitigate.estimators.ranking import kendall_tau
-from mitigate.harness.estimate import judge_values
+from mitigate.estimators import estimate_mean, judge_values, kendall_tau
+from mitigate.estimators._mean import shared_slope
 
 JUDGES = ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-13b-rts")
 LABEL_COUNTS = (5, 10, 20)

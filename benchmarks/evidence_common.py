@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
 from mitigate.errors import ConfigError
-from mitigate.lm.base import LM
+from mitigate.lm import LM
 from mitigate.measures import Measure
 
 FETCH_TOOL = Path("/work/shared/tools/fetch-judge-model")
@@ -95,7 +95,7 @@ def resolve_backend(args: argparse.Namespace) -> str:
 
 def make_lm(args: argparse.Namespace, *, cache: bool | None = None) -> LM:
     """The LM for ``args`` (local backends get ``--n-ctx``), with the standard cache and retry wrappers."""
-    from mitigate.lm.registry import get, wrap
+    from mitigate.lm import get, wrap
 
     spec = resolve_backend(args)
     kwargs: dict[str, Any] = {}
@@ -129,7 +129,7 @@ def measure_json(m: Measure) -> dict[str, Any]:
 
 
 def perm_json(result: Any) -> dict[str, Any]:
-    """A :class:`~mitigate.measures.stats.PermutationResult` as JSON."""
+    """A :class:`~mitigate.measures._stats.PermutationResult` as JSON."""
     return clean({"observed": result.observed, "p_value": result.p_value, "n": result.n,
                   "n_perm": result.n_perm,
                   "a": getattr(result, "observed_a", None), "b": getattr(result, "observed_b", None),

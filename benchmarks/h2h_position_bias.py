@@ -4,10 +4,10 @@ judgments.
 Shen et al. released ChatGPT's (gpt-3.5-turbo-0301) pairwise verdicts on 11 SummEval system pairs x
 100 documents x 4 dimensions, each in both presentation orders. This script replays them through the
 generic recorded-judgments path (``Entry.from_released("chatgpt-h2h", ...)`` is a
-:class:`~mitigate.harness.recorded_judge.RecordedJudge` over
-:func:`mitigate.data.released.released_recorded`) on the pairwise benchmark ``summeval-h2h``, whose gold
+:class:`~mitigate.replay._recorded.RecordedJudge` over
+:func:`mitigate.data._released.released_recorded`) on the pairwise benchmark ``summeval-h2h``, whose gold
 preference is the higher mean expert score (a tie when the means are equal), and runs
-:func:`mitigate.harness.compare.compare` per dimension. No LM is called.
+:func:`mitigate.harness._compare.compare` per dimension. No LM is called.
 
 Reported per dimension: accuracy against gold (3-way), position consistency and preference fairness
 (Shi et al. 2024) overall and per system pair, the lean towards the longer summary (judge and gold), and
@@ -32,8 +32,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
-from mitigate.data.summeval import CRITERIA
-from mitigate.harness.compare import Entry, compare
+from mitigate.data import CRITERIA
+from mitigate.harness import Entry, compare
 from mitigate.measures import Measure
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "h2h_position_bias.json"

@@ -17,7 +17,7 @@ What this script does, on the WebNLG 2020 human evaluation (``load("webnlg")``: 
   ``HighestRSDemosPreset(k=8, pool_size=--pool).build()`` (LS and the zero-shot judge's US on the pool, with
   the
   judged LM's own likelihood, conditioned on the WebNLG generation task);
-- runs both through :func:`mitigate.harness.compare.compare` with likelihood on. For each entry
+- runs both through :func:`mitigate.harness._compare.compare` with likelihood on. For each entry
   it reports BiasScore and item-level Spearman with humans, with 95% bootstrap intervals.
   Highest-RS minus random is reported for Spearman (paired bootstrap interval and paired
   permutation p-value, from ``compare``) and for BiasScore (paired permutation test swapping the
@@ -67,12 +67,11 @@ from evidence_common import (
 )
 
 import mitigate.measures as M
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark, Item
-from mitigate.harness.compare import GENERATION_TASKS, Entry, compare, select_items
-from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.likelihood import LikelihoodScorer
-from mitigate.measures.stats import paired_permutation_test
+from mitigate.data import Benchmark, Item, load, select_items
+from mitigate.harness import Entry, compare
+from mitigate.harness._likelihood import GENERATION_TASKS
+from mitigate.judge import JudgeConfig, LikelihoodScorer, PromptJudge
+from mitigate.measures._stats import paired_permutation_test
 from mitigate.prompt import JudgePrompt
 from mitigate.strategies import HighestRSDemosPreset, Pipeline, RandomDemosPreset
 

@@ -43,23 +43,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evidence_common import RESULTS_DIR, default_backend
 from released_common import boot_mean, fmt_ci, paired_diff, write_json
 
-from mitigate.data.llmbar import load_llmbar
-from mitigate.data.registry import load
-from mitigate.data.schema import Item
+from mitigate.data import Item, load
+from mitigate.data._llmbar import load_llmbar
 from mitigate.judge import JudgeConfig, Judgment, PromptJudge
-from mitigate.lm.registry import get, wrap
-from mitigate.measures.bradley_terry import fit_bradley_terry
-from mitigate.measures.pairwise import presented_to_text
-from mitigate.measures.pairwise_distribution import (
+from mitigate.lm import get, wrap
+from mitigate.measures import (
     both_orders_relation,
+    fit_bradley_terry,
     preference_verdict,
+    presented_to_text,
     score_pair_conflict,
     transitivity_violations,
     verdict_relation,
 )
-from mitigate.prompt.builtin import prompt_text
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.run.runner import run
+from mitigate.prompt import JudgePrompt, prompt_text
+from mitigate.run import run
 from mitigate.strategies import (
     ExpectedScore,
     PairwiseDistribution,
@@ -224,7 +222,7 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
         m = score_pair_conflict(xa, xb, rel, ci=True, n_boot=nb, seed=seed)
         conflict[name] = {"value": m.value, "ci": [m.ci_low, m.ci_high], "n": m.n, "n_failed": m.n_failed,
                           "by_kind": m.extra.get("by_kind")}
-        from mitigate.measures.pairwise_distribution import score_relation
+        from mitigate.measures._pairwise_distribution import score_relation
         hits[name] = np.array([np.nan if score_relation(a, b) is None or r is None
                                else float(score_relation(a, b) != r)
                                for a, b, r in zip(xa, xb, rel, strict=True)])

@@ -2,7 +2,7 @@
 Bradley-Terry.
 
 No LM is called. Every verdict is a released raw answer read by mitigate
-(:mod:`mitigate.harness.released_pairwise`): LLMBar (Zeng et al. 2024; LLMBar proper, 419
+(:mod:`mitigate.replay._released_pairwise`): LLMBar (Zeng et al. 2024; LLMBar proper, 419
 instances, gold = the objective label) and JudgeBench (350 GPT-4o response pairs, gold = which
 response is correct). Accuracy is 3-way (a tie is wrong: no gold is a tie). Intervals are 95%
 percentile bootstraps over instances, paired for a difference (both arms resampled together).
@@ -14,7 +14,7 @@ percentile bootstraps over instances, paired for a difference (both arms resampl
      answers what more than half of all the votes say (else no verdict: counted wrong); the rule
      the issue quotes 0.504 with for four judges on Vanilla_NoRules;
    - ``majority, first order``: the members' first-order verdicts, a split vote a tie;
-   - ``Dawid-Skene (EM, no gold)``: :func:`mitigate.measures.panel.fit_dawid_skene` over the
+   - ``Dawid-Skene (EM, no gold)``: :func:`mitigate.measures._panel.fit_dawid_skene` over the
      votes of every (member, order) as its own annotator, fitted on all instances without labels
      (transductive, the setting of Dawid and Skene 1979); the verdict is the posterior's mode;
    - ``Dawid-Skene (supervised, 2 folds)``: fitted from the gold labels of one half of the
@@ -23,17 +23,17 @@ percentile bootstraps over instances, paired for a difference (both arms resampl
      applied to the rest, over ``--draws`` draws (mean and 5-95% over draws, paired with the
      majority and the best member on the same unlabelled instances);
    - ``minority veto``: the first-order majority, vetoed into a tie when the best member voted the
-     other way (:func:`mitigate.strategies.panel_reducers.veto`);
-   - ``effective votes`` (Kish; :func:`mitigate.measures.panel.effective_votes`) of the members'
+     other way (:func:`mitigate.strategies._panel_reducers.veto`);
+   - ``effective votes`` (Kish; :func:`mitigate.measures._panel.effective_votes`) of the members'
      first-order errors, and each member's balanced accuracy as Dawid-Skene estimates it without
      gold beside the one observed against gold.
-2. **Bradley-Terry ranking** (:func:`mitigate.measures.bradley_terry.fit_bradley_terry`) of the
+2. **Bradley-Terry ranking** (:func:`mitigate.measures._bradley_terry.fit_bradley_terry`) of the
    SummEval systems from ChatGPT's released head-to-head verdicts (Shen et al. 2023; 11 system
    pairs x 100 documents, both orders, each verdict a comparison, ties half), per dimension,
    against Bradley-Terry on the experts' preferences and against the systems' mean expert score:
    Kendall's tau, Fisher intervals, simultaneous rank intervals, majority cycles.
 3. **Score-vs-pair conflict** (TrustJudge;
-:func:`mitigate.measures.pairwise_distribution.score_pair_conflict`):
+:func:`mitigate.measures._pairwise_distribution.score_pair_conflict`):
    LLMBar's rating strategies (each output rated alone, 1-10) against the same model's pairwise
    verdicts in both orders (a pair counts as preferred only when both orders agree).
 
@@ -56,16 +56,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from released_common import RESULTS_DIR, Table, boot_mean, fmt_ci, hits, paired_diff, tables, write_json
 
-from mitigate.data.judgebench import read_judgebench
-from mitigate.data.llmbar import read_llmbar
-from mitigate.data.released import load_head_to_head
-from mitigate.data.summeval import CRITERIA, load_summeval
-from mitigate.harness.released_pairwise import parse_release
+from mitigate.data import CRITERIA, load_summeval, read_judgebench, read_llmbar
+from mitigate.data._released import load_head_to_head
 from mitigate.judge import Judgment
-from mitigate.measures.bradley_terry import fit_bradley_terry
-from mitigate.measures.pairwise_distribution import both_orders_relation, score_pair_conflict
-from mitigate.measures.panel import dawid_skene_posterior, effective_votes, fit_dawid_skene, verdict_errors
-from mitigate.strategies.panel_reducers import veto
+from mitigate.measures import (
+    both_orders_relation,
+    dawid_skene_posterior,
+    effective_votes,
+    fit_bradley_terry,
+    fit_dawid_skene,
+    score_pair_conflict,
+)
+from mitigate.measures._panel import verdict_errors
+from mitigate.replay._released_pairwise import parse_release
+from mitigate.strategies._panel_reducers import veto
 
 _POS = {"A": "first", "B": "second", "tie": "tie"}
 

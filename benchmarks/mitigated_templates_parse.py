@@ -44,14 +44,12 @@ from evidence_common import (
     write_summary,
 )
 
-from mitigate.data.registry import load
-from mitigate.harness.compare import select_items
+from mitigate.data import load, select_items
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.registry import get, wrap
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.run.runner import run
-from mitigate.strategies.baselines import ConsistencyHint
-from mitigate.strategies.sampling import Granularity, Sampling
+from mitigate.lm import get, wrap
+from mitigate.prompt import JudgePrompt
+from mitigate.run import run
+from mitigate.strategies import ConsistencyHint, Granularity, Sampling
 
 RUBRIC = COHERENCE_RUBRIC
 FLOW_RUBRIC = "\n".join(line.replace("Score ", "- Score ", 1) for line in RUBRIC.splitlines()[1:])

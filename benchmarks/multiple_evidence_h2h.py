@@ -39,12 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 from evidence_common import RESULTS_DIR, clean, default_backend
 
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item, load
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.registry import get, wrap
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.run.runner import run
+from mitigate.lm import get, wrap
+from mitigate.prompt import JudgePrompt
+from mitigate.run import run
 from mitigate.strategies import MultipleEvidence, PositionSwap
 
 # Our own wording of a pairwise coherence prompt (the article first, so both orders share its prefix).

@@ -37,13 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the corpus of
 from embedded_answers_summeval import wilson
 from evidence_common import default_backend
 
-from mitigate.data.registry import load
-from mitigate.data.schema import Item
-from mitigate.harness.compare import select_items
+from mitigate.data import Item, load, select_items
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.fake import FakeLM
-from mitigate.lm.registry import get, wrap
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.lm import FakeLM, get, wrap
+from mitigate.prompt import JudgePrompt
 from tests.prompt.test_template_corpus import MIRRORS, REAL, _hints
 
 FORMATS = {

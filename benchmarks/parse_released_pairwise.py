@@ -2,7 +2,7 @@
 
 LLMBar (``Dataset/**/evaluators/*/*/result.json``: GPT-4, ChatGPT, PaLM 2, LLaMA 2, Falcon ...
 under every prompting strategy, on every set of the copy, FairEval's processed copy included)
-and JudgeBench (its released outputs) are read with :func:`mitigate.harness.released_pairwise.parse_release`:
+and JudgeBench (its released outputs) are read with :func:`mitigate.replay._released_pairwise.parse_release`:
 each raw answer in the answer format recovered from its strategy's prompt, as a live judge
 would read it. For every answer that compares the two outputs, mitigate's reading is set beside
 the release's own decision:
@@ -19,7 +19,7 @@ and ``--baseline`` compares with such a file written before a change: every chan
 listed, grouped by (before, after) kind, with the end of its raw text.
 
 Run: ``python benchmarks/parse_released_pairwise.py`` (the copies found by
-:func:`mitigate.data.released_pairwise.release_copy`: ``$MITIGATE_LLMBAR_DIR`` and
+:func:`mitigate.data._released_pairwise.release_copy`: ``$MITIGATE_LLMBAR_DIR`` and
 ``$MITIGATE_JUDGEBENCH_DIR``, else the data folder, else ``/work/ext/LLMBar`` and ``/work/ext/JudgeBench``;
 a release that is absent is skipped). Writes ``benchmarks/results/parse_released_pairwise.json``.
 """
@@ -36,10 +36,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mitigate.data.judgebench import read_judgebench
-from mitigate.data.llmbar import read_llmbar
-from mitigate.data.released_pairwise import release_copy
-from mitigate.harness.released_pairwise import parse_release
+from mitigate.data import read_judgebench, read_llmbar
+from mitigate.data._released_pairwise import release_copy
+from mitigate.replay._released_pairwise import parse_release
 
 RESULTS = Path(__file__).resolve().parent / "results" / "parse_released_pairwise.json"
 RELEASES = ("llmbar", "judgebench")

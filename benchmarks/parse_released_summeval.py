@@ -4,7 +4,7 @@ al. 2023).
 Every answer that ChatGPT, GPT-4 and Llama-2 gave in Shen et al.'s LLM_summeval release
 (``/work/shared/data/summeval_llm_summeval``: 4,800 per judge and method, plus 8,800
 head-to-head verdicts) is fed to a :class:`~mitigate.judge.PromptJudge` through a scripted
-:class:`~mitigate.lm.fake.FakeLM` that returns the released text, so the answer goes through
+:class:`~mitigate.lm._fake.FakeLM` that returns the released text, so the answer goes through
 exactly the path a live judgment takes: the prompt's own :class:`~mitigate.prompt.answer.AnswerFormat`
 (inferred by ``JudgePrompt.from_template`` from a template written in the method's format),
 echo stripping, then the strict parsers.
@@ -14,10 +14,10 @@ file was not released with the data): reason-then-score (RTS, and the alternativ
 multiple choice with five lettered options each ending in "Score: <word>" (MCQ, alternative
 MCQ), a star rating ("N stars"), and the head-to-head comparison answering A, B or C (tie).
 RTS-style answers are read on 1-5 with half points, as the release's own loader does
-(:data:`mitigate.data.released.RTS_SCALE`).
+(:data:`mitigate.data._released.RTS_SCALE`).
 
 Reported per set: answers, scored, parse rate, agreement with the release loader's parse
-(:mod:`mitigate.data.released`, an independent path pinned by its own tests) on answers both
+(:mod:`mitigate.data._released`, an independent path pinned by its own tests) on answers both
 parsed, the disagreements, the failures, and a seeded random sample of 20 parsed answers
 with their values, for reading (precision is checked by reading that sample; see RESULTS.md).
 
@@ -38,23 +38,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mitigate.data.registry import load
-from mitigate.data.released import (
-    H2H_MODEL,
-    MCQ_SCALE,
-    RTS_SCALE,
-    _parse,
-    h2h_files,
-    judge_files,
-    released_judges,
-)
-from mitigate.data.schema import Item
+from mitigate.data import H2H_MODEL, Item, load
+from mitigate.data._released import MCQ_SCALE, RTS_SCALE, _parse, h2h_files, judge_files, released_judges
 from mitigate.errors import MitigateError
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.paths import data_dir
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt import JudgePrompt
 from mitigate.registry import registered
 
 RESULTS = Path(__file__).resolve().parent / "results" / "parse_released_summeval.json"
@@ -187,7 +177,7 @@ async def main() -> None:
               f"({sets[judge_name]['parse_rate']:.4f}); agree with the release loader on "
               f"{sets[judge_name]['agreement']}", flush=True)
     # head-to-head (pairwise, A / B / C)
-    from mitigate.data.released import load_head_to_head
+    from mitigate.data._released import load_head_to_head
 
     records = load_head_to_head()
     answers = []

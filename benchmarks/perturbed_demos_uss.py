@@ -15,7 +15,7 @@ lower score):
   reorderings of the guideline, ``perturbed-demos``) and **2-shot unperturbed**
   (the same two demos, each shown once under the original guideline, ``perturbed=False``);
 - each condition judged under its own guideline and under ``--probe-n`` reorderings of the
-  options (the children of :class:`~mitigate.strategies.perturbed_demos.PerturbationProbe`;
+  options (the children of :class:`~mitigate.strategies._perturbed_demos.PerturbationProbe`;
   its seed is ``--seed + 1``, so the test reorderings differ from the ones the demos show);
 - **consistency**: the share of items with the same score under the original and every
   reordering (``measures.perturbation_consistency``), with the consistency expected by chance
@@ -74,16 +74,14 @@ from evidence_common import (
 )
 
 import mitigate.measures as M
-from mitigate.data.registry import load
-from mitigate.data.schema import Item
+from mitigate.data import Item, load
 from mitigate.judge import Judge, JudgeConfig, PromptJudge
-from mitigate.measures.stats import permutation_test_mean_diff
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.prompt.parts import Demo
-from mitigate.run.runner import run
+from mitigate.measures._stats import permutation_test_mean_diff
+from mitigate.prompt import Demo, JudgePrompt
+from mitigate.run import run
 from mitigate.selectors import stratified_pick
-from mitigate.strategies import PerturbationProbe, PerturbedDemosPreset, Pipeline
-from mitigate.strategies.perturbed_demos import ORIGINAL, PerturbationProbeJudge
+from mitigate.strategies import PerturbationProbe, PerturbationProbeJudge, PerturbedDemosPreset, Pipeline
+from mitigate.strategies._perturbed_demos import ORIGINAL
 
 CRITERION = "satisfaction"
 USS_PROMPT = """You will read a conversation between a user and a virtual assistant. Judge how satisfied the user is with the assistant over the whole conversation.

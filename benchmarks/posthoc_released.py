@@ -2,20 +2,20 @@
 plain judge.
 
 No LM is called: every verdict is a released raw answer read by mitigate
-(:mod:`mitigate.harness.released_pairwise`). Gold: LLMBar's objective label (LLMBar proper,
+(:mod:`mitigate.replay._released_pairwise`). Gold: LLMBar's objective label (LLMBar proper,
 419 instances: Natural + the four Adversarial sets) and JudgeBench's correctness label. Accuracy
 is 3-way (a tie verdict is wrong: no gold is a tie). Every interval is a 95% percentile
 bootstrap over instances, paired (both arms resampled together) for a difference.
 
 1. **Position swap**: judge both orders and keep the verdict when they agree, a tie when they
-   do not (:func:`mitigate.measures.pairwise.reconcile`), against the first order alone:
-   the accuracy difference (:func:`~mitigate.measures.pairwise.swap_gain`), and the accuracy
+   do not (:func:`mitigate.measures._pairwise.reconcile`), against the first order alone:
+   the accuracy difference (:func:`~mitigate.measures._pairwise.swap_gain`), and the accuracy
    of the verdicts kept with the share kept.
 2. **Panel of judges**: the first-order verdicts of several judges, majority vote (a split vote
    is a tie) and weighted vote (weight = log-odds of the member's accuracy on the other half of
    the instances: two-fold cross-fitting, so no instance weighs its own vote), against the
    best member and the mean member.
-3. **Selective evaluation with a guarantee** (Jung et al. 2024, :mod:`mitigate.strategies.selective`):
+3. **Selective evaluation with a guarantee** (Jung et al. 2024, :mod:`mitigate.strategies._selective`):
    the threshold is chosen on a random half by fixed-sequence testing for a target agreement
    with probability 1 - delta, and applied to the other half; over ``--splits`` random splits,
    the realised agreement and the coverage on the test half. Confidence: agreement of the two
@@ -25,10 +25,10 @@ bootstrap over instances, paired (both arms resampled together) for a difference
    share; a reward model's Bradley-Terry probability sigmoid(|margin|)) and after Platt scaling
    fitted on the other half (two-fold cross-fitting): Brier score and expected calibration error
    (10 bins), with the paired Brier difference. The logprob calibrations of
-   :mod:`mitigate.strategies.calibration` need token probabilities, which no release holds.
+   :mod:`mitigate.strategies._calibration` need token probabilities, which no release holds.
 5. **Bias measures** per judge and strategy: position consistency and preference fairness
    (Shi et al. 2024) over both orders, and the lean towards the longer output
-   (:mod:`mitigate.measures.pairwise`), with the gold labels' own lean beside it.
+   (:mod:`mitigate.measures._pairwise`), with the gold labels' own lean beside it.
 
 Run: ``python benchmarks/posthoc_released.py --llmbar /path/to/LLMBar --judgebench /path/to/JudgeBench``.
 Writes ``benchmarks/results/posthoc_released.json``.
@@ -49,18 +49,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from released_common import RESULTS_DIR, Table, boot_mean, fmt_ci, hits, paired_diff, tables, write_json
 
-from mitigate.data.judgebench import read_judgebench
-from mitigate.data.llmbar import read_llmbar
-from mitigate.harness.released_pairwise import parse_release
-from mitigate.measures.base import word_count
-from mitigate.measures.pairwise import (
+from mitigate.data import read_judgebench, read_llmbar
+from mitigate.measures import (
     longer_preference,
     position_consistency,
     preference_fairness,
     reconcile,
     swap_gain,
+    word_count,
 )
-from mitigate.strategies.selective import fixed_sequence_threshold
+from mitigate.replay._released_pairwise import parse_release
+from mitigate.strategies._selective import fixed_sequence_threshold
 
 _POS = {"A": "first", "B": "second", "tie": "tie"}
 

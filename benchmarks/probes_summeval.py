@@ -8,7 +8,7 @@ the same requests with another request seed; greedy decoding on llama.cpp is det
 the floor should be 0) and once under each rule-based probe (:mod:`mitigate.probes`), and reports
 per probe: n, the robustness rate (CALM) with a bootstrap interval, the mean score shift with a
 paired bootstrap interval, the share of changes in the predicted direction and the exact one-sided
-McNemar p of probe flips vs rerun flips (:mod:`mitigate.measures.robustness`).
+McNemar p of probe flips vs rerun flips (:mod:`mitigate.measures._robustness`).
 
 Variants (pointwise): ``baseline``; ``consistency-hint`` (an instruction that presentation must not
 move the score); ``stratified-demos`` (2 demos with human scores, chosen by the stratified selector
@@ -48,16 +48,14 @@ from evidence_common import RESULTS_DIR, clean, default_backend
 from sampling_grid_summeval import direct_prompt
 
 from mitigate import measures as M
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item, load
 from mitigate.errors import MitigateError
-from mitigate.harness.probe import ProbeReport, render_probe_table, run_probes
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.registry import get, wrap
-from mitigate.probes import resolve_probes
-from mitigate.prompt import JudgePrompt
-from mitigate.prompt.builtin import get_prompt
-from mitigate.run.runner import run
+from mitigate.lm import get, wrap
+from mitigate.probes import render_probe_table, resolve_probes, run_probes
+from mitigate.probes._battery import ProbeReport
+from mitigate.prompt import JudgePrompt, get_prompt
+from mitigate.run import run
 from mitigate.selectors import Stratified
 from mitigate.strategies import (
     ConsistencyHint,

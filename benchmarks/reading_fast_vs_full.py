@@ -20,13 +20,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mitigate.data.llmbar import read_llmbar
-from mitigate.data.released_pairwise import release_copy
+from mitigate.data import read_llmbar
+from mitigate.data._released_pairwise import release_copy
 from mitigate.errors import ParseError
-from mitigate.harness.released_pairwise import parse_release
-from mitigate.parse import criteria, format_reader
-from mitigate.parse import quoted as Q
+from mitigate.parse import _criteria as criteria
+from mitigate.parse import _format_reader as format_reader
+from mitigate.parse import _quoted as Q
 from mitigate.prompt import JudgePrompt
+from mitigate.replay._released_pairwise import parse_release
 from tests.parse.test_reading_fast_path import summeval_cases
 
 

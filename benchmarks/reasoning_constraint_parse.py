@@ -64,13 +64,11 @@ from evidence_common import (
     write_summary,
 )
 
-from mitigate.data.registry import load
-from mitigate.data.schema import Item
-from mitigate.harness.compare import select_items
+from mitigate.data import Item, load, select_items
 from mitigate.judge import JudgeConfig, PromptJudge, answer_mode
-from mitigate.lm.registry import get, wrap
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.run.runner import run
+from mitigate.lm import get, wrap
+from mitigate.prompt import JudgePrompt
+from mitigate.run import run
 
 RUBRIC = COHERENCE_RUBRIC
 

@@ -1,8 +1,8 @@
 """Shared plumbing of the released-judge replays (``replay_llmbar.py``, ``replay_judgebench.py``,
 ``posthoc_released.py``).
 
-A release on disk is read with :mod:`mitigate.data.llmbar` / :mod:`mitigate.data.judgebench`, its raw
-answers parsed by :mod:`mitigate.harness.released_pairwise` and turned into recorded runs; here
+A release on disk is read with :mod:`mitigate.data._llmbar` / :mod:`mitigate.data._judgebench`, its raw
+answers parsed by :mod:`mitigate.replay._released_pairwise` and turned into recorded runs; here
 each run becomes a :class:`Table`: per item the gold preference and, in each order, the verdict
 by text as mitigate read it and as the release read it. Intervals are percentile bootstraps over
 items (paired when two things are compared on the same items).
@@ -21,9 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
-from mitigate.data.released_pairwise import RELEASE_CRITERION, PairwiseRelease
-from mitigate.data.schema import Item
-from mitigate.harness.released_pairwise import ReleaseParse, recorded_runs
+from mitigate.data import RELEASE_CRITERION, Item, PairwiseRelease
+from mitigate.replay._released_pairwise import ReleaseParse, recorded_runs
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 _POS = {("A", "original"): "first", ("B", "original"): "second", ("A", "swapped"): "second",

@@ -35,9 +35,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from released_common import RESULTS_DIR, Table, boot_mean, fmt_ci, hits, strip_texts, tables, write_json
 
-from mitigate.data.judgebench import read_judgebench
-from mitigate.harness.released_pairwise import parse_release, parse_report
-from mitigate.measures.pairwise import position_consistency
+from mitigate.data import read_judgebench
+from mitigate.measures import position_consistency
+from mitigate.replay._released_pairwise import parse_release, parse_report
 
 _OPP = {"A": "B", "B": "A"}
 

@@ -5,9 +5,9 @@ Falcon) and prompting strategy (Vanilla, Vanilla with rules, CoT, Swap, Metrics,
 few-shot, rating ...), the raw answer in both output orders on every set, and the figures the
 paper reports (``statistics.json``: ``correct_average``, the accuracy averaged over the two
 orders; ``equal``, the share judged the same in both orders). This script reads the whole
-release with :func:`mitigate.data.llmbar.read_llmbar`, parses every raw answer with mitigate's
+release with :func:`mitigate.data._llmbar.read_llmbar`, parses every raw answer with mitigate's
 own parser in the format recovered from the strategy's prompt
-(:mod:`mitigate.harness.released_pairwise`) and reports per set, judge and strategy:
+(:mod:`mitigate.replay._released_pairwise`) and reports per set, judge and strategy:
 
 - ``paper``: the released statistics;
 - ``release_rule``: the paper's rule on the release's own readings (must equal ``paper``: a check
@@ -42,9 +42,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from released_common import RESULTS_DIR, Table, boot_mean, fmt_ci, hits, pct, strip_texts, tables, write_json
 
-from mitigate.data.llmbar import LLMBAR_SETS, read_llmbar
-from mitigate.harness.released_pairwise import parse_release, parse_report
-from mitigate.measures.pairwise import position_consistency
+from mitigate.data import read_llmbar
+from mitigate.data._llmbar import LLMBAR_SETS
+from mitigate.measures import position_consistency
+from mitigate.replay._released_pairwise import parse_release, parse_report
 
 ADVERSARIAL = tuple(s for s in LLMBAR_SETS if "Adversarial" in s)
 BASE = "Vanilla"

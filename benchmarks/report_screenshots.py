@@ -20,7 +20,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from mitigate.harness.report import render_report
+from mitigate.report import render_report
 
 
 def shoot(page: Path, fragment: str, out: Path, size: tuple[int, int]) -> None:
@@ -52,8 +52,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     shoot(page, "", args.out / "report-html-top.png", (1100, 1160))
     # the item the entries disagree on most is first once sorted; open it by its id
-    from mitigate.harness.html_report import item_view
-    from mitigate.harness.report import load_results
+    from mitigate.report import load_results
+    from mitigate.report._html import item_view
 
     rows = item_view(load_results(args.folder))
     top = max(rows, key=lambda r: (r["disagreement"], -r["index"]))

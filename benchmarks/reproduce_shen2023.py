@@ -44,11 +44,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a checkout without installing
 
 import mitigate.measures as M
-from mitigate.data.registry import load
-from mitigate.data.released import load_released
-from mitigate.data.schema import Item
+from mitigate.data import Item, load, load_released
 from mitigate.errors import DataError
-from mitigate.measures.stats import as_float_array, correlation_function
+from mitigate.measures import correlation_function
+from mitigate.measures._stats import as_float_array
 
 DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")
 JUDGES = {"chatgpt-rts": "ChatGPT RTS", "chatgpt-mcq": "ChatGPT MCQ", "gpt4-rts": "GPT-4 RTS"}

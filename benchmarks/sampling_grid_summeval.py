@@ -14,7 +14,7 @@ for one criterion (``--criterion``, default coherence):
   temperature 0, ``--samples`` samples (default 3) are averaged (mean); at 0, one sample
   (``Sampling`` refuses identical copies). The expected score (``ExpectedScore``) is added at
   temperature 0 without CoT;
-- through :func:`mitigate.harness.compare.compare`: for each cell, item-level and per-document
+- through :func:`mitigate.harness._compare.compare`: for each cell, item-level and per-document
   Spearman with the expert means (95% bootstrap intervals), Krippendorff's alpha across samples
   where n > 1, and parse failures. Each cell minus the reference cell (temperature 0, no CoT)
   gets a paired bootstrap interval and a paired permutation p-value;
@@ -57,11 +57,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evidence_common import Timer, add_common_args, clean, fmt, make_lm, measure_json, write_summary
 
-from mitigate.data.registry import load
-from mitigate.harness.compare import Entry, compare
+from mitigate.data import load
+from mitigate.harness import Entry, compare
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.prompt.builtin import prompt_text
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.prompt import JudgePrompt, prompt_text
 from mitigate.strategies import ExpectedScore, Granularity, Mitigation, Pipeline, Sampling
 
 DIRECT_ASK = 'Reply with "Score: " followed by 1, 2, 3, 4 or 5, and nothing else.'

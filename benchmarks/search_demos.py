@@ -85,27 +85,27 @@ from evidence_common import (
 )
 
 import mitigate.measures as M
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark, Item
-from mitigate.harness.compare import GENERATION_TASKS, Entry, compare, select_items
-from mitigate.harness.plots import plot_search
-from mitigate.judge import JudgeConfig, Judgment, PromptJudge
-from mitigate.likelihood import LikelihoodScorer
-from mitigate.measures.stats import paired_permutation_test, permutation_test_mean_diff
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.run.runner import run
-from mitigate.search import Objective, SearchResult, Split, asearch
+from mitigate.data import Benchmark, Item, Split, load, select_items
+from mitigate.harness import Entry, compare
+from mitigate.harness._likelihood import GENERATION_TASKS
+from mitigate.judge import JudgeConfig, Judgment, LikelihoodScorer, PromptJudge
+from mitigate.measures._stats import paired_permutation_test, permutation_test_mean_diff
+from mitigate.prompt import JudgePrompt
+from mitigate.report import plot_search
+from mitigate.run import run
+from mitigate.search import Objective, SearchResult, asearch
 from mitigate.selectors import Random, Stratified
 from mitigate.strategies import (
     FixedDemosPreset,
     HighestRSDemosPreset,
     Mitigation,
     PerturbationProbe,
+    PerturbationProbeJudge,
     PerturbedDemosPreset,
     Pipeline,
     RandomDemosPreset,
 )
-from mitigate.strategies.perturbed_demos import ORIGINAL, PerturbationProbeJudge
+from mitigate.strategies._perturbed_demos import ORIGINAL
 
 SEARCHED = "searched"
 

@@ -3,7 +3,7 @@ judges.
 
 No LM is called: every judgment is one Shen et al. (2023) released (ChatGPT RTS and MCQ,
 GPT-4 RTS, Llama-2-70B RTS, and ChatGPT's head-to-head verdicts in both orders), replayed
-through :class:`~mitigate.harness.released_judge.ReleasedJudge`. Experts: the mean of the 3
+through :class:`~mitigate.replay._released.ReleasedJudge`. Experts: the mean of the 3
 SummEval expert scores.
 
 1. **Panel** (Verga et al. 2024): the four judges as a :class:`~mitigate.strategies.PanelJudge`
@@ -50,17 +50,16 @@ import numpy as np
 from evidence_common import RESULTS_DIR, clean
 
 from mitigate import measures as M
-from mitigate.data.released import load_head_to_head
-from mitigate.data.schema import Item
-from mitigate.data.summeval import CRITERIA, load_summeval
-from mitigate.harness.released_judge import ReleasedJudge
+from mitigate.data import CRITERIA, Item, load_summeval
+from mitigate.data._released import load_head_to_head
 from mitigate.judge import Judge, Judgment
-from mitigate.measures.stats import bootstrap_ci
-from mitigate.run.runner import run
-from mitigate.strategies import PanelJudge, SelectiveEvaluation
-from mitigate.strategies.agreement_gate import released_gate_judgments
-from mitigate.strategies.multiple_evidence import balanced_verdict, entropy_threshold, verdict_entropy
-from mitigate.strategies.selective import agrees, confidence, fit_cascade, fixed_sequence_threshold
+from mitigate.measures import bootstrap_ci
+from mitigate.replay import ReleasedJudge
+from mitigate.run import run
+from mitigate.strategies import PanelJudge, SelectiveEvaluation, fit_cascade
+from mitigate.strategies._agreement_gate import released_gate_judgments
+from mitigate.strategies._multiple_evidence import balanced_verdict, entropy_threshold, verdict_entropy
+from mitigate.strategies._selective import agrees, confidence, fixed_sequence_threshold
 
 MEMBERS = ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-70b-rts")
 
@@ -159,7 +158,7 @@ def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
         arrays[name] = (conf, agreed)
         # the first split through the mitigation itself
         fitted = sel.calibrate([j for j, m in zip(js, cal, strict=True) if m], cal_items)
-        from mitigate.strategies.selective import decide
+        from mitigate.strategies._selective import decide
 
         g = fitted.guarantee_
         decided = [decide(j, g.threshold, sel.confidence, criterion, "flag")

@@ -11,7 +11,7 @@ What this script measures, on the first ``--n`` SummEval summaries taken documen
 (``load("summeval")``: 12 systems x 100 CNN/DM articles, 4 criteria, mean of 3 expert ratings):
 
 - **multi**: one call that scores coherence, consistency, fluency and relevance in that order
-  (:class:`~mitigate.strategies.single_attribute.MultiAttribute`); **multi-reversed**: the same
+  (:class:`~mitigate.strategies._single_attribute.MultiAttribute`); **multi-reversed**: the same
   with the order reversed, so that position and criterion are not confounded;
 - **single**: the same built-in template split into one call per criterion
   (``MultiAttribute | SingleAttribute``, the leaves run one criterion at a time);
@@ -67,13 +67,11 @@ from evidence_common import (
 )
 
 import mitigate.measures as M
-from mitigate.data.registry import load
-from mitigate.data.schema import Item
-from mitigate.harness.compare import select_items
+from mitigate.data import Item, load, select_items
 from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
-from mitigate.measures.stats import PermutationResult, paired_permutation_test, pearson
-from mitigate.prompt.builtin import get_prompt
-from mitigate.run.runner import run
+from mitigate.measures._stats import PermutationResult, paired_permutation_test, pearson
+from mitigate.prompt import get_prompt
+from mitigate.run import run
 from mitigate.strategies import MultiAttribute, Pipeline, SingleAttribute
 
 CRITERIA = ("coherence", "consistency", "fluency", "relevance")

@@ -2,55 +2,33 @@
 
 Main entry points::
 
+    import mitigate
     from mitigate import JudgePrompt, PromptJudge, lm
     prompt = JudgePrompt.from_template(open("my_judge.txt").read(), scale=(1, 5))
     judge = PromptJudge(prompt, lm.get("local"))
-    result = mitigate.estimate(benchmark, "coherence", judgments)   # bias-corrected per-system means
+    result = mitigate.compare("summeval", "coherence", entries, limit=12)   # judges side by side
+    estimate = mitigate.estimate(benchmark, "coherence", judgments)      # bias-corrected per-system means
+
+The names here are the most used ones of the packages (each name's one home is its package:
+``mitigate.judge``, ``mitigate.prompt`` ...), imported on first use so ``import mitigate.cli`` stays light.
 """
 
 from typing import TYPE_CHECKING
 
-from mitigate.exports import lazy_exports
+from mitigate._lazy import lazy_exports
 
-if TYPE_CHECKING:  # the names below are imported on first use (PEP 562): `import mitigate.cli` stays light
-    from mitigate.data.schema import Benchmark, Item
+if TYPE_CHECKING:
+    from mitigate.data._schema import Benchmark, Item
     from mitigate.errors import MitigateError
-    from mitigate.harness.estimate import estimate
-    from mitigate.judge import Judge, JudgeConfig, Judgment, PlannedRequest, PromptJudge
-    from mitigate.prompt.answer import AnswerFormat
-    from mitigate.prompt.judge_prompt import JudgePrompt
-    from mitigate.prompt.parts import Criterion, Demo, Guideline, ScoreOption
+    from mitigate.estimators._estimate import estimate
+    from mitigate.harness._compare import compare
+    from mitigate.judge._config import JudgeConfig, PlannedRequest
+    from mitigate.judge._judge import Judge, PromptJudge
+    from mitigate.judge._judgment import Judgment
+    from mitigate.prompt._judge_prompt import JudgePrompt
+    from mitigate.prompt._parts import Criterion, Demo, Guideline, ScoreOption
+    from mitigate.prompt.answer._format import AnswerFormat
     from mitigate.scale import Scale
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "Benchmark": "mitigate.data.schema", "Item": "mitigate.data.schema", "MitigateError": "mitigate.errors",
-    "Judge": "mitigate.judge", "JudgeConfig": "mitigate.judge", "Judgment": "mitigate.judge",
-    "PromptJudge": "mitigate.judge", "PlannedRequest": "mitigate.judge",
-    "AnswerFormat": "mitigate.prompt.answer.format",
-    "JudgePrompt": "mitigate.prompt.judge_prompt", "Criterion": "mitigate.prompt.parts",
-    "Demo": "mitigate.prompt.parts",
-    "Guideline": "mitigate.prompt.parts", "ScoreOption": "mitigate.prompt.parts", "Scale": "mitigate.scale",
-    "estimate": "mitigate.harness.estimate",
-})
-
+__getattr__, __dir__, __all__ = lazy_exports(__name__)
 __version__ = "0.1.0"
-
-__all__ = [
-    "AnswerFormat",
-    "Benchmark",
-    "Criterion",
-    "Demo",
-    "Guideline",
-    "Item",
-    "Judge",
-    "JudgeConfig",
-    "JudgePrompt",
-    "Judgment",
-    "PlannedRequest",
-    "MitigateError",
-    "PromptJudge",
-    "Scale",
-    "ScoreOption",
-    "__version__",
-    "estimate",
-]

@@ -104,7 +104,7 @@ class RunBusyError(ConfigError):
 
 
 class ScriptExhaustedError(MitigateError, RuntimeError):
-    """A :class:`~mitigate.lm.fake.FakeLM` was asked for more responses than it was scripted with."""
+    """A :class:`~mitigate.lm._fake.FakeLM` was asked for more responses than it was scripted with."""
 
 
 class CacheDamageWarning(UserWarning):

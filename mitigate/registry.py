@@ -23,7 +23,7 @@ itself under a kebab-case name and a *kind*::
   search and the contract battery read a component's :attr:`Component.tags`, never ad-hoc
   class attributes.
 - The fit protocol (``afit``/``fit``, the fit context and the one judge check) lives in
-  :mod:`mitigate.fitting`, above the judge it checks for; its tags are declared here.
+  :mod:`mitigate.judge._fitting`, above the judge it checks for; its tags are declared here.
 - :class:`Preset` is a registered name for a configuration of another component (the
   ``highest-rs-demos`` preset of ``demos``): its fields are the preset's parameters and
   :func:`build` returns the component it stands for, so a preset's spec and the equivalent
@@ -47,15 +47,10 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from mitigate._lazy import declared_modules
 from mitigate.constraints import (
-    Constraint,
     ConstraintLike,
-    Interval,
-    IsInstance,
-    Options,
-    Satisfies,
     check_param,
-    describe_constraints,
 )
 from mitigate.errors import ConfigError
 
@@ -63,17 +58,10 @@ __all__ = [
     "KIND_PACKAGES",
     "Component",
     "add",
-    "Constraint",
-    "Interval",
-    "IsInstance",
-    "Options",
     "PLUGIN_GROUP",
     "Preset",
-    "Satisfies",
     "Tags",
     "build",
-    "check_param",
-    "describe_constraints",
     "load_entry_point_plugins",
     "load_plugin",
     "lookup",
@@ -88,12 +76,12 @@ T = TypeVar("T")
 KIND_PACKAGES: dict[str, str] = {
     "mitigation": "mitigate.strategies",
     "selector": "mitigate.selectors",
-    "engine": "mitigate.search",
+    "engine": "mitigate.search.engines",
     "measure": "mitigate.measures",
-    "backend": "mitigate.lm.registry",
-    "benchmark": "mitigate.data.registry",
-    "released-judge": "mitigate.data.released",
-    "prompt": "mitigate.prompt.builtin",
+    "backend": "mitigate.lm._registry",
+    "benchmark": "mitigate.data._registry",
+    "released-judge": "mitigate.data._released",
+    "prompt": "mitigate.prompt._builtin",
     "probe": "mitigate.probes",
 }
 """Where each kind's components live; imported on the first look-up of that kind.
@@ -122,7 +110,9 @@ def _discover(kind: str) -> None:
     if package is None:
         raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
     _discovered.add(kind)
-    importlib.import_module(package)
+    module = importlib.import_module(package)
+    for name in getattr(module, "__all__", ()):  # a lazy package imports its modules, in declared order
+        getattr(module, name)
     load_entry_point_plugins()
 
 
@@ -258,9 +248,17 @@ def _qualname(obj: Any) -> str:
 
 
 def registered(kind: str) -> dict[str, Any]:
-    """The registered ``kind`` components, name -> object (a copy)."""
+    """The registered ``kind`` components, name -> object (a copy), in a fixed order.
+
+    mitigate's own come first, module by module in the order their package declares its modules (so the
+    order does not depend on which module happened to be imported first), each module's in the order it
+    defines them; then plugins' in the order they registered.
+    """
     _discover(kind)
-    return dict(_REGISTRY.get(kind, {}))
+    order = {m: i for i, m in enumerate(declared_modules(KIND_PACKAGES[kind]))}
+    table = _REGISTRY.get(kind, {})
+    rank = {name: order.get(str(getattr(obj, "__module__", "")), len(order)) for name, obj in table.items()}
+    return {name: table[name] for name in sorted(table, key=rank.__getitem__)}
 
 
 def lookup(kind: str, name: str) -> Any:
@@ -314,7 +312,7 @@ class Tags(BaseModel):
       context gives the judge's scores and the component reads them: see ``needs_judge``).
     - ``needs_judge``: fitting needs the judge the component will wrap whatever the fit
       context holds (it runs that judge, or fits later steps against what it makes). The one
-      judge check (:func:`mitigate.fitting.require_judge`) reads this and the tag above.
+      judge check (:func:`mitigate.judge._fitting.require_judge`) reads this and the tag above.
     - ``query_dependent``: the choice depends on the judged item (a selector that needs
       ``query=``; demos chosen per judged item).
     - ``uses_selectors``: a search engine that draws its candidates from demo selectors.
@@ -392,7 +390,7 @@ class Component(BaseModel):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """Instances the contract checks (:mod:`mitigate.testing.checks`) exercise; override when defaults are
+        """Instances the contract checks (:mod:`mitigate.testing._checks`) exercise; override when defaults are
         not enough."""
         return [cls()]
 

@@ -20,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.labels import hide_labels
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import Entry, compare
-from mitigate.harness.results_file import _strict
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.data import Benchmark, hide_labels
+from mitigate.harness import Entry, compare
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.report._files import _strict
 
 SCORE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 PAIR = "Which response is better?\nResponse A: {{output}}\nResponse B: {{output_b}}\nAnswer A or B."

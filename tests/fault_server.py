@@ -2,7 +2,7 @@
 :mod:`mitigate.testing`, so the
 benchmarks use the same one)."""
 
-from mitigate.testing.fault_server import (
+from mitigate.testing._fault_server import (
     BODIES,
     ECHO_MODES,
     KEY,

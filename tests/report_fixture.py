@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import CompareResult, Entry, compare
+from mitigate.data import Benchmark
+from mitigate.harness import Entry, compare
 from mitigate.judge import Judge, Judgment
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.strategies.base import Pipeline
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.report import CompareResult
+from mitigate.strategies import Pipeline
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 SCRIPT = "<script>alert('x')</script>"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from mitigate import Item
-from mitigate.search import Split
+from mitigate.data import Split
 
 PROMPT = """Rate the coherence of the text.
 

@@ -21,13 +21,11 @@ from typer.testing import CliRunner
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import EXIT_FAILED, app
 from mitigate.errors import ConfigError, DataError, RunStoppedError
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.http import Limits, check_base_url
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.retry import RetryingLM, RetryPolicy
+from mitigate.lm import AnthropicLM, Limits, LMRequest, Message, OpenAILM, RetryPolicy
+from mitigate.lm._http import check_base_url
+from mitigate.lm._retry import RetryingLM
 from mitigate.paths import one_line, path_kind, write_output
-from mitigate.run.runner import run
+from mitigate.run import run
 from mitigate.testing import StubOpenAIServer
 from tests.fault_server import KEY, FaultServer
 

@@ -48,13 +48,12 @@ from mitigate import Benchmark, Demo, Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import Judge
-from mitigate.lm.base import LM, LMRequest, LMResponse
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.prompt import Criterion
 from mitigate.registry import Preset
 from mitigate.scale import Scale
-from mitigate.strategies.edits import DEFAULT_COT, DEFAULT_HINT
-from mitigate.strategies.forms import mcq_instruction, rts_instruction
+from mitigate.strategies._edits import DEFAULT_COT, DEFAULT_HINT
+from mitigate.strategies._forms import mcq_instruction, rts_instruction
 from mitigate.testing import StubOpenAIServer
 
 MCQ_CUE = 'a single line "Answer: " followed by'

@@ -1,7 +1,7 @@
 """The coherent-composition battery: every template of the corpus x every mitigation, and pairs and triples of
 them.
 
-Each pipeline wraps a judge whose backend is a :class:`~mitigate.lm.fake.FakeLM` (it records
+Each pipeline wraps a judge whose backend is a :class:`~mitigate.lm._fake.FakeLM` (it records
 every request and enforces nothing), judges one item, and every prompt judge behind the
 pipeline (every call of a fan-out) is checked against the rules of DESIGN.md's "coherent
 composition" contract, on the exact text it sends:
@@ -52,22 +52,30 @@ from typing import Any
 import pytest
 
 from mitigate import Item, PromptJudge
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark
 from mitigate.errors import MitigateError, TemplateError
 from mitigate.judge import Judge
-from mitigate.lm.base import LM, LMRequest, LMResponse
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.answer import VALUE, closing_stub, reasoning_ban, stated_reasoning
-from mitigate.prompt.judge_prompt import JudgePrompt, field_text
-from mitigate.prompt.parts import DEFAULT_DEMO_TEMPLATE, SLOT_RE, Demo
-from mitigate.prompt.read.clues import find_scales
+from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
+from mitigate.parse import VALUE
+from mitigate.prompt import SLOT_RE, Demo, JudgePrompt, closing_stub, field_text, reasoning_ban
+from mitigate.prompt._parts import DEFAULT_DEMO_TEMPLATE
+from mitigate.prompt.answer._infer import stated_reasoning
+from mitigate.prompt.read._clues import find_scales
 from mitigate.registry import registered
 from mitigate.scale import Scale
 from mitigate.selectors import KNN, Random, Stratified
-from mitigate.strategies import Demos, Pipeline
-from mitigate.strategies.base import Mitigation
-from mitigate.strategies.demos import PerItemDemosJudge
-from mitigate.strategies.edits import (
+from mitigate.strategies import (
+    Demos,
+    Granularity,
+    HighestRSDemosPreset,
+    Mitigation,
+    PerItemDemosJudge,
+    PerturbedDemosPreset,
+    Pipeline,
+    RandomDemosPreset,
+    Sampling,
+)
+from mitigate.strategies._edits import (
     COT_LEAD,
     DEFAULT_COT,
     DEFAULT_HINT,
@@ -75,9 +83,6 @@ from mitigate.strategies.edits import (
     STUB_REASONING,
     is_multi_criterion_template,
 )
-from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
-from mitigate.strategies.perturbed_demos import PerturbedDemosPreset
-from mitigate.strategies.sampling import Granularity, Sampling
 from tests.prompt.test_template_corpus import CORPUS, GEVAL_PROMPTS, GEVAL_REPO, _corpus, geval_repo_prompt
 
 OWN: dict[str, str] = {
@@ -625,7 +630,7 @@ def check_demo_layout(prompt: JudgePrompt, item: Item) -> None:
 
 
 def _instruction_paragraph(prompt: JudgePrompt) -> str:
-    from mitigate.strategies.forms import answer_instruction
+    from mitigate.strategies._forms import answer_instruction
     found = answer_instruction(prompt)
     if found is None:
         return ""
@@ -727,7 +732,7 @@ def test_demos_labelled_on_another_scale_are_mapped_or_refused_naming_both() -> 
 
 def test_the_agreement_gates_mcq_form_replaces_the_numeric_stub_and_its_letter_parses() -> None:
     prompt = _template("own-geval-score-of-no")
-    from mitigate.strategies.forms import mcq_form, rts_form
+    from mitigate.strategies import mcq_form, rts_form
     form = mcq_form(prompt)
     assert form.messages[-1].template.endswith("Evaluation Form (scores ONLY):\n\nAnswer:")
     assert form.format.read("Answer: C", form.scale) == 3.0
@@ -744,8 +749,8 @@ def test_a_critique_then_rate_template_reads_reasoning_first_and_its_constraint_
 
 
 def test_pairwise_and_no_option_prompts_get_a_hint_about_what_they_have() -> None:
-    from mitigate.strategies.baselines import ConsistencyHint
-    from mitigate.strategies.edits import NO_OPTIONS_HINT, PAIRWISE_HINT
+    from mitigate.strategies import ConsistencyHint
+    from mitigate.strategies._edits import NO_OPTIONS_HINT, PAIRWISE_HINT
     pair = ConsistencyHint().apply(_template("own-llmbar-rules"))
     assert PAIRWISE_HINT in pair.template_text()[0] and "score" not in PAIRWISE_HINT
     plain = ConsistencyHint().apply(_template("own-mtbench-critique"))
@@ -772,9 +777,9 @@ def test_the_own_formats_are_read_as_written() -> None:
 
 
 def test_compare_warns_when_the_benchmarks_label_scale_differs_from_the_prompts() -> None:
-    from mitigate.data.schema import Benchmark
+    from mitigate.data import Benchmark
     from mitigate.errors import PromptConflictWarning
-    from mitigate.harness.compare import check_compare
+    from mitigate.harness import check_compare
     prompt = _template("own-geval-score-of-no")  # asks for 1-5
     items = tuple(Item(id=f"i{k}", output=f"out {k}", inputs={"question": "q"},
                        human={"helpfulness": float(k)})
@@ -988,7 +993,7 @@ def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and
 
 
 def test_a_guideline_between_two_slots_stays_out_of_the_demos_and_added_text_goes_after_the_item() -> None:
-    from mitigate.strategies.baselines import ConsistencyHint
+    from mitigate.strategies import ConsistencyHint
     prompt = JudgePrompt.from_template(OWN["rubric-between-slots"])
     assert prompt.guideline is not None
     item = _item(prompt)

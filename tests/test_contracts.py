@@ -1,4 +1,4 @@
-"""The shared contract battery (:mod:`mitigate.testing.checks`), run over every registered component of every
+"""The shared contract battery (:mod:`mitigate.testing._checks`), run over every registered component of every
 kind.
 
 The same checks ship publicly, so users run them on their own mitigations, selectors and
@@ -11,10 +11,11 @@ from typing import ClassVar
 
 import pytest
 
+from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.prompt import JudgePrompt
-from mitigate.registry import Component, Interval, Preset, register, registered
+from mitigate.registry import Component, Preset, register, registered
 from mitigate.strategies import Mitigation, PromptMitigation, from_spec
 from mitigate.testing import Check, check_component, checks_for, parametrize_with_checks, registered_examples
 

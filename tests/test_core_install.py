@@ -4,7 +4,7 @@ line.
 Each check runs ``mitigate`` in a fresh interpreter in which the optional SDKs cannot be
 imported (``sys.modules[name] = None``: ``import`` raises ModuleNotFoundError and
 ``importlib.util.find_spec`` returns None, as when the package is absent), and without API keys.
-The facts a no-call command reads instead of a built backend (:func:`mitigate.lm.registry.declare`)
+The facts a no-call command reads instead of a built backend (:func:`mitigate.lm._registry.declare`)
 are checked against the built backends where those can be built.
 """
 
@@ -21,8 +21,7 @@ import pytest
 
 from mitigate import JudgePrompt
 from mitigate.errors import BackendSpecError, CapabilityError
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.registry import declare, get
+from mitigate.lm import LMRequest, Message, declare, get
 from mitigate.testing import StubOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +146,7 @@ def _built() -> list[tuple[str, dict[str, object]]]:
 
 @pytest.mark.parametrize(("spec", "kwargs"), _built(), ids=[f"{s}-{sorted(k)}" for s, k in _built()])
 def test_declared_facts_match_the_built_backend(spec, kwargs):
-    from mitigate.lm.http import Limits
+    from mitigate.lm import Limits
 
     limits = {"limits": Limits(max_prompt_chars=40, max_samples=2)} if not spec.startswith("local") else {}
     built, declared = get(spec, **kwargs, **limits), declare(spec, **kwargs, **limits)
@@ -170,8 +169,8 @@ def test_declared_facts_match_the_built_backend(spec, kwargs):
 def test_a_backend_registered_without_facts_is_built_by_declare_rather_than_refused():
     """A plugin backend written before backends declared their facts still renders: declare builds it."""
     from mitigate import registry
-    from mitigate.lm.fake import FakeLM
-    from mitigate.lm.registry import Backend, declare
+    from mitigate.lm import FakeLM, declare
+    from mitigate.lm._registry import Backend
 
     built: list[str] = []
 

@@ -195,7 +195,7 @@ def work_folder(session: dict, page: Path) -> Path:
     if "MITIGATE_DATA_DIR" in session["env"]:
         (shared / "data").symlink_to(session["env"]["MITIGATE_DATA_DIR"])
     tool = shared / "tools" / "fetch-judge-model"
-    tool.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from mitigate.lm.llamacpp import '
+    tool.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from mitigate.lm._llamacpp import '
                     f'default_model_path; print(default_model_path())"\n')
     tool.chmod(0o755)
     for block in ALL_BLOCKS:

@@ -7,11 +7,10 @@ from typing import ClassVar, Self
 
 import pytest
 
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark
 from mitigate.errors import ConfigError
-from mitigate.fitting import FitContext
-from mitigate.judge import Judge
-from mitigate.lm.fake import FakeLM
+from mitigate.judge import FitContext, Judge
+from mitigate.lm import FakeLM
 from mitigate.prompt import Demo
 from mitigate.registry import Tags, register
 from mitigate.selectors import KNN, HighestRS, Random, Stratified, example_pool
@@ -26,7 +25,7 @@ from mitigate.strategies import (
     parse_pipeline,
 )
 from mitigate.testing import check_component, example_judge, example_train
-from mitigate.testing.checks import (
+from mitigate.testing._checks import (
     check_fit_needs_the_judge_its_tags_say,
     check_fit_returns_a_fitted_copy,
     check_fitted_value_does_not_carry_the_training_set,
@@ -198,8 +197,8 @@ def test_the_judge_check_is_written_once() -> None:
     root = Path(mitigate.__file__).parent
     found = [p.relative_to(root).as_posix() for p in root.rglob("*.py")
              if "needs the judge it" in p.read_text()]
-    assert sorted(found) == ["fitting.py", "testing/checks.py"]  # the check; the battery's expected sentence
-    assert not [p for p in root.rglob("*.py") if "def afit" in p.read_text() and p.name != "fitting.py"]
+    assert sorted(found) == ["judge/_fitting.py", "testing/_checks.py"]  # the check; the battery's expected sentence
+    assert not [p for p in root.rglob("*.py") if "def afit" in p.read_text() and p.name != "_fitting.py"]
 
 
 def test_a_judge_that_is_not_a_judge_is_refused_even_where_none_would_do() -> None:
@@ -317,8 +316,8 @@ def test_a_selector_kept_for_its_choice_answers_only_that_choice() -> None:
 
 
 def test_search_refuses_a_selector_that_kept_only_its_choice() -> None:
-    from mitigate.search import Split
-    from mitigate.search.session import fit_selectors
+    from mitigate.data import Split
+    from mitigate.search._session import fit_selectors
 
     kept = Random(seed=1).fit(example_pool(), criterion="score").with_choice(2)
     split = Split(train=tuple(example_pool()), dev=(), test=())

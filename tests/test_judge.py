@@ -8,8 +8,7 @@ import pytest
 
 from mitigate import Item, JudgeConfig, JudgePrompt, PromptJudge
 from mitigate.errors import CapabilityError, ConfigError
-from mitigate.lm.base import Choice, LMRequest, LMResponse, TokenLogprob
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import Choice, FakeLM, LMRequest, LMResponse, TokenLogprob
 
 TEMPLATE = ("Rate the summary's fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
             "{{summary}}\n\nAnswer 'Score: N'.")

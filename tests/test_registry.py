@@ -7,20 +7,9 @@ from typing import ClassVar
 
 import pytest
 
+from mitigate.constraints import Interval, IsInstance, Options, check_param, describe_constraints
 from mitigate.errors import ConfigError
-from mitigate.registry import (
-    Component,
-    Interval,
-    IsInstance,
-    Options,
-    build,
-    check_param,
-    describe_constraints,
-    lookup,
-    register,
-    registered,
-    run_coroutine,
-)
+from mitigate.registry import Component, build, lookup, register, registered, run_coroutine
 
 
 @register("selector", "test-registry-widget")
@@ -121,8 +110,7 @@ def test_run_coroutine_runs_outside_a_loop_and_refuses_inside_one():
 
 def test_backends_benchmarks_prompts_and_released_judges_are_kinds_of_the_one_registry() -> None:
     import mitigate.lm
-    from mitigate.data import load
-    from mitigate.data.released import released_recorded
+    from mitigate.data import load, released_recorded
     from mitigate.errors import BackendSpecError, DataError
     from mitigate.prompt import prompt_text
     from mitigate.registry import names, registered

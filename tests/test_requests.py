@@ -15,23 +15,15 @@ from typing import Any
 
 import pytest
 
-from mitigate.data.schema import Item
+from mitigate.data import Item
 from mitigate.errors import CapabilityError, ConfigError, MitigateError
 from mitigate.judge import Judge, Judgment, PromptJudge
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.prompt import JudgePrompt
-from mitigate.strategies import Mitigation, parse_pipeline
-from mitigate.strategies.own_reference import PLACEHOLDER
-from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation
-from mitigate.testing import registered_examples
-from mitigate.testing.checks import (
-    example_judge,
-    example_pairwise_judge,
-    example_pairwise_train,
-    example_train,
-    fitting_lm,
-)
+from mitigate.strategies import CascadeJudge, Mitigation, SelectiveEvaluation, parse_pipeline
+from mitigate.strategies._own_reference import PLACEHOLDER
+from mitigate.testing import example_judge, example_train, registered_examples
+from mitigate.testing._checks import example_pairwise_judge, example_pairwise_train, fitting_lm
 
 MITIGATIONS = [m for m in registered_examples(["mitigation"]) if isinstance(m, Mitigation)]
 

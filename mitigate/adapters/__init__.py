@@ -9,7 +9,7 @@ One module per harness, each importing its harness only when used (install the m
   promptfoo Python assertion; promptfoo result files (``promptfoo eval -o results.json``) as
   recorded judgments.
 
-:mod:`mitigate.adapters.common` holds what they share: turning a harness's test case into an
-:class:`~mitigate.data.schema.Item` and a :class:`~mitigate.judge.Judgment` into one outcome
+:mod:`mitigate.adapters._common` holds what they share: turning a harness's test case into an
+:class:`~mitigate.data._schema.Item` and a :class:`~mitigate.judge.Judgment` into one outcome
 (score, score scaled to 0-1, the judge's raw answer, or the parse failure).
 """

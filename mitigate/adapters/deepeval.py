@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mitigate.adapters.common import Outcome, make_item, outcome, shown_scale
+from mitigate.adapters._common import Outcome, make_item, outcome, shown_scale
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import Judge
 from mitigate.registry import run_coroutine

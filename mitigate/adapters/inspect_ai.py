@@ -11,7 +11,7 @@ called, so importing this module costs nothing.
   ``"grader_failed"`` and the raw answer as explanation: inspect's metrics skip it, it is never
   counted as a number.
 - :func:`read_inspect_log` reads a log inspect wrote (``.eval`` or ``.json``, through inspect's own
-  reader) into recorded judgments (:mod:`mitigate.data.recorded`), one judge per scorer;
+  reader) into recorded judgments (:mod:`mitigate.data._recorded`), one judge per scorer;
   :func:`inspect_log_to_recorded` writes them to a file for ``mitigate compare --recorded``.
 """
 
@@ -21,8 +21,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mitigate.adapters.common import make_item, outcome, shown_scale
-from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, save_recorded
+from mitigate.adapters._common import make_item, outcome, shown_scale
+from mitigate.data import RecordedRow, RecordedRun, runs_from_rows, save_recorded
 from mitigate.errors import DataError
 from mitigate.judge import Judge
 from mitigate.scale import Scale

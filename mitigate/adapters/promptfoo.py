@@ -18,7 +18,7 @@ file's ``get_assert(output, context)`` and reading back a GradingResult: ``pass`
 never as a number.
 
 :func:`read_promptfoo_results` reads the JSON ``promptfoo eval -o results.json`` writes into
-recorded judgments (:mod:`mitigate.data.recorded`) for ``mitigate compare --recorded``.
+recorded judgments (:mod:`mitigate.data._recorded`) for ``mitigate compare --recorded``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mitigate.adapters.common import make_item, outcome, shown_scale
-from mitigate.data.recorded import RecordedRow, RecordedRun, runs_from_rows, save_recorded
+from mitigate.adapters._common import make_item, outcome, shown_scale
+from mitigate.data import RecordedRow, RecordedRun, runs_from_rows, save_recorded
 from mitigate.errors import ConfigError, DataError, ParseError
 from mitigate.judge import Judge
 from mitigate.registry import run_coroutine
@@ -110,8 +110,7 @@ def judge_from_config(config: Mapping[str, Any]) -> Judge:
     """A judge from an assertion config: ``prompt``, ``backend`` (required), ``base_url``, ``pipeline``."""
     from mitigate.judge import PromptJudge
     from mitigate.lm import get as get_lm
-    from mitigate.prompt import JudgePrompt
-    from mitigate.prompt.builtin import get_prompt, list_prompts
+    from mitigate.prompt import JudgePrompt, get_prompt, list_prompts
     from mitigate.strategies import parse_pipeline
 
     unknown = sorted(set(config) - set(CONFIG_KEYS))

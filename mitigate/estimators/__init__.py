@@ -1,22 +1,39 @@
-"""Estimates of a group's mean human label from a judge on every item and human labels on a few.
+"""Each system's bias-corrected mean from a judge on every item and human labels on a few.
 
-Arrays in, frozen values out; nothing here knows benchmarks or judges (that is
-:mod:`mitigate.harness.estimate`):
+:func:`estimate` (``mitigate.estimate``) takes a benchmark, a criterion and a judge's values and
+returns an :class:`EstimateResult`: per-group estimates with a ranking, label plans and selections.
+Beneath it, arrays in and frozen values out:
 
-- :mod:`~mitigate.estimators.mean`: one group's mean with an interval, by ``ppi`` (PPI++ with
+- :mod:`~mitigate.estimators._mean`: one group's mean with an interval, by ``ppi`` (PPI++ with
   power tuning), ``calibrated`` (cross-fitted judge -> human calibration), ``human`` (the
   labels alone) or ``judge`` (the judge alone, not bias-corrected);
-- :mod:`~mitigate.estimators.calibration`: the isotonic and linear calibration maps;
-- :mod:`~mitigate.estimators.ranking`: groups ranked with simultaneous rank intervals,
+- :mod:`~mitigate.estimators._calibration`: the isotonic and linear calibration maps;
+- :mod:`~mitigate.estimators._ranking`: groups ranked with simultaneous rank intervals,
   separable pairs and Kendall's tau between orderings;
-- :mod:`~mitigate.estimators.planning`: labels needed for a target half-width;
-- :mod:`~mitigate.estimators.selection`: which items to label next, with the inclusion
+- :mod:`~mitigate.estimators._planning`: labels needed for a target half-width;
+- :mod:`~mitigate.estimators._selection`: which items to label next, with the inclusion
   probabilities whose inverses weight the labels.
 """
 
-from mitigate.estimators.mean import METHODS, TARGETS, MeanEstimate, estimate_mean
-from mitigate.estimators.planning import MethodPlan, labels_needed
-from mitigate.estimators.ranking import Ranking, kendall_tau, rank_estimates
+from typing import TYPE_CHECKING
 
-__all__ = ["METHODS", "TARGETS", "MeanEstimate", "MethodPlan", "Ranking", "estimate_mean", "kendall_tau",
-           "labels_needed", "rank_estimates"]
+from mitigate._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mitigate.estimators._estimate import (
+        columns,
+        columns_from_items,
+        estimate,
+        estimate_columns,
+        judge_values,
+        plan_labels,
+        resolve_by,
+        select_for_labelling,
+        write_selection,
+    )
+    from mitigate.estimators._mean import METHODS, TARGETS, MeanEstimate, Method, Remedies, estimate_mean
+    from mitigate.estimators._planning import MethodPlan, labels_needed
+    from mitigate.estimators._ranking import Ranking, kendall_tau, rank_estimates, rank_intervals
+    from mitigate.estimators._results import METHOD_TITLES, EstimateResult
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -1,4 +1,4 @@
-"""LM backends behind one interface (see :mod:`mitigate.lm.base`).
+"""LM backends behind one interface (see :mod:`mitigate.lm._base`).
 
 ``get(spec)`` builds a backend from a spec string (``openai:<model>``, ``anthropic:<model>``,
 ``dspy:<litellm id>``, ``local``, ``local:<path.gguf>``, ``replay:<path>``, ``fake``);
@@ -6,34 +6,42 @@
 backend's declared facts only (requests rendered and checked, none sent; no SDK, key or model file).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Message, TokenLogprob, Usage
-    from mitigate.lm.fake import FakeLM
-    from mitigate.lm.registry import declare, get, wrap
+    from mitigate.lm._anthropic import AnthropicLM
+    from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, Message, Role, TokenLogprob, Usage
+    from mitigate.lm._batch import (
+        BatchAPI,
+        BatchItemError,
+        BatchRecord,
+        BatchState,
+        BatchStore,
+        custom_ids,
+        innermost,
+    )
+    from mitigate.lm._batch_anthropic import AnthropicBatchAPI
+    from mitigate.lm._batch_openai import OpenAIBatchAPI
+    from mitigate.lm._batching import BatchingLM
+    from mitigate.lm._budget import BudgetedLM, BudgetExhaustedError, CallBudget
+    from mitigate.lm._cache import CachedLM, CacheMiss, LMCache, cache_only
+    from mitigate.lm._constraint import AnswerConstraint, ConstraintMode
+    from mitigate.lm._defaults import (
+        DEFAULT_DEADLINE,
+        DEFAULT_MAX_PROMPT_CHARS,
+        DEFAULT_MAX_RESPONSE_BYTES,
+        DEFAULT_MAX_SAMPLES,
+    )
+    from mitigate.lm._dspy import DSPyLM
+    from mitigate.lm._fake import FakeLM
+    from mitigate.lm._http import Limits
+    from mitigate.lm._openai import OpenAILM
+    from mitigate.lm._pool import read_endpoints
+    from mitigate.lm._pricing import Price, register_price, why_unpriced
+    from mitigate.lm._registry import declare, get, wrap
+    from mitigate.lm._retry import RetryPolicy
+    from mitigate.lm._wrapper import WrapperLM
 
-_LAZY = {**dict.fromkeys(("LM", "Choice", "LMRequest", "LMResponse", "Message", "TokenLogprob", "Usage"),
-                         "mitigate.lm.base"),
-         "FakeLM": "mitigate.lm.fake", "get": "mitigate.lm.registry", "wrap": "mitigate.lm.registry",
-         "declare": "mitigate.lm.registry"}
-
-
-def __getattr__(name: str) -> Any:
-    """The public names, imported on first use (PEP 562): importing one backend module loads no other."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mitigate.lm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
-
-
-__all__ = ["LM", "Choice", "FakeLM", "LMRequest", "LMResponse", "Message", "TokenLogprob", "Usage", "declare",
-           "get",
-           "wrap"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -13,25 +13,22 @@ copying the prompt's
 scoring options; :mod:`.common` holds the verdict type, error messages and normalisation.
 """
 
-from mitigate.parse.choice import parse_mcq
-from mitigate.parse.common import Verdict, normalise_answer
-from mitigate.parse.criteria import parse_criteria
-from mitigate.parse.echoes import strip_echoed_lines
-from mitigate.parse.logprobs import expected_score, score_distribution, score_tokens
-from mitigate.parse.quoted import unquote
-from mitigate.parse.score import parse_score
-from mitigate.parse.verdict import parse_pairwise
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Verdict",
-    "expected_score",
-    "normalise_answer",
-    "parse_criteria",
-    "parse_mcq",
-    "parse_pairwise",
-    "parse_score",
-    "score_distribution",
-    "score_tokens",
-    "strip_echoed_lines",
-    "unquote",
-]
+from mitigate._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mitigate.parse._answer_line import VALUE
+    from mitigate.parse._choice import parse_mcq
+    from mitigate.parse._common import Verdict, normalise_answer
+    from mitigate.parse._criteria import parse_criteria
+    from mitigate.parse._echoes import strip_echoed_lines
+    from mitigate.parse._format_reader import FormatReader
+    from mitigate.parse._logprobs import expected_score, score_distribution, score_tokens
+    from mitigate.parse._quoted import unquote
+    from mitigate.parse._score import parse_score
+    from mitigate.parse._stub import LIST_MARKER, RANGE
+    from mitigate.parse._verdict import parse_pairwise
+    from mitigate.parse._verdict_logprobs import verdict_probabilities
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

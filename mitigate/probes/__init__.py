@@ -16,69 +16,46 @@ declares the direction the targeted bias predicts. One family per module:
   :class:`OptionOrder` (score options reordered), :class:`CriterionOrder` (criteria asked in
   another order), :class:`SocialPressure` (a claimed expert's verdict in the user turn).
 
-:mod:`mitigate.harness.probe` runs a judge over the original and the probed items, with a
-rerun for the noise floor; :mod:`mitigate.measures.robustness` holds the measures.
+:mod:`mitigate.probes._battery` runs a judge over the original and the probed items, with a
+rerun for the noise floor; :mod:`mitigate.measures._robustness` holds the measures.
 
 "Probe" here always means a component of kind ``"probe"`` (``--probes`` on the command line). The
-mitigation ``perturbation-probe`` (:class:`mitigate.strategies.perturbed_demos.PerturbationProbe`)
+mitigation ``perturbation-probe`` (:class:`mitigate.strategies._perturbed_demos.PerturbationProbe`)
 is not one: it is a judge wrapper that re-judges each item under perturbed scoring guidelines to
 measure consistency (Ghazarian et al. 2024), named in ``--pipeline`` like any mitigation.
 """
 
-from mitigate.probes.authority import Authority
-from mitigate.probes.bandwagon import Bandwagon
-from mitigate.probes.base import (
-    Direction,
-    Probe,
-    ProbedItem,
-    ProbeRecord,
-    RuleProbe,
-    Side,
-    check_rewriter,
-    probe_names,
-    resolve_probes,
-)
-from mitigate.probes.beauty import Beauty
-from mitigate.probes.criterion_order import CriterionOrder
-from mitigate.probes.distraction import Distraction
-from mitigate.probes.format import Format
-from mitigate.probes.identity import Identity
-from mitigate.probes.injection import NestedInstruction
-from mitigate.probes.option_order import OptionOrder
-from mitigate.probes.paraphrase import Paraphrase
-from mitigate.probes.prompt_probe import PromptProbe
-from mitigate.probes.refinement import Refinement
-from mitigate.probes.rewrite import Assertiveness, FactualError, Fallacy, LMProbe, Sentiment
-from mitigate.probes.social_pressure import SocialPressure
-from mitigate.probes.verbosity import Verbosity
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Assertiveness",
-    "Authority",
-    "Bandwagon",
-    "Beauty",
-    "CriterionOrder",
-    "Direction",
-    "Distraction",
-    "FactualError",
-    "Fallacy",
-    "Format",
-    "Identity",
-    "LMProbe",
-    "NestedInstruction",
-    "OptionOrder",
-    "Paraphrase",
-    "Probe",
-    "ProbeRecord",
-    "ProbedItem",
-    "PromptProbe",
-    "Refinement",
-    "RuleProbe",
-    "Sentiment",
-    "Side",
-    "SocialPressure",
-    "Verbosity",
-    "check_rewriter",
-    "probe_names",
-    "resolve_probes",
-]
+from mitigate._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mitigate.probes._authority import Authority
+    from mitigate.probes._bandwagon import Bandwagon
+    from mitigate.probes._base import (
+        Direction,
+        Probe,
+        ProbedItem,
+        ProbeRecord,
+        RuleProbe,
+        Side,
+        check_rewriter,
+        probe_names,
+        resolve_probes,
+    )
+    from mitigate.probes._battery import probe_entry, probe_section, render_probe_table, run_probes
+    from mitigate.probes._beauty import Beauty
+    from mitigate.probes._criterion_order import CriterionOrder
+    from mitigate.probes._distraction import Distraction
+    from mitigate.probes._format import Format
+    from mitigate.probes._identity import Identity
+    from mitigate.probes._injection import NestedInstruction
+    from mitigate.probes._option_order import OptionOrder
+    from mitigate.probes._paraphrase import Paraphrase
+    from mitigate.probes._prompt_probe import PromptProbe
+    from mitigate.probes._refinement import Refinement
+    from mitigate.probes._rewrite import Assertiveness, FactualError, Fallacy, LMProbe, Sentiment
+    from mitigate.probes._social_pressure import SocialPressure
+    from mitigate.probes._verbosity import Verbosity
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

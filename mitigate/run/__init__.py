@@ -13,22 +13,14 @@ batch APIs behind one session) and :mod:`.render` (the exact requests, without c
 
 from typing import TYPE_CHECKING
 
-from mitigate.exports import lazy_exports
+from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mitigate.run.batch_session import BatchOptions, BatchSession
-    from mitigate.run.journal import Journal
-    from mitigate.run.render import render_judge, render_requests
-    from mitigate.run.runner import RunResult, RunSummary, preflight, run, run_sync
+    from mitigate.run._batch_session import BatchConfig, BatchSession, session_for
+    from mitigate.run._columns import Columns, ColumnWriter
+    from mitigate.run._journal import Journal, RunLock
+    from mitigate.run._render import placeholder_item, render_judge, render_requests
+    from mitigate.run._runner import RunResult, preflight, run, run_stream, run_sync
+    from mitigate.run._tally import RunSummary, Tally
 
-__all__ = [
-    "BatchOptions", "BatchSession", "Journal", "RunResult", "RunSummary", "preflight", "render_judge",
-    "render_requests", "run", "run_sync",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **dict.fromkeys(["RunResult", "RunSummary", "preflight", "run", "run_sync"], "mitigate.run.runner"),
-    **dict.fromkeys(["BatchOptions", "BatchSession"], "mitigate.run.batch_session"),
-    "Journal": "mitigate.run.journal",
-    **dict.fromkeys(["render_judge", "render_requests"], "mitigate.run.render"),
-})
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -1,7 +1,7 @@
 """Search for the demonstration set (and optionally the perturbation set) that maximises an objective.
 
 :func:`search` / :func:`asearch` split the labelled data by document
-(:func:`~mitigate.data.split.split_items`, the split ``compare`` uses too), let an engine
+(:func:`~mitigate.data._split.split_items`, the split ``compare`` uses too), let an engine
 propose demo sets drawn by the selectors of :mod:`mitigate.selectors`, score each on dev with
 the :class:`Objective` (agreement + λ·consistency − μ·|BiasScore|), and report the winner on
 held-out test beside the zero-shot baseline (:class:`SearchResult`), within a budget of
@@ -17,22 +17,15 @@ The package sits above :mod:`mitigate.selectors` and :mod:`mitigate.strategies`;
 imports it.
 """
 
-from mitigate.data.split import Split, split_items
-from mitigate.lm.budget import BudgetedLM, BudgetExhaustedError, CallBudget
-from mitigate.registry import registered
-from mitigate.search.engines import Engine, Outcome
-from mitigate.search.objective import Gain, Objective, ObjectiveValue, judgment_score
-from mitigate.search.result import SearchResult, Trial, load_pipeline
-from mitigate.search.run import asearch, dspy_search, engine_from, search
-from mitigate.search.session import SearchSpace, Session, instrument
+from typing import TYPE_CHECKING
 
-ENGINES: tuple[str, ...] = tuple(registered("engine"))
-"""The registered search engine names :func:`search` accepts."""
+from mitigate._lazy import lazy_exports
 
-__all__ = [
-    "ENGINES", "BudgetExhaustedError", "BudgetedLM", "CallBudget", "Engine", "Gain", "Objective",
-    "ObjectiveValue",
-    "Outcome", "SearchResult", "SearchSpace", "Session", "Split", "Trial", "asearch", "dspy_search",
-    "engine_from",
-    "instrument", "judgment_score", "load_pipeline", "search", "split_items",
-]
+if TYPE_CHECKING:
+    from mitigate.search._objective import Gain, Objective, ObjectiveValue, judgment_score
+    from mitigate.search._result import SearchResult, Trial
+    from mitigate.search._run import asearch, dspy_search, engine_from, search
+    from mitigate.search._session import SearchSpace, Session, instrument
+    from mitigate.search.engines._base import Engine, Outcome
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

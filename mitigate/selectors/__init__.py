@@ -21,25 +21,25 @@ selectors); both sit above it.
 the standard library module asyncio imports.)
 """
 
-from mitigate.selectors.base import (
-    GOLD_VERDICT,
-    Selector,
-    demo_item,
-    demo_of,
-    example_pool,
-    registered_selectors,
-    resolve_criterion,
-    selector_from_spec,
-)
-from mitigate.selectors.fixed import Fixed
-from mitigate.selectors.highest_rs import HighestRS, judge_score, rank_by_rs
-from mitigate.selectors.knn import KNN, item_text
-from mitigate.selectors.random import Random
-from mitigate.selectors.stratified import Stratified, balanced_quotas, stratified_pick
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "GOLD_VERDICT", "KNN", "Fixed", "HighestRS", "demo_item", "demo_of", "Random", "Selector",
-    "Stratified", "balanced_quotas", "example_pool",
-    "item_text", "judge_score", "rank_by_rs", "registered_selectors", "resolve_criterion",
-    "selector_from_spec", "stratified_pick",
-]
+from mitigate._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mitigate.selectors._base import (
+        GOLD_VERDICT,
+        Selector,
+        demo_item,
+        demo_of,
+        example_pool,
+        registered_selectors,
+        resolve_criterion,
+        selector_from_spec,
+    )
+    from mitigate.selectors._fixed import Fixed
+    from mitigate.selectors._highest_rs import HighestRS, judge_score, rank_by_rs
+    from mitigate.selectors._knn import KNN, item_text
+    from mitigate.selectors._random import Random
+    from mitigate.selectors._stratified import Stratified, balanced_quotas, stratified_pick
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

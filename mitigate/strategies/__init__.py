@@ -1,4 +1,4 @@
-"""Mitigations: composable, frozen transformers of judges (contract in :mod:`mitigate.strategies.base`).
+"""Mitigations: composable, frozen transformers of judges (contract in :mod:`mitigate.strategies._base`).
 
 Importing this package registers every mitigation (kind ``"mitigation"`` in
 :mod:`mitigate.registry`), so ``parse_pipeline("single-attribute | sampling(temperature=0.7, n=5)")``
@@ -32,68 +32,62 @@ Skene 1979; Jain et al. 2025 |
 | ``solve-first``, ``reference-revision`` | :class:`SolveFirst`, :class:`ReferenceRevision` | Krumdick et al.
 2025; Zhang et al. 2025 (RevisEval) |
 
-Every demo mitigation is one class, :class:`~mitigate.strategies.demos.Demos`, that shows
+Every demo mitigation is one class, :class:`~mitigate.strategies._demos.Demos`, that shows
 what a selector of :mod:`mitigate.selectors` picks; the named demo mitigations are registered
 presets of it (:class:`mitigate.registry.Preset`) whose specs build a ``Demos``. Prompt edits shared by
 several mitigations live in
-:mod:`mitigate.strategies.edits`.
+:mod:`mitigate.strategies._edits`.
 """
 
-from mitigate.fitting import FitContext
-from mitigate.strategies.agreement_gate import (
-    AgreementGate,
-    AgreementJudge,
-    GateDecision,
-    GateReport,
-    gate_released,
-)
-from mitigate.strategies.base import (
-    Mitigation,
-    Pipeline,
-    PromptMitigation,
-    from_spec,
-    load_pipeline,
-    parse_pipeline,
-    registered,
-)
-from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
-from mitigate.strategies.calibration import BatchCalibration, CalibratedJudge, ContextualCalibration
-from mitigate.strategies.demos import Demos, FixedDemosPreset, PerItemDemosJudge, PerItemDemosPreset
-from mitigate.strategies.forms import mcq_form, rts_form
-from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
-from mitigate.strategies.length_control import LengthControl, LengthControlledJudge
-from mitigate.strategies.multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
-from mitigate.strategies.own_reference import OwnReferenceJudge
-from mitigate.strategies.pairwise_distribution import DistributionJudge, PairwiseDistribution
-from mitigate.strategies.panel import Panel, PanelJudge
-from mitigate.strategies.panel_reducers import DawidSkene, DawidSkeneJudge, MinorityVeto, MinorityVetoJudge
-from mitigate.strategies.perturbed_demos import (
-    PerturbationProbe,
-    PerturbationProbeJudge,
-    PerturbedDemosPreset,
-)
-from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge
-from mitigate.strategies.reference_revision import ReferenceRevision
-from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
-from mitigate.strategies.selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge, fit_cascade
-from mitigate.strategies.single_attribute import MultiAttribute, SingleAttribute
-from mitigate.strategies.solve_first import SolveFirst
-from mitigate.strategies.style_control import StyleControl, StyleControlledJudge
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "AgreementGate", "AgreementJudge", "BatchCalibration", "CalibratedJudge", "CascadeJudge",
-    "ConsistencyHint", "ContextualCalibration", "DawidSkene", "DawidSkeneJudge", "Demos", "DistributionJudge",
-    "ExpectedScore", "FitContext", "FixedDemosPreset",
-    "GateDecision",
-    "GateReport", "Granularity", "HighestRSDemosPreset", "LengthControl", "LengthControlledJudge",
-    "MinorityVeto", "MinorityVetoJudge", "Mitigation", "MultiAttribute", "OwnReferenceJudge",
-    "MultipleEvidence", "MultipleEvidenceJudge", "Panel", "PanelJudge",
-    "PairwiseDistribution", "PerItemDemosJudge", "PerItemDemosPreset", "PerturbationProbe",
-    "PerturbationProbeJudge",
-    "PerturbedDemosPreset", "Pipeline", "PositionSwap", "PositionSwapJudge", "PromptMitigation",
-    "RandomDemosPreset", "ReferenceRevision", "Sampling", "SelectiveEvaluation", "SelectiveJudge",
-    "SelfConsistency",
-    "SingleAttribute", "SolveFirst", "StyleControl", "StyleControlledJudge", "fit_cascade", "from_spec",
-    "gate_released", "load_pipeline", "mcq_form",
-    "parse_pipeline", "registered", "rts_form",
-]
+from mitigate._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mitigate.strategies._agreement_gate import (
+        AgreementGate,
+        AgreementJudge,
+        GateDecision,
+        GateReport,
+        gate_released,
+    )
+    from mitigate.strategies._base import (
+        Mitigation,
+        Pipeline,
+        PromptMitigation,
+        from_spec,
+        load_pipeline,
+        parse_pipeline,
+        registered,
+    )
+    from mitigate.strategies._baselines import ConsistencyHint, SelfConsistency
+    from mitigate.strategies._calibration import BatchCalibration, CalibratedJudge, ContextualCalibration
+    from mitigate.strategies._demos import Demos, FixedDemosPreset, PerItemDemosJudge, PerItemDemosPreset
+    from mitigate.strategies._edits import append_instruction
+    from mitigate.strategies._forms import mcq_form, rts_form
+    from mitigate.strategies._highest_rs import HighestRSDemosPreset, RandomDemosPreset
+    from mitigate.strategies._length_control import LengthControl, LengthControlledJudge
+    from mitigate.strategies._multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
+    from mitigate.strategies._own_reference import OwnReferenceJudge
+    from mitigate.strategies._pairwise_distribution import DistributionJudge, PairwiseDistribution
+    from mitigate.strategies._panel import Panel, PanelJudge
+    from mitigate.strategies._panel_reducers import (
+        DawidSkene,
+        DawidSkeneJudge,
+        MinorityVeto,
+        MinorityVetoJudge,
+    )
+    from mitigate.strategies._perturbed_demos import (
+        PerturbationProbe,
+        PerturbationProbeJudge,
+        PerturbedDemosPreset,
+    )
+    from mitigate.strategies._position_swap import PositionSwap, PositionSwapJudge
+    from mitigate.strategies._reference_revision import ReferenceRevision
+    from mitigate.strategies._sampling import ExpectedScore, Granularity, Sampling
+    from mitigate.strategies._selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge, fit_cascade
+    from mitigate.strategies._single_attribute import MultiAttribute, SingleAttribute
+    from mitigate.strategies._solve_first import SolveFirst
+    from mitigate.strategies._style_control import StyleControl, StyleControlledJudge
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

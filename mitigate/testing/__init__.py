@@ -9,18 +9,22 @@
   (bad options and files; template-injection payloads through every command that reads a template).
 """
 
-from mitigate.testing.checks import (
-    Check,
-    check_component,
-    checks_for,
-    example_judge,
-    example_train,
-    parametrize_with_checks,
-    registered_examples,
-)
-from mitigate.testing.stub_server import StubOpenAIServer, synthetic_logprobs, tokenize
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Check", "StubOpenAIServer", "check_component", "checks_for", "example_judge", "example_train",
-    "parametrize_with_checks", "registered_examples", "synthetic_logprobs", "tokenize",
-]
+from mitigate._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mitigate.testing._checks import (
+        Check,
+        check_component,
+        checks_for,
+        example_judge,
+        example_train,
+        parametrize_with_checks,
+        registered_examples,
+    )
+    from mitigate.testing._planted import QUOTES
+    from mitigate.testing._stub_answers import synthetic_logprobs, tokenize
+    from mitigate.testing._stub_server import StubOpenAIServer
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -1,5 +1,5 @@
 """``python -m mitigate.testing``: run the stub server in the foreground."""
 
-from mitigate.testing.stub_server import main
+from mitigate.testing._stub_server import main
 
 main()

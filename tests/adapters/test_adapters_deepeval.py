@@ -20,7 +20,7 @@ from deepeval.test_case import LLMTestCase
 from mitigate.adapters.deepeval import mitigated_metric
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import PromptJudge
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM
 from mitigate.prompt import JudgePrompt
 
 TEMPLATE = ("Rate the answer from 1 to 5.\nQuestion: {{source}}\nReference: {{reference}}\nAnswer: "

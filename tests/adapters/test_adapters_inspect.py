@@ -25,12 +25,10 @@ from inspect_ai.solver import generate
 
 from mitigate.adapters.inspect_ai import inspect_log_to_recorded, mitigated_scorer, read_inspect_log
 from mitigate.cli import app
-from mitigate.data.jsonl import save_jsonl
-from mitigate.data.recorded import load_recorded_runs
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item, load_recorded_runs, save_jsonl
 from mitigate.errors import DataError
 from mitigate.judge import PromptJudge
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 

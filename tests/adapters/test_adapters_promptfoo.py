@@ -26,15 +26,13 @@ from mitigate.adapters.promptfoo import (
     read_promptfoo_results,
 )
 from mitigate.cli import app
-from mitigate.data.jsonl import save_jsonl
-from mitigate.data.recorded import load_recorded_runs
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item, load_recorded_runs, save_jsonl
 from mitigate.errors import ConfigError, DataError, ParseError
 from mitigate.judge import PromptJudge
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
-from mitigate.testing.stub_server import StubOpenAIServer
+from mitigate.testing import StubOpenAIServer
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "promptfoo_results.json"
 TEMPLATE = "Rate the answer from 1 to 5.\nQuestion: {{source}}\nAnswer: {{output}}\nScore:"
@@ -163,7 +161,7 @@ def test_promptfoo_itself_runs_our_assertion_and_its_results_file_reads_back(tmp
     binary = _promptfoo()
     (tmp_path / "grader.py").write_text(
         "from mitigate.adapters.promptfoo import make_assert\n"
-        "from mitigate.judge import PromptJudge\nfrom mitigate.lm.fake import FakeLM\nfrom mitigate.prompt "
+        "from mitigate.judge import PromptJudge\nfrom mitigate.lm._fake import FakeLM\nfrom mitigate.prompt "
         f"import JudgePrompt\nTEMPLATE = {TEMPLATE!r}\n"
         "def reply(request):\n"
         "    text = request.messages[-1].content\n"

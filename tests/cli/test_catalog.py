@@ -32,7 +32,7 @@ def test_a_mitigation_in_detail_shows_its_parameters_accepted_values_and_paper()
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)
     assert row["paper"] == "Stureborg et al. 2024"
-    assert row["cls"] == "mitigate.strategies.sampling.Granularity"
+    assert row["cls"] == "mitigate.strategies._sampling.Granularity"
     assert row["parameters"] == [{"name": "scale", "type": "Literal['1-5', '1-10', '1-100', 'modifiers']",
                                   "default": "1-10", "accepts": "one of '1-5', '1-10', '1-100', 'modifiers'"}]
     text = CliRunner().invoke(app, ["list", "mitigations", "granularity"]).stdout

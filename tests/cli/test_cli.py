@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.run.columns import Columns
+from mitigate.run import Columns
 from mitigate.testing import StubOpenAIServer
 
 SECRET = "sk-live-DO-NOT-LEAK-4242"
@@ -70,14 +70,13 @@ def test_identical_rerun_makes_no_lm_calls(tmp_path, monkeypatch):
 
 
 def test_a_run_on_a_model_without_a_list_price_says_why_its_cost_is_unknown():
-    from mitigate.lm.fake import FakeLM
-    from mitigate.lm.pricing import why_unpriced
-    from mitigate.run.runner import RunSummary
+    from mitigate.lm import FakeLM, why_unpriced
+    from mitigate.run import RunSummary
 
     class Hosted(FakeLM):
         provider = "openai"
 
-    assert "no list price for 'my-finetune' in mitigate.lm.pricing" in why_unpriced(Hosted(["x"],
+    assert "no list price for 'my-finetune' in mitigate.lm._pricing" in why_unpriced(Hosted(["x"],
                                                                                            model="my-finetune"))
     summary = RunSummary(items=1, judged_now=1, resumed=0, ok=1, parse_failures=0, errors=0, calls=1,
                          cached_calls=0,

@@ -13,15 +13,15 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.cli.compare import CompareOptions
-from mitigate.cli.config import read_config, split_label
-from mitigate.cli.judge import JudgeOptions
-from mitigate.cli.search import SearchOptions
+from mitigate.cli._compare import CompareOptions
+from mitigate.cli._config import read_config, split_label
+from mitigate.cli._judge import JudgeOptions
+from mitigate.cli._search import SearchOptions
 from mitigate.errors import ConfigError
 from mitigate.testing import StubOpenAIServer
 
 # the module (the package's attribute `app` is the Typer app)
-cli_app = importlib.import_module("mitigate.cli.app")
+cli_app = importlib.import_module("mitigate.cli._app")
 PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
 
 

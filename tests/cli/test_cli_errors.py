@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from mitigate.cli import EXIT_FAILED, EXIT_REFUSED, app
 from mitigate.errors import ConfigError
 from mitigate.testing import StubOpenAIServer
-from mitigate.testing.bad_inputs import BAD_INPUTS, BadInput, expand, make_fixtures
+from mitigate.testing._bad_inputs import BAD_INPUTS, BadInput, expand, make_fixtures
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -125,7 +125,7 @@ def test_retry_after_longer_than_the_patience_says_so(tmp_path):
         result.stderr.splitlines()[-1])
 
 
-HOLD = ("import sys, time\nfrom mitigate.run.journal import RunLock\n"
+HOLD = ("import sys, time\nfrom mitigate.run._journal import RunLock\n"
         "with RunLock.for_journal(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(30)\n")
 
 

@@ -3,7 +3,7 @@ no heavy optional package, `mitigate judge` only what it uses.
 
 Each check runs a fresh interpreter (this test process has imported everything already) and
 reads its ``sys.modules`` at exit. The group imports a command's module only when that command is
-asked for (:data:`mitigate.cli.commands.COMMANDS`), so a command module may import at its top what
+asked for (:data:`mitigate.cli._commands.COMMANDS`), so a command module may import at its top what
 its command needs, and no other command pays for it; what only some options need (the strategies
 for ``--pipeline``, plots, an SDK) is imported where used, and fails here when it sneaks back to
 the top. The help texts that name registered components (``--engine``, ``--selector``, ``mitigate
@@ -25,24 +25,24 @@ import typer
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.cli.commands import COMMANDS
-from mitigate.cli.options import fill_registered_names, registered_names
+from mitigate.cli._commands import COMMANDS
+from mitigate.cli.options._names import fill_registered_names, registered_names
 from mitigate.registry import KIND_PACKAGES, registered
-from mitigate.testing.stub_server import StubOpenAIServer
+from mitigate.testing import StubOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
 NEVER_ON_THE_JUDGE_PATH = (
     "dspy", "openai", "anthropic", "litellm", "httpx", "matplotlib", "pandas", "scipy", "sklearn", "torch",
     "llama_cpp", "numpy", "mitigate.search", "mitigate.strategies", "mitigate.selectors", "mitigate.harness",
-    "mitigate.measures", "mitigate.probes", "mitigate.likelihood",
+    "mitigate.measures", "mitigate.probes", "mitigate.judge._likelihood",
 )
 """Never loaded by ``mitigate judge`` on an OpenAI-compatible server without ``--pipeline`` (the default
 transport is the direct client: no SDK; the strategies only for a pipeline; plots and reports never)."""
 NOT_FOR_HELP = (
     *NEVER_ON_THE_JUDGE_PATH, "aiohttp", "tqdm", "pydantic", "asyncio", "mitigate.registry", "mitigate.data",
-    "mitigate.judge", "mitigate.prompt", "mitigate.parse", "mitigate.run", "mitigate.lm.http",
-    "mitigate.lm.base",
+    "mitigate.judge", "mitigate.prompt", "mitigate.parse", "mitigate.run", "mitigate.lm._http",
+    "mitigate.lm._base",
 )
 """Not loaded by ``mitigate --help`` (nor by ``import mitigate.cli``): the group lists its commands without
 importing them, and the options need no pydantic."""
@@ -149,7 +149,7 @@ def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_har
         assert server.request_count == 3  # the judge really called the server
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [f"i{k}\tjudge=4\thuman=3.00\tScore: 4" for k in range(3)]
-    assert {"mitigate.run.runner", "mitigate.lm.openai", "aiohttp"} <= modules  # the judge path itself
+    assert {"mitigate.run._runner", "mitigate.lm._openai", "aiohttp"} <= modules  # the judge path itself
     assert _loaded(modules, NEVER_ON_THE_JUDGE_PATH) == []
 
 
@@ -177,7 +177,7 @@ def test_the_names_a_help_lists_are_the_shipped_registered_ones(tmp_path, comman
 
 
 def test_the_benchmark_help_names_every_registered_benchmark_and_path_form(tmp_path):
-    from mitigate.data.registry import PATH_LOADERS
+    from mitigate.data import PATH_LOADERS
 
     proc, _ = _run(["judge", "--help"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.run.columns import Columns
+from mitigate.run import Columns
 from mitigate.testing import StubOpenAIServer
 
 PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"

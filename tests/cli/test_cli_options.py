@@ -15,15 +15,15 @@ import typer
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.cli.app import EXTRA_PARAMETERS
-from mitigate.cli.build import build_judge, load_task
-from mitigate.cli.compare import CompareOptions
-from mitigate.cli.errors import flat_message
-from mitigate.cli.judge import JudgeOptions
-from mitigate.cli.options import parameters
-from mitigate.cli.prompts import PromptsOptions
-from mitigate.cli.report import ReportOptions
-from mitigate.cli.search import SearchOptions
+from mitigate.cli._app import EXTRA_PARAMETERS
+from mitigate.cli._build import build_judge, load_workload
+from mitigate.cli._compare import CompareOptions
+from mitigate.cli._errors import flat_message
+from mitigate.cli._judge import JudgeOptions
+from mitigate.cli._prompts import PromptsOptions
+from mitigate.cli._report import ReportOptions
+from mitigate.cli._search import SearchOptions
+from mitigate.cli.options._declare import parameters
 from mitigate.errors import ConfigError
 from mitigate.testing import StubOpenAIServer
 
@@ -115,11 +115,11 @@ def test_a_bad_value_is_refused_when_the_options_are_built_with_the_commands_one
 
 
 def test_the_items_are_taken_document_by_document(tmp_path: Path) -> None:
-    task = load_task(_bench(tmp_path), "fluency", 4)
+    task = load_workload(_bench(tmp_path), "fluency", 4)
     assert [it.id for it in task.items] == ["S0-d0", "S1-d0", "S0-d1", "S1-d1"]
-    assert [it.id for it in load_task(_bench(tmp_path), "fluency", 0).items] == [
+    assert [it.id for it in load_workload(_bench(tmp_path), "fluency", 0).items] == [
         "S0-d0", "S1-d0", "S0-d1", "S1-d1", "S0-d2", "S1-d2"]
-    assert [it.id for it in load_task(_bench(tmp_path), "fluency", 4, labelled=True).items] == [
+    assert [it.id for it in load_workload(_bench(tmp_path), "fluency", 4, labelled=True).items] == [
         "S0-d0", "S1-d0", "S0-d1", "S1-d1"]
 
 
@@ -148,7 +148,7 @@ def test_build_judge_reads_each_commands_options(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench = _bench(tmp_path)
     lm = {"prompt": tmp_path / "prompt.txt", "backend": "openai:m", "base_url": ["http://127.0.0.1:9/v1"]}
-    task = load_task(bench, "fluency", 0)
+    task = load_workload(bench, "fluency", 0)
     judged = build_judge(JudgeOptions(benchmark=bench, samples=3, reducer="median", temperature=0.7,
                                       scale="1,10",
                                       **lm), task)
@@ -166,7 +166,7 @@ def test_build_judge_reads_each_commands_options(tmp_path: Path, monkeypatch: py
 def test_a_pairwise_benchmark_needs_a_prompt_in_every_command(tmp_path: Path) -> None:
     (tmp_path / "pairs.jsonl").write_text(json.dumps({"id": "p", "output": "a", "output_b": "b",
                                                        "preference": {"fluency": "A"}}) + "\n")
-    task = load_task(f"jsonl:{tmp_path / 'pairs.jsonl'}", "fluency", 0)
+    task = load_workload(f"jsonl:{tmp_path / 'pairs.jsonl'}", "fluency", 0)
     for options in (JudgeOptions, CompareOptions, SearchOptions):
         with pytest.raises(ConfigError, match="is pairwise; expected --prompt"):
             build_judge(options(benchmark=f"jsonl:{tmp_path / 'pairs.jsonl'}", backend="openai:m"), task)

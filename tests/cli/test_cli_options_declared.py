@@ -28,33 +28,20 @@ from typer.testing import CliRunner
 
 from mitigate import registry
 from mitigate.cli import app
-from mitigate.cli.build import scoring_for
-from mitigate.cli.commands import COMMANDS
-from mitigate.cli.options import (
-    CommandOptions,
-    Override,
-    ServerOptions,
-    TaskOptions,
-    check_backend,
-    check_batch,
-    option,
-    parameters,
-)
-from mitigate.cli.options import backend as backend_options
-from mitigate.cli.options import prompt as prompt_options
-from mitigate.cli.options.declare import DECLARED
+from mitigate.cli._build import scoring_for
+from mitigate.cli._commands import COMMANDS
+from mitigate.cli.options import _backend as backend_options
+from mitigate.cli.options import _prompt as prompt_options
+from mitigate.cli.options._backend import ServerOptions, check_backend, check_batch
+from mitigate.cli.options._declare import DECLARED, CommandOptions, Override, option, parameters
+from mitigate.cli.options._task import TaskOptions
 from mitigate.errors import ConfigError
-from mitigate.lm.registry import Backend, declare
+from mitigate.lm import declare
+from mitigate.lm._registry import Backend
 from mitigate.prompt import JudgePrompt
 from mitigate.strategies import parse_pipeline
-from mitigate.testing.checks import (
-    example_judge,
-    example_pairwise_judge,
-    example_pairwise_train,
-    example_train,
-    fitting_lm,
-    registered_examples,
-)
+from mitigate.testing import example_judge, example_train, registered_examples
+from mitigate.testing._checks import example_pairwise_judge, example_pairwise_train, fitting_lm
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "mitigate" / "cli"
@@ -97,8 +84,8 @@ def test_every_option_is_declared_once_in_the_source():
 def test_no_option_is_written_outside_its_declaration():
     raw = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in _modules() for node in ast.walk(tree)
            if isinstance(node, ast.Call) and _call_name(node) in ("Option", "Argument")
-           and path.name != "declare.py"]
-    assert raw == [], f"typer.Option/typer.Argument written outside mitigate/cli/options/declare.py: {raw}"
+           and path.name != "_declare.py"]
+    assert raw == [], f"typer.Option/typer.Argument written outside mitigate/cli/options/_declare.py: {raw}"
 
 
 def test_every_parameter_of_every_command_comes_from_one_declaration():
@@ -119,12 +106,12 @@ def test_every_parameter_of_every_command_comes_from_one_declaration():
 
 
 def test_the_lm_server_options_are_one_group_every_lm_command_composes():
-    from mitigate.cli.compare import CompareOptions
-    from mitigate.cli.diff import DiffOptions
-    from mitigate.cli.estimate import EstimateOptions
-    from mitigate.cli.judge import JudgeOptions
-    from mitigate.cli.probe import ProbeOptions
-    from mitigate.cli.search import SearchOptions
+    from mitigate.cli._compare import CompareOptions
+    from mitigate.cli._diff import DiffOptions
+    from mitigate.cli._estimate import EstimateOptions
+    from mitigate.cli._judge import JudgeOptions
+    from mitigate.cli._probe import ProbeOptions
+    from mitigate.cli._search import SearchOptions
 
     server = [f.name for f in dataclasses.fields(ServerOptions)]
     assert {"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "patience",
@@ -184,7 +171,7 @@ def test_a_field_without_a_declaration_or_renaming_its_option_is_refused_when_it
 
 def test_an_override_changes_what_one_command_shows_and_nothing_else():
     limit = next(p for p in parameters(TaskOptions) if p.name == "limit")
-    from mitigate.cli.probe import ProbeOptions
+    from mitigate.cli._probe import ProbeOptions
 
     probe_limit = next(p for p in parameters(ProbeOptions) if p.name == "limit")
     assert probe_limit.opt is limit.opt  # the one declaration
@@ -195,10 +182,10 @@ def test_an_override_changes_what_one_command_shows_and_nothing_else():
         ProbeOptions(limit=-1)
 
 
-@pytest.mark.parametrize(("field", "other"), [("judge", "mitigate.cli.data:DataConvertOptions"),
-                                              ("plot", "mitigate.cli.search:SearchOptions")])
+@pytest.mark.parametrize(("field", "other"), [("judge", "mitigate.cli._data:DataConvertOptions"),
+                                              ("plot", "mitigate.cli._search:SearchOptions")])
 def test_estimate_shows_the_one_declaration_another_command_has_in_its_own_words(field, other):
-    from mitigate.cli.estimate import EstimateOptions
+    from mitigate.cli._estimate import EstimateOptions
 
     module, name = other.split(":")
     theirs = next(p for p in parameters(getattr(importlib.import_module(module), name)) if p.name == field)
@@ -255,8 +242,8 @@ def test_every_command_takes_the_same_options_with_the_same_types_and_defaults_a
 
 
 def test_a_config_file_reads_and_writes_every_option_under_its_name(tmp_path):
-    from mitigate.cli.config import option_fields
-    from mitigate.cli.judge import JudgeOptions
+    from mitigate.cli._config import option_fields
+    from mitigate.cli._judge import JudgeOptions
 
     before = json.loads(FIXTURE.read_text(encoding="utf-8"))["judge"]
     keys = set(option_fields(JudgeOptions))
@@ -277,13 +264,14 @@ def test_a_config_file_reads_and_writes_every_option_under_its_name(tmp_path):
 
 
 def test_the_choices_are_the_librarys_own():
-    from mitigate.cli import estimate
-    from mitigate.cli.search import Agreement, Consistency
-    from mitigate.estimators.calibration import Calibration
-    from mitigate.estimators.mean import Method, Target
-    from mitigate.harness.estimate import By
+    from mitigate.cli import _estimate as estimate
+    from mitigate.cli._search import Agreement, Consistency
+    from mitigate.estimators import Method
+    from mitigate.estimators._calibration import Calibration
+    from mitigate.estimators._estimate import By
+    from mitigate.estimators._mean import Target
     from mitigate.judge import JudgeConfig, Reducer
-    from mitigate.lm.openai import GuidedServer, Transport
+    from mitigate.lm._openai import GuidedServer, Transport
     from mitigate.search import Objective
 
     assert get_args(backend_options.Transport) == get_args(Transport)
@@ -333,7 +321,7 @@ def plugin_backends():
 
 
 def test_which_backend_takes_which_option_is_read_from_the_registry(plugin_backends):
-    from mitigate.cli.judge import JudgeOptions
+    from mitigate.cli._judge import JudgeOptions
 
     ok = JudgeOptions(backend="cloudy:m", base_url=["http://x"], timeout=3.0, transport="direct", batch=True,
                       run_dir=Path("run"))
@@ -372,8 +360,8 @@ def test_the_shipped_backends_take_what_they_took_before():
 
 
 def test_judge_sends_its_limits_to_every_network_backend_the_registry_names():
-    from mitigate.cli.build import build_backend
-    from mitigate.cli.judge import JudgeOptions
+    from mitigate.cli._build import build_backend
+    from mitigate.cli._judge import JudgeOptions
 
     lm = build_backend(JudgeOptions(backend="openai:m", base_url=["http://127.0.0.1:9/v1"], deadline=7.0),
                        declared=True)
@@ -411,7 +399,7 @@ def _help_or_doc_nodes(tree: ast.Module) -> set[int]:
 
 
 def test_the_command_line_names_no_component_outside_help_texts_and_declared_defaults():
-    from mitigate.data.registry import PATH_LOADERS
+    from mitigate.data import PATH_LOADERS
 
     names = {name: kind for kind in ("mitigation", "selector", "measure", "engine", "backend", "benchmark",
                                      "released-judge", "probe") for name in registry.registered(kind)}
@@ -427,7 +415,7 @@ def test_the_command_line_names_no_component_outside_help_texts_and_declared_def
 
 
 def test_the_search_draws_from_the_selectors_tagged_random_draws_by_default():
-    from mitigate.cli.search import default_selectors
+    from mitigate.cli._search import default_selectors
 
     assert set(default_selectors()) == {"random", "stratified"}  # what the search drew from before the tag
     assert set(default_selectors()) == {n for n, c in registry.registered("selector").items()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mitigate.cli.compare import CompareOptions
-from mitigate.cli.judge import JudgeOptions
-from mitigate.cli.probe import ProbeOptions
-from mitigate.cli.search import SearchOptions
+from mitigate.cli._compare import CompareOptions
+from mitigate.cli._judge import JudgeOptions
+from mitigate.cli._probe import ProbeOptions
+from mitigate.cli._search import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {"judge": JudgeOptions, "compare": CompareOptions, "search": SearchOptions, "probe": ProbeOptions}
@@ -55,7 +55,7 @@ def test_help_shows_the_first_options_grouped_and_says_where_the_rest_are(comman
 
 def test_docs_cli_md_is_what_the_commands_give_now():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "mitigate.cli.reference", "--check",
+    done = subprocess.run([sys.executable, "-m", "mitigate.cli._reference", "--check",
                            str(ROOT / "docs" / "cli.md")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -71,6 +71,6 @@ def test_the_reference_check_fails_on_a_stale_file(tmp_path):
     stale = tmp_path / "cli.md"
     stale.write_text((ROOT / "docs" / "cli.md").read_text().replace("--deadline", "--dead-line", 1))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "mitigate.cli.reference", "--check", str(stale)],
+    done = subprocess.run([sys.executable, "-m", "mitigate.cli._reference", "--check", str(stale)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 1 and "is not current" in done.stderr

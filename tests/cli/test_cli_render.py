@@ -10,8 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.data.jsonl import save_jsonl
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item, save_jsonl
 from mitigate.testing import StubOpenAIServer
 
 TEMPLATE = ("Rate how helpful the assistant's reply is, on a scale of 1 to 5.\n\n[User "

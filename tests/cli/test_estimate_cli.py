@@ -12,9 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.data.jsonl import load_jsonl
-from mitigate.data.recorded import load_recorded
-from mitigate.harness.estimate import estimate
+from mitigate.data import load_jsonl, load_recorded
+from mitigate.estimators import estimate
 from mitigate.testing import StubOpenAIServer
 
 SYSTEMS = {"north": 4.0, "south": 3.0, "east": 2.2}

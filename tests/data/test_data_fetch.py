@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.data import fetch as F
+from mitigate.data import _fetch as F
 from mitigate.errors import DataError
 from mitigate.paths import data_dir
 from mitigate.registry import names

@@ -11,13 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mitigate.data.jsonl import load_jsonl, save_jsonl
-from mitigate.data.registry import benchmark_names, load
-from mitigate.data.schema import Benchmark, Item
-from mitigate.data.summeval import LLM_SUMMEVAL_SYSTEMS, annotation_files, load_summeval
-from mitigate.data.tmu_gfm import load_tmu_gfm
-from mitigate.data.uss import load_uss, majority_label
-from mitigate.data.webnlg import load_webnlg, triples_text
+from mitigate.data import Benchmark, Item, benchmark_names, load, load_jsonl, load_summeval, save_jsonl
+from mitigate.data._summeval import LLM_SUMMEVAL_SYSTEMS, annotation_files
+from mitigate.data._tmu_gfm import load_tmu_gfm
+from mitigate.data._uss import load_uss, majority_label
+from mitigate.data._webnlg import load_webnlg, triples_text
 from mitigate.errors import ConfigError, DataError
 from mitigate.paths import data_dir
 
@@ -243,7 +241,7 @@ def test_summeval_unknown_source_is_a_config_error(tmp_path):
 
 
 def test_loader_without_data_folder_says_how_to_set_it(monkeypatch):
-    monkeypatch.setattr("mitigate.data.jsonl.data_dir", lambda: None)
+    monkeypatch.setattr("mitigate.data._jsonl.data_dir", lambda: None)
     with pytest.raises(DataError, match="MITIGATE_DATA_DIR"):
         load_summeval()
 

@@ -9,14 +9,20 @@ from typing import Any
 import pytest
 
 import mitigate.measures as M
-from mitigate.data.jsonl import load_jsonl, save_jsonl
-from mitigate.data.recorded import load_recorded, load_recorded_runs, save_recorded
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import (
+    Benchmark,
+    Item,
+    load_jsonl,
+    load_recorded,
+    load_recorded_runs,
+    save_jsonl,
+    save_recorded,
+)
 from mitigate.errors import ConfigError, DataError
-from mitigate.harness.compare import Entry, compare
-from mitigate.harness.recorded_judge import RecordedJudge
-from mitigate.harness.report import write_report
+from mitigate.harness import Entry, compare
 from mitigate.paths import data_dir
+from mitigate.replay import RecordedJudge
+from mitigate.report import write_report
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 TOPICAL = FIXTURES / "topical_chat_mini.jsonl"
@@ -274,7 +280,7 @@ def _h2h_or_skip() -> None:
 
 async def test_released_head_to_head_through_the_recorded_path_matches_the_records(tmp_path: Path) -> None:
     _h2h_or_skip()
-    from mitigate.data.released import load_head_to_head
+    from mitigate.data._released import load_head_to_head
 
     records = [r for r in load_head_to_head() if r.criterion == "fluency"]
     by_item: dict[str, dict[str, str | None]] = {}

@@ -12,18 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from mitigate.data.released import (
+from mitigate.data import CRITERIA, Benchmark, Item, ReleasedRun, load_released, load_summeval
+from mitigate.data._released import (
     H2H_PAIRS,
-    ReleasedRun,
     h2h_files,
     judge_files,
     load_head_to_head,
-    load_released,
     released_judges,
     stars_as_score,
 )
-from mitigate.data.schema import Benchmark, Item
-from mitigate.data.summeval import CRITERIA, LLM_SUMMEVAL_SYSTEMS, load_summeval
+from mitigate.data._summeval import LLM_SUMMEVAL_SYSTEMS
 from mitigate.errors import DataError, ParseError, ReplayFormatError
 from mitigate.paths import data_dir
 

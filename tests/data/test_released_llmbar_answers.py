@@ -1,7 +1,7 @@
 """mitigate's reading of LLMBar's 30,450 released chain-of-thought answers, against the decision the release
 recorded.
 
-Runs on a copy of princeton-nlp/LLMBar found by :func:`mitigate.data.released_pairwise.release_copy`
+Runs on a copy of princeton-nlp/LLMBar found by :func:`mitigate.data._released_pairwise.release_copy`
 (``$MITIGATE_LLMBAR_DIR``, the data folder, or ``/work/ext/LLMBar``) and skips cleanly without one.
 The answers are the CoT and Swap+CoT strategies' (every judge, every set, both orders and stages),
 read as a live judge reads them (the answer format recovered from the strategy's prompt, the item's
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from mitigate.data.llmbar import read_llmbar
-from mitigate.data.released_pairwise import ReleasedAnswer, release_copy
-from mitigate.harness.released_pairwise import ParsedAnswer, parse_release
+from mitigate.data import ReleasedAnswer, read_llmbar
+from mitigate.data._released_pairwise import release_copy
+from mitigate.replay._released_pairwise import ParsedAnswer, parse_release
 
 COPY = release_copy("llmbar")
 COT = ("comparison/CoT.txt", "swap_and_synthesize/Swap_CoT.txt")

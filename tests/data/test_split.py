@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mitigate.data.schema import Benchmark, Item
-from mitigate.data.split import split_by_document, split_items, train_test_split
+from mitigate.data import Benchmark, Item, split_items, train_test_split
+from mitigate.data._split import split_by_document
 
 
 def _bench(n_docs: int = 12, per_doc: int = 3) -> Benchmark:

@@ -18,19 +18,11 @@ import pytest
 from pydantic import ValidationError
 
 from mitigate.errors import ConfigError, DataError
-from mitigate.estimators.calibration import fit_calibration, pool_adjacent_violators
-from mitigate.estimators.mean import (
-    MeanEstimate,
-    estimate_mean,
-    human_srs,
-    pilot_spread,
-    ppi_srs,
-    shared_slope,
-    t_quantile,
-)
-from mitigate.estimators.planning import half_width_at, labels_needed
-from mitigate.estimators.ranking import kendall_tau, rank_estimates
-from mitigate.estimators.selection import allocate, inclusion_probabilities, systematic_draw, uncertainty
+from mitigate.estimators import MeanEstimate, estimate_mean, kendall_tau, labels_needed, rank_estimates
+from mitigate.estimators._calibration import fit_calibration, pool_adjacent_violators
+from mitigate.estimators._mean import human_srs, pilot_spread, ppi_srs, shared_slope, t_quantile
+from mitigate.estimators._planning import half_width_at
+from mitigate.estimators._selection import allocate, inclusion_probabilities, systematic_draw, uncertainty
 
 NOMINAL = 0.95
 N_ITEMS = 500

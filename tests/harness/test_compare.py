@@ -12,18 +12,16 @@ import pytest
 
 import mitigate.measures as M
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.registry import load
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark, load, select_items
 from mitigate.errors import ConfigError
-from mitigate.harness.compare import Entry, compare, select_items
-from mitigate.harness.released_judge import ReleasedJudge
-from mitigate.harness.report import load_results, write_report
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.harness import Entry, compare
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.paths import data_dir
-from mitigate.prompt.parts import PromptMessage
+from mitigate.prompt import PromptMessage
 from mitigate.registry import register
-from mitigate.strategies.base import Pipeline, PromptMitigation
+from mitigate.replay import ReleasedJudge
+from mitigate.report import load_results, write_report
+from mitigate.strategies import Pipeline, PromptMitigation
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 MARK = "[[exact]]"
@@ -116,9 +114,8 @@ async def test_too_small_run_gives_nan_with_reason_not_zero(tmp_path: Path) -> N
 
 
 async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path: Path) -> None:
-    from mitigate.judge import Judge, Judgment
-    from mitigate.likelihood import LikelihoodScorer
-    from mitigate.lm.base import LM, LMResponse
+    from mitigate.judge import Judge, Judgment, LikelihoodScorer
+    from mitigate.lm import LM, LMResponse
 
     class LengthLM(LM):
         provider = "test-length"

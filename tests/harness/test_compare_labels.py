@@ -20,15 +20,13 @@ from typer.testing import CliRunner
 
 from mitigate import JudgePrompt, PromptJudge
 from mitigate.cli import app
-from mitigate.cli.compare import CompareOptions
-from mitigate.cli.options import parameters
-from mitigate.data.jsonl import load_jsonl
-from mitigate.data.labels import apply_labels
-from mitigate.data.schema import Benchmark, Item
-from mitigate.harness.compare import CompareConfig, Entry, compare
-from mitigate.harness.report import render_markdown
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.cli._compare import CompareOptions
+from mitigate.cli.options._declare import parameters
+from mitigate.data import Benchmark, Item, load_jsonl
+from mitigate.data._labels import apply_labels
+from mitigate.harness import CompareConfig, Entry, compare
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.report import render_markdown
 from tests.cli.test_estimate_cli import write_task
 
 CRIT = "helpfulness"

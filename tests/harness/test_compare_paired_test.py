@@ -17,13 +17,12 @@ import numpy as np
 import pytest
 
 from mitigate import Item
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import Entry, compare
-from mitigate.harness.diff import diff_judgments
-from mitigate.harness.diff_text import render_diff
-from mitigate.harness.report import render_markdown, render_summary
+from mitigate.data import Benchmark
+from mitigate.diff import diff_judgments, render_diff
+from mitigate.harness import Entry, compare
 from mitigate.judge import Judgment
-from mitigate.measures.paired import paired_statistic_difference, swap_refusal
+from mitigate.measures import paired_statistic_difference, swap_refusal
+from mitigate.report import render_markdown, render_summary
 from mitigate.scale import Scale
 
 N = 48

@@ -2,7 +2,7 @@
 system.
 
 Labels are hidden on a seeded share of a fully labelled benchmark (``hide_labels``), so the
-estimates can be checked against ``mitigate.harness.estimate`` on the same labels, and the
+estimates can be checked against ``mitigate.estimators._estimate`` on the same labels, and the
 agreement measures against the same measures on the labelled items alone.
 """
 
@@ -15,16 +15,14 @@ from pathlib import Path
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.labels import hide_labels
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import CompareConfig, Entry, compare
-from mitigate.harness.compare.measuring import REMEDIES
-from mitigate.harness.estimate import columns_from_items, estimate, estimate_columns, judge_values
-from mitigate.harness.report import load_results, render_markdown, render_summary
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.data import Benchmark, hide_labels
+from mitigate.estimators import columns_from_items, estimate, estimate_columns, judge_values
+from mitigate.harness import CompareConfig, Entry, compare
+from mitigate.harness._measuring import REMEDIES
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.measures import item_correlation
 from mitigate.paths import data_dir
+from mitigate.report import load_results, render_markdown, render_summary
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 
@@ -92,7 +90,7 @@ async def test_each_entry_gets_its_corrected_estimate_per_system_in_every_report
         cols = columns_from_items(list(hidden.items), "q", values, benchmark="toy", judge=e.name,
                                   label_scale=hidden.scale_for("q"), judge_scale=e.scale,
                                   judge_missing=missing)
-        # mitigate.harness.estimate's numbers, unchanged; the notes suggest only what compare offers
+        # mitigate.estimators._estimate's numbers, unchanged; the notes suggest only what compare offers
         assert e.estimate == estimate_columns(cols, method="ppi", remedies=REMEDIES)
         assert [g.group for g in e.estimate.groups] == ["S0", "S1", "S2"]
         assert all(g.estimate.bias_corrected and g.judge is not None for g in e.estimate.groups)
@@ -158,8 +156,8 @@ async def test_no_label_at_all_says_agreement_cannot_be_measured(tmp_path: Path)
 @pytest.mark.skipif(not (data_dir() / "summeval_llm_summeval").is_dir(),
                     reason="released SummEval judges absent")
 async def test_released_judges_on_summeval_with_hidden_labels_match_mitigate_estimate(tmp_path: Path) -> None:
-    from mitigate.data.registry import load
-    from mitigate.harness.released_judge import ReleasedJudge
+    from mitigate.data import load
+    from mitigate.replay import ReleasedJudge
 
     bench = load("summeval")
     hidden, truth = hide_labels(bench, "coherence", per_group=10, seed=1, group=lambda it: str(it.system))

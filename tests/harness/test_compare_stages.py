@@ -17,33 +17,23 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import mitigate.cli.build as cli_build
-import mitigate.harness.compare as C
-import mitigate.harness.compare.judging as judging
-import mitigate.harness.compare.planning as planning
-import mitigate.run.runner as runner
+import mitigate.cli._build as cli_build
+import mitigate.harness._compare as C
+import mitigate.harness._judging as judging
+import mitigate.harness._planning as planning
+import mitigate.run._runner as runner
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
-from mitigate.data.jsonl import save_jsonl
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark, save_jsonl
 from mitigate.errors import ConfigError, DataError
-from mitigate.harness.compare import (
-    CompareConfig,
-    ComparePlan,
-    Entry,
-    FittedPlan,
-    Judged,
-    check_compare,
-    compare,
-    fit,
-    judge,
-    measure,
-    plan,
-    report,
-)
-from mitigate.harness.report import load_results, render_summary
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.harness import CompareConfig, ComparePlan, Entry, check_compare, compare
+from mitigate.harness._compare import report
+from mitigate.harness._fit import FittedPlan, fit
+from mitigate.harness._judging import Judged, judge
+from mitigate.harness._measuring import measure
+from mitigate.harness._planning import plan
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.report import load_results, render_summary
 from mitigate.testing import StubOpenAIServer
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"

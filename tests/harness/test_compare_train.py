@@ -10,14 +10,12 @@ from typer.testing import CliRunner
 
 from mitigate import JudgePrompt, PromptJudge
 from mitigate.cli import app
-from mitigate.data.jsonl import save_jsonl
-from mitigate.data.schema import Benchmark, Item
-from mitigate.data.split import train_test_split
+from mitigate.data import Benchmark, Item, save_jsonl, train_test_split
 from mitigate.errors import ConfigError, DataError
-from mitigate.harness.compare import Entry, compare, train_and_test
-from mitigate.harness.report import write_report
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.harness import Entry, compare
+from mitigate.harness._planning import train_and_test
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.report import write_report
 from mitigate.strategies import parse_pipeline
 from mitigate.testing import StubOpenAIServer
 

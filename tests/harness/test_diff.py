@@ -19,11 +19,12 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.data.schema import Item
+from mitigate.data import Item
+from mitigate.diff import diff_judgments, gate, junit_xml, parse_fail_on
+from mitigate.diff._diff import clusters_of
 from mitigate.errors import ConfigError
-from mitigate.harness.diff import clusters_of, diff_judgments, gate, junit_xml, parse_fail_on
 from mitigate.judge import Judgment
-from mitigate.measures.stats import paired_permutation_test, permutation_test_mean_diff
+from mitigate.measures._stats import paired_permutation_test, permutation_test_mean_diff
 from mitigate.testing import StubOpenAIServer
 
 N_DOCS, SYSTEMS = 12, ("s1", "s2", "s3", "s4")
@@ -351,7 +352,7 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
 
 
 def test_length_slices_are_listed_shortest_first():
-    from mitigate.harness.diff import _slice_order
+    from mitigate.diff._diff import _slice_order
 
     labels = ["57-69 words", "5-46 words", "70-107 words", "47-56 words", "5-46 words"]
     assert _slice_order("length", labels) == ["5-46 words", "47-56 words", "57-69 words", "70-107 words"]

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mitigate.data.labels import apply_labels, hide_labels, label_value, read_labels
-from mitigate.data.recorded import RecordedRow, runs_from_rows
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item, RecordedRow, hide_labels, label_value, runs_from_rows
+from mitigate.data._labels import apply_labels, read_labels
 from mitigate.errors import ConfigError, DataError
-from mitigate.harness.estimate import (
+from mitigate.estimators import (
+    EstimateResult,
     columns,
     columns_from_items,
     estimate,
@@ -26,7 +26,6 @@ from mitigate.harness.estimate import (
     select_for_labelling,
     write_selection,
 )
-from mitigate.harness.estimate_results import EstimateResult
 from mitigate.judge import Judgment, ParseFailure
 from mitigate.scale import Scale
 
@@ -309,8 +308,7 @@ def test_a_selection_file_once_filled_gives_the_weighted_estimate(tmp_path):
 
 @pytest.mark.data
 def test_summeval_released_judge_corrected_with_ten_labels_per_system_is_closer_than_the_judge_alone():
-    from mitigate.data.registry import load
-    from mitigate.data.released import released_recorded
+    from mitigate.data import load, released_recorded
 
     try:
         bench = load("summeval")

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import CompareResult, Entry, compare
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.data import Benchmark
+from mitigate.harness import Entry, compare
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.report import CompareResult
 from tests.report_fixture import run_compare
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -198,8 +198,8 @@ def test_a_screenshot_is_drawn(report: Path, tmp_path: Path) -> None:
 def _packed_page(report: Path, tmp: Path) -> Path:
     """The fixture's report rebuilt with its per-item view as compressed blocks of 5 items (as a large one
     is)."""
-    from mitigate.harness.html_report import render_html
-    from mitigate.harness.report import load_results
+    from mitigate.report import load_results
+    from mitigate.report._html import render_html
 
     folder = report.parent
     page = tmp / "packed.html"
@@ -226,9 +226,9 @@ def test_a_packed_per_item_view_shows_what_the_plain_one_shows(report: Path, tmp
 
 
 def _large_result(n: int, entries: int = 2) -> CompareResult:
-    from mitigate.harness.results import EntryResult, ItemRecord
     from mitigate.judge import Judgment
-    from mitigate.run.tally import RunSummary
+    from mitigate.report import EntryResult, ItemRecord
+    from mitigate.run import RunSummary
     from mitigate.scale import Scale
 
     scale = Scale(min=1, max=5)
@@ -253,7 +253,7 @@ def _large_result(n: int, entries: int = 2) -> CompareResult:
 
 
 def test_a_large_report_opens_on_its_summary_and_pages_through_its_items(tmp_path: Path) -> None:
-    from mitigate.harness.html_report import PAGE_ITEMS, render_html
+    from mitigate.report._html import PAGE_ITEMS, render_html
 
     n = 20_000
     page = tmp_path / "report.html"

@@ -11,12 +11,10 @@ from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
-from mitigate.data.jsonl import save_jsonl
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import Entry, compare
-from mitigate.harness.report import render_markdown
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.data import Benchmark, save_jsonl
+from mitigate.harness import Entry, compare
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.report import render_markdown
 from mitigate.testing import StubOpenAIServer
 
 TEMPLATE = ("Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
@@ -122,7 +120,7 @@ async def test_the_pairwise_report_counts_both_orders_and_never_flatters(tmp_pat
 
 
 def test_longer_preference_calls_equal_lengths_not_applicable_not_failed() -> None:
-    from mitigate.measures.pairwise import longer_preference
+    from mitigate.measures import longer_preference
 
     m = longer_preference(["A", "B", "tie", None], [3, 3, 3, 3], [3, 3, 3, 3])
     assert not m.ok and m.n_failed == 1 and "equal length" in (m.reason or "")
@@ -132,7 +130,7 @@ def test_longer_preference_calls_equal_lengths_not_applicable_not_failed() -> No
 
 
 def test_accuracy_both_orders_counts_each_order_once_and_a_missing_verdict_as_that_orders_failure() -> None:
-    from mitigate.measures.pairwise import accuracy_both_orders
+    from mitigate.measures import accuracy_both_orders
 
     # gold A: "first" in the original order and "second" in the swapped order are both right
     m = accuracy_both_orders(["first", "first", None], ["second", "first", "first"], ["A", "A", "B"])

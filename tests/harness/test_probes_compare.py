@@ -7,15 +7,14 @@ import re
 from pathlib import Path
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import Entry, compare
-from mitigate.harness.report import load_results, render_markdown, write_report
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.data import Benchmark
+from mitigate.harness import Entry, compare
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.probes import resolve_probes
 from mitigate.prompt import PromptMessage
 from mitigate.registry import register
-from mitigate.strategies.base import Pipeline, PromptMitigation
+from mitigate.report import load_results, render_markdown, write_report
+from mitigate.strategies import Pipeline, PromptMitigation
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 MARK = "[[read the content only]]"

@@ -14,21 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from mitigate.data import benchmark_names, load
-from mitigate.data.faireval import load_faireval
-from mitigate.data.judgebench import category, load_judgebench, read_judgebench
-from mitigate.data.llmbar import LLMBAR_SETS, llmbar_sets, load_llmbar, read_llmbar
-from mitigate.data.released_pairwise import RELEASE_CRITERION, split_release_spec
-from mitigate.errors import ConfigError, DataError
-from mitigate.harness.compare import Entry, compare
-from mitigate.harness.recorded_judge import RecordedJudge
-from mitigate.harness.released_pairwise import (
-    load_released_pairwise,
-    parse_release,
-    parse_report,
-    recorded_runs,
+from mitigate.data import (
+    RELEASE_CRITERION,
+    benchmark_names,
+    load,
+    read_judgebench,
+    read_llmbar,
+    split_release_spec,
 )
-from mitigate.measures.pairwise import position_consistency
+from mitigate.data._faireval import load_faireval
+from mitigate.data._judgebench import category, load_judgebench
+from mitigate.data._llmbar import LLMBAR_SETS, llmbar_sets, load_llmbar
+from mitigate.errors import ConfigError, DataError
+from mitigate.harness import Entry, compare
+from mitigate.measures import position_consistency
+from mitigate.replay import RecordedJudge, load_released_pairwise
+from mitigate.replay._released_pairwise import parse_release, parse_report, recorded_runs
 
 FIX = Path(__file__).parents[1] / "fixtures" / "released"
 LLMBAR, JUDGEBENCH, FAIREVAL = FIX / "llmbar", FIX / "judgebench", FIX / "faireval"
@@ -269,8 +270,8 @@ def test_compare_takes_every_released_judge_of_a_repository_as_an_entry(tmp_path
 
 
 def test_release_values_round_trip_through_their_dump():
-    from mitigate.data.released_pairwise import PairwiseRelease
-    from mitigate.harness.released_pairwise import ReleaseParse
+    from mitigate.data import PairwiseRelease
+    from mitigate.replay._released_pairwise import ReleaseParse
 
     release = read_judgebench(JUDGEBENCH)
     assert PairwiseRelease.model_validate(release.model_dump()) == release

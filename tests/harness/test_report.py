@@ -11,17 +11,16 @@ from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
-from mitigate.data.schema import Benchmark
-from mitigate.harness.compare import CompareResult, Entry, compare
-from mitigate.harness.report import _best, load_results, render_report, write_report
-from mitigate.judge import Judge, Judgment
-from mitigate.likelihood import LikelihoodScorer
-from mitigate.lm.base import LM, LMRequest, LMResponse
-from mitigate.lm.fake import FakeLM
+from mitigate.data import Benchmark
+from mitigate.harness import Entry, compare
+from mitigate.judge import Judge, Judgment, LikelihoodScorer
+from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.measures import MEASURES, EntryData, Measure, MeasureInfo, ReportedMeasure, measure_table
 from mitigate.paths import data_dir
 from mitigate.registry import register
-from mitigate.strategies.base import Pipeline
+from mitigate.report import CompareResult, load_results, render_report, write_report
+from mitigate.report._markdown import _best
+from mitigate.strategies import Pipeline
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 PNG = b"\x89PNG\r\n\x1a\n"

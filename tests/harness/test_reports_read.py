@@ -17,16 +17,17 @@ from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark
 from mitigate.errors import ConfigError
-from mitigate.harness.compare import CompareResult, Entry, compare
-from mitigate.harness.html_report import item_view, markdown_to_html
-from mitigate.harness.reading import bottom_lines, plain_reason, warnings
-from mitigate.harness.report import dump_results, load_results, render_report, write_results
-from mitigate.harness.tables import best_indices, md_cell, md_table, split_row
-from mitigate.judge import Judgment
-from mitigate.lm.fake import FakeLM
-from mitigate.run.runner import FRAME_COLUMNS, RunResult
+from mitigate.harness import Entry, compare
+from mitigate.judge import FRAME_COLUMNS, Judgment
+from mitigate.lm import FakeLM
+from mitigate.report import CompareResult, load_results, md_table, render_report
+from mitigate.report._files import dump_results, write_results
+from mitigate.report._html import item_view, markdown_to_html
+from mitigate.report._reading import bottom_lines, plain_reason, warnings
+from mitigate.report._tables import best_indices, md_cell, split_row
+from mitigate.run import RunResult
 from mitigate.scale import Scale
 from tests.report_fixture import NAMES, SCRIPT, bench, entries, run_compare
 
@@ -409,7 +410,7 @@ def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path:
 
 def test_compare_writes_its_judgments_as_columns_and_to_pandas_reads_them(written) -> None:
     pd = pytest.importorskip("pandas")
-    from mitigate.run.columns import Columns
+    from mitigate.run import Columns
 
     folder, result = written
     from_columns = result.to_pandas(folder=folder)

@@ -28,18 +28,17 @@ from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import EXIT_FAILED, EXIT_REFUSED, app
-from mitigate.data.csv_cells import FORMULA_START, csv_cell, csv_value
-from mitigate.data.recorded import RecordedRow, load_recorded_runs, runs_from_rows, save_recorded
+from mitigate.data import RecordedRow, csv_cell, load_recorded_runs, runs_from_rows, save_recorded
+from mitigate.data._csv_cells import FORMULA_START, csv_value
 from mitigate.errors import ConfigError, DataError, JournalDamageWarning
-from mitigate.harness.judgments_file import write_judgments
 from mitigate.judge import Judgment
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse
-from mitigate.lm.replay import ReplayRecorder
+from mitigate.lm import LM, Choice, LMRequest, LMResponse
+from mitigate.lm._replay import ReplayRecorder
 from mitigate.paths import open_regular, write_output
-from mitigate.run.journal import Journal, RunLock
-from mitigate.run.runner import run
+from mitigate.report import write_judgments
+from mitigate.run import Journal, RunLock, run
 from mitigate.testing import StubOpenAIServer
-from mitigate.testing.bad_inputs import make_fixtures
+from mitigate.testing._bad_inputs import make_fixtures
 
 REPO = Path(__file__).resolve().parents[2]
 MITIGATE = Path(__file__).resolve().parents[2] / "mitigate"
@@ -225,7 +224,7 @@ def test_a_journal_score_off_the_scale_is_a_damaged_line_and_its_item_is_judged_
 
 
 def test_a_judge_reports_the_bounds_of_its_scores() -> None:
-    from mitigate.harness.first_prompt import with_first_prompt
+    from mitigate.report import with_first_prompt
     from mitigate.strategies import parse_pipeline
 
     judge = _judge(FixedLM())
@@ -311,7 +310,7 @@ def test_a_full_disk_after_the_run_exits_1_saying_where_the_judgments_are_kept(f
 
 def test_a_plot_is_written_as_outputs_are(tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from mitigate.harness.plots import _plt, save_figure
+    from mitigate.report._plots import _plt, save_figure
 
     real = tmp_path / "real.png"
     link = tmp_path / "plot.png"
@@ -342,7 +341,7 @@ def test_write_output_is_the_only_writer_of_output_files() -> None:
     (appending to a log mitigate keeps goes through open_regular, which is not an output)."""
     found = [f"{path.relative_to(MITIGATE)}:{node.lineno}"
              for path in sorted(MITIGATE.rglob("*.py"))
-             if path.relative_to(MITIGATE).as_posix() not in ("paths.py", "testing/bad_inputs.py")
+             if path.relative_to(MITIGATE).as_posix() not in ("paths.py", "testing/_bad_inputs.py")
              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
              if isinstance(node, ast.Call) and _writes_a_file(node)]
     assert found == []
@@ -408,7 +407,7 @@ def test_write_output_writes_bytes_and_text_atomically(tmp_path) -> None:
 
 @needs_fifo
 def test_an_lm_cache_file_that_is_a_fifo_or_device_is_refused_by_what_it_is(tmp_path) -> None:
-    from mitigate.lm.cache import LMCache
+    from mitigate.lm import LMCache
 
     (tmp_path / "a").mkdir()
     os.mkfifo(tmp_path / "a" / "lm_cache.sqlite")

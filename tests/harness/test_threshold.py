@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.harness.threshold import threshold_report, threshold_text, wilson_interval
+from mitigate.diff import threshold_report, threshold_text
+from mitigate.diff._threshold import wilson_interval
 from mitigate.judge import Judgment
 from mitigate.testing import StubOpenAIServer
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.openai import OpenAILM
-from mitigate.run.runner import run
+from mitigate.lm import AnthropicLM, LMRequest, Message, OpenAILM
+from mitigate.run import run
 from mitigate.testing import StubOpenAIServer
 
 LONG = "a long shared instruction " * 300  # 1,200 stub tokens
@@ -41,7 +39,7 @@ async def test_anthropic_reports_writes_then_reads():
 
 async def test_dspy_through_litellm_reports_anthropic_reads_and_writes():
     pytest.importorskip("dspy")
-    from mitigate.lm.dspy import DSPyLM
+    from mitigate.lm import DSPyLM
 
     with StubOpenAIServer(latency=0.0, cached_tokens=5, cache_write_tokens=3) as s:
         lm = DSPyLM("anthropic/claude-x", api_base=s.url, api_key="k")

@@ -12,11 +12,9 @@ import pytest
 from mitigate import Item
 from mitigate.errors import CapabilityError
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.anthropic import AnthropicLM, answer_text
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.fake import FakeLM
-from mitigate.lm.openai import OpenAILM
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.lm import AnthropicLM, FakeLM, LMRequest, Message, OpenAILM
+from mitigate.lm._anthropic import answer_text
+from mitigate.prompt import JudgePrompt
 
 PROMETHEUS_STYLE = ("Write feedback, then a score that is an integer between 1 and 5, as "
                     "\"(feedback) [RESULT] (an integer between 1 and "

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from mitigate.cli import app
 from mitigate.judge import answer_mode
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM
 from mitigate.paths import data_dir
 
 HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None

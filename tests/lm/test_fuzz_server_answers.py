@@ -24,11 +24,15 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from mitigate.errors import MitigateError  # noqa: E402
-from mitigate.lm.anthropic import AnthropicLM  # noqa: E402
-from mitigate.lm.base import LMRequest, LMResponse, Message  # noqa: E402
-from mitigate.lm.http import Limits  # noqa: E402
-from mitigate.lm.openai import OpenAILM  # noqa: E402
-from mitigate.lm.ratelimit import AdaptiveLimiter  # noqa: E402
+from mitigate.lm import (  # noqa: E402
+    AnthropicLM,
+    Limits,
+    LMRequest,
+    LMResponse,
+    Message,
+    OpenAILM,
+)
+from mitigate.lm._ratelimit import AdaptiveLimiter  # noqa: E402
 from tests.fault_server import KEY, FaultServer, chat_answer, message_answer  # noqa: E402
 
 CLIENTS = ["direct", "sdk", "httpx", "anthropic"]

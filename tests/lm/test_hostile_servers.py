@@ -33,14 +33,20 @@ from mitigate.errors import (
     MitigateError,
     RunStoppedError,
 )
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.base import LMRequest, LMResponse, Message
-from mitigate.lm.cache import CachedLM, LMCache
-from mitigate.lm.fake import FakeLM
-from mitigate.lm.http import Limits
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.retry import RetryingLM, RetryPolicy
-from mitigate.run.runner import run
+from mitigate.lm import (
+    AnthropicLM,
+    CachedLM,
+    FakeLM,
+    Limits,
+    LMCache,
+    LMRequest,
+    LMResponse,
+    Message,
+    OpenAILM,
+    RetryPolicy,
+)
+from mitigate.lm._retry import RetryingLM
+from mitigate.run import run
 from tests.fault_server import ECHO_MODES, KEY, FaultServer, chat_answer, http_reply, message_answer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # dspy/litellm: no price-map download
@@ -59,7 +65,7 @@ def make_lm(client: str, url: str, *, timeout: float | None = None, deadline: fl
     if client == "anthropic":
         return AnthropicLM("m", base_url=url, api_key=key, timeout=timeout, limits=limits)
     if client == "dspy":
-        from mitigate.lm.dspy import DSPyLM
+        from mitigate.lm import DSPyLM
 
         return DSPyLM("openai/m", api_base=url + "/v1", api_key=key, timeout=timeout, limits=limits)
     return OpenAILM("m", base_url=url + "/v1", api_key=key, timeout=timeout, limits=limits, transport=client)
@@ -241,9 +247,9 @@ def test_the_waits_between_attempts_are_not_time_on_the_server():
 
 
 def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
-    from mitigate.cli.build import build_backend
-    from mitigate.cli.judge import JudgeOptions
-    from mitigate.lm.deadline import hung_server_seconds
+    from mitigate.cli._build import build_backend
+    from mitigate.cli._judge import JudgeOptions
+    from mitigate.lm._retry import hung_server_seconds
 
     lm = build_backend(dataclasses.replace(JudgeOptions(), backend="openai:m",
                                            base_url="http://127.0.0.1:9/v1",
@@ -335,7 +341,7 @@ def test_a_malformed_field_stops_a_cli_run_naming_the_server_never_as_a_bug(clie
 
 
 def test_negative_or_unreadable_usage_is_never_summed():
-    from mitigate.lm.base import Usage
+    from mitigate.lm import Usage
 
     with pytest.raises(ValueError):
         Usage(prompt_tokens=-5)
@@ -475,7 +481,7 @@ def test_rate_limit_headers_asking_for_hours_stop_a_run_instead_of_stalling_it(c
 def test_exchanges_of_one_request_that_overlap_count_once_against_its_deadline():
     # an Anthropic request of n samples sends them side by side: together they may take the deadline, not n
     # times it
-    from mitigate.lm.deadline import RequestClock
+    from mitigate.lm._deadline import RequestClock
 
     clock = RequestClock()
     left = [clock.begin(1.0), clock.begin(1.0)]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mitigate.errors import CapabilityError, LMCallError, MissingAPIKeyError, TransientLMError
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.base import LMRequest, Message
+from mitigate.lm import AnthropicLM, LMRequest, Message
 from mitigate.testing import StubOpenAIServer
 
 SECRET = "sk-ant-test-SECRET-123"

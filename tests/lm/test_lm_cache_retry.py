@@ -10,15 +10,24 @@ from email.utils import format_datetime
 import pytest
 
 from mitigate.errors import CacheDamageWarning, CapabilityError, LMCallError, TransientLMError
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Message, Usage
-from mitigate.lm.cache import CachedLM, LMCache
-from mitigate.lm.fake import FakeLM
-from mitigate.lm.http import parse_retry_after
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.pricing import cost
-from mitigate.lm.registry import wrap
-from mitigate.lm.retry import RetryingLM, RetryPolicy
-from mitigate.lm.usage import UsageTally
+from mitigate.lm import (
+    LM,
+    CachedLM,
+    Choice,
+    FakeLM,
+    LMCache,
+    LMRequest,
+    LMResponse,
+    Message,
+    OpenAILM,
+    RetryPolicy,
+    Usage,
+    wrap,
+)
+from mitigate.lm._http import parse_retry_after
+from mitigate.lm._pricing import cost
+from mitigate.lm._retry import RetryingLM
+from mitigate.lm._usage import UsageTally
 from mitigate.testing import StubOpenAIServer
 
 SECRET = "sk-test-SECRET-123"

@@ -7,9 +7,8 @@ import json
 import pytest
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, ReplayFormatError, ScriptExhaustedError
-from mitigate.lm.base import Choice, LMRequest, LMResponse, Message, TokenLogprob, Usage
-from mitigate.lm.fake import FakeLM
-from mitigate.lm.replay import ReplayLM, ReplayRecorder
+from mitigate.lm import Choice, FakeLM, LMRequest, LMResponse, Message, TokenLogprob, Usage
+from mitigate.lm._replay import ReplayLM, ReplayRecorder
 
 
 def req(text: str = "Rate it.", **kw) -> LMRequest:

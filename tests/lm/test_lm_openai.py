@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MissingAPIKeyError, TransientLMError
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.http import PLACEHOLDER_KEY
-from mitigate.lm.openai import OpenAILM
+from mitigate.lm import LMRequest, Message, OpenAILM
+from mitigate.lm._scrub import PLACEHOLDER_KEY
 from mitigate.testing import StubOpenAIServer
 
 SECRET = "sk-test-SECRET-123"
@@ -226,7 +225,7 @@ def test_stub_server_reuses_connections_and_answers_concurrently():
 
 @needs_dspy
 async def test_dspy_backend_maps_options_and_reads_usage(server):
-    from mitigate.lm.dspy import DSPyLM
+    from mitigate.lm import DSPyLM
 
     lm = DSPyLM("openai/stub-model", api_base=server.base_url, api_key=SECRET)
     resp = await lm.complete(req(temperature=0.5, n=2, max_tokens=30, stop=("\n\n",)))
@@ -241,7 +240,7 @@ async def test_dspy_backend_maps_options_and_reads_usage(server):
 
 @needs_dspy
 async def test_dspy_backend_returns_logprobs(server):
-    from mitigate.lm.dspy import DSPyLM
+    from mitigate.lm import DSPyLM
 
     lm = DSPyLM("openai/stub-model", api_base=server.base_url, api_key=SECRET)
     resp = await lm.complete(req(top_logprobs=2))
@@ -251,7 +250,7 @@ async def test_dspy_backend_returns_logprobs(server):
 
 @needs_dspy
 async def test_dspy_backend_makes_no_second_call_through_its_own_cache(server):
-    from mitigate.lm.dspy import DSPyLM
+    from mitigate.lm import DSPyLM
 
     lm = DSPyLM("openai/stub-model", api_base=server.base_url, api_key=SECRET)
     await lm.complete(req("same"))
@@ -261,7 +260,7 @@ async def test_dspy_backend_makes_no_second_call_through_its_own_cache(server):
 
 @needs_dspy
 async def test_dspy_backend_translates_rate_limits():
-    from mitigate.lm.dspy import DSPyLM
+    from mitigate.lm import DSPyLM
 
     with StubOpenAIServer(latency=0.0, fail_first=1, fail_status=429, retry_after=3) as s:
         lm = DSPyLM("openai/stub-model", api_base=s.base_url, api_key=SECRET)
@@ -282,7 +281,7 @@ def test_a_direct_session_is_closed_when_asyncio_run_ends(tmp_path) -> None:
     script.write_text(textwrap.dedent('''
         import asyncio, os
         from mitigate import Item, JudgeConfig, JudgePrompt, PromptJudge, lm
-        from mitigate.testing.stub_server import StubOpenAIServer
+        from mitigate.testing._stub_server import StubOpenAIServer
         os.environ["OPENAI_API_KEY"] = "sk-test"
         with StubOpenAIServer(reply="Score: 4") as server:
             prompt = JudgePrompt.from_template("Rate it from 1 to 5.\\n\\n{{output}}\\n\\nAnswer 'Score: N'.")

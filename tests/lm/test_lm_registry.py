@@ -1,4 +1,4 @@
-"""Backend spec strings -> LM objects (mitigate.lm.registry)."""
+"""Backend spec strings -> LM objects (mitigate.lm._registry)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ import types
 import pytest
 
 from mitigate.errors import BackendSpecError, ConfigError, MissingAPIKeyError
-from mitigate.lm import registry
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.fake import FakeLM
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.replay import ReplayLM
+from mitigate.lm import AnthropicLM, FakeLM, OpenAILM
+from mitigate.lm import _registry as registry
+from mitigate.lm._replay import ReplayLM
 
 
 @pytest.fixture(autouse=True)
@@ -51,9 +49,9 @@ def test_dspy_spec_keeps_everything_after_the_first_colon(monkeypatch):
         def __init__(self, model: str, **kwargs) -> None:
             built.append((model, kwargs))
 
-    fake_module = types.ModuleType("mitigate.lm.dspy")
+    fake_module = types.ModuleType("mitigate.lm._dspy")
     fake_module.DSPyLM = FakeDSPyLM
-    monkeypatch.setitem(sys.modules, "mitigate.lm.dspy", fake_module)
+    monkeypatch.setitem(sys.modules, "mitigate.lm._dspy", fake_module)
     registry.get("dspy:openrouter/meta-llama/llama-3.1-8b-instruct:free", api_base="http://h")
     assert built == [("openrouter/meta-llama/llama-3.1-8b-instruct:free", {"api_base": "http://h"})]
 
@@ -65,9 +63,9 @@ def test_local_specs_import_llamacpp_lazily_and_pass_the_path(monkeypatch):
         def __init__(self, model_path: str | None = None, **kwargs) -> None:
             built.append({"model_path": model_path, **kwargs})
 
-    fake_module = types.ModuleType("mitigate.lm.llamacpp")
+    fake_module = types.ModuleType("mitigate.lm._llamacpp")
     fake_module.LlamaCppLM = FakeLlama
-    monkeypatch.setitem(sys.modules, "mitigate.lm.llamacpp", fake_module)
+    monkeypatch.setitem(sys.modules, "mitigate.lm._llamacpp", fake_module)
     registry.get("local", n_ctx=2048)
     registry.get("local:/models/judge.Q4_K_M.gguf")
     assert built == [{"model_path": None, "n_ctx": 2048}, {"model_path": "/models/judge.Q4_K_M.gguf"}]
@@ -75,8 +73,8 @@ def test_local_specs_import_llamacpp_lazily_and_pass_the_path(monkeypatch):
 
 def test_importing_the_registry_does_not_import_backends():
     code = (
-        "import sys, json, mitigate.lm.registry; "
-        "print(json.dumps([m for m in ('mitigate.lm.llamacpp', 'mitigate.lm.dspy', 'llama_cpp', 'dspy') "
+        "import sys, json, mitigate.lm._registry; "
+        "print(json.dumps([m for m in ('mitigate.lm._llamacpp', 'mitigate.lm._dspy', 'llama_cpp', 'dspy') "
         "if m in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -124,7 +122,7 @@ def test_model_names_with_line_breaks_or_control_characters_are_refused(kind, mo
     cls = {"openai": OpenAILM, "anthropic": AnthropicLM}.get(kind)
     if cls is None:
         pytest.importorskip("dspy")
-        from mitigate.lm.dspy import DSPyLM as cls
+        from mitigate.lm import DSPyLM as cls
     with pytest.raises(ConfigError, match="line breaks or control characters|leading or trailing spaces"):
         cls(model, api_key="sk-x", base_url="http://127.0.0.1:9/v1")
     if model.strip() == model:  # the spec string is refused as a whole, before any backend is imported
@@ -164,7 +162,7 @@ async def test_request_timeout_ends_a_hung_call_as_a_retryable_failure(kind):
     if kind == "dspy":
         pytest.importorskip("dspy")
     from mitigate.errors import TransientLMError
-    from mitigate.lm.base import LMRequest, Message
+    from mitigate.lm import LMRequest, Message
     from mitigate.testing import StubOpenAIServer
 
     with StubOpenAIServer(latency=5.0) as server:

@@ -1,4 +1,4 @@
-"""Several replicas of one server (mitigate.lm.pool): least outstanding requests, a breaker and probes per
+"""Several replicas of one server (mitigate.lm._pool): least outstanding requests, a breaker and probes per
 replica,
 one cache key whichever replica answers, and --base-url given more than once or as @FILE."""
 
@@ -16,11 +16,9 @@ from typer.testing import CliRunner
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
 from mitigate.errors import ConfigError, LMCallError, RunStoppedError, TransientLMError
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Message
-from mitigate.lm.pool import EndpointWarning, PoolLM, parse_endpoints, read_endpoints
-from mitigate.lm.registry import get, wrap
-from mitigate.lm.retry import RetryPolicy
-from mitigate.run.runner import run
+from mitigate.lm import LM, Choice, LMRequest, LMResponse, Message, RetryPolicy, get, read_endpoints, wrap
+from mitigate.lm._pool import EndpointWarning, PoolLM, parse_endpoints
+from mitigate.run import run
 from mitigate.testing import StubOpenAIServer
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
@@ -232,8 +230,8 @@ def test_a_bad_endpoints_file_and_batch_over_replicas_are_refused_in_one_line(tm
 
 
 async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_another_in_its_deadline() -> None:
-    from mitigate.lm.http import Limits
-    from mitigate.testing.fault_server import FaultServer
+    from mitigate.lm import Limits
+    from mitigate.testing._fault_server import FaultServer
 
     with FaultServer("hang", hold=5.0) as hung, StubOpenAIServer(latency=0.0) as good:
         lm = wrap(get("openai:stub-model", base_url=[f"{hung.url}/v1", good.base_url], timeout=0.3,
@@ -252,7 +250,7 @@ async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_anothe
 
 
 def test_an_empty_base_url_drops_the_ones_given_before_it() -> None:
-    from mitigate.cli.options.backend import base_urls_given
+    from mitigate.cli.options._backend import base_urls_given
 
     assert base_urls_given(["http://a/v1", "", "http://b/v1", "@e.txt"]) == ["http://b/v1", "@e.txt"]
     assert base_urls_given(["http://a/v1", ""]) == [] and base_urls_given(None) == []

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from mitigate.errors import ConfigError
-from mitigate.lm import pricing
-from mitigate.lm.base import Usage
-from mitigate.lm.pricing import Price, breakdown, cost, load_prices, lookup, register
+from mitigate.lm import Usage
+from mitigate.lm import _pricing as pricing
+from mitigate.lm._pricing import Price, breakdown, cost, load_prices, lookup, register_price
 
 
 @pytest.fixture(autouse=True)
@@ -47,10 +47,10 @@ def test_cache_writes_never_exceed_the_uncached_prompt():
 
 def test_registered_price_extends_and_overrides_the_table():
     assert lookup("my-finetune") is None
-    register("my-finetune", {"input": 1.0, "output": 2.0})
+    register_price("my-finetune", {"input": 1.0, "output": 2.0})
     assert cost("my-finetune",
                 Usage(prompt_tokens=1_000_000, completion_tokens=1_000_000)) == pytest.approx(3.0)
-    register("gpt-4o", Price(input=9.0, output=9.0))
+    register_price("gpt-4o", Price(input=9.0, output=9.0))
     assert lookup("gpt-4o-2024-08-06").input == 9.0
     assert lookup("gpt-4o", table=pricing.PRICES).input == 2.50
 
@@ -71,7 +71,7 @@ def test_bad_price_files_and_entries_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="readable JSON price file"):
         load_prices(tmp_path / "missing.json")
     with pytest.raises(ConfigError, match="expected a price for 'm'"):
-        register("m", {"input": -1, "output": 1})
+        register_price("m", {"input": -1, "output": 1})
 
 
 def test_unknown_models_have_unknown_cost_and_local_ones_cost_nothing():

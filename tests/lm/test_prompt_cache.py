@@ -5,10 +5,14 @@ from __future__ import annotations
 import pytest
 
 from mitigate import Item, JudgePrompt
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, common_prefix_length, split_at
-from mitigate.prompt.parts import Demo
+from mitigate.lm import AnthropicLM, LMRequest, Message
+from mitigate.lm._prompt_cache import (
+    PrefixPlanner,
+    anthropic_min_cache_tokens,
+    common_prefix_length,
+    split_at,
+)
+from mitigate.prompt import Demo
 from mitigate.testing import StubOpenAIServer
 
 TEMPLATE = ("Rate the coherence of the summary from 1 to 5.\n\nDocument: {{source}}\n\nSummary: "

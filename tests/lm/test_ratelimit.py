@@ -7,11 +7,9 @@ import datetime as dt
 
 import pytest
 
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.ratelimit import AdaptiveLimiter, estimate_tokens, parse_duration, parse_rate_limit_headers
-from mitigate.lm.retry import RetryingLM, RetryPolicy
+from mitigate.lm import AnthropicLM, LMRequest, Message, OpenAILM, RetryPolicy
+from mitigate.lm._ratelimit import AdaptiveLimiter, estimate_tokens, parse_duration, parse_rate_limit_headers
+from mitigate.lm._retry import RetryingLM
 from mitigate.testing import StubOpenAIServer
 
 

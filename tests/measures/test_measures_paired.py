@@ -1,4 +1,4 @@
-"""mitigate.measures.paired: the paired difference of two judges, its interval and test, shared by compare and
+"""mitigate.measures._paired: the paired difference of two judges, its interval and test, shared by compare and
 diff."""
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ import numpy as np
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark
+from mitigate.diff import diff_judgments
 from mitigate.errors import ConfigError
-from mitigate.harness.compare import Entry, compare
-from mitigate.harness.diff import diff_judgments
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.measures.paired import paired_mean_difference, paired_statistic_difference
-from mitigate.measures.stats import spearman
+from mitigate.harness import Entry, compare
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.measures import paired_mean_difference, paired_statistic_difference, spearman
 
 
 def _pairs(n: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

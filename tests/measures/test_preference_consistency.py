@@ -10,22 +10,19 @@ import random
 import numpy as np
 import pytest
 
-from mitigate.data.schema import Item
+from mitigate.data import Item
 from mitigate.errors import DataError
-from mitigate.measures.base import EntryData
-from mitigate.measures.bradley_terry import (
-    BradleyTerryRanking,
+from mitigate.measures import (
+    EntryData,
+    both_orders_relation,
     comparisons_from_verdicts,
     fit_bradley_terry,
     majority_cycles,
-)
-from mitigate.measures.pairwise_distribution import (
-    PreferenceCycleRate,
-    both_orders_relation,
     score_pair_conflict,
     transitivity_violations,
-    triple_violation,
 )
+from mitigate.measures._bradley_terry import BradleyTerryRanking
+from mitigate.measures._pairwise_distribution import PreferenceCycleRate, triple_violation
 from mitigate.scale import Scale
 
 

@@ -1,4 +1,4 @@
-"""Tests for mitigate.measures.stats: correlations, bootstrap intervals, permutation tests."""
+"""Tests for mitigate.measures._stats: correlations, bootstrap intervals, permutation tests."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import pytest
 from scipy import stats as sps
 
 from mitigate.errors import ConfigError, DataError
-from mitigate.measures.stats import (
+from mitigate.measures import bootstrap_ci, complete_pairs, spearman
+from mitigate.measures._stats import (
     PermutationResult,
     batched,
-    bootstrap_ci,
-    complete_pairs,
     kendall,
     kendall_columns,
     paired_permutation_test,
@@ -21,7 +20,6 @@ from mitigate.measures.stats import (
     permutation_test_mean_diff,
     rank_rows,
     ranks_from_codes,
-    spearman,
 )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mitigate.errors import ConfigError, ParseError, ScaleError
-from mitigate.lm.base import TokenLogprob
+from mitigate.lm import TokenLogprob
 from mitigate.parse import (
     expected_score,
     parse_criteria,

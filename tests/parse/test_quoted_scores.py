@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ParseError
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.answer import AnswerFormat
+from mitigate.lm import FakeLM
+from mitigate.prompt import AnswerFormat
 from mitigate.scale import Scale
 
 S5 = Scale(min=1, max=5)

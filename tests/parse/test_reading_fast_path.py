@@ -1,6 +1,6 @@
 """The quotation search's fast path finds exactly what the full search finds, and its shortcuts are sound.
 
-:func:`mitigate.parse.quoted.unquote` searches for copied runs only in the stretches of copied
+:func:`mitigate.parse._quoted.unquote` searches for copied runs only in the stretches of copied
 words that meet a value of the format (``fast=True``, what every reader does); ``fast=False``
 searches every stretch. Both must give the same ``(own, strict)`` texts, hence the same reading,
 on every answer: the planted-value answers of ``tests/prompt/test_planted_values.py``, answers built from
@@ -22,18 +22,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mitigate.data.released import RTS_SCALE
-from mitigate.data.released_pairwise import release_copy
-from mitigate.data.schema import Item
+from mitigate.data import Item
+from mitigate.data._released import RTS_SCALE
+from mitigate.data._released_pairwise import release_copy
 from mitigate.errors import DataError, ParseError
-from mitigate.parse import copies as C
-from mitigate.parse import criteria, format_reader
-from mitigate.parse import quoted as Q
-from mitigate.parse import reported as R
-from mitigate.prompt import JudgePrompt
-from mitigate.prompt.answer import AnswerFormat
+from mitigate.parse import _copies as C
+from mitigate.parse import _criteria as criteria
+from mitigate.parse import _format_reader as format_reader
+from mitigate.parse import _quoted as Q
+from mitigate.parse import _reported as R
+from mitigate.prompt import AnswerFormat, JudgePrompt
 from mitigate.scale import Scale
-from mitigate.testing.planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
+from mitigate.testing._planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
 from tests.prompt.test_planted_values import FORMATS, WORDS, _line, cases
 
 
@@ -106,7 +106,7 @@ def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_copies_me
 def full_search(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
     """``full_search(True)`` makes every reader run the full quotation search (``fast=False``); ``False``
     restores
-    the fast one. The readers call :func:`~mitigate.parse.quoted.unquote` through their module's name for
+    the fast one. The readers call :func:`~mitigate.parse._quoted.unquote` through their module's name for
     it."""
 
     def switch(full: bool) -> None:
@@ -141,7 +141,7 @@ def test_the_switch_to_the_full_search_reaches_the_readers(full_search: Callable
 
 
 def _release_readings(release: object, every: int) -> list[object]:
-    from mitigate.harness.released_pairwise import parse_release
+    from mitigate.replay._released_pairwise import parse_release
 
     sample = release.model_copy(update={"answers": release.answers[::every]})  # type: ignore[attr-defined]
     return [(p.verdict, p.score, p.error) for p in parse_release(sample).parsed]
@@ -155,8 +155,7 @@ def test_every_released_pairwise_answer_reads_the_same_with_the_full_search(
     path = release_copy(layout)
     if path is None:
         pytest.skip(f"no copy of the {layout} release (set $MITIGATE_{layout.upper()}_DIR)")
-    from mitigate.data.judgebench import read_judgebench
-    from mitigate.data.llmbar import read_llmbar
+    from mitigate.data import read_judgebench, read_llmbar
 
     try:
         release = read_llmbar(path, sets="all") if layout == "llmbar" else read_judgebench(path)
@@ -187,8 +186,8 @@ def summeval_cases(step: int = 1) -> list[tuple[JudgePrompt, str, tuple[str, ...
     """Every ``step``-th released SummEval answer of each judge in the data folder as (prompt in the method's
     format, raw answer, the rendered prompt as shown, the texts as judged);
     raises DataError without the data."""
-    from mitigate.data.registry import load
-    from mitigate.data.released import MCQ_METHODS, load_released, released_judges
+    from mitigate.data import load, load_released
+    from mitigate.data._released import MCQ_METHODS, released_judges
     from mitigate.registry import registered
 
     texts = {it.id: it for it in load("summeval").items}

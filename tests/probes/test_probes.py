@@ -10,11 +10,9 @@ import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
-from mitigate.harness.probe import ProbeReport, render_probe_table, rerun_judge, run_probes
 from mitigate.judge import JudgeConfig
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.measures.robustness import (
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.measures import (
     directional_share,
     flip_test,
     mcnemar_one_sided,
@@ -24,7 +22,8 @@ from mitigate.measures.robustness import (
     robustness_rate,
     score_shift,
 )
-from mitigate.probes import Probe, probe_names, resolve_probes
+from mitigate.probes import Probe, probe_names, render_probe_table, resolve_probes, run_probes
+from mitigate.probes._battery import ProbeReport, rerun_judge
 
 TEMPLATE = ("Rate the summary of the article.\n\nArticle: {{source}}\n\nSummary: {{output}}\n\nReply with "
             "\"Score: N\" (1-5).")
@@ -328,7 +327,7 @@ def test_a_judge_noticing_an_inserted_error_reads_as_noticed_and_one_that_does_n
 
 
 def test_tolerance_note_warns_only_for_continuous_scores_compared_with_tolerance_zero() -> None:
-    from mitigate.harness.probe import tolerance_note
+    from mitigate.probes._battery import tolerance_note
 
     assert tolerance_note([3.0, 4.0, None, 2.0], 0.0) == ""
     note = tolerance_note([3.25, 4.0, None, 2.5], 0.0)
@@ -337,7 +336,7 @@ def test_tolerance_note_warns_only_for_continuous_scores_compared_with_tolerance
 
 
 def test_constant_note_warns_when_every_original_item_got_the_same_value() -> None:
-    from mitigate.harness.probe import constant_note
+    from mitigate.probes._battery import constant_note
 
     assert constant_note([4.0, 4.0, None, 4.0], "score").startswith(
         "the judge gave all 3 original items the same score (4)")

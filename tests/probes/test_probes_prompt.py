@@ -11,12 +11,18 @@ import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
-from mitigate.harness.probe import run_probes
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.probes import CriterionOrder, Format, OptionOrder, Paraphrase, SocialPressure, resolve_probes
-from mitigate.probes.format import has_markdown
-from mitigate.prompt.parts import Criterion
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.probes import (
+    CriterionOrder,
+    Format,
+    OptionOrder,
+    Paraphrase,
+    SocialPressure,
+    resolve_probes,
+    run_probes,
+)
+from mitigate.probes._format import has_markdown
+from mitigate.prompt import Criterion
 from mitigate.registry import registered
 
 OPTIONS = ("Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"

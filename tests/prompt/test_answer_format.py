@@ -8,7 +8,8 @@ import pytest
 
 from mitigate.errors import ParseError, TemplateError
 from mitigate.parse import parse_pairwise, parse_score
-from mitigate.prompt.answer import AnswerFormat, infer_answer_format, reasoning_ban, stated_reasoning
+from mitigate.prompt import AnswerFormat, infer_answer_format, reasoning_ban
+from mitigate.prompt.answer._infer import stated_reasoning
 from mitigate.scale import Scale
 
 S5 = Scale(min=1, max=5)
@@ -154,7 +155,7 @@ def test_inference_reads_the_formats_in_use() -> None:
 
 def test_a_template_that_spells_its_answer_line_in_quotes_is_asked_for_that_line() -> None:
     """Templates written in the style of pairwise and MT-Bench prompts, worded here for the test."""
-    from mitigate.prompt.judge_prompt import JudgePrompt
+    from mitigate.prompt import JudgePrompt
 
     named = JudgePrompt.from_template("Which summary reads better?\n\nSummary 1: {{summary_1}}\n\n"
                                       "Summary 2: {{summary_2}}\n\nAnswer 'Summary 1' or 'Summary 2'.")

@@ -17,18 +17,22 @@ import re
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.cli.build import with_format_overrides
+from mitigate.cli._build import with_format_overrides
 from mitigate.errors import ConfigError, ParseError, TemplateError
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.answer import AnswerFormat
-from mitigate.prompt.judge_prompt import prompt_from_spec
-from mitigate.prompt.parts import Criterion, Demo
-from mitigate.prompt.read.evidence import describe_template
+from mitigate.lm import FakeLM
+from mitigate.prompt import AnswerFormat, Criterion, Demo, describe_template
+from mitigate.prompt._judge_prompt import prompt_from_spec
 from mitigate.scale import Scale
-from mitigate.strategies import MultiAttribute, SingleAttribute
-from mitigate.strategies.edits import COT_LEAD, STUB_REASONING, addenda
-from mitigate.strategies.forms import mcq_form, rts_form
-from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
+from mitigate.strategies import (
+    ExpectedScore,
+    Granularity,
+    MultiAttribute,
+    Sampling,
+    SingleAttribute,
+    mcq_form,
+    rts_form,
+)
+from mitigate.strategies._edits import COT_LEAD, STUB_REASONING, addenda
 from tests.prompt.test_template_corpus import geval_repo_prompt
 from tests.test_composition_battery import DEMO_PRESETS, _preset, _train, check_demo_layout
 

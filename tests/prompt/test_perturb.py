@@ -8,19 +8,16 @@ import pytest
 
 from mitigate import JudgePrompt
 from mitigate.errors import ConfigError, ParseError, TemplateError
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.parts import Guideline
-from mitigate.prompt.perturb import (
-    Combined,
-    LengthenPerturbation,
+from mitigate.lm import FakeLM
+from mitigate.prompt import (
+    Guideline,
     OrderPerturbation,
     apply_to_prompt,
-    lengthen_guideline,
     order_perturbations,
     original_order,
     perturbation_set,
-    rewrite_lengthen,
 )
+from mitigate.prompt._perturb import Combined, LengthenPerturbation, lengthen_guideline, rewrite_lengthen
 
 THREE = """Rate the summary.
 

@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ParseError
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM
 from mitigate.parse import parse_criteria
-from mitigate.prompt.answer import AnswerFormat
+from mitigate.prompt import AnswerFormat
 from mitigate.scale import Scale
-from mitigate.testing.planted import ISSUE_CASES, POSITIONS, QUOTES, Quote, judge_answer, quote_back
+from mitigate.testing._planted import ISSUE_CASES, POSITIONS, QUOTES, Quote, judge_answer, quote_back
 
 S5 = Scale(min=1, max=5)
 S10 = Scale(min=1, max=10)

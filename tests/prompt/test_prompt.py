@@ -7,8 +7,7 @@ from pydantic import ValidationError
 
 from mitigate import Criterion, Demo, Item, JudgePrompt, Scale
 from mitigate.errors import DataError, ScaleError, TemplateError
-from mitigate.prompt.builtin import get_prompt, list_prompts, prompt_text
-from mitigate.prompt.parts import SLOT_RE
+from mitigate.prompt import SLOT_RE, get_prompt, list_prompts, prompt_text
 
 GEVAL_STYLE = """You will be given one summary written for a news article.
 
@@ -263,7 +262,7 @@ def test_unnamed_criterion_demo_says_score_once() -> None:
 
 
 def test_the_answer_format_alone_holds_the_answer_kind() -> None:
-    from mitigate.prompt.answer import AnswerFormat
+    from mitigate.prompt import AnswerFormat
 
     pairwise = JudgePrompt.from_template("A: {{output}}\nB: {{output_b}}\nWhich is better?",
                                          answer="pairwise")

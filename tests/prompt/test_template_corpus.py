@@ -30,16 +30,18 @@ import pytest
 
 from mitigate import Item, PromptJudge
 from mitigate.errors import ConfigError
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import JudgePrompt, prompt_from_spec
-from mitigate.prompt.parts import Demo
-from mitigate.prompt.read.evidence import describe_template
-from mitigate.prompt.read.hints import TemplateHints
-from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
-from mitigate.strategies.demos import FixedDemosPreset
-from mitigate.strategies.edits import COT_LEAD, DEFAULT_COT, RTS_LEAD, SCALE_LEAD
-from mitigate.strategies.forms import rts_form
-from mitigate.strategies.sampling import Granularity, Sampling
+from mitigate.lm import FakeLM
+from mitigate.prompt import Demo, JudgePrompt, TemplateHints, describe_template
+from mitigate.prompt._judge_prompt import prompt_from_spec
+from mitigate.strategies import (
+    ConsistencyHint,
+    FixedDemosPreset,
+    Granularity,
+    Sampling,
+    SelfConsistency,
+    rts_form,
+)
+from mitigate.strategies._edits import COT_LEAD, DEFAULT_COT, RTS_LEAD, SCALE_LEAD
 
 # --------------------------------------------------------------------------- reading package data
 

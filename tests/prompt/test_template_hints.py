@@ -13,8 +13,7 @@ from __future__ import annotations
 import pytest
 
 from mitigate.errors import ConfigError, ScaleError
-from mitigate.prompt import JudgePrompt, TemplateHints, describe_template, read_prompt
-from mitigate.prompt.answer import AnswerFormat
+from mitigate.prompt import AnswerFormat, JudgePrompt, TemplateHints, describe_template, read_prompt
 from mitigate.scale import Scale
 
 PAIR = ("Which answer is better?\n\n[Answer A]\n{{output_1}}\n\n[Answer B]\n{{output_2}}\n\n"

@@ -10,9 +10,7 @@ import pytest
 
 from mitigate import Demo, Item
 from mitigate.errors import TemplateError, TemplateReadWarning
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.prompt.read.clues import scale_mentions
-from mitigate.prompt.read.evidence import read_prompt
+from mitigate.prompt import JudgePrompt, read_prompt, scale_mentions
 
 
 def _item(**kw: object) -> Item:
@@ -123,7 +121,7 @@ def test_the_criterion_line_names_the_criterion_without_a_dash() -> None:
 
 async def test_a_zero_to_one_answer_is_on_the_template_scale() -> None:
     from mitigate.judge import PromptJudge
-    from mitigate.lm.fake import FakeLM
+    from mitigate.lm import FakeLM
 
     prompt = JudgePrompt.from_template("Groundedness (0-1) Does the reply use the fact?\n{{response}}\n\n"
                                        "- Groundedness:")
@@ -167,7 +165,7 @@ def test_lettered_options_without_scores_take_scores_from_letters() -> None:
 async def test_a_judge_refuses_lettered_options_without_scores() -> None:
     from mitigate.errors import ConfigError
     from mitigate.judge import PromptJudge
-    from mitigate.lm.fake import FakeLM
+    from mitigate.lm import FakeLM
 
     prompt = JudgePrompt.from_template("Judge.\n(A) Wrong.\n(B) Right.\n\nAnswer: {{answer}}")
     with pytest.raises(ConfigError, match="letters="):
@@ -211,7 +209,7 @@ def test_pairwise_is_inferred_from_two_judged_slots_with_their_labels() -> None:
 )
 async def test_a_pairwise_judge_reads_the_templates_own_labels(answer: str, verdict: str) -> None:
     from mitigate.judge import PromptJudge
-    from mitigate.lm.fake import FakeLM
+    from mitigate.lm import FakeLM
 
     judgment = await PromptJudge(JudgePrompt.from_template(PAIR), FakeLM([answer])).judge(_item())
     assert judgment.verdict == verdict and not judgment.failures
@@ -219,7 +217,7 @@ async def test_a_pairwise_judge_reads_the_templates_own_labels(answer: str, verd
 
 async def test_arena_hard_relations_and_output_a_labels_are_read() -> None:
     from mitigate.judge import PromptJudge
-    from mitigate.lm.fake import FakeLM
+    from mitigate.lm import FakeLM
 
     arena = ("Compare the two answers, then give a verdict: [[A>>B]], [[A>B]], [[A=B]], [[B>A]] or "
              "[[B>>A]].\n\n<|The Start of Assistant A's Answer|>\n{answer_1}\n<|The End of Assistant A's "

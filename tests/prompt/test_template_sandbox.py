@@ -1,7 +1,7 @@
 """Templates render in a sandbox: no template-injection payload runs, through any command, and valid templates
 render byte for byte as Jinja renders them.
 
-The payloads (:mod:`mitigate.testing.hostile_templates`) each try to create a marker file, leave
+The payloads (:mod:`mitigate.testing._hostile_templates`) each try to create a marker file, leave
 the sandbox, or exhaust memory or time; every one must be refused by every command that reads a
 template with one error line naming the template and what was refused (exit 2, no traceback, no
 request to the server, no marker). Published Jinja templates (DeepEval's shipped prompt files
@@ -24,12 +24,12 @@ from typer.testing import CliRunner
 
 from mitigate.cli import EXIT_REFUSED, app
 from mitigate.errors import TemplateError, TemplateSandboxError
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.prompt.read.sandbox import CALLS, FILTERS, MAX_OUTPUT_CHARS, TESTS, SandboxedTemplate
-from mitigate.prompt.read.syntax import DOUBLE_SLOT_RE, _used_beyond_output
+from mitigate.prompt import JudgePrompt
+from mitigate.prompt.read._sandbox import CALLS, FILTERS, MAX_OUTPUT_CHARS, TESTS, SandboxedTemplate
+from mitigate.prompt.read._syntax import DOUBLE_SLOT_RE, _used_beyond_output
 from mitigate.testing import StubOpenAIServer
-from mitigate.testing.bad_inputs import make_fixtures
-from mitigate.testing.hostile_templates import (
+from mitigate.testing._bad_inputs import make_fixtures
+from mitigate.testing._hostile_templates import (
     PAYLOADS,
     TEMPLATE_COMMANDS,
     Payload,
@@ -139,7 +139,7 @@ def test_a_render_longer_than_the_bound_is_refused() -> None:
 
 
 def test_a_render_over_the_time_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mitigate.prompt.read.sandbox as sandbox
+    import mitigate.prompt.read._sandbox as sandbox
 
     monkeypatch.setattr(sandbox, "MAX_SECONDS", 0.0)
     with pytest.raises(TemplateSandboxError, match="took more than 0 s"):
@@ -188,7 +188,7 @@ def _published_jinja() -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def test_published_jinja_templates_render_byte_for_byte_as_unsandboxed_jinja_renders_them() -> None:
-    from mitigate.prompt.read.syntax import _render_jinja
+    from mitigate.prompt.read._syntax import _render_jinja
 
     rendered = 0
     for name, text, constants in _published_jinja():

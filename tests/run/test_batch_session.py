@@ -24,20 +24,15 @@ import pytest
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
 from mitigate.judge import JudgeConfig
-from mitigate.lm.anthropic import AnthropicLM
-from mitigate.lm.batch import BatchStore
-from mitigate.lm.cache import LMCache
-from mitigate.lm.fake import FakeLM
-from mitigate.lm.openai import OpenAILM
-from mitigate.lm.registry import wrap
-from mitigate.prompt.parts import Demo
-from mitigate.run.batch_session import BatchOptions, BatchSession, batch_api_for
-from mitigate.run.runner import run
+from mitigate.lm import AnthropicLM, BatchStore, FakeLM, LMCache, OpenAILM, wrap
+from mitigate.prompt import Demo
+from mitigate.run import BatchConfig, BatchSession, run
+from mitigate.run._batch_session import batch_api_for
 from mitigate.testing import StubOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = "Rate the text from 1 to 5.\n\nText: {{output}}\n\nAnswer 'Score: N'."
-FAST = BatchOptions(poll_interval=0.02, max_poll_interval=0.1, settle=0.02, progress=False)
+FAST = BatchConfig(poll_interval=0.02, max_poll_interval=0.1, settle=0.02, progress=False)
 
 
 def expected(text: str) -> int:
@@ -273,9 +268,9 @@ KILL_CHILD = textwrap.dedent(
     import asyncio, json, re, sys
     from pathlib import Path
     from mitigate import Item, JudgePrompt, PromptJudge
-    from mitigate.run.batch_session import BatchOptions
-    from mitigate.lm.registry import get, wrap
-    from mitigate.run.runner import run
+    from mitigate.run._batch_session import BatchConfig
+    from mitigate.lm._registry import get, wrap
+    from mitigate.run._runner import run
 
     provider, url, folder, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
     base = (get("openai:stub-model", base_url=url + "/v1") if provider == "openai"
@@ -283,7 +278,7 @@ KILL_CHILD = textwrap.dedent(
     lm = wrap(base, cache=folder / "cache.sqlite")
     judge = PromptJudge(JudgePrompt.from_template(%r), lm)
     items = [Item(id=f"it{i}", output=f"t{i}") for i in range(n)]
-    options = BatchOptions(poll_interval=0.02, max_poll_interval=0.05, settle=0.02, max_requests=40,
+    options = BatchConfig(poll_interval=0.02, max_poll_interval=0.05, settle=0.02, max_requests=40,
                            progress=False)
     result = asyncio.run(run(judge, items, journal=folder / "journal.jsonl", progress=False, batch=options))
     print(json.dumps({"ok": result.summary.ok, "errors": result.summary.errors}))

@@ -24,11 +24,11 @@ from mitigate.errors import (
     RunStoppedError,
     TransientLMError,
 )
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage
-from mitigate.lm.retry import RetryingLM, RetryPolicy
+from mitigate.lm import LM, Choice, LMRequest, LMResponse, RetryPolicy, Usage
+from mitigate.lm._retry import RetryingLM
 from mitigate.paths import write_output
-from mitigate.run.journal import RunLock
-from mitigate.run.runner import permanent_cause, run
+from mitigate.run import RunLock, run
+from mitigate.run._breaker import permanent_cause
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
@@ -132,8 +132,8 @@ KILL_SCRIPT = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     from mitigate import Item, JudgePrompt, PromptJudge
-    from mitigate.run.runner import run
-    from mitigate.lm.base import LM, Choice, LMResponse
+    from mitigate.run._runner import run
+    from mitigate.lm._base import LM, Choice, LMResponse
 
     calls = Path(sys.argv[2])
 
@@ -362,7 +362,7 @@ async def test_journal_path_that_is_a_folder_or_under_a_file_is_a_config_error(t
 HOLD_LOCK = textwrap.dedent(
     """
     import sys, time
-    from mitigate.run.journal import RunLock
+    from mitigate.run._journal import RunLock
     with RunLock(sys.argv[1]):
         print("locked", flush=True)
         time.sleep(30)
@@ -442,9 +442,8 @@ async def test_an_lm_that_answered_before_and_is_refused_now_still_stops_the_run
 async def test_stored_items_are_counted_as_they_are_served_not_after_the_items_ahead_that_need_calls(
         tmp_path, monkeypatch):
     from mitigate import strategies as S
-    from mitigate.lm.cache import CachedLM, LMCache
-    from mitigate.lm.fake import FakeLM
-    from mitigate.run import runner
+    from mitigate.lm import CachedLM, FakeLM, LMCache
+    from mitigate.run import _runner as runner
 
     class Gated(FakeLM):
         """The same backend, whose new calls wait until the test opens the gate."""

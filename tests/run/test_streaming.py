@@ -10,18 +10,15 @@ from pathlib import Path
 import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.jsonl import load_jsonl
-from mitigate.data.split import select_items
-from mitigate.data.stream import open_benchmark, scan_jsonl
+from mitigate.data import load_jsonl, open_benchmark, select_items
+from mitigate.data._stream import scan_jsonl
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment, ParseFailure
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse, Usage
+from mitigate.lm import LM, Choice, LMRequest, LMResponse, Usage
 from mitigate.paths import open_output
-from mitigate.run import journal as journal_module
-from mitigate.run.columns import Columns, ColumnWriter
-from mitigate.run.journal import Journal
-from mitigate.run.runner import run, run_stream
-from mitigate.run.tally import Tally, summarise
+from mitigate.run import Columns, ColumnWriter, Journal, Tally, run, run_stream
+from mitigate.run import _journal as journal_module
+from mitigate.run._tally import summarise
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 
@@ -349,7 +346,8 @@ def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(tmp_path: Path,
 
 
 def test_recorded_rows_are_read_one_at_a_time(tmp_path: Path) -> None:
-    from mitigate.data.recorded import RecordedRows, load_recorded_runs
+    from mitigate.data import load_recorded_runs
+    from mitigate.data._recorded import RecordedRows
 
     path = tmp_path / "rec.jsonl"
     rows = [{"recorded": {"scale": [1, 5]}}, {"item_id": "a", "judge": "j", "criterion": "c", "score": 4},

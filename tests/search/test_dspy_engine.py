@@ -19,11 +19,10 @@ import pytest
 
 from mitigate import JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
-from mitigate.lm.dspy import DSPyLM
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.parts import Demo
+from mitigate.lm import DSPyLM, FakeLM
+from mitigate.prompt import Demo
 from mitigate.search import dspy_search, search
-from mitigate.search.engines.dspy_program import JudgeProgram, ProgramContext
+from mitigate.search.engines._dspy_program import JudgeProgram, ProgramContext
 from mitigate.strategies import Demos
 from mitigate.testing import StubOpenAIServer
 from tests.search_task import GOOD, ID_RE, PROMPT, _human, _split
@@ -173,8 +172,7 @@ def test_cli_search_runs_the_dspy_engine(server, tmp_path, monkeypatch):
 
 
 def test_dspy_backend_takes_base_url_like_the_other_backends():
-    from mitigate.lm.base import LMRequest, Message
-    from mitigate.lm.registry import get
+    from mitigate.lm import LMRequest, Message, get
 
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
         lm = get("dspy:openai/stub", base_url=server.base_url, api_key="sk-test")

@@ -19,34 +19,23 @@ from typer.testing import CliRunner
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.cli import app
+from mitigate.data import Split, split_items
 from mitigate.errors import ConfigError, NotRecommendedWarning
-from mitigate.harness.plots import plot_search
-from mitigate.lm.base import LMRequest, Message
-from mitigate.lm.fake import FakeLM
-from mitigate.search import (
-    ENGINES,
-    BudgetExhaustedError,
-    CallBudget,
-    Objective,
-    Split,
-    asearch,
-    engine_from,
-    instrument,
-    judgment_score,
-    load_pipeline,
-    search,
-    split_items,
-)
-from mitigate.search.engines import GreedyEngine
+from mitigate.lm import BudgetExhaustedError, CallBudget, FakeLM, LMRequest, Message
+from mitigate.registry import names
+from mitigate.report import plot_search
+from mitigate.search import Objective, asearch, engine_from, instrument, judgment_score, search
+from mitigate.search.engines._greedy import GreedyEngine
 from mitigate.selectors import KNN, HighestRS, Random, Stratified
 from mitigate.strategies import (
     Demos,
     PerItemDemosPreset,
     PerturbationProbe,
     PerturbedDemosPreset,
+    load_pipeline,
     parse_pipeline,
 )
-from mitigate.strategies.edits import DEFAULT_HINT
+from mitigate.strategies._edits import DEFAULT_HINT
 from mitigate.testing import StubOpenAIServer
 from tests.search_task import GOOD, ID_RE, PROMPT, _human, _split
 
@@ -391,7 +380,7 @@ def test_search_plot_shows_every_trial_including_undefined_ones(tmp_path):
 
 
 def test_search_trial_points_keep_undefined_trials_and_the_best_so_far():
-    from mitigate.harness.plots import search_trial_points
+    from mitigate.report._plots import search_trial_points
 
     ok, bad, best = search_trial_points([math.nan, 0.2, math.nan, 0.5, 0.1])
     assert ok == [(1, 0.2), (3, 0.5), (4, 0.1)] and bad == [0, 2]
@@ -415,7 +404,7 @@ def test_a_saved_spec_keeps_the_mitigations_the_searched_judge_was_wrapped_in(tm
 
 
 def test_engines_come_from_the_registry_and_take_their_own_options():
-    assert ENGINES == ("random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro")
+    assert names("engine") == ["random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro"]
     assert engine_from("greedy", {"n_candidates": 3}) == GreedyEngine(n_candidates=3)
     with pytest.raises(ConfigError, match=r"RandomEngine has no parameter 'n_candidates'; expected some of "
                                           r"\['max_trials'\]"):
@@ -455,7 +444,7 @@ def found():
 
 
 def _with(result, gain, *, test_items: int = 40, documents: int | None = 8):
-    from mitigate.search.objective import Gain
+    from mitigate.search import Gain
 
     low, high = (None, None) if len(gain) == 1 else gain[1:]
     split = {**result.split, "test": tuple(f"e{i}" for i in range(test_items))}
@@ -473,7 +462,7 @@ def _with(result, gain, *, test_items: int = 40, documents: int | None = 8):
 def test_a_winner_that_does_not_beat_the_baseline_on_test_is_saved_as_no_demo_set_beat_it(found, tmp_path,
                                                                                           gain,
                                                                                               why):
-    from mitigate.search.result import NO_WINNER
+    from mitigate.search._result import NO_WINNER
 
     result = _with(found, gain)
     assert not result.beats_baseline

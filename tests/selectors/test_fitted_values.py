@@ -14,12 +14,12 @@ import random
 
 import pytest
 
-from mitigate.data.schema import Benchmark, Item
-from mitigate.judge import PromptJudge
-from mitigate.lm.fake import FakeLM
+from mitigate.data import Benchmark, Item
+from mitigate.judge import FitContext, PromptJudge
+from mitigate.lm import FakeLM
 from mitigate.scale import Scale
 from mitigate.selectors import HighestRS, Random, Stratified
-from mitigate.strategies import FitContext, parse_pipeline
+from mitigate.strategies import parse_pipeline
 from mitigate.testing import example_judge
 from tests.strategies.test_highest_rs import hand_rs
 

@@ -11,7 +11,7 @@ import pytest
 
 from mitigate import Benchmark, Item, JudgePrompt, Judgment, PromptJudge
 from mitigate.errors import ConfigError, ModelPathError
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM
 from mitigate.scale import Scale
 from mitigate.search import Objective
 from mitigate.selectors import (
@@ -20,10 +20,10 @@ from mitigate.selectors import (
     HighestRS,
     Random,
     Stratified,
+    balanced_quotas,
     rank_by_rs,
     stratified_pick,
 )
-from mitigate.selectors.stratified import balanced_quotas
 from mitigate.strategies import Demos, PerItemDemosPreset
 
 PROMPT = "Rate the text from 1 to 5.\n\nText: {{output}}\n\nScore:"
@@ -49,7 +49,7 @@ def ids(demos: list) -> list[str]:
 
 # --------------------------------------------------------------------------- the contract
 # (frozen values, spec round-trips, deterministic select that never shows the query, k validated:
-# the shared battery of mitigate.testing.checks runs over every selector in test_contracts.py)
+# the shared battery of mitigate.testing._checks runs over every selector in test_contracts.py)
 
 
 def test_unfitted_selector_says_to_fit():

@@ -9,17 +9,13 @@ import re
 import pytest
 from scipy.stats import spearmanr
 
-from mitigate.data.schema import Item
+from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError, TemplateError
 from mitigate.judge import Judgment, PromptJudge
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.paths import data_dir
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.prompt.parts import PromptMessage
-from mitigate.strategies.agreement_gate import AgreementGate, AgreementJudge, gate_released
-from mitigate.strategies.base import from_spec
-from mitigate.strategies.forms import mcq_form, rts_form
+from mitigate.prompt import JudgePrompt, PromptMessage
+from mitigate.strategies import AgreementGate, AgreementJudge, from_spec, gate_released, mcq_form, rts_form
 
 TEMPLATE = """Rate how coherent the summary is.
 

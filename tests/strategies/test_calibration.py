@@ -8,14 +8,13 @@ import math
 
 import pytest
 
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, RunStoppedError
 from mitigate.judge import JudgeConfig, PromptJudge
-from mitigate.lm.base import Choice, LMRequest, LMResponse, TokenLogprob
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.lm import Choice, FakeLM, LMRequest, LMResponse, TokenLogprob
+from mitigate.prompt import JudgePrompt
 from mitigate.strategies import BatchCalibration, ContextualCalibration, ExpectedScore, Pipeline, Sampling
-from mitigate.strategies.calibration import calibrate, verdict_distribution
+from mitigate.strategies._calibration import calibrate, verdict_distribution
 
 TEMPLATE = ("Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "
             "\"Score: N\".")

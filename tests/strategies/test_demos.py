@@ -1,4 +1,4 @@
-"""One demos mitigation (mitigate.strategies.demos): the generic ``demos``, its presets, and Pipeline.fit."""
+"""One demos mitigation (mitigate.strategies._demos): the generic ``demos``, its presets, and Pipeline.fit."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ from pydantic import ValidationError
 
 from mitigate import Benchmark, Criterion, Demo, Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, TemplateError
-from mitigate.fitting import FitContext
-from mitigate.judge import Judge
-from mitigate.lm.fake import FakeLM
+from mitigate.judge import FitContext, Judge
+from mitigate.lm import FakeLM
 from mitigate.registry import Tags, register
 from mitigate.scale import Scale
 from mitigate.selectors import KNN, Random, Stratified

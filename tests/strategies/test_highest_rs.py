@@ -8,17 +8,14 @@ import re
 
 import pytest
 
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import PromptJudge
-from mitigate.lm.base import LM, LMRequest, LMResponse
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
+from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 from mitigate.selectors import HighestRS, Random, rank_by_rs
-from mitigate.strategies.base import from_spec, parse_pipeline
-from mitigate.strategies.demos import Demos
-from mitigate.strategies.highest_rs import HighestRSDemosPreset, RandomDemosPreset
+from mitigate.strategies import Demos, HighestRSDemosPreset, RandomDemosPreset, from_spec, parse_pipeline
 
 TEMPLATE = """Rate how coherent the summary is.
 

@@ -16,15 +16,21 @@ from typing import Any
 
 import pytest
 
-from mitigate.data.schema import Item
+from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.judge import CompositeJudge, Judge, PromptJudge
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.prompt import JudgePrompt
 from mitigate.registry import run_coroutine
-from mitigate.strategies import Pipeline, PositionSwap, ReferenceRevision, Sampling, SolveFirst
-from mitigate.strategies.own_reference import OwnReferenceJudge, reference_slots
+from mitigate.strategies import (
+    OwnReferenceJudge,
+    Pipeline,
+    PositionSwap,
+    ReferenceRevision,
+    Sampling,
+    SolveFirst,
+)
+from mitigate.strategies._own_reference import reference_slots
 from tests.test_composition_battery import MITIGATIONS, TEMPLATES, _check_leaf, _item, _resolve, _template
 
 ANSWER = "THE JUDGE'S OWN REFERENCE"

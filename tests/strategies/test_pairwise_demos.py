@@ -9,10 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
-from mitigate.data.jsonl import save_jsonl
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item, save_jsonl
 from mitigate.judge import Judgment
-from mitigate.search.objective import Objective
+from mitigate.search import Objective
 from mitigate.selectors import KNN, Random, Stratified
 from mitigate.testing import StubOpenAIServer
 

@@ -8,17 +8,16 @@ import warnings
 
 import pytest
 
-from mitigate.data.schema import Item
+from mitigate.data import Item
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import PromptJudge
-from mitigate.lm.base import Choice, LMRequest, LMResponse, TokenLogprob
-from mitigate.lm.fake import FakeLM
-from mitigate.parse.verdict_logprobs import verdict_probabilities
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.lm import Choice, FakeLM, LMRequest, LMResponse, TokenLogprob
+from mitigate.parse import verdict_probabilities
+from mitigate.prompt import JudgePrompt
 from mitigate.registry import run_coroutine
-from mitigate.strategies import PairwiseDistribution, Sampling
-from mitigate.strategies.pairwise_distribution import DistributionJudge, pool_orders
-from mitigate.testing.checks import PAIRWISE
+from mitigate.strategies import DistributionJudge, PairwiseDistribution, Sampling
+from mitigate.strategies._pairwise_distribution import pool_orders
+from mitigate.testing._checks import PAIRWISE
 
 
 def _tokens(*parts: str | tuple[str, dict[str, float]]) -> tuple[TokenLogprob, ...]:
@@ -135,7 +134,7 @@ def test_logprobs_cannot_be_read_from_relation_verdicts_and_a_score_prompt_is_re
     with pytest.raises(ConfigError, match="relations"):
         PairwiseDistribution(source="logprobs").wrap(PromptJudge(arena, FakeLM(["x"], logprobs=True)))
     assert isinstance(PairwiseDistribution().wrap(PromptJudge(arena, FakeLM(["x"]))), DistributionJudge)
-    from mitigate.testing.checks import GUIDED
+    from mitigate.testing._checks import GUIDED
     with pytest.raises(ConfigError, match="pairwise judge"):
         PairwiseDistribution().wrap(PromptJudge(JudgePrompt.from_template(GUIDED), FakeLM(["x"])))
 

@@ -12,15 +12,14 @@ import numpy as np
 import pytest
 
 from mitigate import measures as M
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, Judgment, PromptJudge
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.prompt import JudgePrompt
 from mitigate.strategies import LengthControl, MultipleEvidence, Panel, PanelJudge, Pipeline, parse_pipeline
-from mitigate.strategies.multiple_evidence import balanced_verdict, entropy_threshold, verdict_entropy
-from mitigate.strategies.panel import reduce_panel
+from mitigate.strategies._multiple_evidence import balanced_verdict, entropy_threshold, verdict_entropy
+from mitigate.strategies._panel import reduce_panel
 
 TEMPLATE = ("Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "
             "\"Score: N\".")
@@ -210,8 +209,8 @@ def test_multiple_evidence_composes_with_selective_evaluation_on_its_entropy_con
 
 async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_path) -> None:
     """Accuracy over ALL items with the abstention rate beside it, outcome counts adding up."""
-    from mitigate.harness.compare import Entry, compare
-    from mitigate.harness.report import render_markdown
+    from mitigate.harness import Entry, compare
+    from mitigate.report import render_markdown
 
     def v(pick: Callable[[Item], str]) -> Fixed:
         return Fixed(lambda it: Judgment(item_id=it.id, verdict=pick(it)))  # type: ignore[arg-type]
@@ -238,8 +237,8 @@ async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_
 
 
 async def test_a_majority_panels_of_all_share_counts_each_abstention_once(tmp_path) -> None:
-    from mitigate.harness.compare import Entry, compare
-    from mitigate.harness.report import render_markdown
+    from mitigate.harness import Entry, compare
+    from mitigate.report import render_markdown
 
     items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"})
                   for k in range(3))
@@ -258,8 +257,8 @@ async def test_a_majority_panels_of_all_share_counts_each_abstention_once(tmp_pa
 
 async def test_a_panels_difference_to_a_single_judge_counts_abstentions_with_the_decided_only_figure_beside(
         tmp_path) -> None:
-    from mitigate.harness.compare import Entry, compare
-    from mitigate.harness.report import render_markdown
+    from mitigate.harness import Entry, compare
+    from mitigate.report import render_markdown
 
     items = tuple(Item(id=f"p{k}", output=f"one {k}", output_b=f"two {k}", preference={"q": "A"})
                   for k in range(6))

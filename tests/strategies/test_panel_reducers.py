@@ -9,25 +9,23 @@ import random
 import numpy as np
 import pytest
 
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment, PromptJudge
-from mitigate.lm.fake import FakeLM
-from mitigate.measures.base import EntryData
-from mitigate.measures.panel import (
-    MemberConfusion,
-    PanelEffectiveVotes,
+from mitigate.lm import FakeLM
+from mitigate.measures import (
+    EntryData,
     dawid_skene_posterior,
     effective_votes,
     fit_dawid_skene,
     member_confusion,
     panel_votes,
-    verdict_errors,
 )
-from mitigate.prompt.judge_prompt import JudgePrompt
+from mitigate.measures._panel import MemberConfusion, PanelEffectiveVotes, verdict_errors
+from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 from mitigate.strategies import DawidSkene, MinorityVeto, PanelJudge
-from mitigate.testing.checks import GUIDED, PAIRWISE
+from mitigate.testing._checks import GUIDED, PAIRWISE
 
 
 def _simulate(acc: dict[str, float], n: int, seed: int = 0) -> tuple[list[str], list[list[str | None]]]:
@@ -178,7 +176,7 @@ def _judgment(verdict: str | None, members: dict[str, str | None], scores: dict[
 
 
 def test_a_named_member_vetoes_a_pass_it_fails() -> None:
-    from mitigate.strategies.panel_reducers import veto
+    from mitigate.strategies._panel_reducers import veto
     j = _judgment("first", {"base": "second", "o1": "first", "o2": "first"})
     out = veto(j, ("base",), 1, None)
     assert (out.verdict == "tie" and "vetoed" in out.flags
@@ -204,7 +202,7 @@ def test_minority_veto_refuses_a_judge_without_a_panel() -> None:
 def test_panel_measures_read_each_members_verdicts() -> None:
     items = _pairwise_items()
     panel = _panel()
-    from mitigate.run.runner import run_sync
+    from mitigate.run import run_sync
     judgments = run_sync(panel, list(items.items), progress=False).judgments
     names, votes = panel_votes(judgments, "verdict")
     assert names == ["good", "bad1", "bad2"] and votes[1] == ["A", "B", "B"] and votes[5] == ["A", "A", "A"]
@@ -227,8 +225,8 @@ def test_panel_measures_read_each_members_verdicts() -> None:
 
 async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_confusion_matrix(
         tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from mitigate.harness.compare import Entry, compare
-    from mitigate.harness.report import render_markdown
+    from mitigate.harness import Entry, compare
+    from mitigate.report import render_markdown
 
     bench = _pairwise_items(20)
     entries = [Entry.from_pipeline("panel", _panel(), "baseline"),

@@ -11,18 +11,20 @@ from pydantic import ValidationError
 from mitigate import Benchmark, Demo, Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, LMCallError, TemplateError
 from mitigate.judge import Judgment
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.measures import accuracy_under_perturbation, perturbation_consistency
 from mitigate.selectors import stratified_pick
-from mitigate.strategies.base import Mitigation, from_spec, registered
-from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
-from mitigate.strategies.edits import DEFAULT_COT, DEFAULT_HINT
-from mitigate.strategies.perturbed_demos import (
+from mitigate.strategies import (
+    ConsistencyHint,
+    Mitigation,
     PerturbationProbe,
     PerturbationProbeJudge,
     PerturbedDemosPreset,
+    SelfConsistency,
+    from_spec,
+    registered,
 )
+from mitigate.strategies._edits import DEFAULT_COT, DEFAULT_HINT
 
 TEMPLATE = """Rate the summary.
 

@@ -6,12 +6,10 @@ import pytest
 
 from mitigate import Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, DataError
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import FakeLM, LMRequest
 from mitigate.measures import position_bias
-from mitigate.strategies.base import from_spec
-from mitigate.strategies.position_swap import PositionSwap, PositionSwapJudge, swap_item
-from mitigate.strategies.sampling import Sampling
+from mitigate.strategies import PositionSwap, PositionSwapJudge, Sampling, from_spec
+from mitigate.strategies._position_swap import swap_item
 
 TEMPLATE = (
     "Which summary of the article is better?\n\nArticle:\n{{document}}\n\n"

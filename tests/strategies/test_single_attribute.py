@@ -9,18 +9,11 @@ import pytest
 from mitigate import Criterion, Item, JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError, ScriptExhaustedError
 from mitigate.judge import JudgeConfig
-from mitigate.lm.base import LM, Choice, LMRequest, LMResponse
-from mitigate.lm.fake import FakeLM
+from mitigate.lm import LM, Choice, FakeLM, LMRequest, LMResponse
 from mitigate.measures import correlation_by_position
-from mitigate.strategies.base import from_spec
-from mitigate.strategies.edits import COT_LEAD, addenda, is_multi_criterion_template, multi_criterion_prompt
-from mitigate.strategies.sampling import Sampling
-from mitigate.strategies.single_attribute import (
-    MultiAttribute,
-    MultiAttributeJudge,
-    SingleAttribute,
-    SingleAttributeJudge,
-)
+from mitigate.strategies import MultiAttribute, Sampling, SingleAttribute, from_spec
+from mitigate.strategies._edits import COT_LEAD, addenda, is_multi_criterion_template, multi_criterion_prompt
+from mitigate.strategies._single_attribute import MultiAttributeJudge, SingleAttributeJudge
 
 CRITS = [
     Criterion(name="coherence", definition="how well the summary is organised"),
@@ -288,7 +281,7 @@ def test_builder_checks_its_inputs() -> None:
 
 
 def test_multi_criterion_prompt_refuses_demos_scored_on_one_criterion() -> None:
-    from mitigate.prompt.parts import Demo
+    from mitigate.prompt import Demo
 
     one = base_prompt().with_demos([Demo(item=ITEM, score=4.0)])
     with pytest.raises(ConfigError, match=r"needs demos scored on every one of them; demo 'd1/s1' has 4\.0"):
@@ -299,7 +292,7 @@ def test_multi_criterion_prompt_refuses_demos_scored_on_one_criterion() -> None:
 
 
 def test_multi_criterion_demos_answer_one_line_per_criterion_in_the_asked_order() -> None:
-    from mitigate.prompt.parts import Demo
+    from mitigate.prompt import Demo
 
     both = base_prompt().with_demos([Demo(item=ITEM, score={"coherence": 4.0, "fluency": 2.0})])
     prompt = multi_criterion_prompt(both, CRITS, ["fluency", "coherence"])

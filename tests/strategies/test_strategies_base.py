@@ -6,10 +6,10 @@ import pytest
 
 from mitigate import JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
-from mitigate.lm.fake import FakeLM
-from mitigate.prompt.parts import PromptMessage
+from mitigate.lm import FakeLM
+from mitigate.prompt import PromptMessage
 from mitigate.registry import register
-from mitigate.strategies.base import Pipeline, PromptMitigation, from_spec, parse_pipeline
+from mitigate.strategies import Pipeline, PromptMitigation, from_spec, parse_pipeline
 
 
 @register("mitigation", "test-append")

@@ -12,11 +12,10 @@ import pytest
 
 import mitigate.measures as M
 from mitigate import Item, JudgePrompt, PromptJudge
-from mitigate.data.schema import Benchmark
+from mitigate.data import Benchmark
 from mitigate.errors import ConfigError, DataError
-from mitigate.lm.base import LMRequest
-from mitigate.lm.fake import FakeLM
-from mitigate.measures.style import squashed, style_matrix
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.measures._style import squashed, style_matrix
 from mitigate.strategies import StyleControl, from_spec
 
 

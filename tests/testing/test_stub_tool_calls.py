@@ -7,7 +7,7 @@ import json
 import urllib.request
 from typing import Any
 
-from mitigate.testing.stub_server import StubOpenAIServer
+from mitigate.testing import StubOpenAIServer
 
 TOOL = {"type": "function", "function": {"name": "select_choice", "parameters": {
     "type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}}}}

@@ -1,0 +1,96 @@
+"""What every adapter shares: a harness test case as an Item, a Judgment as one outcome.
+
+A parse failure stays a failure: :class:`Outcome` then has ``score=None`` and ``error`` set with
+the judge's raw answer, and each adapter reports it the way its harness marks a grader failure
+(an unscored inspect sample, a DeepEval metric error, a promptfoo assertion error), never as a
+score.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from mitigate.data import Item
+from mitigate.errors import ConfigError
+from mitigate.judge import Judge, Judgment, judge_scale
+from mitigate.scale import Scale
+
+
+class Outcome(BaseModel):
+    """One judgment reduced to what a harness shows.
+
+    ``score`` is on the judge's scale; ``normalized`` the same score mapped to 0-1 over that
+    scale (``(score - min) / (max - min)``); ``raw`` the judge's first raw answer; ``error`` why
+    there is no score (a parse failure or a failed LM call), else None.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    score: float | None
+    normalized: float | None
+    raw: str
+    error: str | None
+    scale: Scale
+    criterion: str
+
+    @property
+    def ok(self) -> bool:
+        """True when the judge gave a score."""
+        return self.score is not None and self.error is None
+
+
+def make_item(output: str, input: str | None = None, *, expected: str | None = None,
+              context: str | None = None, item_id: str = "item", input_field: str = "source") -> Item:
+    """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to
+    ``inputs[input_field]``.
+
+    ``expected`` becomes the item's reference, ``context`` ``inputs["context"]``. The default
+    ``input_field="source"`` fills template slots named ``{{source}}``, ``{{document}}``,
+    ``{{article}}`` and ``{{input}}`` (see the prompt's slot aliases).
+    """
+    if not isinstance(output, str):
+        raise ConfigError(f"expected the judged output as text; got {type(output).__name__}")
+    inputs: dict[str, str] = {}
+    if input is not None:
+        inputs[input_field] = input
+    if context is not None:
+        inputs["context"] = context
+    return Item(id=item_id or "item", output=output, inputs=inputs, reference=expected)
+
+
+def shown_scale(judge: Judge, scale: Scale | None = None) -> Scale:
+    """``scale`` when given, else the one scale the judge answers on (:func:`mitigate.judge.judge_scale`)."""
+    if scale is not None:
+        return scale
+    found = judge_scale(judge)
+    if found is None:
+        raise ConfigError(f"expected a judge with a prompt scale; {type(judge).__name__} shows "
+                          "none: pass scale=")
+    return found
+
+
+def outcome(judgment: Judgment, scale: Scale, criterion: str | None = None) -> Outcome:
+    """The outcome of ``judgment`` on ``criterion`` (the only one when None)."""
+    raw = judgment.raw[0] if judgment.raw else ""
+    if criterion is None:
+        if len(judgment.scores) > 1:
+            raise ConfigError(f"the judge scores {sorted(judgment.scores)}; expected criterion= naming one")
+        criterion = next(iter(judgment.scores), "score")
+    if judgment.error is not None:
+        return Outcome(score=None, normalized=None, raw=raw, error=f"the LM call failed: {judgment.error}",
+                       scale=scale, criterion=criterion)
+    if criterion not in judgment.scores:
+        raise ConfigError(f"expected a judge scoring {criterion!r}; it scores {sorted(judgment.scores)}")
+    score = judgment.scores[criterion]
+    if score is None or not math.isfinite(score):
+        reasons = [f.reason for f in judgment.failures if f.criterion == criterion] or ["no score"]
+        return Outcome(score=None, normalized=None, raw=raw,
+                       error=f"the judge's answer held no score: {reasons[0]}",
+                       scale=scale, criterion=criterion)
+    if not scale.contains(score):
+        return Outcome(score=None, normalized=None, raw=raw,
+                       error=f"expected a score within {scale.min:g} to "
+                       f"{scale.max:g}; the judge gave {score:g}", scale=scale, criterion=criterion)
+    return Outcome(score=score, normalized=scale.normalise(score), raw=raw, error=None, scale=scale,
+                   criterion=criterion)

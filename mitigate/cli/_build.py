@@ -1,0 +1,323 @@
+"""What judge, compare and search assemble the same way: the task (benchmark, criterion, items) and the judge.
+
+:func:`load_workload` loads the benchmark, checks the criterion and takes the items in the one
+order every command uses: document by document (every system's output for the first
+document, then the second ...), so ``-n``/``--limit`` N picks the same N items in judge,
+compare and search. :func:`build_judge` builds the judge LM and the :class:`PromptJudge`
+from a command's typed options.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from mitigate.cli._files import read_text_file
+from mitigate.cli.options._backend import LMRunOptions, base_urls_given, registered_backend
+from mitigate.cli.options._prompt import parse_pairs
+from mitigate.data import Benchmark, Item, load, select_items
+from mitigate.data import labelled as is_labelled
+from mitigate.errors import ConfigError, TemplateError
+from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
+from mitigate.lm import LM, Limits, RetryPolicy, declare, get, wrap
+from mitigate.prompt import AnswerFormat, JudgePrompt, TemplateHints, default_prompt_for, prompt_text
+from mitigate.run import BatchConfig, BatchSession
+
+if TYPE_CHECKING:
+    from mitigate.data import ItemStream, StreamedBenchmark
+    from mitigate.strategies import Mitigation
+
+# Imported only where used: the renderer (--dry-run, prompts render) and the strategies (a pipeline), so a
+# judge without --pipeline loads neither.
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a command judges: the benchmark, the criterion, and the chosen items in document order.
+
+    A task loaded to be streamed (:func:`stream_workload`) holds a
+    :class:`~mitigate.data._stream.StreamedBenchmark` and its items as an
+    :class:`~mitigate.data._stream.ItemStream` read from the file as they are judged.
+    """
+
+    benchmark: Benchmark | StreamedBenchmark
+    criterion: str
+    items: tuple[Item, ...] | ItemStream
+
+
+@dataclass(frozen=True)
+class LoadedWorkload(Workload):
+    """A task loaded whole (:func:`load_workload`): the benchmark in memory and the chosen items as a tuple."""
+
+    benchmark: Benchmark
+    items: tuple[Item, ...]
+
+
+def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
+    """The first ``limit`` items (0: all), document by document: the one item order of every command."""
+    return select_items(items, limit or None)
+
+
+def load_benchmark(benchmark: str, criterion: str | None) -> tuple[Benchmark, str]:
+    """Load ``benchmark`` and check ``criterion`` (default: its first)."""
+    bench = load(benchmark)
+    crit = criterion or (bench.criteria[0] if bench.criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
+    if bench.criteria and crit not in bench.criteria:
+        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
+    return bench, crit
+
+
+def load_workload(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> LoadedWorkload:
+    """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
+
+    ``labelled``: only items with a human score or a gold preference for the criterion (what a
+    search can learn from), chosen in the same order.
+    """
+    bench, crit = load_benchmark(benchmark, criterion)
+    pool = [it for it in bench.items if is_labelled(it, crit)] if labelled else list(bench.items)
+    return LoadedWorkload(bench, crit, tuple(choose_items(pool, limit)))
+
+
+def stream_workload(benchmark: str, criterion: str | None, limit: int) -> Workload:
+    """:func:`load_workload` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass and
+    its
+    chosen items read again as they are judged (:func:`~mitigate.data._stream.open_benchmark`), never held
+    whole;
+    any other benchmark is loaded whole."""
+    from mitigate.data import open_benchmark
+
+    streamed = open_benchmark(benchmark, limit)
+    crit = criterion or (streamed.criteria[0] if streamed.criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {streamed.name!r} declares no criteria; pass --criterion")
+    if streamed.criteria and crit not in streamed.criteria:
+        raise ConfigError(f"expected a criterion of {streamed.name} {list(streamed.criteria)}; got {crit!r}")
+    return Workload(streamed, crit, streamed.items)
+
+
+def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
+    """The judge template: the user's file, or the built-in prompt for the benchmark's criterion."""
+    if prompt is None:
+        return prompt_text(default_prompt_for(benchmark, criterion))
+    return read_text_file(prompt, "--prompt")
+
+
+def template_origin(prompt: Path | str | None, system: Path | None = None, option: str = "--prompt") -> str:
+    """How an error names the template being read: ``--prompt FILE`` (and its ``--system`` file), or the
+    built-in."""
+    named = f"{option} {prompt}" if prompt is not None else "the built-in prompt"
+    return named + (f" (with --system {system})" if system is not None else "")
+
+
+@contextmanager
+def naming_template(origin: str) -> Iterator[None]:
+    """A TemplateError raised while a template is read names the template first (``template --prompt X:
+    ...``)."""
+    try:
+        yield
+    except TemplateError as exc:
+        raise type(exc)(f"template {origin}: {exc.message}", **exc.context) from None
+
+
+def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
+    """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the
+    item's
+    texts as what the judge was shown (a value they hold and the answer quotes back is not read); None without
+    --prompt."""
+    if o.prompt is None:
+        return None
+    template = template_text(o.prompt, o.benchmark, criterion)
+    with naming_template(template_origin(o.prompt)):
+        jp = JudgePrompt.from_template(template, criterion=criterion, answer="pairwise" if bench.pairwise
+                                       else None)
+    texts = {item.id: item.texts() for item in bench.items}
+    return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,),
+                                                     judged=texts.get(item_id, ()))
+
+
+def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
+    """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
+
+    The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the silence an attempt of a network
+    backend may wait through, ``--deadline`` (the time on the server over all attempts) and ``--max-*`` their
+    :class:`~mitigate.lm._http.Limits`, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
+    fields of an openai: backend.
+    ``declared``: the backend's declared facts only (:func:`~mitigate.lm._registry.declare`),
+    for a command that makes no LM call (``--dry-run``): no SDK, key or model file is needed.
+    """
+    urls = base_urls_given(o.base_url)
+    kwargs: dict[str, Any] = {"base_url": base_urls(urls)} if urls else {}
+    if o.timeout is not None:
+        kwargs["timeout"] = o.timeout
+    if o.transport is not None:
+        kwargs["transport"] = o.transport
+    if o.guided is not None:
+        kwargs["guided"] = o.guided
+    found = registered_backend(o.backend)
+    if found is not None and found.network:  # the deadline and the caps of a server's answers
+        kwargs["limits"] = Limits(deadline=o.deadline, max_response_bytes=o.max_response_bytes,
+                                  max_prompt_chars=o.max_prompt_chars, max_samples=o.max_samples)
+    if declared:
+        return declare(o.backend, **kwargs)
+    policy = RetryPolicy(base_delay=min(0.5, o.patience), max_delay=o.patience)
+    return wrap(get(o.backend, **kwargs), cache=o.lm_cache, retry=policy)
+
+
+def base_urls(values: list[str]) -> str | list[tuple[str, float]]:
+    """``--base-url`` values: one URL as it is, else the replicas they name (URLs and ``@FILE`` lists of ``URL
+    [WEIGHT]`` lines, :func:`~mitigate.lm._pool.read_endpoints`), which the backend spreads its requests
+    over."""
+    if len(values) == 1 and not values[0].startswith("@"):
+        return values[0]
+    from mitigate.lm import read_endpoints
+
+    found = read_endpoints(values, read_text_file)
+    return found[0][0] if len(found) == 1 else found
+
+
+def constants_of(values: list[str] | None) -> dict[str, str]:
+    """``--const NAME=VALUE`` / ``NAME=@file`` values as the template's constants."""
+    out = parse_pairs("--const", values, "NAME=VALUE or NAME=@file")
+    return {k: read_text_file(Path(v[1:]), "--const") if v.startswith("@") else v for k, v in out.items()}
+
+
+def prompt_from_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
+                  criterion: str | None = None, answer: str | None = None,
+                         origin: str = "the template") -> JudgePrompt:
+    """The template read into a prompt, with the command's overrides (``--const``, ``--output-slot``,
+    ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read.
+
+    A template the reader refuses (its sandbox included) is named by ``origin`` in the error."""
+    slots = parse_pairs("--slot-field", getattr(o, "slot_field", None), "SLOT=FIELD (e.g. response=output)")
+    consts = constants_of(getattr(o, "const", None))
+    output_slot = getattr(o, "output_slot", None)
+    with naming_template(origin):
+        hints = TemplateHints.of(scale=scale, criterion=criterion, answer=answer or None,
+                                 output_slot=output_slot.strip() if output_slot else None,
+                                 slot_fields=slots or None, constants=consts or None)
+        jp = JudgePrompt.from_template(text, hints, system=system)
+    return with_format_overrides(jp, getattr(o, "answer_format", None), getattr(o, "reasoning", None))
+
+
+def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | None) -> JudgePrompt:
+    """``jp`` with its answer line (``--answer-format``: a line with {value}, or json:KEY) and reasoning
+    replaced."""
+    if line is None and reasoning is None:
+        return jp
+    update: dict[str, Any] = {"inferred": False}
+    if line is not None:
+        if line.startswith("json:"):
+            update.update(json_key=line[len("json:"):].strip())
+        else:
+            update.update(line=line, json_key=None)
+    if reasoning is not None:
+        update["reasoning"] = reasoning
+    stub = jp.format.stub
+    fmt = AnswerFormat(**(jp.format.model_dump() | update | {"stub": ""}))
+    # a template ending with an answer stub ("- Fluency (1-3):") is still completed by a line naming its label
+    return jp.with_answer_format(fmt.with_stub(stub) if stub and fmt.names_stub(stub) else fmt)
+
+
+def adds_reasoning(pipeline: Mitigation | None) -> bool:
+    """Whether a step of ``pipeline`` asks the judge to reason before its answer (its ``adds_reasoning``
+    tag)."""
+    return pipeline is not None and pipeline.tags.adds_reasoning
+
+
+def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigation | None) -> dict[str, str]:
+    """``answer_mode`` of the options; ``--scoring auto`` reads the text (parse) when the template or the
+    pipeline asks for reasoning before the answer, since a logprob read takes the first token the judge
+    writes."""
+    scoring = o.scoring
+    if scoring == "auto" and (prompt.format.reasoning == "before" or adds_reasoning(pipeline)):
+        scoring = "parse"
+    return answer_mode(lm, scoring, o.constrain)
+
+
+def build_judge(o: LMRunOptions, task: Workload, pipeline: Mitigation | None = None, *,
+                declared: bool = False) -> PromptJudge:
+    """The prompt judge of judge, compare and search: the template, its LM and its config, from the options.
+
+    A pairwise benchmark needs a pairwise ``--prompt`` (there is no built-in one); the judge
+    then answers with a verdict. ``pipeline``: the mitigations that will wrap it (``--scoring auto``
+    reads the text when they ask for reasoning). ``declared``: its LM is the backend's declared
+    facts (``--dry-run``: requests rendered, none sent). The caller closes ``judge.lm`` when done.
+    """
+    bench, crit = task.benchmark, task.criterion
+    system = read_text_file(o.system_file, "--system") if o.system_file is not None else None
+    if bench.pairwise and o.prompt is None:
+        raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template "
+                          "that shows {{output}} and {{output_b}} and asks which is better; got none")
+    answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
+    jp = prompt_from_template(template_text(o.prompt, o.benchmark, crit), o, system=system,
+                              scale=o.scale_range,
+                       criterion=crit, answer=answer.get("answer"),
+                              origin=template_origin(o.prompt, o.system_file))
+    lm = build_backend(o, declared=declared)
+    # the options' strings (checked when the options were built) validated as the config's literals
+    config = JudgeConfig.model_validate({"temperature": o.temperature, "n": o.samples_per_item,
+                                         "reducer": o.reducer_name, "max_tokens": o.max_tokens,
+                                         **scoring_for(o, lm, jp, pipeline)})
+    return PromptJudge(jp, lm, config)
+
+
+def with_pipeline(judge: Judge, text: str | None) -> Judge:
+    """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None:
+    unchanged)."""
+    if text is None:
+        return judge
+    from mitigate.strategies import parse_pipeline
+
+    pipe = parse_pipeline(text)
+    typer.echo(f"pipeline {text}: {json.dumps(pipe.spec())[:200]}", err=True)
+    return pipe.wrap(judge)
+
+
+def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Iterable[Item]) -> str:
+    """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM
+    call)."""
+    first = iter(items)
+    item = next(first, None)
+    if hasattr(first, "close"):  # a file read as a stream: closed, not left to the collector
+        first.close()
+    if item is None:
+        raise ConfigError("--dry-run renders the first item; expected at least one item; got none")
+    from mitigate.run import render_judge
+
+    parts = [f"### entry {name!r}: the requests for item {item.id!r} (dry run: no LM call)\n"
+             + render_judge(judge, item, baseline=base) for name, judge in entries]
+    return "\n\n".join(parts)
+
+
+def batch_session(enabled: bool, folder: Path | None, retries: int, progress: bool) -> BatchSession | None:
+    """A batch session recording in ``folder``/batches when ``--batch`` is on (None otherwise).
+
+    The options were checked when built (``--batch`` has a folder and a backend with a batch
+    API, ``--batch-retries`` >= 0).
+    """
+    if not enabled or folder is None:
+        return None
+    return BatchSession(BatchConfig(retry_failed=retries, progress=progress), folder / "batches")
+
+
+class RewriterOptions:
+    """The judge's backend options with the rewriter's spec: the rewriter gets the same deadline, caps and
+    cache."""
+
+    def __init__(self, o: Any) -> None:
+        self._o = o
+        self.backend = o.rewriter or o.backend
+        self.base_url = None
+        self.transport = None
+        self.guided = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._o, name)

@@ -1,0 +1,320 @@
+"""``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
+
+# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
+
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+import typer
+
+from mitigate.cli._app import command
+from mitigate.cli._build import (
+    Workload,
+    batch_session,
+    build_judge,
+    dry_run_text,
+    stream_workload,
+    with_pipeline,
+)
+from mitigate.cli._errors import EXIT_FAILED, fail_when_all_failed, say_error
+from mitigate.cli._files import run_dir, writable_file, writing_after_run
+from mitigate.cli.options._backend import BATCH, BATCH_HELP, BackendOptions, BatchOptions, check_batch
+from mitigate.cli.options._declare import Override
+from mitigate.cli.options._prompt import Prompt, PromptOptions, ReducedAnswerOptions, Scale, parse_scale
+from mitigate.cli.options._results import OUT, ThresholdOptions
+from mitigate.cli.options._run import (
+    PIPELINE,
+    RESTART,
+    RUN_DIR,
+    STOP_AFTER,
+    Cache,
+    DryRun,
+    Progress,
+    RunOptions,
+)
+from mitigate.cli.options._task import Limit, TaskOptions
+from mitigate.data import Item
+from mitigate.errors import MitigateError
+from mitigate.judge import Judgment
+from mitigate.paths import one_line, open_output, write_output
+from mitigate.run import preflight, run_stream
+
+if TYPE_CHECKING:
+    from mitigate.run import RunSummary
+
+RESULTS_COLUMNS = "results.sqlite"
+"""The judgments of ``judge --run-dir`` as columns (:mod:`mitigate.run._columns`); ``results.json`` holds the
+summary."""
+
+# Imported where used: the strategies (--pipeline), the judgments file (--out) and the threshold report
+# (--threshold), so a plain judge loads none of them.
+
+
+@dataclass(frozen=True)
+class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, BatchOptions,
+                   ThresholdOptions):
+    """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human
+    score."""
+
+    COMMAND: ClassVar[str] = "judge"
+    HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
+        "What to judge": ("benchmark", "criterion", "limit", "prompt"),
+        "The judge": ("backend", "base_url", "pipeline", "samples", "temperature"),
+        "Results": ("out", "run_dir", "dry_run", "config_file"),
+    }
+    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
+
+    pipeline: Annotated[str | None, PIPELINE] = None
+    scale: Scale = None
+    stop_after: Annotated[int, STOP_AFTER] = 3
+    run_dir: Annotated[Path | None, RUN_DIR] = None
+    restart: Annotated[bool, RESTART] = False
+    out: Annotated[Path | None, OUT] = None
+    dry_run: DryRun = False
+
+    limit: Limit = 5
+    prompt: Annotated[Prompt, Override(help="judge prompt template file with {{slots}}")] = None
+    cache: Annotated[Cache, Override(help="cache LM calls on disk (identical re-runs make no calls)")] = True
+    progress: Annotated[Progress, Override(help="show a progress bar")] = True
+    batch: Annotated[bool, BATCH, Override(help=BATCH_HELP + " (needs --run-dir)")] = False
+
+    def check(self) -> None:
+        """``--batch`` needs ``--run-dir`` and a backend with a batch API; ``--scale`` is MIN,MAX."""
+        check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir,
+                    folder_option="--run-dir")
+        parse_scale(self.scale)
+
+    @property
+    def scale_range(self) -> tuple[float, float] | None:
+        """``--scale`` as (min, max), None when the prompt says."""
+        return parse_scale(self.scale)
+
+
+@command("judge", JudgeOptions)
+def judge(options: JudgeOptions) -> None:
+    """Judge the first items of a benchmark and print each judgment beside the human score."""
+    if options.out is not None:
+        writable_file(options.out, "--out")
+    with run_dir(options.run_dir):
+        asyncio.run(_judge(options))
+
+
+async def _judge(o: JudgeOptions) -> None:
+    pipe = None
+    if o.pipeline is not None:
+        from mitigate.strategies import parse_pipeline
+
+        pipe = parse_pipeline(o.pipeline)  # bad text fails before data or calls
+    task = stream_workload(o.benchmark, o.criterion, o.limit)
+    base = build_judge(o, task, pipe, declared=o.dry_run)  # a dry run needs no SDK, key or model file
+    lm = base.lm
+    if o.dry_run:
+        try:
+            judge_obj = with_pipeline(base, o.pipeline)
+            typer.echo(dry_run_text([(o.pipeline or "baseline", judge_obj)], base, task.items))
+        finally:
+            await lm.aclose()
+        return
+    session = batch_session(o.batch, o.run_dir, o.batch_retries, o.progress)
+    outputs = Outputs(o, task, lm.spec)
+    try:
+        judge_obj = with_pipeline(base, o.pipeline)
+        # every item fits the prompt: checked before anything is printed or called
+        preflight(judge_obj, task.items)
+        typer.echo(f"{task.benchmark.summary()}\njudging {len(task.items)} items on {task.criterion!r} with "
+                   f"{lm.spec}", err=True)
+        journal = o.run_dir / "journal.jsonl" if o.run_dir else None
+        with outputs:
+            async with run_stream(judge_obj, task.items, concurrency=o.concurrency, journal=journal,
+                                  check=False,
+                                  restart=o.restart, progress=o.progress, stop_after=o.stop_after,
+                                  batch=session) as stream:
+                async for item, judgment in stream:
+                    outputs.add(item, judgment)
+    finally:
+        if session is not None:
+            await session.aclose()
+            typer.echo(session.stats.line(), err=True)
+        await lm.aclose()
+    summary = stream.summary
+    kept = (f"the journal {o.run_dir / 'journal.jsonl'}" if o.run_dir else
+            "the LM cache" if o.cache else None)
+    try:
+        outputs.print_table()
+        typer.echo(summary.line(), err=True)
+        with writing_after_run(kept):
+            outputs.finish(summary)
+    finally:
+        outputs.abandon()
+    fail_when_all_failed(stream)
+    if o.threshold is not None:
+        threshold_gate(outputs.kept, task.criterion, o.threshold, o.require_pass_rate)
+
+
+class Outputs:
+    """Where ``judge`` puts each judgment as the run yields it, so none is kept: the table printed on stdout
+    (held
+    in a temporary file until the run ends), ``--out`` and the results' columns in ``--run-dir``
+    (:mod:`mitigate.run._columns`), both written as they come and put in place when the run ends.
+
+    A file that cannot be written (a full disk) is closed at once, leaving what was there as it
+    was; the run goes on (the journal and the LM cache keep every judgment) and the error is raised
+    by :meth:`finish`, after the run. With ``--threshold`` the scores the gate needs are kept.
+    """
+
+    def __init__(self, o: JudgeOptions, task: Workload, backend: str) -> None:
+        self.o = o
+        self.task = task
+        self.backend = backend
+        self.kept: list[Judgment] = []
+        self.table = tempfile.SpooledTemporaryFile(max_size=2**20, mode="w+", encoding="utf-8")
+        self.files: dict[str, tuple[ExitStack, Any]] = {}
+        self.rows = 0
+        self.errors: list[BaseException] = []
+
+    def __enter__(self) -> "Outputs":
+        o = self.o
+        if o.out is not None:
+            from mitigate.report import JudgmentsWriter, check_out_path, is_csv
+
+            stack = ExitStack()
+            handle = stack.enter_context(open_output(check_out_path(o.out), "--out",
+                                                     newline="" if is_csv(o.out) else None))
+            self.files["out"] = (stack,
+                                 JudgmentsWriter(handle, csv_format=is_csv(o.out),
+                                                 criterion=self.task.criterion))
+        if o.run_dir is not None:
+            from mitigate.run import ColumnWriter
+
+            stack = ExitStack()
+            about = {"benchmark": self.task.benchmark.name, "criterion": self.task.criterion,
+                     "backend": self.backend}
+            try:
+                writer = stack.enter_context(ColumnWriter(o.run_dir / RESULTS_COLUMNS, about,
+                                                          criterion=self.task.criterion))
+            except BaseException:
+                self._close_all(*sys.exc_info())
+                raise
+            self.files["columns"] = (stack, writer)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:  # the run did not finish: no file is put in place
+            self._close_all(exc_type, exc, tb)
+
+    def abandon(self) -> None:
+        """Close what :meth:`finish` did not put in place, leaving the files there were (their temporaries
+        removed)."""
+        if self.files:
+            self._close_all(RuntimeError, RuntimeError("not finished"), None)
+        if not self.table.closed:
+            self.table.close()
+
+    def _close_all(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        for name in list(self.files):
+            stack, _ = self.files.pop(name)
+            with contextlib.suppress(BaseException):
+                stack.__exit__(exc_type, exc, tb)
+
+    def _failed(self, name: str, error: BaseException) -> None:
+        stack, _ = self.files.pop(name)
+        with contextlib.suppress(BaseException):
+            stack.__exit__(type(error), error, error.__traceback__)
+        self.errors.append(error)
+
+    def add(self, item: Item, judgment: "Judgment") -> None:
+        """One judgment, in item order: a line of the table, a row of each file."""
+        self.rows += 1
+        self.table.write(table_line(judgment, item, self.task) + "\n")
+        for name, (_, writer) in list(self.files.items()):
+            try:
+                if name == "out":
+                    writer.write(judgment, item)
+                else:
+                    writer.append(item, judgment)
+            except (MitigateError, OSError) as error:
+                self._failed(name, error)
+        if self.o.threshold is not None:
+            self.kept.append(Judgment(item_id=judgment.item_id, scores=judgment.scores,
+                                      samples=judgment.samples,
+                                      error=judgment.error))
+
+    def print_table(self) -> None:
+        """The table on stdout: one line per judgment, in item order."""
+        self.table.seek(0)
+        while chunk := self.table.read(2**16):
+            typer.echo(chunk, nl=False)
+        self.table.close()
+
+    def finish(self, summary: "RunSummary") -> None:
+        """Put the files in place and write ``results.json`` (the summary); then raise the first write that
+        failed."""
+        o = self.o
+        for name in list(self.files):
+            stack, _ = self.files.pop(name)
+            try:
+                stack.close()
+            except (MitigateError, OSError) as error:
+                self.errors.append(error)
+            else:
+                shown = o.out if name == "out" else o.run_dir / RESULTS_COLUMNS if o.run_dir else name
+                typer.echo(f"wrote {shown} ({self.rows} "
+                           f"{'rows' if name == 'out' else 'judgments as columns'})",
+                           err=True)
+        if o.run_dir:
+            out = write_output(o.run_dir / "results.json", json.dumps({
+                "benchmark": self.task.benchmark.name, "criterion": self.task.criterion,
+                "backend": self.backend,
+                "summary": summary.model_dump(mode="json"), "columns": RESULTS_COLUMNS,
+            }, indent=1), "the results file")
+            typer.echo(f"wrote {out}", err=True)
+        if self.errors:
+            raise self.errors[0]
+
+
+def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float,
+                   require: float | None) -> None:
+    """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be
+    met."""
+    from mitigate.diff import threshold_report, threshold_text
+
+    report = threshold_report(judgments, criterion, threshold, require=require)
+    typer.echo(threshold_text(report))
+    if report.decision not in (None, "pass"):
+        say_error(f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at "
+                  f"{criterion} >= {threshold:g}: {report.decision}, required {require:g}")
+        raise typer.Exit(code=EXIT_FAILED)
+
+
+def table_line(j: "Judgment", item: Item, task: Workload) -> str:
+    """One judgment as a line of the table on stdout: item id, the judge's score (or FAILED), the human score,
+    a
+    detail (the error, the parse failure, or the answer's first line)."""
+    if task.benchmark.pairwise:  # a verdict beside the gold preference
+        gold = item.preference.get(task.criterion)
+        shown = "FAILED" if j.verdict is None else str(j.verdict)
+        human_s = "-" if gold is None else str(gold)
+        detail = j.error or (j.failures[0].reason if j.failures and j.verdict is None else
+                             first_line(j.raw[0] if j.raw else ""))
+        return f"{one_line(j.item_id)}\tjudge={shown}\tgold={human_s}\t{one_line(first_line(detail))}"
+    human = item.human.get(task.criterion)
+    score = j.scores.get(task.criterion)
+    shown = "FAILED" if score is None else f"{score:g}"
+    human_s = "-" if human is None else f"{human:.2f}"
+    detail = j.error or (j.failures[0].reason if j.failures and score is None
+                         else first_line(j.raw[0] if j.raw else ""))
+    return f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}"
+
+
+def first_line(text: str, width: int = 100) -> str:
+    """``text`` flattened to one line of at most ``width`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -1,0 +1,78 @@
+"""FairEval (Wang et al. 2023, "Large language models are not fair evaluators"), read from a copy of its
+repository.
+
+Layout (github.com/i-Eval/FairEval; point mitigate at the repository folder):
+
+- ``question.jsonl``: the 80 Vicuna questions, ``{"question_id", "text", "category"}``;
+- ``answer/answer_<model>.jsonl``: each model's answer per question, ``{"question_id", "text"}``
+  (``gpt35`` = ChatGPT, ``vicuna-13b``, ``alpaca-13b``, ``gpt-4``);
+- ``review/review_gpt35_vicuna-13b_human.txt``: the human verdict per question, one line each in
+  question order: ``CHATGPT``, ``VICUNA13B`` or ``TIE``.
+
+:func:`load_faireval` gives the ChatGPT vs Vicuna-13B pairs as a pairwise benchmark: A is
+ChatGPT's answer, B Vicuna-13B's, gold ``"A"``/``"B"``/``"tie"`` from the human line
+(criterion ``overall``; item ids ``"faireval/<question_id>"``). The repository releases no
+LLM judge outputs (the paper's GPT-4 and ChatGPT reviews are not in it); LLMBar's processed
+copy of FairEval (``Processed/FairEval`` in :mod:`mitigate.data._llmbar`) carries judge outputs
+on the non-tie pairs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from mitigate.data._jsonl import read_json_lines, read_text_lines
+from mitigate.data._released_pairwise import RELEASE_CRITERION
+from mitigate.data._schema import Benchmark, Item
+from mitigate.errors import DataError
+
+_HUMAN: dict[str, Literal["A", "B", "tie"]] = {"CHATGPT": "A", "VICUNA13B": "B", "TIE": "tie"}
+_HINT = "FairEval comes from github.com/i-Eval/FairEval (question.jsonl, answer/, review/)"
+
+
+def _by_question(path: Path) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for line, row in read_json_lines(path):
+        qid = row.get("question_id") if isinstance(row, dict) else None
+        if not isinstance(qid, int) or not isinstance(row.get("text"), str):
+            raise DataError(f"{path}:{line}: expected an integer 'question_id' and a string 'text'; got "
+                            f"{str(row)[:60]!r}", path=str(path))
+        out[qid] = row
+    return out
+
+
+def load_faireval(path: str | Path) -> Benchmark:
+    """The 80 FairEval questions with ChatGPT's (A) and Vicuna-13B's (B) answers and the human verdict as
+    gold."""
+    repo = Path(path)
+    files = {"question": repo / "question.jsonl", "a": repo / "answer" / "answer_gpt35.jsonl",
+             "b": repo / "answer" / "answer_vicuna-13b.jsonl",
+             "human": repo / "review" / "review_gpt35_vicuna-13b_human.txt"}
+    missing = [str(p.relative_to(repo)) for p in files.values() if not p.is_file()]
+    if missing:
+        raise DataError(f"expected the FairEval files {missing} under {repo}; they are missing. {_HINT}")
+    questions = _by_question(files["question"])
+    answers_a, answers_b = _by_question(files["a"]), _by_question(files["b"])
+    verdicts = [(line, text.strip()) for line, text in read_text_lines(files["human"]) if text.strip()]
+    order = list(questions)
+    if len(verdicts) != len(order):
+        raise DataError(f"{files['human']}: expected one human verdict per question ({len(order)}); got "
+                        f"{len(verdicts)}", path=str(files["human"]))
+    items = []
+    for qid, (line, verdict) in zip(order, verdicts, strict=True):
+        gold = _HUMAN.get(verdict)
+        if gold is None:
+            raise DataError(f"{files['human']}:{line}: expected CHATGPT, VICUNA13B or TIE; got {verdict!r}",
+                            path=str(files["human"]))
+        if qid not in answers_a or qid not in answers_b:
+            raise DataError(f"expected both answers to question {qid}; "
+                            f"{'answer_gpt35' if qid not in answers_a else 'answer_vicuna-13b'} has none")
+        items.append(Item(id=f"faireval/{qid}", doc_id=f"faireval/{qid}",
+                          inputs={"question": questions[qid]["text"]}, output=answers_a[qid]["text"],
+                          output_b=answers_b[qid]["text"], system="gpt-3.5-turbo", system_b="vicuna-13b",
+                          preference={RELEASE_CRITERION: gold},
+                          meta={"category": str(questions[qid].get("category", ""))}))
+    return Benchmark(name="faireval", items=tuple(items), criteria=(RELEASE_CRITERION,),
+                     description="FairEval: Vicuna-80 questions, ChatGPT (A) vs Vicuna-13B (B), human "
+                                 "verdicts (ties kept)")

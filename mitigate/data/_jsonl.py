@@ -1,0 +1,551 @@
+"""The generic benchmark format (one JSON object per line) and the file helpers every loader shares.
+
+A row of the generic format (see ``docs/data_format.md``)::
+
+    {"id": "M8/dm-test-1", "system": "M8", "doc_id": "dm-test-1",
+     "inputs": {"source": "The article ..."}, "output": "The summary ...",
+     "reference": "A reference summary", "human": {"coherence": 3.33},
+     "annotators": {"coherence": [3, 4, 3]}, "meta": {"split": "test"}}
+
+Only ``id`` and ``output`` are required. A pairwise row adds ``output_b`` (and ``system_b``) and
+its gold ``preference`` per criterion (``"A"``, ``"B"`` or ``"tie"``). An optional first line
+``{"benchmark": {"name": ..., "criteria": [...], "scale": [1, 5], "scales": {"naturalness": [1, 3]}}}``
+declares the benchmark, including a label scale per criterion. :func:`load_jsonl` checks every
+row and stops at the first bad one with a :class:`~mitigate.errors.DataError` naming the file,
+the line, what was expected and what came.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from mitigate.data._schema import Benchmark, Item
+from mitigate.errors import DataError, ScaleError
+from mitigate.paths import check_input_file, data_dir, open_regular, read_lines, write_output
+from mitigate.scale import Scale
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "system_b", "reference", "human",
+            "annotators",
+            "preference", "meta")
+"""The keys a generic-format row may hold; any other key is an error (it is usually a typo)."""
+
+HEADER_KEYS = ("name", "criteria", "scale", "scales", "description")
+"""The keys the optional header line ``{"benchmark": {...}}`` may hold."""
+
+PREFERENCES = {"a": "A", "b": "B", "tie": "tie"}
+"""Accepted gold preferences (case-insensitive) -> the stored value."""
+
+ScaleSpec = Scale | tuple[float, float] | list[float]
+"""A label scale as :class:`~mitigate.scale.Scale` or ``(min, max)``."""
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers shared by the dataset loaders
+# ---------------------------------------------------------------------------------------------
+
+
+def resolve_root(root: str | Path | None) -> Path:
+    """The data folder to read from: ``root`` when given, else :func:`mitigate.paths.data_dir`.
+
+    Raises DataError when neither is set, saying how to point mitigate at the data.
+    """
+    if root is not None:
+        return Path(root)
+    found = data_dir()
+    if found is None:
+        raise DataError(
+            "expected a data folder; got none: set MITIGATE_DATA_DIR to the folder holding the "
+            "datasets (e.g. /work/shared/data) or place it at ../shared/data beside the repository"
+        )
+    return found
+
+
+def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: str = "") -> list[Path]:
+    """The absolute paths of ``relpaths`` under ``root``; DataError naming every missing one.
+
+    ``dataset`` names what is being loaded; ``hint`` says where the files come from.
+    """
+    paths = [root / rel for rel in relpaths]
+    missing = [rel for rel, path in zip(relpaths, paths, strict=True) if not path.is_file()]
+    if missing:
+        shown = "\n  ".join(missing[:8])
+        more = f"\n  ... and {len(missing) - 8} more" if len(missing) > 8 else ""
+        raise DataError(
+            f"cannot load {dataset}: expected these files under the data folder {root}, but "
+            f"{len(missing)} of {len(relpaths)} are missing:\n  {shown}{more}"
+            + (f"\n{hint}" if hint else ""),
+            path=str(root / missing[0]),
+        )
+    return paths
+
+
+def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for every non-blank line of a JSON-lines file (lines count from 1).
+
+    A line that is not valid JSON raises ``error`` (DataError or a subclass) with the file, the
+    line and the parser's complaint.
+    """
+    for number, _, value in read_json_lines_at(path, error=error):
+        yield number, value
+
+
+def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, Any]]:
+    """:func:`read_json_lines` with the byte offset where each line starts: ``(line_number, offset, value)``,
+    so a
+    reader can come back to one line without keeping what it read."""
+    for number, offset, line in read_text_lines_at(path, error=error):
+        if line.strip():
+            yield number, offset, json_value(line, path, number, error=error)
+
+
+def json_value(line: str, path: Path, number: int, *, error: type[DataError] = DataError) -> Any:
+    """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one (invalid
+    JSON,
+    nested too deep, a lone surrogate escape)."""
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        raise error(f"{path}:{number}: expected one JSON value per line nested at most a few hundred levels "
+                    "deep; got one nested too deep to read", path=str(path), line=number) from None
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
+            f"column {exc.colno}): {_clip(line)}",
+            path=str(path),
+            line=number,
+        ) from exc
+    if "\\u" in line:  # a lone surrogate can only come from an escape such as "\ud800"
+        bad = _lone_surrogate(value)
+        if bad is not None:
+            raise error(
+                f"{path}:{number}: expected text that is valid Unicode; got the lone surrogate escape "
+                f"\\u{ord(bad):04x}, which no UTF-8 text can hold",
+                path=str(path),
+                line=number,
+            )
+    return value
+
+
+def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for every line of a UTF-8 text file (lines count from 1, newline kept).
+
+    A file that cannot be opened, or a line that is not UTF-8, raises ``error`` with the file and
+    the line, instead of a ``UnicodeDecodeError`` from somewhere inside a loader.
+    """
+    for number, _, text in read_text_lines_at(path, error=error):
+        yield number, text
+
+
+def read_text_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, str]]:
+    """:func:`read_text_lines` with the byte offset where each line starts: ``(line_number, offset,
+    text)``."""
+    check_input_file(path, "a data file", error=error)
+    try:
+        handle = open_regular(path, "rb", "a data file")  # checked again on the open file: never a FIFO
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+    with handle:
+        offset = 0
+        for number, raw in enumerate(read_lines(handle, f"the data file {path}", path=path), start=1):
+            yield number, offset, utf8_line(raw, path, number, error=error)
+            offset += len(raw)
+
+
+def utf8_line(raw: bytes, path: Path, number: int, *, error: type[DataError] = DataError) -> str:
+    """One line of ``path`` as text; ``error`` naming the file, line and byte when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{path}:{number}: expected UTF-8 text; got the byte {raw[exc.start]:#04x} at column "
+            f"{exc.start + 1}, which is not UTF-8 (re-save the file as UTF-8)",
+            path=str(path),
+            line=number,
+        ) from None
+
+
+def read_text(path: Path, *, error: type[DataError] = DataError, translate_newlines: bool = True) -> str:
+    """The whole of a UTF-8 text file with newlines normalised to ``\\n`` (as ``Path.read_text`` does;
+    ``translate_newlines=False`` keeps them, as ``newline=""`` does for the csv module); ``error``
+    naming the file and line when it cannot be read or is not UTF-8."""
+    check_input_file(path, "a data file", error=error)
+    try:
+        with open_regular(path, "rb", "a data file") as handle:  # checked again on the open file
+            data = handle.read()
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(
+            f"{path}:{line}: expected UTF-8 text; got the byte {data[exc.start]:#04x}, which is not UTF-8 "
+            "(re-save the file as UTF-8)",
+            path=str(path),
+            line=line,
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if translate_newlines else text
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate character in a parsed JSON value (keys included), or None."""
+    if isinstance(value, str):
+        match = _SURROGATE.search(value)
+        return None if match is None else match.group()
+    if isinstance(value, dict):
+        items: Any = (*value.keys(), *value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for part in items:
+        found = _lone_surrogate(part)
+        if found is not None:
+            return found
+    return None
+
+
+def row_error(path: Path, line: int, message: str, *, error: type[DataError] = DataError) -> DataError:
+    """A DataError (or ``error`` subclass) for a bad row, with ``path:line:`` in front and both in context."""
+    return error(f"{path}:{line}: {message}", path=str(path), line=line)
+
+
+def number(value: Any, path: Path, line: int, what: str) -> float:
+    """``value`` as a finite float, or a DataError saying ``what`` should have been a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise row_error(path, line,
+                        f"expected a number for {what}; got {type(value).__name__} {_clip(repr(value))}")
+    result = float(value)
+    if not math.isfinite(result):
+        raise row_error(path, line, f"expected a finite number for {what}; got {value!r}")
+    return result
+
+
+def mean(values: Sequence[float]) -> float:
+    """The arithmetic mean of a non-empty sequence (callers check emptiness and report it)."""
+    return sum(values) / len(values)
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# the generic format
+# ---------------------------------------------------------------------------------------------
+
+
+def load_jsonl(
+    path: str | Path,
+    name: str | None = None,
+    scale: ScaleSpec | Mapping[str, ScaleSpec] | None = None,
+    *,
+    criteria: Sequence[str] | None = None,
+    description: str = "",
+) -> Benchmark:
+    """Load a benchmark in the generic JSON-lines format, checking every row.
+
+    ``name`` defaults to the header's name, else the file's stem. ``scale`` is the human label
+    scale: one scale for every criterion (default 1 to 5), or a mapping criterion -> scale for
+    criteria on different scales (criteria it leaves out keep the header's or the default). A
+    header line (see the module docstring) may declare the same; arguments override it. Every
+    human and annotator score must lie within its criterion's scale. ``criteria`` defaults to the
+    header's, else the human criteria in order of first appearance. A bad row raises DataError
+    with ``file:line``: invalid JSON, a missing or empty ``id``, a missing ``output``, a wrong
+    type, a non-numeric or out-of-range score, a preference other than A/B/tie (or one on a row
+    without ``output_b``), an unknown key, or an id seen on an earlier line.
+    """
+    rows = JsonlRows(path, scale)
+    file = rows.path
+    items: list[Item] = []
+    first_line: dict[str, int] = {}
+    seen_criteria: dict[str, None] = {}
+    for line, _, item in rows:
+        if item.id in first_line:
+            raise row_error(file, line,
+                            f"expected a unique 'id'; got {item.id!r}, already used on line "
+                            f"{first_line[item.id]}")
+        first_line[item.id] = line
+        note_criteria(item, seen_criteria)
+        items.append(item)
+    if not items or rows.common is None:
+        raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
+    return Benchmark(
+        name=name or rows.header.get("name") or file.stem,
+        items=tuple(items),
+        criteria=rows.criteria(criteria, seen_criteria),
+        scale=rows.common,
+        scales=rows.per,
+        description=description or rows.header.get("description", ""),
+    )
+
+
+def note_criteria(item: Item, seen: dict[str, None]) -> None:
+    """Add the criteria ``item`` holds labels for to ``seen`` (an ordered set: the order of first
+    appearance)."""
+    for criterion in (*item.human, *item.annotators, *item.preference):
+        if criterion not in seen:
+            seen[criterion] = None
+
+
+class JsonlRows:
+    """The rows of a generic-format file read one at a time as checked items: ``(line, offset, item)``.
+
+    The header line (see the module docstring), when the file starts with one, is read into
+    ``header``, ``common`` and ``per`` (the label scales: ``scale`` arguments over the header
+    over 1-5) before the first item; each row is checked as :func:`load_jsonl` says. Nothing
+    read is kept, so a file of any length is read in constant memory; each iteration reads the
+    file again from its start.
+    """
+
+    def __init__(self, path: str | Path, scale: ScaleSpec | Mapping[str, ScaleSpec] | None = None) -> None:
+        self.path = check_input_file(Path(path), "a JSON-lines benchmark file", error=DataError)
+        self.scale = scale
+        self.header: dict[str, Any] = {}
+        self.common: Scale | None = None
+        self.per: dict[str, Scale] = {}
+
+    def __iter__(self) -> Iterator[tuple[int, int, Item]]:
+        common: Scale | None = None
+        for line, offset, row in read_json_lines_at(self.path):
+            if common is None:
+                is_header = isinstance(row, dict) and set(row) == {"benchmark"}
+                self.header = _header(row["benchmark"], self.path, line) if is_header else {}
+                common, self.per = _scales(self.header, self.scale, self.path)
+                self.common = common
+                if is_header:
+                    continue
+            yield line, offset, _row_to_item(row, self.path, line, common, self.per)
+
+    def item(self, row: Any, line: int) -> Item:
+        """One row read again (at ``line``, after the file was iterated once) as its item."""
+        if self.common is None:
+            raise DataError(f"{self.path}: expected its rows read once before one is read again",
+                            path=str(self.path))
+        return _row_to_item(row, self.path, line, self.common, self.per)
+
+    def criteria(self, given: Sequence[str] | None, seen: Mapping[str, None]) -> tuple[str, ...]:
+        """The benchmark's criteria: ``given``, else the header's, else those ``seen`` in the rows, in order;
+        plus
+        every criterion with a scale of its own."""
+        chosen = tuple(given) if given is not None else tuple(self.header.get("criteria") or seen)
+        return chosen + tuple(extra for extra in self.per if extra not in chosen)
+
+
+def _scale_value(value: Any, where: str) -> Scale:
+    try:
+        if isinstance(value, dict):
+            return Scale.model_validate(value)
+        if isinstance(value, (list, tuple)) and len(value) == 2 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return Scale(min=value[0], max=value[1])
+        if isinstance(value, Scale):
+            return value
+    except (ValueError, ScaleError) as exc:
+        raise DataError(f"expected a valid scale for {where}; got {_clip(repr(value))}: {exc}") from None
+    raise DataError(f"expected a scale [min, max] or {{\"min\": .., \"max\": ..}} for {where}; got "
+                    f"{_clip(repr(value))}")
+
+
+def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
+    """The checked header ``{"benchmark": {...}}``: name, criteria, scale, scales, description."""
+    if not isinstance(value, dict):
+        raise row_error(path, line,
+                        f"expected the header 'benchmark' to be an object; got {type(value).__name__}")
+    unknown = [k for k in value if k not in HEADER_KEYS]
+    if unknown:
+        raise row_error(path, line,
+                        f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}")
+    out: dict[str, Any] = {}
+    for key in ("name", "description"):
+        if key in value:
+            if not isinstance(value[key], str):
+                raise row_error(path, line,
+                                f"expected a string header '{key}'; got {type(value[key]).__name__}")
+            out[key] = value[key]
+    if "criteria" in value:
+        crits = value["criteria"]
+        if not isinstance(crits, list) or not all(isinstance(c, str) and c for c in crits):
+            raise row_error(path, line,
+                            f"expected header 'criteria' to be a list of names; got {_clip(repr(crits))}")
+        out["criteria"] = crits
+    try:
+        if "scale" in value:
+            out["scale"] = _scale_value(value["scale"], "the header 'scale'")
+        if "scales" in value:
+            if not isinstance(value["scales"], dict):
+                raise DataError(f"expected header 'scales' to be an object criterion -> scale; got "
+                                f"{type(value['scales']).__name__}")
+            out["scales"] = {c: _scale_value(v, f"criterion {c!r}") for c, v in value["scales"].items()}
+    except DataError as exc:
+        raise row_error(path, line, exc.message) from None
+    return out
+
+
+def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict[str, Scale]]:
+    """The common scale and the per-criterion scales: arguments over the header over 1-5."""
+    common: Scale = header.get("scale", Scale())
+    per: dict[str, Scale] = dict(header.get("scales", {}))
+    try:
+        if isinstance(scale, Mapping):
+            per.update({c: _scale_value(v, f"criterion {c!r}") for c, v in scale.items()})
+        elif scale is not None:
+            common = Scale.of(scale)
+    except ScaleError as exc:
+        raise DataError("expected scale=(min, max), a Scale or a mapping criterion -> scale for "
+                        f"{path}; {exc}") from None
+    return common, per
+
+
+def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[str, Scale]) -> Item:
+    if not isinstance(row, dict):
+        raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}")
+    unknown = [key for key in row if key not in ROW_KEYS]
+    if unknown:
+        raise row_error(path, line, f"expected only the keys {list(ROW_KEYS)}; got unknown key(s) {unknown}")
+    item_id = row.get("id")
+    if not isinstance(item_id, str) or not item_id:
+        got = "no 'id'" if "id" not in row else f"{type(item_id).__name__} {item_id!r}"
+        raise row_error(path, line, f"expected a non-empty string 'id'; got {got}")
+    if "output" not in row:
+        raise row_error(path, line, f"expected an 'output' text in row {item_id!r}; got no 'output'")
+    fields: dict[str, Any] = {"id": item_id}
+    for key in ("output", "output_b", "system", "system_b", "doc_id", "reference"):
+        value = row.get(key)
+        if value is None and key != "output":
+            continue
+        if not isinstance(value, str):
+            raise row_error(path, line,
+                            f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}")
+        fields[key] = value
+    inputs = row.get("inputs", {})
+    if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
+        raise row_error(path, line,
+                        f"expected 'inputs' to be an object of named texts in row {item_id!r}; got "
+                        f"{_clip(repr(inputs))}")
+    fields["inputs"] = inputs
+    human = row.get("human", {})
+    if not isinstance(human, dict):
+        raise row_error(path, line,
+                        f"expected 'human' to be an object criterion -> score in row {item_id!r}; got "
+                        f"{type(human).__name__}")
+    fields["human"] = {c: _in_scale(number(v, path, line, f"human score {c!r}"), per.get(c, common), path,
+                                    line, c)
+                       for c, v in human.items()}
+    annotators = row.get("annotators", {})
+    if not isinstance(annotators, dict):
+        raise row_error(path, line,
+                        "expected 'annotators' to be an object criterion -> list of scores in row "
+                        f"{item_id!r}; got {type(annotators).__name__}")
+    parsed: dict[str, tuple[float | None, ...]] = {}
+    for criterion, scores in annotators.items():
+        if not isinstance(scores, list):
+            raise row_error(path, line,
+                            f"expected a list of scores for annotators {criterion!r}; got "
+                            f"{type(scores).__name__}")
+        parsed[criterion] = tuple(
+            None if s is None else _in_scale(number(s, path, line, f"annotator score {criterion!r}"),
+                                             per.get(criterion, common), path, line, criterion)
+            for s in scores
+        )
+    fields["annotators"] = parsed
+    preference = row.get("preference", {})
+    if not isinstance(preference, dict):
+        raise row_error(path, line,
+                        f"expected 'preference' to be an object criterion -> \"A\", \"B\" or \"tie\" in row "
+                        f"{item_id!r}; got {type(preference).__name__}")
+    if preference and "output_b" not in fields:
+        raise row_error(path, line,
+                        f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
+                        "(a pairwise item compares output = A with output_b = B); got none")
+    prefs: dict[str, str] = {}
+    for criterion, value in preference.items():
+        gold = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
+        if gold is None:
+            raise row_error(path, line,
+                            f"expected the preference for {criterion!r} to be \"A\", \"B\" or \"tie\"; "
+                            f"got {_clip(repr(value))}")
+        prefs[criterion] = gold
+    fields["preference"] = prefs
+    meta = row.get("meta", {})
+    if not isinstance(meta, dict):
+        raise row_error(path, line, f"expected 'meta' to be an object; got {type(meta).__name__}")
+    fields["meta"] = meta
+    return Item(**fields)
+
+
+def _in_scale(value: float, scale: Scale, path: Path, line: int, criterion: str) -> float:
+    if not scale.contains(value):
+        raise row_error(
+            path, line,
+            f"expected {criterion!r} scores within the human scale {scale.describe()} (declare the scale in "
+            f"the header line or pass scale= to load_jsonl for another); got {value:g}",
+        )
+    return value
+
+
+def item_to_row(item: Item) -> dict[str, Any]:
+    """One item as a generic-format row (empty optional fields left out)."""
+    row: dict[str, Any] = {"id": item.id}
+    for key in ("system", "doc_id"):
+        if getattr(item, key) is not None:
+            row[key] = getattr(item, key)
+    if item.inputs:
+        row["inputs"] = dict(item.inputs)
+    row["output"] = item.output
+    for key in ("output_b", "system_b", "reference"):
+        if getattr(item, key) is not None:
+            row[key] = getattr(item, key)
+    if item.human:
+        row["human"] = dict(item.human)
+    if item.annotators:
+        row["annotators"] = {c: list(v) for c, v in item.annotators.items()}
+    if item.preference:
+        row["preference"] = dict(item.preference)
+    if item.meta:
+        row["meta"] = item.meta
+    return row
+
+
+def header_row(benchmark: Benchmark) -> dict[str, Any]:
+    """The header line ``{"benchmark": {...}}`` that lets :func:`load_jsonl` restore name, criteria and
+    scales."""
+    head: dict[str, Any] = {"name": benchmark.name, "criteria": list(benchmark.criteria),
+                            "scale": benchmark.scale.model_dump(mode="json")}
+    if benchmark.scales:
+        head["scales"] = {c: s.model_dump(mode="json") for c, s in benchmark.scales.items()}
+    if benchmark.description:
+        head["description"] = benchmark.description
+    return {"benchmark": head}
+
+
+def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
+    """Write ``benchmark`` in the generic format (a header line, then one row per item, UTF-8); return the
+    path.
+
+    The header keeps the name, criteria and label scales, so :func:`load_jsonl` restores them.
+    ``meta`` values must be JSON-serialisable.
+    """
+    file = Path(path)
+
+    def fill(handle: IO[str]) -> None:
+        handle.write(json.dumps(header_row(benchmark), ensure_ascii=False) + "\n")
+        for item in benchmark.items:
+            try:
+                text = json.dumps(item_to_row(item), ensure_ascii=False)
+            except (TypeError, ValueError) as exc:
+                raise DataError(
+                    f"expected JSON-serialisable values in item {item.id!r}; got {exc}", item_id=item.id
+                ) from exc
+            handle.write(text + "\n")
+
+    write_output(file, fill, "the benchmark file")
+    return file

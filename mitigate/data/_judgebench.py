@@ -1,0 +1,252 @@
+"""JudgeBench (Tan et al. 2024, "JudgeBench: a benchmark for evaluating LLM-based judges"), read from a copy
+of its repository.
+
+Layout (github.com/ScalerLab/JudgeBench; point mitigate at the repository folder):
+
+- ``data/dataset=judgebench,response_model=<model>.jsonl``: one JSON line per response pair,
+  ``{"pair_id", "original_id", "source", "question", "response_model", "response_A",
+  "response_B", "label"}``; ``label`` is ``"A>B"`` or ``"B>A"`` (which response is objectively
+  correct). ``source`` names the origin (``mmlu-pro-law``, ``livebench-math`` ...).
+- ``outputs/dataset=judgebench,response_model=<model>,judge_name=<judge>,judge_model=<model>.jsonl``:
+  the same pairs with ``judgments``: two entries, the pair as given and then with the two
+  responses swapped, each ``{"judgment": {"response": raw text, "scores": [...]}, "decision"}``.
+  ``decision`` (``"A>B"``, ``"B>A"``, ``"A=B"`` or null) is relative to the presentation; a
+  reward model gives ``scores`` (one reward per response as presented) and no text.
+- ``utils/templates/<name>.jinja2``: each prompted judge's prompt (Arena-Hard's system and user
+  message for ``arena_hard``): the answers are read in the format recovered from it
+  (:mod:`mitigate.replay._released_pairwise`). A copy without these files (only ``data/`` and
+  ``outputs/``) is refused in one line naming the missing files when a prompted judge is read:
+  its answers are never replaced by the release's own decisions without saying so. Judges whose
+  prompt JudgeBench does not ship (not in :data:`JUDGE_TEMPLATES`) are read by their release
+  decisions, and reward models by their two rewards.
+
+Released judges are named ``"<judge_name>/<judge_model>@<response_model>"``. Item ids are the
+``pair_id`` s; ``meta["category"]`` groups the sources as the paper does (knowledge, reasoning,
+math, coding). Nothing is parsed here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from mitigate.data._jsonl import read_json_lines
+from mitigate.data._released_pairwise import (
+    RELEASE_CRITERION,
+    PairwiseRelease,
+    ReleasedAnswer,
+    TemplateSource,
+)
+from mitigate.data._schema import Benchmark, Item
+from mitigate.errors import DataError
+
+JUDGE_TEMPLATES: dict[str, tuple[str, str | None]] = {
+    "arena_hard": ("arena_hard_judge_prompt", "arena_hard_judge_system"),
+    "vanilla": ("vanilla_prompt", None),
+    "panda_lm": ("pandalm_prompt", None),
+    "prometheus_2": ("prometheus2_prompt", None),
+    "judge_lm": ("judgelm_prompt", None),
+    "auto_j": ("autoj_prompt", None),
+    "skywork_critic": ("skywork_critic_prompt", None),
+}
+"""JudgeBench judge name -> (user template, system template) under ``utils/templates/`` (no ``.jinja2``)."""
+
+_HINT = "JudgeBench comes from github.com/ScalerLab/JudgeBench (folders data/, outputs/ and utils/templates/)"
+_LABEL: dict[str, Literal["A", "B", "tie"]] = {"A>B": "A", "B>A": "B", "A=B": "tie"}
+_FLIP: dict[str, Literal["A", "B", "tie"]] = {"A": "B", "B": "A", "tie": "tie"}
+_OUT_NAME = re.compile(r"dataset=judgebench,response_model=(?P<rm>[^,]+),judge_name=(?P<jn>[^,]+),"
+                       r"judge_model=(?P<jm>.+)\.jsonl$")
+_DATA_NAME = re.compile(r"dataset=judgebench,response_model=(?P<rm>.+)\.jsonl$")
+
+
+def category(source: str) -> str:
+    """The paper's category of a pair's source: knowledge (MMLU-Pro), reasoning, math (LiveBench) or
+    coding."""
+    s = source.lower()
+    if s.startswith("mmlu"):
+        return "knowledge"
+    if s.startswith("livecodebench"):
+        return "coding"
+    if "math" in s:
+        return "math"
+    if "reasoning" in s:
+        return "reasoning"
+    return s.split("-")[0]
+
+
+def _repo(path: str | Path) -> Path:
+    p = Path(path)
+    if not (p / "data").is_dir():
+        raise DataError("expected a JudgeBench repository folder with data/ (and outputs/); got "
+                        f"{p}. {_HINT}")
+    return p
+
+
+def _gold(value: Any, path: Path, line: int) -> Literal["A", "B"]:
+    got = _LABEL.get(value) if isinstance(value, str) else None
+    if got not in ("A", "B"):
+        raise DataError(f"{path}:{line}: expected 'label' \"A>B\" or \"B>A\"; got {value!r}", path=str(path))
+    return got
+
+
+def _item(row: Any, path: Path, line: int) -> Item:
+    if not isinstance(row, dict):
+        raise DataError(f"{path}:{line}: expected a JSON object; got {type(row).__name__}", path=str(path))
+    keys = ("pair_id", "question", "response_A", "response_B", "source")
+    bad = [k for k in keys if not isinstance(row.get(k), str) or (k == "pair_id" and not row.get(k))]
+    if bad:
+        raise DataError(f"{path}:{line}: expected strings {list(keys)}; {bad} are missing or not strings",
+                        path=str(path))
+    model = str(row.get("response_model") or "")
+    return Item(id=row["pair_id"], doc_id=row["pair_id"], inputs={"question": row["question"]},
+                output=row["response_A"], output_b=row["response_B"], system=model or None,
+                system_b=model or None, preference={RELEASE_CRITERION: _gold(row.get("label"), path, line)},
+                meta={"source": row["source"], "category": category(row["source"]),
+                      "original_id": str(row.get("original_id", ""))})
+
+
+def load_judgebench(path: str | Path, *, response_model: str | None = None) -> Benchmark:
+    """The JudgeBench pairs at ``path`` as a pairwise benchmark with gold preferences (criterion ``overall``).
+
+    ``response_model`` picks one data file (``"gpt-4o-2024-05-13"``: 350 pairs,
+    ``"claude-3-5-sonnet-20240620"``: 270); None reads every data file. ``path`` may also be one
+    data file (``.../data/dataset=judgebench,response_model=gpt-4o-2024-05-13.jsonl``), which picks it.
+    """
+    p = Path(path)
+    if p.is_file():
+        m = _DATA_NAME.search(p.name)
+        if m is None or p.parent.name != "data":
+            raise DataError("expected a JudgeBench folder or a data file "
+                            f"data/dataset=judgebench,response_model=<model>.jsonl; got {p}")
+        if response_model not in (None, m.group("rm")):
+            raise DataError(f"expected response_model {m.group('rm')!r} for the data file {p.name}; got "
+                            f"{response_model!r}")
+        path, response_model = p.parent.parent, m.group("rm")
+    repo = _repo(path)
+    files = sorted(repo.glob("data/dataset=judgebench,response_model=*.jsonl"))
+    models = [m.group("rm") for f in files if (m := _DATA_NAME.search(f.name))]
+    if response_model is not None:
+        if response_model not in models:
+            raise DataError(f"expected a JudgeBench response model among {models}; got {response_model!r}")
+        files = [f for f, m in zip(files, models, strict=True) if m == response_model]
+    if not files:
+        raise DataError(f"expected JudgeBench data files under {repo / 'data'}; found none. {_HINT}")
+    items: dict[str, Item] = {}
+    for file in files:
+        for line, row in read_json_lines(file):
+            item = _item(row, file, line)
+            if item.id in items:
+                raise DataError(f"{file}:{line}: pair_id {item.id!r} appears twice", path=str(file))
+            items[item.id] = item
+    name = "judgebench" if response_model is None else f"judgebench:{response_model}"
+    return Benchmark(name=name, items=tuple(items.values()), criteria=(RELEASE_CRITERION,),
+                     description="JudgeBench response pairs; gold = the objectively correct "
+                                 "response; no ties")
+
+
+def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:
+    """How a judge's answers are read: its prompt template, a declared reader, or the template files it
+    lacks."""
+    if judge_name == "reward_model":
+        return TemplateSource(key="declared:reward-scores", answer="pairwise")
+    names = JUDGE_TEMPLATES.get(judge_name)
+    if names is None:  # a judge whose prompt JudgeBench does not ship: documented, its decisions are taken
+        return TemplateSource(key="declared:release-decision", answer="pairwise")
+    user, system = names
+    folder = repo / "utils" / "templates"
+    files = [f"utils/templates/{name}.jinja2" for name in (user, system) if name]
+    missing = [f for f in files if not (repo / f).is_file()]
+    if missing:
+        return missing
+    system_text = (folder / f"{system}.jinja2").read_text(encoding="utf-8") if system else None
+    return TemplateSource(key=f"judgebench:{judge_name}",
+                          text=(folder / f"{user}.jinja2").read_text(encoding="utf-8"),
+                          system=system_text, answer="pairwise", labels=("A", "B"),
+                          path=f"utils/templates/{user}.jinja2")
+
+
+def _decision(value: Any, where: str) -> Literal["A", "B", "tie"] | None:
+    if value is None:
+        return None
+    got = _LABEL.get(value) if isinstance(value, str) else None
+    if got is None:
+        raise DataError(f"{where}: expected a decision \"A>B\", \"B>A\", \"A=B\" or null; got {value!r}")
+    return got
+
+
+def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: int) -> list[ReleasedAnswer]:
+    judgments = row.get("judgments")
+    where = f"{file}:{line}"
+    if not isinstance(judgments, list) or not 1 <= len(judgments) <= 2:
+        raise DataError(f"{where}: expected 'judgments': one or two entries (as given, then swapped); got "
+                        f"{str(judgments)[:60]!r}", path=str(file))
+    out = []
+    orders: tuple[Literal["original", "swapped"], ...] = ("original", "swapped")
+    for order, entry in zip(orders, judgments, strict=False):
+        if entry is None:  # the release recorded no judgment at all for this order
+            out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order, raw="",
+                                      template=template,
+                                      line=line))
+            continue
+        if not isinstance(entry, dict):
+            raise DataError(f"{where}: expected a judgment object; got {type(entry).__name__}",
+                            path=str(file))
+        decision = _decision(entry.get("decision"), where)
+        if order == "swapped" and decision is not None:
+            decision = _FLIP[decision]
+        given = entry.get("judgment")
+        inner = given if isinstance(given, dict) else {}
+        raw = inner.get("response") or ""
+        scores = inner.get("scores")
+        pair: tuple[float, float] | None = None
+        if isinstance(scores, list) and len(scores) == 2 and all(isinstance(s, int | float) for s in scores):
+            first, second = float(scores[0]), float(scores[1])
+            pair = (first, second) if order == "original" else (second, first)
+        out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order,
+                                  raw=raw if isinstance(raw, str) else "", scores=pair, template=template,
+                                  release_verdict=decision, line=line))
+    return out
+
+
+def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseRelease:
+    """The JudgeBench release at ``path``: the pairs of every data file, and every judge output file's raw
+    answers.
+
+    ``judges`` is a glob over the released judge names (``"arena_hard/*"``).
+    """
+    repo = _repo(path)
+    bench = load_judgebench(repo)
+    known = {it.id for it in bench.items}
+    answers: list[ReleasedAnswer] = []
+    templates: dict[str, TemplateSource] = {}
+    info: dict[str, dict[str, str]] = {}
+    missing: dict[str, list[str]] = {}
+    for file in sorted(repo.glob("outputs/*.jsonl")):
+        m = _OUT_NAME.search(file.name)
+        if m is None:
+            continue
+        judge = f"{m.group('jn')}/{m.group('jm')}@{m.group('rm')}"
+        src = _template(repo, m.group("jn"))
+        if isinstance(src, list):  # refused below if this judge is asked for
+            missing[judge] = src
+            src = TemplateSource(key=f"missing:{m.group('jn')}", answer="pairwise")
+        templates.setdefault(src.key, src)
+        for line, row in read_json_lines(file):
+            if not isinstance(row, dict) or row.get("pair_id") not in known:
+                raise DataError(f"{file}:{line}: expected a pair of the data files (a known pair_id); got "
+                                f"{str(row.get('pair_id') if isinstance(row, dict) else row)[:60]!r}",
+                                path=str(file))
+            answers += _answers(row, judge, src.key, file, line)
+        info[judge] = {"model": m.group("jm"), "strategy": m.group("jn"), "response_model": m.group("rm")}
+    release = PairwiseRelease(source=f"judgebench:{path}", benchmark=bench, answers=tuple(answers),
+                              templates=templates, judges=tuple(info), judge_info=info).select(judges)
+    lacking = [j for j in release.judges if j in missing]
+    if lacking:
+        files = sorted({f for j in lacking for f in missing[j]})
+        raise DataError(f"expected the prompt templates the answers of {lacking[0]}"
+                        f"{f' (and {len(lacking) - 1} more judges)' if len(lacking) > 1 else ''} are read "
+                        f"with; {repo} lacks {', '.join(files)} (a copy without utils/templates/; {_HINT})",
+                        path=str(repo))
+    used = {a.template for a in release.answers}
+    return release.model_copy(update={"templates": {k: v for k, v in release.templates.items() if k in used}})

@@ -1,0 +1,296 @@
+"""LLMBar (Zeng et al. 2024, "Evaluating large language models at evaluating instruction following"), read
+from a copy of its repository.
+
+Layout (github.com/princeton-nlp/LLMBar; point mitigate at the repository folder, its
+``Dataset/`` folder, or one set's folder):
+
+- ``Dataset/<set>/dataset.json``: a JSON list of ``{"input", "output_1", "output_2", "label"}``;
+  ``label`` 1 or 2 names the better output. Sets: ``LLMBar/Natural``,
+  ``LLMBar/Adversarial/{Neighbor,GPTInst,GPTOut,Manual}`` (LLMBar proper, 419 instances),
+  ``Processed/{FairEval,LLMEval^2,MT-Bench}`` and ``CaseStudy/{Constraint,Negation,Normal,Base_9,Base_10}``.
+- ``Dataset/<set>/evaluators/<model>/<strategy>/result.json``: the instances again, each with
+  ``results``: the raw answers of one judge (``GPT-4``, ``ChatGPT``, ``PaLM2``, ``LLaMA2``,
+  ``Falcon``, ``ChatGPT-0301``) under one prompting strategy (``Vanilla``, ``Vanilla_NoRules``,
+  ``CoT``, ``Swap``, ``Metrics``, ``Reference`` ...), in both output orders
+  (``"swap = False"`` / ``"swap = True"``: ``{"completion": [text, finish_reason], "winner"}``,
+  ``winner`` already mapped back to the original output). Entries before the last that are
+  lists are auxiliary generations (the Metrics questions, the Reference output). The Swap
+  strategies add a second, synthesising call in both orders when the first call's two orders
+  disagree; the last entry is the one the strategy's verdict rests on. The rating strategies
+  hold ``score_1`` / ``score_2``: each output rated alone, 0-9.
+- ``statistics.json`` beside each result: the figures the paper reports (``correct_average``:
+  accuracy averaged over both orders; ``equal``: the share judged the same in both orders).
+- ``LLMEvaluator/evaluators/config/<model>/<strategy>.json`` names the prompt file of each call,
+  under ``LLMEvaluator/evaluators/prompts/``: the answers are read in the answer format
+  recovered from that prompt (:mod:`mitigate.replay._released_pairwise`). Without the
+  ``LLMEvaluator`` folder, the declared format "Output (a)" / "Output (b)" is used.
+
+:func:`load_llmbar` gives the pairwise benchmark (gold ``preference`` "A" when ``label`` is 1,
+"B" when 2, criterion ``overall``; item ids ``"<set>/<index>"``, e.g. ``"LLMBar/Natural/0"``);
+:func:`read_llmbar` the whole release with every raw answer. Nothing is parsed here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from mitigate.data._released_pairwise import (
+    RELEASE_CRITERION,
+    PairwiseRelease,
+    ReleasedAnswer,
+    TemplateSource,
+)
+from mitigate.data._schema import Benchmark, Item
+from mitigate.errors import DataError
+
+LLMBAR_SETS = ("LLMBar/Natural", "LLMBar/Adversarial/Neighbor", "LLMBar/Adversarial/GPTInst",
+               "LLMBar/Adversarial/GPTOut", "LLMBar/Adversarial/Manual")
+"""The five sets of LLMBar proper (100 + 134 + 92 + 47 + 46 = 419 instances): the default of the loaders."""
+
+_HINT = "LLMBar comes from github.com/princeton-nlp/LLMBar (folders Dataset/ and LLMEvaluator/)"
+_WINNER: dict[Any, Literal["A", "B"] | None] = {"1": "A", "2": "B", 1: "A", 2: "B", None: None}
+
+
+def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
+    """(Dataset folder, repository folder or None, the set names under the Dataset folder a path points
+    at)."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"expected an LLMBar folder (the repository, its Dataset/ or one set); {p} does not "
+                        f"exist. {_HINT}")
+    if (p / "dataset.json").is_file():  # one set: find the Dataset folder above it
+        for parent in p.resolve().parents:
+            if parent.name == "Dataset":
+                rel = p.resolve().relative_to(parent).as_posix()
+                return parent, parent.parent, [rel]
+        return p.parent, None, [p.name]
+    dataset = p / "Dataset" if (p / "Dataset").is_dir() else p
+    repo = dataset.parent if dataset.name == "Dataset" else None
+    found = sorted(f.parent.relative_to(dataset).as_posix() for f in dataset.rglob("dataset.json")
+                   if "evaluators" not in f.relative_to(dataset).parts)
+    if not found:
+        raise DataError(f"expected LLMBar sets (folders holding dataset.json) under {dataset}; found "
+                        f"none. {_HINT}")
+    return dataset, repo, found
+
+
+def llmbar_sets(path: str | Path) -> list[str]:
+    """Every set (folder holding a ``dataset.json``) of the LLMBar copy at ``path``, e.g.
+    ``"LLMBar/Natural"``."""
+    return _layout(path)[2]
+
+
+def _choose_sets(found: list[str], sets: str | Sequence[str] | None) -> list[str]:
+    if sets is None:
+        chosen = [s for s in LLMBAR_SETS if s in found] or found
+        return chosen
+    if sets == "all":
+        return found
+    wanted = [sets] if isinstance(sets, str) else list(sets)
+    unknown = [s for s in wanted if s not in found]
+    if unknown:
+        raise DataError(f"expected LLMBar sets among {found}; got {unknown}")
+    return wanted
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: expected JSON; got a syntax error at line {exc.lineno}: {exc.msg}",
+                        path=str(path)) from None
+    except OSError as exc:
+        raise DataError(f"{path}: expected a readable file; got {exc.strerror}", path=str(path)) from None
+
+
+def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal["A", "B"]]:
+    if not isinstance(row, dict):
+        raise DataError(f"{path}: instance {index}: expected an object with input, output_1, output_2 and "
+                        f"label; got {type(row).__name__}", path=str(path))
+    texts = [row.get(k) for k in ("input", "output_1", "output_2")]
+    if not all(isinstance(t, str) for t in texts):
+        bad = [k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True)
+               if not isinstance(t, str)]
+        raise DataError(f"{path}: instance {index}: expected strings 'input', 'output_1' and 'output_2'; "
+                        f"{bad} are not", path=str(path))
+    label = row.get("label")
+    gold = _WINNER.get(label) if isinstance(label, int | str) and not isinstance(label, bool) else None
+    if gold is None:
+        raise DataError(f"{path}: instance {index}: expected 'label' 1 or 2; got {row.get('label')!r}",
+                        path=str(path))
+    return texts[0], texts[1], texts[2], gold  # type: ignore[return-value]
+
+
+def _set_items(dataset: Path, name: str) -> list[Item]:
+    path = dataset / name / "dataset.json"
+    rows = _read_json(path)
+    if not isinstance(rows, list) or not rows:
+        raise DataError(f"{path}: expected a non-empty JSON list of instances; got {type(rows).__name__}",
+                        path=str(path))
+    items = []
+    for index, row in enumerate(rows):
+        instruction, out_1, out_2, gold = _instance(row, path, index)
+        item_id = f"{name}/{index}"
+        items.append(Item(id=item_id, doc_id=item_id, inputs={"input": instruction}, output=out_1,
+                          output_b=out_2,
+                          preference={RELEASE_CRITERION: gold}, meta={"set": name, "index": index}))
+    return items
+
+
+def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) -> Benchmark:
+    """The LLMBar instances at ``path`` as a pairwise benchmark with gold preferences (criterion ``overall``).
+
+    ``sets``: None for LLMBar proper (:data:`LLMBAR_SETS`, or the one set ``path`` points at),
+    ``"all"`` for every set of the copy, or a list of set names (:func:`llmbar_sets`).
+    ``inputs["input"]`` holds the instruction (the slot name of LLMBar's own prompts).
+    """
+    dataset, _, found = _layout(path)
+    chosen = _choose_sets(found, sets)
+    items = [it for name in chosen for it in _set_items(dataset, name)]
+    label = "llmbar" if chosen == [s for s in LLMBAR_SETS if s in found] else "llmbar:" + ",".join(chosen)
+    return Benchmark(name=label, items=tuple(items), criteria=(RELEASE_CRITERION,),
+                     description=f"LLMBar pairwise instances ({', '.join(chosen)}); gold = the objectively "
+                                 "better output (label 1 -> A, 2 -> B); no ties")
+
+
+# ---------------------------------------------------------------------------------------------
+# the released judge outputs
+
+
+def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[TemplateSource], list[str]]:
+    """The template of each call of a judge's strategy (from its config), or a declared format when absent."""
+    config = (None if repo is None
+              else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json")
+    rating = strategy.startswith("Rating")
+    if config is None or not config.is_file():
+        key = f"declared:{'rating' if rating else 'output-ab'}{'-cot' if 'CoT' in strategy else ''}"
+        return [TemplateSource(key=key, answer="score" if rating else "pairwise",
+                               labels=None if rating else ("a", "b"))], []
+    modules = _read_json(config)
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and isinstance(m.get("prompt"), str)
+                                                for m in modules):
+        raise DataError(f"{config}: expected a JSON list of calls, each with a 'prompt' file name",
+                        path=str(config))
+    out = []
+    for m in modules:
+        rel = f"LLMEvaluator/evaluators/prompts/{m['prompt']}"
+        file = repo / rel  # type: ignore[operator]
+        if not file.is_file():
+            raise DataError(f"{config}: names the prompt {m['prompt']!r}, which is missing at {file}",
+                            path=str(config))
+        answer: Literal["pairwise", "score"] = "score" if m["prompt"].startswith("rating/") else "pairwise"
+        out.append(TemplateSource(key=m["prompt"], text=_cached_text(str(file)), answer=answer, path=rel))
+    return out, [m["prompt"] for m in modules]
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _completion(value: Any, where: str) -> str:
+    if isinstance(value, list) and value and isinstance(value[0], str):
+        return value[0]
+    raise DataError(f"{where}: expected a completion [text, finish_reason]; got {str(value)[:60]!r}")
+
+
+def _order_answers(entry: Any, where: str) -> dict[str, tuple[str, Literal["A", "B"] | None]]:
+    if not isinstance(entry, dict):
+        raise DataError(f"{where}: expected an object with 'swap = False' and 'swap = True'; got "
+                        f"{type(entry).__name__}")
+    out = {}
+    for order, key in (("original", "swap = False"), ("swapped", "swap = True")):
+        got = entry.get(key)
+        if not isinstance(got, dict):
+            raise DataError(f"{where}: expected {key!r} with a completion and a winner; got "
+                            f"{str(got)[:60]!r}")
+        if not isinstance(got.get("winner"), str | int | None) or got.get("winner") not in _WINNER:
+            raise DataError(f"{where}: expected {key!r} winner '1', '2' or null; got {got.get('winner')!r}")
+        out[order] = (_completion(got.get("completion"), f"{where} {key!r}"), _WINNER[got.get("winner")])
+    return out
+
+
+def _strategy_answers(rows: list[Any], set_name: str, judge: str, strategy: str,
+                      templates: list[TemplateSource],
+                      path: Path) -> list[ReleasedAnswer]:
+    out: list[ReleasedAnswer] = []
+    rating = strategy.startswith("Rating")
+    swap = strategy.startswith("Swap")
+    final_t = templates[-1].key
+    for index, row in enumerate(rows):
+        where = f"{path}: instance {index}"
+        results = row.get("results") if isinstance(row, dict) else None
+        if not isinstance(results, list) or not results:
+            raise DataError(f"{where}: expected a non-empty 'results' list; got {str(results)[:60]!r}",
+                            path=str(path))
+        item_id = f"{set_name}/{index}"
+        if rating:
+            last = results[-1]
+            if not isinstance(last, dict):
+                raise DataError(f"{where}: expected the rating entry with score_1 and score_2",
+                                path=str(path))
+            for part, key in (("score_a", "score_1"), ("score_b", "score_2")):
+                out.append(ReleasedAnswer(item_id=item_id, judge=judge, part=part,  # type: ignore[arg-type]
+                                          raw=_completion(last.get(key), f"{where} {key!r}"),
+                                          template=final_t))
+            continue
+        stages = [r for r in results if isinstance(r, dict)] if swap else [results[-1]]
+        for stage_no, entry in enumerate(stages, start=1):
+            template = templates[min(stage_no, len(templates)) - 1].key if swap else final_t
+            for order, (raw, winner) in _order_answers(entry, where).items():
+                out.append(ReleasedAnswer(item_id=item_id, judge=judge, order=order,  # type: ignore[arg-type]
+                                          stage=stage_no, final=stage_no == len(stages), raw=raw,
+                                          template=template,
+                                          release_verdict=winner))
+    return out
+
+
+def _stats(path: Path) -> dict[str, str | float]:
+    if not path.is_file():
+        return {}
+    raw = _read_json(path)
+    return {k: v for k, v in raw.items() if isinstance(v, str | float | int)} if isinstance(raw, dict) else {}
+
+
+def read_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None,
+                judges: str | None = None) -> PairwiseRelease:
+    """The LLMBar release at ``path``: benchmark, every raw judge answer, templates and the paper's
+    statistics.
+
+    Released judges are named ``"<model>/<strategy>"`` (``"GPT-4/CoT"``); ``judges`` is a glob
+    over those names (``"GPT-4/*"``). ``sets`` as in :func:`load_llmbar`. A judge that answered
+    only some of the chosen sets covers only their items.
+    """
+    dataset, repo, found = _layout(path)
+    chosen = _choose_sets(found, sets)
+    bench = load_llmbar(path, sets=chosen)
+    answers: list[ReleasedAnswer] = []
+    templates: dict[str, TemplateSource] = {}
+    names: dict[str, dict[str, str]] = {}
+    stats: dict[str, dict[str, str | float]] = {}
+    for set_name in chosen:
+        root = dataset / set_name / "evaluators"
+        for result in sorted(root.glob("*/*/result.json")):
+            model, strategy = result.parent.parent.name, result.parent.name
+            judge = f"{model}/{strategy}"
+            srcs, _ = _templates(repo, model, strategy)
+            for s in srcs:
+                templates.setdefault(s.key, s)
+            rows = _read_json(result)
+            if not isinstance(rows, list):
+                raise DataError(f"{result}: expected a JSON list of instances; got {type(rows).__name__}",
+                                path=str(result))
+            answers += _strategy_answers(rows, set_name, judge, strategy, srcs, result)
+            names.setdefault(judge, {"model": model, "strategy": strategy})
+            stats[f"{set_name}|{judge}"] = _stats(result.parent / "statistics.json")
+    # auxiliary calls (Metrics questions, Reference outputs) judge nothing
+    used = {a.template for a in answers}
+    templates = {k: v for k, v in templates.items() if k in used}
+    release = PairwiseRelease(source=f"llmbar:{path}", benchmark=bench, answers=tuple(answers),
+                              templates=templates,
+                              judges=tuple(names), judge_info=names, release_stats=stats)
+    return release.select(judges)

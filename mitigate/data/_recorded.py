@@ -1,0 +1,544 @@
+"""Recorded judgments: answers a judge already gave, in one generic format, measured without any LM call.
+
+A team that runs an LLM judge keeps its answers in logs. Written in this format (one JSON object
+per line, or a CSV file with the same columns; see ``docs/recorded_format.md``), they replay
+through :class:`mitigate.replay._recorded.RecordedJudge`, so ``mitigate compare
+--recorded FILE`` runs every measure on them: agreement with humans, score distribution, alpha
+across samples, consistency across prompt variants, position bias and length bias.
+
+One row is one answer::
+
+    {"item_id": "dlg-7", "judge": "gpt-4o", "criterion": "overall", "score": 4,
+     "raw": "Score: 4", "sample": 0, "variant": "default"}
+    {"item_id": "pair-3", "judge": "gpt-4o", "criterion": "helpfulness", "verdict": "first",
+     "order": "swapped", "raw": "Output (a) is better."}
+
+- ``item_id``, ``judge``, ``criterion``: required; ``item_id`` is the id of an item of the
+  benchmark the judgments are compared on.
+- ``score`` (a number) or ``verdict`` (pairwise: ``"A"``/``"B"``/``"tie"`` for the text preferred,
+  A being the item's ``output``; or ``"first"``/``"second"`` for the position preferred as
+  presented), or ``error`` (the answer held none: a recorded failure, never a score).
+- ``raw``: the judge's text (a row may hold it alone when a reader is given: ``compare --recorded
+  --prompt`` reads it with the prompt's answer format); ``sample``: 0, 1, ... for repeated answers (default
+  0);
+  ``order``: ``"original"`` (``output`` shown first, the default) or ``"swapped"``;
+  ``variant``: the prompt variant (default ``"default"``); ``meta``: anything else.
+
+An optional first line ``{"recorded": {"scale": [1, 5], "scales": {"overall": [1, 5]}}}`` gives
+the judges' answer scale (else the benchmark's is used); scores outside it are errors. A bad row
+raises :class:`~mitigate.errors.DataError` starting ``file:line:``.
+
+Which answer is the headline: per judge, the *primary variant* is ``"default"`` when some row
+uses it, else the first variant in the file; an item's headline score is the mean of its
+samples under the primary variant in the original order, and its headline verdict their
+majority. Other variants, the other order and the other samples feed the consistency,
+position and repetition measures.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mitigate.data._csv_cells import csv_cell, csv_value
+from mitigate.data._jsonl import read_json_lines, row_error
+from mitigate.errors import DataError, ParseError, ScaleError
+from mitigate.paths import open_regular, read_lines, write_output
+from mitigate.scale import Scale
+
+RECORD_KEYS = ("item_id", "judge", "criterion", "score", "verdict", "raw", "sample", "order", "variant",
+               "error",
+               "meta")
+"""The keys a recorded-judgment row may hold; any other key is an error (usually a typo)."""
+
+DEFAULT_VARIANT = "default"
+"""The variant name rows get when they name none, and the one preferred as primary."""
+
+Order = Literal["original", "swapped"]
+_ORDERS = {"original": "original", "ab": "original", "swapped": "swapped", "ba": "swapped"}
+_TEXT = {"a": "A", "b": "B", "tie": "tie"}
+_POSITION = {"first", "second"}
+
+
+class RecordedRow(BaseModel):
+    """One recorded answer (see the module docstring). ``verdict`` is stored as the text preferred.
+
+    ``line`` is the 1-based line of the file it came from (0 when built in memory).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    item_id: str
+    judge: str
+    criterion: str
+    score: float | None = None
+    verdict: Literal["A", "B", "tie"] | None = None
+    raw: str = ""
+    sample: int = 0
+    order: Order = "original"
+    variant: str = DEFAULT_VARIANT
+    error: str | None = None
+    line: int = 0
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def presented(self) -> str | None:
+        """The verdict as the position preferred when presented (``"first"``, ``"second"``, ``"tie"``)."""
+        if self.verdict is None:
+            return None
+        if self.verdict == "tie":
+            return "tie"
+        a_first = self.order == "original"
+        return "first" if (self.verdict == "A") == a_first else "second"
+
+    @property
+    def failed(self) -> bool:
+        """True when the answer held neither a score nor a verdict."""
+        return self.score is None and self.verdict is None
+
+
+class RecordedJudgment(BaseModel):
+    """Every recorded answer of one judge for one item and criterion, in file order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    judge: str
+    item_id: str
+    criterion: str
+    rows: tuple[RecordedRow, ...]
+
+    @property
+    def pairwise(self) -> bool:
+        """Whether the answers are verdicts (some row holds one) rather than scores."""
+        return any(r.verdict is not None for r in self.rows)
+
+    def select(self, variant: str, order: Order = "original") -> list[RecordedRow]:
+        """The answers under one variant and order, by sample index."""
+        return sorted((r for r in self.rows if r.variant == variant and r.order == order),
+                      key=lambda r: r.sample)
+
+    @property
+    def variants(self) -> list[str]:
+        """The prompt variants answered, in order of first appearance."""
+        return list(dict.fromkeys(r.variant for r in self.rows))
+
+    @property
+    def orders(self) -> list[Order]:
+        """The presentation orders answered, in order of first appearance."""
+        return list(dict.fromkeys(r.order for r in self.rows))
+
+
+class RecordedRun(BaseModel):
+    """One judge's recorded answers: item id -> criterion -> :class:`RecordedJudgment`.
+
+    ``source`` names where they came from (a path, or ``released:<name>``); ``scales`` the
+    answer scale per criterion when the file declared one; ``primary_variant`` the variant whose
+    answers are the headline (see the module docstring).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    judge: str
+    source: str
+    judgments: dict[str, dict[str, RecordedJudgment]]
+    scales: dict[str, Scale] = Field(default_factory=dict)
+    primary_variant: str = DEFAULT_VARIANT
+
+    @property
+    def criteria(self) -> tuple[str, ...]:
+        """The criteria judged, in order of first appearance."""
+        return tuple(dict.fromkeys(c for per in self.judgments.values() for c in per))
+
+    def __len__(self) -> int:
+        return sum(len(per) for per in self.judgments.values())
+
+    def get(self, item_id: str, criterion: str) -> RecordedJudgment | None:
+        """The recorded judgment of one item on one criterion, or None when the judge has none."""
+        return self.judgments.get(item_id, {}).get(criterion)
+
+    def rows(self) -> list[RecordedRow]:
+        """Every row, judgment by judgment."""
+        return [r for per in self.judgments.values() for j in per.values() for r in j.rows]
+
+    def summary(self) -> str:
+        """One line with the counts, for logs and reports."""
+        rows = self.rows()
+        variants = sorted({r.variant for r in rows})
+        orders = sorted({r.order for r in rows})
+        return (
+            f"{self.judge} ({self.source}): {len(self)} judgments over {len(self.judgments)} items, "
+            f"{len(rows)} answers, {sum(r.failed for r in rows)} failures; criteria {list(self.criteria)}, "
+            f"variants {variants} (primary {self.primary_variant!r}), orders {orders}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# building runs
+
+
+def runs_from_rows(rows: Sequence[RecordedRow], source: str, scales: Mapping[str, Scale] | None = None,
+                   *, path: Path | None = None) -> dict[str, RecordedRun]:
+    """Group rows into one :class:`RecordedRun` per judge (judges in order of first appearance).
+
+    Two rows for the same judge, item, criterion, variant, order and sample are an error naming
+    both lines.
+    """
+    grouped: dict[str, dict[str, dict[str, list[RecordedRow]]]] = {}
+    seen: dict[tuple[str, str, str, str, str, int], int] = {}
+    for r in rows:
+        key = (r.judge, r.item_id, r.criterion, r.variant, r.order, r.sample)
+        if key in seen:
+            where = f"already given on line {seen[key]}" if seen[key] else "given twice"
+            message = ("expected one answer per judge, item, criterion, variant, order and sample; got a "
+                       f"second for judge {r.judge!r}, item {r.item_id!r}, criterion {r.criterion!r}, "
+                       f"variant {r.variant!r}, order {r.order!r}, sample {r.sample} ({where})")
+            if path is not None and r.line:
+                raise row_error(path, r.line, message)
+            raise DataError(message, item_id=r.item_id)
+        seen[key] = r.line
+        grouped.setdefault(r.judge, {}).setdefault(r.item_id, {}).setdefault(r.criterion, []).append(r)
+    out: dict[str, RecordedRun] = {}
+    for judge, per_item in grouped.items():
+        judge_rows = [r for per in per_item.values() for rs in per.values() for r in rs]
+        variants = list(dict.fromkeys(r.variant for r in judge_rows))
+        primary = DEFAULT_VARIANT if DEFAULT_VARIANT in variants else variants[0]
+        judgments = {
+            item_id: {c: RecordedJudgment(judge=judge, item_id=item_id, criterion=c, rows=tuple(rs))
+                      for c, rs in per.items()}
+            for item_id, per in per_item.items()
+        }
+        out[judge] = RecordedRun(judge=judge, source=source, judgments=judgments, scales=dict(scales or {}),
+                                 primary_variant=primary)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    text = str(text).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _scale(value: Any, where: str) -> Scale:
+    try:
+        if isinstance(value, dict):
+            return Scale.model_validate(value)
+        if isinstance(value, list) and len(value) == 2:
+            return Scale(min=value[0], max=value[1])
+    except (ValueError, ScaleError) as exc:
+        raise DataError(f"expected a valid scale for {where}; got {_clip(repr(value))}: {exc}") from None
+    raise DataError(f"expected a scale [min, max] for {where}; got {_clip(repr(value))}")
+
+
+def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, Scale]]:
+    if not isinstance(value, dict) or set(value) - {"scale", "scales"}:
+        raise row_error(path, line,
+                        "expected the header line {\"recorded\": {\"scale\": [min, max], \"scales\": "
+                        f"{{criterion: [min, max]}}}}; got {_clip(json.dumps(value))}")
+    try:
+        common = _scale(value["scale"], "the header 'scale'") if "scale" in value else None
+        scales = value.get("scales", {})
+        if not isinstance(scales, dict):
+            raise DataError("expected header 'scales' to be an object criterion -> scale; got "
+                            f"{type(scales).__name__}")
+        return common, {c: _scale(v, f"criterion {c!r}") for c, v in scales.items()}
+    except DataError as exc:
+        raise row_error(path, line, exc.message) from None
+
+
+def _text(row: Mapping[str, Any], key: str, path: Path, line: int, *, required: bool) -> str | None:
+    value = row.get(key)
+    if value is None or value == "":
+        if required:
+            raise row_error(path, line,
+                            f"expected a non-empty string '{key}'; got "
+                            f"{'nothing' if value is None else 'an empty string'}")
+        return None
+    if not isinstance(value, str):
+        raise row_error(path, line,
+                        f"expected a string '{key}'; got {type(value).__name__} {_clip(repr(value))}")
+    return value
+
+
+AnswerReader = Callable[[str, str, str], "float | str"]
+"""Reads a recorded ``raw`` answer on a criterion, for an item id: a score, or a presented verdict ("first",
+"second", "tie"); raises :class:`~mitigate.errors.ParseError` when the text holds none (a recorded failure).
+The item id lets the reader know the texts the answer judged (a value they hold and the answer quotes back
+is never the verdict)."""
+
+
+def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | None = None,
+              common: Scale | None = None, *, from_csv: bool = False,
+              read: AnswerReader | None = None) -> RecordedRow:
+    """Check one recorded-judgment row (a JSON object, or a CSV row of strings) and build it.
+
+    A row holding only the judge's ``raw`` text is read with ``read`` (a prompt's answer format):
+    its score or verdict, or its parse failure as the row's ``error``. Raises DataError
+    ``file:line:`` saying what was expected and what came.
+    """
+    if not isinstance(row, dict):
+        raise row_error(path, line,
+                        f"expected a JSON object with {list(RECORD_KEYS[:3])} ...; got {type(row).__name__}")
+    unknown = [k for k in row if k not in RECORD_KEYS]
+    if unknown:
+        raise row_error(path, line,
+                        f"expected only the keys {list(RECORD_KEYS)}; got unknown key(s) {unknown}")
+    item_id = _text(row, "item_id", path, line, required=True)
+    judge = _text(row, "judge", path, line, required=True)
+    criterion = _text(row, "criterion", path, line, required=True)
+    assert item_id is not None and judge is not None and criterion is not None
+    score = _score(row.get("score"), path, line, from_csv=from_csv)
+    order_text = _text(row, "order", path, line, required=False) or "original"
+    order = _ORDERS.get(order_text.lower())
+    if order is None:
+        raise row_error(path, line, f"expected 'order' to be \"original\" or \"swapped\"; got {order_text!r}")
+    verdict = _verdict(_text(row, "verdict", path, line, required=False), order, path, line)
+    error = _text(row, "error", path, line, required=False)
+    if score is not None and verdict is not None:
+        raise row_error(path, line,
+                        f"expected a 'score' or a 'verdict', not both; got score {score:g} and "
+                        f"verdict {verdict!r}")
+    if (score is not None or verdict is not None) and error is not None:
+        raise row_error(path, line,
+                        f"expected an 'error' only on a row without a score or verdict; got {error!r} "
+                        "beside an answer")
+    raw_text = row.get("raw")
+    if score is None and verdict is None and error is None and isinstance(raw_text, str) and raw_text.strip():
+        if read is None:
+            raise row_error(path, line,
+                            f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
+                            "'raw' (give the prompt whose answer format reads it: "
+                            "compare --prompt)")
+        try:
+            got = read(raw_text, criterion, item_id)
+        except ParseError as exc:
+            error = exc.message
+        else:
+            if isinstance(got, str):
+                verdict = _verdict(got, order, path, line)
+            else:
+                score = float(got)
+    if score is None and verdict is None and error is None:
+        raise row_error(path, line,
+                        f"expected a 'score', a 'verdict' or an 'error' (an answer that held none) for "
+                        f"item {item_id!r}; got none of them")
+    scale = (scale_of or {}).get(criterion, common)
+    if score is not None and scale is not None and not scale.contains(score):
+        raise row_error(path, line,
+                        f"expected {criterion!r} scores within the declared scale {scale.describe()}; "
+                        f"got {score:g}")
+    sample = _sample(row.get("sample"), path, line)
+    variant = _text(row, "variant", path, line, required=False) or DEFAULT_VARIANT
+    raw = row.get("raw") or ""
+    if not isinstance(raw, str):
+        raise row_error(path, line, f"expected a string 'raw' (the judge's text); got {type(raw).__name__}")
+    meta = row.get("meta") or {}
+    if from_csv and isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except json.JSONDecodeError:
+            raise row_error(path, line, f"expected 'meta' to hold a JSON object; got {_clip(meta)}") from None
+    if not isinstance(meta, dict):
+        raise row_error(path, line, f"expected 'meta' to be an object; got {type(meta).__name__}")
+    return RecordedRow(item_id=item_id, judge=judge, criterion=criterion, score=score, verdict=verdict,
+                       raw=raw,
+                       sample=sample, order=order, variant=variant,  # type: ignore[arg-type]
+                       error=error, line=line, meta=meta)
+
+
+def _score(value: Any, path: Path, line: int, *, from_csv: bool) -> float | None:
+    if value is None or value == "":
+        return None
+    if from_csv and isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise row_error(path, line, f"expected a number for 'score'; got {_clip(repr(value))}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise row_error(path, line,
+                        f"expected a number for 'score'; got {type(value).__name__} {_clip(repr(value))}")
+    result = float(value)
+    if result != result or result in (float("inf"), float("-inf")):
+        raise row_error(path, line, f"expected a finite number for 'score'; got {value!r}")
+    return result
+
+
+def _sample(value: Any, path: Path, line: int) -> int:
+    if value is None or value == "":
+        return 0
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise row_error(path, line, f"expected 'sample' to be an integer >= 0; got {_clip(repr(value))}")
+    return value
+
+
+def _verdict(value: str | None, order: str, path: Path, line: int) -> Literal["A", "B", "tie"] | None:
+    if value is None:
+        return None
+    key = value.strip().lower()
+    if key in _TEXT:
+        return _TEXT[key]  # type: ignore[return-value]
+    if key in _POSITION:
+        a_first = order == "original"
+        return "A" if (key == "first") == a_first else "B"
+    raise row_error(path, line,
+                    "expected a 'verdict' of \"A\", \"B\" or \"tie\" (the text preferred) or \"first\"/"
+                    f"\"second\" (the position preferred as presented); got {value!r}")
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        # a FIFO or a device is refused unread
+        handle = open_regular(path, "rb", "the recorded-judgments file")
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc}", path=str(path)) from exc
+    with handle:  # lines read one at a time, none past MAX_LINE_BYTES; a quoted field may span several
+        reader = csv.DictReader(line.decode("utf-8")
+                                for line in read_lines(handle, f"the CSV file {path}", path=path))
+        if reader.fieldnames is None:
+            return
+        unknown = [k for k in reader.fieldnames if k not in RECORD_KEYS]
+        if unknown:
+            raise row_error(path, 1,
+                            f"expected only the columns {list(RECORD_KEYS)}; got unknown column(s) {unknown}")
+        start = 2
+        for row in reader:
+            if any(v not in (None, "") for v in row.values()):
+                extra = row.pop(None, None)
+                if extra:
+                    raise row_error(path, start,
+                                    f"expected {len(reader.fieldnames)} columns; got more: "
+                                    f"{_clip(repr(extra))}")
+                yield start, {k: csv_value(v) for k, v in row.items() if v not in (None, "")}
+            start = reader.line_num + 1
+
+
+class RecordedRows:
+    """The rows of a recorded-judgments file (``.csv``, or JSON lines otherwise), checked and yielded one at a
+    time.
+
+    Nothing read is kept, so a file of any length is read in constant memory; each iteration
+    reads the file again. The header line of a JSON-lines file (its answer scales) is read into
+    ``common`` and ``per`` before the first row. ``read`` reads rows that hold only the judge's
+    ``raw`` text (see :func:`parse_row`). The first bad row raises DataError ``file:line:``.
+    """
+
+    def __init__(self, path: str | Path, read: AnswerReader | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise DataError(f"expected a recorded-judgments file (JSON lines or .csv) at {self.path}; "
+                            "no such file",
+                            path=str(self.path))
+        self.read = read
+        self.common: Scale | None = None
+        self.per: dict[str, Scale] = {}
+
+    def __iter__(self) -> Iterator[RecordedRow]:
+        file, read = self.path, self.read
+        self.common, self.per = None, {}
+        if file.suffix.lower() == ".csv":
+            for line, row in _csv_rows(file):
+                yield parse_row(row, file, line, self.per, self.common, from_csv=True, read=read)
+            return
+        first = True
+        for line, row in read_json_lines(file):
+            if first and isinstance(row, dict) and set(row) == {"recorded"}:
+                self.common, self.per = _header(row["recorded"], file, line)
+                first = False
+                continue
+            first = False
+            yield parse_row(row, file, line, self.per, self.common, read=read)
+
+
+def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> dict[str, RecordedRun]:
+    """Every judge in a recorded-judgments file (``.csv``, or JSON lines otherwise), judge name -> run.
+
+    Every row is checked; the first bad one raises DataError ``file:line:`` (see the module docstring).
+    ``read`` reads rows that hold only the judge's ``raw`` text (see :func:`parse_row`). The rows
+    one at a time, without grouping them in memory: :class:`RecordedRows`.
+    """
+    reader = RecordedRows(path, read)
+    file = reader.path
+    rows = list(reader)
+    if not rows:
+        raise DataError(f"{file}: expected at least one recorded judgment; the file holds none",
+                        path=str(file))
+    scales = dict(reader.per)
+    if reader.common is not None:
+        for c in dict.fromkeys(r.criterion for r in rows):
+            scales.setdefault(c, reader.common)
+    return runs_from_rows(rows, str(file), scales, path=file)
+
+
+def load_recorded(path: str | Path, judge: str | None = None) -> RecordedRun:
+    """One judge's recorded judgments from a file: ``judge``, or the only judge the file holds.
+
+    DataError lists the judges when the name is absent or the file holds several and none was named.
+    """
+    runs = load_recorded_runs(path)
+    if judge is None:
+        if len(runs) > 1:
+            raise DataError(f"{path} holds judgments of several judges {list(runs)}; name one")
+        return next(iter(runs.values()))
+    if judge not in runs:
+        raise DataError(f"expected a judge of {path}, one of {list(runs)}; got {judge!r}")
+    return runs[judge]
+
+
+def row_to_dict(row: RecordedRow) -> dict[str, Any]:
+    """One row in the file format (defaults left out; the verdict as the text preferred)."""
+    out: dict[str, Any] = {"item_id": row.item_id, "judge": row.judge, "criterion": row.criterion}
+    if row.score is not None:
+        out["score"] = row.score
+    if row.verdict is not None:
+        out["verdict"] = row.verdict
+    if row.error is not None:
+        out["error"] = row.error
+    if row.raw:
+        out["raw"] = row.raw
+    if row.sample:
+        out["sample"] = row.sample
+    if row.order != "original":
+        out["order"] = row.order
+    if row.variant != DEFAULT_VARIANT:
+        out["variant"] = row.variant
+    if row.meta:
+        out["meta"] = row.meta
+    return out
+
+
+def save_recorded(runs: RecordedRun | Sequence[RecordedRun], path: str | Path) -> Path:
+    """Write runs in the recorded-judgments format (JSON lines, or CSV for a ``.csv`` path); return the path.
+
+    A JSON-lines file starts with the header line when the runs declare answer scales.
+    """
+    todo = [runs] if isinstance(runs, RecordedRun) else list(runs)
+    file = Path(path)
+    rows = [row_to_dict(r) for run in todo for r in run.rows()]
+    if file.suffix.lower() == ".csv":
+
+        def fill_csv(handle: IO[str]) -> None:
+            writer = csv.DictWriter(handle, fieldnames=list(RECORD_KEYS))
+            writer.writeheader()
+            for row in rows:
+                if "meta" in row:
+                    row = {**row, "meta": json.dumps(row["meta"], ensure_ascii=False)}
+                writer.writerow({k: csv_cell(v) for k, v in row.items()})
+
+        write_output(file, fill_csv, "the recorded-judgments file", newline="")
+        return file
+    scales = {c: s.model_dump(mode="json") for run in todo for c, s in run.scales.items()}
+
+    def fill(handle: IO[str]) -> None:
+        if scales:
+            handle.write(json.dumps({"recorded": {"scales": scales}}) + "\n")
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+    write_output(file, fill, "the recorded-judgments file")
+    return file

@@ -1,0 +1,231 @@
+"""A benchmark read as a stream: every row checked in one pass, the chosen items read again one at a time.
+
+A command that judges a large benchmark file needs, before the first call, what :func:`load_jsonl`
+gives (every row checked, ids unique, the criteria and label scales, the counts of the summary
+line), but not every item in memory at once. :func:`scan_jsonl` reads a generic JSON-lines file
+(``jsonl:<file>``) once, checking each row as :func:`~mitigate.data._jsonl.load_jsonl` does and
+keeping a few numbers per row (a hash of its id and of its document, where its line starts:
+about 24 bytes, never the row), and returns a :class:`StreamedBenchmark` whose ``items`` read the
+file again, one item at a time, in the one item order of every command (document by document,
+:func:`~mitigate.data._split.select_items`). :func:`open_benchmark` does this for ``jsonl:``
+benchmarks and loads any other benchmark as usual (they are small), behind the same interface.
+
+The file must not change while it is read: each pass checks its size and modification time
+against the scan's and stops with a :class:`~mitigate.errors.DataError` when they differ.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from mitigate.data._jsonl import JsonlRows, json_value, note_criteria, row_error, utf8_line
+from mitigate.data._schema import Benchmark, Item, summary_line
+from mitigate.data._split import select_items
+from mitigate.errors import DataError
+from mitigate.paths import open_regular, read_lines
+from mitigate.scale import Scale
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+class ItemStream:
+    """The chosen items of a benchmark file, read from the file each time they are iterated; nothing is kept.
+
+    ``len()`` is the number of items; iterating yields them in the order :func:`scan_jsonl` chose.
+    ``unique_ids`` says the ids were checked to be unique (the runner need not check again).
+    """
+
+    unique_ids = True
+
+    def __init__(self, rows: JsonlRows, count: int, stamp: tuple[int, int], *, order: array | None = None,
+                 offsets: array | None = None, lines: array | None = None) -> None:
+        self._rows = rows
+        self._count = count
+        self._stamp = stamp
+        self._order = order
+        self._offsets = offsets
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __repr__(self) -> str:
+        return f"ItemStream({str(self._rows.path)!r}, {self._count} items)"
+
+    def _check_unchanged(self) -> None:
+        if _stamp(self._rows.path) != self._stamp:
+            raise DataError(f"{self._rows.path} changed while it was being read; expected the benchmark file "
+                            "to stay as it was when its rows were checked: rerun the command",
+                            path=str(self._rows.path))
+
+    def __iter__(self) -> Iterator[Item]:
+        self._check_unchanged()
+        if self._count == 0:
+            return
+        if self._order is None:  # the file's own order: one sequential read
+            for k, (_, _, item) in enumerate(self._rows):
+                yield item
+                if k + 1 >= self._count:
+                    return
+            return
+        yield from self._reordered()
+
+    def _reordered(self) -> Iterator[Item]:
+        """The items at the chosen offsets (documents grouped), one line read at each."""
+        path, rows = self._rows.path, self._rows
+        order, offsets, lines = self._order, self._offsets, self._lines
+        if order is None or offsets is None or lines is None:
+            return
+        with open_regular(path, "rb", "a data file") as fh:
+            for index in order[: self._count]:
+                fh.seek(offsets[index])
+                raw = next(read_lines(fh, f"the data file {path}", path=path), b"")
+                line = lines[index]
+                yield rows.item(json_value(utf8_line(raw, path, line), path, line), line)
+
+
+class StreamedBenchmark:
+    """What a command needs to know of a benchmark before judging it, and its chosen items (``items``).
+
+    ``items`` is an :class:`ItemStream` for a file read as a stream, else the chosen items as a tuple.
+    ``count`` is the number of items in the benchmark (the summary line's), ``len(items)`` the
+    number chosen.
+    """
+
+    def __init__(self, *, name: str, criteria: tuple[str, ...], scale: Scale, scales: dict[str, Scale],
+                 description: str, count: int, systems: int, documents: int, pairwise: bool,
+                 items: ItemStream | tuple[Item, ...]) -> None:
+        self.name = name
+        self.criteria = criteria
+        self.scale = scale
+        self.scales = scales
+        self.description = description
+        self.count = count
+        self.systems = systems
+        self.documents = documents
+        self.pairwise = pairwise
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"StreamedBenchmark({self.name!r}, {self.count} items)"
+
+    def scale_for(self, criterion: str) -> Scale:
+        """The human label scale of ``criterion``: its own, else the common one."""
+        return self.scales.get(criterion, self.scale)
+
+    def summary(self) -> str:
+        """One line with the counts and label scales, as :meth:`Benchmark.summary` gives it."""
+        return summary_line(self.name, self.count, self.systems, self.documents, self.criteria, self.scale,
+                            self.scales, pairwise=self.pairwise)
+
+    @classmethod
+    def of(cls, bench: Benchmark, limit: int) -> StreamedBenchmark:
+        """A benchmark loaded whole, with its first ``limit`` items (0: all) in document-major order
+        chosen."""
+        return cls(name=bench.name, criteria=bench.criteria, scale=bench.scale, scales=dict(bench.scales),
+                   description=bench.description, count=len(bench.items),
+                   systems=len({i.system for i in bench.items if i.system is not None}),
+                   documents=len({i.doc_id for i in bench.items if i.doc_id is not None}),
+                   pairwise=bench.pairwise, items=tuple(select_items(bench.items, limit or None)))
+
+
+def _distinct(keys: Iterable[int]) -> int:
+    """How many different values ``keys`` holds (sorted once; no set of them kept)."""
+    ordered = sorted(keys)
+    return sum(1 for a, b in pairwise(ordered) if a != b) + 1 if ordered else 0
+
+
+def scan_jsonl(path: str | Path, limit: int = 0, *, name: str | None = None, scale: Any = None,
+               criteria: Sequence[str] | None = None, description: str = "") -> StreamedBenchmark:
+    """Check every row of a generic JSON-lines file in one pass and choose its first ``limit`` items (0: all).
+
+    The same rows are refused, with the same ``file:line`` errors, as by
+    :func:`~mitigate.data._jsonl.load_jsonl` (whose arguments these are), ids seen twice included;
+    the items chosen are those :func:`~mitigate.data._split.select_items` would choose, in its
+    order, read again from the file when ``items`` is iterated.
+    """
+    rows = JsonlRows(path, scale)
+    file = rows.path
+    stamp = _stamp(file)
+    ids, docs, offsets, lines = array("q"), array("q"), array("q"), array("q")
+    systems: set[int] = set()
+    seen_criteria: dict[str, None] = {}
+    every_doc = pairwise = True
+    runs, last_doc = 0, None
+    for line, offset, item in rows:
+        ids.append(hash(item.id))
+        offsets.append(offset)
+        lines.append(line)
+        if item.system is not None:
+            systems.add(hash(item.system))
+        if item.doc_id is None:
+            every_doc = False
+        else:
+            docs.append(hash(item.doc_id))
+            if item.doc_id != last_doc:
+                runs, last_doc = runs + 1, item.doc_id
+        pairwise = pairwise and item.pairwise
+        note_criteria(item, seen_criteria)
+    count = len(ids)
+    if count == 0 or rows.common is None:
+        raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
+    _check_unique(rows, ids)
+    del ids
+    documents = _distinct(docs)
+    order = None
+    # some document's items are apart: group them, in order of first appearance
+    if every_doc and runs != documents:
+        rank: dict[int, int] = {}
+        for key in docs:
+            rank.setdefault(key, len(rank))
+        ranks = array("q", (rank[key] for key in docs))
+        del rank
+        # stable: a document's items keep their order
+        order = array("q", sorted(range(count), key=ranks.__getitem__))
+    chosen = count if not limit else min(limit, count)
+    return StreamedBenchmark(
+        name=name or rows.header.get("name") or file.stem, criteria=rows.criteria(criteria, seen_criteria),
+        scale=rows.common, scales=dict(rows.per), description=description
+        or rows.header.get("description", ""),
+        count=count, systems=len(systems), documents=documents, pairwise=pairwise,
+        items=ItemStream(rows, chosen, stamp, **({"order": order, "offsets": offsets, "lines": lines}
+                                                 if order is not None else {})))
+
+
+def _check_unique(rows: JsonlRows, hashes: array) -> None:
+    """A DataError naming the second line of the first id given twice; none when every id is unique.
+
+    Ids are compared by hash first; the rows whose hashes repeat are read again and compared by their
+    text, so two ids that share a hash are never taken for one.
+    """
+    repeated = {a for a, b in pairwise(sorted(hashes)) if a == b}
+    if not repeated:
+        return
+    first_line: dict[str, int] = {}
+    for line, _, item in rows:
+        if hash(item.id) not in repeated:
+            continue
+        if item.id in first_line:
+            raise row_error(rows.path, line, f"expected a unique 'id'; got {item.id!r}, already used on line "
+                            f"{first_line[item.id]}")
+        first_line[item.id] = line
+
+
+def open_benchmark(name: str, limit: int = 0) -> StreamedBenchmark:
+    """The benchmark ``name`` (as :func:`~mitigate.data._registry.load` takes it) with its first ``limit``
+    items
+    chosen: a ``jsonl:<file>`` benchmark read as a stream (:func:`scan_jsonl`), any other loaded whole."""
+    from mitigate.data._registry import load
+
+    prefix, sep, path = name.partition(":")
+    if sep and prefix == "jsonl" and path:
+        return scan_jsonl(path, limit)
+    return StreamedBenchmark.of(load(name), limit)

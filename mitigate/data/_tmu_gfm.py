@@ -1,0 +1,103 @@
+"""TMU-GFM (Yoshimura et al. 2020): grammatical-error-correction outputs rated by 5 annotators, 0-4.
+
+``tmu_gfm/tmu-gfm-dataset.csv`` has 4,221 rows: ``source`` (learner sentence), ``output`` (a GEC
+system's correction), ``grammer`` / ``fluency`` / ``meaning`` (5 comma-separated ratings each),
+``system`` (comma list of the systems that produced this output) and ``ave_g/ave_f/ave_m``.
+
+One item per row: ``id`` the zero-padded row number (``"0000"``..``"4220"``), ``inputs["source"]``
+the learner sentence, ``output`` the correction, ``system`` the CSV's system field as written
+(``"lstm,cnn"`` when several systems produced the same text; the list is in
+``meta["systems"]``), ``doc_id`` ``"src<k>"`` numbering the distinct source sentences, so
+corrections of the same sentence group together. Criteria: grammar, fluency, meaning.
+
+A rating of 0 is the guideline's "other" category rather than a point below 1: the dataset's own
+averages (``ave_g``, ``ave_m``) leave every 0 out (all 99 affected cells; ``fluency`` has no 0s).
+We do the same: ``human`` is the mean of the non-zero ratings (equal to the ``ave_*`` columns, the
+labels Ohi et al. use), ``annotators`` holds ``None`` for a 0, and the raw ratings stay in
+``meta["raw"]``. Pass ``zero_as_missing=False`` to average the 0s in as scores.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+from pathlib import Path
+from typing import Any
+
+from mitigate.data._jsonl import mean, read_text, require_files, resolve_root, row_error
+from mitigate.data._schema import Benchmark, Item
+from mitigate.scale import Scale
+
+GFM_FILE = "tmu_gfm/tmu-gfm-dataset.csv"
+COLUMNS = {"grammar": ("grammer", "ave_g"), "fluency": ("fluency", "ave_f"), "meaning": ("meaning", "ave_m")}
+"""Criterion -> (ratings column, average column); the CSV spells grammar "grammer"."""
+
+CRITERIA = tuple(COLUMNS)
+SCALE = Scale(min=0, max=4)
+"""The TMU-GFM rating scale as released (0-4; 0 is the "other" category, see the module docstring)."""
+
+
+def load_tmu_gfm(*, zero_as_missing: bool = True, root: str | Path | None = None) -> Benchmark:
+    """Load TMU-GFM (4,221 items, criteria grammar/fluency/meaning, scale 0-4); see the module docstring."""
+    return _load(str(resolve_root(root)), zero_as_missing)
+
+
+def _ratings(raw: str, column: str, path: Path, line: int) -> tuple[int, ...]:
+    parts = [p.strip() for p in raw.split(",")]
+    if not parts or not all(p.isdigit() and 0 <= int(p) <= 4 for p in parts):
+        raise row_error(path, line,
+                        f"expected comma-separated integer ratings 0-4 in column {column!r}; got {raw!r}")
+    return tuple(int(p) for p in parts)
+
+
+@functools.lru_cache(maxsize=2)
+def _load(root: str, zero_as_missing: bool) -> Benchmark:
+    (path,) = require_files(
+        Path(root), [GFM_FILE], dataset="TMU-GFM",
+        hint="It comes from github.com/tmu-nlp/TMU-GFM-Dataset (tmu-gfm-dataset.csv).",
+    )
+    items: list[Item] = []
+    sources: dict[str, int] = {}
+    with io.StringIO(read_text(path, translate_newlines=False), newline="") as handle:
+        reader = csv.DictReader(handle)
+        needed = ["source", "output", "system", *(c for c, _ in COLUMNS.values())]
+        missing = [c for c in needed if c not in (reader.fieldnames or [])]
+        if missing:
+            raise row_error(path, 1,
+                            f"expected header columns {needed}; missing {missing} (got {reader.fieldnames})")
+        for index, row in enumerate(reader):
+            line = reader.line_num
+            if None in row or any(row.get(c) is None for c in needed):
+                raise row_error(path, line,
+                                f"expected {len(reader.fieldnames or [])} comma-separated columns; got a row "
+                                "of another length")
+            raw: dict[str, tuple[int, ...]] = {}
+            human: dict[str, float] = {}
+            annotators: dict[str, tuple[float | None, ...]] = {}
+            for criterion, (column, _average) in COLUMNS.items():
+                ratings = _ratings(row[column], column, path, line)
+                kept = [float(r) for r in ratings if r != 0 or not zero_as_missing]
+                if not kept:
+                    raise row_error(path, line,
+                                    f"expected at least one non-zero {column!r} rating; got {row[column]!r}")
+                raw[criterion] = ratings
+                human[criterion] = mean(kept)
+                annotators[criterion] = tuple(None if (r == 0 and zero_as_missing) else float(r)
+                                              for r in ratings)
+            source = row["source"]
+            doc = sources.setdefault(source, len(sources))
+            systems = tuple(s.strip() for s in row["system"].split(",") if s.strip())
+            meta: dict[str, Any] = {"systems": systems, "raw": raw, "line": line}
+            items.append(Item(
+                id=f"{index:04d}", system=row["system"], doc_id=f"src{doc}", inputs={"source": source},
+                output=row["output"], human=human, annotators=annotators, meta=meta,
+            ))
+    return Benchmark(
+        name="tmu-gfm",
+        items=tuple(items),
+        criteria=CRITERIA,
+        scale=SCALE,
+        description="TMU-GFM GEC outputs, 5 annotators; human = mean rating per criterion"
+        + (" with 0 ('other') left out, as the dataset's ave_* columns" if zero_as_missing else ""),
+    )

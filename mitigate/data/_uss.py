@@ -1,0 +1,191 @@
+"""User Satisfaction Simulation (USS, Sun et al. 2021): dialogues rated for user satisfaction (1-5).
+
+The files ``user_satisfaction_uss/dataset/{SGD,MWOZ,ReDial,CCPE}.txt`` hold one turn per line,
+``role <TAB> text <TAB> action <TAB> sat1,sat2,...``, dialogues separated by blank lines. Each
+USER line carries the satisfaction ratings of 3-7 annotators; per Sun et al., a rating on a user
+turn judges the conversation *before* that user sentence, i.e. how satisfied the user is with
+the system's preceding response. A final ``USER <TAB> OVERALL`` line carries the dialogue-level
+ratings. Scale: 1 very dissatisfied, 2 dissatisfied, 3 normal, 4 satisfied, 5 very satisfied.
+
+What an item is
+---------------
+``level="dialogue"`` (default): one item per dialogue, judged as a whole. ``output`` (and
+``inputs["dialogue"]``) is the transcript, one ``USER: ...`` / ``SYSTEM: ...`` line per turn
+(the OVERALL line left out); ``human["satisfaction"]`` is the mean of the OVERALL ratings and
+``annotators["satisfaction"]`` the raw ratings. This is the setting of Ghazarian et al. (2024),
+who score dialogue-level user satisfaction on SGD; their own perturbation data set is not public
+(see the dataset's PROVENANCE.md), so we use USS's OVERALL ratings as gold. Counts: SGD 1,000,
+MultiWOZ 1,000, ReDial 1,000, CCPE 500 dialogues.
+
+``level="turn"``: one item per rated exchange. ``output`` is the system response (all SYSTEM
+lines since the previous user turn), ``inputs["context"]`` the transcript before it, and the
+labels are the ratings on the USER line that follows it (the user's own sentence is left out:
+the ratings were given before it). User turns with no system response before them (the
+opening turn) have nothing to judge and are skipped.
+
+``meta["label"]`` is a categorical 1-5 label for accuracy: the majority vote of the raw ratings,
+ties going to the lower score, the rule of Sun et al.'s baseline code (``get_main_score``).
+``doc_id`` is the dialogue id (``"sgd/0007"``) in both levels, so turns group by dialogue.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+from mitigate.data._jsonl import mean, read_text_lines, require_files, resolve_root, row_error
+from mitigate.data._schema import Benchmark, Item
+from mitigate.errors import ConfigError
+from mitigate.scale import Scale
+
+CORPORA = {"sgd": "SGD", "multiwoz": "MWOZ", "redial": "ReDial", "ccpe": "CCPE"}
+"""Corpus name -> file stem in ``user_satisfaction_uss/dataset``."""
+
+ALIASES = {"mwoz": "multiwoz"}
+USS_DIR = "user_satisfaction_uss/dataset"
+CRITERION = "satisfaction"
+SCALE = Scale(min=1, max=5)
+"""The USS satisfaction scale (1 very dissatisfied ... 5 very satisfied)."""
+
+
+def majority_label(ratings: tuple[float, ...] | list[float]) -> int:
+    """The most frequent rating, ties going to the lowest (Sun et al.'s ``get_main_score`` rule)."""
+    counts: dict[int, int] = {}
+    for rating in ratings:
+        counts[int(rating)] = counts.get(int(rating), 0) + 1
+    top = max(counts.values())
+    return min(score for score, count in counts.items() if count == top)
+
+
+class _Turn:
+    __slots__ = ("role", "text", "action", "ratings", "line")
+
+    def __init__(self, role: str, text: str, action: str, ratings: tuple[float, ...], line: int) -> None:
+        self.role, self.text, self.action, self.ratings, self.line = role, text, action, ratings, line
+
+
+def _parse_ratings(raw: str, path: Path, line: int) -> tuple[float, ...]:
+    values: list[float] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part.isdigit() or not 1 <= int(part) <= 5:
+            raise row_error(path, line,
+                            f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}")
+        values.append(float(part))
+    return tuple(values)
+
+
+def parse_uss_file(path: Path) -> list[list[_Turn]]:
+    """Split a USS file into dialogues of turns, checking each line (DataError with file and line)."""
+    dialogues: list[list[_Turn]] = []
+    current: list[_Turn] = []
+    for number, raw_line in read_text_lines(path):
+        text = raw_line.rstrip("\r\n")
+        if not text.strip():
+            if current:
+                dialogues.append(current)
+                current = []
+            continue
+        fields = text.split("\t")
+        if len(fields) < 4:
+            raise row_error(
+                path, number,
+                f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: "
+                f"{text[:60]!r}",
+            )
+        role, utterance, action = (f.strip() for f in fields[:3])
+        ratings_text = fields[3]
+        if role not in ("USER", "SYSTEM"):
+            raise row_error(path, number, f"expected role USER or SYSTEM; got {role!r}")
+        if current and current[-1].role == "USER" and current[-1].text == "OVERALL":
+            raise row_error(path, number,
+                            "expected a blank line after the USER OVERALL line; got another turn")
+        ratings: tuple[float, ...] = ()
+        if role == "USER":
+            ratings = _parse_ratings(ratings_text, path, number)
+        current.append(_Turn(role, utterance, action, ratings, number))
+    if current:
+        dialogues.append(current)
+    for dialogue in dialogues:
+        last = dialogue[-1]
+        if not (last.role == "USER" and last.text == "OVERALL"):
+            raise row_error(
+                path, dialogue[0].line,
+                "expected the dialogue starting here to end with a 'USER<TAB>OVERALL' line; it ends at line "
+                f"{last.line} with {last.role} {last.text[:40]!r}",
+            )
+    return dialogues
+
+
+def _transcript(turns: list[_Turn]) -> str:
+    return "\n".join(f"{t.role}: {t.text}" for t in turns)
+
+
+def load_uss(
+    corpus: str = "sgd",
+    level: Literal["dialogue", "turn"] = "dialogue",
+    *,
+    root: str | Path | None = None,
+) -> Benchmark:
+    """Load one USS corpus (``sgd``, ``multiwoz``, ``redial`` or ``ccpe``) at dialogue or turn level.
+
+    See the module docstring for what an item is. Criterion ``satisfaction``, scale 1-5.
+    """
+    key = ALIASES.get(corpus.lower(), corpus.lower())
+    if key not in CORPORA:
+        raise ConfigError(f"The 'corpus' parameter of load_uss must be one of {sorted(CORPORA)}. Got "
+                          f"{corpus!r} instead.")
+    if level not in ("dialogue", "turn"):
+        raise ConfigError("The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got "
+                          f"{level!r} instead.")
+    return _load(str(resolve_root(root)), key, level)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(root: str, corpus: str, level: str) -> Benchmark:
+    (path,) = require_files(
+        Path(root), [f"{USS_DIR}/{CORPORA[corpus]}.txt"], dataset=f"USS {corpus}",
+        hint="It comes from github.com/sunnweiwei/user-satisfaction-simulation, folder dataset/.",
+    )
+    items: list[Item] = []
+    for index, dialogue in enumerate(parse_uss_file(path)):
+        dialogue_id = f"{corpus}/{index:04d}"
+        turns, overall = dialogue[:-1], dialogue[-1]
+        if level == "dialogue":
+            text = _transcript(turns)
+            items.append(Item(
+                id=dialogue_id, doc_id=dialogue_id, output=text, inputs={"dialogue": text},
+                human={CRITERION: mean(overall.ratings)}, annotators={CRITERION: overall.ratings},
+                meta={"label": majority_label(overall.ratings), "corpus": corpus, "line": turns[0].line
+                      if turns else overall.line,
+                      "n_turns": len(turns)},
+            ))
+            continue
+        pending: list[_Turn] = []
+        for position, turn in enumerate(turns):
+            if turn.role == "SYSTEM":
+                pending.append(turn)
+                continue
+            if pending:
+                start = position - len(pending)
+                items.append(Item(
+                    id=f"{dialogue_id}/t{position:02d}", doc_id=dialogue_id,
+                    output="\n".join(t.text for t in pending), inputs={"context": _transcript(turns[:start])},
+                    human={CRITERION: mean(turn.ratings)}, annotators={CRITERION: turn.ratings},
+                    meta={"label": majority_label(turn.ratings), "corpus": corpus, "line": turn.line,
+                          "action": pending[-1].action},
+                ))
+            pending = []
+    return Benchmark(
+        name=f"uss-{corpus}" + ("" if level == "dialogue" else "-turn"),
+        items=tuple(items),
+        criteria=(CRITERION,),
+        scale=SCALE,
+        description=(
+            f"USS {CORPORA[corpus]}: "
+            + ("dialogue-level user satisfaction (OVERALL ratings)" if level == "dialogue"
+               else "exchange-level user satisfaction of each system response")
+            + "; human = mean rating, meta['label'] = majority vote (ties to the lower score)"
+        ),
+    )

@@ -1,0 +1,179 @@
+"""WebNLG+ 2020 (English RDF-to-text) human evaluation: 5 criteria on a 0-100 slider, per rater.
+
+Files read (under ``webnlg2020_human_eval/``):
+
+- ``evaluation/human-evaluation/results/en/english_humeval_data_all_teams.json``: the 3,025 rated
+  outputs (submission, sample id, size, domain, category, criterion means);
+- ``evaluation/human-evaluation/results/en/<submission>/primary.json``: sample id -> rater -> scores;
+- ``submissions/rdf2text/en/<submission>/primary.en``: the system texts, line ``n - 1`` holding
+  the output for test id ``n`` (the join Ohi et al. use);
+- ``evaluation/human-evaluation/amt-scripts/data/en/tables/tables_xml.json``: the input triples
+  (as HTML tables) of the 178 sampled test ids.
+
+One item per (submission, sample id): ``id`` ``"<submission>/<sample_id>"``, ``system`` the
+submission, ``doc_id`` the sample id, ``inputs["triples"]`` the triples as text (one
+``subject | predicate | object`` per line), ``output`` the system text, ``human`` the mean over
+raters per criterion and ``annotators`` the raters' scores (rater ids in ``meta["raters"]``).
+Criteria are snake-cased: correctness, data_coverage, fluency, relevance, text_structure.
+One output is genuinely empty (``Baseline-FORGE2017/533``: a blank line in the submission, rated
+0 for fluency) and is kept as it is.
+
+The 178 rows of the ``WebNLG-2020-reference`` pseudo-submission have human scores but no text
+in the data folder (the reference file is absent from the snapshot), so they are left out by
+default (2,847 items); ``include_reference=True`` keeps them (3,025 items) with ``output=""``
+and ``meta["output_missing"]=True`` - for label statistics only, not for judging.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from mitigate.data._jsonl import mean, read_text, require_files, resolve_root, row_error
+from mitigate.data._schema import Benchmark, Item
+from mitigate.errors import DataError
+from mitigate.scale import Scale
+
+WEBNLG_DIR = "webnlg2020_human_eval"
+RESULTS = "evaluation/human-evaluation/results/en"
+AGGREGATE = f"{RESULTS}/english_humeval_data_all_teams.json"
+TABLES = "evaluation/human-evaluation/amt-scripts/data/en/tables/tables_xml.json"
+REFERENCE_SUBMISSION = "WebNLG-2020-reference"
+
+CRITERIA_MAP = {
+    "Correctness": "correctness",
+    "DataCoverage": "data_coverage",
+    "Fluency": "fluency",
+    "Relevance": "relevance",
+    "TextStructure": "text_structure",
+}
+"""Criterion name in the files -> criterion name in the benchmark."""
+
+CRITERIA = tuple(CRITERIA_MAP.values())
+SCALE = Scale(min=0, max=100)
+"""The WebNLG 2020 human-evaluation slider (0-100)."""
+
+
+def load_webnlg(*, include_reference: bool = False, root: str | Path | None = None) -> Benchmark:
+    """Load the English WebNLG+ 2020 human evaluation (see the module docstring for the item layout)."""
+    return _load(str(resolve_root(root)), include_reference)
+
+
+_CELL = re.compile(r"<td[^>]*>(.*?)</td>", re.S)
+_ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
+
+
+def triples_text(table_html: str) -> str:
+    """The triples of one HTML table as text, one ``subject | predicate | object`` per line."""
+    lines = []
+    for row in _ROW.findall(table_html):
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in _CELL.findall(row)]
+        if cells:
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: expected a JSON document; got invalid JSON ({exc.msg})",
+                        path=str(path), line=exc.lineno) from exc
+
+
+@functools.lru_cache(maxsize=4)
+def _load(root: str, include_reference: bool) -> Benchmark:
+    base = Path(root) / WEBNLG_DIR
+    hint = "They come from github.com/WebNLG/challenge-2020 (see webnlg2020_human_eval/PROVENANCE.md)."
+    aggregate_path, tables_path = require_files(
+        Path(root), [f"{WEBNLG_DIR}/{AGGREGATE}", f"{WEBNLG_DIR}/{TABLES}"],
+        dataset="WebNLG 2020 human evaluation", hint=hint,
+    )
+    rows = _read_json(aggregate_path)
+    if not isinstance(rows, list):
+        raise DataError(f"{aggregate_path}: expected a JSON list of rated outputs; got {type(rows).__name__}",
+                        path=str(aggregate_path))
+    tables = _read_json(tables_path)
+    if not isinstance(tables, dict):
+        raise DataError(f"{tables_path}: expected a JSON object sample id -> HTML table; got "
+                        f"{type(tables).__name__}", path=str(tables_path))
+    submissions = list(dict.fromkeys(str(r.get("submission_id")) for r in rows if isinstance(r, dict)))
+    needed = [f"{WEBNLG_DIR}/{RESULTS}/{s}/primary.json" for s in submissions]
+    needed += [f"{WEBNLG_DIR}/submissions/rdf2text/en/{s}/primary.en" for s in submissions
+               if s != REFERENCE_SUBMISSION]
+    require_files(Path(root), needed, dataset="WebNLG 2020 human evaluation", hint=hint)
+    ratings = {s: _read_json(base / RESULTS / s / "primary.json") for s in submissions}
+    outputs = {
+        s: read_text(base / "submissions/rdf2text/en" / s / "primary.en").split("\n")
+        for s in submissions if s != REFERENCE_SUBMISSION
+    }
+    items: list[Item] = []
+    for index, row in enumerate(rows):
+        where = f"{aggregate_path} entry {index}"
+        if not isinstance(row, dict) or "submission_id" not in row or "sample_id" not in row:
+            raise DataError(f"{where}: expected an object with submission_id and sample_id; got "
+                            f"{str(row)[:80]}", path=str(aggregate_path))
+        submission, sample = str(row["submission_id"]), str(row["sample_id"])
+        if submission == REFERENCE_SUBMISSION and not include_reference:
+            continue
+        raters = ratings[submission].get(sample)
+        rating_path = base / RESULTS / submission / "primary.json"
+        if not isinstance(raters, dict) or not raters:
+            raise DataError(f"{rating_path}: expected ratings for sample {sample!r} (listed in {where}); "
+                            f"got {raters!r}", path=str(rating_path))
+        per_criterion: dict[str, list[float]] = {c: [] for c in CRITERIA}
+        for worker, scores in raters.items():
+            if not isinstance(scores, dict):
+                raise DataError(f"{rating_path}: expected an object of scores for rater {worker!r} on "
+                                f"sample {sample!r}", path=str(rating_path))
+            for source_name, criterion in CRITERIA_MAP.items():
+                if source_name not in scores:
+                    raise DataError(f"{rating_path}: expected a {source_name!r} score from rater {worker!r} "
+                                    f"on sample {sample!r}; got keys {sorted(scores)}", path=str(rating_path))
+                value = scores[source_name]
+                if (isinstance(value, bool) or not isinstance(value, (int, float))
+                        or not SCALE.contains(value)):
+                    raise DataError(f"{rating_path}: expected a number 0-100 for {source_name} from "
+                                    f"{worker!r} on sample {sample!r}; got {value!r}", path=str(rating_path))
+                per_criterion[criterion].append(float(value))
+        human = {c: mean(v) for c, v in per_criterion.items()}
+        for source_name, criterion in CRITERIA_MAP.items():
+            listed = row.get(source_name)
+            if listed is not None and abs(float(listed) - human[criterion]) > 1e-6:
+                raise DataError(
+                    f"{where}: expected the listed {source_name} mean to equal the raters' mean in "
+                    f"{rating_path}; got {listed} vs {human[criterion]:.6f} for sample {sample!r}",
+                    path=str(aggregate_path))
+        if sample not in tables:
+            raise DataError(f"{tables_path}: expected an input table for sample {sample!r}; got none",
+                            path=str(tables_path))
+        meta: dict[str, Any] = {
+            "raters": tuple(raters), "size": int(row.get("size", 0)), "domain": row.get("domain"),
+            "category": row.get("category"),
+        }
+        if submission == REFERENCE_SUBMISSION:
+            output = ""
+            meta["output_missing"] = True
+        else:
+            lines = outputs[submission]
+            output_path = base / "submissions/rdf2text/en" / submission / "primary.en"
+            if not sample.isdigit() or not 1 <= int(sample) <= len(lines):
+                raise row_error(output_path, int(sample) if sample.isdigit() else 0,
+                                f"expected an output line for test id {sample} (file has {len(lines)} lines)")
+            output = lines[int(sample) - 1].rstrip("\r")
+        items.append(Item(
+            id=f"{submission}/{sample}", system=submission, doc_id=sample,
+            inputs={"triples": triples_text(tables[sample])}, output=output,
+            human=human, annotators={c: tuple(v) for c, v in per_criterion.items()}, meta=meta,
+        ))
+    return Benchmark(
+        name="webnlg" + ("-with-reference" if include_reference else ""),
+        items=tuple(items),
+        criteria=CRITERIA,
+        scale=SCALE,
+        description="WebNLG+ 2020 English RDF-to-text human evaluation; human = mean over raters (0-100)",
+    )

@@ -1,0 +1,739 @@
+"""A group's mean human label, estimated from a judge's value on every item and human labels on some.
+
+One group (a system's items, or all items) holds ``N`` items; every item may carry a judge
+value (NaN where the judge gave none: a parse failure or an error) and some carry a human
+label (NaN where unlabelled). :func:`estimate_mean` returns a :class:`MeanEstimate`: the
+point, an interval at ``confidence``, its standard error and degrees of freedom.
+
+Every bias-corrected method is one *difference estimator*: predict each item's label from
+what is known of it, then correct the predictions by the labelled items' residuals::
+
+    estimate = (sum of the labels of the labelled items + sum of the predictions of the others
+                + (number of others) * mean residual of the labelled items) / N
+
+which is unbiased for the group's mean label whatever the predictions, as long as the
+labelled items are a random draw from the group. The methods differ in the prediction:
+
+- ``human``: a constant (the labelled mean): the classical estimate from the labels alone.
+- ``ppi``: a line in the judge value, ``c + b * judge``, fitted by least squares on the
+  labelled items (items without a judge value get an intercept of their own when some of
+  them are labelled, else the common one). This is PPI++ with power tuning (Angelopoulos,
+  Duchi & Zrnic 2023): the paper's estimator ``mean(Y) + lam * (mean(f unlabelled) -
+  mean(f labelled))`` with its tuned ``lam = Cov(Y, f) / ((1 + n / N_u) Var(f))`` (both
+  taken on the labelled items) is this estimator exactly, with ``lam = b * N_u / N`` (``N_u`` the unlabelled
+  count); the fitted
+  slope minimises the residual variance, so the tuned variance is never above the
+  labels-alone one (``b = 0``), and a useless judge gets ``b`` near 0. ``lam`` is reported.
+  With several groups the slope may be tuned once over all of them (:func:`shared_slope`,
+  ``slope=``), each group keeping its own intercept: PPI++'s "overall" tuning, which spares a
+  group with few labels the price of fitting its own slope.
+- ``calibrated``: a judge -> human calibration map (isotonic by default, or linear) fitted
+  with K-fold cross-fitting: each labelled item's residual comes from a map fitted without
+  it (its fold), the other items get the average of the K maps. Out-of-fold residuals are
+  what keeps the interval honest: an in-sample isotonic fit would shrink them. This is
+  cross-prediction-powered inference (Zrnic & Candès 2024) in the difference form.
+- ``judge``: the judge's mean over the items it scored, with the naive interval of the
+  judge values' spread: not bias-corrected (``bias_corrected`` is False).
+
+The target (``target``):
+
+- ``"items"`` (default): the mean label over the group's ``N`` items, had every one been
+  labelled. The only randomness is which items were labelled, so the variance carries the
+  finite-population factor ``1 - n / N`` (all items labelled: the exact mean, width 0).
+- ``"population"``: the mean of the distribution the items were drawn from (the papers'
+  setting); the variance adds the items' own spread, ``Var(label) / N``.
+
+Variance and interval. With labels drawn at random (no weights), the variance of ``ppi`` and
+``human`` is the regression estimator's, ``s2 * ((N_u/N)^2 x_u' (X'X)^-1 x_u + N_u / N^2)``
+with ``s2`` the residual variance on ``n - p`` degrees of freedom (``p`` the fitted
+coefficients), which includes the uncertainty of the fitted slope; that term matters with
+few labels, where the plain CLT variance undercovers. ``calibrated`` uses the variance of the
+out-of-fold residuals on ``n - 1`` degrees of freedom. Intervals take Student-t quantiles with
+those degrees of freedom.
+
+Weights (labels chosen in an active selection round, :mod:`mitigate.estimators._selection`):
+each label of round ``k`` carries the inverse of its inclusion probability; labels without a
+weight are the ones drawn at random before any round. Round ``k``'s own estimate counts every
+label before it exactly, predicts each other item with the method's prediction fitted on
+those labels, and adds the round's residuals weighted by their inverse probabilities
+(Horvitz-Thompson): given the labels before it, it is unbiased whatever the probabilities,
+so its error is uncorrelated with the estimate from the labels before it. The two are
+averaged with weights proportional to their label counts (fixed by the design, not by the
+data, so the average stays unbiased); the round's variance is Hájek's approximation for a
+fixed-size unequal-probability draw on ``m - 1`` degrees of freedom, and the average's
+degrees of freedom are Welch-Satterthwaite's. With fewer labels before the first round than
+the method needs, that round's prediction is fitted on its own labels (a regression
+estimator: unbiased only approximately), and a note says so.
+
+What cannot be estimated is refused with a :class:`~mitigate.errors.DataError` naming the
+group: no labelled item, a single label, fewer labels than the method fits, labels (or
+residuals) without any spread, a weight below 1 or on an unlabelled item, a round of one label.
+
+Size: over 600 lines because the four estimators (ppi, calibrated, human, judge) share the interval,
+round and selection-weight code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from mitigate.errors import ConfigError, DataError
+from mitigate.estimators._calibration import CALIBRATIONS, Calibration, fit_calibration
+
+Method = Literal["ppi", "calibrated", "human", "judge"]
+"""How a group's mean is estimated (see the module docstring)."""
+METHODS: tuple[str, ...] = ("ppi", "calibrated", "human", "judge")
+
+Target = Literal["items", "population"]
+"""What the estimate is of: the mean over the group's items, or over the distribution they come from."""
+TARGETS: tuple[str, ...] = ("items", "population")
+
+MIN_LABELS = {"human": 2, "ppi": 3, "calibrated": 3, "judge": 0}
+"""Fewest labels per group each method needs: one more than the coefficients it fits (the judge-only needs
+none)."""
+
+_FLAT = 1e-12
+"""Relative size below which a spread counts as none."""
+
+
+class Remedies(BaseModel):
+    """What a refusal or a note suggests doing instead, in the words of the interface the user called ("":
+    nothing).
+
+    The defaults name ``mitigate estimate``'s options; a caller that offers other choices
+    (``mitigate compare`` has no grouping, method or tuning option) passes its own, so a
+    message never sends the user to an option the command they ran does not have.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    regroup: str = "group differently: --by none"
+    """After "label some of its items": another grouping."""
+    fewer_coefficients: str = "use --method human"
+    """For a group with fewer labels than the method fits."""
+    more_labels: str = "label more of its items (mitigate estimate --select) or group differently"
+    """For a group whose labels show no spread."""
+    per_group_slope: str = "--tune group: one slope per group"
+    """Beside the note that ``ppi`` tuned one slope over every group."""
+
+    @staticmethod
+    def after(text: str, remedy: str, sep: str = "; ") -> str:
+        """``text`` followed by ``sep`` and ``remedy``, or ``text`` alone when there is no remedy."""
+        return f"{text}{sep}{remedy}" if remedy else text
+
+
+class MeanEstimate(BaseModel):
+    """One group's estimate: the point, the interval at ``confidence``, and how it was made.
+
+    ``se`` is the standard error and ``df`` the Student-t degrees of freedom of the interval
+    (``estimate ± t(df) * se``); ``n`` the group's items, ``n_labelled`` those with a label,
+    ``n_judged`` those with a judge value; ``lam`` the PPI++ weight of the judge (``ppi``);
+    ``bias_corrected`` False for the judge-only mean. ``notes`` say what the reader should know
+    (items without a judge value, a judge constant on the labelled items ...).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    method: Method
+    estimate: float
+    low: float
+    high: float
+    se: float
+    df: float
+    confidence: float
+    target: Target
+    n: int
+    n_labelled: int
+    n_judged: int
+    bias_corrected: bool
+    lam: float | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width."""
+        return (self.high - self.low) / 2
+
+    def interval(self, confidence: float) -> tuple[float, float]:
+        """The interval at another ``confidence`` (e.g. a Bonferroni-adjusted one), same point, se and df."""
+        half = float(t_quantile(confidence, self.df)) * self.se
+        return self.estimate - half, self.estimate + half
+
+
+class RegressionFit(NamedTuple):
+    """What :func:`regression_fit` returns, each with the batch's leading shape."""
+
+    estimate: np.ndarray
+    variance: np.ndarray
+    df: np.ndarray
+    beta: np.ndarray
+    s2: np.ndarray
+    resid: np.ndarray
+
+
+def t_quantile(confidence: float, df: float | np.ndarray) -> np.ndarray:
+    """The two-sided Student-t quantile for ``confidence`` at ``df`` degrees of freedom (normal when
+    infinite)."""
+    from scipy import stats  # lazy: scipy is slow to import
+
+    df_arr = np.asarray(df, dtype=float)
+    q = (1 + confidence) / 2
+    safe = np.where(np.isfinite(df_arr) & (df_arr > 0), df_arr, 1.0)
+    out = np.where(np.isfinite(df_arr), stats.t.ppf(q, safe), stats.norm.ppf(q))
+    return np.where(df_arr > 0, out, np.nan)
+
+
+# ---------------------------------------------------------------------------------------------
+# the vectorised cores (a batch of draws along the leading axes; the labelled items along the last)
+
+
+def regression_fit(y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int, *,
+                   population: bool = False) -> RegressionFit:
+    """The regression (difference) estimate of a group's mean from ``n`` labels drawn at random.
+
+    ``y``: labels, shape (..., n); ``X``: the prediction's columns on the labelled items,
+    (..., n, p); ``x_mean_all``: the columns' mean over all ``N`` items, (..., p). A column that
+    is zero on every labelled item gets coefficient 0 (least squares by pseudo-inverse), and
+    ``df`` is ``n`` minus the rank of ``X``. ``population`` adds the items' spread (see the
+    module docstring).
+    """
+    n = y.shape[-1]
+    xtx = np.swapaxes(X, -1, -2) @ X
+    inv = np.linalg.pinv(xtx, hermitian=True)
+    beta = (inv @ (np.swapaxes(X, -1, -2) @ y[..., None]))[..., 0]
+    resid = y - (X @ beta[..., None])[..., 0]
+    rank = np.linalg.matrix_rank(xtx, hermitian=True)
+    df = (n - rank).astype(float)
+    s2 = np.where(df > 0, (resid ** 2).sum(-1) / np.where(df > 0, df, 1.0), np.nan)
+    n_u = N - n
+    x_lab = X.sum(-2)
+    unlabelled_sum = N * x_mean_all - x_lab
+    estimate = (y.sum(-1) + (unlabelled_sum * beta).sum(-1)) / N
+    if n_u > 0:
+        x_u = unlabelled_sum / n_u
+        quad = (x_u[..., None, :] @ inv @ x_u[..., :, None])[..., 0, 0]
+        variance = s2 * ((n_u / N) ** 2 * quad + n_u / N ** 2)
+    else:
+        variance = np.zeros_like(estimate)
+    if population:
+        variance = variance + y.var(-1, ddof=1) / N
+    return RegressionFit(estimate, variance, df, beta, s2, resid)
+
+
+def _slope_column(f_lab: np.ndarray, f_all_mean: np.ndarray,
+                  ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The centred judge column on the labelled items and its mean over all items; zeroed where it is flat."""
+    col = f_lab - ref[..., None]
+    spread = col.max(-1) - col.min(-1)
+    flat = spread <= _FLAT * (1.0 + np.abs(ref))
+    col = np.where(flat[..., None], 0.0, col)
+    return col, f_all_mean - ref
+
+
+def ppi_srs(y: np.ndarray, f: np.ndarray, f_mean_all: float | np.ndarray, N: int, *,
+            population: bool = False) -> RegressionFit:
+    """``ppi`` on labels drawn at random, vectorised: ``y`` and ``f`` (..., n) labels and judge values of the
+    labelled items (all judged), ``f_mean_all`` the judge's mean over all ``N`` items."""
+    y = np.asarray(y, dtype=float)
+    f = np.asarray(f, dtype=float)
+    ref = f.mean(-1)
+    col, col_mean = _slope_column(f, np.broadcast_to(np.asarray(f_mean_all, dtype=float), ref.shape), ref)
+    X = np.stack([np.ones_like(col), col], -1)
+    x_all = np.stack([np.ones_like(col_mean), col_mean], -1)
+    return regression_fit(y, X, x_all, N, population=population)
+
+
+def human_srs(y: np.ndarray, N: int, *, population: bool = False) -> RegressionFit:
+    """``human`` on labels drawn at random, vectorised: ``y`` (..., n) the labels."""
+    y = np.asarray(y, dtype=float)
+    X = np.ones((*y.shape, 1))
+    return regression_fit(y, X, np.ones((*y.shape[:-1], 1)), N, population=population)
+
+
+# ---------------------------------------------------------------------------------------------
+# one group
+
+
+def _where(group: str | None) -> str:
+    return f"group {group!r}" if group is not None else "the items"
+
+
+def _as_array(values: Sequence[float | None] | np.ndarray, name: str) -> np.ndarray:
+    try:
+        arr = np.array([math.nan if v is None else v for v in values], dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"expected numbers (or None for a missing value) in {name}; got "
+                        f"{list(values)[:5]!r}") from None
+    if arr.ndim != 1:
+        raise DataError(f"expected one value per item in {name}; got an array of shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise DataError(f"expected finite numbers in {name}; got an infinite value")
+    return arr
+
+
+def check_settings(method: str, confidence: float, target: str, calibration: str, folds: int) -> None:
+    """Refuse an unknown method, target or calibration, a confidence outside (0, 1) or fewer than 2 folds."""
+    if method not in METHODS:
+        raise ConfigError(f"The 'method' parameter must be one of {list(METHODS)}. Got {method!r} instead.")
+    if target not in TARGETS:
+        raise ConfigError(f"The 'target' parameter must be one of {list(TARGETS)}. Got {target!r} instead.")
+    if calibration not in CALIBRATIONS:
+        raise ConfigError(f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got "
+                          f"{calibration!r} "
+                          "instead.")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ConfigError("The 'confidence' parameter must be a float in (0, 1), e.g. 0.95. Got "
+                          f"{confidence!r} "
+                          "instead.")
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ConfigError(f"The 'folds' parameter must be an int >= 2. Got {folds!r} instead.")
+
+
+def estimate_mean(
+    labels: Sequence[float | None] | np.ndarray,
+    judge: Sequence[float | None] | np.ndarray,
+    *,
+    method: Method = "ppi",
+    confidence: float = 0.95,
+    target: Target = "items",
+    weights: Sequence[float | None] | np.ndarray | None = None,
+    rounds: Sequence[int] | np.ndarray | None = None,
+    calibration: Calibration = "isotonic",
+    folds: int = 5,
+    seed: int = 0,
+    group: str | None = None,
+    bounds: tuple[float, float] | None = None,
+    slope: Slope | None = None,
+    remedies: Remedies | None = None,
+) -> MeanEstimate:
+    """The estimate of one group's mean label (see the module docstring).
+
+    ``labels`` and ``judge`` hold one value per item of the group (None or NaN: unlabelled,
+    or no judge value); ``weights`` the inverse inclusion probability of the items labelled
+    in a selection round (None/NaN elsewhere); ``rounds`` which round each item was labelled
+    in (0: before any; default: 1 for every weighted item). ``calibration`` and ``folds``
+    apply to ``calibrated``; ``seed`` draws its folds. ``bounds``: the labels' scale (min, max);
+    the interval of a bias-corrected method is cut to it (the mean label cannot lie outside it,
+    so the cut loses no coverage). ``slope``: for ``ppi``, a judge slope tuned over several
+    groups (:func:`shared_slope`) instead of this group's own. DataError naming ``group`` when
+    it cannot be estimated (suggesting ``remedies``, default ``mitigate estimate``'s options);
+    ConfigError for a bad setting.
+    """
+    check_settings(method, confidence, target, calibration, folds)
+    fix = remedies or Remedies()
+    y = _as_array(labels, "labels")
+    f = _as_array(judge, "judge values")
+    if len(y) != len(f):
+        raise DataError(f"expected one judge value per item; got {len(y)} labels and {len(f)} judge values")
+    w = None if weights is None else _as_array(weights, "weights")
+    if w is not None and len(w) != len(y):
+        raise DataError(f"expected one weight (or None) per item; got {len(w)} weights for {len(y)} items")
+    where = _where(group)
+    N = len(y)
+    judged = np.isfinite(f)
+    labelled = np.isfinite(y)
+    n, n_judged = int(labelled.sum()), int(judged.sum())
+    notes: list[str] = []
+    if n_judged < N and method != "human":
+        notes.append(f"{N - n_judged} of {N} items have no judge value (parse failure or error): "
+                     + ("the judge-only mean leaves them out" if method == "judge" else
+                        "they stay in the estimate, predicted from the labels of such items (or "
+                        "the intercept)"))
+    common = {"method": method, "confidence": float(confidence), "target": target, "n": N, "n_labelled": n,
+              "n_judged": n_judged}
+    if method == "judge":
+        return _judge_only(f[judged], where, common, notes)
+    if n == 0:
+        raise DataError(f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to "
+                        f"estimate its mean with {method!r} "
+                        f"({Remedies.after('label some of its items', fix.regroup, ', or ')})")
+    need = 2 if method == "ppi" and slope is not None else MIN_LABELS[method]
+    if n == 1:
+        raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label "
+                        "shows no spread, so no interval can be formed)")
+    if n < need:
+        raise DataError(Remedies.after(f"{where} has {n} labels; {method!r} needs at least {need} (it "
+                                       f"fits {need - 1} "
+                                       "coefficients and needs one more for the spread)",
+                                       fix.fewer_coefficients))
+    exact = n == N and target == "items"
+    if not exact and np.ptp(y[labelled]) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
+        raise DataError(Remedies.after(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which "
+                                       "shows no spread to build an interval from", fix.more_labels))
+    rnd = _round_of(rounds, w, labelled, where)
+    if (rnd > 0).any():
+        raw = _by_rounds(y, f, w, rnd, method, calibration,  # type: ignore[arg-type]
+                         folds, seed, where, notes)
+    elif method == "calibrated":
+        raw = _calibrated(y, f, calibration, folds, seed, notes)
+    else:
+        raw = _regression(y, f, method, notes, slope)
+    variance = raw.variance
+    if target == "population":
+        variance += _label_spread(y, w, rnd) / N
+    out = _finish(raw.estimate, variance, raw.df, where, common, notes, lam=raw.lam, fitted=raw.fitted)
+    if bounds is not None and (out.low < bounds[0] or out.high > bounds[1]):
+        out = out.model_copy(update={"low": max(out.low, float(bounds[0])),
+                                     "high": min(out.high, float(bounds[1])),
+                                     "notes": (*out.notes,
+                                               f"interval cut to the labels' scale [{bounds[0]:g}, "
+                                               f"{bounds[1]:g}]")})
+    return out
+
+
+class _Raw(NamedTuple):
+    """An estimate before its interval: the point, its variance (items target) and degrees of freedom."""
+
+    estimate: float
+    variance: float
+    df: float
+    lam: float | None = None
+    fitted: bool = False
+
+
+def _round_of(rounds: Sequence[int] | np.ndarray | None, w: np.ndarray | None, labelled: np.ndarray,
+              where: str) -> np.ndarray:
+    """Each item's selection round (0: labelled before any round, or unlabelled), checked against the
+    weights."""
+    N = len(labelled)
+    weighted = np.zeros(N, dtype=bool) if w is None else np.isfinite(w)
+    if rounds is None:
+        rnd = weighted.astype(int)
+    else:
+        rnd = np.asarray(rounds)
+        if rnd.shape != (N,) or not np.issubdtype(rnd.dtype, np.integer) or (rnd < 0).any():
+            raise DataError(f"expected one selection round (an int >= 0) per item; got {rounds!r}"[:300])
+        if ((rnd > 0) != weighted).any():
+            raise DataError(f"{where}: expected a selection weight exactly on the items of a selection round "
+                            "(round >= 1)")
+    if (weighted & ~labelled).any():
+        raise DataError(f"{where}: {int((weighted & ~labelled).sum())} items carry a selection weight but no "
+                        "label; expected every selected item labelled (an unlabelled selected item would "
+                        "bias the weights)")
+    if weighted.any() and (w[weighted] < 1 - 1e-9).any():  # type: ignore[index]
+        raise DataError(f"{where}: expected selection weights >= 1 (the inverse of an inclusion "
+                        f"probability); got {float(np.min(w[weighted])):g}")  # type: ignore[index]
+    return rnd
+
+
+def _label_spread(y: np.ndarray, w: np.ndarray | None, rnd: np.ndarray) -> float:
+    """The labels' variance for the population target: of the labels drawn at random, else weighted by
+    1/probability."""
+    plain = np.isfinite(y) & (rnd == 0)
+    if plain.sum() >= 2:
+        return float(y[plain].var(ddof=1))
+    chosen = np.isfinite(y)
+    weights = np.where(rnd[chosen] > 0, np.nan_to_num(w[chosen] if w is not None else 1.0, nan=1.0), 1.0)
+    values = y[chosen]
+    mean = float((weights * values).sum() / weights.sum())
+    k = len(values)
+    return float((weights * (values - mean) ** 2).sum() / weights.sum() * k / (k - 1))
+
+
+def _finish(estimate: float, variance: float, df: float, where: str, common: Mapping[str, object],
+            notes: list[str],
+            *, lam: float | None = None, fitted: bool = False) -> MeanEstimate:
+    if not (math.isfinite(variance) and df >= 1):
+        raise DataError(f"{where}: too few labels for an interval with {common['method']!r} "
+                        f"({common['n_labelled']} "
+                        "labels); label more of its items")
+    if variance <= 0 and common["n_labelled"] != common["n"]:
+        what = ("the judge's values, as fitted, predict each of its labels exactly" if fitted
+                else "its residuals show no spread")
+        raise DataError(f"{where}: {what}, which leaves no spread to build an interval from; label more "
+                        "of its items")
+    se = math.sqrt(max(variance, 0.0))
+    half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
+    return MeanEstimate(estimate=float(estimate), low=float(estimate - half), high=float(estimate + half),
+                        se=se,
+                        df=float(df), bias_corrected=True, lam=lam, notes=tuple(notes),
+                        **common)  # type: ignore[arg-type]
+
+
+def _judge_only(values: np.ndarray, where: str, common: Mapping[str, object],
+                notes: list[str]) -> MeanEstimate:
+    if len(values) < 2:
+        raise DataError(f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only "
+                        "mean and its interval")
+    se = float(values.std(ddof=1)) / math.sqrt(len(values))
+    df = float(len(values) - 1)
+    half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
+    mean = float(values.mean())
+    notes = [*notes,
+             "not bias-corrected: the judge's own mean, with the spread of its values as the interval"]
+    return MeanEstimate(estimate=mean, low=mean - half, high=mean + half, se=se, df=df, bias_corrected=False,
+                        notes=tuple(notes), **common)  # type: ignore[arg-type]
+
+
+def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.ndarray, bool]:
+    """The ppi columns for every item: intercept, centred judge value (0 without one), and a no-judge-value
+    intercept.
+
+    The last column is there only when some item lacks a judge value; the second is zeroed
+    when the judge values of ``fit_rows`` do not vary. Returns the columns and whether the
+    slope column was kept.
+    """
+    judged = np.isfinite(f)
+    slope = np.where(judged, f - ref, 0.0)
+    fit_judged = judged & fit_rows
+    keep = fit_judged.sum() >= 2 and np.ptp(slope[fit_judged]) > _FLAT * (1.0 + abs(ref))
+    cols = [np.ones(len(f)), slope if keep else np.zeros(len(f))]
+    if not judged.all():
+        cols.append((~judged).astype(float))
+    return np.stack(cols, -1), bool(keep)
+
+
+def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str],
+                slope: Slope | None = None) -> _Raw:
+    """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random); ``slope``: a shared
+    one."""
+    labelled = np.isfinite(y)
+    N = len(y)
+    if method == "ppi" and slope is not None:
+        return _shared_slope(y, f, slope)
+    if method == "human":
+        X = np.ones((N, 1))
+        keep = False
+    else:
+        lab_judged = labelled & np.isfinite(f)
+        ref = float(f[lab_judged].mean()) if lab_judged.any() else 0.0
+        X, keep = _ppi_design(f, labelled, ref)
+        if not keep:
+            notes.append("the judge's values do not vary on the labelled items (or too few are judged): its "
+                         "slope is set to 0, so the estimate is the labels-alone one")
+    fit = regression_fit(y[labelled], X[labelled], X.mean(0), N)
+    lam = float(fit.beta[1]) * (N - int(labelled.sum())) / N if method == "ppi" else None
+    return _Raw(float(fit.estimate), float(fit.variance), float(fit.df), lam, keep)
+
+
+class Slope(NamedTuple):
+    """A judge slope tuned once over several groups (``ppi`` with ``tune="overall"``) and its variance."""
+
+    value: float
+    variance: float
+
+
+def shared_slope(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> Slope | None:
+    """The slope of the labels on the judge values within groups, pooled over ``groups`` ((labels, judge)
+    arrays).
+
+    The least-squares slope with one intercept per group: power tuning with one ``lam`` for
+    every group (PPI++'s "overall" tuning of a vector of means), which estimates the slope from
+    all the labels at once instead of a few per group. Each group keeps its own intercept, so a
+    judge that is harsher on one system than on another is still corrected per system; only the
+    scale of the judge is shared. Its variance is the pooled residual variance over the pooled
+    spread of the judge values. None when the judge values do not vary within any group or too
+    few labels are left for the residual variance.
+    """
+    sxy = sxx = 0.0
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    for y, f in groups:
+        use = np.isfinite(y) & np.isfinite(f)
+        if use.sum() < 2:
+            continue
+        yc, fc = y[use] - y[use].mean(), f[use] - f[use].mean()
+        sxy += float((yc * fc).sum())
+        sxx += float((fc * fc).sum())
+        parts.append((yc, fc))
+    count = sum(len(yc) for yc, _ in parts)
+    df = count - len(parts) - 1
+    if not parts or sxx <= _FLAT * count or df < 1:
+        return None
+    value = sxy / sxx
+    ss = sum(float(((yc - value * fc) ** 2).sum()) for yc, fc in parts)
+    return Slope(value, ss / df / sxx)
+
+
+def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
+    """``ppi`` with the slope given: intercepts fitted on the group's labels, the slope's uncertainty
+    added."""
+    labelled = np.isfinite(y)
+    judged = np.isfinite(f)
+    N, n = len(y), int(labelled.sum())
+    ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
+    centred = np.where(judged, f - ref, 0.0)
+    X = np.ones((N, 1)) if judged.all() else np.stack([np.ones(N), (~judged).astype(float)], -1)
+    fit = regression_fit(y[labelled] - slope.value * centred[labelled], X[labelled], X.mean(0), N)
+    n_u = N - n
+    gap = (centred[~labelled].mean() - centred[labelled].mean()) * n_u / N if n_u else 0.0
+    return _Raw(float(fit.estimate) + slope.value * float(centred.mean()), float(fit.variance)
+                + gap ** 2 * slope.variance,
+                float(fit.df), slope.value * n_u / N, slope.value != 0)
+
+
+def _predictor(y: np.ndarray, f: np.ndarray, method: str,
+               calibration: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The prediction of ``method`` fitted on labelled items (``y``, ``f``; ``f`` NaN where no judge
+    value)."""
+    judged = np.isfinite(f)
+    mean_all = float(y.mean())
+    mean_failed = float(y[~judged].mean()) if (~judged).any() else mean_all
+    if method == "human":
+        return lambda q: np.full(len(q), mean_all)
+    if method == "ppi":
+        ref = float(f[judged].mean()) if judged.any() else 0.0
+        X, _ = _ppi_design(f, np.ones(len(f), dtype=bool), ref)
+        beta = np.linalg.pinv(X.T @ X, hermitian=True) @ (X.T @ y)
+        slope = beta[1]
+        failed_level = beta[0] + (beta[2] if len(beta) > 2 else 0.0)
+        return lambda q: np.where(np.isfinite(q), beta[0] + slope * (np.nan_to_num(q) - ref), failed_level)
+    if judged.any():
+        cal = fit_calibration(f[judged], y[judged], calibration)  # type: ignore[arg-type]
+        return lambda q: np.where(np.isfinite(q), cal(np.nan_to_num(q)), mean_failed)
+    return lambda q: np.full(len(q), mean_failed)
+
+
+def crossfit(y_l: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, calibration: str, folds: int,
+             seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """K-fold cross-fitting of a calibration map on the labelled items.
+
+    Returns each labelled item's residual under the map fitted without its fold, the other
+    items' predictions averaged over the K maps, and K (``folds``, at most one fold per label).
+    """
+    n = len(y_l)
+    k = min(folds, n)
+    fold = np.random.default_rng(seed).permutation(n) % k
+    resid = np.empty(n)
+    pred_u = np.zeros(len(f_u))
+    for j in range(k):
+        out = fold == j
+        g = _predictor(y_l[~out], f_l[~out], "calibrated", calibration)
+        resid[out] = y_l[out] - g(f_l[out])
+        pred_u += g(f_u) / k
+    return resid, pred_u, k
+
+
+def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed: int,
+                notes: list[str]) -> _Raw:
+    """``calibrated`` on the labelled items of ``y`` (labels drawn at random)."""
+    labelled = np.isfinite(y)
+    N, n = len(y), int(labelled.sum())
+    y_l = y[labelled]
+    resid, pred_u, k = crossfit(y_l, f[labelled], f[~labelled], calibration, folds, seed)
+    estimate = (y_l.sum() + pred_u.sum() + (N - n) * resid.mean()) / N
+    variance = resid.var(ddof=1) * (1 - n / N) / n
+    notes.append(f"{calibration} calibration, {k}-fold cross-fitted")
+    return _Raw(float(estimate), float(variance), float(n - 1), None, True)
+
+
+def _round_estimate(y: np.ndarray, pred: np.ndarray, before: np.ndarray, chosen: np.ndarray,
+                    pi: np.ndarray, where: str) -> _Raw:
+    """One selection round's estimate given the labels before it: those exactly, the others predicted, the
+    round's
+    residuals weighted by 1 / probability (Horvitz-Thompson); Hájek's variance for a fixed-size draw."""
+    N, m = len(y), int(chosen.sum())
+    if m < 2:
+        raise DataError(f"{where}: a selection round of {m} item; expected at least 2 weighted labels per "
+                        "round for an interval")
+    z = y[chosen] - pred[chosen]
+    total = y[before].sum() + pred[~before].sum() + (z / pi).sum()
+    c = 1.0 - pi
+    ratio = z / pi
+    centre = (c * ratio).sum() / c.sum() if c.sum() > 0 else 0.0
+    variance = m / (m - 1) * (c * (ratio - centre) ** 2).sum() / N ** 2
+    return _Raw(float(total / N), float(variance), float(m - 1))
+
+
+def _combine(a: _Raw, count: int, b: _Raw, m: int) -> _Raw:
+    """``a`` (from ``count`` labels) and ``b`` (from ``m`` more), uncorrelated, weighted by their label
+    counts.
+
+    Degrees of freedom by Welch-Satterthwaite.
+    """
+    wa, wb = count / (count + m), m / (count + m)
+    va, vb = wa * wa * a.variance, wb * wb * b.variance
+    parts = [(v, d) for v, d in ((va, a.df), (vb, b.df)) if v > 0]
+    df = (va + vb) ** 2 / sum(v * v / d for v, d in parts) if parts else min(a.df, b.df)
+    return _Raw(wa * a.estimate + wb * b.estimate, va + vb, float(df))
+
+
+def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, method: str, calibration: str,
+               folds: int, seed: int, where: str, notes: list[str]) -> _Raw:
+    """The estimate from labels known before any round (drawn at random) and one or more selection rounds.
+
+    Round ``k``'s estimate counts the labels before it exactly, predicts every other item with
+    the method's prediction fitted on those labels, and corrects by the round's weighted
+    residuals; given the labels before it, it is unbiased, so its error is uncorrelated with
+    the estimate from the labels before it. The two are averaged with weights proportional to
+    their label counts (fixed in advance, so the average stays unbiased).
+    """
+    labelled = np.isfinite(y)
+    pilot = labelled & (rnd == 0)
+    count = int(pilot.sum())
+    raw: _Raw | None = None
+    if count >= MIN_LABELS[method] and np.ptp(y[pilot]) > 0:
+        sub = np.where(pilot, y, np.nan)
+        raw = _calibrated(sub, f, calibration, folds, seed, []) if method == "calibrated" else _regression(
+            sub, f, method, [])
+    for k in range(1, int(rnd.max()) + 1):
+        chosen = rnd == k
+        if not chosen.any():
+            continue
+        before = labelled & (rnd < k)
+        fit_on = before if raw is not None else (before | chosen)
+        if int(fit_on.sum()) < MIN_LABELS[method]:
+            fit_on = before | chosen
+        if raw is None:
+            notes.append(f"fewer than {MIN_LABELS[method]} labels (or labels without spread) before the "
+                         "first selection round: its prediction is fitted on the round's own labels "
+                         "(approximately unbiased)")
+        pred = _predictor(y[fit_on], f[fit_on], method, calibration)(f)
+        this = _round_estimate(y, pred, before, chosen, 1.0 / w[chosen], where)
+        m = int(chosen.sum())
+        raw = this if raw is None else _combine(raw, count, this, m)
+        count += m
+    assert raw is not None
+    rounds = int(rnd.max())
+    notes.append(f"{int((rnd > 0).sum())} labels from {rounds} selection round{'s' if rounds > 1 else ''}, "
+                 f"weighted by their inverse inclusion probabilities, combined with the {int(pilot.sum())} "
+                 "labels drawn at random")
+    return _Raw(raw.estimate, raw.variance, raw.df)
+
+
+class Spread(NamedTuple):
+    """A labelled pilot's spread under one method: what the label planner and the selection read.
+
+    ``residuals``: each labelled item's residual (out-of-fold for ``calibrated``), in the
+    order of the labelled items; ``s2`` the residual variance; ``p`` the coefficients fitted
+    (``s2`` is on ``n - p`` degrees of freedom); ``s2_labels`` the labels' own variance.
+    """
+
+    residuals: np.ndarray
+    s2: float
+    p: int
+    s2_labels: float
+
+
+def pilot_spread(labels: Sequence[float | None] | np.ndarray, judge: Sequence[float | None] | np.ndarray,
+                 method: str,
+                 *, calibration: str = "isotonic", folds: int = 5, seed: int = 0,
+                 slope: Slope | None = None) -> Spread:
+    """The spread of the labelled items under ``method`` (``human``, ``ppi`` or ``calibrated``), labels drawn
+    at random.
+
+    ``slope``: for ``ppi``, the slope shared over groups (only the intercepts are then fitted).
+    Needs at least ``MIN_LABELS[method]`` labels (the caller refuses fewer).
+    """
+    y = _as_array(labels, "labels")
+    f = _as_array(judge, "judge values")
+    labelled = np.isfinite(y)
+    y_l = y[labelled]
+    n = len(y_l)
+    s2_labels = float(y_l.var(ddof=1)) if n >= 2 else math.nan
+    if method == "calibrated":
+        resid, _, _ = crossfit(y_l, f[labelled], f[~labelled], calibration, folds, seed)
+        return Spread(resid, float(resid.var(ddof=1)), 1, s2_labels)
+    judged = np.isfinite(f)
+    ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
+    if method == "human":
+        X = np.ones((len(y), 1))
+    elif slope is not None:
+        y_l = y_l - slope.value * np.where(judged, f - ref, 0.0)[labelled]
+        X = np.ones((len(y), 1)) if judged.all() else np.stack([np.ones(len(y)), (~judged).astype(float)], -1)
+    else:
+        X, _ = _ppi_design(f, labelled, ref)
+    fit = regression_fit(y_l, X[labelled], X.mean(0), len(y))
+    return Spread(fit.resid, float(fit.s2), int(n - fit.df), s2_labels)

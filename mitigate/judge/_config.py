@@ -1,0 +1,130 @@
+"""How a prompt judge calls its LM (:class:`JudgeConfig`, :func:`answer_mode`) and the requests a judge
+would send, listed without calling it (:class:`PlannedRequest`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mitigate.errors import ConfigError
+from mitigate.judge._judgment import Reducer
+from mitigate.lm import LM, LMRequest
+
+
+class JudgeConfig(BaseModel):
+    """How a prompt judge calls its LM and turns answers into scores.
+
+    - ``temperature``, ``n`` (samples), ``max_tokens``, ``stop``, ``seed``: passed to the LM.
+    - ``reducer``: how ``n`` samples become one score (mean, median, majority).
+    - ``scoring``: "parse" reads the score from the text; "expected" computes the
+      probability-weighted score over the scale from the top-k token logprobs (G-Eval
+      style) and needs a backend with logprobs (a typed error otherwise).
+    - ``constrain``: whether the backend must enforce the prompt's answer format
+      (:meth:`~mitigate.prompt.answer.AnswerFormat.constraint`). "format": the template's
+      own format, by grammar or regex (a :class:`~mitigate.errors.CapabilityError` from a
+      backend that cannot); "json": a JSON object with the answer (OpenAI
+      ``response_format``, Anthropic tool use, llama.cpp); "answer": the format's answer
+      line alone, with no reasoning before it even when the template asks for some (what a
+      logprob-read answer needs: the score is the first value the judge writes); "auto": "format" when the
+      backend can enforce it (the embedded llama.cpp model, a named guided-decoding
+      server), else no constraint; "off": never. The raw text is kept and still parsed
+      strictly, in the format the request asked for.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    temperature: float = 0.0
+    n: int = 1
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    reducer: Reducer = "mean"
+    scoring: Literal["parse", "expected"] = "parse"
+    top_logprobs: int = 10
+    constrain: Literal["auto", "format", "answer", "json", "off"] = "auto"
+
+    @field_validator("n", "max_tokens")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ConfigError(f"expected an int >= 1; got {v}")
+        return v
+
+    @field_validator("temperature")
+    @classmethod
+    def _temp(cls, v: float) -> float:
+        if not 0.0 <= v <= 2.0:
+            raise ConfigError(f"expected a temperature between 0 and 2; got {v}")
+        return v
+
+
+
+class PlannedRequest(BaseModel):
+    """One LM request a judge would send for an item, listed without calling the LM (:meth:`Judge.requests`).
+
+    ``path`` says where in the fan-out the request comes from (``("swapped",)``,
+    ``("coherence",)``, ``("panel member", "o0")`` ...; empty for a plain prompt judge);
+    ``item_id`` the item as that request sees it (a swapped copy keeps the item's id, and
+    ``swapped`` says so). ``reads`` says how the answer becomes a score or verdict;
+    ``condition`` is set when the request is sent only depending on earlier answers (a
+    cascade's later stage): the request is shown as it would be sent, and the condition says
+    when. ``refused`` holds the backend's one-line refusal when it cannot take the request
+    (a constraint or logprobs it cannot give): such a request would fail, not be sent.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    path: tuple[str, ...] = ()
+    item_id: str
+    swapped: bool = False
+    backend: str
+    request: LMRequest
+    reads: str = "parse"
+    condition: str | None = None
+    refused: str | None = None
+    backend_fields: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The path joined with " / " ("judge" for a plain prompt judge)."""
+        return " / ".join(self.path) or "judge"
+
+    def under(self, name: str, *, condition: str | None = None,
+              swapped: bool | None = None) -> PlannedRequest:
+        """This request placed under the fan-out child ``name`` (and its condition, when the child has
+        one)."""
+        conds = [c for c in (condition, self.condition) if c]
+        update: dict[str, Any] = {"path": (name, *self.path), "condition": "; ".join(conds) or None}
+        if swapped is not None:
+            update["swapped"] = swapped != self.swapped
+        return self.model_copy(update=update)
+
+
+EMBEDDED_DEFAULT_SPEC = "local"
+"""The spec of the embedded default model (SmolLM2-135M-Instruct), whose answers default to a logprob read."""
+
+
+def answer_mode(lm: LM, scoring: str = "auto", constrain: str = "auto") -> dict[str, str]:
+    """``JudgeConfig`` fields for how ``lm``'s answers become scores; "auto" picks what measured best.
+
+    The embedded default model (spec ``local``) writes a score for 2 of 100 SummEval summaries
+    when asked freely, and under a grammar forcing "Score: N" it answers 1 to 93 of 100 (to all
+    12 of the quick start's). Its answer is therefore read from the raw next-token
+    distribution at the score position (``scoring="expected"``, the answer line alone under a
+    grammar, ``constrain="answer"``): every item gets a graded score. Neither way agrees with
+    the experts measurably better (Spearman -0.01 vs 0.16, paired difference not significant;
+    ``benchmarks/embedded_answers_summeval.py``, RESULTS.md), and only the graded one leaves
+    the quick start's correlations defined.
+    Every other backend parses its text (``"parse"``) and is constrained where it can keep
+    the template's format (``constrain="auto"``). Explicit values are kept.
+    """
+    embedded = lm.spec == EMBEDDED_DEFAULT_SPEC
+    if scoring == "auto":
+        scoring = "expected" if embedded else "parse"
+    if constrain == "auto" and scoring == "expected" and "format" in lm.constraint_modes():
+        constrain = "answer"
+    return {"scoring": scoring, "constrain": constrain}
+
+
+
+

@@ -1,0 +1,382 @@
+"""An on-disk cache of LM calls (SQLite, stdlib) and the :class:`CachedLM` wrapper.
+
+Key
+    SHA-256 of (backend ``identity()``, model, ``LMRequest.key()``). ``identity()`` never
+    contains API keys, and the request holds only messages and sampling options, so no
+    secret can reach the cache. Only the response JSON is stored (plus the identity and
+    model in clear, so entries can be inspected and pruned per backend).
+
+Temperature > 0 is cached too
+    An identical request returns the stored answer even when it was sampled at
+    temperature > 0, so re-running an experiment makes no calls and gives the same numbers.
+    The flip side: asking the *same* request twice gives the same sample twice. To draw
+    several samples use ``n`` in one request, or vary ``seed`` between requests (the seed
+    is part of the key).
+
+Concurrency
+    One SQLite connection in WAL mode, guarded by a lock; every operation runs in a
+    worker thread (``asyncio.to_thread``) so the event loop never waits on the disk.
+    Concurrent identical requests are coalesced: the second awaits the first's call
+    instead of calling the backend again. Several processes may share one cache file
+    (WAL + busy timeout); the first answer stored for a key wins.
+
+Serving from the cache alone
+    Inside :func:`cache_only` a :class:`CachedLM` answers from the cache or raises
+    :class:`CacheMiss` instead of calling its backend. The runner uses it to serve every item
+    whose whole judgment is stored at once, before the items that need calls take their turn
+    (so a rerun's progress counts its stored items as they are served).
+
+Damage and other trouble
+    A cache is a convenience, never a reason for a run to fail. A file that is not an SQLite
+    database, pages SQLite reports as malformed, or a stored entry that no longer reads as a
+    response are all misses: the call is made again (and a damaged entry is overwritten with
+    the new answer). The first such event per cache file is reported once as a
+    :class:`~mitigate.errors.CacheDamageWarning` naming the file; the file itself is never
+    deleted (remove it to start a fresh cache). A cache that is not damaged but cannot be
+    written or read (a full disk, an I/O error, another process holding its lock too long, a
+    read-only file) is reported once per cause as a
+    :class:`~mitigate.errors.CacheUnavailableWarning` that says which (a full disk: "no space
+    left on the device (ENOSPC)", with no advice to delete anything); the answers concerned
+    are not cached and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from pathlib import Path
+from typing import TypeVar
+
+from mitigate.errors import CacheDamageWarning, CacheUnavailableWarning, ConfigError
+from mitigate.lm._base import LM, LMRequest, LMResponse
+from mitigate.lm._wrapper import WrapperLM
+from mitigate.paths import cache_dir, path_kind
+
+DEFAULT_FILENAME = "lm_cache.sqlite"
+T = TypeVar("T")
+
+_CACHE_ONLY: ContextVar[bool] = ContextVar("mitigate_cache_only", default=False)
+
+
+class CacheMiss(BaseException):
+    """A request :func:`cache_only` asked for is not stored.
+
+    It derives from BaseException, like :class:`asyncio.CancelledError`, so the ``except
+    Exception`` of a fan-out that records a member's failure (a panel) lets it through: it is
+    not a failure of the judge, only the news that the item needs a call.
+    """
+
+
+@contextlib.contextmanager
+def cache_only() -> Iterator[None]:
+    """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or
+    raises
+    :class:`CacheMiss`; no backend is called."""
+    token = _CACHE_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _CACHE_ONLY.reset(token)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    identity TEXT NOT NULL,
+    model TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class LMCache:
+    """A SQLite file of LM responses keyed by backend identity, model and request.
+
+    ``path`` may be a file, a directory (the file ``lm_cache.sqlite`` inside it; a path
+    without a suffix that does not exist yet is taken as a directory) or None (that file
+    in :func:`mitigate.paths.cache_dir`).
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        target = Path(path) if path is not None else cache_dir()
+        if target.is_dir() or (path is None) or target.suffix == "":
+            target = target / DEFAULT_FILENAME
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"expected a writable cache directory at {target.parent}; got {exc}") from exc
+        if target.is_dir():
+            raise ConfigError(f"expected an SQLite LM cache file at {target}; got a directory",
+                              path=str(target))
+        kind = path_kind(target)
+        if kind not in (None, "a regular file"):  # a FIFO or a device: refused by what it is, never opened
+            raise ConfigError(f"expected an SQLite LM cache file at {target}; it is {kind}", path=str(target))
+        self.path = target
+        self._lock = threading.Lock()
+        self._damaged: str | None = None  # why the file is unusable (then every look-up is a miss)
+        self._warned: set[str] = set()  # the causes reported so far (each once)
+        try:
+            self._conn = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False,
+                                         isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.OperationalError as exc:  # cannot open or write the file at all: the user must act
+            cause = _trouble(exc)
+            said = _TROUBLE[cause] if cause in _TROUBLE else str(exc)
+            raise ConfigError(f"expected a readable and writable SQLite LM cache at {target}; could not open "
+                              f"it: {said} ({exc}); pass --no-cache to run without one",
+                              path=str(target)) from exc
+        except sqlite3.DatabaseError as exc:  # the file is damaged (not a database, malformed): run uncached
+            self._damaged = str(exc)
+            self._warn(exc)
+
+    def __repr__(self) -> str:
+        return f"LMCache({str(self.path)!r})"
+
+    @staticmethod
+    def make_key(identity: str, model: str, request_key: str) -> str:
+        """The cache key of one call."""
+        blob = json.dumps([identity, model, request_key], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    # -- synchronous core (run in a worker thread by the async methods) --
+
+    @property
+    def damaged(self) -> bool:
+        """True when the file could not be used as a database (every look-up is then a miss)."""
+        return self._damaged is not None
+
+    def _warn(self, exc: BaseException) -> None:
+        """Report each cause once per cache object (the run goes on): damage (damaged parts are misses), or a
+        cause
+        that is not damage (a full disk ...: the answers concerned are not cached)."""
+        cause = _trouble(exc)
+        if cause in self._warned:
+            return
+        self._warned.add(cause)
+        if cause == "damaged":
+            warnings.warn(
+                f"the LM cache {self.path} is damaged ({exc}); damaged entries are treated as misses and "
+                "called again (delete the file to start a fresh cache)",
+                CacheDamageWarning,
+                stacklevel=3,
+            )
+        else:
+            warnings.warn(f"the LM cache {self.path} could not be used: {_TROUBLE[cause]} ({exc}); the "
+                          "answers concerned are not cached, the run goes on and the file is left as it is",
+                          CacheUnavailableWarning, stacklevel=3)
+
+    def _guarded(self, default: T, op: Callable[[], T]) -> T:
+        """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a
+        full disk,
+        an I/O error, or stays locked."""
+        if self._damaged is not None:
+            return default
+        try:
+            with self._lock:
+                return op()
+        except sqlite3.DatabaseError as exc:
+            self._warn(exc)
+            return default
+
+    def get_sync(self, key: str) -> str | None:
+        """The stored JSON for ``key``, or None (also when the entry cannot be read)."""
+
+        def op() -> str | None:
+            row = self._conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            # a non-text entry fails to decode: a miss
+            return row[0] if isinstance(row[0], str) else repr(row[0])
+
+        return self._guarded(None, op)
+
+    def put_sync(self, key: str, identity: str, model: str, payload: str, *, replace: bool = False) -> None:
+        """Store ``payload`` under ``key`` unless an entry exists (the first answer wins).
+
+        ``replace`` overwrites an existing entry (used for one that no longer reads as a response).
+        """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+
+        def op() -> None:
+            self._conn.execute(
+                f"{verb} INTO calls (key, identity, model, response, created) VALUES (?, ?, ?, ?, ?)",
+                (key, identity, model, payload, time.time()),
+            )
+
+        self._guarded(None, op)
+
+    def note_damaged_entry(self, key: str, exc: BaseException) -> None:
+        """Report (once) that the entry under ``key`` did not read as a response; it is then a miss."""
+        self._warn(ValueError(f"entry {key[:12]}... does not read as a response: {type(exc).__name__}"))
+
+    def __len__(self) -> int:
+        return self._guarded(0, lambda: int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]))
+
+    def clear(self, identity: str | None = None) -> int:
+        """Delete all entries, or those of one backend identity; returns how many were deleted."""
+
+        def op() -> int:
+            if identity is None:
+                return int(self._conn.execute("DELETE FROM calls").rowcount)
+            return int(self._conn.execute("DELETE FROM calls WHERE identity = ?", (identity,)).rowcount)
+
+        return self._guarded(0, op)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    # -- async API --
+
+    async def get(self, key: str) -> str | None:
+        """The stored JSON for ``key``, or None (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get_sync, key)
+
+    async def put(self, key: str, identity: str, model: str, payload: str, *, replace: bool = False) -> None:
+        """Store ``payload`` under ``key`` (runs in a worker thread)."""
+        await asyncio.to_thread(lambda: self.put_sync(key, identity, model, payload, replace=replace))
+
+
+_TROUBLE = {
+    "full": "no space left on the device (ENOSPC: SQLite reports the database or disk is full); "
+            "free some space",
+    "io": "a disk I/O error",
+    "busy": "another process held its lock for more than 30 s",
+    "readonly": "the file or its folder is read-only",
+}
+"""What a cause of :func:`_trouble` that is not damage means, in words."""
+_CODES = {getattr(sqlite3, name): cause for name, cause in (
+    ("SQLITE_FULL", "full"), ("SQLITE_IOERR", "io"), ("SQLITE_BUSY", "busy"), ("SQLITE_LOCKED", "busy"),
+    ("SQLITE_READONLY", "readonly")) if hasattr(sqlite3, name)}
+
+
+def _trouble(exc: BaseException) -> str:
+    """Why SQLite failed, as a key of :data:`_TROUBLE` or ``"damaged"`` (malformed pages, not a database
+    ...)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    # an extended code keeps its primary code in the low byte
+    if isinstance(code, int) and (code & 0xFF) in _CODES:
+        return _CODES[code & 0xFF]
+    text = str(exc).lower()
+    for words, cause in (("disk is full", "full"), ("no space", "full"), ("disk i/o", "io"),
+                         ("locked", "busy"),
+                         ("readonly", "readonly"), ("read-only", "readonly")):
+        if words in text:
+            return cause
+    return "damaged"
+
+
+class CachedLM(WrapperLM):
+    """Serves repeated requests from an :class:`LMCache`; a hit returns ``cached=True`` without calling.
+
+    ``cache`` is an :class:`LMCache` or a path for one (None: the default cache file).
+    Also caches :meth:`loglikelihood`. Counters ``hits`` and ``misses`` say what happened.
+    """
+
+    def __init__(self, inner: LM, cache: LMCache | str | Path | None = None) -> None:
+        super().__init__(inner)
+        self.cache = cache if isinstance(cache, LMCache) else LMCache(cache)
+        self.hits = 0
+        self.misses = 0
+        self._inflight: dict[str, asyncio.Future[str]] = {}
+
+    def __repr__(self) -> str:
+        return f"CachedLM({self.inner!r}, {self.cache!r})"
+
+    async def _cached(
+        self, key: str, compute: Callable[[], Awaitable[str]], decode: Callable[[str], T]
+    ) -> tuple[T, bool]:
+        """The decoded payload for ``key`` and whether it came without a call (stored, or a coalesced call).
+
+        A stored payload that ``decode`` rejects is a miss: the call is made and its answer replaces the
+        entry.
+        """
+        replace = False
+        while True:
+            stored = await self.cache.get(key)
+            if stored is not None:
+                try:
+                    return decode(stored), True
+                except (ValueError, TypeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
+                    self.cache.note_damaged_entry(key, exc)
+                    replace = True
+            if _CACHE_ONLY.get():
+                raise CacheMiss(key)
+            pending = self._inflight.get(key)
+            if pending is None:
+                break
+            try:
+                return decode(await asyncio.shield(pending)), True
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if pending.cancelled() and (task is None or not task.cancelling()):
+                    continue  # the call we waited for was cancelled, not us: make our own
+                raise
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            payload = await compute()
+            await self.cache.put(key, self.identity(), self.model, payload, replace=replace)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark it retrieved: nobody may be waiting
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(payload)
+        return decode(payload), False
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """The cached answer for ``request``, or the inner backend's (then stored)."""
+        self.check(request)
+        key = LMCache.make_key(self.identity(), self.model, request.key())
+
+        async def compute() -> str:
+            response = await self.inner.complete(request)
+            return response.model_copy(update={"cached": False}).model_dump_json()
+
+        response, hit = await self._cached(key, compute, LMResponse.model_validate_json)
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+        return response.model_copy(update={"cached": True}) if hit else response
+
+    async def loglikelihood(self, context: str, continuation: str) -> float:
+        """The cached log-likelihood, or the inner backend's (then stored)."""
+        blob = json.dumps(["loglikelihood", context, continuation], ensure_ascii=False)
+        request_key = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        key = LMCache.make_key(self.identity(), self.model, request_key)
+
+        async def compute() -> str:
+            return json.dumps({"loglikelihood": await self.inner.loglikelihood(context, continuation)})
+
+        value, hit = await self._cached(key, compute, _decode_loglikelihood)
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+        return value
+
+
+def _decode_loglikelihood(payload: str) -> float:
+    """A stored log-likelihood; ValueError/TypeError/KeyError when the entry is not one."""
+    value = json.loads(payload)["loglikelihood"]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number; got {type(value).__name__}")
+    return float(value)
+

@@ -1,0 +1,381 @@
+"""Rank systems from pairwise verdicts with the Bradley-Terry model: abilities, intervals, rank intervals,
+cycles.
+
+Bradley and Terry (1952) model ``P(x beats y) = sigmoid(theta_x - theta_y)``; a tie counts as
+half a win for each side (as Chatbot Arena counts ties). :func:`fit_bradley_terry` finds the
+maximum-likelihood abilities by Newton's method, centred to mean 0 (only differences are
+identified), with intervals from the Fisher information (``method="fisher"``: the
+Moore-Penrose inverse of the information matrix is the covariance of the centred abilities) or
+from a percentile bootstrap over comparisons, or over clusters of them such as the documents
+(``method="bootstrap"``). The ranking and its simultaneous rank intervals come from
+:func:`mitigate.estimators._ranking.rank_intervals` (Bonferroni over the systems).
+
+The abilities exist only when the comparisons connect every system, and are finite only when
+no group of systems won (or tied) none of its comparisons with the rest (Zermelo's condition:
+the graph with an edge x -> y wherever x won or tied against y is strongly connected). Otherwise
+the fit is refused with the systems named, unless ``prior`` > 0 (a Gaussian prior of precision
+``prior`` on each ability: penalised maximum likelihood, stated in the result).
+
+**Cycles**: the majority tournament has an edge x -> y when x won more than half of its
+comparisons with y (ties counted half). A set of systems that beat each other round in a circle
+is a strongly connected group of that tournament; :func:`majority_cycles` lists each with one
+cycle through it, and the share of fully compared triples of systems that are cyclic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from mitigate.errors import ConfigError, DataError
+from mitigate.estimators import Ranking, kendall_tau, rank_intervals
+from mitigate.measures._base import EntryData, Measure, MeasureInfo, ReportedMeasure, finish, undefined
+from mitigate.registry import register
+
+Comparison = tuple[str, str, float]
+"""(x, y, outcome): outcome 1.0 when x won, 0.0 when y won, 0.5 for a tie."""
+
+
+class BradleyTerryFit(BaseModel):
+    """Bradley-Terry abilities of systems (centred, log-odds units) with intervals, their ranking and the
+    cycles.
+
+    ``low``/``high``: each ability's interval at ``confidence`` (not simultaneous; the
+    ranking's rank intervals are). ``se``: Fisher standard errors (``method="fisher"``) or the
+    bootstrap standard deviation. ``prior``: the precision of the Gaussian prior (0: plain
+    maximum likelihood). ``cycles``: :func:`majority_cycles`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    systems: tuple[str, ...]
+    abilities: dict[str, float]
+    se: dict[str, float]
+    low: dict[str, float]
+    high: dict[str, float]
+    confidence: float
+    method: Literal["fisher", "bootstrap"]
+    prior: float
+    n_comparisons: int
+    n_ties: int
+    ranking: Ranking
+    cycles: dict[str, Any] = Field(default_factory=dict)
+
+    def win_probability(self, x: str, y: str) -> float:
+        """The fitted P(x beats y)."""
+        return 1.0 / (1.0 + math.exp(-(self.abilities[x] - self.abilities[y])))
+
+
+def _pair_table(comparisons: Sequence[Comparison]) -> tuple[list[str], dict[tuple[int, int], list[float]]]:
+    """Systems (sorted) and, per unordered pair (i < j), [comparisons, score of i]."""
+    systems = sorted({str(x) for x, _, _ in comparisons} | {str(y) for _, y, _ in comparisons})
+    index = {s: i for i, s in enumerate(systems)}
+    table: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for x, y, out in comparisons:
+        if out not in (0.0, 0.5, 1.0):
+            raise DataError(f"expected a comparison outcome 1.0, 0.5 or 0.0; got {out!r} for ({x!r}, {y!r})")
+        i, j = index[str(x)], index[str(y)]
+        if i == j:
+            raise DataError(f"expected comparisons of two different systems; got {x!r} against itself")
+        key, score = ((i, j), out) if i < j else ((j, i), 1.0 - out)
+        table[key][0] += 1
+        table[key][1] += score
+    return systems, dict(table)
+
+
+def _components(k: int, edges: Mapping[int, set[int]]) -> list[list[int]]:
+    """Strongly connected components (Tarjan), each a list of node indices."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on: set[int] = set()
+    out: list[list[int]] = []
+    counter = [0]
+
+    def visit(v: int) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(comp)
+
+    for v in range(k):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _check_estimable(systems: list[str], table: dict[tuple[int, int], list[float]], prior: float) -> None:
+    k = len(systems)
+    undirected: dict[int, set[int]] = defaultdict(set)
+    for i, j in table:
+        undirected[i].add(j)
+        undirected[j].add(i)
+    if prior == 0:
+        parts = _components(k, undirected)
+        if len(parts) > 1:
+            groups = sorted((sorted(systems[i] for i in p) for p in parts), key=len)
+            raise DataError(f"the comparisons split the systems into {len(parts)} groups never compared with "
+                            f"each other (e.g. {groups[0]}): Bradley-Terry cannot place them on one scale; "
+                            "expected comparisons connecting every system")
+        beats: dict[int, set[int]] = defaultdict(set)
+        for (i, j), (n, s) in table.items():
+            if s > 0:
+                beats[i].add(j)
+            if s < n:
+                beats[j].add(i)
+        parts = _components(k, beats)
+        if len(parts) > 1:
+            top = sorted(systems[i] for i in parts[-1])
+            raise DataError(f"some systems won (or lost) every comparison with the rest (e.g. {top}), so "
+                            "their Bradley-Terry abilities are infinite; expected more comparisons, or prior "
+                            "> 0 (a Gaussian prior on the abilities)")
+
+
+def _newton(k: int, table: dict[tuple[int, int], list[float]], prior: float,
+            max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Centred abilities and the information matrix at them."""
+    theta = np.zeros(k)
+    pairs = np.array(list(table), dtype=int).reshape(-1, 2)
+    n = np.array([v[0] for v in table.values()])
+    s = np.array([v[1] for v in table.values()])
+    info = np.eye(k)
+    for _ in range(max_iter):
+        d = theta[pairs[:, 0]] - theta[pairs[:, 1]]
+        p = 1.0 / (1.0 + np.exp(-d))
+        resid = s - n * p
+        grad = np.zeros(k)
+        np.add.at(grad, pairs[:, 0], resid)
+        np.add.at(grad, pairs[:, 1], -resid)
+        grad -= prior * theta
+        w = n * p * (1 - p)
+        info = np.zeros((k, k))
+        np.add.at(info, (pairs[:, 0], pairs[:, 0]), w)
+        np.add.at(info, (pairs[:, 1], pairs[:, 1]), w)
+        np.add.at(info, (pairs[:, 0], pairs[:, 1]), -w)
+        np.add.at(info, (pairs[:, 1], pairs[:, 0]), -w)
+        info += prior * np.eye(k)
+        step = np.linalg.pinv(info) @ grad
+        theta = theta + step
+        theta -= theta.mean()
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return theta, info
+
+
+def fit_bradley_terry(comparisons: Sequence[Comparison], *, confidence: float = 0.95,
+                      method: Literal["fisher", "bootstrap"] = "fisher", n_boot: int = 1000, seed: int = 0,
+                      clusters: Sequence[Hashable] | None = None, prior: float = 0.0,
+                      others: Mapping[str, Mapping[str, float]] | None = None) -> BradleyTerryFit:
+    """Bradley-Terry abilities of the systems in ``comparisons`` (see the module docstring).
+
+    ``clusters``: one label per comparison (e.g. its document), resampled together by the
+    bootstrap. ``others``: named scorings of the systems to compare the ranking with (Kendall's tau).
+    DataError when the comparisons cannot place the systems on one finite scale (and ``prior`` is 0).
+    """
+    if not comparisons:
+        raise DataError("expected pairwise comparisons to fit Bradley-Terry abilities on; got none")
+    if not 0 < confidence < 1:
+        raise ConfigError("The 'confidence' parameter must be a float in (0, 1). Got "
+                          f"{confidence!r} instead.")
+    if prior < 0:
+        raise ConfigError(f"The 'prior' parameter must be a float >= 0. Got {prior!r} instead.")
+    systems, table = _pair_table(comparisons)
+    if len(systems) < 2:
+        raise DataError(f"expected comparisons between at least two systems; got {systems}")
+    _check_estimable(systems, table, prior)
+    theta, info = _newton(len(systems), table, prior)
+    from scipy import stats  # lazy: scipy is slow to import
+
+    if method == "fisher":
+        cov = np.linalg.pinv(info)
+        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+
+        def bounds_at(level: float) -> dict[str, tuple[float, float]]:
+            z = float(stats.norm.ppf(0.5 + level / 2))
+            return {s: (float(theta[i] - z * se[i]), float(theta[i] + z * se[i])) for i,
+                    s in enumerate(systems)}
+    else:
+        boots = _bootstrap(comparisons, systems, clusters, prior, n_boot, seed)
+        se = boots.std(axis=0, ddof=1)
+
+        def bounds_at(level: float) -> dict[str, tuple[float, float]]:
+            lo, hi = np.quantile(boots, [(1 - level) / 2, 1 - (1 - level) / 2], axis=0)
+            return {s: (float(lo[i]), float(hi[i])) for i, s in enumerate(systems)}
+
+    points = {s: float(theta[i]) for i, s in enumerate(systems)}
+    ranking = rank_intervals(points, bounds_at, confidence, others)
+    plain = bounds_at(confidence)
+    return BradleyTerryFit(
+        systems=tuple(systems), abilities=points, se={s: float(se[i]) for i, s in enumerate(systems)},
+        low={s: plain[s][0] for s in systems}, high={s: plain[s][1] for s in systems}, confidence=confidence,
+        method=method, prior=prior, n_comparisons=len(comparisons),
+        n_ties=sum(1 for _, _, o in comparisons if o == 0.5), ranking=ranking,
+        cycles=majority_cycles(comparisons))
+
+
+def _bootstrap(comparisons: Sequence[Comparison], systems: list[str], clusters: Sequence[Hashable] | None,
+               prior: float, n_boot: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    labels = list(clusters) if clusters is not None else list(range(len(comparisons)))
+    if len(labels) != len(comparisons):
+        raise DataError(f"expected one cluster label per comparison ({len(comparisons)}); got {len(labels)}")
+    groups: dict[Hashable, list[int]] = defaultdict(list)
+    for i, c in enumerate(labels):
+        groups[c].append(i)
+    keys = list(groups)
+    index = {s: i for i, s in enumerate(systems)}
+    out = []
+    for _ in range(n_boot):
+        picked = [comparisons[i] for g in rng.integers(0, len(keys), len(keys)) for i in groups[keys[g]]]
+        sub_systems, table = _pair_table(picked)
+        try:
+            _check_estimable(sub_systems, table, prior)
+        except DataError:
+            continue  # a resample that cannot be fitted (a system lost every drawn comparison) is left out
+        if len(sub_systems) != len(systems):
+            continue
+        theta, _ = _newton(len(sub_systems), table, prior)
+        row = np.empty(len(systems))
+        for s, v in zip(sub_systems, theta, strict=True):
+            row[index[s]] = v
+        out.append(row)
+    if len(out) < n_boot / 2:
+        raise DataError(f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more "
+                        "comparisons per system, or method='fisher'")
+    return np.array(out)
+
+
+def majority_cycles(comparisons: Sequence[Comparison]) -> dict[str, Any]:
+    """The cycles of the majority tournament (see the module docstring).
+
+    ``groups``: each strongly connected group of more than one system, with ``cycle``, one
+    cycle through it (its first system repeated at the end); ``cyclic_triples`` /
+    ``complete_triples``: triples of systems whose three pairs all have a majority winner, and
+    those among them that beat each other round in a circle.
+    """
+    systems, table = _pair_table(comparisons)
+    beats: dict[int, set[int]] = defaultdict(set)
+    for (i, j), (n, s) in table.items():
+        if s > n / 2:
+            beats[i].add(j)
+        elif s < n / 2:
+            beats[j].add(i)
+    groups = []
+    for comp in _components(len(systems), beats):
+        if len(comp) < 2:
+            continue
+        groups.append({"systems": sorted(systems[i] for i in comp),
+                       "cycle": [systems[i] for i in _a_cycle(comp, beats)]})
+    decided = {(i, j) for i in beats for j in beats[i]}
+    complete = cyclic = 0
+    k = len(systems)
+    for a in range(k):
+        for b in range(a + 1, k):
+            for c in range(b + 1, k):
+                trio = [(a, b), (b, c), (a, c)]
+                if not all((x, y) in decided or (y, x) in decided for x, y in trio):
+                    continue
+                complete += 1
+                if ((a, b) in decided and (b, c) in decided and (c, a) in decided) or (
+                        (b, a) in decided and (c, b) in decided and (a, c) in decided):
+                    cyclic += 1
+    return {"groups": groups, "cyclic_triples": cyclic, "complete_triples": complete}
+
+
+def _a_cycle(comp: list[int], beats: Mapping[int, set[int]]) -> list[int]:
+    """One cycle through the strongly connected group ``comp`` (a path back to its start)."""
+    inside = set(comp)
+    start = min(comp)
+    parent: dict[int, int] = {}
+    frontier = [start]
+    seen = {start}
+    while frontier:
+        v = frontier.pop(0)
+        for w in sorted(beats.get(v, ())):
+            if w not in inside:
+                continue
+            if w == start:
+                path = [v]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                return [start, *reversed(path[:-1]), start] if len(path) > 1 else [start, v, start]
+            if w not in seen:
+                seen.add(w)
+                parent[w] = v
+                frontier.append(w)
+    return [start, start]
+
+
+def comparisons_from_verdicts(systems_a: Sequence[str | None], systems_b: Sequence[str | None],
+                              verdicts: Sequence[str | None]) -> tuple[list[Comparison], list[int]]:
+    """Comparisons (system of A, system of B, outcome) from verdicts by text, and the rows they came from.
+
+    Rows missing a system or a verdict are left out; a row comparing a system with itself too.
+    """
+    out: list[Comparison] = []
+    rows: list[int] = []
+    for i, (a, b, v) in enumerate(zip(systems_a, systems_b, verdicts, strict=True)):
+        if a is None or b is None or v is None or a == b:
+            continue
+        outcome = {"A": 1.0, "B": 0.0, "tie": 0.5}.get(str(v))
+        if outcome is None:
+            raise DataError(f"expected a verdict 'A', 'B', 'tie' or None; got {v!r}")
+        out.append((str(a), str(b), outcome))
+        rows.append(i)
+    return out, rows
+
+
+@register("measure", "bradley-terry")
+class BradleyTerryRanking(ReportedMeasure):
+    """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the gold
+    preferences."""
+
+    paper = "Bradley and Terry 1952"
+    info = MeasureInfo(label="BT ranking tau", direction="higher", group="accuracy",
+                       note="Kendall tau-b between the systems ranked by Bradley-Terry on the judge's "
+                            "verdicts and on the gold preferences; the details hold both rankings with rank "
+                            "intervals and the judge's majority cycles. Needs items naming both systems "
+                            "(system, system_b).")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From the items' systems, the verdicts and the gold preferences."""
+        items = entry.items
+        a = [i.system for i in items]
+        b = [i.system_b for i in items]
+        judged, rows = comparisons_from_verdicts(a, b, entry.verdicts)
+        gold, _ = comparisons_from_verdicts(a, b, list(entry.gold))
+        if len({s for c in judged for s in c[:2]}) < 3:
+            return undefined("bradley-terry", len(judged), len(items) - len(judged),
+                             "fewer than three systems are compared (items need system and system_b)")
+        try:
+            gold_fit = fit_bradley_terry(gold) if gold else None
+            fit = fit_bradley_terry(judged, others={"gold": gold_fit.abilities} if gold_fit else None)
+        except DataError as exc:
+            return undefined("bradley-terry", len(judged), len(items) - len(judged), exc.message)
+        extra = {"judge": fit.model_dump(mode="json"), "gold": gold_fit.model_dump(mode="json") if gold_fit
+                 else None}
+        tau = kendall_tau(fit.abilities, gold_fit.abilities) if gold_fit else None
+        if tau is None:
+            return undefined("bradley-terry", len(judged), len(items) - len(judged),
+                             "no gold preferences to rank the systems by, or a constant ranking", **extra)
+        return finish("bradley-terry", tau, len(judged), len(items) - len(judged), extra=extra)

@@ -1,0 +1,209 @@
+"""Consistency under guideline perturbation (Ghazarian et al. 2024): share, chance level, kappa, accuracy.
+
+Ghazarian et al. score each item under several perturbed prompts (reordered options,
+lengthened descriptions) and report the share of items whose answer does not change,
+and accuracy per prompt. The raw share rewards a judge that gives one answer to
+everything, so :func:`perturbation_consistency` also reports the share expected by chance
+and the chance-corrected kappa. Outputs are compared with one notion of equality,
+:func:`~mitigate.measures._base.labels_equal`. Conventions: :mod:`mitigate.measures._base`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mitigate.errors import ConfigError
+from mitigate.judge import Judgment
+from mitigate.measures._base import (
+    EntryData,
+    Measure,
+    MeasureInfo,
+    ReportedMeasure,
+    batched_nanmean,
+    finish,
+    is_missing,
+    label_key,
+    labels_equal,
+    resample_interval,
+    share,
+    undefined,
+)
+from mitigate.measures._stats import batched
+from mitigate.registry import register
+
+
+def _perturbation_frame(
+    outputs: Mapping[str, Mapping[str, Any]],
+) -> tuple[list[str], list[str], list[list[Any]]]:
+    if len(outputs) < 2:
+        raise ConfigError(f"consistency needs outputs under at least 2 prompts; got {len(outputs)}")
+    names = list(outputs)
+    ids = list(dict.fromkeys(i for per in outputs.values() for i in per))
+    table = [[outputs[p].get(i) for p in names] for i in ids]
+    return names, ids, table
+
+
+def perturbation_consistency(
+    outputs: Mapping[str, Mapping[str, Any]], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Consistency (Ghazarian et al. 2024): share of items whose output is identical under every prompt.
+
+    ``outputs`` maps perturbation name -> item id -> score or label. An item counts when it
+    has an output under every perturbation; otherwise it is counted in ``n_failed``.
+    Outputs are compared with :func:`~mitigate.measures._base.labels_equal` (numbers to 9
+    decimals, True equal to 1). ``extra["percent"]`` gives the paper's percentage.
+    ``value`` is of scored; ``of_all`` counts every item without an output under some
+    perturbation as inconsistent (``count`` of ``n + n_failed``).
+
+    A judge that gives one answer to everything is perfectly consistent, so the raw share
+    cannot tell stability from collapse. ``extra["chance"]`` is the consistency expected if
+    each prompt's answers were drawn independently from that prompt's own answer
+    distribution (sum over answers of the product over prompts of their shares), and
+    ``extra["kappa"]`` = (consistency − chance) / (1 − chance), the chance-corrected
+    agreement across prompts (NaN when chance is 1, i.e. every prompt gave one same answer).
+    """
+    names, ids, table = _perturbation_frame(outputs)
+    same = []
+    complete: list[list[Any]] = []
+    for row in table:
+        if any(is_missing(v) for v in row):
+            continue
+        complete.append(list(row))
+        same.append(float(all(labels_equal(row[0], v) for v in row[1:])))
+    failed = len(ids) - len(same)
+    name = "perturbation-consistency"
+    if not same:
+        return undefined(name, 0, failed, "no item has an output under every perturbation",
+                         perturbations=names)
+    arr = np.array(same)
+    interval = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    value, chance, kappa = consistency_kappa(complete)
+    return share(name, arr, failed, interval=interval,
+                 extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa})
+
+
+def consistency_kappa(rows: Sequence[Sequence[Any]]) -> tuple[float, float, float]:
+    """(share of rows identical across prompts, chance level, kappa) for complete rows of outputs.
+
+    ``rows`` holds one row per item with its output under every prompt (same column order,
+    no missing values). Kappa = (share − chance) / (1 − chance); NaN when chance is 1 (every
+    prompt gave one same answer). All three are NaN for no rows.
+    """
+    if not rows:
+        return math.nan, math.nan, math.nan
+    same = float(np.mean([all(labels_equal(r[0], v) for v in r[1:]) for r in rows]))
+    chance = chance_consistency(rows)
+    kappa = (same - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
+    return same, chance, kappa
+
+
+def chance_consistency(rows: Sequence[Sequence[Any]]) -> float:
+    """The consistency expected by chance: per answer, the product over prompts of that prompt's share of it,
+    summed.
+
+    ``rows`` holds one row per item with its output under every prompt (same column order
+    in every row, no missing values). NaN for no rows. 1.0 means every prompt gave one
+    same answer to every item, so agreement across prompts says nothing. Answers are
+    binned by :func:`~mitigate.measures._base.label_key`, the same equality the share uses.
+    """
+    if not rows:
+        return math.nan
+    n_cols = len(rows[0])
+    shares: list[dict[Any, float]] = []
+    for c in range(n_cols):
+        counts: dict[Any, float] = {}
+        for row in rows:
+            key = label_key(row[c])
+            counts[key] = counts.get(key, 0.0) + 1.0
+        shares.append({k: v / len(rows) for k, v in counts.items()})
+    return float(sum(math.prod(col.get(key, 0.0) for col in shares) for key in shares[0]))
+
+
+def accuracy_under_perturbation(
+    outputs: Mapping[str, Mapping[str, Any]], gold: Mapping[str, Any], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Accuracy per perturbation, averaged over perturbations (Ghazarian et al. 2024).
+
+    ``outputs`` maps perturbation -> item id -> output; ``gold`` maps item id -> gold label.
+    Each perturbation's accuracy is over its items with an output and a gold label;
+    ``extra["per_perturbation"]`` lists them. ``n``/``n_failed`` count judgments.
+    """
+    names, ids, table = _perturbation_frame(outputs)
+    mat = np.full((len(ids), len(names)), np.nan)
+    for r, (item_id, row) in enumerate(zip(ids, table, strict=True)):
+        g = gold.get(item_id)
+        if is_missing(g):
+            continue
+        for c, v in enumerate(row):
+            if not is_missing(v):
+                mat[r, c] = float(labels_equal(v, g))
+    per = {}
+    for c, p in enumerate(names):
+        col = mat[:, c]
+        k = int(np.isfinite(col).sum())
+        per[p] = {"accuracy": float(np.nanmean(col)) if k else math.nan, "n": k}
+    used = int(np.isfinite(mat).sum())
+    failed = mat.size - used
+    name = "accuracy_under_perturbation"
+    if any(v["n"] == 0 for v in per.values()):
+        return undefined(name, used, failed,
+                         "a perturbation has no item with both an output and a gold label",
+                    per_perturbation=per)
+    value = float(np.mean([v["accuracy"] for v in per.values()]))
+
+    @batched
+    def stat(m: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.nanmean(m, axis=1).mean(axis=-1)
+
+    interval = resample_interval(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    return finish(name, value, used, failed, interval=interval, extra={"per_perturbation": per})
+
+
+# ---------------------------------------------------------------------------------------
+# reported per entry by compare
+
+
+def perturbation_outputs(judgments: Sequence[Judgment]) -> dict[str, dict[str, Any]]:
+    """Perturbation name -> item id -> score, read from each judgment's ``meta["perturbations"]``.
+
+    A strategy that scores each item under several perturbed guidelines records
+    ``{"<perturbation name>": score, ...}`` there (None for a parse failure).
+    """
+    outputs: dict[str, dict[str, Any]] = {}
+    for j in judgments:
+        per = j.meta.get("perturbations")
+        if isinstance(per, Mapping):
+            for name, score in per.items():
+                outputs.setdefault(str(name), {})[j.item_id] = score
+    return outputs
+
+
+@register("measure", "perturbation-consistency")
+class PerturbationConsistency(ReportedMeasure):
+    """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`)."""
+
+    paper = "Ghazarian et al. 2024"
+
+    info = MeasureInfo(
+        label="consistency", direction="higher", group="consistency", headline=True,
+        note="consistency is of scored items; the details give it of all items too, an item without a "
+             "score under some perturbation counted as inconsistent, and the chance level and kappa",
+    )
+
+    def compute(self, entry: EntryData) -> Measure:
+        """Consistency over ``meta["perturbations"]``; NaN when fewer than 2 perturbations were recorded."""
+        outputs = perturbation_outputs(entry.judgments)
+        if len(outputs) < 2:
+            return undefined("perturbation-consistency", 0, 0,
+                             "no judgment carries scores under 2 or more perturbations in "
+                             "meta['perturbations']")
+        return perturbation_consistency(outputs, **entry.ci)

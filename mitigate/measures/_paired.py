@@ -1,0 +1,341 @@
+"""Paired differences between two judges on the same items: the difference, its interval and its test.
+
+Two judges A and B scored the same items; how much does B differ from A, and is that more than
+chance? Both ``mitigate compare`` (each entry against the first) and ``mitigate diff`` (judge B
+against judge A) ask it, and both answer it here:
+
+- :func:`paired_mean_difference`: the mean of B's per-item values minus A's (a share of 0/1
+  values such as accuracy or a failure rate, or a mean score), on the items both have. The
+  test is the paired sign-flip permutation test
+  (:func:`~mitigate.measures._stats.permutation_test_mean_diff`), and the interval a paired
+  percentile bootstrap.
+- :func:`paired_statistic_difference`: a statistic of each judge against a reference (Spearman
+  with the human scores, |Spearman| with the output length ...) of B minus A, on the items
+  where both judges and the reference have a value. Two tests: ``"permutation"`` swaps A's and
+  B's values on each item (:func:`~mitigate.measures._stats.paired_permutation_test`; it
+  assumes the two judges' values are exchangeable under the null, as two judges answering on
+  one scale are) with a separate paired bootstrap interval; ``"bootstrap"`` takes the p-value
+  from the same paired resamples as the interval (twice the share of resampled differences on
+  the far side of 0, +1 corrected), so p < 0.05 exactly when 0 lies outside the 95% interval,
+  and assumes no exchangeability (judges on shifted scales).
+
+Swapping raw values is only a valid null when the two judges answer in one currency:
+:func:`swap_refusal` says why it is not (different ranges or steps, or one judge's values on
+the scale's grid and the other's between its points, as a 1–5 parse against a
+probability-weighted expected score), and the callers then take the bootstrap test.
+
+``clusters`` (one label per item, e.g. the document) makes the resampling and the sign flips
+take whole clusters at once, for items that are not independent (several systems' outputs
+for one document). Without it, items are resampled and flipped one by one.
+
+Every function returns a :class:`PairedDifference`; NaN with ``reason`` when the data cannot
+support it, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from mitigate.errors import ConfigError
+from mitigate.measures._base import batched_nanmean
+from mitigate.measures._stats import (
+    ROW_CORRELATIONS,
+    as_float_array,
+    batched,
+    bootstrap_ci,
+    complete_pairs,
+    correlation_function,
+    paired_permutation_test,
+    pearson_rows,
+    permutation_test_mean_diff,
+    ranks_from_codes,
+    row_chunks,
+)
+from mitigate.scale import Scale
+
+PairedTest = Literal["permutation", "bootstrap"]
+"""How :func:`paired_statistic_difference` tests the difference (see the module docstring)."""
+
+
+class PairedDifference(BaseModel):
+    """B minus A on the items both judged: the difference, each side's value, an interval, a two-sided p.
+
+    ``observed`` is NaN with ``reason`` when it cannot be computed; ``low``/``high`` are None
+    without an interval (no resamples asked for, or too many undefined resamples), ``p_value``
+    None without a test. ``n`` counts the items (pairs) used; ``test`` names how p was found.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    observed: float
+    a: float | None = None
+    b: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    n: int = 0
+    test: str = ""
+    reason: str | None = None
+
+    @field_validator("observed", mode="before")
+    @classmethod
+    def _nan(cls, v: Any) -> Any:
+        return math.nan if v is None else v
+
+    @property
+    def ok(self) -> bool:
+        """True when the difference is a finite number."""
+        return math.isfinite(self.observed)
+
+
+def _finite(v: float | None) -> float | None:
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def _between_points(values: np.ndarray, scale: Scale) -> bool:
+    """True when some finite value lies off ``scale``'s grid (a continuous score such as an expected
+    value)."""
+    return any(not scale.on_grid(float(v)) for v in values[np.isfinite(values)])
+
+
+def swap_refusal(a: Sequence[float | None] | np.ndarray, b: Sequence[float | None] | np.ndarray,
+                 scale_a: Scale, scale_b: Scale) -> str | None:
+    """Why swapping A's and B's raw values on an item is not a valid null for them; None when it is.
+
+    Swapping assumes the two judges' values are exchangeable under the null. It is not when
+    they answer on different ranges or steps (1–5 against 1–10), nor when one judge's values
+    all sit on the scale's points and the other's fall between them (an integer parse against
+    a probability-weighted expected score): a mixture of the two then moves a correlation
+    for reasons unrelated to agreement.
+    """
+    if (scale_a.min, scale_a.max, scale_a.step) != (scale_b.min, scale_b.max, scale_b.step):
+        return (f"the entries answer on different scales ({scale_a.describe()} by {scale_a.step:g} and "
+                f"{scale_b.describe()} by {scale_b.step:g})")
+    x, y = as_float_array(a, "a"), as_float_array(b, "b")
+    off_a, off_b = _between_points(x, scale_a), _between_points(y, scale_b)
+    if off_a != off_b:
+        return ("one entry's scores fall between the scale's points (continuous, e.g. an expected score) and "
+                "the other's sit on them")
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# resampling whole clusters
+
+
+def _padded(arrays: Sequence[np.ndarray], clusters: Sequence[Any]) -> list[np.ndarray]:
+    """Each per-item array as a clusters x width matrix (NaN padding), rows in order of first appearance."""
+    order = list(dict.fromkeys(clusters))
+    index = {c: i for i, c in enumerate(order)}
+    rows: dict[int, list[int]] = {}
+    for k, c in enumerate(clusters):
+        rows.setdefault(index[c], []).append(k)
+    width = max((len(v) for v in rows.values()), default=0)
+    out = []
+    for arr in arrays:
+        mat = np.full((len(order), width), np.nan)
+        for r, ks in rows.items():
+            mat[r, : len(ks)] = arr[ks]
+        out.append(mat)
+    return out
+
+
+def cluster_interval(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *,
+                     n_boot: int, seed: int) -> tuple[float | None, float | None]:
+    """Paired percentile bootstrap interval of ``fn(*arrays)``, resampling whole clusters.
+
+    ``fn`` gets the flattened arrays with NaN where a resampled cluster had fewer items than the
+    largest one, and must drop NaN. (None, None) without resamples or items.
+    """
+    if n_boot <= 0 or not arrays or len(arrays[0]) == 0:
+        return None, None
+    mats = _padded(arrays, clusters)
+
+    def stat(*rows: np.ndarray) -> float:
+        return fn(*[r.reshape(-1) for r in rows])
+
+    low, high = bootstrap_ci(stat, *mats, n_boot=n_boot, seed=seed)
+    return _finite(low), _finite(high)
+
+
+def _cluster_resamples(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *,
+                       n_boot: int, seed: int) -> np.ndarray:
+    """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for
+    ``fn``)."""
+    mats = _padded(arrays, clusters)
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return np.concatenate([np.array([fn(*[m[i].reshape(-1) for m in mats])
+                                         for i in rng.integers(0, len(mats[0]), size=(rows, len(mats[0])))],
+                                        dtype=float) for rows in row_chunks(n_boot, len(mats[0]))])
+
+
+def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:
+    d = b - a
+    d = d[np.isfinite(d)]
+    return float(d.mean()) if len(d) else math.nan
+
+
+# ---------------------------------------------------------------------------------------
+# a mean (or share) of B minus that of A
+
+
+def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[float | None] | np.ndarray, *,
+                           clusters: Sequence[Any] | None = None, n_boot: int = 1000, n_perm: int = 5000,
+                           seed: int = 0, min_n: int = 1) -> PairedDifference:
+    """Mean of ``b`` minus mean of ``a`` over the items where both are finite, with interval and sign-flip p.
+
+    ``clusters``: one label per item; the sign flips and the bootstrap then take whole clusters.
+    ``n_boot`` 0: no interval. Fewer than ``min_n`` complete pairs: NaN with the reason.
+    """
+    x_all = as_float_array(a, "a")
+    y_all = as_float_array(b, "b")
+    if len(x_all) != len(y_all) or (clusters is not None and len(clusters) != len(x_all)):
+        raise ConfigError("expected one value per item from both judges (and one cluster each); got "
+                          f"{len(y_all)} and {len(x_all)}"
+                          + ("" if clusters is None else f", {len(clusters)} clusters"))
+    keep = np.isfinite(x_all) & np.isfinite(y_all)
+    x, y = x_all[keep], y_all[keep]
+    if len(x) < max(min_n, 1):
+        return PairedDifference(observed=math.nan, n=len(x), test="paired sign-flip permutation",
+                                reason=f"needs at least {max(min_n, 1)} items with a value from both; "
+                                       f"got {len(x)}")
+    groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
+    test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
+    low = high = None
+    if n_boot > 0 and groups is None:
+        lo, hi = bootstrap_ci(batched_nanmean, y - x, n_boot=n_boot, seed=seed)
+        if math.isfinite(lo) and math.isfinite(hi):
+            low, high = lo, hi
+    elif n_boot > 0:
+        low, high = cluster_interval(_mean_difference, [y, x], groups,  # type: ignore[arg-type]
+                                     n_boot=n_boot, seed=seed)
+    return PairedDifference(observed=test.observed, a=float(x.mean()), b=float(y.mean()), low=low, high=high,
+                            p_value=_finite(test.p_value), n=len(x), test="paired sign-flip permutation")
+
+
+# ---------------------------------------------------------------------------------------
+# a statistic against a reference, of B minus A
+
+
+def _batched_difference(stat: str, *arrays: np.ndarray) -> tuple[Callable[..., np.ndarray] | None,
+                                                                 tuple[Any, ...]]:
+    """``stat(b, ref) - stat(a, ref)`` on every resample at once, for the named correlations that batch, and
+    the
+    arrays to resample for it: for Spearman the value codes of (a, b) and of ref, ranked by counting (the
+    ranks
+    sorting gives, exactly, at a fraction of its cost)."""
+    rows = ROW_CORRELATIONS.get(stat)
+    if rows is None:
+        return None, arrays
+    if stat == "spearman":
+        a, b, h = arrays
+        values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
+        levels, ch = np.unique(h, return_inverse=True)
+
+        @batched
+        def ranked(ca: np.ndarray, cb: np.ndarray, c: np.ndarray) -> np.ndarray:
+            hr = ranks_from_codes(c, len(levels))
+            return pearson_rows(ranks_from_codes(cb, len(values)),
+                                hr) - pearson_rows(ranks_from_codes(ca, len(values)), hr)
+
+        return ranked, (codes[: len(a)], codes[len(a):], ch)
+
+    @batched
+    def diff(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> np.ndarray:
+        return rows(b, h) - rows(a, h)
+
+    return diff, arrays
+
+
+def paired_statistic_difference(
+    b: Sequence[float | None] | np.ndarray, a: Sequence[float | None] | np.ndarray,
+    reference: Sequence[float | None] | np.ndarray,
+    stat: str | Callable[[np.ndarray, np.ndarray], float] = "spearman",
+    *, test: PairedTest = "permutation", clusters: Sequence[Any] | None = None, n_boot: int = 1000,
+    n_perm: int = 5000, seed: int = 0, min_n: int = 3,
+) -> PairedDifference:
+    """``stat(b, reference) - stat(a, reference)`` on the items where all three are finite, with interval and
+    p.
+
+    ``stat``: a correlation name (``"spearman"``, ``"pearson"``, ``"kendall"``) or a function
+    ``f(judge, reference) -> float``. ``test``: ``"permutation"`` (swap A and B per item or per
+    cluster; a separate bootstrap interval) or ``"bootstrap"`` (p from the interval's own
+    resamples, ``max(n_boot, n_perm)`` of them); see the module docstring for when each holds.
+    """
+    if test not in ("permutation", "bootstrap"):
+        raise ConfigError(f"The 'test' parameter of paired_statistic_difference must be 'permutation' or "
+                          f"'bootstrap'. Got {test!r} instead.")
+    fn = correlation_function(stat) if isinstance(stat, str) else stat
+    x, y, h = complete_pairs(a, b, reference)
+    keep = np.isfinite(as_float_array(a, "a")) & np.isfinite(as_float_array(b, "b")) & np.isfinite(
+        as_float_array(reference, "reference"))
+    groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
+    if test == "permutation":
+        return _permutation(x, y, h, stat, fn, groups, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=min_n)
+    return _bootstrap(x, y, h, fn, groups, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=min_n)
+
+
+def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callable[..., float],
+                 fn: Callable[..., float], groups: list[Any] | None, *, n_boot: int, n_perm: int, seed: int,
+                 min_n: int) -> PairedDifference:
+    name = "paired permutation"
+    if len(x) < min_n:
+        return PairedDifference(observed=math.nan, n=len(x), test=name,
+                                reason=f"needs at least {min_n} items with a value from both and the "
+                                       f"reference; got {len(x)}")
+    perm = paired_permutation_test(y, x, h, stat, n_perm=n_perm, seed=seed, groups=groups)
+    a_value, b_value = _finite(perm.observed_b), _finite(perm.observed_a)
+    if not math.isfinite(perm.observed):
+        return PairedDifference(observed=math.nan, a=a_value, b=b_value, n=len(x), test=name,
+                                reason=perm.reason or "the statistic is undefined for at least one judge "
+                                                      "(constant scores)")
+    low = high = None
+    if n_boot > 0:
+        if groups is not None:
+            low, high = cluster_interval(lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_), [x, y, h], groups,
+                                         n_boot=n_boot, seed=seed)
+        else:
+            diff, arrays = _batched_difference(stat, x, y, h) if isinstance(stat, str) else (None, (x, y, h))
+            difference: Callable[..., Any] = (diff if diff is not None
+                                              else (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)))
+            lo, hi = bootstrap_ci(difference, *arrays, n_boot=n_boot, seed=seed)
+            if math.isfinite(lo) and math.isfinite(hi):
+                low, high = lo, hi
+    return PairedDifference(observed=perm.observed, a=a_value, b=b_value, low=low, high=high,
+                            p_value=_finite(perm.p_value), n=len(x), test=name)
+
+
+def _bootstrap(x: np.ndarray, y: np.ndarray, h: np.ndarray, fn: Callable[..., float],
+               groups: list[Any] | None,
+               *, n_boot: int, n_perm: int, seed: int, min_n: int) -> PairedDifference:
+    name = "paired bootstrap"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sa, sb = _finite(fn(x, h)), _finite(fn(y, h))
+    if sa is None or sb is None:
+        why = "the statistic is undefined for at least one judge (constant scores?)"
+        if len(x) < min_n:
+            why = (f"needs at least {min_n} items with a value from both judges and the reference; "
+                   f"got {len(x)}")
+        return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
+
+    def diff(y_: np.ndarray, x_: np.ndarray, h_: np.ndarray) -> float:
+        return fn(y_, h_) - fn(x_, h_)
+
+    clusters = groups if groups is not None else list(range(len(x)))
+    values = _cluster_resamples(diff, [y, x, h], clusters, n_boot=max(n_boot, n_perm, 1), seed=seed)
+    values = values[np.isfinite(values)]
+    low = high = p = None
+    if len(values):
+        lo, hi = np.percentile(values, [2.5, 97.5])
+        low, high = (float(lo), float(hi)) if n_boot > 0 else (None, None)
+        tail = min(int((values <= 0).sum()), int((values >= 0).sum()))
+        p = min(1.0, 2 * (1 + tail) / (1 + len(values)))
+    return PairedDifference(observed=sb - sa, a=sa, b=sb, low=low, high=high, p_value=p, n=len(x), test=name)

@@ -1,0 +1,693 @@
+"""Measures of a pairwise judge: accuracy against gold preferences, position bias, length bias.
+
+A pairwise item holds two texts, A (the item's ``output``) and B (its ``output_b``), and a gold
+preference ``"A"``, ``"B"`` or ``"tie"``. A judge's verdict is either about the *texts*
+(``"A"``, ``"B"``, ``"tie"``) or about the *positions as presented* (``"first"``, ``"second"``,
+``"tie"``); a judge run in both orders has one presented verdict per order, the swapped one in
+swapped positions (so a position-consistent judge answers ``first`` then ``second``).
+
+Position bias follows Shi et al. 2024 ("Judging the judges: a systematic study of position
+bias in LLM-as-a-judge"), whose released analysis code defines:
+
+- **position consistency** PC: the share of pairs judged in both orders whose two verdicts
+  prefer the same text (first/second, second/first, or tie/tie);
+- **preference fairness** PF: among the inconsistent pairs, the primacy-preferred ones (first/first,
+  first/tie, tie/first) and the recency-preferred ones (second/second, second/tie, tie/second),
+  counted P and R; raw = R * R/(P+R) - P * P/(P+R), min-max scaled by the extremes -n and +n
+  (every one of n pairs inconsistent on one side), i.e. PF = raw / n in [-1, 1]: 0 is fair,
+  positive prefers the later position (recency), negative the first (primacy);
+- **repetition stability** RS: per instance (one pair in one order) judged several times, the
+  share of trials that gave the most frequent verdict; averaged over instances.
+
+Also here: accuracy against gold (3-way, a tie verdict is right only on a gold tie), the lean
+towards the longer text, and the gain of position swap over one order. The older
+:func:`position_bias` (flip rate and first-position share, as Shen et al. 2023 and LLMBar report)
+stays. Conventions: :mod:`mitigate.measures._base`.
+
+Size: over 600 lines because it holds one function per published pairwise measure with its
+registered reporter; each is short.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from mitigate.errors import DataError
+from mitigate.judge import Judgment
+from mitigate.measures._base import (
+    EntryData,
+    Measure,
+    MeasureInfo,
+    ReportedMeasure,
+    batched_nanmean,
+    finish,
+    resample_interval,
+    share,
+    undefined,
+    word_count,
+)
+from mitigate.measures._stats import batched, permutation_test_mean_diff
+from mitigate.registry import register
+
+POSITION_VERDICTS = ("first", "second", "tie")
+"""The verdicts a pairwise judge may give, by the position of the preferred text."""
+
+PREFERENCES = ("A", "B", "tie")
+"""Preferences by text: A is the item's ``output``, B its ``output_b``."""
+
+Category = Literal["consistent", "primacy", "recency"]
+
+
+def _verdict(v: str | None, where: str) -> str | None:
+    if v is None:
+        return None
+    key = str(v).strip().lower()
+    if key not in POSITION_VERDICTS:
+        raise DataError(f"expected a verdict in {list(POSITION_VERDICTS)} or None in {where}; got {v!r}")
+    return key
+
+
+def _preference(v: Any, where: str) -> str | None:
+    if v is None:
+        return None
+    key = {"a": "A", "b": "B", "tie": "tie"}.get(str(v).strip().lower())
+    if key is None:
+        raise DataError(f"expected a preference in {list(PREFERENCES)} or None in {where}; got {v!r}")
+    return key
+
+
+_SWAP = {"first": "second", "second": "first", "tie": "tie"}
+
+
+def presented_to_text(verdict: str | None, order: Literal["original", "swapped"]) -> str | None:
+    """A verdict by position as presented -> the text it prefers (``"A"``, ``"B"``, ``"tie"``).
+
+    In the original order A was shown first; in the swapped order B was.
+    """
+    v = _verdict(verdict, f"the {order} order")
+    if v is None:
+        return None
+    if v == "tie":
+        return "tie"
+    first_is_a = order == "original"
+    return "A" if (v == "first") == first_is_a else "B"
+
+
+def verdicts_as_text(judgments: Sequence[Judgment]) -> list[str | None]:
+    """Each judgment's verdict as the text it prefers: a Judgment's verdict is relative to the item's own
+    order."""
+    return [presented_to_text(j.verdict, "original") for j in judgments]
+
+
+def abstained(judgment: Judgment) -> bool:
+    """Whether the judge abstained on the item (a majority panel without a majority): a counted outcome, no
+    verdict."""
+    return judgment.verdict is None and judgment.error is None and ABSTAIN_FLAG in judgment.flags
+
+
+def pair_category(original: str, swapped: str) -> Category:
+    """How the two presented verdicts on one pair relate (Shi et al. 2024).
+
+    ``consistent``: the same text preferred in both orders (first/second, second/first, tie/tie);
+    ``primacy``: first/first, first/tie, tie/first; ``recency``: second/second, second/tie, tie/second.
+    """
+    o, s = _verdict(original, "original"), _verdict(swapped, "swapped")
+    if o == _SWAP[str(s)]:
+        return "consistent"
+    return "primacy" if "first" in (o, s) else "recency"
+
+
+def _pairs(original: Sequence[str | None],
+           swapped: Sequence[str | None]) -> tuple[list[str | None], list[str | None]]:
+    o = [_verdict(v, "original") for v in original]
+    s = [_verdict(v, "swapped") for v in swapped]
+    if len(o) != len(s):
+        raise DataError(f"expected one swapped verdict per original verdict; got {len(o)} and {len(s)}")
+    return o, s
+
+
+def _groups(groups: Sequence[Hashable | None] | None, n: int) -> list[Hashable | None] | None:
+    if groups is None:
+        return None
+    out = list(groups)
+    if len(out) != n:
+        raise DataError(f"expected one group label per pair ({n}); got {len(out)}")
+    return out
+
+
+def position_bias(
+    original: Sequence[str | None], swapped: Sequence[str | None], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Position bias of a pairwise judge, from verdicts on each pair in original and swapped order.
+
+    Verdicts are ``"first"``, ``"second"`` or ``"tie"`` (the position preferred; None for a
+    parse failure). The swapped verdict is mapped back to the original order (first <->
+    second); ``value`` is the share of items whose two verdicts then disagree (flips).
+    ``extra["first_share"]`` is the share of all verdicts (both orders) that prefer the
+    first position (0.5 = no position preference among non-ties), with ``second_share``
+    and ``tie_share`` beside it. Shen et al. 2023 run their head-to-head both ways for this.
+
+    ``value`` is of scored (items with a verdict in both orders). ``of_all`` is the flip
+    rate over every pair with a failed verdict counted as a flip (not position-consistent),
+    so ``1 - of_all`` is order consistency as LLMBar reports it (e.g. 323/419);
+    ``extra["consistency_of_all"]`` gives that figure. :func:`position_consistency` is the
+    same share read the other way, with Shi et al.'s primacy/recency split.
+    """
+    o, s = _pairs(original, swapped)
+    pairs = [(a, b) for a, b in zip(o, s, strict=True) if a is not None and b is not None]
+    failed = len(o) - len(pairs)
+    name = "position_flip_rate"
+    if not pairs:
+        return undefined(name, 0, failed, "no item has verdicts in both orders")
+    flips = np.array([float(a != _SWAP[b]) for a, b in pairs])
+    all_verdicts = [v for pair in pairs for v in pair]
+    extra = {
+        "n_flipped": int(flips.sum()),
+        "first_share": all_verdicts.count("first") / len(all_verdicts),
+        "second_share": all_verdicts.count("second") / len(all_verdicts),
+        "tie_share": all_verdicts.count("tie") / len(all_verdicts),
+    }
+    extra["consistency_of_all"] = (len(flips) - int(flips.sum())) / len(o)
+    interval = resample_interval(batched_nanmean, flips, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
+    return share(name, flips, failed, failure_counts_as_hit=True, interval=interval, extra=extra)
+
+
+def _by_group(
+    fn: Any, original: list[str | None], swapped: list[str | None], groups: list[Hashable | None],
+    **kw: Any,
+) -> dict[str, dict[str, Any]]:
+    """``fn`` on the pairs of each group (e.g. each system pair), as small JSON-able rows."""
+    out: dict[str, dict[str, Any]] = {}
+    for g in dict.fromkeys(x for x in groups if x is not None):
+        sel = [i for i, x in enumerate(groups) if x == g]
+        m: Measure = fn([original[i] for i in sel], [swapped[i] for i in sel], **kw)
+        row: dict[str, Any] = {"value": m.value, "n": m.n, "n_failed": m.n_failed,
+                               "ci_low": m.ci_low, "ci_high": m.ci_high}
+        for key in ("primacy", "recency"):
+            if key in m.extra:
+                row[key] = m.extra[key]
+        out[str(g)] = row
+    return out
+
+
+def position_consistency(
+    original: Sequence[str | None], swapped: Sequence[str | None], *,
+    groups: Sequence[Hashable | None] | None = None,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Position consistency (Shi et al. 2024): the share of pairs whose two verdicts prefer the same text.
+
+    ``original`` and ``swapped`` are the presented verdicts (``"first"``/``"second"``/``"tie"``,
+    None for a failed parse) of each pair in the two orders. ``value`` is of the pairs with
+    both verdicts; ``of_all`` counts a pair with a failed verdict as inconsistent.
+    ``extra["primacy"]`` / ``extra["recency"]`` count the inconsistent pairs by the position they
+    favour (see :func:`pair_category`). ``groups`` (e.g. the system pair of each item) adds
+    ``extra["per_group"]``: the same measure within each group.
+    """
+    o, s = _pairs(original, swapped)
+    g = _groups(groups, len(o))
+    cats = [pair_category(a, b) if a is not None and b is not None else None for a,
+            b in zip(o, s, strict=True)]
+    used = [c for c in cats if c is not None]
+    failed = len(cats) - len(used)
+    name = "position-consistency"
+    if not used:
+        return undefined(name, 0, failed, "no pair has verdicts in both orders")
+    hits = np.array([float(c == "consistent") for c in used])
+    extra: dict[str, Any] = {"primacy": used.count("primacy"), "recency": used.count("recency")}
+    if g is not None:
+        extra["per_group"] = _by_group(position_consistency, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha,
+                                       seed=seed)
+    interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    return share(name, hits, failed, interval=interval, extra=extra)
+
+
+@batched
+def _fairness_rows(primacy: np.ndarray, recency: np.ndarray) -> np.ndarray:
+    p = primacy.sum(axis=-1).astype(float)
+    r = recency.sum(axis=-1).astype(float)
+    n = primacy.shape[-1]
+    with np.errstate(all="ignore"):
+        raw = np.where(p + r > 0, (r * r - p * p) / np.where(p + r > 0, p + r, 1.0), 0.0)
+    return raw / n
+
+
+def preference_fairness(
+    original: Sequence[str | None], swapped: Sequence[str | None], *,
+    groups: Sequence[Hashable | None] | None = None,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Preference fairness PF (Shi et al. 2024) in [-1, 1]: 0 fair, > 0 favours the later position, < 0 the
+    first.
+
+    With P primacy-preferred and R recency-preferred pairs among the n pairs judged in both
+    orders (:func:`pair_category`), the raw score R * R/(P+R) - P * P/(P+R) is scaled by its
+    extremes -n and n (every pair inconsistent towards one position): PF = raw / n. A judge with
+    no inconsistent pair has PF 0. Shi et al.'s code divides by every pair, failed ones included;
+    ``extra["pf_all_pairs"]`` gives that reading. ``groups`` adds ``extra["per_group"]``.
+    """
+    o, s = _pairs(original, swapped)
+    g = _groups(groups, len(o))
+    cats = [pair_category(a, b) if a is not None and b is not None else None for a,
+            b in zip(o, s, strict=True)]
+    used = [c for c in cats if c is not None]
+    failed = len(cats) - len(used)
+    name = "preference-fairness"
+    if not used:
+        return undefined(name, 0, failed, "no pair has verdicts in both orders")
+    primacy = np.array([float(c == "primacy") for c in used])
+    recency = np.array([float(c == "recency") for c in used])
+    value = float(_fairness_rows(primacy[None, :], recency[None, :])[0])
+    extra: dict[str, Any] = {"primacy": int(primacy.sum()), "recency": int(recency.sum()),
+                             "pf_all_pairs": value * len(used) / len(cats)}
+    if g is not None:
+        extra["per_group"] = _by_group(preference_fairness, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha,
+                                       seed=seed)
+    interval = (resample_interval(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed)
+                if ci else None)
+    return finish(name, value, len(used), failed, interval=interval, extra=extra)
+
+
+def repetition_stability(
+    trials: Sequence[Sequence[str | None]], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Repetition stability (Shi et al. 2024): per instance, the share of trials giving its most frequent
+    verdict.
+
+    ``trials`` holds, per instance (one pair in one presentation order), the verdicts of the
+    repeated judgments (any labels; None for a failed parse, which is dropped). Instances judged
+    once are not used; repeated ones with fewer than 2 parsed trials are counted in ``n_failed``. ``value`` is
+    the mean over
+    the instances; 1 means every repetition agreed, 1/k the floor for k distinct verdicts.
+    """
+    repeated = [list(row) for row in trials if len(row) >= 2]
+    per: list[float] = []
+    failed = 0
+    for row in repeated:
+        got = [v for v in row if v is not None]
+        if len(got) < 2:
+            failed += 1
+            continue
+        per.append(max(Counter(got).values()) / len(got))
+    name = "repetition-stability"
+    if not per:
+        reason = ("no instance was judged more than once" if not repeated
+                  else "no repeated instance has 2 or more parsed verdicts")
+        return undefined(name, 0, failed, reason)
+    values = np.array(per)
+    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha,
+                                 seed=seed) if ci else None
+    return finish(name, float(values.mean()), len(per), failed, interval=interval,
+                  extra={"trials_per_instance": float(np.mean([len(r) for r in repeated]))})
+
+
+def preference_accuracy(
+    verdicts: Sequence[str | None], gold: Sequence[str | None], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Accuracy of pairwise verdicts against gold preferences (``"A"``, ``"B"``, ``"tie"``; 3-way).
+
+    A verdict is right when it equals the gold preference, so a tie verdict is right only on a
+    gold tie. Items without a verdict (parse failure) are dropped from ``value`` and counted
+    wrong in ``of_all``; items without gold are not used. ``extra["accuracy_decisive"]`` is the
+    accuracy on items whose gold is not a tie, and ``extra["confusion"]`` counts gold -> verdict.
+    """
+    v = [_preference(x, "verdicts") for x in verdicts]
+    g = [_preference(x, "gold") for x in gold]
+    if len(v) != len(g):
+        raise DataError(f"expected one gold preference per verdict; got {len(v)} verdicts and {len(g)} gold")
+    labelled = [(a, b) for a, b in zip(v, g, strict=True) if b is not None]
+    used = [(a, b) for a, b in labelled if a is not None]
+    failed = len(labelled) - len(used)
+    name = "preference-accuracy"
+    if not used:
+        return undefined(name, 0, failed, "no item has both a verdict and a gold preference")
+    hits = np.array([float(a == b) for a, b in used])
+    decisive = [float(a == b) for a, b in used if b != "tie"]
+    confusion: dict[str, dict[str, int]] = {}
+    for a, b in used:
+        confusion.setdefault(str(b), {}).setdefault(str(a), 0)
+        confusion[str(b)][str(a)] += 1
+    extra = {"accuracy_decisive": float(np.mean(decisive)) if decisive else None,
+             "n_gold_ties": sum(1 for _, b in used if b == "tie"), "confusion": confusion}
+    interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    return share(name, hits, failed, interval=interval, extra=extra)
+
+
+def longer_preference(
+    verdicts: Sequence[str | None], length_a: Sequence[float], length_b: Sequence[float], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """The lean towards the longer text: P(prefer the longer text) - 0.5, among decisive verdicts.
+
+    Used are items with a verdict ``"A"`` or ``"B"`` on texts of different length (``length_a``,
+    ``length_b``, e.g. in words); ties, failed verdicts and equal lengths are not. ``value`` 0
+    means no lean, +0.5 always the longer text, -0.5 always the shorter; ``extra["p_longer"]`` is
+    the probability itself. Liu et al. 2024 report that LLM evaluators prefer longer outputs.
+    """
+    v = [_preference(x, "verdicts") for x in verdicts]
+    if not len(v) == len(length_a) == len(length_b):
+        raise DataError(f"expected one length per text of every item; got {len(v)} verdicts, {len(length_a)} "
+                        f"and {len(length_b)} lengths")
+    hits: list[float] = []
+    skipped = {"no_verdict": 0, "tie": 0, "equal_length": 0}
+    for verdict, la, lb in zip(v, length_a, length_b, strict=True):
+        if verdict is None:
+            skipped["no_verdict"] += 1
+        elif verdict == "tie":
+            skipped["tie"] += 1
+        elif la == lb:
+            skipped["equal_length"] += 1
+        else:
+            hits.append(float((verdict == "A") == (la > lb)))
+    name = "longer-preference"
+    # only a missing verdict is a failure; a tie or two texts of equal length are outside the measure
+    failed = skipped["no_verdict"]
+    if not hits:
+        why = "no decisive verdict on two texts of different length"
+        if skipped["equal_length"]:
+            why = (f"n/a: the {skipped['equal_length']} decisive verdicts are all on two texts of equal "
+                   f"length (no longer text to prefer; not failures), {skipped['tie']} ties")
+        return undefined(name, 0, failed, why, **skipped)
+    arr = np.array(hits)
+    interval = None
+    if ci:
+        low, high = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed)
+        interval = (low - 0.5, high - 0.5)
+    return finish(name, float(arr.mean()) - 0.5, len(hits), failed, interval=interval,
+                  extra={"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped})
+
+
+def reconcile(original: str | None, swapped: str | None,
+              on_flip: Literal["tie", "abstain"] = "tie") -> str | None:
+    """The verdict position swap keeps, as a text preference: the same text in both orders, else a tie (or
+    None).
+
+    ``original`` and ``swapped`` are presented verdicts; this is the rule of
+    :class:`mitigate.strategies._position_swap.PositionSwap`.
+    """
+    a = presented_to_text(original, "original")
+    b = presented_to_text(swapped, "swapped")
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    return "tie" if on_flip == "tie" else None
+
+
+def swap_gain(
+    original: Sequence[str | None], swapped: Sequence[str | None], gold: Sequence[str | None], *,
+    on_flip: Literal["tie", "abstain"] = "tie", n_perm: int = 5000,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Accuracy gained by judging both orders and reconciling (position swap) over the original order alone.
+
+    Per item with both presented verdicts and a gold preference: correct(reconciled) -
+    correct(original order). ``value`` is the mean (positive: the swap helps), with a paired
+    bootstrap interval and, in ``extra["p_value"]``, a paired sign-flip permutation p-value.
+    ``extra`` also gives both accuracies. With ``on_flip="abstain"`` a flip has no verdict and
+    counts as wrong.
+    """
+    o, s = _pairs(original, swapped)
+    g = [_preference(x, "gold") for x in gold]
+    if len(g) != len(o):
+        raise DataError(f"expected one gold preference per pair; got {len(o)} pairs and {len(g)} gold")
+    one: list[float] = []
+    both: list[float] = []
+    failed = 0
+    for a, b, want in zip(o, s, g, strict=True):
+        if a is None or b is None or want is None:
+            failed += 1
+            continue
+        one.append(float(presented_to_text(a, "original") == want))
+        both.append(float(reconcile(a, b, on_flip) == want))
+    name = "swap-gain"
+    if not one:
+        return undefined(name, 0, failed, "no pair has verdicts in both orders and a gold preference")
+    x, y = np.array(both), np.array(one)
+    diff = x - y
+    interval = resample_interval(batched_nanmean, diff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    test = permutation_test_mean_diff(x, y, n_perm=n_perm, seed=seed, paired=True)
+    gold_ties = sum(1 for a, b, want in zip(o, s, g, strict=True)
+                    if a is not None and b is not None and want == "tie")
+    return finish(name, float(diff.mean()), len(one), failed, interval=interval,
+                  extra={"accuracy_swap": float(x.mean()), "accuracy_one_order": float(y.mean()),
+                         "p_value": test.p_value, "n_perm": n_perm, "n_gold_ties": gold_ties,
+                         # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
+                         # swap can only lose accuracy, so the value is <= 0 whatever the judge
+                         "nonpositive_by_construction": gold_ties == 0})
+
+
+def accuracy_both_orders(
+    original: Sequence[str | None], swapped: Sequence[str | None], gold: Sequence[str | None], *,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """Accuracy over the verdicts of both orders, each order's verdict counted once (LLMBar's headline).
+
+    ``original`` / ``swapped`` are presented verdicts (the swapped one in swapped positions);
+    every item with a gold preference contributes two verdicts, and a missing verdict in an
+    order is a failure of that order. ``extra`` gives each order's own accuracy.
+    """
+    o, s = _pairs(original, swapped)
+    g = [_preference(x, "gold") for x in gold]
+    if len(g) != len(o):
+        raise DataError(f"expected one gold preference per pair; got {len(o)} pairs and {len(g)} gold")
+    hits: list[float] = []
+    per_order: dict[str, list[float]] = {"original": [], "swapped": []}
+    failed = 0
+    for a, b, want in zip(o, s, g, strict=True):
+        if want is None:
+            continue
+        for verdict, order in ((a, "original"), (b, "swapped")):
+            if verdict is None:
+                failed += 1
+                continue
+            hit = float(presented_to_text(verdict, order) == want)  # type: ignore[arg-type]
+            hits.append(hit)
+            per_order[order].append(hit)
+    name = "accuracy-both-orders"
+    if not hits:
+        return undefined(name, 0, failed, "no verdict in either order on an item with a gold preference")
+    arr = np.array(hits)
+    interval = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    extra = {f"accuracy_{k}": (float(np.mean(v)) if v else None) for k, v in per_order.items()}
+    return share(name, arr, failed, interval=interval, extra=extra)
+
+
+# ---------------------------------------------------------------------------------------
+# what the measures read from judgments
+
+
+def verdict_orders(judgments: Sequence[Judgment]) -> tuple[list[str | None], list[str | None]] | None:
+    """The presented verdicts in both orders, from ``meta["orders"]`` (as position swap and recorded judges
+    write it).
+
+    None when no judgment carries both orders.
+    """
+    rows = [j.meta.get("orders") for j in judgments]
+    if not any(isinstance(r, dict) and "original" in r and "swapped" in r for r in rows):
+        return None
+    original = [r.get("original") if isinstance(r, dict) else None for r in rows]
+    swapped = [r.get("swapped") if isinstance(r, dict) else None for r in rows]
+    return original, swapped
+
+
+def _from_both_orders(entry: EntryData, name: str,
+                      measure: Callable[[list[str | None], list[str | None]], Measure]) -> Measure:
+    """``measure`` of the entry's verdicts in both orders; NaN with the reason when no judgment holds both."""
+    orders = verdict_orders(entry.judgments)
+    if orders is None:
+        return undefined(name, 0, 0, "no judgment holds verdicts in both orders (meta['orders'])")
+    return measure(*orders)
+
+
+def verdict_samples(judgments: Sequence[Judgment]) -> list[list[str | None]]:
+    """The repeated verdicts per instance (one item in one order) from ``meta["verdict_samples"]``."""
+    out: list[list[str | None]] = []
+    for j in judgments:
+        per_order = j.meta.get("verdict_samples")
+        if isinstance(per_order, dict):
+            out += [list(v) for v in per_order.values() if isinstance(v, list | tuple)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# reported in the comparison table of pairwise runs
+
+
+def _pair_groups(entry: EntryData) -> list[str | None] | None:
+    names = [f"{i.system} vs {i.system_b}" if i.system and i.system_b else None for i in entry.items]
+    return names if any(n is not None for n in names) else None
+
+
+ABSTAIN_FLAG = "no_majority"
+"""The flag of a judgment whose judge abstained (a majority panel without a majority; see
+strategies.panel)."""
+
+
+@register("measure", "preference-accuracy")
+class PreferenceAccuracy(ReportedMeasure):
+    """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`)."""
+
+    info = MeasureInfo(label="accuracy (judge's verdict)", direction="higher", group="accuracy",
+                       headline=True,
+                       note="3-way: a tie verdict is right only where the gold preference is a tie. The "
+                            "judge's own verdict per item: the order judged for a one-order or recorded "
+                            "judge (the original), the reconciled verdict of a position-swap judge; the "
+                            "details say which.")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """Verdicts against gold on the entry's criterion; ``extra["orders"]`` says which order(s) they count.
+
+        A judge that abstains (a majority panel with no majority) is scored over ALL items: an
+        abstention is a counted outcome, wrong for accuracy, never dropped like a parse failure;
+        ``extra["abstained"]`` / ``extra["abstention_rate"]`` give it beside the value.
+        """
+        abstentions = [abstained(j) for j in entry.judgments]
+        if len(abstentions) != len(entry.verdicts) or not any(abstentions):
+            m = preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
+            return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
+        # an abstention is a verdict that matches no gold preference (so it counts, as wrong)
+        verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstentions, strict=True)]
+        labelled = [a for a, g in zip(abstentions, entry.gold, strict=True)
+                    if _preference(g, "gold") is not None]
+        m = preference_accuracy([None if v == "abstain" else v for v in verdicts], entry.gold, **entry.ci)
+        hits = [float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
+                for v, g in zip(verdicts, entry.gold, strict=True)
+                if _preference(g, "gold") is not None
+                and (v == "abstain" or _preference(v, "verdicts") is not None)]
+        n_abs = sum(labelled)
+        if not hits:
+            return m
+        arr = np.array(hits)
+        interval = (resample_interval(batched_nanmean, arr, n_boot=entry.ci.get("n_boot", 1000),
+                                      alpha=entry.ci.get("alpha", 0.05), seed=entry.ci.get("seed", 0))
+                    if entry.ci.get("ci") else None)
+        # an abstention is in ``arr`` (counted wrong), so it is not a dropped item as well: only parse
+        # failures are
+        out = share("preference-accuracy", arr, m.n_failed - n_abs, interval=interval,
+                    extra={**m.extra, "orders": verdict_order_text(entry.judgments), "abstained": n_abs,
+                           "abstention_rate": n_abs / len(arr),
+                           "accuracy_when_decided": m.value if m.ok else None})
+        return out
+
+
+def verdict_order_text(judgments: Sequence[Judgment]) -> str:
+    """Which order(s) the judgments' own verdicts count: "both orders, reconciled", "original order only",
+    ..."""
+    if any("position_consistent" in j.meta for j in judgments):
+        return "both orders, reconciled"
+    recorded = {j.meta["recorded"].get("order") for j in judgments
+                if isinstance(j.meta.get("recorded"), dict) and j.meta["recorded"].get("order")}
+    if recorded:
+        return f"{'/'.join(sorted(recorded))} order only"
+    return "one order, as presented"
+
+
+@register("measure", "accuracy-both-orders")
+class AccuracyBothOrders(ReportedMeasure):
+    """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`)."""
+
+    info = MeasureInfo(label="accuracy (both orders)", direction="higher", group="accuracy", headline=True,
+                       note="every verdict of both orders against gold, each order counted once (LLMBar's "
+                            "headline); needs verdicts in both orders.")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
+        return _from_both_orders(entry, "accuracy-both-orders",
+                                 lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci))
+
+
+@register("measure", "swap-gain")
+class SwapGain(ReportedMeasure):
+    """Accuracy of the position-swapped verdict minus that of the original order alone (:func:`swap_gain`)."""
+
+    info = MeasureInfo(label="swap gain", direction="higher", group="accuracy", headline=True,
+                       note="accuracy after judging both orders (a flip becomes a tie) minus accuracy of the "
+                            "original order alone; needs verdicts in both orders.")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
+        return _from_both_orders(entry, "swap-gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
+
+
+@register("measure", "longer-preference")
+class LongerPreference(ReportedMeasure):
+    """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`)."""
+
+    info = MeasureInfo(label="longer pref. (P-½)", direction="zero", group="bias", headline=True,
+                       note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on "
+                            "texts of different length in words; the humans row gives the gold "
+                            "preferences' own lean.")
+    task = "pairwise"
+    on_humans = True
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From the verdicts (on the humans row: the gold preferences) and the two texts' word counts."""
+        return longer_preference(entry.verdicts, [word_count(i.output) for i in entry.items],
+                                 [word_count(i.output_b or "") for i in entry.items], **entry.ci)
+
+
+@register("measure", "preference-fairness")
+class PreferenceFairness(ReportedMeasure):
+    """Shi et al.'s preference fairness over both orders (:func:`preference_fairness`), per system pair
+    too."""
+
+    paper = "Shi et al. 2024"
+
+    info = MeasureInfo(label="pref. fairness", direction="zero", group="bias", headline=True,
+                       note="Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; "
+                            "from the pairs judged in both orders.")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
+        return _from_both_orders(entry, "preference-fairness", lambda o, s: preference_fairness(
+            o, s, groups=_pair_groups(entry), **entry.ci))
+
+
+@register("measure", "position-consistency")
+class PositionConsistency(ReportedMeasure):
+    """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too."""
+
+    paper = "Shi et al. 2024"
+
+    info = MeasureInfo(label="position consistency", direction="higher", group="consistency", headline=True,
+                       note="share of pairs whose verdicts in both orders prefer the same text (Shi "
+                            "et al. 2024).")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
+        return _from_both_orders(entry, "position-consistency", lambda o, s: position_consistency(
+            o, s, groups=_pair_groups(entry), **entry.ci))
+
+
+@register("measure", "repetition-stability")
+class RepetitionStability(ReportedMeasure):
+    """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts."""
+
+    paper = "Shi et al. 2024"
+
+    info = MeasureInfo(label="repetition stability", direction="higher", group="consistency", headline=True,
+                       note="share of repeated judgments of one pair in one order that give its most "
+                            "frequent verdict (Shi et al. 2024).")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From ``meta["verdict_samples"]``; NaN when no pair was judged more than once."""
+        trials = verdict_samples(entry.judgments)
+        if not trials:
+            return undefined("repetition-stability", 0, 0,
+                             "no judgment holds repeated verdicts (meta['verdict_samples'])")
+        return repetition_stability(trials, **entry.ci)

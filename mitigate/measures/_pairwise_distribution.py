@@ -1,0 +1,239 @@
+"""Two inconsistencies of a judge that gives both scores and pairwise verdicts (Wang et al. 2025, TrustJudge).
+
+- **Score-comparison conflict** (:func:`score_pair_conflict`): the share of pairs whose pairwise
+  relation is not the one their two single scores imply. The relation of a pair (x, y) is ">"
+  when x is preferred, "<" when y is, "=" otherwise; from the scores, "=" when
+  ``|score(x) - score(y)| <= tolerance``, else the sign of the difference. TrustJudge counts a
+  pair judged in both orders ">" only when both orders prefer x (a disagreement between the
+  orders is "="): what a position swap with ties gives (:func:`both_orders_relation`).
+- **Preference cycles** (:func:`transitivity_violations`): among responses to the same
+  question compared pairwise, the share of sets of ``k`` responses (every pair among them
+  compared) in which some three relations admit no ranking with ties (no weak order): a
+  circular chain (x > y > z > x, or one with a tie in it: x > y = z > x) or an equivalence
+  contradiction (x = y = z but x > z). TrustJudge's non-transitivity ratio; ``k=3`` counts
+  triples. ``extra`` splits them: "circular" (two or three strict relations in the
+  contradiction), "equivalence" (two ties and one strict relation).
+
+TrustJudge's remedy is to keep the distributions: a score's expected value over the scale
+(``expected-score``) and a pair's pooled verdict probabilities (``pairwise-distribution``,
+:func:`preference_verdict`). ``preference_cycle_rate`` is the registered measure of a
+pairwise run whose items name their question (``doc_id``) and both responses (``system``,
+``system_b``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from mitigate.errors import DataError
+from mitigate.measures._base import EntryData, Measure, MeasureInfo, ReportedMeasure, share, undefined
+from mitigate.measures._stats import bootstrap_ci
+from mitigate.registry import register
+
+Relation = Literal[">", "=", "<"]
+_FLIP: dict[str, Relation] = {">": "<", "<": ">", "=": "="}
+
+
+def preference_verdict(p: Mapping[str, float], tie_margin: float = 0.0) -> Literal["A", "B", "tie"]:
+    """The verdict of a pooled preference {"A", "B", "tie"} -> probability: "tie" when the tie is the most
+    probable or
+    ``|P(A) - P(B)| <= tie_margin``, else the more probable text."""
+    a, b, t = p.get("A", 0.0), p.get("B", 0.0), p.get("tie", 0.0)
+    if t > max(a, b) or abs(a - b) <= tie_margin:
+        return "tie"
+    return "A" if a > b else "B"
+
+
+def verdict_relation(verdict: str | None) -> Relation | None:
+    """A verdict by text ("A" = x preferred, "B", "tie") as the relation of the pair (x, y)."""
+    if verdict is None:
+        return None
+    rel = {"A": ">", "B": "<", "tie": "="}.get(str(verdict))
+    if rel is None:
+        raise DataError(f"expected a verdict 'A', 'B', 'tie' or None; got {verdict!r}")
+    return rel  # type: ignore[return-value]
+
+
+def both_orders_relation(original: str | None, swapped: str | None) -> Relation | None:
+    """TrustJudge's relation from a pair judged in both orders, each verdict by text: ">" only when both
+    prefer x
+    ("A"), "<" only when both prefer y, "=" otherwise; None when either is missing."""
+    if original is None or swapped is None:
+        return None
+    if original == swapped == "A":
+        return ">"
+    if original == swapped == "B":
+        return "<"
+    return "="
+
+
+def score_relation(x: float | None, y: float | None, tolerance: float = 0.0) -> Relation | None:
+    """The relation two single scores imply: "=" within ``tolerance``, else ">" or "<"; None when either is
+    missing."""
+    if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+        return None
+    if abs(x - y) <= tolerance:
+        return "="
+    return ">" if x > y else "<"
+
+
+def score_pair_conflict(score_x: Sequence[float | None], score_y: Sequence[float | None],
+                        relations: Sequence[Relation | None], *, tolerance: float = 0.0, ci: bool = False,
+                        n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> Measure:
+    """The share of pairs whose pairwise relation differs from the one their scores imply (see the module
+    docstring).
+
+    ``relations[i]`` is the judged relation of (x_i, y_i). Pairs missing a score or a relation
+    are dropped (``n_failed``). ``extra`` counts the conflicts by (scores, pairwise) relation.
+    """
+    if not len(score_x) == len(score_y) == len(relations):
+        raise DataError(f"expected equal numbers of x scores, y scores and relations; got {len(score_x)}, "
+                        f"{len(score_y)}, {len(relations)}")
+    hits: list[float] = []
+    kinds: defaultdict[str, int] = defaultdict(int)
+    failed = 0
+    for sx, sy, rel in zip(score_x, score_y, relations, strict=True):
+        expected = score_relation(sx, sy, tolerance)
+        if expected is None or rel is None:
+            failed += 1
+            continue
+        if rel not in (">", "=", "<"):
+            raise DataError(f"expected relations '>', '=', '<' or None; got {rel!r}")
+        conflict = rel != expected
+        hits.append(float(conflict))
+        if conflict:
+            kinds[f"scores {expected} / pairwise {rel}"] += 1
+    if not hits:
+        return undefined("score_pair_conflict", 0, failed, "no pair has both scores and a pairwise relation")
+    arr = np.array(hits)
+    interval = bootstrap_ci(lambda x: float(np.mean(x)), arr, n_boot=n_boot, alpha=alpha, seed=seed) \
+        if ci and len(arr) > 1 else None
+    return share("score_pair_conflict", arr, failed, failure_counts_as_hit=False, interval=interval,
+                 extra={"tolerance": tolerance, "by_kind": dict(kinds)})
+
+
+_WEAK_ORDERS = [r for r in itertools.product(range(3), repeat=3)]
+
+
+def _rel(a: int, b: int) -> Relation:
+    return ">" if a < b else "<" if a > b else "="  # rank 0 is the best
+
+
+def triple_violation(xy: Relation, yz: Relation, xz: Relation) -> Literal["circular", "equivalence"] | None:
+    """How the relations of (x, y), (y, z) and (x, z) contradict every ranking with ties; None when some
+    ranking fits.
+
+    "equivalence": two ties and one strict relation (x = y = z, x > z); "circular": otherwise.
+    """
+    for rx, ry, rz in _WEAK_ORDERS:
+        if _rel(rx, ry) == xy and _rel(ry, rz) == yz and _rel(rx, rz) == xz:
+            return None
+    return "equivalence" if [xy, yz, xz].count("=") == 2 else "circular"
+
+
+def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashable], Relation | None], *,
+                            k: int = 3,
+                            ci: bool = False, n_boot: int = 1000, alpha: float = 0.05,
+                            seed: int = 0) -> Measure:
+    """TrustJudge's non-transitivity ratio: the share of ``k``-sets of one question's responses holding a
+    contradiction.
+
+    ``relations`` maps (question, x, y) to the judged relation of the pair (x, y) (either
+    orientation may be given; both given must agree after flipping, else a DataError). A set
+    counts when every pair in it was judged; ``n_failed`` counts the sets left out for a
+    missing pair. ``extra`` holds the contradicting triples by kind, the number of questions
+    and of sets per question. ``ci``: bootstrap over questions.
+    """
+    if k < 3:
+        raise DataError(f"expected k >= 3 responses per set (a contradiction needs three); got {k}")
+    table: dict[Hashable, dict[tuple[Hashable, Hashable], Relation]] = defaultdict(dict)
+    for (q, x, y), rel in relations.items():
+        if rel is None or x == y:
+            continue
+        if rel not in (">", "=", "<"):
+            raise DataError(f"expected relations '>', '=', '<' or None; got {rel!r} for {(q, x, y)!r}")
+        old = table[q].get((y, x))
+        if old is not None and _FLIP[old] != rel:
+            raise DataError(f"question {q!r}: the pair ({x!r}, {y!r}) is judged {rel!r} one way and {old!r} "
+                            "the other; expected one relation per pair (reconcile the two orders first)")
+        table[q][(x, y)] = rel
+
+    def get(q: Hashable, x: Hashable, y: Hashable) -> Relation | None:
+        rel = table[q].get((x, y))
+        if rel is not None:
+            return rel
+        back = table[q].get((y, x))
+        return None if back is None else _FLIP[back]
+
+    per_question: list[tuple[int, int]] = []
+    kinds = {"circular": 0, "equivalence": 0}
+    skipped = 0
+    for q, pairs in table.items():
+        items = sorted({s for pair in pairs for s in pair}, key=str)
+        bad = total = 0
+        for group in itertools.combinations(items, k):
+            rels = {(x, y): get(q, x, y) for x, y in itertools.combinations(group, 2)}
+            if any(r is None for r in rels.values()):
+                skipped += 1
+                continue
+            total += 1
+            found = [triple_violation(rels[(x, y)], rels[(y, z)], rels[(x, z)])  # type: ignore[arg-type]
+                     for x, y, z in itertools.combinations(group, 3)]
+            if any(found):
+                bad += 1
+                for f in found:
+                    if f:
+                        kinds[f] += 1
+        if total:
+            per_question.append((bad, total))
+    if not per_question:
+        return undefined("transitivity_violations", 0, skipped,
+                         f"no question has {k} responses with every pair among them judged")
+    bad_arr = np.array([b for b, _ in per_question], dtype=float)
+    tot_arr = np.array([t for _, t in per_question], dtype=float)
+    interval = None
+    if ci and len(per_question) > 1:
+        interval = bootstrap_ci(lambda b, t: float(np.sum(b) / np.sum(t)), bad_arr, tot_arr, n_boot=n_boot,
+                                alpha=alpha, seed=seed)
+    hits = np.concatenate([np.r_[np.ones(b), np.zeros(t - b)] for b, t in per_question])
+    return share("transitivity_violations", hits, skipped, interval=interval,
+                 extra={"k": k, "contradicting_triples": kinds, "questions": len(per_question)})
+
+
+@register("measure", "preference-cycle-rate")
+class PreferenceCycleRate(ReportedMeasure):
+    """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3)."""
+
+    paper = "Wang et al. 2025 (TrustJudge)"
+    info = MeasureInfo(label="preference cycles (NTR3)", direction="lower", group="consistency",
+                       note="share of triples of one question's responses (doc_id; system, system_b), every "
+                            "pair judged, whose verdicts contradict every ranking with ties; needs "
+                            "round-robin items.")
+    task = "pairwise"
+    on_humans = True
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From the verdicts (on the humans row: the gold preferences) of items naming their question and
+        responses."""
+        items = entry.items
+        if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
+            return undefined("transitivity_violations", 0, len(items),
+                             "the items do not all name their question "
+                             "(doc_id) and both responses (system, system_b)")
+        rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {}
+        for it, v in zip(items, entry.verdicts, strict=True):
+            rels[(it.doc_id, it.system, it.system_b)] = verdict_relation(v)
+        m = transitivity_violations(rels, **entry.ci)
+        return m.model_copy(update={"name": "preference-cycle-rate"})
+
+
+def pooled_relations(preferences: Sequence[Mapping[str, Any] | None], tie_margin: float = 0.0
+                     ) -> list[Relation | None]:
+    """The relation of each pair from its pooled preference probabilities (None where there are none)."""
+    return [None if p is None else verdict_relation(preference_verdict(p, tie_margin)) for p in preferences]

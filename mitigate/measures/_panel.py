@@ -1,0 +1,550 @@
+"""Panels of judges: each member modelled by its confusion matrix (Dawid-Skene), and what a panel's votes are
+worth.
+
+**Dawid and Skene (1979)** model every member (an "annotator") by a confusion matrix
+``theta[m][k][l] = P(member m answers l | the true class is k)`` and the classes by a prior
+``pi[k]``; the members answer independently given the true class. Then the posterior of an
+item's class given its votes is ``P(k | votes) ∝ pi[k] * prod_m theta[m][k][vote_m]``: a member
+that is right on valid outputs but wrong on invalid ones (high TPR, low TNR) has its "valid"
+votes discounted, and a member below chance votes against its own answer.
+
+- :func:`fit_dawid_skene` estimates the model. **Supervised** (``gold`` given): counted directly
+  from the gold labels (the rows of each confusion matrix are the member's answer frequencies
+  within each gold class, the prior the gold class frequencies). **Unsupervised** (no gold):
+  expectation-maximisation, started from the members' majority vote (which also fixes which
+  class is which: EM keeps the labelling the majority starts with, so a panel whose majority
+  is wrong on most items can converge to the flipped solution; the supervised fit has no such
+  problem). Both add ``smoothing`` pseudo-counts to every cell, so a member that never gave an
+  answer keeps a small probability of giving it.
+- :func:`dawid_skene_posterior` gives one item's class probabilities from its votes (a missing
+  vote carries no information).
+
+Votes are labels: a pairwise verdict by text (``"A"``, ``"B"``, ``"tie"``; classes ``A``/``B``,
+and ``tie`` when the gold holds ties), or a score read as the nearest whole number (classes:
+the whole numbers between the lowest and highest value seen).
+
+**Effective number of votes** (:func:`effective_votes`): Kish's design effect (Kish 1965) for ``n``
+members whose errors are correlated: ``n_eff = n / (1 + (n - 1) * rho)``, where ``rho`` is the
+mean, over every pair of members, of the Pearson correlation of their errors across items (a
+verdict's error is 1 when it differs from the gold preference, else 0; a score's error is its
+distance from the human score, signed). Kohli (2026) measured about two effective votes for
+nine frontier judges. ``n_eff`` is ``n`` for uncorrelated errors and 1 for perfectly correlated
+ones; it is undefined (NaN) when ``1 + (n - 1) * rho <= 0``.
+
+:func:`panel_votes` reads each member's answer from a panel judgment
+(``meta["panel"]["members"]``, written by :class:`~mitigate.strategies._panel.PanelJudge`); a
+judgment of a single judge is a panel of one member, named ``"judge"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from mitigate.errors import DataError
+from mitigate.judge import Judgment
+from mitigate.measures._base import (
+    EntryData,
+    Measure,
+    MeasureInfo,
+    ReportedMeasure,
+    finish,
+    undefined,
+)
+from mitigate.registry import register
+
+SINGLE_MEMBER = "judge"
+"""The member name of a judgment that is not a panel's (one judge is a panel of one)."""
+
+VOTE_TEXT: dict[str, str] = {"first": "A", "second": "B", "tie": "tie"}
+"""A panel member's verdict by position (the item's own order: first is A) as the text it prefers."""
+
+Kind = Literal["verdict", "score"]
+
+
+def score_class(value: float) -> str:
+    """A score as a Dawid-Skene label: the nearest whole number, halves up (3.5 -> "4")."""
+    return str(int(math.floor(float(value) + 0.5)))
+
+
+def panel_votes(judgments: Sequence[Judgment], kind: Kind,
+                criterion: str | None = None) -> tuple[list[str], list[list[str | None]]]:
+    """(member names, per judgment one label per member or None): each member's answer in a panel's judgments.
+
+    ``kind="verdict"``: the members' verdicts as texts ("A", "B", "tie"); ``"score"``: their scores
+    on ``criterion`` (the judgments' only criterion when None) as :func:`score_class` labels. A
+    judgment without ``meta["panel"]`` counts as one member named :data:`SINGLE_MEMBER`.
+    """
+    names: list[str] = []
+    rows: list[dict[str, str | None]] = []
+    for j in judgments:
+        panel = j.meta.get("panel")
+        members = panel.get("members") if isinstance(panel, dict) else None
+        if kind == "verdict":
+            given = members.get("verdict") if isinstance(members, dict) else None
+            row = ({str(n): _verdict_text(v) for n, v in given.items()} if isinstance(given, dict)
+                   else {SINGLE_MEMBER: _verdict_text(j.verdict)})
+        else:
+            crit = criterion if criterion is not None else _only_criterion(j)
+            given = members.get(crit) if isinstance(members, dict) and crit is not None else None
+            if isinstance(given, dict):
+                row = {str(n): _score_label(v) for n, v in given.items()}
+            else:
+                row = {SINGLE_MEMBER: _score_label(j.scores.get(crit) if crit is not None else None)}
+        for n in row:
+            if n not in names:
+                names.append(n)
+        rows.append(row)
+    return names, [[row.get(n) for n in names] for row in rows]
+
+
+def _only_criterion(j: Judgment) -> str | None:
+    return next(iter(j.scores)) if len(j.scores) == 1 else None
+
+
+def _verdict_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    text = VOTE_TEXT.get(str(v))
+    if text is None:
+        raise DataError(f"expected a panel member's verdict among {list(VOTE_TEXT)} or None; got {v!r}")
+    return text
+
+
+def _score_label(v: Any) -> str | None:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    return score_class(float(v))
+
+
+# --------------------------------------------------------------------------------------------- the model
+
+
+class DawidSkeneModel(BaseModel):
+    """A fitted Dawid-Skene model: the class prior and each member's confusion matrix.
+
+    ``classes`` are the true classes and ``responses`` the answers a member can give (both
+    labels: "A"/"B"/"tie", or whole-number scores as text); ``confusion[m][k][l]`` is
+    P(``members[m]`` answers ``responses[l]`` | class ``classes[k]``). ``supervised``: counted
+    from gold labels; else fitted by EM (``iterations``, ``converged``). ``log_likelihood`` is
+    the data's log-likelihood under the model (EM's objective; for a supervised fit, of the
+    votes and gold classes together).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Kind
+    classes: tuple[str, ...]
+    responses: tuple[str, ...]
+    members: tuple[str, ...]
+    priors: tuple[float, ...]
+    confusion: tuple[tuple[tuple[float, ...], ...], ...]
+    supervised: bool
+    iterations: int = 0
+    converged: bool = True
+    log_likelihood: float | None = None
+
+    def member_matrix(self, member: str) -> dict[str, dict[str, float]]:
+        """``member``'s confusion matrix as {class: {response: probability}}."""
+        m = self.members.index(member)
+        return {k: dict(zip(self.responses, self.confusion[m][i], strict=True)) for i,
+                k in enumerate(self.classes)}
+
+    def accuracy(self, member: str) -> dict[str, float]:
+        """Per class, the probability ``member`` answers that class (a verdict class's own label; a score
+        exactly)."""
+        matrix = self.member_matrix(member)
+        return {k: matrix[k].get(k, 0.0) for k in self.classes}
+
+    def balanced_accuracy(self, member: str) -> float:
+        """The mean over classes of :meth:`accuracy` (TPR and TNR averaged, for two classes)."""
+        acc = self.accuracy(member)
+        return float(np.mean(list(acc.values())))
+
+
+def _classes_for(kind: Kind, votes: Sequence[Sequence[str | None]], gold: Sequence[str | None] | None,
+                 classes: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    seen = {v for row in votes for v in row if v is not None}
+    golds = {g for g in (gold or ()) if g is not None}
+    if kind == "verdict":
+        unknown = sorted((seen | golds) - {"A", "B", "tie"})
+        if unknown:
+            raise DataError(f"expected verdict labels among ['A', 'B', 'tie']; got {unknown}")
+        cls = list(classes) if classes is not None else ["A", "B", *(["tie"] if "tie" in golds else [])]
+        return cls, ["A", "B", "tie"]
+    values = sorted({int(x) for x in seen | golds | set(classes or ())})
+    if not values:
+        raise DataError("expected at least one score to fit a Dawid-Skene model on; got none")
+    points = [str(v) for v in range(values[0], values[-1] + 1)]
+    return (list(classes) if classes is not None else points), points
+
+
+def _encode(votes: Sequence[Sequence[str | None]], responses: Sequence[str]) -> np.ndarray:
+    """One-hot votes: (items, members, responses); a missing vote is all zeros."""
+    index = {r: i for i, r in enumerate(responses)}
+    n, m = len(votes), len(votes[0]) if votes else 0
+    out = np.zeros((n, m, len(responses)))
+    for i, row in enumerate(votes):
+        if len(row) != m:
+            raise DataError(f"expected one vote per member ({m}) for every item; item {i} has {len(row)}")
+        for j, v in enumerate(row):
+            if v is None:
+                continue
+            if v not in index:
+                raise DataError(f"expected votes among {list(responses)}; item {i} member {j} voted {v!r}")
+            out[i, j, index[v]] = 1.0
+    return out
+
+
+def _log_norm(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row-normalised probabilities of ``logits`` and each row's log normaliser."""
+    top = logits.max(axis=1, keepdims=True)
+    z = np.log(np.exp(logits - top).sum(axis=1, keepdims=True)) + top
+    return np.exp(logits - z), z[:, 0]
+
+
+def fit_dawid_skene(
+    votes: Sequence[Sequence[str | None]],
+    members: Sequence[str],
+    *,
+    kind: Kind = "verdict",
+    gold: Sequence[str | None] | None = None,
+    classes: Sequence[str] | None = None,
+    smoothing: float = 0.5,
+    max_iter: int = 200,
+    tol: float = 1e-6,
+) -> DawidSkeneModel:
+    """A Dawid-Skene model of the members from their ``votes`` (one row per item, one label or None per
+    member).
+
+    With ``gold`` (one class label or None per item) it is supervised: counted from the items
+    with a gold label. Without it, EM from the majority vote (see the module docstring).
+    ``smoothing`` pseudo-counts are added to every confusion cell and class. DataError when no
+    item has a vote (or, supervised, a gold label).
+    """
+    if smoothing < 0:
+        raise DataError(f"expected smoothing >= 0; got {smoothing}")
+    if not votes:
+        raise DataError("expected votes on at least one item; got none")
+    if gold is not None and len(gold) != len(votes):
+        raise DataError(f"expected one gold label per item ({len(votes)}); got {len(gold)}")
+    cls, responses = _classes_for(kind, votes, gold, classes)
+    onehot = _encode(votes, responses)
+    voted = onehot.sum(axis=2) > 0
+    if not voted.any():
+        raise DataError("expected at least one vote to fit a Dawid-Skene model on; every vote is missing")
+    n_k = len(cls)
+    if gold is not None:
+        index = {k: i for i, k in enumerate(cls)}
+        unknown = sorted({g for g in gold if g is not None and g not in index})
+        if unknown:
+            raise DataError(f"expected gold labels among the classes {cls}; got {unknown}")
+        rows = [i for i, g in enumerate(gold) if g is not None]
+        if not rows:
+            raise DataError("expected gold labels on some items for a supervised Dawid-Skene fit; got none")
+        t = np.zeros((len(votes), n_k))
+        for i in rows:
+            t[i, index[gold[i]]] = 1.0  # type: ignore[index]
+        priors, theta = _m_step(t[rows], onehot[rows], smoothing)
+        ll = float(np.sum(t[rows] * _log_joint(np.log(priors), np.log(theta), onehot[rows])))
+        return _model(kind, cls, responses, members, priors, theta, supervised=True, iterations=0,
+                      converged=True,
+                      ll=ll)
+    # unsupervised: start from the members' (soft) majority, then EM
+    match = np.array([responses.index(k) if k in responses else -1 for k in cls])
+    t = np.stack([onehot[:, :, r].sum(axis=1) if r >= 0 else np.zeros(len(votes)) for r in match],
+                 axis=1) + 1e-3
+    t = t / t.sum(axis=1, keepdims=True)
+    last, converged, it = -math.inf, False, 0
+    for it in range(1, max_iter + 1):  # noqa: B007 - the last iteration count is reported
+        priors, theta = _m_step(t, onehot, smoothing)
+        t, norm = _log_norm(_log_joint(np.log(priors), np.log(theta), onehot))
+        ll = float(norm.sum())
+        if abs(ll - last) <= tol * max(1.0, abs(ll)):
+            converged = True
+            break
+        last = ll
+    priors, theta = _m_step(t, onehot, smoothing)
+    return _model(kind, cls, responses, members, priors, theta, supervised=False, iterations=it,
+                  converged=converged,
+                  ll=ll)
+
+
+def _m_step(t: np.ndarray, onehot: np.ndarray, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
+    """Class prior and confusion matrices (members, classes, responses) from soft class labels ``t``."""
+    counts = np.einsum("ik,iml->mkl", t, onehot) + smoothing
+    totals = counts.sum(axis=2, keepdims=True)
+    theta = np.divide(counts, totals, out=np.full_like(counts, 1.0 / counts.shape[2]), where=totals > 0)
+    prior_counts = t.sum(axis=0) + smoothing
+    priors = (prior_counts / prior_counts.sum() if prior_counts.sum() > 0
+              else np.full(t.shape[1], 1 / t.shape[1]))
+    return np.clip(priors, 1e-12, None), np.clip(theta, 1e-12, None)
+
+
+def _log_joint(log_prior: np.ndarray, log_theta: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+    """log P(class k, votes of item i): (items, classes)."""
+    return log_prior[None, :] + np.einsum("iml,mkl->ik", onehot, log_theta)
+
+
+def _model(kind: Kind, cls: list[str], responses: list[str], members: Sequence[str], priors: np.ndarray,
+           theta: np.ndarray, *, supervised: bool, iterations: int, converged: bool,
+           ll: float) -> DawidSkeneModel:
+    return DawidSkeneModel(
+        kind=kind, classes=tuple(cls), responses=tuple(responses), members=tuple(str(m) for m in members),
+        priors=tuple(float(p) for p in priors),
+        confusion=tuple(tuple(tuple(float(x) for x in row) for row in mat) for mat in theta),
+        supervised=supervised, iterations=iterations, converged=converged,
+        log_likelihood=ll if math.isfinite(ll) else None)
+
+
+def dawid_skene_posterior(model: DawidSkeneModel, votes: dict[str, str | None] | Sequence[str | None]
+                          ) -> dict[str, float] | None:
+    """P(class | votes) for one item (None when it has no vote); ``votes`` by member name, or in member order.
+
+    A member the model does not know, or an answer outside its responses, is a DataError.
+    """
+    if isinstance(votes, dict):
+        unknown = sorted(set(votes) - set(model.members))
+        if unknown:
+            raise DataError(f"expected votes of the members {list(model.members)}; got votes of {unknown}")
+        row = [votes.get(m) for m in model.members]
+    else:
+        row = list(votes)
+        if len(row) != len(model.members):
+            raise DataError(f"expected {len(model.members)} votes (one per member); got {len(row)}")
+    if all(v is None for v in row):
+        return None
+    logits = np.log(np.array(model.priors))
+    for m, v in enumerate(row):
+        if v is None:
+            continue
+        if v not in model.responses:
+            raise DataError(f"expected a vote among {list(model.responses)}; member "
+                            f"{model.members[m]!r} voted {v!r}")
+        l_idx = model.responses.index(v)
+        logits = logits + np.log([model.confusion[m][k][l_idx] for k in range(len(model.classes))])
+    p, _ = _log_norm(logits[None, :])
+    return {k: float(x) for k, x in zip(model.classes, p[0], strict=True)}
+
+
+def observed_confusion(votes: Sequence[str | None], gold: Sequence[str | None]) -> dict[str, dict[str, int]]:
+    """Counts of each (gold, vote) pair over the items where both are present: {gold: {vote: count}}."""
+    out: dict[str, dict[str, int]] = {}
+    for v, g in zip(votes, gold, strict=True):
+        if v is None or g is None:
+            continue
+        out.setdefault(str(g), {})
+        out[str(g)][str(v)] = out[str(g)].get(str(v), 0) + 1
+    return out
+
+
+# --------------------------------------------------------------------------------------------- effective
+# votes
+
+
+def _mean_error_correlation(err: np.ndarray) -> tuple[float, list[float]]:
+    """Mean pairwise Pearson correlation of the columns of ``err`` (items x members, NaN missing), over
+    defined pairs."""
+    cors: list[float] = []
+    m = err.shape[1]
+    for a in range(m):
+        for b in range(a + 1, m):
+            both = np.isfinite(err[:, a]) & np.isfinite(err[:, b])
+            if both.sum() < 3:
+                continue
+            x, y = err[both, a], err[both, b]
+            if np.std(x) == 0 or np.std(y) == 0:
+                continue
+            cors.append(float(np.corrcoef(x, y)[0, 1]))
+    return (float(np.mean(cors)) if cors else math.nan), cors
+
+
+def _kish(n: int, rho: float) -> float:
+    denom = 1 + (n - 1) * rho
+    # rounding must not make 0 a tiny positive
+    return n / denom if math.isfinite(rho) and denom > 1e-9 else math.nan
+
+
+def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci: bool = False,
+                    n_boot: int = 1000,
+                    alpha: float = 0.05, seed: int = 0, members: Sequence[str] | None = None) -> Measure:
+    """Kish's effective number of votes of a panel: ``n / (1 + (n - 1) * rho)`` (see the module docstring).
+
+    ``errors``: items x members, each member's error on each item (NaN or None where it gave
+    no answer or the item has no gold). ``rho`` is the mean pairwise Pearson correlation of the
+    members' errors, each pair over the items both answered (pairs with fewer than 3 such items
+    or a constant error are left out); ``extra`` holds ``rho``, each pair's correlation and the
+    number of members. ``ci``: a percentile bootstrap over items.
+    """
+    err = np.array([[math.nan if v is None else float(v) for v in row] for row in errors], dtype=float) \
+        if not isinstance(errors, np.ndarray) else errors.astype(float)
+    if err.ndim != 2 or err.shape[1] < 2:
+        return undefined("panel-effective-votes", int(err.shape[0]) if err.ndim else 0, 0,
+                         "a panel needs at least two members to have an effective number of votes")
+    n_members = err.shape[1]
+    rho, cors = _mean_error_correlation(err)
+    used = int(np.isfinite(err).any(axis=1).sum())
+    failed = int(err.shape[0] - used)
+    names = list(members) if members is not None else [str(i) for i in range(n_members)]
+    pairs = [(names[a], names[b]) for a in range(n_members) for b in range(a + 1, n_members)]
+    extra: dict[str, Any] = {"rho": rho, "n_members": n_members,
+                             "definition": "Kish: n / (1 + (n - 1) * rho)",
+                             "pair_correlations": _pair_table(err, pairs, names)}
+    if not math.isfinite(rho):
+        return undefined("panel-effective-votes", used, failed, "no pair of members has a defined error "
+                         "correlation (each needs 3 items both answered, with errors that vary)", **extra)
+    value = _kish(n_members, rho)
+    if not math.isfinite(value):
+        return undefined("panel-effective-votes", used, failed,
+                         f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined",
+                         **extra)
+    interval = None
+    if ci and used >= 3:
+        rng = np.random.default_rng(seed)
+        vals = []
+        for _ in range(n_boot):
+            r, _c = _mean_error_correlation(err[rng.integers(0, len(err), len(err))])
+            vals.append(_kish(n_members, r))
+        vals_a = np.array([v for v in vals if math.isfinite(v)])
+        if len(vals_a) >= n_boot / 2:
+            interval = (float(np.quantile(vals_a, alpha / 2)), float(np.quantile(vals_a, 1 - alpha / 2)))
+    return finish("panel-effective-votes", value, used, failed, interval=interval, extra=extra)
+
+
+def _pair_table(err: np.ndarray, pairs: list[tuple[str, str]], names: list[str]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for a, b in pairs:
+        sub = err[:, [names.index(a), names.index(b)]]
+        rho, _ = _mean_error_correlation(sub)
+        out[f"{a} ~ {b}"] = rho if math.isfinite(rho) else None
+    return out
+
+
+def verdict_errors(votes: Sequence[Sequence[str | None]], gold: Sequence[Hashable | None]) -> np.ndarray:
+    """Items x members: 1.0 where a member's verdict differs from the gold preference, 0.0 where equal, NaN
+    missing."""
+    return np.array([[math.nan if v is None or g is None else float(v != g) for v in row]
+                     for row, g in zip(votes, gold, strict=True)], dtype=float).reshape(len(votes), -1)
+
+
+# --------------------------------------------------------------------------------------------- member
+# confusion
+
+
+def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[str],
+                     gold: Sequence[str | None] | None = None, *, kind: Kind = "verdict") -> Measure:
+    """Each member's confusion matrix estimated by unsupervised Dawid-Skene over these items, and observed
+    against gold.
+
+    ``value`` is the lowest estimated balanced accuracy among the members (the panel's weakest
+    member, as the votes alone say); ``extra["estimated"]`` holds every member's estimated matrix
+    {class: {answer: probability}} and balanced accuracy, ``extra["observed"]`` the counts against
+    ``gold`` (when given) with the observed balanced accuracy, ``extra["model"]`` the fit.
+    """
+    answered = [row for row in votes if any(v is not None for v in row)]
+    if not answered:
+        return undefined("member-confusion", 0, len(votes), "no member answered any item")
+    model = fit_dawid_skene(answered, members, kind=kind)
+    estimated: dict[str, dict[str, Any]] = {
+        m: {"matrix": model.member_matrix(m), "balanced_accuracy": model.balanced_accuracy(m)}
+        for m in model.members}
+    extra: dict[str, Any] = {"estimated": estimated, "model": model.model_dump(mode="json")}
+    if gold is not None:
+        observed: dict[str, Any] = {}
+        for j, m in enumerate(members):
+            counts = observed_confusion([row[j] for row in votes], gold)
+            rates = [c.get(k, 0) / sum(c.values()) for k, c in counts.items() if sum(c.values())]
+            observed[m] = {"counts": counts, "balanced_accuracy": float(np.mean(rates)) if rates else None}
+        extra["observed"] = observed
+    value = min(e["balanced_accuracy"] for e in estimated.values())
+    return finish("member-confusion", value, len(answered), len(votes) - len(answered), extra=extra)
+
+
+# --------------------------------------------------------------------------------------------- reported
+# measures
+
+
+def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
+    """The NaN result of a measure of panels on an entry that is no panel (None for a panel)."""
+    if any(isinstance(j.meta.get("panel"), dict) for j in entry.judgments):
+        return None
+    return undefined(name, 0, len(entry.judgments), "the entry is not a panel of judges")
+
+
+@register("measure", "panel-effective-votes")
+class PanelEffectiveVotes(ReportedMeasure):
+    """Kish's effective number of votes of a panel from its members' verdict errors (Kohli 2026;
+    :func:`effective_votes`)."""
+
+    paper = "Kohli 2026; Kish 1965"
+    info = MeasureInfo(label="panel n_eff", direction="higher", group="consistency",
+                       note="n / (1 + (n-1) * mean pairwise correlation of the members' errors against "
+                            "gold); n for independent members, 1 for members who err together.")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From the members' verdicts in ``meta["panel"]`` and the gold preferences; NaN for a judge that is
+        no panel."""
+        if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
+            return none
+        members, votes = panel_votes(entry.judgments, "verdict")
+        return effective_votes(verdict_errors(votes, entry.gold), members=members, **entry.ci)
+
+
+@register("measure", "panel-effective-votes-score")
+class PanelEffectiveVotesScore(ReportedMeasure):
+    """Kish's effective number of votes of a score panel from its members' errors against the human scores."""
+
+    paper = "Kohli 2026; Kish 1965"
+    info = MeasureInfo(label="panel n_eff (scores)", direction="higher", group="consistency",
+                       note="as for verdicts, with each member's error its score minus the human score.")
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From the members' scores in ``meta["panel"]`` on the entry's criterion; NaN for a judge that is no
+        panel."""
+        if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
+            return none
+        names, rows = _member_scores(entry.judgments, entry.criterion)
+        human = entry.human
+        err = np.array([[math.nan if v is None else v - h for v in row] for row,
+                        h in zip(rows, human, strict=True)],
+                       dtype=float).reshape(len(rows), -1)
+        return effective_votes(err, members=names, **entry.ci)
+
+
+def _member_scores(judgments: Sequence[Judgment],
+                   criterion: str) -> tuple[list[str], list[list[float | None]]]:
+    names: list[str] = []
+    rows: list[dict[str, float | None]] = []
+    for j in judgments:
+        members = (j.meta.get("panel") or {}).get("members") or {}
+        given = members.get(criterion) if isinstance(members, dict) else None
+        row = ({str(n): (None if v is None else float(v)) for n, v in given.items()}
+               if isinstance(given, dict) else {})
+        names += [n for n in row if n not in names]
+        rows.append(row)
+    return names, [[row.get(n) for n in names] for row in rows]
+
+
+@register("measure", "member-confusion")
+class MemberConfusion(ReportedMeasure):
+    """Each panel member's confusion matrix, estimated without gold (Dawid and Skene 1979) and observed
+    against it."""
+
+    paper = "Dawid and Skene 1979"
+    info = MeasureInfo(label="weakest member (DS bal. acc.)", direction="higher", group="accuracy",
+                       note="the lowest balanced accuracy among the panel's members as unsupervised "
+                            "Dawid-Skene estimates it from their votes alone (valid when the members are "
+                            "better than chance on the whole); the details hold every member's matrix beside "
+                            "the observed one.")
+    task = "pairwise"
+
+    def compute(self, entry: EntryData) -> Measure:
+        """From the members' verdicts in ``meta["panel"]``; NaN for a judge that is no panel."""
+        if (none := _not_a_panel(entry, "member-confusion")) is not None:
+            return none
+        members, votes = panel_votes(entry.judgments, "verdict")
+        return member_confusion(votes, members, [g if g in ("A", "B", "tie") else None for g in entry.gold])

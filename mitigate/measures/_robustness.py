@@ -1,0 +1,257 @@
+"""How far a bias probe moves a judge, and whether more than the judge's own rerun noise.
+
+A probe (:mod:`mitigate.probes`) rewrites the judged text in a way a fair judge should
+ignore. Three runs of the judge on the same n items give, per item i: ``y_i`` (original
+text), ``ŷ_i`` (probed text) and ``r_i`` (original text again, same sampling settings: the
+rerun). Values are scores on the judge's scale, or for a pairwise judge the preference for
+the *probed* text: +1 when the verdict prefers it, -1 when it prefers the other, 0 for a tie.
+
+- **Robustness rate** (CALM, Ye et al. 2025, "Justice or Prejudice?", ICLR): the share of
+  verdicts unchanged by the probe,
+
+      RR = (1 / |D|) · Σ_{i ∈ D} 1[ y_i = ŷ_i ]
+
+  over the items D where both runs gave a value (:func:`robustness_rate`; a ``tolerance``
+  counts |ŷ_i − y_i| <= tolerance as unchanged, for continuous scores; CALM's definition is
+  tolerance 0). Items where either run failed are left out and counted in ``n_failed``.
+- **Signed mean shift**: mean(ŷ_i − y_i), on the scale (pairwise: on [-2, 2] toward the probed
+  text), with a paired bootstrap interval (:func:`score_shift`).
+- **Share of flips in the predicted direction**: of the items the probe changed, the share
+  that moved the way the bias predicts (:func:`directional_share`; undefined for a probe that
+  predicts no direction).
+- **Noise floor**: the flip rate of the rerun, 1 − RR(y, r) (:func:`noise_floor`). A greedy
+  (temperature 0) judge on a deterministic backend has a floor of 0 by construction; above
+  temperature 0 a judge disagrees with itself and a probe's flips mean something only above it.
+- **Probe vs noise** (:func:`flip_test`): on the items with all three values, c_i = 1[ŷ_i ≠ y_i]
+  (the probe changed the verdict) and d_i = 1[r_i ≠ y_i] (the rerun did). Under the null the
+  probe changes verdicts no more often than rerunning does, so the two indicators are
+  exchangeable within an item; the exact one-sided McNemar test uses the discordant counts
+  b = #{c_i = 1, d_i = 0} and c = #{c_i = 0, d_i = 1}:
+
+      p = P(X >= b),  X ~ Binomial(b + c, 1/2)
+
+  (p = 1 when b + c = 0). At a noise floor of 0 this is a sign test on the probe's flips:
+  p = 2^-b. The shift beyond noise is also tested (a paired sign-flip permutation test of
+  mean(ŷ_i − r_i), :func:`~mitigate.measures._stats.permutation_test_mean_diff`), reported in
+  ``extra["shift_p"]``.
+
+A probe is **detected** (:class:`ProbeEffect`) when the flip test's p < ``alpha`` and, for a
+directional probe, more than half of the changed items moved the predicted way.
+
+Conventions: :mod:`mitigate.measures._base`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from mitigate.errors import ConfigError, DataError
+from mitigate.measures._base import Measure, Scores, finish, share, undefined
+from mitigate.measures._stats import as_float_array, bootstrap_ci, permutation_test_mean_diff
+
+Direction = Literal["up", "down", "any"]
+
+
+def preference_for(verdict: str | None, side: Literal["a", "b"]) -> float | None:
+    """A pairwise verdict (``"first"`` = the item's ``output``, ``"second"``, ``"tie"``) as the preference
+    for the probed ``side``: +1 prefers it, -1 prefers the other text, 0 a tie, None no verdict."""
+    if verdict is None:
+        return None
+    if verdict == "tie":
+        return 0.0
+    if verdict not in ("first", "second"):
+        raise DataError(f"expected a verdict 'first', 'second' or 'tie'; got {verdict!r}")
+    return 1.0 if (verdict == "first") == (side == "a") else -1.0
+
+
+def _pair(original: Scores, probed: Scores) -> tuple[np.ndarray, np.ndarray, int]:
+    y = as_float_array(original, "original")
+    p = as_float_array(probed, "probed")
+    if len(y) != len(p):
+        raise DataError(f"expected one probed value per original value; got {len(y)} and {len(p)}")
+    ok = np.isfinite(y) & np.isfinite(p)
+    return y[ok], p[ok], int((~ok).sum())
+
+
+def _check_tolerance(tolerance: float) -> None:
+    if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
+        raise ConfigError(f"The 'tolerance' parameter must be a float >= 0. Got {tolerance!r} instead.")
+
+
+def _changed(y: np.ndarray, p: np.ndarray, tolerance: float) -> np.ndarray:
+    return np.abs(p - y) > tolerance + 1e-12
+
+
+def robustness_rate(
+    original: Scores, probed: Scores, *, tolerance: float = 0.0, ci: bool = False, n_boot: int = 1000,
+    alpha: float = 0.05, seed: int = 0, name: str = "robustness_rate",
+) -> Measure:
+    """CALM's robustness rate: the share of items whose value the probe left unchanged (see the module
+    docstring).
+
+    ``of_all`` counts an item where either run failed as changed.
+    """
+    _check_tolerance(tolerance)
+    y, p, failed = _pair(original, probed)
+    if len(y) == 0:
+        return undefined(name, 0, failed, "no item has a value in both runs")
+    same = (~_changed(y, p, tolerance)).astype(float)
+    interval = bootstrap_ci(np.mean, same, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    return share(name, same, failed, interval=interval)
+
+
+def noise_floor(original: Scores, rerun: Scores, *, tolerance: float = 0.0, ci: bool = False,
+                n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> Measure:
+    """The judge's own flip rate: the share of items whose value changed on an unperturbed rerun (1 − RR(y,
+    r))."""
+    _check_tolerance(tolerance)
+    y, r, failed = _pair(original, rerun)
+    if len(y) == 0:
+        return undefined("noise_floor", 0, failed, "no item has a value in both runs")
+    flips = _changed(y, r, tolerance).astype(float)
+    interval = bootstrap_ci(np.mean, flips, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    return share("noise_floor", flips, failed, failure_counts_as_hit=True, interval=interval)
+
+
+def score_shift(original: Scores, probed: Scores, *, ci: bool = False, n_boot: int = 1000,
+                alpha: float = 0.05,
+                seed: int = 0, name: str = "mean_shift") -> Measure:
+    """mean(probed − original) over the items with both values, with a paired bootstrap interval."""
+    y, p, failed = _pair(original, probed)
+    if len(y) == 0:
+        return undefined(name, 0, failed, "no item has a value in both runs")
+    d = p - y
+    interval = bootstrap_ci(np.mean, d, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    return finish(name, float(d.mean()), len(d), failed, interval=interval)
+
+
+def directional_share(original: Scores, probed: Scores, direction: Direction, *,
+                      tolerance: float = 0.0) -> Measure:
+    """Of the items the probe changed, the share that moved in ``direction`` (``up``: probed > original)."""
+    _check_tolerance(tolerance)
+    if direction not in ("up", "down", "any"):
+        raise ConfigError(f"expected a direction 'up', 'down' or 'any'; got {direction!r}")
+    y, p, failed = _pair(original, probed)
+    name = "directional_share"
+    if direction == "any":
+        return undefined(name, len(y), failed, "the probe predicts no direction")
+    moved = _changed(y, p, tolerance)
+    if not moved.any():
+        return undefined(name, 0, failed, "the probe changed no item")
+    d = (p - y)[moved]
+    hits = (d > 0) if direction == "up" else (d < 0)
+    return share(name, hits.astype(float), failed)
+
+
+def mcnemar_one_sided(b: int, c: int) -> float:
+    """Exact one-sided McNemar p-value P(X >= b), X ~ Binomial(b + c, 1/2); 1.0 when b + c = 0."""
+    if b < 0 or c < 0:
+        raise ConfigError(f"expected discordant counts b, c >= 0; got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    return float(sum(math.comb(n, k) for k in range(b, n + 1)) / 2 ** n)
+
+
+def flip_test(original: Scores, probed: Scores, rerun: Scores, *, tolerance: float = 0.0) -> Measure:
+    """Does the probe change verdicts more often than an unperturbed rerun does? (exact one-sided McNemar)
+
+    ``value`` is the probe's flip rate minus the rerun's on the items with all three values;
+    ``extra`` holds ``p_value``, the discordant counts ``b`` (probe changed, rerun did not)
+    and ``c`` (rerun changed, probe did not), and both flip rates.
+    """
+    _check_tolerance(tolerance)
+    y, p, r = (as_float_array(v, k) for v,
+               k in ((original, "original"), (probed, "probed"), (rerun, "rerun")))
+    if not len(y) == len(p) == len(r):
+        raise DataError(f"expected one value per item in each run; got {len(y)}, {len(p)} and {len(r)}")
+    ok = np.isfinite(y) & np.isfinite(p) & np.isfinite(r)
+    failed = int((~ok).sum())
+    y, p, r = y[ok], p[ok], r[ok]
+    if len(y) == 0:
+        return undefined("probe_vs_noise", 0, failed, "no item has a value in all three runs")
+    cp, cr = _changed(y, p, tolerance), _changed(y, r, tolerance)
+    b, c = int(np.sum(cp & ~cr)), int(np.sum(~cp & cr))
+    extra = {"p_value": mcnemar_one_sided(b, c), "b": b, "c": c, "flip_probe": float(cp.mean()),
+             "flip_rerun": float(cr.mean()), "test": "exact one-sided McNemar on (probe flip, rerun flip)"}
+    return finish("probe_vs_noise", float(cp.mean() - cr.mean()), len(y), failed, extra=extra)
+
+
+class ProbeEffect(BaseModel):
+    """Every measure of one probe on one judge, and whether the probe is detected above the noise floor.
+
+    ``detected``: ``test.extra["p_value"] < alpha`` and, for a directional probe, more than
+    half of the changed items moved the predicted way. ``reading`` says it in words: for a
+    bias probe (``ideal="unchanged"``) a detection means the judge is *moved by the bias*; for
+    an error probe (``ideal="down"``) it means the judge *noticed the error*.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    probe: str
+    direction: Direction
+    ideal: Literal["unchanged", "down"] = "unchanged"
+    alpha: float = 0.05
+    robustness: Measure
+    noise: Measure
+    shift: Measure
+    noise_shift: Measure
+    directional: Measure
+    test: Measure
+    detected: bool
+    reading: str
+
+
+def probe_effect(
+    original: Scores, probed: Scores, rerun: Scores, *, probe: str, direction: Direction,
+    ideal: Literal["unchanged", "down"] = "unchanged", tolerance: float = 0.0, alpha: float = 0.05,
+    n_boot: int = 1000, seed: int = 0, n_perm: int = 5000,
+) -> ProbeEffect:
+    """The :class:`ProbeEffect` of one probe from the three runs (``n_boot=0``: no intervals)."""
+    if not 0 < alpha < 1:
+        raise ConfigError(f"The 'alpha' parameter of probe_effect must be in (0, 1). Got {alpha!r} instead.")
+    ci = n_boot > 0
+    boot = max(n_boot, 1)
+    rr = robustness_rate(original, probed, tolerance=tolerance, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    floor = noise_floor(original, rerun, tolerance=tolerance, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    shift = score_shift(original, probed, ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    noise_shift = score_shift(original, rerun, name="noise_shift", ci=ci, n_boot=boot, alpha=alpha, seed=seed)
+    directional = directional_share(original, probed, direction, tolerance=tolerance)
+    test = flip_test(original, probed, rerun, tolerance=tolerance)
+    if test.ok:
+        perm = permutation_test_mean_diff(probed, rerun, paired=True, n_perm=n_perm, seed=seed)
+        test = test.model_copy(update={"extra": {**test.extra, "shift_p": perm.p_value,
+                                                 "shift_beyond_noise": perm.observed}})
+    p = test.extra.get("p_value", math.nan)
+    leaning = direction == "any" or (directional.ok and directional.value > 0.5)
+    detected = bool(test.ok and p < alpha and leaning)
+    if not test.ok:
+        reading = f"not measurable: {test.reason}"
+    elif detected:
+        reading = "noticed the error" if ideal == "down" else "moved by the bias"
+    elif p < alpha:
+        reading = "changes above noise, but not mostly in the predicted direction"
+    else:
+        reading = "overlooked the error" if ideal == "down" else "not moved above noise"
+    return ProbeEffect(probe=probe, direction=direction, ideal=ideal, alpha=alpha, robustness=rr, noise=floor,
+                       shift=shift, noise_shift=noise_shift, directional=directional, test=test,
+                       detected=detected,
+                       reading=reading)
+
+
+def effects_table(effects: Sequence[ProbeEffect]) -> list[dict[str, object]]:
+    """One plain row per effect (for JSON and tables): RR, floor, shift with interval, directional share,
+    p."""
+    rows: list[dict[str, object]] = []
+    for e in effects:
+        rows.append({
+            "probe": e.probe, "n": e.robustness.n, "n_failed": e.robustness.n_failed,
+            "robustness": e.robustness.value, "noise_floor": e.noise.value, "shift": e.shift.value,
+            "shift_ci": [e.shift.ci_low, e.shift.ci_high], "directional": e.directional.value,
+            "p_value": e.test.extra.get("p_value"), "detected": e.detected, "reading": e.reading,
+        })
+    return rows

@@ -1,0 +1,202 @@
+"""Style control beside length control: markdown headers, bold, list items and length as covariates.
+
+Arena-Hard's style control (Li et al. 2024, LMSYS "Does style matter?") adds counts of
+markdown headers, bold spans and list items, beside length, to the regression a judge's
+preferences are read through, so a win rate can be read *as if both answers had the same
+style*; it enters them into its Bradley-Terry model of battles as normalised differences
+between the two answers. Here the same covariates extend the two regressions mitigate already
+fits, in the normalisation of AlpacaEval's length control (Dubois et al. 2024: tanh of the
+standardised feature or difference, :mod:`mitigate.measures._length_control`), not Arena-Hard's
+own; the covariates are Arena-Hard's, the functional form AlpacaEval's:
+
+- **Style-controlled win rate** (:func:`style_controlled_win_rate`), the multi-covariate form
+  of the length-controlled win rate (:mod:`mitigate.measures._length_control`):
+
+      logit P(A preferred over B) = θ + Σ_k φ_k · tanh(Δ_k / σ_k),     Δ_k = f_k(A) − f_k(B),
+
+  with σ_k the standard deviation of Δ_k over the pairs; the controlled win rate is σ(θ) and
+  each fitted φ_k (> 0: the judge prefers more of feature k) is reported in ``extra["coefficients"]``.
+  A feature that never differs between the two texts (σ_k = 0) cannot be fitted; it is left
+  out and named in ``extra["constant"]``.
+- **Score-style regression** (:func:`score_style_regression`), the pointwise form: ordinary
+  least squares of the judge's score (or its excess over the human score) on the squashed,
+  standardised features ``z_k = tanh((f_k − mean_k) / sd_k)``. ``value`` is the R² the style
+  features explain; ``extra["coefficients"]`` the fitted slope per unit of z. The
+  :class:`~mitigate.strategies._style_control.StyleControl` mitigation removes these slopes.
+
+Features (:func:`style_features`): ``length`` (words), ``headers`` (lines starting with 1-6
+``#``), ``bold`` (``**...**`` or ``__...__`` spans) and ``lists`` (lines starting with ``-``,
+``*``, ``+`` or ``1.``/``1)``).
+
+Conventions: :mod:`mitigate.measures._base`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from mitigate.errors import ConfigError, DataError
+from mitigate.measures._base import Measure, Scores, finish, undefined, word_count
+from mitigate.measures._length_control import L2
+from mitigate.measures._stats import as_float_array, bootstrap_ci
+
+STYLE_FEATURES: tuple[str, ...] = ("length", "headers", "bold", "lists")
+"""The covariates, in the order they are reported."""
+
+_HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE)
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__", re.DOTALL)
+_LIST = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S", re.MULTILINE)
+
+
+def style_features(text: str) -> dict[str, float]:
+    """The style counts of ``text``: words, markdown headers, bold spans and list items."""
+    return {"length": float(word_count(text)), "headers": float(len(_HEADER.findall(text))),
+            "bold": float(len(_BOLD.findall(text))), "lists": float(len(_LIST.findall(text)))}
+
+
+def _check_features(features: Sequence[str]) -> list[str]:
+    out = list(features)
+    unknown = [f for f in out if f not in STYLE_FEATURES]
+    if not out or unknown:
+        raise ConfigError(f"expected style features among {list(STYLE_FEATURES)}; got {out}")
+    return out
+
+
+def style_matrix(texts: Sequence[str], features: Sequence[str] = STYLE_FEATURES) -> np.ndarray:
+    """One row per text, one column per feature (in ``features`` order)."""
+    cols = _check_features(features)
+    rows = [[style_features(t)[f] for f in cols] for t in texts]
+    return np.array(rows, dtype=float).reshape(len(texts), len(cols))
+
+
+def fit_logit(pref: np.ndarray, x: np.ndarray, *, iters: int = 50) -> np.ndarray:
+    """``[θ, φ_1, ...]`` of ``logit P = θ + x·φ`` by Newton's method with soft targets in [0, 1] and a small
+    L2 penalty."""
+    design = np.column_stack([np.ones(len(pref)), x])
+    w = np.zeros(design.shape[1])
+    lam = L2 * len(pref)
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(design @ w)))
+        grad = design.T @ (p - pref) + lam * w
+        hess = (design * (p * (1 - p))[:, None]).T @ design + lam * np.eye(design.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return w
+
+
+def _as_rows(features: Sequence[Mapping[str, float]] | np.ndarray, cols: list[str], what: str) -> np.ndarray:
+    if isinstance(features, np.ndarray):
+        arr = np.asarray(features, dtype=float)
+        if arr.ndim != 2 or arr.shape[1] != len(cols):
+            raise DataError(f"expected {what} with one column per feature {cols}; got shape {arr.shape}")
+        return arr
+    try:
+        rows = [[float(row[c]) for c in cols] for row in features]
+        return np.array(rows, dtype=float).reshape(len(features), len(cols))
+    except KeyError as exc:
+        raise DataError(f"expected {what} holding the features {cols}; a row lacks {exc.args[0]!r}") from None
+
+
+def style_controlled_win_rate(
+    preference: Scores, features_a: Sequence[Mapping[str, float]] | np.ndarray,
+    features_b: Sequence[Mapping[str, float]] | np.ndarray, *, features: Sequence[str] = STYLE_FEATURES,
+    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> Measure:
+    """The win rate of A over B read at equal style (see the module docstring), with each feature's
+    coefficient.
+
+    ``preference``: 1 A preferred, 0 B, 0.5 tie (None/NaN: dropped, counted in ``n_failed``);
+    ``features_a``/``features_b``: per pair, the :func:`style_features` of each text (or a
+    matrix with one column per feature). ``extra``: ``coefficients`` (feature -> φ),
+    ``sigma`` (feature -> σ of its difference), ``constant`` (features left out),
+    ``raw_win_rate`` and ``theta``. The interval refits on each bootstrap resample.
+    """
+    cols = _check_features(features)
+    pref = as_float_array(preference, "preference")
+    fa, fb = _as_rows(features_a, cols, "features_a"), _as_rows(features_b, cols, "features_b")
+    if not len(pref) == len(fa) == len(fb):
+        raise DataError(f"expected one feature row of each text per preference; got {len(pref)}, "
+                        f"{len(fa)}, {len(fb)}")
+    ok = np.isfinite(pref) & np.isfinite(fa).all(axis=1) & np.isfinite(fb).all(axis=1)
+    bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
+    if len(bad):
+        raise DataError(f"expected preferences in [0, 1] (1: A preferred, 0: B, 0.5: tie); got {bad[0]!r}")
+    name = "style_controlled_win_rate"
+    failed = int((~ok).sum())
+    pref, delta = pref[ok], (fa - fb)[ok]
+    if len(pref) < 3:
+        return undefined(name, len(pref), failed,
+                         f"only {len(pref)} pairs have a preference; expected at least 3")
+    sigma = delta.std(axis=0)
+    keep = sigma > 0
+    used = [c for c, k in zip(cols, keep, strict=True) if k]
+    constant = [c for c, k in zip(cols, keep, strict=True) if not k]
+    x = np.tanh(delta[:, keep] / sigma[keep]) if used else np.zeros((len(pref), 0))
+    w = fit_logit(pref, x)
+    extra = {"coefficients": {c: float(v) for c, v in zip(used, w[1:], strict=True)},
+             "sigma": {c: float(s) for c, s in zip(cols, sigma, strict=True)}, "constant": constant,
+             "raw_win_rate": float(pref.mean()), "theta": float(w[0])}
+    interval = None
+    if ci:
+        def controlled(p: np.ndarray, xx: np.ndarray) -> float:
+            return float(1.0 / (1.0 + np.exp(-fit_logit(p, xx)[0])))
+
+        interval = bootstrap_ci(controlled, pref, x, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
+    reason = None if used else "no style feature differs between the texts; nothing is controlled"
+    return finish(name, float(1.0 / (1.0 + np.exp(-w[0]))), len(pref), failed, interval=interval, extra=extra,
+                  reason=reason)
+
+
+def squashed(matrix: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """``tanh((f − mean) / sd)`` per column; a column with sd 0 is all zeros."""
+    safe = np.where(sd > 0, sd, 1.0)
+    return np.where(sd > 0, np.tanh((matrix - mean) / safe), 0.0)
+
+
+def score_style_regression(
+    scores: Scores, texts: Sequence[str], *, human: Scores | None = None,
+    features: Sequence[str] = STYLE_FEATURES,
+) -> Measure:
+    """OLS of the judge's score (or score − human) on the squashed style features; ``value`` = R².
+
+    ``extra``: ``coefficients`` (feature -> slope per unit of z), ``intercept``, ``mean`` and
+    ``sd`` of each feature, ``constant`` (features that never vary, left out) and ``target``
+    (``"score"`` or ``"score - human"``).
+    """
+    cols = _check_features(features)
+    y = as_float_array(scores, "scores")
+    if len(y) != len(texts):
+        raise DataError(f"expected one text per score; got {len(texts)} texts for {len(y)} scores")
+    target = "score"
+    if human is not None:
+        h = as_float_array(human, "human")
+        if len(h) != len(y):
+            raise DataError(f"expected one human score per score; got {len(h)} for {len(y)}")
+        y, target = y - h, "score - human"
+    f = style_matrix(texts, cols)
+    ok = np.isfinite(y)
+    name = "style_regression_r2"
+    failed = int((~ok).sum())
+    y, f = y[ok], f[ok]
+    if len(y) < 3:
+        return undefined(name, len(y), failed, f"only {len(y)} items have a score; expected at least 3")
+    mean, sd = f.mean(axis=0), f.std(axis=0)
+    keep = sd > 0
+    z = squashed(f, mean, sd)[:, keep]
+    design = np.column_stack([np.ones(len(y)), z])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    total = float(np.sum((y - y.mean()) ** 2))
+    r2 = float(1 - np.sum(resid ** 2) / total) if total > 0 else float("nan")
+    used = [c for c, k in zip(cols, keep, strict=True) if k]
+    extra = {"coefficients": {c: float(v) for c, v in zip(used, coef[1:], strict=True)},
+             "intercept": float(coef[0]), "mean": {c: float(m) for c, m in zip(cols, mean, strict=True)},
+             "sd": {c: float(s) for c, s in zip(cols, sd, strict=True)},
+             "constant": [c for c, k in zip(cols, keep, strict=True) if not k], "target": target}
+    reason = None if total > 0 else "every score is the same; there is nothing to explain"
+    return finish(name, r2, len(y), failed, extra=extra, reason=reason)

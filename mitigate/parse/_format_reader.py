@@ -1,0 +1,310 @@
+"""Reading a judge's answer in the format its template prescribes: the judge's own final statement, never a
+quote.
+
+:class:`FormatReader` is an answer format as the readers need it (built once per
+:class:`~mitigate.prompt.answer.AnswerFormat`, which hands it its fields). :meth:`FormatReader.read`
+blanks what the answer does not state itself (:func:`~mitigate.parse._quoted.unquote`), then
+looks for the format's own answer line (:class:`~mitigate.parse._answer_line.AnswerLine`), a JSON
+field, two scores on a line, or a bare final letter, and falls back to the general reader of
+the kind (:mod:`.score`, :mod:`.choice`, :mod:`.verdict`) told the format's labels and cues. An
+answer that states its own value and also, bare, a different value a judged text holds is a
+:class:`~mitigate.errors.ParseError`, never the judged text's value.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from mitigate.errors import MitigateError, ParseError
+from mitigate.parse._answer_line import VALUE, AnswerLine
+from mitigate.parse._choice import parse_mcq
+from mitigate.parse._common import Verdict, normalise_answer
+from mitigate.parse._echoes import strip_echoed_lines
+from mitigate.parse._json_answer import json_object, json_value
+from mitigate.parse._quoted import unquote
+from mitigate.parse._score import parse_score
+from mitigate.parse._stub import StubCompletion
+from mitigate.parse._verdict import parse_pairwise
+from mitigate.scale import Scale
+
+_ANY_SCORE = Scale(min=-1e6, max=1e6, step=0.001)
+"""A scale every plain number is on: what a score-shaped statement reads as, whatever the prompt's scale."""
+_FINAL = {"before": "last", "after": "first", "none": "either"}
+
+
+class FormatReader:
+    """An answer format's reading, built once per format: ``fmt`` is a
+    :class:`~mitigate.prompt.answer.AnswerFormat` (read through its fields: ``kind``, ``line``, ``json_key``,
+    ``reason_key``, ``labels``, ``tie``, ``relations``, ``two_scores``, ``case_sensitive``, ``reasoning``,
+    ``inferred``) and ``shown`` its description, which error messages quote."""
+
+    def __init__(self, fmt: Any, shown: str) -> None:
+        self.fmt, self.shown = fmt, shown
+
+    # ------------------------------------------------------------------ what the format is made of (built
+    # once)
+    @functools.cached_property
+    def answer_line(self) -> AnswerLine:
+        """The format's own answer line, as :mod:`.answer_line` looks for it."""
+        return AnswerLine(line=self.fmt.line, value=self.value_regex, kind=self.fmt.kind,
+                          first=self.fmt.reasoning == "after",
+                          case_sensitive=self.fmt.case_sensitive, relations=self.fmt.relations,
+                          shown=self.shown)
+
+    @functools.cached_property
+    def completion(self) -> StubCompletion | None:
+        """How the answer completes the template's answer stub (:mod:`.stub`); None for a format without
+        one."""
+        if not self.fmt.stub:
+            return None
+        return StubCompletion(label=self.fmt.stub_label, continuation=self.fmt.continuation,
+                              value=self.value_regex,
+                              shown=self.shown)
+
+    @functools.cached_property
+    def value_regex(self) -> str:
+        """A regex of one value: a label (or relation), a letter, or a number with an optional modifier."""
+        if self.fmt.kind == "pairwise":
+            labels = sorted({re.escape(x)
+                             for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}, key=len,
+                            reverse=True)
+            if self.fmt.relations:
+                return r"[^\]\s]{1,3}(?:\s*(?:>>|>|=|<|<<)\s*[^\]\s]{1,3})?"
+            return "|".join(labels)
+        if self.fmt.kind == "mcq":
+            return r"[A-Za-z]"
+        return r"(?:weak\s+|strong\s+)?-?\d+(?:\.\d+)?"
+
+    @functools.cached_property
+    def hint(self) -> re.Pattern[str]:
+        """What any answer of this format holds: a number (or number word), a label, or a letter."""
+        return value_hint(self.fmt.kind, tuple(self.fmt.labels) + ((self.fmt.tie,) if self.fmt.tie else ()),
+                          self.fmt.case_sensitive)
+
+    @functools.cached_property
+    def line_cues(self) -> tuple[str, ...]:
+        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general
+        parser."""
+        head = self.fmt.line.split(VALUE)[0]
+        words = re.findall(r"[A-Za-z][A-Za-z ]{1,40}?(?=\s*[:=]\s*$)", head.strip())
+        label = self.fmt.stub_label
+        return tuple(dict.fromkeys([w.strip() for w in words if w.strip()] + ([label] if label else [])))
+
+    @functools.cached_property
+    def _own_words(self) -> frozenset[str]:
+        own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.fmt.line.replace(VALUE, " "))}
+        own |= {k.lower() for k in (self.fmt.json_key, self.fmt.reason_key) if k}
+        own |= {w[:-1] for w in own if len(w) > 3 and w.endswith("s")}  # "stars" also stands for "One star"
+        own |= {x.lower() for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}
+        if self.fmt.kind == "score":
+            own |= {"out", "of", "weak", "strong"}
+        return frozenset(own)
+
+    # ------------------------------------------------------------------ reading
+    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
+             quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> float | Verdict:
+        """The score (or verdict) in ``text``; see :meth:`mitigate.prompt.answer.AnswerFormat.read`."""
+        work = strip_echoed_lines(text, echoes) if echoes else text
+
+        def plain(part: str) -> float | Verdict:
+            return self.read_plain(part, text, scale, cues)
+
+        own, strict = unquote(work, statement=lambda span: self.states(span, scale, cues), bare=self.bare,
+                              sources=quoted, judged=judged, fold=not self.fmt.case_sensitive, hint=self.hint)
+        value = plain(own)
+        if strict != own:
+            try:
+                other = plain(strict)
+            except ParseError:
+                return value  # the bare copy is the answer's only statement: the judge gave that value itself
+            if other != value:
+                expected = f"one answer {self.shown}"
+                raise ParseError(f"expected {expected}; got {other!r} and also {value!r}, which the judged "
+                                 f"text holds as written: no way to tell which is the judge's own", raw=text,
+                                 expected=expected)
+        return value
+
+    def read_plain(self, work: str, text: str, scale: Scale, cues: Sequence[str]) -> float | Verdict:
+        """The value in ``work`` (the answer with what is not the judge's own blanked); errors carry
+        ``text``."""
+        if self.fmt.json_key is not None:
+            found = json_value(work, self.fmt.json_key)
+            if found is not None:
+                return self.accept(str(found), text, scale)
+        elif self.fmt.two_scores:
+            return self._two_scores(work, text, scale)
+        else:
+            if self.completion is not None and self.fmt.reasoning != "before":
+                # the answer starts where the template's stub stops: its first line completes the stub
+                value = self.completion.find(work, raw=text)
+                if value is not None:
+                    return self.accept(value, text, scale)
+            value = self.answer_line.find(work)
+            if value is not None:
+                return self.accept(value, text, scale)
+            letter = self._final_letter(work, scale)
+            if letter is not None:
+                return self.accept(letter, text, scale)
+        return self._general(work, text, scale, cues)
+
+    def read_json(self, text: str, scale: Scale) -> float | Verdict:
+        """Read a reply that is the JSON object of the format's schema (strictly)."""
+        expected = f"a JSON object following the answer schema for {self.shown}"
+        obj = json_object(text, expected)
+        if self.fmt.two_scores:
+            if "score_1" not in obj or "score_2" not in obj:
+                raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
+            s1, s2 = (parse_score(f"Score: {obj[k]}", scale, raw=text) for k in ("score_1", "score_2"))
+            return "first" if s1 > s2 else "second" if s2 > s1 else "tie"
+        key = self.fmt.json_key or ("verdict" if self.fmt.kind == "pairwise" else "answer"
+                                    if self.fmt.kind == "mcq" else "score")
+        if key not in obj:
+            raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
+        return self.accept(str(obj[key]), text, scale)
+
+    def states(self, span: str, scale: Scale, cues: Sequence[str]) -> bool:
+        """Whether ``span`` holds an answer in this format: it reads as one on its own (a score off the scale,
+        "Score: 0", counts too), or holds the format's answer line, once or several times."""
+        if not self.hint.search(span):
+            return False
+        for each in [scale] + ([_ANY_SCORE] if self.fmt.kind == "score" else []):
+            try:
+                self.read_plain(span, span, each, cues)
+            except MitigateError:
+                continue
+            return True
+        if self.fmt.json_key is not None or self.fmt.two_scores or self.fmt.line.strip() == VALUE:
+            return False
+        return self.answer_line.holds(span)
+
+    def bare(self, span: str) -> bool:
+        """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output
+        (a)")."""
+        own = self._own_words
+        for word in _BARE_WORDS.findall(normalise_answer(span)):
+            if word.lower() in own or word[0].isdigit() or (self.fmt.kind == "mcq" and len(word) == 1):
+                continue
+            return False
+        return True
+
+    def accept(self, value: str, text: str, scale: Scale) -> float | Verdict:
+        """Check one value read from the format's own line."""
+        if self.fmt.kind == "pairwise":
+            return self._verdict(value.strip(), text)
+        if self.fmt.kind == "mcq":
+            return parse_mcq(f"Answer: {value.strip()}", scale, raw=text)
+        return parse_score(f"Score: {value.strip()}", scale, raw=text)
+
+    def _final_letter(self, text: str, scale: Scale) -> str | None:
+        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line that is
+        one letter.
+
+        Only for an MCQ format whose line is the bare letter and whose reasoning comes first,
+        and only a line holding nothing but one letter of ``scale.letters`` (markdown and a
+        full stop allowed), with no other letter answer after it; anything else is left to the
+        general parser.
+        """
+        fmt = self.fmt
+        if fmt.kind != "mcq" or fmt.reasoning != "before" or fmt.line.strip() != VALUE or not scale.letters:
+            return None
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        known = {k.upper() for k in scale.letters}
+        for back in range(len(lines) - 1, -1, -1):
+            bare = _LETTER_MARKUP.sub("", lines[back]).strip()
+            if len(bare) == 1 and bare.upper() in known:
+                rest = "\n".join(lines[back + 1:])
+                try:
+                    parse_mcq(rest, scale)
+                except ParseError:
+                    return bare.upper()
+                return None
+        return None
+
+    def _verdict(self, value: str, text: str) -> Verdict:
+        a, b = self.fmt.labels
+        expected = f"a verdict in the format {self.shown}"
+        if self.fmt.relations:
+            m = _RELATION.fullmatch(value)
+            if m is not None:
+                left, op, right = m.groups()
+                norm = {a.lower(): "first", b.lower(): "second"}
+                sides = (norm.get(left.lower()), norm.get(right.lower()))
+                if None not in sides and sides[0] != sides[1]:
+                    if op == "=":
+                        return "tie"
+                    winner = sides[0] if op.startswith(">") else sides[1]
+                    return winner  # type: ignore[return-value]
+            raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
+        same = (lambda x, y: x == y) if self.fmt.case_sensitive else (lambda x, y: x.lower() == y.lower())
+        if same(value, a):
+            return "first"
+        if same(value, b):
+            return "second"
+        if self.fmt.tie is not None and same(value, self.fmt.tie):
+            return "tie"
+        raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
+
+    def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:
+        # after a chain of thought the scores end the answer
+        where = "last" if self.fmt.reasoning == "before" else "first"
+        expected = f"a {where} line with two scores from {scale.describe()} (one per output)"
+        lines = [ln for ln in work.strip().splitlines() if ln.strip()]
+        if not lines:
+            raise ParseError(f"expected {expected}; got an empty answer", raw=text, expected=expected)
+        line = lines[-1] if where == "last" else lines[0]
+        nums = _TWO_NUMBERS.findall(line.replace(",", " "))
+        if len(nums) != 2:
+            raise ParseError(f"expected {expected}; got {line[:80]!r}", raw=text, expected=expected)
+        first, second = (parse_score(f"Score: {n}", scale, raw=text) for n in nums)
+        return "first" if first > second else "second" if second > first else "tie"
+
+    def _general(self, work: str, text: str, scale: Scale, cues: Sequence[str] = ()) -> float | Verdict:
+        """The general strict parsers, told the format's labels and cue."""
+        try:
+            if self.fmt.kind == "pairwise":
+                # a tie only where the template offers one (a named tie label, or A=B); a template that
+                # named no answer format said nothing against ties
+                offered = (self.fmt.tie is not None or self.fmt.relations or not self.fmt.inferred
+                           or self.fmt.line.strip() == VALUE)
+                return parse_pairwise(work, (self.fmt.labels[0], self.fmt.labels[1]), tie=self.fmt.tie,
+                                      case_sensitive=self.fmt.case_sensitive, ties=offered,
+                                      final=_FINAL[self.fmt.reasoning])  # type: ignore[arg-type]
+            if self.fmt.kind == "mcq":
+                return parse_mcq(work, scale)
+            return parse_score(work, scale, cues=(*self.line_cues, *cues))
+        except ParseError as exc:
+            raise ParseError(exc.message, raw=text, expected=exc.context.get("expected", "")) from None
+
+
+_BARE_WORDS = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
+_LETTER_MARKUP = re.compile(r"[*_`\"'()\[\].]")
+_RELATION = re.compile(r"(\S{1,3}?)\s*(>>|>|=|<<|<)\s*(\S{1,3})")
+_TWO_NUMBERS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)")
+
+
+@functools.lru_cache(maxsize=64)
+def value_hint(kind: str, labels: tuple[str, ...], case_sensitive: bool = False) -> re.Pattern[str]:
+    """What every answer of a kind holds: a number (or number word), a letter, or a label as the readers name
+    it
+    (a lower-case letter only in brackets, "(a)"; an upper-case letter only in its case, "A")."""
+    if kind == "score":
+        return re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
+    if kind == "mcq":
+        return re.compile(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
+    if case_sensitive:
+        return re.compile("|".join(rf"(?<![A-Za-z0-9]){re.escape(x)}(?![A-Za-z0-9])" for x in labels))
+    forms = []
+    for label in labels:
+        esc = re.escape(label)
+        if len(label) == 1 and label.isalpha():
+            forms.append(rf"(?i:[(\[]\s*{esc}\s*[)\]])")
+            if label.isupper():
+                forms.append(rf"(?<![A-Za-z]){esc}(?![A-Za-z])")
+        else:
+            forms.append(rf"(?i:(?<![A-Za-z0-9]){esc}(?![A-Za-z0-9]))")
+    # "the first one", a tie
+    forms.append(r"(?i:\b(?:first|second|former|latter|tie|draw|equal\w*|neither)\b)")
+    return re.compile("|".join(forms))

@@ -1,0 +1,117 @@
+"""Reported speech and marked quotations in a judge's answer: words it gives as someone else's.
+
+:func:`reported_spans` finds the clauses after a third party's verb of saying ("the text claims
+...", "Summary A wrote '...'", a lead-in line "The summary ends with:" and the paragraph after
+it); the judge's own "I said" reports nothing. :func:`marked_spans` finds what the answer marks
+as a quotation (quotation marks, backticks, a code block, a blockquote). Neither needs the texts
+the judge was shown: :mod:`mitigate.parse._quoted` decides which of these spans hold an answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+Span = tuple[int, int]
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_TICKS = re.compile(r"`[^`\n]+`")
+_QUOTES = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|(?<![\w])'[^'\n]+'(?![\w])")
+_BLOCKQUOTE = re.compile(r"(?m)^[ \t]*>.*$")
+
+
+def marked_spans(text: str) -> list[Span]:
+    """Spans ``text`` marks as quotations: a fenced code block, backticks, quotation marks, a blockquote
+    line."""
+    spans: list[Span] = []
+    for pattern, needs in ((_FENCE, "`"), (_TICKS, "`"), (_QUOTES, "\"“‘'"), (_BLOCKQUOTE, ">")):
+        if any(ch in text for ch in needs):  # each pattern needs one of these characters
+            spans.extend((m.start(), m.end()) for m in pattern.finditer(text))
+    return spans
+
+
+# A verb of saying whose clause reports someone else's words ("the text claims", "Summary A wrote"). Forms
+# that
+# are also participles ("the groups mentioned", "as stated") count only before "that", a colon or a quotation.
+_QUOTE_NEXT = r"(?=[ \t]*(?:that\b|[:\"“'‘`]))"
+_SAYS = ("says", "states", "claims", "writes", "wrote", "argues", "asserts", "insists", "declares", "quotes")
+_SAYS_BEFORE_QUOTE = ("reads", "goes", "ends", "finishes", "closes", "begins", "starts", "opens", "mentions",
+                      "contains",
+                      "includes")
+_SAID_BEFORE_QUOTE = ("said", "stated", "claimed", "argued", "asserted", "insisted", "declared", "quoted",
+                      "mentioned",
+                      "written")
+_ENDS_WITH = ("ends", "ended", "concludes", "concluded", "closes", "closed", "finishes", "finished", "opens",
+              "opened",
+              "begins", "began", "starts", "started")
+_REPORT_PATTERN = (r"\b(?:" + "|".join(_SAYS) + "|(?:" + "|".join(_SAYS_BEFORE_QUOTE) + ")" + _QUOTE_NEXT
+                   + "|(?:"
+                   + "|".join(_SAID_BEFORE_QUOTE) + ")" + _QUOTE_NEXT + "|(?:" + "|".join(_ENDS_WITH)
+                   + r")\s+(?:with|by))\b")
+_REPORT = re.compile(_REPORT_PATTERN, re.IGNORECASE)
+# The same verbs searched faster: in the text with every character that re.IGNORECASE equates with an ASCII
+# letter
+# written as that letter (A-Z, and the four others: U+0130, U+0131, U+017F, U+212A), case-sensitively, after a
+# check
+# that one of the verbs occurs at all. Same length, so the same spans.
+_FOLD = str.maketrans({**{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)},
+                       "\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_REPORT_FOLDED = re.compile(_REPORT_PATTERN)
+_ANY_VERB = re.compile("|".join(sorted({*_SAYS, *_SAYS_BEFORE_QUOTE, *_SAID_BEFORE_QUOTE, *_ENDS_WITH},
+                                       key=len, reverse=True)))
+
+
+def _verbs(text: str) -> list[re.Match[str]]:
+    """The matches of :data:`_REPORT` in ``text`` (spans as in ``text``)."""
+    folded = text.lower() if text.isascii() else text.translate(_FOLD)  # the same on ASCII text, faster
+    if _ANY_VERB.search(folded) is None:
+        return []
+    return list(_REPORT_FOLDED.finditer(folded))
+
+
+# The judge speaking of itself ("as I said", "we stated"): its own words, not reported.
+_OWN_SUBJECT = re.compile(r"\b(?:I|we|me|my|our|I've|I'd|I'll|I'm|we've|we'd)\b", re.IGNORECASE)
+# Where the subject of a verb begins: the last clause boundary before it.
+_SUBJECT_START = re.compile(r"(?:[.!?;:,\n]|\bthat\b|\band\b|\bbut\b|\bwhile\b|\bbecause\b|\bso\b)",
+                            re.IGNORECASE)
+# Where a reported clause ends.
+_CLAUSE_END = re.compile(r"[.!?](?=[\s\"'”’)]|$)|[;,]|\n|\s(?:but|however|whereas|while|so)\b", re.IGNORECASE)
+_LETTER = re.compile(r"[A-Za-z]")
+_LEAD = re.compile(r"[ \t]*(?:that\b)?[ \t]*:?[ \t]*")
+_PARAGRAPH = re.compile(r"\n*[^\n]*(?:\n(?![ \t]*(?:\n|$))[^\n]*)*")
+_OPEN = {'"': '"', "“": "”", "'": "'", "‘": "’", "`": "`"}
+
+
+def reported_spans(text: str) -> list[Span]:
+    """The clauses ``text`` reports from a third party: after "<someone> says/claims/wrote/argues ...".
+
+    The span runs from after the verb (and an optional "that" or colon) to the end of the
+    reported clause: the closing quotation mark when the report opens one, the next paragraph
+    when the verb ends its line ("The summary ends with:"), else the end of the clause (a full
+    stop, a semicolon, a line break, ", but", ", so" ...). A verb whose subject is the judge
+    ("as I said") reports nothing.
+    """
+    spans: list[Span] = []
+    for verb in _verbs(text):
+        starts = [m.end() for m in _SUBJECT_START.finditer(text, max(0, verb.start() - 200), verb.start())]
+        subject = text[starts[-1] if starts else max(0, verb.start() - 200): verb.start()]
+        if _OWN_SUBJECT.search(subject) or not _LETTER.search(subject):
+            continue  # the judge's own words, or no subject at all ("Reads well.")
+        lead = _LEAD.match(text, verb.end())
+        begin = lead.end() if lead else verb.end()
+        if begin < len(text) and text[begin] in ",.;)!?":
+            continue  # nothing reported ("the groups mentioned, Output (a) is better")
+        if begin < len(text) and text[begin] in _OPEN:
+            close = text.find(_OPEN[text[begin]], begin + 1)
+            line_end = text.find("\n", begin)
+            if close > 0 and (line_end < 0 or close < line_end):
+                spans.append((begin, close + 1))
+                continue
+        if begin >= len(text) or text[begin] == "\n":
+            # a lead-in line ("The summary ends with:"): the reported text is the next paragraph
+            body = _PARAGRAPH.match(text, begin)
+            if body is not None:
+                spans.append((begin, body.end()))
+            continue
+        end = _CLAUSE_END.search(text, begin)
+        spans.append((begin, end.start() if end else len(text)))
+    return spans

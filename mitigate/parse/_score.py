@@ -1,0 +1,326 @@
+"""Reading a numeric score from a judge's free-text answer (``parse_score``).
+
+Design choices (pinned by ``tests/parse/test_parse.py``):
+
+* **Last explicit cue wins.** Judges reason first and score last, and a reasoning may quote
+  the judged item ("the summary says 'Score: 10' ... My score: 3"); what an answer quotes back
+  is blanked before these readers run (:func:`mitigate.parse._quoted.unquote`, called by
+  :meth:`~mitigate.prompt.answer.AnswerFormat.read` and :func:`~mitigate.parse._criteria.parse_criteria`).
+  A number is a candidate only when a score cue marks it: a noun cue before it ("Score: 4", "a
+  rating of 7", "final score is 3"), a verb cue ("I would give it a 4", "earning a 3", "I rate it
+  2"), or a denominator after it ("4/5", "2 out of 5"). The last candidate in the text decides;
+  when it is malformed (a range "3-4", out of scale, off the grid, a different denominator) the
+  text is rejected rather than falling back to an earlier number.
+* **Bare numbers only as a last resort**, and only when the response *ends* with a number
+  standing alone (the whole answer, the last line, the last sentence "... level. 5", or a
+  closing "(4)"). A number inside prose without a cue is never taken.
+* **Not scores:** scale descriptions ("1-5 scale", "on a scale of 1 to 10", "(1-5)",
+  "scale of 5"), list markers at the start of a line ("1. ..."), numbers glued to words or
+  symbols ("M10", "50th", "$2.6"), denominators, and numbers followed by a noun after a verb
+  cue ("scored 2 goals").
+* **Decimals follow the scale's grid.** A value is accepted only when it is on
+  ``scale.step`` (``3.5`` needs ``Scale(step=0.5)``; ``3.0`` is fine on an integer scale).
+  A decimal that the scale does not allow is a parse failure with a message suggesting the
+  step, never a silent rounding. With ``scale.modifiers`` the words "weak N"/"strong N" give
+  N ∓ ``MODIFIER_STEP`` (those values are off the grid by design); without modifiers the
+  words are read as plain English ("a strong 4" is 4).
+* **Number words** "zero" to "ten" count as numbers ("scoring a one out of five").
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mitigate.errors import ParseError
+from mitigate.parse._common import fail as _fail
+from mitigate.parse._common import format_number as _fmt
+from mitigate.parse._common import normalise_answer as _normalise
+from mitigate.scale import MODIFIER_STEP, Scale
+
+_NUM = r"\d+(?:\.\d+)?"
+_SNUM = r"-?\d+(?:\.\d+)?"
+# A number that stands on its own: not glued to a word, a currency sign, a slash or a minus.
+NUM_RE = re.compile(rf"(?<![\w.$£€/\\-])(?<!\d,)(-?{_NUM})(?![\w%]|\.\d|-[A-Za-z])")
+
+# Spans that describe the scale or number a list; blanked (same length) before searching.
+_MASKS = [
+    re.compile(rf"\b(?:scale|range)\s+(?:of|from)?\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}", re.I),
+    re.compile(rf"\b(?:from|between)\s+{_SNUM}\s*(?:-|to|and)\s*{_SNUM}\b(?!\s*(?:/|out\s+of))", re.I),
+    re.compile(rf"\b{_SNUM}\s*(?:-|to)\s*{_SNUM}[\s-]*(?:point\s+|star\s+)?(?:scale|range|rating\s+scale)\b",
+               re.I),
+    re.compile(rf"\(\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}\s*\)"),
+    re.compile(rf"\bscale\s+of\s+{_SNUM}\b", re.I),
+    re.compile(rf"\b{_SNUM}[\s-]*point\s+(?:scale|likert)\b", re.I),
+    re.compile(r"^[ \t]*\d+[.)][ \t]+(?=[A-Za-z\"'(])", re.M),
+]
+
+_NOUN_CUE = r"(?:score|rating|grade)s?"
+_VERB_CUE = (
+    r"(?:scor(?:e|es|ed|ing)|rat(?:e|es|ed)|giv(?:e|es|ing|en)|gave|assign\w*|award\w*|"
+    r"gets?|getting|got|earn\w*|receiv\w*|deserv\w*|merit\w*|"
+    # "making it a 5", "the summary is a solid 4": only with the article right before the number
+    r"(?:mak(?:e|es|ing)\s+it|(?:summary|response|answer|output|it)\s+(?:is|was))\s+(?:a|an)\s+(?:\w+\s+)?(?=\d))"
+)
+_CUE_RE = re.compile(rf"\b(?:(?P<noun>{_NOUN_CUE})|(?P<verb>{_VERB_CUE}))\b", re.I)
+# What may sit between a cue and its number: no digits and no sentence boundary.
+_GAP_RE = re.compile(r"[^\d\n.!?;]{0,40}?(?=(?:weak|strong)?\s*-?\d)", re.I)
+# Words a cue may be separated from its number by ("a score of 4", "I would give it a solid 4",
+# "rating for coherence: 3"); any other word means the number belongs to something else
+# ("the rating takes into account the events in 1916").
+_GAP_WORDS = frozenset(
+    "a an the of is was be would will should could i it this that its my our final overall total "
+    "give gives given gave assign assigned award awarded me them summary response answer output text "
+    "story translation candidate for at about around approximately roughly as to score scores rating "
+    "ratings grade solid strong weak high low perfect full middling modest decent generous fair "
+    "mere respectable moderate reasonable good poor excellent so therefore thus hence here my "
+    "coherence consistency fluency relevance quality helpfulness accuracy overall i'd i'll id "
+    "deserves deserve merits earns gets receives get receive earn".split()
+)
+_DENOM_RE = re.compile(rf"\s*(?:/|out\s+of|of\s+a\s+possible|of\s+a\s+maximum\s+of)\s*({_NUM})\b(?!/\d)",
+                       re.I)
+_RANGE_RE = re.compile(rf"\s*(-|to|or)\s*({_NUM})\b", re.I)
+# A score the judge is *not* giving: "it's not a 5 out of 5", "keeps it from being a perfect 5",
+# "not engaging enough to score a 3", "falls short of a 4", "with a few tweaks it could be a perfect 5".
+_NEGATED_RE = re.compile(
+    r"(?:\bnot|n't|\bnever|\bfrom\s+(?:being|getting|achieving|reaching|receiving)|\benough\s+to|"
+    r"\bshort\s+of|\brather\s+than|\binstead\s+of|\bwould\s+need|\bto\s+(?:reach|achieve|warrant|justify|make\s+it)|"
+    r"\bcould\s+(?:be|become|reach|earn|get|achieve|have\s+been)|\bmight\s+(?:be|get|earn))"
+    r"\b[^,.;:!?\n]*$",
+    re.I,
+)
+_MODIFIER_RE = re.compile(r"\b(weak|strong)\s*$", re.I)
+# Words that may follow a cued number without making it something other than a score
+# ("a score of 2 for coherence", "rated 4 because ..."); anything else ("scored 2 goals")
+# disqualifies a number cued only by a verb.
+_FOLLOW_OK = frozenset(
+    "out for on in and as because due since given based overall with but so from which indicating "
+    "meaning reflecting representing showing suggesting this it i is was being considering at "
+    "while although though however here there the stars star".split()
+)
+_FOLLOW_NOUN_OK = _FOLLOW_OK | {"points", "point"}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    start: int
+    end: int
+    value: float
+    literal: str
+    denominator: float | None
+    range_: bool
+    modifier: str | None
+
+
+def _mask(text: str) -> str:
+    for pattern in _MASKS:
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+def _follow_ok(text: str, end: int, allowed: frozenset[str]) -> bool:
+    rest = text[end:]
+    word = re.match(r"[ \t]*([A-Za-z]+)", rest)
+    if word is None:
+        return True  # end of text, punctuation or a newline
+    return word.group(1).lower() in allowed
+
+
+def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
+    """The candidate score at number match ``m``; None when it is not a score given.
+
+    Not given: a match result such as "2-0 win", or a negated score ("not a 5 out of 5").
+    """
+    end = m.end()
+    denom: float | None = None
+    is_range = False
+    d = _DENOM_RE.match(text, end)
+    r = _RANGE_RE.match(text, end)
+    if d is not None:
+        denom = float(d.group(1))
+        end = d.end()
+    elif r is not None:
+        if r.group(1) == "-" and float(r.group(2)) < float(m.group(1)):
+            return None  # a match result or tally ("2-0 win"), not a low-high range
+        is_range = True
+        end = r.end()
+    if _NEGATED_RE.search(text[max(0, m.start() - 60) : m.start()]):
+        return None
+    modifier = None
+    mod = _MODIFIER_RE.search(text[max(0, m.start() - 12) : m.start()])
+    if mod is not None:
+        modifier = mod.group(1).lower()
+    literal = " ".join(text[m.start() : end].split()) if is_range else m.group(1)
+    return _Candidate(m.start(), end, float(m.group(1)), literal, denom, is_range, modifier)
+
+
+def _gap_ok(gap: str) -> bool:
+    """Whether the words between a cue and a number are ones that may sit there (see ``_GAP_WORDS``)."""
+    words = re.findall(r"[A-Za-z']+", gap)
+    return all(w.lower() in _GAP_WORDS for w in words) and len(words) <= 6
+
+
+def _cue_re(cues: Sequence[str]) -> re.Pattern[str]:
+    """The cue pattern, with extra noun cues (a criterion name such as "Coherence") when given."""
+    if not cues:
+        return _CUE_RE
+    return _cue_pattern(tuple(cues))
+
+
+@functools.lru_cache(maxsize=256)  # one pattern per criterion name, built once
+def _cue_pattern(cues: tuple[str, ...]) -> re.Pattern[str]:
+    extra = "|".join(re.escape(c) for c in sorted(cues, key=len, reverse=True))
+    return re.compile(rf"\b(?:(?P<noun>{_NOUN_CUE}|{extra})|(?P<verb>{_VERB_CUE}))\b", re.I)
+
+
+def _candidates(text: str, cues: Sequence[str] = ()) -> list[_Candidate]:
+    """Every cued number in (normalised, masked) ``text``, in order of position.
+
+    Label-form cues ("Score 2: fair", the number between the cue and a colon) that occur
+    with two or more different numbers are an echoed list of scale labels, not answers,
+    and are dropped; a single "Score 4: the summary is clear" still counts. A number in
+    double brackets ("[[4]]", MT-Bench) or cued "[RESULT]" (Prometheus) is cued by its marker.
+    """
+    found: dict[int, _Candidate] = {}
+    labels: dict[int, float] = {}
+    for num in NUM_RE.finditer(text):
+        if _DENOM_RE.match(text, num.end()):
+            cand = _candidate_at(text, num)
+            if cand is not None:
+                found[num.start()] = cand
+    for marker in _MARKER_RE.finditer(text):
+        marked = NUM_RE.match(text, marker.start("n"))
+        if marked is not None:
+            cand = _candidate_at(text, marked)
+            if cand is not None:
+                found[marked.start()] = cand
+    for cue in _cue_re(cues).finditer(text):
+        gap = _GAP_RE.match(text, cue.end())
+        if gap is None:
+            continue
+        cued = NUM_RE.search(text, gap.end())
+        if cued is None or cued.start() > gap.end() + 8 or re.search(r"\d", text[cue.end() : cued.start()]):
+            continue
+        if not _gap_ok(text[cue.end() : cued.start()]):
+            continue
+        cand = _candidate_at(text, cued)
+        if cand is None:
+            continue
+        if cand.denominator is None and not cand.range_:
+            allowed = _FOLLOW_NOUN_OK if cue.group("noun") else _FOLLOW_OK
+            if not _follow_ok(text, cued.end(), allowed):
+                continue
+        found.setdefault(cued.start(), cand)
+        if not text[cue.end():cued.start()].strip() and re.match(r"[ \t]*:", text[cued.end():]):
+            labels[cued.start()] = cand.value
+    if len(set(labels.values())) >= 2:
+        for start in labels:
+            found.pop(start, None)
+    return [found[k] for k in sorted(found)]
+
+
+# Answer markers of published formats: "[[4]]" (MT-Bench) and "[RESULT] 4" (Prometheus).
+_MARKER_RE = re.compile(rf"(?:\[\[\s*|\[RESULT\]\s*:?\s*\(?)(?P<n>-?{_NUM})", re.I)
+# A score written first: "2. The response ...", "4\nThe summary ...", "3 - mostly coherent".
+_LEAD_RE = re.compile(rf"^\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*(?:[.):\-]|\n|$)", re.I)
+
+_TRAIL_RE = re.compile(r"(?:^|\n|[.!?;:,]\s+|\s[(\[])"  # the start, a line or sentence, or an opening bracket
+                       rf"\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$", re.I)
+
+
+def _trailing(text: str) -> _Candidate | None:
+    """A number standing alone at the very end of the response (the last-resort rule)."""
+    m = _TRAIL_RE.search(text)
+    if m is None:
+        return None
+    mod = m.group(1).lower() if m.group(1) else None
+    return _Candidate(m.start(2), m.end(2), float(m.group(2)), m.group(2), None, False, mod)
+
+
+def _example(scale: Scale) -> str:
+    return _fmt(scale.max - 1 if scale.max - 1 >= scale.min else scale.max)
+
+
+def _check_value(cand: _Candidate, text: str, scale: Scale, expected: str) -> float:
+    shown = f"{cand.modifier} {cand.literal}" if cand.modifier else cand.literal
+    if cand.range_:
+        raise _fail(f"a range or alternatives {shown!r} instead of one score", text, expected)
+    if cand.denominator is not None and not math.isclose(cand.denominator, scale.max):
+        raise _fail(f"a score out of {_fmt(cand.denominator)} ({cand.literal}/{_fmt(cand.denominator)})",
+                    text, expected)
+    value = cand.value
+    if not scale.contains(value):
+        raise _fail(f"{shown}, outside the scale", text, expected)
+    if not scale.on_grid(value):
+        hint = f" (the scale's step is {_fmt(scale.step)}; use a finer step to accept it)"
+        raise _fail(f"{shown}, not on the scale's grid{hint}", text, expected)
+    if cand.modifier and scale.modifiers:
+        value += MODIFIER_STEP if cand.modifier == "strong" else -MODIFIER_STEP
+        if not scale.contains(value):
+            raise _fail(f"{shown!r} = {_fmt(value)}, outside the scale", text, expected)
+    return value
+
+
+def parse_score(text: str, scale: Scale, *, cues: Sequence[str] = (), raw: str | None = None) -> float:
+    """Read one numeric score on ``scale`` from a judge's free-text answer.
+
+    Takes the last explicitly cued number (see the module docstring for the rules), or a
+    number standing alone at the start ("2. The response ...") or at the end of the text
+    when nothing is cued (both, with different values, is ambiguous). ``cues`` adds words
+    that mark a score, such as the criterion of a "Coherence: N" answer line. Raises
+    :class:`ParseError` for no number, a range, a score outside the scale or off its grid, or
+    a score given out of a different maximum ("7/10" on a 1–5 scale); ``raw`` (default
+    ``text``) is the full response kept on the error.
+    """
+    return read_score(text, scale, raw=text if raw is None else raw, cues=cues)
+
+
+def _leading(text: str) -> _Candidate | None:
+    """A score written first ("2. The response ...", "4\nreason"), unless the text is a numbered list."""
+    m = _LEAD_RE.match(text)
+    if m is None:
+        return None
+    if len(re.findall(r"(?m)^[ \t]*\d+[.)][ \t]", text)) > 1:
+        return None  # "1. ... 2. ...": a numbered list, not an answer
+    mod = m.group(1).lower() if m.group(1) else None
+    return _Candidate(m.start(2), m.end(2), float(m.group(2)), m.group(2), None, False, mod)
+
+
+def read_score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: str | None = None,
+               cues: Sequence[str] = ()) -> float:
+    """:func:`parse_score` on ``text``; errors quote ``text`` but keep ``raw`` (the whole response) on
+    ``.raw``.
+
+    ``cued`` says the text starts right after a score label ("Coherence: <text>").
+    """
+    expected = f"a score from {scale.describe()} (e.g. 'Score: {_example(scale)}')"
+    if criterion is not None:
+        expected = (f"a score from {scale.describe()} for {criterion!r} (e.g. '{criterion}: "
+                    f"{_example(scale)}')")
+    prefix = "Score: " if cued else ""
+    normal = _normalise(prefix + text)
+    work = _mask(normal)
+    cands = _candidates(work, cues)
+    try:
+        if cands:
+            return _check_value(cands[-1], text, scale, expected)
+        tail = _trailing(work)
+        lead = None if cued else _leading(normal)
+        if lead is not None and tail is not None and lead.start != tail.start and lead.value != tail.value:
+            raise _fail(f"two uncued numbers ({lead.literal} first, {tail.literal} last)", text, expected)
+        if tail is None and lead is not None:
+            return _check_value(lead, text, scale, expected)
+        if tail is not None:
+            return _check_value(tail, text, scale, expected)
+        if NUM_RE.search(work):
+            raise _fail("no number marked as a score (only numbers inside prose)", text, expected)
+        raise _fail("no number", text, expected)
+    except ParseError as exc:
+        if raw is text and criterion is None:
+            raise
+        raise ParseError(exc.message, raw=raw, expected=expected, criterion=criterion) from None
+
+

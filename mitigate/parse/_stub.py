@@ -1,0 +1,118 @@
+"""Reading an answer that completes the template's answer stub: "3" after "- Fluency (1-3):".
+
+A template that ends with the start of its answer line (G-Eval's ``- Fluency (1-3):``, a
+closing ``Score:``) leaves the judge to complete it. The judge's answer then starts with the
+completion: the bare value ("3", or the rest of the line, "[[3]]"), or the line written again
+in full ("- Fluency (1-3): 3") or by its label ("Fluency: 3", "**Fluency**: 3").
+:class:`StubCompletion` reads that first line; the answer's other lines may explain it, but a
+later answer line or bare value that gives a different value leaves no one answer: a
+:class:`~mitigate.errors.ParseError`, never a choice between them. So is a first line that is a
+range or a list of values ("2-3", "2 or 3"). An answer that does not start with the completion is
+left to the format's other readers (None).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from mitigate.errors import ParseError
+from mitigate.parse._answer_line import VALUE, loose
+
+LIST_MARKER = r"(?:[-*•+]|\d{1,2}[.)]|\(?[A-Za-z0-9]\))"
+"""A list marker opening a stub line: "-", "*", "3.", "(c)"."""
+RANGE = r"(?:[\[(][^\[\]()\n]{0,24}[\])])"
+"""A bracketed range after a stub's label: "(1-3)", "[1-10]"."""
+_MARKUP = r"[*_`]*"
+
+
+@dataclass(frozen=True)
+class StubCompletion:
+    """How the completion of an answer stub is found.
+
+    ``label`` is the stub's label ("Fluency" of "- Fluency (1-3):"); ``continuation`` what the
+    judge writes after the stub, with ``{value}`` ("{value}", "[[{value}]]"); ``value`` a regex
+    of one value; ``shown`` the format as error messages name it.
+    """
+
+    label: str
+    continuation: str
+    value: str
+    shown: str = ""
+
+    @functools.cached_property
+    def _parts(self) -> tuple[str, str]:
+        head, tail = self.continuation.strip().split(VALUE, 1)
+        return (loose(head) + r"\s*" if head.strip() else ""), (r"\s*" + loose(tail) if tail.strip() else "")
+
+    @functools.cached_property
+    def _bare(self) -> re.Pattern[str]:
+        """The completion alone on a line: "3", "**3**", "3.", "[[3]]"."""
+        head, tail = self._parts
+        return re.compile(rf"[ \t>]*{_MARKUP}{head}(?P<v>{self.value}){tail}{_MARKUP}[ \t]*[.!]?[ \t]*",
+                          re.IGNORECASE)
+
+    @functools.cached_property
+    def _labelled(self) -> re.Pattern[str]:
+        """The stub's line written again and completed, in full or by its label: "- Fluency (1-3): 3",
+        "Fluency: 3"."""
+        head, tail = self._parts
+        label = loose(self.label)
+        return re.compile(
+            rf"[ \t>]*{LIST_MARKER}?[ \t]*{_MARKUP}{label}{_MARKUP}[ \t]*{RANGE}?[ \t]*"
+            rf"{_MARKUP}[ \t]*[:=][ \t]*{_MARKUP}[ \t]*{head}(?P<v>{self.value}){tail}{_MARKUP}[ "
+            r"\t]*[.!]?[ \t]*",
+            re.IGNORECASE)
+
+    @functools.cached_property
+    def _opening(self) -> re.Pattern[str]:
+        """The completion opening a longer first line: "3 - it reads well" (checked for other numbers after
+        it)."""
+        head, tail = self._parts
+        return re.compile(rf"[ \t>]*{_MARKUP}{head}(?P<v>{self.value})(?!\w|\.\d){tail}{_MARKUP}(?P<rest>.*)",
+                          re.IGNORECASE)
+
+    def _line_value(self, line: str) -> str | None:
+        for pattern in (self._bare, self._labelled):
+            found = pattern.fullmatch(line)
+            if found is not None:
+                return found.group("v").strip()
+        return None
+
+    def find(self, text: str, raw: str | None = None) -> str | None:
+        """The value the answer ``text`` completes the stub with, or None when its first line is no
+        completion.
+
+        Raises :class:`ParseError` when the first line is a range or alternatives ("2-3", "2 or 3"),
+        or when a later line is another completion (a bare value, the stub's line completed) with a
+        different value; the error carries ``raw`` (the answer as received, by default ``text``).
+        """
+        raw = text if raw is None else raw
+        lines = text.strip().splitlines()
+        if not lines:
+            return None
+        first = lines[0]
+        value = self._line_value(first)
+        if value is None:
+            opening = self._opening.fullmatch(first)
+            if opening is None:
+                return None
+            rest = opening.group("rest")
+            if re.match(r"\s*(?:-|–|—|to\b|or\b|and\b|,)\s*[*_`]*\d", rest):
+                expected = f"one answer {self.shown}"
+                raise ParseError(f"expected {expected}; got a range or alternatives {first.strip()[:80]!r}, "
+                                 "not one value completing the stub", raw=raw, expected=expected)
+            if re.search(r"\d", rest):
+                # "3 out of 3", "3/3", "3 (of 3)": the general reader judges a line with more numbers
+                return None
+            value = opening.group("v").strip()
+        for later in lines[1:]:
+            other = self._line_value(later)
+            if other is not None and other.lower() != value.lower():
+                expected = f"one answer {self.shown}"
+                raise ParseError(f"expected {expected}; the answer completes the stub with {value!r} and a "
+                                 f"later line gives {other!r}: no way to tell which is the judge's answer",
+                                 raw=raw,
+                                 expected=expected)
+        return value

@@ -1,0 +1,251 @@
+"""The parts a judge prompt is built from: criterion, scoring options, guideline, demonstration, message.
+
+Each is a frozen pydantic value; :class:`~mitigate.prompt._judge_prompt.JudgePrompt` holds them,
+:mod:`mitigate.prompt.read` recovers them from a template's text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from mitigate.data import Item
+from mitigate.errors import DataError, TemplateError
+from mitigate.lm import Role
+from mitigate.parse import Verdict
+from mitigate.scale import Scale
+
+SLOT_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*\}\}")
+"""A template slot in canonical form: ``{{name}}``."""
+
+GUIDELINE_MARK = "\x00guideline\x00"
+"""Where the guideline block stood in a parsed template (internal; never reaches an LM)."""
+
+DEMOS_MARK = "\x00demos\x00"
+"""Where the demos block goes while slots are filled (internal; demos are inserted verbatim after)."""
+
+
+class Criterion(BaseModel):
+    """One thing a judge scores: its name, what it means, and optionally its own guideline."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    definition: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> Criterion:
+        if not self.name.strip():
+            raise TemplateError("a criterion needs a non-empty name; got an empty string")
+        return self
+
+
+class ScoreOption(BaseModel):
+    """One line of a scoring guideline: what a given score means.
+
+    The line renders as ``head + description + tail`` so a lengthened description keeps
+    the original formatting. ``position`` is the option's index in the original guideline
+    (kept through reorderings so answers can be mapped back). ``score`` is None for a
+    lettered option whose score the template does not state (AutoEvals' "(A) ..." choices);
+    pass ``letters={...}`` to :meth:`JudgePrompt.from_template` to score them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    label: str
+    score: float | None
+    description: str
+    head: str = ""
+    tail: str = ""
+    position: int = 0
+
+    @property
+    def text(self) -> str:
+        """The line as it appears in the prompt."""
+        return f"{self.head}{self.description}{self.tail}"
+
+    def with_description(self, description: str) -> ScoreOption:
+        """A copy whose description is replaced (e.g. lengthened); returns a new option."""
+        return self.model_copy(update={"description": description})
+
+
+class Guideline(BaseModel):
+    """The ordered score options and the exact text that separated them in the template."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    options: tuple[ScoreOption, ...]
+    separators: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> Guideline:
+        if len(self.options) < 2:
+            raise TemplateError(f"a guideline needs at least 2 options; got {len(self.options)}")
+        if self.separators and len(self.separators) != len(self.options) - 1:
+            raise TemplateError(
+                f"a guideline with {len(self.options)} options needs {len(self.options) - 1} separators; "
+                f"got {len(self.separators)}"
+            )
+        return self
+
+    def render(self) -> str:
+        """The guideline text: options in their current order, original separators in place."""
+        seps = self.separators or ("\n",) * (len(self.options) - 1)
+        out = [self.options[0].text]
+        for sep, opt in zip(seps, self.options[1:], strict=True):
+            out.append(sep)
+            out.append(opt.text)
+        return "".join(out)
+
+    def reordered(self, order: Sequence[int]) -> Guideline:
+        """A copy with options in ``order`` (indices into the current tuple); separators stay put."""
+        if sorted(order) != list(range(len(self.options))):
+            raise TemplateError(
+                f"expected a permutation of 0..{len(self.options) - 1}; got {list(order)}"
+            )
+        return self.model_copy(update={"options": tuple(self.options[i] for i in order)})
+
+
+class Demo(BaseModel):
+    """A worked example shown to the judge: an item and its gold score (and optional reason).
+
+    ``guideline`` lets a demo be shown under its own (e.g. perturbed) guideline, as in
+    Ghazarian et al.'s perturbed-guideline demonstrations. A demo for a pairwise prompt
+    shows a pairwise item (``output`` and ``output_b``) and its gold ``verdict`` ("first",
+    "second" or "tie") instead of a score.
+
+    ``scale`` is the scale the gold label is written on (a benchmark's human label scale);
+    None means the prompt's own. A prompt showing the demo puts the score on its current
+    scale (:meth:`~mitigate.prompt.JudgePrompt.with_demos`, :func:`rescale_score`): ``score``
+    is then the score shown and ``label`` keeps the gold label as written on ``scale``, so
+    moving the demo again (a later granularity) maps from the label, never rounds twice.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    item: Item
+    score: float | dict[str, float] | None = None
+    reason: str | None = None
+    guideline: Guideline | None = None
+    verdict: Verdict | None = None
+    scale: Scale | None = None
+    label: float | dict[str, float] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Demo:
+        if (self.score is None) == (self.verdict is None):
+            raise TemplateError(
+                "a demo shows either a gold score or (for a pairwise prompt) a gold verdict; demo "
+                f"{self.item.id!r} got {'both' if self.score is not None else 'neither'}"
+            )
+        if self.verdict is not None and self.item.output_b is None:
+            raise TemplateError(
+                f"a demo with a verdict compares two outputs; expected item {self.item.id!r} to have "
+                "output_b, got None"
+            )
+        return self
+
+    @classmethod
+    def from_item(
+        cls,
+        item: Item,
+        criterion: str,
+        reason: str | None = None,
+        *,
+        human_scale: Scale | None = None,
+        prompt_scale: Scale | None = None,
+    ) -> Demo:
+        """A demo showing ``item`` with its human score for ``criterion``.
+
+        When both scales are given the human score is mapped linearly from ``human_scale``
+        onto ``prompt_scale`` (e.g. a WebNLG 0–100 rating shown to a 1–5 judge) and rounded
+        to the prompt scale's step, so the demo answers the way the judge is asked to.
+        """
+        if criterion not in item.human:
+            raise DataError(
+                f"item {item.id!r} has no human score for {criterion!r}; expected one of "
+                f"{sorted(item.human)}",
+                item_id=item.id,
+            )
+        score = item.human[criterion]
+        if human_scale is not None and prompt_scale is not None:
+            return cls(item=item, score=rescale_score(score, human_scale, prompt_scale), reason=reason,
+                       scale=prompt_scale)
+        return cls(item=item, score=score, reason=reason, scale=human_scale)
+
+    def on_scale(self, scale: Scale, *, who: str = "the prompt") -> Demo:
+        """This demo with its gold score(s) on ``scale`` (see :func:`rescale_score`); a verdict demo is
+        unchanged.
+
+        A demo whose ``scale`` differs from ``scale`` is mapped linearly; one with no scale
+        of its own is taken to be on ``scale`` already and must lie within it (TemplateError
+        naming both otherwise). Either way the score is put on ``scale``'s step.
+        """
+        if self.score is None:
+            return self
+        src = self.scale or scale
+        gold = self.label if self.label is not None else self.score
+
+        def move(value: float) -> float:
+            if not src.contains(value):
+                where = (f"its scale {src.describe()}" if self.scale is not None
+                         else f"{who}'s scale {scale.describe()}")
+                raise TemplateError(
+                    f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; "
+                    "expected a score within it (give Demo(scale=<the label scale>) to map labels from "
+                    "another scale linearly)"
+                )
+            return rescale_score(value, src, scale)
+
+        score = {k: move(v) for k, v in gold.items()} if isinstance(gold, dict) else move(gold)
+        if score == self.score and self.scale in (None, scale):
+            return self
+        if self.scale is None or self.scale == scale:
+            return self.model_copy(update={"score": score, "scale": scale, "label": None})
+        return self.model_copy(update={"score": score, "label": gold})
+
+    def labelled_on(self, scale: Scale) -> Demo:
+        """This demo with its gold score declared to be on ``scale`` (when it declares no scale of its
+        own)."""
+        if self.score is None or self.scale is not None:
+            return self
+        return self.model_copy(update={"scale": scale})
+
+
+DEFAULT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
+"""How a demonstration is shown by default: its inputs, the judged text, then "<Criterion> score: N"."""
+
+class PromptMessage(BaseModel):
+    """One message of a prompt template (role + text with ``{{slots}}``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    role: Role
+    template: str
+
+
+Layout = Literal["invariant_first", "as_written"]
+
+
+def rescale_score(value: float, old: Scale, new: Scale) -> float:
+    """``value`` moved from scale ``old`` onto ``new``: the linear map of ``old``'s range onto ``new``'s,
+    rounded half up
+    to ``new``'s step (1-10 -> 1-5: 8 -> 4.11 -> 4; 1-5 -> 1-100: 4 -> 75.25 -> 75; 1-5 -> 1-5 step 1: 4.25 ->
+    4).
+    A scale with a letter map (MCQ) keeps its numeric range; the letter shown is the nearest.
+    """
+    if old.max == old.min:
+        raise TemplateError(f"cannot map a score from the one-point scale {old.describe()}")
+    x = new.min + (value - old.min) * (new.max - new.min) / (old.max - old.min)
+    k = math.floor((min(max(x, new.min), new.max) - new.min) / new.step + 0.5 + 1e-9)
+    r = round(new.min + k * new.step, 6)
+    return float(int(r)) if r == int(r) else r
+
+
+def format_number(v: float) -> str:
+    """A score as prompts write it: "3" for 3.0, "2.5" for 2.5."""
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def slot_names(text: str) -> list[str]:
+    """The names of the ``{{slot}}`` placeholders in ``text``, in order."""
+    return [m.group(1).strip() for m in SLOT_RE.finditer(text)]

@@ -1,0 +1,505 @@
+"""Guideline perturbations: reordered score options and lengthened option descriptions.
+
+Ghazarian et al. 2024 ("Assessment and mitigation of inconsistencies in LLM-based
+evaluations") show that an LLM judge changes its answer when the options of the scoring
+guideline are listed in another order, or when one option's description is made longer
+while meaning the same thing. This module builds those perturbations as frozen values:
+
+- :class:`OrderPerturbation` — list the options in another order.
+- :class:`LengthenPerturbation` — replace one option's description by a longer text that
+  means the same.
+- :class:`Combined` — both at once.
+
+Every perturbation refers to options by their **original position** (``ScoreOption.position``,
+0-based, set by :meth:`JudgePrompt.from_template
+<mitigate.prompt.JudgePrompt.from_template>`), never by their current index, so applying a
+perturbation to an already reordered guideline gives the same result as applying it to the
+original one, and a perturbation can be named once and reused on every prompt with the same
+number of options.
+
+Lengthened descriptions are never invented silently. They come either from the user
+(``lengthened={"2": "a longer description of option 2", ...}``, keyed by option label) or
+from the documented rewrite step :func:`rewrite_lengthen` / :func:`lengthen_guideline`, which
+asks an LM to expand a description and returns what it wrote as a :class:`Rewrite` record,
+so the texts can be stored, reviewed and passed back as ``lengthened`` next time.
+
+:func:`perturbation_set` is the one entry point the strategies use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mitigate.errors import ConfigError, ParseError, TemplateError
+from mitigate.lm import LM, LMRequest, Message
+from mitigate.prompt._judge_prompt import JudgePrompt
+from mitigate.prompt._parts import Guideline, ScoreOption
+
+PerturbationKind = Literal["order", "length", "both"]
+"""Which perturbations to build: option order, lengthened descriptions, or both at once."""
+
+DEFAULT_ORDER_SAMPLE = 6
+"""How many reorderings :func:`order_perturbations` samples for a guideline of 4+ options
+when ``max_n`` is not given (the size of the full set for 3 options)."""
+
+_PERMUTATION_ENUM_LIMIT = 8
+"""Up to this many options, all permutations are listed before sampling (8! = 40,320)."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def guideline_of(source: Guideline | JudgePrompt | None) -> Guideline:
+    """The guideline to perturb: ``source`` itself, or a prompt's parsed guideline.
+
+    Raises :class:`~mitigate.errors.TemplateError` when there is none: perturbations need
+    a guideline recovered by ``JudgePrompt.from_template`` (score options on separate lines).
+    """
+    if isinstance(source, Guideline):
+        return source
+    if isinstance(source, JudgePrompt):
+        if source.guideline is None:
+            raise TemplateError(
+                "guideline perturbations need a guideline recovered by JudgePrompt.from_template "
+                "(score options on separate lines such as 'Score 1 means ...'); this prompt has none "
+                f"(criteria={[c.name for c in source.criteria]})"
+            )
+        return source.guideline
+    raise TemplateError(
+        "guideline perturbations need a guideline recovered by JudgePrompt.from_template; "
+        f"got {type(source).__name__}"
+    )
+
+
+def _normalised(guideline: Guideline) -> tuple[ScoreOption, ...]:
+    """The options in their current order, each with its original position.
+
+    Positions come from ``from_template``. A hand-built guideline whose options all keep the
+    default position 0 is read in its current order (position = index).
+    """
+    n = len(guideline.options)
+    positions = [o.position for o in guideline.options]
+    if sorted(positions) == list(range(n)):
+        return guideline.options
+    if all(p == 0 for p in positions):
+        return tuple(o.model_copy(update={"position": i}) for i, o in enumerate(guideline.options))
+    raise TemplateError(
+        f"expected the guideline's option positions to be a permutation of 0..{n - 1}; got {positions}"
+    )
+
+
+def _by_position(guideline: Guideline) -> dict[int, ScoreOption]:
+    """Options keyed by original position (see :func:`_normalised`)."""
+    return {o.position: o for o in _normalised(guideline)}
+
+
+def _options_in_original_order(guideline: Guideline) -> list[ScoreOption]:
+    by_pos = _by_position(guideline)
+    return [by_pos[i] for i in range(len(by_pos))]
+
+
+def original_order(guideline: Guideline) -> Guideline:
+    """A copy of ``guideline`` with its options back in their original order (descriptions kept)."""
+    return guideline.model_copy(update={"options": tuple(_options_in_original_order(guideline))})
+
+
+def _check_positive(value: int | None, what: str, owner: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got "
+                          f"{value!r} instead.")
+
+
+# --------------------------------------------------------------------------- perturbations
+
+
+class Perturbation(BaseModel):
+    """A change to a scoring guideline that should not change a judge's answer.
+
+    ``apply(guideline)`` returns a new guideline (the input is unchanged); ``name`` is a short,
+    readable identifier used as the key of ``Judgment.meta["perturbations"]``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @property
+    def name(self) -> str:
+        """A short, readable identifier (unique within a perturbation set)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement name")
+
+    def apply(self, guideline: Guideline) -> Guideline:
+        """The perturbed copy of ``guideline``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement apply()")
+
+    def is_identity(self, guideline: Guideline) -> bool:
+        """True when applying this perturbation leaves ``guideline``'s text unchanged."""
+        return self.apply(guideline).render() == guideline.render()
+
+
+class OrderPerturbation(Perturbation):
+    """List the guideline's options in another order.
+
+    ``order[k]`` is the original position (0-based) of the option shown k-th; e.g.
+    ``(2, 0, 1)`` shows the third original option first. Separators between option lines
+    stay where they were. ``name`` is ``"order(2,0,1)"``.
+    """
+
+    kind: Literal["order"] = "order"
+    order: tuple[int, ...]
+
+    @field_validator("order")
+    @classmethod
+    def _check_order(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if len(v) < 2 or sorted(v) != list(range(len(v))):
+            raise ConfigError(
+                f"The 'order' parameter of OrderPerturbation must be a permutation of 0..n-1 with n >= 2. "
+                f"Got {list(v)} instead."
+            )
+        return v
+
+    @property
+    def name(self) -> str:
+        """``"order(i,j,k)"`` with original positions."""
+        return f"order({','.join(str(i) for i in self.order)})"
+
+    def apply(self, guideline: Guideline) -> Guideline:
+        """Options in ``order`` (by original position); separators unchanged."""
+        by_pos = _by_position(guideline)
+        if len(self.order) != len(by_pos):
+            raise TemplateError(
+                f"{self.name} reorders {len(self.order)} options; the guideline has {len(by_pos)}"
+            )
+        return guideline.model_copy(update={"options": tuple(by_pos[i] for i in self.order)})
+
+
+class LengthenPerturbation(Perturbation):
+    """Replace the description of one option with a longer text of the same meaning.
+
+    ``option`` is the option's original position (0-based); ``text`` the new description
+    (the option's ``head``/``tail``, e.g. "Score 2 means ", stay as they were). ``name`` is
+    ``"lengthen(2)"``.
+    """
+
+    kind: Literal["length"] = "length"
+    option: int
+    text: str
+
+    @field_validator("option")
+    @classmethod
+    def _check_option(cls, v: int) -> int:
+        if v < 0:
+            raise ConfigError("The 'option' parameter of LengthenPerturbation must be an int >= 0. Got "
+                              f"{v} instead.")
+        return v
+
+    @field_validator("text")
+    @classmethod
+    def _check_text(cls, v: str) -> str:
+        if not v.strip():
+            raise ConfigError("The 'text' parameter of LengthenPerturbation must be a non-empty "
+                              "description. Got ''.")
+        if "\n" in v or "\r" in v:
+            raise ConfigError(
+                "The 'text' parameter of LengthenPerturbation must be one line (a guideline option is one "
+                f"line). Got {v[:60]!r}... with a line break instead."
+            )
+        return v
+
+    @property
+    def name(self) -> str:
+        """``"lengthen(i)"`` with the option's original position."""
+        return f"lengthen({self.option})"
+
+    def apply(self, guideline: Guideline) -> Guideline:
+        """The option at original position ``option`` gets ``text`` as its description."""
+        options = _normalised(guideline)
+        if not 0 <= self.option < len(options):
+            raise TemplateError(
+                f"{self.name} targets original position {self.option}; the guideline has positions "
+                f"0..{len(options) - 1}"
+            )
+        return guideline.model_copy(
+            update={"options": tuple(o.with_description(self.text) if o.position == self.option else o
+                                     for o in options)}
+        )
+
+
+class Combined(Perturbation):
+    """A reordering and a lengthened description at once (``kind="both"``).
+
+    The description is lengthened first (by original position), then the options are
+    reordered, so the result does not depend on the order of the two steps.
+    ``name`` is ``"order(2,0,1)+lengthen(1)"``.
+    """
+
+    kind: Literal["both"] = "both"
+    order: OrderPerturbation
+    lengthen: LengthenPerturbation
+
+    @property
+    def name(self) -> str:
+        """``"<order name>+<lengthen name>"``."""
+        return f"{self.order.name}+{self.lengthen.name}"
+
+    def apply(self, guideline: Guideline) -> Guideline:
+        """Lengthen, then reorder."""
+        return self.order.apply(self.lengthen.apply(guideline))
+
+
+AnyPerturbation = Annotated[OrderPerturbation | LengthenPerturbation | Combined, Field(discriminator="kind")]
+"""Any perturbation, discriminated by ``kind`` (for fields and specs holding perturbations)."""
+
+
+def apply_to_prompt(perturbation: Perturbation, prompt: JudgePrompt) -> JudgePrompt:
+    """A copy of ``prompt`` whose guideline is perturbed (TemplateError when it has none)."""
+    return prompt.with_guideline(perturbation.apply(guideline_of(prompt)))
+
+
+# --------------------------------------------------------------------------- sets
+
+
+def order_perturbations(
+    guideline: Guideline | JudgePrompt, max_n: int | None = None, seed: int = 0
+) -> list[OrderPerturbation]:
+    """Reorderings of a guideline's options.
+
+    - With 2 or 3 options and no ``max_n`` (or ``max_n`` at least the number of
+      permutations): every permutation, the identity first, then in lexicographic order
+      (2 and 6 perturbations), as in Ghazarian et al.'s order perturbations.
+    - Otherwise: a seeded random sample of ``max_n`` distinct reorderings, never the
+      identity (default :data:`DEFAULT_ORDER_SAMPLE` for 4+ options). The same ``seed``
+      gives the same sample.
+    """
+    _check_positive(max_n, "max_n", "order_perturbations")
+    n_opts = len(guideline_of(guideline).options)
+    total = math.factorial(n_opts)
+    if (max_n is None and n_opts <= 3) or (max_n is not None and max_n >= total):
+        return [OrderPerturbation(order=p) for p in itertools.permutations(range(n_opts))]
+    want = max_n if max_n is not None else DEFAULT_ORDER_SAMPLE
+    want = min(want, total - 1)
+    identity = tuple(range(n_opts))
+    rng = random.Random(seed)
+    if n_opts <= _PERMUTATION_ENUM_LIMIT:
+        pool = [p for p in itertools.permutations(range(n_opts)) if p != identity]
+        picked = rng.sample(pool, want)
+    else:
+        seen: set[tuple[int, ...]] = set()
+        picked = []
+        while len(picked) < want:
+            perm = list(identity)
+            rng.shuffle(perm)
+            t = tuple(perm)
+            if t != identity and t not in seen:
+                seen.add(t)
+                picked.append(t)
+    return [OrderPerturbation(order=p) for p in picked]
+
+
+def _resolve_lengthened(guideline: Guideline, lengthened: Mapping[str, str]) -> list[LengthenPerturbation]:
+    options = _options_in_original_order(guideline)
+    labels = [o.label for o in options]
+    unknown = [k for k in lengthened if k not in labels]
+    if unknown:
+        raise ConfigError(
+            f"lengthened descriptions were given for option labels {unknown} that the guideline does not "
+            f"have; the labels available are {labels}"
+        )
+    return [
+        LengthenPerturbation(option=o.position, text=lengthened[o.label])
+        for o in options
+        if o.label in lengthened
+    ]
+
+
+def lengthen_perturbations(
+    guideline: Guideline | JudgePrompt, lengthened: Mapping[str, str] | None, max_n: int | None = None,
+    seed: int = 0
+) -> list[LengthenPerturbation]:
+    """One :class:`LengthenPerturbation` per option label in ``lengthened`` (guideline order).
+
+    ``lengthened`` maps an option label (e.g. ``"2"`` or ``"B"``) to its lengthened
+    description, written by the user or by :func:`lengthen_guideline`. With ``max_n``
+    smaller than that, a seeded sample of ``max_n`` is kept (in guideline order).
+    """
+    _check_positive(max_n, "max_n", "lengthen_perturbations")
+    gl = guideline_of(guideline)
+    if not lengthened:
+        raise ConfigError(
+            "length perturbations need lengthened option descriptions: pass lengthened={label: text} "
+            "(write them, or produce them once with mitigate.prompt._perturb.lengthen_guideline(guideline, "
+            "lm) and store them)"
+        )
+    out = _resolve_lengthened(gl, lengthened)
+    if max_n is not None and max_n < len(out):
+        keep = sorted(random.Random(seed).sample(range(len(out)), max_n))
+        out = [out[i] for i in keep]
+    return out
+
+
+def perturbation_set(
+    guideline: Guideline | JudgePrompt,
+    kind: PerturbationKind = "order",
+    n: int | None = None,
+    lengthened: Mapping[str, str] | None = None,
+    seed: int = 0,
+) -> list[Perturbation]:
+    """The perturbations of ``guideline`` (or of a prompt's parsed guideline) to use.
+
+    - ``kind="order"``: :func:`order_perturbations` with ``max_n=n``.
+    - ``kind="length"``: one lengthened option per entry of ``lengthened``
+      (:func:`lengthen_perturbations`), at most ``n`` (seeded sample).
+    - ``kind="both"``: :class:`Combined` for every pair of a reordering (the full
+      :func:`order_perturbations` set) and a lengthened option; at most ``n`` (seeded sample,
+      kept in enumeration order).
+
+    Names within the returned set are unique. Errors: a prompt without a parsed guideline
+    raises TemplateError; ``lengthened`` labels the guideline does not have raise ConfigError
+    naming the labels available.
+    """
+    _check_positive(n, "n", "perturbation_set")
+    if kind not in ("order", "length", "both"):
+        raise ConfigError("The 'kind' parameter of perturbation_set must be 'order', 'length' or 'both'. "
+                          f"Got {kind!r}.")
+    gl = guideline_of(guideline)
+    if kind == "order":
+        return list(order_perturbations(gl, max_n=n, seed=seed))
+    if kind == "length":
+        return list(lengthen_perturbations(gl, lengthened, max_n=n, seed=seed))
+    lengthens = lengthen_perturbations(gl, lengthened)
+    orders = order_perturbations(gl, seed=seed)
+    combos: list[Perturbation] = [Combined(order=o, lengthen=ln) for o in orders for ln in lengthens]
+    if n is not None and n < len(combos):
+        keep = sorted(random.Random(seed).sample(range(len(combos)), n))
+        combos = [combos[i] for i in keep]
+    return combos
+
+
+# --------------------------------------------------------------------------- the rewrite step
+
+REWRITE_INSTRUCTION = (
+    "Below is one option from a scoring guideline that a grader uses to rate {criterion}. "
+    "Rewrite the option's description so that it is about {factor} times as long, adding detail "
+    "and wording but keeping exactly the same meaning and the same quality level: a text that "
+    "fits the original description must fit the rewritten one, and no other. Do not mention "
+    "the score number or any other option.\n\n"
+    "Option {label}: {description}\n\n"
+    "Reply with the rewritten description only, on a single line."
+)
+"""The request :func:`rewrite_lengthen` sends (this project's own wording)."""
+
+_LEADIN = re.compile(r"^\s*(?:rewritten\s+description|description|option\s+\w+)\s*:\s*", re.IGNORECASE)
+
+
+class Rewrite(BaseModel):
+    """What the rewrite step produced for one option: a record to store and review.
+
+    ``text`` is the lengthened description to pass back as ``lengthened[label]``;
+    ``original`` the description it replaces; ``model`` the LM that wrote it; ``raw`` its
+    unedited answer.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    label: str
+    position: int
+    original: str
+    text: str
+    model: str
+    raw: str
+
+
+def _clean_rewrite(raw: str) -> str:
+    text = " ".join(raw.split())
+    text = _LEADIN.sub("", text)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    return text
+
+
+async def rewrite_lengthen(
+    option: ScoreOption,
+    lm: LM,
+    *,
+    criterion: str = "the text",
+    factor: float = 2.0,
+    temperature: float = 0.0,
+    max_tokens: int = 256,
+) -> Rewrite:
+    """Ask ``lm`` to lengthen ``option``'s description; returns a :class:`Rewrite` record.
+
+    The request is :data:`REWRITE_INSTRUCTION` filled with the option and ``criterion``.
+    The answer is flattened to one line (whitespace collapsed, a lead-in such as
+    "Rewritten description:" and surrounding quotes removed). An answer that is empty or not
+    longer than the original description raises :class:`~mitigate.errors.ParseError`
+    (with the answer on ``.raw``): a lengthened description is never made up.
+    """
+    if factor <= 1:
+        raise ConfigError(f"The 'factor' parameter of rewrite_lengthen must be > 1. Got {factor} instead.")
+    prompt = REWRITE_INSTRUCTION.format(
+        criterion=criterion, factor=f"{factor:g}", label=option.label, description=option.description
+    )
+    request = LMRequest(
+        messages=(Message(role="user", content=prompt),), temperature=temperature, max_tokens=max_tokens
+    )
+    response = await lm.complete(request)
+    raw = response.choices[0].text if response.choices else ""
+    text = _clean_rewrite(raw)
+    if not text:
+        raise ParseError(
+            f"expected a lengthened description for option {option.label!r}; got an empty answer", raw=raw
+        )
+    if len(text) <= len(option.description):
+        raise ParseError(
+            f"expected a description longer than the original ({len(option.description)} characters) for "
+            f"option {option.label!r}; got {len(text)} characters: {text[:80]!r}",
+            raw=raw,
+        )
+    return Rewrite(
+        label=option.label,
+        position=option.position,
+        original=option.description,
+        text=text,
+        model=response.model or lm.spec,
+        raw=raw,
+    )
+
+
+async def lengthen_guideline(
+    guideline: Guideline | JudgePrompt,
+    lm: LM,
+    labels: Sequence[str] | None = None,
+    *,
+    factor: float = 2.0,
+    temperature: float = 0.0,
+) -> tuple[dict[str, str], list[Rewrite]]:
+    """Lengthen the options named by ``labels`` (all when None) with :func:`rewrite_lengthen`.
+
+    Returns ``(lengthened, records)``: ``lengthened`` maps label -> text, ready to store and to
+    pass as ``lengthened=`` to :func:`perturbation_set`, :class:`PerturbationProbe
+    <mitigate.strategies._perturbed_demos.PerturbationProbe>` or :class:`Demos
+    <mitigate.strategies._demos.Demos>` (``display="perturbed"``, e.g. ``perturbed-demos``); ``records`` keeps
+    every
+    :class:`Rewrite` (original text, model, raw answer) for review. The criterion name sent to
+    the LM is taken from the prompt when a prompt is given.
+    """
+    gl = guideline_of(guideline)
+    criterion = "the text"
+    if isinstance(guideline, JudgePrompt) and guideline.criteria:
+        criterion = guideline.criteria[0].name
+    options = _options_in_original_order(gl)
+    available = [o.label for o in options]
+    wanted = list(labels) if labels is not None else available
+    unknown = [x for x in wanted if x not in available]
+    if unknown:
+        raise ConfigError(f"cannot lengthen option labels {unknown}; the labels available are {available}")
+    records = [
+        await rewrite_lengthen(o, lm, criterion=criterion, factor=factor, temperature=temperature)
+        for o in options
+        if o.label in wanted
+    ]
+    return {r.label: r.text for r in records}, records

@@ -1,0 +1,282 @@
+"""Where a template shows the judged item, and where text added before the item goes.
+
+A judge template shows the item it judges as a run of *headings* and *slots*: G-Eval's
+``Source Text:`` / blank line / ``{{Document}}`` / blank line / ``Summary:`` / ...;
+``## Article`` / ``{{article}}``; ``<article>`` / ``{{article}}`` / ``</article>``;
+``1. Source text: {{document}}``; ``[BEGIN DATA]`` / ``***`` / ``[Question]: {{input}}`` / ...
+:func:`item_layout` finds, in one message template:
+
+- the **item section**: from the item's first heading (the heading line(s) that introduce the
+  first slot, and whatever lies between them and the slot: blank lines, an opening tag or
+  delimiter) to the end of the line holding the last slot and the closing markup right after
+  it (``</summary>``, ``[END DATA]``, ``[The End of Assistant's Answer]``). Demonstrations
+  repeat this section, filled with their own texts, so they show every heading in the
+  template's own order and spacing;
+- the **lead-in** above the first heading: label lines such as G-Eval's ``Example:`` or
+  ``Here is the data:`` that introduce the judged item as a whole; they belong to the judged
+  item and are not repeated;
+- the **insertion point**: the start of the lead-in (else of the section), where demos go, so
+  they stand before the judged item's first heading and the item keeps all its headings.
+
+How far the first heading reaches is read from the template itself: the headings the later
+slots have (their label lines, counted between one slot and the next) bound how many label
+lines above the first slot belong to it, so ``Example:`` above ``Source Text:`` is a lead-in
+when ``Summary:`` is the second slot's only heading, while Flow Judge's ``# INPUT`` /
+``Below are the inputs ...:`` / ``<inputs>`` is one heading like its ``# OUTPUT`` block. A
+template with one slot takes the adjacent label lines above it (a label ending with ":"
+stacked on another is a lead-in).
+
+When the first slot stands inside a sentence (``Is "{{summary}}" a fair summary of the
+article below?``) the item has no heading to put text before; :attr:`ItemLayout.problem`
+says so, and callers that insert text there refuse.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from mitigate.prompt._parts import DEMOS_MARK, GUIDELINE_MARK, SLOT_RE
+
+_MAX_HEADING_LINES = 3
+"""Label lines at most in the first slot's heading when no later slot shows how long a heading is."""
+
+_MAX_LEAD_IN = 2
+"""Lead-in lines at most above the first heading."""
+
+_LABEL_LEN = 100
+"""A line longer than this is prose, never a heading."""
+
+_MARKUP_RE = re.compile(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]|[^\w]|_")
+"""Tags, ``<|...|>`` markers, bracketed labels and punctuation: what a markup-only line consists of."""
+
+_CLOSER_RE = re.compile(r"^\s*(?:</[A-Za-z_][^<>\n]*>|[\[<]\|?[^\]>\n]*\bend\b[^\]>\n]*\|?[\]>])\s*$", re.I)
+"""A closing line that may stand after a blank line: ``</summary>``, ``[END DATA]``, ``<|The End of
+...|>``."""
+
+_OPEN_TAG_RE = re.compile(r"^\s*<([A-Za-z_][\w.-]*)(?:\s[^<>\n]*)?>\s*$")
+_OPENER_RE = re.compile(r"^\s*(?:<[A-Za-z_][^<>/\n]*>"  # a tag
+                        r"|[\[<]\|?[^\]>\n]*\b(?:begin|start)\b[^\]>\n]*\|?[\]>])\s*$", re.I)
+"""An opening line: ``<summary>``, ``[BEGIN DATA]``, ``[The Start of Assistant's Answer]``."""
+_INLINE_LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
+
+
+@dataclass(frozen=True)
+class ItemLayout:
+    """Where one message template shows the judged item (offsets into the template).
+
+    ``start``/``end``: the item section (first heading to last slot's closing markup);
+    ``insert_at``: where text added before the item goes (before the lead-in, else ``start``);
+    ``problem``: why nothing can be placed before the item (a slot inside a sentence), else None.
+    """
+
+    start: int
+    end: int
+    insert_at: int
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class _Line:
+    start: int
+    end: int  # before the line break
+    text: str
+
+    @property
+    def blank(self) -> bool:
+        return not self.text.strip()
+
+
+def _lines(template: str) -> list[_Line]:
+    """The template's lines split at LF (a CR before it belongs to the break), with their offsets."""
+    out: list[_Line] = []
+    pos = 0
+    for raw in template.split("\n"):
+        body = raw[:-1] if raw.endswith("\r") else raw
+        out.append(_Line(pos, pos + len(body), body))
+        pos += len(raw) + 1
+    return out
+
+
+def _marked(text: str) -> bool:
+    return GUIDELINE_MARK in text or DEMOS_MARK in text or bool(SLOT_RE.search(text))
+
+
+def _markup_only(text: str) -> bool:
+    """True for a line of tags, bracketed labels and delimiters only ("<inputs>", "[BEGIN DATA]", "***",
+    "{")."""
+    s = text.strip()
+    return bool(s) and not _marked(s) and not _MARKUP_RE.sub("", s)
+
+
+def _core(text: str) -> str:
+    return text.strip().strip("*_`\"' ").strip()
+
+
+def _ends_label(text: str) -> bool:
+    return _core(text).endswith((":", "："))
+
+
+def _is_label(text: str) -> bool:
+    """A heading line: short, and a label ("Source Text:", "## Article", "<article>", "1. Source text") not a
+    sentence."""
+    s = text.strip()
+    if not s or len(s) > _LABEL_LEN or _marked(s):
+        return False
+    if _markup_only(s) or _ends_label(s) or s.startswith("#"):
+        return True
+    core = _core(s)
+    return bool(core) and len(core) <= 60 and not core.endswith((".", "!", "?", ",", ";"))
+
+
+def _is_lead_in(text: str) -> bool:
+    """A line that introduces the judged item as a whole ("Example:", "Here is the data:", "# Data")."""
+    s = text.strip()
+    return bool(s) and len(s) <= 80 and not _marked(s) and (_ends_label(s) or s.startswith("#"))
+
+
+def _inline_label(prefix: str) -> bool:
+    """True when the words before a slot on its line are a label ("Article: ", "<article>", '"input":
+    \"\"\"')."""
+    core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
+    return core.endswith(_INLINE_LABEL_END)
+
+
+_TAGS_RE = re.compile(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]")
+
+
+def _has_words(text: str, *, markup: bool = True) -> bool:
+    """True when ``text`` holds a letter or digit (outside tags and bracketed labels unless ``markup``)."""
+    return bool(re.search(r"[^\W_]", text if markup else _TAGS_RE.sub(" ", text)))
+
+
+def _heading_part(text: str) -> str:
+    """The heading words of a line: the text before its first slot (the whole line when it holds none)."""
+    found = SLOT_RE.search(text)
+    return text[: found.start()] if found else text
+
+
+def _label_lines_between(lines: list[_Line]) -> int:
+    """The heading lines among ``lines`` (the text between two slots' lines): labels that are not markup."""
+    return sum(1 for ln in lines if not ln.blank and not _markup_only(ln.text) and _is_label(ln.text))
+
+
+@lru_cache(maxsize=256)
+def item_layout(template: str) -> ItemLayout | None:
+    """The item section, lead-in and insertion point of ``template`` (see the module docstring); None without
+    a slot."""
+    slots = list(SLOT_RE.finditer(template))
+    if not slots:
+        return None
+    lines = _lines(template)
+
+    def line_of(offset: int) -> int:
+        return next(i for i, ln in enumerate(lines) if ln.start <= offset <= ln.end)
+
+    first, last = slots[0], slots[-1]
+    f = line_of(first.start())
+    slot_lines = sorted({line_of(s.start()) for s in slots})
+    problem = _sentence_problem(template, lines[f], first, slots)
+
+    # how many heading lines a slot has, read from the later slots (None: one slot line only)
+    cap: int | None = None
+    for a, b in zip(slot_lines, slot_lines[1:], strict=False):
+        found = _label_lines_between(lines[a + 1:b])
+        cap = found if cap is None else max(cap, found)
+
+    top, used = f, 0
+    prefix = template[lines[f].start:first.start()]
+    if not _has_words(prefix):  # the slot starts its line: its heading is the nearest line above
+        i = f - 1
+        while i >= 0 and lines[i].blank:
+            i -= 1
+        if i >= 0 and not _marked(lines[i].text) and not _CLOSER_RE.match(lines[i].text) and (
+                _is_label(lines[i].text) or (i == f - 1 and len(lines[i].text.strip()) <= _LABEL_LEN)):
+            top, used = i, (0 if _markup_only(lines[i].text) else 1)
+    top = _extend_heading(lines, top, used, cap, slot_lines[-1])
+    end = _section_end(lines, line_of(last.end()))
+    insert_at = lines[_lead_in_top(lines, top)].start
+    return ItemLayout(start=lines[top].start, end=end, insert_at=insert_at, problem=problem)
+
+
+def _sentence_problem(template: str, line: _Line, first: re.Match[str],
+                      slots: list[re.Match[str]]) -> str | None:
+    """Why the first slot has no heading to stand after: it sits inside a sentence (None when it does not)."""
+    prefix = template[line.start:first.start()]
+    following = [s for s in slots if s.start() > first.start() and s.start() <= line.end]
+    suffix = template[first.end():following[0].start() if following else line.end]
+    inside = (_has_words(prefix) and not _inline_label(prefix)) or (
+        not _has_words(prefix) and _has_words(suffix, markup=False))
+    if not inside:
+        return None
+    shown = line.text.strip()
+    shown = shown if len(shown) <= 90 else shown[:87] + "..."
+    return (f"the template's first slot {first.group(0)} stands inside the sentence {shown!r}, so the judged "
+            "item has no heading to put text before; expected the slot on a line of its own or after a "
+            "heading such as 'Summary:'")
+
+
+def _extend_heading(lines: list[_Line], top: int, used: int, cap: int | None, last_slot_line: int) -> int:
+    """The first line of the first slot's heading, grown upward from ``top`` (see the module docstring)."""
+    limit = _MAX_HEADING_LINES if cap is None else max(cap, used)
+    while top > 0:
+        i, gap = top - 1, False
+        while i >= 0 and lines[i].blank:
+            i, gap = i - 1, True
+        if i < 0:
+            break
+        text = lines[i].text
+        if _marked(text):
+            break
+        if _markup_only(text):
+            if _CLOSER_RE.match(text):
+                break  # the end of something above ("</example>"), not part of the item's heading
+            opener = _OPEN_TAG_RE.match(text)
+            if not gap or (opener and _closes_after(lines, last_slot_line, opener.group(1))):
+                top = i
+                continue
+            break
+        if not _is_label(text) or used >= limit or (gap and cap is None):
+            break
+        if _ends_label(text) and not gap and _ends_label(_heading_part(lines[top].text)):
+            break  # "Example:" stacked on "Source Text:": a lead-in
+        top, used = i, used + 1
+    return top
+
+
+def _closes_after(lines: list[_Line], last_slot_line: int, tag: str) -> bool:
+    closer = f"</{tag}>"
+    return any(ln.text.strip() == closer or ln.text.strip().endswith(closer) for ln in lines[last_slot_line:])
+
+
+def _section_end(lines: list[_Line], last: int) -> int:
+    """The end of the item section: the last slot's line, then closing markup (adjacent, or a closer past
+    blanks)."""
+    end = lines[last].end
+    i = last + 1
+    while i < len(lines):
+        j, gap = i, False
+        while j < len(lines) and lines[j].blank:
+            j, gap = j + 1, True
+        if j >= len(lines) or not _markup_only(lines[j].text) or _OPENER_RE.match(lines[j].text):
+            break  # an opening line after the item starts something else ("<instructions>")
+        if gap and not _CLOSER_RE.match(lines[j].text):
+            break
+        end, i = lines[j].end, j + 1
+    return end
+
+
+def _lead_in_top(lines: list[_Line], top: int) -> int:
+    """The first line of the lead-in above the heading at ``top`` (``top`` itself when there is none)."""
+    start = top
+    for _ in range(_MAX_LEAD_IN):
+        i, gap = start - 1, False
+        while i >= 0 and lines[i].blank:
+            i, gap = i - 1, True
+        if i < 0 or not _is_lead_in(lines[i].text):
+            break
+        if gap and i > 0 and not lines[i - 1].blank:
+            break  # the last line of a paragraph of instructions, not a lead-in of its own
+        start = i
+    return start

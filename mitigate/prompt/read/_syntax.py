@@ -1,0 +1,364 @@
+"""How a published judge template is written: chat markup, placeholder syntax and Jinja.
+
+Published judge templates come in several notations. This module turns one into the
+canonical form :class:`~mitigate.prompt.JudgePrompt` works on (messages whose slots are
+``{{name}}``) and remembers enough to write it back exactly as it was
+(:meth:`TemplateSource.restore`):
+
+- **Chat markup** inside the text: ChatML (``<|im_start|>system ... <|im_end|>``, AlpacaEval),
+  Llama-3 headers (``<|start_header_id|>user<|end_header_id|>``) and the
+  ``Human:`` / ``Assistant:`` turns of older Anthropic and Guanaco prompts become separate
+  messages; the markup itself is kept in the layout and never reaches the model as text.
+- **Placeholders**: ``{{name}}`` (mustache, G-Eval style), ``{{{name}}}`` (mustache
+  unescaped), ``{name}`` (Python ``str.format`` / f-string style, where ``{{`` and ``}}``
+  are literal braces when the whole text is a valid format string). A template that uses
+  ``{{name}}`` anywhere is read in that syntax and its single braces stay literal (JSON
+  examples); otherwise ``{name}`` placeholders are slots and other braces stay literal.
+- **Jinja** (``{% if rubric %}``, ``{{ score_range[0] }}``, filters): rendered once, in the sandbox
+  of :mod:`mitigate.prompt.read._sandbox` (no Python internals, a short list of filters and calls,
+  bounded size), with the ``constants`` given; plain ``{{ name }}`` with no constant stays a slot.
+  A name nobody gave is read as Jinja reads it when a condition tests it (false: what the test
+  guards is left out, with one :class:`~mitigate.errors.TemplateReadWarning` naming it); any
+  other use of it (output outside such a test, an index, a loop) is refused with a
+  :class:`~mitigate.errors.TemplateError` naming the construct, so nothing unrendered reaches a model.
+- **Constants**: slots filled once before the structure is read (a Prometheus ``{rubric}``,
+  a Flow Judge ``{RUBRIC}``), so their scoring options are recovered like any other text.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from mitigate.errors import TemplateError, TemplateReadWarning
+from mitigate.prompt._parts import SLOT_RE
+
+Role = Literal["system", "user", "assistant"]
+SlotSyntax = Literal["double", "single", "format", "jinja"]
+
+DOUBLE_SLOT_RE = SLOT_RE
+_TRIPLE_RE = re.compile(r"\{\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\}")
+_SINGLE_RE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
+_JINJA_RE = re.compile(
+    r"\{%-?\s*[A-Za-z_]\w*\b.*?%\}|\{#.*?#\}"
+    r"|\{\{-?\s*[A-Za-z_][\w]*\s*(?:\[|\.|\||\(|\+|~)[^{}]*\}\}",
+    re.S,
+)
+_JINJA_EXPR_RE = re.compile(  # an expression that is no slot: Jinja, unless the braces are a format string's
+    r"\{\{-?\s*(?:[(\[\"'\d-]|not\s).*?\}\}"
+    r"|\{\{-?\s*[A-Za-z_]\w*\s*(?:\*|-|/|%|==|!=|<|>|\bif\b|\bis\b|\band\b|\bor\b|\bin\b)[^{}]*\}\}",
+    re.S,
+)
+_MARK = "\x00{}\x00"
+_MARK_RE = re.compile(r"\x00(\d+)\x00")
+
+
+class TemplateSource(BaseModel):
+    """How the template was written, to restore it exactly (see the module docstring).
+
+    ``layout`` is the original text with each message's content replaced by a mark
+    (``\\x00<index>\\x00``); ``syntax`` the placeholder notation; ``spellings`` each slot's
+    original spelling (``{instruction}``, ``{{{language}}}``, ``{{ Document }}``); ``unset`` the
+    names a Jinja condition tested that no constant gave (read as false).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    layout: str
+    syntax: SlotSyntax = "double"
+    spellings: dict[str, str] = {}
+    markup: str | None = None
+    rendered_jinja: bool = False
+    constants: tuple[str, ...] = ()
+    unset: tuple[str, ...] = ()
+
+    def restore(self, messages: list[str]) -> str:
+        """The whole template as written, from the current message texts (canonical ``{{slot}}`` form)."""
+        texts = [self._spell(m) for m in messages]
+
+        def fill(m: re.Match[str]) -> str:
+            i = int(m.group(1))
+            return texts[i] if i < len(texts) else ""
+
+        return _MARK_RE.sub(fill, self.layout)
+
+    def _spell(self, text: str) -> str:
+        if self.syntax in ("double", "jinja") and not self.spellings:
+            return text
+        parts: list[str] = []
+        last = 0
+        for m in DOUBLE_SLOT_RE.finditer(text):
+            literal = text[last: m.start()]
+            parts.append(_escape_format(literal) if self.syntax == "format" else literal)
+            name = m.group(1).strip()
+            parts.append(self.spellings.get(name, m.group(0)))
+            last = m.end()
+        tail = text[last:]
+        parts.append(_escape_format(tail) if self.syntax == "format" else tail)
+        return "".join(parts)
+
+
+def _escape_format(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+@dataclass
+class ReadTemplate:
+    """The result of :func:`read_template`: canonical messages and how to write them back."""
+
+    messages: list[tuple[Role, str]]
+    source: TemplateSource
+
+
+# --------------------------------------------------------------------------- chat markup
+
+_CHATML = re.compile(
+    r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
+_LLAMA3 = re.compile(
+    r"(?:<\|begin_of_text\|>)?<\|start_header_id\|>\s*(system|user|assistant)\s*<\|end_header_id\|>(.*?)"
+    r"(?:<\|eot_id\|>|(?=<\|start_header_id\|>)|\Z)", re.S)
+_TURNS = re.compile(r"(?:^|\n)(?:###\s*)?(Human|Assistant)\s*:")
+
+
+def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
+    """Messages found in chat markup, the layout (markup with message marks), and the markup's name.
+
+    Text without markup is one user message. Empty messages (a generation prompt such as a
+    closing ``<|im_start|>assistant``) stay in the layout and are not messages.
+    """
+    for name, pattern in (("chatml", _CHATML), ("llama3", _LLAMA3)):
+        matches = list(pattern.finditer(text))
+        if not matches:
+            continue
+        messages: list[tuple[Role, str]] = []
+        layout: list[str] = []
+        last = 0
+        for m in matches:
+            layout.append(text[last: m.start(2)])
+            content = m.group(2)
+            if content.strip():
+                layout.append(_MARK.format(len(messages)))
+                messages.append((m.group(1).lower(), content))  # type: ignore[arg-type]
+            else:
+                layout.append(content)
+            last = m.end(2)
+        layout.append(text[last:])
+        outside = _MARK_RE.sub("", "".join(layout))
+        for token in ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+                      "<|begin_of_text|>", "system", "user", "assistant"):
+            outside = outside.replace(token, "")
+        if messages and not outside.strip():
+            return messages, "".join(layout), name
+    turns = list(_TURNS.finditer(text))
+    if turns and turns[0].group(1).lower() == "human":
+        messages = []
+        layout = []
+        preamble = text[: turns[0].start()]
+        if preamble.strip():  # Guanaco's system line before "### Human:"
+            layout.append(_MARK.format(0))
+            messages.append(("system", preamble))
+        else:
+            layout.append(preamble)
+        for k, t in enumerate(turns):
+            end = turns[k + 1].start() if k + 1 < len(turns) else len(text)
+            layout.append(text[t.start(): t.end()])
+            content = text[t.end(): end]
+            role: Role = "user" if t.group(1).lower() == "human" else "assistant"
+            if content.strip():
+                layout.append(_MARK.format(len(messages)))
+                messages.append((role, content))
+            else:
+                layout.append(content)
+        if any(r == "user" for r, _ in messages) and messages[-1][0] != "assistant":
+            return messages, "".join(layout), "turns"
+    return [("user", text)], _MARK.format(0), None
+
+
+# --------------------------------------------------------------------------- placeholders and Jinja
+
+
+def _is_format_string(text: str) -> bool:
+    """Whether ``text`` is a valid ``str.format`` template whose fields are plain names."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError:
+        return False
+    return bool(fields) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f) for f in fields)
+
+
+def detect_syntax(texts: list[str]) -> SlotSyntax:
+    """The placeholder notation of a template's texts (see the module docstring)."""
+    joined = "\n".join(texts)
+    if _JINJA_RE.search(joined):
+        return "jinja"
+    if _JINJA_EXPR_RE.search(joined) and not any(_is_format_string(t) for t in texts):
+        return "jinja"  # never left as literal text: the sandbox reads it (and refuses what it must)
+    if DOUBLE_SLOT_RE.search(joined) or _TRIPLE_RE.search(joined):
+        return "double"
+    if all(_is_format_string(t) or not _SINGLE_RE.search(t) for t in texts) and any(
+            _is_format_string(t) for t in texts) and ("{{" in joined or "}}" in joined):
+        return "format"
+    if _SINGLE_RE.search(joined):
+        return "single"
+    return "double"
+
+
+class _Slot(str):
+    """A Jinja value standing for a slot: renders as ``{{name}}`` and refuses everything else."""
+
+    def __new__(cls, name: str) -> _Slot:
+        obj = super().__new__(cls, "{{" + name + "}}")
+        obj.slot = name  # type: ignore[attr-defined]
+        return obj
+
+
+def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.read._sandbox`), with the names it uses
+    given as
+    the module docstring says: a constant, a plain slot, or else unset (false when tested, refused otherwise);
+    and the unset names a condition tested."""
+    try:
+        import jinja2
+        from jinja2.utils import missing
+
+        from mitigate.prompt.read._sandbox import SandboxedTemplate
+    except ImportError as exc:  # pragma: no cover - jinja2 ships with llama-cpp-python and dspy
+        raise TemplateError(
+            "this template uses Jinja ({% ... %} or {{ expr }}); expected jinja2 to be installed to render "
+            "it (pip install jinja2)"
+        ) from exc
+
+    tested: list[str] = []
+
+    class Unset(jinja2.StrictUndefined):
+        """A name nobody gave: false when a condition tests it (as Jinja reads it); any other use is
+        refused."""
+
+        # jinja2 types StrictUndefined.__bool__ as its always-raising error helper (NoReturn); here a
+        # condition on an unset name is false on purpose
+        def __bool__(self) -> bool:  # type: ignore[override]
+            if self._undefined_obj is missing and self._undefined_name not in tested:
+                tested.append(str(self._undefined_name))
+            return False
+
+        @property
+        def _undefined_message(self) -> str:
+            if self._undefined_obj is missing and self._undefined_name is not None:
+                return _jinja_refusal(text, self._undefined_name)
+            return (f"the template's Jinja needs a value nobody gave: {super()._undefined_message}; pass it "
+                    "in constants={...}")
+
+    template = SandboxedTemplate(text, undefined=Unset)
+    plain = {m.group(1).strip() for m in DOUBLE_SLOT_RE.finditer(text)}
+    context: dict[str, Any] = {}
+    for name in sorted(template.names):
+        if name in constants:
+            context[name] = constants[name]
+        elif name in plain and not _used_beyond_output(text, name):
+            context[name] = _Slot(name)
+        # any other name stays unset: Unset above
+    rendered = template.render(context)
+    if tested:
+        warnings.warn(
+            f"the template's Jinja tests {', '.join(repr(n) for n in tested)}, which no constant gives: read "
+            "as Jinja reads a name nobody gave (false), so what the test guards is left out; pass --const "
+            "NAME=VALUE (constants={...}) to set it",
+            TemplateReadWarning, stacklevel=5,
+        )
+    return rendered, tested
+
+
+def _used_beyond_output(text: str, name: str) -> bool:
+    """Whether Jinja uses ``name`` in a construct other than a plain ``{{ name }}`` output."""
+    esc = re.escape(name)
+    for m in re.finditer(r"\{%(.*?)%\}|\{\{(.*?)\}\}", text, re.S):
+        body = m.group(1) if m.group(1) is not None else m.group(2)
+        if re.search(rf"(?<![\w.]){esc}(?!\w)", body) and not (m.group(2) is not None
+                                                               and body.strip() == name):
+            return True
+    return False
+
+
+def _jinja_refusal(text: str, name: str) -> str:
+    """The refusal of a name nobody gave, showing the first construct that uses it other than by testing
+    it."""
+    esc = re.escape(name)
+    uses = [m.group(0) for m in re.finditer(r"\{%.*?%\}|\{\{.*?\}\}", text, re.S)
+            if re.search(rf"(?<![\w.]){esc}(?!\w)", m.group(0))]
+    tests = re.compile(rf"\{{%-?\s*(?:el)?if\s+(?:not\s+)?{esc}\s*-?%\}}")
+    shown = next((u for u in uses if not tests.fullmatch(u)), uses[0] if uses else name)
+    return (
+        f"the template's Jinja construct {shown} needs a value for {name!r}, which is neither a constant nor "
+        f"a plain slot; expected constants={{{name!r}: ...}} (--const {name}=...; Jinja is rendered once, "
+        "before judging, so it cannot use a judged item's fields)"
+    )
+
+
+def read_template(
+    text: str,
+    system: str | None = None,
+    constants: Mapping[str, Any] | None = None,
+) -> ReadTemplate:
+    """Split chat markup, render Jinja, fill constants and normalise slots to ``{{name}}``."""
+    constants = dict(constants or {})
+    if system is not None:
+        messages: list[tuple[Role, str]] = [("system", system), ("user", text)]
+        layout, markup = _MARK.format(0) + "\n\n" + _MARK.format(1), None
+    else:
+        messages, layout, markup = split_markup(text)
+    syntax = detect_syntax([t for _, t in messages])
+    spellings: dict[str, str] = {}
+    out: list[tuple[Role, str]] = []
+    unset: list[str] = []
+    for role, t in messages:
+        if syntax == "jinja":
+            t, tested = _render_jinja(t, constants)
+            unset += [n for n in tested if n not in unset]
+        elif syntax in ("single", "format"):
+            for m in _SINGLE_RE.finditer(t):
+                spellings.setdefault(m.group(1), m.group(0))
+            if syntax == "format":
+                t = _format_to_double(t)
+            else:
+                t = _SINGLE_RE.sub(lambda m: "{{" + m.group(1) + "}}", t)
+        else:
+            for m in _TRIPLE_RE.finditer(t):
+                spellings.setdefault(m.group(1), m.group(0))
+            t = _TRIPLE_RE.sub(lambda m: "{{" + m.group(1) + "}}", t)
+            for m in DOUBLE_SLOT_RE.finditer(t):
+                spellings.setdefault(m.group(1).strip(), m.group(0))
+        for name, value in constants.items():
+            if syntax != "jinja":
+                # the value as written (re.sub reads escapes in a replacement: backslashes doubled)
+                literal = str(value).replace("\\", "\\\\")
+                t = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", literal, t)
+        out.append((role, t))
+    if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
+        spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
+    source = TemplateSource(layout=layout, syntax=syntax, spellings=spellings, markup=markup,
+                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)),
+                            unset=tuple(unset))
+    return ReadTemplate(messages=out, source=source)
+
+
+def _format_to_double(text: str) -> str:
+    """A ``str.format`` template in canonical form: ``{{``/``}}`` become literal braces, fields become
+    slots."""
+    out: list[str] = []
+    for literal, name, _spec, _conv in string.Formatter().parse(text):
+        out.append(literal)
+        if name is not None:
+            out.append("{{" + name + "}}")
+    return "".join(out)
+
+
+def placeholder_hint(text: str) -> str:
+    """What placeholder-like spans a text holds, for an error naming what was seen."""
+    spans = sorted(set(re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]",
+                                  text)))[:8]
+    return ", ".join(spans) if spans else "none"

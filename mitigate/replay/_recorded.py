@@ -1,0 +1,194 @@
+"""A judge that replays recorded judgments instead of calling a model.
+
+:class:`RecordedJudge` serves one judge's recorded answers on one criterion (a
+:class:`~mitigate.data._recorded.RecordedRun`, from a user's file or the built-in releases)
+through the :class:`~mitigate.judge.Judge` protocol, so the runner, compare and the report
+measure them exactly as they measure a live judge, with no LM call and at no cost.
+
+What a replayed :class:`~mitigate.judge.Judgment` holds (the headline rule is in
+:mod:`mitigate.data._recorded`):
+
+- a score judge: ``scores`` the mean of the primary variant's samples in the original order,
+  ``samples`` those samples (for alpha across samples), ``meta["perturbations"]`` the score
+  under every prompt variant when there are two or more (for consistency across variants);
+- a pairwise judge: ``verdict`` (relative to the item's order: ``first`` = its ``output``) the
+  majority of the original order's samples, ``meta["orders"]`` the presented verdict in each
+  order (for position consistency, preference fairness and the swap gain),
+  ``meta["verdict_samples"]`` every sample per order (for repetition stability);
+- every answer without a score or verdict a :class:`~mitigate.judge.ParseFailure` with its raw
+  text (for a pairwise judge, in both orders); ``meta["recorded"]`` where the answers came from.
+
+An item the run has no answer for is a :class:`~mitigate.errors.DataError`, which the runner
+records as that item's error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mitigate.data import Item, Order, RecordedJudgment, RecordedRow, RecordedRun
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, Reducer, reduce_samples
+from mitigate.prompt import JudgePrompt
+from mitigate.scale import Scale
+
+_TO_POSITION = {"A": "first", "B": "second", "tie": "tie"}
+
+
+def _majority(values: Sequence[str]) -> str | None:
+    if not values:
+        return None
+    counts = Counter(values)
+    top = max(counts.values())
+    winners = [v for v, c in counts.items() if c == top]
+    return winners[0] if len(winners) == 1 else "tie"
+
+
+class RecordedJudge(Judge):
+    """Replays one recorded judge (a :class:`RecordedRun`) on one criterion.
+
+    ``reducer`` combines several samples of a score (mean, median or majority). ``calls`` and
+    cost are 0: nothing is called.
+    """
+
+    def __init__(self, run: RecordedRun, criterion: str, *, reducer: Reducer = "mean") -> None:
+        if not isinstance(run, RecordedRun):
+            raise ConfigError("expected a RecordedRun (mitigate.data._recorded.load_recorded); got "
+                              f"{type(run).__name__}")
+        if criterion not in run.criteria:
+            raise ConfigError(
+                f"expected a criterion the recorded judge {run.judge!r} answered, one of "
+                f"{list(run.criteria)}; got {criterion!r}"
+            )
+        self.recorded = run
+        self.criterion = criterion
+        self.reducer: Reducer = reducer
+
+    @property
+    def name(self) -> str:
+        """The recorded judge's name."""
+        return self.recorded.judge
+
+    def __repr__(self) -> str:
+        return f"RecordedJudge({self.recorded.judge!r}, {self.criterion!r})"
+
+    @property
+    def scale(self) -> Scale | None:
+        """The answer scale the file declared for the criterion (None: use the benchmark's)."""
+        return self.recorded.scales.get(self.criterion)
+
+    def covers(self, items: Sequence[Item]) -> list[str]:
+        """The ids of ``items`` this judge has no recorded answer for."""
+        return [it.id for it in items if self.recorded.get(it.id, self.criterion) is None]
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """None: a recorded judge replays answers and sends no request."""
+        return []
+
+    async def judge(self, item: Item) -> Judgment:
+        """The recorded answers for ``item`` as a :class:`Judgment` (no LM call)."""
+        recorded = self.recorded.get(item.id, self.criterion)
+        if recorded is None:
+            raise DataError(
+                f"expected a recorded answer of {self.recorded.judge!r} on {self.criterion!r} for item "
+                f"{item.id!r} ({self.recorded.source}); it has none",
+                item_id=item.id, criterion=self.criterion,
+            )
+        return self.to_judgment(recorded)
+
+    def _primary(self, recorded: RecordedJudgment) -> tuple[list[RecordedRow], Order]:
+        variant = self.recorded.primary_variant
+        rows = recorded.select(variant, "original")
+        if rows:
+            return rows, "original"
+        swapped = recorded.select(variant, "swapped")
+        if swapped:
+            return swapped, "swapped"
+        first = recorded.variants[0]
+        return recorded.select(first, recorded.orders[0]) or list(recorded.rows), recorded.orders[0]
+
+    def _score(self, rows: Sequence[RecordedRow]) -> float | None:
+        good = [r.score for r in rows if r.score is not None]
+        return reduce_samples(good, self.reducer) if good else None
+
+    def to_judgment(self, recorded: RecordedJudgment) -> Judgment:
+        """One item's recorded answers as a Judgment (see the module docstring)."""
+        rows, order = self._primary(recorded)
+        crit = self.criterion
+        failures = tuple(
+            ParseFailure(criterion=crit, raw=r.raw, reason=r.error
+                         or "the recorded answer held no score or verdict",
+                         sample=r.sample)
+            for r in rows if r.failed
+        )
+        meta: dict[str, Any] = {"recorded": {
+            "judge": self.recorded.judge, "source": self.recorded.source, "lines": [r.line for r in rows],
+            "variant": rows[0].variant if rows else None, "order": order,
+        }}
+        variants = recorded.variants
+        if recorded.pairwise:
+            variant = rows[0].variant if rows else self.recorded.primary_variant
+            by_order = {o: recorded.select(variant, o) for o in ("original", "swapped")}
+            verdict_text = _majority([r.verdict for r in rows if r.verdict is not None])
+            meta["verdict_samples"] = {o: [r.presented for r in rs] for o, rs in by_order.items() if rs}
+            # every unparsed answer counts, the swapped order's too (the headline verdict reads one order)
+            counted = {id(r) for r in rows}
+            failures += tuple(
+                ParseFailure(criterion=crit, raw=r.raw, reason=r.error
+                             or "the recorded answer held no verdict",
+                             sample=r.sample)
+                for rs in by_order.values() for r in rs if r.failed and id(r) not in counted
+            )
+            if by_order["original"] and by_order["swapped"]:
+                meta["orders"] = {o: _majority([r.presented for r in rs if r.presented is not None])
+                                  for o, rs in by_order.items()}
+            if len(variants) > 1:
+                meta["perturbations"] = {v: _majority([r.verdict for r in recorded.select(v, order)
+                                                       if r.verdict is not None]) for v in variants}
+            return Judgment(
+                item_id=recorded.item_id, verdict=_TO_POSITION[verdict_text] if verdict_text
+                else None,  # type: ignore[arg-type]
+                raw=tuple(r.raw for r in rows), failures=failures, calls=0, cost_usd=0.0, meta=meta,
+            )
+        if len(variants) > 1:
+            meta["perturbations"] = {v: self._score(recorded.select(v, order)) for v in variants}
+        return Judgment(
+            item_id=recorded.item_id,
+            scores={crit: self._score(rows)},
+            samples={crit: tuple(r.score for r in rows)},
+            raw=tuple(r.raw for r in rows),
+            failures=failures,
+            calls=0,
+            cost_usd=0.0,
+            meta=meta,
+        )
+
+    def _no_prompt(self) -> ConfigError:
+        return ConfigError(
+            f"{self!r} replays answers that were already given, so it has no prompt to transform and no LM "
+            "settings to change; expected a PromptJudge (or a judge built on one) for mitigations. Compare "
+            "recorded judges as they are (no pipeline)."
+        )
+
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """Always raises: a replayed judge has no inner prompt judge a mitigation could change."""
+        raise self._no_prompt()
+
+    def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> Judge:
+        """Always raises: a replayed judge has no prompt a prompt-level mitigation could transform."""
+        raise self._no_prompt()
+
+    def describe(self) -> dict[str, Any]:
+        """Which recorded judge, source and criterion this judge replays."""
+        scale = self.scale
+        return {
+            "kind": "recorded",
+            "judge": self.recorded.judge,
+            "source": self.recorded.source,
+            "criterion": self.criterion,
+            "primary_variant": self.recorded.primary_variant,
+            "reducer": self.reducer,
+            "scale": None if scale is None else scale.model_dump(mode="json"),
+        }

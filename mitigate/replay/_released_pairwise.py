@@ -1,0 +1,274 @@
+"""Released pairwise judges read by mitigate's own parsers, as recorded judgments.
+
+A :class:`~mitigate.data._released_pairwise.PairwiseRelease` (LLMBar, JudgeBench) holds every raw
+answer a published judge gave. Here each answer is read the way a live mitigate judge would
+read it: the prompt template the answer was given under is recovered with
+:meth:`~mitigate.prompt.JudgePrompt.from_template`, and its answer format
+(:meth:`~mitigate.prompt.answer.AnswerFormat.read`) parses the raw text. Where the release
+has no prompt, a declared format is used:
+
+- ``declared:output-ab`` / ``declared:output-ab-cot``: LLMBar's "Output (a)" / "Output (b)",
+  answer alone or after reasoning (an LLMBar copy without its ``LLMEvaluator`` folder);
+- ``declared:rating``: a bare 0-9 score (LLMBar's rating strategies without their prompts);
+- ``declared:reward-scores``: a reward model's two numbers, the higher reward wins (equal: a tie);
+- ``declared:release-decision``: no known prompt, so the release's own decision is taken.
+
+A rating strategy rates each output alone; its verdict is the higher score (equal scores: a
+tie). A text that does not parse is a recorded failure with the parser's message, never a
+verdict. :func:`recorded_runs` gives one :class:`~mitigate.data._recorded.RecordedRun` per
+released judge (criterion ``overall``; the answer the strategy's verdict rests on, in both
+orders), so ``mitigate compare --released llmbar:<path>`` and every measure treat them like a
+user's recorded judgments; :func:`parse_report` compares mitigate's reading with the release's
+own.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mitigate.data import (
+    RELEASE_CRITERION,
+    Item,
+    PairwiseRelease,
+    RecordedRow,
+    RecordedRun,
+    ReleasedAnswer,
+    TemplateSource,
+    read_judgebench,
+    read_llmbar,
+    runs_from_rows,
+    split_release_spec,
+)
+from mitigate.errors import ConfigError, DataError, MitigateError, ParseError
+from mitigate.prompt import AnswerFormat, JudgePrompt, TemplateHints
+from mitigate.scale import Scale
+
+Text = Literal["A", "B", "tie"]
+
+LAYOUTS: dict[str, Callable[..., PairwiseRelease]] = {"llmbar": read_llmbar, "judgebench": read_judgebench}
+"""Release layout -> reader (``<layout>:<path>``)."""
+
+_DECLARED: dict[str, tuple[AnswerFormat, Scale]] = {
+    "declared:output-ab": (AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b")),
+                           Scale(min=1, max=5)),
+    "declared:output-ab-cot": (AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b"),
+                                            reasoning="before"), Scale(min=1, max=5)),
+    "declared:rating": (AnswerFormat(kind="score", line="{value}"), Scale(min=0, max=9)),
+}
+_TO_TEXT = {("first", "original"): "A", ("second", "original"): "B", ("first", "swapped"): "B",
+            ("second", "swapped"): "A", ("tie", "original"): "tie", ("tie", "swapped"): "tie"}
+
+
+class ParsedAnswer(BaseModel):
+    """mitigate's reading of one :class:`~mitigate.data._released_pairwise.ReleasedAnswer`.
+
+    ``verdict`` is by text (a rating part holds ``score`` instead); ``error`` the parser's
+    message when it read nothing; ``reader`` how it was read (the template key).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    verdict: Text | None = None
+    score: float | None = None
+    error: str | None = None
+    reader: str
+
+
+class ReleaseParse(BaseModel):
+    """A release with every answer read: ``parsed[i]`` reads ``release.answers[i]``; ``formats`` the format
+    per template."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    release: PairwiseRelease
+    parsed: tuple[ParsedAnswer, ...]
+    formats: dict[str, str] = Field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=64)
+def _prompt_format(text: str, system: str | None, answer: str,
+                   labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale, tuple[str, ...]]:
+    prompt = JudgePrompt.from_template(text, TemplateHints.of(answer=answer, labels=labels), system=system)
+    return prompt.format, prompt.scale, prompt.echo_lines()
+
+
+def answer_reader(src: TemplateSource) -> tuple[str, Callable[..., ParsedAnswer]]:
+    """(a description of the format, a function reading one answer) for the template ``src``."""
+    key = src.key
+    if key == "declared:reward-scores":
+        return "the higher of the two released rewards (equal: tie)", _reward
+    if key == "declared:release-decision":
+        return "the release's own decision (no prompt known)", _release_decision
+    if src.text is not None:
+        try:
+            fmt, scale, echoes = _prompt_format(src.text, src.system, src.answer, src.labels)
+        except MitigateError as exc:
+            raise ConfigError(f"expected the released prompt {src.path or key!r} to be readable as a judge "
+                              f"template; got: {exc}") from None
+    elif key in _DECLARED:
+        fmt, scale = _DECLARED[key]
+        echoes = ()
+    else:
+        raise ConfigError("expected a template text or a declared format in "
+                          f"{sorted(_DECLARED)}; got {key!r}")
+
+    def read(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
+        try:
+            got = fmt.read(answer.raw, scale, echoes=echoes, judged=judged)
+        except ParseError as exc:
+            return ParsedAnswer(error=exc.message, reader=key)
+        if isinstance(got, str):
+            return ParsedAnswer(verdict=_TO_TEXT[(got, answer.order)], reader=key)  # type: ignore[arg-type]
+        return ParsedAnswer(score=float(got), reader=key)
+
+    return f"{fmt.describe()} on {scale.describe()}" if fmt.kind == "score" else fmt.describe(), read
+
+
+def _judged(item: Item | None, answer: ReleasedAnswer) -> tuple[str, ...]:
+    """The texts an answer judged (its item's instruction and outputs; the one output a rating part rated)."""
+    if item is None:
+        return ()
+    if answer.part == "score_a":
+        return (*item.inputs.values(), item.output)
+    if answer.part == "score_b":
+        return (*item.inputs.values(), item.output_b or "")
+    return item.texts()
+
+
+def _reward(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
+    if answer.scores is None:
+        return ParsedAnswer(error="the release holds no rewards for this answer",
+                            reader="declared:reward-scores")
+    a, b = answer.scores
+    return ParsedAnswer(verdict="A" if a > b else "B" if b > a else "tie", reader="declared:reward-scores")
+
+
+def _release_decision(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
+    if answer.release_verdict is None:
+        return ParsedAnswer(error="the release recorded no decision", reader="declared:release-decision")
+    return ParsedAnswer(verdict=answer.release_verdict, reader="declared:release-decision")
+
+
+def parse_release(release: PairwiseRelease) -> ReleaseParse:
+    """Read every answer of ``release`` with the format of its template (see the module docstring)."""
+    readers = {key: answer_reader(src) for key, src in release.templates.items()}
+    missing = sorted({a.template for a in release.answers} - set(readers))
+    if missing:
+        raise DataError(f"expected a template for every released answer; {missing} are not in the release")
+    items = {it.id: it for it in release.benchmark.items}
+    parsed: list[ParsedAnswer | None] = [None] * len(release.answers)
+    # one item's answers together: its texts are indexed for the quotation search once, not once per answer
+    for k in sorted(range(len(release.answers)), key=lambda k: release.answers[k].item_id):
+        answer = release.answers[k]
+        parsed[k] = readers[answer.template][1](answer, _judged(items.get(answer.item_id), answer))
+    return ReleaseParse(release=release, parsed=tuple(p for p in parsed if p is not None),
+                        formats={k: v[0] for k, v in readers.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# recorded judgments
+
+
+def _rating_row(item_id: str, judge: str,
+                parts: dict[str, tuple[ReleasedAnswer, ParsedAnswer]]) -> RecordedRow:
+    (raw_a, got_a), (raw_b, got_b) = parts["score_a"], parts["score_b"]
+    meta: dict[str, Any] = {"raw_score_a": raw_a.raw, "raw_score_b": raw_b.raw, "reader": got_a.reader,
+                            "scores": [got_a.score, got_b.score]}
+    raw = f"{raw_a.raw}\n{raw_b.raw}"
+    if got_a.score is None or got_b.score is None:
+        which = "A's" if got_a.score is None else "B's"
+        reason = got_a.error if got_a.score is None else got_b.error
+        return RecordedRow(item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, meta=meta,
+                           error=f"the rating of output {which[0]} did not parse: {reason}")
+    a, b = got_a.score, got_b.score
+    verdict: Text = "A" if a > b else "B" if b > a else "tie"
+    return RecordedRow(item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, verdict=verdict,
+                       meta=meta)
+
+
+def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
+    """One recorded run per released judge: the final answer of each item in each order, as mitigate read it.
+
+    Rows keep the raw text, the parser's error when it read nothing, and in ``meta`` the
+    release's own reading (``release_verdict``) and the call stage. A rating strategy gives
+    one row per item (no order: each output was rated alone). Answers a two-stage strategy
+    did not rest on (LLMBar Swap's first calls when a second was made) are left out; they stay
+    in :func:`parse_report`.
+    """
+    rows: list[RecordedRow] = []
+    ratings: dict[tuple[str, str], dict[str, tuple[ReleasedAnswer, ParsedAnswer]]] = {}
+    for answer, got in zip(parse.release.answers, parse.parsed, strict=True):
+        if not answer.final:
+            continue
+        if answer.part != "verdict":
+            ratings.setdefault((answer.judge, answer.item_id), {})[answer.part] = (answer, got)
+            continue
+        rows.append(RecordedRow(
+            item_id=answer.item_id, judge=answer.judge, criterion=RELEASE_CRITERION, verdict=got.verdict,
+            error=got.error if got.verdict is None else None, raw=answer.raw, order=answer.order,
+            line=answer.line,
+            meta={"release_verdict": answer.release_verdict, "stage": answer.stage, "reader": got.reader,
+                  **({"scores": list(answer.scores)} if answer.scores is not None else {})},
+        ))
+    for (judge, item_id), parts in ratings.items():
+        if set(parts) != {"score_a", "score_b"}:
+            raise DataError(f"expected both ratings of item {item_id!r} from {judge!r}; got {sorted(parts)}")
+        rows.append(_rating_row(item_id, judge, parts))
+    runs = runs_from_rows(rows, parse.release.source)
+    return {j: runs[j] for j in parse.release.judges if j in runs}
+
+
+def read_release(spec: str, **kw: Any) -> PairwiseRelease:
+    """The release named by ``"<layout>:<path>[#<judge glob>]"`` (layouts: :data:`LAYOUTS`)."""
+    layout, path, pattern = split_release_spec(spec, list(LAYOUTS))
+    return LAYOUTS[layout](path, judges=pattern, **kw)
+
+
+def load_released_pairwise(spec: str, **kw: Any) -> dict[str, RecordedRun]:
+    """Every released judge of ``"<layout>:<path>[#<judge glob>]"`` as recorded judgments, read by mitigate.
+
+    ``load_released_pairwise("llmbar:/data/LLMBar#GPT-4/*")`` gives GPT-4's runs under every
+    strategy on LLMBar proper (``sets=`` as in :func:`mitigate.data._llmbar.load_llmbar`).
+    """
+    return recorded_runs(parse_release(read_release(spec, **kw)))
+
+
+# ---------------------------------------------------------------------------------------------
+# parse rates
+
+
+def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[str, Any]]:
+    """Per released judge and template: answers, how many mitigate read, and agreement with the release's
+    reading.
+
+    ``agree``/``compared`` count verdict answers where both readings exist; ``both_none`` those
+    neither read; ``only_release`` / ``only_mitigate`` where one side read a verdict and the
+    other did not; ``differ`` where both read different verdicts, with ``examples`` of each kind.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for answer, got in zip(parse.release.answers, parse.parsed, strict=True):
+        row = out.setdefault(f"{answer.judge}|{answer.template}", {
+            "judge": answer.judge, "template": answer.template,
+            "format": parse.formats.get(answer.template, ""),
+            "answers": 0, "parsed": 0, "failed": 0, "compared": 0, "agree": 0, "both_none": 0,
+            "only_release": 0, "only_mitigate": 0, "differ": 0, "examples": {}})
+        row["answers"] += 1
+        ok = got.verdict is not None or got.score is not None
+        row["parsed" if ok else "failed"] += 1
+        if answer.part != "verdict":
+            continue
+        mine, theirs = got.verdict, answer.release_verdict
+        kind = ("both_none" if mine is None and theirs is None else "only_release" if mine is None
+                else "only_mitigate" if theirs is None else "agree" if mine == theirs else "differ")
+        row[kind] += 1
+        if mine is not None and theirs is not None:
+            row["compared"] += 1
+        if kind != "agree":
+            bucket = row["examples"].setdefault(kind, [])
+            if len(bucket) < examples:
+                bucket.append({"item_id": answer.item_id, "order": answer.order, "mitigate": mine,
+                               "release": theirs,
+                               "error": got.error, "raw_tail": answer.raw[-240:]})
+    return out

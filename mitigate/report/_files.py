@@ -1,0 +1,136 @@
+"""A comparison's results on disk: ``results.json`` (strict JSON, written an item at a time) and
+``results.sqlite`` (every entry's judgments as columns, :mod:`mitigate.run._columns`), and reading
+``results.json`` back (:mod:`mitigate.report._markdown` renders the reports from them)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel
+
+from mitigate.errors import DataError
+from mitigate.paths import open_regular
+from mitigate.report._results import CompareResult, EntryResult
+
+RESULTS_FILE = "results.json"
+COLUMNS_FILE = "results.sqlite"
+
+
+def _strict(value: Any) -> Any:
+    """NaN/inf -> None, recursively, so the file is strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value
+
+
+def dump_results(result: CompareResult) -> str:
+    """``result`` as strict JSON text (undefined values as null)."""
+    return json.dumps(_strict(result.model_dump(mode="json")), indent=1, allow_nan=False,
+                      ensure_ascii=False) + "\n"
+
+
+_STREAMED = frozenset({"items", "entries", "judgments"})
+"""The long fields of a result (one element per item, or per entry) that :func:`write_results` writes one
+element at
+a time."""
+
+
+def _dumps(value: Any, depth: int) -> str:
+    """``value`` as ``json.dumps(..., indent=1)`` writes it nested ``depth`` levels deep."""
+    text = json.dumps(_strict(value), indent=1, allow_nan=False, ensure_ascii=False)
+    return text.replace("\n", "\n" + " " * depth)  # JSON strings hold no raw newline: only the layout's
+
+
+def _write_model(write: Callable[[str], Any], model: BaseModel, depth: int) -> None:
+    names = list(type(model).model_fields)
+    long = [n for n in names if n in _STREAMED and isinstance(getattr(model, n), tuple)]
+    rest = model.model_dump(mode="json", exclude=set(long))
+    pad = " " * (depth + 1)
+    write("{")
+    for k, name in enumerate(names):
+        write(("," if k else "") + "\n" + pad + json.dumps(name, ensure_ascii=False) + ": ")
+        if name in long:
+            _write_list(write, getattr(model, name), depth + 1)
+        else:
+            write(_dumps(rest[name], depth + 1))
+    write("\n" + " " * depth + "}")
+
+
+def _write_list(write: Callable[[str], Any], values: Sequence[Any], depth: int) -> None:
+    if not values:
+        write("[]")
+        return
+    pad = " " * (depth + 1)
+    write("[")
+    for k, value in enumerate(values):
+        write(("," if k else "") + "\n" + pad)
+        if isinstance(value, EntryResult):
+            _write_model(write, value, depth + 1)
+        else:
+            write(_dumps(value.model_dump(mode="json") if isinstance(value, BaseModel) else value, depth + 1))
+    write("\n" + " " * depth + "]")
+
+
+def write_results(result: CompareResult, fh: IO[str]) -> None:
+    """Write ``result`` into ``fh`` as :func:`dump_results` gives it, one item and one judgment at a time, so
+    the
+    text (tens of MB at tens of thousands of items) is never held whole."""
+    _write_model(fh.write, result, 0)
+    fh.write("\n")
+
+
+def load_results(path: str | Path) -> CompareResult:
+    """Read a ``results.json`` (or the folder holding one) back into a :class:`CompareResult`."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS_FILE
+    if not (p.exists() or p.is_symlink()):
+        raise DataError(f"expected a {RESULTS_FILE} written by 'mitigate compare' at {p}; found none",
+                        path=str(p))
+    try:
+        with open_regular(p, "r", f"the {RESULTS_FILE}") as fh:  # a FIFO or a device is refused, never read
+            data = json.load(fh)
+    except OSError as exc:
+        raise DataError(f"expected a readable {RESULTS_FILE} at {p}; got "
+                        f"{exc.strerror or type(exc).__name__}",
+                        path=str(p)) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{p}: expected JSON written by 'mitigate compare'; got invalid JSON ({exc})",
+                        path=str(p)) from None
+    try:
+        return CompareResult.model_validate(data)
+    except ValueError as exc:
+        raise DataError(f"{p}: expected the results of 'mitigate compare'; the file does not match ({exc})",
+                        path=str(p)) from None
+
+
+def write_columns(result: CompareResult, path: str | Path) -> Path:
+    """Every entry's judgments as columns (``results.sqlite``, :mod:`mitigate.run._columns`): one row per entry
+    and
+    item, ``entry`` naming the entry, written as they are read (the long-form table of
+    :meth:`CompareResult.rows`)."""
+    from mitigate.data import Item
+    from mitigate.run import ColumnWriter
+
+    crit = result.criterion
+    pairwise = result.task == "pairwise"
+    # what the columns read of an item: its names and its label on the criterion
+    items = [Item.model_construct(
+        id=r.id, output=r.output or "", output_b=(r.output_b or "") if pairwise else None, system=r.system,
+        doc_id=r.doc_id, human={} if r.human is None else {crit: r.human},
+        preference={} if r.gold is None else {crit: r.gold}) for r in result.items]
+    about = {"benchmark": result.benchmark, "criterion": crit, "task": result.task,
+             "entries": [e.name for e in result.entries]}
+    with ColumnWriter(path, about, criterion=crit) as columns:
+        for e in result.entries:
+            for item, judgment in zip(items, e.judgments, strict=True):
+                columns.append(item, judgment, entry=e.name)
+    return Path(path)

@@ -1,0 +1,92 @@
+"""Markdown tables that cannot mislead: every cell escaped, bold only for a real best.
+
+- :func:`md_table` writes a header, an alignment row and the rows, escaping ``|`` (and
+  line breaks) in every cell, so a value such as the pipeline text
+  ``consistency-hint | sampling(n=5)`` stays in its own column; :func:`split_row` reads
+  such a row back into its cells (escaped pipes kept inside their cell).
+- :func:`best_indices` says which values of a column deserve bold: only where the column
+  holds at least two distinct values (at the precision shown), chosen by the column's
+  direction (higher, lower, or closer to 0), and never when the best is also the worst.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+_DIRECTIONS = ("higher", "lower", "zero")
+
+
+def md_cell(text: object) -> str:
+    """``text`` as one markdown table cell: ``|`` escaped, line breaks as spaces, no outer blanks."""
+    s = str(text).replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ")
+    return s.replace("\\|", "|").replace("|", "\\|").strip()
+
+
+def md_table(header: Sequence[object], rows: Sequence[Sequence[object]],
+             align: Sequence[str] | None = None) -> list[str]:
+    """The lines of a markdown table; ``align`` per column is "left" (default) or "right".
+
+    Every row must have as many cells as the header (ValueError otherwise): a short row
+    would shift its values under the wrong columns.
+    """
+    width = len(header)
+    aligns = list(align) if align is not None else ["left"] * width
+    if len(aligns) != width:
+        raise ValueError(f"expected {width} alignments, one per column; got {len(aligns)}")
+    out = ["| " + " | ".join(md_cell(h) for h in header) + " |",
+           "|" + "|".join("---:" if a == "right" else "---" for a in aligns) + "|"]
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise ValueError(f"expected {width} cells in row {i} (one per column); got {len(row)}")
+        out.append("| " + " | ".join(md_cell(c) for c in row) + " |")
+    return out
+
+
+def split_row(line: str) -> list[str]:
+    """The cells of one markdown table row (``| a | b \\| c |`` -> ``["a", "b | c"]``), unescaped and
+    stripped."""
+    body = line.strip()
+    if body.startswith("|"):
+        body = body[1:]
+    if body.endswith("|") and not body.endswith("\\|"):
+        body = body[:-1]
+    cells: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body) and body[i + 1] == "|":
+            cur.append("|")
+            i += 2
+            continue
+        if ch == "|":
+            cells.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    cells.append("".join(cur).strip())
+    return cells
+
+
+def best_indices(values: Sequence[float | None], direction: str, digits: int = 3) -> set[int]:
+    """Indices of the best values of a column, or none when bold would say nothing true.
+
+    Values are compared as shown (rounded to ``digits``); undefined values (None, NaN) never
+    count. Empty when fewer than two distinct values are defined, or when the best value is
+    also the worst (e.g. -0.5 and +0.5 on a "closer to 0" column).
+    """
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"expected a direction in {_DIRECTIONS}; got {direction!r}")
+    finite = [(i, round(float(v), digits)) for i, v in enumerate(values)
+              if v is not None and math.isfinite(float(v))]
+    if len({v for _, v in finite}) < 2:
+        return set()
+    key = {"higher": lambda v: -v, "lower": lambda v: v, "zero": abs}[direction]
+    keys = [(i, round(key(v), digits)) for i, v in finite]
+    best = min(k for _, k in keys)
+    worst = max(k for _, k in keys)
+    if best == worst:
+        return set()
+    return {i for i, k in keys if k == best}

@@ -1,0 +1,578 @@
+"""Batch execution for the runner: a run's LM calls go through the providers' batch APIs.
+
+``run(judge, items, batch=BatchConfig(...))`` (``mitigate judge --batch``, ``mitigate compare
+--batch``) judges every item as usual, but each leaf LM of the judge is replaced by a
+:class:`~mitigate.lm._batching.BatchingLM`. A request the LM cache can answer is answered at once; any other is
+*parked* in a :class:`BatchSession`. When the run goes quiet (every item is waiting on a
+parked request), the session writes the parked requests as batch files, splitting them at
+the provider's size limits, submits them, polls them with a growing interval, and when a
+batch ends maps its results back by ``custom_id``, stores every answer in the LM cache and
+wakes the waiting items, whose judgments then go to the journal as usual. Judges that call
+the LM in stages (the second call depends on the first answer) simply park again and the
+session submits a follow-up batch.
+
+Persistence and resume
+    The session's :class:`~mitigate.lm._batch.BatchStore` lives in the run folder
+    (``<journal folder>/batches``, or ``<compare out>/batches``). A run killed at any point,
+    even with SIGKILL, and started again with the same command resumes: judgments already journalled are kept;
+    answers already collected come from the cache; requests in a batch that was submitted
+    (or maybe submitted: the kill came between the create call and its record) are attached
+    to that batch by id (:meth:`~mitigate.lm._batch.BatchAPI.find` recovers an id the kill
+    lost), and only requests in no batch are submitted. Nothing is submitted twice, and
+    nothing is lost.
+
+Errors
+    A request that failed or expired in its batch is an error for its item (recorded in the
+    journal like any failed LM call, and retried by the next resume). With
+    ``retry_failed=k`` retryable failures (expired, server errors, missing results) are sent
+    again in up to ``k`` follow-up batches first. Failures of the polling itself (network,
+    5xx) are retried with backoff; if they persist, the run stops with the error, and the
+    batches stay recorded for the next resume.
+
+Progress
+    A progress bar counts the batched requests with a result, with the batches' states
+    (``validating``, ``in_progress``, ``ended``...) and failure counts beside it;
+    :attr:`BatchSession.states` holds each batch's last :class:`~mitigate.lm._batch.BatchState`
+    and :attr:`BatchSession.stats` the totals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib.util
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from tqdm.auto import tqdm
+
+from mitigate.errors import BackendSpecError, ConfigError, LMCallError, MitigateError, TransientLMError
+from mitigate.judge import Judge, PromptJudge
+from mitigate.lm import (
+    LM,
+    BatchAPI,
+    BatchingLM,
+    BatchItemError,
+    BatchRecord,
+    BatchState,
+    BatchStore,
+    CachedLM,
+    LMCache,
+    LMRequest,
+    LMResponse,
+    WrapperLM,
+    custom_ids,
+    innermost,
+)
+
+T = TypeVar("T")
+
+
+class BatchConfig(BaseModel):
+    """How a run uses the providers' batch APIs.
+
+    - ``directory``: where the batch record lives (default: ``<journal folder>/batches``, or the
+      folder the caller names, e.g. ``<compare out>/batches``).
+    - ``poll_interval`` / ``max_poll_interval``: seconds between polls, growing 1.5x while
+      nothing changes, back to the start when something does.
+    - ``retry_failed``: follow-up batches for requests that failed retryably (0: none).
+    - ``max_requests`` / ``max_bytes``: per-batch limits below the provider's (tests, or
+      to keep batches small).
+    - ``settle``: seconds without a new request before the parked ones are submitted.
+    - ``transient_retries``: attempts of a polling/submission call that fails transiently.
+    - ``progress``: show the batch progress bar.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    directory: Path | None = None
+    poll_interval: float = Field(default=5.0, gt=0)
+    max_poll_interval: float = Field(default=60.0, gt=0)
+    retry_failed: int = Field(default=0, ge=0)
+    max_requests: int | None = Field(default=None, ge=1)
+    max_bytes: int | None = Field(default=None, ge=1)
+    settle: float = Field(default=0.2, ge=0)
+    transient_retries: int = Field(default=8, ge=1)
+    progress: bool = True
+
+
+class BatchStats(BaseModel):
+    """What a session did: batches and requests submitted, batches resumed, results, follow-ups."""
+
+    model_config = ConfigDict(extra="forbid")
+    submitted_batches: int = 0
+    submitted_requests: int = 0
+    resumed_batches: int = 0
+    adopted_batches: int = 0
+    collected_batches: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    cache_hits: int = 0
+
+    def line(self) -> str:
+        """One human-readable line."""
+        return (f"batch: {self.submitted_batches} batches submitted ({self.submitted_requests} requests), "
+                f"{self.resumed_batches} resumed ({self.adopted_batches} found after a crash), "
+                f"{self.collected_batches} collected: {self.succeeded} answers, {self.failed} failed, "
+                f"{self.retried} resent; {self.cache_hits} answered from the cache")
+
+
+@dataclass
+class _Parked:
+    """A request waiting for its batch answer."""
+
+    key: str
+    request: LMRequest
+    api: BatchAPI
+    future: asyncio.Future[LMResponse]
+    attempt: int = 1
+
+
+class BatchSession:
+    """Collects parked requests from one or more runs and carries them through batches (see the module
+    docstring).
+
+    ``directory`` holds the :class:`~mitigate.lm._batch.BatchStore` (default:
+    ``options.directory``). Share one session between runs that go together (``compare``
+    runs its entries at once through one session, so their requests share batches).
+    """
+
+    def __init__(self, options: BatchConfig | None = None, directory: str | Path | None = None) -> None:
+        self.options = options or BatchConfig()
+        folder = directory if directory is not None else self.options.directory
+        if folder is None:
+            raise ConfigError("batch mode needs a folder for its batch record (to resume a killed run); "
+                              "expected a journal / --run-dir or BatchConfig(directory=...); got none")
+        self.store = BatchStore(folder)
+        self.stats = BatchStats()
+        self.states: dict[str, BatchState] = {}
+        self.busy = 0
+        self._apis: dict[str, BatchAPI] = {}
+        self._caches: dict[str, LMCache] = {}
+        self._own_cache: LMCache | None = None
+        self._waiting: dict[str, _Parked] = {}
+        self._pending: dict[str, _Parked] = {}
+        self._in_batch: dict[str, str] = {k: r.local for r in self.store.open_records() for k in r.keys}
+        self._lines: dict[str, int] = {}
+        self._last_park = 0.0
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._pump_error: BaseException | None = None
+        self._active = 0
+        self._resumed = False
+        self._bar: Any = None
+
+    def __repr__(self) -> str:
+        return f"BatchSession({str(self.store.directory)!r}, waiting={len(self._waiting)})"
+
+    # ------------------------------------------------------------------ wiring
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A copy of ``judge`` whose every prompt judge calls its LM through this session."""
+
+        def swap(leaf: PromptJudge) -> Judge:
+            if isinstance(leaf.lm, BatchingLM):
+                return leaf
+            clone = copy.copy(leaf)
+            clone.lm = self.batching(leaf.lm)
+            return clone
+
+        return judge.map_leaves(swap)
+
+    def count_cache_hit(self) -> None:
+        """Count one request a :class:`~mitigate.lm._batching.BatchingLM` answered from the cache."""
+        self.stats.cache_hits += 1
+
+    def batching(self, lm: LM) -> BatchingLM:
+        """``lm`` answering through this session (its batch API and cache registered by identity)."""
+        identity = lm.identity()
+        api = self._apis.get(identity)
+        if api is None:
+            api = batch_api_for(lm).with_limits(self.options.max_requests, self.options.max_bytes)
+            self._apis[identity] = api
+        cache = self._caches.get(identity)
+        if cache is None:
+            found = _find_cache(lm)
+            cache = found if found is not None else self._default_cache()  # (an empty cache is falsy)
+            self._caches[identity] = cache
+        return BatchingLM(lm, self, api, cache)
+
+    def _default_cache(self) -> LMCache:
+        if self._own_cache is None:
+            self._own_cache = LMCache(self.store.directory / "results.sqlite")
+        return self._own_cache
+
+    # ------------------------------------------------------------------ running
+
+    async def gather(self, coros: Iterable[Awaitable[T]], *, return_exceptions: bool = False) -> list[Any]:
+        """Run the coroutines or tasks (items of a run) while the session carries their requests through
+        batches.
+
+        Raises the session's own failure (e.g. polling that kept failing) after the
+        coroutines finish; their parked requests fail with it. ``return_exceptions`` as in
+        :func:`asyncio.gather`.
+        """
+        loop = asyncio.get_running_loop()
+        if self._wake is None or self._loop is not loop:  # an Event belongs to the loop that first used it
+            self._wake, self._loop = asyncio.Event(), loop
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        for task in tasks:
+            task.add_done_callback(lambda _t: self._poke())
+        self._active += 1
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.create_task(self._run_pump())
+        try:
+            results = await asyncio.gather(*tasks, return_exceptions=return_exceptions)
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                await self._stop()
+        if self._pump_error is not None:
+            error, self._pump_error = self._pump_error, None
+            raise error
+        return list(results)
+
+    async def park(self, key: str, request: LMRequest, api: BatchAPI) -> LMResponse:
+        """Wait for ``request``'s answer from a batch (submitted, or about to be)."""
+        if self._pump_error is not None:
+            raise LMCallError(f"batch mode stopped: {self._pump_error}", backend=api.identity)
+        parked = self._waiting.get(key)
+        if parked is None:
+            future: asyncio.Future[LMResponse] = asyncio.get_running_loop().create_future()
+            parked = _Parked(key=key, request=request, api=api, future=future)
+            self._waiting[key] = parked
+            if key not in self._in_batch:
+                self._pending[key] = parked
+            self._last_park = time.monotonic()
+            self._poke()
+        return await asyncio.shield(parked.future)
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _stop(self) -> None:
+        if self._pump is not None and not self._pump.done():
+            self._pump.cancel()
+            try:
+                await self._pump
+            except (asyncio.CancelledError, Exception):  # the pump reported its own errors
+                pass
+        self._pump = None
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    async def aclose(self) -> None:
+        """Stop the session and close the cache it opened itself."""
+        await self._stop()
+        if self._own_cache is not None:
+            self._own_cache.close()
+            self._own_cache = None
+
+    async def _run_pump(self) -> None:
+        try:
+            await self._pump_loop()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # fail every waiting item with it, then report it
+            self._pump_error = exc
+            error = exc if isinstance(exc, MitigateError) else LMCallError(f"batch mode failed: {exc!r}")
+            for parked in list(self._waiting.values()):
+                if not parked.future.done():
+                    parked.future.set_exception(error)
+            self._waiting.clear()
+            self._pending.clear()
+
+    async def _pump_loop(self) -> None:
+        assert self._wake is not None
+        if not self._resumed:
+            self._resumed = True
+            await self._resume()
+        interval = self.options.poll_interval
+        while True:
+            if self._pending:
+                await self._settle()
+                await self._submit_pending()
+            open_records = [r for r in self.store.open_records() if r.batch_id and r.identity in self._apis]
+            if not open_records:
+                if not self._pending:
+                    self._wake.clear()
+                    await self._wake.wait()
+                continue
+            changed = await self._poll(open_records)
+            interval = (self.options.poll_interval if changed
+                        else min(self.options.max_poll_interval, interval * 1.5))
+            if any(not r.collected for r in open_records):
+                await asyncio.sleep(interval)
+
+    async def _settle(self) -> None:
+        """Wait until no request arrived for ``settle`` seconds and no cache lookup is under way."""
+        step = max(self.options.settle / 4, 0.005)
+        while self.busy > 0 or time.monotonic() - self._last_park < self.options.settle:
+            await asyncio.sleep(step)
+
+    # ------------------------------------------------------------------ submit, resume
+
+    async def _resume(self) -> None:
+        """Reattach the batches a previous process left open; find or submit those it may not have created."""
+        for record in self.store.open_records():
+            api = self._apis.get(record.identity)
+            if api is None:
+                continue  # another backend's batch: left for a run with that judge
+            self.stats.resumed_batches += 1
+            self._lines[record.local] = record.lines
+            if record.batch_id is None:
+                await self._create(api, record, None)
+
+    async def _submit_pending(self) -> None:
+        by_api: dict[str, list[_Parked]] = {}
+        for parked in self._pending.values():
+            by_api.setdefault(parked.api.identity, []).append(parked)
+        self._pending = {}
+        for identity, items in by_api.items():
+            api = self._apis[identity]
+            attempts = {p.key: p.attempt for p in items}
+            groups = api.lines([(p.key, p.request) for p in items])
+            requests = {p.key: p.request for p in items}
+            for chunk in api.chunks(groups):
+                keys = [k for k, _ in chunk]
+                lines = [line for _, ls in chunk for line in ls]
+                record = self.store.begin(api, [(k, requests[k]) for k in keys], len(lines),
+                                          attempt=max(attempts[k] for k in keys))
+                for k in keys:
+                    self._in_batch[k] = record.local
+                self._lines[record.local] = len(lines)
+                await self._create(api, record, lines)
+
+    async def _create(self, api: BatchAPI, record: BatchRecord, lines: list[Any] | None) -> None:
+        """Get a provider batch for ``record``: find the one a killed run created, else submit it.
+
+        ``lines`` None: the record comes from the store (regenerate its lines; look first).
+        A submission that fails transiently may have created the batch: look before resending.
+        """
+        look_first = lines is None
+        if lines is None:
+            requests = self.store.requests(record)
+            lines = [line for _, ls in api.lines(list(requests.items())) for line in ls]
+        delay = self.options.poll_interval
+        for attempt in range(1, self.options.transient_retries + 1):
+            try:
+                if look_first:
+                    found = await api.find(record.local, record.lines, record.created, self.store.claimed())
+                    if found is not None:
+                        self.store.submitted(record, found)
+                        self.stats.adopted_batches += 1
+                        return
+                batch_id = await api.submit(record.local, lines)
+            except TransientLMError:
+                if attempt == self.options.transient_retries:
+                    raise
+                look_first = True
+                await asyncio.sleep(delay * (0.5 + random.random() / 2))
+                delay = min(self.options.max_poll_interval, delay * 2)
+                continue
+            except LMCallError as exc:  # the provider refused the batch: its requests fail
+                self._refused(record, exc)
+                return
+            self.store.submitted(record, batch_id)
+            self.stats.submitted_batches += 1
+            self.stats.submitted_requests += len(lines)
+            self._show()
+            return
+
+    def _refused(self, record: BatchRecord, exc: LMCallError) -> None:
+        self.store.collected(record, "refused", {k: str(exc) for k in record.keys})
+        for key in record.keys:
+            self._in_batch.pop(key, None)
+            parked = self._waiting.pop(key, None)
+            if parked is not None and not parked.future.done():
+                parked.future.set_exception(LMCallError(f"the provider refused the batch: {exc}",
+                                                        backend=record.identity))
+        self.stats.failed += len(record.keys)
+
+    # ------------------------------------------------------------------ poll, collect
+
+    async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        delay = min(1.0, self.options.poll_interval)
+        for attempt in range(1, self.options.transient_retries + 1):
+            try:
+                return await call()
+            except TransientLMError:
+                if attempt == self.options.transient_retries:
+                    raise
+                await asyncio.sleep(delay * (0.5 + random.random() / 2))
+                delay = min(self.options.max_poll_interval, delay * 2)
+        raise AssertionError(f"unreachable: {what}")
+
+    async def _poll(self, records: list[BatchRecord]) -> bool:
+        """Poll every open batch once and collect those that ended; True when anything changed."""
+        changed = False
+        for record in records:
+            api = self._apis[record.identity]
+            assert record.batch_id is not None
+            batch_id = record.batch_id
+            state = await self._retrying("poll", partial(api.poll, batch_id))
+            before = self.states.get(record.local)
+            if before is None or (before.status, before.done) != (state.status, state.done):
+                changed = True
+            self.states[record.local] = state
+            if state.ended:
+                await self._collect(api, record, state)
+                changed = True
+        self._show()
+        return changed
+
+    async def _collect(self, api: BatchAPI, record: BatchRecord, state: BatchState) -> None:
+        results = await self._retrying("results", lambda: api.results(state))
+        requests = self.store.requests(record)
+        expected = {cid for key, req in requests.items()
+                    for cid in custom_ids(key, req.n, per_sample=api.per_sample)}
+        if results and not expected & results.keys():
+            # an adopted batch whose results are someone else's: forget it and submit ours
+            self.store.disown(record)
+            self.states.pop(record.local, None)
+            await self._create(api, record, None)
+            return
+        answers: dict[str, LMResponse] = {}
+        failures: dict[str, BatchItemError] = {}
+        for key, request in requests.items():
+            got = [results.get(cid) for cid in custom_ids(key, request.n, per_sample=api.per_sample)]
+            errors = [g for g in got if isinstance(g, BatchItemError)]
+            if errors:
+                failures[key] = errors[0]
+            elif any(g is None for g in got):
+                failures[key] = (BatchItemError(kind="failed", message=state.message) if state.message else
+                                 BatchItemError(kind="missing", retryable=True,
+                                                message=f"batch {state.batch_id} ({state.status}) returned "
+                                                        "no result for this request"))
+            else:
+                try:
+                    answers[key] = api.response(request, [g for g in got if isinstance(g, dict)])
+                except MitigateError as exc:
+                    failures[key] = BatchItemError(kind="errored", message=str(exc))
+        cache = self._caches.get(record.identity)
+        if cache is None:
+            cache = self._default_cache()
+        payloads = [(key, resp.model_copy(update={"cached": False}).model_dump_json()) for key,
+                    resp in answers.items()]
+        await asyncio.to_thread(_store_all, cache, payloads, record.identity, record.model)
+        self.store.collected(record, state.status, {k: f"{e.kind}: {e.message}" for k, e in failures.items()})
+        self.stats.collected_batches += 1
+        self.stats.succeeded += len(answers)
+        self.stats.failed += len(failures)
+        for key in requests:
+            if self._in_batch.get(key) == record.local:
+                del self._in_batch[key]
+        for key, response in answers.items():
+            parked = self._waiting.pop(key, None)
+            if parked is not None and not parked.future.done():
+                parked.future.set_result(response)
+        for key, error in failures.items():
+            parked = self._waiting.get(key)
+            if parked is None:
+                continue
+            if error.retryable and parked.attempt <= self.options.retry_failed:
+                parked.attempt += 1
+                self._pending[key] = parked
+                self.stats.retried += 1
+                continue
+            del self._waiting[key]
+            if not parked.future.done():
+                parked.future.set_exception(LMCallError(
+                    f"batch {state.batch_id}: the request {error.kind} ({error.message})",
+                    backend=record.identity, status=error.status))
+        self._last_park = time.monotonic()  # follow-ups: let the woken items park their next calls first
+
+    # ------------------------------------------------------------------ progress
+
+    def _show(self) -> None:
+        if not self.options.progress:
+            return
+        if self._bar is None:
+            self._bar = tqdm(total=0, desc="batch", unit="req", leave=False)
+        done = 0
+        for local, lines in self._lines.items():
+            record = self.store.records.get(local)
+            state = self.states.get(local)
+            done += lines if record is not None and record.collected else (state.done if state else 0)
+        self._bar.total = sum(self._lines.values())
+        self._bar.n = done
+        statuses = Counter(s.status for s in self.states.values())
+        failed = sum(s.failed for s in self.states.values())
+        self._bar.set_postfix_str(", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+                                  + (f"; {failed} failed" if failed else ""))
+        self._bar.refresh()
+
+
+def _find_cache(lm: LM) -> LMCache | None:
+    """The cache of the first :class:`CachedLM` in ``lm``'s wrapper stack, if any."""
+    seen = 0
+    while isinstance(lm, WrapperLM) and seen < 32:
+        if isinstance(lm, CachedLM):
+            return lm.cache
+        lm = lm.inner
+        seen += 1
+    return None
+
+
+def _store_all(cache: LMCache, payloads: list[tuple[str, str]], identity: str, model: str) -> None:
+    for key, payload in payloads:
+        cache.put_sync(key, identity, model, payload)
+
+
+def batch_api_for(lm: LM) -> BatchAPI:
+    """The batch API of ``lm``'s backend: OpenAI (or an OpenAI-compatible server) or Anthropic.
+
+    Raises :class:`ConfigError` for a backend without one (local models, DSPy, replay, fake).
+    """
+    backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
+    if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
+        raise BackendSpecError(f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which "
+                               "is not installed; expected it importable (pip install "
+                               f"'mitigate[{backend.provider}]')",
+                               spec=lm.spec)
+    if backend.provider == "openai":
+        from mitigate.lm import OpenAIBatchAPI, OpenAILM
+
+        if isinstance(backend, OpenAILM):
+            return OpenAIBatchAPI(backend)
+    if backend.provider == "anthropic":
+        from mitigate.lm import AnthropicBatchAPI, AnthropicLM
+
+        if isinstance(backend, AnthropicLM):
+            return AnthropicBatchAPI(backend)
+    raise ConfigError(
+        f"batch mode needs an 'openai:<model>' or 'anthropic:<model>' backend (the providers with a batch "
+        f"API); got {lm.spec!r}. Run without --batch for this backend."
+    )
+
+
+def session_for(batch: BatchConfig | BatchSession | bool, folder: Path | None, *,
+                progress: bool = True, judge: Judge | None = None) -> tuple[BatchSession, bool]:
+    """The session a run uses for ``batch`` (options, a shared session, or True), and whether the run owns it.
+
+    A session made here keeps its record in ``options.directory``, else in ``folder`` (the
+    runner passes ``<journal folder>/batches``), and shows its bar only when ``progress``.
+    With ``judge``, a backend without a batch API is refused before anything is written.
+    """
+    if judge is not None:
+        for leaf in judge.leaves():
+            batch_api_for(leaf.lm)
+    if isinstance(batch, BatchSession):
+        return batch, False
+    if batch is not True and not isinstance(batch, BatchConfig):
+        raise ConfigError("expected batch to be True, BatchConfig or a BatchSession; got "
+                          f"{type(batch).__name__}")
+    options = batch if isinstance(batch, BatchConfig) else BatchConfig()
+    if not progress:
+        options = options.model_copy(update={"progress": False})
+    return BatchSession(options, options.directory or folder), True

@@ -1,0 +1,288 @@
+"""The judgments of a run as columns on disk: written in batches as the run goes, read back as arrays or a
+frame.
+
+``mitigate judge --run-dir`` writes ``results.sqlite`` beside its journal (and ``results.json``
+with the summary); in Python, :class:`ColumnWriter` appends ``(item, judgment)`` pairs as a
+streamed run yields them (:func:`~mitigate.run._runner.run_stream`) and :class:`Columns` reads
+the file back: :meth:`Columns.column` one column as a NumPy array, :meth:`Columns.to_pandas`
+the long-form table of :data:`~mitigate.run._runner.FRAME_COLUMNS` (plus any other column asked
+for), :meth:`Columns.rows` the same rows one at a time.
+
+Why SQLite
+    It ships with Python, so every install can write and read the file (Parquet would need
+    pyarrow, some 100 MB, for a core feature); rows are appended in transactions of
+    :data:`BATCH` as they come, so the writer's memory does not grow with the run; one column
+    is read without the others' text (``SELECT score``), by any tool (``sqlite3``, pandas,
+    DuckDB). The file is built under a temporary name and renamed
+    into place when the run ends (:func:`mitigate.paths.output_path`): a reader never sees half
+    of one. The journal, not this file, is the crash-safe record: a killed run's next run
+    rewrites the columns from it.
+
+Layout
+    Table ``judgments``: one row per judgment, ``seq`` (0, 1, ... in the run's item order),
+    ``entry`` (the judge's name in a comparison; NULL for ``judge``), ``item``, ``document``,
+    ``system``, ``ok`` (0/1), ``error``, ``failure`` (the parse-failure reasons and the error,
+    joined by "; "), ``flags`` (joined by ","), ``needs_human`` (0/1), ``raw`` (every raw answer,
+    joined by blank lines), ``calls``, ``cached_calls``, ``prompt_tokens``, ``completion_tokens``,
+    ``cached_prompt_tokens``, ``cost_usd``. Table ``scores``: one row per criterion scored (or
+    per order a pairwise verdict was given in; :meth:`~mitigate.judge.Judgment.rows`), ``seq``
+    (its judgment's), ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the item's
+    human score on the criterion, or its gold preference for a pairwise item), ``samples`` (the
+    criterion's per-sample scores as a JSON list). Table ``about``:
+    ``key``/``value`` (JSON) pairs: the format version and what the writer was told
+    (benchmark, criterion, backend).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from mitigate.data import Item
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import Judgment
+from mitigate.paths import check_input_file, output_path
+
+if TYPE_CHECKING:
+    import numpy as np
+
+COLUMNS_VERSION = 1
+BATCH = 1000
+"""Rows written per transaction."""
+
+JUDGMENT_COLUMNS = (
+    ("seq", "INTEGER PRIMARY KEY"), ("entry", "TEXT"), ("item", "TEXT NOT NULL"), ("document", "TEXT"),
+    ("system", "TEXT"), ("ok", "INTEGER NOT NULL"), ("error", "TEXT"), ("failure", "TEXT"), ("flags", "TEXT"),
+    ("needs_human", "INTEGER NOT NULL"), ("raw", "TEXT"), ("calls", "INTEGER"),
+    ("cached_calls", "INTEGER"), ("prompt_tokens", "INTEGER"), ("completion_tokens", "INTEGER"),
+    ("cached_prompt_tokens", "INTEGER"), ("cost_usd", "REAL"),
+)
+"""The ``judgments`` table: one row per judgment (name, SQLite type)."""
+SCORE_COLUMNS = (
+    ("seq", "INTEGER NOT NULL"), ("criterion", "TEXT"), ("order", "TEXT"), ("score", "REAL"),
+    ("verdict", "TEXT"),
+    ("human", ""), ("samples", "TEXT"),
+)
+"""The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
+gold
+preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
+sample)."""
+NUMERIC = frozenset({"seq", "ok", "needs_human", "calls", "cached_calls", "prompt_tokens",
+                     "completion_tokens",
+                     "cached_prompt_tokens", "cost_usd", "score"})
+"""Columns :meth:`Columns.column` returns as float arrays (NULL as NaN)."""
+_TABLE_OF = ({name: "judgments" for name, _ in JUDGMENT_COLUMNS}
+             | {name: "scores" for name, _ in SCORE_COLUMNS[1:]})
+
+_SCHEMA = [
+    "CREATE TABLE about (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE judgments ({})".format(", ".join(f'"{n}" {t}' for n, t in JUDGMENT_COLUMNS)),
+    "CREATE TABLE scores ({})".format(", ".join(f'"{n}" {t}'.rstrip() for n, t in SCORE_COLUMNS)),
+]
+_INDEXES = ["CREATE INDEX scores_seq ON scores (seq)",
+            "CREATE INDEX judgments_item ON judgments (entry, item)"]
+
+
+def _quoted(name: str) -> str:
+    return f'"{name}"'
+
+
+class ColumnWriter:
+    """Appends ``(item, judgment)`` pairs to a columns file, :data:`BATCH` rows per transaction.
+
+    Use as a context manager: the file appears at ``path`` (replacing an older one) when the block
+    ends without an error, and not at all otherwise. ``about`` is stored in the ``about`` table;
+    ``criterion`` is the criterion whose human score fills ``human`` (None: the judgment's own).
+    """
+
+    def __init__(self, path: Path | str, about: Mapping[str, Any] | None = None, *,
+                 criterion: str | None = None) -> None:
+        self.path = Path(path)
+        self.about = dict(about or {})
+        self.criterion = criterion
+        self.rows = 0
+        self._stack = ExitStack()
+        self._conn: sqlite3.Connection | None = None
+        self._judgments: list[tuple[Any, ...]] = []
+        self._scores: list[tuple[Any, ...]] = []
+
+    def __enter__(self) -> ColumnWriter:
+        tmp = self._stack.enter_context(output_path(self.path, "the results' columns"))
+        try:
+            conn = sqlite3.connect(str(tmp), isolation_level=None)
+            self._stack.callback(conn.close)
+            # a file of its own under a temporary name: renamed when whole
+            conn.execute("PRAGMA journal_mode=OFF")
+            conn.execute("PRAGMA synchronous=OFF")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.executemany("INSERT INTO about VALUES (?, ?)",
+                             [(k, json.dumps(v)) for k,
+                              v in {"version": COLUMNS_VERSION, **self.about}.items()])
+        except sqlite3.Error as exc:
+            self._stack.close()
+            raise ConfigError(f"expected to write the results' columns {self.path}; got {exc}",
+                              path=str(self.path)) from None
+        except BaseException:
+            self._stack.close()
+            raise
+        self._conn = conn
+        return self
+
+    def append(self, item: Item | None, judgment: Judgment, *, entry: str | None = None) -> None:
+        """Add one judgment (``item``, when known, gives its document, system and human labels)."""
+        seq = self.rows
+        self.rows += 1
+        usage = judgment.usage
+        rows = judgment.rows(self.criterion)
+        first = rows[0] if rows else {"raw": "\n\n".join(judgment.raw), "failure": judgment.error,
+                                      "flags": ""}
+        self._judgments.append((
+            seq, entry, judgment.item_id, item.doc_id if item else None, item.system if item else None,
+            int(judgment.ok), judgment.error, first["failure"], first["flags"],
+            int("needs_human" in judgment.flags),
+            first["raw"], judgment.calls, judgment.cached_calls, usage.prompt_tokens,
+            usage.completion_tokens, usage.cached_prompt_tokens, judgment.cost_usd,
+        ))
+        for row in rows:
+            crit = row["criterion"]
+            human: Any = None
+            if item is not None and crit is not None:
+                human = item.preference.get(crit) if item.output_b is not None else item.human.get(crit)
+            samples = judgment.samples.get(crit) if crit is not None else None
+            self._scores.append((seq, crit, row["order"], row["score"], row["verdict"], human,
+                                 None if samples is None else json.dumps(list(samples))))
+        if len(self._judgments) >= BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        conn = self._conn
+        if conn is None or not self._judgments:
+            return
+        try:
+            conn.execute("BEGIN")
+            conn.executemany(f"INSERT INTO judgments VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                             self._judgments)
+            conn.executemany(f"INSERT INTO scores VALUES ({', '.join('?' * len(SCORE_COLUMNS))})",
+                             self._scores)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise ConfigError(f"expected to write the results' columns {self.path}; got {exc}",
+                              path=str(self.path)) from None
+        self._judgments.clear()
+        self._scores.clear()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            if exc_type is None and self._conn is not None:
+                self._flush()
+                try:
+                    for statement in _INDEXES:
+                        self._conn.execute(statement)
+                except sqlite3.Error as error:
+                    raise ConfigError(f"expected to write the results' columns {self.path}; got {error}",
+                                      path=str(self.path)) from None
+        except BaseException:
+            self._conn = None
+            self._stack.__exit__(*sys.exc_info())  # the temporary file is removed
+            raise
+        self._conn = None
+        self._stack.__exit__(exc_type, exc, tb)
+
+
+class Columns:
+    """A columns file read back (see the module docstring); nothing is read until asked for."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = check_input_file(Path(path), "a results' columns file (results.sqlite)")
+        try:
+            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            about = dict(self._conn.execute("SELECT key, value FROM about").fetchall())
+        except sqlite3.Error as exc:
+            raise DataError(f"expected {self.path} to be a results' columns file (SQLite, written by "
+                            f"mitigate); got {exc}", path=str(self.path)) from None
+        self.about: dict[str, Any] = {k: json.loads(v) for k, v in about.items()}
+        if self.about.get("version") != COLUMNS_VERSION:
+            raise DataError(f"expected a results' columns file of version {COLUMNS_VERSION}; {self.path} is "
+                            f"version {self.about.get('version')!r}", path=str(self.path))
+
+    def close(self) -> None:
+        """Close the file."""
+        self._conn.close()
+
+    def __enter__(self) -> Columns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
+
+    def _where(self, entry: str | None, criterion: str | None, table: str) -> tuple[str, list[Any]]:
+        clauses, args = [], []
+        if entry is not None:
+            clauses.append("j.entry = ?")
+            args.append(entry)
+        if criterion is not None and table == "scores":
+            clauses.append("s.criterion = ?")
+            args.append(criterion)
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+    def column(self, name: str, *, entry: str | None = None, criterion: str | None = None) -> np.ndarray:
+        """One column in order, as a float array (NULL as NaN) for a numeric column, else an object array.
+
+        A column of the ``scores`` table has one value per score row (``criterion`` keeps one
+        criterion's); a column of ``judgments`` one per judgment.
+        """
+        table = _TABLE_OF.get(name)
+        if table is None:
+            raise ConfigError(f"expected a column of {sorted(_TABLE_OF)}; got {name!r}")
+        where, args = self._where(entry, criterion, table)
+        if table == "judgments":
+            sql = f"SELECT j.{_quoted(name)} FROM judgments j{where} ORDER BY j.seq"
+        else:
+            sql = (f"SELECT s.{_quoted(name)} FROM scores s JOIN judgments j ON j.seq = s.seq{where} "
+                   "ORDER BY s.seq, s.rowid")
+        import numpy as np  # the reader's: a run that only writes columns does not load it
+
+        cursor = self._conn.execute(sql, args)
+        if name in NUMERIC:
+            return np.fromiter((np.nan if v is None else v for (v,) in cursor), dtype=float)
+        return np.array([v for (v,) in cursor], dtype=object)
+
+    def rows(self, columns: Sequence[str] | None = None, *, entry: str | None = None,
+             criterion: str | None = None) -> Iterator[dict[str, Any]]:
+        """The long-form rows (one per score row, with its judgment's columns), in order, one at a time.
+
+        ``columns`` default to :data:`mitigate.judge.FRAME_COLUMNS`; any column of either table
+        may be asked for.
+        """
+        from mitigate.judge import FRAME_COLUMNS
+
+        wanted = list(columns or FRAME_COLUMNS)
+        selected = []
+        for name in wanted:
+            table = _TABLE_OF.get(name)
+            if table is None:
+                raise ConfigError(f"expected columns among {sorted(_TABLE_OF)}; got {name!r}")
+            selected.append(f"{'j' if table == 'judgments' else 's'}.{_quoted(name)}")
+        where, args = self._where(entry, criterion, "scores")
+        sql = (f"SELECT {', '.join(selected)} FROM judgments j JOIN scores s ON s.seq = j.seq{where} "
+               "ORDER BY j.seq, s.rowid")
+        for values in self._conn.execute(sql, args):
+            yield dict(zip(wanted, values, strict=True))
+
+    def to_pandas(self, columns: Sequence[str] | None = None, *, entry: str | None = None,
+                  criterion: str | None = None) -> Any:
+        """:meth:`rows` as a pandas DataFrame (needs the ``pandas`` extra)."""
+        from mitigate.judge import FRAME_COLUMNS, frame
+
+        return frame(self.rows(columns, entry=entry, criterion=criterion), list(columns or FRAME_COLUMNS))

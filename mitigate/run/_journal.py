@@ -1,0 +1,395 @@
+"""The run journal: an append-only JSONL record of finished judgments that a killed run resumes from, and its
+lock.
+
+The first line names the judge's fingerprint; each later line is one finished
+:class:`~mitigate.judge.Judgment`, written to the OS as soon as it is known and fsync'd at
+most every ``fsync_every`` seconds and at the end. Damaged or blank lines at its end (a write
+cut short) are trimmed and their items redone; a line whose score lies outside the judge's
+scale (or is not a finite number) is damaged wherever it stands: its item is judged again, with
+one :class:`~mitigate.errors.JournalDamageWarning`. A lock file beside it (``<journal>.lock``,
+``flock``) keeps a second process off the same journal (:class:`~mitigate.errors.RunBusyError`).
+The journal and its lock are files mitigate reads back, so each must be a regular file (a symlink
+to one is followed); a FIFO, socket or device is refused by what it is before anything is read
+(:func:`mitigate.paths.open_regular`), and no line is read past :data:`mitigate.paths.MAX_LINE_BYTES`.
+See :mod:`mitigate.run._runner` for how a run uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+import warnings
+from array import array
+from bisect import bisect_left
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from mitigate.errors import (
+    ConfigError,
+    DataError,
+    JournalDamageWarning,
+    RunBusyError,
+    RunStoppedError,
+)
+from mitigate.judge import Judgment
+from mitigate.paths import open_regular, path_kind, read_lines
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: journals are not locked
+    fcntl = None  # type: ignore[assignment]
+
+
+JOURNAL_VERSION = 1
+
+
+def id_hash(item_id: str) -> int:
+    """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and
+    the
+    line read back tells them apart)."""
+    return hash(item_id)
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+class RunLock:
+    """An exclusive lock on a file (``flock``), re-entrant within one process.
+
+    ``RunLock(path)`` as a context manager holds the lock; a second process asking for it gets
+    :class:`~mitigate.errors.RunBusyError` at once (never a wait). The file is created when
+    missing, holds the owner's pid (for the message) and is left in place (an unlocked leftover
+    file is harmless). Within one process the same path may be locked again (the CLI locks a run
+    folder, then the runner locks its journal): the lock is released when the last holder exits.
+    Where ``fcntl`` is missing (not POSIX) the lock is a no-op.
+    """
+
+    _held: ClassVar[dict[str, list[Any]]] = {}  # resolved path -> [file, holders]
+    _guard = threading.Lock()
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._key: str | None = None
+
+    @classmethod
+    def for_journal(cls, journal: Path | str) -> RunLock:
+        """The lock of a journal: ``<journal>.lock`` beside it."""
+        journal = Path(journal)
+        return cls(journal.with_name(journal.name + ".lock"))
+
+    def acquire(self) -> None:
+        """Take the lock; RunBusyError when another process holds it, ConfigError when it cannot be
+        written."""
+        if fcntl is None or self._key is not None:  # pragma: no cover - no locking off POSIX
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            key = str(self.path.resolve())
+        except OSError as exc:
+            blocker = next((p for p in self.path.parents if p.exists()), None)
+            reason = (f"{blocker} is a file" if blocker is not None and not blocker.is_dir()
+                      else _os_reason(exc))
+            raise ConfigError(f"expected a writable folder for {self.path}; {reason}",
+                              path=str(self.path)) from None
+        with self._guard:
+            held = self._held.get(key)
+            if held is not None:
+                held[1] += 1
+                self._key = key
+                return
+            try:
+                # a FIFO or a device is refused, never opened
+                fh = open_regular(self.path, "a+", "the lock file")
+            except OSError as exc:
+                raise ConfigError(f"expected to create the lock file {self.path}; got {_os_reason(exc)}",
+                                  path=str(self.path)) from None
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.seek(0)
+                owner = fh.read().strip()
+                fh.close()
+                raise RunBusyError(
+                    f"{self.path.parent} is in use by another mitigate process"
+                    + (f" (pid {owner})" if owner.isdigit() else "")
+                    + "; expected one process per run folder: wait for it to finish, or use another folder",
+                    path=str(self.path),
+                ) from None
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()))
+            fh.flush()
+            self._held[key] = [fh, 1]
+            self._key = key
+
+    def release(self) -> None:
+        """Give the lock back (the file stays)."""
+        key, self._key = self._key, None
+        if key is None:
+            return
+        with self._guard:
+            held = self._held.get(key)
+            if held is None:
+                return
+            held[1] -= 1
+            if held[1] == 0:
+                del self._held[key]
+                fcntl.flock(held[0].fileno(), fcntl.LOCK_UN)
+                held[0].close()
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+class Journal:
+    """Append-only, fsync'd record of finished judgments for one judge configuration.
+
+    Opening a journal takes its :class:`RunLock` (released by :meth:`close`). Damaged or blank
+    lines at the end (a write cut short) are trimmed and their items judged again; an unreadable
+    line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
+    edited or damaged, not cut short).
+
+    What a resumed run needs is found without keeping the judgments in memory: loading reads the
+    file once and keeps, per item whose last line is a good judgment, a hash of its id and where
+    its line starts (16 bytes); :meth:`get` reads that line again. Two ids that share a hash are
+    told apart by the line read (the other is judged again, never given the wrong judgment).
+    """
+
+    def __init__(
+        self, path: Path | str, fingerprint: str, *, restart: bool = False, fsync_every: float = 1.0,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.fingerprint = fingerprint
+        self.fsync_every = fsync_every
+        self.bounds = dict(bounds or {})
+        self.trimmed = 0  # damaged or blank trailing lines removed on load
+        self.rejected: dict[str, str] = {}  # item id -> why its last line was damaged (judged again)
+        self._keys = array("q")  # sorted keys (id_hash) of the ids whose last line is a good judgment
+        self._offsets = array("q")  # where each of those lines starts
+        self._fh: Any = None
+        self._reader: Any = None
+        self._last_sync = time.monotonic()
+        if self.path.is_dir():
+            raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
+        kind = path_kind(self.path)
+        # unreadable: said below
+        if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
+            raise ConfigError(f"expected the journal {self.path} to be a regular file; it is {kind}",
+                              path=str(self.path))
+        self._lock = RunLock.for_journal(self.path)
+        self._lock.acquire()
+        try:
+            if restart and self.path.exists():
+                self.path.unlink()
+            if self.path.exists():
+                self._load()
+            else:
+                self._write_line({"journal": JOURNAL_VERSION, "judge": fingerprint})
+        except OSError as exc:
+            self._lock.release()
+            raise ConfigError(f"expected a readable and writable journal at {self.path}; got "
+                              f"{_os_reason(exc)}",
+                              path=str(self.path)) from None
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def __len__(self) -> int:
+        """How many items the journal holds a good judgment for (what a resumed run need not judge again)."""
+        return len(self._keys)
+
+    def _load(self) -> None:
+        # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can
+        # leave a
+        # partial last line (no newline)
+        hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
+        size = complete = keep_end = tail_bad = 0
+        header: dict[str, Any] | None = None
+        # (line, reason, was it the first line) of unreadable lines
+        first_bad: tuple[int, str, bool] | None = None
+        seen = 0
+        with open_regular(self.path, "rb", "the journal") as fh:
+            for number, raw in enumerate(read_lines(fh, f"the journal {self.path}", path=self.path), start=1):
+                start = size
+                size += len(raw)
+                if not raw.endswith(b"\n"):
+                    break
+                complete = size
+                if not raw.strip():
+                    continue
+                value = self._parse(raw[:-1], first=seen == 0)
+                seen += 1
+                if isinstance(value, str):
+                    tail_bad += 1
+                    first_bad = first_bad or (number, value, seen == 1)
+                    continue
+                if first_bad is not None:
+                    line, reason, was_first = first_bad
+                    raise DataError(
+                        f"{self.path}:{line}: expected {'a journal header' if was_first else 'a judgment'}; "
+                        f"got an unreadable line ({reason}) followed by good ones; delete that line to judge "
+                        "its item again, or rerun with --restart",
+                        path=str(self.path), line=line,
+                    )
+                keep_end, tail_bad = size, 0
+                if isinstance(value, dict):
+                    header = value
+                    continue
+                damage = self._out_of_bounds(value)
+                if damage is not None:
+                    self.rejected[value.item_id] = f"line {number}: {damage}"
+                elif value.error is None and self.rejected:
+                    self.rejected.pop(value.item_id, None)
+                hashes.append(id_hash(value.item_id))
+                starts.append(start)
+                states.append(2 if damage is not None else 1 if value.error is not None else 0)
+        if keep_end < size:  # damaged, blank or partial lines at the end: a write cut short
+            self.trimmed = tail_bad + (complete < size)
+            with open_regular(self.path, "r+b", "the journal") as fh:
+                fh.truncate(keep_end)
+        if header is None:
+            self._write_line({"journal": JOURNAL_VERSION, "judge": self.fingerprint})
+            return
+        if header.get("judge") != self.fingerprint:
+            raise ConfigError(
+                f"journal {self.path} was written by another judge configuration (fingerprint "
+                f"{header.get('judge')!r}); this judge is {self.fingerprint!r}. Use another run "
+                "folder or restart.",
+                path=str(self.path),
+            )
+        self._index(hashes, starts, states)
+        if self.rejected:
+            first = next(iter(self.rejected.values()))
+            warnings.warn(
+                f"journal {self.path}: {len(self.rejected)} judgment line(s) hold a score that is not on the "
+                f"judge's scale ({first}); read as damaged, their items are judged again",
+                JournalDamageWarning, stacklevel=3,
+            )
+
+    def _index(self, hashes: array, starts: array, states: array) -> None:
+        """Keep, per id key, where its last line starts when that line is a good judgment (sorted by key)."""
+        lines = sorted(range(len(hashes)), key=hashes.__getitem__)  # stable: a key's lines stay in file order
+        for at, line in enumerate(lines):
+            key = hashes[line]
+            if at + 1 < len(lines) and hashes[lines[at + 1]] == key:
+                continue  # a later line of the same key decides
+            if states[line] == 0:
+                self._keys.append(key)
+                self._offsets.append(starts[line])
+
+    def _find(self, item_id: object) -> int | None:
+        """Where the line of ``item_id``'s key starts, or None."""
+        if not self._keys or not isinstance(item_id, str):
+            return None
+        key = id_hash(item_id)
+        at = bisect_left(self._keys, key)
+        return self._offsets[at] if at < len(self._keys) and self._keys[at] == key else None
+
+    def __contains__(self, item_id: object) -> bool:
+        """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads
+        the line
+        and makes sure)."""
+        return self._find(item_id) is not None
+
+    def get(self, item_id: str) -> Judgment | None:
+        """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be
+        judged)."""
+        offset = self._find(item_id)
+        if offset is None:
+            return None
+        if self._reader is None:
+            self._reader = open_regular(self.path, "rb", "the journal")
+        self._reader.seek(offset)
+        found = self._parse(self._reader.readline()[:-1], first=False)
+        return found if isinstance(found, Judgment) and found.item_id == item_id else None
+
+    def _out_of_bounds(self, judgment: Judgment) -> str | None:
+        """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None
+        if none."""
+        values = [(name, v) for name, v in judgment.scores.items()]
+        values += [(name, v) for name, samples in judgment.samples.items() for v in samples]
+        for name, value in values:
+            if value is None:
+                continue
+            if not math.isfinite(value):
+                return f"{name!r} is {value}"
+            lo, hi = self.bounds.get(name, (-math.inf, math.inf))
+            if not lo - 1e-9 <= value <= hi + 1e-9:
+                return f"{name!r} is {value:g}, outside the scale {lo:g} to {hi:g}"
+        return None
+
+    @staticmethod
+    def _parse(raw: bytes, *, first: bool) -> dict[str, Any] | Judgment | str:
+        """The header (first line) or a judgment; a short reason string when the line is unreadable."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return "not UTF-8"
+        if first:
+            try:
+                header = json.loads(text)
+            except json.JSONDecodeError as exc:
+                return f"invalid JSON: {exc.msg}"
+            if not isinstance(header, dict) or "judge" not in header:
+                return "not a journal header"
+            return header
+        try:
+            return Judgment.model_validate_json(text)
+        except ValidationError as exc:
+            return f"not a judgment: {exc.errors()[0].get('msg', 'invalid') if exc.errors() else 'invalid'}"
+
+    def _write_line(self, obj: dict[str, Any] | str) -> None:
+        text = obj if isinstance(obj, str) else json.dumps(obj)
+        try:
+            if self._fh is None:
+                self._fh = open_regular(self.path, "a", "the journal")
+            self._fh.write(text + "\n")
+            self._fh.flush()  # in the kernel now: survives SIGKILL of this process
+            now = time.monotonic()
+            if now - self._last_sync >= self.fsync_every:
+                os.fsync(self._fh.fileno())
+                self._last_sync = now
+        except OSError as exc:
+            raise RunStoppedError(
+                f"could not write to the journal {self.path}: {_os_reason(exc)}; the judgments written "
+                "before are kept, rerun the same command to resume once the disk is writable",
+                path=str(self.path),
+            ) from None
+
+    def close(self) -> None:
+        """Flush to disk, close the file and release the lock."""
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
+        try:
+            if self._fh is not None:
+                fh, self._fh = self._fh, None
+                try:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                finally:
+                    fh.close()
+        except OSError as exc:
+            raise RunStoppedError(f"could not flush the journal {self.path}: {_os_reason(exc)}",
+                                  path=str(self.path)) from None
+        finally:
+            self._lock.release()
+
+    def record(self, judgment: Judgment) -> None:
+        """Append one judgment (durably)."""
+        self._write_line(judgment.model_dump_json())

@@ -1,0 +1,161 @@
+"""The search entry points: :func:`asearch` and its synchronous twin :func:`search`.
+
+Split the labelled data into train / dev / test with a seed, draw candidate demo sets (the
+train split is the demo pool), score each candidate's judge on **dev** with the
+:class:`~mitigate.search._objective.Objective`, and report the winner on the held-out **test**
+split beside the zero-shot baseline, with bootstrap intervals, so users see whether the gain
+survives outside the data it was chosen on. How candidates are proposed is the engine's job
+(:mod:`mitigate.search.engines`, kind ``"engine"`` in :mod:`mitigate.registry`); the budget and
+cache rules are in :mod:`mitigate.search._session`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mitigate.constraints import Interval, IsInstance, Options, check_param
+from mitigate.data import Benchmark, Item, Split
+from mitigate.errors import ConfigError
+from mitigate.judge import Judge
+from mitigate.lm import LM, LMCache
+from mitigate.registry import lookup, registered, run_coroutine
+from mitigate.search._objective import Objective
+from mitigate.search._result import SearchResult
+from mitigate.search._session import (
+    Candidate,
+    SearchSpace,
+    Session,
+    as_split,
+    demo_counts,
+    fit_selectors,
+    likelihoods,
+    search_criterion,
+)
+from mitigate.search.engines._base import Engine
+from mitigate.search.engines._dspy import OPTIMIZERS
+from mitigate.selectors import Random, Selector, Stratified
+from mitigate.strategies import Demos, PerturbationProbe
+
+
+def engine_from(engine: str | Engine, options: Mapping[str, Any] | None = None) -> Engine:
+    """The engine ``engine`` names (built with ``options``), or ``engine`` itself when it is an Engine."""
+    names = tuple(registered("engine"))
+    check_param("search", "engine", engine, [Options(*names), IsInstance(Engine, noun="an Engine")])
+    if isinstance(engine, Engine):
+        if options:
+            raise ConfigError(f"expected the options of the {engine.registry_name!r} engine on the Engine "
+                              f"itself; got also {sorted(options)} as keyword arguments")
+        return engine
+    return lookup("engine", engine).model_validate(dict(options or {}))
+
+
+async def asearch(
+    judge: Judge,
+    data: Benchmark | Split | Sequence[Item],
+    *,
+    engine: str | Engine = "random",
+    criterion: str | None = None,
+    objective: Objective | None = None,
+    k: int | Sequence[int] = 2,
+    selectors: Sequence[Selector] | None = None,
+    budget: int = 200,
+    perturbations: Sequence[Demos | None] = (None,),
+    probe: PerturbationProbe | None = None,
+    ls: Mapping[str, float] | None = None,
+    likelihood: str | LM | None = None,
+    splits: tuple[float, float, float] = (0.5, 0.25, 0.25),
+    cache: bool | str | Path | LMCache = True,
+    concurrency: int = 4,
+    progress: bool = True,
+    n_boot: int = 1000,
+    seed: int = 0,
+    **engine_options: Any,
+) -> SearchResult:
+    """Search the demo set that maximises ``objective`` on dev and report it on held-out test.
+
+    Parameters:
+        judge: the base judge (no demos); its prompts get the candidate demos.
+        data: a labelled benchmark (split with ``splits`` and ``seed``), or a :class:`Split`.
+        engine: a registered engine name (``mitigate.search.ENGINES``: ``"random"``,
+            ``"greedy"``, ``"dspy-labeled"``, ``"dspy-bootstrap-rs"``, ``"dspy-mipro"``) or an
+            :class:`~mitigate.search.engines._base.Engine`; ``engine_options`` are that engine's
+            parameters (``max_trials`` for random, ``n_candidates`` for greedy,
+            ``prompt_model``/``num_candidates``/``num_trials`` for the DSPy ones).
+        criterion: the human label optimised against (default: the only one).
+        objective: what is maximised (default: Spearman agreement only).
+        k: demos per set, or a list of sizes to draw from (the DSPy engines use the largest).
+        selectors: candidate generators, fitted on the train split when unfitted
+            (default: ``Random`` and ``Stratified``; engines that choose demos their own way
+            take none). An unfitted :class:`~mitigate.selectors.HighestRS` is fitted by
+            judging the train split with the base judge (counted in the budget) and scoring
+            LS with ``likelihood`` when it is an LM object, else with the selector's own
+            ``likelihood`` spec.
+        budget: distinct LM requests the search may make, answered by the cache or the backend alike.
+        perturbations: perturbation templates to search over: ``None`` shows plain demos,
+            a :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` (as the
+            ``perturbed-demos`` preset builds; its selector and demos are replaced by each
+            candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024).
+        probe: how consistency is measured when the objective counts it (default
+            ``PerturbationProbe(kind="order", n=2)``).
+        ls: LS per item id, needed when the objective counts BiasScore; else computed
+            with ``likelihood`` (a backend spec or LM) on dev and test.
+        likelihood: the LS backend (BiasScore, and fitting HighestRS).
+        cache: the LM cache (True: the default file; a path or LMCache; False: none).
+        n_boot: bootstrap resamples for the reported intervals (0: none).
+    """
+    eng = engine_from(engine, engine_options)
+    templates = list(perturbations) or [None]
+    if not eng.tags.uses_selectors and (selectors is not None or templates != [None]):
+        raise ConfigError(f"the {eng.registry_name!r} engine chooses demos its own way; expected no "
+                          "selectors= or perturbations=, got some")
+    check_param("search", "budget", budget, [Interval(int, 1)])
+    check_param("search", "concurrency", concurrency, [Interval(int, 1)])
+    check_param("search", "n_boot", n_boot, [Interval(int, 0)])
+    objective = objective or Objective()
+    ks = demo_counts(k)
+    crit = search_criterion(data, judge, criterion)
+    split = as_split(data, splits, seed, crit)
+    eng = eng.prepare(judge, split, crit, ks)
+    fitted: list[Selector] = []
+    if eng.tags.uses_selectors:
+        chosen = list(selectors) if selectors is not None else [Random(seed=seed), Stratified(seed=seed)]
+        if not chosen:
+            raise ConfigError("search needs at least one selector; got none")
+        fitted = fit_selectors(chosen, split, crit)
+        n_train = min(len(s.pool_ or ()) if s.is_fitted else len(split.train) for s in fitted)
+        if max(ks) > n_train:
+            raise ConfigError(f"The 'k' parameter of search asks for up to {max(ks)} demos, but the train "
+                              f"split has only {n_train} labelled items")
+    probe = (probe
+             or PerturbationProbe(kind="order", n=2, seed=seed)) if objective.needs_perturbations else None
+    ls = await likelihoods(objective, ls, likelihood, split, judge)
+    s = Session(judge, split, crit, objective, budget=budget, probe=probe, ls=ls, cache=cache,
+                concurrency=concurrency, progress=progress, n_boot=n_boot, seed=seed,
+                engine=eng.registry_name)
+    try:
+        if await s.evaluate(Candidate("baseline (no demos)", None)) is None:
+            raise ConfigError(
+                f"the budget of {budget} LM calls cannot cover even the baseline on dev (up to "
+                f"{s.cost(None, split.dev)} calls); raise the budget or use a smaller dev split"
+            )
+        outcome = await eng.run(s, SearchSpace(fitted, ks, templates, likelihood))
+        meta = {"selectors": [sel.describe() for sel in fitted], "k": ks} if eng.tags.uses_selectors else {}
+        return await s.finish(outcome.stopped, {**meta, **outcome.meta})
+    finally:
+        s.close()
+
+
+def search(judge: Judge, data: Benchmark | Split | Sequence[Item], **kwargs: Any) -> SearchResult:
+    """:func:`asearch` from synchronous code (it runs its own event loop; use ``await asearch(...)`` inside
+    one)."""
+    return run_coroutine(asearch(judge, data, **kwargs), what="search()", instead="asearch(...)")
+
+
+def dspy_search(judge: Judge, data: Benchmark | Split | Sequence[Item], *, optimizer: str = "labeled",
+                **kwargs: Any) -> SearchResult:
+    """``search(judge, data, engine="dspy-<optimizer>", **kwargs)`` (``optimizer``: "labeled", "bootstrap-rs"
+    or "mipro")."""
+    check_param("dspy_search", "optimizer", optimizer, [Options(*OPTIMIZERS)])
+    return search(judge, data, engine=f"dspy-{optimizer}", **kwargs)

@@ -1,0 +1,119 @@
+"""DSPy's few-shot optimizers as search engines, one registered engine each (``dspy`` is optional and loaded
+only when one runs).
+
+- ``"dspy-labeled"`` (:class:`DSPyLabeled`) — ``LabeledFewShot(k)``: ``k`` labelled train
+  examples (the train split is shuffled with the search's seed first, since the optimizer's
+  own draw is fixed);
+- ``"dspy-bootstrap-rs"`` (:class:`DSPyBootstrapRS`) — ``BootstrapFewShotWithRandomSearch``:
+  bootstrapped and labelled demo sets of up to ``k`` demos, each scored on dev;
+- ``"dspy-mipro"`` (:class:`DSPyMIPRO`) — ``MIPROv2`` (needs the ``optuna`` package):
+  bootstrapped demo sets plus instruction proposals written by ``prompt_model``, searched
+  with Optuna on dev.
+
+They choose demos their own way (no selectors); how the judge becomes a DSPy program, where
+the LM calls go and how the budget is kept are in :mod:`mitigate.search.engines._dspy_program`.
+:func:`mitigate.search.dspy_search` is ``search(..., engine="dspy-<optimizer>")``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from typing import Any, ClassVar, Self
+
+from pydantic import Field
+
+from mitigate.constraints import Interval
+from mitigate.data import Split
+from mitigate.errors import ConfigError
+from mitigate.judge import Judge
+from mitigate.registry import Tags, register
+from mitigate.search._session import SearchSpace, Session
+from mitigate.search.engines._base import Engine, Outcome
+
+OPTIMIZERS: tuple[str, ...] = ("labeled", "bootstrap-rs", "mipro")
+"""The DSPy optimizers, each the engine ``"dspy-<optimizer>"``."""
+
+
+def _require(package: str, why: str) -> None:
+    if importlib.util.find_spec(package) is None:
+        raise ConfigError(f"{why} needs the {package} package, which is not installed; expected it to be "
+                          "importable (pip install 'mitigate[dspy]')")
+
+
+class DSPyEngine(Engine):
+    """Shared part of the DSPy engines: checks before any call, then the optimizer's run."""
+
+    declared_tags: ClassVar[Tags] = Tags()
+    optimizer: ClassVar[str] = ""
+
+    def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
+        """Refuse a missing dspy package, or more demos than the train split has labelled items."""
+        _require("dspy", f"the {self.registry_name} engine")
+        train = [it for it in split.train if criterion in it.human and math.isfinite(it.human[criterion])]
+        if max(ks) > len(train):
+            raise ConfigError(f"The 'k' parameter of search asks for {max(ks)} demos, but the train split "
+                              f"has only {len(train)} labelled items")
+        return self
+
+    async def run(self, session: Session, space: SearchSpace) -> Outcome:
+        """Compile the judge program with the optimizer, then rank every demo set it produced on dev."""
+        from mitigate.search.engines._dspy_program import optimize  # imports dspy, an optional dependency
+
+        stopped, meta = await optimize(self, session, max(space.ks))
+        return Outcome(stopped, meta)
+
+
+@register("engine", "dspy-labeled")
+class DSPyLabeled(DSPyEngine):
+    """DSPy's ``LabeledFewShot``: k labelled train examples as demos."""
+
+    optimizer: ClassVar[str] = "labeled"
+
+
+@register("engine", "dspy-bootstrap-rs")
+class DSPyBootstrapRS(DSPyEngine):
+    """DSPy's ``BootstrapFewShotWithRandomSearch``.
+
+    Parameters:
+        num_candidates: ``num_candidate_programs`` (default: what the budget allows).
+    """
+
+    optimizer: ClassVar[str] = "bootstrap-rs"
+    num_candidates: int | None = None
+    parameter_constraints: ClassVar = {"num_candidates": [Interval(int, 1), None]}
+
+
+@register("engine", "dspy-mipro")
+class DSPyMIPRO(DSPyEngine):
+    """DSPy's ``MIPROv2`` (needs ``optuna``).
+
+    Parameters:
+        prompt_model: the instruction proposer, a ``dspy.LM`` (default: the one inside the
+            judge's DSPyLM backend); not part of the spec.
+        num_candidates: MIPROv2's ``num_candidates`` (default 3).
+        num_trials: MIPROv2's ``num_trials`` (default: what the budget allows).
+    """
+
+    optimizer: ClassVar[str] = "mipro"
+    prompt_model: Any = Field(default=None, exclude=True)
+    num_candidates: int | None = None
+    num_trials: int | None = None
+    parameter_constraints: ClassVar = {"num_candidates": [Interval(int, 1), None],
+                                       "num_trials": [Interval(int, 1), None]}
+
+    def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
+        """Also needs optuna and a prompt model (borrowed from the judge's DSPyLM backend when not given)."""
+        ready = super().prepare(judge, split, criterion, ks)
+        _require("optuna", "the dspy-mipro engine (MIPROv2)")
+        if self.prompt_model is not None:
+            return ready
+        from mitigate.search.engines._dspy_program import dspy_lm_of  # imports dspy, an optional dependency
+
+        found = dspy_lm_of(judge)
+        if found is None:
+            raise ConfigError("the dspy-mipro engine needs prompt_model=dspy.LM(...) pointed at the judge's "
+                              "model (MIPROv2 writes instruction proposals with it); the judge's backend is "
+                              "not a DSPyLM to borrow it from")
+        return ready.model_copy(update={"prompt_model": found})
+

@@ -1,0 +1,74 @@
+"""The seeded random-search engine (``"random"``).
+
+Each trial takes the next selector (round robin), a ``k`` from the search's sizes, and a
+perturbation template, and draws a demo set with a fresh seed (selectors without a seed give
+one set). A set already evaluated (in any order) is not evaluated again; the search ends at
+the budget, after ``max_trials`` trials (baseline included), or when 200 draws in a row give
+nothing new. A query-dependent selector (KNN) makes one candidate, a ``per-item-demos``
+judge.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from typing import ClassVar
+
+from mitigate.constraints import Interval
+from mitigate.registry import register
+from mitigate.search._session import (
+    MAX_MISSES,
+    Candidate,
+    SearchSpace,
+    Session,
+    fit_judged_selectors,
+    reseeded,
+    with_demos,
+)
+from mitigate.search.engines._base import Engine, Outcome
+from mitigate.strategies import Demos, Mitigation
+
+
+@register("engine", "random")
+class RandomEngine(Engine):
+    """Seeded random search over the selectors' draws (see the module docstring).
+
+    Parameters:
+        max_trials: stop after this many evaluated candidates, the baseline included (None: no limit).
+    """
+
+    max_trials: int | None = None
+    parameter_constraints: ClassVar = {"max_trials": [Interval(int, 1), None]}
+
+    async def run(self, session: Session, space: SearchSpace) -> Outcome:
+        """Draw and evaluate demo sets until the budget, ``max_trials`` or the draws run out."""
+        selectors = await fit_judged_selectors(session, space.selectors, space.likelihood)
+        return Outcome(await self._draw(session, space._replace(selectors=selectors)), {})
+
+    async def _draw(self, s: Session, space: SearchSpace) -> str:
+        rng = _random.Random(s.seed)
+        misses = 0
+        draw = 0
+        while True:
+            if self.max_trials is not None and len(s.trials) >= self.max_trials:
+                return "max-trials"
+            sel = space.selectors[draw % len(space.selectors)]
+            draw += 1
+            k = rng.choice(space.ks)
+            template = rng.choice(space.templates)
+            if sel.tags.query_dependent:
+                mit: Mitigation = Demos(selector=sel, k=k, per_item=True, placement="append")
+                cand = Candidate(f"random: per-item {sel.describe()} k={k}", mit, sel.registry_name)
+            else:
+                picked = reseeded(sel, rng)
+                demos = picked.select(k, prompt_scale=s.prompt_scale)
+                mit = with_demos(template, demos)
+                label = f"random: {picked.describe()} k={k}" + (" perturbed" if template is not None else "")
+                cand = Candidate(label, mit, sel.registry_name, [d.item.id for d in demos])
+            if cand.key in s.seen:
+                misses += 1
+                if misses >= MAX_MISSES:
+                    return "exhausted"
+                continue
+            misses = 0
+            if await s.evaluate(cand) is None:
+                return "budget"

@@ -1,0 +1,312 @@
+"""The selector contract: frozen, seeded choosers of demonstrations.
+
+A :class:`Selector` decides which labelled items a judge prompt shows as few-shot
+demonstrations. Like a scikit-learn estimator its parameters are its fields, and fitting
+returns a fitted copy::
+
+    sel = Stratified(seed=3).fit(train, criterion="coherence")   # remembers the labelled pool
+    demos = sel.select(2)                                 # -> list[Demo], human scores shown
+    demos = knn.select(4, query=item)                     # query-dependent selectors need the item
+    kept = sel.with_choice(2)                             # keeps those 2 demos, not the pool
+
+- ``afit(pool, judge, ctx)`` (async; ``fit`` is its synchronous form, the one fit protocol of
+  :class:`mitigate.judge._fitting.Fittable`; a selector implements ``learn(pool, judge, ctx)``) keeps
+  the pool items that carry a human label for the criterion, as demos need them
+  (:func:`demo_item`: without per-annotator scores and metadata), in fields ending in ``_``:
+  ``pool_``, ``criterion_``, ``scale_``, ``n_pool_``. A fitted selector serialises with
+  :meth:`Selector.spec` and :func:`selector_from_spec` rebuilds it. The criterion is
+  ``ctx.criterion`` (keyword ``criterion=``) when given, else the pool benchmark's only
+  criterion, else the only criterion of the judge's prompts that the pool labels
+  (:func:`resolve_criterion`'s rule); anything still ambiguous is a ConfigError. A selector
+  that judges the pool while fitting (:class:`~mitigate.selectors._highest_rs.HighestRS`, tag
+  ``calls_judge_while_fitting``) runs ``judge`` there.
+- ``select(k, query=None)`` returns ``k`` :class:`~mitigate.prompt.Demo` objects built with
+  :meth:`Demo.from_item` (the *human* score), never including the query item itself (a
+  demo that is the judged item would hand the judge its gold label). The same fitted
+  selector, ``k`` and query always give the same demos.
+- ``with_choice(k)`` is the fitted selector once ``k`` is known and the choice does not depend
+  on the judged item (a :class:`~mitigate.strategies._demos.Demos` showing one demo set): it
+  keeps only the ``k`` items ``select(k)`` chose (``chosen_``), not the pool, and answers
+  ``select(k)`` with them. A query-dependent selector (KNN) keeps its pool, since any of its
+  items may be a judged item's neighbour.
+
+Every concrete selector registers itself as kind ``"selector"`` with
+:func:`mitigate.registry.register` under a kebab-case name. The demo mitigations of
+:mod:`mitigate.strategies._demos` show what a selector picks; this package imports nothing
+from the strategies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Self
+
+from mitigate.constraints import Interval, check_param
+from mitigate.data import Benchmark, Item, labelled_items
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import FitContext, Fittable, Judge
+from mitigate.parse import Verdict
+from mitigate.prompt import Demo
+from mitigate.registry import Component, Tags, build
+from mitigate.registry import registered as registered_components
+from mitigate.scale import Scale
+
+
+def registered_selectors() -> dict[str, type[Selector]]:
+    """Registered selector names -> classes (``mitigate.registry.registered("selector")``)."""
+    return registered_components("selector")
+
+
+def selector_from_spec(spec: dict[str, Any] | Selector) -> Selector:
+    """Rebuild a selector from :meth:`Selector.spec` output (a selector passes through)."""
+    if isinstance(spec, Selector):
+        return spec
+    sel = build("selector", spec)
+    if not isinstance(sel, Selector):
+        raise ConfigError(f"expected a selector spec; {spec!r} names a {type(sel).__name__}")
+    return sel
+
+
+
+
+GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
+"""The verdict a demo shows for a gold preference (``A``: the item's ``output``, shown first)."""
+
+
+
+
+def demo_item(item: Item) -> Item:
+    """``item`` as a fitted selector keeps it: what a demo shows and is scored by (no annotators, no meta).
+
+    A demo shows the item's texts (output, inputs, reference, output_b) and its human label;
+    per-annotator scores and loader metadata (SummEval's eleven reference summaries, say) are
+    never shown, and kept they would make a fitted value carry its training data.
+    """
+    if not item.annotators and not item.meta:
+        return item
+    return item.model_copy(update={"annotators": {}, "meta": {}})
+
+
+def demo_of(item: Item, criterion: str, *, human_scale: Scale | None = None,
+            prompt_scale: Scale | None = None) -> Demo:
+    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a
+    verdict."""
+    if criterion not in item.human and criterion in item.preference:
+        return Demo(item=item, verdict=GOLD_VERDICT[item.preference[criterion]])
+    return Demo.from_item(item, criterion, human_scale=human_scale, prompt_scale=prompt_scale)
+
+
+def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | None) -> str:
+    """The human-label criterion demos are scored on.
+
+    ``criterion`` when given; else the benchmark's only criterion; else the only criterion
+    of the judge's prompts that the benchmark labels. ConfigError when still ambiguous;
+    DataError when no item has a human score for it.
+    """
+    if criterion is None:
+        if len(train.criteria) == 1:
+            criterion = train.criteria[0]
+        else:
+            names: list[str] = []
+            if judge is not None:
+                names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
+            known = [n for n in names if n in train.criteria]
+            if len(known) != 1:
+                raise ConfigError(
+                    f"cannot tell which human label to show in demos: benchmark {train.name!r} has criteria "
+                    f"{list(train.criteria)} and the judge's prompts score {names}; name one with "
+                    "criterion=..."
+                )
+            criterion = known[0]
+    if not labelled_items(train.items, criterion):
+        found = sorted({c for it in train.items for c in (*it.human, *it.preference)})
+        raise DataError(
+            f"expected human scores for criterion {criterion!r} (or gold preferences) in benchmark "
+            f"{train.name!r}; its items have labels for {found or 'nothing'}",
+            criterion=criterion,
+        )
+    return criterion
+
+
+class Selector(Component, Fittable):
+    """Base of every demo selector: a frozen value; ``fit`` returns a fitted copy.
+
+    Subclasses implement :meth:`_pick` (choose ``k`` items from the candidates) and may
+    extend :meth:`learn`. Tag ``query_dependent``: the choice depends on the judged item
+    (KNN); such a selector needs ``query=`` in :meth:`select` and is used per judged item.
+    Tag ``calls_judge_while_fitting``: fitting runs the judge over the pool (HighestRS).
+
+    Fitted state: ``criterion_``, ``scale_`` (the pool benchmark's human scale), ``n_pool_``
+    (how many labelled items it chose from) and either ``pool_`` (those items, as
+    :func:`demo_item` keeps them: any ``select`` can be answered) or ``chosen_`` (only the
+    items ``select(k)`` chose, after :meth:`with_choice`).
+    """
+
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
+
+    pool_: tuple[Item, ...] | None = None
+    chosen_: tuple[Item, ...] | None = None
+    criterion_: str | None = None
+    scale_: Scale | None = None
+    n_pool_: int | None = None
+
+    # ------------------------------------------------------------------ contract
+    @classmethod
+    def examples(cls) -> list[Selector]:
+        """Fitted instances the contract checks exercise (override when defaults are not enough)."""
+        return [cls().fit(example_pool(), criterion="score")]
+
+    @property
+    def is_fitted(self) -> bool:
+        """True once :meth:`fit` has run (or fitted state was given)."""
+        return (self.pool_ is not None or self.chosen_ is not None) and self.criterion_ is not None
+
+    def describe(self) -> str:
+        """A short label such as ``stratified(seed=0)`` for logs and search reports."""
+        params = {k: v for k, v in self.model_dump(mode="json").items() if not k.endswith("_")}
+        inner = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        return f"{self.registry_name or type(self).__name__}({inner})"
+
+    def unfitted(self) -> Self:
+        """A copy with the fitted state (fields ending in ``_``) cleared: the parameters only."""
+        return type(self).model_validate({k: v for k, v in self.model_dump().items() if not k.endswith("_")})
+
+    # ------------------------------------------------------------------ fit / select
+    async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
+        """A fitted copy remembering the items of ``train`` that carry a human label for the criterion.
+
+        The criterion: ``ctx.criterion`` when given, else the benchmark's only one, else the
+        only one of ``judge``'s prompts that the pool labels. The benchmark's human ``scale`` is
+        kept (``scale_``) so :meth:`select` can map scores onto a judge prompt's scale.
+        ConfigError when no item is labelled. The other fields of ``ctx`` serve selectors that
+        judge the pool while fitting.
+        """
+        return self.model_copy(update=self.fit_state(train, ctx.criterion, judge))
+
+    def fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None,
+                  judge: Judge | None = None) -> dict[str, Any]:
+        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``.
+
+        Subclasses add theirs.
+        """
+        name = type(self).__name__
+        if isinstance(pool, Benchmark):
+            items, scale = list(pool.items), pool.scale
+            if criterion is None:
+                criterion = (pool.criteria[0] if len(pool.criteria) == 1
+                             else _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}"))
+        else:
+            items, scale = list(pool), None
+            if not all(isinstance(it, Item) for it in items):
+                raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got "
+                                  f"{type(pool).__name__}")
+            if criterion is None:
+                criterion = _criterion_of_judge(name, items, judge, "a list of items")
+        kept = labelled_items(items, criterion)
+        if not kept:
+            found = sorted({c for it in items for c in (*it.human, *it.preference)})
+            raise ConfigError(
+                f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got "
+                f"none among {len(items)} "
+                f"items (their labels: {found or 'none'})"
+            )
+        ids = [it.id for it in kept]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ConfigError(f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than "
+                              "once")
+        return {"pool_": tuple(demo_item(it) for it in kept), "chosen_": None, "criterion_": criterion,
+                "scale_": scale, "n_pool_": len(kept)}
+
+    def with_choice(self, k: int) -> Self:
+        """The fitted copy keeping only the ``k`` items ``select(k)`` chooses (``chosen_``), not the pool.
+
+        What a fixed demo set needs: it answers ``select(k)`` with the same demos, in the same
+        order, and refuses any other ``k`` or a query. A query-dependent selector is returned
+        as it is (any pool item may be a judged item's neighbour). ConfigError when unfitted
+        or when the pool cannot give ``k`` demos.
+        """
+        if self.tags.query_dependent:
+            return self
+        picks = self._choose(k, None)
+        if self.chosen_ is not None:
+            return self
+        return self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
+
+    def select(
+        self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None
+    ) -> list[Demo]:
+        """``k`` demos (human scores) chosen from the fitted pool; the query item is never among them.
+
+        ``prompt_scale``: when given and the pool came from a benchmark whose human scale
+        differs, each shown score is mapped onto it (see :meth:`Demo.from_item`).
+        """
+        picks = self._choose(k, query)
+        criterion = str(self.criterion_)
+        return [demo_of(it, criterion, human_scale=self.scale_, prompt_scale=prompt_scale) for it in picks]
+
+    def _choose(self, k: int, query: Item | None) -> list[Item]:
+        """The ``k`` items :meth:`select` shows, after its checks (k, fitted, query)."""
+        name = type(self).__name__
+        check_param(name, "k", k, [Interval(int, 1)])
+        if not self.is_fitted:
+            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` "
+                              "before select()")
+        if query is not None and not isinstance(query, Item):
+            raise ConfigError(f"{name}.select expected query to be an Item or None; "
+                              f"got {type(query).__name__}")
+        if self.tags.query_dependent and query is None:
+            raise ConfigError(
+                f"{name} chooses demos by similarity to the item being judged; expected query=<Item>, got "
+                "None (wrap the judge with Demos(selector=..., per_item=True) to select per item)"
+            )
+        if self.chosen_ is not None:
+            if k != len(self.chosen_) or query is not None:
+                asked = f"select({k}{', query=...' if query is not None else ''})"
+                n = len(self.chosen_)
+                raise ConfigError(
+                    f"{name} keeps only the {n} demos it chose (with_choice({n})), not its pool; expected "
+                    f"select({n}) without a query, got {asked} (fit it again to choose another set)"
+                )
+            return list(self.chosen_)
+        assert self.pool_ is not None and self.criterion_ is not None
+        candidates = [it for it in self.pool_ if query is None or it.id != query.id]
+        if k > len(candidates):
+            extra = " (the query item itself is left out)" if len(candidates) < len(self.pool_) else ""
+            raise ConfigError(
+                f"The 'k' parameter of {name} asks for {k} demos, but the fitted pool has only "
+                f"{len(candidates)} items with a human {self.criterion_!r} score{extra}."
+            )
+        return self._pick(k, candidates, query)
+
+    def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
+        """Choose ``k`` of ``candidates`` (at least ``k`` are given)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _pick()")
+
+
+def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
+    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly
+    one."""
+    names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves()
+                                                        for c in leaf.prompt.criteria))
+    known = [n for n in names if labelled_items(items, n)]
+    if len(known) != 1:
+        labels = sorted({c for it in items for c in (*it.human, *it.preference)})
+        raise ConfigError(
+            f"{owner}.fit needs criterion=... for {what} (human labels {labels}); the judge's prompts score "
+            f"{names or 'nothing (no judge given)'}"
+        )
+    return known[0]
+
+
+def example_pool() -> list[Item]:
+    """A tiny labelled pool (criterion ``"score"``) used by the selectors' ``examples()``."""
+    texts = [
+        ("ex-1", "The cat sat on the mat.", 1.0),
+        ("ex-2", "A dog ran in the park.", 3.0),
+        ("ex-3", "The cat slept on the warm mat.", 5.0),
+        ("ex-4", "Stocks fell sharply on Monday.", 3.0),
+    ]
+    return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t,
+            s in texts]
+

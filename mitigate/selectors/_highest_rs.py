@@ -1,0 +1,247 @@
+"""Highest-RS demonstrations as a selector (Ohi et al. 2024), and the RS ranking itself.
+
+Ohi et al. ("Likelihood-based mitigation of evaluation bias in large language models",
+2024) found that LLM judges overrate texts their own LM finds likely. Their mitigation shows
+the judge, as few-shot demonstrations, the training items on which this bias is strongest,
+each with its *human* score. Per pool item:
+
+- LS = log P(output | input, task description) under a causal LM
+  (:class:`mitigate.judge._likelihood.LikelihoodScorer`);
+- US = judge score - human score, the judge's scores first mapped onto the human scores'
+  mean and range (:func:`mitigate.measures.unfairness_scores`);
+- RS = \\|LS* + US*\\|, where LS* and US* are LS and US centred to mean 0 and scaled into
+  [-1, 1] (:func:`mitigate.measures.rs_scores`); :func:`rank_by_rs` ranks by it.
+
+:class:`HighestRS` returns the ``k`` pool items with the highest RS. ``fit`` needs LS and
+judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value, fields
+of the :class:`~mitigate.judge._fitting.FitContext`), or give ``judge=`` and the selector computes
+both itself (LS with the ``likelihood`` backend, the judge over the pool with
+:func:`mitigate.run._runner.run`). The ``highest-rs-demos``
+preset (``Demos(selector=HighestRS(...))``, :mod:`mitigate.strategies._highest_rs`) shows its top ``k``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal, Self
+
+from mitigate import measures
+from mitigate.constraints import Interval, Options
+from mitigate.data import Benchmark, Item
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import FitContext, Judge, Judgment, LikelihoodScorer
+from mitigate.registry import Tags, register
+from mitigate.run import run
+from mitigate.selectors._base import Selector, example_pool
+
+
+def rank_by_rs(
+    items: Sequence[Item], ls: Sequence[float | None], us: Sequence[float | None]
+) -> list[tuple[Item, float]]:
+    """Items ranked by RS = |LS* + US*| (Ohi et al. 2024), highest first, with their RS.
+
+    ``ls`` and ``us`` hold one value per item (None or NaN where missing); LS* and US* are
+    scaled over the items that have both (:func:`mitigate.measures.rs_scores`).
+    Items without an RS are left out. Ties keep the items' order.
+    """
+    items = list(items)
+    if not (len(items) == len(ls) == len(us)):
+        raise DataError(f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, "
+                        f"{len(us)} US")
+    rs = measures.rs_scores(ls, us)
+    ranked = [(item, float(r)) for item, r in zip(items, rs, strict=True) if math.isfinite(r)]
+    return sorted(ranked, key=lambda pair: -pair[1])
+
+
+def judge_score(judgment: Judgment, criterion: str) -> float | None:
+    """The judgment's score for ``criterion`` (its only score when it has one); None for a failure.
+
+    ConfigError when the judgment scores several criteria and none is ``criterion``.
+    """
+    scores = judgment.scores
+    if criterion in scores:
+        return scores[criterion]
+    if len(scores) == 1:
+        return next(iter(scores.values()))
+    if not scores:
+        return None
+    raise ConfigError(
+        f"the judge scored {sorted(scores)} for item {judgment.item_id!r}; expected a score for "
+        f"{criterion!r} "
+        "(name the criterion the judge scores with criterion=...)",
+        item_id=judgment.item_id,
+    )
+
+
+@register("selector", "highest-rs")
+class HighestRS(Selector):
+    """The ``k`` pool items with the highest RS = \\|LS* + US*\\| (Ohi et al. 2024).
+
+    Parameters:
+        likelihood: backend spec of the causal LM computing LS when ``fit`` is given a
+            judge instead of precomputed values (default ``"local"``, the embedded model; any
+            backend with ``loglikelihood``).
+        task: the generation task's description conditioning LS (None: the judge prompt's
+            task paragraph).
+        pool_size: judge and score only this many labelled pool items, drawn at random with
+            ``seed`` (None: every one). This bounds the cost of fitting with a judge.
+        seed: the random seed of that draw.
+        scaling: how US normalises judge and human scores before they are compared:
+            ``"range"`` (the paper's text, the default) or ``"max-deviation"`` (the released
+            code's), see :func:`mitigate.measures.unfairness_scores`.
+
+    Fitted state: ``pool_`` (the scored pool), ``rs_`` (item id -> RS, highest first; items
+    without an RS are absent and never selected), ``ls_`` and ``us_`` (item id -> value where
+    defined), and, when fitted with a judge, ``n_parse_failures_`` (pool items whose judge
+    score failed to parse: left out of the ranking, never scored), ``excluded_`` (item id
+    -> why it has no RS) and ``n_excluded_`` (how many). :meth:`with_choice` keeps the top
+    ``k`` items and their RS, LS and US only.
+    """
+
+    paper = "Ohi et al. 2024"
+
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True)
+
+    likelihood: str = "local"
+    task: str | None = None
+    pool_size: int | None = None
+    seed: int = 0
+    scaling: Literal["range", "max-deviation"] = "range"
+    rs_: dict[str, float] | None = None
+    ls_: dict[str, float] | None = None
+    us_: dict[str, float] | None = None
+    n_parse_failures_: int | None = None
+    excluded_: dict[str, str] | None = None
+    n_excluded_: int | None = None
+    parameter_constraints: ClassVar = {
+        "likelihood": [str],
+        "task": [str, None],
+        "pool_size": [Interval(int, 1), None],
+        "seed": [Interval(int)],
+        "scaling": [Options(*measures.US_SCALINGS)],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Selector]:
+        """A fitted instance over the example pool with made-up LS and judge scores."""
+        pool = example_pool()
+        ls = {"ex-1": -20.0, "ex-2": -35.0, "ex-3": -12.0, "ex-4": -40.0}
+        judge = {"ex-1": 4.0, "ex-2": 3.0, "ex-3": 5.0, "ex-4": 2.0}
+        return [cls().fit(pool, criterion="score", ls=ls, judge_scores=judge)]
+
+    async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
+        """A fitted copy ranking the pool ``train`` by RS.
+
+        With ``ctx.ls`` and ``ctx.judge_scores`` (item id -> value; a missing or None value
+        means no RS for that item) no LM is called. Otherwise ``judge`` (the base judge,
+        without demos) is run over the pool (``ctx.concurrency``, ``ctx.progress``) and LS
+        computed with ``ctx.lm`` or the ``likelihood`` spec; the fitted copy then records the LS
+        backend's spec in ``likelihood``. The criterion is as :meth:`Selector.learn` says.
+        """
+        pool = train
+        if ctx.ls is not None and ctx.judge_scores is not None:
+            return self._fit_scores(pool, ctx.criterion, ctx.ls, ctx.judge_scores, judge)
+        assert judge is not None  # the fit protocol's judge check (tags: calls_judge_while_fitting)
+        state = self.fit_state(pool, ctx.criterion, judge)
+        items = self._draw(state["pool_"], pool)
+        crit: str = state["criterion_"]
+        task = self.task if self.task is not None else next((lf.prompt.task for lf in judge.leaves()), "")
+        scorer = LikelihoodScorer(ctx.lm) if ctx.lm is not None else LikelihoodScorer(self.likelihood)
+        ls_values = await scorer.score_many(items, task, progress=ctx.progress)
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
+                           desc="highest-rs: judging the pool")
+        scores: list[float] = []
+        excluded: dict[str, str] = {}
+        n_parse = 0
+        for item, j, lsv in zip(items, result.judgments, ls_values, strict=True):
+            value: float | None = None
+            if j.error is not None:
+                excluded[item.id] = f"the judge's LM call failed: {j.error}"
+            else:
+                value = judge_score(j, crit)
+                if value is None:
+                    n_parse += 1
+                    why = "; ".join(f.reason for f in j.failures) or "no score"
+                    excluded[item.id] = f"the judge's answer failed to parse: {why}"
+            if not math.isfinite(lsv) and item.id not in excluded:
+                excluded[item.id] = "no likelihood score (LS is NaN)"
+            scores.append(math.nan if value is None else value)
+        fitted = self._ranked(state, items, [float(v) for v in ls_values], scores)
+        for item in items:
+            if item.id not in (fitted.rs_ or {}) and item.id not in excluded:
+                excluded[item.id] = (
+                    "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave "
+                    "every judged item the same score)"
+                )
+        update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded,
+                                  "n_excluded_": len(excluded)}
+        if ctx.lm is not None:
+            update["likelihood"] = ctx.lm.spec
+        return fitted.model_copy(update=update)
+
+    def with_choice(self, k: int) -> Self:
+        """As :meth:`Selector.with_choice`: the top ``k`` items with their RS, LS and US only (``excluded_``
+        is summed up in ``n_excluded_``); the pool and the other items' statistics are not kept."""
+        slim = super().with_choice(k)
+        if slim is self:
+            return self
+        ids = {it.id for it in slim.chosen_ or ()}
+
+        def only(values: dict[str, float] | None) -> dict[str, float] | None:
+            return None if values is None else {i: v for i, v in values.items() if i in ids}
+
+        return slim.model_copy(update={"rs_": only(self.rs_), "ls_": only(self.ls_), "us_": only(self.us_),
+                                       "excluded_": None})
+
+    def _draw(self, kept: tuple[Item, ...], pool: Benchmark | Sequence[Item]) -> tuple[Item, ...]:
+        """The labelled items to judge: all, or ``pool_size`` of them drawn with ``seed`` (in pool order)."""
+        if self.pool_size is None or self.pool_size >= len(kept):
+            if self.pool_size is not None and self.pool_size > len(kept):
+                where = f"benchmark {pool.name!r}" if isinstance(pool, Benchmark) else "the pool"
+                raise ConfigError(
+                    f"The 'pool_size' parameter of {type(self).__name__} asks for {self.pool_size} items, "
+                    f"but {where} has only {len(kept)} labelled items."
+                )
+            return kept
+        keep = sorted(random.Random(self.seed).sample(range(len(kept)), self.pool_size))
+        return tuple(kept[i] for i in keep)
+
+    def _fit_scores(self, pool: Benchmark | Sequence[Item], criterion: str | None, ls: Mapping[str, float],
+                    judge_scores: Mapping[str, float | None], judge: Judge | None = None) -> Self:
+        """The fitted copy from given LS and judge scores (no LM call)."""
+        state = self.fit_state(pool, criterion, judge)
+        items = self._draw(state["pool_"], pool)
+        ls_list = [float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items]
+        js = [math.nan if (v := judge_scores.get(it.id)) is None else float(v) for it in items]
+        return self._ranked(state, items, ls_list, js)
+
+    def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float],
+                scores: list[float]) -> Self:
+        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]),
+                                        scaling=self.scaling)
+        ranked = rank_by_rs(items, ls, list(us))
+        return self.model_copy(update={
+            **state,
+            "pool_": items,
+            "n_pool_": len(items),
+            "rs_": {it.id: rs for it, rs in ranked},
+            "ls_": {it.id: v for it, v in zip(items, ls, strict=True) if math.isfinite(v)},
+            "us_": {it.id: float(v) for it, v in zip(items, us, strict=True) if math.isfinite(v)},
+        })
+
+    def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
+        """The ``k`` candidates with the highest RS."""
+        rs = self.rs_ or {}
+        ranked = sorted((it for it in candidates if it.id in rs), key=lambda it: -rs[it.id])
+        if len(ranked) < k:
+            n_pool = self.n_pool_ if self.n_pool_ is not None else len(self.pool_ or ())
+            failures = "" if self.n_parse_failures_ is None else f"{self.n_parse_failures_} parse failures; "
+            raise ConfigError(
+                f"The 'k' parameter of HighestRS asks for {k} demos, but only {len(ranked)} of the pool's "
+                f"{n_pool} items have an RS ({failures}LS and a judge score are needed, and US needs varied "
+                "scores; reasons per item in the error's 'excluded' context).",
+                excluded=dict(self.excluded_ or {}),
+            )
+        return ranked[:k]

@@ -1,0 +1,286 @@
+"""The mitigation contract: frozen, serialisable transformers of judges, and pipelines of them.
+
+- :class:`Mitigation` — ``wrap(judge) -> Judge``; parameters are the object's fields,
+  declared and checked like every registered component (:class:`mitigate.registry.Component`).
+- :class:`PromptMitigation` — implements only ``apply(prompt) -> prompt``; its ``wrap`` is
+  ``judge.map_prompts(self.apply)``, so placed after a fan-out it reaches every inner prompt.
+- :class:`Pipeline` — ``Pipeline([m1, m2])`` or ``m1 | m2``; nested pipelines flatten;
+  ``wrap`` folds left to right (``m1`` wraps the base judge first).
+- ``afit(train, judge, ctx)`` (async, the one fit protocol of :class:`mitigate.judge._fitting.Fittable`,
+  with a :class:`~mitigate.judge._fitting.FitContext`; ``fit`` is its synchronous form, written once)
+  returns a fitted copy (fitted state in fields ending in ``_``); a mitigation with nothing to
+  learn (``tags.needs_fitting`` false) returns itself. A mitigation implements ``learn(train,
+  judge, ctx)``. :meth:`Pipeline.learn` fits each step against the judge wrapped by the steps
+  before it, as scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
+- ``compile(judge, train)`` is the one-call path: fit on ``train`` against ``judge``, then wrap
+  it (as DSPy's ``compile`` returns the optimised program); :meth:`Mitigation.acompile` is its
+  async form.
+- ``tags`` (:class:`mitigate.registry.Tags`) says what a mitigation needs: fitting, the
+  judge while fitting, ...; a class declares ``declared_tags``.
+
+Every concrete mitigation registers itself as kind ``"mitigation"`` with
+:func:`mitigate.registry.register`, so a spec ``{"name": ..., "params": {...}}`` rebuilds it
+(:func:`from_spec`) and the CLI accepts pipelines by name with parameters
+(:func:`parse_pipeline`), or a saved spec file as ``@file.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializeAsAny
+
+from mitigate.data import Benchmark
+from mitigate.errors import ConfigError, NotRecommendedWarning
+from mitigate.judge import FitContext, Fittable, Judge, Judgment, run_fit
+from mitigate.prompt import JudgePrompt
+from mitigate.registry import Component, Tags, build
+from mitigate.registry import registered as registered_components
+
+
+def registered() -> dict[str, type[Mitigation]]:
+    """Registered mitigation names -> classes (``mitigate.registry.registered("mitigation")``)."""
+    return registered_components("mitigation")
+
+
+class Mitigation(Component, Fittable):
+    """A frozen, serialisable transformer of judges (kind ``"mitigation"`` in the registry)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge with this mitigation applied; ``judge`` is not changed."""
+        raise NotImplementedError(f"{type(self).__name__} must implement wrap()")
+
+    def __or__(self, other: Mitigation) -> Pipeline:
+        return Pipeline(steps=(self, other))
+
+    @property
+    def is_fitted(self) -> bool:
+        """True when :meth:`wrap` can be used (always, for a mitigation with nothing to learn)."""
+        return True
+
+    @property
+    def label(self) -> str:
+        """A short name for reports: the registered name (a class whose name says too little refines it)."""
+        return self.registry_name or type(self).__name__
+
+    async def acompile(self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None,
+                       **options: Any) -> Judge:
+        """``judge`` with this mitigation fitted on ``train`` against it and applied: ``afit`` then ``wrap``.
+
+        Without ``train`` (a mitigation with nothing to learn, or one already fitted) it is
+        ``wrap(judge)``. ``ctx`` and keyword ``options`` are as for ``afit``.
+        """
+        fitted = self if train is None else await self.afit(train, judge, ctx, **options)
+        return fitted.wrap(judge)
+
+    def compile(self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None,
+                **options: Any) -> Judge:
+        """The one-call path, :meth:`acompile` run to completion: ``m.fit(train, judge).wrap(judge)``."""
+        return run_fit(self, self.acompile(judge, train, ctx, **options),
+                       what=f"{type(self).__name__}.compile()", instead="x.acompile(judge, train)")
+
+
+class PromptMitigation(Mitigation):
+    """A mitigation that only rewrites prompts."""
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        """Return a transformed copy of ``prompt``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement apply()")
+
+    def wrap(self, judge: Judge) -> Judge:
+        """``judge.map_prompts(self.apply)``."""
+        return judge.map_prompts(self.apply)
+
+
+class Pipeline(Mitigation):
+    """An ordered composition of mitigations; nested pipelines flatten."""
+
+    steps: tuple[SerializeAsAny[Mitigation], ...] = ()
+
+    def __init__(self, steps: Iterable[Mitigation] = (), **kw: Any) -> None:
+        flat: list[Mitigation] = []
+        for s in steps:
+            if isinstance(s, Pipeline):
+                flat.extend(s.steps)
+            elif isinstance(s, Mitigation):
+                flat.append(s)
+            else:
+                raise ConfigError(f"expected Mitigation steps in a Pipeline; got {type(s).__name__}")
+        BaseModel.__init__(self, steps=tuple(flat), **kw)  # the field is Pipeline's, not Mitigation's
+
+    def __or__(self, other: Mitigation) -> Pipeline:
+        return Pipeline(steps=(*self.steps, other))
+
+    def wrap(self, judge: Judge) -> Judge:
+        """Fold left to right: the first step wraps the base judge."""
+        for step in self.steps:
+            judge = step.wrap(judge)
+        return judge
+
+    @property
+    def is_fitted(self) -> bool:
+        """True when every step is fitted."""
+        return all(step.is_fitted for step in self.steps)
+
+    @property
+    def tags(self) -> Tags:
+        """Every step's tags together; ``needs_judge`` too when a step learns (each step is fitted against
+        the judge the steps before it make)."""
+        out = Tags()
+        for step in self.steps:
+            out = out | step.tags
+        return out | Tags(needs_judge=out.needs_fitting)
+
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Pipeline:
+        """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps
+        before it.
+
+        The one way to fit any pipeline (``mitigate compare --train`` uses it), as
+        scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
+        Every step gets the same ``ctx``. Steps with nothing to learn are kept as they are;
+        ``judge`` and the steps are not changed; a pipeline with nothing to learn is returned
+        as it is.
+        """
+        if not self.tags.needs_fitting:
+            return self
+        base = judge
+        fitted: list[Mitigation] = []
+        for step in self.steps:
+            step = await step.afit(train, base, ctx)
+            fitted.append(step)
+            base = step.wrap(base)
+        return Pipeline(fitted)
+
+    def spec(self) -> dict[str, Any]:
+        """``{"name": "pipeline", "steps": [step specs]}``."""
+        return {"name": "pipeline", "steps": [s.spec() for s in self.steps]}
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
+    """Rebuild a mitigation or pipeline from :meth:`Mitigation.spec` output (or a list of specs)."""
+    if isinstance(spec, Sequence) and not isinstance(spec, (str, bytes)):
+        return Pipeline(steps=[from_spec(s) for s in spec])
+    if isinstance(spec, dict) and spec.get("name") == "pipeline":
+        extra = sorted(set(spec) - {"name", "steps"})
+        if extra:
+            raise ConfigError("expected a pipeline spec with keys 'name' and 'steps'; got extra "
+                              f"keys {extra}")
+        steps = spec.get("steps", [])
+        if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
+            raise ConfigError(f"expected the 'steps' of a pipeline spec to be a list of specs; got {steps!r}")
+        return Pipeline(steps=[from_spec(s) for s in steps])
+    return build("mitigation", spec)
+
+
+def load_pipeline(path: str | Path) -> Mitigation:
+    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec.
+
+    A search file whose verdict is that no demo set beat the baseline on test loads (it holds
+    the dev winner) with a :class:`~mitigate.errors.NotRecommendedWarning` saying so.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"expected a pipeline spec file; {p} does not exist")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"expected JSON in pipeline spec file {p}; got invalid JSON ({exc})") from None
+    if isinstance(data, dict) and "pipeline" in data and "name" not in data:
+        search = data.get("search")
+        if isinstance(search, dict) and search.get("beats_baseline") is False:
+            warnings.warn(f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds "
+                          "the search's dev winner, not a recommendation", NotRecommendedWarning,
+                          stacklevel=2)
+        data = data["pipeline"]
+    return from_spec(data)
+
+
+def parse_pipeline(text: str) -> Pipeline:
+    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings), or
+    ``"@file.json"``.
+
+    ``"@path"`` loads a spec file (:func:`load_pipeline`). ``"baseline"`` or an empty string
+    is the empty pipeline.
+    """
+    if not isinstance(text, str):
+        raise ConfigError(f"expected pipeline text such as 'name(k=v) | name2' or '@file.json'; got {text!r}")
+    stripped = text.strip()
+    if stripped.startswith("@"):
+        return Pipeline([load_pipeline(stripped[1:].strip())])
+    steps: list[Mitigation] = []
+    for part in (p.strip() for p in stripped.split("|")):
+        if not part or part == "baseline":
+            continue
+        name, _, rest = part.partition("(")
+        name = name.strip()
+        if not rest and name.endswith(".json"):
+            raise ConfigError(f"expected pipeline text or @file.json; got {name!r} (write @{name} to load "
+                              "a spec file)")
+        params: dict[str, Any] = {}
+        if rest:
+            if not rest.endswith(")"):
+                raise ConfigError(f"expected 'name(k=v, ...)' in pipeline step; got {part!r}")
+            for kv in filter(None, (x.strip() for x in _split_args(rest[:-1]))):
+                key, eq, value = kv.partition("=")
+                if not eq:
+                    raise ConfigError(f"expected k=v in pipeline step {name!r}; got {kv!r}")
+                try:
+                    params[key.strip()] = json.loads(value)
+                except json.JSONDecodeError:
+                    params[key.strip()] = value.strip()
+        steps.append(from_spec({"name": name, "params": params}))
+    return Pipeline(steps=steps)
+
+
+def _split_args(text: str) -> list[str]:
+    """Split on commas not inside brackets or quotes."""
+    out, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: bool = True) -> list[Judgment]:
+    """Run the child judge calls of a fan-out (concurrently or in order); re-raise the first error once all
+    finished."""
+    if concurrent:
+        results = await asyncio.gather(*(c() for c in calls), return_exceptions=True)
+    else:
+        results = []
+        for c in calls:
+            try:
+                results.append(await c())
+            except Exception as exc:  # re-raised below, after the others ran
+                results.append(exc)
+    judgments: list[Judgment] = []
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+        judgments.append(r)
+    return judgments

@@ -1,0 +1,555 @@
+"""Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks.
+
+:class:`Demos` (``"demos"``) holds a selector (:mod:`mitigate.selectors`) and a display. At
+``fit`` the selector chooses demos from the labelled training items, each shown with its
+*human* score; ``apply`` puts them into every prompt that scores their criterion, shown
+``plain``, once under the prompt's own ``guideline``, or under ``perturbed`` versions of it
+(Ghazarian et al. 2024). A query-dependent selector (KNN), or ``per_item=True``, chooses per
+judged item instead, through a :class:`PerItemDemosJudge`.
+
+The named demo mitigations are registered *presets* of it (:class:`mitigate.registry.Preset`):
+their spec, pipeline text or CLI name builds a :class:`Demos`, equal to the one the
+equivalent ``demos(...)`` spec builds, and its spec is that ``demos`` spec:
+
+| preset | builds |
+|---|---|
+| ``random-demos(k, seed, criterion)`` | ``Demos(selector=Random(seed), k, criterion)`` (Ohi et al.'s control)
+|
+| ``highest-rs-demos(k, likelihood, criterion, pool_size, seed, task)`` | ``Demos(selector=HighestRS(...), k,
+criterion)`` (Ohi et al. 2024) |
+| ``perturbed-demos(demos, m, n, kind, lengthened, seed, ablation, perturbed)`` |
+``Demos(selector=Stratified(by="range", seed) or demos, k=m, display="perturbed" or "guideline",
+placement="append", ...)`` (Ghazarian et al. 2024) |
+| ``fixed-demos(demos)`` | ``Demos(demos=demos, k=len(demos))`` |
+| ``per-item-demos(selector, k)`` | ``Demos(selector=<fitted selector>, k, per_item=True,
+placement="append")`` |
+
+The first three live beside their papers' notes (:mod:`mitigate.strategies._highest_rs`,
+:mod:`mitigate.strategies._perturbed_demos`); the last two here.
+
+Fitted state (fields ending in ``_``, kept by :meth:`~mitigate.registry.Component.spec`):
+``selector_`` (the fitted selector, keeping only what choosing needs: the chosen items and,
+for HighestRS, their RS, LS and US, with counts of parse failures and exclusions; a selector
+that chooses per judged item keeps its pool), ``demos_`` (the chosen demos, in display order)
+and ``n_unlabelled_`` (training items without the human label). A fitted value never carries
+the training set: how many items the selector chose from is ``selector_.n_pool_``, and
+``mitigate compare`` records their ids with the run. Unfitted use is a ConfigError naming
+the fit call.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar, Literal, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
+
+from mitigate.constraints import Interval, IsInstance, Options, Satisfies, check_param
+from mitigate.data import Benchmark, Item, labelled, labelled_items
+from mitigate.errors import ConfigError, TemplateError
+from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment, PlannedRequest, PromptJudge
+from mitigate.prompt import (
+    Demo,
+    JudgePrompt,
+    PerturbationKind,
+    guideline_of,
+    original_order,
+    perturbation_set,
+)
+from mitigate.registry import Preset, Tags, register
+from mitigate.selectors import (
+    KNN,
+    Selector,
+    example_pool,
+    resolve_criterion,
+    selector_from_spec,
+)
+from mitigate.strategies._base import Mitigation
+
+Placement = Literal["replace", "append"]
+"""Where chosen demos go: instead of the prompt's own demos, or after them."""
+
+
+def _as_selector(value: Any) -> Any:
+    """A selector from a Selector, its spec, or (CLI text) its registered name."""
+    if value is None or isinstance(value, Selector):
+        return value
+    if isinstance(value, str):
+        return selector_from_spec({"name": value, "params": {}})
+    return selector_from_spec(value)
+
+
+SelectorField = Annotated[Selector, BeforeValidator(_as_selector), PlainSerializer(lambda s: s.spec())]
+"""A selector parameter: given as a Selector, its spec or its name; serialised as its spec."""
+
+
+def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float] | None:
+    """The gold score ``demo`` shows in ``prompt``: its criterion's entry when the demo holds several."""
+    if not isinstance(demo.score, dict):
+        return demo.score
+    names = [c.name for c in prompt.criteria] or ["score"]
+    missing = [c for c in names if c not in demo.score]
+    if missing:
+        raise ConfigError(
+            f"demo {demo.item.id!r} has gold scores for {sorted(demo.score)}; the prompt scores {names} "
+            f"(missing {missing})"
+        )
+    if len(names) == 1:
+        return demo.score[names[0]]
+    return {c: demo.score[c] for c in names}
+
+
+def require_lengthened(owner: str, kind: str, lengthened: dict[str, str] | None) -> None:
+    """ConfigError unless ``lengthened`` descriptions are given for a perturbation ``kind`` that lengthens."""
+    if kind in ("length", "both") and not lengthened:
+        raise ConfigError(
+            f"The 'lengthened' parameter of {owner} must map option labels to lengthened descriptions when "
+            f"kind={kind!r}. Got {lengthened!r} instead. Write them, or produce them once with "
+            "mitigate.prompt._perturb.lengthen_guideline(prompt, lm) and pass the returned dict."
+        )
+
+
+def demo_criteria(train: Benchmark, judge: Judge | None, criterion: str | None) -> list[str]:
+    """The human labels the demos show.
+
+    ``[criterion]`` when given; else the benchmark's one declared criterion; else every
+    criterion the judge's prompts score that ``train``'s items label (with several, each demo
+    holds one score per criterion and each prompt shows its own); else as
+    :func:`~mitigate.selectors.resolve_criterion` (which says what is missing).
+    """
+    if criterion is None and len(train.criteria) != 1 and judge is not None:
+        names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
+        known = [n for n in names if labelled_items(train.items, n)]
+        if known:
+            return known
+    return [resolve_criterion(train, judge, criterion)]
+
+
+PERTURBATION_CONSTRAINTS: dict[str, list[Any]] = {
+    "kind": [Options("order", "length", "both")],
+    "n": [Interval(int, 1), None],
+    "lengthened": [IsInstance(dict), None],
+    "seed": [Interval(int)],
+    "ablation": [bool],
+}
+"""The constraints of the guideline-perturbation parameters (demo display and the probe share them)."""
+
+
+class Display(BaseModel):
+    """How demos are shown.
+
+    ``mode``: ``"plain"`` (as they are); ``"guideline"`` (each once under the prompt's own
+    guideline, options in their original order: the unperturbed control of Ghazarian et al.
+    2024); ``"perturbed"`` (each under every perturbed version of that guideline, always with
+    the same gold score; with ``ablation`` under one perturbation drawn with ``seed``).
+    ``kind``, ``n``, ``lengthened`` and ``seed`` choose the perturbations
+    (:func:`mitigate.prompt._perturb.perturbation_set`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    mode: Literal["plain", "guideline", "perturbed"] = "plain"
+    kind: PerturbationKind = "order"
+    n: int | None = None
+    lengthened: dict[str, str] | None = None
+    seed: int = 0
+    ablation: bool = False
+
+    def show(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
+        """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
+        plain)."""
+        scored = [d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
+                  for d in demos]
+        if self.mode == "plain":
+            return scored
+        if prompt.answer == "pairwise":
+            raise ConfigError(
+                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. "
+                "perturbed-demos) show one output and its gold score under each guideline version; expected "
+                "a prompt that scores one output, got a pairwise prompt (show pairwise demos plainly: "
+                "Demos(demos=(Demo(item=..., verdict='first'), ...), k=...))"
+            )
+        base = original_order(guideline_of(prompt))
+        if self.mode == "guideline":
+            per_demo = [[base] for _ in scored]
+        else:
+            perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+            if self.ablation:
+                choices = [p for p in perts if not p.is_identity(base)] or perts
+                rng = random.Random(f"ablation:{self.seed}")
+                per_demo = [[rng.choice(choices).apply(base)] for _ in scored]
+            else:
+                shown = [p.apply(base) for p in perts]
+                per_demo = [shown for _ in scored]
+        return [d.model_copy(update={"guideline": gl}) for d, gls in zip(scored, per_demo, strict=True)
+                for gl in gls]
+
+
+def _fitted_selector(value: Any) -> bool:
+    return isinstance(value, Selector) and value.is_fitted
+
+
+@register("mitigation", "demos")
+class Demos(Mitigation):
+    """Demonstrations chosen by any selector (or given), shown plain or under the prompt's guideline.
+
+    Parameters:
+        selector: the selector that picks the demos at ``fit`` (a Selector, its spec, or its
+            registered name such as ``"stratified"``); one given already fitted is used as it is.
+        k: how many demos.
+        criterion: the human label shown (None: the benchmark's, or every criterion the
+            judge scores; see :func:`demo_criteria`).
+        demos: given demos instead of a selector (exactly ``k``; nothing to fit).
+        display: ``"plain"``, ``"guideline"`` (under the prompt's own guideline) or
+            ``"perturbed"`` (under perturbed guidelines, Ghazarian et al. 2024); see :class:`Display`.
+        kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
+        placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
+        per_item: choose for each judged item (a :class:`PerItemDemosJudge`) instead of once
+            at fit; always so for a query-dependent selector (KNN).
+
+    Demos show human scores for one criterion (or one score per criterion), so they go to
+    the prompts that score it: a prompt scoring ``criterion`` (or the generic "score") gets
+    them; a prompt scoring one *other* criterion is left alone (after a ``SingleAttribute``
+    split, ``highest-rs-demos(criterion=coherence) | random-demos(criterion=fluency)`` gives
+    each per-criterion call its own demos); a prompt scoring several criteria in one answer
+    is refused. Wrapping a judge none of whose prompts scores the criterion is a
+    ConfigError, never a silent no-op.
+    """
+
+    selector: SelectorField | None = None
+    k: int = 2
+    criterion: str | None = None
+    demos: tuple[Demo, ...] = ()
+    display: Literal["plain", "guideline", "perturbed"] = "plain"
+    kind: PerturbationKind = "order"
+    n: int | None = None
+    lengthened: dict[str, str] | None = None
+    seed: int = 0
+    ablation: bool = False
+    placement: Placement = "replace"
+    per_item: bool = False
+    selector_: SelectorField | None = None
+    demos_: tuple[Demo, ...] | None = None
+    n_unlabelled_: int | None = None
+    parameter_constraints: ClassVar = {
+        "selector": [IsInstance(Selector, dict, str, noun="a selector, its spec or its name"), None],
+        "k": [Interval(int, 1)],
+        "criterion": [str, None],
+        "display": [Options("plain", "guideline", "perturbed")],
+        "placement": [Options("replace", "append")],
+        "per_item": [bool],
+        **PERTURBATION_CONSTRAINTS,
+    }
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if (self.selector is None) == (not self.demos):
+            raise ConfigError("Demos expected either selector=... (demos chosen at fit) or demos=(...) "
+                              f"(given demos); got {'both' if self.demos else 'neither'}")
+        if self.demos and len(self.demos) != self.k:
+            raise ConfigError(f"The 'demos' parameter of Demos must hold exactly k={self.k} demos. Got "
+                              f"{len(self.demos)} instead (pass k={len(self.demos)}).")
+        if self.display == "perturbed":
+            require_lengthened("Demos", self.kind, self.lengthened)
+        if self.ablation and self.display != "perturbed":
+            raise ConfigError("The 'ablation' parameter of Demos needs display='perturbed'. Got "
+                              f"ablation=True with display={self.display!r} instead.")
+        if self.chooses_per_item and self.display != "plain":
+            why = (f"chooses per item with {type(self.selector).__name__}" if self.selector is not None
+                   else "chooses per item")
+            raise ConfigError(f"Demos {why}; expected display='plain' for per-item demos, got "
+                              f"display={self.display!r}")
+        return self
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """Given demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
+        pool = example_pool()
+        given = (Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))
+        return [cls(demos=given, display="perturbed", n=2, seed=1),
+                cls.model_validate({"selector": "stratified", "k": 2}),
+                cls(selector=KNN.examples()[0], k=2)]
+
+    # ------------------------------------------------------------------ state
+    @property
+    def chooses_per_item(self) -> bool:
+        """True when demos are chosen for each judged item (``per_item``, or a query-dependent selector)."""
+        return self.per_item or (self.selector is not None and self.selector.tags.query_dependent)
+
+    @property
+    def tags(self) -> Tags:
+        """Learns at fit when a selector chooses; calls the judge then when that selector does (and is
+        unfitted)."""
+        if self.selector is None:
+            return Tags()
+        sel = self.selector.tags
+        return Tags(needs_fitting=True, query_dependent=self.chooses_per_item,
+                    calls_judge_while_fitting=sel.calls_judge_while_fitting and not self.selector.is_fitted)
+
+    @property
+    def label(self) -> str:
+        """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the
+        default."""
+        source = "given" if self.selector is None else (self.selector.registry_name
+                                                        or type(self.selector).__name__)
+        extra = (("" if self.display == "plain" else f", {self.display}")
+                 + (", per item" if self.chooses_per_item else ""))
+        return f"demos({source}, k={self.k}{extra})"
+
+    @property
+    def fitted_selector(self) -> Selector | None:
+        """The fitted selector: the one ``fit`` fitted, or the one given fitted; None before."""
+        if self.selector_ is not None:
+            return self.selector_
+        return self.selector if _fitted_selector(self.selector) else None
+
+    @property
+    def display_spec(self) -> Display:
+        """How the demos are shown (:class:`Display`), from the display parameters."""
+        return Display(mode=self.display, kind=self.kind, n=self.n, lengthened=self.lengthened,
+                       seed=self.seed,
+                       ablation=self.ablation)
+
+    @property
+    def is_fitted(self) -> bool:
+        """True when there are demos to show (given or chosen), or a fitted per-item selector."""
+        if self.chooses_per_item:
+            return self.fitted_selector is not None
+        return self.demos_ is not None or bool(self.demos)
+
+    def chosen_demos(self) -> tuple[Demo, ...]:
+        """The demos shown (fitted or given); empty for per-item selection. ConfigError when unfitted."""
+        self._require_fitted()
+        if self.chooses_per_item:
+            return ()
+        return self.demos_ if self.demos_ is not None else self.demos
+
+    def _require_fitted(self) -> None:
+        if not self.is_fitted:
+            raise ConfigError(
+                "Demos is not fitted; expected `m = m.fit(train, judge)` before wrap()/apply() (or pass "
+                "demos=(Demo(...), ...) to show given demos)"
+            )
+
+    # ------------------------------------------------------------------ fit
+    async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:
+        """A fitted copy: the selector fitted on ``train`` (the items labelled for the criterion) picks the
+        demos.
+
+        ``judge`` is the judge the demos will be shown to; it tells which criterion the
+        demos show when neither this mitigation nor the benchmark says, and selectors that
+        judge the pool (HighestRS) run it with ``ctx`` (whose ``criterion`` names the label
+        shown when this mitigation's own ``criterion`` is None). Given demos are used as they
+        are (this value is returned); a selector given already fitted is adopted without
+        refitting. The fitted selector keeps only the chosen demos
+        (:meth:`~mitigate.selectors.Selector.with_choice`) unless it chooses per judged item.
+        """
+        if self.selector is None:
+            return self
+        if self.selector.is_fitted:
+            return self._adopt([str(self.selector.criterion_)], self.selector, train)
+        criteria, pool = self._training_pool(train, judge, self.criterion or ctx.criterion)
+        fitted = await self.selector.afit(pool, judge, ctx.merged(criterion=criteria[0]))
+        return self._adopt(criteria, fitted, train)
+
+    def _training_pool(self, train: Benchmark, judge: Judge | None,
+                       criterion: str | None) -> tuple[list[str], Benchmark]:
+        """The criteria the demos show and the training items labelled for all of them (what the selector fits
+        on)."""
+        if not isinstance(train, Benchmark):
+            raise ConfigError(f"Demos.fit expected the training items as a Benchmark; "
+                              f"got {type(train).__name__}")
+        criteria = demo_criteria(train, judge, criterion)
+        items = train.items
+        for c in criteria:
+            items = tuple(labelled_items(items, c))
+        if self.k > len(items):
+            raise ConfigError(
+                f"The 'k' parameter of Demos asks for {self.k} demos, but benchmark {train.name!r} has only "
+                f"{len(items)} item{'' if len(items) == 1 else 's'} with a human "
+                f"{' and '.join(repr(c) for c in criteria)} "
+                "score."
+            )
+        return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
+
+    def _adopt(self, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
+        """The fitted copy: the fitted selector (only its choice, unless per item), its picks (``demos_``)."""
+        update: dict[str, Any] = {}
+        if len(criteria) == 1:
+            update["criterion"] = criteria[0]
+        if isinstance(train, Benchmark):
+            update["n_unlabelled_"] = sum(1 for it in train.items if not labelled(it, criteria[0]))
+        if not self.chooses_per_item:
+            fitted = fitted.with_choice(self.k)
+            demos = fitted.select(self.k)
+            if len(criteria) > 1:  # one gold score per criterion; each prompt shows its own
+                demos = [Demo(item=d.item, score={c: d.item.human[c] for c in criteria}) for d in demos]
+            update["demos_"] = tuple(demos)
+        update["selector_"] = fitted
+        return self.model_copy(update=update)
+
+    # ------------------------------------------------------------------ showing
+    def belongs(self, prompt: JudgePrompt) -> bool:
+        """False when ``prompt`` scores one criterion other than the demos' (ConfigError for several)."""
+        names = [c.name for c in prompt.criteria]
+        if self.criterion is None or not names:
+            return True
+        if len(names) > 1:
+            raise ConfigError(
+                f"Demos shows human {self.criterion!r} scores; expected a prompt scoring one criterion, "
+                f"got one scoring {names} in one answer (place SingleAttribute before it)"
+            )
+        return names[0] in (self.criterion, "score")
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        """``prompt`` with the demos (see the class docstring); unchanged if it scores another criterion."""
+        demos = self.chosen_demos()
+        if not self.belongs(prompt):
+            return prompt
+        shown = self.display_spec.show(demos, prompt)
+        try:
+            return prompt.with_demos(shown if self.placement == "replace" else (*prompt.demos, *shown))
+        except TemplateError as exc:
+            raise TemplateError(f"{self.label}: {exc}") from None
+
+    def wrap(self, judge: Judge) -> Judge:
+        """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for per-item choice.
+
+        ConfigError when no prompt of ``judge`` scores the demos' criterion.
+        """
+        if not isinstance(judge, Judge):
+            raise ConfigError(f"Demos.wrap expected a Judge; got {type(judge).__name__}")
+        self._require_fitted()
+        if self.chooses_per_item:
+            selector = self.fitted_selector
+            assert selector is not None
+            for leaf in judge.leaves():  # refused now, not when the first item is judged
+                place = leaf.prompt.demo_place()
+                if isinstance(place, str) and self.belongs(leaf.prompt):
+                    raise TemplateError(f"{self.label}: demos cannot be shown: {place}")
+            return PerItemDemosJudge(judge, selector, self.k, append=self.placement == "append")
+        leaves = judge.leaves()
+        if leaves and not any(self.belongs(leaf.prompt) for leaf in leaves):
+            scored = sorted({c.name for leaf in leaves for c in leaf.prompt.criteria})
+            raise ConfigError(
+                f"Demos holds demos for criterion {self.criterion!r}; expected a judge with a prompt "
+                f"scoring it, got prompts scoring {scored}"
+            )
+        return judge.map_prompts(self.apply)
+
+
+# --------------------------------------------------------------------------- presets
+
+
+@register("mitigation", "fixed-demos")
+class FixedDemosPreset(Preset):
+    """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own.
+
+    Parameters:
+        demos: the demonstrations, in display order (each an item and its gold score;
+            a dict score holds one score per criterion and each prompt shows its own).
+
+    Builds ``Demos(demos=demos, k=len(demos))``. The winning demo set of a search is saved so.
+    """
+
+    demos: tuple[Demo, ...]
+    parameter_constraints: ClassVar = {
+        "demos": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0,
+                            "a non-empty list of Demo values")],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        """The Demos of two small given demos."""
+        pool = example_pool()
+        return [cls(demos=(Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))).build()]
+
+    def build(self) -> Demos:
+        """``Demos(demos=demos, k=len(demos))``."""
+        return Demos(demos=self.demos, k=len(self.demos))
+
+
+@register("mitigation", "per-item-demos")
+class PerItemDemosPreset(Preset):
+    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that
+    item.
+
+    Parameters:
+        selector: a fitted selector (any; meant for query-dependent ones such as
+            :class:`~mitigate.selectors.KNN`). It serialises as its own spec.
+        k: how many demos per item.
+
+    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``: the demos go
+    after the prompt's own. The judged item is never among its own demos.
+    """
+
+    selector: SelectorField
+    k: int = 4
+    parameter_constraints: ClassVar = {"k": [Interval(int, 1)]}
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        check_param("PerItemDemosPreset", "selector", self.selector,
+                    [Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")])
+        return self
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        """A KNN selector over the example pool, 2 demos per item."""
+        return [cls(selector=KNN.examples()[0], k=2).build()]
+
+    def build(self) -> Demos:
+        """``Demos(selector=selector, k=k, per_item=True, placement="append")``."""
+        return Demos(selector=self.selector, k=self.k, per_item=True, placement="append")
+
+
+INNER = "inner"
+
+
+class PerItemDemosJudge(CompositeJudge):
+    """Selects demos for each judged item, adds them to every inner prompt, then delegates.
+
+    ``append``: after the prompt's own demos (else in their place). The chosen ids are
+    recorded in ``Judgment.meta["demo_ids"]``. It is a composite judge, so a prompt
+    mitigation placed after it still reaches every inner prompt.
+    """
+
+    kind = "per-item-demos"
+
+    def __init__(self, inner: Judge, selector: Selector, k: int, *, append: bool = True) -> None:
+        super().__init__({INNER: inner})
+        self.selector = selector
+        self.k = k
+        self.append = append
+
+    def params(self) -> dict[str, Any]:
+        """The selector's spec, ``k`` and whether the demos are appended."""
+        return {"selector": self.selector.spec(), "k": self.k, "append": self.append}
+
+    def demos_for(self, item: Item, leaf: PromptJudge) -> list[Demo]:
+        """The demos shown to ``leaf`` when judging ``item`` (scores on the leaf prompt's scale)."""
+        return self.selector.select(self.k, query=item, prompt_scale=leaf.prompt.scale)
+
+    def for_item(self, item: Item) -> tuple[Judge, list[str]]:
+        """The inner judge with ``item``'s demos added to every prompt, and the chosen demo ids."""
+        chosen: list[str] = []
+
+        def with_demos(leaf: PromptJudge) -> Judge:
+            demos = self.demos_for(item, leaf)
+            if not chosen:
+                chosen.extend(d.item.id for d in demos)
+            own = leaf.prompt.demos if self.append else ()
+            return leaf.with_prompt(leaf.prompt.with_demos((*own, *demos)))
+
+        return self.children[INNER].map_leaves(with_demos), chosen
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The inner judge's requests with the demos chosen for ``item``."""
+        inner, _ = self.for_item(item)
+        return [r.under(INNER) for r in inner.requests(item)]
+
+    async def judge(self, item: Item) -> Judgment:
+        """Judge ``item`` with its own demos added to every inner prompt."""
+        inner, chosen = self.for_item(item)
+        judgment = await inner.judge(item)
+        return judgment.model_copy(update={"meta": {**judgment.meta, "demo_ids": chosen}})

@@ -1,0 +1,329 @@
+"""Reason-then-score (RTS) and multiple-choice (MCQ) forms of a judge prompt (Shen et al. 2023).
+
+Shen et al. ("Large language models are not yet human-level evaluators for abstractive
+summarization", 2023) ask the same judge for the same item in two ways:
+
+- **RTS** (reason-then-score): write a short reason, then the score ("Score: N");
+- **MCQ**: pick one of the options A, B, C ... where each option is a fixed reason paired
+  with a score (SummEval: A -> 1 ... E -> 5), answered with a letter.
+
+Both forms here are derived from an existing score prompt, so a user's own judge prompt
+(its task, criterion, guideline, slots and demos) is kept; only the answer changes, and it
+changes through the prompt's answer format (``with_answer_format``), which the parser and a
+constrained backend then follow:
+
+- :func:`rts_form` replaces the prompt's closing answer instruction (see
+  :func:`answer_instruction`) with one asking for a reason and then the template's own
+  answer line ("Score: N", "[RESULT] N", "Rating: [[N]]"); the format's reasoning becomes
+  "before".
+- :func:`mcq_form` turns every line of the prompt's parsed scoring guideline into an
+  option "A: <that score's description>. Score: <score>", sets ``answer="mcq"`` and maps
+  each letter to its option's score in ``scale.letters``, and replaces the answer
+  instruction with one asking for "Answer: <letter>" (the format it sets). A prompt that
+  already answers with a letter (lettered options scored by the template or by
+  ``letters=``) is its own MCQ form.
+
+The closing answer instruction is recognised as the last paragraph of the last user message
+(before its answer stub) when it holds no slot and no guideline and talks about
+replying/answering with a score/rating/number/letter; when there is none, the new
+instruction is added as a last paragraph instead, before the template's answer stub. Other
+text of the prompt (e.g. "choose the score from 1 to 5" in a list of steps) is left as written.
+
+Paragraphs that other mitigations added at the end of the prompt (single-attribute's "rate
+only <criterion>", granularity's answer scale, the chain-of-thought instructions of
+``Sampling(cot=True)`` and ``SelfConsistency``, the default consistency hint) are not taken for
+the answer instruction: they stay after it, so ``SingleAttribute() | AgreementGate()`` still asks
+each child about its own criterion. Those that name an answer are reworded for the form
+(:func:`~mitigate.strategies._edits.refresh_addenda`): "rate only" loses its answer clause, the
+chain-of-thought paragraphs ask for the form's final line, and the answer-scale note is dropped
+from the MCQ form (it answers with a letter).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+from mitigate.errors import TemplateError
+from mitigate.prompt import (
+    GUIDELINE_MARK,
+    SLOT_RE,
+    AnswerFormat,
+    Guideline,
+    JudgePrompt,
+    ScoreOption,
+    closing_stub,
+)
+from mitigate.scale import Scale
+from mitigate.strategies._edits import (
+    DEFAULT_HINT,
+    MANAGED_LEADS,
+    NO_OPTIONS_HINT,
+    ONLY_LEAD,
+    PAIRWISE_HINT,
+    RTS_LEAD,
+    addenda,
+    allow_reasoning,
+    message_end,
+    only_paragraph,
+    refresh_addenda,
+    set_addendum,
+    with_message,
+)
+
+_ANSWER_VERB = re.compile(
+    r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b")
+_ANSWER_NOUN = re.compile(r"(?i)\b(score|rating|number|letter|grade|digit|option)\b")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_MAX_LISTED_POINTS = 10
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _or_list(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _check_single(prompt: JudgePrompt, form: str) -> None:
+    if prompt.answer == "pairwise":
+        raise TemplateError(
+            f"the {form} form scores one output; expected a prompt with answer 'score' or 'mcq', "
+            "got 'pairwise'"
+        )
+    if len(prompt.criteria) > 1:
+        raise TemplateError(
+            f"the {form} form asks for one score per call; expected a prompt with one criterion, got "
+            f"{[c.name for c in prompt.criteria]} (apply SingleAttribute before the RTS/MCQ forms)"
+        )
+
+
+def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
+    """Where the prompt's closing answer instruction is: (message index, start, end) in its template.
+
+    The instruction is the last paragraph of the last user message (before its answer stub
+    and the paragraphs other mitigations added) when it holds no ``{{slot}}`` and no
+    guideline and mentions replying/answering with a score, rating, number or letter. None
+    when the prompt has no such paragraph.
+    """
+    idx, body, _ = message_end(prompt)
+    body = body[: _added_tail(body)]
+    breaks = list(_PARAGRAPH_BREAK.finditer(body))
+    start = breaks[-1].end() if breaks else 0
+    para = body[start:]
+    if not para.strip() or SLOT_RE.search(para) or GUIDELINE_MARK in para:
+        return None
+    if _ANSWER_VERB.search(para) and _ANSWER_NOUN.search(para):
+        return idx, start, len(body)
+    return None
+
+
+def _is_added(paragraph: str) -> bool:
+    """True for a one-line paragraph another mitigation put at the end of the prompt."""
+    text = paragraph.strip()
+    return "\n" not in text and (text.startswith(MANAGED_LEADS)
+                                 or text in (DEFAULT_HINT, NO_OPTIONS_HINT, PAIRWISE_HINT))
+
+
+def _added_tail(template: str) -> int:
+    """Where the trailing paragraphs added by other mitigations begin in ``template`` (else the end of its
+    text)."""
+    body = template.rstrip()
+    while True:
+        breaks = list(_PARAGRAPH_BREAK.finditer(body))
+        if not breaks or not _is_added(body[breaks[-1].end():]):
+            return len(body)
+        body = body[: breaks[-1].start()]
+
+
+def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) -> JudgePrompt:
+    """``form`` (the form's prompt: its answer format set) with ``prompt``'s closing answer instruction
+    replaced by
+    (or followed by) ``instruction``, before the answer stub.
+
+    Paragraphs added by other mitigations stay after it, reworded for the form's answer.
+    """
+    idx, body, end = message_end(prompt)
+    cut = _added_tail(body)
+    core, tail = body[:cut], body[cut:]
+    found = answer_instruction(prompt)
+    if found is not None:
+        _, start, stop = found
+        core = core[:start] + instruction + core[stop:]
+    else:
+        core = core + "\n\n" + instruction
+    out = with_message(form, idx, core + tail + end)
+    if ONLY_LEAD in addenda(out) and len(out.criteria) == 1:
+        out = set_addendum(out, ONLY_LEAD, only_paragraph(out, answer=False))
+    return refresh_addenda(out)
+
+
+def _option_score(option: ScoreOption, scale: Scale) -> float:
+    """An option's score: its own, or the letter's score in ``scale.letters``; TemplateError when neither
+    says."""
+    if option.score is not None:
+        return option.score
+    score = (scale.letters or {}).get(option.label.upper())
+    if score is None:
+        raise TemplateError(
+            f"option {option.label!r} ({option.description[:40]!r}) states no score, so the RTS/MCQ forms "
+            "cannot pair it with one; expected JudgePrompt.from_template(..., letters={'A': <score>, ...})"
+        )
+    return score
+
+
+def _points_text(scale: Scale) -> str:
+    points = scale.points()
+    if len(points) <= _MAX_LISTED_POINTS:
+        return _or_list([_fmt(p) for p in points])
+    return f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
+
+
+def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
+    """The answer instruction of the RTS form for ``scale`` (our wording), asking for ``answer_format``'s
+    line.
+
+    None (or the plain "Score: N" format) asks for a final line "Score: " followed by the
+    scale's points; another format asks for its own line ("[RESULT] N", "Rating: [[N]]").
+    """
+    if answer_format is None or answer_format.is_default_score_line:
+        return (
+            f"{RTS_LEAD} in one or two sentences. Then write a final line "
+            f'"Score: " followed by {_points_text(scale)}.'
+        )
+    ask = answer_format.with_reasoning("before").instruction(scale)
+    return f"{RTS_LEAD} in one or two sentences. Then {ask[:1].lower()}{ask[1:]}"
+
+
+def rts_form(prompt: JudgePrompt) -> JudgePrompt:
+    """The reason-then-score form of ``prompt``: a short reason, then its answer line (a new prompt).
+
+    The answer instruction is replaced (or added, see the module docstring); the scale
+    loses any letter map, ``answer`` becomes "score" and the answer format is the template's
+    own score format (the default "Score: N" for an MCQ prompt) with reasoning "before". The
+    guideline, if any, is kept as it is (including any reordering done before). Raises
+    TemplateError for pairwise or multi-criterion prompts, and for lettered options with no
+    score.
+    """
+    _check_single(prompt, "RTS")
+    scale = prompt.scale
+    if scale.letters is not None:
+        scale = Scale.model_validate(scale.model_dump() | {"letters": None})
+    guideline = prompt.guideline
+    if guideline is not None and prompt.answer == "mcq":
+        # an MCQ prompt's lettered options become plain score lines again
+        scores = [_option_score(o, prompt.scale) for o in guideline.options]
+        guideline = Guideline(
+            options=tuple(
+                o.model_copy(update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ",
+                                     "tail": ""})
+                for o, v in zip(guideline.options, scores, strict=True)
+            ),
+            separators=guideline.separators,
+        )
+    fmt = (prompt.format if prompt.answer == "score"
+           else AnswerFormat.default("score")).with_reasoning("before")
+    form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
+    instruction = rts_instruction(scale, fmt)
+    return allow_reasoning(_with_instruction(prompt, form, instruction), "the RTS form (reason, then score)",
+                           added=(instruction,))
+
+
+def mcq_instruction(letters: list[str], stub: str = "") -> str:
+    """The answer instruction of the MCQ form for option ``letters`` (our wording); with ``stub`` (the prompt
+    ends with
+    "Answer:"), it asks for that line to be completed."""
+    if stub:
+        return (f"Choose the option whose description fits best. Complete the last line \"{stub}\" with only "
+                f"the option's letter ({_or_list(letters)}).")
+    return (
+        "Choose the option whose description fits best. Reply with a single line \"Answer: \" followed by "
+        f"the option's letter ({_or_list(letters)})."
+    )
+
+
+def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
+    """The multiple-choice form of ``prompt``: its guideline lines become options A, B, C ... (a new prompt).
+
+    Each guideline option, in the order the guideline lists it, becomes the line
+    ``"<letter>: <description>. Score: <score>"`` (a fixed reason plus a score, as in Shen et
+    al.'s MCQ prompts); the original separators between lines are kept. ``answer`` becomes
+    "mcq" and ``scale.letters`` maps each letter to its option's score (a guideline listed
+    1..5 gives SummEval's A->1 ... E->5). ``position`` of each option is kept, so a later
+    reordering can still be traced back. A prompt that already answers with a letter is
+    returned as it is (it is its own MCQ form). Raises TemplateError when the prompt has no
+    parsed guideline (the options come from it), for pairwise and multi-criterion prompts,
+    for lettered options with no score, and for more than 26 options.
+    """
+    _check_single(prompt, "MCQ")
+    if prompt.answer == "mcq":
+        if prompt.guideline is not None:
+            for option in prompt.guideline.options:
+                _option_score(option, prompt.scale)
+        if not prompt.scale.letters:
+            raise TemplateError("the MCQ form needs a score for every option letter; expected "
+                                "JudgePrompt.from_template(..., letters={'A': <score>, ...})")
+        return prompt
+    gl = prompt.guideline
+    if gl is None:
+        raise TemplateError(
+            "the MCQ form needs guideline options (one line per score, e.g. 'Score 1 means ...') to turn "
+            "into choices A, B, C ...; expected a prompt whose guideline was parsed by "
+            "JudgePrompt.from_template, got guideline=None"
+        )
+    if len(gl.options) > len(string.ascii_uppercase):
+        raise TemplateError(
+            f"the MCQ form letters options A-Z; expected at most 26 guideline options, got {len(gl.options)}"
+        )
+    options: list[ScoreOption] = []
+    letters: dict[str, float] = {}
+    for letter, opt in zip(string.ascii_uppercase, gl.options, strict=False):
+        description = opt.description.rstrip().rstrip(".").rstrip()
+        score = _option_score(opt, prompt.scale)
+        options.append(
+            ScoreOption(
+                label=letter,
+                score=score,
+                description=description,
+                head=f"{letter}: ",
+                tail=f". Score: {_fmt(score)}",
+                position=opt.position,
+            )
+        )
+        letters[letter] = float(score)
+    scale = Scale.model_validate(prompt.scale.model_dump() | {"letters": letters})
+    form = prompt.model_copy(update={"guideline": Guideline(options=tuple(options), separators=gl.separators),
+                                     "scale": scale})
+    plain = AnswerFormat.default("mcq")
+    out = _letter_stub(_with_instruction(prompt, form.with_answer_format(plain),
+                                         mcq_instruction(list(letters))))
+    stub = closing_stub([out.messages[-1].template])
+    if stub is None:
+        return out
+    # the prompt ends with "Answer:": the judge completes it with the letter, as the instruction says
+    stubbed = plain.with_stub(stub).model_copy(update={"inferred": True})
+    return _letter_stub(_with_instruction(prompt, form.with_answer_format(stubbed),
+                                          mcq_instruction(list(letters),
+                                                                                                     stub)))
+
+
+def _letter_stub(form: JudgePrompt) -> JudgePrompt:
+    """``form`` (answering "Answer: <letter>") with the last line of its answer stub made "Answer:".
+
+    A template closing with a numeric stub ("- Helpfulness:", "Score:") would have the judge
+    write its letter after a score cue, where the letter answer does not parse; the stub's
+    other lines (a heading before it) are kept.
+    """
+    idx, body, end = message_end(form)
+    stub = form.answer_stub(idx)
+    if not stub or not end.endswith(stub):
+        return form
+    lines = stub.rstrip().split("\n")
+    last = lines[-1]
+    if re.fullmatch(r"\s*Answer:\s*", last):
+        return form
+    trailing = stub[len(stub.rstrip()):]
+    indent = last[: len(last) - len(last.lstrip())]
+    new_stub = "\n".join([*lines[:-1], indent + "Answer:"]) + trailing
+    return with_message(form, idx, body + end[: len(end) - len(stub)] + new_stub)

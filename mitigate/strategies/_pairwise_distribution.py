@@ -1,0 +1,277 @@
+"""Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one
+preference.
+
+A pairwise judge asked once per order gives two hard votes, and a position-biased judge's two
+votes often disagree. TrustJudge (Wang et al. 2025) keeps what the judge was unsure of instead:
+the probability of each verdict in both orders, the swap undone, averaged into one preference
+probability ("likelihood-aware aggregation"), which cut its judges' preference cycles from
+15.2% to 4.4%. :class:`PairwiseDistribution` (``pairwise-distribution``) does that for every
+prompt judge of a pairwise pipeline:
+
+- ``source="logprobs"``: each order is one call with token logprobs; the verdict's probability
+  is read at the token where the judge names it
+  (:func:`~mitigate.parse._verdict_logprobs.verdict_probabilities`). The label the judge wrote
+  must be the one its text parses to; otherwise the answer is a recorded parse failure.
+- ``source="samples"``: each order is sampled ``samples`` times at ``temperature``; the share
+  of samples naming each verdict is its probability (failed samples are recorded and left out).
+- ``source="auto"``: logprobs when the judge's backend can return them, else samples.
+
+The pooled preference: ``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the
+same the other way, ``P(tie)`` the mean of both orders' tie probabilities. The verdict is a tie
+when the tie is the most probable or ``|P(A) - P(B)| <= tie_margin``, else the more probable
+text. ``meta["preference"]`` holds the pooled probabilities, ``meta["order_probabilities"]``
+each order's, and ``meta["orders"]`` each order's own verdict (its most frequent parsed answer,
+as a judge asked once per order would give), so the position measures read it as they read a
+position swap. When either order has no readable answer the pair has no verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
+
+from mitigate.constraints import Interval, Options
+from mitigate.data import Item
+from mitigate.errors import ConfigError, MitigateError, ParseError
+from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, combine_costs
+from mitigate.lm import LMRequest, LMResponse, Usage
+from mitigate.measures import preference_verdict
+from mitigate.parse import Verdict, verdict_probabilities
+from mitigate.prompt import AnswerFormat
+from mitigate.registry import Tags, register
+from mitigate.strategies._base import Mitigation
+from mitigate.strategies._position_swap import swap_item
+
+Source = Literal["logprobs", "samples"]
+_BACK = {"first": "second", "second": "first", "tie": "tie"}
+_BY_TEXT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
+
+
+def pool_orders(original: dict[str, float], swapped: dict[str, float], tie_margin: float = 0.0
+                ) -> tuple[dict[str, float], Verdict]:
+    """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by position,
+    and its verdict.
+
+    ``swapped`` is by position as presented in the swapped order (its "first" is B).
+    """
+    p = {"A": (original.get("first", 0.0) + swapped.get("second", 0.0)) / 2,
+         "B": (original.get("second", 0.0) + swapped.get("first", 0.0)) / 2,
+         "tie": (original.get("tie", 0.0) + swapped.get("tie", 0.0)) / 2}
+    return p, _BY_TEXT[preference_verdict(p, tie_margin)]
+
+
+def check_readable(fmt: AnswerFormat) -> None:
+    """ConfigError unless ``fmt`` names its verdict by a label whose probability logprobs can give."""
+    why = ("relations such as A>>B" if fmt.relations else "two scores" if fmt.two_scores
+           else "a JSON object" if fmt.json_key is not None else None)
+    if why is not None:
+        raise ConfigError("verdict logprobs are read at the label the judge writes; this format answers "
+                          f"with {why} ({fmt.describe()}): expected a label format such as [[A]] / [[B]], or "
+                          "source='samples'")
+
+
+def read_verdict(positions: Any, fmt: AnswerFormat) -> Any:
+    """:func:`~mitigate.parse._verdict_logprobs.verdict_probabilities` told the format's labels, tie and answer
+    line."""
+    lead = fmt.line.split("{value}", 1)[0] if "{value}" in fmt.line else ""
+    return verdict_probabilities(positions, (fmt.labels[0], fmt.labels[1]), fmt.tie, lead=lead,
+                                 case_sensitive=fmt.case_sensitive, answer_first=fmt.reasoning == "after")
+
+
+def _most_common(verdicts: list[str]) -> str | None:
+    if not verdicts:
+        return None
+    counts = Counter(verdicts).most_common()
+    return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else "tie"
+
+
+class DistributionJudge(Judge):
+    """One pairwise prompt judge asked in both orders, its verdict probabilities pooled (see the module
+    docstring)."""
+
+    def __init__(self, leaf: PromptJudge, *, source: Source, top_logprobs: int, tie_margin: float) -> None:
+        if leaf.prompt.answer != "pairwise":
+            raise ConfigError("pairwise-distribution pools the verdicts of a pairwise judge; got a prompt "
+                              f"answering {leaf.prompt.answer!r}")
+        if source == "logprobs":
+            check_readable(leaf.prompt.format)
+        self.leaf, self.source, self.top_logprobs, self.tie_margin = leaf, source, top_logprobs, tie_margin
+
+    def __repr__(self) -> str:
+        return f"DistributionJudge({self.source}, {self.leaf!r})"
+
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """The leaf changed by ``fn``, pooled again (``fn`` must return a prompt judge)."""
+        new = fn(self.leaf)
+        if not isinstance(new, PromptJudge):
+            raise ConfigError("pairwise-distribution reads one prompt judge's answers in both orders; a "
+                              f"later mitigation turned it into a {type(new).__name__} (place "
+                              "pairwise-distribution after it)")
+        return DistributionJudge(new, source=self.source, top_logprobs=self.top_logprobs,
+                                 tie_margin=self.tie_margin)
+
+    def describe(self) -> dict[str, Any]:
+        """The leaf, the source and the pooling settings."""
+        return {"kind": "pairwise-distribution", "source": self.source, "top_logprobs": self.top_logprobs,
+                "tie_margin": self.tie_margin, "leaf": self.leaf.describe()}
+
+    def score_bounds(self) -> dict[str, tuple[float, float]] | None:
+        """No score: a verdict."""
+        return {}
+
+    async def aclose(self) -> None:
+        """Close the leaf."""
+        await self.leaf.aclose()
+
+    def request(self, item: Item) -> LMRequest:
+        """The leaf's request for ``item``, with token logprobs asked for when the source is logprobs."""
+        req = self.leaf.request(item)
+        if self.source == "logprobs":
+            return req.model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
+        return req
+
+    def _reads(self) -> str:
+        if self.source == "logprobs":
+            return (f"verdict probabilities from the top-{self.top_logprobs} logprobs at the verdict label; "
+                    "pooled with the other order's (swap undone)")
+        return (f"verdict probabilities as the shares of {self.leaf.config.n} sampled verdicts; pooled with "
+                "the other order's (swap undone)")
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The original order's request, then the swapped copy's."""
+        self._check_samples()
+        swapped = swap_item(item)
+        return [self.leaf.plan(self.request(item), item, self._reads()).under("original"),
+                self.leaf.plan(self.request(swapped), swapped, self._reads()).under("swapped", swapped=True)]
+
+    def _check_samples(self) -> None:
+        if self.source == "samples" and (self.leaf.config.n < 2 or self.leaf.config.temperature <= 0):
+            raise ConfigError(
+                "pairwise-distribution with samples needs several samples at a temperature above 0; the "
+                f"judge asks n={self.leaf.config.n} at temperature {self.leaf.config.temperature:g} (a later "
+                "sampling step changed them?): expected n >= 2 and temperature > 0")
+
+    async def _order(self, item: Item, name: str) -> tuple[LMResponse, dict[str, float] | None, str | None,
+                                                           list[ParseFailure]]:
+        """One order's response, its verdict distribution by position (None when unreadable), hard verdict,
+        failures."""
+        request = self.request(item)
+        response = await self.leaf.lm.complete(request)
+        fmt, scale = self.leaf.prompt.format, self.leaf.prompt.scale
+        as_json = request.constraint is not None and request.constraint.mode == "json"
+        crit = self.leaf.prompt.criteria[0].name if self.leaf.prompt.criteria else "score"
+        failures: list[ParseFailure] = []
+        parsed: list[str] = []
+        dists: list[dict[str, float]] = []
+        for idx, choice in enumerate(response.choices):
+            try:
+                verdict = str(fmt.read_json(choice.text, scale) if as_json else fmt.read(choice.text, scale))
+            except ParseError as exc:
+                failures.append(ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}",
+                                             sample=idx))
+                continue
+            if self.source == "logprobs":
+                try:
+                    if choice.logprobs is None:
+                        raise ParseError("expected token logprobs in the response; the backend returned none",
+                                         raw=choice.text)
+                    read = read_verdict(choice.logprobs, fmt)
+                    if read.generated != verdict:
+                        raise ParseError(f"the label at the verdict position ({read.generated!r}) is not the "
+                                         f"verdict the answer's text gives ({verdict!r})", raw=choice.text)
+                except ParseError as exc:
+                    failures.append(ParseFailure(criterion=crit, raw=choice.text,
+                                                 reason=f"{name}: {exc.message}",
+                                                 sample=idx))
+                    continue
+                dists.append(read.probabilities)
+            parsed.append(verdict)
+        keys = ["first", "second", "tie"]
+        if self.source == "logprobs":
+            dist = {k: sum(d.get(k, 0.0) for d in dists) / len(dists) for k in keys} if dists else None
+        else:
+            counts = Counter(parsed)
+            dist = {k: counts.get(k, 0) / len(parsed) for k in keys} if parsed else None
+        return response, dist, _most_common(parsed), failures
+
+    async def judge(self, item: Item) -> Judgment:
+        """Both orders judged, their verdict probabilities pooled."""
+        self._check_samples()
+        swapped = swap_item(item)
+        results = await asyncio.gather(self._order(item, "original"), self._order(swapped, "swapped"),
+                                       return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for r in errors:
+            if not isinstance(r, MitigateError):
+                raise r
+        if errors:
+            return Judgment(item_id=item.id, error="; ".join(f"{type(e).__name__}: {e}" for e in errors))
+        (r1, d1, v1, f1), (r2, d2, v2, f2) = results  # type: ignore[misc]
+        meta: dict[str, Any] = {"orders": {"original": v1, "swapped": v2},
+                                "order_probabilities": {"original": d1, "swapped": d2}, "source": self.source,
+                                "position_consistent": None if v1 is None or v2 is None else v1 == _BACK[v2]}
+        verdict: Verdict | None = None
+        if d1 is not None and d2 is not None:
+            pooled, verdict = pool_orders(d1, d2, self.tie_margin)
+            meta["preference"] = pooled
+        usage = Usage() + r1.usage + r2.usage
+        return Judgment(
+            item_id=item.id, verdict=verdict, raw=tuple(c.text for r in (r1, r2) for c in r.choices),
+            failures=tuple(f1 + f2), usage=usage,
+            cost_usd=combine_costs([0.0 if r.cached else r.cost_usd for r in (r1, r2)]),
+            calls=sum(0 if r.cached else 1 for r in (r1, r2)),
+            cached_calls=sum(1 if r.cached else 0 for r in (r1, r2)),
+            meta=meta)
+
+
+@register("mitigation", "pairwise-distribution")
+class PairwiseDistribution(Mitigation):
+    """Judge each pair in both orders and pool the verdict probabilities into one preference (Wang et al.
+    2025, TrustJudge).
+
+    Parameters:
+        source: "logprobs" (verdict probabilities from token logprobs), "samples" (from the
+            shares of sampled verdicts) or "auto" (logprobs when the backend gives them).
+        samples: verdicts sampled per order with ``source="samples"`` (sets the judge's n).
+        temperature: sampling temperature with ``source="samples"`` (sets the judge's temperature).
+        top_logprobs: alternatives read at the verdict token with ``source="logprobs"``.
+        tie_margin: the verdict is a tie when the two texts' pooled probabilities differ by no
+            more than this.
+
+    See the module docstring for how the two orders are pooled and what the judgment holds.
+    """
+
+    paper = "Wang et al. 2025 (TrustJudge)"
+
+    declared_tags: ClassVar[Tags] = Tags(pairwise_only=True)
+    source: Literal["auto", "logprobs", "samples"] = "auto"
+    samples: int = 5
+    temperature: float = 0.7
+    top_logprobs: int = 10
+    tie_margin: float = 0.0
+    parameter_constraints: ClassVar = {
+        "source": [Options("auto", "logprobs", "samples")],
+        "samples": [Interval(int, 2)],
+        "temperature": [Interval(float, 0, 2, closed="right")],
+        "top_logprobs": [Interval(int, 1, 20)],
+        "tie_margin": [Interval(float, 0, 1)],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """Auto, and sampled verdicts with a tie margin."""
+        return [cls(), cls(source="samples", samples=4, temperature=1.0, tie_margin=0.1)]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """Every prompt judge of ``judge`` asked in both orders, its verdict probabilities pooled."""
+        return judge.map_leaves(self._leaf)
+
+    def _leaf(self, leaf: PromptJudge) -> Judge:
+        source: Source = self.source if self.source != "auto" else (
+            "logprobs" if leaf.lm.supports_logprobs else "samples")
+        if source == "samples":
+            leaf = leaf.with_config(n=self.samples, temperature=self.temperature)
+        return DistributionJudge(leaf, source=source, top_logprobs=self.top_logprobs,
+                                 tie_margin=self.tie_margin)

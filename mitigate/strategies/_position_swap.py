@@ -1,0 +1,128 @@
+"""Position swap for pairwise judges: judge both orders and reconcile.
+
+A pairwise judge (prompt ``answer="pairwise"``, item ``output`` and ``output_b`` filling two
+slots such as ``{{output}}`` and ``{{output_b}}``) tends to prefer a position rather than a
+text. Running each comparison in both orders and keeping only verdicts that survive the
+swap is the standard check; Shen et al. 2023 run their SummEval head-to-head both ways, and
+``measures.position_bias`` measures the flip rate from the two verdicts this records.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from mitigate.constraints import Options
+from mitigate.data import Item
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import CompositeJudge, Judge, Judgment, PlannedRequest, merge_judgments
+from mitigate.parse import Verdict
+from mitigate.registry import register
+from mitigate.strategies._base import Mitigation, gather_children
+
+_BACK: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
+
+FLAG = "position_inconsistent"
+"""Flag set when the verdict changes with the order of the two outputs."""
+
+
+def swap_item(item: Item) -> Item:
+    """A copy of a pairwise ``item`` with ``output`` and ``output_b`` exchanged."""
+    if item.output_b is None:
+        raise DataError(
+            f"position swap needs a pairwise item with 'output' and 'output_b'; item {item.id!r} "
+            "has no output_b",
+            item_id=item.id,
+        )
+    return item.model_copy(update={"output": item.output_b, "output_b": item.output})
+
+
+class PositionSwapJudge(CompositeJudge):
+    """Runs a pairwise judge on the item and on its swapped copy, and reconciles the verdicts.
+
+    Children: "original" (judges the item as given) and "swapped" (judges
+    :func:`swap_item`). The swapped verdict is mapped back (first <-> second); when it agrees
+    with the original verdict that verdict is kept. A flip gives "tie" (``on_flip="tie"``)
+    or no verdict (``on_flip="abstain"``), and the flag ``position_inconsistent`` in both
+    cases. When either order has no verdict (parse failure), the result has no verdict and
+    the failure stays recorded. ``meta["orders"]`` = ``{"original": v1, "swapped": v2}``
+    holds the raw verdicts, the swapped one in swapped positions (as
+    ``measures.position_bias`` expects); ``meta["position_consistent"]`` is True, False, or
+    None when a verdict is missing.
+    """
+
+    kind = "position-swap"
+
+    def __init__(self, children: dict[str, Judge], *, on_flip: Literal["tie", "abstain"] = "tie") -> None:
+        super().__init__(children)
+        if set(children) != {"original", "swapped"}:
+            raise ConfigError(f"expected children 'original' and 'swapped'; got {sorted(children)}")
+        self.on_flip = on_flip
+
+    def params(self) -> dict[str, Any]:
+        """What a flip becomes."""
+        return {"on_flip": self.on_flip}
+
+    def _check_pairwise(self) -> None:
+        answers = sorted({leaf.prompt.answer for leaf in self.leaves()})
+        if answers != ["pairwise"]:
+            raise ConfigError(
+                "PositionSwap needs pairwise prompt judges (answer='pairwise'); got prompts "
+                f"answering {answers}"
+            )
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """The original order's requests, then the swapped copy's."""
+        self._check_pairwise()
+        return [*self.child_requests("original", item),
+                *self.child_requests("swapped", swap_item(item), swapped=True)]
+
+    async def judge(self, item: Item) -> Judgment:
+        """Judge ``item`` in both orders and reconcile the two verdicts."""
+        self._check_pairwise()
+        swapped = swap_item(item)
+        first, second = await gather_children(
+            [lambda: self.children["original"].judge(item), lambda: self.children["swapped"].judge(swapped)]
+        )
+        v1, v2 = first.verdict, second.verdict
+        flags: list[str] = []
+        verdict: Verdict | None
+        consistent: bool | None
+        if v1 is None or v2 is None:
+            verdict, consistent = None, None
+        elif v1 == _BACK[v2]:
+            verdict, consistent = v1, True
+        else:
+            verdict, consistent = ("tie" if self.on_flip == "tie" else None), False
+            flags.append(FLAG)
+        meta = {"orders": {"original": v1, "swapped": v2}, "position_consistent": consistent}
+        parts = [first, second]
+        merged_flags = tuple(dict.fromkeys([*(f for p in parts for f in p.flags), *flags]))
+        return merge_judgments(item.id, parts, verdict=verdict, flags=merged_flags, meta=meta)
+
+
+@register("mitigation", "position-swap")
+class PositionSwap(Mitigation):
+    """Judge each pair in both orders; keep verdicts that survive the swap.
+
+    Parameters:
+        on_flip: what a verdict that changes with the order becomes: "tie" (the judge
+            could not tell the outputs apart beyond their position) or "abstain" (no
+            verdict, flag ``position_inconsistent``, e.g. to route to a human).
+
+    The wrapped judge must be pairwise (every prompt ``answer="pairwise"``); this is
+    checked when judging, with a ConfigError. Items need ``output_b`` (DataError otherwise).
+    """
+
+    paper = "Shen et al. 2023"
+
+    on_flip: Literal["tie", "abstain"] = "tie"
+    parameter_constraints: ClassVar = {"on_flip": [Options("tie", "abstain")]}
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """Both flip policies."""
+        return [cls(), cls(on_flip="abstain")]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge running ``judge`` on the item and on its swapped copy."""
+        return PositionSwapJudge({"original": judge, "swapped": judge}, on_flip=self.on_flip)

@@ -1,0 +1,521 @@
+"""Selective evaluation with a guarantee of human agreement (Jung et al. 2024, "Trust or Escalate").
+
+A judge is trusted on an item only when its confidence reaches a threshold λ; the rest are
+escalated (to a stronger judge, or to a human). Jung et al. show how to choose λ on a
+labelled calibration split so that, with probability at least 1 − δ over that split,
+
+    P(judge agrees with the human | confidence ≥ λ̂) ≥ 1 − α        (the target agreement),
+
+by *fixed-sequence testing*: for thresholds λ_1 > λ_2 > ... on a grid fixed in advance, test
+the null "the risk (disagreement rate) among items with confidence ≥ λ_j exceeds α" with the
+exact binomial (Clopper-Pearson) upper bound of the empirical risk at level δ; walk down the
+grid while the null is rejected, and stop at the first λ where it is not. λ̂ is the last
+rejected threshold, and no multiplicity correction is needed because the sequence stops at
+the first failure. When even the highest threshold fails, every item is escalated
+(coverage 0): nothing shows the judge can be trusted at that level. The guarantee assumes
+calibration and test items are exchangeable (drawn from the same distribution).
+
+- :func:`fixed_sequence_threshold` is the procedure on arrays (confidence, agreed);
+- :func:`confidence` reads a confidence in [0, 1] from a judgment: agreement among its
+  samples or panel members (``"samples"``), the probability of its most likely answer from a
+  calibrated logprob judge (``"probability"``), whether its verdict survived swapping the
+  two outputs (``"both-orders"``), how close its RTS and MCQ scores are (``"rts-mcq"``), or
+  a ``meta["confidence"]`` a mitigation put there (``"meta"``; :class:`MultipleEvidence`
+  does);
+- :func:`agrees` says whether a judgment agrees with the item's human label: a score within
+  ``tolerance`` of the human score, or a verdict equal to the gold preference
+  (the item's gold ``preference``: A is the first position, B the second);
+- :class:`SelectiveEvaluation` (registered ``"selective"``) fits λ̂ on a training split by
+  judging it, and wraps a judge so that each judgment is accepted or escalated
+  (flag ``needs_human``, ``meta["selective"]``);
+- :class:`CascadeJudge` and :func:`fit_cascade` chain judges from cheap to strong
+  (Jung et al.'s cascaded selective evaluation): each stage has its own threshold,
+  calibrated on the calibration items the stages before it escalated; what the last
+  stage escalates goes to a human.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal, Self
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from mitigate.constraints import Interval, IsInstance, Options
+from mitigate.data import Benchmark, Item
+from mitigate.errors import ConfigError, DataError
+from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment, PlannedRequest
+from mitigate.registry import Tags, register
+from mitigate.run import run
+from mitigate.strategies._base import Mitigation
+
+NEEDS_HUMAN = "needs_human"
+"""The flag on an escalated judgment (the same flag the agreement gate uses)."""
+
+Confidence = Literal["samples", "probability", "both-orders", "rts-mcq", "meta"]
+CONFIDENCES: tuple[str, ...] = ("samples", "probability", "both-orders", "rts-mcq", "meta")
+"""The confidence sources :func:`confidence` reads."""
+
+
+# --------------------------------------------------------------------------- the procedure
+
+
+def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
+    """The exact one-sided (Clopper-Pearson) 1 − δ upper confidence bound of a binomial rate, ``errors`` of
+    ``n``.
+
+    The largest r with P(Binomial(n, r) <= errors) >= δ; 1.0 when ``errors == n``.
+    """
+    if n <= 0:
+        return 1.0
+    if errors >= n:
+        return 1.0
+    from scipy.stats import beta  # imported here: scipy costs about a second to import
+
+    return float(beta.ppf(1.0 - delta, errors + 1, n - errors))
+
+
+class Guarantee(BaseModel):
+    """A threshold chosen by fixed-sequence testing, and what it rests on.
+
+    ``threshold`` is λ̂ (None when no threshold passed: escalate everything);
+    ``n_accepted``/``n_agreed`` count the calibration items at or above it and those that
+    agreed; ``upper_risk`` is the binomial upper bound on their disagreement rate (<= α when
+    a threshold passed); ``tested`` is how many thresholds were tested.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    target: float
+    delta: float
+    threshold: float | None
+    n_calibration: int
+    n_accepted: int
+    n_agreed: int
+    upper_risk: float
+    tested: int
+
+    @property
+    def coverage(self) -> float:
+        """The share of calibration items accepted."""
+        return self.n_accepted / self.n_calibration if self.n_calibration else 0.0
+
+    @property
+    def agreement(self) -> float:
+        """The calibration agreement among accepted items (NaN when none)."""
+        return self.n_agreed / self.n_accepted if self.n_accepted else math.nan
+
+
+def fixed_sequence_threshold(
+    conf: Sequence[float] | np.ndarray, agreed: Sequence[bool] | np.ndarray, *, target: float, delta: float,
+    grid: int = 1000, min_accepted: int = 30,
+) -> Guarantee:
+    """λ̂ such that agreement among items with confidence >= λ̂ is >= ``target`` with probability >= 1 −
+    ``delta``.
+
+    ``conf`` are confidences in [0, 1] (NaN: no judgment, never accepted); ``agreed`` whether
+    each calibration judgment agreed with the human. Thresholds are ``grid + 1`` evenly
+    spaced points of [0, 1], tested from 1 down (fixed before seeing the data). A threshold
+    is rejected (declared safe) when the Clopper-Pearson upper bound of the disagreement rate
+    among items at or above it is <= 1 − ``target``. Thresholds that accept fewer than
+    ``min_accepted`` calibration items are skipped, not tested (as Jung et al.'s code keeps
+    only thresholds with at least 30 items above them): otherwise the first, highest
+    threshold, resting on one or two items, would always fail and stop the sequence. Which
+    thresholds are skipped depends only on the confidences, never on the labels, so the
+    sequence is still fixed before the agreements are looked at. Testing stops at the first
+    tested threshold that is not rejected; λ̂ is the lowest rejected one.
+    """
+    c = np.asarray(conf, dtype=float)
+    a = np.asarray(agreed, dtype=bool)
+    if c.shape != a.shape:
+        raise DataError(f"expected one agreement per confidence; got {c.shape} and {a.shape}")
+    if not 0 < target < 1 or not 0 < delta < 1:
+        raise ConfigError(f"expected target and delta in (0, 1); got target={target}, delta={delta}")
+    finite = c[np.isfinite(c)]
+    if len(finite) and (finite.min() < 0 or finite.max() > 1):
+        raise DataError(f"expected confidences in [0, 1]; got values from {finite.min():g} to "
+                        f"{finite.max():g}")
+    alpha = 1.0 - target
+    ok = np.isfinite(c)
+    best: tuple[float, int, int, float] | None = None
+    tested = 0
+    order = np.argsort(-np.where(ok, c, -np.inf), kind="stable")
+    sorted_conf = np.where(ok, c, -np.inf)[order]
+    errors_upto = np.cumsum(~a[order])  # disagreements among the i+1 most confident
+    last: tuple[int, float] | None = None
+    for lam in np.linspace(1.0, 0.0, grid + 1):
+        n = int(np.searchsorted(-sorted_conf, -(lam - 1e-12), side="right"))  # items with conf >= lam
+        if n == 0 or n < min_accepted:
+            continue
+        tested += 1
+        if last is None or last[0] != n:  # the same accepted set is the same test
+            last = (n, binomial_upper_bound(int(errors_upto[n - 1]), n, delta))
+        upper = last[1]
+        if upper > alpha:
+            break
+        best = (round(float(lam), 9), n, n - int(errors_upto[n - 1]), upper)
+    if best is None:
+        return Guarantee(target=target, delta=delta, threshold=None, n_calibration=len(c), n_accepted=0,
+                         n_agreed=0, upper_risk=1.0, tested=tested)
+    lam, n, agreed_n, upper = best
+    return Guarantee(target=target, delta=delta, threshold=lam, n_calibration=len(c), n_accepted=n,
+                     n_agreed=agreed_n, upper_risk=upper, tested=tested)
+
+
+# --------------------------------------------------------------------------- reading judgments
+
+
+def _criterion(j: Judgment, criterion: str | None) -> str:
+    if criterion is not None:
+        return criterion
+    names = list(j.scores) or list(j.samples)
+    if len(names) != 1:
+        raise ConfigError(f"judgment {j.item_id!r} has scores for {names}; name the criterion "
+                          "(criterion=...)")
+    return names[0]
+
+
+def confidence(j: Judgment, source: Confidence, criterion: str | None = None) -> float:
+    """The judgment's confidence in [0, 1] from ``source`` (NaN when it has none: a failed or missing
+    judgment).
+
+    - ``samples``: the share of samples (or panel members) that gave the most common answer;
+      failed samples stay in the count. For a verdict, the per-member verdicts of a panel.
+    - ``probability``: the highest answer probability of a calibrated logprob judgment
+      (``meta["calibration"]``, from ``contextual-calibration`` or ``batch-calibration``).
+    - ``both-orders``: 1 when the verdict survived swapping the outputs, 0 when it flipped
+      (``meta["position_consistent"]`` from ``position-swap``).
+    - ``rts-mcq``: ``1 / (1 + |RTS − MCQ|)`` from an ``agreement-gate`` judgment.
+    - ``meta``: ``meta["confidence"]`` as a mitigation set it.
+    """
+    if j.error is not None:
+        return math.nan
+    meta = j.meta
+    if source == "samples":
+        panel = meta.get("panel", {}).get("members", {})
+        if j.verdict is not None or "verdict" in panel:
+            votes = list(panel.get("verdict", {}).values())
+            if not votes:
+                raise DataError(f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' "
+                                "confidence needs a panel of verdicts (use 'both-orders' or 'meta' for a "
+                                "single pairwise judge)")
+            given = [v for v in votes if v is not None]
+            return Counter(given).most_common(1)[0][1] / len(votes) if given else math.nan
+        values = j.samples.get(_criterion(j, criterion), ())
+        given = [v for v in values if v is not None]
+        if not given:
+            return math.nan
+        return Counter(given).most_common(1)[0][1] / len(values)
+    if source == "probability":
+        cal = meta.get("calibration", {})
+        dist = cal.get("mean_q") or cal.get("q") or cal.get("p")
+        if not dist:
+            raise DataError(f"judgment {j.item_id!r} holds no answer distribution; 'probability' confidence "
+                            "needs a calibrated logprob judge (contextual-calibration or batch-calibration)")
+        return float(max(dist.values()))
+    if source == "both-orders":
+        if "position_consistent" not in meta:
+            raise DataError(f"judgment {j.item_id!r} has no meta['position_consistent']; 'both-orders' "
+                            "confidence needs a position-swap judge")
+        pc = meta["position_consistent"]
+        return math.nan if pc is None else float(bool(pc))
+    if source == "rts-mcq":
+        rts, mcq = meta.get("rts"), meta.get("mcq")
+        if not isinstance(rts, dict) or not isinstance(mcq, dict):
+            raise DataError(f"judgment {j.item_id!r} has no RTS and MCQ scores; 'rts-mcq' confidence needs "
+                            "an agreement-gate judge")
+        c = _criterion(j, criterion)
+        r, m = rts.get(c), mcq.get(c)
+        return math.nan if r is None or m is None else 1.0 / (1.0 + abs(r - m))
+    if source == "meta":
+        value = meta.get("confidence")
+        if value is None:
+            raise DataError(f"judgment {j.item_id!r} has no meta['confidence']")
+        return float(value)
+    raise ConfigError(f"expected a confidence source from {list(CONFIDENCES)}; got {source!r}")
+
+
+def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
+    """The gold preference of a pairwise item as a verdict by position: A -> "first", B -> "second", "tie".
+
+    Read from ``item.preference`` (criterion -> "A"/"B"/"tie", see :class:`~mitigate.data._schema.Item`):
+    the criterion's entry, or the only one when ``criterion`` is None. None when the item has no
+    gold preference (for that criterion).
+    """
+    prefs = item.preference
+    if not prefs:
+        return None
+    if criterion is None:
+        if len(prefs) > 1:
+            raise DataError(f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a "
+                            "criterion to pick one", item_id=item.id)
+        (pref,) = prefs.values()
+        return _VERDICT_OF_PREFERENCE[pref]
+    given = prefs.get(criterion)
+    return None if given is None else _VERDICT_OF_PREFERENCE[given]
+
+
+_VERDICT_OF_PREFERENCE = {"A": "first", "B": "second", "tie": "tie"}
+
+
+def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None = None) -> bool | None:
+    """Whether ``j`` agrees with the human label of ``item`` (None when either is missing).
+
+    A verdict agrees when it equals :func:`gold_verdict`; a score when it is within
+    ``tolerance`` of ``item.human[criterion]``. A judgment without an answer does not agree.
+    """
+    gold = gold_verdict(item, criterion)
+    if gold is not None:
+        return j.verdict == gold
+    c = _criterion(j, criterion) if (j.scores or j.samples) else criterion
+    if c is None or c not in item.human:
+        return None
+    score = j.scores.get(c) if j.error is None else None
+    return score is not None and abs(score - item.human[c]) <= tolerance + 1e-9
+
+
+# --------------------------------------------------------------------------- the mitigation
+
+
+class SelectiveJudge(CompositeJudge):
+    """Its child's judgment, accepted when the confidence reaches the threshold and escalated otherwise.
+
+    ``meta["selective"]`` = ``{"confidence", "threshold", "decision": "accept" | "escalate"}``.
+    An escalated judgment gets the flag ``needs_human``; with ``on_escalate="abstain"`` its
+    scores and verdict are also removed, so measures count it as unjudged.
+    """
+
+    kind = "selective"
+    requests_are_children = True
+
+    def __init__(self, children: dict[str, Judge], *, threshold: float | None, source: Confidence,
+                 criterion: str | None,
+                 on_escalate: str) -> None:
+        super().__init__(children)
+        self.threshold, self.source = threshold, source
+        self.criterion, self.on_escalate = criterion, on_escalate
+
+    def params(self) -> dict[str, Any]:
+        """Threshold, confidence source, criterion and what escalation does."""
+        return {"threshold": self.threshold, "source": self.source, "criterion": self.criterion,
+                "on_escalate": self.on_escalate}
+
+    async def judge(self, item: Item) -> Judgment:
+        """The child's judgment with the decision."""
+        return decide(await self.children["inner"].judge(item), self.threshold, self.source, self.criterion,
+                      self.on_escalate)
+
+
+def decide(j: Judgment, threshold: float | None, source: Confidence, criterion: str | None,
+           on_escalate: str) -> Judgment:
+    """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None), with
+    ``meta["selective"]``."""
+    conf = confidence(j, source, criterion)
+    accept = threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12
+    info = {"confidence": None if math.isnan(conf) else conf, "threshold": threshold,
+            "decision": "accept" if accept else "escalate"}
+    update: dict[str, Any] = {"meta": {**j.meta, "selective": info}}
+    if not accept:
+        update["flags"] = tuple(dict.fromkeys((*j.flags, NEEDS_HUMAN)))
+        if on_escalate == "abstain":
+            update["scores"] = dict.fromkeys(j.scores)
+            update["verdict"] = None
+    return j.model_copy(update=update)
+
+
+@register("mitigation", "selective")
+class SelectiveEvaluation(Mitigation):
+    """Trust the judge only where its confidence guarantees a target agreement with humans (Jung et al. 2024).
+
+    Parameters:
+        target: the agreement with humans accepted judgments must reach (1 − α), e.g. 0.8.
+        delta: the allowed probability that the guarantee fails over the calibration draw.
+        confidence: the confidence source (:func:`confidence`).
+        tolerance: a score agrees with the human score when within this distance (pointwise);
+            verdicts must equal the gold preference.
+        criterion: the criterion to read (None: the judgment's only one).
+        on_escalate: "flag" keeps an escalated judgment's answer and flags it ``needs_human``;
+            "abstain" also removes the answer.
+        grid: thresholds tested, evenly spaced on [0, 1].
+        min_accepted: thresholds accepting fewer calibration items are not tested.
+
+    ``fit(train, judge)`` judges the labelled training (calibration) split and chooses the
+    threshold by :func:`fixed_sequence_threshold`; ``guarantee_`` records it (threshold
+    None: nothing could be trusted at the target, everything is escalated).
+    """
+
+    paper = "Jung et al. 2024"
+
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True)
+    target: float = 0.8
+    delta: float = 0.1
+    confidence: Confidence = "samples"
+    tolerance: float = 0.5
+    criterion: str | None = None
+    on_escalate: Literal["flag", "abstain"] = "flag"
+    grid: int = 1000
+    min_accepted: int = 30
+    guarantee_: Guarantee | None = None
+    parameter_constraints: ClassVar = {
+        "target": [Interval(float, 0, 1, closed="neither")],
+        "delta": [Interval(float, 0, 1, closed="neither")],
+        "confidence": [Options(*CONFIDENCES)],
+        "tolerance": [Interval(float, 0)],
+        "criterion": [IsInstance(str), None],
+        "on_escalate": [Options("flag", "abstain")],
+        "grid": [Interval(int, 1)],
+        "min_accepted": [Interval(int, 1)],
+        "guarantee_": [IsInstance(Guarantee, dict, noun="a Guarantee"), None],
+    }
+
+    @property
+    def tags(self) -> Tags:
+        """As declared; ``pairwise_only`` too when the confidence is read from both orders of a pair."""
+        return self.declared_tags.model_copy(update={"pairwise_only": self.confidence == "both-orders"})
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """Unfitted, and fitted with a made-up guarantee."""
+        g = Guarantee(target=0.8, delta=0.1, threshold=0.6, n_calibration=100, n_accepted=60, n_agreed=55,
+                      upper_risk=0.16, tested=401)
+        return [cls(), cls(confidence="both-orders", on_escalate="abstain", guarantee_=g)]
+
+    @property
+    def is_fitted(self) -> bool:
+        """True once a threshold was calibrated."""
+        return self.guarantee_ is not None
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A judge whose judgments are accepted or escalated by the calibrated threshold."""
+        if self.guarantee_ is None:
+            raise ConfigError("SelectiveEvaluation is not fitted; expected `m = m.fit(calibration, judge)` "
+                              "first (it calibrates the confidence threshold on labelled items)")
+        return SelectiveJudge({"inner": judge}, threshold=self.guarantee_.threshold, source=self.confidence,
+                              criterion=self.criterion, on_escalate=self.on_escalate)
+
+    def calibrate(self, judgments: Sequence[Judgment], items: Sequence[Item]) -> Self:
+        """A fitted copy from judgments already made on labelled ``items`` (matched by id)."""
+        by_id = {it.id: it for it in items}
+        conf, agreed = [], []
+        for j in judgments:
+            item = by_id.get(j.item_id)
+            if item is None:
+                raise DataError(f"expected an item for every judgment; {j.item_id!r} has none",
+                                item_id=j.item_id)
+            a = agrees(j, item, tolerance=self.tolerance, criterion=self.criterion)
+            if a is None:
+                continue  # no human label: cannot calibrate on it
+            conf.append(confidence(j, self.confidence, self.criterion))
+            agreed.append(a)
+        if not conf:
+            raise ConfigError("SelectiveEvaluation.fit found no training item with a human label to "
+                              "calibrate on; expected human scores for the criterion, or gold preferences "
+                              "for pairwise items")
+        g = fixed_sequence_threshold(conf, agreed, target=self.target, delta=self.delta, grid=self.grid,
+                                     min_accepted=self.min_accepted)
+        return self.model_copy(update={"guarantee_": g})
+
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
+        """A fitted copy: ``judge`` run on ``train``, the threshold calibrated on its judgments."""
+        result = await run(judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress,
+                           desc="calibrating selective evaluation")
+        return self.calibrate(result.judgments, train.items)
+
+
+# --------------------------------------------------------------------------- cascades
+
+
+class CascadeJudge(CompositeJudge):
+    """Judges from cheap to strong (children in order), each trusted only at or above its own threshold.
+
+    The first stage whose confidence reaches its threshold answers (``meta["cascade"]["stage"]``
+    names it); when none does, the last stage's judgment is returned flagged ``needs_human``.
+    A later stage is only called when the earlier ones escalated.
+    """
+
+    kind = "cascade"
+
+    def __init__(self, children: dict[str, Judge], *, stages: Sequence[SelectiveEvaluation]) -> None:
+        super().__init__(children)
+        if len(stages) != len(children) or not all(s.is_fitted for s in stages):
+            raise ConfigError(f"expected one fitted SelectiveEvaluation per cascade stage; got {len(stages)} "
+                              f"for {len(children)} judges")
+        self.stages = list(stages)
+
+    def params(self) -> dict[str, Any]:
+        """Each stage's specification."""
+        return {"stages": [s.spec() for s in self.stages]}
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """Every stage's requests; a later stage's carry the condition under which it is called."""
+        out: list[PlannedRequest] = []
+        before: list[str] = []
+        for (name, _child), stage in zip(self.children.items(), self.stages, strict=True):
+            cond = None
+            if before:
+                cond = ("sent only when " + " and ".join(before) + " escalate(s) (depends on their answers)")
+            out.extend(self.child_requests(name, item, condition=cond))
+            g = stage.guarantee_
+            threshold = ("never trusts" if g is None or g.threshold is None
+                         else f"confidence < {g.threshold:.3g}")
+            before.append(f"stage {name!r} ({threshold})")
+        return out
+
+    async def judge(self, item: Item) -> Judgment:
+        """The first trusted stage's judgment, or the last one escalated."""
+        costs: list[Judgment] = []
+        out: Judgment | None = None
+        for (name, child), stage in zip(self.children.items(), self.stages, strict=True):
+            g = stage.guarantee_
+            assert g is not None
+            j = decide(await child.judge(item), g.threshold, stage.confidence, stage.criterion,
+                       stage.on_escalate)
+            costs.append(j)
+            out = j.model_copy(update={"meta": {**j.meta, "cascade": {"stage": name,
+                                                                      "stages_called": len(costs)}}})
+            if j.meta["selective"]["decision"] == "accept":
+                break
+        assert out is not None
+        calls = sum(c.calls for c in costs)
+        return out.model_copy(update={"calls": calls, "cached_calls": sum(c.cached_calls for c in costs)})
+
+
+def fit_cascade(judgments: Sequence[Sequence[Judgment]], items: Sequence[Item],
+                stage: SelectiveEvaluation | Sequence[SelectiveEvaluation], *,
+                union_bound: bool = True) -> list[SelectiveEvaluation]:
+    """One fitted stage per cascade stage, from every stage's judgments on the calibration ``items``.
+
+    Stage k is calibrated on the items stages 1..k-1 escalated (as Jung et al. do).
+    ``judgments[k]`` holds stage k's judgments, in the order of ``items``; ``stage`` is one
+    unfitted ``SelectiveEvaluation`` for every stage or one per stage (each stage may read its
+    own confidence source). With ``union_bound`` (the default) each of the K stages is calibrated
+    at δ/K, so that the whole cascade's accepted items reach the target with probability at least
+    1 − δ (a union bound over the stages; each stage alone at δ lets the cascade fail with up to
+    K·δ). ``union_bound=False`` calibrates every stage at its own δ.
+    """
+    stages = [stage] * len(judgments) if isinstance(stage, SelectiveEvaluation) else list(stage)
+    if len(stages) != len(judgments):
+        raise ConfigError(f"expected one SelectiveEvaluation per cascade stage ({len(judgments)}); "
+                          f"got {len(stages)}")
+    if union_bound:
+        stages = [s.model_copy(update={"delta": s.delta / len(stages)}) for s in stages]
+    remaining = list(range(len(items)))
+    fitted: list[SelectiveEvaluation] = []
+    for js, unfit in zip(judgments, stages, strict=True):
+        if len(js) != len(items):
+            raise DataError(f"expected one judgment per calibration item for every stage; got {len(js)} for "
+                            f"{len(items)} items")
+        if remaining:
+            s = unfit.calibrate([js[i] for i in remaining], [items[i] for i in remaining])
+        else:  # nothing left to calibrate on: this stage trusts nothing
+            s = unfit.model_copy(update={"guarantee_": Guarantee(
+                target=unfit.target, delta=unfit.delta, threshold=None, n_calibration=0, n_accepted=0,
+                n_agreed=0, upper_risk=1.0, tested=0)})
+        fitted.append(s)
+        g = s.guarantee_
+        assert g is not None
+        remaining = [i for i in remaining if g.threshold is None
+                     or not confidence(js[i], s.confidence, s.criterion) >= g.threshold - 1e-12]
+    return fitted

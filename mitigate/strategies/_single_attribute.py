@@ -1,0 +1,268 @@
+"""Single-attribute decomposition and its multi-attribute control (Stureborg et al. 2024).
+
+Stureborg et al. 2024 ("Large language models are inconsistent and biased evaluators")
+found that asking a judge for several criteria in one output *anchors* the later scores on
+the earlier ones: GPT-4's scores for different SummEval criteria correlate far more with one
+another (r = 0.979) than the human ones do (r = 0.315), and agreement with humans depends on
+where a criterion sits in the output. Their remedy is to score one criterion per call.
+
+- :class:`SingleAttribute` (``"single-attribute"``) splits every multi-criterion prompt judge
+  into one child per criterion (a :class:`~mitigate.judge.CompositeJudge` fan-out), runs the
+  children concurrently and merges their scores into one :class:`~mitigate.judge.Judgment`.
+- :class:`MultiAttribute` (``"multi-attribute"``) is the control: one call scoring every
+  criterion, in a configurable order, recording each criterion's position in
+  ``Judgment.meta["positions"]`` (for :func:`mitigate.measures.correlation_by_position`).
+- :func:`~mitigate.strategies._edits.multi_criterion_prompt` is the built-in rating template
+  both use (our own wording).
+
+How a child prompt is made to ask for one criterion
+    *Prompts built by* ``multi_criterion_prompt`` (recognised exactly by
+    :func:`~mitigate.strategies._edits.is_multi_criterion_template`) are rebuilt for the single criterion, so
+    the child
+    text names only that criterion and asks for ``Score: N``.
+    *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
+    criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
+    gets one more paragraph at the end of its last user message (before its answer stub):
+    "For this request, rate only <criterion> ...; ignore the other criteria mentioned above."
+    and the request for the template's own answer line (its answer format; a line naming
+    another criterion, "Coherence: N", is renamed for this one). The user's own text still
+    mentions the other criteria; the added paragraph overrides it, and the answer is read
+    in that format. ``on_free_form="error"`` refuses such templates instead.
+    The "rate only" paragraph is one of the managed paragraphs of
+    :mod:`mitigate.strategies._edits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, ClassVar, Literal
+
+from pydantic import model_validator
+
+from mitigate.constraints import Options, Satisfies
+from mitigate.data import Item
+from mitigate.errors import ConfigError
+from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
+from mitigate.prompt import Criterion, JudgePrompt
+from mitigate.registry import register
+from mitigate.strategies._base import Mitigation, gather_children
+from mitigate.strategies._edits import (
+    ONLY_LEAD,
+    is_multi_criterion_template,
+    multi_criterion_prompt,
+    only_paragraph,
+    refresh_addenda,
+    set_addendum,
+)
+
+# --------------------------------------------------------------------------- single attribute
+
+
+class SingleAttributeJudge(CompositeJudge):
+    """One child judge per criterion; their scores are merged into one judgment.
+
+    ``Judgment.meta["criteria"]`` lists the criteria (one call each); a child's own meta is
+    kept under ``meta["children"][<criterion>]``. Parse failures of a child stay failures
+    (its criterion scores None); an LM error raised by a child is re-raised once every child
+    has finished.
+    """
+
+    kind = "single-attribute"
+    requests_are_children = True
+
+    def __init__(self, children: dict[str, Judge], *, concurrent: bool = True) -> None:
+        super().__init__(children)
+        self.concurrent = concurrent
+
+    def params(self) -> dict[str, Any]:
+        """The criteria (children) and whether they run concurrently."""
+        return {"criteria": list(self.children), "concurrent": self.concurrent}
+
+    async def judge(self, item: Item) -> Judgment:
+        """Judge ``item`` once per criterion and merge the per-criterion scores."""
+        names = list(self.children)
+        parts = await gather_children(
+            [partial(self.children[n].judge, item) for n in names], concurrent=self.concurrent
+        )
+        scores: dict[str, float | None] = {}
+        samples: dict[str, tuple[float | None, ...]] = {}
+        for part in parts:
+            scores.update(part.scores)
+            samples.update(part.samples)
+        meta: dict[str, Any] = {"criteria": names}
+        child_meta = {n: p.meta for n, p in zip(names, parts, strict=True) if p.meta}
+        if child_meta:
+            meta["children"] = child_meta
+        return merge_judgments(item.id, parts, scores=scores, samples=samples, meta=meta)
+
+
+@register("mitigation", "single-attribute")
+class SingleAttribute(Mitigation):
+    """Score each criterion in its own call (Stureborg et al. 2024's remedy for anchoring).
+
+    Every prompt judge whose prompt scores several criteria becomes a
+    :class:`SingleAttributeJudge` with one child per criterion; each child's prompt is
+    ``prompt.with_criteria([c])`` and its text asks for that criterion only (see the module
+    docstring for built-in versus free-form templates). Leaves with one criterion, and
+    pairwise leaves, are left as they are.
+
+    Parameters:
+        concurrent: run the per-criterion calls concurrently (True) or one after another.
+        on_free_form: for a free-form multi-criterion template, "append" a "rate only
+            <criterion>" paragraph to each child's text, or raise ConfigError ("error").
+    """
+
+    paper = "Stureborg et al. 2024"
+
+    concurrent: bool = True
+    on_free_form: Literal["append", "error"] = "append"
+    parameter_constraints: ClassVar = {"concurrent": [bool], "on_free_form": [Options("append", "error")]}
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """The default, and sequential calls refusing free-form templates."""
+        return [cls(), cls(concurrent=False, on_free_form="error")]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge with every multi-criterion leaf split into one call per criterion."""
+        return judge.map_leaves(self._split)
+
+    def _split(self, leaf: PromptJudge) -> Judge:
+        prompt = leaf.prompt
+        if len(prompt.criteria) < 2 or prompt.answer == "pairwise":
+            return leaf.with_prompt(prompt)
+        children: dict[str, Judge] = {c.name: leaf.with_prompt(self.child_prompt(prompt, c))
+                                      for c in prompt.criteria}
+        return SingleAttributeJudge(children, concurrent=self.concurrent)
+
+    def child_prompt(self, prompt: JudgePrompt, criterion: Criterion) -> JudgePrompt:
+        """The prompt that scores only ``criterion`` of the multi-criterion ``prompt``."""
+        if is_multi_criterion_template(prompt):
+            return multi_criterion_prompt(prompt, [criterion])
+        if self.on_free_form == "error":
+            raise ConfigError(
+                "SingleAttribute(on_free_form='error') expected a prompt built by multi_criterion_prompt; "
+                f"got a free-form template scoring {[c.name for c in prompt.criteria]}"
+            )
+        child = prompt.with_criteria([criterion])
+        fmt = prompt.format.for_criterion(criterion.name, [c.name for c in prompt.criteria])
+        child = child.with_answer_format(fmt)
+        return refresh_addenda(set_addendum(child, ONLY_LEAD, only_paragraph(child)))
+
+
+# --------------------------------------------------------------------------- multi attribute (control)
+
+
+class MultiAttributeJudge(CompositeJudge):
+    """Wraps the one multi-criterion call and records each criterion's position in the answer.
+
+    ``Judgment.meta["positions"]`` maps criterion -> position (0 = asked and answered first),
+    read from the inner prompt at judge time; ``meta["order"]`` lists the criteria in order.
+    When a later mitigation split the call (e.g. ``SingleAttribute`` applied after this one),
+    there is no shared output and no positions are recorded.
+    """
+
+    kind = "multi-attribute"
+    requests_are_children = True
+
+    def __init__(self, child: Judge, order: Sequence[str]) -> None:
+        super().__init__({"multi": child})
+        self.order = tuple(order)
+
+    def params(self) -> dict[str, Any]:
+        """The order criteria are asked in."""
+        return {"order": list(self.order)}
+
+    def _current_order(self) -> list[str] | None:
+        """The criteria order of the one inner prompt; None once a later split made several calls."""
+        leaves = self.children["multi"].leaves()
+        if len(leaves) != 1:
+            return None
+        return [c.name for c in leaves[0].prompt.criteria]
+
+    async def judge(self, item: Item) -> Judgment:
+        """One call scoring every criterion; adds ``meta["positions"]`` and ``meta["order"]``."""
+        part = await self.children["multi"].judge(item)
+        order = self._current_order()
+        if order is None:
+            return part
+        meta = {**part.meta, "order": order, "positions": {n: i for i, n in enumerate(order)}}
+        return part.model_copy(update={"meta": meta})
+
+
+def _distinct_names(values: Any) -> bool:
+    names = [v if isinstance(v, str) else (v.name if isinstance(v, Criterion) else v["name"]) for v in values]
+    return len(set(names)) == len(names)
+
+
+MIN_TOKENS_PER_LINE = 3
+"""The fewest tokens one "<criterion>: N" answer line takes (a name, the colon, the digit): a lower
+bound, so a multi-criterion answer that cannot fit in the judge's ``max_tokens`` is refused."""
+
+
+@register("mitigation", "multi-attribute")
+class MultiAttribute(Mitigation):
+    """The control for :class:`SingleAttribute`: one call scoring all criteria, in a set order.
+
+    Stureborg et al. 2024 show that scoring criteria together anchors later scores on earlier
+    ones; this mitigation reproduces that setting on purpose so it can be measured
+    (``measures.inter_criterion_correlation``, ``measures.correlation_by_position``). Every
+    score-answering leaf gets the built-in :func:`multi_criterion_prompt`; the answer is read
+    with ``parse_criteria``.
+
+    Parameters:
+        criteria: the criteria to score; empty = the prompt's own criteria.
+        order: criterion names in the order they are asked and answered; empty = the order
+            of ``criteria`` (or of the prompt's criteria).
+    """
+
+    paper = "Stureborg et al. 2024 (control)"
+
+    criteria: tuple[Criterion, ...] = ()
+    order: tuple[str, ...] = ()
+    parameter_constraints: ClassVar = {
+        "criteria": [Satisfies(lambda v: isinstance(v, list | tuple) and _distinct_names(v),
+                               "a list of criteria with distinct names")],
+        "order": [Satisfies(lambda v: isinstance(v, list | tuple) and all(isinstance(n, str) for n in v)
+                            and _distinct_names(v), "a list of distinct names")],
+    }
+
+    @model_validator(mode="after")
+    def _check(self) -> MultiAttribute:
+        names = [c.name for c in self.criteria]
+        if self.criteria and self.order and sorted(self.order) != sorted(names):
+            raise ConfigError(
+                f"The 'order' parameter of MultiAttribute must list exactly the criteria {names}. "
+                f"Got {list(self.order)} instead."
+            )
+        return self
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """The default, and an explicit criteria list with a reversed order."""
+        crits = (Criterion(name="coherence", definition="how well organised it is"),
+                 Criterion(name="fluency"))
+        return [cls(), cls(criteria=crits, order=("fluency", "coherence"))]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge whose every leaf scores all criteria in one call."""
+        return judge.map_leaves(self._leaf)
+
+    def _leaf(self, leaf: PromptJudge) -> Judge:
+        crits = list(self.criteria or leaf.prompt.criteria)
+        names = [c.name for c in crits]
+        if self.order and sorted(self.order) != sorted(names):
+            raise ConfigError(
+                f"The 'order' parameter of MultiAttribute must list exactly the judge's criteria {names}. "
+                f"Got {list(self.order)} instead."
+            )
+        least = MIN_TOKENS_PER_LINE * len(crits)
+        if leaf.config.max_tokens is not None and leaf.config.max_tokens < least:
+            raise ConfigError(
+                f"multi-attribute asks for {len(crits)} answer lines ('{names[0]}: N' and so on), at least "
+                f"{least} tokens; the judge's max_tokens is {leaf.config.max_tokens}: raise max_tokens (e.g. "
+                f"to {max(48, 12 * len(crits))}) or score the criteria one per call"
+            )
+        prompt = multi_criterion_prompt(leaf.prompt, crits, self.order or None)
+        return MultiAttributeJudge(leaf.with_prompt(prompt), [c.name for c in prompt.criteria])

@@ -1,0 +1,179 @@
+"""Style control for pointwise scores: length control with markdown headers, bold and lists beside length.
+
+:class:`~mitigate.strategies._length_control.LengthControl` regresses a judge's score on the
+squashed length of the output and reports the score at the mean length. :class:`StyleControl`
+regresses on every style covariate of :mod:`mitigate.measures._style` at once and reports
+
+    score − Σ_k β_k · z_k,     z_k = tanh((f_k − mean_k) / sd_k),
+
+the score the fitted regression predicts at the training set's mean style, with the raw score
+and each z_k in ``meta["style_control"]``. Two sources, each for its own part: the covariates
+(``length``, ``headers``, ``bold``, ``lists``) are those of Arena-Hard's style control (Li et
+al. 2024), which enters them into its Bradley-Terry model of pairwise battles as normalised
+differences between the two answers; the tanh-of-standardised-feature normalisation is
+AlpacaEval's length-controlled form (Dubois et al. 2024), here applied to each feature of one
+output instead of the length difference of a pair. It is fitted on pointwise scores only: a
+pairwise benchmark or a judge answering with verdicts is refused in one line (for pairwise
+verdicts, read :func:`~mitigate.measures._style.style_controlled_win_rate`). The fitted coefficients
+``coefficients_`` are in the
+spec (so the report shows them). A feature that never varies on the training items gets no
+coefficient. ``reference="human"`` regresses the excess over the human score instead (a style
+preference humans share is kept). Adjusted scores are not clipped or rounded to the scale.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal, Self
+
+import numpy as np
+
+from mitigate.constraints import Options, Satisfies
+from mitigate.data import Benchmark, Item
+from mitigate.errors import ConfigError
+from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment
+from mitigate.measures import STYLE_FEATURES, score_style_regression, style_features
+from mitigate.registry import Tags, register
+from mitigate.run import run
+from mitigate.strategies._base import Mitigation
+from mitigate.strategies._length_control import refuse_pairwise
+
+
+class StyleControlledJudge(CompositeJudge):
+    """Its child's judgment with each score moved to what the fitted style regression predicts at the mean
+    style."""
+
+    kind = "style-control"
+    requests_are_children = True
+
+    def score_bounds(self) -> None:
+        """None: the adjusted score is not clipped to the scale."""
+        return None
+
+    def __init__(self, children: dict[str, Judge], *, coefficients: dict[str, dict[str, float]],
+                 mean: dict[str, float], sd: dict[str, float]) -> None:
+        super().__init__(children)
+        self.coefficients, self.mean, self.sd = coefficients, mean, sd
+
+    def params(self) -> dict[str, Any]:
+        """The fitted coefficients and feature statistics."""
+        return {"coefficients": self.coefficients, "mean": self.mean, "sd": self.sd}
+
+    def z(self, item: Item) -> dict[str, float]:
+        """The squashed, standardised style features of the item's output."""
+        f = style_features(item.output)
+        return {k: (math.tanh((f[k] - self.mean[k]) / self.sd[k]) if self.sd.get(k, 0) > 0 else 0.0)
+                for k in self.mean}
+
+    async def judge(self, item: Item) -> Judgment:
+        """The child's judgment with style-controlled scores (raw ones in ``meta["style_control"]``)."""
+        j = await self.children["inner"].judge(item)
+        z = self.z(item)
+        scores = {c: (None if v is None
+                      else v - sum(b * z.get(k, 0.0) for k, b in self.coefficients.get(c, {}).items()))
+                  for c, v in j.scores.items()}
+        meta = {**j.meta, "style_control": {"raw": dict(j.scores), "z": z}}
+        return j.model_copy(update={"scores": scores, "meta": meta})
+
+
+def _is_coefficients(v: Any) -> bool:
+    return isinstance(v, dict) and all(
+        isinstance(c, str) and isinstance(row, dict) and all(
+            k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x) for k, x in row.items())
+        for c, row in v.items())
+
+
+def _is_stats(v: Any) -> bool:
+    return isinstance(v, dict) and all(k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x)
+                                       and x >= 0
+                                       for k, x in v.items()) if v else isinstance(v, dict)
+
+
+@register("mitigation", "style-control")
+class StyleControl(Mitigation):
+    """Remove a pointwise judge's slopes on length, markdown headers, bold and lists, fitted on a training
+    split
+    (Arena-Hard's style covariates in AlpacaEval's tanh-standardised length-control form; see the module
+    docstring).
+
+    Parameters:
+        reference: "none" regresses the judge's score on the style features; "human"
+            regresses the judge's score minus the human score (training items need human labels).
+        features: the covariates (default all of :data:`~mitigate.measures._style.STYLE_FEATURES`).
+
+    ``fit(train, judge)`` judges the training items. Fitted: ``coefficients_`` (criterion ->
+    feature -> slope per unit of z), ``mean_`` and ``sd_`` of each feature over the training outputs.
+    """
+
+    paper = "Li et al. 2024 (Arena-Hard's style covariates); Dubois et al. 2024 (AlpacaEval's normalisation)"
+
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True)
+    reference: Literal["none", "human"] = "none"
+    features: tuple[str, ...] = STYLE_FEATURES
+    coefficients_: dict[str, dict[str, float]] | None = None
+    mean_: dict[str, float] = {}
+    sd_: dict[str, float] = {}
+    parameter_constraints: ClassVar = {
+        "reference": [Options("none", "human")],
+        "features": [Satisfies(lambda v: len(v) > 0 and len(set(v)) == len(v)
+                               and all(f in STYLE_FEATURES for f in v),
+                               f"a non-empty tuple of distinct features among {list(STYLE_FEATURES)}")],
+        "coefficients_": [Satisfies(_is_coefficients, "a dict of criterion -> {feature: finite slope}"),
+                          None],
+        "mean_": [Satisfies(_is_stats, "a dict of feature -> finite value >= 0")],
+        "sd_": [Satisfies(_is_stats, "a dict of feature -> finite value >= 0")],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        """Unfitted, and fitted on made-up slopes."""
+        return [cls(), cls(reference="human", coefficients_={"coherence": {"length": 0.3, "bold": 0.5}},
+                           mean_={"length": 60.0, "headers": 0.0, "bold": 0.4, "lists": 0.0},
+                           sd_={"length": 12.0, "headers": 0.0, "bold": 0.6, "lists": 0.0})]
+
+    @property
+    def is_fitted(self) -> bool:
+        """True once coefficients were fitted."""
+        return self.coefficients_ is not None
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A judge reporting style-controlled scores."""
+        if self.coefficients_ is None:
+            raise ConfigError("StyleControl is not fitted; expected `m = m.fit(train, judge)` first")
+        return StyleControlledJudge({"inner": judge},
+                                    coefficients={c: dict(r) for c, r in self.coefficients_.items()},
+                                    mean=dict(self.mean_), sd=dict(self.sd_))
+
+    async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
+        """A fitted copy: the judge's score (or excess over humans) regressed on the style features over
+        ``train``."""
+        refuse_pairwise("StyleControl", train, judge)
+        items = list(train.items)
+        if len(items) < 3:
+            raise ConfigError(f"StyleControl.fit needs at least 3 training items; got {len(items)}")
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
+                           desc="fitting style control")
+        texts = [it.output for it in items]
+        coefficients: dict[str, dict[str, float]] = {}
+        mean: dict[str, float] = {}
+        sd: dict[str, float] = {}
+        criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
+        if not criteria:
+            raise ConfigError("StyleControl.fit needs scores to regress; the judge scored none of the "
+                              f"{len(items)} "
+                              "training items (every judgment failed, or it answers without scores)")
+        for c in criteria:
+            y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments],
+                         dtype=float)
+            human = np.array([it.human.get(c, np.nan) for it in items],
+                             dtype=float) if self.reference == "human" else None
+            m = score_style_regression(y, texts, human=human, features=self.features)
+            if m.n < 3 or not m.extra.get("coefficients"):
+                raise ConfigError(
+                    f"StyleControl.fit needs at least 3 training items with a score"
+                    f"{' and a human label' if self.reference == 'human' else ''} for {c!r} and outputs "
+                    f"whose style varies; got {m.n} ({m.reason or 'no feature varies'})"
+                )
+            coefficients[c] = m.extra["coefficients"]
+            mean, sd = m.extra["mean"], m.extra["sd"]
+        return self.model_copy(update={"coefficients_": coefficients, "mean_": mean, "sd_": sd})

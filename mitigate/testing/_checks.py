@@ -1,0 +1,698 @@
+"""The contract every registered component meets, as named checks you can run on your own components.
+
+Like scikit-learn's ``parametrize_with_checks``: write a mitigation, selector or search engine,
+register it, and run the same battery mitigate runs on its own components::
+
+    from mitigate.testing import parametrize_with_checks
+
+    @parametrize_with_checks(MyMitigation.examples())
+    def test_my_mitigation(component, check):
+        check(component)
+
+:func:`checks_for` yields the :class:`Check` objects that apply to one component (every
+component; plus mitigation, selector or engine checks by kind); :func:`check_component` runs
+them all outside pytest; :func:`registered_examples` gives the ``examples()`` of every
+registered component of every kind, which is what mitigate's own test suite runs the
+battery over (``tests/test_contracts.py``). ``mitigate check-plugin my_package.judges`` runs the
+same checks from the command line on every component a plugin module registers.
+
+What is checked
+    every component: a frozen pydantic value; registered under its name; its spec
+    round-trips through JSON and the registry; an unknown parameter and a value no
+    declared constraint accepts are refused with one :class:`~mitigate.errors.ConfigError`
+    (scikit-learn's sentence for the latter).
+    its ``tags`` are a frozen :class:`~mitigate.registry.Tags` value.
+    mitigations: ``wrap`` returns a new judge and leaves the given one alone (or refuses with a
+    typed error); unfitted use is refused with "... is not fitted; expected ..."; ``fit``
+    against a judge on a fake LM (:func:`fitting_lm`) returns a fitted copy of the same class
+    (or the mitigation itself when its tags say it learns nothing) whose spec round-trips,
+    calls the LM exactly when its tags say it calls the judge while fitting, and leaves the
+    original and the training data alone. Every mitigation is fitted, those that judge while
+    fitting included. The fitted value does not carry the training set (fitted on four times
+    the items, its spec names no more of them and barely grows), unless it chooses per judged
+    item; ``compile(judge, train)`` gives the judge ``fit`` then ``wrap`` gives.
+    mitigations and selectors: fitted without a judge, a component whose tags say it needs one
+    is refused with the fit protocol's one sentence ("<Name>.fit needs the judge it fits
+    against; expected a Judge ..."); one whose tags do not fits.
+    selectors: ``select`` is deterministic, never shows the query item, validates ``k``;
+    ``fit`` (against the same fake LM) returns a fitted copy, calling the LM exactly when its
+    tags say so; unfitted ``select`` is refused; ``with_choice(k)`` keeps the ``k`` demos
+    ``select(k)`` chose and not the pool (a query-dependent selector keeps its pool).
+    presets (:class:`~mitigate.registry.Preset`): their ``examples()`` are the components they
+    build, so those meet their component's contract.
+    probes: the rewrite changes only the judged text, is recorded (original and probed text;
+    model and raw answer for an LM-assisted probe), and is the same from the rebuilt spec; an
+    LM-assisted probe refuses without a rewriter. A probe of the prompt leaves the item alone,
+    changes the requests of a judge whose prompt it applies to (options, several criteria),
+    records the change, gives the same requests from the rebuilt spec, leaves the judge it
+    was given unchanged, and refuses a prompt it cannot apply to with a one-line ConfigError.
+    engines: a tiny search with a scripted judge stays within its budget, reports the
+    baseline as the first trial and names the engine, or the engine refuses with a
+    ConfigError before any LM call.
+
+Size: over 600 lines because it holds one named check per contract; each check is short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+
+from mitigate.data import Benchmark, Item, Split
+from mitigate.errors import ConfigError, MitigateError
+from mitigate.judge import FitContext, Judge, PromptJudge
+from mitigate.lm import FakeLM, LMRequest
+from mitigate.probes import Probe
+from mitigate.prompt import Criterion, JudgePrompt
+from mitigate.registry import KIND_PACKAGES, Component, Tags, build, registered
+from mitigate.scale import Scale
+from mitigate.search import Engine, asearch
+from mitigate.selectors import Selector
+from mitigate.strategies import Mitigation, from_spec
+
+GUIDED = """Rate the summary.
+
+Coherence (1-5) - how well the summary hangs together.
+
+Score 1 means it is incoherent.
+Score 2 means it is mostly incoherent.
+Score 3 means it is partly coherent.
+Score 4 means it is mostly coherent.
+Score 5 means it is fully coherent.
+
+Article: {{source}}
+Summary: {{summary}}
+
+Reply with "Score: N"."""
+"""The judge template the checks wrap (a parsed guideline, an input slot and the judged text)."""
+
+
+PAIRWISE = """Which summary of the article is more coherent?
+
+Article: {{source}}
+Summary A: {{output_a}}
+Summary B: {{output_b}}
+
+Answer "[[A]]" if summary A is more coherent, "[[B]]" if summary B is."""
+"""The pairwise judge template the checks fit ``pairwise_only`` components against."""
+
+
+class Check(NamedTuple):
+    """One named contract check; call it with the component."""
+
+    name: str
+    run: Callable[[Any], None]
+
+    def __call__(self, component: Any) -> None:
+        self.run(component)
+
+
+def example_judge(criteria: Sequence[str] = ("coherence",), lm: FakeLM | None = None) -> PromptJudge:
+    """A judge on :data:`GUIDED` scoring ``criteria`` (one or several in one answer), with a FakeLM."""
+    prompt = JudgePrompt.from_template(GUIDED).with_criteria([Criterion(name=c) for c in criteria])
+    return PromptJudge(prompt, lm if lm is not None else FakeLM([]))
+
+
+def example_pairwise_judge(lm: FakeLM) -> Any:
+    """A pairwise judge on :data:`PAIRWISE`, each pair judged in both orders (``position-swap``), with
+    ``lm``."""
+    swap = registered("mitigation")["position-swap"]()
+    return swap.wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
+
+
+def example_pairwise_train(n: int = 12) -> Benchmark:
+    """A small pairwise benchmark with gold preferences on ``coherence``."""
+    items = tuple(
+        Item(id=f"pair-{i}", output=f"Summary {i} A" + " and more" * (i % 3), output_b=f"Summary {i} B",
+             inputs={"source": f"Article {i}."}, doc_id=f"d{i // 3}",
+             preference={"coherence": "A" if i % 2 else "B"})
+        for i in range(n)
+    )
+    return Benchmark(name="checks-pairwise", items=items, criteria=("coherence",))
+
+
+def example_train(n: int = 12) -> Benchmark:
+    """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the
+    generic ``score`` that components' ``examples()`` use."""
+    items = tuple(
+        Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}." + " More." * (i % 3),
+             inputs={"source": f"Article {i}."},
+             system=f"S{i % 3}", doc_id=f"d{i // 3}",
+             human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)})
+        for i in range(n)
+    )
+    return Benchmark(name="checks", items=items, criteria=("coherence",), scale=Scale(min=1, max=5))
+
+
+def _kind(component: Any) -> str:
+    return str(getattr(type(component), "registry_kind", "") or "")
+
+
+def _rebuild(component: Component, spec: Any) -> Any:
+    if isinstance(component, Mitigation):
+        return from_spec(spec)
+    return build(_kind(component), spec)
+
+
+# --------------------------------------------------------------------------- every component
+
+
+def check_is_frozen_value(component: Any) -> None:
+    """A pydantic value whose fields cannot be reassigned."""
+    assert isinstance(component, BaseModel), f"{type(component).__name__} is not a pydantic model"
+    assert component.model_config.get("frozen") is True, f"{type(component).__name__} is not frozen"
+    for name in type(component).model_fields:
+        try:
+            setattr(component, name, getattr(component, name))
+        except (ValueError, TypeError, AttributeError):
+            continue
+        raise AssertionError(f"{type(component).__name__}.{name} could be reassigned")
+
+
+def check_is_registered(component: Any) -> None:
+    """Registered under its name, so the registry finds its class."""
+    cls = type(component)
+    assert cls.registry_name, (f"{cls.__name__} is not registered (decorate it with "
+                               "@register(<kind>, '<name>'))")
+    assert registered(_kind(component)).get(cls.registry_name) is cls, (
+        f"the registry maps {cls.registry_name!r} to "
+        f"{registered(_kind(component)).get(cls.registry_name)!r}, not {cls.__name__}")
+
+
+def check_spec_round_trips(component: Any) -> None:
+    """``spec()`` survives JSON and rebuilds an equal component with the same spec."""
+    spec = component.spec()
+    again = _rebuild(component, json.loads(json.dumps(spec)))
+    assert type(again) is type(component), f"the spec rebuilt a {type(again).__name__}"
+    assert again == component, f"the spec of {type(component).__name__} did not rebuild an equal value"
+    assert again.spec() == spec, f"the rebuilt {type(component).__name__} has another spec"
+
+
+def check_unknown_parameter_is_refused(component: Any) -> None:
+    """A parameter the class does not have is one ConfigError naming the known ones."""
+    cls = type(component)
+    try:
+        cls.model_validate({**component.model_dump(), "no_such_parameter": 1})
+    except ConfigError as exc:
+        assert "no_such_parameter" in str(exc), f"the error does not name the unknown parameter: {exc}"
+        return
+    raise AssertionError(f"{cls.__name__} accepted an unknown parameter")
+
+
+class _Unacceptable:
+    """A value no declared constraint should accept."""
+
+    def __repr__(self) -> str:
+        return "<unacceptable value>"
+
+
+def check_constraints_refuse_bad_values(component: Any) -> None:
+    """Each declared constraint names a field, and a value none accepts is refused in scikit-learn's
+    wording."""
+    cls = type(component)
+    for name in cls.parameter_constraints:
+        assert name in cls.model_fields, (f"{cls.__name__} declares constraints for {name!r}, which "
+                                          "is not a field")
+        try:
+            component.with_params(**{name: _Unacceptable()})
+        except ConfigError as exc:
+            expected = f"The {name!r} parameter of {cls.__name__} must be "
+            assert str(exc).startswith(expected), f"expected {expected!r}...; got {exc}"
+            continue
+        raise AssertionError(f"{cls.__name__} accepted {_Unacceptable()!r} for {name!r}")
+
+
+# --------------------------------------------------------------------------- mitigations
+
+
+def fitting_lm() -> FakeLM:
+    """The fake LM the checks fit against: a varied, deterministic "Score: N" (1-5) per request, token
+    logprobs, and a log-likelihood of minus the continuation's length (so RS, calibration and
+    thresholds have something to learn from)."""
+    def answer(request: LMRequest) -> str:
+        text = "".join(m.content for m in request.messages)
+        if "[[A]]" in text:
+            return "[[A]]" if sum(map(ord, text)) % 2 else "[[B]]"
+        return f"Score: {1 + sum(map(ord, text)) % 5}"
+
+    return FakeLM(answer, logprobs=True, loglikelihood=lambda context,
+                  continuation: -float(len(continuation)))
+
+
+def _fit_context(lm: FakeLM, **fields: Any) -> FitContext:
+    """The fit context the checks pass: no progress bar, and the fake LM as likelihood backend."""
+    return FitContext(progress=False, lm=lm, **fields)
+
+
+def _fitting_setup(mitigation: Mitigation, n: int = 12) -> tuple[Benchmark, Judge, FakeLM]:
+    """``n`` training items and a judge on a fresh :func:`fitting_lm` (pairwise ones when pairwise only)."""
+    lm = fitting_lm()
+    if mitigation.tags.pairwise_only:
+        return example_pairwise_train(n), example_pairwise_judge(lm), lm
+    return example_train(n), example_judge(lm=lm), lm
+
+
+def check_tags_are_declared(component: Any) -> None:
+    """``tags`` is a frozen :class:`~mitigate.registry.Tags` value."""
+    tags = component.tags
+    assert isinstance(tags, Tags), f"{type(component).__name__}.tags is a {type(tags).__name__}, not Tags"
+    try:
+        tags.needs_fitting = tags.needs_fitting
+    except (ValueError, TypeError, AttributeError):
+        return
+    raise AssertionError(f"{type(component).__name__}.tags could be changed")
+
+
+def check_wrap_leaves_the_judge_alone(mitigation: Mitigation) -> None:
+    """``wrap`` returns a new judge and leaves the given one alone, or refuses with a typed error."""
+    for criteria in (("coherence",), ("coherence", "fluency")):
+        judge = example_judge(criteria)
+        before = judge.describe()
+        try:
+            wrapped = mitigation.wrap(judge)
+        except MitigateError:  # a mitigation may refuse a judge, but only with a typed error
+            assert judge.describe() == before
+            continue
+        assert wrapped is not judge, f"{type(mitigation).__name__}.wrap returned the judge it was given"
+        assert judge.describe() == before, f"{type(mitigation).__name__}.wrap changed the judge it was given"
+
+
+def check_unfitted_use_is_refused(mitigation: Mitigation) -> None:
+    """An unfitted mitigation refuses to wrap with "<Name> is not fitted; expected ..."."""
+    if mitigation.is_fitted:
+        return
+    try:
+        mitigation.wrap(example_judge())
+    except ConfigError as exc:
+        assert f"{type(mitigation).__name__} is not fitted; expected" in str(exc), f"unclear error: {exc}"
+        return
+    raise AssertionError(f"the unfitted {type(mitigation).__name__} wrapped a judge")
+
+
+def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
+    """``fit`` against a judge on a fake LM agrees with the tags, and leaves the original and the training
+    data alone.
+
+    Every mitigation is fitted, those that call the judge while fitting included. Tags
+    ``needs_fitting`` false: ``fit`` returns the mitigation itself. Otherwise a fitted value of
+    the same class whose spec round-trips. ``calls_judge_while_fitting``: the fake LM was
+    called while fitting; without it, it was not.
+    """
+    train, judge, lm = _fitting_setup(mitigation)
+    train_before, before = train.model_dump(), mitigation.model_dump()
+    tags = mitigation.tags
+    fitted = mitigation.fit(train, judge, _fit_context(lm))
+    name = type(mitigation).__name__
+    calls = lm.calls + len(lm.likelihood_requests)
+    assert mitigation.model_dump() == before, f"{name}.fit changed the original"
+    assert train.model_dump() == train_before, f"{name}.fit changed the training data"
+    if not tags.needs_fitting:
+        assert fitted is mitigation, (f"{name}'s tags say it learns nothing at fit, but fit "
+                                      "returned a new value")
+    else:
+        assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
+        assert fitted.is_fitted, f"{name}.fit returned an unfitted value"
+        check_spec_round_trips(fitted)
+    if tags.calls_judge_while_fitting:
+        assert calls > 0, f"{name}'s tags say it calls the judge while fitting, but fit made no LM call"
+    else:
+        assert calls == 0, f"{name}'s tags say it calls no judge while fitting, but fit made {calls} LM calls"
+
+
+def _named_ids(value: Any, ids: set[str]) -> set[str]:
+    """The ids of ``ids`` that ``value`` (a JSON-able spec) holds as a string or a key, anywhere."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        return {value} & ids
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found |= ({k} & ids) | _named_ids(v, ids)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            found |= _named_ids(v, ids)
+    return found
+
+
+def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -> None:
+    """Fitted on four times the training items, the spec names no more of them and grows by less than a
+    tenth of what was added: a fitted value keeps what it learned, not its training data (one choosing per
+    judged item, tag ``query_dependent``, keeps its pool by design)."""
+    if not mitigation.tags.needs_fitting or mitigation.tags.query_dependent:
+        return
+    specs, ids, sizes = [], [], []
+    for n in (12, 48):
+        train, judge, lm = _fitting_setup(mitigation, n)
+        spec = json.loads(json.dumps(mitigation.fit(train, judge, _fit_context(lm)).spec()))
+        specs.append(spec)
+        ids.append(_named_ids(spec, {it.id for it in train.items}))
+        sizes.append((len(json.dumps(spec)), len(json.dumps(train.model_dump(mode="json")))))
+    name = type(mitigation).__name__
+    assert len(ids[1]) <= len(ids[0]), (
+        f"{name} fitted on 12 items names {len(ids[0])} of them in its spec, fitted on 48 it names "
+        f"{len(ids[1])}: it carries its training set")
+    (small, train_small), (large, train_large) = sizes
+    assert large - small <= (train_large - train_small) / 10, (
+        f"{name}'s fitted spec grew by {large - small} bytes when fitted on {train_large - train_small} more "
+        "bytes of training data: it carries its training set")
+
+
+def check_compile_is_fit_then_wrap(mitigation: Mitigation) -> None:
+    """``compile(judge, train)`` gives the judge ``fit(train, judge).wrap(judge)`` gives (same description),
+    and refuses what they refuse."""
+    name = type(mitigation).__name__
+    made: list[Any] = []
+    for way in ("fit, wrap", "compile"):
+        train, judge, lm = _fitting_setup(mitigation)
+        try:
+            made.append(mitigation.fit(train, judge, _fit_context(lm)).wrap(judge) if way == "fit, wrap"
+                        else mitigation.compile(judge, train, _fit_context(lm)))
+        except MitigateError:  # a mitigation may refuse this judge, with a typed error
+            made.append(None)
+    expected, compiled = made
+    if expected is None or compiled is None:
+        assert expected is None and compiled is None, f"{name}: only one of compile and fit-then-wrap refused"
+        return
+    assert isinstance(compiled, Judge), f"{name}.compile returned a {type(compiled).__name__}"
+    assert compiled.describe() == expected.describe(), (
+        f"{name}.compile(judge, train) differs from fit(train, judge).wrap(judge)")
+
+
+def check_fit_needs_the_judge_its_tags_say(component: Mitigation | Selector) -> None:
+    """Fitted without a judge: refused with the fit protocol's one sentence when the tags say fitting needs
+    the judge (``needs_judge``, or ``calls_judge_while_fitting``), fitted otherwise."""
+    tags, name = component.tags, type(component).__name__
+    lm = fitting_lm()
+
+    def fit() -> Any:
+        if isinstance(component, Selector):
+            pool = list(component.pool_ or ())
+            return component.unfitted().fit(pool, None, _fit_context(lm, criterion=component.criterion_))
+        train = example_pairwise_train() if tags.pairwise_only else example_train()
+        return component.fit(train, None, _fit_context(lm))
+
+    if isinstance(component, Selector):
+        tags = component.unfitted().tags
+    sentence = f"{name}.fit needs the judge it fits against; expected a Judge"
+    if tags.needs_judge or tags.calls_judge_while_fitting:
+        try:
+            fit()
+        except ConfigError as exc:
+            text = str(exc)
+            assert text.startswith(sentence) and text.endswith(", got NoneType") and "\n" not in text, (
+                f"expected the fit protocol's sentence {sentence!r}...; got {text!r}")
+            assert lm.calls == 0, f"{name} called the LM {lm.calls} times before refusing"
+            return
+        raise AssertionError(f"{name}'s tags say fitting needs the judge, but it fitted without one")
+    fitted = fit()
+    assert fitted.is_fitted or not tags.needs_fitting, f"{name} fitted without a judge is not fitted"
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+def _query(selector: Selector) -> Item:
+    assert selector.pool_ is not None, f"{type(selector).__name__}.examples() should return fitted selectors"
+    return selector.pool_[0]
+
+
+def check_select_is_deterministic_and_hides_the_query(selector: Selector) -> None:
+    """The same fitted selector, ``k`` and query give the same demos, never the query itself, with human
+    scores."""
+    query = _query(selector)
+    first = selector.select(2, query=query)
+    ids = [d.item.id for d in first]
+    assert len(first) == 2, f"asked for 2 demos, got {len(first)}"
+    assert ids == [d.item.id for d in selector.select(2, query=query)], "select is not deterministic"
+    assert ids == [d.item.id for d in _rebuild(selector, selector.spec()).select(2, query=query)], (
+        "the rebuilt selector chooses other demos")
+    assert query.id not in ids, "the judged item was shown as its own demo"
+    crit = selector.criterion_
+    assert all(isinstance(d.score, float | int) and math.isclose(d.score, d.item.human[str(crit)])
+               for d in first), (
+        "demos must show the human score")
+
+
+def check_k_is_validated(selector: Selector) -> None:
+    """``select(0)`` is refused in scikit-learn's wording."""
+    try:
+        selector.select(0, query=_query(selector))
+    except ConfigError as exc:
+        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must "
+                                   "be an int >= 1"), str(exc)
+        return
+    raise AssertionError(f"{type(selector).__name__}.select(0) was accepted")
+
+
+def check_selector_fit_returns_a_copy(selector: Selector) -> None:
+    """``fit`` on the parameters alone returns a new fitted value (or says what more it needs); unfitted
+    select is refused."""
+    unfitted = selector.unfitted()
+    try:
+        unfitted.select(1, query=_query(selector))
+    except ConfigError as exc:
+        assert "not fitted" in str(exc), str(exc)
+    else:
+        raise AssertionError(f"the unfitted {type(selector).__name__} selected demos")
+    lm = fitting_lm()
+    ctx = _fit_context(lm, criterion=selector.criterion_)
+    fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), ctx)
+    assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
+    calls = lm.calls + len(lm.likelihood_requests)
+    if unfitted.tags.calls_judge_while_fitting:
+        assert calls > 0, (f"{type(selector).__name__}'s tags say it calls the judge while fitting; it "
+                           "made no LM call")
+    else:
+        assert calls == 0, (f"{type(selector).__name__}'s tags say it calls no judge while fitting; it "
+                            f"made {calls}")
+
+
+def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
+    """``with_choice(k)`` keeps the ``k`` demos ``select(k)`` chose, not the pool, and round-trips through its
+    spec; it answers only ``select(k)``. A query-dependent selector is kept as it is (it chooses per item)."""
+    name = type(selector).__name__
+    kept = selector.with_choice(2)
+    if selector.tags.query_dependent:
+        assert kept is selector, f"{name} chooses per judged item; with_choice must keep its pool"
+        return
+    assert kept.pool_ is None and kept.chosen_ is not None and len(kept.chosen_) == 2, (
+        f"{name}.with_choice(2) kept {len(kept.pool_ or ())} pool items and {len(kept.chosen_ or ())} "
+        "chosen ones")
+    chosen = [(d.item.id, d.score) for d in selector.select(2)]
+    shown = [(d.item.id, d.score) for d in kept.select(2)]
+    assert shown == chosen, f"{name}.with_choice(2) shows other demos"
+    check_spec_round_trips(kept)
+    assert [(d.item.id, d.score) for d in _rebuild(kept, kept.spec()).select(2)] == chosen
+    try:
+        kept.select(1)
+    except ConfigError:
+        return
+    raise AssertionError(f"{name} kept 2 chosen demos but answered select(1), which only its pool can answer")
+
+
+# --------------------------------------------------------------------------- engines
+
+
+def _scripted_split() -> Split:
+    train = [Item(id=f"t{i}", output=f"Train text {i}.", inputs={"source": "A."},
+                  human={"coherence": float(1 + i % 5)})
+             for i in range(6)]
+    dev = [Item(id=f"v{i}", output=f"Dev text {i}.", inputs={"source": "A."},
+                human={"coherence": float(1 + i % 5)})
+           for i in range(5)]
+    test = [Item(id=f"e{i}", output=f"Test text {i}.", inputs={"source": "A."},
+                 human={"coherence": float(1 + i % 5)})
+            for i in range(5)]
+    return Split(train=tuple(train), dev=tuple(dev), test=tuple(test))
+
+
+def _scripted_answer(request: LMRequest) -> str:
+    text = request.messages[-1].content
+    return f"Score: {1 + len(text) % 5}"
+
+
+def check_engine_runs_within_its_budget(engine: Engine) -> None:
+    """A tiny search with a scripted judge keeps to its budget, starts with the baseline and names the engine;
+    or the engine refuses with a ConfigError before any LM call."""
+    lm = FakeLM(_scripted_answer)
+    budget = 25
+    try:
+        result = asyncio.run(asearch(example_judge(lm=lm), _scripted_split(), engine=engine, k=2,
+                                     budget=budget,
+                                     n_boot=0, cache=False, progress=False))
+    except ConfigError:
+        assert lm.calls == 0, f"the {engine.registry_name} engine refused after {lm.calls} LM calls"
+        return
+    assert result.engine == engine.registry_name
+    assert result.calls_search <= budget, f"spent {result.calls_search} of a budget of {budget}"
+    assert result.trials and result.trials[0].label.startswith("baseline")
+    assert lm.calls == result.calls_search + result.calls_test
+
+
+# --------------------------------------------------------------------------- probes
+
+_PROBE_ITEM = Item(id="probe-check",
+                   output="The mayor opened the bridge. Traffic eased at once. Shops reopened.",
+                   output_b="A bridge opened.", inputs={"source": "An article about a bridge."})
+
+
+_OPTIONS_TEMPLATE = ("Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
+                     "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: "
+                     "{{output}}\n\nScore:")
+
+
+def _prompt_probe_judges() -> list[PromptJudge]:
+    """Judges a prompt probe may apply to: one whose prompt lists options, one scoring two criteria in one
+    call."""
+    lm = FakeLM(lambda request: "Score: 2")
+    with_options = PromptJudge(JudgePrompt.from_template(_OPTIONS_TEMPLATE, criterion="coherence"), lm)
+    multi = registered("mitigation")["multi-attribute"](
+        criteria=(Criterion(name="coherence"), Criterion(name="fluency"))).wrap(with_options)
+    return [with_options, multi]
+
+
+def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
+    """A probe of the prompt changes the requests (never the item), records it, and refuses what it cannot
+    apply to."""
+    from mitigate.probes import PromptProbe  # the probes package is loaded: ``probe`` is one of its values
+
+    assert isinstance(probe, PromptProbe)
+    before = _PROBE_ITEM.model_dump()
+    applied = 0
+    for judge in _prompt_probe_judges():
+        original = [r.request.model_dump() for r in judge.requests(_PROBE_ITEM)]
+        prompt = judge.leaves()[0].prompt
+        target = probe.target(3.0, prompt, "score")
+        try:
+            perturbed = probe.perturb(judge, target)
+        except ConfigError as exc:
+            assert "\n" not in str(exc) and "expected" in str(exc), f"unclear refusal: {exc}"
+            continue
+        applied += 1
+        changed = [r.request.model_dump() for r in perturbed.requests(_PROBE_ITEM)]
+        again = [r.request.model_dump()
+                 for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(
+            _PROBE_ITEM)]
+        assert changed != original, f"{type(probe).__name__} left the requests unchanged"
+        assert again == changed, f"{type(probe).__name__} perturbs differently from the same spec"
+        assert [r.request.model_dump()
+                for r in judge.requests(_PROBE_ITEM)] == original, "the judge was changed"
+        record = probe.record(_PROBE_ITEM, prompt, target)
+        assert record.ok and record.field == "prompt" and record.probed and record.probed != record.original
+    assert applied, (f"{type(probe).__name__} applied to no judge of the check (a prompt with options, "
+                     "two criteria)")
+    assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item"
+    assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
+
+
+def check_probe_rewrites_and_records(probe: Probe) -> None:
+    """A probe changes the judged text only, records the rewrite, and rewrites the same way twice.
+
+    An LM-assisted probe refuses with a ConfigError without a rewriter, and with a scripted one
+    records the model and its raw answer. A probe of the prompt is checked by
+    :func:`check_prompt_probe_changes_the_prompt_only` instead.
+    """
+    if probe.level == "prompt":
+        check_prompt_probe_changes_the_prompt_only(probe)
+        return
+    before = _PROBE_ITEM.model_dump()
+    rewriter = None
+    if probe.needs_rewriter:
+        try:
+            asyncio.run(probe.aprobe(_PROBE_ITEM, None))
+        except ConfigError as exc:
+            assert "rewriter" in str(exc), f"unclear error without a rewriter: {exc}"
+        else:
+            raise AssertionError(f"{type(probe).__name__} probed without a rewriter")
+        rewriter = FakeLM(lambda request: "The mayor opened the bridge, and shops reopened because of it.")
+    first = asyncio.run(probe.aprobe(_PROBE_ITEM, rewriter))
+    again = asyncio.run(_rebuild(probe, probe.spec()).aprobe(_PROBE_ITEM, rewriter))
+    assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item it was given"
+    assert first.item is not None and first.record.ok, (f"{type(probe).__name__} did not rewrite: "
+                                                        f"{first.record.error}")
+    field = first.record.field
+    assert first.record.original == _PROBE_ITEM.field(field), "the record does not hold the original text"
+    assert first.item.field(field) == first.record.probed != first.record.original, \
+        "the probed text is not recorded"
+    others = {k: v for k, v in first.item.model_dump().items() if k != field}
+    assert others == {k: v for k, v in before.items()
+                      if k != field}, "the probe changed more than the judged text"
+    assert again.record == first.record, f"{type(probe).__name__} rewrote differently from the same spec"
+    if probe.needs_rewriter:
+        assert first.record.model and first.record.raw, ("an LM rewrite must record the model and "
+                                                         "its raw answer")
+    assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
+
+
+# --------------------------------------------------------------------------- the battery
+
+COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips,
+          check_unknown_parameter_is_refused,
+          check_constraints_refuse_bad_values, check_tags_are_declared)
+MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused,
+              check_fit_returns_a_fitted_copy, check_fitted_value_does_not_carry_the_training_set,
+              check_compile_is_fit_then_wrap, check_fit_needs_the_judge_its_tags_say)
+SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated,
+            check_selector_fit_returns_a_copy, check_fit_needs_the_judge_its_tags_say,
+            check_choice_keeps_only_the_chosen)
+ENGINE = (check_engine_runs_within_its_budget,)
+PROBE = (check_probe_rewrites_and_records,)
+
+
+def checks_for(component: Any) -> Iterator[Check]:
+    """The checks that apply to ``component``: the common ones, then its kind's."""
+    fns: list[Callable[[Any], None]] = list(COMMON)
+    if isinstance(component, Mitigation):
+        fns += MITIGATION
+    if isinstance(component, Selector):
+        fns += SELECTOR
+    if isinstance(component, Engine):
+        fns += ENGINE
+    if isinstance(component, Probe):
+        fns += PROBE
+    for fn in fns:
+        yield Check(fn.__name__.removeprefix("check_"), fn)
+
+
+def check_component(component: Any) -> None:
+    """Run every check of :func:`checks_for` on ``component`` (AssertionError on the first that fails)."""
+    for check in checks_for(component):
+        check(component)
+
+
+def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
+    """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order.
+
+    A :class:`~mitigate.registry.Preset`'s examples are the components it builds. Registered
+    objects that are not :class:`~mitigate.registry.Component` classes, and test components
+    (names starting with ``test-``), are left out.
+    """
+    out: list[Component] = []
+    for kind in kinds if kinds is not None else KIND_PACKAGES:
+        for name, obj in sorted(registered(kind).items()):
+            if name.startswith("test-") or not (isinstance(obj, type) and issubclass(obj, Component)):
+                continue
+            out.extend(obj.examples())
+    return out
+
+
+def parametrize_with_checks(components: Iterable[Any]) -> Any:
+    """A ``pytest.mark.parametrize`` over every (component, check) pair, with readable ids.
+
+    The decorated test takes ``component`` and ``check`` and calls ``check(component)``.
+    """
+    import pytest  # a test-time dependency, needed only here
+
+    params = []
+    counts: dict[str, int] = {}
+    for component in components:
+        name = getattr(type(component), "registry_name", "") or type(component).__name__
+        label = f"{_kind(component)}:{name}" if _kind(component) else name
+        counts[label] = counts.get(label, -1) + 1
+        for check in checks_for(component):
+            params.append(pytest.param(component, check, id=f"{label}-{counts[label]}-{check.name}"))
+    return pytest.mark.parametrize(("component", "check"), params)
